@@ -1,0 +1,33 @@
+// Flag groups shared by the tools, on Boost.Program_options, with Megatron-LM's flag names.
+// A tool adds the groups it needs to its options and reads the filled structs after parsing.
+#pragma once
+
+#include <boost/program_options/options_description.hpp>
+#include <boost/program_options/variables_map.hpp>
+#include <string>
+#include <vector>
+
+#include "mt/api.h"
+#include "mt/tokenizer.h"
+
+namespace mt::cli {
+
+namespace po = boost::program_options;
+
+// Megatron's tokenizer arguments (--tokenizer-type, --vocab-file, --merge-file, ...).
+struct TokenizerFlags {
+    std::string type;
+    TokenizerOptions options;
+};
+MT_API po::options_description tokenizer_flags(TokenizerFlags& out);
+// Copies parsed optional values (e.g. --vocab-size) into `out` after po::notify.
+MT_API void finish_tokenizer_flags(const po::variables_map& vm, TokenizerFlags& out);
+
+// Plugin discovery: --plugin-dir (repeatable) and --list-plugins.
+struct PluginFlags {
+    std::vector<std::string> plugin_dirs;
+    bool list_plugins = false;
+};
+MT_API po::options_description plugin_flags(PluginFlags& out);
+
+}  // namespace mt::cli

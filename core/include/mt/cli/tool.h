@@ -1,0 +1,27 @@
+// The common frame of every megatron-* main(): parse flags (Megatron's names), --help,
+// --plugin-dir / --list-plugins, and error handling (usage errors exit 2, mt::Error exits 1
+// with "error: <message>").
+#pragma once
+
+#include <boost/program_options/options_description.hpp>
+#include <boost/program_options/variables_map.hpp>
+#include <functional>
+#include <string>
+
+#include "mt/api.h"
+
+namespace mt::cli {
+
+namespace po = boost::program_options;
+
+struct ToolSpec {
+    std::string name;         // "megatron-preprocess"
+    std::string description;  // one paragraph shown by --help
+    po::options_description options{"Options", 100};
+    // Runs after parsing, once --help and --list-plugins are handled. Returns the exit code.
+    std::function<int(const po::variables_map&)> run;
+};
+
+MT_API int run_tool(int argc, char** argv, ToolSpec& spec);
+
+}  // namespace mt::cli

@@ -1,0 +1,58 @@
+// Tokenizer interface: text <-> token ids, with the special ids Megatron-LM exposes.
+// Implementations are plugins registered under Megatron's --tokenizer-type names
+// (GPT2BPETokenizer, BertWordPieceLowerCase, BertWordPieceCase, NullTokenizer, ...).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mt/api.h"
+
+namespace mt {
+
+// What a tokenizer is built from: Megatron's tokenizer flags.
+struct TokenizerOptions {
+    std::string vocab_file;       // --vocab-file
+    std::string merge_file;       // --merge-file
+    std::string tokenizer_model;  // --tokenizer-model
+    std::optional<int64_t> vocab_size;  // --vocab-size (NullTokenizer)
+    int64_t vocab_extra_ids = 0;  // --vocab-extra-ids
+};
+
+// Special token ids; an absent one is std::nullopt (Megatron raises NotImplementedError).
+struct SpecialIds {
+    std::optional<int32_t> eod, cls, sep, mask, pad, bos, eos;
+};
+
+class MT_API Tokenizer {
+public:
+    virtual ~Tokenizer() = default;
+
+    // Megatron's tokenize(): ids of `text`, no special tokens added. Thread-safe.
+    std::vector<int32_t> encode(std::string_view text) const {
+        std::vector<int32_t> ids;
+        encode_append(text, ids);
+        return ids;
+    }
+    // Appends the ids of `text` to `out` (lets callers reuse one buffer). Thread-safe.
+    virtual void encode_append(std::string_view text, std::vector<int32_t>& out) const = 0;
+    // Megatron's detokenize().
+    virtual std::string decode(std::span<const int32_t> ids) const = 0;
+    // Size Megatron reports (before padding to --make-vocab-size-divisible-by).
+    virtual int64_t vocab_size() const = 0;
+    virtual const SpecialIds& special_ids() const = 0;
+    // The registered name, e.g. "GPT2BPETokenizer".
+    virtual std::string_view name() const = 0;
+
+    // The id of a special token, or an mt::Error naming the tokenizer and the token.
+    int32_t eod() const { return require(special_ids().eod, "eod"); }
+
+protected:
+    int32_t require(const std::optional<int32_t>& id, const char* what) const;
+};
+
+}  // namespace mt

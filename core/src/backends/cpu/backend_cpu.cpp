@@ -1,0 +1,83 @@
+// The CPU backend: host memory and OpenBLAS GEMM.
+#include <cblas.h>
+
+#include <cstring>
+
+#include "mt/backend.h"
+
+namespace mt {
+
+Tensor Backend::empty(const Shape& shape, DType dtype) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return Tensor::from_storage(allocate(n * dtype_size(dtype)), shape, dtype);
+}
+
+namespace {
+
+// A 2-D f32 matrix as BLAS sees it: row-major with leading dimension = row stride.
+struct Matrix {
+    const float* data;
+    int64_t rows, cols, ld;
+};
+
+Matrix as_matrix(const Tensor& t, const char* what) {
+    MT_CHECK(t.dtype() == DType::f32, "gemm: ", what, " must be f32, got ", t.describe());
+    MT_CHECK(t.dim() == 2, "gemm: ", what, " must be 2-D, got ", t.describe());
+    MT_CHECK(t.strides()[1] == 1 && t.strides()[0] >= std::max<int64_t>(1, t.shape()[1]),
+             "gemm: ", what, " must have unit column stride, got ", t.describe());
+    return {static_cast<const float*>(t.raw_data()), t.shape()[0], t.shape()[1], t.strides()[0]};
+}
+
+class CpuBackend final : public Backend {
+public:
+    std::string_view name() const override { return "cpu"; }
+    Device device() const override { return {}; }
+
+    std::shared_ptr<Storage> allocate(int64_t bytes) override {
+        return Tensor::empty({bytes}, DType::u8).storage();
+    }
+
+    void copy(const Tensor& src, Tensor& dst) override {
+        MT_CHECK(src.device().type == DeviceType::cpu && dst.device().type == DeviceType::cpu,
+                 "the CPU backend copies between CPU tensors only");
+        dst.copy_from(src);
+    }
+
+    void synchronize() override {}
+
+    void gemm(Transpose ta, Transpose tb, float alpha, const Tensor& a, const Tensor& b,
+              float beta, Tensor& c) override {
+        Matrix A = as_matrix(a, "A"), B = as_matrix(b, "B"), C = as_matrix(c, "C");
+        int64_t m = ta == Transpose::yes ? A.cols : A.rows;
+        int64_t k = ta == Transpose::yes ? A.rows : A.cols;
+        int64_t kb = tb == Transpose::yes ? B.cols : B.rows;
+        int64_t n = tb == Transpose::yes ? B.rows : B.cols;
+        MT_CHECK(k == kb && C.rows == m && C.cols == n, "gemm: shapes do not agree: op(A) is ",
+                 m, "x", k, ", op(B) is ", kb, "x", n, ", C is ", C.rows, "x", C.cols);
+        if (m == 0 || n == 0) return;
+        cblas_sgemm(CblasRowMajor, ta == Transpose::yes ? CblasTrans : CblasNoTrans,
+                    tb == Transpose::yes ? CblasTrans : CblasNoTrans, m, n, k, alpha, A.data,
+                    A.ld, B.data, B.ld, beta, const_cast<float*>(C.data), C.ld);
+    }
+
+    void gemm_batched(Transpose ta, Transpose tb, float alpha, const Tensor& a, const Tensor& b,
+                      float beta, Tensor& c) override {
+        MT_CHECK(a.dim() == 3 && b.dim() == 3 && c.dim() == 3,
+                 "gemm_batched: 3-D tensors expected, got ", a.describe(), ", ", b.describe(),
+                 ", ", c.describe());
+        MT_CHECK(a.size(0) == b.size(0) && a.size(0) == c.size(0),
+                 "gemm_batched: batch sizes differ: ", a.describe(), ", ", b.describe(), ", ",
+                 c.describe());
+        for (int64_t i = 0; i < a.size(0); ++i) {
+            Tensor ci = c.select(0, i);
+            gemm(ta, tb, alpha, a.select(0, i), b.select(0, i), beta, ci);
+        }
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace mt

@@ -1,0 +1,79 @@
+#include "test_support.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+namespace fs = std::filesystem;
+
+namespace mt::test {
+
+fs::path fixtures_dir() { return fs::path(MT_TEST_SOURCE_DIR) / "tests" / "fixtures"; }
+fs::path binary_dir() { return fs::path(MT_TEST_BINARY_DIR); }
+
+std::optional<fs::path> test_data_dir() {
+    const char* env = std::getenv("MEGATRON_TEST_DATA");
+    if (!env || !*env || !fs::is_directory(env)) return std::nullopt;
+    return fs::path(env);
+}
+
+std::optional<fs::path> test_data(const std::string& relative) {
+    auto dir = test_data_dir();
+    if (!dir || !fs::exists(*dir / relative)) return std::nullopt;
+    return *dir / relative;
+}
+
+TempDir::TempDir() {
+    std::random_device rd;
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        fs::path p = fs::temp_directory_path() /
+                     ("mt-test-" + std::to_string(getpid()) + "-" + std::to_string(rd()));
+        if (fs::create_directory(p)) {
+            path_ = p;
+            return;
+        }
+    }
+    throw std::runtime_error("cannot create a temporary directory");
+}
+
+TempDir::~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+}
+
+std::string read_file(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read " + path.string());
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+void write_file(const fs::path& path, const std::string& content) {
+    std::ofstream out(path, std::ios::binary);
+    out << content;
+    if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+RunResult run_command(const std::string& command_line) {
+    RunResult r;
+    std::string cmd = command_line + " 2>&1";
+    FILE* pipe = popen(cmd.c_str(), "r");
+    if (!pipe) throw std::runtime_error("cannot run " + command_line);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
+    int status = pclose(pipe);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+
+fs::path tool_path(const std::string& name) { return binary_dir() / "bin" / name; }
+
+}  // namespace mt::test

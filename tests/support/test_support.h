@@ -1,0 +1,44 @@
+// Helpers shared by the tests: fixture and test-data locations, temporary directories,
+// whole-file reads, and running a tool binary.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace mt::test {
+
+// tests/fixtures in the source tree.
+std::filesystem::path fixtures_dir();
+// The build tree (bin/, lib/mt/plugins/).
+std::filesystem::path binary_dir();
+// $MEGATRON_TEST_DATA (the shared third-party data), or nullopt when unset or missing.
+std::optional<std::filesystem::path> test_data_dir();
+// A test-data file, or nullopt (the caller skips with GTEST_SKIP() << message) when absent.
+std::optional<std::filesystem::path> test_data(const std::string& relative);
+
+// A fresh empty directory removed when the object dies.
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    const std::filesystem::path& path() const { return path_; }
+    std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+private:
+    std::filesystem::path path_;
+};
+
+std::string read_file(const std::filesystem::path& path);
+void write_file(const std::filesystem::path& path, const std::string& content);
+
+struct RunResult {
+    int exit_code = -1;
+    std::string output;  // stdout and stderr together
+};
+// Runs a shell command line, capturing its output.
+RunResult run_command(const std::string& command_line);
+// Path of bin/<name> in the build tree.
+std::filesystem::path tool_path(const std::string& name);
+
+}  // namespace mt::test
