@@ -1,0 +1,88 @@
+// The CPU backend's GEMM against a naive double-precision loop, every transpose combination,
+// strided operands, and shape errors.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "mt/backend.h"
+
+namespace {
+
+mt::Tensor random_matrix(int64_t r, int64_t c, std::mt19937& rng) {
+    std::uniform_real_distribution<float> dist(-1, 1);
+    auto t = mt::Tensor::empty({r, c}, mt::DType::f32);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+    return t;
+}
+
+float at(const mt::Tensor& t, int64_t i, int64_t j) {
+    return t.data<float>()[i * t.strides()[0] + j * t.strides()[1]];
+}
+
+class Gemm : public testing::TestWithParam<std::tuple<bool, bool>> {};
+
+TEST_P(Gemm, MatchesNaiveLoop) {
+    auto [ta, tb] = GetParam();
+    std::mt19937 rng(42);
+    const int64_t m = 37, n = 29, k = 53;
+    auto a = ta ? random_matrix(k, m, rng) : random_matrix(m, k, rng);
+    auto b = tb ? random_matrix(n, k, rng) : random_matrix(k, n, rng);
+    auto c = random_matrix(m, n, rng);
+    auto c0 = c.clone();
+    auto backend = mt::make_cpu_backend();
+    backend->gemm(ta ? mt::Transpose::yes : mt::Transpose::no,
+                  tb ? mt::Transpose::yes : mt::Transpose::no, 0.5f, a, b, 2.0f, c);
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+            double s = 0;
+            for (int64_t p = 0; p < k; ++p)
+                s += double(ta ? at(a, p, i) : at(a, i, p)) * double(tb ? at(b, j, p) : at(b, p, j));
+            EXPECT_NEAR(at(c, i, j), 0.5 * s + 2.0 * at(c0, i, j), 1e-4) << i << "," << j;
+        }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTransposes, Gemm,
+                         testing::Combine(testing::Bool(), testing::Bool()));
+
+TEST(CpuBackend, GemmOnStridedViewsAndBatches) {
+    std::mt19937 rng(7);
+    auto big = random_matrix(8, 16, rng);
+    auto a = big.slice(1, 0, 5);  // 8x5 with leading dimension 16
+    auto b = random_matrix(5, 3, rng);
+    auto backend = mt::make_cpu_backend();
+    auto c = backend->empty({8, 3}, mt::DType::f32);
+    backend->gemm(mt::Transpose::no, mt::Transpose::no, 1.f, a, b, 0.f, c);
+    for (int64_t i = 0; i < 8; ++i)
+        for (int64_t j = 0; j < 3; ++j) {
+            double s = 0;
+            for (int64_t p = 0; p < 5; ++p) s += double(at(a, i, p)) * at(b, p, j);
+            EXPECT_NEAR(at(c, i, j), s, 1e-5);
+        }
+
+    auto a3 = mt::Tensor::empty({2, 4, 3}, mt::DType::f32);
+    auto b3 = mt::Tensor::empty({2, 3, 2}, mt::DType::f32);
+    for (int64_t i = 0; i < a3.numel(); ++i) a3.data<float>()[i] = float(i % 5) - 2;
+    for (int64_t i = 0; i < b3.numel(); ++i) b3.data<float>()[i] = float(i % 3);
+    auto c3 = mt::Tensor::zeros({2, 4, 2}, mt::DType::f32);
+    backend->gemm_batched(mt::Transpose::no, mt::Transpose::no, 1.f, a3, b3, 0.f, c3);
+    for (int64_t bi = 0; bi < 2; ++bi)
+        for (int64_t i = 0; i < 4; ++i)
+            for (int64_t j = 0; j < 2; ++j) {
+                float s = 0;
+                for (int64_t p = 0; p < 3; ++p)
+                    s += a3.data<float>()[bi * 12 + i * 3 + p] * b3.data<float>()[bi * 6 + p * 2 + j];
+                EXPECT_FLOAT_EQ(c3.data<float>()[bi * 8 + i * 2 + j], s);
+            }
+}
+
+TEST(CpuBackend, ShapeErrors) {
+    auto backend = mt::make_cpu_backend();
+    auto a = mt::Tensor::zeros({2, 3}, mt::DType::f32);
+    auto b = mt::Tensor::zeros({4, 2}, mt::DType::f32);
+    auto c = mt::Tensor::zeros({2, 2}, mt::DType::f32);
+    EXPECT_THROW(backend->gemm(mt::Transpose::no, mt::Transpose::no, 1, a, b, 0, c), mt::Error);
+    auto i = mt::Tensor::zeros({2, 3}, mt::DType::i32);
+    EXPECT_THROW(backend->gemm(mt::Transpose::no, mt::Transpose::yes, 1, i, a, 0, c), mt::Error);
+}
+
+}  // namespace

@@ -1,0 +1,31 @@
+// Progress: the rendered line (rate, MB/s, ETA) and silence when disabled.
+#include <gtest/gtest.h>
+
+#include "mt/progress.h"
+
+namespace {
+
+TEST(Progress, RendersRateAndEta) {
+    mt::Progress p("tokenizing", 100, "docs", /*enabled=*/false);
+    p.update(25, 5 * 1048576);
+    EXPECT_EQ(p.render(5.0),
+              "tokenizing: 25/100 (25.0%) docs, 5.0 docs/s, 1.00 MB/s, elapsed 0:05, ETA 0:15");
+}
+
+TEST(Progress, UnknownTotalHasNoEta) {
+    mt::Progress p("reading", -1, "lines", false);
+    p.update(7200);
+    EXPECT_EQ(p.render(3600.0), "reading: 7200 lines, 2.0 lines/s, elapsed 1:00:00");
+}
+
+TEST(Progress, DisabledWritesNothing) {
+    testing::internal::CaptureStderr();
+    {
+        mt::Progress p("quiet", 10, "items", false);
+        p.update(5);
+        p.finish();
+    }
+    EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+}
+
+}  // namespace
