@@ -5,7 +5,7 @@ namespace mt {
 
 namespace {
 class LocalCommunicator final : public Communicator {
-public:
+  public:
     std::string_view name() const override { return "local"; }
     int rank() const override { return 0; }
     int size() const override { return 1; }
@@ -19,7 +19,7 @@ public:
     void recv(Tensor&, int src) override { check_peer(src, "recv"); }
     void barrier() override {}
 
-private:
+  private:
     static void copy(const Tensor& in, Tensor& out, const char* op) {
         MT_CHECK(in.shape() == out.shape(), op, ": a group of one needs equal shapes, got ",
                  in.describe(), " and ", out.describe());

@@ -11,16 +11,24 @@ std::atomic<Level> g_level{Level::info};
 std::mutex g_mutex;
 const char* prefix(Level level) {
     switch (level) {
-        case Level::debug: return "debug: ";
-        case Level::warn: return "warning: ";
-        case Level::error: return "error: ";
-        default: return "";
+        case Level::debug:
+            return "debug: ";
+        case Level::warn:
+            return "warning: ";
+        case Level::error:
+            return "error: ";
+        default:
+            return "";
     }
 }
 }  // namespace
 
-void set_level(Level level) { g_level = level; }
-Level level() { return g_level; }
+void set_level(Level level) {
+    g_level = level;
+}
+Level level() {
+    return g_level;
+}
 
 void write(Level level, const std::string& message) {
     if (level < g_level) return;

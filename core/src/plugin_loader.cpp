@@ -1,9 +1,9 @@
 #define BOOST_DLL_USE_STD_FS
 #include "mt/plugin_loader.h"
 
+#include <algorithm>
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -19,7 +19,8 @@ namespace fs = std::filesystem;
 namespace mt {
 
 namespace {
-constexpr const char* kKinds[] = {"tokenizer", "model", "checkpoint", "parallel", "backend", "comm"};
+constexpr const char* kKinds[] = {"tokenizer", "model",   "checkpoint",
+                                  "parallel",  "backend", "comm"};
 
 // "libmt_<kind>_<name>.so" -> {kind, name}; empty kind when the name does not match.
 std::pair<std::string, std::string> parse_file_name(const fs::path& path) {
@@ -72,7 +73,9 @@ PluginLoader::~PluginLoader() {
     for (auto& lib : impl_->libraries) new boost::dll::shared_library(std::move(lib));
 }
 
-void PluginLoader::add_search_dir(const fs::path& dir) { impl_->extra_dirs.push_back(dir); }
+void PluginLoader::add_search_dir(const fs::path& dir) {
+    impl_->extra_dirs.push_back(dir);
+}
 
 std::vector<fs::path> PluginLoader::search_path() const {
     std::vector<fs::path> path = impl_->extra_dirs;
@@ -154,6 +157,8 @@ std::vector<PluginInfo> PluginLoader::load_all() {
     return impl_->infos;
 }
 
-const std::vector<PluginInfo>& PluginLoader::loaded() const { return impl_->infos; }
+const std::vector<PluginInfo>& PluginLoader::loaded() const {
+    return impl_->infos;
+}
 
 }  // namespace mt

@@ -24,8 +24,12 @@ std::string format_duration(double seconds) {
 }  // namespace
 
 Progress::Progress(std::string label, int64_t total_items, std::string unit, bool enabled)
-    : label_(std::move(label)), unit_(std::move(unit)), total_(total_items), enabled_(enabled),
-      start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
+    : label_(std::move(label)),
+      unit_(std::move(unit)),
+      total_(total_items),
+      enabled_(enabled),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_) {}
 
 Progress::Progress(std::string label, int64_t total_items, std::string unit)
     : Progress(std::move(label), total_items, std::move(unit), isatty(STDERR_FILENO) == 1) {}

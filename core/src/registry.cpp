@@ -34,8 +34,7 @@ Registry& Registry::global() {
 }
 
 template <class Table, class... Args>
-auto Registry::create(Table& table, std::string_view kind, std::string_view name,
-                      Args&&... args) {
+auto Registry::create(Table& table, std::string_view kind, std::string_view name, Args&&... args) {
     if (!table.find(name)) loader_->load_kind(std::string(kind));
     const auto* factory = table.find(name);
     MT_CHECK(factory, "unknown ", kind, " '", name, "'; available: ", join(table.names()),

@@ -88,7 +88,9 @@ int64_t Tensor::size(int64_t d) const {
     return shape_[d];
 }
 
-int64_t Tensor::numel() const { return shape_numel(shape_); }
+int64_t Tensor::numel() const {
+    return shape_numel(shape_);
+}
 
 bool Tensor::is_contiguous() const {
     int64_t expected = 1;
@@ -151,8 +153,8 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
     if (d0 < 0) d0 += dim();
     if (d1 < 0) d1 += dim();
-    MT_CHECK(d0 >= 0 && d0 < dim() && d1 >= 0 && d1 < dim(), "transpose(): dimensions ", d0,
-             ", ", d1, " out of range for ", describe());
+    MT_CHECK(d0 >= 0 && d0 < dim() && d1 >= 0 && d1 < dim(), "transpose(): dimensions ", d0, ", ",
+             d1, " out of range for ", describe());
     Tensor t = *this;
     std::swap(t.shape_[d0], t.shape_[d1]);
     std::swap(t.strides_[d0], t.strides_[d1]);
@@ -194,7 +196,9 @@ Tensor Tensor::clone() const {
     return t;
 }
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+Tensor Tensor::contiguous() const {
+    return is_contiguous() ? *this : clone();
+}
 
 std::string Tensor::describe() const {
     if (!defined()) return "undefined tensor";

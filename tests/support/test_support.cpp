@@ -10,12 +10,20 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <gtest/gtest.h>
+
+#include "mt/error.h"
+
 namespace fs = std::filesystem;
 
 namespace mt::test {
 
-fs::path fixtures_dir() { return fs::path(MT_TEST_SOURCE_DIR) / "tests" / "fixtures"; }
-fs::path binary_dir() { return fs::path(MT_TEST_BINARY_DIR); }
+fs::path fixtures_dir() {
+    return fs::path(MT_TEST_SOURCE_DIR) / "tests" / "fixtures";
+}
+fs::path binary_dir() {
+    return fs::path(MT_TEST_BINARY_DIR);
+}
 
 std::optional<fs::path> test_data_dir() {
     const char* env = std::getenv("MEGATRON_TEST_DATA");
@@ -61,6 +69,16 @@ void write_file(const fs::path& path, const std::string& content) {
     if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
+std::string error_of(const std::function<void()>& fn) {
+    try {
+        fn();
+    } catch (const mt::Error& e) {
+        return e.what();
+    }
+    ADD_FAILURE() << "expected an mt::Error";
+    return {};
+}
+
 RunResult run_command(const std::string& command_line) {
     RunResult r;
     std::string cmd = command_line + " 2>&1";
@@ -74,6 +92,8 @@ RunResult run_command(const std::string& command_line) {
     return r;
 }
 
-fs::path tool_path(const std::string& name) { return binary_dir() / "bin" / name; }
+fs::path tool_path(const std::string& name) {
+    return binary_dir() / "bin" / name;
+}
 
 }  // namespace mt::test

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -19,18 +20,21 @@ std::optional<std::filesystem::path> test_data(const std::string& relative);
 
 // A fresh empty directory removed when the object dies.
 class TempDir {
-public:
+  public:
     TempDir();
     ~TempDir();
     const std::filesystem::path& path() const { return path_; }
     std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
 
-private:
+  private:
     std::filesystem::path path_;
 };
 
 std::string read_file(const std::filesystem::path& path);
 void write_file(const std::filesystem::path& path, const std::string& content);
+
+// The message of the mt::Error that `fn` throws; fails the current test if it throws none.
+std::string error_of(const std::function<void()>& fn);
 
 struct RunResult {
     int exit_code = -1;

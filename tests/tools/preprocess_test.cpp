@@ -16,9 +16,13 @@ using mt::test::write_file;
 
 namespace {
 
-std::string preprocess() { return mt::test::tool_path("megatron-preprocess").string(); }
+std::string preprocess() {
+    return mt::test::tool_path("megatron-preprocess").string();
+}
 
-std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+std::string q(const fs::path& p) {
+    return "'" + p.string() + "'";
+}
 
 // NullTokenizer flags: "1 2 3" -> ids 1, 2, 3; eod = 1000.
 const std::string kNull = " --tokenizer-type NullTokenizer --vocab-size 1000";
@@ -54,7 +58,8 @@ TEST(Preprocess, NullTokenizerDocumentsKeysAndPreSplitLists) {
               (std::vector<std::vector<int64_t>>{{9, 1000}, {8, 7, 1000}, {11, 1000}}));
     EXPECT_NE(r.output.find("out_text_document.{bin,idx}: 3 documents, 4 sequences, 9 tokens "
                             "(uint16)"),
-              std::string::npos) << r.output;
+              std::string::npos)
+        << r.output;
 }
 
 TEST(Preprocess, ThreadsAndZstdChangeNothing) {
@@ -64,8 +69,8 @@ TEST(Preprocess, ThreadsAndZstdChangeNothing) {
         text += "{\"text\": \"" + std::to_string(i % 997) + " " + std::to_string(i) + "\"}\n";
     write_file(dir / "in.jsonl", text);
     std::string compressed(ZSTD_compressBound(text.size()), '\0');
-    compressed.resize(ZSTD_compress(compressed.data(), compressed.size(), text.data(),
-                                    text.size(), 3));
+    compressed.resize(
+        ZSTD_compress(compressed.data(), compressed.size(), text.data(), text.size(), 3));
     write_file(dir / "in.jsonl.zst", compressed);
 
     auto run = [&](const std::string& input, const std::string& out, const std::string& extra) {
@@ -137,7 +142,8 @@ TEST(Preprocess, BadLinesStopWithFileAndLineAndLeaveNoOutput) {
                              " --output-prefix " + q(dir / "out") + kNull);
         EXPECT_EQ(r.exit_code, 1) << c.line << "\n" << r.output;
         EXPECT_NE(r.output.find("error: " + (dir / "in.jsonl").string() + ":2: " + c.message),
-                  std::string::npos) << r.output;
+                  std::string::npos)
+            << r.output;
         EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1)
             << "partial outputs left behind for: " << c.line;
     }
@@ -184,9 +190,9 @@ TEST(Preprocess, UsageErrorsAndHelp) {
 TEST(Preprocess, ListPluginsNeedsNoOtherFlag) {
     auto r = run_command(preprocess() + " --list-plugins");
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    for (const char* s : {"tokenizer/gpt2bpe", "tokenizer/wordpiece", "tokenizer/null",
-                          "GPT2BPETokenizer", "BertWordPieceLowerCase", "BertWordPieceCase",
-                          "NullTokenizer"})
+    for (const char* s :
+         {"tokenizer/gpt2bpe", "tokenizer/wordpiece", "tokenizer/null", "GPT2BPETokenizer",
+          "BertWordPieceLowerCase", "BertWordPieceCase", "NullTokenizer"})
         EXPECT_NE(r.output.find(s), std::string::npos) << s << "\n" << r.output;
 }
 
@@ -198,15 +204,15 @@ TEST(Preprocess, ByteIdenticalToMegatronPreprocessData) {
     fs::path data = *mt::test::test_data_dir();
     TempDir dir;
     for (const char* workers : {"1", "2"}) {
-        auto r = run_command(
-            preprocess() + " --input " + q(*input) + " --output-prefix " + q(dir / "meg") +
-            " --tokenizer-type GPT2BPETokenizer --vocab-file " +
-            q(data / "megatron_indexed/gpt2-tiny-vocab.json") + " --merge-file " +
-            q(data / "megatron_indexed/gpt2-tiny-merges.txt") + " --append-eod --workers " +
-            workers);
+        auto r = run_command(preprocess() + " --input " + q(*input) + " --output-prefix " +
+                             q(dir / "meg") + " --tokenizer-type GPT2BPETokenizer --vocab-file " +
+                             q(data / "megatron_indexed/gpt2-tiny-vocab.json") + " --merge-file " +
+                             q(data / "megatron_indexed/gpt2-tiny-merges.txt") +
+                             " --append-eod --workers " + workers);
         ASSERT_EQ(r.exit_code, 0) << r.output;
-        expect_same_dataset((dir / "meg_text_document").string(),
-                            (data / "megatron_indexed/meg-gpt2-openwebtext_text_document").string());
+        expect_same_dataset(
+            (dir / "meg_text_document").string(),
+            (data / "megatron_indexed/meg-gpt2-openwebtext_text_document").string());
     }
 }
 

@@ -36,13 +36,13 @@ TEST_P(Gemm, MatchesNaiveLoop) {
         for (int64_t j = 0; j < n; ++j) {
             double s = 0;
             for (int64_t p = 0; p < k; ++p)
-                s += double(ta ? at(a, p, i) : at(a, i, p)) * double(tb ? at(b, j, p) : at(b, p, j));
+                s +=
+                    double(ta ? at(a, p, i) : at(a, i, p)) * double(tb ? at(b, j, p) : at(b, p, j));
             EXPECT_NEAR(at(c, i, j), 0.5 * s + 2.0 * at(c0, i, j), 1e-4) << i << "," << j;
         }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTransposes, Gemm,
-                         testing::Combine(testing::Bool(), testing::Bool()));
+INSTANTIATE_TEST_SUITE_P(AllTransposes, Gemm, testing::Combine(testing::Bool(), testing::Bool()));
 
 TEST(CpuBackend, GemmOnStridedViewsAndBatches) {
     std::mt19937 rng(7);
@@ -70,7 +70,8 @@ TEST(CpuBackend, GemmOnStridedViewsAndBatches) {
             for (int64_t j = 0; j < 2; ++j) {
                 float s = 0;
                 for (int64_t p = 0; p < 3; ++p)
-                    s += a3.data<float>()[bi * 12 + i * 3 + p] * b3.data<float>()[bi * 6 + p * 2 + j];
+                    s += a3.data<float>()[bi * 12 + i * 3 + p] *
+                         b3.data<float>()[bi * 6 + p * 2 + j];
                 EXPECT_FLOAT_EQ(c3.data<float>()[bi * 8 + i * 2 + j], s);
             }
 }

@@ -17,9 +17,13 @@ TEST(Error, CheckFormatsTheMessage) {
     }
 }
 
-TEST(Error, CheckPassesSilently) { EXPECT_NO_THROW(MT_CHECK(1 + 1 == 2, "math")); }
+TEST(Error, CheckPassesSilently) {
+    EXPECT_NO_THROW(MT_CHECK(1 + 1 == 2, "math"));
+}
 
-TEST(Error, FailAlwaysThrows) { EXPECT_THROW(MT_FAIL("no"), mt::Error); }
+TEST(Error, FailAlwaysThrows) {
+    EXPECT_THROW(MT_FAIL("no"), mt::Error);
+}
 
 TEST(Log, LevelFilters) {
     auto old = mt::log::level();

@@ -13,15 +13,7 @@ using namespace mt::data;
 
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const mt::Error& e) {
-        return e.what();
-    }
-    ADD_FAILURE() << "expected an mt::Error";
-    return {};
-}
+using mt::test::error_of;
 
 TEST(IndexedDataset, OptimalDtypeRule) {
     EXPECT_EQ(optimal_index_dtype(50257), IndexDType::u16);
@@ -151,8 +143,9 @@ TEST(IndexedDataset, BrokenFilesAreNamed) {
     std::string bin = mt::test::read_file(bin_path(prefix));
 
     mt::test::write_file(idx_path(prefix), "NOTANIDX" + idx.substr(8));
-    EXPECT_NE(error_of([&] { IndexedDataset::open(prefix); })
-                  .find(idx_path(prefix).string() + ": not a Megatron MMIDIDX index"),
+    EXPECT_NE(error_of([&] {
+                  IndexedDataset::open(prefix);
+              }).find(idx_path(prefix).string() + ": not a Megatron MMIDIDX index"),
               std::string::npos);
 
     mt::test::write_file(idx_path(prefix), idx.substr(0, idx.size() - 3));
@@ -169,7 +162,8 @@ TEST(IndexedDataset, BrokenFilesAreNamed) {
     mt::test::write_file(bin_path(prefix), bin.substr(0, 4));
     std::string msg = error_of([&] { IndexedDataset::open(prefix); });
     EXPECT_NE(msg.find(bin_path(prefix).string() + ": truncated: 4 bytes, the index needs 6"),
-              std::string::npos) << msg;
+              std::string::npos)
+        << msg;
 
     fs::remove(bin_path(prefix));
     EXPECT_NE(error_of([&] { IndexedDataset::open(prefix); }).find("cannot open"),

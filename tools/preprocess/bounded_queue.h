@@ -10,7 +10,7 @@ namespace mt::preprocess {
 
 template <class T>
 class BoundedQueue {
-public:
+  public:
     explicit BoundedQueue(size_t capacity) : capacity_(capacity) {}
 
     // Blocks while full; false (item dropped) once closed.
@@ -42,7 +42,7 @@ public:
         not_empty_.notify_all();
     }
 
-private:
+  private:
     std::mutex mutex_;
     std::condition_variable not_full_, not_empty_;
     std::deque<T> items_;

@@ -8,12 +8,20 @@ namespace {
 const char* json_type_name(simdjson::dom::element_type t) {
     using T = simdjson::dom::element_type;
     switch (t) {
-        case T::ARRAY: return "a list";
-        case T::OBJECT: return "an object";
-        case T::INT64: case T::UINT64: case T::DOUBLE: return "a number";
-        case T::STRING: return "a string";
-        case T::BOOL: return "a boolean";
-        case T::NULL_VALUE: return "null";
+        case T::ARRAY:
+            return "a list";
+        case T::OBJECT:
+            return "an object";
+        case T::INT64:
+        case T::UINT64:
+        case T::DOUBLE:
+            return "a number";
+        case T::STRING:
+            return "a string";
+        case T::BOOL:
+            return "a boolean";
+        case T::NULL_VALUE:
+            return "null";
     }
     return "an unknown value";
 }

@@ -21,7 +21,10 @@ namespace mt::preprocess {
 struct KeyTokens {
     std::vector<int32_t> ids;
     std::vector<int32_t> lengths;
-    void clear() { ids.clear(); lengths.clear(); }
+    void clear() {
+        ids.clear();
+        lengths.clear();
+    }
 };
 
 struct EncoderOptions {
@@ -39,14 +42,14 @@ struct BadLine {
 
 // One per worker thread (holds a JSON parser and a sentence splitter).
 class DocumentEncoder {
-public:
+  public:
     DocumentEncoder(const Tokenizer& tokenizer, const EncoderOptions& options);
 
     // Encodes `line`, which must be followed by simdjson::SIMDJSON_PADDING readable bytes.
     // Fills out[k] for json_keys[k]. Throws BadLine when the line is not usable.
     void encode(std::string_view line, std::vector<KeyTokens>& out);
 
-private:
+  private:
     void encode_sentences(const std::vector<std::string_view>& sentences, KeyTokens& out);
 
     const Tokenizer& tokenizer_;

@@ -51,8 +51,12 @@ bool InputLines::next(std::string_view& line) {
     }
 }
 
-const fs::path& InputLines::current_file() const { return files_.at(file_index_); }
-int64_t InputLines::current_line() const { return reader_ ? reader_->line_number() : 0; }
+const fs::path& InputLines::current_file() const {
+    return files_.at(file_index_);
+}
+int64_t InputLines::current_line() const {
+    return reader_ ? reader_->line_number() : 0;
+}
 
 std::string InputLines::location() const {
     return str(current_file().string(), ":", current_line());

@@ -29,7 +29,7 @@ struct PartitionPlan {
 };
 
 class InputLines {
-public:
+  public:
     InputLines(std::vector<std::filesystem::path> files, PartitionPlan plan);
     ~InputLines();
 
@@ -40,7 +40,7 @@ public:
     const std::filesystem::path& current_file() const;
     int64_t current_line() const;
 
-private:
+  private:
     std::vector<std::filesystem::path> files_;
     PartitionPlan plan_;
     size_t file_index_ = 0;

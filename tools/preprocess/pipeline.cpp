@@ -148,8 +148,7 @@ PartitionStats encode_partition(const PreprocessConfig& config, const Tokenizer&
             work.close();
         });
         for (int w = 0; w < workers; ++w)
-            threads.threads.emplace_back(
-                [&] { encode_batches(tokenizer, config.encoder, work); });
+            threads.threads.emplace_back([&] { encode_batches(tokenizer, config.encoder, work); });
 
         const auto start = std::chrono::steady_clock::now();
         JobPtr job;
@@ -197,15 +196,14 @@ PreprocessResult run_preprocess(const PreprocessConfig& config, const Tokenizer&
 
     PartitionPlan plan{0, config.partitions, 0};
     if (config.partitions > 1 && config.keep_sequential_samples)
-        plan.block = std::max<int64_t>(1, (count_lines(files) + config.partitions - 1) /
-                                              config.partitions);
+        plan.block =
+            std::max<int64_t>(1, (count_lines(files) + config.partitions - 1) / config.partitions);
 
     PreprocessResult result;
     std::vector<PartitionStats> stats(config.partitions);
     if (config.partitions == 1) {
         InputLines lines(files, plan);
-        stats[0] = encode_partition(config, tokenizer, lines, config.output_prefix,
-                                    config.workers);
+        stats[0] = encode_partition(config, tokenizer, lines, config.output_prefix, config.workers);
     } else {
         // Partitions run side by side, each with workers / partitions threads, into
         // <prefix>_<i>_..., then merge in partition order as preprocess_data.py does.

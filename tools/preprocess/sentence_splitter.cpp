@@ -14,7 +14,9 @@ namespace mt::preprocess {
 namespace {
 constexpr int64_t kChunkChars = 1000000;  // preprocess_data.py's max_len
 
-bool is_space(UChar32 c) { return u_isUWhiteSpace(c); }
+bool is_space(UChar32 c) {
+    return u_isUWhiteSpace(c);
+}
 
 // Byte length of the first `chars` code points of `s` (or all of it).
 size_t prefix_bytes(std::string_view s, int64_t chars) {
@@ -31,11 +33,11 @@ size_t prefix_bytes(std::string_view s, int64_t chars) {
 
 std::string icu_locale_for(const std::string& lang) {
     static const std::map<std::string, std::string> punkt = {
-        {"czech", "cs"},   {"danish", "da"},     {"dutch", "nl"},      {"english", "en"},
-        {"estonian", "et"}, {"finnish", "fi"},   {"french", "fr"},     {"german", "de"},
-        {"greek", "el"},   {"italian", "it"},    {"malayalam", "ml"},  {"norwegian", "nb"},
-        {"polish", "pl"},  {"portuguese", "pt"}, {"russian", "ru"},    {"slovene", "sl"},
-        {"spanish", "es"}, {"swedish", "sv"},    {"turkish", "tr"}};
+        {"czech", "cs"},    {"danish", "da"},     {"dutch", "nl"},     {"english", "en"},
+        {"estonian", "et"}, {"finnish", "fi"},    {"french", "fr"},    {"german", "de"},
+        {"greek", "el"},    {"italian", "it"},    {"malayalam", "ml"}, {"norwegian", "nb"},
+        {"polish", "pl"},   {"portuguese", "pt"}, {"russian", "ru"},   {"slovene", "sl"},
+        {"spanish", "es"},  {"swedish", "sv"},    {"turkish", "tr"}};
     auto it = punkt.find(lang);
     return it == punkt.end() ? lang : it->second;
 }

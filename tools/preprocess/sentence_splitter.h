@@ -17,7 +17,7 @@ U_NAMESPACE_END
 namespace mt::preprocess {
 
 class SentenceSplitter {
-public:
+  public:
     // `lang`: an NLTK punkt language name ("english", "german", ...) or an ICU locale ("de").
     // keep_newlines keeps each sentence's trailing whitespace (Megatron's --keep-newlines);
     // otherwise sentences are stripped of surrounding whitespace.
@@ -27,7 +27,7 @@ public:
     // Appends the non-empty sentences of `text` (valid UTF-8) to `out`.
     void split(std::string_view text, std::vector<std::string>& out);
 
-private:
+  private:
     void split_chunk(std::string_view chunk, std::vector<std::string>& out);
 
     std::unique_ptr<icu::BreakIterator> iterator_;

@@ -15,7 +15,7 @@ namespace mt {
 enum class Transpose : uint8_t { no, yes };
 
 class MT_API Backend {
-public:
+  public:
     virtual ~Backend() = default;
     virtual std::string_view name() const = 0;
     virtual Device device() const = 0;
@@ -31,7 +31,8 @@ public:
     // may exceed the row length). op = transpose when the flag says so.
     virtual void gemm(Transpose ta, Transpose tb, float alpha, const Tensor& a, const Tensor& b,
                       float beta, Tensor& c) = 0;
-    // Batched over the leading dimension of 3-D tensors: C[i] = alpha op(A[i]) op(B[i]) + beta C[i].
+    // Batched over the leading dimension of 3-D tensors: C[i] = alpha op(A[i]) op(B[i]) + beta
+    // C[i].
     virtual void gemm_batched(Transpose ta, Transpose tb, float alpha, const Tensor& a,
                               const Tensor& b, float beta, Tensor& c) = 0;
 

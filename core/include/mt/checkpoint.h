@@ -16,9 +16,9 @@
 namespace mt {
 
 struct ShardedTensor {
-    Tensor local;          // this rank's piece
-    Shape global_shape;    // the full tensor's shape
-    Shape global_offset;   // where `local` starts in it
+    Tensor local;         // this rank's piece
+    Shape global_shape;   // the full tensor's shape
+    Shape global_offset;  // where `local` starts in it
 };
 
 struct CheckpointState {
@@ -29,7 +29,7 @@ struct CheckpointState {
 };
 
 class MT_API CheckpointFormat {
-public:
+  public:
     virtual ~CheckpointFormat() = default;
     virtual std::string_view name() const = 0;  // "torch", "torch_dist", "hf"
     // True when `dir` holds a checkpoint this format can read.

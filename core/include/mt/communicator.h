@@ -15,7 +15,7 @@ namespace mt {
 enum class ReduceOp : uint8_t { sum, max, min, avg };
 
 class MT_API Communicator {
-public:
+  public:
     virtual ~Communicator() = default;
     virtual std::string_view name() const = 0;
     virtual int rank() const = 0;  // rank within this group

@@ -14,15 +14,43 @@ MT_API int64_t dtype_size(DType dtype);
 MT_API std::string_view dtype_name(DType dtype);
 
 // The DType that stores C++ type T.
-template <class T> constexpr DType dtype_of();
-template <> constexpr DType dtype_of<float>() { return DType::f32; }
-template <> constexpr DType dtype_of<double>() { return DType::f64; }
-template <> constexpr DType dtype_of<int8_t>() { return DType::i8; }
-template <> constexpr DType dtype_of<int16_t>() { return DType::i16; }
-template <> constexpr DType dtype_of<int32_t>() { return DType::i32; }
-template <> constexpr DType dtype_of<int64_t>() { return DType::i64; }
-template <> constexpr DType dtype_of<uint8_t>() { return DType::u8; }
-template <> constexpr DType dtype_of<uint16_t>() { return DType::u16; }
-template <> constexpr DType dtype_of<bool>() { return DType::boolean; }
+template <class T>
+constexpr DType dtype_of();
+template <>
+constexpr DType dtype_of<float>() {
+    return DType::f32;
+}
+template <>
+constexpr DType dtype_of<double>() {
+    return DType::f64;
+}
+template <>
+constexpr DType dtype_of<int8_t>() {
+    return DType::i8;
+}
+template <>
+constexpr DType dtype_of<int16_t>() {
+    return DType::i16;
+}
+template <>
+constexpr DType dtype_of<int32_t>() {
+    return DType::i32;
+}
+template <>
+constexpr DType dtype_of<int64_t>() {
+    return DType::i64;
+}
+template <>
+constexpr DType dtype_of<uint8_t>() {
+    return DType::u8;
+}
+template <>
+constexpr DType dtype_of<uint16_t>() {
+    return DType::u16;
+}
+template <>
+constexpr DType dtype_of<bool>() {
+    return DType::boolean;
+}
 
 }  // namespace mt

@@ -11,13 +11,13 @@
 namespace mt {
 
 class MT_API Error : public std::runtime_error {
-public:
+  public:
     // `where` is the source location that threw, kept apart from the user-facing message.
     Error(const std::string& message, std::string where = {})
         : std::runtime_error(message), where_(std::move(where)) {}
     const std::string& where() const noexcept { return where_; }
 
-private:
+  private:
     std::string where_;
 };
 
@@ -36,8 +36,8 @@ namespace detail {
 }  // namespace mt
 
 // MT_CHECK(cond, parts...): throws mt::Error(str(parts...)) when cond is false.
-#define MT_CHECK(cond, ...)                                                           \
-    do {                                                                              \
+#define MT_CHECK(cond, ...)                                                                 \
+    do {                                                                                    \
         if (!(cond)) ::mt::detail::throw_error(__FILE__, __LINE__, ::mt::str(__VA_ARGS__)); \
     } while (0)
 

@@ -15,10 +15,16 @@ MT_API Level level();
 MT_API void write(Level level, const std::string& message);
 
 template <class... Args>
-void debug(const Args&... a) { if (level() <= Level::debug) write(Level::debug, str(a...)); }
+void debug(const Args&... a) {
+    if (level() <= Level::debug) write(Level::debug, str(a...));
+}
 template <class... Args>
-void info(const Args&... a) { if (level() <= Level::info) write(Level::info, str(a...)); }
+void info(const Args&... a) {
+    if (level() <= Level::info) write(Level::info, str(a...));
+}
 template <class... Args>
-void warn(const Args&... a) { if (level() <= Level::warn) write(Level::warn, str(a...)); }
+void warn(const Args&... a) {
+    if (level() <= Level::warn) write(Level::warn, str(a...));
+}
 
 }  // namespace mt::log

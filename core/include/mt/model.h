@@ -20,13 +20,14 @@ namespace mt {
 struct ShardSpec {
     enum class Kind : uint8_t { replicated, column, row, vocab };
     Kind kind = Kind::replicated;
-    int partition_dim = 0;      // dimension split across ranks (column: 0, row: 1)
-    int64_t num_groups = 1;     // QKV query groups or gate/up halves split group-wise per rank
+    int partition_dim = 0;   // dimension split across ranks (column: 0, row: 1)
+    int64_t num_groups = 1;  // QKV query groups or gate/up halves split group-wise per rank
 };
 
 struct ParameterInfo {
-    std::string name;  // Megatron-core key, e.g. "decoder.layers.3.self_attention.linear_qkv.weight"
-    Shape shape;       // full (unsharded) shape
+    std::string
+        name;     // Megatron-core key, e.g. "decoder.layers.3.self_attention.linear_qkv.weight"
+    Shape shape;  // full (unsharded) shape
     DType dtype = DType::f32;
     ShardSpec shard;
     bool weight_decay = true;
@@ -36,7 +37,7 @@ struct ParameterInfo {
 using ModelArgs = std::map<std::string, std::string, std::less<>>;
 
 class MT_API ModelFamily {
-public:
+  public:
     virtual ~ModelFamily() = default;
     virtual std::string_view name() const = 0;  // "gpt"
     // Every parameter of the model these arguments describe, in Megatron's order.

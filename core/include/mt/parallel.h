@@ -20,7 +20,7 @@ struct ParallelSizes {
 class Communicator;
 
 class MT_API ParallelStrategy {
-public:
+  public:
     virtual ~ParallelStrategy() = default;
     virtual std::string_view name() const = 0;  // "1f1b", "interleaved", "ddp", ...
     // Number of micro-batches in flight per stage this strategy needs for `sizes`.

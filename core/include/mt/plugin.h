@@ -13,10 +13,10 @@
 
 extern "C" {
 typedef struct mt_plugin_descriptor {
-    uint32_t abi_version;        // MT_PLUGIN_ABI_VERSION the plugin was compiled against
-    uint32_t struct_size;        // sizeof(mt_plugin_descriptor) at compile time
-    const char* kind;            // "tokenizer" | "model" | "checkpoint" | "parallel" | "comm" | "backend"
-    const char* name;            // plugin name, equals the file's libmt_<kind>_<name>.so suffix
+    uint32_t abi_version;  // MT_PLUGIN_ABI_VERSION the plugin was compiled against
+    uint32_t struct_size;  // sizeof(mt_plugin_descriptor) at compile time
+    const char* kind;      // "tokenizer" | "model" | "checkpoint" | "parallel" | "comm" | "backend"
+    const char* name;      // plugin name, equals the file's libmt_<kind>_<name>.so suffix
     const char* plugin_version;  // the plugin's own version
     const char* build_id;        // MT_BUILD_ID of the build that compiled it
     // Registers the plugin's factories into an mt::Registry*. Returns 0 on success, otherwise
@@ -36,16 +36,16 @@ MT_API int register_guarded(void* registry, char* err, size_t err_len, void (*fn
 }  // namespace mt
 
 // Defines the plugin's exported entry. register_fn: void(mt::Registry&).
-#define MT_PLUGIN(kind_, name_, version_, register_fn)                                     \
-    namespace {                                                                           \
-    int mt_plugin_register_(void* r, char* e, size_t n) {                                 \
-        return ::mt::detail::register_guarded(r, e, n, register_fn);                      \
-    }                                                                                     \
-    const mt_plugin_descriptor mt_plugin_descriptor_ = {                                  \
-        MT_PLUGIN_ABI_VERSION, sizeof(mt_plugin_descriptor), kind_, name_, version_,       \
-        MT_BUILD_ID, &mt_plugin_register_};                                               \
-    }                                                                                     \
-    extern "C" __attribute__((visibility("default"))) const mt_plugin_descriptor*         \
-    mt_plugin_entry(void) {                                                               \
-        return &mt_plugin_descriptor_;                                                    \
+#define MT_PLUGIN(kind_, name_, version_, register_fn)                                             \
+    namespace {                                                                                    \
+    int mt_plugin_register_(void* r, char* e, size_t n) {                                          \
+        return ::mt::detail::register_guarded(r, e, n, register_fn);                               \
+    }                                                                                              \
+    const mt_plugin_descriptor mt_plugin_descriptor_ = {                                           \
+        MT_PLUGIN_ABI_VERSION, sizeof(mt_plugin_descriptor), kind_, name_, version_,               \
+        MT_BUILD_ID,           &mt_plugin_register_};                                              \
+    }                                                                                              \
+    extern "C" __attribute__((visibility("default"))) const mt_plugin_descriptor* mt_plugin_entry( \
+        void) {                                                                                    \
+        return &mt_plugin_descriptor_;                                                             \
     }

@@ -22,7 +22,7 @@ struct PluginInfo {
 };
 
 class MT_API PluginLoader {
-public:
+  public:
     explicit PluginLoader(Registry& registry);
     ~PluginLoader();
 
@@ -42,7 +42,7 @@ public:
 
     const std::vector<PluginInfo>& loaded() const;
 
-private:
+  private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };

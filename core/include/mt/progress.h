@@ -11,7 +11,7 @@
 namespace mt {
 
 class MT_API Progress {
-public:
+  public:
     // total_items < 0 means unknown (no ETA). `unit` names the items ("docs", "tensors").
     Progress(std::string label, int64_t total_items, std::string unit, bool enabled);
     // Enabled exactly when stderr is a TTY.
@@ -26,7 +26,7 @@ public:
     // The line that would be drawn now (exposed for tests).
     std::string render(double elapsed_seconds) const;
 
-private:
+  private:
     std::string label_, unit_;
     int64_t total_ = -1, items_ = 0, bytes_ = 0;
     bool enabled_ = false, finished_ = false;

@@ -28,7 +28,7 @@ class PluginLoader;
 // (the registry's current owner at the time).
 template <class Interface, class... Args>
 class FactoryTable {
-public:
+  public:
     using Factory = std::function<std::unique_ptr<Interface>(Args...)>;
 
     explicit FactoryTable(const std::string* current_owner) : current_owner_(current_owner) {}
@@ -56,7 +56,7 @@ public:
         return out;
     }
 
-private:
+  private:
     struct Entry {
         Factory factory;
         std::string owner;
@@ -73,7 +73,7 @@ using BackendTable = FactoryTable<Backend, int /*device index*/>;
 using CommunicatorTable = FactoryTable<Communicator>;
 
 class MT_API Registry {
-public:
+  public:
     Registry();
     ~Registry();
     Registry(const Registry&) = delete;
@@ -109,7 +109,7 @@ public:
     const std::string& current_owner() const { return current_owner_; }
     void set_current_owner(std::string owner) { current_owner_ = std::move(owner); }
 
-private:
+  private:
     template <class Table, class... Args>
     auto create(Table& table, std::string_view kind, std::string_view name, Args&&... args);
 

@@ -33,13 +33,15 @@ struct Storage {
     Storage() = default;
     Storage(const Storage&) = delete;
     Storage& operator=(const Storage&) = delete;
-    ~Storage() { if (deleter) deleter(data); }
+    ~Storage() {
+        if (deleter) deleter(data);
+    }
 };
 
 using Shape = std::vector<int64_t>;
 
 class MT_API Tensor {
-public:
+  public:
     Tensor() = default;
 
     // New contiguous CPU tensor; contents uninitialised / zero.
@@ -87,7 +89,7 @@ public:
 
     std::string describe() const;  // "f32[2, 3] cpu"
 
-private:
+  private:
     std::shared_ptr<Storage> storage_;
     int64_t offset_ = 0;  // in elements
     DType dtype_ = DType::f32;

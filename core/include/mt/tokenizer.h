@@ -16,11 +16,11 @@ namespace mt {
 
 // What a tokenizer is built from: Megatron's tokenizer flags.
 struct TokenizerOptions {
-    std::string vocab_file;       // --vocab-file
-    std::string merge_file;       // --merge-file
-    std::string tokenizer_model;  // --tokenizer-model
+    std::string vocab_file;             // --vocab-file
+    std::string merge_file;             // --merge-file
+    std::string tokenizer_model;        // --tokenizer-model
     std::optional<int64_t> vocab_size;  // --vocab-size (NullTokenizer)
-    int64_t vocab_extra_ids = 0;  // --vocab-extra-ids
+    int64_t vocab_extra_ids = 0;        // --vocab-extra-ids
 };
 
 // Special token ids; an absent one is std::nullopt (Megatron raises NotImplementedError).
@@ -29,7 +29,7 @@ struct SpecialIds {
 };
 
 class MT_API Tokenizer {
-public:
+  public:
     virtual ~Tokenizer() = default;
 
     // Megatron's tokenize(): ids of `text`, no special tokens added. Thread-safe.
@@ -51,7 +51,7 @@ public:
     // The id of a special token, or an mt::Error naming the tokenizer and the token.
     int32_t eod() const { return require(special_ids().eod, "eod"); }
 
-protected:
+  protected:
     int32_t require(const std::optional<int32_t>& id, const char* what) const;
 };
 

@@ -6,17 +6,17 @@ namespace mt::cli {
 
 po::options_description tokenizer_flags(TokenizerFlags& out) {
     po::options_description g("Tokenizer", 100);
-    g.add_options()
-        ("tokenizer-type", po::value(&out.type)->required(),
-         "GPT2BPETokenizer, BertWordPieceLowerCase, BertWordPieceCase, NullTokenizer, or any "
-         "tokenizer a plugin registers (see --list-plugins)")
-        ("vocab-file", po::value(&out.options.vocab_file), "path to the vocab file")
-        ("merge-file", po::value(&out.options.merge_file), "path to the BPE merge file")
-        ("tokenizer-model", po::value(&out.options.tokenizer_model),
-         "tokenizer model file (SentencePiece / Hugging Face)")
-        ("vocab-size", po::value<int64_t>(), "vocabulary size (NullTokenizer)")
-        ("vocab-extra-ids", po::value(&out.options.vocab_extra_ids)->default_value(0),
-         "number of additional vocabulary tokens (T5 sentinels)");
+    g.add_options()(
+        "tokenizer-type", po::value(&out.type)->required(),
+        "GPT2BPETokenizer, BertWordPieceLowerCase, BertWordPieceCase, NullTokenizer, or any "
+        "tokenizer a plugin registers (see --list-plugins)")(
+        "vocab-file", po::value(&out.options.vocab_file), "path to the vocab file")(
+        "merge-file", po::value(&out.options.merge_file), "path to the BPE merge file")(
+        "tokenizer-model", po::value(&out.options.tokenizer_model),
+        "tokenizer model file (SentencePiece / Hugging Face)")("vocab-size", po::value<int64_t>(),
+                                                               "vocabulary size (NullTokenizer)")(
+        "vocab-extra-ids", po::value(&out.options.vocab_extra_ids)->default_value(0),
+        "number of additional vocabulary tokens (T5 sentinels)");
     return g;
 }
 
@@ -26,12 +26,11 @@ void finish_tokenizer_flags(const po::variables_map& vm, TokenizerFlags& out) {
 
 po::options_description plugin_flags(PluginFlags& out) {
     po::options_description g("Plugins", 100);
-    g.add_options()
-        ("plugin-dir", po::value(&out.plugin_dirs)->composing(),
-         "directory searched for plugins before $MT_PLUGIN_PATH and the default locations "
-         "(repeatable)")
-        ("list-plugins", po::bool_switch(&out.list_plugins),
-         "list the plugins found on the search path and exit");
+    g.add_options()(
+        "plugin-dir", po::value(&out.plugin_dirs)->composing(),
+        "directory searched for plugins before $MT_PLUGIN_PATH and the default locations "
+        "(repeatable)")("list-plugins", po::bool_switch(&out.list_plugins),
+                        "list the plugins found on the search path and exit");
     return g;
 }
 

@@ -37,7 +37,8 @@ int run_tool(int argc, char** argv, ToolSpec& spec) {
         po::store(po::command_line_parser(argc, argv).options(all).run(), vm);
         if (vm["help"].as<bool>()) {
             std::cout << "usage: " << spec.name << " [options]\n\n"
-                      << spec.description << "\n\n" << all << "\n";
+                      << spec.description << "\n\n"
+                      << all << "\n";
             return 0;
         }
         // --list-plugins needs none of the tool's required flags.

@@ -30,15 +30,21 @@ void append(std::string& out, const T& v) {
     out.append(reinterpret_cast<const char*>(&v), sizeof v);
 }
 
-bool valid_dtype_code(uint8_t code) { return code >= 1 && code <= 8; }
+bool valid_dtype_code(uint8_t code) {
+    return code >= 1 && code <= 8;
+}
 
 // Largest and smallest token a dtype can hold (float dtypes hold any int32 exactly).
 std::pair<int64_t, int64_t> token_range(IndexDType d) {
     switch (d) {
-        case IndexDType::u8: return {0, 255};
-        case IndexDType::i8: return {-128, 127};
-        case IndexDType::i16: return {-32768, 32767};
-        case IndexDType::u16: return {0, 65535};
+        case IndexDType::u8:
+            return {0, 255};
+        case IndexDType::i8:
+            return {-128, 127};
+        case IndexDType::i16:
+            return {-32768, 32767};
+        case IndexDType::u16:
+            return {0, 65535};
         default:
             return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
     }
@@ -47,37 +53,66 @@ std::pair<int64_t, int64_t> token_range(IndexDType d) {
 // Stores `n` int32 tokens as `dtype` at `out` (little-endian host).
 void convert_tokens(const int32_t* in, size_t n, IndexDType dtype, uint8_t* out) {
     switch (dtype) {
-        case IndexDType::u8: for (size_t i = 0; i < n; ++i) out[i] = uint8_t(in[i]); break;
-        case IndexDType::i8: for (size_t i = 0; i < n; ++i) out[i] = uint8_t(int8_t(in[i])); break;
+        case IndexDType::u8:
+            for (size_t i = 0; i < n; ++i) out[i] = uint8_t(in[i]);
+            break;
+        case IndexDType::i8:
+            for (size_t i = 0; i < n; ++i) out[i] = uint8_t(int8_t(in[i]));
+            break;
         case IndexDType::u16:
-            for (size_t i = 0; i < n; ++i) { uint16_t v = uint16_t(in[i]); std::memcpy(out + 2 * i, &v, 2); }
+            for (size_t i = 0; i < n; ++i) {
+                uint16_t v = uint16_t(in[i]);
+                std::memcpy(out + 2 * i, &v, 2);
+            }
             break;
         case IndexDType::i16:
-            for (size_t i = 0; i < n; ++i) { int16_t v = int16_t(in[i]); std::memcpy(out + 2 * i, &v, 2); }
+            for (size_t i = 0; i < n; ++i) {
+                int16_t v = int16_t(in[i]);
+                std::memcpy(out + 2 * i, &v, 2);
+            }
             break;
-        case IndexDType::i32: std::memcpy(out, in, 4 * n); break;
+        case IndexDType::i32:
+            std::memcpy(out, in, 4 * n);
+            break;
         case IndexDType::i64:
-            for (size_t i = 0; i < n; ++i) { int64_t v = in[i]; std::memcpy(out + 8 * i, &v, 8); }
+            for (size_t i = 0; i < n; ++i) {
+                int64_t v = in[i];
+                std::memcpy(out + 8 * i, &v, 8);
+            }
             break;
         case IndexDType::f32:
-            for (size_t i = 0; i < n; ++i) { float v = float(in[i]); std::memcpy(out + 4 * i, &v, 4); }
+            for (size_t i = 0; i < n; ++i) {
+                float v = float(in[i]);
+                std::memcpy(out + 4 * i, &v, 4);
+            }
             break;
         case IndexDType::f64:
-            for (size_t i = 0; i < n; ++i) { double v = in[i]; std::memcpy(out + 8 * i, &v, 8); }
+            for (size_t i = 0; i < n; ++i) {
+                double v = in[i];
+                std::memcpy(out + 8 * i, &v, 8);
+            }
             break;
     }
 }
 
 int64_t token_at(const uint8_t* p, IndexDType dtype) {
     switch (dtype) {
-        case IndexDType::u8: return *p;
-        case IndexDType::i8: return int8_t(*p);
-        case IndexDType::u16: return load<uint16_t>(p);
-        case IndexDType::i16: return load<int16_t>(p);
-        case IndexDType::i32: return load<int32_t>(p);
-        case IndexDType::i64: return load<int64_t>(p);
-        case IndexDType::f32: return int64_t(load<float>(p));
-        case IndexDType::f64: return int64_t(load<double>(p));
+        case IndexDType::u8:
+            return *p;
+        case IndexDType::i8:
+            return int8_t(*p);
+        case IndexDType::u16:
+            return load<uint16_t>(p);
+        case IndexDType::i16:
+            return load<int16_t>(p);
+        case IndexDType::i32:
+            return load<int32_t>(p);
+        case IndexDType::i64:
+            return load<int64_t>(p);
+        case IndexDType::f32:
+            return int64_t(load<float>(p));
+        case IndexDType::f64:
+            return int64_t(load<double>(p));
     }
     return 0;
 }
@@ -90,24 +125,40 @@ fs::path temp_name(const fs::path& target) {
 
 int64_t index_dtype_size(IndexDType dtype) {
     switch (dtype) {
-        case IndexDType::u8: case IndexDType::i8: return 1;
-        case IndexDType::i16: case IndexDType::u16: return 2;
-        case IndexDType::i32: case IndexDType::f32: return 4;
-        case IndexDType::i64: case IndexDType::f64: return 8;
+        case IndexDType::u8:
+        case IndexDType::i8:
+            return 1;
+        case IndexDType::i16:
+        case IndexDType::u16:
+            return 2;
+        case IndexDType::i32:
+        case IndexDType::f32:
+            return 4;
+        case IndexDType::i64:
+        case IndexDType::f64:
+            return 8;
     }
     MT_FAIL("unknown index dtype code ", int(dtype));
 }
 
 const char* index_dtype_name(IndexDType dtype) {
     switch (dtype) {
-        case IndexDType::u8: return "uint8";
-        case IndexDType::i8: return "int8";
-        case IndexDType::i16: return "int16";
-        case IndexDType::i32: return "int32";
-        case IndexDType::i64: return "int64";
-        case IndexDType::f64: return "float64";
-        case IndexDType::f32: return "float32";
-        case IndexDType::u16: return "uint16";
+        case IndexDType::u8:
+            return "uint8";
+        case IndexDType::i8:
+            return "int8";
+        case IndexDType::i16:
+            return "int16";
+        case IndexDType::i32:
+            return "int32";
+        case IndexDType::i64:
+            return "int64";
+        case IndexDType::f64:
+            return "float64";
+        case IndexDType::f32:
+            return "float32";
+        case IndexDType::u16:
+            return "uint16";
     }
     return "?";
 }
@@ -116,8 +167,12 @@ IndexDType optimal_index_dtype(int64_t vocab_size) {
     return vocab_size < 65500 ? IndexDType::u16 : IndexDType::i32;
 }
 
-fs::path bin_path(const std::string& prefix) { return prefix + ".bin"; }
-fs::path idx_path(const std::string& prefix) { return prefix + ".idx"; }
+fs::path bin_path(const std::string& prefix) {
+    return prefix + ".bin";
+}
+fs::path idx_path(const std::string& prefix) {
+    return prefix + ".idx";
+}
 
 // ---------------------------------------------------------------------------------------------
 // Reader
@@ -178,12 +233,14 @@ IndexedDataset IndexedDataset::open(const std::string& prefix, bool multimodal) 
 }
 
 int32_t IndexedDataset::sequence_length(int64_t i) const {
-    MT_CHECK(i >= 0 && i < num_sequences_, "sequence ", i, " out of range [0, ", num_sequences_, ")");
+    MT_CHECK(i >= 0 && i < num_sequences_, "sequence ", i, " out of range [0, ", num_sequences_,
+             ")");
     return load<int32_t>(idx_.data() + lengths_off_ + 4 * i);
 }
 
 int64_t IndexedDataset::sequence_pointer(int64_t i) const {
-    MT_CHECK(i >= 0 && i < num_sequences_, "sequence ", i, " out of range [0, ", num_sequences_, ")");
+    MT_CHECK(i >= 0 && i < num_sequences_, "sequence ", i, " out of range [0, ", num_sequences_,
+             ")");
     return load<int64_t>(idx_.data() + pointers_off_ + 8 * i);
 }
 
@@ -195,15 +252,16 @@ int64_t IndexedDataset::document_index(int64_t k) const {
 
 int8_t IndexedDataset::sequence_mode(int64_t i) const {
     MT_CHECK(multimodal_, idx_.path().string(), " was opened without multimodal modes");
-    MT_CHECK(i >= 0 && i < num_sequences_, "sequence ", i, " out of range [0, ", num_sequences_, ")");
+    MT_CHECK(i >= 0 && i < num_sequences_, "sequence ", i, " out of range [0, ", num_sequences_,
+             ")");
     return int8_t(idx_.data()[modes_off_ + i]);
 }
 
 const uint8_t* IndexedDataset::sequence_bytes(int64_t i) const {
     int64_t ptr = sequence_pointer(i);
     int64_t end = ptr + int64_t(sequence_length(i)) * index_dtype_size(dtype_);
-    MT_CHECK(ptr >= 0 && end <= int64_t(bin_.size()), bin_.path().string(), ": sequence ", i,
-             " [", ptr, ", ", end, ") lies outside the file");
+    MT_CHECK(ptr >= 0 && end <= int64_t(bin_.size()), bin_.path().string(), ": sequence ", i, " [",
+             ptr, ", ", end, ") lies outside the file");
     return bin_.data() + ptr;
 }
 
@@ -224,8 +282,11 @@ std::vector<int64_t> IndexedDataset::get(int64_t i, int64_t offset, int64_t leng
 
 IndexedDatasetBuilder::IndexedDatasetBuilder(const std::string& prefix, IndexDType dtype,
                                              bool multimodal)
-    : prefix_(prefix), dtype_(dtype), multimodal_(multimodal),
-      bin_tmp_(temp_name(bin_path(prefix))), idx_tmp_(temp_name(idx_path(prefix))) {
+    : prefix_(prefix),
+      dtype_(dtype),
+      multimodal_(multimodal),
+      bin_tmp_(temp_name(bin_path(prefix))),
+      idx_tmp_(temp_name(idx_path(prefix))) {
     MT_CHECK(valid_dtype_code(uint8_t(dtype)), "unknown index dtype code ", int(dtype));
     bin_ = std::fopen(bin_tmp_.c_str(), "wb");
     MT_CHECK(bin_, "cannot create ", bin_tmp_.string(), ": ", std::strerror(errno));
@@ -244,8 +305,8 @@ IndexedDatasetBuilder::~IndexedDatasetBuilder() {
 void IndexedDatasetBuilder::write_raw(const void* data, size_t bytes) {
     if (buffer_.size() + bytes > kWriteBuffer) flush();
     if (bytes >= kWriteBuffer) {
-        MT_CHECK(std::fwrite(data, 1, bytes, bin_) == bytes, "write error on ",
-                 bin_tmp_.string(), ": ", std::strerror(errno));
+        MT_CHECK(std::fwrite(data, 1, bytes, bin_) == bytes, "write error on ", bin_tmp_.string(),
+                 ": ", std::strerror(errno));
         return;
     }
     const auto* b = static_cast<const uint8_t*>(data);

@@ -76,8 +76,8 @@ bool LineReader::fill() {
         buf_.resize(old + kChunk);
         ZSTD_outBuffer out{buf_.data() + old, kChunk, 0};
         size_t rc = ZSTD_decompressStream(z.stream, &out, &z.input);
-        MT_CHECK(!ZSTD_isError(rc), path_.string(), ": corrupt zstd stream: ",
-                 ZSTD_getErrorName(rc));
+        MT_CHECK(!ZSTD_isError(rc), path_.string(),
+                 ": corrupt zstd stream: ", ZSTD_getErrorName(rc));
         z.frame_done = rc == 0;
         buf_.resize(old + out.pos);
         if (out.pos > 0) return true;

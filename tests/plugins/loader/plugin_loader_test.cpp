@@ -16,21 +16,13 @@ using mt::test::binary_dir;
 
 namespace {
 
-fs::path case_dir(const std::string& c) { return binary_dir() / "tests" / "plugins" / c; }
+using mt::test::error_of;
+
+fs::path case_dir(const std::string& c) {
+    return binary_dir() / "tests" / "plugins" / c;
+}
 fs::path case_file(const std::string& c, const std::string& kind = "tokenizer") {
     return case_dir(c) / ("libmt_" + kind + "_testecho.so");
-}
-
-// The message of the mt::Error that `fn` throws (fails the test if it throws nothing).
-template <class F>
-std::string error_of(F fn) {
-    try {
-        fn();
-    } catch (const mt::Error& e) {
-        return e.what();
-    }
-    ADD_FAILURE() << "expected an mt::Error";
-    return {};
 }
 
 TEST(PluginLoader, LoadsAPluginAndUsesWhatItMakes) {
@@ -72,8 +64,8 @@ TEST(PluginLoader, DefaultPathHoldsTheBuiltPlugins) {
     mt::Registry registry;
     registry.loader().load_kind("tokenizer");
     auto names = registry.names("tokenizer");
-    for (const char* name : {"GPT2BPETokenizer", "BertWordPieceLowerCase", "BertWordPieceCase",
-                             "NullTokenizer"})
+    for (const char* name :
+         {"GPT2BPETokenizer", "BertWordPieceLowerCase", "BertWordPieceCase", "NullTokenizer"})
         EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
 }
 
@@ -88,7 +80,8 @@ TEST(PluginLoader, UnknownNameListsWhatIsAvailable) {
 
 TEST(PluginLoader, MissingFile) {
     mt::Registry registry;
-    std::string msg = error_of([&] { registry.loader().load_file("/no/such/libmt_tokenizer_x.so"); });
+    std::string msg =
+        error_of([&] { registry.loader().load_file("/no/such/libmt_tokenizer_x.so"); });
     EXPECT_NE(msg.find("plugin file not found: /no/such/libmt_tokenizer_x.so"), std::string::npos)
         << msg;
 }
@@ -112,7 +105,8 @@ TEST(PluginLoader, SharedObjectWithoutEntry) {
     mt::Registry registry;
     std::string msg = error_of([&] { registry.loader().load_file(case_file("no_entry")); });
     EXPECT_NE(msg.find("is not a megatron.cpp plugin: it exports no mt_plugin_entry"),
-              std::string::npos) << msg;
+              std::string::npos)
+        << msg;
 }
 
 TEST(PluginLoader, AbiMismatchNamesBothVersions) {
@@ -120,7 +114,8 @@ TEST(PluginLoader, AbiMismatchNamesBothVersions) {
     std::string msg = error_of([&] { registry.loader().load_file(case_file("bad_abi")); });
     EXPECT_NE(msg.find(mt::str("built for plugin ABI version ", MT_PLUGIN_ABI_VERSION + 41,
                                " but this build uses ABI version ", MT_PLUGIN_ABI_VERSION)),
-              std::string::npos) << msg;
+              std::string::npos)
+        << msg;
     EXPECT_TRUE(registry.names("tokenizer").empty());
 }
 
@@ -129,14 +124,16 @@ TEST(PluginLoader, BuildMismatchNamesBothBuilds) {
     std::string msg = error_of([&] { registry.loader().load_file(case_file("bad_build")); });
     EXPECT_NE(msg.find(std::string("built by 'some-other-compiler' but this build is '") +
                        MT_BUILD_ID + "'"),
-              std::string::npos) << msg;
+              std::string::npos)
+        << msg;
 }
 
 TEST(PluginLoader, RegistrationFailureIsReportedNotThrownThroughC) {
     mt::Registry registry;
     std::string msg = error_of([&] { registry.loader().load_file(case_file("throws")); });
     EXPECT_NE(msg.find("failed to register: the test plugin refuses to register"),
-              std::string::npos) << msg;
+              std::string::npos)
+        << msg;
 }
 
 TEST(PluginLoader, DescriptorMustMatchFileName) {
@@ -144,7 +141,8 @@ TEST(PluginLoader, DescriptorMustMatchFileName) {
     std::string msg =
         error_of([&] { registry.loader().load_file(case_file("wrong_kind", "model")); });
     EXPECT_NE(msg.find("declares itself tokenizer/testecho, which contradicts its file name"),
-              std::string::npos) << msg;
+              std::string::npos)
+        << msg;
 }
 
 TEST(PluginLoader, ListsEverythingOnThePath) {

@@ -11,7 +11,7 @@ namespace {
 
 // Bytes as ids: enough to prove that an object made by a loaded plugin works.
 class EchoTokenizer final : public mt::Tokenizer {
-public:
+  public:
     void encode_append(std::string_view text, std::vector<int32_t>& out) const override {
         for (unsigned char c : text) out.push_back(c);
     }
@@ -24,7 +24,7 @@ public:
     const mt::SpecialIds& special_ids() const override { return ids_; }
     std::string_view name() const override { return "TestEchoTokenizer"; }
 
-private:
+  private:
     mt::SpecialIds ids_{.eod = 256};
 };
 
@@ -47,12 +47,20 @@ int register_raw(void* r, char* e, size_t n) {
     return mt::detail::register_guarded(r, e, n, register_echo);
 }
 #ifdef MT_TEST_CASE_BAD_ABI
-const mt_plugin_descriptor descriptor = {MT_PLUGIN_ABI_VERSION + 41, sizeof(mt_plugin_descriptor),
-                                         "tokenizer", "testecho", "1.2.3", MT_BUILD_ID,
+const mt_plugin_descriptor descriptor = {MT_PLUGIN_ABI_VERSION + 41,
+                                         sizeof(mt_plugin_descriptor),
+                                         "tokenizer",
+                                         "testecho",
+                                         "1.2.3",
+                                         MT_BUILD_ID,
                                          &register_raw};
 #else
-const mt_plugin_descriptor descriptor = {MT_PLUGIN_ABI_VERSION, sizeof(mt_plugin_descriptor),
-                                         "tokenizer", "testecho", "1.2.3", "some-other-compiler",
+const mt_plugin_descriptor descriptor = {MT_PLUGIN_ABI_VERSION,
+                                         sizeof(mt_plugin_descriptor),
+                                         "tokenizer",
+                                         "testecho",
+                                         "1.2.3",
+                                         "some-other-compiler",
                                          &register_raw};
 #endif
 }  // namespace
@@ -60,5 +68,7 @@ extern "C" __attribute__((visibility("default"))) const mt_plugin_descriptor* mt
     return &descriptor;
 }
 #else  // MT_TEST_CASE_NO_ENTRY: a shared object that is not a plugin
-extern "C" __attribute__((visibility("default"))) int some_other_symbol() { return 1; }
+extern "C" __attribute__((visibility("default"))) int some_other_symbol() {
+    return 1;
+}
 #endif

@@ -19,7 +19,14 @@ namespace mt::data {
 
 // The dtype codes stored in the .idx header (Megatron's DType enum).
 enum class IndexDType : uint8_t {
-    u8 = 1, i8 = 2, i16 = 3, i32 = 4, i64 = 5, f64 = 6, f32 = 7, u16 = 8
+    u8 = 1,
+    i8 = 2,
+    i16 = 3,
+    i32 = 4,
+    i64 = 5,
+    f64 = 6,
+    f32 = 7,
+    u16 = 8
 };
 
 MT_API int64_t index_dtype_size(IndexDType dtype);
@@ -31,7 +38,7 @@ MT_API std::filesystem::path bin_path(const std::string& prefix);  // prefix + "
 MT_API std::filesystem::path idx_path(const std::string& prefix);  // prefix + ".idx"
 
 class MT_API IndexedDataset {
-public:
+  public:
     // Opens P.bin and P.idx; `multimodal` reads the trailing sequence-mode array (it is not
     // recorded in the file). Throws mt::Error naming the file and what is wrong with it.
     static IndexedDataset open(const std::string& prefix, bool multimodal = false);
@@ -54,7 +61,7 @@ public:
     const io::MappedFile& idx_file() const { return idx_; }
     const io::MappedFile& bin_file() const { return bin_; }
 
-private:
+  private:
     io::MappedFile idx_, bin_;
     IndexDType dtype_ = IndexDType::u16;
     int64_t num_sequences_ = 0, num_doc_entries_ = 0, num_tokens_ = 0;
@@ -63,7 +70,7 @@ private:
 };
 
 class MT_API IndexedDatasetBuilder {
-public:
+  public:
     // Starts P.bin for tokens of `dtype`. Data goes to temporary files next to the outputs;
     // they become P.bin / P.idx only in finalize(), and are removed if the builder dies first.
     IndexedDatasetBuilder(const std::string& prefix, IndexDType dtype, bool multimodal = false);
@@ -86,7 +93,7 @@ public:
     int64_t num_sequences() const { return static_cast<int64_t>(lengths_.size()); }
     int64_t num_documents() const { return static_cast<int64_t>(doc_indices_.size()) - 1; }
 
-private:
+  private:
     void write_tokens(std::span<const int32_t> tokens);
     void write_raw(const void* data, size_t bytes);
     void flush();

@@ -15,7 +15,7 @@
 namespace mt::io {
 
 class MT_API LineReader {
-public:
+  public:
     explicit LineReader(const std::filesystem::path& path);
     ~LineReader();
     LineReader(const LineReader&) = delete;
@@ -29,7 +29,7 @@ public:
     int64_t bytes_consumed() const { return consumed_; }
     const std::filesystem::path& path() const { return path_; }
 
-private:
+  private:
     // Appends more decompressed bytes to buf_; false at end of input.
     bool fill();
 

@@ -11,7 +11,7 @@
 namespace mt::io {
 
 class MT_API MappedFile {
-public:
+  public:
     MappedFile() = default;
     // Maps `path` read-only; throws mt::Error naming the path when it cannot.
     explicit MappedFile(const std::filesystem::path& path);
@@ -26,7 +26,7 @@ public:
     std::string_view bytes() const { return {reinterpret_cast<const char*>(data_), size_}; }
     const std::filesystem::path& path() const { return path_; }
 
-private:
+  private:
     std::filesystem::path path_;
     const uint8_t* data_ = nullptr;
     size_t size_ = 0;

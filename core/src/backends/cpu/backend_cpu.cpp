@@ -30,7 +30,7 @@ Matrix as_matrix(const Tensor& t, const char* what) {
 }
 
 class CpuBackend final : public Backend {
-public:
+  public:
     std::string_view name() const override { return "cpu"; }
     Device device() const override { return {}; }
 
@@ -46,26 +46,26 @@ public:
 
     void synchronize() override {}
 
-    void gemm(Transpose ta, Transpose tb, float alpha, const Tensor& a, const Tensor& b,
-              float beta, Tensor& c) override {
+    void gemm(Transpose ta, Transpose tb, float alpha, const Tensor& a, const Tensor& b, float beta,
+              Tensor& c) override {
         Matrix A = as_matrix(a, "A"), B = as_matrix(b, "B"), C = as_matrix(c, "C");
         int64_t m = ta == Transpose::yes ? A.cols : A.rows;
         int64_t k = ta == Transpose::yes ? A.rows : A.cols;
         int64_t kb = tb == Transpose::yes ? B.cols : B.rows;
         int64_t n = tb == Transpose::yes ? B.rows : B.cols;
-        MT_CHECK(k == kb && C.rows == m && C.cols == n, "gemm: shapes do not agree: op(A) is ",
-                 m, "x", k, ", op(B) is ", kb, "x", n, ", C is ", C.rows, "x", C.cols);
+        MT_CHECK(k == kb && C.rows == m && C.cols == n, "gemm: shapes do not agree: op(A) is ", m,
+                 "x", k, ", op(B) is ", kb, "x", n, ", C is ", C.rows, "x", C.cols);
         if (m == 0 || n == 0) return;
         cblas_sgemm(CblasRowMajor, ta == Transpose::yes ? CblasTrans : CblasNoTrans,
-                    tb == Transpose::yes ? CblasTrans : CblasNoTrans, m, n, k, alpha, A.data,
-                    A.ld, B.data, B.ld, beta, const_cast<float*>(C.data), C.ld);
+                    tb == Transpose::yes ? CblasTrans : CblasNoTrans, m, n, k, alpha, A.data, A.ld,
+                    B.data, B.ld, beta, const_cast<float*>(C.data), C.ld);
     }
 
     void gemm_batched(Transpose ta, Transpose tb, float alpha, const Tensor& a, const Tensor& b,
                       float beta, Tensor& c) override {
         MT_CHECK(a.dim() == 3 && b.dim() == 3 && c.dim() == 3,
-                 "gemm_batched: 3-D tensors expected, got ", a.describe(), ", ", b.describe(),
-                 ", ", c.describe());
+                 "gemm_batched: 3-D tensors expected, got ", a.describe(), ", ", b.describe(), ", ",
+                 c.describe());
         MT_CHECK(a.size(0) == b.size(0) && a.size(0) == c.size(0),
                  "gemm_batched: batch sizes differ: ", a.describe(), ", ", b.describe(), ", ",
                  c.describe());
@@ -78,6 +78,8 @@ public:
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<Backend> make_cpu_backend() {
+    return std::make_unique<CpuBackend>();
+}
 
 }  // namespace mt
