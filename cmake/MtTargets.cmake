@@ -24,7 +24,11 @@ function(mt_add_plugin kind name)
         LIBRARY_OUTPUT_DIRECTORY ${MT_PLUGIN_OUTPUT_DIR}
         BUILD_RPATH "$ORIGIN/../.."
         INSTALL_RPATH "$ORIGIN/../..")
-    target_link_options(${mod} PRIVATE -Wl,--no-undefined)
+    # Only mt_plugin_entry leaves the .so (libstdc++ would otherwise export weak template
+    # instantiations that could bind across plugins).
+    target_link_options(${mod} PRIVATE -Wl,--no-undefined
+        -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/plugin_exports.map)
+    set_property(TARGET ${mod} APPEND PROPERTY LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/plugin_exports.map)
     install(TARGETS ${mod} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/mt/plugins)
     set_property(GLOBAL APPEND PROPERTY MT_PLUGIN_TARGETS ${mod})
 endfunction()

@@ -5,7 +5,10 @@
 namespace mt::detail {
 
 void throw_error(const char* file, int line, const std::string& message) {
-    throw Error(message, str(file, ":", line));
+    // Built with append: GCC 12 warns falsely (-Wrestrict) on the equivalent operator+ chain.
+    std::string where(file);
+    where.append(":").append(std::to_string(line));
+    throw Error(message, std::move(where));
 }
 
 int register_guarded(void* registry, char* err, size_t err_len, void (*fn)(Registry&)) {

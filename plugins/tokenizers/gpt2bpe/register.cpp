@@ -1,0 +1,15 @@
+#include "register.h"
+
+#include <memory>
+
+#include "gpt2bpe_tokenizer.h"
+
+namespace mt::plugins::gpt2bpe {
+
+void register_gpt2bpe(Registry& registry) {
+    registry.tokenizers().add("GPT2BPETokenizer", [](const TokenizerOptions& options) {
+        return std::make_unique<Gpt2BpeTokenizer>(options);
+    });
+}
+
+}  // namespace mt::plugins::gpt2bpe
