@@ -47,6 +47,10 @@ SentenceSplitter::SentenceSplitter(const std::string& lang, bool keep_newlines)
     UErrorCode status = U_ZERO_ERROR;
     icu::Locale locale(icu_locale_for(lang).c_str());
     MT_CHECK(!locale.isBogus(), "--lang ", lang, ": not a language ICU knows");
+    // CLDR's abbreviation suppressions ("Mr.", "e.g.") stand in for punkt's learned ones.
+    if (locale.getKeywordValue<std::string>("ss", status).empty())
+        locale.setKeywordValue("ss", "standard", status);
+    MT_CHECK(U_SUCCESS(status), "--lang ", lang, ": ", u_errorName(status));
     iterator_.reset(icu::BreakIterator::createSentenceInstance(locale, status));
     MT_CHECK(U_SUCCESS(status) && iterator_, "--lang ", lang,
              ": cannot create an ICU sentence break iterator: ", u_errorName(status));

@@ -1,6 +1,7 @@
-// Sentence segmentation for --split-sentences, with ICU's sentence BreakIterator standing in
-// for Megatron's NLTK punkt. Like preprocess_data.py it splits texts in chunks of 1,000,000
-// characters first. One splitter per thread (BreakIterator is not thread-safe).
+// Sentence segmentation for --split-sentences, with ICU's sentence BreakIterator (and CLDR's
+// abbreviation suppressions) standing in for Megatron's NLTK punkt. Like preprocess_data.py it
+// splits texts in chunks of 1,000,000 characters first. One splitter per thread (BreakIterator is
+// not thread-safe).
 #pragma once
 
 #include <memory>
