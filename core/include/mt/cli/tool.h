@@ -17,7 +17,7 @@ namespace po = boost::program_options;
 struct ToolSpec {
     std::string name;         // "megatron-preprocess"
     std::string description;  // one paragraph shown by --help
-    po::options_description options{"Options", 100};
+    po::options_description options{100};
     // Runs after parsing, once --help and --list-plugins are handled. Returns the exit code.
     std::function<int(const po::variables_map&)> run;
 };
