@@ -11,14 +11,7 @@
 namespace mt::plugins::gpt2bpe {
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const mt::Error& e) {
-        return e.what();
-    }
-    return "<no error>";
-}
+using mt::test::error_of;
 
 TEST(Gpt2BpeVocabFile, ReadsEscapesAndKeepsFileOrder) {
     auto v = parse_vocab_json(

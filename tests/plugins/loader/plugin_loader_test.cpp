@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "mt/error.h"
+#include "mt/plugin.h"
 #include "mt/plugin_loader.h"
 #include "mt/registry.h"
 #include "mt/tokenizer.h"

@@ -21,14 +21,7 @@ NullTokenizer make(int64_t vocab_size) {
     return NullTokenizer(o);
 }
 
-std::string error_of(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "no error";
-}
+using mt::test::error_of;
 
 TEST(NullTokenizer, MegatronCases) {
     simdjson::dom::parser parser;

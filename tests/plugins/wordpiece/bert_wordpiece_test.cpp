@@ -28,14 +28,7 @@ BertWordPieceTokenizer make(bool lower_case, int64_t extra_ids = 0) {
     return BertWordPieceTokenizer(o, lower_case);
 }
 
-std::string error_of(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "no error";
-}
+using mt::test::error_of;
 
 TEST(BertVocab, LinesAsPythonReadsThem) {
     // "\r\n", "\r" and "\n" end lines; tokens are stripped of Python whitespace; an empty line
