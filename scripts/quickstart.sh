@@ -5,7 +5,7 @@
 #   scripts/quickstart.sh            # output in ./out/demo_text_document.{bin,idx}
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh -DMT_BUILD_TESTS=OFF -DMT_BUILD_BENCH=OFF >/dev/null
+scripts/setup.sh
 build_dir="${BUILD_DIR:-build}"
 mkdir -p out
 
