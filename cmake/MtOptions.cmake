@@ -1,5 +1,9 @@
 # Compiler flags shared by every target: warnings, sanitizers, and the AUTO options resolved.
 add_compile_options(-Wall -Wextra -Wno-unused-parameter)
+# GCC 12 reports false -Wrestrict overlaps inside libstdc++'s string operator+ (GCC bug 105329).
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+    add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-Wno-restrict>)
+endif()
 if(MT_WERROR)
     add_compile_options(-Werror)
 endif()

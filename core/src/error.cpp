@@ -5,10 +5,7 @@
 namespace mt::detail {
 
 void throw_error(const char* file, int line, const std::string& message) {
-    // Built with append: GCC 12 warns falsely (-Wrestrict) on the equivalent operator+ chain.
-    std::string where(file);
-    where.append(":").append(std::to_string(line));
-    throw Error(message, std::move(where));
+    throw Error(message, str(file, ":", line));
 }
 
 int register_guarded(void* registry, char* err, size_t err_len, void (*fn)(Registry&)) {

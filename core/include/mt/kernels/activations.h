@@ -1,0 +1,115 @@
+// Elementwise activations as functors with fwd(x) and bwd(x, dy) side by side, in Megatron's
+// definitions. CPU loops (ops/elementwise.h) and CUDA kernels instantiate the same structs.
+#pragma once
+
+#include "mt/kernels/hd.h"
+
+namespace mt::k {
+
+// sqrt(2/pi) and the cubic coefficient of the tanh GELU. Megatron's bias_gelu writes the first
+// as 0.79788456, which is the same float; the double tests use the exact value.
+constexpr double kSqrt2OverPi = 0.7978845608028654;
+constexpr double kGeluCubic = 0.044715;
+constexpr double kInvSqrt2 = 0.7071067811865476;
+constexpr double kInvSqrt2Pi = 0.3989422804014327;
+
+// GELU, tanh approximation: Megatron's bias_gelu (the default with --bias-gelu-fusion) and
+// F.gelu(approximate='tanh'), also --openai-gelu.
+//   y = x/2 (1 + tanh(u)),  u = sqrt(2/pi) x (1 + 0.044715 x^2)
+// computed as y = x sigmoid(2u) (the same function: (1 + tanh u)/2 = sigmoid(2u)) because
+// glibc's tanhf costs five expf; large |u| saturates cleanly (exp overflow gives y = -0).
+struct Gelu {
+    template <class T>
+    MT_HD static T sigmoid_2u(T x) {
+        T u = T(kSqrt2OverPi) * x * (T(1) + T(kGeluCubic) * x * x);
+        return T(1) / (T(1) + k::exp(T(-2) * u));
+    }
+    template <class T>
+    MT_HD T fwd(T x) const {
+        return x * sigmoid_2u(x);
+    }
+    // dy/dx = s + 2 x s (1 - s) du/dx  (= (1 + t)/2 + x/2 (1 - t^2) du/dx with t = tanh u),
+    // du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+    template <class T>
+    MT_HD T bwd(T x, T dy) const {
+        T s = sigmoid_2u(x);
+        T du = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluCubic) * x * x);
+        return dy * (s + T(2) * x * s * (T(1) - s) * du);
+    }
+};
+
+// GELU with erf, exact: F.gelu, Megatron's TransformerConfig.activation_func default when the
+// bias-gelu fusion is off.   y = x/2 (1 + erf(x / sqrt 2))
+struct GeluErf {
+    template <class T>
+    MT_HD T fwd(T x) const {
+        return T(0.5) * x * (T(1) + k::erf(x * T(kInvSqrt2)));
+    }
+    // dy/dx = Phi(x) + x phi(x)
+    template <class T>
+    MT_HD T bwd(T x, T dy) const {
+        T cdf = T(0.5) * (T(1) + k::erf(x * T(kInvSqrt2)));
+        T pdf = T(kInvSqrt2Pi) * k::exp(T(-0.5) * x * x);
+        return dy * (cdf + x * pdf);
+    }
+};
+
+// SiLU (swish): y = x sigmoid(x).
+struct Silu {
+    template <class T>
+    MT_HD static T sigmoid(T x) {
+        return T(1) / (T(1) + k::exp(-x));
+    }
+    template <class T>
+    MT_HD T fwd(T x) const {
+        return x * sigmoid(x);
+    }
+    // dy/dx = s (1 + x (1 - s))
+    template <class T>
+    MT_HD T bwd(T x, T dy) const {
+        T s = sigmoid(x);
+        return dy * s * (T(1) + x * (T(1) - s));
+    }
+};
+
+// ReLU; the derivative at 0 is 0, as in torch.
+struct Relu {
+    template <class T>
+    MT_HD T fwd(T x) const {
+        return x > T(0) ? x : T(0);
+    }
+    template <class T>
+    MT_HD T bwd(T x, T dy) const {
+        return x > T(0) ? dy : T(0);
+    }
+};
+
+// Squared ReLU (Megatron --squared-relu): y = relu(x)^2.
+struct SquaredRelu {
+    template <class T>
+    MT_HD T fwd(T x) const {
+        T r = x > T(0) ? x : T(0);
+        return r * r;
+    }
+    template <class T>
+    MT_HD T bwd(T x, T dy) const {
+        return x > T(0) ? T(2) * x * dy : T(0);
+    }
+};
+
+// SwiGLU, Megatron's swiglu: the fc1 output (..., 2F) is split in halves, the first is the
+// gate:  y = silu(gate) * up.
+struct Swiglu {
+    template <class T>
+    MT_HD T fwd(T gate, T up) const {
+        return Silu{}.fwd(gate) * up;
+    }
+    // d_gate = dy * up * silu'(gate),  d_up = dy * silu(gate)
+    template <class T>
+    MT_HD void bwd(T gate, T up, T dy, T& d_gate, T& d_up) const {
+        d_gate = Silu{}.bwd(gate, dy * up);
+        d_up = dy * Silu{}.fwd(gate);
+    }
+};
+
+}  // namespace mt::k

@@ -1,0 +1,20 @@
+// Cross-entropy of logits against integer targets on CPU tensors, per row (no reduction: the
+// caller applies Megatron's loss mask and averaging). mt/kernels/cross_entropy.h holds the math.
+#pragma once
+
+#include "mt/api.h"
+#include "mt/tensor.h"
+
+namespace mt::ops {
+
+// logits (N, V) or (B, T, V), f32; targets (N) or (B, T), i64 or i32, each in [0, V).
+// Writes losses = lse - logits[target] and lse = log sum exp(logits), both shaped like targets
+// and f32; lse is what the backward needs besides the logits.
+MT_API void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& losses,
+                                  Tensor& lse);
+// dlogits (like logits, overwritten) = dlosses[row] * (softmax(logits) - onehot(target)).
+// dlosses is shaped like targets (the upstream gradient of each row's loss).
+MT_API void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                                   const Tensor& dlosses, Tensor& dlogits);
+
+}  // namespace mt::ops

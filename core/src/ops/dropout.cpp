@@ -1,0 +1,59 @@
+// CPU traversal of dropout: one Philox block per four counters, blocks spread over OpenMP
+// threads. The mask and scale are mt/kernels/rng.h's Dropout.
+#include "mt/ops/dropout.h"
+
+#include <limits>
+
+#include "mt/kernels/rng.h"
+#include "op_support.h"
+
+namespace mt::ops {
+
+using detail::check_f32;
+using detail::check_f32_shape;
+using detail::in;
+using detail::kParallelMin;
+using detail::out;
+
+namespace {
+
+// dst[i] = src[i] * keep(offset + i) * scale; forward and backward differ only in the name.
+void apply_mask(const char* op, const Tensor& src, float p, uint64_t seed, uint64_t offset,
+                Tensor& dst, bool backward) {
+    check_f32(op, backward ? "dy" : "x", src);
+    check_f32_shape(op, backward ? "dx" : "y", dst, src.shape());
+    MT_CHECK(p >= 0.0f && p <= 1.0f, op, ": drop probability must be in [0, 1], got ", p);
+    const uint64_t n = uint64_t(src.numel());
+    if (n == 0) return;
+    MT_CHECK(offset <= std::numeric_limits<uint64_t>::max() - n, op, ": offset ", offset, " + ", n,
+             " elements overflows the 64-bit counter");
+    const k::Dropout drop = k::Dropout::make(p, seed, offset);
+    const uint64_t first = offset >> 2, last = (offset + n - 1) >> 2;
+    const int64_t blocks = int64_t(last - first + 1);
+    const float* s = in(src);
+    float* d = out(dst);
+#pragma omp parallel for schedule(static) if (int64_t(n) >= kParallelMin)
+    for (int64_t b = 0; b < blocks; ++b) {
+        const uint64_t block = first + uint64_t(b);
+        const k::Philox4 bits = k::philox_block(seed, block);
+        for (uint64_t lane = 0; lane < 4; ++lane) {
+            const uint64_t j = block * 4 + lane;  // counter position
+            if (j < offset || j - offset >= n) continue;
+            const uint64_t i = j - offset;
+            const bool kept = drop.keep_bits(bits.v[lane]);
+            d[i] = backward ? drop.bwd(s[i], kept) : drop.fwd(s[i], kept);
+        }
+    }
+}
+
+}  // namespace
+
+void dropout_forward(const Tensor& x, float p, uint64_t seed, uint64_t offset, Tensor& y) {
+    apply_mask("dropout_forward", x, p, seed, offset, y, false);
+}
+
+void dropout_backward(const Tensor& dy, float p, uint64_t seed, uint64_t offset, Tensor& dx) {
+    apply_mask("dropout_backward", dy, p, seed, offset, dx, true);
+}
+
+}  // namespace mt::ops

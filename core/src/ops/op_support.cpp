@@ -1,0 +1,24 @@
+// Argument checks shared by the CPU ops.
+#include "op_support.h"
+
+namespace mt::ops::detail {
+
+void check_f32(const char* op, const char* name, const Tensor& x) {
+    MT_CHECK(x.defined(), op, ": ", name, " is undefined");
+    MT_CHECK(x.dtype() == DType::f32, op, ": ", name, " must be f32, got ", x.describe());
+    MT_CHECK(x.device().type == DeviceType::cpu, op, ": ", name, " must be on the CPU, got ",
+             x.describe());
+    MT_CHECK(x.is_contiguous(), op, ": ", name, " must be contiguous, got ", x.describe());
+}
+
+void check_f32_shape(const char* op, const char* name, const Tensor& x, const Shape& shape) {
+    check_f32(op, name, x);
+    MT_CHECK(x.shape() == shape, op, ": ", name, " must have shape ", shape_str(shape), ", got ",
+             x.describe());
+}
+
+Shape leading_shape(const Tensor& x) {
+    return Shape(x.shape().begin(), x.shape().end() - 1);
+}
+
+}  // namespace mt::ops::detail

@@ -1,0 +1,46 @@
+// What the CPU op files share: argument checks with the op's name in the message, the row view
+// of a (..., C) tensor, and the fixed-lane fold that turns a kernels/reduce.h state into a
+// deterministic, dependency-chain-free row reduction.
+#pragma once
+
+#include <cstdint>
+
+#include "mt/tensor.h"
+
+namespace mt::ops::detail {
+
+// Loops over fewer elements than this stay on one thread (OpenMP start-up would dominate).
+constexpr int64_t kParallelMin = 1 << 15;
+
+// x must be a contiguous f32 CPU tensor; `op` and `name` go into the message.
+void check_f32(const char* op, const char* name, const Tensor& x);
+// Same as check_f32, and of `shape`.
+void check_f32_shape(const char* op, const char* name, const Tensor& x, const Shape& shape);
+
+inline const float* in(const Tensor& t) {
+    return static_cast<const float*>(t.raw_data());
+}
+inline float* out(const Tensor& t) {
+    return static_cast<float*>(t.raw_data());
+}
+
+// x's shape without its last dimension (the shape of per-row statistics).
+Shape leading_shape(const Tensor& x);
+
+// Folds n values into a State with kLanes interleaved partial states merged pairwise at the
+// end: the result does not depend on the thread count, and lanes break the add chain.
+// add(state, j) folds element j into state.
+constexpr int kLanes = 8;
+template <class State, class AddFn>
+State fold_lanes(int64_t n, AddFn add) {
+    State lane[kLanes];
+    int64_t j = 0;
+    for (; j + kLanes <= n; j += kLanes)
+        for (int l = 0; l < kLanes; ++l) add(lane[l], j + l);
+    for (int l = 0; j < n; ++j, ++l) add(lane[l], j);
+    for (int width = kLanes / 2; width > 0; width /= 2)
+        for (int l = 0; l < width; ++l) lane[l].merge(lane[l + width]);
+    return lane[0];
+}
+
+}  // namespace mt::ops::detail
