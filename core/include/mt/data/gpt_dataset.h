@@ -1,0 +1,152 @@
+// Megatron's GPTDataset: the document, sample and shuffle indices that fix the training sample
+// order (bit-identical to megatron/core/datasets/gpt_dataset.py + helpers.cpp) and sample reads.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mt/api.h"
+#include "mt/data/blend_split.h"
+#include "mt/data/dataset_description.h"
+#include "mt/data/indexed_dataset.h"
+#include "mt/data/npy.h"
+#include "mt/data/numpy_random.h"
+
+namespace mt::data {
+
+// MegatronTokenizer.unique_identifiers: the tokenizer's part of the cache key. For Megatron's
+// GPT2BPETokenizer: class "_GPT2BPETokenizer", paths {vocab_file, merge_file}, no options; for
+// _NullTokenizer: paths {nullopt} (JSON null), options {{"vocab_size", "<n>"}}.
+struct TokenizerIdentity {
+    std::string class_name;
+    std::vector<std::optional<std::string>> paths;
+    std::vector<std::pair<std::string, std::string>> options;  // values already str()-ed
+};
+
+// GPTDatasetConfig (+ BlendedMegatronDatasetConfig) with pretrain_gpt.py's defaults.
+struct GPTDatasetConfig {
+    uint32_t random_seed = 1234;                                   // --seed
+    int64_t sequence_length = 0;                                   // --seq-length
+    std::optional<Blend> blend;                                    // --data-path
+    std::array<std::optional<Blend>, kNumSplits> blend_per_split;  // --{train,valid,test}-data-path
+    std::optional<std::string> split;          // --split, as given (it is part of the cache key)
+    std::optional<std::string> path_to_cache;  // --data-cache-path
+    double mid_level_dataset_surplus = 0.005;  // --mid-level-dataset-surplus
+    bool reset_position_ids = false;
+    bool reset_attention_mask = false;
+    bool eod_mask_loss = false;
+    bool create_attention_mask = true;
+    bool drop_last_partial_validation_sequence = true;
+    bool add_extra_token_to_sequence = true;
+    int64_t eod_id = 0;   // tokenizer.eod
+    int64_t pad_id = -1;  // tokenizer.pad, or -1 when the tokenizer has none
+    TokenizerIdentity tokenizer;
+
+    // The split matrix Megatron derives from `split` (absent with blend_per_split).
+    std::optional<SplitMatrix> split_matrix() const;
+};
+
+// One sample: `tokens`/`labels` of length L (labels are tokens shifted by one). Instead of the
+// [L, L] mask, `document_start[q]` is the first position token q may attend to: 0 everywhere
+// unless reset_attention_mask, then one past the last EOD before q.
+struct GPTSample {
+    std::vector<int64_t> tokens;          // [L]
+    std::vector<int64_t> labels;          // [L]
+    std::vector<float> loss_mask;         // [L]
+    std::vector<int64_t> position_ids;    // [L]
+    std::vector<int32_t> document_start;  // [L]
+    int32_t dataset_id = 0;               // the source dataset of a blend, else 0
+};
+
+// Megatron's boolean attention_mask [L, L] (row-major, 1 = masked): q may see k iff
+// document_start[q] <= k <= q.
+MT_API std::vector<uint8_t> materialize_attention_mask(const GPTSample& sample);
+
+// What training reads: a GPTDataset or a BlendedDataset of them.
+class MT_API GPTSampleDataset {
+  public:
+    virtual ~GPTSampleDataset() = default;
+    virtual int64_t size() const = 0;
+    virtual GPTSample get(int64_t i) const = 0;
+    virtual Split split() const = 0;
+};
+
+// ---- index builders (exposed for tests and benchmarks) ----
+
+// _build_document_index: ids [begin, end) repeated num_epochs times, int32, shuffled as one
+// array; with separate_final_epoch the first num_epochs-1 epochs and the last are shuffled apart.
+MT_API NpyArray build_document_index(int64_t begin, int64_t end, int64_t num_epochs,
+                                     NumpyRandomState& rng, bool separate_final_epoch);
+// helpers.cpp build_sample_idx: [num_samples + 1, 2] rows (document-index position, offset);
+// int32 when max(len(document_index), max(sizes)) fits, else int64.
+MT_API NpyArray build_sample_index(const std::vector<int32_t>& sizes,
+                                   const NpyArray& document_index, int32_t sequence_length,
+                                   int32_t num_epochs, int64_t tokens_per_epoch,
+                                   bool drop_last_partial_sequence, int32_t add_extra_token);
+// _build_shuffle_index: [0, num_samples) shuffled, then [num_samples, total_size) shuffled apart;
+// uint32 unless total_size >= 2^32 - 2, then int64.
+MT_API NpyArray build_shuffle_index(int64_t num_samples, int64_t total_size, NumpyRandomState& rng);
+
+class MT_API GPTDataset : public GPTSampleDataset {
+  public:
+    // Exposes sequences [begin, end) of `data` (the split's range); num_samples nullopt = one
+    // epoch. Loads the indices from the cache when all four files exist, else builds and writes
+    // them there (Megatron's default cache is <dataset_path>/cache/GPTDataset_indices).
+    GPTDataset(std::shared_ptr<const IndexedDataset> data, std::string dataset_path, int64_t begin,
+               int64_t end, std::optional<int64_t> num_samples, Split split,
+               const GPTDatasetConfig& config);
+
+    int64_t size() const override { return sample_index_.shape()[0] - 1; }
+    GPTSample get(int64_t i) const override;
+    Split split() const override { return split_; }
+    // The L + E raw token ids of sample i (padded with pad_id when short), as Megatron reads them.
+    std::vector<int64_t> text(int64_t i) const;
+
+    const NpyArray& document_index() const { return document_index_; }
+    const NpyArray& sample_index() const { return sample_index_; }
+    const NpyArray& shuffle_index() const { return shuffle_index_; }
+    // How the indices were built (0 / false when they were loaded from the cache).
+    int64_t num_epochs() const { return num_epochs_; }
+    bool separate_final_epoch() const { return separate_final_epoch_; }
+    bool loaded_from_cache() const { return loaded_from_cache_; }
+
+    const JsonValue& unique_identifiers() const { return unique_identifiers_; }
+    const std::string& unique_description() const { return unique_description_; }
+    const std::string& unique_description_hash() const { return unique_description_hash_; }
+    // <cache dir>/<md5>-GPTDataset-<split>-<suffix>
+    std::string cache_path(const std::string& suffix) const;
+
+  private:
+    void build_indices();
+
+    std::shared_ptr<const IndexedDataset> data_;
+    std::string dataset_path_;
+    int64_t begin_ = 0, end_ = 0;
+    std::optional<int64_t> num_samples_;
+    Split split_;
+    GPTDatasetConfig config_;
+    JsonValue unique_identifiers_;
+    std::string unique_description_, unique_description_hash_, cache_dir_;
+    NpyArray document_index_, sample_index_, shuffle_index_;
+    int64_t num_epochs_ = 0;
+    bool separate_final_epoch_ = false;
+    bool loaded_from_cache_ = false;
+};
+
+// _get_num_epochs: the smallest e >= 1 with e * tokens_per_epoch >= num_samples * L + E.
+MT_API int64_t gpt_num_epochs(int64_t tokens_per_epoch, std::optional<int64_t> num_samples,
+                              int64_t sequence_length, int64_t add_extra_token);
+// Whether the last epoch is shuffled on its own (the 80 % rule); also returns the sample count
+// before the last epoch.
+MT_API std::pair<bool, int64_t> gpt_separate_final_epoch(int64_t num_epochs,
+                                                         int64_t tokens_per_epoch,
+                                                         int64_t num_samples,
+                                                         int64_t sequence_length,
+                                                         int64_t add_extra_token);
+
+}  // namespace mt::data
