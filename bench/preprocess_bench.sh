@@ -28,7 +28,7 @@ for w in 1 2; do
     t0=$(now)
     "$bin/megatron-preprocess" --input "$corpus" --output-prefix "$work/ours$w" \
         --tokenizer-type GPT2BPETokenizer --vocab-file "$vocab" --merge-file "$merges" \
-        --append-eod --workers "$w" --log-interval 100000 >/dev/null
+        --append-eod --workers "$w" --log-interval 100000 >/dev/null 2>&1
     s=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }')
     echo "| megatron-preprocess (ours) | $w | $s | $(rate "$s") |"
 done
