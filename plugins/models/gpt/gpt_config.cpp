@@ -1,0 +1,146 @@
+#include "gpt_config.h"
+
+#include <cstdlib>
+
+#include "mt/error.h"
+
+namespace mt::plugins::gpt {
+
+namespace {
+
+// Typed access to the flag map, each error naming the flag as the user typed it.
+class Flags {
+  public:
+    explicit Flags(const ModelArgs& args) : args_(args) {}
+
+    bool has(const char* name) const { return args_.find(name) != args_.end(); }
+    const std::string& text(const char* name) const {
+        auto it = args_.find(name);
+        MT_CHECK(it != args_.end(), "--", name, " is required");
+        return it->second;
+    }
+    int64_t integer(const char* name) const {
+        const std::string& t = text(name);
+        char* end = nullptr;
+        long long v = std::strtoll(t.c_str(), &end, 10);
+        MT_CHECK(!t.empty() && *end == '\0', "--", name, " ", t, ": not an integer");
+        return v;
+    }
+    int64_t integer(const char* name, int64_t fallback) const {
+        return has(name) ? integer(name) : fallback;
+    }
+    double real(const char* name, double fallback) const {
+        if (!has(name)) return fallback;
+        const std::string& t = text(name);
+        char* end = nullptr;
+        double v = std::strtod(t.c_str(), &end);
+        MT_CHECK(!t.empty() && *end == '\0', "--", name, " ", t, ": not a number");
+        return v;
+    }
+    bool flag(const char* name) const {
+        if (!has(name)) return false;
+        const std::string& t = text(name);
+        MT_CHECK(t.empty() || t == "true" || t == "false", "--", name, " takes no value, got ", t);
+        return t != "false";
+    }
+
+  private:
+    const ModelArgs& args_;
+};
+
+}  // namespace
+
+int64_t padded_vocab_size(int64_t vocab_size, int64_t divisible_by, int64_t tensor_parallel) {
+    MT_CHECK(vocab_size > 0, "vocabulary size must be positive, got ", vocab_size);
+    MT_CHECK(divisible_by > 0 && tensor_parallel > 0, "--make-vocab-size-divisible-by (",
+             divisible_by, ") and --tensor-model-parallel-size (", tensor_parallel,
+             ") must be positive");
+    int64_t multiple = divisible_by * tensor_parallel;
+    return (vocab_size + multiple - 1) / multiple * multiple;
+}
+
+GptConfig gpt_config_from_args(const ModelArgs& args) {
+    Flags f(args);
+    GptConfig c;
+    c.num_layers = f.integer("num-layers");
+    c.hidden_size = f.integer("hidden-size");
+    c.num_attention_heads = f.integer("num-attention-heads");
+    c.max_position_embeddings = f.integer("max-position-embeddings");
+    c.seq_length = f.integer("seq-length", c.max_position_embeddings);
+    MT_CHECK(c.num_layers > 0 && c.hidden_size > 0 && c.num_attention_heads > 0,
+             "--num-layers, --hidden-size and --num-attention-heads must be positive");
+    MT_CHECK(c.max_position_embeddings >= c.seq_length, "--max-position-embeddings (",
+             c.max_position_embeddings, ") must be >= --seq-length (", c.seq_length, ")");
+
+    c.swiglu = f.flag("swiglu");
+    c.ffn_hidden_size =
+        f.integer("ffn-hidden-size", c.swiglu ? int64_t(double(4 * c.hidden_size) * 2 / 3 / 64) * 64
+                                              : 4 * c.hidden_size);
+    if (f.has("kv-channels")) {
+        c.kv_channels = f.integer("kv-channels");
+    } else {
+        MT_CHECK(c.hidden_size % c.num_attention_heads == 0, "--hidden-size (", c.hidden_size,
+                 ") must be divisible by --num-attention-heads (", c.num_attention_heads,
+                 ") unless --kv-channels is given");
+        c.kv_channels = c.hidden_size / c.num_attention_heads;
+    }
+    c.num_query_groups =
+        f.flag("group-query-attention") ? f.integer("num-query-groups", 1) : c.num_attention_heads;
+    MT_CHECK(c.num_query_groups > 0 && c.num_attention_heads % c.num_query_groups == 0,
+             "--num-attention-heads (", c.num_attention_heads,
+             ") must be divisible by --num-query-groups (", c.num_query_groups, ")");
+
+    const std::string pos = f.has("position-embedding-type") ? f.text("position-embedding-type")
+                                                             : std::string("learned_absolute");
+    if (pos == "learned_absolute")
+        c.position_embedding = PositionEmbedding::learned_absolute;
+    else if (pos == "rope")
+        c.position_embedding = PositionEmbedding::rope;
+    else if (pos == "none")
+        c.position_embedding = PositionEmbedding::none;
+    else
+        MT_FAIL("--position-embedding-type ", pos, ": supported are learned_absolute, rope, none");
+    c.rotary_base = f.real("rotary-base", 10000);
+    c.rotary_percent = f.real("rotary-percent", 1.0);
+    MT_CHECK(c.rotary_percent > 0 && c.rotary_percent <= 1, "--rotary-percent ", c.rotary_percent,
+             ": must be in (0, 1]");
+
+    const std::string norm = f.has("normalization") ? f.text("normalization") : "LayerNorm";
+    if (norm == "LayerNorm")
+        c.normalization = Normalization::layer_norm;
+    else if (norm == "RMSNorm")
+        c.normalization = Normalization::rms_norm;
+    else
+        MT_FAIL("--normalization ", norm, ": supported are LayerNorm and RMSNorm");
+    c.norm_epsilon = f.real("norm-epsilon", 1e-5);
+    c.apply_layernorm_1p = f.flag("apply-layernorm-1p");
+
+    c.add_bias_linear = !f.flag("disable-bias-linear");
+    c.add_qkv_bias = c.add_bias_linear || f.flag("add-qkv-bias");
+    c.untie_embeddings_and_output_weights = f.flag("untie-embeddings-and-output-weights");
+    c.apply_residual_connection_post_layernorm = f.flag("apply-residual-connection-post-layernorm");
+    c.attention_dropout = f.real("attention-dropout", 0.1);
+    c.hidden_dropout = f.real("hidden-dropout", 0.1);
+    c.init_method_std = f.real("init-method-std", 0.02);
+
+    c.tensor_model_parallel_size = f.integer("tensor-model-parallel-size", 1);
+    MT_CHECK(c.num_attention_heads % c.tensor_model_parallel_size == 0 &&
+                 c.num_query_groups % c.tensor_model_parallel_size == 0,
+             "--num-attention-heads (", c.num_attention_heads, ") and the query groups (",
+             c.num_query_groups, ") must be divisible by --tensor-model-parallel-size (",
+             c.tensor_model_parallel_size, ")");
+    if (f.has("padded-vocab-size")) {
+        c.padded_vocab_size = f.integer("padded-vocab-size");
+        c.vocab_size = f.integer("vocab-size", c.padded_vocab_size);
+    } else {
+        c.vocab_size = f.integer("vocab-size");
+        c.padded_vocab_size =
+            padded_vocab_size(c.vocab_size, f.integer("make-vocab-size-divisible-by", 128),
+                              c.tensor_model_parallel_size);
+    }
+    MT_CHECK(c.padded_vocab_size >= c.vocab_size, "padded vocabulary (", c.padded_vocab_size,
+             ") smaller than the vocabulary (", c.vocab_size, ")");
+    return c;
+}
+
+}  // namespace mt::plugins::gpt

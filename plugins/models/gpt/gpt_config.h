@@ -1,0 +1,46 @@
+// GPT model configuration from Megatron-LM's model flags (--num-layers, --hidden-size, ...),
+// with Megatron's defaults, derived values (ffn size, kv channels, query groups, padded
+// vocabulary) and checks, as megatron/training/arguments.py computes them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "mt/model.h"
+
+namespace mt::plugins::gpt {
+
+enum class PositionEmbedding { learned_absolute, rope, none };
+enum class Normalization { layer_norm, rms_norm };
+
+struct GptConfig {
+    int64_t num_layers = 0, hidden_size = 0, num_attention_heads = 0;
+    int64_t ffn_hidden_size = 0;   // default 4h, or int(4h·2/3 / 64)·64 with --swiglu
+    int64_t kv_channels = 0;       // head dim; default h / heads
+    int64_t num_query_groups = 0;  // = heads unless --group-query-attention
+    int64_t seq_length = 0, max_position_embeddings = 0;
+    PositionEmbedding position_embedding = PositionEmbedding::learned_absolute;
+    double rotary_base = 10000, rotary_percent = 1.0;
+    Normalization normalization = Normalization::layer_norm;
+    double norm_epsilon = 1e-5;
+    bool apply_layernorm_1p = false;
+    bool swiglu = false;
+    bool add_bias_linear = true, add_qkv_bias = true;
+    bool untie_embeddings_and_output_weights = false;
+    bool apply_residual_connection_post_layernorm = false;
+    double attention_dropout = 0.1, hidden_dropout = 0.1;
+    double init_method_std = 0.02;
+    int64_t vocab_size = 0;         // the tokenizer's
+    int64_t padded_vocab_size = 0;  // padded to --make-vocab-size-divisible-by · TP
+    int64_t tensor_model_parallel_size = 1;
+};
+
+// Megatron's _vocab_size_with_padding.
+int64_t padded_vocab_size(int64_t vocab_size, int64_t divisible_by, int64_t tensor_parallel);
+
+// Reads flags without their leading "--" ("num-layers" -> "2"). Booleans are present with an
+// empty value or "true". Needs "vocab-size" (the tokenizer's) or "padded-vocab-size".
+// Throws mt::Error naming the flag for anything missing, malformed or inconsistent.
+GptConfig gpt_config_from_args(const ModelArgs& args);
+
+}  // namespace mt::plugins::gpt

@@ -1,0 +1,77 @@
+#include "gpt_parameters.h"
+
+#include <string>
+
+namespace mt::plugins::gpt {
+
+namespace {
+
+using Kind = ShardSpec::Kind;
+
+// Megatron's default no-weight-decay rule: biases and 1-D parameters (norms).
+ParameterInfo param(std::string name, Shape shape, ShardSpec shard) {
+    bool decays = shape.size() > 1 && !name.ends_with(".bias");
+    return {std::move(name), std::move(shape), DType::f32, shard, decays};
+}
+
+ShardSpec replicated() {
+    return {Kind::replicated, 0, 1};
+}
+ShardSpec column(int64_t groups = 1) {
+    return {Kind::column, 0, groups};
+}
+ShardSpec row() {
+    return {Kind::row, 1, 1};
+}
+ShardSpec vocab() {
+    return {Kind::vocab, 0, 1};
+}
+
+void add_norm(std::vector<ParameterInfo>& out, const std::string& prefix, const GptConfig& c) {
+    out.push_back(param(prefix + ".weight", {c.hidden_size}, replicated()));
+    if (c.normalization == Normalization::layer_norm)
+        out.push_back(param(prefix + ".bias", {c.hidden_size}, replicated()));
+}
+
+}  // namespace
+
+std::vector<ParameterInfo> gpt_parameters(const GptConfig& c) {
+    const int64_t h = c.hidden_size, hd = c.kv_channels;
+    const int64_t q = c.num_attention_heads * hd;
+    const int64_t qkv = (c.num_attention_heads + 2 * c.num_query_groups) * hd;
+    const int64_t fc1 = c.ffn_hidden_size * (c.swiglu ? 2 : 1);
+
+    std::vector<ParameterInfo> out;
+    out.push_back(param("embedding.word_embeddings.weight", {c.padded_vocab_size, h}, vocab()));
+    if (c.position_embedding == PositionEmbedding::learned_absolute)
+        out.push_back(param("embedding.position_embeddings.weight", {c.max_position_embeddings, h},
+                            replicated()));
+    for (int64_t i = 0; i < c.num_layers; ++i) {
+        // Registration order of Megatron-core's modules: linear_proj is built before linear_qkv.
+        const std::string layer = "decoder.layers." + std::to_string(i);
+        add_norm(out, layer + ".input_layernorm", c);
+        out.push_back(param(layer + ".self_attention.linear_proj.weight", {h, q}, row()));
+        if (c.add_bias_linear)
+            out.push_back(param(layer + ".self_attention.linear_proj.bias", {h}, replicated()));
+        // QKV rows are grouped per query group, so ranks split whole groups.
+        out.push_back(param(layer + ".self_attention.linear_qkv.weight", {qkv, h},
+                            column(c.num_query_groups)));
+        if (c.add_qkv_bias)
+            out.push_back(param(layer + ".self_attention.linear_qkv.bias", {qkv},
+                                column(c.num_query_groups)));
+        add_norm(out, layer + ".pre_mlp_layernorm", c);
+        // SwiGLU's fc1 is [gate; up]: each rank holds its slice of both halves.
+        out.push_back(param(layer + ".mlp.linear_fc1.weight", {fc1, h}, column(c.swiglu ? 2 : 1)));
+        if (c.add_bias_linear)
+            out.push_back(param(layer + ".mlp.linear_fc1.bias", {fc1}, column(c.swiglu ? 2 : 1)));
+        out.push_back(param(layer + ".mlp.linear_fc2.weight", {h, c.ffn_hidden_size}, row()));
+        if (c.add_bias_linear)
+            out.push_back(param(layer + ".mlp.linear_fc2.bias", {h}, replicated()));
+    }
+    add_norm(out, "decoder.final_layernorm", c);
+    if (c.untie_embeddings_and_output_weights)
+        out.push_back(param("output_layer.weight", {c.padded_vocab_size, h}, vocab()));
+    return out;
+}
+
+}  // namespace mt::plugins::gpt

@@ -1,0 +1,147 @@
+// The gpt model family: configuration from Megatron's flags and the parameter list, checked
+// against Megatron-core's own GPTModel state dict (tests/fixtures/gpt/make_fixtures.py).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "gpt_config.h"
+#include "gpt_parameters.h"
+#include "mt/registry.h"
+#include "register.h"
+#include "test_support.h"
+
+namespace mt::plugins::gpt {
+namespace {
+
+struct Expected {
+    ModelArgs args;
+    std::vector<std::pair<std::string, Shape>> params;
+};
+
+std::vector<Expected> load_fixture() {
+    std::ifstream in(mt::test::fixtures_dir() / "gpt" / "parameters.txt");
+    EXPECT_TRUE(in) << "missing tests/fixtures/gpt/parameters.txt";
+    std::vector<Expected> out;
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream s(line);
+        std::string first, rest;
+        s >> first;
+        if (first == "config") {
+            out.emplace_back();
+            while (s >> rest) {
+                auto eq = rest.find('=');
+                out.back().args[rest.substr(0, eq)] = rest.substr(eq + 1);
+            }
+            continue;
+        }
+        s >> rest;
+        Shape shape;
+        std::istringstream dims(rest);
+        std::string d;
+        while (std::getline(dims, d, ',')) shape.push_back(std::stoll(d));
+        out.back().params.emplace_back(first, shape);
+    }
+    return out;
+}
+
+TEST(GptParameters, EqualMegatronCoreStateDict) {
+    auto cases = load_fixture();
+    ASSERT_EQ(cases.size(), 3u);
+    for (const auto& c : cases) {
+        auto params = gpt_parameters(gpt_config_from_args(c.args));
+        ASSERT_EQ(params.size(), c.params.size());
+        for (size_t i = 0; i < params.size(); ++i) {
+            EXPECT_EQ(params[i].name, c.params[i].first) << "entry " << i;
+            EXPECT_EQ(params[i].shape, c.params[i].second) << params[i].name;
+        }
+    }
+}
+
+TEST(GptParameters, ShardSpecsAndWeightDecay) {
+    ModelArgs args = {{"num-layers", "1"},           {"hidden-size", "64"},
+                      {"num-attention-heads", "4"},  {"max-position-embeddings", "16"},
+                      {"vocab-size", "100"},         {"swiglu", ""},
+                      {"group-query-attention", ""}, {"num-query-groups", "2"}};
+    std::map<std::string, ParameterInfo> by_name;
+    for (auto& p : gpt_parameters(gpt_config_from_args(args))) by_name[p.name] = p;
+    auto& qkv = by_name.at("decoder.layers.0.self_attention.linear_qkv.weight");
+    EXPECT_EQ(qkv.shard.kind, ShardSpec::Kind::column);
+    EXPECT_EQ(qkv.shard.num_groups, 2);
+    EXPECT_EQ(qkv.shape, (Shape{(4 + 2 * 2) * 16, 64}));
+    auto& fc1 = by_name.at("decoder.layers.0.mlp.linear_fc1.weight");
+    EXPECT_EQ(fc1.shard.num_groups, 2);  // gate and up halves
+    auto& proj = by_name.at("decoder.layers.0.self_attention.linear_proj.weight");
+    EXPECT_EQ(proj.shard.kind, ShardSpec::Kind::row);
+    EXPECT_EQ(proj.shard.partition_dim, 1);
+    EXPECT_EQ(by_name.at("embedding.word_embeddings.weight").shard.kind, ShardSpec::Kind::vocab);
+    EXPECT_EQ(by_name.at("embedding.word_embeddings.weight").shape[0], 128);
+    EXPECT_TRUE(by_name.at("embedding.word_embeddings.weight").weight_decay);
+    EXPECT_TRUE(fc1.weight_decay);
+    EXPECT_FALSE(by_name.at("decoder.layers.0.input_layernorm.weight").weight_decay);
+    EXPECT_FALSE(by_name.at("decoder.layers.0.mlp.linear_fc1.bias").weight_decay);
+}
+
+TEST(GptConfig, MegatronDerivedValues) {
+    EXPECT_EQ(padded_vocab_size(50257, 128, 1), 50304);
+    EXPECT_EQ(padded_vocab_size(50257, 128, 2), 50432);
+    EXPECT_EQ(padded_vocab_size(50257, 128, 8), 51200);
+    ModelArgs args = {{"num-layers", "2"},
+                      {"hidden-size", "4096"},
+                      {"num-attention-heads", "32"},
+                      {"max-position-embeddings", "4096"},
+                      {"padded-vocab-size", "32000"},
+                      {"swiglu", ""}};
+    auto c = gpt_config_from_args(args);
+    EXPECT_EQ(c.ffn_hidden_size, 10880);  // int(4h·2/3 / 64)·64
+    EXPECT_EQ(c.kv_channels, 128);
+    EXPECT_EQ(c.num_query_groups, 32);
+    EXPECT_EQ(c.seq_length, 4096);
+    EXPECT_EQ(c.padded_vocab_size, 32000);
+}
+
+TEST(GptConfig, ErrorsNameTheFlag) {
+    ModelArgs base = {{"num-layers", "2"},
+                      {"hidden-size", "64"},
+                      {"num-attention-heads", "4"},
+                      {"max-position-embeddings", "32"},
+                      {"vocab-size", "100"}};
+    auto error_with = [&](const std::string& k, const std::string& v) {
+        ModelArgs a = base;
+        if (v == "<erase>")
+            a.erase(k);
+        else
+            a[k] = v;
+        return mt::test::error_of([&] { gpt_config_from_args(a); });
+    };
+    EXPECT_NE(error_with("num-layers", "<erase>").find("--num-layers is required"),
+              std::string::npos);
+    EXPECT_NE(error_with("hidden-size", "6x").find("--hidden-size 6x: not an integer"),
+              std::string::npos);
+    EXPECT_NE(
+        error_with("num-attention-heads", "5").find("must be divisible by --num-attention-heads"),
+        std::string::npos);
+    EXPECT_NE(error_with("seq-length", "64")
+                  .find("--max-position-embeddings (32) must be >= --seq-length (64)"),
+              std::string::npos);
+    EXPECT_NE(error_with("normalization", "BatchNorm").find("--normalization BatchNorm"),
+              std::string::npos);
+    EXPECT_NE(error_with("swiglu", "yes").find("--swiglu takes no value"), std::string::npos);
+}
+
+TEST(GptFamily, RegisteredAsGpt) {
+    Registry registry;
+    register_gpt(registry);
+    auto family = registry.create_model("gpt");
+    EXPECT_EQ(family->name(), "gpt");
+    ModelArgs args = {{"num-layers", "1"},
+                      {"hidden-size", "8"},
+                      {"num-attention-heads", "2"},
+                      {"max-position-embeddings", "4"},
+                      {"vocab-size", "10"}};
+    EXPECT_EQ(family->parameters(args).size(), 2u + 12u + 2u);
+}
+
+}  // namespace
+}  // namespace mt::plugins::gpt
