@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,13 +34,24 @@ struct ParameterInfo {
     bool weight_decay = true;
 };
 
-// Model hyper-parameters as Megatron's flags give them (name -> value text).
+// Model hyper-parameters as Megatron's flags give them: flag name without "--" -> value text
+// (empty for a switch that is set).
 using ModelArgs = std::map<std::string, std::string, std::less<>>;
+
+// One command-line flag a model family understands, for the tools to offer and parse.
+struct FlagInfo {
+    std::string name;  // without "--", Megatron's spelling
+    std::string help;
+    std::optional<std::string> default_value;  // shown by --help; absent: no default
+    bool is_switch = false;                    // takes no value
+};
 
 class MT_API ModelFamily {
   public:
     virtual ~ModelFamily() = default;
     virtual std::string_view name() const = 0;  // "gpt"
+    // The model flags this family reads (--num-layers, --hidden-size, ...).
+    virtual std::vector<FlagInfo> flags() const = 0;
     // Every parameter of the model these arguments describe, in Megatron's order.
     virtual std::vector<ParameterInfo> parameters(const ModelArgs& args) const = 0;
 };

@@ -34,4 +34,34 @@ po::options_description plugin_flags(PluginFlags& out) {
     return g;
 }
 
+po::options_description model_flags(const std::string& caption,
+                                    const std::vector<FlagInfo>& flags) {
+    po::options_description g(caption, 100);
+    for (const auto& f : flags) {
+        if (f.is_switch) {
+            g.add_options()(f.name.c_str(), po::bool_switch(), f.help.c_str());
+        } else if (f.default_value) {
+            g.add_options()(f.name.c_str(),
+                            po::value<std::string>()->default_value(*f.default_value),
+                            f.help.c_str());
+        } else {
+            g.add_options()(f.name.c_str(), po::value<std::string>(), f.help.c_str());
+        }
+    }
+    return g;
+}
+
+ModelArgs collect_model_args(const po::variables_map& vm, const std::vector<FlagInfo>& flags) {
+    ModelArgs args;
+    for (const auto& f : flags) {
+        if (!vm.count(f.name)) continue;
+        if (f.is_switch) {
+            if (vm[f.name].as<bool>()) args[f.name] = "";
+        } else {
+            args[f.name] = vm[f.name].as<std::string>();
+        }
+    }
+    return args;
+}
+
 }  // namespace mt::cli

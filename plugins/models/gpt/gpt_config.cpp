@@ -50,6 +50,42 @@ class Flags {
 
 }  // namespace
 
+std::vector<FlagInfo> gpt_flags() {
+    auto value = [](const char* name, const char* help, std::optional<std::string> def = {}) {
+        return FlagInfo{name, help, std::move(def), false};
+    };
+    auto flag = [](const char* name, const char* help) { return FlagInfo{name, help, {}, true}; };
+    return {
+        value("num-layers", "number of transformer layers"),
+        value("hidden-size", "transformer hidden size"),
+        value("num-attention-heads", "number of attention heads"),
+        value("ffn-hidden-size",
+              "MLP hidden size (default 4 x hidden, or 2/3 of that with --swiglu)"),
+        value("kv-channels", "attention head dimension (default hidden / heads)"),
+        value("seq-length", "maximum sequence length to process"),
+        value("max-position-embeddings", "maximum number of position embeddings"),
+        value("position-embedding-type", "learned_absolute, rope or none", "learned_absolute"),
+        value("rotary-base", "base of the rotary embedding frequencies", "10000"),
+        value("rotary-percent", "fraction of each head's dimensions that rotary embedding uses",
+              "1.0"),
+        value("normalization", "LayerNorm or RMSNorm", "LayerNorm"),
+        value("norm-epsilon", "epsilon of the normalization layers", "1e-5"),
+        flag("apply-layernorm-1p", "store the norm weights as gamma - 1 (zero-centered gamma)"),
+        flag("swiglu", "use SwiGLU in the MLP"),
+        flag("group-query-attention", "use grouped-query attention"),
+        value("num-query-groups", "number of query groups with --group-query-attention", "1"),
+        flag("disable-bias-linear", "no biases in the linear layers"),
+        flag("add-qkv-bias", "a QKV bias even with --disable-bias-linear"),
+        flag("untie-embeddings-and-output-weights", "separate input embedding and output weights"),
+        flag("apply-residual-connection-post-layernorm",
+             "take the residual from after the layernorm (original BERT)"),
+        value("attention-dropout", "dropout probability of the attention weights", "0.1"),
+        value("hidden-dropout", "dropout probability of the hidden states", "0.1"),
+        value("init-method-std", "standard deviation of the weight initialisation", "0.02"),
+        value("make-vocab-size-divisible-by", "pad the vocabulary to a multiple of this", "128"),
+    };
+}
+
 int64_t padded_vocab_size(int64_t vocab_size, int64_t divisible_by, int64_t tensor_parallel) {
     MT_CHECK(vocab_size > 0, "vocabulary size must be positive, got ", vocab_size);
     MT_CHECK(divisible_by > 0 && tensor_parallel > 0, "--make-vocab-size-divisible-by (",

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "mt/model.h"
 
@@ -37,6 +38,9 @@ struct GptConfig {
 
 // Megatron's _vocab_size_with_padding.
 int64_t padded_vocab_size(int64_t vocab_size, int64_t divisible_by, int64_t tensor_parallel);
+
+// The model flags gpt_config_from_args reads, with Megatron's help texts and defaults.
+std::vector<FlagInfo> gpt_flags();
 
 // Reads flags without their leading "--" ("num-layers" -> "2"). Booleans are present with an
 // empty value or "true". Needs "vocab-size" (the tokenizer's) or "padded-vocab-size".

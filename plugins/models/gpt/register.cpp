@@ -10,6 +10,7 @@ namespace {
 class GptFamily final : public ModelFamily {
   public:
     std::string_view name() const override { return "gpt"; }
+    std::vector<FlagInfo> flags() const override { return gpt_flags(); }
     std::vector<ParameterInfo> parameters(const ModelArgs& args) const override {
         return gpt_parameters(gpt_config_from_args(args));
     }

@@ -5,8 +5,11 @@
 #include <fstream>
 #include <sstream>
 
+#include <boost/program_options.hpp>
+
 #include "gpt_config.h"
 #include "gpt_parameters.h"
+#include "mt/cli/flags.h"
 #include "mt/registry.h"
 #include "register.h"
 #include "test_support.h"
@@ -141,6 +144,44 @@ TEST(GptFamily, RegisteredAsGpt) {
                       {"max-position-embeddings", "4"},
                       {"vocab-size", "10"}};
     EXPECT_EQ(family->parameters(args).size(), 2u + 12u + 2u);
+}
+
+TEST(GptFamily, FlagsParseFromACommandLine) {
+    namespace po = boost::program_options;
+    const auto flags = gpt_flags();
+    auto group = mt::cli::model_flags("Model", flags);
+    const char* argv[] = {"megatron-train",
+                          "--num-layers",
+                          "3",
+                          "--hidden-size",
+                          "32",
+                          "--num-attention-heads",
+                          "4",
+                          "--max-position-embeddings",
+                          "16",
+                          "--swiglu",
+                          "--normalization",
+                          "RMSNorm"};
+    po::variables_map vm;
+    po::store(po::parse_command_line(int(std::size(argv)), argv, group), vm);
+    po::notify(vm);
+    ModelArgs args = mt::cli::collect_model_args(vm, flags);
+    EXPECT_EQ(args.at("num-layers"), "3");
+    EXPECT_EQ(args.at("swiglu"), "");
+    EXPECT_EQ(args.count("disable-bias-linear"), 0u);  // switches that are off are absent
+    EXPECT_EQ(args.at("hidden-dropout"), "0.1");       // defaults are filled in
+    args["vocab-size"] = "100";
+    auto c = gpt_config_from_args(args);
+    EXPECT_EQ(c.num_layers, 3);
+    EXPECT_TRUE(c.swiglu);
+    EXPECT_EQ(c.normalization, Normalization::rms_norm);
+    // Every flag the parser reads is offered.
+    for (const char* name : {"ffn-hidden-size", "kv-channels", "rotary-base", "norm-epsilon",
+                             "untie-embeddings-and-output-weights", "init-method-std"})
+        EXPECT_NE(std::find_if(flags.begin(), flags.end(),
+                               [&](const FlagInfo& f) { return f.name == name; }),
+                  flags.end())
+            << name;
 }
 
 }  // namespace

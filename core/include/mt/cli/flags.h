@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "mt/api.h"
+#include "mt/model.h"
 #include "mt/tokenizer.h"
 
 namespace mt::cli {
@@ -29,5 +30,12 @@ struct PluginFlags {
     bool list_plugins = false;
 };
 MT_API po::options_description plugin_flags(PluginFlags& out);
+
+// A model family's flags (ModelFamily::flags()) as an options group, and the values given on
+// the command line collected back into ModelArgs (switches that are set map to "").
+MT_API po::options_description model_flags(const std::string& caption,
+                                           const std::vector<FlagInfo>& flags);
+MT_API ModelArgs collect_model_args(const po::variables_map& vm,
+                                    const std::vector<FlagInfo>& flags);
 
 }  // namespace mt::cli
