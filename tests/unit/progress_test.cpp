@@ -1,4 +1,5 @@
-// Progress: the rendered line (rate, MB/s, ETA) and silence when disabled.
+// Progress: the rendered line (rate, MB/s, ETA by items or bytes), log lines, and silence
+// when disabled.
 #include <gtest/gtest.h>
 
 #include "mt/progress.h"
@@ -16,6 +17,24 @@ TEST(Progress, UnknownTotalHasNoEta) {
     mt::Progress p("reading", -1, "lines", false);
     p.update(7200);
     EXPECT_EQ(p.render(3600.0), "reading: 7200 lines, 2.0 lines/s, elapsed 1:00:00");
+}
+
+TEST(Progress, EtaByBytesWhenTheirTotalIsKnown) {
+    mt::Progress p("preprocess", -1, "docs", false, /*total_bytes=*/40 * 1048576);
+    p.add(10, 4 * 1048576);
+    p.add(10, 6 * 1048576);
+    EXPECT_EQ(p.render(10.0),
+              "preprocess: 20 (25.0%) docs, 2.0 docs/s, 1.00 MB/s, elapsed 0:10, ETA 0:30");
+}
+
+TEST(Progress, PrintLineAlwaysWrites) {
+    testing::internal::CaptureStderr();
+    {
+        mt::Progress p("quiet", 10, "items", false);
+        p.print_line("Processed 5 documents");
+        p.finish();
+    }
+    EXPECT_EQ(testing::internal::GetCapturedStderr(), "Processed 5 documents\n");
 }
 
 TEST(Progress, DisabledWritesNothing) {

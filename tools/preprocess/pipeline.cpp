@@ -11,6 +11,7 @@
 #include "input_lines.h"
 #include "mt/error.h"
 #include "mt/log.h"
+#include "mt/progress.h"
 
 namespace mt::preprocess {
 
@@ -116,16 +117,31 @@ void remove_partition_outputs(const PreprocessConfig& config) {
         }
 }
 
-void log_progress(int64_t count, int64_t bytes, std::chrono::steady_clock::time_point start) {
+// Megatron's progress line (preprocess_data.py print_processing_stats).
+std::string progress_line(int64_t count, int64_t bytes,
+                          std::chrono::steady_clock::time_point start) {
     double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "Processed %lld documents (%.2f docs/s, %.2f MB/s).\n",
-                 static_cast<long long>(count), count / elapsed, bytes / elapsed / 1048576.0);
+    char line[160];
+    std::snprintf(line, sizeof line, "Processed %lld documents (%.2f docs/s, %.2f MB/s).",
+                  static_cast<long long>(count), count / elapsed, bytes / elapsed / 1048576.0);
+    return line;
+}
+
+// Total input bytes when every file's size is its text size (no compression), else -1.
+int64_t plain_input_bytes(const std::vector<std::filesystem::path>& files) {
+    int64_t total = 0;
+    for (const auto& f : files) {
+        if (f.extension() == ".zst") return -1;
+        total += static_cast<int64_t>(std::filesystem::file_size(f));
+    }
+    return total;
 }
 
 // Encodes the lines of one partition into <prefix>_<key>_<level> datasets.
 PartitionStats encode_partition(const PreprocessConfig& config, const Tokenizer& tokenizer,
-                                InputLines& lines, const std::string& prefix, int workers) {
+                                InputLines& lines, const std::string& prefix, int workers,
+                                Progress& progress) {
     const auto dtype = data::optimal_index_dtype(tokenizer.vocab_size());
     std::vector<std::unique_ptr<data::IndexedDatasetBuilder>> builders;
     for (const auto& key : config.encoder.json_keys)
@@ -161,16 +177,19 @@ PartitionStats encode_partition(const PreprocessConfig& config, const Tokenizer&
                 if (!doc.error.empty()) {
                     MT_CHECK(config.skip_bad_lines, b.lines[i].location, ": ", doc.error);
                     if (++stats.bad_lines <= kMaxReportedBadLines)
-                        log::warn(b.lines[i].location, ": ", doc.error, " (line skipped)");
+                        progress.print_line(str("warning: ", b.lines[i].location, ": ", doc.error,
+                                                " (line skipped)"));
                     continue;
                 }
                 for (size_t k = 0; k < builders.size(); ++k)
                     builders[k]->add_document(doc.keys[k].ids, doc.keys[k].lengths);
                 ++stats.documents;
                 if (config.log_interval > 0 && stats.documents % config.log_interval == 0)
-                    log_progress(stats.documents, stats.bytes + b.bytes, start);
+                    progress.print_line(
+                        progress_line(stats.documents, stats.bytes + b.bytes, start));
             }
             stats.bytes += b.bytes;
+            progress.add(static_cast<int64_t>(b.lines.size()), b.bytes);
         }
     }
     if (reader_failure) std::rethrow_exception(reader_failure);
@@ -201,9 +220,11 @@ PreprocessResult run_preprocess(const PreprocessConfig& config, const Tokenizer&
 
     PreprocessResult result;
     std::vector<PartitionStats> stats(config.partitions);
+    Progress progress("megatron-preprocess", -1, "docs", plain_input_bytes(files));
     if (config.partitions == 1) {
         InputLines lines(files, plan);
-        stats[0] = encode_partition(config, tokenizer, lines, config.output_prefix, config.workers);
+        stats[0] = encode_partition(config, tokenizer, lines, config.output_prefix, config.workers,
+                                    progress);
     } else {
         // Partitions run side by side, each with workers / partitions threads, into
         // <prefix>_<i>_..., then merge in partition order as preprocess_data.py does.
@@ -215,7 +236,7 @@ PreprocessResult run_preprocess(const PreprocessConfig& config, const Tokenizer&
                 InputLines lines(files, mine);
                 return encode_partition(config, tokenizer, lines,
                                         config.output_prefix + "_" + std::to_string(p),
-                                        config.workers / config.partitions);
+                                        config.workers / config.partitions, progress);
             }));
         }
         std::exception_ptr failure;
@@ -240,6 +261,7 @@ PreprocessResult run_preprocess(const PreprocessConfig& config, const Tokenizer&
             merged.finalize();
         }
     }
+    progress.finish();
     for (const auto& s : stats) {
         result.documents += s.documents;
         result.bad_lines += s.bad_lines;
