@@ -1,0 +1,79 @@
+// Micro-batches in MegatronPretrainingSampler's order, per data-parallel rank, resumable.
+#include <gtest/gtest.h>
+
+#include "mt/data/pretraining_loader.h"
+#include "test_support.h"
+
+namespace {
+
+using namespace mt::data;
+
+// Sample i holds tokens {i, i+1} so batches show which samples they came from.
+class CountingDataset : public GPTSampleDataset {
+  public:
+    explicit CountingDataset(int64_t n) : n_(n) {}
+    int64_t size() const override { return n_; }
+    GPTSample get(int64_t i) const override {
+        GPTSample s;
+        s.tokens = {i, i + 1};
+        s.labels = {i + 1, i + 2};
+        s.loss_mask = {1.f, 0.f};
+        s.position_ids = {0, 1};
+        s.document_start = {0, 0};
+        return s;
+    }
+    Split split() const override { return Split::train; }
+
+  private:
+    int64_t n_;
+};
+
+std::vector<int64_t> first_tokens(const GPTBatch& b) {
+    std::vector<int64_t> out;
+    for (int64_t r = 0; r < b.tokens.size(0); ++r) out.push_back(b.tokens.data<int64_t>()[r * 2]);
+    return out;
+}
+
+TEST(PretrainingLoader, RanksTakeTheirSliceOfEachChunk) {
+    CountingDataset ds(14);
+    PretrainingLoader rank0(ds, 3, 0, 2, 0), rank1(ds, 3, 1, 2, 0);
+    GPTBatch b;
+    ASSERT_TRUE(rank1.next(b));
+    EXPECT_EQ(first_tokens(b), (std::vector<int64_t>{3, 4, 5}));
+    EXPECT_EQ(b.labels.data<int64_t>()[1], 5);
+    EXPECT_EQ(b.loss_mask.data<float>()[1], 0.f);
+    ASSERT_TRUE(rank1.next(b));
+    EXPECT_EQ(first_tokens(b), (std::vector<int64_t>{9, 10, 11}));
+    EXPECT_EQ(rank1.consumed_samples(), 12);
+    EXPECT_FALSE(rank1.next(b));  // 2 samples left: the partial chunk is dropped
+    ASSERT_TRUE(rank0.next(b));
+    EXPECT_EQ(first_tokens(b), (std::vector<int64_t>{0, 1, 2}));
+}
+
+TEST(PretrainingLoader, ResumesFromConsumedSamples) {
+    CountingDataset ds(20);
+    PretrainingLoader fresh(ds, 2, 0, 1, 0), resumed(ds, 2, 0, 1, 6);
+    GPTBatch a, b;
+    for (int i = 0; i < 4; ++i) ASSERT_TRUE(fresh.next(a));
+    ASSERT_TRUE(resumed.next(b));
+    EXPECT_EQ(first_tokens(a), first_tokens(b));
+    EXPECT_EQ(fresh.consumed_samples(), resumed.consumed_samples());
+}
+
+TEST(PretrainingLoader, Errors) {
+    CountingDataset ds(4);
+    EXPECT_NE(mt::test::error_of([&] {
+                  PretrainingLoader(ds, 2, 0, 1, 4);
+              }).find("no samples left to consume: 4 consumed of 4"),
+              std::string::npos);
+    EXPECT_NE(mt::test::error_of([&] {
+                  PretrainingLoader(ds, 2, 2, 2, 0);
+              }).find("data-parallel rank 2 outside a group of 2"),
+              std::string::npos);
+    EXPECT_NE(mt::test::error_of([&] {
+                  PretrainingLoader(ds, 0, 0, 1, 0);
+              }).find("--micro-batch-size must be positive"),
+              std::string::npos);
+}
+
+}  // namespace
