@@ -62,6 +62,36 @@ Tensor Tensor::from_storage(std::shared_ptr<Storage> storage, const Shape& shape
     return t;
 }
 
+Tensor Tensor::from_storage(std::shared_ptr<Storage> storage, const Shape& shape,
+                            const Shape& strides, DType dtype, int64_t offset_elements) {
+    MT_CHECK(storage, "null storage");
+    MT_CHECK(strides.size() == shape.size(), "shape ", shape_str(shape), " and strides ",
+             shape_str(strides), " differ in rank");
+    MT_CHECK(offset_elements >= 0, "negative storage offset ", offset_elements);
+    const int64_t capacity = storage->bytes / dtype_size(dtype);
+    int64_t last = offset_elements;  // the farthest element the view reaches
+    bool empty = false;
+    for (size_t d = 0; d < shape.size(); ++d) {
+        MT_CHECK(shape[d] >= 0 && strides[d] >= 0, "negative size or stride in ", shape_str(shape),
+                 " / ", shape_str(strides));
+        empty = empty || shape[d] == 0;
+        int64_t reach = 0;
+        MT_CHECK(!__builtin_mul_overflow(shape[d] ? shape[d] - 1 : 0, strides[d], &reach) &&
+                     !__builtin_add_overflow(last, reach, &last),
+                 "shape ", shape_str(shape), " with strides ", shape_str(strides), " overflows");
+    }
+    MT_CHECK(empty ? offset_elements <= capacity : last < capacity, "a view ", shape_str(shape),
+             " with strides ", shape_str(strides), " at offset ", offset_elements,
+             " reaches element ", last, " of a storage of ", capacity);
+    Tensor t;
+    t.storage_ = std::move(storage);
+    t.offset_ = offset_elements;
+    t.dtype_ = dtype;
+    t.shape_ = shape;
+    t.strides_ = strides;
+    return t;
+}
+
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
     return from_storage(cpu_storage(shape_numel(shape) * dtype_size(dtype)), shape, dtype);
 }

@@ -54,6 +54,10 @@ class MT_API Tensor {
     // Wraps an existing storage (e.g. one allocated by a backend).
     static Tensor from_storage(std::shared_ptr<Storage> storage, const Shape& shape, DType dtype,
                                int64_t offset_elements = 0);
+    // A view with explicit non-negative strides (in elements), as torch's as_strided: rows may
+    // overlap or repeat (stride 0); every element reached must lie inside the storage.
+    static Tensor from_storage(std::shared_ptr<Storage> storage, const Shape& shape,
+                               const Shape& strides, DType dtype, int64_t offset_elements);
 
     bool defined() const { return storage_ != nullptr; }
     DType dtype() const { return dtype_; }

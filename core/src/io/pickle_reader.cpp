@@ -1,0 +1,672 @@
+#include "mt/io/pickle_reader.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+
+#include "mt/error.h"
+#include "mt/io/strided_view.h"
+
+namespace mt::io {
+namespace {
+
+// Two's-complement little-endian bytes (LONG1/LONG4) as decimal text.
+std::string big_int_text(std::string_view bytes) {
+    const bool negative = !bytes.empty() && (static_cast<uint8_t>(bytes.back()) & 0x80);
+    std::vector<uint8_t> mag(bytes.begin(), bytes.end());
+    if (negative) {  // magnitude = ~x + 1
+        unsigned carry = 1;
+        for (auto& b : mag) {
+            unsigned v = static_cast<uint8_t>(~b) + carry;
+            b = static_cast<uint8_t>(v);
+            carry = v >> 8;
+        }
+    }
+    std::string digits;
+    while (std::any_of(mag.begin(), mag.end(), [](uint8_t b) { return b != 0; })) {
+        unsigned rem = 0;
+        for (size_t i = mag.size(); i-- > 0;) {
+            unsigned cur = (rem << 8) | mag[i];
+            mag[i] = static_cast<uint8_t>(cur / 10);
+            rem = cur % 10;
+        }
+        digits.push_back(static_cast<char>('0' + rem));
+    }
+    if (digits.empty()) digits = "0";
+    if (negative) digits.push_back('-');
+    std::reverse(digits.begin(), digits.end());
+    return digits;
+}
+
+PyValue long_value(std::string_view bytes) {
+    // Fits int64 when every byte above the 8th only repeats the sign.
+    const bool negative = !bytes.empty() && (static_cast<uint8_t>(bytes.back()) & 0x80);
+    const char fill = negative ? '\xff' : '\0';
+    bool fits = true;
+    for (size_t i = 8; i < bytes.size(); ++i) fits = fits && bytes[i] == fill;
+    if (bytes.size() > 8) fits = fits && ((static_cast<uint8_t>(bytes[7]) & 0x80) != 0) == negative;
+    if (!fits) return PyValue::big_integer(big_int_text(bytes));
+    uint64_t v = negative ? ~uint64_t{0} : 0;
+    for (size_t i = 0; i < std::min<size_t>(bytes.size(), 8); ++i) {
+        v &= ~(uint64_t{0xFF} << (8 * i));
+        v |= uint64_t{static_cast<uint8_t>(bytes[i])} << (8 * i);
+    }
+    return PyValue::integer(static_cast<int64_t>(v));
+}
+
+// UTF-8 text whose code points are all < 256, as the bytes they stand for (latin-1).
+std::string latin1_bytes(const std::string& s) {
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) {
+        const auto c = static_cast<uint8_t>(s[i]);
+        if (c < 0x80) {
+            out.push_back(static_cast<char>(c));
+        } else {
+            MT_CHECK((c & 0xE0) == 0xC0 && i + 1 < s.size() && c <= 0xC3,
+                     "_codecs.encode: character beyond latin-1 in its argument");
+            out.push_back(
+                static_cast<char>(((c & 0x03) << 6) | (static_cast<uint8_t>(s[++i]) & 0x3F)));
+        }
+    }
+    return out;
+}
+
+Shape int_tuple(const PyValue& v, const char* what) {
+    MT_CHECK(v.kind() == PyKind::tuple || v.kind() == PyKind::list || v.kind() == PyKind::object,
+             what, " must be a tuple, not a ", py_kind_name(v.kind()));
+    // torch.Size(...) arrives as an object whose first argument is the tuple.
+    if (v.kind() == PyKind::object) return int_tuple(v.object_ref().args.items().at(0), what);
+    Shape out;
+    for (const PyValue& x : v.items()) out.push_back(x.as_int());
+    return out;
+}
+
+bool is_builtins(const std::string& module) {
+    return module == "builtins" || module == "__builtin__";
+}
+
+// Interprets callable(*args) for the globals torch files rely on; anything else stays generic.
+PyValue reduce(const PyValue& callable, const PyValue& args) {
+    MT_CHECK(args.kind() == PyKind::tuple, "REDUCE arguments must be a tuple, not a ",
+             py_kind_name(args.kind()));
+    if (callable.kind() == PyKind::global) {
+        const PyObject& g = callable.object_ref();
+        const auto& a = args.items();
+        const std::string qual = g.module + "." + g.name;
+        if (qual == "torch._utils._rebuild_tensor_v2" || qual == "torch._utils._rebuild_tensor") {
+            MT_CHECK(a.size() >= 4, qual, " needs at least 4 arguments, got ", a.size());
+            const PyStorage& s = a[0].storage_ref();
+            PyTensor t;
+            t.tensor = strided_view(s, int_tuple(a[2], "tensor size"),
+                                    int_tuple(a[3], "tensor stride"), a[1].as_int());
+            t.requires_grad = a.size() > 4 && a[4].as_bool();
+            t.location = s.location;
+            return PyValue::tensor(std::move(t));
+        }
+        if (qual == "torch._utils._rebuild_tensor_v3") {  // dtypes without a legacy storage class
+            MT_CHECK(a.size() >= 7, qual, " needs at least 7 arguments, got ", a.size());
+            const std::optional<DType> dtype = torch_dtype_of(a[6]);
+            MT_CHECK(dtype.has_value(), qual, ": unsupported dtype ", repr(a[6]));
+            PyStorage s = a[0].storage_ref();
+            s.dtype = *dtype;
+            s.numel = s.storage->bytes / dtype_size(*dtype);
+            PyTensor t;
+            t.tensor = strided_view(s, int_tuple(a[2], "tensor size"),
+                                    int_tuple(a[3], "tensor stride"), a[1].as_int());
+            t.requires_grad = a[4].as_bool();
+            t.location = s.location;
+            return PyValue::tensor(std::move(t));
+        }
+        if (qual == "torch._utils._rebuild_parameter" ||
+            qual == "torch._utils._rebuild_parameter_with_state") {
+            MT_CHECK(a.size() >= 2, qual, " needs at least 2 arguments, got ", a.size());
+            if (a.size() > 3) {
+                const PyValue& state = a[3];
+                MT_CHECK(state.is_none() ||
+                             (state.kind() == PyKind::dict && state.dict_ref().items.empty()),
+                         qual, ": parameters with extra Python state are not supported");
+            }
+            PyTensor t = a[0].tensor_ref();
+            t.requires_grad = a[1].as_bool();
+            t.parameter = true;
+            return PyValue::tensor(std::move(t));
+        }
+        if (qual == "collections.OrderedDict") {
+            PyValue d = PyValue::dict(true);
+            if (!a.empty()) {
+                for (const PyValue& kv : a[0].items())
+                    d.dict_ref().set(kv.items().at(0), kv.items().at(1));
+            }
+            return d;
+        }
+        if (qual == "_codecs.encode") {
+            MT_CHECK(a.size() == 2, "_codecs.encode needs 2 arguments, got ", a.size());
+            const std::string& enc = a[1].as_string();
+            if (enc == "latin1" || enc == "latin-1")
+                return PyValue::bytes(latin1_bytes(a[0].as_string()));
+            MT_CHECK(enc == "utf-8" || enc == "utf8", "_codecs.encode with unsupported encoding ",
+                     enc);
+            return PyValue::bytes(a[0].as_string());
+        }
+        if (is_builtins(g.module) && g.name == "bytes" && a.empty()) return PyValue::bytes("");
+        if (is_builtins(g.module) && (g.name == "set" || g.name == "frozenset")) {
+            return PyValue::set(a.empty() ? std::vector<PyValue>{} : a[0].items());
+        }
+    }
+    PyObject o;
+    const PyObject& c = callable.object_ref();
+    o.module = c.module;
+    o.name = c.name;
+    o.make = PyObject::Make::reduce;
+    o.args = args;
+    return PyValue::object(std::move(o));
+}
+
+const char* opcode_name(uint8_t op) {
+    switch (op) {
+        case '(':
+            return "MARK";
+        case '.':
+            return "STOP";
+        case '0':
+            return "POP";
+        case '1':
+            return "POP_MARK";
+        case '2':
+            return "DUP";
+        case 'F':
+            return "FLOAT";
+        case 'I':
+            return "INT";
+        case 'J':
+            return "BININT";
+        case 'K':
+            return "BININT1";
+        case 'L':
+            return "LONG";
+        case 'M':
+            return "BININT2";
+        case 'N':
+            return "NONE";
+        case 'P':
+            return "PERSID";
+        case 'Q':
+            return "BINPERSID";
+        case 'R':
+            return "REDUCE";
+        case 'T':
+            return "BINSTRING";
+        case 'U':
+            return "SHORT_BINSTRING";
+        case 'X':
+            return "BINUNICODE";
+        case 'a':
+            return "APPEND";
+        case 'b':
+            return "BUILD";
+        case 'c':
+            return "GLOBAL";
+        case 'd':
+            return "DICT";
+        case '}':
+            return "EMPTY_DICT";
+        case 'e':
+            return "APPENDS";
+        case 'g':
+            return "GET";
+        case 'h':
+            return "BINGET";
+        case 'j':
+            return "LONG_BINGET";
+        case 'l':
+            return "LIST";
+        case ']':
+            return "EMPTY_LIST";
+        case 'p':
+            return "PUT";
+        case 'q':
+            return "BINPUT";
+        case 'r':
+            return "LONG_BINPUT";
+        case 's':
+            return "SETITEM";
+        case 't':
+            return "TUPLE";
+        case ')':
+            return "EMPTY_TUPLE";
+        case 'u':
+            return "SETITEMS";
+        case 'G':
+            return "BINFLOAT";
+        case 0x80:
+            return "PROTO";
+        case 0x81:
+            return "NEWOBJ";
+        case 0x85:
+            return "TUPLE1";
+        case 0x86:
+            return "TUPLE2";
+        case 0x87:
+            return "TUPLE3";
+        case 0x88:
+            return "NEWTRUE";
+        case 0x89:
+            return "NEWFALSE";
+        case 0x8a:
+            return "LONG1";
+        case 0x8b:
+            return "LONG4";
+        case 'B':
+            return "BINBYTES";
+        case 'C':
+            return "SHORT_BINBYTES";
+        case 0x8c:
+            return "SHORT_BINUNICODE";
+        case 0x8d:
+            return "BINUNICODE8";
+        case 0x8e:
+            return "BINBYTES8";
+        case 0x8f:
+            return "EMPTY_SET";
+        case 0x90:
+            return "ADDITEMS";
+        case 0x91:
+            return "FROZENSET";
+        case 0x92:
+            return "NEWOBJ_EX";
+        case 0x93:
+            return "STACK_GLOBAL";
+        case 0x94:
+            return "MEMOIZE";
+        case 0x95:
+            return "FRAME";
+        case 0x96:
+            return "BYTEARRAY8";
+        default:
+            return nullptr;
+    }
+}
+
+class Unpickler {
+  public:
+    Unpickler(std::string_view data, const std::string& context, const PersistentLoad& load)
+        : data_(data), context_(context), load_(load) {}
+
+    PyValue run() {
+        for (;;) {
+            MT_CHECK(pos_ < data_.size(), context_, ": truncated at byte ", pos_,
+                     ": no STOP opcode");
+            op_pos_ = pos_;
+            op_ = static_cast<uint8_t>(data_[pos_++]);
+            if (op_ == '.') {
+                MT_CHECK(stack_.size() > base(), context_, ": byte ", op_pos_,
+                         ": STOP on an empty stack");
+                return stack_.back();
+            }
+            try {
+                step();
+            } catch (const Error& e) {
+                const std::string what = e.what();
+                if (what.rfind(context_, 0) == 0) throw;
+                fail(what);
+            }
+        }
+    }
+
+  private:
+    [[noreturn]] void fail(const std::string& what) const {
+        const char* name = opcode_name(op_);
+        MT_FAIL(context_, ": byte ", op_pos_, " (", name ? name : "?", "): ", what);
+    }
+    std::string_view take(uint64_t n) {
+        if (n > data_.size() - pos_) {
+            const char* name = opcode_name(op_);
+            MT_FAIL(context_, ": truncated at byte ", data_.size(), " inside ", name ? name : "?",
+                    " (needs ", n, " bytes at byte ", pos_, ")");
+        }
+        std::string_view s = data_.substr(pos_, n);
+        pos_ += n;
+        return s;
+    }
+    template <class T>
+    T le() {
+        T v;
+        std::memcpy(&v, take(sizeof(T)).data(), sizeof(T));
+        return v;
+    }
+    std::string line() {
+        const size_t end = data_.find('\n', pos_);
+        if (end == std::string_view::npos) take(data_.size() - pos_ + 1);  // throws "truncated"
+        std::string s(data_.substr(pos_, end - pos_));
+        pos_ = end + 1;
+        return s;
+    }
+    size_t base() const { return marks_.empty() ? 0 : marks_.back(); }
+    PyValue pop() {
+        if (stack_.size() <= base()) fail("stack underflow");
+        PyValue v = std::move(stack_.back());
+        stack_.pop_back();
+        return v;
+    }
+    PyValue& top() {
+        if (stack_.size() <= base()) fail("stack underflow");
+        return stack_.back();
+    }
+    std::vector<PyValue> pop_mark() {
+        if (marks_.empty()) fail("no MARK on the stack");
+        const size_t m = marks_.back();
+        marks_.pop_back();
+        std::vector<PyValue> items(std::make_move_iterator(stack_.begin() + m),
+                                   std::make_move_iterator(stack_.end()));
+        stack_.resize(m);
+        return items;
+    }
+    void put(uint64_t index) { memo_[index] = top(); }
+    void get(uint64_t index) {
+        auto it = memo_.find(index);
+        if (it == memo_.end()) fail(mt::str("memo index ", index, " was never stored"));
+        stack_.push_back(it->second);
+    }
+    void push_int_text(const std::string& text) {
+        std::string t = text;
+        if (!t.empty() && t.back() == 'L') t.pop_back();
+        char* end = nullptr;
+        errno = 0;
+        const long long v = std::strtoll(t.c_str(), &end, 10);
+        if (t.empty() || *end != '\0' || errno == ERANGE) fail("bad integer text '" + text + "'");
+        stack_.push_back(PyValue::integer(v));
+    }
+    void append(PyValue& target, std::vector<PyValue> items) {
+        if (target.kind() == PyKind::list || target.kind() == PyKind::set) {
+            auto& v = target.items();
+            v.insert(v.end(), std::make_move_iterator(items.begin()),
+                     std::make_move_iterator(items.end()));
+        } else if (target.kind() == PyKind::object) {
+            auto& v = target.object_ref().list_items;
+            v.insert(v.end(), std::make_move_iterator(items.begin()),
+                     std::make_move_iterator(items.end()));
+        } else {
+            fail(mt::str("cannot append to a ", py_kind_name(target.kind())));
+        }
+    }
+    void set_items(PyValue& target, std::vector<PyValue> kv) {
+        if (kv.size() % 2) fail("odd number of values for SETITEMS");
+        for (size_t i = 0; i < kv.size(); i += 2) {
+            if (target.kind() == PyKind::dict) {
+                target.dict_ref().set(std::move(kv[i]), std::move(kv[i + 1]));
+            } else if (target.kind() == PyKind::object) {
+                target.object_ref().dict_items.emplace_back(std::move(kv[i]), std::move(kv[i + 1]));
+            } else {
+                fail(mt::str("cannot set items on a ", py_kind_name(target.kind())));
+            }
+        }
+    }
+    void push_global(std::string module, std::string name) {
+        stack_.push_back(PyValue::global(std::move(module), std::move(name)));
+    }
+
+    void step() {
+        switch (op_) {
+            case 0x80:
+                take(1);
+                break;  // PROTO: any version is read the same way
+            case 0x95:
+                take(8);
+                break;  // FRAME: framing only groups opcodes
+            case '(':
+                marks_.push_back(stack_.size());
+                break;
+            case '0':
+                pop();
+                break;
+            case '1':
+                pop_mark();
+                break;
+            case '2':
+                stack_.push_back(top());
+                break;
+            case 'N':
+                stack_.push_back(PyValue());
+                break;
+            case 0x88:
+                stack_.push_back(PyValue::boolean(true));
+                break;
+            case 0x89:
+                stack_.push_back(PyValue::boolean(false));
+                break;
+            case 'I': {
+                const std::string t = line();
+                if (t == "01" || t == "00")
+                    stack_.push_back(PyValue::boolean(t == "01"));
+                else
+                    push_int_text(t);
+                break;
+            }
+            case 'L':
+                push_int_text(line());
+                break;
+            case 'J':
+                stack_.push_back(PyValue::integer(le<int32_t>()));
+                break;
+            case 'K':
+                stack_.push_back(PyValue::integer(le<uint8_t>()));
+                break;
+            case 'M':
+                stack_.push_back(PyValue::integer(le<uint16_t>()));
+                break;
+            case 0x8a:
+                stack_.push_back(long_value(take(le<uint8_t>())));
+                break;
+            case 0x8b: {
+                const int32_t n = le<int32_t>();
+                if (n < 0) fail("negative LONG4 length");
+                stack_.push_back(long_value(take(static_cast<uint64_t>(n))));
+                break;
+            }
+            case 'F': {
+                const std::string t = line();
+                char* end = nullptr;
+                const double v = std::strtod(t.c_str(), &end);
+                if (t.empty() || *end != '\0') fail("bad float text '" + t + "'");
+                stack_.push_back(PyValue::real(v));
+                break;
+            }
+            case 'G': {  // big-endian IEEE double
+                std::string_view b = take(8);
+                uint64_t bits = 0;
+                for (char ch : b) bits = (bits << 8) | static_cast<uint8_t>(ch);
+                double v;
+                std::memcpy(&v, &bits, 8);
+                stack_.push_back(PyValue::real(v));
+                break;
+            }
+            case 'X':
+                stack_.push_back(PyValue::string(std::string(take(le<uint32_t>()))));
+                break;
+            case 0x8c:
+                stack_.push_back(PyValue::string(std::string(take(le<uint8_t>()))));
+                break;
+            case 0x8d:
+                stack_.push_back(PyValue::string(std::string(take(le<uint64_t>()))));
+                break;
+            // Python 2 str: torch.load decodes it as UTF-8 text.
+            case 'T': {
+                const int32_t n = le<int32_t>();
+                if (n < 0) fail("negative BINSTRING length");
+                stack_.push_back(PyValue::string(std::string(take(static_cast<uint64_t>(n)))));
+                break;
+            }
+            case 'U':
+                stack_.push_back(PyValue::string(std::string(take(le<uint8_t>()))));
+                break;
+            case 'B':
+                stack_.push_back(PyValue::bytes(std::string(take(le<uint32_t>()))));
+                break;
+            case 'C':
+                stack_.push_back(PyValue::bytes(std::string(take(le<uint8_t>()))));
+                break;
+            case 0x8e:
+            case 0x96:
+                stack_.push_back(PyValue::bytes(std::string(take(le<uint64_t>()))));
+                break;
+            case ']':
+                stack_.push_back(PyValue::list());
+                break;
+            case 'l':
+                stack_.push_back(PyValue::list(pop_mark()));
+                break;
+            case ')':
+                stack_.push_back(PyValue::tuple());
+                break;
+            case 't':
+                stack_.push_back(PyValue::tuple(pop_mark()));
+                break;
+            case 0x85:
+            case 0x86:
+            case 0x87: {
+                const size_t n = op_ - 0x84u;
+                if (stack_.size() < base() + n) fail("stack underflow");
+                std::vector<PyValue> items(std::make_move_iterator(stack_.end() - n),
+                                           std::make_move_iterator(stack_.end()));
+                stack_.resize(stack_.size() - n);
+                stack_.push_back(PyValue::tuple(std::move(items)));
+                break;
+            }
+            case '}':
+                stack_.push_back(PyValue::dict());
+                break;
+            case 'd': {
+                PyValue d = PyValue::dict();
+                set_items(d, pop_mark());
+                stack_.push_back(std::move(d));
+                break;
+            }
+            case 0x8f:
+                stack_.push_back(PyValue::set());
+                break;
+            case 0x91:
+                stack_.push_back(PyValue::set(pop_mark()));
+                break;
+            case 'a': {
+                PyValue v = pop();
+                append(top(), {std::move(v)});
+                break;
+            }
+            case 'e':
+            case 0x90: {
+                std::vector<PyValue> items = pop_mark();
+                append(top(), std::move(items));
+                break;
+            }
+            case 's': {
+                PyValue v = pop();
+                PyValue k = pop();
+                set_items(top(), {std::move(k), std::move(v)});
+                break;
+            }
+            case 'u': {
+                std::vector<PyValue> kv = pop_mark();
+                set_items(top(), std::move(kv));
+                break;
+            }
+            case 'c': {
+                std::string module = line();
+                std::string name = line();
+                push_global(std::move(module), std::move(name));
+                break;
+            }
+            case 0x93: {
+                PyValue name = pop();
+                PyValue module = pop();
+                push_global(module.as_string(), name.as_string());
+                break;
+            }
+            case 'R': {
+                PyValue args = pop();
+                PyValue callable = pop();
+                if (callable.kind() != PyKind::global)
+                    fail("REDUCE on a " + std::string(py_kind_name(callable.kind())));
+                stack_.push_back(reduce(callable, args));
+                break;
+            }
+            case 0x81:
+            case 0x92: {
+                PyValue kwargs;
+                if (op_ == 0x92) kwargs = pop();
+                PyValue args = pop();
+                PyValue cls = pop();
+                if (cls.kind() != PyKind::global)
+                    fail("NEWOBJ on a " + std::string(py_kind_name(cls.kind())));
+                if (args.kind() != PyKind::tuple) fail("NEWOBJ arguments must be a tuple");
+                if (!kwargs.is_none() &&
+                    !(kwargs.kind() == PyKind::dict && kwargs.dict_ref().items.empty()))
+                    fail("NEWOBJ_EX with keyword arguments is not supported");
+                PyObject o;
+                o.module = cls.object_ref().module;
+                o.name = cls.object_ref().name;
+                o.make = PyObject::Make::newobj;
+                o.args = std::move(args);
+                stack_.push_back(PyValue::object(std::move(o)));
+                break;
+            }
+            case 'b': {
+                PyValue state = pop();
+                PyValue& target = top();
+                if (target.kind() != PyKind::object)
+                    fail(mt::str("BUILD on a ", py_kind_name(target.kind()), " is not supported"));
+                target.object_ref().state = std::move(state);
+                break;
+            }
+            case 'p':
+                put(static_cast<uint64_t>(std::strtoull(line().c_str(), nullptr, 10)));
+                break;
+            case 'q':
+                put(le<uint8_t>());
+                break;
+            case 'r':
+                put(le<uint32_t>());
+                break;
+            case 0x94:
+                put(memo_.size());
+                break;
+            case 'g':
+                get(static_cast<uint64_t>(std::strtoull(line().c_str(), nullptr, 10)));
+                break;
+            case 'h':
+                get(le<uint8_t>());
+                break;
+            case 'j':
+                get(le<uint32_t>());
+                break;
+            case 'P':
+            case 'Q': {
+                PyValue pid = op_ == 'P' ? PyValue::string(line()) : pop();
+                if (!load_) fail("persistent id without a persistent loader");
+                stack_.push_back(load_(pid));
+                break;
+            }
+            default:
+                fail(mt::str("unsupported or invalid opcode 0x", "0123456789abcdef"[op_ >> 4],
+                             "0123456789abcdef"[op_ & 15]));
+        }
+    }
+
+    std::string_view data_;
+    const std::string& context_;
+    const PersistentLoad& load_;
+    size_t pos_ = 0, op_pos_ = 0;
+    uint8_t op_ = 0;
+    std::vector<PyValue> stack_;
+    std::vector<size_t> marks_;
+    std::unordered_map<uint64_t, PyValue> memo_;
+};
+
+}  // namespace
+
+PyValue read_pickle(std::string_view data, const std::string& context,
+                    const PersistentLoad& persistent_load) {
+    return Unpickler(data, context, persistent_load).run();
+}
+
+}  // namespace mt::io
