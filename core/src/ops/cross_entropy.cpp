@@ -1,5 +1,5 @@
-// CPU traversal of per-row cross-entropy: one OpenMP task per row, log-sum-exp from an
-// OnlineMax folded in fixed lanes. The math is mt/kernels/cross_entropy.h.
+// CPU traversal of per-row cross-entropy (f32 and f64): one OpenMP task per row, log-sum-exp from
+// an OnlineMax folded in fixed lanes. The math is mt/kernels/cross_entropy.h.
 #include "mt/ops/cross_entropy.h"
 
 #include <cstdint>
@@ -10,13 +10,14 @@
 
 namespace mt::ops {
 
-using detail::check_f32;
-using detail::check_f32_shape;
+using detail::check_float;
+using detail::check_float_shape;
 using detail::fold_lanes;
-using detail::in;
+using detail::in_t;
 using detail::kParallelMin;
 using detail::leading_shape;
-using detail::out;
+using detail::out_t;
+using detail::with_float;
 
 namespace {
 
@@ -26,7 +27,7 @@ struct Rows {
 };
 
 Rows check_rows(const char* op, const Tensor& logits, const Tensor& targets) {
-    check_f32(op, "logits", logits);
+    check_float(op, "logits", logits);
     MT_CHECK(logits.dim() >= 1 && logits.size(-1) > 0, op,
              ": logits must be (..., V) with V > 0, got ", logits.describe());
     MT_CHECK(targets.defined() && (targets.dtype() == DType::i64 || targets.dtype() == DType::i32),
@@ -58,40 +59,45 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& 
                            Tensor& lse) {
     const char* op = "cross_entropy_forward";
     auto [rows, vocab] = check_rows(op, logits, targets);
-    check_f32_shape(op, "losses", losses, targets.shape());
-    check_f32_shape(op, "lse", lse, targets.shape());
+    check_float_shape(op, "losses", losses, targets.shape(), logits.dtype());
+    check_float_shape(op, "lse", lse, targets.shape(), logits.dtype());
     std::vector<int64_t> ids = target_ids(op, targets, rows, vocab);
-    const float* lp = in(logits);
-    float *loss = out(losses), *lsep = out(lse);
+    with_float(logits.dtype(), [&](auto t) {
+        using T = decltype(t);
+        const T* lp = in_t<T>(logits);
+        T *loss = out_t<T>(losses), *lsep = out_t<T>(lse);
 #pragma omp parallel for schedule(static) if (rows * vocab >= kParallelMin)
-    for (int64_t r = 0; r < rows; ++r) {
-        const float* lr = lp + r * vocab;
-        float row_lse =
-            fold_lanes<k::OnlineMax<float>>(vocab, [&](k::OnlineMax<float>& s, int64_t j) {
-                s.add(lr[j]);
-            }).finalize();
-        lsep[r] = row_lse;
-        loss[r] = k::cross_entropy_loss(row_lse, lr[ids[r]]);
-    }
+        for (int64_t r = 0; r < rows; ++r) {
+            const T* lr = lp + r * vocab;
+            T row_lse = fold_lanes<k::OnlineMax<T>>(vocab, [&](k::OnlineMax<T>& s, int64_t j) {
+                            s.add(lr[j]);
+                        }).finalize();
+            lsep[r] = row_lse;
+            loss[r] = k::cross_entropy_loss(row_lse, lr[ids[r]]);
+        }
+    });
 }
 
 void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
                             const Tensor& dlosses, Tensor& dlogits) {
     const char* op = "cross_entropy_backward";
     auto [rows, vocab] = check_rows(op, logits, targets);
-    check_f32_shape(op, "lse", lse, targets.shape());
-    check_f32_shape(op, "dlosses", dlosses, targets.shape());
-    check_f32_shape(op, "dlogits", dlogits, logits.shape());
+    check_float_shape(op, "lse", lse, targets.shape(), logits.dtype());
+    check_float_shape(op, "dlosses", dlosses, targets.shape(), logits.dtype());
+    check_float_shape(op, "dlogits", dlogits, logits.shape(), logits.dtype());
     std::vector<int64_t> ids = target_ids(op, targets, rows, vocab);
-    const float *lp = in(logits), *lsep = in(lse), *dl = in(dlosses);
-    float* dp = out(dlogits);
+    with_float(logits.dtype(), [&](auto t) {
+        using T = decltype(t);
+        const T *lp = in_t<T>(logits), *lsep = in_t<T>(lse), *dl = in_t<T>(dlosses);
+        T* dp = out_t<T>(dlogits);
 #pragma omp parallel for schedule(static) if (rows * vocab >= kParallelMin)
-    for (int64_t r = 0; r < rows; ++r) {
-        const float* lr = lp + r * vocab;
-        float* dr = dp + r * vocab;
-        for (int64_t j = 0; j < vocab; ++j)
-            dr[j] = k::cross_entropy_bwd(lr[j], lsep[r], j == ids[r], dl[r]);
-    }
+        for (int64_t r = 0; r < rows; ++r) {
+            const T* lr = lp + r * vocab;
+            T* dr = dp + r * vocab;
+            for (int64_t j = 0; j < vocab; ++j)
+                dr[j] = k::cross_entropy_bwd(lr[j], lsep[r], j == ids[r], dl[r]);
+        }
+    });
 }
 
 }  // namespace mt::ops

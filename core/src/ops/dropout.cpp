@@ -1,5 +1,5 @@
-// CPU traversal of dropout: one Philox block per four counters, blocks spread over OpenMP
-// threads. The mask and scale are mt/kernels/rng.h's Dropout.
+// CPU traversal of dropout (f32 and f64): one Philox block per four counters, blocks spread over
+// OpenMP threads. The mask and scale are mt/kernels/rng.h's Dropout.
 #include "mt/ops/dropout.h"
 
 #include <limits>
@@ -9,19 +9,20 @@
 
 namespace mt::ops {
 
-using detail::check_f32;
-using detail::check_f32_shape;
-using detail::in;
+using detail::check_float;
+using detail::check_float_shape;
+using detail::in_t;
 using detail::kParallelMin;
-using detail::out;
+using detail::out_t;
+using detail::with_float;
 
 namespace {
 
 // dst[i] = src[i] * keep(offset + i) * scale; forward and backward differ only in the name.
 void apply_mask(const char* op, const Tensor& src, float p, uint64_t seed, uint64_t offset,
                 Tensor& dst, bool backward) {
-    check_f32(op, backward ? "dy" : "x", src);
-    check_f32_shape(op, backward ? "dx" : "y", dst, src.shape());
+    check_float(op, backward ? "dy" : "x", src);
+    check_float_shape(op, backward ? "dx" : "y", dst, src.shape(), src.dtype());
     MT_CHECK(p >= 0.0f && p <= 1.0f, op, ": drop probability must be in [0, 1], got ", p);
     const uint64_t n = uint64_t(src.numel());
     if (n == 0) return;
@@ -30,20 +31,23 @@ void apply_mask(const char* op, const Tensor& src, float p, uint64_t seed, uint6
     const k::Dropout drop = k::Dropout::make(p, seed, offset);
     const uint64_t first = offset >> 2, last = (offset + n - 1) >> 2;
     const int64_t blocks = int64_t(last - first + 1);
-    const float* s = in(src);
-    float* d = out(dst);
+    with_float(src.dtype(), [&](auto t) {
+        using T = decltype(t);
+        const T* s = in_t<T>(src);
+        T* d = out_t<T>(dst);
 #pragma omp parallel for schedule(static) if (int64_t(n) >= kParallelMin)
-    for (int64_t b = 0; b < blocks; ++b) {
-        const uint64_t block = first + uint64_t(b);
-        const k::Philox4 bits = k::philox_block(seed, block);
-        for (uint64_t lane = 0; lane < 4; ++lane) {
-            const uint64_t j = block * 4 + lane;  // counter position
-            if (j < offset || j - offset >= n) continue;
-            const uint64_t i = j - offset;
-            const bool kept = drop.keep_bits(bits.v[lane]);
-            d[i] = backward ? drop.bwd(s[i], kept) : drop.fwd(s[i], kept);
+        for (int64_t b = 0; b < blocks; ++b) {
+            const uint64_t block = first + uint64_t(b);
+            const k::Philox4 bits = k::philox_block(seed, block);
+            for (uint64_t lane = 0; lane < 4; ++lane) {
+                const uint64_t j = block * 4 + lane;  // counter position
+                if (j < offset || j - offset >= n) continue;
+                const uint64_t i = j - offset;
+                const bool kept = drop.keep_bits(bits.v[lane]);
+                d[i] = backward ? drop.bwd(s[i], kept) : drop.fwd(s[i], kept);
+            }
         }
-    }
+    });
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// CPU traversal of the elementwise kernels: one instantiation per UnaryOp value, picked by a
-// switch; the activation math is in mt/kernels/activations.h.
+// CPU traversal of the elementwise kernels: one instantiation per UnaryOp value and element
+// type (f32, f64), picked by a switch; the activation math is in mt/kernels/activations.h.
 #include "mt/ops/elementwise.h"
 
 #include "mt/kernels/activations.h"
@@ -7,22 +7,23 @@
 
 namespace mt::ops {
 
-using detail::check_f32;
-using detail::check_f32_shape;
-using detail::in;
+using detail::check_float;
+using detail::check_float_shape;
+using detail::in_t;
 using detail::kParallelMin;
-using detail::out;
+using detail::out_t;
+using detail::with_float;
 
 namespace {
 
-template <class Op>
-void unary_forward_loop(Op op, const float* x, float* y, int64_t n) {
+template <class Op, class T>
+void unary_forward_loop(Op op, const T* x, T* y, int64_t n) {
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
     for (int64_t i = 0; i < n; ++i) y[i] = op.fwd(x[i]);
 }
 
-template <class Op>
-void unary_backward_loop(Op op, const float* x, const float* dy, float* dx, int64_t n) {
+template <class Op, class T>
+void unary_backward_loop(Op op, const T* x, const T* dy, T* dx, int64_t n) {
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
     for (int64_t i = 0; i < n; ++i) dx[i] = op.bwd(x[i], dy[i]);
 }
@@ -51,7 +52,7 @@ struct SwigluShape {
 };
 
 SwigluShape swiglu_shape(const char* op, const Tensor& x) {
-    check_f32(op, "x", x);
+    check_float(op, "x", x);
     MT_CHECK(x.dim() >= 1 && x.size(-1) % 2 == 0, op,
              ": x must be (..., 2F) with an even last dim, got ", x.describe());
     int64_t half = x.size(-1) / 2;
@@ -83,82 +84,105 @@ const char* unary_op_name(UnaryOp op) {
 }
 
 void unary_forward(UnaryOp op, const Tensor& x, Tensor& y) {
-    check_f32("unary_forward", "x", x);
-    check_f32_shape("unary_forward", "y", y, x.shape());
-    with_unary(op, [&](auto f) { unary_forward_loop(f, in(x), out(y), x.numel()); });
+    check_float("unary_forward", "x", x);
+    check_float_shape("unary_forward", "y", y, x.shape(), x.dtype());
+    with_float(x.dtype(), [&](auto t) {
+        using T = decltype(t);
+        with_unary(op, [&](auto f) { unary_forward_loop(f, in_t<T>(x), out_t<T>(y), x.numel()); });
+    });
 }
 
 void unary_backward(UnaryOp op, const Tensor& x, const Tensor& dy, Tensor& dx) {
-    check_f32("unary_backward", "x", x);
-    check_f32_shape("unary_backward", "dy", dy, x.shape());
-    check_f32_shape("unary_backward", "dx", dx, x.shape());
-    with_unary(op, [&](auto f) { unary_backward_loop(f, in(x), in(dy), out(dx), x.numel()); });
+    check_float("unary_backward", "x", x);
+    check_float_shape("unary_backward", "dy", dy, x.shape(), x.dtype());
+    check_float_shape("unary_backward", "dx", dx, x.shape(), x.dtype());
+    with_float(x.dtype(), [&](auto t) {
+        using T = decltype(t);
+        with_unary(op, [&](auto f) {
+            unary_backward_loop(f, in_t<T>(x), in_t<T>(dy), out_t<T>(dx), x.numel());
+        });
+    });
 }
 
 void swiglu_forward(const Tensor& x, Tensor& y) {
     auto [rows, half] = swiglu_shape("swiglu_forward", x);
-    check_f32_shape("swiglu_forward", "y", y, halved(x));
-    const float* xp = in(x);
-    float* yp = out(y);
-    k::Swiglu op;
+    check_float_shape("swiglu_forward", "y", y, halved(x), x.dtype());
+    with_float(x.dtype(), [&](auto t) {
+        using T = decltype(t);
+        const T* xp = in_t<T>(x);
+        T* yp = out_t<T>(y);
+        k::Swiglu op;
 #pragma omp parallel for schedule(static) if (rows * half >= kParallelMin)
-    for (int64_t r = 0; r < rows; ++r) {
-        const float* gate = xp + r * 2 * half;
-        const float* up = gate + half;
-        float* yr = yp + r * half;
-        for (int64_t j = 0; j < half; ++j) yr[j] = op.fwd(gate[j], up[j]);
-    }
+        for (int64_t r = 0; r < rows; ++r) {
+            const T* gate = xp + r * 2 * half;
+            const T* up = gate + half;
+            T* yr = yp + r * half;
+            for (int64_t j = 0; j < half; ++j) yr[j] = op.fwd(gate[j], up[j]);
+        }
+    });
 }
 
 void swiglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
     auto [rows, half] = swiglu_shape("swiglu_backward", x);
-    check_f32_shape("swiglu_backward", "dy", dy, halved(x));
-    check_f32_shape("swiglu_backward", "dx", dx, x.shape());
-    const float* xp = in(x);
-    const float* dyp = in(dy);
-    float* dxp = out(dx);
-    k::Swiglu op;
+    check_float_shape("swiglu_backward", "dy", dy, halved(x), x.dtype());
+    check_float_shape("swiglu_backward", "dx", dx, x.shape(), x.dtype());
+    with_float(x.dtype(), [&](auto t) {
+        using T = decltype(t);
+        const T* xp = in_t<T>(x);
+        const T* dyp = in_t<T>(dy);
+        T* dxp = out_t<T>(dx);
+        k::Swiglu op;
 #pragma omp parallel for schedule(static) if (rows * half >= kParallelMin)
-    for (int64_t r = 0; r < rows; ++r) {
-        const float* gate = xp + r * 2 * half;
-        const float* up = gate + half;
-        const float* dyr = dyp + r * half;
-        float* d_gate = dxp + r * 2 * half;
-        float* d_up = d_gate + half;
-        for (int64_t j = 0; j < half; ++j) op.bwd(gate[j], up[j], dyr[j], d_gate[j], d_up[j]);
-    }
+        for (int64_t r = 0; r < rows; ++r) {
+            const T* gate = xp + r * 2 * half;
+            const T* up = gate + half;
+            const T* dyr = dyp + r * half;
+            T* d_gate = dxp + r * 2 * half;
+            T* d_up = d_gate + half;
+            for (int64_t j = 0; j < half; ++j) op.bwd(gate[j], up[j], dyr[j], d_gate[j], d_up[j]);
+        }
+    });
 }
 
 void add(const Tensor& a, const Tensor& b, Tensor& y) {
-    check_f32("add", "a", a);
-    check_f32_shape("add", "b", b, a.shape());
-    check_f32_shape("add", "y", y, a.shape());
-    const float* ap = in(a);
-    const float* bp = in(b);
-    float* yp = out(y);
-    int64_t n = a.numel();
+    check_float("add", "a", a);
+    check_float_shape("add", "b", b, a.shape(), a.dtype());
+    check_float_shape("add", "y", y, a.shape(), a.dtype());
+    with_float(a.dtype(), [&](auto t) {
+        using T = decltype(t);
+        const T* ap = in_t<T>(a);
+        const T* bp = in_t<T>(b);
+        T* yp = out_t<T>(y);
+        int64_t n = a.numel();
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
-    for (int64_t i = 0; i < n; ++i) yp[i] = ap[i] + bp[i];
+        for (int64_t i = 0; i < n; ++i) yp[i] = ap[i] + bp[i];
+    });
 }
 
 void scale(const Tensor& x, float alpha, Tensor& y) {
-    check_f32("scale", "x", x);
-    check_f32_shape("scale", "y", y, x.shape());
-    const float* xp = in(x);
-    float* yp = out(y);
-    int64_t n = x.numel();
+    check_float("scale", "x", x);
+    check_float_shape("scale", "y", y, x.shape(), x.dtype());
+    with_float(x.dtype(), [&](auto t) {
+        using T = decltype(t);
+        const T* xp = in_t<T>(x);
+        T* yp = out_t<T>(y);
+        int64_t n = x.numel();
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
-    for (int64_t i = 0; i < n; ++i) yp[i] = alpha * xp[i];
+        for (int64_t i = 0; i < n; ++i) yp[i] = T(alpha) * xp[i];
+    });
 }
 
 void axpy(float alpha, const Tensor& x, Tensor& y) {
-    check_f32("axpy", "x", x);
-    check_f32_shape("axpy", "y", y, x.shape());
-    const float* xp = in(x);
-    float* yp = out(y);
-    int64_t n = x.numel();
+    check_float("axpy", "x", x);
+    check_float_shape("axpy", "y", y, x.shape(), x.dtype());
+    with_float(x.dtype(), [&](auto t) {
+        using T = decltype(t);
+        const T* xp = in_t<T>(x);
+        T* yp = out_t<T>(y);
+        int64_t n = x.numel();
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
-    for (int64_t i = 0; i < n; ++i) yp[i] += alpha * xp[i];
+        for (int64_t i = 0; i < n; ++i) yp[i] += T(alpha) * xp[i];
+    });
 }
 
 }  // namespace mt::ops

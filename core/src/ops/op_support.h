@@ -1,6 +1,6 @@
-// What the CPU op files share: argument checks with the op's name in the message, the row view
-// of a (..., C) tensor, and the fixed-lane fold that turns a kernels/reduce.h state into a
-// deterministic, dependency-chain-free row reduction.
+// What the CPU op files share: argument checks with the op's name in the message, the f32/f64
+// dispatch, the row view of a (..., C) tensor, and the fixed-lane fold that turns a
+// kernels/reduce.h state into a deterministic, dependency-chain-free row reduction.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +16,31 @@ constexpr int64_t kParallelMin = 1 << 15;
 void check_f32(const char* op, const char* name, const Tensor& x);
 // Same as check_f32, and of `shape`.
 void check_f32_shape(const char* op, const char* name, const Tensor& x, const Shape& shape);
+
+// x must be a contiguous f32 or f64 CPU tensor (f64 lets the layers be checked by finite
+// differences in double).
+void check_float(const char* op, const char* name, const Tensor& x);
+// Same as check_float, of `shape`, and of `dtype`.
+void check_float_shape(const char* op, const char* name, const Tensor& x, const Shape& shape,
+                       DType dtype);
+
+// Calls fn(T{}) with T = float or double for dtype (checked by check_float beforehand).
+template <class Fn>
+void with_float(DType dtype, Fn fn) {
+    if (dtype == DType::f64)
+        fn(double{});
+    else
+        fn(float{});
+}
+
+template <class T>
+const T* in_t(const Tensor& t) {
+    return static_cast<const T*>(t.raw_data());
+}
+template <class T>
+T* out_t(const Tensor& t) {
+    return static_cast<T*>(t.raw_data());
+}
 
 inline const float* in(const Tensor& t) {
     return static_cast<const float*>(t.raw_data());

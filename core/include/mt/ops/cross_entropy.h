@@ -7,9 +7,9 @@
 
 namespace mt::ops {
 
-// logits (N, V) or (B, T, V), f32; targets (N) or (B, T), i64 or i32, each in [0, V).
+// logits (N, V) or (B, T, V), f32 or f64; targets (N) or (B, T), i64 or i32, each in [0, V).
 // Writes losses = lse - logits[target] and lse = log sum exp(logits), both shaped like targets
-// and f32; lse is what the backward needs besides the logits.
+// of logits' dtype; lse is what the backward needs besides the logits.
 MT_API void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& losses,
                                   Tensor& lse);
 // dlogits (like logits, overwritten) = dlosses[row] * (softmax(logits) - onehot(target)).

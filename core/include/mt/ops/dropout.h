@@ -1,4 +1,4 @@
-// Inverted dropout on CPU tensors (f32, contiguous) from the counter-based Philox stream of
+// Inverted dropout on CPU tensors (f32 or f64, contiguous) from the counter-based Philox stream of
 // mt/kernels/rng.h: element i's mask is a pure function of (seed, offset + i), so no mask is
 // stored and backward (or a recompute) regenerates exactly the forward's mask.
 #pragma once

@@ -1,4 +1,4 @@
-// Elementwise ops on CPU tensors (f32, contiguous): activations forward/backward by enum,
+// Elementwise ops on CPU tensors (f32 or f64, contiguous): activations forward/backward by enum,
 // SwiGLU on the split fc1 output, and the plain arithmetic the layers need. The math of each
 // activation lives once in mt/kernels/activations.h; these functions are the CPU traversal.
 // Outputs are preallocated by the caller and may alias inputs of the same shape.

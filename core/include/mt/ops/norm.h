@@ -1,5 +1,5 @@
-// LayerNorm and RMSNorm over the last dimension of CPU tensors (f32, contiguous), forward and
-// backward, in Megatron's definitions (mt/kernels/norms.h holds the math). The forward saves
+// LayerNorm and RMSNorm over the last dimension of CPU tensors (f32 or f64, contiguous), forward
+// and backward, in Megatron's definitions (mt/kernels/norms.h holds the math). The forward saves
 // the per-row statistics the backward needs; parameter grads accumulate (+=), dx is overwritten.
 #pragma once
 

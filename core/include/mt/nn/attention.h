@@ -1,0 +1,55 @@
+// SelfAttention: Megatron's causal self-attention with the fused QKV projection
+// ("<prefix>.linear_qkv", rows grouped per query group: [q heads of the group, k, v]),
+// multi-head or grouped-query, optional rotary embeddings on q and k, block-wise softmax
+// attention with dropout (ops/attention.h), then "<prefix>.linear_proj".
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "mt/api.h"
+#include "mt/backend.h"
+#include "mt/nn/dropout.h"
+#include "mt/nn/linear.h"
+#include "mt/nn/transformer_config.h"
+#include "mt/ops/attention.h"
+#include "mt/ops/rope.h"
+
+namespace mt::nn {
+
+class MT_API SelfAttention {
+  public:
+    struct Saved {
+        Linear::Saved qkv;
+        Tensor q;                        // (B, T, nq, hd) after rotary
+        Tensor k;                        // (B, T, ng, hd) after rotary
+        Tensor v;                        // (B, T, ng, hd)
+        Tensor out;                      // (B, T, nq, hd) attention output, before linear_proj
+        Tensor lse;                      // (B, nq, T) row log-sum-exp of the scaled scores
+        ops::AttentionConfig attention;  // scale, block and the dropout draw (seed, offset)
+        Linear::Saved proj;
+    };
+
+    // linear_qkv ((nq + 2 ng) hd, H), column-parallel in ng groups; linear_proj (H, nq hd),
+    // row-parallel. Biases: qkv when add_bias_linear or add_qkv_bias; proj when add_bias_linear.
+    SelfAttention(const std::string& prefix, const TransformerConfig& config, Backend& backend);
+
+    // x (B, T, H) -> (B, T, H). Attention dropout draws B nq T T counters from ctx.
+    Tensor forward(const Tensor& x, DropoutContext& ctx, Saved* saved) const;
+    // dy (B, T, H) -> dx (B, T, H); qkv/proj grads +=.
+    Tensor backward(const Tensor& dy, const Saved& saved);
+
+    void collect_parameters(std::vector<Parameter*>& out);
+    Linear& linear_qkv() { return qkv_; }
+    Linear& linear_proj() { return proj_; }
+
+  private:
+    // The rotary tables for T positions (empty tensors without rope).
+    ops::RopeTables rope_tables(int64_t seq_len) const;
+
+    TransformerConfig config_;
+    int64_t nq_, ng_, hd_;
+    Linear qkv_, proj_;
+};
+
+}  // namespace mt::nn

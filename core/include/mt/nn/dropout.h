@@ -1,0 +1,41 @@
+// Dropout for the layers: DropoutContext says whether a forward pass trains and which Philox
+// stream it draws from; each dropout site takes a fresh counter range and keeps it in a
+// DropoutDraw inside its Saved, so backward and recompute replay exactly the forward's mask.
+#pragma once
+
+#include <cstdint>
+
+#include "mt/api.h"
+#include "mt/tensor.h"
+
+namespace mt::nn {
+
+struct DropoutContext {
+    bool training = true;  // false: every dropout is the identity (evaluation)
+    uint64_t seed = 0;
+    uint64_t offset = 0;  // next unused counter
+
+    // Reserves n counters and returns the first.
+    uint64_t take(uint64_t n) {
+        uint64_t first = offset;
+        offset += n;
+        return first;
+    }
+};
+
+// The mask of one dropout site in one forward pass.
+struct DropoutDraw {
+    bool applied = false;  // training with p > 0
+    float p = 0.0f;
+    uint64_t seed = 0;
+    uint64_t offset = 0;
+};
+
+// Reserves `n` counters of ctx when training with p > 0 (otherwise draws nothing).
+MT_API DropoutDraw draw_dropout(DropoutContext& ctx, float p, int64_t n);
+// y = dropout(x) under draw (x itself when not applied). x contiguous, f32 or f64.
+MT_API Tensor dropout_forward(const Tensor& x, const DropoutDraw& draw);
+// dx = dropout'(dy) under the forward's draw (dy itself when not applied).
+MT_API Tensor dropout_backward(const Tensor& dy, const DropoutDraw& draw);
+
+}  // namespace mt::nn

@@ -1,0 +1,42 @@
+// Megatron's GPT embedding: word embedding (V, H) plus an optional learned absolute position
+// embedding (P, H), summed, then embedding dropout (Megatron uses hidden_dropout for it).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "mt/api.h"
+#include "mt/nn/dropout.h"
+#include "mt/nn/parameter.h"
+
+namespace mt::nn {
+
+class MT_API Embedding {
+  public:
+    struct Saved {
+        Tensor ids;           // (B, T) token ids
+        DropoutDraw dropout;  // the embedding dropout's mask
+    };
+
+    // "embedding.word_embeddings.weight" (V, H, vocab-parallel) and, when max_positions > 0,
+    // "embedding.position_embeddings.weight" (max_positions, H, replicated); both decayed as
+    // Megatron does. dropout: the embedding dropout probability (hidden_dropout).
+    Embedding(int64_t vocab, int64_t hidden, int64_t max_positions, float dropout, DType dtype);
+
+    // ids (B, T) i64/i32 -> (B, T, H) = dropout(word[ids] + pos[t]); t < max_positions.
+    Tensor forward(const Tensor& ids, DropoutContext& ctx, Saved* saved) const;
+    // dy (B, T, H): word.grad[ids] += dropout'(dy); pos.grad[t] += the same. Returns nothing:
+    // the ids have no gradient.
+    void backward(const Tensor& dy, const Saved& saved);
+
+    void collect_parameters(std::vector<Parameter*>& out);
+    Parameter& word() { return word_; }
+    Parameter* position() { return max_positions_ > 0 ? &position_ : nullptr; }
+
+  private:
+    int64_t hidden_, max_positions_;
+    float dropout_;
+    Parameter word_, position_;
+};
+
+}  // namespace mt::nn

@@ -1,0 +1,42 @@
+// TransformerConfig: the hyper-parameters of one GPT transformer layer, named after Megatron's
+// TransformerConfig fields and flags (--hidden-size, --ffn-hidden-size, --num-attention-heads,
+// --group-query-attention/--num-query-groups, --swiglu, --normalization, ...).
+#pragma once
+
+#include <cstdint>
+
+#include "mt/dtype.h"
+#include "mt/nn/norm.h"
+#include "mt/ops/elementwise.h"
+
+namespace mt::nn {
+
+struct TransformerConfig {
+    int64_t hidden_size = 0;
+    int64_t ffn_hidden_size = 0;  // required (the flag defaults to 4 * hidden_size)
+    int64_t num_attention_heads = 0;
+    int64_t num_query_groups = 0;  // 0: num_attention_heads (multi-head attention)
+    int64_t kv_channels = 0;       // head dim; 0: hidden_size / num_attention_heads
+    NormKind normalization = NormKind::layer_norm;
+    ops::NormConfig norm;                          // --layernorm-epsilon, --apply-layernorm-1p
+    ops::UnaryOp activation = ops::UnaryOp::gelu;  // gelu is the tanh form (bias_gelu)
+    bool gated_linear_unit = false;  // --swiglu: fc1 gives [gate | up], activation silu
+    bool add_bias_linear = true;     // --disable-bias-linear clears it
+    bool add_qkv_bias = false;       // --add-qkv-bias (qkv bias also when add_bias_linear)
+    bool rotary = false;             // --position-embedding-type rope
+    float rotary_percent = 1.0f;     // --rotary-percent
+    double rotary_base = 10000.0;    // --rotary-base
+    float hidden_dropout = 0.1f;
+    float attention_dropout = 0.1f;
+    int64_t attention_block = 64;  // queries and keys per block of the online softmax
+    DType dtype = DType::f32;
+
+    int64_t query_groups() const {
+        return num_query_groups > 0 ? num_query_groups : num_attention_heads;
+    }
+    int64_t head_dim() const {
+        return kv_channels > 0 ? kv_channels : hidden_size / num_attention_heads;
+    }
+};
+
+}  // namespace mt::nn

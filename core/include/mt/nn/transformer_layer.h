@@ -1,0 +1,55 @@
+// TransformerLayer: Megatron's pre-norm GPT layer,
+//   h = x + dropout(attention(input_layernorm(x))),  y = h + dropout(mlp(pre_mlp_layernorm(h)))
+// with parameters under "decoder.layers.<i>." in Megatron-core's (Transformer Engine) names:
+// the norms are linear_qkv.layer_norm_* and linear_fc1.layer_norm_*.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mt/api.h"
+#include "mt/backend.h"
+#include "mt/nn/attention.h"
+#include "mt/nn/dropout.h"
+#include "mt/nn/mlp.h"
+#include "mt/nn/norm.h"
+#include "mt/nn/transformer_config.h"
+
+namespace mt::nn {
+
+class MT_API TransformerLayer {
+  public:
+    struct Saved {
+        Norm::Saved input_norm;
+        SelfAttention::Saved attention;
+        DropoutDraw attention_dropout;  // hidden dropout after the attention
+        Norm::Saved pre_mlp_norm;
+        Mlp::Saved mlp;
+        DropoutDraw mlp_dropout;  // hidden dropout after the MLP
+    };
+
+    // prefix: "decoder.layers.<i>".
+    TransformerLayer(const std::string& prefix, const TransformerConfig& config, Backend& backend);
+
+    // x (B, T, H) -> (B, T, H). Draws the attention and hidden dropouts from ctx; saved may be
+    // null (inference).
+    Tensor forward(const Tensor& x, DropoutContext& ctx, Saved* saved) const;
+    // dy (B, T, H) -> dx (B, T, H); every parameter grad +=.
+    Tensor backward(const Tensor& dy, const Saved& saved);
+
+    void collect_parameters(std::vector<Parameter*>& out);
+    Norm& input_layernorm() { return input_norm_; }
+    SelfAttention& self_attention() { return attention_; }
+    Norm& pre_mlp_layernorm() { return pre_mlp_norm_; }
+    Mlp& mlp() { return mlp_; }
+
+  private:
+    float hidden_dropout_;
+    Norm input_norm_;
+    SelfAttention attention_;
+    Norm pre_mlp_norm_;
+    Mlp mlp_;
+};
+
+}  // namespace mt::nn

@@ -1,0 +1,109 @@
+// SelfAttention: split the fused QKV output per query group, rotate q and k, attend, project;
+// backward runs the same steps in reverse and reassembles the fused QKV gradient.
+#include "mt/nn/attention.h"
+
+#include <cmath>
+
+namespace mt::nn {
+
+namespace {
+
+// The (B, T, ng, (nq/ng + 2) hd) view of the fused projection and its q, k, v column ranges.
+struct QkvLayout {
+    int64_t B, T, nq, ng, hd;
+    int64_t q_cols() const { return nq / ng * hd; }
+    Shape grouped() const { return {B, T, ng, q_cols() + 2 * hd}; }
+};
+
+Tensor q_part(const QkvLayout& l, const Tensor& grouped) {
+    return grouped.slice(3, 0, l.q_cols());
+}
+Tensor k_part(const QkvLayout& l, const Tensor& grouped) {
+    return grouped.slice(3, l.q_cols(), l.q_cols() + l.hd);
+}
+Tensor v_part(const QkvLayout& l, const Tensor& grouped) {
+    return grouped.slice(3, l.q_cols() + l.hd, l.q_cols() + 2 * l.hd);
+}
+
+}  // namespace
+
+SelfAttention::SelfAttention(const std::string& prefix, const TransformerConfig& config,
+                             Backend& backend)
+    : config_(config),
+      nq_(config.num_attention_heads),
+      ng_(config.query_groups()),
+      hd_(config.head_dim()),
+      qkv_(join_name(prefix, "linear_qkv"), config.hidden_size,
+           (config.num_attention_heads + 2 * config.query_groups()) * config.head_dim(),
+           config.add_bias_linear || config.add_qkv_bias, config.dtype,
+           ShardSpec{ShardSpec::Kind::column, 0, config.query_groups()}, backend),
+      proj_(join_name(prefix, "linear_proj"), config.num_attention_heads * config.head_dim(),
+            config.hidden_size, config.add_bias_linear, config.dtype,
+            ShardSpec{ShardSpec::Kind::row, 1, 1}, backend) {
+    MT_CHECK(nq_ > 0 && ng_ > 0 && nq_ % ng_ == 0, "SelfAttention: ", nq_,
+             " attention heads are not a multiple of ", ng_, " query groups");
+    MT_CHECK(hd_ > 0, "SelfAttention: head dim must be > 0");
+}
+
+ops::RopeTables SelfAttention::rope_tables(int64_t seq_len) const {
+    if (!config_.rotary) return {};
+    // Megatron: dim = int(kv_channels * rotary_percent).
+    int64_t dim = int64_t(double(hd_) * double(config_.rotary_percent));
+    return ops::rope_tables(seq_len, dim, config_.rotary_base, config_.dtype);
+}
+
+Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved) const {
+    MT_CHECK(x.dim() == 3, "SelfAttention: x must be (B, T, H), got ", x.describe());
+    const QkvLayout l{x.size(0), x.size(1), nq_, ng_, hd_};
+    Saved local;
+    Saved& s = saved ? *saved : local;
+    Tensor grouped = qkv_.forward(x, saved ? &s.qkv : nullptr).view(l.grouped());
+    s.q = q_part(l, grouped).contiguous().view({l.B, l.T, nq_, hd_});
+    s.k = k_part(l, grouped).contiguous();
+    s.v = v_part(l, grouped).contiguous();
+    if (config_.rotary) {
+        ops::RopeTables tables = rope_tables(l.T);
+        ops::rope_forward(s.q, tables, s.q);
+        ops::rope_forward(s.k, tables, s.k);
+    }
+    s.attention = ops::AttentionConfig{};
+    s.attention.scale = 1.0 / std::sqrt(double(hd_));
+    s.attention.causal = true;
+    s.attention.block = config_.attention_block;
+    DropoutDraw draw =
+        draw_dropout(ctx, config_.attention_dropout, int64_t(ops::attention_dropout_counters(s.q)));
+    s.attention.dropout = draw.applied ? draw.p : 0.0f;
+    s.attention.seed = draw.seed;
+    s.attention.offset = draw.offset;
+    s.out = Tensor::empty(s.q.shape(), s.q.dtype());
+    s.lse = Tensor::empty({l.B, nq_, l.T}, s.q.dtype());
+    ops::attention_forward(s.q, s.k, s.v, s.attention, s.out, s.lse);
+    return proj_.forward(s.out.view({l.B, l.T, nq_ * hd_}), saved ? &s.proj : nullptr);
+}
+
+Tensor SelfAttention::backward(const Tensor& dy, const Saved& saved) {
+    const QkvLayout l{saved.q.size(0), saved.q.size(1), nq_, ng_, hd_};
+    Tensor dout = proj_.backward(dy, saved.proj).contiguous().view(saved.out.shape());
+    Tensor dq = Tensor::empty(saved.q.shape(), saved.q.dtype());
+    Tensor dk = Tensor::empty(saved.k.shape(), saved.k.dtype());
+    Tensor dv = Tensor::empty(saved.v.shape(), saved.v.dtype());
+    ops::attention_backward(saved.q, saved.k, saved.v, saved.out, saved.lse, dout, saved.attention,
+                            dq, dk, dv);
+    if (config_.rotary) {
+        ops::RopeTables tables = rope_tables(l.T);
+        ops::rope_backward(dq, tables, dq);
+        ops::rope_backward(dk, tables, dk);
+    }
+    Tensor dgrouped = Tensor::empty(l.grouped(), dq.dtype());
+    q_part(l, dgrouped).copy_from(dq.view({l.B, l.T, ng_, l.q_cols()}));
+    k_part(l, dgrouped).copy_from(dk);
+    v_part(l, dgrouped).copy_from(dv);
+    return qkv_.backward(dgrouped.view({l.B, l.T, (nq_ + 2 * ng_) * hd_}), saved.qkv);
+}
+
+void SelfAttention::collect_parameters(std::vector<Parameter*>& out) {
+    qkv_.collect_parameters(out);
+    proj_.collect_parameters(out);
+}
+
+}  // namespace mt::nn

@@ -1,0 +1,67 @@
+// Linear forward/backward as GEMMs on (N, features) views of the input and gradient.
+#include "mt/nn/linear.h"
+
+#include "mt/ops/bias.h"
+#include "mt/ops/matmul.h"
+
+namespace mt::nn {
+
+Shape with_last_dim(const Shape& shape, int64_t last) {
+    Shape s = shape;
+    s.back() = last;
+    return s;
+}
+
+namespace {
+
+// (N, features) view of a contiguous (..., features) tensor.
+Tensor rows(const Tensor& x, int64_t features, const char* what) {
+    MT_CHECK(x.dim() >= 1 && x.size(-1) == features, "Linear: ", what, " must be (..., ", features,
+             "), got ", x.describe());
+    return x.contiguous().view({-1, features});
+}
+
+}  // namespace
+
+Linear::Linear(const std::string& name, int64_t in, int64_t out, bool bias, DType dtype,
+               ShardSpec shard, Backend& backend)
+    : in_(in),
+      out_(out),
+      has_bias_(bias),
+      weight_(make_parameter(join_name(name, "weight"), {out, in}, dtype, shard, true)),
+      backend_(&backend) {
+    if (bias) {
+        // A row-parallel layer's bias is added after the all-reduce, so it stays replicated.
+        ShardSpec bias_shard = shard.kind == ShardSpec::Kind::row ? ShardSpec{} : shard;
+        bias_ = make_parameter(join_name(name, "bias"), {out}, dtype, bias_shard, false);
+    }
+}
+
+Tensor Linear::forward(const Tensor& x, Saved* saved) const {
+    Tensor x2 = rows(x, in_, "x");
+    MT_CHECK(x2.dtype() == weight_.value.dtype(), "Linear ", weight_.name, ": x is ", x.describe(),
+             ", weight ", weight_.value.describe());
+    Tensor y = backend_->empty({x2.size(0), out_}, x2.dtype());
+    ops::matmul(*backend_, Transpose::no, Transpose::yes, x2, weight_.value, 0.0f, y);
+    if (has_bias_) ops::add_bias(bias_.value, y);
+    if (saved) saved->input = x2;
+    return y.view(with_last_dim(x.shape(), out_));
+}
+
+Tensor Linear::backward(const Tensor& dy, const Saved& saved) {
+    Tensor dy2 = rows(dy, out_, "dy");
+    MT_CHECK(saved.input.defined() && saved.input.size(0) == dy2.size(0), "Linear ", weight_.name,
+             ": dy ", dy.describe(), " does not match the saved input ", saved.input.describe());
+    Tensor dx = backend_->empty({dy2.size(0), in_}, dy2.dtype());
+    ops::matmul(*backend_, Transpose::no, Transpose::no, dy2, weight_.value, 0.0f, dx);
+    ops::matmul(*backend_, Transpose::yes, Transpose::no, dy2, saved.input, 1.0f, weight_.grad);
+    if (has_bias_) ops::add_column_sums(dy2, bias_.grad);
+    return dx.view(with_last_dim(dy.shape(), in_));
+}
+
+void Linear::collect_parameters(std::vector<Parameter*>& out) {
+    out.push_back(&weight_);
+    if (has_bias_) out.push_back(&bias_);
+}
+
+}  // namespace mt::nn

@@ -1,0 +1,75 @@
+// OutputLoss: per chunk of rows, logits by GEMM, then the row-wise cross-entropy ops.
+#include "mt/nn/output_loss.h"
+
+#include <algorithm>
+
+#include "mt/ops/cross_entropy.h"
+#include "mt/ops/matmul.h"
+
+namespace mt::nn {
+
+OutputLoss::OutputLoss(int64_t vocab, int64_t hidden, Parameter* tied, int64_t chunk_rows,
+                       DType dtype, Backend& backend)
+    : vocab_(vocab), hidden_(hidden), chunk_rows_(chunk_rows), tied_(tied), backend_(&backend) {
+    MT_CHECK(chunk_rows > 0, "OutputLoss: chunk_rows must be > 0, got ", chunk_rows);
+    if (tied)
+        MT_CHECK(tied->value.shape() == Shape({vocab, hidden}), "OutputLoss: tied weight ",
+                 tied->name, " is ", tied->value.describe(), ", expected (", vocab, ", ", hidden,
+                 ")");
+    else
+        weight_ = make_parameter("output_layer.weight", {vocab, hidden}, dtype,
+                                 ShardSpec{ShardSpec::Kind::vocab, 0, 1}, true);
+}
+
+Tensor OutputLoss::forward(const Tensor& hidden, const Tensor& targets, Saved* saved) const {
+    MT_CHECK(hidden.dim() == 3 && hidden.size(2) == hidden_, "OutputLoss: hidden must be (B, T, ",
+             hidden_, "), got ", hidden.describe());
+    MT_CHECK(targets.shape() == Shape({hidden.size(0), hidden.size(1)}),
+             "OutputLoss: targets must be (B, T) for hidden ", hidden.describe(), ", got ",
+             targets.describe());
+    const Parameter& w = weight_param();
+    Tensor h = hidden.contiguous().view({-1, hidden_});
+    Tensor tg = targets.contiguous().view({-1});
+    const int64_t n = h.size(0);
+    Tensor losses = Tensor::empty({n}, h.dtype()), lse = Tensor::empty({n}, h.dtype());
+    for (int64_t r0 = 0; r0 < n; r0 += chunk_rows_) {
+        const int64_t r1 = std::min(n, r0 + chunk_rows_);
+        Tensor logits = backend_->empty({r1 - r0, vocab_}, h.dtype());
+        ops::matmul(*backend_, Transpose::no, Transpose::yes, h.slice(0, r0, r1), w.value, 0.0f,
+                    logits);
+        Tensor chunk_losses = losses.slice(0, r0, r1), chunk_lse = lse.slice(0, r0, r1);
+        ops::cross_entropy_forward(logits, tg.slice(0, r0, r1), chunk_losses, chunk_lse);
+    }
+    if (saved) *saved = Saved{h, tg, lse};
+    return losses.view({hidden.size(0), hidden.size(1)});
+}
+
+Tensor OutputLoss::backward(const Tensor& dlosses, const Saved& saved) {
+    const int64_t n = saved.hidden.size(0);
+    MT_CHECK(dlosses.numel() == n, "OutputLoss: dlosses ", dlosses.describe(), " does not match ",
+             n, " saved rows");
+    Parameter& w = weight();
+    Tensor dl = dlosses.contiguous().view({n});
+    Tensor dh = backend_->empty({n, hidden_}, saved.hidden.dtype());
+    for (int64_t r0 = 0; r0 < n; r0 += chunk_rows_) {
+        const int64_t r1 = std::min(n, r0 + chunk_rows_);
+        Tensor h = saved.hidden.slice(0, r0, r1);
+        Tensor logits = backend_->empty({r1 - r0, vocab_}, h.dtype());
+        ops::matmul(*backend_, Transpose::no, Transpose::yes, h, w.value, 0.0f, logits);
+        // dlogits overwrites the recomputed logits in place (the op reads each before writing).
+        ops::cross_entropy_backward(logits, saved.targets.slice(0, r0, r1),
+                                    saved.lse.slice(0, r0, r1), dl.slice(0, r0, r1), logits);
+        Tensor dh_chunk = dh.slice(0, r0, r1);
+        ops::matmul(*backend_, Transpose::no, Transpose::no, logits, w.value, 0.0f, dh_chunk);
+        ops::matmul(*backend_, Transpose::yes, Transpose::no, logits, h, 1.0f, w.grad);
+    }
+    Shape shape = dlosses.shape();
+    shape.push_back(hidden_);
+    return dh.view(shape);
+}
+
+void OutputLoss::collect_parameters(std::vector<Parameter*>& out) {
+    if (!tied_) out.push_back(&weight_);
+}
+
+}  // namespace mt::nn

@@ -1,0 +1,60 @@
+// TransformerLayer forward/backward: two pre-norm residual branches; the residual adds are
+// explicit, and their gradient (dy itself) is added to each branch's input gradient.
+#include "mt/nn/transformer_layer.h"
+
+#include "mt/ops/elementwise.h"
+
+namespace mt::nn {
+
+namespace {
+
+Norm make_norm(const std::string& linear, const TransformerConfig& config) {
+    return Norm(config.normalization, join_name(linear, "layer_norm_weight"),
+                join_name(linear, "layer_norm_bias"), config.hidden_size, config.norm,
+                config.dtype);
+}
+
+Tensor sum(const Tensor& a, const Tensor& b) {
+    Tensor y = Tensor::empty(a.shape(), a.dtype());
+    ops::add(a.contiguous(), b.contiguous(), y);
+    return y;
+}
+
+}  // namespace
+
+TransformerLayer::TransformerLayer(const std::string& prefix, const TransformerConfig& config,
+                                   Backend& backend)
+    : hidden_dropout_(config.hidden_dropout),
+      input_norm_(make_norm(join_name(prefix, "self_attention.linear_qkv"), config)),
+      attention_(join_name(prefix, "self_attention"), config, backend),
+      pre_mlp_norm_(make_norm(join_name(prefix, "mlp.linear_fc1"), config)),
+      mlp_(join_name(prefix, "mlp"), config, backend) {}
+
+Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* saved) const {
+    Saved local;
+    Saved& s = saved ? *saved : local;
+    Tensor a = attention_.forward(input_norm_.forward(x, &s.input_norm), ctx, &s.attention);
+    s.attention_dropout = draw_dropout(ctx, hidden_dropout_, a.numel());
+    Tensor h = sum(x, dropout_forward(a, s.attention_dropout));
+    Tensor m = mlp_.forward(pre_mlp_norm_.forward(h, &s.pre_mlp_norm), &s.mlp);
+    s.mlp_dropout = draw_dropout(ctx, hidden_dropout_, m.numel());
+    return sum(h, dropout_forward(m, s.mlp_dropout));
+}
+
+Tensor TransformerLayer::backward(const Tensor& dy, const Saved& saved) {
+    Tensor dm = dropout_backward(dy.contiguous(), saved.mlp_dropout);
+    Tensor dh = sum(dy, pre_mlp_norm_.backward(mlp_.backward(dm, saved.mlp), saved.pre_mlp_norm));
+    Tensor da = dropout_backward(dh, saved.attention_dropout);
+    Tensor dx_branch =
+        input_norm_.backward(attention_.backward(da, saved.attention), saved.input_norm);
+    return sum(dh, dx_branch);
+}
+
+void TransformerLayer::collect_parameters(std::vector<Parameter*>& out) {
+    input_norm_.collect_parameters(out);
+    attention_.collect_parameters(out);
+    pre_mlp_norm_.collect_parameters(out);
+    mlp_.collect_parameters(out);
+}
+
+}  // namespace mt::nn

@@ -1,0 +1,46 @@
+// Helpers for the mt::nn tests: random f64/f32 tensors, and the finite-difference check of a
+// module's backward (input and every parameter gradient) through L = sum_k w[k] y[k].
+#pragma once
+
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "mt/nn/parameter.h"
+#include "mt/tensor.h"
+
+namespace mt::test {
+
+// Entries uniform in [lo, hi), f32 or f64.
+Tensor random_like(const Shape& shape, DType dtype, std::mt19937& rng, double lo = -1.0,
+                   double hi = 1.0);
+// Overwrites a tensor with uniform entries in [lo, hi).
+void fill_random(Tensor& t, std::mt19937& rng, double lo = -1.0, double hi = 1.0);
+// (B, T) i64 ids uniform in [0, vocab).
+Tensor random_ids(int64_t batch, int64_t seq, int64_t vocab, std::mt19937& rng);
+
+std::vector<double> values(const Tensor& t);  // f32 or f64, any contiguity
+void zero_grads(const std::vector<nn::Parameter*>& params);
+
+// One tensor whose analytic gradient is checked: d L / d value against grad.
+struct GradTarget {
+    std::string name;
+    Tensor value;  // perturbed in place by the check (restored after)
+    Tensor grad;   // analytic gradient to compare
+};
+
+// Runs the check: `forward` recomputes y from the current values (and must replay any
+// dropout from the same context); targets are compared with central differences of step h:
+// |analytic - numeric| <= atol + rtol |numeric|.
+void expect_grads_match(const std::function<Tensor()>& forward, const std::vector<double>& w,
+                        const std::vector<GradTarget>& targets, double h, double atol, double rtol);
+
+// The weighted-sum weights for an output y (uniform in [-1, 1)) and as a tensor of y's dtype.
+std::vector<double> random_weights(const Tensor& y, std::mt19937& rng);
+Tensor weights_tensor(const Tensor& y, const std::vector<double>& w);
+
+// Targets for every parameter of a module (name, value, grad).
+std::vector<GradTarget> parameter_targets(const std::vector<nn::Parameter*>& params);
+
+}  // namespace mt::test

@@ -1,0 +1,100 @@
+// The CPU ops added for the layers (matmul in f64, embedding gather/scatter-add, bias and
+// column sums, rotary embeddings) against naive loops, and their argument errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "mt/backend.h"
+#include "mt/ops/bias.h"
+#include "mt/ops/embedding.h"
+#include "mt/ops/matmul.h"
+#include "mt/ops/rope.h"
+#include "nn_test_util.h"
+#include "test_support.h"
+
+namespace {
+
+using mt::DType;
+using mt::Tensor;
+using mt::test::random_like;
+using mt::test::values;
+
+TEST(NnOps, MatmulF64MatchesNaiveProduct) {
+    auto be = mt::make_cpu_backend();
+    std::mt19937 rng(31);
+    Tensor a = random_like({4, 3}, DType::f64, rng), b = random_like({5, 3}, DType::f64, rng);
+    Tensor c = random_like({4, 5}, DType::f64, rng);
+    std::vector<double> c0 = values(c);
+    mt::ops::matmul(*be, mt::Transpose::no, mt::Transpose::yes, a, b, 0.5f, c);
+    for (int64_t i = 0; i < 4; ++i)
+        for (int64_t j = 0; j < 5; ++j) {
+            double want = 0.5 * c0[i * 5 + j];
+            for (int64_t k = 0; k < 3; ++k)
+                want += a.data<double>()[i * 3 + k] * b.data<double>()[j * 3 + k];
+            EXPECT_NEAR(c.data<double>()[i * 5 + j], want, 1e-14);
+        }
+}
+
+TEST(NnOps, EmbeddingScatterAddsRepeatedIds) {
+    Tensor table = Tensor::zeros({4, 2}, DType::f32);
+    for (int64_t i = 0; i < 8; ++i) table.data<float>()[i] = float(i);
+    Tensor ids = Tensor::empty({3}, DType::i32);
+    ids.data<int32_t>()[0] = 2, ids.data<int32_t>()[1] = 0, ids.data<int32_t>()[2] = 2;
+    Tensor y = Tensor::empty({3, 2}, DType::f32);
+    mt::ops::embedding_forward(table, ids, y);
+    EXPECT_EQ(values(y), std::vector<double>({4, 5, 0, 1, 4, 5}));
+    Tensor dtable = Tensor::zeros({4, 2}, DType::f32);
+    mt::ops::embedding_backward(y, ids, dtable);
+    EXPECT_EQ(values(dtable), std::vector<double>({0, 1, 0, 0, 8, 10, 0, 0}));
+    ids.data<int32_t>()[1] = 4;
+    EXPECT_NE(mt::test::error_of([&] {
+                  mt::ops::embedding_forward(table, ids, y);
+              }).find("id 4 at 1 is outside the table's rows [0, 4)"),
+              std::string::npos);
+}
+
+TEST(NnOps, BiasAndColumnSums) {
+    Tensor y = Tensor::zeros({2, 3}, DType::f64);
+    Tensor bias = Tensor::empty({3}, DType::f64);
+    for (int64_t j = 0; j < 3; ++j) bias.data<double>()[j] = double(j + 1);
+    mt::ops::add_bias(bias, y);
+    EXPECT_EQ(values(y), std::vector<double>({1, 2, 3, 1, 2, 3}));
+    mt::ops::add_column_sums(y, bias);  // bias += column sums: 1 + 2, 2 + 4, 3 + 6
+    EXPECT_EQ(values(bias), std::vector<double>({3, 6, 9}));
+    Tensor wrong = Tensor::zeros({2}, DType::f64);
+    EXPECT_NE(mt::test::error_of([&] { mt::ops::add_bias(wrong, y); }).find("add_bias: bias"),
+              std::string::npos);
+}
+
+TEST(NnOps, RopeRotatesPairsAndBackwardIsTheTranspose) {
+    std::mt19937 rng(32);
+    const int64_t T = 5, D = 6, R = 4;
+    for (DType dtype : {DType::f32, DType::f64}) {
+        mt::ops::RopeTables tables = mt::ops::rope_tables(T, R, 10000.0, dtype);
+        Tensor x = random_like({2, T, 3, D}, dtype, rng);
+        Tensor y = Tensor::empty(x.shape(), dtype);
+        mt::ops::rope_forward(x, tables, y);
+        std::vector<double> xv = values(x), yv = values(y);
+        for (int64_t bt = 0; bt < 2 * T; ++bt)
+            for (int64_t h = 0; h < 3; ++h) {
+                const int64_t t = bt % T, base = (bt * 3 + h) * D;
+                for (int64_t i = 0; i < R / 2; ++i) {
+                    double angle = double(t) / std::pow(10000.0, double(2 * i) / double(R));
+                    double c = std::cos(angle), s = std::sin(angle);
+                    double x1 = xv[base + i], x2 = xv[base + i + R / 2];
+                    EXPECT_NEAR(yv[base + i], x1 * c - x2 * s, 1e-6);
+                    EXPECT_NEAR(yv[base + i + R / 2], x2 * c + x1 * s, 1e-6);
+                }
+                for (int64_t j = R; j < D; ++j) EXPECT_EQ(yv[base + j], xv[base + j]);
+            }
+        // <rope(x), g> == <x, rope^T(g)>.
+        Tensor g = random_like(x.shape(), dtype, rng), gt = Tensor::empty(x.shape(), dtype);
+        mt::ops::rope_backward(g, tables, gt);
+        std::vector<double> gv = values(g), gtv = values(gt);
+        double lhs = 0, rhs = 0;
+        for (size_t i = 0; i < xv.size(); ++i) lhs += yv[i] * gv[i], rhs += xv[i] * gtv[i];
+        EXPECT_NEAR(lhs, rhs, 1e-5);
+    }
+}
+
+}  // namespace
