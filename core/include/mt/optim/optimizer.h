@@ -1,0 +1,53 @@
+// The optimizers of megatron-train: Adam with decoupled weight decay (Megatron's --optimizer
+// adam, i.e. torch AdamW) and SGD with momentum (--optimizer sgd, torch SGD: coupled weight
+// decay). Parameters without weight decay (biases, norms) form Megatron's wd_mult = 0 group.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mt/api.h"
+#include "mt/tensor.h"
+
+namespace mt::nn {
+struct Parameter;
+}
+
+namespace mt::optim {
+
+enum class OptimizerType { adam, sgd };
+
+MT_API OptimizerType parse_optimizer_type(const std::string& text);  // "adam" | "sgd"
+
+struct OptimizerConfig {
+    OptimizerType type = OptimizerType::adam;
+    double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_eps = 1e-8;  // --adam-beta1/2, --adam-eps
+    double sgd_momentum = 0.9;                                     // --sgd-momentum
+};
+
+class MT_API Optimizer {
+  public:
+    Optimizer(std::vector<nn::Parameter*> parameters, OptimizerConfig config);
+
+    // One update of every parameter from its grad: `lr` and `weight_decay` as the schedule
+    // gives them now (weight decay only reaches parameters that take it).
+    void step(double lr, double weight_decay);
+    // grad = 0 for every parameter.
+    void zero_grad();
+
+    int64_t steps() const { return steps_; }
+    const std::vector<nn::Parameter*>& parameters() const { return parameters_; }
+    // Per-parameter state, in parameter order: Adam's exp_avg / exp_avg_sq, SGD's momentum
+    // buffer in first() (second() unused). Exposed for checkpoints.
+    std::vector<Tensor>& first() { return first_; }
+    std::vector<Tensor>& second() { return second_; }
+
+  private:
+    std::vector<nn::Parameter*> parameters_;
+    OptimizerConfig config_;
+    std::vector<Tensor> first_, second_;
+    int64_t steps_ = 0;
+};
+
+}  // namespace mt::optim
