@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +17,11 @@
 #include "mt/tensor.h"
 
 namespace mt {
+
+namespace nn {
+struct Parameter;
+struct DropoutContext;
+}  // namespace nn
 
 // How a parameter is split across tensor-parallel ranks.
 struct ShardSpec {
@@ -46,6 +52,31 @@ struct FlagInfo {
     bool is_switch = false;                    // takes no value
 };
 
+// The inputs of one micro-batch by name. GPT: "tokens", "labels" (i64 [B, T]), "loss_mask"
+// (f32 [B, T]), "position_ids" (i64 [B, T]), optionally "document_start" (i32 [B, T]).
+using Batch = std::map<std::string, Tensor, std::less<>>;
+
+// What a model's forward keeps for its backward; each model defines its own.
+struct Activations {
+    virtual ~Activations() = default;
+};
+
+// One model instance: parameters plus forward/backward over a micro-batch.
+class MT_API Model {
+  public:
+    virtual ~Model() = default;
+    // Every trainable parameter in Megatron's order (a tied weight appears once).
+    virtual std::vector<nn::Parameter*> parameters() = 0;
+    // Megatron's initialisation: weights N(0, --init-method-std), output projections scaled by
+    // 1/sqrt(2·layers), biases 0, norm weights 1; deterministic in `seed`.
+    virtual void initialize(uint64_t seed) = 0;
+    // Per-token losses (f32 [B, T], unmasked). With `saved` set, keeps what backward needs.
+    virtual Tensor forward(const Batch& batch, nn::DropoutContext& dropout,
+                           std::unique_ptr<Activations>* saved) = 0;
+    // Accumulates (+=) every parameter's grad for dL/d(losses) = dlosses (f32 [B, T]).
+    virtual void backward(const Tensor& dlosses, const Activations& saved) = 0;
+};
+
 class MT_API ModelFamily {
   public:
     virtual ~ModelFamily() = default;
@@ -54,6 +85,9 @@ class MT_API ModelFamily {
     virtual std::vector<FlagInfo> flags() const = 0;
     // Every parameter of the model these arguments describe, in Megatron's order.
     virtual std::vector<ParameterInfo> parameters(const ModelArgs& args) const = 0;
+    // A model with these arguments, parameters allocated (uninitialised: call initialize or
+    // load a checkpoint).
+    virtual std::unique_ptr<Model> build(const ModelArgs& args) const = 0;
 };
 
 }  // namespace mt

@@ -8,9 +8,14 @@ namespace mt::nn {
 
 namespace {
 
-Norm make_norm(const std::string& linear, const TransformerConfig& config) {
-    return Norm(config.normalization, join_name(linear, "layer_norm_weight"),
-                join_name(linear, "layer_norm_bias"), config.hidden_size, config.norm,
+// te_linear: the linear the norm is fused into with Transformer Engine; local: the module name
+// of the local spec.
+Norm make_norm(const std::string& prefix, const char* te_linear, const char* local,
+               const TransformerConfig& config) {
+    const bool te = config.norm_naming == NormNaming::transformer_engine;
+    const std::string base = join_name(prefix, te ? te_linear : local);
+    return Norm(config.normalization, join_name(base, te ? "layer_norm_weight" : "weight"),
+                join_name(base, te ? "layer_norm_bias" : "bias"), config.hidden_size, config.norm,
                 config.dtype);
 }
 
@@ -25,9 +30,9 @@ Tensor sum(const Tensor& a, const Tensor& b) {
 TransformerLayer::TransformerLayer(const std::string& prefix, const TransformerConfig& config,
                                    Backend& backend)
     : hidden_dropout_(config.hidden_dropout),
-      input_norm_(make_norm(join_name(prefix, "self_attention.linear_qkv"), config)),
+      input_norm_(make_norm(prefix, "self_attention.linear_qkv", "input_layernorm", config)),
       attention_(join_name(prefix, "self_attention"), config, backend),
-      pre_mlp_norm_(make_norm(join_name(prefix, "mlp.linear_fc1"), config)),
+      pre_mlp_norm_(make_norm(prefix, "mlp.linear_fc1", "pre_mlp_layernorm", config)),
       mlp_(join_name(prefix, "mlp"), config, backend) {}
 
 Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* saved) const {

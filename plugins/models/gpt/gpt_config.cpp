@@ -83,6 +83,9 @@ std::vector<FlagInfo> gpt_flags() {
         value("hidden-dropout", "dropout probability of the hidden states", "0.1"),
         value("init-method-std", "standard deviation of the weight initialisation", "0.02"),
         value("make-vocab-size-divisible-by", "pad the vocabulary to a multiple of this", "128"),
+        value("transformer-impl",
+              "local or transformer_engine: the layer spec, which decides the parameter names",
+              "transformer_engine"),
     };
 }
 
@@ -112,6 +115,9 @@ GptConfig gpt_config_from_args(const ModelArgs& args) {
     c.ffn_hidden_size =
         f.integer("ffn-hidden-size", c.swiglu ? int64_t(double(4 * c.hidden_size) * 2 / 3 / 64) * 64
                                               : 4 * c.hidden_size);
+    MT_CHECK(c.ffn_hidden_size > 0, "--ffn-hidden-size ", c.ffn_hidden_size,
+             ": must be positive (the --swiglu default int(4h * 2/3 / 64) * 64 is 0 for "
+             "--hidden-size < 24)");
     if (f.has("kv-channels")) {
         c.kv_channels = f.integer("kv-channels");
     } else {
@@ -158,6 +164,15 @@ GptConfig gpt_config_from_args(const ModelArgs& args) {
     c.attention_dropout = f.real("attention-dropout", 0.1);
     c.hidden_dropout = f.real("hidden-dropout", 0.1);
     c.init_method_std = f.real("init-method-std", 0.02);
+
+    const std::string impl =
+        f.has("transformer-impl") ? f.text("transformer-impl") : "transformer_engine";
+    if (impl == "transformer_engine")
+        c.transformer_impl = TransformerImpl::transformer_engine;
+    else if (impl == "local")
+        c.transformer_impl = TransformerImpl::local;
+    else
+        MT_FAIL("--transformer-impl ", impl, ": supported are local and transformer_engine");
 
     c.tensor_model_parallel_size = f.integer("tensor-model-parallel-size", 1);
     MT_CHECK(c.num_attention_heads % c.tensor_model_parallel_size == 0 &&

@@ -13,6 +13,9 @@ namespace mt::plugins::gpt {
 
 enum class PositionEmbedding { learned_absolute, rope, none };
 enum class Normalization { layer_norm, rms_norm };
+// --transformer-impl: decides the parameter names (Transformer Engine fuses each layer's norms
+// into the following linear); the math is the same.
+enum class TransformerImpl { transformer_engine, local };
 
 struct GptConfig {
     int64_t num_layers = 0, hidden_size = 0, num_attention_heads = 0;
@@ -34,6 +37,7 @@ struct GptConfig {
     int64_t vocab_size = 0;         // the tokenizer's
     int64_t padded_vocab_size = 0;  // padded to --make-vocab-size-divisible-by · TP
     int64_t tensor_model_parallel_size = 1;
+    TransformerImpl transformer_impl = TransformerImpl::transformer_engine;
 };
 
 // Megatron's _vocab_size_with_padding.

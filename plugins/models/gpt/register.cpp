@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "gpt_model.h"
 #include "gpt_parameters.h"
 
 namespace mt::plugins::gpt {
@@ -13,6 +14,9 @@ class GptFamily final : public ModelFamily {
     std::vector<FlagInfo> flags() const override { return gpt_flags(); }
     std::vector<ParameterInfo> parameters(const ModelArgs& args) const override {
         return gpt_parameters(gpt_config_from_args(args));
+    }
+    std::unique_ptr<Model> build(const ModelArgs& args) const override {
+        return std::make_unique<GptModel>(gpt_config_from_args(args));
     }
 };
 }  // namespace

@@ -66,7 +66,8 @@ TEST(GptParameters, ShardSpecsAndWeightDecay) {
     ModelArgs args = {{"num-layers", "1"},           {"hidden-size", "64"},
                       {"num-attention-heads", "4"},  {"max-position-embeddings", "16"},
                       {"vocab-size", "100"},         {"swiglu", ""},
-                      {"group-query-attention", ""}, {"num-query-groups", "2"}};
+                      {"group-query-attention", ""}, {"num-query-groups", "2"},
+                      {"transformer-impl", "local"}};
     std::map<std::string, ParameterInfo> by_name;
     for (auto& p : gpt_parameters(gpt_config_from_args(args))) by_name[p.name] = p;
     auto& qkv = by_name.at("decoder.layers.0.self_attention.linear_qkv.weight");

@@ -11,6 +11,12 @@
 
 namespace mt::nn {
 
+// Where a layer's two norms are named (Megatron's --transformer-impl): Transformer Engine fuses
+// them into the following linear ("self_attention.linear_qkv.layer_norm_weight",
+// "mlp.linear_fc1.layer_norm_weight"); the local spec keeps separate modules
+// ("input_layernorm.weight", "pre_mlp_layernorm.weight").
+enum class NormNaming : uint8_t { transformer_engine, local };
+
 struct TransformerConfig {
     int64_t hidden_size = 0;
     int64_t ffn_hidden_size = 0;  // required (the flag defaults to 4 * hidden_size)
@@ -30,6 +36,7 @@ struct TransformerConfig {
     float attention_dropout = 0.1f;
     int64_t attention_block = 64;  // queries and keys per block of the online softmax
     DType dtype = DType::f32;
+    NormNaming norm_naming = NormNaming::transformer_engine;
 
     int64_t query_groups() const {
         return num_query_groups > 0 ? num_query_groups : num_attention_heads;

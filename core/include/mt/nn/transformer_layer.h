@@ -1,7 +1,8 @@
 // TransformerLayer: Megatron's pre-norm GPT layer,
 //   h = x + dropout(attention(input_layernorm(x))),  y = h + dropout(mlp(pre_mlp_layernorm(h)))
-// with parameters under "decoder.layers.<i>." in Megatron-core's (Transformer Engine) names:
-// the norms are linear_qkv.layer_norm_* and linear_fc1.layer_norm_*.
+// with parameters under "decoder.layers.<i>." in Megatron-core's names: the norms are
+// linear_qkv.layer_norm_* and linear_fc1.layer_norm_* (Transformer Engine, the default), or
+// input_layernorm.* and pre_mlp_layernorm.* (local spec), as config.norm_naming says.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,89 @@
+// The training loop of megatron-train on one process: micro-batches in Megatron's order,
+// gradient accumulation over --global-batch-size, the token-weighted loss, global-norm clipping,
+// the optimizer and learning-rate schedule stepped as Megatron steps them, periodic evaluation,
+// Megatron's log lines and TensorBoard scalars, and the --exit-* conditions.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mt/api.h"
+#include "mt/data/gpt_dataset.h"
+#include "mt/model.h"
+#include "mt/optim/lr_schedule.h"
+#include "mt/optim/optimizer.h"
+
+namespace mt::io {
+class TensorBoardWriter;
+}
+
+namespace mt::train {
+
+struct TrainerOptions {
+    int64_t micro_batch_size = 1;
+    int64_t global_batch_size = 1;  // a multiple of micro_batch_size (one data-parallel rank)
+    int64_t train_iters = 0;
+    int64_t log_interval = 100;
+    int64_t eval_interval = 1000;
+    int64_t eval_iters = 100;
+    double clip_grad = 1.0;  // 0: no clipping
+    uint64_t seed = 1234;    // dropout stream
+    std::optional<int64_t> exit_interval;
+    std::optional<double> exit_duration_in_mins;
+};
+
+// Why train() returned.
+enum class StopReason { finished, exit_interval, exit_duration, signal };
+
+class MT_API Trainer {
+  public:
+    // `print` receives every line Megatron would print (iteration lines, evaluation blocks).
+    Trainer(Model& model, optim::Optimizer& optimizer, optim::LrScheduler& scheduler,
+            TrainerOptions options, std::function<void(const std::string&)> print);
+    ~Trainer();
+
+    void set_tensorboard(io::TensorBoardWriter* writer) { tensorboard_ = writer; }
+    // Checked between iterations (--exit-signal-handler sets it from SIGTERM).
+    void set_stop_flag(const std::atomic<bool>* stop) { stop_ = stop; }
+
+    // Trains from iteration() to train_iters (or an exit condition), evaluating on `valid`
+    // every eval_interval iterations when it is given.
+    StopReason train(const data::GPTSampleDataset& train_data,
+                     const data::GPTSampleDataset* valid_data);
+    // Token-weighted mean loss over eval_iters global batches of `dataset`, continuing from
+    // `consumed` (Megatron's validation iterator keeps its place between evaluations).
+    double evaluate(const data::GPTSampleDataset& dataset, int64_t& consumed);
+    // Prints Megatron's evaluation block for `loss` ("iteration N" or "... on test set").
+    void print_evaluation(const std::string& prefix, double loss, bool to_tensorboard);
+
+    int64_t iteration() const { return iteration_; }
+    int64_t consumed_train_samples() const { return consumed_train_; }
+    int64_t consumed_valid_samples() const { return consumed_valid_; }
+    // The lm loss of every iteration trained so far by this object (for tests and tools).
+    const std::vector<double>& losses() const { return losses_; }
+
+  private:
+    struct IterationResult {
+        double loss = 0;  // token-weighted mean over the global batch
+        double grad_norm = 0;
+    };
+    IterationResult train_step(const data::GPTSampleDataset& data);
+
+    Model& model_;
+    optim::Optimizer& optimizer_;
+    optim::LrScheduler& scheduler_;
+    TrainerOptions options_;
+    std::function<void(const std::string&)> print_;
+    io::TensorBoardWriter* tensorboard_ = nullptr;
+    const std::atomic<bool>* stop_ = nullptr;
+    std::unique_ptr<nn::DropoutContext> dropout_;
+    int64_t iteration_ = 0, consumed_train_ = 0, consumed_valid_ = 0;
+    std::vector<double> losses_;
+};
+
+}  // namespace mt::train

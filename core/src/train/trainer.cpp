@@ -1,0 +1,188 @@
+#include "mt/train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "mt/data/pretraining_loader.h"
+#include "mt/error.h"
+#include "mt/io/tensorboard_writer.h"
+#include "mt/nn/dropout.h"
+#include "mt/nn/parameter.h"
+#include "mt/optim/grad_clip.h"
+#include "mt/train/log_lines.h"
+
+namespace mt::train {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Batch to_batch(const data::GPTBatch& b) {
+    return {{"tokens", b.tokens},
+            {"labels", b.labels},
+            {"loss_mask", b.loss_mask},
+            {"position_ids", b.position_ids},
+            {"document_start", b.document_start}};
+}
+
+// Σ loss·mask and Σ mask of one micro-batch, in double.
+std::pair<double, double> masked_sums(const Tensor& losses, const Tensor& mask) {
+    MT_CHECK(losses.shape() == mask.shape(), "the model returned losses ", losses.describe(),
+             " for a loss mask ", mask.describe());
+    const Tensor l = losses.contiguous();
+    const float* lp = l.data<float>();
+    const float* mp = mask.data<float>();
+    double sum = 0, tokens = 0;
+    for (int64_t i = 0; i < l.numel(); ++i) {
+        sum += double(lp[i]) * mp[i];
+        tokens += mp[i];
+    }
+    return {sum, tokens};
+}
+
+}  // namespace
+
+Trainer::Trainer(Model& model, optim::Optimizer& optimizer, optim::LrScheduler& scheduler,
+                 TrainerOptions options, std::function<void(const std::string&)> print)
+    : model_(model),
+      optimizer_(optimizer),
+      scheduler_(scheduler),
+      options_(options),
+      print_(std::move(print)),
+      dropout_(std::make_unique<nn::DropoutContext>()) {
+    MT_CHECK(options_.micro_batch_size > 0, "--micro-batch-size must be positive");
+    MT_CHECK(options_.global_batch_size % options_.micro_batch_size == 0, "--global-batch-size (",
+             options_.global_batch_size, ") must be a multiple of --micro-batch-size (",
+             options_.micro_batch_size, ")");
+    dropout_->training = true;
+    dropout_->seed = options_.seed;
+}
+
+Trainer::~Trainer() = default;
+
+Trainer::IterationResult Trainer::train_step(const data::GPTSampleDataset& data) {
+    const int64_t micro_batches = options_.global_batch_size / options_.micro_batch_size;
+    optimizer_.zero_grad();
+    data::PretrainingLoader loader(data, options_.micro_batch_size, 0, 1, consumed_train_);
+    double loss_sum = 0, tokens = 0;
+    data::GPTBatch batch;
+    for (int64_t m = 0; m < micro_batches; ++m) {
+        MT_CHECK(loader.next(batch), "the training data ran out after ", loader.consumed_samples(),
+                 " samples");
+        std::unique_ptr<Activations> saved;
+        Tensor losses = model_.forward(to_batch(batch), *dropout_, &saved);
+        auto [sum, count] = masked_sums(losses, batch.loss_mask);
+        loss_sum += sum;
+        tokens += count;
+        // Megatron backpropagates each micro-batch's token mean, divided by the micro-batches.
+        Tensor dlosses = Tensor::empty(losses.shape(), DType::f32);
+        const float scale = count > 0 ? float(1.0 / (count * double(micro_batches))) : 0.0f;
+        const float* mask = batch.loss_mask.data<float>();
+        float* d = dlosses.data<float>();
+        for (int64_t i = 0; i < dlosses.numel(); ++i) d[i] = mask[i] * scale;
+        model_.backward(dlosses, *saved);
+    }
+    IterationResult r;
+    r.loss = tokens > 0 ? loss_sum / tokens : 0.0;
+    MT_CHECK(std::isfinite(r.loss), "NaN or Inf in the loss at iteration ", iteration_ + 1);
+
+    std::vector<Tensor> grads;
+    for (nn::Parameter* p : optimizer_.parameters()) grads.push_back(p->grad);
+    r.grad_norm = optim::global_l2_norm(grads);
+    MT_CHECK(std::isfinite(r.grad_norm), "NaN or Inf in the gradients at iteration ",
+             iteration_ + 1);
+    if (options_.clip_grad > 0) optim::clip_by_total_norm(grads, options_.clip_grad, r.grad_norm);
+
+    optimizer_.step(scheduler_.lr(), scheduler_.weight_decay());
+    scheduler_.step(options_.global_batch_size);
+    consumed_train_ = loader.consumed_samples();
+    return r;
+}
+
+StopReason Trainer::train(const data::GPTSampleDataset& train_data,
+                          const data::GPTSampleDataset* valid_data) {
+    const auto start = Clock::now();
+    auto interval_start = start;
+    double interval_loss = 0;
+    int64_t interval_iters = 0;
+    while (iteration_ < options_.train_iters) {
+        IterationResult r = train_step(train_data);
+        ++iteration_;
+        losses_.push_back(r.loss);
+        interval_loss += r.loss;
+        ++interval_iters;
+        if (tensorboard_) {
+            tensorboard_->add_scalar("learning-rate", float(scheduler_.lr()), iteration_);
+            tensorboard_->add_scalar("batch-size", float(options_.global_batch_size), iteration_);
+            tensorboard_->add_scalar("lm loss", float(r.loss), iteration_);
+            tensorboard_->add_scalar("grad-norm", float(r.grad_norm), iteration_);
+        }
+        if (options_.log_interval > 0 && iteration_ % options_.log_interval == 0) {
+            const auto now = Clock::now();
+            IterationLog log;
+            log.timestamp = now_timestamp();
+            log.iteration = iteration_;
+            log.train_iters = options_.train_iters;
+            log.consumed_samples = consumed_train_;
+            log.elapsed_ms_per_iteration =
+                std::chrono::duration<double, std::milli>(now - interval_start).count() /
+                double(interval_iters);
+            log.learning_rate = scheduler_.lr();
+            log.global_batch_size = options_.global_batch_size;
+            log.losses = {{"lm loss", interval_loss / double(interval_iters)}};
+            log.grad_norm = r.grad_norm;
+            print_(format_iteration_line(log));
+            if (tensorboard_) {
+                tensorboard_->add_scalar("iteration-time",
+                                         float(log.elapsed_ms_per_iteration / 1e3), iteration_);
+                tensorboard_->flush();
+            }
+            interval_start = now;
+            interval_loss = 0;
+            interval_iters = 0;
+        }
+        if (valid_data && options_.eval_interval > 0 && options_.eval_iters > 0 &&
+            iteration_ % options_.eval_interval == 0)
+            print_evaluation("iteration " + std::to_string(iteration_),
+                             evaluate(*valid_data, consumed_valid_), true);
+        if (options_.exit_interval && iteration_ % *options_.exit_interval == 0)
+            return StopReason::exit_interval;
+        if (options_.exit_duration_in_mins &&
+            std::chrono::duration<double>(Clock::now() - start).count() / 60.0 >
+                *options_.exit_duration_in_mins)
+            return StopReason::exit_duration;
+        if (stop_ && stop_->load()) return StopReason::signal;
+    }
+    return StopReason::finished;
+}
+
+double Trainer::evaluate(const data::GPTSampleDataset& dataset, int64_t& consumed) {
+    const int64_t micro_batches = options_.global_batch_size / options_.micro_batch_size;
+    nn::DropoutContext no_dropout;
+    no_dropout.training = false;
+    data::PretrainingLoader loader(dataset, options_.micro_batch_size, 0, 1, consumed);
+    double loss_sum = 0, tokens = 0;
+    data::GPTBatch batch;
+    for (int64_t i = 0; i < options_.eval_iters * micro_batches; ++i) {
+        MT_CHECK(loader.next(batch), "the ", data::split_name(dataset.split()),
+                 " data ran out after ", loader.consumed_samples(), " samples");
+        Tensor losses = model_.forward(to_batch(batch), no_dropout, nullptr);
+        auto [sum, count] = masked_sums(losses, batch.loss_mask);
+        loss_sum += sum;
+        tokens += count;
+    }
+    consumed = loader.consumed_samples();
+    return tokens > 0 ? loss_sum / tokens : 0.0;
+}
+
+void Trainer::print_evaluation(const std::string& prefix, double loss, bool to_tensorboard) {
+    print_(format_evaluation_block(prefix, "lm loss", loss));
+    if (to_tensorboard && tensorboard_) {
+        tensorboard_->add_scalar("lm loss validation", float(loss), iteration_);
+        tensorboard_->add_scalar("lm loss validation ppl", float(std::exp(std::min(20.0, loss))),
+                                 iteration_);
+        tensorboard_->flush();
+    }
+}
+
+}  // namespace mt::train

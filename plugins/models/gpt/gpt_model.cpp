@@ -1,0 +1,239 @@
+// GptModel: wires the nn modules as Megatron-core's GPTModel does, lists their parameters in
+// Megatron's state-dict order, and initialises them from Philox normals.
+#include "gpt_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+
+#include "mt/error.h"
+#include "mt/kernels/rng.h"
+
+namespace mt::plugins::gpt {
+
+namespace {
+
+// Rows of logits live at once in the output layer: about 16M logits (64 MiB in f32).
+int64_t output_chunk_rows(int64_t vocab) {
+    return std::max<int64_t>(1, (int64_t(1) << 24) / vocab);
+}
+
+nn::TransformerConfig layer_config(const GptConfig& c, DType dtype) {
+    nn::TransformerConfig t;
+    t.hidden_size = c.hidden_size;
+    t.ffn_hidden_size = c.ffn_hidden_size;
+    t.num_attention_heads = c.num_attention_heads;
+    t.num_query_groups = c.num_query_groups;
+    t.kv_channels = c.kv_channels;
+    t.normalization = c.normalization == Normalization::rms_norm ? nn::NormKind::rms_norm
+                                                                 : nn::NormKind::layer_norm;
+    t.norm = ops::NormConfig{float(c.norm_epsilon), c.apply_layernorm_1p};
+    // Megatron: --swiglu is silu on fc1's [gate | up]; otherwise GeLU, fused with the bias in
+    // its tanh form (bias_gelu) unless there is no bias, when it is F.gelu (erf).
+    t.gated_linear_unit = c.swiglu;
+    t.activation = c.swiglu            ? ops::UnaryOp::silu
+                   : c.add_bias_linear ? ops::UnaryOp::gelu
+                                       : ops::UnaryOp::gelu_erf;
+    t.add_bias_linear = c.add_bias_linear;
+    t.add_qkv_bias = c.add_qkv_bias;
+    t.rotary = c.position_embedding == PositionEmbedding::rope;
+    t.rotary_percent = float(c.rotary_percent);
+    t.rotary_base = c.rotary_base;
+    t.hidden_dropout = float(c.hidden_dropout);
+    t.attention_dropout = float(c.attention_dropout);
+    t.dtype = dtype;
+    t.norm_naming = c.transformer_impl == TransformerImpl::local
+                        ? nn::NormNaming::local
+                        : nn::NormNaming::transformer_engine;
+    return t;
+}
+
+const GptConfig& checked(const GptConfig& c, DType dtype) {
+    MT_CHECK(dtype == DType::f32 || dtype == DType::f64, "GptModel: dtype ", dtype_name(dtype),
+             " is not supported (f32 or f64)");
+    MT_CHECK(!c.apply_residual_connection_post_layernorm,
+             "GptModel: not supported yet: --apply-residual-connection-post-layernorm");
+    MT_CHECK(c.tensor_model_parallel_size == 1,
+             "GptModel: not supported yet: --tensor-model-parallel-size ",
+             c.tensor_model_parallel_size, " (the model is built whole, on one rank)");
+    return c;
+}
+
+const Tensor& batch_tensor(const Batch& batch, std::string_view key) {
+    auto it = batch.find(key);
+    MT_CHECK(it != batch.end(), "GptModel: the batch has no \"", key, "\"");
+    return it->second;
+}
+
+// Integer tensor -> its values as int64 (i64 or i32, any contiguity).
+std::vector<int64_t> integers(const Tensor& t, std::string_view key) {
+    Tensor c = t.contiguous();
+    std::vector<int64_t> out(size_t(c.numel()));
+    if (c.dtype() == DType::i64)
+        std::copy_n(c.data<int64_t>(), out.size(), out.begin());
+    else if (c.dtype() == DType::i32)
+        std::copy_n(c.data<int32_t>(), out.size(), out.begin());
+    else
+        MT_FAIL("GptModel: batch \"", key, "\" must be i64 or i32, got ", t.describe());
+    return out;
+}
+
+// Learned positions are looked up at 0..T-1 (nn::Embedding); other position ids come from
+// --reset-position-ids, which needs a position gather by id.
+void check_positions(const Tensor& ids, int64_t B, int64_t T) {
+    MT_CHECK(ids.shape() == Shape({B, T}), "GptModel: position_ids must be [", B, ", ", T,
+             "], got ", ids.describe());
+    std::vector<int64_t> v = integers(ids, "position_ids");
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t t = 0; t < T; ++t)
+            MT_CHECK(v[size_t(b * T + t)] == t,
+                     "GptModel: not supported yet: --reset-position-ids (position_ids[", b, ", ", t,
+                     "] = ", v[size_t(b * T + t)], ")");
+}
+
+// 64-bit FNV-1a of a parameter's name: its Philox stream.
+uint64_t name_hash(const std::string& name) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (unsigned char ch : name) h = (h ^ ch) * 0x100000001b3ull;
+    return h;
+}
+
+// value[i] = std * N(0, 1): each Philox block gives two Box-Muller pairs (four elements).
+template <class T>
+void fill_normal(T* value, int64_t n, double stddev, uint64_t seed, uint64_t stream) {
+    constexpr double kTwoPi = 6.283185307179586476925, k2to32 = 4294967296.0;
+    for (int64_t b = 0; b * 4 < n; ++b) {
+        k::Philox4 w = k::philox4x32_10(k::Philox4{{uint32_t(b), uint32_t(uint64_t(b) >> 32),
+                                                    uint32_t(stream), uint32_t(stream >> 32)}},
+                                        uint32_t(seed), uint32_t(seed >> 32));
+        for (int pair = 0; pair < 2; ++pair) {
+            const double u1 = (double(w.v[2 * pair]) + 0.5) / k2to32;  // in (0, 1): log is finite
+            const double u2 = double(w.v[2 * pair + 1]) / k2to32;
+            const double r = std::sqrt(-2.0 * std::log(u1)) * stddev;
+            const int64_t i = 4 * b + 2 * pair;
+            if (i < n) value[i] = T(r * std::cos(kTwoPi * u2));
+            if (i + 1 < n) value[i + 1] = T(r * std::sin(kTwoPi * u2));
+        }
+    }
+}
+
+template <class T>
+void fill_constant(Tensor& t, double v) {
+    std::fill_n(t.data<T>(), t.numel(), T(v));
+}
+
+}  // namespace
+
+GptModel::GptModel(const GptConfig& config, DType dtype)
+    : config_(checked(config, dtype)),
+      dtype_(dtype),
+      backend_(make_cpu_backend()),
+      embedding_(config.padded_vocab_size, config.hidden_size,
+                 config.position_embedding == PositionEmbedding::learned_absolute
+                     ? config.max_position_embeddings
+                     : 0,
+                 float(config.hidden_dropout), dtype),
+      final_norm_(config.normalization == Normalization::rms_norm ? nn::NormKind::rms_norm
+                                                                  : nn::NormKind::layer_norm,
+                  "decoder.final_layernorm.weight", "decoder.final_layernorm.bias",
+                  config.hidden_size,
+                  ops::NormConfig{float(config.norm_epsilon), config.apply_layernorm_1p}, dtype),
+      output_(config.padded_vocab_size, config.hidden_size,
+              config.untie_embeddings_and_output_weights ? nullptr : &embedding_.word(),
+              output_chunk_rows(config.padded_vocab_size), dtype, *backend_) {
+    const nn::TransformerConfig layer = layer_config(config, dtype);
+    for (int64_t i = 0; i < config.num_layers; ++i)
+        layers_.push_back(std::make_unique<nn::TransformerLayer>(
+            "decoder.layers." + std::to_string(i), layer, *backend_));
+}
+
+std::vector<nn::Parameter*> GptModel::parameters() {
+    std::vector<nn::Parameter*> out;
+    embedding_.collect_parameters(out);
+    const bool te = config_.transformer_impl == TransformerImpl::transformer_engine;
+    for (auto& layer : layers_) {
+        // Megatron-core registers linear_proj before linear_qkv; Transformer Engine's
+        // LayerNormLinear registers its norm before its own weight and bias.
+        if (!te) layer->input_layernorm().collect_parameters(out);
+        layer->self_attention().linear_proj().collect_parameters(out);
+        if (te) layer->input_layernorm().collect_parameters(out);
+        layer->self_attention().linear_qkv().collect_parameters(out);
+        layer->pre_mlp_layernorm().collect_parameters(out);
+        layer->mlp().fc1().collect_parameters(out);
+        layer->mlp().fc2().collect_parameters(out);
+    }
+    final_norm_.collect_parameters(out);
+    output_.collect_parameters(out);
+    return out;
+}
+
+void GptModel::initialize(uint64_t seed) {
+    const double stddev = config_.init_method_std;
+    const double output_stddev = stddev / std::sqrt(2.0 * double(config_.num_layers));
+    for (nn::Parameter* p : parameters()) {
+        const std::string& name = p->name;
+        Tensor& v = p->value;
+        const bool f64 = v.dtype() == DType::f64;
+        if (v.dim() == 1) {
+            // Biases are 0; the only other vectors are norm weights: gamma = 1, stored as
+            // gamma - 1 = 0 with --apply-layernorm-1p.
+            const bool norm_weight = !name.ends_with("bias");
+            const double value = norm_weight && !config_.apply_layernorm_1p ? 1.0 : 0.0;
+            f64 ? fill_constant<double>(v, value) : fill_constant<float>(v, value);
+            continue;
+        }
+        const bool output_projection = name.ends_with(".self_attention.linear_proj.weight") ||
+                                       name.ends_with(".mlp.linear_fc2.weight");
+        const double s = output_projection ? output_stddev : stddev;
+        if (f64)
+            fill_normal(v.data<double>(), v.numel(), s, seed, name_hash(name));
+        else
+            fill_normal(v.data<float>(), v.numel(), s, seed, name_hash(name));
+    }
+}
+
+Tensor GptModel::forward(const Batch& batch, nn::DropoutContext& dropout,
+                         std::unique_ptr<Activations>* saved) {
+    const Tensor& tokens = batch_tensor(batch, "tokens");
+    const Tensor& labels = batch_tensor(batch, "labels");
+    MT_CHECK(tokens.dim() == 2, "GptModel: tokens must be [B, T], got ", tokens.describe());
+    MT_CHECK(labels.shape() == tokens.shape(), "GptModel: labels ", labels.describe(),
+             " must match tokens ", tokens.describe());
+    const int64_t B = tokens.size(0), T = tokens.size(1);
+    if (auto it = batch.find("position_ids");
+        it != batch.end() && config_.position_embedding == PositionEmbedding::learned_absolute)
+        check_positions(it->second, B, T);
+    if (auto it = batch.find("document_start"); it != batch.end()) {
+        std::vector<int64_t> starts = integers(it->second, "document_start");
+        MT_CHECK(std::all_of(starts.begin(), starts.end(), [](int64_t s) { return s == 0; }),
+                 "GptModel: not supported yet: --reset-attention-mask (the batch marks document "
+                 "starts; attention is causal over the whole sequence)");
+    }
+
+    std::unique_ptr<GptActivations> acts;
+    if (saved) {
+        acts = std::make_unique<GptActivations>();
+        acts->layers.resize(layers_.size());
+    }
+    Tensor h = embedding_.forward(tokens, dropout, acts ? &acts->embedding : nullptr);
+    for (size_t i = 0; i < layers_.size(); ++i)
+        h = layers_[i]->forward(h, dropout, acts ? &acts->layers[i] : nullptr);
+    h = final_norm_.forward(h, acts ? &acts->final_norm : nullptr);
+    Tensor losses = output_.forward(h, labels, acts ? &acts->output : nullptr);
+    if (saved) *saved = std::move(acts);
+    return losses;
+}
+
+void GptModel::backward(const Tensor& dlosses, const Activations& saved) {
+    const auto* acts = dynamic_cast<const GptActivations*>(&saved);
+    MT_CHECK(acts != nullptr && acts->layers.size() == layers_.size(),
+             "GptModel: backward needs the activations of this model's forward");
+    MT_CHECK(dlosses.dtype() == dtype_, "GptModel: dlosses must be ", dtype_name(dtype_), ", got ",
+             dlosses.describe());
+    Tensor dh = output_.backward(dlosses, acts->output);
+    dh = final_norm_.backward(dh, acts->final_norm);
+    for (size_t i = layers_.size(); i-- > 0;) dh = layers_[i]->backward(dh, acts->layers[i]);
+    embedding_.backward(dh, acts->embedding);
+}
+
+}  // namespace mt::plugins::gpt

@@ -1,0 +1,67 @@
+// GptModel: Megatron-core's GPTModel on the CPU backend for training: embedding (word + learned
+// positions, embedding dropout) -> num_layers pre-norm TransformerLayers -> final norm -> output
+// layer fused with per-token cross-entropy over the padded vocabulary.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "gpt_config.h"
+#include "mt/backend.h"
+#include "mt/model.h"
+#include "mt/nn/embedding.h"
+#include "mt/nn/norm.h"
+#include "mt/nn/output_loss.h"
+#include "mt/nn/transformer_layer.h"
+
+namespace mt::plugins::gpt {
+
+// What GptModel::forward keeps for its backward: every module's Saved.
+struct GptActivations final : Activations {
+    nn::Embedding::Saved embedding;
+    std::vector<nn::TransformerLayer::Saved> layers;
+    nn::Norm::Saved final_norm;
+    nn::OutputLoss::Saved output;
+};
+
+// Not thread-safe: forward/backward of one instance run one at a time (backward writes grads).
+// The model must not move after construction (the tied output layer points at the embedding),
+// hence no copy or move.
+class GptModel final : public Model {
+  public:
+    // Parameters allocated (zero) in `dtype`: f32 for training; f64 lets tests check gradients
+    // with finite differences. Throws mt::Error for configurations not implemented yet.
+    explicit GptModel(const GptConfig& config, DType dtype = DType::f32);
+    GptModel(const GptModel&) = delete;
+    GptModel& operator=(const GptModel&) = delete;
+
+    // Exactly gpt_parameters(config): same names, order, shapes, shard specs, decay flags.
+    std::vector<nn::Parameter*> parameters() override;
+    // Megatron's scheme: weights N(0, init_method_std), linear_proj and linear_fc2 weights
+    // N(0, init_method_std / sqrt(2 num_layers)), biases 0, norm weights 1 (0 with
+    // --apply-layernorm-1p). Normals come from Philox-4x32-10 (key = seed, counter = element
+    // index and a hash of the parameter's name) through Box-Muller, so they depend only on
+    // (seed, name, index); they cannot equal PyTorch's draws.
+    void initialize(uint64_t seed) override;
+    // batch: "tokens", "labels" (i64 [B, T]), "position_ids" (i64 [B, T], optional; with learned
+    // positions it must be 0..T-1 on every row), "document_start" (optional, all zeros).
+    // Returns the unmasked per-token losses [B, T] in the model's dtype.
+    Tensor forward(const Batch& batch, nn::DropoutContext& dropout,
+                   std::unique_ptr<Activations>* saved) override;
+    // dlosses [B, T] in the model's dtype; saved from this model's forward.
+    void backward(const Tensor& dlosses, const Activations& saved) override;
+
+    const GptConfig& config() const { return config_; }
+
+  private:
+    GptConfig config_;
+    DType dtype_;
+    std::unique_ptr<Backend> backend_;
+    nn::Embedding embedding_;
+    std::vector<std::unique_ptr<nn::TransformerLayer>> layers_;
+    nn::Norm final_norm_;
+    nn::OutputLoss output_;
+};
+
+}  // namespace mt::plugins::gpt

@@ -1,0 +1,466 @@
+// GptModel: its parameters equal gpt_parameters() one to one (both --transformer-impl
+// namings), the whole model's backward equals central finite differences in f64 (with dropout
+// replayed), the f32 model equals a PyTorch reference of Megatron's GPT (losses and gradients,
+// tests/fixtures/gpt/make_model_fixtures.py), and Megatron's initialisation scheme.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "gpt_model.h"
+#include "gpt_parameters.h"
+#include "mt/nn/parameter.h"
+#include "mt/registry.h"
+#include "register.h"
+#include "test_support.h"
+
+namespace mt::plugins::gpt {
+namespace {
+
+ModelArgs gpt2_args() {
+    return {{"num-layers", "2"},
+            {"hidden-size", "16"},
+            {"num-attention-heads", "4"},
+            {"seq-length", "8"},
+            {"max-position-embeddings", "8"},
+            {"vocab-size", "50"},
+            {"make-vocab-size-divisible-by", "16"}};
+}
+
+ModelArgs llama_args() {
+    ModelArgs a = gpt2_args();
+    a["normalization"] = "RMSNorm";
+    a["position-embedding-type"] = "rope";
+    a["swiglu"] = "";
+    a["ffn-hidden-size"] = "24";
+    a["group-query-attention"] = "";
+    a["num-query-groups"] = "2";
+    a["disable-bias-linear"] = "";
+    a["untie-embeddings-and-output-weights"] = "";
+    return a;
+}
+
+ModelArgs odd_args() {
+    ModelArgs a = gpt2_args();
+    a["num-layers"] = "1";
+    a["kv-channels"] = "6";
+    a["ffn-hidden-size"] = "20";
+    a["disable-bias-linear"] = "";
+    a["add-qkv-bias"] = "";
+    a["position-embedding-type"] = "none";
+    a["apply-layernorm-1p"] = "";
+    return a;
+}
+
+ModelArgs with(ModelArgs a, const std::string& key, const std::string& value) {
+    a[key] = value;
+    return a;
+}
+
+Tensor i64_tensor(const std::vector<int64_t>& v, int64_t B, int64_t T) {
+    Tensor t = Tensor::empty({B, T}, DType::i64);
+    std::copy(v.begin(), v.end(), t.data<int64_t>());
+    return t;
+}
+
+Tensor positions(int64_t B, int64_t T) {
+    std::vector<int64_t> v;
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t t = 0; t < T; ++t) v.push_back(t);
+    return i64_tensor(v, B, T);
+}
+
+double at(const Tensor& t, int64_t i) {
+    return t.dtype() == DType::f64 ? t.data<double>()[i] : double(t.data<float>()[i]);
+}
+
+void set(Tensor& t, int64_t i, double v) {
+    if (t.dtype() == DType::f64)
+        t.data<double>()[i] = v;
+    else
+        t.data<float>()[i] = float(v);
+}
+
+TEST(GptModel, ParametersAreGptParametersOneToOne) {
+    for (const ModelArgs& base : {gpt2_args(), llama_args(), odd_args()}) {
+        for (const char* impl : {"local", "transformer_engine"}) {
+            const GptConfig config = gpt_config_from_args(with(base, "transformer-impl", impl));
+            GptModel model(config);
+            const auto params = model.parameters();
+            const auto infos = gpt_parameters(config);
+            ASSERT_EQ(params.size(), infos.size()) << impl;
+            std::set<const nn::Parameter*> distinct(params.begin(), params.end());
+            EXPECT_EQ(distinct.size(), params.size());
+            for (size_t i = 0; i < params.size(); ++i) {
+                const auto& p = *params[i];
+                const auto& info = infos[i];
+                EXPECT_EQ(p.name, info.name) << impl << " entry " << i;
+                EXPECT_EQ(p.value.shape(), info.shape) << info.name;
+                EXPECT_EQ(p.grad.shape(), info.shape) << info.name;
+                EXPECT_EQ(p.value.dtype(), info.dtype) << info.name;
+                EXPECT_EQ(p.shard.kind, info.shard.kind) << info.name;
+                EXPECT_EQ(p.shard.partition_dim, info.shard.partition_dim) << info.name;
+                EXPECT_EQ(p.shard.num_groups, info.shard.num_groups) << info.name;
+                EXPECT_EQ(p.weight_decay, info.weight_decay) << info.name;
+            }
+        }
+    }
+}
+
+TEST(GptModel, TransformerEngineNamesInRegistrationOrder) {
+    GptModel model(gpt_config_from_args(gpt2_args()));  // transformer_engine is the default
+    std::vector<std::string> names;
+    for (auto* p : model.parameters())
+        if (p->name.starts_with("decoder.layers.0.")) names.push_back(p->name.substr(17));
+    const std::vector<std::string> want = {"self_attention.linear_proj.weight",
+                                           "self_attention.linear_proj.bias",
+                                           "self_attention.linear_qkv.layer_norm_weight",
+                                           "self_attention.linear_qkv.layer_norm_bias",
+                                           "self_attention.linear_qkv.weight",
+                                           "self_attention.linear_qkv.bias",
+                                           "mlp.linear_fc1.layer_norm_weight",
+                                           "mlp.linear_fc1.layer_norm_bias",
+                                           "mlp.linear_fc1.weight",
+                                           "mlp.linear_fc1.bias",
+                                           "mlp.linear_fc2.weight",
+                                           "mlp.linear_fc2.bias"};
+    EXPECT_EQ(names, want);
+    auto error = mt::test::error_of(
+        [] { gpt_config_from_args(with(gpt2_args(), "transformer-impl", "fast")); });
+    EXPECT_NE(error.find("--transformer-impl fast"), std::string::npos) << error;
+}
+
+// L = sum w[b, t] loss[b, t] for the f64 model, replaying the same dropout masks every call.
+struct Objective {
+    GptModel& model;
+    Batch batch;
+    std::vector<double> w;
+    double operator()() {
+        nn::DropoutContext ctx{true, 7, 0};
+        Tensor losses = model.forward(batch, ctx, nullptr);
+        double sum = 0;
+        for (int64_t i = 0; i < losses.numel(); ++i) sum += w[size_t(i)] * at(losses, i);
+        return sum;
+    }
+};
+
+void check_finite_differences(const ModelArgs& args) {
+    GptModel model(gpt_config_from_args(args), DType::f64);
+    model.initialize(3);
+    // Larger weights than Megatron's 0.02 so every path contributes visibly.
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<double> uniform(-0.5, 0.5);
+    for (auto* p : model.parameters())
+        for (int64_t i = 0; i < p->value.numel(); ++i)
+            set(p->value, i, at(p->value, i) * 10 + (p->value.dim() == 1 ? uniform(rng) : 0));
+    const int64_t B = 2, T = 5, V = 50;
+    std::uniform_int_distribution<int64_t> token(0, V - 1);
+    std::vector<int64_t> tokens, labels;
+    for (int64_t i = 0; i < B * T; ++i) {
+        tokens.push_back(token(rng));
+        labels.push_back(token(rng));
+    }
+    Objective objective{model,
+                        {{"tokens", i64_tensor(tokens, B, T)},
+                         {"labels", i64_tensor(labels, B, T)},
+                         {"position_ids", positions(B, T)}},
+                        {}};
+    Tensor dlosses = Tensor::empty({B, T}, DType::f64);
+    for (int64_t i = 0; i < B * T; ++i) {
+        objective.w.push_back(uniform(rng) + 1.0);
+        dlosses.data<double>()[i] = objective.w.back();
+    }
+
+    nn::DropoutContext ctx{true, 7, 0};
+    std::unique_ptr<Activations> saved;
+    model.forward(objective.batch, ctx, &saved);
+    model.backward(dlosses, *saved);
+
+    const double h = 1e-5;
+    for (auto* p : model.parameters()) {
+        double scale = 0;
+        for (int64_t i = 0; i < p->grad.numel(); ++i)
+            scale = std::max(scale, std::fabs(at(p->grad, i)));
+        // Every element of small parameters; a spread of 40 of the large ones.
+        const int64_t n = p->value.numel(), step = std::max<int64_t>(1, n / 40);
+        for (int64_t i = 0; i < n; i += step) {
+            const double v = at(p->value, i);
+            set(p->value, i, v + h);
+            const double up = objective();
+            set(p->value, i, v - h);
+            const double down = objective();
+            set(p->value, i, v);
+            const double numeric = (up - down) / (2 * h), analytic = at(p->grad, i);
+            EXPECT_NEAR(analytic, numeric, 1e-6 * (1 + scale) + 1e-5 * std::fabs(numeric))
+                << p->name << "[" << i << "]";
+        }
+    }
+}
+
+TEST(GptModel, BackwardMatchesFiniteDifferencesGpt2Style) {
+    check_finite_differences(
+        with(with(gpt2_args(), "hidden-dropout", "0.2"), "attention-dropout", "0.2"));
+}
+
+TEST(GptModel, BackwardMatchesFiniteDifferencesLlamaStyle) {
+    check_finite_differences(with(llama_args(), "hidden-dropout", "0.2"));
+}
+
+TEST(GptModel, BackwardMatchesFiniteDifferencesOddSizes) {
+    check_finite_differences(with(odd_args(), "transformer-impl", "local"));
+}
+
+// --- PyTorch reference (tests/fixtures/gpt/make_model_fixtures.py) -------------------------
+
+uint64_t fnv1a64(const std::string& s) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+    return h;
+}
+
+uint64_t mix(uint64_t base, uint64_t i) {
+    uint64_t x = base + i * 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+// The fixture's weight formula (see the script's docstring), float32 on both sides.
+void fill_fixture_weight(nn::Parameter& p) {
+    const uint64_t base = fnv1a64(p.name);
+    float* v = p.value.data<float>();
+    for (int64_t i = 0; i < p.value.numel(); ++i) {
+        const float u = float(int64_t(mix(base, uint64_t(i)) >> 40) - (1 << 23)) / float(1 << 23);
+        if (p.value.dim() > 1)
+            v[i] = u * 0.25f;
+        else if (p.name.ends_with("bias"))
+            v[i] = u * 0.125f;
+        else
+            v[i] = 1.0f + u * 0.125f;
+    }
+}
+
+struct GradRecord {
+    int64_t numel = 0;
+    double max_abs = 0, sum_abs = 0, signed_sum = 0;
+    std::vector<std::pair<int64_t, double>> samples;
+};
+
+struct Reference {
+    ModelArgs args;
+    std::map<std::string, std::vector<double>> vectors;  // tokens, labels, loss_weights, losses
+    std::map<std::string, GradRecord> grads;
+};
+
+Reference load_reference(const std::string& file) {
+    std::ifstream in(mt::test::fixtures_dir() / "gpt" / file);
+    EXPECT_TRUE(in) << "missing tests/fixtures/gpt/" << file;
+    Reference r;
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream s(line);
+        std::string kind;
+        s >> kind;
+        if (kind == "config") {
+            std::string kv;
+            while (s >> kv) r.args[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+        } else if (kind == "grad") {
+            std::string name;
+            GradRecord g;
+            size_t samples = 0;
+            s >> name >> g.numel >> g.max_abs >> g.sum_abs >> g.signed_sum >> samples;
+            for (size_t k = 0; k < samples && std::getline(in, line); ++k) {
+                std::istringstream e(line);
+                int64_t i;
+                double v;
+                e >> i >> v;
+                g.samples.emplace_back(i, v);
+            }
+            r.grads[name] = std::move(g);
+        } else {
+            size_t n = 0;
+            s >> n;
+            std::vector<double>& v = r.vectors[kind];
+            v.resize(n);
+            for (double& x : v) s >> x;
+        }
+    }
+    return r;
+}
+
+// torch_reference_test's rule: within 1e-5 of the element plus the tensor's largest element.
+bool close(double got, double want, double scale) {
+    return std::fabs(got - want) <= 1e-5 * (std::fabs(want) + scale);
+}
+
+void check_reference(const std::string& file) {
+    const Reference ref = load_reference(file);
+    const int64_t B = 2, T = 16;
+    GptModel model(gpt_config_from_args(ref.args));
+    const auto params = model.parameters();
+    ASSERT_EQ(params.size(), ref.grads.size());
+    for (auto* p : params) {
+        ASSERT_TRUE(ref.grads.count(p->name)) << p->name << " is not in " << file;
+        ASSERT_EQ(p->value.numel(), ref.grads.at(p->name).numel) << p->name;
+        fill_fixture_weight(*p);
+    }
+    auto ints = [&](const char* key) {
+        std::vector<int64_t> v;
+        for (double x : ref.vectors.at(key)) v.push_back(int64_t(x));
+        return i64_tensor(v, B, T);
+    };
+    Batch batch = {{"tokens", ints("tokens")},
+                   {"labels", ints("labels")},
+                   {"position_ids", positions(B, T)},
+                   {"loss_mask", Tensor::zeros({B, T}, DType::f32)}};
+    nn::DropoutContext ctx{true, 0, 0};
+    std::unique_ptr<Activations> saved;
+    Tensor losses = model.forward(batch, ctx, &saved);
+    const auto& want = ref.vectors.at("losses");
+    double loss_scale = *std::max_element(want.begin(), want.end());
+    for (int64_t i = 0; i < B * T; ++i)
+        EXPECT_TRUE(close(at(losses, i), want[size_t(i)], loss_scale))
+            << file << " loss " << i << ": " << at(losses, i) << " vs torch " << want[size_t(i)];
+
+    Tensor dlosses = Tensor::empty({B, T}, DType::f32);
+    for (int64_t i = 0; i < B * T; ++i) set(dlosses, i, ref.vectors.at("loss_weights")[size_t(i)]);
+    model.backward(dlosses, *saved);
+    for (auto* p : params) {
+        const GradRecord& g = ref.grads.at(p->name);
+        const int64_t n = p->grad.numel();
+        const uint64_t sign_base = fnv1a64("sign." + p->name);
+        double max_abs = 0, sum_abs = 0, signed_sum = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            const double v = at(p->grad, i);
+            max_abs = std::max(max_abs, std::fabs(v));
+            sum_abs += std::fabs(v);
+            signed_sum += (mix(sign_base, uint64_t(i)) & 1) ? v : -v;
+        }
+        EXPECT_TRUE(close(max_abs, g.max_abs, 0))
+            << p->name << " max |g| " << max_abs << " vs " << g.max_abs;
+        EXPECT_TRUE(close(sum_abs, g.sum_abs, 0))
+            << p->name << " sum |g| " << sum_abs << " vs " << g.sum_abs;
+        // Each element within 1e-5 relative: the signed sum within 1e-5 of sum |g|.
+        EXPECT_TRUE(close(signed_sum, g.signed_sum, g.sum_abs))
+            << p->name << " signed sum " << signed_sum << " vs " << g.signed_sum;
+        int reported = 0;
+        for (auto [i, v] : g.samples)
+            if (!close(at(p->grad, i), v, g.max_abs) && reported++ < 5)
+                ADD_FAILURE() << file << " grad " << p->name << "[" << i << "]: " << at(p->grad, i)
+                              << " vs torch " << v;
+    }
+}
+
+TEST(GptModel, MatchesPyTorchGpt2Style) {
+    check_reference("model_gpt2.txt");
+}
+
+TEST(GptModel, MatchesPyTorchLlamaStyle) {
+    check_reference("model_llama.txt");
+}
+
+// --- batch checks, initialisation, the family --------------------------------------------
+
+TEST(GptModel, RejectsWhatIsNotSupportedYet) {
+    GptModel model(gpt_config_from_args(gpt2_args()));
+    const int64_t B = 1, T = 4;
+    Batch batch = {{"tokens", i64_tensor({1, 2, 3, 4}, B, T)},
+                   {"labels", i64_tensor({2, 3, 4, 5}, B, T)},
+                   {"position_ids", positions(B, T)}};
+    nn::DropoutContext ctx{false, 0, 0};
+    Tensor starts = Tensor::zeros({B, T}, DType::i32);
+    batch["document_start"] = starts;
+    EXPECT_EQ(model.forward(batch, ctx, nullptr).shape(), (Shape{B, T}));  // all zeros: fine
+    starts.data<int32_t>()[2] = 1;
+    auto error = mt::test::error_of([&] { model.forward(batch, ctx, nullptr); });
+    EXPECT_NE(error.find("not supported yet: --reset-attention-mask"), std::string::npos) << error;
+    batch.erase("document_start");
+    batch["position_ids"] = i64_tensor({0, 1, 0, 1}, B, T);
+    error = mt::test::error_of([&] { model.forward(batch, ctx, nullptr); });
+    EXPECT_NE(error.find("not supported yet: --reset-position-ids"), std::string::npos) << error;
+    batch.erase("labels");
+    error = mt::test::error_of([&] { model.forward(batch, ctx, nullptr); });
+    EXPECT_NE(error.find("\"labels\""), std::string::npos) << error;
+    error = mt::test::error_of([] {
+        GptModel m(gpt_config_from_args(
+            with(gpt2_args(), "apply-residual-connection-post-layernorm", "")));
+    });
+    EXPECT_NE(error.find("--apply-residual-connection-post-layernorm"), std::string::npos) << error;
+}
+
+TEST(GptModel, InitializeFollowsMegatronsScheme) {
+    ModelArgs args = with(with(gpt2_args(), "hidden-size", "64"), "init-method-std", "0.05");
+    GptModel model(gpt_config_from_args(args));
+    model.initialize(1234);
+    const double std_out = 0.05 / std::sqrt(2.0 * 2);
+    for (auto* p : model.parameters()) {
+        const Tensor& v = p->value;
+        double sum = 0, sq = 0;
+        for (int64_t i = 0; i < v.numel(); ++i) {
+            sum += at(v, i);
+            sq += at(v, i) * at(v, i);
+        }
+        const double n = double(v.numel()), mean = sum / n, sd = std::sqrt(sq / n - mean * mean);
+        if (v.dim() == 1) {
+            const double want = p->name.ends_with("bias") ? 0.0 : 1.0;
+            EXPECT_EQ(mean, want) << p->name;
+            EXPECT_EQ(sd, 0.0) << p->name;
+            continue;
+        }
+        const bool scaled =
+            p->name.ends_with("linear_proj.weight") || p->name.ends_with("linear_fc2.weight");
+        const double want = scaled ? std_out : 0.05;
+        EXPECT_NEAR(sd, want, 5 * want / std::sqrt(n) + 0.01 * want) << p->name;
+        EXPECT_NEAR(mean, 0.0, 5 * want / std::sqrt(n)) << p->name;
+    }
+    // Deterministic in the seed, and a different seed draws differently.
+    GptModel same(gpt_config_from_args(args)), other(gpt_config_from_args(args));
+    same.initialize(1234);
+    other.initialize(1235);
+    const Tensor& a = model.parameters()[0]->value;
+    EXPECT_EQ(std::memcmp(a.raw_data(), same.parameters()[0]->value.raw_data(), a.nbytes()), 0);
+    EXPECT_NE(std::memcmp(a.raw_data(), other.parameters()[0]->value.raw_data(), a.nbytes()), 0);
+
+    GptModel one_p(gpt_config_from_args(with(args, "apply-layernorm-1p", "")));
+    one_p.initialize(1);
+    for (auto* p : one_p.parameters()) {
+        if (p->value.dim() == 1) {
+            EXPECT_EQ(at(p->value, 0), 0.0) << p->name;
+        }
+    }
+}
+
+TEST(GptModel, FamilyBuildsIt) {
+    Registry registry;
+    register_gpt(registry);
+    auto family = registry.create_model("gpt");
+    auto model = family->build(llama_args());
+    const auto infos = family->parameters(llama_args());
+    const auto params = model->parameters();
+    ASSERT_EQ(params.size(), infos.size());
+    for (size_t i = 0; i < params.size(); ++i) EXPECT_EQ(params[i]->name, infos[i].name);
+    model->initialize(5);
+    const int64_t B = 2, T = 8;
+    std::vector<int64_t> ids(size_t(B * T), 3);
+    Batch batch = {{"tokens", i64_tensor(ids, B, T)}, {"labels", i64_tensor(ids, B, T)}};
+    nn::DropoutContext ctx{true, 1, 0};
+    std::unique_ptr<Activations> saved;
+    Tensor with_saved = model->forward(batch, ctx, &saved);
+    // Near-uniform logits at initialisation: loss ~ log(padded vocabulary).
+    EXPECT_NEAR(at(with_saved, 0), std::log(64.0), 0.1);
+    Tensor dl = Tensor::zeros({B, T}, DType::f32);
+    set(dl, 0, 1.0);
+    model->backward(dl, *saved);
+    double norm = 0;
+    for (auto* p : params)
+        for (int64_t i = 0; i < p->grad.numel(); ++i) norm += at(p->grad, i) * at(p->grad, i);
+    EXPECT_GT(norm, 0.0);
+}
+
+}  // namespace
+}  // namespace mt::plugins::gpt

@@ -1,0 +1,123 @@
+// megatron-train through its binary on a small corpus preprocessed by megatron-preprocess with
+// the committed GPT-2 tiny vocabulary: Megatron's log lines, evaluation, TensorBoard files,
+// the exit conditions, and clear errors for what is not supported yet.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+using mt::test::run_command;
+using mt::test::TempDir;
+
+namespace {
+
+std::string q(const fs::path& p) {
+    return "'" + p.string() + "'";
+}
+
+// A corpus of numbered English sentences, tokenized into <dir>/corpus_text_document.
+std::string make_dataset(const TempDir& dir) {
+    std::string jsonl;
+    for (int d = 0; d < 200; ++d) {
+        std::string text;
+        for (int s = 0; s < 6; ++s)
+            text += "Sentence " + std::to_string(s) + " of document " + std::to_string(d) +
+                    " talks about the number " + std::to_string(d * 7 % 13) + ". ";
+        jsonl += "{\"text\": \"" + text + "\"}\n";
+    }
+    mt::test::write_file(dir / "corpus.jsonl", jsonl);
+    fs::path vocab = mt::test::fixtures_dir() / "gpt2-tiny";
+    auto r =
+        run_command(mt::test::tool_path("megatron-preprocess").string() + " --input " +
+                    q(dir / "corpus.jsonl") + " --output-prefix " + q(dir / "corpus") +
+                    " --tokenizer-type GPT2BPETokenizer --vocab-file " + q(vocab / "vocab.json") +
+                    " --merge-file " + q(vocab / "merges.txt") + " --append-eod");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return (dir / "corpus_text_document").string();
+}
+
+std::string train_command(const TempDir& dir, const std::string& data) {
+    fs::path vocab = mt::test::fixtures_dir() / "gpt2-tiny";
+    return mt::test::tool_path("megatron-train").string() +
+           " --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32"
+           " --max-position-embeddings 32 --micro-batch-size 2 --global-batch-size 4"
+           " --lr 1e-3 --min-lr 1e-4 --lr-decay-style cosine --lr-warmup-iters 2"
+           " --tokenizer-type GPT2BPETokenizer --vocab-file " +
+           q(vocab / "vocab.json") + " --merge-file " + q(vocab / "merges.txt") + " --data-path " +
+           q(data) + " --split 90,8,2 --data-cache-path " + q(dir / "cache") +
+           " --attention-dropout 0 --hidden-dropout 0";
+}
+
+TEST(Train, TrainsWithMegatronsLogLinesEvaluationAndTensorBoard) {
+    TempDir dir;
+    std::string data = make_dataset(dir);
+    auto r = run_command(train_command(dir, data) +
+                         " --train-iters 8 --log-interval 2 --eval-interval 4 --eval-iters 2"
+                         " --tensorboard-dir " +
+                         q(dir / "tb"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    std::regex line(
+        R"( \[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] iteration        8/       8 \| consumed samples:           32 \| elapsed time per iteration \(ms\): [0-9.]+ \| learning rate: [0-9.]+E-0[0-9] \| global batch size:     4 \| lm loss: [0-9.]+E\+00 \| loss scale: 1\.0 \| grad norm: [0-9.]+ \| number of skipped iterations:   0 \| number of nan iterations:   0 \|)");
+    EXPECT_TRUE(std::regex_search(r.output, line)) << r.output;
+    EXPECT_NE(r.output.find(" validation loss at iteration 4 | lm loss value: "), std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find(" validation loss at iteration 8 on validation set | "),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find(" validation loss at iteration 8 on test set | "), std::string::npos)
+        << r.output;
+    // The loss goes down from the first logged interval to the last.
+    std::regex loss(R"(lm loss: ([0-9.]+E[-+][0-9]+) \|)");
+    std::vector<double> losses;
+    for (auto it = std::sregex_iterator(r.output.begin(), r.output.end(), loss);
+         it != std::sregex_iterator(); ++it)
+        losses.push_back(std::stod((*it)[1]));
+    ASSERT_EQ(losses.size(), 4u) << r.output;
+    EXPECT_LT(losses.back(), losses.front());
+    ASSERT_TRUE(fs::exists(dir / "tb"));
+    EXPECT_FALSE(fs::is_empty(dir / "tb"));
+    // Megatron's index cache was written where --data-cache-path says.
+    EXPECT_FALSE(fs::is_empty(dir / "cache"));
+
+    // Same seed, same losses.
+    auto again = run_command(train_command(dir, data) +
+                             " --train-iters 8 --log-interval 2 --eval-interval 4 --eval-iters 2");
+    ASSERT_EQ(again.exit_code, 0) << again.output;
+    std::vector<double> losses2;
+    for (auto it = std::sregex_iterator(again.output.begin(), again.output.end(), loss);
+         it != std::sregex_iterator(); ++it)
+        losses2.push_back(std::stod((*it)[1]));
+    EXPECT_EQ(losses, losses2);
+}
+
+TEST(Train, ExitIntervalAndUnsupportedFlags) {
+    TempDir dir;
+    std::string data = make_dataset(dir);
+    auto r = run_command(train_command(dir, data) +
+                         " --train-iters 10 --log-interval 1 --eval-iters 0 --exit-interval 3");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("iteration        3/      10"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("iteration        4/      10"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("exiting program at iteration 3"), std::string::npos) << r.output;
+
+    for (const auto& [flag, message] : std::vector<std::pair<std::string, std::string>>{
+             {"--save " + q(dir / "ckpt"), "--save: not supported yet: checkpoint saving"},
+             {"--bf16", "--bf16: not supported yet"},
+             {"--tensor-model-parallel-size 2",
+              "--tensor-model-parallel-size 2: not supported yet"},
+             {"--normalization BatchNorm", "--normalization BatchNorm: supported are"}}) {
+        auto bad = run_command(train_command(dir, data) + " --train-iters 2 " + flag);
+        EXPECT_EQ(bad.exit_code, 1) << flag << "\n" << bad.output;
+        EXPECT_NE(bad.output.find(message), std::string::npos) << flag << "\n" << bad.output;
+    }
+    auto usage = run_command(mt::test::tool_path("megatron-train").string() + " --help");
+    EXPECT_EQ(usage.exit_code, 0);
+    for (const char* flag : {"--num-layers", "--micro-batch-size", "--lr-decay-style",
+                             "--data-path", "--tensorboard-dir", "--swiglu", "--tokenizer-type"})
+        EXPECT_NE(usage.output.find(flag), std::string::npos) << flag;
+}
+
+}  // namespace

@@ -1,0 +1,167 @@
+// megatron-train: Megatron-LM's pretrain_gpt.py in C++ (same flags, same data order, same
+// schedule and log lines), on one CPU process for now.
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+#include "mt/cli/flags.h"
+#include "mt/cli/tool.h"
+#include "mt/data/gpt_dataset_builder.h"
+#include "mt/data/tokenizer_identity.h"
+#include "mt/error.h"
+#include "mt/io/tensorboard_writer.h"
+#include "mt/model.h"
+#include "mt/nn/parameter.h"
+#include "mt/plugin_loader.h"
+#include "mt/registry.h"
+#include "mt/tokenizer.h"
+#include "training_flags.h"
+
+namespace {
+
+std::atomic<bool> g_sigterm{false};
+void on_sigterm(int) {
+    g_sigterm = true;
+}
+
+// The value of `--flag X` or `--flag=X` in argv (the model and plugin flags are needed before
+// parsing, to know the model family's own flags).
+std::vector<std::string> scan_flag(int argc, char** argv, const std::string& flag) {
+    std::vector<std::string> values;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == flag && i + 1 < argc)
+            values.push_back(argv[++i]);
+        else if (a.rfind(flag + "=", 0) == 0)
+            values.push_back(a.substr(flag.size() + 1));
+    }
+    return values;
+}
+
+mt::data::GPTDatasetConfig dataset_config(const mt::train_tool::TrainingFlags& f,
+                                          const mt::cli::TokenizerFlags& tf,
+                                          const mt::Tokenizer& tokenizer, int64_t seq_length) {
+    mt::data::GPTDatasetConfig c;
+    c.random_seed = static_cast<uint32_t>(f.seed);
+    c.sequence_length = seq_length;
+    if (!f.data_path.empty()) c.blend = mt::data::get_blend_from_list(f.data_path);
+    const std::vector<std::string>* per_split[] = {&f.train_data_path, &f.valid_data_path,
+                                                   &f.test_data_path};
+    for (int s = 0; s < mt::data::kNumSplits; ++s)
+        if (!per_split[s]->empty())
+            c.blend_per_split[s] = mt::data::get_blend_from_list(*per_split[s]);
+    c.split = f.split;
+    c.path_to_cache = f.data_cache_path;
+    c.reset_position_ids = f.reset_position_ids;
+    c.reset_attention_mask = f.reset_attention_mask;
+    c.eod_mask_loss = f.eod_mask_loss;
+    c.eod_id = tokenizer.eod();
+    c.pad_id = tokenizer.special_ids().pad.value_or(-1);
+    c.tokenizer = mt::data::tokenizer_identity(tf.type, tf.options);
+    return c;
+}
+
+int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFlags& tf,
+          const mt::ModelFamily& family, mt::ModelArgs model_args) {
+    auto tokenizer = mt::Registry::global().create_tokenizer(tf.type, tf.options);
+    std::printf("> building %s tokenizer (vocabulary %lld) ...\n", tf.type.c_str(),
+                static_cast<long long>(tokenizer->vocab_size()));
+    model_args["vocab-size"] = std::to_string(tokenizer->vocab_size());
+    MT_CHECK(model_args.count("seq-length"), "--seq-length is required for training");
+    const int64_t seq_length = std::stoll(model_args.at("seq-length"));
+
+    auto model = family.build(model_args);
+    model->initialize(static_cast<uint64_t>(flags.seed));
+    int64_t num_params = 0;
+    for (auto* p : model->parameters()) num_params += p->value.numel();
+    std::printf(" > number of parameters: %lld\n", static_cast<long long>(num_params));
+
+    auto options = mt::train_tool::trainer_options(flags);
+    auto sizes = mt::data::train_valid_test_num_samples(
+        flags.schedule.train_samples, options.train_iters, options.global_batch_size,
+        options.eval_interval, options.eval_iters);
+    std::array<std::optional<int64_t>, mt::data::kNumSplits> requested;
+    for (int s = 0; s < mt::data::kNumSplits; ++s) requested[s] = sizes[s];
+    auto datasets =
+        mt::data::build_gpt_datasets(dataset_config(flags, tf, *tokenizer, seq_length), requested);
+    MT_CHECK(datasets[0], "the split gives no training data");
+    const auto* valid = options.eval_iters > 0 ? datasets[1].get() : nullptr;
+    const auto* test = options.eval_iters > 0 ? datasets[2].get() : nullptr;
+
+    mt::optim::Optimizer optimizer(model->parameters(), flags.optimizer_config);
+    mt::optim::LrScheduler scheduler(mt::train_tool::schedule_config(flags));
+    mt::train::Trainer trainer(*model, optimizer, scheduler, options, [](const std::string& line) {
+        std::printf("%s\n", line.c_str());
+        std::fflush(stdout);
+    });
+    std::unique_ptr<mt::io::TensorBoardWriter> tensorboard;
+    if (!flags.tensorboard_dir.empty()) {
+        tensorboard = std::make_unique<mt::io::TensorBoardWriter>(flags.tensorboard_dir);
+        trainer.set_tensorboard(tensorboard.get());
+    }
+    if (flags.exit_signal_handler) {
+        std::signal(SIGTERM, on_sigterm);
+        trainer.set_stop_flag(&g_sigterm);
+    }
+
+    auto reason = trainer.train(*datasets[0], valid);
+    switch (reason) {
+        case mt::train::StopReason::signal:
+            std::printf("exiting program after receiving SIGTERM.\n");
+            return 0;
+        case mt::train::StopReason::exit_interval:
+            std::printf("exiting program at iteration %lld\n",
+                        static_cast<long long>(trainer.iteration()));
+            return 0;
+        case mt::train::StopReason::exit_duration:
+            std::printf("exiting program after %g minutes\n", *flags.exit_duration_in_mins);
+            return 0;
+        case mt::train::StopReason::finished:
+            break;
+    }
+    const std::string it = "iteration " + std::to_string(trainer.iteration());
+    if (valid) {
+        int64_t consumed = trainer.consumed_valid_samples();
+        trainer.print_evaluation(it + " on validation set", trainer.evaluate(*valid, consumed),
+                                 false);
+    }
+    if (test) {
+        int64_t consumed = 0;
+        trainer.print_evaluation(it + " on test set", trainer.evaluate(*test, consumed), false);
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::unique_ptr<mt::ModelFamily> family;
+    try {
+        for (const auto& dir : scan_flag(argc, argv, "--plugin-dir"))
+            mt::Registry::global().loader().add_search_dir(dir);
+        auto models = scan_flag(argc, argv, "--model");
+        family = mt::Registry::global().create_model(models.empty() ? "gpt" : models.back());
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 1;
+    }
+    mt::cli::ToolSpec spec;
+    spec.name = "megatron-train";
+    spec.description =
+        "Pretrains a model on Megatron indexed datasets, as Megatron-LM's pretrain_gpt.py does:\n"
+        "same flags, same sample order, learning-rate schedule and log lines. One CPU process.";
+    mt::train_tool::TrainingFlags flags;
+    mt::cli::TokenizerFlags tokenizer;
+    const auto model_flags = family->flags();
+    for (auto& group : mt::train_tool::training_flag_groups(flags)) spec.options.add(group);
+    spec.options.add(
+        mt::cli::model_flags("Model (" + std::string(family->name()) + ")", model_flags));
+    spec.options.add(mt::cli::tokenizer_flags(tokenizer));
+    spec.run = [&](const boost::program_options::variables_map& vm) {
+        mt::train_tool::finish(vm, flags);
+        mt::cli::finish_tokenizer_flags(vm, tokenizer);
+        return train(flags, tokenizer, *family, mt::cli::collect_model_args(vm, model_flags));
+    };
+    return mt::cli::run_tool(argc, argv, spec);
+}

@@ -1,0 +1,163 @@
+#include "training_flags.h"
+
+#include "mt/error.h"
+
+namespace mt::train_tool {
+
+namespace {
+template <class T>
+void read_optional(const po::variables_map& vm, const char* name, std::optional<T>& out) {
+    if (vm.count(name)) out = vm[name].as<T>();
+}
+
+// Flags Megatron has that megatron-train refuses, rather than silently ignoring them.
+void reject_unsupported(const po::variables_map& vm) {
+    const std::pair<const char*, const char*> not_yet[] = {
+        {"save", "checkpoint saving"},
+        {"load", "checkpoint loading"},
+        {"save-interval", "checkpoint saving"},
+        {"fp16", "fp16 training (the CPU trains in fp32)"},
+        {"bf16", "bf16 training (the CPU trains in fp32)"},
+        {"mock-data", "--mock-data"},
+    };
+    for (const auto& [flag, what] : not_yet)
+        if (vm.count(flag) && !vm[flag].defaulted())
+            MT_FAIL("--", flag, ": not supported yet: ", what);
+    for (const char* flag : {"tensor-model-parallel-size", "pipeline-model-parallel-size",
+                             "context-parallel-size", "expert-model-parallel-size"})
+        MT_CHECK(vm[flag].as<int64_t>() == 1, "--", flag, " ", vm[flag].as<int64_t>(),
+                 ": not supported yet: megatron-train runs on one process");
+}
+}  // namespace
+
+std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
+    po::options_description training("Training", 100);
+    training.add_options()("model", po::value(&f.model)->default_value("gpt"),
+                           "model family (a model plugin)")(
+        "micro-batch-size", po::value(&f.micro_batch_size)->required(), "batch size per step")(
+        "global-batch-size", po::value<int64_t>(),
+        "samples per iteration (default: the micro-batch size); gradients accumulate")(
+        "train-iters", po::value<int64_t>(), "iterations to train for")(
+        "train-samples", po::value<int64_t>(), "samples to train for (instead of --train-iters)")(
+        "clip-grad", po::value(&f.clip_grad)->default_value(1.0), "global gradient-norm clip")(
+        "seed", po::value(&f.seed)->default_value(1234), "random seed (data order, dropout)")(
+        "exit-interval", po::value<int64_t>(), "exit after an iteration divisible by this")(
+        "exit-duration-in-mins", po::value<double>(), "exit after this many minutes")(
+        "exit-signal-handler", po::bool_switch(&f.exit_signal_handler),
+        "on SIGTERM, finish the iteration and exit cleanly")("save", po::value<std::string>(),
+                                                             "checkpoint directory to save to")(
+        "load", po::value<std::string>(), "checkpoint directory to load from")(
+        "save-interval", po::value<int64_t>(), "iterations between checkpoints")(
+        "fp16", po::bool_switch(), "fp16 training")("bf16", po::bool_switch(), "bf16 training")(
+        "tensor-model-parallel-size", po::value<int64_t>()->default_value(1), "")(
+        "pipeline-model-parallel-size", po::value<int64_t>()->default_value(1), "")(
+        "context-parallel-size", po::value<int64_t>()->default_value(1), "")(
+        "expert-model-parallel-size", po::value<int64_t>()->default_value(1), "");
+
+    po::options_description lr("Learning rate", 100);
+    auto& s = f.schedule;
+    lr.add_options()("lr", po::value(&s.lr)->required(), "learning rate after warmup")(
+        "min-lr", po::value(&s.min_lr)->default_value(0.0), "learning rate floor")(
+        "lr-decay-style", po::value(&s.lr_decay_style)->default_value("linear"),
+        "constant, linear, cosine, inverse-square-root or WSD")(
+        "lr-decay-iters", po::value<int64_t>(), "decay length (default: --train-iters)")(
+        "lr-decay-samples", po::value<int64_t>(), "decay length (default: --train-samples)")(
+        "lr-warmup-fraction", po::value<double>(), "warmup as a fraction of the decay")(
+        "lr-warmup-iters", po::value(&s.lr_warmup_iters)->default_value(0), "warmup iterations")(
+        "lr-warmup-samples", po::value(&s.lr_warmup_samples)->default_value(0), "warmup samples")(
+        "lr-warmup-init", po::value(&s.lr_warmup_init)->default_value(0.0), "warmup start")(
+        "lr-wsd-decay-style", po::value(&s.lr_wsd_decay_style)->default_value("exponential"),
+        "WSD anneal: exponential, linear, cosine or minus_sqrt")(
+        "lr-wsd-decay-iters", po::value<int64_t>(), "WSD anneal iterations")(
+        "lr-wsd-decay-samples", po::value<int64_t>(), "WSD anneal samples");
+
+    po::options_description opt("Optimizer", 100);
+    auto& o = f.optimizer_config;
+    opt.add_options()("optimizer", po::value(&f.optimizer)->default_value("adam"), "adam or sgd")(
+        "adam-beta1", po::value(&o.adam_beta1)->default_value(0.9), "")(
+        "adam-beta2", po::value(&o.adam_beta2)->default_value(0.999), "")(
+        "adam-eps", po::value(&o.adam_eps)->default_value(1e-8), "")(
+        "sgd-momentum", po::value(&o.sgd_momentum)->default_value(0.9), "")(
+        "weight-decay", po::value(&f.weight_decay)->default_value(0.01), "weight decay")(
+        "start-weight-decay", po::value<double>(),
+        "initial weight decay (default: --weight-decay)")(
+        "end-weight-decay", po::value<double>(), "final weight decay (default: --weight-decay)")(
+        "weight-decay-incr-style", po::value(&s.weight_decay_incr_style)->default_value("constant"),
+        "constant, linear or cosine");
+
+    po::options_description data("Data", 100);
+    data.add_options()("data-path", po::value(&f.data_path)->multitoken(),
+                       "dataset prefixes, optionally weighted: P | W1 P1 W2 P2 ...")(
+        "split", po::value<std::string>(), "train,valid,test proportions (default 969, 30, 1)")(
+        "train-data-path", po::value(&f.train_data_path)->multitoken(), "")(
+        "valid-data-path", po::value(&f.valid_data_path)->multitoken(), "")(
+        "test-data-path", po::value(&f.test_data_path)->multitoken(), "")(
+        "data-cache-path", po::value<std::string>(), "where the sample-index caches go")(
+        "reset-position-ids", po::bool_switch(&f.reset_position_ids),
+        "positions restart after EOD")("reset-attention-mask",
+                                       po::bool_switch(&f.reset_attention_mask),
+                                       "tokens do not attend across EOD")(
+        "eod-mask-loss", po::bool_switch(&f.eod_mask_loss), "no loss on EOD tokens")(
+        "mock-data", po::bool_switch(), "synthetic data");
+
+    po::options_description logging("Logging and evaluation", 100);
+    logging.add_options()("log-interval", po::value(&f.log_interval)->default_value(100),
+                          "iterations between log lines")(
+        "eval-interval", po::value(&f.eval_interval)->default_value(1000),
+        "iterations between evaluations")(
+        "eval-iters", po::value(&f.eval_iters)->default_value(100), "iterations per evaluation")(
+        "tensorboard-dir", po::value(&f.tensorboard_dir), "write TensorBoard event files here");
+    return {training, lr, opt, data, logging};
+}
+
+void finish(const po::variables_map& vm, TrainingFlags& f) {
+    reject_unsupported(vm);
+    auto& s = f.schedule;
+    read_optional(vm, "global-batch-size", f.global_batch_size);
+    s.global_batch_size = f.global_batch_size.value_or(f.micro_batch_size);
+    read_optional(vm, "train-iters", s.train_iters);
+    read_optional(vm, "train-samples", s.train_samples);
+    MT_CHECK(s.train_iters.has_value() != s.train_samples.has_value(),
+             "give exactly one of --train-iters and --train-samples");
+    if (s.train_samples) s.train_iters = *s.train_samples / s.global_batch_size;
+    read_optional(vm, "lr-decay-iters", s.lr_decay_iters);
+    read_optional(vm, "lr-decay-samples", s.lr_decay_samples);
+    read_optional(vm, "lr-warmup-fraction", s.lr_warmup_fraction);
+    read_optional(vm, "lr-wsd-decay-iters", s.lr_wsd_decay_iters);
+    read_optional(vm, "lr-wsd-decay-samples", s.lr_wsd_decay_samples);
+    s.start_weight_decay =
+        vm.count("start-weight-decay") ? vm["start-weight-decay"].as<double>() : f.weight_decay;
+    s.end_weight_decay =
+        vm.count("end-weight-decay") ? vm["end-weight-decay"].as<double>() : f.weight_decay;
+    f.optimizer_config.type = optim::parse_optimizer_type(f.optimizer);
+    read_optional(vm, "exit-interval", f.exit_interval);
+    read_optional(vm, "exit-duration-in-mins", f.exit_duration_in_mins);
+    read_optional(vm, "split", f.split);
+    read_optional(vm, "data-cache-path", f.data_cache_path);
+    MT_CHECK(!f.data_path.empty() || !f.train_data_path.empty(),
+             "--data-path (or --train-data-path) is required");
+    MT_CHECK(f.data_path.empty() || f.train_data_path.empty(),
+             "--data-path and --train-data-path cannot be combined");
+    if (!f.data_path.empty() && !f.split) f.split = "969, 30, 1";
+}
+
+optim::LrScheduleConfig schedule_config(const TrainingFlags& f) {
+    return optim::schedule_config_from_flags(f.schedule);
+}
+
+train::TrainerOptions trainer_options(const TrainingFlags& f) {
+    train::TrainerOptions o;
+    o.micro_batch_size = f.micro_batch_size;
+    o.global_batch_size = f.schedule.global_batch_size;
+    o.train_iters = *f.schedule.train_iters;
+    o.log_interval = f.log_interval;
+    o.eval_interval = f.eval_interval;
+    o.eval_iters = f.eval_iters;
+    o.clip_grad = f.clip_grad;
+    o.seed = static_cast<uint64_t>(f.seed);
+    o.exit_interval = f.exit_interval;
+    o.exit_duration_in_mins = f.exit_duration_in_mins;
+    return o;
+}
+
+}  // namespace mt::train_tool

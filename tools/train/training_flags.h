@@ -1,0 +1,50 @@
+// megatron-train's flags with Megatron-LM's names and defaults (megatron/training/arguments.py),
+// grouped as Megatron groups them; the model family adds its own model flags.
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mt/data/gpt_dataset.h"
+#include "mt/optim/lr_schedule.h"
+#include "mt/optim/optimizer.h"
+#include "mt/train/trainer.h"
+
+namespace mt::train_tool {
+
+namespace po = boost::program_options;
+
+struct TrainingFlags {
+    std::string model = "gpt";
+    int64_t micro_batch_size = 0;
+    std::optional<int64_t> global_batch_size;
+    optim::LrScheduleFlags schedule;
+    double weight_decay = 0.01;
+    std::string optimizer = "adam";
+    optim::OptimizerConfig optimizer_config;
+    double clip_grad = 1.0;
+    int64_t seed = 1234;
+    int64_t log_interval = 100, eval_interval = 1000, eval_iters = 100;
+    std::optional<int64_t> exit_interval;
+    std::optional<double> exit_duration_in_mins;
+    bool exit_signal_handler = false;
+    std::string tensorboard_dir;
+    // Data.
+    std::vector<std::string> data_path, train_data_path, valid_data_path, test_data_path;
+    std::optional<std::string> split, data_cache_path;
+    bool reset_position_ids = false, reset_attention_mask = false, eod_mask_loss = false;
+};
+
+// The option groups, writing into `flags` (optional values are read by finish()).
+std::vector<po::options_description> training_flag_groups(TrainingFlags& flags);
+// Fills the optional values, derives defaults (global batch, start/end weight decay, train
+// iterations from samples) and rejects what megatron-train does not support yet.
+void finish(const po::variables_map& vm, TrainingFlags& flags);
+
+// The learning-rate schedule, the optimizer and the loop's options the flags describe.
+optim::LrScheduleConfig schedule_config(const TrainingFlags& flags);
+train::TrainerOptions trainer_options(const TrainingFlags& flags);
+
+}  // namespace mt::train_tool
