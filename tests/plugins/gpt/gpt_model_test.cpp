@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "formula_weights.h"
 #include "gpt_model.h"
 #include "gpt_parameters.h"
 #include "mt/nn/parameter.h"
@@ -217,34 +218,6 @@ TEST(GptModel, BackwardMatchesFiniteDifferencesOddSizes) {
 
 // --- PyTorch reference (tests/fixtures/gpt/make_model_fixtures.py) -------------------------
 
-uint64_t fnv1a64(const std::string& s) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-    return h;
-}
-
-uint64_t mix(uint64_t base, uint64_t i) {
-    uint64_t x = base + i * 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
-
-// The fixture's weight formula (see the script's docstring), float32 on both sides.
-void fill_fixture_weight(nn::Parameter& p) {
-    const uint64_t base = fnv1a64(p.name);
-    float* v = p.value.data<float>();
-    for (int64_t i = 0; i < p.value.numel(); ++i) {
-        const float u = float(int64_t(mix(base, uint64_t(i)) >> 40) - (1 << 23)) / float(1 << 23);
-        if (p.value.dim() > 1)
-            v[i] = u * 0.25f;
-        else if (p.name.ends_with("bias"))
-            v[i] = u * 0.125f;
-        else
-            v[i] = 1.0f + u * 0.125f;
-    }
-}
-
 struct GradRecord {
     int64_t numel = 0;
     double max_abs = 0, sum_abs = 0, signed_sum = 0;
@@ -307,7 +280,7 @@ void check_reference(const std::string& file) {
     for (auto* p : params) {
         ASSERT_TRUE(ref.grads.count(p->name)) << p->name << " is not in " << file;
         ASSERT_EQ(p->value.numel(), ref.grads.at(p->name).numel) << p->name;
-        fill_fixture_weight(*p);
+        fill_formula_weight(*p);
     }
     auto ints = [&](const char* key) {
         std::vector<int64_t> v;
@@ -339,7 +312,7 @@ void check_reference(const std::string& file) {
             const double v = at(p->grad, i);
             max_abs = std::max(max_abs, std::fabs(v));
             sum_abs += std::fabs(v);
-            signed_sum += (mix(sign_base, uint64_t(i)) & 1) ? v : -v;
+            signed_sum += (formula_hash(sign_base, uint64_t(i)) & 1) ? v : -v;
         }
         EXPECT_TRUE(close(max_abs, g.max_abs, 0))
             << p->name << " max |g| " << max_abs << " vs " << g.max_abs;
