@@ -4,8 +4,8 @@
 #     -> mt_<kind>_<name>_impl : static library (PIC) that unit tests link directly
 #     -> mt_<kind>_<name>      : MODULE libmt_<kind>_<name>.so in lib/mt/plugins, holding the C entry
 #   mt_add_tool(NAME SOURCES ... [LIBS ...])   -> bin/megatron-<name>
-#   mt_add_test(NAME SOURCES ... [LIBS ...] [LABELS ...] [ENV VAR=VALUE ...])
-#     -> GoogleTest executable registered with ctest
+#   mt_add_test(NAME SOURCES ... [LIBS ...] [LABELS ...] [ENV VAR=VALUE])
+#     -> GoogleTest executable registered with ctest (ENV: one variable set for its tests)
 
 include(GNUInstallDirs)
 
@@ -48,12 +48,11 @@ function(mt_add_tool name)
 endfunction()
 
 function(mt_add_test name)
-    cmake_parse_arguments(T "" "" "SOURCES;LIBS;LABELS;ENV" ${ARGN})
+    cmake_parse_arguments(T "" "ENV" "SOURCES;LIBS;LABELS" ${ARGN})
     add_executable(${name} ${T_SOURCES})
     target_link_libraries(${name} PRIVATE mt_core mt_test_support ${T_LIBS})
     set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
     gtest_discover_tests(${name}
         DISCOVERY_MODE PRE_TEST
-        PROPERTIES LABELS "${T_LABELS}"
-        ENVIRONMENT "MT_SOURCE_DIR=${CMAKE_SOURCE_DIR};MT_BINARY_DIR=${CMAKE_BINARY_DIR};${T_ENV}")
+        PROPERTIES LABELS "${T_LABELS}" ENVIRONMENT "${T_ENV}")
 endfunction()
