@@ -52,7 +52,8 @@ ops::RopeTables SelfAttention::rope_tables(int64_t seq_len) const {
     return ops::rope_tables(seq_len, dim, config_.rotary_base, config_.dtype);
 }
 
-Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved) const {
+Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
+                              const Tensor& document_start) const {
     MT_CHECK(x.dim() == 3, "SelfAttention: x must be (B, T, H), got ", x.describe());
     const QkvLayout l{x.size(0), x.size(1), nq_, ng_, hd_};
     Saved local;
@@ -75,6 +76,14 @@ Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved
     s.attention.dropout = draw.applied ? draw.p : 0.0f;
     s.attention.seed = draw.seed;
     s.attention.offset = draw.offset;
+    if (document_start.defined()) {
+        MT_CHECK(
+            document_start.dtype() == DType::i32 && document_start.shape() == Shape({l.B, l.T}),
+            "SelfAttention: document_start must be i32 (", l.B, ", ", l.T, "), got ",
+            document_start.describe());
+        s.document_start = document_start.contiguous();
+        s.attention.document_start = s.document_start.data<int32_t>();
+    }
     s.out = Tensor::empty(s.q.shape(), s.q.dtype());
     s.lse = Tensor::empty({l.B, nq_, l.T}, s.q.dtype());
     ops::attention_forward(s.q, s.k, s.v, s.attention, s.out, s.lse);

@@ -1,5 +1,5 @@
-// Embedding forward: gather word rows, add the position rows (a gather over 0..T-1 for every
-// batch row), then dropout; backward reverses it with scatter-adds.
+// Embedding forward: gather word rows, add the position rows (a gather over the position ids,
+// 0..T-1 on every row by default), then dropout; backward reverses it with scatter-adds.
 #include "mt/nn/embedding.h"
 
 #include "mt/ops/elementwise.h"
@@ -31,20 +31,29 @@ Embedding::Embedding(int64_t vocab, int64_t hidden, int64_t max_positions, float
                                    dtype, ShardSpec{}, true);
 }
 
-Tensor Embedding::forward(const Tensor& ids, DropoutContext& ctx, Saved* saved) const {
+Tensor Embedding::forward(const Tensor& ids, DropoutContext& ctx, Saved* saved,
+                          const Tensor& positions) const {
     MT_CHECK(ids.dim() == 2, "Embedding: ids must be (B, T), got ", ids.describe());
     const int64_t B = ids.size(0), T = ids.size(1);
     MT_CHECK(max_positions_ == 0 || T <= max_positions_, "Embedding: sequence length ", T,
              " exceeds the ", max_positions_, " learned positions");
     Tensor y = Tensor::empty({B, T, hidden_}, word_.value.dtype());
     ops::embedding_forward(word_.value, ids, y);
+    Tensor pos_ids;
     if (max_positions_ > 0) {
+        if (positions.defined()) {
+            MT_CHECK(positions.shape() == Shape({B, T}), "Embedding: positions must be (", B, ", ",
+                     T, "), got ", positions.describe());
+            pos_ids = positions;
+        } else {
+            pos_ids = position_ids(B, T);
+        }
         Tensor pos = Tensor::empty({B, T, hidden_}, word_.value.dtype());
-        ops::embedding_forward(position_.value, position_ids(B, T), pos);
+        ops::embedding_forward(position_.value, pos_ids, pos);  // checks the range
         ops::add(y, pos, y);
     }
     DropoutDraw draw = draw_dropout(ctx, dropout_, y.numel());
-    if (saved) *saved = Saved{ids, draw};
+    if (saved) *saved = Saved{ids, pos_ids, draw};
     return dropout_forward(y, draw);
 }
 
@@ -54,7 +63,7 @@ void Embedding::backward(const Tensor& dy, const Saved& saved) {
              hidden_, "), got ", dy.describe());
     Tensor g = dropout_backward(dy.contiguous(), saved.dropout);
     ops::embedding_backward(g, saved.ids, word_.grad);
-    if (max_positions_ > 0) ops::embedding_backward(g, position_ids(B, T), position_.grad);
+    if (max_positions_ > 0) ops::embedding_backward(g, saved.positions, position_.grad);
 }
 
 void Embedding::collect_parameters(std::vector<Parameter*>& out) {

@@ -35,10 +35,12 @@ TransformerLayer::TransformerLayer(const std::string& prefix, const TransformerC
       pre_mlp_norm_(make_norm(prefix, "mlp.linear_fc1", "pre_mlp_layernorm", config)),
       mlp_(join_name(prefix, "mlp"), config, backend) {}
 
-Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* saved) const {
+Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
+                                 const Tensor& document_start) const {
     Saved local;
     Saved& s = saved ? *saved : local;
-    Tensor a = attention_.forward(input_norm_.forward(x, &s.input_norm), ctx, &s.attention);
+    Tensor a = attention_.forward(input_norm_.forward(x, &s.input_norm), ctx, &s.attention,
+                                  document_start);
     s.attention_dropout = draw_dropout(ctx, hidden_dropout_, a.numel());
     Tensor h = sum(x, dropout_forward(a, s.attention_dropout));
     Tensor m = mlp_.forward(pre_mlp_norm_.forward(h, &s.pre_mlp_norm), &s.mlp);

@@ -76,9 +76,17 @@ void block_scores(const T* a, int64_t lda, const T* b, int64_t ldb, int64_t rows
     }
 }
 
-// Keys [s0, s0 + result) of a block are visible to query t (causal: s <= t); may be <= 0.
-inline int64_t visible_keys(bool causal, int64_t t, int64_t s0, int64_t cols) {
-    return causal ? std::min(cols, t - s0 + 1) : cols;
+// The keys [s0 + first, s0 + end) of a block visible to query t of batch row b: causal limits
+// the end (s <= t), the document start the beginning. Empty when first >= end.
+struct KeyRange {
+    int64_t first, end;
+};
+inline KeyRange visible_keys(const AttentionConfig& cfg, int64_t T, int64_t b, int64_t t,
+                             int64_t s0, int64_t cols) {
+    const int64_t end = cfg.causal ? std::min(cols, t - s0 + 1) : cols;
+    const int64_t first =
+        cfg.document_start ? std::max<int64_t>(0, cfg.document_start[b * T + t] - s0) : 0;
+    return {first, end};
 }
 
 // Forward of one (batch, head, query block): the running max m, normaliser l and output
@@ -121,18 +129,19 @@ struct ForwardBlock {
                          T(cfg.scale), bt.data(), s.data());
             for (int64_t r = 0; r < rows; ++r) {
                 T* sr = s.data() + r * cols;
-                const int64_t vis = visible_keys(cfg.causal, t0 + r, s0, cols);
-                if (vis <= 0) {
+                const auto [first, vis] = visible_keys(cfg, d.T, b, t0 + r, s0, cols);
+                if (first >= vis) {
                     std::fill(sr, sr + cols, T(0));
                     continue;
                 }
+                std::fill(sr, sr + first, T(0));
                 T m_new = m[r];
-                for (int64_t j = 0; j < vis; ++j) m_new = std::max(m_new, sr[j]);
+                for (int64_t j = first; j < vis; ++j) m_new = std::max(m_new, sr[j]);
                 const T rescale = m[r] == k::neg_inf<T>() ? T(0) : k::exp(m[r] - m_new);
                 l[r] *= rescale;
                 for (int64_t i = 0; i < hd; ++i) acc[r * hd + i] *= rescale;
                 const uint64_t counter0 = uint64_t(((b * d.nq + h) * d.T + t0 + r) * d.T + s0);
-                for (int64_t j = 0; j < vis; ++j) {
+                for (int64_t j = first; j < vis; ++j) {
                     const T p = k::exp(sr[j] - m_new);
                     l[r] += p;
                     const bool kept = !use_dropout || drop.keep(counter0 + uint64_t(j));
@@ -208,12 +217,12 @@ void backward_group(const Dims& d, const AttentionConfig& cfg, const T* q, const
                 block_scores(gb, ld, v + at(d, b, s0, d.ng, g), ldkv, rows, cols, hd, T(1),
                              bt.data(), ds.data());
                 for (int64_t r = 0; r < rows; ++r) {
-                    const int64_t vis = visible_keys(cfg.causal, t0 + r, s0, cols);
+                    const auto [first, vis] = visible_keys(cfg, d.T, b, t0 + r, s0, cols);
                     const T row_lse = lse[(b * d.nq + h) * d.T + t0 + r];
                     const uint64_t counter0 = uint64_t(((b * d.nq + h) * d.T + t0 + r) * d.T + s0);
                     T *pr = p.data() + r * cols, *dsr = ds.data() + r * cols;
                     for (int64_t j = 0; j < cols; ++j) {
-                        if (j >= vis) {
+                        if (j < first || j >= vis) {
                             pr[j] = dsr[j] = T(0);
                             continue;
                         }

@@ -78,17 +78,32 @@ std::vector<int64_t> integers(const Tensor& t, std::string_view key) {
     return out;
 }
 
-// Learned positions are looked up at 0..T-1 (nn::Embedding); other position ids come from
-// --reset-position-ids, which needs a position gather by id.
-void check_positions(const Tensor& ids, int64_t B, int64_t T) {
+// The batch's position ids when they differ from 0..T-1 on some row (--reset-position-ids),
+// else an undefined tensor (the embedding's default).
+Tensor custom_positions(const Tensor& ids, int64_t B, int64_t T) {
     MT_CHECK(ids.shape() == Shape({B, T}), "GptModel: position_ids must be [", B, ", ", T,
              "], got ", ids.describe());
     std::vector<int64_t> v = integers(ids, "position_ids");
     for (int64_t b = 0; b < B; ++b)
         for (int64_t t = 0; t < T; ++t)
-            MT_CHECK(v[size_t(b * T + t)] == t,
-                     "GptModel: not supported yet: --reset-position-ids (position_ids[", b, ", ", t,
-                     "] = ", v[size_t(b * T + t)], ")");
+            if (v[size_t(b * T + t)] != t) return ids.contiguous();
+    return Tensor();
+}
+
+// The batch's document starts as i32 when some query's document starts after position 0
+// (--reset-attention-mask), else an undefined tensor (plain causal attention).
+Tensor custom_document_start(const Tensor& starts, int64_t B, int64_t T) {
+    MT_CHECK(starts.shape() == Shape({B, T}), "GptModel: document_start must be [", B, ", ", T,
+             "], got ", starts.describe());
+    std::vector<int64_t> v = integers(starts, "document_start");
+    if (std::all_of(v.begin(), v.end(), [](int64_t s) { return s == 0; })) return Tensor();
+    Tensor out = Tensor::empty({B, T}, DType::i32);
+    for (int64_t i = 0; i < B * T; ++i) {
+        MT_CHECK(v[size_t(i)] >= 0 && v[size_t(i)] <= i % T, "GptModel: document_start[", i / T,
+                 ", ", i % T, "] = ", v[size_t(i)], " is not a position at or before it");
+        out.data<int32_t>()[i] = int32_t(v[size_t(i)]);
+    }
+    return out;
 }
 
 // 64-bit FNV-1a of a parameter's name: its Philox stream.
@@ -200,24 +215,22 @@ Tensor GptModel::forward(const Batch& batch, nn::DropoutContext& dropout,
     MT_CHECK(labels.shape() == tokens.shape(), "GptModel: labels ", labels.describe(),
              " must match tokens ", tokens.describe());
     const int64_t B = tokens.size(0), T = tokens.size(1);
+    // Rotary embeddings ignore position_ids, as Megatron core_v0.13 does.
+    Tensor positions, document_start;
     if (auto it = batch.find("position_ids");
         it != batch.end() && config_.position_embedding == PositionEmbedding::learned_absolute)
-        check_positions(it->second, B, T);
-    if (auto it = batch.find("document_start"); it != batch.end()) {
-        std::vector<int64_t> starts = integers(it->second, "document_start");
-        MT_CHECK(std::all_of(starts.begin(), starts.end(), [](int64_t s) { return s == 0; }),
-                 "GptModel: not supported yet: --reset-attention-mask (the batch marks document "
-                 "starts; attention is causal over the whole sequence)");
-    }
+        positions = custom_positions(it->second, B, T);
+    if (auto it = batch.find("document_start"); it != batch.end())
+        document_start = custom_document_start(it->second, B, T);
 
     std::unique_ptr<GptActivations> acts;
     if (saved) {
         acts = std::make_unique<GptActivations>();
         acts->layers.resize(layers_.size());
     }
-    Tensor h = embedding_.forward(tokens, dropout, acts ? &acts->embedding : nullptr);
+    Tensor h = embedding_.forward(tokens, dropout, acts ? &acts->embedding : nullptr, positions);
     for (size_t i = 0; i < layers_.size(); ++i)
-        h = layers_[i]->forward(h, dropout, acts ? &acts->layers[i] : nullptr);
+        h = layers_[i]->forward(h, dropout, acts ? &acts->layers[i] : nullptr, document_start);
     h = final_norm_.forward(h, acts ? &acts->final_norm : nullptr);
     Tensor losses = output_.forward(h, labels, acts ? &acts->output : nullptr);
     if (saved) *saved = std::move(acts);

@@ -150,7 +150,9 @@ struct Objective {
     }
 };
 
-void check_finite_differences(const ModelArgs& args) {
+// With `documents`, each row holds two documents: position ids restart and attention stops at
+// the second one's start (--reset-position-ids, --reset-attention-mask).
+void check_finite_differences(const ModelArgs& args, bool documents = false) {
     GptModel model(gpt_config_from_args(args), DType::f64);
     model.initialize(3);
     // Larger weights than Megatron's 0.02 so every path contributes visibly.
@@ -171,6 +173,13 @@ void check_finite_differences(const ModelArgs& args) {
                          {"labels", i64_tensor(labels, B, T)},
                          {"position_ids", positions(B, T)}},
                         {}};
+    if (documents) {
+        objective.batch["position_ids"] = i64_tensor({0, 1, 0, 1, 2, 0, 1, 2, 0, 1}, B, T);
+        Tensor starts = Tensor::empty({B, T}, DType::i32);
+        const int32_t s[] = {0, 0, 2, 2, 2, 0, 0, 0, 3, 3};
+        std::copy(s, s + B * T, starts.data<int32_t>());
+        objective.batch["document_start"] = starts;
+    }
     Tensor dlosses = Tensor::empty({B, T}, DType::f64);
     for (int64_t i = 0; i < B * T; ++i) {
         objective.w.push_back(uniform(rng) + 1.0);
@@ -210,6 +219,35 @@ TEST(GptModel, BackwardMatchesFiniteDifferencesGpt2Style) {
 
 TEST(GptModel, BackwardMatchesFiniteDifferencesLlamaStyle) {
     check_finite_differences(with(llama_args(), "hidden-dropout", "0.2"));
+}
+
+TEST(GptModel, BackwardMatchesFiniteDifferencesWithDocumentResets) {
+    check_finite_differences(with(gpt2_args(), "hidden-dropout", "0.2"), /*documents=*/true);
+    check_finite_differences(llama_args(), /*documents=*/true);
+}
+
+TEST(GptModel, ResetDocumentsAreIndependent) {
+    // A second document behind an EOD gives the losses it gives alone at the start of a row.
+    GptModel model(gpt_config_from_args(gpt2_args()), DType::f64);
+    model.initialize(5);
+    nn::DropoutContext ctx{false, 0, 0};
+    Batch alone = {{"tokens", i64_tensor({7, 8, 9}, 1, 3)},
+                   {"labels", i64_tensor({8, 9, 10}, 1, 3)},
+                   {"position_ids", positions(1, 3)}};
+    Tensor starts = Tensor::empty({1, 5}, DType::i32);
+    const int32_t s[] = {0, 0, 2, 2, 2};
+    std::copy(s, s + 5, starts.data<int32_t>());
+    Batch packed = {{"tokens", i64_tensor({3, 4, 7, 8, 9}, 1, 5)},
+                    {"labels", i64_tensor({4, 5, 8, 9, 10}, 1, 5)},
+                    {"position_ids", i64_tensor({0, 1, 0, 1, 2}, 1, 5)},
+                    {"document_start", starts}};
+    Tensor a = model.forward(alone, ctx, nullptr), p = model.forward(packed, ctx, nullptr);
+    for (int t = 0; t < 3; ++t)
+        EXPECT_NEAR(p.data<double>()[2 + t], a.data<double>()[t], 1e-12) << t;
+    // Without the resets the second document sees the first.
+    packed.erase("document_start");
+    Tensor joined = model.forward(packed, ctx, nullptr);
+    EXPECT_GT(std::fabs(joined.data<double>()[4] - a.data<double>()[2]), 1e-9);
 }
 
 TEST(GptModel, BackwardMatchesFiniteDifferencesOddSizes) {
@@ -339,7 +377,7 @@ TEST(GptModel, MatchesPyTorchLlamaStyle) {
 
 // --- batch checks, initialisation, the family --------------------------------------------
 
-TEST(GptModel, RejectsWhatIsNotSupportedYet) {
+TEST(GptModel, RejectsInvalidBatchesAndWhatIsNotSupportedYet) {
     GptModel model(gpt_config_from_args(gpt2_args()));
     const int64_t B = 1, T = 4;
     Batch batch = {{"tokens", i64_tensor({1, 2, 3, 4}, B, T)},
@@ -349,13 +387,15 @@ TEST(GptModel, RejectsWhatIsNotSupportedYet) {
     Tensor starts = Tensor::zeros({B, T}, DType::i32);
     batch["document_start"] = starts;
     EXPECT_EQ(model.forward(batch, ctx, nullptr).shape(), (Shape{B, T}));  // all zeros: fine
-    starts.data<int32_t>()[2] = 1;
+    starts.data<int32_t>()[1] = 2;  // after its own position: not a document start
     auto error = mt::test::error_of([&] { model.forward(batch, ctx, nullptr); });
-    EXPECT_NE(error.find("not supported yet: --reset-attention-mask"), std::string::npos) << error;
+    EXPECT_NE(error.find("document_start[0, 1] = 2 is not a position at or before it"),
+              std::string::npos)
+        << error;
     batch.erase("document_start");
-    batch["position_ids"] = i64_tensor({0, 1, 0, 1}, B, T);
+    batch["position_ids"] = i64_tensor({0, 1, 0, 99}, B, T);
     error = mt::test::error_of([&] { model.forward(batch, ctx, nullptr); });
-    EXPECT_NE(error.find("not supported yet: --reset-position-ids"), std::string::npos) << error;
+    EXPECT_NE(error.find("99"), std::string::npos) << error;  // beyond the learned positions
     batch.erase("labels");
     error = mt::test::error_of([&] { model.forward(batch, ctx, nullptr); });
     EXPECT_NE(error.find("\"labels\""), std::string::npos) << error;

@@ -27,6 +27,7 @@ class MT_API SelfAttention {
         Tensor out;                      // (B, T, nq, hd) attention output, before linear_proj
         Tensor lse;                      // (B, nq, T) row log-sum-exp of the scaled scores
         ops::AttentionConfig attention;  // scale, block and the dropout draw (seed, offset)
+        Tensor document_start;           // (B, T) i32 the attention config points into, or none
         Linear::Saved proj;
     };
 
@@ -35,7 +36,10 @@ class MT_API SelfAttention {
     SelfAttention(const std::string& prefix, const TransformerConfig& config, Backend& backend);
 
     // x (B, T, H) -> (B, T, H). Attention dropout draws B nq T T counters from ctx.
-    Tensor forward(const Tensor& x, DropoutContext& ctx, Saved* saved) const;
+    // document_start (B, T) i32, optional: query t attends only to keys >= document_start[b, t]
+    // (Megatron's --reset-attention-mask).
+    Tensor forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
+                   const Tensor& document_start = Tensor()) const;
     // dy (B, T, H) -> dx (B, T, H); qkv/proj grads +=.
     Tensor backward(const Tensor& dy, const Saved& saved);
 

@@ -15,6 +15,7 @@ class MT_API Embedding {
   public:
     struct Saved {
         Tensor ids;           // (B, T) token ids
+        Tensor positions;     // (B, T) i64 the learned positions looked up (none without them)
         DropoutDraw dropout;  // the embedding dropout's mask
     };
 
@@ -23,8 +24,11 @@ class MT_API Embedding {
     // Megatron does. dropout: the embedding dropout probability (hidden_dropout).
     Embedding(int64_t vocab, int64_t hidden, int64_t max_positions, float dropout, DType dtype);
 
-    // ids (B, T) i64/i32 -> (B, T, H) = dropout(word[ids] + pos[t]); t < max_positions.
-    Tensor forward(const Tensor& ids, DropoutContext& ctx, Saved* saved) const;
+    // ids (B, T) i64/i32 -> (B, T, H) = dropout(word[ids] + pos[position]); positions (B, T)
+    // i64/i32 default to 0..T-1 on every row (--reset-position-ids gives others); each must be
+    // < max_positions.
+    Tensor forward(const Tensor& ids, DropoutContext& ctx, Saved* saved,
+                   const Tensor& positions = Tensor()) const;
     // dy (B, T, H): word.grad[ids] += dropout'(dy); pos.grad[t] += the same. Returns nothing:
     // the ids have no gradient.
     void backward(const Tensor& dy, const Saved& saved);

@@ -1,8 +1,9 @@
 // Scaled dot-product attention on CPU tensors (f32 or f64), computed block-wise with an online
 // softmax (flash-attention style): no T x T matrix is stored; the forward saves the per-row
 // log-sum-exp and the backward recomputes the probabilities from it. Multi-head and
-// grouped-query (query head h reads key/value group h / (nq / ng)), causal or full, with
-// attention dropout from the counter-based Philox stream (replayable from seed and offset).
+// grouped-query (query head h reads key/value group h / (nq / ng)), causal or full, optionally
+// restricted to each query's document, with attention dropout from the counter-based Philox stream
+// (replayable from seed and offset).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,9 @@ struct AttentionConfig {
     float dropout = 0.0f;  // drop probability of each attention probability
     uint64_t seed = 0;     // dropout stream; element (b, h, t, s) uses counter
     uint64_t offset = 0;   //   offset + ((b * nq + h) * T + t) * T + s
+    // Optional (B, T) row-major: query t of row b sees only keys >= document_start[b, t]
+    // (Megatron's --reset-attention-mask: no attention across an EOD). Null: no such limit.
+    const int32_t* document_start = nullptr;
 };
 
 // The dropout counters one call consumes (B * nq * T * T): the caller advances its offset.
