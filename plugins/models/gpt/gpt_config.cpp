@@ -78,7 +78,7 @@ std::vector<FlagInfo> gpt_flags() {
         flag("add-qkv-bias", "a QKV bias even with --disable-bias-linear"),
         flag("untie-embeddings-and-output-weights", "separate input embedding and output weights"),
         flag("apply-residual-connection-post-layernorm",
-             "take the residual from after the layernorm (original BERT)"),
+             "legacy models only: Megatron-core's GPT layers ignore it, and so do we"),
         value("attention-dropout", "dropout probability of the attention weights", "0.1"),
         value("hidden-dropout", "dropout probability of the hidden states", "0.1"),
         value("init-method-std", "standard deviation of the weight initialisation", "0.02"),

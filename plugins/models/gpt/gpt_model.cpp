@@ -51,8 +51,6 @@ nn::TransformerConfig layer_config(const GptConfig& c, DType dtype) {
 const GptConfig& checked(const GptConfig& c, DType dtype) {
     MT_CHECK(dtype == DType::f32 || dtype == DType::f64, "GptModel: dtype ", dtype_name(dtype),
              " is not supported (f32 or f64)");
-    MT_CHECK(!c.apply_residual_connection_post_layernorm,
-             "GptModel: not supported yet: --apply-residual-connection-post-layernorm");
     MT_CHECK(c.tensor_model_parallel_size == 1,
              "GptModel: not supported yet: --tensor-model-parallel-size ",
              c.tensor_model_parallel_size, " (the model is built whole, on one rank)");
