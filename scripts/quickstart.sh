@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The built-in demo: installs dependencies, builds, then preprocesses a corpus found on any
-# Debian machine (the license texts in /usr/share/common-licenses and package copyright
-# files) with the GPT-2 byte-level BPE tokenizer, and prints the dataset summary.
+# The built-in demo: installs dependencies, builds, preprocesses a corpus found on any Debian
+# machine (the license texts in /usr/share/common-licenses and package copyright files) with
+# the GPT-2 byte-level BPE tokenizer, prints the dataset summary, then pretrains a tiny GPT on
+# it for 30 iterations.
 #   scripts/quickstart.sh            # output in ./out/demo_text_document.{bin,idx}
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,3 +28,14 @@ vocab=tests/fixtures/gpt2-tiny
     --tokenizer-type GPT2BPETokenizer \
     --vocab-file "$vocab/vocab.json" --merge-file "$vocab/merges.txt" \
     --append-eod --workers "$(nproc)"
+
+# A few iterations of GPT pretraining on it: a 2-layer model, Megatron's log lines.
+"$build_dir/bin/megatron-train" \
+    --num-layers 2 --hidden-size 64 --num-attention-heads 4 \
+    --seq-length 64 --max-position-embeddings 64 \
+    --micro-batch-size 4 --global-batch-size 8 --train-iters 30 \
+    --lr 3e-3 --min-lr 3e-4 --lr-decay-style cosine --lr-warmup-iters 3 \
+    --tokenizer-type GPT2BPETokenizer \
+    --vocab-file "$vocab/vocab.json" --merge-file "$vocab/merges.txt" \
+    --data-path out/demo_text_document --split 98,1,1 --data-cache-path out/cache \
+    --log-interval 10 --eval-interval 15 --eval-iters 1
