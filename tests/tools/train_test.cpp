@@ -104,7 +104,7 @@ TEST(Train, ExitIntervalAndUnsupportedFlags) {
     EXPECT_NE(r.output.find("exiting program at iteration 3"), std::string::npos) << r.output;
 
     for (const auto& [flag, message] : std::vector<std::pair<std::string, std::string>>{
-             {"--save " + q(dir / "ckpt"), "--save: not supported yet: checkpoint saving"},
+             {"--save " + q(dir / "ckpt") + " --ckpt-format zarr", "unknown checkpoint 'zarr'"},
              {"--bf16", "--bf16: not supported yet"},
              {"--tensor-model-parallel-size 2",
               "--tensor-model-parallel-size 2: not supported yet"},

@@ -3,8 +3,11 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 
+#include "checkpoint_args.h"
+#include "mt/checkpoint.h"
 #include "mt/cli/flags.h"
 #include "mt/cli/tool.h"
 #include "mt/data/gpt_dataset_builder.h"
@@ -16,6 +19,8 @@
 #include "mt/plugin_loader.h"
 #include "mt/registry.h"
 #include "mt/tokenizer.h"
+#include "mt/train/checkpointing.h"
+#include "mt/train/log_lines.h"
 #include "training_flags.h"
 
 namespace {
@@ -62,8 +67,37 @@ mt::data::GPTDatasetConfig dataset_config(const mt::train_tool::TrainingFlags& f
     return c;
 }
 
+// Megatron's load_checkpoint: the latest checkpoint of --load, or a warning and a fresh start.
+void load_checkpoint(const mt::train_tool::TrainingFlags& flags, mt::CheckpointFormat& format,
+                     const mt::train::TrainingParts& parts) {
+    const std::filesystem::path dir = *flags.load;
+    const std::filesystem::path tracker = dir / "latest_checkpointed_iteration.txt";
+    if (!std::filesystem::exists(tracker)) {
+        std::printf("WARNING: could not find the metadata file %s\n", tracker.string().c_str());
+        std::printf("    will not load any checkpoints and will start from random\n");
+        return;
+    }
+    MT_CHECK(format.detect(dir), dir.string(), " holds no ", format.name(),
+             " checkpoint (see --ckpt-format)");
+    mt::CheckpointState state = format.load(dir);
+    std::printf(" loading checkpoint from %s at iteration %lld\n", flags.load->c_str(),
+                static_cast<long long>(state.iteration));
+    mt::train::RestoreOptions o;
+    o.finetune = flags.finetune;
+    o.optimizer = !flags.no_load_optim;
+    o.rng = !flags.no_load_rng;
+    mt::train::restore_checkpoint(state, parts, o);
+    std::printf("  successfully loaded checkpoint from %s [ t 1/1, p 1/1 ] at iteration %lld\n",
+                flags.load->c_str(), static_cast<long long>(parts.trainer.iteration()));
+    std::fflush(stdout);
+}
+
 int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFlags& tf,
-          const mt::ModelFamily& family, mt::ModelArgs model_args) {
+          const mt::ModelFamily& family, mt::ModelArgs model_args,
+          const std::vector<mt::FlagInfo>& model_flags) {
+    std::unique_ptr<mt::CheckpointFormat> format;
+    if (flags.save || flags.load)
+        format = mt::Registry::global().create_checkpoint(flags.ckpt_format);
     auto tokenizer = mt::Registry::global().create_tokenizer(tf.type, tf.options);
     std::printf("> building %s tokenizer (vocabulary %lld) ...\n", tf.type.c_str(),
                 static_cast<long long>(tokenizer->vocab_size()));
@@ -105,6 +139,26 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
         trainer.set_stop_flag(&g_sigterm);
     }
 
+    mt::train::TrainingParts parts{*model, optimizer, flags.optimizer_config, scheduler, trainer};
+    if (flags.load) load_checkpoint(flags, *format, parts);
+    auto save = [&] {
+        mt::train::CaptureOptions o;
+        o.optimizer = !flags.no_save_optim;
+        o.rng = !flags.no_save_rng;
+        o.args = mt::train_tool::checkpoint_args(flags, tf, model_flags, model_args,
+                                                 family.parameters(model_args));
+        std::printf("saving checkpoint at iteration %7lld to %s in %s format\n",
+                    static_cast<long long>(trainer.iteration()), flags.save->c_str(),
+                    flags.ckpt_format.c_str());
+        std::fflush(stdout);
+        format->save(*flags.save, mt::train::capture_checkpoint(parts, o));
+        std::printf("%s\n",
+                    mt::train::format_saved_checkpoint(trainer.iteration(), *flags.save, 0, 1, 0, 1)
+                        .c_str());
+        std::fflush(stdout);
+    };
+    if (flags.save) trainer.set_saver(save);
+
     auto reason = trainer.train(*datasets[0], valid);
     switch (reason) {
         case mt::train::StopReason::signal:
@@ -120,6 +174,9 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
         case mt::train::StopReason::finished:
             break;
     }
+    if (flags.save && trainer.iteration() != 0 &&
+        (!flags.save_interval || trainer.iteration() % *flags.save_interval != 0))
+        save();
     const std::string it = "iteration " + std::to_string(trainer.iteration());
     if (valid) {
         int64_t consumed = trainer.consumed_valid_samples();
@@ -161,7 +218,8 @@ int main(int argc, char** argv) {
     spec.run = [&](const boost::program_options::variables_map& vm) {
         mt::train_tool::finish(vm, flags);
         mt::cli::finish_tokenizer_flags(vm, tokenizer);
-        return train(flags, tokenizer, *family, mt::cli::collect_model_args(vm, model_flags));
+        return train(flags, tokenizer, *family, mt::cli::collect_model_args(vm, model_flags),
+                     model_flags);
     };
     return mt::cli::run_tool(argc, argv, spec);
 }

@@ -13,9 +13,6 @@ void read_optional(const po::variables_map& vm, const char* name, std::optional<
 // Flags Megatron has that megatron-train refuses, rather than silently ignoring them.
 void reject_unsupported(const po::variables_map& vm) {
     const std::pair<const char*, const char*> not_yet[] = {
-        {"save", "checkpoint saving"},
-        {"load", "checkpoint loading"},
-        {"save-interval", "checkpoint saving"},
         {"fp16", "fp16 training (the CPU trains in fp32)"},
         {"bf16", "bf16 training (the CPU trains in fp32)"},
         {"mock-data", "--mock-data"},
@@ -44,10 +41,7 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "exit-interval", po::value<int64_t>(), "exit after an iteration divisible by this")(
         "exit-duration-in-mins", po::value<double>(), "exit after this many minutes")(
         "exit-signal-handler", po::bool_switch(&f.exit_signal_handler),
-        "on SIGTERM, finish the iteration and exit cleanly")("save", po::value<std::string>(),
-                                                             "checkpoint directory to save to")(
-        "load", po::value<std::string>(), "checkpoint directory to load from")(
-        "save-interval", po::value<int64_t>(), "iterations between checkpoints")(
+        "on SIGTERM, finish the iteration, save a checkpoint (with --save) and exit")(
         "fp16", po::bool_switch(), "fp16 training")("bf16", po::bool_switch(), "bf16 training")(
         "tensor-model-parallel-size", po::value<int64_t>()->default_value(1), "")(
         "pipeline-model-parallel-size", po::value<int64_t>()->default_value(1), "")(
@@ -85,6 +79,21 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "weight-decay-incr-style", po::value(&s.weight_decay_incr_style)->default_value("constant"),
         "constant, linear or cosine");
 
+    po::options_description ckpt("Checkpointing", 100);
+    ckpt.add_options()("save", po::value<std::string>(), "checkpoint directory to save to")(
+        "load", po::value<std::string>(), "checkpoint directory to load from")(
+        "save-interval", po::value<int64_t>(),
+        "iterations between checkpoints (one is also saved when training ends)")(
+        "ckpt-format", po::value(&f.ckpt_format)->default_value("torch"),
+        "checkpoint format plugin (Megatron's default is torch_dist; megatron-train writes torch)")(
+        "no-save-optim", po::bool_switch(&f.no_save_optim), "do not save the optimizer state")(
+        "no-save-rng", po::bool_switch(&f.no_save_rng), "do not save the RNG state")(
+        "no-load-optim", po::bool_switch(&f.no_load_optim),
+        "do not load the optimizer and learning-rate schedule state")(
+        "no-load-rng", po::bool_switch(&f.no_load_rng), "do not load the RNG state")(
+        "finetune", po::bool_switch(&f.finetune),
+        "load the model only and start at iteration 0 (no optimizer, schedule or RNG state)");
+
     po::options_description data("Data", 100);
     data.add_options()("data-path", po::value(&f.data_path)->multitoken(),
                        "dataset prefixes, optionally weighted: P | W1 P1 W2 P2 ...")(
@@ -107,7 +116,7 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "iterations between evaluations")(
         "eval-iters", po::value(&f.eval_iters)->default_value(100), "iterations per evaluation")(
         "tensorboard-dir", po::value(&f.tensorboard_dir), "write TensorBoard event files here");
-    return {training, lr, opt, data, logging};
+    return {training, lr, opt, ckpt, data, logging};
 }
 
 void finish(const po::variables_map& vm, TrainingFlags& f) {
@@ -132,6 +141,11 @@ void finish(const po::variables_map& vm, TrainingFlags& f) {
     f.optimizer_config.type = optim::parse_optimizer_type(f.optimizer);
     read_optional(vm, "exit-interval", f.exit_interval);
     read_optional(vm, "exit-duration-in-mins", f.exit_duration_in_mins);
+    read_optional(vm, "save", f.save);
+    read_optional(vm, "load", f.load);
+    read_optional(vm, "save-interval", f.save_interval);
+    MT_CHECK(!f.save_interval || *f.save_interval > 0, "--save-interval must be positive, got ",
+             *f.save_interval);
     read_optional(vm, "split", f.split);
     read_optional(vm, "data-cache-path", f.data_cache_path);
     MT_CHECK(!f.data_path.empty() || !f.train_data_path.empty(),
@@ -157,6 +171,7 @@ train::TrainerOptions trainer_options(const TrainingFlags& f) {
     o.seed = static_cast<uint64_t>(f.seed);
     o.exit_interval = f.exit_interval;
     o.exit_duration_in_mins = f.exit_duration_in_mins;
+    o.save_interval = f.save_interval;
     return o;
 }
 

@@ -31,6 +31,12 @@ struct TrainingFlags {
     std::optional<double> exit_duration_in_mins;
     bool exit_signal_handler = false;
     std::string tensorboard_dir;
+    // Checkpoints.
+    std::optional<std::string> save, load;
+    std::optional<int64_t> save_interval;
+    std::string ckpt_format = "torch";
+    bool no_save_optim = false, no_save_rng = false, no_load_optim = false, no_load_rng = false;
+    bool finetune = false;
     // Data.
     std::vector<std::string> data_path, train_data_path, valid_data_path, test_data_path;
     std::optional<std::string> split, data_cache_path;

@@ -1,14 +1,16 @@
-// CheckpointFormat interface (torch, torch_dist, hf plugins): saves and loads the model state
-// (canonical name -> tensor with its global shape and this rank's slice), optimizer and
-// scheduler state, RNG state, iteration and args, exactly as Megatron-LM lays them out.
-// Declared now; the checkpoint issue implements the formats.
+// CheckpointFormat interface (torch, torch_dist, hf plugins) and the format-neutral state they
+// save and load: model tensors by Megatron-core name, optimizer moments by parameter name, the
+// learning-rate schedule, the dropout RNG position, iteration, consumed samples and training args.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
-#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
 
 #include "mt/api.h"
 #include "mt/tensor.h"
@@ -21,20 +23,70 @@ struct ShardedTensor {
     Shape global_offset;  // where `local` starts in it
 };
 
+// One training argument as Megatron's args Namespace holds it (None, bool, int, float, str).
+using ArgValue = std::variant<std::monostate, bool, int64_t, double, std::string>;
+
+// Optimizer state of one parameter (Adam: exp_avg / exp_avg_sq; SGD: momentum_buffer in
+// exp_avg, exp_avg_sq undefined).
+struct OptimizerParamState {
+    std::string name;  // the parameter's Megatron-core name
+    Tensor exp_avg, exp_avg_sq;
+    bool weight_decay = true;  // Megatron's wd_mult 1 group, else wd_mult 0
+};
+
+struct OptimizerCheckpoint {
+    std::string type = "adam";        // "adam" | "sgd"
+    int64_t step = 0;                 // updates taken (torch keeps it per parameter)
+    double lr = 0, weight_decay = 0;  // what the schedule gives now (param_groups' lr, wd)
+    double max_lr = 0, min_lr = 0;
+    double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, momentum = 0.9;
+    std::vector<OptimizerParamState> params;  // in the model's parameter order
+};
+
+// Megatron's OptimizerParamScheduler.state_dict() (WSD settings are not stored, as in Megatron).
+struct SchedulerCheckpoint {
+    double max_lr = 0, min_lr = 0;
+    double lr_warmup_steps = 0;
+    int64_t num_steps = 0, lr_decay_steps = 0;
+    std::string lr_decay_style = "linear";  // Megatron's flag spelling
+    double start_wd = 0, end_wd = 0;
+    int64_t wd_incr_steps = 0;
+    std::string wd_incr_style = "constant";
+};
+
+// megatron-train's dropout stream: Philox seed and next unused counter.
+struct RngCheckpoint {
+    uint64_t dropout_seed = 0, dropout_offset = 0;
+};
+
 struct CheckpointState {
     int64_t iteration = 0;
-    std::map<std::string, ShardedTensor> model;      // canonical (Megatron-core) names
-    std::map<std::string, ShardedTensor> optimizer;  // e.g. "<param>.exp_avg"
-    std::map<std::string, std::string> args;         // training arguments as text
+    int64_t consumed_train_samples = 0, consumed_valid_samples = 0;
+    double num_floating_point_operations_so_far = 0;
+    // The training args in Megatron's names ("num_layers", "params_dtype" as "float32", ...).
+    std::vector<std::pair<std::string, ArgValue>> args;
+    std::vector<std::pair<std::string, ShardedTensor>> model;  // state-dict order
+    std::optional<OptimizerCheckpoint> optimizer;              // absent: --no-save-optim
+    std::optional<SchedulerCheckpoint> scheduler;
+    std::optional<RngCheckpoint> rng;  // absent: --no-save-rng or not in the file
+
+    const ArgValue* find_arg(std::string_view name) const {
+        for (const auto& [key, value] : args)
+            if (key == name) return &value;
+        return nullptr;
+    }
 };
 
 class MT_API CheckpointFormat {
   public:
     virtual ~CheckpointFormat() = default;
     virtual std::string_view name() const = 0;  // "torch", "torch_dist", "hf"
-    // True when `dir` holds a checkpoint this format can read.
+    // True when `dir` (a --save/--load directory) holds a checkpoint this format can read.
     virtual bool detect(const std::filesystem::path& dir) const = 0;
+    // Writes state.iteration's checkpoint under `dir` and makes it the latest; a crash midway
+    // leaves the previous latest checkpoint usable.
     virtual void save(const std::filesystem::path& dir, const CheckpointState& state) = 0;
+    // Reads the latest checkpoint of `dir`. Tensors may view the file (read-only).
     virtual CheckpointState load(const std::filesystem::path& dir) = 0;
 };
 

@@ -60,6 +60,17 @@ Trainer::Trainer(Model& model, optim::Optimizer& optimizer, optim::LrScheduler& 
 
 Trainer::~Trainer() = default;
 
+uint64_t Trainer::dropout_seed() const {
+    return dropout_->seed;
+}
+uint64_t Trainer::dropout_offset() const {
+    return dropout_->offset;
+}
+void Trainer::set_dropout_rng(uint64_t seed, uint64_t offset) {
+    dropout_->seed = seed;
+    dropout_->offset = offset;
+}
+
 Trainer::IterationResult Trainer::train_step(const data::GPTSampleDataset& data) {
     const int64_t micro_batches = options_.global_batch_size / options_.micro_batch_size;
     optimizer_.zero_grad();
@@ -145,13 +156,27 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
             iteration_ % options_.eval_interval == 0)
             print_evaluation("iteration " + std::to_string(iteration_),
                              evaluate(*valid_data, consumed_valid_), true);
-        if (options_.exit_interval && iteration_ % *options_.exit_interval == 0)
-            return StopReason::exit_interval;
+        // Megatron's checkpoint_and_decide_exit: signal, regular save, duration, interval.
+        if (stop_ && stop_->load()) {
+            if (save_) save_();
+            return StopReason::signal;
+        }
+        bool saved = false;
+        if (save_ && options_.save_interval && *options_.save_interval > 0 &&
+            iteration_ % *options_.save_interval == 0) {
+            save_();
+            saved = true;
+        }
         if (options_.exit_duration_in_mins &&
             std::chrono::duration<double>(Clock::now() - start).count() / 60.0 >
-                *options_.exit_duration_in_mins)
+                *options_.exit_duration_in_mins) {
+            if (save_ && !saved) save_();
             return StopReason::exit_duration;
-        if (stop_ && stop_->load()) return StopReason::signal;
+        }
+        if (options_.exit_interval && iteration_ % *options_.exit_interval == 0) {
+            if (save_ && !saved) save_();
+            return StopReason::exit_interval;
+        }
     }
     return StopReason::finished;
 }

@@ -37,6 +37,8 @@ class MT_API Optimizer {
     void zero_grad();
 
     int64_t steps() const { return steps_; }
+    // Restores the update count (Adam's bias correction) from a checkpoint.
+    void set_steps(int64_t steps) { steps_ = steps; }
     const std::vector<nn::Parameter*>& parameters() const { return parameters_; }
     // Per-parameter state, in parameter order: Adam's exp_avg / exp_avg_sq, SGD's momentum
     // buffer in first() (second() unused). Exposed for checkpoints.

@@ -35,6 +35,7 @@ struct TrainerOptions {
     uint64_t seed = 1234;    // dropout stream
     std::optional<int64_t> exit_interval;
     std::optional<double> exit_duration_in_mins;
+    std::optional<int64_t> save_interval;  // with a saver: save every this many iterations
 };
 
 // Why train() returned.
@@ -50,6 +51,20 @@ class MT_API Trainer {
     void set_tensorboard(io::TensorBoardWriter* writer) { tensorboard_ = writer; }
     // Checked between iterations (--exit-signal-handler sets it from SIGTERM).
     void set_stop_flag(const std::atomic<bool>* stop) { stop_ = stop; }
+    // Called where Megatron's checkpoint_and_decide_exit saves: every save_interval iterations,
+    // and before leaving on a signal, --exit-duration-in-mins or --exit-interval.
+    void set_saver(std::function<void()> save) { save_ = std::move(save); }
+
+    // Where a resumed run continues (from a checkpoint).
+    void set_progress(int64_t iteration, int64_t consumed_train, int64_t consumed_valid) {
+        iteration_ = iteration;
+        consumed_train_ = consumed_train;
+        consumed_valid_ = consumed_valid;
+    }
+    // The dropout stream's position (the RNG state a checkpoint keeps).
+    uint64_t dropout_seed() const;
+    uint64_t dropout_offset() const;
+    void set_dropout_rng(uint64_t seed, uint64_t offset);
 
     // Trains from iteration() to train_iters (or an exit condition), evaluating on `valid`
     // every eval_interval iterations when it is given.
@@ -81,6 +96,7 @@ class MT_API Trainer {
     std::function<void(const std::string&)> print_;
     io::TensorBoardWriter* tensorboard_ = nullptr;
     const std::atomic<bool>* stop_ = nullptr;
+    std::function<void()> save_;
     std::unique_ptr<nn::DropoutContext> dropout_;
     int64_t iteration_ = 0, consumed_train_ = 0, consumed_valid_ = 0;
     std::vector<double> losses_;

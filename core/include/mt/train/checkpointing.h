@@ -1,0 +1,54 @@
+// Between a training run and a CheckpointFormat: captures the model, optimizer, schedule, dropout
+// stream and progress into a CheckpointState, and restores one (ours or Megatron's) into them
+// as Megatron's load_checkpoint does, honouring --finetune, --no-load-optim and --no-load-rng.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mt/api.h"
+#include "mt/checkpoint.h"
+#include "mt/model.h"
+#include "mt/optim/lr_schedule.h"
+#include "mt/optim/optimizer.h"
+#include "mt/train/trainer.h"
+
+namespace mt::train {
+
+// What a run is made of, as checkpoints see it.
+struct TrainingParts {
+    Model& model;
+    optim::Optimizer& optimizer;
+    optim::OptimizerConfig optimizer_config;
+    optim::LrScheduler& scheduler;
+    Trainer& trainer;
+};
+
+struct CaptureOptions {
+    bool optimizer = true;  // false: --no-save-optim
+    bool rng = true;        // false: --no-save-rng
+    // Megatron's args Namespace entries; iteration and consumed samples are added from the run.
+    std::vector<std::pair<std::string, ArgValue>> args;
+};
+
+MT_API CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOptions& o);
+
+struct RestoreOptions {
+    bool optimizer = true;  // false: --no-load-optim (the schedule is not loaded either)
+    bool rng = true;        // false: --no-load-rng
+    bool finetune = false;  // model only; iteration and consumed samples start at 0
+};
+
+// Copies the checkpoint into the run. Every model parameter must be in state.model with its
+// shape and dtype (mt::Error naming the key and both shapes otherwise), under its own name or the
+// other --transformer-impl's (norms fused into the linears or not); Transformer Engine
+// `_extra_state` entries are ignored; any other unknown tensor is an error.
+MT_API void restore_checkpoint(const CheckpointState& state, const TrainingParts& parts,
+                               const RestoreOptions& o);
+
+// Megatron's spellings of the schedule's styles ("inverse-square-root", "WSD", ...).
+MT_API std::string lr_decay_style_name(optim::LrDecayStyle style);
+MT_API std::string wd_incr_style_name(optim::WdIncrStyle style);
+
+}  // namespace mt::train

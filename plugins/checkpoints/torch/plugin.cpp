@@ -1,0 +1,5 @@
+// Plugin entry of libmt_checkpoint_torch.so: Megatron's `torch` checkpoint format.
+#include "mt/plugin.h"
+#include "register.h"
+
+MT_PLUGIN("checkpoint", "torch", "0.1.0", mt::plugins::torch_ckpt::register_torch)

@@ -1,0 +1,377 @@
+#include "torch_state.h"
+
+#include <cmath>
+#include <map>
+
+#include "mt/dtype.h"
+#include "mt/error.h"
+
+namespace mt::plugins::torch_ckpt {
+
+namespace {
+
+using io::PyDict;
+using io::PyKind;
+using io::PyValue;
+
+PyValue str(const std::string& s) {
+    return PyValue::string(s);
+}
+
+// Megatron's default no-weight-decay rule (megatron/core/optimizer _get_param_groups).
+bool decays(const std::string& name, const Shape& shape) {
+    return !(name.ends_with(".bias") || shape.size() == 1);
+}
+
+// torch.<name> for the dtypes an args Namespace names (params_dtype).
+constexpr std::pair<const char*, DType> kTorchDtypes[] = {
+    {"float32", DType::f32}, {"float16", DType::f16}, {"bfloat16", DType::bf16}};
+
+PyValue arg_to_py(const std::string& name, const ArgValue& v) {
+    if (name == "params_dtype" && std::holds_alternative<std::string>(v)) {
+        for (const auto& [torch_name, d] : kTorchDtypes)
+            if (std::get<std::string>(v) == torch_name) return io::torch_dtype_global(d);
+    }
+    return std::visit(
+        [](const auto& x) -> PyValue {
+            using T = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<T, std::monostate>)
+                return PyValue();
+            else if constexpr (std::is_same_v<T, bool>)
+                return PyValue::boolean(x);
+            else if constexpr (std::is_same_v<T, int64_t>)
+                return PyValue::integer(x);
+            else if constexpr (std::is_same_v<T, double>)
+                return PyValue::real(x);
+            else
+                return PyValue::string(x);
+        },
+        v);
+}
+
+// A number Megatron keeps as int when integral (lr_warmup_steps).
+PyValue number(double v) {
+    if (std::floor(v) == v && std::fabs(v) < 9e15) return PyValue::integer(int64_t(v));
+    return PyValue::real(v);
+}
+
+PyValue scalar_tensor(float v) {
+    Tensor t = Tensor::empty({}, DType::f32);
+    *t.data<float>() = v;
+    return PyValue::tensor(t);
+}
+
+// Megatron's param groups: keyed by wd_mult in the order parameters first reach them.
+struct Groups {
+    std::vector<bool> decay;                   // per group
+    std::vector<std::vector<size_t>> members;  // indices into the parameter list
+};
+
+template <class DecaysFn>
+Groups make_groups(size_t n, DecaysFn decays_of) {
+    Groups g;
+    for (size_t i = 0; i < n; ++i) {
+        const bool d = decays_of(i);
+        size_t k = 0;
+        while (k < g.decay.size() && g.decay[k] != d) ++k;
+        if (k == g.decay.size()) {
+            g.decay.push_back(d);
+            g.members.emplace_back();
+        }
+        g.members[k].push_back(i);
+    }
+    return g;
+}
+
+PyValue optimizer_to_py(const OptimizerCheckpoint& o) {
+    const bool adam = o.type == "adam";
+    Groups groups =
+        make_groups(o.params.size(), [&](size_t i) { return o.params[i].weight_decay; });
+    PyValue state = PyValue::dict();
+    PyValue param_groups = PyValue::list();
+    int64_t next_id = 0;
+    for (size_t k = 0; k < groups.decay.size(); ++k) {
+        const double wd_mult = groups.decay[k] ? 1.0 : 0.0;
+        PyValue g = PyValue::dict();
+        auto& gd = g.dict_ref();
+        gd.set("wd_mult", PyValue::real(wd_mult));
+        gd.set("lr_mult", PyValue::real(1.0));
+        gd.set("is_expert_parallel", PyValue::boolean(false));
+        gd.set("is_decoupled_lr", PyValue::boolean(false));
+        gd.set("max_lr", PyValue::real(o.max_lr));
+        gd.set("min_lr", PyValue::real(o.min_lr));
+        gd.set("lr", PyValue::real(o.lr));
+        if (adam) {
+            gd.set("betas", PyValue::tuple({PyValue::real(o.beta1), PyValue::real(o.beta2)}));
+            gd.set("eps", PyValue::real(o.eps));
+            gd.set("weight_decay", PyValue::real(o.weight_decay * wd_mult));
+            gd.set("amsgrad", PyValue::boolean(false));
+            gd.set("maximize", PyValue::boolean(false));
+            gd.set("foreach", PyValue());
+            gd.set("capturable", PyValue::boolean(false));
+            gd.set("differentiable", PyValue::boolean(false));
+            gd.set("fused", PyValue());
+            gd.set("decoupled_weight_decay", PyValue::boolean(true));
+        } else {
+            gd.set("momentum", PyValue::real(o.momentum));
+            gd.set("dampening", PyValue::integer(0));  // torch.optim.SGD default 0 (an int)
+            gd.set("weight_decay", PyValue::real(o.weight_decay * wd_mult));
+            gd.set("nesterov", PyValue::boolean(false));
+            gd.set("maximize", PyValue::boolean(false));
+            gd.set("foreach", PyValue());
+            gd.set("differentiable", PyValue::boolean(false));
+            gd.set("fused", PyValue());
+        }
+        PyValue ids = PyValue::list();
+        for (size_t i : groups.members[k]) {
+            const int64_t id = next_id++;
+            ids.items().push_back(PyValue::integer(id));
+            if (o.step == 0) continue;  // torch has no state before the first step
+            const auto& p = o.params[i];
+            PyValue s = PyValue::dict();
+            if (adam) {
+                s.dict_ref().set("step", scalar_tensor(float(o.step)));
+                s.dict_ref().set("exp_avg", PyValue::tensor(p.exp_avg));
+                s.dict_ref().set("exp_avg_sq", PyValue::tensor(p.exp_avg_sq));
+            } else {
+                s.dict_ref().set("momentum_buffer", PyValue::tensor(p.exp_avg));
+            }
+            state.dict_ref().set(PyValue::integer(id), std::move(s));
+        }
+        gd.set("params", std::move(ids));
+        param_groups.items().push_back(std::move(g));
+    }
+    PyValue out = PyValue::dict();
+    out.dict_ref().set("state", std::move(state));
+    out.dict_ref().set("param_groups", std::move(param_groups));
+    return out;
+}
+
+PyValue scheduler_to_py(const SchedulerCheckpoint& s) {
+    PyValue d = PyValue::dict();
+    auto& m = d.dict_ref();
+    m.set("max_lr", PyValue::real(s.max_lr));
+    m.set("lr_warmup_steps", number(s.lr_warmup_steps));
+    m.set("num_steps", PyValue::integer(s.num_steps));
+    m.set("lr_decay_style", str(s.lr_decay_style));
+    m.set("lr_decay_steps", PyValue::integer(s.lr_decay_steps));
+    m.set("min_lr", PyValue::real(s.min_lr));
+    m.set("start_wd", PyValue::real(s.start_wd));
+    m.set("end_wd", PyValue::real(s.end_wd));
+    m.set("wd_incr_style", str(s.wd_incr_style));
+    m.set("wd_incr_steps", PyValue::integer(s.wd_incr_steps));
+    return d;
+}
+
+// ---- reading ----
+
+const PyValue& need(const PyValue& d, std::string_view key, const std::string& file) {
+    const PyValue* v = d.find(key);
+    MT_CHECK(v != nullptr, file, ": no '", key, "' in the checkpoint");
+    return *v;
+}
+
+const PyValue* find_int_key(const PyValue& dict, int64_t key) {
+    for (const auto& [k, v] : dict.dict_ref().items)
+        if (k.kind() == PyKind::integer && k.as_int() == key) return &v;
+    return nullptr;
+}
+
+std::optional<ArgValue> arg_from_py(const PyValue& v) {
+    switch (v.kind()) {
+        case PyKind::none:
+            return ArgValue{};
+        case PyKind::boolean:
+            return ArgValue{v.as_bool()};
+        case PyKind::integer:
+            return ArgValue{v.as_int()};
+        case PyKind::real:
+            return ArgValue{v.as_double()};
+        case PyKind::string:
+            return ArgValue{v.as_string()};
+        case PyKind::global:
+            if (auto d = io::torch_dtype_of(v))
+                for (const auto& [torch_name, dtype] : kTorchDtypes)
+                    if (dtype == *d) return ArgValue{std::string(torch_name)};
+            return std::nullopt;
+        default:
+            return std::nullopt;
+    }
+}
+
+int64_t int_arg(const CheckpointState& s, std::string_view name) {
+    const ArgValue* v = s.find_arg(name);
+    return v && std::holds_alternative<int64_t>(*v) ? std::get<int64_t>(*v) : 0;
+}
+
+double step_of(const PyValue& v) {
+    if (v.kind() == PyKind::tensor) {
+        const Tensor& t = v.as_tensor();
+        MT_CHECK(t.numel() == 1, "optimizer step is ", t.describe(), ", not a scalar");
+        if (t.dtype() == DType::f32) return *t.data<float>();
+        if (t.dtype() == DType::f64) return *t.data<double>();
+        if (t.dtype() == DType::i64) return double(*t.data<int64_t>());
+        MT_FAIL("optimizer step has dtype ", dtype_name(t.dtype()));
+    }
+    return v.as_double();
+}
+
+OptimizerCheckpoint optimizer_from_py(const PyValue& opt, const CheckpointState& s,
+                                      const std::string& file) {
+    // Mixed-precision Megatron files wrap the torch state dict ({'optimizer': ..., ...}).
+    const PyValue& sd = opt.find("param_groups") ? opt : need(opt, "optimizer", file);
+    const PyValue& state = need(sd, "state", file);
+    const PyValue& groups = need(sd, "param_groups", file);
+    MT_CHECK(state.kind() == PyKind::dict && groups.kind() == PyKind::list, file,
+             ": the optimizer is not a torch optimizer state_dict");
+
+    Groups ours = make_groups(s.model.size(), [&](size_t i) {
+        return decays(s.model[i].first, s.model[i].second.global_shape);
+    });
+    OptimizerCheckpoint o;
+    o.type = groups.items().empty() || groups.items()[0].find("betas") ? "adam" : "sgd";
+    o.params.resize(s.model.size());
+    bool have_step = false;
+    for (const PyValue& g : groups.items()) {
+        const bool decay = g["wd_mult"].as_double() != 0.0;
+        size_t k = 0;
+        while (k < ours.decay.size() && ours.decay[k] != decay) ++k;
+        const auto& ids = g["params"].items();
+        MT_CHECK(k < ours.decay.size() && ours.members[k].size() == ids.size(), file,
+                 ": an optimizer param group (wd_mult ", g["wd_mult"].as_double(), ") has ",
+                 ids.size(), " parameters but the model has ",
+                 k < ours.decay.size() ? ours.members[k].size() : 0, " such parameters");
+        o.lr = g["lr"].as_double();
+        if (const PyValue* m = g.find("max_lr")) o.max_lr = m->as_double();
+        if (const PyValue* m = g.find("min_lr")) o.min_lr = m->as_double();
+        if (decay) o.weight_decay = g["weight_decay"].as_double();
+        if (const PyValue* b = g.find("betas")) {
+            o.beta1 = b->items().at(0).as_double();
+            o.beta2 = b->items().at(1).as_double();
+            o.eps = g["eps"].as_double();
+        }
+        if (const PyValue* m = g.find("momentum")) o.momentum = m->as_double();
+        for (size_t j = 0; j < ids.size(); ++j) {
+            const size_t i = ours.members[k][j];
+            const auto& [name, model_tensor] = s.model[i];
+            OptimizerParamState& p = o.params[i];
+            p.name = name;
+            p.weight_decay = decay;
+            const PyValue* ps = find_int_key(state, ids[j].as_int());
+            if (!ps) {  // no step taken yet
+                p.exp_avg = Tensor::zeros(model_tensor.local.shape(), model_tensor.local.dtype());
+                if (o.type == "adam") p.exp_avg_sq = p.exp_avg.clone();
+                continue;
+            }
+            if (o.type == "adam") {
+                p.exp_avg = need(*ps, "exp_avg", file).as_tensor();
+                p.exp_avg_sq = need(*ps, "exp_avg_sq", file).as_tensor();
+                const int64_t step = int64_t(step_of(need(*ps, "step", file)));
+                MT_CHECK(!have_step || step == o.step, file, ": parameter '", name, "' took ", step,
+                         " optimizer steps, others ", o.step);
+                o.step = step;
+                have_step = true;
+            } else {
+                p.exp_avg = need(*ps, "momentum_buffer", file).as_tensor();
+            }
+        }
+    }
+    // SGD keeps no step count: its iterations are the updates taken.
+    if (o.type == "sgd") o.step = s.iteration;
+    return o;
+}
+
+SchedulerCheckpoint scheduler_from_py(const PyValue& d, const std::string& file) {
+    SchedulerCheckpoint s;
+    s.max_lr = need(d, "max_lr", file).as_double();
+    s.lr_warmup_steps = need(d, "lr_warmup_steps", file).as_double();
+    s.num_steps = need(d, "num_steps", file).as_int();
+    s.lr_decay_style = need(d, "lr_decay_style", file).as_string();
+    s.lr_decay_steps = need(d, "lr_decay_steps", file).as_int();
+    s.min_lr = need(d, "min_lr", file).as_double();
+    s.start_wd = need(d, "start_wd", file).as_double();
+    s.end_wd = need(d, "end_wd", file).as_double();
+    s.wd_incr_style = need(d, "wd_incr_style", file).as_string();
+    s.wd_incr_steps = need(d, "wd_incr_steps", file).as_int();
+    return s;
+}
+
+}  // namespace
+
+PyValue to_py(const CheckpointState& s) {
+    io::PyObject ns;
+    ns.module = "argparse";
+    ns.name = "Namespace";
+    ns.make = io::PyObject::Make::newobj;
+    ns.args = PyValue::tuple();
+    ns.state = PyValue::dict();
+    for (const auto& [name, value] : s.args) ns.state.dict_ref().set(name, arg_to_py(name, value));
+
+    PyValue model = PyValue::dict(true);
+    for (const auto& [name, t] : s.model) model.dict_ref().set(name, PyValue::tensor(t.local));
+
+    PyValue root = PyValue::dict();
+    auto& r = root.dict_ref();
+    r.set("args", PyValue::object(std::move(ns)));
+    r.set("checkpoint_version", PyValue::real(3.0));
+    r.set("iteration", PyValue::integer(s.iteration));
+    r.set("model", std::move(model));
+    if (s.optimizer) r.set("optimizer", optimizer_to_py(*s.optimizer));
+    if (s.scheduler) r.set("opt_param_scheduler", scheduler_to_py(*s.scheduler));
+    r.set("rerun_state_machine", PyValue());
+    if (s.rng) {
+        PyValue rng = PyValue::dict();
+        rng.dict_ref().set("seed", PyValue::integer(int64_t(s.rng->dropout_seed)));
+        rng.dict_ref().set("offset", PyValue::integer(int64_t(s.rng->dropout_offset)));
+        PyValue entry = PyValue::dict();
+        entry.dict_ref().set(kDropoutRngKey, std::move(rng));
+        r.set("rng_state", PyValue::list({std::move(entry)}));
+    }
+    r.set("num_floating_point_operations_so_far",
+          PyValue::real(s.num_floating_point_operations_so_far));
+    return root;
+}
+
+CheckpointState from_py(const PyValue& root, const std::string& file) {
+    MT_CHECK(root.kind() == PyKind::dict, file, ": the checkpoint is a Python ",
+             io::py_kind_name(root.kind()), ", not a dict");
+    CheckpointState s;
+    if (const PyValue* args = root.find("args");
+        args && args->kind() == PyKind::object && args->object_ref().state.kind() == PyKind::dict)
+        for (const auto& [k, v] : args->object_ref().state.dict_ref().items)
+            if (k.kind() == PyKind::string)
+                if (auto a = arg_from_py(v)) s.args.emplace_back(k.as_string(), *a);
+    const PyValue* it = root.find("iteration");
+    if (!it) it = root.find("total_iters");
+    MT_CHECK(it != nullptr, file, ": no 'iteration' in the checkpoint");
+    s.iteration = it->as_int();
+    s.consumed_train_samples = int_arg(s, "consumed_train_samples");
+    s.consumed_valid_samples = int_arg(s, "consumed_valid_samples");
+    if (const PyValue* f = root.find("num_floating_point_operations_so_far"))
+        s.num_floating_point_operations_so_far = f->as_double();
+
+    const PyValue& model = need(root, "model", file);
+    MT_CHECK(model.kind() == PyKind::dict, file, ": 'model' is a Python ",
+             io::py_kind_name(model.kind()), "; nested legacy-model state dicts are not read");
+    for (const auto& [k, v] : model.dict_ref().items) {
+        // Transformer Engine's _extra_state (bytes, None or uint8 tensors) carries no weights.
+        if (k.as_string().ends_with("._extra_state") || v.kind() != PyKind::tensor) continue;
+        const Tensor& t = v.as_tensor();
+        s.model.emplace_back(k.as_string(),
+                             ShardedTensor{t, t.shape(), Shape(t.shape().size(), 0)});
+    }
+    if (const PyValue* o = root.find("optimizer"); o && !o->is_none())
+        s.optimizer = optimizer_from_py(*o, s, file);
+    const PyValue* sch = root.find("opt_param_scheduler");
+    if (!sch) sch = root.find("lr_scheduler");
+    if (sch && !sch->is_none()) s.scheduler = scheduler_from_py(*sch, file);
+    if (const PyValue* rng = root.find("rng_state"); rng && rng->kind() == PyKind::list &&
+                                                     !rng->items().empty() &&
+                                                     rng->items()[0].kind() == PyKind::dict)
+        if (const PyValue* ours = rng->items()[0].find(kDropoutRngKey))
+            s.rng = RngCheckpoint{uint64_t((*ours)["seed"].as_int()),
+                                  uint64_t((*ours)["offset"].as_int())};
+    return s;
+}
+
+}  // namespace mt::plugins::torch_ckpt

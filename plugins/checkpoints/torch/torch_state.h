@@ -1,0 +1,26 @@
+// CheckpointState <-> the dict in model_optim_rng.pt, as Megatron's generate_state_dict lays it
+// out for an fp32 run on one process: args (argparse.Namespace), checkpoint_version 3.0,
+// iteration, model (flat Megatron-core state dict), optimizer (torch AdamW/SGD state_dict over
+// Megatron's wd_mult param groups), opt_param_scheduler, rerun_state_machine, rng_state and
+// num_floating_point_operations_so_far.
+#pragma once
+
+#include <string>
+
+#include "mt/checkpoint.h"
+#include "mt/io/py_value.h"
+
+namespace mt::plugins::torch_ckpt {
+
+// Megatron cannot store the Philox dropout stream of megatron-train; it rides in rng_state[0]
+// under this key beside (not instead of) Megatron's own generator states.
+inline constexpr const char* kDropoutRngKey = "megatron_cpp_dropout_rng_state";
+
+io::PyValue to_py(const CheckpointState& state);
+
+// Reads a file written by us or by Megatron (`file` names it in errors). Parameters are paired
+// with optimizer state by Megatron's numbering: model keys in order, split into the wd_mult 1
+// and 0 groups by Megatron's default rule (".bias" or 1-D: no weight decay).
+CheckpointState from_py(const io::PyValue& root, const std::string& file);
+
+}  // namespace mt::plugins::torch_ckpt

@@ -1,0 +1,157 @@
+// megatron-train's checkpoints through the binary: --save / --save-interval / --load resume the
+// run exactly (dropout on), the end-of-training save, --finetune, --no-save-optim with
+// --no-load-optim, leftovers of an interrupted save, the save on SIGTERM with
+// --exit-signal-handler, and a truncated file.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <regex>
+
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+using mt::test::read_file;
+using mt::test::run_command;
+using mt::test::TempDir;
+
+namespace {
+
+std::string q(const fs::path& p) {
+    return "'" + p.string() + "'";
+}
+
+std::string make_dataset(const TempDir& dir) {
+    std::string jsonl;
+    for (int d = 0; d < 100; ++d)
+        jsonl += "{\"text\": \"Document " + std::to_string(d) + " says " +
+                 std::to_string(d * 7 % 13) + " and then " + std::to_string(d % 5) +
+                 " again, twice over.\"}\n";
+    mt::test::write_file(dir / "corpus.jsonl", jsonl);
+    const fs::path vocab = mt::test::fixtures_dir() / "gpt2-tiny";
+    auto r =
+        run_command(mt::test::tool_path("megatron-preprocess").string() + " --input " +
+                    q(dir / "corpus.jsonl") + " --output-prefix " + q(dir / "corpus") +
+                    " --tokenizer-type GPT2BPETokenizer --vocab-file " + q(vocab / "vocab.json") +
+                    " --merge-file " + q(vocab / "merges.txt") + " --append-eod");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return (dir / "corpus_text_document").string();
+}
+
+// Dropout stays on (Megatron's 0.1), so resuming must also restore the dropout stream.
+std::string train_command(const TempDir& dir, const std::string& data) {
+    const fs::path vocab = mt::test::fixtures_dir() / "gpt2-tiny";
+    return mt::test::tool_path("megatron-train").string() +
+           " --num-layers 2 --hidden-size 16 --num-attention-heads 2 --seq-length 16"
+           " --max-position-embeddings 16 --micro-batch-size 2 --global-batch-size 4"
+           " --lr 1e-3 --min-lr 1e-4 --lr-decay-style cosine --lr-warmup-iters 1"
+           " --tokenizer-type GPT2BPETokenizer --vocab-file " +
+           q(vocab / "vocab.json") + " --merge-file " + q(vocab / "merges.txt") + " --data-path " +
+           q(data) + " --split 98,1,1 --data-cache-path " + q(dir / "cache") +
+           " --log-interval 1 --eval-iters 0";
+}
+
+// iteration -> the "lm loss" text of its log line.
+std::map<int, std::string> losses(const std::string& output) {
+    static const std::regex line(R"(iteration +(\d+)/ +\d+ \|.*\| lm loss: ([0-9.E+-]+) \|)");
+    std::map<int, std::string> out;
+    for (auto it = std::sregex_iterator(output.begin(), output.end(), line);
+         it != std::sregex_iterator(); ++it)
+        out[std::stoi((*it)[1])] = (*it)[2];
+    return out;
+}
+
+TEST(TrainCheckpoint, ResumingReproducesTheUninterruptedRun) {
+    TempDir dir;
+    const std::string data = make_dataset(dir);
+    const std::string base = train_command(dir, data) + " --train-iters 6";
+    auto full = run_command(base);
+    ASSERT_EQ(full.exit_code, 0) << full.output;
+    ASSERT_EQ(losses(full.output).size(), 6u) << full.output;
+
+    const fs::path ckpt = dir / "ckpt";
+    auto first = run_command(base + " --save " + q(ckpt) + " --save-interval 3 --exit-interval 3");
+    ASSERT_EQ(first.exit_code, 0) << first.output;
+    EXPECT_NE(first.output.find("  successfully saved checkpoint from iteration       3 to " +
+                                ckpt.string() + " [ t 1/1, p 1/1 ]"),
+              std::string::npos)
+        << first.output;
+    EXPECT_EQ(read_file(ckpt / "latest_checkpointed_iteration.txt"), "3");
+    EXPECT_TRUE(fs::exists(ckpt / "iter_0000003/mp_rank_00/model_optim_rng.pt"));
+
+    // A save of iteration 6 killed midway: its temporary directory is ignored.
+    fs::create_directories(ckpt / "iter_0000006.tmp.1/mp_rank_00");
+    mt::test::write_file(ckpt / "iter_0000006.tmp.1/mp_rank_00/model_optim_rng.pt", "PK");
+
+    auto resumed =
+        run_command(base + " --load " + q(ckpt) + " --save " + q(ckpt) + " --save-interval 3");
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+    EXPECT_NE(resumed.output.find("  successfully loaded checkpoint from " + ckpt.string() +
+                                  " [ t 1/1, p 1/1 ] at iteration 3"),
+              std::string::npos)
+        << resumed.output;
+    auto expected = losses(full.output), got = losses(resumed.output);
+    ASSERT_EQ(got.size(), 3u) << resumed.output;
+    for (int i = 4; i <= 6; ++i) EXPECT_EQ(got[i], expected[i]) << "iteration " << i;
+    EXPECT_NE(resumed.output.find("consumed samples:           24"), std::string::npos);
+    EXPECT_EQ(read_file(ckpt / "latest_checkpointed_iteration.txt"), "6");
+}
+
+TEST(TrainCheckpoint, FinetuneEndOfTrainingSaveAndNoOptimizerState) {
+    TempDir dir;
+    const std::string data = make_dataset(dir);
+    const std::string base = train_command(dir, data);
+    const fs::path a = dir / "a", b = dir / "b";
+    // No --save-interval: Megatron saves once, when training ends.
+    auto r = run_command(base + " --train-iters 2 --save " + q(a) + " --no-save-optim");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(read_file(a / "latest_checkpointed_iteration.txt"), "2");
+
+    r = run_command(base + " --train-iters 4 --load " + q(a));
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("no optimizer state: use --no-load-optim or --finetune"),
+              std::string::npos)
+        << r.output;
+
+    r = run_command(base + " --train-iters 4 --load " + q(a) + " --no-load-optim");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(losses(r.output).begin()->first, 3) << r.output;
+
+    r = run_command(base + " --train-iters 2 --load " + q(a) + " --finetune --save " + q(b));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(losses(r.output).size(), 2u) << "--finetune starts at iteration 0\n" << r.output;
+    EXPECT_EQ(read_file(b / "latest_checkpointed_iteration.txt"), "2");
+}
+
+TEST(TrainCheckpoint, SigtermWithTheExitSignalHandlerSavesBeforeExiting) {
+    TempDir dir;
+    const std::string data = make_dataset(dir);
+    const fs::path log = dir / "log", ckpt = dir / "ckpt";
+    // SIGTERM once the first iteration line is out (the handler is installed by then).
+    auto r = run_command(
+        train_command(dir, data) + " --train-iters 100000 --exit-signal-handler --save " + q(ckpt) +
+        " > " + q(log) + " 2>&1 & p=$!; until grep -q 'iteration ' " + q(log) +
+        " || ! kill -0 $p 2>/dev/null; do sleep 0.05; done; kill -TERM $p; wait $p");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    const std::string out = read_file(log);
+    const auto saved = out.find("  successfully saved checkpoint from iteration ");
+    ASSERT_NE(saved, std::string::npos) << out;
+    EXPECT_LT(saved, out.find("exiting program after receiving SIGTERM.")) << out;
+    EXPECT_TRUE(fs::exists(ckpt / "latest_checkpointed_iteration.txt"));
+}
+
+TEST(TrainCheckpoint, ATruncatedCheckpointIsAnErrorNamingTheFile) {
+    TempDir dir;
+    const std::string data = make_dataset(dir);
+    const std::string base = train_command(dir, data) + " --train-iters 2";
+    auto r = run_command(base + " --save " + q(dir / "c"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const fs::path file = dir / "c/iter_0000002/mp_rank_00/model_optim_rng.pt";
+    fs::resize_file(file, fs::file_size(file) - 100);
+    r = run_command(base + " --load " + q(dir / "c"));
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("cannot read checkpoint " + file.string()), std::string::npos)
+        << r.output;
+}
+
+}  // namespace

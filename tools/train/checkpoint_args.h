@@ -1,0 +1,22 @@
+// The args Namespace megatron-train stores in a checkpoint: Megatron's names for the training
+// and model flags, plus the model sizes Megatron derives (ffn_hidden_size, kv_channels,
+// padded_vocab_size), read back from the model's parameter shapes.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mt/checkpoint.h"
+#include "mt/cli/flags.h"
+#include "mt/model.h"
+#include "training_flags.h"
+
+namespace mt::train_tool {
+
+std::vector<std::pair<std::string, ArgValue>> checkpoint_args(
+    const TrainingFlags& flags, const cli::TokenizerFlags& tokenizer,
+    const std::vector<FlagInfo>& model_flags, const ModelArgs& model_args,
+    const std::vector<ParameterInfo>& parameters);
+
+}  // namespace mt::train_tool
