@@ -44,5 +44,11 @@ struct RunResult {
 RunResult run_command(const std::string& command_line);
 // Path of bin/<name> in the build tree.
 std::filesystem::path tool_path(const std::string& name);
+// A path in single quotes for a shell command line.
+std::string shell_quote(const std::filesystem::path& path);
+// Writes `jsonl` to <dir>/corpus.jsonl and runs megatron-preprocess on it with the committed
+// GPT-2 tiny vocabulary (tests/fixtures/gpt2-tiny) and --append-eod; returns the dataset prefix
+// <dir>/corpus_text_document.
+std::string tiny_gpt2_dataset(const TempDir& dir, const std::string& jsonl);
 
 }  // namespace mt::test

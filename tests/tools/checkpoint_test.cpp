@@ -18,7 +18,7 @@ using mt::test::TempDir;
 namespace {
 
 std::string q(const fs::path& p) {
-    return "'" + p.string() + "'";
+    return mt::test::shell_quote(p);
 }
 
 std::string make_dataset(const TempDir& dir) {
@@ -27,15 +27,7 @@ std::string make_dataset(const TempDir& dir) {
         jsonl += "{\"text\": \"Document " + std::to_string(d) + " says " +
                  std::to_string(d * 7 % 13) + " and then " + std::to_string(d % 5) +
                  " again, twice over.\"}\n";
-    mt::test::write_file(dir / "corpus.jsonl", jsonl);
-    const fs::path vocab = mt::test::fixtures_dir() / "gpt2-tiny";
-    auto r =
-        run_command(mt::test::tool_path("megatron-preprocess").string() + " --input " +
-                    q(dir / "corpus.jsonl") + " --output-prefix " + q(dir / "corpus") +
-                    " --tokenizer-type GPT2BPETokenizer --vocab-file " + q(vocab / "vocab.json") +
-                    " --merge-file " + q(vocab / "merges.txt") + " --append-eod");
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    return (dir / "corpus_text_document").string();
+    return mt::test::tiny_gpt2_dataset(dir, jsonl);
 }
 
 // Dropout stays on (Megatron's 0.1), so resuming must also restore the dropout stream.

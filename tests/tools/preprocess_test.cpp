@@ -21,7 +21,7 @@ std::string preprocess() {
 }
 
 std::string q(const fs::path& p) {
-    return "'" + p.string() + "'";
+    return mt::test::shell_quote(p);
 }
 
 // NullTokenizer flags: "1 2 3" -> ids 1, 2, 3; eod = 1000.

@@ -15,7 +15,7 @@ using mt::test::TempDir;
 namespace {
 
 std::string q(const fs::path& p) {
-    return "'" + p.string() + "'";
+    return mt::test::shell_quote(p);
 }
 
 // A corpus of numbered English sentences, tokenized into <dir>/corpus_text_document.
@@ -28,15 +28,7 @@ std::string make_dataset(const TempDir& dir) {
                     " talks about the number " + std::to_string(d * 7 % 13) + ". ";
         jsonl += "{\"text\": \"" + text + "\"}\n";
     }
-    mt::test::write_file(dir / "corpus.jsonl", jsonl);
-    fs::path vocab = mt::test::fixtures_dir() / "gpt2-tiny";
-    auto r =
-        run_command(mt::test::tool_path("megatron-preprocess").string() + " --input " +
-                    q(dir / "corpus.jsonl") + " --output-prefix " + q(dir / "corpus") +
-                    " --tokenizer-type GPT2BPETokenizer --vocab-file " + q(vocab / "vocab.json") +
-                    " --merge-file " + q(vocab / "merges.txt") + " --append-eod");
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    return (dir / "corpus_text_document").string();
+    return mt::test::tiny_gpt2_dataset(dir, jsonl);
 }
 
 std::string train_command(const TempDir& dir, const std::string& data) {
