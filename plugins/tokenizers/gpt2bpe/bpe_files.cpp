@@ -44,7 +44,7 @@ std::string position(std::string_view text, size_t offset, const std::string& pa
 
 // A strict reader for the one shape vocab.json has: an object of string keys and integers.
 class VocabParser {
-public:
+  public:
     VocabParser(std::string_view text, const std::string& path) : text_(text), path_(path) {}
 
     std::vector<VocabEntry> parse() {
@@ -78,7 +78,7 @@ public:
         return entries;
     }
 
-private:
+  private:
     [[noreturn]] void fail(size_t at, const std::string& what) const {
         MT_FAIL(position(text_, at, path_), ": invalid vocab file: ", what);
     }
@@ -88,8 +88,8 @@ private:
         ++pos_;
     }
     void skip_space() {
-        while (pos_ < text_.size() &&
-               (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r'))
+        while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
+                                       text_[pos_] == '\n' || text_[pos_] == '\r'))
             ++pos_;
     }
 
@@ -99,10 +99,14 @@ private:
         for (int i = 0; i < 4; ++i) {
             const char c = text_[pos_ + i];
             v <<= 4;
-            if (c >= '0' && c <= '9') v |= uint32_t(c - '0');
-            else if (c >= 'a' && c <= 'f') v |= uint32_t(c - 'a' + 10);
-            else if (c >= 'A' && c <= 'F') v |= uint32_t(c - 'A' + 10);
-            else fail(pos_ + i, "bad hex digit in a \\u escape");
+            if (c >= '0' && c <= '9')
+                v |= uint32_t(c - '0');
+            else if (c >= 'a' && c <= 'f')
+                v |= uint32_t(c - 'a' + 10);
+            else if (c >= 'A' && c <= 'F')
+                v |= uint32_t(c - 'A' + 10);
+            else
+                fail(pos_ + i, "bad hex digit in a \\u escape");
         }
         pos_ += 4;
         return v;
@@ -124,14 +128,30 @@ private:
                 if (++pos_ >= text_.size()) fail(pos_, "unterminated string");
                 const char e = text_[pos_++];
                 switch (e) {
-                    case '"': out += '"'; break;
-                    case '\\': out += '\\'; break;
-                    case '/': out += '/'; break;
-                    case 'b': out += '\b'; break;
-                    case 'f': out += '\f'; break;
-                    case 'n': out += '\n'; break;
-                    case 'r': out += '\r'; break;
-                    case 't': out += '\t'; break;
+                    case '"':
+                        out += '"';
+                        break;
+                    case '\\':
+                        out += '\\';
+                        break;
+                    case '/':
+                        out += '/';
+                        break;
+                    case 'b':
+                        out += '\b';
+                        break;
+                    case 'f':
+                        out += '\f';
+                        break;
+                    case 'n':
+                        out += '\n';
+                        break;
+                    case 'r':
+                        out += '\r';
+                        break;
+                    case 't':
+                        out += '\t';
+                        break;
                     case 'u': {
                         uint32_t cp = parse_hex4();
                         // A surrogate pair is one character; a lone surrogate stays as it is,
@@ -148,7 +168,8 @@ private:
                         append_utf8(out, cp);
                         break;
                     }
-                    default: fail(pos_ - 1, str("unknown escape '\\", e, "'"));
+                    default:
+                        fail(pos_ - 1, str("unknown escape '\\", e, "'"));
                 }
                 continue;
             }
@@ -164,7 +185,8 @@ private:
         const size_t start = pos_;
         const bool negative = peek() == '-';
         if (negative) ++pos_;
-        if (peek() < '0' || peek() > '9') fail(start, str("the value of \"", token, "\" is not an integer"));
+        if (peek() < '0' || peek() > '9')
+            fail(start, str("the value of \"", token, "\" is not an integer"));
         const size_t digits = pos_;
         int64_t value = 0;
         while (peek() >= '0' && peek() <= '9') {
@@ -242,7 +264,8 @@ std::vector<MergeRule> parse_merges_txt(std::string_view raw, const std::string&
 
         if (nl == std::string::npos) {
             if (line_no > 1 && !tokens.empty())
-                log::warn(path, ":", line_no, ": merges file does not end with a newline: its last line is ",
+                log::warn(path, ":", line_no,
+                          ": merges file does not end with a newline: its last line is ",
                           "ignored, as Megatron-LM ignores it");
             break;
         }

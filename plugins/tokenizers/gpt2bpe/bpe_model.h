@@ -12,7 +12,7 @@
 namespace mt::plugins::gpt2bpe {
 
 class BpeModel {
-public:
+  public:
     // Symbols 0..255 are the 256 one-byte characters; every string named by a merge (its two
     // parts and their concatenation) gets a symbol too, whether or not the vocab has it.
     BpeModel(const std::vector<VocabEntry>& vocab, const std::vector<MergeRule>& merges);
@@ -32,7 +32,7 @@ public:
     int32_t symbol_id(uint32_t sym) const { return symbol_id_[sym]; }
     size_t symbol_count() const { return symbol_id_.size(); }
 
-private:
+  private:
     static constexpr uint32_t kNoRank = UINT32_MAX;
     static constexpr uint64_t kEmptyKey = UINT64_MAX;
     struct Slot {

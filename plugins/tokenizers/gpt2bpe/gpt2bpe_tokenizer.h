@@ -17,7 +17,7 @@
 namespace mt::plugins::gpt2bpe {
 
 class Gpt2BpeTokenizer final : public Tokenizer {
-public:
+  public:
     // From --vocab-file and --merge-file.
     explicit Gpt2BpeTokenizer(const TokenizerOptions& options);
     // From parsed files; `source` names them in messages.
@@ -33,7 +33,7 @@ public:
     const SpecialIds& special_ids() const override { return special_ids_; }
     std::string_view name() const override { return "GPT2BPETokenizer"; }
 
-private:
+  private:
     enum TokenState : uint8_t { kAbsent, kBytes, kNotBytes };
 
     BpeModel model_;

@@ -1,5 +1,6 @@
 // GPT-2's pre-tokenisation, written as a scanner instead of a regex engine: splits UTF-8 text
-// into the pieces re.findall(r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+") yields.
+// into the pieces re.findall(r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+|
+// ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+") yields.
 #pragma once
 
 #include <cstddef>
@@ -14,7 +15,7 @@ namespace mt::plugins::gpt2bpe {
 // Walks one text; every byte belongs to exactly one piece (each alternative of the regex can
 // start at any character, so findall never skips). Throws mt::Error on invalid UTF-8.
 class PieceScanner {
-public:
+  public:
     PieceScanner(std::string_view text, const UnicodeClasses& classes)
         : begin_(reinterpret_cast<const uint8_t*>(text.data())),
           pos_(begin_),
@@ -31,7 +32,7 @@ public:
         return true;
     }
 
-private:
+  private:
     struct Char {
         CharClass cls;
         uint32_t len;

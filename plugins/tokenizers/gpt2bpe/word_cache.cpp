@@ -33,7 +33,7 @@ void WordCache::insert(const uint8_t* bytes, size_t n, uint64_t hash, const int3
     while (slots_[i].key_len != 0) i = (i + 1) & mask_;
     Slot& s = slots_[i];
     s = Slot{load_prefix(bytes, n), uint32_t(hash >> 32), uint32_t(tails_.size()), ids[0],
-             uint16_t(n), uint16_t(count)};
+             uint16_t(n),           uint16_t(count)};
     if (n > 8) tails_.insert(tails_.end(), bytes + 8, bytes + n);
     if (count > 1) {
         s.value = int32_t(ids_.size());

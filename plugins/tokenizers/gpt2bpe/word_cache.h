@@ -13,7 +13,7 @@
 namespace mt::plugins::gpt2bpe {
 
 class WordCache {
-public:
+  public:
     // Pieces longer than this are not kept (rare, and they would crowd out the rest).
     static constexpr size_t kMaxKey = 64;
 
@@ -50,7 +50,7 @@ public:
         return h ^ (h >> 31);
     }
 
-private:
+  private:
     // The first min(n, 8) bytes, zero-padded, without reading past p + n.
     static uint64_t load_prefix(const uint8_t* p, size_t n) {
         uint64_t w = 0;
@@ -62,14 +62,15 @@ private:
             std::memcpy(&b, p + n - 4, 4);
             w = uint64_t(a) | (uint64_t(b) << ((n - 4) * 8));
         } else if (n > 0) {
-            w = uint64_t(p[0]) | (uint64_t(p[n / 2]) << ((n / 2) * 8)) | (uint64_t(p[n - 1]) << ((n - 1) * 8));
+            w = uint64_t(p[0]) | (uint64_t(p[n / 2]) << ((n / 2) * 8)) |
+                (uint64_t(p[n - 1]) << ((n - 1) * 8));
         }
         return w;
     }
 
     struct Slot {
-        uint64_t prefix;   // first 8 key bytes; the rest is at tails_[tail_at]
-        uint32_t tag;      // high half of the hash (the low bits chose the slot)
+        uint64_t prefix;  // first 8 key bytes; the rest is at tails_[tail_at]
+        uint32_t tag;     // high half of the hash (the low bits chose the slot)
         uint32_t tail_at;
         int32_t value;     // the id itself when id_count == 1, else an offset in ids_
         uint16_t key_len;  // 0 marks an empty slot

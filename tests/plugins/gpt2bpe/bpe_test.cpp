@@ -22,7 +22,8 @@ std::string byte_char(uint8_t b) {
 
 // Megatron's loop on strings: take the lowest-ranked adjacent pair, merge all of its
 // occurrences left to right, repeat until no adjacent pair has a rank.
-std::vector<std::string> oracle(const std::string& word, const std::map<std::pair<std::string, std::string>, size_t>& ranks) {
+std::vector<std::string> oracle(
+    const std::string& word, const std::map<std::pair<std::string, std::string>, size_t>& ranks) {
     std::vector<std::string> symbols;
     for (unsigned char c : word) symbols.push_back(byte_char(c));
     while (symbols.size() > 1) {
@@ -39,7 +40,8 @@ std::vector<std::string> oracle(const std::string& word, const std::map<std::pai
         const std::pair<std::string, std::string> pair = *best;
         std::vector<std::string> merged;
         for (size_t i = 0; i < symbols.size();) {
-            if (i + 1 < symbols.size() && symbols[i] == pair.first && symbols[i + 1] == pair.second) {
+            if (i + 1 < symbols.size() && symbols[i] == pair.first &&
+                symbols[i + 1] == pair.second) {
                 merged.push_back(pair.first + pair.second);
                 i += 2;
             } else {
@@ -81,7 +83,8 @@ std::vector<std::string> run(const BpeModel& model, const std::string& word, boo
                              const std::vector<VocabEntry>& vocab) {
     std::vector<uint32_t> syms(word.begin(), word.end());
     for (auto& s : syms) s &= 0xFF;
-    const size_t n = long_path ? model.merge_long(syms.data(), syms.size()) : model.merge_short(syms.data(), syms.size());
+    const size_t n = long_path ? model.merge_long(syms.data(), syms.size())
+                               : model.merge_short(syms.data(), syms.size());
     std::map<int32_t, std::string> names;
     for (const VocabEntry& e : vocab) names[e.id] = e.token;
     std::vector<std::string> out;
@@ -107,8 +110,10 @@ TEST(Gpt2Bpe, ShortLongAndOracleAgreeOnRandomTables) {
                 for (const VocabEntry& e : t.vocab) known = known || e.token == s;
                 expected.push_back(known ? s : "?");
             }
-            ASSERT_EQ(run(model, word, false, t.vocab), expected) << "table " << table << " word " << word;
-            ASSERT_EQ(run(model, word, true, t.vocab), expected) << "table " << table << " word " << word;
+            ASSERT_EQ(run(model, word, false, t.vocab), expected)
+                << "table " << table << " word " << word;
+            ASSERT_EQ(run(model, word, true, t.vocab), expected)
+                << "table " << table << " word " << word;
         }
         for (int w = 0; w < 3; ++w) {  // past kShortWord only the heap version applies
             std::string word;
@@ -119,7 +124,8 @@ TEST(Gpt2Bpe, ShortLongAndOracleAgreeOnRandomTables) {
                 for (const VocabEntry& e : t.vocab) known = known || e.token == s;
                 expected.push_back(known ? s : "?");
             }
-            ASSERT_EQ(run(model, word, true, t.vocab), expected) << "table " << table << " word " << word;
+            ASSERT_EQ(run(model, word, true, t.vocab), expected)
+                << "table " << table << " word " << word;
         }
     }
 }

@@ -57,13 +57,16 @@ TEST(Gpt2BpeVocabFile, MalformedFilesNameLineAndColumn) {
     };
     for (const Case& c : cases) {
         const std::string message = error_of([&] { parse_vocab_json(c.text, "v.json"); });
-        EXPECT_NE(message.find(c.message), std::string::npos) << "input " << c.text << "\nmessage " << message;
+        EXPECT_NE(message.find(c.message), std::string::npos)
+            << "input " << c.text << "\nmessage " << message;
     }
 }
 
 TEST(Gpt2BpeVocabFile, MissingFileIsNamed) {
     const std::string message = error_of([] { read_vocab_json("/nonexistent/vocab.json"); });
-    EXPECT_NE(message.find("cannot open vocab file (--vocab-file) '/nonexistent/vocab.json'"), std::string::npos) << message;
+    EXPECT_NE(message.find("cannot open vocab file (--vocab-file) '/nonexistent/vocab.json'"),
+              std::string::npos)
+        << message;
     EXPECT_NE(error_of([] { read_vocab_json(""); }).find("needs a vocab file"), std::string::npos);
 }
 
@@ -76,10 +79,14 @@ using Pairs = std::vector<std::pair<std::string, std::string>>;
 
 TEST(Gpt2BpeMergesFile, SplitsLikeMegatron) {
     // The header goes, blank lines go, CRLF and lone CR end lines, any Python whitespace splits.
-    EXPECT_EQ(pairs(parse_merges_txt("#version: 0.2\na b\r\n\r\nc d\re\tf\n  g \u00a0 h  \n", "m.txt")),
-              (Pairs{{"a", "b"}, {"c", "d"}, {"e", "f"}, {"g", "h"}}));
+    EXPECT_EQ(
+        pairs(parse_merges_txt("#version: 0.2\na b\r\n\r\nc d\re\tf\n  g \u00a0 h  \n", "m.txt")),
+        (Pairs{{"a", "b"}, {"c", "d"}, {"e", "f"}, {"g", "h"}}));
     // \x1c..\x1f are str.split() separators too.
-    EXPECT_EQ(pairs(parse_merges_txt("#v\na\x1c" "b\n", "m.txt")), (Pairs{{"a", "b"}}));
+    EXPECT_EQ(pairs(parse_merges_txt("#v\na\x1c"
+                                     "b\n",
+                                     "m.txt")),
+              (Pairs{{"a", "b"}}));
     // The first line is dropped even when it is not a header.
     EXPECT_EQ(pairs(parse_merges_txt("x y\na b\n", "m.txt")), (Pairs{{"a", "b"}}));
     // split('\n')[1:-1]: a last line without a newline is lost, as in Megatron.
@@ -90,16 +97,20 @@ TEST(Gpt2BpeMergesFile, SplitsLikeMegatron) {
 }
 
 TEST(Gpt2BpeMergesFile, MalformedLinesAreErrors) {
-    EXPECT_NE(error_of([] { parse_merges_txt("#v\na b\nabc\n", "m.txt"); })
-                  .find("m.txt:3: invalid merges file: expected two tokens separated by a space, found 1"),
-              std::string::npos);
+    EXPECT_NE(
+        error_of([] {
+            parse_merges_txt("#v\na b\nabc\n", "m.txt");
+        }).find("m.txt:3: invalid merges file: expected two tokens separated by a space, found 1"),
+        std::string::npos);
     EXPECT_NE(error_of([] { parse_merges_txt("#v\r\na b c\r\n", "m.txt"); }).find("m.txt:2:"),
               std::string::npos);
-    EXPECT_NE(error_of([] { parse_merges_txt("#v\na \xc3\n", "m.txt"); })
-                  .find("m.txt:2:3: invalid merges file: invalid UTF-8"),
+    EXPECT_NE(error_of([] {
+                  parse_merges_txt("#v\na \xc3\n", "m.txt");
+              }).find("m.txt:2:3: invalid merges file: invalid UTF-8"),
               std::string::npos);
-    EXPECT_NE(error_of([] { read_merges_txt("/nonexistent/merges.txt"); })
-                  .find("cannot open merges file (--merge-file) '/nonexistent/merges.txt'"),
+    EXPECT_NE(error_of([] {
+                  read_merges_txt("/nonexistent/merges.txt");
+              }).find("cannot open merges file (--merge-file) '/nonexistent/merges.txt'"),
               std::string::npos);
 }
 

@@ -17,19 +17,22 @@ Pieces pieces(std::string_view text) {
     PieceScanner scanner(text, UnicodeClasses::get());
     const uint8_t* first;
     const uint8_t* last;
-    while (scanner.next(first, last)) out.emplace_back(reinterpret_cast<const char*>(first), last - first);
+    while (scanner.next(first, last))
+        out.emplace_back(reinterpret_cast<const char*>(first), last - first);
     return out;
 }
 
-TEST(Gpt2PreTokenizer, EmptyText) { EXPECT_TRUE(pieces("").empty()); }
+TEST(Gpt2PreTokenizer, EmptyText) {
+    EXPECT_TRUE(pieces("").empty());
+}
 
 TEST(Gpt2PreTokenizer, Contractions) {
     EXPECT_EQ(pieces("don't"), (Pieces{"don", "'t"}));
     EXPECT_EQ(pieces("we're they've you'll I'm he'd"),
               (Pieces{"we", "'re", " they", "'ve", " you", "'ll", " I", "'m", " he", "'d"}));
-    EXPECT_EQ(pieces("'sup"), (Pieces{"'s", "up"}));                 // no word boundary needed
-    EXPECT_EQ(pieces("DON'T"), (Pieces{"DON", "'", "T"}));           // lower case only
-    EXPECT_EQ(pieces("it''s"), (Pieces{"it", "''", "s"}));           // punctuation run wins
+    EXPECT_EQ(pieces("'sup"), (Pieces{"'s", "up"}));        // no word boundary needed
+    EXPECT_EQ(pieces("DON'T"), (Pieces{"DON", "'", "T"}));  // lower case only
+    EXPECT_EQ(pieces("it''s"), (Pieces{"it", "''", "s"}));  // punctuation run wins
     EXPECT_EQ(pieces(" 's"), (Pieces{" '", "s"}));
     EXPECT_EQ(pieces("it\u2019s"), (Pieces{"it", "\u2019", "s"}));  // U+2019 is not an apostrophe
     EXPECT_EQ(pieces("'l"), (Pieces{"'", "l"}));
@@ -62,7 +65,8 @@ TEST(Gpt2PreTokenizer, ClassesOfRuns) {
     EXPECT_EQ(pieces("\u00bd\u2167x"), (Pieces{"\u00bd\u2167", "x"}));  // No and Nl are \p{N}
     EXPECT_EQ(pieces("cafe\u0301s"), (Pieces{"cafe", "\u0301", "s"}));  // Mn is not \p{L}
     EXPECT_EQ(pieces("\u65e5\u672c\u8a9e"), (Pieces{"\u65e5\u672c\u8a9e"}));
-    EXPECT_EQ(pieces("a\U0001F600\u200d\U0001F600b"), (Pieces{"a", "\U0001F600\u200d\U0001F600", "b"}));
+    EXPECT_EQ(pieces("a\U0001F600\u200d\U0001F600b"),
+              (Pieces{"a", "\U0001F600\u200d\U0001F600", "b"}));
     EXPECT_EQ(pieces("hello!!! world???"), (Pieces{"hello", "!!!", " world", "???"}));
 }
 
@@ -88,13 +92,15 @@ TEST(Gpt2PreTokenizer, InvalidUtf8IsAnError) {
             pieces(bad);
             ADD_FAILURE() << "no error for invalid UTF-8 of " << bad.size() << " bytes";
         } catch (const mt::Error& e) {
-            EXPECT_NE(std::string(e.what()).find("not valid UTF-8 at byte"), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("not valid UTF-8 at byte"), std::string::npos)
+                << e.what();
         }
     }
     try {
         pieces("abc d\xff");
     } catch (const mt::Error& e) {
-        EXPECT_NE(std::string(e.what()).find("at byte 5 (bytes FF)"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("at byte 5 (bytes FF)"), std::string::npos)
+            << e.what();
     }
 }
 
@@ -105,7 +111,8 @@ TEST(Gpt2PreTokenizer, NastyStringsMatchPythonRegex) {
     for (simdjson::dom::element c : cases.get_array()) {
         const std::string text = test::string_of(c["text"]);
         Pieces expected;
-        for (simdjson::dom::element p : c["pieces"].get_array()) expected.push_back(test::string_of(p));
+        for (simdjson::dom::element p : c["pieces"].get_array())
+            expected.push_back(test::string_of(p));
         EXPECT_EQ(pieces(text), expected) << "case " << count;
         ++count;
     }

@@ -38,7 +38,8 @@ TEST(Gpt2BpeReference, DecodeReplacesInvalidUtf8LikePython) {
     simdjson::dom::element cases = parser.load(test::fixture("decode_cases.json").string());
     for (simdjson::dom::element c : cases.get_array()) {
         const std::vector<int32_t> ids = test::int_list(c["ids"]);
-        EXPECT_EQ(gpt2->decode(ids), test::string_of(c["text"])) << "ids[0] " << (ids.empty() ? -1 : ids[0]);
+        EXPECT_EQ(gpt2->decode(ids), test::string_of(c["text"]))
+            << "ids[0] " << (ids.empty() ? -1 : ids[0]);
     }
 }
 
@@ -59,7 +60,8 @@ std::vector<std::string> documents(const std::filesystem::path& path) {
     if (path.extension() == ".jsonl") {
         simdjson::dom::parser parser;
         simdjson::padded_string data = simdjson::padded_string::load(path.string());
-        for (simdjson::dom::element doc : parser.parse_many(data)) docs.push_back(test::string_of(doc["text"]));
+        for (simdjson::dom::element doc : parser.parse_many(data))
+            docs.push_back(test::string_of(doc["text"]));
         return docs;
     }
     const std::string text = mt::test::read_file(path);
@@ -93,11 +95,13 @@ TEST(Gpt2BpeReference, CorpusDigests) {
             const std::vector<int32_t> ids = gpt2->encode(docs[index]);
             total += ids.size();
             char hex[17];
-            std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(test::fnv1a64(ids)));
+            std::snprintf(hex, sizeof hex, "%016llx",
+                          static_cast<unsigned long long>(test::fnv1a64(ids)));
             if (std::string_view(hex) != std::string_view(h)) {
                 if (mismatches++ == 0)
-                    ADD_FAILURE() << rel << ": document " << index << " gives other ids than Megatron ("
-                                  << ids.size() << " ids; first 80 bytes: " << docs[index].substr(0, 80) << ")";
+                    ADD_FAILURE() << rel << ": document " << index
+                                  << " gives other ids than Megatron (" << ids.size()
+                                  << " ids; first 80 bytes: " << docs[index].substr(0, 80) << ")";
             }
             ++index;
         }

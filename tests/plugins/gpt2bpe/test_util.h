@@ -26,7 +26,9 @@ inline std::vector<int32_t> int_list(simdjson::dom::element e) {
     return out;
 }
 
-inline std::string string_of(simdjson::dom::element e) { return std::string(std::string_view(e)); }
+inline std::string string_of(simdjson::dom::element e) {
+    return std::string(std::string_view(e));
+}
 
 // A tokenizer from two files under MEGATRON_TEST_DATA, or nullptr when the data is absent.
 inline std::unique_ptr<Gpt2BpeTokenizer> data_tokenizer(const std::string& vocab,

@@ -49,7 +49,9 @@ TEST(Gpt2BpeTokenizer, DecodeRejectsIdsMegatronCannotDecode) {
         tok->decode(not_bytes);
         ADD_FAILURE();
     } catch (const mt::Error& e) {
-        EXPECT_NE(std::string(e.what()).find("id 21: its token is not made of byte-level characters"), std::string::npos);
+        EXPECT_NE(
+            std::string(e.what()).find("id 21: its token is not made of byte-level characters"),
+            std::string::npos);
     }
 }
 
@@ -75,7 +77,8 @@ TEST(Gpt2BpeTokenizer, MissingFilesAndEodAreErrors) {
         Gpt2BpeTokenizer tok(vocab, {}, "v.json");
         ADD_FAILURE();
     } catch (const mt::Error& e) {
-        EXPECT_NE(std::string(e.what()).find("v.json: the vocab has no '<|endoftext|>' token"), std::string::npos);
+        EXPECT_NE(std::string(e.what()).find("v.json: the vocab has no '<|endoftext|>' token"),
+                  std::string::npos);
     }
     vocab = {{"<|endoftext|>", 0}, {"a", 100000}};
     EXPECT_THROW(Gpt2BpeTokenizer(vocab, {}, "v.json"), mt::Error);  // ids far too sparse
@@ -104,18 +107,22 @@ TEST(Gpt2BpeTokenizer, CacheResetKeepsResults) {
     std::vector<std::vector<int32_t>> first;
     for (const auto& w : words) first.push_back(tok->encode(w));
     auto fresh = test::gpt2_tokenizer();  // its own, empty cache
-    for (size_t i = 0; i < words.size(); i += 7) ASSERT_EQ(fresh->encode(words[i]), first[i]) << words[i];
-    for (size_t i = 0; i < words.size(); i += 5) ASSERT_EQ(tok->encode(words[i]), first[i]) << words[i];
+    for (size_t i = 0; i < words.size(); i += 7)
+        ASSERT_EQ(fresh->encode(words[i]), first[i]) << words[i];
+    for (size_t i = 0; i < words.size(); i += 5)
+        ASSERT_EQ(tok->encode(words[i]), first[i]) << words[i];
 }
 
 TEST(Gpt2BpeTokenizer, ThreadsGiveTheSameIdsAsOneThread) {
     auto tok = test::gpt2_tokenizer();
     auto docs_path = mt::test::test_data("lambada/lambada_test.jsonl");
-    if (!tok || !docs_path) GTEST_SKIP() << "MEGATRON_TEST_DATA not set: skipping the threaded test";
+    if (!tok || !docs_path)
+        GTEST_SKIP() << "MEGATRON_TEST_DATA not set: skipping the threaded test";
     std::vector<std::string> docs;
     simdjson::dom::parser parser;
     simdjson::padded_string data = simdjson::padded_string::load(docs_path->string());
-    for (simdjson::dom::element doc : parser.parse_many(data)) docs.push_back(test::string_of(doc["text"]));
+    for (simdjson::dom::element doc : parser.parse_many(data))
+        docs.push_back(test::string_of(doc["text"]));
     ASSERT_EQ(docs.size(), 5153u);
 
     std::vector<std::vector<int32_t>> single(docs.size());

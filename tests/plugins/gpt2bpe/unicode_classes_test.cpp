@@ -11,10 +11,15 @@ namespace {
 CharClass icu_class(UChar32 cp) {
     if (u_hasBinaryProperty(cp, UCHAR_WHITE_SPACE)) return kSpace;
     switch (u_charType(cp)) {
-        case U_UPPERCASE_LETTER: case U_LOWERCASE_LETTER: case U_TITLECASE_LETTER:
-        case U_MODIFIER_LETTER: case U_OTHER_LETTER:
+        case U_UPPERCASE_LETTER:
+        case U_LOWERCASE_LETTER:
+        case U_TITLECASE_LETTER:
+        case U_MODIFIER_LETTER:
+        case U_OTHER_LETTER:
             return kLetter;
-        case U_DECIMAL_DIGIT_NUMBER: case U_LETTER_NUMBER: case U_OTHER_NUMBER:
+        case U_DECIMAL_DIGIT_NUMBER:
+        case U_LETTER_NUMBER:
+        case U_OTHER_NUMBER:
             return kNumber;
         default:
             return kOther;
@@ -32,7 +37,8 @@ TEST(Gpt2UnicodeClasses, AgreeWithIcuWhereIcuKnowsTheCodePoint) {
             continue;
         }
         if (ours != icu_class(cp) && differ++ < 10)
-            ADD_FAILURE() << "U+" << std::hex << cp << ": table " << int(ours) << ", ICU " << int(icu_class(cp));
+            ADD_FAILURE() << "U+" << std::hex << cp << ": table " << int(ours) << ", ICU "
+                          << int(icu_class(cp));
     }
     EXPECT_EQ(differ, 0u);
     UVersionInfo v;

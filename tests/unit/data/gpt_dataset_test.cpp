@@ -2,8 +2,8 @@
 // for the 1000-document test dataset (tests/fixtures/gpt_dataset/make_fixtures.py).
 #include <array>
 #include <filesystem>
-#include <ostream>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -34,7 +34,9 @@ struct Case {
     bool reset_flags = false;
 };
 
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const Case& c, std::ostream* os) {
+    *os << c.name;
+}
 
 const Case kCases[] = {
     {"multi_epoch_separate", {"{P}"}, "949,50,1", 64, 1234, {50000, 500, 100}},
