@@ -48,11 +48,11 @@ TEST(Train, TrainsWithMegatronsLogLinesEvaluationAndTensorBoard) {
     std::string data = make_dataset(dir);
     auto r = run_command(train_command(dir, data) +
                          " --train-iters 8 --log-interval 2 --eval-interval 4 --eval-iters 2"
-                         " --tensorboard-dir " +
+                         " --log-throughput --tensorboard-dir " +
                          q(dir / "tb"));
     ASSERT_EQ(r.exit_code, 0) << r.output;
     std::regex line(
-        R"( \[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] iteration        8/       8 \| consumed samples:           32 \| elapsed time per iteration \(ms\): [0-9.]+ \| learning rate: [0-9.]+E-0[0-9] \| global batch size:     4 \| lm loss: [0-9.]+E\+00 \| loss scale: 1\.0 \| grad norm: [0-9.]+ \| number of skipped iterations:   0 \| number of nan iterations:   0 \|)");
+        R"( \[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] iteration        8/       8 \| consumed samples:           32 \| elapsed time per iteration \(ms\): [0-9.]+ \| throughput per GPU \(TFLOP/s/GPU\): [0-9.]+ \| learning rate: [0-9.]+E-0[0-9] \| global batch size:     4 \| lm loss: [0-9.]+E\+00 \| loss scale: 1\.0 \| grad norm: [0-9.]+ \| number of skipped iterations:   0 \| number of nan iterations:   0 \|)");
     EXPECT_TRUE(std::regex_search(r.output, line)) << r.output;
     EXPECT_NE(r.output.find(" validation loss at iteration 4 | lm loss value: "), std::string::npos)
         << r.output;

@@ -115,7 +115,9 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "eval-interval", po::value(&f.eval_interval)->default_value(1000),
         "iterations between evaluations")(
         "eval-iters", po::value(&f.eval_iters)->default_value(100), "iterations per evaluation")(
-        "tensorboard-dir", po::value(&f.tensorboard_dir), "write TensorBoard event files here");
+        "tensorboard-dir", po::value(&f.tensorboard_dir), "write TensorBoard event files here")(
+        "log-throughput", po::bool_switch(&f.log_throughput),
+        "add the model's TFLOP/s to the iteration line (TensorBoard always gets it)");
     return {training, lr, opt, ckpt, data, logging};
 }
 
@@ -168,6 +170,7 @@ train::TrainerOptions trainer_options(const TrainingFlags& f) {
     o.eval_interval = f.eval_interval;
     o.eval_iters = f.eval_iters;
     o.clip_grad = f.clip_grad;
+    o.log_throughput = f.log_throughput;
     o.seed = static_cast<uint64_t>(f.seed);
     o.exit_interval = f.exit_interval;
     o.exit_duration_in_mins = f.exit_duration_in_mins;

@@ -30,6 +30,7 @@ struct TrainingFlags {
     std::optional<int64_t> exit_interval;
     std::optional<double> exit_duration_in_mins;
     bool exit_signal_handler = false;
+    bool log_throughput = false;
     std::string tensorboard_dir;
     // Checkpoints.
     std::optional<std::string> save, load;

@@ -75,6 +75,9 @@ class MT_API Model {
                            std::unique_ptr<Activations>* saved) = 0;
     // Accumulates (+=) every parameter's grad for dL/d(losses) = dlosses (f32 [B, T]).
     virtual void backward(const Tensor& dlosses, const Activations& saved) = 0;
+    // Floating-point operations of one training iteration over `samples` sequences (forward and
+    // backward), by Megatron's formula (training.py num_floating_point_operations).
+    virtual double training_flops(int64_t samples) const = 0;
 };
 
 class MT_API ModelFamily {

@@ -33,6 +33,7 @@ std::string format_iteration_line(const IterationLog& l) {
     s += fmt(" consumed samples: %12lld |", (long long)l.consumed_samples);
     if (l.skipped_samples > 0) s += fmt(" skipped samples: %12lld |", (long long)l.skipped_samples);
     s += fmt(" elapsed time per iteration (ms): %.1f |", l.elapsed_ms_per_iteration);
+    if (l.throughput) s += fmt(" throughput per GPU (TFLOP/s/GPU): %.1f |", *l.throughput);
     s += fmt(" learning rate: %.6E |", l.learning_rate);
     s += fmt(" global batch size: %5lld |", (long long)l.global_batch_size);
     for (const auto& [name, value] : l.losses)

@@ -138,6 +138,10 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
             log.elapsed_ms_per_iteration =
                 std::chrono::duration<double, std::milli>(now - interval_start).count() /
                 double(interval_iters);
+            // Megatron's throughput: the model's FLOPs per iteration over the time, per GPU (one).
+            const double throughput = model_.training_flops(options_.global_batch_size) /
+                                      (log.elapsed_ms_per_iteration / 1e3 * 1e12);
+            if (options_.log_throughput) log.throughput = throughput;
             log.learning_rate = scheduler_.lr();
             log.global_batch_size = options_.global_batch_size;
             log.losses = {{"lm loss", interval_loss / double(interval_iters)}};
@@ -146,6 +150,7 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
             if (tensorboard_) {
                 tensorboard_->add_scalar("iteration-time",
                                          float(log.elapsed_ms_per_iteration / 1e3), iteration_);
+                tensorboard_->add_scalar("throughput", float(throughput), iteration_);
                 tensorboard_->flush();
             }
             interval_start = now;

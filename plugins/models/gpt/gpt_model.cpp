@@ -247,4 +247,21 @@ void GptModel::backward(const Tensor& dlosses, const Activations& saved) {
     embedding_.backward(dh, acts->embedding);
 }
 
+double GptModel::training_flops(int64_t samples) const {
+    // Megatron's transformer_flops() for a dense model without MTP: 12 = 3 (forward + 2
+    // backward) x 2 (multiply-add) x 2 (the two GEMMs of each pair).
+    const GptConfig& c = config_;
+    const double h = double(c.hidden_size), s = double(c.seq_length), L = double(c.num_layers);
+    const double expansion = 3 * 2 * 2;
+    const double gated = c.swiglu ? 3.0 / 2.0 : 1.0;
+    const double query_ratio = double(c.kv_channels * c.num_attention_heads) / h;
+    const double attention =
+        expansion * L * h * h *
+        ((1 + double(c.num_query_groups) / double(c.num_attention_heads) + s / h / 2) *
+         query_ratio);
+    return double(samples) * s *
+           (expansion * L * h * (double(c.ffn_hidden_size) * gated) + attention +
+            3 * 2 * h * double(c.padded_vocab_size));
+}
+
 }  // namespace mt::plugins::gpt

@@ -51,6 +51,7 @@ class GptModel final : public Model {
                    std::unique_ptr<Activations>* saved) override;
     // dlosses [B, T] in the model's dtype; saved from this model's forward.
     void backward(const Tensor& dlosses, const Activations& saved) override;
+    double training_flops(int64_t samples) const override;
 
     const GptConfig& config() const { return config_; }
 

@@ -241,6 +241,29 @@ TEST(GptModel, ResidualPostLayerNormFlagIsIgnoredAsMegatronCoreDoes) {
     for (int t = 0; t < 4; ++t) EXPECT_EQ(a.data<float>()[t], b.data<float>()[t]);
 }
 
+TEST(GptModel, TrainingFlopsAsMegatronCountsThem) {
+    // Values of megatron.training.training.num_floating_point_operations (core_v0.13.0) for the
+    // same models and batch sizes.
+    ModelArgs gpt2_small = {{"num-layers", "12"},
+                            {"hidden-size", "768"},
+                            {"num-attention-heads", "12"},
+                            {"seq-length", "1024"},
+                            {"max-position-embeddings", "1024"},
+                            {"vocab-size", "50257"}};
+    EXPECT_DOUBLE_EQ(GptModel(gpt_config_from_args(gpt2_small)).training_flops(8), 6537477095424.0);
+    ModelArgs llama = {{"num-layers", "2"},
+                       {"hidden-size", "64"},
+                       {"num-attention-heads", "4"},
+                       {"group-query-attention", ""},
+                       {"num-query-groups", "2"},
+                       {"ffn-hidden-size", "128"},
+                       {"swiglu", ""},
+                       {"seq-length", "16"},
+                       {"max-position-embeddings", "16"},
+                       {"padded-vocab-size", "5120"}};
+    EXPECT_DOUBLE_EQ(GptModel(gpt_config_from_args(llama)).training_flops(4), 154927104.0);
+}
+
 TEST(GptModel, ResetDocumentsAreIndependent) {
     // A second document behind an EOD gives the losses it gives alone at the start of a row.
     GptModel model(gpt_config_from_args(gpt2_args()), DType::f64);

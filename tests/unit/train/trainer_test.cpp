@@ -47,6 +47,7 @@ class ToyModel final : public Model {
         }
         return losses;
     }
+    double training_flops(int64_t samples) const override { return 1e9 * double(samples); }
     void backward(const Tensor& dlosses, const Activations& a) override {
         const auto& s = static_cast<const Saved&>(a);
         for (int64_t i = 0; i < dlosses.numel(); ++i)
@@ -213,7 +214,7 @@ TEST(Trainer, TensorBoardGetsTheScalars) {
         path = tb.path();
     }
     std::string bytes = test::read_file(path);
-    for (const char* tag : {"lm loss", "learning-rate", "grad-norm", "batch-size"})
+    for (const char* tag : {"lm loss", "learning-rate", "grad-norm", "batch-size", "throughput"})
         EXPECT_NE(bytes.find(tag), std::string::npos) << tag;
 }
 

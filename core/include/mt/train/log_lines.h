@@ -18,6 +18,7 @@ struct IterationLog {
     int64_t iteration = 0, train_iters = 0;
     int64_t consumed_samples = 0, skipped_samples = 0;
     double elapsed_ms_per_iteration = 0;
+    std::optional<double> throughput;  // TFLOP/s per GPU (--log-throughput)
     double learning_rate = 0;
     int64_t global_batch_size = 0;
     std::vector<std::pair<std::string, double>> losses;  // e.g. {"lm loss", 6.51}; printed if > 0

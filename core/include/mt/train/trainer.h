@@ -31,8 +31,9 @@ struct TrainerOptions {
     int64_t log_interval = 100;
     int64_t eval_interval = 1000;
     int64_t eval_iters = 100;
-    double clip_grad = 1.0;  // 0: no clipping
-    uint64_t seed = 1234;    // dropout stream
+    double clip_grad = 1.0;       // 0: no clipping
+    bool log_throughput = false;  // --log-throughput: TFLOP/s in the iteration line
+    uint64_t seed = 1234;         // dropout stream
     std::optional<int64_t> exit_interval;
     std::optional<double> exit_duration_in_mins;
     std::optional<int64_t> save_interval;  // with a saver: save every this many iterations
