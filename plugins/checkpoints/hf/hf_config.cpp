@@ -1,0 +1,185 @@
+#include "hf_config.h"
+
+#include <simdjson.h>
+
+#include <sstream>
+
+#include "mt/error.h"
+
+namespace mt::plugins::hf {
+
+namespace {
+
+// Typed reads of config.json's keys, each error naming the file and the key.
+class Json {
+  public:
+    Json(simdjson::dom::object object, std::string where) : object_(object), where_(where) {}
+
+    bool has(const char* key) const {
+        simdjson::dom::element e;
+        return !object_[key].get(e) && !e.is_null();
+    }
+    int64_t integer(const char* key) const {
+        int64_t v = 0;
+        MT_CHECK(!object_[key].get_int64().get(v), where_, ": '", key, "' must be an integer");
+        return v;
+    }
+    int64_t integer(const char* key, int64_t fallback) const {
+        return has(key) ? integer(key) : fallback;
+    }
+    double real(const char* key, double fallback) const {
+        if (!has(key)) return fallback;
+        double v = 0;
+        MT_CHECK(!object_[key].get_double().get(v), where_, ": '", key, "' must be a number");
+        return v;
+    }
+    bool boolean(const char* key, bool fallback) const {
+        if (!has(key)) return fallback;
+        bool v = false;
+        MT_CHECK(!object_[key].get_bool().get(v), where_, ": '", key, "' must be true or false");
+        return v;
+    }
+    std::string text(const char* key, const std::string& fallback) const {
+        if (!has(key)) return fallback;
+        std::string_view v;
+        MT_CHECK(!object_[key].get_string().get(v), where_, ": '", key, "' must be a string");
+        return std::string(v);
+    }
+    simdjson::dom::object object() const { return object_; }
+
+  private:
+    simdjson::dom::object object_;
+    std::string where_;
+};
+
+std::string number(double v) {
+    std::ostringstream s;
+    s.precision(17);
+    s << v;
+    return s.str();
+}
+
+void read_llama(const Json& j, const std::string& where, HfConfig& c) {
+    MT_CHECK(!j.boolean("attention_bias", false), where,
+             ": not supported yet: 'attention_bias' true (Llama with QKV/output biases)");
+    MT_CHECK(!j.boolean("mlp_bias", false), where, ": not supported yet: 'mlp_bias' true");
+    const std::string act = j.text("hidden_act", "silu");
+    MT_CHECK(act == "silu", where, ": not supported yet: 'hidden_act' ", act,
+             " (only silu, Megatron's --swiglu)");
+    MT_CHECK(!j.has("rope_scaling"), where, ": not supported yet: 'rope_scaling'");
+    c.rope_theta = j.real("rope_theta", 10000);
+    // transformers >= 5 keeps the rope settings in 'rope_parameters'.
+    simdjson::dom::object rope;
+    if (!j.object()["rope_parameters"].get_object().get(rope)) {
+        const Json r(rope, where + " rope_parameters");
+        const std::string type = r.text("rope_type", "default");
+        MT_CHECK(type == "default", where, ": not supported yet: 'rope_parameters.rope_type' ",
+                 type, " (rope scaling)");
+        c.rope_theta = r.real("rope_theta", c.rope_theta);
+    }
+    c.num_layers = j.integer("num_hidden_layers");
+    c.hidden_size = j.integer("hidden_size");
+    c.num_heads = j.integer("num_attention_heads");
+    c.num_kv_heads = j.integer("num_key_value_heads", c.num_heads);
+    MT_CHECK(c.num_heads > 0 && c.num_kv_heads > 0 && c.num_heads % c.num_kv_heads == 0, where,
+             ": 'num_attention_heads' (", c.num_heads,
+             ") must be a positive multiple of 'num_key_value_heads' (", c.num_kv_heads, ")");
+    c.head_dim = j.integer("head_dim", c.hidden_size / c.num_heads);
+    c.ffn_hidden_size = j.integer("intermediate_size");
+    c.vocab_size = j.integer("vocab_size");
+    c.max_position_embeddings = j.integer("max_position_embeddings");
+    c.norm_epsilon = j.real("rms_norm_eps", 1e-6);
+    c.tied = j.boolean("tie_word_embeddings", false);
+    if (j.has("sliding_window")) {
+        const int64_t window = j.integer("sliding_window");
+        MT_CHECK(!j.boolean("use_sliding_window", true) || window >= c.max_position_embeddings,
+                 where, ": not supported yet: 'sliding_window' ", window,
+                 " shorter than max_position_embeddings ", c.max_position_embeddings);
+    }
+}
+
+void read_gpt2(const Json& j, const std::string& where, HfConfig& c) {
+    const std::string act = j.text("activation_function", "gelu_new");
+    MT_CHECK(act == "gelu_new" || act == "gelu_pytorch_tanh", where,
+             ": not supported yet: 'activation_function' ", act,
+             " (only the tanh GeLU, Megatron's GeLU with biases)");
+    MT_CHECK(!j.boolean("scale_attn_by_inverse_layer_idx", false) &&
+                 !j.boolean("reorder_and_upcast_attn", false) &&
+                 j.boolean("scale_attn_weights", true),
+             where,
+             ": not supported yet: 'scale_attn_by_inverse_layer_idx', 'reorder_and_upcast_attn' "
+             "or 'scale_attn_weights' false");
+    MT_CHECK(!j.has("add_cross_attention") || !j.boolean("add_cross_attention", false), where,
+             ": not supported yet: 'add_cross_attention'");
+    c.num_layers = j.integer("n_layer");
+    c.hidden_size = j.integer("n_embd");
+    c.num_heads = c.num_kv_heads = j.integer("n_head");
+    MT_CHECK(c.num_heads > 0 && c.hidden_size % c.num_heads == 0, where, ": 'n_embd' (",
+             c.hidden_size, ") must be a multiple of 'n_head' (", c.num_heads, ")");
+    c.head_dim = c.hidden_size / c.num_heads;
+    c.ffn_hidden_size = j.integer("n_inner", 4 * c.hidden_size);
+    c.vocab_size = j.integer("vocab_size");
+    c.max_position_embeddings = j.integer("n_positions");
+    c.norm_epsilon = j.real("layer_norm_epsilon", 1e-5);
+    c.tied = true;
+}
+
+}  // namespace
+
+HfConfig read_hf_config(const std::filesystem::path& dir) {
+    const std::filesystem::path path = dir / "config.json";
+    const std::string where = path.string();
+    simdjson::padded_string text;
+    MT_CHECK(!simdjson::padded_string::load(where).get(text), where, ": cannot read");
+    simdjson::dom::parser parser;
+    simdjson::dom::object object;
+    auto error = parser.parse(text).get_object().get(object);
+    MT_CHECK(!error, where, ": not a JSON object: ", simdjson::error_message(error));
+    const Json j(object, where);
+    HfConfig c;
+    c.model_type = j.text("model_type", "");
+    if (c.model_type == "gpt2") {
+        c.arch = HfArch::gpt2;
+        read_gpt2(j, where, c);
+    } else if (c.model_type == "llama" || c.model_type == "mistral") {
+        c.arch = HfArch::llama;
+        read_llama(j, where, c);
+    } else {
+        MT_FAIL(where, ": not supported yet: 'model_type' '", c.model_type,
+                "' (supported are gpt2, llama and mistral)");
+    }
+    MT_CHECK(c.num_layers > 0 && c.hidden_size > 0 && c.ffn_hidden_size > 0 && c.vocab_size > 0 &&
+                 c.max_position_embeddings > 0 && c.head_dim > 0,
+             where, ": layers, sizes, vocabulary and positions must be positive");
+    return c;
+}
+
+ModelArgs hf_model_args(const HfConfig& c) {
+    ModelArgs a = {{"num-layers", std::to_string(c.num_layers)},
+                   {"hidden-size", std::to_string(c.hidden_size)},
+                   {"num-attention-heads", std::to_string(c.num_heads)},
+                   {"kv-channels", std::to_string(c.head_dim)},
+                   {"ffn-hidden-size", std::to_string(c.ffn_hidden_size)},
+                   {"max-position-embeddings", std::to_string(c.max_position_embeddings)},
+                   {"seq-length", std::to_string(c.max_position_embeddings)},
+                   {"vocab-size", std::to_string(c.vocab_size)},
+                   {"make-vocab-size-divisible-by", "1"},
+                   {"norm-epsilon", number(c.norm_epsilon)},
+                   {"attention-dropout", "0"},
+                   {"hidden-dropout", "0"}};
+    if (c.arch == HfArch::llama) {
+        a["normalization"] = "RMSNorm";
+        a["position-embedding-type"] = "rope";
+        a["rotary-base"] = number(c.rope_theta);
+        a["swiglu"] = "";
+        a["disable-bias-linear"] = "";
+        if (c.num_kv_heads != c.num_heads) {
+            a["group-query-attention"] = "";
+            a["num-query-groups"] = std::to_string(c.num_kv_heads);
+        }
+    }
+    if (!c.tied) a["untie-embeddings-and-output-weights"] = "";
+    return a;
+}
+
+}  // namespace mt::plugins::hf

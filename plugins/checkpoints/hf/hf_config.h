@@ -1,0 +1,33 @@
+// What a Hugging Face config.json (GPT-2, Llama, Mistral) says about the model, and the
+// Megatron model flags (ModelArgs) that build the same network with GptFamily::build.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "mt/model.h"
+
+namespace mt::plugins::hf {
+
+enum class HfArch { gpt2, llama };  // Mistral reads as Llama: the same tensors and math
+
+struct HfConfig {
+    HfArch arch = HfArch::gpt2;
+    std::string model_type;  // "gpt2", "llama", "mistral"
+    int64_t num_layers = 0, hidden_size = 0, num_heads = 0, num_kv_heads = 0, head_dim = 0;
+    int64_t ffn_hidden_size = 0, vocab_size = 0, max_position_embeddings = 0;
+    double norm_epsilon = 1e-5, rope_theta = 10000;
+    bool tied = true;
+};
+
+// Reads dir/config.json. mt::Error naming the file and key for anything missing or malformed,
+// and "not supported yet: ..." naming the key for models this converter does not map
+// (rope scaling, an active sliding window, attention or MLP biases in Llama, other model_types).
+HfConfig read_hf_config(const std::filesystem::path& dir);
+
+// The Megatron flags of that model (dropout off, vocabulary unpadded, seq-length the maximum
+// positions); a caller may override seq-length, dropout or --transformer-impl.
+ModelArgs hf_model_args(const HfConfig& config);
+
+}  // namespace mt::plugins::hf

@@ -1,0 +1,137 @@
+#include "safetensors.h"
+
+#include <simdjson.h>
+
+#include <cstring>
+
+#include "mt/error.h"
+
+namespace mt::plugins::hf {
+
+namespace {
+
+int64_t element_size(const std::string& dtype) {
+    if (dtype == "F32") return 4;
+    if (dtype == "F16" || dtype == "BF16") return 2;
+    return 0;
+}
+
+float half_to_float(uint16_t h) {
+    const uint32_t sign = uint32_t(h & 0x8000) << 16;
+    uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff, bits = 0;
+    if (exponent == 0x1f) {
+        bits = sign | 0x7f800000u | (mantissa << 13);  // inf / nan
+    } else if (exponent != 0) {
+        bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+    } else if (mantissa != 0) {  // subnormal: normalise it
+        exponent = 113;
+        while (!(mantissa & 0x400)) {
+            mantissa <<= 1;
+            --exponent;
+        }
+        bits = sign | (exponent << 23) | ((mantissa & 0x3ff) << 13);
+    } else {
+        bits = sign;
+    }
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+}  // namespace
+
+SafetensorsFile::SafetensorsFile(const std::filesystem::path& path)
+    : file_(std::make_shared<io::MappedFile>(path)) {
+    const std::string where = path.string();
+    MT_CHECK(file_->size() >= 8, where, ": truncated safetensors file (", file_->size(),
+             " bytes, no header length)");
+    uint64_t header_len = 0;
+    for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | file_->data()[i];
+    MT_CHECK(header_len <= file_->size() - 8, where, ": truncated safetensors file (header of ",
+             header_len, " bytes, file of ", file_->size(), ")");
+    data_begin_ = 8 + header_len;
+    const uint64_t data_size = file_->size() - data_begin_;
+
+    simdjson::dom::parser parser;
+    simdjson::dom::object header;
+    const simdjson::padded_string text(reinterpret_cast<const char*>(file_->data()) + 8,
+                                       header_len);
+    auto error = parser.parse(text).get_object().get(header);
+    MT_CHECK(!error, where, ": bad safetensors header: ", simdjson::error_message(error));
+    for (auto field : header) {
+        if (field.key == "__metadata__") continue;
+        SafetensorsEntry e;
+        e.name = std::string(field.key);
+        std::string_view dtype;
+        simdjson::dom::array shape, offsets;
+        MT_CHECK(!field.value["dtype"].get_string().get(dtype) &&
+                     !field.value["shape"].get_array().get(shape) &&
+                     !field.value["data_offsets"].get_array().get(offsets),
+                 where, ": bad safetensors header: entry '", e.name,
+                 "' needs dtype, shape and data_offsets");
+        e.dtype = std::string(dtype);
+        MT_CHECK(element_size(e.dtype) > 0, where, ": tensor '", e.name, "' has dtype ", e.dtype,
+                 ": supported are F32, F16 and BF16");
+        int64_t numel = 1;
+        for (auto d : shape) {
+            int64_t n = 0;
+            MT_CHECK(!d.get_int64().get(n) && n >= 0, where, ": bad safetensors header: '", e.name,
+                     "' has a bad shape");
+            e.shape.push_back(n);
+            numel *= n;
+        }
+        std::vector<uint64_t> range;
+        for (auto o : offsets) {
+            uint64_t v = 0;
+            MT_CHECK(!o.get_uint64().get(v), where, ": bad safetensors header: '", e.name,
+                     "' has bad data_offsets");
+            range.push_back(v);
+        }
+        MT_CHECK(range.size() == 2 && range[0] <= range[1], where, ": bad safetensors header: '",
+                 e.name, "' needs data_offsets [begin, end]");
+        e.begin = range[0];
+        e.end = range[1];
+        MT_CHECK(e.end <= data_size, where, ": tensor '", e.name, "' at bytes [", e.begin, ", ",
+                 e.end, ") lies outside the data section of ", data_size, " bytes");
+        MT_CHECK(e.end - e.begin == uint64_t(numel * element_size(e.dtype)), where, ": tensor '",
+                 e.name, "' spans ", e.end - e.begin, " bytes but its shape needs ",
+                 numel * element_size(e.dtype));
+        entries_.push_back(std::move(e));
+    }
+}
+
+const SafetensorsEntry* SafetensorsFile::find(std::string_view name) const {
+    for (const auto& e : entries_)
+        if (e.name == name) return &e;
+    return nullptr;
+}
+
+Tensor SafetensorsFile::read_f32(std::string_view name) const {
+    const SafetensorsEntry* e = find(name);
+    MT_CHECK(e, path().string(), ": no tensor '", name, "'");
+    const uint8_t* bytes = file_->data() + data_begin_ + e->begin;
+    if (e->dtype == "F32" && reinterpret_cast<uintptr_t>(bytes) % alignof(float) == 0) {
+        // The map is read-only; CheckpointState's tensors are read, never written.
+        return Tensor::from_blob(const_cast<uint8_t*>(bytes), e->shape, DType::f32, file_);
+    }
+    Tensor out = Tensor::empty(e->shape, DType::f32);
+    float* dst = out.data<float>();
+    const int64_t n = out.numel();
+    for (int64_t i = 0; i < n; ++i) {
+        if (e->dtype == "F32") {
+            std::memcpy(dst + i, bytes + 4 * i, 4);
+            continue;
+        }
+        uint16_t v;
+        std::memcpy(&v, bytes + 2 * i, 2);
+        if (e->dtype == "F16") {
+            dst[i] = half_to_float(v);
+        } else {
+            const uint32_t bits = uint32_t(v) << 16;
+            std::memcpy(dst + i, &bits, 4);
+        }
+    }
+    return out;
+}
+
+}  // namespace mt::plugins::hf

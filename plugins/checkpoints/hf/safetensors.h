@@ -1,0 +1,43 @@
+// A reader of Hugging Face .safetensors files (8-byte little-endian header length, JSON header,
+// raw tensor bytes), memory-mapped: float32 tensors are zero-copy views of the file.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mt/io/mapped_file.h"
+#include "mt/tensor.h"
+
+namespace mt::plugins::hf {
+
+struct SafetensorsEntry {
+    std::string name;
+    std::string dtype;  // "F32", "F16" or "BF16"
+    Shape shape;
+    uint64_t begin = 0, end = 0;  // byte range inside the data section
+};
+
+class SafetensorsFile {
+  public:
+    // Maps `path` and checks its header: every entry's dtype known, its byte range inside the
+    // file and as long as its shape needs. Throws mt::Error naming the file otherwise.
+    explicit SafetensorsFile(const std::filesystem::path& path);
+
+    const std::filesystem::path& path() const { return file_->path(); }
+    const std::vector<SafetensorsEntry>& entries() const { return entries_; }
+    const SafetensorsEntry* find(std::string_view name) const;
+    // The tensor as float32: F32 views the (read-only) map and keeps it alive; F16 and BF16
+    // are converted into a new tensor. mt::Error naming the file for an unknown name.
+    Tensor read_f32(std::string_view name) const;
+
+  private:
+    std::shared_ptr<io::MappedFile> file_;
+    uint64_t data_begin_ = 0;
+    std::vector<SafetensorsEntry> entries_;
+};
+
+}  // namespace mt::plugins::hf
