@@ -42,13 +42,6 @@ void put(std::vector<std::pair<std::string, ArgValue>>& args, const std::string&
     args.emplace_back(name, std::move(value));
 }
 
-const ParameterInfo* find_param(const std::vector<ParameterInfo>& params,
-                                const std::string& suffix) {
-    for (const auto& p : params)
-        if (p.name.ends_with(suffix)) return &p;
-    return nullptr;
-}
-
 template <class T>
 ArgValue optional_arg(const std::optional<T>& v) {
     if (v) return *v;
@@ -59,8 +52,7 @@ ArgValue optional_arg(const std::optional<T>& v) {
 
 std::vector<std::pair<std::string, ArgValue>> checkpoint_args(
     const TrainingFlags& f, const cli::TokenizerFlags& tokenizer,
-    const std::vector<FlagInfo>& model_flags, const ModelArgs& model_args,
-    const std::vector<ParameterInfo>& parameters) {
+    const std::vector<FlagInfo>& model_flags, const ModelArgs& model_args) {
     std::vector<std::pair<std::string, ArgValue>> a;
     for (const auto& flag : model_flags) {
         auto it = model_args.find(flag.name);
@@ -85,24 +77,9 @@ std::vector<std::pair<std::string, ArgValue>> checkpoint_args(
         if (k == "position_embedding_type" && std::holds_alternative<std::string>(v))
             learned_positions = std::get<std::string>(v) == "learned_absolute";
     put(a, "add_position_embedding", learned_positions);
-    // Sizes Megatron derives in arguments.py, as the model built them.
-    if (const auto* emb = find_param(parameters, "embedding.word_embeddings.weight"))
-        put(a, "padded_vocab_size", emb->shape[0]);
-    if (const auto* fc2 = find_param(parameters, ".mlp.linear_fc2.weight"))
-        put(a, "ffn_hidden_size", fc2->shape[1]);
-    int64_t n = 0;  // attention heads
-    for (const auto& [k, v] : a)
-        if (k == "num_attention_heads" && std::holds_alternative<int64_t>(v))
-            n = std::get<int64_t>(v);
-    const auto* proj = find_param(parameters, ".self_attention.linear_proj.weight");
-    const auto* qkv = find_param(parameters, ".self_attention.linear_qkv.weight");
-    if (n > 0 && proj && qkv) {
-        const int64_t kv = proj->shape[1] / n;
-        put(a, "kv_channels", kv);
-        // Megatron reads num_query_groups only with --group-query-attention.
-        if (model_args.count("group-query-attention"))
-            put(a, "num_query_groups", (qkv->shape[0] / kv - n) / 2);
-    }
+    // Megatron's derived sizes (ffn_hidden_size, kv_channels, ... came with the flags above).
+    if (auto it = model_args.find("padded-vocab-size"); it != model_args.end())
+        put(a, "padded_vocab_size", typed(it->second));
     const auto& s = f.schedule;
     put(a, "micro_batch_size", f.micro_batch_size);
     put(a, "global_batch_size", s.global_batch_size);

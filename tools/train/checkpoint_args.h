@@ -1,6 +1,6 @@
 // The args Namespace megatron-train stores in a checkpoint: Megatron's names for the training
-// and model flags, plus the model sizes Megatron derives (ffn_hidden_size, kv_channels,
-// padded_vocab_size), read back from the model's parameter shapes.
+// and model flags, including the model sizes Megatron derives (ffn_hidden_size, kv_channels,
+// padded_vocab_size), which the model family resolves (ModelFamily::resolved_args).
 #pragma once
 
 #include <string>
@@ -16,7 +16,6 @@ namespace mt::train_tool {
 
 std::vector<std::pair<std::string, ArgValue>> checkpoint_args(
     const TrainingFlags& flags, const cli::TokenizerFlags& tokenizer,
-    const std::vector<FlagInfo>& model_flags, const ModelArgs& model_args,
-    const std::vector<ParameterInfo>& parameters);
+    const std::vector<FlagInfo>& model_flags, const ModelArgs& resolved_model_args);
 
 }  // namespace mt::train_tool

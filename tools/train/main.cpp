@@ -145,8 +145,8 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
         mt::train::CaptureOptions o;
         o.optimizer = !flags.no_save_optim;
         o.rng = !flags.no_save_rng;
-        o.args = mt::train_tool::checkpoint_args(flags, tf, model_flags, model_args,
-                                                 family.parameters(model_args));
+        o.args = mt::train_tool::checkpoint_args(flags, tf, model_flags,
+                                                 family.resolved_args(model_args));
         std::printf("saving checkpoint at iteration %7lld to %s in %s format\n",
                     static_cast<long long>(trainer.iteration()), flags.save->c_str(),
                     flags.ckpt_format.c_str());

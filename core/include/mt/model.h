@@ -88,6 +88,10 @@ class MT_API ModelFamily {
     virtual std::vector<FlagInfo> flags() const = 0;
     // Every parameter of the model these arguments describe, in Megatron's order.
     virtual std::vector<ParameterInfo> parameters(const ModelArgs& args) const = 0;
+    // The arguments with the values Megatron derives from them filled in (as its arguments.py
+    // does: e.g. the FFN size, head dimension, query groups, padded vocabulary), as flag text
+    // under the flag names; "padded-vocab-size" is added where the family pads the vocabulary.
+    virtual ModelArgs resolved_args(const ModelArgs& args) const = 0;
     // A model with these arguments, parameters allocated (uninitialised: call initialize or
     // load a checkpoint).
     virtual std::unique_ptr<Model> build(const ModelArgs& args) const = 0;

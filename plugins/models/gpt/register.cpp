@@ -12,6 +12,18 @@ class GptFamily final : public ModelFamily {
   public:
     std::string_view name() const override { return "gpt"; }
     std::vector<FlagInfo> flags() const override { return gpt_flags(); }
+    ModelArgs resolved_args(const ModelArgs& args) const override {
+        const GptConfig c = gpt_config_from_args(args);
+        ModelArgs out = args;
+        out["ffn-hidden-size"] = std::to_string(c.ffn_hidden_size);
+        out["kv-channels"] = std::to_string(c.kv_channels);
+        out["seq-length"] = std::to_string(c.seq_length);
+        out["padded-vocab-size"] = std::to_string(c.padded_vocab_size);
+        // Megatron keeps --num-query-groups as given unless --group-query-attention uses it.
+        if (args.count("group-query-attention"))
+            out["num-query-groups"] = std::to_string(c.num_query_groups);
+        return out;
+    }
     std::vector<ParameterInfo> parameters(const ModelArgs& args) const override {
         return gpt_parameters(gpt_config_from_args(args));
     }

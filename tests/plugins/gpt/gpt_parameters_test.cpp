@@ -147,6 +147,24 @@ TEST(GptFamily, RegisteredAsGpt) {
     EXPECT_EQ(family->parameters(args).size(), 2u + 12u + 2u);
 }
 
+TEST(GptFamily, ResolvedArgsCarryMegatronsDerivedValues) {
+    Registry registry;
+    register_gpt(registry);
+    auto family = registry.create_model("gpt");
+    ModelArgs args = {{"num-layers", "2"},           {"hidden-size", "96"},
+                      {"num-attention-heads", "6"},  {"max-position-embeddings", "32"},
+                      {"vocab-size", "1000"},        {"swiglu", ""},
+                      {"group-query-attention", ""}, {"num-query-groups", "3"}};
+    ModelArgs r = family->resolved_args(args);
+    EXPECT_EQ(r.at("ffn-hidden-size"), "256");  // int(4·96·2/3 / 64)·64
+    EXPECT_EQ(r.at("kv-channels"), "16");
+    EXPECT_EQ(r.at("num-query-groups"), "3");
+    EXPECT_EQ(r.at("seq-length"), "32");
+    EXPECT_EQ(r.at("padded-vocab-size"), "1024");
+    args.erase("group-query-attention");
+    EXPECT_EQ(family->resolved_args(args).at("num-query-groups"), "3");  // as given, unused
+}
+
 TEST(GptFamily, FlagsParseFromACommandLine) {
     namespace po = boost::program_options;
     const auto flags = gpt_flags();
