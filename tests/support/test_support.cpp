@@ -69,6 +69,17 @@ void write_file(const fs::path& path, const std::string& content) {
     if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
+double element(const Tensor& t, int64_t i) {
+    return t.dtype() == DType::f64 ? t.data<double>()[i] : double(t.data<float>()[i]);
+}
+
+void set_element(Tensor& t, int64_t i, double v) {
+    if (t.dtype() == DType::f64)
+        t.data<double>()[i] = v;
+    else
+        t.data<float>()[i] = float(v);
+}
+
 std::string error_of(const std::function<void()>& fn) {
     try {
         fn();

@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "mt/tensor.h"
+
 namespace mt::test {
 
 // tests/fixtures in the source tree.
@@ -32,6 +34,10 @@ class TempDir {
 
 std::string read_file(const std::filesystem::path& path);
 void write_file(const std::filesystem::path& path, const std::string& content);
+
+// Element i (flat, contiguous) of an f32 or f64 tensor as double, and its assignment.
+double element(const Tensor& t, int64_t i);
+void set_element(Tensor& t, int64_t i, double v);
 
 // The message of the mt::Error that `fn` throws; fails the current test if it throws none.
 std::string error_of(const std::function<void()>& fn);

@@ -76,16 +76,8 @@ Tensor positions(int64_t B, int64_t T) {
     return i64_tensor(v, B, T);
 }
 
-double at(const Tensor& t, int64_t i) {
-    return t.dtype() == DType::f64 ? t.data<double>()[i] : double(t.data<float>()[i]);
-}
-
-void set(Tensor& t, int64_t i, double v) {
-    if (t.dtype() == DType::f64)
-        t.data<double>()[i] = v;
-    else
-        t.data<float>()[i] = float(v);
-}
+using mt::test::element;
+using mt::test::set_element;
 
 TEST(GptModel, ParametersAreGptParametersOneToOne) {
     for (const ModelArgs& base : {gpt2_args(), llama_args(), odd_args()}) {
@@ -145,7 +137,7 @@ struct Objective {
         nn::DropoutContext ctx{true, 7, 0};
         Tensor losses = model.forward(batch, ctx, nullptr);
         double sum = 0;
-        for (int64_t i = 0; i < losses.numel(); ++i) sum += w[size_t(i)] * at(losses, i);
+        for (int64_t i = 0; i < losses.numel(); ++i) sum += w[size_t(i)] * element(losses, i);
         return sum;
     }
 };
@@ -160,7 +152,8 @@ void check_finite_differences(const ModelArgs& args, bool documents = false) {
     std::uniform_real_distribution<double> uniform(-0.5, 0.5);
     for (auto* p : model.parameters())
         for (int64_t i = 0; i < p->value.numel(); ++i)
-            set(p->value, i, at(p->value, i) * 10 + (p->value.dim() == 1 ? uniform(rng) : 0));
+            set_element(p->value, i,
+                        element(p->value, i) * 10 + (p->value.dim() == 1 ? uniform(rng) : 0));
     const int64_t B = 2, T = 5, V = 50;
     std::uniform_int_distribution<int64_t> token(0, V - 1);
     std::vector<int64_t> tokens, labels;
@@ -195,17 +188,17 @@ void check_finite_differences(const ModelArgs& args, bool documents = false) {
     for (auto* p : model.parameters()) {
         double scale = 0;
         for (int64_t i = 0; i < p->grad.numel(); ++i)
-            scale = std::max(scale, std::fabs(at(p->grad, i)));
+            scale = std::max(scale, std::fabs(element(p->grad, i)));
         // Every element of small parameters; a spread of 40 of the large ones.
         const int64_t n = p->value.numel(), step = std::max<int64_t>(1, n / 40);
         for (int64_t i = 0; i < n; i += step) {
-            const double v = at(p->value, i);
-            set(p->value, i, v + h);
+            const double v = element(p->value, i);
+            set_element(p->value, i, v + h);
             const double up = objective();
-            set(p->value, i, v - h);
+            set_element(p->value, i, v - h);
             const double down = objective();
-            set(p->value, i, v);
-            const double numeric = (up - down) / (2 * h), analytic = at(p->grad, i);
+            set_element(p->value, i, v);
+            const double numeric = (up - down) / (2 * h), analytic = element(p->grad, i);
             EXPECT_NEAR(analytic, numeric, 1e-6 * (1 + scale) + 1e-5 * std::fabs(numeric))
                 << p->name << "[" << i << "]";
         }
@@ -373,11 +366,13 @@ void check_reference(const std::string& file) {
     const auto& want = ref.vectors.at("losses");
     double loss_scale = *std::max_element(want.begin(), want.end());
     for (int64_t i = 0; i < B * T; ++i)
-        EXPECT_TRUE(close(at(losses, i), want[size_t(i)], loss_scale))
-            << file << " loss " << i << ": " << at(losses, i) << " vs torch " << want[size_t(i)];
+        EXPECT_TRUE(close(element(losses, i), want[size_t(i)], loss_scale))
+            << file << " loss " << i << ": " << element(losses, i) << " vs torch "
+            << want[size_t(i)];
 
     Tensor dlosses = Tensor::empty({B, T}, DType::f32);
-    for (int64_t i = 0; i < B * T; ++i) set(dlosses, i, ref.vectors.at("loss_weights")[size_t(i)]);
+    for (int64_t i = 0; i < B * T; ++i)
+        set_element(dlosses, i, ref.vectors.at("loss_weights")[size_t(i)]);
     model.backward(dlosses, *saved);
     for (auto* p : params) {
         const GradRecord& g = ref.grads.at(p->name);
@@ -385,7 +380,7 @@ void check_reference(const std::string& file) {
         const uint64_t sign_base = fnv1a64("sign." + p->name);
         double max_abs = 0, sum_abs = 0, signed_sum = 0;
         for (int64_t i = 0; i < n; ++i) {
-            const double v = at(p->grad, i);
+            const double v = element(p->grad, i);
             max_abs = std::max(max_abs, std::fabs(v));
             sum_abs += std::fabs(v);
             signed_sum += (formula_hash(sign_base, uint64_t(i)) & 1) ? v : -v;
@@ -399,9 +394,9 @@ void check_reference(const std::string& file) {
             << p->name << " signed sum " << signed_sum << " vs " << g.signed_sum;
         int reported = 0;
         for (auto [i, v] : g.samples)
-            if (!close(at(p->grad, i), v, g.max_abs) && reported++ < 5)
-                ADD_FAILURE() << file << " grad " << p->name << "[" << i << "]: " << at(p->grad, i)
-                              << " vs torch " << v;
+            if (!close(element(p->grad, i), v, g.max_abs) && reported++ < 5)
+                ADD_FAILURE() << file << " grad " << p->name << "[" << i
+                              << "]: " << element(p->grad, i) << " vs torch " << v;
     }
 }
 
@@ -448,8 +443,8 @@ TEST(GptModel, InitializeFollowsMegatronsScheme) {
         const Tensor& v = p->value;
         double sum = 0, sq = 0;
         for (int64_t i = 0; i < v.numel(); ++i) {
-            sum += at(v, i);
-            sq += at(v, i) * at(v, i);
+            sum += element(v, i);
+            sq += element(v, i) * element(v, i);
         }
         const double n = double(v.numel()), mean = sum / n, sd = std::sqrt(sq / n - mean * mean);
         if (v.dim() == 1) {
@@ -476,7 +471,7 @@ TEST(GptModel, InitializeFollowsMegatronsScheme) {
     one_p.initialize(1);
     for (auto* p : one_p.parameters()) {
         if (p->value.dim() == 1) {
-            EXPECT_EQ(at(p->value, 0), 0.0) << p->name;
+            EXPECT_EQ(element(p->value, 0), 0.0) << p->name;
         }
     }
 }
@@ -498,13 +493,14 @@ TEST(GptModel, FamilyBuildsIt) {
     std::unique_ptr<Activations> saved;
     Tensor with_saved = model->forward(batch, ctx, &saved);
     // Near-uniform logits at initialisation: loss ~ log(padded vocabulary).
-    EXPECT_NEAR(at(with_saved, 0), std::log(64.0), 0.1);
+    EXPECT_NEAR(element(with_saved, 0), std::log(64.0), 0.1);
     Tensor dl = Tensor::zeros({B, T}, DType::f32);
-    set(dl, 0, 1.0);
+    set_element(dl, 0, 1.0);
     model->backward(dl, *saved);
     double norm = 0;
     for (auto* p : params)
-        for (int64_t i = 0; i < p->grad.numel(); ++i) norm += at(p->grad, i) * at(p->grad, i);
+        for (int64_t i = 0; i < p->grad.numel(); ++i)
+            norm += element(p->grad, i) * element(p->grad, i);
     EXPECT_GT(norm, 0.0);
 }
 

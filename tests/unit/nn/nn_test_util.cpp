@@ -1,6 +1,8 @@
 // Helpers for the mt::nn tests.
 #include "nn_test_util.h"
 
+#include "test_support.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,20 +11,10 @@ namespace mt::test {
 
 namespace {
 
-double get(const Tensor& t, int64_t i) {
-    return t.dtype() == DType::f64 ? t.data<double>()[i] : double(t.data<float>()[i]);
-}
-void set(Tensor& t, int64_t i, double v) {
-    if (t.dtype() == DType::f64)
-        t.data<double>()[i] = v;
-    else
-        t.data<float>()[i] = float(v);
-}
-
 double weighted_sum(const Tensor& y, const std::vector<double>& w) {
     Tensor c = y.contiguous();
     double s = 0;
-    for (int64_t k = 0; k < c.numel(); ++k) s += w[k] * get(c, k);
+    for (int64_t k = 0; k < c.numel(); ++k) s += w[k] * element(c, k);
     return s;
 }
 
@@ -36,7 +28,7 @@ Tensor random_like(const Shape& shape, DType dtype, std::mt19937& rng, double lo
 
 void fill_random(Tensor& t, std::mt19937& rng, double lo, double hi) {
     std::uniform_real_distribution<double> dist(lo, hi);
-    for (int64_t i = 0; i < t.numel(); ++i) set(t, i, dist(rng));
+    for (int64_t i = 0; i < t.numel(); ++i) set_element(t, i, dist(rng));
 }
 
 Tensor random_ids(int64_t batch, int64_t seq, int64_t vocab, std::mt19937& rng) {
@@ -49,13 +41,13 @@ Tensor random_ids(int64_t batch, int64_t seq, int64_t vocab, std::mt19937& rng) 
 std::vector<double> values(const Tensor& t) {
     Tensor c = t.contiguous();
     std::vector<double> v(c.numel());
-    for (int64_t i = 0; i < c.numel(); ++i) v[i] = get(c, i);
+    for (int64_t i = 0; i < c.numel(); ++i) v[i] = element(c, i);
     return v;
 }
 
 void zero_grads(const std::vector<nn::Parameter*>& params) {
     for (nn::Parameter* p : params)
-        for (int64_t i = 0; i < p->grad.numel(); ++i) set(p->grad, i, 0.0);
+        for (int64_t i = 0; i < p->grad.numel(); ++i) set_element(p->grad, i, 0.0);
 }
 
 std::vector<double> random_weights(const Tensor& y, std::mt19937& rng) {
@@ -67,7 +59,7 @@ std::vector<double> random_weights(const Tensor& y, std::mt19937& rng) {
 
 Tensor weights_tensor(const Tensor& y, const std::vector<double>& w) {
     Tensor t = Tensor::empty(y.shape(), y.dtype());
-    for (int64_t i = 0; i < t.numel(); ++i) set(t, i, w[i]);
+    for (int64_t i = 0; i < t.numel(); ++i) set_element(t, i, w[i]);
     return t;
 }
 
@@ -85,14 +77,14 @@ void expect_grads_match(const std::function<Tensor()>& forward, const std::vecto
         ASSERT_TRUE(value.is_contiguous()) << target.name;
         int reported = 0;
         for (int64_t i = 0; i < value.numel(); ++i) {
-            const double saved = get(value, i);
-            set(value, i, saved + h);
+            const double saved = element(value, i);
+            set_element(value, i, saved + h);
             const double up = weighted_sum(forward(), w);
-            set(value, i, saved - h);
+            set_element(value, i, saved - h);
             const double down = weighted_sum(forward(), w);
-            set(value, i, saved);
+            set_element(value, i, saved);
             const double numeric = (up - down) / (2 * h);
-            const double analytic = get(target.grad, i);
+            const double analytic = element(target.grad, i);
             const double tol = atol + rtol * std::fabs(numeric);
             if (!(std::fabs(analytic - numeric) <= tol) && reported++ < 5)
                 ADD_FAILURE() << target.name << "[" << i << "]: analytic " << analytic
