@@ -151,19 +151,7 @@ void check_attention_module(const AttentionCase& c, std::mt19937& rng) {
     EXPECT_EQ(params[0]->name, "decoder.layers.0.self_attention.linear_qkv.weight");
     EXPECT_EQ(params[0]->value.shape(), mt::Shape({(c.nq + 2 * c.ng) * 4, 8}));
     Tensor x = random_like({2, c.T, 8}, DType::f64, rng);
-    const mt::nn::DropoutContext start{true, 9, 100};
-    mt::nn::DropoutContext ctx = start;
-    mt::nn::SelfAttention::Saved saved;
-    Tensor y = attn.forward(x, ctx, &saved);
-    auto w = random_weights(y, rng);
-    Tensor dx = attn.backward(weights_tensor(y, w), saved);
-    auto targets = mt::test::parameter_targets(params);
-    targets.insert(targets.begin(), {"x", x, dx});
-    auto run = [&] {
-        mt::nn::DropoutContext c2 = start;
-        return attn.forward(x, c2, nullptr);
-    };
-    mt::test::expect_grads_match(run, w, targets, 1e-6, 1e-8, 1e-6);
+    mt::test::expect_module_grads_match(attn, x, params, {true, 9, 100}, rng);
 }
 
 TEST(NnSelfAttention, MultiHeadGradients) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "mt/nn/dropout.h"
 #include "mt/nn/parameter.h"
 #include "mt/tensor.h"
 
@@ -42,5 +43,26 @@ Tensor weights_tensor(const Tensor& y, const std::vector<double>& w);
 
 // Targets for every parameter of a module (name, value, grad).
 std::vector<GradTarget> parameter_targets(const std::vector<nn::Parameter*>& params);
+
+// For a module whose forward takes a dropout context (attention, transformer layer): forward
+// from `start` keeping Saved, backward of random output weights, then the finite-difference
+// check of the input and every parameter, each re-forward replaying the same dropout.
+template <class Module>
+void expect_module_grads_match(Module& m, const Tensor& x,
+                               const std::vector<nn::Parameter*>& params,
+                               const nn::DropoutContext& start, std::mt19937& rng) {
+    nn::DropoutContext ctx = start;
+    typename Module::Saved saved;
+    Tensor y = m.forward(x, ctx, &saved);
+    auto w = random_weights(y, rng);
+    Tensor dx = m.backward(weights_tensor(y, w), saved);
+    auto targets = parameter_targets(params);
+    targets.insert(targets.begin(), {"x", x, dx});
+    auto run = [&] {
+        nn::DropoutContext replay = start;
+        return m.forward(x, replay, nullptr);
+    };
+    expect_grads_match(run, w, targets, 1e-6, 1e-8, 1e-6);
+}
 
 }  // namespace mt::test

@@ -51,19 +51,7 @@ TEST(NnTransformerLayer, GradientsMatchFiniteDifferences) {
         mt::nn::TransformerLayer layer("decoder.layers.2", small_config(llama), *be);
         auto params = random_parameters(layer, rng);
         Tensor x = random_like({2, 6, 8}, DType::f64, rng);
-        const mt::nn::DropoutContext start{true, 77, 5};
-        mt::nn::DropoutContext ctx = start;
-        mt::nn::TransformerLayer::Saved saved;
-        Tensor y = layer.forward(x, ctx, &saved);
-        auto w = random_weights(y, rng);
-        Tensor dx = layer.backward(weights_tensor(y, w), saved);
-        auto targets = mt::test::parameter_targets(params);
-        targets.insert(targets.begin(), {"x", x, dx});
-        auto run = [&] {
-            mt::nn::DropoutContext c = start;
-            return layer.forward(x, c, nullptr);
-        };
-        mt::test::expect_grads_match(run, w, targets, 1e-6, 1e-8, 1e-6);
+        mt::test::expect_module_grads_match(layer, x, params, {true, 77, 5}, rng);
     }
 }
 
