@@ -6,7 +6,6 @@
 #include <unordered_map>
 
 #include "mt/error.h"
-#include "mt/io/strided_view.h"
 
 namespace mt::io {
 namespace {
@@ -98,8 +97,10 @@ PyValue reduce(const PyValue& callable, const PyValue& args) {
             MT_CHECK(a.size() >= 4, qual, " needs at least 4 arguments, got ", a.size());
             const PyStorage& s = a[0].storage_ref();
             PyTensor t;
-            t.tensor = strided_view(s, int_tuple(a[2], "tensor size"),
-                                    int_tuple(a[3], "tensor stride"), a[1].as_int());
+            // Torch's layout as is: Tensor keeps any strides and checks their reach.
+            t.tensor =
+                Tensor::from_storage(s.storage, int_tuple(a[2], "tensor size"),
+                                     int_tuple(a[3], "tensor stride"), s.dtype, a[1].as_int());
             t.requires_grad = a.size() > 4 && a[4].as_bool();
             t.location = s.location;
             return PyValue::tensor(std::move(t));
@@ -112,8 +113,10 @@ PyValue reduce(const PyValue& callable, const PyValue& args) {
             s.dtype = *dtype;
             s.numel = s.storage->bytes / dtype_size(*dtype);
             PyTensor t;
-            t.tensor = strided_view(s, int_tuple(a[2], "tensor size"),
-                                    int_tuple(a[3], "tensor stride"), a[1].as_int());
+            // Torch's layout as is: Tensor keeps any strides and checks their reach.
+            t.tensor =
+                Tensor::from_storage(s.storage, int_tuple(a[2], "tensor size"),
+                                     int_tuple(a[3], "tensor stride"), s.dtype, a[1].as_int());
             t.requires_grad = a[4].as_bool();
             t.location = s.location;
             return PyValue::tensor(std::move(t));

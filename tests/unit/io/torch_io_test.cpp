@@ -12,7 +12,6 @@
 #include "mt/io/crc32.h"
 #include "mt/io/pickle_reader.h"
 #include "mt/io/pickle_writer.h"
-#include "mt/io/strided_view.h"
 #include "mt/io/torch_file.h"
 #include "mt/io/zip_reader.h"
 #include "test_support.h"
@@ -146,16 +145,16 @@ TEST(TorchIo, OverlappingAndBroadcastLayoutsAreViews) {
     s.numel = 6;
     for (int i = 0; i < 6; ++i) static_cast<int32_t*>(s.storage->data)[i] = i;
     // Overlapping rows (stride 1 over rows of 2).
-    const Tensor t = strided_view(s, {3, 2}, {1, 1}, 0);
+    const Tensor t = Tensor::from_storage(s.storage, {3, 2}, {1, 1}, s.dtype, 0);
     EXPECT_EQ(t.storage(), s.storage);
     const Tensor c = t.contiguous();
     EXPECT_EQ(std::vector<int32_t>(c.data<int32_t>(), c.data<int32_t>() + 6),
               (std::vector<int32_t>{0, 1, 1, 2, 2, 3}));
     // Broadcast rows (stride 0), as torch's expand() saves them.
-    const Tensor b = strided_view(s, {4, 6}, {0, 1}, 0).contiguous();
+    const Tensor b = Tensor::from_storage(s.storage, {4, 6}, {0, 1}, s.dtype, 0).contiguous();
     EXPECT_EQ(b.data<int32_t>()[3 * 6 + 5], 5);
     EXPECT_NE(test::error_of([&] {
-                  strided_view(s, {2, 3}, {3, 1}, 1);
+                  Tensor::from_storage(s.storage, {2, 3}, {3, 1}, s.dtype, 1);
               }).find("reaches element 6"),
               std::string::npos);
 }
