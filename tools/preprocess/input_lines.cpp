@@ -58,8 +58,4 @@ int64_t InputLines::current_line() const {
     return reader_ ? reader_->line_number() : 0;
 }
 
-std::string InputLines::location() const {
-    return str(current_file().string(), ":", current_line());
-}
-
 }  // namespace mt::preprocess

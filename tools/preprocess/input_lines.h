@@ -35,8 +35,7 @@ class InputLines {
 
     // Next line of this partition; valid until the next call. False at the end.
     bool next(std::string_view& line);
-    // Where the last line came from, for error messages ("FILE:LINE").
-    std::string location() const;
+    // Where the last line came from (its file stays valid while this object lives).
     const std::filesystem::path& current_file() const;
     int64_t current_line() const;
 

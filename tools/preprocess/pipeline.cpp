@@ -25,7 +25,10 @@ constexpr int kMaxReportedBadLines = 20;
 struct Batch {
     struct Line {
         size_t offset, size;
-        std::string location;  // "FILE:LINE"
+        const std::filesystem::path* file;  // owned by the InputLines, alive for the batch
+        int64_t line_number;
+        // "FILE:LINE", built only for the lines that need an error message.
+        std::string location() const { return str(file->string(), ":", line_number); }
     };
     std::string text;
     std::vector<Line> lines;
@@ -73,7 +76,8 @@ void read_batches(InputLines& lines, BoundedQueue<JobPtr>& ordered, BoundedQueue
     };
     while (lines.next(line)) {
         Batch& b = job->batch;
-        b.lines.push_back({b.text.size(), line.size(), lines.location()});
+        b.lines.push_back(
+            {b.text.size(), line.size(), &lines.current_file(), lines.current_line()});
         b.text.append(line);
         b.text.push_back('\n');
         b.bytes += static_cast<int64_t>(line.size()) + 1;
@@ -175,9 +179,9 @@ PartitionStats encode_partition(const PreprocessConfig& config, const Tokenizer&
             for (size_t i = 0; i < b.lines.size(); ++i) {
                 Document& doc = job->documents[i];
                 if (!doc.error.empty()) {
-                    MT_CHECK(config.skip_bad_lines, b.lines[i].location, ": ", doc.error);
+                    MT_CHECK(config.skip_bad_lines, b.lines[i].location(), ": ", doc.error);
                     if (++stats.bad_lines <= kMaxReportedBadLines)
-                        progress.print_line(str("warning: ", b.lines[i].location, ": ", doc.error,
+                        progress.print_line(str("warning: ", b.lines[i].location(), ": ", doc.error,
                                                 " (line skipped)"));
                     continue;
                 }
