@@ -32,7 +32,8 @@ class MT_API Tokenizer {
   public:
     virtual ~Tokenizer() = default;
 
-    // Megatron's tokenize(): ids of `text`, no special tokens added. Thread-safe.
+    // Megatron's tokenize(): ids of `text` (with the special tokens the tokenizer itself adds,
+    // e.g. a Hugging Face tokenizer's BOS; Megatron's own tokenizers add none). Thread-safe.
     std::vector<int32_t> encode(std::string_view text) const {
         std::vector<int32_t> ids;
         encode_append(text, ids);

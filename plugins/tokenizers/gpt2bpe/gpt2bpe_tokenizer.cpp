@@ -1,7 +1,5 @@
 #include "gpt2bpe_tokenizer.h"
 
-#include <array>
-#include <atomic>
 #include <memory>
 #include <unordered_map>
 
@@ -16,33 +14,6 @@ namespace mt::plugins::gpt2bpe {
 namespace {
 
 constexpr std::string_view kEndOfText = "<|endoftext|>";
-// Pieces each thread remembers per tokenizer (about 7 MiB); text beyond that many distinct
-// multi-token words starts the cache over.
-constexpr size_t kThreadCacheEntries = 120000;
-
-// This thread's word cache for the tokenizer with the given serial. A thread keeps caches for
-// its last few tokenizers; serials are never reused, so a dead tokenizer's cache is never
-// mistaken for a new one's.
-WordCache& thread_cache(uint64_t serial) {
-    struct Entry {
-        uint64_t serial = 0;
-        std::unique_ptr<WordCache> cache;
-    };
-    thread_local std::array<Entry, 4> entries;
-    thread_local size_t next_victim = 0;
-    for (Entry& e : entries)
-        if (e.cache && e.serial == serial) return *e.cache;
-    Entry& e = entries[next_victim++ % entries.size()];
-    e.serial = serial;
-    e.cache = std::make_unique<WordCache>(kThreadCacheEntries);
-    return *e.cache;
-}
-
-uint64_t next_serial() {
-    static std::atomic<uint64_t> counter{0};
-    return ++counter;
-}
-
 }  // namespace
 
 Gpt2BpeTokenizer::Gpt2BpeTokenizer(const TokenizerOptions& options)
@@ -54,7 +25,7 @@ Gpt2BpeTokenizer::Gpt2BpeTokenizer(const std::vector<VocabEntry>& vocab,
     : model_(vocab, merges),
       classes_(UnicodeClasses::get()),
       known_(vocab.size()),
-      serial_(next_serial()) {
+      serial_(WordCache::new_owner()) {
     // json.load keeps a repeated key at its first position with its last id; the decoder
     // {id: token} is then built in that order, so for a repeated id the later key wins.
     std::unordered_map<std::string_view, size_t> index;
@@ -123,7 +94,7 @@ Gpt2BpeTokenizer::Gpt2BpeTokenizer(const std::vector<VocabEntry>& vocab,
 void Gpt2BpeTokenizer::encode_append(std::string_view text, std::vector<int32_t>& out) const {
     const size_t start = out.size();
     try {
-        WordCache& cache = thread_cache(serial_);
+        WordCache& cache = WordCache::for_thread(serial_);
         PieceScanner scanner(text, classes_);
         const uint8_t* first;
         const uint8_t* last;

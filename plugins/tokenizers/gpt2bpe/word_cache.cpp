@@ -1,5 +1,7 @@
 #include "word_cache.h"
 
+#include <array>
+#include <atomic>
 #include <bit>
 #include <new>
 #include <type_traits>
@@ -40,6 +42,32 @@ void WordCache::insert(const uint8_t* bytes, size_t n, uint64_t hash, const int3
         ids_.insert(ids_.end(), ids, ids + count);
     }
     ++entries_;
+}
+
+namespace {
+// Pieces each thread remembers per tokenizer (about 7 MiB); text beyond that many distinct
+// multi-token words starts the cache over.
+constexpr size_t kThreadCacheEntries = 120000;
+}  // namespace
+
+uint64_t WordCache::new_owner() {
+    static std::atomic<uint64_t> counter{0};
+    return ++counter;
+}
+
+WordCache& WordCache::for_thread(uint64_t owner) {
+    struct Entry {
+        uint64_t owner = 0;
+        std::unique_ptr<WordCache> cache;
+    };
+    thread_local std::array<Entry, 4> entries;
+    thread_local size_t next_victim = 0;
+    for (Entry& e : entries)
+        if (e.cache && e.owner == owner) return *e.cache;
+    Entry& e = entries[next_victim++ % entries.size()];
+    e.owner = owner;
+    e.cache = std::make_unique<WordCache>(kThreadCacheEntries);
+    return *e.cache;
 }
 
 }  // namespace mt::plugins::gpt2bpe

@@ -20,6 +20,13 @@ class WordCache {
     // Holds up to max_entries pieces; inserting one more first forgets everything.
     explicit WordCache(size_t max_entries);
 
+    // A serial for a new tokenizer instance (never reused).
+    static uint64_t new_owner();
+    // The calling thread's cache for the tokenizer with that serial: a thread keeps caches for
+    // its last few tokenizers, and as serials are never reused a dead tokenizer's cache is never
+    // taken for a new one's. Thread-safe without locks.
+    static WordCache& for_thread(uint64_t owner);
+
     // The ids of the piece, or nullptr. `hash` is hash_piece(bytes, n), n <= kMaxKey.
     const int32_t* find(const uint8_t* bytes, size_t n, uint64_t hash, size_t& count) const {
         const uint64_t prefix = load_prefix(bytes, n);

@@ -1,0 +1,78 @@
+// What a Hugging Face tokenizer folder describes (tokenizer.json plus tokenizer_config.json and
+// special_tokens_map.json), read into plain structs; components we do not run are rejected here.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mt::plugins::hf_tokenizer {
+
+struct AddedToken {
+    int32_t id = 0;
+    std::string content;
+    bool lstrip = false;
+    bool rstrip = false;
+    bool normalized = false;  // matched in the normalized text instead of the original
+    bool special = false;
+};
+
+// normalizers: Prepend (content before non-empty text) and Replace (every `pattern` by `content`).
+struct NormalizerStep {
+    enum Kind { kPrepend, kReplace } kind;
+    std::string pattern;
+    std::string content;
+};
+
+enum class PrependScheme { kAlways, kFirst, kNever };
+
+struct PreTokenizerStep {
+    // kSplitLlama3 / kSplitGpt2: Split(Regex(Llama-3's / GPT-2's pattern), Isolated);
+    // kByteLevel: ByteLevel, splitting with the GPT-2 regex when use_regex;
+    // kMetaspace: spaces -> replacement, split before each when `split`.
+    enum Kind { kMetaspace, kByteLevel, kSplitLlama3, kSplitGpt2 } kind;
+    std::string replacement;  // Metaspace
+    PrependScheme prepend_scheme = PrependScheme::kAlways;
+    bool split = true;              // Metaspace
+    bool add_prefix_space = false;  // ByteLevel
+    bool use_regex = true;          // ByteLevel
+};
+
+struct DecoderStep {
+    enum Kind { kByteLevel, kMetaspace, kReplace, kByteFallback, kFuse, kStrip } kind;
+    std::string pattern = {};  // Replace
+    std::string content = {};  // Replace; Strip (one character); Metaspace replacement
+    PrependScheme prepend_scheme = PrependScheme::kAlways;  // Metaspace
+    size_t start = 0, stop = 0;                             // Strip
+};
+
+struct BpeSpec {
+    std::vector<std::pair<std::string, int32_t>> vocab;
+    std::vector<std::pair<std::string, std::string>> merges;
+    std::optional<std::string> unk_token;
+    bool fuse_unk = false;
+    bool byte_fallback = false;
+    bool ignore_merges = false;
+};
+
+struct TokenizerSpec {
+    std::string source;  // the tokenizer.json path, for messages
+    BpeSpec model;
+    std::vector<AddedToken> added_tokens;
+    std::vector<NormalizerStep> normalizer;
+    std::vector<PreTokenizerStep> pre_tokenizer;
+    std::optional<std::vector<DecoderStep>> decoder;  // none: tokens joined by spaces
+    // The post-processor's single-sequence template: ids around the text's.
+    std::vector<int32_t> prefix_ids, suffix_ids;
+    std::optional<std::string> bos_token, eos_token;
+};
+
+// `path` is a model folder holding tokenizer.json (and maybe tokenizer_config.json,
+// special_tokens_map.json) or the tokenizer.json file itself. Applies what transformers'
+// AutoTokenizer does on top of tokenizer.json: the class's own pipeline for the classes that
+// rebuild it, special tokens named in the config, add_bos_token / add_eos_token.
+TokenizerSpec read_tokenizer_spec(const std::string& path);
+
+}  // namespace mt::plugins::hf_tokenizer

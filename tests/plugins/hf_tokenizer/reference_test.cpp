@@ -1,0 +1,117 @@
+// HuggingFaceTokenizer against transformers: every text of cases_<name>.json must give the ids
+// AutoTokenizer gave (Megatron's tokenize()) and decode to what tokenizer.decode gave.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fixture_util.h"
+#include "hf_tokenizer.h"
+#include "register.h"
+
+namespace mt::plugins::hf_tokenizer {
+namespace {
+
+using test::fixture;
+using test::make_folder;
+using test::read_fixture;
+using Ids = std::vector<int32_t>;
+
+Ids ids_of(simdjson::dom::element e) {
+    Ids ids;
+    for (auto v : e.get_array()) ids.push_back(int32_t(int64_t(v)));
+    return ids;
+}
+
+std::optional<int32_t> optional_id(simdjson::dom::element e) {
+    if (e.is_null()) return std::nullopt;
+    return int32_t(int64_t(e));
+}
+
+// Runs every case of cases_<cases>.json against the tokenizer in `folder`.
+void check_cases(const std::string& cases, const std::filesystem::path& folder) {
+    Registry registry;
+    register_hf_tokenizer(registry);
+    TokenizerOptions options;
+    options.tokenizer_model = folder.string();
+    auto tok = registry.create_tokenizer("HuggingFaceTokenizer", options);
+
+    simdjson::dom::parser parser;
+    const simdjson::padded_string text(read_fixture(fixture("cases_" + cases + ".json.zst")));
+    simdjson::dom::element ref = parser.parse(text);
+    EXPECT_EQ(tok->vocab_size(), int64_t(ref["vocab_size"]));
+    EXPECT_EQ(tok->special_ids().bos, optional_id(ref["bos"]));
+    EXPECT_EQ(tok->special_ids().eod, optional_id(ref["eod"]));
+    EXPECT_FALSE(tok->special_ids().pad.has_value());
+    EXPECT_FALSE(tok->special_ids().eos.has_value());
+    int failures = 0;
+    size_t n = 0;
+    for (auto c : ref["cases"].get_array()) {
+        ++n;
+        const std::string_view input = c["text"];
+        const Ids expected = ids_of(c["ids"]);
+        const Ids got = tok->encode(input);
+        EXPECT_EQ(got, expected) << cases << ": text '" << input << "'";
+        EXPECT_EQ(tok->decode(expected), std::string_view(c["decoded"]))
+            << cases << ": text '" << input << "'";
+        if (got != expected && ++failures > 5) break;
+    }
+    EXPECT_GT(n, 300u);
+    for (auto c : ref["decodes"].get_array())
+        EXPECT_EQ(tok->decode(ids_of(c["ids"])), std::string_view(c["text"])) << cases;
+}
+
+TEST(HfTokenizerReference, Llama2) {
+    mt::test::TempDir dir;
+    check_cases("llama2", make_folder(dir, "llama2"));
+}
+
+TEST(HfTokenizerReference, Llama2NormalizerForm) {
+    // Real Llama-2 / Mistral files: Prepend("▁") + Replace(" ", "▁") and no pre-tokenizer.
+    mt::test::TempDir dir;
+    const auto folder = make_folder(dir, "llama2");
+    simdjson::dom::parser parser;
+    const simdjson::padded_string text(read_fixture(fixture("cases_llama2_legacy.json.zst")));
+    simdjson::dom::element ref = parser.parse(text);
+    std::string json = mt::test::read_file(folder / "tokenizer.json");
+    const std::string_view from = ref["legacy_patch"]["from"], to = ref["legacy_patch"]["to"];
+    const size_t at = json.find(from);
+    ASSERT_NE(at, std::string::npos);
+    json.replace(at, from.size(), to);
+    mt::test::write_file(folder / "tokenizer.json", json);
+    check_cases("llama2_legacy", folder);
+}
+
+TEST(HfTokenizerReference, Llama2ClassRebuildsThePipeline) {
+    // transformers 5's LlamaTokenizer keeps only vocab, merges and post-processor of the file:
+    // the normalizer form above then tokenizes as the Metaspace form (make_fixtures.py checks).
+    mt::test::TempDir dir;
+    const auto folder =
+        make_folder(dir, "llama2",
+                    R"({"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", )"
+                    R"("eos_token": "</s>", "unk_token": "<unk>", "legacy": false, )"
+                    R"("add_bos_token": true, "add_eos_token": false})");
+    simdjson::dom::parser parser;
+    const simdjson::padded_string text(read_fixture(fixture("cases_llama2_legacy.json.zst")));
+    simdjson::dom::element ref = parser.parse(text);
+    std::string json = mt::test::read_file(folder / "tokenizer.json");
+    const std::string_view from = ref["legacy_patch"]["from"], to = ref["legacy_patch"]["to"];
+    json.replace(json.find(from), from.size(), to);
+    mt::test::write_file(folder / "tokenizer.json", json);
+    check_cases("llama2", folder);
+}
+
+TEST(HfTokenizerReference, Gpt2) {
+    mt::test::TempDir dir;
+    check_cases("gpt2", make_folder(dir, "gpt2"));
+}
+
+TEST(HfTokenizerReference, Llama3StyleByteLevel) {
+    mt::test::TempDir dir;
+    check_cases("llama3ish", make_folder(dir, "llama3ish"));
+}
+
+}  // namespace
+}  // namespace mt::plugins::hf_tokenizer
