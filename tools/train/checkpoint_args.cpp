@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "mt/checkpoint/checkpoint_args.h"
 #include "mt/train/checkpointing.h"
 
 namespace mt::train_tool {
@@ -26,22 +27,6 @@ ArgValue typed(const std::string& text) {
     return text;
 }
 
-std::string python_name(std::string flag) {
-    std::replace(flag.begin(), flag.end(), '-', '_');
-    return flag;
-}
-
-// Sets `name` (replacing an earlier value, keeping its position).
-void put(std::vector<std::pair<std::string, ArgValue>>& args, const std::string& name,
-         ArgValue value) {
-    for (auto& [k, v] : args)
-        if (k == name) {
-            v = std::move(value);
-            return;
-        }
-    args.emplace_back(name, std::move(value));
-}
-
 template <class T>
 ArgValue optional_arg(const std::optional<T>& v) {
     if (v) return *v;
@@ -57,11 +42,11 @@ std::vector<std::pair<std::string, ArgValue>> checkpoint_args(
     for (const auto& flag : model_flags) {
         auto it = model_args.find(flag.name);
         if (flag.name == "disable-bias-linear") {  // argparse dest add_bias_linear, store_false
-            put(a, "add_bias_linear", it == model_args.end());
+            set_arg(a, "add_bias_linear", it == model_args.end());
             continue;
         }
         if (flag.is_switch) {
-            put(a, python_name(flag.name), it != model_args.end());
+            set_arg(a, python_arg_name(flag.name), it != model_args.end());
             continue;
         }
         const ArgValue fallback = flag.default_value ? typed(*flag.default_value) : ArgValue{};
@@ -69,62 +54,62 @@ std::vector<std::pair<std::string, ArgValue>> checkpoint_args(
         // A float flag given as "0" is still a float to argparse.
         if (std::holds_alternative<double>(fallback) && std::holds_alternative<int64_t>(value))
             value = double(std::get<int64_t>(value));
-        put(a, python_name(flag.name), value);
+        set_arg(a, python_arg_name(flag.name), value);
     }
     // Derived in arguments.py; check_checkpoint_args compares it (default True when absent).
     bool learned_positions = true;
     for (const auto& [k, v] : a)
         if (k == "position_embedding_type" && std::holds_alternative<std::string>(v))
             learned_positions = std::get<std::string>(v) == "learned_absolute";
-    put(a, "add_position_embedding", learned_positions);
+    set_arg(a, "add_position_embedding", learned_positions);
     // Megatron's derived sizes (ffn_hidden_size, kv_channels, ... came with the flags above).
     if (auto it = model_args.find("padded-vocab-size"); it != model_args.end())
-        put(a, "padded_vocab_size", typed(it->second));
+        set_arg(a, "padded_vocab_size", typed(it->second));
     const auto& s = f.schedule;
-    put(a, "micro_batch_size", f.micro_batch_size);
-    put(a, "global_batch_size", s.global_batch_size);
-    put(a, "train_iters", optional_arg(s.train_iters));
-    put(a, "train_samples", optional_arg(s.train_samples));
-    put(a, "lr", s.lr);
-    put(a, "min_lr", s.min_lr);
-    put(a, "lr_decay_style", s.lr_decay_style);
-    put(a, "lr_decay_iters", optional_arg(s.lr_decay_iters));
-    put(a, "lr_decay_samples", optional_arg(s.lr_decay_samples));
-    put(a, "lr_warmup_fraction", optional_arg(s.lr_warmup_fraction));
-    put(a, "lr_warmup_iters", s.lr_warmup_iters);
-    put(a, "lr_warmup_samples", s.lr_warmup_samples);
-    put(a, "lr_warmup_init", s.lr_warmup_init);
-    put(a, "weight_decay", f.weight_decay);
-    put(a, "start_weight_decay", s.start_weight_decay);
-    put(a, "end_weight_decay", s.end_weight_decay);
-    put(a, "weight_decay_incr_style", s.weight_decay_incr_style);
-    put(a, "optimizer", f.optimizer);
-    put(a, "adam_beta1", f.optimizer_config.adam_beta1);
-    put(a, "adam_beta2", f.optimizer_config.adam_beta2);
-    put(a, "adam_eps", f.optimizer_config.adam_eps);
-    put(a, "sgd_momentum", f.optimizer_config.sgd_momentum);
-    put(a, "clip_grad", f.clip_grad);
-    put(a, "seed", f.seed);
-    put(a, "tokenizer_type", tokenizer.type);
-    put(a, "tensor_model_parallel_size", int64_t(1));
-    put(a, "pipeline_model_parallel_size", int64_t(1));
-    put(a, "data_parallel_size", int64_t(1));
-    put(a, "world_size", int64_t(1));
-    put(a, "fp16", false);
-    put(a, "bf16", false);
-    put(a, "params_dtype", std::string("float32"));
-    put(a, "ckpt_format", f.ckpt_format);
-    put(a, "save", optional_arg(f.save));
-    put(a, "load", optional_arg(f.load));
-    put(a, "save_interval", optional_arg(f.save_interval));
-    put(a, "no_save_optim", f.no_save_optim);
-    put(a, "no_save_rng", f.no_save_rng);
-    put(a, "no_load_optim", f.no_load_optim);
-    put(a, "no_load_rng", f.no_load_rng);
-    put(a, "finetune", f.finetune);
-    put(a, "log_interval", f.log_interval);
-    put(a, "eval_interval", f.eval_interval);
-    put(a, "eval_iters", f.eval_iters);
+    set_arg(a, "micro_batch_size", f.micro_batch_size);
+    set_arg(a, "global_batch_size", s.global_batch_size);
+    set_arg(a, "train_iters", optional_arg(s.train_iters));
+    set_arg(a, "train_samples", optional_arg(s.train_samples));
+    set_arg(a, "lr", s.lr);
+    set_arg(a, "min_lr", s.min_lr);
+    set_arg(a, "lr_decay_style", s.lr_decay_style);
+    set_arg(a, "lr_decay_iters", optional_arg(s.lr_decay_iters));
+    set_arg(a, "lr_decay_samples", optional_arg(s.lr_decay_samples));
+    set_arg(a, "lr_warmup_fraction", optional_arg(s.lr_warmup_fraction));
+    set_arg(a, "lr_warmup_iters", s.lr_warmup_iters);
+    set_arg(a, "lr_warmup_samples", s.lr_warmup_samples);
+    set_arg(a, "lr_warmup_init", s.lr_warmup_init);
+    set_arg(a, "weight_decay", f.weight_decay);
+    set_arg(a, "start_weight_decay", s.start_weight_decay);
+    set_arg(a, "end_weight_decay", s.end_weight_decay);
+    set_arg(a, "weight_decay_incr_style", s.weight_decay_incr_style);
+    set_arg(a, "optimizer", f.optimizer);
+    set_arg(a, "adam_beta1", f.optimizer_config.adam_beta1);
+    set_arg(a, "adam_beta2", f.optimizer_config.adam_beta2);
+    set_arg(a, "adam_eps", f.optimizer_config.adam_eps);
+    set_arg(a, "sgd_momentum", f.optimizer_config.sgd_momentum);
+    set_arg(a, "clip_grad", f.clip_grad);
+    set_arg(a, "seed", f.seed);
+    set_arg(a, "tokenizer_type", tokenizer.type);
+    set_arg(a, "tensor_model_parallel_size", int64_t(1));
+    set_arg(a, "pipeline_model_parallel_size", int64_t(1));
+    set_arg(a, "data_parallel_size", int64_t(1));
+    set_arg(a, "world_size", int64_t(1));
+    set_arg(a, "fp16", false);
+    set_arg(a, "bf16", false);
+    set_arg(a, "params_dtype", std::string("float32"));
+    set_arg(a, "ckpt_format", f.ckpt_format);
+    set_arg(a, "save", optional_arg(f.save));
+    set_arg(a, "load", optional_arg(f.load));
+    set_arg(a, "save_interval", optional_arg(f.save_interval));
+    set_arg(a, "no_save_optim", f.no_save_optim);
+    set_arg(a, "no_save_rng", f.no_save_rng);
+    set_arg(a, "no_load_optim", f.no_load_optim);
+    set_arg(a, "no_load_rng", f.no_load_rng);
+    set_arg(a, "finetune", f.finetune);
+    set_arg(a, "log_interval", f.log_interval);
+    set_arg(a, "eval_interval", f.eval_interval);
+    set_arg(a, "eval_iters", f.eval_iters);
     return a;
 }
 

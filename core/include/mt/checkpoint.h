@@ -1,10 +1,12 @@
 // CheckpointFormat interface (torch, torch_dist, hf plugins) and the format-neutral state they
 // save and load: model tensors by Megatron-core name, optimizer moments by parameter name, the
 // learning-rate schedule, the dropout RNG position, iteration, consumed samples and training args.
+// Formats that keep a file per tensor/pipeline rank (torch) also load and save rank by rank.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -77,6 +79,16 @@ struct CheckpointState {
     }
 };
 
+// The model-parallel layout a checkpoint was saved with.
+struct CheckpointLayout {
+    int64_t tensor_parallel = 1, pipeline_parallel = 1;
+    int64_t ranks() const { return tensor_parallel * pipeline_parallel; }
+};
+
+// The state of one (tensor rank, pipeline stage) of a checkpoint being saved; called once per
+// rank, so a caller can build each rank's shards when they are written.
+using RankStateFn = std::function<CheckpointState(int64_t tp_rank, int64_t pp_rank)>;
+
 class MT_API CheckpointFormat {
   public:
     virtual ~CheckpointFormat() = default;
@@ -88,6 +100,29 @@ class MT_API CheckpointFormat {
     virtual void save(const std::filesystem::path& dir, const CheckpointState& state) = 0;
     // Reads the latest checkpoint of `dir`. Tensors may view the file (read-only).
     virtual CheckpointState load(const std::filesystem::path& dir) = 0;
+
+    // Rank-aware access. A format whose checkpoints hold whole tensors whatever layout saved
+    // them (torch_dist as read here, hf) keeps these defaults: not per rank, layout 1x1, rank
+    // (0, 0) is load(), and only a 1x1 save. A per-rank format (torch) overrides all four.
+
+    // True when each (tensor rank, pipeline stage) has its own files holding its shards.
+    virtual bool per_rank_files() const { return false; }
+    // The layout of the latest checkpoint in `dir`: how many tensor ranks and pipeline stages
+    // have their own state (rank files).
+    virtual CheckpointLayout layout(const std::filesystem::path& dir) {
+        (void)dir;
+        return {};
+    }
+    // Reads one rank's state of the latest checkpoint: model tensors are that rank's pieces
+    // under that stage's names (layers numbered from 0 on each stage), each ShardedTensor's
+    // global_shape its own (the files do not say how it was split; mt/checkpoint/reshard.h
+    // joins pieces by the model's ShardSpecs).
+    virtual CheckpointState load_rank(const std::filesystem::path& dir, int64_t tp_rank,
+                                      int64_t pp_rank);
+    // Writes every rank of `layout` (rank_state(tp, pp) gives each rank's state; all share one
+    // iteration) as one checkpoint and makes it the latest, atomically as save() does.
+    virtual void save_ranks(const std::filesystem::path& dir, const CheckpointLayout& layout,
+                            const RankStateFn& rank_state);
 };
 
 }  // namespace mt

@@ -29,6 +29,9 @@ struct ShardSpec {
     Kind kind = Kind::replicated;
     int partition_dim = 0;   // dimension split across ranks (column: 0, row: 1)
     int64_t num_groups = 1;  // QKV query groups or gate/up halves split group-wise per rank
+    // With num_groups > 1: true when each group is split across the ranks (SwiGLU's fc1
+    // [gate; up]: rank r holds [gate_r; up_r]); false when each rank holds whole groups (QKV).
+    bool split_each_group = false;
 };
 
 struct ParameterInfo {

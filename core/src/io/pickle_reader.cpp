@@ -616,6 +616,9 @@ class Unpickler {
             case 'b': {
                 PyValue state = pop();
                 PyValue& target = top();
+                // A state_dict (OrderedDict) carries torch's module versions as an instance
+                // attribute, `_metadata`; the mapping itself is complete without it.
+                if (target.kind() == PyKind::dict && state.kind() == PyKind::dict) break;
                 if (target.kind() != PyKind::object)
                     fail(mt::str("BUILD on a ", py_kind_name(target.kind()), " is not supported"));
                 target.object_ref().state = std::move(state);

@@ -116,7 +116,11 @@ std::string serialization_id(const std::vector<ZipWriter::Written>& written, siz
 }  // namespace
 
 PyValue load_torch_file(const std::filesystem::path& path) {
-    ZipReader zip(path);
+    return load_torch_file(std::make_shared<const MappedFile>(path));
+}
+
+PyValue load_torch_file(std::shared_ptr<const MappedFile> file) {
+    ZipReader zip(std::move(file));
     const std::string name = zip.display_name();
     MT_CHECK(!zip.entries().empty(), name, ": archive has no records");
     const std::string& first = zip.entries().front().name;

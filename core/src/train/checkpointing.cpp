@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "mt/checkpoint/model_weights.h"
+#include "mt/checkpoint/reshard.h"
 #include "mt/error.h"
 #include "mt/nn/parameter.h"
 
@@ -18,42 +20,11 @@ void copy_checked(const std::string& what, const std::string& key, const Tensor&
     to.copy_from(from);
 }
 
-// The other --transformer-impl's name of a norm parameter: Transformer Engine fuses the layer
-// norms into the next linear ("linear_qkv.layer_norm_weight"), the local spec keeps them apart
-// ("input_layernorm.weight"); the tensors are the same.
-std::string other_impl_name(const std::string& name) {
-    static const std::pair<std::string, std::string> kPairs[] = {
-        {".self_attention.linear_qkv.layer_norm_weight", ".input_layernorm.weight"},
-        {".self_attention.linear_qkv.layer_norm_bias", ".input_layernorm.bias"},
-        {".mlp.linear_fc1.layer_norm_weight", ".pre_mlp_layernorm.weight"},
-        {".mlp.linear_fc1.layer_norm_bias", ".pre_mlp_layernorm.bias"}};
-    for (const auto& [te, local] : kPairs) {
-        if (name.ends_with(te)) return name.substr(0, name.size() - te.size()) + local;
-        if (name.ends_with(local)) return name.substr(0, name.size() - local.size()) + te;
-    }
-    return name;
-}
-
 // The entry for `name`, under either implementation's spelling.
 template <class Map>
 auto find_either(Map& map, const std::string& name) {
     auto it = map.find(name);
     return it != map.end() ? it : map.find(other_impl_name(name));
-}
-
-void restore_model(const CheckpointState& state, Model& model) {
-    std::map<std::string, const Tensor*> tensors;
-    for (const auto& [name, t] : state.model) tensors[name] = &t.local;
-    for (nn::Parameter* p : model.parameters()) {
-        auto it = find_either(tensors, p->name);
-        MT_CHECK(it != tensors.end(), "the checkpoint has no model tensor '", p->name,
-                 "' (the model needs ", shape_str(p->value.shape()), ")");
-        copy_checked("model tensor", p->name, *it->second, p->value);
-        tensors.erase(it);
-    }
-    for (const auto& [name, t] : tensors)
-        MT_CHECK(name.ends_with("._extra_state"), "the checkpoint's model tensor '", name, "' ",
-                 shape_str(t->shape()), " is not a parameter of this model");
 }
 
 void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& parts) {
@@ -164,7 +135,7 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
 
 void restore_checkpoint(const CheckpointState& state, const TrainingParts& parts,
                         const RestoreOptions& o) {
-    restore_model(state, parts.model);
+    load_model_weights(state, parts.model, WeightLoad::copy);
     if (o.finetune) return;
     parts.trainer.set_progress(state.iteration, state.consumed_train_samples,
                                state.consumed_valid_samples);

@@ -1,4 +1,5 @@
-// Plugin entry of libmt_checkpoint_torch.so: Megatron's `torch` checkpoint format.
+// Plugin entry of libmt_checkpoint_torch.so: Megatron's `torch` checkpoint format and Meta's
+// Llama consolidated.NN.pth (`llama_meta`).
 #include "mt/plugin.h"
 #include "register.h"
 

@@ -1,5 +1,5 @@
-// Registers the `torch` checkpoint format into a Registry; the plugin entry and the tests that
-// link the _impl library both call it.
+// Registers the `torch` and `llama_meta` checkpoint formats into a Registry; the plugin entry
+// and the tests that link the _impl library both call it.
 #pragma once
 
 namespace mt {

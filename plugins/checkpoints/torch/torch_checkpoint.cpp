@@ -7,31 +7,72 @@
 
 namespace mt::plugins::torch_ckpt {
 
-bool TorchCheckpoint::detect(const std::filesystem::path& dir) const {
-    auto latest = read_tracker(dir);
-    if (!latest) return false;
-    // An iteration directory without mp_rank_00 is another format's (torch_dist); a missing
-    // one is a broken torch checkpoint, which load() reports.
-    const fs::path iter = iteration_dir(dir, *latest);
-    return !fs::exists(iter) || fs::exists(checkpoint_file(dir, *latest));
+namespace {
+
+std::string latest_name(const Latest& latest) {
+    return latest.release ? std::string("release") : std::to_string(latest.iteration);
 }
 
-void TorchCheckpoint::save(const std::filesystem::path& dir, const CheckpointState& state) {
-    MT_CHECK(state.iteration > 0, "cannot save a checkpoint at iteration ", state.iteration,
-             " (Megatron's tracker holds an iteration > 0)");
-    const io::PyValue root = to_py(state);
-    write_checkpoint(dir, state.iteration,
-                     [&](const fs::path& file) { io::save_torch_file(file, root); });
-}
-
-CheckpointState TorchCheckpoint::load(const std::filesystem::path& dir) {
+Latest need_tracker(const fs::path& dir) {
     auto latest = read_tracker(dir);
     MT_CHECK(latest.has_value(), "no checkpoint in ", dir.string(), ": ", kTrackerName,
              " is missing");
-    const fs::path file = checkpoint_file(dir, *latest);
-    MT_CHECK(fs::exists(file), dir.string(), "/", kTrackerName, " names ",
-             latest->release ? std::string("release") : std::to_string(latest->iteration), " but ",
-             file.string(), " does not exist");
+    return *latest;
+}
+
+// The layout of the latest checkpoint; an iteration directory without rank directories is an
+// error naming the file a one-rank checkpoint would have.
+CheckpointLayout need_layout(const fs::path& dir, const Latest& latest) {
+    auto layout = read_layout(iteration_dir(dir, latest));
+    MT_CHECK(layout.has_value(), dir.string(), "/", kTrackerName, " names ", latest_name(latest),
+             " but ", checkpoint_file(dir, latest, {}, 0, 0).string(), " does not exist");
+    return *layout;
+}
+
+}  // namespace
+
+bool TorchCheckpoint::detect(const std::filesystem::path& dir) const {
+    auto latest = read_tracker(dir);
+    if (!latest) return false;
+    // An iteration directory without mp_rank_* is another format's (torch_dist); a missing one
+    // is a broken torch checkpoint, which load() reports.
+    const fs::path iter = iteration_dir(dir, *latest);
+    if (!fs::exists(iter)) return true;
+    for (const auto& entry : fs::directory_iterator(iter))
+        if (entry.path().filename().string().rfind("mp_rank_", 0) == 0) return true;
+    return false;
+}
+
+void TorchCheckpoint::save(const std::filesystem::path& dir, const CheckpointState& state) {
+    save_ranks(dir, {}, [&](int64_t, int64_t) { return state; });
+}
+
+CheckpointState TorchCheckpoint::load(const std::filesystem::path& dir) {
+    const CheckpointLayout l = layout(dir);
+    MT_CHECK(l.ranks() == 1, dir.string(), " holds a tensor-parallel ", l.tensor_parallel,
+             " x pipeline-parallel ", l.pipeline_parallel,
+             " checkpoint, and this run has one rank: make a one-rank copy with megatron-convert "
+             "--target-tensor-parallel-size 1 --target-pipeline-parallel-size 1");
+    return load_rank(dir, 0, 0);
+}
+
+CheckpointLayout TorchCheckpoint::layout(const std::filesystem::path& dir) {
+    const Latest latest = need_tracker(dir);
+    return need_layout(dir, latest);
+}
+
+CheckpointState TorchCheckpoint::load_rank(const std::filesystem::path& dir, int64_t tp_rank,
+                                           int64_t pp_rank) {
+    const Latest latest = need_tracker(dir);
+    const CheckpointLayout l = need_layout(dir, latest);
+    MT_CHECK(tp_rank >= 0 && tp_rank < l.tensor_parallel && pp_rank >= 0 &&
+                 pp_rank < l.pipeline_parallel,
+             "no rank (tensor ", tp_rank, ", pipeline ", pp_rank, ") in the tensor-parallel ",
+             l.tensor_parallel, " x pipeline-parallel ", l.pipeline_parallel, " checkpoint ",
+             dir.string());
+    const fs::path file = checkpoint_file(dir, latest, l, tp_rank, pp_rank);
+    MT_CHECK(fs::exists(file), dir.string(), "/", kTrackerName, " names ", latest_name(latest),
+             " but ", file.string(), " does not exist");
     io::PyValue root;
     try {
         root = io::load_torch_file(file);
@@ -39,8 +80,28 @@ CheckpointState TorchCheckpoint::load(const std::filesystem::path& dir) {
         MT_FAIL("cannot read checkpoint ", file.string(), ": ", e.what());
     }
     CheckpointState state = from_py(root, file.string());
-    if (latest->release) state.iteration = 0;
+    if (latest.release) state.iteration = 0;
     return state;
+}
+
+void TorchCheckpoint::save_ranks(const std::filesystem::path& dir, const CheckpointLayout& layout,
+                                 const RankStateFn& rank_state) {
+    MT_CHECK(layout.tensor_parallel > 0 && layout.pipeline_parallel > 0,
+             "invalid checkpoint layout ", layout.tensor_parallel, " x ", layout.pipeline_parallel);
+    // Iteration 0 (a converted release checkpoint) is saved as Megatron's release directory.
+    CheckpointState first = rank_state(0, 0);
+    const int64_t iteration = first.iteration;
+    write_checkpoint(dir, iteration, [&](const fs::path& iter_dir) {
+        for (int64_t pp = 0; pp < layout.pipeline_parallel; ++pp)
+            for (int64_t tp = 0; tp < layout.tensor_parallel; ++tp) {
+                CheckpointState state = tp == 0 && pp == 0 ? std::move(first) : rank_state(tp, pp);
+                MT_CHECK(state.iteration == iteration, "rank (tensor ", tp, ", pipeline ", pp,
+                         ") is at iteration ", state.iteration, ", rank (0, 0) at ", iteration);
+                const fs::path rank_dir = iter_dir / rank_dir_name(layout, tp, pp);
+                fs::create_directories(rank_dir);
+                io::save_torch_file(rank_dir / kFileName, to_py(state));
+            }
+    });
 }
 
 }  // namespace mt::plugins::torch_ckpt

@@ -1,5 +1,5 @@
-// The `torch` CheckpointFormat: Megatron's per-rank layout (torch_layout.h) holding one
-// torch.save file whose dict is Megatron's generate_state_dict (torch_state.h).
+// The `torch` CheckpointFormat: Megatron's per-rank layout (torch_layout.h), one torch.save file
+// per tensor rank and pipeline stage whose dict is Megatron's generate_state_dict (torch_state.h).
 #pragma once
 
 #include "mt/checkpoint.h"
@@ -10,8 +10,16 @@ class TorchCheckpoint : public CheckpointFormat {
   public:
     std::string_view name() const override { return "torch"; }
     bool detect(const std::filesystem::path& dir) const override;
+    // One rank (a 1x1 layout); a split checkpoint is an mt::Error pointing at megatron-convert.
     void save(const std::filesystem::path& dir, const CheckpointState& state) override;
     CheckpointState load(const std::filesystem::path& dir) override;
+
+    bool per_rank_files() const override { return true; }
+    CheckpointLayout layout(const std::filesystem::path& dir) override;
+    CheckpointState load_rank(const std::filesystem::path& dir, int64_t tp_rank,
+                              int64_t pp_rank) override;
+    void save_ranks(const std::filesystem::path& dir, const CheckpointLayout& layout,
+                    const RankStateFn& rank_state) override;
 };
 
 }  // namespace mt::plugins::torch_ckpt

@@ -3,6 +3,8 @@
 #include <unistd.h>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -18,10 +20,14 @@ std::string iter_name(int64_t iteration) {
     return buf;
 }
 
+std::string iteration_name(int64_t iteration) {
+    return iteration == 0 ? std::string("release") : iter_name(iteration);
+}
+
 // A sibling of the final iteration directory that loading never looks at (it follows the
 // tracker only); the process id keeps two writers apart.
 fs::path temporary_dir(const fs::path& dir, int64_t iteration) {
-    return dir / (iter_name(iteration) + ".tmp." + std::to_string(::getpid()));
+    return dir / (iteration_name(iteration) + ".tmp." + std::to_string(::getpid()));
 }
 
 void write_text(const fs::path& path, const std::string& text) {
@@ -38,8 +44,48 @@ fs::path iteration_dir(const fs::path& dir, const Latest& latest) {
     return dir / (latest.release ? std::string("release") : iter_name(latest.iteration));
 }
 
-fs::path checkpoint_file(const fs::path& dir, const Latest& latest) {
-    return iteration_dir(dir, latest) / "mp_rank_00" / kFileName;
+std::string rank_dir_name(const CheckpointLayout& layout, int64_t tp_rank, int64_t pp_rank) {
+    char buf[48];
+    if (layout.pipeline_parallel > 1)
+        std::snprintf(buf, sizeof buf, "mp_rank_%02lld_%03lld", static_cast<long long>(tp_rank),
+                      static_cast<long long>(pp_rank));
+    else
+        std::snprintf(buf, sizeof buf, "mp_rank_%02lld", static_cast<long long>(tp_rank));
+    return buf;
+}
+
+fs::path checkpoint_file(const fs::path& dir, const Latest& latest, const CheckpointLayout& layout,
+                         int64_t tp_rank, int64_t pp_rank) {
+    return iteration_dir(dir, latest) / rank_dir_name(layout, tp_rank, pp_rank) / kFileName;
+}
+
+std::optional<CheckpointLayout> read_layout(const fs::path& iteration_dir) {
+    if (!fs::is_directory(iteration_dir)) return std::nullopt;
+    static const std::regex kRankDir(R"(mp_rank_(\d{2,})(?:_(\d{3,}))?)");
+    CheckpointLayout layout{0, 0};
+    bool pipeline = false, any = false;
+    for (const auto& entry : fs::directory_iterator(iteration_dir)) {
+        std::smatch m;
+        const std::string name = entry.path().filename().string();
+        if (!entry.is_directory() || !std::regex_match(name, m, kRankDir)) continue;
+        any = true;
+        layout.tensor_parallel = std::max<int64_t>(layout.tensor_parallel, std::stoll(m[1]) + 1);
+        if (m[2].matched) {
+            pipeline = true;
+            layout.pipeline_parallel =
+                std::max<int64_t>(layout.pipeline_parallel, std::stoll(m[2]) + 1);
+        }
+    }
+    if (!any) return std::nullopt;
+    if (!pipeline) layout.pipeline_parallel = 1;
+    for (int64_t pp = 0; pp < layout.pipeline_parallel; ++pp)
+        for (int64_t tp = 0; tp < layout.tensor_parallel; ++tp) {
+            const fs::path rank = iteration_dir / rank_dir_name(layout, tp, pp);
+            MT_CHECK(fs::is_directory(rank), iteration_dir.string(), " holds a tensor-parallel ",
+                     layout.tensor_parallel, " x pipeline-parallel ", layout.pipeline_parallel,
+                     " checkpoint but ", rank.string(), " is missing");
+        }
+    return layout;
 }
 
 std::optional<Latest> read_tracker(const fs::path& dir) {
@@ -66,14 +112,15 @@ std::optional<Latest> read_tracker(const fs::path& dir) {
 }
 
 fs::path begin_write(const fs::path& dir, int64_t iteration) {
+    MT_CHECK(iteration >= 0, "cannot save a checkpoint at iteration ", iteration);
     const fs::path tmp = temporary_dir(dir, iteration);
     fs::remove_all(tmp);
-    fs::create_directories(tmp / "mp_rank_00");
-    return tmp / "mp_rank_00" / kFileName;
+    fs::create_directories(tmp);
+    return tmp;
 }
 
 void finish_write(const fs::path& dir, int64_t iteration) {
-    const fs::path final_dir = iteration_dir(dir, {iteration, false});
+    const fs::path final_dir = iteration_dir(dir, {iteration, iteration == 0});
     // Saving an iteration again replaces it by two back-to-back renames (the tracker may
     // already name it), then drops the old copy.
     const fs::path old = final_dir.string() + ".old." + std::to_string(::getpid());
@@ -83,7 +130,7 @@ void finish_write(const fs::path& dir, int64_t iteration) {
     if (replacing) fs::remove_all(old);
     const fs::path tracker = dir / kTrackerName;
     const fs::path tmp = dir / (std::string(kTrackerName) + ".tmp." + std::to_string(::getpid()));
-    write_text(tmp, std::to_string(iteration));
+    write_text(tmp, iteration == 0 ? std::string("release") : std::to_string(iteration));
     fs::rename(tmp, tracker);
 }
 

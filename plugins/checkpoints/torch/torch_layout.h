@@ -1,11 +1,15 @@
 // Megatron's `torch` checkpoint directory layout (megatron/training/checkpointing.py):
-// <dir>/latest_checkpointed_iteration.txt names the latest iteration (or "release"), whose file
-// is <dir>/iter_{:07d}/mp_rank_00/model_optim_rng.pt (one process: TP 1, PP 1, EP 1).
+// <dir>/latest_checkpointed_iteration.txt names the latest iteration (or "release"), whose
+// directory iter_{:07d}/ (or release/) holds one mp_rank_{tp:02d}/ per tensor rank, or
+// mp_rank_{tp:02d}_{pp:03d}/ when the saving run had several pipeline stages, each with
+// model_optim_rng.pt.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+
+#include "mt/checkpoint.h"
 
 namespace mt::plugins::torch_ckpt {
 
@@ -22,20 +26,29 @@ struct Latest {
 
 // "iter_0000100" or "release".
 fs::path iteration_dir(const fs::path& dir, const Latest& latest);
-// <iteration dir>/mp_rank_00/model_optim_rng.pt
-fs::path checkpoint_file(const fs::path& dir, const Latest& latest);
+// "mp_rank_01", or "mp_rank_01_002" when the layout has several pipeline stages.
+std::string rank_dir_name(const CheckpointLayout& layout, int64_t tp_rank, int64_t pp_rank);
+// <iteration dir>/<rank dir>/model_optim_rng.pt
+fs::path checkpoint_file(const fs::path& dir, const Latest& latest, const CheckpointLayout& layout,
+                         int64_t tp_rank, int64_t pp_rank);
 
 // Reads the tracker as Megatron's read_metadata does; nullopt when there is none. A malformed
 // tracker is an mt::Error naming the file and its text.
 std::optional<Latest> read_tracker(const fs::path& dir);
 
-// Writes the file via `write` into a temporary iteration directory renamed into place, then the
-// tracker (temporary file renamed), so an interrupted save never changes what is latest.
+// The layout of an iteration directory, from its mp_rank_* subdirectories (expert-parallel ones
+// are not read); nullopt when it has none (another format's directory). A missing rank is an
+// mt::Error naming the directory it expects.
+std::optional<CheckpointLayout> read_layout(const fs::path& iteration_dir);
+
+// Writes a checkpoint via `write(temporary iteration dir)` into a temporary iteration directory
+// renamed into place, then the tracker (temporary file renamed), so an interrupted save never
+// changes what is latest. Iteration 0 is Megatron's release checkpoint.
 template <class Write>
 void write_checkpoint(const fs::path& dir, int64_t iteration, Write write);
 
 // The non-template part of write_checkpoint.
-fs::path begin_write(const fs::path& dir, int64_t iteration);  // returns the temporary file
+fs::path begin_write(const fs::path& dir, int64_t iteration);  // the temporary iteration dir
 void finish_write(const fs::path& dir, int64_t iteration);
 
 template <class Write>

@@ -5,6 +5,7 @@
 
 #include "mt/dtype.h"
 #include "mt/error.h"
+#include "torch_names.h"
 
 namespace mt::plugins::torch_ckpt {
 
@@ -204,6 +205,11 @@ int64_t int_arg(const CheckpointState& s, std::string_view name) {
     return v && std::holds_alternative<int64_t>(*v) ? std::get<int64_t>(*v) : 0;
 }
 
+bool bool_arg(const CheckpointState& s, std::string_view name) {
+    const ArgValue* v = s.find_arg(name);
+    return v && std::holds_alternative<bool>(*v) && std::get<bool>(*v);
+}
+
 double step_of(const PyValue& v) {
     if (v.kind() == PyKind::tensor) {
         const Tensor& t = v.as_tensor();
@@ -308,7 +314,13 @@ PyValue to_py(const CheckpointState& s) {
     for (const auto& [name, value] : s.args) ns.state.dict_ref().set(name, arg_to_py(name, value));
 
     PyValue model = PyValue::dict(true);
-    for (const auto& [name, t] : s.model) model.dict_ref().set(name, PyValue::tensor(t.local));
+    if (bool_arg(s, "use_legacy_models")) {
+        ModelTensors tensors;
+        for (const auto& [name, t] : s.model) tensors.emplace_back(name, t.local);
+        model = legacy_model_to_py(tensors, bool_arg(s, "untie_embeddings_and_output_weights"));
+    } else {
+        for (const auto& [name, t] : s.model) model.dict_ref().set(name, PyValue::tensor(t.local));
+    }
 
     PyValue root = PyValue::dict();
     auto& r = root.dict_ref();
@@ -350,16 +362,14 @@ CheckpointState from_py(const PyValue& root, const std::string& file) {
     if (const PyValue* f = root.find("num_floating_point_operations_so_far"))
         s.num_floating_point_operations_so_far = f->as_double();
 
-    const PyValue& model = need(root, "model", file);
-    MT_CHECK(model.kind() == PyKind::dict, file, ": 'model' is a Python ",
-             io::py_kind_name(model.kind()), "; nested legacy-model state dicts are not read");
-    for (const auto& [k, v] : model.dict_ref().items) {
-        // Transformer Engine's _extra_state (bytes, None or uint8 tensors) carries no weights.
-        if (k.as_string().ends_with("._extra_state") || v.kind() != PyKind::tensor) continue;
-        const Tensor& t = v.as_tensor();
-        s.model.emplace_back(k.as_string(),
+    if (const PyValue* v = root.find("checkpoint_version"))
+        MT_CHECK(v->as_double() >= 2.0, file, ": checkpoint_version ", v->as_double(),
+                 " stores QKV in an order before Megatron's 2.0, which is not read");
+    MT_CHECK(!root.find("model0"), file,
+             ": a virtual-pipeline checkpoint (model0, model1, ...) is not read");
+    for (auto& [name, t] : model_from_py(need(root, "model", file), file))
+        s.model.emplace_back(std::move(name),
                              ShardedTensor{t, t.shape(), Shape(t.shape().size(), 0)});
-    }
     if (const PyValue* o = root.find("optimizer"); o && !o->is_none())
         s.optimizer = optimizer_from_py(*o, s, file);
     const PyValue* sch = root.find("opt_param_scheduler");

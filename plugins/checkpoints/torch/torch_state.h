@@ -1,6 +1,7 @@
-// CheckpointState <-> the dict in model_optim_rng.pt, as Megatron's generate_state_dict lays it
-// out for an fp32 run on one process: args (argparse.Namespace), checkpoint_version 3.0,
-// iteration, model (flat Megatron-core state dict), optimizer (torch AdamW/SGD state_dict over
+// CheckpointState <-> the dict in one rank's model_optim_rng.pt, as Megatron's
+// generate_state_dict lays it out for an fp32 run: args (argparse.Namespace), checkpoint_version
+// 3.0, iteration, model (flat Megatron-core state dict, or a legacy model's nested one when the
+// args say use_legacy_models: torch_names.h), optimizer (torch AdamW/SGD state_dict over
 // Megatron's wd_mult param groups), opt_param_scheduler, rerun_state_machine, rng_state and
 // num_floating_point_operations_so_far.
 #pragma once

@@ -20,6 +20,10 @@ ShardSpec replicated() {
 ShardSpec column(int64_t groups = 1) {
     return {Kind::column, 0, groups};
 }
+// SwiGLU's fc1 [gate; up] when `glu`: every rank holds its slice of both halves.
+ShardSpec fc1_shard(bool glu) {
+    return glu ? ShardSpec{Kind::column, 0, 2, true} : column();
+}
 ShardSpec row() {
     return {Kind::row, 1, 1};
 }
@@ -77,9 +81,9 @@ std::vector<ParameterInfo> gpt_parameters(const GptConfig& c) {
         else
             add_norm(out, layer + ".pre_mlp_layernorm", c);
         // SwiGLU's fc1 is [gate; up]: each rank holds its slice of both halves.
-        out.push_back(param(layer + ".mlp.linear_fc1.weight", {fc1, h}, column(c.swiglu ? 2 : 1)));
+        out.push_back(param(layer + ".mlp.linear_fc1.weight", {fc1, h}, fc1_shard(c.swiglu)));
         if (c.add_bias_linear)
-            out.push_back(param(layer + ".mlp.linear_fc1.bias", {fc1}, column(c.swiglu ? 2 : 1)));
+            out.push_back(param(layer + ".mlp.linear_fc1.bias", {fc1}, fc1_shard(c.swiglu)));
         out.push_back(param(layer + ".mlp.linear_fc2.weight", {h, c.ffn_hidden_size}, row()));
         if (c.add_bias_linear)
             out.push_back(param(layer + ".mlp.linear_fc2.bias", {h}, replicated()));

@@ -12,6 +12,7 @@
 #include "mt/nn/parameter.h"
 #include "mt/registry.h"
 #include "mt/train/checkpointing.h"
+#include "same_bytes.h"
 #include "test_support.h"
 #include "torch_checkpoint.h"
 
@@ -38,12 +39,6 @@ void fill_formula(Tensor& t, int64_t k, float offset = 0, float sign = 1) {
     float* p = t.data<float>();
     for (int64_t j = 0; j < t.numel(); ++j)
         p[j] = sign * (float(k) + offset + float(j % 1024) / 1024.0f);
-}
-
-bool same_bytes(const Tensor& a, const Tensor& b) {
-    const Tensor ca = a.contiguous(), cb = b.contiguous();
-    return ca.shape() == cb.shape() && ca.dtype() == cb.dtype() &&
-           std::memcmp(ca.raw_data(), cb.raw_data(), ca.numel() * dtype_size(ca.dtype())) == 0;
 }
 
 // A tiny GPT run: model, Adam, schedule and loop, as megatron-train wires them.

@@ -15,6 +15,10 @@ class MT_API MappedFile {
     MappedFile() = default;
     // Maps `path` read-only; throws mt::Error naming the path when it cannot.
     explicit MappedFile(const std::filesystem::path& path);
+    // Maps bytes [offset, offset + length) of `path` only (e.g. one record of a file that
+    // concatenates self-contained records); data() is the byte at `offset`. Throws naming the
+    // path when the file is shorter.
+    MappedFile(const std::filesystem::path& path, uint64_t offset, uint64_t length);
     ~MappedFile();
     MappedFile(MappedFile&& other) noexcept;
     MappedFile& operator=(MappedFile&& other) noexcept;
@@ -30,6 +34,7 @@ class MT_API MappedFile {
     std::filesystem::path path_;
     const uint8_t* data_ = nullptr;
     size_t size_ = 0;
+    size_t map_delta_ = 0;  // data_ - start of the mapping (page alignment of a window)
 };
 
 }  // namespace mt::io

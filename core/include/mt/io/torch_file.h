@@ -3,8 +3,10 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 
 #include "mt/api.h"
+#include "mt/io/mapped_file.h"
 #include "mt/io/py_value.h"
 
 namespace mt::io {
@@ -13,6 +15,9 @@ namespace mt::io {
 // memory: clone() before writing into them) and keep the map alive; tensors sharing a storage
 // record share one mt::Storage. Throws mt::Error naming the file and the defect.
 MT_API PyValue load_torch_file(const std::filesystem::path& path);
+// The same for an archive that is all of `file`, e.g. a window of a PyTorch distributed
+// checkpoint's .distcp file holding one torch.save record (MappedFile's window constructor).
+MT_API PyValue load_torch_file(std::shared_ptr<const MappedFile> file);
 
 // Writes `value` as torch 2.x's torch.save(value, path) does: archive folder = the file's stem,
 // records data.pkl, .format_version, .storage_alignment, byteorder, data/<key>..., version,

@@ -1,0 +1,45 @@
+// Checkpoint conversion (megatron-convert, Megatron's tools/checkpoint/convert.py): any format and
+// tensor/pipeline layout in, any format and layout out, through the whole (canonical) tensors of
+// the model that the checkpoint's own args describe.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mt/api.h"
+#include "mt/checkpoint.h"
+#include "mt/model.h"
+
+namespace mt {
+
+struct ConvertOptions {
+    // The target layout; 0 keeps the source's (as its args give it, else as its files are split).
+    int64_t target_tensor_parallel = 0, target_pipeline_parallel = 0;
+    // The tokenizer's vocabulary: the target's table is padded to it as Megatron pads for the
+    // target tensor parallelism (rows cut, or the last row repeated). Absent: kept as is.
+    std::optional<int64_t> true_vocab_size;
+    std::optional<int64_t> make_vocab_size_divisible_by;  // absent: the source args' (or 128)
+    // The target's parameter names: "local" or "transformer_engine"; absent: the source's.
+    std::optional<std::string> transformer_impl;
+    bool legacy = false;  // save as a legacy model (use_legacy_models: legacy key names)
+    std::optional<int64_t> iteration;  // the saved iteration; absent: the source's
+    // Messages for the user (what was found, what is written).
+    std::function<void(const std::string&)> log = [](const std::string&) {};
+    bool progress = true;  // a progress bar on a terminal
+};
+
+// Loads the latest checkpoint of `load_dir` rank by rank, joins it into whole tensors, reshards
+// them to the target layout and saves them with `saver` (rank by rank for a per-rank format).
+// The model tensors, iteration and args travel; optimizer, scheduler and RNG state do not (as
+// with convert.py). Memory: the whole model once plus one target rank's copied pieces; the
+// source tensors view its files. Errors name the file, rank and key.
+MT_API void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& load_dir,
+                               CheckpointFormat& saver, const std::filesystem::path& save_dir,
+                               const ModelFamily& family, const ConvertOptions& options);
+
+}  // namespace mt

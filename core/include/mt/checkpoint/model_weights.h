@@ -1,0 +1,22 @@
+// Putting a checkpoint's model tensors into a model's parameters, matched by Megatron-core name
+// (either --transformer-impl's spelling of the norms), for training restores and for inference.
+#pragma once
+
+#include "mt/api.h"
+#include "mt/checkpoint.h"
+#include "mt/model.h"
+
+namespace mt {
+
+enum class WeightLoad {
+    copy,   // into the parameters' own memory (training will write them)
+    share,  // the parameters take the checkpoint's contiguous tensors, which may view the file
+            // read-only: for inference, which never writes a parameter
+};
+
+// Every parameter gets the tensor of `state` under its name or the other --transformer-impl's;
+// Transformer Engine `_extra_state` entries are skipped. mt::Error naming the key for a missing
+// tensor, a shape or dtype that differs, or a tensor that is no parameter of the model.
+MT_API void load_model_weights(const CheckpointState& state, Model& model, WeightLoad how);
+
+}  // namespace mt

@@ -1,0 +1,70 @@
+// Tensor- and pipeline-parallel resharding: a model's whole (canonical, Megatron-core named)
+// tensors to the state dict of each (tensor rank, pipeline stage) by each parameter's ShardSpec,
+// and back, as Megatron lays them out in its per-rank checkpoints and tools/checkpoint does.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mt/api.h"
+#include "mt/checkpoint.h"
+#include "mt/model.h"
+#include "mt/tensor.h"
+
+namespace mt {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+// Rank `rank`'s piece of a whole tensor among `tensor_parallel` ranks: replicated: the tensor;
+// column / vocab: a 1/tp slice of dim `partition_dim` (QKV: whole query groups); with
+// split_each_group, the rank's slice of every group, concatenated (SwiGLU [gate_r; up_r]);
+// row: a slice of dim 1. A dimension that does not divide is an mt::Error.
+MT_API Tensor shard_tensor(const Tensor& whole, const ShardSpec& spec, int64_t tensor_parallel,
+                           int64_t rank);
+
+// The whole tensor from every rank's piece (in rank order); the inverse of shard_tensor. Pieces
+// of a replicated tensor must be equal, and the first one is returned.
+MT_API Tensor unshard_tensor(const std::vector<Tensor>& pieces, const ShardSpec& spec);
+
+// The vocabulary table `table` ([V, h] or [V]) with `rows` rows: truncated, or padded by
+// repeating its last row, as tools/checkpoint's savers do for --true-vocab-size.
+MT_API Tensor resize_vocab_rows(const Tensor& table, int64_t rows);
+
+// The other --transformer-impl's name of a norm parameter (Transformer Engine fuses the norms
+// into the next linear, "linear_qkv.layer_norm_weight"; the local spec keeps them apart,
+// "input_layernorm.weight"); any other name is returned as is.
+MT_API std::string other_impl_name(const std::string& name);
+
+// One entry of a pipeline stage's state dict: its key there and the parameter it holds (an index
+// into the model's parameter list).
+struct StageKey {
+    std::string key;
+    size_t param = 0;
+};
+
+// The entries of pipeline stage `stage` of `pipeline_parallel`, in the model's order. Layers
+// ("decoder.layers.N.") are split evenly and renumbered from 0 on each stage; the embeddings
+// live on the first stage, the final norm and the output layer on the last, and with tied
+// embeddings and several stages the last one also holds "output_layer.weight", Megatron's copy
+// of the word embeddings.
+MT_API std::vector<StageKey> stage_keys(const std::vector<ParameterInfo>& params,
+                                        int64_t pipeline_parallel, int64_t stage);
+
+// The state dict of rank (tp_rank, pp_rank) of `layout`, from the whole tensors (`whole[i]` is
+// params[i]'s; shapes are checked against params).
+MT_API NamedTensors rank_tensors(const std::vector<ParameterInfo>& params,
+                                 const std::vector<Tensor>& whole, const CheckpointLayout& layout,
+                                 int64_t tp_rank, int64_t pp_rank);
+
+// The whole tensors (one per parameter, in the list's order) from the state dicts of every rank
+// of `layout` (`rank(tp, pp)`). Keys may use either --transformer-impl's norm names;
+// `_extra_state` entries are ignored. A missing key, a piece whose shape contradicts the
+// parameter's, or a key that is no parameter of the model is an mt::Error naming the rank.
+MT_API std::vector<Tensor> whole_tensors(
+    const std::vector<ParameterInfo>& params, const CheckpointLayout& layout,
+    const std::function<const NamedTensors&(int64_t tp_rank, int64_t pp_rank)>& rank);
+
+}  // namespace mt

@@ -1,0 +1,78 @@
+#include "mt/checkpoint/checkpoint_args.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace mt {
+
+namespace {
+
+// A value as flag text; nullopt for None.
+std::optional<std::string> text_of(const ArgValue& v) {
+    if (std::holds_alternative<int64_t>(v)) return std::to_string(std::get<int64_t>(v));
+    if (std::holds_alternative<double>(v)) {
+        char buf[40];
+        std::snprintf(buf, sizeof buf, "%.17g", std::get<double>(v));
+        return std::string(buf);
+    }
+    if (std::holds_alternative<std::string>(v)) return std::get<std::string>(v);
+    if (std::holds_alternative<bool>(v)) return std::get<bool>(v) ? "true" : "false";
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::string python_arg_name(std::string flag) {
+    std::replace(flag.begin(), flag.end(), '-', '_');
+    return flag;
+}
+
+const ArgValue* find_arg(const CheckpointArgs& args, const std::string& name) {
+    for (const auto& [k, v] : args)
+        if (k == name) return &v;
+    return nullptr;
+}
+
+std::optional<int64_t> int_arg(const CheckpointArgs& args, const std::string& name) {
+    const ArgValue* v = find_arg(args, name);
+    if (v && std::holds_alternative<int64_t>(*v)) return std::get<int64_t>(*v);
+    return std::nullopt;
+}
+
+bool bool_arg(const CheckpointArgs& args, const std::string& name) {
+    const ArgValue* v = find_arg(args, name);
+    return v && std::holds_alternative<bool>(*v) && std::get<bool>(*v);
+}
+
+void set_arg(CheckpointArgs& args, const std::string& name, ArgValue value) {
+    for (auto& [k, v] : args)
+        if (k == name) {
+            v = std::move(value);
+            return;
+        }
+    args.emplace_back(name, std::move(value));
+}
+
+ModelArgs model_args_from_checkpoint(const CheckpointArgs& args,
+                                     const std::vector<FlagInfo>& flags) {
+    ModelArgs out;
+    for (const FlagInfo& flag : flags) {
+        if (flag.name == "disable-bias-linear") {  // argparse dest add_bias_linear, store_false
+            const ArgValue* v = find_arg(args, "add_bias_linear");
+            if (v && std::holds_alternative<bool>(*v) && !std::get<bool>(*v)) out[flag.name] = "";
+            continue;
+        }
+        const ArgValue* v = find_arg(args, python_arg_name(flag.name));
+        if (!v) continue;
+        if (flag.is_switch) {
+            if (std::holds_alternative<bool>(*v) && std::get<bool>(*v)) out[flag.name] = "";
+            continue;
+        }
+        if (auto text = text_of(*v)) out[flag.name] = *text;
+    }
+    if (auto v = int_arg(args, "padded_vocab_size")) out["padded-vocab-size"] = std::to_string(*v);
+    if (auto v = int_arg(args, "vocab_size")) out["vocab-size"] = std::to_string(*v);
+    return out;
+}
+
+}  // namespace mt

@@ -1,0 +1,25 @@
+// The defaults of CheckpointFormat's rank-aware calls, for formats whose checkpoints hold whole
+// tensors: one rank, which is the whole checkpoint.
+#include "mt/checkpoint.h"
+#include "mt/error.h"
+
+namespace mt {
+
+CheckpointState CheckpointFormat::load_rank(const std::filesystem::path& dir, int64_t tp_rank,
+                                            int64_t pp_rank) {
+    MT_CHECK(tp_rank == 0 && pp_rank == 0, "the ", name(),
+             " format keeps whole tensors, not per-rank files: there is no rank (tp ", tp_rank,
+             ", pp ", pp_rank, ") in ", dir.string());
+    return load(dir);
+}
+
+void CheckpointFormat::save_ranks(const std::filesystem::path& dir, const CheckpointLayout& layout,
+                                  const RankStateFn& rank_state) {
+    MT_CHECK(layout.ranks() == 1, "the ", name(),
+             " format keeps whole tensors, not per-rank files: save the whole model (layout 1x1) "
+             "rather than tensor parallel ",
+             layout.tensor_parallel, " x pipeline parallel ", layout.pipeline_parallel);
+    save(dir, rank_state(0, 0));
+}
+
+}  // namespace mt

@@ -1,0 +1,165 @@
+#include "mt/checkpoint/convert.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "mt/checkpoint/checkpoint_args.h"
+#include "mt/checkpoint/reshard.h"
+#include "mt/error.h"
+#include "mt/progress.h"
+
+namespace mt {
+
+namespace {
+
+NamedTensors named(const CheckpointState& state) {
+    NamedTensors out;
+    out.reserve(state.model.size());
+    for (const auto& [name, t] : state.model) out.emplace_back(name, t.local);
+    return out;
+}
+
+// `t` in a storage of its own: a saved tensor writes its whole storage (as torch.save does), so
+// a piece that views a larger one (a slice of a whole tensor, or of a source file's shared
+// storage) is copied, and the bytes written depend on the values alone.
+Tensor compact(const Tensor& t) {
+    if (t.is_contiguous() && t.offset() == 0 && t.storage()->bytes == t.nbytes()) return t;
+    return t.clone();
+}
+
+ShardedTensor whole_piece(const Tensor& t) {
+    Tensor c = compact(t);
+    return ShardedTensor{c, c.shape(), Shape(c.dim(), 0)};
+}
+
+std::string layout_str(const CheckpointLayout& l) {
+    return "tensor parallel " + std::to_string(l.tensor_parallel) + ", pipeline parallel " +
+           std::to_string(l.pipeline_parallel);
+}
+
+}  // namespace
+
+void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& load_dir,
+                        CheckpointFormat& saver, const std::filesystem::path& save_dir,
+                        const ModelFamily& family, const ConvertOptions& o) {
+    // ---- load every rank (tensors view the files) ----
+    const CheckpointLayout source = loader.layout(load_dir);
+    o.log("loading a " + std::string(loader.name()) + " checkpoint (" + layout_str(source) +
+          ") from " + load_dir.string());
+    std::vector<std::vector<NamedTensors>> ranks(size_t(source.pipeline_parallel));
+    CheckpointState head;  // rank (0, 0) without its tensors: args, iteration, progress
+    {
+        Progress bar("loading", source.ranks(), "ranks",
+                     o.progress && ::isatty(STDERR_FILENO) == 1);
+        for (int64_t pp = 0; pp < source.pipeline_parallel; ++pp)
+            for (int64_t tp = 0; tp < source.tensor_parallel; ++tp) {
+                CheckpointState s = loader.load_rank(load_dir, tp, pp);
+                ranks[size_t(pp)].push_back(named(s));
+                if (tp == 0 && pp == 0) {
+                    s.model.clear();
+                    s.optimizer.reset();
+                    head = std::move(s);
+                }
+                bar.add(1);
+            }
+        bar.finish();
+    }
+
+    // ---- the model the source's args describe, as whole tensors ----
+    ModelArgs args = model_args_from_checkpoint(head.args, family.flags());
+    if (bool_arg(head.args, "use_legacy_models")) args["transformer-impl"] = "local";
+    if (!args.count("padded-vocab-size"))
+        for (const auto& [name, t] : ranks[0][0])
+            if (name == "embedding.word_embeddings.weight")
+                args["padded-vocab-size"] = std::to_string(t.shape()[0] * source.tensor_parallel);
+    args["tensor-model-parallel-size"] = "1";
+    const std::vector<ParameterInfo> params = family.parameters(args);
+    const std::vector<Tensor> whole =
+        whole_tensors(params, source, [&](int64_t tp, int64_t pp) -> const NamedTensors& {
+            return ranks[size_t(pp)][size_t(tp)];
+        });
+    ranks.clear();
+
+    // ---- the target model ----
+    // By default the layout the source was trained with (its args; a whole-tensor format's
+    // files do not show it).
+    const CheckpointLayout target{
+        o.target_tensor_parallel > 0
+            ? o.target_tensor_parallel
+            : int_arg(head.args, "tensor_model_parallel_size").value_or(source.tensor_parallel),
+        o.target_pipeline_parallel > 0
+            ? o.target_pipeline_parallel
+            : int_arg(head.args, "pipeline_model_parallel_size").value_or(source.pipeline_parallel)};
+    ModelArgs target_args = args;
+    if (o.legacy) target_args["transformer-impl"] = "local";
+    if (o.transformer_impl) target_args["transformer-impl"] = *o.transformer_impl;
+    target_args["tensor-model-parallel-size"] = std::to_string(target.tensor_parallel);
+    if (o.make_vocab_size_divisible_by)
+        target_args["make-vocab-size-divisible-by"] =
+            std::to_string(*o.make_vocab_size_divisible_by);
+    if (o.true_vocab_size) {
+        ModelArgs sizing = target_args;
+        sizing.erase("padded-vocab-size");
+        sizing["vocab-size"] = std::to_string(*o.true_vocab_size);
+        target_args["padded-vocab-size"] = family.resolved_args(sizing).at("padded-vocab-size");
+        target_args["vocab-size"] = std::to_string(*o.true_vocab_size);
+    } else {
+        o.log("warning: no --true-vocab-size or --vocab-file: the vocabulary table keeps its " +
+              args.at("padded-vocab-size") + " rows");
+    }
+    const int64_t target_vocab = std::stoll(target_args.at("padded-vocab-size"));
+    const std::vector<ParameterInfo> target_params = family.parameters(target_args);
+    std::map<std::string, size_t> by_name;
+    for (size_t i = 0; i < params.size(); ++i) by_name[params[i].name] = i;
+    std::vector<Tensor> target_whole;
+    for (const ParameterInfo& p : target_params) {
+        auto it = by_name.find(p.name);
+        if (it == by_name.end()) it = by_name.find(other_impl_name(p.name));
+        MT_CHECK(it != by_name.end(), "the target model has '", p.name,
+                 "', which the source model does not");
+        Tensor t = whole[it->second];
+        if (p.shard.kind == ShardSpec::Kind::vocab) t = resize_vocab_rows(t, target_vocab);
+        MT_CHECK(t.shape() == p.shape, "'", p.name, "' has shape ", shape_str(t.shape()),
+                 " but the target model needs ", shape_str(p.shape));
+        target_whole.push_back(t);
+    }
+
+    // ---- save ----
+    CheckpointState out;
+    out.iteration = o.iteration.value_or(head.iteration);
+    out.consumed_train_samples = head.consumed_train_samples;
+    out.consumed_valid_samples = head.consumed_valid_samples;
+    out.num_floating_point_operations_so_far = head.num_floating_point_operations_so_far;
+    out.args = head.args;
+    set_arg(out.args, "tensor_model_parallel_size", target.tensor_parallel);
+    set_arg(out.args, "pipeline_model_parallel_size", target.pipeline_parallel);
+    set_arg(out.args, "padded_vocab_size", target_vocab);
+    if (auto impl = target_args.find("transformer-impl"); impl != target_args.end())
+        set_arg(out.args, "transformer_impl", impl->second);
+    set_arg(out.args, "use_legacy_models", o.legacy);
+    if (o.true_vocab_size) set_arg(out.args, "vocab_size", *o.true_vocab_size);
+    if (o.make_vocab_size_divisible_by)
+        set_arg(out.args, "make_vocab_size_divisible_by", *o.make_vocab_size_divisible_by);
+    o.log("saving a " + std::string(saver.name()) + " checkpoint (" + layout_str(target) +
+          ") at iteration " + std::to_string(out.iteration) + " to " + save_dir.string());
+    if (!saver.per_rank_files()) {
+        for (size_t i = 0; i < target_params.size(); ++i)
+            out.model.emplace_back(target_params[i].name, whole_piece(target_whole[i]));
+        saver.save(save_dir, out);
+        return;
+    }
+    Progress bar("saving", target.ranks(), "ranks", o.progress && ::isatty(STDERR_FILENO) == 1);
+    saver.save_ranks(save_dir, target, [&](int64_t tp, int64_t pp) {
+        CheckpointState s = out;
+        for (auto& [name, t] : rank_tensors(target_params, target_whole, target, tp, pp))
+            s.model.emplace_back(name, whole_piece(t));
+        bar.add(1);
+        return s;
+    });
+    bar.finish();
+}
+
+}  // namespace mt

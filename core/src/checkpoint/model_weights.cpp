@@ -1,0 +1,37 @@
+#include "mt/checkpoint/model_weights.h"
+
+#include <map>
+
+#include "mt/checkpoint/reshard.h"
+#include "mt/error.h"
+#include "mt/nn/parameter.h"
+
+namespace mt {
+
+void load_model_weights(const CheckpointState& state, Model& model, WeightLoad how) {
+    std::map<std::string, const Tensor*> tensors;
+    for (const auto& [name, t] : state.model) tensors[name] = &t.local;
+    for (nn::Parameter* p : model.parameters()) {
+        auto it = tensors.find(p->name);
+        if (it == tensors.end()) it = tensors.find(other_impl_name(p->name));
+        MT_CHECK(it != tensors.end(), "the checkpoint has no model tensor '", p->name,
+                 "' (the model needs ", shape_str(p->value.shape()), ")");
+        const Tensor& from = *it->second;
+        MT_CHECK(from.shape() == p->value.shape(), "model tensor '", it->first, "' has shape ",
+                 shape_str(from.shape()), " in the checkpoint but ", shape_str(p->value.shape()),
+                 " in the model");
+        MT_CHECK(from.dtype() == p->value.dtype(), "model tensor '", it->first, "' is ",
+                 from.describe(), " in the checkpoint but the model holds ",
+                 p->value.describe());
+        if (how == WeightLoad::share && from.is_contiguous())
+            p->value = from;
+        else
+            p->value.copy_from(from);
+        tensors.erase(it);
+    }
+    for (const auto& [name, t] : tensors)
+        MT_CHECK(name.ends_with("._extra_state"), "the checkpoint's model tensor '", name, "' ",
+                 shape_str(t->shape()), " is not a parameter of this model");
+}
+
+}  // namespace mt

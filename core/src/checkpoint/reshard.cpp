@@ -1,0 +1,217 @@
+#include "mt/checkpoint/reshard.h"
+
+#include <map>
+#include <optional>
+
+#include "mt/error.h"
+
+namespace mt {
+
+namespace {
+
+bool split(const ShardSpec& spec) {
+    return spec.kind != ShardSpec::Kind::replicated;
+}
+
+// Groups each rank takes a slice of (1 when ranks take whole groups or there are none).
+int64_t split_groups(const ShardSpec& spec) {
+    return spec.split_each_group ? spec.num_groups : 1;
+}
+
+// The shape of one rank's piece of a tensor of `whole` shape.
+Shape piece_shape(const Shape& whole, const ShardSpec& spec, int64_t tp, const std::string& what) {
+    if (!split(spec)) return whole;
+    const int d = spec.partition_dim;
+    MT_CHECK(d < int(whole.size()), what, ": cannot split dimension ", d, " of a tensor of shape ",
+             shape_str(whole));
+    const int64_t groups = split_groups(spec);
+    MT_CHECK(whole[d] % (groups * tp) == 0, what, ": dimension ", d, " of ", shape_str(whole),
+             " does not split into ", groups > 1 ? std::to_string(groups) + " groups of " : "", tp,
+             " equal tensor-parallel pieces");
+    if (!spec.split_each_group && spec.num_groups > 1)
+        MT_CHECK(spec.num_groups % tp == 0, what, ": its ", spec.num_groups,
+                 " groups (query groups) do not split evenly across ", tp,
+                 " tensor-parallel ranks");
+    Shape out = whole;
+    out[d] /= tp;
+    return out;
+}
+
+// "decoder.layers.N.rest" -> N (and the offset of "rest"), or nullopt.
+std::optional<std::pair<int64_t, size_t>> layer_of(const std::string& name) {
+    static const std::string kPrefix = "decoder.layers.";
+    if (name.rfind(kPrefix, 0) != 0) return std::nullopt;
+    size_t end = kPrefix.size();
+    while (end < name.size() && name[end] >= '0' && name[end] <= '9') ++end;
+    if (end == kPrefix.size() || end >= name.size() || name[end] != '.') return std::nullopt;
+    return std::pair{std::stoll(name.substr(kPrefix.size(), end - kPrefix.size())), end};
+}
+
+std::string rank_name(int64_t tp, int64_t pp) {
+    return "rank (tensor " + std::to_string(tp) + ", pipeline " + std::to_string(pp) + ")";
+}
+
+}  // namespace
+
+Tensor shard_tensor(const Tensor& whole, const ShardSpec& spec, int64_t tensor_parallel,
+                    int64_t rank) {
+    MT_CHECK(rank >= 0 && rank < tensor_parallel, "tensor-parallel rank ", rank, " out of ",
+             tensor_parallel);
+    if (!split(spec) || tensor_parallel == 1) return whole;
+    const Shape piece = piece_shape(whole.shape(), spec, tensor_parallel, "a tensor");
+    const int d = spec.partition_dim;
+    const int64_t groups = split_groups(spec);
+    const int64_t block = whole.shape()[d] / groups, part = piece[d] / groups;
+    if (groups == 1) return whole.slice(d, rank * part, (rank + 1) * part).contiguous();
+    Tensor out = Tensor::empty(piece, whole.dtype());
+    for (int64_t g = 0; g < groups; ++g)
+        out.slice(d, g * part, (g + 1) * part)
+            .copy_from(whole.slice(d, g * block + rank * part, g * block + (rank + 1) * part));
+    return out;
+}
+
+Tensor unshard_tensor(const std::vector<Tensor>& pieces, const ShardSpec& spec) {
+    MT_CHECK(!pieces.empty(), "no tensor-parallel pieces to join");
+    if (!split(spec) || pieces.size() == 1) return pieces[0];
+    const int64_t tp = int64_t(pieces.size());
+    const int d = spec.partition_dim;
+    for (const Tensor& p : pieces)
+        MT_CHECK(p.shape() == pieces[0].shape() && p.dtype() == pieces[0].dtype(),
+                 "tensor-parallel pieces differ: ", p.describe(), " and ", pieces[0].describe());
+    Shape whole = pieces[0].shape();
+    MT_CHECK(d < int(whole.size()), "cannot join dimension ", d, " of ", shape_str(whole));
+    whole[d] *= tp;
+    const int64_t groups = split_groups(spec);
+    const int64_t part = pieces[0].shape()[d] / groups, block = part * tp;
+    Tensor out = Tensor::empty(whole, pieces[0].dtype());
+    for (int64_t g = 0; g < groups; ++g)
+        for (int64_t r = 0; r < tp; ++r)
+            out.slice(d, g * block + r * part, g * block + (r + 1) * part)
+                .copy_from(pieces[r].slice(d, g * part, (g + 1) * part));
+    return out;
+}
+
+Tensor resize_vocab_rows(const Tensor& table, int64_t rows) {
+    MT_CHECK(table.dim() >= 1 && table.shape()[0] > 0 && rows > 0,
+             "cannot resize the vocabulary table ", table.describe(), " to ", rows, " rows");
+    const int64_t have = table.shape()[0];
+    if (rows <= have) return table.slice(0, 0, rows);
+    Shape shape = table.shape();
+    shape[0] = rows;
+    Tensor out = Tensor::empty(shape, table.dtype());
+    out.slice(0, 0, have).copy_from(table);
+    const Tensor last = table.slice(0, have - 1, have);
+    for (int64_t r = have; r < rows; ++r) out.slice(0, r, r + 1).copy_from(last);
+    return out;
+}
+
+std::string other_impl_name(const std::string& name) {
+    static const std::pair<std::string, std::string> kPairs[] = {
+        {".self_attention.linear_qkv.layer_norm_weight", ".input_layernorm.weight"},
+        {".self_attention.linear_qkv.layer_norm_bias", ".input_layernorm.bias"},
+        {".mlp.linear_fc1.layer_norm_weight", ".pre_mlp_layernorm.weight"},
+        {".mlp.linear_fc1.layer_norm_bias", ".pre_mlp_layernorm.bias"}};
+    for (const auto& [te, local] : kPairs) {
+        if (name.ends_with(te)) return name.substr(0, name.size() - te.size()) + local;
+        if (name.ends_with(local)) return name.substr(0, name.size() - local.size()) + te;
+    }
+    return name;
+}
+
+std::vector<StageKey> stage_keys(const std::vector<ParameterInfo>& params,
+                                 int64_t pipeline_parallel, int64_t stage) {
+    MT_CHECK(pipeline_parallel > 0 && stage >= 0 && stage < pipeline_parallel, "pipeline stage ",
+             stage, " out of ", pipeline_parallel);
+    int64_t num_layers = 0;
+    std::optional<size_t> word_embeddings;
+    bool output_layer = false;
+    for (size_t i = 0; i < params.size(); ++i) {
+        if (auto l = layer_of(params[i].name)) num_layers = std::max(num_layers, l->first + 1);
+        if (params[i].name == "embedding.word_embeddings.weight") word_embeddings = i;
+        output_layer |= params[i].name == "output_layer.weight";
+    }
+    MT_CHECK(num_layers % pipeline_parallel == 0, "the model's ", num_layers,
+             " layers do not split evenly into ", pipeline_parallel, " pipeline stages");
+    const int64_t per_stage = num_layers / pipeline_parallel;
+    const bool first = stage == 0, last = stage == pipeline_parallel - 1;
+
+    std::vector<StageKey> out;
+    for (size_t i = 0; i < params.size(); ++i) {
+        const std::string& name = params[i].name;
+        if (auto l = layer_of(name)) {
+            if (l->first / per_stage == stage)
+                out.push_back({"decoder.layers." + std::to_string(l->first - stage * per_stage) +
+                                   name.substr(l->second),
+                               i});
+        } else if (name.rfind("embedding.", 0) == 0 ? first : last) {
+            out.push_back({name, i});
+        }
+    }
+    if (last && pipeline_parallel > 1 && !output_layer && word_embeddings)
+        out.push_back({"output_layer.weight", *word_embeddings});
+    return out;
+}
+
+NamedTensors rank_tensors(const std::vector<ParameterInfo>& params,
+                          const std::vector<Tensor>& whole, const CheckpointLayout& layout,
+                          int64_t tp_rank, int64_t pp_rank) {
+    MT_CHECK(whole.size() == params.size(), "rank_tensors: ", whole.size(), " tensors for ",
+             params.size(), " parameters");
+    NamedTensors out;
+    for (const StageKey& k : stage_keys(params, layout.pipeline_parallel, pp_rank)) {
+        const ParameterInfo& p = params[k.param];
+        MT_CHECK(whole[k.param].shape() == p.shape, "'", p.name, "' has shape ",
+                 shape_str(whole[k.param].shape()), " but the model args give ",
+                 shape_str(p.shape));
+        piece_shape(p.shape, p.shard, layout.tensor_parallel, "'" + p.name + "'");
+        out.emplace_back(k.key,
+                         shard_tensor(whole[k.param], p.shard, layout.tensor_parallel, tp_rank));
+    }
+    return out;
+}
+
+std::vector<Tensor> whole_tensors(
+    const std::vector<ParameterInfo>& params, const CheckpointLayout& layout,
+    const std::function<const NamedTensors&(int64_t tp_rank, int64_t pp_rank)>& rank) {
+    const int64_t tp = layout.tensor_parallel;
+    std::vector<std::vector<Tensor>> pieces(params.size(), std::vector<Tensor>(size_t(tp)));
+    for (int64_t pp = 0; pp < layout.pipeline_parallel; ++pp) {
+        const std::vector<StageKey> keys = stage_keys(params, layout.pipeline_parallel, pp);
+        for (int64_t r = 0; r < tp; ++r) {
+            const NamedTensors& tensors = rank(r, pp);
+            std::map<std::string, size_t> index;
+            for (size_t i = 0; i < tensors.size(); ++i) index.emplace(tensors[i].first, i);
+            for (const StageKey& k : keys) {
+                const ParameterInfo& p = params[k.param];
+                auto it = index.find(k.key);
+                if (it == index.end()) it = index.find(other_impl_name(k.key));
+                // Megatron's copy of tied word embeddings on the last stage is not needed.
+                const bool copy = k.key != p.name && k.key == "output_layer.weight";
+                if (copy) {
+                    if (it != index.end()) index.erase(it);
+                    continue;
+                }
+                MT_CHECK(it != index.end(), rank_name(r, pp), " has no '", k.key, "' (", p.name,
+                         ", whole shape ", shape_str(p.shape), ")");
+                const Tensor& t = tensors[it->second].second;
+                const Shape want = piece_shape(p.shape, p.shard, tp, "'" + p.name + "'");
+                MT_CHECK(t.shape() == want, rank_name(r, pp), ": '", k.key, "' has shape ",
+                         shape_str(t.shape()), " but the model args give ", shape_str(want),
+                         tp > 1 ? " per rank (whole " + shape_str(p.shape) + ")" : std::string());
+                pieces[k.param][size_t(r)] = t;
+                index.erase(it);
+            }
+            for (const auto& [name, i] : index)
+                MT_CHECK(name.ends_with("._extra_state"), rank_name(r, pp), " holds '", name, "' ",
+                         shape_str(tensors[i].second.shape()),
+                         ", which is not a parameter of the model its args describe");
+        }
+    }
+    std::vector<Tensor> out;
+    out.reserve(params.size());
+    for (size_t i = 0; i < params.size(); ++i)
+        out.push_back(unshard_tensor(pieces[i], params[i].shard));
+    return out;
+}
+
+}  // namespace mt

@@ -1,0 +1,214 @@
+// megatron-convert through the binary, on checkpoints megatron-core wrote
+// (tests/fixtures/convert/make_fixtures.py): layout round trips TP1 -> TP2 -> PP2 -> TP2xPP2 ->
+// TP1, torch -> torch_dist -> torch, through the legacy key names and through Transformer
+// Engine's fused-norm names are bit-identical, each layout lands in Megatron's rank
+// directories, the vocabulary is re-padded for the target as convert.py does, and bad input is an
+// error naming the file and reason (or "not supported yet").
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "mt/io/torch_file.h"
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+using mt::test::read_file;
+using mt::test::run_command;
+using mt::test::TempDir;
+
+namespace {
+
+fs::path fixture(const std::string& name) {
+    return mt::test::fixtures_dir() / "convert" / name;
+}
+
+std::string q(const fs::path& p) {
+    return mt::test::shell_quote(p);
+}
+
+mt::test::RunResult convert(const fs::path& from, const fs::path& to, const std::string& flags) {
+    return run_command(mt::test::tool_path("megatron-convert").string() +
+                       " --model-type GPT --load-dir " + q(from) + " --save-dir " + q(to) + " " +
+                       flags + " 2>&1");
+}
+
+void convert_ok(const fs::path& from, const fs::path& to, const std::string& flags) {
+    auto r = convert(from, to, flags);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+}
+
+const char* kCore = "--loader core --saver core";
+
+// The model entries of two model_optim_rng.pt files hold the same keys and f32 values.
+void expect_same_model(const fs::path& expected, const fs::path& actual) {
+    const mt::io::PyValue want = mt::io::load_torch_file(expected)["model"];
+    const mt::io::PyValue got = mt::io::load_torch_file(actual)["model"];
+    ASSERT_EQ(got.dict_ref().items.size(), want.dict_ref().items.size()) << actual;
+    for (const auto& [k, v] : want.dict_ref().items) {
+        const mt::Tensor a = v.as_tensor().contiguous();
+        const mt::Tensor b = got[k.as_string()].as_tensor().contiguous();
+        EXPECT_TRUE(a.shape() == b.shape() &&
+                    std::memcmp(a.raw_data(), b.raw_data(), a.numel() * 4) == 0)
+            << actual << ": " << k.as_string();
+    }
+}
+
+TEST(Convert, LayoutRoundTripsAreBitIdentical) {
+    TempDir dir;
+    convert_ok(fixture("tp1"), dir / "a", kCore);
+    convert_ok(dir / "a", dir / "tp2", std::string(kCore) + " --target-tensor-parallel-size 2");
+    convert_ok(
+        dir / "tp2", dir / "pp2",
+        std::string(kCore) + " --target-tensor-parallel-size 1 --target-pipeline-parallel-size 2");
+    convert_ok(dir / "pp2", dir / "tp2pp2",
+               std::string(kCore) + " --target-tensor-parallel-size 2");
+    convert_ok(
+        dir / "tp2pp2", dir / "back",
+        std::string(kCore) + " --target-tensor-parallel-size 1 --target-pipeline-parallel-size 1");
+    for (const char* rank : {"tp2/iter_0000010/mp_rank_01", "pp2/iter_0000010/mp_rank_00_001",
+                             "tp2pp2/iter_0000010/mp_rank_01_001"})
+        EXPECT_TRUE(fs::exists(dir / rank / "model_optim_rng.pt")) << rank;
+    const std::string file = "iter_0000010/mp_rank_00/model_optim_rng.pt";
+    EXPECT_TRUE(read_file(dir / "back" / file) == read_file(dir / "a" / file))
+        << "TP1 -> TP2 -> PP2 -> TP2xPP2 -> TP1 changed the checkpoint";
+    EXPECT_EQ(read_file(dir / "back/latest_checkpointed_iteration.txt"), "10");
+
+    // Through Transformer Engine's fused-norm names and back to the local spec's.
+    convert_ok(dir / "a", dir / "te",
+               std::string(kCore) + " --saver-transformer-impl transformer_engine");
+    const mt::io::PyValue te = mt::io::load_torch_file(dir / "te" / file);
+    EXPECT_TRUE(te["model"].find("decoder.layers.1.mlp.linear_fc1.layer_norm_bias"));
+    EXPECT_FALSE(te["model"].find("decoder.layers.1.pre_mlp_layernorm.bias"));
+    EXPECT_EQ(te["args"]["transformer_impl"].as_string(), "transformer_engine");
+    convert_ok(dir / "te", dir / "local", std::string(kCore) + " --saver-transformer-impl local");
+    EXPECT_TRUE(read_file(dir / "local" / file) == read_file(dir / "a" / file));
+
+    // What Megatron wrote at TP2 and at PP2 converts to the same TP1 tensors.
+    for (const char* layout : {"tp2", "pp2"}) {
+        const fs::path out = dir / (std::string("from_") + layout);
+        convert_ok(fixture(layout), out,
+                   std::string(kCore) +
+                       " --target-tensor-parallel-size 1 --target-pipeline-parallel-size 1");
+        expect_same_model(dir / "a" / file, out / file);
+    }
+}
+
+TEST(Convert, TorchToTorchDistToTorchIsBitIdentical) {
+    TempDir dir;
+    convert_ok(fixture("tp2"), dir / "direct", kCore);
+    convert_ok(fixture("tp2"), dir / "dist", "--loader core --saver torch_dist");
+    // torch_dist files hold whole tensors; the target layout comes from the args (TP2).
+    convert_ok(dir / "dist", dir / "back", "--loader torch_dist --saver core");
+    for (const char* rank : {"mp_rank_00", "mp_rank_01"}) {
+        const std::string file = std::string("iter_0000010/") + rank + "/model_optim_rng.pt";
+        ASSERT_TRUE(fs::exists(dir / "back" / file)) << file;
+        EXPECT_TRUE(read_file(dir / "back" / file) == read_file(dir / "direct" / file)) << file;
+    }
+}
+
+TEST(Convert, LlamaCheckpointsOfMetaAndHuggingFaceGiveTheSameMegatronCheckpoint) {
+    TempDir dir;
+    const std::string flags =
+        "--loader llama_mistral --model-size llama3 --saver core --target-tensor-parallel-size 2 "
+        "--checkpoint-type ";
+    auto r = convert(fixture("llama_meta"), dir / "meta", flags + "meta");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    convert_ok(mt::test::fixtures_dir() / "hf" / "llama", dir / "hf", flags + "hf");
+    EXPECT_EQ(read_file(dir / "meta/latest_checkpointed_iteration.txt"), "1")
+        << "Megatron's loader saves iteration 1";
+    for (const char* rank : {"mp_rank_00", "mp_rank_01"})
+        expect_same_model(dir / "hf/iter_0000001" / rank / "model_optim_rng.pt",
+                          dir / "meta/iter_0000001" / rank / "model_optim_rng.pt");
+}
+
+TEST(Convert, LegacyKeyNamesRoundTrip) {
+    TempDir dir;
+    convert_ok(fixture("tp1"), dir / "core",
+               std::string(kCore) + " --saver-transformer-impl local");
+    convert_ok(dir / "core", dir / "legacy",
+               "--loader core --saver legacy --target-tensor-parallel-size 2");
+    const mt::io::PyValue legacy =
+        mt::io::load_torch_file(dir / "legacy/iter_0000010/mp_rank_01/model_optim_rng.pt");
+    EXPECT_TRUE(legacy["model"]["language_model"]["encoder"].find(
+        "layers.1.self_attention.query_key_value.weight"));
+    EXPECT_TRUE(legacy["args"]["use_legacy_models"].as_bool());
+    convert_ok(dir / "legacy", dir / "back",
+               "--loader legacy --saver core --saver-transformer-impl local "
+               "--target-tensor-parallel-size 1");
+    const std::string file = "iter_0000010/mp_rank_00/model_optim_rng.pt";
+    EXPECT_TRUE(read_file(dir / "back" / file) == read_file(dir / "core" / file));
+}
+
+TEST(Convert, TheVocabularyIsPaddedForTheTarget) {
+    TempDir dir;
+    // 100 tokens padded to a multiple of 96 * 2 ranks: 192 rows, the extra ones copies of the
+    // last source row (convert.py's pad_weight), 96 per rank.
+    std::string vocab = "{";
+    for (int i = 0; i < 100; ++i)
+        vocab += (i ? ", \"t" : "\"t") + std::to_string(i) + "\": " + std::to_string(i);
+    mt::test::write_file(dir / "vocab.json", vocab + "}");
+    for (const std::string& how :
+         {std::string("--true-vocab-size 100"), "--vocab-file " + q(dir / "vocab.json")}) {
+        const fs::path out = dir / ("out" + std::to_string(how.size()));
+        convert_ok(fixture("tp1"), out,
+                   std::string(kCore) + " --target-tensor-parallel-size 2 " + how +
+                       " --make-vocab-size-divisible-by 96");
+        const mt::io::PyValue rank1 =
+            mt::io::load_torch_file(out / "iter_0000010/mp_rank_01/model_optim_rng.pt");
+        EXPECT_EQ(rank1["args"]["padded_vocab_size"].as_int(), 192);
+        EXPECT_EQ(rank1["args"]["vocab_size"].as_int(), 100);
+        EXPECT_EQ(rank1["args"]["make_vocab_size_divisible_by"].as_int(), 96);
+        const mt::Tensor table = rank1["model"]["embedding.word_embeddings.weight"].as_tensor();
+        ASSERT_EQ(table.shape(), (mt::Shape{96, 16}));
+        const float* row = table.data<float>();
+        for (int64_t r = 32; r < 96; ++r)  // global rows 128..191
+            EXPECT_EQ(std::memcmp(row + r * 16, row + 31 * 16, 16 * sizeof(float)), 0) << r;
+    }
+}
+
+TEST(Convert, BadInputIsAClearError) {
+    TempDir dir;
+    fs::copy(fixture("tp2"), dir / "cut", fs::copy_options::recursive);
+    const fs::path file = dir / "cut/iter_0000010/mp_rank_01/model_optim_rng.pt";
+    fs::resize_file(file, fs::file_size(file) / 2);
+    auto r = convert(dir / "cut", dir / "out", kCore);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.output.find("error: cannot read checkpoint " + file.string() + ": "),
+              std::string::npos)
+        << r.output;
+    EXPECT_FALSE(fs::exists(dir / "out/latest_checkpointed_iteration.txt"));
+
+    r = convert(dir / "missing", dir / "out", kCore);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.output.find("is not a directory"), std::string::npos) << r.output;
+
+    r = convert(fixture("tp1"), dir / "out",
+                "--loader core --saver core --target-tensor-parallel-size 3");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.output.find("must be divisible by --tensor-model-parallel-size (3)"),
+              std::string::npos)
+        << r.output;
+
+    for (const auto& [flags, message] :
+         {std::pair{"--loader llama_mistral --checkpoint-type meta --saver core",
+                    "holds no llama_meta checkpoint (--loader llama_mistral)"},
+          std::pair{"--loader llama_mistral --checkpoint-type pt --saver core",
+                    "--checkpoint-type pt: supported are hf and meta"},
+          std::pair{"--loader core --saver hf", "not supported yet: --saver hf"},
+          std::pair{"--loader mixtral_hf --saver core", "not supported yet: --loader mixtral_hf"},
+          std::pair{"--loader nope --saver core", "unknown --loader nope"}}) {
+        r = convert(fixture("tp1"), dir / "out", flags);
+        EXPECT_EQ(r.exit_code, 1) << flags;
+        EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
+    }
+    r = run_command(mt::test::tool_path("megatron-convert").string() +
+                    " --model-type BERT --load-dir " + q(fixture("tp1")) + " --save-dir " +
+                    q(dir / "out") + " 2>&1");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.output.find("not supported yet: --model-type BERT"), std::string::npos) << r.output;
+    r = run_command(mt::test::tool_path("megatron-convert").string() + " --load-dir x 2>&1");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+}  // namespace

@@ -1,0 +1,180 @@
+// megatron-convert: Megatron-LM's tools/checkpoint/convert.py in C++ (same flags): loads a
+// checkpoint of any format and tensor/pipeline layout and saves it in another format and layout.
+#include <simdjson.h>
+
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "mt/checkpoint.h"
+#include "mt/checkpoint/convert.h"
+#include "mt/cli/tool.h"
+#include "mt/error.h"
+#include "mt/model.h"
+#include "mt/registry.h"
+
+namespace {
+
+namespace po = boost::program_options;
+
+struct ConvertFlags {
+    std::string model_type, loader, saver, load_dir, save_dir;
+    int64_t target_tp = 0, target_pp = 0, target_ep = 1;
+    std::optional<int64_t> true_vocab_size, make_vocab_size_divisible_by;
+    std::string vocab_file, checkpoint_type, model_size, loader_impl, saver_impl, megatron_path;
+    std::string tokenizer_model, position_embedding_type;
+    int64_t max_queue_size = 50;
+    bool no_checking = false, bf16 = false, fp16 = false;
+};
+
+po::options_description convert_flags(ConvertFlags& f) {
+    po::options_description d("Conversion (Megatron's tools/checkpoint/convert.py flags)", 100);
+    d.add_options()("model-type", po::value(&f.model_type)->required(),
+                    "GPT (BERT: not supported yet)")(
+        "loader", po::value(&f.loader)->default_value("megatron"),
+        "core | legacy | torch_dist | llama_mistral | hf (megatron = legacy, mcore = core)")(
+        "saver", po::value(&f.saver)->default_value("megatron"),
+        "core | legacy | torch_dist (megatron = legacy, mcore = core)")(
+        "load-dir", po::value(&f.load_dir)->required(), "checkpoint (or Hugging Face) directory")(
+        "save-dir", po::value(&f.save_dir)->required(), "directory to write the checkpoint to")(
+        "target-tensor-parallel-size", po::value(&f.target_tp),
+        "tensor parallelism of the saved checkpoint (default: the source's)")(
+        "target-pipeline-parallel-size", po::value(&f.target_pp),
+        "pipeline parallelism of the saved checkpoint (default: the source's)")(
+        "target-expert-parallel-size", po::value(&f.target_ep)->default_value(1),
+        "expert parallelism of the saved checkpoint (only 1)")(
+        "true-vocab-size", po::value<int64_t>(),
+        "the tokenizer's vocabulary: pad the saved table for the target parallelism")(
+        "vocab-file", po::value(&f.vocab_file),
+        "a JSON vocabulary whose number of entries is the true vocabulary size")(
+        "make-vocab-size-divisible-by", po::value<int64_t>(),
+        "vocabulary padding multiple (default: the source args', or 128)")(
+        "checkpoint-type", po::value(&f.checkpoint_type),
+        "llama_mistral: hf (a Hugging Face folder) or meta (params.json, consolidated.NN.pth)")(
+        "model-size", po::value(&f.model_size),
+        "llama_mistral: llama2-7B, llama3, mistral, ... (the folder's config.json decides)")(
+        "tokenizer-model", po::value(&f.tokenizer_model), "accepted; the tokenizer is not read")(
+        "loader-transformer-impl", po::value(&f.loader_impl),
+        "accepted; the checkpoint's own names are read")(
+        "saver-transformer-impl", po::value(&f.saver_impl),
+        "parameter names of the saved model: local or transformer_engine (default: the "
+        "source's; legacy: local)")("position-embedding-type",
+                                    po::value(&f.position_embedding_type),
+                                    "accepted; the checkpoint's args decide")(
+        "bf16", po::bool_switch(&f.bf16), "accepted; weights keep the source's dtype")(
+        "fp16", po::bool_switch(&f.fp16), "accepted; weights keep the source's dtype")(
+        "megatron-path", po::value(&f.megatron_path), "accepted and ignored")(
+        "max-queue-size", po::value(&f.max_queue_size)->default_value(50),
+        "accepted and ignored (no loader/saver queue here)")(
+        "no-checking", po::bool_switch(&f.no_checking),
+        "accepted; names and shapes are always checked");
+    return d;
+}
+
+// convert.py's plugin names -> our checkpoint formats.
+std::string loader_format(const ConvertFlags& f) {
+    if (f.loader == "core" || f.loader == "mcore" || f.loader == "legacy" || f.loader == "megatron")
+        return "torch";
+    if (f.loader == "torch_dist") return "torch_dist";
+    if (f.loader == "hf") return "hf";
+    if (f.loader == "llama_mistral") {
+        MT_CHECK(!f.checkpoint_type.empty(),
+                 "--loader llama_mistral needs --checkpoint-type hf|meta");
+        MT_CHECK(f.checkpoint_type == "hf" || f.checkpoint_type == "meta", "--checkpoint-type ",
+                 f.checkpoint_type, ": supported are hf and meta");
+        return f.checkpoint_type == "meta" ? "llama_meta" : "hf";
+    }
+    MT_CHECK(f.loader != "mixtral_hf" && f.loader != "llava", "not supported yet: --loader ",
+             f.loader);
+    MT_FAIL("unknown --loader ", f.loader,
+            ": supported are core, legacy, torch_dist, llama_mistral and hf");
+}
+
+std::string saver_format(const ConvertFlags& f) {
+    if (f.saver == "core" || f.saver == "mcore" || f.saver == "legacy" || f.saver == "megatron")
+        return "torch";
+    if (f.saver == "torch_dist") return "torch_dist";
+    MT_CHECK(f.saver != "hf" && f.saver != "llava" && f.saver != "hf_llava",
+             "not supported yet: --saver ", f.saver);
+    MT_FAIL("unknown --saver ", f.saver, ": supported are core, legacy and torch_dist");
+}
+
+// Megatron's loaders: len(json.load(vocab_file)).
+int64_t vocab_file_size(const std::string& path) {
+    simdjson::padded_string text;
+    MT_CHECK(!simdjson::padded_string::load(path).get(text), "cannot read --vocab-file ", path);
+    simdjson::ondemand::parser parser;
+    simdjson::ondemand::document doc;
+    MT_CHECK(!parser.iterate(text).get(doc), path, ": not JSON");
+    simdjson::ondemand::json_type type;
+    MT_CHECK(!doc.type().get(type), path, ": not JSON");
+    size_t n = 0;
+    if (type == simdjson::ondemand::json_type::object)
+        MT_CHECK(!doc.count_fields().get(n), path, ": malformed JSON object");
+    else if (type == simdjson::ondemand::json_type::array)
+        MT_CHECK(!doc.count_elements().get(n), path, ": malformed JSON list");
+    else
+        MT_FAIL(path, ": not a JSON object or list");
+    return int64_t(n);
+}
+
+int run(const ConvertFlags& f) {
+    MT_CHECK(f.model_type == "GPT" || f.model_type == "BERT", "--model-type ", f.model_type,
+             ": supported are GPT and BERT");
+    MT_CHECK(f.model_type == "GPT", "not supported yet: --model-type BERT");
+    MT_CHECK(f.target_ep == 1, "not supported yet: --target-expert-parallel-size ", f.target_ep);
+    MT_CHECK(f.target_tp >= 0 && f.target_pp >= 0,
+             "--target-tensor-parallel-size and --target-pipeline-parallel-size must be positive");
+    auto& registry = mt::Registry::global();
+    auto loader = registry.create_checkpoint(loader_format(f));
+    auto saver = registry.create_checkpoint(saver_format(f));
+    auto family = registry.create_model("gpt");
+    MT_CHECK(std::filesystem::is_directory(f.load_dir), "--load-dir ", f.load_dir,
+             " is not a directory");
+    MT_CHECK(loader->detect(f.load_dir), "--load-dir ", f.load_dir, " holds no ", loader->name(),
+             " checkpoint (--loader ", f.loader, ")");
+
+    mt::ConvertOptions o;
+    o.target_tensor_parallel = f.target_tp;
+    o.target_pipeline_parallel = f.target_pp;
+    o.true_vocab_size = f.true_vocab_size;
+    if (!o.true_vocab_size && !f.vocab_file.empty())
+        o.true_vocab_size = vocab_file_size(f.vocab_file);
+    o.make_vocab_size_divisible_by = f.make_vocab_size_divisible_by;
+    if (!f.saver_impl.empty()) o.transformer_impl = f.saver_impl;
+    o.legacy = f.saver == "legacy" || f.saver == "megatron";
+    // Megatron's Hugging Face loaders save their checkpoints as iteration 1.
+    if (f.loader == "hf" || f.loader == "llama_mistral") o.iteration = 1;
+    o.log = [](const std::string& line) {
+        std::printf("%s\n", line.c_str());
+        std::fflush(stdout);
+    };
+    mt::convert_checkpoint(*loader, f.load_dir, *saver, f.save_dir, *family, o);
+    std::printf("done\n");
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    mt::cli::ToolSpec spec;
+    spec.name = "megatron-convert";
+    spec.description =
+        "Converts a checkpoint between formats and tensor/pipeline-parallel layouts, as\n"
+        "Megatron-LM's tools/checkpoint/convert.py does (same flags): Megatron `torch`\n"
+        "checkpoints (core or legacy key names, any mp_rank_TT[_PPP] layout), `torch_dist`,\n"
+        "Hugging Face GPT-2/Llama/Mistral folders and Meta Llama checkpoints in; `torch` (core\n"
+        "or legacy) or `torch_dist` out. Model weights, iteration and args travel; optimizer and\n"
+        "RNG state do not.";
+    ConvertFlags flags;
+    spec.options.add(convert_flags(flags));
+    spec.run = [&](const po::variables_map& vm) {
+        if (vm.count("true-vocab-size"))
+            flags.true_vocab_size = vm["true-vocab-size"].as<int64_t>();
+        if (vm.count("make-vocab-size-divisible-by"))
+            flags.make_vocab_size_divisible_by = vm["make-vocab-size-divisible-by"].as<int64_t>();
+        return run(flags);
+    };
+    return mt::cli::run_tool(argc, argv, spec);
+}
