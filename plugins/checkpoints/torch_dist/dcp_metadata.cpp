@@ -1,0 +1,267 @@
+#include "dcp_metadata.h"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "mt/error.h"
+#include "mt/io/pickle_reader.h"
+#include "mt/io/pickle_writer.h"
+#include "mt/io/py_value.h"
+
+namespace mt::plugins::torch_dist {
+
+namespace {
+
+using io::PyKind;
+using io::PyObject;
+using io::PyValue;
+
+constexpr const char* kMetadataModule = "torch.distributed.checkpoint.metadata";
+constexpr const char* kFilesystemModule = "torch.distributed.checkpoint.filesystem";
+
+// ---- reading ----
+
+bool is_class(const PyValue& v, std::string_view name) {
+    return v.kind() == PyKind::object && v.object_ref().name == name;
+}
+
+const PyValue& attr(const PyValue& obj, std::string_view name, std::string_view what) {
+    const PyValue* v = obj.find(name);
+    MT_CHECK(v != nullptr, what, " has no '", name, "'");
+    return *v;
+}
+
+// torch.Size(...) pickles as REDUCE(torch.Size, (tuple,)); plain tuples are taken too.
+Shape shape_of(const PyValue& v, std::string_view what) {
+    const PyValue* t = &v;
+    if (v.kind() == PyKind::object && v.object_ref().name == "Size") {
+        const PyValue& args = v.object_ref().args;
+        MT_CHECK(args.kind() == PyKind::tuple && args.items().size() == 1, what,
+                 " is a torch.Size without its tuple");
+        t = &args.items()[0];
+    }
+    MT_CHECK(t->kind() == PyKind::tuple || t->kind() == PyKind::list, what, " is a Python ",
+             io::py_kind_name(t->kind()), ", not a torch.Size");
+    Shape s;
+    for (const PyValue& d : t->items()) s.push_back(d.as_int());
+    return s;
+}
+
+// TensorProperties keeps (dtype, layout, requires_grad, memory format, pin_memory[, strides])
+// through __getstate__; a dataclass dict is accepted as well.
+DType dtype_of(const PyValue& properties, const std::string& fqn) {
+    MT_CHECK(properties.kind() == PyKind::object, "tensor ", fqn, ": properties are a Python ",
+             io::py_kind_name(properties.kind()));
+    const PyValue& state = properties.object_ref().state;
+    const PyValue* dtype = nullptr;
+    if (state.kind() == PyKind::tuple && !state.items().empty())
+        dtype = &state.items()[0];
+    else if (state.kind() == PyKind::dict)
+        dtype = state.find("dtype");
+    MT_CHECK(dtype != nullptr, "tensor ", fqn, ": TensorProperties has no dtype");
+    auto d = io::torch_dtype_of(*dtype);
+    MT_CHECK(d.has_value(), "tensor ", fqn, " has dtype ", io::repr(*dtype),
+             ", which is not supported");
+    return *d;
+}
+
+std::string location_key(const std::string& fqn, const Shape& offsets) {
+    return fqn + '\0' + shape_str(offsets);
+}
+
+DcpMetadata parse(const PyValue& root) {
+    MT_CHECK(is_class(root, "Metadata"), "the pickle holds ", io::repr(root).substr(0, 80),
+             ", not a torch.distributed.checkpoint Metadata");
+    const PyValue& sdm = attr(root, "state_dict_metadata", "Metadata");
+    const PyValue& storage = attr(root, "storage_data", "Metadata");
+    MT_CHECK(sdm.kind() == PyKind::dict && storage.kind() == PyKind::dict,
+             "Metadata.state_dict_metadata or storage_data is not a dict");
+
+    std::map<std::string, DcpLocation> where;
+    for (const auto& [index, info] : storage.dict_ref().items) {
+        MT_CHECK(is_class(index, "MetadataIndex") && is_class(info, "_StorageInfo"),
+                 "storage_data maps ", io::repr(index).substr(0, 80), " to ",
+                 io::repr(info).substr(0, 80), ", not MetadataIndex to _StorageInfo");
+        const std::string& fqn = attr(index, "fqn", "MetadataIndex").as_string();
+        const PyValue* offset = index.find("offset");
+        Shape offsets;
+        if (offset && !offset->is_none()) offsets = shape_of(*offset, "MetadataIndex.offset");
+        if (const PyValue* t = info.find("transform_descriptors"))
+            MT_CHECK(t->is_none() || (t->kind() == PyKind::list && t->items().empty()), "chunk of ",
+                     fqn, " is stored through transforms ", io::repr(*t),
+                     " (e.g. compression), which are not supported");
+        DcpLocation loc;
+        loc.relative_path = attr(info, "relative_path", "_StorageInfo").as_string();
+        const int64_t off = attr(info, "offset", "_StorageInfo").as_int();
+        const int64_t len = attr(info, "length", "_StorageInfo").as_int();
+        MT_CHECK(off >= 0 && len >= 0, "chunk of ", fqn, " has offset ", off, " and length ", len);
+        MT_CHECK(loc.relative_path.find('/') == std::string::npos && loc.relative_path != "..",
+                 "chunk of ", fqn, " lies outside the checkpoint: ", loc.relative_path);
+        loc.offset = uint64_t(off);
+        loc.length = uint64_t(len);
+        where[location_key(fqn, offsets)] = std::move(loc);
+    }
+
+    DcpMetadata m;
+    for (const auto& [key, meta] : sdm.dict_ref().items) {
+        DcpEntry e;
+        e.fqn = key.as_string();
+        auto located = [&](const Shape& offsets) {
+            auto it = where.find(location_key(e.fqn, offsets));
+            MT_CHECK(it != where.end(), "no storage_data entry for ", e.fqn, " at offset ",
+                     shape_str(offsets));
+            return it->second;
+        };
+        if (is_class(meta, "BytesStorageMetadata")) {
+            e.bytes = true;
+            e.chunks.push_back({{}, {}, located({})});
+        } else {
+            MT_CHECK(is_class(meta, "TensorStorageMetadata"), e.fqn, " is described by ",
+                     io::repr(meta).substr(0, 80));
+            e.dtype = dtype_of(attr(meta, "properties", e.fqn), e.fqn);
+            e.size = shape_of(attr(meta, "size", e.fqn), e.fqn + " size");
+            const PyValue& chunks = attr(meta, "chunks", e.fqn);
+            MT_CHECK(chunks.kind() == PyKind::list, e.fqn, ": chunks are not a list");
+            for (const PyValue& c : chunks.items()) {
+                DcpChunk chunk;
+                chunk.offsets = shape_of(attr(c, "offsets", e.fqn + " chunk"), e.fqn + " offsets");
+                chunk.sizes = shape_of(attr(c, "sizes", e.fqn + " chunk"), e.fqn + " sizes");
+                MT_CHECK(
+                    chunk.offsets.size() == e.size.size() && chunk.sizes.size() == e.size.size(),
+                    e.fqn, ": chunk at ", shape_str(chunk.offsets), " of shape ",
+                    shape_str(chunk.sizes), " does not match the rank of ", shape_str(e.size));
+                for (size_t d = 0; d < e.size.size(); ++d)
+                    MT_CHECK(chunk.offsets[d] >= 0 && chunk.sizes[d] >= 0 &&
+                                 chunk.offsets[d] + chunk.sizes[d] <= e.size[d],
+                             e.fqn, ": chunk at ", shape_str(chunk.offsets), " of shape ",
+                             shape_str(chunk.sizes), " lies outside ", shape_str(e.size));
+                chunk.where = located(chunk.offsets);
+                e.chunks.push_back(std::move(chunk));
+            }
+        }
+        m.entries.push_back(std::move(e));
+    }
+    return m;
+}
+
+// ---- writing ----
+
+PyValue make(const char* module, const char* name, PyObject::Make how, PyValue args,
+             PyValue state) {
+    PyObject o;
+    o.module = module;
+    o.name = name;
+    o.make = how;
+    o.args = std::move(args);
+    o.state = std::move(state);
+    return PyValue::object(std::move(o));
+}
+
+// A dataclass instance as pickle writes it: cls.__new__(cls) then BUILD with its __dict__.
+PyValue dataclass(const char* module, const char* name, PyValue fields) {
+    return make(module, name, PyObject::Make::newobj, PyValue::tuple(), std::move(fields));
+}
+
+PyValue torch_size(const Shape& s) {
+    std::vector<PyValue> dims;
+    for (int64_t d : s) dims.push_back(PyValue::integer(d));
+    return make("torch", "Size", PyObject::Make::reduce,
+                PyValue::tuple({PyValue::tuple(std::move(dims))}), PyValue());
+}
+
+// The five-field state every PyTorch 2.x TensorProperties.__setstate__ accepts: dtype, strided
+// layout, no grad, contiguous memory format (encoding 0), not pinned.
+PyValue tensor_properties(DType dtype) {
+    PyValue encoding = make(kMetadataModule, "_MEM_FORMAT_ENCODING", PyObject::Make::reduce,
+                            PyValue::tuple({PyValue::integer(0)}), PyValue());
+    PyValue state =
+        PyValue::tuple({io::torch_dtype_global(dtype), PyValue::global("torch", "strided"),
+                        PyValue::boolean(false), std::move(encoding), PyValue::boolean(false)});
+    return make(kMetadataModule, "TensorProperties", PyObject::Make::newobj, PyValue::tuple(),
+                std::move(state));
+}
+
+PyValue storage_info(const DcpLocation& loc) {
+    PyValue f = PyValue::dict();
+    f.dict_ref().set("relative_path", PyValue::string(loc.relative_path));
+    f.dict_ref().set("offset", PyValue::integer(int64_t(loc.offset)));
+    f.dict_ref().set("length", PyValue::integer(int64_t(loc.length)));
+    return dataclass(kFilesystemModule, "_StorageInfo", std::move(f));
+}
+
+PyValue metadata_index(const std::string& fqn, const Shape* offsets) {
+    PyValue f = PyValue::dict();
+    f.dict_ref().set("fqn", PyValue::string(fqn));
+    if (offsets) f.dict_ref().set("offset", torch_size(*offsets));
+    f.dict_ref().set("index", PyValue());
+    return dataclass(kMetadataModule, "MetadataIndex", std::move(f));
+}
+
+PyValue to_py(const DcpMetadata& m) {
+    PyValue sdm = PyValue::dict(), storage = PyValue::dict(), mcore = PyValue::dict();
+    for (const DcpEntry& e : m.entries) {
+        if (e.bytes) {
+            MT_CHECK(e.chunks.size() == 1, "byte object ", e.fqn, " needs one location");
+            sdm.dict_ref().set(e.fqn,
+                               dataclass(kMetadataModule, "BytesStorageMetadata", PyValue::dict()));
+            storage.dict_ref().set(metadata_index(e.fqn, nullptr), storage_info(e.chunks[0].where));
+            continue;
+        }
+        PyValue chunks = PyValue::list();
+        for (const DcpChunk& c : e.chunks) {
+            PyValue f = PyValue::dict();
+            f.dict_ref().set("offsets", torch_size(c.offsets));
+            f.dict_ref().set("sizes", torch_size(c.sizes));
+            chunks.items().push_back(
+                dataclass(kMetadataModule, "ChunkStorageMetadata", std::move(f)));
+            storage.dict_ref().set(metadata_index(e.fqn, &c.offsets), storage_info(c.where));
+        }
+        PyValue f = PyValue::dict();
+        f.dict_ref().set("properties", tensor_properties(e.dtype));
+        f.dict_ref().set("size", torch_size(e.size));
+        f.dict_ref().set("chunks", std::move(chunks));
+        sdm.dict_ref().set(e.fqn,
+                           dataclass(kMetadataModule, "TensorStorageMetadata", std::move(f)));
+        mcore.dict_ref().set(e.fqn, PyValue::dict());
+    }
+    PyValue f = PyValue::dict();
+    f.dict_ref().set("state_dict_metadata", std::move(sdm));
+    f.dict_ref().set("planner_data", PyValue());
+    f.dict_ref().set("storage_data", std::move(storage));
+    f.dict_ref().set("storage_meta", PyValue());
+    f.dict_ref().set("version", PyValue::string("1.0.0"));
+    f.dict_ref().set("mcore_data", std::move(mcore));
+    return dataclass(kMetadataModule, "Metadata", std::move(f));
+}
+
+}  // namespace
+
+const DcpEntry* DcpMetadata::find(std::string_view fqn) const {
+    for (const DcpEntry& e : entries)
+        if (e.fqn == fqn) return &e;
+    return nullptr;
+}
+
+DcpMetadata read_dcp_metadata(const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    MT_CHECK(in, "cannot read ", file.string(), ": the checkpoint has no .metadata");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    try {
+        return parse(io::read_pickle(ss.str(), file.filename().string()));
+    } catch (const Error& e) {
+        MT_FAIL("cannot read ", file.string(), ": ", e.what());
+    }
+}
+
+void write_dcp_metadata(const fs::path& file, const DcpMetadata& metadata) {
+    const io::Pickled p = io::write_pickle(to_py(metadata));
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    MT_CHECK(out, "cannot write ", file.string());
+    out.write(p.data.data(), std::streamsize(p.data.size()));
+    out.close();
+    MT_CHECK(out, "cannot write ", file.string());
+}
+
+}  // namespace mt::plugins::torch_dist

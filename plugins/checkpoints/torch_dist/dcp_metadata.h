@@ -1,0 +1,56 @@
+// The `.metadata` file of a PyTorch Distributed Checkpoint (torch.distributed.checkpoint) as
+// Megatron-core's torch_dist strategy writes it: every tensor's global shape and stored chunks,
+// every byte object, and where each one's bytes lie (.distcp file, offset, length).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mt/dtype.h"
+#include "mt/tensor.h"
+
+namespace mt::plugins::torch_dist {
+
+namespace fs = std::filesystem;
+
+// Bytes [offset, offset + length) of one .distcp file of the iteration directory.
+struct DcpLocation {
+    std::string relative_path;  // "__0_0.distcp"
+    uint64_t offset = 0, length = 0;
+};
+
+// One stored piece of a tensor: the box [offsets, offsets + sizes) of the global tensor, kept as
+// a self-contained torch.save archive of a tensor of shape `sizes`.
+struct DcpChunk {
+    Shape offsets, sizes;
+    DcpLocation where;
+};
+
+// A tensor (TensorStorageMetadata) or a pickled object (BytesStorageMetadata).
+struct DcpEntry {
+    std::string fqn;  // the sharded key, e.g. "decoder.layers.mlp.linear_fc1.weight"
+    bool bytes = false;
+    DType dtype = DType::f32;      // tensors only
+    Shape size;                    // tensors only: the global shape
+    std::vector<DcpChunk> chunks;  // tensors: the stored boxes; bytes: one, offsets empty
+};
+
+struct DcpMetadata {
+    std::vector<DcpEntry> entries;  // the checkpoint's order
+    const DcpEntry* find(std::string_view fqn) const;
+};
+
+// Reads `file` (a raw pickle of torch.distributed.checkpoint.metadata.Metadata); any defect is
+// an mt::Error naming the file and what is wrong. Dataclass fields other than those read here
+// (planner_data, storage_meta, mcore_data, ...) are ignored, as field sets grow across torch
+// releases.
+DcpMetadata read_dcp_metadata(const fs::path& file);
+
+// Writes `metadata` as the pickle torch's FileSystemWriter does (the same classes, loadable by
+// pickle.load in PyTorch 2.x), with Megatron-core's per-tensor `mcore_data` (empty dicts).
+void write_dcp_metadata(const fs::path& file, const DcpMetadata& metadata);
+
+}  // namespace mt::plugins::torch_dist

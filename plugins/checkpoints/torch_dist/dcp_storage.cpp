@@ -1,0 +1,120 @@
+#include "dcp_storage.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <vector>
+
+#include "mt/error.h"
+#include "mt/io/mapped_file.h"
+#include "mt/io/torch_file.h"
+
+namespace mt::plugins::torch_dist {
+
+namespace {
+
+// The torch.save archive at `where`; errors name the file, the byte range and `what`.
+io::PyValue load_archive(const fs::path& dir, const DcpLocation& where, const std::string& what) {
+    const fs::path file = dir / where.relative_path;
+    try {
+        return io::load_torch_file(
+            std::make_shared<const io::MappedFile>(file, where.offset, where.length));
+    } catch (const Error& e) {
+        MT_FAIL("cannot read ", what, " from ", file.string(), " (bytes ", where.offset, "..",
+                where.offset + where.length, "): ", e.what());
+    }
+}
+
+// The box [offsets, offsets + sizes) of `t` as a view.
+Tensor box(Tensor t, const Shape& offsets, const Shape& sizes) {
+    for (size_t d = 0; d < offsets.size(); ++d)
+        t = t.slice(int64_t(d), offsets[d], offsets[d] + sizes[d]);
+    return t;
+}
+
+int64_t numel_of(const Shape& s) {
+    int64_t n = 1;
+    for (int64_t d : s) n *= d;
+    return n;
+}
+
+}  // namespace
+
+Tensor read_dcp_tensor(const fs::path& dir, const DcpEntry& entry) {
+    MT_CHECK(!entry.bytes, entry.fqn, " is a byte object, not a tensor");
+    Tensor full = Tensor::empty(entry.size, entry.dtype);
+    int64_t covered = 0;
+    for (const DcpChunk& c : entry.chunks) {
+        const std::string what = "chunk " + shape_str(c.offsets) + " of " + entry.fqn;
+        const io::PyValue v = load_archive(dir, c.where, what);
+        const fs::path file = dir / c.where.relative_path;
+        MT_CHECK(v.kind() == io::PyKind::tensor, file.string(), ": ", what, " holds a Python ",
+                 io::py_kind_name(v.kind()), ", not a tensor");
+        const Tensor& t = v.as_tensor();
+        MT_CHECK(t.shape() == c.sizes && t.dtype() == entry.dtype, file.string(), ": ", what,
+                 " is ", t.describe(), " but .metadata says ", dtype_name(entry.dtype),
+                 shape_str(c.sizes));
+        box(full, c.offsets, c.sizes).copy_from(t);
+        covered += numel_of(c.sizes);
+    }
+    MT_CHECK(covered == full.numel(), entry.fqn, ": the checkpoint's chunks cover ", covered,
+             " of its ", full.numel(), " elements ", shape_str(entry.size));
+    return full;
+}
+
+io::PyValue read_dcp_object(const fs::path& dir, const DcpEntry& entry) {
+    MT_CHECK(entry.bytes && entry.chunks.size() == 1, entry.fqn, " is not a byte object");
+    return load_archive(dir, entry.chunks[0].where, "object " + entry.fqn);
+}
+
+DistcpWriter::DistcpWriter(const fs::path& dir, std::string name)
+    : dir_(dir), path_(dir / name), name_(std::move(name)) {
+    file_ = std::fopen(path_.c_str(), "wb");
+    MT_CHECK(file_ != nullptr, "cannot create ", path_.string(), ": ", std::strerror(errno));
+}
+
+DistcpWriter::~DistcpWriter() {
+    if (file_) std::fclose(file_);
+}
+
+DcpLocation DistcpWriter::add_tensor(const Tensor& tensor) {
+    return append_archive(io::PyValue::tensor(tensor.clone()));
+}
+
+DcpLocation DistcpWriter::add_object(const io::PyValue& value) {
+    return append_archive(value);
+}
+
+// torch.save into a stream names the archive folder "archive"; a scratch file with that stem
+// gives the same records, which are then appended.
+DcpLocation DistcpWriter::append_archive(const io::PyValue& value) {
+    MT_CHECK(file_ != nullptr, path_.string(), ": writer already closed");
+    const fs::path scratch = dir_ / "archive";
+    io::save_torch_file(scratch, value);
+    DcpLocation loc{name_, size_, 0};
+    {
+        std::ifstream in(scratch, std::ios::binary);
+        MT_CHECK(in, "cannot read ", scratch.string());
+        std::vector<char> buf(1 << 20);
+        while (in) {
+            in.read(buf.data(), std::streamsize(buf.size()));
+            const size_t n = size_t(in.gcount());
+            MT_CHECK(std::fwrite(buf.data(), 1, n, file_) == n, "cannot write ", path_.string(),
+                     ": ", std::strerror(errno));
+            loc.length += n;
+        }
+    }
+    fs::remove(scratch);
+    size_ += loc.length;
+    return loc;
+}
+
+void DistcpWriter::close() {
+    MT_CHECK(file_ != nullptr, path_.string(), ": writer already closed");
+    const int rc = std::fclose(file_);
+    file_ = nullptr;
+    MT_CHECK(rc == 0, "cannot write ", path_.string(), ": ", std::strerror(errno));
+}
+
+}  // namespace mt::plugins::torch_dist

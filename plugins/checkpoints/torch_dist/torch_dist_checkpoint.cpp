@@ -1,0 +1,242 @@
+#include "torch_dist_checkpoint.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "dcp_metadata.h"
+#include "dcp_storage.h"
+#include "mt/error.h"
+#include "mt/io/torch_file.h"
+#include "torch_dist_keys.h"
+#include "torch_dist_optimizer.h"
+#include "torch_layout.h"
+#include "torch_state.h"
+
+namespace mt::plugins::torch_dist {
+
+namespace {
+
+using io::PyKind;
+using io::PyValue;
+
+constexpr const char* kConfigName = "metadata.json";
+constexpr const char* kCommonName = "common.pt";
+constexpr const char* kDcpMetadataName = ".metadata";
+constexpr const char* kDataName = "__0_0.distcp";
+constexpr const char* kOptimizerPrefix = "optimizer.";
+constexpr const char* kCommonStateKey = "common_state/shard_0_1";
+// megatron/core/dist_checkpointing/core.py CheckpointingConfig as core_v0.13 writes it.
+constexpr const char* kConfigJson =
+    "{\"sharded_backend\": \"torch_dist\", \"sharded_backend_version\": 1, "
+    "\"common_backend\": \"torch\", \"common_backend_version\": 1}";
+
+std::string read_text(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    MT_CHECK(in, "cannot read ", path.string());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    MT_CHECK(out, "cannot write ", path.string());
+    out << text;
+    out.close();
+    MT_CHECK(out, "cannot write ", path.string());
+}
+
+// The string value of "key" in a flat JSON object (metadata.json), or "" when absent.
+std::string json_string(const std::string& json, const std::string& key) {
+    const size_t k = json.find("\"" + key + "\"");
+    if (k == std::string::npos) return {};
+    size_t p = json.find(':', k);
+    if (p == std::string::npos) return {};
+    p = json.find_first_not_of(" \t\r\n", p + 1);
+    if (p == std::string::npos || json[p] != '"') return {};
+    const size_t end = json.find('"', p + 1);
+    return end == std::string::npos ? std::string() : json.substr(p + 1, end - p - 1);
+}
+
+// Megatron writes metadata.json last: without it a directory is an unfinished save.
+void check_config(const fs::path& iter_dir) {
+    const fs::path config = iter_dir / kConfigName;
+    MT_CHECK(fs::exists(config), iter_dir.string(), " has no ", kConfigName,
+             " (not a torch_dist checkpoint, or one whose save did not finish)");
+    const std::string backend = json_string(read_text(config), "sharded_backend");
+    MT_CHECK(backend == "torch_dist", config.string(), ": sharded_backend is '", backend,
+             "'; only torch_dist is read");
+}
+
+// The dict of every non-sharded value: common.pt up to core_v0.18; from core_v0.19 the
+// ShardedObject "common_state" inside the DCP files, a one-item list holding the dict.
+PyValue read_common(const fs::path& iter_dir, const DcpMetadata& meta) {
+    const fs::path file = iter_dir / kCommonName;
+    PyValue common;
+    if (const DcpEntry* e = meta.find(kCommonStateKey); e && !fs::exists(file)) {
+        const PyValue list = read_dcp_object(iter_dir, *e);
+        MT_CHECK(list.kind() == PyKind::list && list.items().size() == 1, iter_dir.string(), ": ",
+                 kCommonStateKey, " holds ", io::repr(list).substr(0, 80), ", not a one-item list");
+        common = list.items()[0];
+    } else {
+        MT_CHECK(fs::exists(file), iter_dir.string(), " has neither ", kCommonName, " nor ",
+                 kCommonStateKey);
+        try {
+            common = io::load_torch_file(file);
+        } catch (const Error& e) {
+            MT_FAIL("cannot read ", file.string(), ": ", e.what());
+        }
+    }
+    MT_CHECK(common.kind() == PyKind::dict, iter_dir.string(), ": the common state is a Python ",
+             io::py_kind_name(common.kind()), ", not a dict");
+    return common;
+}
+
+// Groups each block's layers together in layer order, as Megatron's state dicts list them
+// (the stacked keys come out of the checkpoint key by key): each tensor sorts by (where its
+// block first appears, layer), other tensors by their own position.
+void order_by_layer(std::vector<std::pair<std::string, ShardedTensor>>& model) {
+    std::map<std::string, size_t> first_of_block;
+    std::vector<std::pair<std::pair<size_t, int64_t>, size_t>> keys;
+    for (size_t i = 0; i < model.size(); ++i) {
+        const std::string& name = model[i].first;
+        std::pair<size_t, int64_t> key{i, 0};
+        for (const char* block : {"decoder.layers.", "encoder.layers."}) {
+            const size_t n = std::char_traits<char>::length(block);
+            if (!name.starts_with(block) || n >= name.size() ||
+                !std::isdigit(static_cast<unsigned char>(name[n])))
+                continue;
+            key = {first_of_block.try_emplace(block, i).first->second, std::stoll(name.substr(n))};
+        }
+        keys.push_back({key, i});
+    }
+    std::stable_sort(keys.begin(), keys.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<std::pair<std::string, ShardedTensor>> out;
+    for (const auto& k : keys) out.push_back(std::move(model[k.second]));
+    model = std::move(out);
+}
+
+// The common dict: to_py's dict of the `torch` format (args, checkpoint_version, iteration,
+// opt_param_scheduler, rerun_state_machine, rng_state, num_floating_point_operations_so_far)
+// without the sharded parts, plus Megatron's content metadata.
+PyValue common_to_py(const CheckpointState& state) {
+    CheckpointState rest = state;  // tensors are shared, not copied
+    rest.model.clear();
+    rest.optimizer.reset();
+    const PyValue full = torch_ckpt::to_py(rest);
+    PyValue common = PyValue::dict();
+    for (const auto& [k, v] : full.dict_ref().items)
+        if (!(k.kind() == PyKind::string && k.as_string() == "model")) common.dict_ref().set(k, v);
+    common.dict_ref().set("content_metadata", PyValue::dict());
+    return common;
+}
+
+CheckpointState common_from_py(const PyValue& common, const std::string& file) {
+    PyValue root = PyValue::dict();
+    // The tensors, and the optimizer's moments with them, come from the DCP files.
+    for (const auto& [k, v] : common.dict_ref().items)
+        if (!(k.kind() == PyKind::string && k.as_string() == "optimizer"))
+            root.dict_ref().set(k, v);
+    root.dict_ref().set("model", PyValue::dict(true));
+    return torch_ckpt::from_py(root, file);
+}
+
+}  // namespace
+
+bool TorchDistCheckpoint::detect(const std::filesystem::path& dir) const {
+    const auto latest = torch_ckpt::read_tracker(dir);
+    if (!latest) return false;
+    const fs::path iter = torch_ckpt::iteration_dir(dir, *latest);
+    return fs::exists(iter / kConfigName) || fs::exists(iter / kDcpMetadataName);
+}
+
+void TorchDistCheckpoint::save(const std::filesystem::path& dir, const CheckpointState& state) {
+    NamedTensors model;
+    for (const auto& [name, t] : state.model) {
+        MT_CHECK(t.local.shape() == t.global_shape, "torch_dist saves whole tensors but ", name,
+                 " is a ", t.local.describe(), " piece of ", shape_str(t.global_shape));
+        model.emplace_back(name, t.local);
+    }
+    std::vector<StoredTensor> stored = stack(model);
+    const std::vector<std::string> extras = extra_state_keys(model);
+    PyValue common = common_to_py(state);
+    if (state.optimizer) {
+        for (StoredTensor& s : optimizer_moments(*state.optimizer)) stored.push_back(std::move(s));
+        common.dict_ref().set("optimizer", optimizer_common_to_py(*state.optimizer));
+    }
+
+    torch_ckpt::write_checkpoint(dir, state.iteration, [&](const fs::path& tmp) {
+        DcpMetadata meta;
+        DistcpWriter data(tmp, kDataName);
+        // DCP puts byte objects before tensors.
+        const PyValue none_list = PyValue::list({PyValue()});
+        for (const std::string& key : extras) {
+            DcpEntry e;
+            e.fqn = key;
+            e.bytes = true;
+            e.chunks.push_back({{}, {}, data.add_object(none_list)});
+            meta.entries.push_back(std::move(e));
+        }
+        for (const StoredTensor& s : stored) {
+            DcpEntry e;
+            e.fqn = s.key;
+            e.dtype = s.chunks.front().second.dtype();
+            e.size = s.global_shape;
+            for (const auto& [offset, t] : s.chunks)
+                e.chunks.push_back({offset, t.shape(), data.add_tensor(t)});
+            meta.entries.push_back(std::move(e));
+        }
+        data.close();
+        io::save_torch_file(tmp / kCommonName, common);
+        write_dcp_metadata(tmp / kDcpMetadataName, meta);
+        write_text(tmp / kConfigName, kConfigJson);
+    });
+}
+
+CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
+    const auto latest = torch_ckpt::read_tracker(dir);
+    MT_CHECK(latest.has_value(), "no checkpoint in ", dir.string(), ": ", torch_ckpt::kTrackerName,
+             " is missing");
+    const fs::path iter = torch_ckpt::iteration_dir(dir, *latest);
+    MT_CHECK(fs::is_directory(iter), dir.string(), "/", torch_ckpt::kTrackerName, " names ",
+             latest->release ? std::string("release") : std::to_string(latest->iteration), " but ",
+             iter.string(), " does not exist");
+    check_config(iter);
+    const DcpMetadata meta = read_dcp_metadata(iter / kDcpMetadataName);
+    const PyValue common = read_common(iter, meta);
+
+    CheckpointState state = common_from_py(common, (iter / kCommonName).string());
+    bool has_optimizer = common.find("optimizer") != nullptr;
+    NamedTensors moments;  // "<moment>.<core name>"
+    for (const DcpEntry& e : meta.entries) {
+        if (e.bytes) continue;  // _extra_state, RNG and rerun-machine objects carry no weights
+        if (!e.fqn.starts_with(kOptimizerPrefix)) {
+            for (auto& [name, t] : unstack(e.fqn, read_dcp_tensor(iter, e)))
+                state.model.emplace_back(std::move(name),
+                                         ShardedTensor{t, t.shape(), Shape(t.shape().size(), 0)});
+            continue;
+        }
+        has_optimizer = true;
+        MT_CHECK(e.fqn.starts_with(kMomentPrefix) &&
+                     e.fqn.find('.', std::strlen(kMomentPrefix)) != std::string::npos,
+                 "not supported yet: optimizer state ", e.fqn, " in ", iter.string(),
+                 " (use --no-load-optim)");
+        const std::string rest = e.fqn.substr(std::strlen(kMomentPrefix));
+        const size_t dot = rest.find('.');
+        for (auto& [name, t] : unstack(rest.substr(dot + 1), read_dcp_tensor(iter, e)))
+            moments.emplace_back(rest.substr(0, dot + 1) + name, t);
+    }
+    order_by_layer(state.model);
+    if (has_optimizer)
+        state.optimizer =
+            optimizer_from_py(common, moments, state.model, state.iteration, iter.string());
+    if (latest->release) state.iteration = 0;
+    return state;
+}
+
+}  // namespace mt::plugins::torch_dist

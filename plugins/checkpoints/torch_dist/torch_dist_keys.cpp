@@ -1,0 +1,160 @@
+#include "torch_dist_keys.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "mt/error.h"
+
+namespace mt::plugins::torch_dist {
+
+namespace {
+
+constexpr const char* kBlocks[] = {"decoder.layers.", "encoder.layers."};
+
+// The local spec's norm modules and the Transformer Engine names torch_dist stores them under
+// (megatron/core/transformer/transformer_layer.py, TransformerLayer.sharded_state_dict).
+constexpr std::pair<const char*, const char*> kLocalNorms[] = {
+    {"input_layernorm.weight", "self_attention.linear_qkv.layer_norm_weight"},
+    {"input_layernorm.bias", "self_attention.linear_qkv.layer_norm_bias"},
+    {"pre_mlp_layernorm.weight", "mlp.linear_fc1.layer_norm_weight"},
+    {"pre_mlp_layernorm.bias", "mlp.linear_fc1.layer_norm_bias"},
+};
+
+// Modules whose `_extra_state` Megatron-core's layers shard: the four linears and, with
+// Transformer Engine, the attention core.
+constexpr const char* kLinears[] = {"self_attention.linear_qkv", "self_attention.linear_proj",
+                                    "mlp.linear_fc1", "mlp.linear_fc2"};
+constexpr const char* kAttentionCore = "self_attention.core_attention";
+
+struct LayerName {
+    std::string block;  // "decoder.layers."
+    int64_t layer = 0;
+    std::string rest;  // "mlp.linear_fc1.weight"
+};
+
+// "decoder.layers.3.mlp..." -> {decoder.layers., 3, mlp...}; nullopt for other names.
+std::optional<LayerName> parse_layer(const std::string& name) {
+    for (const char* block : kBlocks) {
+        if (!name.starts_with(block)) continue;
+        const size_t start = std::char_traits<char>::length(block);
+        size_t end = start;
+        while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
+        if (end == start || end >= name.size() || name[end] != '.') return std::nullopt;
+        return LayerName{block, std::stoll(name.substr(start, end - start)), name.substr(end + 1)};
+    }
+    return std::nullopt;
+}
+
+// A key of a stacked tensor: "<block>" followed by a module name, not a layer number.
+const char* stacked_block(const std::string& key) {
+    for (const char* block : kBlocks) {
+        const size_t n = std::char_traits<char>::length(block);
+        if (key.size() > n && key.starts_with(block) &&
+            !std::isdigit(static_cast<unsigned char>(key[n])))
+            return block;
+    }
+    return nullptr;
+}
+
+std::string te_name(const std::string& rest) {
+    for (const auto& [local, te] : kLocalNorms)
+        if (rest == local) return te;
+    return rest;
+}
+
+// Per block, the layer count and the stacked names in first-seen order.
+struct Block {
+    std::vector<std::string> rests;
+    std::map<std::string, std::map<int64_t, Tensor>> layers;  // rest -> layer -> tensor
+    int64_t count = 0;
+};
+
+std::map<std::string, Block> blocks_of(const NamedTensors& tensors) {
+    std::map<std::string, Block> blocks;
+    for (const auto& [name, t] : tensors) {
+        auto ln = parse_layer(name);
+        if (!ln) continue;
+        Block& b = blocks[ln->block];
+        const std::string rest = te_name(ln->rest);
+        auto [it, fresh] = b.layers.try_emplace(rest);
+        if (fresh) b.rests.push_back(rest);
+        MT_CHECK(it->second.emplace(ln->layer, t).second, "two tensors are saved as ", ln->block,
+                 ln->layer, ".", rest);
+        b.count = std::max(b.count, ln->layer + 1);
+    }
+    for (const auto& [block, b] : blocks)
+        for (const std::string& rest : b.rests)
+            for (int64_t i = 0; i < b.count; ++i)
+                MT_CHECK(b.layers.at(rest).count(i), "torch_dist stacks the layers of ", block,
+                         " but layer ", i, " has no ", rest, " (layers 0..", b.count - 1,
+                         " must hold the same tensors)");
+    return blocks;
+}
+
+}  // namespace
+
+NamedTensors unstack(const std::string& key, const Tensor& full) {
+    const char* block = stacked_block(key);
+    if (!block) return {{key, full}};
+    const std::string rest = key.substr(std::char_traits<char>::length(block));
+    MT_CHECK(rest.find("mlp.experts.") == std::string::npos,
+             "not supported yet: MoE expert tensor ", key,
+             " (an expert axis after the layer axis)");
+    MT_CHECK(full.dim() >= 1, "stacked tensor ", key, " has no layer axis");
+    NamedTensors out;
+    for (int64_t i = 0; i < full.size(0); ++i)
+        out.emplace_back(block + std::to_string(i) + "." + rest, full.select(0, i));
+    return out;
+}
+
+std::vector<StoredTensor> stack(const NamedTensors& tensors, const std::string& prefix) {
+    const std::map<std::string, Block> blocks = blocks_of(tensors);
+    std::vector<StoredTensor> out;
+    std::set<std::string> emitted;
+    for (const auto& [name, t] : tensors) {
+        auto ln = parse_layer(name);
+        if (!ln) {
+            out.push_back({prefix + name, t.shape(), {{Shape(t.shape().size(), 0), t}}});
+            continue;
+        }
+        const std::string rest = te_name(ln->rest);
+        if (!emitted.insert(ln->block + rest).second) continue;
+        const Block& b = blocks.at(ln->block);
+        StoredTensor s;
+        s.key = prefix + ln->block + rest;
+        const auto& per_layer = b.layers.at(rest);
+        const Shape& shape = per_layer.at(0).shape();
+        s.global_shape = shape;
+        s.global_shape.insert(s.global_shape.begin(), b.count);
+        for (const auto& [i, layer] : per_layer) {
+            MT_CHECK(layer.shape() == shape, name, ": layer ", i, " is ", layer.describe(),
+                     " but layer 0 is ", shape_str(shape), " (torch_dist stacks them)");
+            Shape offset(s.global_shape.size(), 0), chunk_shape = shape;
+            offset[0] = i;
+            chunk_shape.insert(chunk_shape.begin(), 1);
+            s.chunks.emplace_back(offset, layer.contiguous().view(chunk_shape));
+        }
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+std::vector<std::string> extra_state_keys(const NamedTensors& tensors) {
+    std::vector<std::string> keys;
+    for (const auto& [block, b] : blocks_of(tensors)) {
+        std::vector<std::string> modules;
+        for (const char* linear : kLinears)
+            if (b.layers.count(std::string(linear) + ".weight")) modules.push_back(linear);
+        if (b.layers.count("self_attention.linear_qkv.weight")) modules.push_back(kAttentionCore);
+        for (const std::string& m : modules)
+            for (int64_t i = 0; i < b.count; ++i)
+                keys.push_back(block + m + "._extra_state/shard_" + std::to_string(i) + "_" +
+                               std::to_string(b.count));
+    }
+    return keys;
+}
+
+}  // namespace mt::plugins::torch_dist

@@ -1,0 +1,42 @@
+// Megatron-core core names <-> torch_dist sharded keys. torch_dist stacks the homogeneous
+// transformer layers: "decoder.layers.3.mlp.linear_fc1.weight" is layer 3 of the key
+// "decoder.layers.mlp.linear_fc1.weight", whose global shape has a leading layer axis; the local
+// spec's separate norms take the Transformer Engine names (input_layernorm ->
+// self_attention.linear_qkv.layer_norm_*), and each layer's linear modules carry an
+// `_extra_state` object.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mt/tensor.h"
+
+namespace mt::plugins::torch_dist {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+// A tensor as torch_dist stores it: key, global shape and the chunks (offset, data) one rank
+// writes (one per layer for stacked keys, else one).
+struct StoredTensor {
+    std::string key;
+    Shape global_shape;
+    std::vector<std::pair<Shape, Tensor>> chunks;
+};
+
+// The core-named tensors of a whole stored tensor: a stacked key splits into one view per layer.
+// MoE expert stacks (an extra expert axis) are an mt::Error ("not supported yet").
+NamedTensors unstack(const std::string& key, const Tensor& full);
+
+// The stored tensors of core-named whole tensors, each key prefixed by `prefix` (""; or
+// "optimizer.state.exp_avg." for the optimizer's moments, which Megatron shards like their
+// parameters). Layers must be numbered 0..L-1 with the same tensors in each (mt::Error naming
+// the first gap otherwise).
+std::vector<StoredTensor> stack(const NamedTensors& tensors, const std::string& prefix = "");
+
+// The `_extra_state` object keys Megatron-core asks for when loading into a model with these
+// tensors: "<block>.layers.<module>._extra_state/shard_<i>_<L>" for each layer's linear modules
+// and attention core (Transformer Engine modules keep FP8 metadata there; ours is None).
+std::vector<std::string> extra_state_keys(const NamedTensors& tensors);
+
+}  // namespace mt::plugins::torch_dist

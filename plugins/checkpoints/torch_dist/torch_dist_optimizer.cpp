@@ -1,0 +1,144 @@
+#include "torch_dist_optimizer.h"
+
+#include "mt/error.h"
+#include "torch_state.h"
+
+namespace mt::plugins::torch_dist {
+
+namespace {
+
+using io::PyKind;
+using io::PyValue;
+
+constexpr const char* kUseNoLoadOptim = " (use --no-load-optim)";
+
+// The moments an optimizer keeps per parameter, as torch names them.
+std::vector<std::string> moment_names(const std::string& type) {
+    if (type == "adam") return {"exp_avg", "exp_avg_sq"};
+    return {"momentum_buffer"};
+}
+
+const Tensor& moment(const OptimizerParamState& p, const std::string& name) {
+    return name == "exp_avg_sq" ? p.exp_avg_sq : p.exp_avg;
+}
+
+double step_value(const PyValue& v, const std::string& where) {
+    if (v.kind() != PyKind::tensor) return v.as_double();
+    const Tensor& t = v.as_tensor();
+    MT_CHECK(t.numel() == 1, where, ": optimizer common_step is ", t.describe());
+    if (t.dtype() == DType::f32) return *t.data<float>();
+    if (t.dtype() == DType::f64) return *t.data<double>();
+    if (t.dtype() == DType::i64) return double(*t.data<int64_t>());
+    MT_FAIL(where, ": optimizer common_step has dtype ", dtype_name(t.dtype()));
+}
+
+const Tensor* find_tensor(const NamedTensors& tensors, const std::string& name) {
+    for (const auto& [k, t] : tensors)
+        if (k == name) return &t;
+    return nullptr;
+}
+
+}  // namespace
+
+PyValue optimizer_common_to_py(const OptimizerCheckpoint& optimizer) {
+    CheckpointState only;
+    only.optimizer = optimizer;
+    const PyValue torch_sd = torch_ckpt::to_py(only)["optimizer"];
+    PyValue groups = PyValue::list();
+    for (const PyValue& g : torch_sd["param_groups"].items()) {
+        PyValue copy = PyValue::dict();
+        for (const auto& [k, v] : g.dict_ref().items)
+            if (k.as_string() != "params") copy.dict_ref().set(k, v);
+        groups.items().push_back(std::move(copy));
+    }
+    PyValue state = PyValue::dict();
+    // Megatron stores the step only once torch has one (after the first update).
+    if (optimizer.type == "adam" && optimizer.step > 0) {
+        Tensor step = Tensor::empty({}, DType::f32);
+        *step.data<float>() = float(optimizer.step);
+        state.dict_ref().set("common_step", PyValue::tensor(step));
+    }
+    PyValue out = PyValue::dict();
+    out.dict_ref().set("state", std::move(state));
+    out.dict_ref().set("param_groups", std::move(groups));
+    return out;
+}
+
+std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer) {
+    std::vector<StoredTensor> out;
+    for (const std::string& m : moment_names(optimizer.type)) {
+        NamedTensors tensors;
+        for (const OptimizerParamState& p : optimizer.params)
+            tensors.emplace_back(p.name, moment(p, m));
+        for (StoredTensor& s : stack(tensors, kMomentPrefix + m + ".")) out.push_back(std::move(s));
+    }
+    return out;
+}
+
+OptimizerCheckpoint optimizer_from_py(
+    const PyValue& common, const NamedTensors& moments,
+    const std::vector<std::pair<std::string, ShardedTensor>>& model, int64_t iteration,
+    const std::string& where) {
+    if (const PyValue* meta = common.find("content_metadata"))
+        MT_CHECK(!(meta->kind() == PyKind::dict && meta->find("distrib_optim_sharding_type")),
+                 "not supported yet: the distributed optimizer's state in ", where,
+                 kUseNoLoadOptim);
+    for (const auto& [name, t] : moments)
+        MT_CHECK(name.starts_with("exp_avg.") || name.starts_with("exp_avg_sq.") ||
+                     name.starts_with("momentum_buffer."),
+                 "not supported yet: optimizer state ", kMomentPrefix, name, " in ", where,
+                 " (master weights of fp16/bf16 training or the distributed optimizer)",
+                 kUseNoLoadOptim);
+    const PyValue& opt = common["optimizer"];
+    MT_CHECK(opt.kind() == PyKind::dict && opt.find("param_groups") && opt.find("state") &&
+                 opt["param_groups"].kind() == PyKind::list && !opt["param_groups"].items().empty(),
+             "not supported yet: the optimizer layout of ", where,
+             " (several chained optimizers, or not Megatron's FP32Optimizer)", kUseNoLoadOptim);
+
+    OptimizerCheckpoint o;
+    const auto& groups = opt["param_groups"].items();
+    o.type = groups[0].find("betas") ? "adam" : "sgd";
+    for (const PyValue& g : groups) {
+        o.lr = g["lr"].as_double();
+        if (const PyValue* m = g.find("max_lr")) o.max_lr = m->as_double();
+        if (const PyValue* m = g.find("min_lr")) o.min_lr = m->as_double();
+        const PyValue* wd_mult = g.find("wd_mult");
+        if (!wd_mult || wd_mult->as_double() != 0.0) o.weight_decay = g["weight_decay"].as_double();
+        if (const PyValue* b = g.find("betas")) {
+            o.beta1 = b->items().at(0).as_double();
+            o.beta2 = b->items().at(1).as_double();
+            o.eps = g["eps"].as_double();
+        }
+        if (const PyValue* m = g.find("momentum")) o.momentum = m->as_double();
+    }
+    if (const PyValue* step = opt["state"].find("common_step"))
+        o.step = int64_t(step_value(*step, where));
+    // SGD keeps no step count: its iterations are the updates taken (as the torch format).
+    if (o.type == "sgd") o.step = iteration;
+
+    for (const auto& [name, t] : model) {
+        OptimizerParamState p;
+        p.name = name;
+        p.weight_decay = !(name.ends_with(".bias") || t.global_shape.size() == 1);
+        for (const std::string& m : moment_names(o.type)) {
+            const Tensor* value = find_tensor(moments, m + "." + name);
+            Tensor& slot = m == "exp_avg_sq" ? p.exp_avg_sq : p.exp_avg;
+            if (!value) {
+                MT_CHECK(o.step == 0 || o.type == "sgd", where, ": no optimizer state ",
+                         kMomentPrefix, m, ".", name, " although ", o.step,
+                         " optimizer steps were taken");
+                slot = Tensor::zeros(t.local.shape(), t.local.dtype());
+                continue;
+            }
+            MT_CHECK(value->shape() == t.local.shape(), "not supported yet: optimizer state ",
+                     kMomentPrefix, m, ".", name, " is ", value->describe(),
+                     " but the parameter is ", shape_str(t.local.shape()),
+                     " (flattened distributed-optimizer shards?) in ", where, kUseNoLoadOptim);
+            slot = *value;
+        }
+        o.params.push_back(std::move(p));
+    }
+    return o;
+}
+
+}  // namespace mt::plugins::torch_dist

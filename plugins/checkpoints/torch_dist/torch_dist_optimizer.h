@@ -1,0 +1,39 @@
+// Megatron's non-distributed optimizer state in torch_dist (FP32Optimizer, or a ChainedOptimizer
+// of one; megatron/core/optimizer/optimizer.py sharded_state_dict): each moment is a sharded
+// tensor "optimizer.state.<exp_avg|exp_avg_sq|momentum_buffer>.<model key>" sharded like its
+// parameter, and common.pt holds 'optimizer': {'state': {'common_step': step},
+// 'param_groups': torch's groups without their 'params'}.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mt/checkpoint.h"
+#include "mt/io/py_value.h"
+#include "torch_dist_keys.h"
+
+namespace mt::plugins::torch_dist {
+
+inline constexpr const char* kMomentPrefix = "optimizer.state.";
+
+// The common part: Megatron's param groups (the `torch` format's, see torch_state.h) and the
+// shared step.
+io::PyValue optimizer_common_to_py(const OptimizerCheckpoint& optimizer);
+
+// The moments as stored tensors, stacked like the model's.
+std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer);
+
+// The optimizer of a checkpoint from its common 'optimizer' entry and its moments, keyed
+// "<moment>.<core name>" (exp_avg.decoder.layers.0....). Parameters are `model`'s, in its order;
+// their weight-decay group follows Megatron's default rule (".bias" or 1-D: none). Layouts this
+// does not read (distributed optimizer, fp16/bf16 master weights, several chained optimizers)
+// are mt::Errors saying "not supported yet: ... (use --no-load-optim)"; `where` names the
+// checkpoint.
+OptimizerCheckpoint optimizer_from_py(
+    const io::PyValue& common, const NamedTensors& moments,
+    const std::vector<std::pair<std::string, ShardedTensor>>& model, int64_t iteration,
+    const std::string& where);
+
+}  // namespace mt::plugins::torch_dist
