@@ -2,6 +2,7 @@
 // strided operands, and shape errors.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "mt/backend.h"
@@ -43,6 +44,35 @@ TEST_P(Gemm, MatchesNaiveLoop) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTransposes, Gemm, testing::Combine(testing::Bool(), testing::Bool()));
+
+// The few-row A B^T products of decoding take the streaming kernel: every row count up to and
+// past its limit, k with and without a 16-lane tail, odd n, strided A and C, beta 0 ignoring C.
+TEST(CpuBackend, SkinnyGemmMatchesNaiveLoop) {
+    std::mt19937 rng(3);
+    auto backend = mt::make_cpu_backend();
+    for (int64_t m : {1, 2, 5, 8, 9, 16, 17})
+        for (int64_t k : {7, 16, 53, 768}) {
+            const int64_t n = 67;
+            auto a = random_matrix(m, k + 3, rng).slice(1, 0, k);
+            auto b = random_matrix(n, k, rng);
+            for (float beta : {0.0f, 1.5f}) {
+                auto c_big = random_matrix(m, n + 2, rng);
+                if (beta == 0.0f) c_big.data<float>()[0] = NAN;  // must not leak through
+                auto c = c_big.slice(1, 0, n);
+                auto c0 = c.clone();
+                backend->gemm(mt::Transpose::no, mt::Transpose::yes, 0.5f, a, b, beta, c);
+                for (int64_t i = 0; i < m; ++i)
+                    for (int64_t j = 0; j < n; ++j) {
+                        double s = 0;
+                        for (int64_t p = 0; p < k; ++p) s += double(at(a, i, p)) * at(b, j, p);
+                        const double prior = beta == 0.0f ? 0.0 : beta * at(c0, i, j);
+                        ASSERT_NEAR(at(c, i, j), 0.5 * s + prior, 1e-4 * (1 + std::abs(s)))
+                            << "m " << m << " k " << k << " beta " << beta << " at " << i << ","
+                            << j;
+                    }
+            }
+        }
+}
 
 TEST(CpuBackend, GemmOnStridedViewsAndBatches) {
     std::mt19937 rng(7);

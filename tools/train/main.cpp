@@ -16,7 +16,6 @@
 #include "mt/io/tensorboard_writer.h"
 #include "mt/model.h"
 #include "mt/nn/parameter.h"
-#include "mt/plugin_loader.h"
 #include "mt/registry.h"
 #include "mt/tokenizer.h"
 #include "mt/train/checkpointing.h"
@@ -28,20 +27,6 @@ namespace {
 std::atomic<bool> g_sigterm{false};
 void on_sigterm(int) {
     g_sigterm = true;
-}
-
-// The value of `--flag X` or `--flag=X` in argv (the model and plugin flags are needed before
-// parsing, to know the model family's own flags).
-std::vector<std::string> scan_flag(int argc, char** argv, const std::string& flag) {
-    std::vector<std::string> values;
-    for (int i = 1; i < argc; ++i) {
-        std::string a = argv[i];
-        if (a == flag && i + 1 < argc)
-            values.push_back(argv[++i]);
-        else if (a.rfind(flag + "=", 0) == 0)
-            values.push_back(a.substr(flag.size() + 1));
-    }
-    return values;
 }
 
 mt::data::GPTDatasetConfig dataset_config(const mt::train_tool::TrainingFlags& f,
@@ -195,10 +180,7 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
 int main(int argc, char** argv) {
     std::unique_ptr<mt::ModelFamily> family;
     try {
-        for (const auto& dir : scan_flag(argc, argv, "--plugin-dir"))
-            mt::Registry::global().loader().add_search_dir(dir);
-        auto models = scan_flag(argc, argv, "--model");
-        family = mt::Registry::global().create_model(models.empty() ? "gpt" : models.back());
+        family = mt::cli::model_family_from_argv(argc, argv);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "error: %s\n", e.what());
         return 1;

@@ -22,6 +22,9 @@ namespace nn {
 struct Parameter;
 struct DropoutContext;
 }  // namespace nn
+namespace infer {
+class KvCache;
+}  // namespace infer
 
 // How a parameter is split across tensor-parallel ranks.
 struct ShardSpec {
@@ -81,6 +84,17 @@ class MT_API Model {
     // Floating-point operations of one training iteration over `samples` sequences (forward and
     // backward), by Megatron's formula (training.py num_floating_point_operations).
     virtual double training_flops(int64_t samples) const = 0;
+
+    // Inference (dropout off, nothing kept for a backward): logits [B, n, padded vocab] in the
+    // model's dtype for the last n = keep_last positions (0: all T) of tokens i64/i32 [B, T].
+    // With a cache, the tokens sit at positions cache->length() .. and their keys and values
+    // join it (its length grows by T); without, at 0 .. T-1. The default throws "not supported".
+    virtual Tensor logits(const Tensor& tokens, infer::KvCache* cache, int64_t keep_last = 0);
+    // An empty cache shaped for this model: `batch` rows of up to `capacity` positions.
+    virtual std::unique_ptr<infer::KvCache> make_kv_cache(int64_t batch, int64_t capacity) const;
+    // The longest prompt + generation Megatron's text generation accepts
+    // (--max-position-embeddings), or 0 for no limit.
+    virtual int64_t max_positions() const { return 0; }
 };
 
 class MT_API ModelFamily {

@@ -2,12 +2,17 @@
 
 #include <boost/program_options.hpp>
 
+#include "mt/plugin_loader.h"
+#include "mt/registry.h"
+
 namespace mt::cli {
 
-po::options_description tokenizer_flags(TokenizerFlags& out) {
+po::options_description tokenizer_flags(TokenizerFlags& out, bool required) {
     po::options_description g("Tokenizer", 100);
+    auto* type = po::value(&out.type);
+    if (required) type->required();
     g.add_options()(
-        "tokenizer-type", po::value(&out.type)->required(),
+        "tokenizer-type", type,
         "GPT2BPETokenizer, BertWordPieceLowerCase, BertWordPieceCase, NullTokenizer, or any "
         "tokenizer a plugin registers (see --list-plugins)")(
         "vocab-file", po::value(&out.options.vocab_file), "path to the vocab file")(
@@ -51,10 +56,11 @@ po::options_description model_flags(const std::string& caption,
     return g;
 }
 
-ModelArgs collect_model_args(const po::variables_map& vm, const std::vector<FlagInfo>& flags) {
+ModelArgs collect_model_args(const po::variables_map& vm, const std::vector<FlagInfo>& flags,
+                             bool include_defaults) {
     ModelArgs args;
     for (const auto& f : flags) {
-        if (!vm.count(f.name)) continue;
+        if (!vm.count(f.name) || (!include_defaults && vm[f.name].defaulted())) continue;
         if (f.is_switch) {
             if (vm[f.name].as<bool>()) args[f.name] = "";
         } else {
@@ -62,6 +68,25 @@ ModelArgs collect_model_args(const po::variables_map& vm, const std::vector<Flag
         }
     }
     return args;
+}
+
+std::vector<std::string> scan_flag(int argc, char** argv, const std::string& flag) {
+    std::vector<std::string> values;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == flag && i + 1 < argc)
+            values.push_back(argv[++i]);
+        else if (a.rfind(flag + "=", 0) == 0)
+            values.push_back(a.substr(flag.size() + 1));
+    }
+    return values;
+}
+
+std::unique_ptr<ModelFamily> model_family_from_argv(int argc, char** argv) {
+    for (const auto& dir : scan_flag(argc, argv, "--plugin-dir"))
+        Registry::global().loader().add_search_dir(dir);
+    auto models = scan_flag(argc, argv, "--model");
+    return Registry::global().create_model(models.empty() ? "gpt" : models.back());
 }
 
 }  // namespace mt::cli

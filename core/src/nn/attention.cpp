@@ -2,6 +2,7 @@
 // backward runs the same steps in reverse and reassembles the fused QKV gradient.
 #include "mt/nn/attention.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace mt::nn {
@@ -45,16 +46,26 @@ SelfAttention::SelfAttention(const std::string& prefix, const TransformerConfig&
     MT_CHECK(hd_ > 0, "SelfAttention: head dim must be > 0");
 }
 
-ops::RopeTables SelfAttention::rope_tables(int64_t seq_len) const {
+ops::RopeTables SelfAttention::rope_tables(int64_t first, int64_t count) const {
     if (!config_.rotary) return {};
-    // Megatron: dim = int(kv_channels * rotary_percent).
-    int64_t dim = int64_t(double(hd_) * double(config_.rotary_percent));
-    return ops::rope_tables(seq_len, dim, config_.rotary_base, config_.dtype);
+    const int64_t end = first + count;
+    const int64_t kept = rope_.cos.defined() ? rope_.cos.size(0) : 0;
+    if (kept < end) {
+        // Megatron: dim = int(kv_channels * rotary_percent). Doubling keeps decoding's
+        // one-position-at-a-time growth from recomputing the tables at every step.
+        const int64_t dim = int64_t(double(hd_) * double(config_.rotary_percent));
+        rope_ = ops::rope_tables(std::max(end, 2 * kept), dim, config_.rotary_base,
+                                 config_.dtype);
+    }
+    return {rope_.cos.slice(0, first, end), rope_.sin.slice(0, first, end)};
 }
 
 Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
-                              const Tensor& document_start) const {
+                              const Tensor& document_start, const KvSlot& cache) const {
     MT_CHECK(x.dim() == 3, "SelfAttention: x must be (B, T, H), got ", x.describe());
+    MT_CHECK(!cache.layer || (!saved && !document_start.defined() && !ctx.training),
+             "SelfAttention: a KV cache is for inference only (no saved state, document mask "
+             "or dropout)");
     const QkvLayout l{x.size(0), x.size(1), nq_, ng_, hd_};
     Saved local;
     Saved& s = saved ? *saved : local;
@@ -63,10 +74,11 @@ Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved
     s.k = k_part(l, grouped).contiguous();
     s.v = v_part(l, grouped).contiguous();
     if (config_.rotary) {
-        ops::RopeTables tables = rope_tables(l.T);
+        ops::RopeTables tables = rope_tables(cache.past, l.T);
         ops::rope_forward(s.q, tables, s.q);
         ops::rope_forward(s.k, tables, s.k);
     }
+    if (cache.layer) return attend_cached(s.q, s.k, s.v, cache);
     s.attention = ops::AttentionConfig{};
     s.attention.scale = 1.0 / std::sqrt(double(hd_));
     s.attention.causal = true;
@@ -90,6 +102,22 @@ Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved
     return proj_.forward(s.out.view({l.B, l.T, nq_ * hd_}), saved ? &s.proj : nullptr);
 }
 
+Tensor SelfAttention::attend_cached(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const KvSlot& cache) const {
+    const int64_t B = q.size(0), T = q.size(1);
+    Tensor& kc = cache.layer->k;
+    Tensor& vc = cache.layer->v;
+    MT_CHECK(kc.dim() == 4 && kc.size(0) == B && kc.size(2) == ng_ && kc.size(3) == hd_ &&
+                 kc.dtype() == q.dtype() && cache.past + T <= kc.size(1),
+             "SelfAttention: the KV cache ", kc.describe(), " does not hold ", B, " rows of ",
+             cache.past, " + ", T, " positions of ", ng_, " groups x ", hd_);
+    kc.slice(1, cache.past, cache.past + T).copy_from(k);
+    vc.slice(1, cache.past, cache.past + T).copy_from(v);
+    Tensor out = Tensor::empty(q.shape(), q.dtype());
+    ops::attention_cached(q, kc, vc, cache.past, 1.0 / std::sqrt(double(hd_)), out);
+    return proj_.forward(out.view({B, T, nq_ * hd_}), nullptr);
+}
+
 Tensor SelfAttention::backward(const Tensor& dy, const Saved& saved) {
     const QkvLayout l{saved.q.size(0), saved.q.size(1), nq_, ng_, hd_};
     Tensor dout = proj_.backward(dy, saved.proj).contiguous().view(saved.out.shape());
@@ -99,7 +127,7 @@ Tensor SelfAttention::backward(const Tensor& dy, const Saved& saved) {
     ops::attention_backward(saved.q, saved.k, saved.v, saved.out, saved.lse, dout, saved.attention,
                             dq, dk, dv);
     if (config_.rotary) {
-        ops::RopeTables tables = rope_tables(l.T);
+        ops::RopeTables tables = rope_tables(0, l.T);
         ops::rope_backward(dq, tables, dq);
         ops::rope_backward(dk, tables, dk);
     }

@@ -44,6 +44,15 @@ Tensor OutputLoss::forward(const Tensor& hidden, const Tensor& targets, Saved* s
     return losses.view({hidden.size(0), hidden.size(1)});
 }
 
+Tensor OutputLoss::logits(const Tensor& hidden) const {
+    MT_CHECK(hidden.dim() == 3 && hidden.size(2) == hidden_, "OutputLoss: hidden must be (B, T, ",
+             hidden_, "), got ", hidden.describe());
+    Tensor h = hidden.contiguous().view({-1, hidden_});
+    Tensor out = backend_->empty({h.size(0), vocab_}, h.dtype());
+    ops::matmul(*backend_, Transpose::no, Transpose::yes, h, weight_param().value, 0.0f, out);
+    return out.view({hidden.size(0), hidden.size(1), vocab_});
+}
+
 Tensor OutputLoss::backward(const Tensor& dlosses, const Saved& saved) {
     const int64_t n = saved.hidden.size(0);
     MT_CHECK(dlosses.numel() == n, "OutputLoss: dlosses ", dlosses.describe(), " does not match ",

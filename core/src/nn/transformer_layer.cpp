@@ -36,11 +36,11 @@ TransformerLayer::TransformerLayer(const std::string& prefix, const TransformerC
       mlp_(join_name(prefix, "mlp"), config, backend) {}
 
 Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
-                                 const Tensor& document_start) const {
+                                 const Tensor& document_start, const KvSlot& cache) const {
     Saved local;
     Saved& s = saved ? *saved : local;
-    Tensor a = attention_.forward(input_norm_.forward(x, &s.input_norm), ctx, &s.attention,
-                                  document_start);
+    Tensor a = attention_.forward(input_norm_.forward(x, &s.input_norm), ctx,
+                                  saved ? &s.attention : nullptr, document_start, cache);
     s.attention_dropout = draw_dropout(ctx, hidden_dropout_, a.numel());
     Tensor h = sum(x, dropout_forward(a, s.attention_dropout));
     Tensor m = mlp_.forward(pre_mlp_norm_.forward(h, &s.pre_mlp_norm), &s.mlp);

@@ -66,15 +66,18 @@ void expect_shape(const Tensor& t, const Shape& shape, const std::string& name) 
              shape_str(t.shape()), ", config.json implies ", shape_str(shape));
 }
 
-// [in, out] (GPT-2's Conv1D) -> [out, in].
+// [in, out] (GPT-2's Conv1D) -> [out, in], in 32 x 32 tiles so both sides stay in cache.
 Tensor transposed(const Tensor& t) {
     const Tensor c = t.contiguous();
-    const int64_t rows = c.shape()[0], cols = c.shape()[1];
+    const int64_t rows = c.shape()[0], cols = c.shape()[1], tile = 32;
     Tensor out = Tensor::empty({cols, rows}, DType::f32);
     const float* src = c.data<float>();
     float* dst = out.data<float>();
-    for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < cols; ++j) dst[j * rows + i] = src[i * cols + j];
+    for (int64_t i0 = 0; i0 < rows; i0 += tile)
+        for (int64_t j0 = 0; j0 < cols; j0 += tile)
+            for (int64_t i = i0; i < std::min(rows, i0 + tile); ++i)
+                for (int64_t j = j0; j < std::min(cols, j0 + tile); ++j)
+                    dst[j * rows + i] = src[i * cols + j];
     return out;
 }
 
@@ -127,16 +130,7 @@ class Converter {
             gpt2();
         else
             llama();
-        state_.args = {{"num_layers", c_.num_layers},
-                       {"hidden_size", c_.hidden_size},
-                       {"num_attention_heads", c_.num_heads},
-                       {"num_query_groups", c_.num_kv_heads},
-                       {"kv_channels", c_.head_dim},
-                       {"ffn_hidden_size", c_.ffn_hidden_size},
-                       {"max_position_embeddings", c_.max_position_embeddings},
-                       {"padded_vocab_size", c_.vocab_size},
-                       {"norm_epsilon", c_.norm_epsilon},
-                       {"params_dtype", std::string("float32")}};
+        state_.args = hf_checkpoint_args(c_);
         return std::move(state_);
     }
 

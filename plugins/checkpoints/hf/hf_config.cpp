@@ -2,8 +2,10 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <sstream>
 
+#include "mt/checkpoint/checkpoint_args.h"
 #include "mt/error.h"
 
 namespace mt::plugins::hf {
@@ -180,6 +182,27 @@ ModelArgs hf_model_args(const HfConfig& c) {
     }
     if (!c.tied) a["untie-embeddings-and-output-weights"] = "";
     return a;
+}
+
+std::vector<std::pair<std::string, ArgValue>> hf_checkpoint_args(const HfConfig& config) {
+    std::vector<std::pair<std::string, ArgValue>> out;
+    for (const auto& [flag, text] : hf_model_args(config)) {
+        const std::string name = python_arg_name(flag);
+        if (flag == "disable-bias-linear") {  // argparse dest add_bias_linear, store_false
+            out.emplace_back("add_bias_linear", false);
+        } else if (text.empty()) {
+            out.emplace_back(name, true);
+        } else if (text.find_first_not_of("0123456789") == std::string::npos) {
+            out.emplace_back(name, int64_t(std::stoll(text)));
+        } else if (text.find_first_not_of("0123456789.e+-") == std::string::npos) {
+            out.emplace_back(name, std::stod(text));
+        } else {
+            out.emplace_back(name, text);
+        }
+    }
+    out.emplace_back("padded_vocab_size", config.vocab_size);
+    out.emplace_back("params_dtype", std::string("float32"));
+    return out;
 }
 
 }  // namespace mt::plugins::hf

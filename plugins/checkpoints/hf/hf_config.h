@@ -5,7 +5,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "mt/checkpoint.h"
 #include "mt/model.h"
 
 namespace mt::plugins::hf {
@@ -29,5 +32,10 @@ HfConfig read_hf_config(const std::filesystem::path& dir);
 // The Megatron flags of that model (dropout off, vocabulary unpadded, seq-length the maximum
 // positions); a caller may override seq-length, dropout or --transformer-impl.
 ModelArgs hf_model_args(const HfConfig& config);
+
+// The same as the args Namespace a Megatron checkpoint stores (Megatron's names and Python
+// values: "num_layers" 4, "swiglu" True, "add_bias_linear" False, ...) plus padded_vocab_size,
+// so tools build the model from the folder alone.
+std::vector<std::pair<std::string, ArgValue>> hf_checkpoint_args(const HfConfig& config);
 
 }  // namespace mt::plugins::hf

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "mt/error.h"
+#include "mt/infer/kv_cache.h"
 #include "mt/kernels/rng.h"
 
 namespace mt::plugins::gpt {
@@ -245,6 +246,37 @@ void GptModel::backward(const Tensor& dlosses, const Activations& saved) {
     dh = final_norm_.backward(dh, acts->final_norm);
     for (size_t i = layers_.size(); i-- > 0;) dh = layers_[i]->backward(dh, acts->layers[i]);
     embedding_.backward(dh, acts->embedding);
+}
+
+Tensor GptModel::logits(const Tensor& tokens, infer::KvCache* cache, int64_t keep_last) {
+    MT_CHECK(tokens.dim() == 2, "GptModel: tokens must be [B, T], got ", tokens.describe());
+    const int64_t B = tokens.size(0), T = tokens.size(1);
+    MT_CHECK(keep_last >= 0 && keep_last <= T, "GptModel: keep_last ", keep_last,
+             " is not in [0, ", T, "]");
+    const int64_t past = cache ? cache->length() : 0;
+    if (cache)
+        MT_CHECK(cache->batch() == B && cache->num_layers() == layers_.size(),
+                 "GptModel: the KV cache holds ", cache->batch(), " rows of ",
+                 cache->num_layers(), " layers, the batch has ", B, " rows of ", layers_.size());
+    Tensor positions;
+    if (past > 0 && config_.position_embedding == PositionEmbedding::learned_absolute) {
+        positions = Tensor::empty({B, T}, DType::i64);
+        for (int64_t i = 0; i < B * T; ++i) positions.data<int64_t>()[i] = past + i % T;
+    }
+    nn::DropoutContext no_dropout{false, 0, 0};
+    Tensor h = embedding_.forward(tokens, no_dropout, nullptr, positions);
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        nn::KvSlot slot{cache ? &cache->layer(i) : nullptr, past};
+        h = layers_[i]->forward(h, no_dropout, nullptr, Tensor(), slot);
+    }
+    if (cache) cache->advance(T);
+    if (keep_last > 0 && keep_last < T) h = h.slice(1, T - keep_last, T);
+    return output_.logits(final_norm_.forward(h, nullptr));
+}
+
+std::unique_ptr<infer::KvCache> GptModel::make_kv_cache(int64_t batch, int64_t capacity) const {
+    return std::make_unique<infer::KvCache>(config_.num_layers, batch, capacity,
+                                            config_.num_query_groups, config_.kv_channels, dtype_);
 }
 
 double GptModel::training_flops(int64_t samples) const {

@@ -52,6 +52,9 @@ class GptModel final : public Model {
     // dlosses [B, T] in the model's dtype; saved from this model's forward.
     void backward(const Tensor& dlosses, const Activations& saved) override;
     double training_flops(int64_t samples) const override;
+    Tensor logits(const Tensor& tokens, infer::KvCache* cache, int64_t keep_last) override;
+    std::unique_ptr<infer::KvCache> make_kv_cache(int64_t batch, int64_t capacity) const override;
+    int64_t max_positions() const override { return config_.max_position_embeddings; }
 
     const GptConfig& config() const { return config_; }
 

@@ -4,6 +4,7 @@
 
 #include <boost/program_options/options_description.hpp>
 #include <boost/program_options/variables_map.hpp>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,9 @@ struct TokenizerFlags {
     std::string type;
     TokenizerOptions options;
 };
-MT_API po::options_description tokenizer_flags(TokenizerFlags& out);
+// required: --tokenizer-type must be given (tools that can find the tokenizer elsewhere, e.g.
+// next to a Hugging Face model, pass false).
+MT_API po::options_description tokenizer_flags(TokenizerFlags& out, bool required = true);
 // Copies parsed optional values (e.g. --vocab-size) into `out` after po::notify.
 MT_API void finish_tokenizer_flags(const po::variables_map& vm, TokenizerFlags& out);
 
@@ -35,7 +38,17 @@ MT_API po::options_description plugin_flags(PluginFlags& out);
 // the command line collected back into ModelArgs (switches that are set map to "").
 MT_API po::options_description model_flags(const std::string& caption,
                                            const std::vector<FlagInfo>& flags);
+// With include_defaults false only the flags the command line gave (what should override a
+// checkpoint's own arguments).
 MT_API ModelArgs collect_model_args(const po::variables_map& vm,
-                                    const std::vector<FlagInfo>& flags);
+                                    const std::vector<FlagInfo>& flags,
+                                    bool include_defaults = true);
+
+// The values of `--flag X` and `--flag=X` in argv, read before parsing: a tool needs
+// --plugin-dir and --model first to know the model family's own flags.
+MT_API std::vector<std::string> scan_flag(int argc, char** argv, const std::string& flag);
+// Adds argv's --plugin-dir directories to the global registry's search path and creates the
+// model family --model names (default "gpt").
+MT_API std::unique_ptr<ModelFamily> model_family_from_argv(int argc, char** argv);
 
 }  // namespace mt::cli

@@ -9,6 +9,7 @@
 
 #include "mt/api.h"
 #include "mt/backend.h"
+#include "mt/infer/kv_cache.h"
 #include "mt/nn/dropout.h"
 #include "mt/nn/linear.h"
 #include "mt/nn/transformer_config.h"
@@ -16,6 +17,13 @@
 #include "mt/ops/rope.h"
 
 namespace mt::nn {
+
+// Where inference keeps one layer's keys and values: the new tokens' go to positions past ..
+// past+T-1 of layer's tensors (B, C, ng, hd), and attention reads positions 0 .. past+T-1.
+struct KvSlot {
+    infer::KvCache::Layer* layer = nullptr;  // null: no cache (training, scoring)
+    int64_t past = 0;
+};
 
 class MT_API SelfAttention {
   public:
@@ -37,9 +45,10 @@ class MT_API SelfAttention {
 
     // x (B, T, H) -> (B, T, H). Attention dropout draws B nq T T counters from ctx.
     // document_start (B, T) i32, optional: query t attends only to keys >= document_start[b, t]
-    // (Megatron's --reset-attention-mask).
+    // (Megatron's --reset-attention-mask). With a cache (inference: saved null, no document
+    // mask, no dropout) x holds positions cache.past .. and attends over the cached keys too.
     Tensor forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
-                   const Tensor& document_start = Tensor()) const;
+                   const Tensor& document_start = Tensor(), const KvSlot& cache = {}) const;
     // dy (B, T, H) -> dx (B, T, H); qkv/proj grads +=.
     Tensor backward(const Tensor& dy, const Saved& saved);
 
@@ -48,12 +57,18 @@ class MT_API SelfAttention {
     Linear& linear_proj() { return proj_; }
 
   private:
-    // The rotary tables for T positions (empty tensors without rope).
-    ops::RopeTables rope_tables(int64_t seq_len) const;
+    // The rotary tables for positions [first, first + count) (empty tensors without rope):
+    // rows of tables kept for the longest length seen, so decoding does not recompute the
+    // cos/sin of every earlier position at each step.
+    ops::RopeTables rope_tables(int64_t first, int64_t count) const;
+    // Inference: stores k and v (B, T, ng, hd) in the cache and attends q over it.
+    Tensor attend_cached(const Tensor& q, const Tensor& k, const Tensor& v,
+                         const KvSlot& cache) const;
 
     TransformerConfig config_;
     int64_t nq_, ng_, hd_;
     Linear qkv_, proj_;
+    mutable ops::RopeTables rope_;  // see rope_tables()
 };
 
 }  // namespace mt::nn

@@ -28,6 +28,8 @@ class MT_API OutputLoss {
 
     // hidden (B, T, H), targets (B, T) i64/i32 -> losses (B, T) = lse - logit[target].
     Tensor forward(const Tensor& hidden, const Tensor& targets, Saved* saved) const;
+    // Inference: hidden (B, T, H) -> logits (B, T, V) = hidden W^T.
+    Tensor logits(const Tensor& hidden) const;
     // dlosses (B, T) -> dhidden (B, T, H); weight.grad += dlogits^T h, chunk by chunk.
     Tensor backward(const Tensor& dlosses, const Saved& saved);
 

@@ -39,4 +39,11 @@ MT_API void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v
                                const Tensor& lse, const Tensor& dout, const AttentionConfig& config,
                                Tensor& dq, Tensor& dk, Tensor& dv);
 
+// Inference attention of new queries over a key/value cache (no dropout, causal, nothing saved):
+// q (B, Tq, nq, hd) holds the queries of positions past .. past+Tq-1; k_cache and v_cache
+// (B, C, ng, hd), C >= past + Tq, hold the keys and values of positions 0 .. past+Tq-1. Query t
+// sees keys s <= past + t. Overwrites out (B, Tq, nq, hd).
+MT_API void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                             int64_t past, double scale, Tensor& out);
+
 }  // namespace mt::ops

@@ -1,9 +1,11 @@
-// The CPU backend: host memory and OpenBLAS GEMM.
+// The CPU backend: host memory and OpenBLAS GEMM (a streaming kernel for the few-row
+// products of decoding, where BLAS would spend its time packing the weights).
 #include <cblas.h>
 
 #include <cstring>
 
 #include "mt/backend.h"
+#include "skinny_gemm.h"
 
 namespace mt {
 
@@ -56,6 +58,11 @@ class CpuBackend final : public Backend {
         MT_CHECK(k == kb && C.rows == m && C.cols == n, "gemm: shapes do not agree: op(A) is ", m,
                  "x", k, ", op(B) is ", kb, "x", n, ", C is ", C.rows, "x", C.cols);
         if (m == 0 || n == 0) return;
+        if (ta == Transpose::no && tb == Transpose::yes && m <= cpu::kSkinnyRows && k > 0) {
+            cpu::skinny_gemm_nt(m, n, k, alpha, A.data, A.ld, B.data, B.ld, beta,
+                                const_cast<float*>(C.data), C.ld);
+            return;
+        }
         cblas_sgemm(CblasRowMajor, ta == Transpose::yes ? CblasTrans : CblasNoTrans,
                     tb == Transpose::yes ? CblasTrans : CblasNoTrans, m, n, k, alpha, A.data, A.ld,
                     B.data, B.ld, beta, const_cast<float*>(C.data), C.ld);

@@ -1,0 +1,50 @@
+// Batched text generation with Megatron's semantics (generate_tokens_probs_and_return_on_first_stage):
+// prompts padded with EOD to the longest + tokens_to_generate, decoding from the shortest
+// prompt so each row keeps its prompt tokens until it starts sampling, early stop at EOD (or at
+// end-of-line tokens), per-token log-probs of the untempered logits, and score-only requests.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "mt/api.h"
+#include "mt/infer/sampler.h"
+#include "mt/model.h"
+
+namespace mt::infer {
+
+// The tokenizer's ids the generation rules name.
+struct GenerationTokens {
+    int32_t eod = 0;                        // padding, BOS with add_BOS, and the stop token
+    int64_t vocab_size = 0;                 // samples are clamped below it
+    std::optional<int32_t> newline;         // tokenize("\n")[0]: stop_on_eol, colon rule
+    std::optional<int32_t> double_newline;  // tokenize("\n\n")[0] when one token (GPT-2: 628)
+    std::optional<int32_t> colon;           // tokenize(":")[0]: prevent_newline_after_colon
+};
+
+struct GenerationRequest {
+    std::vector<std::vector<int32_t>> prompts;  // token ids (add_BOS already applied)
+    int64_t tokens_to_generate = 64;            // 0: score the prompts only (needs log_probs)
+    SamplingParams sampling;
+    double top_p_decay = 0.0, top_p_bound = 0.0;  // top_p *= decay each step, not below bound
+    bool return_log_probs = false;
+    bool stop_at_eod = true;  // Megatron's use_eod_token_for_early_termination
+    bool stop_on_eol = false, stop_on_double_eol = false;
+    bool prevent_newline_after_colon = false;
+};
+
+struct GenerationResult {
+    // Each row's prompt + generated ids, cut to its length (a row that stopped includes the
+    // stop token; shorter prompts run on to the longest's length + tokens_to_generate).
+    std::vector<std::vector<int32_t>> tokens;
+    // Per row, log p(token i+1 | tokens 0..i) for i < length - 1, if requested.
+    std::vector<std::vector<float>> log_probs;
+};
+
+// Runs the request on `model` (one batch, one KV cache). mt::Error for an empty request, an
+// empty prompt, prompt + generation longer than model.max_positions(), or bad sampling values.
+MT_API GenerationResult generate(Model& model, const GenerationRequest& request,
+                                 const GenerationTokens& ids, SamplingRng& rng);
+
+}  // namespace mt::infer

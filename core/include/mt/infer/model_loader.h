@@ -1,0 +1,48 @@
+// Loading a trained model for inference (megatron-generate, megatron-eval): find which
+// checkpoint format --load holds, read it, build the model from the checkpoint's own arguments
+// (Megatron's --use-checkpoint-args) with the command line's model flags on top, copy the weights.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mt/api.h"
+#include "mt/checkpoint.h"
+#include "mt/model.h"
+#include "mt/registry.h"
+#include "mt/tokenizer.h"
+
+namespace mt::infer {
+
+struct LoadedModel {
+    std::unique_ptr<Model> model;
+    ModelArgs args;      // what built it (the family's resolved arguments)
+    std::string format;  // the checkpoint format read ("torch", "torch_dist", "hf", ...)
+    int64_t iteration = 0;
+};
+
+// The checkpoint format of `dir`: `format` when not empty, else the first registered one whose
+// detect() accepts the directory (every checkpoint plugin is loaded to ask). mt::Error naming
+// the directory and the formats tried when none does.
+MT_API std::unique_ptr<CheckpointFormat> detect_checkpoint_format(Registry& registry,
+                                                                  const std::filesystem::path& dir,
+                                                                  const std::string& format);
+
+// Reads `dir` (format as for detect_checkpoint_format), builds family's model from the
+// checkpoint's args overridden by `overrides` (the model flags given on the command line), with
+// dropout off, and loads the weights.
+MT_API LoadedModel load_for_inference(Registry& registry, const ModelFamily& family,
+                                      const std::filesystem::path& dir, const ModelArgs& overrides,
+                                      const std::string& format = "");
+
+// The tokenizer `type` names (--tokenizer-type with its options), or, when type is empty, the
+// one a Hugging Face model folder `dir` carries: tokenizer.json (HuggingFaceTokenizer) or
+// vocab.json + merges.txt (GPT2BPETokenizer). mt::Error when there is neither.
+MT_API std::unique_ptr<Tokenizer> tokenizer_for(Registry& registry, const std::string& type,
+                                                TokenizerOptions options,
+                                                const std::filesystem::path& dir);
+
+}  // namespace mt::infer

@@ -1,0 +1,120 @@
+// skinny_gemm_nt: two rows of B at a time against up to eight rows of A, 16 lanes of k per
+// step (AVX-512 when the CPU has it, a portable loop otherwise), reduced at the end of the row.
+#include "skinny_gemm.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+namespace mt::cpu {
+
+namespace {
+
+constexpr int kRowsPerPass = 8;  // rows of A kept in accumulators at once
+
+// Stores alpha * dot + beta * c (beta 0 ignores what c held, as BLAS does).
+inline void store(float* c, float dot, float alpha, float beta) {
+    *c = beta == 0.0f ? alpha * dot : alpha * dot + beta * *c;
+}
+
+template <int M>
+__attribute__((target("avx512f,fma"))) void rows_avx512(int64_t n0, int64_t n1, int64_t k,
+                                                        float alpha, const float* a, int64_t lda,
+                                                        const float* b, int64_t ldb, float beta,
+                                                        float* c, int64_t ldc) {
+    const int64_t k16 = k / 16 * 16;
+    const __mmask16 tail = __mmask16((1u << (k - k16)) - 1);
+    int64_t j = n0;
+    for (; j + 2 <= n1; j += 2) {
+        const float* b0 = b + j * ldb;
+        const float* b1 = b0 + ldb;
+        __m512 acc0[M], acc1[M];
+        for (int r = 0; r < M; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
+        for (int64_t i = 0; i < k16; i += 16) {
+            const __m512 w0 = _mm512_loadu_ps(b0 + i), w1 = _mm512_loadu_ps(b1 + i);
+            for (int r = 0; r < M; ++r) {
+                const __m512 x = _mm512_loadu_ps(a + r * lda + i);
+                acc0[r] = _mm512_fmadd_ps(w0, x, acc0[r]);
+                acc1[r] = _mm512_fmadd_ps(w1, x, acc1[r]);
+            }
+        }
+        if (tail) {
+            const __m512 w0 = _mm512_maskz_loadu_ps(tail, b0 + k16);
+            const __m512 w1 = _mm512_maskz_loadu_ps(tail, b1 + k16);
+            for (int r = 0; r < M; ++r) {
+                const __m512 x = _mm512_maskz_loadu_ps(tail, a + r * lda + k16);
+                acc0[r] = _mm512_fmadd_ps(w0, x, acc0[r]);
+                acc1[r] = _mm512_fmadd_ps(w1, x, acc1[r]);
+            }
+        }
+        for (int r = 0; r < M; ++r) {
+            store(c + r * ldc + j, _mm512_reduce_add_ps(acc0[r]), alpha, beta);
+            store(c + r * ldc + j + 1, _mm512_reduce_add_ps(acc1[r]), alpha, beta);
+        }
+    }
+    for (; j < n1; ++j) {
+        const float* b0 = b + j * ldb;
+        __m512 acc[M];
+        for (int r = 0; r < M; ++r) acc[r] = _mm512_setzero_ps();
+        for (int64_t i = 0; i < k16; i += 16) {
+            const __m512 w0 = _mm512_loadu_ps(b0 + i);
+            for (int r = 0; r < M; ++r)
+                acc[r] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(a + r * lda + i), acc[r]);
+        }
+        if (tail) {
+            const __m512 w0 = _mm512_maskz_loadu_ps(tail, b0 + k16);
+            for (int r = 0; r < M; ++r)
+                acc[r] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(tail, a + r * lda + k16), acc[r]);
+        }
+        for (int r = 0; r < M; ++r) store(c + r * ldc + j, _mm512_reduce_add_ps(acc[r]), alpha, beta);
+    }
+}
+
+// The same without AVX-512: 16 independent partial sums per dot product.
+void rows_portable(int rows, int64_t n0, int64_t n1, int64_t k, float alpha, const float* a,
+                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+    for (int64_t j = n0; j < n1; ++j)
+        for (int r = 0; r < rows; ++r) {
+            float lane[16] = {};
+            const float* x = a + r * lda;
+            const float* w = b + j * ldb;
+            int64_t i = 0;
+            for (; i + 16 <= k; i += 16)
+                for (int l = 0; l < 16; ++l) lane[l] += x[i + l] * w[i + l];
+            for (int l = 0; i < k; ++i, ++l) lane[l] += x[i] * w[i];
+            float dot = 0;
+            for (float v : lane) dot += v;
+            store(c + r * ldc + j, dot, alpha, beta);
+        }
+}
+
+using RowsFn = void (*)(int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
+                        int64_t, float, float*, int64_t);
+constexpr RowsFn kAvx512[kRowsPerPass + 1] = {nullptr,           rows_avx512<1>, rows_avx512<2>,
+                                              rows_avx512<3>,    rows_avx512<4>, rows_avx512<5>,
+                                              rows_avx512<6>,    rows_avx512<7>, rows_avx512<8>};
+
+}  // namespace
+
+void skinny_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                    const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+    static const bool avx512 = __builtin_cpu_supports("avx512f");
+    // Chunks of B rows per task: enough to amortise the task, many for balance.
+    const int64_t chunk = 64;
+    const int64_t tasks = (n + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static) if (n * k >= (1 << 16))
+    for (int64_t t = 0; t < tasks; ++t) {
+        const int64_t n0 = t * chunk, n1 = std::min(n, n0 + chunk);
+        for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
+            const int rows = int(std::min<int64_t>(kRowsPerPass, m - r0));
+            if (avx512)
+                kAvx512[rows](n0, n1, k, alpha, a + r0 * lda, lda, b, ldb, beta, c + r0 * ldc,
+                              ldc);
+            else
+                rows_portable(rows, n0, n1, k, alpha, a + r0 * lda, lda, b, ldb, beta,
+                              c + r0 * ldc, ldc);
+        }
+    }
+}
+
+}  // namespace mt::cpu

@@ -1,0 +1,160 @@
+// Megatron's static-batch generation loop on a KV cache: one prefill of the shortest prompt's
+// length, then one position per step for every row; rows still inside their prompt keep the
+// prompt's token, the others take the sample.
+#include "mt/infer/generator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <span>
+
+#include "mt/error.h"
+#include "mt/infer/kv_cache.h"
+
+namespace mt::infer {
+
+namespace {
+
+// The padded [B, S] token table with each row's prompt length.
+struct TokenTable {
+    int64_t B = 0, S = 0;
+    std::vector<int32_t> ids;
+    std::vector<int64_t> lengths;
+
+    int32_t& at(int64_t b, int64_t t) { return ids[size_t(b * S + t)]; }
+    // Columns [t0, t1) of every row as i64 [B, t1 - t0].
+    Tensor columns(int64_t t0, int64_t t1) {
+        Tensor out = Tensor::empty({B, t1 - t0}, DType::i64);
+        for (int64_t b = 0; b < B; ++b)
+            for (int64_t t = t0; t < t1; ++t) out.data<int64_t>()[b * (t1 - t0) + t - t0] = at(b, t);
+        return out;
+    }
+};
+
+TokenTable pad_prompts(const GenerationRequest& r, int32_t eod) {
+    TokenTable table;
+    table.B = int64_t(r.prompts.size());
+    for (size_t b = 0; b < r.prompts.size(); ++b) {
+        MT_CHECK(!r.prompts[b].empty(), "generation: prompt ", b,
+                 " has no tokens (empty prompts need add_BOS)");
+        table.lengths.push_back(int64_t(r.prompts[b].size()));
+    }
+    table.S = *std::max_element(table.lengths.begin(), table.lengths.end()) + r.tokens_to_generate;
+    table.ids.assign(size_t(table.B * table.S), eod);
+    for (int64_t b = 0; b < table.B; ++b)
+        std::copy(r.prompts[size_t(b)].begin(), r.prompts[size_t(b)].end(), &table.at(b, 0));
+    return table;
+}
+
+// One row of logits (f32 [B, n, V]) at (b, j).
+std::span<float> row(const Tensor& logits, int64_t b, int64_t j) {
+    const int64_t n = logits.size(1), V = logits.size(2);
+    return {logits.data<float>() + (b * n + j) * V, size_t(V)};
+}
+
+// log softmax(x)[id], summed in double.
+float log_prob(std::span<const float> x, int32_t id) {
+    const float max = *std::max_element(x.begin(), x.end());
+    double total = 0;
+    for (float v : x) total += std::exp(double(v) - double(max));
+    return float(double(x[size_t(id)]) - double(max) - std::log(total));
+}
+
+// Stores the log-probs of the tokens that follow positions [t0, t0 + n) of each row.
+void record_log_probs(const Tensor& logits, TokenTable& table, int64_t t0,
+                      std::vector<std::vector<float>>& out) {
+    for (int64_t b = 0; b < table.B; ++b)
+        for (int64_t j = 0; j < logits.size(1); ++j)
+            out[size_t(b)][size_t(t0 + j)] = log_prob(row(logits, b, j), table.at(b, t0 + j + 1));
+}
+
+GenerationResult finish(TokenTable& table, const std::vector<int64_t>& lengths,
+                        std::vector<std::vector<float>> log_probs, bool with_log_probs) {
+    GenerationResult result;
+    for (int64_t b = 0; b < table.B; ++b) {
+        const int64_t len = lengths[size_t(b)];
+        result.tokens.emplace_back(&table.at(b, 0), &table.at(b, 0) + len);
+        if (with_log_probs) {
+            log_probs[size_t(b)].resize(size_t(len - 1));
+            result.log_probs.push_back(std::move(log_probs[size_t(b)]));
+        }
+    }
+    return result;
+}
+
+Tensor checked_logits(Model& model, const Tensor& tokens, KvCache* cache, int64_t keep_last) {
+    Tensor logits = model.logits(tokens, cache, keep_last);
+    MT_CHECK(logits.dtype() == DType::f32 && logits.dim() == 3 && logits.is_contiguous(),
+             "generation: the model must give contiguous f32 logits, got ", logits.describe());
+    return logits;
+}
+
+bool is(std::optional<int32_t> id, int32_t token) {
+    return id && *id == token;
+}
+
+}  // namespace
+
+GenerationResult generate(Model& model, const GenerationRequest& r, const GenerationTokens& ids,
+                          SamplingRng& rng) {
+    MT_CHECK(!r.prompts.empty(), "generation: no prompts");
+    MT_CHECK(r.tokens_to_generate >= 0, "generation: tokens_to_generate must be >= 0, got ",
+             r.tokens_to_generate);
+    MT_CHECK(r.tokens_to_generate > 0 || r.return_log_probs,
+             "tokens_to_generate=0 implies logprobs should be True");
+    TokenTable table = pad_prompts(r, ids.eod);
+    const int64_t B = table.B, S = table.S;
+    const int64_t limit = model.max_positions();
+    MT_CHECK(limit == 0 || S <= limit, "Length of prompt + tokens_to_generate longer than allowed (",
+             S, " > ", limit, ")");
+    std::vector<std::vector<float>> log_probs(size_t(B), std::vector<float>(size_t(S - 1)));
+
+    if (r.tokens_to_generate == 0) {  // score only: one forward over the whole prompts
+        record_log_probs(checked_logits(model, table.columns(0, S - 1), nullptr, 0), table, 0,
+                         log_probs);
+        return finish(table, table.lengths, std::move(log_probs), true);
+    }
+
+    check_sampling(r.sampling, ids.vocab_size);
+    SamplingParams sampling = r.sampling;
+    const int64_t min_prompt = *std::min_element(table.lengths.begin(), table.lengths.end());
+    auto cache = model.make_kv_cache(B, S);
+    std::vector<int64_t> lengths(size_t(B), S);
+    std::vector<bool> done(size_t(B), false);
+    int64_t prev = 0, context = min_prompt;
+    for (; context < S; ++context) {
+        Tensor logits = checked_logits(model, table.columns(prev, context), cache.get(),
+                                       r.return_log_probs ? 0 : 1);
+        const int64_t last = logits.size(1) - 1;
+        bool all_done = true;
+        for (int64_t b = 0; b < B; ++b) {
+            std::span<float> x = row(logits, b, last);
+            const int32_t previous = table.at(b, context - 1);
+            if (r.prevent_newline_after_colon && ids.newline && is(ids.colon, previous))
+                x[size_t(*ids.newline)] = -1e10f;
+            const auto sample = int32_t(sample_token(x, sampling, ids.vocab_size, rng));
+            const bool started = table.lengths[size_t(b)] <= context;
+            if (started) table.at(b, context) = sample;
+            bool stop;
+            if (r.stop_on_double_eol)
+                stop = is(ids.double_newline, sample) ||
+                       (is(ids.newline, sample) && is(ids.newline, previous));
+            else if (r.stop_on_eol)
+                stop = is(ids.double_newline, sample) || is(ids.newline, sample);
+            else
+                stop = sample == ids.eod;
+            if (started && stop && !done[size_t(b)]) {
+                lengths[size_t(b)] = context + 1;
+                done[size_t(b)] = true;
+            }
+            all_done = all_done && done[size_t(b)];
+        }
+        if (r.return_log_probs) record_log_probs(logits, table, prev, log_probs);
+        if (sampling.top_p > 0.0 && r.top_p_decay > 0.0)
+            sampling.top_p = std::max(sampling.top_p * r.top_p_decay, r.top_p_bound);
+        prev = context;
+        if (r.stop_at_eod && all_done) break;
+    }
+    return finish(table, lengths, std::move(log_probs), r.return_log_probs);
+}
+
+}  // namespace mt::infer

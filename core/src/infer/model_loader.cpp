@@ -1,0 +1,75 @@
+// Checkpoint → inference model: format detection, args Namespace → model flags, weight copy.
+#include "mt/infer/model_loader.h"
+
+#include <algorithm>
+
+#include "mt/checkpoint/checkpoint_args.h"
+#include "mt/checkpoint/model_weights.h"
+#include "mt/error.h"
+#include "mt/plugin_loader.h"
+
+namespace mt::infer {
+
+std::unique_ptr<CheckpointFormat> detect_checkpoint_format(Registry& registry,
+                                                           const std::filesystem::path& dir,
+                                                           const std::string& format) {
+    MT_CHECK(std::filesystem::is_directory(dir), "--load ", dir.string(), ": no such directory");
+    if (!format.empty()) return registry.create_checkpoint(format);
+    registry.loader().load_kind("checkpoint");
+    std::vector<std::string> names = registry.names("checkpoint");
+    // Megatron's own formats first: an HF export may sit beside a Megatron checkpoint.
+    const std::vector<std::string> preferred = {"torch_dist", "torch", "hf"};
+    std::stable_sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
+        auto rank = [&](const std::string& n) {
+            return std::find(preferred.begin(), preferred.end(), n) - preferred.begin();
+        };
+        return rank(a) < rank(b);
+    });
+    std::string tried;
+    for (const auto& name : names) {
+        auto candidate = registry.create_checkpoint(name);
+        if (candidate->detect(dir)) return candidate;
+        tried += (tried.empty() ? "" : ", ") + name;
+    }
+    MT_FAIL("--load ", dir.string(), ": no checkpoint format recognises this directory (tried ",
+            tried.empty() ? "none: no checkpoint plugins found" : tried, ")");
+}
+
+LoadedModel load_for_inference(Registry& registry, const ModelFamily& family,
+                               const std::filesystem::path& dir, const ModelArgs& overrides,
+                               const std::string& format) {
+    auto reader = detect_checkpoint_format(registry, dir, format);
+    CheckpointState state = reader->load(dir);
+    ModelArgs args = model_args_from_checkpoint(state.args, family.flags());
+    for (const auto& [k, v] : overrides) args[k] = v;
+    // Inference: no dropout whatever the training used.
+    args["attention-dropout"] = "0";
+    args["hidden-dropout"] = "0";
+    LoadedModel out;
+    out.args = family.resolved_args(args);
+    out.model = family.build(out.args);
+    load_model_weights(state, *out.model, WeightLoad::share);
+    out.format = std::string(reader->name());
+    out.iteration = state.iteration;
+    return out;
+}
+
+std::unique_ptr<Tokenizer> tokenizer_for(Registry& registry, const std::string& type,
+                                         TokenizerOptions options,
+                                         const std::filesystem::path& dir) {
+    if (!type.empty()) return registry.create_tokenizer(type, options);
+    if (std::filesystem::is_regular_file(dir / "tokenizer.json")) {
+        options.tokenizer_model = dir.string();
+        return registry.create_tokenizer("HuggingFaceTokenizer", options);
+    }
+    if (std::filesystem::is_regular_file(dir / "vocab.json") &&
+        std::filesystem::is_regular_file(dir / "merges.txt")) {
+        options.vocab_file = (dir / "vocab.json").string();
+        options.merge_file = (dir / "merges.txt").string();
+        return registry.create_tokenizer("GPT2BPETokenizer", options);
+    }
+    MT_FAIL("--tokenizer-type is required: ", dir.string(),
+            " has no tokenizer.json or vocab.json + merges.txt to take the tokenizer from");
+}
+
+}  // namespace mt::infer

@@ -1,0 +1,31 @@
+#include "mt/io/atomic_file.h"
+
+#include "mt/error.h"
+
+namespace mt::io {
+
+AtomicFile::AtomicFile(std::filesystem::path path)
+    : path_(std::move(path)), tmp_(path_.string() + ".tmp") {
+    out_.open(tmp_, std::ios::binary | std::ios::trunc);
+    MT_CHECK(out_.good(), tmp_.string(), ": cannot open for writing");
+}
+
+AtomicFile::~AtomicFile() {
+    if (committed_) return;
+    out_.close();
+    std::error_code ignored;
+    std::filesystem::remove(tmp_, ignored);
+}
+
+void AtomicFile::commit() {
+    out_.flush();
+    MT_CHECK(out_.good(), tmp_.string(), ": write failed (disk full?)");
+    out_.close();
+    std::error_code error;
+    std::filesystem::rename(tmp_, path_, error);
+    MT_CHECK(!error, path_.string(), ": cannot rename ", tmp_.string(), " into place: ",
+             error.message());
+    committed_ = true;
+}
+
+}  // namespace mt::io

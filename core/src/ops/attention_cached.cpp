@@ -1,0 +1,89 @@
+// CPU traversal of inference attention over a KV cache: one OpenMP task per (batch, head,
+// query); each scores its visible keys, takes a stable softmax and sums the values. Decoding
+// reads one query per head, so the work is the cache read and the loops stay simple.
+#include <algorithm>
+#include <vector>
+
+#include "mt/kernels/hd.h"
+#include "mt/ops/attention.h"
+#include "op_support.h"
+
+namespace mt::ops {
+
+using detail::check_float;
+using detail::check_float_shape;
+using detail::in_t;
+using detail::kParallelMin;
+using detail::out_t;
+using detail::with_float;
+
+namespace {
+
+// a . b with eight independent partial sums (vectorises without reassociation flags).
+template <class T>
+T dot8(const T* a, const T* b, int64_t n) {
+    T lane[8] = {};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; ++l) lane[l] += a[i + l] * b[i + l];
+    for (int l = 0; i < n; ++i, ++l) lane[l] += a[i] * b[i];
+    return ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
+}
+
+template <class T>
+void cached(const T* q, const T* kc, const T* vc, T* out, int64_t B, int64_t Tq, int64_t nq,
+            int64_t ng, int64_t hd, int64_t C, int64_t past, T scale) {
+    const int64_t per_group = nq / ng, tasks = B * nq * Tq;
+#pragma omp parallel if (tasks * (past + Tq) * hd >= kParallelMin)
+    {
+        std::vector<T> p(size_t(past + Tq));
+#pragma omp for schedule(static)
+        for (int64_t task = 0; task < tasks; ++task) {
+            const int64_t t = task % Tq, h = (task / Tq) % nq, b = task / (Tq * nq);
+            const int64_t g = h / per_group, keys = past + t + 1;
+            const T* qr = q + ((b * Tq + t) * nq + h) * hd;
+            T m = k::neg_inf<T>();
+            for (int64_t s = 0; s < keys; ++s) {
+                p[size_t(s)] = scale * dot8(qr, kc + ((b * C + s) * ng + g) * hd, hd);
+                m = std::max(m, p[size_t(s)]);
+            }
+            T l = T(0);
+            for (int64_t s = 0; s < keys; ++s) l += p[size_t(s)] = k::exp(p[size_t(s)] - m);
+            T* o = out + ((b * Tq + t) * nq + h) * hd;
+            std::fill(o, o + hd, T(0));
+            for (int64_t s = 0; s < keys; ++s) {
+                const T w = p[size_t(s)] / l;
+                const T* vr = vc + ((b * C + s) * ng + g) * hd;
+                for (int64_t i = 0; i < hd; ++i) o[i] += w * vr[i];
+            }
+        }
+    }
+}
+
+}  // namespace
+
+void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                      int64_t past, double scale, Tensor& out) {
+    const char* op = "attention_cached";
+    check_float(op, "q", q);
+    MT_CHECK(q.dim() == 4, op, ": q must be (B, Tq, nq, hd), got ", q.describe());
+    const int64_t B = q.size(0), Tq = q.size(1), nq = q.size(2), hd = q.size(3);
+    check_float(op, "k_cache", k_cache);
+    MT_CHECK(k_cache.dim() == 4 && k_cache.size(0) == B && k_cache.size(3) == hd &&
+                 k_cache.size(2) > 0 && nq % k_cache.size(2) == 0,
+             op, ": k_cache must be (B, C, ng, hd) with ng dividing nq for q ", q.describe(),
+             ", got ", k_cache.describe());
+    const int64_t C = k_cache.size(1), ng = k_cache.size(2);
+    MT_CHECK(past >= 0 && past + Tq <= C, op, ": positions ", past, " + ", Tq,
+             " exceed the cache's ", C);
+    check_float_shape(op, "k_cache", k_cache, k_cache.shape(), q.dtype());
+    check_float_shape(op, "v_cache", v_cache, k_cache.shape(), q.dtype());
+    check_float_shape(op, "out", out, q.shape(), q.dtype());
+    with_float(q.dtype(), [&](auto zero) {
+        using T = decltype(zero);
+        cached(in_t<T>(q), in_t<T>(k_cache), in_t<T>(v_cache), out_t<T>(out), B, Tq, nq, ng, hd,
+               C, past, T(scale));
+    });
+}
+
+}  // namespace mt::ops

@@ -1,0 +1,300 @@
+// megatron-generate: PUT /api request validation with Megatron's messages and the response
+// shape (the engine library), then the binary on the tiny Hugging Face Llama of tests/fixtures/hf
+// with a NullTokenizer (text = ids): --prompts gives transformers' greedy continuation
+// (tests/fixtures/infer), the sample-file and unconditional modes write their files, and the
+// REST server answers good and bad requests, concurrent ones too, and stays up; and a
+// checkpoint megatron-train wrote generates with the model its own args describe.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "api_request.h"
+#include "test_support.h"
+
+namespace mt::generate_tool {
+namespace {
+
+namespace fs = std::filesystem;
+using mt::test::run_command;
+using mt::test::shell_quote;
+using mt::test::tool_path;
+
+std::string error_for(const std::string& body) {
+    auto parsed = parse_api_request(body);
+    auto* message = std::get_if<std::string>(&parsed);
+    return message ? *message : "(accepted)";
+}
+
+TEST(ApiRequest, RejectsWhatMegatronRejectsWithItsMessages) {
+    const std::pair<const char*, const char*> cases[] = {
+        {R"({"tokens_to_generate": 3})", "prompts argument required"},
+        {R"({"prompts": ["a"], "max_len": 3})",
+         "max_len is no longer used.  Replace with tokens_to_generate"},
+        {R"({"prompts": ["a"], "sentences": ["a"]})",
+         "sentences is no longer used.  Replace with prompts"},
+        {R"({"prompts": "a"})", "prompts is not a list of strings"},
+        {R"({"prompts": ["a", 3]})", "prompts is not a list of strings"},
+        {R"({"prompts": []})", "prompts is empty"},
+        {R"({"prompts": ["a"], "tokens_to_generate": 2.5})",
+         "tokens_to_generate must be an integer greater than 0"},
+        {R"({"prompts": ["a"], "tokens_to_generate": -1})",
+         "tokens_to_generate must be an integer greater than or equal to 0"},
+        {R"({"prompts": ["a"], "logprobs": 1})", "logprobs must be a boolean value"},
+        {R"({"prompts": ["a"], "tokens_to_generate": 0})",
+         "tokens_to_generate=0 implies logprobs should be True"},
+        {R"({"prompts": ["a"], "temperature": "hot"})",
+         "temperature must be a positive number less than or equal to 1000.0"},
+        {R"({"prompts": ["a"], "temperature": 0})",
+         "temperature must be a positive number less than or equal to 100.0"},
+        {R"({"prompts": ["a"], "top_k": 1.0})",
+         "top_k must be an integer equal to or greater than 0 and less than or equal to 1000"},
+        {R"({"prompts": ["a"], "top_k": 1001})",
+         "top_k must be equal to or greater than 0 and less than or equal to 1000"},
+        {R"({"prompts": ["a"], "top_p": 1})",
+         "top_p must be a positive float less than or equal to 1.0"},
+        {R"({"prompts": ["a"], "top_k": 5, "top_p": 0.5})",
+         "cannot set both top-k and top-p samplings."},
+        {R"({"prompts": ["a"], "top_p": 1.5})", "top_p must be less than or equal to 1.0"},
+        {R"({"prompts": ["a"], "top_p_decay": 0.5})", "top_p_decay cannot be set without top_p"},
+        {R"({"prompts": ["a"], "top_p": 0.5, "top_p_bound": 0.7})",
+         "top_p_bound must be greater than 0 and less than top_p"},
+        {R"({"prompts": ["a"], "add_BOS": "yes"})", "add_BOS must be a boolean value"},
+        {R"({"prompts": [""]})", "Empty prompts require add_BOS=true"},
+        {R"({"prompts": ["a"], "stop_on_eol": 0})", "stop_on_eol must be a boolean value"},
+        {R"({"prompts": ["a"], "random_seed": -3})", "random_seed must be a positive integer"},
+        {R"({"prompts": ["a", "b"], "beam_width": 2})",
+         "When doing beam_search, batch size must be 1"},
+        {R"({"prompts": ["a"], "length_penalty": 1})", "length_penalty must be a float"},
+        {R"(["a"])", "the request body must be a JSON object"},
+    };
+    for (const auto& [body, message] : cases) EXPECT_EQ(error_for(body), message) << body;
+    std::string many = R"({"prompts": [)";
+    for (int i = 0; i < 129; ++i) many += std::string(i ? ", " : "") + "\"p\"";
+    EXPECT_EQ(error_for(many + "]}"), "Maximum number of prompts is 128");
+    EXPECT_EQ(error_for("{not json").rfind("Failed to decode JSON object", 0), 0u);
+}
+
+TEST(ApiRequest, ReadsEveryField) {
+    auto parsed = parse_api_request(
+        R"({"prompts": ["a", ""], "tokens_to_generate": 5, "logprobs": true, "temperature": 0.5,
+            "top_p": 0.9, "top_p_decay": 0.5, "top_p_bound": 0.2, "add_BOS": true,
+            "stop_on_double_eol": true, "prevent_newline_after_colon": true,
+            "random_seed": 42, "no_log": true})");
+    ASSERT_TRUE(std::holds_alternative<ApiRequest>(parsed)) << std::get<std::string>(parsed);
+    const ApiRequest& api = std::get<ApiRequest>(parsed);
+    const TextRequest& r = api.request;
+    EXPECT_EQ(r.prompts, (std::vector<std::string>{"a", ""}));
+    EXPECT_EQ(r.tokens_to_generate, 5);
+    EXPECT_TRUE(r.logprobs && r.add_bos && r.stop_on_double_eol && r.prevent_newline_after_colon);
+    EXPECT_FALSE(r.stop_on_eol);
+    EXPECT_DOUBLE_EQ(r.sampling.temperature, 0.5);
+    EXPECT_DOUBLE_EQ(r.sampling.top_p, 0.9);
+    EXPECT_DOUBLE_EQ(r.top_p_decay, 0.5);
+    EXPECT_DOUBLE_EQ(r.top_p_bound, 0.2);
+    EXPECT_EQ(r.random_seed, std::optional<uint64_t>(42));
+    EXPECT_TRUE(api.no_log);
+}
+
+TEST(ApiRequest, ResponseHasMegatronsFields) {
+    TextResult r;
+    r.text = {"a b"};
+    r.tokens = {{1, 2}};
+    r.logprobs = {{-0.5f}};
+    r.segments = {{"a", " b"}};
+    EXPECT_EQ(api_response(r, true),
+              R"({"text": ["a b"], "tokens": [[1, 2]], "logprobs": [[-0.5]], )"
+              R"("segments": [["a", " b"]]})");
+    EXPECT_EQ(api_response(r, false),
+              R"({"text": ["a b"], "tokens": [[1, 2]], "segments": [["a", " b"]]})");
+}
+
+// The tiny Llama (vocabulary 128) with a NullTokenizer whose EOD is 127.
+std::string llama_flags() {
+    return "--load " + shell_quote(mt::test::fixtures_dir() / "hf" / "llama") +
+           " --tokenizer-type NullTokenizer --vocab-size 127";
+}
+
+// transformers' greedy continuation of the first fixture prompt, as NullTokenizer text.
+std::pair<std::string, std::string> greedy_reference(size_t tokens) {
+    // tests/fixtures/infer/expected.json: llama, prompt 0 and its greedy ids.
+    const std::vector<int> prompt = {5, 17, 99, 3, 64, 12, 7};
+    const std::vector<int> greedy = {10, 25, 38, 17, 102, 102};
+    std::string p, all;
+    for (int id : prompt) p += (p.empty() ? "" : " ") + std::to_string(id);
+    all = p;
+    for (size_t i = 0; i < tokens; ++i) all += " " + std::to_string(greedy[i]);
+    return {p, all};
+}
+
+TEST(GenerateTool, PromptsGiveTransformersGreedyContinuation) {
+    const auto [prompt, expected] = greedy_reference(6);
+    auto r = run_command(shell_quote(tool_path("megatron-generate")) + " " + llama_flags() +
+                         " --greedy --out-seq-length 6 --prompts '" + prompt + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("loaded hf checkpoint"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("\n" + expected + "\n"), std::string::npos) << r.output;
+}
+
+TEST(GenerateTool, SampleFileAndUnconditionalModesWriteTheirFiles) {
+    mt::test::TempDir dir;
+    const auto [prompt, expected] = greedy_reference(4);
+    std::ofstream(dir.path() / "prompts.txt") << prompt << "\n" << prompt << "\n";
+    auto r = run_command(shell_quote(tool_path("megatron-generate")) + " " + llama_flags() +
+                         " --greedy --out-seq-length 4 --sample-input-file " +
+                         shell_quote(dir.path() / "prompts.txt"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    std::ifstream in(dir.path() / "prompts.txt.out");
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string one = "\nContext:" + prompt + "\n\nMegatron-LM:" +
+                            expected.substr(prompt.size()) + "\n";
+    EXPECT_EQ(text.str(), one + one);
+
+    r = run_command(shell_quote(tool_path("megatron-generate")) + " " + llama_flags() +
+                    " --num-samples 3 --out-seq-length 5 --genfile " +
+                    shell_quote(dir.path() / "samples.jsonl"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    std::ifstream samples(dir.path() / "samples.jsonl");
+    int lines = 0;
+    for (std::string line; std::getline(samples, line); ++lines)
+        EXPECT_EQ(line.rfind("{\"text\": \"", 0), 0u) << line;
+    EXPECT_EQ(lines, 3);
+    EXPECT_FALSE(fs::exists(dir.path() / "samples.jsonl.tmp"));
+}
+
+// A megatron-train checkpoint: the model is built from the args stored in it (no model flags on
+// the command line), and its max positions bound prompt + generation.
+TEST(GenerateTool, GeneratesFromAMegatronTrainCheckpoint) {
+    mt::test::TempDir dir;
+    std::string jsonl;
+    for (int d = 0; d < 60; ++d)
+        jsonl += "{\"text\": \"Document " + std::to_string(d) + " says hello and then goodbye.\"}\n";
+    const std::string data = mt::test::tiny_gpt2_dataset(dir, jsonl);
+    const fs::path vocab = mt::test::fixtures_dir() / "gpt2-tiny";
+    const std::string tokenizer = " --tokenizer-type GPT2BPETokenizer --vocab-file " +
+                                  shell_quote(vocab / "vocab.json") + " --merge-file " +
+                                  shell_quote(vocab / "merges.txt");
+    auto train = run_command(
+        shell_quote(tool_path("megatron-train")) +
+        " --num-layers 2 --hidden-size 16 --num-attention-heads 2 --seq-length 32"
+        " --max-position-embeddings 32 --micro-batch-size 2 --global-batch-size 4 --lr 1e-2"
+        " --train-iters 20 --eval-iters 0 --split 100,0,0 --data-path " +
+        shell_quote(data) + " --data-cache-path " + shell_quote(dir.path() / "cache") +
+        tokenizer + " --save " + shell_quote(dir.path() / "ckpt"));
+    ASSERT_EQ(train.exit_code, 0) << train.output;
+    auto r = run_command(shell_quote(tool_path("megatron-generate")) + " --load " +
+                         shell_quote(dir.path() / "ckpt") + tokenizer +
+                         " --greedy --out-seq-length 8 --prompts 'Document 7 says'");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("loaded torch checkpoint"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("\nDocument 7 says"), std::string::npos) << r.output;
+    // Too long for the 32 positions the checkpoint's args give.
+    r = run_command(shell_quote(tool_path("megatron-generate")) + " --load " +
+                    shell_quote(dir.path() / "ckpt") + tokenizer +
+                    " --greedy --out-seq-length 8 --prompts \"$(printf 'a %.0s' $(seq 40))\"");
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("no room left in the model's 32 positions"), std::string::npos)
+        << r.output;
+}
+
+TEST(GenerateTool, MissingCheckpointIsAClearError) {
+    auto r = run_command(shell_quote(tool_path("megatron-generate")) +
+                         " --load /nonexistent/ckpt --tokenizer-type NullTokenizer --vocab-size 127"
+                         " --prompts 1");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.output.find("error: --load /nonexistent/ckpt: no such directory"),
+              std::string::npos)
+        << r.output;
+}
+
+// megatron-generate --port 0 as a child process; its port read from "Serving on ...:PORT".
+class Server {
+  public:
+    Server() {
+        int out[2];
+        EXPECT_EQ(pipe(out), 0);
+        pid_ = fork();
+        if (pid_ == 0) {
+            dup2(out[1], STDOUT_FILENO);
+            close(out[0]);
+            const std::string cmd = "exec " + shell_quote(tool_path("megatron-generate")) + " " +
+                                    llama_flags() + " --port 0 --host 127.0.0.1";
+            execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+            _exit(127);
+        }
+        close(out[1]);
+        FILE* f = fdopen(out[0], "r");
+        char line[512];
+        while (port_ == 0 && std::fgets(line, sizeof line, f)) {
+            const std::string s = line;
+            const size_t at = s.find("Serving on http://127.0.0.1:");
+            if (at != std::string::npos) port_ = std::stoi(s.substr(at + 28));
+        }
+        // Keep draining the log so the server never blocks on a full pipe.
+        drain_ = std::thread([f] {
+            char buf[4096];
+            while (std::fgets(buf, sizeof buf, f)) {
+            }
+            std::fclose(f);
+        });
+    }
+    ~Server() {
+        kill(pid_, SIGTERM);
+        int status = 0;
+        waitpid(pid_, &status, 0);
+        drain_.join();
+    }
+    int port() const { return port_; }
+    bool alive() const { return kill(pid_, 0) == 0; }
+
+  private:
+    pid_t pid_ = -1;
+    int port_ = 0;
+    std::thread drain_;
+};
+
+TEST(GenerateTool, ServerAnswersGoodBadAndConcurrentRequestsAndStaysUp) {
+    Server server;
+    ASSERT_GT(server.port(), 0);
+    httplib::Client client("127.0.0.1", server.port());
+    client.set_read_timeout(60);
+    const auto [prompt, expected] = greedy_reference(6);
+    const std::string good = R"({"prompts": [")" + prompt +
+                             R"("], "tokens_to_generate": 6, "top_k": 1, "logprobs": true})";
+    auto res = client.Put("/api", good, "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200);
+    EXPECT_EQ(res->body.rfind(R"({"text": [")" + expected + R"("], "tokens": [[5, 17, )", 0), 0u)
+        << res->body;
+    EXPECT_NE(res->body.find(R"("logprobs": [[)"), std::string::npos);
+
+    for (const char* bad : {"{oops", R"({"prompts": ["1"], "top_k": 2, "top_p": 0.5})",
+                            R"({"prompts": ["1 2"], "tokens_to_generate": 1000})"}) {
+        auto r = client.Put("/api", bad, "application/json");
+        ASSERT_TRUE(r) << bad;
+        EXPECT_EQ(r->status, 400) << bad << " -> " << r->body;
+    }
+
+    std::vector<std::thread> clients;
+    std::vector<std::string> bodies(4);
+    for (size_t i = 0; i < bodies.size(); ++i)
+        clients.emplace_back([&, i] {
+            httplib::Client c("127.0.0.1", server.port());
+            c.set_read_timeout(60);
+            if (auto r = c.Put("/api", good, "application/json"); r && r->status == 200)
+                bodies[i] = r->body;
+        });
+    for (auto& t : clients) t.join();
+    for (const auto& body : bodies) EXPECT_EQ(body, res->body);
+    EXPECT_TRUE(server.alive());
+}
+
+}  // namespace
+}  // namespace mt::generate_tool

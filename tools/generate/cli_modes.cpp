@@ -1,0 +1,115 @@
+// The command-line modes: each prompt becomes one TextRequest sized to fit the model.
+#include "cli_modes.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include "mt/error.h"
+#include "mt/io/atomic_file.h"
+#include "mt/io/json_writer.h"
+#include "mt/progress.h"
+
+namespace mt::generate_tool {
+
+namespace {
+
+// One prompt's request: --out-seq-length new tokens, fewer when the prompt leaves less room.
+TextRequest request_for(const TextGenerator& g, const CliSettings& s, const std::string& prompt,
+                        bool add_bos) {
+    TextRequest r = s.base;
+    r.prompts = {prompt};
+    r.add_bos = add_bos;
+    r.tokens_to_generate = s.out_seq_length;
+    if (s.max_positions > 0) {
+        const int64_t prompt_tokens =
+            (prompt.empty() ? 0 : int64_t(g.tokenizer().encode(prompt).size())) + (add_bos ? 1 : 0);
+        MT_CHECK(prompt_tokens < s.max_positions, "the prompt has ", prompt_tokens,
+                 " tokens: no room left in the model's ", s.max_positions, " positions");
+        r.tokens_to_generate = std::min(r.tokens_to_generate, s.max_positions - prompt_tokens);
+    }
+    return r;
+}
+
+// The generated text after the prompt (Megatron: detokenize(all)[len(prompt):]).
+std::string continuation(const TextResult& result, const std::string& prompt) {
+    const std::string& text = result.text.at(0);
+    return text.size() >= prompt.size() ? text.substr(prompt.size()) : text;
+}
+
+}  // namespace
+
+void run_prompts(TextGenerator& g, const CliSettings& s, const std::vector<std::string>& prompts,
+                 std::ostream& out) {
+    for (const auto& prompt : prompts) {
+        const TextResult r = g.run(request_for(g, s, prompt, prompt.empty()));
+        out << r.text[0] << "\n";
+        if (s.base.logprobs) {
+            for (size_t i = 0; i < r.logprobs[0].size(); ++i)
+                out << "  " << io::json_quote(r.segments[0][i + 1]) << " " << r.logprobs[0][i]
+                    << "\n";
+        }
+        out.flush();
+    }
+}
+
+void run_sample_file(TextGenerator& g, const CliSettings& s, const std::string& input,
+                     const std::string& output) {
+    std::ifstream in(input);
+    MT_CHECK(in.good(), input, ": cannot open");
+    std::vector<std::string> prompts;
+    for (std::string line; std::getline(in, line);) prompts.push_back(line);
+    io::AtomicFile file(output);
+    Progress progress("generating", int64_t(prompts.size()), "prompts");
+    for (size_t i = 0; i < prompts.size(); ++i) {
+        const std::string& prompt = prompts[i];
+        MT_CHECK(!prompt.empty(), input, ":", i + 1, ": empty prompt");
+        const TextResult r = g.run(request_for(g, s, prompt, false));
+        file.stream() << "\nContext:" << prompt << "\n\nMegatron-LM:" << continuation(r, prompt)
+                      << "\n";
+        progress.add(1);
+    }
+    progress.finish();
+    file.commit();
+    std::printf("wrote %zu generations to %s\n", prompts.size(), output.c_str());
+}
+
+void run_unconditional(TextGenerator& g, const CliSettings& s, int64_t count,
+                       const std::string& genfile) {
+    io::AtomicFile file(genfile);
+    Progress progress("sampling", count, "samples");
+    const int32_t eod = g.tokenizer().eod();
+    for (int64_t i = 0; i < count; ++i) {
+        const TextResult r = g.run(request_for(g, s, "", true));
+        // The sample without its EOD prompt; finished when it ended on an EOD.
+        std::vector<int32_t> tokens(r.tokens[0].begin() + 1, r.tokens[0].end());
+        const bool finished = !tokens.empty() && tokens.back() == eod;
+        io::JsonWriter w;
+        w.begin_object().key("text").value(g.tokenizer().decode(tokens));
+        w.key("length").value(int64_t(tokens.size())).key("finished").value(finished);
+        file.stream() << w.end_object().str() << "\n";
+        progress.add(1);
+    }
+    progress.finish();
+    file.commit();
+    std::printf("wrote %lld samples to %s\n", static_cast<long long>(count), genfile.c_str());
+}
+
+void run_interactive(TextGenerator& g, const CliSettings& s, std::istream& in, std::ostream& out) {
+    for (;;) {
+        out << "\nContext prompt (stop to exit) >>> " << std::flush;
+        std::string prompt;
+        if (!std::getline(in, prompt) || prompt == "stop") break;
+        if (prompt.empty()) {
+            out << "Prompt should not be empty!\n";
+            continue;
+        }
+        try {
+            const TextResult r = g.run(request_for(g, s, prompt, false));
+            out << "\nMegatron-LM: " << continuation(r, prompt) << "\n";
+        } catch (const mt::Error& e) {
+            out << "error: " << e.what() << "\n";
+        }
+    }
+}
+
+}  // namespace mt::generate_tool

@@ -1,0 +1,35 @@
+// megatron-generate's command-line modes, as Megatron's generate_samples_gpt.py had them:
+// prompts from the command line, a file of prompts, unconditional samples to a jsonl file, and
+// the interactive "Context prompt" loop.
+#pragma once
+
+#include <cstdint>
+#include <istream>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "text_generation.h"
+
+namespace mt::generate_tool {
+
+struct CliSettings {
+    TextRequest base;            // sampling settings; prompts and length are filled per prompt
+    int64_t out_seq_length = 0;  // tokens to generate at most
+    int64_t max_positions = 0;   // the model's limit on prompt + generation (0: none)
+};
+
+// Each prompt's prompt + generation on `out` (with its log-probs when base.logprobs).
+void run_prompts(TextGenerator& g, const CliSettings& s, const std::vector<std::string>& prompts,
+                 std::ostream& out);
+// Every line of `input` is a prompt; writes "\nContext:<prompt>\n\nMegatron-LM:<generation>\n"
+// per line to `output` (a temporary name renamed into place), with a progress bar.
+void run_sample_file(TextGenerator& g, const CliSettings& s, const std::string& input,
+                     const std::string& output);
+// `count` samples from an EOD prompt, one {"text", "length", "finished"} line each, to `genfile`.
+void run_unconditional(TextGenerator& g, const CliSettings& s, int64_t count,
+                       const std::string& genfile);
+// "Context prompt (stop to exit) >>> " until "stop" or end of input.
+void run_interactive(TextGenerator& g, const CliSettings& s, std::istream& in, std::ostream& out);
+
+}  // namespace mt::generate_tool

@@ -1,0 +1,56 @@
+#include "generation_flags.h"
+
+#include <boost/program_options.hpp>
+
+#include "mt/error.h"
+
+namespace mt::generate_tool {
+
+namespace po = boost::program_options;
+
+po::options_description generation_flags(GenerationFlags& f) {
+    po::options_description g("Generation", 100);
+    g.add_options()("load", po::value(&f.load)->required(),
+                    "checkpoint directory: megatron-train's (torch), Megatron's torch_dist, or a "
+                    "Hugging Face model folder")(
+        "ckpt-format", po::value(&f.ckpt_format),
+        "checkpoint format of --load (default: detected)")(
+        "temperature", po::value(&f.sampling.temperature)->default_value(1.0),
+        "sampling temperature")("top_k", po::value(&f.sampling.top_k)->default_value(0),
+                                "top-k sampling (1: greedy)")(
+        "top_p", po::value(&f.sampling.top_p)->default_value(0.0), "top-p (nucleus) sampling")(
+        "greedy", po::bool_switch(&f.greedy), "greedy decoding (top_k 1)")(
+        "out-seq-length", po::value(&f.out_seq_length)->default_value(1024),
+        "tokens to generate at most (fewer when the prompt fills the model's positions)")(
+        "seed", po::value(&f.seed)->default_value(1234), "seed of the sampling stream")(
+        "return-log-probs", po::bool_switch(&f.return_log_probs),
+        "print each token's log-probability (with --prompts)")(
+        "prompts", po::value(&f.prompts)->multitoken(),
+        "generate from these prompts and print the texts")(
+        "sample-input-file", po::value(&f.sample_input_file),
+        "one prompt per line; generations go to --sample-output-file")(
+        "sample-output-file", po::value(&f.sample_output_file),
+        "output of --sample-input-file (default: the input's name + .out)")(
+        "num-samples", po::value(&f.num_samples)->default_value(0),
+        "unconditional samples to write to --genfile")(
+        "genfile", po::value(&f.genfile), "jsonl output of --num-samples")(
+        "port", po::value<int>(), "serve Megatron's REST API (PUT /api) on this port (0: any)")(
+        "host", po::value(&f.host)->default_value("0.0.0.0"), "address the server listens on");
+    return g;
+}
+
+void finish_generation_flags(const po::variables_map& vm, GenerationFlags& f) {
+    if (vm.count("port")) {
+        f.port = vm["port"].as<int>();
+        MT_CHECK(*f.port >= 0 && *f.port < 65536, "--port must be in [0, 65535], got ", *f.port);
+    }
+    if (f.greedy) {
+        MT_CHECK(f.sampling.top_p == 0.0, "--greedy and --top_p cannot be used together");
+        f.sampling.top_k = 1;
+    }
+    MT_CHECK(f.num_samples >= 0, "--num-samples must be >= 0, got ", f.num_samples);
+    MT_CHECK(f.num_samples == 0 || !f.genfile.empty(), "--num-samples needs --genfile");
+    MT_CHECK(f.out_seq_length > 0, "--out-seq-length must be > 0, got ", f.out_seq_length);
+}
+
+}  // namespace mt::generate_tool

@@ -1,0 +1,36 @@
+// megatron-generate's own flags, with the names of Megatron-LM's text generation tools
+// (tools/run_text_generation_server.py, the older generate_samples_gpt.py): checkpoint, sampling,
+// the run mode (server, prompts, sample files, unconditional samples, interactive).
+#pragma once
+
+#include <boost/program_options/options_description.hpp>
+#include <boost/program_options/variables_map.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mt/infer/sampler.h"
+
+namespace mt::generate_tool {
+
+struct GenerationFlags {
+    std::string load, ckpt_format;
+    infer::SamplingParams sampling;
+    bool greedy = false;
+    int64_t out_seq_length = 1024;  // tokens to generate, at most (the model's positions bound it)
+    uint64_t seed = 1234;
+    bool return_log_probs = false;
+    std::vector<std::string> prompts;
+    std::string sample_input_file, sample_output_file, genfile;
+    int64_t num_samples = 0;
+    std::optional<int> port;
+    std::string host = "0.0.0.0";
+};
+
+boost::program_options::options_description generation_flags(GenerationFlags& out);
+// Reads what po cannot store directly (--port, --greedy) after po::notify.
+void finish_generation_flags(const boost::program_options::variables_map& vm,
+                             GenerationFlags& out);
+
+}  // namespace mt::generate_tool

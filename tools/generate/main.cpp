@@ -1,0 +1,81 @@
+// megatron-generate: text generation from a Megatron checkpoint or a Hugging Face model folder,
+// as Megatron-LM's tools/run_text_generation_server.py (REST, PUT /api) and its older
+// generate_samples_gpt.py (prompts, sample files, unconditional samples, interactive) do.
+#include <cstdio>
+#include <iostream>
+
+#include "api_server.h"
+#include "cli_modes.h"
+#include "generation_flags.h"
+#include "mt/cli/flags.h"
+#include "mt/cli/tool.h"
+#include "mt/infer/model_loader.h"
+#include "mt/registry.h"
+
+namespace {
+
+using namespace mt::generate_tool;
+
+int generate(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
+             const mt::ModelFamily& family, const mt::ModelArgs& overrides) {
+    mt::Registry& registry = mt::Registry::global();
+    auto tokenizer = mt::infer::tokenizer_for(registry, tf.type, tf.options, flags.load);
+    mt::infer::LoadedModel loaded =
+        mt::infer::load_for_inference(registry, family, flags.load, overrides, flags.ckpt_format);
+    std::printf(" loaded %s checkpoint from %s at iteration %lld\n", loaded.format.c_str(),
+                flags.load.c_str(), static_cast<long long>(loaded.iteration));
+    std::fflush(stdout);
+    TextGenerator generator(*loaded.model, *tokenizer, flags.seed);
+    if (flags.port) {
+        serve_api(generator, flags.host, *flags.port);
+        return 0;
+    }
+    CliSettings s;
+    s.base.sampling = flags.sampling;
+    s.base.logprobs = flags.return_log_probs;
+    s.out_seq_length = flags.out_seq_length;
+    s.max_positions = loaded.model->max_positions();
+    if (!flags.prompts.empty())
+        run_prompts(generator, s, flags.prompts, std::cout);
+    else if (!flags.sample_input_file.empty())
+        run_sample_file(generator, s, flags.sample_input_file,
+                        flags.sample_output_file.empty() ? flags.sample_input_file + ".out"
+                                                         : flags.sample_output_file);
+    else if (flags.num_samples > 0)
+        run_unconditional(generator, s, flags.num_samples, flags.genfile);
+    else
+        run_interactive(generator, s, std::cin, std::cout);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::unique_ptr<mt::ModelFamily> family;
+    try {
+        family = mt::cli::model_family_from_argv(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 1;
+    }
+    mt::cli::ToolSpec spec;
+    spec.name = "megatron-generate";
+    spec.description =
+        "Generates text from a Megatron checkpoint (megatron-train's, Megatron-LM's) or a Hugging\n"
+        "Face model folder: Megatron's REST server (--port, PUT /api), --prompts, a file of\n"
+        "prompts, unconditional samples, or an interactive prompt. Model flags given here\n"
+        "override the checkpoint's own.";
+    GenerationFlags flags;
+    mt::cli::TokenizerFlags tokenizer;
+    const auto model_flags = family->flags();
+    spec.options.add(generation_flags(flags));
+    spec.options.add(mt::cli::tokenizer_flags(tokenizer, false));
+    spec.options.add(
+        mt::cli::model_flags("Model (" + std::string(family->name()) + ")", model_flags));
+    spec.run = [&](const boost::program_options::variables_map& vm) {
+        finish_generation_flags(vm, flags);
+        mt::cli::finish_tokenizer_flags(vm, tokenizer);
+        return generate(flags, tokenizer, *family, mt::cli::collect_model_args(vm, model_flags, false));
+    };
+    return mt::cli::run_tool(argc, argv, spec);
+}

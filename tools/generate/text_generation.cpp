@@ -1,0 +1,83 @@
+// TextGenerator: Megatron's tokenize_prompts / detokenize_generations around infer::generate.
+#include "text_generation.h"
+
+#include "mt/error.h"
+
+namespace mt::generate_tool {
+
+namespace {
+
+// tokenize(text), or nothing for a tokenizer that cannot read it (NullTokenizer reads only
+// numbers): the rules that need the id then never fire.
+std::vector<int32_t> ids_of(const Tokenizer& t, const char* text) {
+    try {
+        return t.encode(text);
+    } catch (const mt::Error&) {
+        return {};
+    }
+}
+
+// The first id of tokenize(text), as Megatron's rules pick them ("\n", ":").
+std::optional<int32_t> first_id(const Tokenizer& t, const char* text) {
+    std::vector<int32_t> ids = ids_of(t, text);
+    if (ids.empty()) return std::nullopt;
+    return ids.front();
+}
+
+// "\n\n" as one token (GPT-2: 628), the double end-of-line stop_on_double_eol looks for.
+std::optional<int32_t> single_id(const Tokenizer& t, const char* text) {
+    std::vector<int32_t> ids = ids_of(t, text);
+    if (ids.size() != 1) return std::nullopt;
+    return ids.front();
+}
+
+int32_t eod_of(const Tokenizer& t) {
+    const SpecialIds& s = t.special_ids();
+    MT_CHECK(s.eod || s.eos, "generation needs an end-of-document token; tokenizer ", t.name(),
+             " has none");
+    return s.eod ? *s.eod : *s.eos;
+}
+
+}  // namespace
+
+TextGenerator::TextGenerator(Model& model, const Tokenizer& tokenizer, uint64_t seed)
+    : model_(model), tokenizer_(tokenizer), rng_(seed) {
+    ids_.eod = eod_of(tokenizer);
+    ids_.vocab_size = tokenizer.vocab_size();
+    ids_.newline = first_id(tokenizer, "\n");
+    ids_.double_newline = single_id(tokenizer, "\n\n");
+    ids_.colon = first_id(tokenizer, ":");
+}
+
+TextResult TextGenerator::run(const TextRequest& r) {
+    infer::GenerationRequest g;
+    for (const auto& prompt : r.prompts) {
+        std::vector<int32_t> ids;
+        if (r.add_bos) ids.push_back(ids_.eod);
+        if (!prompt.empty()) tokenizer_.encode_append(prompt, ids);
+        g.prompts.push_back(std::move(ids));
+    }
+    g.tokens_to_generate = r.tokens_to_generate;
+    g.sampling = r.sampling;
+    g.top_p_decay = r.top_p_decay;
+    g.top_p_bound = r.top_p_bound;
+    g.return_log_probs = r.logprobs;
+    g.stop_on_eol = r.stop_on_eol;
+    g.stop_on_double_eol = r.stop_on_double_eol;
+    g.prevent_newline_after_colon = r.prevent_newline_after_colon;
+    if (r.random_seed) rng_.reseed(*r.random_seed);
+    infer::GenerationResult out = infer::generate(model_, g, ids_, rng_);
+
+    TextResult result;
+    result.tokens = std::move(out.tokens);
+    result.logprobs = std::move(out.log_probs);
+    for (const auto& row : result.tokens) {
+        result.text.push_back(tokenizer_.decode(row));
+        std::vector<std::string> segments;
+        for (int32_t id : row) segments.push_back(tokenizer_.decode(std::span(&id, 1)));
+        result.segments.push_back(std::move(segments));
+    }
+    return result;
+}
+
+}  // namespace mt::generate_tool

@@ -1,0 +1,53 @@
+// TextGenerator: prompts as text in, Megatron's generation out (generate_and_post_process):
+// tokenize (with add_BOS prepending the EOD id), run the generation loop, detokenize each row
+// to the text, its ids, its per-token log-probs and its token strings ("segments").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mt/infer/generator.h"
+#include "mt/infer/sampler.h"
+#include "mt/model.h"
+#include "mt/tokenizer.h"
+
+namespace mt::generate_tool {
+
+struct TextRequest {
+    std::vector<std::string> prompts;
+    int64_t tokens_to_generate = 64;
+    infer::SamplingParams sampling;
+    double top_p_decay = 0.0, top_p_bound = 0.0;
+    bool logprobs = false;
+    bool add_bos = false;
+    bool stop_on_eol = false, stop_on_double_eol = false, prevent_newline_after_colon = false;
+    std::optional<uint64_t> random_seed;  // reseeds the generator's stream for this request
+};
+
+struct TextResult {
+    std::vector<std::string> text;                 // prompt + generation, detokenized
+    std::vector<std::vector<int32_t>> tokens;      // prompt + generated ids
+    std::vector<std::vector<float>> logprobs;      // per row, of every token after the first
+    std::vector<std::vector<std::string>> segments;  // per row, each token detokenized alone
+};
+
+// Not thread-safe: one request at a time (the server queues them).
+class TextGenerator {
+  public:
+    TextGenerator(Model& model, const Tokenizer& tokenizer, uint64_t seed);
+
+    // mt::Error (with Megatron's message where it has one) for requests it cannot run.
+    TextResult run(const TextRequest& request);
+
+    const Tokenizer& tokenizer() const { return tokenizer_; }
+
+  private:
+    Model& model_;
+    const Tokenizer& tokenizer_;
+    infer::GenerationTokens ids_;
+    infer::SamplingRng rng_;
+};
+
+}  // namespace mt::generate_tool
