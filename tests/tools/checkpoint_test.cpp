@@ -40,7 +40,7 @@ std::string train_command(const TempDir& dir, const std::string& data) {
            " --tokenizer-type GPT2BPETokenizer --vocab-file " +
            q(vocab / "vocab.json") + " --merge-file " + q(vocab / "merges.txt") + " --data-path " +
            q(data) + " --split 98,1,1 --data-cache-path " + q(dir / "cache") +
-           " --log-interval 1 --eval-iters 0";
+           " --log-interval 1 --eval-iters 0 --ckpt-format torch";
 }
 
 // iteration -> the "lm loss" text of its log line.
@@ -87,6 +87,39 @@ TEST(TrainCheckpoint, ResumingReproducesTheUninterruptedRun) {
     for (int i = 4; i <= 6; ++i) EXPECT_EQ(got[i], expected[i]) << "iteration " << i;
     EXPECT_NE(resumed.output.find("consumed samples:           24"), std::string::npos);
     EXPECT_EQ(read_file(ckpt / "latest_checkpointed_iteration.txt"), "6");
+}
+
+// Megatron's default format, torch_dist: --load finds it whatever --ckpt-format says, resuming
+// is exact, and --ckpt-convert-format writes the loaded state in another format (which resumes
+// exactly too) and stops.
+TEST(TrainCheckpoint, TorchDistByDefaultResumesExactlyAndConverts) {
+    TempDir dir;
+    const std::string data = make_dataset(dir);
+    std::string base = train_command(dir, data) + " --train-iters 6";
+    const std::string torch_format = " --ckpt-format torch";
+    base.erase(base.find(torch_format), torch_format.size());
+    auto full = run_command(base);
+    ASSERT_EQ(full.exit_code, 0) << full.output;
+    const fs::path ckpt = dir / "dist";
+    auto first = run_command(base + " --save " + q(ckpt) + " --exit-interval 3");
+    ASSERT_EQ(first.exit_code, 0) << first.output;
+    EXPECT_TRUE(fs::exists(ckpt / "iter_0000003/metadata.json"));
+    EXPECT_TRUE(fs::exists(ckpt / "iter_0000003/__0_0.distcp"));
+
+    auto conv = run_command(base + " --load " + q(ckpt) + " --ckpt-convert-format torch" +
+                            " --ckpt-convert-save " + q(dir / "conv"));
+    ASSERT_EQ(conv.exit_code, 0) << conv.output;
+    EXPECT_TRUE(fs::exists(dir / "conv/torch/iter_0000003/mp_rank_00/model_optim_rng.pt"));
+    EXPECT_TRUE(losses(conv.output).empty()) << "conversion does not train\n" << conv.output;
+
+    const auto expected = losses(full.output);
+    for (const fs::path& from : {ckpt, dir / "conv/torch"}) {
+        auto resumed = run_command(base + " --load " + q(from));
+        ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+        auto got = losses(resumed.output);
+        ASSERT_EQ(got.size(), 3u) << resumed.output;
+        for (int i = 4; i <= 6; ++i) EXPECT_EQ(got[i], expected.at(i)) << from << " iteration " << i;
+    }
 }
 
 TEST(TrainCheckpoint, FinetuneEndOfTrainingSaveAndNoOptimizerState) {

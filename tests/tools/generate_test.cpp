@@ -142,6 +142,26 @@ TEST(GenerateTool, PromptsGiveTransformersGreedyContinuation) {
     EXPECT_NE(r.output.find("\n" + expected + "\n"), std::string::npos) << r.output;
 }
 
+// Issue 5's end to end: the HF Llama converted by megatron-convert to a torch_dist checkpoint at
+// tensor parallel 2 (saved whole) generates transformers' greedy tokens.
+TEST(GenerateTool, AConvertedTorchDistCheckpointGivesTransformersGreedyTokens) {
+    mt::test::TempDir dir;
+    auto c = run_command(shell_quote(tool_path("megatron-convert")) +
+                         " --model-type GPT --loader llama_mistral --checkpoint-type hf"
+                         " --load-dir " + shell_quote(mt::test::fixtures_dir() / "hf" / "llama") +
+                         " --saver torch_dist --target-tensor-parallel-size 2 --save-dir " +
+                         shell_quote(dir.path() / "dist"));
+    ASSERT_EQ(c.exit_code, 0) << c.output;
+    const auto [prompt, expected] = greedy_reference(6);
+    auto r = run_command(shell_quote(tool_path("megatron-generate")) + " --load " +
+                         shell_quote(dir.path() / "dist") +
+                         " --tokenizer-type NullTokenizer --vocab-size 127 --greedy"
+                         " --out-seq-length 6 --prompts '" + prompt + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("loaded torch_dist checkpoint"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("\n" + expected + "\n"), std::string::npos) << r.output;
+}
+
 TEST(GenerateTool, SampleFileAndUnconditionalModesWriteTheirFiles) {
     mt::test::TempDir dir;
     const auto [prompt, expected] = greedy_reference(4);

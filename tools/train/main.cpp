@@ -8,6 +8,7 @@
 
 #include "checkpoint_args.h"
 #include "mt/checkpoint.h"
+#include "mt/checkpoint/format_detection.h"
 #include "mt/cli/flags.h"
 #include "mt/cli/tool.h"
 #include "mt/data/gpt_dataset_builder.h"
@@ -53,7 +54,7 @@ mt::data::GPTDatasetConfig dataset_config(const mt::train_tool::TrainingFlags& f
 }
 
 // Megatron's load_checkpoint: the latest checkpoint of --load, or a warning and a fresh start.
-void load_checkpoint(const mt::train_tool::TrainingFlags& flags, mt::CheckpointFormat& format,
+void load_checkpoint(const mt::train_tool::TrainingFlags& flags,
                      const mt::train::TrainingParts& parts) {
     const std::filesystem::path dir = *flags.load;
     const std::filesystem::path tracker = dir / "latest_checkpointed_iteration.txt";
@@ -62,9 +63,9 @@ void load_checkpoint(const mt::train_tool::TrainingFlags& flags, mt::CheckpointF
         std::printf("    will not load any checkpoints and will start from random\n");
         return;
     }
-    MT_CHECK(format.detect(dir), dir.string(), " holds no ", format.name(),
-             " checkpoint (see --ckpt-format)");
-    mt::CheckpointState state = format.load(dir);
+    // Megatron reads whichever format the directory holds, whatever --ckpt-format says.
+    auto format = mt::detect_checkpoint_format(mt::Registry::global(), dir);
+    mt::CheckpointState state = format->load(dir);
     std::printf(" loading checkpoint from %s at iteration %lld\n", flags.load->c_str(),
                 static_cast<long long>(state.iteration));
     mt::train::RestoreOptions o;
@@ -81,8 +82,7 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
           const mt::ModelFamily& family, mt::ModelArgs model_args,
           const std::vector<mt::FlagInfo>& model_flags) {
     std::unique_ptr<mt::CheckpointFormat> format;
-    if (flags.save || flags.load)
-        format = mt::Registry::global().create_checkpoint(flags.ckpt_format);
+    if (flags.save) format = mt::Registry::global().create_checkpoint(flags.ckpt_format);
     auto tokenizer = mt::Registry::global().create_tokenizer(tf.type, tf.options);
     std::printf("> building %s tokenizer (vocabulary %lld) ...\n", tf.type.c_str(),
                 static_cast<long long>(tokenizer->vocab_size()));
@@ -125,18 +125,29 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     }
 
     mt::train::TrainingParts parts{*model, optimizer, flags.optimizer_config, scheduler, trainer};
-    if (flags.load) load_checkpoint(flags, *format, parts);
-    auto save = [&] {
+    if (flags.load) load_checkpoint(flags, parts);
+    auto capture = [&] {
         mt::train::CaptureOptions o;
         o.optimizer = !flags.no_save_optim;
         o.rng = !flags.no_save_rng;
         o.args = mt::train_tool::checkpoint_args(flags, tf, model_flags,
                                                  family.resolved_args(model_args));
+        return mt::train::capture_checkpoint(parts, o);
+    };
+    if (flags.ckpt_convert_format) {  // Megatron's conversion: save in the other format, stop
+        auto to = mt::Registry::global().create_checkpoint(*flags.ckpt_convert_format);
+        const std::filesystem::path dir =
+            std::filesystem::path(*flags.ckpt_convert_save) / *flags.ckpt_convert_format;
+        to->save(dir, capture());
+        std::printf("> converted checkpoint: %s -> %s.\n", flags.load->c_str(), dir.c_str());
+        return 0;
+    }
+    auto save = [&] {
         std::printf("saving checkpoint at iteration %7lld to %s in %s format\n",
                     static_cast<long long>(trainer.iteration()), flags.save->c_str(),
                     flags.ckpt_format.c_str());
         std::fflush(stdout);
-        format->save(*flags.save, mt::train::capture_checkpoint(parts, o));
+        format->save(*flags.save, capture());
         std::printf("%s\n",
                     mt::train::format_saved_checkpoint(trainer.iteration(), *flags.save, 0, 1, 0, 1)
                         .c_str());

@@ -84,8 +84,13 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "load", po::value<std::string>(), "checkpoint directory to load from")(
         "save-interval", po::value<int64_t>(),
         "iterations between checkpoints (one is also saved when training ends)")(
-        "ckpt-format", po::value(&f.ckpt_format)->default_value("torch"),
-        "checkpoint format plugin (Megatron's default is torch_dist; megatron-train writes torch)")(
+        "ckpt-format", po::value(&f.ckpt_format)->default_value("torch_dist"),
+        "format --save writes: torch_dist (Megatron's default), torch, or any checkpoint plugin; "
+        "--load reads whichever format it finds")(
+        "ckpt-convert-format", po::value<std::string>(),
+        "after loading, save the checkpoint in this format under --ckpt-convert-save and stop")(
+        "ckpt-convert-save", po::value<std::string>(),
+        "directory for --ckpt-convert-format (the checkpoint goes to DIR/<format>)")(
         "no-save-optim", po::bool_switch(&f.no_save_optim), "do not save the optimizer state")(
         "no-save-rng", po::bool_switch(&f.no_save_rng), "do not save the RNG state")(
         "no-load-optim", po::bool_switch(&f.no_load_optim),
@@ -146,6 +151,10 @@ void finish(const po::variables_map& vm, TrainingFlags& f) {
     read_optional(vm, "save", f.save);
     read_optional(vm, "load", f.load);
     read_optional(vm, "save-interval", f.save_interval);
+    read_optional(vm, "ckpt-convert-format", f.ckpt_convert_format);
+    read_optional(vm, "ckpt-convert-save", f.ckpt_convert_save);
+    MT_CHECK(!f.ckpt_convert_format || (f.ckpt_convert_save && f.load),
+             "--ckpt-convert-format needs --ckpt-convert-save and --load");
     MT_CHECK(!f.save_interval || *f.save_interval > 0, "--save-interval must be positive, got ",
              *f.save_interval);
     read_optional(vm, "split", f.split);

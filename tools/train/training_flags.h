@@ -35,7 +35,10 @@ struct TrainingFlags {
     // Checkpoints.
     std::optional<std::string> save, load;
     std::optional<int64_t> save_interval;
-    std::string ckpt_format = "torch";
+    std::string ckpt_format = "torch_dist";  // what --save writes (--load detects its own)
+    // --ckpt-convert-format / --ckpt-convert-save: after loading, save in that format under
+    // <convert_save>/<format> and stop (Megatron's checkpoint conversion).
+    std::optional<std::string> ckpt_convert_format, ckpt_convert_save;
     bool no_save_optim = false, no_save_rng = false, no_load_optim = false, no_load_rng = false;
     bool finetune = false;
     // Data.

@@ -24,14 +24,7 @@ struct LoadedModel {
     int64_t iteration = 0;
 };
 
-// The checkpoint format of `dir`: `format` when not empty, else the first registered one whose
-// detect() accepts the directory (every checkpoint plugin is loaded to ask). mt::Error naming
-// the directory and the formats tried when none does.
-MT_API std::unique_ptr<CheckpointFormat> detect_checkpoint_format(Registry& registry,
-                                                                  const std::filesystem::path& dir,
-                                                                  const std::string& format);
-
-// Reads `dir` (format as for detect_checkpoint_format), builds family's model from the
+// Reads `dir` (format as for mt::detect_checkpoint_format), builds family's model from the
 // checkpoint's args overridden by `overrides` (the model flags given on the command line), with
 // dropout off, and loads the weights.
 MT_API LoadedModel load_for_inference(Registry& registry, const ModelFamily& family,
