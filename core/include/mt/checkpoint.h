@@ -69,6 +69,10 @@ struct CheckpointState {
     std::vector<std::pair<std::string, ArgValue>> args;
     std::vector<std::pair<std::string, ShardedTensor>> model;  // state-dict order
     std::optional<OptimizerCheckpoint> optimizer;              // absent: --no-save-optim
+    // Why the checkpoint's optimizer state was left out although it has one (a layout not
+    // supported yet, e.g. the distributed optimizer's); empty otherwise. The model still loads
+    // (generation, conversion); resuming training with the optimizer reports this.
+    std::string optimizer_not_loaded;
     std::optional<SchedulerCheckpoint> scheduler;
     std::optional<RngCheckpoint> rng;  // absent: --no-save-rng or not in the file
 

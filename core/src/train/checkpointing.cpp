@@ -140,6 +140,8 @@ void restore_checkpoint(const CheckpointState& state, const TrainingParts& parts
     parts.trainer.set_progress(state.iteration, state.consumed_train_samples,
                                state.consumed_valid_samples);
     if (o.optimizer) {
+        MT_CHECK(state.optimizer_not_loaded.empty(), state.optimizer_not_loaded,
+                 " (use --no-load-optim or --finetune)");
         MT_CHECK(state.optimizer && state.scheduler,
                  "the checkpoint has no optimizer state: use --no-load-optim or --finetune");
         restore_optimizer(*state.optimizer, parts);

@@ -222,19 +222,29 @@ CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
             continue;
         }
         has_optimizer = true;
-        MT_CHECK(e.fqn.starts_with(kMomentPrefix) &&
-                     e.fqn.find('.', std::strlen(kMomentPrefix)) != std::string::npos,
-                 "not supported yet: optimizer state ", e.fqn, " in ", iter.string(),
-                 " (use --no-load-optim)");
+        if (!e.fqn.starts_with(kMomentPrefix) ||
+            e.fqn.find('.', std::strlen(kMomentPrefix)) == std::string::npos) {
+            if (state.optimizer_not_loaded.empty())
+                state.optimizer_not_loaded = str("not supported yet: optimizer state ", e.fqn,
+                                                 " in ", iter.string());
+            continue;
+        }
         const std::string rest = e.fqn.substr(std::strlen(kMomentPrefix));
         const size_t dot = rest.find('.');
         for (auto& [name, t] : unstack(rest.substr(dot + 1), read_dcp_tensor(iter, e)))
             moments.emplace_back(rest.substr(0, dot + 1) + name, t);
     }
     order_by_layer(state.model);
-    if (has_optimizer)
-        state.optimizer =
-            optimizer_from_py(common, moments, state.model, state.iteration, iter.string());
+    // An optimizer layout not read yet leaves the model loadable (generation, conversion);
+    // resuming training with the optimizer reports the reason.
+    if (has_optimizer && state.optimizer_not_loaded.empty()) {
+        try {
+            state.optimizer =
+                optimizer_from_py(common, moments, state.model, state.iteration, iter.string());
+        } catch (const Error& e) {
+            state.optimizer_not_loaded = e.what();
+        }
+    }
     if (latest->release) state.iteration = 0;
     return state;
 }

@@ -10,8 +10,6 @@ namespace {
 using io::PyKind;
 using io::PyValue;
 
-constexpr const char* kUseNoLoadOptim = " (use --no-load-optim)";
-
 // The moments an optimizer keeps per parameter, as torch names them.
 std::vector<std::string> moment_names(const std::string& type) {
     if (type == "adam") return {"exp_avg", "exp_avg_sq"};
@@ -81,19 +79,17 @@ OptimizerCheckpoint optimizer_from_py(
     const std::string& where) {
     if (const PyValue* meta = common.find("content_metadata"))
         MT_CHECK(!(meta->kind() == PyKind::dict && meta->find("distrib_optim_sharding_type")),
-                 "not supported yet: the distributed optimizer's state in ", where,
-                 kUseNoLoadOptim);
+                 "not supported yet: the distributed optimizer's state in ", where);
     for (const auto& [name, t] : moments)
         MT_CHECK(name.starts_with("exp_avg.") || name.starts_with("exp_avg_sq.") ||
                      name.starts_with("momentum_buffer."),
                  "not supported yet: optimizer state ", kMomentPrefix, name, " in ", where,
-                 " (master weights of fp16/bf16 training or the distributed optimizer)",
-                 kUseNoLoadOptim);
+                 " (master weights of fp16/bf16 training or the distributed optimizer)");
     const PyValue& opt = common["optimizer"];
     MT_CHECK(opt.kind() == PyKind::dict && opt.find("param_groups") && opt.find("state") &&
                  opt["param_groups"].kind() == PyKind::list && !opt["param_groups"].items().empty(),
              "not supported yet: the optimizer layout of ", where,
-             " (several chained optimizers, or not Megatron's FP32Optimizer)", kUseNoLoadOptim);
+             " (several chained optimizers, or not Megatron's FP32Optimizer)");
 
     OptimizerCheckpoint o;
     const auto& groups = opt["param_groups"].items();
@@ -133,7 +129,7 @@ OptimizerCheckpoint optimizer_from_py(
             MT_CHECK(value->shape() == t.local.shape(), "not supported yet: optimizer state ",
                      kMomentPrefix, m, ".", name, " is ", value->describe(),
                      " but the parameter is ", shape_str(t.local.shape()),
-                     " (flattened distributed-optimizer shards?) in ", where, kUseNoLoadOptim);
+                     " (flattened distributed-optimizer shards?) in ", where);
             slot = *value;
         }
         o.params.push_back(std::move(p));

@@ -29,8 +29,8 @@ std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer
 // "<moment>.<core name>" (exp_avg.decoder.layers.0....). Parameters are `model`'s, in its order;
 // their weight-decay group follows Megatron's default rule (".bias" or 1-D: none). Layouts this
 // does not read (distributed optimizer, fp16/bf16 master weights, several chained optimizers)
-// are mt::Errors saying "not supported yet: ... (use --no-load-optim)"; `where` names the
-// checkpoint.
+// are mt::Errors saying "not supported yet: ..." (the loader keeps the message in
+// CheckpointState::optimizer_not_loaded); `where` names the checkpoint.
 OptimizerCheckpoint optimizer_from_py(
     const io::PyValue& common, const NamedTensors& moments,
     const std::vector<std::pair<std::string, ShardedTensor>>& model, int64_t iteration,
