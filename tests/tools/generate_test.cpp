@@ -142,24 +142,29 @@ TEST(GenerateTool, PromptsGiveTransformersGreedyContinuation) {
     EXPECT_NE(r.output.find("\n" + expected + "\n"), std::string::npos) << r.output;
 }
 
-// Issue 5's end to end: the HF Llama converted by megatron-convert to a torch_dist checkpoint at
-// tensor parallel 2 (saved whole) generates transformers' greedy tokens.
-TEST(GenerateTool, AConvertedTorchDistCheckpointGivesTransformersGreedyTokens) {
+// The HF Llama converted by megatron-convert to torch_dist at tensor parallel 2 (saved whole)
+// and to Megatron's torch format split over TP 2 x PP 2 (joined again when loaded) generates
+// transformers' greedy tokens.
+TEST(GenerateTool, ConvertedCheckpointsInAnyLayoutGiveTransformersGreedyTokens) {
     mt::test::TempDir dir;
-    auto c = run_command(shell_quote(tool_path("megatron-convert")) +
-                         " --model-type GPT --loader llama_mistral --checkpoint-type hf"
-                         " --load-dir " + shell_quote(mt::test::fixtures_dir() / "hf" / "llama") +
-                         " --saver torch_dist --target-tensor-parallel-size 2 --save-dir " +
-                         shell_quote(dir.path() / "dist"));
-    ASSERT_EQ(c.exit_code, 0) << c.output;
     const auto [prompt, expected] = greedy_reference(6);
-    auto r = run_command(shell_quote(tool_path("megatron-generate")) + " --load " +
-                         shell_quote(dir.path() / "dist") +
-                         " --tokenizer-type NullTokenizer --vocab-size 127 --greedy"
-                         " --out-seq-length 6 --prompts '" + prompt + "'");
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    EXPECT_NE(r.output.find("loaded torch_dist checkpoint"), std::string::npos) << r.output;
-    EXPECT_NE(r.output.find("\n" + expected + "\n"), std::string::npos) << r.output;
+    for (const auto& [saver, layout] :
+         {std::pair<std::string, std::string>{"torch_dist", "--target-tensor-parallel-size 2"},
+          {"core", "--target-tensor-parallel-size 2 --target-pipeline-parallel-size 2"}}) {
+        const fs::path out = dir.path() / saver;
+        auto c = run_command(shell_quote(tool_path("megatron-convert")) +
+                             " --model-type GPT --loader llama_mistral --checkpoint-type hf"
+                             " --load-dir " +
+                             shell_quote(mt::test::fixtures_dir() / "hf" / "llama") + " --saver " +
+                             saver + " " + layout + " --save-dir " + shell_quote(out));
+        ASSERT_EQ(c.exit_code, 0) << c.output;
+        auto r = run_command(shell_quote(tool_path("megatron-generate")) + " --load " +
+                             shell_quote(out) +
+                             " --tokenizer-type NullTokenizer --vocab-size 127 --greedy"
+                             " --out-seq-length 6 --prompts '" + prompt + "'");
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+        EXPECT_NE(r.output.find("\n" + expected + "\n"), std::string::npos) << saver << r.output;
+    }
 }
 
 TEST(GenerateTool, SampleFileAndUnconditionalModesWriteTheirFiles) {
@@ -213,7 +218,7 @@ TEST(GenerateTool, GeneratesFromAMegatronTrainCheckpoint) {
                          shell_quote(dir.path() / "ckpt") + tokenizer +
                          " --greedy --out-seq-length 8 --prompts 'Document 7 says'");
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    EXPECT_NE(r.output.find("loaded torch checkpoint"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("loaded torch_dist checkpoint"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("\nDocument 7 says"), std::string::npos) << r.output;
     // Too long for the 32 positions the checkpoint's args give.
     r = run_command(shell_quote(tool_path("megatron-generate")) + " --load " +

@@ -42,26 +42,23 @@ std::string layout_str(const CheckpointLayout& l) {
 
 }  // namespace
 
-void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& load_dir,
-                        CheckpointFormat& saver, const std::filesystem::path& save_dir,
-                        const ModelFamily& family, const ConvertOptions& o) {
+WholeCheckpoint load_whole_checkpoint(CheckpointFormat& loader, const std::filesystem::path& dir,
+                                      const ModelFamily& family, bool progress) {
     // ---- load every rank (tensors view the files) ----
-    const CheckpointLayout source = loader.layout(load_dir);
-    o.log("loading a " + std::string(loader.name()) + " checkpoint (" + layout_str(source) +
-          ") from " + load_dir.string());
+    WholeCheckpoint w;
+    w.layout = loader.layout(dir);
+    const CheckpointLayout& source = w.layout;
     std::vector<std::vector<NamedTensors>> ranks(size_t(source.pipeline_parallel));
-    CheckpointState head;  // rank (0, 0) without its tensors: args, iteration, progress
     {
-        Progress bar("loading", source.ranks(), "ranks",
-                     o.progress && ::isatty(STDERR_FILENO) == 1);
+        Progress bar("loading", source.ranks(), "ranks", progress && ::isatty(STDERR_FILENO) == 1);
         for (int64_t pp = 0; pp < source.pipeline_parallel; ++pp)
             for (int64_t tp = 0; tp < source.tensor_parallel; ++tp) {
-                CheckpointState s = loader.load_rank(load_dir, tp, pp);
+                CheckpointState s = loader.load_rank(dir, tp, pp);
                 ranks[size_t(pp)].push_back(named(s));
                 if (tp == 0 && pp == 0) {
                     s.model.clear();
                     s.optimizer.reset();
-                    head = std::move(s);
+                    w.head = std::move(s);
                 }
                 bar.add(1);
             }
@@ -69,19 +66,31 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
     }
 
     // ---- the model the source's args describe, as whole tensors ----
-    ModelArgs args = model_args_from_checkpoint(head.args, family.flags());
-    if (bool_arg(head.args, "use_legacy_models")) args["transformer-impl"] = "local";
-    if (!args.count("padded-vocab-size"))
+    w.args = model_args_from_checkpoint(w.head.args, family.flags());
+    if (bool_arg(w.head.args, "use_legacy_models")) w.args["transformer-impl"] = "local";
+    if (!w.args.count("padded-vocab-size"))
         for (const auto& [name, t] : ranks[0][0])
             if (name == "embedding.word_embeddings.weight")
-                args["padded-vocab-size"] = std::to_string(t.shape()[0] * source.tensor_parallel);
-    args["tensor-model-parallel-size"] = "1";
-    const std::vector<ParameterInfo> params = family.parameters(args);
-    const std::vector<Tensor> whole =
-        whole_tensors(params, source, [&](int64_t tp, int64_t pp) -> const NamedTensors& {
-            return ranks[size_t(pp)][size_t(tp)];
-        });
-    ranks.clear();
+                w.args["padded-vocab-size"] = std::to_string(t.shape()[0] * source.tensor_parallel);
+    w.args["tensor-model-parallel-size"] = "1";
+    w.params = family.parameters(w.args);
+    w.tensors = whole_tensors(w.params, source, [&](int64_t tp, int64_t pp) -> const NamedTensors& {
+        return ranks[size_t(pp)][size_t(tp)];
+    });
+    return w;
+}
+
+void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& load_dir,
+                        CheckpointFormat& saver, const std::filesystem::path& save_dir,
+                        const ModelFamily& family, const ConvertOptions& o) {
+    o.log("loading a " + std::string(loader.name()) + " checkpoint (" +
+          layout_str(loader.layout(load_dir)) + ") from " + load_dir.string());
+    WholeCheckpoint w = load_whole_checkpoint(loader, load_dir, family, o.progress);
+    const CheckpointLayout& source = w.layout;
+    const CheckpointState& head = w.head;
+    const ModelArgs& args = w.args;
+    const std::vector<ParameterInfo>& params = w.params;
+    const std::vector<Tensor>& whole = w.tensors;
 
     // ---- the target model ----
     // By default the layout the source was trained with (its args; a whole-tensor format's

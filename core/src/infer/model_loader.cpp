@@ -1,7 +1,7 @@
 // Checkpoint → inference model: the format's reader, the model its args describe, its weights.
 #include "mt/infer/model_loader.h"
 
-#include "mt/checkpoint/checkpoint_args.h"
+#include "mt/checkpoint/convert.h"
 #include "mt/checkpoint/format_detection.h"
 #include "mt/checkpoint/model_weights.h"
 #include "mt/error.h"
@@ -12,8 +12,9 @@ LoadedModel load_for_inference(Registry& registry, const ModelFamily& family,
                                const std::filesystem::path& dir, const ModelArgs& overrides,
                                const std::string& format) {
     auto reader = detect_checkpoint_format(registry, dir, format);
-    CheckpointState state = reader->load(dir);
-    ModelArgs args = model_args_from_checkpoint(state.args, family.flags());
+    // Any tensor/pipeline layout: the rank files are joined into the whole model.
+    WholeCheckpoint whole = load_whole_checkpoint(*reader, dir, family, true);
+    ModelArgs args = whole.args;
     for (const auto& [k, v] : overrides) args[k] = v;
     // Inference: no dropout whatever the training used.
     args["attention-dropout"] = "0";
@@ -21,9 +22,15 @@ LoadedModel load_for_inference(Registry& registry, const ModelFamily& family,
     LoadedModel out;
     out.args = family.resolved_args(args);
     out.model = family.build(out.args);
-    load_model_weights(state, *out.model, WeightLoad::share);
+    CheckpointState weights;
+    for (size_t i = 0; i < whole.params.size(); ++i) {
+        const Tensor& t = whole.tensors[i];
+        weights.model.emplace_back(whole.params[i].name,
+                                   ShardedTensor{t, t.shape(), Shape(t.shape().size(), 0)});
+    }
+    load_model_weights(weights, *out.model, WeightLoad::share);
     out.format = std::string(reader->name());
-    out.iteration = state.iteration;
+    out.iteration = whole.head.iteration;
     return out;
 }
 

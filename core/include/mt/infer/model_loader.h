@@ -24,9 +24,9 @@ struct LoadedModel {
     int64_t iteration = 0;
 };
 
-// Reads `dir` (format as for mt::detect_checkpoint_format), builds family's model from the
-// checkpoint's args overridden by `overrides` (the model flags given on the command line), with
-// dropout off, and loads the weights.
+// Reads `dir` in any tensor/pipeline layout (format as for mt::detect_checkpoint_format), builds
+// family's model from the checkpoint's args overridden by `overrides` (the model flags given on
+// the command line), with dropout off, and gives it the weights.
 MT_API LoadedModel load_for_inference(Registry& registry, const ModelFamily& family,
                                       const std::filesystem::path& dir, const ModelArgs& overrides,
                                       const std::string& format = "");
