@@ -51,31 +51,24 @@ int generate(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::unique_ptr<mt::ModelFamily> family;
-    try {
-        family = mt::cli::model_family_from_argv(argc, argv);
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "error: %s\n", e.what());
-        return 1;
-    }
-    mt::cli::ToolSpec spec;
-    spec.name = "megatron-generate";
-    spec.description =
-        "Generates text from a Megatron checkpoint (megatron-train's, Megatron-LM's) or a Hugging\n"
-        "Face model folder: Megatron's REST server (--port, PUT /api), --prompts, a file of\n"
-        "prompts, unconditional samples, or an interactive prompt. Model flags given here\n"
-        "override the checkpoint's own.";
     GenerationFlags flags;
     mt::cli::TokenizerFlags tokenizer;
-    const auto model_flags = family->flags();
-    spec.options.add(generation_flags(flags));
-    spec.options.add(mt::cli::tokenizer_flags(tokenizer, false));
-    spec.options.add(
-        mt::cli::model_flags("Model (" + std::string(family->name()) + ")", model_flags));
-    spec.run = [&](const boost::program_options::variables_map& vm) {
-        finish_generation_flags(vm, flags);
-        mt::cli::finish_tokenizer_flags(vm, tokenizer);
-        return generate(flags, tokenizer, *family, mt::cli::collect_model_args(vm, model_flags, false));
-    };
-    return mt::cli::run_tool(argc, argv, spec);
+    return mt::cli::run_model_tool(argc, argv, [&](const mt::ModelFamily& family,
+                                                   mt::cli::ToolSpec& spec) {
+        spec.name = "megatron-generate";
+        spec.description =
+            "Generates text from a Megatron checkpoint (megatron-train's, Megatron-LM's) or a\n"
+            "Hugging Face model folder: Megatron's REST server (--port, PUT /api), --prompts, a\n"
+            "file of prompts, unconditional samples, or an interactive prompt. Model flags given\n"
+            "here override the checkpoint's own.";
+        spec.options.add(generation_flags(flags));
+        spec.options.add(mt::cli::tokenizer_flags(tokenizer, false));
+        spec.options.add(mt::cli::model_flags(family));
+        spec.run = [&](const boost::program_options::variables_map& vm) {
+            finish_generation_flags(vm, flags);
+            mt::cli::finish_tokenizer_flags(vm, tokenizer);
+            return generate(flags, tokenizer, family,
+                            mt::cli::collect_model_args(vm, family.flags(), false));
+        };
+    });
 }

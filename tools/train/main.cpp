@@ -189,30 +189,24 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::unique_ptr<mt::ModelFamily> family;
-    try {
-        family = mt::cli::model_family_from_argv(argc, argv);
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "error: %s\n", e.what());
-        return 1;
-    }
-    mt::cli::ToolSpec spec;
-    spec.name = "megatron-train";
-    spec.description =
-        "Pretrains a model on Megatron indexed datasets, as Megatron-LM's pretrain_gpt.py does:\n"
-        "same flags, same sample order, learning-rate schedule and log lines. One CPU process.";
     mt::train_tool::TrainingFlags flags;
     mt::cli::TokenizerFlags tokenizer;
-    const auto model_flags = family->flags();
-    for (auto& group : mt::train_tool::training_flag_groups(flags)) spec.options.add(group);
-    spec.options.add(
-        mt::cli::model_flags("Model (" + std::string(family->name()) + ")", model_flags));
-    spec.options.add(mt::cli::tokenizer_flags(tokenizer));
-    spec.run = [&](const boost::program_options::variables_map& vm) {
-        mt::train_tool::finish(vm, flags);
-        mt::cli::finish_tokenizer_flags(vm, tokenizer);
-        return train(flags, tokenizer, *family, mt::cli::collect_model_args(vm, model_flags),
-                     model_flags);
-    };
-    return mt::cli::run_tool(argc, argv, spec);
+    return mt::cli::run_model_tool(argc, argv, [&](const mt::ModelFamily& family,
+                                                   mt::cli::ToolSpec& spec) {
+        spec.name = "megatron-train";
+        spec.description =
+            "Pretrains a model on Megatron indexed datasets, as Megatron-LM's pretrain_gpt.py\n"
+            "does: same flags, same sample order, learning-rate schedule and log lines. One CPU\n"
+            "process.";
+        for (auto& group : mt::train_tool::training_flag_groups(flags)) spec.options.add(group);
+        spec.options.add(mt::cli::model_flags(family));
+        spec.options.add(mt::cli::tokenizer_flags(tokenizer));
+        spec.run = [&](const boost::program_options::variables_map& vm) {
+            mt::train_tool::finish(vm, flags);
+            mt::cli::finish_tokenizer_flags(vm, tokenizer);
+            const auto model_flags = family.flags();
+            return train(flags, tokenizer, family, mt::cli::collect_model_args(vm, model_flags),
+                         model_flags);
+        };
+    });
 }

@@ -56,6 +56,10 @@ po::options_description model_flags(const std::string& caption,
     return g;
 }
 
+po::options_description model_flags(const ModelFamily& family) {
+    return model_flags("Model (" + std::string(family.name()) + ")", family.flags());
+}
+
 ModelArgs collect_model_args(const po::variables_map& vm, const std::vector<FlagInfo>& flags,
                              bool include_defaults) {
     ModelArgs args;

@@ -68,4 +68,18 @@ int run_tool(int argc, char** argv, ToolSpec& spec) {
     }
 }
 
+int run_model_tool(int argc, char** argv,
+                   const std::function<void(const ModelFamily&, ToolSpec&)>& build) {
+    std::unique_ptr<ModelFamily> family;
+    try {
+        family = model_family_from_argv(argc, argv);
+    } catch (const std::exception& e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return 1;
+    }
+    ToolSpec spec;
+    build(*family, spec);
+    return run_tool(argc, argv, spec);
+}
+
 }  // namespace mt::cli

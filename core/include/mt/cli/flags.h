@@ -38,6 +38,8 @@ MT_API po::options_description plugin_flags(PluginFlags& out);
 // the command line collected back into ModelArgs (switches that are set map to "").
 MT_API po::options_description model_flags(const std::string& caption,
                                            const std::vector<FlagInfo>& flags);
+// The family's flags as the group "Model (<family name>)".
+MT_API po::options_description model_flags(const ModelFamily& family);
 // With include_defaults false only the flags the command line gave (what should override a
 // checkpoint's own arguments).
 MT_API ModelArgs collect_model_args(const po::variables_map& vm,
