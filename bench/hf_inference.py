@@ -1,0 +1,143 @@
+"""Hugging Face transformers side of bench/inference_bench.sh (CPU, fp32).
+
+  make {gpt2-small,llama-1b} DIR   a randomly initialised model saved as DIR/config.json +
+                                   DIR/model.safetensors (fp32)
+  tokenizer DIR [--gpt2-vocab F]   a tokenizer.json for llama.cpp's convert_hf_to_gguf.py: for
+                                   GPT-2 the real vocabulary (read from llama.cpp's
+                                   models/ggml-vocab-gpt-2.gguf, needs gguf-py), for Llama a
+                                   byte-fallback BPE of placeholder pieces (ids are all a
+                                   random-weight benchmark needs)
+  bench DIR --threads N            prefill and greedy KV-cache decode timings, one line each:
+                                   "prefill batch=B tokens=N seconds=S tokens_per_s=R"
+
+Timing rules shared with mt_bench_inference: prefill = one forward over B rows of P random
+tokens keeping the last position's logits; decode = D greedy steps of one token per row
+through the KV cache after that prompt; best of --repeat runs.
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+
+def make(args):
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(args.seed)
+    if args.shape == "gpt2-small":
+        config = GPT2Config(n_layer=12, n_embd=768, n_head=12, vocab_size=50257,
+                            n_positions=1024, tie_word_embeddings=True)
+        model = GPT2LMHeadModel(config)
+    else:
+        config = LlamaConfig(num_hidden_layers=16, hidden_size=2048, num_attention_heads=32,
+                             num_key_value_heads=8, intermediate_size=8192, vocab_size=32000,
+                             max_position_embeddings=2048, rms_norm_eps=1e-5, rope_theta=10000.0,
+                             tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)
+        model = LlamaForCausalLM(config)
+    model = model.to(torch.float32).eval()
+    model.save_pretrained(args.dir, safe_serialization=True)
+    if args.shape == "gpt2-small":
+        # The released GPT-2 configs carry n_ctx, which llama.cpp's converter reads;
+        # transformers 5 no longer writes it.
+        path = Path(args.dir) / "config.json"
+        saved = json.loads(path.read_text())
+        saved["n_ctx"] = saved["n_positions"]
+        path.write_text(json.dumps(saved, indent=2) + "\n")
+    params = sum(p.numel() for p in model.parameters())
+    print(f"{args.shape}: {params / 1e6:.1f}M parameters saved in {args.dir}")
+
+
+def tokenizer(args):
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    config = json.loads((Path(args.dir) / "config.json").read_text())
+    if config["model_type"] == "gpt2":
+        if not args.gpt2_vocab:
+            sys.exit("tokenizer: a GPT-2 folder needs --gpt2-vocab (llama.cpp's ggml-vocab-gpt-2.gguf)")
+        from gguf import GGUFReader
+
+        reader = GGUFReader(args.gpt2_vocab)
+
+        def strings(key):
+            field = reader.get_field(key)
+            return [bytes(field.parts[i]).decode("utf-8") for i in field.data]
+
+        tokens = strings("tokenizer.ggml.tokens")
+        merges = [tuple(m.split(" ", 1)) for m in strings("tokenizer.ggml.merges")]
+        tok = Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges))
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        special = dict(bos_token="<|endoftext|>", eos_token="<|endoftext|>",
+                       unk_token="<|endoftext|>")
+    else:
+        pieces = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+        pieces += [f"\u2581p{i}" for i in range(config["vocab_size"] - len(pieces))]
+        tok = Tokenizer(models.BPE(vocab={p: i for i, p in enumerate(pieces)}, merges=[],
+                                   unk_token="<unk>", fuse_unk=True, byte_fallback=True))
+        tok.normalizer = normalizers.Sequence(
+            [normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
+        tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(),
+                                         decoders.Fuse(), decoders.Strip(" ", 1, 0)])
+        special = dict(bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+    PreTrainedTokenizerFast(tokenizer_object=tok, **special).save_pretrained(args.dir)
+
+
+def bench(args):
+    from transformers import AutoModelForCausalLM, DynamicCache
+
+    torch.set_num_threads(args.threads)
+    model = AutoModelForCausalLM.from_pretrained(args.dir, dtype=torch.float32).eval()
+    vocab = model.config.vocab_size
+    gen = torch.Generator().manual_seed(0)
+    for batch in args.batch:
+        prompt = torch.randint(0, vocab, (batch, args.prompt), generator=gen)
+        best_prefill = best_decode = float("inf")
+        for _ in range(args.repeat):
+            with torch.inference_mode():
+                cache = DynamicCache(config=model.config)
+                t0 = time.perf_counter()
+                out = model(input_ids=prompt, past_key_values=cache, use_cache=True,
+                            logits_to_keep=1)
+                t1 = time.perf_counter()
+                token = out.logits[:, -1].argmax(-1, keepdim=True)
+                for _ in range(args.decode):
+                    out = model(input_ids=token, past_key_values=out.past_key_values,
+                                use_cache=True, logits_to_keep=1)
+                    token = out.logits[:, -1].argmax(-1, keepdim=True)
+                t2 = time.perf_counter()
+            best_prefill = min(best_prefill, t1 - t0)
+            best_decode = min(best_decode, t2 - t1)
+        for what, n, s in (("prefill", args.prompt, best_prefill),
+                           ("decode", args.decode, best_decode)):
+            print(f"{what} batch={batch} tokens={n} seconds={s:.4f} "
+                  f"tokens_per_s={batch * n / s:.2f}", flush=True)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    m = sub.add_parser("make")
+    m.add_argument("shape", choices=["gpt2-small", "llama-1b"])
+    m.add_argument("dir")
+    m.add_argument("--seed", type=int, default=1234)
+    t = sub.add_parser("tokenizer")
+    t.add_argument("dir")
+    t.add_argument("--gpt2-vocab", default="")
+    b = sub.add_parser("bench")
+    b.add_argument("dir")
+    b.add_argument("--threads", type=int, required=True)
+    b.add_argument("--prompt", type=int, default=128)
+    b.add_argument("--decode", type=int, default=64)
+    b.add_argument("--batch", type=int, nargs="+", default=[1, 8])
+    b.add_argument("--repeat", type=int, default=2)
+    args = p.parse_args()
+    {"make": make, "tokenizer": tokenizer, "bench": bench}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()
