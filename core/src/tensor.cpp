@@ -1,5 +1,7 @@
 #include "mt/tensor.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -43,6 +45,25 @@ std::shared_ptr<Storage> cpu_storage(int64_t bytes) {
     MT_CHECK(!rounded || st->data, "out of memory allocating ", bytes, " bytes");
     st->bytes = bytes;
     st->deleter = [](void* p) { std::free(p); };
+    return st;
+}
+// Zero-filled storage straight from the kernel for large tensors: its pages cost nothing until
+// written (a model's parameters and gradients, when a checkpoint then replaces them or
+// inference never touches them, never take memory); small ones are cleared by memset.
+std::shared_ptr<Storage> zeroed_cpu_storage(int64_t bytes) {
+    constexpr int64_t kMapped = int64_t(1) << 20;
+    if (bytes < kMapped) {
+        auto st = cpu_storage(bytes);
+        if (bytes) std::memset(st->data, 0, size_t(bytes));
+        return st;
+    }
+    void* p = ::mmap(nullptr, size_t(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                     -1, 0);
+    MT_CHECK(p != MAP_FAILED, "out of memory allocating ", bytes, " bytes");
+    auto st = std::make_shared<Storage>();
+    st->data = p;
+    st->bytes = bytes;
+    st->deleter = [bytes](void* q) { ::munmap(q, size_t(bytes)); };
     return st;
 }
 }  // namespace
@@ -97,9 +118,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
 }
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype) {
-    Tensor t = empty(shape, dtype);
-    if (t.nbytes()) std::memset(t.raw_data(), 0, t.nbytes());
-    return t;
+    return from_storage(zeroed_cpu_storage(shape_numel(shape) * dtype_size(dtype)), shape, dtype);
 }
 
 Tensor Tensor::from_blob(void* data, const Shape& shape, DType dtype, std::shared_ptr<void> owner,

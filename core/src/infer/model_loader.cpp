@@ -5,6 +5,7 @@
 #include "mt/checkpoint/format_detection.h"
 #include "mt/checkpoint/model_weights.h"
 #include "mt/error.h"
+#include "mt/nn/parameter.h"
 
 namespace mt::infer {
 
@@ -29,6 +30,8 @@ LoadedModel load_for_inference(Registry& registry, const ModelFamily& family,
                                    ShardedTensor{t, t.shape(), Shape(t.shape().size(), 0)});
     }
     load_model_weights(weights, *out.model, WeightLoad::share);
+    // No backward at inference: free the gradient buffers (as large as the weights).
+    for (nn::Parameter* p : out.model->parameters()) p->grad = Tensor();
     out.format = std::string(reader->name());
     out.iteration = whole.head.iteration;
     return out;

@@ -99,10 +99,12 @@ constexpr RowsFn kAvx512[kRowsPerPass + 1] = {nullptr,           rows_avx512<1>,
 void skinny_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
                     const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
     static const bool avx512 = __builtin_cpu_supports("avx512f");
-    // Chunks of B rows per task: enough to amortise the task, many for balance.
+    // Chunks of B rows per task: enough to amortise the task, many for balance; handed out
+    // dynamically, so a thread the OS delays (another process on the core) does not hold up
+    // the product.
     const int64_t chunk = 64;
     const int64_t tasks = (n + chunk - 1) / chunk;
-#pragma omp parallel for schedule(static) if (n * k >= (1 << 16))
+#pragma omp parallel for schedule(dynamic, 4) if (n * k >= (1 << 16))
     for (int64_t t = 0; t < tasks; ++t) {
         const int64_t n0 = t * chunk, n1 = std::min(n, n0 + chunk);
         for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
