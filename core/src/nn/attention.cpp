@@ -114,7 +114,18 @@ Tensor SelfAttention::attend_cached(const Tensor& q, const Tensor& k, const Tens
     kc.slice(1, cache.past, cache.past + T).copy_from(k);
     vc.slice(1, cache.past, cache.past + T).copy_from(v);
     Tensor out = Tensor::empty(q.shape(), q.dtype());
-    ops::attention_cached(q, kc, vc, cache.past, 1.0 / std::sqrt(double(hd_)), out);
+    const double scale = 1.0 / std::sqrt(double(hd_));
+    if (cache.past == 0 && T > 1) {
+        // Prefill: nothing cached before, so the block-wise causal kernel of training applies
+        // (its row log-sum-exps are not needed).
+        ops::AttentionConfig config;
+        config.scale = scale;
+        config.block = config_.attention_block;
+        Tensor lse = Tensor::empty({B, nq_, T}, q.dtype());
+        ops::attention_forward(q, k, v, config, out, lse);
+    } else {
+        ops::attention_cached(q, kc, vc, cache.past, scale, out);
+    }
     return proj_.forward(out.view({B, T, nq_ * hd_}), nullptr);
 }
 
