@@ -1,11 +1,11 @@
 #include "scoring.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <utility>
 
 #include "mt/error.h"
+#include "mt/infer/token_log_prob.h"
 
 namespace mt::eval {
 
@@ -30,17 +30,6 @@ int64_t count_correct(const Tensor& logits, std::span<const int64_t> labels,
     return correct;
 }
 
-// Cross entropy of one row, lse - logit[label]: float exponentials summed in double. A float
-// sum loses ~1e-5 of the loss on the peaked distributions of a trained model; this keeps the
-// loss to ~1e-8 of the exact value at the cost of the float path.
-template <class T>
-double row_cross_entropy(const T* v, int64_t V, int64_t label) {
-    const T m = *std::max_element(v, v + V);
-    double sum = 0;
-    for (int64_t j = 0; j < V; ++j) sum += double(std::exp(v[j] - m));
-    return double(m) + std::log(sum) - double(v[label]);
-}
-
 template <class T>
 double masked_loss(const Tensor& logits, std::span<const int64_t> labels,
                    std::span<const uint8_t> mask) {
@@ -52,7 +41,7 @@ double masked_loss(const Tensor& logits, std::span<const int64_t> labels,
     double sum = 0;
 #pragma omp parallel for reduction(+ : sum) schedule(static)
     for (int64_t r = 0; r < rows; ++r)
-        if (mask[size_t(r)]) sum += row_cross_entropy(data + r * V, V, labels[size_t(r)]);
+        if (mask[size_t(r)]) sum -= infer::token_log_prob(data + r * V, V, labels[size_t(r)]);
     return sum;
 }
 

@@ -1,8 +1,5 @@
 #include "checkpoint_args.h"
 
-#include <algorithm>
-#include <map>
-
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/train/checkpointing.h"
 
@@ -57,11 +54,10 @@ std::vector<std::pair<std::string, ArgValue>> checkpoint_args(
         set_arg(a, python_arg_name(flag.name), value);
     }
     // Derived in arguments.py; check_checkpoint_args compares it (default True when absent).
-    bool learned_positions = true;
-    for (const auto& [k, v] : a)
-        if (k == "position_embedding_type" && std::holds_alternative<std::string>(v))
-            learned_positions = std::get<std::string>(v) == "learned_absolute";
-    set_arg(a, "add_position_embedding", learned_positions);
+    const ArgValue* positions = find_arg(a, "position_embedding_type");
+    set_arg(a, "add_position_embedding",
+            !positions || !std::holds_alternative<std::string>(*positions) ||
+                std::get<std::string>(*positions) == "learned_absolute");
     // Megatron's derived sizes (ffn_hidden_size, kv_channels, ... came with the flags above).
     if (auto it = model_args.find("padded-vocab-size"); it != model_args.end())
         set_arg(a, "padded_vocab_size", typed(it->second));

@@ -126,14 +126,13 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
 
     mt::train::TrainingParts parts{*model, optimizer, flags.optimizer_config, scheduler, trainer};
     if (flags.load) load_checkpoint(flags, parts);
-    auto capture = [&] {
-        mt::train::CaptureOptions o;
-        o.optimizer = !flags.no_save_optim;
-        o.rng = !flags.no_save_rng;
-        o.args = mt::train_tool::checkpoint_args(flags, tf, model_flags,
-                                                 family.resolved_args(model_args));
-        return mt::train::capture_checkpoint(parts, o);
-    };
+    // The args Namespace is the same at every save.
+    mt::train::CaptureOptions capture_options;
+    capture_options.optimizer = !flags.no_save_optim;
+    capture_options.rng = !flags.no_save_rng;
+    capture_options.args = mt::train_tool::checkpoint_args(flags, tf, model_flags,
+                                                           family.resolved_args(model_args));
+    auto capture = [&] { return mt::train::capture_checkpoint(parts, capture_options); };
     if (flags.ckpt_convert_format) {  // Megatron's conversion: save in the other format, stop
         auto to = mt::Registry::global().create_checkpoint(*flags.ckpt_convert_format);
         const std::filesystem::path dir =

@@ -83,9 +83,9 @@ WholeCheckpoint load_whole_checkpoint(CheckpointFormat& loader, const std::files
 void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& load_dir,
                         CheckpointFormat& saver, const std::filesystem::path& save_dir,
                         const ModelFamily& family, const ConvertOptions& o) {
-    o.log("loading a " + std::string(loader.name()) + " checkpoint (" +
-          layout_str(loader.layout(load_dir)) + ") from " + load_dir.string());
     WholeCheckpoint w = load_whole_checkpoint(loader, load_dir, family, o.progress);
+    o.log("loaded a " + std::string(loader.name()) + " checkpoint (" + layout_str(w.layout) +
+          ") from " + load_dir.string());
     const CheckpointLayout& source = w.layout;
     const CheckpointState& head = w.head;
     const ModelArgs& args = w.args;

@@ -4,11 +4,11 @@
 #include "mt/infer/generator.h"
 
 #include <algorithm>
-#include <cmath>
 #include <span>
 
 #include "mt/error.h"
 #include "mt/infer/kv_cache.h"
+#include "mt/infer/token_log_prob.h"
 
 namespace mt::infer {
 
@@ -51,20 +51,15 @@ std::span<float> row(const Tensor& logits, int64_t b, int64_t j) {
     return {logits.data<float>() + (b * n + j) * V, size_t(V)};
 }
 
-// log softmax(x)[id], summed in double.
-float log_prob(std::span<const float> x, int32_t id) {
-    const float max = *std::max_element(x.begin(), x.end());
-    double total = 0;
-    for (float v : x) total += std::exp(double(v) - double(max));
-    return float(double(x[size_t(id)]) - double(max) - std::log(total));
-}
-
 // Stores the log-probs of the tokens that follow positions [t0, t0 + n) of each row.
 void record_log_probs(const Tensor& logits, TokenTable& table, int64_t t0,
                       std::vector<std::vector<float>>& out) {
     for (int64_t b = 0; b < table.B; ++b)
-        for (int64_t j = 0; j < logits.size(1); ++j)
-            out[size_t(b)][size_t(t0 + j)] = log_prob(row(logits, b, j), table.at(b, t0 + j + 1));
+        for (int64_t j = 0; j < logits.size(1); ++j) {
+            const std::span<float> x = row(logits, b, j);
+            out[size_t(b)][size_t(t0 + j)] =
+                float(token_log_prob(x.data(), int64_t(x.size()), table.at(b, t0 + j + 1)));
+        }
 }
 
 GenerationResult finish(TokenTable& table, const std::vector<int64_t>& lengths,

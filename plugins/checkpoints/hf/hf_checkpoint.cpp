@@ -100,17 +100,6 @@ Tensor group_qkv(const Tensor& q, const Tensor& k, const Tensor& v, int64_t nq, 
     return out;
 }
 
-// Rows [from, from + n) of a 1-D or 2-D tensor, copied.
-Tensor rows(const Tensor& t, int64_t from, int64_t n) {
-    const Tensor c = t.contiguous();
-    const int64_t width = c.numel() / c.shape()[0];
-    Shape shape = c.shape();
-    shape[0] = n;
-    Tensor out = Tensor::empty(shape, DType::f32);
-    std::copy_n(c.data<float>() + from * width, n * width, out.data<float>());
-    return out;
-}
-
 Tensor concat_rows(const Tensor& a, const Tensor& b) {
     const Tensor ca = a.contiguous(), cb = b.contiguous();
     Shape shape = ca.shape();
@@ -164,9 +153,9 @@ class Converter {
             const Tensor b = hf(src + "attn.c_attn.bias", {3 * h});
             const int64_t n = c_.num_heads, hd = c_.head_dim;
             put(attn + "linear_qkv.weight",
-                group_qkv(rows(w, 0, h), rows(w, h, h), rows(w, 2 * h, h), n, n, hd));
+                group_qkv(w.slice(0, 0, h), w.slice(0, h, 2 * h), w.slice(0, 2 * h, 3 * h), n, n, hd));
             put(attn + "linear_qkv.bias",
-                group_qkv(rows(b, 0, h), rows(b, h, h), rows(b, 2 * h, h), n, n, hd));
+                group_qkv(b.slice(0, 0, h), b.slice(0, h, 2 * h), b.slice(0, 2 * h, 3 * h), n, n, hd));
             put(mlp + "linear_fc1.layer_norm_weight", hf(src + "ln_2.weight", {h}));
             put(mlp + "linear_fc1.layer_norm_bias", hf(src + "ln_2.bias", {h}));
             put(mlp + "linear_fc1.weight", transposed(hf(src + "mlp.c_fc.weight", {h, f})));

@@ -117,14 +117,15 @@ Tensor SafetensorsFile::read_f32(std::string_view name) const {
     Tensor out = Tensor::empty(e->shape, DType::f32);
     float* dst = out.data<float>();
     const int64_t n = out.numel();
+    if (e->dtype == "F32") {  // unaligned in the file
+        std::memcpy(dst, bytes, size_t(4 * n));
+        return out;
+    }
+    const bool f16 = e->dtype == "F16";  // else BF16: the top half of a float's bits
     for (int64_t i = 0; i < n; ++i) {
-        if (e->dtype == "F32") {
-            std::memcpy(dst + i, bytes + 4 * i, 4);
-            continue;
-        }
         uint16_t v;
         std::memcpy(&v, bytes + 2 * i, 2);
-        if (e->dtype == "F16") {
+        if (f16) {
             dst[i] = half_to_float(v);
         } else {
             const uint32_t bits = uint32_t(v) << 16;

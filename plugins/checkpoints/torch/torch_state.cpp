@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 
+#include "mt/checkpoint/checkpoint_args.h"
 #include "mt/dtype.h"
 #include "mt/error.h"
 #include "torch_names.h"
@@ -200,16 +201,6 @@ std::optional<ArgValue> arg_from_py(const PyValue& v) {
     }
 }
 
-int64_t int_arg(const CheckpointState& s, std::string_view name) {
-    const ArgValue* v = s.find_arg(name);
-    return v && std::holds_alternative<int64_t>(*v) ? std::get<int64_t>(*v) : 0;
-}
-
-bool bool_arg(const CheckpointState& s, std::string_view name) {
-    const ArgValue* v = s.find_arg(name);
-    return v && std::holds_alternative<bool>(*v) && std::get<bool>(*v);
-}
-
 double step_of(const PyValue& v) {
     if (v.kind() == PyKind::tensor) {
         const Tensor& t = v.as_tensor();
@@ -314,10 +305,10 @@ PyValue to_py(const CheckpointState& s) {
     for (const auto& [name, value] : s.args) ns.state.dict_ref().set(name, arg_to_py(name, value));
 
     PyValue model = PyValue::dict(true);
-    if (bool_arg(s, "use_legacy_models")) {
+    if (bool_arg(s.args, "use_legacy_models")) {
         ModelTensors tensors;
         for (const auto& [name, t] : s.model) tensors.emplace_back(name, t.local);
-        model = legacy_model_to_py(tensors, bool_arg(s, "untie_embeddings_and_output_weights"));
+        model = legacy_model_to_py(tensors, bool_arg(s.args, "untie_embeddings_and_output_weights"));
     } else {
         for (const auto& [name, t] : s.model) model.dict_ref().set(name, PyValue::tensor(t.local));
     }
@@ -357,8 +348,8 @@ CheckpointState from_py(const PyValue& root, const std::string& file) {
     if (!it) it = root.find("total_iters");
     MT_CHECK(it != nullptr, file, ": no 'iteration' in the checkpoint");
     s.iteration = it->as_int();
-    s.consumed_train_samples = int_arg(s, "consumed_train_samples");
-    s.consumed_valid_samples = int_arg(s, "consumed_valid_samples");
+    s.consumed_train_samples = int_arg(s.args, "consumed_train_samples").value_or(0);
+    s.consumed_valid_samples = int_arg(s.args, "consumed_valid_samples").value_or(0);
     if (const PyValue* f = root.find("num_floating_point_operations_so_far"))
         s.num_floating_point_operations_so_far = f->as_double();
 

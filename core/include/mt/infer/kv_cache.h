@@ -21,7 +21,6 @@ class MT_API KvCache {
             DType dtype);
 
     int64_t batch() const { return batch_; }
-    int64_t capacity() const { return capacity_; }
     // Positions filled: the next token a model reads sits at position length().
     int64_t length() const { return length_; }
     Layer& layer(size_t i) { return layers_.at(i); }
