@@ -32,10 +32,10 @@ ArgValue optional_arg(const std::optional<T>& v) {
 
 }  // namespace
 
-std::vector<std::pair<std::string, ArgValue>> checkpoint_args(
+CheckpointArgs checkpoint_args(
     const TrainingFlags& f, const cli::TokenizerFlags& tokenizer,
     const std::vector<FlagInfo>& model_flags, const ModelArgs& model_args) {
-    std::vector<std::pair<std::string, ArgValue>> a;
+    CheckpointArgs a;
     for (const auto& flag : model_flags) {
         auto it = model_args.find(flag.name);
         if (flag.name == "disable-bias-linear") {  // argparse dest add_bias_linear, store_false

@@ -4,8 +4,6 @@
 #pragma once
 
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "mt/checkpoint.h"
 #include "mt/cli/flags.h"
@@ -14,7 +12,7 @@
 
 namespace mt::train_tool {
 
-std::vector<std::pair<std::string, ArgValue>> checkpoint_args(
+CheckpointArgs checkpoint_args(
     const TrainingFlags& flags, const cli::TokenizerFlags& tokenizer,
     const std::vector<FlagInfo>& model_flags, const ModelArgs& resolved_model_args);
 

@@ -27,6 +27,10 @@ struct ShardedTensor {
 
 // One training argument as Megatron's args Namespace holds it (None, bool, int, float, str).
 using ArgValue = std::variant<std::monostate, bool, int64_t, double, std::string>;
+// Megatron's args Namespace: argument names (Megatron's, "num_layers") and values, in order.
+using CheckpointArgs = std::vector<std::pair<std::string, ArgValue>>;
+// The entry `name` of `args`, or null (mt/checkpoint/checkpoint_args.h has typed look-ups).
+MT_API const ArgValue* find_arg(const CheckpointArgs& args, std::string_view name);
 
 // Optimizer state of one parameter (Adam: exp_avg / exp_avg_sq; SGD: momentum_buffer in
 // exp_avg, exp_avg_sq undefined).
@@ -66,7 +70,7 @@ struct CheckpointState {
     int64_t consumed_train_samples = 0, consumed_valid_samples = 0;
     double num_floating_point_operations_so_far = 0;
     // The training args in Megatron's names ("num_layers", "params_dtype" as "float32", ...).
-    std::vector<std::pair<std::string, ArgValue>> args;
+    CheckpointArgs args;
     std::vector<std::pair<std::string, ShardedTensor>> model;  // state-dict order
     std::optional<OptimizerCheckpoint> optimizer;              // absent: --no-save-optim
     // Why the checkpoint's optimizer state was left out although it has one (a layout not
@@ -76,11 +80,7 @@ struct CheckpointState {
     std::optional<SchedulerCheckpoint> scheduler;
     std::optional<RngCheckpoint> rng;  // absent: --no-save-rng or not in the file
 
-    const ArgValue* find_arg(std::string_view name) const {
-        for (const auto& [key, value] : args)
-            if (key == name) return &value;
-        return nullptr;
-    }
+    const ArgValue* find_arg(std::string_view name) const { return mt::find_arg(args, name); }
 };
 
 // The model-parallel layout a checkpoint was saved with.

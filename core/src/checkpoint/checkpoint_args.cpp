@@ -27,7 +27,7 @@ std::string python_arg_name(std::string flag) {
     return flag;
 }
 
-const ArgValue* find_arg(const CheckpointArgs& args, const std::string& name) {
+const ArgValue* find_arg(const CheckpointArgs& args, std::string_view name) {
     for (const auto& [k, v] : args)
         if (k == name) return &v;
     return nullptr;

@@ -184,8 +184,8 @@ ModelArgs hf_model_args(const HfConfig& c) {
     return a;
 }
 
-std::vector<std::pair<std::string, ArgValue>> hf_checkpoint_args(const HfConfig& config) {
-    std::vector<std::pair<std::string, ArgValue>> out;
+CheckpointArgs hf_checkpoint_args(const HfConfig& config) {
+    CheckpointArgs out;
     for (const auto& [flag, text] : hf_model_args(config)) {
         const std::string name = python_arg_name(flag);
         if (flag == "disable-bias-linear") {  // argparse dest add_bias_linear, store_false

@@ -5,8 +5,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "mt/checkpoint.h"
 #include "mt/model.h"
@@ -36,6 +34,6 @@ ModelArgs hf_model_args(const HfConfig& config);
 // The same as the args Namespace a Megatron checkpoint stores (Megatron's names and Python
 // values: "num_layers" 4, "swiglu" True, "add_bias_linear" False, ...) plus padded_vocab_size,
 // so tools build the model from the folder alone.
-std::vector<std::pair<std::string, ArgValue>> hf_checkpoint_args(const HfConfig& config);
+CheckpointArgs hf_checkpoint_args(const HfConfig& config);
 
 }  // namespace mt::plugins::hf

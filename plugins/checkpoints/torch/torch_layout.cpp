@@ -9,6 +9,7 @@
 #include <string>
 
 #include "mt/error.h"
+#include "mt/io/atomic_file.h"
 
 namespace mt::plugins::torch_ckpt {
 
@@ -28,14 +29,6 @@ std::string iteration_name(int64_t iteration) {
 // tracker only); the process id keeps two writers apart.
 fs::path temporary_dir(const fs::path& dir, int64_t iteration) {
     return dir / (iteration_name(iteration) + ".tmp." + std::to_string(::getpid()));
-}
-
-void write_text(const fs::path& path, const std::string& text) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    MT_CHECK(out, "cannot write ", path.string());
-    out << text;
-    out.close();
-    MT_CHECK(out, "cannot write ", path.string());
 }
 
 }  // namespace
@@ -128,10 +121,9 @@ void finish_write(const fs::path& dir, int64_t iteration) {
     if (replacing) fs::rename(final_dir, old);
     fs::rename(temporary_dir(dir, iteration), final_dir);
     if (replacing) fs::remove_all(old);
-    const fs::path tracker = dir / kTrackerName;
-    const fs::path tmp = dir / (std::string(kTrackerName) + ".tmp." + std::to_string(::getpid()));
-    write_text(tmp, iteration == 0 ? std::string("release") : std::to_string(iteration));
-    fs::rename(tmp, tracker);
+    io::AtomicFile tracker(dir / kTrackerName);
+    tracker.stream() << (iteration == 0 ? std::string("release") : std::to_string(iteration));
+    tracker.commit();
 }
 
 }  // namespace mt::plugins::torch_ckpt

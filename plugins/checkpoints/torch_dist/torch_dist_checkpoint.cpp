@@ -10,6 +10,7 @@
 #include "dcp_metadata.h"
 #include "dcp_storage.h"
 #include "mt/error.h"
+#include "mt/io/atomic_file.h"
 #include "mt/io/torch_file.h"
 #include "torch_dist_keys.h"
 #include "torch_dist_optimizer.h"
@@ -40,14 +41,6 @@ std::string read_text(const fs::path& path) {
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
-}
-
-void write_text(const fs::path& path, const std::string& text) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    MT_CHECK(out, "cannot write ", path.string());
-    out << text;
-    out.close();
-    MT_CHECK(out, "cannot write ", path.string());
 }
 
 // The string value of "key" in a flat JSON object (metadata.json), or "" when absent.
@@ -194,7 +187,9 @@ void TorchDistCheckpoint::save(const std::filesystem::path& dir, const Checkpoin
         data.close();
         io::save_torch_file(tmp / kCommonName, common);
         write_dcp_metadata(tmp / kDcpMetadataName, meta);
-        write_text(tmp / kConfigName, kConfigJson);
+        io::AtomicFile config(tmp / kConfigName);
+        config.stream() << kConfigJson;
+        config.commit();
     });
 }
 

@@ -15,12 +15,8 @@
 
 namespace mt {
 
-using CheckpointArgs = std::vector<std::pair<std::string, ArgValue>>;
-
 // Megatron's Namespace name of a flag: "num-layers" -> "num_layers".
 MT_API std::string python_arg_name(std::string flag);
-// The entry `name`, or null.
-MT_API const ArgValue* find_arg(const CheckpointArgs& args, const std::string& name);
 MT_API std::optional<int64_t> int_arg(const CheckpointArgs& args, const std::string& name);
 // True only for an entry that is the Python True.
 MT_API bool bool_arg(const CheckpointArgs& args, const std::string& name);

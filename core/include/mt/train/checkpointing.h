@@ -29,7 +29,7 @@ struct CaptureOptions {
     bool optimizer = true;  // false: --no-save-optim
     bool rng = true;        // false: --no-save-rng
     // Megatron's args Namespace entries; iteration and consumed samples are added from the run.
-    std::vector<std::pair<std::string, ArgValue>> args;
+    CheckpointArgs args;
 };
 
 MT_API CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOptions& o);
