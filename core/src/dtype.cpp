@@ -1,5 +1,8 @@
 #include "mt/dtype.h"
 
+#include <cmath>
+#include <cstring>
+
 #include "mt/error.h"
 
 namespace mt {
@@ -51,6 +54,25 @@ std::string_view dtype_name(DType dtype) {
             return "bool";
     }
     return "?";
+}
+
+float half_to_float(uint16_t h) {
+    const uint32_t sign = (h & 0x8000u) << 16;
+    const uint32_t exp = (h >> 10) & 0x1F;
+    const uint32_t mant = h & 0x3FF;
+    if (exp == 0) return (sign ? -1.0f : 1.0f) * std::ldexp(static_cast<float>(mant), -24);
+    uint32_t bits =
+        exp == 31 ? sign | 0x7F800000u | (mant << 13) : sign | ((exp + 112) << 23) | (mant << 13);
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+float bfloat16_to_float(uint16_t b) {
+    const uint32_t bits = uint32_t(b) << 16;  // the top half of a float's bits
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
 }
 
 }  // namespace mt

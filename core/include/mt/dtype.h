@@ -13,6 +13,10 @@ enum class DType : uint8_t { f32, f64, f16, bf16, i8, i16, i32, i64, u8, u16, bo
 MT_API int64_t dtype_size(DType dtype);
 MT_API std::string_view dtype_name(DType dtype);
 
+// The float an IEEE half (f16) or a bfloat16 holds, given its bits (exact: both widen).
+MT_API float half_to_float(uint16_t bits);
+MT_API float bfloat16_to_float(uint16_t bits);
+
 // The DType that stores C++ type T.
 template <class T>
 constexpr DType dtype_of();

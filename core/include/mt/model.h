@@ -37,6 +37,12 @@ struct ShardSpec {
     bool split_each_group = false;
 };
 
+// Megatron's default no-weight-decay rule (megatron/core/optimizer _get_param_groups): biases
+// and 1-D parameters (norms) do not decay.
+inline bool megatron_weight_decay(std::string_view name, const Shape& shape) {
+    return shape.size() > 1 && !name.ends_with(".bias");
+}
+
 struct ParameterInfo {
     std::string
         name;     // Megatron-core key, e.g. "decoder.layers.3.self_attention.linear_qkv.weight"

@@ -299,18 +299,6 @@ std::string format_double(double v) {
     return buf;
 }
 
-float half_to_float(uint16_t h) {
-    const uint32_t sign = (h & 0x8000u) << 16;
-    const uint32_t exp = (h >> 10) & 0x1F;
-    const uint32_t mant = h & 0x3FF;
-    if (exp == 0) return (sign ? -1.0f : 1.0f) * std::ldexp(static_cast<float>(mant), -24);
-    uint32_t bits =
-        exp == 31 ? sign | 0x7F800000u | (mant << 13) : sign | ((exp + 112) << 23) | (mant << 13);
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-}
-
 std::string element(const uint8_t* p, DType dtype) {
     auto load = [p](auto zero) {
         decltype(zero) v;
@@ -324,12 +312,8 @@ std::string element(const uint8_t* p, DType dtype) {
             return format_double(load(double{}));
         case DType::f16:
             return format_double(half_to_float(load(uint16_t{})));
-        case DType::bf16: {
-            const uint32_t bits = uint32_t{load(uint16_t{})} << 16;
-            float f;
-            std::memcpy(&f, &bits, 4);
-            return format_double(f);
-        }
+        case DType::bf16:
+            return format_double(bfloat16_to_float(load(uint16_t{})));
         case DType::i8:
             return std::to_string(load(int8_t{}));
         case DType::i16:

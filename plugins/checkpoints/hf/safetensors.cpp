@@ -16,28 +16,6 @@ int64_t element_size(const std::string& dtype) {
     return 0;
 }
 
-float half_to_float(uint16_t h) {
-    const uint32_t sign = uint32_t(h & 0x8000) << 16;
-    uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff, bits = 0;
-    if (exponent == 0x1f) {
-        bits = sign | 0x7f800000u | (mantissa << 13);  // inf / nan
-    } else if (exponent != 0) {
-        bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
-    } else if (mantissa != 0) {  // subnormal: normalise it
-        exponent = 113;
-        while (!(mantissa & 0x400)) {
-            mantissa <<= 1;
-            --exponent;
-        }
-        bits = sign | (exponent << 23) | ((mantissa & 0x3ff) << 13);
-    } else {
-        bits = sign;
-    }
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-}
-
 }  // namespace
 
 SafetensorsFile::SafetensorsFile(const std::filesystem::path& path)
@@ -121,16 +99,11 @@ Tensor SafetensorsFile::read_f32(std::string_view name) const {
         std::memcpy(dst, bytes, size_t(4 * n));
         return out;
     }
-    const bool f16 = e->dtype == "F16";  // else BF16: the top half of a float's bits
+    float (*widen)(uint16_t) = e->dtype == "F16" ? half_to_float : bfloat16_to_float;
     for (int64_t i = 0; i < n; ++i) {
         uint16_t v;
         std::memcpy(&v, bytes + 2 * i, 2);
-        if (f16) {
-            dst[i] = half_to_float(v);
-        } else {
-            const uint32_t bits = uint32_t(v) << 16;
-            std::memcpy(dst + i, &bits, 4);
-        }
+        dst[i] = widen(v);
     }
     return out;
 }

@@ -6,6 +6,7 @@
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/dtype.h"
 #include "mt/error.h"
+#include "mt/model.h"
 #include "torch_names.h"
 
 namespace mt::plugins::torch_ckpt {
@@ -18,11 +19,6 @@ using io::PyValue;
 
 PyValue str(const std::string& s) {
     return PyValue::string(s);
-}
-
-// Megatron's default no-weight-decay rule (megatron/core/optimizer _get_param_groups).
-bool decays(const std::string& name, const Shape& shape) {
-    return !(name.ends_with(".bias") || shape.size() == 1);
 }
 
 // torch.<name> for the dtypes an args Namespace names (params_dtype).
@@ -223,7 +219,7 @@ OptimizerCheckpoint optimizer_from_py(const PyValue& opt, const CheckpointState&
              ": the optimizer is not a torch optimizer state_dict");
 
     Groups ours = make_groups(s.model.size(), [&](size_t i) {
-        return decays(s.model[i].first, s.model[i].second.global_shape);
+        return megatron_weight_decay(s.model[i].first, s.model[i].second.global_shape);
     });
     OptimizerCheckpoint o;
     o.type = groups.items().empty() || groups.items()[0].find("betas") ? "adam" : "sgd";

@@ -1,6 +1,7 @@
 #include "torch_dist_optimizer.h"
 
 #include "mt/error.h"
+#include "mt/model.h"
 #include "torch_state.h"
 
 namespace mt::plugins::torch_dist {
@@ -115,7 +116,7 @@ OptimizerCheckpoint optimizer_from_py(
     for (const auto& [name, t] : model) {
         OptimizerParamState p;
         p.name = name;
-        p.weight_decay = !(name.ends_with(".bias") || t.global_shape.size() == 1);
+        p.weight_decay = megatron_weight_decay(name, t.global_shape);
         for (const std::string& m : moment_names(o.type)) {
             const Tensor* value = find_tensor(moments, m + "." + name);
             Tensor& slot = m == "exp_avg_sq" ? p.exp_avg_sq : p.exp_avg;

@@ -8,9 +8,8 @@ namespace {
 
 using Kind = ShardSpec::Kind;
 
-// Megatron's default no-weight-decay rule: biases and 1-D parameters (norms).
 ParameterInfo param(std::string name, Shape shape, ShardSpec shard) {
-    bool decays = shape.size() > 1 && !name.ends_with(".bias");
+    const bool decays = megatron_weight_decay(name, shape);
     return {std::move(name), std::move(shape), DType::f32, shard, decays};
 }
 
