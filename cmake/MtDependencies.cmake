@@ -20,3 +20,26 @@ if(NOT MT_MPI STREQUAL "OFF")
         message(FATAL_ERROR "mt: MT_MPI=ON but MPI was not found")
     endif()
 endif()
+
+# NCCL for the "nccl" communicator of GPU ranks (bootstrapped through MPI): the header and
+# library from the CUDA toolkit's directory, $NCCL_HOME or Debian's libnccl-dev (no CMake
+# package ships with it). MT_NCCL_ENABLED gates plugins/comm/nccl.
+set(MT_NCCL_ENABLED OFF)
+if(MT_CUDA_ENABLED AND MT_MPI_ENABLED)
+    find_path(MT_NCCL_INCLUDE_DIR nccl.h
+        HINTS ENV NCCL_HOME ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_LIBRARY_ROOT}
+        PATH_SUFFIXES include)
+    find_library(MT_NCCL_LIBRARY nccl
+        HINTS ENV NCCL_HOME ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}
+        PATH_SUFFIXES lib lib64 lib/x86_64-linux-gnu)
+    if(MT_NCCL_INCLUDE_DIR AND MT_NCCL_LIBRARY)
+        add_library(mt_nccl UNKNOWN IMPORTED)
+        set_target_properties(mt_nccl PROPERTIES
+            IMPORTED_LOCATION ${MT_NCCL_LIBRARY}
+            INTERFACE_INCLUDE_DIRECTORIES ${MT_NCCL_INCLUDE_DIR})
+        set(MT_NCCL_ENABLED ON)
+        message(STATUS "mt: NCCL ${MT_NCCL_LIBRARY}")
+    else()
+        message(STATUS "mt: NCCL not found; the nccl communicator plugin is not built")
+    endif()
+endif()

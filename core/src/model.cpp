@@ -1,10 +1,21 @@
-// Model's inference entry points for families that have none yet.
+// Model's inference entry points for families that have none yet, and the one-process build
+// context.
 #include "mt/model.h"
 
+#include "mt/backend.h"
 #include "mt/error.h"
 #include "mt/infer/kv_cache.h"
+#include "mt/parallel/parallel_state.h"
 
 namespace mt {
+
+const BuildContext& single_process_context() {
+    static const std::unique_ptr<Backend> backend = make_cpu_backend();
+    static const std::unique_ptr<parallel::ParallelState> state =
+        parallel::ParallelState::single_process();
+    static const BuildContext context{*backend, *state};
+    return context;
+}
 
 Tensor Model::logits(const Tensor&, infer::KvCache*, int64_t) {
     MT_FAIL("not supported yet: inference (logits) for this model family");

@@ -1,5 +1,6 @@
 // megatron-train: Megatron-LM's pretrain_gpt.py in C++ (same flags, same data order, same
-// schedule and log lines), on one CPU process for now.
+// schedule and log lines), on one CPU process or on the ranks of an mpirun/srun job with data,
+// tensor and sequence parallelism and the distributed optimizer.
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -16,7 +17,11 @@
 #include "mt/error.h"
 #include "mt/io/tensorboard_writer.h"
 #include "mt/model.h"
+#include "mt/backend.h"
 #include "mt/nn/parameter.h"
+#include "mt/parallel/grad_buffer.h"
+#include "mt/parallel/parallel_state.h"
+#include "mt/parallel/world.h"
 #include "mt/registry.h"
 #include "mt/tokenizer.h"
 #include "mt/train/checkpointing.h"
@@ -78,23 +83,61 @@ void load_checkpoint(const mt::train_tool::TrainingFlags& flags,
     std::fflush(stdout);
 }
 
+// Megatron prints its iteration lines and evaluations on the last rank (print_rank_last) and
+// its setup messages on rank 0 (print_rank_0).
+struct RankPrinter {
+    bool last = true, first = true;
+    void line(const std::string& text) const {
+        if (!last) return;
+        std::printf("%s\n", text.c_str());
+        std::fflush(stdout);
+    }
+};
+
+// The optimizer over this rank's parameters, or with the distributed optimizer over its shard
+// of the gradient buffer (`shard` keeps those parameters alive).
+std::unique_ptr<mt::optim::Optimizer> make_optimizer(mt::Model& model,
+                                                     const mt::train_tool::TrainingFlags& flags,
+                                                     mt::parallel::GradBuffer* buffer,
+                                                     std::vector<mt::nn::Parameter>& shard) {
+    if (!flags.data_parallel.distributed_optimizer)
+        return std::make_unique<mt::optim::Optimizer>(model.parameters(), flags.optimizer_config);
+    shard = mt::parallel::shard_parameters(*buffer);
+    std::vector<mt::nn::Parameter*> params;
+    for (auto& p : shard) params.push_back(&p);
+    return std::make_unique<mt::optim::Optimizer>(params, flags.optimizer_config);
+}
+
 int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFlags& tf,
           const mt::ModelFamily& family, mt::ModelArgs model_args,
-          const std::vector<mt::FlagInfo>& model_flags) {
+          const std::vector<mt::FlagInfo>& model_flags, const mt::parallel::ParallelState& state) {
+    mt::Communicator& world = state.world();
+    const RankPrinter out{world.rank() == world.size() - 1, world.rank() == 0};
+    const bool parallel = world.size() > 1;
+    MT_CHECK(!parallel || (!flags.save && !flags.load),
+             "not supported yet: --save/--load in a run of several ranks (", world.size(), ")");
     std::unique_ptr<mt::CheckpointFormat> format;
     if (flags.save) format = mt::Registry::global().create_checkpoint(flags.ckpt_format);
     auto tokenizer = mt::Registry::global().create_tokenizer(tf.type, tf.options);
-    std::printf("> building %s tokenizer (vocabulary %lld) ...\n", tf.type.c_str(),
-                static_cast<long long>(tokenizer->vocab_size()));
+    if (out.first)
+        std::printf("> building %s tokenizer (vocabulary %lld) ...\n", tf.type.c_str(),
+                    static_cast<long long>(tokenizer->vocab_size()));
     model_args["vocab-size"] = std::to_string(tokenizer->vocab_size());
+    // Megatron pads the vocabulary to a multiple of --make-vocab-size-divisible-by x tp.
+    model_args["tensor-model-parallel-size"] = std::to_string(flags.parallel.tensor_parallel);
     MT_CHECK(model_args.count("seq-length"), "--seq-length is required for training");
     const int64_t seq_length = std::stoll(model_args.at("seq-length"));
 
-    auto model = family.build(model_args);
+    auto backend = mt::make_cpu_backend();
+    const mt::BuildContext context{*backend, state, flags.sequence_parallel};
+    auto model = family.build(model_args, context);
     model->initialize(static_cast<uint64_t>(flags.seed));
     int64_t num_params = 0;
     for (auto* p : model->parameters()) num_params += p->value.numel();
-    std::printf(" > number of parameters: %lld\n", static_cast<long long>(num_params));
+    if (state.dp().rank() == 0)  // as Megatron: each model-parallel rank reports its part
+        std::printf(
+            " > number of parameters on (tensor, pipeline) model parallel rank (%d, %d): %lld\n",
+            state.tp().rank(), state.pp().rank(), static_cast<long long>(num_params));
 
     auto options = mt::train_tool::trainer_options(flags);
     auto sizes = mt::data::train_valid_test_num_samples(
@@ -102,20 +145,28 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
         options.eval_interval, options.eval_iters);
     std::array<std::optional<int64_t>, mt::data::kNumSplits> requested;
     for (int s = 0; s < mt::data::kNumSplits; ++s) requested[s] = sizes[s];
-    auto datasets =
-        mt::data::build_gpt_datasets(dataset_config(flags, tf, *tokenizer, seq_length), requested);
+    // Rank 0 builds the sample-index caches first; the others then read them.
+    const auto config = dataset_config(flags, tf, *tokenizer, seq_length);
+    decltype(mt::data::build_gpt_datasets(config, requested)) datasets;
+    if (world.rank() == 0) datasets = mt::data::build_gpt_datasets(config, requested);
+    world.barrier();
+    if (world.rank() != 0) datasets = mt::data::build_gpt_datasets(config, requested);
     MT_CHECK(datasets[0], "the split gives no training data");
     const auto* valid = options.eval_iters > 0 ? datasets[1].get() : nullptr;
     const auto* test = options.eval_iters > 0 ? datasets[2].get() : nullptr;
 
-    mt::optim::Optimizer optimizer(model->parameters(), flags.optimizer_config);
+    std::unique_ptr<mt::parallel::GradBuffer> grad_buffer;
+    if (state.dp().size() > 1 || flags.data_parallel.distributed_optimizer)
+        grad_buffer = std::make_unique<mt::parallel::GradBuffer>(model->parameters(), state.dp(),
+                                                                 flags.data_parallel);
+    std::vector<mt::nn::Parameter> shard;
+    auto optimizer = make_optimizer(*model, flags, grad_buffer.get(), shard);
     mt::optim::LrScheduler scheduler(mt::train_tool::schedule_config(flags));
-    mt::train::Trainer trainer(*model, optimizer, scheduler, options, [](const std::string& line) {
-        std::printf("%s\n", line.c_str());
-        std::fflush(stdout);
-    });
+    mt::train::Trainer trainer(*model, *optimizer, scheduler, options,
+                               [out](const std::string& line) { out.line(line); });
+    trainer.set_parallel(state, grad_buffer.get());
     std::unique_ptr<mt::io::TensorBoardWriter> tensorboard;
-    if (!flags.tensorboard_dir.empty()) {
+    if (!flags.tensorboard_dir.empty() && out.last) {
         tensorboard = std::make_unique<mt::io::TensorBoardWriter>(flags.tensorboard_dir);
         trainer.set_tensorboard(tensorboard.get());
     }
@@ -124,7 +175,7 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
         trainer.set_stop_flag(&g_sigterm);
     }
 
-    mt::train::TrainingParts parts{*model, optimizer, flags.optimizer_config, scheduler, trainer};
+    mt::train::TrainingParts parts{*model, *optimizer, flags.optimizer_config, scheduler, trainer};
     if (flags.load) load_checkpoint(flags, parts);
     // The args Namespace is the same at every save.
     mt::train::CaptureOptions capture_options;
@@ -157,14 +208,16 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     auto reason = trainer.train(*datasets[0], valid);
     switch (reason) {
         case mt::train::StopReason::signal:
-            std::printf("exiting program after receiving SIGTERM.\n");
+            if (out.first) std::printf("exiting program after receiving SIGTERM.\n");
             return 0;
         case mt::train::StopReason::exit_interval:
-            std::printf("exiting program at iteration %lld\n",
-                        static_cast<long long>(trainer.iteration()));
+            if (out.first)
+                std::printf("exiting program at iteration %lld\n",
+                            static_cast<long long>(trainer.iteration()));
             return 0;
         case mt::train::StopReason::exit_duration:
-            std::printf("exiting program after %g minutes\n", *flags.exit_duration_in_mins);
+            if (out.first)
+                std::printf("exiting program after %g minutes\n", *flags.exit_duration_in_mins);
             return 0;
         case mt::train::StopReason::finished:
             break;
@@ -185,6 +238,25 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     return 0;
 }
 
+// The ranks of this job split as the flags say, then train(). An error on one rank stops every
+// rank (MPI_Abort) with the message and the rank, instead of leaving the others waiting.
+int train_on_ranks(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFlags& tf,
+                   const mt::ModelFamily& family, const mt::ModelArgs& model_args,
+                   const std::vector<mt::FlagInfo>& model_flags) {
+    auto state = std::make_unique<mt::parallel::ParallelState>(
+        mt::parallel::make_world_communicator(mt::Registry::global(), "cpu"), flags.parallel);
+    try {
+        return train(flags, tf, family, model_args, model_flags, *state);
+    } catch (const std::exception& e) {
+        if (state->world().size() > 1) {
+            std::fprintf(stderr, "error: rank %d: %s\n", state->world().rank(), e.what());
+            std::fflush(stderr);
+            state->world().abort(1);
+        }
+        throw;
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -196,7 +268,7 @@ int main(int argc, char** argv) {
         spec.description =
             "Pretrains a model on Megatron indexed datasets, as Megatron-LM's pretrain_gpt.py\n"
             "does: same flags, same sample order, learning-rate schedule and log lines. One CPU\n"
-            "process.";
+            "process, or the ranks of mpirun/srun (data, tensor and sequence parallelism).";
         for (auto& group : mt::train_tool::training_flag_groups(flags)) spec.options.add(group);
         spec.options.add(mt::cli::model_flags(family));
         spec.options.add(mt::cli::tokenizer_flags(tokenizer));
@@ -204,8 +276,8 @@ int main(int argc, char** argv) {
             mt::train_tool::finish(vm, flags);
             mt::cli::finish_tokenizer_flags(vm, tokenizer);
             const auto model_flags = family.flags();
-            return train(flags, tokenizer, family, mt::cli::collect_model_args(vm, model_flags),
-                         model_flags);
+            return train_on_ranks(flags, tokenizer, family,
+                                  mt::cli::collect_model_args(vm, model_flags), model_flags);
         };
     });
 }

@@ -20,10 +20,14 @@ void reject_unsupported(const po::variables_map& vm) {
     for (const auto& [flag, what] : not_yet)
         if (vm.count(flag) && !vm[flag].defaulted())
             MT_FAIL("--", flag, ": not supported yet: ", what);
-    for (const char* flag : {"tensor-model-parallel-size", "pipeline-model-parallel-size",
-                             "context-parallel-size", "expert-model-parallel-size"})
-        MT_CHECK(vm[flag].as<int64_t>() == 1, "--", flag, " ", vm[flag].as<int64_t>(),
-                 ": not supported yet: megatron-train runs on one process");
+    const std::pair<const char*, const char*> parallel_not_yet[] = {
+        {"pipeline-model-parallel-size", "pipeline parallelism"},
+        {"context-parallel-size", "context parallelism"},
+        {"expert-model-parallel-size", "expert parallelism (MoE models)"},
+    };
+    for (const auto& [flag, what] : parallel_not_yet)
+        MT_CHECK(vm[flag].as<int>() == 1, "--", flag, " ", vm[flag].as<int>(),
+                 ": not supported yet: ", what);
 }
 }  // namespace
 
@@ -42,11 +46,36 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "exit-duration-in-mins", po::value<double>(), "exit after this many minutes")(
         "exit-signal-handler", po::bool_switch(&f.exit_signal_handler),
         "on SIGTERM, finish the iteration, save a checkpoint (with --save) and exit")(
-        "fp16", po::bool_switch(), "fp16 training")("bf16", po::bool_switch(), "bf16 training")(
-        "tensor-model-parallel-size", po::value<int64_t>()->default_value(1), "")(
-        "pipeline-model-parallel-size", po::value<int64_t>()->default_value(1), "")(
-        "context-parallel-size", po::value<int64_t>()->default_value(1), "")(
-        "expert-model-parallel-size", po::value<int64_t>()->default_value(1), "");
+        "fp16", po::bool_switch(), "fp16 training")("bf16", po::bool_switch(), "bf16 training");
+
+    po::options_description distributed("Distributed (ranks from mpirun or srun)", 100);
+    auto& p = f.parallel;
+    auto& dp = f.data_parallel;
+    distributed.add_options()(
+        "tensor-model-parallel-size", po::value(&p.tensor_parallel)->default_value(1),
+        "ranks each layer's weights are split over")(
+        "pipeline-model-parallel-size", po::value(&p.pipeline_parallel)->default_value(1),
+        "pipeline stages")("context-parallel-size",
+                           po::value(&p.context_parallel)->default_value(1),
+                           "ranks the sequence is split over in attention")(
+        "expert-model-parallel-size", po::value(&p.expert_parallel)->default_value(1),
+        "ranks the experts are split over")(
+        "use-tp-pp-dp-mapping", po::bool_switch(&p.tp_pp_dp_mapping),
+        "order ranks tp-pp-dp instead of tp-dp-pp")(
+        "sequence-parallel", po::bool_switch(&f.sequence_parallel),
+        "split norms, dropout and residuals along the sequence over the tensor-parallel ranks")(
+        "use-distributed-optimizer", po::bool_switch(&dp.distributed_optimizer),
+        "shard the optimizer state and master weights over the data-parallel ranks")(
+        "overlap-grad-reduce", po::bool_switch(&dp.overlap_grad_reduce),
+        "reduce gradient buckets as they fill during backward")(
+        "overlap-param-gather", po::bool_switch(),
+        "gather updated parameters asynchronously (with --use-distributed-optimizer)")(
+        "ddp-bucket-size", po::value(&dp.bucket_size)->default_value(0),
+        "elements per gradient bucket (0: Megatron's default)")(
+        "distributed-backend", po::value(&f.distributed_backend)->default_value("nccl"),
+        "nccl or gloo: accepted; ranks talk over MPI on the CPU, NCCL on GPUs")(
+        "distributed-timeout-minutes", po::value<int64_t>()->default_value(10),
+        "accepted: an error on any rank stops every rank at once");
 
     po::options_description lr("Learning rate", 100);
     auto& s = f.schedule;
@@ -123,11 +152,18 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "tensorboard-dir", po::value(&f.tensorboard_dir), "write TensorBoard event files here")(
         "log-throughput", po::bool_switch(&f.log_throughput),
         "add the model's TFLOP/s to the iteration line (TensorBoard always gets it)");
-    return {training, lr, opt, ckpt, data, logging};
+    return {training, distributed, lr, opt, ckpt, data, logging};
 }
 
 void finish(const po::variables_map& vm, TrainingFlags& f) {
     reject_unsupported(vm);
+    MT_CHECK(f.distributed_backend == "nccl" || f.distributed_backend == "gloo",
+             "--distributed-backend ", f.distributed_backend, ": nccl or gloo");
+    MT_CHECK(!vm["overlap-param-gather"].as<bool>() || f.data_parallel.distributed_optimizer,
+             "--overlap-param-gather needs --use-distributed-optimizer");
+    MT_CHECK(f.data_parallel.bucket_size >= 0, "--ddp-bucket-size must not be negative");
+    // Megatron turns sequence parallelism off without tensor parallelism.
+    if (f.parallel.tensor_parallel == 1) f.sequence_parallel = false;
     auto& s = f.schedule;
     read_optional(vm, "global-batch-size", f.global_batch_size);
     s.global_batch_size = f.global_batch_size.value_or(f.micro_batch_size);

@@ -10,6 +10,8 @@
 #include "mt/data/gpt_dataset.h"
 #include "mt/optim/lr_schedule.h"
 #include "mt/optim/optimizer.h"
+#include "mt/parallel/grad_buffer.h"
+#include "mt/parallel/parallel_state.h"
 #include "mt/train/trainer.h"
 
 namespace mt::train_tool {
@@ -45,6 +47,11 @@ struct TrainingFlags {
     std::vector<std::string> data_path, train_data_path, valid_data_path, test_data_path;
     std::optional<std::string> split, data_cache_path;
     bool reset_position_ids = false, reset_attention_mask = false, eod_mask_loss = false;
+    // Parallelism (ranks come from mpirun/srun; the sizes split them as Megatron does).
+    parallel::ParallelConfig parallel;
+    bool sequence_parallel = false;
+    parallel::DataParallelConfig data_parallel;
+    std::string distributed_backend = "nccl";  // the communicator follows the device
 };
 
 // The option groups, writing into `flags` (optional values are read by finish()).

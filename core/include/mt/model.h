@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -25,6 +26,24 @@ struct DropoutContext;
 namespace infer {
 class KvCache;
 }  // namespace infer
+namespace parallel {
+class ParallelState;
+}  // namespace parallel
+class Backend;
+
+// Where a model is built: the compute backend its modules allocate and compute on, and the
+// rank's process groups (a model allocates only its local shards; tensor-parallel modules talk
+// over parallel.tp()). sequence_parallel: --sequence-parallel (activations between the
+// tensor-parallel regions split along the sequence).
+struct BuildContext {
+    Backend& backend;
+    const parallel::ParallelState& parallel;
+    bool sequence_parallel = false;
+};
+
+// The context of a one-process CPU run (the CPU backend, every group of size 1), shared by
+// whoever builds a model outside a parallel run (inference, conversion, tests).
+MT_API const BuildContext& single_process_context();
 
 // How a parameter is split across tensor-parallel ranks.
 struct ShardSpec {
@@ -35,6 +54,7 @@ struct ShardSpec {
     // With num_groups > 1: true when each group is split across the ranks (SwiGLU's fc1
     // [gate; up]: rank r holds [gate_r; up_r]); false when each rank holds whole groups (QKV).
     bool split_each_group = false;
+    bool operator==(const ShardSpec&) const = default;
 };
 
 // Megatron's default no-weight-decay rule (megatron/core/optimizer _get_param_groups): biases
@@ -87,6 +107,11 @@ class MT_API Model {
                            std::unique_ptr<Activations>* saved) = 0;
     // Accumulates (+=) every parameter's grad for dL/d(losses) = dlosses (f32 [B, T]).
     virtual void backward(const Tensor& dlosses, const Activations& saved) = 0;
+    // With a hook set, backward reports each parameter as soon as its grad is final for this
+    // backward (data parallelism starts reducing full buckets while backward goes on). A family
+    // that never reports still trains right: the reductions then all run after backward.
+    using GradReadyHook = std::function<void(const nn::Parameter&)>;
+    virtual void set_grad_ready_hook(GradReadyHook hook) { (void)hook; }
     // Floating-point operations of one training iteration over `samples` sequences (forward and
     // backward), by Megatron's formula (training.py num_floating_point_operations).
     virtual double training_flops(int64_t samples) const = 0;
@@ -115,9 +140,14 @@ class MT_API ModelFamily {
     // does: e.g. the FFN size, head dimension, query groups, padded vocabulary), as flag text
     // under the flag names; "padded-vocab-size" is added where the family pads the vocabulary.
     virtual ModelArgs resolved_args(const ModelArgs& args) const = 0;
-    // A model with these arguments, parameters allocated (uninitialised: call initialize or
-    // load a checkpoint).
-    virtual std::unique_ptr<Model> build(const ModelArgs& args) const = 0;
+    // A model with these arguments for this rank of `context`: its local shards allocated
+    // (uninitialised: call initialize or load a checkpoint).
+    virtual std::unique_ptr<Model> build(const ModelArgs& args,
+                                         const BuildContext& context) const = 0;
+    // The whole model in one CPU process.
+    std::unique_ptr<Model> build(const ModelArgs& args) const {
+        return build(args, single_process_context());
+    }
 };
 
 }  // namespace mt

@@ -18,8 +18,9 @@ int64_t split_groups(const ShardSpec& spec) {
     return spec.split_each_group ? spec.num_groups : 1;
 }
 
-// The shape of one rank's piece of a tensor of `whole` shape.
-Shape piece_shape(const Shape& whole, const ShardSpec& spec, int64_t tp, const std::string& what) {
+}  // namespace
+
+Shape shard_shape(const Shape& whole, const ShardSpec& spec, int64_t tp, const std::string& what) {
     if (!split(spec)) return whole;
     const int d = spec.partition_dim;
     MT_CHECK(d < int(whole.size()), what, ": cannot split dimension ", d, " of a tensor of shape ",
@@ -36,6 +37,8 @@ Shape piece_shape(const Shape& whole, const ShardSpec& spec, int64_t tp, const s
     out[d] /= tp;
     return out;
 }
+
+namespace {
 
 // "decoder.layers.N.rest" -> N (and the offset of "rest"), or nullopt.
 std::optional<std::pair<int64_t, size_t>> layer_of(const std::string& name) {
@@ -58,7 +61,7 @@ Tensor shard_tensor(const Tensor& whole, const ShardSpec& spec, int64_t tensor_p
     MT_CHECK(rank >= 0 && rank < tensor_parallel, "tensor-parallel rank ", rank, " out of ",
              tensor_parallel);
     if (!split(spec) || tensor_parallel == 1) return whole;
-    const Shape piece = piece_shape(whole.shape(), spec, tensor_parallel, "a tensor");
+    const Shape piece = shard_shape(whole.shape(), spec, tensor_parallel, "a tensor");
     const int d = spec.partition_dim;
     const int64_t groups = split_groups(spec);
     const int64_t block = whole.shape()[d] / groups, part = piece[d] / groups;
@@ -163,7 +166,7 @@ NamedTensors rank_tensors(const std::vector<ParameterInfo>& params,
         MT_CHECK(whole[k.param].shape() == p.shape, "'", p.name, "' has shape ",
                  shape_str(whole[k.param].shape()), " but the model args give ",
                  shape_str(p.shape));
-        piece_shape(p.shape, p.shard, layout.tensor_parallel, "'" + p.name + "'");
+        shard_shape(p.shape, p.shard, layout.tensor_parallel, "'" + p.name + "'");
         out.emplace_back(k.key,
                          shard_tensor(whole[k.param], p.shard, layout.tensor_parallel, tp_rank));
     }
@@ -194,7 +197,7 @@ std::vector<Tensor> whole_tensors(
                 MT_CHECK(it != index.end(), rank_name(r, pp), " has no '", k.key, "' (", p.name,
                          ", whole shape ", shape_str(p.shape), ")");
                 const Tensor& t = tensors[it->second].second;
-                const Shape want = piece_shape(p.shape, p.shard, tp, "'" + p.name + "'");
+                const Shape want = shard_shape(p.shape, p.shard, tp, "'" + p.name + "'");
                 MT_CHECK(t.shape() == want, rank_name(r, pp), ": '", k.key, "' has shape ",
                          shape_str(t.shape()), " but the model args give ", shape_str(want),
                          tp > 1 ? " per rank (whole " + shape_str(p.shape) + ")" : std::string());

@@ -31,18 +31,23 @@ Tensor v_part(const QkvLayout& l, const Tensor& grouped) {
 SelfAttention::SelfAttention(const std::string& prefix, const TransformerConfig& config,
                              Backend& backend)
     : config_(config),
-      nq_(config.num_attention_heads),
-      ng_(config.query_groups()),
+      nq_(config.num_attention_heads / config.tp.size()),
+      ng_(config.query_groups() / config.tp.size()),
       hd_(config.head_dim()),
       qkv_(join_name(prefix, "linear_qkv"), config.hidden_size,
            (config.num_attention_heads + 2 * config.query_groups()) * config.head_dim(),
            config.add_bias_linear || config.add_qkv_bias, config.dtype,
-           ShardSpec{ShardSpec::Kind::column, 0, config.query_groups()}, backend),
+           ShardSpec{ShardSpec::Kind::column, 0, config.query_groups()}, backend, config.tp),
       proj_(join_name(prefix, "linear_proj"), config.num_attention_heads * config.head_dim(),
             config.hidden_size, config.add_bias_linear, config.dtype,
-            ShardSpec{ShardSpec::Kind::row, 1, 1}, backend) {
-    MT_CHECK(nq_ > 0 && ng_ > 0 && nq_ % ng_ == 0, "SelfAttention: ", nq_,
-             " attention heads are not a multiple of ", ng_, " query groups");
+            ShardSpec{ShardSpec::Kind::row, 1, 1}, backend, config.tp) {
+    const int64_t heads = config.num_attention_heads, groups = config.query_groups();
+    MT_CHECK(heads > 0 && groups > 0 && heads % groups == 0, "SelfAttention: ", heads,
+             " attention heads are not a multiple of ", groups, " query groups");
+    // Megatron: each tensor-parallel rank holds whole query groups (and their heads).
+    MT_CHECK(groups % config.tp.size() == 0, "SelfAttention: ", groups,
+             " query groups (--num-query-groups, or the heads without GQA) do not split across ",
+             config.tp.size(), " tensor-parallel ranks (--tensor-model-parallel-size)");
     MT_CHECK(hd_ > 0, "SelfAttention: head dim must be > 0");
 }
 
@@ -66,10 +71,12 @@ Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved
     MT_CHECK(!cache.layer || (!saved && !document_start.defined() && !ctx.training),
              "SelfAttention: a KV cache is for inference only (no saved state, document mask "
              "or dropout)");
-    const QkvLayout l{x.size(0), x.size(1), nq_, ng_, hd_};
     Saved local;
     Saved& s = saved ? *saved : local;
-    Tensor grouped = qkv_.forward(x, saved ? &s.qkv : nullptr).view(l.grouped());
+    // With sequence parallelism x is this rank's part of the sequence, qkv the whole sequence.
+    Tensor qkv = qkv_.forward(x, saved ? &s.qkv : nullptr);
+    const QkvLayout l{qkv.size(0), qkv.size(1), nq_, ng_, hd_};
+    Tensor grouped = qkv.view(l.grouped());
     s.q = q_part(l, grouped).contiguous().view({l.B, l.T, nq_, hd_});
     s.k = k_part(l, grouped).contiguous();
     s.v = v_part(l, grouped).contiguous();
@@ -83,8 +90,11 @@ Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved
     s.attention.scale = 1.0 / std::sqrt(double(hd_));
     s.attention.causal = true;
     s.attention.block = config_.attention_block;
+    // Each tensor-parallel rank drops out its own heads: its part of the whole layer's draw.
     DropoutDraw draw =
-        draw_dropout(ctx, config_.attention_dropout, int64_t(ops::attention_dropout_counters(s.q)));
+        draw_dropout(ctx, config_.attention_dropout,
+                     int64_t(ops::attention_dropout_counters(s.q)), config_.tp.rank(),
+                     config_.tp.size());
     s.attention.dropout = draw.applied ? draw.p : 0.0f;
     s.attention.seed = draw.seed;
     s.attention.offset = draw.offset;

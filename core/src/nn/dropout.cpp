@@ -10,6 +10,12 @@ DropoutDraw draw_dropout(DropoutContext& ctx, float p, int64_t n) {
     return DropoutDraw{true, p, ctx.seed, ctx.take(uint64_t(n))};
 }
 
+DropoutDraw draw_dropout(DropoutContext& ctx, float p, int64_t n, int shard, int shards) {
+    DropoutDraw draw = draw_dropout(ctx, p, n * shards);
+    draw.offset += uint64_t(shard) * uint64_t(n);
+    return draw;
+}
+
 Tensor dropout_forward(const Tensor& x, const DropoutDraw& draw) {
     if (!draw.applied) return x;
     Tensor y = Tensor::empty(x.shape(), x.dtype());

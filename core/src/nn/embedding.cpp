@@ -2,6 +2,8 @@
 // 0..T-1 on every row by default), then dropout; backward reverses it with scatter-adds.
 #include "mt/nn/embedding.h"
 
+#include <algorithm>
+
 #include "mt/ops/elementwise.h"
 #include "mt/ops/embedding.h"
 
@@ -17,18 +19,49 @@ Tensor position_ids(int64_t batch, int64_t seq) {
     return p;
 }
 
+// The rows of a vocab-parallel table the ids fall on: local[i] = ids[i] - first where it is
+// in [first, first + rows), else 0 with foreign[i] = 1.
+void local_rows(const Tensor& ids, int64_t first, int64_t rows, Tensor& local, Tensor& foreign) {
+    const Tensor c = ids.contiguous();
+    local = Tensor::empty(c.shape(), DType::i64);
+    foreign = Tensor::empty(c.shape(), DType::u8);
+    int64_t* l = local.data<int64_t>();
+    uint8_t* f = foreign.data<uint8_t>();
+    for (int64_t i = 0; i < c.numel(); ++i) {
+        const int64_t id =
+            c.dtype() == DType::i64 ? c.data<int64_t>()[i] : int64_t(c.data<int32_t>()[i]);
+        const bool mine = id >= first && id < first + rows;
+        l[i] = mine ? id - first : 0;
+        f[i] = mine ? 0 : 1;
+    }
+}
+
+// Zeroes the rows (..., H) of y where foreign is set.
+void zero_foreign_rows(Tensor& y, const Tensor& foreign) {
+    const int64_t hidden = y.size(-1);
+    const uint8_t* f = foreign.data<uint8_t>();
+    for (int64_t i = 0; i < foreign.numel(); ++i) {
+        if (!f[i]) continue;
+        if (y.dtype() == DType::f64)
+            std::fill_n(y.data<double>() + i * hidden, hidden, 0.0);
+        else
+            std::fill_n(y.data<float>() + i * hidden, hidden, 0.0f);
+    }
+}
+
 }  // namespace
 
 Embedding::Embedding(int64_t vocab, int64_t hidden, int64_t max_positions, float dropout,
-                     DType dtype)
+                     DType dtype, TensorParallel tp)
     : hidden_(hidden),
       max_positions_(max_positions),
       dropout_(dropout),
       word_(make_parameter("embedding.word_embeddings.weight", {vocab, hidden}, dtype,
-                           ShardSpec{ShardSpec::Kind::vocab, 0, 1}, true)) {
+                           ShardSpec{ShardSpec::Kind::vocab, 0, 1}, true, tp)),
+      tp_(tp) {
     if (max_positions > 0)
         position_ = make_parameter("embedding.position_embeddings.weight", {max_positions, hidden},
-                                   dtype, ShardSpec{}, true);
+                                   dtype, ShardSpec{}, true, tp);
 }
 
 Tensor Embedding::forward(const Tensor& ids, DropoutContext& ctx, Saved* saved,
@@ -38,7 +71,17 @@ Tensor Embedding::forward(const Tensor& ids, DropoutContext& ctx, Saved* saved,
     MT_CHECK(max_positions_ == 0 || T <= max_positions_, "Embedding: sequence length ", T,
              " exceeds the ", max_positions_, " learned positions");
     Tensor y = Tensor::empty({B, T, hidden_}, word_.value.dtype());
-    ops::embedding_forward(word_.value, ids, y);
+    Tensor rows = ids, foreign;
+    if (tp_.active()) {
+        // Each rank looks up the ids of its vocabulary range; the sum over ranks is the table's.
+        const int64_t part = word_.value.size(0);
+        local_rows(ids, part * tp_.rank(), part, rows, foreign);
+        ops::embedding_forward(word_.value, rows, y);
+        zero_foreign_rows(y, foreign);
+        tp_.group->all_reduce(y, ReduceOp::sum);
+    } else {
+        ops::embedding_forward(word_.value, ids, y);
+    }
     Tensor pos_ids;
     if (max_positions_ > 0) {
         if (positions.defined()) {
@@ -52,17 +95,28 @@ Tensor Embedding::forward(const Tensor& ids, DropoutContext& ctx, Saved* saved,
         ops::embedding_forward(position_.value, pos_ids, pos);  // checks the range
         ops::add(y, pos, y);
     }
-    DropoutDraw draw = draw_dropout(ctx, dropout_, y.numel());
-    if (saved) *saved = Saved{ids, pos_ids, draw};
+    y = scatter_to_sequence_parallel(tp_, y);
+    const bool shards = tp_.sequence_split();
+    DropoutDraw draw =
+        draw_dropout(ctx, dropout_, y.numel(), shards ? tp_.rank() : 0, shards ? tp_.size() : 1);
+    if (saved) *saved = Saved{rows, foreign, pos_ids, draw};
     return dropout_forward(y, draw);
 }
 
 void Embedding::backward(const Tensor& dy, const Saved& saved) {
     const int64_t B = saved.ids.size(0), T = saved.ids.size(1);
-    MT_CHECK(dy.shape() == Shape({B, T, hidden_}), "Embedding: dy must be (", B, ", ", T, ", ",
-             hidden_, "), got ", dy.describe());
-    Tensor g = dropout_backward(dy.contiguous(), saved.dropout);
-    ops::embedding_backward(g, saved.ids, word_.grad);
+    const int64_t local_T = tp_.sequence_split() ? T / tp_.size() : T;
+    MT_CHECK(dy.shape() == Shape({B, local_T, hidden_}), "Embedding: dy must be (", B, ", ",
+             local_T, ", ", hidden_, "), got ", dy.describe());
+    Tensor g = scatter_to_sequence_parallel_backward(
+        tp_, dropout_backward(dy.contiguous(), saved.dropout));
+    if (saved.foreign.defined()) {
+        Tensor mine = g.clone();
+        zero_foreign_rows(mine, saved.foreign);
+        ops::embedding_backward(mine, saved.ids, word_.grad);
+    } else {
+        ops::embedding_backward(g, saved.ids, word_.grad);
+    }
     if (max_positions_ > 0) ops::embedding_backward(g, saved.positions, position_.grad);
 }
 

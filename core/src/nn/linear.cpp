@@ -24,39 +24,54 @@ Tensor rows(const Tensor& x, int64_t features, const char* what) {
 }  // namespace
 
 Linear::Linear(const std::string& name, int64_t in, int64_t out, bool bias, DType dtype,
-               ShardSpec shard, Backend& backend)
-    : in_(in),
-      out_(out),
-      has_bias_(bias),
-      weight_(make_parameter(join_name(name, "weight"), {out, in}, dtype, shard, true)),
-      backend_(&backend) {
+               ShardSpec shard, Backend& backend, TensorParallel tp)
+    : has_bias_(bias),
+      weight_(make_parameter(join_name(name, "weight"), {out, in}, dtype, shard, true, tp)),
+      backend_(&backend),
+      tp_(tp) {
+    out_ = weight_.value.size(0);
+    in_ = weight_.value.size(1);
     if (bias) {
         // A row-parallel layer's bias is added after the all-reduce, so it stays replicated.
         ShardSpec bias_shard = shard.kind == ShardSpec::Kind::row ? ShardSpec{} : shard;
-        bias_ = make_parameter(join_name(name, "bias"), {out}, dtype, bias_shard, false);
+        bias_ = make_parameter(join_name(name, "bias"), {out}, dtype, bias_shard, false, tp);
     }
 }
 
+bool Linear::column() const {
+    return tp_.active() && (weight_.shard.kind == ShardSpec::Kind::column ||
+                            weight_.shard.kind == ShardSpec::Kind::vocab);
+}
+
+bool Linear::row() const {
+    return tp_.active() && weight_.shard.kind == ShardSpec::Kind::row;
+}
+
 Tensor Linear::forward(const Tensor& x, Saved* saved) const {
-    Tensor x2 = rows(x, in_, "x");
+    const Tensor input = column() ? enter_column_parallel(tp_, x) : x;
+    Tensor x2 = rows(input, in_, "x");
     MT_CHECK(x2.dtype() == weight_.value.dtype(), "Linear ", weight_.name, ": x is ", x.describe(),
              ", weight ", weight_.value.describe());
     Tensor y = backend_->empty({x2.size(0), out_}, x2.dtype());
     ops::matmul(*backend_, Transpose::no, Transpose::yes, x2, weight_.value, 0.0f, y);
-    if (has_bias_) ops::add_bias(bias_.value, y);
     if (saved) saved->input = x2;
-    return y.view(with_last_dim(x.shape(), out_));
+    y = y.view(with_last_dim(input.shape(), out_));
+    if (row()) y = leave_row_parallel(tp_, y);
+    if (has_bias_) ops::add_bias(bias_.value, y);
+    return y;
 }
 
 Tensor Linear::backward(const Tensor& dy, const Saved& saved) {
-    Tensor dy2 = rows(dy, out_, "dy");
+    const Tensor grad = row() ? leave_row_parallel_backward(tp_, dy) : dy;
+    Tensor dy2 = rows(grad, out_, "dy");
     MT_CHECK(saved.input.defined() && saved.input.size(0) == dy2.size(0), "Linear ", weight_.name,
              ": dy ", dy.describe(), " does not match the saved input ", saved.input.describe());
     Tensor dx = backend_->empty({dy2.size(0), in_}, dy2.dtype());
     ops::matmul(*backend_, Transpose::no, Transpose::no, dy2, weight_.value, 0.0f, dx);
     ops::matmul(*backend_, Transpose::yes, Transpose::no, dy2, saved.input, 1.0f, weight_.grad);
     if (has_bias_) ops::add_column_sums(dy2, bias_.grad);
-    return dx.view(with_last_dim(dy.shape(), in_));
+    dx = dx.view(with_last_dim(grad.shape(), in_));
+    return column() ? enter_column_parallel_backward(tp_, dx) : dx;
 }
 
 void Linear::collect_parameters(std::vector<Parameter*>& out) {

@@ -5,8 +5,9 @@ namespace mt::nn {
 
 namespace {
 
+// SwiGLU's fc1 is [gate; up]: each tensor-parallel rank holds its slice of both halves.
 ShardSpec fc1_shard(bool gated) {
-    return ShardSpec{ShardSpec::Kind::column, 0, gated ? 2 : 1};
+    return ShardSpec{ShardSpec::Kind::column, 0, gated ? 2 : 1, gated};
 }
 
 }  // namespace
@@ -16,9 +17,10 @@ Mlp::Mlp(const std::string& prefix, const TransformerConfig& config, Backend& ba
       activation_(config.activation),
       fc1_(join_name(prefix, "linear_fc1"), config.hidden_size,
            config.ffn_hidden_size * (config.gated_linear_unit ? 2 : 1), config.add_bias_linear,
-           config.dtype, fc1_shard(config.gated_linear_unit), backend),
+           config.dtype, fc1_shard(config.gated_linear_unit), backend, config.tp),
       fc2_(join_name(prefix, "linear_fc2"), config.ffn_hidden_size, config.hidden_size,
-           config.add_bias_linear, config.dtype, ShardSpec{ShardSpec::Kind::row, 1, 1}, backend) {
+           config.add_bias_linear, config.dtype, ShardSpec{ShardSpec::Kind::row, 1, 1}, backend,
+           config.tp) {
     MT_CHECK(config.hidden_size > 0 && config.ffn_hidden_size > 0,
              "Mlp: hidden and ffn hidden sizes must be > 0, got ", config.hidden_size, " and ",
              config.ffn_hidden_size);

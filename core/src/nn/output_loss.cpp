@@ -2,6 +2,7 @@
 #include "mt/nn/output_loss.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "mt/ops/cross_entropy.h"
 #include "mt/ops/matmul.h"
@@ -9,42 +10,81 @@
 namespace mt::nn {
 
 OutputLoss::OutputLoss(int64_t vocab, int64_t hidden, Parameter* tied, int64_t chunk_rows,
-                       DType dtype, Backend& backend)
-    : vocab_(vocab), hidden_(hidden), chunk_rows_(chunk_rows), tied_(tied), backend_(&backend) {
+                       DType dtype, Backend& backend, TensorParallel tp)
+    : vocab_(vocab / tp.size()),
+      hidden_(hidden),
+      chunk_rows_(chunk_rows),
+      tied_(tied),
+      backend_(&backend),
+      tp_(tp) {
     MT_CHECK(chunk_rows > 0, "OutputLoss: chunk_rows must be > 0, got ", chunk_rows);
+    MT_CHECK(vocab % tp.size() == 0, "OutputLoss: the vocabulary (", vocab,
+             ") does not split across ", tp.size(), " tensor-parallel ranks");
     if (tied)
-        MT_CHECK(tied->value.shape() == Shape({vocab, hidden}), "OutputLoss: tied weight ",
-                 tied->name, " is ", tied->value.describe(), ", expected (", vocab, ", ", hidden,
+        MT_CHECK(tied->value.shape() == Shape({vocab_, hidden}), "OutputLoss: tied weight ",
+                 tied->name, " is ", tied->value.describe(), ", expected (", vocab_, ", ", hidden,
                  ")");
     else
         weight_ = make_parameter("output_layer.weight", {vocab, hidden}, dtype,
-                                 ShardSpec{ShardSpec::Kind::vocab, 0, 1}, true);
+                                 ShardSpec{ShardSpec::Kind::vocab, 0, 1}, true, tp);
+}
+
+void OutputLoss::merge_vocab_pieces(Tensor& lse, Tensor& target_logit, Tensor& losses) const {
+    // lse = m + log sum_r exp(lse_r - m) with m the rows' maximum over the ranks.
+    Tensor m = lse.clone();
+    tp_.group->all_reduce(m, ReduceOp::max);
+    tp_.group->all_reduce(target_logit, ReduceOp::sum);
+    const int64_t n = lse.numel();
+    auto merge = [&](auto* l, auto* mx, auto* t, auto* loss) {
+        for (int64_t i = 0; i < n; ++i) l[i] = std::exp(l[i] - mx[i]);
+        tp_.group->all_reduce(lse, ReduceOp::sum);
+        for (int64_t i = 0; i < n; ++i) {
+            l[i] = mx[i] + std::log(l[i]);
+            loss[i] = l[i] - t[i];
+        }
+    };
+    if (lse.dtype() == DType::f64)
+        merge(lse.data<double>(), m.data<double>(), target_logit.data<double>(),
+              losses.data<double>());
+    else
+        merge(lse.data<float>(), m.data<float>(), target_logit.data<float>(),
+              losses.data<float>());
 }
 
 Tensor OutputLoss::forward(const Tensor& hidden, const Tensor& targets, Saved* saved) const {
     MT_CHECK(hidden.dim() == 3 && hidden.size(2) == hidden_, "OutputLoss: hidden must be (B, T, ",
              hidden_, "), got ", hidden.describe());
-    MT_CHECK(targets.shape() == Shape({hidden.size(0), hidden.size(1)}),
-             "OutputLoss: targets must be (B, T) for hidden ", hidden.describe(), ", got ",
-             targets.describe());
     const Parameter& w = weight_param();
-    Tensor h = hidden.contiguous().view({-1, hidden_});
+    const Tensor whole = enter_column_parallel(tp_, hidden);
+    MT_CHECK(targets.shape() == Shape({whole.size(0), whole.size(1)}),
+             "OutputLoss: targets must be (B, T) for hidden ", whole.describe(), ", got ",
+             targets.describe());
+    Tensor h = whole.contiguous().view({-1, hidden_});
     Tensor tg = targets.contiguous().view({-1});
     const int64_t n = h.size(0);
     Tensor losses = Tensor::empty({n}, h.dtype()), lse = Tensor::empty({n}, h.dtype());
+    Tensor target_logit = tp_.active() ? Tensor::empty({n}, h.dtype()) : Tensor();
     for (int64_t r0 = 0; r0 < n; r0 += chunk_rows_) {
         const int64_t r1 = std::min(n, r0 + chunk_rows_);
         Tensor logits = backend_->empty({r1 - r0, vocab_}, h.dtype());
         ops::matmul(*backend_, Transpose::no, Transpose::yes, h.slice(0, r0, r1), w.value, 0.0f,
                     logits);
         Tensor chunk_losses = losses.slice(0, r0, r1), chunk_lse = lse.slice(0, r0, r1);
-        ops::cross_entropy_forward(logits, tg.slice(0, r0, r1), chunk_losses, chunk_lse);
+        if (tp_.active()) {
+            Tensor chunk_target = target_logit.slice(0, r0, r1);
+            ops::cross_entropy_shard_forward(logits, tg.slice(0, r0, r1), vocab_ * tp_.rank(),
+                                             chunk_lse, chunk_target);
+        } else {
+            ops::cross_entropy_forward(logits, tg.slice(0, r0, r1), chunk_losses, chunk_lse);
+        }
     }
+    if (tp_.active()) merge_vocab_pieces(lse, target_logit, losses);
     if (saved) *saved = Saved{h, tg, lse};
-    return losses.view({hidden.size(0), hidden.size(1)});
+    return losses.view({whole.size(0), whole.size(1)});
 }
 
 Tensor OutputLoss::logits(const Tensor& hidden) const {
+    MT_CHECK(!tp_.active(), "not supported yet: tensor-parallel inference (logits)");
     MT_CHECK(hidden.dim() == 3 && hidden.size(2) == hidden_, "OutputLoss: hidden must be (B, T, ",
              hidden_, "), got ", hidden.describe());
     Tensor h = hidden.contiguous().view({-1, hidden_});
@@ -66,15 +106,20 @@ Tensor OutputLoss::backward(const Tensor& dlosses, const Saved& saved) {
         Tensor logits = backend_->empty({r1 - r0, vocab_}, h.dtype());
         ops::matmul(*backend_, Transpose::no, Transpose::yes, h, w.value, 0.0f, logits);
         // dlogits overwrites the recomputed logits in place (the op reads each before writing).
-        ops::cross_entropy_backward(logits, saved.targets.slice(0, r0, r1),
-                                    saved.lse.slice(0, r0, r1), dl.slice(0, r0, r1), logits);
+        if (tp_.active())
+            ops::cross_entropy_shard_backward(logits, saved.targets.slice(0, r0, r1),
+                                              vocab_ * tp_.rank(), saved.lse.slice(0, r0, r1),
+                                              dl.slice(0, r0, r1), logits);
+        else
+            ops::cross_entropy_backward(logits, saved.targets.slice(0, r0, r1),
+                                        saved.lse.slice(0, r0, r1), dl.slice(0, r0, r1), logits);
         Tensor dh_chunk = dh.slice(0, r0, r1);
         ops::matmul(*backend_, Transpose::no, Transpose::no, logits, w.value, 0.0f, dh_chunk);
         ops::matmul(*backend_, Transpose::yes, Transpose::no, logits, h, 1.0f, w.grad);
     }
     Shape shape = dlosses.shape();
     shape.push_back(hidden_);
-    return dh.view(shape);
+    return enter_column_parallel_backward(tp_, dh.view(shape));
 }
 
 void OutputLoss::collect_parameters(std::vector<Parameter*>& out) {

@@ -1,12 +1,23 @@
 // Parameter construction and name composition.
 #include "mt/nn/parameter.h"
 
+#include "mt/checkpoint/reshard.h"
+
 namespace mt::nn {
 
-Parameter make_parameter(std::string name, const Shape& shape, DType dtype, ShardSpec shard,
-                         bool weight_decay) {
-    return Parameter{std::move(name), Tensor::zeros(shape, dtype), Tensor::zeros(shape, dtype),
-                     shard, weight_decay};
+Parameter make_parameter(std::string name, const Shape& whole_shape, DType dtype, ShardSpec shard,
+                         bool weight_decay, const TensorParallel& tp) {
+    const Shape local = shard_shape(whole_shape, shard, tp.size(), "parameter '" + name + "'");
+    Parameter p;
+    p.name = std::move(name);
+    p.value = Tensor::zeros(local, dtype);
+    p.grad = Tensor::zeros(local, dtype);
+    p.shard = shard;
+    p.weight_decay = weight_decay;
+    p.whole_shape = whole_shape;
+    p.tp_rank = tp.rank();
+    p.tp_size = tp.size();
+    return p;
 }
 
 std::string join_name(const std::string& prefix, const std::string& name) {

@@ -33,7 +33,14 @@ TransformerLayer::TransformerLayer(const std::string& prefix, const TransformerC
       input_norm_(make_norm(prefix, "self_attention.linear_qkv", "input_layernorm", config)),
       attention_(join_name(prefix, "self_attention"), config, backend),
       pre_mlp_norm_(make_norm(prefix, "mlp.linear_fc1", "pre_mlp_layernorm", config)),
-      mlp_(join_name(prefix, "mlp"), config, backend) {}
+      mlp_(join_name(prefix, "mlp"), config, backend),
+      tp_(config.tp) {
+    // Under sequence parallelism the norms see this rank's part of the sequence only.
+    std::vector<Parameter*> norms;
+    input_norm_.collect_parameters(norms);
+    pre_mlp_norm_.collect_parameters(norms);
+    for (Parameter* p : norms) p->sequence_parallel = tp_.sequence_split();
+}
 
 Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
                                  const Tensor& document_start, const KvSlot& cache) const {
@@ -41,10 +48,12 @@ Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* sa
     Saved& s = saved ? *saved : local;
     Tensor a = attention_.forward(input_norm_.forward(x, &s.input_norm), ctx,
                                   saved ? &s.attention : nullptr, document_start, cache);
-    s.attention_dropout = draw_dropout(ctx, hidden_dropout_, a.numel());
+    s.attention_dropout = draw_dropout(ctx, hidden_dropout_, a.numel(), sequence_shard(),
+                                       sequence_shards());
     Tensor h = sum(x, dropout_forward(a, s.attention_dropout));
     Tensor m = mlp_.forward(pre_mlp_norm_.forward(h, &s.pre_mlp_norm), &s.mlp);
-    s.mlp_dropout = draw_dropout(ctx, hidden_dropout_, m.numel());
+    s.mlp_dropout =
+        draw_dropout(ctx, hidden_dropout_, m.numel(), sequence_shard(), sequence_shards());
     return sum(h, dropout_forward(m, s.mlp_dropout));
 }
 

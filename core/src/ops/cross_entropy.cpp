@@ -53,6 +53,35 @@ std::vector<int64_t> target_ids(const char* op, const Tensor& targets, int64_t r
     return ids;
 }
 
+// A vocabulary piece's column of each row's target, or -1 where the target is elsewhere.
+std::vector<int64_t> piece_target_columns(const Tensor& targets, int64_t rows, int64_t start,
+                                          int64_t vocab) {
+    std::vector<int64_t> cols(rows);
+    for (int64_t r = 0; r < rows; ++r) {
+        const int64_t id =
+            targets.dtype() == DType::i64 ? targets.data<int64_t>()[r] : targets.data<int32_t>()[r];
+        cols[r] = id >= start && id < start + vocab ? id - start : -1;
+    }
+    return cols;
+}
+
+// dlogits rows from logits, the rows' lse and target columns (-1: none) and dlosses.
+void backward_rows(const Tensor& logits, const std::vector<int64_t>& cols, const Tensor& lse,
+                   const Tensor& dlosses, Tensor& dlogits, int64_t rows, int64_t vocab) {
+    with_float(logits.dtype(), [&](auto t) {
+        using T = decltype(t);
+        const T *lp = in_t<T>(logits), *lsep = in_t<T>(lse), *dl = in_t<T>(dlosses);
+        T* dp = out_t<T>(dlogits);
+#pragma omp parallel for schedule(static) if (rows * vocab >= kParallelMin)
+        for (int64_t r = 0; r < rows; ++r) {
+            const T* lr = lp + r * vocab;
+            T* dr = dp + r * vocab;
+            for (int64_t j = 0; j < vocab; ++j)
+                dr[j] = k::cross_entropy_bwd(lr[j], lsep[r], j == cols[r], dl[r]);
+        }
+    });
+}
+
 }  // namespace
 
 void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& losses,
@@ -85,19 +114,42 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const T
     check_float_shape(op, "lse", lse, targets.shape(), logits.dtype());
     check_float_shape(op, "dlosses", dlosses, targets.shape(), logits.dtype());
     check_float_shape(op, "dlogits", dlogits, logits.shape(), logits.dtype());
-    std::vector<int64_t> ids = target_ids(op, targets, rows, vocab);
+    backward_rows(logits, target_ids(op, targets, rows, vocab), lse, dlosses, dlogits, rows,
+                  vocab);
+}
+
+void cross_entropy_shard_forward(const Tensor& logits, const Tensor& targets, int64_t vocab_start,
+                                 Tensor& lse, Tensor& target_logit) {
+    const char* op = "cross_entropy_shard_forward";
+    auto [rows, vocab] = check_rows(op, logits, targets);
+    check_float_shape(op, "lse", lse, targets.shape(), logits.dtype());
+    check_float_shape(op, "target_logit", target_logit, targets.shape(), logits.dtype());
+    const std::vector<int64_t> cols = piece_target_columns(targets, rows, vocab_start, vocab);
     with_float(logits.dtype(), [&](auto t) {
         using T = decltype(t);
-        const T *lp = in_t<T>(logits), *lsep = in_t<T>(lse), *dl = in_t<T>(dlosses);
-        T* dp = out_t<T>(dlogits);
+        const T* lp = in_t<T>(logits);
+        T *lsep = out_t<T>(lse), *tl = out_t<T>(target_logit);
 #pragma omp parallel for schedule(static) if (rows * vocab >= kParallelMin)
         for (int64_t r = 0; r < rows; ++r) {
             const T* lr = lp + r * vocab;
-            T* dr = dp + r * vocab;
-            for (int64_t j = 0; j < vocab; ++j)
-                dr[j] = k::cross_entropy_bwd(lr[j], lsep[r], j == ids[r], dl[r]);
+            lsep[r] = fold_lanes<k::OnlineMax<T>>(vocab, [&](k::OnlineMax<T>& s, int64_t j) {
+                          s.add(lr[j]);
+                      }).finalize();
+            tl[r] = cols[r] >= 0 ? lr[cols[r]] : T(0);
         }
     });
+}
+
+void cross_entropy_shard_backward(const Tensor& logits, const Tensor& targets,
+                                  int64_t vocab_start, const Tensor& lse, const Tensor& dlosses,
+                                  Tensor& dlogits) {
+    const char* op = "cross_entropy_shard_backward";
+    auto [rows, vocab] = check_rows(op, logits, targets);
+    check_float_shape(op, "lse", lse, targets.shape(), logits.dtype());
+    check_float_shape(op, "dlosses", dlosses, targets.shape(), logits.dtype());
+    check_float_shape(op, "dlogits", dlogits, logits.shape(), logits.dtype());
+    backward_rows(logits, piece_target_columns(targets, rows, vocab_start, vocab), lse, dlosses,
+                  dlogits, rows, vocab);
 }
 
 }  // namespace mt::ops

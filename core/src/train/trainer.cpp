@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <tuple>
 
 #include "mt/data/pretraining_loader.h"
 #include "mt/error.h"
@@ -9,6 +10,8 @@
 #include "mt/nn/dropout.h"
 #include "mt/nn/parameter.h"
 #include "mt/optim/grad_clip.h"
+#include "mt/parallel/grad_buffer.h"
+#include "mt/parallel/parallel_state.h"
 #include "mt/train/log_lines.h"
 
 namespace mt::train {
@@ -60,6 +63,86 @@ Trainer::Trainer(Model& model, optim::Optimizer& optimizer, optim::LrScheduler& 
 
 Trainer::~Trainer() = default;
 
+void Trainer::set_parallel(const parallel::ParallelState& state, parallel::GradBuffer* grads) {
+    parallel_ = &state;
+    grad_buffer_ = grads;
+    const int64_t per_step = options_.micro_batch_size * data_parallel_size();
+    MT_CHECK(options_.global_batch_size % per_step == 0, "--global-batch-size (",
+             options_.global_batch_size, ") must be a multiple of --micro-batch-size (",
+             options_.micro_batch_size, ") x the data-parallel size (", data_parallel_size(), ")");
+}
+
+int64_t Trainer::data_parallel_size() const {
+    return parallel_ ? parallel_->dp().size() : 1;
+}
+
+int64_t Trainer::data_parallel_rank() const {
+    return parallel_ ? parallel_->dp().rank() : 0;
+}
+
+std::pair<double, double> Trainer::sum_over_data_parallel(double loss_sum, double tokens) const {
+    if (data_parallel_size() == 1) return {loss_sum, tokens};
+    Tensor t = Tensor::empty({2}, DType::f64);
+    t.data<double>()[0] = loss_sum;
+    t.data<double>()[1] = tokens;
+    parallel_->dp().all_reduce(t, ReduceOp::sum);
+    return {t.data<double>()[0], t.data<double>()[1]};
+}
+
+void Trainer::finalize_grads() {
+    if (grad_buffer_) grad_buffer_->finish_grad_sync();
+    if (!parallel_ || parallel_->tp().size() == 1) return;
+    // Norms on sequence shards saw part of the sequence on each rank: sum their grads over the
+    // tensor-parallel group (Megatron's _allreduce_layernorm_grads), in one message.
+    std::vector<nn::Parameter*> shards;
+    int64_t n = 0;
+    for (nn::Parameter* p : model_.parameters())
+        if (p->sequence_parallel) {
+            shards.push_back(p);
+            n += p->grad.numel();
+        }
+    if (shards.empty()) return;
+    Tensor flat = Tensor::empty({n}, shards[0]->grad.dtype());
+    int64_t at = 0;
+    for (nn::Parameter* p : shards) {
+        flat.slice(0, at, at + p->grad.numel()).view(p->grad.shape()).copy_from(p->grad);
+        at += p->grad.numel();
+    }
+    parallel_->tp().all_reduce(flat, ReduceOp::sum);
+    at = 0;
+    for (nn::Parameter* p : shards) {
+        p->grad.copy_from(flat.slice(0, at, at + p->grad.numel()).view(p->grad.shape()));
+        at += p->grad.numel();
+    }
+}
+
+double Trainer::grad_norm(std::vector<Tensor>& grads) const {
+    // Replicated parameters count on tensor-parallel rank 0 only; the distributed optimizer's
+    // shards are disjoint pieces, summed over the data-parallel group too.
+    std::vector<Tensor> counted;
+    if (grad_buffer_ && !grad_buffer_->shard().empty()) {
+        for (const auto& piece : grad_buffer_->shard()) {
+            Tensor g = grad_buffer_->grads().slice(
+                0, piece.buffer_begin, piece.buffer_begin + piece.param_end - piece.param_begin);
+            grads.push_back(g);
+            if (!piece.param->tensor_parallel_duplicate()) counted.push_back(g);
+        }
+    } else {
+        for (nn::Parameter* p : optimizer_.parameters()) {
+            grads.push_back(p->grad);
+            if (!p->tensor_parallel_duplicate()) counted.push_back(p->grad);
+        }
+    }
+    const double local = optim::global_l2_norm(counted);
+    if (!parallel_) return local;
+    Tensor sq = Tensor::empty({1}, DType::f64);
+    sq.data<double>()[0] = local * local;
+    parallel_->model_parallel().all_reduce(sq, ReduceOp::sum);
+    if (grad_buffer_ && !grad_buffer_->shard().empty())
+        grad_buffer_->group().all_reduce(sq, ReduceOp::sum);
+    return std::sqrt(sq.data<double>()[0]);
+}
+
 uint64_t Trainer::dropout_seed() const {
     return dropout_->seed;
 }
@@ -72,14 +155,24 @@ void Trainer::set_dropout_rng(uint64_t seed, uint64_t offset) {
 }
 
 Trainer::IterationResult Trainer::train_step(const data::GPTSampleDataset& data) {
-    const int64_t micro_batches = options_.global_batch_size / options_.micro_batch_size;
-    optimizer_.zero_grad();
-    data::PretrainingLoader loader(data, options_.micro_batch_size, 0, 1, consumed_train_);
+    const int64_t micro_batches =
+        options_.global_batch_size / (options_.micro_batch_size * data_parallel_size());
+    if (grad_buffer_)
+        grad_buffer_->zero_grads();
+    else
+        optimizer_.zero_grad();
+    data::PretrainingLoader loader(data, options_.micro_batch_size, int(data_parallel_rank()),
+                                   int(data_parallel_size()), consumed_train_);
     double loss_sum = 0, tokens = 0;
     data::GPTBatch batch;
     for (int64_t m = 0; m < micro_batches; ++m) {
         MT_CHECK(loader.next(batch), "the training data ran out after ", loader.consumed_samples(),
                  " samples");
+        // Grads are final in the last micro-batch's backward: data parallelism may start
+        // reducing them then (Megatron's no_sync for the others).
+        if (grad_buffer_ && m == micro_batches - 1)
+            model_.set_grad_ready_hook(
+                [this](const nn::Parameter& p) { grad_buffer_->grad_ready(p); });
         std::unique_ptr<Activations> saved;
         Tensor losses = model_.forward(to_batch(batch), *dropout_, &saved);
         auto [sum, count] = masked_sums(losses, batch.loss_mask);
@@ -93,18 +186,21 @@ Trainer::IterationResult Trainer::train_step(const data::GPTSampleDataset& data)
         for (int64_t i = 0; i < dlosses.numel(); ++i) d[i] = mask[i] * scale;
         model_.backward(dlosses, *saved);
     }
+    model_.set_grad_ready_hook(nullptr);
+    finalize_grads();
+    std::tie(loss_sum, tokens) = sum_over_data_parallel(loss_sum, tokens);
     IterationResult r;
     r.loss = tokens > 0 ? loss_sum / tokens : 0.0;
     MT_CHECK(std::isfinite(r.loss), "NaN or Inf in the loss at iteration ", iteration_ + 1);
 
     std::vector<Tensor> grads;
-    for (nn::Parameter* p : optimizer_.parameters()) grads.push_back(p->grad);
-    r.grad_norm = optim::global_l2_norm(grads);
+    r.grad_norm = grad_norm(grads);
     MT_CHECK(std::isfinite(r.grad_norm), "NaN or Inf in the gradients at iteration ",
              iteration_ + 1);
     if (options_.clip_grad > 0) optim::clip_by_total_norm(grads, options_.clip_grad, r.grad_norm);
 
     optimizer_.step(scheduler_.lr(), scheduler_.weight_decay());
+    if (grad_buffer_ && !grad_buffer_->shard().empty()) grad_buffer_->gather_params();
     scheduler_.step(options_.global_batch_size);
     consumed_train_ = loader.consumed_samples();
     return r;
@@ -138,9 +234,10 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
             log.elapsed_ms_per_iteration =
                 std::chrono::duration<double, std::milli>(now - interval_start).count() /
                 double(interval_iters);
-            // Megatron's throughput: the model's FLOPs per iteration over the time, per GPU (one).
+            // Megatron's throughput: the model's FLOPs per iteration over the time, per rank.
+            const double ranks = parallel_ ? double(parallel_->world().size()) : 1.0;
             const double throughput = model_.training_flops(options_.global_batch_size) /
-                                      (log.elapsed_ms_per_iteration / 1e3 * 1e12);
+                                      (log.elapsed_ms_per_iteration / 1e3 * 1e12 * ranks);
             if (options_.log_throughput) log.throughput = throughput;
             log.learning_rate = scheduler_.lr();
             log.global_batch_size = options_.global_batch_size;
@@ -187,10 +284,12 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
 }
 
 double Trainer::evaluate(const data::GPTSampleDataset& dataset, int64_t& consumed) {
-    const int64_t micro_batches = options_.global_batch_size / options_.micro_batch_size;
+    const int64_t micro_batches =
+        options_.global_batch_size / (options_.micro_batch_size * data_parallel_size());
     nn::DropoutContext no_dropout;
     no_dropout.training = false;
-    data::PretrainingLoader loader(dataset, options_.micro_batch_size, 0, 1, consumed);
+    data::PretrainingLoader loader(dataset, options_.micro_batch_size, int(data_parallel_rank()),
+                                   int(data_parallel_size()), consumed);
     double loss_sum = 0, tokens = 0;
     data::GPTBatch batch;
     for (int64_t i = 0; i < options_.eval_iters * micro_batches; ++i) {
@@ -202,6 +301,7 @@ double Trainer::evaluate(const data::GPTSampleDataset& dataset, int64_t& consume
         tokens += count;
     }
     consumed = loader.consumed_samples();
+    std::tie(loss_sum, tokens) = sum_over_data_parallel(loss_sum, tokens);
     return tokens > 0 ? loss_sum / tokens : 0.0;
 }
 

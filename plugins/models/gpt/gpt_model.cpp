@@ -6,9 +6,11 @@
 #include <cmath>
 #include <string_view>
 
+#include "mt/checkpoint/reshard.h"
 #include "mt/error.h"
 #include "mt/infer/kv_cache.h"
 #include "mt/kernels/rng.h"
+#include "mt/parallel/parallel_state.h"
 
 namespace mt::plugins::gpt {
 
@@ -19,7 +21,7 @@ int64_t output_chunk_rows(int64_t vocab) {
     return std::max<int64_t>(1, (int64_t(1) << 24) / vocab);
 }
 
-nn::TransformerConfig layer_config(const GptConfig& c, DType dtype) {
+nn::TransformerConfig layer_config(const GptConfig& c, DType dtype, const nn::TensorParallel& tp) {
     nn::TransformerConfig t;
     t.hidden_size = c.hidden_size;
     t.ffn_hidden_size = c.ffn_hidden_size;
@@ -46,16 +48,20 @@ nn::TransformerConfig layer_config(const GptConfig& c, DType dtype) {
     t.norm_naming = c.transformer_impl == TransformerImpl::local
                         ? nn::NormNaming::local
                         : nn::NormNaming::transformer_engine;
+    t.tp = tp;
     return t;
 }
 
 const GptConfig& checked(const GptConfig& c, DType dtype) {
     MT_CHECK(dtype == DType::f32 || dtype == DType::f64, "GptModel: dtype ", dtype_name(dtype),
              " is not supported (f32 or f64)");
-    MT_CHECK(c.tensor_model_parallel_size == 1,
-             "GptModel: not supported yet: --tensor-model-parallel-size ",
-             c.tensor_model_parallel_size, " (the model is built whole, on one rank)");
     return c;
+}
+
+// The model's tensor-parallel group (its --tensor-model-parallel-size only pads the vocabulary:
+// a checkpoint saved at TP2 is built whole in one process).
+nn::TensorParallel tensor_parallel(const BuildContext& context) {
+    return nn::TensorParallel{&context.parallel.tp(), context.sequence_parallel};
 }
 
 const Tensor& batch_tensor(const Batch& batch, std::string_view key) {
@@ -138,15 +144,16 @@ void fill_constant(Tensor& t, double v) {
 
 }  // namespace
 
-GptModel::GptModel(const GptConfig& config, DType dtype)
+GptModel::GptModel(const GptConfig& config, const BuildContext& context, DType dtype)
     : config_(checked(config, dtype)),
       dtype_(dtype),
-      backend_(make_cpu_backend()),
+      backend_(&context.backend),
+      tp_(tensor_parallel(context)),
       embedding_(config.padded_vocab_size, config.hidden_size,
                  config.position_embedding == PositionEmbedding::learned_absolute
                      ? config.max_position_embeddings
                      : 0,
-                 float(config.hidden_dropout), dtype),
+                 float(config.hidden_dropout), dtype, tp_),
       final_norm_(config.normalization == Normalization::rms_norm ? nn::NormKind::rms_norm
                                                                   : nn::NormKind::layer_norm,
                   "decoder.final_layernorm.weight", "decoder.final_layernorm.bias",
@@ -154,11 +161,17 @@ GptModel::GptModel(const GptConfig& config, DType dtype)
                   ops::NormConfig{float(config.norm_epsilon), config.apply_layernorm_1p}, dtype),
       output_(config.padded_vocab_size, config.hidden_size,
               config.untie_embeddings_and_output_weights ? nullptr : &embedding_.word(),
-              output_chunk_rows(config.padded_vocab_size), dtype, *backend_) {
-    const nn::TransformerConfig layer = layer_config(config, dtype);
+              output_chunk_rows(config.padded_vocab_size / tp_.size()), dtype, *backend_, tp_) {
+    MT_CHECK(!tp_.sequence_split() || config.seq_length % tp_.size() == 0,
+             "--sequence-parallel: --seq-length (", config.seq_length,
+             ") must be a multiple of --tensor-model-parallel-size (", tp_.size(), ")");
+    const nn::TransformerConfig layer = layer_config(config, dtype, tp_);
     for (int64_t i = 0; i < config.num_layers; ++i)
         layers_.push_back(std::make_unique<nn::TransformerLayer>(
             "decoder.layers." + std::to_string(i), layer, *backend_));
+    std::vector<nn::Parameter*> norm;
+    final_norm_.collect_parameters(norm);
+    for (nn::Parameter* p : norm) p->sequence_parallel = tp_.sequence_split();
 }
 
 std::vector<nn::Parameter*> GptModel::parameters() {
@@ -199,10 +212,15 @@ void GptModel::initialize(uint64_t seed) {
         const bool output_projection = name.ends_with(".self_attention.linear_proj.weight") ||
                                        name.ends_with(".mlp.linear_fc2.weight");
         const double s = output_projection ? output_stddev : stddev;
+        // The whole tensor is drawn and this rank's piece kept, so every tensor-parallel
+        // layout starts from the same model.
+        Tensor whole = v.shape() == p->whole_shape ? v : Tensor::empty(p->whole_shape, v.dtype());
         if (f64)
-            fill_normal(v.data<double>(), v.numel(), s, seed, name_hash(name));
+            fill_normal(whole.data<double>(), whole.numel(), s, seed, name_hash(name));
         else
-            fill_normal(v.data<float>(), v.numel(), s, seed, name_hash(name));
+            fill_normal(whole.data<float>(), whole.numel(), s, seed, name_hash(name));
+        if (whole.raw_data() != v.raw_data())
+            v.copy_from(shard_tensor(whole, p->shard, p->tp_size, p->tp_rank));
     }
 }
 
@@ -236,6 +254,14 @@ Tensor GptModel::forward(const Batch& batch, nn::DropoutContext& dropout,
     return losses;
 }
 
+template <class Module>
+void GptModel::report_grads(Module& module) {
+    if (!grad_ready_) return;
+    std::vector<nn::Parameter*> params;
+    module.collect_parameters(params);
+    for (const nn::Parameter* p : params) grad_ready_(*p);
+}
+
 void GptModel::backward(const Tensor& dlosses, const Activations& saved) {
     const auto* acts = dynamic_cast<const GptActivations*>(&saved);
     MT_CHECK(acts != nullptr && acts->layers.size() == layers_.size(),
@@ -243,9 +269,15 @@ void GptModel::backward(const Tensor& dlosses, const Activations& saved) {
     MT_CHECK(dlosses.dtype() == dtype_, "GptModel: dlosses must be ", dtype_name(dtype_), ", got ",
              dlosses.describe());
     Tensor dh = output_.backward(dlosses, acts->output);
+    report_grads(output_);  // its own weight only: a tied one is final after the embedding
     dh = final_norm_.backward(dh, acts->final_norm);
-    for (size_t i = layers_.size(); i-- > 0;) dh = layers_[i]->backward(dh, acts->layers[i]);
+    report_grads(final_norm_);
+    for (size_t i = layers_.size(); i-- > 0;) {
+        dh = layers_[i]->backward(dh, acts->layers[i]);
+        report_grads(*layers_[i]);
+    }
     embedding_.backward(dh, acts->embedding);
+    report_grads(embedding_);
 }
 
 Tensor GptModel::logits(const Tensor& tokens, infer::KvCache* cache, int64_t keep_last) {

@@ -13,6 +13,7 @@
 #include "mt/nn/embedding.h"
 #include "mt/nn/norm.h"
 #include "mt/nn/output_loss.h"
+#include "mt/nn/tensor_parallel.h"
 #include "mt/nn/transformer_layer.h"
 
 namespace mt::plugins::gpt {
@@ -30,19 +31,25 @@ struct GptActivations final : Activations {
 // hence no copy or move.
 class GptModel final : public Model {
   public:
-    // Parameters allocated (zero) in `dtype`: f32 for training; f64 lets tests check gradients
-    // with finite differences. Throws mt::Error for configurations not implemented yet.
-    explicit GptModel(const GptConfig& config, DType dtype = DType::f32);
+    // This rank's parameters (context.parallel.tp() splits them) allocated (zero) in `dtype`:
+    // f32 for training; f64 lets tests check gradients with finite differences. Throws
+    // mt::Error for configurations not implemented yet.
+    GptModel(const GptConfig& config, const BuildContext& context, DType dtype = DType::f32);
+    // The whole model in one CPU process.
+    explicit GptModel(const GptConfig& config, DType dtype = DType::f32)
+        : GptModel(config, single_process_context(), dtype) {}
     GptModel(const GptModel&) = delete;
     GptModel& operator=(const GptModel&) = delete;
 
-    // Exactly gpt_parameters(config): same names, order, shapes, shard specs, decay flags.
+    // In Megatron-core's state-dict order: the model's one parameter description (the
+    // family's parameters() lists these, whole).
     std::vector<nn::Parameter*> parameters() override;
     // Megatron's scheme: weights N(0, init_method_std), linear_proj and linear_fc2 weights
     // N(0, init_method_std / sqrt(2 num_layers)), biases 0, norm weights 1 (0 with
     // --apply-layernorm-1p). Normals come from Philox-4x32-10 (key = seed, counter = element
-    // index and a hash of the parameter's name) through Box-Muller, so they depend only on
-    // (seed, name, index); they cannot equal PyTorch's draws.
+    // index of the whole tensor and a hash of the parameter's name) through Box-Muller, so they
+    // depend only on (seed, name, index), whatever the tensor-parallel layout; they cannot
+    // equal PyTorch's draws.
     void initialize(uint64_t seed) override;
     // batch: "tokens", "labels" (i64 [B, T]), "position_ids" (i64 [B, T], optional; with learned
     // positions it must be 0..T-1 on every row), "document_start" (optional, all zeros).
@@ -51,6 +58,7 @@ class GptModel final : public Model {
                    std::unique_ptr<Activations>* saved) override;
     // dlosses [B, T] in the model's dtype; saved from this model's forward.
     void backward(const Tensor& dlosses, const Activations& saved) override;
+    void set_grad_ready_hook(GradReadyHook hook) override { grad_ready_ = std::move(hook); }
     double training_flops(int64_t samples) const override;
     Tensor logits(const Tensor& tokens, infer::KvCache* cache, int64_t keep_last) override;
     std::unique_ptr<infer::KvCache> make_kv_cache(int64_t batch, int64_t capacity) const override;
@@ -59,13 +67,19 @@ class GptModel final : public Model {
     const GptConfig& config() const { return config_; }
 
   private:
+    // Reports the parameters `collect` lists to the grad-ready hook, if any.
+    template <class Module>
+    void report_grads(Module& module);
+
     GptConfig config_;
     DType dtype_;
-    std::unique_ptr<Backend> backend_;
+    Backend* backend_;
+    nn::TensorParallel tp_;
     nn::Embedding embedding_;
     std::vector<std::unique_ptr<nn::TransformerLayer>> layers_;
     nn::Norm final_norm_;
     nn::OutputLoss output_;
+    GradReadyHook grad_ready_;
 };
 
 }  // namespace mt::plugins::gpt

@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "gpt_model.h"
-#include "gpt_parameters.h"
+#include "mt/nn/parameter.h"
 
 namespace mt::plugins::gpt {
 
@@ -24,11 +24,19 @@ class GptFamily final : public ModelFamily {
             out["num-query-groups"] = std::to_string(c.num_query_groups);
         return out;
     }
+    // The modules state the parameters once: a whole model is built (its zero tensors are
+    // untouched pages, so this costs address space, not memory) and listed.
     std::vector<ParameterInfo> parameters(const ModelArgs& args) const override {
-        return gpt_parameters(gpt_config_from_args(args));
+        GptModel model(gpt_config_from_args(args), single_process_context());
+        std::vector<ParameterInfo> out;
+        for (const nn::Parameter* p : model.parameters())
+            out.push_back({p->name, p->whole_shape, p->value.dtype(), p->shard, p->weight_decay});
+        return out;
     }
-    std::unique_ptr<Model> build(const ModelArgs& args) const override {
-        return std::make_unique<GptModel>(gpt_config_from_args(args));
+    using ModelFamily::build;
+    std::unique_ptr<Model> build(const ModelArgs& args,
+                                 const BuildContext& context) const override {
+        return std::make_unique<GptModel>(gpt_config_from_args(args), context);
     }
 };
 }  // namespace

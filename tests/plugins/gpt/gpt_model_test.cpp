@@ -1,4 +1,4 @@
-// GptModel: its parameters equal gpt_parameters() one to one (both --transformer-impl
+// GptModel: its parameters are the family's list one to one (both --transformer-impl
 // namings), the whole model's backward equals central finite differences in f64 (with dropout
 // replayed), the f32 model equals a PyTorch reference of Megatron's GPT (losses and gradients,
 // tests/fixtures/gpt/make_model_fixtures.py), and Megatron's initialisation scheme.
@@ -14,7 +14,6 @@
 
 #include "formula_weights.h"
 #include "gpt_model.h"
-#include "gpt_parameters.h"
 #include "mt/nn/parameter.h"
 #include "mt/registry.h"
 #include "register.h"
@@ -79,13 +78,16 @@ Tensor positions(int64_t B, int64_t T) {
 using mt::test::element;
 using mt::test::set_element;
 
-TEST(GptModel, ParametersAreGptParametersOneToOne) {
+TEST(GptModel, ParametersAreTheFamilysListOneToOne) {
+    Registry registry;
+    register_gpt(registry);
+    auto family = registry.create_model("gpt");
     for (const ModelArgs& base : {gpt2_args(), llama_args(), odd_args()}) {
         for (const char* impl : {"local", "transformer_engine"}) {
-            const GptConfig config = gpt_config_from_args(with(base, "transformer-impl", impl));
-            GptModel model(config);
+            const ModelArgs args = with(base, "transformer-impl", impl);
+            GptModel model(gpt_config_from_args(args));
             const auto params = model.parameters();
-            const auto infos = gpt_parameters(config);
+            const auto infos = family->parameters(args);
             ASSERT_EQ(params.size(), infos.size()) << impl;
             std::set<const nn::Parameter*> distinct(params.begin(), params.end());
             EXPECT_EQ(distinct.size(), params.size());
@@ -96,9 +98,8 @@ TEST(GptModel, ParametersAreGptParametersOneToOne) {
                 EXPECT_EQ(p.value.shape(), info.shape) << info.name;
                 EXPECT_EQ(p.grad.shape(), info.shape) << info.name;
                 EXPECT_EQ(p.value.dtype(), info.dtype) << info.name;
-                EXPECT_EQ(p.shard.kind, info.shard.kind) << info.name;
-                EXPECT_EQ(p.shard.partition_dim, info.shard.partition_dim) << info.name;
-                EXPECT_EQ(p.shard.num_groups, info.shard.num_groups) << info.name;
+                EXPECT_TRUE(p.shard == info.shard) << info.name;
+                EXPECT_EQ(p.whole_shape, info.shape) << info.name;
                 EXPECT_EQ(p.weight_decay, info.weight_decay) << info.name;
             }
         }

@@ -8,7 +8,6 @@
 #include <boost/program_options.hpp>
 
 #include "gpt_config.h"
-#include "gpt_parameters.h"
 #include "mt/cli/flags.h"
 #include "mt/registry.h"
 #include "register.h"
@@ -16,6 +15,13 @@
 
 namespace mt::plugins::gpt {
 namespace {
+
+// The family's parameter list (stated once, by the modules).
+std::vector<ParameterInfo> family_parameters(const ModelArgs& args) {
+    Registry registry;
+    register_gpt(registry);
+    return registry.create_model("gpt")->parameters(args);
+}
 
 struct Expected {
     ModelArgs args;
@@ -53,7 +59,7 @@ TEST(GptParameters, EqualMegatronCoreStateDict) {
     auto cases = load_fixture();
     ASSERT_EQ(cases.size(), 3u);
     for (const auto& c : cases) {
-        auto params = gpt_parameters(gpt_config_from_args(c.args));
+        auto params = family_parameters(c.args);
         ASSERT_EQ(params.size(), c.params.size());
         for (size_t i = 0; i < params.size(); ++i) {
             EXPECT_EQ(params[i].name, c.params[i].first) << "entry " << i;
@@ -69,17 +75,30 @@ TEST(GptParameters, ShardSpecsAndWeightDecay) {
                       {"group-query-attention", ""}, {"num-query-groups", "2"},
                       {"transformer-impl", "local"}};
     std::map<std::string, ParameterInfo> by_name;
-    for (auto& p : gpt_parameters(gpt_config_from_args(args))) by_name[p.name] = p;
+    for (auto& p : family_parameters(args)) by_name[p.name] = p;
+    using Kind = ShardSpec::Kind;
+    const std::map<std::string, ShardSpec> expected = {
+        // QKV rows are grouped per query group: each rank holds whole groups.
+        {"decoder.layers.0.self_attention.linear_qkv.weight", {Kind::column, 0, 2, false}},
+        {"decoder.layers.0.self_attention.linear_qkv.bias", {Kind::column, 0, 2, false}},
+        {"decoder.layers.0.self_attention.linear_proj.weight", {Kind::row, 1, 1, false}},
+        {"decoder.layers.0.self_attention.linear_proj.bias", {}},
+        // SwiGLU's fc1 is [gate; up]: each rank holds its slice of both halves.
+        {"decoder.layers.0.mlp.linear_fc1.weight", {Kind::column, 0, 2, true}},
+        {"decoder.layers.0.mlp.linear_fc1.bias", {Kind::column, 0, 2, true}},
+        {"decoder.layers.0.mlp.linear_fc2.weight", {Kind::row, 1, 1, false}},
+        {"decoder.layers.0.mlp.linear_fc2.bias", {}},
+        {"decoder.layers.0.input_layernorm.weight", {}},
+        {"embedding.word_embeddings.weight", {Kind::vocab, 0, 1, false}},
+        {"embedding.position_embeddings.weight", {}},
+        {"decoder.final_layernorm.weight", {}}};
+    for (const auto& [name, spec] : expected) {
+        ASSERT_TRUE(by_name.count(name)) << name;
+        EXPECT_TRUE(by_name.at(name).shard == spec) << name;
+    }
     auto& qkv = by_name.at("decoder.layers.0.self_attention.linear_qkv.weight");
-    EXPECT_EQ(qkv.shard.kind, ShardSpec::Kind::column);
-    EXPECT_EQ(qkv.shard.num_groups, 2);
     EXPECT_EQ(qkv.shape, (Shape{(4 + 2 * 2) * 16, 64}));
     auto& fc1 = by_name.at("decoder.layers.0.mlp.linear_fc1.weight");
-    EXPECT_EQ(fc1.shard.num_groups, 2);  // gate and up halves
-    auto& proj = by_name.at("decoder.layers.0.self_attention.linear_proj.weight");
-    EXPECT_EQ(proj.shard.kind, ShardSpec::Kind::row);
-    EXPECT_EQ(proj.shard.partition_dim, 1);
-    EXPECT_EQ(by_name.at("embedding.word_embeddings.weight").shard.kind, ShardSpec::Kind::vocab);
     EXPECT_EQ(by_name.at("embedding.word_embeddings.weight").shape[0], 128);
     EXPECT_TRUE(by_name.at("embedding.word_embeddings.weight").weight_decay);
     EXPECT_TRUE(fc1.weight_decay);

@@ -18,6 +18,11 @@ namespace mt {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
+// The shape of one rank's piece of a tensor of shape `whole` split by `spec` among
+// `tensor_parallel` ranks; mt::Error naming `what` when it does not split evenly.
+MT_API Shape shard_shape(const Shape& whole, const ShardSpec& spec, int64_t tensor_parallel,
+                         const std::string& what);
+
 // Rank `rank`'s piece of a whole tensor among `tensor_parallel` ranks: replicated: the tensor;
 // column / vocab: a 1/tp slice of dim `partition_dim` (QKV: whole query groups); with
 // split_each_group, the rank's slice of every group, concatenated (SwiGLU [gate_r; up_r]);

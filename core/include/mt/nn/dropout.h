@@ -33,6 +33,10 @@ struct DropoutDraw {
 
 // Reserves `n` counters of ctx when training with p > 0 (otherwise draws nothing).
 MT_API DropoutDraw draw_dropout(DropoutContext& ctx, float p, int64_t n);
+// The same for one of `shards` equal parts of a site split across ranks (sequence-parallel
+// activations, tensor-parallel attention heads): every rank reserves the whole site's counters
+// (so the streams stay in step) and draws from its own part of them.
+MT_API DropoutDraw draw_dropout(DropoutContext& ctx, float p, int64_t n, int shard, int shards);
 // y = dropout(x) under draw (x itself when not applied). x contiguous, f32 or f64.
 MT_API Tensor dropout_forward(const Tensor& x, const DropoutDraw& draw);
 // dx = dropout'(dy) under the forward's draw (dy itself when not applied).

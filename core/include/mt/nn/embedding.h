@@ -1,5 +1,6 @@
 // Megatron's GPT embedding: word embedding (V, H) plus an optional learned absolute position
-// embedding (P, H), summed, then embedding dropout (Megatron uses hidden_dropout for it).
+// embedding (P, H), summed, then embedding dropout (Megatron uses hidden_dropout for it). Over a
+// tensor-parallel group the word table is split by vocabulary rows (VocabParallelEmbedding).
 #pragma once
 
 #include <cstdint>
@@ -8,25 +9,29 @@
 #include "mt/api.h"
 #include "mt/nn/dropout.h"
 #include "mt/nn/parameter.h"
+#include "mt/nn/tensor_parallel.h"
 
 namespace mt::nn {
 
 class MT_API Embedding {
   public:
     struct Saved {
-        Tensor ids;           // (B, T) token ids
+        Tensor ids;           // (B, T) token ids (tensor parallel: rows of this rank's table)
+        Tensor foreign;       // (B, T) u8, tensor parallel: 1 where the id is another rank's
         Tensor positions;     // (B, T) i64 the learned positions looked up (none without them)
         DropoutDraw dropout;  // the embedding dropout's mask
     };
 
     // "embedding.word_embeddings.weight" (V, H, vocab-parallel) and, when max_positions > 0,
     // "embedding.position_embeddings.weight" (max_positions, H, replicated); both decayed as
-    // Megatron does. dropout: the embedding dropout probability (hidden_dropout).
-    Embedding(int64_t vocab, int64_t hidden, int64_t max_positions, float dropout, DType dtype);
+    // Megatron does. dropout: the embedding dropout probability (hidden_dropout). Over `tp`
+    // each rank holds vocab/tp rows of the word table.
+    Embedding(int64_t vocab, int64_t hidden, int64_t max_positions, float dropout, DType dtype,
+              TensorParallel tp = {});
 
     // ids (B, T) i64/i32 -> (B, T, H) = dropout(word[ids] + pos[position]); positions (B, T)
     // i64/i32 default to 0..T-1 on every row (--reset-position-ids gives others); each must be
-    // < max_positions.
+    // < max_positions. Sequence parallel: this rank's part of the sequence (B, T/tp, H).
     Tensor forward(const Tensor& ids, DropoutContext& ctx, Saved* saved,
                    const Tensor& positions = Tensor()) const;
     // dy (B, T, H): word.grad[ids] += dropout'(dy); pos.grad[t] += the same. Returns nothing:
@@ -41,6 +46,7 @@ class MT_API Embedding {
     int64_t hidden_, max_positions_;
     float dropout_;
     Parameter word_, position_;
+    TensorParallel tp_;
 };
 
 }  // namespace mt::nn

@@ -1,6 +1,7 @@
 // Linear: y = x W^T + b with W stored (out, in) as Megatron and PyTorch do; the building block
 // of QKV, projection, MLP and output layers. Forward saves its input; backward accumulates
-// the weight and bias grads and returns dx.
+// the weight and bias grads and returns dx. Split over a tensor-parallel group it is Megatron's
+// ColumnParallelLinear (column shard) or RowParallelLinear (row shard).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include "mt/api.h"
 #include "mt/backend.h"
 #include "mt/nn/parameter.h"
+#include "mt/nn/tensor_parallel.h"
 
 namespace mt::nn {
 
@@ -18,29 +20,39 @@ class MT_API Linear {
     // Saved tensors share storage with the forward's tensors (no copies): a caller must not
     // overwrite x in place before the backward.
     struct Saved {
-        Tensor input;  // (N, in): the forward's x, flattened
+        Tensor input;  // (N, in): the GEMM's input, flattened (sequence parallel: gathered)
     };
 
-    // Parameters "<name>.weight" (out, in) and, when bias, "<name>.bias" (out) (no decay).
+    // Parameters "<name>.weight" (out, in) and, when bias, "<name>.bias" (out) (no decay); in
+    // and out are the whole layer's. Over `tp`, a column shard keeps out/tp rows of the weight
+    // (and of the bias), a row shard in/tp columns (the bias stays whole, added after the sum).
     Linear(const std::string& name, int64_t in, int64_t out, bool bias, DType dtype,
-           ShardSpec shard, Backend& backend);
+           ShardSpec shard, Backend& backend, TensorParallel tp = {});
 
-    // x (..., in), e.g. (N, in) or (B, T, in) -> y (..., out). saved may be null (inference).
+    // x (..., in) -> y (..., out), e.g. (N, in) or (B, T, in); saved may be null (inference).
+    // Column shard: x replicated (sequence parallel: this rank's sequence shard of (B, T, in)),
+    // y this rank's out/tp features of every position. Row shard: x this rank's in/tp features,
+    // y summed over the ranks (sequence parallel: this rank's sequence shard).
     Tensor forward(const Tensor& x, Saved* saved) const;
-    // dy (..., out) -> dx (..., in). weight.grad += dy^T x; bias.grad += sum over rows of dy.
+    // dy shaped like y -> dx shaped like x. weight.grad += dy^T x; bias.grad += dy's column sums.
     Tensor backward(const Tensor& dy, const Saved& saved);
 
     void collect_parameters(std::vector<Parameter*>& out);
     Parameter& weight() { return weight_; }
     Parameter* bias() { return has_bias_ ? &bias_ : nullptr; }
+    // This rank's weight shape is (out_features, in_features).
     int64_t in_features() const { return in_; }
     int64_t out_features() const { return out_; }
 
   private:
-    int64_t in_, out_;
+    bool column() const;
+    bool row() const;
+
+    int64_t in_, out_;  // local
     bool has_bias_;
     Parameter weight_, bias_;
     Backend* backend_;
+    TensorParallel tp_;
 };
 
 // x's shape with the last dimension replaced by `last`.

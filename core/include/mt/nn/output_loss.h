@@ -1,6 +1,8 @@
 // OutputLoss: the output layer (logits = h W^T, W (V, H)) fused with per-token cross-entropy,
 // computed over chunks of rows so the (B T, V) logits are never all live: the forward keeps
-// only each row's log-sum-exp; the backward recomputes each chunk's logits.
+// only each row's log-sum-exp; the backward recomputes each chunk's logits. Over a tensor-parallel
+// group each rank holds vocab/tp rows of the weight and the rows' log-sum-exps and target logits
+// are merged across the ranks (Megatron's vocab-parallel cross-entropy).
 #pragma once
 
 #include <cstdint>
@@ -9,28 +11,33 @@
 #include "mt/api.h"
 #include "mt/backend.h"
 #include "mt/nn/parameter.h"
+#include "mt/nn/tensor_parallel.h"
 
 namespace mt::nn {
 
 class MT_API OutputLoss {
   public:
     struct Saved {
-        Tensor hidden;   // (N, H) the forward's input rows
+        Tensor hidden;   // (N, H) the forward's input rows (sequence parallel: gathered)
         Tensor targets;  // (N) token ids
-        Tensor lse;      // (N) log-sum-exp of each row's logits
+        Tensor lse;      // (N) log-sum-exp of each row's logits (over the whole vocabulary)
     };
 
     // The weight is "output_layer.weight" (V, H, vocab-parallel), or, with tied embeddings
     // (Megatron's default), the word embedding `tied` (its grad receives the output's grad).
     // chunk_rows: rows of logits live at once.
+    // vocab: the whole vocabulary; over `tp` this rank computes the logits of vocab/tp of it.
     OutputLoss(int64_t vocab, int64_t hidden, Parameter* tied, int64_t chunk_rows, DType dtype,
-               Backend& backend);
+               Backend& backend, TensorParallel tp = {});
 
     // hidden (B, T, H), targets (B, T) i64/i32 -> losses (B, T) = lse - logit[target].
+    // Sequence parallel: hidden is this rank's part of the sequence (B, T/tp, H); the losses
+    // are every position's, on every rank.
     Tensor forward(const Tensor& hidden, const Tensor& targets, Saved* saved) const;
-    // Inference: hidden (B, T, H) -> logits (B, T, V) = hidden W^T.
+    // Inference: hidden (B, T, H) -> logits (B, T, V) = hidden W^T (one process only).
     Tensor logits(const Tensor& hidden) const;
-    // dlosses (B, T) -> dhidden (B, T, H); weight.grad += dlogits^T h, chunk by chunk.
+    // dlosses (B, T) -> dhidden shaped like the forward's hidden; weight.grad += dlogits^T h,
+    // chunk by chunk.
     Tensor backward(const Tensor& dlosses, const Saved& saved);
 
     // The owned weight only (a tied weight belongs to the embedding).
@@ -39,11 +46,14 @@ class MT_API OutputLoss {
 
   private:
     const Parameter& weight_param() const { return tied_ ? *tied_ : weight_; }
+    // The whole rows' lse and losses from this rank's pieces (tensor parallel).
+    void merge_vocab_pieces(Tensor& lse, Tensor& target_logit, Tensor& losses) const;
 
-    int64_t vocab_, hidden_, chunk_rows_;
+    int64_t vocab_, hidden_, chunk_rows_;  // vocab_: this rank's rows
     Parameter* tied_;
     Parameter weight_;
     Backend* backend_;
+    TensorParallel tp_;
 };
 
 }  // namespace mt::nn

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "mt/model.h"
+#include "mt/nn/tensor_parallel.h"
 #include "mt/tensor.h"
 
 namespace mt::nn {
@@ -17,11 +18,24 @@ struct Parameter {
     Tensor grad;   // same shape and dtype; backward accumulates (+=), the caller zeroes it
     ShardSpec shard;
     bool weight_decay = true;  // Megatron decays weights, not biases or norm parameters
+    Shape whole_shape;         // the unsharded tensor's shape (value's when not split)
+    int tp_rank = 0, tp_size = 1;  // value is piece tp_rank of tp_size (by shard)
+    // Used on sequence shards (norms under --sequence-parallel): each tensor-parallel rank's
+    // grad covers its part of the sequence only, and finalize_grads sums them over the group.
+    bool sequence_parallel = false;
+
+    // A replicated copy held by another tensor-parallel rank too: counted once (on rank 0) in
+    // the grad norm, as Megatron's param_is_not_tensor_parallel_duplicate.
+    bool tensor_parallel_duplicate() const {
+        return tp_rank != 0 && shard.kind == ShardSpec::Kind::replicated;
+    }
 };
 
-// A parameter of `shape` and `dtype` with zero value and zero grad (the caller initialises).
-MT_API Parameter make_parameter(std::string name, const Shape& shape, DType dtype, ShardSpec shard,
-                                bool weight_decay);
+// A parameter of `whole_shape` and `dtype` with zero value and zero grad (the caller
+// initialises); over `tp` it holds this rank's piece by `shard` (mt::Error when the shape does
+// not split).
+MT_API Parameter make_parameter(std::string name, const Shape& whole_shape, DType dtype,
+                                ShardSpec shard, bool weight_decay, const TensorParallel& tp = {});
 
 // "prefix.name", or name when prefix is empty (modules compose Megatron keys this way).
 MT_API std::string join_name(const std::string& prefix, const std::string& name);

@@ -7,6 +7,7 @@
 
 #include "mt/dtype.h"
 #include "mt/nn/norm.h"
+#include "mt/nn/tensor_parallel.h"
 #include "mt/ops/elementwise.h"
 
 namespace mt::nn {
@@ -37,6 +38,9 @@ struct TransformerConfig {
     int64_t attention_block = 64;  // queries and keys per block of the online softmax
     DType dtype = DType::f32;
     NormNaming norm_naming = NormNaming::transformer_engine;
+    // The tensor-parallel group the layer's linears are split over (heads and FFN columns),
+    // and whether activations outside them are sequence shards.
+    TensorParallel tp;
 
     int64_t query_groups() const {
         return num_query_groups > 0 ? num_query_groups : num_attention_heads;

@@ -17,4 +17,17 @@ MT_API void cross_entropy_forward(const Tensor& logits, const Tensor& targets, T
 MT_API void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
                                    const Tensor& dlosses, Tensor& dlogits);
 
+// Vocab-parallel pieces (Megatron's vocab_parallel_cross_entropy): logits (N, V) hold the
+// vocabulary columns [vocab_start, vocab_start + V) of each row; targets are whole-vocabulary
+// ids. Writes this piece's row log-sum-exp `lse` and `target_logit` = the target's logit when
+// it falls in the piece, else 0: summed over the pieces the target logits are the row's, and
+// the pieces' lse merge by log-sum-exp.
+MT_API void cross_entropy_shard_forward(const Tensor& logits, const Tensor& targets,
+                                        int64_t vocab_start, Tensor& lse, Tensor& target_logit);
+// dlogits of the piece = dlosses[row] * (exp(logits - lse) - onehot(target in this piece)),
+// with lse the whole row's (merged) log-sum-exp.
+MT_API void cross_entropy_shard_backward(const Tensor& logits, const Tensor& targets,
+                                         int64_t vocab_start, const Tensor& lse,
+                                         const Tensor& dlosses, Tensor& dlogits);
+
 }  // namespace mt::ops

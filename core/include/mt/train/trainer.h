@@ -1,7 +1,9 @@
-// The training loop of megatron-train on one process: micro-batches in Megatron's order,
-// gradient accumulation over --global-batch-size, the token-weighted loss, global-norm clipping,
-// the optimizer and learning-rate schedule stepped as Megatron steps them, periodic evaluation,
-// Megatron's log lines and TensorBoard scalars, and the --exit-* conditions.
+// The training loop of megatron-train on one rank: micro-batches in Megatron's order (this
+// data-parallel rank's share of each global batch), gradient accumulation over
+// --global-batch-size, finalize_grads (data-parallel reduction, sequence-parallel norms), the
+// token-weighted loss over the whole global batch, global-norm clipping, the optimizer and
+// learning-rate schedule stepped as Megatron steps them, periodic evaluation, Megatron's log
+// lines and TensorBoard scalars, and the --exit-* conditions.
 #pragma once
 
 #include <atomic>
@@ -21,12 +23,16 @@
 namespace mt::io {
 class TensorBoardWriter;
 }
+namespace mt::parallel {
+class GradBuffer;
+class ParallelState;
+}  // namespace mt::parallel
 
 namespace mt::train {
 
 struct TrainerOptions {
     int64_t micro_batch_size = 1;
-    int64_t global_batch_size = 1;  // a multiple of micro_batch_size (one data-parallel rank)
+    int64_t global_batch_size = 1;  // a multiple of micro_batch_size × data-parallel size
     int64_t train_iters = 0;
     int64_t log_interval = 100;
     int64_t eval_interval = 1000;
@@ -55,6 +61,11 @@ class MT_API Trainer {
     // Called where Megatron's checkpoint_and_decide_exit saves: every save_interval iterations,
     // and before leaving on a signal, --exit-duration-in-mins or --exit-interval.
     void set_saver(std::function<void()> save) { save_ = std::move(save); }
+
+    // A parallel run: this rank's groups, and the buffer its gradients live in (data
+    // parallelism; with the distributed optimizer `optimizer` updates this rank's shard of it
+    // and the values are gathered after each step). Without it: one process.
+    void set_parallel(const parallel::ParallelState& state, parallel::GradBuffer* grads);
 
     // Where a resumed run continues (from a checkpoint).
     void set_progress(int64_t iteration, int64_t consumed_train, int64_t consumed_valid) {
@@ -89,6 +100,15 @@ class MT_API Trainer {
         double grad_norm = 0;
     };
     IterationResult train_step(const data::GPTSampleDataset& data);
+    // Megatron's finalize_model_grads: the data-parallel reduction, then the sequence-parallel
+    // parameters' grads summed over the tensor-parallel group.
+    void finalize_grads();
+    // The global L2 norm of the gradients the optimizer updates, each element counted once.
+    double grad_norm(std::vector<Tensor>& grads) const;
+    int64_t data_parallel_size() const;
+    int64_t data_parallel_rank() const;
+    // (Σ loss·mask, Σ mask) summed over the data-parallel group.
+    std::pair<double, double> sum_over_data_parallel(double loss_sum, double tokens) const;
 
     Model& model_;
     optim::Optimizer& optimizer_;
@@ -98,6 +118,8 @@ class MT_API Trainer {
     io::TensorBoardWriter* tensorboard_ = nullptr;
     const std::atomic<bool>* stop_ = nullptr;
     std::function<void()> save_;
+    const parallel::ParallelState* parallel_ = nullptr;
+    parallel::GradBuffer* grad_buffer_ = nullptr;
     std::unique_ptr<nn::DropoutContext> dropout_;
     int64_t iteration_ = 0, consumed_train_ = 0, consumed_valid_ = 0;
     std::vector<double> losses_;

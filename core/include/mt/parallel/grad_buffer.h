@@ -1,0 +1,95 @@
+// GradBuffer: Megatron's ParamAndGradBuffer for data parallelism. The gradients of a model's
+// parameters live in one contiguous f32 buffer, in backward order, cut into buckets that are
+// averaged over the data-parallel group (all-reduce; with the distributed optimizer, reduce-
+// scatter so each rank keeps its shard), as they fill during backward or all at the end.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "mt/api.h"
+#include "mt/communicator.h"
+#include "mt/tensor.h"
+
+namespace mt::nn {
+struct Parameter;
+}
+
+namespace mt::parallel {
+
+struct DataParallelConfig {
+    // Elements per bucket (--ddp-bucket-size); 0: Megatron's default, max(40M, 1M·dp) with
+    // --overlap-grad-reduce and one bucket without.
+    int64_t bucket_size = 0;
+    bool overlap_grad_reduce = false;    // --overlap-grad-reduce
+    bool distributed_optimizer = false;  // --use-distributed-optimizer
+};
+
+class MT_API GradBuffer {
+  public:
+    // One piece of a parameter inside this rank's shard of the buffer: elements
+    // [param_begin, param_end) of the flattened parameter.
+    struct ShardPiece {
+        nn::Parameter* param = nullptr;
+        int64_t param_begin = 0, param_end = 0;
+        int64_t buffer_begin = 0;  // where param_begin lies in the buffer
+    };
+
+    // Re-points every parameter's grad (and, with the distributed optimizer, its value, whose
+    // contents are kept) at a view of the buffers. Parameters must be contiguous f32.
+    GradBuffer(const std::vector<nn::Parameter*>& params, Communicator& dp,
+               const DataParallelConfig& config);
+    ~GradBuffer();
+    GradBuffer(const GradBuffer&) = delete;
+    GradBuffer& operator=(const GradBuffer&) = delete;
+
+    void zero_grads();
+    // With --overlap-grad-reduce, during the backward of the last micro-batch: `param`'s grad is
+    // final; a bucket whose parameters are all final starts its reduction. Otherwise nothing.
+    void grad_ready(const nn::Parameter& param);
+    // Every bucket reduced (started now, or waited for): the grads averaged over the group, or
+    // with the distributed optimizer this rank's shard of them (the rest is stale).
+    void finish_grad_sync();
+    // The distributed optimizer: every rank's updated shard of the values gathered into all.
+    void gather_params();
+
+    // This rank's shard with the distributed optimizer (every bucket's part), else empty.
+    const std::vector<ShardPiece>& shard() const { return shard_; }
+    // The buffers (f32 [numel]); values only with the distributed optimizer.
+    const Tensor& grads() const { return grads_; }
+    const Tensor& values() const { return values_; }
+    int64_t num_buckets() const { return int64_t(buckets_.size()); }
+    Communicator& group() const { return *dp_; }
+
+    // `whole` (f32 [numel], laid out as the buffer) holds this rank's shard; fills in every
+    // other rank's (all-gather per bucket). gather_params() does this to the values; saving the
+    // distributed optimizer's state does it to its moments.
+    void all_gather_shards(Tensor& whole) const;
+
+  private:
+    struct Bucket {
+        int64_t begin = 0, end = 0;  // buffer elements, end padded to divide among the ranks
+        std::vector<const nn::Parameter*> params;
+        int64_t pending = 0;  // params not yet final in this backward
+        std::unique_ptr<CommRequest> request;
+        Tensor scratch;  // distributed optimizer: the reduce-scatter's output
+    };
+    void start(Bucket& bucket);
+    // Elements [begin, end) of this rank's shard of bucket b.
+    std::pair<int64_t, int64_t> rank_range(const Bucket& b) const;
+
+    Communicator* dp_;
+    DataParallelConfig config_;
+    Tensor grads_, values_;
+    std::vector<Bucket> buckets_;
+    std::vector<std::pair<const nn::Parameter*, size_t>> bucket_of_;  // sorted by pointer
+    std::vector<ShardPiece> shard_;
+};
+
+// The distributed optimizer's parameters: one per piece of buffer.shard(), named after its
+// parameter, its value and grad 1-D views of the buffers (so an optim::Optimizer over them
+// keeps state for this rank's shard only and updates the shared values in place).
+MT_API std::vector<nn::Parameter> shard_parameters(const GradBuffer& buffer);
+
+}  // namespace mt::parallel

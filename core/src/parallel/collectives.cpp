@@ -1,0 +1,217 @@
+// Gathers and scatters along any dimension on top of the dim-0 collectives: a tensor seen as
+// (outer, size(dim), inner) is moved as `outer` blocks per rank, rearranged between rank-major
+// buffers and dim-major tensors by one block-wise copy (memcpy per block, blocks in parallel).
+#include "mt/parallel/collectives.h"
+
+#include <cstring>
+#include <utility>
+
+namespace mt::parallel {
+
+namespace {
+
+// The (outer, size(dim), inner) view of a tensor around one dimension.
+struct Around {
+    int64_t dim = 0, outer = 1, extent = 0, inner = 1;
+};
+
+Around around(const Tensor& t, int64_t dim, const char* op) {
+    MT_CHECK(t.defined() && t.dim() >= 1, op, ": needs a tensor with at least one dimension, got ",
+             t.describe());
+    MT_CHECK(t.device().type == DeviceType::cpu, op, ": rearranges CPU tensors, got ",
+             t.describe());
+    Around a;
+    a.dim = dim < 0 ? dim + t.dim() : dim;
+    MT_CHECK(a.dim >= 0 && a.dim < t.dim(), op, ": dimension ", dim, " out of range for ",
+             t.describe());
+    for (int64_t d = 0; d < a.dim; ++d) a.outer *= t.size(d);
+    a.extent = t.size(a.dim);
+    for (int64_t d = a.dim + 1; d < t.dim(); ++d) a.inner *= t.size(d);
+    return a;
+}
+
+Around split_around(const Tensor& t, int64_t dim, int parts, const char* op) {
+    Around a = around(t, dim, op);
+    MT_CHECK(a.extent % parts == 0, op, ": dimension ", a.dim, " of ", t.describe(),
+             " does not split into ", parts, " equal parts");
+    return a;
+}
+
+Shape with_extent(Shape shape, int64_t dim, int64_t extent) {
+    shape[dim] = extent;
+    return shape;
+}
+
+// Copies n0 x n1 blocks of `block` bytes from src + i*s0 + j*s1 to dst + i*d0 + j*d1 (strides
+// in bytes). Large copies split the blocks among the OpenMP threads.
+void copy_blocks(const char* src, int64_t s0, int64_t s1, char* dst, int64_t d0, int64_t d1,
+                 int64_t n0, int64_t n1, int64_t block) {
+    const int64_t n = n0 * n1;
+    if (n == 0 || block == 0) return;
+    const bool parallel = n > 1 && n * block >= (int64_t(1) << 20);
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t k = 0; k < n; ++k) {
+        const int64_t i = k / n1, j = k % n1;
+        std::memcpy(dst + i * d0 + j * d1, src + i * s0 + j * s1, static_cast<size_t>(block));
+    }
+}
+
+// (parts, outer, piece) rank-major -> (outer, parts, piece) dim-major, or back with swap.
+void rank_major_to_dim_major(const Tensor& buffer, Tensor& out, int64_t outer, int64_t parts,
+                             int64_t piece_bytes) {
+    copy_blocks(static_cast<const char*>(buffer.raw_data()), outer * piece_bytes, piece_bytes,
+                static_cast<char*>(out.raw_data()), piece_bytes, parts * piece_bytes, parts, outer,
+                piece_bytes);
+}
+void dim_major_to_rank_major(const Tensor& in, Tensor& buffer, int64_t outer, int64_t parts,
+                             int64_t piece_bytes) {
+    copy_blocks(static_cast<const char*>(in.raw_data()), piece_bytes, parts * piece_bytes,
+                static_cast<char*>(buffer.raw_data()), outer * piece_bytes, piece_bytes, parts,
+                outer, piece_bytes);
+}
+
+// What a gather needs: the contiguous input seen as (outer, piece) rows, the result, and the
+// buffer the collective writes into (the result itself when no rearrangement is needed).
+struct GatherPlan {
+    Tensor source, result, buffer;
+    int64_t outer = 0, parts = 0, piece_bytes = 0;
+    bool rearrange = false;
+};
+
+GatherPlan plan_gather(const Communicator& comm, const Tensor& in, int64_t dim, const char* op) {
+    const Around a = around(in, dim, op);
+    GatherPlan p;
+    p.parts = comm.size();
+    p.outer = a.outer;
+    const int64_t piece = a.extent * a.inner;
+    p.piece_bytes = piece * dtype_size(in.dtype());
+    p.source = in.contiguous().view({a.outer, piece});
+    p.result = Tensor::empty(with_extent(in.shape(), a.dim, a.extent * p.parts), in.dtype());
+    p.rearrange = a.outer > 1 && p.parts > 1;
+    p.buffer = p.rearrange ? Tensor::empty({p.parts * a.outer, piece}, in.dtype())
+                           : p.result.view({p.parts * a.outer, piece});
+    return p;
+}
+
+// What a reduce-scatter needs: the input in rank-major order, and the result as rows.
+struct ScatterPlan {
+    Tensor source, result, result_rows;
+};
+
+ScatterPlan plan_reduce_scatter(const Communicator& comm, const Tensor& in, int64_t dim,
+                                const char* op) {
+    const int parts = comm.size();
+    const Around a = split_around(in, dim, parts, op);
+    const int64_t piece = a.extent / parts * a.inner;
+    ScatterPlan p;
+    p.result = Tensor::empty(with_extent(in.shape(), a.dim, a.extent / parts), in.dtype());
+    p.result_rows = p.result.view({a.outer, piece});
+    const Tensor contiguous = in.contiguous();
+    if (a.outer > 1 && parts > 1) {
+        p.source = Tensor::empty({parts * a.outer, piece}, in.dtype());
+        dim_major_to_rank_major(contiguous, p.source, a.outer, parts,
+                                piece * dtype_size(in.dtype()));
+    } else {
+        p.source = contiguous.view({parts * a.outer, piece});
+    }
+    return p;
+}
+
+}  // namespace
+
+Tensor all_gather_along(Communicator& comm, const Tensor& in, int64_t dim) {
+    GatherPlan p = plan_gather(comm, in, dim, "all_gather_along");
+    comm.all_gather(p.source, p.buffer);
+    if (p.rearrange) rank_major_to_dim_major(p.buffer, p.result, p.outer, p.parts, p.piece_bytes);
+    return p.result;
+}
+
+Tensor reduce_scatter_along(Communicator& comm, const Tensor& in, int64_t dim, ReduceOp op) {
+    ScatterPlan p = plan_reduce_scatter(comm, in, dim, "reduce_scatter_along");
+    comm.reduce_scatter(p.source, p.result_rows, op);
+    return p.result;
+}
+
+Tensor split_along(const Communicator& comm, const Tensor& in, int64_t dim) {
+    const int parts = comm.size();
+    const Around a = split_around(in, dim, parts, "split_along");
+    const int64_t extent = a.extent / parts;
+    if (!in.is_contiguous())
+        return in.slice(a.dim, comm.rank() * extent, (comm.rank() + 1) * extent).clone();
+    Tensor out = Tensor::empty(with_extent(in.shape(), a.dim, extent), in.dtype());
+    const int64_t es = dtype_size(in.dtype()), piece_bytes = extent * a.inner * es;
+    const char* src = static_cast<const char*>(in.raw_data()) + comm.rank() * piece_bytes;
+    copy_blocks(src, 0, parts * piece_bytes, static_cast<char*>(out.raw_data()), 0, piece_bytes, 1,
+                a.outer, piece_bytes);
+    return out;
+}
+
+PendingTensor iall_gather_along(Communicator& comm, const Tensor& in, int64_t dim) {
+    GatherPlan p = plan_gather(comm, in, dim, "iall_gather_along");
+    PendingTensor pending;
+    pending.request_ = comm.iall_gather(p.source, p.buffer);
+    pending.source_ = std::move(p.source);
+    if (p.rearrange) {
+        pending.buffer_ = std::move(p.buffer);
+        pending.outer_ = p.outer;
+        pending.parts_ = p.parts;
+        pending.piece_bytes_ = p.piece_bytes;
+    }
+    pending.result_ = std::move(p.result);
+    return pending;
+}
+
+PendingTensor ireduce_scatter_along(Communicator& comm, const Tensor& in, int64_t dim,
+                                    ReduceOp op) {
+    ScatterPlan p = plan_reduce_scatter(comm, in, dim, "ireduce_scatter_along");
+    PendingTensor pending;
+    pending.request_ = comm.ireduce_scatter(p.source, p.result_rows, op);
+    pending.source_ = std::move(p.source);
+    pending.result_ = std::move(p.result);
+    return pending;
+}
+
+PendingTensor& PendingTensor::operator=(PendingTensor&& other) noexcept {
+    if (this != &other) {
+        finish_quietly();
+        request_ = std::move(other.request_);
+        source_ = std::move(other.source_);
+        buffer_ = std::move(other.buffer_);
+        result_ = std::move(other.result_);
+        outer_ = other.outer_;
+        parts_ = other.parts_;
+        piece_bytes_ = other.piece_bytes_;
+    }
+    return *this;
+}
+
+PendingTensor::~PendingTensor() {
+    finish_quietly();
+}
+
+void PendingTensor::finish_quietly() noexcept {
+    if (!request_) return;
+    try {
+        request_->wait();
+    } catch (...) {
+        // Nobody asked for the result; the failure was the communicator's to report.
+    }
+    request_.reset();
+}
+
+Tensor PendingTensor::wait() {
+    if (request_) {
+        // Drop the request even when wait() throws: a failed request is over, not pending.
+        auto request = std::move(request_);
+        request->wait();
+        if (buffer_.defined()) {
+            rank_major_to_dim_major(buffer_, result_, outer_, parts_, piece_bytes_);
+            buffer_ = Tensor();
+        }
+        source_ = Tensor();
+    }
+    MT_CHECK(result_.defined(), "PendingTensor::wait(): no collective was started");
+    return result_;
+}
+
+}  // namespace mt::parallel

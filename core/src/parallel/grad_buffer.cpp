@@ -1,0 +1,186 @@
+// GradBuffer: the contiguous gradient (and, for the distributed optimizer, value) buffer, its
+// buckets and their reductions over the data-parallel group.
+#include "mt/parallel/grad_buffer.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "mt/error.h"
+#include "mt/nn/parameter.h"
+
+namespace mt::parallel {
+
+namespace {
+
+int64_t round_up(int64_t n, int64_t multiple) {
+    return (n + multiple - 1) / multiple * multiple;
+}
+
+// Elements [begin, begin + shape's count) of a 1-D buffer, viewed with `shape`.
+Tensor region(const Tensor& buffer, int64_t begin, const Shape& shape) {
+    const int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<>());
+    return buffer.slice(0, begin, begin + n).view(shape);
+}
+
+}  // namespace
+
+GradBuffer::GradBuffer(const std::vector<nn::Parameter*>& params, Communicator& dp,
+                       const DataParallelConfig& config)
+    : dp_(&dp), config_(config) {
+    const int64_t ranks = dp.size();
+    int64_t bucket_size = config.bucket_size;
+    if (bucket_size <= 0 && config.overlap_grad_reduce)
+        bucket_size = std::max<int64_t>(40000000, 1000000 * ranks);
+    // Megatron pads each parameter's start (distributed optimizer: 64 elements) and each
+    // bucket's end (so it divides into equal, aligned rank shards).
+    const int64_t param_align = config.distributed_optimizer ? 64 : 1;
+    const int64_t bucket_align = config.distributed_optimizer ? std::lcm<int64_t>(ranks, 128) : 1;
+
+    std::vector<std::pair<nn::Parameter*, int64_t>> offsets;
+    int64_t offset = 0;
+    auto close_bucket = [&] {
+        Bucket& b = buckets_.back();
+        b.end = round_up(offset, bucket_align);
+        offset = b.end;
+    };
+    // Backward order: the last parameters' grads are final first.
+    for (auto it = params.rbegin(); it != params.rend(); ++it) {
+        nn::Parameter* p = *it;
+        MT_CHECK(p->value.dtype() == DType::f32 && p->value.is_contiguous() &&
+                     p->grad.is_contiguous(),
+                 "data parallelism: parameter ", p->name, " must be contiguous f32, got ",
+                 p->value.describe());
+        if (buckets_.empty() || buckets_.back().end >= 0) {
+            buckets_.emplace_back();
+            buckets_.back().begin = offset;
+            buckets_.back().end = -1;  // open
+        }
+        offset = round_up(offset, param_align);
+        offsets.emplace_back(p, offset);
+        buckets_.back().params.push_back(p);
+        offset += p->value.numel();
+        if (bucket_size > 0 && offset - buckets_.back().begin >= bucket_size) close_bucket();
+    }
+    if (!buckets_.empty() && buckets_.back().end < 0) close_bucket();
+
+    grads_ = Tensor::zeros({std::max<int64_t>(offset, 1)}, DType::f32);
+    if (config.distributed_optimizer) values_ = Tensor::zeros({std::max<int64_t>(offset, 1)}, DType::f32);
+    for (auto& [p, begin] : offsets) {
+        p->grad = region(grads_, begin, p->value.shape());
+        if (values_.defined()) {
+            Tensor v = region(values_, begin, p->value.shape());
+            v.copy_from(p->value);
+            p->value = v;
+        }
+    }
+    for (size_t i = 0; i < buckets_.size(); ++i)
+        for (const nn::Parameter* p : buckets_[i].params) bucket_of_.emplace_back(p, i);
+    std::sort(bucket_of_.begin(), bucket_of_.end());
+
+    if (!config.distributed_optimizer) return;
+    for (const Bucket& b : buckets_) {
+        auto [lo, hi] = rank_range(b);
+        for (auto& [p, begin] : offsets) {
+            const int64_t end = begin + p->value.numel();
+            if (end <= lo || begin >= hi || begin < b.begin || end > b.end) continue;
+            const int64_t from = std::max(begin, lo), to = std::min(end, hi);
+            shard_.push_back({p, from - begin, to - begin, from});
+        }
+    }
+}
+
+GradBuffer::~GradBuffer() {
+    // An exception between a bucket's start and its wait must not leave MPI writing into a
+    // freed buffer.
+    for (Bucket& b : buckets_)
+        if (b.request) b.request->wait();
+}
+
+std::pair<int64_t, int64_t> GradBuffer::rank_range(const Bucket& b) const {
+    const int64_t part = (b.end - b.begin) / dp_->size();
+    return {b.begin + part * dp_->rank(), b.begin + part * (dp_->rank() + 1)};
+}
+
+void GradBuffer::zero_grads() {
+    std::fill_n(grads_.data<float>(), grads_.numel(), 0.0f);
+    for (Bucket& b : buckets_) b.pending = int64_t(b.params.size());
+}
+
+void GradBuffer::grad_ready(const nn::Parameter& param) {
+    if (!config_.overlap_grad_reduce || dp_->size() == 1) return;
+    auto it = std::lower_bound(bucket_of_.begin(), bucket_of_.end(),
+                               std::pair<const nn::Parameter*, size_t>(&param, 0));
+    MT_CHECK(it != bucket_of_.end() && it->first == &param, "data parallelism: parameter ",
+             param.name, " is not in the gradient buffer");
+    Bucket& b = buckets_[it->second];
+    MT_CHECK(b.pending > 0, "data parallelism: parameter ", param.name,
+             " reported final twice in one backward");
+    if (--b.pending == 0) start(b);
+}
+
+void GradBuffer::start(Bucket& b) {
+    Tensor whole = grads_.slice(0, b.begin, b.end);
+    if (config_.distributed_optimizer) {
+        // Reduce-scatter cannot write into its own input: the shard lands in a scratch tensor
+        // and is copied back by finish_grad_sync.
+        auto [lo, hi] = rank_range(b);
+        Tensor shard = Tensor::empty({hi - lo}, DType::f32);
+        b.request = dp_->ireduce_scatter(whole, shard, ReduceOp::avg);
+        b.scratch = shard;
+    } else {
+        b.request = dp_->iall_reduce(whole, ReduceOp::avg);
+    }
+}
+
+void GradBuffer::finish_grad_sync() {
+    if (dp_->size() == 1) return;
+    for (Bucket& b : buckets_) {
+        if (!b.request) start(b);
+        b.request->wait();
+        b.request.reset();
+        if (config_.distributed_optimizer) {
+            auto [lo, hi] = rank_range(b);
+            grads_.slice(0, lo, hi).copy_from(b.scratch);
+            b.scratch = Tensor();
+        }
+    }
+}
+
+void GradBuffer::all_gather_shards(Tensor& whole) const {
+    MT_CHECK(whole.dtype() == DType::f32 && whole.shape() == grads_.shape(),
+             "GradBuffer: a buffer-shaped f32 tensor is ", grads_.describe(), ", got ",
+             whole.describe());
+    if (dp_->size() == 1) return;
+    for (const Bucket& b : buckets_) {
+        auto [lo, hi] = rank_range(b);
+        const Tensor mine = whole.slice(0, lo, hi).clone();  // all-gather's input cannot alias
+        Tensor out = whole.slice(0, b.begin, b.end);
+        dp_->all_gather(mine, out);
+    }
+}
+
+void GradBuffer::gather_params() {
+    MT_CHECK(config_.distributed_optimizer,
+             "GradBuffer: parameters are gathered for the distributed optimizer only");
+    all_gather_shards(values_);
+}
+
+std::vector<nn::Parameter> shard_parameters(const GradBuffer& buffer) {
+    std::vector<nn::Parameter> out;
+    for (const GradBuffer::ShardPiece& piece : buffer.shard()) {
+        const int64_t n = piece.param_end - piece.param_begin;
+        nn::Parameter p;
+        p.name = piece.param->name;
+        p.value = buffer.values().slice(0, piece.buffer_begin, piece.buffer_begin + n);
+        p.grad = buffer.grads().slice(0, piece.buffer_begin, piece.buffer_begin + n);
+        p.shard = piece.param->shard;
+        p.weight_decay = piece.param->weight_decay;
+        p.whole_shape = {n};
+        p.tp_rank = piece.param->tp_rank;
+        p.tp_size = piece.param->tp_size;
+        out.push_back(std::move(p));
+    }
+    return out;
+}
+
+}  // namespace mt::parallel
