@@ -49,7 +49,8 @@ class MT_API Communicator {
     virtual void barrier() = 0;
 
     // Asynchronous forms: they return at once, the request finishes the operation. Messages
-    // between two ranks with the same tag arrive in the order they were sent.
+    // between two ranks with the same tag arrive in the order they were sent. (NCCL matches by
+    // order alone, ignoring tags: post a pair's sends and receives in the same order.)
     virtual std::unique_ptr<CommRequest> isend(const Tensor& t, int dst, int tag = 0) = 0;
     virtual std::unique_ptr<CommRequest> irecv(Tensor& t, int src, int tag = 0) = 0;
     virtual std::unique_ptr<CommRequest> iall_reduce(Tensor& t, ReduceOp op) = 0;
@@ -62,7 +63,8 @@ class MT_API Communicator {
     virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
 
     // Stops every process of the job (after a rank failed, so the others do not wait for it
-    // forever). Does not return for a multi-process group; a group of one just returns.
+    // forever). Does not return when the job has several processes, whatever the group; in a
+    // job of one process it just returns.
     virtual void abort(int exit_code) = 0;
 
     // Payload bytes this rank has put into this group so far, independent of the algorithm:

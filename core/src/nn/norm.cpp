@@ -8,10 +8,10 @@
 namespace mt::nn {
 
 Norm::Norm(NormKind kind, const std::string& weight_name, const std::string& bias_name,
-           int64_t hidden, const ops::NormConfig& config, DType dtype)
+           int64_t hidden, const ops::NormConfig& config, DType dtype, const TensorParallel& tp)
     : kind_(kind),
       config_(config),
-      weight_(make_parameter(weight_name, {hidden}, dtype, ShardSpec{}, false)) {
+      weight_(make_parameter(weight_name, {hidden}, dtype, ShardSpec{}, false, tp)) {
     if (!config.zero_centered_gamma) {
         if (dtype == DType::f64)
             std::fill_n(weight_.value.data<double>(), hidden, 1.0);
@@ -19,7 +19,9 @@ Norm::Norm(NormKind kind, const std::string& weight_name, const std::string& bia
             std::fill_n(weight_.value.data<float>(), hidden, 1.0f);
     }
     if (kind == NormKind::layer_norm)
-        bias_ = make_parameter(bias_name, {hidden}, dtype, ShardSpec{}, false);
+        bias_ = make_parameter(bias_name, {hidden}, dtype, ShardSpec{}, false, tp);
+    // On sequence shards each rank's grads cover its part of the sequence only.
+    weight_.sequence_parallel = bias_.sequence_parallel = tp.sequence_split();
 }
 
 Tensor Norm::forward(const Tensor& x, Saved* saved) const {

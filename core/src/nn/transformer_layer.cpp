@@ -16,7 +16,7 @@ Norm make_norm(const std::string& prefix, const char* te_linear, const char* loc
     const std::string base = join_name(prefix, te ? te_linear : local);
     return Norm(config.normalization, join_name(base, te ? "layer_norm_weight" : "weight"),
                 join_name(base, te ? "layer_norm_bias" : "bias"), config.hidden_size, config.norm,
-                config.dtype);
+                config.dtype, config.tp);
 }
 
 Tensor sum(const Tensor& a, const Tensor& b) {
@@ -34,13 +34,7 @@ TransformerLayer::TransformerLayer(const std::string& prefix, const TransformerC
       attention_(join_name(prefix, "self_attention"), config, backend),
       pre_mlp_norm_(make_norm(prefix, "mlp.linear_fc1", "pre_mlp_layernorm", config)),
       mlp_(join_name(prefix, "mlp"), config, backend),
-      tp_(config.tp) {
-    // Under sequence parallelism the norms see this rank's part of the sequence only.
-    std::vector<Parameter*> norms;
-    input_norm_.collect_parameters(norms);
-    pre_mlp_norm_.collect_parameters(norms);
-    for (Parameter* p : norms) p->sequence_parallel = tp_.sequence_split();
-}
+      tp_(config.tp) {}
 
 Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
                                  const Tensor& document_start, const KvSlot& cache) const {

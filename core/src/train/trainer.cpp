@@ -216,6 +216,7 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
         IterationResult r = train_step(train_data);
         ++iteration_;
         losses_.push_back(r.loss);
+        grad_norms_.push_back(r.grad_norm);
         interval_loss += r.loss;
         ++interval_iters;
         if (tensorboard_) {

@@ -158,7 +158,8 @@ GptModel::GptModel(const GptConfig& config, const BuildContext& context, DType d
                                                                   : nn::NormKind::layer_norm,
                   "decoder.final_layernorm.weight", "decoder.final_layernorm.bias",
                   config.hidden_size,
-                  ops::NormConfig{float(config.norm_epsilon), config.apply_layernorm_1p}, dtype),
+                  ops::NormConfig{float(config.norm_epsilon), config.apply_layernorm_1p}, dtype,
+                  tp_),
       output_(config.padded_vocab_size, config.hidden_size,
               config.untie_embeddings_and_output_weights ? nullptr : &embedding_.word(),
               output_chunk_rows(config.padded_vocab_size / tp_.size()), dtype, *backend_, tp_) {
@@ -169,9 +170,6 @@ GptModel::GptModel(const GptConfig& config, const BuildContext& context, DType d
     for (int64_t i = 0; i < config.num_layers; ++i)
         layers_.push_back(std::make_unique<nn::TransformerLayer>(
             "decoder.layers." + std::to_string(i), layer, *backend_));
-    std::vector<nn::Parameter*> norm;
-    final_norm_.collect_parameters(norm);
-    for (nn::Parameter* p : norm) p->sequence_parallel = tp_.sequence_split();
 }
 
 std::vector<nn::Parameter*> GptModel::parameters() {

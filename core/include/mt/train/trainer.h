@@ -93,6 +93,8 @@ class MT_API Trainer {
     int64_t consumed_valid_samples() const { return consumed_valid_; }
     // The lm loss of every iteration trained so far by this object (for tests and tools).
     const std::vector<double>& losses() const { return losses_; }
+    // The grad norm of every iteration trained so far (before clipping).
+    const std::vector<double>& grad_norms() const { return grad_norms_; }
 
   private:
     struct IterationResult {
@@ -122,7 +124,7 @@ class MT_API Trainer {
     parallel::GradBuffer* grad_buffer_ = nullptr;
     std::unique_ptr<nn::DropoutContext> dropout_;
     int64_t iteration_ = 0, consumed_train_ = 0, consumed_valid_ = 0;
-    std::vector<double> losses_;
+    std::vector<double> losses_, grad_norms_;
 };
 
 }  // namespace mt::train

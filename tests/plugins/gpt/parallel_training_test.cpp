@@ -1,0 +1,176 @@
+// Data, tensor and sequence parallelism and the distributed optimizer against the one-process
+// run, under mpirun (2 and 4 ranks): each rank trains the same model alone first (a group of
+// one), then as a rank of the layout, and the two loss curves and grad norms must agree.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mt/backend.h"
+#include "mt/data/gpt_dataset.h"
+#include "mt/nn/parameter.h"
+#include "mt/optim/lr_schedule.h"
+#include "mt/optim/optimizer.h"
+#include "mt/parallel/grad_buffer.h"
+#include "mt/parallel/parallel_state.h"
+#include "mt/parallel/world.h"
+#include "mt/registry.h"
+#include "mt/train/trainer.h"
+#include "register.h"
+
+namespace mt::plugins::gpt {
+namespace {
+
+constexpr int64_t kSeq = 16, kVocab = 500, kSamples = 400;
+
+// Deterministic, learnable pseudo-text (each sample counts up in steps of 7 from a hashed
+// start): the same samples on every rank.
+class SyntheticData final : public data::GPTSampleDataset {
+  public:
+    int64_t size() const override { return kSamples; }
+    data::GPTSample get(int64_t s) const override {
+        data::GPTSample out;
+        const int64_t start = int64_t((uint64_t(s) * 0x9E3779B97F4A7C15ull >> 40) % kVocab);
+        auto token = [&](int64_t t) { return (start + 7 * t) % kVocab; };
+        for (int64_t t = 0; t < kSeq; ++t) {
+            out.tokens.push_back(token(t));
+            out.labels.push_back(token(t + 1));
+            out.loss_mask.push_back((s + t) % 11 == 0 ? 0.f : 1.f);
+            out.position_ids.push_back(t);
+            out.document_start.push_back(0);
+        }
+        return out;
+    }
+    data::Split split() const override { return data::Split::train; }
+};
+
+ModelArgs gpt2_args() {
+    return {{"num-layers", "2"},          {"hidden-size", "32"},
+            {"num-attention-heads", "4"}, {"seq-length", std::to_string(kSeq)},
+            {"max-position-embeddings", std::to_string(kSeq)},
+            // The same padded vocabulary at every tensor-parallel size.
+            {"padded-vocab-size", "512"}, {"hidden-dropout", "0"},
+            {"attention-dropout", "0"}};
+}
+
+ModelArgs llama_args() {
+    ModelArgs a = gpt2_args();
+    for (const char* s : {"swiglu", "group-query-attention", "disable-bias-linear",
+                          "untie-embeddings-and-output-weights"})
+        a[s] = "";
+    a["normalization"] = "RMSNorm";
+    a["position-embedding-type"] = "rope";
+    a["num-query-groups"] = "2";
+    return a;
+}
+
+struct Layout {
+    int tp = 1;
+    bool sequence_parallel = false;
+    bool distributed_optimizer = false;
+    bool overlap_grad_reduce = false;
+};
+
+struct Curve {
+    std::vector<double> losses, grad_norms;
+};
+
+// 10 iterations of Adam with clipping, global batch 8 in micro-batches of 2.
+Curve train(const ModelArgs& args, std::unique_ptr<Communicator> world, const Layout& layout) {
+    parallel::ParallelConfig pc;
+    pc.tensor_parallel = layout.tp;
+    parallel::ParallelState state(std::move(world), pc);
+    auto backend = make_cpu_backend();
+    const BuildContext context{*backend, state, layout.sequence_parallel};
+    Registry registry;
+    register_gpt(registry);
+    auto model = registry.create_model("gpt")->build(args, context);
+    model->initialize(1234);
+
+    parallel::DataParallelConfig dpc;
+    dpc.distributed_optimizer = layout.distributed_optimizer;
+    dpc.overlap_grad_reduce = layout.overlap_grad_reduce;
+    dpc.bucket_size = layout.overlap_grad_reduce ? 3000 : 0;  // several buckets
+    auto buffer = std::make_unique<parallel::GradBuffer>(model->parameters(), state.dp(), dpc);
+    std::vector<nn::Parameter> shard;
+    std::vector<nn::Parameter*> params = model->parameters();
+    if (layout.distributed_optimizer) {
+        shard = parallel::shard_parameters(*buffer);
+        params.clear();
+        for (auto& p : shard) params.push_back(&p);
+    }
+    optim::Optimizer optimizer(params, optim::OptimizerConfig{});
+    optim::LrScheduleFlags f;
+    f.train_iters = 10;
+    f.global_batch_size = 8;
+    f.lr = 3e-3;
+    f.min_lr = 3e-4;
+    f.lr_decay_style = "cosine";
+    f.lr_warmup_iters = 2;
+    f.start_weight_decay = f.end_weight_decay = 0.1;
+    optim::LrScheduler scheduler(optim::schedule_config_from_flags(f));
+    train::TrainerOptions o;
+    o.micro_batch_size = 2;
+    o.global_batch_size = 8;
+    o.train_iters = 10;
+    o.log_interval = 0;
+    o.eval_interval = 0;
+    o.clip_grad = 0.5;  // clipping engages: the norm must be the whole model's
+    train::Trainer trainer(*model, optimizer, scheduler, o, [](const std::string&) {});
+    trainer.set_parallel(state, buffer.get());
+    SyntheticData data;
+    trainer.train(data, nullptr);
+    return {trainer.losses(), trainer.grad_norms()};
+}
+
+Communicator& world() {
+    static std::unique_ptr<Communicator> w =
+        parallel::make_world_communicator(Registry::global(), "cpu");
+    return *w;
+}
+
+void check(const ModelArgs& args, const Layout& layout) {
+    Communicator& w = world();
+    if (w.size() % layout.tp != 0) GTEST_SKIP() << "tp " << layout.tp << " on " << w.size();
+    const Curve single = train(args, make_local_communicator(), Layout{});
+    const Curve ranks = train(args, w.split(0, w.rank()), layout);
+    ASSERT_EQ(single.losses.size(), 10u);
+    ASSERT_EQ(ranks.losses.size(), 10u);
+    for (size_t i = 0; i < 10; ++i) {
+        EXPECT_NEAR(ranks.losses[i], single.losses[i], 1e-5 * std::abs(single.losses[i]))
+            << "iteration " << i + 1 << " on rank " << w.rank();
+        EXPECT_NEAR(ranks.grad_norms[i], single.grad_norms[i], 1e-4 * single.grad_norms[i])
+            << "iteration " << i + 1 << " on rank " << w.rank();
+    }
+    EXPECT_LT(single.losses.back(), single.losses.front());
+}
+
+TEST(ParallelTraining, DataParallel) {
+    check(gpt2_args(), {1, false, false, false});
+    check(llama_args(), {1, false, false, true});
+}
+
+TEST(ParallelTraining, DataParallelDistributedOptimizer) {
+    check(gpt2_args(), {1, false, true, false});
+    check(llama_args(), {1, false, true, true});
+}
+
+TEST(ParallelTraining, TensorParallel) {
+    check(gpt2_args(), {2, false, false, false});
+    check(llama_args(), {2, false, false, false});
+}
+
+TEST(ParallelTraining, TensorParallelSequenceParallel) {
+    check(gpt2_args(), {2, true, false, false});
+    check(llama_args(), {2, true, false, false});
+}
+
+TEST(ParallelTraining, TensorSequenceParallelDistributedOptimizerOverlapped) {
+    check(gpt2_args(), {2, true, true, true});
+    check(llama_args(), {2, true, true, true});
+}
+
+}  // namespace
+}  // namespace mt::plugins::gpt
