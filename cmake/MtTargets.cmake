@@ -62,6 +62,26 @@ endfunction()
 #   -> one GoogleTest executable (linked as mt_add_test's) and, for each N in RANKS, a ctest
 #      NAME_npN that runs it under `mpiexec -n N` with OMP_NUM_THREADS=1, labelled "mpi".
 #      gtest runs on every rank; mpiexec fails when any rank does. Without MPI: nothing.
+# mt_mpiexec_flags(OUT): the flags mpiexec needs here: Open MPI's mpirun refuses more ranks than
+# cores, and root, unless told (other mpiexecs do not know these flags).
+function(mt_mpiexec_flags out)
+    if(NOT DEFINED MT_MPIEXEC_FLAGS)
+        set(flags "")
+        execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE version
+                        ERROR_VARIABLE version)
+        if(version MATCHES "Open MPI|OpenRTE|open-mpi")
+            list(APPEND flags --oversubscribe)
+            execute_process(COMMAND id -u OUTPUT_VARIABLE uid OUTPUT_STRIP_TRAILING_WHITESPACE
+                            ERROR_QUIET)
+            if(uid STREQUAL "0")
+                list(APPEND flags --allow-run-as-root)
+            endif()
+        endif()
+        set(MT_MPIEXEC_FLAGS "${flags}" CACHE INTERNAL "mt: flags mt_add_mpi_test gives mpiexec")
+    endif()
+    set(${out} ${MT_MPIEXEC_FLAGS} PARENT_SCOPE)
+endfunction()
+
 function(mt_add_mpi_test name)
     cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;RANKS;LABELS" ${ARGN})
     if(NOT MT_MPI_ENABLED)
@@ -85,23 +105,7 @@ function(mt_add_mpi_test name)
     if(TARGET mt_comm_mpi)
         add_dependencies(${name} mt_comm_mpi)
     endif()
-    # Open MPI's mpirun refuses more ranks than cores, and root, unless told (other mpiexecs
-    # do not know these flags).
-    if(NOT DEFINED MT_MPIEXEC_FLAGS)
-        set(flags "")
-        execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE version
-                        ERROR_VARIABLE version)
-        if(version MATCHES "Open MPI|OpenRTE|open-mpi")
-            list(APPEND flags --oversubscribe)
-            execute_process(COMMAND id -u OUTPUT_VARIABLE uid OUTPUT_STRIP_TRAILING_WHITESPACE
-                            ERROR_QUIET)
-            if(uid STREQUAL "0")
-                list(APPEND flags --allow-run-as-root)
-            endif()
-        endif()
-        set(MT_MPIEXEC_FLAGS "${flags}" CACHE INTERNAL "mt: flags mt_add_mpi_test gives mpiexec")
-    endif()
-    set(flags ${MT_MPIEXEC_FLAGS})
+    mt_mpiexec_flags(flags)
     foreach(n ${T_RANKS})
         add_test(NAME ${name}_np${n}
             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n} ${flags}

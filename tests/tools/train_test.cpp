@@ -99,7 +99,10 @@ TEST(Train, ExitIntervalAndUnsupportedFlags) {
              {"--save " + q(dir / "ckpt") + " --ckpt-format zarr", "unknown checkpoint 'zarr'"},
              {"--bf16", "--bf16: not supported yet"},
              {"--tensor-model-parallel-size 2",
-              "--tensor-model-parallel-size 2: not supported yet"},
+              "--tensor-model-parallel-size 2 needs a multiple of 2 ranks, this run has 1: start "
+              "megatron-train with mpirun -np N"},
+             {"--pipeline-model-parallel-size 2",
+              "--pipeline-model-parallel-size 2: not supported yet: pipeline parallelism"},
              {"--normalization BatchNorm", "--normalization BatchNorm: supported are"}}) {
         auto bad = run_command(train_command(dir, data) + " --train-iters 2 " + flag);
         EXPECT_EQ(bad.exit_code, 1) << flag << "\n" << bad.output;

@@ -32,9 +32,9 @@ ArgValue optional_arg(const std::optional<T>& v) {
 
 }  // namespace
 
-CheckpointArgs checkpoint_args(
-    const TrainingFlags& f, const cli::TokenizerFlags& tokenizer,
-    const std::vector<FlagInfo>& model_flags, const ModelArgs& model_args) {
+CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags& tokenizer,
+                               const std::vector<FlagInfo>& model_flags,
+                               const ModelArgs& model_args, int64_t world_size) {
     CheckpointArgs a;
     for (const auto& flag : model_flags) {
         auto it = model_args.find(flag.name);
@@ -87,10 +87,15 @@ CheckpointArgs checkpoint_args(
     set_arg(a, "clip_grad", f.clip_grad);
     set_arg(a, "seed", f.seed);
     set_arg(a, "tokenizer_type", tokenizer.type);
-    set_arg(a, "tensor_model_parallel_size", int64_t(1));
-    set_arg(a, "pipeline_model_parallel_size", int64_t(1));
-    set_arg(a, "data_parallel_size", int64_t(1));
-    set_arg(a, "world_size", int64_t(1));
+    const auto& p = f.parallel;
+    set_arg(a, "tensor_model_parallel_size", int64_t(p.tensor_parallel));
+    set_arg(a, "pipeline_model_parallel_size", int64_t(p.pipeline_parallel));
+    set_arg(a, "context_parallel_size", int64_t(p.context_parallel));
+    set_arg(a, "data_parallel_size",
+            world_size / (int64_t(p.tensor_parallel) * p.pipeline_parallel * p.context_parallel));
+    set_arg(a, "world_size", world_size);
+    set_arg(a, "sequence_parallel", f.sequence_parallel);
+    set_arg(a, "use_distributed_optimizer", f.data_parallel.distributed_optimizer);
     set_arg(a, "fp16", false);
     set_arg(a, "bf16", false);
     set_arg(a, "params_dtype", std::string("float32"));

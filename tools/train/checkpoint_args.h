@@ -12,8 +12,9 @@
 
 namespace mt::train_tool {
 
-CheckpointArgs checkpoint_args(
-    const TrainingFlags& flags, const cli::TokenizerFlags& tokenizer,
-    const std::vector<FlagInfo>& model_flags, const ModelArgs& resolved_model_args);
+// world_size: the ranks of the run (the data-parallel size follows from it and the layout).
+CheckpointArgs checkpoint_args(const TrainingFlags& flags, const cli::TokenizerFlags& tokenizer,
+                               const std::vector<FlagInfo>& model_flags,
+                               const ModelArgs& resolved_model_args, int64_t world_size);
 
 }  // namespace mt::train_tool

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "checkpoint_args.h"
+#include "checkpoint_io.h"
 #include "mt/checkpoint.h"
 #include "mt/checkpoint/format_detection.h"
 #include "mt/cli/flags.h"
@@ -58,31 +59,6 @@ mt::data::GPTDatasetConfig dataset_config(const mt::train_tool::TrainingFlags& f
     return c;
 }
 
-// Megatron's load_checkpoint: the latest checkpoint of --load, or a warning and a fresh start.
-void load_checkpoint(const mt::train_tool::TrainingFlags& flags,
-                     const mt::train::TrainingParts& parts) {
-    const std::filesystem::path dir = *flags.load;
-    const std::filesystem::path tracker = dir / "latest_checkpointed_iteration.txt";
-    if (!std::filesystem::exists(tracker)) {
-        std::printf("WARNING: could not find the metadata file %s\n", tracker.string().c_str());
-        std::printf("    will not load any checkpoints and will start from random\n");
-        return;
-    }
-    // Megatron reads whichever format the directory holds, whatever --ckpt-format says.
-    auto format = mt::detect_checkpoint_format(mt::Registry::global(), dir);
-    mt::CheckpointState state = format->load(dir);
-    std::printf(" loading checkpoint from %s at iteration %lld\n", flags.load->c_str(),
-                static_cast<long long>(state.iteration));
-    mt::train::RestoreOptions o;
-    o.finetune = flags.finetune;
-    o.optimizer = !flags.no_load_optim;
-    o.rng = !flags.no_load_rng;
-    mt::train::restore_checkpoint(state, parts, o);
-    std::printf("  successfully loaded checkpoint from %s [ t 1/1, p 1/1 ] at iteration %lld\n",
-                flags.load->c_str(), static_cast<long long>(parts.trainer.iteration()));
-    std::fflush(stdout);
-}
-
 // Megatron prints its iteration lines and evaluations on the last rank (print_rank_last) and
 // its setup messages on rank 0 (print_rank_0).
 struct RankPrinter {
@@ -90,6 +66,25 @@ struct RankPrinter {
     void line(const std::string& text) const {
         if (!last) return;
         std::printf("%s\n", text.c_str());
+        std::fflush(stdout);
+    }
+};
+
+// Bytes this rank has sent through each process group (--log-rank-stats).
+struct CommunicationVolume {
+    int64_t tp, dp, model_parallel, world;
+    explicit CommunicationVolume(const mt::parallel::ParallelState& s)
+        : tp(s.tp().bytes_sent()),
+          dp(s.dp().bytes_sent()),
+          model_parallel(s.model_parallel().bytes_sent()),
+          world(s.world().bytes_sent()) {}
+    void print_since(const CommunicationVolume& start, int64_t iterations, int rank) const {
+        const double n = double(std::max<int64_t>(iterations, 1));
+        std::printf(
+            " > rank %d bytes sent per iteration: tensor-parallel %.0f | data-parallel %.0f | "
+            "model-parallel %.0f | world %.0f\n",
+            rank, double(tp - start.tp) / n, double(dp - start.dp) / n,
+            double(model_parallel - start.model_parallel) / n, double(world - start.world) / n);
         std::fflush(stdout);
     }
 };
@@ -113,9 +108,6 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
           const std::vector<mt::FlagInfo>& model_flags, const mt::parallel::ParallelState& state) {
     mt::Communicator& world = state.world();
     const RankPrinter out{world.rank() == world.size() - 1, world.rank() == 0};
-    const bool parallel = world.size() > 1;
-    MT_CHECK(!parallel || (!flags.save && !flags.load),
-             "not supported yet: --save/--load in a run of several ranks (", world.size(), ")");
     std::unique_ptr<mt::CheckpointFormat> format;
     if (flags.save) format = mt::Registry::global().create_checkpoint(flags.ckpt_format);
     auto tokenizer = mt::Registry::global().create_tokenizer(tf.type, tf.options);
@@ -175,37 +167,48 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
         trainer.set_stop_flag(&g_sigterm);
     }
 
-    mt::train::TrainingParts parts{*model, *optimizer, flags.optimizer_config, scheduler, trainer};
-    if (flags.load) load_checkpoint(flags, parts);
+    mt::train::TrainingParts parts{*model,   *optimizer, flags.optimizer_config,
+                                   scheduler, trainer,    &state,
+                                   grad_buffer.get()};
+    const std::vector<mt::ParameterInfo> whole_params = family.parameters(model_args);
+    if (flags.load) mt::train_tool::load_checkpoint(flags, parts, whole_params);
     // The args Namespace is the same at every save.
     mt::train::CaptureOptions capture_options;
     capture_options.optimizer = !flags.no_save_optim;
     capture_options.rng = !flags.no_save_rng;
-    capture_options.args = mt::train_tool::checkpoint_args(flags, tf, model_flags,
-                                                           family.resolved_args(model_args));
-    auto capture = [&] { return mt::train::capture_checkpoint(parts, capture_options); };
+    capture_options.args = mt::train_tool::checkpoint_args(
+        flags, tf, model_flags, family.resolved_args(model_args), world.size());
     if (flags.ckpt_convert_format) {  // Megatron's conversion: save in the other format, stop
         auto to = mt::Registry::global().create_checkpoint(*flags.ckpt_convert_format);
-        const std::filesystem::path dir =
-            std::filesystem::path(*flags.ckpt_convert_save) / *flags.ckpt_convert_format;
-        to->save(dir, capture());
-        std::printf("> converted checkpoint: %s -> %s.\n", flags.load->c_str(), dir.c_str());
+        mt::train_tool::TrainingFlags convert = flags;
+        convert.save = (std::filesystem::path(*flags.ckpt_convert_save) / *flags.ckpt_convert_format)
+                           .string();
+        convert.ckpt_format = *flags.ckpt_convert_format;
+        mt::train_tool::save_checkpoint(convert, *to, parts, capture_options, whole_params);
+        if (out.first)
+            std::printf("> converted checkpoint: %s -> %s.\n", flags.load->c_str(),
+                        convert.save->c_str());
         return 0;
     }
     auto save = [&] {
-        std::printf("saving checkpoint at iteration %7lld to %s in %s format\n",
-                    static_cast<long long>(trainer.iteration()), flags.save->c_str(),
-                    flags.ckpt_format.c_str());
-        std::fflush(stdout);
-        format->save(*flags.save, capture());
-        std::printf("%s\n",
-                    mt::train::format_saved_checkpoint(trainer.iteration(), *flags.save, 0, 1, 0, 1)
-                        .c_str());
-        std::fflush(stdout);
+        mt::train_tool::save_checkpoint(flags, *format, parts, capture_options, whole_params);
     };
     if (flags.save) trainer.set_saver(save);
 
+    const CommunicationVolume before(state);
+    const int64_t first_iteration = trainer.iteration();
     auto reason = trainer.train(*datasets[0], valid);
+    if (flags.log_rank_stats) {
+        CommunicationVolume(state).print_since(before, trainer.iteration() - first_iteration,
+                                               world.rank());
+        int64_t bytes = 0;
+        for (auto* list : {&optimizer->first(), &optimizer->second()})
+            for (const mt::Tensor& t : *list)
+                if (t.defined()) bytes += t.nbytes();
+        std::printf(" > rank %d optimizer state: %lld bytes\n", world.rank(),
+                    static_cast<long long>(bytes));
+        std::fflush(stdout);
+    }
     switch (reason) {
         case mt::train::StopReason::signal:
             if (out.first) std::printf("exiting program after receiving SIGTERM.\n");
@@ -243,8 +246,13 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
 int train_on_ranks(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFlags& tf,
                    const mt::ModelFamily& family, const mt::ModelArgs& model_args,
                    const std::vector<mt::FlagInfo>& model_flags) {
-    auto state = std::make_unique<mt::parallel::ParallelState>(
-        mt::parallel::make_world_communicator(mt::Registry::global(), "cpu"), flags.parallel);
+    auto world = mt::parallel::make_world_communicator(mt::Registry::global(), "cpu");
+    const auto& p = flags.parallel;
+    const int model_ranks = p.tensor_parallel * p.pipeline_parallel * p.context_parallel;
+    MT_CHECK(world->size() % model_ranks == 0, "--tensor-model-parallel-size ", p.tensor_parallel,
+             " needs a multiple of ", model_ranks, " ranks, this run has ", world->size(),
+             world->size() == 1 ? ": start megatron-train with mpirun -np N (or srun)" : "");
+    auto state = std::make_unique<mt::parallel::ParallelState>(std::move(world), flags.parallel);
     try {
         return train(flags, tf, family, model_args, model_flags, *state);
     } catch (const std::exception& e) {

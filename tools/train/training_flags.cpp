@@ -151,7 +151,10 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "eval-iters", po::value(&f.eval_iters)->default_value(100), "iterations per evaluation")(
         "tensorboard-dir", po::value(&f.tensorboard_dir), "write TensorBoard event files here")(
         "log-throughput", po::bool_switch(&f.log_throughput),
-        "add the model's TFLOP/s to the iteration line (TensorBoard always gets it)");
+        "add the model's TFLOP/s to the iteration line (TensorBoard always gets it)")(
+        "log-rank-stats", po::bool_switch(&f.log_rank_stats),
+        "not Megatron's: after training, each rank prints the bytes it sent per iteration "
+        "through each process group and the size of its optimizer state");
     return {training, distributed, lr, opt, ckpt, data, logging};
 }
 

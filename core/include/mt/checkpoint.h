@@ -23,6 +23,11 @@ struct ShardedTensor {
     Tensor local;         // this rank's piece
     Shape global_shape;   // the full tensor's shape
     Shape global_offset;  // where `local` starts in it
+
+    // A tensor that is its own whole.
+    static ShardedTensor whole(const Tensor& t) {
+        return ShardedTensor{t, t.shape(), Shape(t.shape().size(), 0)};
+    }
 };
 
 // One training argument as Megatron's args Namespace holds it (None, bool, int, float, str).

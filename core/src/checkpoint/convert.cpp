@@ -22,17 +22,8 @@ NamedTensors named(const CheckpointState& state) {
     return out;
 }
 
-// `t` in a storage of its own: a saved tensor writes its whole storage (as torch.save does), so
-// a piece that views a larger one (a slice of a whole tensor, or of a source file's shared
-// storage) is copied, and the bytes written depend on the values alone.
-Tensor compact(const Tensor& t) {
-    if (t.is_contiguous() && t.offset() == 0 && t.storage()->bytes == t.nbytes()) return t;
-    return t.clone();
-}
-
 ShardedTensor whole_piece(const Tensor& t) {
-    Tensor c = compact(t);
-    return ShardedTensor{c, c.shape(), Shape(c.dim(), 0)};
+    return ShardedTensor::whole(in_own_storage(t));
 }
 
 std::string layout_str(const CheckpointLayout& l) {

@@ -1,5 +1,6 @@
 #include "mt/checkpoint/reshard.h"
 
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -214,6 +215,83 @@ std::vector<Tensor> whole_tensors(
     out.reserve(params.size());
     for (size_t i = 0; i < params.size(); ++i)
         out.push_back(unshard_tensor(pieces[i], params[i].shard));
+    return out;
+}
+
+namespace {
+
+// Each parameter's spec by name, under either norm spelling.
+std::map<std::string, const ParameterInfo*> params_by_name(const std::vector<ParameterInfo>& ps) {
+    std::map<std::string, const ParameterInfo*> out;
+    for (const ParameterInfo& p : ps) {
+        out[p.name] = &p;
+        out[other_impl_name(p.name)] = &p;
+    }
+    return out;
+}
+
+}  // namespace
+
+Tensor in_own_storage(const Tensor& t) {
+    if (t.is_contiguous() && t.offset() == 0 && t.storage()->bytes == t.nbytes()) return t;
+    return t.clone();
+}
+
+CheckpointState tensor_parallel_piece(const CheckpointState& whole,
+                                      const std::vector<ParameterInfo>& params,
+                                      int64_t tensor_parallel, int64_t rank) {
+    const auto by_name = params_by_name(params);
+    auto cut = [&](const std::string& name, const Tensor& t) {
+        auto it = by_name.find(name);
+        if (it == by_name.end() || !t.defined()) return t;
+        MT_CHECK(t.shape() == it->second->shape, "'", name, "' has shape ", shape_str(t.shape()),
+                 " but the model's is ", shape_str(it->second->shape));
+        return in_own_storage(shard_tensor(t, it->second->shard, tensor_parallel, rank));
+    };
+    CheckpointState out = whole;
+    out.model.clear();
+    for (const auto& [name, t] : whole.model) out.model.emplace_back(name, ShardedTensor::whole(cut(name, t.local)));
+    if (out.optimizer)
+        for (OptimizerParamState& s : out.optimizer->params) {
+            s.exp_avg = cut(s.name, s.exp_avg);
+            s.exp_avg_sq = cut(s.name, s.exp_avg_sq);
+        }
+    return out;
+}
+
+CheckpointState join_tensor_parallel(const std::vector<CheckpointState>& pieces,
+                                     const std::vector<ParameterInfo>& params) {
+    MT_CHECK(!pieces.empty(), "no tensor-parallel ranks to join");
+    const auto by_name = params_by_name(params);
+    auto join = [&](const std::string& name, const std::function<Tensor(size_t)>& piece) {
+        std::vector<Tensor> all;
+        for (size_t r = 0; r < pieces.size(); ++r) all.push_back(piece(r));
+        auto it = by_name.find(name);
+        if (it == by_name.end() || !all[0].defined()) return all[0];
+        return unshard_tensor(all, it->second->shard);
+    };
+    CheckpointState out = pieces[0];
+    for (size_t i = 0; i < out.model.size(); ++i) {
+        const std::string& name = out.model[i].first;
+        out.model[i].second = ShardedTensor::whole(join(name, [&](size_t r) {
+            MT_CHECK(pieces[r].model.size() == pieces[0].model.size() &&
+                         pieces[r].model[i].first == name,
+                     "tensor rank ", r, " does not hold '", name, "' where rank 0 does");
+            return pieces[r].model[i].second.local;
+        }));
+    }
+    if (out.optimizer)
+        for (size_t i = 0; i < out.optimizer->params.size(); ++i) {
+            auto& s = out.optimizer->params[i];
+            auto rank_state = [&](size_t r) -> const OptimizerParamState& {
+                MT_CHECK(pieces[r].optimizer && pieces[r].optimizer->params.size() > i &&
+                             pieces[r].optimizer->params[i].name == s.name,
+                         "tensor rank ", r, " has no optimizer state for '", s.name, "'");
+                return pieces[r].optimizer->params[i];
+            };
+            s.exp_avg = join(s.name, [&](size_t r) { return rank_state(r).exp_avg; });
+            s.exp_avg_sq = join(s.name, [&](size_t r) { return rank_state(r).exp_avg_sq; });
+        }
     return out;
 }
 

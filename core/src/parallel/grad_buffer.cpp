@@ -101,6 +101,12 @@ std::pair<int64_t, int64_t> GradBuffer::rank_range(const Bucket& b) const {
     return {b.begin + part * dp_->rank(), b.begin + part * (dp_->rank() + 1)};
 }
 
+int64_t GradBuffer::offset_of(const nn::Parameter& param) const {
+    MT_CHECK(param.grad.storage() == grads_.storage(), "GradBuffer: parameter ", param.name,
+             " is not in the gradient buffer");
+    return param.grad.offset() - grads_.offset();
+}
+
 void GradBuffer::zero_grads() {
     std::fill_n(grads_.data<float>(), grads_.numel(), 0.0f);
     for (Bucket& b : buckets_) b.pending = int64_t(b.params.size());

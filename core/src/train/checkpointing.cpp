@@ -6,10 +6,65 @@
 #include "mt/checkpoint/reshard.h"
 #include "mt/error.h"
 #include "mt/nn/parameter.h"
+#include "mt/parallel/grad_buffer.h"
+#include "mt/parallel/parallel_state.h"
 
 namespace mt::train {
 
 namespace {
+
+bool distributed_optimizer(const TrainingParts& parts) {
+    return parts.grad_buffer && !parts.grad_buffer->shard().empty();
+}
+
+// `local`, this rank's piece of p (or of one of p's optimizer moments), joined over the
+// tensor-parallel group into the whole tensor.
+Tensor whole_of(const TrainingParts& parts, const nn::Parameter& p, const Tensor& local) {
+    if (!parts.parallel || p.tp_size == 1 || p.shard.kind == ShardSpec::Kind::replicated)
+        return local;
+    Communicator& tp = parts.parallel->tp();
+    const int64_t n = local.numel();
+    Tensor all = Tensor::empty({n * tp.size()}, local.dtype());
+    tp.all_gather(local.contiguous().view({n}), all);
+    std::vector<Tensor> pieces;
+    for (int r = 0; r < tp.size(); ++r)
+        pieces.push_back(all.slice(0, r * n, (r + 1) * n).view(local.shape()));
+    return unshard_tensor(pieces, p.shard);
+}
+
+// This rank's optimizer moments of every model parameter (first, second), shaped like its
+// piece. The distributed optimizer's shards are gathered over the data-parallel group first.
+std::vector<std::pair<Tensor, Tensor>> local_moments(const TrainingParts& parts) {
+    const auto params = parts.model.parameters();
+    std::vector<std::pair<Tensor, Tensor>> out;
+    if (!distributed_optimizer(parts)) {
+        MT_CHECK(parts.optimizer.parameters() == params,
+                 "the optimizer does not update the model's parameters");
+        for (size_t i = 0; i < params.size(); ++i)
+            out.emplace_back(parts.optimizer.first()[i], parts.optimizer.second()[i]);
+        return out;
+    }
+    const parallel::GradBuffer& buffer = *parts.grad_buffer;
+    auto gathered = [&](const std::vector<Tensor>& shard) {
+        if (shard.empty() || !shard[0].defined()) return Tensor();
+        Tensor whole = Tensor::zeros(buffer.grads().shape(), DType::f32);
+        for (size_t i = 0; i < shard.size(); ++i) {
+            const int64_t at = buffer.shard()[i].buffer_begin;
+            whole.slice(0, at, at + shard[i].numel()).copy_from(shard[i]);
+        }
+        buffer.all_gather_shards(whole);
+        return whole;
+    };
+    const Tensor first = gathered(parts.optimizer.first()),
+                 second = gathered(parts.optimizer.second());
+    auto region = [&](const Tensor& whole, const nn::Parameter& p) {
+        if (!whole.defined()) return Tensor();
+        const int64_t at = buffer.offset_of(p);
+        return whole.slice(0, at, at + p.value.numel()).view(p.value.shape());
+    };
+    for (const nn::Parameter* p : params) out.emplace_back(region(first, *p), region(second, *p));
+    return out;
+}
 
 // Copies `from` (checkpoint tensor `key`) into `to`, checking shape and dtype.
 void copy_checked(const std::string& what, const std::string& key, const Tensor& from, Tensor& to) {
@@ -27,6 +82,12 @@ auto find_either(Map& map, const std::string& name) {
     return it != map.end() ? it : map.find(other_impl_name(name));
 }
 
+// A whole tensor of the checkpoint cut to p's tensor-parallel piece (when it is whole).
+Tensor piece_of(const nn::Parameter& p, const Tensor& whole) {
+    if (p.value.shape() == p.whole_shape || whole.shape() != p.whole_shape) return whole;
+    return shard_tensor(whole, p.shard, p.tp_size, p.tp_rank);
+}
+
 void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& parts) {
     const std::string type =
         parts.optimizer_config.type == optim::OptimizerType::adam ? "adam" : "sgd";
@@ -34,17 +95,40 @@ void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& pa
              " but this run uses --optimizer ", type, " (use --no-load-optim)");
     std::map<std::string, const OptimizerParamState*> by_name;
     for (const auto& s : saved.params) by_name[s.name] = &s;
-    auto& params = parts.optimizer.parameters();
-    for (size_t i = 0; i < params.size(); ++i) {
-        auto it = find_either(by_name, params[i]->name);
-        MT_CHECK(it != by_name.end(), "the checkpoint has no optimizer state for '",
-                 params[i]->name, "'");
-        copy_checked("optimizer state of", params[i]->name, it->second->exp_avg,
-                     parts.optimizer.first()[i]);
-        if (type == "adam")
-            copy_checked("optimizer state of", params[i]->name, it->second->exp_avg_sq,
-                         parts.optimizer.second()[i]);
+    // Each model parameter's moments go to where this rank keeps them: the optimizer's own
+    // tensors, or (distributed optimizer) a buffer-shaped copy this rank's shard is cut from.
+    const bool sharded = distributed_optimizer(parts);
+    const auto params = parts.model.parameters();
+    Tensor first_buffer, second_buffer;
+    if (sharded) {
+        first_buffer = Tensor::zeros(parts.grad_buffer->grads().shape(), DType::f32);
+        second_buffer = Tensor::zeros(parts.grad_buffer->grads().shape(), DType::f32);
+    } else {
+        MT_CHECK(parts.optimizer.parameters() == params,
+                 "the optimizer does not update the model's parameters");
     }
+    for (size_t i = 0; i < params.size(); ++i) {
+        const nn::Parameter& p = *params[i];
+        auto it = find_either(by_name, p.name);
+        MT_CHECK(it != by_name.end(), "the checkpoint has no optimizer state for '", p.name, "'");
+        auto into = [&](const Tensor& whole, Tensor buffer, std::vector<Tensor>& own) {
+            Tensor to = sharded ? buffer.slice(0, parts.grad_buffer->offset_of(p),
+                                               parts.grad_buffer->offset_of(p) + p.value.numel())
+                                      .view(p.value.shape())
+                                : own[i];
+            copy_checked("optimizer state of", p.name, piece_of(p, whole), to);
+        };
+        into(it->second->exp_avg, first_buffer, parts.optimizer.first());
+        if (type == "adam") into(it->second->exp_avg_sq, second_buffer, parts.optimizer.second());
+    }
+    if (sharded)
+        for (size_t i = 0; i < parts.grad_buffer->shard().size(); ++i) {
+            const int64_t at = parts.grad_buffer->shard()[i].buffer_begin;
+            const int64_t n = parts.optimizer.first()[i].numel();
+            parts.optimizer.first()[i].copy_from(first_buffer.slice(0, at, at + n));
+            if (type == "adam")
+                parts.optimizer.second()[i].copy_from(second_buffer.slice(0, at, at + n));
+        }
     parts.optimizer.set_steps(saved.step);
 }
 
@@ -88,8 +172,7 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
     s.args.emplace_back("consumed_train_samples", s.consumed_train_samples);
     s.args.emplace_back("consumed_valid_samples", s.consumed_valid_samples);
     for (nn::Parameter* p : parts.model.parameters())
-        s.model.emplace_back(
-            p->name, ShardedTensor{p->value, p->value.shape(), Shape(p->value.shape().size(), 0)});
+        s.model.emplace_back(p->name, ShardedTensor::whole(whole_of(parts, *p, p->value)));
 
     const auto& sc = parts.scheduler.config();
     if (o.optimizer) {
@@ -105,12 +188,13 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
         opt.beta2 = c.adam_beta2;
         opt.eps = c.adam_eps;
         opt.momentum = c.sgd_momentum;
-        auto& params = parts.optimizer.parameters();
+        const auto params = parts.model.parameters();
+        const auto moments = local_moments(parts);
         for (size_t i = 0; i < params.size(); ++i) {
             OptimizerParamState ps;
             ps.name = params[i]->name;
-            ps.exp_avg = parts.optimizer.first()[i];
-            if (opt.type == "adam") ps.exp_avg_sq = parts.optimizer.second()[i];
+            ps.exp_avg = whole_of(parts, *params[i], moments[i].first);
+            if (opt.type == "adam") ps.exp_avg_sq = whole_of(parts, *params[i], moments[i].second);
             ps.weight_decay = params[i]->weight_decay;
             opt.params.push_back(std::move(ps));
         }

@@ -72,4 +72,21 @@ MT_API std::vector<Tensor> whole_tensors(
     const std::vector<ParameterInfo>& params, const CheckpointLayout& layout,
     const std::function<const NamedTensors&(int64_t tp_rank, int64_t pp_rank)>& rank);
 
+// `t` in a storage of its own: a saved tensor writes its whole storage (as torch.save does), so
+// a piece that views a larger one (a slice of a whole tensor, or of a source file's shared
+// storage) is copied, and the bytes written depend on the values alone.
+MT_API Tensor in_own_storage(const Tensor& t);
+
+// Tensor rank `rank` of `tensor_parallel`'s state from a state of whole tensors (model tensors and
+// optimizer moments): each tensor named after a parameter of `params` (either norm spelling) is
+// cut by its shard spec; anything else travels as is.
+MT_API CheckpointState tensor_parallel_piece(const CheckpointState& whole,
+                                             const std::vector<ParameterInfo>& params,
+                                             int64_t tensor_parallel, int64_t rank);
+
+// The inverse: the whole state from every tensor rank's state (in rank order); the scalars and
+// args are rank 0's.
+MT_API CheckpointState join_tensor_parallel(const std::vector<CheckpointState>& pieces,
+                                            const std::vector<ParameterInfo>& params);
+
 }  // namespace mt

@@ -60,6 +60,8 @@ class MT_API GradBuffer {
     const Tensor& grads() const { return grads_; }
     const Tensor& values() const { return values_; }
     int64_t num_buckets() const { return int64_t(buckets_.size()); }
+    // Where `param`'s elements start in the buffers.
+    int64_t offset_of(const nn::Parameter& param) const;
     Communicator& group() const { return *dp_; }
 
     // `whole` (f32 [numel], laid out as the buffer) holds this rank's shard; fills in every

@@ -14,15 +14,24 @@
 #include "mt/optim/optimizer.h"
 #include "mt/train/trainer.h"
 
+namespace mt::parallel {
+class GradBuffer;
+class ParallelState;
+}  // namespace mt::parallel
+
 namespace mt::train {
 
-// What a run is made of, as checkpoints see it.
+// What a run is made of, as checkpoints see it. In a parallel run `parallel` gives the groups
+// (tensor-parallel pieces are gathered on capture and cut on restore) and `grad_buffer` the
+// distributed optimizer's layout (its `optimizer` then holds this rank's shard of the buffer).
 struct TrainingParts {
     Model& model;
     optim::Optimizer& optimizer;
     optim::OptimizerConfig optimizer_config;
     optim::LrScheduler& scheduler;
     Trainer& trainer;
+    const parallel::ParallelState* parallel = nullptr;
+    parallel::GradBuffer* grad_buffer = nullptr;
 };
 
 struct CaptureOptions {
@@ -32,6 +41,8 @@ struct CaptureOptions {
     CheckpointArgs args;
 };
 
+// The run's state as whole tensors (every parameter and optimizer moment joined over the
+// tensor- and data-parallel groups): collective, every rank of the run calls it and gets it.
 MT_API CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOptions& o);
 
 struct RestoreOptions {
@@ -40,8 +51,8 @@ struct RestoreOptions {
     bool finetune = false;  // model only; iteration and consumed samples start at 0
 };
 
-// Copies the checkpoint into the run. Every model parameter must be in state.model with its
-// shape and dtype (mt::Error naming the key and both shapes otherwise), under its own name or the
+// Copies the checkpoint (whole tensors) into the run, each rank taking its pieces. Every model
+// parameter must be in state.model with its whole shape and dtype (mt::Error naming the key and both shapes otherwise), under its own name or the
 // other --transformer-impl's (norms fused into the linears or not); Transformer Engine
 // `_extra_state` entries are ignored; any other unknown tensor is an error.
 MT_API void restore_checkpoint(const CheckpointState& state, const TrainingParts& parts,

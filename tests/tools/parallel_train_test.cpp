@@ -1,0 +1,148 @@
+// megatron-train under mpirun through its binary: TP2 x DP2 with sequence parallelism and the
+// distributed optimizer prints the one-process loss curve (once, on the last rank); a checkpoint
+// saved at TP2 x DP2 resumes at TP1 with the uninterrupted one-process losses and the reverse,
+// in both formats; an error stops every rank with the rank named.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <regex>
+
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+using mt::test::run_command;
+using mt::test::TempDir;
+
+namespace {
+
+std::string q(const fs::path& p) {
+    return mt::test::shell_quote(p);
+}
+
+std::string make_dataset(const TempDir& dir) {
+    std::string jsonl;
+    for (int d = 0; d < 120; ++d)
+        jsonl += "{\"text\": \"Document " + std::to_string(d) + " says " +
+                 std::to_string(d * 7 % 13) + " and then " + std::to_string(d % 5) +
+                 " again, twice over, and once more for the " + std::to_string(d % 3) +
+                 " readers.\"}\n";
+    return mt::test::tiny_gpt2_dataset(dir, jsonl);
+}
+
+// Dropout off: tensor-parallel ranks draw their own dropout masks. The padded vocabulary is a
+// multiple of --make-vocab-size-divisible-by x tp (Megatron's rule), 256 rows at TP1 and TP2.
+std::string train(const TempDir& dir, const std::string& data, int ranks, int tp) {
+    const fs::path vocab = mt::test::fixtures_dir() / "gpt2-tiny";
+    std::string launcher = ranks > 1 ? std::string(MT_TEST_MPIEXEC) + " -n " +
+                                           std::to_string(ranks) + " -x OMP_NUM_THREADS=1 "
+                                     : std::string();
+    std::string cmd =
+        launcher + mt::test::tool_path("megatron-train").string() +
+        " --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16"
+        " --max-position-embeddings 16 --micro-batch-size 2 --global-batch-size 8"
+        " --lr 3e-3 --min-lr 1e-4 --lr-decay-style cosine --lr-warmup-iters 1"
+        " --hidden-dropout 0 --attention-dropout 0 --tokenizer-type GPT2BPETokenizer"
+        " --vocab-file " +
+        q(vocab / "vocab.json") + " --merge-file " + q(vocab / "merges.txt") + " --data-path " +
+        q(data) + " --split 98,1,1 --data-cache-path " + q(dir / "cache") +
+        " --log-interval 1 --eval-iters 0 --train-iters 6";
+    if (tp > 1)
+        cmd += " --tensor-model-parallel-size " + std::to_string(tp) +
+               " --sequence-parallel --make-vocab-size-divisible-by " + std::to_string(256 / tp);
+    else
+        cmd += " --make-vocab-size-divisible-by 256";
+    if (ranks > tp) cmd += " --use-distributed-optimizer --overlap-grad-reduce";
+    return cmd;
+}
+
+// iteration -> lm loss, each printed once.
+std::map<int, double> losses(const std::string& output) {
+    static const std::regex line(R"(iteration +(\d+)/ +\d+ \|.*\| lm loss: ([0-9.E+-]+) \|)");
+    std::map<int, double> out;
+    for (auto it = std::sregex_iterator(output.begin(), output.end(), line);
+         it != std::sregex_iterator(); ++it) {
+        const int iteration = std::stoi((*it)[1]);
+        EXPECT_EQ(out.count(iteration), 0u) << "iteration " << iteration << " printed twice";
+        out[iteration] = std::stod((*it)[2]);
+    }
+    return out;
+}
+
+void expect_same(const std::map<int, double>& got, const std::map<int, double>& want,
+                 const std::string& output) {
+    ASSERT_FALSE(got.empty()) << output;
+    for (const auto& [iteration, loss] : got) {
+        ASSERT_TRUE(want.count(iteration)) << iteration;
+        EXPECT_NEAR(loss, want.at(iteration), 1e-5 * want.at(iteration))
+            << "iteration " << iteration << "\n"
+            << output;
+    }
+}
+
+class ParallelTrain : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        if (std::string(MT_TEST_MPIEXEC).empty()) GTEST_SKIP() << "built without MPI";
+        data_ = make_dataset(dir_);
+        auto single = run_command(train(dir_, data_, 1, 1));
+        ASSERT_EQ(single.exit_code, 0) << single.output;
+        single_ = losses(single.output);
+        ASSERT_EQ(single_.size(), 6u) << single.output;
+    }
+    TempDir dir_;
+    std::string data_;
+    std::map<int, double> single_;
+};
+
+TEST_F(ParallelTrain, TensorSequenceDataParallelGiveTheOneProcessLosses) {
+    auto r = run_command(train(dir_, data_, 4, 2));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto got = losses(r.output);
+    EXPECT_EQ(got.size(), 6u) << r.output;
+    expect_same(got, single_, r.output);
+}
+
+TEST_F(ParallelTrain, CheckpointsResumeAcrossLayouts) {
+    for (const char* format : {"torch_dist", "torch"}) {
+        const std::string fmt = std::string(" --ckpt-format ") + format;
+        // TP2 x DP2 -> TP1.
+        const fs::path wide = dir_ / (std::string("wide_") + format);
+        auto save = run_command(train(dir_, data_, 4, 2) + fmt + " --save " + q(wide) +
+                                " --save-interval 3 --exit-interval 3");
+        ASSERT_EQ(save.exit_code, 0) << save.output;
+        if (std::string(format) == "torch") {
+            EXPECT_TRUE(fs::exists(wide / "iter_0000003" / "mp_rank_00" / "model_optim_rng.pt"));
+            EXPECT_TRUE(fs::exists(wide / "iter_0000003" / "mp_rank_01" / "model_optim_rng.pt"));
+        }
+        auto narrow = run_command(train(dir_, data_, 1, 1) + fmt + " --load " + q(wide));
+        ASSERT_EQ(narrow.exit_code, 0) << narrow.output;
+        auto resumed = losses(narrow.output);
+        EXPECT_EQ(resumed.size(), 3u) << narrow.output;
+        expect_same(resumed, single_, narrow.output);
+
+        // TP1 -> TP2 x DP2.
+        const fs::path one = dir_ / (std::string("one_") + format);
+        auto save1 = run_command(train(dir_, data_, 1, 1) + fmt + " --save " + q(one) +
+                                 " --save-interval 3 --exit-interval 3");
+        ASSERT_EQ(save1.exit_code, 0) << save1.output;
+        auto back = run_command(train(dir_, data_, 4, 2) + fmt + " --load " + q(one));
+        ASSERT_EQ(back.exit_code, 0) << back.output;
+        auto resumed_wide = losses(back.output);
+        EXPECT_EQ(resumed_wide.size(), 3u) << back.output;
+        expect_same(resumed_wide, single_, back.output);
+    }
+}
+
+TEST_F(ParallelTrain, AnErrorStopsEveryRankNamingIt) {
+    // Global batch 6 does not split into micro-batches of 2 on 2 data-parallel ranks.
+    std::string cmd = train(dir_, data_, 2, 1);
+    cmd.replace(cmd.find("--global-batch-size 8"), 21, "--global-batch-size 6");
+    auto r = run_command(cmd);
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(std::regex_search(r.output, std::regex("error: rank [01]: --global-batch-size")))
+        << r.output;
+}
+
+}  // namespace

@@ -1,0 +1,110 @@
+#include "checkpoint_io.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "mt/checkpoint/format_detection.h"
+#include "mt/checkpoint/reshard.h"
+#include "mt/error.h"
+#include "mt/parallel/parallel_state.h"
+#include "mt/registry.h"
+#include "mt/train/log_lines.h"
+
+namespace mt::train_tool {
+
+namespace {
+
+Communicator& world(const train::TrainingParts& parts) {
+    static const std::unique_ptr<Communicator> alone = make_local_communicator();
+    return parts.parallel ? parts.parallel->world() : *alone;
+}
+
+int tp_rank(const train::TrainingParts& parts) {
+    return parts.parallel ? parts.parallel->tp().rank() : 0;
+}
+int tp_size(const train::TrainingParts& parts) {
+    return parts.parallel ? parts.parallel->tp().size() : 1;
+}
+
+// The latest checkpoint of `dir` as whole tensors, whatever tensor layout saved it.
+CheckpointState read_whole(CheckpointFormat& format, const std::filesystem::path& dir,
+                           const std::vector<ParameterInfo>& params) {
+    const CheckpointLayout layout = format.layout(dir);
+    MT_CHECK(layout.pipeline_parallel == 1,
+             "not supported yet: resuming training from a checkpoint of ",
+             layout.pipeline_parallel,
+             " pipeline stages (megatron-convert --target-pipeline-parallel-size 1 joins them)");
+    if (layout.tensor_parallel == 1) return format.load(dir);
+    std::vector<CheckpointState> pieces;
+    for (int64_t tp = 0; tp < layout.tensor_parallel; ++tp)
+        pieces.push_back(format.load_rank(dir, tp, 0));
+    return join_tensor_parallel(pieces, params);
+}
+
+}  // namespace
+
+void load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& parts,
+                     const std::vector<ParameterInfo>& params) {
+    const bool first = world(parts).rank() == 0;
+    const std::filesystem::path dir = *flags.load;
+    const std::filesystem::path tracker = dir / "latest_checkpointed_iteration.txt";
+    if (!std::filesystem::exists(tracker)) {
+        if (first) {
+            std::printf("WARNING: could not find the metadata file %s\n",
+                        tracker.string().c_str());
+            std::printf("    will not load any checkpoints and will start from random\n");
+        }
+        return;
+    }
+    // Megatron reads whichever format the directory holds, whatever --ckpt-format says.
+    auto format = detect_checkpoint_format(Registry::global(), dir);
+    CheckpointState state = read_whole(*format, dir, params);
+    if (first)
+        std::printf(" loading checkpoint from %s at iteration %lld\n", flags.load->c_str(),
+                    static_cast<long long>(state.iteration));
+    train::RestoreOptions o;
+    o.finetune = flags.finetune;
+    o.optimizer = !flags.no_load_optim;
+    o.rng = !flags.no_load_rng;
+    train::restore_checkpoint(state, parts, o);
+    world(parts).barrier();
+    if (first)
+        std::printf("  successfully loaded checkpoint from %s [ t %d/%d, p 1/1 ] at iteration %lld\n",
+                    flags.load->c_str(), tp_rank(parts) + 1, tp_size(parts),
+                    static_cast<long long>(parts.trainer.iteration()));
+    std::fflush(stdout);
+}
+
+void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
+                     const train::TrainingParts& parts, const train::CaptureOptions& options,
+                     const std::vector<ParameterInfo>& params) {
+    Communicator& all = world(parts);
+    const bool first = all.rank() == 0;
+    const int64_t iteration = parts.trainer.iteration();
+    if (first) {
+        std::printf("saving checkpoint at iteration %7lld to %s in %s format\n",
+                    static_cast<long long>(iteration), flags.save->c_str(),
+                    flags.ckpt_format.c_str());
+        std::fflush(stdout);
+    }
+    const CheckpointState state = train::capture_checkpoint(parts, options);
+    if (first) {
+        const int64_t tp = tp_size(parts);
+        if (format.per_rank_files() && tp > 1)
+            format.save_ranks(*flags.save, CheckpointLayout{tp, 1}, [&](int64_t rank, int64_t) {
+                return tensor_parallel_piece(state, params, tp, rank);
+            });
+        else
+            format.save(*flags.save, state);
+    }
+    // Nobody goes on (or loads) before the checkpoint is complete.
+    all.barrier();
+    if (first) {
+        std::printf("%s\n", train::format_saved_checkpoint(iteration, *flags.save, 0,
+                                                           tp_size(parts), 0, 1)
+                                .c_str());
+        std::fflush(stdout);
+    }
+}
+
+}  // namespace mt::train_tool

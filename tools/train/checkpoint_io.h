@@ -1,0 +1,24 @@
+// megatron-train's checkpoint loading and saving on every rank of a run: the state is captured
+// as whole tensors (collectively), written by rank 0 in Megatron's layout for the run's tensor
+// parallelism (torch: one mp_rank_TT file per tensor rank; torch_dist: the whole tensors), and
+// read back by every rank, which keeps its pieces — so any layout resumes any other.
+#pragma once
+
+#include "mt/checkpoint.h"
+#include "mt/model.h"
+#include "mt/train/checkpointing.h"
+#include "training_flags.h"
+
+namespace mt::train_tool {
+
+// Megatron's load_checkpoint: the latest checkpoint of --load, or a warning and a fresh start.
+// Collective when the run has several ranks. `params`: the run's model, whole.
+void load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& parts,
+                     const std::vector<ParameterInfo>& params);
+
+// Saves the run's state as Megatron's save_checkpoint does, with its messages. Collective.
+void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
+                     const train::TrainingParts& parts, const train::CaptureOptions& options,
+                     const std::vector<ParameterInfo>& params);
+
+}  // namespace mt::train_tool
