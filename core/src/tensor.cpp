@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cpu_block_cache.h"
+
 namespace mt {
 
 std::string Device::str() const {
@@ -39,6 +41,14 @@ int64_t shape_numel(const Shape& shape) {
 
 std::shared_ptr<Storage> cpu_storage(int64_t bytes) {
     auto st = std::make_shared<Storage>();
+    if (bytes >= detail::kCachedBlockMin) {
+        int64_t capacity = 0;
+        st->data = detail::take_block(bytes, capacity);
+        MT_CHECK(st->data, "out of memory allocating ", bytes, " bytes");
+        st->bytes = bytes;
+        st->deleter = [capacity](void* p) { detail::give_block(p, capacity); };
+        return st;
+    }
     // 64-byte alignment for AVX-512 loads; aligned_alloc needs a multiple of the alignment.
     int64_t rounded = (bytes + 63) / 64 * 64;
     st->data = rounded ? std::aligned_alloc(64, rounded) : nullptr;

@@ -70,14 +70,42 @@ void write_file(const fs::path& path, const std::string& content) {
 }
 
 double element(const Tensor& t, int64_t i) {
-    return t.dtype() == DType::f64 ? t.data<double>()[i] : double(t.data<float>()[i]);
+    switch (t.dtype()) {
+        case DType::f32:
+            return t.data<float>()[i];
+        case DType::f64:
+            return t.data<double>()[i];
+        case DType::i32:
+            return t.data<int32_t>()[i];
+        case DType::i64:
+            return double(t.data<int64_t>()[i]);
+        case DType::bf16:  // the raw bits, for tests that move bytes
+            return static_cast<const uint16_t*>(t.raw_data())[i];
+        default:
+            MT_FAIL("test: element of a ", mt::dtype_name(t.dtype()), " tensor");
+    }
 }
 
 void set_element(Tensor& t, int64_t i, double v) {
-    if (t.dtype() == DType::f64)
-        t.data<double>()[i] = v;
-    else
-        t.data<float>()[i] = float(v);
+    switch (t.dtype()) {
+        case DType::f32:
+            t.data<float>()[i] = float(v);
+            break;
+        case DType::f64:
+            t.data<double>()[i] = v;
+            break;
+        case DType::i32:
+            t.data<int32_t>()[i] = int32_t(v);
+            break;
+        case DType::i64:
+            t.data<int64_t>()[i] = int64_t(v);
+            break;
+        case DType::bf16:
+            static_cast<uint16_t*>(t.raw_data())[i] = uint16_t(v);
+            break;
+        default:
+            MT_FAIL("test: element of a ", mt::dtype_name(t.dtype()), " tensor");
+    }
 }
 
 std::string error_of(const std::function<void()>& fn) {

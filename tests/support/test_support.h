@@ -35,7 +35,8 @@ class TempDir {
 std::string read_file(const std::filesystem::path& path);
 void write_file(const std::filesystem::path& path, const std::string& content);
 
-// Element i (flat, contiguous) of an f32 or f64 tensor as double, and its assignment.
+// Element i (flat, contiguous) of an f32, f64, i32 or i64 tensor as double (bf16: its raw
+// bits), and its assignment.
 double element(const Tensor& t, int64_t i);
 void set_element(Tensor& t, int64_t i, double v);
 

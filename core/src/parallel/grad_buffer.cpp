@@ -131,10 +131,10 @@ void GradBuffer::start(Bucket& b) {
         // and is copied back by finish_grad_sync.
         auto [lo, hi] = rank_range(b);
         Tensor shard = Tensor::empty({hi - lo}, DType::f32);
-        b.request = dp_->ireduce_scatter(whole, shard, ReduceOp::avg);
+        b.request = dp_->ireduce_scatter(whole, shard, ReduceOp::sum);
         b.scratch = shard;
     } else {
-        b.request = dp_->iall_reduce(whole, ReduceOp::avg);
+        b.request = dp_->iall_reduce(whole, ReduceOp::sum);
     }
 }
 

@@ -146,4 +146,34 @@ std::unique_ptr<ParallelState> ParallelState::single_process() {
     return std::make_unique<ParallelState>(make_local_communicator(), ParallelConfig{});
 }
 
+Communicator* ParallelState::group(Group g) const {
+    switch (g) {
+        case Group::tp:
+            return tp_.get();
+        case Group::cp:
+            return cp_.get();
+        case Group::dp:
+            return dp_.get();
+        case Group::dp_cp:
+            return dp_cp_.get();
+        case Group::pp:
+            return pp_.get();
+        case Group::model_parallel:
+            return mp_.get();
+        case Group::tp_cp:
+            return tp_cp_.get();
+        case Group::embedding:
+            return embedding_.get();
+        case Group::expert_tp:
+            return etp_.get();
+        case Group::ep:
+            return ep_.get();
+        case Group::expert_dp:
+            return edp_.get();
+        case Group::expert_tp_ep:
+            return etp_ep_.get();
+    }
+    MT_FAIL("unknown process group kind ", int(g));
+}
+
 }  // namespace mt::parallel

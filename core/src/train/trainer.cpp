@@ -66,6 +66,8 @@ Trainer::~Trainer() = default;
 void Trainer::set_parallel(const parallel::ParallelState& state, parallel::GradBuffer* grads) {
     parallel_ = &state;
     grad_buffer_ = grads;
+    MT_CHECK(grads || state.dp().size() == 1,
+             "data parallelism needs a gradient buffer to reduce the gradients in");
     const int64_t per_step = options_.micro_batch_size * data_parallel_size();
     MT_CHECK(options_.global_batch_size % per_step == 0, "--global-batch-size (",
              options_.global_batch_size, ") must be a multiple of --micro-batch-size (",
@@ -178,9 +180,11 @@ Trainer::IterationResult Trainer::train_step(const data::GPTSampleDataset& data)
         auto [sum, count] = masked_sums(losses, batch.loss_mask);
         loss_sum += sum;
         tokens += count;
-        // Megatron backpropagates each micro-batch's token mean, divided by the micro-batches.
+        // Megatron backpropagates each micro-batch's token mean, divided by the micro-batches,
+        // and by the data-parallel size: the ranks' gradients are then summed into the mean.
         Tensor dlosses = Tensor::empty(losses.shape(), DType::f32);
-        const float scale = count > 0 ? float(1.0 / (count * double(micro_batches))) : 0.0f;
+        const double seed = count * double(micro_batches) * double(data_parallel_size());
+        const float scale = count > 0 ? float(1.0 / seed) : 0.0f;
         const float* mask = batch.loss_mask.data<float>();
         float* d = dlosses.data<float>();
         for (int64_t i = 0; i < dlosses.numel(); ++i) d[i] = mask[i] * scale;

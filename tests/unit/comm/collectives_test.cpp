@@ -18,38 +18,11 @@ using mt::Tensor;
 
 constexpr int64_t kShift = 1000;
 
-// Element i of a tensor of any dtype these tests use, as double (bf16 as its raw bits).
 double get(const Tensor& t, int64_t i) {
-    switch (t.dtype()) {
-        case DType::f32:
-            return t.data<float>()[i];
-        case DType::f64:
-            return t.data<double>()[i];
-        case DType::i64:
-            return double(t.data<int64_t>()[i]);
-        case DType::bf16:
-            return static_cast<const uint16_t*>(t.raw_data())[i];
-        default:
-            MT_FAIL("test: dtype ", mt::dtype_name(t.dtype()));
-    }
+    return mt::test::element(t, i);
 }
 void put(Tensor& t, int64_t i, double v) {
-    switch (t.dtype()) {
-        case DType::f32:
-            t.data<float>()[i] = float(v);
-            break;
-        case DType::f64:
-            t.data<double>()[i] = v;
-            break;
-        case DType::i64:
-            t.data<int64_t>()[i] = int64_t(v);
-            break;
-        case DType::bf16:
-            static_cast<uint16_t*>(t.raw_data())[i] = uint16_t(v);
-            break;
-        default:
-            MT_FAIL("test: dtype ", mt::dtype_name(t.dtype()));
-    }
+    mt::test::set_element(t, i, v);
 }
 
 // Rank r's tensor: distinct small integers, plus r * kShift everywhere.

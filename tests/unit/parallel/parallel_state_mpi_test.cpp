@@ -24,36 +24,6 @@ mt::Communicator& world() {
     return *w;
 }
 
-mt::Communicator* comm_of(const ParallelState& s, Group g) {
-    switch (g) {
-        case Group::tp:
-            return &s.tp();
-        case Group::cp:
-            return &s.cp();
-        case Group::dp:
-            return &s.dp();
-        case Group::dp_cp:
-            return &s.dp_cp();
-        case Group::pp:
-            return &s.pp();
-        case Group::model_parallel:
-            return &s.model_parallel();
-        case Group::tp_cp:
-            return &s.tp_cp();
-        case Group::embedding:
-            return s.embedding();
-        case Group::expert_tp:
-            return &s.expert_tp();
-        case Group::ep:
-            return &s.ep();
-        case Group::expert_dp:
-            return &s.expert_dp();
-        case Group::expert_tp_ep:
-            return &s.expert_tp_ep();
-    }
-    return nullptr;
-}
-
 // This rank's group of kind `g` as Megatron lays it out (empty: in no embedding group).
 std::vector<int> expected_group(int world_size, int rank, const ParallelConfig& c, Group g) {
     using mt::parallel::rank_groups;
@@ -162,7 +132,7 @@ void check_groups(const ParallelState& s, const ParallelConfig& config) {
         SCOPED_TRACE(mt::str("group kind ", k, " on rank ", rank));
         const std::vector<int> want = expected_group(world_size, rank, config, g);
         EXPECT_EQ(s.global_ranks(g), want);
-        mt::Communicator* c = comm_of(s, g);
+        mt::Communicator* c = s.group(g);
         if (want.empty()) {
             EXPECT_EQ(c, nullptr);
             continue;

@@ -128,36 +128,6 @@ struct RankView {
     int dp_size = 0;
 };
 
-mt::Communicator* comm_of(const ParallelState& s, Group g) {
-    switch (g) {
-        case Group::tp:
-            return &s.tp();
-        case Group::cp:
-            return &s.cp();
-        case Group::dp:
-            return &s.dp();
-        case Group::dp_cp:
-            return &s.dp_cp();
-        case Group::pp:
-            return &s.pp();
-        case Group::model_parallel:
-            return &s.model_parallel();
-        case Group::tp_cp:
-            return &s.tp_cp();
-        case Group::embedding:
-            return s.embedding();
-        case Group::expert_tp:
-            return &s.expert_tp();
-        case Group::ep:
-            return &s.ep();
-        case Group::expert_dp:
-            return &s.expert_dp();
-        case Group::expert_tp_ep:
-            return &s.expert_tp_ep();
-    }
-    return nullptr;
-}
-
 // Builds a ParallelState on every rank of a simulated world of `world` ranks.
 std::vector<RankView> simulate(int world, const ParallelConfig& config) {
     auto job = std::make_shared<SimJob>(world);
@@ -172,7 +142,7 @@ std::vector<RankView> simulate(int world, const ParallelConfig& config) {
                 for (int g = 0; g < mt::parallel::kNumGroups; ++g) {
                     Seen seen;
                     seen.global_ranks = s.global_ranks(static_cast<Group>(g));
-                    if (auto* c = comm_of(s, static_cast<Group>(g))) {
+                    if (auto* c = s.group(static_cast<Group>(g))) {
                         seen.members = dynamic_cast<SimComm&>(*c).members();
                         seen.rank = c->rank();
                     }
@@ -291,7 +261,7 @@ ParallelConfig cfg(int tp, int pp, int cp = 1, int ep = 1, int etp = 0, bool tp_
 TEST(ParallelState, SingleProcess) {
     auto s = ParallelState::single_process();
     for (int g = 0; g < mt::parallel::kNumGroups; ++g) {
-        auto* c = comm_of(*s, static_cast<Group>(g));
+        auto* c = s->group(static_cast<Group>(g));
         ASSERT_NE(c, nullptr) << g;
         EXPECT_EQ(c->size(), 1) << g;
         EXPECT_EQ(c->rank(), 0) << g;

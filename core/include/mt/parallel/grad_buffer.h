@@ -1,7 +1,9 @@
 // GradBuffer: Megatron's ParamAndGradBuffer for data parallelism. The gradients of a model's
 // parameters live in one contiguous f32 buffer, in backward order, cut into buckets that are
-// averaged over the data-parallel group (all-reduce; with the distributed optimizer, reduce-
-// scatter so each rank keeps its shard), as they fill during backward or all at the end.
+// summed over the data-parallel group (all-reduce; with the distributed optimizer, reduce-
+// scatter so each rank keeps its shard), as they fill during backward or all at the end. The
+// caller scales each rank's gradients by 1/dp (the trainer does it in the loss's seed, as
+// Megatron's gradient_scaling_factor), so the sum is the average without a pass over the buffer.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +50,7 @@ class MT_API GradBuffer {
     // With --overlap-grad-reduce, during the backward of the last micro-batch: `param`'s grad is
     // final; a bucket whose parameters are all final starts its reduction. Otherwise nothing.
     void grad_ready(const nn::Parameter& param);
-    // Every bucket reduced (started now, or waited for): the grads averaged over the group, or
+    // Every bucket reduced (started now, or waited for): the grads summed over the group, or
     // with the distributed optimizer this rank's shard of them (the rest is stale).
     void finish_grad_sync();
     // The distributed optimizer: every rank's updated shard of the values gathered into all.

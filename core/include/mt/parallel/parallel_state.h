@@ -82,6 +82,9 @@ class MT_API ParallelState {
     Communicator& expert_dp() const { return *edp_; }
     Communicator& expert_tp_ep() const { return *etp_ep_; }
 
+    // The communicator of this rank's group of that kind (null: the embedding group on the ranks
+    // outside it).
+    Communicator* group(Group g) const;
     // The global ranks of this rank's group of that kind, in group-rank order (the rank at index
     // i has rank i in the communicator); empty for the embedding group on the ranks outside it.
     const std::vector<int>& global_ranks(Group g) const { return ranks_[static_cast<size_t>(g)]; }
