@@ -45,6 +45,7 @@ struct PluginLoader::Impl {
     std::vector<PluginInfo> infos;
     std::vector<boost::dll::shared_library> libraries;  // kept loaded until exit
     std::set<std::string> kinds_scanned;
+    std::map<std::string, std::vector<std::string>> kind_errors;  // kind -> failed files' errors
     explicit Impl(Registry& r) : registry(r) {}
 
     // Plugin files on the search path, first hit per file name, optionally of one kind.
@@ -148,7 +149,22 @@ const PluginInfo& PluginLoader::load_file(const fs::path& path) {
 
 void PluginLoader::load_kind(const std::string& kind) {
     if (!impl_->kinds_scanned.insert(kind).second) return;
-    for (const auto& file : impl_->discover(kind, search_path())) load_file(file);
+    // One plugin that cannot load (e.g. the NCCL one where libnccl is missing) must not hide
+    // the others of its kind: its error is kept for the message of a name still not found.
+    for (const auto& file : impl_->discover(kind, search_path())) {
+        try {
+            load_file(file);
+        } catch (const Error& e) {
+            impl_->kind_errors[kind].push_back(e.what());
+            log::debug("skipped plugin ", file.string(), ": ", e.what());
+        }
+    }
+}
+
+const std::vector<std::string>& PluginLoader::load_errors(const std::string& kind) const {
+    static const std::vector<std::string> none;
+    auto it = impl_->kind_errors.find(kind);
+    return it == impl_->kind_errors.end() ? none : it->second;
 }
 
 std::vector<PluginInfo> PluginLoader::load_all() {

@@ -37,8 +37,13 @@ template <class Table, class... Args>
 auto Registry::create(Table& table, std::string_view kind, std::string_view name, Args&&... args) {
     if (!table.find(name)) loader_->load_kind(std::string(kind));
     const auto* factory = table.find(name);
-    MT_CHECK(factory, "unknown ", kind, " '", name, "'; available: ", join(table.names()),
-             " (plugin search path: ", join_paths(loader_->search_path()), ")");
+    if (!factory) {
+        const auto& failed = loader_->load_errors(std::string(kind));
+        const std::string why =
+            failed.empty() ? "" : "; plugins that could not be loaded: " + join(failed);
+        MT_FAIL("unknown ", kind, " '", name, "'; available: ", join(table.names()),
+                " (plugin search path: ", join_paths(loader_->search_path()), ")", why);
+    }
     auto made = (*factory)(std::forward<Args>(args)...);
     MT_CHECK(made, "the ", kind, " factory for '", name, "' returned nothing");
     return made;

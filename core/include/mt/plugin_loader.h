@@ -35,8 +35,11 @@ class MT_API PluginLoader {
     // path and the reason: missing file, not loadable, no entry, ABI/build mismatch, failed
     // registration, or a plugin whose descriptor contradicts its file name.
     const PluginInfo& load_file(const std::filesystem::path& path);
-    // Loads every plugin of `kind` found on the search path (first hit per file name wins).
+    // Loads every plugin of `kind` found on the search path (first hit per file name wins). A
+    // file that fails to load is skipped; its error is kept in load_errors(kind).
     void load_kind(const std::string& kind);
+    // Why plugin files of `kind` could not be loaded by load_kind (empty: all loaded).
+    const std::vector<std::string>& load_errors(const std::string& kind) const;
     // Loads every plugin on the search path and describes each (for --list-plugins).
     std::vector<PluginInfo> load_all();
 

@@ -79,6 +79,20 @@ TEST(PluginLoader, UnknownNameListsWhatIsAvailable) {
     EXPECT_NE(msg.find(case_dir("good").string()), std::string::npos) << msg;
 }
 
+TEST(PluginLoader, APluginThatCannotLoadDoesNotHideTheOthersOfItsKind) {
+    mt::test::TempDir dir;
+    mt::test::write_file(dir / "libmt_tokenizer_broken.so", "this is not an ELF file");
+    mt::Registry registry;
+    registry.loader().add_search_dir(dir.path());
+    registry.loader().add_search_dir(case_dir("good"));
+    EXPECT_NO_THROW(registry.create_tokenizer("TestEchoTokenizer", {}));
+    std::string msg = error_of([&] { registry.create_tokenizer("NoSuchTokenizer", {}); });
+    EXPECT_NE(msg.find("plugins that could not be loaded: cannot load plugin " +
+                       (dir / "libmt_tokenizer_broken.so").string()),
+              std::string::npos)
+        << msg;
+}
+
 TEST(PluginLoader, MissingFile) {
     mt::Registry registry;
     std::string msg =
