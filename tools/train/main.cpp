@@ -167,8 +167,7 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
         trainer.set_stop_flag(&g_sigterm);
     }
 
-    mt::train::TrainingParts parts{*model,   *optimizer, flags.optimizer_config,
-                                   scheduler, trainer,    &state,
+    mt::train::TrainingParts parts{*model, *optimizer, scheduler, trainer, &state,
                                    grad_buffer.get()};
     const std::vector<mt::ParameterInfo> whole_params = family.parameters(model_args);
     if (flags.load) mt::train_tool::load_checkpoint(flags, parts, whole_params);

@@ -24,6 +24,11 @@ Optimizer::Optimizer(std::vector<nn::Parameter*> parameters, OptimizerConfig con
     }
 }
 
+void Optimizer::set_config(const OptimizerConfig& config) {
+    MT_CHECK(config.type == config_.type, "the optimizer's type cannot change");
+    config_ = config;
+}
+
 void Optimizer::zero_grad() {
     for (nn::Parameter* p : parameters_) {
         float* g = p->grad.data<float>();

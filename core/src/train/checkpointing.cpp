@@ -90,7 +90,7 @@ Tensor piece_of(const nn::Parameter& p, const Tensor& whole) {
 
 void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& parts) {
     const std::string type =
-        parts.optimizer_config.type == optim::OptimizerType::adam ? "adam" : "sgd";
+        parts.optimizer.config().type == optim::OptimizerType::adam ? "adam" : "sgd";
     MT_CHECK(saved.type == type, "the checkpoint's optimizer state is for ", saved.type,
              " but this run uses --optimizer ", type, " (use --no-load-optim)");
     std::map<std::string, const OptimizerParamState*> by_name;
@@ -130,6 +130,12 @@ void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& pa
                 parts.optimizer.second()[i].copy_from(second_buffer.slice(0, at, at + n));
         }
     parts.optimizer.set_steps(saved.step);
+    optim::OptimizerConfig config = parts.optimizer.config();
+    config.adam_beta1 = saved.beta1;
+    config.adam_beta2 = saved.beta2;
+    config.adam_eps = saved.eps;
+    config.sgd_momentum = saved.momentum;
+    parts.optimizer.set_config(config);
 }
 
 }  // namespace
@@ -177,7 +183,7 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
     const auto& sc = parts.scheduler.config();
     if (o.optimizer) {
         OptimizerCheckpoint opt;
-        const auto& c = parts.optimizer_config;
+        const auto& c = parts.optimizer.config();
         opt.type = c.type == optim::OptimizerType::adam ? "adam" : "sgd";
         opt.step = parts.optimizer.steps();
         opt.lr = parts.scheduler.lr();

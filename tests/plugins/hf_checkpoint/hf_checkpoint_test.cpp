@@ -223,7 +223,7 @@ TEST(HfCheckpoint, RestoresIntoALocalImplModelLikeMegatronTrain) {
     train::Trainer trainer(*model, optimizer, scheduler, o, [](const std::string&) {});
     train::RestoreOptions ro;
     ro.finetune = true;
-    train::restore_checkpoint(state, {*model, optimizer, config, scheduler, trainer}, ro);
+    train::restore_checkpoint(state, {*model, optimizer, scheduler, trainer}, ro);
 
     nn::DropoutContext ctx{false, 0, 0};
     const Tensor losses =

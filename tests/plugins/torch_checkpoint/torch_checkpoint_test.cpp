@@ -67,7 +67,7 @@ struct TinyRun {
         trainer = std::make_unique<train::Trainer>(*model, *optimizer, *scheduler, o,
                                                    [](const std::string&) {});
     }
-    train::TrainingParts parts() { return {*model, *optimizer, config, *scheduler, *trainer}; }
+    train::TrainingParts parts() { return {*model, *optimizer, *scheduler, *trainer}; }
 
     // The state make_fixtures.py checks: formula values at iteration 2.
     void set_formula_state() {
@@ -148,6 +148,17 @@ TEST(TorchCheckpoint, WritesMegatronsLayoutAndRoundTripsBitForBit) {
     }
     EXPECT_EQ(fresh.optimizer->steps(), 2);
     EXPECT_EQ(fresh.scheduler->num_steps(), 8);
+
+    // As in Megatron (torch's load_state_dict), the checkpoint's betas and eps win over the
+    // flags'.
+    TinyRun other_flags;
+    optim::OptimizerConfig flags = other_flags.optimizer->config();
+    flags.adam_beta2 = 0.999;
+    flags.adam_eps = 1e-6;
+    other_flags.optimizer->set_config(flags);
+    train::restore_checkpoint(loaded, other_flags.parts(), {});
+    EXPECT_EQ(other_flags.optimizer->config().adam_beta2, 0.95);
+    EXPECT_EQ(other_flags.optimizer->config().adam_eps, 1e-8);
     EXPECT_EQ(fresh.trainer->iteration(), 2);
     EXPECT_EQ(fresh.trainer->consumed_train_samples(), 8);
     EXPECT_EQ(fresh.trainer->dropout_offset(), 4096u);

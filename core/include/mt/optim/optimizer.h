@@ -36,6 +36,11 @@ class MT_API Optimizer {
     // grad = 0 for every parameter.
     void zero_grad();
 
+    const OptimizerConfig& config() const { return config_; }
+    // The hyper-parameters a checkpoint's parameter groups carry (betas, eps, momentum), as
+    // torch's load_state_dict restores them; the type must stay the same.
+    void set_config(const OptimizerConfig& config);
+
     int64_t steps() const { return steps_; }
     // Restores the update count (Adam's bias correction) from a checkpoint.
     void set_steps(int64_t steps) { steps_ = steps; }

@@ -27,7 +27,6 @@ namespace mt::train {
 struct TrainingParts {
     Model& model;
     optim::Optimizer& optimizer;
-    optim::OptimizerConfig optimizer_config;
     optim::LrScheduler& scheduler;
     Trainer& trainer;
     const parallel::ParallelState* parallel = nullptr;
@@ -45,6 +44,8 @@ struct CaptureOptions {
 // tensor- and data-parallel groups): collective, every rank of the run calls it and gets it.
 MT_API CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOptions& o);
 
+// Restoring the optimizer also takes the checkpoint's Adam betas and eps (SGD momentum) over the
+// flags', as Megatron does (torch's load_state_dict restores the parameter groups).
 struct RestoreOptions {
     bool optimizer = true;  // false: --no-load-optim (the schedule is not loaded either)
     bool rng = true;        // false: --no-load-rng
