@@ -4,7 +4,7 @@
 #     -> mt_<kind>_<name>_impl : static library (PIC) that unit tests link directly
 #     -> mt_<kind>_<name>      : MODULE libmt_<kind>_<name>.so in lib/mt/plugins, holding the C entry
 #   mt_add_tool(NAME SOURCES ... [LIBS ...])   -> bin/megatron-<name>
-#   mt_add_test(NAME SOURCES ... [LIBS ...] [LABELS ...] [ENV VAR=VALUE])
+#   mt_add_test(NAME SOURCES ... [LIBS ...] [LABELS label] [ENV VAR=VALUE])
 #     -> GoogleTest executable registered with ctest (ENV: one variable set for its tests)
 #   mt_add_mpi_test(NAME SOURCES ... [LIBS ...] RANKS 2 4 ...) -> the same under mpiexec, NAME_npN
 
@@ -53,6 +53,7 @@ function(mt_add_test name)
     add_executable(${name} ${T_SOURCES})
     target_link_libraries(${name} PRIVATE mt_core mt_test_support ${T_LIBS})
     set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+    # One label: CMake 3.25's gtest_discover_tests splits a list of them into property names.
     gtest_discover_tests(${name}
         DISCOVERY_MODE PRE_TEST
         PROPERTIES LABELS "${T_LABELS}" ENVIRONMENT "${T_ENV}")
