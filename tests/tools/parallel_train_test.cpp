@@ -38,16 +38,15 @@ std::string train(const TempDir& dir, const std::string& data, int ranks, int tp
     std::string launcher = ranks > 1 ? std::string(MT_TEST_MPIEXEC) + " -n " +
                                            std::to_string(ranks) + " -x OMP_NUM_THREADS=1 "
                                      : std::string();
-    std::string cmd =
-        launcher + mt::test::tool_path("megatron-train").string() +
-        " --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16"
-        " --max-position-embeddings 16 --micro-batch-size 2 --global-batch-size 8"
-        " --lr 3e-3 --min-lr 1e-4 --lr-decay-style cosine --lr-warmup-iters 1"
-        " --hidden-dropout 0 --attention-dropout 0 --tokenizer-type GPT2BPETokenizer"
-        " --vocab-file " +
-        q(vocab / "vocab.json") + " --merge-file " + q(vocab / "merges.txt") + " --data-path " +
-        q(data) + " --split 98,1,1 --data-cache-path " + q(dir / "cache") +
-        " --log-interval 1 --eval-iters 0 --train-iters 6";
+    std::string cmd = launcher + mt::test::tool_path("megatron-train").string() +
+                      " --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16"
+                      " --max-position-embeddings 16 --micro-batch-size 2 --global-batch-size 8"
+                      " --lr 3e-3 --min-lr 1e-4 --lr-decay-style cosine --lr-warmup-iters 1"
+                      " --hidden-dropout 0 --attention-dropout 0 --tokenizer-type GPT2BPETokenizer"
+                      " --vocab-file " +
+                      q(vocab / "vocab.json") + " --merge-file " + q(vocab / "merges.txt") +
+                      " --data-path " + q(data) + " --split 98,1,1 --data-cache-path " +
+                      q(dir / "cache") + " --log-interval 1 --eval-iters 0 --train-iters 6";
     if (tp > 1)
         cmd += " --tensor-model-parallel-size " + std::to_string(tp) +
                " --sequence-parallel --make-vocab-size-divisible-by " + std::to_string(256 / tp);

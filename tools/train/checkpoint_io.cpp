@@ -31,8 +31,7 @@ CheckpointState read_whole(CheckpointFormat& format, const std::filesystem::path
                            const std::vector<ParameterInfo>& params) {
     const CheckpointLayout layout = format.layout(dir);
     MT_CHECK(layout.pipeline_parallel == 1,
-             "not supported yet: resuming training from a checkpoint of ",
-             layout.pipeline_parallel,
+             "not supported yet: resuming training from a checkpoint of ", layout.pipeline_parallel,
              " pipeline stages (megatron-convert --target-pipeline-parallel-size 1 joins them)");
     if (layout.tensor_parallel == 1) return format.load(dir);
     std::vector<CheckpointState> pieces;
@@ -50,8 +49,7 @@ void load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& par
     const std::filesystem::path tracker = dir / "latest_checkpointed_iteration.txt";
     if (!std::filesystem::exists(tracker)) {
         if (first) {
-            std::printf("WARNING: could not find the metadata file %s\n",
-                        tracker.string().c_str());
+            std::printf("WARNING: could not find the metadata file %s\n", tracker.string().c_str());
             std::printf("    will not load any checkpoints and will start from random\n");
         }
         return;
@@ -69,9 +67,10 @@ void load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& par
     train::restore_checkpoint(state, parts, o);
     world(parts).barrier();
     if (first)
-        std::printf("  successfully loaded checkpoint from %s [ t %d/%d, p 1/1 ] at iteration %lld\n",
-                    flags.load->c_str(), tp_rank(parts) + 1, tp_size(parts),
-                    static_cast<long long>(parts.trainer.iteration()));
+        std::printf(
+            "  successfully loaded checkpoint from %s [ t %d/%d, p 1/1 ] at iteration %lld\n",
+            flags.load->c_str(), tp_rank(parts) + 1, tp_size(parts),
+            static_cast<long long>(parts.trainer.iteration()));
     std::fflush(stdout);
 }
 
@@ -100,9 +99,9 @@ void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
     // Nobody goes on (or loads) before the checkpoint is complete.
     all.barrier();
     if (first) {
-        std::printf("%s\n", train::format_saved_checkpoint(iteration, *flags.save, 0,
-                                                           tp_size(parts), 0, 1)
-                                .c_str());
+        std::printf("%s\n",
+                    train::format_saved_checkpoint(iteration, *flags.save, 0, tp_size(parts), 0, 1)
+                        .c_str());
         std::fflush(stdout);
     }
 }

@@ -9,8 +9,8 @@
 
 #include "checkpoint_args.h"
 #include "checkpoint_io.h"
+#include "mt/backend.h"
 #include "mt/checkpoint.h"
-#include "mt/checkpoint/format_detection.h"
 #include "mt/cli/flags.h"
 #include "mt/cli/tool.h"
 #include "mt/data/gpt_dataset_builder.h"
@@ -18,7 +18,6 @@
 #include "mt/error.h"
 #include "mt/io/tensorboard_writer.h"
 #include "mt/model.h"
-#include "mt/backend.h"
 #include "mt/nn/parameter.h"
 #include "mt/parallel/grad_buffer.h"
 #include "mt/parallel/parallel_state.h"
@@ -26,7 +25,6 @@
 #include "mt/registry.h"
 #include "mt/tokenizer.h"
 #include "mt/train/checkpointing.h"
-#include "mt/train/log_lines.h"
 #include "training_flags.h"
 
 namespace {
@@ -167,8 +165,8 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
         trainer.set_stop_flag(&g_sigterm);
     }
 
-    mt::train::TrainingParts parts{*model, *optimizer, scheduler, trainer, &state,
-                                   grad_buffer.get()};
+    mt::train::TrainingParts parts{*model,  *optimizer, scheduler,
+                                   trainer, &state,     grad_buffer.get()};
     const std::vector<mt::ParameterInfo> whole_params = family.parameters(model_args);
     if (flags.load) mt::train_tool::load_checkpoint(flags, parts, whole_params);
     // The args Namespace is the same at every save.
@@ -180,8 +178,8 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     if (flags.ckpt_convert_format) {  // Megatron's conversion: save in the other format, stop
         auto to = mt::Registry::global().create_checkpoint(*flags.ckpt_convert_format);
         mt::train_tool::TrainingFlags convert = flags;
-        convert.save = (std::filesystem::path(*flags.ckpt_convert_save) / *flags.ckpt_convert_format)
-                           .string();
+        convert.save =
+            (std::filesystem::path(*flags.ckpt_convert_save) / *flags.ckpt_convert_format).string();
         convert.ckpt_format = *flags.ckpt_convert_format;
         mt::train_tool::save_checkpoint(convert, *to, parts, capture_options, whole_params);
         if (out.first)
@@ -269,22 +267,23 @@ int train_on_ranks(const mt::train_tool::TrainingFlags& flags, const mt::cli::To
 int main(int argc, char** argv) {
     mt::train_tool::TrainingFlags flags;
     mt::cli::TokenizerFlags tokenizer;
-    return mt::cli::run_model_tool(argc, argv, [&](const mt::ModelFamily& family,
-                                                   mt::cli::ToolSpec& spec) {
-        spec.name = "megatron-train";
-        spec.description =
-            "Pretrains a model on Megatron indexed datasets, as Megatron-LM's pretrain_gpt.py\n"
-            "does: same flags, same sample order, learning-rate schedule and log lines. One CPU\n"
-            "process, or the ranks of mpirun/srun (data, tensor and sequence parallelism).";
-        for (auto& group : mt::train_tool::training_flag_groups(flags)) spec.options.add(group);
-        spec.options.add(mt::cli::model_flags(family));
-        spec.options.add(mt::cli::tokenizer_flags(tokenizer));
-        spec.run = [&](const boost::program_options::variables_map& vm) {
-            mt::train_tool::finish(vm, flags);
-            mt::cli::finish_tokenizer_flags(vm, tokenizer);
-            const auto model_flags = family.flags();
-            return train_on_ranks(flags, tokenizer, family,
-                                  mt::cli::collect_model_args(vm, model_flags), model_flags);
-        };
-    });
+    return mt::cli::run_model_tool(
+        argc, argv, [&](const mt::ModelFamily& family, mt::cli::ToolSpec& spec) {
+            spec.name = "megatron-train";
+            spec.description =
+                "Pretrains a model on Megatron indexed datasets, as Megatron-LM's pretrain_gpt.py\n"
+                "does: same flags, same sample order, learning-rate schedule and log lines. One "
+                "CPU\n"
+                "process, or the ranks of mpirun/srun (data, tensor and sequence parallelism).";
+            for (auto& group : mt::train_tool::training_flag_groups(flags)) spec.options.add(group);
+            spec.options.add(mt::cli::model_flags(family));
+            spec.options.add(mt::cli::tokenizer_flags(tokenizer));
+            spec.run = [&](const boost::program_options::variables_map& vm) {
+                mt::train_tool::finish(vm, flags);
+                mt::cli::finish_tokenizer_flags(vm, tokenizer);
+                const auto model_flags = family.flags();
+                return train_on_ranks(flags, tokenizer, family,
+                                      mt::cli::collect_model_args(vm, model_flags), model_flags);
+            };
+        });
 }

@@ -51,17 +51,17 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
     po::options_description distributed("Distributed (ranks from mpirun or srun)", 100);
     auto& p = f.parallel;
     auto& dp = f.data_parallel;
-    distributed.add_options()(
-        "tensor-model-parallel-size", po::value(&p.tensor_parallel)->default_value(1),
-        "ranks each layer's weights are split over")(
+    distributed.add_options()("tensor-model-parallel-size",
+                              po::value(&p.tensor_parallel)->default_value(1),
+                              "ranks each layer's weights are split over")(
         "pipeline-model-parallel-size", po::value(&p.pipeline_parallel)->default_value(1),
         "pipeline stages")("context-parallel-size",
                            po::value(&p.context_parallel)->default_value(1),
                            "ranks the sequence is split over in attention")(
         "expert-model-parallel-size", po::value(&p.expert_parallel)->default_value(1),
-        "ranks the experts are split over")(
-        "use-tp-pp-dp-mapping", po::bool_switch(&p.tp_pp_dp_mapping),
-        "order ranks tp-pp-dp instead of tp-dp-pp")(
+        "ranks the experts are split over")("use-tp-pp-dp-mapping",
+                                            po::bool_switch(&p.tp_pp_dp_mapping),
+                                            "order ranks tp-pp-dp instead of tp-dp-pp")(
         "sequence-parallel", po::bool_switch(&f.sequence_parallel),
         "split norms, dropout and residuals along the sequence over the tensor-parallel ranks")(
         "use-distributed-optimizer", po::bool_switch(&dp.distributed_optimizer),

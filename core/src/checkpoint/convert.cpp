@@ -90,9 +90,9 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
         o.target_tensor_parallel > 0
             ? o.target_tensor_parallel
             : int_arg(head.args, "tensor_model_parallel_size").value_or(source.tensor_parallel),
-        o.target_pipeline_parallel > 0
-            ? o.target_pipeline_parallel
-            : int_arg(head.args, "pipeline_model_parallel_size").value_or(source.pipeline_parallel)};
+        o.target_pipeline_parallel > 0 ? o.target_pipeline_parallel
+                                       : int_arg(head.args, "pipeline_model_parallel_size")
+                                             .value_or(source.pipeline_parallel)};
     ModelArgs target_args = args;
     if (o.legacy) target_args["transformer-impl"] = "local";
     if (o.transformer_impl) target_args["transformer-impl"] = *o.transformer_impl;

@@ -24,8 +24,7 @@ void load_model_weights(const CheckpointState& state, Model& model, WeightLoad h
                  shape_str(from.shape()), " in the checkpoint but ", shape_str(p->value.shape()),
                  " in the model");
         MT_CHECK(from.dtype() == p->value.dtype(), "model tensor '", it->first, "' is ",
-                 from.describe(), " in the checkpoint but the model holds ",
-                 p->value.describe());
+                 from.describe(), " in the checkpoint but the model holds ", p->value.describe());
         if (how == WeightLoad::share && from.is_contiguous())
             p->value = from;
         else

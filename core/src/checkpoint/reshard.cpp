@@ -250,7 +250,8 @@ CheckpointState tensor_parallel_piece(const CheckpointState& whole,
     };
     CheckpointState out = whole;
     out.model.clear();
-    for (const auto& [name, t] : whole.model) out.model.emplace_back(name, ShardedTensor::whole(cut(name, t.local)));
+    for (const auto& [name, t] : whole.model)
+        out.model.emplace_back(name, ShardedTensor::whole(cut(name, t.local)));
     if (out.optimizer)
         for (OptimizerParamState& s : out.optimizer->params) {
             s.exp_avg = cut(s.name, s.exp_avg);

@@ -59,8 +59,7 @@ ops::RopeTables SelfAttention::rope_tables(int64_t first, int64_t count) const {
         // Megatron: dim = int(kv_channels * rotary_percent). Doubling keeps decoding's
         // one-position-at-a-time growth from recomputing the tables at every step.
         const int64_t dim = int64_t(double(hd_) * double(config_.rotary_percent));
-        rope_ = ops::rope_tables(std::max(end, 2 * kept), dim, config_.rotary_base,
-                                 config_.dtype);
+        rope_ = ops::rope_tables(std::max(end, 2 * kept), dim, config_.rotary_base, config_.dtype);
     }
     return {rope_.cos.slice(0, first, end), rope_.sin.slice(0, first, end)};
 }
@@ -92,9 +91,8 @@ Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved
     s.attention.block = config_.attention_block;
     // Each tensor-parallel rank drops out its own heads: its part of the whole layer's draw.
     DropoutDraw draw =
-        draw_dropout(ctx, config_.attention_dropout,
-                     int64_t(ops::attention_dropout_counters(s.q)), config_.tp.rank(),
-                     config_.tp.size());
+        draw_dropout(ctx, config_.attention_dropout, int64_t(ops::attention_dropout_counters(s.q)),
+                     config_.tp.rank(), config_.tp.size());
     s.attention.dropout = draw.applied ? draw.p : 0.0f;
     s.attention.seed = draw.seed;
     s.attention.offset = draw.offset;

@@ -47,8 +47,7 @@ void OutputLoss::merge_vocab_pieces(Tensor& lse, Tensor& target_logit, Tensor& l
         merge(lse.data<double>(), m.data<double>(), target_logit.data<double>(),
               losses.data<double>());
     else
-        merge(lse.data<float>(), m.data<float>(), target_logit.data<float>(),
-              losses.data<float>());
+        merge(lse.data<float>(), m.data<float>(), target_logit.data<float>(), losses.data<float>());
 }
 
 Tensor OutputLoss::forward(const Tensor& hidden, const Tensor& targets, Saved* saved) const {

@@ -42,8 +42,8 @@ Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* sa
     Saved& s = saved ? *saved : local;
     Tensor a = attention_.forward(input_norm_.forward(x, &s.input_norm), ctx,
                                   saved ? &s.attention : nullptr, document_start, cache);
-    s.attention_dropout = draw_dropout(ctx, hidden_dropout_, a.numel(), sequence_shard(),
-                                       sequence_shards());
+    s.attention_dropout =
+        draw_dropout(ctx, hidden_dropout_, a.numel(), sequence_shard(), sequence_shards());
     Tensor h = sum(x, dropout_forward(a, s.attention_dropout));
     Tensor m = mlp_.forward(pre_mlp_norm_.forward(h, &s.pre_mlp_norm), &s.mlp);
     s.mlp_dropout =

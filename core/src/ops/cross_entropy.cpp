@@ -114,8 +114,7 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const T
     check_float_shape(op, "lse", lse, targets.shape(), logits.dtype());
     check_float_shape(op, "dlosses", dlosses, targets.shape(), logits.dtype());
     check_float_shape(op, "dlogits", dlogits, logits.shape(), logits.dtype());
-    backward_rows(logits, target_ids(op, targets, rows, vocab), lse, dlosses, dlogits, rows,
-                  vocab);
+    backward_rows(logits, target_ids(op, targets, rows, vocab), lse, dlosses, dlogits, rows, vocab);
 }
 
 void cross_entropy_shard_forward(const Tensor& logits, const Tensor& targets, int64_t vocab_start,
@@ -140,9 +139,8 @@ void cross_entropy_shard_forward(const Tensor& logits, const Tensor& targets, in
     });
 }
 
-void cross_entropy_shard_backward(const Tensor& logits, const Tensor& targets,
-                                  int64_t vocab_start, const Tensor& lse, const Tensor& dlosses,
-                                  Tensor& dlogits) {
+void cross_entropy_shard_backward(const Tensor& logits, const Tensor& targets, int64_t vocab_start,
+                                  const Tensor& lse, const Tensor& dlosses, Tensor& dlogits) {
     const char* op = "cross_entropy_shard_backward";
     auto [rows, vocab] = check_rows(op, logits, targets);
     check_float_shape(op, "lse", lse, targets.shape(), logits.dtype());

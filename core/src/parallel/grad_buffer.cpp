@@ -46,10 +46,10 @@ GradBuffer::GradBuffer(const std::vector<nn::Parameter*>& params, Communicator& 
     // Backward order: the last parameters' grads are final first.
     for (auto it = params.rbegin(); it != params.rend(); ++it) {
         nn::Parameter* p = *it;
-        MT_CHECK(p->value.dtype() == DType::f32 && p->value.is_contiguous() &&
-                     p->grad.is_contiguous(),
-                 "data parallelism: parameter ", p->name, " must be contiguous f32, got ",
-                 p->value.describe());
+        MT_CHECK(
+            p->value.dtype() == DType::f32 && p->value.is_contiguous() && p->grad.is_contiguous(),
+            "data parallelism: parameter ", p->name, " must be contiguous f32, got ",
+            p->value.describe());
         if (buckets_.empty() || buckets_.back().end >= 0) {
             buckets_.emplace_back();
             buckets_.back().begin = offset;
@@ -64,7 +64,8 @@ GradBuffer::GradBuffer(const std::vector<nn::Parameter*>& params, Communicator& 
     if (!buckets_.empty() && buckets_.back().end < 0) close_bucket();
 
     grads_ = Tensor::zeros({std::max<int64_t>(offset, 1)}, DType::f32);
-    if (config.distributed_optimizer) values_ = Tensor::zeros({std::max<int64_t>(offset, 1)}, DType::f32);
+    if (config.distributed_optimizer)
+        values_ = Tensor::zeros({std::max<int64_t>(offset, 1)}, DType::f32);
     for (auto& [p, begin] : offsets) {
         p->grad = region(grads_, begin, p->value.shape());
         if (values_.defined()) {

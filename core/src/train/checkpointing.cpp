@@ -112,8 +112,9 @@ void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& pa
         auto it = find_either(by_name, p.name);
         MT_CHECK(it != by_name.end(), "the checkpoint has no optimizer state for '", p.name, "'");
         auto into = [&](const Tensor& whole, Tensor buffer, std::vector<Tensor>& own) {
-            Tensor to = sharded ? buffer.slice(0, parts.grad_buffer->offset_of(p),
-                                               parts.grad_buffer->offset_of(p) + p.value.numel())
+            Tensor to = sharded ? buffer
+                                      .slice(0, parts.grad_buffer->offset_of(p),
+                                             parts.grad_buffer->offset_of(p) + p.value.numel())
                                       .view(p.value.shape())
                                 : own[i];
             copy_checked("optimizer state of", p.name, piece_of(p, whole), to);

@@ -154,12 +154,11 @@ GptModel::GptModel(const GptConfig& config, const BuildContext& context, DType d
                      ? config.max_position_embeddings
                      : 0,
                  float(config.hidden_dropout), dtype, tp_),
-      final_norm_(config.normalization == Normalization::rms_norm ? nn::NormKind::rms_norm
-                                                                  : nn::NormKind::layer_norm,
-                  "decoder.final_layernorm.weight", "decoder.final_layernorm.bias",
-                  config.hidden_size,
-                  ops::NormConfig{float(config.norm_epsilon), config.apply_layernorm_1p}, dtype,
-                  tp_),
+      final_norm_(
+          config.normalization == Normalization::rms_norm ? nn::NormKind::rms_norm
+                                                          : nn::NormKind::layer_norm,
+          "decoder.final_layernorm.weight", "decoder.final_layernorm.bias", config.hidden_size,
+          ops::NormConfig{float(config.norm_epsilon), config.apply_layernorm_1p}, dtype, tp_),
       output_(config.padded_vocab_size, config.hidden_size,
               config.untie_embeddings_and_output_weights ? nullptr : &embedding_.word(),
               output_chunk_rows(config.padded_vocab_size / tp_.size()), dtype, *backend_, tp_) {
@@ -281,13 +280,13 @@ void GptModel::backward(const Tensor& dlosses, const Activations& saved) {
 Tensor GptModel::logits(const Tensor& tokens, infer::KvCache* cache, int64_t keep_last) {
     MT_CHECK(tokens.dim() == 2, "GptModel: tokens must be [B, T], got ", tokens.describe());
     const int64_t B = tokens.size(0), T = tokens.size(1);
-    MT_CHECK(keep_last >= 0 && keep_last <= T, "GptModel: keep_last ", keep_last,
-             " is not in [0, ", T, "]");
+    MT_CHECK(keep_last >= 0 && keep_last <= T, "GptModel: keep_last ", keep_last, " is not in [0, ",
+             T, "]");
     const int64_t past = cache ? cache->length() : 0;
     if (cache)
         MT_CHECK(cache->batch() == B && cache->num_layers() == layers_.size(),
-                 "GptModel: the KV cache holds ", cache->batch(), " rows of ",
-                 cache->num_layers(), " layers, the batch has ", B, " rows of ", layers_.size());
+                 "GptModel: the KV cache holds ", cache->batch(), " rows of ", cache->num_layers(),
+                 " layers, the batch has ", B, " rows of ", layers_.size());
     Tensor positions;
     if (past > 0 && config_.position_embedding == PositionEmbedding::learned_absolute) {
         positions = Tensor::empty({B, T}, DType::i64);

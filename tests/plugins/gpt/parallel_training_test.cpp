@@ -47,11 +47,14 @@ class SyntheticData final : public data::GPTSampleDataset {
 };
 
 ModelArgs gpt2_args() {
-    return {{"num-layers", "2"},          {"hidden-size", "32"},
-            {"num-attention-heads", "4"}, {"seq-length", std::to_string(kSeq)},
+    return {{"num-layers", "2"},
+            {"hidden-size", "32"},
+            {"num-attention-heads", "4"},
+            {"seq-length", std::to_string(kSeq)},
             {"max-position-embeddings", std::to_string(kSeq)},
             // The same padded vocabulary at every tensor-parallel size.
-            {"padded-vocab-size", "512"}, {"hidden-dropout", "0"},
+            {"padded-vocab-size", "512"},
+            {"hidden-dropout", "0"},
             {"attention-dropout", "0"}};
 }
 

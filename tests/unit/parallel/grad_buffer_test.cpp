@@ -80,10 +80,10 @@ TEST(GradBuffer, AParameterOutsideTheBufferIsAnError) {
     Params ps({{4}, {4}});
     auto dp = mt::make_local_communicator();
     GradBuffer buffer(ps.list, *dp, DataParallelConfig{});
-    mt::nn::Parameter stranger =
-        mt::nn::make_parameter("stranger", {4}, mt::DType::f32, {}, true);
-    EXPECT_NE(mt::test::error_of([&] { (void)buffer.offset_of(stranger); })
-                  .find("stranger is not in the gradient buffer"),
+    mt::nn::Parameter stranger = mt::nn::make_parameter("stranger", {4}, mt::DType::f32, {}, true);
+    EXPECT_NE(mt::test::error_of([&] {
+                  (void)buffer.offset_of(stranger);
+              }).find("stranger is not in the gradient buffer"),
               std::string::npos);
 }
 

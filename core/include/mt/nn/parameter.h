@@ -17,8 +17,8 @@ struct Parameter {
     Tensor value;  // the weight, shaped as Megatron stores it
     Tensor grad;   // same shape and dtype; backward accumulates (+=), the caller zeroes it
     ShardSpec shard;
-    bool weight_decay = true;  // Megatron decays weights, not biases or norm parameters
-    Shape whole_shape;         // the unsharded tensor's shape (value's when not split)
+    bool weight_decay = true;      // Megatron decays weights, not biases or norm parameters
+    Shape whole_shape;             // the unsharded tensor's shape (value's when not split)
     int tp_rank = 0, tp_size = 1;  // value is piece tp_rank of tp_size (by shard)
     // Used on sequence shards (norms under --sequence-parallel): each tensor-parallel rank's
     // grad covers its part of the sequence only, and finalize_grads sums them over the group.

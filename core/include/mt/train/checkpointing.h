@@ -53,8 +53,9 @@ struct RestoreOptions {
 };
 
 // Copies the checkpoint (whole tensors) into the run, each rank taking its pieces. Every model
-// parameter must be in state.model with its whole shape and dtype (mt::Error naming the key and both shapes otherwise), under its own name or the
-// other --transformer-impl's (norms fused into the linears or not); Transformer Engine
+// parameter must be in state.model with its whole shape and dtype (mt::Error naming the key and
+// both shapes otherwise), under its own name or the other --transformer-impl's (norms fused into
+// the linears or not); Transformer Engine
 // `_extra_state` entries are ignored; any other unknown tensor is an error.
 MT_API void restore_checkpoint(const CheckpointState& state, const TrainingParts& parts,
                                const RestoreOptions& o);
