@@ -171,7 +171,8 @@ formula() {  # ranks tp dp sp distopt
             }
             dpb += 16                                             # loss sum and token count, 2 f64
         }
-        printf "%.0f %.0f %d 0 %.0f\n", tpb, dpb, 8, total       # mp: the grad norm'"'"'s f64
+        # mp: the grad norm'"'"'s f64; world: the exit flags every rank agrees on, 2 i32.
+        printf "%.0f %.0f %d %d %.0f\n", tpb, dpb, 8, 8, total
     }'
 }
 

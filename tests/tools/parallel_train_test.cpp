@@ -1,7 +1,8 @@
 // megatron-train under mpirun through its binary: TP2 x DP2 with sequence parallelism and the
 // distributed optimizer prints the one-process loss curve (once, on the last rank); a checkpoint
 // saved at TP2 x DP2 resumes at TP1 with the uninterrupted one-process losses and the reverse,
-// in both formats; an error stops every rank with the rank named.
+// in both formats; the ranks agree on when to stop; an error stops every rank with the rank
+// named.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -132,6 +133,17 @@ TEST_F(ParallelTrain, CheckpointsResumeAcrossLayouts) {
         EXPECT_EQ(resumed_wide.size(), 3u) << back.output;
         expect_same(resumed_wide, single_, back.output);
     }
+}
+
+TEST_F(ParallelTrain, RanksAgreeOnStoppingAndSaveTogether) {
+    // Any rank's clock past --exit-duration-in-mins stops every rank after the same iteration,
+    // with one (collective) save.
+    const fs::path save = dir_ / "timed";
+    auto r = run_command(train(dir_, data_, 4, 2) + " --exit-duration-in-mins 0 --save " + q(save));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(losses(r.output).size(), 1u) << r.output;
+    EXPECT_NE(r.output.find("exiting program after 0 minutes"), std::string::npos) << r.output;
+    EXPECT_TRUE(fs::exists(save / "iter_0000001")) << r.output;
 }
 
 TEST_F(ParallelTrain, AnErrorStopsEveryRankNamingIt) {

@@ -118,6 +118,17 @@ void Trainer::finalize_grads() {
     }
 }
 
+std::pair<bool, bool> Trainer::agreed(bool signalled, bool out_of_time) const {
+    // Every rank must take the same branch (a save is collective): a signal or the clock seen
+    // by one rank stops all, as Megatron's all-reduced exit flags do.
+    if (!parallel_ || parallel_->world().size() == 1) return {signalled, out_of_time};
+    Tensor flags = Tensor::empty({2}, DType::i32);
+    flags.data<int32_t>()[0] = signalled;
+    flags.data<int32_t>()[1] = out_of_time;
+    parallel_->world().all_reduce(flags, ReduceOp::max);
+    return {flags.data<int32_t>()[0] != 0, flags.data<int32_t>()[1] != 0};
+}
+
 double Trainer::grad_norm(std::vector<Tensor>& grads) const {
     // Replicated parameters count on tensor-parallel rank 0 only; the distributed optimizer's
     // shards are disjoint pieces, summed over the data-parallel group too.
@@ -264,7 +275,13 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
             print_evaluation("iteration " + std::to_string(iteration_),
                              evaluate(*valid_data, consumed_valid_), true);
         // Megatron's checkpoint_and_decide_exit: signal, regular save, duration, interval.
-        if (stop_ && stop_->load()) {
+        const bool signalled = stop_ && stop_->load();
+        const bool out_of_time =
+            options_.exit_duration_in_mins &&
+            std::chrono::duration<double>(Clock::now() - start).count() / 60.0 >
+                *options_.exit_duration_in_mins;
+        const auto [stop_now, time_up] = agreed(signalled, out_of_time);
+        if (stop_now) {
             if (save_) save_();
             return StopReason::signal;
         }
@@ -274,9 +291,7 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
             save_();
             saved = true;
         }
-        if (options_.exit_duration_in_mins &&
-            std::chrono::duration<double>(Clock::now() - start).count() / 60.0 >
-                *options_.exit_duration_in_mins) {
+        if (time_up) {
             if (save_ && !saved) save_();
             return StopReason::exit_duration;
         }

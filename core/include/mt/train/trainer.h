@@ -107,6 +107,8 @@ class MT_API Trainer {
     void finalize_grads();
     // The global L2 norm of the gradients the optimizer updates, each element counted once.
     double grad_norm(std::vector<Tensor>& grads) const;
+    // (signalled, out of time) as every rank of the run agrees: true when any rank saw it.
+    std::pair<bool, bool> agreed(bool signalled, bool out_of_time) const;
     int64_t data_parallel_size() const;
     int64_t data_parallel_rank() const;
     // (Σ loss·mask, Σ mask) summed over the data-parallel group.
