@@ -3,6 +3,8 @@
 // the expected global ranks.
 #include <gtest/gtest.h>
 
+#include "expected_groups.h"
+
 #include <algorithm>
 #include <numeric>
 
@@ -16,7 +18,7 @@ namespace {
 using mt::parallel::Group;
 using mt::parallel::ParallelConfig;
 using mt::parallel::ParallelState;
-using Groups = std::vector<std::vector<int>>;
+using mt::parallel::test::Groups;
 
 mt::Communicator& world() {
     static std::unique_ptr<mt::Communicator> w =
@@ -26,61 +28,7 @@ mt::Communicator& world() {
 
 // This rank's group of kind `g` as Megatron lays it out (empty: in no embedding group).
 std::vector<int> expected_group(int world_size, int rank, const ParallelConfig& c, Group g) {
-    using mt::parallel::rank_groups;
-    const int tp = c.tensor_parallel, pp = c.pipeline_parallel, cp = c.context_parallel,
-              ep = c.expert_parallel,
-              etp = c.expert_tensor_parallel ? c.expert_tensor_parallel : tp;
-    const int dp = world_size / (tp * pp * cp), edp = world_size / (etp * ep * pp);
-    const bool m = c.tp_pp_dp_mapping;
-    const std::vector<std::string> order =
-        m ? std::vector<std::string>{"tp", "cp", "ep", "pp", "dp"}
-          : std::vector<std::string>{"tp", "cp", "ep", "dp", "pp"};
-    const std::vector<int> dense =
-        m ? std::vector<int>{tp, cp, 1, pp, dp} : std::vector<int>{tp, cp, 1, dp, pp};
-    const std::vector<int> expert =
-        m ? std::vector<int>{etp, 1, ep, pp, edp} : std::vector<int>{etp, 1, ep, edp, pp};
-    Groups groups;
-    switch (g) {
-        case Group::tp:
-            groups = rank_groups(order, dense, "tp");
-            break;
-        case Group::cp:
-            groups = rank_groups(order, dense, "cp");
-            break;
-        case Group::dp:
-            groups = rank_groups(order, dense, "dp");
-            break;
-        case Group::dp_cp:
-            groups = rank_groups(order, dense, "dp-cp");
-            break;
-        case Group::pp:
-            groups = rank_groups(order, dense, "pp");
-            break;
-        case Group::model_parallel:
-            groups = rank_groups(order, dense, "tp-pp");
-            break;
-        case Group::tp_cp:
-            groups = rank_groups(order, dense, "tp-cp");
-            break;
-        case Group::embedding:
-            for (const auto& p : rank_groups(order, dense, "pp"))
-                groups.push_back(p.size() == 1 ? std::vector<int>{p[0]}
-                                               : std::vector<int>{p.front(), p.back()});
-            break;
-        case Group::expert_tp:
-            groups = rank_groups(order, expert, "tp");
-            break;
-        case Group::ep:
-            groups = rank_groups(order, expert, "ep");
-            break;
-        case Group::expert_dp:
-            groups = rank_groups(order, expert, "dp");
-            break;
-        case Group::expert_tp_ep:
-            groups = rank_groups(order, expert, "tp-ep");
-            break;
-    }
-    for (const auto& grp : groups)
+    for (const auto& grp : mt::parallel::test::expected_groups(world_size, c, g))
         if (std::find(grp.begin(), grp.end(), rank) != grp.end()) return grp;
     return {};
 }

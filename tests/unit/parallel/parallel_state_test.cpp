@@ -2,6 +2,8 @@
 // simulated by threads, whose split() records which global ranks each group holds.
 #include <gtest/gtest.h>
 
+#include "expected_groups.h"
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -19,7 +21,7 @@ namespace {
 using mt::parallel::Group;
 using mt::parallel::ParallelConfig;
 using mt::parallel::ParallelState;
-using Groups = std::vector<std::vector<int>>;
+using mt::parallel::test::Groups;
 
 // What the threads of one simulated world share: the (color, key) every rank passed to each
 // split of the world, in call order.
@@ -174,55 +176,9 @@ void check_world(int world, ParallelConfig config) {
                          config.expert_parallel, " etp ", config.expert_tensor_parallel,
                          config.tp_pp_dp_mapping ? " tp-pp-dp" : ""));
     const auto views = simulate(world, config);
-    const int tp = config.tensor_parallel, pp = config.pipeline_parallel,
-              cp = config.context_parallel, ep = config.expert_parallel,
-              etp = config.expert_tensor_parallel ? config.expert_tensor_parallel : tp;
-    const int dp = world / (tp * pp * cp), edp = world / (etp * ep * pp);
-    const bool m = config.tp_pp_dp_mapping;
-    const std::vector<std::string> order =
-        m ? std::vector<std::string>{"tp", "cp", "ep", "pp", "dp"}
-          : std::vector<std::string>{"tp", "cp", "ep", "dp", "pp"};
-    const std::vector<int> dense =
-        m ? std::vector<int>{tp, cp, 1, pp, dp} : std::vector<int>{tp, cp, 1, dp, pp};
-    const std::vector<int> expert =
-        m ? std::vector<int>{etp, 1, ep, pp, edp} : std::vector<int>{etp, 1, ep, edp, pp};
-    const auto groups = [&](Group g) -> Groups {
-        using mt::parallel::rank_groups;
-        switch (g) {
-            case Group::tp:
-                return rank_groups(order, dense, "tp");
-            case Group::cp:
-                return rank_groups(order, dense, "cp");
-            case Group::dp:
-                return rank_groups(order, dense, "dp");
-            case Group::dp_cp:
-                return rank_groups(order, dense, "dp-cp");
-            case Group::pp:
-                return rank_groups(order, dense, "pp");
-            case Group::model_parallel:
-                return rank_groups(order, dense, "tp-pp");
-            case Group::tp_cp:
-                return rank_groups(order, dense, "tp-cp");
-            case Group::embedding: {
-                Groups e;
-                for (const auto& p : rank_groups(order, dense, "pp"))
-                    e.push_back(p.size() == 1 ? std::vector<int>{p[0]}
-                                              : std::vector<int>{p.front(), p.back()});
-                return e;
-            }
-            case Group::expert_tp:
-                return rank_groups(order, expert, "tp");
-            case Group::ep:
-                return rank_groups(order, expert, "ep");
-            case Group::expert_dp:
-                return rank_groups(order, expert, "dp");
-            case Group::expert_tp_ep:
-                return rank_groups(order, expert, "tp-ep");
-        }
-        return {};
-    };
     for (int g = 0; g < mt::parallel::kNumGroups; ++g) {
-        const Groups expected = groups(static_cast<Group>(g));
+        const Groups expected =
+            mt::parallel::test::expected_groups(world, config, static_cast<Group>(g));
         for (int r = 0; r < world; ++r) {
             SCOPED_TRACE(mt::str("group kind ", g, " rank ", r));
             const Seen& seen = views[static_cast<size_t>(r)].groups[static_cast<size_t>(g)];
@@ -243,7 +199,8 @@ void check_world(int world, ParallelConfig config) {
         const auto& pp_ranks = v.groups[static_cast<size_t>(Group::pp)].global_ranks;
         EXPECT_EQ(v.first, pp_ranks.front() == r);
         EXPECT_EQ(v.last, pp_ranks.back() == r);
-        EXPECT_EQ(v.dp_size, dp);
+        EXPECT_EQ(v.dp_size, world / (config.tensor_parallel * config.pipeline_parallel *
+                                      config.context_parallel));
     }
 }
 
