@@ -14,16 +14,10 @@ namespace mt::train_tool {
 
 namespace {
 
-Communicator& world(const train::TrainingParts& parts) {
-    static const std::unique_ptr<Communicator> alone = make_local_communicator();
-    return parts.parallel ? parts.parallel->world() : *alone;
-}
-
-int tp_rank(const train::TrainingParts& parts) {
-    return parts.parallel ? parts.parallel->tp().rank() : 0;
-}
-int tp_size(const train::TrainingParts& parts) {
-    return parts.parallel ? parts.parallel->tp().size() : 1;
+// The run's groups (megatron-train always gives them, one process included).
+const parallel::ParallelState& groups(const train::TrainingParts& parts) {
+    MT_CHECK(parts.parallel, "megatron-train's checkpoints need the run's process groups");
+    return *parts.parallel;
 }
 
 // The latest checkpoint of `dir` as whole tensors, whatever tensor layout saved it.
@@ -44,7 +38,8 @@ CheckpointState read_whole(CheckpointFormat& format, const std::filesystem::path
 
 void load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& parts,
                      const std::vector<ParameterInfo>& params) {
-    const bool first = world(parts).rank() == 0;
+    const parallel::ParallelState& run = groups(parts);
+    const bool first = run.world().rank() == 0;
     const std::filesystem::path dir = *flags.load;
     const std::filesystem::path tracker = dir / "latest_checkpointed_iteration.txt";
     if (!std::filesystem::exists(tracker)) {
@@ -65,11 +60,11 @@ void load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& par
     o.optimizer = !flags.no_load_optim;
     o.rng = !flags.no_load_rng;
     train::restore_checkpoint(state, parts, o);
-    world(parts).barrier();
+    run.world().barrier();
     if (first)
         std::printf(
             "  successfully loaded checkpoint from %s [ t %d/%d, p 1/1 ] at iteration %lld\n",
-            flags.load->c_str(), tp_rank(parts) + 1, tp_size(parts),
+            flags.load->c_str(), run.tp().rank() + 1, run.tp().size(),
             static_cast<long long>(parts.trainer.iteration()));
     std::fflush(stdout);
 }
@@ -77,7 +72,8 @@ void load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& par
 void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
                      const train::TrainingParts& parts, const train::CaptureOptions& options,
                      const std::vector<ParameterInfo>& params) {
-    Communicator& all = world(parts);
+    Communicator& all = groups(parts).world();
+    const int64_t tp = groups(parts).tp().size();
     const bool first = all.rank() == 0;
     const int64_t iteration = parts.trainer.iteration();
     if (first) {
@@ -88,7 +84,6 @@ void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
     }
     const CheckpointState state = train::capture_checkpoint(parts, options);
     if (first) {
-        const int64_t tp = tp_size(parts);
         if (format.per_rank_files() && tp > 1)
             format.save_ranks(*flags.save, CheckpointLayout{tp, 1}, [&](int64_t rank, int64_t) {
                 return tensor_parallel_piece(state, params, tp, rank);
@@ -99,9 +94,9 @@ void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
     // Nobody goes on (or loads) before the checkpoint is complete.
     all.barrier();
     if (first) {
-        std::printf("%s\n",
-                    train::format_saved_checkpoint(iteration, *flags.save, 0, tp_size(parts), 0, 1)
-                        .c_str());
+        std::printf(
+            "%s\n",
+            train::format_saved_checkpoint(iteration, *flags.save, 0, int(tp), 0, 1).c_str());
         std::fflush(stdout);
     }
 }

@@ -87,20 +87,6 @@ struct CommunicationVolume {
     }
 };
 
-// The optimizer over this rank's parameters, or with the distributed optimizer over its shard
-// of the gradient buffer (`shard` keeps those parameters alive).
-std::unique_ptr<mt::optim::Optimizer> make_optimizer(mt::Model& model,
-                                                     const mt::train_tool::TrainingFlags& flags,
-                                                     mt::parallel::GradBuffer* buffer,
-                                                     std::vector<mt::nn::Parameter>& shard) {
-    if (!flags.data_parallel.distributed_optimizer)
-        return std::make_unique<mt::optim::Optimizer>(model.parameters(), flags.optimizer_config);
-    shard = mt::parallel::shard_parameters(*buffer);
-    std::vector<mt::nn::Parameter*> params;
-    for (auto& p : shard) params.push_back(&p);
-    return std::make_unique<mt::optim::Optimizer>(params, flags.optimizer_config);
-}
-
 int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFlags& tf,
           const mt::ModelFamily& family, mt::ModelArgs model_args,
           const std::vector<mt::FlagInfo>& model_flags, const mt::parallel::ParallelState& state) {
@@ -149,8 +135,11 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     if (state.dp().size() > 1 || flags.data_parallel.distributed_optimizer)
         grad_buffer = std::make_unique<mt::parallel::GradBuffer>(model->parameters(), state.dp(),
                                                                  flags.data_parallel);
-    std::vector<mt::nn::Parameter> shard;
-    auto optimizer = make_optimizer(*model, flags, grad_buffer.get(), shard);
+    // With data parallelism the buffer says what the optimizer updates (with the distributed
+    // optimizer: this rank's shard of it).
+    auto optimizer = std::make_unique<mt::optim::Optimizer>(
+        grad_buffer ? grad_buffer->optimizer_parameters() : model->parameters(),
+        flags.optimizer_config);
     mt::optim::LrScheduler scheduler(mt::train_tool::schedule_config(flags));
     mt::train::Trainer trainer(*model, *optimizer, scheduler, options,
                                [out](const std::string& line) { out.line(line); });
@@ -167,7 +156,9 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
 
     mt::train::TrainingParts parts{*model,  *optimizer, scheduler,
                                    trainer, &state,     grad_buffer.get()};
-    const std::vector<mt::ParameterInfo> whole_params = family.parameters(model_args);
+    std::vector<mt::ParameterInfo> whole_params;
+    for (const mt::nn::Parameter* p : model->parameters())
+        whole_params.push_back(mt::nn::describe(*p));
     if (flags.load) mt::train_tool::load_checkpoint(flags, parts, whole_params);
     // The args Namespace is the same at every save.
     mt::train::CaptureOptions capture_options;

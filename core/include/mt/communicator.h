@@ -33,7 +33,8 @@ class MT_API Communicator {
 
     // Tensors are contiguous; reductions take f32, f64, i32 and i64.
     virtual void all_reduce(Tensor& t, ReduceOp op) = 0;  // in place
-    // out = concatenation of every rank's `in` along dim 0 (out has size()*in rows).
+    // out = concatenation of every rank's `in` along dim 0 (out has size()*in rows). `in` may
+    // be this rank's own block of `out` (an in-place gather).
     virtual void all_gather(const Tensor& in, Tensor& out) = 0;
     // out = this rank's dim-0 slice of the reduction of every rank's `in`.
     virtual void reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op) = 0;

@@ -16,10 +16,7 @@ void load_model_weights(const CheckpointState& state, Model& model, WeightLoad h
         if (it == tensors.end()) it = tensors.find(other_impl_name(p->name));
         MT_CHECK(it != tensors.end(), "the checkpoint has no model tensor '", p->name,
                  "' (the model needs ", shape_str(p->value.shape()), ")");
-        Tensor from = *it->second;
-        // A whole tensor for a tensor-parallel piece: this rank's piece of it.
-        if (p->value.shape() != p->whole_shape && from.shape() == p->whole_shape)
-            from = shard_tensor(from, p->shard, p->tp_size, p->tp_rank);
+        const Tensor from = nn::piece_of_whole(*p, *it->second);
         MT_CHECK(from.shape() == p->value.shape(), "model tensor '", it->first, "' has shape ",
                  shape_str(from.shape()), " in the checkpoint but ", shape_str(p->value.shape()),
                  " in the model");

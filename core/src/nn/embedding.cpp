@@ -96,9 +96,8 @@ Tensor Embedding::forward(const Tensor& ids, DropoutContext& ctx, Saved* saved,
         ops::add(y, pos, y);
     }
     y = scatter_to_sequence_parallel(tp_, y);
-    const bool shards = tp_.sequence_split();
     DropoutDraw draw =
-        draw_dropout(ctx, dropout_, y.numel(), shards ? tp_.rank() : 0, shards ? tp_.size() : 1);
+        draw_dropout(ctx, dropout_, y.numel(), tp_.sequence_shard(), tp_.sequence_shards());
     if (saved) *saved = Saved{rows, foreign, pos_ids, draw};
     return dropout_forward(y, draw);
 }

@@ -20,6 +20,15 @@ Parameter make_parameter(std::string name, const Shape& whole_shape, DType dtype
     return p;
 }
 
+Tensor piece_of_whole(const Parameter& p, const Tensor& t) {
+    if (p.value.shape() == p.whole_shape || t.shape() != p.whole_shape) return t;
+    return shard_tensor(t, p.shard, p.tp_size, p.tp_rank);
+}
+
+ParameterInfo describe(const Parameter& p) {
+    return {p.name, p.whole_shape, p.value.dtype(), p.shard, p.weight_decay};
+}
+
 std::string join_name(const std::string& prefix, const std::string& name) {
     return prefix.empty() ? name : prefix + "." + name;
 }

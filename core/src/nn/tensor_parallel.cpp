@@ -19,22 +19,20 @@ Tensor all_reduced(const TensorParallel& tp, const Tensor& x) {
 
 Tensor enter_column_parallel(const TensorParallel& tp, const Tensor& x) {
     if (!tp.sequence_split()) return x;
-    return parallel::all_gather_along(*tp.group, x.contiguous(), kSequenceDim);
+    return parallel::all_gather_along(*tp.group, x, kSequenceDim);
 }
 
 Tensor enter_column_parallel_backward(const TensorParallel& tp, const Tensor& dx_partial) {
     if (!tp.active()) return dx_partial;
     if (tp.sequence_parallel)
-        return parallel::reduce_scatter_along(*tp.group, dx_partial.contiguous(), kSequenceDim,
-                                              ReduceOp::sum);
+        return parallel::reduce_scatter_along(*tp.group, dx_partial, kSequenceDim, ReduceOp::sum);
     return all_reduced(tp, dx_partial);
 }
 
 Tensor leave_row_parallel(const TensorParallel& tp, const Tensor& y_partial) {
     if (!tp.active()) return y_partial;
     if (tp.sequence_parallel)
-        return parallel::reduce_scatter_along(*tp.group, y_partial.contiguous(), kSequenceDim,
-                                              ReduceOp::sum);
+        return parallel::reduce_scatter_along(*tp.group, y_partial, kSequenceDim, ReduceOp::sum);
     return all_reduced(tp, y_partial);
 }
 

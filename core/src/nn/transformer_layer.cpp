@@ -43,11 +43,11 @@ Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* sa
     Tensor a = attention_.forward(input_norm_.forward(x, &s.input_norm), ctx,
                                   saved ? &s.attention : nullptr, document_start, cache);
     s.attention_dropout =
-        draw_dropout(ctx, hidden_dropout_, a.numel(), sequence_shard(), sequence_shards());
+        draw_dropout(ctx, hidden_dropout_, a.numel(), tp_.sequence_shard(), tp_.sequence_shards());
     Tensor h = sum(x, dropout_forward(a, s.attention_dropout));
     Tensor m = mlp_.forward(pre_mlp_norm_.forward(h, &s.pre_mlp_norm), &s.mlp);
     s.mlp_dropout =
-        draw_dropout(ctx, hidden_dropout_, m.numel(), sequence_shard(), sequence_shards());
+        draw_dropout(ctx, hidden_dropout_, m.numel(), tp_.sequence_shard(), tp_.sequence_shards());
     return sum(h, dropout_forward(m, s.mlp_dropout));
 }
 

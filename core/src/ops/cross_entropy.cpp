@@ -82,6 +82,24 @@ void backward_rows(const Tensor& logits, const std::vector<int64_t>& cols, const
     });
 }
 
+// Each row's log-sum-exp, and the logit of its target column (0 where cols[r] < 0).
+void forward_rows(const Tensor& logits, const std::vector<int64_t>& cols, Tensor& lse,
+                  Tensor& target_logit, int64_t rows, int64_t vocab) {
+    with_float(logits.dtype(), [&](auto t) {
+        using T = decltype(t);
+        const T* lp = in_t<T>(logits);
+        T *lsep = out_t<T>(lse), *tl = out_t<T>(target_logit);
+#pragma omp parallel for schedule(static) if (rows * vocab >= kParallelMin)
+        for (int64_t r = 0; r < rows; ++r) {
+            const T* lr = lp + r * vocab;
+            lsep[r] = fold_lanes<k::OnlineMax<T>>(vocab, [&](k::OnlineMax<T>& s, int64_t j) {
+                          s.add(lr[j]);
+                      }).finalize();
+            tl[r] = cols[r] >= 0 ? lr[cols[r]] : T(0);
+        }
+    });
+}
+
 }  // namespace
 
 void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& losses,
@@ -90,20 +108,13 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& 
     auto [rows, vocab] = check_rows(op, logits, targets);
     check_float_shape(op, "losses", losses, targets.shape(), logits.dtype());
     check_float_shape(op, "lse", lse, targets.shape(), logits.dtype());
-    std::vector<int64_t> ids = target_ids(op, targets, rows, vocab);
+    // The target logits land in `losses`, which then become lse - target logit.
+    forward_rows(logits, target_ids(op, targets, rows, vocab), lse, losses, rows, vocab);
     with_float(logits.dtype(), [&](auto t) {
         using T = decltype(t);
-        const T* lp = in_t<T>(logits);
-        T *loss = out_t<T>(losses), *lsep = out_t<T>(lse);
-#pragma omp parallel for schedule(static) if (rows * vocab >= kParallelMin)
-        for (int64_t r = 0; r < rows; ++r) {
-            const T* lr = lp + r * vocab;
-            T row_lse = fold_lanes<k::OnlineMax<T>>(vocab, [&](k::OnlineMax<T>& s, int64_t j) {
-                            s.add(lr[j]);
-                        }).finalize();
-            lsep[r] = row_lse;
-            loss[r] = k::cross_entropy_loss(row_lse, lr[ids[r]]);
-        }
+        const T* lsep = in_t<T>(lse);
+        T* loss = out_t<T>(losses);
+        for (int64_t r = 0; r < rows; ++r) loss[r] = k::cross_entropy_loss(lsep[r], loss[r]);
     });
 }
 
@@ -123,20 +134,8 @@ void cross_entropy_shard_forward(const Tensor& logits, const Tensor& targets, in
     auto [rows, vocab] = check_rows(op, logits, targets);
     check_float_shape(op, "lse", lse, targets.shape(), logits.dtype());
     check_float_shape(op, "target_logit", target_logit, targets.shape(), logits.dtype());
-    const std::vector<int64_t> cols = piece_target_columns(targets, rows, vocab_start, vocab);
-    with_float(logits.dtype(), [&](auto t) {
-        using T = decltype(t);
-        const T* lp = in_t<T>(logits);
-        T *lsep = out_t<T>(lse), *tl = out_t<T>(target_logit);
-#pragma omp parallel for schedule(static) if (rows * vocab >= kParallelMin)
-        for (int64_t r = 0; r < rows; ++r) {
-            const T* lr = lp + r * vocab;
-            lsep[r] = fold_lanes<k::OnlineMax<T>>(vocab, [&](k::OnlineMax<T>& s, int64_t j) {
-                          s.add(lr[j]);
-                      }).finalize();
-            tl[r] = cols[r] >= 0 ? lr[cols[r]] : T(0);
-        }
-    });
+    forward_rows(logits, piece_target_columns(targets, rows, vocab_start, vocab), lse, target_logit,
+                 rows, vocab);
 }
 
 void cross_entropy_shard_backward(const Tensor& logits, const Tensor& targets, int64_t vocab_start,

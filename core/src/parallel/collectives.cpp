@@ -4,7 +4,6 @@
 #include "mt/parallel/collectives.h"
 
 #include <cstring>
-#include <utility>
 
 namespace mt::parallel {
 
@@ -70,66 +69,37 @@ void dim_major_to_rank_major(const Tensor& in, Tensor& buffer, int64_t outer, in
                 outer, piece_bytes);
 }
 
-// What a gather needs: the contiguous input seen as (outer, piece) rows, the result, and the
-// buffer the collective writes into (the result itself when no rearrangement is needed).
-struct GatherPlan {
-    Tensor source, result, buffer;
-    int64_t outer = 0, parts = 0, piece_bytes = 0;
-    bool rearrange = false;
-};
-
-GatherPlan plan_gather(const Communicator& comm, const Tensor& in, int64_t dim, const char* op) {
-    const Around a = around(in, dim, op);
-    GatherPlan p;
-    p.parts = comm.size();
-    p.outer = a.outer;
-    const int64_t piece = a.extent * a.inner;
-    p.piece_bytes = piece * dtype_size(in.dtype());
-    p.source = in.contiguous().view({a.outer, piece});
-    p.result = Tensor::empty(with_extent(in.shape(), a.dim, a.extent * p.parts), in.dtype());
-    p.rearrange = a.outer > 1 && p.parts > 1;
-    p.buffer = p.rearrange ? Tensor::empty({p.parts * a.outer, piece}, in.dtype())
-                           : p.result.view({p.parts * a.outer, piece});
-    return p;
-}
-
-// What a reduce-scatter needs: the input in rank-major order, and the result as rows.
-struct ScatterPlan {
-    Tensor source, result, result_rows;
-};
-
-ScatterPlan plan_reduce_scatter(const Communicator& comm, const Tensor& in, int64_t dim,
-                                const char* op) {
-    const int parts = comm.size();
-    const Around a = split_around(in, dim, parts, op);
-    const int64_t piece = a.extent / parts * a.inner;
-    ScatterPlan p;
-    p.result = Tensor::empty(with_extent(in.shape(), a.dim, a.extent / parts), in.dtype());
-    p.result_rows = p.result.view({a.outer, piece});
-    const Tensor contiguous = in.contiguous();
-    if (a.outer > 1 && parts > 1) {
-        p.source = Tensor::empty({parts * a.outer, piece}, in.dtype());
-        dim_major_to_rank_major(contiguous, p.source, a.outer, parts,
-                                piece * dtype_size(in.dtype()));
-    } else {
-        p.source = contiguous.view({parts * a.outer, piece});
-    }
-    return p;
-}
-
 }  // namespace
 
 Tensor all_gather_along(Communicator& comm, const Tensor& in, int64_t dim) {
-    GatherPlan p = plan_gather(comm, in, dim, "all_gather_along");
-    comm.all_gather(p.source, p.buffer);
-    if (p.rearrange) rank_major_to_dim_major(p.buffer, p.result, p.outer, p.parts, p.piece_bytes);
-    return p.result;
+    const Around a = around(in, dim, "all_gather_along");
+    const int64_t parts = comm.size(), piece = a.extent * a.inner;
+    const int64_t piece_bytes = piece * dtype_size(in.dtype());
+    Tensor result = Tensor::empty(with_extent(in.shape(), a.dim, a.extent * parts), in.dtype());
+    // The collective writes rank-major; with dimensions before `dim` that needs a rearrangement
+    // into the result, else it writes the result directly.
+    const bool rearrange = a.outer > 1 && parts > 1;
+    Tensor buffer = rearrange ? Tensor::empty({parts * a.outer, piece}, in.dtype())
+                              : result.view({parts * a.outer, piece});
+    comm.all_gather(in.contiguous().view({a.outer, piece}), buffer);
+    if (rearrange) rank_major_to_dim_major(buffer, result, a.outer, parts, piece_bytes);
+    return result;
 }
 
 Tensor reduce_scatter_along(Communicator& comm, const Tensor& in, int64_t dim, ReduceOp op) {
-    ScatterPlan p = plan_reduce_scatter(comm, in, dim, "reduce_scatter_along");
-    comm.reduce_scatter(p.source, p.result_rows, op);
-    return p.result;
+    const int parts = comm.size();
+    const Around a = split_around(in, dim, parts, "reduce_scatter_along");
+    const int64_t piece = a.extent / parts * a.inner;
+    Tensor result = Tensor::empty(with_extent(in.shape(), a.dim, a.extent / parts), in.dtype());
+    const Tensor contiguous = in.contiguous();
+    Tensor source = contiguous.view({parts * a.outer, piece});
+    if (a.outer > 1 && parts > 1) {  // the collective reads rank-major
+        source = Tensor::empty({parts * a.outer, piece}, in.dtype());
+        dim_major_to_rank_major(contiguous, source, a.outer, parts, piece * dtype_size(in.dtype()));
+    }
+    Tensor rows = result.view({a.outer, piece});
+    comm.reduce_scatter(source, rows, op);
+    return result;
 }
 
 Tensor split_along(const Communicator& comm, const Tensor& in, int64_t dim) {
@@ -144,74 +114,6 @@ Tensor split_along(const Communicator& comm, const Tensor& in, int64_t dim) {
     copy_blocks(src, 0, parts * piece_bytes, static_cast<char*>(out.raw_data()), 0, piece_bytes, 1,
                 a.outer, piece_bytes);
     return out;
-}
-
-PendingTensor iall_gather_along(Communicator& comm, const Tensor& in, int64_t dim) {
-    GatherPlan p = plan_gather(comm, in, dim, "iall_gather_along");
-    PendingTensor pending;
-    pending.request_ = comm.iall_gather(p.source, p.buffer);
-    pending.source_ = std::move(p.source);
-    if (p.rearrange) {
-        pending.buffer_ = std::move(p.buffer);
-        pending.outer_ = p.outer;
-        pending.parts_ = p.parts;
-        pending.piece_bytes_ = p.piece_bytes;
-    }
-    pending.result_ = std::move(p.result);
-    return pending;
-}
-
-PendingTensor ireduce_scatter_along(Communicator& comm, const Tensor& in, int64_t dim,
-                                    ReduceOp op) {
-    ScatterPlan p = plan_reduce_scatter(comm, in, dim, "ireduce_scatter_along");
-    PendingTensor pending;
-    pending.request_ = comm.ireduce_scatter(p.source, p.result_rows, op);
-    pending.source_ = std::move(p.source);
-    pending.result_ = std::move(p.result);
-    return pending;
-}
-
-PendingTensor& PendingTensor::operator=(PendingTensor&& other) noexcept {
-    if (this != &other) {
-        finish_quietly();
-        request_ = std::move(other.request_);
-        source_ = std::move(other.source_);
-        buffer_ = std::move(other.buffer_);
-        result_ = std::move(other.result_);
-        outer_ = other.outer_;
-        parts_ = other.parts_;
-        piece_bytes_ = other.piece_bytes_;
-    }
-    return *this;
-}
-
-PendingTensor::~PendingTensor() {
-    finish_quietly();
-}
-
-void PendingTensor::finish_quietly() noexcept {
-    if (!request_) return;
-    try {
-        request_->wait();
-    } catch (...) {
-        // Nobody asked for the result; the failure was the communicator's to report.
-    }
-    request_.reset();
-}
-
-Tensor PendingTensor::wait() {
-    if (request_) {
-        // Drop the request even when wait() throws: a failed request is over, not pending.
-        auto request = std::move(request_);
-        request->wait();
-        if (buffer_.defined()) {
-            rank_major_to_dim_major(buffer_, result_, outer_, parts_, piece_bytes_);
-            buffer_ = Tensor();
-        }
-        source_ = Tensor();
-    }
-    MT_CHECK(result_.defined(), "PendingTensor::wait(): no collective was started");
-    return result_;
 }
 
 }  // namespace mt::parallel

@@ -78,7 +78,10 @@ GradBuffer::GradBuffer(const std::vector<nn::Parameter*>& params, Communicator& 
         for (const nn::Parameter* p : buckets_[i].params) bucket_of_.emplace_back(p, i);
     std::sort(bucket_of_.begin(), bucket_of_.end());
 
-    if (!config.distributed_optimizer) return;
+    if (!config.distributed_optimizer) {
+        optimized_ = params;
+        return;
+    }
     for (const Bucket& b : buckets_) {
         auto [lo, hi] = rank_range(b);
         for (auto& [p, begin] : offsets) {
@@ -88,13 +91,32 @@ GradBuffer::GradBuffer(const std::vector<nn::Parameter*>& params, Communicator& 
             shard_.push_back({p, from - begin, to - begin, from});
         }
     }
+    shard_params_.reserve(shard_.size());  // optimized_ points into it
+    for (const ShardPiece& piece : shard_) {
+        nn::Parameter p;
+        p.name = piece.param->name;
+        p.value = view(values_, piece);
+        p.grad = view(grads_, piece);
+        p.shard = piece.param->shard;
+        p.weight_decay = piece.param->weight_decay;
+        p.whole_shape = p.value.shape();
+        p.tp_rank = piece.param->tp_rank;
+        p.tp_size = piece.param->tp_size;
+        shard_params_.push_back(std::move(p));
+        optimized_.push_back(&shard_params_.back());
+    }
 }
 
 GradBuffer::~GradBuffer() {
     // An exception between a bucket's start and its wait must not leave MPI writing into a
-    // freed buffer.
-    for (Bucket& b : buckets_)
-        if (b.request) b.request->wait();
+    // freed buffer; a failure now has nobody left to report to.
+    for (Bucket& b : buckets_) {
+        if (!b.request) continue;
+        try {
+            b.request->wait();
+        } catch (const std::exception&) {
+        }
+    }
 }
 
 std::pair<int64_t, int64_t> GradBuffer::rank_range(const Bucket& b) const {
@@ -106,6 +128,14 @@ int64_t GradBuffer::offset_of(const nn::Parameter& param) const {
     MT_CHECK(param.grad.storage() == grads_.storage(), "GradBuffer: parameter ", param.name,
              " is not in the gradient buffer");
     return param.grad.offset() - grads_.offset();
+}
+
+Tensor GradBuffer::view(const Tensor& buffer_shaped, const nn::Parameter& param) const {
+    return region(buffer_shaped, offset_of(param), param.value.shape());
+}
+
+Tensor GradBuffer::view(const Tensor& buffer_shaped, const ShardPiece& piece) const {
+    return region(buffer_shaped, piece.buffer_begin, {piece.param_end - piece.param_begin});
 }
 
 void GradBuffer::zero_grads() {
@@ -160,9 +190,8 @@ void GradBuffer::all_gather_shards(Tensor& whole) const {
     if (dp_->size() == 1) return;
     for (const Bucket& b : buckets_) {
         auto [lo, hi] = rank_range(b);
-        const Tensor mine = whole.slice(0, lo, hi).clone();  // all-gather's input cannot alias
         Tensor out = whole.slice(0, b.begin, b.end);
-        dp_->all_gather(mine, out);
+        dp_->all_gather(whole.slice(0, lo, hi), out);  // in place: the piece is out's own
     }
 }
 
@@ -170,24 +199,6 @@ void GradBuffer::gather_params() {
     MT_CHECK(config_.distributed_optimizer,
              "GradBuffer: parameters are gathered for the distributed optimizer only");
     all_gather_shards(values_);
-}
-
-std::vector<nn::Parameter> shard_parameters(const GradBuffer& buffer) {
-    std::vector<nn::Parameter> out;
-    for (const GradBuffer::ShardPiece& piece : buffer.shard()) {
-        const int64_t n = piece.param_end - piece.param_begin;
-        nn::Parameter p;
-        p.name = piece.param->name;
-        p.value = buffer.values().slice(0, piece.buffer_begin, piece.buffer_begin + n);
-        p.grad = buffer.grads().slice(0, piece.buffer_begin, piece.buffer_begin + n);
-        p.shard = piece.param->shard;
-        p.weight_decay = piece.param->weight_decay;
-        p.whole_shape = {n};
-        p.tp_rank = piece.param->tp_rank;
-        p.tp_size = piece.param->tp_size;
-        out.push_back(std::move(p));
-    }
-    return out;
 }
 
 }  // namespace mt::parallel

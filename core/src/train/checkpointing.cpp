@@ -14,7 +14,7 @@ namespace mt::train {
 namespace {
 
 bool distributed_optimizer(const TrainingParts& parts) {
-    return parts.grad_buffer && !parts.grad_buffer->shard().empty();
+    return parts.grad_buffer && parts.grad_buffer->distributed_optimizer();
 }
 
 // `local`, this rank's piece of p (or of one of p's optimizer moments), joined over the
@@ -45,22 +45,19 @@ std::vector<std::pair<Tensor, Tensor>> local_moments(const TrainingParts& parts)
         return out;
     }
     const parallel::GradBuffer& buffer = *parts.grad_buffer;
+    // optimizer.first()[i] is the state of shard()[i] (SGD has no second moment).
     auto gathered = [&](const std::vector<Tensor>& shard) {
         if (shard.empty() || !shard[0].defined()) return Tensor();
         Tensor whole = Tensor::zeros(buffer.grads().shape(), DType::f32);
-        for (size_t i = 0; i < shard.size(); ++i) {
-            const int64_t at = buffer.shard()[i].buffer_begin;
-            whole.slice(0, at, at + shard[i].numel()).copy_from(shard[i]);
-        }
+        for (size_t i = 0; i < shard.size(); ++i)
+            buffer.view(whole, buffer.shard()[i]).copy_from(shard[i]);
         buffer.all_gather_shards(whole);
         return whole;
     };
     const Tensor first = gathered(parts.optimizer.first()),
                  second = gathered(parts.optimizer.second());
     auto region = [&](const Tensor& whole, const nn::Parameter& p) {
-        if (!whole.defined()) return Tensor();
-        const int64_t at = buffer.offset_of(p);
-        return whole.slice(0, at, at + p.value.numel()).view(p.value.shape());
+        return whole.defined() ? buffer.view(whole, p) : Tensor();
     };
     for (const nn::Parameter* p : params) out.emplace_back(region(first, *p), region(second, *p));
     return out;
@@ -80,12 +77,6 @@ template <class Map>
 auto find_either(Map& map, const std::string& name) {
     auto it = map.find(name);
     return it != map.end() ? it : map.find(other_impl_name(name));
-}
-
-// A whole tensor of the checkpoint cut to p's tensor-parallel piece (when it is whole).
-Tensor piece_of(const nn::Parameter& p, const Tensor& whole) {
-    if (p.value.shape() == p.whole_shape || whole.shape() != p.whole_shape) return whole;
-    return shard_tensor(whole, p.shard, p.tp_size, p.tp_rank);
 }
 
 void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& parts) {
@@ -111,24 +102,20 @@ void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& pa
         const nn::Parameter& p = *params[i];
         auto it = find_either(by_name, p.name);
         MT_CHECK(it != by_name.end(), "the checkpoint has no optimizer state for '", p.name, "'");
-        auto into = [&](const Tensor& whole, Tensor buffer, std::vector<Tensor>& own) {
-            Tensor to = sharded ? buffer
-                                      .slice(0, parts.grad_buffer->offset_of(p),
-                                             parts.grad_buffer->offset_of(p) + p.value.numel())
-                                      .view(p.value.shape())
-                                : own[i];
-            copy_checked("optimizer state of", p.name, piece_of(p, whole), to);
+        auto into = [&](const Tensor& whole, const Tensor& buffer, std::vector<Tensor>& own) {
+            Tensor to = sharded ? parts.grad_buffer->view(buffer, p) : own[i];
+            copy_checked("optimizer state of", p.name, nn::piece_of_whole(p, whole), to);
         };
         into(it->second->exp_avg, first_buffer, parts.optimizer.first());
         if (type == "adam") into(it->second->exp_avg_sq, second_buffer, parts.optimizer.second());
     }
     if (sharded)
         for (size_t i = 0; i < parts.grad_buffer->shard().size(); ++i) {
-            const int64_t at = parts.grad_buffer->shard()[i].buffer_begin;
-            const int64_t n = parts.optimizer.first()[i].numel();
-            parts.optimizer.first()[i].copy_from(first_buffer.slice(0, at, at + n));
+            const auto& piece = parts.grad_buffer->shard()[i];
+            parts.optimizer.first()[i].copy_from(parts.grad_buffer->view(first_buffer, piece));
             if (type == "adam")
-                parts.optimizer.second()[i].copy_from(second_buffer.slice(0, at, at + n));
+                parts.optimizer.second()[i].copy_from(
+                    parts.grad_buffer->view(second_buffer, piece));
         }
     parts.optimizer.set_steps(saved.step);
     optim::OptimizerConfig config = parts.optimizer.config();

@@ -131,27 +131,18 @@ std::pair<bool, bool> Trainer::agreed(bool signalled, bool out_of_time) const {
 
 double Trainer::grad_norm(std::vector<Tensor>& grads) const {
     // Replicated parameters count on tensor-parallel rank 0 only; the distributed optimizer's
-    // shards are disjoint pieces, summed over the data-parallel group too.
+    // parameters are disjoint pieces of the buffer, summed over the data-parallel group too.
     std::vector<Tensor> counted;
-    if (grad_buffer_ && !grad_buffer_->shard().empty()) {
-        for (const auto& piece : grad_buffer_->shard()) {
-            Tensor g = grad_buffer_->grads().slice(
-                0, piece.buffer_begin, piece.buffer_begin + piece.param_end - piece.param_begin);
-            grads.push_back(g);
-            if (!piece.param->tensor_parallel_duplicate()) counted.push_back(g);
-        }
-    } else {
-        for (nn::Parameter* p : optimizer_.parameters()) {
-            grads.push_back(p->grad);
-            if (!p->tensor_parallel_duplicate()) counted.push_back(p->grad);
-        }
+    for (nn::Parameter* p : optimizer_.parameters()) {
+        grads.push_back(p->grad);
+        if (!p->tensor_parallel_duplicate()) counted.push_back(p->grad);
     }
     const double local = optim::global_l2_norm(counted);
     if (!parallel_) return local;
     Tensor sq = Tensor::empty({1}, DType::f64);
     sq.data<double>()[0] = local * local;
     parallel_->model_parallel().all_reduce(sq, ReduceOp::sum);
-    if (grad_buffer_ && !grad_buffer_->shard().empty())
+    if (grad_buffer_ && grad_buffer_->distributed_optimizer())
         grad_buffer_->group().all_reduce(sq, ReduceOp::sum);
     return std::sqrt(sq.data<double>()[0]);
 }
@@ -215,7 +206,7 @@ Trainer::IterationResult Trainer::train_step(const data::GPTSampleDataset& data)
     if (options_.clip_grad > 0) optim::clip_by_total_norm(grads, options_.clip_grad, r.grad_norm);
 
     optimizer_.step(scheduler_.lr(), scheduler_.weight_decay());
-    if (grad_buffer_ && !grad_buffer_->shard().empty()) grad_buffer_->gather_params();
+    if (grad_buffer_ && grad_buffer_->distributed_optimizer()) grad_buffer_->gather_params();
     scheduler_.step(options_.global_batch_size);
     consumed_train_ = loader.consumed_samples();
     return r;

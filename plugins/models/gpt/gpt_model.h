@@ -33,7 +33,8 @@ class GptModel final : public Model {
   public:
     // This rank's parameters (context.parallel.tp() splits them) allocated (zero) in `dtype`:
     // f32 for training; f64 lets tests check gradients with finite differences. Throws
-    // mt::Error for configurations not implemented yet.
+    // mt::Error for another dtype, or for sizes that do not split over the tensor-parallel
+    // ranks (query groups, vocabulary, FFN, sequence with --sequence-parallel).
     GptModel(const GptConfig& config, const BuildContext& context, DType dtype = DType::f32);
     // The whole model in one CPU process.
     explicit GptModel(const GptConfig& config, DType dtype = DType::f32)

@@ -29,8 +29,7 @@ class GptFamily final : public ModelFamily {
     std::vector<ParameterInfo> parameters(const ModelArgs& args) const override {
         GptModel model(gpt_config_from_args(args), single_process_context());
         std::vector<ParameterInfo> out;
-        for (const nn::Parameter* p : model.parameters())
-            out.push_back({p->name, p->whole_shape, p->value.dtype(), p->shard, p->weight_decay});
+        for (const nn::Parameter* p : model.parameters()) out.push_back(nn::describe(*p));
         return out;
     }
     using ModelFamily::build;

@@ -231,43 +231,12 @@ TEST(CommCollectives, NonContiguousInputs) {
     expect_equal(rs, in.slice(2, 2, 4).contiguous());  // rank 1 holds the larger values
 }
 
-TEST(CommCollectives, AsynchronousFormsFinishOnWait) {
-    const Shape piece{3, 4, 2};
-    for (int64_t dim : {0, 1, 2}) {
-        ShiftedPeers comm(2, 4);
-        mt::parallel::PendingTensor pending =
-            mt::parallel::iall_gather_along(comm, rank_tensor(piece, DType::f32, 2), dim);
-        EXPECT_TRUE(pending.pending());
-        Tensor got = pending.wait();
-        EXPECT_FALSE(pending.pending());
-        expect_equal(got, expected_gather(piece, DType::f32, 4, dim));
-        expect_equal(pending.wait(), got);  // again: the same result
-    }
-    const Shape shape{4, 8, 4};
-    for (int64_t dim : {0, 1, 2}) {
-        ShiftedPeers comm(3, 4);
-        auto pending = mt::parallel::ireduce_scatter_along(comm, rank_tensor(shape, DType::f64, 3),
-                                                           dim, ReduceOp::sum);
-        expect_equal(pending.wait(),
-                     expected_reduce_scatter(shape, DType::f64, 3, 4, dim, ReduceOp::sum));
-    }
-    // Dropped unfinished, moved over: both wait instead of leaving the buffers in use.
-    ShiftedPeers comm(0, 2);
-    { auto dropped = mt::parallel::iall_gather_along(comm, rank_tensor(piece, DType::f32, 0), 1); }
-    auto a = mt::parallel::iall_gather_along(comm, rank_tensor(piece, DType::f32, 0), 1);
-    a = mt::parallel::iall_gather_along(comm, rank_tensor(piece, DType::f32, 0), 2);
-    expect_equal(a.wait(), expected_gather(piece, DType::f32, 2, 2));
-    mt::parallel::PendingTensor none;
-    EXPECT_THROW(none.wait(), mt::Error);
-}
-
 TEST(CommCollectives, LocalCommunicatorIsTheIdentity) {
     auto comm = mt::make_local_communicator();
     Tensor t = rank_tensor({2, 3, 4}, DType::f32, 0);
     expect_equal(mt::parallel::all_gather_along(*comm, t, 1), t);
     expect_equal(mt::parallel::reduce_scatter_along(*comm, t, 2, ReduceOp::avg), t);
     expect_equal(mt::parallel::split_along(*comm, t, 0), t);
-    expect_equal(mt::parallel::iall_gather_along(*comm, t, 2).wait(), t);
 }
 
 TEST(CommCollectives, ErrorsNameTheProblem) {

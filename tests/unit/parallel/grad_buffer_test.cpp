@@ -51,10 +51,12 @@ TEST(GradBuffer, BackwardOrderWithMegatronsPadding) {
     }
     // One rank: the shard is every parameter, whole.
     ASSERT_EQ(buffer.shard().size(), 3u);
-    const auto shard = mt::parallel::shard_parameters(buffer);
-    EXPECT_EQ(shard[0].name, "p2");
-    EXPECT_EQ(shard[2].value.numel(), 15);
-    EXPECT_EQ(shard[2].value.raw_data(), ps.owned[0].value.raw_data());
+    const auto& shard = buffer.optimizer_parameters();
+    ASSERT_EQ(shard.size(), 3u);
+    EXPECT_EQ(shard[0]->name, "p2");
+    EXPECT_EQ(shard[2]->value.numel(), 15);
+    EXPECT_EQ(shard[2]->value.raw_data(), ps.owned[0].value.raw_data());
+    EXPECT_EQ(shard[2]->grad.raw_data(), ps.owned[0].grad.raw_data());
 }
 
 TEST(GradBuffer, BucketsBySizeWithoutTheDistributedOptimizer) {
@@ -68,6 +70,7 @@ TEST(GradBuffer, BucketsBySizeWithoutTheDistributedOptimizer) {
     EXPECT_EQ(buffer.grads().numel(), 40);  // no padding
     EXPECT_FALSE(buffer.values().defined());
     EXPECT_TRUE(buffer.shard().empty());
+    EXPECT_EQ(buffer.optimizer_parameters(), ps.list);  // the optimizer updates them as they are
     // The values stay where they were; the grads move into the buffer and start at zero.
     EXPECT_NE(ps.owned[0].value.storage(), buffer.grads().storage());
     mt::test::set_element(ps.owned[3].grad, 0, 5.0);

@@ -152,7 +152,7 @@ std::vector<RankView> simulate(int world, const ParallelConfig& config) {
                 }
                 v.first = s.is_first_stage();
                 v.last = s.is_last_stage();
-                v.dp_size = s.data_parallel_size();
+                v.dp_size = s.dp().size();
             } catch (...) {
                 errors[static_cast<size_t>(r)] = std::current_exception();
             }
@@ -225,7 +225,7 @@ TEST(ParallelState, SingleProcess) {
         EXPECT_EQ(s->global_ranks(static_cast<Group>(g)), std::vector<int>{0}) << g;
     }
     EXPECT_EQ(s->world().size(), 1);
-    EXPECT_EQ(s->data_parallel_size(), 1);
+    EXPECT_EQ(s->dp().size(), 1);
     EXPECT_TRUE(s->is_first_stage());
     EXPECT_TRUE(s->is_last_stage());
     EXPECT_EQ(s->config().expert_tensor_parallel, 1);

@@ -37,6 +37,13 @@ struct Parameter {
 MT_API Parameter make_parameter(std::string name, const Shape& whole_shape, DType dtype,
                                 ShardSpec shard, bool weight_decay, const TensorParallel& tp = {});
 
+// `t` cut to p's tensor-parallel piece when it is the whole tensor of a parameter that holds a
+// piece (a checkpoint's tensor, or optimizer state); otherwise `t` itself.
+MT_API Tensor piece_of_whole(const Parameter& p, const Tensor& t);
+
+// p's entry in a model's parameter list: its name, whole shape, dtype, shard spec and decay.
+MT_API ParameterInfo describe(const Parameter& p);
+
 // "prefix.name", or name when prefix is empty (modules compose Megatron keys this way).
 MT_API std::string join_name(const std::string& prefix, const std::string& name);
 

@@ -18,6 +18,11 @@ struct TensorParallel {
     int rank() const { return group ? group->rank() : 0; }
     bool active() const { return size() > 1; }
     bool sequence_split() const { return sequence_parallel && active(); }
+    // Which part of the sequence this rank's activations outside the tensor-parallel regions
+    // are (0 of 1 without sequence parallelism): dropout there draws that part of the site's
+    // counters.
+    int sequence_shard() const { return sequence_split() ? rank() : 0; }
+    int sequence_shards() const { return sequence_split() ? size() : 1; }
 };
 
 // The sequence dimension of (B, T, H) activations.

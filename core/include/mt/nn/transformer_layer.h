@@ -47,11 +47,6 @@ class MT_API TransformerLayer {
     Mlp& mlp() { return mlp_; }
 
   private:
-    // Which part of the sequence this rank's activations are (0 of 1 without sequence
-    // parallelism): hidden dropout draws that part of the whole layer's counters.
-    int sequence_shard() const { return tp_.sequence_split() ? tp_.rank() : 0; }
-    int sequence_shards() const { return tp_.sequence_split() ? tp_.size() : 1; }
-
     float hidden_dropout_;
     Norm input_norm_;
     SelfAttention attention_;

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 
 #include "mt/api.h"
 #include "mt/communicator.h"
@@ -24,38 +23,5 @@ MT_API Tensor reduce_scatter_along(Communicator& comm, const Tensor& in, int64_t
 // This rank's slice along `dim` (in.size(dim) a multiple of comm.size()) as a contiguous copy;
 // no communication.
 MT_API Tensor split_along(const Communicator& comm, const Tensor& in, int64_t dim);
-
-class PendingTensor;
-// The asynchronous forms: they start the collective and return at once.
-MT_API PendingTensor iall_gather_along(Communicator& comm, const Tensor& in, int64_t dim);
-MT_API PendingTensor ireduce_scatter_along(Communicator& comm, const Tensor& in, int64_t dim,
-                                           ReduceOp op);
-
-// A gather or reduce-scatter in flight whose result is a new tensor (to overlap the
-// communication with compute). Destroying it unfinished waits, so the communicator never
-// writes into freed buffers.
-class MT_API PendingTensor {
-  public:
-    PendingTensor() = default;
-    PendingTensor(PendingTensor&&) noexcept = default;
-    PendingTensor& operator=(PendingTensor&& other) noexcept;
-    ~PendingTensor();
-
-    // Blocks until the collective is done and returns its result (again on later calls).
-    // Throws mt::Error when the communication failed.
-    Tensor wait();
-    bool pending() const { return request_ != nullptr; }
-
-  private:
-    friend PendingTensor iall_gather_along(Communicator&, const Tensor&, int64_t);
-    friend PendingTensor ireduce_scatter_along(Communicator&, const Tensor&, int64_t, ReduceOp);
-    void finish_quietly() noexcept;
-
-    std::unique_ptr<CommRequest> request_;
-    Tensor source_;  // keeps the communicator's input alive while in flight
-    Tensor buffer_;  // rank-major gather buffer, rearranged into result_ after the wait
-    Tensor result_;
-    int64_t outer_ = 0, parts_ = 0, piece_bytes_ = 0;  // the rearrangement's shape
-};
 
 }  // namespace mt::parallel

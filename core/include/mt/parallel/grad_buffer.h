@@ -39,7 +39,8 @@ class MT_API GradBuffer {
     };
 
     // Re-points every parameter's grad (and, with the distributed optimizer, its value, whose
-    // contents are kept) at a view of the buffers. Parameters must be contiguous f32.
+    // contents are kept) at a view of the buffers. Parameters must be contiguous f32 and
+    // outlive the buffer.
     GradBuffer(const std::vector<nn::Parameter*>& params, Communicator& dp,
                const DataParallelConfig& config);
     ~GradBuffer();
@@ -56,7 +57,14 @@ class MT_API GradBuffer {
     // The distributed optimizer: every rank's updated shard of the values gathered into all.
     void gather_params();
 
-    // This rank's shard with the distributed optimizer (every bucket's part), else empty.
+    bool distributed_optimizer() const { return config_.distributed_optimizer; }
+    // What the optimizer updates on this rank: the parameters given, or with the distributed
+    // optimizer one parameter per piece of shard(), named after its parameter (with its shard
+    // spec, TP rank and decay flag), its value and grad 1-D views of the buffers; an
+    // optim::Optimizer over them keeps state for this rank's shard only.
+    const std::vector<nn::Parameter*>& optimizer_parameters() const { return optimized_; }
+    // This rank's shard with the distributed optimizer (every bucket's part), else empty;
+    // optimizer_parameters()[i] is shard()[i].
     const std::vector<ShardPiece>& shard() const { return shard_; }
     // The buffers (f32 [numel]); values only with the distributed optimizer.
     const Tensor& grads() const { return grads_; }
@@ -64,6 +72,10 @@ class MT_API GradBuffer {
     int64_t num_buckets() const { return int64_t(buckets_.size()); }
     // Where `param`'s elements start in the buffers.
     int64_t offset_of(const nn::Parameter& param) const;
+    // The elements of `param` (shaped like it), or of a shard piece (1-D), in a tensor laid out
+    // as the buffers (the buffers themselves, or a buffer-shaped optimizer state).
+    Tensor view(const Tensor& buffer_shaped, const nn::Parameter& param) const;
+    Tensor view(const Tensor& buffer_shaped, const ShardPiece& piece) const;
     Communicator& group() const { return *dp_; }
 
     // `whole` (f32 [numel], laid out as the buffer) holds this rank's shard; fills in every
@@ -89,11 +101,8 @@ class MT_API GradBuffer {
     std::vector<Bucket> buckets_;
     std::vector<std::pair<const nn::Parameter*, size_t>> bucket_of_;  // sorted by pointer
     std::vector<ShardPiece> shard_;
+    std::vector<nn::Parameter> shard_params_;  // the distributed optimizer's, one per piece
+    std::vector<nn::Parameter*> optimized_;
 };
-
-// The distributed optimizer's parameters: one per piece of buffer.shard(), named after its
-// parameter, its value and grad 1-D views of the buffers (so an optim::Optimizer over them
-// keeps state for this rank's shard only and updates the shared values in place).
-MT_API std::vector<nn::Parameter> shard_parameters(const GradBuffer& buffer);
 
 }  // namespace mt::parallel

@@ -89,7 +89,6 @@ class MT_API ParallelState {
     // i has rank i in the communicator); empty for the embedding group on the ranks outside it.
     const std::vector<int>& global_ranks(Group g) const { return ranks_[static_cast<size_t>(g)]; }
 
-    int data_parallel_size() const { return dp_->size(); }
     bool is_first_stage() const { return pp_->rank() == 0; }
     bool is_last_stage() const { return pp_->rank() == pp_->size() - 1; }
 
