@@ -99,8 +99,9 @@ TEST(Train, ExitIntervalAndUnsupportedFlags) {
              {"--save " + q(dir / "ckpt") + " --ckpt-format zarr", "unknown checkpoint 'zarr'"},
              {"--bf16", "--bf16: not supported yet"},
              {"--tensor-model-parallel-size 2",
-              "--tensor-model-parallel-size 2 needs a multiple of 2 ranks, this run has 1: start "
-              "megatron-train with mpirun -np N"},
+              "the world size (1 ranks) is not a multiple of --tensor-model-parallel-size (2) x "
+              "--pipeline-model-parallel-size (1) x --context-parallel-size (1) = 2; start the "
+              "run with mpirun -np N (or srun)"},
              {"--pipeline-model-parallel-size 2",
               "--pipeline-model-parallel-size 2: not supported yet: pipeline parallelism"},
              {"--normalization BatchNorm", "--normalization BatchNorm: supported are"}}) {

@@ -1,5 +1,7 @@
 #include "checkpoint_args.h"
 
+#include "mt/parallel/parallel_state.h"
+
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/train/checkpointing.h"
 
@@ -34,7 +36,7 @@ ArgValue optional_arg(const std::optional<T>& v) {
 
 CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags& tokenizer,
                                const std::vector<FlagInfo>& model_flags,
-                               const ModelArgs& model_args, int64_t world_size) {
+                               const ModelArgs& model_args, const parallel::ParallelState& run) {
     CheckpointArgs a;
     for (const auto& flag : model_flags) {
         auto it = model_args.find(flag.name);
@@ -91,9 +93,8 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
     set_arg(a, "tensor_model_parallel_size", int64_t(p.tensor_parallel));
     set_arg(a, "pipeline_model_parallel_size", int64_t(p.pipeline_parallel));
     set_arg(a, "context_parallel_size", int64_t(p.context_parallel));
-    set_arg(a, "data_parallel_size",
-            world_size / (int64_t(p.tensor_parallel) * p.pipeline_parallel * p.context_parallel));
-    set_arg(a, "world_size", world_size);
+    set_arg(a, "data_parallel_size", int64_t(run.dp().size()));
+    set_arg(a, "world_size", int64_t(run.world().size()));
     set_arg(a, "sequence_parallel", f.sequence_parallel);
     set_arg(a, "use_distributed_optimizer", f.data_parallel.distributed_optimizer);
     set_arg(a, "fp16", false);

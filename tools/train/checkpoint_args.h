@@ -12,9 +12,10 @@
 
 namespace mt::train_tool {
 
-// world_size: the ranks of the run (the data-parallel size follows from it and the layout).
+// `run`: the run's groups (world and data-parallel sizes).
 CheckpointArgs checkpoint_args(const TrainingFlags& flags, const cli::TokenizerFlags& tokenizer,
                                const std::vector<FlagInfo>& model_flags,
-                               const ModelArgs& resolved_model_args, int64_t world_size);
+                               const ModelArgs& resolved_model_args,
+                               const parallel::ParallelState& run);
 
 }  // namespace mt::train_tool

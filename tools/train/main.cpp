@@ -164,8 +164,8 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     mt::train::CaptureOptions capture_options;
     capture_options.optimizer = !flags.no_save_optim;
     capture_options.rng = !flags.no_save_rng;
-    capture_options.args = mt::train_tool::checkpoint_args(
-        flags, tf, model_flags, family.resolved_args(model_args), world.size());
+    capture_options.args = mt::train_tool::checkpoint_args(flags, tf, model_flags,
+                                                           family.resolved_args(model_args), state);
     if (flags.ckpt_convert_format) {  // Megatron's conversion: save in the other format, stop
         auto to = mt::Registry::global().create_checkpoint(*flags.ckpt_convert_format);
         mt::train_tool::TrainingFlags convert = flags;
@@ -234,13 +234,8 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
 int train_on_ranks(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFlags& tf,
                    const mt::ModelFamily& family, const mt::ModelArgs& model_args,
                    const std::vector<mt::FlagInfo>& model_flags) {
-    auto world = mt::parallel::make_world_communicator(mt::Registry::global(), "cpu");
-    const auto& p = flags.parallel;
-    const int model_ranks = p.tensor_parallel * p.pipeline_parallel * p.context_parallel;
-    MT_CHECK(world->size() % model_ranks == 0, "--tensor-model-parallel-size ", p.tensor_parallel,
-             " needs a multiple of ", model_ranks, " ranks, this run has ", world->size(),
-             world->size() == 1 ? ": start megatron-train with mpirun -np N (or srun)" : "");
-    auto state = std::make_unique<mt::parallel::ParallelState>(std::move(world), flags.parallel);
+    auto state = std::make_unique<mt::parallel::ParallelState>(
+        mt::parallel::make_world_communicator(mt::Registry::global(), "cpu"), flags.parallel);
     try {
         return train(flags, tf, family, model_args, model_flags, *state);
     } catch (const std::exception& e) {

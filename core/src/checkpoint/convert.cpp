@@ -15,13 +15,6 @@ namespace mt {
 
 namespace {
 
-NamedTensors named(const CheckpointState& state) {
-    NamedTensors out;
-    out.reserve(state.model.size());
-    for (const auto& [name, t] : state.model) out.emplace_back(name, t.local);
-    return out;
-}
-
 ShardedTensor whole_piece(const Tensor& t) {
     return ShardedTensor::whole(in_own_storage(t));
 }
@@ -45,7 +38,7 @@ WholeCheckpoint load_whole_checkpoint(CheckpointFormat& loader, const std::files
         for (int64_t pp = 0; pp < source.pipeline_parallel; ++pp)
             for (int64_t tp = 0; tp < source.tensor_parallel; ++tp) {
                 CheckpointState s = loader.load_rank(dir, tp, pp);
-                ranks[size_t(pp)].push_back(named(s));
+                ranks[size_t(pp)].push_back(model_tensors(s));
                 if (tp == 0 && pp == 0) {
                     s.model.clear();
                     s.optimizer.reset();

@@ -232,6 +232,13 @@ std::map<std::string, const ParameterInfo*> params_by_name(const std::vector<Par
 
 }  // namespace
 
+NamedTensors model_tensors(const CheckpointState& state) {
+    NamedTensors out;
+    out.reserve(state.model.size());
+    for (const auto& [name, t] : state.model) out.emplace_back(name, t.local);
+    return out;
+}
+
 Tensor in_own_storage(const Tensor& t) {
     if (t.is_contiguous() && t.offset() == 0 && t.storage()->bytes == t.nbytes()) return t;
     return t.clone();
@@ -263,6 +270,17 @@ CheckpointState tensor_parallel_piece(const CheckpointState& whole,
 CheckpointState join_tensor_parallel(const std::vector<CheckpointState>& pieces,
                                      const std::vector<ParameterInfo>& params) {
     MT_CHECK(!pieces.empty(), "no tensor-parallel ranks to join");
+    // The model tensors through whole_tensors (its checks name the rank and key).
+    std::vector<NamedTensors> ranks;
+    for (const CheckpointState& piece : pieces) ranks.push_back(model_tensors(piece));
+    const std::vector<Tensor> whole = whole_tensors(
+        params, CheckpointLayout{int64_t(pieces.size()), 1},
+        [&](int64_t tp, int64_t) -> const NamedTensors& { return ranks[size_t(tp)]; });
+    CheckpointState out = pieces[0];
+    out.model.clear();
+    for (size_t i = 0; i < params.size(); ++i)
+        out.model.emplace_back(params[i].name, ShardedTensor::whole(whole[i]));
+    // The optimizer moments, by name.
     const auto by_name = params_by_name(params);
     auto join = [&](const std::string& name, const std::function<Tensor(size_t)>& piece) {
         std::vector<Tensor> all;
@@ -271,16 +289,6 @@ CheckpointState join_tensor_parallel(const std::vector<CheckpointState>& pieces,
         if (it == by_name.end() || !all[0].defined()) return all[0];
         return unshard_tensor(all, it->second->shard);
     };
-    CheckpointState out = pieces[0];
-    for (size_t i = 0; i < out.model.size(); ++i) {
-        const std::string& name = out.model[i].first;
-        out.model[i].second = ShardedTensor::whole(join(name, [&](size_t r) {
-            MT_CHECK(pieces[r].model.size() == pieces[0].model.size() &&
-                         pieces[r].model[i].first == name,
-                     "tensor rank ", r, " does not hold '", name, "' where rank 0 does");
-            return pieces[r].model[i].second.local;
-        }));
-    }
     if (out.optimizer)
         for (size_t i = 0; i < out.optimizer->params.size(); ++i) {
             auto& s = out.optimizer->params[i];

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "mt/kernels/cross_entropy.h"
 #include "mt/ops/cross_entropy.h"
 #include "mt/ops/matmul.h"
 
@@ -40,7 +41,7 @@ void OutputLoss::merge_vocab_pieces(Tensor& lse, Tensor& target_logit, Tensor& l
         tp_.group->all_reduce(lse, ReduceOp::sum);
         for (int64_t i = 0; i < n; ++i) {
             l[i] = mx[i] + std::log(l[i]);
-            loss[i] = l[i] - t[i];
+            loss[i] = k::cross_entropy_loss(l[i], t[i]);
         }
     };
     if (lse.dtype() == DType::f64)

@@ -83,7 +83,8 @@ ParallelState::ParallelState(std::unique_ptr<Communicator> world, const Parallel
     MT_CHECK(world_size % model_size == 0, "the world size (", world_size,
              " ranks) is not a multiple of --tensor-model-parallel-size (", tp,
              ") x --pipeline-model-parallel-size (", pp, ") x --context-parallel-size (", cp,
-             ") = ", model_size);
+             ") = ", model_size,
+             world_size == 1 ? "; start the run with mpirun -np N (or srun)" : "");
     const int64_t expert_model_size = int64_t{etp} * ep * pp;
     MT_CHECK(world_size % expert_model_size == 0, "the world size (", world_size,
              " ranks) is not a multiple of --expert-tensor-parallel-size (", etp,

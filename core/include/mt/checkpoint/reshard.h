@@ -72,6 +72,9 @@ MT_API std::vector<Tensor> whole_tensors(
     const std::vector<ParameterInfo>& params, const CheckpointLayout& layout,
     const std::function<const NamedTensors&(int64_t tp_rank, int64_t pp_rank)>& rank);
 
+// A state's model tensors by name (each ShardedTensor's local piece), in its order.
+MT_API NamedTensors model_tensors(const CheckpointState& state);
+
 // `t` in a storage of its own: a saved tensor writes its whole storage (as torch.save does), so
 // a piece that views a larger one (a slice of a whole tensor, or of a source file's shared
 // storage) is copied, and the bytes written depend on the values alone.
