@@ -115,6 +115,9 @@ TEST_F(ParallelTrain, CheckpointsResumeAcrossLayouts) {
         if (std::string(format) == "torch") {
             EXPECT_TRUE(fs::exists(wide / "iter_0000003" / "mp_rank_00" / "model_optim_rng.pt"));
             EXPECT_TRUE(fs::exists(wide / "iter_0000003" / "mp_rank_01" / "model_optim_rng.pt"));
+            // The distributed optimizer's state in Megatron's file beside each rank's.
+            EXPECT_TRUE(fs::exists(wide / "iter_0000003" / "mp_rank_00" / "distrib_optim.pt"));
+            EXPECT_TRUE(fs::exists(wide / "iter_0000003" / "mp_rank_01" / "distrib_optim.pt"));
         }
         auto narrow = run_command(train(dir_, data_, 1, 1) + fmt + " --load " + q(wide));
         ASSERT_EQ(narrow.exit_code, 0) << narrow.output;

@@ -97,6 +97,10 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
     set_arg(a, "world_size", int64_t(run.world().size()));
     set_arg(a, "sequence_parallel", f.sequence_parallel);
     set_arg(a, "use_distributed_optimizer", f.data_parallel.distributed_optimizer);
+    // Megatron's names; the distributed optimizer's torch-format file is laid out by them.
+    set_arg(a, "overlap_grad_reduce", f.data_parallel.overlap_grad_reduce);
+    set_arg(a, "ddp_bucket_size",
+            f.data_parallel.bucket_size > 0 ? ArgValue{f.data_parallel.bucket_size} : ArgValue{});
     set_arg(a, "fp16", false);
     set_arg(a, "bf16", false);
     set_arg(a, "params_dtype", std::string("float32"));

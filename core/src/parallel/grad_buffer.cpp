@@ -12,10 +12,6 @@ namespace mt::parallel {
 
 namespace {
 
-int64_t round_up(int64_t n, int64_t multiple) {
-    return (n + multiple - 1) / multiple * multiple;
-}
-
 // Elements [begin, begin + shape's count) of a 1-D buffer, viewed with `shape`.
 Tensor region(const Tensor& buffer, int64_t begin, const Shape& shape) {
     const int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<>());
@@ -27,41 +23,26 @@ Tensor region(const Tensor& buffer, int64_t begin, const Shape& shape) {
 GradBuffer::GradBuffer(const std::vector<nn::Parameter*>& params, Communicator& dp,
                        const DataParallelConfig& config)
     : dp_(&dp), config_(config) {
-    const int64_t ranks = dp.size();
-    int64_t bucket_size = config.bucket_size;
-    if (bucket_size <= 0 && config.overlap_grad_reduce)
-        bucket_size = std::max<int64_t>(40000000, 1000000 * ranks);
-    // Megatron pads each parameter's start (distributed optimizer: 64 elements) and each
-    // bucket's end (so it divides into equal, aligned rank shards).
-    const int64_t param_align = config.distributed_optimizer ? 64 : 1;
-    const int64_t bucket_align = config.distributed_optimizer ? std::lcm<int64_t>(ranks, 128) : 1;
-
-    std::vector<std::pair<nn::Parameter*, int64_t>> offsets;
-    int64_t offset = 0;
-    auto close_bucket = [&] {
-        Bucket& b = buckets_.back();
-        b.end = round_up(offset, bucket_align);
-        offset = b.end;
-    };
-    // Backward order: the last parameters' grads are final first.
-    for (auto it = params.rbegin(); it != params.rend(); ++it) {
-        nn::Parameter* p = *it;
+    std::vector<int64_t> numels;
+    for (nn::Parameter* p : params) {
         MT_CHECK(
             p->value.dtype() == DType::f32 && p->value.is_contiguous() && p->grad.is_contiguous(),
             "data parallelism: parameter ", p->name, " must be contiguous f32, got ",
             p->value.describe());
-        if (buckets_.empty() || buckets_.back().end >= 0) {
-            buckets_.emplace_back();
-            buckets_.back().begin = offset;
-            buckets_.back().end = -1;  // open
-        }
-        offset = round_up(offset, param_align);
-        offsets.emplace_back(p, offset);
-        buckets_.back().params.push_back(p);
-        offset += p->value.numel();
-        if (bucket_size > 0 && offset - buckets_.back().begin >= bucket_size) close_bucket();
+        numels.push_back(p->value.numel());
     }
-    if (!buckets_.empty() && buckets_.back().end < 0) close_bucket();
+    const BufferLayout layout = buffer_layout(numels, dp.size(), config);
+    std::vector<std::pair<nn::Parameter*, int64_t>> offsets;  // in buffer order
+    for (const BufferLayout::Bucket& lb : layout.buckets) {
+        Bucket& b = buckets_.emplace_back();
+        b.begin = lb.begin;
+        b.end = lb.end;
+        for (size_t i : lb.params) {
+            b.params.push_back(params[i]);
+            offsets.emplace_back(params[i], layout.offsets[i]);
+        }
+    }
+    const int64_t offset = layout.numel;
 
     grads_ = Tensor::zeros({std::max<int64_t>(offset, 1)}, DType::f32);
     if (config.distributed_optimizer)

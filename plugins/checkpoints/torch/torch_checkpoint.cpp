@@ -1,5 +1,6 @@
 #include "torch_checkpoint.h"
 
+#include "distrib_optim.h"
 #include "mt/error.h"
 #include "mt/io/torch_file.h"
 #include "torch_layout.h"
@@ -27,6 +28,19 @@ CheckpointLayout need_layout(const fs::path& dir, const Latest& latest) {
     MT_CHECK(layout.has_value(), dir.string(), "/", kTrackerName, " names ", latest_name(latest),
              " but ", checkpoint_file(dir, latest, {}, 0, 0).string(), " does not exist");
     return *layout;
+}
+
+// The distributed optimizer's moments from distrib_optim.pt; without the file (or with one not
+// read yet) the model still loads, and resuming with the optimizer reports why.
+void read_parameter_state(const fs::path& file, CheckpointState& state) {
+    try {
+        MT_CHECK(fs::exists(file), "the checkpoint was saved with the distributed optimizer but ",
+                 file.string(), " does not exist");
+        parameter_state_from_py(io::load_torch_file(file), state, file.string());
+    } catch (const Error& e) {
+        state.optimizer.reset();
+        state.optimizer_not_loaded = e.what();
+    }
 }
 
 }  // namespace
@@ -80,6 +94,8 @@ CheckpointState TorchCheckpoint::load_rank(const std::filesystem::path& dir, int
         MT_FAIL("cannot read checkpoint ", file.string(), ": ", e.what());
     }
     CheckpointState state = from_py(root, file.string());
+    if (state.optimizer && saved_by_distributed_optimizer(state.args))
+        read_parameter_state(file.parent_path() / kDistribOptimName, state);
     if (latest.release) state.iteration = 0;
     return state;
 }
@@ -100,6 +116,8 @@ void TorchCheckpoint::save_ranks(const std::filesystem::path& dir, const Checkpo
                 const fs::path rank_dir = iter_dir / rank_dir_name(layout, tp, pp);
                 fs::create_directories(rank_dir);
                 io::save_torch_file(rank_dir / kFileName, to_py(state));
+                if (state.optimizer && saved_by_distributed_optimizer(state.args))
+                    io::save_torch_file(rank_dir / kDistribOptimName, parameter_state_to_py(state));
             }
     });
 }

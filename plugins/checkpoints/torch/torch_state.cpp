@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 
+#include "distrib_optim.h"
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/dtype.h"
 #include "mt/error.h"
@@ -145,6 +146,25 @@ PyValue optimizer_to_py(const OptimizerCheckpoint& o) {
     return out;
 }
 
+// DistributedOptimizer.state_dict(): the groups without parameter ids, each with the step (the
+// moments go to distrib_optim.pt).
+PyValue distributed_optimizer_to_py(const OptimizerCheckpoint& o) {
+    const PyValue torch_sd = optimizer_to_py(o);
+    PyValue groups = PyValue::list();
+    for (const PyValue& g : torch_sd["param_groups"].items()) {
+        PyValue copy = PyValue::dict();
+        for (const auto& [k, v] : g.dict_ref().items)
+            if (k.as_string() != "params") copy.dict_ref().set(k, v);
+        copy.dict_ref().set("step", PyValue::real(double(o.step)));
+        groups.items().push_back(std::move(copy));
+    }
+    PyValue inner = PyValue::dict();
+    inner.dict_ref().set("param_groups", std::move(groups));
+    PyValue out = PyValue::dict();
+    out.dict_ref().set("optimizer", std::move(inner));
+    return out;
+}
+
 PyValue scheduler_to_py(const SchedulerCheckpoint& s) {
     PyValue d = PyValue::dict();
     auto& m = d.dict_ref();
@@ -211,11 +231,14 @@ double step_of(const PyValue& v) {
 
 OptimizerCheckpoint optimizer_from_py(const PyValue& opt, const CheckpointState& s,
                                       const std::string& file) {
-    // Mixed-precision Megatron files wrap the torch state dict ({'optimizer': ..., ...}).
+    // Mixed-precision and distributed-optimizer files wrap the torch state dict
+    // ({'optimizer': ..., ...}).
     const PyValue& sd = opt.find("param_groups") ? opt : need(opt, "optimizer", file);
-    const PyValue& state = need(sd, "state", file);
     const PyValue& groups = need(sd, "param_groups", file);
-    MT_CHECK(state.kind() == PyKind::dict && groups.kind() == PyKind::list, file,
+    // DistributedOptimizer.state_dict() keeps no "state" (and its groups no parameter ids): the
+    // moments are in distrib_optim.pt, which the caller reads into the parameters named here.
+    const PyValue* state = sd.find("state");
+    MT_CHECK((!state || state->kind() == PyKind::dict) && groups.kind() == PyKind::list, file,
              ": the optimizer is not a torch optimizer state_dict");
 
     Groups ours = make_groups(s.model.size(), [&](size_t i) {
@@ -225,14 +248,24 @@ OptimizerCheckpoint optimizer_from_py(const PyValue& opt, const CheckpointState&
     o.type = groups.items().empty() || groups.items()[0].find("betas") ? "adam" : "sgd";
     o.params.resize(s.model.size());
     bool have_step = false;
+    auto take_step = [&](int64_t step, const std::string& what) {
+        MT_CHECK(!have_step || step == o.step, file, ": ", what, " took ", step,
+                 " optimizer steps, others ", o.step);
+        o.step = step;
+        have_step = true;
+    };
     for (const PyValue& g : groups.items()) {
         const bool decay = g["wd_mult"].as_double() != 0.0;
         size_t k = 0;
         while (k < ours.decay.size() && ours.decay[k] != decay) ++k;
-        const auto& ids = g["params"].items();
-        MT_CHECK(k < ours.decay.size() && ours.members[k].size() == ids.size(), file,
-                 ": an optimizer param group (wd_mult ", g["wd_mult"].as_double(), ") has ",
-                 ids.size(), " parameters but the model has ",
+        const PyValue* ids = g.find("params");
+        MT_CHECK(ids || !state, file, ": an optimizer param group has no 'params'");
+        const size_t count = ids                     ? ids->items().size()
+                             : k < ours.decay.size() ? ours.members[k].size()
+                                                     : 0;
+        MT_CHECK(k < ours.decay.size() && ours.members[k].size() == count, file,
+                 ": an optimizer param group (wd_mult ", g["wd_mult"].as_double(), ") has ", count,
+                 " parameters but the model has ",
                  k < ours.decay.size() ? ours.members[k].size() : 0, " such parameters");
         o.lr = g["lr"].as_double();
         if (const PyValue* m = g.find("max_lr")) o.max_lr = m->as_double();
@@ -244,13 +277,16 @@ OptimizerCheckpoint optimizer_from_py(const PyValue& opt, const CheckpointState&
             o.eps = g["eps"].as_double();
         }
         if (const PyValue* m = g.find("momentum")) o.momentum = m->as_double();
-        for (size_t j = 0; j < ids.size(); ++j) {
+        if (!state)
+            if (const PyValue* step = g.find("step")) take_step(int64_t(step_of(*step)), "a group");
+        for (size_t j = 0; j < count; ++j) {
             const size_t i = ours.members[k][j];
             const auto& [name, model_tensor] = s.model[i];
             OptimizerParamState& p = o.params[i];
             p.name = name;
             p.weight_decay = decay;
-            const PyValue* ps = find_int_key(state, ids[j].as_int());
+            if (!state) continue;  // distrib_optim.pt's
+            const PyValue* ps = find_int_key(*state, ids->items()[j].as_int());
             if (!ps) {  // no step taken yet
                 p.exp_avg = Tensor::zeros(model_tensor.local.shape(), model_tensor.local.dtype());
                 if (o.type == "adam") p.exp_avg_sq = p.exp_avg.clone();
@@ -259,11 +295,7 @@ OptimizerCheckpoint optimizer_from_py(const PyValue& opt, const CheckpointState&
             if (o.type == "adam") {
                 p.exp_avg = need(*ps, "exp_avg", file).as_tensor();
                 p.exp_avg_sq = need(*ps, "exp_avg_sq", file).as_tensor();
-                const int64_t step = int64_t(step_of(need(*ps, "step", file)));
-                MT_CHECK(!have_step || step == o.step, file, ": parameter '", name, "' took ", step,
-                         " optimizer steps, others ", o.step);
-                o.step = step;
-                have_step = true;
+                take_step(int64_t(step_of(need(*ps, "step", file))), "parameter '" + name + "'");
             } else {
                 p.exp_avg = need(*ps, "momentum_buffer", file).as_tensor();
             }
@@ -304,7 +336,8 @@ PyValue to_py(const CheckpointState& s) {
     if (bool_arg(s.args, "use_legacy_models")) {
         ModelTensors tensors;
         for (const auto& [name, t] : s.model) tensors.emplace_back(name, t.local);
-        model = legacy_model_to_py(tensors, bool_arg(s.args, "untie_embeddings_and_output_weights"));
+        model =
+            legacy_model_to_py(tensors, bool_arg(s.args, "untie_embeddings_and_output_weights"));
     } else {
         for (const auto& [name, t] : s.model) model.dict_ref().set(name, PyValue::tensor(t.local));
     }
@@ -315,7 +348,10 @@ PyValue to_py(const CheckpointState& s) {
     r.set("checkpoint_version", PyValue::real(3.0));
     r.set("iteration", PyValue::integer(s.iteration));
     r.set("model", std::move(model));
-    if (s.optimizer) r.set("optimizer", optimizer_to_py(*s.optimizer));
+    if (s.optimizer)
+        r.set("optimizer", saved_by_distributed_optimizer(s.args)
+                               ? distributed_optimizer_to_py(*s.optimizer)
+                               : optimizer_to_py(*s.optimizer));
     if (s.scheduler) r.set("opt_param_scheduler", scheduler_to_py(*s.scheduler));
     r.set("rerun_state_machine", PyValue());
     if (s.rng) {

@@ -12,6 +12,7 @@
 
 #include "mt/api.h"
 #include "mt/communicator.h"
+#include "mt/parallel/buffer_layout.h"
 #include "mt/tensor.h"
 
 namespace mt::nn {
@@ -19,14 +20,6 @@ struct Parameter;
 }
 
 namespace mt::parallel {
-
-struct DataParallelConfig {
-    // Elements per bucket (--ddp-bucket-size); 0: Megatron's default, max(40M, 1M·dp) with
-    // --overlap-grad-reduce and one bucket without.
-    int64_t bucket_size = 0;
-    bool overlap_grad_reduce = false;    // --overlap-grad-reduce
-    bool distributed_optimizer = false;  // --use-distributed-optimizer
-};
 
 class MT_API GradBuffer {
   public:

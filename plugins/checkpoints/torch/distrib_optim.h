@@ -1,0 +1,36 @@
+// Megatron's distributed-optimizer files in the `torch` format. With --use-distributed-optimizer
+// model_optim_rng.pt's "optimizer" is DistributedOptimizer.state_dict() (the param groups,
+// without parameter ids, each carrying the step), and the Adam state of the rank's parameters
+// goes to distrib_optim.pt beside it, gathered as get_parameter_state_dp_zero does:
+//   {'buckets_coalesced': True,
+//    0: {(torch.float32, torch.float32): {'param', 'exp_avg', 'exp_avg_sq': f32 [numel_unpadded],
+//                                         'numel_unpadded': int}}}
+// the tensors laid out as the gradient buffer (mt/parallel/buffer_layout.h) with each bucket's
+// end padding cut out. The layout follows from the parameters (the model state dict's order is
+// Megatron's registration order) and the saving run's args (data_parallel_size,
+// overlap_grad_reduce, ddp_bucket_size).
+#pragma once
+
+#include <string>
+
+#include "mt/checkpoint.h"
+#include "mt/io/py_value.h"
+
+namespace mt::plugins::torch_ckpt {
+
+inline constexpr const char* kDistribOptimName = "distrib_optim.pt";
+
+// True when the args say the distributed optimizer saved the state.
+bool saved_by_distributed_optimizer(const CheckpointArgs& args);
+
+// distrib_optim.pt's dict for one rank's state (its model tensors and optimizer moments).
+io::PyValue parameter_state_to_py(const CheckpointState& state);
+
+// Fills state.optimizer's moments (read from model_optim_rng.pt's param groups, moments not yet
+// set) from distrib_optim.pt's dict; `file` names it in errors. Each parameter's 'param' slice
+// must equal its model tensor (fp32 runs keep no other master weights), which catches a layout
+// that is not the saving run's.
+void parameter_state_from_py(const io::PyValue& root, CheckpointState& state,
+                             const std::string& file);
+
+}  // namespace mt::plugins::torch_ckpt
