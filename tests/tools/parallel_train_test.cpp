@@ -1,8 +1,8 @@
 // megatron-train under mpirun through its binary: TP2 x DP2 with sequence parallelism and the
 // distributed optimizer prints the one-process loss curve (once, on the last rank); a checkpoint
 // saved at TP2 x DP2 resumes at TP1 with the uninterrupted one-process losses and the reverse,
-// in both formats; the ranks agree on when to stop; an error stops every rank with the rank
-// named.
+// in both formats (torch_dist written by each tensor rank, torch with distrib_optim.pt); the ranks
+// agree on when to stop; an error stops every rank with the rank named.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -112,6 +112,14 @@ TEST_F(ParallelTrain, CheckpointsResumeAcrossLayouts) {
         auto save = run_command(train(dir_, data_, 4, 2) + fmt + " --save " + q(wide) +
                                 " --save-interval 3 --exit-interval 3");
         ASSERT_EQ(save.exit_code, 0) << save.output;
+        if (std::string(format) == "torch_dist") {
+            // Each tensor rank's data-parallel rank 0 (global ranks 0 and 1) writes its pieces.
+            const fs::path iter = wide / "iter_0000003";
+            EXPECT_TRUE(fs::exists(iter / "__0_0.distcp"));
+            EXPECT_TRUE(fs::exists(iter / "__1_0.distcp"));
+            EXPECT_FALSE(fs::exists(iter / "__2_0.distcp"));
+            EXPECT_FALSE(fs::exists(iter / "__3_0.distcp"));
+        }
         if (std::string(format) == "torch") {
             EXPECT_TRUE(fs::exists(wide / "iter_0000003" / "mp_rank_00" / "model_optim_rng.pt"));
             EXPECT_TRUE(fs::exists(wide / "iter_0000003" / "mp_rank_01" / "model_optim_rng.pt"));

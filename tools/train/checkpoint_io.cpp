@@ -83,7 +83,19 @@ void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
         std::fflush(stdout);
     }
     const CheckpointState state = train::capture_checkpoint(parts, options);
-    if (first) {
+    if (format.saves_collectively()) {
+        // Megatron's sharded save: data-parallel rank 0 of each tensor rank writes its pieces
+        // (the main replica), replicated tensors only tensor rank 0.
+        const parallel::ParallelState& run = groups(parts);
+        CheckpointState share = state;
+        if (run.dp().rank() == 0) {
+            share = tensor_parallel_boxes(state, params, tp, run.tp().rank());
+        } else {
+            share.model.clear();
+            if (share.optimizer) share.optimizer->params.clear();
+        }
+        format.save_collective(*flags.save, share, all);
+    } else if (first) {
         if (format.per_rank_files() && tp > 1)
             format.save_ranks(*flags.save, CheckpointLayout{tp, 1}, [&](int64_t rank, int64_t) {
                 return tensor_parallel_piece(state, params, tp, rank);

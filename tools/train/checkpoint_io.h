@@ -1,7 +1,8 @@
 // megatron-train's checkpoint loading and saving on every rank of a run: the state is captured
-// as whole tensors (collectively), written by rank 0 in Megatron's layout for the run's tensor
-// parallelism (torch: one mp_rank_TT file per tensor rank; torch_dist: the whole tensors), and
-// read back by every rank, which keeps its pieces — so any layout resumes any other.
+// as whole tensors (collectively) and written in Megatron's layout for the run's tensor
+// parallelism (torch: rank 0 writes one mp_rank_TT file per tensor rank; torch_dist: each tensor
+// rank writes its pieces to its own __R_0.distcp), and read back by every rank, which keeps its
+// pieces — so any layout resumes any other.
 #pragma once
 
 #include "mt/checkpoint.h"

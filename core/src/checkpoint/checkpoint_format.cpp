@@ -22,4 +22,10 @@ void CheckpointFormat::save_ranks(const std::filesystem::path& dir, const Checkp
     save(dir, rank_state(0, 0));
 }
 
+void CheckpointFormat::save_collective(const std::filesystem::path& dir, const CheckpointState&,
+                                       Communicator&) {
+    MT_FAIL("the ", name(), " checkpoint format cannot save ", dir.string(),
+            " from several ranks at once");
+}
+
 }  // namespace mt

@@ -3,6 +3,7 @@
 // buffers and dim-major tensors by one block-wise copy (memcpy per block, blocks in parallel).
 #include "mt/parallel/collectives.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace mt::parallel {
@@ -114,6 +115,36 @@ Tensor split_along(const Communicator& comm, const Tensor& in, int64_t dim) {
     copy_blocks(src, 0, parts * piece_bytes, static_cast<char*>(out.raw_data()), 0, piece_bytes, 1,
                 a.outer, piece_bytes);
     return out;
+}
+
+std::vector<std::string> all_gather_bytes(Communicator& comm, std::string_view bytes) {
+    Tensor size = Tensor::empty({1}, DType::i64);
+    *size.data<int64_t>() = int64_t(bytes.size());
+    Tensor sizes = Tensor::empty({comm.size()}, DType::i64);
+    comm.all_gather(size, sizes);
+    int64_t longest = 1;
+    for (int r = 0; r < comm.size(); ++r) longest = std::max(longest, sizes.data<int64_t>()[r]);
+    Tensor mine = Tensor::zeros({longest}, DType::u8);
+    std::memcpy(mine.raw_data(), bytes.data(), bytes.size());
+    Tensor all = Tensor::empty({comm.size() * longest}, DType::u8);
+    comm.all_gather(mine, all);
+    std::vector<std::string> out;
+    for (int r = 0; r < comm.size(); ++r)
+        out.emplace_back(static_cast<const char*>(all.raw_data()) + r * longest,
+                         size_t(sizes.data<int64_t>()[r]));
+    return out;
+}
+
+std::string broadcast_bytes(Communicator& comm, std::string bytes, int root) {
+    Tensor size = Tensor::empty({1}, DType::i64);
+    *size.data<int64_t>() = int64_t(bytes.size());
+    comm.broadcast(size, root);
+    bytes.resize(size_t(*size.data<int64_t>()));
+    Tensor data = Tensor::empty({std::max<int64_t>(1, *size.data<int64_t>())}, DType::u8);
+    if (comm.rank() == root) std::memcpy(data.raw_data(), bytes.data(), bytes.size());
+    comm.broadcast(data, root);
+    std::memcpy(bytes.data(), data.raw_data(), bytes.size());
+    return bytes;
 }
 
 }  // namespace mt::parallel

@@ -1,5 +1,6 @@
 #include "dcp_metadata.h"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -262,6 +263,78 @@ void write_dcp_metadata(const fs::path& file, const DcpMetadata& metadata) {
     out.write(p.data.data(), std::streamsize(p.data.size()));
     out.close();
     MT_CHECK(out, "cannot write ", file.string());
+}
+
+namespace {
+
+PyValue int_list(const Shape& values) {
+    PyValue out = PyValue::list();
+    for (int64_t v : values) out.items().push_back(PyValue::integer(v));
+    return out;
+}
+
+Shape shape_of(const PyValue& list) {
+    Shape out;
+    for (const PyValue& v : list.items()) out.push_back(v.as_int());
+    return out;
+}
+
+}  // namespace
+
+// [fqn, bytes, dtype, size, [[offsets, sizes, path, offset, length], ...]] per entry.
+std::string encode_entries(const std::vector<DcpEntry>& entries) {
+    PyValue out = PyValue::list();
+    for (const DcpEntry& e : entries) {
+        PyValue chunks = PyValue::list();
+        for (const DcpChunk& c : e.chunks)
+            chunks.items().push_back(PyValue::list({int_list(c.offsets), int_list(c.sizes),
+                                                    PyValue::string(c.where.relative_path),
+                                                    PyValue::integer(int64_t(c.where.offset)),
+                                                    PyValue::integer(int64_t(c.where.length))}));
+        out.items().push_back(PyValue::list({PyValue::string(e.fqn), PyValue::boolean(e.bytes),
+                                             PyValue::integer(int64_t(e.dtype)), int_list(e.size),
+                                             std::move(chunks)}));
+    }
+    return io::write_pickle(out).data;
+}
+
+std::vector<DcpEntry> decode_entries(std::string_view bytes) {
+    std::vector<DcpEntry> out;
+    const PyValue list = io::read_pickle(bytes, "a rank's checkpoint index");
+    for (const PyValue& v : list.items()) {
+        const auto& f = v.items();
+        DcpEntry e;
+        e.fqn = f.at(0).as_string();
+        e.bytes = f.at(1).as_bool();
+        e.dtype = DType(f.at(2).as_int());
+        e.size = shape_of(f.at(3));
+        for (const PyValue& c : f.at(4).items()) {
+            const auto& g = c.items();
+            e.chunks.push_back({shape_of(g.at(0)), shape_of(g.at(1)),
+                                DcpLocation{g.at(2).as_string(), uint64_t(g.at(3).as_int()),
+                                            uint64_t(g.at(4).as_int())}});
+        }
+        out.push_back(std::move(e));
+    }
+    return out;
+}
+
+void merge_entries(DcpMetadata& into, std::vector<DcpEntry> entries) {
+    for (DcpEntry& e : entries) {
+        auto it = std::find_if(into.entries.begin(), into.entries.end(),
+                               [&](const DcpEntry& have) { return have.fqn == e.fqn; });
+        if (it == into.entries.end()) {
+            into.entries.push_back(std::move(e));
+            continue;
+        }
+        auto what = [](const DcpEntry& x) {
+            return x.bytes ? std::string("bytes")
+                           : shape_str(x.size) + " " + std::string(dtype_name(x.dtype));
+        };
+        MT_CHECK(it->bytes == e.bytes && (e.bytes || (it->dtype == e.dtype && it->size == e.size)),
+                 "torch_dist: ranks disagree on ", e.fqn, ": ", what(e), " and ", what(*it));
+        for (DcpChunk& c : e.chunks) it->chunks.push_back(std::move(c));
+    }
 }
 
 }  // namespace mt::plugins::torch_dist

@@ -43,6 +43,14 @@ struct DcpMetadata {
     const DcpEntry* find(std::string_view fqn) const;
 };
 
+// A rank's entries as bytes to send to the rank that writes `.metadata`, and back.
+std::string encode_entries(const std::vector<DcpEntry>& entries);
+std::vector<DcpEntry> decode_entries(std::string_view bytes);
+
+// Adds another rank's entries: a key already present gains their chunks (its dtype and global
+// shape must agree; mt::Error naming the key otherwise), a new key is appended.
+void merge_entries(DcpMetadata& into, std::vector<DcpEntry> entries);
+
 // Reads `file` (a raw pickle of torch.distributed.checkpoint.metadata.Metadata); any defect is
 // an mt::Error naming the file and what is wrong. Dataclass fields other than those read here
 // (planner_data, storage_meta, mcore_data, ...) are ignored, as field sets grow across torch

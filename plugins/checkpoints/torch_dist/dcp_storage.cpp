@@ -87,10 +87,13 @@ DcpLocation DistcpWriter::add_object(const io::PyValue& value) {
 }
 
 // torch.save into a stream names the archive folder "archive"; a scratch file with that stem
-// gives the same records, which are then appended.
+// (in a folder of this writer's own: other ranks write beside it) gives the same records, which
+// are then appended.
 DcpLocation DistcpWriter::append_archive(const io::PyValue& value) {
     MT_CHECK(file_ != nullptr, path_.string(), ": writer already closed");
-    const fs::path scratch = dir_ / "archive";
+    const fs::path scratch_dir = dir_ / ("." + name_ + ".scratch");
+    fs::create_directories(scratch_dir);
+    const fs::path scratch = scratch_dir / "archive";
     io::save_torch_file(scratch, value);
     DcpLocation loc{name_, size_, 0};
     {
@@ -105,7 +108,7 @@ DcpLocation DistcpWriter::append_archive(const io::PyValue& value) {
             loc.length += n;
         }
     }
-    fs::remove(scratch);
+    fs::remove_all(scratch_dir);
     size_ += loc.length;
     return loc;
 }

@@ -9,9 +9,11 @@
 
 #include "dcp_metadata.h"
 #include "dcp_storage.h"
+#include "mt/communicator.h"
 #include "mt/error.h"
 #include "mt/io/atomic_file.h"
 #include "mt/io/torch_file.h"
+#include "mt/parallel/collectives.h"
 #include "torch_dist_keys.h"
 #include "torch_dist_optimizer.h"
 #include "torch_layout.h"
@@ -27,7 +29,6 @@ using io::PyValue;
 constexpr const char* kConfigName = "metadata.json";
 constexpr const char* kCommonName = "common.pt";
 constexpr const char* kDcpMetadataName = ".metadata";
-constexpr const char* kDataName = "__0_0.distcp";
 constexpr const char* kOptimizerPrefix = "optimizer.";
 constexpr const char* kCommonStateKey = "common_state/shard_0_1";
 // megatron/core/dist_checkpointing/core.py CheckpointingConfig as core_v0.13 writes it.
@@ -149,32 +150,39 @@ bool TorchDistCheckpoint::detect(const std::filesystem::path& dir) const {
 }
 
 void TorchDistCheckpoint::save(const std::filesystem::path& dir, const CheckpointState& state) {
-    NamedTensors model;
-    for (const auto& [name, t] : state.model) {
-        MT_CHECK(t.local.shape() == t.global_shape, "torch_dist saves whole tensors but ", name,
-                 " is a ", t.local.describe(), " piece of ", shape_str(t.global_shape));
-        model.emplace_back(name, t.local);
-    }
-    std::vector<StoredTensor> stored = stack(model);
-    const std::vector<std::string> extras = extra_state_keys(model);
-    PyValue common = common_to_py(state);
-    if (state.optimizer) {
-        for (StoredTensor& s : optimizer_moments(*state.optimizer)) stored.push_back(std::move(s));
-        common.dict_ref().set("optimizer", optimizer_common_to_py(*state.optimizer));
-    }
+    auto one = make_local_communicator();
+    save_collective(dir, state, *one);
+}
 
-    torch_ckpt::write_checkpoint(dir, state.iteration, [&](const fs::path& tmp) {
-        DcpMetadata meta;
-        DistcpWriter data(tmp, kDataName);
-        // DCP puts byte objects before tensors.
+void TorchDistCheckpoint::save_collective(const std::filesystem::path& dir,
+                                          const CheckpointState& share, Communicator& world) {
+    const bool root = world.rank() == 0;
+    for (const auto& [name, t] : share.model)
+        MT_CHECK(t.local.dim() == int64_t(t.global_shape.size()) &&
+                     t.global_offset.size() == t.global_shape.size(),
+                 "torch_dist: ", name, " is a ", t.local.describe(), " piece of ",
+                 shape_str(t.global_shape), " at ", shape_str(t.global_offset));
+    std::vector<StoredTensor> stored = stack(share.model);
+    if (share.optimizer)
+        for (StoredTensor& s : optimizer_moments(*share.optimizer, share.model))
+            stored.push_back(std::move(s));
+
+    // Rank 0 makes the temporary iteration directory; every rank writes its file into it.
+    const fs::path tmp = parallel::broadcast_bytes(
+        world, root ? torch_ckpt::begin_write(dir, share.iteration).string() : std::string(), 0);
+    std::vector<DcpEntry> entries;
+    if (root || !stored.empty()) {
+        DistcpWriter data(tmp, "__" + std::to_string(world.rank()) + "_0.distcp");
+        // DCP puts byte objects before tensors; the main replica's (rank 0's) are written.
         const PyValue none_list = PyValue::list({PyValue()});
-        for (const std::string& key : extras) {
-            DcpEntry e;
-            e.fqn = key;
-            e.bytes = true;
-            e.chunks.push_back({{}, {}, data.add_object(none_list)});
-            meta.entries.push_back(std::move(e));
-        }
+        if (root)
+            for (const std::string& key : extra_state_keys(share.model)) {
+                DcpEntry e;
+                e.fqn = key;
+                e.bytes = true;
+                e.chunks.push_back({{}, {}, data.add_object(none_list)});
+                entries.push_back(std::move(e));
+            }
         for (const StoredTensor& s : stored) {
             DcpEntry e;
             e.fqn = s.key;
@@ -182,15 +190,25 @@ void TorchDistCheckpoint::save(const std::filesystem::path& dir, const Checkpoin
             e.size = s.global_shape;
             for (const auto& [offset, t] : s.chunks)
                 e.chunks.push_back({offset, t.shape(), data.add_tensor(t)});
-            meta.entries.push_back(std::move(e));
+            entries.push_back(std::move(e));
         }
         data.close();
-        io::save_torch_file(tmp / kCommonName, common);
-        write_dcp_metadata(tmp / kDcpMetadataName, meta);
-        io::AtomicFile config(tmp / kConfigName);
-        config.stream() << kConfigJson;
-        config.commit();
-    });
+    }
+    // Rank 0 indexes every rank's chunks and writes the common state.
+    const std::vector<std::string> indexes =
+        parallel::all_gather_bytes(world, encode_entries(entries));
+    if (!root) return;
+    DcpMetadata meta;
+    for (const std::string& index : indexes) merge_entries(meta, decode_entries(index));
+    PyValue common = common_to_py(share);
+    if (share.optimizer)
+        common.dict_ref().set("optimizer", optimizer_common_to_py(*share.optimizer));
+    io::save_torch_file(tmp / kCommonName, common);
+    write_dcp_metadata(tmp / kDcpMetadataName, meta);
+    io::AtomicFile config(tmp / kConfigName);
+    config.stream() << kConfigJson;
+    config.commit();
+    torch_ckpt::finish_write(dir, share.iteration);
 }
 
 CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
@@ -220,8 +238,8 @@ CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
         if (!e.fqn.starts_with(kMomentPrefix) ||
             e.fqn.find('.', std::strlen(kMomentPrefix)) == std::string::npos) {
             if (state.optimizer_not_loaded.empty())
-                state.optimizer_not_loaded = str("not supported yet: optimizer state ", e.fqn,
-                                                 " in ", iter.string());
+                state.optimizer_not_loaded =
+                    str("not supported yet: optimizer state ", e.fqn, " in ", iter.string());
             continue;
         }
         const std::string rest = e.fqn.substr(std::strlen(kMomentPrefix));

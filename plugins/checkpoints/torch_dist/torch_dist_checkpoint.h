@@ -1,6 +1,8 @@
 // The `torch_dist` CheckpointFormat: Megatron-core's dist_checkpointing directories
 // (iter_NNNNNNN/ with metadata.json, common.pt, .metadata and __R_I.distcp). Loads every model
-// tensor whole, whatever tensor/pipeline layout saved it; saves as one rank.
+// tensor whole, whatever tensor/pipeline layout saved it; saves from one rank (whole tensors in
+// __0_0.distcp) or from every rank of a run at once, each rank writing its pieces to its own
+// __R_0.distcp and rank 0 the index and the common state.
 #pragma once
 
 #include "mt/checkpoint.h"
@@ -13,6 +15,10 @@ class TorchDistCheckpoint : public CheckpointFormat {
     bool detect(const std::filesystem::path& dir) const override;
     void save(const std::filesystem::path& dir, const CheckpointState& state) override;
     CheckpointState load(const std::filesystem::path& dir) override;
+
+    bool saves_collectively() const override { return true; }
+    void save_collective(const std::filesystem::path& dir, const CheckpointState& share,
+                         Communicator& world) override;
 };
 
 }  // namespace mt::plugins::torch_dist

@@ -68,11 +68,12 @@ std::string te_name(const std::string& rest) {
 // Per block, the layer count and the stacked names in first-seen order.
 struct Block {
     std::vector<std::string> rests;
-    std::map<std::string, std::map<int64_t, Tensor>> layers;  // rest -> layer -> tensor
+    // rest -> layer -> the boxes of that layer's tensor
+    std::map<std::string, std::map<int64_t, std::vector<ShardedTensor>>> layers;
     int64_t count = 0;
 };
 
-std::map<std::string, Block> blocks_of(const NamedTensors& tensors) {
+std::map<std::string, Block> blocks_of(const ShardedTensors& tensors) {
     std::map<std::string, Block> blocks;
     for (const auto& [name, t] : tensors) {
         auto ln = parse_layer(name);
@@ -81,8 +82,11 @@ std::map<std::string, Block> blocks_of(const NamedTensors& tensors) {
         const std::string rest = te_name(ln->rest);
         auto [it, fresh] = b.layers.try_emplace(rest);
         if (fresh) b.rests.push_back(rest);
-        MT_CHECK(it->second.emplace(ln->layer, t).second, "two tensors are saved as ", ln->block,
-                 ln->layer, ".", rest);
+        std::vector<ShardedTensor>& boxes = it->second[ln->layer];
+        for (const ShardedTensor& other : boxes)
+            MT_CHECK(other.global_offset != t.global_offset, "two tensors are saved as ", ln->block,
+                     ln->layer, ".", rest, " at offset ", shape_str(t.global_offset));
+        boxes.push_back(t);
         b.count = std::max(b.count, ln->layer + 1);
     }
     for (const auto& [block, b] : blocks)
@@ -110,39 +114,58 @@ NamedTensors unstack(const std::string& key, const Tensor& full) {
     return out;
 }
 
-std::vector<StoredTensor> stack(const NamedTensors& tensors, const std::string& prefix) {
+namespace {
+
+// One chunk of a stored tensor: `piece` placed at `offset` of the whole, behind `lead` leading
+// axes of size 1 (the layer axis of a stacked key).
+std::pair<Shape, Tensor> chunk(const ShardedTensor& piece, Shape lead) {
+    Shape offset = std::move(lead), shape(offset.size(), 1);
+    offset.insert(offset.end(), piece.global_offset.begin(), piece.global_offset.end());
+    shape.insert(shape.end(), piece.local.shape().begin(), piece.local.shape().end());
+    return {offset, piece.local.contiguous().view(shape)};
+}
+
+}  // namespace
+
+std::vector<StoredTensor> stack(const ShardedTensors& tensors, const std::string& prefix) {
     const std::map<std::string, Block> blocks = blocks_of(tensors);
     std::vector<StoredTensor> out;
+    std::map<std::string, size_t> index;  // key -> position in out
+    auto stored = [&](const std::string& key, const Shape& global_shape) -> StoredTensor& {
+        auto [it, fresh] = index.try_emplace(key, out.size());
+        if (fresh) out.push_back({key, global_shape, {}});
+        StoredTensor& s = out[it->second];
+        MT_CHECK(s.global_shape == global_shape, key, ": pieces of a ", shape_str(global_shape),
+                 " and of a ", shape_str(s.global_shape), " tensor");
+        return s;
+    };
     std::set<std::string> emitted;
     for (const auto& [name, t] : tensors) {
         auto ln = parse_layer(name);
         if (!ln) {
-            out.push_back({prefix + name, t.shape(), {{Shape(t.shape().size(), 0), t}}});
+            stored(prefix + name, t.global_shape).chunks.push_back(chunk(t, {}));
             continue;
         }
         const std::string rest = te_name(ln->rest);
         if (!emitted.insert(ln->block + rest).second) continue;
         const Block& b = blocks.at(ln->block);
-        StoredTensor s;
-        s.key = prefix + ln->block + rest;
         const auto& per_layer = b.layers.at(rest);
-        const Shape& shape = per_layer.at(0).shape();
-        s.global_shape = shape;
-        s.global_shape.insert(s.global_shape.begin(), b.count);
-        for (const auto& [i, layer] : per_layer) {
-            MT_CHECK(layer.shape() == shape, name, ": layer ", i, " is ", layer.describe(),
-                     " but layer 0 is ", shape_str(shape), " (torch_dist stacks them)");
-            Shape offset(s.global_shape.size(), 0), chunk_shape = shape;
-            offset[0] = i;
-            chunk_shape.insert(chunk_shape.begin(), 1);
-            s.chunks.emplace_back(offset, layer.contiguous().view(chunk_shape));
-        }
-        out.push_back(std::move(s));
+        const Shape& shape = per_layer.at(0).front().global_shape;
+        Shape global_shape = shape;
+        global_shape.insert(global_shape.begin(), b.count);
+        StoredTensor& s = stored(prefix + ln->block + rest, global_shape);
+        for (const auto& [i, boxes] : per_layer)
+            for (const ShardedTensor& box : boxes) {
+                MT_CHECK(box.global_shape == shape, name, ": layer ", i, " is ",
+                         shape_str(box.global_shape), " but layer 0 is ", shape_str(shape),
+                         " (torch_dist stacks them)");
+                s.chunks.push_back(chunk(box, {i}));
+            }
     }
     return out;
 }
 
-std::vector<std::string> extra_state_keys(const NamedTensors& tensors) {
+std::vector<std::string> extra_state_keys(const ShardedTensors& tensors) {
     std::vector<std::string> keys;
     for (const auto& [block, b] : blocks_of(tensors)) {
         std::vector<std::string> modules;

@@ -10,14 +10,18 @@
 #include <utility>
 #include <vector>
 
+#include "mt/checkpoint.h"
 #include "mt/tensor.h"
 
 namespace mt::plugins::torch_dist {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+// Core-named pieces of tensors with their places in the whole ones; a name may come more than
+// once (a piece of several boxes, mt/checkpoint/reshard.h shard_boxes).
+using ShardedTensors = std::vector<std::pair<std::string, ShardedTensor>>;
 
 // A tensor as torch_dist stores it: key, global shape and the chunks (offset, data) one rank
-// writes (one per layer for stacked keys, else one).
+// writes (per layer for stacked keys, and per box of its piece).
 struct StoredTensor {
     std::string key;
     Shape global_shape;
@@ -28,15 +32,15 @@ struct StoredTensor {
 // MoE expert stacks (an extra expert axis) are an mt::Error ("not supported yet").
 NamedTensors unstack(const std::string& key, const Tensor& full);
 
-// The stored tensors of core-named whole tensors, each key prefixed by `prefix` (""; or
+// The stored tensors of core-named pieces, each key prefixed by `prefix` (""; or
 // "optimizer.state.exp_avg." for the optimizer's moments, which Megatron shards like their
 // parameters). Layers must be numbered 0..L-1 with the same tensors in each (mt::Error naming
 // the first gap otherwise).
-std::vector<StoredTensor> stack(const NamedTensors& tensors, const std::string& prefix = "");
+std::vector<StoredTensor> stack(const ShardedTensors& tensors, const std::string& prefix = "");
 
 // The `_extra_state` object keys Megatron-core asks for when loading into a model with these
 // tensors: "<block>.layers.<module>._extra_state/shard_<i>_<L>" for each layer's linear modules
 // and attention core (Transformer Engine modules keep FP8 metadata there; ours is None).
-std::vector<std::string> extra_state_keys(const NamedTensors& tensors);
+std::vector<std::string> extra_state_keys(const ShardedTensors& tensors);
 
 }  // namespace mt::plugins::torch_dist

@@ -1,5 +1,6 @@
 #include "torch_dist_optimizer.h"
 
+#include "mt/checkpoint/reshard.h"
 #include "mt/error.h"
 #include "mt/model.h"
 #include "torch_state.h"
@@ -63,12 +64,22 @@ PyValue optimizer_common_to_py(const OptimizerCheckpoint& optimizer) {
     return out;
 }
 
-std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer) {
+std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer,
+                                            const ShardedTensors& model) {
+    MT_CHECK(optimizer.params.size() == model.size(), "torch_dist: optimizer state for ",
+             optimizer.params.size(), " tensors, the model has ", model.size());
     std::vector<StoredTensor> out;
     for (const std::string& m : moment_names(optimizer.type)) {
-        NamedTensors tensors;
-        for (const OptimizerParamState& p : optimizer.params)
-            tensors.emplace_back(p.name, moment(p, m));
+        ShardedTensors tensors;
+        for (size_t i = 0; i < model.size(); ++i) {
+            const OptimizerParamState& p = optimizer.params[i];
+            const auto& [name, t] = model[i];
+            MT_CHECK(p.name == name || other_impl_name(p.name) == name,
+                     "torch_dist: optimizer state ", i, " is ", p.name, ", the model tensor ",
+                     name);
+            tensors.emplace_back(name,
+                                 ShardedTensor{moment(p, m), t.global_shape, t.global_offset});
+        }
         for (StoredTensor& s : stack(tensors, kMomentPrefix + m + ".")) out.push_back(std::move(s));
     }
     return out;

@@ -22,8 +22,10 @@ inline constexpr const char* kMomentPrefix = "optimizer.state.";
 // shared step.
 io::PyValue optimizer_common_to_py(const OptimizerCheckpoint& optimizer);
 
-// The moments as stored tensors, stacked like the model's.
-std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer);
+// The moments as stored tensors, stacked and cut like the model's: optimizer.params[i] holds
+// the moments of model[i] (a whole tensor, or one box of a piece).
+std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer,
+                                            const ShardedTensors& model);
 
 // The optimizer of a checkpoint from its common 'optimizer' entry and its moments, keyed
 // "<moment>.<core name>" (exp_avg.decoder.layers.0....). Parameters are `model`'s, in its order;

@@ -68,6 +68,47 @@ TEST(Reshard, RowSplitsDimensionOneAndReplicatedIsShared) {
     EXPECT_EQ(values(unshard_tensor({norm, norm}, {})), values(norm));
 }
 
+// The boxes of the whole each rank's piece covers (what torch_dist's per-rank files record):
+// their contents, laid end to end, are the rank's piece.
+TEST(Reshard, ShardBoxesPlaceEachRanksPieceInTheWhole) {
+    const ShardSpec fc1{Kind::column, 0, 2, true}, qkv{Kind::column, 0, 2}, row{Kind::row, 1, 1};
+    auto boxes = shard_boxes({8, 2}, fc1, 2, 1);
+    ASSERT_EQ(boxes.size(), 2u) << "SwiGLU: the gate rows and the up rows";
+    EXPECT_EQ(boxes[0].offset, (Shape{2, 0}));
+    EXPECT_EQ(boxes[1].offset, (Shape{6, 0}));
+    EXPECT_EQ(boxes[1].size, (Shape{2, 2}));
+    boxes = shard_boxes({6, 1}, qkv, 2, 1);
+    ASSERT_EQ(boxes.size(), 1u) << "QKV: whole query groups, one box";
+    EXPECT_EQ(boxes[0].offset, (Shape{3, 0}));
+    boxes = shard_boxes({2, 4}, row, 2, 1);
+    EXPECT_EQ(boxes[0].offset, (Shape{0, 2}));
+    EXPECT_EQ(boxes[0].size, (Shape{2, 2}));
+    boxes = shard_boxes({4}, {}, 2, 1);
+    EXPECT_EQ(boxes[0].size, (Shape{4})) << "replicated: the whole";
+
+    // A state of whole tensors: rank 1's share has fc1's two boxes (views of the whole, with
+    // their moments alike) and not the replicated norm, which is rank 0's alone.
+    const std::vector<ParameterInfo> params = {
+        {"decoder.layers.0.mlp.linear_fc1.weight", {8, 2}, DType::f32, fc1, true},
+        {"decoder.final_layernorm.weight", {4}, DType::f32, {}, false}};
+    CheckpointState whole;
+    OptimizerCheckpoint o;
+    for (const ParameterInfo& p : params) {
+        whole.model.emplace_back(p.name, ShardedTensor::whole(iota(p.shape)));
+        o.params.push_back({p.name, iota(p.shape), iota(p.shape), p.weight_decay});
+    }
+    whole.optimizer = o;
+    const CheckpointState share = tensor_parallel_boxes(whole, params, 2, 1);
+    ASSERT_EQ(share.model.size(), 2u);
+    ASSERT_EQ(share.optimizer->params.size(), 2u);
+    EXPECT_EQ(share.model[1].first, "decoder.layers.0.mlp.linear_fc1.weight");
+    EXPECT_EQ(share.model[1].second.global_offset, (Shape{6, 0}));
+    EXPECT_EQ(share.model[1].second.global_shape, (Shape{8, 2}));
+    EXPECT_EQ(values(share.model[1].second.local), (std::vector<double>{12, 13, 14, 15}));
+    EXPECT_EQ(values(share.optimizer->params[0].exp_avg), (std::vector<double>{4, 5, 6, 7}));
+    EXPECT_EQ(tensor_parallel_boxes(whole, params, 2, 0).model.size(), 3u);
+}
+
 TEST(Reshard, VocabTablesAreTruncatedOrPaddedWithTheLastRow) {
     const Tensor table = iota({3, 2});
     EXPECT_EQ(values(resize_vocab_rows(table, 2)), (std::vector<double>{0, 1, 2, 3}));

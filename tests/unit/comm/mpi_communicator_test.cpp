@@ -1,7 +1,7 @@
 // The mpi plugin under mpirun (2 and 4 ranks): every collective against values computed
-// locally, the along-dimension collectives, point to point with tags, asynchronous forms,
-// split and bytes_sent. Every rank runs every test; values are small integers so that sums
-// are exact whatever order MPI adds them in.
+// locally, the along-dimension collectives, byte strings, point to point with tags,
+// asynchronous forms, split and bytes_sent. Every rank runs every test; values are small integers
+// so that sums are exact whatever order MPI adds them in.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -158,6 +158,23 @@ TEST(MpiCommunicator, BroadcastFromEveryRoot) {
         }
     Tensor t = Tensor::zeros({1}, DType::f32);
     EXPECT_THROW(comm.broadcast(t, comm.size()), mt::Error);
+}
+
+TEST(MpiCommunicator, ByteStringsOfDifferentLengths) {
+    mt::Communicator& c = world();
+    // Rank r sends r * 3 bytes (rank 0 none), with a zero byte inside.
+    std::string mine(size_t(c.rank()) * 3, char('a' + c.rank()));
+    if (!mine.empty()) mine[0] = '\0';
+    const std::vector<std::string> all = mt::parallel::all_gather_bytes(c, mine);
+    ASSERT_EQ(all.size(), size_t(c.size()));
+    for (int r = 0; r < c.size(); ++r) {
+        std::string want(size_t(r) * 3, char('a' + r));
+        if (!want.empty()) want[0] = '\0';
+        EXPECT_EQ(all[size_t(r)], want) << "rank " << r;
+    }
+    const int root = c.size() - 1;
+    EXPECT_EQ(mt::parallel::broadcast_bytes(c, c.rank() == root ? "/tmp/iter.tmp.42" : "x", root),
+              "/tmp/iter.tmp.42");
 }
 
 TEST(MpiCommunicator, AllToAllWithUnequalCounts) {

@@ -30,6 +30,18 @@ MT_API Shape shard_shape(const Shape& whole, const ShardSpec& spec, int64_t tens
 MT_API Tensor shard_tensor(const Tensor& whole, const ShardSpec& spec, int64_t tensor_parallel,
                            int64_t rank);
 
+// A box of a whole tensor: elements [offset, offset + size) in every dimension.
+struct ShardBox {
+    Shape offset, size;
+};
+
+// The boxes of the whole tensor that rank `rank`'s piece covers, in the piece's order along the
+// split dimension: one (a replicated tensor's whole, a column/row/vocab slice, QKV's whole query
+// groups), or with split_each_group one per group (SwiGLU's [gate_r; up_r]: a box of the gate
+// rows and one of the up rows), as Megatron-core's sharded state dict describes them.
+MT_API std::vector<ShardBox> shard_boxes(const Shape& whole, const ShardSpec& spec,
+                                         int64_t tensor_parallel, int64_t rank);
+
 // The whole tensor from every rank's piece (in rank order); the inverse of shard_tensor. Pieces
 // of a replicated tensor must be equal, and the first one is returned.
 MT_API Tensor unshard_tensor(const std::vector<Tensor>& pieces, const ShardSpec& spec);
@@ -84,6 +96,16 @@ MT_API Tensor in_own_storage(const Tensor& t);
 // optimizer moments): each tensor named after a parameter of `params` (either norm spelling) is
 // cut by its shard spec; anything else travels as is.
 MT_API CheckpointState tensor_parallel_piece(const CheckpointState& whole,
+                                             const std::vector<ParameterInfo>& params,
+                                             int64_t tensor_parallel, int64_t rank);
+
+// What tensor rank `rank` of `tensor_parallel` writes of a state of whole tensors when every rank
+// writes its own part (torch_dist): each tensor named after a parameter of `params` becomes its
+// shard_boxes, each a ShardedTensor viewing the whole (local: the box, global_offset: its
+// place), a tensor of several boxes listed once per box under its name; a replicated tensor is
+// rank 0's alone (Megatron writes the main replica only). The optimizer's moments follow their
+// parameters box for box, so optimizer->params[i] is model[i]'s. Anything else is rank 0's.
+MT_API CheckpointState tensor_parallel_boxes(const CheckpointState& whole,
                                              const std::vector<ParameterInfo>& params,
                                              int64_t tensor_parallel, int64_t rank);
 

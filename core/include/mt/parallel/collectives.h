@@ -1,8 +1,12 @@
 // Gathers and scatters along any dimension, built on the communicators' dim-0 collectives:
 // Megatron's sequence parallelism gathers and reduce-scatters (B, T, H) activations along T.
+// Also byte strings (checkpoint metadata) gathered and broadcast.
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "mt/api.h"
 #include "mt/communicator.h"
@@ -23,5 +27,10 @@ MT_API Tensor reduce_scatter_along(Communicator& comm, const Tensor& in, int64_t
 // This rank's slice along `dim` (in.size(dim) a multiple of comm.size()) as a contiguous copy;
 // no communication.
 MT_API Tensor split_along(const Communicator& comm, const Tensor& in, int64_t dim);
+
+// Byte strings between ranks (checkpoint metadata, paths): every rank's `bytes`, in rank order;
+// and the root's `bytes` on every rank.
+MT_API std::vector<std::string> all_gather_bytes(Communicator& comm, std::string_view bytes);
+MT_API std::string broadcast_bytes(Communicator& comm, std::string bytes, int root);
 
 }  // namespace mt::parallel
