@@ -1,7 +1,8 @@
 // megatron-train under mpirun through its binary: TP2 x DP2 with sequence parallelism and the
 // distributed optimizer prints the one-process loss curve (once, on the last rank); a checkpoint
 // saved at TP2 x DP2 resumes at TP1 with the uninterrupted one-process losses and the reverse,
-// in both formats (torch_dist written by each tensor rank, torch with distrib_optim.pt); the ranks
+// in both formats (torch_dist written by every rank, the distributed optimizer's state as
+// megatron-core's fully_sharded_model_space; torch with distrib_optim.pt); the ranks
 // agree on when to stop; an error stops every rank with the rank named.
 #include <gtest/gtest.h>
 
@@ -31,6 +32,13 @@ std::string make_dataset(const TempDir& dir) {
                  " readers.\"}\n";
     return mt::test::tiny_gpt2_dataset(dir, jsonl);
 }
+
+// Llama style: RMSNorm, SwiGLU (whose fc1 a tensor rank holds as two boxes of the whole), GQA,
+// RoPE, untied output.
+const char* kLlama =
+    " --normalization RMSNorm --swiglu --ffn-hidden-size 64 --group-query-attention"
+    " --num-query-groups 2 --disable-bias-linear --position-embedding-type rope"
+    " --untie-embeddings-and-output-weights";
 
 // Dropout off: tensor-parallel ranks draw their own dropout masks. The padded vocabulary is a
 // multiple of --make-vocab-size-divisible-by x tp (Megatron's rule), 256 rows at TP1 and TP2.
@@ -113,12 +121,12 @@ TEST_F(ParallelTrain, CheckpointsResumeAcrossLayouts) {
                                 " --save-interval 3 --exit-interval 3");
         ASSERT_EQ(save.exit_code, 0) << save.output;
         if (std::string(format) == "torch_dist") {
-            // Each tensor rank's data-parallel rank 0 (global ranks 0 and 1) writes its pieces.
+            // Each tensor rank's data-parallel rank 0 (global ranks 0 and 1) writes its model
+            // pieces, and every rank the distributed optimizer's ranges it updates.
             const fs::path iter = wide / "iter_0000003";
-            EXPECT_TRUE(fs::exists(iter / "__0_0.distcp"));
-            EXPECT_TRUE(fs::exists(iter / "__1_0.distcp"));
-            EXPECT_FALSE(fs::exists(iter / "__2_0.distcp"));
-            EXPECT_FALSE(fs::exists(iter / "__3_0.distcp"));
+            for (const char* file :
+                 {"__0_0.distcp", "__1_0.distcp", "__2_0.distcp", "__3_0.distcp"})
+                EXPECT_TRUE(fs::exists(iter / file)) << file;
         }
         if (std::string(format) == "torch") {
             EXPECT_TRUE(fs::exists(wide / "iter_0000003" / "mp_rank_00" / "model_optim_rng.pt"));
@@ -144,6 +152,23 @@ TEST_F(ParallelTrain, CheckpointsResumeAcrossLayouts) {
         EXPECT_EQ(resumed_wide.size(), 3u) << back.output;
         expect_same(resumed_wide, single_, back.output);
     }
+}
+
+TEST_F(ParallelTrain, LlamaDistributedOptimizerRangesResumeAtOneRank) {
+    // torch_dist with the distributed optimizer's ranges (three buckets), SwiGLU's fc1 split
+    // into gate and up boxes on each tensor rank.
+    auto single = run_command(train(dir_, data_, 1, 1) + kLlama);
+    ASSERT_EQ(single.exit_code, 0) << single.output;
+    const auto want = losses(single.output);
+    const fs::path save = dir_ / "llama";
+    auto wide = run_command(train(dir_, data_, 4, 2) + kLlama + " --ddp-bucket-size 3000 --save " +
+                            q(save) + " --save-interval 3 --exit-interval 3");
+    ASSERT_EQ(wide.exit_code, 0) << wide.output;
+    auto narrow = run_command(train(dir_, data_, 1, 1) + kLlama + " --load " + q(save));
+    ASSERT_EQ(narrow.exit_code, 0) << narrow.output;
+    const auto resumed = losses(narrow.output);
+    EXPECT_EQ(resumed.size(), 3u) << narrow.output;
+    expect_same(resumed, want, narrow.output);
 }
 
 TEST_F(ParallelTrain, RanksAgreeOnStoppingAndSaveTogether) {

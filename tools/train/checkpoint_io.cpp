@@ -82,7 +82,11 @@ void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
                     flags.ckpt_format.c_str());
         std::fflush(stdout);
     }
-    const CheckpointState state = train::capture_checkpoint(parts, options);
+    train::CaptureOptions capture = options;
+    // A format whose ranks write what they hold takes the distributed optimizer's shards as
+    // they are (megatron-core's fully_sharded_model_space), not gathered.
+    capture.optimizer_shards = format.saves_collectively();
+    const CheckpointState state = train::capture_checkpoint(parts, capture);
     if (format.saves_collectively()) {
         // Megatron's sharded save: data-parallel rank 0 of each tensor rank writes its pieces
         // (the main replica), replicated tensors only tensor rank 0.

@@ -47,6 +47,23 @@ struct OptimizerParamState {
     bool weight_decay = true;  // Megatron's wd_mult 1 group, else wd_mult 0
 };
 
+// A box of a whole tensor: elements [offset, offset + size) in every dimension.
+struct ShardBox {
+    Shape offset, size;
+};
+
+// The distributed optimizer's own range of one parameter, for formats whose ranks write the
+// shards they keep (torch_dist's fully_sharded_model_space): elements [begin, end) of this
+// rank's tensor-parallel piece of the parameter, flattened. The piece lies in the whole
+// parameter as `boxes` say (mt/checkpoint/reshard.h shard_boxes), in the piece's order.
+struct OptimizerShard {
+    std::string name;  // the parameter's Megatron-core name
+    Shape global_shape;
+    std::vector<ShardBox> boxes;
+    int64_t begin = 0, end = 0;
+    Tensor main_param, exp_avg, exp_avg_sq;  // f32 [end - begin]
+};
+
 struct OptimizerCheckpoint {
     std::string type = "adam";        // "adam" | "sgd"
     int64_t step = 0;                 // updates taken (torch keeps it per parameter)
@@ -54,6 +71,10 @@ struct OptimizerCheckpoint {
     double max_lr = 0, min_lr = 0;
     double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, momentum = 0.9;
     std::vector<OptimizerParamState> params;  // in the model's parameter order
+    // Saving with the distributed optimizer's shards kept where they are: this rank's ranges,
+    // whose moments then stand for params' (which name the parameters and groups, their
+    // moments undefined). Empty otherwise, and always when loaded.
+    std::vector<OptimizerShard> shards;
 };
 
 // Megatron's OptimizerParamScheduler.state_dict() (WSD settings are not stored, as in Megatron).

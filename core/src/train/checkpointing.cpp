@@ -126,6 +126,31 @@ void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& pa
     parts.optimizer.set_config(config);
 }
 
+// The distributed optimizer's ranges on this rank (main replicas only), sharing the run's
+// tensors: optimizer.first()[i] and second()[i] are the moments of shard()[i].
+std::vector<OptimizerShard> own_shards(const TrainingParts& parts) {
+    const parallel::GradBuffer& buffer = *parts.grad_buffer;
+    std::vector<OptimizerShard> out;
+    for (size_t i = 0; i < buffer.shard().size(); ++i) {
+        const auto& piece = buffer.shard()[i];
+        const nn::Parameter& p = *piece.param;
+        const bool replicated = p.tp_size == 1 || p.shard.kind == ShardSpec::Kind::replicated;
+        if (replicated && p.tp_rank != 0) continue;
+        OptimizerShard s;
+        s.name = p.name;
+        s.global_shape = p.whole_shape;
+        s.boxes = shard_boxes(p.whole_shape, p.shard, replicated ? 1 : p.tp_size,
+                              replicated ? 0 : p.tp_rank);
+        s.begin = piece.param_begin;
+        s.end = piece.param_end;
+        s.main_param = buffer.view(buffer.values(), piece);
+        s.exp_avg = parts.optimizer.first()[i];
+        s.exp_avg_sq = parts.optimizer.second()[i];
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
 }  // namespace
 
 std::string lr_decay_style_name(optim::LrDecayStyle style) {
@@ -183,15 +208,23 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
         opt.eps = c.adam_eps;
         opt.momentum = c.sgd_momentum;
         const auto params = parts.model.parameters();
-        const auto moments = local_moments(parts);
+        const bool shards = o.optimizer_shards && distributed_optimizer(parts);
+        MT_CHECK(!shards || opt.type == "adam",
+                 "not supported yet: saving the distributed optimizer's shards of ", opt.type);
+        const auto moments =
+            shards ? std::vector<std::pair<Tensor, Tensor>>() : local_moments(parts);
         for (size_t i = 0; i < params.size(); ++i) {
             OptimizerParamState ps;
             ps.name = params[i]->name;
-            ps.exp_avg = whole_of(parts, *params[i], moments[i].first);
-            if (opt.type == "adam") ps.exp_avg_sq = whole_of(parts, *params[i], moments[i].second);
             ps.weight_decay = params[i]->weight_decay;
+            if (!shards) {
+                ps.exp_avg = whole_of(parts, *params[i], moments[i].first);
+                if (opt.type == "adam")
+                    ps.exp_avg_sq = whole_of(parts, *params[i], moments[i].second);
+            }
             opt.params.push_back(std::move(ps));
         }
+        if (shards) opt.shards = own_shards(parts);
         s.optimizer = std::move(opt);
 
         SchedulerCheckpoint sch;

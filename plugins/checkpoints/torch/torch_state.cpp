@@ -146,25 +146,6 @@ PyValue optimizer_to_py(const OptimizerCheckpoint& o) {
     return out;
 }
 
-// DistributedOptimizer.state_dict(): the groups without parameter ids, each with the step (the
-// moments go to distrib_optim.pt).
-PyValue distributed_optimizer_to_py(const OptimizerCheckpoint& o) {
-    const PyValue torch_sd = optimizer_to_py(o);
-    PyValue groups = PyValue::list();
-    for (const PyValue& g : torch_sd["param_groups"].items()) {
-        PyValue copy = PyValue::dict();
-        for (const auto& [k, v] : g.dict_ref().items)
-            if (k.as_string() != "params") copy.dict_ref().set(k, v);
-        copy.dict_ref().set("step", PyValue::real(double(o.step)));
-        groups.items().push_back(std::move(copy));
-    }
-    PyValue inner = PyValue::dict();
-    inner.dict_ref().set("param_groups", std::move(groups));
-    PyValue out = PyValue::dict();
-    out.dict_ref().set("optimizer", std::move(inner));
-    return out;
-}
-
 PyValue scheduler_to_py(const SchedulerCheckpoint& s) {
     PyValue d = PyValue::dict();
     auto& m = d.dict_ref();
@@ -322,6 +303,27 @@ SchedulerCheckpoint scheduler_from_py(const PyValue& d, const std::string& file)
 }
 
 }  // namespace
+
+PyValue distributed_optimizer_to_py(const OptimizerCheckpoint& o) {
+    // The groups alone: no per-parameter state (whose moments may live in shards).
+    OptimizerCheckpoint groups_only = o;
+    groups_only.step = 0;
+    groups_only.shards.clear();
+    const PyValue torch_sd = optimizer_to_py(groups_only);
+    PyValue groups = PyValue::list();
+    for (const PyValue& g : torch_sd["param_groups"].items()) {
+        PyValue copy = PyValue::dict();
+        for (const auto& [k, v] : g.dict_ref().items)
+            if (k.as_string() != "params") copy.dict_ref().set(k, v);
+        copy.dict_ref().set("step", PyValue::real(double(o.step)));
+        groups.items().push_back(std::move(copy));
+    }
+    PyValue inner = PyValue::dict();
+    inner.dict_ref().set("param_groups", std::move(groups));
+    PyValue out = PyValue::dict();
+    out.dict_ref().set("optimizer", std::move(inner));
+    return out;
+}
 
 PyValue to_py(const CheckpointState& s) {
     io::PyObject ns;

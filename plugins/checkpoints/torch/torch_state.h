@@ -19,6 +19,11 @@ inline constexpr const char* kDropoutRngKey = "megatron_cpp_dropout_rng_state";
 
 io::PyValue to_py(const CheckpointState& state);
 
+// DistributedOptimizer.state_dict(): {'optimizer': {'param_groups': [...]}}, the groups without
+// parameter ids, each with the step (the moments live elsewhere: distrib_optim.pt, or
+// torch_dist's sharded keys).
+io::PyValue distributed_optimizer_to_py(const OptimizerCheckpoint& optimizer);
+
 // Reads a file written by us or by Megatron (`file` names it in errors). Parameters are paired
 // with optimizer state by Megatron's numbering: model keys in order, split into the wd_mult 1
 // and 0 groups by Megatron's default rule (".bias" or 1-D: no weight decay).

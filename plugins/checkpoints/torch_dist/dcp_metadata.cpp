@@ -143,6 +143,17 @@ DcpMetadata parse(const PyValue& root) {
         }
         m.entries.push_back(std::move(e));
     }
+    // megatron-core's per-tensor data: the original shape of tensors stored flattened.
+    if (const PyValue* mcore = root.find("mcore_data"); mcore && mcore->kind() == PyKind::dict)
+        for (const auto& [key, data] : mcore->dict_ref().items) {
+            if (key.kind() != PyKind::string || data.kind() != PyKind::dict) continue;
+            const PyValue* orig = data.find("nd_reformulated_orig_global_shape");
+            if (!orig) continue;
+            for (DcpEntry& e : m.entries)
+                if (e.fqn == key.as_string())
+                    e.flattened_from =
+                        shape_of(*orig, e.fqn + " nd_reformulated_orig_global_shape");
+        }
     return m;
 }
 
@@ -224,7 +235,13 @@ PyValue to_py(const DcpMetadata& m) {
         f.dict_ref().set("chunks", std::move(chunks));
         sdm.dict_ref().set(e.fqn,
                            dataclass(kMetadataModule, "TensorStorageMetadata", std::move(f)));
-        mcore.dict_ref().set(e.fqn, PyValue::dict());
+        PyValue data = PyValue::dict();
+        if (!e.flattened_from.empty()) {
+            PyValue orig = PyValue::tuple();
+            for (int64_t d : e.flattened_from) orig.items().push_back(PyValue::integer(d));
+            data.dict_ref().set("nd_reformulated_orig_global_shape", std::move(orig));
+        }
+        mcore.dict_ref().set(e.fqn, std::move(data));
     }
     PyValue f = PyValue::dict();
     f.dict_ref().set("state_dict_metadata", std::move(sdm));
@@ -281,7 +298,8 @@ Shape shape_of(const PyValue& list) {
 
 }  // namespace
 
-// [fqn, bytes, dtype, size, [[offsets, sizes, path, offset, length], ...]] per entry.
+// [fqn, bytes, dtype, size, [[offsets, sizes, path, offset, length], ...], flattened_from] per
+// entry.
 std::string encode_entries(const std::vector<DcpEntry>& entries) {
     PyValue out = PyValue::list();
     for (const DcpEntry& e : entries) {
@@ -293,7 +311,7 @@ std::string encode_entries(const std::vector<DcpEntry>& entries) {
                                                     PyValue::integer(int64_t(c.where.length))}));
         out.items().push_back(PyValue::list({PyValue::string(e.fqn), PyValue::boolean(e.bytes),
                                              PyValue::integer(int64_t(e.dtype)), int_list(e.size),
-                                             std::move(chunks)}));
+                                             std::move(chunks), int_list(e.flattened_from)}));
     }
     return io::write_pickle(out).data;
 }
@@ -314,6 +332,7 @@ std::vector<DcpEntry> decode_entries(std::string_view bytes) {
                                 DcpLocation{g.at(2).as_string(), uint64_t(g.at(3).as_int()),
                                             uint64_t(g.at(4).as_int())}});
         }
+        e.flattened_from = shape_of(f.at(5));
         out.push_back(std::move(e));
     }
     return out;
@@ -331,7 +350,8 @@ void merge_entries(DcpMetadata& into, std::vector<DcpEntry> entries) {
             return x.bytes ? std::string("bytes")
                            : shape_str(x.size) + " " + std::string(dtype_name(x.dtype));
         };
-        MT_CHECK(it->bytes == e.bytes && (e.bytes || (it->dtype == e.dtype && it->size == e.size)),
+        MT_CHECK(it->bytes == e.bytes && (e.bytes || (it->dtype == e.dtype && it->size == e.size &&
+                                                      it->flattened_from == e.flattened_from)),
                  "torch_dist: ranks disagree on ", e.fqn, ": ", what(e), " and ", what(*it));
         for (DcpChunk& c : e.chunks) it->chunks.push_back(std::move(c));
     }

@@ -36,6 +36,10 @@ struct DcpEntry {
     DType dtype = DType::f32;      // tensors only
     Shape size;                    // tensors only: the global shape
     std::vector<DcpChunk> chunks;  // tensors: the stored boxes; bytes: one, offsets empty
+    // A tensor megatron-core stored flattened (the distributed optimizer's ranges: global shape
+    // [chunks per dimension..., elements per chunk], see torch_dist_flattened.h): the original
+    // global shape, its mcore_data 'nd_reformulated_orig_global_shape'. Empty otherwise.
+    Shape flattened_from;
 };
 
 struct DcpMetadata {

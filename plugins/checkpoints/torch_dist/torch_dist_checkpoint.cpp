@@ -9,11 +9,13 @@
 
 #include "dcp_metadata.h"
 #include "dcp_storage.h"
+#include "mt/checkpoint/checkpoint_args.h"
 #include "mt/communicator.h"
 #include "mt/error.h"
 #include "mt/io/atomic_file.h"
 #include "mt/io/torch_file.h"
 #include "mt/parallel/collectives.h"
+#include "torch_dist_flattened.h"
 #include "torch_dist_keys.h"
 #include "torch_dist_optimizer.h"
 #include "torch_layout.h"
@@ -163,9 +165,17 @@ void TorchDistCheckpoint::save_collective(const std::filesystem::path& dir,
                  "torch_dist: ", name, " is a ", t.local.describe(), " piece of ",
                  shape_str(t.global_shape), " at ", shape_str(t.global_offset));
     std::vector<StoredTensor> stored = stack(share.model);
-    if (share.optimizer)
+    const bool shards = share.optimizer && !share.optimizer->shards.empty();
+    if (shards) {
+        const auto layers = int_arg(share.args, "num_layers");
+        MT_CHECK(layers.has_value(), "torch_dist: the distributed optimizer's shards need the ",
+                 "args' num_layers");
+        for (StoredTensor& s : flattened_optimizer_shards(share.optimizer->shards, *layers))
+            stored.push_back(std::move(s));
+    } else if (share.optimizer) {
         for (StoredTensor& s : optimizer_moments(*share.optimizer, share.model))
             stored.push_back(std::move(s));
+    }
 
     // Rank 0 makes the temporary iteration directory; every rank writes its file into it.
     const fs::path tmp = parallel::broadcast_bytes(
@@ -188,6 +198,7 @@ void TorchDistCheckpoint::save_collective(const std::filesystem::path& dir,
             e.fqn = s.key;
             e.dtype = s.chunks.front().second.dtype();
             e.size = s.global_shape;
+            e.flattened_from = s.flattened_from;
             for (const auto& [offset, t] : s.chunks)
                 e.chunks.push_back({offset, t.shape(), data.add_tensor(t)});
             entries.push_back(std::move(e));
@@ -201,8 +212,20 @@ void TorchDistCheckpoint::save_collective(const std::filesystem::path& dir,
     DcpMetadata meta;
     for (const std::string& index : indexes) merge_entries(meta, decode_entries(index));
     PyValue common = common_to_py(share);
-    if (share.optimizer)
+    if (shards) {
+        // DistributedOptimizer.sharded_state_dict's plain part, and the content metadata that
+        // tells a loader how the state is sharded.
+        PyValue optimizer = torch_ckpt::distributed_optimizer_to_py(*share.optimizer);
+        optimizer.dict_ref().set("param_state_sharding_type",
+                                 PyValue::string(kFullyShardedModelSpace));
+        common.dict_ref().set("optimizer", std::move(optimizer));
+        PyValue content = PyValue::dict();
+        content.dict_ref().set("distrib_optim_sharding_type",
+                               PyValue::string(kFullyShardedModelSpace));
+        common.dict_ref().set("content_metadata", std::move(content));
+    } else if (share.optimizer) {
         common.dict_ref().set("optimizer", optimizer_common_to_py(*share.optimizer));
+    }
     io::save_torch_file(tmp / kCommonName, common);
     write_dcp_metadata(tmp / kDcpMetadataName, meta);
     io::AtomicFile config(tmp / kConfigName);
@@ -244,8 +267,14 @@ CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
         }
         const std::string rest = e.fqn.substr(std::strlen(kMomentPrefix));
         const size_t dot = rest.find('.');
-        for (auto& [name, t] : unstack(rest.substr(dot + 1), read_dcp_tensor(iter, e)))
-            moments.emplace_back(rest.substr(0, dot + 1) + name, t);
+        // The distributed optimizer's fp32 master weights are the model's own in an fp32 run.
+        if (rest.starts_with("fp32_param.") && !bool_arg(state.args, "fp16") &&
+            !bool_arg(state.args, "bf16"))
+            continue;
+        Tensor t = read_dcp_tensor(iter, e);
+        if (!e.flattened_from.empty()) t = unflatten(t, e.flattened_from, e.fqn);
+        for (auto& [name, piece] : unstack(rest.substr(dot + 1), t))
+            moments.emplace_back(rest.substr(0, dot + 1) + name, piece);
     }
     order_by_layer(state.model);
     // An optimizer layout not read yet leaves the model loadable (generation, conversion);

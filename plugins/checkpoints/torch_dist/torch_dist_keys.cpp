@@ -100,6 +100,12 @@ std::map<std::string, Block> blocks_of(const ShardedTensors& tensors) {
 
 }  // namespace
 
+std::pair<std::string, std::optional<int64_t>> sharded_key(const std::string& name) {
+    auto ln = parse_layer(name);
+    if (!ln) return {name, std::nullopt};
+    return {ln->block + te_name(ln->rest), ln->layer};
+}
+
 NamedTensors unstack(const std::string& key, const Tensor& full) {
     const char* block = stacked_block(key);
     if (!block) return {{key, full}};

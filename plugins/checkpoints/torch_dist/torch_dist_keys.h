@@ -6,6 +6,7 @@
 // `_extra_state` object.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,7 +27,12 @@ struct StoredTensor {
     std::string key;
     Shape global_shape;
     std::vector<std::pair<Shape, Tensor>> chunks;
+    Shape flattened_from;  // stored flattened: the original global shape (DcpEntry's)
 };
+
+// The torch_dist key of a core name and, for a stacked layer, its layer: "decoder.layers.3.
+// input_layernorm.weight" -> ("decoder.layers.self_attention.linear_qkv.layer_norm_weight", 3).
+std::pair<std::string, std::optional<int64_t>> sharded_key(const std::string& name);
 
 // The core-named tensors of a whole stored tensor: a stacked key splits into one view per layer.
 // MoE expert stacks (an extra expert axis) are an mt::Error ("not supported yet").

@@ -3,6 +3,7 @@
 #include "mt/checkpoint/reshard.h"
 #include "mt/error.h"
 #include "mt/model.h"
+#include "torch_dist_flattened.h"
 #include "torch_state.h"
 
 namespace mt::plugins::torch_dist {
@@ -89,19 +90,28 @@ OptimizerCheckpoint optimizer_from_py(
     const PyValue& common, const NamedTensors& moments,
     const std::vector<std::pair<std::string, ShardedTensor>>& model, int64_t iteration,
     const std::string& where) {
-    if (const PyValue* meta = common.find("content_metadata"))
-        MT_CHECK(!(meta->kind() == PyKind::dict && meta->find("distrib_optim_sharding_type")),
-                 "not supported yet: the distributed optimizer's state in ", where);
+    if (const PyValue* meta = common.find("content_metadata"); meta && meta->kind() == PyKind::dict)
+        if (const PyValue* type = meta->find("distrib_optim_sharding_type"))
+            MT_CHECK(type->kind() == PyKind::string && type->as_string() == kFullyShardedModelSpace,
+                     "not supported yet: the distributed optimizer's ", io::repr(*type),
+                     " state in ", where, " (megatron-core writes ", kFullyShardedModelSpace,
+                     " unless --no-ckpt-fully-parallel-save)");
     for (const auto& [name, t] : moments)
         MT_CHECK(name.starts_with("exp_avg.") || name.starts_with("exp_avg_sq.") ||
                      name.starts_with("momentum_buffer."),
                  "not supported yet: optimizer state ", kMomentPrefix, name, " in ", where,
                  " (master weights of fp16/bf16 training or the distributed optimizer)");
-    const PyValue& opt = common["optimizer"];
-    MT_CHECK(opt.kind() == PyKind::dict && opt.find("param_groups") && opt.find("state") &&
-                 opt["param_groups"].kind() == PyKind::list && !opt["param_groups"].items().empty(),
+    // FP32Optimizer: torch's state dict (the step in state.common_step); DistributedOptimizer:
+    // {'optimizer': {'param_groups'}, 'param_state_sharding_type'}, the step in each group.
+    const PyValue& top = common["optimizer"];
+    const bool distributed = top.kind() == PyKind::dict && top.find("param_state_sharding_type");
+    const PyValue& opt = distributed ? top["optimizer"] : top;
+    MT_CHECK(opt.kind() == PyKind::dict && opt.find("param_groups") &&
+                 (distributed || opt.find("state")) && opt["param_groups"].kind() == PyKind::list &&
+                 !opt["param_groups"].items().empty(),
              "not supported yet: the optimizer layout of ", where,
-             " (several chained optimizers, or not Megatron's FP32Optimizer)");
+             " (several chained optimizers, or neither Megatron's FP32Optimizer nor its "
+             "DistributedOptimizer)");
 
     OptimizerCheckpoint o;
     const auto& groups = opt["param_groups"].items();
@@ -119,8 +129,12 @@ OptimizerCheckpoint optimizer_from_py(
         }
         if (const PyValue* m = g.find("momentum")) o.momentum = m->as_double();
     }
-    if (const PyValue* step = opt["state"].find("common_step"))
+    if (distributed) {
+        if (const PyValue* step = groups[0].find("step"))
+            o.step = int64_t(step_value(*step, where));
+    } else if (const PyValue* step = opt["state"].find("common_step")) {
         o.step = int64_t(step_value(*step, where));
+    }
     // SGD keeps no step count: its iterations are the updates taken (as the torch format).
     if (o.type == "sgd") o.step = iteration;
 

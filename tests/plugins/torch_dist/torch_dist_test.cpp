@@ -270,6 +270,87 @@ TEST(TorchDist, LocalSpecNormsAreStoredUnderTransformerEngineNames) {
     expect_same_state(format.load(dir.path()), state);
 }
 
+// The moments of `a` and `b` are the same, parameter by parameter.
+void expect_same_moments(const CheckpointState& a, const CheckpointState& b) {
+    ASSERT_TRUE(a.optimizer && b.optimizer);
+    EXPECT_EQ(a.optimizer->step, b.optimizer->step);
+    ASSERT_EQ(a.optimizer->params.size(), b.optimizer->params.size());
+    for (size_t i = 0; i < a.optimizer->params.size(); ++i) {
+        const auto &x = a.optimizer->params[i], &y = b.optimizer->params[i];
+        EXPECT_EQ(x.name, y.name);
+        EXPECT_EQ(x.weight_decay, y.weight_decay) << x.name;
+        EXPECT_TRUE(same_bytes(x.exp_avg.contiguous(), y.exp_avg.contiguous())) << x.name;
+        EXPECT_TRUE(same_bytes(x.exp_avg_sq.contiguous(), y.exp_avg_sq.contiguous())) << x.name;
+    }
+}
+
+// megatron-core's DistributedOptimizer at TP2 x DP2 saved Megatron's gpt2 state in its default
+// layout, fully_sharded_model_space (each rank's ranges flattened; made by
+// make_tp2_save_and_check.sh with MT_WRITE_DISTOPT_FIXTURE=1): it reads as the FP32Optimizer
+// checkpoint the state came from (gpt2_tp1), its learning rate the one Megatron's scheduler set
+// on loading it.
+TEST(TorchDist, ReadsMegatronsDistributedOptimizerRanges) {
+    TorchDistCheckpoint format;
+    const CheckpointState want = format.load(fixture("gpt2_tp1"));
+    const CheckpointState got = format.load(fixture("gpt2_distopt_tp2_dp2"));
+    ASSERT_TRUE(got.optimizer) << got.optimizer_not_loaded;
+    ASSERT_EQ(got.model.size(), want.model.size());
+    for (size_t i = 0; i < want.model.size(); ++i) {
+        EXPECT_EQ(got.model[i].first, want.model[i].first);
+        EXPECT_TRUE(same_bytes(got.model[i].second.local, want.model[i].second.local))
+            << want.model[i].first;
+    }
+    expect_same_moments(got, want);
+    EXPECT_NEAR(got.optimizer->lr, 0.000989162543, 1e-12);
+    // fc1 [2 layers, 64, 16] at TP2: a grid of [2, 2, 1] pieces of 32 x 16, flattened.
+    const DcpMetadata meta =
+        read_dcp_metadata(fixture("gpt2_distopt_tp2_dp2") / "iter_0000007" / ".metadata");
+    const DcpEntry* fc1 = meta.find("optimizer.state.exp_avg.decoder.layers.mlp.linear_fc1.weight");
+    ASSERT_NE(fc1, nullptr);
+    EXPECT_EQ(fc1->flattened_from, (Shape{2, 64, 16}));
+    EXPECT_EQ(fc1->size, (Shape{2, 2, 1, 512}));
+}
+
+// Our writer of the distributed optimizer's ranges: every parameter's state in two ranges (as
+// two data-parallel ranks keep it), read back as the whole moments.
+TEST(TorchDist, DistributedOptimizerRangesRoundTrip) {
+    TorchDistCheckpoint format;
+    CheckpointState state = format.load(fixture("gpt2_tp1"));
+    state.args.emplace_back("use_distributed_optimizer", true);
+    OptimizerCheckpoint& o = *state.optimizer;
+    for (size_t i = 0; i < state.model.size(); ++i) {
+        const Tensor& whole = state.model[i].second.local;
+        const int64_t n = whole.numel(), half = n / 2 + 1;
+        for (auto [begin, end] : {std::pair{int64_t(0), half}, std::pair{half, n}}) {
+            if (begin >= end) continue;
+            OptimizerShard s;
+            s.name = state.model[i].first;
+            s.global_shape = whole.shape();
+            s.boxes = {{Shape(whole.dim(), 0), whole.shape()}};
+            s.begin = begin;
+            s.end = end;
+            s.main_param = whole.contiguous().view({n}).slice(0, begin, end);
+            s.exp_avg = o.params[i].exp_avg.contiguous().view({n}).slice(0, begin, end);
+            s.exp_avg_sq = o.params[i].exp_avg_sq.contiguous().view({n}).slice(0, begin, end);
+            o.shards.push_back(s);
+        }
+    }
+    TempDir dir;
+    format.save(dir.path(), state);
+    const CheckpointState back = format.load(dir.path());
+    ASSERT_TRUE(back.optimizer) << back.optimizer_not_loaded;
+    state.optimizer->shards.clear();
+    expect_same_moments(back, state);
+    EXPECT_EQ(back.optimizer->lr, state.optimizer->lr);
+    const DcpMetadata meta = read_dcp_metadata(dir / "iter_0000007" / ".metadata");
+    const DcpEntry* w = meta.find("optimizer.state.exp_avg_sq.embedding.word_embeddings.weight");
+    ASSERT_NE(w, nullptr);
+    EXPECT_EQ(w->flattened_from, (Shape{128, 16}));
+    EXPECT_EQ(w->size, (Shape{1, 1, 2048}));
+    EXPECT_EQ(w->chunks.size(), 2u);
+    EXPECT_NE(meta.find("optimizer.state.fp32_param.decoder.final_layernorm.weight"), nullptr);
+}
+
 // core_v0.19+ keeps the common state as a ShardedObject inside the DCP files, not in common.pt.
 TEST(TorchDist, ReadsTheCommonStateFromTheDcpFilesAsNewerMegatronKeepsIt) {
     TorchDistCheckpoint format;
@@ -401,22 +482,30 @@ void expect_model_without_optimizer(const fs::path& dir, std::initializer_list<c
 
 TEST(TorchDist, OptimizerLayoutsNotReadLeaveTheModelLoadable) {
     {
-        // --use-distributed-optimizer (its content metadata names the sharding type).
+        // --use-distributed-optimizer with --no-ckpt-fully-parallel-save (its content metadata
+        // names the sharding type; the default, fully_sharded_model_space, is read).
         Damaged d;
         const fs::path common = d.iter / "common.pt";
         io::PyValue root = io::load_torch_file(common);
         io::PyValue meta = io::PyValue::dict();
         meta.dict_ref().set("distrib_optim_sharding_type",
-                            io::PyValue::string("fully_sharded_model_space"));
+                            io::PyValue::string("dp_zero_gather_scatter"));
         root.dict_ref().set("content_metadata", meta);
         fs::remove(common);
         io::save_torch_file(common, root);
-        expect_model_without_optimizer(d.dir.path(),
-                                       {"not supported yet: the distributed optimizer"});
+        expect_model_without_optimizer(
+            d.dir.path(),
+            {"not supported yet: the distributed optimizer's 'dp_zero_gather_scatter' state"});
     }
     {
-        // fp16/bf16 master weights.
+        // fp16/bf16 master weights (an fp32 run's are its model's, and are not read).
         Damaged d;
+        const fs::path common = d.iter / "common.pt";
+        io::PyValue root = io::load_torch_file(common);
+        io::PyValue args = root["args"];  // shares the object
+        args.object_ref().state.dict_ref().set("bf16", io::PyValue::boolean(true));
+        fs::remove(common);
+        io::save_torch_file(common, root);
         DcpMetadata meta = read_dcp_metadata(d.iter / ".metadata");
         for (DcpEntry& e : meta.entries)
             if (e.fqn == "optimizer.state.exp_avg.decoder.final_layernorm.weight")

@@ -30,11 +30,6 @@ MT_API Shape shard_shape(const Shape& whole, const ShardSpec& spec, int64_t tens
 MT_API Tensor shard_tensor(const Tensor& whole, const ShardSpec& spec, int64_t tensor_parallel,
                            int64_t rank);
 
-// A box of a whole tensor: elements [offset, offset + size) in every dimension.
-struct ShardBox {
-    Shape offset, size;
-};
-
 // The boxes of the whole tensor that rank `rank`'s piece covers, in the piece's order along the
 // split dimension: one (a replicated tensor's whole, a column/row/vocab slice, QKV's whole query
 // groups), or with split_each_group one per group (SwiGLU's [gate_r; up_r]: a box of the gate

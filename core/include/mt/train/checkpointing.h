@@ -36,6 +36,11 @@ struct TrainingParts {
 struct CaptureOptions {
     bool optimizer = true;  // false: --no-save-optim
     bool rng = true;        // false: --no-save-rng
+    // With the distributed optimizer (Adam): keep each rank's own shards of the optimizer
+    // state (OptimizerCheckpoint::shards, main replicas only: a parameter replicated over the
+    // tensor-parallel group from its rank 0) instead of gathering whole moments, for a format
+    // whose ranks write what they keep (torch_dist). Not collective for the moments.
+    bool optimizer_shards = false;
     // Megatron's args Namespace entries; iteration and consumed samples are added from the run.
     CheckpointArgs args;
 };

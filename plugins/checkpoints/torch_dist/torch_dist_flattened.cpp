@@ -1,0 +1,110 @@
+#include "torch_dist_flattened.h"
+
+#include <map>
+
+#include "mt/error.h"
+#include "torch_dist_optimizer.h"
+
+namespace mt::plugins::torch_dist {
+
+namespace {
+
+int64_t numel(const Shape& s) {
+    int64_t n = 1;
+    for (int64_t d : s) n *= d;
+    return n;
+}
+
+}  // namespace
+
+std::vector<StoredTensor> flattened_optimizer_shards(const std::vector<OptimizerShard>& shards,
+                                                     int64_t num_layers) {
+    std::vector<StoredTensor> out;
+    std::map<std::string, size_t> index;
+    const std::pair<const char*, Tensor OptimizerShard::*> states[] = {
+        {"fp32_param", &OptimizerShard::main_param},
+        {"exp_avg", &OptimizerShard::exp_avg},
+        {"exp_avg_sq", &OptimizerShard::exp_avg_sq}};
+    for (const auto& [state, member] : states)
+        for (const OptimizerShard& s : shards) {
+            const Tensor& data = s.*member;
+            MT_CHECK(data.defined() && data.dim() == 1 && data.numel() == s.end - s.begin,
+                     "torch_dist: ", state, " of ", s.name, " holds ", data.describe(),
+                     " for elements [", s.begin, ", ", s.end, ")");
+            const auto [key, layer] = sharded_key(s.name);
+            MT_CHECK(!layer || (*layer >= 0 && *layer < num_layers), "torch_dist: ", s.name,
+                     " is not a layer of ", num_layers);
+            Shape original = s.global_shape;
+            if (layer) original.insert(original.begin(), num_layers);
+            int64_t box_start = 0;  // where the box begins in the flattened piece
+            for (const ShardBox& box : s.boxes) {
+                const int64_t n = numel(box.size);
+                const int64_t a = std::max(s.begin, box_start), b = std::min(s.end, box_start + n);
+                if (a < b) {
+                    Shape shape, offset;
+                    if (layer) {
+                        shape.push_back(num_layers);
+                        offset.push_back(*layer);
+                    }
+                    for (size_t d = 0; d < box.size.size(); ++d) {
+                        MT_CHECK(box.size[d] > 0 && s.global_shape[d] % box.size[d] == 0 &&
+                                     box.offset[d] % box.size[d] == 0,
+                                 "torch_dist: a piece ", shape_str(box.size), " at ",
+                                 shape_str(box.offset), " of ", s.name, " is not on the grid of ",
+                                 shape_str(s.global_shape));
+                        shape.push_back(s.global_shape[d] / box.size[d]);
+                        offset.push_back(box.offset[d] / box.size[d]);
+                    }
+                    Shape sizes(shape.size(), 1);
+                    shape.push_back(n);
+                    offset.push_back(a - box_start);
+                    sizes.push_back(b - a);
+                    const std::string stored_key = kMomentPrefix + std::string(state) + "." + key;
+                    auto [it, fresh] = index.try_emplace(stored_key, out.size());
+                    if (fresh) out.push_back({stored_key, shape, {}, original});
+                    StoredTensor& st = out[it->second];
+                    MT_CHECK(st.global_shape == shape, "torch_dist: ", stored_key,
+                             " has pieces of ", shape_str(st.global_shape), " and ",
+                             shape_str(shape));
+                    st.chunks.emplace_back(offset,
+                                           data.slice(0, a - s.begin, b - s.begin).view(sizes));
+                }
+                box_start += n;
+            }
+            MT_CHECK(s.end <= box_start, "torch_dist: ", s.name, "'s range [", s.begin, ", ", s.end,
+                     ") passes the end of its piece (", box_start, " elements)");
+        }
+    return out;
+}
+
+Tensor unflatten(const Tensor& reformulated, const Shape& original, const std::string& key) {
+    const size_t dims = original.size();
+    const Shape& r = reformulated.shape();
+    MT_CHECK(r.size() == dims + 1, key, ": stored as ", shape_str(r),
+             ", not the flattened form of ", shape_str(original));
+    Shape piece(dims), count(dims);
+    for (size_t d = 0; d < dims; ++d) {
+        MT_CHECK(r[d] > 0 && original[d] % r[d] == 0, key, ": ", shape_str(original),
+                 " does not split into ", shape_str(r), "'s grid");
+        count[d] = r[d];
+        piece[d] = original[d] / r[d];
+    }
+    MT_CHECK(numel(piece) == r[dims], key, ": pieces of ", shape_str(piece), " are not ", r[dims],
+             " elements");
+    const Tensor rows = reformulated.contiguous().view({numel(count), r[dims]});
+    Tensor out = Tensor::empty(original, reformulated.dtype());
+    Shape at(dims, 0);  // the piece's index in the grid, row-major like the rows
+    for (int64_t row = 0; row < rows.size(0); ++row) {
+        Tensor dst = out;
+        for (size_t d = 0; d < dims; ++d)
+            dst = dst.slice(int64_t(d), at[d] * piece[d], (at[d] + 1) * piece[d]);
+        dst.copy_from(rows.select(0, row).view(piece));
+        for (size_t d = dims; d-- > 0;) {
+            if (++at[d] < count[d]) break;
+            at[d] = 0;
+        }
+    }
+    return out;
+}
+
+}  // namespace mt::plugins::torch_dist

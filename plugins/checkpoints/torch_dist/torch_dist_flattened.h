@@ -1,0 +1,29 @@
+// The distributed optimizer's state in torch_dist as megatron-core's default
+// (fully_sharded_model_space, megatron/core/optimizer/distrib_optimizer.py
+// sharded_param_state_fs_model_space) keeps it: each rank writes the ranges of the parameters it
+// updates, flattened, under "optimizer.state.<fp32_param|exp_avg|exp_avg_sq>.<sharded key>".
+// Such a tensor is stored reformulated (dist_checkpointing/strategies/resharding.py): a tensor
+// of global shape [X, Y] whose pieces are [x, y] becomes [X/x, Y/y, x*y], each piece a row of
+// it and each rank's range a chunk of that row; mcore_data keeps [X, Y]. Stacked layers add
+// their leading layer axis to both.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "mt/checkpoint.h"
+#include "torch_dist_keys.h"
+
+namespace mt::plugins::torch_dist {
+
+inline constexpr const char* kFullyShardedModelSpace = "fully_sharded_model_space";
+
+// The stored tensors of this rank's shards; `num_layers` is the model's (the stacked axis).
+std::vector<StoredTensor> flattened_optimizer_shards(const std::vector<OptimizerShard>& shards,
+                                                     int64_t num_layers);
+
+// The tensor of shape `original` that a reformulated one (read whole) holds; `key` names it in
+// errors.
+Tensor unflatten(const Tensor& reformulated, const Shape& original, const std::string& key);
+
+}  // namespace mt::plugins::torch_dist
