@@ -82,30 +82,21 @@ void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
                     flags.ckpt_format.c_str());
         std::fflush(stdout);
     }
-    train::CaptureOptions capture = options;
-    // A format whose ranks write what they hold takes the distributed optimizer's shards as
-    // they are (megatron-core's fully_sharded_model_space), not gathered.
-    capture.optimizer_shards = format.saves_collectively();
-    const CheckpointState state = train::capture_checkpoint(parts, capture);
     if (format.saves_collectively()) {
-        // Megatron's sharded save: data-parallel rank 0 of each tensor rank writes its pieces
-        // (the main replica), replicated tensors only tensor rank 0.
-        const parallel::ParallelState& run = groups(parts);
-        CheckpointState share = state;
-        if (run.dp().rank() == 0) {
-            share = tensor_parallel_boxes(state, params, tp, run.tp().rank());
-        } else {
-            share.model.clear();
-            if (share.optimizer) share.optimizer->params.clear();
+        // Megatron's sharded save: every rank writes what it holds, nothing gathered.
+        train::CaptureOptions own = options;
+        own.own_share = true;
+        format.save_collective(*flags.save, train::capture_checkpoint(parts, own), all);
+    } else {
+        const CheckpointState state = train::capture_checkpoint(parts, options);
+        if (first) {
+            if (format.per_rank_files() && tp > 1)
+                format.save_ranks(*flags.save, CheckpointLayout{tp, 1}, [&](int64_t rank, int64_t) {
+                    return tensor_parallel_piece(state, params, tp, rank);
+                });
+            else
+                format.save(*flags.save, state);
         }
-        format.save_collective(*flags.save, share, all);
-    } else if (first) {
-        if (format.per_rank_files() && tp > 1)
-            format.save_ranks(*flags.save, CheckpointLayout{tp, 1}, [&](int64_t rank, int64_t) {
-                return tensor_parallel_piece(state, params, tp, rank);
-            });
-        else
-            format.save(*flags.save, state);
     }
     // Nobody goes on (or loads) before the checkpoint is complete.
     all.barrier();

@@ -71,7 +71,8 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "overlap-param-gather", po::bool_switch(),
         "gather updated parameters asynchronously (with --use-distributed-optimizer)")(
         "ddp-bucket-size", po::value(&dp.bucket_size)->default_value(0),
-        "elements per gradient bucket (0: Megatron's default)")(
+        "elements per gradient bucket with --overlap-grad-reduce (0: Megatron's default, "
+        "max(40M, 1M x data-parallel size)); one bucket without")(
         "distributed-backend", po::value(&f.distributed_backend)->default_value("nccl"),
         "nccl or gloo: accepted; ranks talk over MPI on the CPU, NCCL on GPUs")(
         "distributed-timeout-minutes", po::value<int64_t>()->default_value(10),

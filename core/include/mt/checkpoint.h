@@ -158,9 +158,10 @@ class MT_API CheckpointFormat {
 
     // Collective saving, for a format whose files are written by the ranks that hold the
     // tensors (torch_dist, as megatron-core's sharded save): every rank of `world` calls it at
-    // once with its share of the state (mt/checkpoint/reshard.h tensor_parallel_boxes: pieces
-    // with their places in the whole tensors; a share may have no tensors) and writes its own
-    // file; rank 0 writes the rest, and the checkpoint becomes the latest atomically, as save().
+    // once with its share of the state (mt/train/checkpointing.h CaptureOptions::own_share:
+    // pieces with their places in the whole tensors; a share may have no tensors) and writes its
+    // own file; rank 0 writes the rest, and the checkpoint becomes the latest atomically, as
+    // save().
     // The default is an mt::Error: such formats override both.
     virtual bool saves_collectively() const { return false; }
     virtual void save_collective(const std::filesystem::path& dir, const CheckpointState& share,

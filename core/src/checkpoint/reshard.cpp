@@ -93,6 +93,25 @@ std::vector<ShardBox> shard_boxes(const Shape& whole, const ShardSpec& spec,
     return boxes;
 }
 
+std::vector<ShardedTensor> piece_boxes(const Tensor& piece, const Shape& whole,
+                                       const ShardSpec& spec, int64_t tensor_parallel,
+                                       int64_t rank) {
+    const std::vector<ShardBox> boxes = shard_boxes(whole, spec, tensor_parallel, rank);
+    MT_CHECK(piece.shape() == shard_shape(whole, spec, tensor_parallel, "a tensor"),
+             "tensor-parallel rank ", rank, "'s piece of a ", shape_str(whole), " tensor is ",
+             piece.describe());
+    std::vector<ShardedTensor> out;
+    const int d = spec.partition_dim;
+    for (size_t b = 0; b < boxes.size(); ++b) {
+        // Several boxes (split_each_group) lie end to end along the split dimension.
+        const Tensor view = boxes.size() == 1 ? piece
+                                              : piece.slice(d, int64_t(b) * boxes[b].size[d],
+                                                            int64_t(b + 1) * boxes[b].size[d]);
+        out.push_back(ShardedTensor{view, whole, boxes[b].offset});
+    }
+    return out;
+}
+
 Tensor unshard_tensor(const std::vector<Tensor>& pieces, const ShardSpec& spec) {
     MT_CHECK(!pieces.empty(), "no tensor-parallel pieces to join");
     if (!split(spec) || pieces.size() == 1) return pieces[0];
@@ -283,59 +302,6 @@ CheckpointState tensor_parallel_piece(const CheckpointState& whole,
             s.exp_avg = cut(s.name, s.exp_avg);
             s.exp_avg_sq = cut(s.name, s.exp_avg_sq);
         }
-    return out;
-}
-
-CheckpointState tensor_parallel_boxes(const CheckpointState& whole,
-                                      const std::vector<ParameterInfo>& params,
-                                      int64_t tensor_parallel, int64_t rank) {
-    const auto by_name = params_by_name(params);
-    // The boxes of tensor `t` named `name`: views of it.
-    auto boxes_of = [&](const std::string& name, const Tensor& t) {
-        std::vector<ShardedTensor> out;
-        auto it = by_name.find(name);
-        if (it == by_name.end()) {
-            if (rank == 0) out.push_back(ShardedTensor::whole(t));
-            return out;
-        }
-        MT_CHECK(t.shape() == it->second->shape, "'", name, "' has shape ", shape_str(t.shape()),
-                 " but the model's is ", shape_str(it->second->shape));
-        const auto boxes = shard_boxes(t.shape(), it->second->shard, tensor_parallel, rank);
-        if (boxes.size() == 1 && boxes[0].size == t.shape() && rank != 0) return out;
-        for (const ShardBox& b : boxes) {
-            Tensor view = t;
-            for (size_t d = 0; d < b.size.size(); ++d)
-                if (b.size[d] != t.shape()[d])
-                    view = view.slice(int64_t(d), b.offset[d], b.offset[d] + b.size[d]);
-            out.push_back(ShardedTensor{view, t.shape(), b.offset});
-        }
-        return out;
-    };
-    CheckpointState out = whole;
-    out.model.clear();
-    if (out.optimizer) out.optimizer->params.clear();
-    std::map<std::string, const OptimizerParamState*> moments;
-    if (whole.optimizer)
-        for (const OptimizerParamState& p : whole.optimizer->params) moments[p.name] = &p;
-    for (const auto& [name, t] : whole.model) {
-        MT_CHECK(t.local.shape() == t.global_shape, "'", name, "' is a ", t.local.describe(),
-                 " piece of ", shape_str(t.global_shape), ", not a whole tensor");
-        const OptimizerParamState* m = nullptr;
-        if (whole.optimizer) {
-            auto found = moments.find(name);
-            MT_CHECK(found != moments.end(), "no optimizer state for '", name, "'");
-            m = found->second;
-        }
-        const auto boxes = boxes_of(name, t.local);
-        for (size_t b = 0; b < boxes.size(); ++b) {
-            out.model.emplace_back(name, boxes[b]);
-            if (!m) continue;
-            OptimizerParamState box = *m;
-            if (box.exp_avg.defined()) box.exp_avg = boxes_of(name, m->exp_avg)[b].local;
-            if (box.exp_avg_sq.defined()) box.exp_avg_sq = boxes_of(name, m->exp_avg_sq)[b].local;
-            out.optimizer->params.push_back(std::move(box));
-        }
-    }
     return out;
 }
 

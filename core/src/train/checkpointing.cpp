@@ -126,6 +126,23 @@ void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& pa
     parts.optimizer.set_config(config);
 }
 
+// Whether p's piece here is not a replica another rank writes: tensor rank 0's for a tensor
+// the tensor-parallel group replicates, any tensor rank's for a split one.
+bool tensor_main_replica(const nn::Parameter& p) {
+    const bool replicated = p.tp_size == 1 || p.shard.kind == ShardSpec::Kind::replicated;
+    return !replicated || p.tp_rank == 0;
+}
+
+// The boxes of p's piece `local` (its value or a moment shaped like it) that this rank writes
+// of the run's main replica: data-parallel rank 0's, tensor_main_replica.
+std::vector<ShardedTensor> main_boxes(const TrainingParts& parts, const nn::Parameter& p,
+                                      const Tensor& local) {
+    if ((parts.parallel && parts.parallel->dp().rank() != 0) || !tensor_main_replica(p)) return {};
+    const bool replicated = p.tp_size == 1 || p.shard.kind == ShardSpec::Kind::replicated;
+    return piece_boxes(local, p.whole_shape, p.shard, replicated ? 1 : p.tp_size,
+                       replicated ? 0 : p.tp_rank);
+}
+
 // The distributed optimizer's ranges on this rank (main replicas only), sharing the run's
 // tensors: optimizer.first()[i] and second()[i] are the moments of shard()[i].
 std::vector<OptimizerShard> own_shards(const TrainingParts& parts) {
@@ -134,8 +151,8 @@ std::vector<OptimizerShard> own_shards(const TrainingParts& parts) {
     for (size_t i = 0; i < buffer.shard().size(); ++i) {
         const auto& piece = buffer.shard()[i];
         const nn::Parameter& p = *piece.param;
+        if (!tensor_main_replica(p)) continue;
         const bool replicated = p.tp_size == 1 || p.shard.kind == ShardSpec::Kind::replicated;
-        if (replicated && p.tp_rank != 0) continue;
         OptimizerShard s;
         s.name = p.name;
         s.global_shape = p.whole_shape;
@@ -190,8 +207,15 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
     s.args.emplace_back("iteration", s.iteration);
     s.args.emplace_back("consumed_train_samples", s.consumed_train_samples);
     s.args.emplace_back("consumed_valid_samples", s.consumed_valid_samples);
-    for (nn::Parameter* p : parts.model.parameters())
-        s.model.emplace_back(p->name, ShardedTensor::whole(whole_of(parts, *p, p->value)));
+    const auto params = parts.model.parameters();
+    for (nn::Parameter* p : params) {
+        if (!o.own_share) {
+            s.model.emplace_back(p->name, ShardedTensor::whole(whole_of(parts, *p, p->value)));
+            continue;
+        }
+        for (ShardedTensor& box : main_boxes(parts, *p, p->value))
+            s.model.emplace_back(p->name, std::move(box));
+    }
 
     const auto& sc = parts.scheduler.config();
     if (o.optimizer) {
@@ -207,22 +231,36 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
         opt.beta2 = c.adam_beta2;
         opt.eps = c.adam_eps;
         opt.momentum = c.sgd_momentum;
-        const auto params = parts.model.parameters();
-        const bool shards = o.optimizer_shards && distributed_optimizer(parts);
+        const bool shards = o.own_share && distributed_optimizer(parts);
         MT_CHECK(!shards || opt.type == "adam",
                  "not supported yet: saving the distributed optimizer's shards of ", opt.type);
         const auto moments =
             shards ? std::vector<std::pair<Tensor, Tensor>>() : local_moments(parts);
         for (size_t i = 0; i < params.size(); ++i) {
+            const nn::Parameter& p = *params[i];
             OptimizerParamState ps;
-            ps.name = params[i]->name;
-            ps.weight_decay = params[i]->weight_decay;
-            if (!shards) {
-                ps.exp_avg = whole_of(parts, *params[i], moments[i].first);
-                if (opt.type == "adam")
-                    ps.exp_avg_sq = whole_of(parts, *params[i], moments[i].second);
+            ps.name = p.name;
+            ps.weight_decay = p.weight_decay;
+            if (shards) {  // the moments are in opt.shards; one entry per model box
+                for (size_t b = main_boxes(parts, p, p.value).size(); b > 0; --b)
+                    opt.params.push_back(ps);
+                continue;
             }
-            opt.params.push_back(std::move(ps));
+            if (!o.own_share) {
+                ps.exp_avg = whole_of(parts, p, moments[i].first);
+                if (opt.type == "adam") ps.exp_avg_sq = whole_of(parts, p, moments[i].second);
+                opt.params.push_back(std::move(ps));
+                continue;
+            }
+            // Box for box with the model's entries.
+            const auto first = main_boxes(parts, p, moments[i].first);
+            const auto second = opt.type == "adam" ? main_boxes(parts, p, moments[i].second)
+                                                   : std::vector<ShardedTensor>();
+            for (size_t b = 0; b < first.size(); ++b) {
+                ps.exp_avg = first[b].local;
+                if (!second.empty()) ps.exp_avg_sq = second[b].local;
+                opt.params.push_back(ps);
+            }
         }
         if (shards) opt.shards = own_shards(parts);
         s.optimizer = std::move(opt);

@@ -86,27 +86,17 @@ TEST(Reshard, ShardBoxesPlaceEachRanksPieceInTheWhole) {
     boxes = shard_boxes({4}, {}, 2, 1);
     EXPECT_EQ(boxes[0].size, (Shape{4})) << "replicated: the whole";
 
-    // A state of whole tensors: rank 1's share has fc1's two boxes (views of the whole, with
-    // their moments alike) and not the replicated norm, which is rank 0's alone.
-    const std::vector<ParameterInfo> params = {
-        {"decoder.layers.0.mlp.linear_fc1.weight", {8, 2}, DType::f32, fc1, true},
-        {"decoder.final_layernorm.weight", {4}, DType::f32, {}, false}};
-    CheckpointState whole;
-    OptimizerCheckpoint o;
-    for (const ParameterInfo& p : params) {
-        whole.model.emplace_back(p.name, ShardedTensor::whole(iota(p.shape)));
-        o.params.push_back({p.name, iota(p.shape), iota(p.shape), p.weight_decay});
-    }
-    whole.optimizer = o;
-    const CheckpointState share = tensor_parallel_boxes(whole, params, 2, 1);
-    ASSERT_EQ(share.model.size(), 2u);
-    ASSERT_EQ(share.optimizer->params.size(), 2u);
-    EXPECT_EQ(share.model[1].first, "decoder.layers.0.mlp.linear_fc1.weight");
-    EXPECT_EQ(share.model[1].second.global_offset, (Shape{6, 0}));
-    EXPECT_EQ(share.model[1].second.global_shape, (Shape{8, 2}));
-    EXPECT_EQ(values(share.model[1].second.local), (std::vector<double>{12, 13, 14, 15}));
-    EXPECT_EQ(values(share.optimizer->params[0].exp_avg), (std::vector<double>{4, 5, 6, 7}));
-    EXPECT_EQ(tensor_parallel_boxes(whole, params, 2, 0).model.size(), 3u);
+    // Rank 1's SwiGLU piece [gate_1; up_1] as its two boxes: views of the piece, placed.
+    const Tensor whole = iota({8, 2});
+    const auto pieces = piece_boxes(shard_tensor(whole, fc1, 2, 1), {8, 2}, fc1, 2, 1);
+    ASSERT_EQ(pieces.size(), 2u);
+    EXPECT_EQ(pieces[0].global_offset, (Shape{2, 0}));
+    EXPECT_EQ(pieces[1].global_offset, (Shape{6, 0}));
+    EXPECT_EQ(pieces[1].global_shape, (Shape{8, 2}));
+    EXPECT_EQ(values(pieces[0].local), (std::vector<double>{4, 5, 6, 7}));
+    EXPECT_EQ(values(pieces[1].local), (std::vector<double>{12, 13, 14, 15}));
+    const std::string e = error_of([&] { piece_boxes(whole, {8, 2}, fc1, 2, 1); });
+    EXPECT_NE(e.find("tensor-parallel rank 1's piece of a [8, 2] tensor"), std::string::npos) << e;
 }
 
 TEST(Reshard, VocabTablesAreTruncatedOrPaddedWithTheLastRow) {

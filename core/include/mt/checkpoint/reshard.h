@@ -94,15 +94,11 @@ MT_API CheckpointState tensor_parallel_piece(const CheckpointState& whole,
                                              const std::vector<ParameterInfo>& params,
                                              int64_t tensor_parallel, int64_t rank);
 
-// What tensor rank `rank` of `tensor_parallel` writes of a state of whole tensors when every rank
-// writes its own part (torch_dist): each tensor named after a parameter of `params` becomes its
-// shard_boxes, each a ShardedTensor viewing the whole (local: the box, global_offset: its
-// place), a tensor of several boxes listed once per box under its name; a replicated tensor is
-// rank 0's alone (Megatron writes the main replica only). The optimizer's moments follow their
-// parameters box for box, so optimizer->params[i] is model[i]'s. Anything else is rank 0's.
-MT_API CheckpointState tensor_parallel_boxes(const CheckpointState& whole,
-                                             const std::vector<ParameterInfo>& params,
-                                             int64_t tensor_parallel, int64_t rank);
+// Rank `rank`'s piece of a tensor of shape `whole` as its shard_boxes: views of the piece, each
+// placed in the whole (global_shape `whole`, global_offset the box's), in the piece's order.
+MT_API std::vector<ShardedTensor> piece_boxes(const Tensor& piece, const Shape& whole,
+                                              const ShardSpec& spec, int64_t tensor_parallel,
+                                              int64_t rank);
 
 // The inverse: the whole state from every tensor rank's state (in rank order); the scalars and
 // args are rank 0's.

@@ -14,8 +14,8 @@
 namespace mt::parallel {
 
 struct DataParallelConfig {
-    // Elements per bucket (--ddp-bucket-size); 0: Megatron's default, max(40M, 1M·dp) with
-    // --overlap-grad-reduce and one bucket without.
+    // Elements per bucket (--ddp-bucket-size; 0: Megatron's default, max(40M, 1M·dp)), with
+    // --overlap-grad-reduce only: without it the buffer is one bucket, as in Megatron's DDP.
     int64_t bucket_size = 0;
     bool overlap_grad_reduce = false;    // --overlap-grad-reduce
     bool distributed_optimizer = false;  // --use-distributed-optimizer

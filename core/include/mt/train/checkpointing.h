@@ -36,17 +36,20 @@ struct TrainingParts {
 struct CaptureOptions {
     bool optimizer = true;  // false: --no-save-optim
     bool rng = true;        // false: --no-save-rng
-    // With the distributed optimizer (Adam): keep each rank's own shards of the optimizer
-    // state (OptimizerCheckpoint::shards, main replicas only: a parameter replicated over the
-    // tensor-parallel group from its rank 0) instead of gathering whole moments, for a format
-    // whose ranks write what they keep (torch_dist). Not collective for the moments.
-    bool optimizer_shards = false;
+    // This rank's own share, for a format whose ranks write what they hold (torch_dist), with
+    // nothing gathered: the main replicas of the model and its moments as they lie here (pieces
+    // placed in the whole tensors: mt/checkpoint/reshard.h piece_boxes) from data-parallel rank
+    // 0, a tensor replicated over the tensor-parallel group from its rank 0 alone; with the
+    // distributed optimizer (Adam), its ranges here on every rank (OptimizerCheckpoint::shards)
+    // and the moments in params left undefined. Not collective.
+    bool own_share = false;
     // Megatron's args Namespace entries; iteration and consumed samples are added from the run.
     CheckpointArgs args;
 };
 
 // The run's state as whole tensors (every parameter and optimizer moment joined over the
 // tensor- and data-parallel groups): collective, every rank of the run calls it and gets it.
+// With own_share, this rank's share instead.
 MT_API CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOptions& o);
 
 // Restoring the optimizer also takes the checkpoint's Adam betas and eps (SGD momentum) over the
