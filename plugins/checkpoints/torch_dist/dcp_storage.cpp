@@ -33,6 +33,48 @@ Tensor box(Tensor t, const Shape& offsets, const Shape& sizes) {
     return t;
 }
 
+// Marks the elements of each chunk's box in a tensor of shape `size`: a chunk over elements
+// another already holds is an mt::Error (with the element count also matching, the chunks then
+// cover the tensor exactly, no element left unwritten).
+class Coverage {
+  public:
+    explicit Coverage(const Shape& size) : size_(size) {
+        int64_t n = 1;
+        for (int64_t d : size) n *= d;
+        marked_.assign(size_t(n), false);
+    }
+    // False when the box overlaps one marked before.
+    bool mark(const Shape& offsets, const Shape& sizes) {
+        const size_t dims = size_.size();
+        if (dims == 0) return mark_run(0, 1);
+        for (int64_t d : sizes)
+            if (d == 0) return true;
+        Shape at(dims, 0);  // index within the box, last dimension as runs
+        while (true) {
+            int64_t start = 0;
+            for (size_t d = 0; d < dims; ++d) start = start * size_[d] + offsets[d] + at[d];
+            if (!mark_run(start, sizes[dims - 1])) return false;
+            size_t d = dims - 1;
+            while (d-- > 0) {
+                if (++at[d] < sizes[d]) break;
+                at[d] = 0;
+            }
+            if (d == size_t(-1)) return true;
+        }
+    }
+
+  private:
+    bool mark_run(int64_t start, int64_t length) {
+        for (int64_t i = start; i < start + length; ++i) {
+            if (marked_[size_t(i)]) return false;
+            marked_[size_t(i)] = true;
+        }
+        return true;
+    }
+    Shape size_;
+    std::vector<bool> marked_;
+};
+
 int64_t numel_of(const Shape& s) {
     int64_t n = 1;
     for (int64_t d : s) n *= d;
@@ -45,8 +87,11 @@ Tensor read_dcp_tensor(const fs::path& dir, const DcpEntry& entry) {
     MT_CHECK(!entry.bytes, entry.fqn, " is a byte object, not a tensor");
     Tensor full = Tensor::empty(entry.size, entry.dtype);
     int64_t covered = 0;
+    Coverage coverage(entry.size);
     for (const DcpChunk& c : entry.chunks) {
         const std::string what = "chunk " + shape_str(c.offsets) + " of " + entry.fqn;
+        MT_CHECK(coverage.mark(c.offsets, c.sizes), entry.fqn, ": the checkpoint's ", what,
+                 " of shape ", shape_str(c.sizes), " overlaps another chunk");
         const io::PyValue v = load_archive(dir, c.where, what);
         const fs::path file = dir / c.where.relative_path;
         MT_CHECK(v.kind() == io::PyKind::tensor, file.string(), ": ", what, " holds a Python ",

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
-#include <fstream>
 #include <map>
-#include <sstream>
+
+#include <simdjson.h>
 
 #include "dcp_metadata.h"
 #include "dcp_storage.h"
@@ -38,32 +38,18 @@ constexpr const char* kConfigJson =
     "{\"sharded_backend\": \"torch_dist\", \"sharded_backend_version\": 1, "
     "\"common_backend\": \"torch\", \"common_backend_version\": 1}";
 
-std::string read_text(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    MT_CHECK(in, "cannot read ", path.string());
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-// The string value of "key" in a flat JSON object (metadata.json), or "" when absent.
-std::string json_string(const std::string& json, const std::string& key) {
-    const size_t k = json.find("\"" + key + "\"");
-    if (k == std::string::npos) return {};
-    size_t p = json.find(':', k);
-    if (p == std::string::npos) return {};
-    p = json.find_first_not_of(" \t\r\n", p + 1);
-    if (p == std::string::npos || json[p] != '"') return {};
-    const size_t end = json.find('"', p + 1);
-    return end == std::string::npos ? std::string() : json.substr(p + 1, end - p - 1);
-}
-
 // Megatron writes metadata.json last: without it a directory is an unfinished save.
 void check_config(const fs::path& iter_dir) {
     const fs::path config = iter_dir / kConfigName;
     MT_CHECK(fs::exists(config), iter_dir.string(), " has no ", kConfigName,
              " (not a torch_dist checkpoint, or one whose save did not finish)");
-    const std::string backend = json_string(read_text(config), "sharded_backend");
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    MT_CHECK(!parser.load(config.string()).get(doc), "cannot read ", config.string(),
+             " (unreadable or not JSON)");
+    std::string_view backend;
+    MT_CHECK(!doc["sharded_backend"].get_string().get(backend), config.string(),
+             ": 'sharded_backend' is missing or not a string");
     MT_CHECK(backend == "torch_dist", config.string(), ": sharded_backend is '", backend,
              "'; only torch_dist is read");
 }

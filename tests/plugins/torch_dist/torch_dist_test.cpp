@@ -444,6 +444,17 @@ TEST(TorchDist, TruncatedOrCorruptFilesAreErrorsNamingThePath) {
                         {where.relative_path.c_str(), "embedding.word_embeddings.weight", "zip"});
     }
     {
+        // Layer 1's chunk of a stacked tensor claims layer 0's place: the element count still
+        // matches, and layer 1 would have been left unwritten.
+        Damaged d;
+        DcpMetadata meta = read_dcp_metadata(d.iter / ".metadata");
+        for (DcpEntry& e : meta.entries)
+            if (e.fqn == "decoder.layers.mlp.linear_fc1.weight") e.chunks[1].offsets[0] = 0;
+        write_dcp_metadata(d.iter / ".metadata", meta);
+        expect_mentions(d.load_error(), {"decoder.layers.mlp.linear_fc1.weight", "chunk [0, 0, 0]",
+                                         "overlaps another chunk"});
+    }
+    {
         Damaged d;
         fs::resize_file(d.iter / ".metadata", fs::file_size(d.iter / ".metadata") - 100);
         expect_mentions(d.load_error(), {".metadata"});
@@ -462,6 +473,19 @@ TEST(TorchDist, TruncatedOrCorruptFilesAreErrorsNamingThePath) {
         Damaged d;
         fs::remove(d.iter / "metadata.json");
         expect_mentions(d.load_error(), {"metadata.json", "did not finish"});
+    }
+    {
+        // Parsed as JSON, escapes and all; a backend other than torch_dist, or a file that is
+        // not JSON, is an error naming it.
+        Damaged d;
+        mt::test::write_file(d.iter / "metadata.json",
+                             "{\"sharded_backend_version\": 1, \"sharded_backend\": "
+                             "\"torch\\u005fdist\"}");
+        EXPECT_EQ(TorchDistCheckpoint().load(d.dir.path()).iteration, 7);
+        mt::test::write_file(d.iter / "metadata.json", "{\"sharded_backend\": \"zarr\"}");
+        expect_mentions(d.load_error(), {"metadata.json", "sharded_backend is 'zarr'"});
+        mt::test::write_file(d.iter / "metadata.json", "{\"sharded_backend\": \"torch_dist\"");
+        expect_mentions(d.load_error(), {"metadata.json", "not JSON"});
     }
     {
         Damaged d;
