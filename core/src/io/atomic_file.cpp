@@ -1,6 +1,7 @@
 #include "mt/io/atomic_file.h"
 
 #include "mt/error.h"
+#include "mt/io/durable.h"
 
 namespace mt::io {
 
@@ -21,11 +22,13 @@ void AtomicFile::commit() {
     out_.flush();
     MT_CHECK(out_.good(), tmp_.string(), ": write failed (disk full?)");
     out_.close();
+    sync_path(tmp_);  // its bytes on disk before its name is the real one
     std::error_code error;
     std::filesystem::rename(tmp_, path_, error);
-    MT_CHECK(!error, path_.string(), ": cannot rename ", tmp_.string(), " into place: ",
-             error.message());
+    MT_CHECK(!error, path_.string(), ": cannot rename ", tmp_.string(),
+             " into place: ", error.message());
     committed_ = true;
+    sync_path(path_.parent_path().empty() ? std::filesystem::path(".") : path_.parent_path());
 }
 
 }  // namespace mt::io

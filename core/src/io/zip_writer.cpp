@@ -1,5 +1,7 @@
 #include "mt/io/zip_writer.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <system_error>
@@ -168,7 +170,8 @@ void ZipWriter::close() {
     e.le<uint16_t>(0);
     put(e.str().data(), e.str().size());
 
-    const bool flushed = std::fflush(file_) == 0;
+    // On disk before the name is the real one.
+    const bool flushed = std::fflush(file_) == 0 && ::fsync(::fileno(file_)) == 0;
     const int err = errno;
     const bool closed = std::fclose(file_) == 0;
     file_ = nullptr;

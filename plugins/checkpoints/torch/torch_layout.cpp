@@ -1,15 +1,20 @@
 #include "torch_layout.h"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "mt/error.h"
 #include "mt/io/atomic_file.h"
+#include "mt/io/durable.h"
 
 namespace mt::plugins::torch_ckpt {
 
@@ -29,6 +34,32 @@ std::string iteration_name(int64_t iteration) {
 // tracker only); the process id keeps two writers apart.
 fs::path temporary_dir(const fs::path& dir, int64_t iteration) {
     return dir / (iteration_name(iteration) + ".tmp." + std::to_string(::getpid()));
+}
+
+// What saves killed midway leave (iter_NNNNNNN.tmp.PID, iter_NNNNNNN.old.PID, release.*) whose
+// process is gone; a live process's may be a save under way and are kept.
+void remove_stale_temporaries(const fs::path& dir) {
+    if (!fs::is_directory(dir)) return;
+    static const std::regex kTemporary(R"((?:iter_\d{7}|release)\.(?:tmp|old)\.(\d+))");
+    std::vector<fs::path> stale;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        std::smatch m;
+        const std::string name = entry.path().filename().string();
+        if (!std::regex_match(name, m, kTemporary)) continue;
+        long long pid = 0;
+        try {
+            pid = std::stoll(m[1].str());
+        } catch (const std::exception&) {
+            continue;
+        }
+        if (pid <= 0 || pid > 0x7fffffff) continue;
+        if (::kill(pid_t(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to tell
+        stale.push_back(entry.path());
+    }
+    for (const fs::path& p : stale) {
+        std::error_code ignored;  // another save may be cleaning up too
+        fs::remove_all(p, ignored);
+    }
 }
 
 }  // namespace
@@ -106,6 +137,7 @@ std::optional<Latest> read_tracker(const fs::path& dir) {
 
 fs::path begin_write(const fs::path& dir, int64_t iteration) {
     MT_CHECK(iteration >= 0, "cannot save a checkpoint at iteration ", iteration);
+    remove_stale_temporaries(dir);
     const fs::path tmp = temporary_dir(dir, iteration);
     fs::remove_all(tmp);
     fs::create_directories(tmp);
@@ -114,13 +146,23 @@ fs::path begin_write(const fs::path& dir, int64_t iteration) {
 
 void finish_write(const fs::path& dir, int64_t iteration) {
     const fs::path final_dir = iteration_dir(dir, {iteration, iteration == 0});
-    // Saving an iteration again replaces it by two back-to-back renames (the tracker may
-    // already name it), then drops the old copy.
-    const fs::path old = final_dir.string() + ".old." + std::to_string(::getpid());
-    const bool replacing = fs::exists(final_dir);
-    if (replacing) fs::rename(final_dir, old);
-    fs::rename(temporary_dir(dir, iteration), final_dir);
-    if (replacing) fs::remove_all(old);
+    const fs::path tmp = temporary_dir(dir, iteration);
+    // Every byte on disk before any name points at it.
+    io::sync_tree(tmp);
+    if (!fs::exists(final_dir)) {
+        fs::rename(tmp, final_dir);
+    } else if (io::exchange_paths(tmp, final_dir)) {
+        // Saving an iteration again (the tracker may already name it): swapped in one step,
+        // then the old copy, now under the temporary name, goes.
+        fs::remove_all(tmp);
+    } else {
+        // A filesystem without atomic exchange: two back-to-back renames.
+        const fs::path old = final_dir.string() + ".old." + std::to_string(::getpid());
+        fs::rename(final_dir, old);
+        fs::rename(tmp, final_dir);
+        fs::remove_all(old);
+    }
+    io::sync_path(dir);
     io::AtomicFile tracker(dir / kTrackerName);
     tracker.stream() << (iteration == 0 ? std::string("release") : std::to_string(iteration));
     tracker.commit();

@@ -4,6 +4,7 @@
 // GPT model, --finetune / --no-load-optim, clear errors for mis-shaped or missing tensors, and
 // an interrupted save or a truncated file.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -290,15 +291,23 @@ TEST(TorchCheckpoint, AnInterruptedSaveLeavesTheLatestCheckpointIntact) {
     TorchCheckpoint format;
     format.save(dir.path(), formula_state(run));
     // What a kill during the save of iteration 4 leaves: a temporary iteration directory with a
-    // partial file, and a temporary tracker that was never renamed.
-    fs::create_directories(dir / "iter_0000004.tmp.999/mp_rank_00");
-    mt::test::write_file(dir / "iter_0000004.tmp.999" / kPt, "PK\x03\x04 partial");
+    // partial file (its process, a pid above any pid_max, is gone), and a temporary tracker
+    // that was never renamed.
+    const fs::path stale = dir / "iter_0000004.tmp.2147483000";
+    fs::create_directories(stale / "mp_rank_00");
+    mt::test::write_file(stale / kPt, "PK\x03\x04 partial");
     mt::test::write_file(dir / "latest_checkpointed_iteration.txt.tmp.999", "4");
     EXPECT_EQ(format.load(dir.path()).iteration, 2);
+    // A save under way in a live process (this test's parent) is left alone.
+    const fs::path live = dir / ("iter_0000009.tmp." + std::to_string(::getppid()));
+    fs::create_directories(live);
 
     run.trainer->set_progress(4, 16, 0);
     format.save(dir.path(), train::capture_checkpoint(run.parts(), {}));
     EXPECT_EQ(format.load(dir.path()).iteration, 4);
+    EXPECT_FALSE(fs::exists(stale)) << "the next save cleans what a killed one left";
+    EXPECT_TRUE(fs::exists(live));
+    fs::remove_all(live);
     EXPECT_TRUE(fs::exists(dir / "iter_0000002" / kPt)) << "older checkpoints stay";
     // Saving the same iteration again replaces it and leaves nothing behind.
     format.save(dir.path(), train::capture_checkpoint(run.parts(), {}));

@@ -1,0 +1,22 @@
+// What renaming into place needs to survive a crash (power loss, kill -9 of the machine): the
+// data reaches the disk before a name points at it, and a replaced directory is swapped in one
+// step, so no moment leaves the name without a complete copy behind it.
+#pragma once
+
+#include <filesystem>
+
+#include "mt/api.h"
+
+namespace mt::io {
+
+// fsync of the file or directory at `path` (mt::Error naming it).
+MT_API void sync_path(const std::filesystem::path& path);
+
+// fsync of every file and directory under `root`, then of `root` itself.
+MT_API void sync_tree(const std::filesystem::path& root);
+
+// Swaps two existing paths in one atomic step (Linux renameat2 RENAME_EXCHANGE); false where the
+// filesystem or kernel cannot, having changed nothing. Other failures are mt::Errors.
+MT_API bool exchange_paths(const std::filesystem::path& a, const std::filesystem::path& b);
+
+}  // namespace mt::io
