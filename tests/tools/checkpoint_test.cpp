@@ -4,6 +4,7 @@
 // --exit-signal-handler, and a truncated file.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -118,7 +119,8 @@ TEST(TrainCheckpoint, TorchDistByDefaultResumesExactlyAndConverts) {
         ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
         auto got = losses(resumed.output);
         ASSERT_EQ(got.size(), 3u) << resumed.output;
-        for (int i = 4; i <= 6; ++i) EXPECT_EQ(got[i], expected.at(i)) << from << " iteration " << i;
+        for (int i = 4; i <= 6; ++i)
+            EXPECT_EQ(got[i], expected.at(i)) << from << " iteration " << i;
     }
 }
 
@@ -163,6 +165,26 @@ TEST(TrainCheckpoint, SigtermWithTheExitSignalHandlerSavesBeforeExiting) {
     ASSERT_NE(saved, std::string::npos) << out;
     EXPECT_LT(saved, out.find("exiting program after receiving SIGTERM.")) << out;
     EXPECT_TRUE(fs::exists(ckpt / "latest_checkpointed_iteration.txt"));
+}
+
+TEST(TrainCheckpoint, SigtermDuringSetupIsKeptForTheExitSignalHandler) {
+    TempDir dir;
+    const std::string data = make_dataset(dir);
+    const fs::path ckpt = dir / "ckpt";
+    // 0.1 s in: in setup (plugins, datasets, the model; the handler is installed first thing)
+    // or in the first iterations, the signal is kept either way. (Setup here is too short for
+    // this to tell the old late handler apart.)
+    auto r = run_command(train_command(dir, data) +
+                         " --train-iters 100000 --exit-signal-handler --save " + q(ckpt) +
+                         " & p=$!; sleep 0.1; kill -TERM $p; wait $p");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("exiting program after receiving SIGTERM."), std::string::npos)
+        << r.output;
+    EXPECT_TRUE(fs::exists(ckpt / "latest_checkpointed_iteration.txt"));
+    // Without the flag SIGTERM kills, as it does Megatron.
+    r = run_command(train_command(dir, data) +
+                    " --train-iters 100000 & p=$!; sleep 0.3; kill -TERM $p; wait $p");
+    EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.output;
 }
 
 TEST(TrainCheckpoint, ATruncatedCheckpointIsAnErrorNamingTheFile) {

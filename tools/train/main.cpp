@@ -150,8 +150,12 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
         trainer.set_tensorboard(tensorboard.get());
     }
     if (flags.exit_signal_handler) {
-        std::signal(SIGTERM, on_sigterm);
         trainer.set_stop_flag(&g_sigterm);
+    } else {
+        // No handler asked for: SIGTERM kills, as it does Megatron (one that came during setup
+        // now).
+        std::signal(SIGTERM, SIG_DFL);
+        if (g_sigterm) std::raise(SIGTERM);
     }
 
     mt::train::TrainingParts parts{*model,  *optimizer, scheduler,
@@ -251,6 +255,10 @@ int train_on_ranks(const mt::train_tool::TrainingFlags& flags, const mt::cli::To
 }  // namespace
 
 int main(int argc, char** argv) {
+    // Caught from the start: a SIGTERM during setup (flags, plugins, datasets, the model) is
+    // kept for --exit-signal-handler's first iteration boundary instead of killing the run;
+    // without that flag the default action is restored and taken once setup knows.
+    std::signal(SIGTERM, on_sigterm);
     mt::train_tool::TrainingFlags flags;
     mt::cli::TokenizerFlags tokenizer;
     return mt::cli::run_model_tool(

@@ -8,7 +8,6 @@
 #include <fstream>
 #include <map>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -115,11 +114,17 @@ std::optional<CheckpointLayout> read_layout(const fs::path& iteration_dir) {
 std::optional<Latest> read_tracker(const fs::path& dir) {
     const fs::path tracker = dir / kTrackerName;
     if (!fs::exists(tracker)) return std::nullopt;
+    // A regular file of a few bytes: a device or FIFO there (/dev/zero) would never end.
+    MT_CHECK(fs::is_regular_file(tracker), "invalid metadata file ", tracker.string(),
+             ": not a regular file");
+    constexpr std::streamsize kLongest = 64;
     std::ifstream in(tracker, std::ios::binary);
     MT_CHECK(in, "cannot read ", tracker.string());
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string text = ss.str();
+    std::string text(size_t(kLongest) + 1, '\0');
+    in.read(text.data(), kLongest + 1);
+    text.resize(size_t(in.gcount()));
+    MT_CHECK(in.gcount() <= kLongest, "invalid metadata file ", tracker.string(), ": longer than ",
+             kLongest, " bytes, not an iteration number");
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' '))
         text.pop_back();
     if (text == "release") return Latest{0, true};

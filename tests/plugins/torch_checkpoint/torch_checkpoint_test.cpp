@@ -328,6 +328,17 @@ TEST(TorchCheckpoint, TruncatedFilesAndBadTrackersAreClearErrors) {
     std::string e = error_of([&] { format.load(dir.path()); });
     EXPECT_NE(e.find("cannot read checkpoint " + file.string()), std::string::npos) << e;
 
+    // A tracker that is a device (a link to /dev/zero) or far too long is an error, not a hang.
+    fs::remove(dir / "latest_checkpointed_iteration.txt");
+    fs::create_symlink("/dev/zero", dir / "latest_checkpointed_iteration.txt");
+    e = error_of([&] { format.load(dir.path()); });
+    EXPECT_NE(e.find("latest_checkpointed_iteration.txt: not a regular file"), std::string::npos)
+        << e;
+    fs::remove(dir / "latest_checkpointed_iteration.txt");
+    mt::test::write_file(dir / "latest_checkpointed_iteration.txt", std::string(100000, '7'));
+    e = error_of([&] { format.load(dir.path()); });
+    EXPECT_NE(e.find("longer than 64 bytes"), std::string::npos) << e;
+
     mt::test::write_file(dir / "latest_checkpointed_iteration.txt", "abc");
     e = error_of([&] { format.load(dir.path()); });
     EXPECT_NE(e.find("'abc' is neither an iteration > 0 nor 'release'"), std::string::npos) << e;
