@@ -391,6 +391,10 @@ TEST(EvalTool, ReportsBadInput) {
          "error: --task RACE: not supported yet"},
         {tiny_command("SQUAD") + " --valid-data " + q(dir / "corpus.txt"),
          "Task SQUAD is not implemented"},
+        // Checked before anything divides by it.
+        {tiny_command("LAMBADA") + " --valid-data " + q(dir / "bad.jsonl") +
+             " --micro-batch-size 0",
+         "error: --micro-batch-size must be positive, got 0"},
     };
     for (const auto& c : cases) {
         auto r = run_command(c.args + " 2>&1");

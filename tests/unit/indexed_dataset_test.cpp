@@ -2,7 +2,9 @@
 // merging, the dtype rule, and errors that name the broken file.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
+#include <limits>
 
 #include "mt/data/indexed_dataset.h"
 #include "mt/error.h"
@@ -161,12 +163,51 @@ TEST(IndexedDataset, BrokenFilesAreNamed) {
     mt::test::write_file(idx_path(prefix), idx);
     mt::test::write_file(bin_path(prefix), bin.substr(0, 4));
     std::string msg = error_of([&] { IndexedDataset::open(prefix); });
-    EXPECT_NE(msg.find(bin_path(prefix).string() + ": truncated: 4 bytes, the index needs 6"),
+    EXPECT_NE(msg.find(bin_path(prefix).string() + ": truncated: 4 bytes, the index needs 0 + 6"),
               std::string::npos)
         << msg;
 
     fs::remove(bin_path(prefix));
     EXPECT_NE(error_of([&] { IndexedDataset::open(prefix); }).find("cannot open"),
+              std::string::npos);
+}
+
+// Sequence pointers near INT64_MAX: pointer + length wraps negative, which a sum-based bounds
+// check let through to a read far outside the mapping.
+TEST(IndexedDataset, PointersThatWouldOverflowAreErrors) {
+    mt::test::TempDir dir;
+    const std::string prefix = (dir / "ds").string();
+    {
+        IndexedDatasetBuilder b(prefix, IndexDType::u16);
+        b.add_item(std::vector<int32_t>{1, 2, 3});
+        b.end_document();
+        b.add_item(std::vector<int32_t>{4, 5});
+        b.end_document();
+        b.finalize();
+    }
+    const std::string idx = mt::test::read_file(idx_path(prefix));
+    // Header 34 bytes, two int32 lengths, then the int64 pointers.
+    auto with_pointer = [&](int which, int64_t value) {
+        std::string changed = idx;
+        std::memcpy(changed.data() + 34 + 8 + 8 * which, &value, 8);
+        mt::test::write_file(idx_path(prefix), changed);
+    };
+    const int64_t huge = std::numeric_limits<int64_t>::max() - 2;
+    with_pointer(0, huge);  // the open checks the last sequence only
+    const IndexedDataset ds = IndexedDataset::open(prefix);
+    std::string e = error_of([&] { ds.get(0); });
+    EXPECT_NE(e.find("sequence 0 (6 bytes at 9223372036854775805) lies outside the file"),
+              std::string::npos)
+        << e;
+    with_pointer(1, huge);
+    e = error_of([&] { IndexedDataset::open(prefix); });
+    EXPECT_NE(e.find(": truncated: 10 bytes, the index needs 9223372036854775805 + 4"),
+              std::string::npos)
+        << e;
+    EXPECT_NE(error_of([&] {
+                  with_pointer(1, 6);
+                  IndexedDataset::open(prefix).get(1, 1, std::numeric_limits<int64_t>::max());
+              }).find("out of range for sequence 1 of length 2"),
               std::string::npos);
 }
 

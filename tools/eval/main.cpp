@@ -64,6 +64,8 @@ std::string check_task_and_data(const TaskFlags& f) {
              " is not implemented (known: WIKITEXT103, LAMBADA)");
     MT_CHECK(f.valid_data.size() == 1, "--task ", f.task,
              " needs exactly one --valid-data file, got ", f.valid_data.size());
+    MT_CHECK(f.micro_batch_size > 0, "--micro-batch-size must be positive, got ",
+             f.micro_batch_size);
     return f.valid_data[0];
 }
 
@@ -158,22 +160,25 @@ int run(const TaskFlags& f, const mt::cli::TokenizerFlags& tf, const mt::ModelFa
 int main(int argc, char** argv) {
     TaskFlags flags;
     mt::cli::TokenizerFlags tokenizer;
-    return mt::cli::run_model_tool(argc, argv, [&](const mt::ModelFamily& family,
-                                                   mt::cli::ToolSpec& spec) {
-        spec.name = "megatron-eval";
-        spec.description =
-            "Zero-shot evaluation as Megatron-LM's tasks/main.py runs it: --task WIKITEXT103\n"
-            "(perplexity, adjusted to words) or --task LAMBADA (last-word accuracy) of the model\n"
-            "in --load (a Megatron checkpoint or a Hugging Face folder) on --valid-data. Model\n"
-            "flags given here override the checkpoint's own; without --tokenizer-type, a Hugging\n"
-            "Face folder's own tokenizer is used.";
-        spec.options.add(task_flags(flags));
-        spec.options.add(mt::cli::model_flags(family));
-        spec.options.add(mt::cli::tokenizer_flags(tokenizer, false));
-        spec.run = [&](const po::variables_map& vm) {
-            mt::cli::finish_tokenizer_flags(vm, tokenizer);
-            return run(flags, tokenizer, family,
-                       mt::cli::collect_model_args(vm, family.flags(), false));
-        };
-    });
+    return mt::cli::run_model_tool(
+        argc, argv, [&](const mt::ModelFamily& family, mt::cli::ToolSpec& spec) {
+            spec.name = "megatron-eval";
+            spec.description =
+                "Zero-shot evaluation as Megatron-LM's tasks/main.py runs it: --task WIKITEXT103\n"
+                "(perplexity, adjusted to words) or --task LAMBADA (last-word accuracy) of the "
+                "model\n"
+                "in --load (a Megatron checkpoint or a Hugging Face folder) on --valid-data. "
+                "Model\n"
+                "flags given here override the checkpoint's own; without --tokenizer-type, a "
+                "Hugging\n"
+                "Face folder's own tokenizer is used.";
+            spec.options.add(task_flags(flags));
+            spec.options.add(mt::cli::model_flags(family));
+            spec.options.add(mt::cli::tokenizer_flags(tokenizer, false));
+            spec.run = [&](const po::variables_map& vm) {
+                mt::cli::finish_tokenizer_flags(vm, tokenizer);
+                return run(flags, tokenizer, family,
+                           mt::cli::collect_model_args(vm, family.flags(), false));
+            };
+        });
 }

@@ -223,11 +223,13 @@ IndexedDataset IndexedDataset::open(const std::string& prefix, bool multimodal) 
     }
     ds.num_tokens_ = total;
     if (ds.num_sequences_ > 0) {
-        int64_t last = ds.num_sequences_ - 1;
-        int64_t end = ds.sequence_pointer(last) + int64_t(ds.sequence_length(last)) * item;
-        MT_CHECK(ds.sequence_pointer(0) >= 0 && end <= int64_t(ds.bin_.size()),
+        const int64_t last = ds.num_sequences_ - 1, ptr = ds.sequence_pointer(last);
+        const int64_t bytes = int64_t(ds.sequence_length(last)) * item;
+        MT_CHECK(ds.sequence_pointer(0) >= 0 && ptr >= 0, name, ": negative sequence pointer");
+        // Compared without ptr + bytes, which a pointer near INT64_MAX would wrap.
+        MT_CHECK(ptr <= int64_t(ds.bin_.size()) && bytes <= int64_t(ds.bin_.size()) - ptr,
                  ds.bin_.path().string(), ": truncated: ", ds.bin_.size(),
-                 " bytes, the index needs ", end);
+                 " bytes, the index needs ", ptr, " + ", bytes);
     }
     return ds;
 }
@@ -258,18 +260,19 @@ int8_t IndexedDataset::sequence_mode(int64_t i) const {
 }
 
 const uint8_t* IndexedDataset::sequence_bytes(int64_t i) const {
-    int64_t ptr = sequence_pointer(i);
-    int64_t end = ptr + int64_t(sequence_length(i)) * index_dtype_size(dtype_);
-    MT_CHECK(ptr >= 0 && end <= int64_t(bin_.size()), bin_.path().string(), ": sequence ", i, " [",
-             ptr, ", ", end, ") lies outside the file");
+    const int64_t ptr = sequence_pointer(i);
+    const int64_t bytes = int64_t(sequence_length(i)) * index_dtype_size(dtype_);
+    const int64_t size = int64_t(bin_.size());
+    MT_CHECK(ptr >= 0 && ptr <= size && bytes <= size - ptr, bin_.path().string(), ": sequence ", i,
+             " (", bytes, " bytes at ", ptr, ") lies outside the file of ", size, " bytes");
     return bin_.data() + ptr;
 }
 
 std::vector<int64_t> IndexedDataset::get(int64_t i, int64_t offset, int64_t length) const {
     int32_t n = sequence_length(i);
     if (length < 0) length = n - offset;
-    MT_CHECK(offset >= 0 && length >= 0 && offset + length <= n, "tokens [", offset, ", ",
-             offset + length, ") out of range for sequence ", i, " of length ", n);
+    MT_CHECK(offset >= 0 && length >= 0 && offset <= n && length <= n - offset, "tokens from ",
+             offset, " (", length, " of them) out of range for sequence ", i, " of length ", n);
     const int64_t item = index_dtype_size(dtype_);
     const uint8_t* p = sequence_bytes(i) + offset * item;
     std::vector<int64_t> out(length);

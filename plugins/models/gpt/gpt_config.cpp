@@ -1,6 +1,7 @@
 #include "gpt_config.h"
 
 #include <cstdlib>
+#include <limits>
 
 #include "mt/error.h"
 
@@ -94,8 +95,17 @@ int64_t padded_vocab_size(int64_t vocab_size, int64_t divisible_by, int64_t tens
     MT_CHECK(divisible_by > 0 && tensor_parallel > 0, "--make-vocab-size-divisible-by (",
              divisible_by, ") and --tensor-model-parallel-size (", tensor_parallel,
              ") must be positive");
-    int64_t multiple = divisible_by * tensor_parallel;
-    return (vocab_size + multiple - 1) / multiple * multiple;
+    // Token ids are int32: a table beyond that (or sizes whose product would wrap) is an error.
+    constexpr int64_t kMostRows = std::numeric_limits<int32_t>::max();
+    int64_t multiple = 0;
+    MT_CHECK(!__builtin_mul_overflow(divisible_by, tensor_parallel, &multiple) &&
+                 multiple <= kMostRows && vocab_size <= kMostRows,
+             "a vocabulary of ", vocab_size, " padded to a multiple of ", divisible_by, " x ",
+             tensor_parallel, " is beyond ", kMostRows, " rows (token ids are int32)");
+    const int64_t padded = (vocab_size + multiple - 1) / multiple * multiple;
+    MT_CHECK(padded <= kMostRows, "the vocabulary padded to ", padded, " rows is beyond ",
+             kMostRows, " (token ids are int32)");
+    return padded;
 }
 
 GptConfig gpt_config_from_args(const ModelArgs& args) {

@@ -110,6 +110,13 @@ TEST(GptConfig, MegatronDerivedValues) {
     EXPECT_EQ(padded_vocab_size(50257, 128, 1), 50304);
     EXPECT_EQ(padded_vocab_size(50257, 128, 2), 50432);
     EXPECT_EQ(padded_vocab_size(50257, 128, 8), 51200);
+    // Sizes whose padding would wrap int64, or beyond an int32 token id, are errors.
+    for (auto [vocab, divisor] :
+         {std::pair{int64_t(50257), int64_t(1) << 62}, std::pair{int64_t(1) << 58, int64_t(128)},
+          std::pair{int64_t(2147483000), int64_t(4096)}}) {
+        const std::string e = mt::test::error_of([&] { padded_vocab_size(vocab, divisor, 2); });
+        EXPECT_NE(e.find("(token ids are int32)"), std::string::npos) << e;
+    }
     ModelArgs args = {{"num-layers", "2"},
                       {"hidden-size", "4096"},
                       {"num-attention-heads", "32"},
