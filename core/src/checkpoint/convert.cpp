@@ -86,6 +86,13 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
         o.target_pipeline_parallel > 0 ? o.target_pipeline_parallel
                                        : int_arg(head.args, "pipeline_model_parallel_size")
                                              .value_or(source.pipeline_parallel)};
+    // Sizes read from a file are checked like flags before anything divides by them.
+    MT_CHECK(target.tensor_parallel > 0 && target.pipeline_parallel > 0,
+             "the target layout tensor parallel ", target.tensor_parallel, " x pipeline parallel ",
+             target.pipeline_parallel, " (from ",
+             o.target_tensor_parallel > 0 ? "the flags"
+                                          : "the checkpoint's args in " + load_dir.string(),
+             ") must be positive");
     ModelArgs target_args = args;
     if (o.legacy) target_args["transformer-impl"] = "local";
     if (o.transformer_impl) target_args["transformer-impl"] = *o.transformer_impl;

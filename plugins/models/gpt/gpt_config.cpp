@@ -118,6 +118,7 @@ GptConfig gpt_config_from_args(const ModelArgs& args) {
     c.seq_length = f.integer("seq-length", c.max_position_embeddings);
     MT_CHECK(c.num_layers > 0 && c.hidden_size > 0 && c.num_attention_heads > 0,
              "--num-layers, --hidden-size and --num-attention-heads must be positive");
+    MT_CHECK(c.seq_length > 0, "--seq-length must be positive, got ", c.seq_length);
     MT_CHECK(c.max_position_embeddings >= c.seq_length, "--max-position-embeddings (",
              c.max_position_embeddings, ") must be >= --seq-length (", c.seq_length, ")");
 
@@ -136,6 +137,7 @@ GptConfig gpt_config_from_args(const ModelArgs& args) {
                  ") unless --kv-channels is given");
         c.kv_channels = c.hidden_size / c.num_attention_heads;
     }
+    MT_CHECK(c.kv_channels > 0, "--kv-channels must be positive, got ", c.kv_channels);
     c.num_query_groups =
         f.flag("group-query-attention") ? f.integer("num-query-groups", 1) : c.num_attention_heads;
     MT_CHECK(c.num_query_groups > 0 && c.num_attention_heads % c.num_query_groups == 0,
@@ -173,6 +175,10 @@ GptConfig gpt_config_from_args(const ModelArgs& args) {
     c.apply_residual_connection_post_layernorm = f.flag("apply-residual-connection-post-layernorm");
     c.attention_dropout = f.real("attention-dropout", 0.1);
     c.hidden_dropout = f.real("hidden-dropout", 0.1);
+    MT_CHECK(c.attention_dropout >= 0 && c.attention_dropout < 1 && c.hidden_dropout >= 0 &&
+                 c.hidden_dropout < 1,
+             "--attention-dropout (", c.attention_dropout, ") and --hidden-dropout (",
+             c.hidden_dropout, ") must be in [0, 1)");
     c.init_method_std = f.real("init-method-std", 0.02);
 
     const std::string impl =
@@ -185,6 +191,8 @@ GptConfig gpt_config_from_args(const ModelArgs& args) {
         MT_FAIL("--transformer-impl ", impl, ": supported are local and transformer_engine");
 
     c.tensor_model_parallel_size = f.integer("tensor-model-parallel-size", 1);
+    MT_CHECK(c.tensor_model_parallel_size > 0,
+             "--tensor-model-parallel-size must be positive, got ", c.tensor_model_parallel_size);
     MT_CHECK(c.num_attention_heads % c.tensor_model_parallel_size == 0 &&
                  c.num_query_groups % c.tensor_model_parallel_size == 0,
              "--num-attention-heads (", c.num_attention_heads, ") and the query groups (",
@@ -193,6 +201,7 @@ GptConfig gpt_config_from_args(const ModelArgs& args) {
     if (f.has("padded-vocab-size")) {
         c.padded_vocab_size = f.integer("padded-vocab-size");
         c.vocab_size = f.integer("vocab-size", c.padded_vocab_size);
+        MT_CHECK(c.vocab_size > 0, "the vocabulary size must be positive, got ", c.vocab_size);
     } else {
         c.vocab_size = f.integer("vocab-size");
         c.padded_vocab_size =

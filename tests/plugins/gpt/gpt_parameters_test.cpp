@@ -158,6 +158,15 @@ TEST(GptConfig, ErrorsNameTheFlag) {
     EXPECT_NE(error_with("normalization", "BatchNorm").find("--normalization BatchNorm"),
               std::string::npos);
     EXPECT_NE(error_with("swiglu", "yes").find("--swiglu takes no value"), std::string::npos);
+    // Zero or negative sizes (as a checkpoint's args may carry) are errors, not divisions by 0.
+    EXPECT_NE(error_with("tensor-model-parallel-size", "0")
+                  .find("--tensor-model-parallel-size must be positive, got 0"),
+              std::string::npos);
+    EXPECT_NE(error_with("seq-length", "0").find("--seq-length must be positive, got 0"),
+              std::string::npos);
+    EXPECT_NE(error_with("kv-channels", "-4").find("--kv-channels must be positive, got -4"),
+              std::string::npos);
+    EXPECT_NE(error_with("hidden-dropout", "1.5").find("must be in [0, 1)"), std::string::npos);
 }
 
 TEST(GptFamily, RegisteredAsGpt) {

@@ -394,6 +394,19 @@ TEST(TorchLayouts, ConvertingReportsShapesThatContradictTheArgsAndUnknownKeys) {
               std::string::npos)
         << e;
     EXPECT_FALSE(fs::exists(dir / "out" / "latest_checkpointed_iteration.txt"));
+
+    // Sizes in the args are checked like flags: a tensor-parallel size of 0 divided by zero.
+    s = format.load(fixture("tp1"));
+    for (auto& [k, v] : s.args)
+        if (k == "tensor_model_parallel_size") v = int64_t(0);
+    format.save(dir / "zero", s);
+    e = error_of(
+        [&] { convert_checkpoint(format, dir / "zero", format, dir / "out", *family, o); });
+    EXPECT_NE(e.find("the target layout tensor parallel 0 x pipeline parallel 1 (from the "
+                     "checkpoint's args in " +
+                     (dir / "zero").string() + ") must be positive"),
+              std::string::npos)
+        << e;
 }
 
 }  // namespace
