@@ -161,7 +161,8 @@ TEST(GenerateTool, ConvertedCheckpointsInAnyLayoutGiveTransformersGreedyTokens) 
         auto r = run_command(shell_quote(tool_path("megatron-generate")) + " --load " +
                              shell_quote(out) +
                              " --tokenizer-type NullTokenizer --vocab-size 127 --greedy"
-                             " --out-seq-length 6 --prompts '" + prompt + "'");
+                             " --out-seq-length 6 --prompts '" +
+                             prompt + "'");
         ASSERT_EQ(r.exit_code, 0) << r.output;
         EXPECT_NE(r.output.find("\n" + expected + "\n"), std::string::npos) << saver << r.output;
     }
@@ -178,8 +179,8 @@ TEST(GenerateTool, SampleFileAndUnconditionalModesWriteTheirFiles) {
     std::ifstream in(dir.path() / "prompts.txt.out");
     std::stringstream text;
     text << in.rdbuf();
-    const std::string one = "\nContext:" + prompt + "\n\nMegatron-LM:" +
-                            expected.substr(prompt.size()) + "\n";
+    const std::string one =
+        "\nContext:" + prompt + "\n\nMegatron-LM:" + expected.substr(prompt.size()) + "\n";
     EXPECT_EQ(text.str(), one + one);
 
     r = run_command(shell_quote(tool_path("megatron-generate")) + " " + llama_flags() +
@@ -200,7 +201,8 @@ TEST(GenerateTool, GeneratesFromAMegatronTrainCheckpoint) {
     mt::test::TempDir dir;
     std::string jsonl;
     for (int d = 0; d < 60; ++d)
-        jsonl += "{\"text\": \"Document " + std::to_string(d) + " says hello and then goodbye.\"}\n";
+        jsonl +=
+            "{\"text\": \"Document " + std::to_string(d) + " says hello and then goodbye.\"}\n";
     const std::string data = mt::test::tiny_gpt2_dataset(dir, jsonl);
     const fs::path vocab = mt::test::fixtures_dir() / "gpt2-tiny";
     const std::string tokenizer = " --tokenizer-type GPT2BPETokenizer --vocab-file " +
@@ -211,8 +213,8 @@ TEST(GenerateTool, GeneratesFromAMegatronTrainCheckpoint) {
         " --num-layers 2 --hidden-size 16 --num-attention-heads 2 --seq-length 32"
         " --max-position-embeddings 32 --micro-batch-size 2 --global-batch-size 4 --lr 1e-2"
         " --train-iters 20 --eval-iters 0 --split 100,0,0 --data-path " +
-        shell_quote(data) + " --data-cache-path " + shell_quote(dir.path() / "cache") +
-        tokenizer + " --save " + shell_quote(dir.path() / "ckpt"));
+        shell_quote(data) + " --data-cache-path " + shell_quote(dir.path() / "cache") + tokenizer +
+        " --save " + shell_quote(dir.path() / "ckpt"));
     ASSERT_EQ(train.exit_code, 0) << train.output;
     auto r = run_command(shell_quote(tool_path("megatron-generate")) + " --load " +
                          shell_quote(dir.path() / "ckpt") + tokenizer +
@@ -300,8 +302,13 @@ TEST(GenerateTool, ServerAnswersGoodBadAndConcurrentRequestsAndStaysUp) {
         << res->body;
     EXPECT_NE(res->body.find(R"("logprobs": [[)"), std::string::npos);
 
-    for (const char* bad : {"{oops", R"({"prompts": ["1"], "top_k": 2, "top_p": 0.5})",
-                            R"({"prompts": ["1 2"], "tokens_to_generate": 1000})"}) {
+    // Too long, and near or beyond INT64_MAX: 400 before anything is allocated, not 500.
+    for (const char* bad :
+         {"{oops", R"({"prompts": ["1"], "top_k": 2, "top_p": 0.5})",
+          R"({"prompts": ["1 2"], "tokens_to_generate": 1000})",
+          R"({"prompts": ["1 2"], "tokens_to_generate": 1000000000})",
+          R"({"prompts": ["1 2"], "tokens_to_generate": 9223372036854775807})",
+          R"({"prompts": ["1 2"], "tokens_to_generate": 18446744073709551615})"}) {
         auto r = client.Put("/api", bad, "application/json");
         ASSERT_TRUE(r) << bad;
         EXPECT_EQ(r->status, 400) << bad << " -> " << r->body;

@@ -25,7 +25,8 @@ struct TokenTable {
     Tensor columns(int64_t t0, int64_t t1) {
         Tensor out = Tensor::empty({B, t1 - t0}, DType::i64);
         for (int64_t b = 0; b < B; ++b)
-            for (int64_t t = t0; t < t1; ++t) out.data<int64_t>()[b * (t1 - t0) + t - t0] = at(b, t);
+            for (int64_t t = t0; t < t1; ++t)
+                out.data<int64_t>()[b * (t1 - t0) + t - t0] = at(b, t);
         return out;
     }
 };
@@ -33,11 +34,7 @@ struct TokenTable {
 TokenTable pad_prompts(const GenerationRequest& r, int32_t eod) {
     TokenTable table;
     table.B = int64_t(r.prompts.size());
-    for (size_t b = 0; b < r.prompts.size(); ++b) {
-        MT_CHECK(!r.prompts[b].empty(), "generation: prompt ", b,
-                 " has no tokens (empty prompts need add_BOS)");
-        table.lengths.push_back(int64_t(r.prompts[b].size()));
-    }
+    for (const auto& prompt : r.prompts) table.lengths.push_back(int64_t(prompt.size()));
     table.S = *std::max_element(table.lengths.begin(), table.lengths.end()) + r.tokens_to_generate;
     table.ids.assign(size_t(table.B * table.S), eod);
     for (int64_t b = 0; b < table.B; ++b)
@@ -96,11 +93,21 @@ GenerationResult generate(Model& model, const GenerationRequest& r, const Genera
              r.tokens_to_generate);
     MT_CHECK(r.tokens_to_generate > 0 || r.return_log_probs,
              "tokens_to_generate=0 implies logprobs should be True");
+    // Checked before the token table is allocated, and without adding the two, which a
+    // tokens_to_generate near INT64_MAX would wrap. A model without a position limit still gets
+    // one (2^24 positions) rather than an allocation of any size a request asks for.
+    int64_t longest = 0;
+    for (size_t b = 0; b < r.prompts.size(); ++b) {
+        MT_CHECK(!r.prompts[b].empty(), "generation: prompt ", b,
+                 " has no tokens (empty prompts need add_BOS)");
+        longest = std::max(longest, int64_t(r.prompts[b].size()));
+    }
+    const int64_t limit = model.max_positions() > 0 ? model.max_positions() : int64_t(1) << 24;
+    MT_CHECK(longest <= limit && r.tokens_to_generate <= limit - longest,
+             "Length of prompt + tokens_to_generate longer than allowed (", longest, " + ",
+             r.tokens_to_generate, " > ", limit, ")");
     TokenTable table = pad_prompts(r, ids.eod);
     const int64_t B = table.B, S = table.S;
-    const int64_t limit = model.max_positions();
-    MT_CHECK(limit == 0 || S <= limit, "Length of prompt + tokens_to_generate longer than allowed (",
-             S, " > ", limit, ")");
     std::vector<std::vector<float>> log_probs(size_t(B), std::vector<float>(size_t(S - 1)));
 
     if (r.tokens_to_generate == 0) {  // score only: one forward over the whole prompts

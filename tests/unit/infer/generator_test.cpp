@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "mt/infer/generator.h"
@@ -123,8 +124,9 @@ TEST(Generator, ScoreOnlyNeedsLogProbs) {
     GenerationRequest r;
     r.prompts = {{1, 2, 3}, {4}};
     r.tokens_to_generate = 0;
-    EXPECT_NE(mt::test::error_of([&] { run(model, r); })
-                  .find("tokens_to_generate=0 implies logprobs should be True"),
+    EXPECT_NE(mt::test::error_of([&] {
+                  run(model, r);
+              }).find("tokens_to_generate=0 implies logprobs should be True"),
               std::string::npos);
     r.return_log_probs = true;
     GenerationResult out = run(model, r);
@@ -141,7 +143,13 @@ TEST(Generator, EmptyPromptsAndOverlongRequestsAreErrors) {
               std::string::npos);
     r.prompts = {{1}};
     r.tokens_to_generate = 64;
-    EXPECT_NE(mt::test::error_of([&] { run(model, r); }).find("longer than allowed (65 > 64)"),
+    EXPECT_NE(mt::test::error_of([&] { run(model, r); }).find("longer than allowed (1 + 64 > 64)"),
+              std::string::npos);
+    // Near INT64_MAX: an error before anything is allocated, not a wrapped length.
+    r.tokens_to_generate = std::numeric_limits<int64_t>::max();
+    EXPECT_NE(mt::test::error_of([&] {
+                  run(model, r);
+              }).find("longer than allowed (1 + 9223372036854775807 > 64)"),
               std::string::npos);
 }
 
