@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 
 #include "mt/error.h"
 
@@ -291,12 +293,101 @@ const char* opcode_name(uint8_t op) {
     }
 }
 
+// How deep values may nest: far beyond any checkpoint (a state dict is a few levels), low enough
+// that walking or destroying them recursively cannot overflow the stack.
+constexpr int kMaxDepth = 1000;
+
+// Calls f on each value `v` holds directly (none for scalars, storages and tensors).
+template <class F>
+void for_each_child(PyValue& v, F&& f) {
+    switch (v.kind()) {
+        case PyKind::list:
+        case PyKind::tuple:
+        case PyKind::set:
+            for (PyValue& c : v.items()) f(c);
+            break;
+        case PyKind::dict:
+            for (auto& [k, x] : v.dict_ref().items) {
+                f(k);
+                f(x);
+            }
+            break;
+        case PyKind::object: {
+            PyObject& o = v.object_ref();
+            f(o.args);
+            f(o.state);
+            for (PyValue& c : o.list_items) f(c);
+            for (auto& [k, x] : o.dict_items) {
+                f(k);
+                f(x);
+            }
+            break;
+        }
+        default:
+            break;
+    }
+}
+
+// Releases values without recursion: however deep or cyclic (shared_ptr cycles would leak),
+// each container gives up its children to a work list before it goes.
+void dismantle(std::vector<PyValue> work) {
+    while (!work.empty()) {
+        PyValue v = std::move(work.back());
+        work.pop_back();
+        for_each_child(v, [&](PyValue& c) {
+            if (c.identity()) work.push_back(std::exchange(c, PyValue()));
+        });
+    }
+}
+
+// The value must nest at most kMaxDepth levels and contain no reference to itself (memo
+// entries make both possible in a few bytes); shared values (a DAG) are walked once.
+class StructureCheck {
+  public:
+    // Empty when the value is fine, else what is wrong.
+    std::string operator()(PyValue& v, int depth = 0) {
+        const void* id = v.identity();
+        if (!id || done_.count(id)) return {};
+        if (depth > kMaxDepth) return mt::str("values nested deeper than ", kMaxDepth, " levels");
+        if (!open_.insert(id).second) return "a value that contains itself (a reference cycle)";
+        std::string why;
+        for_each_child(v, [&](PyValue& c) {
+            if (why.empty()) why = (*this)(c, depth + 1);
+        });
+        open_.erase(id);
+        done_.insert(id);
+        return why;
+    }
+
+  private:
+    std::unordered_set<const void*> open_, done_;
+};
+
 class Unpickler {
   public:
     Unpickler(std::string_view data, const std::string& context, const PersistentLoad& load)
         : data_(data), context_(context), load_(load) {}
 
+    // What any failure leaves (the stack, the memo, the value) goes without recursion.
     PyValue run() {
+        PyValue root;
+        try {
+            root = run_opcodes();
+            const std::string why = StructureCheck()(root);
+            MT_CHECK(why.empty(), context_, ": ", why);
+            return root;
+        } catch (...) {
+            std::vector<PyValue> rest = std::move(stack_);
+            for (auto& [index, v] : memo_) rest.push_back(std::move(v));
+            memo_.clear();
+            rest.push_back(std::move(root));
+            dismantle(std::move(rest));
+            throw;
+        }
+    }
+
+  private:
+    PyValue run_opcodes() {
         for (;;) {
             MT_CHECK(pos_ < data_.size(), context_, ": truncated at byte ", pos_,
                      ": no STOP opcode");
@@ -317,7 +408,6 @@ class Unpickler {
         }
     }
 
-  private:
     [[noreturn]] void fail(const std::string& what) const {
         const char* name = opcode_name(op_);
         MT_FAIL(context_, ": byte ", op_pos_, " (", name ? name : "?", "): ", what);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <unordered_set>
 
 #include "mt/error.h"
 
@@ -349,9 +350,33 @@ std::string quote(const std::string& s) {
     return out + "'";
 }
 
+// Bounded for any value: a container inside itself prints as <cycle>, nesting beyond 1000
+// levels as <...>, and after 64 MiB of output or 2^20 values (a small memo DAG, [L, L] of
+// [L, L] ..., expands exponentially) everything else prints as <...>.
 class Repr {
   public:
     std::string operator()(const PyValue& v) {
+        if (produced_ > kBudget || ++visits_ > kMaxVisits || depth_ > kMaxDepth) return "<...>";
+        const void* id = v.identity();
+        if (id && !open_.insert(id).second) return "<cycle>";
+        ++depth_;
+        std::string out = one(v);
+        --depth_;
+        if (id) open_.erase(id);
+        // What this value adds itself (a container's children were counted on their own).
+        const bool container = v.kind() == PyKind::list || v.kind() == PyKind::tuple ||
+                               v.kind() == PyKind::set || v.kind() == PyKind::dict ||
+                               v.kind() == PyKind::object;
+        produced_ += container ? 2 : out.size();
+        return out;
+    }
+
+  private:
+    static constexpr size_t kBudget = size_t(64) << 20;    // bytes of output
+    static constexpr size_t kMaxVisits = size_t(1) << 20;  // values (a state dict has thousands)
+    static constexpr int kMaxDepth = 1000;
+
+    std::string one(const PyValue& v) {
         switch (v.kind()) {
             case PyKind::none:
                 return "None";
@@ -397,7 +422,6 @@ class Repr {
         return "?";
     }
 
-  private:
     std::string seq(const char* open, const std::vector<PyValue>& items, const char* close) {
         std::string out = open;
         for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + (*this)(items[i]);
@@ -454,6 +478,9 @@ class Repr {
     }
 
     std::map<const Storage*, size_t> storage_ids_;
+    std::unordered_set<const void*> open_;  // containers being printed
+    size_t produced_ = 0, visits_ = 0;
+    int depth_ = 0;
 };
 
 }  // namespace

@@ -238,6 +238,49 @@ TEST(TorchIo, PickleWriterMatchesCPython) {
     EXPECT_EQ(fingerprint(odict1), std::make_pair(size_t{39}, 0xbe4a8831u));
 }
 
+// What a few bytes of pickle can make: 200,000 nested lists (a recursive destructor or walk
+// overflows the stack), a list that contains itself (endless recursion, a shared_ptr cycle), a
+// 1.6 KB memo DAG L[k+1] = [L[k], L[k]] (its printed form doubles per level).
+TEST(TorchIo, HostilePicklesAreBoundedErrors) {
+    const std::string ctx = "common.pt: data.pkl";
+    std::string deep = "\x80\x02";
+    constexpr int kLevels = 200000;
+    for (int i = 0; i < kLevels; ++i) deep += ']';  // EMPTY_LIST
+    for (int i = 1; i < kLevels; ++i) deep += 'a';  // APPEND each into the one before
+    EXPECT_NE(test::error_of([&] {
+                  read_pickle(deep + ".", ctx);
+              }).find("common.pt: data.pkl: values nested deeper than 1000 levels"),
+              std::string::npos);
+    // The same, cut short: the partial value goes without recursion too.
+    EXPECT_NE(test::error_of([&] { read_pickle(deep, ctx); }).find("no STOP opcode"),
+              std::string::npos);
+
+    // EMPTY_LIST, BINPUT 0, BINGET 0, APPEND: [[...]].
+    EXPECT_NE(test::error_of([&] {
+                  read_pickle(std::string("\x80\x02]q\x00h\x00"
+                                          "a.",
+                                          9),
+                              ctx);
+              }).find("a value that contains itself (a reference cycle)"),
+              std::string::npos);
+
+    // L0 = [], then L[k+1] = [L[k], L[k]] through the memo, 60 levels: loads (no cycle, 60
+    // levels), and printing it stops at its budget instead of 2^60 lists.
+    std::string dag("\x80\x02]q\x00", 5);
+    for (int k = 0; k < 60; ++k) {
+        dag += "(h";
+        dag += char(k);
+        dag += 'h';
+        dag += char(k);
+        dag += "lq";
+        dag += char(k + 1);
+    }
+    const PyValue v = read_pickle(dag + ".", ctx);
+    const std::string printed = repr(v);
+    EXPECT_LT(printed.size(), size_t(256) << 20);
+    EXPECT_NE(printed.find("<...>"), std::string::npos);
+}
+
 TEST(TorchIo, PickleErrorsNameFileOffsetAndOpcode) {
     const std::string ctx = "model_optim_rng.pt: data.pkl";
     EXPECT_NE(test::error_of([&] {
