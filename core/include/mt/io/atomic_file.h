@@ -1,5 +1,7 @@
 // AtomicFile: a text or binary output written to "<path>.tmp" and renamed onto `path` by
-// commit(), so a reader never sees half a file and a failed run leaves no partial output.
+// commit(), so a reader never sees half a file and a failed run leaves no partial output. A
+// symlink is written through (its target replaced, the link kept); a FIFO, device or socket is
+// written directly (renaming onto it would replace the node, e.g. /dev/null, not feed it).
 #pragma once
 
 #include <filesystem>
@@ -25,6 +27,7 @@ class MT_API AtomicFile {
   private:
     std::filesystem::path path_, tmp_;
     std::ofstream out_;
+    bool direct_ = false;  // a special file: written in place
     bool committed_ = false;
 };
 
