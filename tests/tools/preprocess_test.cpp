@@ -1,6 +1,7 @@
 // megatron-preprocess through its binary: byte-identical output to Megatron's
 // preprocess_data.py, input formats, ordering under threads and partitions, and bad input.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <zstd.h>
 
 #include <filesystem>
@@ -147,6 +148,37 @@ TEST(Preprocess, BadLinesStopWithFileAndLineAndLeaveNoOutput) {
         EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1)
             << "partial outputs left behind for: " << c.line;
     }
+}
+
+// Outputs: a symlink is written through, a FIFO (or device) is an error, and an output that is
+// the input under another name is refused before anything is written.
+TEST(Preprocess, OutputsThatAreLinksSpecialFilesOrTheInput) {
+    TempDir dir;
+    write_file(dir / "in.jsonl", "{\"text\": \"1 2\"}\n");
+    fs::create_directories(dir / "store");
+    write_file(dir / "store" / "real.bin", "old");
+    fs::create_symlink(dir / "store" / "real.bin", dir / "out_text_document.bin");
+    auto r = run_command(preprocess() + " --input " + q(dir / "in.jsonl") + " --output-prefix " +
+                         q(dir / "out") + kNull);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(fs::is_symlink(dir / "out_text_document.bin")) << "the link stays a link";
+    EXPECT_EQ(fs::file_size(dir / "store" / "real.bin"), 4u) << "two uint16 tokens";
+
+    ASSERT_EQ(::mkfifo((dir / "pipe_text_document.idx").c_str(), 0600), 0);
+    r = run_command(preprocess() + " --input " + q(dir / "in.jsonl") + " --output-prefix " +
+                    q(dir / "pipe") + kNull);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("pipe_text_document.idx: exists and is not a regular file"),
+              std::string::npos)
+        << r.output;
+
+    // The input, reached through a link named like the output.
+    fs::create_symlink(dir / "in.jsonl", dir / "same_text_document.bin");
+    r = run_command(preprocess() + " --input " + q(dir / "same_text_document.bin") +
+                    " --output-prefix " + q(dir / "same") + kNull);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("is the input"), std::string::npos) << r.output;
+    EXPECT_EQ(read_file(dir / "in.jsonl"), "{\"text\": \"1 2\"}\n");
 }
 
 TEST(Preprocess, SkipBadLinesCountsThem) {

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <thread>
@@ -216,6 +217,17 @@ PreprocessResult run_preprocess(const PreprocessConfig& config, const Tokenizer&
     const auto start = std::chrono::steady_clock::now();
     const auto files = resolve_inputs(config.input, config.partitions);
     for (const auto& f : files) log::info("Opening ", f.string());
+    // An output that is an input (the same file under any name) would be overwritten.
+    for (const std::string& key : config.encoder.json_keys)
+        for (const char* ext : {".bin", ".idx"}) {
+            const std::filesystem::path out =
+                output_name(config.output_prefix, key, config.encoder.split_sentences) + ext;
+            std::error_code ec;
+            for (const auto& f : files)
+                MT_CHECK(!std::filesystem::equivalent(out, f, ec), "--output-prefix ",
+                         config.output_prefix, ": its output ", out.string(), " is the input ",
+                         f.string());
+        }
 
     PartitionPlan plan{0, config.partitions, 0};
     if (config.partitions > 1 && config.keep_sequential_samples)

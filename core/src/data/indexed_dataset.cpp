@@ -121,6 +121,19 @@ fs::path temp_name(const fs::path& target) {
     return fs::path(target.string() + ".tmp." + std::to_string(::getpid()));
 }
 
+// Where an output file goes: through a symlink to its target; a FIFO, device or socket there is
+// an error (a dataset file is read back by offset, and renaming would replace the node).
+fs::path output_target(const fs::path& path) {
+    std::error_code ec;
+    fs::path target = path;
+    if (fs::is_symlink(fs::symlink_status(path, ec)))
+        if (fs::path t = fs::weakly_canonical(path, ec); !ec) target = t;
+    const fs::file_status st = fs::status(target, ec);
+    MT_CHECK(!fs::exists(st) || fs::is_regular_file(st), path.string(),
+             ": exists and is not a regular file (a dataset output must be one)");
+    return target;
+}
+
 }  // namespace
 
 int64_t index_dtype_size(IndexDType dtype) {
@@ -288,8 +301,10 @@ IndexedDatasetBuilder::IndexedDatasetBuilder(const std::string& prefix, IndexDTy
     : prefix_(prefix),
       dtype_(dtype),
       multimodal_(multimodal),
-      bin_tmp_(temp_name(bin_path(prefix))),
-      idx_tmp_(temp_name(idx_path(prefix))) {
+      bin_out_(output_target(bin_path(prefix))),
+      idx_out_(output_target(idx_path(prefix))),
+      bin_tmp_(temp_name(bin_out_)),
+      idx_tmp_(temp_name(idx_out_)) {
     MT_CHECK(valid_dtype_code(uint8_t(dtype)), "unknown index dtype code ", int(dtype));
     bin_ = std::fopen(bin_tmp_.c_str(), "wb");
     MT_CHECK(bin_, "cannot create ", bin_tmp_.string(), ": ", std::strerror(errno));
@@ -422,8 +437,8 @@ void IndexedDatasetBuilder::finalize() {
     ok = (std::fclose(f) == 0) && ok;
     MT_CHECK(ok, "write error on ", idx_tmp_.string(), ": ", std::strerror(errno));
 
-    fs::rename(bin_tmp_, bin_path(prefix_));
-    fs::rename(idx_tmp_, idx_path(prefix_));
+    fs::rename(bin_tmp_, bin_out_);
+    fs::rename(idx_tmp_, idx_out_);
     finalized_ = true;
 }
 

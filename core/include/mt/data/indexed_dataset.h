@@ -101,7 +101,9 @@ class MT_API IndexedDatasetBuilder {
     std::string prefix_;
     IndexDType dtype_;
     bool multimodal_;
-    std::filesystem::path bin_tmp_, idx_tmp_;
+    // Where the files go (a symlink's target: the link is written through) and their
+    // temporaries, renamed onto them by finalize().
+    std::filesystem::path bin_out_, idx_out_, bin_tmp_, idx_tmp_;
     std::FILE* bin_ = nullptr;
     std::vector<uint8_t> buffer_;
     std::vector<int32_t> lengths_;
