@@ -62,6 +62,7 @@ class StorageLoader {
             return PyValue::storage(std::move(s));
         }
         const ZipEntry& e = zip_.at(prefix_ + "data/" + key);
+        zip_.verify_crc(e);  // a flipped bit in tensor data is an error, not a changed weight
         const int64_t esize = dtype_size(s.dtype);
         MT_CHECK(s.numel >= 0 && static_cast<uint64_t>(s.numel) * esize <= e.size, "storage ", key,
                  " of ", s.numel, " ", dtype_name(s.dtype), " elements needs ", s.numel * esize,
@@ -135,6 +136,7 @@ PyValue load_torch_file(std::shared_ptr<const MappedFile> file) {
     }
     const ZipEntry* pkl = zip.find(prefix + "data.pkl");
     MT_CHECK(pkl != nullptr, name, ": no data.pkl record (a legacy pre-zip torch file?)");
+    zip.verify_crc(*pkl);
     StorageLoader loader(zip, prefix);
     try {
         return read_pickle(zip.payload(*pkl), name + ": data.pkl", std::ref(loader));

@@ -349,6 +349,24 @@ TEST(TorchIo, ZipErrors) {
 }
 
 // Random truncations and bit flips must end in mt::Error (or a value), never in a crash.
+// Every record's CRC-32 is checked: a bit flipped in a tensor's bytes (or in data.pkl) is an
+// error naming the record, not a silently changed weight.
+TEST(TorchIo, FlippedBitsInRecordsAreCaughtByTheirCrc) {
+    test::TempDir dir;
+    const std::string original = test::read_file(fixture("gpt_state.pt"));
+    const ZipReader zip(std::make_shared<const MappedFile>(fixture("gpt_state.pt")));
+    for (const ZipEntry& e : zip.entries()) {
+        const bool data = e.name.find("/data/") != std::string::npos;
+        if (!(data || e.name.ends_with("/data.pkl")) || e.size == 0) continue;
+        std::string bytes = original;
+        const size_t at = size_t(e.offset + e.size / 2);
+        bytes[at] = static_cast<char>(bytes[at] ^ 0x10);
+        test::write_file(dir / "flipped.pt", bytes);
+        const std::string err = test::error_of([&] { load_torch_file(dir / "flipped.pt"); });
+        EXPECT_NE(err.find("record " + e.name + " has CRC-32"), std::string::npos) << err;
+    }
+}
+
 TEST(TorchIo, FuzzedFilesFailCleanly) {
     test::TempDir dir;
     std::mt19937 rng(1234);
