@@ -208,6 +208,16 @@ TEST(Preprocess, UsageErrorsAndHelp) {
     EXPECT_NE(r.output.find("--output-prefix"), std::string::npos) << r.output;
     r = run_command(preprocess() + " --no-such-flag");
     EXPECT_EQ(r.exit_code, 2) << r.output;
+    // preprocess_data.py keeps argparse's abbreviations (and its ambiguity error); a repeated
+    // flag takes its last value.
+    r = run_command(preprocess() + " --input /nonexistent.jsonl --output-pre /tmp/x --input " +
+                    "/nonexistent2.jsonl" + kNull);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("--input /nonexistent2.jsonl: no such file"), std::string::npos)
+        << r.output;
+    r = run_command(preprocess() + " --input x --output-prefix y --vocab v" + kNull);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("ambiguous"), std::string::npos) << r.output;
     r = run_command(preprocess() + " --input /nonexistent.jsonl --output-prefix /tmp/x" + kNull);
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.output.find("error: --input /nonexistent.jsonl: no such file"), std::string::npos)

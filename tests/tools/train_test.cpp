@@ -109,6 +109,17 @@ TEST(Train, ExitIntervalAndUnsupportedFlags) {
         EXPECT_EQ(bad.exit_code, 1) << flag << "\n" << bad.output;
         EXPECT_NE(bad.output.find(message), std::string::npos) << flag << "\n" << bad.output;
     }
+    // argparse with Megatron's allow_abbrev=False: no abbreviations, and a repeated flag (a
+    // model flag or a multi-value one) takes its last value.
+    auto abbreviated = run_command(train_command(dir, data) + " --train-iters 2 --log-inter 1");
+    EXPECT_EQ(abbreviated.exit_code, 2) << abbreviated.output;
+    auto repeated = run_command(train_command(dir, data) +
+                                " --train-iters 4 --log-interval 1 --eval-iters 0 --num-layers 9"
+                                " --num-layers 2 --data-path /nonexistent --data-path " +
+                                q(data) + " --lr 5 --lr 1e-3");
+    EXPECT_EQ(repeated.exit_code, 0) << repeated.output;
+    EXPECT_NE(repeated.output.find("learning rate: 5.000000E-04"), std::string::npos)
+        << repeated.output;
     auto usage = run_command(mt::test::tool_path("megatron-train").string() + " --help");
     EXPECT_EQ(usage.exit_code, 0);
     for (const char* flag : {"--num-layers", "--micro-batch-size", "--lr-decay-style",

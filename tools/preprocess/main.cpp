@@ -13,6 +13,7 @@ namespace po = boost::program_options;
 int main(int argc, char** argv) {
     mt::cli::ToolSpec spec;
     spec.name = "megatron-preprocess";
+    spec.allow_abbreviations = true;  // preprocess_data.py keeps argparse's abbreviations
     spec.description =
         "Tokenizes a JSON-lines corpus (.jsonl, .json, .jsonl.zst) into Megatron's indexed "
         "dataset\n<output-prefix>_<key>_<document|sentence>.{bin,idx}, byte-identical to "

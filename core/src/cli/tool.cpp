@@ -2,6 +2,7 @@
 
 #include <boost/program_options.hpp>
 #include <iostream>
+#include <map>
 
 #include "mt/cli/flags.h"
 #include "mt/error.h"
@@ -25,6 +26,46 @@ void print_plugins(PluginLoader& loader) {
 }
 }  // namespace
 
+std::vector<std::string> last_occurrences(const std::vector<std::string>& words,
+                                          const po::options_description& options,
+                                          bool abbreviations) {
+    // Each flag's span: its word and the values it takes (none with "--flag=value" or a
+    // switch; one; or, for a multi-value flag, the words up to the next "--" word).
+    struct Span {
+        std::string name;  // the flag's own name; empty for a word that is no flag
+        size_t begin = 0, end = 0;
+    };
+    std::vector<Span> spans;
+    for (size_t i = 0; i < words.size();) {
+        const std::string& w = words[i];
+        const po::option_description* o = nullptr;
+        if (w.size() > 2 && w.compare(0, 2, "--") == 0)
+            o = options.find_nothrow(w.substr(2, w.find('=') - 2), abbreviations);
+        if (!o) {
+            spans.push_back({"", i, i + 1});
+            ++i;
+            continue;
+        }
+        size_t end = i + 1;
+        if (w.find('=') == std::string::npos) {
+            const unsigned most = o->semantic()->max_tokens();
+            while (end < words.size() && end - i - 1 < most && words[end].compare(0, 2, "--") != 0)
+                ++end;
+        }
+        spans.push_back({o->long_name(), i, end});
+        i = end;
+    }
+    std::map<std::string, size_t> last;
+    for (size_t k = 0; k < spans.size(); ++k)
+        if (!spans[k].name.empty()) last[spans[k].name] = k;
+    std::vector<std::string> out;
+    for (size_t k = 0; k < spans.size(); ++k)
+        if (spans[k].name.empty() || last[spans[k].name] == k)
+            out.insert(out.end(), words.begin() + long(spans[k].begin),
+                       words.begin() + long(spans[k].end));
+    return out;
+}
+
 int run_tool(int argc, char** argv, ToolSpec& spec) {
     PluginFlags plugins;
     po::options_description general("General", 100);
@@ -34,7 +75,11 @@ int run_tool(int argc, char** argv, ToolSpec& spec) {
 
     po::variables_map vm;
     try {
-        po::store(po::command_line_parser(argc, argv).options(all).run(), vm);
+        int style = po::command_line_style::default_style;
+        if (!spec.allow_abbreviations) style &= ~po::command_line_style::allow_guessing;
+        const std::vector<std::string> words = last_occurrences(
+            std::vector<std::string>(argv + 1, argv + argc), all, spec.allow_abbreviations);
+        po::store(po::command_line_parser(words).options(all).style(style).run(), vm);
         if (vm["help"].as<bool>()) {
             std::cout << "usage: " << spec.name << " [options]\n\n"
                       << spec.description << "\n\n"

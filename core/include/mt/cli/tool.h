@@ -1,12 +1,14 @@
-// The common frame of every megatron-* main(): parse flags (Megatron's names), --help,
-// --plugin-dir / --list-plugins, and error handling (usage errors exit 2, mt::Error exits 1
-// with "error: <message>").
+// The common frame of every megatron-* main(): parse flags (Megatron's names) as argparse does
+// (a flag given twice takes its last value, multi-value flags included; no abbreviations unless
+// the tool's script allows them), --help, --plugin-dir / --list-plugins, and error handling
+// (usage errors exit 2, mt::Error exits 1 with "error: <message>").
 #pragma once
 
 #include <boost/program_options/options_description.hpp>
 #include <boost/program_options/variables_map.hpp>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "mt/api.h"
 #include "mt/model.h"
@@ -21,7 +23,17 @@ struct ToolSpec {
     po::options_description options{100};
     // Runs after parsing, once --help and --list-plugins are handled. Returns the exit code.
     std::function<int(const po::variables_map&)> run;
+    // Unique prefixes of flag names accepted (argparse's allow_abbrev, which Megatron turns off
+    // everywhere but preprocess_data.py).
+    bool allow_abbreviations = false;
 };
+
+// The command-line words with every flag's earlier occurrences (the flag and its values)
+// dropped, so the last one wins as in argparse; flags are matched by `options` (abbreviated
+// when `abbreviations`), words that are no flag of it are kept in place.
+MT_API std::vector<std::string> last_occurrences(const std::vector<std::string>& words,
+                                                 const po::options_description& options,
+                                                 bool abbreviations);
 
 MT_API int run_tool(int argc, char** argv, ToolSpec& spec);
 
