@@ -271,7 +271,9 @@ int main(int argc, char** argv) {
                 "process, or the ranks of mpirun/srun (data, tensor and sequence parallelism).";
             for (auto& group : mt::train_tool::training_flag_groups(flags)) spec.options.add(group);
             spec.options.add(mt::cli::model_flags(family));
-            spec.options.add(mt::cli::tokenizer_flags(tokenizer));
+            // pretrain_gpt.py's args_defaults.
+            spec.options.add(mt::cli::tokenizer_flags(
+                tokenizer, true, family.name() == "gpt" ? "GPT2BPETokenizer" : ""));
             spec.run = [&](const boost::program_options::variables_map& vm) {
                 mt::train_tool::finish(vm, flags);
                 mt::cli::finish_tokenizer_flags(vm, tokenizer);

@@ -7,10 +7,14 @@
 
 namespace mt::cli {
 
-po::options_description tokenizer_flags(TokenizerFlags& out, bool required) {
+po::options_description tokenizer_flags(TokenizerFlags& out, bool required,
+                                        const std::string& default_type) {
     po::options_description g("Tokenizer", 100);
     auto* type = po::value(&out.type);
-    if (required) type->required();
+    if (!default_type.empty())
+        type->default_value(default_type);
+    else if (required)
+        type->required();
     g.add_options()(
         "tokenizer-type", type,
         "GPT2BPETokenizer, BertWordPieceLowerCase, BertWordPieceCase, NullTokenizer, or any "

@@ -41,6 +41,9 @@ std::unique_ptr<Tokenizer> tokenizer_for(Registry& registry, const std::string& 
                                          TokenizerOptions options,
                                          const std::filesystem::path& dir) {
     if (!type.empty()) return registry.create_tokenizer(type, options);
+    // run_text_generation_server.py's default type, for the files it was given.
+    if (!options.vocab_file.empty() && !options.merge_file.empty())
+        return registry.create_tokenizer("GPT2BPETokenizer", options);
     if (std::filesystem::is_regular_file(dir / "tokenizer.json")) {
         options.tokenizer_model = dir.string();
         return registry.create_tokenizer("HuggingFaceTokenizer", options);

@@ -22,8 +22,10 @@ struct TokenizerFlags {
     TokenizerOptions options;
 };
 // required: --tokenizer-type must be given (tools that can find the tokenizer elsewhere, e.g.
-// next to a Hugging Face model, pass false).
-MT_API po::options_description tokenizer_flags(TokenizerFlags& out, bool required = true);
+// next to a Hugging Face model, pass false); default_type: the entry point's default instead
+// (Megatron's args_defaults: pretrain_gpt.py's GPT2BPETokenizer).
+MT_API po::options_description tokenizer_flags(TokenizerFlags& out, bool required = true,
+                                               const std::string& default_type = "");
 // Copies parsed optional values (e.g. --vocab-size) into `out` after po::notify.
 MT_API void finish_tokenizer_flags(const po::variables_map& vm, TokenizerFlags& out);
 
@@ -42,8 +44,7 @@ MT_API po::options_description model_flags(const std::string& caption,
 MT_API po::options_description model_flags(const ModelFamily& family);
 // With include_defaults false only the flags the command line gave (what should override a
 // checkpoint's own arguments).
-MT_API ModelArgs collect_model_args(const po::variables_map& vm,
-                                    const std::vector<FlagInfo>& flags,
+MT_API ModelArgs collect_model_args(const po::variables_map& vm, const std::vector<FlagInfo>& flags,
                                     bool include_defaults = true);
 
 // The values of `--flag X` and `--flag=X` in argv, read before parsing: a tool needs

@@ -31,9 +31,11 @@ MT_API LoadedModel load_for_inference(Registry& registry, const ModelFamily& fam
                                       const std::filesystem::path& dir, const ModelArgs& overrides,
                                       const std::string& format = "");
 
-// The tokenizer `type` names (--tokenizer-type with its options), or, when type is empty, the
-// one a Hugging Face model folder `dir` carries: tokenizer.json (HuggingFaceTokenizer) or
-// vocab.json + merges.txt (GPT2BPETokenizer). mt::Error when there is neither.
+// The tokenizer `type` names (--tokenizer-type with its options), or, when type is empty:
+// GPT2BPETokenizer over a given --vocab-file and --merge-file (Megatron's text generation
+// server's default), else the one a Hugging Face model folder `dir` carries: tokenizer.json
+// (HuggingFaceTokenizer) or vocab.json + merges.txt (GPT2BPETokenizer). mt::Error when there is
+// none of these.
 MT_API std::unique_ptr<Tokenizer> tokenizer_for(Registry& registry, const std::string& type,
                                                 TokenizerOptions options,
                                                 const std::filesystem::path& dir);
