@@ -224,6 +224,18 @@ TEST(GenerateTool, GeneratesFromAMegatronTrainCheckpoint) {
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("loaded torch_dist checkpoint"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("\nDocument 7 says"), std::string::npos) << r.output;
+    // --interactive: the prompt loop on stdin; modes are exclusive (none: the REST server).
+    r = run_command("printf 'Document 7 says\\nstop\\n' | " +
+                    shell_quote(tool_path("megatron-generate")) + " --load " +
+                    shell_quote(dir.path() / "ckpt") + untyped +
+                    " --greedy --out-seq-length 4 --interactive");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("Context prompt (stop to exit) >>> \nMegatron-LM: "), std::string::npos)
+        << r.output;
+    r = run_command(shell_quote(tool_path("megatron-generate")) + " --load " +
+                    shell_quote(dir.path() / "ckpt") + untyped + " --prompts a --interactive");
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("are separate modes"), std::string::npos) << r.output;
     // Too long for the 32 positions the checkpoint's args give.
     r = run_command(shell_quote(tool_path("megatron-generate")) + " --load " +
                     shell_quote(dir.path() / "ckpt") + tokenizer +
@@ -243,7 +255,8 @@ TEST(GenerateTool, MissingCheckpointIsAClearError) {
         << r.output;
 }
 
-// megatron-generate --port 0 as a child process; its port read from "Serving on ...:PORT".
+// megatron-generate with no mode flag (the REST server, Megatron's default) on --port 0 as a
+// child process; its port read from "Serving on ...:PORT".
 class Server {
   public:
     Server() {

@@ -145,7 +145,8 @@ std::variant<ApiRequest, std::string> validate(const Fields& f) {
         if (r.prompts.size() > 1) return "When doing beam_search, batch size must be 1";
     }
     if (auto e = f.get("stop_token"); e && !is_int(*e)) return "stop_token must be an integer";
-    if (auto e = f.get("length_penalty"); e && !is_float(*e)) return "length_penalty must be a float";
+    if (auto e = f.get("length_penalty"); e && !is_float(*e))
+        return "length_penalty must be a float";
     if (f.has("beam_width")) return "not supported yet: beam search (beam_width)";
     return api;
 }

@@ -33,8 +33,8 @@ void log_request(const httplib::Request& req) {
     const std::time_t now = std::time(nullptr);
     char when[64];
     std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
-    std::printf("request IP: %s\n%s\nstart time:  %s\n", req.remote_addr.c_str(),
-                req.body.c_str(), when);
+    std::printf("request IP: %s\n%s\nstart time:  %s\n", req.remote_addr.c_str(), req.body.c_str(),
+                when);
     std::fflush(stdout);
 }
 

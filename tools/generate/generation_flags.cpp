@@ -12,9 +12,8 @@ po::options_description generation_flags(GenerationFlags& f) {
     po::options_description g("Generation", 100);
     g.add_options()("load", po::value(&f.load)->required(),
                     "checkpoint directory: megatron-train's (torch), Megatron's torch_dist, or a "
-                    "Hugging Face model folder")(
-        "ckpt-format", po::value(&f.ckpt_format),
-        "checkpoint format of --load (default: detected)")(
+                    "Hugging Face model folder")("ckpt-format", po::value(&f.ckpt_format),
+                                                 "checkpoint format of --load (default: detected)")(
         "temperature", po::value(&f.sampling.temperature)->default_value(1.0),
         "sampling temperature")("top_k", po::value(&f.sampling.top_k)->default_value(0),
                                 "top-k sampling (1: greedy)")(
@@ -32,18 +31,25 @@ po::options_description generation_flags(GenerationFlags& f) {
         "sample-output-file", po::value(&f.sample_output_file),
         "output of --sample-input-file (default: the input's name + .out)")(
         "num-samples", po::value(&f.num_samples)->default_value(0),
-        "unconditional samples to write to --genfile")(
-        "genfile", po::value(&f.genfile), "jsonl output of --num-samples")(
-        "port", po::value<int>(), "serve Megatron's REST API (PUT /api) on this port (0: any)")(
+        "unconditional samples to write to --genfile")("genfile", po::value(&f.genfile),
+                                                       "jsonl output of --num-samples")(
+        "interactive", po::bool_switch(&f.interactive),
+        "prompt for contexts on the terminal (generate_samples_gpt.py's loop; ours)")(
+        "port", po::value<int>()->default_value(5000),
+        "serve Megatron's REST API (PUT /api) on this port (0: any); the mode when no other is "
+        "asked for, as run_text_generation_server.py")(
         "host", po::value(&f.host)->default_value("0.0.0.0"), "address the server listens on");
     return g;
 }
 
 void finish_generation_flags(const po::variables_map& vm, GenerationFlags& f) {
-    if (vm.count("port")) {
-        f.port = vm["port"].as<int>();
-        MT_CHECK(*f.port >= 0 && *f.port < 65536, "--port must be in [0, 65535], got ", *f.port);
-    }
+    f.port = vm["port"].as<int>();
+    MT_CHECK(f.port >= 0 && f.port < 65536, "--port must be in [0, 65535], got ", f.port);
+    const int modes = int(!f.prompts.empty()) + int(!f.sample_input_file.empty()) +
+                      int(f.num_samples > 0) + int(f.interactive);
+    MT_CHECK(modes <= 1,
+             "--prompts, --sample-input-file, --num-samples and --interactive are "
+             "separate modes: give one (or none, to serve on --port)");
     if (f.greedy) {
         MT_CHECK(f.sampling.top_p == 0.0, "--greedy and --top_p cannot be used together");
         f.sampling.top_k = 1;

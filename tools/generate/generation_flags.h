@@ -6,7 +6,6 @@
 #include <boost/program_options/options_description.hpp>
 #include <boost/program_options/variables_map.hpp>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,13 +23,13 @@ struct GenerationFlags {
     std::vector<std::string> prompts;
     std::string sample_input_file, sample_output_file, genfile;
     int64_t num_samples = 0;
-    std::optional<int> port;
+    int port = 5000;  // the REST server's, when no CLI mode is asked for
+    bool interactive = false;
     std::string host = "0.0.0.0";
 };
 
 boost::program_options::options_description generation_flags(GenerationFlags& out);
 // Reads what po cannot store directly (--port, --greedy) after po::notify.
-void finish_generation_flags(const boost::program_options::variables_map& vm,
-                             GenerationFlags& out);
+void finish_generation_flags(const boost::program_options::variables_map& vm, GenerationFlags& out);
 
 }  // namespace mt::generate_tool

@@ -26,10 +26,6 @@ int generate(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
                 flags.load.c_str(), static_cast<long long>(loaded.iteration));
     std::fflush(stdout);
     TextGenerator generator(*loaded.model, *tokenizer, flags.seed);
-    if (flags.port) {
-        serve_api(generator, flags.host, *flags.port);
-        return 0;
-    }
     CliSettings s;
     s.base.sampling = flags.sampling;
     s.base.logprobs = flags.return_log_probs;
@@ -43,8 +39,10 @@ int generate(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
                                                          : flags.sample_output_file);
     else if (flags.num_samples > 0)
         run_unconditional(generator, s, flags.num_samples, flags.genfile);
-    else
+    else if (flags.interactive)
         run_interactive(generator, s, std::cin, std::cout);
+    else  // run_text_generation_server.py
+        serve_api(generator, flags.host, flags.port);
     return 0;
 }
 
@@ -53,22 +51,24 @@ int generate(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
 int main(int argc, char** argv) {
     GenerationFlags flags;
     mt::cli::TokenizerFlags tokenizer;
-    return mt::cli::run_model_tool(argc, argv, [&](const mt::ModelFamily& family,
-                                                   mt::cli::ToolSpec& spec) {
-        spec.name = "megatron-generate";
-        spec.description =
-            "Generates text from a Megatron checkpoint (megatron-train's, Megatron-LM's) or a\n"
-            "Hugging Face model folder: Megatron's REST server (--port, PUT /api), --prompts, a\n"
-            "file of prompts, unconditional samples, or an interactive prompt. Model flags given\n"
-            "here override the checkpoint's own.";
-        spec.options.add(generation_flags(flags));
-        spec.options.add(mt::cli::tokenizer_flags(tokenizer, false));
-        spec.options.add(mt::cli::model_flags(family));
-        spec.run = [&](const boost::program_options::variables_map& vm) {
-            finish_generation_flags(vm, flags);
-            mt::cli::finish_tokenizer_flags(vm, tokenizer);
-            return generate(flags, tokenizer, family,
-                            mt::cli::collect_model_args(vm, family.flags(), false));
-        };
-    });
+    return mt::cli::run_model_tool(
+        argc, argv, [&](const mt::ModelFamily& family, mt::cli::ToolSpec& spec) {
+            spec.name = "megatron-generate";
+            spec.description =
+                "Generates text from a Megatron checkpoint (megatron-train's, Megatron-LM's) or a\n"
+                "Hugging Face model folder: Megatron's REST server (PUT /api on --port, 5000, "
+                "unless\n"
+                "another mode is asked for), --prompts, a file of prompts, unconditional samples, "
+                "or\n"
+                "--interactive. Model flags given here override the checkpoint's own.";
+            spec.options.add(generation_flags(flags));
+            spec.options.add(mt::cli::tokenizer_flags(tokenizer, false));
+            spec.options.add(mt::cli::model_flags(family));
+            spec.run = [&](const boost::program_options::variables_map& vm) {
+                finish_generation_flags(vm, flags);
+                mt::cli::finish_tokenizer_flags(vm, tokenizer);
+                return generate(flags, tokenizer, family,
+                                mt::cli::collect_model_args(vm, family.flags(), false));
+            };
+        });
 }

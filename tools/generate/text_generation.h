@@ -27,9 +27,9 @@ struct TextRequest {
 };
 
 struct TextResult {
-    std::vector<std::string> text;                 // prompt + generation, detokenized
-    std::vector<std::vector<int32_t>> tokens;      // prompt + generated ids
-    std::vector<std::vector<float>> logprobs;      // per row, of every token after the first
+    std::vector<std::string> text;                   // prompt + generation, detokenized
+    std::vector<std::vector<int32_t>> tokens;        // prompt + generated ids
+    std::vector<std::vector<float>> logprobs;        // per row, of every token after the first
     std::vector<std::vector<std::string>> segments;  // per row, each token detokenized alone
 };
 
