@@ -75,4 +75,34 @@ float bfloat16_to_float(uint16_t b) {
     return f;
 }
 
+uint16_t float_to_bfloat16(float f) {
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    if ((x & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t((x >> 16) | 0x40);  // quiet NaN
+    x += 0x7FFFu + ((x >> 16) & 1);                                          // ties to even
+    return uint16_t(x >> 16);
+}
+
+uint16_t float_to_half(float f) {
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    const uint32_t sign = (x >> 16) & 0x8000u;
+    const uint32_t exp = (x >> 23) & 0xFFu;
+    uint32_t mant = x & 0x7FFFFFu;
+    if (exp == 0xFF) return uint16_t(sign | 0x7C00u | (mant ? 0x200u : 0));  // inf, NaN
+    const int e = int(exp) - 127 + 15;
+    if (e >= 31) return uint16_t(sign | 0x7C00u);  // beyond the largest half
+    // Drops `shift` low bits of the (implicit-1) mantissa, rounding to nearest, ties to even; a
+    // carry may step into the exponent (or to infinity), which is right.
+    auto round = [](uint32_t m, int shift) {
+        const uint32_t kept = m >> shift, rest = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        return kept + (rest > half || (rest == half && (kept & 1)) ? 1u : 0u);
+    };
+    if (e <= 0) {  // a subnormal half (or zero)
+        if (e < -10) return uint16_t(sign);
+        return uint16_t(sign | round(mant | 0x800000u, 14 - e));
+    }
+    return uint16_t(sign | round((uint32_t(e) << 23) | mant, 13));
+}
+
 }  // namespace mt

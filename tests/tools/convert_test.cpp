@@ -8,7 +8,9 @@
 
 #include <cstring>
 #include <filesystem>
+#include <tuple>
 
+#include "mt/dtype.h"
 #include "mt/io/torch_file.h"
 #include "test_support.h"
 
@@ -105,6 +107,43 @@ TEST(Convert, TorchToTorchDistToTorchIsBitIdentical) {
         ASSERT_TRUE(fs::exists(dir / "back" / file)) << file;
         EXPECT_TRUE(read_file(dir / "back" / file) == read_file(dir / "direct" / file)) << file;
     }
+}
+
+// --bf16 / --fp16 cast the saved weights as convert.py does (ties to even) and the args say
+// so; a bf16 checkpoint converts on as it is, and megatron-generate reads it (widened).
+TEST(Convert, Bf16AndFp16CastTheSavedWeights) {
+    TempDir dir;
+    const std::string file = "iter_0000010/mp_rank_00/model_optim_rng.pt";
+    for (const auto& [flag, dtype, name] : {std::tuple{"--bf16", mt::DType::bf16, "bfloat16"},
+                                            std::tuple{"--fp16", mt::DType::f16, "float16"}}) {
+        const fs::path out = dir / name;
+        convert_ok(fixture("tp1"), out, std::string(kCore) + " " + flag);
+        const mt::io::PyValue want = mt::io::load_torch_file(fixture("tp1") / file)["model"];
+        const mt::io::PyValue got = mt::io::load_torch_file(out / file);
+        for (const auto& [k, v] : want.dict_ref().items) {
+            if (v.kind() != mt::io::PyKind::tensor) continue;  // _extra_state
+            const mt::Tensor a = v.as_tensor().contiguous();
+            const mt::Tensor b = got["model"][k.as_string()].as_tensor().contiguous();
+            ASSERT_EQ(b.dtype(), dtype) << k.as_string();
+            const auto* bits = static_cast<const uint16_t*>(b.raw_data());
+            for (int64_t i = 0; i < a.numel(); ++i)
+                ASSERT_EQ(bits[i], dtype == mt::DType::bf16
+                                       ? mt::float_to_bfloat16(a.data<float>()[i])
+                                       : mt::float_to_half(a.data<float>()[i]))
+                    << k.as_string() << "[" << i << "]";
+        }
+        const auto& args = got["args"].object_ref().state;
+        EXPECT_EQ(args["params_dtype"].object_ref().name, name);
+        EXPECT_EQ(args[flag + 2].as_bool(), true);
+    }
+    // On through torch_dist, still bf16; generation widens the weights.
+    convert_ok(dir / "bfloat16", dir / "dist", "--loader core --saver torch_dist");
+    auto r = run_command(mt::test::tool_path("megatron-generate").string() + " --load " +
+                         q(dir / "dist") +
+                         " --tokenizer-type NullTokenizer --vocab-size 127 --greedy"
+                         " --out-seq-length 2 --prompts '1 2 3' 2>&1");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("loaded torch_dist checkpoint"), std::string::npos) << r.output;
 }
 
 TEST(Convert, LlamaCheckpointsOfMetaAndHuggingFaceGiveTheSameMegatronCheckpoint) {

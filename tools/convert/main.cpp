@@ -62,8 +62,8 @@ po::options_description convert_flags(ConvertFlags& f) {
         "source's; legacy: local)")("position-embedding-type",
                                     po::value(&f.position_embedding_type),
                                     "accepted; the checkpoint's args decide")(
-        "bf16", po::bool_switch(&f.bf16), "accepted; weights keep the source's dtype")(
-        "fp16", po::bool_switch(&f.fp16), "accepted; weights keep the source's dtype")(
+        "bf16", po::bool_switch(&f.bf16), "save the weights as bfloat16, as convert.py does")(
+        "fp16", po::bool_switch(&f.fp16), "save the weights as float16, as convert.py does")(
         "megatron-path", po::value(&f.megatron_path), "accepted and ignored")(
         "max-queue-size", po::value(&f.max_queue_size)->default_value(50),
         "accepted and ignored (no loader/saver queue here)")(
@@ -146,6 +146,9 @@ int run(const ConvertFlags& f) {
     o.legacy = f.saver == "legacy" || f.saver == "megatron";
     // Megatron's Hugging Face loaders save their checkpoints as iteration 1.
     if (f.loader == "hf" || f.loader == "llama_mistral") o.iteration = 1;
+    MT_CHECK(!(f.bf16 && f.fp16), "--bf16 and --fp16 cannot be used together");
+    if (f.bf16) o.dtype = mt::DType::bf16;
+    if (f.fp16) o.dtype = mt::DType::f16;
     o.log = [](const std::string& line) {
         std::printf("%s\n", line.c_str());
         std::fflush(stdout);

@@ -16,6 +16,10 @@ MT_API std::string_view dtype_name(DType dtype);
 // The float an IEEE half (f16) or a bfloat16 holds, given its bits (exact: both widen).
 MT_API float half_to_float(uint16_t bits);
 MT_API float bfloat16_to_float(uint16_t bits);
+// The nearest half / bfloat16 (ties to even, as torch's .half() / .bfloat16()); overflow gives
+// infinity, NaN stays NaN.
+MT_API uint16_t float_to_half(float value);
+MT_API uint16_t float_to_bfloat16(float value);
 
 // The DType that stores C++ type T.
 template <class T>

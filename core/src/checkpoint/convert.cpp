@@ -124,6 +124,7 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
         if (p.shard.kind == ShardSpec::Kind::vocab) t = resize_vocab_rows(t, target_vocab);
         MT_CHECK(t.shape() == p.shape, "'", p.name, "' has shape ", shape_str(t.shape()),
                  " but the target model needs ", shape_str(p.shape));
+        if (o.dtype && t.dtype() != *o.dtype) t = cast_float(t, *o.dtype);
         target_whole.push_back(t);
     }
 
@@ -143,6 +144,14 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
     if (o.true_vocab_size) set_arg(out.args, "vocab_size", *o.true_vocab_size);
     if (o.make_vocab_size_divisible_by)
         set_arg(out.args, "make_vocab_size_divisible_by", *o.make_vocab_size_divisible_by);
+    if (o.dtype) {
+        set_arg(out.args, "bf16", *o.dtype == DType::bf16);
+        set_arg(out.args, "fp16", *o.dtype == DType::f16);
+        set_arg(out.args, "params_dtype",
+                std::string(*o.dtype == DType::bf16  ? "bfloat16"
+                            : *o.dtype == DType::f16 ? "float16"
+                                                     : "float32"));
+    }
     o.log("saving a " + std::string(saver.name()) + " checkpoint (" + layout_str(target) +
           ") at iteration " + std::to_string(out.iteration) + " to " + save_dir.string());
     if (!saver.per_rank_files()) {

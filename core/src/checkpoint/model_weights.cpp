@@ -16,10 +16,14 @@ void load_model_weights(const CheckpointState& state, Model& model, WeightLoad h
         if (it == tensors.end()) it = tensors.find(other_impl_name(p->name));
         MT_CHECK(it != tensors.end(), "the checkpoint has no model tensor '", p->name,
                  "' (the model needs ", shape_str(p->value.shape()), ")");
-        const Tensor from = nn::piece_of_whole(*p, *it->second);
+        Tensor from = nn::piece_of_whole(*p, *it->second);
         MT_CHECK(from.shape() == p->value.shape(), "model tensor '", it->first, "' has shape ",
                  shape_str(from.shape()), " in the checkpoint but ", shape_str(p->value.shape()),
                  " in the model");
+        // fp16 / bf16 weights (most Megatron checkpoints) widen exactly into an f32 model.
+        if ((from.dtype() == DType::f16 || from.dtype() == DType::bf16) &&
+            p->value.dtype() == DType::f32)
+            from = cast_float(from, DType::f32);
         MT_CHECK(from.dtype() == p->value.dtype(), "model tensor '", it->first, "' is ",
                  from.describe(), " in the checkpoint but the model holds ", p->value.describe());
         if (how == WeightLoad::share && from.is_contiguous())

@@ -43,6 +43,9 @@ struct ConvertOptions {
     std::optional<std::string> transformer_impl;
     bool legacy = false;  // save as a legacy model (use_legacy_models: legacy key names)
     std::optional<int64_t> iteration;  // the saved iteration; absent: the source's
+    // The saved weights' dtype (convert.py's --bf16 / --fp16 cast them, and the args say so);
+    // absent: the source's.
+    std::optional<DType> dtype;
     // Messages for the user (what was found, what is written).
     std::function<void(const std::string&)> log = [](const std::string&) {};
     bool progress = true;  // a progress bar on a terminal
