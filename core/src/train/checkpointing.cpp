@@ -13,6 +13,11 @@ namespace mt::train {
 
 namespace {
 
+// Whether every tensor rank holds p whole.
+bool replicated(const nn::Parameter& p) {
+    return p.tp_size == 1 || p.shard.kind == ShardSpec::Kind::replicated;
+}
+
 bool distributed_optimizer(const TrainingParts& parts) {
     return parts.grad_buffer && parts.grad_buffer->distributed_optimizer();
 }
@@ -20,8 +25,7 @@ bool distributed_optimizer(const TrainingParts& parts) {
 // `local`, this rank's piece of p (or of one of p's optimizer moments), joined over the
 // tensor-parallel group into the whole tensor.
 Tensor whole_of(const TrainingParts& parts, const nn::Parameter& p, const Tensor& local) {
-    if (!parts.parallel || p.tp_size == 1 || p.shard.kind == ShardSpec::Kind::replicated)
-        return local;
+    if (!parts.parallel || replicated(p)) return local;
     Communicator& tp = parts.parallel->tp();
     const int64_t n = local.numel();
     Tensor all = Tensor::empty({n * tp.size()}, local.dtype());
@@ -129,8 +133,13 @@ void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& pa
 // Whether p's piece here is not a replica another rank writes: tensor rank 0's for a tensor
 // the tensor-parallel group replicates, any tensor rank's for a split one.
 bool tensor_main_replica(const nn::Parameter& p) {
-    const bool replicated = p.tp_size == 1 || p.shard.kind == ShardSpec::Kind::replicated;
-    return !replicated || p.tp_rank == 0;
+    return !replicated(p) || p.tp_rank == 0;
+}
+
+// Where p's piece lies in the whole parameter.
+std::vector<ShardBox> boxes_of(const nn::Parameter& p) {
+    return replicated(p) ? shard_boxes(p.whole_shape, p.shard, 1, 0)
+                         : shard_boxes(p.whole_shape, p.shard, p.tp_size, p.tp_rank);
 }
 
 // The boxes of p's piece `local` (its value or a moment shaped like it) that this rank writes
@@ -138,9 +147,8 @@ bool tensor_main_replica(const nn::Parameter& p) {
 std::vector<ShardedTensor> main_boxes(const TrainingParts& parts, const nn::Parameter& p,
                                       const Tensor& local) {
     if ((parts.parallel && parts.parallel->dp().rank() != 0) || !tensor_main_replica(p)) return {};
-    const bool replicated = p.tp_size == 1 || p.shard.kind == ShardSpec::Kind::replicated;
-    return piece_boxes(local, p.whole_shape, p.shard, replicated ? 1 : p.tp_size,
-                       replicated ? 0 : p.tp_rank);
+    return replicated(p) ? piece_boxes(local, p.whole_shape, p.shard, 1, 0)
+                         : piece_boxes(local, p.whole_shape, p.shard, p.tp_size, p.tp_rank);
 }
 
 // The distributed optimizer's ranges on this rank (main replicas only), sharing the run's
@@ -152,12 +160,10 @@ std::vector<OptimizerShard> own_shards(const TrainingParts& parts) {
         const auto& piece = buffer.shard()[i];
         const nn::Parameter& p = *piece.param;
         if (!tensor_main_replica(p)) continue;
-        const bool replicated = p.tp_size == 1 || p.shard.kind == ShardSpec::Kind::replicated;
         OptimizerShard s;
         s.name = p.name;
         s.global_shape = p.whole_shape;
-        s.boxes = shard_boxes(p.whole_shape, p.shard, replicated ? 1 : p.tp_size,
-                              replicated ? 0 : p.tp_rank);
+        s.boxes = boxes_of(p);
         s.begin = piece.param_begin;
         s.end = piece.param_end;
         s.main_param = buffer.view(buffer.values(), piece);
