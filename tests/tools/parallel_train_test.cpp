@@ -112,6 +112,36 @@ TEST_F(ParallelTrain, TensorSequenceDataParallelGiveTheOneProcessLosses) {
     expect_same(got, single_, r.output);
 }
 
+// --log-params-norm and --log-num-zeros-in-grad (Megatron's calc_params_l2_norm and
+// count_zeros_fp32): the same numbers at TP2 x DP2 with SP and the distributed optimizer as in
+// one process, each element counted once.
+TEST_F(ParallelTrain, ParamsNormAndZeroGradsAreTheOneProcessNumbers) {
+    // Untied (Llama style): the input embedding's unused rows get zero gradients.
+    const std::string flags = std::string(kLlama) + " --log-params-norm --log-num-zeros-in-grad";
+    auto one = run_command(train(dir_, data_, 1, 1) + flags);
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    auto wide = run_command(train(dir_, data_, 4, 2) + flags);
+    ASSERT_EQ(wide.exit_code, 0) << wide.output;
+    static const std::regex line(
+        R"(iteration +(\d+)/.*num zeros: ([0-9.]+) \| params norm: ([0-9.]+) \|)");
+    auto stats = [&](const std::string& out) {
+        std::map<int, std::pair<double, double>> m;
+        for (auto it = std::sregex_iterator(out.begin(), out.end(), line);
+             it != std::sregex_iterator(); ++it)
+            m[std::stoi((*it)[1])] = {std::stod((*it)[2]), std::stod((*it)[3])};
+        return m;
+    };
+    const auto want = stats(one.output), got = stats(wide.output);
+    ASSERT_EQ(want.size(), 6u) << one.output;
+    ASSERT_EQ(got.size(), 6u) << wide.output;
+    for (const auto& [iteration, w] : want) {
+        EXPECT_EQ(got.at(iteration).first, w.first) << "num zeros at iteration " << iteration;
+        EXPECT_GT(w.first, 0) << "unused embedding rows have zero gradients";
+        EXPECT_NEAR(got.at(iteration).second, w.second, 2e-3)
+            << "params norm at iteration " << iteration;  // printed to 3 decimals
+    }
+}
+
 TEST_F(ParallelTrain, CheckpointsResumeAcrossLayouts) {
     for (const char* format : {"torch_dist", "torch"}) {
         const std::string fmt = std::string(" --ckpt-format ") + format;

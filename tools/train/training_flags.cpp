@@ -153,6 +153,10 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "tensorboard-dir", po::value(&f.tensorboard_dir), "write TensorBoard event files here")(
         "log-throughput", po::bool_switch(&f.log_throughput),
         "add the model's TFLOP/s to the iteration line (TensorBoard always gets it)")(
+        "log-params-norm", po::bool_switch(&f.log_params_norm),
+        "add the parameters' L2 norm (after the update) to the iteration line")(
+        "log-num-zeros-in-grad", po::bool_switch(&f.log_num_zeros_in_grad),
+        "add the number of zero gradient elements to the iteration line")(
         "log-rank-stats", po::bool_switch(&f.log_rank_stats),
         "not Megatron's: after training, each rank prints the bytes it sent per iteration "
         "through each process group and the size of its optimizer state");
@@ -220,6 +224,8 @@ train::TrainerOptions trainer_options(const TrainingFlags& f) {
     o.eval_iters = f.eval_iters;
     o.clip_grad = f.clip_grad;
     o.log_throughput = f.log_throughput;
+    o.log_params_norm = f.log_params_norm;
+    o.log_num_zeros_in_grad = f.log_num_zeros_in_grad;
     o.seed = static_cast<uint64_t>(f.seed);
     o.exit_interval = f.exit_interval;
     o.exit_duration_in_mins = f.exit_duration_in_mins;

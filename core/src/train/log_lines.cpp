@@ -40,7 +40,8 @@ std::string format_iteration_line(const IterationLog& l) {
         if (value > 0.0) s += " " + name + fmt(": %.6E |", value);
     s += fmt(" loss scale: %.1f |", l.loss_scale);
     if (l.grad_norm) s += fmt(" grad norm: %.3f |", *l.grad_norm);
-    if (l.num_zeros) s += fmt(" num zeros: %lld |", (long long)*l.num_zeros);
+    // Megatron prints the count as the float count_zeros_fp32 returns ("12.0").
+    if (l.num_zeros) s += fmt(" num zeros: %.1f |", double(*l.num_zeros));
     if (l.params_norm) s += fmt(" params norm: %.3f |", *l.params_norm);
     s += fmt(" number of skipped iterations: %3lld |", (long long)l.skipped_iterations);
     s += fmt(" number of nan iterations: %3lld |", (long long)l.nan_iterations);

@@ -138,13 +138,40 @@ double Trainer::grad_norm(std::vector<Tensor>& grads) const {
         if (!p->tensor_parallel_duplicate()) counted.push_back(p->grad);
     }
     const double local = optim::global_l2_norm(counted);
+    return std::sqrt(model_parallel_sum(local * local, distributed_optimizer()));
+}
+
+bool Trainer::distributed_optimizer() const {
+    return grad_buffer_ && grad_buffer_->distributed_optimizer();
+}
+
+double Trainer::model_parallel_sum(double local, bool data_parallel) const {
     if (!parallel_) return local;
-    Tensor sq = Tensor::empty({1}, DType::f64);
-    sq.data<double>()[0] = local * local;
-    parallel_->model_parallel().all_reduce(sq, ReduceOp::sum);
-    if (grad_buffer_ && grad_buffer_->distributed_optimizer())
-        grad_buffer_->group().all_reduce(sq, ReduceOp::sum);
-    return std::sqrt(sq.data<double>()[0]);
+    Tensor sum = Tensor::empty({1}, DType::f64);
+    sum.data<double>()[0] = local;
+    parallel_->model_parallel().all_reduce(sum, ReduceOp::sum);
+    if (data_parallel) grad_buffer_->group().all_reduce(sum, ReduceOp::sum);
+    return sum.data<double>()[0];
+}
+
+int64_t Trainer::num_zeros_in_grad() const {
+    int64_t zeros = 0;
+    for (nn::Parameter* p : optimizer_.parameters()) {
+        if (p->tensor_parallel_duplicate()) continue;
+        const Tensor g = p->grad.contiguous();
+        const float* v = g.data<float>();
+        for (int64_t i = 0; i < g.numel(); ++i) zeros += v[i] == 0.0f;
+    }
+    return int64_t(model_parallel_sum(double(zeros), distributed_optimizer()));
+}
+
+double Trainer::params_norm() const {
+    // The whole model on every data-parallel rank (gathered after a distributed update).
+    std::vector<Tensor> counted;
+    for (nn::Parameter* p : model_.parameters())
+        if (!p->tensor_parallel_duplicate()) counted.push_back(p->value);
+    const double local = optim::global_l2_norm(counted);
+    return std::sqrt(model_parallel_sum(local * local, false));
 }
 
 uint64_t Trainer::dropout_seed() const {
@@ -204,9 +231,11 @@ Trainer::IterationResult Trainer::train_step(const data::GPTSampleDataset& data)
     MT_CHECK(std::isfinite(r.grad_norm), "NaN or Inf in the gradients at iteration ",
              iteration_ + 1);
     if (options_.clip_grad > 0) optim::clip_by_total_norm(grads, options_.clip_grad, r.grad_norm);
+    if (options_.log_num_zeros_in_grad) r.num_zeros = num_zeros_in_grad();
 
     optimizer_.step(scheduler_.lr(), scheduler_.weight_decay());
-    if (grad_buffer_ && grad_buffer_->distributed_optimizer()) grad_buffer_->gather_params();
+    if (distributed_optimizer()) grad_buffer_->gather_params();
+    if (options_.log_params_norm) r.params_norm = params_norm();
     scheduler_.step(options_.global_batch_size);
     consumed_train_ = loader.consumed_samples();
     return r;
@@ -230,6 +259,9 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
             tensorboard_->add_scalar("batch-size", float(options_.global_batch_size), iteration_);
             tensorboard_->add_scalar("lm loss", float(r.loss), iteration_);
             tensorboard_->add_scalar("grad-norm", float(r.grad_norm), iteration_);
+            if (r.num_zeros) tensorboard_->add_scalar("num-zeros", float(*r.num_zeros), iteration_);
+            if (r.params_norm)
+                tensorboard_->add_scalar("params-norm", float(*r.params_norm), iteration_);
         }
         if (options_.log_interval > 0 && iteration_ % options_.log_interval == 0) {
             const auto now = Clock::now();
@@ -250,6 +282,8 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
             log.global_batch_size = options_.global_batch_size;
             log.losses = {{"lm loss", interval_loss / double(interval_iters)}};
             log.grad_norm = r.grad_norm;
+            log.num_zeros = r.num_zeros;
+            log.params_norm = r.params_norm;
             print_(format_iteration_line(log));
             if (tensorboard_) {
                 tensorboard_->add_scalar("iteration-time",

@@ -37,9 +37,11 @@ struct TrainerOptions {
     int64_t log_interval = 100;
     int64_t eval_interval = 1000;
     int64_t eval_iters = 100;
-    double clip_grad = 1.0;       // 0: no clipping
-    bool log_throughput = false;  // --log-throughput: TFLOP/s in the iteration line
-    uint64_t seed = 1234;         // dropout stream
+    double clip_grad = 1.0;              // 0: no clipping
+    bool log_throughput = false;         // --log-throughput: TFLOP/s in the iteration line
+    bool log_params_norm = false;        // --log-params-norm: the parameters' L2 norm
+    bool log_num_zeros_in_grad = false;  // --log-num-zeros-in-grad: zero gradient elements
+    uint64_t seed = 1234;                // dropout stream
     std::optional<int64_t> exit_interval;
     std::optional<double> exit_duration_in_mins;
     std::optional<int64_t> save_interval;  // with a saver: save every this many iterations
@@ -100,6 +102,8 @@ class MT_API Trainer {
     struct IterationResult {
         double loss = 0;  // token-weighted mean over the global batch
         double grad_norm = 0;
+        std::optional<int64_t> num_zeros;   // with log_num_zeros_in_grad
+        std::optional<double> params_norm;  // with log_params_norm: after the update
     };
     IterationResult train_step(const data::GPTSampleDataset& data);
     // Megatron's finalize_model_grads: the data-parallel reduction, then the sequence-parallel
@@ -107,6 +111,15 @@ class MT_API Trainer {
     void finalize_grads();
     // The global L2 norm of the gradients the optimizer updates, each element counted once.
     double grad_norm(std::vector<Tensor>& grads) const;
+    // Megatron's count_zeros_fp32: zero elements of those gradients, each counted once.
+    int64_t num_zeros_in_grad() const;
+    // Megatron's calc_params_l2_norm: the model's parameters, each element counted once.
+    double params_norm() const;
+    // Whether the optimizer updates this rank's shard of the gradient buffer only.
+    bool distributed_optimizer() const;
+    // A per-rank statistic summed over the model-parallel group (and, with `data_parallel`,
+    // the data-parallel one), in double.
+    double model_parallel_sum(double local, bool data_parallel) const;
     // (signalled, out of time) as every rank of the run agrees: true when any rank saw it.
     std::pair<bool, bool> agreed(bool signalled, bool out_of_time) const;
     int64_t data_parallel_size() const;
