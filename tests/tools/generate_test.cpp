@@ -224,6 +224,14 @@ TEST(GenerateTool, GeneratesFromAMegatronTrainCheckpoint) {
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("loaded torch_dist checkpoint"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("\nDocument 7 says"), std::string::npos) << r.output;
+    // No tokenizer flag at all: the checkpoint's args name the tokenizer and its files
+    // (Megatron's --use-checkpoint-args, accepted).
+    r = run_command(
+        shell_quote(tool_path("megatron-generate")) + " --load " +
+        shell_quote(dir.path() / "ckpt") +
+        " --use-checkpoint-args --greedy --out-seq-length 8 --prompts 'Document 7 says'");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("\nDocument 7 says"), std::string::npos) << r.output;
     // --interactive: the prompt loop on stdin; modes are exclusive (none: the REST server).
     r = run_command("printf 'Document 7 says\\nstop\\n' | " +
                     shell_quote(tool_path("megatron-generate")) + " --load " +

@@ -50,6 +50,8 @@ po::options_description task_flags(TaskFlags& f) {
         "the model: a checkpoint directory of megatron-train / Megatron-LM, or a Hugging Face "
         "model folder")("ckpt-format", po::value(&f.ckpt_format),
                         "checkpoint format of --load (default: detected)")(
+        "use-checkpoint-args", po::bool_switch(),
+        "accepted: the model always comes from the checkpoint's args where no flag gives it")(
         "model", po::value(&f.model)->default_value("gpt"), "model family")(
         "output-json", po::value(&f.output_json), "also write the results as JSON to this file");
     return g;

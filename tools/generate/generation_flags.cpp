@@ -14,9 +14,11 @@ po::options_description generation_flags(GenerationFlags& f) {
                     "checkpoint directory: megatron-train's (torch), Megatron's torch_dist, or a "
                     "Hugging Face model folder")("ckpt-format", po::value(&f.ckpt_format),
                                                  "checkpoint format of --load (default: detected)")(
-        "temperature", po::value(&f.sampling.temperature)->default_value(1.0),
-        "sampling temperature")("top_k", po::value(&f.sampling.top_k)->default_value(0),
-                                "top-k sampling (1: greedy)")(
+        "use-checkpoint-args", po::bool_switch(),
+        "accepted: the model and the tokenizer always come from the checkpoint's args where no "
+        "flag gives them")("temperature", po::value(&f.sampling.temperature)->default_value(1.0),
+                           "sampling temperature")(
+        "top_k", po::value(&f.sampling.top_k)->default_value(0), "top-k sampling (1: greedy)")(
         "top_p", po::value(&f.sampling.top_p)->default_value(0.0), "top-p (nucleus) sampling")(
         "greedy", po::bool_switch(&f.greedy), "greedy decoding (top_k 1)")(
         "out-seq-length", po::value(&f.out_seq_length)->default_value(1024),

@@ -19,9 +19,11 @@ using namespace mt::generate_tool;
 int generate(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
              const mt::ModelFamily& family, const mt::ModelArgs& overrides) {
     mt::Registry& registry = mt::Registry::global();
-    auto tokenizer = mt::infer::tokenizer_for(registry, tf.type, tf.options, flags.load);
     mt::infer::LoadedModel loaded =
         mt::infer::load_for_inference(registry, family, flags.load, overrides, flags.ckpt_format);
+    // --use-checkpoint-args: the checkpoint's tokenizer when the flags name none.
+    auto tokenizer =
+        mt::infer::tokenizer_for(registry, tf.type, tf.options, flags.load, loaded.checkpoint_args);
     std::printf(" loaded %s checkpoint from %s at iteration %lld\n", loaded.format.c_str(),
                 flags.load.c_str(), static_cast<long long>(loaded.iteration));
     std::fflush(stdout);

@@ -1,5 +1,7 @@
 #include "checkpoint_args.h"
 
+#include <filesystem>
+
 #include "mt/parallel/parallel_state.h"
 
 #include "mt/checkpoint/checkpoint_args.h"
@@ -89,6 +91,14 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
     set_arg(a, "clip_grad", f.clip_grad);
     set_arg(a, "seed", f.seed);
     set_arg(a, "tokenizer_type", tokenizer.type);
+    // Megatron keeps the tokenizer's files in the args; generation and evaluation take them
+    // from there when not given.
+    auto path_arg = [](const std::string& p) {
+        return p.empty() ? ArgValue{} : ArgValue{std::filesystem::absolute(p).string()};
+    };
+    set_arg(a, "vocab_file", path_arg(tokenizer.options.vocab_file));
+    set_arg(a, "merge_file", path_arg(tokenizer.options.merge_file));
+    set_arg(a, "tokenizer_model", path_arg(tokenizer.options.tokenizer_model));
     const auto& p = f.parallel;
     set_arg(a, "tensor_model_parallel_size", int64_t(p.tensor_parallel));
     set_arg(a, "pipeline_model_parallel_size", int64_t(p.pipeline_parallel));

@@ -33,17 +33,37 @@ LoadedModel load_for_inference(Registry& registry, const ModelFamily& family,
     // No backward at inference: free the gradient buffers (as large as the weights).
     for (nn::Parameter* p : out.model->parameters()) p->grad = Tensor();
     out.format = std::string(reader->name());
+    out.checkpoint_args = whole.head.args;
     out.iteration = whole.head.iteration;
     return out;
 }
 
 std::unique_ptr<Tokenizer> tokenizer_for(Registry& registry, const std::string& type,
-                                         TokenizerOptions options,
-                                         const std::filesystem::path& dir) {
+                                         TokenizerOptions options, const std::filesystem::path& dir,
+                                         const CheckpointArgs& saved) {
     if (!type.empty()) return registry.create_tokenizer(type, options);
     // run_text_generation_server.py's default type, for the files it was given.
     if (!options.vocab_file.empty() && !options.merge_file.empty())
         return registry.create_tokenizer("GPT2BPETokenizer", options);
+    if (const ArgValue* t = find_arg(saved, "tokenizer_type");
+        t && std::holds_alternative<std::string>(*t)) {
+        // The files the training named, where no flag names others.
+        for (auto [name, slot] : {std::pair{"vocab_file", &options.vocab_file},
+                                  std::pair{"merge_file", &options.merge_file},
+                                  std::pair{"tokenizer_model", &options.tokenizer_model}}) {
+            const ArgValue* v = find_arg(saved, name);
+            if (!slot->empty() || !v || !std::holds_alternative<std::string>(*v)) continue;
+            *slot = std::get<std::string>(*v);
+            MT_CHECK(std::filesystem::exists(*slot), "the checkpoint in ", dir.string(),
+                     " names its tokenizer's ", name, " ", *slot,
+                     ", which does not exist here: give --",
+                     name == std::string("vocab_file")   ? "vocab-file"
+                     : name == std::string("merge_file") ? "merge-file"
+                                                         : "tokenizer-model",
+                     " (or --tokenizer-type and its files)");
+        }
+        return registry.create_tokenizer(std::get<std::string>(*t), options);
+    }
     if (std::filesystem::is_regular_file(dir / "tokenizer.json")) {
         options.tokenizer_model = dir.string();
         return registry.create_tokenizer("HuggingFaceTokenizer", options);

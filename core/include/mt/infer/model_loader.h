@@ -22,6 +22,7 @@ struct LoadedModel {
     ModelArgs args;      // what built it (the family's resolved arguments)
     std::string format;  // the checkpoint format read ("torch", "torch_dist", "hf", ...)
     int64_t iteration = 0;
+    CheckpointArgs checkpoint_args;  // the args the checkpoint stores (Megatron's Namespace)
 };
 
 // Reads `dir` in any tensor/pipeline layout (format as for mt::detect_checkpoint_format), builds
@@ -33,11 +34,13 @@ MT_API LoadedModel load_for_inference(Registry& registry, const ModelFamily& fam
 
 // The tokenizer `type` names (--tokenizer-type with its options), or, when type is empty:
 // GPT2BPETokenizer over a given --vocab-file and --merge-file (Megatron's text generation
-// server's default), else the one a Hugging Face model folder `dir` carries: tokenizer.json
-// (HuggingFaceTokenizer) or vocab.json + merges.txt (GPT2BPETokenizer). mt::Error when there is
-// none of these.
+// server's default); the checkpoint's own (`saved`: its tokenizer_type, and its vocab_file,
+// merge_file and tokenizer_model where no flag gives them: Megatron's --use-checkpoint-args);
+// else the one a Hugging Face model folder `dir` carries: tokenizer.json (HuggingFaceTokenizer)
+// or vocab.json + merges.txt (GPT2BPETokenizer). mt::Error when there is none of these.
 MT_API std::unique_ptr<Tokenizer> tokenizer_for(Registry& registry, const std::string& type,
                                                 TokenizerOptions options,
-                                                const std::filesystem::path& dir);
+                                                const std::filesystem::path& dir,
+                                                const CheckpointArgs& saved = {});
 
 }  // namespace mt::infer
