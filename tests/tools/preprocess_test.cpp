@@ -208,6 +208,10 @@ TEST(Preprocess, UsageErrorsAndHelp) {
     EXPECT_NE(r.output.find("--output-prefix"), std::string::npos) << r.output;
     r = run_command(preprocess() + " --no-such-flag");
     EXPECT_EQ(r.exit_code, 2) << r.output;
+    // A word that belongs to no flag is an error, as in argparse, not ignored.
+    r = run_command(preprocess() + " stray --input x --output-prefix y" + kNull);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("unrecognized arguments: stray"), std::string::npos) << r.output;
     // preprocess_data.py keeps argparse's abbreviations (and its ambiguity error); a repeated
     // flag takes its last value.
     r = run_command(preprocess() + " --input /nonexistent.jsonl --output-pre /tmp/x --input " +

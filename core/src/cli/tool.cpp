@@ -79,7 +79,17 @@ int run_tool(int argc, char** argv, ToolSpec& spec) {
         if (!spec.allow_abbreviations) style &= ~po::command_line_style::allow_guessing;
         const std::vector<std::string> words = last_occurrences(
             std::vector<std::string>(argv + 1, argv + argc), all, spec.allow_abbreviations);
-        po::store(po::command_line_parser(words).options(all).style(style).run(), vm);
+        const po::parsed_options parsed =
+            po::command_line_parser(words).options(all).style(style).run();
+        // argparse: words that belong to no flag are an error, not ignored.
+        const std::vector<std::string> stray =
+            po::collect_unrecognized(parsed.options, po::include_positional);
+        if (!stray.empty()) {
+            std::string list;
+            for (const std::string& w : stray) list += (list.empty() ? "" : " ") + w;
+            throw po::error("unrecognized arguments: " + list);
+        }
+        po::store(parsed, vm);
         if (vm["help"].as<bool>()) {
             std::cout << "usage: " << spec.name << " [options]\n\n"
                       << spec.description << "\n\n"
