@@ -29,7 +29,6 @@ std::string shape_str(const Shape& shape) {
     return out + "]";
 }
 
-namespace {
 int64_t shape_numel(const Shape& shape) {
     int64_t n = 1;
     for (int64_t d : shape) {
@@ -38,6 +37,8 @@ int64_t shape_numel(const Shape& shape) {
     }
     return n;
 }
+
+namespace {
 
 std::shared_ptr<Storage> cpu_storage(int64_t bytes) {
     auto st = std::make_shared<Storage>();

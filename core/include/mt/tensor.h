@@ -105,6 +105,8 @@ class MT_API Tensor {
 MT_API Tensor cast_float(const Tensor& t, DType to);
 
 MT_API Shape contiguous_strides(const Shape& shape);
+// The number of elements of a tensor of `shape` (1 for a scalar).
+MT_API int64_t shape_numel(const Shape& shape);
 MT_API std::string shape_str(const Shape& shape);
 
 }  // namespace mt

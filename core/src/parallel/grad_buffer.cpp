@@ -3,7 +3,6 @@
 #include "mt/parallel/grad_buffer.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "mt/error.h"
 #include "mt/nn/parameter.h"
@@ -14,8 +13,7 @@ namespace {
 
 // Elements [begin, begin + shape's count) of a 1-D buffer, viewed with `shape`.
 Tensor region(const Tensor& buffer, int64_t begin, const Shape& shape) {
-    const int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<>());
-    return buffer.slice(0, begin, begin + n).view(shape);
+    return buffer.slice(0, begin, begin + shape_numel(shape)).view(shape);
 }
 
 }  // namespace

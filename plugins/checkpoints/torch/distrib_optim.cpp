@@ -40,9 +40,7 @@ const Tensor& moment(const OptimizerParamState& p, const char* name) {
 // state.model[i]'s piece of a world tensor.
 Tensor piece(const Tensor& world, const parallel::BufferLayout& l, size_t i, const Shape& shape) {
     const int64_t begin = l.unpadded_offset(i);
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    return world.slice(0, begin, begin + n).view(shape);
+    return world.slice(0, begin, begin + shape_numel(shape)).view(shape);
 }
 
 }  // namespace

@@ -38,11 +38,7 @@ Tensor box(Tensor t, const Shape& offsets, const Shape& sizes) {
 // cover the tensor exactly, no element left unwritten).
 class Coverage {
   public:
-    explicit Coverage(const Shape& size) : size_(size) {
-        int64_t n = 1;
-        for (int64_t d : size) n *= d;
-        marked_.assign(size_t(n), false);
-    }
+    explicit Coverage(const Shape& size) : size_(size), marked_(size_t(shape_numel(size))) {}
     // False when the box overlaps one marked before.
     bool mark(const Shape& offsets, const Shape& sizes) {
         const size_t dims = size_.size();
@@ -75,12 +71,6 @@ class Coverage {
     std::vector<bool> marked_;
 };
 
-int64_t numel_of(const Shape& s) {
-    int64_t n = 1;
-    for (int64_t d : s) n *= d;
-    return n;
-}
-
 }  // namespace
 
 Tensor read_dcp_tensor(const fs::path& dir, const DcpEntry& entry) {
@@ -101,7 +91,7 @@ Tensor read_dcp_tensor(const fs::path& dir, const DcpEntry& entry) {
                  " is ", t.describe(), " but .metadata says ", dtype_name(entry.dtype),
                  shape_str(c.sizes));
         box(full, c.offsets, c.sizes).copy_from(t);
-        covered += numel_of(c.sizes);
+        covered += shape_numel(c.sizes);
     }
     MT_CHECK(covered == full.numel(), entry.fqn, ": the checkpoint's chunks cover ", covered,
              " of its ", full.numel(), " elements ", shape_str(entry.size));

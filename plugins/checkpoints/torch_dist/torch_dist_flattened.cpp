@@ -7,16 +7,6 @@
 
 namespace mt::plugins::torch_dist {
 
-namespace {
-
-int64_t numel(const Shape& s) {
-    int64_t n = 1;
-    for (int64_t d : s) n *= d;
-    return n;
-}
-
-}  // namespace
-
 std::vector<StoredTensor> flattened_optimizer_shards(const std::vector<OptimizerShard>& shards,
                                                      int64_t num_layers) {
     std::vector<StoredTensor> out;
@@ -38,7 +28,7 @@ std::vector<StoredTensor> flattened_optimizer_shards(const std::vector<Optimizer
             if (layer) original.insert(original.begin(), num_layers);
             int64_t box_start = 0;  // where the box begins in the flattened piece
             for (const ShardBox& box : s.boxes) {
-                const int64_t n = numel(box.size);
+                const int64_t n = shape_numel(box.size);
                 const int64_t a = std::max(s.begin, box_start), b = std::min(s.end, box_start + n);
                 if (a < b) {
                     Shape shape, offset;
@@ -89,9 +79,9 @@ Tensor unflatten(const Tensor& reformulated, const Shape& original, const std::s
         count[d] = r[d];
         piece[d] = original[d] / r[d];
     }
-    MT_CHECK(numel(piece) == r[dims], key, ": pieces of ", shape_str(piece), " are not ", r[dims],
-             " elements");
-    const Tensor rows = reformulated.contiguous().view({numel(count), r[dims]});
+    MT_CHECK(shape_numel(piece) == r[dims], key, ": pieces of ", shape_str(piece), " are not ",
+             r[dims], " elements");
+    const Tensor rows = reformulated.contiguous().view({shape_numel(count), r[dims]});
     Tensor out = Tensor::empty(original, reformulated.dtype());
     Shape at(dims, 0);  // the piece's index in the grid, row-major like the rows
     for (int64_t row = 0; row < rows.size(0); ++row) {
