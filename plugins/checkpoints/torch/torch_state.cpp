@@ -304,8 +304,8 @@ SchedulerCheckpoint scheduler_from_py(const PyValue& d, const std::string& file)
 
 }  // namespace
 
-PyValue distributed_optimizer_to_py(const OptimizerCheckpoint& o) {
-    // The groups alone: no per-parameter state (whose moments may live in shards).
+PyValue param_groups_without_ids(const OptimizerCheckpoint& o) {
+    // The groups alone: step 0 builds no per-parameter state (whose moments may be shards).
     OptimizerCheckpoint groups_only = o;
     groups_only.step = 0;
     groups_only.shards.clear();
@@ -315,9 +315,14 @@ PyValue distributed_optimizer_to_py(const OptimizerCheckpoint& o) {
         PyValue copy = PyValue::dict();
         for (const auto& [k, v] : g.dict_ref().items)
             if (k.as_string() != "params") copy.dict_ref().set(k, v);
-        copy.dict_ref().set("step", PyValue::real(double(o.step)));
         groups.items().push_back(std::move(copy));
     }
+    return groups;
+}
+
+PyValue distributed_optimizer_to_py(const OptimizerCheckpoint& o) {
+    PyValue groups = param_groups_without_ids(o);
+    for (PyValue& g : groups.items()) g.dict_ref().set("step", PyValue::real(double(o.step)));
     PyValue inner = PyValue::dict();
     inner.dict_ref().set("param_groups", std::move(groups));
     PyValue out = PyValue::dict();

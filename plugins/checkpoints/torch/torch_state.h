@@ -19,6 +19,10 @@ inline constexpr const char* kDropoutRngKey = "megatron_cpp_dropout_rng_state";
 
 io::PyValue to_py(const CheckpointState& state);
 
+// Megatron's param groups (as optimizer_to_py lays them out) without their parameter ids, as
+// torch_dist's common state and DistributedOptimizer.state_dict keep them.
+io::PyValue param_groups_without_ids(const OptimizerCheckpoint& optimizer);
+
 // DistributedOptimizer.state_dict(): {'optimizer': {'param_groups': [...]}}, the groups without
 // parameter ids, each with the step (the moments live elsewhere: distrib_optim.pt, or
 // torch_dist's sharded keys).

@@ -42,16 +42,7 @@ const Tensor* find_tensor(const NamedTensors& tensors, const std::string& name) 
 }  // namespace
 
 PyValue optimizer_common_to_py(const OptimizerCheckpoint& optimizer) {
-    CheckpointState only;
-    only.optimizer = optimizer;
-    const PyValue torch_sd = torch_ckpt::to_py(only)["optimizer"];
-    PyValue groups = PyValue::list();
-    for (const PyValue& g : torch_sd["param_groups"].items()) {
-        PyValue copy = PyValue::dict();
-        for (const auto& [k, v] : g.dict_ref().items)
-            if (k.as_string() != "params") copy.dict_ref().set(k, v);
-        groups.items().push_back(std::move(copy));
-    }
+    PyValue groups = torch_ckpt::param_groups_without_ids(optimizer);
     PyValue state = PyValue::dict();
     // Megatron stores the step only once torch has one (after the first update).
     if (optimizer.type == "adam" && optimizer.step > 0) {
