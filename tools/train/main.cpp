@@ -138,7 +138,7 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     // With data parallelism the buffer says what the optimizer updates (with the distributed
     // optimizer: this rank's shard of it).
     auto optimizer = std::make_unique<mt::optim::Optimizer>(
-        grad_buffer ? grad_buffer->optimizer_parameters() : model->parameters(),
+        *backend, grad_buffer ? grad_buffer->optimizer_parameters() : model->parameters(),
         flags.optimizer_config);
     mt::optim::LrScheduler scheduler(mt::train_tool::schedule_config(flags));
     mt::train::Trainer trainer(*model, *optimizer, scheduler, options,

@@ -1,6 +1,12 @@
-// Backend: one compute device. Owns allocation and host<->device copies and runs the closed
-// set of ops (GEMM now; elementwise, row ops and attention join as the layers arrive).
-// The CPU backend lives in core (OpenBLAS); the CUDA one is the plugin backend/cuda.
+// Backend: one compute device. Owns allocation and copies, and runs the closed set of ops the
+// layers, the optimizer and the trainer use: layers built with a backend allocate and compute
+// only through it, so the same model code runs on every device. The CPU backend lives in core
+// (OpenBLAS + OpenMP, core/src/backends/cpu); the CUDA one is the plugin backends/cuda.
+//
+// An op a backend does not implement throws mt::Error naming the op and the backend: there is
+// no silent fallback to another device. Outputs are preallocated by the caller (contiguous,
+// on this device) unless an op says otherwise; dtypes are the inputs' (f32, and f64 on the CPU
+// for finite-difference checks) unless an op says otherwise.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +14,7 @@
 #include <string_view>
 
 #include "mt/api.h"
+#include "mt/op_types.h"
 #include "mt/tensor.h"
 
 namespace mt {
@@ -20,15 +27,30 @@ class MT_API Backend {
     virtual std::string_view name() const = 0;
     virtual Device device() const = 0;
 
+    // ---- Memory ----------------------------------------------------------------------------
     // Uninitialised storage of `bytes` on this backend's device.
     virtual std::shared_ptr<Storage> allocate(int64_t bytes) = 0;
-    // Contiguous copy between any two devices this backend can reach (host <-> its device).
+    // Copy between equal shapes and dtypes, any strides, between any two devices this backend
+    // can reach (host <-> its device).
     virtual void copy(const Tensor& src, Tensor& dst) = 0;
     // Waits until all queued work on the device is done.
     virtual void synchronize() = 0;
+    // x = value everywhere.
+    virtual void fill(Tensor& x, double value);
+    // dst = src converted to dst's dtype (equal shapes; floats narrow with round to nearest,
+    // ties to even, as torch does).
+    virtual void cast(const Tensor& src, Tensor& dst);
 
-    // C = alpha * op(A) @ op(B) + beta * C for 2-D row-major f32 tensors (leading strides
-    // may exceed the row length). op = transpose when the flag says so.
+    // A new tensor on this device: uninitialised / zero.
+    Tensor empty(const Shape& shape, DType dtype);
+    Tensor zeros(const Shape& shape, DType dtype);
+    // `x` as a contiguous tensor on this device: x itself when it already is one, else a copy
+    // (from the host or another layout).
+    Tensor contiguous(const Tensor& x);
+
+    // ---- Matrix products -------------------------------------------------------------------
+    // C = alpha * op(A) @ op(B) + beta * C for 2-D row-major tensors of one dtype (leading
+    // strides may exceed the row length). op = transpose when the flag says so.
     virtual void gemm(Transpose ta, Transpose tb, float alpha, const Tensor& a, const Tensor& b,
                       float beta, Tensor& c) = 0;
     // Batched over the leading dimension of 3-D tensors: C[i] = alpha op(A[i]) op(B[i]) + beta
@@ -36,8 +58,139 @@ class MT_API Backend {
     virtual void gemm_batched(Transpose ta, Transpose tb, float alpha, const Tensor& a,
                               const Tensor& b, float beta, Tensor& c) = 0;
 
-    // A new tensor on this device.
-    Tensor empty(const Shape& shape, DType dtype);
+    // ---- Elementwise (x, y any equal shapes; y may alias an input of its shape) -------------
+    // y = op(x).
+    virtual void unary_forward(ops::UnaryOp op, const Tensor& x, Tensor& y);
+    // dx = op'(x) * dy (x is the forward's input).
+    virtual void unary_backward(ops::UnaryOp op, const Tensor& x, const Tensor& dy, Tensor& dx);
+    // SwiGLU as Megatron splits it: x (..., 2F) = [gate | up] along the last dim, y (..., F) =
+    // silu(gate) * up. Backward writes dx (..., 2F) = [d_gate | d_up] from x and dy (..., F).
+    virtual void swiglu_forward(const Tensor& x, Tensor& y);
+    virtual void swiglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx);
+    // y = a + b.
+    virtual void add(const Tensor& a, const Tensor& b, Tensor& y);
+    // y = alpha * x.
+    virtual void scale(const Tensor& x, float alpha, Tensor& y);
+    // y += alpha * x (gradient accumulation).
+    virtual void axpy(float alpha, const Tensor& x, Tensor& y);
+    // y (..., C) += bias (C) on every row.
+    virtual void add_bias(const Tensor& bias, Tensor& y);
+    // dbias (C) += sum over the rows of dy (..., C).
+    virtual void add_column_sums(const Tensor& dy, Tensor& dbias);
+
+    // ---- Reductions to the host (in double, the same result for any thread count) -----------
+    // Σ a·b over equal shapes (a·a: the squared L2 norm).
+    virtual double dot(const Tensor& a, const Tensor& b);
+    // Σ x.
+    virtual double sum(const Tensor& x);
+    // The number of elements equal to zero.
+    virtual int64_t count_zeros(const Tensor& x);
+
+    // ---- Norms over the last dimension (Megatron's definitions, mt/kernels/norms.h) ---------
+    // Parameter grads accumulate (+=), dx is overwritten.
+    // x (..., C); weight, bias (C); y like x; mean, rstd (...) = x's leading dims.
+    //   y = (x - mean) * rstd * gamma + bias,  rstd = 1 / sqrt(var + eps)
+    virtual void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                    const ops::NormConfig& config, Tensor& y, Tensor& mean,
+                                    Tensor& rstd);
+    virtual void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                                     const Tensor& mean, const Tensor& rstd,
+                                     const ops::NormConfig& config, Tensor& dx, Tensor& dweight,
+                                     Tensor& dbias);
+    // x (..., C); weight (C); y like x; rstd (...) = 1 / sqrt(mean(x^2) + eps). y = x rstd gamma.
+    virtual void rms_norm_forward(const Tensor& x, const Tensor& weight,
+                                  const ops::NormConfig& config, Tensor& y, Tensor& rstd);
+    virtual void rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                                   const Tensor& rstd, const ops::NormConfig& config, Tensor& dx,
+                                   Tensor& dweight);
+
+    // ---- Softmax over the last dimension, scale applied first ---------------------------------
+    // x, y: (..., T, S) for a causal mask, (..., S) otherwise. y = softmax(scale * x).
+    virtual void softmax_forward(const Tensor& x, float scale, ops::SoftmaxMask mask, Tensor& y);
+    // y (the forward's output), dy, dx: equal shapes. dx = scale * y * (dy - sum(y * dy)).
+    virtual void softmax_backward(const Tensor& y, const Tensor& dy, float scale, Tensor& dx);
+
+    // ---- Cross-entropy per row (no reduction: the caller applies the loss mask) -------------
+    // logits (N, V) or (B, T, V); targets (N) or (B, T), i64 or i32, each in [0, V). Writes
+    // losses = lse - logits[target] and lse = log sum exp(logits), shaped like targets, of the
+    // logits' dtype.
+    virtual void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& losses,
+                                       Tensor& lse);
+    // dlogits (like logits) = dlosses[row] * (softmax(logits) - onehot(target)).
+    virtual void cross_entropy_backward(const Tensor& logits, const Tensor& targets,
+                                        const Tensor& lse, const Tensor& dlosses, Tensor& dlogits);
+    // Vocab-parallel pieces (Megatron's vocab_parallel_cross_entropy): logits (N, V) hold the
+    // vocabulary columns [vocab_start, vocab_start + V) of each row; targets are whole-vocabulary
+    // ids. Writes this piece's row log-sum-exp and target_logit = the target's logit when it
+    // falls in the piece, else 0.
+    virtual void cross_entropy_shard_forward(const Tensor& logits, const Tensor& targets,
+                                             int64_t vocab_start, Tensor& lse,
+                                             Tensor& target_logit);
+    // dlogits of the piece = dlosses[row] * (exp(logits - lse) - onehot(target in this piece)),
+    // lse the whole row's (merged) log-sum-exp.
+    virtual void cross_entropy_shard_backward(const Tensor& logits, const Tensor& targets,
+                                              int64_t vocab_start, const Tensor& lse,
+                                              const Tensor& dlosses, Tensor& dlogits);
+
+    // ---- Embedding ---------------------------------------------------------------------------
+    // table (V, H); ids (...) i64 or i32 in [0, V); y (..., H) = table[ids].
+    virtual void embedding_forward(const Tensor& table, const Tensor& ids, Tensor& y);
+    // dtable (V, H) += the rows of dy (..., H) at ids.
+    virtual void embedding_backward(const Tensor& dy, const Tensor& ids, Tensor& dtable);
+    // A vocab-parallel piece (Megatron's VocabParallelEmbedding): table (V, H) holds the rows of
+    // ids [vocab_start, vocab_start + V); other ids give zero rows and no gradient.
+    virtual void embedding_shard_forward(const Tensor& table, const Tensor& ids,
+                                         int64_t vocab_start, Tensor& y);
+    virtual void embedding_shard_backward(const Tensor& dy, const Tensor& ids, int64_t vocab_start,
+                                          Tensor& dtable);
+
+    // ---- Rotary position embeddings (rotate-half, rotary_interleaved=False) ------------------
+    // Tables for positions [0, seq_len) and rotary dim R (even). f32 follows Megatron's float32
+    // arithmetic (inv_freq and the angle rounded to float before cos/sin); f64 is exact.
+    virtual ops::RopeTables rope_tables(int64_t seq_len, int64_t rotary_dim, double base,
+                                        DType dtype);
+    // x, y (B, T, heads, D), R = 2 * cos.size(1) <= D; per head with x1 = x[:R/2],
+    // x2 = x[R/2:R]: y1 = x1 c - x2 s, y2 = x2 c + x1 s, y[R:] = x[R:]. y may alias x.
+    virtual void rope_forward(const Tensor& x, const ops::RopeTables& tables, Tensor& y);
+    // The transpose (rotation by -angle); dx may alias dy.
+    virtual void rope_backward(const Tensor& dy, const ops::RopeTables& tables, Tensor& dx);
+
+    // ---- Dropout from the counter-based Philox stream (mt/kernels/rng.h) ---------------------
+    // y = x * keep / (1 - p), keep ~ Bernoulli(1 - p), element i from counter offset + i: no
+    // mask is stored, a backward or a recompute draws the same one.
+    virtual void dropout_forward(const Tensor& x, float p, uint64_t seed, uint64_t offset,
+                                 Tensor& y);
+    virtual void dropout_backward(const Tensor& dy, float p, uint64_t seed, uint64_t offset,
+                                  Tensor& dx);
+
+    // ---- Attention (online softmax, no T x T matrix stored) ----------------------------------
+    // q (B, T, nq, hd); k, v (B, T, ng, hd), nq a multiple of ng (query head h reads group
+    // h / (nq / ng)). out (B, T, nq, hd) = dropout(softmax(scale q k^T)) v, lse (B, nq, T) =
+    // log sum_s exp(scale q.k) over the visible keys.
+    virtual void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                   const ops::AttentionConfig& config, Tensor& out, Tensor& lse);
+    // dq (like q), dk and dv (like k and v; group gradients sum over their query heads).
+    virtual void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Tensor& out, const Tensor& lse, const Tensor& dout,
+                                    const ops::AttentionConfig& config, Tensor& dq, Tensor& dk,
+                                    Tensor& dv);
+    // Inference over a key/value cache (no dropout, causal): q (B, Tq, nq, hd) holds positions
+    // past .. past+Tq-1; k_cache, v_cache (B, C, ng, hd), C >= past + Tq. Query t sees keys
+    // s <= past + t.
+    virtual void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                                  int64_t past, double scale, Tensor& out);
+
+    // ---- Optimizer steps (f32, in place; `step` counts from 1) -------------------------------
+    // torch.optim.AdamW / Megatron's fused Adam (mt/kernels/adam.h).
+    virtual void adamw_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                            const ops::AdamWConfig& config, int64_t step);
+    // torch.optim.SGD with momentum buffer `momentum_buffer`.
+    virtual void sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buffer,
+                          const ops::SgdConfig& config, int64_t step);
+
+  protected:
+    // Throws "the <name> backend does not implement <op>".
+    [[noreturn]] void unsupported(const char* op) const;
 };
 
 // The CPU backend (OpenBLAS + OpenMP), always available.

@@ -109,4 +109,14 @@ MT_API Shape contiguous_strides(const Shape& shape);
 MT_API int64_t shape_numel(const Shape& shape);
 MT_API std::string shape_str(const Shape& shape);
 
+// A CPU tensor that owns `values` (host inputs such as token or position ids), to hand to a
+// backend's contiguous().
+template <class T>
+Tensor host_tensor(std::vector<T> values, const Shape& shape) {
+    auto owner = std::make_shared<std::vector<T>>(std::move(values));
+    MT_CHECK(int64_t(owner->size()) == shape_numel(shape), "host_tensor: ", owner->size(),
+             " values for shape ", shape_str(shape));
+    return Tensor::from_blob(owner->data(), shape, dtype_of<T>(), owner);
+}
+
 }  // namespace mt

@@ -40,7 +40,8 @@ SelfAttention::SelfAttention(const std::string& prefix, const TransformerConfig&
            ShardSpec{ShardSpec::Kind::column, 0, config.query_groups()}, backend, config.tp),
       proj_(join_name(prefix, "linear_proj"), config.num_attention_heads * config.head_dim(),
             config.hidden_size, config.add_bias_linear, config.dtype,
-            ShardSpec{ShardSpec::Kind::row, 1, 1}, backend, config.tp) {
+            ShardSpec{ShardSpec::Kind::row, 1, 1}, backend, config.tp),
+      backend_(&backend) {
     const int64_t heads = config.num_attention_heads, groups = config.query_groups();
     MT_CHECK(heads > 0 && groups > 0 && heads % groups == 0, "SelfAttention: ", heads,
              " attention heads are not a multiple of ", groups, " query groups");
@@ -59,7 +60,8 @@ ops::RopeTables SelfAttention::rope_tables(int64_t first, int64_t count) const {
         // Megatron: dim = int(kv_channels * rotary_percent). Doubling keeps decoding's
         // one-position-at-a-time growth from recomputing the tables at every step.
         const int64_t dim = int64_t(double(hd_) * double(config_.rotary_percent));
-        rope_ = ops::rope_tables(std::max(end, 2 * kept), dim, config_.rotary_base, config_.dtype);
+        rope_ =
+            backend_->rope_tables(std::max(end, 2 * kept), dim, config_.rotary_base, config_.dtype);
     }
     return {rope_.cos.slice(0, first, end), rope_.sin.slice(0, first, end)};
 }
@@ -76,13 +78,13 @@ Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved
     Tensor qkv = qkv_.forward(x, saved ? &s.qkv : nullptr);
     const QkvLayout l{qkv.size(0), qkv.size(1), nq_, ng_, hd_};
     Tensor grouped = qkv.view(l.grouped());
-    s.q = q_part(l, grouped).contiguous().view({l.B, l.T, nq_, hd_});
-    s.k = k_part(l, grouped).contiguous();
-    s.v = v_part(l, grouped).contiguous();
+    s.q = backend_->contiguous(q_part(l, grouped)).view({l.B, l.T, nq_, hd_});
+    s.k = backend_->contiguous(k_part(l, grouped));
+    s.v = backend_->contiguous(v_part(l, grouped));
     if (config_.rotary) {
         ops::RopeTables tables = rope_tables(cache.past, l.T);
-        ops::rope_forward(s.q, tables, s.q);
-        ops::rope_forward(s.k, tables, s.k);
+        backend_->rope_forward(s.q, tables, s.q);
+        backend_->rope_forward(s.k, tables, s.k);
     }
     if (cache.layer) return attend_cached(s.q, s.k, s.v, cache);
     s.attention = ops::AttentionConfig{};
@@ -101,12 +103,11 @@ Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved
             document_start.dtype() == DType::i32 && document_start.shape() == Shape({l.B, l.T}),
             "SelfAttention: document_start must be i32 (", l.B, ", ", l.T, "), got ",
             document_start.describe());
-        s.document_start = document_start.contiguous();
-        s.attention.document_start = s.document_start.data<int32_t>();
+        s.attention.document_start = backend_->contiguous(document_start);
     }
-    s.out = Tensor::empty(s.q.shape(), s.q.dtype());
-    s.lse = Tensor::empty({l.B, nq_, l.T}, s.q.dtype());
-    ops::attention_forward(s.q, s.k, s.v, s.attention, s.out, s.lse);
+    s.out = backend_->empty(s.q.shape(), s.q.dtype());
+    s.lse = backend_->empty({l.B, nq_, l.T}, s.q.dtype());
+    backend_->attention_forward(s.q, s.k, s.v, s.attention, s.out, s.lse);
     return proj_.forward(s.out.view({l.B, l.T, nq_ * hd_}), saved ? &s.proj : nullptr);
 }
 
@@ -119,9 +120,11 @@ Tensor SelfAttention::attend_cached(const Tensor& q, const Tensor& k, const Tens
                  kc.dtype() == q.dtype() && cache.past + T <= kc.size(1),
              "SelfAttention: the KV cache ", kc.describe(), " does not hold ", B, " rows of ",
              cache.past, " + ", T, " positions of ", ng_, " groups x ", hd_);
-    kc.slice(1, cache.past, cache.past + T).copy_from(k);
-    vc.slice(1, cache.past, cache.past + T).copy_from(v);
-    Tensor out = Tensor::empty(q.shape(), q.dtype());
+    Tensor k_new = kc.slice(1, cache.past, cache.past + T);
+    Tensor v_new = vc.slice(1, cache.past, cache.past + T);
+    backend_->copy(k, k_new);
+    backend_->copy(v, v_new);
+    Tensor out = backend_->empty(q.shape(), q.dtype());
     const double scale = 1.0 / std::sqrt(double(hd_));
     if (cache.past == 0 && T > 1) {
         // Prefill: nothing cached before, so the block-wise causal kernel of training applies
@@ -129,31 +132,33 @@ Tensor SelfAttention::attend_cached(const Tensor& q, const Tensor& k, const Tens
         ops::AttentionConfig config;
         config.scale = scale;
         config.block = config_.attention_block;
-        Tensor lse = Tensor::empty({B, nq_, T}, q.dtype());
-        ops::attention_forward(q, k, v, config, out, lse);
+        Tensor lse = backend_->empty({B, nq_, T}, q.dtype());
+        backend_->attention_forward(q, k, v, config, out, lse);
     } else {
-        ops::attention_cached(q, kc, vc, cache.past, scale, out);
+        backend_->attention_cached(q, kc, vc, cache.past, scale, out);
     }
     return proj_.forward(out.view({B, T, nq_ * hd_}), nullptr);
 }
 
 Tensor SelfAttention::backward(const Tensor& dy, const Saved& saved) {
     const QkvLayout l{saved.q.size(0), saved.q.size(1), nq_, ng_, hd_};
-    Tensor dout = proj_.backward(dy, saved.proj).contiguous().view(saved.out.shape());
-    Tensor dq = Tensor::empty(saved.q.shape(), saved.q.dtype());
-    Tensor dk = Tensor::empty(saved.k.shape(), saved.k.dtype());
-    Tensor dv = Tensor::empty(saved.v.shape(), saved.v.dtype());
-    ops::attention_backward(saved.q, saved.k, saved.v, saved.out, saved.lse, dout, saved.attention,
-                            dq, dk, dv);
+    Tensor dout = backend_->contiguous(proj_.backward(dy, saved.proj)).view(saved.out.shape());
+    Tensor dq = backend_->empty(saved.q.shape(), saved.q.dtype());
+    Tensor dk = backend_->empty(saved.k.shape(), saved.k.dtype());
+    Tensor dv = backend_->empty(saved.v.shape(), saved.v.dtype());
+    backend_->attention_backward(saved.q, saved.k, saved.v, saved.out, saved.lse, dout,
+                                 saved.attention, dq, dk, dv);
     if (config_.rotary) {
         ops::RopeTables tables = rope_tables(0, l.T);
-        ops::rope_backward(dq, tables, dq);
-        ops::rope_backward(dk, tables, dk);
+        backend_->rope_backward(dq, tables, dq);
+        backend_->rope_backward(dk, tables, dk);
     }
-    Tensor dgrouped = Tensor::empty(l.grouped(), dq.dtype());
-    q_part(l, dgrouped).copy_from(dq.view({l.B, l.T, ng_, l.q_cols()}));
-    k_part(l, dgrouped).copy_from(dk);
-    v_part(l, dgrouped).copy_from(dv);
+    Tensor dgrouped = backend_->empty(l.grouped(), dq.dtype());
+    Tensor dq_part = q_part(l, dgrouped), dk_part = k_part(l, dgrouped),
+           dv_part = v_part(l, dgrouped);
+    backend_->copy(dq.view({l.B, l.T, ng_, l.q_cols()}), dq_part);
+    backend_->copy(dk, dk_part);
+    backend_->copy(dv, dv_part);
     return qkv_.backward(dgrouped.view({l.B, l.T, (nq_ + 2 * ng_) * hd_}), saved.qkv);
 }
 

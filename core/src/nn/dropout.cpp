@@ -1,7 +1,5 @@
-// The layers' dropout sites over ops::dropout_forward/backward.
+// The layers' dropout sites over the backend's dropout_forward/backward.
 #include "mt/nn/dropout.h"
-
-#include "mt/ops/dropout.h"
 
 namespace mt::nn {
 
@@ -16,17 +14,17 @@ DropoutDraw draw_dropout(DropoutContext& ctx, float p, int64_t n, int shard, int
     return draw;
 }
 
-Tensor dropout_forward(const Tensor& x, const DropoutDraw& draw) {
+Tensor dropout_forward(Backend& backend, const Tensor& x, const DropoutDraw& draw) {
     if (!draw.applied) return x;
-    Tensor y = Tensor::empty(x.shape(), x.dtype());
-    ops::dropout_forward(x.contiguous(), draw.p, draw.seed, draw.offset, y);
+    Tensor y = backend.empty(x.shape(), x.dtype());
+    backend.dropout_forward(backend.contiguous(x), draw.p, draw.seed, draw.offset, y);
     return y;
 }
 
-Tensor dropout_backward(const Tensor& dy, const DropoutDraw& draw) {
+Tensor dropout_backward(Backend& backend, const Tensor& dy, const DropoutDraw& draw) {
     if (!draw.applied) return dy;
-    Tensor dx = Tensor::empty(dy.shape(), dy.dtype());
-    ops::dropout_backward(dy.contiguous(), draw.p, draw.seed, draw.offset, dx);
+    Tensor dx = backend.empty(dy.shape(), dy.dtype());
+    backend.dropout_backward(backend.contiguous(dy), draw.p, draw.seed, draw.offset, dx);
     return dx;
 }
 

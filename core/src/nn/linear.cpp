@@ -1,9 +1,6 @@
 // Linear forward/backward as GEMMs on (N, features) views of the input and gradient.
 #include "mt/nn/linear.h"
 
-#include "mt/ops/bias.h"
-#include "mt/ops/matmul.h"
-
 namespace mt::nn {
 
 Shape with_last_dim(const Shape& shape, int64_t last) {
@@ -14,11 +11,11 @@ Shape with_last_dim(const Shape& shape, int64_t last) {
 
 namespace {
 
-// (N, features) view of a contiguous (..., features) tensor.
-Tensor rows(const Tensor& x, int64_t features, const char* what) {
+// (N, features) view of a (..., features) tensor, made contiguous on `backend`.
+Tensor rows(Backend& backend, const Tensor& x, int64_t features, const char* what) {
     MT_CHECK(x.dim() >= 1 && x.size(-1) == features, "Linear: ", what, " must be (..., ", features,
              "), got ", x.describe());
-    return x.contiguous().view({-1, features});
+    return backend.contiguous(x).view({-1, features});
 }
 
 }  // namespace
@@ -26,7 +23,8 @@ Tensor rows(const Tensor& x, int64_t features, const char* what) {
 Linear::Linear(const std::string& name, int64_t in, int64_t out, bool bias, DType dtype,
                ShardSpec shard, Backend& backend, TensorParallel tp)
     : has_bias_(bias),
-      weight_(make_parameter(join_name(name, "weight"), {out, in}, dtype, shard, true, tp)),
+      weight_(
+          make_parameter(backend, join_name(name, "weight"), {out, in}, dtype, shard, true, tp)),
       backend_(&backend),
       tp_(tp) {
     out_ = weight_.value.size(0);
@@ -34,7 +32,8 @@ Linear::Linear(const std::string& name, int64_t in, int64_t out, bool bias, DTyp
     if (bias) {
         // A row-parallel layer's bias is added after the all-reduce, so it stays replicated.
         ShardSpec bias_shard = shard.kind == ShardSpec::Kind::row ? ShardSpec{} : shard;
-        bias_ = make_parameter(join_name(name, "bias"), {out}, dtype, bias_shard, false, tp);
+        bias_ =
+            make_parameter(backend, join_name(name, "bias"), {out}, dtype, bias_shard, false, tp);
     }
 }
 
@@ -49,27 +48,27 @@ bool Linear::row() const {
 
 Tensor Linear::forward(const Tensor& x, Saved* saved) const {
     const Tensor input = column() ? enter_column_parallel(tp_, x) : x;
-    Tensor x2 = rows(input, in_, "x");
+    Tensor x2 = rows(*backend_, input, in_, "x");
     MT_CHECK(x2.dtype() == weight_.value.dtype(), "Linear ", weight_.name, ": x is ", x.describe(),
              ", weight ", weight_.value.describe());
     Tensor y = backend_->empty({x2.size(0), out_}, x2.dtype());
-    ops::matmul(*backend_, Transpose::no, Transpose::yes, x2, weight_.value, 0.0f, y);
+    backend_->gemm(Transpose::no, Transpose::yes, 1.0f, x2, weight_.value, 0.0f, y);
     if (saved) saved->input = x2;
     y = y.view(with_last_dim(input.shape(), out_));
     if (row()) y = leave_row_parallel(tp_, y);
-    if (has_bias_) ops::add_bias(bias_.value, y);
+    if (has_bias_) backend_->add_bias(bias_.value, y);
     return y;
 }
 
 Tensor Linear::backward(const Tensor& dy, const Saved& saved) {
     const Tensor grad = row() ? leave_row_parallel_backward(tp_, dy) : dy;
-    Tensor dy2 = rows(grad, out_, "dy");
+    Tensor dy2 = rows(*backend_, grad, out_, "dy");
     MT_CHECK(saved.input.defined() && saved.input.size(0) == dy2.size(0), "Linear ", weight_.name,
              ": dy ", dy.describe(), " does not match the saved input ", saved.input.describe());
     Tensor dx = backend_->empty({dy2.size(0), in_}, dy2.dtype());
-    ops::matmul(*backend_, Transpose::no, Transpose::no, dy2, weight_.value, 0.0f, dx);
-    ops::matmul(*backend_, Transpose::yes, Transpose::no, dy2, saved.input, 1.0f, weight_.grad);
-    if (has_bias_) ops::add_column_sums(dy2, bias_.grad);
+    backend_->gemm(Transpose::no, Transpose::no, 1.0f, dy2, weight_.value, 0.0f, dx);
+    backend_->gemm(Transpose::yes, Transpose::no, 1.0f, dy2, saved.input, 1.0f, weight_.grad);
+    if (has_bias_) backend_->add_column_sums(dy2, bias_.grad);
     dx = dx.view(with_last_dim(grad.shape(), in_));
     return column() ? enter_column_parallel_backward(tp_, dx) : dx;
 }

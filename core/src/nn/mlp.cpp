@@ -20,7 +20,8 @@ Mlp::Mlp(const std::string& prefix, const TransformerConfig& config, Backend& ba
            config.dtype, fc1_shard(config.gated_linear_unit), backend, config.tp),
       fc2_(join_name(prefix, "linear_fc2"), config.ffn_hidden_size, config.hidden_size,
            config.add_bias_linear, config.dtype, ShardSpec{ShardSpec::Kind::row, 1, 1}, backend,
-           config.tp) {
+           config.tp),
+      backend_(&backend) {
     MT_CHECK(config.hidden_size > 0 && config.ffn_hidden_size > 0,
              "Mlp: hidden and ffn hidden sizes must be > 0, got ", config.hidden_size, " and ",
              config.ffn_hidden_size);
@@ -33,11 +34,11 @@ Tensor Mlp::forward(const Tensor& x, Saved* saved) const {
     Tensor h = fc1_.forward(x, saved ? &saved->fc1 : nullptr);
     Tensor a;
     if (gated_) {
-        a = Tensor::empty(with_last_dim(h.shape(), h.size(-1) / 2), h.dtype());
-        ops::swiglu_forward(h, a);
+        a = backend_->empty(with_last_dim(h.shape(), h.size(-1) / 2), h.dtype());
+        backend_->swiglu_forward(h, a);
     } else {
-        a = Tensor::empty(h.shape(), h.dtype());
-        ops::unary_forward(activation_, h, a);
+        a = backend_->empty(h.shape(), h.dtype());
+        backend_->unary_forward(activation_, h, a);
     }
     if (saved) saved->fc1_out = h;
     return fc2_.forward(a, saved ? &saved->fc2 : nullptr);
@@ -45,11 +46,11 @@ Tensor Mlp::forward(const Tensor& x, Saved* saved) const {
 
 Tensor Mlp::backward(const Tensor& dy, const Saved& saved) {
     Tensor da = fc2_.backward(dy, saved.fc2);
-    Tensor dh = Tensor::empty(saved.fc1_out.shape(), saved.fc1_out.dtype());
+    Tensor dh = backend_->empty(saved.fc1_out.shape(), saved.fc1_out.dtype());
     if (gated_)
-        ops::swiglu_backward(saved.fc1_out, da, dh);
+        backend_->swiglu_backward(saved.fc1_out, da, dh);
     else
-        ops::unary_backward(activation_, saved.fc1_out, da, dh);
+        backend_->unary_backward(activation_, saved.fc1_out, da, dh);
     return fc1_.backward(dh, saved.fc1);
 }
 

@@ -4,10 +4,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "mt/kernels/cross_entropy.h"
-#include "mt/ops/cross_entropy.h"
-#include "mt/ops/matmul.h"
-
 namespace mt::nn {
 
 OutputLoss::OutputLoss(int64_t vocab, int64_t hidden, Parameter* tied, int64_t chunk_rows,
@@ -26,29 +22,24 @@ OutputLoss::OutputLoss(int64_t vocab, int64_t hidden, Parameter* tied, int64_t c
                  tied->name, " is ", tied->value.describe(), ", expected (", vocab_, ", ", hidden,
                  ")");
     else
-        weight_ = make_parameter("output_layer.weight", {vocab, hidden}, dtype,
+        weight_ = make_parameter(backend, "output_layer.weight", {vocab, hidden}, dtype,
                                  ShardSpec{ShardSpec::Kind::vocab, 0, 1}, true, tp);
 }
 
 void OutputLoss::merge_vocab_pieces(Tensor& lse, Tensor& target_logit, Tensor& losses) const {
-    // lse = m + log sum_r exp(lse_r - m) with m the rows' maximum over the ranks.
-    Tensor m = lse.clone();
+    // lse = m + log sum_r exp(lse_r - m) with m the rows' maximum over the ranks; the loss is
+    // lse - the target's logit (summed over the ranks: only its owner's piece is non-zero).
+    Tensor m = backend_->empty(lse.shape(), lse.dtype());
+    backend_->copy(lse, m);
     tp_.group->all_reduce(m, ReduceOp::max);
     tp_.group->all_reduce(target_logit, ReduceOp::sum);
-    const int64_t n = lse.numel();
-    auto merge = [&](auto* l, auto* mx, auto* t, auto* loss) {
-        for (int64_t i = 0; i < n; ++i) l[i] = std::exp(l[i] - mx[i]);
-        tp_.group->all_reduce(lse, ReduceOp::sum);
-        for (int64_t i = 0; i < n; ++i) {
-            l[i] = mx[i] + std::log(l[i]);
-            loss[i] = k::cross_entropy_loss(l[i], t[i]);
-        }
-    };
-    if (lse.dtype() == DType::f64)
-        merge(lse.data<double>(), m.data<double>(), target_logit.data<double>(),
-              losses.data<double>());
-    else
-        merge(lse.data<float>(), m.data<float>(), target_logit.data<float>(), losses.data<float>());
+    backend_->axpy(-1.0f, m, lse);
+    backend_->unary_forward(ops::UnaryOp::exp, lse, lse);
+    tp_.group->all_reduce(lse, ReduceOp::sum);
+    backend_->unary_forward(ops::UnaryOp::log, lse, lse);
+    backend_->axpy(1.0f, m, lse);
+    backend_->copy(lse, losses);
+    backend_->axpy(-1.0f, target_logit, losses);
 }
 
 Tensor OutputLoss::forward(const Tensor& hidden, const Tensor& targets, Saved* saved) const {
@@ -59,23 +50,23 @@ Tensor OutputLoss::forward(const Tensor& hidden, const Tensor& targets, Saved* s
     MT_CHECK(targets.shape() == Shape({whole.size(0), whole.size(1)}),
              "OutputLoss: targets must be (B, T) for hidden ", whole.describe(), ", got ",
              targets.describe());
-    Tensor h = whole.contiguous().view({-1, hidden_});
-    Tensor tg = targets.contiguous().view({-1});
+    Tensor h = backend_->contiguous(whole).view({-1, hidden_});
+    Tensor tg = backend_->contiguous(targets).view({-1});
     const int64_t n = h.size(0);
-    Tensor losses = Tensor::empty({n}, h.dtype()), lse = Tensor::empty({n}, h.dtype());
-    Tensor target_logit = tp_.active() ? Tensor::empty({n}, h.dtype()) : Tensor();
+    Tensor losses = backend_->empty({n}, h.dtype()), lse = backend_->empty({n}, h.dtype());
+    Tensor target_logit = tp_.active() ? backend_->empty({n}, h.dtype()) : Tensor();
     for (int64_t r0 = 0; r0 < n; r0 += chunk_rows_) {
         const int64_t r1 = std::min(n, r0 + chunk_rows_);
         Tensor logits = backend_->empty({r1 - r0, vocab_}, h.dtype());
-        ops::matmul(*backend_, Transpose::no, Transpose::yes, h.slice(0, r0, r1), w.value, 0.0f,
-                    logits);
+        backend_->gemm(Transpose::no, Transpose::yes, 1.0f, h.slice(0, r0, r1), w.value, 0.0f,
+                       logits);
         Tensor chunk_losses = losses.slice(0, r0, r1), chunk_lse = lse.slice(0, r0, r1);
         if (tp_.active()) {
             Tensor chunk_target = target_logit.slice(0, r0, r1);
-            ops::cross_entropy_shard_forward(logits, tg.slice(0, r0, r1), vocab_ * tp_.rank(),
-                                             chunk_lse, chunk_target);
+            backend_->cross_entropy_shard_forward(logits, tg.slice(0, r0, r1), vocab_ * tp_.rank(),
+                                                  chunk_lse, chunk_target);
         } else {
-            ops::cross_entropy_forward(logits, tg.slice(0, r0, r1), chunk_losses, chunk_lse);
+            backend_->cross_entropy_forward(logits, tg.slice(0, r0, r1), chunk_losses, chunk_lse);
         }
     }
     if (tp_.active()) merge_vocab_pieces(lse, target_logit, losses);
@@ -87,9 +78,9 @@ Tensor OutputLoss::logits(const Tensor& hidden) const {
     MT_CHECK(!tp_.active(), "not supported yet: tensor-parallel inference (logits)");
     MT_CHECK(hidden.dim() == 3 && hidden.size(2) == hidden_, "OutputLoss: hidden must be (B, T, ",
              hidden_, "), got ", hidden.describe());
-    Tensor h = hidden.contiguous().view({-1, hidden_});
+    Tensor h = backend_->contiguous(hidden).view({-1, hidden_});
     Tensor out = backend_->empty({h.size(0), vocab_}, h.dtype());
-    ops::matmul(*backend_, Transpose::no, Transpose::yes, h, weight_param().value, 0.0f, out);
+    backend_->gemm(Transpose::no, Transpose::yes, 1.0f, h, weight_param().value, 0.0f, out);
     return out.view({hidden.size(0), hidden.size(1), vocab_});
 }
 
@@ -98,24 +89,25 @@ Tensor OutputLoss::backward(const Tensor& dlosses, const Saved& saved) {
     MT_CHECK(dlosses.numel() == n, "OutputLoss: dlosses ", dlosses.describe(), " does not match ",
              n, " saved rows");
     Parameter& w = weight();
-    Tensor dl = dlosses.contiguous().view({n});
+    Tensor dl = backend_->contiguous(dlosses).view({n});
     Tensor dh = backend_->empty({n, hidden_}, saved.hidden.dtype());
     for (int64_t r0 = 0; r0 < n; r0 += chunk_rows_) {
         const int64_t r1 = std::min(n, r0 + chunk_rows_);
         Tensor h = saved.hidden.slice(0, r0, r1);
         Tensor logits = backend_->empty({r1 - r0, vocab_}, h.dtype());
-        ops::matmul(*backend_, Transpose::no, Transpose::yes, h, w.value, 0.0f, logits);
+        backend_->gemm(Transpose::no, Transpose::yes, 1.0f, h, w.value, 0.0f, logits);
         // dlogits overwrites the recomputed logits in place (the op reads each before writing).
         if (tp_.active())
-            ops::cross_entropy_shard_backward(logits, saved.targets.slice(0, r0, r1),
-                                              vocab_ * tp_.rank(), saved.lse.slice(0, r0, r1),
-                                              dl.slice(0, r0, r1), logits);
+            backend_->cross_entropy_shard_backward(logits, saved.targets.slice(0, r0, r1),
+                                                   vocab_ * tp_.rank(), saved.lse.slice(0, r0, r1),
+                                                   dl.slice(0, r0, r1), logits);
         else
-            ops::cross_entropy_backward(logits, saved.targets.slice(0, r0, r1),
-                                        saved.lse.slice(0, r0, r1), dl.slice(0, r0, r1), logits);
+            backend_->cross_entropy_backward(logits, saved.targets.slice(0, r0, r1),
+                                             saved.lse.slice(0, r0, r1), dl.slice(0, r0, r1),
+                                             logits);
         Tensor dh_chunk = dh.slice(0, r0, r1);
-        ops::matmul(*backend_, Transpose::no, Transpose::no, logits, w.value, 0.0f, dh_chunk);
-        ops::matmul(*backend_, Transpose::yes, Transpose::no, logits, h, 1.0f, w.grad);
+        backend_->gemm(Transpose::no, Transpose::no, 1.0f, logits, w.value, 0.0f, dh_chunk);
+        backend_->gemm(Transpose::yes, Transpose::no, 1.0f, logits, h, 1.0f, w.grad);
     }
     Shape shape = dlosses.shape();
     shape.push_back(hidden_);

@@ -5,13 +5,13 @@
 
 namespace mt::nn {
 
-Parameter make_parameter(std::string name, const Shape& whole_shape, DType dtype, ShardSpec shard,
-                         bool weight_decay, const TensorParallel& tp) {
+Parameter make_parameter(Backend& backend, std::string name, const Shape& whole_shape, DType dtype,
+                         ShardSpec shard, bool weight_decay, const TensorParallel& tp) {
     const Shape local = shard_shape(whole_shape, shard, tp.size(), "parameter '" + name + "'");
     Parameter p;
     p.name = std::move(name);
-    p.value = Tensor::zeros(local, dtype);
-    p.grad = Tensor::zeros(local, dtype);
+    p.value = backend.zeros(local, dtype);
+    p.grad = backend.zeros(local, dtype);
     p.shard = shard;
     p.weight_decay = weight_decay;
     p.whole_shape = whole_shape;

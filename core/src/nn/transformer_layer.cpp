@@ -2,8 +2,6 @@
 // explicit, and their gradient (dy itself) is added to each branch's input gradient.
 #include "mt/nn/transformer_layer.h"
 
-#include "mt/ops/elementwise.h"
-
 namespace mt::nn {
 
 namespace {
@@ -11,18 +9,12 @@ namespace {
 // te_linear: the linear the norm is fused into with Transformer Engine; local: the module name
 // of the local spec.
 Norm make_norm(const std::string& prefix, const char* te_linear, const char* local,
-               const TransformerConfig& config) {
+               const TransformerConfig& config, Backend& backend) {
     const bool te = config.norm_naming == NormNaming::transformer_engine;
     const std::string base = join_name(prefix, te ? te_linear : local);
     return Norm(config.normalization, join_name(base, te ? "layer_norm_weight" : "weight"),
                 join_name(base, te ? "layer_norm_bias" : "bias"), config.hidden_size, config.norm,
-                config.dtype, config.tp);
-}
-
-Tensor sum(const Tensor& a, const Tensor& b) {
-    Tensor y = Tensor::empty(a.shape(), a.dtype());
-    ops::add(a.contiguous(), b.contiguous(), y);
-    return y;
+                config.dtype, backend, config.tp);
 }
 
 }  // namespace
@@ -30,11 +22,19 @@ Tensor sum(const Tensor& a, const Tensor& b) {
 TransformerLayer::TransformerLayer(const std::string& prefix, const TransformerConfig& config,
                                    Backend& backend)
     : hidden_dropout_(config.hidden_dropout),
-      input_norm_(make_norm(prefix, "self_attention.linear_qkv", "input_layernorm", config)),
+      input_norm_(
+          make_norm(prefix, "self_attention.linear_qkv", "input_layernorm", config, backend)),
       attention_(join_name(prefix, "self_attention"), config, backend),
-      pre_mlp_norm_(make_norm(prefix, "mlp.linear_fc1", "pre_mlp_layernorm", config)),
+      pre_mlp_norm_(make_norm(prefix, "mlp.linear_fc1", "pre_mlp_layernorm", config, backend)),
       mlp_(join_name(prefix, "mlp"), config, backend),
+      backend_(&backend),
       tp_(config.tp) {}
+
+Tensor TransformerLayer::sum(const Tensor& a, const Tensor& b) const {
+    Tensor y = backend_->empty(a.shape(), a.dtype());
+    backend_->add(backend_->contiguous(a), backend_->contiguous(b), y);
+    return y;
+}
 
 Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
                                  const Tensor& document_start, const KvSlot& cache) const {
@@ -44,17 +44,17 @@ Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* sa
                                   saved ? &s.attention : nullptr, document_start, cache);
     s.attention_dropout =
         draw_dropout(ctx, hidden_dropout_, a.numel(), tp_.sequence_shard(), tp_.sequence_shards());
-    Tensor h = sum(x, dropout_forward(a, s.attention_dropout));
+    Tensor h = sum(x, dropout_forward(*backend_, a, s.attention_dropout));
     Tensor m = mlp_.forward(pre_mlp_norm_.forward(h, &s.pre_mlp_norm), &s.mlp);
     s.mlp_dropout =
         draw_dropout(ctx, hidden_dropout_, m.numel(), tp_.sequence_shard(), tp_.sequence_shards());
-    return sum(h, dropout_forward(m, s.mlp_dropout));
+    return sum(h, dropout_forward(*backend_, m, s.mlp_dropout));
 }
 
 Tensor TransformerLayer::backward(const Tensor& dy, const Saved& saved) {
-    Tensor dm = dropout_backward(dy.contiguous(), saved.mlp_dropout);
+    Tensor dm = dropout_backward(*backend_, dy, saved.mlp_dropout);
     Tensor dh = sum(dy, pre_mlp_norm_.backward(mlp_.backward(dm, saved.mlp), saved.pre_mlp_norm));
-    Tensor da = dropout_backward(dh, saved.attention_dropout);
+    Tensor da = dropout_backward(*backend_, dh, saved.attention_dropout);
     Tensor dx_branch =
         input_norm_.backward(attention_.backward(da, saved.attention), saved.input_norm);
     return sum(dh, dx_branch);

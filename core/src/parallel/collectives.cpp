@@ -147,4 +147,9 @@ std::string broadcast_bytes(Communicator& comm, std::string bytes, int root) {
     return bytes;
 }
 
+void all_reduce_values(Communicator& comm, std::vector<double>& values, ReduceOp op) {
+    Tensor t = Tensor::from_blob(values.data(), {int64_t(values.size())}, DType::f64);
+    comm.all_reduce(t, op);
+}
+
 }  // namespace mt::parallel

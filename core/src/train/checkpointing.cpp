@@ -27,9 +27,10 @@ bool distributed_optimizer(const TrainingParts& parts) {
 Tensor whole_of(const TrainingParts& parts, const nn::Parameter& p, const Tensor& local) {
     if (!parts.parallel || replicated(p)) return local;
     Communicator& tp = parts.parallel->tp();
+    Backend& backend = parts.optimizer.backend();
     const int64_t n = local.numel();
-    Tensor all = Tensor::empty({n * tp.size()}, local.dtype());
-    tp.all_gather(local.contiguous().view({n}), all);
+    Tensor all = backend.empty({n * tp.size()}, local.dtype());
+    tp.all_gather(backend.contiguous(local).view({n}), all);
     std::vector<Tensor> pieces;
     for (int r = 0; r < tp.size(); ++r)
         pieces.push_back(all.slice(0, r * n, (r + 1) * n).view(local.shape()));
@@ -52,9 +53,12 @@ std::vector<std::pair<Tensor, Tensor>> local_moments(const TrainingParts& parts)
     // optimizer.first()[i] is the state of shard()[i] (SGD has no second moment).
     auto gathered = [&](const std::vector<Tensor>& shard) {
         if (shard.empty() || !shard[0].defined()) return Tensor();
-        Tensor whole = Tensor::zeros(buffer.grads().shape(), DType::f32);
-        for (size_t i = 0; i < shard.size(); ++i)
-            buffer.view(whole, buffer.shard()[i]).copy_from(shard[i]);
+        Backend& backend = parts.optimizer.backend();
+        Tensor whole = backend.zeros(buffer.grads().shape(), DType::f32);
+        for (size_t i = 0; i < shard.size(); ++i) {
+            Tensor piece = buffer.view(whole, buffer.shard()[i]);
+            backend.copy(shard[i], piece);
+        }
         buffer.all_gather_shards(whole);
         return whole;
     };
@@ -68,12 +72,13 @@ std::vector<std::pair<Tensor, Tensor>> local_moments(const TrainingParts& parts)
 }
 
 // Copies `from` (checkpoint tensor `key`) into `to`, checking shape and dtype.
-void copy_checked(const std::string& what, const std::string& key, const Tensor& from, Tensor& to) {
+void copy_checked(Backend& backend, const std::string& what, const std::string& key,
+                  const Tensor& from, Tensor& to) {
     MT_CHECK(from.shape() == to.shape(), what, " '", key, "' has shape ", shape_str(from.shape()),
              " in the checkpoint but ", shape_str(to.shape()), " in the model");
     MT_CHECK(from.dtype() == to.dtype(), what, " '", key, "' is ", from.describe(),
              " in the checkpoint but the model holds ", to.describe());
-    to.copy_from(from);
+    backend.copy(from, to);
 }
 
 // The entry for `name`, under either implementation's spelling.
@@ -96,8 +101,9 @@ void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& pa
     const auto params = parts.model.parameters();
     Tensor first_buffer, second_buffer;
     if (sharded) {
-        first_buffer = Tensor::zeros(parts.grad_buffer->grads().shape(), DType::f32);
-        second_buffer = Tensor::zeros(parts.grad_buffer->grads().shape(), DType::f32);
+        Backend& backend = parts.optimizer.backend();
+        first_buffer = backend.zeros(parts.grad_buffer->grads().shape(), DType::f32);
+        second_buffer = backend.zeros(parts.grad_buffer->grads().shape(), DType::f32);
     } else {
         MT_CHECK(parts.optimizer.parameters() == params,
                  "the optimizer does not update the model's parameters");
@@ -108,7 +114,8 @@ void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& pa
         MT_CHECK(it != by_name.end(), "the checkpoint has no optimizer state for '", p.name, "'");
         auto into = [&](const Tensor& whole, const Tensor& buffer, std::vector<Tensor>& own) {
             Tensor to = sharded ? parts.grad_buffer->view(buffer, p) : own[i];
-            copy_checked("optimizer state of", p.name, nn::piece_of_whole(p, whole), to);
+            copy_checked(parts.optimizer.backend(), "optimizer state of", p.name,
+                         nn::piece_of_whole(p, whole), to);
         };
         into(it->second->exp_avg, first_buffer, parts.optimizer.first());
         if (type == "adam") into(it->second->exp_avg_sq, second_buffer, parts.optimizer.second());
@@ -116,10 +123,11 @@ void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& pa
     if (sharded)
         for (size_t i = 0; i < parts.grad_buffer->shard().size(); ++i) {
             const auto& piece = parts.grad_buffer->shard()[i];
-            parts.optimizer.first()[i].copy_from(parts.grad_buffer->view(first_buffer, piece));
+            Backend& backend = parts.optimizer.backend();
+            backend.copy(parts.grad_buffer->view(first_buffer, piece), parts.optimizer.first()[i]);
             if (type == "adam")
-                parts.optimizer.second()[i].copy_from(
-                    parts.grad_buffer->view(second_buffer, piece));
+                backend.copy(parts.grad_buffer->view(second_buffer, piece),
+                             parts.optimizer.second()[i]);
         }
     parts.optimizer.set_steps(saved.step);
     optim::OptimizerConfig config = parts.optimizer.config();

@@ -10,6 +10,7 @@
 #include "mt/nn/dropout.h"
 #include "mt/nn/parameter.h"
 #include "mt/optim/grad_clip.h"
+#include "mt/parallel/collectives.h"
 #include "mt/parallel/grad_buffer.h"
 #include "mt/parallel/parallel_state.h"
 #include "mt/train/log_lines.h"
@@ -28,19 +29,11 @@ Batch to_batch(const data::GPTBatch& b) {
             {"document_start", b.document_start}};
 }
 
-// Σ loss·mask and Σ mask of one micro-batch, in double.
-std::pair<double, double> masked_sums(const Tensor& losses, const Tensor& mask) {
+// Σ loss·mask and Σ mask of one micro-batch, in double; `mask` is on the backend.
+std::pair<double, double> masked_sums(Backend& backend, const Tensor& losses, const Tensor& mask) {
     MT_CHECK(losses.shape() == mask.shape(), "the model returned losses ", losses.describe(),
              " for a loss mask ", mask.describe());
-    const Tensor l = losses.contiguous();
-    const float* lp = l.data<float>();
-    const float* mp = mask.data<float>();
-    double sum = 0, tokens = 0;
-    for (int64_t i = 0; i < l.numel(); ++i) {
-        sum += double(lp[i]) * mp[i];
-        tokens += mp[i];
-    }
-    return {sum, tokens};
+    return {backend.dot(backend.contiguous(losses), mask), backend.sum(mask)};
 }
 
 }  // namespace
@@ -84,11 +77,9 @@ int64_t Trainer::data_parallel_rank() const {
 
 std::pair<double, double> Trainer::sum_over_data_parallel(double loss_sum, double tokens) const {
     if (data_parallel_size() == 1) return {loss_sum, tokens};
-    Tensor t = Tensor::empty({2}, DType::f64);
-    t.data<double>()[0] = loss_sum;
-    t.data<double>()[1] = tokens;
-    parallel_->dp().all_reduce(t, ReduceOp::sum);
-    return {t.data<double>()[0], t.data<double>()[1]};
+    std::vector<double> sums{loss_sum, tokens};
+    parallel::all_reduce_values(parallel_->dp(), sums, ReduceOp::sum);
+    return {sums[0], sums[1]};
 }
 
 void Trainer::finalize_grads() {
@@ -104,16 +95,18 @@ void Trainer::finalize_grads() {
             n += p->grad.numel();
         }
     if (shards.empty()) return;
-    Tensor flat = Tensor::empty({n}, shards[0]->grad.dtype());
+    Backend& backend = optimizer_.backend();
+    Tensor flat = backend.empty({n}, shards[0]->grad.dtype());
     int64_t at = 0;
     for (nn::Parameter* p : shards) {
-        flat.slice(0, at, at + p->grad.numel()).view(p->grad.shape()).copy_from(p->grad);
+        Tensor part = flat.slice(0, at, at + p->grad.numel()).view(p->grad.shape());
+        backend.copy(p->grad, part);
         at += p->grad.numel();
     }
     parallel_->tp().all_reduce(flat, ReduceOp::sum);
     at = 0;
     for (nn::Parameter* p : shards) {
-        p->grad.copy_from(flat.slice(0, at, at + p->grad.numel()).view(p->grad.shape()));
+        backend.copy(flat.slice(0, at, at + p->grad.numel()).view(p->grad.shape()), p->grad);
         at += p->grad.numel();
     }
 }
@@ -122,11 +115,9 @@ std::pair<bool, bool> Trainer::agreed(bool signalled, bool out_of_time) const {
     // Every rank must take the same branch (a save is collective): a signal or the clock seen
     // by one rank stops all, as Megatron's all-reduced exit flags do.
     if (!parallel_ || parallel_->world().size() == 1) return {signalled, out_of_time};
-    Tensor flags = Tensor::empty({2}, DType::i32);
-    flags.data<int32_t>()[0] = signalled;
-    flags.data<int32_t>()[1] = out_of_time;
-    parallel_->world().all_reduce(flags, ReduceOp::max);
-    return {flags.data<int32_t>()[0] != 0, flags.data<int32_t>()[1] != 0};
+    std::vector<double> flags{double(signalled), double(out_of_time)};
+    parallel::all_reduce_values(parallel_->world(), flags, ReduceOp::max);
+    return {flags[0] != 0, flags[1] != 0};
 }
 
 double Trainer::grad_norm(std::vector<Tensor>& grads) const {
@@ -137,7 +128,7 @@ double Trainer::grad_norm(std::vector<Tensor>& grads) const {
         grads.push_back(p->grad);
         if (!p->tensor_parallel_duplicate()) counted.push_back(p->grad);
     }
-    const double local = optim::global_l2_norm(counted);
+    const double local = optim::global_l2_norm(optimizer_.backend(), counted);
     return std::sqrt(model_parallel_sum(local * local, distributed_optimizer()));
 }
 
@@ -147,20 +138,17 @@ bool Trainer::distributed_optimizer() const {
 
 double Trainer::model_parallel_sum(double local, bool data_parallel) const {
     if (!parallel_) return local;
-    Tensor sum = Tensor::empty({1}, DType::f64);
-    sum.data<double>()[0] = local;
-    parallel_->model_parallel().all_reduce(sum, ReduceOp::sum);
-    if (data_parallel) grad_buffer_->group().all_reduce(sum, ReduceOp::sum);
-    return sum.data<double>()[0];
+    std::vector<double> sum{local};
+    parallel::all_reduce_values(parallel_->model_parallel(), sum, ReduceOp::sum);
+    if (data_parallel) parallel::all_reduce_values(grad_buffer_->group(), sum, ReduceOp::sum);
+    return sum[0];
 }
 
 int64_t Trainer::num_zeros_in_grad() const {
     int64_t zeros = 0;
     for (nn::Parameter* p : optimizer_.parameters()) {
         if (p->tensor_parallel_duplicate()) continue;
-        const Tensor g = p->grad.contiguous();
-        const float* v = g.data<float>();
-        for (int64_t i = 0; i < g.numel(); ++i) zeros += v[i] == 0.0f;
+        zeros += optimizer_.backend().count_zeros(optimizer_.backend().contiguous(p->grad));
     }
     return int64_t(model_parallel_sum(double(zeros), distributed_optimizer()));
 }
@@ -170,7 +158,7 @@ double Trainer::params_norm() const {
     std::vector<Tensor> counted;
     for (nn::Parameter* p : model_.parameters())
         if (!p->tensor_parallel_duplicate()) counted.push_back(p->value);
-    const double local = optim::global_l2_norm(counted);
+    const double local = optim::global_l2_norm(optimizer_.backend(), counted);
     return std::sqrt(model_parallel_sum(local * local, false));
 }
 
@@ -192,6 +180,7 @@ Trainer::IterationResult Trainer::train_step(const data::GPTSampleDataset& data)
         grad_buffer_->zero_grads();
     else
         optimizer_.zero_grad();
+    Backend& backend = optimizer_.backend();
     data::PretrainingLoader loader(data, options_.micro_batch_size, int(data_parallel_rank()),
                                    int(data_parallel_size()), consumed_train_);
     double loss_sum = 0, tokens = 0;
@@ -206,17 +195,15 @@ Trainer::IterationResult Trainer::train_step(const data::GPTSampleDataset& data)
                 [this](const nn::Parameter& p) { grad_buffer_->grad_ready(p); });
         std::unique_ptr<Activations> saved;
         Tensor losses = model_.forward(to_batch(batch), *dropout_, &saved);
-        auto [sum, count] = masked_sums(losses, batch.loss_mask);
+        const Tensor mask = backend.contiguous(batch.loss_mask);
+        auto [sum, count] = masked_sums(backend, losses, mask);
         loss_sum += sum;
         tokens += count;
         // Megatron backpropagates each micro-batch's token mean, divided by the micro-batches,
         // and by the data-parallel size: the ranks' gradients are then summed into the mean.
-        Tensor dlosses = Tensor::empty(losses.shape(), DType::f32);
+        Tensor dlosses = backend.empty(losses.shape(), DType::f32);
         const double seed = count * double(micro_batches) * double(data_parallel_size());
-        const float scale = count > 0 ? float(1.0 / seed) : 0.0f;
-        const float* mask = batch.loss_mask.data<float>();
-        float* d = dlosses.data<float>();
-        for (int64_t i = 0; i < dlosses.numel(); ++i) d[i] = mask[i] * scale;
+        backend.scale(mask, count > 0 ? float(1.0 / seed) : 0.0f, dlosses);
         model_.backward(dlosses, *saved);
     }
     model_.set_grad_ready_hook(nullptr);
@@ -230,7 +217,8 @@ Trainer::IterationResult Trainer::train_step(const data::GPTSampleDataset& data)
     r.grad_norm = grad_norm(grads);
     MT_CHECK(std::isfinite(r.grad_norm), "NaN or Inf in the gradients at iteration ",
              iteration_ + 1);
-    if (options_.clip_grad > 0) optim::clip_by_total_norm(grads, options_.clip_grad, r.grad_norm);
+    if (options_.clip_grad > 0)
+        optim::clip_by_total_norm(backend, grads, options_.clip_grad, r.grad_norm);
     if (options_.log_num_zeros_in_grad) r.num_zeros = num_zeros_in_grad();
 
     optimizer_.step(scheduler_.lr(), scheduler_.weight_decay());
@@ -341,7 +329,8 @@ double Trainer::evaluate(const data::GPTSampleDataset& dataset, int64_t& consume
         MT_CHECK(loader.next(batch), "the ", data::split_name(dataset.split()),
                  " data ran out after ", loader.consumed_samples(), " samples");
         Tensor losses = model_.forward(to_batch(batch), no_dropout, nullptr);
-        auto [sum, count] = masked_sums(losses, batch.loss_mask);
+        Backend& backend = optimizer_.backend();
+        auto [sum, count] = masked_sums(backend, losses, backend.contiguous(batch.loss_mask));
         loss_sum += sum;
         tokens += count;
     }

@@ -84,31 +84,32 @@ std::vector<int64_t> integers(const Tensor& t, std::string_view key) {
 }
 
 // The batch's position ids when they differ from 0..T-1 on some row (--reset-position-ids),
-// else an undefined tensor (the embedding's default).
+// else an undefined tensor (the embedding's default). The embedding moves them to its backend.
 Tensor custom_positions(const Tensor& ids, int64_t B, int64_t T) {
     MT_CHECK(ids.shape() == Shape({B, T}), "GptModel: position_ids must be [", B, ", ", T,
              "], got ", ids.describe());
     std::vector<int64_t> v = integers(ids, "position_ids");
     for (int64_t b = 0; b < B; ++b)
         for (int64_t t = 0; t < T; ++t)
-            if (v[size_t(b * T + t)] != t) return ids.contiguous();
+            if (v[size_t(b * T + t)] != t) return host_tensor(std::move(v), {B, T});
     return Tensor();
 }
 
 // The batch's document starts as i32 when some query's document starts after position 0
-// (--reset-attention-mask), else an undefined tensor (plain causal attention).
+// (--reset-attention-mask), else an undefined tensor (plain causal attention). Host memory:
+// the attention moves it to its backend.
 Tensor custom_document_start(const Tensor& starts, int64_t B, int64_t T) {
     MT_CHECK(starts.shape() == Shape({B, T}), "GptModel: document_start must be [", B, ", ", T,
              "], got ", starts.describe());
     std::vector<int64_t> v = integers(starts, "document_start");
     if (std::all_of(v.begin(), v.end(), [](int64_t s) { return s == 0; })) return Tensor();
-    Tensor out = Tensor::empty({B, T}, DType::i32);
+    std::vector<int32_t> out(size_t(B * T));
     for (int64_t i = 0; i < B * T; ++i) {
         MT_CHECK(v[size_t(i)] >= 0 && v[size_t(i)] <= i % T, "GptModel: document_start[", i / T,
                  ", ", i % T, "] = ", v[size_t(i)], " is not a position at or before it");
-        out.data<int32_t>()[i] = int32_t(v[size_t(i)]);
+        out[size_t(i)] = int32_t(v[size_t(i)]);
     }
-    return out;
+    return host_tensor(std::move(out), {B, T});
 }
 
 // 64-bit FNV-1a of a parameter's name: its Philox stream.
@@ -120,7 +121,8 @@ uint64_t name_hash(const std::string& name) {
 
 // value[i] = std * N(0, 1): each Philox block gives two Box-Muller pairs (four elements).
 template <class T>
-void fill_normal(T* value, int64_t n, double stddev, uint64_t seed, uint64_t stream) {
+void fill_normal(std::vector<T>& value, double stddev, uint64_t seed, uint64_t stream) {
+    const int64_t n = int64_t(value.size());
     constexpr double kTwoPi = 6.283185307179586476925, k2to32 = 4294967296.0;
     for (int64_t b = 0; b * 4 < n; ++b) {
         k::Philox4 w = k::philox4x32_10(k::Philox4{{uint32_t(b), uint32_t(uint64_t(b) >> 32),
@@ -137,11 +139,6 @@ void fill_normal(T* value, int64_t n, double stddev, uint64_t seed, uint64_t str
     }
 }
 
-template <class T>
-void fill_constant(Tensor& t, double v) {
-    std::fill_n(t.data<T>(), t.numel(), T(v));
-}
-
 }  // namespace
 
 GptModel::GptModel(const GptConfig& config, const BuildContext& context, DType dtype)
@@ -153,12 +150,13 @@ GptModel::GptModel(const GptConfig& config, const BuildContext& context, DType d
                  config.position_embedding == PositionEmbedding::learned_absolute
                      ? config.max_position_embeddings
                      : 0,
-                 float(config.hidden_dropout), dtype, tp_),
-      final_norm_(
-          config.normalization == Normalization::rms_norm ? nn::NormKind::rms_norm
-                                                          : nn::NormKind::layer_norm,
-          "decoder.final_layernorm.weight", "decoder.final_layernorm.bias", config.hidden_size,
-          ops::NormConfig{float(config.norm_epsilon), config.apply_layernorm_1p}, dtype, tp_),
+                 float(config.hidden_dropout), dtype, *backend_, tp_),
+      final_norm_(config.normalization == Normalization::rms_norm ? nn::NormKind::rms_norm
+                                                                  : nn::NormKind::layer_norm,
+                  "decoder.final_layernorm.weight", "decoder.final_layernorm.bias",
+                  config.hidden_size,
+                  ops::NormConfig{float(config.norm_epsilon), config.apply_layernorm_1p}, dtype,
+                  *backend_, tp_),
       output_(config.padded_vocab_size, config.hidden_size,
               config.untie_embeddings_and_output_weights ? nullptr : &embedding_.word(),
               output_chunk_rows(config.padded_vocab_size / tp_.size()), dtype, *backend_, tp_) {
@@ -203,21 +201,22 @@ void GptModel::initialize(uint64_t seed) {
             // gamma - 1 = 0 with --apply-layernorm-1p.
             const bool norm_weight = !name.ends_with("bias");
             const double value = norm_weight && !config_.apply_layernorm_1p ? 1.0 : 0.0;
-            f64 ? fill_constant<double>(v, value) : fill_constant<float>(v, value);
+            backend_->fill(v, value);
             continue;
         }
         const bool output_projection = name.ends_with(".self_attention.linear_proj.weight") ||
                                        name.ends_with(".mlp.linear_fc2.weight");
         const double s = output_projection ? output_stddev : stddev;
-        // The whole tensor is drawn and this rank's piece kept, so every tensor-parallel
-        // layout starts from the same model.
-        Tensor whole = v.shape() == p->whole_shape ? v : Tensor::empty(p->whole_shape, v.dtype());
-        if (f64)
-            fill_normal(whole.data<double>(), whole.numel(), s, seed, name_hash(name));
-        else
-            fill_normal(whole.data<float>(), whole.numel(), s, seed, name_hash(name));
-        if (whole.raw_data() != v.raw_data())
-            v.copy_from(shard_tensor(whole, p->shard, p->tp_size, p->tp_rank));
+        // The whole tensor is drawn on the host and this rank's piece kept, so every
+        // tensor-parallel layout starts from the same model.
+        auto draw = [&](auto zero) {
+            std::vector<decltype(zero)> whole(size_t(shape_numel(p->whole_shape)));
+            fill_normal(whole, s, seed, name_hash(name));
+            backend_->copy(shard_tensor(host_tensor(std::move(whole), p->whole_shape), p->shard,
+                                        p->tp_size, p->tp_rank),
+                           v);
+        };
+        f64 ? draw(0.0) : draw(0.0f);
     }
 }
 
@@ -289,8 +288,9 @@ Tensor GptModel::logits(const Tensor& tokens, infer::KvCache* cache, int64_t kee
                  " layers, the batch has ", B, " rows of ", layers_.size());
     Tensor positions;
     if (past > 0 && config_.position_embedding == PositionEmbedding::learned_absolute) {
-        positions = Tensor::empty({B, T}, DType::i64);
-        for (int64_t i = 0; i < B * T; ++i) positions.data<int64_t>()[i] = past + i % T;
+        std::vector<int64_t> at(size_t(B * T));
+        for (int64_t i = 0; i < B * T; ++i) at[size_t(i)] = past + i % T;
+        positions = host_tensor(std::move(at), {B, T});
     }
     nn::DropoutContext no_dropout{false, 0, 0};
     Tensor h = embedding_.forward(tokens, no_dropout, nullptr, positions);

@@ -97,7 +97,7 @@ Curve train(const ModelArgs& args, std::unique_ptr<Communicator> world, const La
     dpc.overlap_grad_reduce = layout.overlap_grad_reduce;
     dpc.bucket_size = layout.overlap_grad_reduce ? 3000 : 0;  // several buckets
     auto buffer = std::make_unique<parallel::GradBuffer>(model->parameters(), state.dp(), dpc);
-    optim::Optimizer optimizer(buffer->optimizer_parameters(), optim::OptimizerConfig{});
+    optim::Optimizer optimizer(*backend, buffer->optimizer_parameters(), optim::OptimizerConfig{});
     optim::LrScheduleFlags f;
     f.train_iters = 10;
     f.global_batch_size = 8;

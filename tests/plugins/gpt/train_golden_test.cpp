@@ -82,7 +82,7 @@ void check_curve(const std::string& name) {
     oc.adam_beta1 = 0.9;
     oc.adam_beta2 = 0.95;
     oc.adam_eps = 1e-8;
-    optim::Optimizer optimizer(model->parameters(), oc);
+    optim::Optimizer optimizer(single_process_context().backend, model->parameters(), oc);
     optim::LrScheduleFlags f;
     f.train_iters = 20;
     f.global_batch_size = 4;

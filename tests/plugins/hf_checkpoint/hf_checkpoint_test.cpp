@@ -212,7 +212,7 @@ TEST(HfCheckpoint, RestoresIntoALocalImplModelLikeMegatronTrain) {
     args["transformer-impl"] = "local";
     auto model = Registry::global().create_model("gpt")->build(args);
     optim::OptimizerConfig config;
-    optim::Optimizer optimizer(model->parameters(), config);
+    optim::Optimizer optimizer(single_process_context().backend, model->parameters(), config);
     optim::LrScheduleConfig sc;
     sc.max_lr = 1e-4;
     sc.lr_decay_steps = 10;

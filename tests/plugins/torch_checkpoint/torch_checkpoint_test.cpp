@@ -53,7 +53,8 @@ struct TinyRun {
     explicit TinyRun(ModelArgs args = tiny_args()) {
         model = Registry::global().create_model("gpt")->build(args);
         config.adam_beta2 = 0.95;
-        optimizer = std::make_unique<optim::Optimizer>(model->parameters(), config);
+        optimizer = std::make_unique<optim::Optimizer>(single_process_context().backend,
+                                                       model->parameters(), config);
         optim::LrScheduleConfig sc;
         sc.max_lr = 1e-3;
         sc.min_lr = 1e-4;

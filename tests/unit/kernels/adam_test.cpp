@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "backend_test.h"
 #include "kernel_test_util.h"
 #include "mt/kernels/adam.h"
-#include "mt/ops/adamw.h"
 #include "test_support.h"
 
 namespace {
@@ -67,7 +67,9 @@ mt::Tensor tensor_of(const std::vector<double>& v) {
     return t;
 }
 
-TEST(AdamWOp, MatchesTorchAdamW) {
+class AdamWOp : public mt::test::BackendTest {};
+
+TEST_P(AdamWOp, MatchesTorchAdamW) {
     const std::string text =
         mt::test::read_file(mt::test::fixtures_dir() / "kernels" / "adamw_torch.txt");
     auto hyper = fixture_values(text, "hyper");  // lr beta1 beta2 eps weight_decay steps
@@ -79,7 +81,7 @@ TEST(AdamWOp, MatchesTorchAdamW) {
     auto v = mt::Tensor::zeros(param.shape(), mt::DType::f32);
     for (int t = 1; t <= steps; ++t) {
         auto grad = tensor_of(fixture_values(text, "grad" + std::to_string(t)));
-        mt::ops::adamw_step(param, grad, m, v, config, t);
+        be().adamw_step(param, grad, m, v, config, t);
         mt::test::expect_close(mt::test::to_doubles(param),
                                fixture_values(text, "param" + std::to_string(t)), 0, 3e-7,
                                ("param after step " + std::to_string(t)).c_str());
@@ -90,14 +92,14 @@ TEST(AdamWOp, MatchesTorchAdamW) {
                            "exp_avg_sq");
 }
 
-TEST(AdamWOp, ParallelPathMatchesKernelAndChecksShapes) {
+TEST_P(AdamWOp, ParallelPathMatchesKernelAndChecksShapes) {
     std::mt19937 rng(6);
     const int64_t n = 1 << 16;
     auto param = mt::test::random_tensor({n}, rng), grad = mt::test::random_tensor({n}, rng);
     auto m = mt::Tensor::zeros({n}, mt::DType::f32), v = mt::Tensor::zeros({n}, mt::DType::f32);
     auto expected = param.clone();
     mt::ops::AdamWConfig config{1e-3, 0.9, 0.999, 1e-8, 0.01};
-    mt::ops::adamw_step(param, grad, m, v, config, 1);
+    be().adamw_step(param, grad, m, v, config, 1);
     auto step = mt::k::AdamW::at_step(1e-3, 0.9, 0.999, 1e-8, 0.01, 1);
     for (int64_t i = 0; i < n; ++i) {
         float p = expected.data<float>()[i], mi = 0, vi = 0;
@@ -106,13 +108,15 @@ TEST(AdamWOp, ParallelPathMatchesKernelAndChecksShapes) {
     }
     auto bad = mt::Tensor::zeros({n + 1}, mt::DType::f32);
     EXPECT_NE(mt::test::error_of([&] {
-                  mt::ops::adamw_step(param, bad, m, v, config, 2);
+                  be().adamw_step(param, bad, m, v, config, 2);
               }).find("adamw_step: grad must have shape [65536]"),
               std::string::npos);
     EXPECT_NE(mt::test::error_of([&] {
-                  mt::ops::adamw_step(param, grad, m, v, config, 0);
+                  be().adamw_step(param, grad, m, v, config, 0);
               }).find("step counts from 1"),
               std::string::npos);
 }
 
 }  // namespace
+
+MT_INSTANTIATE_BACKENDS(AdamWOp);

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backend_test.h"
 #include "kernel_test_util.h"
-#include "mt/ops/cross_entropy.h"
 #include "test_support.h"
 
 namespace {
@@ -32,17 +32,17 @@ int64_t target_at(const Tensor& t, int64_t i) {
     return t.dtype() == mt::DType::i64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i];
 }
 
-class CrossEntropy : public testing::TestWithParam<mt::DType> {};
+class CrossEntropy : public mt::test::BackendTestWith<mt::DType> {};
 
 TEST_P(CrossEntropy, ForwardMatchesDouble) {
     std::mt19937 rng(40);
     const int64_t vocab = 37;
     auto logits = mt::test::random_tensor({2, 3, vocab}, rng, -8.0f, 8.0f);
     f32(logits)[5] = 80.0f;  // exp would overflow float without the running max
-    auto targets = random_targets({2, 3}, vocab, rng, GetParam());
+    auto targets = random_targets({2, 3}, vocab, rng, param());
     auto losses = Tensor::empty({2, 3}, mt::DType::f32),
          lse = Tensor::empty({2, 3}, mt::DType::f32);
-    mt::ops::cross_entropy_forward(logits, targets, losses, lse);
+    be().cross_entropy_forward(logits, targets, losses, lse);
     for (int64_t r = 0; r < 6; ++r) {
         const float* row = f32(logits) + r * vocab;
         double m = *std::max_element(row, row + vocab), s = 0;
@@ -57,32 +57,34 @@ TEST_P(CrossEntropy, BackwardMatchesFiniteDifferences) {
     std::mt19937 rng(41);
     const int64_t vocab = 13;
     auto logits = mt::test::random_tensor({5, vocab}, rng, -3.0f, 3.0f);
-    auto targets = random_targets({5}, vocab, rng, GetParam());
+    auto targets = random_targets({5}, vocab, rng, param());
     auto losses = Tensor::empty({5}, mt::DType::f32), lse = Tensor::empty({5}, mt::DType::f32);
-    auto run = [&] { mt::ops::cross_entropy_forward(logits, targets, losses, lse); };
+    auto run = [&] { be().cross_entropy_forward(logits, targets, losses, lse); };
     run();
     auto dlosses = mt::test::random_tensor({5}, rng, 0.1f, 2.0f);  // e.g. loss-mask / num_tokens
     auto dlogits = Tensor::empty(logits.shape(), mt::DType::f32);
-    mt::ops::cross_entropy_backward(logits, targets, lse, dlosses, dlogits);
+    be().cross_entropy_backward(logits, targets, lse, dlosses, dlogits);
     auto fd = mt::test::numeric_grad(logits, run, losses, to_doubles(dlosses), 1e-2);
     mt::test::expect_close(to_doubles(dlogits), fd, 2e-4, 3e-3, "dlogits");
 }
 
-INSTANTIATE_TEST_SUITE_P(TargetTypes, CrossEntropy, testing::Values(mt::DType::i64, mt::DType::i32),
-                         [](const auto& info) { return std::string(mt::dtype_name(info.param)); });
+MT_INSTANTIATE_BACKENDS_WITH(CrossEntropy, testing::Values(mt::DType::i64, mt::DType::i32),
+                             [](mt::DType t) { return std::string(mt::dtype_name(t)); });
 
-TEST(CrossEntropyOp, LargeVocabularyRowsSumToZeroGradient) {
+class CrossEntropyOp : public mt::test::BackendTest {};
+
+TEST_P(CrossEntropyOp, LargeVocabularyRowsSumToZeroGradient) {
     std::mt19937 rng(42);
     const int64_t rows = 8, vocab = 5000;  // above the parallel threshold
     auto logits = mt::test::random_tensor({rows, vocab}, rng, -4.0f, 4.0f);
     auto targets = random_targets({rows}, vocab, rng, mt::DType::i64);
     auto losses = Tensor::empty({rows}, mt::DType::f32),
          lse = Tensor::empty({rows}, mt::DType::f32);
-    mt::ops::cross_entropy_forward(logits, targets, losses, lse);
+    be().cross_entropy_forward(logits, targets, losses, lse);
     auto ones = Tensor::empty({rows}, mt::DType::f32);
     for (int64_t r = 0; r < rows; ++r) f32(ones)[r] = 1.0f;
     auto dlogits = Tensor::empty(logits.shape(), mt::DType::f32);
-    mt::ops::cross_entropy_backward(logits, targets, lse, ones, dlogits);
+    be().cross_entropy_backward(logits, targets, lse, ones, dlogits);
     for (int64_t r = 0; r < rows; ++r) {
         double sum = 0;  // softmax sums to 1, the one-hot subtracts 1
         for (int64_t j = 0; j < vocab; ++j) sum += f32(dlogits)[r * vocab + j];
@@ -91,25 +93,27 @@ TEST(CrossEntropyOp, LargeVocabularyRowsSumToZeroGradient) {
     }
 }
 
-TEST(CrossEntropyOp, RejectsBadTargets) {
+TEST_P(CrossEntropyOp, RejectsBadTargets) {
     auto logits = Tensor::zeros({2, 4}, mt::DType::f32);
     auto losses = Tensor::zeros({2}, mt::DType::f32), lse = Tensor::zeros({2}, mt::DType::f32);
     auto targets = Tensor::zeros({2}, mt::DType::i64);
     targets.data<int64_t>()[1] = 4;
     EXPECT_NE(mt::test::error_of([&] {
-                  mt::ops::cross_entropy_forward(logits, targets, losses, lse);
+                  be().cross_entropy_forward(logits, targets, losses, lse);
               }).find("target 4 of row 1 is outside the vocabulary [0, 4)"),
               std::string::npos);
     auto floats = Tensor::zeros({2}, mt::DType::f32);
     EXPECT_NE(mt::test::error_of([&] {
-                  mt::ops::cross_entropy_forward(logits, floats, losses, lse);
+                  be().cross_entropy_forward(logits, floats, losses, lse);
               }).find("targets must be i64 or i32"),
               std::string::npos);
     auto wrong = Tensor::zeros({3}, mt::DType::i64);
     EXPECT_NE(mt::test::error_of([&] {
-                  mt::ops::cross_entropy_forward(logits, wrong, losses, lse);
+                  be().cross_entropy_forward(logits, wrong, losses, lse);
               }).find("targets must have shape [2]"),
               std::string::npos);
 }
 
 }  // namespace
+
+MT_INSTANTIATE_BACKENDS(CrossEntropyOp);

@@ -5,9 +5,9 @@
 
 #include <cmath>
 
+#include "backend_test.h"
 #include "kernel_test_util.h"
 #include "mt/kernels/rng.h"
-#include "mt/ops/dropout.h"
 #include "test_support.h"
 
 namespace {
@@ -15,12 +15,14 @@ namespace {
 using mt::Tensor;
 using mt::test::f32;
 
-TEST(DropoutOp, ForwardAppliesTheKernelMask) {
+class DropoutOp : public mt::test::BackendTest {};
+
+TEST_P(DropoutOp, ForwardAppliesTheKernelMask) {
     std::mt19937 rng(50);
     auto x = mt::test::random_away_from_zero({3, 7, 5}, rng, 0.1f);
     auto y = Tensor::empty(x.shape(), mt::DType::f32);
     const float p = 0.3f;
-    mt::ops::dropout_forward(x, p, 99, 6, y);
+    be().dropout_forward(x, p, 99, 6, y);
     const auto drop = mt::k::Dropout::make(p, 99, 6);
     for (int64_t i = 0; i < x.numel(); ++i) {
         float expected = drop.keep(uint64_t(i)) ? f32(x)[i] / (1.0f - p) : 0.0f;
@@ -28,32 +30,32 @@ TEST(DropoutOp, ForwardAppliesTheKernelMask) {
     }
 }
 
-TEST(DropoutOp, MaskReplaysAndShiftsWithOffset) {
+TEST_P(DropoutOp, MaskReplaysAndShiftsWithOffset) {
     const int64_t n = 1003;  // not a multiple of 4, with offsets not aligned to Philox blocks
     auto ones = Tensor::empty({n}, mt::DType::f32);
     for (int64_t i = 0; i < n; ++i) f32(ones)[i] = 1.0f;
     auto a = Tensor::empty({n}, mt::DType::f32), b = Tensor::empty({n}, mt::DType::f32);
-    mt::ops::dropout_forward(ones, 0.5f, 7, 0, a);
-    mt::ops::dropout_forward(ones, 0.5f, 7, 0, b);
+    be().dropout_forward(ones, 0.5f, 7, 0, a);
+    be().dropout_forward(ones, 0.5f, 7, 0, b);
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(f32(a)[i], f32(b)[i]);
     // The second half of a call with offset 0 equals a call on that half with offset 501.
     auto half = ones.slice(0, 501, n).contiguous();
     auto c = Tensor::empty(half.shape(), mt::DType::f32);
-    mt::ops::dropout_forward(half, 0.5f, 7, 501, c);
+    be().dropout_forward(half, 0.5f, 7, 501, c);
     for (int64_t i = 0; i < half.numel(); ++i) ASSERT_EQ(f32(c)[i], f32(a)[501 + i]) << i;
-    mt::ops::dropout_forward(ones, 0.5f, 8, 0, b);
+    be().dropout_forward(ones, 0.5f, 8, 0, b);
     int differ = 0;
     for (int64_t i = 0; i < n; ++i) differ += f32(a)[i] != f32(b)[i];
     EXPECT_GT(differ, n / 4);
 }
 
-TEST(DropoutOp, KeepFractionIsOneMinusP) {
+TEST_P(DropoutOp, KeepFractionIsOneMinusP) {
     const int64_t n = 1000000;
     auto ones = Tensor::empty({n}, mt::DType::f32);
     for (int64_t i = 0; i < n; ++i) f32(ones)[i] = 1.0f;
     auto y = Tensor::empty({n}, mt::DType::f32);
     for (float p : {0.1f, 0.5f}) {
-        mt::ops::dropout_forward(ones, p, 2024, 12345, y);
+        be().dropout_forward(ones, p, 2024, 12345, y);
         int64_t kept = 0;
         double mean = 0;
         for (int64_t i = 0; i < n; ++i) {
@@ -66,39 +68,41 @@ TEST(DropoutOp, KeepFractionIsOneMinusP) {
     }
 }
 
-TEST(DropoutOp, BackwardUsesTheForwardMask) {
+TEST_P(DropoutOp, BackwardUsesTheForwardMask) {
     std::mt19937 rng(51);
     auto x = mt::test::random_away_from_zero({4, 33}, rng, 0.1f);
     auto y = Tensor::empty(x.shape(), mt::DType::f32);
-    mt::ops::dropout_forward(x, 0.2f, 5, 77, y);
+    be().dropout_forward(x, 0.2f, 5, 77, y);
     auto dy = mt::test::random_tensor(x.shape(), rng);
     auto dx = Tensor::empty(x.shape(), mt::DType::f32);
-    mt::ops::dropout_backward(dy, 0.2f, 5, 77, dx);
+    be().dropout_backward(dy, 0.2f, 5, 77, dx);
     for (int64_t i = 0; i < x.numel(); ++i) {
         // y = x * s * keep, so dL/dx = dy * (y / x) exactly up to rounding.
         EXPECT_NEAR(f32(dx)[i], f32(dy)[i] * (f32(y)[i] / f32(x)[i]), 1e-6) << i;
     }
     auto fd = mt::test::numeric_grad(
-        x, [&] { mt::ops::dropout_forward(x, 0.2f, 5, 77, y); }, y, mt::test::to_doubles(dy), 1e-2);
+        x, [&] { be().dropout_forward(x, 0.2f, 5, 77, y); }, y, mt::test::to_doubles(dy), 1e-2);
     mt::test::expect_close(mt::test::to_doubles(dx), fd, 1e-4, 1e-3, "dx");
 }
 
-TEST(DropoutOp, ZeroAndOneProbabilities) {
+TEST_P(DropoutOp, ZeroAndOneProbabilities) {
     std::mt19937 rng(52);
     auto x = mt::test::random_tensor({100}, rng);
     auto y = Tensor::empty({100}, mt::DType::f32);
-    mt::ops::dropout_forward(x, 0.0f, 1, 0, y);
+    be().dropout_forward(x, 0.0f, 1, 0, y);
     for (int64_t i = 0; i < 100; ++i) EXPECT_EQ(f32(y)[i], f32(x)[i]);
-    mt::ops::dropout_forward(x, 1.0f, 1, 0, y);
+    be().dropout_forward(x, 1.0f, 1, 0, y);
     for (int64_t i = 0; i < 100; ++i) EXPECT_EQ(f32(y)[i], 0.0f);
     EXPECT_NE(mt::test::error_of([&] {
-                  mt::ops::dropout_forward(x, 1.5f, 1, 0, y);
+                  be().dropout_forward(x, 1.5f, 1, 0, y);
               }).find("drop probability must be in [0, 1], got 1.5"),
               std::string::npos);
     EXPECT_NE(mt::test::error_of([&] {
-                  mt::ops::dropout_forward(x, 0.1f, 1, ~uint64_t(0) - 10, y);
+                  be().dropout_forward(x, 0.1f, 1, ~uint64_t(0) - 10, y);
               }).find("overflows the 64-bit counter"),
               std::string::npos);
 }
 
 }  // namespace
+
+MT_INSTANTIATE_BACKENDS(DropoutOp);

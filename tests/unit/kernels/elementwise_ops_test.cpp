@@ -6,8 +6,8 @@
 #include <functional>
 #include <numbers>
 
+#include "backend_test.h"
 #include "kernel_test_util.h"
-#include "mt/ops/elementwise.h"
 #include "test_support.h"
 
 namespace {
@@ -28,19 +28,23 @@ double oracle(UnaryOp op, double x) {
             return x > 0 ? x : 0.0;
         case UnaryOp::squared_relu:
             return x > 0 ? x * x : 0.0;
+        case UnaryOp::exp:
+            return std::exp(x);
+        case UnaryOp::log:
+            return std::log(x);
     }
     return NAN;
 }
 
-class Unary : public testing::TestWithParam<UnaryOp> {};
+class Unary : public mt::test::BackendTestWith<UnaryOp> {};
 
 TEST_P(Unary, ForwardMatchesOracle) {
     std::mt19937 rng(10);
     auto x = mt::test::random_tensor({3, 5, 7}, rng, -4.0f, 4.0f);
     auto y = mt::Tensor::empty(x.shape(), mt::DType::f32);
-    mt::ops::unary_forward(GetParam(), x, y);
+    be().unary_forward(param(), x, y);
     std::vector<double> expected;
-    for (double v : mt::test::to_doubles(x)) expected.push_back(oracle(GetParam(), v));
+    for (double v : mt::test::to_doubles(x)) expected.push_back(oracle(param(), v));
     mt::test::expect_close(mt::test::to_doubles(y), expected, 1e-6, 1e-6, "y");
 }
 
@@ -51,9 +55,9 @@ TEST_P(Unary, BackwardMatchesFiniteDifferences) {
     auto dy = mt::test::random_tensor(x.shape(), rng);  // dL/dy for L = sum(w * y)
     auto w = mt::test::to_doubles(dy);
     auto dx = mt::Tensor::empty(x.shape(), mt::DType::f32);
-    mt::ops::unary_backward(GetParam(), x, dy, dx);
+    be().unary_backward(param(), x, dy, dx);
     auto fd = mt::test::numeric_grad(
-        x, [&] { mt::ops::unary_forward(GetParam(), x, y); }, y, w, 1e-2);
+        x, [&] { be().unary_forward(param(), x, y); }, y, w, 1e-2);
     mt::test::expect_close(mt::test::to_doubles(dx), fd, 2e-4, 2e-3, "dx");
 }
 
@@ -61,28 +65,30 @@ TEST_P(Unary, ParallelAndInPlacePathsAgree) {
     std::mt19937 rng(12);
     auto x = mt::test::random_tensor({1 << 16}, rng, -3.0f, 3.0f);
     auto y = mt::Tensor::empty(x.shape(), mt::DType::f32);
-    mt::ops::unary_forward(GetParam(), x, y);
+    be().unary_forward(param(), x, y);
     auto small = mt::Tensor::empty({16}, mt::DType::f32);
     for (int64_t start : {int64_t(0), int64_t(40000), (int64_t(1) << 16) - 16}) {
         auto xs = x.slice(0, start, start + 16).contiguous();
-        mt::ops::unary_forward(GetParam(), xs, small);
+        be().unary_forward(param(), xs, small);
         for (int64_t i = 0; i < 16; ++i)
             ASSERT_EQ(mt::test::f32(small)[i], mt::test::f32(y)[start + i]) << start + i;
     }
-    mt::ops::unary_forward(GetParam(), x, x);  // in place
+    be().unary_forward(param(), x, x);  // in place
     for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(mt::test::f32(x)[i], mt::test::f32(y)[i]);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllOps, Unary,
-                         testing::Values(UnaryOp::gelu, UnaryOp::gelu_erf, UnaryOp::silu,
-                                         UnaryOp::relu, UnaryOp::squared_relu),
-                         [](const auto& info) { return mt::ops::unary_op_name(info.param); });
+MT_INSTANTIATE_BACKENDS_WITH(Unary,
+                             testing::Values(UnaryOp::gelu, UnaryOp::gelu_erf, UnaryOp::silu,
+                                             UnaryOp::relu, UnaryOp::squared_relu),
+                             [](UnaryOp op) { return std::string(mt::ops::unary_op_name(op)); });
 
-TEST(Swiglu, ForwardSplitsGateThenUp) {
+class Swiglu : public mt::test::BackendTest {};
+
+TEST_P(Swiglu, ForwardSplitsGateThenUp) {
     std::mt19937 rng(13);
     auto x = mt::test::random_tensor({2, 3, 8}, rng, -3.0f, 3.0f);  // (B, T, 2F), F = 4
     auto y = mt::Tensor::empty({2, 3, 4}, mt::DType::f32);
-    mt::ops::swiglu_forward(x, y);
+    be().swiglu_forward(x, y);
     const float* xp = mt::test::f32(x);
     for (int64_t r = 0; r < 6; ++r)
         for (int64_t j = 0; j < 4; ++j) {
@@ -91,66 +97,90 @@ TEST(Swiglu, ForwardSplitsGateThenUp) {
         }
 }
 
-TEST(Swiglu, BackwardMatchesFiniteDifferences) {
+TEST_P(Swiglu, BackwardMatchesFiniteDifferences) {
     std::mt19937 rng(14);
     auto x = mt::test::random_tensor({3, 10}, rng, -2.0f, 2.0f);
     auto y = mt::Tensor::empty({3, 5}, mt::DType::f32);
     auto dy = mt::test::random_tensor({3, 5}, rng);
     auto w = mt::test::to_doubles(dy);
     auto dx = mt::Tensor::empty(x.shape(), mt::DType::f32);
-    mt::ops::swiglu_backward(x, dy, dx);
+    be().swiglu_backward(x, dy, dx);
     auto fd = mt::test::numeric_grad(
-        x, [&] { mt::ops::swiglu_forward(x, y); }, y, w, 1e-2);
+        x, [&] { be().swiglu_forward(x, y); }, y, w, 1e-2);
     mt::test::expect_close(mt::test::to_doubles(dx), fd, 2e-4, 2e-3, "dx");
 }
 
-TEST(Swiglu, RejectsOddWidthAndWrongOutput) {
+TEST_P(Swiglu, RejectsOddWidthAndWrongOutput) {
     auto odd = mt::Tensor::zeros({2, 5}, mt::DType::f32);
     auto y = mt::Tensor::zeros({2, 2}, mt::DType::f32);
-    EXPECT_NE(mt::test::error_of([&] { mt::ops::swiglu_forward(odd, y); }).find("even last dim"),
+    EXPECT_NE(mt::test::error_of([&] { be().swiglu_forward(odd, y); }).find("even last dim"),
               std::string::npos);
     auto x = mt::Tensor::zeros({2, 6}, mt::DType::f32);
     EXPECT_NE(mt::test::error_of([&] {
-                  mt::ops::swiglu_forward(x, y);
+                  be().swiglu_forward(x, y);
               }).find("swiglu_forward: y must have shape [2, 3]"),
               std::string::npos);
 }
 
-TEST(Arithmetic, AddScaleAxpy) {
+class Arithmetic : public mt::test::BackendTest {};
+
+TEST_P(Arithmetic, AddScaleAxpy) {
     std::mt19937 rng(15);
     auto a = mt::test::random_tensor({5, 3}, rng), b = mt::test::random_tensor({5, 3}, rng);
     auto y = mt::Tensor::empty({5, 3}, mt::DType::f32);
-    mt::ops::add(a, b, y);
+    be().add(a, b, y);
     for (int64_t i = 0; i < 15; ++i)
         EXPECT_EQ(mt::test::f32(y)[i], mt::test::f32(a)[i] + mt::test::f32(b)[i]);
     auto s = mt::Tensor::empty({5, 3}, mt::DType::f32);
-    mt::ops::scale(a, -2.5f, s);
+    be().scale(a, -2.5f, s);
     for (int64_t i = 0; i < 15; ++i) EXPECT_EQ(mt::test::f32(s)[i], -2.5f * mt::test::f32(a)[i]);
     auto acc = b.clone();
-    mt::ops::axpy(0.5f, a, acc);
+    be().axpy(0.5f, a, acc);
     for (int64_t i = 0; i < 15; ++i)
         EXPECT_EQ(mt::test::f32(acc)[i], mt::test::f32(b)[i] + 0.5f * mt::test::f32(a)[i]);
 }
 
-TEST(Arithmetic, RejectsMismatchedOrNonContiguous) {
+TEST_P(Arithmetic, RejectsMismatchedOrNonContiguous) {
     auto a = mt::Tensor::zeros({4, 3}, mt::DType::f32);
     auto b = mt::Tensor::zeros({3, 4}, mt::DType::f32);
     auto y = mt::Tensor::zeros({4, 3}, mt::DType::f32);
     EXPECT_NE(mt::test::error_of([&] {
-                  mt::ops::add(a, b, y);
+                  be().add(a, b, y);
               }).find("add: b must have shape [4, 3], got f32[3, 4]"),
               std::string::npos);
     auto t = a.transpose(0, 1);
     auto yt = mt::Tensor::zeros({3, 4}, mt::DType::f32);
-    EXPECT_NE(mt::test::error_of([&] {
-                  mt::ops::scale(t, 1.0f, yt);
-              }).find("scale: x must be contiguous"),
-              std::string::npos);
+    EXPECT_NE(
+        mt::test::error_of([&] { be().scale(t, 1.0f, yt); }).find("scale: x must be contiguous"),
+        std::string::npos);
     auto ints = mt::Tensor::zeros({4, 3}, mt::DType::i32);
     EXPECT_NE(mt::test::error_of([&] {
-                  mt::ops::unary_forward(UnaryOp::gelu, ints, y);
+                  be().unary_forward(UnaryOp::gelu, ints, y);
               }).find("unary_forward: x must be f32"),
               std::string::npos);
 }
 
 }  // namespace
+
+// exp and log (the vocab-parallel log-sum-exp merge) on positive inputs, forward and backward.
+TEST_P(Arithmetic, ExpAndLog) {
+    std::mt19937 rng(13);
+    for (UnaryOp op : {UnaryOp::exp, UnaryOp::log}) {
+        auto x = mt::test::random_tensor({5, 7}, rng, 0.1f, 3.0f);
+        auto y = mt::Tensor::empty(x.shape(), mt::DType::f32);
+        be().unary_forward(op, x, y);
+        std::vector<double> expected;
+        for (double v : mt::test::to_doubles(x)) expected.push_back(oracle(op, v));
+        mt::test::expect_close(mt::test::to_doubles(y), expected, 1e-6, 1e-6, "y");
+        auto dy = mt::test::random_tensor(x.shape(), rng);
+        auto dx = mt::Tensor::empty(x.shape(), mt::DType::f32);
+        be().unary_backward(op, x, dy, dx);
+        auto fd = mt::test::numeric_grad(
+            x, [&] { be().unary_forward(op, x, y); }, y, mt::test::to_doubles(dy), 1e-3);
+        mt::test::expect_close(mt::test::to_doubles(dx), fd, 2e-3, 2e-3, "dx");
+    }
+}
+
+MT_INSTANTIATE_BACKENDS(Swiglu);
+
+MT_INSTANTIATE_BACKENDS(Arithmetic);

@@ -5,8 +5,8 @@
 
 #include <cmath>
 
+#include "backend_test.h"
 #include "kernel_test_util.h"
-#include "mt/ops/norm.h"
 #include "test_support.h"
 
 namespace {
@@ -25,7 +25,7 @@ void PrintTo(const Case& c, std::ostream* os) {
         << (c.zero_centered_gamma ? " 1p" : "");
 }
 
-class Norm : public testing::TestWithParam<Case> {};
+class Norm : public mt::test::BackendTestWith<Case> {};
 
 // Naive reference in double: mean, variance (two-pass), rstd and y for every row.
 struct Reference {
@@ -57,7 +57,7 @@ Reference reference(const Tensor& x, const Tensor& w, const Tensor* b, float eps
 }
 
 TEST_P(Norm, LayerNormForwardMatchesTwoPassDouble) {
-    const Case c = GetParam();
+    const Case c = param();
     std::mt19937 rng(20);
     auto x = mt::test::random_tensor({c.rows_b, c.rows_t, c.cols}, rng, -2.0f, 3.0f);
     auto w = mt::test::random_tensor({c.cols}, rng), b = mt::test::random_tensor({c.cols}, rng);
@@ -65,7 +65,7 @@ TEST_P(Norm, LayerNormForwardMatchesTwoPassDouble) {
     auto mean = Tensor::empty({c.rows_b, c.rows_t}, mt::DType::f32);
     auto rstd = Tensor::empty({c.rows_b, c.rows_t}, mt::DType::f32);
     mt::ops::NormConfig config{1e-5f, c.zero_centered_gamma};
-    mt::ops::layer_norm_forward(x, w, b, config, y, mean, rstd);
+    be().layer_norm_forward(x, w, b, config, y, mean, rstd);
     auto ref = reference(x, w, &b, 1e-5f, c.zero_centered_gamma, false);
     mt::test::expect_close(to_doubles(y), ref.y, 1e-5, 1e-5, "y");
     mt::test::expect_close(to_doubles(mean), ref.mean, 1e-6, 1e-6, "mean");
@@ -73,7 +73,7 @@ TEST_P(Norm, LayerNormForwardMatchesTwoPassDouble) {
 }
 
 TEST_P(Norm, LayerNormBackwardMatchesFiniteDifferences) {
-    const Case c = GetParam();
+    const Case c = param();
     std::mt19937 rng(21);
     auto x = mt::test::random_tensor({c.rows_b, c.rows_t, c.cols}, rng);
     auto w = mt::test::random_tensor({c.cols}, rng, 0.5f, 1.5f);
@@ -82,7 +82,7 @@ TEST_P(Norm, LayerNormBackwardMatchesFiniteDifferences) {
     auto mean = Tensor::empty({c.rows_b, c.rows_t}, mt::DType::f32);
     auto rstd = Tensor::empty({c.rows_b, c.rows_t}, mt::DType::f32);
     mt::ops::NormConfig config{1e-5f, c.zero_centered_gamma};
-    auto run = [&] { mt::ops::layer_norm_forward(x, w, b, config, y, mean, rstd); };
+    auto run = [&] { be().layer_norm_forward(x, w, b, config, y, mean, rstd); };
     run();
     auto dy = mt::test::random_tensor(x.shape(), rng);
     auto loss_w = to_doubles(dy);
@@ -90,7 +90,7 @@ TEST_P(Norm, LayerNormBackwardMatchesFiniteDifferences) {
     // Grads accumulate: start from non-zero values and compare the increment.
     auto dw = mt::test::random_tensor({c.cols}, rng), db = mt::test::random_tensor({c.cols}, rng);
     auto dw0 = to_doubles(dw), db0 = to_doubles(db);
-    mt::ops::layer_norm_backward(dy, x, w, mean, rstd, config, dx, dw, db);
+    be().layer_norm_backward(dy, x, w, mean, rstd, config, dx, dw, db);
     mt::test::expect_close(to_doubles(dx), mt::test::numeric_grad(x, run, y, loss_w, 1e-2), 5e-4,
                            3e-3, "dx");
     auto fd_w = mt::test::numeric_grad(w, run, y, loss_w, 1e-2);
@@ -104,21 +104,21 @@ TEST_P(Norm, LayerNormBackwardMatchesFiniteDifferences) {
 }
 
 TEST_P(Norm, RmsNormForwardMatchesDouble) {
-    const Case c = GetParam();
+    const Case c = param();
     std::mt19937 rng(22);
     auto x = mt::test::random_tensor({c.rows_b, c.rows_t, c.cols}, rng, -2.0f, 3.0f);
     auto w = mt::test::random_tensor({c.cols}, rng);
     auto y = Tensor::empty(x.shape(), mt::DType::f32);
     auto rstd = Tensor::empty({c.rows_b, c.rows_t}, mt::DType::f32);
     mt::ops::NormConfig config{1e-6f, c.zero_centered_gamma};
-    mt::ops::rms_norm_forward(x, w, config, y, rstd);
+    be().rms_norm_forward(x, w, config, y, rstd);
     auto ref = reference(x, w, nullptr, 1e-6f, c.zero_centered_gamma, true);
     mt::test::expect_close(to_doubles(y), ref.y, 1e-5, 1e-5, "y");
     mt::test::expect_close(to_doubles(rstd), ref.rstd, 1e-6, 1e-5, "rstd");
 }
 
 TEST_P(Norm, RmsNormBackwardMatchesFiniteDifferences) {
-    const Case c = GetParam();
+    const Case c = param();
     std::mt19937 rng(23);
     // Away from 0: with C = 1, y = x / sqrt(x^2 + eps) w bends sharply at 0.
     auto x = mt::test::random_away_from_zero({c.rows_b, c.rows_t, c.cols}, rng, 0.2f);
@@ -126,14 +126,14 @@ TEST_P(Norm, RmsNormBackwardMatchesFiniteDifferences) {
     auto y = Tensor::empty(x.shape(), mt::DType::f32);
     auto rstd = Tensor::empty({c.rows_b, c.rows_t}, mt::DType::f32);
     mt::ops::NormConfig config{1e-5f, c.zero_centered_gamma};
-    auto run = [&] { mt::ops::rms_norm_forward(x, w, config, y, rstd); };
+    auto run = [&] { be().rms_norm_forward(x, w, config, y, rstd); };
     run();
     auto dy = mt::test::random_tensor(x.shape(), rng);
     auto loss_w = to_doubles(dy);
     auto dx = Tensor::empty(x.shape(), mt::DType::f32);
     auto dw = mt::test::random_tensor({c.cols}, rng);
     auto dw0 = to_doubles(dw);
-    mt::ops::rms_norm_backward(dy, x, w, rstd, config, dx, dw);
+    be().rms_norm_backward(dy, x, w, rstd, config, dx, dw);
     mt::test::expect_close(to_doubles(dx), mt::test::numeric_grad(x, run, y, loss_w, 1e-2), 5e-4,
                            3e-3, "dx");
     auto fd_w = mt::test::numeric_grad(w, run, y, loss_w, 1e-2);
@@ -143,47 +143,52 @@ TEST_P(Norm, RmsNormBackwardMatchesFiniteDifferences) {
 
 // C = 1 (degenerate), C < lanes, C not a multiple of the lane count, and C spanning two
 // parameter-grad column blocks.
-INSTANTIATE_TEST_SUITE_P(Shapes, Norm,
-                         testing::Values(Case{false, 2, 3, 1}, Case{false, 1, 4, 5},
-                                         Case{true, 2, 2, 19}, Case{false, 1, 3, 136},
-                                         Case{true, 1, 2, 136}));
+MT_INSTANTIATE_BACKENDS_WITH(Norm,
+                             testing::Values(Case{false, 2, 3, 1}, Case{false, 1, 4, 5},
+                                             Case{true, 2, 2, 19}, Case{false, 1, 3, 136},
+                                             Case{true, 1, 2, 136}),
+                             mt::test::printed_name<Case>);
 
-TEST(NormOp, LargeInputUsesThreadsAndMatchesSmallCalls) {
+class NormOp : public mt::test::BackendTest {};
+
+TEST_P(NormOp, LargeInputUsesThreadsAndMatchesSmallCalls) {
     std::mt19937 rng(24);
     const int64_t rows = 64, cols = 1024;  // above the parallel threshold
     auto x = mt::test::random_tensor({rows, cols}, rng);
     auto w = mt::test::random_tensor({cols}, rng), b = mt::test::random_tensor({cols}, rng);
     auto y = Tensor::empty(x.shape(), mt::DType::f32);
     auto mean = Tensor::empty({rows}, mt::DType::f32), rstd = Tensor::empty({rows}, mt::DType::f32);
-    mt::ops::layer_norm_forward(x, w, b, {}, y, mean, rstd);
+    be().layer_norm_forward(x, w, b, {}, y, mean, rstd);
     auto row = x.slice(0, 37, 38).contiguous();
     auto y1 = Tensor::empty({1, cols}, mt::DType::f32);
     auto m1 = Tensor::empty({1}, mt::DType::f32), r1 = Tensor::empty({1}, mt::DType::f32);
-    mt::ops::layer_norm_forward(row, w, b, {}, y1, m1, r1);
+    be().layer_norm_forward(row, w, b, {}, y1, m1, r1);
     for (int64_t j = 0; j < cols; ++j) ASSERT_EQ(f32(y1)[j], f32(y)[37 * cols + j]);
     EXPECT_EQ(f32(m1)[0], f32(mean)[37]);
 }
 
-TEST(NormOp, ShapeErrorsNameTheArgument) {
+TEST_P(NormOp, ShapeErrorsNameTheArgument) {
     auto x = Tensor::zeros({2, 3, 8}, mt::DType::f32);
     auto w = Tensor::zeros({8}, mt::DType::f32), b = Tensor::zeros({7}, mt::DType::f32);
     auto y = Tensor::zeros({2, 3, 8}, mt::DType::f32);
     auto mean = Tensor::zeros({6}, mt::DType::f32), rstd = Tensor::zeros({2, 3}, mt::DType::f32);
     mt::ops::NormConfig config;
     EXPECT_NE(mt::test::error_of([&] {
-                  mt::ops::layer_norm_forward(x, w, b, config, y, mean, rstd);
+                  be().layer_norm_forward(x, w, b, config, y, mean, rstd);
               }).find("layer_norm_forward: bias must have shape [8], got f32[7]"),
               std::string::npos);
     auto b8 = Tensor::zeros({8}, mt::DType::f32);
     EXPECT_NE(mt::test::error_of([&] {
-                  mt::ops::layer_norm_forward(x, w, b8, config, y, mean, rstd);
+                  be().layer_norm_forward(x, w, b8, config, y, mean, rstd);
               }).find("layer_norm_forward: mean must have shape [2, 3]"),
               std::string::npos);
     auto w9 = Tensor::zeros({9}, mt::DType::f32);
     EXPECT_NE(mt::test::error_of([&] {
-                  mt::ops::rms_norm_forward(x, w9, config, y, rstd);
+                  be().rms_norm_forward(x, w9, config, y, rstd);
               }).find("rms_norm_forward: weight must have shape [8]"),
               std::string::npos);
 }
 
 }  // namespace
+
+MT_INSTANTIATE_BACKENDS(NormOp);

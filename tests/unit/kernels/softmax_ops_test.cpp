@@ -5,8 +5,8 @@
 
 #include <cmath>
 
+#include "backend_test.h"
 #include "kernel_test_util.h"
-#include "mt/ops/softmax.h"
 #include "test_support.h"
 
 namespace {
@@ -49,14 +49,14 @@ void PrintTo(const Case& c, std::ostream* os) {
         << c.scale;
 }
 
-class Softmax : public testing::TestWithParam<Case> {};
+class Softmax : public mt::test::BackendTestWith<Case> {};
 
 TEST_P(Softmax, ForwardMatchesDoubleAndRowsSumToOne) {
-    const Case c = GetParam();
+    const Case c = param();
     std::mt19937 rng(30);
     auto x = mt::test::random_tensor(c.shape, rng, -6.0f, 6.0f);
     auto y = Tensor::empty(c.shape, mt::DType::f32);
-    mt::ops::softmax_forward(x, c.scale, c.mask, y);
+    be().softmax_forward(x, c.scale, c.mask, y);
     auto ref = reference(x, c.scale, c.mask);
     mt::test::expect_close(to_doubles(y), ref, 1e-7, 2e-6, "y");
     const int64_t cols = c.shape.back();
@@ -73,56 +73,60 @@ TEST_P(Softmax, ForwardMatchesDoubleAndRowsSumToOne) {
 }
 
 TEST_P(Softmax, BackwardMatchesFiniteDifferences) {
-    const Case c = GetParam();
+    const Case c = param();
     std::mt19937 rng(31);
     auto x = mt::test::random_tensor(c.shape, rng, -2.0f, 2.0f);
     auto y = Tensor::empty(c.shape, mt::DType::f32);
-    auto run = [&] { mt::ops::softmax_forward(x, c.scale, c.mask, y); };
+    auto run = [&] { be().softmax_forward(x, c.scale, c.mask, y); };
     run();
     auto dy = mt::test::random_tensor(c.shape, rng);
     auto dx = Tensor::empty(c.shape, mt::DType::f32);
-    mt::ops::softmax_backward(y, dy, c.scale, dx);
+    be().softmax_backward(y, dy, c.scale, dx);
     auto fd = mt::test::numeric_grad(x, run, y, to_doubles(dy), 1e-2);
     mt::test::expect_close(to_doubles(dx), fd, 1e-4, 3e-3, "dx");
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Masks, Softmax,
+MT_INSTANTIATE_BACKENDS_WITH(
+    Softmax,
     testing::Values(Case{SoftmaxMask::none, {2, 3, 11}, 1.0f},
                     Case{SoftmaxMask::none, {1, 2, 3, 20}, 0.125f},
                     Case{SoftmaxMask::causal, {2, 2, 6, 6}, 0.35f},  // square: upper triangle
                     Case{SoftmaxMask::causal, {1, 2, 3, 7}, 1.0f}),  // 4 cached keys
-    [](const auto& info) { return "case" + std::to_string(info.index); });
+    mt::test::printed_name<Case>);
 
-TEST(SoftmaxOp, CausalFirstRowIsOneHotForSquareScores) {
+class SoftmaxOp : public mt::test::BackendTest {};
+
+TEST_P(SoftmaxOp, CausalFirstRowIsOneHotForSquareScores) {
     std::mt19937 rng(32);
     auto x = mt::test::random_tensor({4, 4}, rng);
     auto y = Tensor::empty({4, 4}, mt::DType::f32);
-    mt::ops::softmax_forward(x, 1.0f, SoftmaxMask::causal, y);
+    be().softmax_forward(x, 1.0f, SoftmaxMask::causal, y);
     EXPECT_EQ(f32(y)[0], 1.0f);
     for (int s = 1; s < 4; ++s) EXPECT_EQ(f32(y)[s], 0.0f);
 }
 
-TEST(SoftmaxOp, LargeInputMatchesRowByRow) {
+TEST_P(SoftmaxOp, LargeInputMatchesRowByRow) {
     std::mt19937 rng(33);
     auto x = mt::test::random_tensor({2, 4, 128, 128}, rng, -5.0f, 5.0f);  // above the threshold
     auto y = Tensor::empty(x.shape(), mt::DType::f32);
-    mt::ops::softmax_forward(x, 0.5f, SoftmaxMask::causal, y);
+    be().softmax_forward(x, 0.5f, SoftmaxMask::causal, y);
     auto ref = reference(x, 0.5f, SoftmaxMask::causal);
     mt::test::expect_close(to_doubles(y), ref, 1e-7, 2e-6, "y");
 }
 
-TEST(SoftmaxOp, RejectsCausalWithFewerKeysThanQueries) {
+TEST_P(SoftmaxOp, RejectsCausalWithFewerKeysThanQueries) {
     auto x = Tensor::zeros({5, 3}, mt::DType::f32), y = Tensor::zeros({5, 3}, mt::DType::f32);
     EXPECT_NE(mt::test::error_of([&] {
-                  mt::ops::softmax_forward(x, 1.0f, SoftmaxMask::causal, y);
+                  be().softmax_forward(x, 1.0f, SoftmaxMask::causal, y);
               }).find("causal mask needs S >= T"),
               std::string::npos);
     auto dy = Tensor::zeros({5, 4}, mt::DType::f32);
     EXPECT_NE(mt::test::error_of([&] {
-                  mt::ops::softmax_backward(y, dy, 1.0f, y);
+                  be().softmax_backward(y, dy, 1.0f, y);
               }).find("softmax_backward: dy must have shape [5, 3]"),
               std::string::npos);
 }
 
 }  // namespace
+
+MT_INSTANTIATE_BACKENDS(SoftmaxOp);

@@ -5,10 +5,10 @@
 
 #include <cmath>
 
+#include "backend_test.h"
 #include "mt/backend.h"
 #include "mt/kernels/rng.h"
 #include "mt/nn/attention.h"
-#include "mt/ops/attention.h"
 #include "nn_test_util.h"
 
 namespace {
@@ -67,7 +67,9 @@ void expect_near_all(const std::vector<double>& a, const std::vector<double>& b,
     for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], tol) << what << "[" << i << "]";
 }
 
-TEST(NnAttentionOp, ForwardEqualsNaiveSoftmax) {
+class NnAttentionOp : public mt::test::BackendTest {};
+
+TEST_P(NnAttentionOp, ForwardEqualsNaiveSoftmax) {
     std::mt19937 rng(11);
     struct Case {
         int64_t T, nq, ng, block;
@@ -88,7 +90,7 @@ TEST(NnAttentionOp, ForwardEqualsNaiveSoftmax) {
         cfg.offset = 17;
         Tensor out = Tensor::empty(q.shape(), DType::f64);
         Tensor lse = Tensor::empty({2, c.nq, c.T}, DType::f64);
-        mt::ops::attention_forward(q, k, v, cfg, out, lse);
+        be().attention_forward(q, k, v, cfg, out, lse);
         std::vector<double> want_out, want_lse;
         naive_attention(q, k, v, cfg, want_out, want_lse);
         expect_near_all(values(out), want_out, 1e-12, "out");
@@ -96,7 +98,7 @@ TEST(NnAttentionOp, ForwardEqualsNaiveSoftmax) {
     }
 }
 
-TEST(NnAttentionOp, BackwardMatchesFiniteDifferences) {
+TEST_P(NnAttentionOp, BackwardMatchesFiniteDifferences) {
     std::mt19937 rng(12);
     for (float dropout : {0.0f, 0.2f}) {
         Tensor q = random_like({1, 6, 4, 2}, DType::f64, rng, -2, 2);
@@ -110,14 +112,14 @@ TEST(NnAttentionOp, BackwardMatchesFiniteDifferences) {
         Tensor out = Tensor::empty(q.shape(), DType::f64);
         Tensor lse = Tensor::empty({1, 4, 6}, DType::f64);
         auto run = [&] {
-            mt::ops::attention_forward(q, k, v, cfg, out, lse);
+            be().attention_forward(q, k, v, cfg, out, lse);
             return out.clone();
         };
         Tensor y = run();
         auto w = random_weights(y, rng);
         Tensor dq = Tensor::empty(q.shape(), DType::f64), dk = Tensor::empty(k.shape(), DType::f64),
                dv = Tensor::empty(v.shape(), DType::f64);
-        mt::ops::attention_backward(q, k, v, out, lse, weights_tensor(y, w), cfg, dq, dk, dv);
+        be().attention_backward(q, k, v, out, lse, weights_tensor(y, w), cfg, dq, dk, dv);
         mt::test::expect_grads_match(run, w, {{"q", q, dq}, {"k", k, dk}, {"v", v, dv}}, 1e-6, 1e-8,
                                      1e-6);
     }
@@ -170,3 +172,5 @@ TEST(NnSelfAttention, DropoutReplayedGradients) {
 }
 
 }  // namespace
+
+MT_INSTANTIATE_BACKENDS(NnAttentionOp);

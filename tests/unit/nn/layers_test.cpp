@@ -92,7 +92,8 @@ TEST(NnLinear, ParameterGradsAccumulateAcrossBackwardCalls) {
 TEST(NnEmbedding, GradientsMatchFiniteDifferencesWithDropoutReplayed) {
     std::mt19937 rng(3);
     for (int64_t positions : {int64_t(0), int64_t(6)}) {
-        mt::nn::Embedding emb(7, 4, positions, 0.25f, DType::f64);
+        mt::nn::Embedding emb(7, 4, positions, 0.25f, DType::f64,
+                              mt::single_process_context().backend);
         auto params = random_parameters(emb, rng);
         EXPECT_EQ(params[0]->name, "embedding.word_embeddings.weight");
         if (positions) {
@@ -116,7 +117,7 @@ TEST(NnEmbedding, GradientsMatchFiniteDifferencesWithDropoutReplayed) {
 
 TEST(NnEmbedding, EvaluationSkipsDropout) {
     std::mt19937 rng(4);
-    mt::nn::Embedding emb(5, 3, 0, 0.5f, DType::f32);
+    mt::nn::Embedding emb(5, 3, 0, 0.5f, DType::f32, mt::single_process_context().backend);
     random_parameters(emb, rng);
     Tensor ids = mt::test::random_ids(1, 4, 5, rng);
     mt::nn::DropoutContext ctx{false, 1, 0};
@@ -135,7 +136,7 @@ TEST(NnNorm, GradientsMatchFiniteDifferences) {
             mt::ops::NormConfig config;
             config.zero_centered_gamma = one_p;
             mt::nn::Norm norm(kind, "n.layer_norm_weight", "n.layer_norm_bias", 6, config,
-                              DType::f64);
+                              DType::f64, mt::single_process_context().backend);
             auto params = random_parameters(norm, rng);
             EXPECT_EQ(params.size(), kind == mt::nn::NormKind::layer_norm ? 2u : 1u);
             EXPECT_FALSE(params[0]->weight_decay);
@@ -197,7 +198,7 @@ TEST(NnOutputLoss, GradientsMatchFiniteDifferencesAcrossChunks) {
 TEST(NnOutputLoss, TiedWeightAccumulatesIntoTheEmbedding) {
     auto be = mt::make_cpu_backend();
     std::mt19937 rng(8);
-    mt::nn::Embedding emb(9, 4, 0, 0.0f, DType::f64);
+    mt::nn::Embedding emb(9, 4, 0, 0.0f, DType::f64, *be);
     random_parameters(emb, rng);
     mt::nn::OutputLoss head(9, 4, &emb.word(), 3, DType::f64, *be);
     std::vector<Parameter*> own;

@@ -4,11 +4,8 @@
 
 #include <cmath>
 
+#include "backend_test.h"
 #include "mt/backend.h"
-#include "mt/ops/bias.h"
-#include "mt/ops/embedding.h"
-#include "mt/ops/matmul.h"
-#include "mt/ops/rope.h"
 #include "nn_test_util.h"
 #include "test_support.h"
 
@@ -19,13 +16,14 @@ using mt::Tensor;
 using mt::test::random_like;
 using mt::test::values;
 
-TEST(NnOps, MatmulF64MatchesNaiveProduct) {
-    auto be = mt::make_cpu_backend();
+class NnOps : public mt::test::BackendTest {};
+
+TEST_P(NnOps, GemmF64MatchesNaiveProduct) {
     std::mt19937 rng(31);
     Tensor a = random_like({4, 3}, DType::f64, rng), b = random_like({5, 3}, DType::f64, rng);
     Tensor c = random_like({4, 5}, DType::f64, rng);
     std::vector<double> c0 = values(c);
-    mt::ops::matmul(*be, mt::Transpose::no, mt::Transpose::yes, a, b, 0.5f, c);
+    be().gemm(mt::Transpose::no, mt::Transpose::yes, 1.0f, a, b, 0.5f, c);
     for (int64_t i = 0; i < 4; ++i)
         for (int64_t j = 0; j < 5; ++j) {
             double want = 0.5 * c0[i * 5 + j];
@@ -35,45 +33,60 @@ TEST(NnOps, MatmulF64MatchesNaiveProduct) {
         }
 }
 
-TEST(NnOps, EmbeddingScatterAddsRepeatedIds) {
+TEST_P(NnOps, EmbeddingScatterAddsRepeatedIds) {
     Tensor table = Tensor::zeros({4, 2}, DType::f32);
     for (int64_t i = 0; i < 8; ++i) table.data<float>()[i] = float(i);
     Tensor ids = Tensor::empty({3}, DType::i32);
     ids.data<int32_t>()[0] = 2, ids.data<int32_t>()[1] = 0, ids.data<int32_t>()[2] = 2;
     Tensor y = Tensor::empty({3, 2}, DType::f32);
-    mt::ops::embedding_forward(table, ids, y);
+    be().embedding_forward(table, ids, y);
     EXPECT_EQ(values(y), std::vector<double>({4, 5, 0, 1, 4, 5}));
     Tensor dtable = Tensor::zeros({4, 2}, DType::f32);
-    mt::ops::embedding_backward(y, ids, dtable);
+    be().embedding_backward(y, ids, dtable);
     EXPECT_EQ(values(dtable), std::vector<double>({0, 1, 0, 0, 8, 10, 0, 0}));
     ids.data<int32_t>()[1] = 4;
     EXPECT_NE(mt::test::error_of([&] {
-                  mt::ops::embedding_forward(table, ids, y);
+                  be().embedding_forward(table, ids, y);
               }).find("id 4 at 1 is outside the table's rows [0, 4)"),
               std::string::npos);
 }
 
-TEST(NnOps, BiasAndColumnSums) {
+// A vocab-parallel piece holding rows [2, 4) of a 4-row table: other ids give zero rows and
+// no gradient; repeated ids still add.
+TEST_P(NnOps, EmbeddingShardSkipsOtherRanksIds) {
+    Tensor piece = Tensor::zeros({2, 2}, DType::f32);
+    for (int64_t i = 0; i < 4; ++i) piece.data<float>()[i] = float(10 + i);
+    Tensor ids = Tensor::empty({4}, DType::i64);
+    for (int64_t i : {0, 1, 2, 3}) ids.data<int64_t>()[i] = std::vector<int64_t>{3, 0, 2, 3}[i];
+    Tensor y = Tensor::empty({4, 2}, DType::f32);
+    be().embedding_shard_forward(piece, ids, 2, y);
+    EXPECT_EQ(values(y), std::vector<double>({12, 13, 0, 0, 10, 11, 12, 13}));
+    Tensor dpiece = Tensor::zeros({2, 2}, DType::f32);
+    be().embedding_shard_backward(y, ids, 2, dpiece);
+    EXPECT_EQ(values(dpiece), std::vector<double>({10, 11, 24, 26}));
+}
+
+TEST_P(NnOps, BiasAndColumnSums) {
     Tensor y = Tensor::zeros({2, 3}, DType::f64);
     Tensor bias = Tensor::empty({3}, DType::f64);
     for (int64_t j = 0; j < 3; ++j) bias.data<double>()[j] = double(j + 1);
-    mt::ops::add_bias(bias, y);
+    be().add_bias(bias, y);
     EXPECT_EQ(values(y), std::vector<double>({1, 2, 3, 1, 2, 3}));
-    mt::ops::add_column_sums(y, bias);  // bias += column sums: 1 + 2, 2 + 4, 3 + 6
+    be().add_column_sums(y, bias);  // bias += column sums: 1 + 2, 2 + 4, 3 + 6
     EXPECT_EQ(values(bias), std::vector<double>({3, 6, 9}));
     Tensor wrong = Tensor::zeros({2}, DType::f64);
-    EXPECT_NE(mt::test::error_of([&] { mt::ops::add_bias(wrong, y); }).find("add_bias: bias"),
+    EXPECT_NE(mt::test::error_of([&] { be().add_bias(wrong, y); }).find("add_bias: bias"),
               std::string::npos);
 }
 
-TEST(NnOps, RopeRotatesPairsAndBackwardIsTheTranspose) {
+TEST_P(NnOps, RopeRotatesPairsAndBackwardIsTheTranspose) {
     std::mt19937 rng(32);
     const int64_t T = 5, D = 6, R = 4;
     for (DType dtype : {DType::f32, DType::f64}) {
-        mt::ops::RopeTables tables = mt::ops::rope_tables(T, R, 10000.0, dtype);
+        mt::ops::RopeTables tables = be().rope_tables(T, R, 10000.0, dtype);
         Tensor x = random_like({2, T, 3, D}, dtype, rng);
         Tensor y = Tensor::empty(x.shape(), dtype);
-        mt::ops::rope_forward(x, tables, y);
+        be().rope_forward(x, tables, y);
         std::vector<double> xv = values(x), yv = values(y);
         for (int64_t bt = 0; bt < 2 * T; ++bt)
             for (int64_t h = 0; h < 3; ++h) {
@@ -89,7 +102,7 @@ TEST(NnOps, RopeRotatesPairsAndBackwardIsTheTranspose) {
             }
         // <rope(x), g> == <x, rope^T(g)>.
         Tensor g = random_like(x.shape(), dtype, rng), gt = Tensor::empty(x.shape(), dtype);
-        mt::ops::rope_backward(g, tables, gt);
+        be().rope_backward(g, tables, gt);
         std::vector<double> gv = values(g), gtv = values(gt);
         double lhs = 0, rhs = 0;
         for (size_t i = 0; i < xv.size(); ++i) lhs += yv[i] * gv[i], rhs += xv[i] * gtv[i];
@@ -98,3 +111,5 @@ TEST(NnOps, RopeRotatesPairsAndBackwardIsTheTranspose) {
 }
 
 }  // namespace
+
+MT_INSTANTIATE_BACKENDS(NnOps);

@@ -2,8 +2,8 @@
 // the tested AdamW kernel, and weight decay only where the parameter takes it.
 #include <gtest/gtest.h>
 
+#include "mt/model.h"
 #include "mt/nn/parameter.h"
-#include "mt/ops/adamw.h"
 #include "mt/optim/optimizer.h"
 #include "test_support.h"
 
@@ -12,7 +12,8 @@ namespace {
 using namespace mt;
 
 nn::Parameter param(const char* name, std::vector<float> v, std::vector<float> g, bool wd) {
-    nn::Parameter p = nn::make_parameter(name, {int64_t(v.size())}, DType::f32, {}, wd);
+    nn::Parameter p = nn::make_parameter(single_process_context().backend, name,
+                                         {int64_t(v.size())}, DType::f32, {}, wd);
     std::copy(v.begin(), v.end(), p.value.data<float>());
     std::copy(g.begin(), g.end(), p.grad.data<float>());
     return p;
@@ -24,7 +25,7 @@ TEST(Optimizer, SgdMomentumAndCoupledWeightDecayAsTorch) {
     optim::OptimizerConfig c;
     c.type = optim::OptimizerType::sgd;
     c.sgd_momentum = 0.9;
-    optim::Optimizer opt({&w, &b}, c);
+    optim::Optimizer opt(single_process_context().backend, {&w, &b}, c);
     opt.step(0.1, 0.01);
     // Step 1: d = g + wd·p, buf = d, p -= lr·buf.
     float d0 = 0.5f + 0.01f * 1.0f;
@@ -43,7 +44,7 @@ TEST(Optimizer, SgdMomentumAndCoupledWeightDecayAsTorch) {
 TEST(Optimizer, AdamUsesTheAdamWKernelAndSkipsDecayWhereNotTaken) {
     nn::Parameter w = param("w", {1.0f, -2.0f}, {0.5f, 0.25f}, true);
     nn::Parameter b = param("b", {1.0f}, {0.5f}, false);
-    optim::Optimizer opt({&w, &b}, {});
+    optim::Optimizer opt(single_process_context().backend, {&w, &b}, {});
     opt.step(1e-2, 0.1);
     // The same step through the op directly.
     Tensor pv = Tensor::empty({2}, DType::f32), m = Tensor::zeros({2}, DType::f32),
@@ -52,7 +53,7 @@ TEST(Optimizer, AdamUsesTheAdamWKernelAndSkipsDecayWhereNotTaken) {
     pv.data<float>()[1] = -2.0f;
     g.data<float>()[0] = 0.5f;
     g.data<float>()[1] = 0.25f;
-    ops::adamw_step(pv, g, m, v, {1e-2, 0.9, 0.999, 1e-8, 0.1}, 1);
+    single_process_context().backend.adamw_step(pv, g, m, v, {1e-2, 0.9, 0.999, 1e-8, 0.1}, 1);
     EXPECT_EQ(w.value.data<float>()[1], pv.data<float>()[1]);
     EXPECT_EQ(opt.first()[0].data<float>()[0], m.data<float>()[0]);
     // Without decay, Adam's first step moves by lr·sign(g) (bias-corrected).

@@ -22,7 +22,8 @@ struct Params {
     std::vector<mt::nn::Parameter*> list;
     explicit Params(const std::vector<mt::Shape>& shapes) {
         for (size_t i = 0; i < shapes.size(); ++i) {
-            owned.push_back(mt::nn::make_parameter("p" + std::to_string(i), shapes[i],
+            owned.push_back(mt::nn::make_parameter(mt::single_process_context().backend,
+                                                   "p" + std::to_string(i), shapes[i],
                                                    mt::DType::f32, {}, true));
             float* v = owned.back().value.data<float>();
             std::iota(v, v + owned.back().value.numel(), float(100 * i));
@@ -83,7 +84,8 @@ TEST(GradBuffer, AParameterOutsideTheBufferIsAnError) {
     Params ps({{4}, {4}});
     auto dp = mt::make_local_communicator();
     GradBuffer buffer(ps.list, *dp, DataParallelConfig{});
-    mt::nn::Parameter stranger = mt::nn::make_parameter("stranger", {4}, mt::DType::f32, {}, true);
+    mt::nn::Parameter stranger = mt::nn::make_parameter(mt::single_process_context().backend,
+                                                        "stranger", {4}, mt::DType::f32, {}, true);
     EXPECT_NE(mt::test::error_of([&] {
                   (void)buffer.offset_of(stranger);
               }).find("stranger is not in the gradient buffer"),

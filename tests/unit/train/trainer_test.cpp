@@ -19,7 +19,9 @@ using namespace mt;
 // Per-token loss 0.5·(w[token] − 0.01·label)² over a weight per token id.
 class ToyModel final : public Model {
   public:
-    explicit ToyModel(int64_t vocab) : w_(nn::make_parameter("w", {vocab}, DType::f32, {}, true)) {}
+    explicit ToyModel(int64_t vocab)
+        : w_(nn::make_parameter(single_process_context().backend, "w", {vocab}, DType::f32, {},
+                                true)) {}
     std::vector<nn::Parameter*> parameters() override { return {&w_}; }
     void initialize(uint64_t) override {
         for (int64_t i = 0; i < w_.value.numel(); ++i)
@@ -105,7 +107,7 @@ ToyRun train_toy(train::TrainerOptions o, int64_t data_size = 64) {
     optim::OptimizerConfig oc;
     oc.type = optim::OptimizerType::sgd;
     oc.sgd_momentum = 0.0;
-    optim::Optimizer opt(model.parameters(), oc);
+    optim::Optimizer opt(single_process_context().backend, model.parameters(), oc);
     optim::LrScheduler sched(constant_lr(0.5, 1000));
     ToyRun run;
     train::Trainer t(model, opt, sched, o, [&](const std::string& l) { run.lines.push_back(l); });
@@ -202,7 +204,7 @@ TEST(Trainer, LogsZeroGradientsAndTheParamsNorm) {
 TEST(Trainer, StopFlagEndsAfterTheCurrentIteration) {
     ToyModel model(11);
     model.initialize(0);
-    optim::Optimizer opt(model.parameters(), {});
+    optim::Optimizer opt(single_process_context().backend, model.parameters(), {});
     optim::LrScheduler sched(constant_lr(0.1, 100));
     train::TrainerOptions o;
     o.train_iters = 5;
@@ -221,7 +223,7 @@ TEST(Trainer, TensorBoardGetsTheScalars) {
     test::TempDir dir;
     ToyModel model(11);
     model.initialize(0);
-    optim::Optimizer opt(model.parameters(), {});
+    optim::Optimizer opt(single_process_context().backend, model.parameters(), {});
     optim::LrScheduler sched(constant_lr(0.1, 100));
     train::TrainerOptions o;
     o.train_iters = 2;

@@ -97,6 +97,29 @@ struct SquaredRelu {
     }
 };
 
+// exp and log: not activations, but the elementwise steps of merging the log-sum-exps of a
+// vocab-parallel cross-entropy (lse = m + log sum_r exp(lse_r - m)).
+struct Exp {
+    template <class T>
+    MT_HD T fwd(T x) const {
+        return k::exp(x);
+    }
+    template <class T>
+    MT_HD T bwd(T x, T dy) const {
+        return dy * k::exp(x);
+    }
+};
+struct Log {
+    template <class T>
+    MT_HD T fwd(T x) const {
+        return k::log(x);
+    }
+    template <class T>
+    MT_HD T bwd(T x, T dy) const {
+        return dy / x;
+    }
+};
+
 // SwiGLU, Megatron's swiglu: the fc1 output (..., 2F) is split in halves, the first is the
 // gate:  y = silu(gate) * up.
 struct Swiglu {

@@ -13,8 +13,6 @@
 #include "mt/nn/dropout.h"
 #include "mt/nn/linear.h"
 #include "mt/nn/transformer_config.h"
-#include "mt/ops/attention.h"
-#include "mt/ops/rope.h"
 
 namespace mt::nn {
 
@@ -35,7 +33,6 @@ class MT_API SelfAttention {
         Tensor out;                      // (B, T, nq, hd) attention output, before linear_proj
         Tensor lse;                      // (B, nq, T) row log-sum-exp of the scaled scores
         ops::AttentionConfig attention;  // scale, block and the dropout draw (seed, offset)
-        Tensor document_start;           // (B, T) i32 the attention config points into, or none
         Linear::Saved proj;
     };
 
@@ -68,6 +65,7 @@ class MT_API SelfAttention {
     TransformerConfig config_;
     int64_t nq_, ng_, hd_;
     Linear qkv_, proj_;
+    Backend* backend_;
     mutable ops::RopeTables rope_;  // see rope_tables()
 };
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "mt/api.h"
+#include "mt/backend.h"
 #include "mt/tensor.h"
 
 namespace mt::nn {
@@ -37,9 +38,9 @@ MT_API DropoutDraw draw_dropout(DropoutContext& ctx, float p, int64_t n);
 // activations, tensor-parallel attention heads): every rank reserves the whole site's counters
 // (so the streams stay in step) and draws from its own part of them.
 MT_API DropoutDraw draw_dropout(DropoutContext& ctx, float p, int64_t n, int shard, int shards);
-// y = dropout(x) under draw (x itself when not applied). x contiguous, f32 or f64.
-MT_API Tensor dropout_forward(const Tensor& x, const DropoutDraw& draw);
+// y = dropout(x) under draw on `backend` (x itself when not applied).
+MT_API Tensor dropout_forward(Backend& backend, const Tensor& x, const DropoutDraw& draw);
 // dx = dropout'(dy) under the forward's draw (dy itself when not applied).
-MT_API Tensor dropout_backward(const Tensor& dy, const DropoutDraw& draw);
+MT_API Tensor dropout_backward(Backend& backend, const Tensor& dy, const DropoutDraw& draw);
 
 }  // namespace mt::nn

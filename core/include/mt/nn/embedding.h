@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "mt/api.h"
+#include "mt/backend.h"
 #include "mt/nn/dropout.h"
 #include "mt/nn/parameter.h"
 #include "mt/nn/tensor_parallel.h"
@@ -16,8 +17,7 @@ namespace mt::nn {
 class MT_API Embedding {
   public:
     struct Saved {
-        Tensor ids;           // (B, T) token ids (tensor parallel: rows of this rank's table)
-        Tensor foreign;       // (B, T) u8, tensor parallel: 1 where the id is another rank's
+        Tensor ids;           // (B, T) token ids on the backend
         Tensor positions;     // (B, T) i64 the learned positions looked up (none without them)
         DropoutDraw dropout;  // the embedding dropout's mask
     };
@@ -27,7 +27,7 @@ class MT_API Embedding {
     // Megatron does. dropout: the embedding dropout probability (hidden_dropout). Over `tp`
     // each rank holds vocab/tp rows of the word table.
     Embedding(int64_t vocab, int64_t hidden, int64_t max_positions, float dropout, DType dtype,
-              TensorParallel tp = {});
+              Backend& backend, TensorParallel tp = {});
 
     // ids (B, T) i64/i32 -> (B, T, H) = dropout(word[ids] + pos[position]); positions (B, T)
     // i64/i32 default to 0..T-1 on every row (--reset-position-ids gives others); each must be
@@ -43,9 +43,13 @@ class MT_API Embedding {
     Parameter* position() { return max_positions_ > 0 ? &position_ : nullptr; }
 
   private:
+    // The first vocabulary id of this rank's rows of the word table.
+    int64_t vocab_start() const;
+
     int64_t hidden_, max_positions_;
     float dropout_;
     Parameter word_, position_;
+    Backend* backend_;
     TensorParallel tp_;
 };
 

@@ -38,6 +38,7 @@ class MT_API Mlp {
     bool gated_;
     ops::UnaryOp activation_;
     Linear fc1_, fc2_;
+    Backend* backend_;
 };
 
 }  // namespace mt::nn

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "mt/api.h"
+#include "mt/backend.h"
 #include "mt/nn/parameter.h"
-#include "mt/ops/norm.h"
 
 namespace mt::nn {
 
@@ -27,7 +27,8 @@ class MT_API Norm {
     // bias_name (C) = 0. Neither is weight-decayed; both are replicated over `tp` (and marked
     // sequence_parallel when the norm runs on sequence shards).
     Norm(NormKind kind, const std::string& weight_name, const std::string& bias_name,
-         int64_t hidden, const ops::NormConfig& config, DType dtype, const TensorParallel& tp = {});
+         int64_t hidden, const ops::NormConfig& config, DType dtype, Backend& backend,
+         const TensorParallel& tp = {});
 
     // x (..., C) -> y (..., C).
     Tensor forward(const Tensor& x, Saved* saved) const;
@@ -42,6 +43,7 @@ class MT_API Norm {
     NormKind kind_;
     ops::NormConfig config_;
     Parameter weight_, bias_;
+    Backend* backend_;
 };
 
 }  // namespace mt::nn

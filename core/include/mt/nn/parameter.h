@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "mt/backend.h"
 #include "mt/model.h"
 #include "mt/nn/tensor_parallel.h"
 #include "mt/tensor.h"
@@ -31,11 +32,12 @@ struct Parameter {
     }
 };
 
-// A parameter of `whole_shape` and `dtype` with zero value and zero grad (the caller
-// initialises); over `tp` it holds this rank's piece by `shard` (mt::Error when the shape does
-// not split).
-MT_API Parameter make_parameter(std::string name, const Shape& whole_shape, DType dtype,
-                                ShardSpec shard, bool weight_decay, const TensorParallel& tp = {});
+// A parameter of `whole_shape` and `dtype` with zero value and zero grad on `backend` (the
+// caller initialises); over `tp` it holds this rank's piece by `shard` (mt::Error when the shape
+// does not split).
+MT_API Parameter make_parameter(Backend& backend, std::string name, const Shape& whole_shape,
+                                DType dtype, ShardSpec shard, bool weight_decay,
+                                const TensorParallel& tp = {});
 
 // `t` cut to p's tensor-parallel piece when it is the whole tensor of a parameter that holds a
 // piece (a checkpoint's tensor, or optimizer state); otherwise `t` itself.

@@ -8,7 +8,7 @@
 #include "mt/dtype.h"
 #include "mt/nn/norm.h"
 #include "mt/nn/tensor_parallel.h"
-#include "mt/ops/elementwise.h"
+#include "mt/op_types.h"
 
 namespace mt::nn {
 

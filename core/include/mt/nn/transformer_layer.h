@@ -47,11 +47,15 @@ class MT_API TransformerLayer {
     Mlp& mlp() { return mlp_; }
 
   private:
+    // a + b (a residual add) in a new tensor.
+    Tensor sum(const Tensor& a, const Tensor& b) const;
+
     float hidden_dropout_;
     Norm input_norm_;
     SelfAttention attention_;
     Norm pre_mlp_norm_;
     Mlp mlp_;
+    Backend* backend_;
     TensorParallel tp_;
 };
 

@@ -5,16 +5,18 @@
 #include <span>
 
 #include "mt/api.h"
+#include "mt/backend.h"
 #include "mt/tensor.h"
 
 namespace mt::optim {
 
-// sqrt(sum of squares) over every element of every tensor (f32 or f64, any layout),
+// sqrt(sum of squares) over every element of every tensor (on `backend`, any layout),
 // accumulated in double.
-MT_API double global_l2_norm(std::span<const Tensor> grads);
+MT_API double global_l2_norm(Backend& backend, std::span<const Tensor> grads);
 
 // Scales the gradients in place when they exceed max_norm; returns the factor applied (1 when
 // none). total_norm is global_l2_norm(grads) (callers log it as "grad norm").
-MT_API double clip_by_total_norm(std::span<Tensor> grads, double max_norm, double total_norm);
+MT_API double clip_by_total_norm(Backend& backend, std::span<Tensor> grads, double max_norm,
+                                 double total_norm);
 
 }  // namespace mt::optim

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "mt/api.h"
+#include "mt/backend.h"
 #include "mt/tensor.h"
 
 namespace mt::nn {
@@ -28,7 +29,8 @@ struct OptimizerConfig {
 
 class MT_API Optimizer {
   public:
-    Optimizer(std::vector<nn::Parameter*> parameters, OptimizerConfig config);
+    // The parameters live on `backend`, where the optimizer keeps its state and computes.
+    Optimizer(Backend& backend, std::vector<nn::Parameter*> parameters, OptimizerConfig config);
 
     // One update of every parameter from its grad: `lr` and `weight_decay` as the schedule
     // gives them now (weight decay only reaches parameters that take it).
@@ -37,6 +39,7 @@ class MT_API Optimizer {
     void zero_grad();
 
     const OptimizerConfig& config() const { return config_; }
+    Backend& backend() const { return *backend_; }
     // The hyper-parameters a checkpoint's parameter groups carry (betas, eps, momentum), as
     // torch's load_state_dict restores them; the type must stay the same.
     void set_config(const OptimizerConfig& config);
@@ -51,6 +54,7 @@ class MT_API Optimizer {
     std::vector<Tensor>& second() { return second_; }
 
   private:
+    Backend* backend_;
     std::vector<nn::Parameter*> parameters_;
     OptimizerConfig config_;
     std::vector<Tensor> first_, second_;

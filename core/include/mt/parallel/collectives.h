@@ -28,6 +28,9 @@ MT_API Tensor reduce_scatter_along(Communicator& comm, const Tensor& in, int64_t
 // no communication.
 MT_API Tensor split_along(const Communicator& comm, const Tensor& in, int64_t dim);
 
+// A few host numbers (loss sums, token counts, exit flags) reduced over the group, in place.
+MT_API void all_reduce_values(Communicator& comm, std::vector<double>& values, ReduceOp op);
+
 // Byte strings between ranks (checkpoint metadata, paths): every rank's `bytes`, in rank order;
 // and the root's `bytes` on every rank.
 MT_API std::vector<std::string> all_gather_bytes(Communicator& comm, std::string_view bytes);

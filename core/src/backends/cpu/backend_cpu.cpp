@@ -1,5 +1,6 @@
-// The CPU backend: host memory and OpenBLAS GEMM (a streaming kernel for the few-row
-// products of decoding, where BLAS would spend its time packing the weights).
+// The CPU backend's memory and GEMM: host memory, OpenBLAS sgemm (a streaming kernel for the
+// few-row products of decoding, where BLAS would spend its time packing the weights), dgemm for
+// the f64 checks. The ops live in the files beside this one.
 #include <cblas.h>
 
 #include <omp.h>
@@ -7,16 +8,11 @@
 #include <algorithm>
 #include <cstring>
 
-#include "mt/backend.h"
+#include "cpu_backend.h"
+#include "op_support.h"
 #include "skinny_gemm.h"
 
-namespace mt {
-
-Tensor Backend::empty(const Shape& shape, DType dtype) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    return Tensor::from_storage(allocate(n * dtype_size(dtype)), shape, dtype);
-}
+namespace mt::cpu {
 
 namespace {
 
@@ -78,60 +74,85 @@ void parallel_sgemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k,
     }
 }
 
-class CpuBackend final : public Backend {
-  public:
-    std::string_view name() const override { return "cpu"; }
-    Device device() const override { return {}; }
-
-    std::shared_ptr<Storage> allocate(int64_t bytes) override {
-        return Tensor::empty({bytes}, DType::u8).storage();
-    }
-
-    void copy(const Tensor& src, Tensor& dst) override {
-        MT_CHECK(src.device().type == DeviceType::cpu && dst.device().type == DeviceType::cpu,
-                 "the CPU backend copies between CPU tensors only");
-        dst.copy_from(src);
-    }
-
-    void synchronize() override {}
-
-    void gemm(Transpose ta, Transpose tb, float alpha, const Tensor& a, const Tensor& b, float beta,
-              Tensor& c) override {
-        Matrix A = as_matrix(a, "A"), B = as_matrix(b, "B"), C = as_matrix(c, "C");
-        int64_t m = ta == Transpose::yes ? A.cols : A.rows;
-        int64_t k = ta == Transpose::yes ? A.rows : A.cols;
-        int64_t kb = tb == Transpose::yes ? B.cols : B.rows;
-        int64_t n = tb == Transpose::yes ? B.rows : B.cols;
-        MT_CHECK(k == kb && C.rows == m && C.cols == n, "gemm: shapes do not agree: op(A) is ", m,
-                 "x", k, ", op(B) is ", kb, "x", n, ", C is ", C.rows, "x", C.cols);
-        if (m == 0 || n == 0) return;
-        if (ta == Transpose::no && tb == Transpose::yes && m <= cpu::kSkinnyRows && k > 0) {
-            cpu::skinny_gemm_nt(m, n, k, alpha, A.data, A.ld, B.data, B.ld, beta,
-                                const_cast<float*>(C.data), C.ld);
-            return;
-        }
-        parallel_sgemm(ta, tb, m, n, k, alpha, A, B, beta, C);
-    }
-
-    void gemm_batched(Transpose ta, Transpose tb, float alpha, const Tensor& a, const Tensor& b,
-                      float beta, Tensor& c) override {
-        MT_CHECK(a.dim() == 3 && b.dim() == 3 && c.dim() == 3,
-                 "gemm_batched: 3-D tensors expected, got ", a.describe(), ", ", b.describe(), ", ",
-                 c.describe());
-        MT_CHECK(a.size(0) == b.size(0) && a.size(0) == c.size(0),
-                 "gemm_batched: batch sizes differ: ", a.describe(), ", ", b.describe(), ", ",
-                 c.describe());
-        for (int64_t i = 0; i < a.size(0); ++i) {
-            Tensor ci = c.select(0, i);
-            gemm(ta, tb, alpha, a.select(0, i), b.select(0, i), beta, ci);
-        }
-    }
-};
-
 }  // namespace
 
+std::shared_ptr<Storage> CpuBackend::allocate(int64_t bytes) {
+    return Tensor::empty({bytes}, DType::u8).storage();
+}
+
+void CpuBackend::copy(const Tensor& src, Tensor& dst) {
+    MT_CHECK(src.device().type == DeviceType::cpu && dst.device().type == DeviceType::cpu,
+             "the CPU backend copies between CPU tensors only, got ", src.describe(), " -> ",
+             dst.describe());
+    dst.copy_from(src);
+}
+
+void CpuBackend::fill(Tensor& x, double value) {
+    MT_CHECK(x.device().type == DeviceType::cpu && x.is_contiguous(),
+             "fill: x must be a contiguous CPU tensor, got ", x.describe());
+    const int64_t n = x.numel();
+    if (value == 0.0) {  // every dtype's zero is all zero bits
+        std::memset(x.raw_data(), 0, size_t(x.nbytes()));
+        return;
+    }
+    detail::check_float("fill", "x", x);
+    detail::with_float(x.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        T* p = detail::out_t<T>(x);
+#pragma omp parallel for schedule(static) if (n >= detail::kParallelMin)
+        for (int64_t i = 0; i < n; ++i) p[i] = T(value);
+    });
+}
+
+void CpuBackend::cast(const Tensor& src, Tensor& dst) {
+    MT_CHECK(src.shape() == dst.shape() && dst.is_contiguous(), "cast: ", src.describe(), " -> ",
+             dst.describe(), ": shapes differ or the destination is not contiguous");
+    const Tensor converted = cast_float(src, dst.dtype());
+    dst.copy_from(converted);
+}
+
+void CpuBackend::gemm(Transpose ta, Transpose tb, float alpha, const Tensor& a, const Tensor& b,
+                      float beta, Tensor& c) {
+    if (a.dtype() == DType::f64) {
+        gemm_f64(ta, tb, alpha, a, b, beta, c);
+        return;
+    }
+    Matrix A = as_matrix(a, "A"), B = as_matrix(b, "B"), C = as_matrix(c, "C");
+    int64_t m = ta == Transpose::yes ? A.cols : A.rows;
+    int64_t k = ta == Transpose::yes ? A.rows : A.cols;
+    int64_t kb = tb == Transpose::yes ? B.cols : B.rows;
+    int64_t n = tb == Transpose::yes ? B.rows : B.cols;
+    MT_CHECK(k == kb && C.rows == m && C.cols == n, "gemm: shapes do not agree: op(A) is ", m, "x",
+             k, ", op(B) is ", kb, "x", n, ", C is ", C.rows, "x", C.cols);
+    if (m == 0 || n == 0) return;
+    if (ta == Transpose::no && tb == Transpose::yes && m <= kSkinnyRows && k > 0) {
+        skinny_gemm_nt(m, n, k, alpha, A.data, A.ld, B.data, B.ld, beta, const_cast<float*>(C.data),
+                       C.ld);
+        return;
+    }
+    parallel_sgemm(ta, tb, m, n, k, alpha, A, B, beta, C);
+}
+
+void CpuBackend::gemm_batched(Transpose ta, Transpose tb, float alpha, const Tensor& a,
+                              const Tensor& b, float beta, Tensor& c) {
+    MT_CHECK(a.dim() == 3 && b.dim() == 3 && c.dim() == 3,
+             "gemm_batched: 3-D tensors expected, got ", a.describe(), ", ", b.describe(), ", ",
+             c.describe());
+    MT_CHECK(a.size(0) == b.size(0) && a.size(0) == c.size(0),
+             "gemm_batched: batch sizes differ: ", a.describe(), ", ", b.describe(), ", ",
+             c.describe());
+    for (int64_t i = 0; i < a.size(0); ++i) {
+        Tensor ci = c.select(0, i);
+        gemm(ta, tb, alpha, a.select(0, i), b.select(0, i), beta, ci);
+    }
+}
+
+}  // namespace mt::cpu
+
+namespace mt {
+
 std::unique_ptr<Backend> make_cpu_backend() {
-    return std::make_unique<CpuBackend>();
+    return std::make_unique<cpu::CpuBackend>();
 }
 
 }  // namespace mt

@@ -1,11 +1,11 @@
 // CPU traversal of RoPE: one (batch, position) row of heads per OpenMP task.
-#include "mt/ops/rope.h"
+#include "cpu_backend.h"
 
 #include <cmath>
 
 #include "op_support.h"
 
-namespace mt::ops {
+namespace mt::cpu {
 
 using detail::check_float;
 using detail::check_float_shape;
@@ -14,7 +14,7 @@ using detail::kParallelMin;
 using detail::out_t;
 using detail::with_float;
 
-RopeTables rope_tables(int64_t seq_len, int64_t rotary_dim, double base, DType dtype) {
+RopeTables CpuBackend::rope_tables(int64_t seq_len, int64_t rotary_dim, double base, DType dtype) {
     MT_CHECK(rotary_dim > 0 && rotary_dim % 2 == 0,
              "rope_tables: rotary dim must be even and > 0, got ", rotary_dim);
     MT_CHECK(dtype == DType::f32 || dtype == DType::f64,
@@ -77,12 +77,12 @@ void rotate(const char* op, const Tensor& x, const RopeTables& tables, Tensor& y
 
 }  // namespace
 
-void rope_forward(const Tensor& x, const RopeTables& tables, Tensor& y) {
+void CpuBackend::rope_forward(const Tensor& x, const RopeTables& tables, Tensor& y) {
     rotate("rope_forward", x, tables, y, 1);
 }
 
-void rope_backward(const Tensor& dy, const RopeTables& tables, Tensor& dx) {
+void CpuBackend::rope_backward(const Tensor& dy, const RopeTables& tables, Tensor& dx) {
     rotate("rope_backward", dy, tables, dx, -1);
 }
 
-}  // namespace mt::ops
+}  // namespace mt::cpu

@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <vector>
 
+#include "cpu_backend.h"
 #include "mt/kernels/hd.h"
-#include "mt/ops/attention.h"
 #include "op_support.h"
 
-namespace mt::ops {
+namespace mt::cpu {
 
 using detail::check_float;
 using detail::check_float_shape;
@@ -27,7 +27,8 @@ T dot8(const T* a, const T* b, int64_t n) {
     for (; i + 8 <= n; i += 8)
         for (int l = 0; l < 8; ++l) lane[l] += a[i + l] * b[i + l];
     for (int l = 0; i < n; ++i, ++l) lane[l] += a[i] * b[i];
-    return ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
+    return ((lane[0] + lane[4]) + (lane[1] + lane[5])) +
+           ((lane[2] + lane[6]) + (lane[3] + lane[7]));
 }
 
 template <class T>
@@ -62,8 +63,8 @@ void cached(const T* q, const T* kc, const T* vc, T* out, int64_t B, int64_t Tq,
 
 }  // namespace
 
-void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                      int64_t past, double scale, Tensor& out) {
+void CpuBackend::attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                                  int64_t past, double scale, Tensor& out) {
     const char* op = "attention_cached";
     check_float(op, "q", q);
     MT_CHECK(q.dim() == 4, op, ": q must be (B, Tq, nq, hd), got ", q.describe());
@@ -81,9 +82,9 @@ void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
     check_float_shape(op, "out", out, q.shape(), q.dtype());
     with_float(q.dtype(), [&](auto zero) {
         using T = decltype(zero);
-        cached(in_t<T>(q), in_t<T>(k_cache), in_t<T>(v_cache), out_t<T>(out), B, Tq, nq, ng, hd,
-               C, past, T(scale));
+        cached(in_t<T>(q), in_t<T>(k_cache), in_t<T>(v_cache), out_t<T>(out), B, Tq, nq, ng, hd, C,
+               past, T(scale));
     });
 }
 
-}  // namespace mt::ops
+}  // namespace mt::cpu

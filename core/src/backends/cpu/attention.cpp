@@ -3,7 +3,7 @@
 // Backward: one task per (batch, key/value group), so the group's dk and dv have one writer.
 // Block products are written as axpy loops along contiguous rows so the compiler vectorises
 // them without reassociating sums.
-#include "mt/ops/attention.h"
+#include "cpu_backend.h"
 
 #include <algorithm>
 #include <vector>
@@ -11,7 +11,7 @@
 #include "mt/kernels/rng.h"
 #include "op_support.h"
 
-namespace mt::ops {
+namespace mt::cpu {
 
 using detail::check_float;
 using detail::check_float_shape;
@@ -24,6 +24,7 @@ namespace {
 
 struct Dims {
     int64_t B, T, nq, ng, hd;
+    const int32_t* document_start;  // (B, T), or null: no per-document limit
 };
 
 Dims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -40,7 +41,15 @@ Dims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
     MT_CHECK(config.block > 0, op, ": block must be > 0, got ", config.block);
     MT_CHECK(config.dropout >= 0.0f && config.dropout < 1.0f, op,
              ": dropout must be in [0, 1), got ", config.dropout);
-    return {q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
+    const Tensor& starts = config.document_start;
+    if (starts.defined())
+        MT_CHECK(starts.dtype() == DType::i32 && starts.is_contiguous() &&
+                     starts.device().type == DeviceType::cpu &&
+                     starts.shape() == Shape({q.size(0), q.size(1)}),
+                 op, ": document_start must be a contiguous i32 (B, T) CPU tensor, got ",
+                 starts.describe());
+    return {q.size(0), q.size(1), q.size(2),
+            k.size(2), q.size(3), starts.defined() ? starts.data<int32_t>() : nullptr};
 }
 
 template <class T>
@@ -81,11 +90,11 @@ void block_scores(const T* a, int64_t lda, const T* b, int64_t ldb, int64_t rows
 struct KeyRange {
     int64_t first, end;
 };
-inline KeyRange visible_keys(const AttentionConfig& cfg, int64_t T, int64_t b, int64_t t,
+inline KeyRange visible_keys(const AttentionConfig& cfg, const Dims& d, int64_t b, int64_t t,
                              int64_t s0, int64_t cols) {
     const int64_t end = cfg.causal ? std::min(cols, t - s0 + 1) : cols;
     const int64_t first =
-        cfg.document_start ? std::max<int64_t>(0, cfg.document_start[b * T + t] - s0) : 0;
+        d.document_start ? std::max<int64_t>(0, d.document_start[b * d.T + t] - s0) : 0;
     return {first, end};
 }
 
@@ -129,7 +138,7 @@ struct ForwardBlock {
                          T(cfg.scale), bt.data(), s.data());
             for (int64_t r = 0; r < rows; ++r) {
                 T* sr = s.data() + r * cols;
-                const auto [first, vis] = visible_keys(cfg, d.T, b, t0 + r, s0, cols);
+                const auto [first, vis] = visible_keys(cfg, d, b, t0 + r, s0, cols);
                 if (first >= vis) {
                     std::fill(sr, sr + cols, T(0));
                     continue;
@@ -217,7 +226,7 @@ void backward_group(const Dims& d, const AttentionConfig& cfg, const T* q, const
                 block_scores(gb, ld, v + at(d, b, s0, d.ng, g), ldkv, rows, cols, hd, T(1),
                              bt.data(), ds.data());
                 for (int64_t r = 0; r < rows; ++r) {
-                    const auto [first, vis] = visible_keys(cfg, d.T, b, t0 + r, s0, cols);
+                    const auto [first, vis] = visible_keys(cfg, d, b, t0 + r, s0, cols);
                     const T row_lse = lse[(b * d.nq + h) * d.T + t0 + r];
                     const uint64_t counter0 = uint64_t(((b * d.nq + h) * d.T + t0 + r) * d.T + s0);
                     T *pr = p.data() + r * cols, *dsr = ds.data() + r * cols;
@@ -251,14 +260,8 @@ void backward_group(const Dims& d, const AttentionConfig& cfg, const T* q, const
 
 }  // namespace
 
-uint64_t attention_dropout_counters(const Tensor& q) {
-    MT_CHECK(q.dim() == 4, "attention_dropout_counters: q must be (B, T, nq, hd), got ",
-             q.describe());
-    return uint64_t(q.size(0) * q.size(2) * q.size(1) * q.size(1));
-}
-
-void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
-                       const AttentionConfig& config, Tensor& out, Tensor& lse) {
+void CpuBackend::attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                   const AttentionConfig& config, Tensor& out, Tensor& lse) {
     const char* op = "attention_forward";
     Dims d = check_qkv(op, q, k, v, config);
     check_float_shape(op, "out", out, q.shape(), q.dtype());
@@ -270,9 +273,10 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
     });
 }
 
-void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                        const Tensor& lse, const Tensor& dout, const AttentionConfig& config,
-                        Tensor& dq, Tensor& dk, Tensor& dv) {
+void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Tensor& out, const Tensor& lse, const Tensor& dout,
+                                    const AttentionConfig& config, Tensor& dq, Tensor& dk,
+                                    Tensor& dv) {
     const char* op = "attention_backward";
     Dims d = check_qkv(op, q, k, v, config);
     check_float_shape(op, "out", out, q.shape(), q.dtype());
@@ -293,4 +297,4 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
     });
 }
 
-}  // namespace mt::ops
+}  // namespace mt::cpu

@@ -1,7 +1,7 @@
 // Argument checks shared by the CPU ops.
 #include "op_support.h"
 
-namespace mt::ops::detail {
+namespace mt::cpu::detail {
 
 void check_f32(const char* op, const char* name, const Tensor& x) {
     MT_CHECK(x.defined(), op, ": ", name, " is undefined");
@@ -39,4 +39,4 @@ Shape leading_shape(const Tensor& x) {
     return Shape(x.shape().begin(), x.shape().end() - 1);
 }
 
-}  // namespace mt::ops::detail
+}  // namespace mt::cpu::detail

@@ -1,12 +1,12 @@
 // CPU traversal of the bias add (rows in parallel) and its gradient (columns summed over rows
 // in double by one pass, so the result does not depend on the thread count).
-#include "mt/ops/bias.h"
+#include "cpu_backend.h"
 
 #include <vector>
 
 #include "op_support.h"
 
-namespace mt::ops {
+namespace mt::cpu {
 
 using detail::check_float;
 using detail::check_float_shape;
@@ -26,7 +26,7 @@ int64_t check_rows(const char* op, const char* name, const Tensor& x, const Tens
 
 }  // namespace
 
-void add_bias(const Tensor& bias, Tensor& y) {
+void CpuBackend::add_bias(const Tensor& bias, Tensor& y) {
     const int64_t rows = check_rows("add_bias", "y", y, bias);
     const int64_t cols = bias.numel();
     with_float(y.dtype(), [&](auto t) {
@@ -39,7 +39,7 @@ void add_bias(const Tensor& bias, Tensor& y) {
     });
 }
 
-void add_column_sums(const Tensor& dy, Tensor& dbias) {
+void CpuBackend::add_column_sums(const Tensor& dy, Tensor& dbias) {
     const int64_t rows = check_rows("add_column_sums", "dy", dy, dbias);
     const int64_t cols = dbias.numel();
     with_float(dy.dtype(), [&](auto t) {
@@ -53,4 +53,4 @@ void add_column_sums(const Tensor& dy, Tensor& dbias) {
     });
 }
 
-}  // namespace mt::ops
+}  // namespace mt::cpu

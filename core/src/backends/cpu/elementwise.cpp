@@ -1,11 +1,11 @@
 // CPU traversal of the elementwise kernels: one instantiation per UnaryOp value and element
 // type (f32, f64), picked by a switch; the activation math is in mt/kernels/activations.h.
-#include "mt/ops/elementwise.h"
+#include "cpu_backend.h"
 
 #include "mt/kernels/activations.h"
 #include "op_support.h"
 
-namespace mt::ops {
+namespace mt::cpu {
 
 using detail::check_float;
 using detail::check_float_shape;
@@ -42,6 +42,10 @@ void with_unary(UnaryOp op, Fn fn) {
             return fn(k::Relu{});
         case UnaryOp::squared_relu:
             return fn(k::SquaredRelu{});
+        case UnaryOp::exp:
+            return fn(k::Exp{});
+        case UnaryOp::log:
+            return fn(k::Log{});
     }
     MT_FAIL("unknown UnaryOp ", int(op));
 }
@@ -67,23 +71,7 @@ Shape halved(const Tensor& x) {
 
 }  // namespace
 
-const char* unary_op_name(UnaryOp op) {
-    switch (op) {
-        case UnaryOp::gelu:
-            return "gelu";
-        case UnaryOp::gelu_erf:
-            return "gelu_erf";
-        case UnaryOp::silu:
-            return "silu";
-        case UnaryOp::relu:
-            return "relu";
-        case UnaryOp::squared_relu:
-            return "squared_relu";
-    }
-    return "unknown";
-}
-
-void unary_forward(UnaryOp op, const Tensor& x, Tensor& y) {
+void CpuBackend::unary_forward(UnaryOp op, const Tensor& x, Tensor& y) {
     check_float("unary_forward", "x", x);
     check_float_shape("unary_forward", "y", y, x.shape(), x.dtype());
     with_float(x.dtype(), [&](auto t) {
@@ -92,7 +80,7 @@ void unary_forward(UnaryOp op, const Tensor& x, Tensor& y) {
     });
 }
 
-void unary_backward(UnaryOp op, const Tensor& x, const Tensor& dy, Tensor& dx) {
+void CpuBackend::unary_backward(UnaryOp op, const Tensor& x, const Tensor& dy, Tensor& dx) {
     check_float("unary_backward", "x", x);
     check_float_shape("unary_backward", "dy", dy, x.shape(), x.dtype());
     check_float_shape("unary_backward", "dx", dx, x.shape(), x.dtype());
@@ -104,7 +92,7 @@ void unary_backward(UnaryOp op, const Tensor& x, const Tensor& dy, Tensor& dx) {
     });
 }
 
-void swiglu_forward(const Tensor& x, Tensor& y) {
+void CpuBackend::swiglu_forward(const Tensor& x, Tensor& y) {
     auto [rows, half] = swiglu_shape("swiglu_forward", x);
     check_float_shape("swiglu_forward", "y", y, halved(x), x.dtype());
     with_float(x.dtype(), [&](auto t) {
@@ -122,7 +110,7 @@ void swiglu_forward(const Tensor& x, Tensor& y) {
     });
 }
 
-void swiglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
+void CpuBackend::swiglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
     auto [rows, half] = swiglu_shape("swiglu_backward", x);
     check_float_shape("swiglu_backward", "dy", dy, halved(x), x.dtype());
     check_float_shape("swiglu_backward", "dx", dx, x.shape(), x.dtype());
@@ -144,7 +132,7 @@ void swiglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
     });
 }
 
-void add(const Tensor& a, const Tensor& b, Tensor& y) {
+void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
     check_float("add", "a", a);
     check_float_shape("add", "b", b, a.shape(), a.dtype());
     check_float_shape("add", "y", y, a.shape(), a.dtype());
@@ -159,7 +147,7 @@ void add(const Tensor& a, const Tensor& b, Tensor& y) {
     });
 }
 
-void scale(const Tensor& x, float alpha, Tensor& y) {
+void CpuBackend::scale(const Tensor& x, float alpha, Tensor& y) {
     check_float("scale", "x", x);
     check_float_shape("scale", "y", y, x.shape(), x.dtype());
     with_float(x.dtype(), [&](auto t) {
@@ -172,7 +160,7 @@ void scale(const Tensor& x, float alpha, Tensor& y) {
     });
 }
 
-void axpy(float alpha, const Tensor& x, Tensor& y) {
+void CpuBackend::axpy(float alpha, const Tensor& x, Tensor& y) {
     check_float("axpy", "x", x);
     check_float_shape("axpy", "y", y, x.shape(), x.dtype());
     with_float(x.dtype(), [&](auto t) {
@@ -185,4 +173,4 @@ void axpy(float alpha, const Tensor& x, Tensor& y) {
     });
 }
 
-}  // namespace mt::ops
+}  // namespace mt::cpu

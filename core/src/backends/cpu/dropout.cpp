@@ -1,13 +1,13 @@
 // CPU traversal of dropout (f32 and f64): one Philox block per four counters, blocks spread over
 // OpenMP threads. The mask and scale are mt/kernels/rng.h's Dropout.
-#include "mt/ops/dropout.h"
+#include "cpu_backend.h"
 
 #include <limits>
 
 #include "mt/kernels/rng.h"
 #include "op_support.h"
 
-namespace mt::ops {
+namespace mt::cpu {
 
 using detail::check_float;
 using detail::check_float_shape;
@@ -52,12 +52,14 @@ void apply_mask(const char* op, const Tensor& src, float p, uint64_t seed, uint6
 
 }  // namespace
 
-void dropout_forward(const Tensor& x, float p, uint64_t seed, uint64_t offset, Tensor& y) {
+void CpuBackend::dropout_forward(const Tensor& x, float p, uint64_t seed, uint64_t offset,
+                                 Tensor& y) {
     apply_mask("dropout_forward", x, p, seed, offset, y, false);
 }
 
-void dropout_backward(const Tensor& dy, float p, uint64_t seed, uint64_t offset, Tensor& dx) {
+void CpuBackend::dropout_backward(const Tensor& dy, float p, uint64_t seed, uint64_t offset,
+                                  Tensor& dx) {
     apply_mask("dropout_backward", dy, p, seed, offset, dx, true);
 }
 
-}  // namespace mt::ops
+}  // namespace mt::cpu

@@ -1,7 +1,7 @@
 // CPU traversal of LayerNorm and RMSNorm (f32 and f64): one OpenMP task per row for the forward and
 // for dx, column blocks for the parameter grads (each column summed over rows by one thread, so the
 // result does not depend on the thread count). The math is mt/kernels/norms.h.
-#include "mt/ops/norm.h"
+#include "cpu_backend.h"
 
 #include <algorithm>
 
@@ -9,7 +9,7 @@
 #include "mt/kernels/reduce.h"
 #include "op_support.h"
 
-namespace mt::ops {
+namespace mt::cpu {
 
 using detail::check_float;
 using detail::check_float_shape;
@@ -178,32 +178,35 @@ void rms_norm_backward_t(const Tensor& dy, const Tensor& x, const Tensor& weight
 
 }  // namespace
 
-void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                        const NormConfig& config, Tensor& y, Tensor& mean, Tensor& rstd) {
+void CpuBackend::layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                    const NormConfig& config, Tensor& y, Tensor& mean,
+                                    Tensor& rstd) {
     detail::with_float(x.dtype(), [&](auto t) {
         layer_norm_forward_t<decltype(t)>(x, weight, bias, config, y, mean, rstd);
     });
 }
 
-void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
-                         const Tensor& mean, const Tensor& rstd, const NormConfig& config,
-                         Tensor& dx, Tensor& dweight, Tensor& dbias) {
+void CpuBackend::layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                                     const Tensor& mean, const Tensor& rstd,
+                                     const NormConfig& config, Tensor& dx, Tensor& dweight,
+                                     Tensor& dbias) {
     detail::with_float(x.dtype(), [&](auto t) {
         layer_norm_backward_t<decltype(t)>(dy, x, weight, mean, rstd, config, dx, dweight, dbias);
     });
 }
 
-void rms_norm_forward(const Tensor& x, const Tensor& weight, const NormConfig& config, Tensor& y,
-                      Tensor& rstd) {
+void CpuBackend::rms_norm_forward(const Tensor& x, const Tensor& weight, const NormConfig& config,
+                                  Tensor& y, Tensor& rstd) {
     detail::with_float(
         x.dtype(), [&](auto t) { rms_norm_forward_t<decltype(t)>(x, weight, config, y, rstd); });
 }
 
-void rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& rstd,
-                       const NormConfig& config, Tensor& dx, Tensor& dweight) {
+void CpuBackend::rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                                   const Tensor& rstd, const NormConfig& config, Tensor& dx,
+                                   Tensor& dweight) {
     detail::with_float(x.dtype(), [&](auto t) {
         rms_norm_backward_t<decltype(t)>(dy, x, weight, rstd, config, dx, dweight);
     });
 }
 
-}  // namespace mt::ops
+}  // namespace mt::cpu

@@ -1,13 +1,13 @@
 // CPU traversal of the row softmax: one OpenMP task per row, the row's OnlineMax folded in
 // fixed lanes. The math is mt/kernels/softmax.h.
-#include "mt/ops/softmax.h"
+#include "cpu_backend.h"
 
 #include <algorithm>
 
 #include "mt/kernels/softmax.h"
 #include "op_support.h"
 
-namespace mt::ops {
+namespace mt::cpu {
 
 using detail::check_f32;
 using detail::check_f32_shape;
@@ -16,7 +16,7 @@ using detail::in;
 using detail::kParallelMin;
 using detail::out;
 
-void softmax_forward(const Tensor& x, float scale, SoftmaxMask mask, Tensor& y) {
+void CpuBackend::softmax_forward(const Tensor& x, float scale, SoftmaxMask mask, Tensor& y) {
     const char* op = "softmax_forward";
     check_f32(op, "x", x);
     check_f32_shape(op, "y", y, x.shape());
@@ -44,7 +44,7 @@ void softmax_forward(const Tensor& x, float scale, SoftmaxMask mask, Tensor& y) 
     }
 }
 
-void softmax_backward(const Tensor& y, const Tensor& dy, float scale, Tensor& dx) {
+void CpuBackend::softmax_backward(const Tensor& y, const Tensor& dy, float scale, Tensor& dx) {
     const char* op = "softmax_backward";
     check_f32(op, "y", y);
     MT_CHECK(y.dim() >= 1, op, ": y must be (..., S), got ", y.describe());
@@ -66,4 +66,4 @@ void softmax_backward(const Tensor& y, const Tensor& dy, float scale, Tensor& dx
     }
 }
 
-}  // namespace mt::ops
+}  // namespace mt::cpu

@@ -1,6 +1,6 @@
 // CPU traversal of per-row cross-entropy (f32 and f64): one OpenMP task per row, log-sum-exp from
 // an OnlineMax folded in fixed lanes. The math is mt/kernels/cross_entropy.h.
-#include "mt/ops/cross_entropy.h"
+#include "cpu_backend.h"
 
 #include <cstdint>
 #include <vector>
@@ -8,7 +8,7 @@
 #include "mt/kernels/cross_entropy.h"
 #include "op_support.h"
 
-namespace mt::ops {
+namespace mt::cpu {
 
 using detail::check_float;
 using detail::check_float_shape;
@@ -102,8 +102,8 @@ void forward_rows(const Tensor& logits, const std::vector<int64_t>& cols, Tensor
 
 }  // namespace
 
-void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& losses,
-                           Tensor& lse) {
+void CpuBackend::cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& losses,
+                                       Tensor& lse) {
     const char* op = "cross_entropy_forward";
     auto [rows, vocab] = check_rows(op, logits, targets);
     check_float_shape(op, "losses", losses, targets.shape(), logits.dtype());
@@ -118,8 +118,8 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& 
     });
 }
 
-void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
-                            const Tensor& dlosses, Tensor& dlogits) {
+void CpuBackend::cross_entropy_backward(const Tensor& logits, const Tensor& targets,
+                                        const Tensor& lse, const Tensor& dlosses, Tensor& dlogits) {
     const char* op = "cross_entropy_backward";
     auto [rows, vocab] = check_rows(op, logits, targets);
     check_float_shape(op, "lse", lse, targets.shape(), logits.dtype());
@@ -128,8 +128,9 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const T
     backward_rows(logits, target_ids(op, targets, rows, vocab), lse, dlosses, dlogits, rows, vocab);
 }
 
-void cross_entropy_shard_forward(const Tensor& logits, const Tensor& targets, int64_t vocab_start,
-                                 Tensor& lse, Tensor& target_logit) {
+void CpuBackend::cross_entropy_shard_forward(const Tensor& logits, const Tensor& targets,
+                                             int64_t vocab_start, Tensor& lse,
+                                             Tensor& target_logit) {
     const char* op = "cross_entropy_shard_forward";
     auto [rows, vocab] = check_rows(op, logits, targets);
     check_float_shape(op, "lse", lse, targets.shape(), logits.dtype());
@@ -138,8 +139,9 @@ void cross_entropy_shard_forward(const Tensor& logits, const Tensor& targets, in
                  rows, vocab);
 }
 
-void cross_entropy_shard_backward(const Tensor& logits, const Tensor& targets, int64_t vocab_start,
-                                  const Tensor& lse, const Tensor& dlosses, Tensor& dlogits) {
+void CpuBackend::cross_entropy_shard_backward(const Tensor& logits, const Tensor& targets,
+                                              int64_t vocab_start, const Tensor& lse,
+                                              const Tensor& dlosses, Tensor& dlogits) {
     const char* op = "cross_entropy_shard_backward";
     auto [rows, vocab] = check_rows(op, logits, targets);
     check_float_shape(op, "lse", lse, targets.shape(), logits.dtype());
@@ -149,4 +151,4 @@ void cross_entropy_shard_backward(const Tensor& logits, const Tensor& targets, i
                   dlogits, rows, vocab);
 }
 
-}  // namespace mt::ops
+}  // namespace mt::cpu

@@ -7,7 +7,7 @@
 
 #include "mt/tensor.h"
 
-namespace mt::ops::detail {
+namespace mt::cpu::detail {
 
 // Loops over fewer elements than this stay on one thread (OpenMP start-up would dominate).
 constexpr int64_t kParallelMin = 1 << 15;
@@ -68,4 +68,4 @@ State fold_lanes(int64_t n, AddFn add) {
     return lane[0];
 }
 
-}  // namespace mt::ops::detail
+}  // namespace mt::cpu::detail

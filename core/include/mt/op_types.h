@@ -1,0 +1,78 @@
+// The vocabulary of the ops a Backend runs: which activation, the norm, attention and optimizer
+// settings, the softmax mask and the RoPE tables. Plain descriptions, no device code: the layers
+// fill them in, each backend reads them (mt/backend.h).
+#pragma once
+
+#include <cstdint>
+
+#include "mt/api.h"
+#include "mt/tensor.h"
+
+namespace mt::ops {
+
+enum class UnaryOp : uint8_t {
+    gelu,          // tanh approximation (Megatron bias_gelu, --openai-gelu)
+    gelu_erf,      // exact erf GELU (F.gelu)
+    silu,          //
+    relu,          //
+    squared_relu,  // --squared-relu
+    exp,           // e^x
+    log,           // natural log
+};
+MT_API const char* unary_op_name(UnaryOp op);
+
+struct NormConfig {
+    float eps = 1e-5f;                 // --layernorm-epsilon, inside the square root
+    bool zero_centered_gamma = false;  // --apply-layernorm-1p: the applied scale is weight + 1
+};
+
+enum class SoftmaxMask : uint8_t {
+    none,
+    // Query t (second-last dim, size T) sees keys s <= t + (S - T) (last dim, size S >= T):
+    // the upper triangle for T == S, bottom-right aligned when keys include a cached prefix.
+    // Masked entries get probability 0.
+    causal,
+};
+
+struct AttentionConfig {
+    double scale = 1.0;    // applied to q.k before the softmax (Megatron: 1 / sqrt(head dim))
+    bool causal = true;    // query t sees keys s <= t
+    int64_t block = 64;    // query rows and keys per block of the online softmax
+    float dropout = 0.0f;  // drop probability of each attention probability
+    uint64_t seed = 0;     // dropout stream; element (b, h, t, s) uses counter
+    uint64_t offset = 0;   //   offset + ((b * nq + h) * T + t) * T + s
+    // Optional (B, T) i32 on the backend's device: query t of row b sees only keys
+    // >= document_start[b, t] (Megatron's --reset-attention-mask: no attention across an EOD).
+    // Undefined: no such limit.
+    Tensor document_start;
+};
+
+// The dropout counters one attention call over q (B, T, nq, hd) consumes (B * nq * T * T): the
+// caller advances its offset by this much.
+MT_API uint64_t attention_dropout_counters(const Tensor& q);
+
+// Megatron's defaults (--lr has none; --adam-beta1/2, --adam-eps, --weight-decay).
+struct AdamWConfig {
+    double lr = 0.0;
+    double beta1 = 0.9;
+    double beta2 = 0.999;
+    double eps = 1e-8;
+    double weight_decay = 0.01;
+};
+
+// torch.optim.SGD (coupled weight decay): d = g + wd·p; buf = d on the first step, else
+// momentum·buf + d; p -= lr·buf.
+struct SgdConfig {
+    double lr = 0.0;
+    double momentum = 0.9;
+    double weight_decay = 0.0;
+};
+
+// The cos and sin of angle[t][i] = t * inv_freq[i], inv_freq[i] = 1 / base^(2i / R), each
+// (T, R/2), for positions t in [0, T) and rotary dim R (even), on a backend's device.
+struct RopeTables {
+    Tensor cos;  // (T, R/2)
+    Tensor sin;  // (T, R/2)
+};
+
+}  // namespace mt::ops

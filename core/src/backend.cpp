@@ -1,0 +1,96 @@
+// The device-independent part of Backend: tensors from allocate(), and the "not implemented"
+// error every op a backend leaves out throws.
+#include "mt/backend.h"
+
+#include <string>
+
+namespace mt {
+
+Tensor Backend::empty(const Shape& shape, DType dtype) {
+    return Tensor::from_storage(allocate(shape_numel(shape) * dtype_size(dtype)), shape, dtype);
+}
+
+Tensor Backend::zeros(const Shape& shape, DType dtype) {
+    Tensor t = empty(shape, dtype);
+    fill(t, 0.0);
+    return t;
+}
+
+Tensor Backend::contiguous(const Tensor& x) {
+    if (x.device() == device() && x.is_contiguous()) return x;
+    Tensor t = empty(x.shape(), x.dtype());
+    copy(x, t);
+    return t;
+}
+
+void Backend::unsupported(const char* op) const {
+    MT_FAIL("the ", std::string(name()), " backend does not implement ", op, " yet");
+}
+
+// Every op a backend may leave out: the default names itself in the error.
+#define MT_UNSUPPORTED(op, ...)     \
+    void Backend::op(__VA_ARGS__) { \
+        unsupported(#op);           \
+    }
+
+MT_UNSUPPORTED(fill, Tensor&, double)
+MT_UNSUPPORTED(cast, const Tensor&, Tensor&)
+MT_UNSUPPORTED(unary_forward, ops::UnaryOp, const Tensor&, Tensor&)
+MT_UNSUPPORTED(unary_backward, ops::UnaryOp, const Tensor&, const Tensor&, Tensor&)
+MT_UNSUPPORTED(swiglu_forward, const Tensor&, Tensor&)
+MT_UNSUPPORTED(swiglu_backward, const Tensor&, const Tensor&, Tensor&)
+MT_UNSUPPORTED(add, const Tensor&, const Tensor&, Tensor&)
+MT_UNSUPPORTED(scale, const Tensor&, float, Tensor&)
+MT_UNSUPPORTED(axpy, float, const Tensor&, Tensor&)
+MT_UNSUPPORTED(add_bias, const Tensor&, Tensor&)
+MT_UNSUPPORTED(add_column_sums, const Tensor&, Tensor&)
+MT_UNSUPPORTED(layer_norm_forward, const Tensor&, const Tensor&, const Tensor&,
+               const ops::NormConfig&, Tensor&, Tensor&, Tensor&)
+MT_UNSUPPORTED(layer_norm_backward, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+               const Tensor&, const ops::NormConfig&, Tensor&, Tensor&, Tensor&)
+MT_UNSUPPORTED(rms_norm_forward, const Tensor&, const Tensor&, const ops::NormConfig&, Tensor&,
+               Tensor&)
+MT_UNSUPPORTED(rms_norm_backward, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+               const ops::NormConfig&, Tensor&, Tensor&)
+MT_UNSUPPORTED(softmax_forward, const Tensor&, float, ops::SoftmaxMask, Tensor&)
+MT_UNSUPPORTED(softmax_backward, const Tensor&, const Tensor&, float, Tensor&)
+MT_UNSUPPORTED(cross_entropy_forward, const Tensor&, const Tensor&, Tensor&, Tensor&)
+MT_UNSUPPORTED(cross_entropy_backward, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+               Tensor&)
+MT_UNSUPPORTED(cross_entropy_shard_forward, const Tensor&, const Tensor&, int64_t, Tensor&, Tensor&)
+MT_UNSUPPORTED(cross_entropy_shard_backward, const Tensor&, const Tensor&, int64_t, const Tensor&,
+               const Tensor&, Tensor&)
+MT_UNSUPPORTED(embedding_forward, const Tensor&, const Tensor&, Tensor&)
+MT_UNSUPPORTED(embedding_backward, const Tensor&, const Tensor&, Tensor&)
+MT_UNSUPPORTED(embedding_shard_forward, const Tensor&, const Tensor&, int64_t, Tensor&)
+MT_UNSUPPORTED(embedding_shard_backward, const Tensor&, const Tensor&, int64_t, Tensor&)
+MT_UNSUPPORTED(rope_forward, const Tensor&, const ops::RopeTables&, Tensor&)
+MT_UNSUPPORTED(rope_backward, const Tensor&, const ops::RopeTables&, Tensor&)
+MT_UNSUPPORTED(dropout_forward, const Tensor&, float, uint64_t, uint64_t, Tensor&)
+MT_UNSUPPORTED(dropout_backward, const Tensor&, float, uint64_t, uint64_t, Tensor&)
+MT_UNSUPPORTED(attention_forward, const Tensor&, const Tensor&, const Tensor&,
+               const ops::AttentionConfig&, Tensor&, Tensor&)
+MT_UNSUPPORTED(attention_backward, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+               const Tensor&, const Tensor&, const ops::AttentionConfig&, Tensor&, Tensor&, Tensor&)
+MT_UNSUPPORTED(attention_cached, const Tensor&, const Tensor&, const Tensor&, int64_t, double,
+               Tensor&)
+MT_UNSUPPORTED(adamw_step, Tensor&, const Tensor&, Tensor&, Tensor&, const ops::AdamWConfig&,
+               int64_t)
+MT_UNSUPPORTED(sgd_step, Tensor&, const Tensor&, Tensor&, const ops::SgdConfig&, int64_t)
+
+#undef MT_UNSUPPORTED
+
+double Backend::dot(const Tensor&, const Tensor&) {
+    unsupported("dot");
+}
+double Backend::sum(const Tensor&) {
+    unsupported("sum");
+}
+int64_t Backend::count_zeros(const Tensor&) {
+    unsupported("count_zeros");
+}
+ops::RopeTables Backend::rope_tables(int64_t, int64_t, double, DType) {
+    unsupported("rope_tables");
+}
+
+}  // namespace mt

@@ -1,0 +1,107 @@
+// The CPU backend's class: memory and GEMM in backend_cpu.cpp, each op family in its own file
+// beside it (norm.cpp, attention.cpp, ...), all on host memory with OpenMP threads.
+#pragma once
+
+#include "mt/backend.h"
+
+namespace mt::cpu {
+
+using ops::AdamWConfig;
+using ops::AttentionConfig;
+using ops::NormConfig;
+using ops::RopeTables;
+using ops::SgdConfig;
+using ops::SoftmaxMask;
+using ops::UnaryOp;
+
+class CpuBackend final : public Backend {
+  public:
+    std::string_view name() const override { return "cpu"; }
+    Device device() const override { return {}; }
+    std::shared_ptr<Storage> allocate(int64_t bytes) override;
+    void copy(const Tensor& src, Tensor& dst) override;
+    void synchronize() override {}
+    void fill(Tensor& x, double value) override;
+    void cast(const Tensor& src, Tensor& dst) override;
+
+    void gemm(Transpose ta, Transpose tb, float alpha, const Tensor& a, const Tensor& b, float beta,
+              Tensor& c) override;
+    void gemm_batched(Transpose ta, Transpose tb, float alpha, const Tensor& a, const Tensor& b,
+                      float beta, Tensor& c) override;
+
+    void unary_forward(UnaryOp op, const Tensor& x, Tensor& y) override;
+    void unary_backward(UnaryOp op, const Tensor& x, const Tensor& dy, Tensor& dx) override;
+    void swiglu_forward(const Tensor& x, Tensor& y) override;
+    void swiglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) override;
+    void add(const Tensor& a, const Tensor& b, Tensor& y) override;
+    void scale(const Tensor& x, float alpha, Tensor& y) override;
+    void axpy(float alpha, const Tensor& x, Tensor& y) override;
+    void add_bias(const Tensor& bias, Tensor& y) override;
+    void add_column_sums(const Tensor& dy, Tensor& dbias) override;
+
+    double dot(const Tensor& a, const Tensor& b) override;
+    double sum(const Tensor& x) override;
+    int64_t count_zeros(const Tensor& x) override;
+
+    void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                            const NormConfig& config, Tensor& y, Tensor& mean,
+                            Tensor& rstd) override;
+    void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                             const Tensor& mean, const Tensor& rstd, const NormConfig& config,
+                             Tensor& dx, Tensor& dweight, Tensor& dbias) override;
+    void rms_norm_forward(const Tensor& x, const Tensor& weight, const NormConfig& config,
+                          Tensor& y, Tensor& rstd) override;
+    void rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                           const Tensor& rstd, const NormConfig& config, Tensor& dx,
+                           Tensor& dweight) override;
+
+    void softmax_forward(const Tensor& x, float scale, SoftmaxMask mask, Tensor& y) override;
+    void softmax_backward(const Tensor& y, const Tensor& dy, float scale, Tensor& dx) override;
+
+    void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& losses,
+                               Tensor& lse) override;
+    void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                                const Tensor& dlosses, Tensor& dlogits) override;
+    void cross_entropy_shard_forward(const Tensor& logits, const Tensor& targets,
+                                     int64_t vocab_start, Tensor& lse,
+                                     Tensor& target_logit) override;
+    void cross_entropy_shard_backward(const Tensor& logits, const Tensor& targets,
+                                      int64_t vocab_start, const Tensor& lse, const Tensor& dlosses,
+                                      Tensor& dlogits) override;
+
+    void embedding_forward(const Tensor& table, const Tensor& ids, Tensor& y) override;
+    void embedding_backward(const Tensor& dy, const Tensor& ids, Tensor& dtable) override;
+    void embedding_shard_forward(const Tensor& table, const Tensor& ids, int64_t vocab_start,
+                                 Tensor& y) override;
+    void embedding_shard_backward(const Tensor& dy, const Tensor& ids, int64_t vocab_start,
+                                  Tensor& dtable) override;
+
+    RopeTables rope_tables(int64_t seq_len, int64_t rotary_dim, double base, DType dtype) override;
+    void rope_forward(const Tensor& x, const RopeTables& tables, Tensor& y) override;
+    void rope_backward(const Tensor& dy, const RopeTables& tables, Tensor& dx) override;
+
+    void dropout_forward(const Tensor& x, float p, uint64_t seed, uint64_t offset,
+                         Tensor& y) override;
+    void dropout_backward(const Tensor& dy, float p, uint64_t seed, uint64_t offset,
+                          Tensor& dx) override;
+
+    void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
+                           const AttentionConfig& config, Tensor& out, Tensor& lse) override;
+    void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                            const Tensor& lse, const Tensor& dout, const AttentionConfig& config,
+                            Tensor& dq, Tensor& dk, Tensor& dv) override;
+    void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                          int64_t past, double scale, Tensor& out) override;
+
+    void adamw_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                    const AdamWConfig& config, int64_t step) override;
+    void sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buffer,
+                  const SgdConfig& config, int64_t step) override;
+
+  private:
+    // C = op(A) op(B) (alpha, beta) for f64 matrices through cblas_dgemm (gemm_f64.cpp).
+    static void gemm_f64(Transpose ta, Transpose tb, double alpha, const Tensor& a, const Tensor& b,
+                         double beta, Tensor& c);
+};
+
+}  // namespace mt::cpu

@@ -1,0 +1,54 @@
+// CPU traversal of the optimizer steps over one parameter tensor: AdamW (the per-element update
+// is mt/kernels/adam.h) and SGD with momentum.
+#include "cpu_backend.h"
+
+#include "mt/kernels/adam.h"
+#include "op_support.h"
+
+namespace mt::cpu {
+
+using detail::check_f32;
+using detail::check_f32_shape;
+using detail::kParallelMin;
+using detail::out;
+
+void CpuBackend::adamw_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                            const AdamWConfig& config, int64_t step) {
+    const char* op = "adamw_step";
+    check_f32(op, "param", param);
+    check_f32_shape(op, "grad", grad, param.shape());
+    check_f32_shape(op, "exp_avg", exp_avg, param.shape());
+    check_f32_shape(op, "exp_avg_sq", exp_avg_sq, param.shape());
+    MT_CHECK(step >= 1, op, ": step counts from 1, got ", step);
+    const k::AdamW adam = k::AdamW::at_step(config.lr, config.beta1, config.beta2, config.eps,
+                                            config.weight_decay, step);
+    float *p = out(param), *m = out(exp_avg), *v = out(exp_avg_sq);
+    const float* g = detail::in(grad);
+    const int64_t n = param.numel();
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+    for (int64_t i = 0; i < n; ++i) adam.step(p[i], g[i], m[i], v[i]);
+}
+
+void CpuBackend::sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buffer,
+                          const SgdConfig& config, int64_t step) {
+    const char* op = "sgd_step";
+    check_f32(op, "param", param);
+    check_f32_shape(op, "grad", grad, param.shape());
+    check_f32_shape(op, "momentum_buffer", momentum_buffer, param.shape());
+    MT_CHECK(step >= 1, op, ": step counts from 1, got ", step);
+    float *v = out(param), *buf = out(momentum_buffer);
+    const float* g = detail::in(grad);
+    const int64_t n = param.numel();
+    const float m = static_cast<float>(config.momentum);
+    const float w = static_cast<float>(config.weight_decay), l = static_cast<float>(config.lr);
+    // torch starts the buffer as the first step's d (no momentum applied to zeros).
+    const bool first_step = step == 1;
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+    for (int64_t k = 0; k < n; ++k) {
+        const float d = g[k] + w * v[k];
+        buf[k] = (first_step || m == 0.0f) ? d : m * buf[k] + d;
+        v[k] -= l * buf[k];
+    }
+}
+
+}  // namespace mt::cpu
