@@ -1,5 +1,7 @@
 #include "mt/dtype.h"
 
+#include "mt/kernels/bf16.h"
+
 #include <cmath>
 #include <cstring>
 
@@ -69,18 +71,11 @@ float half_to_float(uint16_t h) {
 }
 
 float bfloat16_to_float(uint16_t b) {
-    const uint32_t bits = uint32_t(b) << 16;  // the top half of a float's bits
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
+    return k::bf16_to_float(b);
 }
 
 uint16_t float_to_bfloat16(float f) {
-    uint32_t x;
-    std::memcpy(&x, &f, 4);
-    if ((x & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t((x >> 16) | 0x40);  // quiet NaN
-    x += 0x7FFFu + ((x >> 16) & 1);                                          // ties to even
-    return uint16_t(x >> 16);
+    return k::float_to_bf16(f);
 }
 
 uint16_t float_to_half(float f) {

@@ -124,6 +124,36 @@ TEST(TrainCheckpoint, TorchDistByDefaultResumesExactlyAndConverts) {
     }
 }
 
+// --bf16: bf16 weights beside the f32 masters (Megatron's fp32_from_fp16_params in the torch
+// format, optimizer.state.fp32_param.* in torch_dist); both resume exactly, and the checkpoint's
+// args say bf16.
+TEST(TrainCheckpoint, Bf16ResumesExactlyFromTheMasterWeightsInBothFormats) {
+    TempDir dir;
+    const std::string data = make_dataset(dir);
+    std::string base = train_command(dir, data) + " --train-iters 6 --bf16";
+    const std::string torch_format = " --ckpt-format torch";
+    base.erase(base.find(torch_format), torch_format.size());
+    auto full = run_command(base);
+    ASSERT_EQ(full.exit_code, 0) << full.output;
+    const auto expected = losses(full.output);
+    ASSERT_EQ(expected.size(), 6u) << full.output;
+    for (const std::string format : {"torch", "torch_dist"}) {
+        const fs::path ckpt = dir / format;
+        auto first = run_command(base + " --ckpt-format " + format + " --save " + q(ckpt) +
+                                 " --exit-interval 3");
+        ASSERT_EQ(first.exit_code, 0) << first.output;
+        auto resumed = run_command(base + " --load " + q(ckpt));
+        ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+        auto got = losses(resumed.output);
+        ASSERT_EQ(got.size(), 3u) << resumed.output;
+        for (int i = 4; i <= 6; ++i)
+            EXPECT_EQ(got[i], expected.at(i)) << format << " iteration " << i;
+    }
+    const std::string pt = read_file(dir / "torch/iter_0000003/mp_rank_00/model_optim_rng.pt");
+    for (const char* key : {"fp32_from_fp16_params", "BFloat16Storage", "bfloat16"})
+        EXPECT_NE(pt.find(key), std::string::npos) << key;
+}
+
 TEST(TrainCheckpoint, FinetuneEndOfTrainingSaveAndNoOptimizerState) {
     TempDir dir;
     const std::string data = make_dataset(dir);

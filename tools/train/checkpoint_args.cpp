@@ -111,9 +111,13 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
     set_arg(a, "overlap_grad_reduce", f.data_parallel.overlap_grad_reduce);
     set_arg(a, "ddp_bucket_size",
             f.data_parallel.bucket_size > 0 ? ArgValue{f.data_parallel.bucket_size} : ArgValue{});
-    set_arg(a, "fp16", false);
-    set_arg(a, "bf16", false);
-    set_arg(a, "params_dtype", std::string("float32"));
+    set_arg(a, "fp16", f.params_dtype == DType::f16);
+    set_arg(a, "bf16", f.params_dtype == DType::bf16);
+    set_arg(a, "params_dtype", std::string(f.params_dtype == DType::bf16   ? "bfloat16"
+                                           : f.params_dtype == DType::f16 ? "float16"
+                                                                          : "float32"));
+    // Megatron turns these on for bf16 (arguments.py).
+    set_arg(a, "accumulate_allreduce_grads_in_fp32", f.params_dtype == DType::bf16);
     set_arg(a, "ckpt_format", f.ckpt_format);
     set_arg(a, "save", optional_arg(f.save));
     set_arg(a, "load", optional_arg(f.load));

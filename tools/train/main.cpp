@@ -105,7 +105,7 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     const int64_t seq_length = std::stoll(model_args.at("seq-length"));
 
     auto backend = mt::make_cpu_backend();
-    const mt::BuildContext context{*backend, state, flags.sequence_parallel};
+    const mt::BuildContext context{*backend, state, flags.sequence_parallel, flags.params_dtype};
     auto model = family.build(model_args, context);
     model->initialize(static_cast<uint64_t>(flags.seed));
     int64_t num_params = 0;

@@ -13,8 +13,7 @@ void read_optional(const po::variables_map& vm, const char* name, std::optional<
 // Flags Megatron has that megatron-train refuses, rather than silently ignoring them.
 void reject_unsupported(const po::variables_map& vm) {
     const std::pair<const char*, const char*> not_yet[] = {
-        {"fp16", "fp16 training (the CPU trains in fp32)"},
-        {"bf16", "bf16 training (the CPU trains in fp32)"},
+        {"fp16", "fp16 training with loss scaling"},
         {"mock-data", "--mock-data"},
     };
     for (const auto& [flag, what] : not_yet)
@@ -46,7 +45,13 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "exit-duration-in-mins", po::value<double>(), "exit after this many minutes")(
         "exit-signal-handler", po::bool_switch(&f.exit_signal_handler),
         "on SIGTERM, finish the iteration, save a checkpoint (with --save) and exit")(
-        "fp16", po::bool_switch(), "fp16 training")("bf16", po::bool_switch(), "bf16 training");
+        "fp16", po::bool_switch(), "fp16 training")(
+        "bf16", po::bool_switch(),
+        "bf16 weights and activations; f32 grads, master weights and optimizer state")(
+        "accumulate-allreduce-grads-in-fp32", po::bool_switch(),
+        "accepted: grads of bf16 weights always accumulate and reduce in fp32")(
+        "attention-softmax-in-fp32", po::bool_switch(),
+        "accepted: the attention softmax always runs in fp32");
 
     po::options_description distributed("Distributed (ranks from mpirun or srun)", 100);
     auto& p = f.parallel;
@@ -165,6 +170,7 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
 
 void finish(const po::variables_map& vm, TrainingFlags& f) {
     reject_unsupported(vm);
+    if (vm["bf16"].as<bool>()) f.params_dtype = DType::bf16;
     MT_CHECK(f.distributed_backend == "nccl" || f.distributed_backend == "gloo",
              "--distributed-backend ", f.distributed_backend, ": nccl or gloo");
     MT_CHECK(!vm["overlap-param-gather"].as<bool>() || f.data_parallel.distributed_optimizer,

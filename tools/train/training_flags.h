@@ -28,6 +28,9 @@ struct TrainingFlags {
     optim::OptimizerConfig optimizer_config;
     double clip_grad = 1.0;
     int64_t seed = 1234;
+    // --bf16 / --fp16: Megatron's params_dtype (weights and activations); grads, optimizer
+    // state and master weights stay f32.
+    DType params_dtype = DType::f32;
     int64_t log_interval = 100, eval_interval = 1000, eval_iters = 100;
     std::optional<int64_t> exit_interval;
     std::optional<double> exit_duration_in_mins;

@@ -44,6 +44,9 @@ MT_API const ArgValue* find_arg(const CheckpointArgs& args, std::string_view nam
 struct OptimizerParamState {
     std::string name;  // the parameter's Megatron-core name
     Tensor exp_avg, exp_avg_sq;
+    // The f32 master copy of an f16 / bf16 parameter (Megatron's fp32_from_fp16_params);
+    // undefined in an f32 run.
+    Tensor main_param;
     bool weight_decay = true;  // Megatron's wd_mult 1 group, else wd_mult 0
 };
 

@@ -34,11 +34,14 @@ class Backend;
 // Where a model is built: the compute backend its modules allocate and compute on, and the
 // rank's process groups (a model allocates only its local shards; tensor-parallel modules talk
 // over parallel.tp()). sequence_parallel: --sequence-parallel (activations between the
-// tensor-parallel regions split along the sequence).
+// tensor-parallel regions split along the sequence). params_dtype: Megatron's params_dtype, the
+// dtype of the weights and activations (bf16 with --bf16, f16 with --fp16); gradients of half
+// weights accumulate in f32 (Megatron's main_grad).
 struct BuildContext {
     Backend& backend;
     const parallel::ParallelState& parallel;
     bool sequence_parallel = false;
+    DType params_dtype = DType::f32;
 };
 
 // The context of a one-process CPU run (the CPU backend, every group of size 1), shared by

@@ -20,10 +20,12 @@ void load_model_weights(const CheckpointState& state, Model& model, WeightLoad h
         MT_CHECK(from.shape() == p->value.shape(), "model tensor '", it->first, "' has shape ",
                  shape_str(from.shape()), " in the checkpoint but ", shape_str(p->value.shape()),
                  " in the model");
-        // fp16 / bf16 weights (most Megatron checkpoints) widen exactly into an f32 model.
-        if ((from.dtype() == DType::f16 || from.dtype() == DType::bf16) &&
-            p->value.dtype() == DType::f32)
-            from = cast_float(from, DType::f32);
+        // fp16 / bf16 weights (most Megatron checkpoints) widen exactly into an f32 model; f32
+        // weights round into a bf16 one (as torch's copy_ into a bf16 parameter).
+        const auto half = [](DType d) { return d == DType::f16 || d == DType::bf16; };
+        if ((half(from.dtype()) && p->value.dtype() == DType::f32) ||
+            (from.dtype() == DType::f32 && half(p->value.dtype())))
+            from = cast_float(from, p->value.dtype());
         MT_CHECK(from.dtype() == p->value.dtype(), "model tensor '", it->first, "' is ",
                  from.describe(), " in the checkpoint but the model holds ", p->value.describe());
         if (how == WeightLoad::share && from.is_contiguous())

@@ -60,8 +60,8 @@ ops::RopeTables SelfAttention::rope_tables(int64_t first, int64_t count) const {
         // Megatron: dim = int(kv_channels * rotary_percent). Doubling keeps decoding's
         // one-position-at-a-time growth from recomputing the tables at every step.
         const int64_t dim = int64_t(double(hd_) * double(config_.rotary_percent));
-        rope_ =
-            backend_->rope_tables(std::max(end, 2 * kept), dim, config_.rotary_base, config_.dtype);
+        rope_ = backend_->rope_tables(std::max(end, 2 * kept), dim, config_.rotary_base,
+                                      upcast_dtype(config_.dtype));  // f32 tables for bf16
     }
     return {rope_.cos.slice(0, first, end), rope_.sin.slice(0, first, end)};
 }
@@ -106,7 +106,7 @@ Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved
         s.attention.document_start = backend_->contiguous(document_start);
     }
     s.out = backend_->empty(s.q.shape(), s.q.dtype());
-    s.lse = backend_->empty({l.B, nq_, l.T}, s.q.dtype());
+    s.lse = backend_->empty({l.B, nq_, l.T}, upcast_dtype(s.q.dtype()));  // f32 for bf16
     backend_->attention_forward(s.q, s.k, s.v, s.attention, s.out, s.lse);
     return proj_.forward(s.out.view({l.B, l.T, nq_ * hd_}), saved ? &s.proj : nullptr);
 }
@@ -132,7 +132,7 @@ Tensor SelfAttention::attend_cached(const Tensor& q, const Tensor& k, const Tens
         ops::AttentionConfig config;
         config.scale = scale;
         config.block = config_.attention_block;
-        Tensor lse = backend_->empty({B, nq_, T}, q.dtype());
+        Tensor lse = backend_->empty({B, nq_, T}, upcast_dtype(q.dtype()));
         backend_->attention_forward(q, k, v, config, out, lse);
     } else {
         backend_->attention_cached(q, kc, vc, cache.past, scale, out);

@@ -22,10 +22,10 @@ Tensor Norm::forward(const Tensor& x, Saved* saved) const {
     MT_CHECK(xc.dim() >= 1, "Norm ", weight_.name, ": x must be (..., C), got ", x.describe());
     Shape lead(xc.shape().begin(), xc.shape().end() - 1);
     Tensor y = backend_->empty(xc.shape(), xc.dtype());
-    Tensor rstd = backend_->empty(lead, xc.dtype());
+    Tensor rstd = backend_->empty(lead, upcast_dtype(xc.dtype()));  // f32 statistics of bf16 rows
     Tensor mean;
     if (kind_ == NormKind::layer_norm) {
-        mean = backend_->empty(lead, xc.dtype());
+        mean = backend_->empty(lead, upcast_dtype(xc.dtype()));
         backend_->layer_norm_forward(xc, weight_.value, bias_.value, config_, y, mean, rstd);
     } else {
         backend_->rms_norm_forward(xc, weight_.value, config_, y, rstd);

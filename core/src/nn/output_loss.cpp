@@ -53,8 +53,10 @@ Tensor OutputLoss::forward(const Tensor& hidden, const Tensor& targets, Saved* s
     Tensor h = backend_->contiguous(whole).view({-1, hidden_});
     Tensor tg = backend_->contiguous(targets).view({-1});
     const int64_t n = h.size(0);
-    Tensor losses = backend_->empty({n}, h.dtype()), lse = backend_->empty({n}, h.dtype());
-    Tensor target_logit = tp_.active() ? backend_->empty({n}, h.dtype()) : Tensor();
+    // The loss and its log-sum-exp in f32 for bf16 logits (Megatron's cross-entropy upcasts).
+    const DType loss_dtype = upcast_dtype(h.dtype());
+    Tensor losses = backend_->empty({n}, loss_dtype), lse = backend_->empty({n}, loss_dtype);
+    Tensor target_logit = tp_.active() ? backend_->empty({n}, loss_dtype) : Tensor();
     for (int64_t r0 = 0; r0 < n; r0 += chunk_rows_) {
         const int64_t r1 = std::min(n, r0 + chunk_rows_);
         Tensor logits = backend_->empty({r1 - r0, vocab_}, h.dtype());

@@ -5,13 +5,17 @@
 
 namespace mt::nn {
 
+DType upcast_dtype(DType value_dtype) {
+    return value_dtype == DType::f16 || value_dtype == DType::bf16 ? DType::f32 : value_dtype;
+}
+
 Parameter make_parameter(Backend& backend, std::string name, const Shape& whole_shape, DType dtype,
                          ShardSpec shard, bool weight_decay, const TensorParallel& tp) {
     const Shape local = shard_shape(whole_shape, shard, tp.size(), "parameter '" + name + "'");
     Parameter p;
     p.name = std::move(name);
     p.value = backend.zeros(local, dtype);
-    p.grad = backend.zeros(local, dtype);
+    p.grad = backend.zeros(local, upcast_dtype(dtype));
     p.shard = shard;
     p.weight_decay = weight_decay;
     p.whole_shape = whole_shape;

@@ -15,13 +15,25 @@ Optimizer::Optimizer(Backend& backend, std::vector<nn::Parameter*> parameters,
                      OptimizerConfig config)
     : backend_(&backend), parameters_(std::move(parameters)), config_(config) {
     for (nn::Parameter* p : parameters_) {
-        MT_CHECK(p->value.dtype() == DType::f32 && p->value.is_contiguous(), "parameter ", p->name,
-                 ": the optimizer updates contiguous f32 tensors, got ", p->value.describe());
+        const DType dtype = p->value.dtype();
+        MT_CHECK((dtype == DType::f32 || dtype == DType::bf16) && p->value.is_contiguous() &&
+                     p->grad.dtype() == DType::f32,
+                 "parameter ", p->name,
+                 ": the optimizer updates contiguous f32 or bf16 tensors with f32 grads, got ",
+                 p->value.describe(), " with grad ", p->grad.describe());
+        masters_.push_back(dtype == DType::bf16 ? backend.empty(p->value.shape(), DType::f32)
+                                                : Tensor());
         first_.push_back(backend.zeros(p->value.shape(), DType::f32));
         second_.push_back(config.type == OptimizerType::adam
                               ? backend.zeros(p->value.shape(), DType::f32)
                               : Tensor());
     }
+    reload_model_params();
+}
+
+void Optimizer::reload_model_params() {
+    for (size_t i = 0; i < parameters_.size(); ++i)
+        if (masters_[i].defined()) backend_->cast(parameters_[i]->value, masters_[i]);
 }
 
 void Optimizer::set_config(const OptimizerConfig& config) {
@@ -38,14 +50,16 @@ void Optimizer::step(double lr, double weight_decay) {
     for (size_t i = 0; i < parameters_.size(); ++i) {
         nn::Parameter& p = *parameters_[i];
         const double wd = p.weight_decay ? weight_decay : 0.0;
+        Tensor& updated = masters_[i].defined() ? masters_[i] : p.value;
         if (config_.type == OptimizerType::adam)
             backend_->adamw_step(
-                p.value, p.grad, first_[i], second_[i],
+                updated, p.grad, first_[i], second_[i],
                 ops::AdamWConfig{lr, config_.adam_beta1, config_.adam_beta2, config_.adam_eps, wd},
                 steps_);
         else
-            backend_->sgd_step(p.value, p.grad, first_[i],
+            backend_->sgd_step(updated, p.grad, first_[i],
                                ops::SgdConfig{lr, config_.sgd_momentum, wd}, steps_);
+        if (masters_[i].defined()) backend_->cast(masters_[i], p.value);  // Megatron rounds too
     }
 }
 

@@ -24,9 +24,13 @@ GradBuffer::GradBuffer(const std::vector<nn::Parameter*>& params, Communicator& 
     std::vector<int64_t> numels;
     for (nn::Parameter* p : params) {
         MT_CHECK(
-            p->value.dtype() == DType::f32 && p->value.is_contiguous() && p->grad.is_contiguous(),
-            "data parallelism: parameter ", p->name, " must be contiguous f32, got ",
+            p->grad.dtype() == DType::f32 && p->value.is_contiguous() && p->grad.is_contiguous(),
+            "data parallelism: parameter ", p->name, " must be contiguous with an f32 grad, got ",
             p->value.describe());
+        // The distributed optimizer's buffer holds the f32 weights it updates in place.
+        MT_CHECK(p->value.dtype() == DType::f32 || !config.distributed_optimizer,
+                 "not supported yet: --use-distributed-optimizer with ",
+                 dtype_name(p->value.dtype()), " parameters (--bf16)");
         numels.push_back(p->value.numel());
     }
     const BufferLayout layout = buffer_layout(numels, dp.size(), config);

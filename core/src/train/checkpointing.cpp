@@ -119,6 +119,12 @@ void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& pa
         };
         into(it->second->exp_avg, first_buffer, parts.optimizer.first());
         if (type == "adam") into(it->second->exp_avg_sq, second_buffer, parts.optimizer.second());
+        // A bf16 run resumes from the saved f32 masters; from an f32 checkpoint (no masters),
+        // from the loaded weights (reload_model_params below).
+        if (!sharded && parts.optimizer.masters()[i].defined() && it->second->main_param.defined())
+            copy_checked(parts.optimizer.backend(), "master weights of", p.name,
+                         nn::piece_of_whole(p, it->second->main_param),
+                         parts.optimizer.masters()[i]);
     }
     if (sharded)
         for (size_t i = 0; i < parts.grad_buffer->shard().size(); ++i) {
@@ -260,9 +266,13 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
                     opt.params.push_back(ps);
                 continue;
             }
+            // The f32 master copy of a bf16 parameter (the distributed optimizer keeps none).
+            const Tensor master =
+                distributed_optimizer(parts) ? Tensor() : parts.optimizer.masters()[i];
             if (!o.own_share) {
                 ps.exp_avg = whole_of(parts, p, moments[i].first);
                 if (opt.type == "adam") ps.exp_avg_sq = whole_of(parts, p, moments[i].second);
+                if (master.defined()) ps.main_param = whole_of(parts, p, master);
                 opt.params.push_back(std::move(ps));
                 continue;
             }
@@ -270,9 +280,12 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
             const auto first = main_boxes(parts, p, moments[i].first);
             const auto second = opt.type == "adam" ? main_boxes(parts, p, moments[i].second)
                                                    : std::vector<ShardedTensor>();
+            const auto masters =
+                master.defined() ? main_boxes(parts, p, master) : std::vector<ShardedTensor>();
             for (size_t b = 0; b < first.size(); ++b) {
                 ps.exp_avg = first[b].local;
                 if (!second.empty()) ps.exp_avg_sq = second[b].local;
+                if (!masters.empty()) ps.main_param = masters[b].local;
                 opt.params.push_back(ps);
             }
         }
@@ -299,6 +312,7 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
 void restore_checkpoint(const CheckpointState& state, const TrainingParts& parts,
                         const RestoreOptions& o) {
     load_model_weights(state, parts.model, WeightLoad::copy);
+    parts.optimizer.reload_model_params();  // bf16 masters; the optimizer state may replace them
     if (o.finetune) return;
     parts.trainer.set_progress(state.iteration, state.consumed_train_samples,
                                state.consumed_valid_samples);

@@ -284,6 +284,22 @@ OptimizerCheckpoint optimizer_from_py(const PyValue& opt, const CheckpointState&
     }
     // SGD keeps no step count: its iterations are the updates taken.
     if (o.type == "sgd") o.step = s.iteration;
+    if (const PyValue* masters = opt.find("fp32_from_fp16_params")) {
+        MT_CHECK(
+            masters->kind() == PyKind::list && masters->items().size() == groups.items().size(),
+            file, ": fp32_from_fp16_params does not hold one list per param group");
+        for (size_t g = 0; g < groups.items().size(); ++g) {
+            const bool decay = groups.items()[g]["wd_mult"].as_double() != 0.0;
+            size_t k = 0;
+            while (ours.decay[k] != decay) ++k;  // found above
+            const auto& group = (*masters).items()[g].items();
+            MT_CHECK(group.size() == ours.members[k].size(), file, ": fp32_from_fp16_params group ",
+                     g, " holds ", group.size(), " tensors for ", ours.members[k].size(),
+                     " parameters");
+            for (size_t j = 0; j < group.size(); ++j)
+                o.params[ours.members[k][j]].main_param = group[j].as_tensor();
+        }
+    }
     return o;
 }
 
@@ -330,6 +346,27 @@ PyValue distributed_optimizer_to_py(const OptimizerCheckpoint& o) {
     return out;
 }
 
+// Float16OptimizerWithFloat16Params.state_dict() (--bf16 / --fp16 without the distributed
+// optimizer): the torch state dict beside the f32 master copies, grouped as its param groups.
+PyValue mixed_precision_optimizer_to_py(const OptimizerCheckpoint& o) {
+    Groups groups =
+        make_groups(o.params.size(), [&](size_t i) { return o.params[i].weight_decay; });
+    PyValue masters = PyValue::list();
+    for (const auto& members : groups.members) {
+        PyValue group = PyValue::list();
+        for (size_t i : members) group.items().push_back(PyValue::tensor(o.params[i].main_param));
+        masters.items().push_back(std::move(group));
+    }
+    PyValue out = PyValue::dict();
+    out.dict_ref().set("optimizer", optimizer_to_py(o));
+    out.dict_ref().set("fp32_from_fp16_params", std::move(masters));
+    return out;
+}
+
+bool has_main_params(const OptimizerCheckpoint& o) {
+    return !o.params.empty() && o.params[0].main_param.defined();
+}
+
 PyValue to_py(const CheckpointState& s) {
     io::PyObject ns;
     ns.module = "argparse";
@@ -356,9 +393,10 @@ PyValue to_py(const CheckpointState& s) {
     r.set("iteration", PyValue::integer(s.iteration));
     r.set("model", std::move(model));
     if (s.optimizer)
-        r.set("optimizer", saved_by_distributed_optimizer(s.args)
-                               ? distributed_optimizer_to_py(*s.optimizer)
-                               : optimizer_to_py(*s.optimizer));
+        r.set("optimizer",
+              saved_by_distributed_optimizer(s.args) ? distributed_optimizer_to_py(*s.optimizer)
+              : has_main_params(*s.optimizer)        ? mixed_precision_optimizer_to_py(*s.optimizer)
+                                                     : optimizer_to_py(*s.optimizer));
     if (s.scheduler) r.set("opt_param_scheduler", scheduler_to_py(*s.scheduler));
     r.set("rerun_state_machine", PyValue());
     if (s.rng) {

@@ -20,7 +20,12 @@ std::vector<std::string> moment_names(const std::string& type) {
 }
 
 const Tensor& moment(const OptimizerParamState& p, const std::string& name) {
+    if (name == kMasterName) return p.main_param;
     return name == "exp_avg_sq" ? p.exp_avg_sq : p.exp_avg;
+}
+
+bool has_masters(const OptimizerCheckpoint& o) {
+    return !o.params.empty() && o.params[0].main_param.defined();
 }
 
 double step_value(const PyValue& v, const std::string& where) {
@@ -53,7 +58,12 @@ PyValue optimizer_common_to_py(const OptimizerCheckpoint& optimizer) {
     PyValue out = PyValue::dict();
     out.dict_ref().set("state", std::move(state));
     out.dict_ref().set("param_groups", std::move(groups));
-    return out;
+    if (!has_masters(optimizer)) return out;
+    // Float16OptimizerWithFloat16Params wraps torch's state dict; its fp32_from_fp16_params are
+    // all sharded tensors, so dist_checkpointing leaves no trace of them in common.pt.
+    PyValue wrapped = PyValue::dict();
+    wrapped.dict_ref().set("optimizer", std::move(out));
+    return wrapped;
 }
 
 std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer,
@@ -61,7 +71,9 @@ std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer
     MT_CHECK(optimizer.params.size() == model.size(), "torch_dist: optimizer state for ",
              optimizer.params.size(), " tensors, the model has ", model.size());
     std::vector<StoredTensor> out;
-    for (const std::string& m : moment_names(optimizer.type)) {
+    std::vector<std::string> names = moment_names(optimizer.type);
+    if (has_masters(optimizer)) names.insert(names.begin(), kMasterName);
+    for (const std::string& m : names) {
         ShardedTensors tensors;
         for (size_t i = 0; i < model.size(); ++i) {
             const OptimizerParamState& p = optimizer.params[i];
@@ -89,14 +101,16 @@ OptimizerCheckpoint optimizer_from_py(
                      " unless --no-ckpt-fully-parallel-save)");
     for (const auto& [name, t] : moments)
         MT_CHECK(name.starts_with("exp_avg.") || name.starts_with("exp_avg_sq.") ||
-                     name.starts_with("momentum_buffer."),
-                 "not supported yet: optimizer state ", kMomentPrefix, name, " in ", where,
-                 " (master weights of fp16/bf16 training or the distributed optimizer)");
-    // FP32Optimizer: torch's state dict (the step in state.common_step); DistributedOptimizer:
-    // {'optimizer': {'param_groups'}, 'param_state_sharding_type'}, the step in each group.
+                     name.starts_with("momentum_buffer.") ||
+                     name.starts_with(std::string(kMasterName) + "."),
+                 "not supported yet: optimizer state ", kMomentPrefix, name, " in ", where);
+    // FP32Optimizer: torch's state dict (the step in state.common_step); Float16Optimizer...:
+    // {'optimizer': that}; DistributedOptimizer: {'optimizer': {'param_groups'},
+    // 'param_state_sharding_type'}, the step in each group.
     const PyValue& top = common["optimizer"];
     const bool distributed = top.kind() == PyKind::dict && top.find("param_state_sharding_type");
-    const PyValue& opt = distributed ? top["optimizer"] : top;
+    const bool wrapped = top.kind() == PyKind::dict && top.find("optimizer");
+    const PyValue& opt = wrapped ? top["optimizer"] : top;
     MT_CHECK(opt.kind() == PyKind::dict && opt.find("param_groups") &&
                  (distributed || opt.find("state")) && opt["param_groups"].kind() == PyKind::list &&
                  !opt["param_groups"].items().empty(),
@@ -148,6 +162,12 @@ OptimizerCheckpoint optimizer_from_py(
                      " but the parameter is ", shape_str(t.local.shape()),
                      " (flattened distributed-optimizer shards?) in ", where);
             slot = *value;
+        }
+        if (const Tensor* master = find_tensor(moments, std::string(kMasterName) + "." + name)) {
+            MT_CHECK(master->shape() == t.local.shape(), "optimizer state ", kMomentPrefix,
+                     kMasterName, ".", name, " is ", master->describe(), " but the parameter is ",
+                     shape_str(t.local.shape()), " in ", where);
+            p.main_param = *master;
         }
         o.params.push_back(std::move(p));
     }

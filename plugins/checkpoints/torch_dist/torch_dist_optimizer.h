@@ -17,6 +17,10 @@
 namespace mt::plugins::torch_dist {
 
 inline constexpr const char* kMomentPrefix = "optimizer.state.";
+// The f32 master weights of fp16 / bf16 training: "optimizer.state.fp32_param.<model key>",
+// sharded like the parameter (Float16OptimizerWithFloat16Params), beside the moments; common.pt
+// then wraps the torch state: 'optimizer': {'optimizer': {'state', 'param_groups'}}.
+inline constexpr const char* kMasterName = "fp32_param";
 
 // The common part: Megatron's param groups (the `torch` format's, see torch_state.h) and the
 // shared step.
@@ -30,7 +34,7 @@ std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer
 // The optimizer of a checkpoint from its common 'optimizer' entry and its moments, keyed
 // "<moment>.<core name>" (exp_avg.decoder.layers.0....). Parameters are `model`'s, in its order;
 // their weight-decay group follows Megatron's default rule (".bias" or 1-D: none). Layouts this
-// does not read (distributed optimizer, fp16/bf16 master weights, several chained optimizers)
+// does not read (several chained optimizers)
 // are mt::Errors saying "not supported yet: ..." (the loader keeps the message in
 // CheckpointState::optimizer_not_loaded); `where` names the checkpoint.
 OptimizerCheckpoint optimizer_from_py(

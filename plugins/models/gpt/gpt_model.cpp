@@ -53,8 +53,8 @@ nn::TransformerConfig layer_config(const GptConfig& c, DType dtype, const nn::Te
 }
 
 const GptConfig& checked(const GptConfig& c, DType dtype) {
-    MT_CHECK(dtype == DType::f32 || dtype == DType::f64, "GptModel: dtype ", dtype_name(dtype),
-             " is not supported (f32 or f64)");
+    MT_CHECK(dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16, "GptModel: dtype ",
+             dtype_name(dtype), " is not supported (f32, bf16, or f64 for the checks)");
     return c;
 }
 
@@ -212,7 +212,8 @@ void GptModel::initialize(uint64_t seed) {
         auto draw = [&](auto zero) {
             std::vector<decltype(zero)> whole(size_t(shape_numel(p->whole_shape)));
             fill_normal(whole, s, seed, name_hash(name));
-            backend_->copy(shard_tensor(host_tensor(std::move(whole), p->whole_shape), p->shard,
+            // A bf16 model draws in f32 and rounds, as torch's normal_ on a bf16 tensor does.
+            backend_->cast(shard_tensor(host_tensor(std::move(whole), p->whole_shape), p->shard,
                                         p->tp_size, p->tp_rank),
                            v);
         };
@@ -262,8 +263,8 @@ void GptModel::backward(const Tensor& dlosses, const Activations& saved) {
     const auto* acts = dynamic_cast<const GptActivations*>(&saved);
     MT_CHECK(acts != nullptr && acts->layers.size() == layers_.size(),
              "GptModel: backward needs the activations of this model's forward");
-    MT_CHECK(dlosses.dtype() == dtype_, "GptModel: dlosses must be ", dtype_name(dtype_), ", got ",
-             dlosses.describe());
+    MT_CHECK(dlosses.dtype() == nn::upcast_dtype(dtype_), "GptModel: dlosses must be ",
+             dtype_name(nn::upcast_dtype(dtype_)), ", got ", dlosses.describe());
     Tensor dh = output_.backward(dlosses, acts->output);
     report_grads(output_);  // its own weight only: a tied one is final after the embedding
     dh = final_norm_.backward(dh, acts->final_norm);

@@ -35,7 +35,8 @@ class GptFamily final : public ModelFamily {
     using ModelFamily::build;
     std::unique_ptr<Model> build(const ModelArgs& args,
                                  const BuildContext& context) const override {
-        return std::make_unique<GptModel>(gpt_config_from_args(args), context);
+        return std::make_unique<GptModel>(gpt_config_from_args(args), context,
+                                          context.params_dtype);
     }
 };
 }  // namespace

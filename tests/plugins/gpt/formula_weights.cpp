@@ -17,7 +17,10 @@ uint64_t formula_hash(uint64_t base, uint64_t i) {
 
 void fill_formula_weight(nn::Parameter& p) {
     const uint64_t base = fnv1a64(p.name);
-    float* v = p.value.data<float>();
+    // A bf16 parameter receives the f32 formula rounded.
+    Tensor f32 =
+        p.value.dtype() == DType::f32 ? p.value : Tensor::empty(p.value.shape(), DType::f32);
+    float* v = f32.data<float>();
     for (int64_t i = 0; i < p.value.numel(); ++i) {
         const float u =
             float(int64_t(formula_hash(base, uint64_t(i)) >> 40) - (1 << 23)) / float(1 << 23);
@@ -28,6 +31,7 @@ void fill_formula_weight(nn::Parameter& p) {
         else
             v[i] = 1.0f + u * 0.125f;
     }
+    if (f32.raw_data() != p.value.raw_data()) p.value.copy_from(cast_float(f32, p.value.dtype()));
 }
 
 }  // namespace mt::plugins::gpt

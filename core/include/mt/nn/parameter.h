@@ -16,7 +16,9 @@ struct Parameter {
     std::string
         name;      // Megatron-core key, e.g. "decoder.layers.0.self_attention.linear_qkv.weight"
     Tensor value;  // the weight, shaped as Megatron stores it
-    Tensor grad;   // same shape and dtype; backward accumulates (+=), the caller zeroes it
+    // Same shape; backward accumulates (+=), the caller zeroes it. The value's dtype, but f32 for
+    // f16 / bf16 values (Megatron's main_grad: --accumulate-allreduce-grads-in-fp32).
+    Tensor grad;
     ShardSpec shard;
     bool weight_decay = true;      // Megatron decays weights, not biases or norm parameters
     Shape whole_shape;             // the unsharded tensor's shape (value's when not split)
@@ -42,6 +44,10 @@ MT_API Parameter make_parameter(Backend& backend, std::string name, const Shape&
 // `t` cut to p's tensor-parallel piece when it is the whole tensor of a parameter that holds a
 // piece (a checkpoint's tensor, or optimizer state); otherwise `t` itself.
 MT_API Tensor piece_of_whole(const Parameter& p, const Tensor& t);
+
+// The dtype Megatron accumulates and reduces in for values of `value_dtype`: f32 for f16 and bf16
+// (its fp32 main grads, norm statistics, softmax log-sum-exps and loss), else the dtype itself.
+MT_API DType upcast_dtype(DType value_dtype);
 
 // p's entry in a model's parameter list: its name, whole shape, dtype, shard spec and decay.
 MT_API ParameterInfo describe(const Parameter& p);

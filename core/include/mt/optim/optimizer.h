@@ -29,7 +29,10 @@ struct OptimizerConfig {
 
 class MT_API Optimizer {
   public:
-    // The parameters live on `backend`, where the optimizer keeps its state and computes.
+    // The parameters live on `backend`, where the optimizer keeps its state and computes. f32
+    // parameters are updated in place; bf16 ones through f32 master copies (Megatron's
+    // Float16OptimizerWithFloat16Params) taken from their values now: call reload_model_params()
+    // after the values change other than by step() (a checkpoint's weights).
     Optimizer(Backend& backend, std::vector<nn::Parameter*> parameters, OptimizerConfig config);
 
     // One update of every parameter from its grad: `lr` and `weight_decay` as the schedule
@@ -37,6 +40,8 @@ class MT_API Optimizer {
     void step(double lr, double weight_decay);
     // grad = 0 for every parameter.
     void zero_grad();
+    // masters = the parameters' values (Megatron's reload_model_params).
+    void reload_model_params();
 
     const OptimizerConfig& config() const { return config_; }
     Backend& backend() const { return *backend_; }
@@ -52,12 +57,15 @@ class MT_API Optimizer {
     // buffer in first() (second() unused). Exposed for checkpoints.
     std::vector<Tensor>& first() { return first_; }
     std::vector<Tensor>& second() { return second_; }
+    // The f32 master copy of each bf16 parameter (Megatron's fp32_from_float16 params), in
+    // parameter order; undefined for f32 parameters. Exposed for checkpoints.
+    std::vector<Tensor>& masters() { return masters_; }
 
   private:
     Backend* backend_;
     std::vector<nn::Parameter*> parameters_;
     OptimizerConfig config_;
-    std::vector<Tensor> first_, second_;
+    std::vector<Tensor> first_, second_, masters_;
     int64_t steps_ = 0;
 };
 

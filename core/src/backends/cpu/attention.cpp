@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "half_as_float.h"
 #include "mt/kernels/rng.h"
 #include "op_support.h"
 
@@ -262,6 +263,11 @@ void backward_group(const Dims& d, const AttentionConfig& cfg, const T* q, const
 
 void CpuBackend::attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
                                    const AttentionConfig& config, Tensor& out, Tensor& lse) {
+    if (any_half({&q, &k, &v, &out, &lse})) {
+        HalfAsFloat h;
+        attention_forward(h.in(q), h.in(k), h.in(v), config, h.out(out), h.out(lse));
+        return h.finish();
+    }
     const char* op = "attention_forward";
     Dims d = check_qkv(op, q, k, v, config);
     check_float_shape(op, "out", out, q.shape(), q.dtype());
@@ -277,6 +283,12 @@ void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tens
                                     const Tensor& out, const Tensor& lse, const Tensor& dout,
                                     const AttentionConfig& config, Tensor& dq, Tensor& dk,
                                     Tensor& dv) {
+    if (any_half({&q, &k, &v, &out, &lse, &dout, &dq, &dk, &dv})) {
+        HalfAsFloat h;
+        attention_backward(h.in(q), h.in(k), h.in(v), h.in(out), h.in(lse), h.in(dout), config,
+                           h.out(dq), h.out(dk), h.out(dv));
+        return h.finish();
+    }
     const char* op = "attention_backward";
     Dims d = check_qkv(op, q, k, v, config);
     check_float_shape(op, "out", out, q.shape(), q.dtype());

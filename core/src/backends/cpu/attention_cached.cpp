@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cpu_backend.h"
+#include "half_as_float.h"
 #include "mt/kernels/hd.h"
 #include "op_support.h"
 
@@ -65,6 +66,11 @@ void cached(const T* q, const T* kc, const T* vc, T* out, int64_t B, int64_t Tq,
 
 void CpuBackend::attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                                   int64_t past, double scale, Tensor& out) {
+    if (any_half({&q, &k_cache, &v_cache, &out})) {
+        HalfAsFloat h;
+        attention_cached(h.in(q), h.in(k_cache), h.in(v_cache), past, scale, h.out(out));
+        return h.finish();
+    }
     const char* op = "attention_cached";
     check_float(op, "q", q);
     MT_CHECK(q.dim() == 4, op, ": q must be (B, Tq, nq, hd), got ", q.describe());

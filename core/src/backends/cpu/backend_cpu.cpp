@@ -9,6 +9,9 @@
 #include <cstring>
 
 #include "cpu_backend.h"
+#include "gemm_bf16.h"
+#include "half_as_float.h"
+#include "mt/kernels/bf16.h"
 #include "op_support.h"
 #include "skinny_gemm.h"
 
@@ -95,6 +98,14 @@ void CpuBackend::fill(Tensor& x, double value) {
         std::memset(x.raw_data(), 0, size_t(x.nbytes()));
         return;
     }
+    if (x.dtype() == DType::bf16 || x.dtype() == DType::f16) {
+        const uint16_t bits =
+            x.dtype() == DType::bf16 ? k::float_to_bf16(float(value)) : float_to_half(float(value));
+        uint16_t* p = static_cast<uint16_t*>(x.raw_data());
+#pragma omp parallel for schedule(static) if (n >= detail::kParallelMin)
+        for (int64_t i = 0; i < n; ++i) p[i] = bits;
+        return;
+    }
     detail::check_float("fill", "x", x);
     detail::with_float(x.dtype(), [&](auto tag) {
         using T = decltype(tag);
@@ -105,16 +116,17 @@ void CpuBackend::fill(Tensor& x, double value) {
 }
 
 void CpuBackend::cast(const Tensor& src, Tensor& dst) {
-    MT_CHECK(src.shape() == dst.shape() && dst.is_contiguous(), "cast: ", src.describe(), " -> ",
-             dst.describe(), ": shapes differ or the destination is not contiguous");
-    const Tensor converted = cast_float(src, dst.dtype());
-    dst.copy_from(converted);
+    convert(src, dst);
 }
 
 void CpuBackend::gemm(Transpose ta, Transpose tb, float alpha, const Tensor& a, const Tensor& b,
                       float beta, Tensor& c) {
     if (a.dtype() == DType::f64) {
         gemm_f64(ta, tb, alpha, a, b, beta, c);
+        return;
+    }
+    if (a.dtype() == DType::bf16) {
+        gemm_bf16_tensors(ta, tb, alpha, a, b, beta, c);
         return;
     }
     Matrix A = as_matrix(a, "A"), B = as_matrix(b, "B"), C = as_matrix(c, "C");
@@ -131,6 +143,30 @@ void CpuBackend::gemm(Transpose ta, Transpose tb, float alpha, const Tensor& a, 
         return;
     }
     parallel_sgemm(ta, tb, m, n, k, alpha, A, B, beta, C);
+}
+
+void CpuBackend::gemm_bf16_tensors(Transpose ta, Transpose tb, float alpha, const Tensor& a,
+                                   const Tensor& b, float beta, Tensor& c) {
+    // A and B bf16; C f32 (weight gradients accumulate in fp32, Megatron's main_grad) or bf16.
+    auto matrix = [](const Tensor& t, const char* what) {
+        MT_CHECK(t.dim() == 2 && t.device().type == DeviceType::cpu && t.strides()[1] == 1 &&
+                     t.strides()[0] >= std::max<int64_t>(1, t.shape()[1]),
+                 "gemm: ", what, " must be a 2-D CPU matrix with unit column stride, got ",
+                 t.describe());
+    };
+    matrix(a, "A"), matrix(b, "B"), matrix(c, "C");
+    MT_CHECK(b.dtype() == DType::bf16 && (c.dtype() == DType::f32 || c.dtype() == DType::bf16),
+             "gemm: a bf16 A needs a bf16 B and an f32 or bf16 C, got ", b.describe(), " and ",
+             c.describe());
+    const bool at = ta == Transpose::yes, bt = tb == Transpose::yes;
+    const int64_t m = at ? a.size(1) : a.size(0), k = at ? a.size(0) : a.size(1);
+    const int64_t kb = bt ? b.size(1) : b.size(0), n = bt ? b.size(0) : b.size(1);
+    MT_CHECK(k == kb && c.size(0) == m && c.size(1) == n, "gemm: shapes do not agree: op(A) is ", m,
+             "x", k, ", op(B) is ", kb, "x", n, ", C is ", c.describe());
+    if (m == 0 || n == 0) return;
+    gemm_bf16(at, bt, m, n, k, alpha, static_cast<const uint16_t*>(a.raw_data()), a.strides()[0],
+              static_cast<const uint16_t*>(b.raw_data()), b.strides()[0], beta, c.raw_data(),
+              c.strides()[0], c.dtype() == DType::bf16);
 }
 
 void CpuBackend::gemm_batched(Transpose ta, Transpose tb, float alpha, const Tensor& a,

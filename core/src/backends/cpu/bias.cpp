@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "half_as_float.h"
 #include "op_support.h"
 
 namespace mt::cpu {
@@ -27,6 +28,11 @@ int64_t check_rows(const char* op, const char* name, const Tensor& x, const Tens
 }  // namespace
 
 void CpuBackend::add_bias(const Tensor& bias, Tensor& y) {
+    if (any_half({&bias, &y})) {
+        HalfAsFloat h;
+        add_bias(h.in(bias), h.out(y));
+        return h.finish();
+    }
     const int64_t rows = check_rows("add_bias", "y", y, bias);
     const int64_t cols = bias.numel();
     with_float(y.dtype(), [&](auto t) {
@@ -40,6 +46,11 @@ void CpuBackend::add_bias(const Tensor& bias, Tensor& y) {
 }
 
 void CpuBackend::add_column_sums(const Tensor& dy, Tensor& dbias) {
+    if (any_half({&dy, &dbias})) {
+        HalfAsFloat h;
+        add_column_sums(h.in(dy), h.out(dbias));
+        return h.finish();
+    }
     const int64_t rows = check_rows("add_column_sums", "dy", dy, dbias);
     const int64_t cols = dbias.numel();
     with_float(dy.dtype(), [&](auto t) {

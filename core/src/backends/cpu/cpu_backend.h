@@ -99,6 +99,9 @@ class CpuBackend final : public Backend {
                   const SgdConfig& config, int64_t step) override;
 
   private:
+    // gemm() for bf16 A and B (gemm_bf16.h).
+    static void gemm_bf16_tensors(Transpose ta, Transpose tb, float alpha, const Tensor& a,
+                                  const Tensor& b, float beta, Tensor& c);
     // C = op(A) op(B) (alpha, beta) for f64 matrices through cblas_dgemm (gemm_f64.cpp).
     static void gemm_f64(Transpose ta, Transpose tb, double alpha, const Tensor& a, const Tensor& b,
                          double beta, Tensor& c);

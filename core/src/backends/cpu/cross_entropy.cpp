@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "half_as_float.h"
 #include "mt/kernels/cross_entropy.h"
 #include "op_support.h"
 
@@ -104,6 +105,11 @@ void forward_rows(const Tensor& logits, const std::vector<int64_t>& cols, Tensor
 
 void CpuBackend::cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& losses,
                                        Tensor& lse) {
+    if (any_half({&logits, &losses, &lse})) {
+        HalfAsFloat h;
+        cross_entropy_forward(h.in(logits), targets, h.out(losses), h.out(lse));
+        return h.finish();
+    }
     const char* op = "cross_entropy_forward";
     auto [rows, vocab] = check_rows(op, logits, targets);
     check_float_shape(op, "losses", losses, targets.shape(), logits.dtype());
@@ -120,6 +126,11 @@ void CpuBackend::cross_entropy_forward(const Tensor& logits, const Tensor& targe
 
 void CpuBackend::cross_entropy_backward(const Tensor& logits, const Tensor& targets,
                                         const Tensor& lse, const Tensor& dlosses, Tensor& dlogits) {
+    if (any_half({&logits, &lse, &dlosses, &dlogits})) {
+        HalfAsFloat h;
+        cross_entropy_backward(h.in(logits), targets, h.in(lse), h.in(dlosses), h.out(dlogits));
+        return h.finish();
+    }
     const char* op = "cross_entropy_backward";
     auto [rows, vocab] = check_rows(op, logits, targets);
     check_float_shape(op, "lse", lse, targets.shape(), logits.dtype());
@@ -131,6 +142,12 @@ void CpuBackend::cross_entropy_backward(const Tensor& logits, const Tensor& targ
 void CpuBackend::cross_entropy_shard_forward(const Tensor& logits, const Tensor& targets,
                                              int64_t vocab_start, Tensor& lse,
                                              Tensor& target_logit) {
+    if (any_half({&logits, &lse, &target_logit})) {
+        HalfAsFloat h;
+        cross_entropy_shard_forward(h.in(logits), targets, vocab_start, h.out(lse),
+                                    h.out(target_logit));
+        return h.finish();
+    }
     const char* op = "cross_entropy_shard_forward";
     auto [rows, vocab] = check_rows(op, logits, targets);
     check_float_shape(op, "lse", lse, targets.shape(), logits.dtype());
@@ -142,6 +159,12 @@ void CpuBackend::cross_entropy_shard_forward(const Tensor& logits, const Tensor&
 void CpuBackend::cross_entropy_shard_backward(const Tensor& logits, const Tensor& targets,
                                               int64_t vocab_start, const Tensor& lse,
                                               const Tensor& dlosses, Tensor& dlogits) {
+    if (any_half({&logits, &lse, &dlosses, &dlogits})) {
+        HalfAsFloat h;
+        cross_entropy_shard_backward(h.in(logits), targets, vocab_start, h.in(lse), h.in(dlosses),
+                                     h.out(dlogits));
+        return h.finish();
+    }
     const char* op = "cross_entropy_shard_backward";
     auto [rows, vocab] = check_rows(op, logits, targets);
     check_float_shape(op, "lse", lse, targets.shape(), logits.dtype());

@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "half_as_float.h"
 #include "mt/kernels/rng.h"
 #include "op_support.h"
 
@@ -54,11 +55,21 @@ void apply_mask(const char* op, const Tensor& src, float p, uint64_t seed, uint6
 
 void CpuBackend::dropout_forward(const Tensor& x, float p, uint64_t seed, uint64_t offset,
                                  Tensor& y) {
+    if (any_half({&x, &y})) {
+        HalfAsFloat h;
+        dropout_forward(h.in(x), p, seed, offset, h.out(y));
+        return h.finish();
+    }
     apply_mask("dropout_forward", x, p, seed, offset, y, false);
 }
 
 void CpuBackend::dropout_backward(const Tensor& dy, float p, uint64_t seed, uint64_t offset,
                                   Tensor& dx) {
+    if (any_half({&dy, &dx})) {
+        HalfAsFloat h;
+        dropout_backward(h.in(dy), p, seed, offset, h.out(dx));
+        return h.finish();
+    }
     apply_mask("dropout_backward", dy, p, seed, offset, dx, true);
 }
 

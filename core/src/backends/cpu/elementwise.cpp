@@ -2,6 +2,7 @@
 // type (f32, f64), picked by a switch; the activation math is in mt/kernels/activations.h.
 #include "cpu_backend.h"
 
+#include "half_as_float.h"
 #include "mt/kernels/activations.h"
 #include "op_support.h"
 
@@ -72,6 +73,11 @@ Shape halved(const Tensor& x) {
 }  // namespace
 
 void CpuBackend::unary_forward(UnaryOp op, const Tensor& x, Tensor& y) {
+    if (any_half({&x, &y})) {
+        HalfAsFloat h;
+        unary_forward(op, h.in(x), h.out(y));
+        return h.finish();
+    }
     check_float("unary_forward", "x", x);
     check_float_shape("unary_forward", "y", y, x.shape(), x.dtype());
     with_float(x.dtype(), [&](auto t) {
@@ -81,6 +87,11 @@ void CpuBackend::unary_forward(UnaryOp op, const Tensor& x, Tensor& y) {
 }
 
 void CpuBackend::unary_backward(UnaryOp op, const Tensor& x, const Tensor& dy, Tensor& dx) {
+    if (any_half({&x, &dy, &dx})) {
+        HalfAsFloat h;
+        unary_backward(op, h.in(x), h.in(dy), h.out(dx));
+        return h.finish();
+    }
     check_float("unary_backward", "x", x);
     check_float_shape("unary_backward", "dy", dy, x.shape(), x.dtype());
     check_float_shape("unary_backward", "dx", dx, x.shape(), x.dtype());
@@ -93,6 +104,11 @@ void CpuBackend::unary_backward(UnaryOp op, const Tensor& x, const Tensor& dy, T
 }
 
 void CpuBackend::swiglu_forward(const Tensor& x, Tensor& y) {
+    if (any_half({&x, &y})) {
+        HalfAsFloat h;
+        swiglu_forward(h.in(x), h.out(y));
+        return h.finish();
+    }
     auto [rows, half] = swiglu_shape("swiglu_forward", x);
     check_float_shape("swiglu_forward", "y", y, halved(x), x.dtype());
     with_float(x.dtype(), [&](auto t) {
@@ -111,6 +127,11 @@ void CpuBackend::swiglu_forward(const Tensor& x, Tensor& y) {
 }
 
 void CpuBackend::swiglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
+    if (any_half({&x, &dy, &dx})) {
+        HalfAsFloat h;
+        swiglu_backward(h.in(x), h.in(dy), h.out(dx));
+        return h.finish();
+    }
     auto [rows, half] = swiglu_shape("swiglu_backward", x);
     check_float_shape("swiglu_backward", "dy", dy, halved(x), x.dtype());
     check_float_shape("swiglu_backward", "dx", dx, x.shape(), x.dtype());
@@ -133,6 +154,11 @@ void CpuBackend::swiglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) 
 }
 
 void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
+    if (any_half({&a, &b, &y})) {
+        HalfAsFloat h;
+        add(h.in(a), h.in(b), h.out(y));
+        return h.finish();
+    }
     check_float("add", "a", a);
     check_float_shape("add", "b", b, a.shape(), a.dtype());
     check_float_shape("add", "y", y, a.shape(), a.dtype());
@@ -148,6 +174,11 @@ void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
 }
 
 void CpuBackend::scale(const Tensor& x, float alpha, Tensor& y) {
+    if (any_half({&x, &y})) {
+        HalfAsFloat h;
+        scale(h.in(x), alpha, h.out(y));
+        return h.finish();
+    }
     check_float("scale", "x", x);
     check_float_shape("scale", "y", y, x.shape(), x.dtype());
     with_float(x.dtype(), [&](auto t) {
@@ -161,6 +192,11 @@ void CpuBackend::scale(const Tensor& x, float alpha, Tensor& y) {
 }
 
 void CpuBackend::axpy(float alpha, const Tensor& x, Tensor& y) {
+    if (any_half({&x, &y})) {
+        HalfAsFloat h;
+        axpy(alpha, h.in(x), h.out(y));
+        return h.finish();
+    }
     check_float("axpy", "x", x);
     check_float_shape("axpy", "y", y, x.shape(), x.dtype());
     with_float(x.dtype(), [&](auto t) {

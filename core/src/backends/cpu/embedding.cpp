@@ -5,10 +5,12 @@
 #include <cstring>
 #include <vector>
 
+#include "half_as_float.h"
 #include "op_support.h"
 
 namespace mt::cpu {
 
+using detail::check_any_float;
 using detail::check_float;
 using detail::check_float_shape;
 using detail::in_t;
@@ -47,11 +49,14 @@ Shape rows_shape(const Tensor& ids, int64_t hidden) {
 
 void gather(const char* op, const Tensor& table, const Tensor& ids, int64_t start, bool piece,
             Tensor& y) {
-    check_float(op, "table", table);
+    check_any_float(op, "table", table);
     MT_CHECK(table.dim() == 2, op, ": table must be (V, H), got ", table.describe());
     const int64_t hidden = table.size(1);
     std::vector<int64_t> id = token_rows(op, ids, table.size(0), start, piece);
-    check_float_shape(op, "y", y, rows_shape(ids, hidden), table.dtype());
+    check_any_float(op, "y", y);
+    MT_CHECK(y.dtype() == table.dtype() && y.shape() == rows_shape(ids, hidden), op, ": y must be ",
+             dtype_name(table.dtype()), " ", shape_str(rows_shape(ids, hidden)), ", got ",
+             y.describe());
     const int64_t n = int64_t(id.size());
     const size_t row_bytes = size_t(hidden) * size_t(dtype_size(table.dtype()));
     const char* src = static_cast<const char*>(table.raw_data());
@@ -92,6 +97,11 @@ void CpuBackend::embedding_forward(const Tensor& table, const Tensor& ids, Tenso
 }
 
 void CpuBackend::embedding_backward(const Tensor& dy, const Tensor& ids, Tensor& dtable) {
+    if (any_half({&dy, &dtable})) {
+        HalfAsFloat h;
+        embedding_backward(h.in(dy), ids, h.out(dtable));
+        return h.finish();
+    }
     scatter_add("embedding_backward", dy, ids, 0, false, dtable);
 }
 
@@ -102,6 +112,11 @@ void CpuBackend::embedding_shard_forward(const Tensor& table, const Tensor& ids,
 
 void CpuBackend::embedding_shard_backward(const Tensor& dy, const Tensor& ids, int64_t vocab_start,
                                           Tensor& dtable) {
+    if (any_half({&dy, &dtable})) {
+        HalfAsFloat h;
+        embedding_shard_backward(h.in(dy), ids, vocab_start, h.out(dtable));
+        return h.finish();
+    }
     scatter_add("embedding_shard_backward", dy, ids, vocab_start, true, dtable);
 }
 

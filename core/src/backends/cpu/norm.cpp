@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "half_as_float.h"
 #include "mt/kernels/norms.h"
 #include "mt/kernels/reduce.h"
 #include "op_support.h"
@@ -181,6 +182,12 @@ void rms_norm_backward_t(const Tensor& dy, const Tensor& x, const Tensor& weight
 void CpuBackend::layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
                                     const NormConfig& config, Tensor& y, Tensor& mean,
                                     Tensor& rstd) {
+    if (any_half({&x, &weight, &bias, &y, &mean, &rstd})) {
+        HalfAsFloat h;
+        layer_norm_forward(h.in(x), h.in(weight), h.in(bias), config, h.out(y), h.out(mean),
+                           h.out(rstd));
+        return h.finish();
+    }
     detail::with_float(x.dtype(), [&](auto t) {
         layer_norm_forward_t<decltype(t)>(x, weight, bias, config, y, mean, rstd);
     });
@@ -190,6 +197,12 @@ void CpuBackend::layer_norm_backward(const Tensor& dy, const Tensor& x, const Te
                                      const Tensor& mean, const Tensor& rstd,
                                      const NormConfig& config, Tensor& dx, Tensor& dweight,
                                      Tensor& dbias) {
+    if (any_half({&dy, &x, &weight, &mean, &rstd, &dx, &dweight, &dbias})) {
+        HalfAsFloat h;
+        layer_norm_backward(h.in(dy), h.in(x), h.in(weight), h.in(mean), h.in(rstd), config,
+                            h.out(dx), h.out(dweight), h.out(dbias));
+        return h.finish();
+    }
     detail::with_float(x.dtype(), [&](auto t) {
         layer_norm_backward_t<decltype(t)>(dy, x, weight, mean, rstd, config, dx, dweight, dbias);
     });
@@ -197,6 +210,11 @@ void CpuBackend::layer_norm_backward(const Tensor& dy, const Tensor& x, const Te
 
 void CpuBackend::rms_norm_forward(const Tensor& x, const Tensor& weight, const NormConfig& config,
                                   Tensor& y, Tensor& rstd) {
+    if (any_half({&x, &weight, &y, &rstd})) {
+        HalfAsFloat h;
+        rms_norm_forward(h.in(x), h.in(weight), config, h.out(y), h.out(rstd));
+        return h.finish();
+    }
     detail::with_float(
         x.dtype(), [&](auto t) { rms_norm_forward_t<decltype(t)>(x, weight, config, y, rstd); });
 }
@@ -204,6 +222,12 @@ void CpuBackend::rms_norm_forward(const Tensor& x, const Tensor& weight, const N
 void CpuBackend::rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
                                    const Tensor& rstd, const NormConfig& config, Tensor& dx,
                                    Tensor& dweight) {
+    if (any_half({&dy, &x, &weight, &rstd, &dx, &dweight})) {
+        HalfAsFloat h;
+        rms_norm_backward(h.in(dy), h.in(x), h.in(weight), h.in(rstd), config, h.out(dx),
+                          h.out(dweight));
+        return h.finish();
+    }
     detail::with_float(x.dtype(), [&](auto t) {
         rms_norm_backward_t<decltype(t)>(dy, x, weight, rstd, config, dx, dweight);
     });

@@ -35,6 +35,15 @@ void check_float_shape(const char* op, const char* name, const Tensor& x, const 
              x.describe());
 }
 
+void check_any_float(const char* op, const char* name, const Tensor& x) {
+    MT_CHECK(x.defined(), op, ": ", name, " is undefined");
+    const DType d = x.dtype();
+    MT_CHECK(d == DType::f32 || d == DType::f64 || d == DType::bf16 || d == DType::f16, op, ": ",
+             name, " must be a float tensor, got ", x.describe());
+    MT_CHECK(x.device().type == DeviceType::cpu && x.is_contiguous(), op, ": ", name,
+             " must be a contiguous CPU tensor, got ", x.describe());
+}
+
 Shape leading_shape(const Tensor& x) {
     return Shape(x.shape().begin(), x.shape().end() - 1);
 }

@@ -24,6 +24,10 @@ void check_float(const char* op, const char* name, const Tensor& x);
 void check_float_shape(const char* op, const char* name, const Tensor& x, const Shape& shape,
                        DType dtype);
 
+// x must be a contiguous CPU tensor of a float dtype, halves included (ops that only move
+// elements, such as the embedding gather, take every float dtype as it is).
+void check_any_float(const char* op, const char* name, const Tensor& x);
+
 // Calls fn(T{}) with T = float or double for dtype (checked by check_float beforehand).
 template <class Fn>
 void with_float(DType dtype, Fn fn) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cpu_backend.h"
+#include "half_as_float.h"
 #include "op_support.h"
 
 namespace mt::cpu {
@@ -41,6 +42,10 @@ double chunked_sum(int64_t n, Term term) {
 }  // namespace
 
 double CpuBackend::dot(const Tensor& a, const Tensor& b) {
+    if (any_half({&a, &b})) {
+        HalfAsFloat h;
+        return dot(h.in(a), h.in(b));
+    }
     check_float("dot", "a", a);
     check_float_shape("dot", "b", b, a.shape(), a.dtype());
     double result = 0;
@@ -53,6 +58,10 @@ double CpuBackend::dot(const Tensor& a, const Tensor& b) {
 }
 
 double CpuBackend::sum(const Tensor& x) {
+    if (any_half({&x})) {
+        HalfAsFloat h;
+        return sum(h.in(x));
+    }
     check_float("sum", "x", x);
     double result = 0;
     with_float(x.dtype(), [&](auto tag) {
@@ -64,6 +73,10 @@ double CpuBackend::sum(const Tensor& x) {
 }
 
 int64_t CpuBackend::count_zeros(const Tensor& x) {
+    if (any_half({&x})) {
+        HalfAsFloat h;
+        return count_zeros(h.in(x));
+    }
     check_float("count_zeros", "x", x);
     double result = 0;
     with_float(x.dtype(), [&](auto tag) {

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "half_as_float.h"
 #include "op_support.h"
 
 namespace mt::cpu {
@@ -78,10 +79,20 @@ void rotate(const char* op, const Tensor& x, const RopeTables& tables, Tensor& y
 }  // namespace
 
 void CpuBackend::rope_forward(const Tensor& x, const RopeTables& tables, Tensor& y) {
+    if (any_half({&x, &y})) {
+        HalfAsFloat h;
+        rope_forward(h.in(x), tables, h.out(y));
+        return h.finish();
+    }
     rotate("rope_forward", x, tables, y, 1);
 }
 
 void CpuBackend::rope_backward(const Tensor& dy, const RopeTables& tables, Tensor& dx) {
+    if (any_half({&dy, &dx})) {
+        HalfAsFloat h;
+        rope_backward(h.in(dy), tables, h.out(dx));
+        return h.finish();
+    }
     rotate("rope_backward", dy, tables, dx, -1);
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "half_as_float.h"
 #include "mt/kernels/softmax.h"
 #include "op_support.h"
 
@@ -17,6 +18,11 @@ using detail::kParallelMin;
 using detail::out;
 
 void CpuBackend::softmax_forward(const Tensor& x, float scale, SoftmaxMask mask, Tensor& y) {
+    if (any_half({&x, &y})) {
+        HalfAsFloat h;
+        softmax_forward(h.in(x), scale, mask, h.out(y));
+        return h.finish();
+    }
     const char* op = "softmax_forward";
     check_f32(op, "x", x);
     check_f32_shape(op, "y", y, x.shape());
@@ -45,6 +51,11 @@ void CpuBackend::softmax_forward(const Tensor& x, float scale, SoftmaxMask mask,
 }
 
 void CpuBackend::softmax_backward(const Tensor& y, const Tensor& dy, float scale, Tensor& dx) {
+    if (any_half({&y, &dy, &dx})) {
+        HalfAsFloat h;
+        softmax_backward(h.in(y), h.in(dy), scale, h.out(dx));
+        return h.finish();
+    }
     const char* op = "softmax_backward";
     check_f32(op, "y", y);
     MT_CHECK(y.dim() >= 1, op, ": y must be (..., S), got ", y.describe());
