@@ -1,13 +1,14 @@
-// CPU traversal of block-wise attention. Forward: one OpenMP task per (batch, head, query
-// block) keeps each row's running max, normaliser and output accumulator over key blocks.
-// Backward: one task per (batch, key/value group), so the group's dk and dv have one writer.
-// Block products are written as axpy loops along contiguous rows so the compiler vectorises
-// them without reassociating sums.
+// CPU attention at GEMM speed: one OpenMP task per (batch, head, query block) in the forward,
+// per (batch, key/value group) in the backward (so the group's dk and dv have one writer). A
+// query block's scores against the keys it may see sit in a per-thread block x T scratch (no
+// T x T matrix), every product is a single-threaded BLAS call on the tensors' own strides, and
+// the softmax, masks and dropout run on the block's rows in between.
 #include "cpu_backend.h"
 
 #include <algorithm>
 #include <vector>
 
+#include "blas_calls.h"
 #include "half_as_float.h"
 #include "mt/kernels/rng.h"
 #include "op_support.h"
@@ -60,119 +61,88 @@ T dot(const T* a, const T* b, int64_t n) {
     return s;
 }
 
-// y[0, n) += a * x[0, n): the inner loop of every block product (contiguous, vectorises).
-template <class T>
-void axpy(T a, const T* x, T* y, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
-}
-
 // Row offsets of (b, t, head) in a (B, T, heads, hd) tensor.
 inline int64_t at(const Dims& d, int64_t b, int64_t t, int64_t heads, int64_t h) {
     return ((b * d.T + t) * heads + h) * d.hd;
 }
 
-// S (rows x cols) = scale * A B^T for A rows (stride lda) and B rows (stride ldb) of length hd.
-// B is first transposed into bt (hd x cols) so the inner loop runs along S's rows.
-template <class T>
-void block_scores(const T* a, int64_t lda, const T* b, int64_t ldb, int64_t rows, int64_t cols,
-                  int64_t hd, T scale, T* bt, T* s) {
-    for (int64_t j = 0; j < cols; ++j)
-        for (int64_t i = 0; i < hd; ++i) bt[i * cols + j] = b[j * ldb + i];
-    for (int64_t r = 0; r < rows; ++r) {
-        T* sr = s + r * cols;
-        std::fill(sr, sr + cols, T(0));
-        for (int64_t i = 0; i < hd; ++i) axpy(a[r * lda + i], bt + i * cols, sr, cols);
-        for (int64_t j = 0; j < cols; ++j) sr[j] *= scale;
-    }
-}
-
-// The keys [s0 + first, s0 + end) of a block visible to query t of batch row b: causal limits
-// the end (s <= t), the document start the beginning. Empty when first >= end.
+// The keys [first, end) query t of batch row b sees: causal limits the end (s <= t), the
+// document start the beginning; `keys` is how many the block computed scores for.
 struct KeyRange {
     int64_t first, end;
 };
 inline KeyRange visible_keys(const AttentionConfig& cfg, const Dims& d, int64_t b, int64_t t,
-                             int64_t s0, int64_t cols) {
-    const int64_t end = cfg.causal ? std::min(cols, t - s0 + 1) : cols;
+                             int64_t keys) {
+    const int64_t end = cfg.causal ? std::min(keys, t + 1) : keys;
     const int64_t first =
-        d.document_start ? std::max<int64_t>(0, d.document_start[b * d.T + t] - s0) : 0;
+        d.document_start ? std::min<int64_t>(d.document_start[b * d.T + t], end) : 0;
     return {first, end};
 }
 
-// Forward of one (batch, head, query block): the running max m, normaliser l and output
-// accumulator of each row are updated key block by key block (online softmax).
+// One query block of one head: `rows` queries from t0 against the keys [0, keys) they may see
+// (all of them, or up to the block's last query when causal), scores in a rows x keys scratch.
+struct QueryBlock {
+    int64_t b, h, g, t0, rows, keys;
+};
+
+QueryBlock query_block(const Dims& d, const AttentionConfig& cfg, int64_t b, int64_t h,
+                       int64_t t0) {
+    const int64_t rows = std::min(cfg.block, d.T - t0);
+    return {b, h, h / (d.nq / d.ng), t0, rows, cfg.causal ? t0 + rows : d.T};
+}
+
+// P (rows x keys, in place over the scores S = scale q k^T) = exp(S - lse) on each row's visible
+// keys, 0 elsewhere. With `lse` null the rows' log-sum-exps are computed first and stored in
+// `lse_out` (forward); otherwise they are read (backward recomputation).
 template <class T>
-struct ForwardBlock {
-    const Dims& d;
-    const AttentionConfig& cfg;
-    const T *q, *k, *v;
-    T *out, *lse;
-    std::vector<T> bt, s, acc, m, l;  // per-thread scratch
-
-    ForwardBlock(const Dims& dims, const AttentionConfig& config, const T* q_, const T* k_,
-                 const T* v_, T* out_, T* lse_)
-        : d(dims),
-          cfg(config),
-          q(q_),
-          k(k_),
-          v(v_),
-          out(out_),
-          lse(lse_),
-          bt(dims.hd * config.block),
-          s(config.block * config.block),
-          acc(config.block * dims.hd),
-          m(config.block),
-          l(config.block) {}
-
-    void run(int64_t b, int64_t h, int64_t t0, int64_t rows) {
-        const int64_t g = h / (d.nq / d.ng), bk = cfg.block, hd = d.hd;
-        const k::Dropout drop = k::Dropout::make(cfg.dropout, cfg.seed, cfg.offset);
-        const bool use_dropout = cfg.dropout > 0.0f;  // p = 0 keeps all: skip drawing bits
-        const T* qb = q + at(d, b, t0, d.nq, h);
-        std::fill(m.begin(), m.end(), k::neg_inf<T>());
-        std::fill(l.begin(), l.end(), T(0));
-        std::fill(acc.begin(), acc.end(), T(0));
-        const int64_t key_end = cfg.causal ? t0 + rows : d.T;
-        for (int64_t s0 = 0; s0 < key_end; s0 += bk) {
-            const int64_t cols = std::min(bk, key_end - s0);
-            block_scores(qb, d.nq * hd, k + at(d, b, s0, d.ng, g), d.ng * hd, rows, cols, hd,
-                         T(cfg.scale), bt.data(), s.data());
-            for (int64_t r = 0; r < rows; ++r) {
-                T* sr = s.data() + r * cols;
-                const auto [first, vis] = visible_keys(cfg, d, b, t0 + r, s0, cols);
-                if (first >= vis) {
-                    std::fill(sr, sr + cols, T(0));
-                    continue;
-                }
-                std::fill(sr, sr + first, T(0));
-                T m_new = m[r];
-                for (int64_t j = first; j < vis; ++j) m_new = std::max(m_new, sr[j]);
-                const T rescale = m[r] == k::neg_inf<T>() ? T(0) : k::exp(m[r] - m_new);
-                l[r] *= rescale;
-                for (int64_t i = 0; i < hd; ++i) acc[r * hd + i] *= rescale;
-                const uint64_t counter0 = uint64_t(((b * d.nq + h) * d.T + t0 + r) * d.T + s0);
-                for (int64_t j = first; j < vis; ++j) {
-                    const T p = k::exp(sr[j] - m_new);
-                    l[r] += p;
-                    const bool kept = !use_dropout || drop.keep(counter0 + uint64_t(j));
-                    sr[j] = drop.fwd(p, kept);
-                }
-                std::fill(sr + vis, sr + cols, T(0));
-                m[r] = m_new;
-            }
-            for (int64_t r = 0; r < rows; ++r)
-                for (int64_t j = 0; j < cols; ++j) {
-                    const T p = s[r * cols + j];
-                    if (p != T(0)) axpy(p, v + at(d, b, s0 + j, d.ng, g), &acc[r * hd], hd);
-                }
+void probabilities(const Dims& d, const AttentionConfig& cfg, const QueryBlock& qb, T* p,
+                   const T* lse, T* lse_out) {
+    for (int64_t r = 0; r < qb.rows; ++r) {
+        T* pr = p + r * qb.keys;
+        const auto [first, end] = visible_keys(cfg, d, qb.b, qb.t0 + r, qb.keys);
+        T row_lse;
+        if (lse) {
+            row_lse = lse[(qb.b * d.nq + qb.h) * d.T + qb.t0 + r];
+        } else {
+            T m = k::neg_inf<T>(), l = T(0);
+            for (int64_t j = first; j < end; ++j) m = std::max(m, pr[j]);
+            for (int64_t j = first; j < end; ++j) l += k::exp(pr[j] - m);
+            row_lse = first < end ? m + k::log(l) : k::neg_inf<T>();
+            lse_out[(qb.b * d.nq + qb.h) * d.T + qb.t0 + r] = row_lse;
         }
-        for (int64_t r = 0; r < rows; ++r) {
-            T* orow = out + at(d, b, t0 + r, d.nq, h);
-            for (int64_t i = 0; i < hd; ++i) orow[i] = acc[r * hd + i] / l[r];
-            lse[(b * d.nq + h) * d.T + t0 + r] = m[r] + k::log(l[r]);
+        std::fill(pr, pr + first, T(0));
+        for (int64_t j = first; j < end; ++j) pr[j] = k::exp(pr[j] - row_lse);
+        std::fill(pr + end, pr + qb.keys, T(0));
+    }
+}
+
+// The dropout counter of score (row r, key 0) of a query block.
+inline uint64_t counter0(const Dims& d, const QueryBlock& qb, int64_t r) {
+    return uint64_t(((qb.b * d.nq + qb.h) * d.T + qb.t0 + r) * d.T);
+}
+
+// Forward of one query block: S = scale q k^T, P = softmax(S) on the visible keys (lse kept),
+// dropout, out = P v; the products are BLAS calls on the (B, T, heads, hd) layouts' strides.
+template <class T>
+void forward_block(const Dims& d, const AttentionConfig& cfg, const QueryBlock& qb, const T* q,
+                   const T* k, const T* v, T* out, T* lse, T* p) {
+    const int64_t hd = d.hd, ldq = d.nq * hd, ldkv = d.ng * hd;
+    const T* qrows = q + at(d, qb.b, qb.t0, d.nq, qb.h);
+    blas_gemm(false, true, qb.rows, qb.keys, hd, T(cfg.scale), qrows, ldq,
+              k + at(d, qb.b, 0, d.ng, qb.g), ldkv, T(0), p, qb.keys);
+    probabilities(d, cfg, qb, p, static_cast<const T*>(nullptr), lse);
+    if (cfg.dropout > 0.0f) {  // p = 0 keeps all: no bits to draw
+        const k::Dropout drop = k::Dropout::make(cfg.dropout, cfg.seed, cfg.offset);
+        for (int64_t r = 0; r < qb.rows; ++r) {
+            T* pr = p + r * qb.keys;
+            const uint64_t c0 = counter0(d, qb, r);
+            for (int64_t j = 0; j < qb.keys; ++j)
+                if (pr[j] != T(0)) pr[j] = drop.fwd(pr[j], drop.keep(c0 + uint64_t(j)));
         }
     }
-};
+    blas_gemm(false, false, qb.rows, hd, qb.keys, T(1), p, qb.keys, v + at(d, qb.b, 0, d.ng, qb.g),
+              ldkv, T(0), out + at(d, qb.b, qb.t0, d.nq, qb.h), ldq);
+}
 
 template <class T>
 void forward_blocks(const Dims& d, const AttentionConfig& cfg, const T* q, const T* k, const T* v,
@@ -181,81 +151,67 @@ void forward_blocks(const Dims& d, const AttentionConfig& cfg, const T* q, const
     const int64_t tasks = d.B * d.nq * q_blocks;
 #pragma omp parallel if (d.B * d.nq * d.T * d.T * d.hd >= kParallelMin)
     {
-        ForwardBlock<T> block(d, cfg, q, k, v, out, lse);
+        std::vector<T> p(size_t(cfg.block * d.T));  // per-thread scores of one query block
 #pragma omp for schedule(dynamic)
         for (int64_t task = 0; task < tasks; ++task) {
-            const int64_t qb = task % q_blocks, h = (task / q_blocks) % d.nq;
+            const int64_t qi = task % q_blocks, h = (task / q_blocks) % d.nq;
             const int64_t b = task / (q_blocks * d.nq);
-            const int64_t t0 = qb * cfg.block;
-            block.run(b, h, t0, std::min(cfg.block, d.T - t0));
+            forward_block(d, cfg, query_block(d, cfg, b, h, qi * cfg.block), q, k, v, out, lse,
+                          p.data());
         }
     }
 }
 
 // Backward of one (batch, key/value group): for each of its query heads and query blocks,
-// recompute the block probabilities from lse, then
-//   dv += P_drop^T dout,  dS = scale P (dP - D),  dk += dS^T q,  dq += dS k
-// with dP = dropout'(dout v^T) and D = rowsum(dout * out).
+// recompute P from lse, then (dropout: P_drop, dP through the same mask)
+//   dv += P_drop^T dout,  dP = dout v^T,  dS = scale P (dP - D),  dq = dS k,  dk += dS^T q
+// with D = rowsum(dout * out); the group's dk and dv have this one writer.
 template <class T>
 void backward_group(const Dims& d, const AttentionConfig& cfg, const T* q, const T* k, const T* v,
                     const T* out, const T* lse, const T* dout, T* dq, T* dk, T* dv, int64_t b,
-                    int64_t g) {
-    const int64_t bk = cfg.block, hd = d.hd, per_group = d.nq / d.ng;
+                    int64_t g, std::vector<T>& p, std::vector<T>& ds) {
+    const int64_t hd = d.hd, ldq = d.nq * hd, ldkv = d.ng * hd, per_group = d.nq / d.ng;
     const k::Dropout drop = k::Dropout::make(cfg.dropout, cfg.seed, cfg.offset);
     const bool use_dropout = cfg.dropout > 0.0f;
     const T scale = T(cfg.scale);
-    std::vector<T> bt(hd * bk), p(bk * bk), ds(bk * bk), row_dot(bk);
+    T* dk_rows = dk + at(d, b, 0, d.ng, g);
+    T* dv_rows = dv + at(d, b, 0, d.ng, g);
     for (int64_t t = 0; t < d.T; ++t) {
-        std::fill_n(dk + at(d, b, t, d.ng, g), hd, T(0));
-        std::fill_n(dv + at(d, b, t, d.ng, g), hd, T(0));
+        std::fill_n(dk_rows + t * ldkv, hd, T(0));
+        std::fill_n(dv_rows + t * ldkv, hd, T(0));
     }
+    const T* k_rows = k + at(d, b, 0, d.ng, g);
+    const T* v_rows = v + at(d, b, 0, d.ng, g);
     for (int64_t h = g * per_group; h < (g + 1) * per_group; ++h)
-        for (int64_t t0 = 0; t0 < d.T; t0 += bk) {
-            const int64_t rows = std::min(bk, d.T - t0);
-            const T* qb = q + at(d, b, t0, d.nq, h);
-            const T* gb = dout + at(d, b, t0, d.nq, h);
-            const int64_t ld = d.nq * hd, ldkv = d.ng * hd;
-            for (int64_t r = 0; r < rows; ++r) {
-                row_dot[r] = dot(gb + r * ld, out + at(d, b, t0 + r, d.nq, h), hd);
-                std::fill_n(dq + at(d, b, t0 + r, d.nq, h), hd, T(0));
-            }
-            const int64_t key_end = cfg.causal ? t0 + rows : d.T;
-            for (int64_t s0 = 0; s0 < key_end; s0 += bk) {
-                const int64_t cols = std::min(bk, key_end - s0);
-                const T* kb = k + at(d, b, s0, d.ng, g);
-                block_scores(qb, ld, kb, ldkv, rows, cols, hd, scale, bt.data(), p.data());
-                block_scores(gb, ld, v + at(d, b, s0, d.ng, g), ldkv, rows, cols, hd, T(1),
-                             bt.data(), ds.data());
-                for (int64_t r = 0; r < rows; ++r) {
-                    const auto [first, vis] = visible_keys(cfg, d, b, t0 + r, s0, cols);
-                    const T row_lse = lse[(b * d.nq + h) * d.T + t0 + r];
-                    const uint64_t counter0 = uint64_t(((b * d.nq + h) * d.T + t0 + r) * d.T + s0);
-                    T *pr = p.data() + r * cols, *dsr = ds.data() + r * cols;
-                    for (int64_t j = 0; j < cols; ++j) {
-                        if (j < first || j >= vis) {
-                            pr[j] = dsr[j] = T(0);
-                            continue;
-                        }
-                        const T prob = k::exp(pr[j] - row_lse);
-                        const bool kept = !use_dropout || drop.keep(counter0 + uint64_t(j));
-                        dsr[j] = scale * prob * (drop.bwd(dsr[j], kept) - row_dot[r]);
-                        pr[j] = drop.fwd(prob, kept);
+        for (int64_t t0 = 0; t0 < d.T; t0 += cfg.block) {
+            const QueryBlock qb = query_block(d, cfg, b, h, t0);
+            const T* q_blk = q + at(d, b, t0, d.nq, h);
+            const T* g_blk = dout + at(d, b, t0, d.nq, h);
+            blas_gemm(false, true, qb.rows, qb.keys, hd, scale, q_blk, ldq, k_rows, ldkv, T(0),
+                      p.data(), qb.keys);
+            probabilities(d, cfg, qb, p.data(), lse, static_cast<T*>(nullptr));
+            blas_gemm(false, true, qb.rows, qb.keys, hd, T(1), g_blk, ldq, v_rows, ldkv, T(0),
+                      ds.data(), qb.keys);
+            for (int64_t r = 0; r < qb.rows; ++r) {
+                T *pr = p.data() + r * qb.keys, *dsr = ds.data() + r * qb.keys;
+                const T row_dot = dot(g_blk + r * ldq, out + at(d, b, t0 + r, d.nq, h), hd);
+                const uint64_t c0 = counter0(d, qb, r);
+                for (int64_t j = 0; j < qb.keys; ++j) {
+                    if (pr[j] == T(0)) {  // invisible (or underflowed: no gradient either)
+                        dsr[j] = T(0);
+                        continue;
                     }
-                }
-                for (int64_t r = 0; r < rows; ++r) {
-                    const T* qr = qb + r * ld;
-                    const T* gr = gb + r * ld;
-                    T* dqr = dq + at(d, b, t0 + r, d.nq, h);
-                    for (int64_t j = 0; j < cols; ++j) {
-                        const T pd = p[r * cols + j], dsv = ds[r * cols + j];
-                        if (pd != T(0)) axpy(pd, gr, dv + at(d, b, s0 + j, d.ng, g), hd);
-                        if (dsv != T(0)) {
-                            axpy(dsv, qr, dk + at(d, b, s0 + j, d.ng, g), hd);
-                            axpy(dsv, kb + j * ldkv, dqr, hd);
-                        }
-                    }
+                    const bool kept = !use_dropout || drop.keep(c0 + uint64_t(j));
+                    dsr[j] = scale * pr[j] * (drop.bwd(dsr[j], kept) - row_dot);
+                    pr[j] = drop.fwd(pr[j], kept);
                 }
             }
+            blas_gemm(true, false, qb.keys, hd, qb.rows, T(1), p.data(), qb.keys, g_blk, ldq, T(1),
+                      dv_rows, ldkv);
+            blas_gemm(false, false, qb.rows, hd, qb.keys, T(1), ds.data(), qb.keys, k_rows, ldkv,
+                      T(0), dq + at(d, b, t0, d.nq, h), ldq);
+            blas_gemm(true, false, qb.keys, hd, qb.rows, T(1), ds.data(), qb.keys, q_blk, ldq, T(1),
+                      dk_rows, ldkv);
         }
 }
 
@@ -302,10 +258,14 @@ void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tens
         const T *qp = in_t<T>(q), *kp = in_t<T>(k), *vp = in_t<T>(v), *op_ = in_t<T>(out);
         const T *lp = in_t<T>(lse), *gp = in_t<T>(dout);
         T *dqp = out_t<T>(dq), *dkp = out_t<T>(dk), *dvp = out_t<T>(dv);
-#pragma omp parallel for schedule(dynamic) if (d.B * d.nq * d.T * d.T * d.hd >= kParallelMin)
-        for (int64_t bg = 0; bg < d.B * d.ng; ++bg)
-            backward_group<T>(d, config, qp, kp, vp, op_, lp, gp, dqp, dkp, dvp, bg / d.ng,
-                              bg % d.ng);
+#pragma omp parallel if (d.B * d.nq * d.T * d.T * d.hd >= kParallelMin)
+        {
+            std::vector<T> p(size_t(config.block * d.T)), ds(p.size());  // per-thread scratch
+#pragma omp for schedule(dynamic)
+            for (int64_t bg = 0; bg < d.B * d.ng; ++bg)
+                backward_group<T>(d, config, qp, kp, vp, op_, lp, gp, dqp, dkp, dvp, bg / d.ng,
+                                  bg % d.ng, p, ds);
+        }
     });
 }
 

@@ -1,13 +1,12 @@
 // The CPU backend's memory and GEMM: host memory, OpenBLAS sgemm (a streaming kernel for the
 // few-row products of decoding, where BLAS would spend its time packing the weights), dgemm for
 // the f64 checks. The ops live in the files beside this one.
-#include <cblas.h>
-
 #include <omp.h>
 
 #include <algorithm>
 #include <cstring>
 
+#include "blas_calls.h"
 #include "cpu_backend.h"
 #include "gemm_bf16.h"
 #include "half_as_float.h"
@@ -34,16 +33,9 @@ Matrix as_matrix(const Tensor& t, const char* what) {
 }
 
 // C = alpha op(A) op(B) + beta C with the columns (or, for a tall C, the rows) of C split
-// over the OpenMP threads, each calling single-threaded OpenBLAS. One thread pool for the whole
-// process: OpenBLAS's own pthreads would spin against the OpenMP threads of the other ops
-// (twice as many busy threads as cores) and collapse throughput.
+// over the OpenMP threads, each calling single-threaded OpenBLAS (blas_calls.h).
 void parallel_sgemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alpha,
                     const Matrix& A, const Matrix& B, float beta, const Matrix& C) {
-    static const bool single_threaded_blas = [] {
-        openblas_set_num_threads(1);
-        return true;
-    }();
-    (void)single_threaded_blas;
     const bool at = ta == Transpose::yes, bt = tb == Transpose::yes;
     const bool split_rows = m > n;
     const int64_t extent = split_rows ? m : n;
@@ -70,9 +62,7 @@ void parallel_sgemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k,
                 c += first;
                 cols = last - first;
             }
-            cblas_sgemm(CblasRowMajor, at ? CblasTrans : CblasNoTrans,
-                        bt ? CblasTrans : CblasNoTrans, int(rows), int(cols), int(k), alpha, a,
-                        int(A.ld), b, int(B.ld), beta, c, int(C.ld));
+            blas_gemm(at, bt, rows, cols, k, alpha, a, A.ld, b, B.ld, beta, c, C.ld);
         }
     }
 }

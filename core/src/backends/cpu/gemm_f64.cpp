@@ -1,7 +1,7 @@
 // f64 products (the finite-difference checks of the layers) through cblas_dgemm.
 #include "cpu_backend.h"
 
-#include <cblas.h>
+#include "blas_calls.h"
 
 #include <algorithm>
 
@@ -33,10 +33,9 @@ void CpuBackend::gemm_f64(Transpose ta, Transpose tb, double alpha, const Tensor
     MT_CHECK(k == kb && C.rows == m && C.cols == n, "gemm: shapes do not agree: op(a) is ", m, "x",
              k, ", op(b) ", kb, "x", n, ", c ", c.describe());
     if (m == 0 || n == 0) return;
-    cblas_dgemm(CblasRowMajor, at ? CblasTrans : CblasNoTrans, bt ? CblasTrans : CblasNoTrans,
-                int(m), int(n), int(k), alpha, static_cast<const double*>(a.raw_data()), int(A.ld),
-                static_cast<const double*>(b.raw_data()), int(B.ld), beta,
-                static_cast<double*>(c.raw_data()), int(C.ld));
+    blas_gemm(at, bt, m, n, k, alpha, static_cast<const double*>(a.raw_data()), A.ld,
+              static_cast<const double*>(b.raw_data()), B.ld, beta,
+              static_cast<double*>(c.raw_data()), C.ld);
 }
 
 }  // namespace mt::cpu
