@@ -45,12 +45,18 @@ void check(GemmFn gemm, bool ta, bool tb, const Case& t, bool c_bf16) {
     const auto a = random_bf16(a_rows, a_cols, lda, rng);
     const auto b = random_bf16(b_rows, b_cols, ldb, rng);
     const auto c0 = random_bf16(t.m, t.n, ldc, rng);
-    auto at = [&](int64_t i, int64_t kk) {
-        return double(mt::bfloat16_to_float(ta ? a[kk * lda + i] : a[i * lda + kk]));
-    };
-    auto bt = [&](int64_t kk, int64_t j) {
-        return double(mt::bfloat16_to_float(tb ? b[j * ldb + kk] : b[kk * ldb + j]));
-    };
+    // op(A) row by row and op(B) column by column, widened once for the reference sums.
+    std::vector<double> opa(size_t(t.m * t.k)), opb(size_t(t.n * t.k));
+    for (int64_t i = 0; i < t.m; ++i) {
+        for (int64_t kk = 0; kk < t.k; ++kk) {
+            opa[i * t.k + kk] = mt::bfloat16_to_float(ta ? a[kk * lda + i] : a[i * lda + kk]);
+        }
+    }
+    for (int64_t j = 0; j < t.n; ++j) {
+        for (int64_t kk = 0; kk < t.k; ++kk) {
+            opb[j * t.k + kk] = mt::bfloat16_to_float(tb ? b[j * ldb + kk] : b[kk * ldb + j]);
+        }
+    }
 
     std::vector<float> cf(size_t(t.m * ldc));
     for (size_t i = 0; i < cf.size(); ++i) cf[i] = mt::bfloat16_to_float(c0[i]);
@@ -69,8 +75,9 @@ void check(GemmFn gemm, bool ta, bool tb, const Case& t, bool c_bf16) {
         for (int64_t j = 0; j < t.n; ++j) {
             double sum = 0, magnitude = 0;
             for (int64_t kk = 0; kk < t.k; ++kk) {
-                sum += at(i, kk) * bt(kk, j);
-                magnitude += std::abs(at(i, kk) * bt(kk, j));
+                const double term = opa[i * t.k + kk] * opb[j * t.k + kk];
+                sum += term;
+                magnitude += std::abs(term);
             }
             const double old = t.beta == 0.0f ? 0.0 : mt::bfloat16_to_float(c0[i * ldc + j]);
             const double want = t.alpha * sum + t.beta * old;

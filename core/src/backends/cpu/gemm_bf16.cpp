@@ -6,12 +6,13 @@
 // a zero. The micro-kernel then broadcasts one word of A per row and multiplies it with three
 // 16-word vectors of B, accumulating 8 x 48 f32 sums in 24 of the 32 zmm registers.
 //
-// Blocking (Zen 4: 32 KiB L1d and 1 MiB L2 per core, shared L3): all of op(A) is packed once
-// (it is the activations, a few MiB); op(B) is packed kNc columns (all of k) at a time, shared
-// by the threads; each thread then owns blocks of up to kMcMax rows of C, loops over k in chunks
-// of kKcPairs pairs (the B micro-panel, 128 x 48 words = 24 KiB, stays in L1d while the A
-// micro-panels of the block stream from L2), and sums into C (f32) or into an f32 scratch block
-// that is rounded to bf16 once all of k is in.
+// Blocking (Zen 4: 32 KiB L1d and 1 MiB L2 per core, shared L3): op(A) is packed once, whole
+// (it is the activations, a few MiB), unless it is row-major with even k: its pairs are then
+// already 32-bit words, broadcast in place. op(B) is packed kNc columns (all of k) at a time,
+// shared by the threads. Each thread then owns blocks of up to kMcMax rows of C, loops over k in
+// chunks of kKcPairs pairs (one B micro-panel against every A micro-panel of the block, those in
+// L2), and sums into C (f32) or into an f32 scratch block that is rounded to bf16 once all of k
+// is in.
 #include "gemm_bf16.h"
 
 #include <cblas.h>
@@ -36,12 +37,15 @@ namespace mt::cpu {
 
 namespace {
 
-constexpr int64_t kMr = 8;         // rows of the register tile (broadcasts of A)
-constexpr int64_t kNr = 48;        // columns of the register tile (three zmm of B)
-constexpr int64_t kKcPairs = 128;  // pairs of k per block: the B micro-panel fits L1d
-constexpr int64_t kMcMax = 96;     // rows of C per block: C and A blocks fit L2
-constexpr int64_t kNc = 768;       // columns of op(B) packed at a time (with all of k)
-constexpr int64_t kLanes = 16;     // f32 (or packed pair) lanes of a zmm
+constexpr int64_t kMr = 8;   // rows of the register tile (broadcasts of A)
+constexpr int64_t kNr = 48;  // columns of the register tile (three zmm of B)
+// Pairs of k per block. Measured: 256 beats 128 (B micro-panel in L1d) by a few percent, as
+// each C tile is read and written half as often; the 48 KiB B micro-panel then streams from L2
+// at 8 bytes a cycle, far below its bandwidth.
+constexpr int64_t kKcPairs = 256;
+constexpr int64_t kMcMax = 96;  // rows of C per block: C and A blocks fit L2
+constexpr int64_t kNc = 768;    // columns of op(B) packed at a time (with all of k)
+constexpr int64_t kLanes = 16;  // f32 (or packed pair) lanes of a zmm
 constexpr int64_t kVecs = kNr / kLanes;
 
 // op(X) seen as a W-wide operand: element (x, kk) is row x of op(A) or column x of op(B), at
@@ -102,16 +106,15 @@ MT_BF16_TARGET void store_chunk(uint32_t* panel, int64_t kp, int64_t p, __m512i 
 
 // The first `valid` of 16 bf16 values at `from` (zeros after), widened to 32-bit words.
 MT_BF16_TARGET __m512i load_widened(const uint16_t* from, int64_t valid) {
-    return _mm512_cvtepu16_epi32(valid == kLanes
-                                     ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from))
-                                     : _mm256_maskz_loadu_epi16(__mmask16(low_bits(valid, 16)),
-                                                                from));
+    return _mm512_cvtepu16_epi32(
+        valid == kLanes ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from))
+                        : _mm256_maskz_loadu_epi16(__mmask16(low_bits(valid, 16)), from));
 }
 
 // Packs the 16 elements x in [x0, x0 + 16) of `src` (those at or past `count` as zeros), pairs
-// [p_first, p_last) of k (a multiple of 16 apart unless p_last ends k), into their W-wide panels in the pair layout: panel x / W lies at out + (x / W) W kp.
-// W is a multiple of 16, or 8 (the chunk then fills two panels). Masked loads take the ragged
-// edges, so padding comes out zero.
+// [p_first, p_last) of k (a multiple of 16 apart unless p_last ends k), into their W-wide panels in
+// the pair layout: panel x / W lies at out + (x / W) W kp. W is a multiple of 16, or 8 (the chunk
+// then fills two panels). Masked loads take the ragged edges, so padding comes out zero.
 template <int64_t W>
 MT_BF16_TARGET void pack_chunk(const Operand& src, int64_t count, int64_t k, int64_t x0,
                                int64_t p_first, int64_t p_last, uint32_t* out) {
@@ -126,9 +129,9 @@ MT_BF16_TARGET void pack_chunk(const Operand& src, int64_t count, int64_t k, int
             __m512i rows[16];
             for (int r = 0; r < 16; ++r) {
                 const uint16_t* from = src.data + (x0 + r) * src.ld + 2 * p0;
-                rows[r] = r >= valid      ? _mm512_setzero_si512()
+                rows[r] = r >= valid    ? _mm512_setzero_si512()
                           : in_k == ~0u ? _mm512_loadu_si512(from)
-                                          : _mm512_maskz_loadu_epi16(in_k, from);
+                                        : _mm512_maskz_loadu_epi16(in_k, from);
             }
             transpose16(rows);
             for (int64_t t = 0; t < std::min(kLanes, p_last - p0); ++t) {
@@ -241,7 +244,7 @@ MT_BF16_TARGET void round_to_bf16(const float* sum, int64_t lds, int64_t rows, i
 
 // What every thread needs to compute blocks of C from the packed operands.
 struct Product {
-    int64_t m, n, k, kp;
+    int64_t kp;  // pairs of k
     float alpha, beta;
     ALayout a;               // all m rows of op(A)
     const uint32_t* b_pack;  // columns [jc, jc + kNc) of op(B)
@@ -271,9 +274,9 @@ MT_BF16_TARGET void compute_block(const Product& g, int64_t jc, int64_t i0, int6
         for (int64_t j = j0; j < j1; j += kNr) {
             const uint32_t* b = g.b_pack + j * g.kp + pc * kNr;
             for (int64_t i = i0; i < i1; i += kMr) {
-                micro_kernel(kc, g.a.data + i / kMr * g.a.panel + pc * g.a.pair, g.a.row,
-                             g.a.pair, b, out + (i - i0) * ld_out + (j - j0), ld_out,
-                             std::min(kMr, i1 - i), std::min(kNr, j1 - j), g.alpha, beta, pc > 0);
+                micro_kernel(kc, g.a.data + i / kMr * g.a.panel + pc * g.a.pair, g.a.row, g.a.pair,
+                             b, out + (i - i0) * ld_out + (j - j0), ld_out, std::min(kMr, i1 - i),
+                             std::min(kNr, j1 - j), g.alpha, beta, pc > 0);
             }
         }
     }
@@ -309,10 +312,10 @@ void gemm_bf16_avx512(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
     Tensor scratch = Tensor::empty({c_is_bf16 ? threads * mc * kNc : 0}, DType::f32);
     auto* a_out = static_cast<uint32_t*>(a_pack.raw_data());
     auto* b_out = static_cast<uint32_t*>(b_pack.raw_data());
-    const ALayout a_layout = pack_a ? ALayout{reinterpret_cast<const uint16_t*>(a_out),
-                                              kMr * kp * 2, 2, kMr * 2}
-                                    : ALayout{a, kMr * lda, lda, 2};
-    const Product g{m, n, k, kp, alpha, beta, a_layout, b_out, c, ldc, c_is_bf16};
+    const ALayout a_layout =
+        pack_a ? ALayout{reinterpret_cast<const uint16_t*>(a_out), kMr * kp * 2, 2, kMr * 2}
+               : ALayout{a, kMr * lda, lda, 2};
+    const Product g{kp, alpha, beta, a_layout, b_out, c, ldc, c_is_bf16};
     const Operand op_a{a, lda, !trans_a};
 #pragma omp parallel num_threads(threads)
     {
