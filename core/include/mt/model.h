@@ -85,6 +85,8 @@ struct FlagInfo {
     std::string help;
     std::optional<std::string> default_value;  // shown by --help; absent: no default
     bool is_switch = false;                    // takes no value
+    // Takes any number of values (argparse nargs='*'); ModelArgs holds them joined by spaces.
+    bool multiple = false;
 };
 
 // The inputs of one micro-batch by name. GPT: "tokens", "labels" (i64 [B, T]), "loss_mask"

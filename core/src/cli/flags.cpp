@@ -49,6 +49,10 @@ po::options_description model_flags(const std::string& caption,
     for (const auto& f : flags) {
         if (f.is_switch) {
             g.add_options()(f.name.c_str(), po::bool_switch(), f.help.c_str());
+        } else if (f.multiple) {
+            g.add_options()(f.name.c_str(),
+                            po::value<std::vector<std::string>>()->multitoken()->zero_tokens(),
+                            f.help.c_str());
         } else if (f.default_value) {
             g.add_options()(f.name.c_str(),
                             po::value<std::string>()->default_value(*f.default_value),
@@ -71,6 +75,11 @@ ModelArgs collect_model_args(const po::variables_map& vm, const std::vector<Flag
         if (!vm.count(f.name) || (!include_defaults && vm[f.name].defaulted())) continue;
         if (f.is_switch) {
             if (vm[f.name].as<bool>()) args[f.name] = "";
+        } else if (f.multiple) {
+            std::string joined;
+            for (const std::string& v : vm[f.name].as<std::vector<std::string>>())
+                joined += (joined.empty() ? "" : " ") + v;
+            args[f.name] = joined;
         } else {
             args[f.name] = vm[f.name].as<std::string>();
         }

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <limits>
+#include <sstream>
 
 #include "mt/error.h"
 
@@ -87,6 +88,21 @@ std::vector<FlagInfo> gpt_flags() {
         value("transformer-impl",
               "local or transformer_engine: the layer spec, which decides the parameter names",
               "transformer_engine"),
+        value("recompute-granularity",
+              "full: recompute whole transformer layers in the backward (with --recompute-method); "
+              "selective: the --recompute-modules"),
+        value("recompute-method",
+              "with full granularity: uniform (every layer, in chunks of --recompute-num-layers) "
+              "or block (the first --recompute-num-layers layers)"),
+        value("recompute-num-layers", "layers per recompute chunk (uniform) or recomputed (block)"),
+        FlagInfo{"recompute-modules",
+                 "selective granularity: the submodules to recompute (core_attn, the default)",
+                 {},
+                 false,
+                 true},
+        flag("recompute-activations", "the same as --recompute-granularity selective"),
+        flag("checkpoint-activations",
+             "no longer valid (Megatron): use --recompute-activations or --recompute-granularity"),
     };
 }
 
@@ -189,6 +205,19 @@ GptConfig gpt_config_from_args(const ModelArgs& args) {
         c.transformer_impl = TransformerImpl::local;
     else
         MT_FAIL("--transformer-impl ", impl, ": supported are local and transformer_engine");
+
+    MT_CHECK(!f.flag("checkpoint-activations"),
+             "--checkpoint-activations is no longer valid, use --recompute-activations, or, for "
+             "more control, --recompute-granularity and --recompute-method.");
+    if (f.has("recompute-granularity")) c.recompute.granularity = f.text("recompute-granularity");
+    if (f.flag("recompute-activations")) c.recompute.granularity = "selective";
+    if (f.has("recompute-method")) c.recompute.method = f.text("recompute-method");
+    c.recompute.num_layers = f.integer("recompute-num-layers", 0);
+    if (f.has("recompute-modules")) {
+        std::istringstream words(f.text("recompute-modules"));
+        for (std::string m; words >> m;) c.recompute.modules.push_back(m);
+    }
+    nn::recompute_segments(c.recompute, c.num_layers);  // Megatron's checks, now
 
     c.tensor_model_parallel_size = f.integer("tensor-model-parallel-size", 1);
     MT_CHECK(c.tensor_model_parallel_size > 0,

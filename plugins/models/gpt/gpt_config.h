@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "mt/model.h"
+#include "mt/nn/recompute.h"
 
 namespace mt::plugins::gpt {
 
@@ -38,6 +39,7 @@ struct GptConfig {
     int64_t padded_vocab_size = 0;  // padded to --make-vocab-size-divisible-by · TP
     int64_t tensor_model_parallel_size = 1;
     TransformerImpl transformer_impl = TransformerImpl::transformer_engine;
+    nn::RecomputeConfig recompute;  // --recompute-*
 };
 
 // Megatron's _vocab_size_with_padding.

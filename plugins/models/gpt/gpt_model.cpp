@@ -167,6 +167,7 @@ GptModel::GptModel(const GptConfig& config, const BuildContext& context, DType d
     for (int64_t i = 0; i < config.num_layers; ++i)
         layers_.push_back(std::make_unique<nn::TransformerLayer>(
             "decoder.layers." + std::to_string(i), layer, *backend_));
+    recompute_ = nn::recompute_segments(config.recompute, config.num_layers);
 }
 
 std::vector<nn::Parameter*> GptModel::parameters() {
@@ -243,8 +244,22 @@ Tensor GptModel::forward(const Batch& batch, nn::DropoutContext& dropout,
         acts->layers.resize(layers_.size());
     }
     Tensor h = embedding_.forward(tokens, dropout, acts ? &acts->embedding : nullptr, positions);
-    for (size_t i = 0; i < layers_.size(); ++i)
-        h = layers_[i]->forward(h, dropout, acts ? &acts->layers[i] : nullptr, document_start);
+    size_t segment = 0;
+    for (int64_t i = 0; i < int64_t(layers_.size());) {
+        if (acts && segment < recompute_.size() && recompute_[segment].begin == i) {
+            // Only the segment's input and the dropout stream's state are kept.
+            acts->segment_inputs.push_back(h);
+            acts->segment_dropout.push_back(dropout);
+            for (; i < recompute_[segment].end; ++i)
+                h = layers_[size_t(i)]->forward(h, dropout, nullptr, document_start);
+            ++segment;
+            continue;
+        }
+        h = layers_[size_t(i)]->forward(h, dropout, acts ? &acts->layers[size_t(i)] : nullptr,
+                                        document_start);
+        ++i;
+    }
+    if (acts) acts->document_start = document_start;
     h = final_norm_.forward(h, acts ? &acts->final_norm : nullptr);
     Tensor losses = output_.forward(h, labels, acts ? &acts->output : nullptr);
     if (saved) *saved = std::move(acts);
@@ -269,9 +284,29 @@ void GptModel::backward(const Tensor& dlosses, const Activations& saved) {
     report_grads(output_);  // its own weight only: a tied one is final after the embedding
     dh = final_norm_.backward(dh, acts->final_norm);
     report_grads(final_norm_);
-    for (size_t i = layers_.size(); i-- > 0;) {
-        dh = layers_[i]->backward(dh, acts->layers[i]);
-        report_grads(*layers_[i]);
+    int64_t segment = int64_t(acts->segment_inputs.size()) - 1;
+    for (int64_t i = int64_t(layers_.size()) - 1; i >= 0;) {
+        if (segment >= 0 && recompute_[size_t(segment)].end - 1 == i) {
+            // Replay the segment's forward from its input with the same dropout draws, then
+            // run its backward on the activations that gives.
+            const nn::RecomputeSegment& s = recompute_[size_t(segment)];
+            nn::DropoutContext replay = acts->segment_dropout[size_t(segment)];
+            std::vector<nn::TransformerLayer::Saved> saved(size_t(s.end - s.begin));
+            Tensor h = acts->segment_inputs[size_t(segment)];
+            for (int64_t j = s.begin; j < s.end; ++j)
+                h = layers_[size_t(j)]->forward(h, replay, &saved[size_t(j - s.begin)],
+                                                acts->document_start);
+            for (int64_t j = s.end - 1; j >= s.begin; --j) {
+                dh = layers_[size_t(j)]->backward(dh, saved[size_t(j - s.begin)]);
+                report_grads(*layers_[size_t(j)]);
+            }
+            i = s.begin - 1;
+            --segment;
+            continue;
+        }
+        dh = layers_[size_t(i)]->backward(dh, acts->layers[size_t(i)]);
+        report_grads(*layers_[size_t(i)]);
+        --i;
     }
     embedding_.backward(dh, acts->embedding);
     report_grads(embedding_);

@@ -18,10 +18,14 @@
 
 namespace mt::plugins::gpt {
 
-// What GptModel::forward keeps for its backward: every module's Saved.
+// What GptModel::forward keeps for its backward: every module's Saved, but for the layers of a
+// recompute segment only the segment's input and the dropout stream's state there.
 struct GptActivations final : Activations {
     nn::Embedding::Saved embedding;
-    std::vector<nn::TransformerLayer::Saved> layers;
+    std::vector<nn::TransformerLayer::Saved> layers;  // empty for recomputed layers
+    std::vector<Tensor> segment_inputs;               // per recompute segment
+    std::vector<nn::DropoutContext> segment_dropout;
+    Tensor document_start;
     nn::Norm::Saved final_norm;
     nn::OutputLoss::Saved output;
 };
@@ -78,6 +82,7 @@ class GptModel final : public Model {
     nn::TensorParallel tp_;
     nn::Embedding embedding_;
     std::vector<std::unique_ptr<nn::TransformerLayer>> layers_;
+    std::vector<nn::RecomputeSegment> recompute_;  // --recompute-granularity full
     nn::Norm final_norm_;
     nn::OutputLoss output_;
     GradReadyHook grad_ready_;

@@ -282,6 +282,51 @@ TEST(GptModel, ResetDocumentsAreIndependent) {
     EXPECT_GT(std::fabs(joined.data<double>()[4] - a.data<double>()[2]), 1e-9);
 }
 
+// --recompute-granularity full: every uniform chunk and block layout gives bit-identical grads
+// (dropout on: the replay draws the same masks), with document resets; Megatron's checks apply.
+TEST(GptModel, FullRecomputeGivesBitIdenticalGradients) {
+    auto grads_of = [](const ModelArgs& args) {
+        GptModel model(gpt_config_from_args(args));
+        model.initialize(9);
+        Tensor starts = Tensor::empty({2, 8}, DType::i32);
+        for (int i = 0; i < 16; ++i) starts.data<int32_t>()[i] = i % 8 < 3 ? 0 : 3;
+        Batch batch = {
+            {"tokens", i64_tensor({1, 5, 9, 2, 7, 3, 8, 4, 6, 2, 1, 9, 4, 3, 7, 5}, 2, 8)},
+            {"labels", i64_tensor({5, 9, 2, 7, 3, 8, 4, 6, 2, 1, 9, 4, 3, 7, 5, 1}, 2, 8)},
+            {"position_ids", positions(2, 8)},
+            {"document_start", starts}};
+        nn::DropoutContext ctx{true, 77, 5};
+        std::unique_ptr<Activations> saved;
+        Tensor losses = model.forward(batch, ctx, &saved);
+        Tensor dl = Tensor::empty(losses.shape(), DType::f32);
+        for (int i = 0; i < 16; ++i) dl.data<float>()[i] = 0.0625f * float(1 + i % 3);
+        model.backward(dl, *saved);
+        std::vector<std::vector<float>> out;
+        for (nn::Parameter* p : model.parameters())
+            out.emplace_back(p->grad.data<float>(), p->grad.data<float>() + p->grad.numel());
+        return std::make_pair(std::vector<float>(losses.data<float>(), losses.data<float>() + 16),
+                              out);
+    };
+    ModelArgs base = with(with(gpt2_args(), "num-layers", "3"), "attention-dropout", "0.2");
+    const auto plain = grads_of(base);
+    for (auto [method, layers] : std::vector<std::pair<std::string, std::string>>{
+             {"uniform", "1"}, {"uniform", "2"}, {"block", "2"}}) {
+        ModelArgs a =
+            with(with(with(base, "recompute-granularity", "full"), "recompute-method", method),
+                 "recompute-num-layers", layers);
+        const auto got = grads_of(a);
+        EXPECT_EQ(got.first, plain.first) << method << " " << layers;
+        EXPECT_EQ(got.second, plain.second) << method << " " << layers;
+    }
+    EXPECT_EQ(grads_of(with(base, "recompute-activations", "")).second, plain.second);
+    EXPECT_NE(mt::test::error_of([&] {
+                  gpt_config_from_args(with(with(with(base, "recompute-granularity", "full"),
+                                                 "recompute-method", "block"),
+                                            "recompute-num-layers", "4"));
+              }).find("recompute_num_layers must be between 1 and num_layers_per_pipeline_rank: 3"),
+              std::string::npos);
+}
+
 TEST(GptModel, BackwardMatchesFiniteDifferencesOddSizes) {
     check_finite_differences(with(odd_args(), "transformer-impl", "local"));
 }
