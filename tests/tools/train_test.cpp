@@ -48,7 +48,7 @@ TEST(Train, TrainsWithMegatronsLogLinesEvaluationAndTensorBoard) {
     std::string data = make_dataset(dir);
     auto r = run_command(train_command(dir, data) +
                          " --train-iters 8 --log-interval 2 --eval-interval 4 --eval-iters 2"
-                         " --log-throughput --tensorboard-dir " +
+                         " --log-throughput --log-memory-to-tensorboard --tensorboard-dir " +
                          q(dir / "tb"));
     ASSERT_EQ(r.exit_code, 0) << r.output;
     std::regex line(
@@ -69,8 +69,18 @@ TEST(Train, TrainsWithMegatronsLogLinesEvaluationAndTensorBoard) {
         losses.push_back(std::stod((*it)[1]));
     ASSERT_EQ(losses.size(), 4u) << r.output;
     EXPECT_LT(losses.back(), losses.front());
+    // Megatron's report_memory, once, after the first logged iteration (resident set sizes).
+    std::regex memory(
+        R"(\[Rank 0\] \(after 2 iterations\) memory \(MB\) \| allocated: [0-9.]+ \| max allocated: [0-9.]+ \| reserved: [0-9.]+ \| max reserved: [0-9.]+\n)");
+    EXPECT_TRUE(std::regex_search(r.output, memory)) << r.output;
+    EXPECT_EQ(r.output.find("(after 4 iterations) memory"), std::string::npos);
     ASSERT_TRUE(fs::exists(dir / "tb"));
     EXPECT_FALSE(fs::is_empty(dir / "tb"));
+    std::string events;
+    for (const auto& e : fs::directory_iterator(dir / "tb"))
+        events += mt::test::read_file(e.path());
+    for (const char* tag : {"mem-allocated-bytes", "mem-max-allocated-bytes", "mem-reserved-bytes"})
+        EXPECT_NE(events.find(tag), std::string::npos) << tag;
     // Megatron's index cache was written where --data-cache-path says.
     EXPECT_FALSE(fs::is_empty(dir / "cache"));
 

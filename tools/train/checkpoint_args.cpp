@@ -113,9 +113,10 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
             f.data_parallel.bucket_size > 0 ? ArgValue{f.data_parallel.bucket_size} : ArgValue{});
     set_arg(a, "fp16", f.params_dtype == DType::f16);
     set_arg(a, "bf16", f.params_dtype == DType::bf16);
-    set_arg(a, "params_dtype", std::string(f.params_dtype == DType::bf16   ? "bfloat16"
-                                           : f.params_dtype == DType::f16 ? "float16"
-                                                                          : "float32"));
+    set_arg(a, "params_dtype",
+            std::string(f.params_dtype == DType::bf16  ? "bfloat16"
+                        : f.params_dtype == DType::f16 ? "float16"
+                                                       : "float32"));
     // Megatron turns these on for bf16 (arguments.py).
     set_arg(a, "accumulate_allreduce_grads_in_fp32", f.params_dtype == DType::bf16);
     set_arg(a, "ckpt_format", f.ckpt_format);

@@ -158,6 +158,8 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "tensorboard-dir", po::value(&f.tensorboard_dir), "write TensorBoard event files here")(
         "log-throughput", po::bool_switch(&f.log_throughput),
         "add the model's TFLOP/s to the iteration line (TensorBoard always gets it)")(
+        "log-memory-to-tensorboard", po::bool_switch(&f.log_memory_to_tensorboard),
+        "write the resident and peak memory as mem-* scalars each logged iteration")(
         "log-params-norm", po::bool_switch(&f.log_params_norm),
         "add the parameters' L2 norm (after the update) to the iteration line")(
         "log-num-zeros-in-grad", po::bool_switch(&f.log_num_zeros_in_grad),
@@ -230,6 +232,7 @@ train::TrainerOptions trainer_options(const TrainingFlags& f) {
     o.eval_iters = f.eval_iters;
     o.clip_grad = f.clip_grad;
     o.log_throughput = f.log_throughput;
+    o.log_memory_to_tensorboard = f.log_memory_to_tensorboard;
     o.log_params_norm = f.log_params_norm;
     o.log_num_zeros_in_grad = f.log_num_zeros_in_grad;
     o.seed = static_cast<uint64_t>(f.seed);

@@ -37,6 +37,7 @@ struct TrainingFlags {
     bool exit_signal_handler = false;
     bool log_throughput = false;
     bool log_params_norm = false, log_num_zeros_in_grad = false;
+    bool log_memory_to_tensorboard = false;
     bool log_rank_stats = false;  // ours: per-rank communication and optimizer memory
     std::string tensorboard_dir;
     // Checkpoints.

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "mt/error.h"
+#include "mt/io/python_float.h"
 
 namespace mt::io {
 
@@ -44,27 +45,11 @@ uint32_t next_code_point(const unsigned char*& p, const unsigned char* end) {
     return cp;
 }
 
-// Python's repr of a float: shortest round trip, "1e-05" not "1e-5", "1.0" not "1".
-std::string python_float(double v) {
+// json.dumps writes NaN and infinities as JavaScript's names, other floats as Python's repr.
+std::string json_float(double v) {
     if (std::isnan(v)) return "NaN";
     if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
-    char buf[40];
-    const double a = std::fabs(v);
-    const bool scientific = a != 0 && (a < 1e-4 || a >= 1e16);
-    auto r = std::to_chars(buf, buf + sizeof buf, v,
-                           scientific ? std::chars_format::scientific : std::chars_format::fixed);
-    std::string s(buf, r.ptr);
-    if (scientific) {
-        const size_t e = s.find('e');
-        std::string exponent = s.substr(e + 1);  // "-5", "+16"
-        const char sign = exponent[0] == '-' ? '-' : '+';
-        if (exponent[0] == '-' || exponent[0] == '+') exponent.erase(0, 1);
-        if (exponent.size() < 2) exponent.insert(0, "0");
-        s = s.substr(0, e) + "e" + sign + exponent;
-    } else if (s.find('.') == std::string::npos) {
-        s += ".0";
-    }
-    return s;
+    return python_float(v);
 }
 
 }  // namespace
@@ -76,13 +61,27 @@ std::string json_quote(std::string_view utf8) {
     while (p < end) {
         const uint32_t cp = next_code_point(p, end);
         switch (cp) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            case '\b': out += "\\b"; break;
-            case '\f': out += "\\f"; break;
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            case '\b':
+                out += "\\b";
+                break;
+            case '\f':
+                out += "\\f";
+                break;
             default:
                 if (cp >= 0x20 && cp < 0x7F) {
                     out += char(cp);
@@ -144,7 +143,7 @@ JsonWriter& JsonWriter::value(std::string_view utf8) {
 }
 JsonWriter& JsonWriter::value(double v) {
     separate();
-    out_ += python_float(v);
+    out_ += json_float(v);
     return *this;
 }
 JsonWriter& JsonWriter::value(int64_t v) {

@@ -14,6 +14,7 @@
 #include "mt/parallel/grad_buffer.h"
 #include "mt/parallel/parallel_state.h"
 #include "mt/train/log_lines.h"
+#include "mt/train/process_memory.h"
 
 namespace mt::train {
 
@@ -250,6 +251,14 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
             if (r.num_zeros) tensorboard_->add_scalar("num-zeros", float(*r.num_zeros), iteration_);
             if (r.params_norm)
                 tensorboard_->add_scalar("params-norm", float(*r.params_norm), iteration_);
+            if (options_.log_memory_to_tensorboard) {
+                const ProcessMemory m = process_memory();
+                tensorboard_->add_scalar("mem-reserved-bytes", float(m.resident_bytes), iteration_);
+                tensorboard_->add_scalar("mem-allocated-bytes", float(m.resident_bytes),
+                                         iteration_);
+                tensorboard_->add_scalar("mem-max-allocated-bytes", float(m.peak_resident_bytes),
+                                         iteration_);
+            }
         }
         if (options_.log_interval > 0 && iteration_ % options_.log_interval == 0) {
             const auto now = Clock::now();
@@ -273,6 +282,13 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
             log.num_zeros = r.num_zeros;
             log.params_norm = r.params_norm;
             print_(format_iteration_line(log));
+            // Megatron reports the memory once, after the first logged iteration (the optimizer
+            // state exists by then).
+            if (!memory_reported_) {
+                print_(format_memory_report(parallel_ ? parallel_->world().rank() : 0, iteration_,
+                                            process_memory()));
+                memory_reported_ = true;
+            }
             if (tensorboard_) {
                 tensorboard_->add_scalar("iteration-time",
                                          float(log.elapsed_ms_per_iteration / 1e3), iteration_);

@@ -37,11 +37,12 @@ struct TrainerOptions {
     int64_t log_interval = 100;
     int64_t eval_interval = 1000;
     int64_t eval_iters = 100;
-    double clip_grad = 1.0;              // 0: no clipping
-    bool log_throughput = false;         // --log-throughput: TFLOP/s in the iteration line
-    bool log_params_norm = false;        // --log-params-norm: the parameters' L2 norm
-    bool log_num_zeros_in_grad = false;  // --log-num-zeros-in-grad: zero gradient elements
-    uint64_t seed = 1234;                // dropout stream
+    double clip_grad = 1.0;                  // 0: no clipping
+    bool log_throughput = false;             // --log-throughput: TFLOP/s in the iteration line
+    bool log_params_norm = false;            // --log-params-norm: the parameters' L2 norm
+    bool log_num_zeros_in_grad = false;      // --log-num-zeros-in-grad: zero gradient elements
+    bool log_memory_to_tensorboard = false;  // --log-memory-to-tensorboard: mem-* scalars
+    uint64_t seed = 1234;                    // dropout stream
     std::optional<int64_t> exit_interval;
     std::optional<double> exit_duration_in_mins;
     std::optional<int64_t> save_interval;  // with a saver: save every this many iterations
@@ -139,6 +140,7 @@ class MT_API Trainer {
     parallel::GradBuffer* grad_buffer_ = nullptr;
     std::unique_ptr<nn::DropoutContext> dropout_;
     int64_t iteration_ = 0, consumed_train_ = 0, consumed_valid_ = 0;
+    bool memory_reported_ = false;  // Megatron's report_memory runs once
     std::vector<double> losses_, grad_norms_;
 };
 
