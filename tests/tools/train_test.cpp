@@ -107,7 +107,7 @@ TEST(Train, ExitIntervalAndUnsupportedFlags) {
 
     for (const auto& [flag, message] : std::vector<std::pair<std::string, std::string>>{
              {"--save " + q(dir / "ckpt") + " --ckpt-format zarr", "unknown checkpoint 'zarr'"},
-             {"--fp16", "--fp16: not supported yet"},
+             {"--fp16 --bf16", "--bf16 and --fp16 exclude each other"},
              {"--bf16 --use-distributed-optimizer",
               "not supported yet: --use-distributed-optimizer with bf16 parameters (--bf16)"},
              {"--tensor-model-parallel-size 2",

@@ -13,7 +13,6 @@ void read_optional(const po::variables_map& vm, const char* name, std::optional<
 // Flags Megatron has that megatron-train refuses, rather than silently ignoring them.
 void reject_unsupported(const po::variables_map& vm) {
     const std::pair<const char*, const char*> not_yet[] = {
-        {"fp16", "fp16 training with loss scaling"},
         {"mock-data", "--mock-data"},
     };
     for (const auto& [flag, what] : not_yet)
@@ -45,7 +44,18 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "exit-duration-in-mins", po::value<double>(), "exit after this many minutes")(
         "exit-signal-handler", po::bool_switch(&f.exit_signal_handler),
         "on SIGTERM, finish the iteration, save a checkpoint (with --save) and exit")(
-        "fp16", po::bool_switch(), "fp16 training")(
+        "fp16", po::bool_switch(),
+        "fp16 weights and activations with loss scaling; f32 grads, master weights and "
+        "optimizer state")("loss-scale", po::value<double>(),
+                           "a constant loss scale (fp16); without it the scale is dynamic")(
+        "initial-loss-scale", po::value(&f.grad_scaler.initial_scale)->default_value(4294967296.0),
+        "the dynamic loss scale's start (2^32)")(
+        "min-loss-scale", po::value(&f.grad_scaler.min_scale)->default_value(1.0),
+        "the dynamic loss scale's floor")(
+        "loss-scale-window", po::value(&f.grad_scaler.window)->default_value(1000),
+        "iterations without overflow before the dynamic loss scale doubles")(
+        "hysteresis", po::value(&f.grad_scaler.hysteresis)->default_value(2),
+        "overflowing iterations before the dynamic loss scale halves")(
         "bf16", po::bool_switch(),
         "bf16 weights and activations; f32 grads, master weights and optimizer state")(
         "accumulate-allreduce-grads-in-fp32", po::bool_switch(),
@@ -172,7 +182,11 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
 
 void finish(const po::variables_map& vm, TrainingFlags& f) {
     reject_unsupported(vm);
+    MT_CHECK(!(vm["bf16"].as<bool>() && vm["fp16"].as<bool>()),
+             "--bf16 and --fp16 exclude each other");
     if (vm["bf16"].as<bool>()) f.params_dtype = DType::bf16;
+    if (vm["fp16"].as<bool>()) f.params_dtype = DType::f16;
+    read_optional(vm, "loss-scale", f.grad_scaler.loss_scale);
     MT_CHECK(f.distributed_backend == "nccl" || f.distributed_backend == "gloo",
              "--distributed-backend ", f.distributed_backend, ": nccl or gloo");
     MT_CHECK(!vm["overlap-param-gather"].as<bool>() || f.data_parallel.distributed_optimizer,
@@ -233,6 +247,9 @@ train::TrainerOptions trainer_options(const TrainingFlags& f) {
     o.clip_grad = f.clip_grad;
     o.log_throughput = f.log_throughput;
     o.log_memory_to_tensorboard = f.log_memory_to_tensorboard;
+    // Megatron's optimizer scales the loss for fp16, and with --loss-scale for bf16 too.
+    if (f.params_dtype == DType::f16 || (f.params_dtype == DType::bf16 && f.grad_scaler.loss_scale))
+        o.grad_scaler = f.grad_scaler;
     o.log_params_norm = f.log_params_norm;
     o.log_num_zeros_in_grad = f.log_num_zeros_in_grad;
     o.seed = static_cast<uint64_t>(f.seed);

@@ -31,6 +31,7 @@ struct TrainingFlags {
     // --bf16 / --fp16: Megatron's params_dtype (weights and activations); grads, optimizer
     // state and master weights stay f32.
     DType params_dtype = DType::f32;
+    optim::GradScalerConfig grad_scaler;  // --loss-scale, --initial-loss-scale, ...
     int64_t log_interval = 100, eval_interval = 1000, eval_iters = 100;
     std::optional<int64_t> exit_interval;
     std::optional<double> exit_duration_in_mins;

@@ -67,13 +67,22 @@ struct OptimizerShard {
     Tensor main_param, exp_avg, exp_avg_sq;  // f32 [end - begin]
 };
 
+// The loss scaler of fp16 training (Megatron's grad_scaler state): a dynamic one's scale and
+// trackers; a constant one (--loss-scale) saves an empty dict.
+struct GradScalerCheckpoint {
+    bool dynamic = true;
+    float scale = 1.0f;
+    int64_t growth_tracker = 0, hysteresis_tracker = 0;
+};
+
 struct OptimizerCheckpoint {
     std::string type = "adam";        // "adam" | "sgd"
     int64_t step = 0;                 // updates taken (torch keeps it per parameter)
     double lr = 0, weight_decay = 0;  // what the schedule gives now (param_groups' lr, wd)
     double max_lr = 0, min_lr = 0;
     double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, momentum = 0.9;
-    std::vector<OptimizerParamState> params;  // in the model's parameter order
+    std::vector<OptimizerParamState> params;          // in the model's parameter order
+    std::optional<GradScalerCheckpoint> grad_scaler;  // fp16, or --loss-scale with bf16
     // Saving with the distributed optimizer's shards kept where they are: this rank's ranges,
     // whose moments then stand for params' (which name the parameters and groups, their
     // moments undefined). Empty otherwise, and always when loaded.

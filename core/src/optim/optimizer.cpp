@@ -16,13 +16,13 @@ Optimizer::Optimizer(Backend& backend, std::vector<nn::Parameter*> parameters,
     : backend_(&backend), parameters_(std::move(parameters)), config_(config) {
     for (nn::Parameter* p : parameters_) {
         const DType dtype = p->value.dtype();
-        MT_CHECK((dtype == DType::f32 || dtype == DType::bf16) && p->value.is_contiguous() &&
+        const bool half = dtype == DType::bf16 || dtype == DType::f16;
+        MT_CHECK((dtype == DType::f32 || half) && p->value.is_contiguous() &&
                      p->grad.dtype() == DType::f32,
                  "parameter ", p->name,
-                 ": the optimizer updates contiguous f32 or bf16 tensors with f32 grads, got ",
+                 ": the optimizer updates contiguous f32, bf16 or f16 tensors with f32 grads, got ",
                  p->value.describe(), " with grad ", p->grad.describe());
-        masters_.push_back(dtype == DType::bf16 ? backend.empty(p->value.shape(), DType::f32)
-                                                : Tensor());
+        masters_.push_back(half ? backend.empty(p->value.shape(), DType::f32) : Tensor());
         first_.push_back(backend.zeros(p->value.shape(), DType::f32));
         second_.push_back(config.type == OptimizerType::adam
                               ? backend.zeros(p->value.shape(), DType::f32)

@@ -135,6 +135,11 @@ void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& pa
                 backend.copy(parts.grad_buffer->view(second_buffer, piece),
                              parts.optimizer.second()[i]);
         }
+    // Megatron loads a dynamic scaler's state and keeps a constant one's flag value.
+    if (optim::GradScaler* g = parts.trainer.grad_scaler();
+        g && saved.grad_scaler && saved.grad_scaler->dynamic)
+        g->set_state({saved.grad_scaler->scale, saved.grad_scaler->growth_tracker,
+                      saved.grad_scaler->hysteresis_tracker});
     parts.optimizer.set_steps(saved.step);
     optim::OptimizerConfig config = parts.optimizer.config();
     config.adam_beta1 = saved.beta1;
@@ -290,6 +295,11 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
             }
         }
         if (shards) opt.shards = own_shards(parts);
+        if (const optim::GradScaler* g = parts.trainer.grad_scaler()) {
+            const optim::GradScalerState st = g->state();
+            opt.grad_scaler = GradScalerCheckpoint{g->dynamic(), st.scale, st.growth_tracker,
+                                                   st.hysteresis_tracker};
+        }
         s.optimizer = std::move(opt);
 
         SchedulerCheckpoint sch;

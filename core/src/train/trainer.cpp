@@ -53,6 +53,7 @@ Trainer::Trainer(Model& model, optim::Optimizer& optimizer, optim::LrScheduler& 
              options_.micro_batch_size, ")");
     dropout_->training = true;
     dropout_->seed = options_.seed;
+    if (options_.grad_scaler) scaler_.emplace(*options_.grad_scaler);
 }
 
 Trainer::~Trainer() = default;
@@ -203,8 +204,9 @@ Trainer::IterationResult Trainer::train_step(const data::GPTSampleDataset& data)
         // Megatron backpropagates each micro-batch's token mean, divided by the micro-batches,
         // and by the data-parallel size: the ranks' gradients are then summed into the mean.
         Tensor dlosses = backend.empty(losses.shape(), DType::f32);
+        // fp16: the loss scaled up so its small gradients stay representable.
         const double seed = count * double(micro_batches) * double(data_parallel_size());
-        backend.scale(mask, count > 0 ? float(1.0 / seed) : 0.0f, dlosses);
+        backend.scale(mask, count > 0 ? float(loss_scale() / seed) : 0.0f, dlosses);
         model_.backward(dlosses, *saved);
     }
     model_.set_grad_ready_hook(nullptr);
@@ -213,21 +215,44 @@ Trainer::IterationResult Trainer::train_step(const data::GPTSampleDataset& data)
     IterationResult r;
     r.loss = tokens > 0 ? loss_sum / tokens : 0.0;
     MT_CHECK(std::isfinite(r.loss), "NaN or Inf in the loss at iteration ", iteration_ + 1);
+    consumed_train_ = loader.consumed_samples();
+    if (scaler_ && !unscale_grads()) {
+        r.skipped = true;  // no update and no learning-rate step, as Megatron skips it
+        return r;
+    }
 
     std::vector<Tensor> grads;
-    r.grad_norm = grad_norm(grads);
-    MT_CHECK(std::isfinite(r.grad_norm), "NaN or Inf in the gradients at iteration ",
-             iteration_ + 1);
-    if (options_.clip_grad > 0)
-        optim::clip_by_total_norm(backend, grads, options_.clip_grad, r.grad_norm);
+    const double norm = grad_norm(grads);
+    r.grad_norm = norm;
+    MT_CHECK(std::isfinite(norm), "NaN or Inf in the gradients at iteration ", iteration_ + 1);
+    if (options_.clip_grad > 0) optim::clip_by_total_norm(backend, grads, options_.clip_grad, norm);
     if (options_.log_num_zeros_in_grad) r.num_zeros = num_zeros_in_grad();
 
     optimizer_.step(scheduler_.lr(), scheduler_.weight_decay());
     if (distributed_optimizer()) grad_buffer_->gather_params();
     if (options_.log_params_norm) r.params_norm = params_norm();
     scheduler_.step(options_.global_batch_size);
-    consumed_train_ = loader.consumed_samples();
     return r;
+}
+
+float Trainer::loss_scale() const {
+    return scaler_ ? scaler_->scale() : 1.0f;
+}
+
+bool Trainer::unscale_grads() {
+    // Megatron's _unscale_main_grads_and_check_for_nan: grads *= 1/scale (the reciprocal taken
+    // in double, then f32), an inf or NaN anywhere (on any model-parallel rank) skips the step.
+    Backend& backend = optimizer_.backend();
+    const float inverse = float(1.0 / double(scaler_->scale()));
+    bool found_inf = false;
+    for (nn::Parameter* p : optimizer_.parameters()) {
+        backend.scale(p->grad, inverse, p->grad);
+        // A double sum of f32 values is finite exactly when they all are.
+        found_inf = found_inf || !std::isfinite(backend.sum(p->grad));
+    }
+    found_inf = model_parallel_sum(found_inf ? 1.0 : 0.0, distributed_optimizer()) > 0;
+    scaler_->update(found_inf);
+    return !found_inf;
 }
 
 StopReason Trainer::train(const data::GPTSampleDataset& train_data,
@@ -235,19 +260,22 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
     const auto start = Clock::now();
     auto interval_start = start;
     double interval_loss = 0;
-    int64_t interval_iters = 0;
+    int64_t interval_iters = 0, interval_skipped = 0;
     while (iteration_ < options_.train_iters) {
         IterationResult r = train_step(train_data);
         ++iteration_;
         losses_.push_back(r.loss);
-        grad_norms_.push_back(r.grad_norm);
-        interval_loss += r.loss;
+        grad_norms_.push_back(r.grad_norm.value_or(std::nan("")));
+        // A skipped iteration's loss stays out of the interval's mean, as in Megatron's log.
+        if (!r.skipped) interval_loss += r.loss;
+        interval_skipped += r.skipped;
         ++interval_iters;
         if (tensorboard_) {
             tensorboard_->add_scalar("learning-rate", float(scheduler_.lr()), iteration_);
             tensorboard_->add_scalar("batch-size", float(options_.global_batch_size), iteration_);
             tensorboard_->add_scalar("lm loss", float(r.loss), iteration_);
-            tensorboard_->add_scalar("grad-norm", float(r.grad_norm), iteration_);
+            tensorboard_->add_scalar("loss-scale", loss_scale(), iteration_);
+            if (r.grad_norm) tensorboard_->add_scalar("grad-norm", float(*r.grad_norm), iteration_);
             if (r.num_zeros) tensorboard_->add_scalar("num-zeros", float(*r.num_zeros), iteration_);
             if (r.params_norm)
                 tensorboard_->add_scalar("params-norm", float(*r.params_norm), iteration_);
@@ -277,7 +305,11 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
             if (options_.log_throughput) log.throughput = throughput;
             log.learning_rate = scheduler_.lr();
             log.global_batch_size = options_.global_batch_size;
-            log.losses = {{"lm loss", interval_loss / double(interval_iters)}};
+            if (interval_iters > interval_skipped)
+                log.losses = {
+                    {"lm loss", interval_loss / double(interval_iters - interval_skipped)}};
+            log.loss_scale = loss_scale();
+            log.skipped_iterations = interval_skipped;
             log.grad_norm = r.grad_norm;
             log.num_zeros = r.num_zeros;
             log.params_norm = r.params_norm;
@@ -297,7 +329,7 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
             }
             interval_start = now;
             interval_loss = 0;
-            interval_iters = 0;
+            interval_iters = interval_skipped = 0;
         }
         if (valid_data && options_.eval_interval > 0 && options_.eval_iters > 0 &&
             iteration_ % options_.eval_interval == 0)

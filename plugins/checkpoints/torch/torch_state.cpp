@@ -269,7 +269,8 @@ OptimizerCheckpoint optimizer_from_py(const PyValue& opt, const CheckpointState&
             if (!state) continue;  // distrib_optim.pt's
             const PyValue* ps = find_int_key(*state, ids->items()[j].as_int());
             if (!ps) {  // no step taken yet
-                p.exp_avg = Tensor::zeros(model_tensor.local.shape(), model_tensor.local.dtype());
+                // Optimizer state is f32 whatever the weights are (bf16 / fp16 runs).
+                p.exp_avg = Tensor::zeros(model_tensor.local.shape(), DType::f32);
                 if (o.type == "adam") p.exp_avg_sq = p.exp_avg.clone();
                 continue;
             }
@@ -284,6 +285,8 @@ OptimizerCheckpoint optimizer_from_py(const PyValue& opt, const CheckpointState&
     }
     // SGD keeps no step count: its iterations are the updates taken.
     if (o.type == "sgd") o.step = s.iteration;
+    if (const PyValue* scaler = opt.find("grad_scaler"))
+        o.grad_scaler = grad_scaler_from_py(*scaler, file);
     if (const PyValue* masters = opt.find("fp32_from_fp16_params")) {
         MT_CHECK(
             masters->kind() == PyKind::list && masters->items().size() == groups.items().size(),
@@ -346,6 +349,32 @@ PyValue distributed_optimizer_to_py(const OptimizerCheckpoint& o) {
     return out;
 }
 
+PyValue grad_scaler_to_py(const GradScalerCheckpoint& g) {
+    PyValue out = PyValue::dict();
+    if (!g.dynamic) return out;  // ConstantGradScaler.state_dict() is empty
+    Tensor scale = Tensor::empty({1}, DType::f32);
+    *scale.data<float>() = g.scale;
+    out.dict_ref().set("scale", PyValue::tensor(scale));
+    out.dict_ref().set("growth_tracker", PyValue::integer(g.growth_tracker));
+    out.dict_ref().set("hysteresis_tracker", PyValue::integer(g.hysteresis_tracker));
+    return out;
+}
+
+GradScalerCheckpoint grad_scaler_from_py(const PyValue& d, const std::string& file) {
+    MT_CHECK(d.kind() == PyKind::dict, file, ": the optimizer's grad_scaler is not a dict");
+    GradScalerCheckpoint g;
+    const PyValue* scale = d.find("scale");
+    g.dynamic = scale != nullptr;
+    if (!scale) return g;
+    const Tensor& t = scale->as_tensor();
+    MT_CHECK(t.numel() == 1 && t.dtype() == DType::f32, file, ": the loss scale is ", t.describe(),
+             ", not one f32 value");
+    g.scale = *t.contiguous().data<float>();
+    g.growth_tracker = need(d, "growth_tracker", file).as_int();
+    g.hysteresis_tracker = need(d, "hysteresis_tracker", file).as_int();
+    return g;
+}
+
 // Float16OptimizerWithFloat16Params.state_dict() (--bf16 / --fp16 without the distributed
 // optimizer): the torch state dict beside the f32 master copies, grouped as its param groups.
 PyValue mixed_precision_optimizer_to_py(const OptimizerCheckpoint& o) {
@@ -359,6 +388,7 @@ PyValue mixed_precision_optimizer_to_py(const OptimizerCheckpoint& o) {
     }
     PyValue out = PyValue::dict();
     out.dict_ref().set("optimizer", optimizer_to_py(o));
+    if (o.grad_scaler) out.dict_ref().set("grad_scaler", grad_scaler_to_py(*o.grad_scaler));
     out.dict_ref().set("fp32_from_fp16_params", std::move(masters));
     return out;
 }

@@ -23,6 +23,12 @@ io::PyValue to_py(const CheckpointState& state);
 // torch_dist's common state and DistributedOptimizer.state_dict keep them.
 io::PyValue param_groups_without_ids(const OptimizerCheckpoint& optimizer);
 
+// The fp16 loss scaler as Megatron's grad_scaler state dict ({'scale': tensor([s]),
+// 'growth_tracker', 'hysteresis_tracker'}; {} for a constant scaler), and back (`file` names
+// the checkpoint in errors).
+io::PyValue grad_scaler_to_py(const GradScalerCheckpoint& scaler);
+GradScalerCheckpoint grad_scaler_from_py(const io::PyValue& state, const std::string& file);
+
 // DistributedOptimizer.state_dict(): {'optimizer': {'param_groups': [...]}}, the groups without
 // parameter ids, each with the step (the moments live elsewhere: distrib_optim.pt, or
 // torch_dist's sharded keys).

@@ -59,10 +59,14 @@ PyValue optimizer_common_to_py(const OptimizerCheckpoint& optimizer) {
     out.dict_ref().set("state", std::move(state));
     out.dict_ref().set("param_groups", std::move(groups));
     if (!has_masters(optimizer)) return out;
-    // Float16OptimizerWithFloat16Params wraps torch's state dict; its fp32_from_fp16_params are
-    // all sharded tensors, so dist_checkpointing leaves no trace of them in common.pt.
+    // Float16OptimizerWithFloat16Params wraps torch's state dict (beside its grad scaler); its
+    // fp32_from_fp16_params are all sharded tensors, so dist_checkpointing leaves no trace of
+    // them in common.pt.
     PyValue wrapped = PyValue::dict();
     wrapped.dict_ref().set("optimizer", std::move(out));
+    if (optimizer.grad_scaler)
+        wrapped.dict_ref().set("grad_scaler",
+                               torch_ckpt::grad_scaler_to_py(*optimizer.grad_scaler));
     return wrapped;
 }
 
@@ -119,6 +123,8 @@ OptimizerCheckpoint optimizer_from_py(
              "DistributedOptimizer)");
 
     OptimizerCheckpoint o;
+    if (const PyValue* scaler = wrapped && !distributed ? top.find("grad_scaler") : nullptr)
+        o.grad_scaler = torch_ckpt::grad_scaler_from_py(*scaler, where);
     const auto& groups = opt["param_groups"].items();
     o.type = groups[0].find("betas") ? "adam" : "sgd";
     for (const PyValue& g : groups) {
@@ -154,7 +160,7 @@ OptimizerCheckpoint optimizer_from_py(
                 MT_CHECK(o.step == 0 || o.type == "sgd", where, ": no optimizer state ",
                          kMomentPrefix, m, ".", name, " although ", o.step,
                          " optimizer steps were taken");
-                slot = Tensor::zeros(t.local.shape(), t.local.dtype());
+                slot = Tensor::zeros(t.local.shape(), DType::f32);  // f32 for half weights too
                 continue;
             }
             MT_CHECK(value->shape() == t.local.shape(), "not supported yet: optimizer state ",

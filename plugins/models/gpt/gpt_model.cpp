@@ -53,8 +53,10 @@ nn::TransformerConfig layer_config(const GptConfig& c, DType dtype, const nn::Te
 }
 
 const GptConfig& checked(const GptConfig& c, DType dtype) {
-    MT_CHECK(dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16, "GptModel: dtype ",
-             dtype_name(dtype), " is not supported (f32, bf16, or f64 for the checks)");
+    MT_CHECK(
+        dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16 || dtype == DType::f16,
+        "GptModel: dtype ", dtype_name(dtype),
+        " is not supported (f32, bf16, f16, or f64 for the checks)");
     return c;
 }
 

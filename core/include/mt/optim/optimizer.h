@@ -30,7 +30,7 @@ struct OptimizerConfig {
 class MT_API Optimizer {
   public:
     // The parameters live on `backend`, where the optimizer keeps its state and computes. f32
-    // parameters are updated in place; bf16 ones through f32 master copies (Megatron's
+    // parameters are updated in place; bf16 and f16 ones through f32 master copies (Megatron's
     // Float16OptimizerWithFloat16Params) taken from their values now: call reload_model_params()
     // after the values change other than by step() (a checkpoint's weights).
     Optimizer(Backend& backend, std::vector<nn::Parameter*> parameters, OptimizerConfig config);
@@ -57,8 +57,8 @@ class MT_API Optimizer {
     // buffer in first() (second() unused). Exposed for checkpoints.
     std::vector<Tensor>& first() { return first_; }
     std::vector<Tensor>& second() { return second_; }
-    // The f32 master copy of each bf16 parameter (Megatron's fp32_from_float16 params), in
-    // parameter order; undefined for f32 parameters. Exposed for checkpoints.
+    // The f32 master copy of each bf16 / f16 parameter (Megatron's fp32_from_float16 params),
+    // in parameter order; undefined for f32 parameters. Exposed for checkpoints.
     std::vector<Tensor>& masters() { return masters_; }
 
   private:

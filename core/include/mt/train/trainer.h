@@ -17,6 +17,7 @@
 #include "mt/api.h"
 #include "mt/data/gpt_dataset.h"
 #include "mt/model.h"
+#include "mt/optim/grad_scaler.h"
 #include "mt/optim/lr_schedule.h"
 #include "mt/optim/optimizer.h"
 
@@ -42,7 +43,9 @@ struct TrainerOptions {
     bool log_params_norm = false;            // --log-params-norm: the parameters' L2 norm
     bool log_num_zeros_in_grad = false;      // --log-num-zeros-in-grad: zero gradient elements
     bool log_memory_to_tensorboard = false;  // --log-memory-to-tensorboard: mem-* scalars
-    uint64_t seed = 1234;                    // dropout stream
+    // fp16 (or --loss-scale): Megatron's loss scaling; none: the loss is not scaled.
+    std::optional<optim::GradScalerConfig> grad_scaler;
+    uint64_t seed = 1234;  // dropout stream
     std::optional<int64_t> exit_interval;
     std::optional<double> exit_duration_in_mins;
     std::optional<int64_t> save_interval;  // with a saver: save every this many iterations
@@ -96,17 +99,25 @@ class MT_API Trainer {
     int64_t consumed_valid_samples() const { return consumed_valid_; }
     // The lm loss of every iteration trained so far by this object (for tests and tools).
     const std::vector<double>& losses() const { return losses_; }
-    // The grad norm of every iteration trained so far (before clipping).
+    // The grad norm of every iteration trained so far (before clipping; NaN where skipped).
     const std::vector<double>& grad_norms() const { return grad_norms_; }
+    // The fp16 loss scaler (checkpoints save and restore it), or null.
+    optim::GradScaler* grad_scaler() { return scaler_ ? &*scaler_ : nullptr; }
 
   private:
     struct IterationResult {
-        double loss = 0;  // token-weighted mean over the global batch
-        double grad_norm = 0;
+        double loss = 0;                    // token-weighted mean over the global batch
+        std::optional<double> grad_norm;    // none when skipped
+        bool skipped = false;               // fp16: the gradients overflowed
         std::optional<int64_t> num_zeros;   // with log_num_zeros_in_grad
         std::optional<double> params_norm;  // with log_params_norm: after the update
     };
     IterationResult train_step(const data::GPTSampleDataset& data);
+    // The fp16 loss scale (1 without a scaler).
+    float loss_scale() const;
+    // Divides the gradients by the loss scale and updates the scaler; false (skip the step)
+    // when they overflowed.
+    bool unscale_grads();
     // Megatron's finalize_model_grads: the data-parallel reduction, then the sequence-parallel
     // parameters' grads summed over the tensor-parallel group.
     void finalize_grads();
@@ -141,6 +152,7 @@ class MT_API Trainer {
     std::unique_ptr<nn::DropoutContext> dropout_;
     int64_t iteration_ = 0, consumed_train_ = 0, consumed_valid_ = 0;
     bool memory_reported_ = false;  // Megatron's report_memory runs once
+    std::optional<optim::GradScaler> scaler_;
     std::vector<double> losses_, grad_norms_;
 };
 

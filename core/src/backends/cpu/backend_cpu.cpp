@@ -119,6 +119,11 @@ void CpuBackend::gemm(Transpose ta, Transpose tb, float alpha, const Tensor& a, 
         gemm_bf16_tensors(ta, tb, alpha, a, b, beta, c);
         return;
     }
+    if (any_half({&a, &b, &c})) {  // f16: this CPU has no f16 arithmetic; products in f32
+        HalfAsFloat h;
+        gemm(ta, tb, alpha, h.in(a), h.in(b), beta, h.out(c));
+        return h.finish();
+    }
     Matrix A = as_matrix(a, "A"), B = as_matrix(b, "B"), C = as_matrix(c, "C");
     int64_t m = ta == Transpose::yes ? A.cols : A.rows;
     int64_t k = ta == Transpose::yes ? A.rows : A.cols;
