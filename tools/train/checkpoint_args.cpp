@@ -117,6 +117,12 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
             std::string(f.params_dtype == DType::bf16  ? "bfloat16"
                         : f.params_dtype == DType::f16 ? "float16"
                                                        : "float32"));
+    const optim::GradScalerConfig& scaler = f.grad_scaler;
+    set_arg(a, "loss_scale", scaler.loss_scale ? ArgValue{*scaler.loss_scale} : ArgValue{});
+    set_arg(a, "initial_loss_scale", scaler.initial_scale);
+    set_arg(a, "min_loss_scale", scaler.min_scale);
+    set_arg(a, "loss_scale_window", double(scaler.window));  // a float in Megatron's args
+    set_arg(a, "hysteresis", scaler.hysteresis);
     // Megatron turns these on for bf16 (arguments.py).
     set_arg(a, "accumulate_allreduce_grads_in_fp32", f.params_dtype == DType::bf16);
     set_arg(a, "ckpt_format", f.ckpt_format);
