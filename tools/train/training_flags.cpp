@@ -61,7 +61,11 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "accumulate-allreduce-grads-in-fp32", po::bool_switch(),
         "accepted: grads of bf16 weights always accumulate and reduce in fp32")(
         "attention-softmax-in-fp32", po::bool_switch(),
-        "accepted: the attention softmax always runs in fp32");
+        "accepted: the attention softmax always runs in fp32")(
+        "use-flash-attn", po::bool_switch(),
+        "accepted: the CPU attention is a flash-style kernel (no T x T matrix) already")(
+        "attention-backend", po::value<std::string>()->default_value("auto"),
+        "flash, fused, unfused, local or auto: accepted, all run the CPU's flash-style kernel");
 
     po::options_description distributed("Distributed (ranks from mpirun or srun)", 100);
     auto& p = f.parallel;
@@ -184,6 +188,10 @@ void finish(const po::variables_map& vm, TrainingFlags& f) {
     reject_unsupported(vm);
     MT_CHECK(!(vm["bf16"].as<bool>() && vm["fp16"].as<bool>()),
              "--bf16 and --fp16 exclude each other");
+    const std::string backend = vm["attention-backend"].as<std::string>();
+    MT_CHECK(backend == "flash" || backend == "fused" || backend == "unfused" ||
+                 backend == "local" || backend == "auto",
+             "--attention-backend ", backend, ": choose from flash, fused, unfused, local, auto");
     if (vm["bf16"].as<bool>()) f.params_dtype = DType::bf16;
     if (vm["fp16"].as<bool>()) f.params_dtype = DType::f16;
     read_optional(vm, "loss-scale", f.grad_scaler.loss_scale);
