@@ -2,7 +2,8 @@
 // with Megatron's parameter groups and schedule) give the loss curve of the PyTorch reference
 // of Megatron's GPT (tests/fixtures/gpt/make_training_fixtures.py) to 1e-5 relative, for a
 // GPT-2-style and a Llama-style model; with --bf16 (bf16 weights and activations, f32 master
-// weights, grads and optimizer state) that of make_bf16_training_fixtures.py.
+// weights, grads and optimizer state) and --fp16 (the same with loss scaling) that of
+// make_half_training_fixtures.py.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -46,7 +47,7 @@ class FormulaData final : public data::GPTSampleDataset {
 
 struct Curve {
     ModelArgs args;
-    std::vector<double> losses, lrs;
+    std::vector<double> losses, norms, lrs;  // norm nan: a skipped (overflowing) iteration
 };
 
 Curve load_curve(const std::string& name) {
@@ -66,6 +67,7 @@ Curve load_curve(const std::string& name) {
         std::string loss, norm, lr;
         s >> loss >> norm >> lr;
         c.losses.push_back(std::strtod(loss.c_str(), nullptr));
+        c.norms.push_back(std::strtod(norm.c_str(), nullptr));
         c.lrs.push_back(std::strtod(lr.c_str(), nullptr));
     }
     return c;
@@ -73,7 +75,8 @@ Curve load_curve(const std::string& name) {
 
 // The curve of training_<name>.txt, each loss within `tolerance` relative and the first two
 // within `early_tolerance`: rounding differences grow as training goes on, while the first steps
-// tell bf16 activations apart (the f32 curve is 1.6e-4 off the bf16 reference there).
+// tell the precision apart (the f32 curve is 1.6e-4 off the bf16 reference there, and 2e-5 to
+// 5e-5 off the fp16 one, beyond their early tolerances).
 void check_curve(const std::string& name, DType params_dtype, double tolerance,
                  double early_tolerance) {
     Curve ref = load_curve(name);
@@ -106,6 +109,10 @@ void check_curve(const std::string& name, DType params_dtype, double tolerance,
     o.log_interval = 0;
     o.eval_interval = 0;
     o.clip_grad = 1.0;
+    if (params_dtype == DType::f16) {  // the reference's --loss-scale 4096
+        o.grad_scaler = optim::GradScalerConfig{};
+        o.grad_scaler->loss_scale = 4096.0;
+    }
     train::Trainer trainer(*model, optimizer, scheduler, o, [](const std::string&) {});
     FormulaData data;
     trainer.train(data, nullptr);
@@ -115,6 +122,8 @@ void check_curve(const std::string& name, DType params_dtype, double tolerance,
         EXPECT_NEAR(trainer.losses()[i], ref.losses[i],
                     (i < 2 ? early_tolerance : tolerance) * std::abs(ref.losses[i]))
             << name << " iteration " << i + 1;
+    for (size_t i = 0; i < 20; ++i)  // the same iterations skipped
+        EXPECT_EQ(std::isnan(trainer.grad_norms()[i]), std::isnan(ref.norms[i])) << i + 1;
     EXPECT_DOUBLE_EQ(scheduler.lr(), ref.lrs.back());
     // The run learns: the reference's own curve goes down, and so does ours.
     EXPECT_LT(trainer.losses().back(), trainer.losses().front());
@@ -131,6 +140,13 @@ TEST(GptTraining, Bf16LossCurveMatchesPyTorchGpt2Style) {
 }
 TEST(GptTraining, Bf16LossCurveMatchesPyTorchLlamaStyle) {
     check_curve("llama_bf16", DType::bf16, 1e-2, 2e-5);
+}
+// fp16 with a constant loss scale (the gradients scaled by 4096 and back).
+TEST(GptTraining, Fp16LossCurveMatchesPyTorchGpt2Style) {
+    check_curve("gpt2_fp16", DType::f16, 1e-2, 1.5e-5);
+}
+TEST(GptTraining, Fp16LossCurveMatchesPyTorchLlamaStyle) {
+    check_curve("llama_fp16", DType::f16, 1e-2, 1.5e-5);
 }
 
 }  // namespace
