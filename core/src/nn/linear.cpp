@@ -46,8 +46,16 @@ bool Linear::row() const {
     return tp_.active() && weight_.shard.kind == ShardSpec::Kind::row;
 }
 
+Tensor Linear::gathered(const Tensor& x) const {
+    return column() ? enter_column_parallel(tp_, x) : x;
+}
+
+Linear::Saved Linear::saved_for(const Tensor& x) const {
+    return Saved{rows(*backend_, gathered(x), in_, "x")};
+}
+
 Tensor Linear::forward(const Tensor& x, Saved* saved) const {
-    const Tensor input = column() ? enter_column_parallel(tp_, x) : x;
+    const Tensor input = gathered(x);
     Tensor x2 = rows(*backend_, input, in_, "x");
     MT_CHECK(x2.dtype() == weight_.value.dtype(), "Linear ", weight_.name, ": x is ", x.describe(),
              ", weight ", weight_.value.describe());

@@ -6,6 +6,12 @@
 
 namespace mt::nn {
 
+bool recompute_module(const RecomputeConfig& c, const std::string& module) {
+    if (c.granularity != "selective") return false;
+    if (c.modules.empty()) return module == "core_attn";  // Megatron's default
+    return std::find(c.modules.begin(), c.modules.end(), module) != c.modules.end();
+}
+
 std::vector<RecomputeSegment> recompute_segments(const RecomputeConfig& c, int64_t layers) {
     if (c.granularity.empty()) return {};
     MT_CHECK(c.granularity == "full" || c.granularity == "selective", "--recompute-granularity ",
@@ -20,10 +26,10 @@ std::vector<RecomputeSegment> recompute_segments(const RecomputeConfig& c, int64
             MT_CHECK(m == "core_attn" || m == "moe_act" || m == "layernorm" || m == "mla_up_proj" ||
                          m == "mlp" || m == "moe",
                      "Invalid choices for recompute_modules: {'", m, "'}");
-            MT_CHECK(m == "core_attn", "--recompute-modules ", m,
-                     ": not supported yet (core_attn is)");
+            MT_CHECK(m == "core_attn" || m == "mlp" || m == "layernorm", "--recompute-modules ", m,
+                     ": not supported yet (core_attn, mlp and layernorm are)");
         }
-        return {};  // core_attn: the attention kernels recompute their probabilities already
+        return {};  // the layers recompute their modules (recompute_module)
     }
     MT_CHECK(!c.method.empty(),
              "Using recompute_granularity: full so recompute_method must be "

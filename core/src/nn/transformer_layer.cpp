@@ -28,7 +28,9 @@ TransformerLayer::TransformerLayer(const std::string& prefix, const TransformerC
       pre_mlp_norm_(make_norm(prefix, "mlp.linear_fc1", "pre_mlp_layernorm", config, backend)),
       mlp_(join_name(prefix, "mlp"), config, backend),
       backend_(&backend),
-      tp_(config.tp) {}
+      tp_(config.tp),
+      recompute_mlp_(config.recompute_mlp),
+      recompute_norms_(config.recompute_norms) {}
 
 Tensor TransformerLayer::sum(const Tensor& a, const Tensor& b) const {
     Tensor y = backend_->empty(a.shape(), a.dtype());
@@ -42,10 +44,19 @@ Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* sa
     Saved& s = saved ? *saved : local;
     Tensor a = attention_.forward(input_norm_.forward(x, &s.input_norm), ctx,
                                   saved ? &s.attention : nullptr, document_start, cache);
+    if (saved && recompute_norms_) s.attention.qkv = {};  // rebuilt from the norm's input
     s.attention_dropout =
         draw_dropout(ctx, hidden_dropout_, a.numel(), tp_.sequence_shard(), tp_.sequence_shards());
     Tensor h = sum(x, dropout_forward(*backend_, a, s.attention_dropout));
-    Tensor m = mlp_.forward(pre_mlp_norm_.forward(h, &s.pre_mlp_norm), &s.mlp);
+    const Tensor normed = pre_mlp_norm_.forward(h, &s.pre_mlp_norm);
+    Tensor m;
+    if (saved && recompute_mlp_) {  // only the MLP's input is kept (or rebuilt, see below)
+        m = mlp_.forward(normed, nullptr);
+        if (!recompute_norms_) s.mlp_input = normed;
+    } else {
+        m = mlp_.forward(normed, &s.mlp);
+        if (saved && recompute_norms_) s.mlp.fc1 = {};
+    }
     s.mlp_dropout =
         draw_dropout(ctx, hidden_dropout_, m.numel(), tp_.sequence_shard(), tp_.sequence_shards());
     return sum(h, dropout_forward(*backend_, m, s.mlp_dropout));
@@ -53,10 +64,24 @@ Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* sa
 
 Tensor TransformerLayer::backward(const Tensor& dy, const Saved& saved) {
     Tensor dm = dropout_backward(*backend_, dy, saved.mlp_dropout);
-    Tensor dh = sum(dy, pre_mlp_norm_.backward(mlp_.backward(dm, saved.mlp), saved.pre_mlp_norm));
+    // Selective recompute: what the forward did not keep is rebuilt here, bit for bit.
+    Mlp::Saved mlp = saved.mlp;
+    if (recompute_mlp_ || recompute_norms_) {
+        const Tensor normed = recompute_norms_
+                                  ? pre_mlp_norm_.forward(saved.pre_mlp_norm.input, nullptr)
+                                  : saved.mlp_input;
+        if (recompute_mlp_)
+            mlp_.forward(normed, &mlp);
+        else
+            mlp.fc1 = mlp_.fc1().saved_for(normed);
+    }
+    Tensor dh = sum(dy, pre_mlp_norm_.backward(mlp_.backward(dm, mlp), saved.pre_mlp_norm));
     Tensor da = dropout_backward(*backend_, dh, saved.attention_dropout);
-    Tensor dx_branch =
-        input_norm_.backward(attention_.backward(da, saved.attention), saved.input_norm);
+    SelfAttention::Saved attention = saved.attention;
+    if (recompute_norms_)
+        attention.qkv =
+            attention_.linear_qkv().saved_for(input_norm_.forward(saved.input_norm.input, nullptr));
+    Tensor dx_branch = input_norm_.backward(attention_.backward(da, attention), saved.input_norm);
     return sum(dh, dx_branch);
 }
 

@@ -49,6 +49,8 @@ nn::TransformerConfig layer_config(const GptConfig& c, DType dtype, const nn::Te
                         ? nn::NormNaming::local
                         : nn::NormNaming::transformer_engine;
     t.tp = tp;
+    t.recompute_mlp = nn::recompute_module(c.recompute, "mlp");
+    t.recompute_norms = nn::recompute_module(c.recompute, "layernorm");
     return t;
 }
 

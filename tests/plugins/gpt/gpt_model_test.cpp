@@ -282,9 +282,10 @@ TEST(GptModel, ResetDocumentsAreIndependent) {
     EXPECT_GT(std::fabs(joined.data<double>()[4] - a.data<double>()[2]), 1e-9);
 }
 
-// --recompute-granularity full: every uniform chunk and block layout gives bit-identical grads
+// --recompute-granularity full (every uniform chunk and block layout) and selective (mlp,
+// layernorm) give bit-identical grads
 // (dropout on: the replay draws the same masks), with document resets; Megatron's checks apply.
-TEST(GptModel, FullRecomputeGivesBitIdenticalGradients) {
+TEST(GptModel, RecomputeGivesBitIdenticalGradients) {
     auto grads_of = [](const ModelArgs& args) {
         GptModel model(gpt_config_from_args(args));
         model.initialize(9);
@@ -319,6 +320,13 @@ TEST(GptModel, FullRecomputeGivesBitIdenticalGradients) {
         EXPECT_EQ(got.second, plain.second) << method << " " << layers;
     }
     EXPECT_EQ(grads_of(with(base, "recompute-activations", "")).second, plain.second);
+    // Selective: the MLP, the norms' outputs, both.
+    for (const std::string modules : {"mlp", "layernorm", "core_attn mlp layernorm"}) {
+        const auto got = grads_of(
+            with(with(base, "recompute-granularity", "selective"), "recompute-modules", modules));
+        EXPECT_EQ(got.first, plain.first) << modules;
+        EXPECT_EQ(got.second, plain.second) << modules;
+    }
     EXPECT_NE(mt::test::error_of([&] {
                   gpt_config_from_args(with(with(with(base, "recompute-granularity", "full"),
                                                  "recompute-method", "block"),

@@ -36,6 +36,8 @@ class MT_API Linear {
     Tensor forward(const Tensor& x, Saved* saved) const;
     // dy shaped like y -> dx shaped like x. weight.grad += dy^T x; bias.grad += dy's column sums.
     Tensor backward(const Tensor& dy, const Saved& saved);
+    // What forward(x, &saved) keeps, without the product: the input of a recomputed norm.
+    Saved saved_for(const Tensor& x) const;
 
     void collect_parameters(std::vector<Parameter*>& out);
     Parameter& weight() { return weight_; }
@@ -46,6 +48,9 @@ class MT_API Linear {
 
   private:
     bool column() const;
+    // The layer's input as the GEMM sees it: gathered along the sequence when column-parallel
+    // under sequence parallelism.
+    Tensor gathered(const Tensor& x) const;
     bool row() const;
 
     int64_t in_, out_;  // local

@@ -17,8 +17,10 @@ struct RecomputeConfig {
     std::string granularity;  // "", "full" or "selective"
     std::string method;       // "", "uniform" or "block" (full only)
     int64_t num_layers = 0;   // --recompute-num-layers (0: not given)
-    // --recompute-modules for selective (Megatron's default core_attn: our attention keeps
-    // q, k, v and the row log-sum-exps only and recomputes the probabilities anyway).
+    // --recompute-modules for selective (default core_attn): core_attn is what our attention
+    // does anyway (q, k, v and the row log-sum-exps kept, the probabilities recomputed); mlp
+    // keeps the MLP's input only; layernorm drops the norms' outputs (Megatron's
+    // output-discarding checkpoint).
     std::vector<std::string> modules;
 };
 
@@ -26,6 +28,9 @@ struct RecomputeConfig {
 struct RecomputeSegment {
     int64_t begin = 0, end = 0;
 };
+
+// Whether selective recompute covers `module` ("core_attn", "mlp", "layernorm").
+MT_API bool recompute_module(const RecomputeConfig& config, const std::string& module);
 
 // Megatron's checks (TransformerConfig.__post_init__) with its messages, then the segments of
 // `layers` layers: uniform cuts every layer into chunks of num_layers (the last may be shorter),

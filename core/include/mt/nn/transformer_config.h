@@ -35,6 +35,9 @@ struct TransformerConfig {
     double rotary_base = 10000.0;    // --rotary-base
     float hidden_dropout = 0.1f;
     float attention_dropout = 0.1f;
+    // Selective recompute (--recompute-modules): the MLP's internals, and the norms' outputs
+    // (the inputs the QKV and fc1 linears keep), rebuilt in the backward instead of kept.
+    bool recompute_mlp = false, recompute_norms = false;
     int64_t attention_block = 64;  // queries and keys per block of the online softmax
     DType dtype = DType::f32;
     NormNaming norm_naming = NormNaming::transformer_engine;

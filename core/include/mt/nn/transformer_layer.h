@@ -26,7 +26,8 @@ class MT_API TransformerLayer {
         SelfAttention::Saved attention;
         DropoutDraw attention_dropout;  // hidden dropout after the attention
         Norm::Saved pre_mlp_norm;
-        Mlp::Saved mlp;
+        Mlp::Saved mlp;           // empty with recompute_mlp
+        Tensor mlp_input;         // recompute_mlp without recompute_norms: the MLP's input
         DropoutDraw mlp_dropout;  // hidden dropout after the MLP
     };
 
@@ -57,6 +58,7 @@ class MT_API TransformerLayer {
     Mlp mlp_;
     Backend* backend_;
     TensorParallel tp_;
+    bool recompute_mlp_, recompute_norms_;  // selective recompute (TransformerConfig)
 };
 
 }  // namespace mt::nn
