@@ -42,8 +42,8 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
     CheckpointArgs a;
     for (const auto& flag : model_flags) {
         auto it = model_args.find(flag.name);
-        if (flag.name == "disable-bias-linear") {  // argparse dest add_bias_linear, store_false
-            set_arg(a, "add_bias_linear", it == model_args.end());
+        if (!flag.store_false_dest.empty()) {
+            set_arg(a, flag.store_false_dest, it == model_args.end());
             continue;
         }
         if (flag.is_switch) {

@@ -87,6 +87,9 @@ struct FlagInfo {
     bool is_switch = false;                    // takes no value
     // Takes any number of values (argparse nargs='*'); ModelArgs holds them joined by spaces.
     bool multiple = false;
+    // A switch stored as False under this argparse dest (--disable-bias-linear:
+    // add_bias_linear); empty: the dest is the flag's own name, stored True.
+    std::string store_false_dest;
 };
 
 // The inputs of one micro-batch by name. GPT: "tokens", "labels" (i64 [B, T]), "loss_mask"

@@ -57,8 +57,8 @@ ModelArgs model_args_from_checkpoint(const CheckpointArgs& args,
                                      const std::vector<FlagInfo>& flags) {
     ModelArgs out;
     for (const FlagInfo& flag : flags) {
-        if (flag.name == "disable-bias-linear") {  // argparse dest add_bias_linear, store_false
-            const ArgValue* v = find_arg(args, "add_bias_linear");
+        if (!flag.store_false_dest.empty()) {
+            const ArgValue* v = find_arg(args, flag.store_false_dest);
             if (v && std::holds_alternative<bool>(*v) && !std::get<bool>(*v)) out[flag.name] = "";
             continue;
         }

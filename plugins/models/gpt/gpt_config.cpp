@@ -54,9 +54,23 @@ class Flags {
 
 std::vector<FlagInfo> gpt_flags() {
     auto value = [](const char* name, const char* help, std::optional<std::string> def = {}) {
-        return FlagInfo{name, help, std::move(def), false};
+        FlagInfo f;
+        f.name = name;
+        f.help = help;
+        f.default_value = std::move(def);
+        return f;
     };
-    auto flag = [](const char* name, const char* help) { return FlagInfo{name, help, {}, true}; };
+    auto flag = [&](const char* name, const char* help) {
+        FlagInfo f = value(name, help);
+        f.is_switch = true;
+        return f;
+    };
+    // A switch argparse stores as False under `dest`.
+    auto store_false = [&](const char* name, const char* dest, const char* help) {
+        FlagInfo f = flag(name, help);
+        f.store_false_dest = dest;
+        return f;
+    };
     return {
         value("num-layers", "number of transformer layers"),
         value("hidden-size", "transformer hidden size"),
@@ -76,7 +90,14 @@ std::vector<FlagInfo> gpt_flags() {
         flag("swiglu", "use SwiGLU in the MLP"),
         flag("group-query-attention", "use grouped-query attention"),
         value("num-query-groups", "number of query groups with --group-query-attention", "1"),
-        flag("disable-bias-linear", "no biases in the linear layers"),
+        store_false("disable-bias-linear", "add_bias_linear", "no biases in the linear layers"),
+        flag("squared-relu", "squared ReLU in the MLP instead of GeLU"),
+        store_false("no-bias-gelu-fusion", "bias_gelu_fusion",
+                    "GeLU with erf (F.gelu) instead of the fused bias-GeLU's tanh form"),
+        flag("openai-gelu", "legacy models only: Megatron-core's GPT ignores it, and so do we"),
+        flag("use-rope-scaling", "Llama 3.x rope frequency scaling: not supported yet"),
+        flag("rotary-interleaved", "rotate interleaved pairs, not halves: not supported yet"),
+        flag("qk-layernorm", "normalise queries and keys: not supported yet"),
         flag("add-qkv-bias", "a QKV bias even with --disable-bias-linear"),
         flag("untie-embeddings-and-output-weights", "separate input embedding and output weights"),
         flag("apply-residual-connection-post-layernorm",
@@ -95,11 +116,13 @@ std::vector<FlagInfo> gpt_flags() {
               "with full granularity: uniform (every layer, in chunks of --recompute-num-layers) "
               "or block (the first --recompute-num-layers layers)"),
         value("recompute-num-layers", "layers per recompute chunk (uniform) or recomputed (block)"),
-        FlagInfo{"recompute-modules",
-                 "selective granularity: the submodules to recompute (core_attn, the default)",
-                 {},
-                 false,
-                 true},
+        [&] {
+            FlagInfo f = value("recompute-modules",
+                               "selective granularity: the submodules to recompute (core_attn, the "
+                               "default; mlp; layernorm)");
+            f.multiple = true;
+            return f;
+        }(),
         flag("recompute-activations", "the same as --recompute-granularity selective"),
         flag("checkpoint-activations",
              "no longer valid (Megatron): use --recompute-activations or --recompute-granularity"),
@@ -185,7 +208,19 @@ GptConfig gpt_config_from_args(const ModelArgs& args) {
     c.norm_epsilon = f.real("norm-epsilon", 1e-5);
     c.apply_layernorm_1p = f.flag("apply-layernorm-1p");
 
+    // Model-shaping flags we cannot build yet are errors, not silently different models (a
+    // checkpoint's args reach here as these flags too).
+    const std::pair<const char*, const char*> not_yet[] = {
+        {"use-rope-scaling", "Llama 3.x rope frequency scaling"},
+        {"rotary-interleaved", "rotary embedding on interleaved pairs"},
+        {"qk-layernorm", "layer norms on the queries and keys"}};
+    for (const auto& [name, what] : not_yet)
+        MT_CHECK(!f.flag(name), "--", name, ": not supported yet: ", what);
+    c.squared_relu = f.flag("squared-relu");
+    MT_CHECK(!(c.squared_relu && c.swiglu), "--squared-relu and --swiglu exclude each other");
+    // Megatron turns the bias-GeLU fusion (tanh GeLU) off without biases: F.gelu (erf) then.
     c.add_bias_linear = !f.flag("disable-bias-linear");
+    c.bias_gelu_fusion = c.add_bias_linear && !f.flag("no-bias-gelu-fusion");
     c.add_qkv_bias = c.add_bias_linear || f.flag("add-qkv-bias");
     c.untie_embeddings_and_output_weights = f.flag("untie-embeddings-and-output-weights");
     c.apply_residual_connection_post_layernorm = f.flag("apply-residual-connection-post-layernorm");

@@ -30,6 +30,8 @@ struct GptConfig {
     double norm_epsilon = 1e-5;
     bool apply_layernorm_1p = false;
     bool swiglu = false;
+    bool squared_relu = false;     // --squared-relu
+    bool bias_gelu_fusion = true;  // the tanh GeLU; false: erf (--no-bias-gelu-fusion, no biases)
     bool add_bias_linear = true, add_qkv_bias = true;
     bool untie_embeddings_and_output_weights = false;
     bool apply_residual_connection_post_layernorm = false;

@@ -31,12 +31,14 @@ nn::TransformerConfig layer_config(const GptConfig& c, DType dtype, const nn::Te
     t.normalization = c.normalization == Normalization::rms_norm ? nn::NormKind::rms_norm
                                                                  : nn::NormKind::layer_norm;
     t.norm = ops::NormConfig{float(c.norm_epsilon), c.apply_layernorm_1p};
-    // Megatron: --swiglu is silu on fc1's [gate | up]; otherwise GeLU, fused with the bias in
-    // its tanh form (bias_gelu) unless there is no bias, when it is F.gelu (erf).
+    // Megatron: --swiglu is silu on fc1's [gate | up], --squared-relu relu(x)^2; otherwise GeLU,
+    // fused with the bias in its tanh form (bias_gelu) unless the fusion is off (no biases, or
+    // --no-bias-gelu-fusion), when it is F.gelu (erf).
     t.gated_linear_unit = c.swiglu;
-    t.activation = c.swiglu            ? ops::UnaryOp::silu
-                   : c.add_bias_linear ? ops::UnaryOp::gelu
-                                       : ops::UnaryOp::gelu_erf;
+    t.activation = c.swiglu             ? ops::UnaryOp::silu
+                   : c.squared_relu     ? ops::UnaryOp::squared_relu
+                   : c.bias_gelu_fusion ? ops::UnaryOp::gelu
+                                        : ops::UnaryOp::gelu_erf;
     t.add_bias_linear = c.add_bias_linear;
     t.add_qkv_bias = c.add_qkv_bias;
     t.rotary = c.position_embedding == PositionEmbedding::rope;

@@ -8,6 +8,7 @@
 #include <boost/program_options.hpp>
 
 #include "gpt_config.h"
+#include "mt/checkpoint/checkpoint_args.h"
 #include "mt/cli/flags.h"
 #include "mt/registry.h"
 #include "register.h"
@@ -167,6 +168,39 @@ TEST(GptConfig, ErrorsNameTheFlag) {
     EXPECT_NE(error_with("kv-channels", "-4").find("--kv-channels must be positive, got -4"),
               std::string::npos);
     EXPECT_NE(error_with("hidden-dropout", "1.5").find("must be in [0, 1)"), std::string::npos);
+}
+
+// The activation follows Megatron's flags, and a checkpoint's args reach the same flags: a
+// model shape we cannot build yet is an error, never a silently different model.
+TEST(GptConfig, ActivationAndModelShapesFromCheckpointArgs) {
+    const ModelArgs base = {{"num-layers", "2"},
+                            {"hidden-size", "64"},
+                            {"num-attention-heads", "4"},
+                            {"max-position-embeddings", "32"},
+                            {"vocab-size", "100"}};
+    auto from_ckpt = [&](std::vector<std::pair<std::string, ArgValue>> extra) {
+        CheckpointArgs args = {
+            {"num_layers", int64_t(2)},          {"hidden_size", int64_t(64)},
+            {"num_attention_heads", int64_t(4)}, {"max_position_embeddings", int64_t(32)},
+            {"vocab_size", int64_t(100)},        {"add_bias_linear", true},
+            {"bias_gelu_fusion", true}};
+        for (auto& [k, v] : extra) set_arg(args, k, v);
+        return model_args_from_checkpoint(args, gpt_flags());
+    };
+    EXPECT_TRUE(gpt_config_from_args(from_ckpt({})).bias_gelu_fusion);  // tanh GeLU
+    EXPECT_FALSE(gpt_config_from_args(from_ckpt({{"bias_gelu_fusion", false}})).bias_gelu_fusion);
+    EXPECT_FALSE(gpt_config_from_args(from_ckpt({{"add_bias_linear", false}})).bias_gelu_fusion);
+    EXPECT_TRUE(gpt_config_from_args(from_ckpt({{"squared_relu", true}})).squared_relu);
+    for (const char* arg : {"use_rope_scaling", "rotary_interleaved", "qk_layernorm"}) {
+        const std::string e = mt::test::error_of([&] {
+            gpt_config_from_args(from_ckpt({{arg, true}}));
+        });
+        EXPECT_NE(e.find(": not supported yet: "), std::string::npos) << arg << ": " << e;
+    }
+    ModelArgs both = base;
+    both["squared-relu"] = both["swiglu"] = "";
+    EXPECT_NE(mt::test::error_of([&] { gpt_config_from_args(both); }).find("exclude each other"),
+              std::string::npos);
 }
 
 TEST(GptFamily, RegisteredAsGpt) {
