@@ -77,6 +77,32 @@ TEST_P(Bf16Ops, ElementwiseOpsComputeInF32AndRound) {
     }
 }
 
+// The residual add, dropout and bias on bf16 rows, and bf16 bias gradients summed into an f32
+// main grad, equal the f32 ops on the same values (rounded where the output is bf16).
+TEST_P(Bf16Ops, AddDropoutAndBiasWithoutWidening) {
+    std::mt19937 rng(44);
+    Tensor a16 = to_bf16(be(), mt::test::random_tensor({6, 16}, rng));
+    Tensor b16 = to_bf16(be(), mt::test::random_tensor({16}, rng));
+    Tensor a = to_f32(be(), a16), b = to_f32(be(), b16);
+    auto rounded = [&](const Tensor& t) {
+        return mt::test::to_doubles(to_f32(be(), to_bf16(be(), t)));
+    };
+    Tensor s16 = be().empty(a.shape(), DType::bf16), s = be().empty(a.shape(), DType::f32);
+    be().add(a16, a16, s16);
+    be().add(a, a, s);
+    EXPECT_EQ(mt::test::to_doubles(to_f32(be(), s16)), rounded(s));
+    be().dropout_forward(a16, 0.3f, 5, 11, s16);
+    be().dropout_forward(a, 0.3f, 5, 11, s);
+    EXPECT_EQ(mt::test::to_doubles(to_f32(be(), s16)), rounded(s));
+    be().add_bias(b16, a16);
+    be().add_bias(b, a);
+    EXPECT_EQ(mt::test::to_doubles(to_f32(be(), a16)), rounded(a));
+    Tensor db = be().zeros({16}, DType::f32), db32 = be().zeros({16}, DType::f32);
+    be().add_column_sums(a16, db);
+    be().add_column_sums(to_f32(be(), a16), db32);
+    EXPECT_EQ(mt::test::to_doubles(db), mt::test::to_doubles(db32));
+}
+
 // LayerNorm of bf16 rows: f32 statistics, bf16 output, f32 parameter grads accumulated.
 TEST_P(Bf16Ops, LayerNormKeepsF32StatisticsAndGrads) {
     std::mt19937 rng(42);

@@ -22,8 +22,8 @@ namespace {
 // dst[i] = src[i] * keep(offset + i) * scale; forward and backward differ only in the name.
 void apply_mask(const char* op, const Tensor& src, float p, uint64_t seed, uint64_t offset,
                 Tensor& dst, bool backward) {
-    check_float(op, backward ? "dy" : "x", src);
-    check_float_shape(op, backward ? "dx" : "y", dst, src.shape(), src.dtype());
+    detail::check_float_or_bf16(op, backward ? "dy" : "x", src);
+    detail::check_float_or_bf16_shape(op, backward ? "dx" : "y", dst, src.shape(), src.dtype());
     MT_CHECK(p >= 0.0f && p <= 1.0f, op, ": drop probability must be in [0, 1], got ", p);
     const uint64_t n = uint64_t(src.numel());
     if (n == 0) return;
@@ -32,10 +32,11 @@ void apply_mask(const char* op, const Tensor& src, float p, uint64_t seed, uint6
     const k::Dropout drop = k::Dropout::make(p, seed, offset);
     const uint64_t first = offset >> 2, last = (offset + n - 1) >> 2;
     const int64_t blocks = int64_t(last - first + 1);
-    with_float(src.dtype(), [&](auto t) {
-        using T = decltype(t);
-        const T* s = in_t<T>(src);
-        T* d = out_t<T>(dst);
+    detail::with_float_or_bf16(src.dtype(), [&](auto t) {
+        using S = decltype(t);
+        using E = detail::Element<S>;
+        const S* s = in_t<S>(src);
+        S* d = out_t<S>(dst);
 #pragma omp parallel for schedule(static) if (int64_t(n) >= kParallelMin)
         for (int64_t b = 0; b < blocks; ++b) {
             const uint64_t block = first + uint64_t(b);
@@ -45,7 +46,8 @@ void apply_mask(const char* op, const Tensor& src, float p, uint64_t seed, uint6
                 if (j < offset || j - offset >= n) continue;
                 const uint64_t i = j - offset;
                 const bool kept = drop.keep_bits(bits.v[lane]);
-                d[i] = backward ? drop.bwd(s[i], kept) : drop.fwd(s[i], kept);
+                const auto v = E::load(s[i]);
+                d[i] = E::store(backward ? drop.bwd(v, kept) : drop.fwd(v, kept));
             }
         }
     });
@@ -55,7 +57,7 @@ void apply_mask(const char* op, const Tensor& src, float p, uint64_t seed, uint6
 
 void CpuBackend::dropout_forward(const Tensor& x, float p, uint64_t seed, uint64_t offset,
                                  Tensor& y) {
-    if (any_half({&x, &y})) {
+    if (any_f16({&x, &y}) || x.dtype() != y.dtype()) {
         HalfAsFloat h;
         dropout_forward(h.in(x), p, seed, offset, h.out(y));
         return h.finish();
@@ -65,7 +67,7 @@ void CpuBackend::dropout_forward(const Tensor& x, float p, uint64_t seed, uint64
 
 void CpuBackend::dropout_backward(const Tensor& dy, float p, uint64_t seed, uint64_t offset,
                                   Tensor& dx) {
-    if (any_half({&dy, &dx})) {
+    if (any_f16({&dy, &dx}) || dy.dtype() != dx.dtype()) {
         HalfAsFloat h;
         dropout_backward(h.in(dy), p, seed, offset, h.out(dx));
         return h.finish();

@@ -9,24 +9,29 @@
 namespace mt::cpu {
 
 using detail::check_float;
+using detail::check_float_or_bf16;
+using detail::check_float_or_bf16_shape;
 using detail::check_float_shape;
 using detail::in_t;
 using detail::kParallelMin;
 using detail::out_t;
 using detail::with_float;
+using detail::with_float_or_bf16;
 
 namespace {
 
-template <class Op, class T>
-void unary_forward_loop(Op op, const T* x, T* y, int64_t n) {
+template <class Op, class S>
+void unary_forward_loop(Op op, const S* x, S* y, int64_t n) {
+    using E = detail::Element<S>;
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
-    for (int64_t i = 0; i < n; ++i) y[i] = op.fwd(x[i]);
+    for (int64_t i = 0; i < n; ++i) y[i] = E::store(op.fwd(E::load(x[i])));
 }
 
-template <class Op, class T>
-void unary_backward_loop(Op op, const T* x, const T* dy, T* dx, int64_t n) {
+template <class Op, class S>
+void unary_backward_loop(Op op, const S* x, const S* dy, S* dx, int64_t n) {
+    using E = detail::Element<S>;
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
-    for (int64_t i = 0; i < n; ++i) dx[i] = op.bwd(x[i], dy[i]);
+    for (int64_t i = 0; i < n; ++i) dx[i] = E::store(op.bwd(E::load(x[i]), E::load(dy[i])));
 }
 
 // Calls fn with the functor of op.
@@ -73,29 +78,29 @@ Shape halved(const Tensor& x) {
 }  // namespace
 
 void CpuBackend::unary_forward(UnaryOp op, const Tensor& x, Tensor& y) {
-    if (any_half({&x, &y})) {
+    if (any_f16({&x, &y})) {
         HalfAsFloat h;
         unary_forward(op, h.in(x), h.out(y));
         return h.finish();
     }
-    check_float("unary_forward", "x", x);
-    check_float_shape("unary_forward", "y", y, x.shape(), x.dtype());
-    with_float(x.dtype(), [&](auto t) {
+    check_float_or_bf16("unary_forward", "x", x);
+    check_float_or_bf16_shape("unary_forward", "y", y, x.shape(), x.dtype());
+    with_float_or_bf16(x.dtype(), [&](auto t) {
         using T = decltype(t);
         with_unary(op, [&](auto f) { unary_forward_loop(f, in_t<T>(x), out_t<T>(y), x.numel()); });
     });
 }
 
 void CpuBackend::unary_backward(UnaryOp op, const Tensor& x, const Tensor& dy, Tensor& dx) {
-    if (any_half({&x, &dy, &dx})) {
+    if (any_f16({&x, &dy, &dx}) || !(x.dtype() == dy.dtype() && x.dtype() == dx.dtype())) {
         HalfAsFloat h;
         unary_backward(op, h.in(x), h.in(dy), h.out(dx));
         return h.finish();
     }
-    check_float("unary_backward", "x", x);
-    check_float_shape("unary_backward", "dy", dy, x.shape(), x.dtype());
-    check_float_shape("unary_backward", "dx", dx, x.shape(), x.dtype());
-    with_float(x.dtype(), [&](auto t) {
+    check_float_or_bf16("unary_backward", "x", x);
+    check_float_or_bf16_shape("unary_backward", "dy", dy, x.shape(), x.dtype());
+    check_float_or_bf16_shape("unary_backward", "dx", dx, x.shape(), x.dtype());
+    with_float_or_bf16(x.dtype(), [&](auto t) {
         using T = decltype(t);
         with_unary(op, [&](auto f) {
             unary_backward_loop(f, in_t<T>(x), in_t<T>(dy), out_t<T>(dx), x.numel());
@@ -154,22 +159,23 @@ void CpuBackend::swiglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) 
 }
 
 void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
-    if (any_half({&a, &b, &y})) {
+    if (any_f16({&a, &b, &y}) || !(a.dtype() == b.dtype() && a.dtype() == y.dtype())) {
         HalfAsFloat h;
         add(h.in(a), h.in(b), h.out(y));
         return h.finish();
     }
-    check_float("add", "a", a);
-    check_float_shape("add", "b", b, a.shape(), a.dtype());
-    check_float_shape("add", "y", y, a.shape(), a.dtype());
-    with_float(a.dtype(), [&](auto t) {
-        using T = decltype(t);
-        const T* ap = in_t<T>(a);
-        const T* bp = in_t<T>(b);
-        T* yp = out_t<T>(y);
+    check_float_or_bf16("add", "a", a);
+    check_float_or_bf16_shape("add", "b", b, a.shape(), a.dtype());
+    check_float_or_bf16_shape("add", "y", y, a.shape(), a.dtype());
+    with_float_or_bf16(a.dtype(), [&](auto t) {
+        using S = decltype(t);
+        using E = detail::Element<S>;
+        const S* ap = in_t<S>(a);
+        const S* bp = in_t<S>(b);
+        S* yp = out_t<S>(y);
         int64_t n = a.numel();
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
-        for (int64_t i = 0; i < n; ++i) yp[i] = ap[i] + bp[i];
+        for (int64_t i = 0; i < n; ++i) yp[i] = E::store(E::load(ap[i]) + E::load(bp[i]));
     });
 }
 

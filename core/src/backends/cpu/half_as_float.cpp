@@ -26,6 +26,12 @@ bool any_half(std::initializer_list<const Tensor*> tensors) {
     return false;
 }
 
+bool any_f16(std::initializer_list<const Tensor*> tensors) {
+    for (const Tensor* t : tensors)
+        if (t->defined() && t->dtype() == DType::f16) return true;
+    return false;
+}
+
 void convert(const Tensor& src, Tensor& dst) {
     MT_CHECK(src.shape() == dst.shape() && dst.is_contiguous() &&
                  dst.device().type == DeviceType::cpu && src.device().type == DeviceType::cpu,

@@ -14,6 +14,8 @@ namespace mt::cpu {
 
 // True when one of the tensors (undefined ones ignored) is f16 or bf16.
 bool any_half(std::initializer_list<const Tensor*> tensors);
+// True when one of them is f16 (the ops with a native bf16 path widen only those).
+bool any_f16(std::initializer_list<const Tensor*> tensors);
 
 class HalfAsFloat {
   public:

@@ -44,6 +44,24 @@ void check_any_float(const char* op, const char* name, const Tensor& x) {
              " must be a contiguous CPU tensor, got ", x.describe());
 }
 
+void check_float_or_bf16(const char* op, const char* name, const Tensor& x) {
+    MT_CHECK(x.defined(), op, ": ", name, " is undefined");
+    const DType d = x.dtype();
+    MT_CHECK(d == DType::f32 || d == DType::f64 || d == DType::bf16, op, ": ", name,
+             " must be f32, f64 or bf16, got ", x.describe());
+    MT_CHECK(x.device().type == DeviceType::cpu && x.is_contiguous(), op, ": ", name,
+             " must be a contiguous CPU tensor, got ", x.describe());
+}
+
+void check_float_or_bf16_shape(const char* op, const char* name, const Tensor& x,
+                               const Shape& shape, DType dtype) {
+    check_float_or_bf16(op, name, x);
+    MT_CHECK(x.dtype() == dtype, op, ": ", name, " must be ", dtype_name(dtype), ", got ",
+             x.describe());
+    MT_CHECK(x.shape() == shape, op, ": ", name, " must have shape ", shape_str(shape), ", got ",
+             x.describe());
+}
+
 Shape leading_shape(const Tensor& x) {
     return Shape(x.shape().begin(), x.shape().end() - 1);
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "mt/kernels/bf16.h"
 #include "mt/tensor.h"
 
 namespace mt::cpu::detail {
@@ -27,6 +28,42 @@ void check_float_shape(const char* op, const char* name, const Tensor& x, const 
 // x must be a contiguous CPU tensor of a float dtype, halves included (ops that only move
 // elements, such as the embedding gather, take every float dtype as it is).
 void check_any_float(const char* op, const char* name, const Tensor& x);
+
+// bf16 elements as the elementwise loops see them: stored as their bits, computed in f32.
+// Element<S>::load / store convert between a stored S and its arithmetic type (float for bf16,
+// S itself otherwise), so one loop serves f32, f64 and bf16 without widening passes.
+struct Bf16 {
+    uint16_t bits;
+};
+template <class S>
+struct Element {
+    using Compute = S;
+    static S load(S v) { return v; }
+    static S store(S v) { return v; }
+};
+template <>
+struct Element<Bf16> {
+    using Compute = float;
+    static float load(Bf16 v) { return k::bf16_to_float(v.bits); }
+    static Bf16 store(float v) { return {k::float_to_bf16(v)}; }
+};
+
+// x must be a contiguous f32, f64 or bf16 CPU tensor.
+void check_float_or_bf16(const char* op, const char* name, const Tensor& x);
+// Same, of `shape` and `dtype`.
+void check_float_or_bf16_shape(const char* op, const char* name, const Tensor& x,
+                               const Shape& shape, DType dtype);
+
+// Calls fn(S{}) with S = float, double or Bf16 for dtype (checked beforehand).
+template <class Fn>
+void with_float_or_bf16(DType dtype, Fn fn) {
+    if (dtype == DType::bf16)
+        fn(Bf16{});
+    else if (dtype == DType::f64)
+        fn(double{});
+    else
+        fn(float{});
+}
 
 // Calls fn(T{}) with T = float or double for dtype (checked by check_float beforehand).
 template <class Fn>
