@@ -103,6 +103,27 @@ TEST_P(Bf16Ops, AddDropoutAndBiasWithoutWidening) {
     EXPECT_EQ(mt::test::to_doubles(db), mt::test::to_doubles(db32));
 }
 
+// Cross-entropy of bf16 logits: f32 losses and lse, bf16 dlogits (in place over the logits, as
+// the output layer runs it), equal to the f32 op on the same values.
+TEST_P(Bf16Ops, CrossEntropyOfBf16LogitsInF32) {
+    std::mt19937 rng(45);
+    const int64_t rows = 5, vocab = 37;
+    Tensor logits16 = to_bf16(be(), mt::test::random_tensor({rows, vocab}, rng, -4, 4));
+    Tensor targets = Tensor::empty({rows}, DType::i64);
+    for (int64_t r = 0; r < rows; ++r) targets.data<int64_t>()[r] = (7 * r + 3) % vocab;
+    Tensor losses = be().empty({rows}, DType::f32), lse = be().empty({rows}, DType::f32);
+    be().cross_entropy_forward(logits16, targets, losses, lse);
+    Tensor logits = to_f32(be(), logits16);
+    Tensor losses32 = be().empty({rows}, DType::f32), lse32 = be().empty({rows}, DType::f32);
+    be().cross_entropy_forward(logits, targets, losses32, lse32);
+    EXPECT_EQ(mt::test::to_doubles(losses), mt::test::to_doubles(losses32));
+    Tensor dl = mt::test::random_tensor({rows}, rng);
+    be().cross_entropy_backward(logits, targets, lse32, dl, logits);
+    be().cross_entropy_backward(logits16, targets, lse, dl, logits16);  // in place
+    EXPECT_EQ(mt::test::to_doubles(to_f32(be(), logits16)),
+              mt::test::to_doubles(to_f32(be(), to_bf16(be(), logits))));
+}
+
 // LayerNorm of bf16 rows: f32 statistics, bf16 output, f32 parameter grads accumulated.
 TEST_P(Bf16Ops, LayerNormKeepsF32StatisticsAndGrads) {
     std::mt19937 rng(42);

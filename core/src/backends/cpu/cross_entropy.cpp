@@ -28,7 +28,7 @@ struct Rows {
 };
 
 Rows check_rows(const char* op, const Tensor& logits, const Tensor& targets) {
-    check_float(op, "logits", logits);
+    detail::check_float_or_bf16(op, "logits", logits);
     MT_CHECK(logits.dim() >= 1 && logits.size(-1) > 0, op,
              ": logits must be (..., V) with V > 0, got ", logits.describe());
     MT_CHECK(targets.defined() && (targets.dtype() == DType::i64 || targets.dtype() == DType::i32),
@@ -66,19 +66,38 @@ std::vector<int64_t> piece_target_columns(const Tensor& targets, int64_t rows, i
     return cols;
 }
 
+// The dtype of the per-row statistics (lse, losses, their gradients): f32 for bf16 logits, as
+// Megatron's cross-entropy upcasts them, else the logits' own.
+DType stats_dtype(const Tensor& logits) {
+    return logits.dtype() == DType::bf16 ? DType::f32 : logits.dtype();
+}
+
+// Whether the ops take these tensors as they are (f32, f64, or bf16 logits with f32
+// statistics); otherwise (f16) they go through HalfAsFloat.
+bool native(const Tensor& logits, std::initializer_list<const Tensor*> stats) {
+    if (logits.dtype() == DType::f16) return false;
+    for (const Tensor* t : stats)
+        if (t->defined() && t->dtype() != stats_dtype(logits)) return false;
+    return true;
+}
+
 // dlogits rows from logits, the rows' lse and target columns (-1: none) and dlosses.
 void backward_rows(const Tensor& logits, const std::vector<int64_t>& cols, const Tensor& lse,
                    const Tensor& dlosses, Tensor& dlogits, int64_t rows, int64_t vocab) {
-    with_float(logits.dtype(), [&](auto t) {
-        using T = decltype(t);
-        const T *lp = in_t<T>(logits), *lsep = in_t<T>(lse), *dl = in_t<T>(dlosses);
-        T* dp = out_t<T>(dlogits);
+    detail::with_float_or_bf16(logits.dtype(), [&](auto t) {
+        using S = decltype(t);
+        using E = detail::Element<S>;
+        using T = typename E::Compute;
+        const S* lp = in_t<S>(logits);
+        const T *lsep = in_t<T>(lse), *dl = in_t<T>(dlosses);
+        S* dp = out_t<S>(dlogits);
 #pragma omp parallel for schedule(static) if (rows * vocab >= kParallelMin)
         for (int64_t r = 0; r < rows; ++r) {
-            const T* lr = lp + r * vocab;
-            T* dr = dp + r * vocab;
+            const S* lr = lp + r * vocab;
+            S* dr = dp + r * vocab;
             for (int64_t j = 0; j < vocab; ++j)
-                dr[j] = k::cross_entropy_bwd(lr[j], lsep[r], j == cols[r], dl[r]);
+                dr[j] =
+                    E::store(k::cross_entropy_bwd(E::load(lr[j]), lsep[r], j == cols[r], dl[r]));
         }
     });
 }
@@ -86,17 +105,19 @@ void backward_rows(const Tensor& logits, const std::vector<int64_t>& cols, const
 // Each row's log-sum-exp, and the logit of its target column (0 where cols[r] < 0).
 void forward_rows(const Tensor& logits, const std::vector<int64_t>& cols, Tensor& lse,
                   Tensor& target_logit, int64_t rows, int64_t vocab) {
-    with_float(logits.dtype(), [&](auto t) {
-        using T = decltype(t);
-        const T* lp = in_t<T>(logits);
+    detail::with_float_or_bf16(logits.dtype(), [&](auto t) {
+        using S = decltype(t);
+        using E = detail::Element<S>;
+        using T = typename E::Compute;
+        const S* lp = in_t<S>(logits);
         T *lsep = out_t<T>(lse), *tl = out_t<T>(target_logit);
 #pragma omp parallel for schedule(static) if (rows * vocab >= kParallelMin)
         for (int64_t r = 0; r < rows; ++r) {
-            const T* lr = lp + r * vocab;
+            const S* lr = lp + r * vocab;
             lsep[r] = fold_lanes<k::OnlineMax<T>>(vocab, [&](k::OnlineMax<T>& s, int64_t j) {
-                          s.add(lr[j]);
+                          s.add(E::load(lr[j]));
                       }).finalize();
-            tl[r] = cols[r] >= 0 ? lr[cols[r]] : T(0);
+            tl[r] = cols[r] >= 0 ? E::load(lr[cols[r]]) : T(0);
         }
     });
 }
@@ -105,18 +126,18 @@ void forward_rows(const Tensor& logits, const std::vector<int64_t>& cols, Tensor
 
 void CpuBackend::cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& losses,
                                        Tensor& lse) {
-    if (any_half({&logits, &losses, &lse})) {
+    if (!native(logits, {&losses, &lse})) {
         HalfAsFloat h;
         cross_entropy_forward(h.in(logits), targets, h.out(losses), h.out(lse));
         return h.finish();
     }
     const char* op = "cross_entropy_forward";
     auto [rows, vocab] = check_rows(op, logits, targets);
-    check_float_shape(op, "losses", losses, targets.shape(), logits.dtype());
-    check_float_shape(op, "lse", lse, targets.shape(), logits.dtype());
+    check_float_shape(op, "losses", losses, targets.shape(), stats_dtype(logits));
+    check_float_shape(op, "lse", lse, targets.shape(), stats_dtype(logits));
     // The target logits land in `losses`, which then become lse - target logit.
     forward_rows(logits, target_ids(op, targets, rows, vocab), lse, losses, rows, vocab);
-    with_float(logits.dtype(), [&](auto t) {
+    with_float(stats_dtype(logits), [&](auto t) {
         using T = decltype(t);
         const T* lsep = in_t<T>(lse);
         T* loss = out_t<T>(losses);
@@ -126,23 +147,23 @@ void CpuBackend::cross_entropy_forward(const Tensor& logits, const Tensor& targe
 
 void CpuBackend::cross_entropy_backward(const Tensor& logits, const Tensor& targets,
                                         const Tensor& lse, const Tensor& dlosses, Tensor& dlogits) {
-    if (any_half({&logits, &lse, &dlosses, &dlogits})) {
+    if (!native(logits, {&lse, &dlosses}) || dlogits.dtype() != logits.dtype()) {
         HalfAsFloat h;
         cross_entropy_backward(h.in(logits), targets, h.in(lse), h.in(dlosses), h.out(dlogits));
         return h.finish();
     }
     const char* op = "cross_entropy_backward";
     auto [rows, vocab] = check_rows(op, logits, targets);
-    check_float_shape(op, "lse", lse, targets.shape(), logits.dtype());
-    check_float_shape(op, "dlosses", dlosses, targets.shape(), logits.dtype());
-    check_float_shape(op, "dlogits", dlogits, logits.shape(), logits.dtype());
+    check_float_shape(op, "lse", lse, targets.shape(), stats_dtype(logits));
+    check_float_shape(op, "dlosses", dlosses, targets.shape(), stats_dtype(logits));
+    detail::check_float_or_bf16_shape(op, "dlogits", dlogits, logits.shape(), logits.dtype());
     backward_rows(logits, target_ids(op, targets, rows, vocab), lse, dlosses, dlogits, rows, vocab);
 }
 
 void CpuBackend::cross_entropy_shard_forward(const Tensor& logits, const Tensor& targets,
                                              int64_t vocab_start, Tensor& lse,
                                              Tensor& target_logit) {
-    if (any_half({&logits, &lse, &target_logit})) {
+    if (!native(logits, {&lse, &target_logit})) {
         HalfAsFloat h;
         cross_entropy_shard_forward(h.in(logits), targets, vocab_start, h.out(lse),
                                     h.out(target_logit));
@@ -150,8 +171,8 @@ void CpuBackend::cross_entropy_shard_forward(const Tensor& logits, const Tensor&
     }
     const char* op = "cross_entropy_shard_forward";
     auto [rows, vocab] = check_rows(op, logits, targets);
-    check_float_shape(op, "lse", lse, targets.shape(), logits.dtype());
-    check_float_shape(op, "target_logit", target_logit, targets.shape(), logits.dtype());
+    check_float_shape(op, "lse", lse, targets.shape(), stats_dtype(logits));
+    check_float_shape(op, "target_logit", target_logit, targets.shape(), stats_dtype(logits));
     forward_rows(logits, piece_target_columns(targets, rows, vocab_start, vocab), lse, target_logit,
                  rows, vocab);
 }
@@ -159,7 +180,7 @@ void CpuBackend::cross_entropy_shard_forward(const Tensor& logits, const Tensor&
 void CpuBackend::cross_entropy_shard_backward(const Tensor& logits, const Tensor& targets,
                                               int64_t vocab_start, const Tensor& lse,
                                               const Tensor& dlosses, Tensor& dlogits) {
-    if (any_half({&logits, &lse, &dlosses, &dlogits})) {
+    if (!native(logits, {&lse, &dlosses}) || dlogits.dtype() != logits.dtype()) {
         HalfAsFloat h;
         cross_entropy_shard_backward(h.in(logits), targets, vocab_start, h.in(lse), h.in(dlosses),
                                      h.out(dlogits));
@@ -167,9 +188,9 @@ void CpuBackend::cross_entropy_shard_backward(const Tensor& logits, const Tensor
     }
     const char* op = "cross_entropy_shard_backward";
     auto [rows, vocab] = check_rows(op, logits, targets);
-    check_float_shape(op, "lse", lse, targets.shape(), logits.dtype());
-    check_float_shape(op, "dlosses", dlosses, targets.shape(), logits.dtype());
-    check_float_shape(op, "dlogits", dlogits, logits.shape(), logits.dtype());
+    check_float_shape(op, "lse", lse, targets.shape(), stats_dtype(logits));
+    check_float_shape(op, "dlosses", dlosses, targets.shape(), stats_dtype(logits));
+    detail::check_float_or_bf16_shape(op, "dlogits", dlogits, logits.shape(), logits.dtype());
     backward_rows(logits, piece_target_columns(targets, rows, vocab_start, vocab), lse, dlosses,
                   dlogits, rows, vocab);
 }
