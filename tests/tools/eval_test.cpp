@@ -438,6 +438,23 @@ TEST(EvalTool, RunsOnAMegatronTrainCheckpoint) {
             << r.output;
         EXPECT_NE(r.output.find("done :-)"), std::string::npos) << r.output;
     }
+    // No tokenizer flag: the checkpoint's args name the tokenizer and its files (Megatron's
+    // --use-checkpoint-args), with the same result.
+    auto flagged =
+        run_command(mt::test::tool_path("megatron-eval").string() + " --task LAMBADA --load " +
+                    q(dir / "ckpt") + " --valid-data " + q(dir / "lambada.jsonl") +
+                    " --micro-batch-size 4" + tokenizer + " 2>&1");
+    auto from_ckpt =
+        run_command(mt::test::tool_path("megatron-eval").string() + " --task LAMBADA --load " +
+                    q(dir / "ckpt") + " --valid-data " + q(dir / "lambada.jsonl") +
+                    " --micro-batch-size 4 --use-checkpoint-args 2>&1");
+    ASSERT_EQ(from_ckpt.exit_code, 0) << from_ckpt.output;
+    const auto result = [](const std::string& out) {
+        const size_t at = out.find(" validation results on LAMBADA | ");
+        return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
+    };
+    EXPECT_FALSE(result(flagged.output).empty()) << flagged.output;
+    EXPECT_EQ(result(from_ckpt.output), result(flagged.output)) << from_ckpt.output;
 }
 
 }  // namespace

@@ -105,12 +105,25 @@ void report(const TaskFlags& f, const mt::eval::EvalSettings& settings, const Re
 int run(const TaskFlags& f, const mt::cli::TokenizerFlags& tf, const mt::ModelFamily& family,
         const mt::ModelArgs& model_args) {
     const std::string path = check_task_and_data(f);
-    auto tokenizer = mt::infer::tokenizer_for(mt::Registry::global(), tf.type, tf.options, f.load);
+    std::optional<mt::infer::LoadedModel> loaded;
+    auto load = [&] {
+        std::printf("building %s model ...\n", std::string(family.name()).c_str());
+        std::fflush(stdout);
+        loaded = mt::infer::load_for_inference(mt::Registry::global(), family, f.load, model_args,
+                                               f.ckpt_format);
+        std::printf(" loaded checkpoint from %s (%s format) at iteration %lld\n", f.load.c_str(),
+                    loaded->format.c_str(), static_cast<long long>(loaded->iteration));
+    };
+    // Without tokenizer flags the checkpoint's args name the tokenizer (--use-checkpoint-args),
+    // so the model loads first; with them the data is read first, so its errors do not wait.
+    if (tf.type.empty() && (tf.options.vocab_file.empty() || tf.options.merge_file.empty())) load();
+    auto tokenizer =
+        mt::infer::tokenizer_for(mt::Registry::global(), tf.type, tf.options, f.load,
+                                 loaded ? loaded->checkpoint_args : mt::CheckpointArgs{});
     std::printf("> building %s tokenizer (vocabulary %lld) ...\n",
                 std::string(tokenizer->name()).c_str(),
                 static_cast<long long>(tokenizer->vocab_size()));
 
-    // The data first: its errors should not wait for the model to load.
     std::optional<mt::eval::WikitextData> wiki;
     std::vector<mt::eval::LambadaExample> lambada;
     if (f.task == "WIKITEXT103") {
@@ -123,14 +136,9 @@ int run(const TaskFlags& f, const mt::cli::TokenizerFlags& tf, const mt::ModelFa
         std::printf(" > found %zu samples.\n", lambada.size());
     }
 
-    std::printf("building %s model ...\n", std::string(family.name()).c_str());
-    std::fflush(stdout);
-    auto loaded = mt::infer::load_for_inference(mt::Registry::global(), family, f.load, model_args,
-                                                f.ckpt_format);
-    std::printf(" loaded checkpoint from %s (%s format) at iteration %lld\n", f.load.c_str(),
-                loaded.format.c_str(), static_cast<long long>(loaded.iteration));
-    const int64_t seq_length = std::stoll(loaded.args.at("seq-length"));
-    const int64_t vocab = std::stoll(loaded.args.at("padded-vocab-size"));
+    if (!loaded) load();
+    const int64_t seq_length = std::stoll(loaded->args.at("seq-length"));
+    const int64_t vocab = std::stoll(loaded->args.at("padded-vocab-size"));
     MT_CHECK(tokenizer->vocab_size() <= vocab, "the tokenizer's vocabulary (",
              tokenizer->vocab_size(), " tokens) is larger than the model's (", vocab, ")");
     const mt::eval::EvalSettings settings{
@@ -140,7 +148,7 @@ int run(const TaskFlags& f, const mt::cli::TokenizerFlags& tf, const mt::ModelFa
         const mt::eval::LmWindows windows(wiki->tokens, seq_length, tokenizer->eod(),
                                           f.overlapping_eval);
         const double loss = score_all(
-            f, *loaded.model, windows.size(), [&](int64_t i) { return windows.window(i); },
+            f, *loaded->model, windows.size(), [&](int64_t i) { return windows.window(i); },
             mt::eval::Metric::loss);
         report(f, settings,
                mt::eval::perplexity_result(loss, wiki->num_original_tokens,
@@ -150,7 +158,7 @@ int run(const TaskFlags& f, const mt::cli::TokenizerFlags& tf, const mt::ModelFa
             mt::eval::lambada_sequences(lambada, seq_length, tokenizer->eod(), path);
         const int64_t count = int64_t(sequences.size());
         const double correct = score_all(
-            f, *loaded.model, count, [&](int64_t i) { return sequences[size_t(i)]; },
+            f, *loaded->model, count, [&](int64_t i) { return sequences[size_t(i)]; },
             mt::eval::Metric::accuracy);
         report(f, settings, mt::eval::accuracy_result(int64_t(correct), count));
     }
