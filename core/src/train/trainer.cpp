@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <tuple>
 
 #include "mt/data/pretraining_loader.h"
@@ -156,10 +157,19 @@ int64_t Trainer::num_zeros_in_grad() const {
 }
 
 double Trainer::params_norm() const {
-    // The whole model on every data-parallel rank (gathered after a distributed update).
+    // The whole model on every data-parallel rank (gathered after a distributed update). A bf16
+    // run counts the f32 masters, as Megatron's calc_params_l2_norm reads param.main_param.
+    std::map<const nn::Parameter*, Tensor> masters;
+    for (size_t i = 0; i < optimizer_.parameters().size(); ++i)
+        if (optimizer_.masters()[i].defined() &&
+            optimizer_.parameters()[i]->value.dtype() == DType::bf16)
+            masters[optimizer_.parameters()[i]] = optimizer_.masters()[i];
     std::vector<Tensor> counted;
-    for (nn::Parameter* p : model_.parameters())
-        if (!p->tensor_parallel_duplicate()) counted.push_back(p->value);
+    for (nn::Parameter* p : model_.parameters()) {
+        if (p->tensor_parallel_duplicate()) continue;
+        auto it = masters.find(p);
+        counted.push_back(it != masters.end() ? it->second : p->value);
+    }
     const double local = optim::global_l2_norm(optimizer_.backend(), counted);
     return std::sqrt(model_parallel_sum(local * local, false));
 }
