@@ -121,7 +121,7 @@ void CpuBackend::gemm(Transpose ta, Transpose tb, float alpha, const Tensor& a, 
     }
     if (any_half({&a, &b, &c})) {  // f16: this CPU has no f16 arithmetic; products in f32
         HalfAsFloat h;
-        gemm(ta, tb, alpha, h.in(a), h.in(b), beta, h.out(c));
+        gemm(ta, tb, alpha, h.in(a), h.in(b), beta, h.inout(c));
         return h.finish();
     }
     Matrix A = as_matrix(a, "A"), B = as_matrix(b, "B"), C = as_matrix(c, "C");

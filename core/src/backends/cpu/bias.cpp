@@ -33,7 +33,7 @@ int64_t check_rows(const char* op, const char* name, const Tensor& x, const Tens
 void CpuBackend::add_bias(const Tensor& bias, Tensor& y) {
     if (any_f16({&bias, &y}) || bias.dtype() != y.dtype()) {
         HalfAsFloat h;
-        add_bias(h.in(bias), h.out(y));
+        add_bias(h.in(bias), h.inout(y));
         return h.finish();
     }
     const int64_t rows = check_rows("add_bias", "y", y, bias, y.dtype());
@@ -55,7 +55,7 @@ void CpuBackend::add_column_sums(const Tensor& dy, Tensor& dbias) {
     const bool bf16_into_f32 = dy.dtype() == DType::bf16 && dbias.dtype() == DType::f32;
     if (!bf16_into_f32 && (any_half({&dy, &dbias}) || dy.dtype() != dbias.dtype())) {
         HalfAsFloat h;
-        add_column_sums(h.in(dy), h.out(dbias));
+        add_column_sums(h.in(dy), h.inout(dbias));
         return h.finish();
     }
     const int64_t rows = check_rows("add_column_sums", "dy", dy, dbias, dbias.dtype());

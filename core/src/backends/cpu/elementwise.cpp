@@ -200,7 +200,7 @@ void CpuBackend::scale(const Tensor& x, float alpha, Tensor& y) {
 void CpuBackend::axpy(float alpha, const Tensor& x, Tensor& y) {
     if (any_half({&x, &y})) {
         HalfAsFloat h;
-        axpy(alpha, h.in(x), h.out(y));
+        axpy(alpha, h.in(x), h.inout(y));
         return h.finish();
     }
     check_float("axpy", "x", x);

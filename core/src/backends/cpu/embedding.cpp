@@ -99,7 +99,7 @@ void CpuBackend::embedding_forward(const Tensor& table, const Tensor& ids, Tenso
 void CpuBackend::embedding_backward(const Tensor& dy, const Tensor& ids, Tensor& dtable) {
     if (any_half({&dy, &dtable})) {
         HalfAsFloat h;
-        embedding_backward(h.in(dy), ids, h.out(dtable));
+        embedding_backward(h.in(dy), ids, h.inout(dtable));
         return h.finish();
     }
     scatter_add("embedding_backward", dy, ids, 0, false, dtable);
@@ -114,7 +114,7 @@ void CpuBackend::embedding_shard_backward(const Tensor& dy, const Tensor& ids, i
                                           Tensor& dtable) {
     if (any_half({&dy, &dtable})) {
         HalfAsFloat h;
-        embedding_shard_backward(h.in(dy), ids, vocab_start, h.out(dtable));
+        embedding_shard_backward(h.in(dy), ids, vocab_start, h.inout(dtable));
         return h.finish();
     }
     scatter_add("embedding_shard_backward", dy, ids, vocab_start, true, dtable);

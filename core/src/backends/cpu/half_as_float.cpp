@@ -73,11 +73,19 @@ const Tensor& HalfAsFloat::in(const Tensor& t) {
     return inputs_.emplace_back(std::move(wide));
 }
 
-Tensor& HalfAsFloat::out(Tensor& t) {
+Tensor& HalfAsFloat::output(Tensor& t, bool widen) {
     if (!t.defined() || !is_half(t.dtype())) return t;
     Tensor wide = Tensor::empty(t.shape(), DType::f32);
-    convert(t, wide);
+    if (widen) convert(t, wide);
     return outputs_.emplace_back(&t, std::move(wide)).second;
+}
+
+Tensor& HalfAsFloat::out(Tensor& t) {
+    return output(t, false);
+}
+
+Tensor& HalfAsFloat::inout(Tensor& t) {
+    return output(t, true);
 }
 
 void HalfAsFloat::finish() {

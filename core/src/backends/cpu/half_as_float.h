@@ -21,15 +21,18 @@ class HalfAsFloat {
   public:
     // `t` itself unless it is f16 / bf16; then an f32 copy.
     const Tensor& in(const Tensor& t);
-    // `t` itself unless it is f16 / bf16; then an f32 copy of its contents (for ops that add
-    // into their output) that finish() narrows back into t.
+    // `t` itself unless it is f16 / bf16; then f32 scratch, for an op that overwrites all of
+    // it, that finish() narrows back into t.
     Tensor& out(Tensor& t);
-    // Writes every out() back into its tensor.
+    // The same with t's contents widened first, for an op that adds into its output.
+    Tensor& inout(Tensor& t);
+    // Writes every out() and inout() back into its tensor.
     void finish();
 
   private:
     std::deque<Tensor> inputs_;  // deque: references stay valid
     std::deque<std::pair<Tensor*, Tensor>> outputs_;
+    Tensor& output(Tensor& t, bool widen);
 };
 
 // dst = src converted (equal shapes, dst contiguous): between f32, f64, f16 and bf16.

@@ -200,7 +200,7 @@ void CpuBackend::layer_norm_backward(const Tensor& dy, const Tensor& x, const Te
     if (any_half({&dy, &x, &weight, &mean, &rstd, &dx, &dweight, &dbias})) {
         HalfAsFloat h;
         layer_norm_backward(h.in(dy), h.in(x), h.in(weight), h.in(mean), h.in(rstd), config,
-                            h.out(dx), h.out(dweight), h.out(dbias));
+                            h.out(dx), h.inout(dweight), h.inout(dbias));
         return h.finish();
     }
     detail::with_float(x.dtype(), [&](auto t) {
@@ -225,7 +225,7 @@ void CpuBackend::rms_norm_backward(const Tensor& dy, const Tensor& x, const Tens
     if (any_half({&dy, &x, &weight, &rstd, &dx, &dweight})) {
         HalfAsFloat h;
         rms_norm_backward(h.in(dy), h.in(x), h.in(weight), h.in(rstd), config, h.out(dx),
-                          h.out(dweight));
+                          h.inout(dweight));
         return h.finish();
     }
     detail::with_float(x.dtype(), [&](auto t) {
