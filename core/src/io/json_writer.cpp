@@ -3,12 +3,10 @@
 // round-trip form with Python's spellings of the exponent and of non-finite values.
 #include "mt/io/json_writer.h"
 
-#include <charconv>
-#include <cmath>
 #include <cstdio>
 
+#include "mt/data/dataset_description.h"
 #include "mt/error.h"
-#include "mt/io/python_float.h"
 
 namespace mt::io {
 
@@ -43,13 +41,6 @@ uint32_t next_code_point(const unsigned char*& p, const unsigned char* end) {
     }
     p += len;
     return cp;
-}
-
-// json.dumps writes NaN and infinities as JavaScript's names, other floats as Python's repr.
-std::string json_float(double v) {
-    if (std::isnan(v)) return "NaN";
-    if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
-    return python_float(v);
 }
 
 }  // namespace
@@ -143,7 +134,7 @@ JsonWriter& JsonWriter::value(std::string_view utf8) {
 }
 JsonWriter& JsonWriter::value(double v) {
     separate();
-    out_ += json_float(v);
+    out_ += data::python_float_repr(v);  // json.dumps: NaN, Infinity as JavaScript spells them
     return *this;
 }
 JsonWriter& JsonWriter::value(int64_t v) {

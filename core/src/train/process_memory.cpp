@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "mt/io/python_float.h"
+#include "mt/data/dataset_description.h"
 
 namespace mt::train {
 
@@ -22,7 +22,7 @@ ProcessMemory process_memory() {
 }
 
 std::string format_memory_report(int rank, int64_t iteration, const ProcessMemory& memory) {
-    auto mb = [](int64_t bytes) { return io::python_float(double(bytes) / 1048576.0); };
+    auto mb = [](int64_t bytes) { return data::python_float_repr(double(bytes) / 1048576.0); };
     const std::string now = mb(memory.resident_bytes), peak = mb(memory.peak_resident_bytes);
     return "[Rank " + std::to_string(rank) + "] (after " + std::to_string(iteration) +
            " iterations) memory (MB) | allocated: " + now + " | max allocated: " + peak +
