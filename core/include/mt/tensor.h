@@ -100,8 +100,8 @@ class MT_API Tensor {
     Shape shape_, strides_;
 };
 
-// `t` as `to`, a new contiguous tensor: between f32 and f16 / bf16 (narrowing rounds to nearest,
-// ties to even, as torch does); the same dtype is a contiguous copy. Others: mt::Error.
+// `t` as `to`, a new contiguous CPU tensor: between f32, f64, f16 and bf16 (narrowing rounds to
+// nearest, ties to even, as torch does); the same dtype is a contiguous copy. Others: mt::Error.
 MT_API Tensor cast_float(const Tensor& t, DType to);
 
 MT_API Shape contiguous_strides(const Shape& shape);
