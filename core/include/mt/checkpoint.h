@@ -83,6 +83,9 @@ struct OptimizerCheckpoint {
     double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, momentum = 0.9;
     std::vector<OptimizerParamState> params;          // in the model's parameter order
     std::optional<GradScalerCheckpoint> grad_scaler;  // fp16, or --loss-scale with bf16
+
+    // Whether the parameters carry f32 master copies (a bf16 / fp16 run's optimizer).
+    bool has_master_weights() const { return !params.empty() && params[0].main_param.defined(); }
     // Saving with the distributed optimizer's shards kept where they are: this rank's ranges,
     // whose moments then stand for params' (which name the parameters and groups, their
     // moments undefined). Empty otherwise, and always when loaded.

@@ -393,10 +393,6 @@ PyValue mixed_precision_optimizer_to_py(const OptimizerCheckpoint& o) {
     return out;
 }
 
-bool has_main_params(const OptimizerCheckpoint& o) {
-    return !o.params.empty() && o.params[0].main_param.defined();
-}
-
 PyValue to_py(const CheckpointState& s) {
     io::PyObject ns;
     ns.module = "argparse";
@@ -425,7 +421,7 @@ PyValue to_py(const CheckpointState& s) {
     if (s.optimizer)
         r.set("optimizer",
               saved_by_distributed_optimizer(s.args) ? distributed_optimizer_to_py(*s.optimizer)
-              : has_main_params(*s.optimizer)        ? mixed_precision_optimizer_to_py(*s.optimizer)
+              : s.optimizer->has_master_weights()    ? mixed_precision_optimizer_to_py(*s.optimizer)
                                                      : optimizer_to_py(*s.optimizer));
     if (s.scheduler) r.set("opt_param_scheduler", scheduler_to_py(*s.scheduler));
     r.set("rerun_state_machine", PyValue());

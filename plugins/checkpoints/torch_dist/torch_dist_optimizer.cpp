@@ -24,10 +24,6 @@ const Tensor& moment(const OptimizerParamState& p, const std::string& name) {
     return name == "exp_avg_sq" ? p.exp_avg_sq : p.exp_avg;
 }
 
-bool has_masters(const OptimizerCheckpoint& o) {
-    return !o.params.empty() && o.params[0].main_param.defined();
-}
-
 double step_value(const PyValue& v, const std::string& where) {
     if (v.kind() != PyKind::tensor) return v.as_double();
     const Tensor& t = v.as_tensor();
@@ -58,7 +54,7 @@ PyValue optimizer_common_to_py(const OptimizerCheckpoint& optimizer) {
     PyValue out = PyValue::dict();
     out.dict_ref().set("state", std::move(state));
     out.dict_ref().set("param_groups", std::move(groups));
-    if (!has_masters(optimizer)) return out;
+    if (!optimizer.has_master_weights()) return out;
     // Float16OptimizerWithFloat16Params wraps torch's state dict (beside its grad scaler); its
     // fp32_from_fp16_params are all sharded tensors, so dist_checkpointing leaves no trace of
     // them in common.pt.
@@ -76,7 +72,7 @@ std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer
              optimizer.params.size(), " tensors, the model has ", model.size());
     std::vector<StoredTensor> out;
     std::vector<std::string> names = moment_names(optimizer.type);
-    if (has_masters(optimizer)) names.insert(names.begin(), kMasterName);
+    if (optimizer.has_master_weights()) names.insert(names.begin(), kMasterName);
     for (const std::string& m : names) {
         ShardedTensors tensors;
         for (size_t i = 0; i < model.size(); ++i) {
