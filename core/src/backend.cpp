@@ -89,7 +89,7 @@ double Backend::sum(const Tensor&) {
 int64_t Backend::count_zeros(const Tensor&) {
     unsupported("count_zeros");
 }
-ops::RopeTables Backend::rope_tables(int64_t, int64_t, double, DType) {
+ops::RopeTables Backend::rope_tables(int64_t, const ops::RopeConfig&, DType) {
     unsupported("rope_tables");
 }
 

@@ -1,6 +1,8 @@
 // The small functions of the op vocabulary (mt/op_types.h).
 #include "mt/op_types.h"
 
+#include <cmath>
+
 namespace mt::ops {
 
 const char* unary_op_name(UnaryOp op) {
@@ -27,6 +29,43 @@ uint64_t attention_dropout_counters(const Tensor& q) {
     MT_CHECK(q.dim() == 4, "attention_dropout_counters: q must be (B, T, nq, hd), got ",
              q.describe());
     return uint64_t(q.size(0) * q.size(2) * q.size(1) * q.size(1));
+}
+
+namespace {
+
+// Llama 3.x's frequency rescaling (Megatron's RotaryEmbedding._apply_scaling, which fixes
+// low_freq_factor 1, high_freq_factor 4 and original_max_position_embeddings 8192) in the
+// arithmetic type F, each torch op one rounding: `a / t` is reciprocal(t) * a there.
+template <class F>
+F llama3_scaled(F freq, F factor) {
+    const F context = F(8192), low = F(1), high = F(4);
+    const F wavelen = (F(1) / freq) * F(6.283185307179586476925);
+    const F low_wavelen = context / low, high_wavelen = context / high;
+    const F scaled = wavelen > low_wavelen ? freq / factor : freq;
+    if (wavelen < high_wavelen || wavelen > low_wavelen) return scaled;
+    const F smooth = ((F(1) / wavelen) * context - low) / (high - low);
+    return (F(1) - smooth) * scaled / factor + smooth * scaled;
+}
+
+template <class F>
+std::vector<double> inverse_frequencies(const RopeConfig& c) {
+    std::vector<double> out;
+    for (int64_t i = 0; i < c.rotary_dim / 2; ++i) {
+        // 1.0 / base ** (arange(0, R, 2) / R)
+        F inv = F(1) / std::pow(F(c.base), F(2 * i) / F(c.rotary_dim));
+        if (c.llama3_scaling_factor > 0) inv = llama3_scaled(inv, F(c.llama3_scaling_factor));
+        out.push_back(double(inv));
+    }
+    return out;
+}
+
+}  // namespace
+
+std::vector<double> rope_inverse_frequencies(const RopeConfig& config, bool f32) {
+    MT_CHECK(config.rotary_dim > 0 && config.rotary_dim % 2 == 0,
+             "rope: the rotary dim must be even and > 0, got ", config.rotary_dim);
+    MT_CHECK(config.base > 0, "rope: the rotary base must be positive, got ", config.base);
+    return f32 ? inverse_frequencies<float>(config) : inverse_frequencies<double>(config);
 }
 
 }  // namespace mt::ops

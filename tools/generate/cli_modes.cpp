@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "mt/data/dataset_description.h"
 #include "mt/error.h"
 #include "mt/io/atomic_file.h"
 #include "mt/io/json_writer.h"
@@ -23,9 +24,12 @@ TextRequest request_for(const TextGenerator& g, const CliSettings& s, const std:
     if (s.max_positions > 0) {
         const int64_t prompt_tokens =
             (prompt.empty() ? 0 : int64_t(g.tokenizer().encode(prompt).size())) + (add_bos ? 1 : 0);
-        MT_CHECK(prompt_tokens < s.max_positions, "the prompt has ", prompt_tokens,
-                 " tokens: no room left in the model's ", s.max_positions, " positions");
-        r.tokens_to_generate = std::min(r.tokens_to_generate, s.max_positions - prompt_tokens);
+        // A prompt that fills the positions can still be scored (--out-seq-length 0).
+        const int64_t room = s.max_positions - prompt_tokens;
+        MT_CHECK(room > 0 || (room == 0 && s.out_seq_length == 0), "the prompt has ",
+                 prompt_tokens, " tokens: no room left in the model's ", s.max_positions,
+                 " positions");
+        r.tokens_to_generate = std::min(r.tokens_to_generate, room);
     }
     return r;
 }
@@ -45,8 +49,8 @@ void run_prompts(TextGenerator& g, const CliSettings& s, const std::vector<std::
         out << r.text[0] << "\n";
         if (s.base.logprobs) {
             for (size_t i = 0; i < r.logprobs[0].size(); ++i)
-                out << "  " << io::json_quote(r.segments[0][i + 1]) << " " << r.logprobs[0][i]
-                    << "\n";
+                out << "  " << io::json_quote(r.segments[0][i + 1]) << " "
+                    << data::python_float_repr(r.logprobs[0][i]) << "\n";
         }
         out.flush();
     }

@@ -25,7 +25,8 @@ po::options_description generation_flags(GenerationFlags& f) {
         "tokens to generate at most (fewer when the prompt fills the model's positions)")(
         "seed", po::value(&f.seed)->default_value(1234), "seed of the sampling stream")(
         "return-log-probs", po::bool_switch(&f.return_log_probs),
-        "print each token's log-probability (with --prompts)")(
+        "print each token's log-probability (with --prompts; --out-seq-length 0 scores the "
+        "prompt alone)")(
         "prompts", po::value(&f.prompts)->multitoken(),
         "generate from these prompts and print the texts")(
         "sample-input-file", po::value(&f.sample_input_file),
@@ -58,7 +59,11 @@ void finish_generation_flags(const po::variables_map& vm, GenerationFlags& f) {
     }
     MT_CHECK(f.num_samples >= 0, "--num-samples must be >= 0, got ", f.num_samples);
     MT_CHECK(f.num_samples == 0 || !f.genfile.empty(), "--num-samples needs --genfile");
-    MT_CHECK(f.out_seq_length > 0, "--out-seq-length must be > 0, got ", f.out_seq_length);
+    // 0 scores the prompt, as the REST API's tokens_to_generate 0 (which implies logprobs).
+    MT_CHECK(f.out_seq_length > 0 || (f.out_seq_length == 0 && f.return_log_probs),
+             "--out-seq-length must be > 0 (or 0 with --return-log-probs: the prompt's "
+             "log-probabilities only), got ",
+             f.out_seq_length);
 }
 
 }  // namespace mt::generate_tool

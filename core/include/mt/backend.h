@@ -144,13 +144,14 @@ class MT_API Backend {
     virtual void embedding_shard_backward(const Tensor& dy, const Tensor& ids, int64_t vocab_start,
                                           Tensor& dtable);
 
-    // ---- Rotary position embeddings (rotate-half, rotary_interleaved=False) ------------------
-    // Tables for positions [0, seq_len) and rotary dim R (even). f32 follows Megatron's float32
-    // arithmetic (inv_freq and the angle rounded to float before cos/sin); f64 is exact.
-    virtual ops::RopeTables rope_tables(int64_t seq_len, int64_t rotary_dim, double base,
+    // ---- Rotary position embeddings (Megatron's RotaryEmbedding) -----------------------------
+    // Tables for positions [0, seq_len). f32 follows Megatron's float32 arithmetic (inv_freq,
+    // the position and the angle rounded to float before cos/sin); f64 is exact.
+    virtual ops::RopeTables rope_tables(int64_t seq_len, const ops::RopeConfig& config,
                                         DType dtype);
-    // x, y (B, T, heads, D), R = 2 * cos.size(1) <= D; per head with x1 = x[:R/2],
-    // x2 = x[R/2:R]: y1 = x1 c - x2 s, y2 = x2 c + x1 s, y[R:] = x[R:]. y may alias x.
+    // x, y (B, T, heads, D), R = 2 * cos.size(1) <= D; per head and pair i, with x1 = x[i],
+    // x2 = x[i + R/2] (x1 = x[2i], x2 = x[2i + 1] when tables.interleaved):
+    // y1 = x1 c - x2 s, y2 = x2 c + x1 s, and y[R:] = x[R:]. y may alias x.
     virtual void rope_forward(const Tensor& x, const ops::RopeTables& tables, Tensor& y);
     // The transpose (rotation by -angle); dx may alias dy.
     virtual void rope_backward(const Tensor& dy, const ops::RopeTables& tables, Tensor& dx);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "mt/api.h"
 #include "mt/tensor.h"
@@ -68,11 +69,29 @@ struct SgdConfig {
     double weight_decay = 0.0;
 };
 
-// The cos and sin of angle[t][i] = t * inv_freq[i], inv_freq[i] = 1 / base^(2i / R), each
-// (T, R/2), for positions t in [0, T) and rotary dim R (even), on a backend's device.
+// Megatron's RotaryEmbedding: inv_freq[i] = 1 / base^(2i / R) for rotary dim R (even),
+// optionally rescaled as Llama 3.x does (--use-rope-scaling), positions optionally divided by
+// --rotary-seq-len-interpolation-factor; pairs are halves (x[i], x[i + R/2]) or, interleaved,
+// neighbours (x[2i], x[2i + 1]).
+struct RopeConfig {
+    int64_t rotary_dim = 0;
+    double base = 10000.0;
+    double llama3_scaling_factor = 0;         // --rope-scaling-factor with --use-rope-scaling; 0: off
+    double seq_len_interpolation_factor = 0;  // 0: off
+    bool interleaved = false;                 // --rotary-interleaved
+};
+
+// Megatron's inv_freq of `config` (RotaryEmbedding.__init__, _apply_scaling), each value
+// rounded to float after every step as torch's float32 arithmetic does when `f32`; exact
+// otherwise.
+MT_API std::vector<double> rope_inverse_frequencies(const RopeConfig& config, bool f32);
+
+// The cos and sin of angle[t][i] = position(t) * inv_freq[i], each (T, R/2), for positions t
+// in [0, T), on a backend's device; `interleaved` says which elements pair up.
 struct RopeTables {
     Tensor cos;  // (T, R/2)
     Tensor sin;  // (T, R/2)
+    bool interleaved = false;
 };
 
 }  // namespace mt::ops

@@ -50,6 +50,19 @@ SelfAttention::SelfAttention(const std::string& prefix, const TransformerConfig&
              " query groups (--num-query-groups, or the heads without GQA) do not split across ",
              config.tp.size(), " tensor-parallel ranks (--tensor-model-parallel-size)");
     MT_CHECK(hd_ > 0, "SelfAttention: head dim must be > 0");
+    if (config.qk_layernorm) {
+        // Replicated over the tensor-parallel ranks, each of which normalises its own heads.
+        auto norm = [&](const char* name) {
+            const std::string p = join_name(prefix, name);
+            Norm n(config.normalization, p + ".weight", p + ".bias", hd_, config.norm,
+                   config.dtype, backend, config.tp);
+            n.weight().grad_partial_over_tp = config.tp.active();
+            if (Parameter* b = n.bias()) b->grad_partial_over_tp = config.tp.active();
+            return n;
+        };
+        q_norm_.emplace(norm("q_layernorm"));
+        k_norm_.emplace(norm("k_layernorm"));
+    }
 }
 
 ops::RopeTables SelfAttention::rope_tables(int64_t first, int64_t count) const {
@@ -59,11 +72,12 @@ ops::RopeTables SelfAttention::rope_tables(int64_t first, int64_t count) const {
     if (kept < end) {
         // Megatron: dim = int(kv_channels * rotary_percent). Doubling keeps decoding's
         // one-position-at-a-time growth from recomputing the tables at every step.
-        const int64_t dim = int64_t(double(hd_) * double(config_.rotary_percent));
-        rope_ = backend_->rope_tables(std::max(end, 2 * kept), dim, config_.rotary_base,
+        ops::RopeConfig rope = config_.rope;
+        rope.rotary_dim = int64_t(double(hd_) * double(config_.rotary_percent));
+        rope_ = backend_->rope_tables(std::max(end, 2 * kept), rope,
                                       upcast_dtype(config_.dtype));  // f32 tables for bf16
     }
-    return {rope_.cos.slice(0, first, end), rope_.sin.slice(0, first, end)};
+    return {rope_.cos.slice(0, first, end), rope_.sin.slice(0, first, end), rope_.interleaved};
 }
 
 Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
@@ -81,6 +95,10 @@ Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved
     s.q = backend_->contiguous(q_part(l, grouped)).view({l.B, l.T, nq_, hd_});
     s.k = backend_->contiguous(k_part(l, grouped));
     s.v = backend_->contiguous(v_part(l, grouped));
+    if (q_norm_) {
+        s.q = q_norm_->forward(s.q, saved ? &s.q_norm : nullptr);
+        s.k = k_norm_->forward(s.k, saved ? &s.k_norm : nullptr);
+    }
     if (config_.rotary) {
         ops::RopeTables tables = rope_tables(cache.past, l.T);
         backend_->rope_forward(s.q, tables, s.q);
@@ -153,6 +171,10 @@ Tensor SelfAttention::backward(const Tensor& dy, const Saved& saved) {
         backend_->rope_backward(dq, tables, dq);
         backend_->rope_backward(dk, tables, dk);
     }
+    if (q_norm_) {
+        dq = q_norm_->backward(dq, saved.q_norm);
+        dk = k_norm_->backward(dk, saved.k_norm);
+    }
     Tensor dgrouped = backend_->empty(l.grouped(), dq.dtype());
     Tensor dq_part = q_part(l, dgrouped), dk_part = k_part(l, dgrouped),
            dv_part = v_part(l, dgrouped);
@@ -165,6 +187,13 @@ Tensor SelfAttention::backward(const Tensor& dy, const Saved& saved) {
 void SelfAttention::collect_parameters(std::vector<Parameter*>& out) {
     qkv_.collect_parameters(out);
     proj_.collect_parameters(out);
+    collect_qk_norm_parameters(out);
+}
+
+void SelfAttention::collect_qk_norm_parameters(std::vector<Parameter*>& out) {
+    if (!q_norm_) return;
+    q_norm_->collect_parameters(out);
+    k_norm_->collect_parameters(out);
 }
 
 }  // namespace mt::nn

@@ -14,7 +14,7 @@ Norm::Norm(NormKind kind, const std::string& weight_name, const std::string& bia
     if (kind == NormKind::layer_norm)
         bias_ = make_parameter(backend, bias_name, {hidden}, dtype, ShardSpec{}, false, tp);
     // On sequence shards each rank's grads cover its part of the sequence only.
-    weight_.sequence_parallel = bias_.sequence_parallel = tp.sequence_split();
+    weight_.grad_partial_over_tp = bias_.grad_partial_over_tp = tp.sequence_split();
 }
 
 Tensor Norm::forward(const Tensor& x, Saved* saved) const {

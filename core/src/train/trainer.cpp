@@ -88,12 +88,13 @@ std::pair<double, double> Trainer::sum_over_data_parallel(double loss_sum, doubl
 void Trainer::finalize_grads() {
     if (grad_buffer_) grad_buffer_->finish_grad_sync();
     if (!parallel_ || parallel_->tp().size() == 1) return;
-    // Norms on sequence shards saw part of the sequence on each rank: sum their grads over the
-    // tensor-parallel group (Megatron's _allreduce_layernorm_grads), in one message.
+    // Norms on sequence shards saw part of the sequence on each rank, q/k norms part of the
+    // heads: sum their grads over the tensor-parallel group (Megatron's
+    // _allreduce_layernorm_grads), in one message.
     std::vector<nn::Parameter*> shards;
     int64_t n = 0;
     for (nn::Parameter* p : model_.parameters())
-        if (p->sequence_parallel) {
+        if (p->grad_partial_over_tp) {
             shards.push_back(p);
             n += p->grad.numel();
         }

@@ -17,6 +17,11 @@ namespace fs = std::filesystem;
 struct MetaParams {
     int64_t dim = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0;
     double norm_eps = 1e-5, rope_theta = 10000;
+    // Llama 3.x's "use_scaled_rope": Megatron's --use-rope-scaling; the factor is params.json's
+    // "rope_scaling_factor" where it has one, else Llama 3.1's 8 (--rope-scaling-factor given to
+    // the tools overrides it, e.g. 32 for Llama 3.2).
+    bool use_scaled_rope = false;
+    double rope_scaling_factor = 8.0;
 };
 
 MetaParams read_params(const fs::path& file) {
@@ -43,6 +48,12 @@ MetaParams read_params(const fs::path& file) {
     p.n_kv_heads = doc["n_kv_heads"].error() ? p.n_heads : integer("n_kv_heads");
     p.norm_eps = real("norm_eps", 1e-5);
     p.rope_theta = real("rope_theta", 10000);
+    bool scaled = false;
+    if (!doc["use_scaled_rope"].error())
+        MT_CHECK(!doc["use_scaled_rope"].get_bool().get(scaled), file.string(),
+                 ": 'use_scaled_rope' is not a boolean");
+    p.use_scaled_rope = scaled;
+    p.rope_scaling_factor = real("rope_scaling_factor", 8.0);
     MT_CHECK(
         p.dim % p.n_heads == 0 && p.n_heads % p.n_kv_heads == 0 && (p.dim / p.n_heads) % 2 == 0,
         file.string(), ": dim ", p.dim, ", n_heads ", p.n_heads, " and n_kv_heads ", p.n_kv_heads,
@@ -204,6 +215,8 @@ CheckpointState MetaCheckpoint::load(const fs::path& dir) {
               {"max_position_embeddings", int64_t(4096)},
               {"position_embedding_type", std::string("rope")},
               {"rotary_base", p.rope_theta},
+              {"use_rope_scaling", p.use_scaled_rope},
+              {"rope_scaling_factor", p.rope_scaling_factor},
               {"normalization", std::string("RMSNorm")},
               {"norm_epsilon", p.norm_eps},
               {"swiglu", true},

@@ -95,9 +95,12 @@ std::vector<FlagInfo> gpt_flags() {
         store_false("no-bias-gelu-fusion", "bias_gelu_fusion",
                     "GeLU with erf (F.gelu) instead of the fused bias-GeLU's tanh form"),
         flag("openai-gelu", "legacy models only: Megatron-core's GPT ignores it, and so do we"),
-        flag("use-rope-scaling", "Llama 3.x rope frequency scaling: not supported yet"),
-        flag("rotary-interleaved", "rotate interleaved pairs, not halves: not supported yet"),
-        flag("qk-layernorm", "normalise queries and keys: not supported yet"),
+        flag("use-rope-scaling", "rescale the rotary frequencies as Llama 3.x does"),
+        value("rope-scaling-factor", "the Llama 3.x rope scaling factor", "8.0"),
+        flag("rotary-interleaved", "rotate neighbouring pairs (x[2i], x[2i+1]) instead of halves"),
+        value("rotary-seq-len-interpolation-factor",
+              "divide the rotary positions by this (linear position interpolation)"),
+        flag("qk-layernorm", "normalise each head's queries and keys (--normalization's norm)"),
         flag("add-qkv-bias", "a QKV bias even with --disable-bias-linear"),
         flag("untie-embeddings-and-output-weights", "separate input embedding and output weights"),
         flag("apply-residual-connection-post-layernorm",
@@ -197,6 +200,19 @@ GptConfig gpt_config_from_args(const ModelArgs& args) {
     c.rotary_percent = f.real("rotary-percent", 1.0);
     MT_CHECK(c.rotary_percent > 0 && c.rotary_percent <= 1, "--rotary-percent ", c.rotary_percent,
              ": must be in (0, 1]");
+    MT_CHECK(c.rotary_base > 0, "--rotary-base must be positive, got ", c.rotary_base);
+    c.use_rope_scaling = f.flag("use-rope-scaling");
+    c.rope_scaling_factor = f.real("rope-scaling-factor", 8.0);
+    MT_CHECK(c.rope_scaling_factor > 0, "--rope-scaling-factor must be positive, got ",
+             c.rope_scaling_factor);
+    c.rotary_interleaved = f.flag("rotary-interleaved");
+    if (f.has("rotary-seq-len-interpolation-factor")) {
+        c.rotary_seq_len_interpolation_factor =
+            double(f.integer("rotary-seq-len-interpolation-factor"));
+        MT_CHECK(c.rotary_seq_len_interpolation_factor > 0,
+                 "--rotary-seq-len-interpolation-factor must be positive, got ",
+                 c.rotary_seq_len_interpolation_factor);
+    }
 
     const std::string norm = f.has("normalization") ? f.text("normalization") : "LayerNorm";
     if (norm == "LayerNorm")
@@ -208,14 +224,7 @@ GptConfig gpt_config_from_args(const ModelArgs& args) {
     c.norm_epsilon = f.real("norm-epsilon", 1e-5);
     c.apply_layernorm_1p = f.flag("apply-layernorm-1p");
 
-    // Model-shaping flags we cannot build yet are errors, not silently different models (a
-    // checkpoint's args reach here as these flags too).
-    const std::pair<const char*, const char*> not_yet[] = {
-        {"use-rope-scaling", "Llama 3.x rope frequency scaling"},
-        {"rotary-interleaved", "rotary embedding on interleaved pairs"},
-        {"qk-layernorm", "layer norms on the queries and keys"}};
-    for (const auto& [name, what] : not_yet)
-        MT_CHECK(!f.flag(name), "--", name, ": not supported yet: ", what);
+    c.qk_layernorm = f.flag("qk-layernorm");
     c.squared_relu = f.flag("squared-relu");
     MT_CHECK(!(c.squared_relu && c.swiglu), "--squared-relu and --swiglu exclude each other");
     // Megatron turns the bias-GeLU fusion (tanh GeLU) off without biases: F.gelu (erf) then.

@@ -26,6 +26,11 @@ struct GptConfig {
     int64_t seq_length = 0, max_position_embeddings = 0;
     PositionEmbedding position_embedding = PositionEmbedding::learned_absolute;
     double rotary_base = 10000, rotary_percent = 1.0;
+    bool use_rope_scaling = false;                   // --use-rope-scaling (Llama 3.x)
+    double rope_scaling_factor = 8.0;                // --rope-scaling-factor
+    bool rotary_interleaved = false;                 // --rotary-interleaved
+    double rotary_seq_len_interpolation_factor = 0;  // 0: None
+    bool qk_layernorm = false;                       // --qk-layernorm
     Normalization normalization = Normalization::layer_norm;
     double norm_epsilon = 1e-5;
     bool apply_layernorm_1p = false;

@@ -43,7 +43,11 @@ nn::TransformerConfig layer_config(const GptConfig& c, DType dtype, const nn::Te
     t.add_qkv_bias = c.add_qkv_bias;
     t.rotary = c.position_embedding == PositionEmbedding::rope;
     t.rotary_percent = float(c.rotary_percent);
-    t.rotary_base = c.rotary_base;
+    t.rope.base = c.rotary_base;
+    t.rope.llama3_scaling_factor = c.use_rope_scaling ? c.rope_scaling_factor : 0;
+    t.rope.seq_len_interpolation_factor = c.rotary_seq_len_interpolation_factor;
+    t.rope.interleaved = c.rotary_interleaved;
+    t.qk_layernorm = c.qk_layernorm;
     t.hidden_dropout = float(c.hidden_dropout);
     t.attention_dropout = float(c.attention_dropout);
     t.dtype = dtype;
@@ -187,6 +191,7 @@ std::vector<nn::Parameter*> GptModel::parameters() {
         layer->self_attention().linear_proj().collect_parameters(out);
         if (te) layer->input_layernorm().collect_parameters(out);
         layer->self_attention().linear_qkv().collect_parameters(out);
+        layer->self_attention().collect_qk_norm_parameters(out);
         layer->pre_mlp_layernorm().collect_parameters(out);
         layer->mlp().fc1().collect_parameters(out);
         layer->mlp().fc2().collect_parameters(out);

@@ -191,12 +191,20 @@ TEST(GptConfig, ActivationAndModelShapesFromCheckpointArgs) {
     EXPECT_FALSE(gpt_config_from_args(from_ckpt({{"bias_gelu_fusion", false}})).bias_gelu_fusion);
     EXPECT_FALSE(gpt_config_from_args(from_ckpt({{"add_bias_linear", false}})).bias_gelu_fusion);
     EXPECT_TRUE(gpt_config_from_args(from_ckpt({{"squared_relu", true}})).squared_relu);
-    for (const char* arg : {"use_rope_scaling", "rotary_interleaved", "qk_layernorm"}) {
-        const std::string e = mt::test::error_of([&] {
-            gpt_config_from_args(from_ckpt({{arg, true}}));
-        });
-        EXPECT_NE(e.find(": not supported yet: "), std::string::npos) << arg << ": " << e;
-    }
+    const GptConfig rope = gpt_config_from_args(
+        from_ckpt({{"use_rope_scaling", true},
+                    {"rope_scaling_factor", 32.0},
+                    {"rotary_interleaved", true},
+                    {"rotary_seq_len_interpolation_factor", int64_t(2)},
+                    {"qk_layernorm", true}}));
+    EXPECT_TRUE(rope.use_rope_scaling && rope.rotary_interleaved && rope.qk_layernorm);
+    EXPECT_EQ(rope.rope_scaling_factor, 32.0);
+    EXPECT_EQ(rope.rotary_seq_len_interpolation_factor, 2.0);
+    const GptConfig plain = gpt_config_from_args(from_ckpt({{"rope_scaling_factor", 8.0},
+                                                            {"rotary_seq_len_interpolation_factor",
+                                                             ArgValue()}}));
+    EXPECT_FALSE(plain.use_rope_scaling || plain.rotary_interleaved || plain.qk_layernorm);
+    EXPECT_EQ(plain.rotary_seq_len_interpolation_factor, 0.0);
     ModelArgs both = base;
     both["squared-relu"] = both["swiglu"] = "";
     EXPECT_NE(mt::test::error_of([&] { gpt_config_from_args(both); }).find("exclude each other"),

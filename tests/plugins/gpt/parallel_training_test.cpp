@@ -69,6 +69,15 @@ ModelArgs llama_args() {
     return a;
 }
 
+// Llama 3.x's rope (scaled frequencies, here interleaved) with per-head q/k norms, whose grads
+// each tensor-parallel rank sums from its own heads.
+ModelArgs llama3_qk_norm_args() {
+    ModelArgs a = llama_args();
+    a["use-rope-scaling"] = a["rotary-interleaved"] = a["qk-layernorm"] = "";
+    a["rotary-base"] = "500000";
+    return a;
+}
+
 struct Layout {
     int tp = 1;
     bool sequence_parallel = false;
@@ -158,11 +167,13 @@ TEST(ParallelTraining, DataParallelDistributedOptimizer) {
 TEST(ParallelTraining, TensorParallel) {
     check(gpt2_args(), {2, false, false, false});
     check(llama_args(), {2, false, false, false});
+    check(llama3_qk_norm_args(), {2, false, false, false});
 }
 
 TEST(ParallelTraining, TensorParallelSequenceParallel) {
     check(gpt2_args(), {2, true, false, false});
     check(llama_args(), {2, true, false, false});
+    check(llama3_qk_norm_args(), {2, true, false, false});
 }
 
 TEST(ParallelTraining, TensorSequenceParallelDistributedOptimizerOverlapped) {

@@ -210,9 +210,17 @@ TEST(TorchLayouts, MetaLlamaEqualsItsHuggingFaceFolderBitForBit) {
     ASSERT_NE(m.find_arg("rotary_base"), nullptr);
     EXPECT_EQ(*m.find_arg("rotary_base"), ArgValue(500000.0));
     EXPECT_EQ(*m.find_arg("num_query_groups"), ArgValue(int64_t(2)));
+    EXPECT_EQ(*m.find_arg("use_rope_scaling"), ArgValue(false));
 
     TempDir dir;
     fs::copy(fixture("llama_meta"), dir.path(), fs::copy_options::recursive);
+    // Llama 3.1's params.json asks for its scaled rope: Megatron's --use-rope-scaling.
+    const std::string params = mt::test::read_file(dir / "params.json");
+    mt::test::write_file(dir / "params.json",
+                         params.substr(0, params.rfind('}')) + ", \"use_scaled_rope\": true}");
+    const CheckpointState scaled = meta.load(dir.path());
+    EXPECT_EQ(*scaled.find_arg("use_rope_scaling"), ArgValue(true));
+    EXPECT_EQ(*scaled.find_arg("rope_scaling_factor"), ArgValue(8.0));
     const fs::path file = dir / "consolidated.01.pth";
     fs::resize_file(file, fs::file_size(file) - 100);
     std::string e = error_of([&] { meta.load(dir.path()); });

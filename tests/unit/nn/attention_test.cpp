@@ -1,6 +1,7 @@
 // Block-wise attention (ops/attention.h) against a naive full-softmax f64 implementation, and
 // the SelfAttention module's backward against f64 finite differences (MHA and GQA, rope on and
-// off, T not a multiple of the block, attention dropout replayed).
+// off, interleaved and Llama-3-scaled rope, q/k layer norms, T not a multiple of the block,
+// attention dropout replayed).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -131,6 +132,8 @@ struct AttentionCase {
     bool rope;
     float dropout;
     bool bias;
+    bool interleaved_scaled_rope = false;  // --rotary-interleaved, --use-rope-scaling
+    bool qk_layernorm = false;
 };
 
 void check_attention_module(const AttentionCase& c, std::mt19937& rng) {
@@ -142,6 +145,11 @@ void check_attention_module(const AttentionCase& c, std::mt19937& rng) {
     config.kv_channels = 4;
     config.rotary = c.rope;
     config.rotary_percent = 0.5f;
+    if (c.interleaved_scaled_rope) {
+        config.rotary_percent = 1.0f;
+        config.rope = {0, 500000.0, 8.0, 2.0, true};
+    }
+    config.qk_layernorm = c.qk_layernorm;
     config.attention_dropout = c.dropout;
     config.attention_block = 3;
     config.add_bias_linear = c.bias;
@@ -152,6 +160,13 @@ void check_attention_module(const AttentionCase& c, std::mt19937& rng) {
     for (auto* p : params) mt::test::fill_random(p->value, rng, -0.6, 0.6);
     EXPECT_EQ(params[0]->name, "decoder.layers.0.self_attention.linear_qkv.weight");
     EXPECT_EQ(params[0]->value.shape(), mt::Shape({(c.nq + 2 * c.ng) * 4, 8}));
+    if (c.qk_layernorm) {  // Megatron-core's order: after linear_qkv and linear_proj
+        ASSERT_EQ(params.size(), 2u + 2 * c.bias + 4);
+        EXPECT_EQ(params[params.size() - 4]->name,
+                  "decoder.layers.0.self_attention.q_layernorm.weight");
+        EXPECT_EQ(params.back()->name, "decoder.layers.0.self_attention.k_layernorm.bias");
+        EXPECT_EQ(params.back()->value.shape(), mt::Shape({4}));
+    }
     Tensor x = random_like({2, c.T, 8}, DType::f64, rng);
     mt::test::expect_module_grads_match(attn, x, params, {true, 9, 100}, rng);
 }
@@ -164,6 +179,12 @@ TEST(NnSelfAttention, MultiHeadGradients) {
 TEST(NnSelfAttention, GroupedQueryRopeGradients) {
     std::mt19937 rng(14);
     check_attention_module({7, 4, 2, true, 0.0f, false}, rng);
+}
+
+TEST(NnSelfAttention, InterleavedScaledRopeAndQkNormGradients) {
+    std::mt19937 rng(16);
+    check_attention_module({6, 4, 2, true, 0.0f, true, true, true}, rng);
+    check_attention_module({5, 2, 1, false, 0.0f, false, false, true}, rng);
 }
 
 TEST(NnSelfAttention, DropoutReplayedGradients) {

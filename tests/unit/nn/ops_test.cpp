@@ -83,7 +83,7 @@ TEST_P(NnOps, RopeRotatesPairsAndBackwardIsTheTranspose) {
     std::mt19937 rng(32);
     const int64_t T = 5, D = 6, R = 4;
     for (DType dtype : {DType::f32, DType::f64}) {
-        mt::ops::RopeTables tables = be().rope_tables(T, R, 10000.0, dtype);
+        mt::ops::RopeTables tables = be().rope_tables(T, mt::ops::RopeConfig{R}, dtype);
         Tensor x = random_like({2, T, 3, D}, dtype, rng);
         Tensor y = Tensor::empty(x.shape(), dtype);
         be().rope_forward(x, tables, y);
@@ -108,6 +108,47 @@ TEST_P(NnOps, RopeRotatesPairsAndBackwardIsTheTranspose) {
         for (size_t i = 0; i < xv.size(); ++i) lhs += yv[i] * gv[i], rhs += xv[i] * gtv[i];
         EXPECT_NEAR(lhs, rhs, 1e-5);
     }
+}
+
+// --rotary-interleaved pairs neighbours; --use-rope-scaling and the interpolation factor change
+// only the angles (Megatron's RotaryEmbedding._apply_scaling and get_freqs_non_repeated).
+TEST_P(NnOps, RopeInterleavedPairsAndScaledFrequencies) {
+    std::mt19937 rng(33);
+    const int64_t T = 5, D = 8;
+    mt::ops::RopeConfig config{D, 500000.0, 32.0, 2.0, true};
+    // inv_freq 500000^(-2i/8): wavelengths 2*pi x (1, 26.6, 707, 18803): the first two are kept,
+    // the third (4443, between 2048 and 8192) is smoothed, the last (> 8192) divided by 32.
+    const std::vector<double> inv = mt::ops::rope_inverse_frequencies(config, false);
+    ASSERT_EQ(inv.size(), 4u);
+    const double wave = 2 * M_PI * std::pow(500000.0, 0.5);
+    const double smooth = (8192 / wave - 1) / 3;
+    const double want[4] = {1.0, std::pow(500000.0, -0.25),
+                            (1 - smooth) * (1 / std::pow(500000.0, 0.5)) / 32 +
+                                smooth / std::pow(500000.0, 0.5),
+                            std::pow(500000.0, -0.75) / 32};
+    for (int i = 0; i < 4; ++i) EXPECT_NEAR(inv[size_t(i)], want[i], 1e-15 * (1 + want[i])) << i;
+    const std::vector<double> inv32 = mt::ops::rope_inverse_frequencies(config, true);
+    for (int i = 0; i < 4; ++i) EXPECT_NEAR(inv32[size_t(i)], want[i], 1e-6 * want[i]) << i;
+
+    mt::ops::RopeTables tables = be().rope_tables(T, config, DType::f64);
+    EXPECT_TRUE(tables.interleaved);
+    Tensor x = random_like({1, T, 2, D}, DType::f64, rng);
+    Tensor y = Tensor::empty(x.shape(), DType::f64);
+    be().rope_forward(x, tables, y);
+    std::vector<double> xv = values(x), yv = values(y);
+    for (int64_t t = 0; t < T; ++t)
+        for (int64_t h = 0; h < 2; ++h)
+            for (int64_t i = 0; i < D / 2; ++i) {
+                const double angle = double(t) / 2 * inv[size_t(i)];
+                const int64_t at = (t * 2 + h) * D + 2 * i;
+                const double x1 = xv[size_t(at)], x2 = xv[size_t(at + 1)];
+                EXPECT_NEAR(yv[size_t(at)], x1 * std::cos(angle) - x2 * std::sin(angle), 1e-12);
+                EXPECT_NEAR(yv[size_t(at + 1)], x2 * std::cos(angle) + x1 * std::sin(angle), 1e-12);
+            }
+    Tensor back = Tensor::empty(x.shape(), DType::f64);
+    be().rope_backward(y, tables, back);  // a rotation's transpose is its inverse
+    const std::vector<double> bv = values(back);
+    for (size_t i = 0; i < xv.size(); ++i) EXPECT_NEAR(bv[i], xv[i], 1e-12) << i;
 }
 
 }  // namespace

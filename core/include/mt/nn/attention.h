@@ -1,9 +1,11 @@
 // SelfAttention: Megatron's causal self-attention with the fused QKV projection
 // ("<prefix>.linear_qkv", rows grouped per query group: [q heads of the group, k, v]),
-// multi-head or grouped-query, optional rotary embeddings on q and k, block-wise softmax
-// attention with dropout (ops/attention.h), then "<prefix>.linear_proj".
+// multi-head or grouped-query, optional per-head norms of q and k ("<prefix>.q_layernorm",
+// "<prefix>.k_layernorm"), optional rotary embeddings on q and k, block-wise softmax attention
+// with dropout, then "<prefix>.linear_proj".
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,7 @@
 #include "mt/infer/kv_cache.h"
 #include "mt/nn/dropout.h"
 #include "mt/nn/linear.h"
+#include "mt/nn/norm.h"
 #include "mt/nn/transformer_config.h"
 
 namespace mt::nn {
@@ -27,6 +30,7 @@ class MT_API SelfAttention {
   public:
     struct Saved {
         Linear::Saved qkv;
+        Norm::Saved q_norm, k_norm;      // --qk-layernorm
         Tensor q;                        // (B, T, nq, hd) after rotary
         Tensor k;                        // (B, T, ng, hd) after rotary
         Tensor v;                        // (B, T, ng, hd)
@@ -49,9 +53,12 @@ class MT_API SelfAttention {
     // dy (B, T, H) -> dx (B, T, H); qkv/proj grads +=.
     Tensor backward(const Tensor& dy, const Saved& saved);
 
+    // linear_qkv's parameters, then the q and k norms' (Megatron-core's order).
     void collect_parameters(std::vector<Parameter*>& out);
     Linear& linear_qkv() { return qkv_; }
     Linear& linear_proj() { return proj_; }
+    // The q and k norms' parameters (none without --qk-layernorm).
+    void collect_qk_norm_parameters(std::vector<Parameter*>& out);
 
   private:
     // The rotary tables for positions [first, first + count) (empty tensors without rope):
@@ -65,6 +72,7 @@ class MT_API SelfAttention {
     TransformerConfig config_;
     int64_t nq_, ng_, hd_;
     Linear qkv_, proj_;
+    std::optional<Norm> q_norm_, k_norm_;  // --qk-layernorm
     Backend* backend_;
     mutable ops::RopeTables rope_;  // see rope_tables()
 };

@@ -25,7 +25,7 @@ class MT_API Norm {
 
     // weight_name (C), initialised to 1 (0 with zero-centred gamma), and for LayerNorm
     // bias_name (C) = 0. Neither is weight-decayed; both are replicated over `tp` (and marked
-    // sequence_parallel when the norm runs on sequence shards).
+    // grad_partial_over_tp when the norm runs on sequence shards).
     Norm(NormKind kind, const std::string& weight_name, const std::string& bias_name,
          int64_t hidden, const ops::NormConfig& config, DType dtype, Backend& backend,
          const TensorParallel& tp = {});

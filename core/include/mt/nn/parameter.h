@@ -23,9 +23,10 @@ struct Parameter {
     bool weight_decay = true;      // Megatron decays weights, not biases or norm parameters
     Shape whole_shape;             // the unsharded tensor's shape (value's when not split)
     int tp_rank = 0, tp_size = 1;  // value is piece tp_rank of tp_size (by shard)
-    // Used on sequence shards (norms under --sequence-parallel): each tensor-parallel rank's
-    // grad covers its part of the sequence only, and finalize_grads sums them over the group.
-    bool sequence_parallel = false;
+    // Each tensor-parallel rank's grad is a partial sum of a replicated parameter's: norms on
+    // sequence shards (--sequence-parallel) see part of the sequence, q/k norms (--qk-layernorm)
+    // part of the heads. finalize_grads sums them over the group.
+    bool grad_partial_over_tp = false;
 
     // A replicated copy held by another tensor-parallel rank too: counted once (on rank 0) in
     // the grad norm, as Megatron's param_is_not_tensor_parallel_duplicate.

@@ -32,7 +32,10 @@ struct TransformerConfig {
     bool add_qkv_bias = false;       // --add-qkv-bias (qkv bias also when add_bias_linear)
     bool rotary = false;             // --position-embedding-type rope
     float rotary_percent = 1.0f;     // --rotary-percent
-    double rotary_base = 10000.0;    // --rotary-base
+    // --rotary-base, --use-rope-scaling/--rope-scaling-factor, --rotary-interleaved,
+    // --rotary-seq-len-interpolation-factor (rotary_dim is set from the head dim and percent).
+    ops::RopeConfig rope;
+    bool qk_layernorm = false;  // --qk-layernorm: queries and keys normalised per head
     float hidden_dropout = 0.1f;
     float attention_dropout = 0.1f;
     // Selective recompute (--recompute-modules): the MLP's internals, and the norms' outputs

@@ -76,7 +76,7 @@ class CpuBackend final : public Backend {
     void embedding_shard_backward(const Tensor& dy, const Tensor& ids, int64_t vocab_start,
                                   Tensor& dtable) override;
 
-    RopeTables rope_tables(int64_t seq_len, int64_t rotary_dim, double base, DType dtype) override;
+    RopeTables rope_tables(int64_t seq_len, const ops::RopeConfig& config, DType dtype) override;
     void rope_forward(const Tensor& x, const RopeTables& tables, Tensor& y) override;
     void rope_backward(const Tensor& dy, const RopeTables& tables, Tensor& dx) override;
 

@@ -15,24 +15,27 @@ using detail::kParallelMin;
 using detail::out_t;
 using detail::with_float;
 
-RopeTables CpuBackend::rope_tables(int64_t seq_len, int64_t rotary_dim, double base, DType dtype) {
-    MT_CHECK(rotary_dim > 0 && rotary_dim % 2 == 0,
-             "rope_tables: rotary dim must be even and > 0, got ", rotary_dim);
+RopeTables CpuBackend::rope_tables(int64_t seq_len, const ops::RopeConfig& config, DType dtype) {
     MT_CHECK(dtype == DType::f32 || dtype == DType::f64,
              "rope_tables: dtype must be f32 or f64, got ", dtype_name(dtype));
-    const int64_t half = rotary_dim / 2;
-    RopeTables t{Tensor::empty({seq_len, half}, dtype), Tensor::empty({seq_len, half}, dtype)};
+    const bool f32 = dtype == DType::f32;
+    const std::vector<double> inv = ops::rope_inverse_frequencies(config, f32);
+    const int64_t half = int64_t(inv.size());
+    const double interpolation = config.seq_len_interpolation_factor;
+    RopeTables t{Tensor::empty({seq_len, half}, dtype), Tensor::empty({seq_len, half}, dtype),
+                 config.interleaved};
     for (int64_t p = 0; p < seq_len; ++p)
         for (int64_t i = 0; i < half; ++i) {
-            if (dtype == DType::f32) {
-                // Megatron: inv_freq = 1.0 / base ** (arange(0, R, 2, float32) / R), then
-                // outer(arange(T, float32), inv_freq), all in float32.
-                float inv = 1.0f / std::pow(float(base), float(2 * i) / float(rotary_dim));
-                float angle = float(p) * inv;
+            if (f32) {
+                // Megatron: outer(arange(T, float32) * (1 / interpolation), inv_freq) in float32.
+                float position = float(p);
+                if (interpolation > 0) position *= float(1.0 / interpolation);
+                const float angle = position * float(inv[size_t(i)]);
                 t.cos.data<float>()[p * half + i] = std::cos(angle);
                 t.sin.data<float>()[p * half + i] = std::sin(angle);
             } else {
-                double angle = double(p) / std::pow(base, double(2 * i) / double(rotary_dim));
+                const double position = interpolation > 0 ? double(p) / interpolation : double(p);
+                const double angle = position * inv[size_t(i)];
                 t.cos.data<double>()[p * half + i] = std::cos(angle);
                 t.sin.data<double>()[p * half + i] = std::sin(angle);
             }
@@ -53,6 +56,9 @@ void rotate(const char* op, const Tensor& x, const RopeTables& tables, Tensor& y
     check_float_shape(op, "cos", tables.cos, tables.cos.shape(), x.dtype());
     check_float_shape(op, "sin", tables.sin, tables.cos.shape(), x.dtype());
     check_float_shape(op, "y", y, x.shape(), x.dtype());
+    // Pair i is (x[i], x[i + half]), or (x[2i], x[2i + 1]) when interleaved.
+    const int64_t first_stride = tables.interleaved ? 2 : 1;
+    const int64_t second_offset = tables.interleaved ? 1 : half;
     with_float(x.dtype(), [&](auto tag) {
         using F = decltype(tag);
         const F *xp = in_t<F>(x), *cp = in_t<F>(tables.cos), *sp = in_t<F>(tables.sin);
@@ -66,9 +72,10 @@ void rotate(const char* op, const Tensor& x, const RopeTables& tables, Tensor& y
                 const F* xr = xp + (bt * heads + h) * D;
                 F* yr = yp + (bt * heads + h) * D;
                 for (int64_t i = 0; i < half; ++i) {
-                    F x1 = xr[i], x2 = xr[i + half];
-                    yr[i] = x1 * c[i] - sgn * x2 * s[i];
-                    yr[i + half] = x2 * c[i] + sgn * x1 * s[i];
+                    const int64_t i1 = i * first_stride, i2 = i1 + second_offset;
+                    F x1 = xr[i1], x2 = xr[i2];
+                    yr[i1] = x1 * c[i] - sgn * x2 * s[i];
+                    yr[i2] = x2 * c[i] + sgn * x1 * s[i];
                 }
                 for (int64_t j = 2 * half; j < D; ++j) yr[j] = xr[j];
             }
