@@ -3,15 +3,22 @@
 // TP1, torch -> torch_dist -> torch, through the legacy key names and through Transformer
 // Engine's fused-norm names are bit-identical, each layout lands in Megatron's rank
 // directories, the vocabulary is re-padded for the target as convert.py does, and bad input is an
-// error naming the file and reason (or "not supported yet").
+// error naming the file and reason (or "not supported yet"). --saver hf: megatron-core's GPT-2
+// and Llama (GQA) checkpoints (tests/fixtures/torch_dist) exported as Hugging Face folders give
+// megatron-core's logits (its *_reference.pt) when read back, and a Mistral folder through a
+// Megatron checkpoint comes back as the very file transformers wrote
+// (tests/fixtures/hf/check_export_loads.py checks the same exports in transformers).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <tuple>
 
 #include "mt/dtype.h"
+#include "mt/infer/model_loader.h"
 #include "mt/io/torch_file.h"
+#include "mt/registry.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -234,7 +241,7 @@ TEST(Convert, BadInputIsAClearError) {
                     "holds no llama_meta checkpoint (--loader llama_mistral)"},
           std::pair{"--loader llama_mistral --checkpoint-type pt --saver core",
                     "--checkpoint-type pt: supported are hf and meta"},
-          std::pair{"--loader core --saver hf", "not supported yet: --saver hf"},
+          std::pair{"--loader core --saver hf_llava", "not supported yet: --saver hf_llava"},
           std::pair{"--loader mixtral_hf --saver core", "not supported yet: --loader mixtral_hf"},
           std::pair{"--loader nope --saver core", "unknown --loader nope"}}) {
         r = convert(fixture("tp1"), dir / "out", flags);
@@ -248,6 +255,82 @@ TEST(Convert, BadInputIsAClearError) {
     EXPECT_NE(r.output.find("not supported yet: --model-type BERT"), std::string::npos) << r.output;
     r = run_command(mt::test::tool_path("megatron-convert").string() + " --load-dir x 2>&1");
     EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+// The exported folder, read back by our hf loader and run, gives megatron-core's logits on the
+// reference tokens.
+void expect_reference_logits(const fs::path& folder, const fs::path& reference) {
+    auto family = mt::Registry::global().create_model("gpt");
+    mt::infer::LoadedModel m =
+        mt::infer::load_for_inference(mt::Registry::global(), *family, folder, {});
+    EXPECT_EQ(m.format, "hf");
+    const mt::io::PyValue ref = mt::io::load_torch_file(reference);
+    const mt::Tensor tokens = ref["tokens"].as_tensor().contiguous();
+    const mt::Tensor want = ref["logits"].as_tensor().contiguous();
+    for (int64_t b = 0; b < tokens.size(0); ++b) {
+        const mt::Tensor logits =
+            m.model->logits(tokens.slice(0, b, b + 1).contiguous(), nullptr, 0);
+        ASSERT_EQ(logits.numel() * tokens.size(0), want.numel()) << folder;
+        const float* w = want.data<float>() + b * logits.numel();
+        for (int64_t i = 0; i < logits.numel(); ++i)
+            ASSERT_NEAR(logits.data<float>()[i], w[i], 1e-4 * (1 + std::abs(w[i])))
+                << folder << " row " << b << " element " << i;
+    }
+}
+
+TEST(Convert, SaverHfExportsMegatronCoreModelsThatGiveTheirLogits) {
+    TempDir dir;
+    const fs::path dist = mt::test::fixtures_dir() / "torch_dist";
+    for (const char* name : {"gpt2", "llama"}) {
+        const fs::path out = dir / name;
+        auto r =
+            convert(dist / (std::string(name) + "_tp1"), out, "--loader torch_dist --saver hf");
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+        EXPECT_NE(r.output.find("no tokenizer files written"), std::string::npos) << r.output;
+        for (const char* file : {"config.json", "generation_config.json", "model.safetensors"})
+            EXPECT_TRUE(fs::exists(out / file)) << name << ": " << file;
+        const std::string config = read_file(out / "config.json");
+        EXPECT_NE(config.find(std::string(name) == "gpt2" ? "\"GPT2LMHeadModel\""
+                                                          : "\"LlamaForCausalLM\""),
+                  std::string::npos)
+            << config;
+        expect_reference_logits(out, dist / (std::string(name) + "_reference.pt"));
+    }
+    EXPECT_NE(read_file(dir / "llama/config.json").find("\"num_key_value_heads\": 2,"),
+              std::string::npos);
+
+    // The true vocabulary: the table is cut to it and config.json says so.
+    convert_ok(dist / "gpt2_tp1", dir / "cut",
+               "--loader torch_dist --saver hf --true-vocab-size 100");
+    EXPECT_NE(read_file(dir / "cut/config.json").find("\"vocab_size\": 100\n"), std::string::npos);
+}
+
+TEST(Convert, SaverHfKeepsMistralThroughAMegatronCheckpoint) {
+    TempDir dir;
+    const fs::path mistral = mt::test::fixtures_dir() / "hf" / "mistral";
+    convert_ok(mistral, dir / "megatron", "--loader hf --saver core");
+    convert_ok(dir / "megatron", dir / "hf", "--loader core --saver hf --bf16");
+    // transformers' own file, byte for byte: names, order, layouts and bfloat16 values.
+    EXPECT_TRUE(read_file(dir / "hf/model.safetensors") ==
+                read_file(mistral / "model.safetensors"));
+    const std::string config = read_file(dir / "hf/config.json");
+    EXPECT_NE(config.find("\"model_type\": \"mistral\""), std::string::npos) << config;
+    EXPECT_NE(config.find("\"torch_dtype\": \"bfloat16\""), std::string::npos) << config;
+}
+
+TEST(Convert, SaverHfRefusesWhatItCannotWrite) {
+    TempDir dir;
+    // The convert fixture's model has LayerNorm and SwiGLU with learned positions.
+    auto r = convert(fixture("tp1"), dir / "out", "--loader core --saver hf");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.output.find("error: not supported yet: swiglu=True in --saver hf"),
+              std::string::npos)
+        << r.output;
+    EXPECT_FALSE(fs::exists(dir / "out"));
+    r = convert(mt::test::fixtures_dir() / "torch_dist" / "gpt2_tp1", dir / "out",
+                "--loader torch_dist --saver hf --target-tensor-parallel-size 2");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.output.find("--saver hf writes whole tensors"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -35,8 +35,9 @@ po::options_description convert_flags(ConvertFlags& f) {
         "loader", po::value(&f.loader)->default_value("megatron"),
         "core | legacy | torch_dist | llama_mistral | hf (megatron = legacy, mcore = core)")(
         "saver", po::value(&f.saver)->default_value("megatron"),
-        "core | legacy | torch_dist (megatron = legacy, mcore = core)")(
-        "load-dir", po::value(&f.load_dir)->required(), "checkpoint (or Hugging Face) directory")(
+        "core | legacy | torch_dist | hf (megatron = legacy, mcore = core; hf: a Hugging Face "
+        "GPT-2, Llama or Mistral folder)")("load-dir", po::value(&f.load_dir)->required(),
+                                           "checkpoint (or Hugging Face) directory")(
         "save-dir", po::value(&f.save_dir)->required(), "directory to write the checkpoint to")(
         "target-tensor-parallel-size", po::value(&f.target_tp),
         "tensor parallelism of the saved checkpoint (default: the source's)")(
@@ -95,9 +96,9 @@ std::string saver_format(const ConvertFlags& f) {
     if (f.saver == "core" || f.saver == "mcore" || f.saver == "legacy" || f.saver == "megatron")
         return "torch";
     if (f.saver == "torch_dist") return "torch_dist";
-    MT_CHECK(f.saver != "hf" && f.saver != "llava" && f.saver != "hf_llava",
-             "not supported yet: --saver ", f.saver);
-    MT_FAIL("unknown --saver ", f.saver, ": supported are core, legacy and torch_dist");
+    if (f.saver == "hf") return "hf";
+    MT_CHECK(f.saver != "llava" && f.saver != "hf_llava", "not supported yet: --saver ", f.saver);
+    MT_FAIL("unknown --saver ", f.saver, ": supported are core, legacy, torch_dist and hf");
 }
 
 // Megatron's loaders: len(json.load(vocab_file)).
@@ -138,6 +139,13 @@ int run(const ConvertFlags& f) {
     mt::ConvertOptions o;
     o.target_tensor_parallel = f.target_tp;
     o.target_pipeline_parallel = f.target_pp;
+    if (f.saver == "hf") {
+        // A Hugging Face folder holds whole tensors: one rank.
+        MT_CHECK(f.target_tp <= 1 && f.target_pp <= 1,
+                 "--saver hf writes whole tensors: --target-tensor-parallel-size and "
+                 "--target-pipeline-parallel-size must be 1");
+        o.target_tensor_parallel = o.target_pipeline_parallel = 1;
+    }
     o.true_vocab_size = f.true_vocab_size;
     if (!o.true_vocab_size && !f.vocab_file.empty())
         o.true_vocab_size = vocab_file_size(f.vocab_file);
@@ -168,8 +176,11 @@ int main(int argc, char** argv) {
         "Megatron-LM's tools/checkpoint/convert.py does (same flags): Megatron `torch`\n"
         "checkpoints (core or legacy key names, any mp_rank_TT[_PPP] layout), `torch_dist`,\n"
         "Hugging Face GPT-2/Llama/Mistral folders and Meta Llama checkpoints in; `torch` (core\n"
-        "or legacy) or `torch_dist` out. Model weights, iteration and args travel; optimizer and\n"
-        "RNG state do not.";
+        "or legacy), `torch_dist` or a Hugging Face folder out (--saver hf: GPT-2 for learned\n"
+        "positions + LayerNorm + GeLU + biases, Llama/Mistral for rope + RMSNorm + SwiGLU;\n"
+        "config.json, generation_config.json, model.safetensors, sharded above 5GB with\n"
+        "model.safetensors.index.json, and the tokenizer's files when the args name them).\n"
+        "Model weights, iteration and args travel; optimizer and RNG state do not.";
     ConvertFlags flags;
     spec.options.add(convert_flags(flags));
     spec.run = [&](const po::variables_map& vm) {

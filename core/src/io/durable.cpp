@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "mt/error.h"
 
@@ -35,6 +36,23 @@ bool exchange_paths(const std::filesystem::path& a, const std::filesystem::path&
     MT_CHECK(err == EINVAL || err == ENOSYS || err == ENOTSUP, "cannot swap ", a.string(), " and ",
              b.string(), ": ", std::strerror(err));
     return false;
+}
+
+void replace_directory(const std::filesystem::path& tmp, const std::filesystem::path& target) {
+    namespace fs = std::filesystem;
+    sync_tree(tmp);  // every byte on disk before a name points at it
+    if (!fs::exists(fs::symlink_status(target))) {
+        fs::rename(tmp, target);
+    } else if (exchange_paths(tmp, target)) {
+        fs::remove_all(tmp);  // the old copy, now under the temporary name
+    } else {
+        const fs::path old = target.string() + ".old." + std::to_string(::getpid());
+        fs::rename(target, old);
+        fs::rename(tmp, target);
+        fs::remove_all(old);
+    }
+    fs::path parent = target.parent_path();
+    sync_path(parent.empty() ? fs::path(".") : parent);
 }
 
 }  // namespace mt::io

@@ -1,14 +1,24 @@
 #include "hf_checkpoint.h"
 
 #include <simdjson.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <regex>
 #include <set>
 
 #include "hf_config.h"
+#include "hf_config_writer.h"
+#include "hf_export.h"
+#include "hf_layout.h"
+#include "hf_tokenizer_export.h"
+#include "mt/checkpoint/checkpoint_args.h"
 #include "mt/error.h"
+#include "mt/io/atomic_file.h"
+#include "mt/io/durable.h"
+#include "mt/log.h"
 #include "safetensors.h"
 
 namespace mt::plugins::hf {
@@ -66,50 +76,6 @@ void expect_shape(const Tensor& t, const Shape& shape, const std::string& name) 
              shape_str(t.shape()), ", config.json implies ", shape_str(shape));
 }
 
-// [in, out] (GPT-2's Conv1D) -> [out, in], in 32 x 32 tiles so both sides stay in cache.
-Tensor transposed(const Tensor& t) {
-    const Tensor c = t.contiguous();
-    const int64_t rows = c.shape()[0], cols = c.shape()[1], tile = 32;
-    Tensor out = Tensor::empty({cols, rows}, DType::f32);
-    const float* src = c.data<float>();
-    float* dst = out.data<float>();
-    for (int64_t i0 = 0; i0 < rows; i0 += tile)
-        for (int64_t j0 = 0; j0 < cols; j0 += tile)
-            for (int64_t i = i0; i < std::min(rows, i0 + tile); ++i)
-                for (int64_t j = j0; j < std::min(cols, j0 + tile); ++j)
-                    dst[j * rows + i] = src[i * cols + j];
-    return out;
-}
-
-// Megatron's linear_qkv rows: for each query group g, its (nq/ng) query heads, then its key
-// head, then its value head. q, k, v are [heads·hd, ...] row blocks (weights or biases).
-Tensor group_qkv(const Tensor& q, const Tensor& k, const Tensor& v, int64_t nq, int64_t ng,
-                 int64_t hd) {
-    const Tensor cq = q.contiguous(), ck = k.contiguous(), cv = v.contiguous();
-    const int64_t width = cq.numel() / (nq * hd);  // h for weights, 1 for biases
-    Shape shape = cq.shape();
-    shape[0] = (nq + 2 * ng) * hd;
-    Tensor out = Tensor::empty(shape, DType::f32);
-    float* dst = out.data<float>();
-    const int64_t q_rows = nq / ng * hd;
-    for (int64_t g = 0; g < ng; ++g) {
-        dst = std::copy_n(cq.data<float>() + g * q_rows * width, q_rows * width, dst);
-        dst = std::copy_n(ck.data<float>() + g * hd * width, hd * width, dst);
-        dst = std::copy_n(cv.data<float>() + g * hd * width, hd * width, dst);
-    }
-    return out;
-}
-
-Tensor concat_rows(const Tensor& a, const Tensor& b) {
-    const Tensor ca = a.contiguous(), cb = b.contiguous();
-    Shape shape = ca.shape();
-    shape[0] += cb.shape()[0];
-    Tensor out = Tensor::empty(shape, DType::f32);
-    float* end = std::copy_n(ca.data<float>(), ca.numel(), out.data<float>());
-    std::copy_n(cb.data<float>(), cb.numel(), end);
-    return out;
-}
-
 class Converter {
   public:
     Converter(const fs::path& dir, const HfConfig& c) : tensors_(dir), c_(c) {}
@@ -152,10 +118,10 @@ class Converter {
             const Tensor w = transposed(hf(src + "attn.c_attn.weight", {h, 3 * h}));
             const Tensor b = hf(src + "attn.c_attn.bias", {3 * h});
             const int64_t n = c_.num_heads, hd = c_.head_dim;
-            put(attn + "linear_qkv.weight",
-                group_qkv(w.slice(0, 0, h), w.slice(0, h, 2 * h), w.slice(0, 2 * h, 3 * h), n, n, hd));
-            put(attn + "linear_qkv.bias",
-                group_qkv(b.slice(0, 0, h), b.slice(0, h, 2 * h), b.slice(0, 2 * h, 3 * h), n, n, hd));
+            put(attn + "linear_qkv.weight", group_qkv(w.slice(0, 0, h), w.slice(0, h, 2 * h),
+                                                      w.slice(0, 2 * h, 3 * h), n, n, hd));
+            put(attn + "linear_qkv.bias", group_qkv(b.slice(0, 0, h), b.slice(0, h, 2 * h),
+                                                    b.slice(0, 2 * h, 3 * h), n, n, hd));
             put(mlp + "linear_fc1.layer_norm_weight", hf(src + "ln_2.weight", {h}));
             put(mlp + "linear_fc1.layer_norm_bias", hf(src + "ln_2.bias", {h}));
             put(mlp + "linear_fc1.weight", transposed(hf(src + "mlp.c_fc.weight", {h, f})));
@@ -205,14 +171,127 @@ bool HfCheckpoint::detect(const fs::path& dir) const {
             fs::is_regular_file(dir / "model.safetensors.index.json"));
 }
 
-void HfCheckpoint::save(const fs::path& dir, const CheckpointState&) {
-    MT_FAIL(dir.string(),
-            ": not supported yet: saving Hugging Face folders (megatron-convert --saver hf)");
+namespace {
+
+// The names a Hugging Face export writes: an existing --save-dir holding anything else is not
+// replaced (it would be lost).
+bool export_file_name(const std::string& name) {
+    static const std::set<std::string> kNames = {"config.json",
+                                                 "generation_config.json",
+                                                 "model.safetensors",
+                                                 "model.safetensors.index.json",
+                                                 "vocab.json",
+                                                 "merges.txt",
+                                                 "tokenizer.json",
+                                                 "tokenizer_config.json",
+                                                 "special_tokens_map.json",
+                                                 "tokenizer.model"};
+    static const std::regex kShard(R"(model-\d{5}-of-\d{5}\.safetensors)");
+    return kNames.count(name) != 0 || std::regex_match(name, kShard);
+}
+
+void check_replaceable(const fs::path& target) {
+    if (!fs::exists(fs::symlink_status(target))) return;
+    MT_CHECK(fs::is_directory(fs::symlink_status(target)), "--saver hf: ", target.string(),
+             " exists and is not a directory");
+    for (const auto& entry : fs::directory_iterator(target))
+        MT_CHECK(entry.is_regular_file() && export_file_name(entry.path().filename().string()),
+                 "--saver hf: ", target.string(), " holds ", entry.path().filename().string(),
+                 ", which a Hugging Face export does not write; give a new or empty --save-dir "
+                 "(nothing was changed)");
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+    io::AtomicFile file(path);
+    file.stream() << text;
+    file.commit();
+}
+
+// The vocabulary written: the args' vocab_size (the tokenizer's as convert's --true-vocab-size
+// or --vocab-file set it, or as Megatron's NullTokenizer was given it, without its EOD), else
+// the tokenizer's, else the whole padded table.
+int64_t true_vocab_size(const CheckpointArgs& args, const HfTokenizerFiles& tokenizer,
+                        int64_t rows) {
+    int64_t vocab = rows;
+    std::string from;
+    if (const auto v = int_arg(args, "vocab_size"); v && *v > 0) {
+        const ArgValue* type = find_arg(args, "tokenizer_type");
+        const bool null_tokenizer = type && std::holds_alternative<std::string>(*type) &&
+                                    std::get<std::string>(*type) == "NullTokenizer";
+        vocab = null_tokenizer ? std::min(*v + 1, rows) : *v;
+        from = "the checkpoint's vocab_size";
+    } else if (tokenizer.vocab_size) {
+        vocab = *tokenizer.vocab_size;
+        from = "the tokenizer's";
+    } else {
+        log::info("--saver hf: the true vocabulary size is not known (no --true-vocab-size, ",
+                  "--vocab-file or tokenizer): config.json's vocab_size is the padded table's ",
+                  rows);
+        return rows;
+    }
+    MT_CHECK(vocab > 0 && vocab <= rows, "--saver hf: the vocabulary of ", vocab, " tokens (", from,
+             ") does not fit the table of ", rows, " rows");
+    return vocab;
+}
+
+}  // namespace
+
+void HfCheckpoint::save(const fs::path& dir, const CheckpointState& state) {
+    HfConfig config = hf_config_from_args(state.args);
+    auto embedding = std::find_if(state.model.begin(), state.model.end(), [](const auto& e) {
+        return e.first == "embedding.word_embeddings.weight";
+    });
+    MT_CHECK(embedding != state.model.end(),
+             "--saver hf: the checkpoint has no tensor 'embedding.word_embeddings.weight'");
+    const Tensor& table = embedding->second.local;
+    // The weights keep the checkpoint's dtype (convert's --bf16 / --fp16 cast them before).
+    const DType dtype = table.dtype();
+    MT_CHECK(dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16,
+             "--saver hf: weights of dtype ", dtype_name(dtype), ": f32, bf16 or f16 only");
+    const HfTokenizerFiles tokenizer =
+        hf_tokenizer_files(state.args, config.max_position_embeddings);
+    if (!tokenizer.note.empty()) log::info("--saver hf: ", tokenizer.note);
+    config.vocab_size = true_vocab_size(state.args, tokenizer, embedding->second.global_shape[0]);
+    const std::vector<NamedTensor> tensors = hf_tensors(state, config, dtype);
+    const HfConfigExtras extras{dtype, tokenizer.bos_id, tokenizer.eos_id};
+
+    // Written beside the target and swapped into place: a crash leaves the old folder (or none).
+    fs::path target = fs::absolute(dir).lexically_normal();
+    if (target.filename().empty()) target = target.parent_path();
+    check_replaceable(target);
+    const fs::path tmp = target.string() + ".tmp." + std::to_string(::getpid());
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+    try {
+        write_hf_weights(tmp, tensors, max_shard_bytes_);
+        write_text(tmp / "config.json", hf_config_json(config, extras));
+        write_text(tmp / "generation_config.json", hf_generation_config_json(extras));
+        write_tokenizer_files(tokenizer, tmp);
+        io::replace_directory(tmp, target);
+    } catch (...) {
+        std::error_code ignored;
+        fs::remove_all(tmp, ignored);
+        throw;
+    }
+    log::info("--saver hf: wrote a ", config.model_type, " model (", config.num_layers,
+              " layers, hidden ", config.hidden_size, ", vocabulary ", config.vocab_size, ", ",
+              dtype_name(dtype), ") to ", target.string());
 }
 
 CheckpointState HfCheckpoint::load(const fs::path& dir) {
     const HfConfig config = read_hf_config(dir);
-    return Converter(dir, config).run();
+    CheckpointState state = Converter(dir, config).run();
+    // The folder's tokenizer, as Megatron's Hugging Face loaders name it in their args (the
+    // order infer::tokenizer_for looks for it in a folder).
+    if (fs::is_regular_file(dir / "tokenizer.json")) {
+        set_arg(state.args, "tokenizer_type", std::string("HuggingFaceTokenizer"));
+        set_arg(state.args, "tokenizer_model", fs::absolute(dir).string());
+    } else if (fs::is_regular_file(dir / "vocab.json") && fs::is_regular_file(dir / "merges.txt")) {
+        set_arg(state.args, "tokenizer_type", std::string("GPT2BPETokenizer"));
+        set_arg(state.args, "vocab_file", fs::absolute(dir / "vocab.json").string());
+        set_arg(state.args, "merge_file", fs::absolute(dir / "merges.txt").string());
+    }
+    return state;
 }
 
 }  // namespace mt::plugins::hf

@@ -202,7 +202,150 @@ CheckpointArgs hf_checkpoint_args(const HfConfig& config) {
     }
     out.emplace_back("padded_vocab_size", config.vocab_size);
     out.emplace_back("params_dtype", std::string("float32"));
+    out.emplace_back(kHfModelTypeArg, config.model_type);
     return out;
+}
+
+namespace {
+
+// Megatron's args as saving reads them: absent entries take Megatron's defaults, and errors
+// name the entry as Python prints it.
+class Args {
+  public:
+    explicit Args(const CheckpointArgs& args) : args_(args) {}
+
+    int64_t integer(const char* name) const {
+        const auto v = int_arg(args_, name);
+        MT_CHECK(v.has_value(), "--saver hf: the checkpoint's args have no integer ", name);
+        return *v;
+    }
+    int64_t integer(const char* name, int64_t fallback) const {
+        return int_arg(args_, name).value_or(fallback);
+    }
+    double real(const char* name, double fallback) const {
+        const ArgValue* v = find_arg(args_, name);
+        if (v && std::holds_alternative<double>(*v)) return std::get<double>(*v);
+        if (v && std::holds_alternative<int64_t>(*v)) return double(std::get<int64_t>(*v));
+        return fallback;
+    }
+    // A switch: absent or None is `fallback`.
+    bool flag(const char* name, bool fallback = false) const {
+        const ArgValue* v = find_arg(args_, name);
+        if (v && std::holds_alternative<bool>(*v)) return std::get<bool>(*v);
+        return fallback;
+    }
+    std::string text(const char* name, const std::string& fallback) const {
+        const ArgValue* v = find_arg(args_, name);
+        return v && std::holds_alternative<std::string>(*v) ? std::get<std::string>(*v) : fallback;
+    }
+    // True when the entry is set to something other than None, False or 0.
+    bool set(const char* name) const {
+        const ArgValue* v = find_arg(args_, name);
+        if (!v || std::holds_alternative<std::monostate>(*v)) return false;
+        if (std::holds_alternative<bool>(*v)) return std::get<bool>(*v);
+        if (std::holds_alternative<int64_t>(*v)) return std::get<int64_t>(*v) != 0;
+        return true;
+    }
+
+  private:
+    const CheckpointArgs& args_;
+};
+
+std::string python_repr(bool v) {
+    return v ? "True" : "False";
+}
+
+[[noreturn]] void not_supported(const std::string& field, const std::string& value,
+                                const std::string& why) {
+    MT_FAIL("not supported yet: ", field, "=", value, " in --saver hf (", why, ")");
+}
+
+}  // namespace
+
+HfConfig hf_config_from_args(const CheckpointArgs& args) {
+    const Args a(args);
+    // Model features no exported model_type has, whichever the architecture.
+    for (const char* name : {"qk_layernorm", "apply_layernorm_1p", "squared_relu", "num_experts",
+                             "multi_latent_attention", "window_size"})
+        if (a.set(name)) {
+            const ArgValue* v = find_arg(args, name);
+            not_supported(name,
+                          std::holds_alternative<int64_t>(*v)
+                              ? std::to_string(std::get<int64_t>(*v))
+                          : std::holds_alternative<bool>(*v) ? python_repr(std::get<bool>(*v))
+                                                             : std::string("set"),
+                          "GPT-2, Llama and Mistral have no such feature");
+        }
+
+    HfConfig c;
+    c.num_layers = a.integer("num_layers");
+    c.hidden_size = a.integer("hidden_size");
+    c.num_heads = a.integer("num_attention_heads");
+    MT_CHECK(c.num_layers > 0 && c.hidden_size > 0 && c.num_heads > 0,
+             "--saver hf: num_layers, hidden_size and num_attention_heads must be positive");
+    c.head_dim = a.integer("kv_channels", c.hidden_size / c.num_heads);
+    c.num_kv_heads =
+        a.flag("group_query_attention") ? a.integer("num_query_groups", 1) : c.num_heads;
+    const bool swiglu = a.flag("swiglu");
+    c.ffn_hidden_size =
+        a.integer("ffn_hidden_size", swiglu ? int64_t(double(4 * c.hidden_size) * 2 / 3 / 64) * 64
+                                            : 4 * c.hidden_size);
+    c.max_position_embeddings = a.integer("max_position_embeddings", a.integer("seq_length", 0));
+    MT_CHECK(c.max_position_embeddings > 0,
+             "--saver hf: the checkpoint's args have no max_position_embeddings or seq_length");
+    // Megatron-LM before core_v0.7 called it layernorm_epsilon.
+    c.norm_epsilon = a.real("norm_epsilon", a.real("layernorm_epsilon", 1e-5));
+    c.initializer_range = a.real("init_method_std", 0.02);
+    c.tied = !a.flag("untie_embeddings_and_output_weights");
+    const std::string position = a.text("position_embedding_type", "learned_absolute");
+    const std::string norm = a.text("normalization", "LayerNorm");
+    const bool bias = a.flag("add_bias_linear", true);
+
+    if (position == "learned_absolute") {
+        c.arch = HfArch::gpt2;
+        c.model_type = "gpt2";
+        const std::string why =
+            "learned absolute positions are exported as GPT-2: LayerNorm, "
+            "GeLU, linear biases, tied embeddings";
+        if (norm != "LayerNorm") not_supported("normalization", norm, why);
+        if (swiglu) not_supported("swiglu", "True", why);
+        if (!bias) not_supported("add_bias_linear", "False", why);
+        if (!c.tied) not_supported("untie_embeddings_and_output_weights", "True", why);
+        if (c.num_kv_heads != c.num_heads)
+            not_supported("num_query_groups", std::to_string(c.num_kv_heads),
+                          "GPT-2 has no grouped-query attention");
+        if (c.head_dim * c.num_heads != c.hidden_size)
+            not_supported("kv_channels", std::to_string(c.head_dim),
+                          "GPT-2's heads are hidden_size / num_attention_heads wide");
+        // Megatron's GeLU with biases is the fused tanh form, GPT-2's gelu_new.
+        if (!a.flag("bias_gelu_fusion", true))
+            not_supported("bias_gelu_fusion", "False", "GPT-2's GeLU is the tanh form");
+    } else if (position == "rope") {
+        c.arch = HfArch::llama;
+        c.model_type = a.text(kHfModelTypeArg, "") == "mistral" ? "mistral" : "llama";
+        const std::string why =
+            "rope models are exported as Llama/Mistral: RMSNorm, SwiGLU, no "
+            "biases";
+        if (norm != "RMSNorm") not_supported("normalization", norm, why);
+        if (!swiglu) not_supported("swiglu", "False", why);
+        if (bias) not_supported("add_bias_linear", "True", why);
+        if (a.flag("add_qkv_bias")) not_supported("add_qkv_bias", "True", why);
+        if (a.flag("rotary_interleaved"))
+            not_supported("rotary_interleaved", "True", "Llama rotates halves, not pairs");
+        if (a.flag("use_rope_scaling")) not_supported("use_rope_scaling", "True", "rope scaling");
+        const double percent = a.real("rotary_percent", 1.0);
+        if (percent != 1.0)
+            not_supported("rotary_percent", number(percent), "Llama rotates whole heads");
+        c.rope_theta = a.real("rotary_base", 10000);
+    } else {
+        not_supported("position_embedding_type", position,
+                      "supported are learned_absolute (GPT-2) and rope (Llama, Mistral)");
+    }
+    MT_CHECK(c.num_kv_heads > 0 && c.num_heads % c.num_kv_heads == 0 && c.head_dim > 0 &&
+                 c.ffn_hidden_size > 0,
+             "--saver hf: bad sizes in the checkpoint's args: ", c.num_heads, " heads in ",
+             c.num_kv_heads, " query groups of ", c.head_dim, ", ffn ", c.ffn_hidden_size);
+    return c;
 }
 
 }  // namespace mt::plugins::hf

@@ -1,5 +1,6 @@
-// What a Hugging Face config.json (GPT-2, Llama, Mistral) says about the model, and the
-// Megatron model flags (ModelArgs) that build the same network with GptFamily::build.
+// What a Hugging Face config.json (GPT-2, Llama, Mistral) says about the model, the Megatron
+// model flags (ModelArgs) that build the same network with GptFamily::build, and the way back:
+// the Hugging Face model a checkpoint's Megatron args describe.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +21,12 @@ struct HfConfig {
     int64_t ffn_hidden_size = 0, vocab_size = 0, max_position_embeddings = 0;
     double norm_epsilon = 1e-5, rope_theta = 10000;
     bool tied = true;
+    double initializer_range = 0.02;  // written to config.json (Megatron's init_method_std)
 };
+
+// The args entry naming the Hugging Face model_type a checkpoint came from ("mistral"), which
+// Megatron's args cannot tell from Llama's; hf_checkpoint_args records it, the saver reads it.
+inline constexpr const char* kHfModelTypeArg = "hf_model_type";
 
 // Reads dir/config.json. mt::Error naming the file and key for anything missing or malformed,
 // and "not supported yet: ..." naming the key for models this converter does not map
@@ -35,5 +41,12 @@ ModelArgs hf_model_args(const HfConfig& config);
 // values: "num_layers" 4, "swiglu" True, "add_bias_linear" False, ...) plus padded_vocab_size,
 // so tools build the model from the folder alone.
 CheckpointArgs hf_checkpoint_args(const HfConfig& config);
+
+// The inverse, for saving: the Hugging Face model that Megatron args describe (Megatron's
+// defaults for absent entries). GPT-2: learned absolute positions, LayerNorm, tanh GeLU, linear
+// biases, tied embeddings; Llama (Mistral when kHfModelTypeArg says so): rope, RMSNorm, SwiGLU,
+// no biases. vocab_size is left 0 (the caller knows the table). Anything else is an mt::Error
+// "not supported yet: <field>=<value> in --saver hf (...)".
+HfConfig hf_config_from_args(const CheckpointArgs& args);
 
 }  // namespace mt::plugins::hf

@@ -2,9 +2,12 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "mt/error.h"
+#include "mt/io/atomic_file.h"
+#include "mt/io/json_writer.h"
 
 namespace mt::plugins::hf {
 
@@ -16,7 +19,71 @@ int64_t element_size(const std::string& dtype) {
     return 0;
 }
 
+std::string dtype_code(const Tensor& t, const std::string& name) {
+    switch (t.dtype()) {
+        case DType::f32:
+            return "F32";
+        case DType::f16:
+            return "F16";
+        case DType::bf16:
+            return "BF16";
+        default:
+            MT_FAIL("safetensors: tensor '", name, "' is ", t.describe(),
+                    ": supported are f32, f16 and bf16");
+    }
+}
+
+// The header, padded with spaces so the data starts 8-byte aligned (as safetensors pads it);
+// `tensors` sorted by name.
+std::string header_of(const std::vector<NamedTensor>& tensors) {
+    std::string h = R"({"__metadata__":{"format":"pt"})";
+    uint64_t offset = 0;
+    for (const auto& [name, t] : tensors) {
+        h += "," + io::json_quote(name) + R"(:{"dtype":")" + dtype_code(t, name) + R"(","shape":[)";
+        for (size_t d = 0; d < t.shape().size(); ++d)
+            h += (d ? "," : "") + std::to_string(t.shape()[d]);
+        const uint64_t end = offset + uint64_t(t.nbytes());
+        h += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(end) + "]}";
+        offset = end;
+    }
+    h += "}";
+    h.append((8 - h.size() % 8) % 8, ' ');
+    return h;
+}
+
+void sort_by_name(std::vector<NamedTensor>& tensors) {
+    std::sort(tensors.begin(), tensors.end(),
+              [](const NamedTensor& a, const NamedTensor& b) { return a.first < b.first; });
+}
+
 }  // namespace
+
+uint64_t safetensors_file_size(const std::vector<NamedTensor>& tensors) {
+    std::vector<NamedTensor> sorted = tensors;
+    sort_by_name(sorted);
+    uint64_t size = 8 + header_of(sorted).size();
+    for (const auto& entry : sorted) size += uint64_t(entry.second.nbytes());
+    return size;
+}
+
+void write_safetensors(const std::filesystem::path& path, std::vector<NamedTensor> tensors) {
+    sort_by_name(tensors);
+    for (size_t i = 1; i < tensors.size(); ++i)
+        MT_CHECK(tensors[i].first != tensors[i - 1].first, path.string(), ": two tensors named '",
+                 tensors[i].first, "'");
+    const std::string header = header_of(tensors);
+    io::AtomicFile file(path);
+    std::ofstream& out = file.stream();
+    char length[8];
+    for (int i = 0; i < 8; ++i) length[i] = char((uint64_t(header.size()) >> (8 * i)) & 0xff);
+    out.write(length, 8);
+    out.write(header.data(), std::streamsize(header.size()));
+    for (const auto& [name, t] : tensors) {
+        const Tensor c = t.contiguous();
+        out.write(static_cast<const char*>(c.raw_data()), std::streamsize(c.nbytes()));
+    }
+    file.commit();
+}
 
 SafetensorsFile::SafetensorsFile(const std::filesystem::path& path)
     : file_(std::make_shared<io::MappedFile>(path)) {

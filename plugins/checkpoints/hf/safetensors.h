@@ -1,5 +1,5 @@
-// A reader of Hugging Face .safetensors files (8-byte little-endian header length, JSON header,
-// raw tensor bytes), memory-mapped: float32 tensors are zero-copy views of the file.
+// Hugging Face .safetensors files (8-byte little-endian header length, JSON header, raw tensor
+// bytes): a memory-mapped reader (float32 tensors are zero-copy views of the file) and a writer.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "mt/io/mapped_file.h"
@@ -39,5 +40,16 @@ class SafetensorsFile {
     uint64_t data_begin_ = 0;
     std::vector<SafetensorsEntry> entries_;
 };
+
+using NamedTensor = std::pair<std::string, Tensor>;
+
+// Bytes of the file write_safetensors makes of `tensors`.
+uint64_t safetensors_file_size(const std::vector<NamedTensor>& tensors);
+
+// Writes `tensors` (F32, F16 or BF16; names unique) as the safetensors library does: header
+// {"__metadata__": {"format": "pt"}, name: {dtype, shape, data_offsets}, ...} padded with
+// spaces to a multiple of 8 bytes, then the data in sorted-name order. Through a temporary file
+// renamed into place; mt::Error naming the file and tensor otherwise.
+void write_safetensors(const std::filesystem::path& path, std::vector<NamedTensor> tensors);
 
 }  // namespace mt::plugins::hf

@@ -19,4 +19,11 @@ MT_API void sync_tree(const std::filesystem::path& root);
 // filesystem or kernel cannot, having changed nothing. Other failures are mt::Errors.
 MT_API bool exchange_paths(const std::filesystem::path& a, const std::filesystem::path& b);
 
+// Puts the complete directory `tmp` at `target` (syncing it first): renamed there when `target`
+// is absent, else swapped with it in one step (or, where the filesystem cannot, two back-to-back
+// renames) and the old copy removed; then syncs `target`'s parent. For outputs that are a whole
+// folder (a Hugging Face model folder) written into a sibling temporary directory.
+MT_API void replace_directory(const std::filesystem::path& tmp,
+                              const std::filesystem::path& target);
+
 }  // namespace mt::io

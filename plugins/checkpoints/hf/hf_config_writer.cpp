@@ -1,0 +1,99 @@
+#include "hf_config_writer.h"
+
+#include "hf_json.h"
+#include "mt/error.h"
+
+namespace mt::plugins::hf {
+
+namespace {
+
+using namespace json;
+
+std::string optional_id(const std::optional<int64_t>& id) {
+    return id ? integer(*id) : "null";
+}
+
+std::string torch_dtype(DType d) {
+    switch (d) {
+        case DType::f32:
+            return "float32";
+        case DType::bf16:
+            return "bfloat16";
+        case DType::f16:
+            return "float16";
+        default:
+            MT_FAIL("--saver hf: weights of dtype ", dtype_name(d), " (f32, bf16 or f16 only)");
+    }
+}
+
+Members gpt2_members(const HfConfig& c) {
+    return {{"activation_function", text("gelu_new")},
+            {"architectures", strings({"GPT2LMHeadModel"}, 1)},
+            {"attn_pdrop", real(0.0)},
+            {"embd_pdrop", real(0.0)},
+            {"initializer_range", real(c.initializer_range)},
+            {"layer_norm_epsilon", real(c.norm_epsilon)},
+            {"model_type", text("gpt2")},
+            {"n_embd", integer(c.hidden_size)},
+            {"n_head", integer(c.num_heads)},
+            {"n_inner", integer(c.ffn_hidden_size)},
+            {"n_layer", integer(c.num_layers)},
+            {"n_positions", integer(c.max_position_embeddings)},
+            {"reorder_and_upcast_attn", boolean(false)},
+            {"resid_pdrop", real(0.0)},
+            {"scale_attn_by_inverse_layer_idx", boolean(false)},
+            {"scale_attn_weights", boolean(true)},
+            {"tie_word_embeddings", boolean(true)}};
+}
+
+Members llama_members(const HfConfig& c) {
+    const bool mistral = c.model_type == "mistral";
+    Members m = {
+        {"architectures", strings({mistral ? "MistralForCausalLM" : "LlamaForCausalLM"}, 1)},
+        {"attention_dropout", real(0.0)},
+        {"head_dim", integer(c.head_dim)},
+        {"hidden_act", text("silu")},
+        {"hidden_size", integer(c.hidden_size)},
+        {"initializer_range", real(c.initializer_range)},
+        {"intermediate_size", integer(c.ffn_hidden_size)},
+        {"max_position_embeddings", integer(c.max_position_embeddings)},
+        {"model_type", text(c.model_type)},
+        {"num_attention_heads", integer(c.num_heads)},
+        {"num_hidden_layers", integer(c.num_layers)},
+        {"num_key_value_heads", integer(c.num_kv_heads)},
+        {"rms_norm_eps", real(c.norm_epsilon)},
+        {"rope_parameters",
+         object({{"rope_theta", real(c.rope_theta)}, {"rope_type", text("default")}}, 1)},
+        {"rope_scaling", "null"},
+        {"rope_theta", real(c.rope_theta)},
+        {"tie_word_embeddings", boolean(c.tied)}};
+    if (mistral) {
+        m["sliding_window"] = "null";  // Megatron's attention sees every earlier token
+    } else {
+        m["attention_bias"] = boolean(false);
+        m["mlp_bias"] = boolean(false);
+        m["pretraining_tp"] = integer(1);
+    }
+    return m;
+}
+
+}  // namespace
+
+std::string hf_config_json(const HfConfig& c, const HfConfigExtras& extras) {
+    Members m = c.arch == HfArch::gpt2 ? gpt2_members(c) : llama_members(c);
+    m["bos_token_id"] = optional_id(extras.bos_token_id);
+    m["eos_token_id"] = optional_id(extras.eos_token_id);
+    m["dtype"] = m["torch_dtype"] = text(torch_dtype(extras.dtype));
+    m["use_cache"] = boolean(true);
+    m["vocab_size"] = integer(c.vocab_size);
+    return object(m, 0) + "\n";
+}
+
+std::string hf_generation_config_json(const HfConfigExtras& extras) {
+    Members m = {{"_from_model_config", boolean(true)}};
+    if (extras.bos_token_id) m["bos_token_id"] = integer(*extras.bos_token_id);
+    if (extras.eos_token_id) m["eos_token_id"] = integer(*extras.eos_token_id);
+    return object(m, 0) + "\n";
+}
+
+}  // namespace mt::plugins::hf

@@ -1,0 +1,126 @@
+#include "hf_export.h"
+
+#include <map>
+
+#include "hf_layout.h"
+#include "mt/checkpoint/reshard.h"
+#include "mt/error.h"
+
+namespace mt::plugins::hf {
+
+namespace {
+
+class Exporter {
+  public:
+    Exporter(const CheckpointState& state, const HfConfig& c, DType dtype) : c_(c), dtype_(dtype) {
+        for (const auto& [name, t] : state.model) by_name_.emplace(name, &t);
+    }
+
+    std::vector<NamedTensor> run() {
+        if (c_.arch == HfArch::gpt2)
+            gpt2();
+        else
+            llama();
+        return std::move(out_);
+    }
+
+  private:
+    // The whole tensor `name` (or its other norm spelling) in the output dtype, of `shape`.
+    Tensor get(const std::string& name, const Shape& shape) {
+        auto it = by_name_.find(name);
+        if (it == by_name_.end()) it = by_name_.find(other_impl_name(name));
+        MT_CHECK(it != by_name_.end(), "--saver hf: the checkpoint has no tensor '", name, "'");
+        const ShardedTensor& s = *it->second;
+        MT_CHECK(s.local.shape() == s.global_shape, "--saver hf: '", name, "' is a ",
+                 shape_str(s.local.shape()), " piece of ", shape_str(s.global_shape),
+                 ": Hugging Face folders hold whole tensors");
+        MT_CHECK(s.local.shape() == shape, "--saver hf: '", name, "' has shape ",
+                 shape_str(s.local.shape()), ", the model's args imply ", shape_str(shape));
+        return s.local.dtype() == dtype_ ? s.local : cast_float(s.local, dtype_);
+    }
+    // The vocabulary table cut to the config's vocabulary (any padded rows dropped).
+    Tensor vocab_table(const std::string& name) {
+        auto it = by_name_.find(name);
+        MT_CHECK(it != by_name_.end(), "--saver hf: the checkpoint has no tensor '", name, "'");
+        const int64_t rows = it->second->global_shape.empty() ? 0 : it->second->global_shape[0];
+        MT_CHECK(rows >= c_.vocab_size, "--saver hf: '", name, "' has ", rows,
+                 " rows, fewer than the vocabulary's ", c_.vocab_size);
+        return get(name, {rows, c_.hidden_size}).slice(0, 0, c_.vocab_size);
+    }
+    void put(std::string name, Tensor t) { out_.emplace_back(std::move(name), std::move(t)); }
+
+    void gpt2() {
+        const int64_t h = c_.hidden_size, f = c_.ffn_hidden_size, n = c_.num_heads;
+        const int64_t hd = c_.head_dim;
+        // GPT2LMHeadModel's names and state-dict order; its lm_head is the tied wte, which
+        // transformers leaves out.
+        const std::string p = "transformer.";
+        put(p + "wte.weight", vocab_table("embedding.word_embeddings.weight"));
+        put(p + "wpe.weight",
+            get("embedding.position_embeddings.weight", {c_.max_position_embeddings, h}));
+        for (int64_t i = 0; i < c_.num_layers; ++i) {
+            const std::string src = "decoder.layers." + std::to_string(i) + ".";
+            const std::string dst = p + "h." + std::to_string(i) + ".";
+            const std::string attn = src + "self_attention.", mlp = src + "mlp.";
+            put(dst + "ln_1.weight", get(attn + "linear_qkv.layer_norm_weight", {h}));
+            put(dst + "ln_1.bias", get(attn + "linear_qkv.layer_norm_bias", {h}));
+            // c_attn is [q | k | v] along its output columns.
+            const Qkv w = ungroup_qkv(get(attn + "linear_qkv.weight", {3 * h, h}), n, n, hd);
+            put(dst + "attn.c_attn.weight", transposed(concat_rows(concat_rows(w.q, w.k), w.v)));
+            const Qkv b = ungroup_qkv(get(attn + "linear_qkv.bias", {3 * h}), n, n, hd);
+            put(dst + "attn.c_attn.bias", concat_rows(concat_rows(b.q, b.k), b.v));
+            put(dst + "attn.c_proj.weight", transposed(get(attn + "linear_proj.weight", {h, h})));
+            put(dst + "attn.c_proj.bias", get(attn + "linear_proj.bias", {h}));
+            put(dst + "ln_2.weight", get(mlp + "linear_fc1.layer_norm_weight", {h}));
+            put(dst + "ln_2.bias", get(mlp + "linear_fc1.layer_norm_bias", {h}));
+            put(dst + "mlp.c_fc.weight", transposed(get(mlp + "linear_fc1.weight", {f, h})));
+            put(dst + "mlp.c_fc.bias", get(mlp + "linear_fc1.bias", {f}));
+            put(dst + "mlp.c_proj.weight", transposed(get(mlp + "linear_fc2.weight", {h, f})));
+            put(dst + "mlp.c_proj.bias", get(mlp + "linear_fc2.bias", {h}));
+        }
+        put(p + "ln_f.weight", get("decoder.final_layernorm.weight", {h}));
+        put(p + "ln_f.bias", get("decoder.final_layernorm.bias", {h}));
+    }
+
+    void llama() {
+        const int64_t h = c_.hidden_size, f = c_.ffn_hidden_size, hd = c_.head_dim;
+        const int64_t nq = c_.num_heads, ng = c_.num_kv_heads;
+        put("model.embed_tokens.weight", vocab_table("embedding.word_embeddings.weight"));
+        for (int64_t i = 0; i < c_.num_layers; ++i) {
+            const std::string src = "decoder.layers." + std::to_string(i) + ".";
+            const std::string dst = "model.layers." + std::to_string(i) + ".";
+            const std::string attn = src + "self_attention.", mlp = src + "mlp.";
+            // In LlamaDecoderLayer's state-dict order (attention, MLP, then the norms), which
+            // decides where shards split.
+            Qkv qkv =
+                ungroup_qkv(get(attn + "linear_qkv.weight", {(nq + 2 * ng) * hd, h}), nq, ng, hd);
+            put(dst + "self_attn.q_proj.weight", std::move(qkv.q));
+            put(dst + "self_attn.k_proj.weight", std::move(qkv.k));
+            put(dst + "self_attn.v_proj.weight", std::move(qkv.v));
+            put(dst + "self_attn.o_proj.weight", get(attn + "linear_proj.weight", {h, nq * hd}));
+            const Tensor fc1 = get(mlp + "linear_fc1.weight", {2 * f, h});  // [gate; up]
+            put(dst + "mlp.gate_proj.weight", fc1.slice(0, 0, f));
+            put(dst + "mlp.up_proj.weight", fc1.slice(0, f, 2 * f));
+            put(dst + "mlp.down_proj.weight", get(mlp + "linear_fc2.weight", {h, f}));
+            put(dst + "input_layernorm.weight", get(attn + "linear_qkv.layer_norm_weight", {h}));
+            put(dst + "post_attention_layernorm.weight",
+                get(mlp + "linear_fc1.layer_norm_weight", {h}));
+        }
+        put("model.norm.weight", get("decoder.final_layernorm.weight", {h}));
+        if (!c_.tied) put("lm_head.weight", vocab_table("output_layer.weight"));
+    }
+
+    const HfConfig& c_;
+    DType dtype_;
+    std::map<std::string, const ShardedTensor*> by_name_;
+    std::vector<NamedTensor> out_;
+};
+
+}  // namespace
+
+std::vector<NamedTensor> hf_tensors(const CheckpointState& state, const HfConfig& config,
+                                    DType dtype) {
+    return Exporter(state, config, dtype).run();
+}
+
+}  // namespace mt::plugins::hf

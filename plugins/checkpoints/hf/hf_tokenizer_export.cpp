@@ -1,0 +1,108 @@
+#include "hf_tokenizer_export.h"
+
+#include "hf_json.h"
+#include "mt/error.h"
+#include "mt/io/atomic_file.h"
+#include "mt/registry.h"
+#include "mt/tokenizer.h"
+
+namespace mt::plugins::hf {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string text_arg(const CheckpointArgs& args, const char* name) {
+    const ArgValue* v = find_arg(args, name);
+    return v && std::holds_alternative<std::string>(*v) ? std::get<std::string>(*v) : "";
+}
+
+// transformers' GPT2Tokenizer over vocab.json + merges.txt, with GPT-2's special token.
+std::string gpt2_tokenizer_config(int64_t max_positions) {
+    const std::string special = json::text("<|endoftext|>");
+    return json::object({{"add_prefix_space", json::boolean(false)},
+                         {"bos_token", special},
+                         {"eos_token", special},
+                         {"errors", json::text("replace")},
+                         {"model_max_length", json::integer(max_positions)},
+                         {"tokenizer_class", json::text("GPT2Tokenizer")},
+                         {"unk_token", special}},
+                        0) +
+           "\n";
+}
+
+// Vocabulary size and special ids from the tokenizer plugin; a tokenizer it cannot build
+// (a feature our reader lacks) still has its files copied for transformers.
+void read_ids(HfTokenizerFiles& out, const std::string& type, const TokenizerOptions& options) {
+    try {
+        auto tokenizer = Registry::global().create_tokenizer(type, options);
+        const SpecialIds& ids = tokenizer->special_ids();
+        out.vocab_size = tokenizer->vocab_size();
+        // GPT-2 has one special token: <|endoftext|> begins and ends texts.
+        const std::optional<int32_t> bos = ids.bos ? ids.bos : ids.eod;
+        const std::optional<int32_t> eos = ids.eos ? ids.eos : ids.eod;
+        if (bos) out.bos_id = *bos;
+        if (eos) out.eos_id = *eos;
+    } catch (const std::exception& e) {
+        out.note = str("the tokenizer's files are copied, but reading them failed (", e.what(),
+                       "): config.json has no bos/eos ids");
+    }
+}
+
+}  // namespace
+
+HfTokenizerFiles hf_tokenizer_files(const CheckpointArgs& args, int64_t max_positions) {
+    HfTokenizerFiles out;
+    const std::string type = text_arg(args, "tokenizer_type");
+    TokenizerOptions options;
+    options.vocab_file = text_arg(args, "vocab_file");
+    options.merge_file = text_arg(args, "merge_file");
+    options.tokenizer_model = text_arg(args, "tokenizer_model");
+    if (type == "GPT2BPETokenizer") {
+        if (!fs::is_regular_file(options.vocab_file) || !fs::is_regular_file(options.merge_file)) {
+            out.note = str("no tokenizer files written: the args' vocab_file '", options.vocab_file,
+                           "' and merge_file '", options.merge_file, "' are not both here");
+            return out;
+        }
+        out.copies = {{options.vocab_file, "vocab.json"}, {options.merge_file, "merges.txt"}};
+        out.tokenizer_config = gpt2_tokenizer_config(max_positions);
+        read_ids(out, type, options);
+        return out;
+    }
+    if (type == "HuggingFaceTokenizer") {
+        const fs::path model = options.tokenizer_model;
+        if (fs::is_regular_file(model) && model.filename() == "tokenizer.json") {
+            out.copies = {{model, "tokenizer.json"}};
+        } else if (fs::is_regular_file(model / "tokenizer.json")) {
+            for (const char* name : {"tokenizer.json", "tokenizer_config.json",
+                                     "special_tokens_map.json", "tokenizer.model"})
+                if (fs::is_regular_file(model / name)) out.copies.emplace_back(model / name, name);
+        } else {
+            // A hub name, or a folder that is elsewhere now.
+            out.note = str("no tokenizer files written: the args' tokenizer_model '",
+                           options.tokenizer_model, "' is no folder with tokenizer.json here");
+            return out;
+        }
+        read_ids(out, type, options);
+        return out;
+    }
+    out.note = type.empty() ? std::string("no tokenizer files written: the args name no tokenizer")
+                            : str("no tokenizer files written: not supported yet for ", type);
+    return out;
+}
+
+void write_tokenizer_files(const HfTokenizerFiles& files, const fs::path& dir) {
+    for (const auto& [source, name] : files.copies) {
+        std::error_code error;
+        fs::copy_file(source, dir / name, fs::copy_options::overwrite_existing, error);
+        MT_CHECK(!error, "--saver hf: cannot copy ", source.string(), " to ", (dir / name).string(),
+                 ": ", error.message());
+    }
+    if (!files.tokenizer_config.empty() && !fs::exists(dir / "tokenizer_config.json")) {
+        io::AtomicFile config(dir / "tokenizer_config.json");
+        config.stream() << files.tokenizer_config;
+        config.commit();
+    }
+}
+
+}  // namespace mt::plugins::hf
