@@ -143,4 +143,25 @@ TEST(Train, ExitIntervalAndUnsupportedFlags) {
         EXPECT_NE(usage.output.find(flag), std::string::npos) << flag;
 }
 
+
+// --mock-data: Megatron's MockGPTDataset instead of files (its even split, so all three
+// evaluations run); it is one data source among --data-path and the per-split paths.
+TEST(Train, MockData) {
+    TempDir dir;
+    const std::string tool = mt::test::tool_path("megatron-train").string();
+    const std::string flags =
+        " --mock-data --tokenizer-type NullTokenizer --vocab-size 4096 --num-layers 1"
+        " --hidden-size 32 --num-attention-heads 4 --seq-length 32 --max-position-embeddings 32"
+        " --micro-batch-size 2 --lr 1e-3 --train-iters 3 --log-interval 1 --eval-interval 3"
+        " --eval-iters 1";
+    auto r = run_command(tool + flags);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("iteration        3/       3"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("validation loss at iteration 3 on test set"), std::string::npos)
+        << r.output;
+    auto both = run_command(tool + flags + " --data-path " + q(dir / "x"));
+    EXPECT_EQ(both.exit_code, 1) << both.output;
+    EXPECT_NE(both.output.find("give exactly one data source"), std::string::npos) << both.output;
+}
+
 }  // namespace

@@ -47,6 +47,7 @@ mt::data::GPTDatasetConfig dataset_config(const mt::train_tool::TrainingFlags& f
         if (!per_split[s]->empty())
             c.blend_per_split[s] = mt::data::get_blend_from_list(*per_split[s]);
     c.split = f.split;
+    c.mock = f.mock_data;
     c.path_to_cache = f.data_cache_path;
     c.reset_position_ids = f.reset_position_ids;
     c.reset_attention_mask = f.reset_attention_mask;

@@ -12,12 +12,6 @@ void read_optional(const po::variables_map& vm, const char* name, std::optional<
 
 // Flags Megatron has that megatron-train refuses, rather than silently ignoring them.
 void reject_unsupported(const po::variables_map& vm) {
-    const std::pair<const char*, const char*> not_yet[] = {
-        {"mock-data", "--mock-data"},
-    };
-    for (const auto& [flag, what] : not_yet)
-        if (vm.count(flag) && !vm[flag].defaulted())
-            MT_FAIL("--", flag, ": not supported yet: ", what);
     const std::pair<const char*, const char*> parallel_not_yet[] = {
         {"pipeline-model-parallel-size", "pipeline parallelism"},
         {"context-parallel-size", "context parallelism"},
@@ -161,7 +155,9 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
                                        po::bool_switch(&f.reset_attention_mask),
                                        "tokens do not attend across EOD")(
         "eod-mask-loss", po::bool_switch(&f.eod_mask_loss), "no loss on EOD tokens")(
-        "mock-data", po::bool_switch(), "synthetic data");
+        "mock-data", po::bool_switch(&f.mock_data),
+        "Megatron's synthetic data (MockGPTDataset: documents 1, 2, ..., n-1, EOD of numpy-drawn "
+        "lengths) instead of --data-path");
 
     po::options_description logging("Logging and evaluation", 100);
     logging.add_options()("log-interval", po::value(&f.log_interval)->default_value(100),
@@ -233,10 +229,14 @@ void finish(const po::variables_map& vm, TrainingFlags& f) {
              *f.save_interval);
     read_optional(vm, "split", f.split);
     read_optional(vm, "data-cache-path", f.data_cache_path);
-    MT_CHECK(!f.data_path.empty() || !f.train_data_path.empty(),
-             "--data-path (or --train-data-path) is required");
-    MT_CHECK(f.data_path.empty() || f.train_data_path.empty(),
-             "--data-path and --train-data-path cannot be combined");
+    const bool per_split =
+        !f.train_data_path.empty() || !f.valid_data_path.empty() || !f.test_data_path.empty();
+    // Megatron: "A single data source must be provided in training mode".
+    MT_CHECK(int(f.mock_data) + int(!f.data_path.empty()) + int(per_split) == 1,
+             "give exactly one data source: --data-path, --train-data-path (with "
+             "--valid-data-path / --test-data-path) or --mock-data");
+    MT_CHECK(!per_split || !f.train_data_path.empty(),
+             "--valid-data-path and --test-data-path need --train-data-path");
     if (!f.data_path.empty() && !f.split) f.split = "969, 30, 1";
 }
 

@@ -52,6 +52,7 @@ struct TrainingFlags {
     bool finetune = false;
     // Data.
     std::vector<std::string> data_path, train_data_path, valid_data_path, test_data_path;
+    bool mock_data = false;  // --mock-data: Megatron's MockGPTDataset
     std::optional<std::string> split, data_cache_path;
     bool reset_position_ids = false, reset_attention_mask = false, eod_mask_loss = false;
     // Parallelism (ranks come from mpirun/srun; the sizes split them as Megatron does).

@@ -216,8 +216,8 @@ void write_text_atomically(const fs::path& path, const std::string& text) {
 
 }  // namespace
 
-GPTDataset::GPTDataset(std::shared_ptr<const IndexedDataset> data, std::string dataset_path,
-                       int64_t begin, int64_t end, std::optional<int64_t> num_samples, Split split,
+GPTDataset::GPTDataset(std::shared_ptr<const TokenSequences> data,
+                       std::optional<std::string> dataset_path, int64_t begin, int64_t end, std::optional<int64_t> num_samples, Split split,
                        const GPTDatasetConfig& config)
     : data_(std::move(data)),
       dataset_path_(std::move(dataset_path)),
@@ -228,14 +228,15 @@ GPTDataset::GPTDataset(std::shared_ptr<const IndexedDataset> data, std::string d
       config_(config) {
     MT_CHECK(data_ != nullptr, "GPTDataset: no indexed dataset");
     MT_CHECK(0 <= begin_ && begin_ <= end_ && end_ <= data_->num_sequences(), "GPTDataset ",
-             dataset_path_, ": split range [", begin_, ", ", end_, ") outside the ",
+             dataset_path_.value_or("(mock data)"), ": split range [", begin_, ", ", end_, ") outside the ",
              data_->num_sequences(), " sequences");
     MT_CHECK(config_.sequence_length > 1, "GPTDataset: sequence_length must be > 1, got ",
              config_.sequence_length);
 
     unique_identifiers_ = JsonValue::object();
-    unique_identifiers_.set("class", JsonValue::string("GPTDataset"));
-    unique_identifiers_.set("dataset_path", JsonValue::string(dataset_path_));
+    unique_identifiers_.set("class", JsonValue::string(class_name()));
+    unique_identifiers_.set("dataset_path",
+                            dataset_path_ ? JsonValue::string(*dataset_path_) : JsonValue());
     unique_identifiers_.set("num_samples",
                             num_samples_ ? JsonValue::integer(*num_samples_) : JsonValue());
     unique_identifiers_.set("index_split", JsonValue::string(split_name(split_)));
@@ -248,22 +249,24 @@ GPTDataset::GPTDataset(std::shared_ptr<const IndexedDataset> data, std::string d
     unique_description_ = unique_identifiers_.dumps();
     unique_description_hash_ = md5_hex(unique_description_);
 
-    cache_dir_ = config_.path_to_cache
-                     ? *config_.path_to_cache
-                     : (fs::path(dataset_path_) / "cache" / "GPTDataset_indices").string();
+    if (config_.path_to_cache)
+        cache_dir_ = *config_.path_to_cache;
+    else if (dataset_path_)
+        cache_dir_ = (fs::path(*dataset_path_) / "cache" / "GPTDataset_indices").string();
     build_indices();
 }
 
 std::string GPTDataset::cache_path(const std::string& suffix) const {
-    return (fs::path(cache_dir_) /
-            (unique_description_hash_ + "-GPTDataset-" + split_name(split_) + "-" + suffix))
+    if (!cache_dir_) return {};
+    return (fs::path(*cache_dir_) / (unique_description_hash_ + "-" + class_name() + "-" +
+                                     split_name(split_) + "-" + suffix))
         .string();
 }
 
 void GPTDataset::build_indices() {
     const char* kFiles[] = {"description.txt", "document_index.npy", "sample_index.npy",
                             "shuffle_index.npy"};
-    bool hit = true;
+    bool hit = cache_dir_.has_value();
     for (const char* f : kFiles) hit = hit && fs::is_regular_file(cache_path(f));
     if (hit) {
         document_index_ = NpyArray::load(cache_path("document_index.npy"));
@@ -274,7 +277,8 @@ void GPTDataset::build_indices() {
                  "GPTDataset cache ", cache_path("sample_index.npy"),
                  ": sample and shuffle index shapes disagree");
         loaded_from_cache_ = true;
-        log::info("Load the GPTDataset ", split_name(split_), " indices from ", cache_dir_);
+        log::info("Load the ", class_name(), " ", split_name(split_), " indices from ",
+                  *cache_dir_);
         return;
     }
     const int64_t extra = config_.add_extra_token_to_sequence ? 1 : 0;
@@ -300,16 +304,17 @@ void GPTDataset::build_indices() {
     int64_t total = sample_index_.shape()[0] - 1;
     shuffle_index_ = build_shuffle_index(separate ? samples_before_last : total, total, rng);
 
+    log::info("Built the ", class_name(), " ", split_name(split_), " indices: ", total,
+              " samples, ", num_epochs_, " epochs");
+    if (!cache_dir_) return;
     std::error_code ec;
-    fs::create_directories(cache_dir_, ec);
-    MT_CHECK(!ec, "cannot create the dataset index cache ", cache_dir_, ": ", ec.message(),
+    fs::create_directories(*cache_dir_, ec);
+    MT_CHECK(!ec, "cannot create the dataset index cache ", *cache_dir_, ": ", ec.message(),
              " (set --data-cache-path to a writable directory)");
     write_text_atomically(cache_path("description.txt"), unique_description_);
     document_index_.save(cache_path("document_index.npy"));
     sample_index_.save(cache_path("sample_index.npy"));
     shuffle_index_.save(cache_path("shuffle_index.npy"));
-    log::info("Built the GPTDataset ", split_name(split_), " indices: ", total, " samples, ",
-              num_epochs_, " epochs");
 }
 
 std::vector<int64_t> GPTDataset::text(int64_t i) const {

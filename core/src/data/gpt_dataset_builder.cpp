@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "mt/data/mock_gpt_sequences.h"
 #include "mt/error.h"
 
 namespace mt::data {
@@ -14,10 +15,15 @@ using Sizes = std::array<std::optional<int64_t>, kNumSplits>;
 using Datasets = std::array<std::shared_ptr<GPTSampleDataset>, kNumSplits>;
 using MidLevel = std::array<std::shared_ptr<GPTDataset>, kNumSplits>;
 
-// _build_megatron_dataset_splits: one low-level dataset, split by sequence.
-MidLevel build_splits(const std::string& prefix, const SplitMatrix& matrix, const Sizes& sizes,
-                      const GPTDatasetConfig& config) {
-    auto data = std::make_shared<const IndexedDataset>(IndexedDataset::open(prefix));
+// _build_megatron_dataset_splits: one low-level dataset (the prefix's, or the mock data's
+// without one), split by sequence.
+MidLevel build_splits(const std::optional<std::string>& prefix, const SplitMatrix& matrix,
+                      const Sizes& sizes, const GPTDatasetConfig& config) {
+    std::shared_ptr<const TokenSequences> data;
+    if (prefix)
+        data = std::make_shared<const IndexedDataset>(IndexedDataset::open(*prefix));
+    else
+        data = std::make_shared<const MockGptSequences>(config.eod_id);
     MidLevel out;
     for (int i = 0; i < kNumSplits; ++i) {
         if (!matrix[i]) continue;
@@ -79,7 +85,8 @@ Datasets build_blend(const Blend& blend, const SplitMatrix& matrix, const Sizes&
 
 }  // namespace
 
-Datasets build_gpt_datasets(const GPTDatasetConfig& config, const Sizes& sizes) {
+Datasets build_gpt_datasets(const GPTDatasetConfig& given, const Sizes& sizes) {
+    GPTDatasetConfig config = given;
     bool per_split = false;
     for (const auto& b : config.blend_per_split) per_split = per_split || b.has_value();
     MT_CHECK(!(config.blend && per_split),
@@ -90,6 +97,15 @@ Datasets build_gpt_datasets(const GPTDatasetConfig& config, const Sizes& sizes) 
                  " split has weights but no requested size");
     }
     Datasets out;
+    if (config.mock) {
+        MT_CHECK(!config.blend && !per_split,
+                 "--mock-data cannot be combined with --data-path or per-split data paths");
+        // BlendedMegatronDatasetConfig: no blend means mock data on an even split.
+        config.split = "1,1,1";
+        MidLevel m = build_splits(std::nullopt, *config.split_matrix(), sizes, config);
+        for (int i = 0; i < kNumSplits; ++i) out[i] = m[i];
+        return out;
+    }
     if (config.blend) {
         MT_CHECK(config.split.has_value(), "--split is required with --data-path");
         const Blend& blend = *config.blend;
@@ -125,7 +141,7 @@ Datasets build_gpt_datasets(const GPTDatasetConfig& config, const Sizes& sizes) 
         }
         out[i] = build_blend(*blend, spoof, spoof_sizes, config)[i];
     }
-    MT_CHECK(any, "no data: give --data-path or per-split data paths (mock data is not supported)");
+    MT_CHECK(any, "no data: give --data-path, per-split data paths or --mock-data");
     return out;
 }
 

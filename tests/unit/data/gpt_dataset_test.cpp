@@ -1,5 +1,6 @@
 // GPTDataset / BlendedDataset indices, cache files and samples against Megatron-LM's own output
-// for the 1000-document test dataset (tests/fixtures/gpt_dataset/make_fixtures.py).
+// for the 1000-document test dataset, and MockGPTDataset's (--mock-data) without one
+// (tests/fixtures/gpt_dataset/make_fixtures.py).
 #include <array>
 #include <filesystem>
 #include <optional>
@@ -11,6 +12,7 @@
 
 #include "expected_values.h"
 #include "mt/data/gpt_dataset_builder.h"
+#include "mt/data/mock_gpt_sequences.h"
 #include "test_support.h"
 
 namespace {
@@ -128,10 +130,12 @@ void check_gpt(const std::string& key, const GPTDataset& ds, const std::string& 
     for (const auto& [name, array] : arrays) {
         std::string what = key + "." + name;
         EXPECT_EQ(mt::test::compare_array(what, *array, ev.words(what)), "");
-        EXPECT_EQ(file_md5(ds.cache_path(std::string(name) + ".npy")), ev.line(what + ".file"))
-            << what << ": cache file bytes differ from numpy.save's";
+        if (ev.has(what + ".file"))
+            EXPECT_EQ(file_md5(ds.cache_path(std::string(name) + ".npy")), ev.line(what + ".file"))
+                << what << ": cache file bytes differ from numpy.save's";
     }
-    EXPECT_EQ(mt::test::read_file(ds.cache_path("description.txt")), ds.unique_description());
+    if (!ds.cache_path("description.txt").empty())
+        EXPECT_EQ(mt::test::read_file(ds.cache_path("description.txt")), ds.unique_description());
 }
 
 // The sample made from the last sample-index row: the padded one when the partial last
@@ -253,6 +257,46 @@ TEST(GPTDataset, SecondBuildLoadsTheCache) {
             EXPECT_EQ(a.get(s).tokens, b.get(s).tokens);
         }
     }
+}
+
+// --mock-data: Megatron's MockGPTLowLevelDataset lengths, and the MockGPTDataset splits ("1,1,1"
+// whatever --split says) with their indices and samples; nothing is cached without a cache path.
+TEST(MockGPTDataset, IndicesAndSamplesEqualMegatrons) {
+    const auto& ev = ExpectedValues::get();
+    const MockGptSequences mock(kEod);
+    NpyArray lengths_array = NpyArray::zeros(NpyType::i32, {mock.num_sequences()});
+    std::vector<int64_t> lengths;
+    for (int64_t i = 0; i < mock.num_sequences(); ++i) {
+        lengths.push_back(mock.sequence_length(i));
+        lengths_array.data<int32_t>()[i] = mock.sequence_length(i);
+    }
+    EXPECT_EQ(mt::test::compare_array("mock.lengths", lengths_array, ev.words("mock.lengths")),
+              "");
+    EXPECT_EQ(mock.get(3, 0, -1).size(), size_t(lengths[3]));
+    EXPECT_EQ(mock.get(3, lengths[3] - 2, -1), (std::vector<int64_t>{lengths[3] - 1, kEod}));
+    EXPECT_EQ(mock.get(3, lengths[3] - 1, 5), (std::vector<int64_t>{kEod}));  // cut as numpy does
+
+    GPTDatasetConfig config;
+    config.random_seed = 1234;
+    config.sequence_length = 64;
+    config.split = "969, 30, 1";  // replaced by the even split, as Megatron does
+    config.mock = true;
+    config.eod_id = kEod;
+    config.tokenizer = {"_GPT2BPETokenizer", {"gpt2-vocab.json", "gpt2-merges.txt"}, {}};
+    auto datasets = build_gpt_datasets(config, {400, 40, 20});
+    for (int i = 0; i < kNumSplits; ++i) {
+        const std::string key = std::string("mock.") + split_name(static_cast<Split>(i));
+        ASSERT_NE(datasets[i], nullptr) << key;
+        auto& ds = dynamic_cast<const GPTDataset&>(*datasets[i]);
+        EXPECT_EQ(std::to_string(ds.size()), ev.line(key + ".size")) << key;
+        EXPECT_EQ(ds.cache_path("description.txt"), "") << key;
+        check_gpt(key, ds, ev.line("prefix"));
+        check_samples(key, ds);
+    }
+    config.blend = get_blend_from_list({"some/prefix"});
+    EXPECT_NE(mt::test::error_of([&] { build_gpt_datasets(config, {400, 40, 20}); })
+                  .find("--mock-data cannot be combined with --data-path"),
+              std::string::npos);
 }
 
 TEST(GPTDataset, EpochRules) {

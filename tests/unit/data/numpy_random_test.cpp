@@ -1,4 +1,5 @@
-// NumpyRandomState against numpy.random.RandomState draws and shuffles (expected.txt "rng.*").
+// NumpyRandomState against numpy.random.RandomState draws and shuffles (expected.txt "rng.*"),
+// NumpyGenerator against numpy.random.default_rng's (expected.txt "pcg64.*").
 #include <numeric>
 #include <string>
 #include <vector>
@@ -6,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "expected_values.h"
+#include "mt/data/numpy_generator.h"
 #include "mt/data/numpy_random.h"
 
 namespace {
@@ -75,6 +77,27 @@ TEST(NumpyRandomState, Uint64IsHighWordFirst) {
     uint64_t high = a.next_uint32();
     uint64_t low = a.next_uint32();
     EXPECT_EQ(b.next_uint64(), (high << 32) | low);
+}
+
+// default_rng(seed): SeedSequence-seeded PCG64 raw draws, and integers(low, high, int32) by
+// Lemire's rejection (a range of 2^31 - 1 rejects often).
+TEST(NumpyGenerator, DrawsMatchDefaultRng) {
+    for (uint32_t seed : {0u, 1u, 12345u, 4294967295u}) {
+        const std::string key = "pcg64." + std::to_string(seed);
+        mt::data::NumpyGenerator raw(seed);
+        for (const auto& word : ExpectedValues::get().words(key + ".raw"))
+            EXPECT_EQ(std::to_string(raw.next_uint64()), word) << seed;
+        for (auto [low, high] : {std::pair{1, 4096}, {-7, 5}, {0, 2147483647}}) {
+            const std::string what =
+                key + ".int32_" + std::to_string(low) + "_" + std::to_string(high);
+            const std::vector<int32_t> a = mt::data::NumpyGenerator(seed).integers_int32(low, high, 1000);
+            auto expected = ExpectedValues::get().words(what);
+            ASSERT_GE(expected.size(), 2u) << what;
+            EXPECT_EQ(mt::test::md5_of(a.data(), a.size() * sizeof(int32_t)), expected[0]) << what;
+            for (size_t i = 1; i < expected.size(); ++i)
+                EXPECT_EQ(std::to_string(a[i - 1]), expected[i]) << what << "[" << i - 1 << "]";
+        }
+    }
 }
 
 }  // namespace

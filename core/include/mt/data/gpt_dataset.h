@@ -16,6 +16,7 @@
 #include "mt/data/indexed_dataset.h"
 #include "mt/data/npy.h"
 #include "mt/data/numpy_random.h"
+#include "mt/data/token_sequences.h"
 
 namespace mt::data {
 
@@ -43,6 +44,9 @@ struct GPTDatasetConfig {
     bool create_attention_mask = true;
     bool drop_last_partial_validation_sequence = true;
     bool add_extra_token_to_sequence = true;
+    // --mock-data: Megatron's MockGPTDataset over generated sequences (no blend; the split is
+    // then "1,1,1" whatever --split says, and indices are cached only under --data-cache-path).
+    bool mock = false;
     int64_t eod_id = 0;   // tokenizer.eod
     int64_t pad_id = -1;  // tokenizer.pad, or -1 when the tokenizer has none
     TokenizerIdentity tokenizer;
@@ -96,9 +100,10 @@ class MT_API GPTDataset : public GPTSampleDataset {
   public:
     // Exposes sequences [begin, end) of `data` (the split's range); num_samples nullopt = one
     // epoch. Loads the indices from the cache when all four files exist, else builds and writes
-    // them there (Megatron's default cache is <dataset_path>/cache/GPTDataset_indices).
-    GPTDataset(std::shared_ptr<const IndexedDataset> data, std::string dataset_path, int64_t begin,
-               int64_t end, std::optional<int64_t> num_samples, Split split,
+    // them there (Megatron's default cache is <dataset_path>/cache/GPTDataset_indices; mock data,
+    // which has no dataset_path, is cached only under config.path_to_cache).
+    GPTDataset(std::shared_ptr<const TokenSequences> data, std::optional<std::string> dataset_path,
+               int64_t begin, int64_t end, std::optional<int64_t> num_samples, Split split,
                const GPTDatasetConfig& config);
 
     int64_t size() const override { return sample_index_.shape()[0] - 1; }
@@ -118,20 +123,24 @@ class MT_API GPTDataset : public GPTSampleDataset {
     const JsonValue& unique_identifiers() const { return unique_identifiers_; }
     const std::string& unique_description() const { return unique_description_; }
     const std::string& unique_description_hash() const { return unique_description_hash_; }
-    // <cache dir>/<md5>-GPTDataset-<split>-<suffix>
+    // "GPTDataset", or "MockGPTDataset" over mock data: Megatron's class name, which is part of
+    // the description and of the cache file names.
+    const char* class_name() const { return config_.mock ? "MockGPTDataset" : "GPTDataset"; }
+    // <cache dir>/<md5>-<class name>-<split>-<suffix>; empty when the indices are not cached.
     std::string cache_path(const std::string& suffix) const;
 
   private:
     void build_indices();
 
-    std::shared_ptr<const IndexedDataset> data_;
-    std::string dataset_path_;
+    std::shared_ptr<const TokenSequences> data_;
+    std::optional<std::string> dataset_path_;
     int64_t begin_ = 0, end_ = 0;
     std::optional<int64_t> num_samples_;
     Split split_;
     GPTDatasetConfig config_;
     JsonValue unique_identifiers_;
-    std::string unique_description_, unique_description_hash_, cache_dir_;
+    std::string unique_description_, unique_description_hash_;
+    std::optional<std::string> cache_dir_;
     NpyArray document_index_, sample_index_, shuffle_index_;
     int64_t num_epochs_ = 0;
     bool separate_final_epoch_ = false;

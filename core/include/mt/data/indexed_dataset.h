@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "mt/api.h"
+#include "mt/data/token_sequences.h"
 #include "mt/io/mapped_file.h"
 
 namespace mt::data {
@@ -37,18 +38,18 @@ MT_API IndexDType optimal_index_dtype(int64_t vocab_size);
 MT_API std::filesystem::path bin_path(const std::string& prefix);  // prefix + ".bin"
 MT_API std::filesystem::path idx_path(const std::string& prefix);  // prefix + ".idx"
 
-class MT_API IndexedDataset {
+class MT_API IndexedDataset : public TokenSequences {
   public:
     // Opens P.bin and P.idx; `multimodal` reads the trailing sequence-mode array (it is not
     // recorded in the file). Throws mt::Error naming the file and what is wrong with it.
     static IndexedDataset open(const std::string& prefix, bool multimodal = false);
 
     IndexDType dtype() const { return dtype_; }
-    int64_t num_sequences() const { return num_sequences_; }
+    int64_t num_sequences() const override { return num_sequences_; }
     int64_t num_documents() const { return num_doc_entries_ - 1; }
     int64_t num_tokens() const { return num_tokens_; }
 
-    int32_t sequence_length(int64_t i) const;
+    int32_t sequence_length(int64_t i) const override;
     int64_t sequence_pointer(int64_t i) const;  // byte offset in .bin
     int64_t document_index(int64_t k) const;    // k in [0, num_documents()]; entry k starts doc k
     int8_t sequence_mode(int64_t i) const;      // multimodal only
@@ -56,7 +57,7 @@ class MT_API IndexedDataset {
     // Raw bytes of sequence i in the .bin (length * itemsize bytes, dtype()).
     const uint8_t* sequence_bytes(int64_t i) const;
     // Tokens [offset, offset + length) of sequence i widened to int64 (length -1: to the end).
-    std::vector<int64_t> get(int64_t i, int64_t offset = 0, int64_t length = -1) const;
+    std::vector<int64_t> get(int64_t i, int64_t offset = 0, int64_t length = -1) const override;
 
     const io::MappedFile& idx_file() const { return idx_; }
     const io::MappedFile& bin_file() const { return bin_; }
