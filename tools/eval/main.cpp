@@ -173,6 +173,7 @@ int main(int argc, char** argv) {
     return mt::cli::run_model_tool(
         argc, argv, [&](const mt::ModelFamily& family, mt::cli::ToolSpec& spec) {
             spec.name = "megatron-eval";
+            spec.megatron_args = mt::cli::MegatronTool::inference;  // docs/flags.md
             spec.description =
                 "Zero-shot evaluation as Megatron-LM's tasks/main.py runs it: --task WIKITEXT103\n"
                 "(perplexity, adjusted to words) or --task LAMBADA (last-word accuracy) of the "

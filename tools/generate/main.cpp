@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
     return mt::cli::run_model_tool(
         argc, argv, [&](const mt::ModelFamily& family, mt::cli::ToolSpec& spec) {
             spec.name = "megatron-generate";
+            spec.megatron_args = mt::cli::MegatronTool::inference;  // docs/flags.md
             spec.description =
                 "Generates text from a Megatron checkpoint (megatron-train's, Megatron-LM's) or a\n"
                 "Hugging Face model folder: Megatron's REST server (PUT /api on --port, 5000, "

@@ -265,6 +265,7 @@ int main(int argc, char** argv) {
     return mt::cli::run_model_tool(
         argc, argv, [&](const mt::ModelFamily& family, mt::cli::ToolSpec& spec) {
             spec.name = "megatron-train";
+            spec.megatron_args = mt::cli::MegatronTool::training;  // docs/flags.md
             spec.description =
                 "Pretrains a model on Megatron indexed datasets, as Megatron-LM's pretrain_gpt.py\n"
                 "does: same flags, same sample order, learning-rate schedule and log lines. One "

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "mt/cli/flags.h"
+#include "mt/cli/megatron_flags.h"
 #include "mt/error.h"
 #include "mt/plugin_loader.h"
 #include "mt/registry.h"
@@ -72,15 +73,28 @@ int run_tool(int argc, char** argv, ToolSpec& spec) {
     general.add_options()("help,h", po::bool_switch(), "show this help and exit");
     po::options_description all(100);
     all.add(spec.options).add(plugin_flags(plugins)).add(general);
+    // What is parsed: the tool's options (all, shown by --help) and, for a Megatron entry point,
+    // the Megatron flags it does not define (the catalogue's, hidden).
+    po::options_description parsed_options(100);
+    parsed_options.add(all);
+    const MegatronTool megatron = spec.megatron_args;
+    if (megatron != MegatronTool::none) {
+        parsed_options.add(megatron_options(megatron, all));
+        po::options_description hidden("Hidden", 100);
+        hidden.add_options()("print-megatron-flags", po::bool_switch(),
+                             "print what this tool does with each Megatron-LM flag and exit");
+        parsed_options.add(hidden);
+    }
 
     po::variables_map vm;
     try {
         int style = po::command_line_style::default_style;
         if (!spec.allow_abbreviations) style &= ~po::command_line_style::allow_guessing;
-        const std::vector<std::string> words = last_occurrences(
-            std::vector<std::string>(argv + 1, argv + argc), all, spec.allow_abbreviations);
+        std::vector<std::string> words(argv + 1, argv + argc);
+        if (megatron != MegatronTool::none) words = megatron_aliases(std::move(words), all);
+        words = last_occurrences(words, parsed_options, spec.allow_abbreviations);
         const po::parsed_options parsed =
-            po::command_line_parser(words).options(all).style(style).run();
+            po::command_line_parser(words).options(parsed_options).style(style).run();
         // argparse: words that belong to no flag are an error, not ignored.
         const std::vector<std::string> stray =
             po::collect_unrecognized(parsed.options, po::include_positional);
@@ -94,6 +108,16 @@ int run_tool(int argc, char** argv, ToolSpec& spec) {
             std::cout << "usage: " << spec.name << " [options]\n\n"
                       << spec.description << "\n\n"
                       << all << "\n";
+            if (megatron != MegatronTool::none)
+                std::cout << "Megatron-LM's other flags are accepted (no effect here) or refused "
+                             "(not supported yet):\n"
+                          << spec.name << " --print-megatron-flags lists them, as docs/flags.md "
+                          << "does.\n";
+            return 0;
+        }
+        if (megatron != MegatronTool::none && vm["print-megatron-flags"].as<bool>()) {
+            std::cout << "# " << spec.name << ": Megatron-LM " << megatron_version() << " flags\n"
+                      << megatron_flag_statuses(megatron, all);
             return 0;
         }
         // --list-plugins needs none of the tool's required flags.
@@ -102,12 +126,20 @@ int run_tool(int argc, char** argv, ToolSpec& spec) {
                 plugins.plugin_dirs = vm["plugin-dir"].as<std::vector<std::string>>();
             plugins.list_plugins = true;
         } else {
+            if (megatron != MegatronTool::none) {
+                check_megatron_values(megatron, all, vm);
+                // Before the required flags: a refused flag says more than a missing one.
+                check_megatron_flags(megatron, all, vm);
+            }
             po::notify(vm);
         }
     } catch (const po::error& e) {
         std::cerr << spec.name << ": error: " << e.what() << "\n"
                   << "try '" << spec.name << " --help'\n";
         return 2;
+    } catch (const Error& e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return 1;
     }
     try {
         auto& registry = Registry::global();

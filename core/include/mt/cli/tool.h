@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mt/api.h"
+#include "mt/cli/megatron_flags.h"
 #include "mt/model.h"
 
 namespace mt::cli {
@@ -26,6 +27,11 @@ struct ToolSpec {
     // Unique prefixes of flag names accepted (argparse's allow_abbrev, which Megatron turns off
     // everywhere but preprocess_data.py).
     bool allow_abbreviations = false;
+    // The Megatron entry point the tool stands for: every flag of Megatron's arguments.py that
+    // the tool does not define is then parsed too, and accepted or refused as the catalogue
+    // (mt/cli/megatron_flags.h) says; the hidden --print-megatron-flags lists what the tool
+    // does with each (docs/flags.md).
+    MegatronTool megatron_args = MegatronTool::none;
 };
 
 // The command-line words with every flag's earlier occurrences (the flag and its values)

@@ -1,0 +1,90 @@
+// Every flag of Megatron-LM's arguments.py, known to the tools that stand for a Megatron entry
+// point: a tool implements it (defines it itself), or this catalogue accepts it (it changes
+// nothing here, with the reason) or refuses it ("not supported yet: <capability>").
+#pragma once
+
+#include <boost/program_options/options_description.hpp>
+#include <boost/program_options/variables_map.hpp>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mt/api.h"
+
+namespace mt::cli {
+
+namespace po = boost::program_options;
+
+// The Megatron entry point a tool stands for: training (pretrain_gpt.py) or inference
+// (tools/run_text_generation_server.py, tasks/main.py's zero-shot tasks), which parse the same
+// arguments.py but read different parts of it.
+enum class MegatronTool { none, training, inference };
+
+// One option string of Megatron's arguments.py, as tests/fixtures/megatron_flags/
+// extract_flags.py read it (core/src/cli/megatron_flag_list.inc).
+struct MegatronFlag {
+    std::string_view flag;           // "--num-experts"
+    std::string_view group;          // the argparse group's title: "moe"
+    std::string_view kind;           // store_true, store_false or value
+    std::string_view nargs;          // "", "*" or "+"
+    std::string_view type;           // int, float, str, bool or a Python callable's name
+    std::string_view choices;        // "a|b|c"; empty: any value
+    std::string_view default_value;  // Python source ("None", "1", "'adam'"); "" for switches
+    std::string_view dest;
+};
+
+// All of them, in arguments.py's order, and the Megatron-LM version they come from.
+MT_API std::span<const MegatronFlag> megatron_flags();
+MT_API std::string_view megatron_version();
+
+enum class FlagStatus {
+    implemented,  // the tool defines the flag itself
+    accepted,     // parsed, and changes nothing here (text: why)
+    refused,      // an error when given (text: the capability megatron.cpp lacks)
+    invalid,      // an error when given, as in Megatron (text: Megatron's message)
+    unknown,      // neither: the tool would call it an unrecognised option
+};
+
+struct FlagVerdict {
+    FlagStatus status = FlagStatus::unknown;
+    std::string text;
+    // For refused value flags: also accepted with these values (Megatron's default first).
+    std::vector<std::string> harmless_values;
+    // For refused flags: accepted when the flag named here has this value ("flag=value").
+    std::string unless;
+};
+
+// The flags the catalogue has a row for (each should be one of megatron_flags()).
+MT_API std::vector<std::string_view> catalogue_flags();
+// What `tool` does with Megatron's `flag` ("--name") when the tool does not define it itself.
+MT_API FlagVerdict catalogue_verdict(std::string_view flag, MegatronTool tool);
+// The same for a tool whose own options are `defined`: implemented when it defines the flag,
+// or the alias the flag is for (--persistent-save-interval: --save-interval).
+MT_API FlagVerdict megatron_flag_verdict(std::string_view flag, MegatronTool tool,
+                                         const po::options_description& defined);
+// "implemented", "accepted: <why>", "refused: <capability>", "invalid: <message>", "unknown".
+MT_API std::string describe(const FlagVerdict& verdict);
+
+// The catalogue's flags that `defined` lacks, with Megatron's arity (switch, one value, or a
+// list), to be parsed beside the tool's own options (not shown by --help).
+MT_API po::options_description megatron_options(MegatronTool tool,
+                                                const po::options_description& defined);
+// The command-line words with Megatron's aliases of the tool's own flags replaced by them
+// (--persistent-save-interval N: --save-interval N).
+MT_API std::vector<std::string> megatron_aliases(std::vector<std::string> words,
+                                                 const po::options_description& defined);
+// After parsing: a usage error (po::error) for a catalogue flag's value that Megatron's parser
+// would reject (not an int, not one of its choices); then mt::Error for the first refused or
+// invalid flag the command line gave ("--num-experts 8: not supported yet: MoE ...").
+MT_API void check_megatron_values(MegatronTool tool, const po::options_description& defined,
+                                  const po::variables_map& vm);
+MT_API void check_megatron_flags(MegatronTool tool, const po::options_description& defined,
+                                 const po::variables_map& vm);
+
+// One line per Megatron flag: "<flag>\t<describe(verdict)>" (the hidden --print-megatron-flags
+// of the tools, from which docs/flags.md is made).
+MT_API std::string megatron_flag_statuses(MegatronTool tool,
+                                          const po::options_description& defined);
+
+}  // namespace mt::cli

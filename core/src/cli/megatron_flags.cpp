@@ -1,0 +1,344 @@
+#include "mt/cli/megatron_flags.h"
+
+#include <boost/program_options.hpp>
+#include <cerrno>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "megatron_flag_catalogue.h"
+#include "mt/error.h"
+
+namespace mt::cli {
+
+namespace {
+
+constexpr MegatronFlag kFlags[] = {
+#define MT_MEGATRON_FLAG(flag, group, kind, nargs, type, choices, default_value, dest) \
+    MegatronFlag{flag, group, kind, nargs, type, choices, default_value, dest},
+#include "megatron_flag_list.inc"
+#undef MT_MEGATRON_FLAG
+};
+
+const MegatronFlag* find_flag(std::string_view flag) {
+    static const std::map<std::string_view, const MegatronFlag*> index = [] {
+        std::map<std::string_view, const MegatronFlag*> m;
+        for (const MegatronFlag& f : kFlags) m[f.flag] = &f;
+        return m;
+    }();
+    auto it = index.find(flag);
+    return it == index.end() ? nullptr : it->second;
+}
+
+const detail::CatalogueEntry* find_entry(std::string_view flag) {
+    static const std::map<std::string_view, const detail::CatalogueEntry*> index = [] {
+        std::map<std::string_view, const detail::CatalogueEntry*> m;
+        for (const detail::CatalogueEntry& e : detail::catalogue()) m[e.flag] = &e;
+        return m;
+    }();
+    auto it = index.find(flag);
+    return it == index.end() ? nullptr : it->second;
+}
+
+std::string name_of(std::string_view flag) {
+    return std::string(flag.substr(2));
+}
+
+bool is_switch(const MegatronFlag& f) {
+    return f.kind != "value";
+}
+bool is_list(const MegatronFlag& f) {
+    return f.nargs == "*" || f.nargs == "+";
+}
+
+// A Python literal default as the words a command line would give: 'adam' -> adam,
+// ['p2p'] -> p2p, [0, 1] -> "0 1", [] -> "". Empty optional: None or not a literal.
+std::optional<std::string> default_words(std::string_view python) {
+    auto unquote = [](std::string_view s) {
+        while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+        while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+        if (s.size() >= 2 && (s.front() == '\'' || s.front() == '"') && s.back() == s.front())
+            s = s.substr(1, s.size() - 2);
+        return std::string(s);
+    };
+    if (python.empty() || python == "None") return std::nullopt;
+    if (python.front() == '[' && python.back() == ']') {
+        std::string words;
+        std::string_view inner = python.substr(1, python.size() - 2);
+        while (!inner.empty()) {
+            const size_t comma = inner.find(',');
+            const std::string word = unquote(inner.substr(0, comma));
+            if (!word.empty()) words += (words.empty() ? "" : " ") + word;
+            if (comma == std::string_view::npos) break;
+            inner.remove_prefix(comma + 1);
+        }
+        return words;
+    }
+    return unquote(python);
+}
+
+std::optional<double> number(const std::string& s) {
+    if (s.empty()) return std::nullopt;
+    char* end = nullptr;
+    errno = 0;
+    const double v = std::strtod(s.c_str(), &end);
+    if (errno != 0 || end != s.c_str() + s.size()) return std::nullopt;
+    return v;
+}
+
+// The same value as argparse would store it: numbers compare as numbers.
+bool same_value(const MegatronFlag& f, const std::string& given, const std::string& expected) {
+    if (given == expected) return true;
+    if (f.type != "int" && f.type != "float") return false;
+    std::istringstream a(given), b(expected);
+    std::string x, y;
+    while (true) {
+        const bool more_a = bool(a >> x), more_b = bool(b >> y);
+        if (more_a != more_b) return false;
+        if (!more_a) return true;
+        const auto nx = number(x), ny = number(y);
+        if (!nx || !ny || *nx != *ny) return false;
+    }
+}
+
+// The command line's value of a catalogue option (list values joined by spaces); nullopt for a
+// switch or a flag that was not given.
+std::optional<std::string> given_value(const MegatronFlag& f, const po::variables_map& vm) {
+    const std::string name = name_of(f.flag);
+    if (!vm.count(name) || vm[name].defaulted() || is_switch(f)) return std::nullopt;
+    if (!is_list(f)) return vm[name].as<std::string>();
+    std::string joined;
+    for (const std::string& w : vm[name].as<std::vector<std::string>>())
+        joined += (joined.empty() ? "" : " ") + w;
+    return joined;
+}
+
+bool was_given(const MegatronFlag& f, const po::variables_map& vm) {
+    const std::string name = name_of(f.flag);
+    if (!vm.count(name) || vm[name].defaulted()) return false;
+    return !is_switch(f) || vm[name].as<bool>();
+}
+
+// The tool's own option `name` has `value` (as text; a switch: "true" when given).
+bool tool_flag_is(const po::variables_map& vm, const std::string& name, const std::string& value) {
+    if (!vm.count(name)) return false;
+    const boost::any& v = vm[name].value();
+    if (const auto* s = boost::any_cast<std::string>(&v)) return *s == value;
+    if (const auto* b = boost::any_cast<bool>(&v)) return (*b ? "true" : "false") == value;
+    return false;
+}
+
+// Another Megatron flag with the same dest that the tool defines (--persistent-save-interval
+// is argparse's second name of --save-interval).
+const MegatronFlag* defined_alias(const MegatronFlag& f, const po::options_description& defined) {
+    for (const MegatronFlag& other : kFlags)
+        if (other.dest == f.dest && other.flag != f.flag &&
+            defined.find_nothrow(name_of(other.flag), false))
+            return &other;
+    return nullptr;
+}
+
+// The catalogue flags among the parsed ones: those the tool does not define, whether or not
+// an alias covers them (megatron_aliases rewrote those before parsing).
+template <class Fn>
+void for_each_catalogue_flag(MegatronTool tool, const po::options_description& defined, Fn fn) {
+    for (const MegatronFlag& f : kFlags) {
+        if (defined.find_nothrow(name_of(f.flag), false) || defined_alias(f, defined)) continue;
+        FlagVerdict v = catalogue_verdict(f.flag, tool);
+        if (v.status == FlagStatus::accepted || v.status == FlagStatus::refused ||
+            v.status == FlagStatus::invalid)
+            fn(f, v);
+    }
+}
+
+FlagVerdict verdict(FlagStatus status, std::string text) {
+    FlagVerdict v;
+    v.status = status;
+    v.text = std::move(text);
+    return v;
+}
+
+std::string with_value(const MegatronFlag& f, const po::variables_map& vm) {
+    const auto value = given_value(f, vm);
+    return std::string(f.flag) + (value && !value->empty() ? " " + *value : "");
+}
+
+}  // namespace
+
+std::span<const MegatronFlag> megatron_flags() {
+    return kFlags;
+}
+
+std::string_view megatron_version() {
+    return MT_MEGATRON_VERSION;
+}
+
+std::vector<std::string_view> catalogue_flags() {
+    std::vector<std::string_view> flags;
+    for (const detail::CatalogueEntry& e : detail::catalogue()) flags.push_back(e.flag);
+    return flags;
+}
+
+FlagVerdict catalogue_verdict(std::string_view flag, MegatronTool tool) {
+    FlagVerdict v;
+    const MegatronFlag* f = find_flag(flag);
+    const detail::CatalogueEntry* e = find_entry(flag);
+    if (!f || !e || tool == MegatronTool::none) return v;
+    const detail::FlagRule& rule = tool == MegatronTool::training ? e->training : e->inference;
+    // implemented: the tool should define it; without that the flag is unknown to it.
+    if (rule.status == FlagStatus::implemented) return v;
+    v.status = rule.status;
+    v.text = rule.text;
+    if (v.status == FlagStatus::refused && !is_switch(*f)) {
+        if (auto d = default_words(f->default_value)) v.harmless_values.push_back(*d);
+        if (rule.also_harmless) v.harmless_values.push_back(rule.also_harmless);
+    }
+    if (rule.unless) v.unless = rule.unless;
+    return v;
+}
+
+FlagVerdict megatron_flag_verdict(std::string_view flag, MegatronTool tool,
+                                  const po::options_description& defined) {
+    const MegatronFlag* f = find_flag(flag);
+    if (!f) return {};
+    if (const auto* own = defined.find_nothrow(name_of(flag), false)) {
+        // A flag the tool defines only to accept it says so in its help: "accepted: why".
+        const std::string& help = own->description();
+        if (help.rfind("accepted", 0) == 0) {
+            size_t start = help.find_first_not_of(":;, ", 8);
+            return verdict(FlagStatus::accepted,
+                           start == std::string::npos ? "" : help.substr(start));
+        }
+        return verdict(FlagStatus::implemented, "");
+    }
+    if (const MegatronFlag* alias = defined_alias(*f, defined))
+        return verdict(FlagStatus::implemented, "as " + std::string(alias->flag));
+    return catalogue_verdict(flag, tool);
+}
+
+std::string describe(const FlagVerdict& v) {
+    switch (v.status) {
+        case FlagStatus::implemented:
+            return v.text.empty() ? "implemented" : "implemented (" + v.text + ")";
+        case FlagStatus::accepted:
+            return "accepted: " + v.text;
+        case FlagStatus::refused:
+        case FlagStatus::invalid: {
+            std::string s = (v.status == FlagStatus::refused ? "refused: " : "invalid: ") + v.text;
+            std::string ok;
+            for (const std::string& h : v.harmless_values)
+                if (!h.empty()) ok += (ok.empty() ? "" : " or ") + h;
+            if (!ok.empty()) s += " (accepted with the value " + ok + ")";
+            if (!v.unless.empty()) {
+                const size_t eq = v.unless.find('=');
+                s += " (accepted with --" + v.unless.substr(0, eq) + " " + v.unless.substr(eq + 1) +
+                     ")";
+            }
+            return s;
+        }
+        case FlagStatus::unknown:
+            break;
+    }
+    return "unknown";
+}
+
+po::options_description megatron_options(MegatronTool tool,
+                                         const po::options_description& defined) {
+    po::options_description g("Megatron-LM flags this tool accepts or refuses", 100);
+    for_each_catalogue_flag(tool, defined, [&](const MegatronFlag& f, const FlagVerdict& v) {
+        const std::string name = name_of(f.flag);
+        const std::string help = describe(v);
+        if (is_switch(f))
+            g.add_options()(name.c_str(), po::bool_switch(), help.c_str());
+        else if (f.nargs == "*")
+            g.add_options()(name.c_str(),
+                            po::value<std::vector<std::string>>()->multitoken()->zero_tokens(),
+                            help.c_str());
+        else if (f.nargs == "+")
+            g.add_options()(name.c_str(), po::value<std::vector<std::string>>()->multitoken(),
+                            help.c_str());
+        else
+            g.add_options()(name.c_str(), po::value<std::string>(), help.c_str());
+    });
+    return g;
+}
+
+std::vector<std::string> megatron_aliases(std::vector<std::string> words,
+                                          const po::options_description& defined) {
+    for (std::string& w : words) {
+        if (w.rfind("--", 0) != 0) continue;
+        const size_t eq = w.find('=');
+        const MegatronFlag* f = find_flag(std::string_view(w).substr(0, eq));
+        if (!f || defined.find_nothrow(name_of(f->flag), false)) continue;
+        if (const MegatronFlag* alias = defined_alias(*f, defined))
+            w = std::string(alias->flag) + (eq == std::string::npos ? "" : w.substr(eq));
+    }
+    return words;
+}
+
+void check_megatron_values(MegatronTool tool, const po::options_description& defined,
+                           const po::variables_map& vm) {
+    for_each_catalogue_flag(tool, defined, [&](const MegatronFlag& f, const FlagVerdict&) {
+        if (is_switch(f) || !was_given(f, vm)) return;
+        std::vector<std::string> values;
+        if (is_list(f))
+            values = vm[name_of(f.flag)].as<std::vector<std::string>>();
+        else
+            values.push_back(vm[name_of(f.flag)].as<std::string>());
+        for (const std::string& value : values) {
+            // argparse's messages for a value its type or choices reject.
+            if (f.type == "int" || f.type == "float") {
+                const auto n = number(value);
+                const bool ok = n && (f.type == "float" ||
+                                      value.find_first_not_of("+-0123456789") == std::string::npos);
+                if (!ok)
+                    throw po::error("argument " + std::string(f.flag) + ": invalid " +
+                                    std::string(f.type) + " value: '" + value + "'");
+            }
+            if (f.choices.empty()) continue;
+            std::string list;
+            bool found = false;
+            std::string_view rest = f.choices;
+            while (true) {
+                const size_t bar = rest.find('|');
+                const std::string_view choice = rest.substr(0, bar);
+                if (choice != "None") {  // a Python None: no command-line word gives it
+                    found = found || choice == value;
+                    list += (list.empty() ? "'" : ", '") + std::string(choice) + "'";
+                }
+                if (bar == std::string_view::npos) break;
+                rest.remove_prefix(bar + 1);
+            }
+            if (!found)
+                throw po::error("argument " + std::string(f.flag) + ": invalid choice: '" + value +
+                                "' (choose from " + list + ")");
+        }
+    });
+}
+
+void check_megatron_flags(MegatronTool tool, const po::options_description& defined,
+                          const po::variables_map& vm) {
+    for_each_catalogue_flag(tool, defined, [&](const MegatronFlag& f, const FlagVerdict& v) {
+        if (v.status == FlagStatus::accepted || !was_given(f, vm)) return;
+        if (const auto value = given_value(f, vm))
+            for (const std::string& harmless : v.harmless_values)
+                if (same_value(f, *value, harmless)) return;
+        if (!v.unless.empty()) {
+            const size_t eq = v.unless.find('=');
+            if (tool_flag_is(vm, v.unless.substr(0, eq), v.unless.substr(eq + 1))) return;
+        }
+        if (v.status == FlagStatus::invalid) MT_FAIL(v.text);
+        MT_FAIL(with_value(f, vm), ": not supported yet: ", v.text);
+    });
+}
+
+std::string megatron_flag_statuses(MegatronTool tool, const po::options_description& defined) {
+    std::string out;
+    for (const MegatronFlag& f : kFlags)
+        out += std::string(f.flag) + "\t" + describe(megatron_flag_verdict(f.flag, tool, defined)) +
+               "\n";
+    return out;
+}
+
+}  // namespace mt::cli

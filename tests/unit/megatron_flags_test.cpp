@@ -1,0 +1,286 @@
+// The catalogue of Megatron-LM's flags (mt/cli/megatron_flags.h): its list is the committed one
+// of tests/fixtures/megatron_flags, its rows name Megatron flags, the flags parse with
+// Megatron's arity, and a tool built on run_tool accepts, refuses and checks them as argparse
+// and the catalogue say.
+#include <gtest/gtest.h>
+
+#include <boost/program_options.hpp>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "mt/cli/megatron_flags.h"
+#include "mt/cli/tool.h"
+#include "test_support.h"
+
+namespace {
+
+namespace po = boost::program_options;
+using mt::cli::FlagStatus;
+using mt::cli::MegatronFlag;
+using mt::cli::MegatronTool;
+
+std::vector<std::vector<std::string>> tsv_rows(std::string* header) {
+    std::ifstream in(mt::test::fixtures_dir() / "megatron_flags" / "megatron_flags.tsv");
+    std::vector<std::vector<std::string>> rows;
+    bool columns = false;
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("#", 0) == 0) {
+            *header += line + "\n";
+            continue;
+        }
+        if (!columns) {  // the column names
+            columns = true;
+            continue;
+        }
+        std::vector<std::string> fields;
+        std::istringstream s(line);
+        for (std::string f; std::getline(s, f, '\t');) fields.push_back(f);
+        if (!line.empty() && line.back() == '\t') fields.push_back("");
+        rows.push_back(fields);
+    }
+    return rows;
+}
+
+TEST(MegatronFlags, TheListIsTheCommittedOne) {
+    std::string header;
+    const auto rows = tsv_rows(&header);
+    const auto flags = mt::cli::megatron_flags();
+    EXPECT_NE(header.find("Megatron-LM " + std::string(mt::cli::megatron_version()) + " "),
+              std::string::npos)
+        << header;
+    ASSERT_EQ(rows.size(), flags.size())
+        << "rerun tests/fixtures/megatron_flags/extract_flags.py (it writes both)";
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const MegatronFlag& f = flags[i];
+        const std::vector<std::string> code{std::string(f.flag),          std::string(f.group),
+                                            std::string(f.kind),          std::string(f.nargs),
+                                            std::string(f.type),          std::string(f.choices),
+                                            std::string(f.default_value), std::string(f.dest)};
+        EXPECT_EQ(rows[i], code) << "row " << i;
+    }
+}
+
+TEST(MegatronFlags, TheCatalogueNamesMegatronFlagsOnce) {
+    std::set<std::string_view> megatron, seen;
+    for (const MegatronFlag& f : mt::cli::megatron_flags()) megatron.insert(f.flag);
+    const auto rows = mt::cli::catalogue_flags();
+    EXPECT_GT(rows.size(), 400u);
+    for (std::string_view flag : rows) {
+        EXPECT_TRUE(megatron.count(flag)) << flag << " is no flag of Megatron's arguments.py";
+        EXPECT_TRUE(seen.insert(flag).second) << flag << " has two rows";
+    }
+}
+
+TEST(MegatronFlags, EveryVerdictSaysWhy) {
+    for (const MegatronFlag& f : mt::cli::megatron_flags())
+        for (MegatronTool tool : {MegatronTool::training, MegatronTool::inference}) {
+            const auto v = mt::cli::catalogue_verdict(f.flag, tool);
+            if (v.status == FlagStatus::unknown) continue;  // left to the tools
+            EXPECT_FALSE(v.text.empty()) << f.flag;
+            if (!v.unless.empty()) {
+                EXPECT_NE(v.unless.find('='), std::string::npos) << f.flag;
+            }
+        }
+    // Switches have no values to be harmless with; value flags their Megatron default.
+    EXPECT_TRUE(mt::cli::catalogue_verdict("--moe-grouped-gemm", MegatronTool::training)
+                    .harmless_values.empty());
+    EXPECT_EQ(
+        mt::cli::catalogue_verdict("--moe-router-topk", MegatronTool::training).harmless_values,
+        std::vector<std::string>{"2"});
+    EXPECT_EQ(
+        mt::cli::catalogue_verdict("--dataloader-type", MegatronTool::training).harmless_values,
+        std::vector<std::string>{"single"});
+}
+
+TEST(MegatronFlags, OptionsTakeMegatronsArity) {
+    const po::options_description none;
+    const auto options = mt::cli::megatron_options(MegatronTool::training, none);
+    int checked = 0;
+    for (const MegatronFlag& f : mt::cli::megatron_flags()) {
+        const auto* o = options.find_nothrow(std::string(f.flag.substr(2)), false);
+        const auto v = mt::cli::catalogue_verdict(f.flag, MegatronTool::training);
+        if (v.status == FlagStatus::unknown) {
+            EXPECT_EQ(o, nullptr) << f.flag;
+            continue;
+        }
+        ASSERT_NE(o, nullptr) << f.flag;
+        const auto* semantic = o->semantic().get();
+        if (f.kind != "value") {
+            EXPECT_EQ(semantic->max_tokens(), 0u) << f.flag;
+        } else if (f.nargs.empty()) {
+            EXPECT_EQ(semantic->min_tokens(), 1u) << f.flag;
+            EXPECT_EQ(semantic->max_tokens(), 1u) << f.flag;
+        } else {
+            EXPECT_EQ(semantic->min_tokens(), f.nargs == "*" ? 0u : 1u) << f.flag;
+            EXPECT_GT(semantic->max_tokens(), 1u) << f.flag;
+        }
+        ++checked;
+    }
+    EXPECT_GT(checked, 300);
+}
+
+TEST(MegatronFlags, Describe) {
+    using mt::cli::describe;
+    mt::cli::FlagVerdict v;
+    v.status = FlagStatus::implemented;
+    EXPECT_EQ(describe(v), "implemented");
+    v.status = FlagStatus::accepted;
+    v.text = "why";
+    EXPECT_EQ(describe(v), "accepted: why");
+    EXPECT_EQ(describe(mt::cli::catalogue_verdict("--moe-router-topk", MegatronTool::training)),
+              "refused: MoE (Mixture of Experts) models (accepted with the value 2)");
+    EXPECT_EQ(
+        describe(mt::cli::catalogue_verdict("--no-position-embedding", MegatronTool::inference)),
+        "invalid: --no-position-embedding is deprecated, use --position-embedding-type "
+        "(accepted with --position-embedding-type rope)");
+    EXPECT_EQ(describe({}), "unknown");
+}
+
+// A small tool on run_tool standing for a Megatron entry point.
+struct FakeTool {
+    MegatronTool kind = MegatronTool::training;
+    po::variables_map seen;
+    bool ran = false;
+    std::string err;
+
+    int operator()(std::vector<std::string> args) {
+        ran = false;
+        seen.clear();
+        mt::cli::ToolSpec spec;
+        spec.name = "megatron-fake";
+        spec.megatron_args = kind;
+        spec.options.add_options()("lr", po::value<double>()->required(), "learning rate")(
+            "save-interval", po::value<int>(), "iterations between saves")(
+            "position-embedding-type", po::value<std::string>()->default_value("learned_absolute"),
+            "")("use-flash-attn", po::bool_switch(), "accepted: flash-style already")(
+            "data-path", po::value<std::vector<std::string>>()->multitoken(), "");
+        spec.run = [&](const po::variables_map& vm) {
+            ran = true;
+            seen = vm;
+            return 0;
+        };
+        args.insert(args.begin(), "megatron-fake");
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        testing::internal::CaptureStderr();
+        testing::internal::CaptureStdout();
+        const int rc = mt::cli::run_tool(int(argv.size()), argv.data(), spec);
+        err = testing::internal::GetCapturedStderr();
+        out = testing::internal::GetCapturedStdout();
+        return rc;
+    }
+    std::string out;
+};
+
+TEST(MegatronFlags, AcceptedFlagsParseWithTheirArity) {
+    FakeTool tool;
+    EXPECT_EQ(tool({"--lr", "1", "--no-masked-softmax-fusion", "--num-workers", "4",
+                    "--use-mcore-models", "--cp-comm-type", "p2p", "a2a", "--data-path", "A",
+                    "--cross-entropy-fusion-impl=te", "--lr", "2"}),
+              0)
+        << tool.err;
+    ASSERT_TRUE(tool.ran);
+    EXPECT_EQ(tool.seen["lr"].as<double>(), 2.0);
+    EXPECT_EQ(tool.seen["num-workers"].as<std::string>(), "4");
+    EXPECT_EQ(tool.seen["cp-comm-type"].as<std::vector<std::string>>(),
+              (std::vector<std::string>{"p2p", "a2a"}));
+    EXPECT_EQ(tool.seen["data-path"].as<std::vector<std::string>>(), std::vector<std::string>{"A"});
+    // The last occurrence wins for catalogue flags too.
+    EXPECT_EQ(tool({"--lr", "1", "--num-workers", "4", "--num-workers", "8"}), 0) << tool.err;
+    EXPECT_EQ(tool.seen["num-workers"].as<std::string>(), "8");
+}
+
+TEST(MegatronFlags, RefusedFlagsAreErrorsUnlessHarmless) {
+    FakeTool tool;
+    EXPECT_EQ(tool({"--lr", "1", "--num-experts", "8"}), 1);
+    EXPECT_FALSE(tool.ran);
+    EXPECT_EQ(tool.err,
+              "error: --num-experts 8: not supported yet: MoE (Mixture of Experts) "
+              "models\n");
+    // Before the required flags are checked.
+    EXPECT_EQ(tool({"--encoder-num-layers", "2"}), 1);
+    EXPECT_NE(tool.err.find("--encoder-num-layers 2: not supported yet: T5 / encoder-decoder"),
+              std::string::npos)
+        << tool.err;
+    EXPECT_EQ(tool({"--lr", "1", "--moe-grouped-gemm"}), 1);
+    EXPECT_EQ(tool.err,
+              "error: --moe-grouped-gemm: not supported yet: MoE (Mixture of Experts) "
+              "models\n");
+    // Megatron's defaults change nothing (numbers compare as numbers).
+    EXPECT_EQ(tool({"--lr", "1", "--moe-router-topk", "2", "--mtp-loss-scaling-factor", "0.10",
+                    "--encoder-tensor-model-parallel-size", "0", "--dataloader-type", "single"}),
+              0)
+        << tool.err;
+    EXPECT_EQ(tool({"--lr", "1", "--moe-router-topk", "4"}), 1);
+    // Refused unless the tool's own flag says so.
+    EXPECT_EQ(tool({"--lr", "1", "--use-rotary-position-embeddings"}), 1);
+    EXPECT_EQ(tool({"--lr", "1", "--use-rotary-position-embeddings", "--position-embedding-type",
+                    "rope"}),
+              0)
+        << tool.err;
+    // Megatron's own refusals, in its words.
+    EXPECT_EQ(tool({"--lr", "1", "--batch-size", "4"}), 1);
+    EXPECT_EQ(tool.err,
+              "error: --batch-size argument is no longer valid, use --micro-batch-size "
+              "instead\n");
+}
+
+TEST(MegatronFlags, ValuesAreCheckedAsArgparseChecksThem) {
+    FakeTool tool;
+    EXPECT_EQ(tool({"--lr", "1", "--num-workers", "two"}), 2);
+    EXPECT_NE(tool.err.find("argument --num-workers: invalid int value: 'two'"), std::string::npos)
+        << tool.err;
+    EXPECT_EQ(tool({"--lr", "1", "--optimizer-offload-fraction", "x"}), 2);
+    EXPECT_NE(tool.err.find("invalid float value: 'x'"), std::string::npos) << tool.err;
+    EXPECT_EQ(tool({"--lr", "1", "--optimizer-offload-fraction", "0.5"}), 0) << tool.err;
+    EXPECT_EQ(tool({"--lr", "1", "--timing-log-level", "3"}), 2);
+    EXPECT_NE(tool.err.find("argument --timing-log-level: invalid choice: '3' (choose from '0', "
+                            "'1', '2')"),
+              std::string::npos)
+        << tool.err;
+    EXPECT_EQ(tool({"--lr", "1", "--cp-comm-type"}), 2);  // nargs '+': one value at least
+    EXPECT_EQ(tool({"--lr", "1", "--no-such-flag"}), 2);  // not Megatron's: unrecognised
+}
+
+TEST(MegatronFlags, AliasesAndTheToolsOwnFlags) {
+    FakeTool tool;
+    // argparse's second name of --save-interval.
+    EXPECT_EQ(tool({"--lr", "1", "--persistent-save-interval", "7"}), 0) << tool.err;
+    EXPECT_EQ(tool.seen["save-interval"].as<int>(), 7);
+    EXPECT_EQ(tool({"--lr", "1", "--persistent-save-interval=9"}), 0) << tool.err;
+    EXPECT_EQ(tool.seen["save-interval"].as<int>(), 9);
+    // The statuses: the tool's own flags (or its "accepted: ..." ones), then the catalogue's.
+    EXPECT_EQ(tool({"--print-megatron-flags"}), 0);
+    EXPECT_FALSE(tool.ran);
+    EXPECT_NE(tool.out.find("--save-interval\timplemented\n"), std::string::npos);
+    EXPECT_NE(tool.out.find("--persistent-save-interval\timplemented (as --save-interval)\n"),
+              std::string::npos);
+    EXPECT_NE(tool.out.find("--use-flash-attn\taccepted: flash-style already\n"),
+              std::string::npos);
+    EXPECT_NE(tool.out.find("--num-experts\trefused: MoE"), std::string::npos);
+    // A flag the catalogue leaves to the tools, which this one lacks.
+    EXPECT_NE(tool.out.find("--num-layers\tunknown\n"), std::string::npos);
+    // --help shows the tool's own flags only, and where the others are listed.
+    EXPECT_EQ(tool({"--help"}), 0);
+    EXPECT_EQ(tool.out.find("num-experts"), std::string::npos);
+    EXPECT_EQ(tool.out.find("  --print-megatron-flags"), std::string::npos) << tool.out;
+    EXPECT_NE(tool.out.find("megatron-fake --print-megatron-flags lists them"), std::string::npos)
+        << tool.out;
+}
+
+TEST(MegatronFlags, TrainingFlagsAreAcceptedByInferenceTools) {
+    FakeTool tool;
+    tool.kind = MegatronTool::inference;
+    EXPECT_EQ(tool({"--lr", "1", "--train-iters", "10", "--rampup-batch-size", "1", "2", "3",
+                    "--use-distributed-optimizer"}),
+              0)
+        << tool.err;
+    EXPECT_EQ(tool({"--lr", "1", "--bf16"}), 1);
+    EXPECT_NE(tool.err.find("--bf16: not supported yet: bf16 / fp16 inference"), std::string::npos)
+        << tool.err;
+    tool.kind = MegatronTool::training;
+    EXPECT_EQ(tool({"--lr", "1", "--rampup-batch-size", "1", "2", "3"}), 1);
+}
+
+}  // namespace
