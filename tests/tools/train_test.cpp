@@ -154,9 +154,11 @@ TEST(Train, MockData) {
         " --hidden-size 32 --num-attention-heads 4 --seq-length 32 --max-position-embeddings 32"
         " --micro-batch-size 2 --lr 1e-3 --train-iters 3 --log-interval 1 --eval-interval 3"
         " --eval-iters 1";
-    auto r = run_command(tool + flags);
+    // With two more of Megatron's training flags: the decoupled rate gets its own log field.
+    auto r = run_command(tool + flags + " --calculate-per-token-loss --decoupled-lr 2e-3");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("iteration        3/       3"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("| decoupled learning rate: "), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("validation loss at iteration 3 on test set"), std::string::npos)
         << r.output;
     auto both = run_command(tool + flags + " --data-path " + q(dir / "x"));

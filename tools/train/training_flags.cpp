@@ -106,7 +106,11 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "lr-wsd-decay-style", po::value(&s.lr_wsd_decay_style)->default_value("exponential"),
         "WSD anneal: exponential, linear, cosine or minus_sqrt")(
         "lr-wsd-decay-iters", po::value<int64_t>(), "WSD anneal iterations")(
-        "lr-wsd-decay-samples", po::value<int64_t>(), "WSD anneal samples");
+        "lr-wsd-decay-samples", po::value<int64_t>(), "WSD anneal samples")(
+        "decoupled-lr", po::value<double>(),
+        "the peak learning rate of the embedding and output weights")(
+        "decoupled-min-lr", po::value<double>(),
+        "their learning-rate floor (default: --min-lr)");
 
     po::options_description opt("Optimizer", 100);
     auto& o = f.optimizer_config;
@@ -155,6 +159,9 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
                                        po::bool_switch(&f.reset_attention_mask),
                                        "tokens do not attend across EOD")(
         "eod-mask-loss", po::bool_switch(&f.eod_mask_loss), "no loss on EOD tokens")(
+        "calculate-per-token-loss", po::bool_switch(&f.calculate_per_token_loss),
+        "gradients of the loss summed over the global batch's tokens and divided by their count, "
+        "instead of each micro-batch's mean")(
         "mock-data", po::bool_switch(&f.mock_data),
         "Megatron's synthetic data (MockGPTDataset: documents 1, 2, ..., n-1, EOD of numpy-drawn "
         "lengths) instead of --data-path");
@@ -211,6 +218,9 @@ void finish(const po::variables_map& vm, TrainingFlags& f) {
     read_optional(vm, "lr-warmup-fraction", s.lr_warmup_fraction);
     read_optional(vm, "lr-wsd-decay-iters", s.lr_wsd_decay_iters);
     read_optional(vm, "lr-wsd-decay-samples", s.lr_wsd_decay_samples);
+    read_optional(vm, "decoupled-lr", f.decoupled_lr);
+    read_optional(vm, "decoupled-min-lr", f.decoupled_min_lr);
+    // (--decoupled-min-lr alone changes nothing, in Megatron too.)
     s.start_weight_decay =
         vm.count("start-weight-decay") ? vm["start-weight-decay"].as<double>() : f.weight_decay;
     s.end_weight_decay =
@@ -223,6 +233,10 @@ void finish(const po::variables_map& vm, TrainingFlags& f) {
     read_optional(vm, "save-interval", f.save_interval);
     read_optional(vm, "ckpt-convert-format", f.ckpt_convert_format);
     read_optional(vm, "ckpt-convert-save", f.ckpt_convert_save);
+    // Megatron's checkpoints keep the decoupled parameters in param groups of their own.
+    MT_CHECK(!f.decoupled_lr || !f.save,
+             "--decoupled-lr with --save: not supported yet: the decoupled learning rate's "
+             "optimizer param groups in checkpoints");
     MT_CHECK(!f.ckpt_convert_format || (f.ckpt_convert_save && f.load),
              "--ckpt-convert-format needs --ckpt-convert-save and --load");
     MT_CHECK(!f.save_interval || *f.save_interval > 0, "--save-interval must be positive, got ",
@@ -260,6 +274,9 @@ train::TrainerOptions trainer_options(const TrainingFlags& f) {
         o.grad_scaler = f.grad_scaler;
     o.log_params_norm = f.log_params_norm;
     o.log_num_zeros_in_grad = f.log_num_zeros_in_grad;
+    o.calculate_per_token_loss = f.calculate_per_token_loss;
+    o.decoupled_lr = f.decoupled_lr;
+    o.decoupled_min_lr = f.decoupled_min_lr;
     o.seed = static_cast<uint64_t>(f.seed);
     o.exit_interval = f.exit_interval;
     o.exit_duration_in_mins = f.exit_duration_in_mins;

@@ -38,6 +38,8 @@ struct TrainingFlags {
     bool exit_signal_handler = false;
     bool log_throughput = false;
     bool log_params_norm = false, log_num_zeros_in_grad = false;
+    bool calculate_per_token_loss = false;                // --calculate-per-token-loss
+    std::optional<double> decoupled_lr, decoupled_min_lr;  // --decoupled-lr, --decoupled-min-lr
     bool log_memory_to_tensorboard = false;
     bool log_rank_stats = false;  // ours: per-rank communication and optimizer memory
     std::string tensorboard_dir;

@@ -45,11 +45,12 @@ void Optimizer::zero_grad() {
     for (nn::Parameter* p : parameters_) backend_->fill(p->grad, 0.0);
 }
 
-void Optimizer::step(double lr, double weight_decay) {
+void Optimizer::step(double step_lr, double weight_decay, std::optional<double> embedding_lr) {
     ++steps_;
     for (size_t i = 0; i < parameters_.size(); ++i) {
         nn::Parameter& p = *parameters_[i];
         const double wd = p.weight_decay ? weight_decay : 0.0;
+        const double lr = embedding_lr && p.embedding_or_output ? *embedding_lr : step_lr;
         Tensor& updated = masters_[i].defined() ? masters_[i] : p.value;
         if (config_.type == OptimizerType::adam)
             backend_->adamw_step(

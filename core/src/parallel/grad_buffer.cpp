@@ -82,6 +82,7 @@ GradBuffer::GradBuffer(const std::vector<nn::Parameter*>& params, Communicator& 
         p.grad = view(grads_, piece);
         p.shard = piece.param->shard;
         p.weight_decay = piece.param->weight_decay;
+        p.embedding_or_output = piece.param->embedding_or_output;
         p.whole_shape = p.value.shape();
         p.tp_rank = piece.param->tp_rank;
         p.tp_size = piece.param->tp_size;

@@ -35,6 +35,8 @@ std::string format_iteration_line(const IterationLog& l) {
     s += fmt(" elapsed time per iteration (ms): %.1f |", l.elapsed_ms_per_iteration);
     if (l.throughput) s += fmt(" throughput per GPU (TFLOP/s/GPU): %.1f |", *l.throughput);
     s += fmt(" learning rate: %.6E |", l.learning_rate);
+    if (l.decoupled_learning_rate)
+        s += fmt(" decoupled learning rate: %.6E |", *l.decoupled_learning_rate);
     s += fmt(" global batch size: %5lld |", (long long)l.global_batch_size);
     for (const auto& [name, value] : l.losses)
         if (value > 0.0) s += " " + name + fmt(": %.6E |", value);

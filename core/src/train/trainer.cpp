@@ -214,15 +214,20 @@ Trainer::IterationResult Trainer::train_step(const data::GPTSampleDataset& data)
         tokens += count;
         // Megatron backpropagates each micro-batch's token mean, divided by the micro-batches,
         // and by the data-parallel size: the ranks' gradients are then summed into the mean.
+        // With --calculate-per-token-loss the loss sum, divided by all tokens after the sum.
         Tensor dlosses = backend.empty(losses.shape(), DType::f32);
         // fp16: the loss scaled up so its small gradients stay representable.
-        const double seed = count * double(micro_batches) * double(data_parallel_size());
-        backend.scale(mask, count > 0 ? float(loss_scale() / seed) : 0.0f, dlosses);
+        const double seed = options_.calculate_per_token_loss
+                                ? 1.0
+                                : count * double(micro_batches) * double(data_parallel_size());
+        backend.scale(mask, seed > 0 ? float(loss_scale() / seed) : 0.0f, dlosses);
         model_.backward(dlosses, *saved);
     }
     model_.set_grad_ready_hook(nullptr);
     finalize_grads();
     std::tie(loss_sum, tokens) = sum_over_data_parallel(loss_sum, tokens);
+    // Megatron's finalize_model_grads(num_tokens): grads *= 1 / (the batch's tokens, all ranks).
+    if (options_.calculate_per_token_loss && tokens > 0) scale_grads(float(1.0 / tokens));
     IterationResult r;
     r.loss = tokens > 0 ? loss_sum / tokens : 0.0;
     MT_CHECK(std::isfinite(r.loss), "NaN or Inf in the loss at iteration ", iteration_ + 1);
@@ -239,7 +244,7 @@ Trainer::IterationResult Trainer::train_step(const data::GPTSampleDataset& data)
     if (options_.clip_grad > 0) optim::clip_by_total_norm(backend, grads, options_.clip_grad, norm);
     if (options_.log_num_zeros_in_grad) r.num_zeros = num_zeros_in_grad();
 
-    optimizer_.step(scheduler_.lr(), scheduler_.weight_decay());
+    optimizer_.step(scheduler_.lr(), scheduler_.weight_decay(), decoupled_lr());
     if (distributed_optimizer()) grad_buffer_->gather_params();
     if (options_.log_params_norm) r.params_norm = params_norm();
     scheduler_.step(options_.global_batch_size);
@@ -250,14 +255,25 @@ float Trainer::loss_scale() const {
     return scaler_ ? scaler_->scale() : 1.0f;
 }
 
+void Trainer::scale_grads(float factor) {
+    Backend& backend = optimizer_.backend();
+    for (nn::Parameter* p : optimizer_.parameters()) backend.scale(p->grad, factor, p->grad);
+}
+
+std::optional<double> Trainer::decoupled_lr() const {
+    if (!options_.decoupled_lr) return std::nullopt;
+    // Megatron's _update_min_and_max_lr_in_param_groups: the floor defaults to --min-lr.
+    return scheduler_.lr(*options_.decoupled_lr,
+                         options_.decoupled_min_lr.value_or(scheduler_.config().min_lr));
+}
+
 bool Trainer::unscale_grads() {
     // Megatron's _unscale_main_grads_and_check_for_nan: grads *= 1/scale (the reciprocal taken
     // in double, then f32), an inf or NaN anywhere (on any model-parallel rank) skips the step.
     Backend& backend = optimizer_.backend();
-    const float inverse = float(1.0 / double(scaler_->scale()));
+    scale_grads(float(1.0 / double(scaler_->scale())));
     bool found_inf = false;
     for (nn::Parameter* p : optimizer_.parameters()) {
-        backend.scale(p->grad, inverse, p->grad);
         // A double sum of f32 values is finite exactly when they all are.
         found_inf = found_inf || !std::isfinite(backend.sum(p->grad));
     }
@@ -283,6 +299,8 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
         ++interval_iters;
         if (tensorboard_) {
             tensorboard_->add_scalar("learning-rate", float(scheduler_.lr()), iteration_);
+            if (auto lr = decoupled_lr())
+                tensorboard_->add_scalar("decoupled-learning-rate", float(*lr), iteration_);
             tensorboard_->add_scalar("batch-size", float(options_.global_batch_size), iteration_);
             tensorboard_->add_scalar("lm loss", float(r.loss), iteration_);
             tensorboard_->add_scalar("loss-scale", loss_scale(), iteration_);
@@ -315,6 +333,7 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
                                       (log.elapsed_ms_per_iteration / 1e3 * 1e12 * ranks);
             if (options_.log_throughput) log.throughput = throughput;
             log.learning_rate = scheduler_.lr();
+            log.decoupled_learning_rate = decoupled_lr();
             log.global_batch_size = options_.global_batch_size;
             if (interval_iters > interval_skipped)
                 log.losses = {

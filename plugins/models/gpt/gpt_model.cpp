@@ -173,6 +173,9 @@ GptModel::GptModel(const GptConfig& config, const BuildContext& context, DType d
     MT_CHECK(!tp_.sequence_split() || config.seq_length % tp_.size() == 0,
              "--sequence-parallel: --seq-length (", config.seq_length,
              ") must be a multiple of --tensor-model-parallel-size (", tp_.size(), ")");
+    // Megatron's setup_embeddings_and_output_layer: what --decoupled-lr applies to.
+    embedding_.word().embedding_or_output = true;
+    output_.weight().embedding_or_output = true;
     const nn::TransformerConfig layer = layer_config(config, dtype, tp_);
     for (int64_t i = 0; i < config.num_layers; ++i)
         layers_.push_back(std::make_unique<nn::TransformerLayer>(

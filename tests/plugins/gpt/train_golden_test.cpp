@@ -6,6 +6,8 @@
 // make_half_training_fixtures.py.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <fstream>
 #include <sstream>
 
@@ -78,7 +80,8 @@ Curve load_curve(const std::string& name) {
 // tell the precision apart (the f32 curve is 1.6e-4 off the bf16 reference there, and 2e-5 to
 // 5e-5 off the fp16 one, beyond their early tolerances).
 void check_curve(const std::string& name, DType params_dtype, double tolerance,
-                 double early_tolerance) {
+                 double early_tolerance,
+                 const std::function<void(train::TrainerOptions&)>& variant = {}) {
     Curve ref = load_curve(name);
     ASSERT_EQ(ref.losses.size(), 20u);
     Registry registry;
@@ -113,6 +116,7 @@ void check_curve(const std::string& name, DType params_dtype, double tolerance,
         o.grad_scaler = optim::GradScalerConfig{};
         o.grad_scaler->loss_scale = 4096.0;
     }
+    if (variant) variant(o);
     train::Trainer trainer(*model, optimizer, scheduler, o, [](const std::string&) {});
     FormulaData data;
     trainer.train(data, nullptr);
@@ -134,6 +138,18 @@ TEST(GptTraining, LossCurveMatchesPyTorchGpt2Style) {
 }
 TEST(GptTraining, LossCurveMatchesPyTorchLlamaStyle) {
     check_curve("llama", DType::f32, 1e-5, 1e-5);
+}
+// --calculate-per-token-loss: loss sums backpropagated, gradients divided by the batch's tokens.
+TEST(GptTraining, PerTokenLossCurveMatchesPyTorch) {
+    check_curve("gpt2_per_token", DType::f32, 1e-5, 1e-5,
+                [](train::TrainerOptions& o) { o.calculate_per_token_loss = true; });
+}
+// --decoupled-lr 3e-3 --decoupled-min-lr 3e-4: the embedding and output weights' own schedule.
+TEST(GptTraining, DecoupledLrCurveMatchesPyTorch) {
+    check_curve("llama_decoupled", DType::f32, 1e-5, 1e-5, [](train::TrainerOptions& o) {
+        o.decoupled_lr = 3e-3;
+        o.decoupled_min_lr = 3e-4;
+    });
 }
 TEST(GptTraining, Bf16LossCurveMatchesPyTorchGpt2Style) {
     check_curve("gpt2_bf16", DType::bf16, 1e-2, 2e-5);

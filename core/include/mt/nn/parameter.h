@@ -21,6 +21,9 @@ struct Parameter {
     Tensor grad;
     ShardSpec shard;
     bool weight_decay = true;      // Megatron decays weights, not biases or norm parameters
+    // The word embedding or the (untied) output layer weight: Megatron's
+    // is_embedding_or_output_parameter, which --decoupled-lr gives a learning rate of its own.
+    bool embedding_or_output = false;
     Shape whole_shape;             // the unsharded tensor's shape (value's when not split)
     int tp_rank = 0, tp_size = 1;  // value is piece tp_rank of tp_size (by shard)
     // Each tensor-parallel rank's grad is a partial sum of a replicated parameter's: norms on

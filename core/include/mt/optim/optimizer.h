@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,8 +37,9 @@ class MT_API Optimizer {
     Optimizer(Backend& backend, std::vector<nn::Parameter*> parameters, OptimizerConfig config);
 
     // One update of every parameter from its grad: `lr` and `weight_decay` as the schedule
-    // gives them now (weight decay only reaches parameters that take it).
-    void step(double lr, double weight_decay);
+    // gives them now (weight decay only reaches parameters that take it); embedding_lr, when
+    // given, is the learning rate of the embedding and output weights instead (--decoupled-lr).
+    void step(double lr, double weight_decay, std::optional<double> embedding_lr = {});
     // grad = 0 for every parameter.
     void zero_grad();
     // masters = the parameters' values (Megatron's reload_model_params).

@@ -20,6 +20,7 @@ struct IterationLog {
     double elapsed_ms_per_iteration = 0;
     std::optional<double> throughput;  // TFLOP/s per GPU (--log-throughput)
     double learning_rate = 0;
+    std::optional<double> decoupled_learning_rate;  // --decoupled-lr
     int64_t global_batch_size = 0;
     std::vector<std::pair<std::string, double>> losses;  // e.g. {"lm loss", 6.51}; printed if > 0
     double loss_scale = 1.0;

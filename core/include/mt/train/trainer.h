@@ -39,6 +39,13 @@ struct TrainerOptions {
     int64_t eval_interval = 1000;
     int64_t eval_iters = 100;
     double clip_grad = 1.0;                  // 0: no clipping
+    // --calculate-per-token-loss: each micro-batch backpropagates its loss sum and the summed
+    // gradients are divided by the global batch's loss tokens (else each micro-batch's mean,
+    // divided by the micro-batches and data-parallel ranks).
+    bool calculate_per_token_loss = false;
+    // --decoupled-lr / --decoupled-min-lr: the embedding and output weights' own schedule
+    // peak and floor (the floor defaults to --min-lr).
+    std::optional<double> decoupled_lr, decoupled_min_lr;
     bool log_throughput = false;             // --log-throughput: TFLOP/s in the iteration line
     bool log_params_norm = false;            // --log-params-norm: the parameters' L2 norm
     bool log_num_zeros_in_grad = false;      // --log-num-zeros-in-grad: zero gradient elements
@@ -118,6 +125,10 @@ class MT_API Trainer {
     // Divides the gradients by the loss scale and updates the scaler; false (skip the step)
     // when they overflowed.
     bool unscale_grads();
+    // grads *= factor, for every parameter the optimizer updates.
+    void scale_grads(float factor);
+    // The embedding and output weights' learning rate now (--decoupled-lr), else none.
+    std::optional<double> decoupled_lr() const;
     // Megatron's finalize_model_grads: the data-parallel reduction, then the sequence-parallel
     // parameters' grads summed over the tensor-parallel group.
     void finalize_grads();
