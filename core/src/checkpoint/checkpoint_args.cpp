@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "mt/cli/megatron_flags.h"
+
 namespace mt {
 
 namespace {
@@ -55,6 +57,9 @@ void set_arg(CheckpointArgs& args, const std::string& name, ArgValue value) {
 
 ModelArgs model_args_from_checkpoint(const CheckpointArgs& args,
                                      const std::vector<FlagInfo>& flags) {
+    // What the family's flags do not carry must be Megatron's default, or the model would be
+    // silently different.
+    cli::check_checkpoint_model_args(args, flags);
     ModelArgs out;
     for (const FlagInfo& flag : flags) {
         if (!flag.store_false_dest.empty()) {

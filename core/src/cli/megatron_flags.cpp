@@ -341,4 +341,75 @@ std::string megatron_flag_statuses(MegatronTool tool, const po::options_descript
     return out;
 }
 
+namespace {
+
+bool shapes_the_model(const MegatronFlag& f) {
+    static const std::string_view kGroups[] = {"network size", "moe", "mla",
+                                                "heterogeneous architecture", "experimental"};
+    for (std::string_view g : kGroups)
+        if (f.group == g) return true;
+    return f.flag == "--qk-l2-norm" || f.flag == "--qk-layernorm";
+}
+
+// A checkpoint arg as the words a command line would give; nullopt for None (and for a switch,
+// whether it holds its default instead: see holds_default).
+std::optional<std::string> arg_words(const ArgValue& v) {
+    if (std::holds_alternative<int64_t>(v)) return std::to_string(std::get<int64_t>(v));
+    if (std::holds_alternative<double>(v)) {
+        std::ostringstream s;
+        s.precision(17);
+        s << std::get<double>(v);
+        return s.str();
+    }
+    if (std::holds_alternative<std::string>(v)) return std::get<std::string>(v);
+    if (std::holds_alternative<bool>(v)) return std::get<bool>(v) ? "True" : "False";
+    return std::nullopt;
+}
+
+// Whether the arg is what Megatron stores when the flag is not given, or a value the catalogue
+// calls harmless.
+bool holds_default(const MegatronFlag& f, const FlagVerdict& verdict, const ArgValue& v) {
+    if (is_switch(f)) {
+        // store_true defaults to False, store_false to True.
+        const bool given_default = f.kind == "store_false";
+        return !std::holds_alternative<bool>(v) || std::get<bool>(v) == given_default;
+    }
+    const std::optional<std::string> words = arg_words(v);
+    const std::optional<std::string> fallback = default_words(f.default_value);
+    if (!words) return !fallback.has_value() || f.default_value == "None";
+    if (fallback && same_value(f, *words, *fallback)) return true;
+    for (const std::string& h : verdict.harmless_values)
+        if (same_value(f, *words, h)) return true;
+    return false;
+}
+
+}  // namespace
+
+void check_checkpoint_model_args(const CheckpointArgs& args,
+                                 const std::vector<FlagInfo>& family_flags) {
+    auto read_by_family = [&](std::string_view flag) {
+        for (const FlagInfo& fi : family_flags)
+            if (fi.name == name_of(flag)) return true;
+        return false;
+    };
+    for (const MegatronFlag& f : kFlags) {
+        if (!shapes_the_model(f) || read_by_family(f.flag)) continue;
+        const ArgValue* v = find_arg(args, f.dest);
+        if (!v) continue;
+        const FlagVerdict verdict = catalogue_verdict(f.flag, MegatronTool::inference);
+        if (verdict.status == FlagStatus::accepted || holds_default(f, verdict, *v)) continue;
+        if (!verdict.unless.empty()) {  // "flag=value": fine when the args hold that value
+            const size_t eq = verdict.unless.find('=');
+            const MegatronFlag* other = find_flag("--" + verdict.unless.substr(0, eq));
+            const ArgValue* ov = other ? find_arg(args, other->dest) : nullptr;
+            const auto words = ov ? arg_words(*ov) : std::nullopt;
+            if (words && *words == verdict.unless.substr(eq + 1)) continue;
+        }
+        const std::string shown = arg_words(*v).value_or("None");
+        MT_CHECK(verdict.status != FlagStatus::unknown, "checkpoint args: ", f.dest, " = ", shown,
+                 ": not supported yet: ", f.dest);
+        MT_FAIL("checkpoint args: ", f.dest, " = ", shown, ": not supported yet: ", verdict.text);
+    }
+}
+
 }  // namespace mt::cli

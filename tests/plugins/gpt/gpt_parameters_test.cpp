@@ -2,7 +2,9 @@
 // against Megatron-core's own GPTModel state dict (tests/fixtures/gpt/make_fixtures.py).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <boost/program_options.hpp>
@@ -10,6 +12,7 @@
 #include "gpt_config.h"
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/cli/flags.h"
+#include "mt/cli/megatron_flags.h"
 #include "mt/registry.h"
 #include "register.h"
 #include "test_support.h"
@@ -209,6 +212,89 @@ TEST(GptConfig, ActivationAndModelShapesFromCheckpointArgs) {
     both["squared-relu"] = both["swiglu"] = "";
     EXPECT_NE(mt::test::error_of([&] { gpt_config_from_args(both); }).find("exclude each other"),
               std::string::npos);
+}
+
+// Every model-shaping argument of Megatron's arguments.py, set to something other than its
+// default in a checkpoint's args, either reaches the gpt family's flags (it drives the model),
+// is one the inference tools accept as changing nothing, or stops the load with "not supported
+// yet": none is dropped silently.
+TEST(GptConfig, EveryModelShapingCheckpointArgDrivesTheModelOrIsRefused) {
+    const CheckpointArgs base = {{"num_layers", int64_t(2)},
+                                 {"hidden_size", int64_t(64)},
+                                 {"num_attention_heads", int64_t(4)},
+                                 {"max_position_embeddings", int64_t(32)},
+                                 {"vocab_size", int64_t(100)}};
+    const std::vector<FlagInfo> flags = gpt_flags();
+    const ModelArgs plain = model_args_from_checkpoint(base, flags);
+    const std::set<std::string> shaping_groups = {"network size", "moe", "mla",
+                                                  "heterogeneous architecture", "experimental"};
+    int driven = 0, accepted = 0, refused = 0;
+    for (const mt::cli::MegatronFlag& f : mt::cli::megatron_flags()) {
+        const std::string flag(f.flag), dest(f.dest);
+        if (!shaping_groups.count(std::string(f.group)) && flag != "--qk-l2-norm" &&
+            flag != "--qk-layernorm")
+            continue;
+        if (f.nargs == "*" || f.nargs == "+") continue;  // lists: not an ArgValue
+        if (find_arg(base, dest)) continue;              // the base model's own sizes
+        // A value other than Megatron's default.
+        ArgValue changed;
+        if (f.kind != "value") {
+            changed = f.kind == "store_false" ? false : true;
+        } else if (!f.choices.empty()) {
+            const std::string choices(f.choices);
+            const std::string first = choices.substr(0, choices.find('|'));
+            const std::string def = std::string(f.default_value);
+            changed = def.find(first) == std::string::npos
+                          ? first
+                          : choices.substr(choices.find('|') + 1,
+                                           choices.find('|', choices.find('|') + 1) -
+                                               choices.find('|') - 1);
+        } else if (f.type == "int") {
+            changed = f.default_value == "None" ? int64_t(3)
+                                                : int64_t(std::stoll(std::string(f.default_value)) + 3);
+        } else if (f.type == "float") {
+            changed = f.default_value == "None" ? 0.75
+                                                : std::stod(std::string(f.default_value)) * 2 + 0.75;
+        } else {
+            changed = std::string("changed");
+        }
+        CheckpointArgs args = base;
+        set_arg(args, dest, changed);
+        const mt::cli::FlagVerdict v =
+            mt::cli::catalogue_verdict(f.flag, mt::cli::MegatronTool::inference);
+        std::string error;
+        ModelArgs got;
+        try {
+            got = model_args_from_checkpoint(args, flags);
+        } catch (const mt::Error& e) {
+            error = e.what();
+        }
+        const bool family_reads = std::any_of(flags.begin(), flags.end(), [&](const FlagInfo& fi) {
+            return "--" + fi.name == flag;
+        });
+        if (family_reads) {
+            EXPECT_EQ(error, "") << flag;
+            EXPECT_NE(got, plain) << flag << ": read by the family but changes nothing";
+            ++driven;
+        } else if (v.status == mt::cli::FlagStatus::accepted) {
+            EXPECT_EQ(error, "") << flag;
+            ++accepted;
+        } else {
+            EXPECT_NE(error.find("checkpoint args: " + dest + " = "), std::string::npos)
+                << flag << ": " << error;
+            EXPECT_NE(error.find(": not supported yet: "), std::string::npos) << flag << ": " << error;
+            ++refused;
+        }
+    }
+    EXPECT_GT(driven, 20);
+    EXPECT_GT(refused, 40);  // MoE, MLA, T5, Mamba, MTP, ...
+    // A MoE checkpoint names the capability.
+    CheckpointArgs moe = base;
+    set_arg(moe, "num_experts", int64_t(8));
+    EXPECT_NE(mt::test::error_of([&] { model_args_from_checkpoint(moe, flags); })
+                  .find("checkpoint args: num_experts = 8: not supported yet: MoE"),
+              std::string::npos);
+    (void)accepted;
 }
 
 TEST(GptFamily, RegisteredAsGpt) {

@@ -25,7 +25,8 @@ MT_API void set_arg(CheckpointArgs& args, const std::string& name, ArgValue valu
 
 // The model flags (ModelArgs) the args describe, by the family's flags (add_bias_linear False is
 // --disable-bias-linear; None and False switches are left out), plus "padded-vocab-size" and
-// "vocab-size" where the args hold them.
+// "vocab-size" where the args hold them. A model-shaping arg the family does not read that is
+// not Megatron's default is an mt::Error (mt/cli/megatron_flags.h check_checkpoint_model_args).
 MT_API ModelArgs model_args_from_checkpoint(const CheckpointArgs& args,
                                             const std::vector<FlagInfo>& flags);
 

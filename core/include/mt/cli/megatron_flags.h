@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "mt/api.h"
+#include "mt/checkpoint.h"
+#include "mt/model.h"
 
 namespace mt::cli {
 
@@ -81,6 +83,15 @@ MT_API void check_megatron_values(MegatronTool tool, const po::options_descripti
                                   const po::variables_map& vm);
 MT_API void check_megatron_flags(MegatronTool tool, const po::options_description& defined,
                                  const po::variables_map& vm);
+
+// A checkpoint's args walked over Megatron's model-shaping arguments (the network size, MoE,
+// MLA, heterogeneous and experimental groups, and --qk-l2-norm): an entry the model family does
+// not read itself (`family_flags`), that the inference tools do not accept as changing nothing,
+// and that holds something other than Megatron's default (or another harmless value) is an
+// mt::Error "checkpoint args: <dest> = <value>: not supported yet: <capability>" (an argument
+// nothing here knows: "not supported yet: <dest>"), never a silently different model.
+MT_API void check_checkpoint_model_args(const CheckpointArgs& args,
+                                        const std::vector<FlagInfo>& family_flags);
 
 // One line per Megatron flag: "<flag>\t<describe(verdict)>" (the hidden --print-megatron-flags
 // of the tools, from which docs/flags.md is made).
