@@ -1,12 +1,11 @@
 # Every third-party dependency, found once here (all from Debian packages; see scripts/setup.sh).
 find_package(Threads REQUIRED)
+# Boost: program_options, filesystem; header-only Asio/Beast (megatron-generate's REST server).
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options filesystem)
 find_package(ICU 70 REQUIRED COMPONENTS uc i18n data)
 find_package(simdjson REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
-# megatron-generate's REST server (Debian's libcpp-httplib-dev).
-pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 find_package(OpenMP REQUIRED)
 set(BLA_VENDOR OpenBLAS)
 find_package(BLAS REQUIRED)

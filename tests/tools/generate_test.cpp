@@ -5,10 +5,6 @@
 // REST server answers good and bad requests, concurrent ones too, and stays up; and a
 // checkpoint megatron-train wrote generates with the model its own args describe.
 #include <gtest/gtest.h>
-#include <httplib.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -16,6 +12,7 @@
 #include <thread>
 
 #include "api_request.h"
+#include "api_test_support.h"
 #include "test_support.h"
 
 namespace mt::generate_tool {
@@ -263,62 +260,13 @@ TEST(GenerateTool, MissingCheckpointIsAClearError) {
         << r.output;
 }
 
-// megatron-generate with no mode flag (the REST server, Megatron's default) on --port 0 as a
-// child process; its port read from "Serving on ...:PORT".
-class Server {
-  public:
-    Server() {
-        int out[2];
-        EXPECT_EQ(pipe(out), 0);
-        pid_ = fork();
-        if (pid_ == 0) {
-            dup2(out[1], STDOUT_FILENO);
-            close(out[0]);
-            const std::string cmd = "exec " + shell_quote(tool_path("megatron-generate")) + " " +
-                                    llama_flags() + " --port 0 --host 127.0.0.1";
-            execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-            _exit(127);
-        }
-        close(out[1]);
-        FILE* f = fdopen(out[0], "r");
-        char line[512];
-        while (port_ == 0 && std::fgets(line, sizeof line, f)) {
-            const std::string s = line;
-            const size_t at = s.find("Serving on http://127.0.0.1:");
-            if (at != std::string::npos) port_ = std::stoi(s.substr(at + 28));
-        }
-        // Keep draining the log so the server never blocks on a full pipe.
-        drain_ = std::thread([f] {
-            char buf[4096];
-            while (std::fgets(buf, sizeof buf, f)) {
-            }
-            std::fclose(f);
-        });
-    }
-    ~Server() {
-        kill(pid_, SIGTERM);
-        int status = 0;
-        waitpid(pid_, &status, 0);
-        drain_.join();
-    }
-    int port() const { return port_; }
-    bool alive() const { return kill(pid_, 0) == 0; }
-
-  private:
-    pid_t pid_ = -1;
-    int port_ = 0;
-    std::thread drain_;
-};
-
 TEST(GenerateTool, ServerAnswersGoodBadAndConcurrentRequestsAndStaysUp) {
-    Server server;
+    mt::test::ApiServerProcess server(llama_flags());
     ASSERT_GT(server.port(), 0);
-    httplib::Client client("127.0.0.1", server.port());
-    client.set_read_timeout(60);
     const auto [prompt, expected] = greedy_reference(6);
     const std::string good = R"({"prompts": [")" + prompt +
                              R"("], "tokens_to_generate": 6, "top_k": 1, "logprobs": true})";
-    auto res = client.Put("/api", good, "application/json");
+    auto res = mt::test::put_api(server.port(), good);
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 200);
     EXPECT_EQ(res->body.rfind(R"({"text": [")" + expected + R"("], "tokens": [[5, 17, )", 0), 0u)
@@ -332,7 +280,7 @@ TEST(GenerateTool, ServerAnswersGoodBadAndConcurrentRequestsAndStaysUp) {
           R"({"prompts": ["1 2"], "tokens_to_generate": 1000000000})",
           R"({"prompts": ["1 2"], "tokens_to_generate": 9223372036854775807})",
           R"({"prompts": ["1 2"], "tokens_to_generate": 18446744073709551615})"}) {
-        auto r = client.Put("/api", bad, "application/json");
+        auto r = mt::test::put_api(server.port(), bad);
         ASSERT_TRUE(r) << bad;
         EXPECT_EQ(r->status, 400) << bad << " -> " << r->body;
     }
@@ -341,14 +289,14 @@ TEST(GenerateTool, ServerAnswersGoodBadAndConcurrentRequestsAndStaysUp) {
     std::vector<std::string> bodies(4);
     for (size_t i = 0; i < bodies.size(); ++i)
         clients.emplace_back([&, i] {
-            httplib::Client c("127.0.0.1", server.port());
-            c.set_read_timeout(60);
-            if (auto r = c.Put("/api", good, "application/json"); r && r->status == 200)
+            if (auto r = mt::test::put_api(server.port(), good); r && r->status == 200)
                 bodies[i] = r->body;
         });
     for (auto& t : clients) t.join();
     for (const auto& body : bodies) EXPECT_EQ(body, res->body);
     EXPECT_TRUE(server.alive());
+    const int status = server.stop();  // SIGTERM ends it cleanly
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 }  // namespace

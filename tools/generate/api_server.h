@@ -1,17 +1,37 @@
-// The REST server of megatron-generate: Megatron's `PUT /api` on cpp-httplib. Requests are
-// validated on the connection's thread and then run one at a time (Megatron's LOCK), so
-// concurrent clients queue; a bad request gets HTTP 400 with Megatron's message and the server
-// carries on.
+// The REST server of megatron-generate: Megatron's `PUT /api` on Boost.Beast. Requests are
+// validated on the I/O thread and then run one at a time (Megatron's LOCK), so concurrent
+// clients queue; a bad request gets HTTP 400 with Megatron's message and the server carries on.
+// Slow or idle clients cannot hold it: each request must arrive whole within a deadline, and
+// connections beyond a bound are answered 503 at once.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <string>
 
 #include "text_generation.h"
 
 namespace mt::generate_tool {
 
+struct ApiServerLimits {
+    // Open connections served at once (reading, queued for generation, or writing); one more is
+    // answered 503 and closed.
+    size_t max_connections = 256;
+    // From the first byte awaited (a new connection, or keep-alive after a response) to the
+    // whole request read: a client that trickles its request slower is disconnected.
+    std::chrono::milliseconds request_timeout{10'000};
+    // Writing one response to the client.
+    std::chrono::milliseconds write_timeout{60'000};
+    size_t body_limit = size_t(16) << 20;  // larger bodies are answered 413
+
+    // The defaults, with MT_API_MAX_CONNECTIONS and MT_API_REQUEST_TIMEOUT (seconds, may be
+    // fractional) from the environment when set (for tests and operators; not Megatron flags).
+    static ApiServerLimits from_environment();
+};
+
 // Serves until the process is stopped (SIGINT / SIGTERM end it cleanly). port 0 picks a free
-// port; the chosen one is printed ("Serving on http://HOST:PORT").
-void serve_api(TextGenerator& generator, const std::string& host, int port);
+// port; the chosen one is printed ("Serving on http://HOST:PORT (PUT /api)").
+void serve_api(TextGenerator& generator, const std::string& host, int port,
+               const ApiServerLimits& limits = ApiServerLimits::from_environment());
 
 }  // namespace mt::generate_tool
