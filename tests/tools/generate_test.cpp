@@ -299,5 +299,24 @@ TEST(GenerateTool, ServerAnswersGoodBadAndConcurrentRequestsAndStaysUp) {
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
+// --bf16 / --fp16 (Megatron's inference scripts pass them): the model computes in that
+// precision, its weights cast from the checkpoint's (bf16 and fp16 meet through f32); the tiny
+// Llama's greedy continuation is transformers' still.
+TEST(GenerateTool, Bf16AndFp16ComputeInThatPrecision) {
+    const auto [prompt, expected] = greedy_reference(4);
+    for (const char* precision : {"--bf16", "--fp16"}) {
+        auto r = run_command(shell_quote(tool_path("megatron-generate")) + " " + llama_flags() +
+                             " --greedy --out-seq-length 4 " + precision + " --prompts '" + prompt +
+                             "'");
+        ASSERT_EQ(r.exit_code, 0) << precision << r.output;
+        EXPECT_NE(r.output.find("\n" + expected + "\n"), std::string::npos) << precision
+                                                                            << r.output;
+    }
+    auto both = run_command(shell_quote(tool_path("megatron-generate")) + " " + llama_flags() +
+                            " --bf16 --fp16 --prompts 1");
+    EXPECT_NE(both.output.find("--bf16 and --fp16 exclude each other"), std::string::npos)
+        << both.output;
+}
+
 }  // namespace
 }  // namespace mt::generate_tool

@@ -261,8 +261,12 @@ TEST(MegatronFlagsTool, InferenceToolsAcceptTrainingFlags) {
         EXPECT_NE(r.output.find("--num-experts 4: not supported yet: MoE"), std::string::npos)
             << tool << "\n"
             << r.output;
-        r = run_command(base + " --bf16");
-        EXPECT_NE(r.output.find("--bf16: not supported yet: bf16 / fp16 inference"),
+        // bf16 inference is implemented; fp32 residuals in it are not.
+        r = run_command(base + " --bf16 --fp16-lm-cross-entropy");
+        EXPECT_EQ(r.output.find("not supported yet"), std::string::npos) << tool << "\n"
+                                                                         << r.output;
+        r = run_command(base + " --bf16 --fp32-residual-connection");
+        EXPECT_NE(r.output.find("--fp32-residual-connection: not supported yet: fp32 residual"),
                   std::string::npos)
             << tool << "\n"
             << r.output;

@@ -276,8 +276,9 @@ TEST(MegatronFlags, TrainingFlagsAreAcceptedByInferenceTools) {
                     "--use-distributed-optimizer"}),
               0)
         << tool.err;
-    EXPECT_EQ(tool({"--lr", "1", "--bf16"}), 1);
-    EXPECT_NE(tool.err.find("--bf16: not supported yet: bf16 / fp16 inference"), std::string::npos)
+    EXPECT_EQ(tool({"--lr", "1", "--mtp-num-layers", "1"}), 1);
+    EXPECT_NE(tool.err.find("--mtp-num-layers 1: not supported yet: multi-token prediction"),
+              std::string::npos)
         << tool.err;
     tool.kind = MegatronTool::training;
     EXPECT_EQ(tool({"--lr", "1", "--rampup-batch-size", "1", "2", "3"}), 1);

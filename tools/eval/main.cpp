@@ -28,6 +28,7 @@ struct TaskFlags {
     std::vector<std::string> valid_data;
     int64_t overlapping_eval = 32, micro_batch_size = 1, log_interval = 100;
     bool strict_lambada = false;
+    mt::DType params_dtype = mt::DType::f32;  // --bf16 / --fp16
 };
 
 po::options_description task_flags(TaskFlags& f) {
@@ -110,7 +111,7 @@ int run(const TaskFlags& f, const mt::cli::TokenizerFlags& tf, const mt::ModelFa
         std::printf("building %s model ...\n", std::string(family.name()).c_str());
         std::fflush(stdout);
         loaded = mt::infer::load_for_inference(mt::Registry::global(), family, f.load, model_args,
-                                               f.ckpt_format);
+                                               f.ckpt_format, f.params_dtype);
         std::printf(" loaded checkpoint from %s (%s format) at iteration %lld\n", f.load.c_str(),
                     loaded->format.c_str(), static_cast<long long>(loaded->iteration));
     };
@@ -186,8 +187,10 @@ int main(int argc, char** argv) {
             spec.options.add(task_flags(flags));
             spec.options.add(mt::cli::model_flags(family));
             spec.options.add(mt::cli::tokenizer_flags(tokenizer, false));
+            spec.options.add(mt::cli::precision_flags());
             spec.run = [&](const po::variables_map& vm) {
                 mt::cli::finish_tokenizer_flags(vm, tokenizer);
+                flags.params_dtype = mt::cli::params_dtype_from(vm);
                 return run(flags, tokenizer, family,
                            mt::cli::collect_model_args(vm, family.flags(), false));
             };

@@ -2,6 +2,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "mt/cli/flags.h"
 #include "mt/error.h"
 
 namespace mt::generate_tool {
@@ -46,6 +47,7 @@ po::options_description generation_flags(GenerationFlags& f) {
 }
 
 void finish_generation_flags(const po::variables_map& vm, GenerationFlags& f) {
+    f.params_dtype = cli::params_dtype_from(vm);
     f.port = vm["port"].as<int>();
     MT_CHECK(f.port >= 0 && f.port < 65536, "--port must be in [0, 65535], got ", f.port);
     const int modes = int(!f.prompts.empty()) + int(!f.sample_input_file.empty()) +

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "mt/dtype.h"
 #include "mt/infer/sampler.h"
 
 namespace mt::generate_tool {
@@ -26,6 +27,7 @@ struct GenerationFlags {
     int port = 5000;  // the REST server's, when no CLI mode is asked for
     bool interactive = false;
     std::string host = "0.0.0.0";
+    DType params_dtype = DType::f32;  // --bf16 / --fp16
 };
 
 boost::program_options::options_description generation_flags(GenerationFlags& out);

@@ -20,7 +20,8 @@ int generate(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
              const mt::ModelFamily& family, const mt::ModelArgs& overrides) {
     mt::Registry& registry = mt::Registry::global();
     mt::infer::LoadedModel loaded =
-        mt::infer::load_for_inference(registry, family, flags.load, overrides, flags.ckpt_format);
+        mt::infer::load_for_inference(registry, family, flags.load, overrides, flags.ckpt_format,
+                                      flags.params_dtype);
     // --use-checkpoint-args: the checkpoint's tokenizer when the flags name none.
     auto tokenizer =
         mt::infer::tokenizer_for(registry, tf.type, tf.options, flags.load, loaded.checkpoint_args);
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
                 "--interactive. Model flags given here override the checkpoint's own.";
             spec.options.add(generation_flags(flags));
             spec.options.add(mt::cli::tokenizer_flags(tokenizer, false));
+            spec.options.add(mt::cli::precision_flags());
             spec.options.add(mt::cli::model_flags(family));
             spec.run = [&](const boost::program_options::variables_map& vm) {
                 finish_generation_flags(vm, flags);

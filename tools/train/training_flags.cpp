@@ -1,5 +1,6 @@
 #include "training_flags.h"
 
+#include "mt/cli/flags.h"
 #include "mt/error.h"
 
 namespace mt::train_tool {
@@ -38,9 +39,7 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "exit-duration-in-mins", po::value<double>(), "exit after this many minutes")(
         "exit-signal-handler", po::bool_switch(&f.exit_signal_handler),
         "on SIGTERM, finish the iteration, save a checkpoint (with --save) and exit")(
-        "fp16", po::bool_switch(),
-        "fp16 weights and activations with loss scaling; f32 grads, master weights and "
-        "optimizer state")("loss-scale", po::value<double>(),
+        "loss-scale", po::value<double>(),
                            "a constant loss scale (fp16); without it the scale is dynamic")(
         "initial-loss-scale", po::value(&f.grad_scaler.initial_scale)->default_value(4294967296.0),
         "the dynamic loss scale's start (2^32)")(
@@ -50,8 +49,6 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "iterations without overflow before the dynamic loss scale doubles")(
         "hysteresis", po::value(&f.grad_scaler.hysteresis)->default_value(2),
         "overflowing iterations before the dynamic loss scale halves")(
-        "bf16", po::bool_switch(),
-        "bf16 weights and activations; f32 grads, master weights and optimizer state")(
         "accumulate-allreduce-grads-in-fp32", po::bool_switch(),
         "accepted: grads of bf16 weights always accumulate and reduce in fp32")(
         "attention-softmax-in-fp32", po::bool_switch(),
@@ -184,19 +181,16 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "log-rank-stats", po::bool_switch(&f.log_rank_stats),
         "not Megatron's: after training, each rank prints the bytes it sent per iteration "
         "through each process group and the size of its optimizer state");
-    return {training, distributed, lr, opt, ckpt, data, logging};
+    return {training, cli::precision_flags(), distributed, lr, opt, ckpt, data, logging};
 }
 
 void finish(const po::variables_map& vm, TrainingFlags& f) {
     reject_unsupported(vm);
-    MT_CHECK(!(vm["bf16"].as<bool>() && vm["fp16"].as<bool>()),
-             "--bf16 and --fp16 exclude each other");
+    f.params_dtype = cli::params_dtype_from(vm);
     const std::string backend = vm["attention-backend"].as<std::string>();
     MT_CHECK(backend == "flash" || backend == "fused" || backend == "unfused" ||
                  backend == "local" || backend == "auto",
              "--attention-backend ", backend, ": choose from flash, fused, unfused, local, auto");
-    if (vm["bf16"].as<bool>()) f.params_dtype = DType::bf16;
-    if (vm["fp16"].as<bool>()) f.params_dtype = DType::f16;
     read_optional(vm, "loss-scale", f.grad_scaler.loss_scale);
     MT_CHECK(f.distributed_backend == "nccl" || f.distributed_backend == "gloo",
              "--distributed-backend ", f.distributed_backend, ": nccl or gloo");

@@ -21,11 +21,15 @@ void load_model_weights(const CheckpointState& state, Model& model, WeightLoad h
                  shape_str(from.shape()), " in the checkpoint but ", shape_str(p->value.shape()),
                  " in the model");
         // fp16 / bf16 weights (most Megatron checkpoints) widen exactly into an f32 model; f32
-        // weights round into a bf16 one (as torch's copy_ into a bf16 parameter).
+        // weights round into a bf16 one (as torch's copy_ into a bf16 parameter); bf16 and fp16
+        // meet through f32 (exact, then one rounding).
         const auto half = [](DType d) { return d == DType::f16 || d == DType::bf16; };
-        if ((half(from.dtype()) && p->value.dtype() == DType::f32) ||
-            (from.dtype() == DType::f32 && half(p->value.dtype())))
+        const auto weight = [&](DType d) { return half(d) || d == DType::f32; };
+        if (from.dtype() != p->value.dtype() && weight(from.dtype()) &&
+            weight(p->value.dtype())) {
+            if (half(from.dtype()) && half(p->value.dtype())) from = cast_float(from, DType::f32);
             from = cast_float(from, p->value.dtype());
+        }
         MT_CHECK(from.dtype() == p->value.dtype(), "model tensor '", it->first, "' is ",
                  from.describe(), " in the checkpoint but the model holds ", p->value.describe());
         if (how == WeightLoad::share && from.is_contiguous())

@@ -33,6 +33,24 @@ void finish_tokenizer_flags(const po::variables_map& vm, TokenizerFlags& out) {
     if (vm.count("vocab-size")) out.options.vocab_size = vm["vocab-size"].as<int64_t>();
 }
 
+po::options_description precision_flags() {
+    po::options_description g("Precision", 100);
+    g.add_options()("bf16", po::bool_switch(),
+                    "bf16 weights and activations (training: f32 grads, master weights and "
+                    "optimizer state)")(
+        "fp16", po::bool_switch(),
+        "fp16 weights and activations (training: with loss scaling; f32 grads, master weights "
+        "and optimizer state)");
+    return g;
+}
+
+DType params_dtype_from(const po::variables_map& vm) {
+    const bool bf16 = vm.count("bf16") && vm["bf16"].as<bool>();
+    const bool fp16 = vm.count("fp16") && vm["fp16"].as<bool>();
+    MT_CHECK(!(bf16 && fp16), "--bf16 and --fp16 exclude each other");
+    return bf16 ? DType::bf16 : fp16 ? DType::f16 : DType::f32;
+}
+
 po::options_description plugin_flags(PluginFlags& out) {
     po::options_description g("Plugins", 100);
     g.add_options()(

@@ -46,8 +46,6 @@ constexpr const char* kLegacy = "Megatron's legacy (non-core) models";
 constexpr const char* kHeterogeneous = "heterogeneous layers (Llama-Nemotron configurations)";
 constexpr const char* kLowPrecisionOptimizer =
     "optimizer state or main weights below fp32 (the precision-aware optimizer's dtypes)";
-constexpr const char* kLowPrecisionInference =
-    "bf16 / fp16 inference (megatron-generate and megatron-eval compute in fp32)";
 constexpr const char* kKitchen = "kitchen quantization";
 constexpr const char* kSft = "SFT (supervised fine-tuning) training";
 
@@ -341,24 +339,25 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--load-model-opt-format",
      refuse("TensorRT Model Optimizer (nvidia-modelopt) and NeMo checkpoints")},
     // mixed precision
-    {"--fp16", kDefined, refuse(kLowPrecisionInference)},
-    {"--bf16", kDefined, refuse(kLowPrecisionInference)},
+    {"--fp16", kDefined},
+    {"--bf16", kDefined},
     {"--grad-reduce-in-bf16", refuse("reducing gradients in bf16"), kTrainingOnly},
     {"--loss-scale", kDefined, kTrainingOnly},
     {"--initial-loss-scale", kDefined, kTrainingOnly},
     {"--min-loss-scale", kDefined, kTrainingOnly},
     {"--loss-scale-window", kDefined, kTrainingOnly},
     {"--hysteresis", kDefined, kTrainingOnly},
-    {"--fp32-residual-connection", refuse("fp32 residual connections in bf16 / fp16 models"),
-     accept("megatron-generate and megatron-eval compute in fp32, where it changes nothing")},
+    // In fp32 these change nothing; with --bf16 / --fp16 they change the numerics.
+    {"--fp32-residual-connection",
+     refuse_unless("fp32 residual connections in bf16 / fp16 models", "bf16=false,fp16=false")},
     {"--apply-query-key-layer-scaling",
-     refuse("query-key layer scaling (--apply-query-key-layer-scaling changes fp16 numerics)"),
-     accept("rescales the attention scores by the layer number and back, which changes only "
-            "fp16 numerics: megatron-generate and megatron-eval compute in fp32")},
+     refuse_unless("query-key layer scaling in bf16 / fp16 (the scores scaled by the layer "
+                   "number and back)",
+                   "bf16=false,fp16=false")},
     {"--attention-softmax-in-fp32", kDefined, accept("the attention softmax always runs in fp32")},
     {"--accumulate-allreduce-grads-in-fp32", kDefined, kTrainingOnly},
-    {"--fp16-lm-cross-entropy", refuse("the cross entropy in fp16 (--fp16-lm-cross-entropy)"),
-     accept("megatron-generate and megatron-eval compute in fp32, where it changes nothing")},
+    {"--fp16-lm-cross-entropy",
+     refuse_unless("the cross entropy in fp16 (--fp16-lm-cross-entropy)", "fp16=false")},
     {"--disable-bf16-reduced-precision-matmul",
      accept("keeps cuBLAS's bf16 GEMMs from reducing in bf16: the CPU's bf16 GEMMs accumulate "
             "in fp32 always")},

@@ -152,6 +152,17 @@ void for_each_catalogue_flag(MegatronTool tool, const po::options_description& d
     }
 }
 
+// The conditions of a rule's `unless`, "flag=value[,flag=value...]", as (flag, value) pairs.
+std::vector<std::pair<std::string, std::string>> unless_conditions(const std::string& unless) {
+    std::vector<std::pair<std::string, std::string>> out;
+    std::istringstream parts(unless);
+    for (std::string part; std::getline(parts, part, ',');) {
+        const size_t eq = part.find('=');
+        out.emplace_back(part.substr(0, eq), part.substr(eq + 1));
+    }
+    return out;
+}
+
 FlagVerdict verdict(FlagStatus status, std::string text) {
     FlagVerdict v;
     v.status = status;
@@ -231,9 +242,11 @@ std::string describe(const FlagVerdict& v) {
                 if (!h.empty()) ok += (ok.empty() ? "" : " or ") + h;
             if (!ok.empty()) s += " (accepted with the value " + ok + ")";
             if (!v.unless.empty()) {
-                const size_t eq = v.unless.find('=');
-                s += " (accepted with --" + v.unless.substr(0, eq) + " " + v.unless.substr(eq + 1) +
-                     ")";
+                std::string when;
+                for (const auto& [flag, value] : unless_conditions(v.unless))
+                    when += (when.empty() ? "" : " and ") +
+                            (value == "false" ? "without --" + flag : "with --" + flag + " " + value);
+                s += " (accepted " + when + ")";
             }
             return s;
         }
@@ -325,8 +338,10 @@ void check_megatron_flags(MegatronTool tool, const po::options_description& defi
             for (const std::string& harmless : v.harmless_values)
                 if (same_value(f, *value, harmless)) return;
         if (!v.unless.empty()) {
-            const size_t eq = v.unless.find('=');
-            if (tool_flag_is(vm, v.unless.substr(0, eq), v.unless.substr(eq + 1))) return;
+            bool all = true;
+            for (const auto& [flag, value] : unless_conditions(v.unless))
+                all = all && tool_flag_is(vm, flag, value);
+            if (all) return;
         }
         if (v.status == FlagStatus::invalid) MT_FAIL(v.text);
         MT_FAIL(with_value(f, vm), ": not supported yet: ", v.text);
@@ -398,12 +413,17 @@ void check_checkpoint_model_args(const CheckpointArgs& args,
         if (!v) continue;
         const FlagVerdict verdict = catalogue_verdict(f.flag, MegatronTool::inference);
         if (verdict.status == FlagStatus::accepted || holds_default(f, verdict, *v)) continue;
-        if (!verdict.unless.empty()) {  // "flag=value": fine when the args hold that value
-            const size_t eq = verdict.unless.find('=');
-            const MegatronFlag* other = find_flag("--" + verdict.unless.substr(0, eq));
-            const ArgValue* ov = other ? find_arg(args, other->dest) : nullptr;
-            const auto words = ov ? arg_words(*ov) : std::nullopt;
-            if (words && *words == verdict.unless.substr(eq + 1)) continue;
+        if (!verdict.unless.empty()) {  // "flag=value,...": fine when the args hold those values
+            bool all = true;
+            for (const auto& [flag, value] : unless_conditions(verdict.unless)) {
+                const MegatronFlag* other = find_flag("--" + flag);
+                const ArgValue* ov = other ? find_arg(args, other->dest) : nullptr;
+                const auto words = ov ? arg_words(*ov) : std::nullopt;
+                // A switch's words are Python's True / False.
+                all = all && words && (*words == value || (value == "false" && *words == "False") ||
+                                       (value == "true" && *words == "True"));
+            }
+            if (all) continue;
         }
         const std::string shown = arg_words(*v).value_or("None");
         MT_CHECK(verdict.status != FlagStatus::unknown, "checkpoint args: ", f.dest, " = ", shown,

@@ -11,7 +11,7 @@ namespace mt::infer {
 
 LoadedModel load_for_inference(Registry& registry, const ModelFamily& family,
                                const std::filesystem::path& dir, const ModelArgs& overrides,
-                               const std::string& format) {
+                               const std::string& format, DType params_dtype) {
     auto reader = detect_checkpoint_format(registry, dir, format);
     // Any tensor/pipeline layout: the rank files are joined into the whole model.
     WholeCheckpoint whole = load_whole_checkpoint(*reader, dir, family, true);
@@ -22,7 +22,8 @@ LoadedModel load_for_inference(Registry& registry, const ModelFamily& family,
     args["hidden-dropout"] = "0";
     LoadedModel out;
     out.args = family.resolved_args(args);
-    out.model = family.build(out.args);
+    const BuildContext& one = single_process_context();
+    out.model = family.build(out.args, BuildContext{one.backend, one.parallel, false, params_dtype});
     CheckpointState weights;
     for (size_t i = 0; i < whole.params.size(); ++i) {
         const Tensor& t = whole.tensors[i];

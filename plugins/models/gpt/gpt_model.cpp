@@ -350,7 +350,12 @@ Tensor GptModel::logits(const Tensor& tokens, infer::KvCache* cache, int64_t kee
     }
     if (cache) cache->advance(T);
     if (keep_last > 0 && keep_last < T) h = h.slice(1, T - keep_last, T);
-    return output_.logits(final_norm_.forward(h, nullptr));
+    Tensor logits = output_.logits(final_norm_.forward(h, nullptr));
+    if (logits.dtype() == nn::upcast_dtype(dtype_)) return logits;
+    // A bf16 / fp16 model's logits, widened for sampling and log-probabilities.
+    Tensor wide = backend_->empty(logits.shape(), nn::upcast_dtype(dtype_));
+    backend_->cast(logits, wide);
+    return wide;
 }
 
 std::unique_ptr<infer::KvCache> GptModel::make_kv_cache(int64_t batch, int64_t capacity) const {

@@ -29,6 +29,12 @@ MT_API po::options_description tokenizer_flags(TokenizerFlags& out, bool require
 // Copies parsed optional values (e.g. --vocab-size) into `out` after po::notify.
 MT_API void finish_tokenizer_flags(const po::variables_map& vm, TokenizerFlags& out);
 
+// Megatron's --bf16 / --fp16: the model's weights and activations in that precision (training
+// keeps f32 grads, master weights and optimizer state; inference widens the logits to f32).
+MT_API po::options_description precision_flags();
+// f32, bf16 or f16 as the parsed flags say (both given: mt::Error).
+MT_API DType params_dtype_from(const po::variables_map& vm);
+
 // Plugin discovery: --plugin-dir (repeatable) and --list-plugins.
 struct PluginFlags {
     std::vector<std::string> plugin_dirs;

@@ -27,10 +27,12 @@ struct LoadedModel {
 
 // Reads `dir` in any tensor/pipeline layout (format as for mt::detect_checkpoint_format), builds
 // family's model from the checkpoint's args overridden by `overrides` (the model flags given on
-// the command line), with dropout off, and gives it the weights.
+// the command line), with dropout off, and gives it the weights, in `params_dtype` (--bf16,
+// --fp16: the weights cast to it, the activations computed in it).
 MT_API LoadedModel load_for_inference(Registry& registry, const ModelFamily& family,
                                       const std::filesystem::path& dir, const ModelArgs& overrides,
-                                      const std::string& format = "");
+                                      const std::string& format = "",
+                                      DType params_dtype = DType::f32);
 
 // The tokenizer `type` names (--tokenizer-type with its options), or, when type is empty:
 // GPT2BPETokenizer over a given --vocab-file and --merge-file (Megatron's text generation
