@@ -61,6 +61,34 @@ std::string number(double v) {
     return s.str();
 }
 
+// rope_scaling / rope_parameters (transformers 4 / 5): the kinds Megatron's RotaryEmbedding
+// computes, or "not supported yet" naming the values.
+void read_rope_scaling(const Json& r, const std::string& where, HfConfig& c) {
+    const std::string type = r.text("rope_type", r.text("type", "default"));
+    if (type == "default") return;
+    const double factor = r.real("factor", 0);
+    if (type == "llama3") {
+        const double low = r.real("low_freq_factor", 1), high = r.real("high_freq_factor", 4);
+        const int64_t original = r.integer("original_max_position_embeddings", 8192);
+        MT_CHECK(factor > 0 && low == 1 && high == 4 && original == 8192, where,
+                 ": not supported yet: llama3 rope scaling with factor ", factor,
+                 ", low_freq_factor ", low, ", high_freq_factor ", high,
+                 ", original_max_position_embeddings ", original,
+                 " (Megatron's --use-rope-scaling fixes 1, 4 and 8192)");
+        c.llama3_rope_factor = factor;
+        return;
+    }
+    if (type == "linear") {
+        MT_CHECK(factor >= 1 && factor == double(int64_t(factor)), where,
+                 ": not supported yet: linear rope scaling by ", factor,
+                 " (Megatron's --rotary-seq-len-interpolation-factor is an integer)");
+        c.linear_rope_factor = int64_t(factor);
+        return;
+    }
+    MT_FAIL(where, ": not supported yet: '", type,
+            "' rope scaling (supported are llama3's and linear)");
+}
+
 void read_llama(const Json& j, const std::string& where, HfConfig& c) {
     MT_CHECK(!j.boolean("attention_bias", false), where,
              ": not supported yet: 'attention_bias' true (Llama with QKV/output biases)");
@@ -68,15 +96,17 @@ void read_llama(const Json& j, const std::string& where, HfConfig& c) {
     const std::string act = j.text("hidden_act", "silu");
     MT_CHECK(act == "silu", where, ": not supported yet: 'hidden_act' ", act,
              " (only silu, Megatron's --swiglu)");
-    MT_CHECK(!j.has("rope_scaling"), where, ": not supported yet: 'rope_scaling'");
     c.rope_theta = j.real("rope_theta", 10000);
-    // transformers >= 5 keeps the rope settings in 'rope_parameters'.
     simdjson::dom::object rope;
+    if (j.has("rope_scaling")) {
+        MT_CHECK(!j.object()["rope_scaling"].get_object().get(rope), where,
+                 ": 'rope_scaling' must be an object or null");
+        read_rope_scaling(Json(rope, where + " rope_scaling"), where, c);
+    }
+    // transformers >= 5 keeps the rope settings in 'rope_parameters'.
     if (!j.object()["rope_parameters"].get_object().get(rope)) {
         const Json r(rope, where + " rope_parameters");
-        const std::string type = r.text("rope_type", "default");
-        MT_CHECK(type == "default", where, ": not supported yet: 'rope_parameters.rope_type' ",
-                 type, " (rope scaling)");
+        read_rope_scaling(r, where, c);
         c.rope_theta = r.real("rope_theta", c.rope_theta);
     }
     c.num_layers = j.integer("num_hidden_layers");
@@ -175,6 +205,12 @@ ModelArgs hf_model_args(const HfConfig& c) {
         a["rotary-base"] = number(c.rope_theta);
         a["swiglu"] = "";
         a["disable-bias-linear"] = "";
+        if (c.llama3_rope_factor > 0) {
+            a["use-rope-scaling"] = "";
+            a["rope-scaling-factor"] = number(c.llama3_rope_factor);
+        }
+        if (c.linear_rope_factor > 0)
+            a["rotary-seq-len-interpolation-factor"] = std::to_string(c.linear_rope_factor);
         if (c.num_kv_heads != c.num_heads) {
             a["group-query-attention"] = "";
             a["num-query-groups"] = std::to_string(c.num_kv_heads);
@@ -332,7 +368,8 @@ HfConfig hf_config_from_args(const CheckpointArgs& args) {
         if (a.flag("add_qkv_bias")) not_supported("add_qkv_bias", "True", why);
         if (a.flag("rotary_interleaved"))
             not_supported("rotary_interleaved", "True", "Llama rotates halves, not pairs");
-        if (a.flag("use_rope_scaling")) not_supported("use_rope_scaling", "True", "rope scaling");
+        if (a.flag("use_rope_scaling")) c.llama3_rope_factor = a.real("rope_scaling_factor", 8.0);
+        c.linear_rope_factor = a.integer("rotary_seq_len_interpolation_factor", 0);
         const double percent = a.real("rotary_percent", 1.0);
         if (percent != 1.0)
             not_supported("rotary_percent", number(percent), "Llama rotates whole heads");

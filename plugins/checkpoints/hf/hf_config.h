@@ -20,6 +20,11 @@ struct HfConfig {
     int64_t num_layers = 0, hidden_size = 0, num_heads = 0, num_kv_heads = 0, head_dim = 0;
     int64_t ffn_hidden_size = 0, vocab_size = 0, max_position_embeddings = 0;
     double norm_epsilon = 1e-5, rope_theta = 10000;
+    // rope_scaling: "llama3" (Megatron's --use-rope-scaling --rope-scaling-factor; its low/high
+    // frequency factors 1 and 4 and original context 8192 are fixed), or "linear" (positions
+    // divided by the factor: --rotary-seq-len-interpolation-factor). 0: none.
+    double llama3_rope_factor = 0;
+    int64_t linear_rope_factor = 0;
     bool tied = true;
     double initializer_range = 0.02;  // written to config.json (Megatron's init_method_std)
 };
@@ -30,7 +35,8 @@ inline constexpr const char* kHfModelTypeArg = "hf_model_type";
 
 // Reads dir/config.json. mt::Error naming the file and key for anything missing or malformed,
 // and "not supported yet: ..." naming the key for models this converter does not map
-// (rope scaling, an active sliding window, attention or MLP biases in Llama, other model_types).
+// (rope scaling other than llama3's and linear, an active sliding window, attention or MLP
+// biases in Llama, other model_types).
 HfConfig read_hf_config(const std::filesystem::path& dir);
 
 // The Megatron flags of that model (dropout off, vocabulary unpadded, seq-length the maximum

@@ -1,5 +1,7 @@
 #include "hf_config_writer.h"
 
+#include <optional>
+
 #include "hf_json.h"
 #include "mt/error.h"
 
@@ -46,6 +48,20 @@ Members gpt2_members(const HfConfig& c) {
             {"tie_word_embeddings", boolean(true)}};
 }
 
+// rope_scaling's members (without rope_theta), or none for plain rope.
+std::optional<Members> rope_scaling(const HfConfig& c) {
+    if (c.llama3_rope_factor > 0)
+        return Members{{"factor", real(c.llama3_rope_factor)},
+                       {"high_freq_factor", real(4.0)},
+                       {"low_freq_factor", real(1.0)},
+                       {"original_max_position_embeddings", integer(8192)},
+                       {"rope_type", text("llama3")}};
+    if (c.linear_rope_factor > 0)
+        return Members{{"factor", real(double(c.linear_rope_factor))},
+                       {"rope_type", text("linear")}};
+    return std::nullopt;
+}
+
 Members llama_members(const HfConfig& c) {
     const bool mistral = c.model_type == "mistral";
     Members m = {
@@ -62,11 +78,14 @@ Members llama_members(const HfConfig& c) {
         {"num_hidden_layers", integer(c.num_layers)},
         {"num_key_value_heads", integer(c.num_kv_heads)},
         {"rms_norm_eps", real(c.norm_epsilon)},
-        {"rope_parameters",
-         object({{"rope_theta", real(c.rope_theta)}, {"rope_type", text("default")}}, 1)},
-        {"rope_scaling", "null"},
         {"rope_theta", real(c.rope_theta)},
         {"tie_word_embeddings", boolean(c.tied)}};
+    // transformers 4 reads rope_scaling, 5 rope_parameters (which also holds rope_theta).
+    const std::optional<Members> scaling = rope_scaling(c);
+    Members parameters = scaling.value_or(Members{{"rope_type", text("default")}});
+    parameters["rope_theta"] = real(c.rope_theta);
+    m["rope_parameters"] = object(parameters, 1);
+    m["rope_scaling"] = scaling ? object(*scaling, 1) : "null";
     if (mistral) {
         m["sliding_window"] = "null";  // Megatron's attention sees every earlier token
     } else {

@@ -142,22 +142,50 @@ TEST(HfCheckpoint, ConfigImpliesMegatronsFlags) {
     EXPECT_EQ(mistral.count("untie-embeddings-and-output-weights"), 0u);
 }
 
-// A copy of the llama fixture whose config.json has `key: value` added at the top.
-std::string config_error(const TempDir& dir, const std::string& key_value,
-                         const std::string& model_type = "llama") {
+// A copy of the llama fixture in `dir` whose config.json has `key: value` added at the top.
+void write_config(const TempDir& dir, const std::string& key_value,
+                  const std::string& model_type = "llama") {
     fs::copy(fixture("llama"), dir.path(), fs::copy_options::recursive);
     std::string config = mt::test::read_file(fixture("llama") / "config.json");
     config.insert(1, key_value + ",");
     const std::string from = "\"model_type\": \"llama\"";
     config.replace(config.find(from), from.size(), "\"model_type\": \"" + model_type + "\"");
     mt::test::write_file(dir / "config.json", config);
+}
+
+// Loading such a copy's error.
+std::string config_error(const TempDir& dir, const std::string& key_value,
+                         const std::string& model_type = "llama") {
+    write_config(dir, key_value, model_type);
     HfCheckpoint format;
     return error_of([&] { format.load(dir.path()); });
 }
 
+// Llama 3.x's rope scaling is Megatron's --use-rope-scaling (its fixed frequency factors), and
+// linear scaling its --rotary-seq-len-interpolation-factor, from either transformers' key.
+TEST(HfCheckpoint, RopeScalingBecomesMegatronsFlags) {
+    for (const std::string key : {"rope_scaling", "rope_parameters"}) {
+        TempDir dir;
+        write_config(dir, "\"" + key + R"(": {"rope_type": "llama3", "factor": 32.0,
+            "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 8192, "rope_theta": 500000.0})");
+        const ModelArgs a = hf_model_args(read_hf_config(dir.path()));
+        EXPECT_EQ(a.count("use-rope-scaling"), 1u) << key;
+        EXPECT_EQ(a.at("rope-scaling-factor"), "32") << key;
+    }
+    TempDir dir;
+    write_config(dir, R"("rope_scaling": {"type": "linear", "factor": 2.0})");
+    EXPECT_EQ(hf_model_args(read_hf_config(dir.path())).at("rotary-seq-len-interpolation-factor"),
+              "2");
+}
+
 TEST(HfCheckpoint, RejectsConfigsNotSupportedYetNamingTheKey) {
     const std::vector<std::pair<std::string, std::string>> cases = {
-        {R"("rope_scaling": {"type": "linear", "factor": 2.0})", "'rope_scaling'"},
+        {R"("rope_scaling": {"type": "dynamic", "factor": 2.0})", "'dynamic' rope scaling"},
+        {R"("rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 2.0,
+            "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})",
+         "llama3 rope scaling with factor 8, low_freq_factor 2"},
+        {R"("rope_scaling": {"type": "linear", "factor": 2.5})", "linear rope scaling by 2.5"},
         {R"("attention_bias": true)", "'attention_bias'"},
         {R"("mlp_bias": true)", "'mlp_bias'"},
         {R"("hidden_act": "gelu")", "'hidden_act' gelu"},

@@ -199,6 +199,37 @@ TEST(HfExport, WritesConfigAsTransformersDoes) {
         EXPECT_NE(gpt2.find(part), std::string::npos) << part << "\nin\n" << gpt2;
 }
 
+// Megatron's --use-rope-scaling is Llama 3.x's rope_scaling (and --rotary-seq-len-interpolation-
+// factor the linear kind), in both transformers' keys, and reads back the same.
+TEST(HfExport, RopeScalingIsWrittenAsTransformersReadsIt) {
+    HfCheckpoint format;
+    for (const bool llama3 : {true, false}) {
+        TempDir dir;
+        CheckpointState state = format.load(fixture("llama"));
+        if (llama3) {
+            set_arg(state.args, "use_rope_scaling", true);
+            set_arg(state.args, "rope_scaling_factor", 32.0);
+        } else {
+            set_arg(state.args, "rotary_seq_len_interpolation_factor", int64_t(4));
+        }
+        format.save(dir / "out", state);
+        const std::string config = read_file(dir / "out/config.json");
+        const std::string scaling =
+            llama3 ? "{\n    \"factor\": 32.0,\n    \"high_freq_factor\": 4.0,\n    "
+                     "\"low_freq_factor\": 1.0,\n    \"original_max_position_embeddings\": 8192,\n"
+                     "    \"rope_type\": \"llama3\"\n  }"
+                   : "{\n    \"factor\": 4.0,\n    \"rope_type\": \"linear\"\n  }";
+        EXPECT_NE(config.find("\"rope_scaling\": " + scaling), std::string::npos) << config;
+        const ModelArgs a = hf_model_args(read_hf_config(dir / "out"));
+        if (llama3) {
+            EXPECT_EQ(a.at("rope-scaling-factor"), "32");
+            EXPECT_EQ(a.count("use-rope-scaling"), 1u);
+        } else {
+            EXPECT_EQ(a.at("rotary-seq-len-interpolation-factor"), "4");
+        }
+    }
+}
+
 TEST(HfExport, CutsThePaddedVocabularyToTheTrueOne) {
     TempDir dir;
     HfCheckpoint format;
@@ -285,7 +316,6 @@ TEST(HfExport, OtherArchitecturesAreNotSupportedYetNamingTheArg) {
             {&llama, "add_qkv_bias", true, "add_qkv_bias=True"},
             {&llama, "add_bias_linear", true, "add_bias_linear=True"},
             {&llama, "swiglu", false, "swiglu=False"},
-            {&llama, "use_rope_scaling", true, "use_rope_scaling=True"},
             {&llama, "rotary_interleaved", true, "rotary_interleaved=True"},
             {&llama, "rotary_percent", 0.5, "rotary_percent=0.5"},
             {&llama, "squared_relu", true, "squared_relu=True"},
