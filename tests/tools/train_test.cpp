@@ -161,6 +161,27 @@ TEST(Train, MockData) {
     EXPECT_NE(r.output.find("| decoupled learning rate: "), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("validation loss at iteration 3 on test set"), std::string::npos)
         << r.output;
+    // --exit-on-missing-checkpoint: an empty --load ends the run before training (exit 0).
+    auto missing = run_command(tool + flags + " --load " + q(dir.path()) +
+                               " --exit-on-missing-checkpoint");
+    EXPECT_EQ(missing.exit_code, 0) << missing.output;
+    EXPECT_NE(missing.output.find(">> '--exit-on-missing-checkpoint' set ... exiting. <<"),
+              std::string::npos)
+        << missing.output;
+    EXPECT_EQ(missing.output.find("iteration        1/"), std::string::npos) << missing.output;
+    // A learning rate that blows the model up: Megatron's NaN check stops the run; with
+    // --no-check-for-nan-in-loss-and-grad it goes on and the log counts the NaN iterations.
+    const std::string blow_up = " --lr 1e37 --clip-grad 0 --train-iters 4 --log-interval 4";
+    auto stopped = run_command(tool + flags + blow_up);
+    EXPECT_EQ(stopped.exit_code, 1) << stopped.output;
+    EXPECT_NE(stopped.output.find("NaN or Inf in the loss at iteration"), std::string::npos)
+        << stopped.output;
+    auto on = run_command(tool + flags + blow_up + " --no-check-for-nan-in-loss-and-grad");
+    EXPECT_EQ(on.exit_code, 0) << on.output;
+    EXPECT_NE(on.output.find("grad norm: nan | number of skipped iterations:   0 | number of "
+                             "nan iterations:   3 |"),
+              std::string::npos)
+        << on.output;
     auto both = run_command(tool + flags + " --data-path " + q(dir / "x"));
     EXPECT_EQ(both.exit_code, 1) << both.output;
     EXPECT_NE(both.output.find("give exactly one data source"), std::string::npos) << both.output;

@@ -36,7 +36,7 @@ CheckpointState read_whole(CheckpointFormat& format, const std::filesystem::path
 
 }  // namespace
 
-void load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& parts,
+bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& parts,
                      const std::vector<ParameterInfo>& params) {
     const parallel::ParallelState& run = groups(parts);
     const bool first = run.world().rank() == 0;
@@ -45,9 +45,10 @@ void load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& par
     if (!std::filesystem::exists(tracker)) {
         if (first) {
             std::printf("WARNING: could not find the metadata file %s\n", tracker.string().c_str());
-            std::printf("    will not load any checkpoints and will start from random\n");
+            if (!flags.exit_on_missing_checkpoint)
+                std::printf("    will not load any checkpoints and will start from random\n");
         }
-        return;
+        return false;
     }
     // Megatron reads whichever format the directory holds, whatever --ckpt-format says.
     auto format = detect_checkpoint_format(Registry::global(), dir);
@@ -67,6 +68,7 @@ void load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& par
             flags.load->c_str(), run.tp().rank() + 1, run.tp().size(),
             static_cast<long long>(parts.trainer.iteration()));
     std::fflush(stdout);
+    return true;
 }
 
 void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,

@@ -12,9 +12,9 @@
 
 namespace mt::train_tool {
 
-// Megatron's load_checkpoint: the latest checkpoint of --load, or a warning and a fresh start.
-// Collective when the run has several ranks. `params`: the run's model, whole.
-void load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& parts,
+// Megatron's load_checkpoint: the latest checkpoint of --load (true), or a warning and a fresh
+// start (false). Collective when the run has several ranks. `params`: the run's model, whole.
+bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& parts,
                      const std::vector<ParameterInfo>& params);
 
 // Saves the run's state as Megatron's save_checkpoint does, with its messages. Collective.

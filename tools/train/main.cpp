@@ -164,7 +164,11 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     std::vector<mt::ParameterInfo> whole_params;
     for (const mt::nn::Parameter* p : model->parameters())
         whole_params.push_back(mt::nn::describe(*p));
-    if (flags.load) mt::train_tool::load_checkpoint(flags, parts, whole_params);
+    if (flags.load && !mt::train_tool::load_checkpoint(flags, parts, whole_params) &&
+        flags.exit_on_missing_checkpoint) {
+        out.line(">> '--exit-on-missing-checkpoint' set ... exiting. <<");
+        return 0;
+    }
     // The args Namespace is the same at every save.
     mt::train::CaptureOptions capture_options;
     capture_options.optimizer = !flags.no_save_optim;

@@ -37,6 +37,9 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "seed", po::value(&f.seed)->default_value(1234), "random seed (data order, dropout)")(
         "exit-interval", po::value<int64_t>(), "exit after an iteration divisible by this")(
         "exit-duration-in-mins", po::value<double>(), "exit after this many minutes")(
+        "no-check-for-nan-in-loss-and-grad", po::bool_switch(),
+        "train on past a NaN or Inf loss or gradient norm (the log counts them) instead of "
+        "stopping")(
         "exit-signal-handler", po::bool_switch(&f.exit_signal_handler),
         "on SIGTERM, finish the iteration, save a checkpoint (with --save) and exit")(
         "loss-scale", po::value<double>(),
@@ -140,6 +143,8 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "no-load-optim", po::bool_switch(&f.no_load_optim),
         "do not load the optimizer and learning-rate schedule state")(
         "no-load-rng", po::bool_switch(&f.no_load_rng), "do not load the RNG state")(
+        "exit-on-missing-checkpoint", po::bool_switch(&f.exit_on_missing_checkpoint),
+        "with --load: exit when it holds no checkpoint instead of starting from random weights")(
         "finetune", po::bool_switch(&f.finetune),
         "load the model only and start at iteration 0 (no optimizer, schedule or RNG state)");
 
@@ -187,6 +192,7 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
 void finish(const po::variables_map& vm, TrainingFlags& f) {
     reject_unsupported(vm);
     f.params_dtype = cli::params_dtype_from(vm);
+    f.check_for_nan = !vm["no-check-for-nan-in-loss-and-grad"].as<bool>();
     const std::string backend = vm["attention-backend"].as<std::string>();
     MT_CHECK(backend == "flash" || backend == "fused" || backend == "unfused" ||
                  backend == "local" || backend == "auto",
@@ -269,6 +275,7 @@ train::TrainerOptions trainer_options(const TrainingFlags& f) {
     o.log_params_norm = f.log_params_norm;
     o.log_num_zeros_in_grad = f.log_num_zeros_in_grad;
     o.calculate_per_token_loss = f.calculate_per_token_loss;
+    o.check_for_nan = f.check_for_nan;
     o.decoupled_lr = f.decoupled_lr;
     o.decoupled_min_lr = f.decoupled_min_lr;
     o.seed = static_cast<uint64_t>(f.seed);

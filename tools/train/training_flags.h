@@ -39,6 +39,8 @@ struct TrainingFlags {
     bool log_throughput = false;
     bool log_params_norm = false, log_num_zeros_in_grad = false;
     bool calculate_per_token_loss = false;                // --calculate-per-token-loss
+    bool check_for_nan = true;               // off: --no-check-for-nan-in-loss-and-grad
+    bool exit_on_missing_checkpoint = false;  // --exit-on-missing-checkpoint
     std::optional<double> decoupled_lr, decoupled_min_lr;  // --decoupled-lr, --decoupled-min-lr
     bool log_memory_to_tensorboard = false;
     bool log_rank_stats = false;  // ours: per-rank communication and optimizer memory

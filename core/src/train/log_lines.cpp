@@ -16,6 +16,11 @@ std::string fmt(const char* format, Args... args) {
     std::snprintf(out.data(), out.size() + 1, format, args...);
     return out;
 }
+
+// A float as Python's format(value, ".3f") writes it: printf's "-nan" is Python's "nan".
+std::string python_fixed(const char* format, double value) {
+    return std::isnan(value) ? std::string("nan") : fmt(format, value);
+}
 }  // namespace
 
 std::string now_timestamp() {
@@ -41,10 +46,10 @@ std::string format_iteration_line(const IterationLog& l) {
     for (const auto& [name, value] : l.losses)
         if (value > 0.0) s += " " + name + fmt(": %.6E |", value);
     s += fmt(" loss scale: %.1f |", l.loss_scale);
-    if (l.grad_norm) s += fmt(" grad norm: %.3f |", *l.grad_norm);
+    if (l.grad_norm) s += " grad norm: " + python_fixed("%.3f", *l.grad_norm) + " |";
     // Megatron prints the count as the float count_zeros_fp32 returns ("12.0").
     if (l.num_zeros) s += fmt(" num zeros: %.1f |", double(*l.num_zeros));
-    if (l.params_norm) s += fmt(" params norm: %.3f |", *l.params_norm);
+    if (l.params_norm) s += " params norm: " + python_fixed("%.3f", *l.params_norm) + " |";
     s += fmt(" number of skipped iterations: %3lld |", (long long)l.skipped_iterations);
     s += fmt(" number of nan iterations: %3lld |", (long long)l.nan_iterations);
     return s;

@@ -230,7 +230,8 @@ Trainer::IterationResult Trainer::train_step(const data::GPTSampleDataset& data)
     if (options_.calculate_per_token_loss && tokens > 0) scale_grads(float(1.0 / tokens));
     IterationResult r;
     r.loss = tokens > 0 ? loss_sum / tokens : 0.0;
-    MT_CHECK(std::isfinite(r.loss), "NaN or Inf in the loss at iteration ", iteration_ + 1);
+    MT_CHECK(!options_.check_for_nan || std::isfinite(r.loss), "NaN or Inf in the loss at iteration ",
+             iteration_ + 1);
     consumed_train_ = loader.consumed_samples();
     if (scaler_ && !unscale_grads()) {
         r.skipped = true;  // no update and no learning-rate step, as Megatron skips it
@@ -240,7 +241,8 @@ Trainer::IterationResult Trainer::train_step(const data::GPTSampleDataset& data)
     std::vector<Tensor> grads;
     const double norm = grad_norm(grads);
     r.grad_norm = norm;
-    MT_CHECK(std::isfinite(norm), "NaN or Inf in the gradients at iteration ", iteration_ + 1);
+    MT_CHECK(!options_.check_for_nan || std::isfinite(norm),
+             "NaN or Inf in the gradients at iteration ", iteration_ + 1);
     if (options_.clip_grad > 0) optim::clip_by_total_norm(backend, grads, options_.clip_grad, norm);
     if (options_.log_num_zeros_in_grad) r.num_zeros = num_zeros_in_grad();
 
@@ -287,7 +289,7 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
     const auto start = Clock::now();
     auto interval_start = start;
     double interval_loss = 0;
-    int64_t interval_iters = 0, interval_skipped = 0;
+    int64_t interval_iters = 0, interval_skipped = 0, interval_nan = 0;
     while (iteration_ < options_.train_iters) {
         IterationResult r = train_step(train_data);
         ++iteration_;
@@ -296,6 +298,8 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
         // A skipped iteration's loss stays out of the interval's mean, as in Megatron's log.
         if (!r.skipped) interval_loss += r.loss;
         interval_skipped += r.skipped;
+        // Megatron's training_log: an iteration whose loss is NaN or Inf.
+        interval_nan += !r.skipped && !std::isfinite(r.loss);
         ++interval_iters;
         if (tensorboard_) {
             tensorboard_->add_scalar("learning-rate", float(scheduler_.lr()), iteration_);
@@ -340,6 +344,7 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
                     {"lm loss", interval_loss / double(interval_iters - interval_skipped)}};
             log.loss_scale = loss_scale();
             log.skipped_iterations = interval_skipped;
+            log.nan_iterations = interval_nan;
             log.grad_norm = r.grad_norm;
             log.num_zeros = r.num_zeros;
             log.params_norm = r.params_norm;
@@ -359,7 +364,7 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
             }
             interval_start = now;
             interval_loss = 0;
-            interval_iters = interval_skipped = 0;
+            interval_iters = interval_skipped = interval_nan = 0;
         }
         if (valid_data && options_.eval_interval > 0 && options_.eval_iters > 0 &&
             iteration_ % options_.eval_interval == 0)

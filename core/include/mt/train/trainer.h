@@ -43,6 +43,9 @@ struct TrainerOptions {
     // gradients are divided by the global batch's loss tokens (else each micro-batch's mean,
     // divided by the micro-batches and data-parallel ranks).
     bool calculate_per_token_loss = false;
+    // Megatron's check_for_nan_in_loss_and_grad: a NaN or Inf loss or gradient norm stops the
+    // run; off (--no-check-for-nan-in-loss-and-grad), training goes on and the log counts them.
+    bool check_for_nan = true;
     // --decoupled-lr / --decoupled-min-lr: the embedding and output weights' own schedule
     // peak and floor (the floor defaults to --min-lr).
     std::optional<double> decoupled_lr, decoupled_min_lr;
