@@ -182,6 +182,14 @@ TEST(Train, MockData) {
                              "nan iterations:   3 |"),
               std::string::npos)
         << on.output;
+    // --skip-train: the final evaluations of the model as it is.
+    auto skipped = run_command(tool + flags + " --skip-train");
+    EXPECT_EQ(skipped.exit_code, 0) << skipped.output;
+    EXPECT_NE(skipped.output.find("skipping training (--skip-train is on) ...\n"), std::string::npos)
+        << skipped.output;
+    EXPECT_EQ(skipped.output.find("iteration        1/"), std::string::npos) << skipped.output;
+    EXPECT_NE(skipped.output.find("validation loss at iteration 0 on test set"), std::string::npos)
+        << skipped.output;
     auto both = run_command(tool + flags + " --data-path " + q(dir / "x"));
     EXPECT_EQ(both.exit_code, 1) << both.output;
     EXPECT_NE(both.output.find("give exactly one data source"), std::string::npos) << both.output;

@@ -194,7 +194,9 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
 
     const CommunicationVolume before(state);
     const int64_t first_iteration = trainer.iteration();
-    auto reason = trainer.train(*datasets[0], valid);
+    if (flags.skip_train) out.line("skipping training (--skip-train is on) ...");
+    auto reason = flags.skip_train ? mt::train::StopReason::finished
+                                   : trainer.train(*datasets[0], valid);
     if (flags.log_rank_stats) {
         CommunicationVolume(state).print_since(before, trainer.iteration() - first_iteration,
                                                world.rank());
@@ -222,7 +224,7 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
         case mt::train::StopReason::finished:
             break;
     }
-    if (flags.save && trainer.iteration() != 0 &&
+    if (flags.save && !flags.skip_train && trainer.iteration() != 0 &&
         (!flags.save_interval || trainer.iteration() % *flags.save_interval != 0))
         save();
     const std::string it = "iteration " + std::to_string(trainer.iteration());

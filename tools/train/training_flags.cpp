@@ -37,6 +37,9 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "seed", po::value(&f.seed)->default_value(1234), "random seed (data order, dropout)")(
         "exit-interval", po::value<int64_t>(), "exit after an iteration divisible by this")(
         "exit-duration-in-mins", po::value<double>(), "exit after this many minutes")(
+        "skip-train", po::bool_switch(&f.skip_train),
+        "no training: evaluate the model (--load's, or the initial one) on the validation and "
+        "test sets")(
         "no-check-for-nan-in-loss-and-grad", po::bool_switch(),
         "train on past a NaN or Inf loss or gradient norm (the log counts them) instead of "
         "stopping")(

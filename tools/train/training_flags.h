@@ -41,6 +41,7 @@ struct TrainingFlags {
     bool calculate_per_token_loss = false;                // --calculate-per-token-loss
     bool check_for_nan = true;               // off: --no-check-for-nan-in-loss-and-grad
     bool exit_on_missing_checkpoint = false;  // --exit-on-missing-checkpoint
+    bool skip_train = false;  // --skip-train: the final evaluations only
     std::optional<double> decoupled_lr, decoupled_min_lr;  // --decoupled-lr, --decoupled-min-lr
     bool log_memory_to_tensorboard = false;
     bool log_rank_stats = false;  // ours: per-rank communication and optimizer memory
