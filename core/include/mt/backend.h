@@ -41,9 +41,9 @@ class MT_API Backend {
     // ties to even, as torch does).
     virtual void cast(const Tensor& src, Tensor& dst);
 
-    // A new tensor on this device: uninitialised / zero.
+    // A new tensor on this device: uninitialised / zero (by default allocate + fill).
     Tensor empty(const Shape& shape, DType dtype);
-    Tensor zeros(const Shape& shape, DType dtype);
+    virtual Tensor zeros(const Shape& shape, DType dtype);
     // `x` as a contiguous tensor on this device: x itself when it already is one, else a copy
     // (from the host or another layout).
     Tensor contiguous(const Tensor& x);

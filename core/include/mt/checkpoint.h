@@ -136,6 +136,23 @@ struct CheckpointLayout {
 // rank, so a caller can build each rank's shards when they are written.
 using RankStateFn = std::function<CheckpointState(int64_t tp_rank, int64_t pp_rank)>;
 
+// One rank of a checkpoint whose model tensors are made only as they are written (a streaming
+// save: megatron-convert holds one tensor at a time, not the model). `state`'s model tensors are
+// placeholders (tensor_placeholder: name, shape, dtype and place, no values); make(i) gives
+// state.model[i]'s values, contiguous, in the placeholder's shape and dtype (it may view memory
+// it does not own, read-only, and may be called again for the same i).
+struct StreamedState {
+    CheckpointState state;
+    std::function<Tensor(size_t index)> make;
+};
+using StreamedStateFn = std::function<StreamedState(int64_t tp_rank, int64_t pp_rank)>;
+
+// A tensor of `shape` and `dtype` without memory (its storage's data is null): a streamed
+// state's stand-in for a tensor made later. Reading its values is a bug.
+inline Tensor tensor_placeholder(const Shape& shape, DType dtype) {
+    return Tensor::from_blob(nullptr, shape, dtype);
+}
+
 class MT_API CheckpointFormat {
   public:
     virtual ~CheckpointFormat() = default;
@@ -170,6 +187,12 @@ class MT_API CheckpointFormat {
     // iteration) as one checkpoint and makes it the latest, atomically as save() does.
     virtual void save_ranks(const std::filesystem::path& dir, const CheckpointLayout& layout,
                             const RankStateFn& rank_state);
+    // save_ranks with each model tensor made (StreamedState::make) only when it is written: a
+    // format that writes tensor by tensor (torch: every rank's file at once, in step, so that
+    // the ranks' pieces of one tensor are made together; torch_dist) then holds about one
+    // tensor, not the model. The default makes every tensor of a rank and calls save_ranks.
+    virtual void save_streamed(const std::filesystem::path& dir, const CheckpointLayout& layout,
+                               const StreamedStateFn& rank_state);
 
     // Collective saving, for a format whose files are written by the ranks that hold the
     // tensors (torch_dist, as megatron-core's sharded save): every rank of `world` calls it at

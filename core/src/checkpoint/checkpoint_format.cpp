@@ -1,6 +1,7 @@
 // The defaults of CheckpointFormat's rank-aware calls, for formats whose checkpoints hold whole
 // tensors: one rank, which is the whole checkpoint.
 #include "mt/checkpoint.h"
+#include "mt/checkpoint/reshard.h"
 #include "mt/error.h"
 
 namespace mt {
@@ -20,6 +21,18 @@ void CheckpointFormat::save_ranks(const std::filesystem::path& dir, const Checkp
              "rather than tensor parallel ",
              layout.tensor_parallel, " x pipeline parallel ", layout.pipeline_parallel);
     save(dir, rank_state(0, 0));
+}
+
+void CheckpointFormat::save_streamed(const std::filesystem::path& dir,
+                                     const CheckpointLayout& layout,
+                                     const StreamedStateFn& rank_state) {
+    save_ranks(dir, layout, [&](int64_t tp, int64_t pp) {
+        StreamedState s = rank_state(tp, pp);
+        for (size_t i = 0; i < s.state.model.size(); ++i)
+            // A saved tensor writes its whole storage: a view of a larger one is copied.
+            s.state.model[i].second.local = in_own_storage(s.make(i));
+        return std::move(s.state);
+    });
 }
 
 void CheckpointFormat::save_collective(const std::filesystem::path& dir, const CheckpointState&,

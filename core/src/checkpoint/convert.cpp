@@ -1,10 +1,14 @@
 #include "mt/checkpoint/convert.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <map>
+#include <optional>
+#include <string>
 
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/checkpoint/reshard.h"
@@ -15,21 +19,66 @@ namespace mt {
 
 namespace {
 
-ShardedTensor whole_piece(const Tensor& t) {
-    return ShardedTensor::whole(in_own_storage(t));
-}
-
 std::string layout_str(const CheckpointLayout& l) {
     return "tensor parallel " + std::to_string(l.tensor_parallel) + ", pipeline parallel " +
            std::to_string(l.pipeline_parallel);
 }
 
+// The file-backed memory maps of this process (/proc/self/maps, read once after loading), so
+// that pages of a source tensor already written can be let go: MADV_DONTNEED on a file's map
+// only drops this process's view (the page cache keeps the bytes, and a later read faults them
+// back in), whereas on anonymous memory it would zero it, so nothing outside these ranges is
+// touched.
+class FileMaps {
+  public:
+    FileMaps() {
+        std::ifstream maps("/proc/self/maps");
+        std::string line;
+        while (std::getline(maps, line)) {
+            // start-end perms offset dev inode path
+            unsigned long long start = 0, end = 0, offset = 0, inode = 0;
+            char perms[8] = {}, dev[32] = {};
+            if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %31s %llu", &start, &end, perms,
+                            &offset, dev, &inode) != 6)
+                continue;
+            if (inode == 0 || perms[1] == 'w') continue;  // anonymous, or written: not ours
+            ranges_.emplace(uintptr_t(start), uintptr_t(end));
+        }
+        page_ = uintptr_t(::sysconf(_SC_PAGESIZE));
+    }
+
+    // Lets this process's pages of `t` (when it views a file map) go.
+    void release(const Tensor& t) const {
+        if (!t.defined() || t.numel() == 0 || !t.storage()->data) return;
+        const uintptr_t begin = reinterpret_cast<uintptr_t>(t.raw_data());
+        const uintptr_t end = begin + uintptr_t(t.storage()->bytes) -
+                              uintptr_t(t.offset() * dtype_size(t.dtype()));
+        auto it = ranges_.upper_bound(begin);
+        if (it == ranges_.begin()) return;
+        --it;
+        if (begin >= it->second) return;
+        // Whole pages only (a neighbour's partly covered page would just be read again).
+        const uintptr_t from = std::max(it->first, begin & ~(page_ - 1));
+        const uintptr_t to = std::min(it->second, (end + page_ - 1) & ~(page_ - 1));
+        if (to > from) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+    }
+
+  private:
+    std::map<uintptr_t, uintptr_t> ranges_;  // start -> end
+    uintptr_t page_ = 4096;
+};
+
 }  // namespace
 
-WholeCheckpoint load_whole_checkpoint(CheckpointFormat& loader, const std::filesystem::path& dir,
-                                      const ModelFamily& family, bool progress) {
+Tensor SourceCheckpoint::whole(size_t i) const {
+    MT_CHECK(i < params.size(), "no parameter ", i, " in a checkpoint of ", params.size());
+    return unshard_tensor(pieces[i], params[i].shard);
+}
+
+SourceCheckpoint load_source_checkpoint(CheckpointFormat& loader, const std::filesystem::path& dir,
+                                        const ModelFamily& family, bool progress) {
     // ---- load every rank (tensors view the files) ----
-    WholeCheckpoint w;
+    SourceCheckpoint w;
     w.layout = loader.layout(dir);
     const CheckpointLayout& source = w.layout;
     std::vector<std::vector<NamedTensors>> ranks(size_t(source.pipeline_parallel));
@@ -49,7 +98,7 @@ WholeCheckpoint load_whole_checkpoint(CheckpointFormat& loader, const std::files
         bar.finish();
     }
 
-    // ---- the model the source's args describe, as whole tensors ----
+    // ---- the model the source's args describe, as pieces of whole tensors ----
     w.args = model_args_from_checkpoint(w.head.args, family.flags());
     if (bool_arg(w.head.args, "use_legacy_models")) w.args["transformer-impl"] = "local";
     if (!w.args.count("padded-vocab-size"))
@@ -58,23 +107,37 @@ WholeCheckpoint load_whole_checkpoint(CheckpointFormat& loader, const std::files
                 w.args["padded-vocab-size"] = std::to_string(t.shape()[0] * source.tensor_parallel);
     w.args["tensor-model-parallel-size"] = "1";
     w.params = family.parameters(w.args);
-    w.tensors = whole_tensors(w.params, source, [&](int64_t tp, int64_t pp) -> const NamedTensors& {
+    // The pieces keep their storages (and the files' maps) alive.
+    w.pieces = parameter_pieces(w.params, source, [&](int64_t tp, int64_t pp) -> const NamedTensors& {
         return ranks[size_t(pp)][size_t(tp)];
     });
+    return w;
+}
+
+WholeCheckpoint load_whole_checkpoint(CheckpointFormat& loader, const std::filesystem::path& dir,
+                                      const ModelFamily& family, bool progress) {
+    SourceCheckpoint source = load_source_checkpoint(loader, dir, family, progress);
+    WholeCheckpoint w{source.layout, std::move(source.head), std::move(source.args),
+                      std::move(source.params), {}};
+    source.params = w.params;
+    for (size_t i = 0; i < w.params.size(); ++i) w.tensors.push_back(source.whole(i));
     return w;
 }
 
 void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& load_dir,
                         CheckpointFormat& saver, const std::filesystem::path& save_dir,
                         const ModelFamily& family, const ConvertOptions& o) {
-    WholeCheckpoint w = load_whole_checkpoint(loader, load_dir, family, o.progress);
-    o.log("loaded a " + std::string(loader.name()) + " checkpoint (" + layout_str(w.layout) +
+    const SourceCheckpoint src = load_source_checkpoint(loader, load_dir, family, o.progress);
+    o.log("loaded a " + std::string(loader.name()) + " checkpoint (" + layout_str(src.layout) +
           ") from " + load_dir.string());
-    const CheckpointLayout& source = w.layout;
-    const CheckpointState& head = w.head;
-    const ModelArgs& args = w.args;
-    const std::vector<ParameterInfo>& params = w.params;
-    const std::vector<Tensor>& whole = w.tensors;
+    const CheckpointLayout& source = src.layout;
+    const CheckpointState& head = src.head;
+    const ModelArgs& args = src.args;
+    const std::vector<ParameterInfo>& params = src.params;
+    // Loading read (checksummed) the files: let their pages go until each tensor is written.
+    const FileMaps maps;
+    for (const auto& pieces : src.pieces)
+        for (const Tensor& t : pieces) maps.release(t);
 
     // ---- the target model ----
     // By default the layout the source was trained with (its args; a whole-tensor format's
@@ -114,19 +177,50 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
     const std::vector<ParameterInfo> target_params = family.parameters(target_args);
     std::map<std::string, size_t> by_name;
     for (size_t i = 0; i < params.size(); ++i) by_name[params[i].name] = i;
-    std::vector<Tensor> target_whole;
+    // Each target tensor's source and dtype, checked before anything is written.
+    std::vector<size_t> source_of;
+    std::vector<DType> dtype_of;
     for (const ParameterInfo& p : target_params) {
         auto it = by_name.find(p.name);
         if (it == by_name.end()) it = by_name.find(other_impl_name(p.name));
         MT_CHECK(it != by_name.end(), "the target model has '", p.name,
                  "', which the source model does not");
-        Tensor t = whole[it->second];
-        if (p.shard.kind == ShardSpec::Kind::vocab) t = resize_vocab_rows(t, target_vocab);
-        MT_CHECK(t.shape() == p.shape, "'", p.name, "' has shape ", shape_str(t.shape()),
+        Shape shape = params[it->second].shape;
+        if (p.shard.kind == ShardSpec::Kind::vocab) shape[0] = target_vocab;
+        MT_CHECK(shape == p.shape, "'", p.name, "' has shape ", shape_str(shape),
                  " but the target model needs ", shape_str(p.shape));
-        if (o.dtype && t.dtype() != *o.dtype) t = cast_float(t, *o.dtype);
-        target_whole.push_back(t);
+        source_of.push_back(it->second);
+        dtype_of.push_back(o.dtype.value_or(src.pieces[it->second][0].dtype()));
     }
+
+    // The target tensors, made one at a time as the saver asks for them: the last one made is
+    // kept (every target rank takes its piece of it in turn), and when the saver moves on, the
+    // source's pages of the one before are let go.
+    Progress bar("saving", int64_t(target_params.size()), "tensors",
+                 o.progress && ::isatty(STDERR_FILENO) == 1);
+    std::optional<size_t> current;
+    Tensor current_whole;
+    auto whole = [&](size_t j) -> const Tensor& {
+        if (current == j) return current_whole;
+        if (current) {
+            current_whole = Tensor();
+            for (const Tensor& t : src.pieces[source_of[*current]]) maps.release(t);
+        }
+        const ParameterInfo& p = target_params[j];
+        Tensor t = src.whole(source_of[j]);
+        if (p.shard.kind == ShardSpec::Kind::vocab) t = resize_vocab_rows(t, target_vocab);
+        if (t.dtype() != dtype_of[j]) t = cast_float(t, dtype_of[j]);
+        current = j;
+        current_whole = std::move(t);
+        bar.add(1);
+        return current_whole;
+    };
+    auto release_last = [&] {
+        if (!current) return;
+        current_whole = Tensor();
+        for (const Tensor& t : src.pieces[source_of[*current]]) maps.release(t);
+        current.reset();
+    };
 
     // ---- save ----
     CheckpointState out;
@@ -154,20 +248,39 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
     }
     o.log("saving a " + std::string(saver.name()) + " checkpoint (" + layout_str(target) +
           ") at iteration " + std::to_string(out.iteration) + " to " + save_dir.string());
-    if (!saver.per_rank_files()) {
-        for (size_t i = 0; i < target_params.size(); ++i)
-            out.model.emplace_back(target_params[i].name, whole_piece(target_whole[i]));
-        saver.save(save_dir, out);
-        return;
-    }
-    Progress bar("saving", target.ranks(), "ranks", o.progress && ::isatty(STDERR_FILENO) == 1);
-    saver.save_ranks(save_dir, target, [&](int64_t tp, int64_t pp) {
-        CheckpointState s = out;
-        for (auto& [name, t] : rank_tensors(target_params, target_whole, target, tp, pp))
-            s.model.emplace_back(name, whole_piece(t));
-        bar.add(1);
+    // A whole-tensor format (torch_dist, hf) takes whole tensors whatever the target layout (its
+    // args say it); a per-rank one each rank's pieces.
+    const bool per_rank = saver.per_rank_files();
+    const CheckpointLayout written = per_rank ? target : CheckpointLayout{};
+    saver.save_streamed(save_dir, written, [&](int64_t tp, int64_t pp) {
+        StreamedState s{out, {}};
+        std::vector<size_t> param_of;
+        if (!per_rank) {
+            for (size_t j = 0; j < target_params.size(); ++j) {
+                s.state.model.emplace_back(
+                    target_params[j].name,
+                    ShardedTensor::whole(tensor_placeholder(target_params[j].shape, dtype_of[j])));
+                param_of.push_back(j);
+            }
+            s.make = [&, param_of](size_t i) { return whole(param_of.at(i)).contiguous(); };
+            return s;
+        }
+        for (const StageKey& k : stage_keys(target_params, target.pipeline_parallel, pp)) {
+            const ParameterInfo& p = target_params[k.param];
+            const Shape shape = shard_shape(p.shape, p.shard, target.tensor_parallel,
+                                            "'" + p.name + "'");
+            s.state.model.emplace_back(
+                k.key, ShardedTensor::whole(tensor_placeholder(shape, dtype_of[k.param])));
+            param_of.push_back(k.param);
+        }
+        s.make = [&, param_of, tp](size_t i) {
+            const size_t j = param_of.at(i);
+            return shard_tensor(whole(j), target_params[j].shard, target.tensor_parallel, tp)
+                .contiguous();
+        };
         return s;
     });
+    release_last();
     bar.finish();
 }
 

@@ -212,7 +212,7 @@ NamedTensors rank_tensors(const std::vector<ParameterInfo>& params,
     return out;
 }
 
-std::vector<Tensor> whole_tensors(
+std::vector<std::vector<Tensor>> parameter_pieces(
     const std::vector<ParameterInfo>& params, const CheckpointLayout& layout,
     const std::function<const NamedTensors&(int64_t tp_rank, int64_t pp_rank)>& rank) {
     const int64_t tp = layout.tensor_parallel;
@@ -249,6 +249,13 @@ std::vector<Tensor> whole_tensors(
                          ", which is not a parameter of the model its args describe");
         }
     }
+    return pieces;
+}
+
+std::vector<Tensor> whole_tensors(
+    const std::vector<ParameterInfo>& params, const CheckpointLayout& layout,
+    const std::function<const NamedTensors&(int64_t tp_rank, int64_t pp_rank)>& rank) {
+    const std::vector<std::vector<Tensor>> pieces = parameter_pieces(params, layout, rank);
     std::vector<Tensor> out;
     out.reserve(params.size());
     for (size_t i = 0; i < params.size(); ++i)

@@ -148,23 +148,66 @@ PyValue load_torch_file(std::shared_ptr<const MappedFile> file) {
 }
 
 void save_torch_file(const std::filesystem::path& path, const PyValue& value) {
+    TorchArchiveWriter archive(path, value);
+    for (const PickledStorage& s : archive.storages())
+        archive.write_storage(s.storage->data, static_cast<size_t>(s.bytes));
+    archive.finish();
+}
+
+TorchArchiveWriter::TorchArchiveWriter(const std::filesystem::path& path, const PyValue& value) {
     const std::string archive = path.stem().string();
     MT_CHECK(!archive.empty(), "cannot derive an archive name from ", path.string());
-    const Pickled pickled = write_pickle(value);
-    const std::string prefix = archive + "/";
-    ZipWriter zip(path);
-    zip.add(prefix + "data.pkl", pickled.data);
-    zip.add(prefix + ".format_version", "1");
-    zip.add(prefix + ".storage_alignment", "64");
-    zip.add(prefix + "byteorder", "little");
-    for (const PickledStorage& s : pickled.storages) {
-        zip.begin_entry(prefix + "data/" + s.key, static_cast<uint64_t>(s.bytes));
-        zip.write(s.storage->data, static_cast<size_t>(s.bytes));
-        zip.end_entry();
+    prefix_ = archive + "/";
+    zip_ = std::make_unique<ZipWriter>(path);
+    begin(value);
+}
+
+TorchArchiveWriter::TorchArchiveWriter(std::FILE* file, const std::string& name,
+                                       const PyValue& value)
+    : zip_(std::make_unique<ZipWriter>(file, name)), prefix_("archive/") {
+    begin(value);
+}
+
+TorchArchiveWriter::~TorchArchiveWriter() = default;
+
+void TorchArchiveWriter::begin(const PyValue& value) {
+    Pickled pickled = write_pickle(value);
+    storages_ = std::move(pickled.storages);
+    zip_->add(prefix_ + "data.pkl", pickled.data);
+    zip_->add(prefix_ + ".format_version", "1");
+    zip_->add(prefix_ + ".storage_alignment", "64");
+    zip_->add(prefix_ + "byteorder", "little");
+}
+
+void TorchArchiveWriter::write_storage(const void* data, size_t bytes) {
+    MT_CHECK(next_ < storages_.size(), "torch.save writer: more storages written than the ",
+             storages_.size(), " the pickle holds");
+    const PickledStorage& s = storages_[next_];
+    if (bytes == 0 && s.bytes != 0) return;
+    if (written_ == 0) zip_->begin_entry(prefix_ + "data/" + s.key, static_cast<uint64_t>(s.bytes));
+    zip_->write(data, bytes);  // checks the record's size
+    written_ += bytes;
+    if (written_ == static_cast<uint64_t>(s.bytes)) {
+        zip_->end_entry();
+        written_ = 0;
+        ++next_;
     }
-    zip.add(prefix + "version", "3\n");
-    zip.add(prefix + ".data/serialization_id", serialization_id(zip.written(), prefix.size()));
-    zip.close();
+}
+
+uint64_t TorchArchiveWriter::finish() {
+    // A storage of no bytes has nothing to wait for.
+    while (next_ < storages_.size() && storages_[next_].bytes == 0 && written_ == 0) {
+        zip_->begin_entry(prefix_ + "data/" + storages_[next_].key, 0);
+        zip_->end_entry();
+        ++next_;
+    }
+    MT_CHECK(next_ == storages_.size() && written_ == 0, "torch.save writer: ",
+             storages_.size() - next_, " of ", storages_.size(),
+             " storages not written at finish()");
+    zip_->add(prefix_ + "version", "3\n");
+    zip_->add(prefix_ + ".data/serialization_id", serialization_id(zip_->written(), prefix_.size()));
+    zip_->close();
+    return zip_->size();
 }
 
 }  // namespace mt::io

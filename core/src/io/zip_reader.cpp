@@ -1,5 +1,8 @@
 #include "mt/io/zip_reader.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
 
 #include "mt/error.h"
@@ -164,6 +167,16 @@ void ZipReader::verify_crc(const ZipEntry& entry) const {
     const uint32_t crc = crc32_update(0, p.data(), p.size());
     MT_CHECK(crc == entry.crc32, display_name(), ": record ", entry.name, " has CRC-32 ", crc,
              " but the directory says ", entry.crc32);
+    // Reading the record mapped its pages into this process; they stay in the page cache, and
+    // letting this process's view of them go (the file is mapped shared and read-only, so they
+    // are read back on use) keeps checking a whole checkpoint from costing its size in memory.
+    constexpr size_t kLarge = size_t(1) << 20;
+    if (p.size() >= kLarge) {
+        const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+        const uintptr_t begin = (reinterpret_cast<uintptr_t>(p.data()) + page - 1) & ~(page - 1);
+        const uintptr_t end = (reinterpret_cast<uintptr_t>(p.data()) + p.size()) & ~(page - 1);
+        if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+    }
 }
 
 }  // namespace mt::io

@@ -55,8 +55,13 @@ ZipWriter::ZipWriter(std::filesystem::path path) : path_(std::move(path)) {
     std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
 }
 
+ZipWriter::ZipWriter(std::FILE* file, std::string name)
+    : path_(std::move(name)), tmp_path_(path_), file_(file), borrowed_(true) {
+    MT_CHECK(file_ != nullptr, path_.string(), ": no file to append an archive to");
+}
+
 ZipWriter::~ZipWriter() {
-    if (file_) {
+    if (file_ && !borrowed_) {
         std::fclose(file_);
         std::error_code ec;
         std::filesystem::remove(tmp_path_, ec);
@@ -170,6 +175,12 @@ void ZipWriter::close() {
     e.le<uint16_t>(0);
     put(e.str().data(), e.str().size());
 
+    if (borrowed_) {
+        const bool flushed = std::fflush(file_) == 0;
+        file_ = nullptr;
+        MT_CHECK(flushed, "cannot write ", path_.string(), ": ", std::strerror(errno));
+        return;
+    }
     // On disk before the name is the real one.
     const bool flushed = std::fflush(file_) == 0 && ::fsync(::fileno(file_)) == 0;
     const int err = errno;

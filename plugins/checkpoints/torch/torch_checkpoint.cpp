@@ -1,5 +1,9 @@
 #include "torch_checkpoint.h"
 
+#include <map>
+#include <memory>
+#include <vector>
+
 #include "distrib_optim.h"
 #include "mt/error.h"
 #include "mt/io/torch_file.h"
@@ -119,6 +123,69 @@ void TorchCheckpoint::save_ranks(const std::filesystem::path& dir, const Checkpo
                 if (state.optimizer && saved_by_distributed_optimizer(state.args))
                     io::save_torch_file(rank_dir / kDistribOptimName, parameter_state_to_py(state));
             }
+    });
+}
+
+void TorchCheckpoint::save_streamed(const std::filesystem::path& dir,
+                                    const CheckpointLayout& layout,
+                                    const StreamedStateFn& rank_state) {
+    MT_CHECK(layout.tensor_parallel > 0 && layout.pipeline_parallel > 0,
+             "invalid checkpoint layout ", layout.tensor_parallel, " x ", layout.pipeline_parallel);
+    // One rank's file being written: its pickle (placeholders for the model tensors) is out,
+    // its storage records follow, each model tensor made as its record comes.
+    struct Rank {
+        StreamedState streamed;
+        std::unique_ptr<io::TorchArchiveWriter> archive;
+        std::map<const Storage*, size_t> model_index;  // placeholder storage -> model entry
+    };
+    std::vector<StreamedState> states;
+    for (int64_t pp = 0; pp < layout.pipeline_parallel; ++pp)
+        for (int64_t tp = 0; tp < layout.tensor_parallel; ++tp) {
+            states.push_back(rank_state(tp, pp));
+            const CheckpointState& state = states.back().state;
+            MT_CHECK(state.iteration == states.front().state.iteration, "rank (tensor ", tp,
+                     ", pipeline ", pp, ") is at iteration ", state.iteration, ", rank (0, 0) at ",
+                     states.front().state.iteration);
+            MT_CHECK(!state.optimizer, "a streamed save carries no optimizer state (rank (tensor ",
+                     tp, ", pipeline ", pp, ") has one)");
+        }
+    const int64_t iteration = states.front().state.iteration;
+    write_checkpoint(dir, iteration, [&](const fs::path& iter_dir) {
+        std::vector<Rank> ranks;
+        size_t records = 0;
+        for (int64_t pp = 0; pp < layout.pipeline_parallel; ++pp)
+            for (int64_t tp = 0; tp < layout.tensor_parallel; ++tp) {
+                Rank r;
+                r.streamed = std::move(states[size_t(pp * layout.tensor_parallel + tp)]);
+                const fs::path rank_dir = iter_dir / rank_dir_name(layout, tp, pp);
+                fs::create_directories(rank_dir);
+                const CheckpointState& state = r.streamed.state;
+                for (size_t i = 0; i < state.model.size(); ++i)
+                    r.model_index.emplace(state.model[i].second.local.storage().get(), i);
+                r.archive =
+                    std::make_unique<io::TorchArchiveWriter>(rank_dir / kFileName, to_py(state));
+                records = std::max(records, r.archive->storages().size());
+                ranks.push_back(std::move(r));
+            }
+        // Record k of every rank, then k + 1: the ranks' pieces of one tensor come together.
+        for (size_t k = 0; k < records; ++k)
+            for (Rank& r : ranks) {
+                if (k >= r.archive->storages().size()) continue;
+                const io::PickledStorage& s = r.archive->storages()[k];
+                auto it = r.model_index.find(s.storage.get());
+                if (it == r.model_index.end()) {  // not a model tensor: its own bytes
+                    r.archive->write_storage(s.storage->data, size_t(s.bytes));
+                    continue;
+                }
+                const Tensor& placeholder = r.streamed.state.model[it->second].second.local;
+                const Tensor t = r.streamed.make(it->second);
+                MT_CHECK(t.shape() == placeholder.shape() && t.dtype() == placeholder.dtype() &&
+                             t.is_contiguous() && t.nbytes() == s.bytes,
+                         "'", r.streamed.state.model[it->second].first, "' was declared ",
+                         placeholder.describe(), " but made ", t.describe());
+                r.archive->write_storage(t.raw_data(), size_t(t.nbytes()));
+            }
+        for (Rank& r : ranks) r.archive->finish();
     });
 }
 

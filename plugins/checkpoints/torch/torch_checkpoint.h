@@ -20,6 +20,10 @@ class TorchCheckpoint : public CheckpointFormat {
                               int64_t pp_rank) override;
     void save_ranks(const std::filesystem::path& dir, const CheckpointLayout& layout,
                     const RankStateFn& rank_state) override;
+    // Every rank's file open at once, their storage records written in step (record k of each
+    // rank, then k + 1), each tensor made when its record is reached and dropped after it.
+    void save_streamed(const std::filesystem::path& dir, const CheckpointLayout& layout,
+                       const StreamedStateFn& rank_state) override;
 };
 
 }  // namespace mt::plugins::torch_ckpt

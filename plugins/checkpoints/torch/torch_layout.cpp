@@ -150,24 +150,10 @@ fs::path begin_write(const fs::path& dir, int64_t iteration) {
 }
 
 void finish_write(const fs::path& dir, int64_t iteration) {
-    const fs::path final_dir = iteration_dir(dir, {iteration, iteration == 0});
-    const fs::path tmp = temporary_dir(dir, iteration);
-    // Every byte on disk before any name points at it.
-    io::sync_tree(tmp);
-    if (!fs::exists(final_dir)) {
-        fs::rename(tmp, final_dir);
-    } else if (io::exchange_paths(tmp, final_dir)) {
-        // Saving an iteration again (the tracker may already name it): swapped in one step,
-        // then the old copy, now under the temporary name, goes.
-        fs::remove_all(tmp);
-    } else {
-        // A filesystem without atomic exchange: two back-to-back renames.
-        const fs::path old = final_dir.string() + ".old." + std::to_string(::getpid());
-        fs::rename(final_dir, old);
-        fs::rename(tmp, final_dir);
-        fs::remove_all(old);
-    }
-    io::sync_path(dir);
+    // Synced, then renamed into place or swapped with a copy saved before (the tracker may
+    // already name this iteration) in one step.
+    io::replace_directory(temporary_dir(dir, iteration),
+                          iteration_dir(dir, {iteration, iteration == 0}));
     io::AtomicFile tracker(dir / kTrackerName);
     tracker.stream() << (iteration == 0 ? std::string("release") : std::to_string(iteration));
     tracker.commit();

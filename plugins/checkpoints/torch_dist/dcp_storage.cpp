@@ -2,10 +2,10 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <vector>
 
+#include "mt/checkpoint.h"
 #include "mt/error.h"
 #include "mt/io/mapped_file.h"
 #include "mt/io/torch_file.h"
@@ -98,15 +98,57 @@ Tensor read_dcp_tensor(const fs::path& dir, const DcpEntry& entry) {
     return full;
 }
 
+std::optional<std::vector<Tensor>> read_dcp_whole_chunks(const fs::path& dir,
+                                                         const DcpEntry& entry) {
+    MT_CHECK(!entry.bytes, entry.fqn, " is a byte object, not a tensor");
+    if (entry.size.empty() || entry.size[0] <= 0) return std::nullopt;
+    const int64_t rows = entry.size[0];
+    // Whole rows only: one chunk per index of the first dimension, or one for the whole tensor.
+    const bool whole = entry.chunks.size() == 1 && entry.chunks[0].sizes == entry.size;
+    if (!whole && int64_t(entry.chunks.size()) != rows) return std::nullopt;
+    std::vector<int64_t> chunk_of(size_t(rows), -1);
+    for (size_t k = 0; k < entry.chunks.size() && !whole; ++k) {
+        const DcpChunk& c = entry.chunks[k];
+        if (c.offsets.size() != entry.size.size() || c.sizes.size() != entry.size.size() ||
+            c.sizes[0] != 1 || c.offsets[0] < 0 || c.offsets[0] >= rows ||
+            chunk_of[size_t(c.offsets[0])] != -1)
+            return std::nullopt;
+        for (size_t d = 1; d < entry.size.size(); ++d)
+            if (c.offsets[d] != 0 || c.sizes[d] != entry.size[d]) return std::nullopt;
+        chunk_of[size_t(c.offsets[0])] = int64_t(k);
+    }
+    std::vector<Tensor> out;
+    auto load = [&](const DcpChunk& c) {
+        const std::string what = "chunk " + shape_str(c.offsets) + " of " + entry.fqn;
+        const io::PyValue v = load_archive(dir, c.where, what);
+        const fs::path file = dir / c.where.relative_path;
+        MT_CHECK(v.kind() == io::PyKind::tensor, file.string(), ": ", what, " holds a Python ",
+                 io::py_kind_name(v.kind()), ", not a tensor");
+        const Tensor& t = v.as_tensor();
+        MT_CHECK(t.shape() == c.sizes && t.dtype() == entry.dtype, file.string(), ": ", what,
+                 " is ", t.describe(), " but .metadata says ", dtype_name(entry.dtype),
+                 shape_str(c.sizes));
+        return t;
+    };
+    if (whole) {
+        out.push_back(load(entry.chunks[0]));
+    } else {
+        for (int64_t i = 0; i < rows; ++i)
+            out.push_back(load(entry.chunks[size_t(chunk_of[size_t(i)])]));
+    }
+    return out;
+}
+
 io::PyValue read_dcp_object(const fs::path& dir, const DcpEntry& entry) {
     MT_CHECK(entry.bytes && entry.chunks.size() == 1, entry.fqn, " is not a byte object");
     return load_archive(dir, entry.chunks[0].where, "object " + entry.fqn);
 }
 
 DistcpWriter::DistcpWriter(const fs::path& dir, std::string name)
-    : dir_(dir), path_(dir / name), name_(std::move(name)) {
+    : path_(dir / name), name_(std::move(name)) {
     file_ = std::fopen(path_.c_str(), "wb");
     MT_CHECK(file_ != nullptr, "cannot create ", path_.string(), ": ", std::strerror(errno));
+    std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
 }
 
 DistcpWriter::~DistcpWriter() {
@@ -114,36 +156,26 @@ DistcpWriter::~DistcpWriter() {
 }
 
 DcpLocation DistcpWriter::add_tensor(const Tensor& tensor) {
-    return append_archive(io::PyValue::tensor(tensor.clone()));
+    // DCP saves a chunk as a tensor with a storage of its own, exactly its size: a stand-in of
+    // that shape is pickled and the chunk's bytes written as its storage.
+    const Tensor c = tensor.contiguous();
+    io::TorchArchiveWriter archive(file_, path_.string(),
+                                   io::PyValue::tensor(tensor_placeholder(c.shape(), c.dtype())));
+    archive.write_storage(c.raw_data(), size_t(c.nbytes()));
+    return finish_archive(archive);
 }
 
 DcpLocation DistcpWriter::add_object(const io::PyValue& value) {
-    return append_archive(value);
+    io::TorchArchiveWriter archive(file_, path_.string(), value);
+    for (const io::PickledStorage& s : archive.storages())
+        archive.write_storage(s.storage->data, size_t(s.bytes));
+    return finish_archive(archive);
 }
 
-// torch.save into a stream names the archive folder "archive"; a scratch file with that stem
-// (in a folder of this writer's own: other ranks write beside it) gives the same records, which
-// are then appended.
-DcpLocation DistcpWriter::append_archive(const io::PyValue& value) {
-    MT_CHECK(file_ != nullptr, path_.string(), ": writer already closed");
-    const fs::path scratch_dir = dir_ / ("." + name_ + ".scratch");
-    fs::create_directories(scratch_dir);
-    const fs::path scratch = scratch_dir / "archive";
-    io::save_torch_file(scratch, value);
-    DcpLocation loc{name_, size_, 0};
-    {
-        std::ifstream in(scratch, std::ios::binary);
-        MT_CHECK(in, "cannot read ", scratch.string());
-        std::vector<char> buf(1 << 20);
-        while (in) {
-            in.read(buf.data(), std::streamsize(buf.size()));
-            const size_t n = size_t(in.gcount());
-            MT_CHECK(std::fwrite(buf.data(), 1, n, file_) == n, "cannot write ", path_.string(),
-                     ": ", std::strerror(errno));
-            loc.length += n;
-        }
-    }
-    fs::remove_all(scratch_dir);
+// torch.save into a stream (an archive folder named "archive"), written straight into the
+// .distcp file at its end.
+DcpLocation DistcpWriter::finish_archive(io::TorchArchiveWriter& archive) {
+    DcpLocation loc{name_, size_, archive.finish()};
     size_ += loc.length;
     return loc;
 }

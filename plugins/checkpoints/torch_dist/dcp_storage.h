@@ -5,10 +5,13 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "dcp_metadata.h"
 #include "mt/io/py_value.h"
+#include "mt/io/torch_file.h"
 #include "mt/tensor.h"
 
 namespace mt::plugins::torch_dist {
@@ -18,10 +21,20 @@ namespace mt::plugins::torch_dist {
 // file, the key and the reason.
 Tensor read_dcp_tensor(const fs::path& dir, const DcpEntry& entry);
 
+// The chunks of `entry` as views of the files (no copy) when they are whole: one chunk for the
+// whole tensor (returned alone), or one chunk per index of the first dimension (a one-rank
+// save's chunk per layer of a stacked key), returned in index order, each [1, ...]. nullopt
+// when the chunks split the tensor otherwise (read_dcp_tensor assembles those). Chunks are
+// checked as read_dcp_tensor checks them.
+std::optional<std::vector<Tensor>> read_dcp_whole_chunks(const fs::path& dir,
+                                                         const DcpEntry& entry);
+
 // The value a byte entry holds (Megatron-core's ShardedObjects: torch.save of a one-item list).
 io::PyValue read_dcp_object(const fs::path& dir, const DcpEntry& entry);
 
-// Appends archives to <dir>/<name>; the caller records the returned locations in the metadata.
+// Appends archives to <dir>/<name>, each written straight into the file (no scratch copies); the
+// caller records the returned locations in the metadata, and the iteration directory is synced
+// before it is renamed into place.
 class DistcpWriter {
   public:
     DistcpWriter(const fs::path& dir, std::string name);
@@ -29,16 +42,17 @@ class DistcpWriter {
     DistcpWriter(const DistcpWriter&) = delete;
     DistcpWriter& operator=(const DistcpWriter&) = delete;
 
-    // torch.save(tensor) of a copy with its own minimal storage, as DCP stores a chunk.
+    // torch.save(tensor) as of a copy with its own minimal storage, as DCP stores a chunk (the
+    // bytes are written from `tensor`, not copied first).
     DcpLocation add_tensor(const Tensor& tensor);
     // torch.save(value).
     DcpLocation add_object(const io::PyValue& value);
     void close();
 
   private:
-    DcpLocation append_archive(const io::PyValue& value);
+    DcpLocation finish_archive(io::TorchArchiveWriter& archive);
 
-    fs::path dir_, path_;
+    fs::path path_;
     std::string name_;
     std::FILE* file_ = nullptr;
     uint64_t size_ = 0;

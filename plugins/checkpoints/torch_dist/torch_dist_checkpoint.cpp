@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <functional>
 #include <map>
 
 #include <simdjson.h>
@@ -142,8 +143,12 @@ void TorchDistCheckpoint::save(const std::filesystem::path& dir, const Checkpoin
     save_collective(dir, state, *one);
 }
 
-void TorchDistCheckpoint::save_collective(const std::filesystem::path& dir,
-                                          const CheckpointState& share, Communicator& world) {
+namespace {
+
+// save_collective, with the model tensors of `share` made by `make` (placeholders in `share`)
+// when their chunks are written, when it is given.
+void save_share(const fs::path& dir, const CheckpointState& share, Communicator& world,
+                const std::function<Tensor(size_t)>* make) {
     const bool root = world.rank() == 0;
     for (const auto& [name, t] : share.model)
         MT_CHECK(t.local.dim() == int64_t(t.global_shape.size()) &&
@@ -179,14 +184,35 @@ void TorchDistCheckpoint::save_collective(const std::filesystem::path& dir,
                 e.chunks.push_back({{}, {}, data.add_object(none_list)});
                 entries.push_back(std::move(e));
             }
+        // A streamed share's placeholders by storage: chunk tensors view them.
+        std::map<const Storage*, size_t> model_index;
+        if (make)
+            for (size_t i = 0; i < share.model.size(); ++i)
+                model_index.emplace(share.model[i].second.local.storage().get(), i);
         for (const StoredTensor& s : stored) {
             DcpEntry e;
             e.fqn = s.key;
             e.dtype = s.chunks.front().second.dtype();
             e.size = s.global_shape;
             e.flattened_from = s.flattened_from;
-            for (const auto& [offset, t] : s.chunks)
-                e.chunks.push_back({offset, t.shape(), data.add_tensor(t)});
+            for (const auto& [offset, t] : s.chunks) {
+                auto it = model_index.find(t.storage().get());
+                if (it == model_index.end()) {
+                    e.chunks.push_back({offset, t.shape(), data.add_tensor(t)});
+                    continue;
+                }
+                // The chunk is the whole placeholder (a streamed share's tensors are whole).
+                const auto& [name, placeholder] = share.model[it->second];
+                MT_CHECK(t.numel() == placeholder.local.numel(), "torch_dist: ", name,
+                         " is saved streamed as a chunk ", shape_str(t.shape()), " of a ",
+                         shape_str(placeholder.local.shape()), " tensor; only whole ones can be");
+                const Tensor made = (*make)(it->second);
+                MT_CHECK(made.shape() == placeholder.local.shape() &&
+                             made.dtype() == placeholder.local.dtype() && made.is_contiguous(),
+                         "torch_dist: '", name, "' was declared ", placeholder.local.describe(),
+                         " but made ", made.describe());
+                e.chunks.push_back({offset, t.shape(), data.add_tensor(made.view(t.shape()))});
+            }
             entries.push_back(std::move(e));
         }
         data.close();
@@ -220,6 +246,25 @@ void TorchDistCheckpoint::save_collective(const std::filesystem::path& dir,
     torch_ckpt::finish_write(dir, share.iteration);
 }
 
+}  // namespace
+
+void TorchDistCheckpoint::save_collective(const std::filesystem::path& dir,
+                                          const CheckpointState& share, Communicator& world) {
+    save_share(dir, share, world, nullptr);
+}
+
+void TorchDistCheckpoint::save_streamed(const std::filesystem::path& dir,
+                                        const CheckpointLayout& layout,
+                                        const StreamedStateFn& rank_state) {
+    MT_CHECK(layout.ranks() == 1, "the ", name(),
+             " format keeps whole tensors, not per-rank files: save the whole model (layout 1x1) "
+             "rather than tensor parallel ",
+             layout.tensor_parallel, " x pipeline parallel ", layout.pipeline_parallel);
+    const StreamedState s = rank_state(0, 0);
+    auto one = make_local_communicator();
+    save_share(dir, s.state, *one, &s.make);
+}
+
 CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
     const auto latest = torch_ckpt::read_tracker(dir);
     MT_CHECK(latest.has_value(), "no checkpoint in ", dir.string(), ": ", torch_ckpt::kTrackerName,
@@ -238,7 +283,23 @@ CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
     for (const DcpEntry& e : meta.entries) {
         if (e.bytes) continue;  // _extra_state, RNG and rerun-machine objects carry no weights
         if (!e.fqn.starts_with(kOptimizerPrefix)) {
-            for (auto& [name, t] : unstack(e.fqn, read_dcp_tensor(iter, e)))
+            // Chunks of whole layers (or of the whole tensor) are viewed where they lie in the
+            // files; others are assembled into a copy.
+            NamedTensors tensors;
+            if (auto chunks = read_dcp_whole_chunks(iter, e)) {
+                if (chunks->size() == 1) {
+                    tensors = unstack(e.fqn, (*chunks)[0]);
+                } else {
+                    tensors = unstack(e.fqn, tensor_placeholder(e.size, e.dtype));
+                    if (tensors.size() == chunks->size())
+                        for (size_t i = 0; i < tensors.size(); ++i)
+                            tensors[i].second = (*chunks)[i].view(tensors[i].second.shape());
+                    else
+                        tensors.clear();
+                }
+            }
+            if (tensors.empty()) tensors = unstack(e.fqn, read_dcp_tensor(iter, e));
+            for (auto& [name, t] : tensors)
                 state.model.emplace_back(std::move(name),
                                          ShardedTensor{t, t.shape(), Shape(t.shape().size(), 0)});
             continue;

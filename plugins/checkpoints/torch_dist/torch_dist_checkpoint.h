@@ -16,6 +16,10 @@ class TorchDistCheckpoint : public CheckpointFormat {
     void save(const std::filesystem::path& dir, const CheckpointState& state) override;
     CheckpointState load(const std::filesystem::path& dir) override;
 
+    // One rank (whole tensors, layout 1x1), each chunk made as it is written.
+    void save_streamed(const std::filesystem::path& dir, const CheckpointLayout& layout,
+                       const StreamedStateFn& rank_state) override;
+
     bool saves_collectively() const override { return true; }
     void save_collective(const std::filesystem::path& dir, const CheckpointState& share,
                          Communicator& world) override;

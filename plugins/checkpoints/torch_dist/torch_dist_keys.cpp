@@ -139,7 +139,7 @@ std::vector<StoredTensor> stack(const ShardedTensors& tensors, const std::string
     std::map<std::string, size_t> index;  // key -> position in out
     auto stored = [&](const std::string& key, const Shape& global_shape) -> StoredTensor& {
         auto [it, fresh] = index.try_emplace(key, out.size());
-        if (fresh) out.push_back({key, global_shape, {}});
+        if (fresh) out.push_back({key, global_shape, {}, {}});
         StoredTensor& s = out[it->second];
         MT_CHECK(s.global_shape == global_shape, key, ": pieces of a ", shape_str(global_shape),
                  " and of a ", shape_str(s.global_shape), " tensor");

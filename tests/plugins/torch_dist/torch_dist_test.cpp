@@ -254,6 +254,45 @@ TEST(TorchDist, SaveThenLoadIsBitIdenticalInMegatronsLayout) {
     }
 }
 
+// megatron-convert's streaming save: each chunk's tensor made only when it is written (in the
+// file's order, each once), and the files are the bytes save() writes from whole tensors.
+TEST(TorchDist, StreamedSaveWritesTheBytesOfSave) {
+    TorchDistCheckpoint format;
+    for (const std::string source : {"gpt2_tp1", "llama_tp2_pp2"}) {
+        CheckpointState state = format.load(fixture(source));
+        state.optimizer.reset();
+        TempDir dir;
+        format.save(dir / "whole", state);
+        std::vector<size_t> made;
+        format.save_streamed(dir / "streamed", {}, [&](int64_t, int64_t) {
+            StreamedState s{state, {}};
+            for (auto& [name, t] : s.state.model)
+                t.local = tensor_placeholder(t.local.shape(), t.local.dtype());
+            s.make = [&](size_t i) {
+                made.push_back(i);
+                return state.model[i].second.local.contiguous();
+            };
+            return s;
+        });
+        EXPECT_EQ(made.size(), state.model.size());
+        EXPECT_EQ(std::set<size_t>(made.begin(), made.end()).size(), state.model.size());
+        for (const auto& f : fs::directory_iterator(dir / "whole" / "iter_0000007")) {
+            const fs::path name = f.path().filename();
+            EXPECT_TRUE(mt::test::read_file(f.path()) ==
+                        mt::test::read_file(dir / "streamed" / "iter_0000007" / name))
+                << name;
+        }
+        EXPECT_NE(error_of([&] {
+                      format.save_streamed(dir / "split", {2, 1}, [&](int64_t, int64_t) {
+                          return StreamedState{state, {}};
+                      });
+                  }).find("layout 1x1"),
+                  std::string::npos);
+        // What is read back views the .distcp file where each chunk is a whole layer.
+        expect_same_state(format.load(dir / "streamed"), state);
+    }
+}
+
 TEST(TorchDist, LocalSpecNormsAreStoredUnderTransformerEngineNames) {
     TorchDistCheckpoint format;
     CheckpointState state = format.load(fixture("gpt2_tp1"));

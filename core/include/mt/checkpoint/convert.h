@@ -17,6 +17,26 @@
 
 namespace mt {
 
+// A checkpoint of any format and layout, read rank by rank with its tensors viewing the files
+// (memory-mapped), as each parameter's pieces: whole(i) joins params[i]'s when it is needed, so a
+// streaming conversion holds one whole tensor at a time.
+struct SourceCheckpoint {
+    CheckpointLayout layout;            // how the source was split into rank files
+    CheckpointState head;               // rank (0, 0)'s state without tensors: args, iteration
+    ModelArgs args;                     // the model flags the args describe (tensor parallel 1)
+    std::vector<ParameterInfo> params;  // family.parameters(args)
+    std::vector<std::vector<Tensor>> pieces;  // params[i]'s piece on each source tensor rank
+
+    // params[i]'s whole tensor: a view of the file for a tensor kept whole, else joined (a copy).
+    MT_API Tensor whole(size_t i) const;
+};
+
+// Reads every rank of the latest checkpoint in `dir` and finds each parameter's pieces by its
+// shard spec (a progress bar on a terminal when `progress`). Errors name the file, rank and key.
+MT_API SourceCheckpoint load_source_checkpoint(CheckpointFormat& loader,
+                                               const std::filesystem::path& dir,
+                                               const ModelFamily& family, bool progress);
+
 // A checkpoint of any format and layout as the whole tensors of the model its args describe.
 struct WholeCheckpoint {
     CheckpointLayout layout;            // how the source was split into rank files
@@ -26,8 +46,7 @@ struct WholeCheckpoint {
     std::vector<Tensor> tensors;        // params[i]'s whole tensor (views of the files if whole)
 };
 
-// Reads every rank of the latest checkpoint in `dir` and joins the pieces by the parameters'
-// shard specs (a progress bar on a terminal when `progress`). Errors name the file, rank and key.
+// load_source_checkpoint with every whole tensor joined (the whole model at once: inference).
 MT_API WholeCheckpoint load_whole_checkpoint(CheckpointFormat& loader,
                                              const std::filesystem::path& dir,
                                              const ModelFamily& family, bool progress);
@@ -51,11 +70,15 @@ struct ConvertOptions {
     bool progress = true;  // a progress bar on a terminal
 };
 
-// Loads the latest checkpoint of `load_dir` rank by rank, joins it into whole tensors, reshards
-// them to the target layout and saves them with `saver` (rank by rank for a per-rank format).
+// Loads the latest checkpoint of `load_dir` rank by rank (tensors view its files), reshards it
+// to the target layout and saves it with `saver`, streaming: each target tensor is joined from
+// its source pieces, re-padded and cast only when the saver writes it (CheckpointFormat::
+// save_streamed; a per-rank format writes every target rank's file at once), and the source's
+// pages are let go once written. Memory: about the largest tensor, once whole and once in
+// pieces, plus whatever the loader itself holds (a format that converts as it reads, hf, holds
+// its converted tensors) and what a saver that is not streamed (hf) holds: the whole model.
 // The model tensors, iteration and args travel; optimizer, scheduler and RNG state do not (as
-// with convert.py). Memory: the whole model once plus one target rank's copied pieces; the
-// source tensors view its files. Errors name the file, rank and key.
+// with convert.py). Errors name the file, rank and key.
 MT_API void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& load_dir,
                                CheckpointFormat& saver, const std::filesystem::path& save_dir,
                                const ModelFamily& family, const ConvertOptions& options);

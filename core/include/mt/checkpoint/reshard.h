@@ -71,6 +71,14 @@ MT_API NamedTensors rank_tensors(const std::vector<ParameterInfo>& params,
                                  const std::vector<Tensor>& whole, const CheckpointLayout& layout,
                                  int64_t tp_rank, int64_t pp_rank);
 
+// Each parameter's pieces (pieces[i][tp]: params[i]'s piece on tensor rank tp, viewing the
+// rank's tensor) from the state dicts of every rank of `layout` (`rank(tp, pp)`), checked as
+// whole_tensors checks them: unshard_tensor(pieces[i], params[i].shard) is the whole tensor, made
+// when it is needed (a streaming conversion joins one tensor at a time).
+MT_API std::vector<std::vector<Tensor>> parameter_pieces(
+    const std::vector<ParameterInfo>& params, const CheckpointLayout& layout,
+    const std::function<const NamedTensors&(int64_t tp_rank, int64_t pp_rank)>& rank);
+
 // The whole tensors (one per parameter, in the list's order) from the state dicts of every rank
 // of `layout` (`rank(tp, pp)`). Keys may use either --transformer-impl's norm names;
 // `_extra_state` entries are ignored. A missing key, a piece whose shape contradicts the

@@ -25,6 +25,11 @@ class MT_API ZipWriter {
     // Creates `<path>.tmp` next to `path`; close() renames it into place. Without close() (an
     // exception unwinding) the destructor removes the temporary file and `path` is untouched.
     explicit ZipWriter(std::filesystem::path path);
+    // Appends an archive to `file` at its position (torch.save into a stream, e.g. one record of
+    // a DCP .distcp file): offsets count from the archive's first byte; close() writes the
+    // directory and flushes, and the caller keeps (and closes, and syncs) the file. `name` names
+    // it in errors.
+    ZipWriter(std::FILE* file, std::string name);
     ~ZipWriter();
     ZipWriter(const ZipWriter&) = delete;
     ZipWriter& operator=(const ZipWriter&) = delete;
@@ -42,6 +47,8 @@ class MT_API ZipWriter {
 
     // Entries completed so far, in write order.
     const std::vector<Written>& written() const { return written_; }
+    // Bytes of the archive written so far (all of it after close()).
+    uint64_t size() const { return pos_; }
 
   private:
     void put(const void* data, size_t size);
@@ -49,6 +56,7 @@ class MT_API ZipWriter {
     std::filesystem::path path_, tmp_path_;
     std::FILE* file_ = nullptr;
     uint64_t pos_ = 0;
+    bool borrowed_ = false;  // the caller's file: no temporary, rename or close
     bool in_entry_ = false;
     Written current_;
     uint64_t current_written_ = 0;

@@ -19,6 +19,10 @@ class CpuBackend final : public Backend {
     std::string_view name() const override { return "cpu"; }
     Device device() const override { return {}; }
     std::shared_ptr<Storage> allocate(int64_t bytes) override;
+    // Fresh zero pages from the kernel for large tensors (Tensor::zeros): untouched, they cost
+    // no memory, so a model built only to list its parameters, or whose values a checkpoint
+    // replaces, does not cost its size in values and grads.
+    Tensor zeros(const Shape& shape, DType dtype) override { return Tensor::zeros(shape, dtype); }
     void copy(const Tensor& src, Tensor& dst) override;
     void synchronize() override {}
     void fill(Tensor& x, double value) override;
