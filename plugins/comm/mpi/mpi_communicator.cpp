@@ -3,14 +3,18 @@
 // fatal) so they surface as mt::Error. ReduceOp::avg is a sum divided by the group size.
 #include "mpi_communicator.h"
 
+#include <algorithm>
 #include <climits>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "mpi_environment.h"
+#include "mt/kernels/bf16.h"
 
 namespace mt::plugins::mpi {
 
@@ -46,18 +50,71 @@ bool is_float(DType dtype) {
     return dtype == DType::f32 || dtype == DType::f64;
 }
 
-// Datatype for reducing: MPI has no bf16/f16 arithmetic, and avg of integers is not exact.
+bool is_half(DType dtype) {
+    return dtype == DType::bf16 || dtype == DType::f16;
+}
+
+float half_value(DType dtype, uint16_t bits) {
+    return dtype == DType::bf16 ? k::bf16_to_float(bits) : half_to_float(bits);
+}
+uint16_t half_bits(DType dtype, float value) {
+    return dtype == DType::bf16 ? k::float_to_bf16(value) : float_to_half(value);
+}
+
+// Datatype for reducing (halves as their bits, reduced by half_reduce_op); avg of integers is
+// not exact.
 MPI_Datatype reduce_type(DType dtype, ReduceOp op, const char* what) {
-    MT_CHECK(
-        dtype == DType::f32 || dtype == DType::f64 || dtype == DType::i32 || dtype == DType::i64,
-        "mpi ", what, ": reductions take f32, f64, i32 or i64, not ", dtype_name(dtype),
-        " (reduce bf16/f16 in f32)");
-    MT_CHECK(op != ReduceOp::avg || is_float(dtype), "mpi ", what,
+    MT_CHECK(dtype == DType::f32 || dtype == DType::f64 || dtype == DType::i32 ||
+                 dtype == DType::i64 || is_half(dtype),
+             "mpi ", what, ": reductions take f32, f64, bf16, f16, i32 or i64, not ",
+             dtype_name(dtype));
+    MT_CHECK(op != ReduceOp::avg || is_float(dtype) || is_half(dtype), "mpi ", what,
              ": avg of integers is refused (it would truncate); reduce with sum and divide");
     return transfer_type(dtype);
 }
 
-MPI_Op mpi_op(ReduceOp op) {
+// MPI has no bf16 / f16 arithmetic: each pair of elements is combined in f32 and rounded back,
+// as NCCL reduces halves.
+template <DType D, ReduceOp O>
+void half_reduce(void* in, void* inout, int* len, MPI_Datatype*) {
+    const auto* a = static_cast<const uint16_t*>(in);
+    auto* b = static_cast<uint16_t*>(inout);
+    for (int i = 0; i < *len; ++i) {
+        const float x = half_value(D, a[i]), y = half_value(D, b[i]);
+        const float r = O == ReduceOp::max ? std::max(x, y) : O == ReduceOp::min ? std::min(x, y)
+                                                                                 : x + y;
+        b[i] = half_bits(D, r);
+    }
+}
+
+template <DType D>
+MPI_User_function* half_reduce_function(ReduceOp op) {
+    switch (op) {
+        case ReduceOp::max:
+            return half_reduce<D, ReduceOp::max>;
+        case ReduceOp::min:
+            return half_reduce<D, ReduceOp::min>;
+        default:  // sum, and avg's sum
+            return half_reduce<D, ReduceOp::sum>;
+    }
+}
+
+// The user op for halves of `dtype`, created once per (dtype, op) and kept until MPI ends.
+MPI_Op half_reduce_op(DType dtype, ReduceOp op) {
+    static std::mutex lock;
+    static std::map<std::pair<DType, ReduceOp>, MPI_Op> ops;
+    const std::lock_guard<std::mutex> guard(lock);
+    auto [it, created] = ops.try_emplace({dtype, op == ReduceOp::avg ? ReduceOp::sum : op});
+    if (created) {
+        MPI_User_function* fn = dtype == DType::bf16 ? half_reduce_function<DType::bf16>(op)
+                                                     : half_reduce_function<DType::f16>(op);
+        MT_MPI_CHECK("reduce", MPI_Op_create(fn, /*commute=*/1, &it->second));
+    }
+    return it->second;
+}
+
+MPI_Op mpi_op(DType dtype, ReduceOp op) {
+    if (is_half(dtype)) return half_reduce_op(dtype, op);
     switch (op) {
         case ReduceOp::sum:
         case ReduceOp::avg:
@@ -87,7 +144,11 @@ void check_tensor(const Tensor& t, const char* what) {
 
 // Divides every element of a float tensor by n (the second half of avg).
 void divide(Tensor& t, int n) {
-    if (t.dtype() == DType::f32) {
+    if (is_half(t.dtype())) {
+        auto* p = static_cast<uint16_t*>(t.raw_data());
+        for (int64_t i = 0, e = t.numel(); i < e; ++i)
+            p[i] = half_bits(t.dtype(), half_value(t.dtype(), p[i]) / static_cast<float>(n));
+    } else if (t.dtype() == DType::f32) {
         float* p = t.data<float>();
         for (int64_t i = 0, e = t.numel(); i < e; ++i) p[i] /= static_cast<float>(n);
     } else {
@@ -181,7 +242,7 @@ class MpiCommunicator final : public Communicator {
         const MPI_Datatype type = check_all_reduce(t, op, "all_reduce");
         MT_MPI_CHECK("all_reduce",
                      MPI_Allreduce(MPI_IN_PLACE, t.raw_data(), count_of(t.numel(), "all_reduce"),
-                                   type, mpi_op(op), comm()));
+                                   type, mpi_op(t.dtype(), op), comm()));
         if (op == ReduceOp::avg) divide(t, size_);
     }
 
@@ -196,7 +257,7 @@ class MpiCommunicator final : public Communicator {
         const MPI_Datatype type = check_reduce_scatter(in, out, op, "reduce_scatter");
         MT_MPI_CHECK("reduce_scatter", MPI_Reduce_scatter_block(in.raw_data(), out.raw_data(),
                                                                 static_cast<int>(out.numel()), type,
-                                                                mpi_op(op), comm()));
+                                                                mpi_op(in.dtype(), op), comm()));
         if (op == ReduceOp::avg) divide(out, size_);
     }
 
@@ -260,7 +321,7 @@ class MpiCommunicator final : public Communicator {
         auto request = make_request("iall_reduce", {t}, after_avg(t, op));
         MT_MPI_CHECK("iall_reduce",
                      MPI_Iallreduce(MPI_IN_PLACE, t.raw_data(), count_of(t.numel(), "iall_reduce"),
-                                    type, mpi_op(op), comm(), request->handle()));
+                                    type, mpi_op(t.dtype(), op), comm(), request->handle()));
         request->started();
         return request;
     }
@@ -272,7 +333,7 @@ class MpiCommunicator final : public Communicator {
         MT_MPI_CHECK(
             "ireduce_scatter",
             MPI_Ireduce_scatter_block(in.raw_data(), out.raw_data(), static_cast<int>(out.numel()),
-                                      type, mpi_op(op), comm(), request->handle()));
+                                      type, mpi_op(in.dtype(), op), comm(), request->handle()));
         request->started();
         return request;
     }
