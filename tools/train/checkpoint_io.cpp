@@ -58,6 +58,7 @@ bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& par
                     static_cast<long long>(state.iteration));
     train::RestoreOptions o;
     o.finetune = flags.finetune;
+    o.schedule = flags.schedule_settings;
     o.optimizer = !flags.no_load_optim;
     o.rng = !flags.no_load_rng;
     train::restore_checkpoint(state, parts, o);

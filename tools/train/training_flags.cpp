@@ -146,6 +146,11 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "no-load-optim", po::bool_switch(&f.no_load_optim),
         "do not load the optimizer and learning-rate schedule state")(
         "no-load-rng", po::bool_switch(&f.no_load_rng), "do not load the RNG state")(
+        "override-opt_param-scheduler", po::bool_switch(),
+        "resuming: take the learning-rate schedule's settings from the flags (by default they "
+        "must equal the checkpoint's)")(
+        "use-checkpoint-opt_param-scheduler", po::bool_switch(),
+        "resuming: take the learning-rate schedule's settings from the checkpoint")(
         "exit-on-missing-checkpoint", po::bool_switch(&f.exit_on_missing_checkpoint),
         "with --load: exit when it holds no checkpoint instead of starting from random weights")(
         "finetune", po::bool_switch(&f.finetune),
@@ -196,6 +201,12 @@ void finish(const po::variables_map& vm, TrainingFlags& f) {
     reject_unsupported(vm);
     f.params_dtype = cli::params_dtype_from(vm);
     f.check_for_nan = !vm["no-check-for-nan-in-loss-and-grad"].as<bool>();
+    const bool override_schedule = vm["override-opt_param-scheduler"].as<bool>();
+    const bool checkpoint_schedule = vm["use-checkpoint-opt_param-scheduler"].as<bool>();
+    MT_CHECK(!(override_schedule && checkpoint_schedule),
+             "both override and use-checkpoint are set.");
+    if (override_schedule) f.schedule_settings = train::ScheduleSettings::from_flags;
+    if (checkpoint_schedule) f.schedule_settings = train::ScheduleSettings::from_checkpoint;
     const std::string backend = vm["attention-backend"].as<std::string>();
     MT_CHECK(backend == "flash" || backend == "fused" || backend == "unfused" ||
                  backend == "local" || backend == "auto",

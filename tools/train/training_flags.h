@@ -12,6 +12,7 @@
 #include "mt/optim/optimizer.h"
 #include "mt/parallel/grad_buffer.h"
 #include "mt/parallel/parallel_state.h"
+#include "mt/train/checkpointing.h"
 #include "mt/train/trainer.h"
 
 namespace mt::train_tool {
@@ -42,6 +43,8 @@ struct TrainingFlags {
     bool check_for_nan = true;               // off: --no-check-for-nan-in-loss-and-grad
     bool exit_on_missing_checkpoint = false;  // --exit-on-missing-checkpoint
     bool skip_train = false;  // --skip-train: the final evaluations only
+    // --override-opt_param-scheduler / --use-checkpoint-opt_param-scheduler
+    train::ScheduleSettings schedule_settings = train::ScheduleSettings::must_match;
     std::optional<double> decoupled_lr, decoupled_min_lr;  // --decoupled-lr, --decoupled-min-lr
     bool log_memory_to_tensorboard = false;
     bool log_rank_stats = false;  // ours: per-rank communication and optimizer memory

@@ -319,6 +319,45 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
     return s;
 }
 
+namespace {
+
+// Megatron's OptimizerParamScheduler.load_state_dict: each setting checked (_check_and_set).
+optim::LrScheduleConfig restored_schedule(const optim::LrScheduleConfig& flags,
+                                          const SchedulerCheckpoint& saved,
+                                          ScheduleSettings from) {
+    optim::LrScheduleConfig c = flags;
+    auto pick = [&](auto flag_value, auto saved_value, const char* name, auto show) {
+        if (from == ScheduleSettings::from_flags) return flag_value;
+        MT_CHECK(from == ScheduleSettings::from_checkpoint || flag_value == saved_value,
+                 "OptimizerParamScheduler: class input value ", show(flag_value),
+                 " and checkpoint value ", show(saved_value), " for ", name,
+                 " do not match (--override-opt_param-scheduler takes the flags', "
+                 "--use-checkpoint-opt_param-scheduler the checkpoint's)");
+        return saved_value;
+    };
+    auto number = [](double v) { return v; };
+    auto text = [](const std::string& v) { return v; };
+    c.max_lr = pick(flags.max_lr, saved.max_lr, "learning rate", number);
+    c.min_lr = pick(flags.min_lr, saved.min_lr, "minimum learning rate", number);
+    c.lr_warmup_steps =
+        pick(flags.lr_warmup_steps, saved.lr_warmup_steps, "warmup iterations", number);
+    c.lr_decay_steps = int64_t(pick(double(flags.lr_decay_steps), double(saved.lr_decay_steps),
+                                    "total number of iterations", number));
+    c.lr_decay_style = optim::parse_lr_decay_style(
+        pick(lr_decay_style_name(flags.lr_decay_style), saved.lr_decay_style,
+             "learning rate decay style", text));
+    c.start_wd = pick(flags.start_wd, saved.start_wd, "start weight decay", number);
+    c.end_wd = pick(flags.end_wd, saved.end_wd, "end weight decay", number);
+    c.wd_incr_steps = int64_t(pick(double(flags.wd_incr_steps), double(saved.wd_incr_steps),
+                                   "total number of weight decay iterations", number));
+    c.wd_incr_style = optim::parse_wd_incr_style(
+        pick(wd_incr_style_name(flags.wd_incr_style), saved.wd_incr_style,
+             "weight decay incr style", text));
+    return c;
+}
+
+}  // namespace
+
 void restore_checkpoint(const CheckpointState& state, const TrainingParts& parts,
                         const RestoreOptions& o) {
     load_model_weights(state, parts.model, WeightLoad::copy);
@@ -332,6 +371,8 @@ void restore_checkpoint(const CheckpointState& state, const TrainingParts& parts
         MT_CHECK(state.optimizer && state.scheduler,
                  "the checkpoint has no optimizer state: use --no-load-optim or --finetune");
         restore_optimizer(*state.optimizer, parts);
+        parts.scheduler = optim::LrScheduler(
+            restored_schedule(parts.scheduler.config(), *state.scheduler, o.schedule));
         parts.scheduler.set_num_steps(state.scheduler->num_steps);
     }
     if (o.rng && state.rng)

@@ -54,8 +54,15 @@ MT_API CheckpointState capture_checkpoint(const TrainingParts& parts, const Capt
 
 // Restoring the optimizer also takes the checkpoint's Adam betas and eps (SGD momentum) over the
 // flags', as Megatron does (torch's load_state_dict restores the parameter groups).
+// Where a resumed run's learning-rate schedule settings (peak and floor, warmup and decay lengths,
+// decay style, weight-decay schedule) come from: by default flags and checkpoint must agree
+// (Megatron's assertion), --override-opt_param-scheduler takes the flags',
+// --use-checkpoint-opt_param-scheduler the checkpoint's.
+enum class ScheduleSettings { must_match, from_flags, from_checkpoint };
+
 struct RestoreOptions {
     bool optimizer = true;  // false: --no-load-optim (the schedule is not loaded either)
+    ScheduleSettings schedule = ScheduleSettings::must_match;
     bool rng = true;        // false: --no-load-rng
     bool finetune = false;  // model only; iteration and consumed samples start at 0
 };
