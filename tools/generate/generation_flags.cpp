@@ -42,12 +42,30 @@ po::options_description generation_flags(GenerationFlags& f) {
         "port", po::value<int>()->default_value(5000),
         "serve Megatron's REST API (PUT /api) on this port (0: any); the mode when no other is "
         "asked for, as run_text_generation_server.py")(
-        "host", po::value(&f.host)->default_value("0.0.0.0"), "address the server listens on");
+        "host", po::value(&f.host)->default_value("0.0.0.0"), "address the server listens on")(
+        "num-tokens-to-generate", po::value<int64_t>(),
+        "the name Megatron's generation scripts give --out-seq-length")(
+        "max-batch-size", po::value<int64_t>(),
+        "accepted: prompts are generated one request at a time (Megatron: deprecated in favour "
+        "of --inference-max-batch-size)")(
+        "num-tokens-to-prompt", po::value<std::vector<std::string>>()->multitoken(),
+        "Megatron's dynamic-inference benchmark: not supported yet")(
+        "incoming-requests-per-sec", po::value<double>(),
+        "Megatron's dynamic-inference benchmark: not supported yet")(
+        "incoming-requests-duration", po::value<double>(),
+        "Megatron's dynamic-inference benchmark: not supported yet");
     return g;
 }
 
 void finish_generation_flags(const po::variables_map& vm, GenerationFlags& f) {
     f.params_dtype = cli::params_dtype_from(vm);
+    if (vm.count("num-tokens-to-generate"))
+        f.out_seq_length = vm["num-tokens-to-generate"].as<int64_t>();
+    for (const char* flag :
+         {"num-tokens-to-prompt", "incoming-requests-per-sec", "incoming-requests-duration"})
+        MT_CHECK(!vm.count(flag), "--", flag,
+                 ": not supported yet: Megatron's dynamic inference engine and its request "
+                 "benchmark (examples/inference/gpt/gpt_dynamic_inference.py)");
     f.port = vm["port"].as<int>();
     MT_CHECK(f.port >= 0 && f.port < 65536, "--port must be in [0, 65535], got ", f.port);
     const int modes = int(!f.prompts.empty()) + int(!f.sample_input_file.empty()) +

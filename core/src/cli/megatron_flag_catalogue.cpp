@@ -40,13 +40,18 @@ constexpr const char* kMtp = "multi-token prediction (MTP)";
 constexpr const char* kFp8 = "FP8 training";
 constexpr const char* kFsdp = "FSDP (fully sharded data parallelism)";
 constexpr const char* kNonPersistent = "non-persistent (global / local / in-memory) checkpoints";
-constexpr const char* kTikToken = "the TikToken tokenizer (--tokenizer-type TikTokenizer)";
+constexpr const char* kTikTokenOnly =
+    "read only by the TikToken tokenizer, which --tokenizer-type TikTokenizer refuses (not "
+    "supported yet)";
 constexpr const char* kRerun = "Megatron's re-run engine (result validation, error injection)";
 constexpr const char* kLegacy = "Megatron's legacy (non-core) models";
 constexpr const char* kHeterogeneous = "heterogeneous layers (Llama-Nemotron configurations)";
 constexpr const char* kLowPrecisionOptimizer =
     "optimizer state or main weights below fp32 (the precision-aware optimizer's dtypes)";
 constexpr const char* kKitchen = "kitchen quantization";
+constexpr const char* kModelOpt =
+    "NVIDIA ModelOpt (TensorRT Model Optimizer) export, quantization, distillation and "
+    "speculative-decoding heads";
 constexpr const char* kSft = "SFT (supervised fine-tuning) training";
 
 // Reasons a flag changes nothing here (accepted).
@@ -351,9 +356,9 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--fp32-residual-connection",
      refuse_unless("fp32 residual connections in bf16 / fp16 models", "bf16=false,fp16=false")},
     {"--apply-query-key-layer-scaling",
-     refuse_unless("query-key layer scaling in bf16 / fp16 (the scores scaled by the layer "
-                   "number and back)",
-                   "bf16=false,fp16=false")},
+     accept("scales the attention scores down by the layer number and the softmax back up, "
+            "against fp16 overflow of scores kept in fp16: the CPU attention keeps its scores in "
+            "fp32, so nothing changes")},
     {"--attention-softmax-in-fp32", kDefined, accept("the attention softmax always runs in fp32")},
     {"--accumulate-allreduce-grads-in-fp32", kDefined, kTrainingOnly},
     {"--fp16-lm-cross-entropy",
@@ -486,9 +491,10 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--mid-level-dataset-surplus",
      refuse("a --mid-level-dataset-surplus other than Megatron's default"), kTrainingOnly},
     // tokenizer
-    {"--tiktoken-pattern", refuse(kTikToken)},
-    {"--tiktoken-num-special-tokens", refuse(kTikToken)},
-    {"--tiktoken-special-tokens", refuse(kTikToken)},
+    // Read only by TikTokenizer, which --tokenizer-type refuses itself.
+    {"--tiktoken-pattern", accept(kTikTokenOnly)},
+    {"--tiktoken-num-special-tokens", accept(kTikTokenOnly)},
+    {"--tiktoken-special-tokens", accept(kTikTokenOnly)},
     // autoresume
     {"--adlr-autoresume",
      accept("autoresume on NVIDIA's ADLR cluster (internal): SIGTERM with "
@@ -771,6 +777,27 @@ constexpr CatalogueEntry kCatalogue[] = {
     // sft
     {"--sft", refuse(kSft)},
     {"--sft-tokenizer-prompt-format", refuse(kSft)},
+    // modelopt-generic (pretrain_gpt.py's, when NVIDIA ModelOpt is installed)
+    {"--export-model-type", refuse(kModelOpt)},
+    {"--export-legacy-megatron", refuse(kModelOpt)},
+    {"--export-te-mcore-model", refuse(kModelOpt)},
+    {"--export-force-local-attention", refuse(kModelOpt)},
+    {"--export-kv-cache-quant", refuse(kModelOpt)},
+    {"--export-real-quant-cfg", refuse(kModelOpt)},
+    {"--export-quant-cfg", refuse(kModelOpt)},
+    {"--export-kd-cfg", refuse(kModelOpt)},
+    {"--export-kd-teacher-load", refuse(kModelOpt)},
+    {"--export-kd-teacher-ckpt-format", refuse(kModelOpt)},
+    {"--export-num-medusa-heads", refuse(kModelOpt)},
+    {"--export-eagle-algorithm", refuse(kModelOpt)},
+    {"--export-num-eagle-layers", refuse(kModelOpt)},
+    {"--export-draft-vocab-size", refuse(kModelOpt)},
+    {"--export-num-mtp", refuse(kModelOpt)},
+    {"--export-freeze-mtp", refuse(kModelOpt)},
+    {"--finetune-hf-dataset", refuse(kModelOpt)},
+    {"--finetune-data-split", refuse(kModelOpt)},
+    {"--export-qk-l2-norm", refuse(kModelOpt)},
+    {"--export-moe-apply-probs-on-input", refuse(kModelOpt)},
 };
 
 }  // namespace

@@ -15,7 +15,13 @@ TokenizerIdentity tokenizer_identity(const std::string& type, const TokenizerOpt
         MT_CHECK(o.vocab_size, "NullTokenizer needs --vocab-size");
         return {"_NullTokenizer", {std::nullopt}, {{"vocab_size", std::to_string(*o.vocab_size)}}};
     }
-    MT_FAIL("--tokenizer-type ", type, ": not supported yet for training data");
+    // Megatron's build_tokenizer: _HuggingFaceTokenizer(args.tokenizer_model), no options.
+    if (type == "HuggingFaceTokenizer") {
+        MT_CHECK(!o.tokenizer_model.empty(), "HuggingFaceTokenizer needs --tokenizer-model");
+        return {"_HuggingFaceTokenizer", {o.tokenizer_model}, {}};
+    }
+    MT_FAIL("--tokenizer-type ", type, ": not supported yet: training data read with the ", type,
+            " tokenizer (its dataset cache identity)");
 }
 
 }  // namespace mt::data

@@ -13,6 +13,7 @@
 #include "expected_values.h"
 #include "mt/data/gpt_dataset_builder.h"
 #include "mt/data/mock_gpt_sequences.h"
+#include "mt/data/tokenizer_identity.h"
 #include "test_support.h"
 
 namespace {
@@ -296,6 +297,27 @@ TEST(MockGPTDataset, IndicesAndSamplesEqualMegatrons) {
     config.blend = get_blend_from_list({"some/prefix"});
     EXPECT_NE(mt::test::error_of([&] { build_gpt_datasets(config, {400, 40, 20}); })
                   .find("--mock-data cannot be combined with --data-path"),
+              std::string::npos);
+}
+
+// HuggingFaceTokenizer's part of the cache key is Megatron's _HuggingFaceTokenizer identity:
+// its class and [--tokenizer-model], no options (json.dumps(indent=4) as in the description).
+TEST(GPTDataset, HuggingFaceTokenizerIdentity) {
+    GPTDatasetConfig config;
+    config.sequence_length = 16;
+    config.mock = true;
+    config.tokenizer = tokenizer_identity("HuggingFaceTokenizer", {"", "", "/models/tok", {}, 0});
+    auto datasets = build_gpt_datasets(config, {8, 8, 8});
+    const std::string& description =
+        dynamic_cast<const GPTDataset&>(*datasets[0]).unique_description();
+    EXPECT_NE(description.find("    \"tokenizer\": {\n        \"class\": \"_HuggingFaceTokenizer\",\n"
+                               "        \"tokenizer_path\": [\n            \"/models/tok\"\n"
+                               "        ]\n    }"),
+              std::string::npos)
+        << description;
+    EXPECT_NE(mt::test::error_of([] { tokenizer_identity("TikTokenizer", {}); })
+                  .find("--tokenizer-type TikTokenizer: not supported yet: training data read "
+                        "with the TikTokenizer tokenizer"),
               std::string::npos);
 }
 
