@@ -164,6 +164,34 @@ TEST(TorchCheckpoint, WritesMegatronsLayoutAndRoundTripsBitForBit) {
     EXPECT_EQ(fresh.trainer->iteration(), 2);
     EXPECT_EQ(fresh.trainer->consumed_train_samples(), 8);
     EXPECT_EQ(fresh.trainer->dropout_offset(), 4096u);
+
+    // The schedule's settings, as Megatron's OptimizerParamScheduler.load_state_dict: a flag that
+    // differs from the checkpoint is an error unless --override-opt_param-scheduler (the flags')
+    // or --use-checkpoint-opt_param-scheduler (the checkpoint's).
+    for (const auto from : {train::ScheduleSettings::must_match,
+                            train::ScheduleSettings::from_flags,
+                            train::ScheduleSettings::from_checkpoint}) {
+        TinyRun other;
+        optim::LrScheduleConfig sc = other.scheduler->config();
+        sc.max_lr = 3e-3;
+        sc.lr_decay_style = optim::LrDecayStyle::linear;
+        *other.scheduler = optim::LrScheduler(sc);
+        train::RestoreOptions o;
+        o.schedule = from;
+        if (from == train::ScheduleSettings::must_match) {
+            EXPECT_NE(error_of([&] { train::restore_checkpoint(loaded, other.parts(), o); })
+                          .find("OptimizerParamScheduler: class input value 0.003 and checkpoint "
+                                "value 0.001 for learning rate do not match"),
+                      std::string::npos);
+            continue;
+        }
+        train::restore_checkpoint(loaded, other.parts(), o);
+        const bool flags = from == train::ScheduleSettings::from_flags;
+        EXPECT_EQ(other.scheduler->config().max_lr, flags ? 3e-3 : 1e-3);
+        EXPECT_EQ(other.scheduler->config().lr_decay_style,
+                  flags ? optim::LrDecayStyle::linear : optim::LrDecayStyle::cosine);
+        EXPECT_EQ(other.scheduler->num_steps(), 8);
+    }
 }
 
 TEST(TorchCheckpoint, WritesTheGoldenBytes) {
