@@ -201,6 +201,30 @@ TEST_F(ParallelTrain, LlamaDistributedOptimizerRangesResumeAtOneRank) {
     expect_same(resumed, want, narrow.output);
 }
 
+// --bf16 with the distributed optimizer: each rank's f32 masters of its shard are saved (torch:
+// gathered into distrib_optim.pt's; torch_dist: its fp32_param ranges) and restored, so the
+// resumed run continues the uninterrupted one exactly.
+TEST_F(ParallelTrain, Bf16DistributedOptimizerResumesExactly) {
+    const std::string bf16 = " --bf16";
+    auto whole = run_command(train(dir_, data_, 2, 1) + bf16);
+    ASSERT_EQ(whole.exit_code, 0) << whole.output;
+    const auto want = losses(whole.output);
+    ASSERT_EQ(want.size(), 6u) << whole.output;
+    for (const char* format : {"torch_dist", "torch"}) {
+        const std::string fmt = std::string(" --ckpt-format ") + format;
+        const fs::path save = dir_ / (std::string("bf16_") + format);
+        auto first = run_command(train(dir_, data_, 2, 1) + bf16 + fmt + " --save " + q(save) +
+                                 " --save-interval 3 --exit-interval 3");
+        ASSERT_EQ(first.exit_code, 0) << first.output;
+        auto resumed = run_command(train(dir_, data_, 2, 1) + bf16 + fmt + " --load " + q(save));
+        ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+        const auto got = losses(resumed.output);
+        EXPECT_EQ(got.size(), 3u) << resumed.output;
+        for (const auto& [iteration, loss] : got)
+            EXPECT_EQ(loss, want.at(iteration)) << format << " iteration " << iteration;
+    }
+}
+
 TEST_F(ParallelTrain, RanksAgreeOnStoppingAndSaveTogether) {
     // Any rank's clock past --exit-duration-in-mins stops every rank after the same iteration,
     // with one (collective) save.

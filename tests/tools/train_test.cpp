@@ -108,8 +108,6 @@ TEST(Train, ExitIntervalAndUnsupportedFlags) {
     for (const auto& [flag, message] : std::vector<std::pair<std::string, std::string>>{
              {"--save " + q(dir / "ckpt") + " --ckpt-format zarr", "unknown checkpoint 'zarr'"},
              {"--fp16 --bf16", "--bf16 and --fp16 exclude each other"},
-             {"--bf16 --use-distributed-optimizer",
-              "not supported yet: --use-distributed-optimizer with bf16 parameters (--bf16)"},
              {"--tensor-model-parallel-size 2",
               "the world size (1 ranks) is not a multiple of --tensor-model-parallel-size (2) x "
               "--pipeline-model-parallel-size (1) x --context-parallel-size (1) = 2; start the "

@@ -22,15 +22,17 @@ GradBuffer::GradBuffer(const std::vector<nn::Parameter*>& params, Communicator& 
                        const DataParallelConfig& config)
     : dp_(&dp), config_(config) {
     std::vector<int64_t> numels;
+    const DType value_dtype = params.empty() ? DType::f32 : params[0]->value.dtype();
     for (nn::Parameter* p : params) {
         MT_CHECK(
             p->grad.dtype() == DType::f32 && p->value.is_contiguous() && p->grad.is_contiguous(),
             "data parallelism: parameter ", p->name, " must be contiguous with an f32 grad, got ",
             p->value.describe());
-        // The distributed optimizer's buffer holds the f32 weights it updates in place.
-        MT_CHECK(p->value.dtype() == DType::f32 || !config.distributed_optimizer,
-                 "not supported yet: --use-distributed-optimizer with ",
-                 dtype_name(p->value.dtype()), " parameters (--bf16)");
+        // The distributed optimizer's buffer holds the model's weights (one dtype); a bf16 / f16
+        // run's optimizer keeps f32 masters of its shard.
+        MT_CHECK(p->value.dtype() == value_dtype || !config.distributed_optimizer,
+                 "--use-distributed-optimizer: parameters of different dtypes (", p->name, " is ",
+                 dtype_name(p->value.dtype()), ", others ", dtype_name(value_dtype), ")");
         numels.push_back(p->value.numel());
     }
     const BufferLayout layout = buffer_layout(numels, dp.size(), config);
@@ -48,7 +50,7 @@ GradBuffer::GradBuffer(const std::vector<nn::Parameter*>& params, Communicator& 
 
     grads_ = Tensor::zeros({std::max<int64_t>(offset, 1)}, DType::f32);
     if (config.distributed_optimizer)
-        values_ = Tensor::zeros({std::max<int64_t>(offset, 1)}, DType::f32);
+        values_ = Tensor::zeros({std::max<int64_t>(offset, 1)}, value_dtype);
     for (auto& [p, begin] : offsets) {
         p->grad = region(grads_, begin, p->value.shape());
         if (values_.defined()) {
@@ -168,9 +170,8 @@ void GradBuffer::finish_grad_sync() {
 }
 
 void GradBuffer::all_gather_shards(Tensor& whole) const {
-    MT_CHECK(whole.dtype() == DType::f32 && whole.shape() == grads_.shape(),
-             "GradBuffer: a buffer-shaped f32 tensor is ", grads_.describe(), ", got ",
-             whole.describe());
+    MT_CHECK(whole.shape() == grads_.shape(), "GradBuffer: a buffer-shaped tensor is ",
+             shape_str(grads_.shape()), ", got ", whole.describe());
     if (dp_->size() == 1) return;
     for (const Bucket& b : buckets_) {
         auto [lo, hi] = rank_range(b);

@@ -71,6 +71,26 @@ std::vector<std::pair<Tensor, Tensor>> local_moments(const TrainingParts& parts)
     return out;
 }
 
+// This rank's f32 master copy of every model parameter's piece in a bf16 / f16 run (undefined
+// in an f32 one): the optimizer's, or the distributed optimizer's shards gathered.
+std::vector<Tensor> local_masters(const TrainingParts& parts) {
+    const auto params = parts.model.parameters();
+    const std::vector<Tensor>& masters = parts.optimizer.masters();
+    if (!distributed_optimizer(parts)) return masters;
+    if (masters.empty() || !masters[0].defined()) return std::vector<Tensor>(params.size());
+    const parallel::GradBuffer& buffer = *parts.grad_buffer;
+    Backend& backend = parts.optimizer.backend();
+    Tensor whole = backend.zeros(buffer.grads().shape(), DType::f32);
+    for (size_t i = 0; i < masters.size(); ++i) {
+        Tensor piece = buffer.view(whole, buffer.shard()[i]);
+        backend.copy(masters[i], piece);
+    }
+    buffer.all_gather_shards(whole);
+    std::vector<Tensor> out;
+    for (const nn::Parameter* p : params) out.push_back(buffer.view(whole, *p));
+    return out;
+}
+
 // Copies `from` (checkpoint tensor `key`) into `to`, checking shape and dtype.
 void copy_checked(Backend& backend, const std::string& what, const std::string& key,
                   const Tensor& from, Tensor& to) {
@@ -99,11 +119,15 @@ void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& pa
     // tensors, or (distributed optimizer) a buffer-shaped copy this rank's shard is cut from.
     const bool sharded = distributed_optimizer(parts);
     const auto params = parts.model.parameters();
-    Tensor first_buffer, second_buffer;
+    Tensor first_buffer, second_buffer, master_buffer;
+    const bool masters =
+        !parts.optimizer.masters().empty() && parts.optimizer.masters()[0].defined();
     if (sharded) {
         Backend& backend = parts.optimizer.backend();
         first_buffer = backend.zeros(parts.grad_buffer->grads().shape(), DType::f32);
         second_buffer = backend.zeros(parts.grad_buffer->grads().shape(), DType::f32);
+        if (masters && saved.has_master_weights())
+            master_buffer = backend.zeros(parts.grad_buffer->grads().shape(), DType::f32);
     } else {
         MT_CHECK(parts.optimizer.parameters() == params,
                  "the optimizer does not update the model's parameters");
@@ -121,16 +145,25 @@ void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& pa
         if (type == "adam") into(it->second->exp_avg_sq, second_buffer, parts.optimizer.second());
         // A bf16 run resumes from the saved f32 masters; from an f32 checkpoint (no masters),
         // from the loaded weights (reload_model_params below).
-        if (!sharded && parts.optimizer.masters()[i].defined() && it->second->main_param.defined())
+        if (master_buffer.defined()) {
+            Tensor to = parts.grad_buffer->view(master_buffer, p);
+            copy_checked(parts.optimizer.backend(), "master weights of", p.name,
+                         nn::piece_of_whole(p, it->second->main_param), to);
+        } else if (!sharded && parts.optimizer.masters()[i].defined() &&
+                   it->second->main_param.defined()) {
             copy_checked(parts.optimizer.backend(), "master weights of", p.name,
                          nn::piece_of_whole(p, it->second->main_param),
                          parts.optimizer.masters()[i]);
+        }
     }
     if (sharded)
         for (size_t i = 0; i < parts.grad_buffer->shard().size(); ++i) {
             const auto& piece = parts.grad_buffer->shard()[i];
             Backend& backend = parts.optimizer.backend();
             backend.copy(parts.grad_buffer->view(first_buffer, piece), parts.optimizer.first()[i]);
+            if (master_buffer.defined())
+                backend.copy(parts.grad_buffer->view(master_buffer, piece),
+                             parts.optimizer.masters()[i]);
             if (type == "adam")
                 backend.copy(parts.grad_buffer->view(second_buffer, piece),
                              parts.optimizer.second()[i]);
@@ -185,7 +218,9 @@ std::vector<OptimizerShard> own_shards(const TrainingParts& parts) {
         s.boxes = boxes_of(p);
         s.begin = piece.param_begin;
         s.end = piece.param_end;
-        s.main_param = buffer.view(buffer.values(), piece);
+        // The f32 weights the optimizer updates: its masters in a bf16 / f16 run.
+        s.main_param = parts.optimizer.masters()[i].defined() ? parts.optimizer.masters()[i]
+                                                              : buffer.view(buffer.values(), piece);
         s.exp_avg = parts.optimizer.first()[i];
         s.exp_avg_sq = parts.optimizer.second()[i];
         out.push_back(std::move(s));
@@ -261,6 +296,8 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
                  "not supported yet: saving the distributed optimizer's shards of ", opt.type);
         const auto moments =
             shards ? std::vector<std::pair<Tensor, Tensor>>() : local_moments(parts);
+        const std::vector<Tensor> local_master = shards ? std::vector<Tensor>(params.size())
+                                                        : local_masters(parts);
         for (size_t i = 0; i < params.size(); ++i) {
             const nn::Parameter& p = *params[i];
             OptimizerParamState ps;
@@ -271,9 +308,8 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
                     opt.params.push_back(ps);
                 continue;
             }
-            // The f32 master copy of a bf16 parameter (the distributed optimizer keeps none).
-            const Tensor master =
-                distributed_optimizer(parts) ? Tensor() : parts.optimizer.masters()[i];
+            // The f32 master copy of a bf16 parameter.
+            const Tensor& master = local_master[i];
             if (!o.own_share) {
                 ps.exp_avg = whole_of(parts, p, moments[i].first);
                 if (opt.type == "adam") ps.exp_avg_sq = whole_of(parts, p, moments[i].second);

@@ -29,8 +29,20 @@ parallel::BufferLayout saved_layout(const CheckpointState& state, const std::str
     return parallel::buffer_layout(numels, dp, config);
 }
 
-PyValue buffer_dtype_key() {
-    return PyValue::tuple({io::torch_dtype_global(DType::f32), io::torch_dtype_global(DType::f32)});
+// Megatron keys a gradient buffer's state by (param dtype, grad dtype): grads are f32 here.
+PyValue buffer_dtype_key(DType param_dtype) {
+    return PyValue::tuple(
+        {io::torch_dtype_global(param_dtype), io::torch_dtype_global(DType::f32)});
+}
+
+// The model's weight dtype (one for all: the distributed optimizer's buffer holds them).
+DType model_dtype(const CheckpointState& state, const std::string& where) {
+    const DType d = state.model.empty() ? DType::f32 : state.model[0].second.local.dtype();
+    for (const auto& [name, t] : state.model)
+        MT_CHECK(t.local.dtype() == d, "not supported yet: ", where,
+                 ": the distributed optimizer's state of a model of several dtypes (", name,
+                 " is ", dtype_name(t.local.dtype()), ", others ", dtype_name(d), ")");
+    return d;
 }
 
 const Tensor& moment(const OptimizerParamState& p, const char* name) {
@@ -58,6 +70,7 @@ PyValue parameter_state_to_py(const CheckpointState& state) {
              " parameters have optimizer state but the model has ", state.model.size());
     const parallel::BufferLayout l = saved_layout(state, kDistribOptimName);
     const int64_t n = l.numel_unpadded();
+    const DType dtype = model_dtype(state, kDistribOptimName);
     PyValue tensors = PyValue::dict();
     Tensor world[3];
     const char* keys[] = {"param", kMoments[0], kMoments[1]};
@@ -67,16 +80,18 @@ PyValue parameter_state_to_py(const CheckpointState& state) {
         const OptimizerParamState& p = o.params[i];
         MT_CHECK(p.name == name, "distrib_optim.pt: optimizer state ", i, " is ", p.name,
                  ", the model tensor ", name);
-        MT_CHECK(t.local.dtype() == DType::f32, "not supported yet: the distributed optimizer's ",
-                 "checkpoint of a ", dtype_name(t.local.dtype()), " model (", name, ")");
-        piece(world[0], l, i, t.local.shape()).copy_from(t.local);
+        // "param" holds the f32 weights the optimizer updates: a bf16 / f16 model's masters.
+        const Tensor& main = dtype == DType::f32 ? t.local : p.main_param;
+        MT_CHECK(main.defined(), "distrib_optim.pt: no f32 master weights of the ",
+                 dtype_name(dtype), " parameter ", name);
+        piece(world[0], l, i, t.local.shape()).copy_from(main);
         for (int k = 1; k < 3; ++k)
             piece(world[k], l, i, t.local.shape()).copy_from(moment(p, keys[k]));
     }
     for (int k = 0; k < 3; ++k) tensors.dict_ref().set(keys[k], PyValue::tensor(world[k]));
     tensors.dict_ref().set("numel_unpadded", PyValue::integer(n));
     PyValue by_dtype = PyValue::dict();
-    by_dtype.dict_ref().set(buffer_dtype_key(), std::move(tensors));
+    by_dtype.dict_ref().set(buffer_dtype_key(dtype), std::move(tensors));
     PyValue root = PyValue::dict();
     root.dict_ref().set("buckets_coalesced", PyValue::boolean(true));
     root.dict_ref().set(PyValue::integer(0), std::move(by_dtype));
@@ -106,9 +121,11 @@ void parameter_state_from_py(const PyValue& root, CheckpointState& state, const 
     MT_CHECK(buffers->kind() == PyKind::dict && buffers->dict_ref().items.size() == 1, file,
              ": buffer 0 is not one dtype's state");
     const auto& [dtype_key, tensors] = buffers->dict_ref().items.front();
-    MT_CHECK(io::repr(dtype_key) == io::repr(buffer_dtype_key()), file,
-             ": not supported yet: a gradient buffer of ", io::repr(dtype_key),
-             " (only fp32 parameters and gradients)");
+    const DType dtype = model_dtype(state, file);
+    MT_CHECK(io::repr(dtype_key) == io::repr(buffer_dtype_key(dtype)), file,
+             ": not supported yet: a gradient buffer of ", io::repr(dtype_key), " for ",
+             dtype_name(dtype), " weights (the buffer must hold the model's dtype and fp32 "
+             "gradients)");
 
     const parallel::BufferLayout l = saved_layout(state, file);
     const int64_t n = l.numel_unpadded();
@@ -145,6 +162,7 @@ void parameter_state_from_py(const PyValue& root, CheckpointState& state, const 
         OptimizerParamState& p = o.params[i];
         p.exp_avg = piece(moments[0], l, i, shape);
         p.exp_avg_sq = piece(moments[1], l, i, shape);
+        if (dtype != DType::f32) p.main_param = piece(param, l, i, shape);
     }
 }
 

@@ -177,12 +177,16 @@ TEST(ParallelTraining, TensorParallel) {
     check(llama3_qk_norm_args(), {2, false, false, false});
 }
 
-TEST(ParallelTraining, TensorParallelBf16) {
+// bf16: activations reduced in bf16 over the tensor-parallel ranks; the distributed optimizer
+// shards f32 masters of the bf16 weights and gathers the updated bf16 weights.
+TEST(ParallelTraining, Bf16) {
     Layout layout{2, false, false, false};
     layout.dtype = DType::bf16;
     check(llama_args(), layout);
     layout.sequence_parallel = true;
     check(gpt2_args(), layout);
+    check(llama_args(), Layout{1, false, true, false, DType::bf16});
+    check(gpt2_args(), Layout{2, true, true, true, DType::bf16});
 }
 
 TEST(ParallelTraining, TensorParallelSequenceParallel) {

@@ -59,7 +59,8 @@ class MT_API GradBuffer {
     // This rank's shard with the distributed optimizer (every bucket's part), else empty;
     // optimizer_parameters()[i] is shard()[i].
     const std::vector<ShardPiece>& shard() const { return shard_; }
-    // The buffers (f32 [numel]); values only with the distributed optimizer.
+    // The buffers ([numel]: grads f32, values in the parameters' dtype); values only with the
+    // distributed optimizer.
     const Tensor& grads() const { return grads_; }
     const Tensor& values() const { return values_; }
     int64_t num_buckets() const { return int64_t(buckets_.size()); }
@@ -71,7 +72,7 @@ class MT_API GradBuffer {
     Tensor view(const Tensor& buffer_shaped, const ShardPiece& piece) const;
     Communicator& group() const { return *dp_; }
 
-    // `whole` (f32 [numel], laid out as the buffer) holds this rank's shard; fills in every
+    // `whole` ([numel], laid out as the buffer, any dtype) holds this rank's shard; fills in every
     // other rank's (all-gather per bucket). gather_params() does this to the values; saving the
     // distributed optimizer's state does it to its moments.
     void all_gather_shards(Tensor& whole) const;
