@@ -9,6 +9,9 @@
 #include <map>
 #include <regex>
 
+#include "mt/checkpoint.h"
+#include "mt/model.h"
+#include "mt/registry.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -253,6 +256,37 @@ TEST(TrainCheckpoint, ATruncatedCheckpointIsAnErrorNamingTheFile) {
     EXPECT_EQ(r.exit_code, 1) << r.output;
     EXPECT_NE(r.output.find("cannot read checkpoint " + file.string()), std::string::npos)
         << r.output;
+}
+
+// --decoupled-lr: the embedding and output weights in param groups of their own (Megatron's
+// is_decoupled_lr, with their own max_lr / min_lr) in both formats, which resume exactly.
+TEST(TrainCheckpoint, DecoupledLrGroupsResumeExactly) {
+    TempDir dir;
+    const std::string data = make_dataset(dir);
+    std::string base = train_command(dir, data) +
+                       " --train-iters 6 --decoupled-lr 3e-3 --decoupled-min-lr 2e-4";
+    const std::string torch_format = " --ckpt-format torch";
+    base.erase(base.find(torch_format), torch_format.size());
+    auto full = run_command(base);
+    ASSERT_EQ(full.exit_code, 0) << full.output;
+    const auto expected = losses(full.output);
+    for (const std::string format : {"torch", "torch_dist"}) {
+        const fs::path ckpt = dir / format;
+        auto first = run_command(base + " --ckpt-format " + format + " --save " + q(ckpt) +
+                                 " --exit-interval 3");
+        ASSERT_EQ(first.exit_code, 0) << first.output;
+        auto resumed = run_command(base + " --load " + q(ckpt));
+        ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+        const std::map<int, std::string> after(expected.upper_bound(3), expected.end());
+        EXPECT_EQ(losses(resumed.output), after) << format << "\n" << resumed.output;
+        const mt::CheckpointState state =
+            mt::Registry::global().create_checkpoint(format)->load(ckpt);
+        ASSERT_TRUE(state.optimizer) << format;
+        EXPECT_EQ(state.optimizer->decoupled_max_lr, 3e-3) << format;
+        EXPECT_EQ(state.optimizer->decoupled_min_lr, 2e-4) << format;
+        for (const mt::OptimizerParamState& p : state.optimizer->params)
+            EXPECT_EQ(p.decoupled_lr, mt::megatron_embedding_or_output(p.name)) << p.name;
+    }
 }
 
 }  // namespace

@@ -247,10 +247,6 @@ void finish(const po::variables_map& vm, TrainingFlags& f) {
     read_optional(vm, "save-interval", f.save_interval);
     read_optional(vm, "ckpt-convert-format", f.ckpt_convert_format);
     read_optional(vm, "ckpt-convert-save", f.ckpt_convert_save);
-    // Megatron's checkpoints keep the decoupled parameters in param groups of their own.
-    MT_CHECK(!f.decoupled_lr || !f.save,
-             "--decoupled-lr with --save: not supported yet: the decoupled learning rate's "
-             "optimizer param groups in checkpoints");
     MT_CHECK(!f.ckpt_convert_format || (f.ckpt_convert_save && f.load),
              "--ckpt-convert-format needs --ckpt-convert-save and --load");
     MT_CHECK(!f.save_interval || *f.save_interval > 0, "--save-interval must be positive, got ",

@@ -48,6 +48,7 @@ struct OptimizerParamState {
     // undefined in an f32 run.
     Tensor main_param;
     bool weight_decay = true;  // Megatron's wd_mult 1 group, else wd_mult 0
+    bool decoupled_lr = false;  // in a group of --decoupled-lr (is_decoupled_lr)
 };
 
 // A box of a whole tensor: elements [offset, offset + size) in every dimension.
@@ -80,6 +81,8 @@ struct OptimizerCheckpoint {
     int64_t step = 0;                 // updates taken (torch keeps it per parameter)
     double lr = 0, weight_decay = 0;  // what the schedule gives now (param_groups' lr, wd)
     double max_lr = 0, min_lr = 0;
+    // The decoupled groups' (--decoupled-lr) learning rate now and schedule peak and floor.
+    double decoupled_lr = 0, decoupled_max_lr = 0, decoupled_min_lr = 0;
     double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, momentum = 0.9;
     std::vector<OptimizerParamState> params;          // in the model's parameter order
     std::optional<GradScalerCheckpoint> grad_scaler;  // fp16, or --loss-scale with bf16

@@ -65,6 +65,11 @@ struct ShardSpec {
 inline bool megatron_weight_decay(std::string_view name, const Shape& shape) {
     return shape.size() > 1 && !name.ends_with(".bias");
 }
+// Megatron's is_embedding_or_output_parameter (the parameters --decoupled-lr applies to): the
+// word embedding and the untied output layer weight.
+inline bool megatron_embedding_or_output(std::string_view name) {
+    return name == "embedding.word_embeddings.weight" || name == "output_layer.weight";
+}
 
 struct ParameterInfo {
     std::string

@@ -287,6 +287,13 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
         opt.weight_decay = parts.scheduler.weight_decay();
         opt.max_lr = sc.max_lr;
         opt.min_lr = sc.min_lr;
+        const std::optional<double> decoupled = parts.trainer.decoupled_lr();
+        if (decoupled) {
+            const train::TrainerOptions& to = parts.trainer.options();
+            opt.decoupled_lr = *decoupled;
+            opt.decoupled_max_lr = *to.decoupled_lr;
+            opt.decoupled_min_lr = to.decoupled_min_lr.value_or(sc.min_lr);
+        }
         opt.beta1 = c.adam_beta1;
         opt.beta2 = c.adam_beta2;
         opt.eps = c.adam_eps;
@@ -303,6 +310,7 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
             OptimizerParamState ps;
             ps.name = p.name;
             ps.weight_decay = p.weight_decay;
+            ps.decoupled_lr = decoupled && p.embedding_or_output;
             if (shards) {  // the moments are in opt.shards; one entry per model box
                 for (size_t b = main_boxes(parts, p, p.value).size(); b > 0; --b)
                     opt.params.push_back(ps);

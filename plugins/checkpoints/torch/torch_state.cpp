@@ -60,21 +60,32 @@ PyValue scalar_tensor(float v) {
     return PyValue::tensor(t);
 }
 
-// Megatron's param groups: keyed by wd_mult in the order parameters first reach them.
+// Megatron's param groups: keyed by (wd_mult, is_decoupled_lr) in the order parameters first
+// reach them.
+struct GroupKey {
+    bool decay = true, decoupled = false;
+    bool operator==(const GroupKey&) const = default;
+};
 struct Groups {
-    std::vector<bool> decay;                   // per group
+    std::vector<GroupKey> keys;                // per group
     std::vector<std::vector<size_t>> members;  // indices into the parameter list
+
+    // The group of `key`, or keys.size().
+    size_t find(const GroupKey& key) const {
+        size_t k = 0;
+        while (k < keys.size() && !(keys[k] == key)) ++k;
+        return k;
+    }
 };
 
-template <class DecaysFn>
-Groups make_groups(size_t n, DecaysFn decays_of) {
+template <class KeyFn>
+Groups make_groups(size_t n, KeyFn key_of) {
     Groups g;
     for (size_t i = 0; i < n; ++i) {
-        const bool d = decays_of(i);
-        size_t k = 0;
-        while (k < g.decay.size() && g.decay[k] != d) ++k;
-        if (k == g.decay.size()) {
-            g.decay.push_back(d);
+        const GroupKey key = key_of(i);
+        const size_t k = g.find(key);
+        if (k == g.keys.size()) {
+            g.keys.push_back(key);
             g.members.emplace_back();
         }
         g.members[k].push_back(i);
@@ -82,24 +93,37 @@ Groups make_groups(size_t n, DecaysFn decays_of) {
     return g;
 }
 
+// The groups of the checkpoint's parameters, in their order.
+Groups groups_of(const OptimizerCheckpoint& o) {
+    return make_groups(o.params.size(), [&](size_t i) {
+        return GroupKey{o.params[i].weight_decay, o.params[i].decoupled_lr};
+    });
+}
+
+GroupKey key_of(const PyValue& group) {
+    const PyValue* decoupled = group.find("is_decoupled_lr");
+    return {group["wd_mult"].as_double() != 0.0,
+            decoupled && decoupled->kind() == PyKind::boolean && decoupled->as_bool()};
+}
+
 PyValue optimizer_to_py(const OptimizerCheckpoint& o) {
     const bool adam = o.type == "adam";
-    Groups groups =
-        make_groups(o.params.size(), [&](size_t i) { return o.params[i].weight_decay; });
+    Groups groups = groups_of(o);
     PyValue state = PyValue::dict();
     PyValue param_groups = PyValue::list();
     int64_t next_id = 0;
-    for (size_t k = 0; k < groups.decay.size(); ++k) {
-        const double wd_mult = groups.decay[k] ? 1.0 : 0.0;
+    for (size_t k = 0; k < groups.keys.size(); ++k) {
+        const double wd_mult = groups.keys[k].decay ? 1.0 : 0.0;
+        const bool decoupled = groups.keys[k].decoupled;
         PyValue g = PyValue::dict();
         auto& gd = g.dict_ref();
         gd.set("wd_mult", PyValue::real(wd_mult));
         gd.set("lr_mult", PyValue::real(1.0));
         gd.set("is_expert_parallel", PyValue::boolean(false));
-        gd.set("is_decoupled_lr", PyValue::boolean(false));
-        gd.set("max_lr", PyValue::real(o.max_lr));
-        gd.set("min_lr", PyValue::real(o.min_lr));
-        gd.set("lr", PyValue::real(o.lr));
+        gd.set("is_decoupled_lr", PyValue::boolean(decoupled));
+        gd.set("max_lr", PyValue::real(decoupled ? o.decoupled_max_lr : o.max_lr));
+        gd.set("min_lr", PyValue::real(decoupled ? o.decoupled_min_lr : o.min_lr));
+        gd.set("lr", PyValue::real(decoupled ? o.decoupled_lr : o.lr));
         if (adam) {
             gd.set("betas", PyValue::tuple({PyValue::real(o.beta1), PyValue::real(o.beta2)}));
             gd.set("eps", PyValue::real(o.eps));
@@ -222,8 +246,13 @@ OptimizerCheckpoint optimizer_from_py(const PyValue& opt, const CheckpointState&
     MT_CHECK((!state || state->kind() == PyKind::dict) && groups.kind() == PyKind::list, file,
              ": the optimizer is not a torch optimizer state_dict");
 
+    // A file written with --decoupled-lr keeps the embedding and output weights apart.
+    bool decoupled_in_file = false;
+    for (const PyValue& g : groups.items()) decoupled_in_file = decoupled_in_file || key_of(g).decoupled;
     Groups ours = make_groups(s.model.size(), [&](size_t i) {
-        return megatron_weight_decay(s.model[i].first, s.model[i].second.global_shape);
+        const std::string& name = s.model[i].first;
+        return GroupKey{megatron_weight_decay(name, s.model[i].second.global_shape),
+                        decoupled_in_file && megatron_embedding_or_output(name)};
     });
     OptimizerCheckpoint o;
     o.type = groups.items().empty() || groups.items()[0].find("betas") ? "adam" : "sgd";
@@ -236,21 +265,25 @@ OptimizerCheckpoint optimizer_from_py(const PyValue& opt, const CheckpointState&
         have_step = true;
     };
     for (const PyValue& g : groups.items()) {
-        const bool decay = g["wd_mult"].as_double() != 0.0;
-        size_t k = 0;
-        while (k < ours.decay.size() && ours.decay[k] != decay) ++k;
+        const GroupKey key = key_of(g);
+        const bool decay = key.decay;
+        const size_t k = ours.find(key);
         const PyValue* ids = g.find("params");
         MT_CHECK(ids || !state, file, ": an optimizer param group has no 'params'");
-        const size_t count = ids                     ? ids->items().size()
-                             : k < ours.decay.size() ? ours.members[k].size()
-                                                     : 0;
-        MT_CHECK(k < ours.decay.size() && ours.members[k].size() == count, file,
-                 ": an optimizer param group (wd_mult ", g["wd_mult"].as_double(), ") has ", count,
+        const size_t count = ids                    ? ids->items().size()
+                             : k < ours.keys.size() ? ours.members[k].size()
+                                                    : 0;
+        MT_CHECK(k < ours.keys.size() && ours.members[k].size() == count, file,
+                 ": an optimizer param group (wd_mult ", g["wd_mult"].as_double(),
+                 key.decoupled ? ", decoupled lr" : "", ") has ", count,
                  " parameters but the model has ",
-                 k < ours.decay.size() ? ours.members[k].size() : 0, " such parameters");
-        o.lr = g["lr"].as_double();
-        if (const PyValue* m = g.find("max_lr")) o.max_lr = m->as_double();
-        if (const PyValue* m = g.find("min_lr")) o.min_lr = m->as_double();
+                 k < ours.keys.size() ? ours.members[k].size() : 0, " such parameters");
+        double& lr = key.decoupled ? o.decoupled_lr : o.lr;
+        double& max_lr = key.decoupled ? o.decoupled_max_lr : o.max_lr;
+        double& min_lr = key.decoupled ? o.decoupled_min_lr : o.min_lr;
+        lr = g["lr"].as_double();
+        if (const PyValue* m = g.find("max_lr")) max_lr = m->as_double();
+        if (const PyValue* m = g.find("min_lr")) min_lr = m->as_double();
         if (decay) o.weight_decay = g["weight_decay"].as_double();
         if (const PyValue* b = g.find("betas")) {
             o.beta1 = b->items().at(0).as_double();
@@ -266,6 +299,7 @@ OptimizerCheckpoint optimizer_from_py(const PyValue& opt, const CheckpointState&
             OptimizerParamState& p = o.params[i];
             p.name = name;
             p.weight_decay = decay;
+            p.decoupled_lr = key.decoupled;
             if (!state) continue;  // distrib_optim.pt's
             const PyValue* ps = find_int_key(*state, ids->items()[j].as_int());
             if (!ps) {  // no step taken yet
@@ -292,9 +326,7 @@ OptimizerCheckpoint optimizer_from_py(const PyValue& opt, const CheckpointState&
             masters->kind() == PyKind::list && masters->items().size() == groups.items().size(),
             file, ": fp32_from_fp16_params does not hold one list per param group");
         for (size_t g = 0; g < groups.items().size(); ++g) {
-            const bool decay = groups.items()[g]["wd_mult"].as_double() != 0.0;
-            size_t k = 0;
-            while (ours.decay[k] != decay) ++k;  // found above
+            const size_t k = ours.find(key_of(groups.items()[g]));  // found above
             const auto& group = (*masters).items()[g].items();
             MT_CHECK(group.size() == ours.members[k].size(), file, ": fp32_from_fp16_params group ",
                      g, " holds ", group.size(), " tensors for ", ours.members[k].size(),
@@ -378,8 +410,7 @@ GradScalerCheckpoint grad_scaler_from_py(const PyValue& d, const std::string& fi
 // Float16OptimizerWithFloat16Params.state_dict() (--bf16 / --fp16 without the distributed
 // optimizer): the torch state dict beside the f32 master copies, grouped as its param groups.
 PyValue mixed_precision_optimizer_to_py(const OptimizerCheckpoint& o) {
-    Groups groups =
-        make_groups(o.params.size(), [&](size_t i) { return o.params[i].weight_decay; });
+    Groups groups = groups_of(o);
     PyValue masters = PyValue::list();
     for (const auto& members : groups.members) {
         PyValue group = PyValue::list();

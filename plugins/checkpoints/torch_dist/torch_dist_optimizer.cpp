@@ -123,10 +123,17 @@ OptimizerCheckpoint optimizer_from_py(
         o.grad_scaler = torch_ckpt::grad_scaler_from_py(*scaler, where);
     const auto& groups = opt["param_groups"].items();
     o.type = groups[0].find("betas") ? "adam" : "sgd";
+    bool decoupled_groups = false;
     for (const PyValue& g : groups) {
-        o.lr = g["lr"].as_double();
-        if (const PyValue* m = g.find("max_lr")) o.max_lr = m->as_double();
-        if (const PyValue* m = g.find("min_lr")) o.min_lr = m->as_double();
+        const PyValue* is_decoupled = g.find("is_decoupled_lr");
+        const bool decoupled = is_decoupled && is_decoupled->kind() == PyKind::boolean &&
+                               is_decoupled->as_bool();
+        decoupled_groups = decoupled_groups || decoupled;
+        (decoupled ? o.decoupled_lr : o.lr) = g["lr"].as_double();
+        if (const PyValue* m = g.find("max_lr"))
+            (decoupled ? o.decoupled_max_lr : o.max_lr) = m->as_double();
+        if (const PyValue* m = g.find("min_lr"))
+            (decoupled ? o.decoupled_min_lr : o.min_lr) = m->as_double();
         const PyValue* wd_mult = g.find("wd_mult");
         if (!wd_mult || wd_mult->as_double() != 0.0) o.weight_decay = g["weight_decay"].as_double();
         if (const PyValue* b = g.find("betas")) {
@@ -149,6 +156,7 @@ OptimizerCheckpoint optimizer_from_py(
         OptimizerParamState p;
         p.name = name;
         p.weight_decay = megatron_weight_decay(name, t.global_shape);
+        p.decoupled_lr = decoupled_groups && megatron_embedding_or_output(name);
         for (const std::string& m : moment_names(o.type)) {
             const Tensor* value = find_tensor(moments, m + "." + name);
             Tensor& slot = m == "exp_avg_sq" ? p.exp_avg_sq : p.exp_avg;

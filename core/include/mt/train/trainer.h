@@ -113,6 +113,9 @@ class MT_API Trainer {
     const std::vector<double>& grad_norms() const { return grad_norms_; }
     // The fp16 loss scaler (checkpoints save and restore it), or null.
     optim::GradScaler* grad_scaler() { return scaler_ ? &*scaler_ : nullptr; }
+    // The embedding and output weights' learning rate now (--decoupled-lr), else none.
+    std::optional<double> decoupled_lr() const;
+    const TrainerOptions& options() const { return options_; }
 
   private:
     struct IterationResult {
@@ -130,8 +133,6 @@ class MT_API Trainer {
     bool unscale_grads();
     // grads *= factor, for every parameter the optimizer updates.
     void scale_grads(float factor);
-    // The embedding and output weights' learning rate now (--decoupled-lr), else none.
-    std::optional<double> decoupled_lr() const;
     // Megatron's finalize_model_grads: the data-parallel reduction, then the sequence-parallel
     // parameters' grads summed over the tensor-parallel group.
     void finalize_grads();
