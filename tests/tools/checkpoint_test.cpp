@@ -57,6 +57,21 @@ std::map<int, std::string> losses(const std::string& output) {
     return out;
 }
 
+// `base` (6 iterations, no --ckpt-format) saved in `format` at iteration 3 and resumed: the
+// resumed run's losses are `expected`'s after iteration 3. Returns the resumed run's output.
+std::string expect_resumes_exactly(const std::string& base, const fs::path& ckpt,
+                                   const std::string& format,
+                                   const std::map<int, std::string>& expected) {
+    auto first = run_command(base + " --ckpt-format " + format + " --save " + q(ckpt) +
+                             " --exit-interval 3");
+    EXPECT_EQ(first.exit_code, 0) << first.output;
+    auto resumed = run_command(base + " --load " + q(ckpt));
+    EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+    const std::map<int, std::string> after(expected.upper_bound(3), expected.end());
+    EXPECT_EQ(losses(resumed.output), after) << format << "\n" << resumed.output;
+    return resumed.output;
+}
+
 TEST(TrainCheckpoint, ResumingReproducesTheUninterruptedRun) {
     TempDir dir;
     const std::string data = make_dataset(dir);
@@ -151,22 +166,14 @@ TEST_P(HalfPrecisionCheckpoint, ResumesExactlyFromTheMasterWeightsInBothFormats)
         EXPECT_NE(full.output.find("| loss scale: 2147483648.0 |"), std::string::npos);
     }
     for (const std::string format : {"torch", "torch_dist"}) {
-        const fs::path ckpt = dir / format;
-        auto first = run_command(base + " --ckpt-format " + format + " --save " + q(ckpt) +
-                                 " --exit-interval 3");
-        ASSERT_EQ(first.exit_code, 0) << first.output;
-        auto resumed = run_command(base + " --load " + q(ckpt));
-        ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-        auto got = losses(resumed.output);
-        const std::map<int, std::string> after(expected.upper_bound(3), expected.end());
-        EXPECT_EQ(got, after) << format << "\n" << resumed.output;
+        const std::string resumed = expect_resumes_exactly(base, dir / format, format, expected);
         // The loss scale resumes too (the log line's, iteration 6).
         const auto line = [](const std::string& out) {
             const size_t at = out.find("iteration        6/");
             return at == std::string::npos ? std::string()
                                            : out.substr(at, out.find('\n', at) - at);
         };
-        const std::string want = line(full.output), have = line(resumed.output);
+        const std::string want = line(full.output), have = line(resumed);
         EXPECT_EQ(have.substr(have.find("loss scale")), want.substr(want.find("loss scale")));
     }
     const std::string pt = read_file(dir / "torch/iter_0000003/mp_rank_00/model_optim_rng.pt");
@@ -272,13 +279,7 @@ TEST(TrainCheckpoint, DecoupledLrGroupsResumeExactly) {
     const auto expected = losses(full.output);
     for (const std::string format : {"torch", "torch_dist"}) {
         const fs::path ckpt = dir / format;
-        auto first = run_command(base + " --ckpt-format " + format + " --save " + q(ckpt) +
-                                 " --exit-interval 3");
-        ASSERT_EQ(first.exit_code, 0) << first.output;
-        auto resumed = run_command(base + " --load " + q(ckpt));
-        ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-        const std::map<int, std::string> after(expected.upper_bound(3), expected.end());
-        EXPECT_EQ(losses(resumed.output), after) << format << "\n" << resumed.output;
+        expect_resumes_exactly(base, ckpt, format, expected);
         const mt::CheckpointState state =
             mt::Registry::global().create_checkpoint(format)->load(ckpt);
         ASSERT_TRUE(state.optimizer) << format;

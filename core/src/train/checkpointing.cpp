@@ -37,6 +37,21 @@ Tensor whole_of(const TrainingParts& parts, const nn::Parameter& p, const Tensor
     return unshard_tensor(pieces, p.shard);
 }
 
+// The distributed optimizer's per-shard tensors (optimizer state of shard()[i]) laid out as the
+// gradient buffer and gathered over the data-parallel group; undefined when there are none.
+Tensor gathered_shards(const TrainingParts& parts, const std::vector<Tensor>& shard) {
+    if (shard.empty() || !shard[0].defined()) return Tensor();
+    const parallel::GradBuffer& buffer = *parts.grad_buffer;
+    Backend& backend = parts.optimizer.backend();
+    Tensor whole = backend.zeros(buffer.grads().shape(), DType::f32);
+    for (size_t i = 0; i < shard.size(); ++i) {
+        Tensor piece = buffer.view(whole, buffer.shard()[i]);
+        backend.copy(shard[i], piece);
+    }
+    buffer.all_gather_shards(whole);
+    return whole;
+}
+
 // This rank's optimizer moments of every model parameter (first, second), shaped like its
 // piece. The distributed optimizer's shards are gathered over the data-parallel group first.
 std::vector<std::pair<Tensor, Tensor>> local_moments(const TrainingParts& parts) {
@@ -51,19 +66,8 @@ std::vector<std::pair<Tensor, Tensor>> local_moments(const TrainingParts& parts)
     }
     const parallel::GradBuffer& buffer = *parts.grad_buffer;
     // optimizer.first()[i] is the state of shard()[i] (SGD has no second moment).
-    auto gathered = [&](const std::vector<Tensor>& shard) {
-        if (shard.empty() || !shard[0].defined()) return Tensor();
-        Backend& backend = parts.optimizer.backend();
-        Tensor whole = backend.zeros(buffer.grads().shape(), DType::f32);
-        for (size_t i = 0; i < shard.size(); ++i) {
-            Tensor piece = buffer.view(whole, buffer.shard()[i]);
-            backend.copy(shard[i], piece);
-        }
-        buffer.all_gather_shards(whole);
-        return whole;
-    };
-    const Tensor first = gathered(parts.optimizer.first()),
-                 second = gathered(parts.optimizer.second());
+    const Tensor first = gathered_shards(parts, parts.optimizer.first()),
+                 second = gathered_shards(parts, parts.optimizer.second());
     auto region = [&](const Tensor& whole, const nn::Parameter& p) {
         return whole.defined() ? buffer.view(whole, p) : Tensor();
     };
@@ -77,17 +81,10 @@ std::vector<Tensor> local_masters(const TrainingParts& parts) {
     const auto params = parts.model.parameters();
     const std::vector<Tensor>& masters = parts.optimizer.masters();
     if (!distributed_optimizer(parts)) return masters;
-    if (masters.empty() || !masters[0].defined()) return std::vector<Tensor>(params.size());
-    const parallel::GradBuffer& buffer = *parts.grad_buffer;
-    Backend& backend = parts.optimizer.backend();
-    Tensor whole = backend.zeros(buffer.grads().shape(), DType::f32);
-    for (size_t i = 0; i < masters.size(); ++i) {
-        Tensor piece = buffer.view(whole, buffer.shard()[i]);
-        backend.copy(masters[i], piece);
-    }
-    buffer.all_gather_shards(whole);
+    const Tensor whole = gathered_shards(parts, masters);
+    if (!whole.defined()) return std::vector<Tensor>(params.size());
     std::vector<Tensor> out;
-    for (const nn::Parameter* p : params) out.push_back(buffer.view(whole, *p));
+    for (const nn::Parameter* p : params) out.push_back(parts.grad_buffer->view(whole, *p));
     return out;
 }
 

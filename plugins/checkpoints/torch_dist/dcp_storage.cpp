@@ -71,6 +71,20 @@ class Coverage {
     std::vector<bool> marked_;
 };
 
+// Chunk `c` of `entry`: a tensor of the chunk's shape and the entry's dtype, or an error naming
+// the file and the chunk.
+Tensor load_chunk(const fs::path& dir, const DcpEntry& entry, const DcpChunk& c) {
+    const std::string what = "chunk " + shape_str(c.offsets) + " of " + entry.fqn;
+    const io::PyValue v = load_archive(dir, c.where, what);
+    const fs::path file = dir / c.where.relative_path;
+    MT_CHECK(v.kind() == io::PyKind::tensor, file.string(), ": ", what, " holds a Python ",
+             io::py_kind_name(v.kind()), ", not a tensor");
+    const Tensor& t = v.as_tensor();
+    MT_CHECK(t.shape() == c.sizes && t.dtype() == entry.dtype, file.string(), ": ", what, " is ",
+             t.describe(), " but .metadata says ", dtype_name(entry.dtype), shape_str(c.sizes));
+    return t;
+}
+
 }  // namespace
 
 Tensor read_dcp_tensor(const fs::path& dir, const DcpEntry& entry) {
@@ -82,15 +96,7 @@ Tensor read_dcp_tensor(const fs::path& dir, const DcpEntry& entry) {
         const std::string what = "chunk " + shape_str(c.offsets) + " of " + entry.fqn;
         MT_CHECK(coverage.mark(c.offsets, c.sizes), entry.fqn, ": the checkpoint's ", what,
                  " of shape ", shape_str(c.sizes), " overlaps another chunk");
-        const io::PyValue v = load_archive(dir, c.where, what);
-        const fs::path file = dir / c.where.relative_path;
-        MT_CHECK(v.kind() == io::PyKind::tensor, file.string(), ": ", what, " holds a Python ",
-                 io::py_kind_name(v.kind()), ", not a tensor");
-        const Tensor& t = v.as_tensor();
-        MT_CHECK(t.shape() == c.sizes && t.dtype() == entry.dtype, file.string(), ": ", what,
-                 " is ", t.describe(), " but .metadata says ", dtype_name(entry.dtype),
-                 shape_str(c.sizes));
-        box(full, c.offsets, c.sizes).copy_from(t);
+        box(full, c.offsets, c.sizes).copy_from(load_chunk(dir, entry, c));
         covered += shape_numel(c.sizes);
     }
     MT_CHECK(covered == full.numel(), entry.fqn, ": the checkpoint's chunks cover ", covered,
@@ -118,18 +124,7 @@ std::optional<std::vector<Tensor>> read_dcp_whole_chunks(const fs::path& dir,
         chunk_of[size_t(c.offsets[0])] = int64_t(k);
     }
     std::vector<Tensor> out;
-    auto load = [&](const DcpChunk& c) {
-        const std::string what = "chunk " + shape_str(c.offsets) + " of " + entry.fqn;
-        const io::PyValue v = load_archive(dir, c.where, what);
-        const fs::path file = dir / c.where.relative_path;
-        MT_CHECK(v.kind() == io::PyKind::tensor, file.string(), ": ", what, " holds a Python ",
-                 io::py_kind_name(v.kind()), ", not a tensor");
-        const Tensor& t = v.as_tensor();
-        MT_CHECK(t.shape() == c.sizes && t.dtype() == entry.dtype, file.string(), ": ", what,
-                 " is ", t.describe(), " but .metadata says ", dtype_name(entry.dtype),
-                 shape_str(c.sizes));
-        return t;
-    };
+    auto load = [&](const DcpChunk& c) { return load_chunk(dir, entry, c); };
     if (whole) {
         out.push_back(load(entry.chunks[0]));
     } else {
