@@ -180,6 +180,27 @@ TEST(Train, MockData) {
                              "nan iterations:   3 |"),
               std::string::npos)
         << on.output;
+    // --rampup-batch-size 2 2 16 to a global batch of 8 over --train-samples 48: Megatron's
+    // RampupBatchsizeNumMicroBatches (2, 2, 2, 4, 4, 6, then 8: 9 iterations by its
+    // update_train_iters), the schedule counted in samples.
+    std::string by_samples = flags;
+    by_samples.erase(by_samples.find(" --train-iters 3"), std::string(" --train-iters 3").size());
+    auto ramp = run_command(tool + by_samples +
+                            " --global-batch-size 8 --rampup-batch-size 2 2 16 --train-samples 48"
+                            " --eval-iters 0");
+    ASSERT_EQ(ramp.exit_code, 0) << ramp.output;
+    std::string sizes;
+    static const std::regex batch(R"(iteration +\d+/ +9 \|.*global batch size: +(\d+) \|)");
+    for (auto it = std::sregex_iterator(ramp.output.begin(), ramp.output.end(), batch);
+         it != std::sregex_iterator(); ++it)
+        sizes += (*it)[1].str() + " ";
+    EXPECT_EQ(sizes, "2 2 2 4 4 6 8 8 8 ") << ramp.output;
+    EXPECT_NE(ramp.output.find("consumed samples:            2 |"), std::string::npos);
+    EXPECT_NE(ramp.output.find("learning rate: 9.583333E-04"), std::string::npos) << ramp.output;
+    auto by_iterations = run_command(tool + flags + " --global-batch-size 8 --rampup-batch-size 2 2 16");
+    EXPECT_NE(by_iterations.output.find("expected no batch-size rampup for iteration-based training"),
+              std::string::npos)
+        << by_iterations.output;
     // --skip-train: the final evaluations of the model as it is.
     auto skipped = run_command(tool + flags + " --skip-train");
     EXPECT_EQ(skipped.exit_code, 0) << skipped.output;

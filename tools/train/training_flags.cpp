@@ -33,6 +33,9 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "samples per iteration (default: the micro-batch size); gradients accumulate")(
         "train-iters", po::value<int64_t>(), "iterations to train for")(
         "train-samples", po::value<int64_t>(), "samples to train for (instead of --train-iters)")(
+        "rampup-batch-size", po::value<std::vector<std::string>>()->multitoken(),
+        "START INCREMENT SAMPLES: grow the global batch from START by INCREMENT over the first "
+        "SAMPLES samples (with --train-samples)")(
         "clip-grad", po::value(&f.clip_grad)->default_value(1.0), "global gradient-norm clip")(
         "seed", po::value(&f.seed)->default_value(1234), "random seed (data order, dropout)")(
         "exit-interval", po::value<int64_t>(), "exit after an iteration divisible by this")(
@@ -226,7 +229,27 @@ void finish(const po::variables_map& vm, TrainingFlags& f) {
     read_optional(vm, "train-samples", s.train_samples);
     MT_CHECK(s.train_iters.has_value() != s.train_samples.has_value(),
              "give exactly one of --train-iters and --train-samples");
-    if (s.train_samples) s.train_iters = *s.train_samples / s.global_batch_size;
+    if (vm.count("rampup-batch-size")) {
+        const auto words = vm["rampup-batch-size"].as<std::vector<std::string>>();
+        MT_CHECK(words.size() == 3,
+                 "--rampup-batch-size takes three values: start, increment and ramp-up samples");
+        int64_t v[3];
+        for (int i = 0; i < 3; ++i) {
+            char* end = nullptr;
+            v[i] = std::strtoll(words[size_t(i)].c_str(), &end, 10);
+            MT_CHECK(!words[size_t(i)].empty() && *end == '\0', "--rampup-batch-size ",
+                     words[size_t(i)], ": not an integer");
+        }
+        f.rampup = train::BatchRampup{v[0], v[1], v[2]};
+        // Megatron's validate_args.
+        MT_CHECK(!s.train_iters, "expected no batch-size rampup for iteration-based training");
+    }
+    if (s.train_samples) {
+        train::TrainerOptions o;
+        o.global_batch_size = s.global_batch_size;
+        o.rampup = f.rampup;
+        s.train_iters = train::train_iterations_for_samples(o, *s.train_samples);
+    }
     read_optional(vm, "lr-decay-iters", s.lr_decay_iters);
     read_optional(vm, "lr-decay-samples", s.lr_decay_samples);
     read_optional(vm, "lr-warmup-fraction", s.lr_warmup_fraction);
@@ -265,13 +288,18 @@ void finish(const po::variables_map& vm, TrainingFlags& f) {
 }
 
 optim::LrScheduleConfig schedule_config(const TrainingFlags& f) {
-    return optim::schedule_config_from_flags(f.schedule);
+    optim::LrScheduleFlags s = f.schedule;
+    // Megatron builds the schedule before update_train_iters sets the iterations: a
+    // sample-based run's schedule counts samples (not iterations x the final batch size).
+    if (s.train_samples) s.train_iters.reset();
+    return optim::schedule_config_from_flags(s);
 }
 
 train::TrainerOptions trainer_options(const TrainingFlags& f) {
     train::TrainerOptions o;
     o.micro_batch_size = f.micro_batch_size;
     o.global_batch_size = f.schedule.global_batch_size;
+    o.rampup = f.rampup;
     o.train_iters = *f.schedule.train_iters;
     o.log_interval = f.log_interval;
     o.eval_interval = f.eval_interval;

@@ -43,6 +43,7 @@ struct TrainingFlags {
     bool check_for_nan = true;               // off: --no-check-for-nan-in-loss-and-grad
     bool exit_on_missing_checkpoint = false;  // --exit-on-missing-checkpoint
     bool skip_train = false;  // --skip-train: the final evaluations only
+    std::optional<train::BatchRampup> rampup;  // --rampup-batch-size
     // --override-opt_param-scheduler / --use-checkpoint-opt_param-scheduler
     train::ScheduleSettings schedule_settings = train::ScheduleSettings::must_match;
     std::optional<double> decoupled_lr, decoupled_min_lr;  // --decoupled-lr, --decoupled-min-lr

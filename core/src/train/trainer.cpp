@@ -40,6 +40,34 @@ std::pair<double, double> masked_sums(Backend& backend, const Tensor& losses, co
 
 }  // namespace
 
+int64_t current_global_batch_size(const TrainerOptions& o, int64_t consumed) {
+    if (!o.rampup) return o.global_batch_size;
+    const BatchRampup& r = *o.rampup;
+    MT_CHECK(r.start > 0 && r.increment > 0 && r.samples >= 0,
+             "--rampup-batch-size: start (", r.start, ") and increment (", r.increment,
+             ") must be positive and the ramp-up samples (", r.samples, ") not negative");
+    const int64_t diff = o.global_batch_size - r.start;
+    MT_CHECK(diff > 0 && diff % r.increment == 0, "--rampup-batch-size: the global batch size (",
+             o.global_batch_size, ") minus the start (", r.start,
+             ") must be a positive multiple of the increment (", r.increment, ")");
+    if (consumed > r.samples) return o.global_batch_size;
+    // Megatron: rampup_samples_per_increment = samples / num_increments (a float).
+    const double per_increment = double(r.samples) / double(diff / r.increment);
+    const int64_t steps = int64_t(double(consumed) / per_increment);
+    return r.start + steps * r.increment;
+}
+
+int64_t train_iterations_for_samples(const TrainerOptions& o, int64_t train_samples) {
+    if (!o.rampup) return train_samples / o.global_batch_size;
+    int64_t iterations = 0, consumed = 0;
+    while (consumed <= o.rampup->samples && consumed <= train_samples) {
+        consumed += current_global_batch_size(o, consumed);
+        ++iterations;
+    }
+    if (train_samples > consumed) iterations += (train_samples - consumed) / o.global_batch_size;
+    return iterations;
+}
+
 Trainer::Trainer(Model& model, optim::Optimizer& optimizer, optim::LrScheduler& scheduler,
                  TrainerOptions options, std::function<void(const std::string&)> print)
     : model_(model),
@@ -187,8 +215,13 @@ void Trainer::set_dropout_rng(uint64_t seed, uint64_t offset) {
 }
 
 Trainer::IterationResult Trainer::train_step(const data::GPTSampleDataset& data) {
-    const int64_t micro_batches =
-        options_.global_batch_size / (options_.micro_batch_size * data_parallel_size());
+    const int64_t per_step = options_.micro_batch_size * data_parallel_size();
+    const int64_t global_batch = current_global_batch_size(options_, consumed_train_);
+    // Megatron's consistency check of a ramping batch.
+    MT_CHECK(global_batch % per_step == 0, "current global batch size (", global_batch,
+             ") is not divisible by micro-batch-size (", options_.micro_batch_size,
+             ") times data parallel size (", data_parallel_size(), ")");
+    const int64_t micro_batches = global_batch / per_step;
     if (grad_buffer_)
         grad_buffer_->zero_grads();
     else
@@ -229,6 +262,7 @@ Trainer::IterationResult Trainer::train_step(const data::GPTSampleDataset& data)
     // Megatron's finalize_model_grads(num_tokens): grads *= 1 / (the batch's tokens, all ranks).
     if (options_.calculate_per_token_loss && tokens > 0) scale_grads(float(1.0 / tokens));
     IterationResult r;
+    r.global_batch_size = global_batch;
     r.loss = tokens > 0 ? loss_sum / tokens : 0.0;
     MT_CHECK(!options_.check_for_nan || std::isfinite(r.loss), "NaN or Inf in the loss at iteration ",
              iteration_ + 1);
@@ -249,7 +283,7 @@ Trainer::IterationResult Trainer::train_step(const data::GPTSampleDataset& data)
     optimizer_.step(scheduler_.lr(), scheduler_.weight_decay(), decoupled_lr());
     if (distributed_optimizer()) grad_buffer_->gather_params();
     if (options_.log_params_norm) r.params_norm = params_norm();
-    scheduler_.step(options_.global_batch_size);
+    scheduler_.step(global_batch);
     return r;
 }
 
@@ -305,7 +339,7 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
             tensorboard_->add_scalar("learning-rate", float(scheduler_.lr()), iteration_);
             if (auto lr = decoupled_lr())
                 tensorboard_->add_scalar("decoupled-learning-rate", float(*lr), iteration_);
-            tensorboard_->add_scalar("batch-size", float(options_.global_batch_size), iteration_);
+            tensorboard_->add_scalar("batch-size", float(r.global_batch_size), iteration_);
             tensorboard_->add_scalar("lm loss", float(r.loss), iteration_);
             tensorboard_->add_scalar("loss-scale", loss_scale(), iteration_);
             if (r.grad_norm) tensorboard_->add_scalar("grad-norm", float(*r.grad_norm), iteration_);
@@ -333,12 +367,12 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
                 double(interval_iters);
             // Megatron's throughput: the model's FLOPs per iteration over the time, per rank.
             const double ranks = parallel_ ? double(parallel_->world().size()) : 1.0;
-            const double throughput = model_.training_flops(options_.global_batch_size) /
+            const double throughput = model_.training_flops(r.global_batch_size) /
                                       (log.elapsed_ms_per_iteration / 1e3 * 1e12 * ranks);
             if (options_.log_throughput) log.throughput = throughput;
             log.learning_rate = scheduler_.lr();
             log.decoupled_learning_rate = decoupled_lr();
-            log.global_batch_size = options_.global_batch_size;
+            log.global_batch_size = r.global_batch_size;
             if (interval_iters > interval_skipped)
                 log.losses = {
                     {"lm loss", interval_loss / double(interval_iters - interval_skipped)}};

@@ -31,9 +31,16 @@ class ParallelState;
 
 namespace mt::train {
 
+// Megatron's --rampup-batch-size START INCREMENT SAMPLES: the global batch grows from START by
+// INCREMENT at even steps over the first SAMPLES consumed samples (RampupBatchsizeNumMicroBatches).
+struct BatchRampup {
+    int64_t start = 0, increment = 0, samples = 0;
+};
+
 struct TrainerOptions {
     int64_t micro_batch_size = 1;
     int64_t global_batch_size = 1;  // a multiple of micro_batch_size × data-parallel size
+    std::optional<BatchRampup> rampup;  // --rampup-batch-size
     int64_t train_iters = 0;
     int64_t log_interval = 100;
     int64_t eval_interval = 1000;
@@ -60,6 +67,13 @@ struct TrainerOptions {
     std::optional<double> exit_duration_in_mins;
     std::optional<int64_t> save_interval;  // with a saver: save every this many iterations
 };
+
+// The global batch size after `consumed` samples (Megatron's current_global_batch_size): the
+// ramp-up's step, or global_batch_size past it. mt::Error for a ramp-up Megatron refuses.
+MT_API int64_t current_global_batch_size(const TrainerOptions& o, int64_t consumed);
+// Megatron's update_train_iters: the iterations --train-samples takes, the ramp-up's batches
+// first and then whole global batches (a partial last one is dropped).
+MT_API int64_t train_iterations_for_samples(const TrainerOptions& o, int64_t train_samples);
 
 // Why train() returned.
 enum class StopReason { finished, exit_interval, exit_duration, signal };
@@ -124,6 +138,7 @@ class MT_API Trainer {
         bool skipped = false;               // fp16: the gradients overflowed
         std::optional<int64_t> num_zeros;   // with log_num_zeros_in_grad
         std::optional<double> params_norm;  // with log_params_norm: after the update
+        int64_t global_batch_size = 0;      // this iteration's (it ramps with --rampup-batch-size)
     };
     IterationResult train_step(const data::GPTSampleDataset& data);
     // The fp16 loss scale (1 without a scaler).
