@@ -71,6 +71,8 @@ tree_rss_kb() {
 run() {
     local label="$1" src="$2"; shift 2
     cat "$src"/* "$src"/*/* "$src"/*/*/* >/dev/null 2>&1 || true
+    # The previous run's output written back first, so that no run pays for another's.
+    sync
     local log="$work/last.log" peak=0 rss t0 t1
     t0=$(date +%s.%N)
     /usr/bin/time -v "$@" >"$log" 2>&1 &

@@ -167,6 +167,12 @@ class MT_API CheckpointFormat {
     virtual void save(const std::filesystem::path& dir, const CheckpointState& state) = 0;
     // Reads the latest checkpoint of `dir`. Tensors may view the file (read-only).
     virtual CheckpointState load(const std::filesystem::path& dir) = 0;
+    // load() with the model tensors made only when asked for (a streaming conversion holds one
+    // at a time): state.model's tensors may be placeholders (tensor_placeholder: the shape and
+    // dtype load() gives) and make(i) gives tensor i's values as load() would, read-only, each
+    // call anew. A format that converts as it reads (hf, llama_meta) overrides it; the default
+    // is load(), whose tensors make(i) returns.
+    virtual StreamedState load_streamed(const std::filesystem::path& dir);
 
     // Rank-aware access. A format whose checkpoints hold whole tensors whatever layout saved
     // them (torch_dist as read here, hf) keeps these defaults: not per rank, layout 1x1, rank

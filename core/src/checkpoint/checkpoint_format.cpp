@@ -1,5 +1,7 @@
 // The defaults of CheckpointFormat's rank-aware calls, for formats whose checkpoints hold whole
 // tensors: one rank, which is the whole checkpoint.
+#include <memory>
+
 #include "mt/checkpoint.h"
 #include "mt/checkpoint/reshard.h"
 #include "mt/error.h"
@@ -12,6 +14,17 @@ CheckpointState CheckpointFormat::load_rank(const std::filesystem::path& dir, in
              " format keeps whole tensors, not per-rank files: there is no rank (tp ", tp_rank,
              ", pp ", pp_rank, ") in ", dir.string());
     return load(dir);
+}
+
+StreamedState CheckpointFormat::load_streamed(const std::filesystem::path& dir) {
+    StreamedState s{load(dir), {}};
+    auto tensors = std::make_shared<std::vector<Tensor>>();
+    for (const auto& [name, t] : s.state.model) tensors->push_back(t.local);
+    s.make = [tensors](size_t i) {
+        MT_CHECK(i < tensors->size(), "no tensor ", i, " in a checkpoint of ", tensors->size());
+        return (*tensors)[i];
+    };
+    return s;
 }
 
 void CheckpointFormat::save_ranks(const std::filesystem::path& dir, const CheckpointLayout& layout,

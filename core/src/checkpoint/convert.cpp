@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <future>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -24,14 +27,16 @@ std::string layout_str(const CheckpointLayout& l) {
            std::to_string(l.pipeline_parallel);
 }
 
-// The file-backed memory maps of this process (/proc/self/maps, read once after loading), so
-// that pages of a source tensor already written can be let go: MADV_DONTNEED on a file's map
+// The file-backed, read-only memory maps of this process (/proc/self/maps), those the loader
+// opened (read before and after loading), so that the source's pages can be let go once a
+// tensor is written: MADV_DONTNEED on a file's map
 // only drops this process's view (the page cache keeps the bytes, and a later read faults them
 // back in), whereas on anonymous memory it would zero it, so nothing outside these ranges is
 // touched.
 class FileMaps {
   public:
-    FileMaps() {
+    // The maps now, less those in `before` (by start address): the maps opened in between.
+    explicit FileMaps(const FileMaps* before = nullptr) {
         std::ifstream maps("/proc/self/maps");
         std::string line;
         while (std::getline(maps, line)) {
@@ -42,37 +47,50 @@ class FileMaps {
                             &offset, dev, &inode) != 6)
                 continue;
             if (inode == 0 || perms[1] == 'w') continue;  // anonymous, or written: not ours
+            if (before && (before->ranges_.count(uintptr_t(start)) || perms[2] == 'x')) continue;
             ranges_.emplace(uintptr_t(start), uintptr_t(end));
         }
-        page_ = uintptr_t(::sysconf(_SC_PAGESIZE));
     }
 
-    // Lets this process's pages of `t` (when it views a file map) go.
-    void release(const Tensor& t) const {
-        if (!t.defined() || t.numel() == 0 || !t.storage()->data) return;
-        const uintptr_t begin = reinterpret_cast<uintptr_t>(t.raw_data());
-        const uintptr_t end = begin + uintptr_t(t.storage()->bytes) -
-                              uintptr_t(t.offset() * dtype_size(t.dtype()));
-        auto it = ranges_.upper_bound(begin);
-        if (it == ranges_.begin()) return;
-        --it;
-        if (begin >= it->second) return;
-        // Whole pages only (a neighbour's partly covered page would just be read again).
-        const uintptr_t from = std::max(it->first, begin & ~(page_ - 1));
-        const uintptr_t to = std::min(it->second, (end + page_ - 1) & ~(page_ - 1));
-        if (to > from) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+    // Lets this process's pages of every map go (the source files' maps, when made with the
+    // maps from before loading: a loader that converts tensors as they are made reads pages
+    // that no tensor views).
+    void release_all() const {
+        for (const auto& [from, to] : ranges_)
+            ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
     }
 
   private:
     std::map<uintptr_t, uintptr_t> ranges_;  // start -> end
-    uintptr_t page_ = 4096;
 };
+
+// `t` contiguous: a 2-D view of rows' column ranges (a row-parallel piece) row by row with
+// memcpy, anything else as Tensor::contiguous.
+Tensor packed(const Tensor& t) {
+    if (t.is_contiguous() || t.dim() != 2 || t.strides()[1] != 1) return t.contiguous();
+    const int64_t rows = t.shape()[0], row_bytes = t.shape()[1] * dtype_size(t.dtype());
+    const int64_t stride_bytes = t.strides()[0] * dtype_size(t.dtype());
+    Tensor out = Tensor::empty(t.shape(), t.dtype());
+    const auto* from = static_cast<const char*>(t.raw_data());
+    auto* to = static_cast<char*>(out.raw_data());
+    for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(to + r * row_bytes, from + r * stride_bytes, size_t(row_bytes));
+    return out;
+}
 
 }  // namespace
 
+Tensor SourceCheckpoint::piece(size_t i, size_t rank) const {
+    MT_CHECK(i < pieces.size() && rank < pieces[i].size(), "no piece ", rank, " of parameter ", i,
+             " in a checkpoint of ", pieces.size());
+    return make_piece(pieces[i][rank]);
+}
+
 Tensor SourceCheckpoint::whole(size_t i) const {
     MT_CHECK(i < params.size(), "no parameter ", i, " in a checkpoint of ", params.size());
-    return unshard_tensor(pieces[i], params[i].shard);
+    std::vector<Tensor> made;
+    for (size_t r = 0; r < pieces[i].size(); ++r) made.push_back(piece(i, r));
+    return unshard_tensor(made, params[i].shard);
 }
 
 SourceCheckpoint load_source_checkpoint(CheckpointFormat& loader, const std::filesystem::path& dir,
@@ -82,11 +100,30 @@ SourceCheckpoint load_source_checkpoint(CheckpointFormat& loader, const std::fil
     w.layout = loader.layout(dir);
     const CheckpointLayout& source = w.layout;
     std::vector<std::vector<NamedTensors>> ranks(size_t(source.pipeline_parallel));
+    // A streamed load's placeholders by storage: its make and the tensor's index.
+    struct Lazy {
+        std::shared_ptr<const std::function<Tensor(size_t)>> make;
+        size_t index = 0;
+    };
+    auto lazy = std::make_shared<std::map<const Storage*, Lazy>>();
     {
         Progress bar("loading", source.ranks(), "ranks", progress && ::isatty(STDERR_FILENO) == 1);
         for (int64_t pp = 0; pp < source.pipeline_parallel; ++pp)
             for (int64_t tp = 0; tp < source.tensor_parallel; ++tp) {
-                CheckpointState s = loader.load_rank(dir, tp, pp);
+                CheckpointState s;
+                if (!loader.per_rank_files() && source.ranks() == 1) {
+                    StreamedState streamed = loader.load_streamed(dir);
+                    auto make = std::make_shared<const std::function<Tensor(size_t)>>(
+                        std::move(streamed.make));
+                    for (size_t i = 0; i < streamed.state.model.size(); ++i) {
+                        const Tensor& t = streamed.state.model[i].second.local;
+                        if (t.defined() && t.storage() && !t.storage()->data)
+                            (*lazy)[t.storage().get()] = Lazy{make, i};
+                    }
+                    s = std::move(streamed.state);
+                } else {
+                    s = loader.load_rank(dir, tp, pp);
+                }
                 ranks[size_t(pp)].push_back(model_tensors(s));
                 if (tp == 0 && pp == 0) {
                     s.model.clear();
@@ -108,17 +145,31 @@ SourceCheckpoint load_source_checkpoint(CheckpointFormat& loader, const std::fil
     w.args["tensor-model-parallel-size"] = "1";
     w.params = family.parameters(w.args);
     // The pieces keep their storages (and the files' maps) alive.
-    w.pieces = parameter_pieces(w.params, source, [&](int64_t tp, int64_t pp) -> const NamedTensors& {
-        return ranks[size_t(pp)][size_t(tp)];
-    });
+    w.pieces =
+        parameter_pieces(w.params, source, [&](int64_t tp, int64_t pp) -> const NamedTensors& {
+            return ranks[size_t(pp)][size_t(tp)];
+        });
+    if (!lazy->empty())
+        w.make_piece = [lazy](const Tensor& p) -> Tensor {
+            if (!p.defined() || !p.storage() || p.storage()->data) return p;
+            auto it = lazy->find(p.storage().get());
+            if (it == lazy->end()) return p;
+            Tensor t = (*it->second.make)(it->second.index);
+            MT_CHECK(t.shape() == p.shape() && t.dtype() == p.dtype(), "the loader made ",
+                     t.describe(), " for a tensor it announced as ", p.describe());
+            return t;
+        };
     return w;
 }
 
 WholeCheckpoint load_whole_checkpoint(CheckpointFormat& loader, const std::filesystem::path& dir,
                                       const ModelFamily& family, bool progress) {
     SourceCheckpoint source = load_source_checkpoint(loader, dir, family, progress);
-    WholeCheckpoint w{source.layout, std::move(source.head), std::move(source.args),
-                      std::move(source.params), {}};
+    WholeCheckpoint w{source.layout,
+                      std::move(source.head),
+                      std::move(source.args),
+                      std::move(source.params),
+                      {}};
     source.params = w.params;
     for (size_t i = 0; i < w.params.size(); ++i) w.tensors.push_back(source.whole(i));
     return w;
@@ -127,6 +178,7 @@ WholeCheckpoint load_whole_checkpoint(CheckpointFormat& loader, const std::files
 void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& load_dir,
                         CheckpointFormat& saver, const std::filesystem::path& save_dir,
                         const ModelFamily& family, const ConvertOptions& o) {
+    const FileMaps before;
     const SourceCheckpoint src = load_source_checkpoint(loader, load_dir, family, o.progress);
     o.log("loaded a " + std::string(loader.name()) + " checkpoint (" + layout_str(src.layout) +
           ") from " + load_dir.string());
@@ -135,9 +187,9 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
     const ModelArgs& args = src.args;
     const std::vector<ParameterInfo>& params = src.params;
     // Loading read (checksummed) the files: let their pages go until each tensor is written.
-    const FileMaps maps;
-    for (const auto& pieces : src.pieces)
-        for (const Tensor& t : pieces) maps.release(t);
+    // The source's maps are those opened while loading.
+    const FileMaps maps(&before);
+    maps.release_all();
 
     // ---- the target model ----
     // By default the layout the source was trained with (its args; a whole-tensor format's
@@ -194,32 +246,73 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
     }
 
     // The target tensors, made one at a time as the saver asks for them: the last one made is
-    // kept (every target rank takes its piece of it in turn), and when the saver moves on, the
-    // source's pages of the one before are let go.
+    // kept with its pieces for every target rank (each rank takes its piece in turn), and when
+    // the saver moves on, the source's pages (those it viewed, and those a streamed loader read
+    // to make it) are let go. While the saver writes one tensor, the next one it will likely
+    // ask for is made on another thread (predicted from the order of its requests), so that
+    // making (joining, converting, slicing) overlaps writing; at most three are held.
+    const bool per_rank = saver.per_rank_files();
     Progress bar("saving", int64_t(target_params.size()), "tensors",
                  o.progress && ::isatty(STDERR_FILENO) == 1);
-    std::optional<size_t> current;
-    Tensor current_whole;
-    auto whole = [&](size_t j) -> const Tensor& {
-        if (current == j) return current_whole;
-        if (current) {
-            current_whole = Tensor();
-            for (const Tensor& t : src.pieces[source_of[*current]]) maps.release(t);
-        }
+    struct Made {
+        size_t j = 0;
+        Tensor whole;               // not per_rank: the whole target tensor, contiguous
+        std::vector<Tensor> ranks;  // per_rank: each target tensor rank's piece, contiguous
+    };
+    auto prepare = [&](size_t j) {
         const ParameterInfo& p = target_params[j];
         Tensor t = src.whole(source_of[j]);
         if (p.shard.kind == ShardSpec::Kind::vocab) t = resize_vocab_rows(t, target_vocab);
         if (t.dtype() != dtype_of[j]) t = cast_float(t, dtype_of[j]);
-        current = j;
-        current_whole = std::move(t);
+        Made m{j, packed(t), {}};
+        if (per_rank) {
+            for (int64_t r = 0; r < target.tensor_parallel; ++r)
+                m.ranks.push_back(
+                    packed(shard_tensor(m.whole, p.shard, target.tensor_parallel, r)));
+            m.whole = Tensor();  // the pieces keep it where they view it
+        }
+        return m;
+    };
+    std::optional<Made> current, spare;
+    std::optional<size_t> previous;  // the request before current's
+    std::future<Made> pending;       // declared last: waited for first if the saver throws
+    std::optional<size_t> pending_j;
+    auto made = [&](size_t j) -> const Made& {
+        if (current && current->j == j) return *current;
+        if (current) {
+            previous = current->j;
+            current.reset();
+            maps.release_all();
+        }
+        if (pending_j == j) {
+            current = pending.get();
+            pending_j.reset();
+        } else if (spare && spare->j == j) {
+            current = std::move(spare);
+            spare.reset();
+        } else {
+            if (pending_j) {  // a wrong guess: kept, it may come later
+                spare = pending.get();
+                pending_j.reset();
+            }
+            current = prepare(j);
+        }
         bar.add(1);
-        return current_whole;
+        // In order (j + 1), or interleaved with other stages' files (the request after the
+        // previous one's).
+        size_t next = previous && *previous + 1 != j ? *previous + 1 : j + 1;
+        if (next < target_params.size() && next != j && !(spare && spare->j == next)) {
+            pending_j = next;
+            pending = std::async(std::launch::async, prepare, next);
+        }
+        return *current;
     };
     auto release_last = [&] {
-        if (!current) return;
-        current_whole = Tensor();
-        for (const Tensor& t : src.pieces[source_of[*current]]) maps.release(t);
+        if (pending_j) pending.wait();
+        pending_j.reset();
         current.reset();
+        spare.reset();
+        maps.release_all();
     };
 
     // ---- save ----
@@ -250,7 +343,6 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
           ") at iteration " + std::to_string(out.iteration) + " to " + save_dir.string());
     // A whole-tensor format (torch_dist, hf) takes whole tensors whatever the target layout (its
     // args say it); a per-rank one each rank's pieces.
-    const bool per_rank = saver.per_rank_files();
     const CheckpointLayout written = per_rank ? target : CheckpointLayout{};
     saver.save_streamed(save_dir, written, [&](int64_t tp, int64_t pp) {
         StreamedState s{out, {}};
@@ -262,22 +354,18 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
                     ShardedTensor::whole(tensor_placeholder(target_params[j].shape, dtype_of[j])));
                 param_of.push_back(j);
             }
-            s.make = [&, param_of](size_t i) { return whole(param_of.at(i)).contiguous(); };
+            s.make = [&, param_of](size_t i) { return made(param_of.at(i)).whole; };
             return s;
         }
         for (const StageKey& k : stage_keys(target_params, target.pipeline_parallel, pp)) {
             const ParameterInfo& p = target_params[k.param];
-            const Shape shape = shard_shape(p.shape, p.shard, target.tensor_parallel,
-                                            "'" + p.name + "'");
+            const Shape shape =
+                shard_shape(p.shape, p.shard, target.tensor_parallel, "'" + p.name + "'");
             s.state.model.emplace_back(
                 k.key, ShardedTensor::whole(tensor_placeholder(shape, dtype_of[k.param])));
             param_of.push_back(k.param);
         }
-        s.make = [&, param_of, tp](size_t i) {
-            const size_t j = param_of.at(i);
-            return shard_tensor(whole(j), target_params[j].shard, target.tensor_parallel, tp)
-                .contiguous();
-        };
+        s.make = [&, param_of, tp](size_t i) { return made(param_of.at(i)).ranks.at(size_t(tp)); };
         return s;
     });
     release_last();

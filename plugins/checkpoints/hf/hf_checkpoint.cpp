@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <regex>
@@ -27,7 +28,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Every tensor of the folder by HF name, from one file or the shards of the index.
+// Every tensor of the folder by HF name, from one file or the shards of the index (each file
+// memory-mapped once; tensors are read from the maps when asked for).
 class HfTensors {
   public:
     explicit HfTensors(const fs::path& dir) : dir_(dir) {
@@ -53,14 +55,20 @@ class HfTensors {
         }
     }
 
-    Tensor get(const std::string& name) const {
-        auto it = where_.find(name);
-        MT_CHECK(it != where_.end(), dir_.string(), ": the checkpoint has no tensor '", name, "'");
-        return files_[it->second]->read_f32(name);
+    // The tensor in float32 (a view of the map when it is F32 there).
+    Tensor get(const std::string& name) const { return files_[file_of(name)]->read_f32(name); }
+    // Its shape as the file's header gives it (nothing read).
+    const Shape& shape(const std::string& name) const {
+        return files_[file_of(name)]->find(name)->shape;
     }
     bool has(const std::string& name) const { return where_.count(name) != 0; }
 
   private:
+    size_t file_of(const std::string& name) const {
+        auto it = where_.find(name);
+        MT_CHECK(it != where_.end(), dir_.string(), ": the checkpoint has no tensor '", name, "'");
+        return it->second;
+    }
     void open(const fs::path& path) {
         files_.push_back(std::make_unique<SafetensorsFile>(path));
         for (const auto& e : files_.back()->entries()) where_[e.name] = files_.size() - 1;
@@ -71,33 +79,51 @@ class HfTensors {
     std::map<std::string, size_t> where_;
 };
 
-void expect_shape(const Tensor& t, const Shape& shape, const std::string& name) {
-    MT_CHECK(t.shape() == shape, "Hugging Face tensor '", name, "' has shape ",
-             shape_str(t.shape()), ", config.json implies ", shape_str(shape));
+void expect_shape(const Shape& found, const Shape& shape, const std::string& name) {
+    MT_CHECK(found == shape, "Hugging Face tensor '", name, "' has shape ", shape_str(found),
+             ", config.json implies ", shape_str(shape));
 }
 
+// One Megatron-core tensor of the folder: its name, shape (float32) and how to make it from the
+// Hugging Face tensors.
+struct Recipe {
+    std::string name;
+    Shape shape;
+    std::function<Tensor(const HfTensors&)> make;
+};
+
+// The recipes of every Megatron-core tensor, in state-dict order; shapes are checked against
+// config.json here, from the files' headers, before any tensor is read.
 class Converter {
   public:
-    Converter(const fs::path& dir, const HfConfig& c) : tensors_(dir), c_(c) {}
+    Converter(const HfTensors& tensors, const HfConfig& c) : tensors_(tensors), c_(c) {}
 
-    CheckpointState run() {
+    std::vector<Recipe> run() {
         if (c_.arch == HfArch::gpt2)
             gpt2();
         else
             llama();
-        state_.args = hf_checkpoint_args(c_);
-        return std::move(state_);
+        return std::move(recipes_);
     }
 
   private:
-    Tensor hf(const std::string& name, const Shape& shape) {
-        Tensor t = tensors_.get(name);
-        expect_shape(t, shape, name);
-        return t;
+    using Make = std::function<Tensor(const HfTensors&)>;
+    // The HF tensor `name`, checked to have `shape`; returns the name.
+    std::string hf(const std::string& name, const Shape& shape) {
+        expect_shape(tensors_.shape(name), shape, name);
+        return name;
     }
-    void put(const std::string& name, Tensor t) {
-        const Shape shape = t.shape();
-        state_.model.push_back({name, ShardedTensor{std::move(t), shape, Shape(shape.size(), 0)}});
+    void put(const std::string& name, Shape shape, Make make) {
+        recipes_.push_back({name, std::move(shape), std::move(make)});
+    }
+    // A tensor taken as it is (a view of the file when it is F32 there).
+    void put(const std::string& name, const std::string& src) {
+        put(name, tensors_.shape(src), [src](const HfTensors& t) { return t.get(src); });
+    }
+    // A GPT-2 Conv1D weight ([in, out]) as a Linear one ([out, in]).
+    void put_transposed(const std::string& name, const std::string& src) {
+        const Shape& s = tensors_.shape(src);
+        put(name, {s[1], s[0]}, [src](const HfTensors& t) { return transposed(t.get(src)); });
     }
 
     void gpt2() {
@@ -111,22 +137,28 @@ class Converter {
             const std::string src = p + "h." + std::to_string(i) + ".";
             const std::string dst = "decoder.layers." + std::to_string(i) + ".";
             const std::string attn = dst + "self_attention.", mlp = dst + "mlp.";
-            put(attn + "linear_proj.weight", transposed(hf(src + "attn.c_proj.weight", {h, h})));
+            put_transposed(attn + "linear_proj.weight", hf(src + "attn.c_proj.weight", {h, h}));
             put(attn + "linear_proj.bias", hf(src + "attn.c_proj.bias", {h}));
             put(attn + "linear_qkv.layer_norm_weight", hf(src + "ln_1.weight", {h}));
             put(attn + "linear_qkv.layer_norm_bias", hf(src + "ln_1.bias", {h}));
-            const Tensor w = transposed(hf(src + "attn.c_attn.weight", {h, 3 * h}));
-            const Tensor b = hf(src + "attn.c_attn.bias", {3 * h});
+            const std::string w = hf(src + "attn.c_attn.weight", {h, 3 * h});
+            const std::string b = hf(src + "attn.c_attn.bias", {3 * h});
             const int64_t n = c_.num_heads, hd = c_.head_dim;
-            put(attn + "linear_qkv.weight", group_qkv(w.slice(0, 0, h), w.slice(0, h, 2 * h),
-                                                      w.slice(0, 2 * h, 3 * h), n, n, hd));
-            put(attn + "linear_qkv.bias", group_qkv(b.slice(0, 0, h), b.slice(0, h, 2 * h),
-                                                    b.slice(0, 2 * h, 3 * h), n, n, hd));
+            put(attn + "linear_qkv.weight", {3 * h, h}, [w, h, n, hd](const HfTensors& t) {
+                const Tensor wt = transposed(t.get(w));
+                return group_qkv(wt.slice(0, 0, h), wt.slice(0, h, 2 * h),
+                                 wt.slice(0, 2 * h, 3 * h), n, n, hd);
+            });
+            put(attn + "linear_qkv.bias", {3 * h}, [b, h, n, hd](const HfTensors& t) {
+                const Tensor bt = t.get(b);
+                return group_qkv(bt.slice(0, 0, h), bt.slice(0, h, 2 * h),
+                                 bt.slice(0, 2 * h, 3 * h), n, n, hd);
+            });
             put(mlp + "linear_fc1.layer_norm_weight", hf(src + "ln_2.weight", {h}));
             put(mlp + "linear_fc1.layer_norm_bias", hf(src + "ln_2.bias", {h}));
-            put(mlp + "linear_fc1.weight", transposed(hf(src + "mlp.c_fc.weight", {h, f})));
+            put_transposed(mlp + "linear_fc1.weight", hf(src + "mlp.c_fc.weight", {h, f}));
             put(mlp + "linear_fc1.bias", hf(src + "mlp.c_fc.bias", {f}));
-            put(mlp + "linear_fc2.weight", transposed(hf(src + "mlp.c_proj.weight", {f, h})));
+            put_transposed(mlp + "linear_fc2.weight", hf(src + "mlp.c_proj.weight", {f, h}));
             put(mlp + "linear_fc2.bias", hf(src + "mlp.c_proj.bias", {h}));
         }
         put("decoder.final_layernorm.weight", hf(p + "ln_f.weight", {h}));
@@ -144,23 +176,28 @@ class Converter {
             const std::string attn = dst + "self_attention.", mlp = dst + "mlp.";
             put(attn + "linear_proj.weight", hf(src + "self_attn.o_proj.weight", {h, nq * hd}));
             put(attn + "linear_qkv.layer_norm_weight", hf(src + "input_layernorm.weight", {h}));
-            put(attn + "linear_qkv.weight",
-                group_qkv(hf(src + "self_attn.q_proj.weight", {nq * hd, h}),
-                          hf(src + "self_attn.k_proj.weight", {ng * hd, h}),
-                          hf(src + "self_attn.v_proj.weight", {ng * hd, h}), nq, ng, hd));
+            const std::string q = hf(src + "self_attn.q_proj.weight", {nq * hd, h});
+            const std::string k = hf(src + "self_attn.k_proj.weight", {ng * hd, h});
+            const std::string v = hf(src + "self_attn.v_proj.weight", {ng * hd, h});
+            put(attn + "linear_qkv.weight", {(nq + 2 * ng) * hd, h},
+                [q, k, v, nq, ng, hd](const HfTensors& t) {
+                    return group_qkv(t.get(q), t.get(k), t.get(v), nq, ng, hd);
+                });
             put(mlp + "linear_fc1.layer_norm_weight",
                 hf(src + "post_attention_layernorm.weight", {h}));
-            put(mlp + "linear_fc1.weight", concat_rows(hf(src + "mlp.gate_proj.weight", {f, h}),
-                                                       hf(src + "mlp.up_proj.weight", {f, h})));
+            const std::string gate = hf(src + "mlp.gate_proj.weight", {f, h});
+            const std::string up = hf(src + "mlp.up_proj.weight", {f, h});
+            put(mlp + "linear_fc1.weight", {2 * f, h},
+                [gate, up](const HfTensors& t) { return concat_rows(t.get(gate), t.get(up)); });
             put(mlp + "linear_fc2.weight", hf(src + "mlp.down_proj.weight", {h, f}));
         }
         put("decoder.final_layernorm.weight", hf("model.norm.weight", {h}));
         if (!c_.tied) put("output_layer.weight", hf("lm_head.weight", {c_.vocab_size, h}));
     }
 
-    HfTensors tensors_;
+    const HfTensors& tensors_;
     const HfConfig& c_;
-    CheckpointState state_;
+    std::vector<Recipe> recipes_;
 };
 
 }  // namespace
@@ -278,20 +315,38 @@ void HfCheckpoint::save(const fs::path& dir, const CheckpointState& state) {
               dtype_name(dtype), ") to ", target.string());
 }
 
-CheckpointState HfCheckpoint::load(const fs::path& dir) {
+StreamedState HfCheckpoint::load_streamed(const fs::path& dir) {
     const HfConfig config = read_hf_config(dir);
-    CheckpointState state = Converter(dir, config).run();
+    auto tensors = std::make_shared<const HfTensors>(dir);
+    auto recipes = std::make_shared<const std::vector<Recipe>>(Converter(*tensors, config).run());
+    StreamedState s;
+    for (const Recipe& r : *recipes)
+        s.state.model.emplace_back(r.name,
+                                   ShardedTensor::whole(tensor_placeholder(r.shape, DType::f32)));
+    s.make = [tensors, recipes](size_t i) {
+        MT_CHECK(i < recipes->size(), "no tensor ", i, " in a Hugging Face checkpoint of ",
+                 recipes->size());
+        return (*recipes)[i].make(*tensors);
+    };
+    s.state.args = hf_checkpoint_args(config);
     // The folder's tokenizer, as Megatron's Hugging Face loaders name it in their args (the
     // order infer::tokenizer_for looks for it in a folder).
     if (fs::is_regular_file(dir / "tokenizer.json")) {
-        set_arg(state.args, "tokenizer_type", std::string("HuggingFaceTokenizer"));
-        set_arg(state.args, "tokenizer_model", fs::absolute(dir).string());
+        set_arg(s.state.args, "tokenizer_type", std::string("HuggingFaceTokenizer"));
+        set_arg(s.state.args, "tokenizer_model", fs::absolute(dir).string());
     } else if (fs::is_regular_file(dir / "vocab.json") && fs::is_regular_file(dir / "merges.txt")) {
-        set_arg(state.args, "tokenizer_type", std::string("GPT2BPETokenizer"));
-        set_arg(state.args, "vocab_file", fs::absolute(dir / "vocab.json").string());
-        set_arg(state.args, "merge_file", fs::absolute(dir / "merges.txt").string());
+        set_arg(s.state.args, "tokenizer_type", std::string("GPT2BPETokenizer"));
+        set_arg(s.state.args, "vocab_file", fs::absolute(dir / "vocab.json").string());
+        set_arg(s.state.args, "merge_file", fs::absolute(dir / "merges.txt").string());
     }
-    return state;
+    return s;
+}
+
+CheckpointState HfCheckpoint::load(const fs::path& dir) {
+    // This class's own streamed load (not a subclass's), every tensor made now.
+    StreamedState s = HfCheckpoint::load_streamed(dir);
+    for (size_t i = 0; i < s.state.model.size(); ++i) s.state.model[i].second.local = s.make(i);
+    return std::move(s.state);
 }
 
 }  // namespace mt::plugins::hf

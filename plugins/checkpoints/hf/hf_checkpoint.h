@@ -32,6 +32,10 @@ class HfCheckpoint : public CheckpointFormat {
     // has tokenizer.json or vocab.json + merges.txt). Build the model with
     // hf_model_args(read_hf_config(dir)).
     CheckpointState load(const std::filesystem::path& dir) override;
+    // load() with every tensor a placeholder (its float32 shape) made from the memory-mapped
+    // files only when asked for (QKV grouped, [gate; up] joined, F16/BF16 widened then); an F32
+    // tensor kept as it is views the map. Shapes are checked against config.json here.
+    StreamedState load_streamed(const std::filesystem::path& dir) override;
 
   private:
     uint64_t max_shard_bytes_;

@@ -159,6 +159,11 @@ Tensor SafetensorsFile::read_f32(std::string_view name) const {
         // The map is read-only; CheckpointState's tensors are read, never written.
         return Tensor::from_blob(const_cast<uint8_t*>(bytes), e->shape, DType::f32, file_);
     }
+    const DType half = e->dtype == "F16" ? DType::f16 : DType::bf16;
+    if (e->dtype != "F32" && reinterpret_cast<uintptr_t>(bytes) % 2 == 0)
+        // Widened by the CPU backend's threaded conversion, straight from the map.
+        return cast_float(Tensor::from_blob(const_cast<uint8_t*>(bytes), e->shape, half, file_),
+                          DType::f32);
     Tensor out = Tensor::empty(e->shape, DType::f32);
     float* dst = out.data<float>();
     const int64_t n = out.numel();

@@ -3,7 +3,9 @@
 #include <simdjson.h>
 
 #include <cstdio>
+#include <functional>
 #include <map>
+#include <memory>
 
 #include "mt/error.h"
 #include "mt/io/torch_file.h"
@@ -102,6 +104,14 @@ class Shards {
     std::vector<std::string> files_;
 };
 
+// The shape of `parts` joined along `d`.
+Shape cat_shape(const std::vector<Tensor>& parts, int d) {
+    Shape shape = parts[0].shape();
+    MT_CHECK(d < int(shape.size()), "cannot join dimension ", d, " of ", shape_str(shape));
+    for (size_t i = 1; i < parts.size(); ++i) shape[size_t(d)] += parts[i].shape()[size_t(d)];
+    return shape;
+}
+
 Tensor cat(const std::vector<Tensor>& parts, int d) {
     if (parts.size() == 1) return parts[0];
     Shape shape = parts[0].shape();
@@ -159,74 +169,113 @@ void MetaCheckpoint::save(const fs::path& dir, const CheckpointState&) {
     MT_FAIL(dir.string(), ": not supported yet: saving Meta's consolidated.NN.pth layout");
 }
 
-CheckpointState MetaCheckpoint::load(const fs::path& dir) {
+StreamedState MetaCheckpoint::load_streamed(const fs::path& dir) {
     const MetaParams p = read_params(dir / "params.json");
-    const Shards shards(dir);
-    CheckpointState s;
-    auto add = [&](std::string name, Tensor t) {
-        s.model.emplace_back(std::move(name), ShardedTensor{t, t.shape(), Shape(t.dim(), 0)});
+    // The shards' tensors view their files; each model tensor is joined and permuted from them
+    // only when made.
+    const auto shards = std::make_shared<const Shards>(dir);
+    using Make = std::function<Tensor(const Shards&)>;
+    auto makes = std::make_shared<std::vector<Make>>();
+    StreamedState s;
+    auto add = [&](std::string name, const Shape& shape, DType dtype, Make make) {
+        s.state.model.emplace_back(std::move(name),
+                                   ShardedTensor::whole(tensor_placeholder(shape, dtype)));
+        makes->push_back(std::move(make));
+    };
+    // A tensor joined from every shard's along `d` (the files' own when there is one shard).
+    auto add_cat = [&](std::string name, const std::string& key, int d) {
+        const std::vector<Tensor> parts = shards->get(key);
+        add(std::move(name), cat_shape(parts, d), parts[0].dtype(),
+            [key, d](const Shards& sh) { return cat(sh.get(key), d); });
+    };
+    auto add_first = [&](std::string name, const std::string& key) {
+        const Tensor t = shards->get(key)[0];
+        add(std::move(name), t.shape(), t.dtype(),
+            [key](const Shards& sh) { return sh.get(key)[0]; });
     };
     // Llama 2 splits the embedding's columns across shards, Llama 3 its rows.
-    const std::vector<Tensor> embedding = shards.get("tok_embeddings.weight");
-    const Tensor words = cat(embedding, embedding[0].shape()[1] == p.dim ? 0 : 1);
-    MT_CHECK(words.dim() == 2 && words.shape()[1] == p.dim, dir.string(),
-             ": tok_embeddings.weight is ", words.describe(), " for dim ", p.dim);
-    add("embedding.word_embeddings.weight", words);
+    const std::vector<Tensor> embedding = shards->get("tok_embeddings.weight");
+    const int words_dim = embedding[0].shape()[1] == p.dim ? 0 : 1;
+    const Shape words = cat_shape(embedding, words_dim);
+    const DType dtype = embedding[0].dtype();
+    MT_CHECK(words.size() == 2 && words[1] == p.dim, dir.string(), ": tok_embeddings.weight is ",
+             shape_str(words), " for dim ", p.dim);
+    add_cat("embedding.word_embeddings.weight", "tok_embeddings.weight", words_dim);
     int64_t ffn = 0;
+    const int64_t hd = p.dim / p.n_heads;
     for (int64_t i = 0; i < p.n_layers; ++i) {
         const std::string meta = "layers." + std::to_string(i) + ".";
         const std::string core = "decoder.layers." + std::to_string(i) + ".";
-        add(core + "self_attention.linear_proj.weight",
-            cat(shards.get(meta + "attention.wo.weight"), 1));
-        add(core + "self_attention.linear_qkv.layer_norm_weight",
-            shards.get(meta + "attention_norm.weight")[0]);
-        const Tensor q =
-            halves_from_pairs(cat(shards.get(meta + "attention.wq.weight"), 0), p.n_heads);
-        const Tensor k =
-            halves_from_pairs(cat(shards.get(meta + "attention.wk.weight"), 0), p.n_kv_heads);
-        const Tensor v = cat(shards.get(meta + "attention.wv.weight"), 0);
-        const int64_t hd = p.dim / p.n_heads;
-        MT_CHECK(q.shape() == (Shape{p.n_heads * hd, p.dim}) &&
-                     k.shape() == (Shape{p.n_kv_heads * hd, p.dim}) && v.shape() == k.shape(),
-                 dir.string(), ": layer ", i, "'s wq/wk/wv are ", q.describe(), ", ", k.describe(),
-                 ", ", v.describe(), ", not what params.json describes");
-        add(core + "self_attention.linear_qkv.weight", grouped_qkv(q, k, v, p.n_kv_heads));
-        add(core + "mlp.linear_fc1.layer_norm_weight", shards.get(meta + "ffn_norm.weight")[0]);
-        const Tensor w1 = cat(shards.get(meta + "feed_forward.w1.weight"), 0);
-        const Tensor w3 = cat(shards.get(meta + "feed_forward.w3.weight"), 0);
-        MT_CHECK(w1.shape() == w3.shape() && w1.shape()[1] == p.dim, dir.string(), ": layer ", i,
-                 "'s w1/w3 are ", w1.describe(), " and ", w3.describe());
-        ffn = w1.shape()[0];
-        add(core + "mlp.linear_fc1.weight", cat({w1, w3}, 0));
-        add(core + "mlp.linear_fc2.weight", cat(shards.get(meta + "feed_forward.w2.weight"), 1));
+        add_cat(core + "self_attention.linear_proj.weight", meta + "attention.wo.weight", 1);
+        add_first(core + "self_attention.linear_qkv.layer_norm_weight",
+                  meta + "attention_norm.weight");
+        const std::string wq = meta + "attention.wq.weight", wk = meta + "attention.wk.weight",
+                          wv = meta + "attention.wv.weight";
+        const std::vector<Tensor> q = shards->get(wq), k = shards->get(wk), v = shards->get(wv);
+        const Shape qs = cat_shape(q, 0), ks = cat_shape(k, 0), vs = cat_shape(v, 0);
+        MT_CHECK(qs == (Shape{p.n_heads * hd, p.dim}) && ks == (Shape{p.n_kv_heads * hd, p.dim}) &&
+                     vs == ks,
+                 dir.string(), ": layer ", i, "'s wq/wk/wv are ", q[0].describe(), ", ",
+                 k[0].describe(), ", ", v[0].describe(), " (", q.size(),
+                 " shards), not what params.json describes");
+        add(core + "self_attention.linear_qkv.weight", {qs[0] + 2 * ks[0], p.dim}, q[0].dtype(),
+            [wq, wk, wv, p](const Shards& sh) {
+                return grouped_qkv(halves_from_pairs(cat(sh.get(wq), 0), p.n_heads),
+                                   halves_from_pairs(cat(sh.get(wk), 0), p.n_kv_heads),
+                                   cat(sh.get(wv), 0), p.n_kv_heads);
+            });
+        add_first(core + "mlp.linear_fc1.layer_norm_weight", meta + "ffn_norm.weight");
+        const std::string w1 = meta + "feed_forward.w1.weight",
+                          w3 = meta + "feed_forward.w3.weight";
+        const std::vector<Tensor> w1s = shards->get(w1), w3s = shards->get(w3);
+        const Shape s1 = cat_shape(w1s, 0), s3 = cat_shape(w3s, 0);
+        MT_CHECK(s1 == s3 && s1[1] == p.dim, dir.string(), ": layer ", i, "'s w1/w3 are ",
+                 shape_str(s1), " and ", shape_str(s3));
+        ffn = s1[0];
+        add(core + "mlp.linear_fc1.weight", {2 * s1[0], s1[1]}, w1s[0].dtype(),
+            [w1, w3](const Shards& sh) {
+                return cat({cat(sh.get(w1), 0), cat(sh.get(w3), 0)}, 0);
+            });
+        add_cat(core + "mlp.linear_fc2.weight", meta + "feed_forward.w2.weight", 1);
     }
-    add("decoder.final_layernorm.weight", shards.get("norm.weight")[0]);
-    add("output_layer.weight", cat(shards.get("output.weight"), 0));
+    add_first("decoder.final_layernorm.weight", "norm.weight");
+    add_cat("output_layer.weight", "output.weight", 0);
+    s.make = [shards, makes](size_t i) {
+        MT_CHECK(i < makes->size(), "no tensor ", i, " in a Meta checkpoint of ", makes->size());
+        return (*makes)[i](*shards);
+    };
 
-    const int64_t vocab = words.shape()[0];
-    s.args = {{"num_layers", p.n_layers},
-              {"hidden_size", p.dim},
-              {"ffn_hidden_size", ffn},
-              {"num_attention_heads", p.n_heads},
-              {"kv_channels", p.dim / p.n_heads},
-              {"group_query_attention", p.n_kv_heads != p.n_heads},
-              {"num_query_groups", p.n_kv_heads},
-              {"seq_length", int64_t(4096)},  // as Megatron's loader sets it
-              {"max_position_embeddings", int64_t(4096)},
-              {"position_embedding_type", std::string("rope")},
-              {"rotary_base", p.rope_theta},
-              {"use_rope_scaling", p.use_scaled_rope},
-              {"rope_scaling_factor", p.rope_scaling_factor},
-              {"normalization", std::string("RMSNorm")},
-              {"norm_epsilon", p.norm_eps},
-              {"swiglu", true},
-              {"add_bias_linear", false},
-              {"add_qkv_bias", false},
-              {"untie_embeddings_and_output_weights", true},
-              {"vocab_size", vocab},
-              {"padded_vocab_size", vocab},
-              {"params_dtype", std::string(dtype_arg(words.dtype()))}};
+    const int64_t vocab = words[0];
+    s.state.args = {{"num_layers", p.n_layers},
+                    {"hidden_size", p.dim},
+                    {"ffn_hidden_size", ffn},
+                    {"num_attention_heads", p.n_heads},
+                    {"kv_channels", p.dim / p.n_heads},
+                    {"group_query_attention", p.n_kv_heads != p.n_heads},
+                    {"num_query_groups", p.n_kv_heads},
+                    {"seq_length", int64_t(4096)},  // as Megatron's loader sets it
+                    {"max_position_embeddings", int64_t(4096)},
+                    {"position_embedding_type", std::string("rope")},
+                    {"rotary_base", p.rope_theta},
+                    {"use_rope_scaling", p.use_scaled_rope},
+                    {"rope_scaling_factor", p.rope_scaling_factor},
+                    {"normalization", std::string("RMSNorm")},
+                    {"norm_epsilon", p.norm_eps},
+                    {"swiglu", true},
+                    {"add_bias_linear", false},
+                    {"add_qkv_bias", false},
+                    {"untie_embeddings_and_output_weights", true},
+                    {"vocab_size", vocab},
+                    {"padded_vocab_size", vocab},
+                    {"params_dtype", std::string(dtype_arg(dtype))}};
     return s;
+}
+
+CheckpointState MetaCheckpoint::load(const fs::path& dir) {
+    // This class's own streamed load (not a subclass's), every tensor made now.
+    StreamedState s = MetaCheckpoint::load_streamed(dir);
+    for (size_t i = 0; i < s.state.model.size(); ++i) s.state.model[i].second.local = s.make(i);
+    return std::move(s.state);
 }
 
 }  // namespace mt::plugins::torch_ckpt

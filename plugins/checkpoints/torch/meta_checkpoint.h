@@ -19,6 +19,9 @@ class MetaCheckpoint : public CheckpointFormat {
     // args in Megatron's names (RMSNorm, SwiGLU, RoPE with rope_theta, no biases, untied
     // output, grouped-query attention when n_kv_heads < n_heads, seq_length 4096).
     CheckpointState load(const std::filesystem::path& dir) override;
+    // load() with every tensor a placeholder made only when asked for (shards joined, wq/wk
+    // permuted, QKV grouped, [w1; w3] joined then) from the shards' memory-mapped files.
+    StreamedState load_streamed(const std::filesystem::path& dir) override;
 };
 
 }  // namespace mt::plugins::torch_ckpt

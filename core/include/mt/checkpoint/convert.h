@@ -19,20 +19,29 @@ namespace mt {
 
 // A checkpoint of any format and layout, read rank by rank with its tensors viewing the files
 // (memory-mapped), as each parameter's pieces: whole(i) joins params[i]'s when it is needed, so a
-// streaming conversion holds one whole tensor at a time.
+// streaming conversion holds one whole tensor at a time. A whole-tensor format read through
+// CheckpointFormat::load_streamed (hf, llama_meta) gives placeholders as pieces, made (converted
+// from the files) only by piece() / whole().
 struct SourceCheckpoint {
     CheckpointLayout layout;            // how the source was split into rank files
     CheckpointState head;               // rank (0, 0)'s state without tensors: args, iteration
     ModelArgs args;                     // the model flags the args describe (tensor parallel 1)
     std::vector<ParameterInfo> params;  // family.parameters(args)
-    std::vector<std::vector<Tensor>> pieces;  // params[i]'s piece on each source tensor rank
+    // params[i]'s piece on each source tensor rank: its values, or a placeholder (shape and
+    // dtype only) that make_piece makes.
+    std::vector<std::vector<Tensor>> pieces;
+    // A piece's values: a placeholder's made by the loader, any other piece itself.
+    std::function<Tensor(const Tensor& piece)> make_piece = [](const Tensor& t) { return t; };
 
+    // pieces[i][rank] with its values (made now when it is a placeholder).
+    MT_API Tensor piece(size_t i, size_t rank) const;
     // params[i]'s whole tensor: a view of the file for a tensor kept whole, else joined (a copy).
     MT_API Tensor whole(size_t i) const;
 };
 
 // Reads every rank of the latest checkpoint in `dir` and finds each parameter's pieces by its
-// shard spec (a progress bar on a terminal when `progress`). Errors name the file, rank and key.
+// shard spec (a progress bar on a terminal when `progress`); a whole-tensor format is read with
+// load_streamed, its tensors made when asked for. Errors name the file, rank and key.
 MT_API SourceCheckpoint load_source_checkpoint(CheckpointFormat& loader,
                                                const std::filesystem::path& dir,
                                                const ModelFamily& family, bool progress);
@@ -74,9 +83,11 @@ struct ConvertOptions {
 // to the target layout and saves it with `saver`, streaming: each target tensor is joined from
 // its source pieces, re-padded and cast only when the saver writes it (CheckpointFormat::
 // save_streamed; a per-rank format writes every target rank's file at once), and the source's
-// pages are let go once written. Memory: about the largest tensor, once whole and once in
-// pieces, plus whatever the loader itself holds (a format that converts as it reads, hf, holds
-// its converted tensors) and what a saver that is not streamed (hf) holds: the whole model.
+// pages are let go once written. A source read with load_streamed (hf, llama_meta) makes each
+// tensor only when the target tensor that needs it is written; the next tensor is made on a
+// second thread while one is written. Memory: a few of the largest tensors (whole and in
+// pieces: the one written, the next, and a wrongly guessed one), plus what a saver that is not
+// streamed (hf) holds: the whole model.
 // The model tensors, iteration and args travel; optimizer, scheduler and RNG state do not (as
 // with convert.py). Errors name the file, rank and key.
 MT_API void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& load_dir,
