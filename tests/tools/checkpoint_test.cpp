@@ -270,8 +270,8 @@ TEST(TrainCheckpoint, ATruncatedCheckpointIsAnErrorNamingTheFile) {
 TEST(TrainCheckpoint, DecoupledLrGroupsResumeExactly) {
     TempDir dir;
     const std::string data = make_dataset(dir);
-    std::string base = train_command(dir, data) +
-                       " --train-iters 6 --decoupled-lr 3e-3 --decoupled-min-lr 2e-4";
+    std::string base =
+        train_command(dir, data) + " --train-iters 6 --decoupled-lr 3e-3 --decoupled-min-lr 2e-4";
     const std::string torch_format = " --ckpt-format torch";
     base.erase(base.find(torch_format), torch_format.size());
     auto full = run_command(base);

@@ -309,8 +309,8 @@ TEST(GenerateTool, Bf16AndFp16ComputeInThatPrecision) {
                              " --greedy --out-seq-length 4 " + precision + " --prompts '" + prompt +
                              "'");
         ASSERT_EQ(r.exit_code, 0) << precision << r.output;
-        EXPECT_NE(r.output.find("\n" + expected + "\n"), std::string::npos) << precision
-                                                                            << r.output;
+        EXPECT_NE(r.output.find("\n" + expected + "\n"), std::string::npos)
+            << precision << r.output;
     }
     auto both = run_command(shell_quote(tool_path("megatron-generate")) + " " + llama_flags() +
                             " --bf16 --fp16 --prompts 1");

@@ -42,8 +42,8 @@ TEST(Quickstart, RunsTheWholeChainOnTheBuiltBinaries) {
     for (const char* file :
          {"demo_corpus.jsonl", "demo_text_document.bin", "demo_text_document.idx",
           "checkpoint/iter_0000004/metadata.json", "generations.txt", "lambada_demo.jsonl",
-          "lambada_demo_results.json", "hf/config.json", "hf/model.safetensors",
-          "hf/vocab.json", "hf/merges.txt"}) {
+          "lambada_demo_results.json", "hf/config.json", "hf/model.safetensors", "hf/vocab.json",
+          "hf/merges.txt"}) {
         ASSERT_TRUE(fs::is_regular_file(out / file)) << file;
         EXPECT_GT(fs::file_size(out / file), 0u) << file;
     }

@@ -141,7 +141,6 @@ TEST(Train, ExitIntervalAndUnsupportedFlags) {
         EXPECT_NE(usage.output.find(flag), std::string::npos) << flag;
 }
 
-
 // --mock-data: Megatron's MockGPTDataset instead of files (its even split, so all three
 // evaluations run); it is one data source among --data-path and the per-split paths.
 TEST(Train, MockData) {
@@ -160,8 +159,8 @@ TEST(Train, MockData) {
     EXPECT_NE(r.output.find("validation loss at iteration 3 on test set"), std::string::npos)
         << r.output;
     // --exit-on-missing-checkpoint: an empty --load ends the run before training (exit 0).
-    auto missing = run_command(tool + flags + " --load " + q(dir.path()) +
-                               " --exit-on-missing-checkpoint");
+    auto missing =
+        run_command(tool + flags + " --load " + q(dir.path()) + " --exit-on-missing-checkpoint");
     EXPECT_EQ(missing.exit_code, 0) << missing.output;
     EXPECT_NE(missing.output.find(">> '--exit-on-missing-checkpoint' set ... exiting. <<"),
               std::string::npos)
@@ -197,14 +196,17 @@ TEST(Train, MockData) {
     EXPECT_EQ(sizes, "2 2 2 4 4 6 8 8 8 ") << ramp.output;
     EXPECT_NE(ramp.output.find("consumed samples:            2 |"), std::string::npos);
     EXPECT_NE(ramp.output.find("learning rate: 9.583333E-04"), std::string::npos) << ramp.output;
-    auto by_iterations = run_command(tool + flags + " --global-batch-size 8 --rampup-batch-size 2 2 16");
-    EXPECT_NE(by_iterations.output.find("expected no batch-size rampup for iteration-based training"),
-              std::string::npos)
+    auto by_iterations =
+        run_command(tool + flags + " --global-batch-size 8 --rampup-batch-size 2 2 16");
+    EXPECT_NE(
+        by_iterations.output.find("expected no batch-size rampup for iteration-based training"),
+        std::string::npos)
         << by_iterations.output;
     // --skip-train: the final evaluations of the model as it is.
     auto skipped = run_command(tool + flags + " --skip-train");
     EXPECT_EQ(skipped.exit_code, 0) << skipped.output;
-    EXPECT_NE(skipped.output.find("skipping training (--skip-train is on) ...\n"), std::string::npos)
+    EXPECT_NE(skipped.output.find("skipping training (--skip-train is on) ...\n"),
+              std::string::npos)
         << skipped.output;
     EXPECT_EQ(skipped.output.find("iteration        1/"), std::string::npos) << skipped.output;
     EXPECT_NE(skipped.output.find("validation loss at iteration 0 on test set"), std::string::npos)

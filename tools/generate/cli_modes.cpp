@@ -26,9 +26,8 @@ TextRequest request_for(const TextGenerator& g, const CliSettings& s, const std:
             (prompt.empty() ? 0 : int64_t(g.tokenizer().encode(prompt).size())) + (add_bos ? 1 : 0);
         // A prompt that fills the positions can still be scored (--out-seq-length 0).
         const int64_t room = s.max_positions - prompt_tokens;
-        MT_CHECK(room > 0 || (room == 0 && s.out_seq_length == 0), "the prompt has ",
-                 prompt_tokens, " tokens: no room left in the model's ", s.max_positions,
-                 " positions");
+        MT_CHECK(room > 0 || (room == 0 && s.out_seq_length == 0), "the prompt has ", prompt_tokens,
+                 " tokens: no room left in the model's ", s.max_positions, " positions");
         r.tokens_to_generate = std::min(r.tokens_to_generate, room);
     }
     return r;

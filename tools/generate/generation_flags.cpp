@@ -27,9 +27,8 @@ po::options_description generation_flags(GenerationFlags& f) {
         "seed", po::value(&f.seed)->default_value(1234), "seed of the sampling stream")(
         "return-log-probs", po::bool_switch(&f.return_log_probs),
         "print each token's log-probability (with --prompts; --out-seq-length 0 scores the "
-        "prompt alone)")(
-        "prompts", po::value(&f.prompts)->multitoken(),
-        "generate from these prompts and print the texts")(
+        "prompt alone)")("prompts", po::value(&f.prompts)->multitoken(),
+                         "generate from these prompts and print the texts")(
         "sample-input-file", po::value(&f.sample_input_file),
         "one prompt per line; generations go to --sample-output-file")(
         "sample-output-file", po::value(&f.sample_output_file),

@@ -19,9 +19,8 @@ using namespace mt::generate_tool;
 int generate(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
              const mt::ModelFamily& family, const mt::ModelArgs& overrides) {
     mt::Registry& registry = mt::Registry::global();
-    mt::infer::LoadedModel loaded =
-        mt::infer::load_for_inference(registry, family, flags.load, overrides, flags.ckpt_format,
-                                      flags.params_dtype);
+    mt::infer::LoadedModel loaded = mt::infer::load_for_inference(
+        registry, family, flags.load, overrides, flags.ckpt_format, flags.params_dtype);
     // --use-checkpoint-args: the checkpoint's tokenizer when the flags name none.
     auto tokenizer =
         mt::infer::tokenizer_for(registry, tf.type, tf.options, flags.load, loaded.checkpoint_args);

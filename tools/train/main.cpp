@@ -195,8 +195,8 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     const CommunicationVolume before(state);
     const int64_t first_iteration = trainer.iteration();
     if (flags.skip_train) out.line("skipping training (--skip-train is on) ...");
-    auto reason = flags.skip_train ? mt::train::StopReason::finished
-                                   : trainer.train(*datasets[0], valid);
+    auto reason =
+        flags.skip_train ? mt::train::StopReason::finished : trainer.train(*datasets[0], valid);
     if (flags.log_rank_stats) {
         CommunicationVolume(state).print_since(before, trainer.iteration() - first_iteration,
                                                world.rank());

@@ -45,11 +45,10 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "test sets")(
         "no-check-for-nan-in-loss-and-grad", po::bool_switch(),
         "train on past a NaN or Inf loss or gradient norm (the log counts them) instead of "
-        "stopping")(
-        "exit-signal-handler", po::bool_switch(&f.exit_signal_handler),
-        "on SIGTERM, finish the iteration, save a checkpoint (with --save) and exit")(
+        "stopping")("exit-signal-handler", po::bool_switch(&f.exit_signal_handler),
+                    "on SIGTERM, finish the iteration, save a checkpoint (with --save) and exit")(
         "loss-scale", po::value<double>(),
-                           "a constant loss scale (fp16); without it the scale is dynamic")(
+        "a constant loss scale (fp16); without it the scale is dynamic")(
         "initial-loss-scale", po::value(&f.grad_scaler.initial_scale)->default_value(4294967296.0),
         "the dynamic loss scale's start (2^32)")(
         "min-loss-scale", po::value(&f.grad_scaler.min_scale)->default_value(1.0),
@@ -115,8 +114,7 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "lr-wsd-decay-samples", po::value<int64_t>(), "WSD anneal samples")(
         "decoupled-lr", po::value<double>(),
         "the peak learning rate of the embedding and output weights")(
-        "decoupled-min-lr", po::value<double>(),
-        "their learning-rate floor (default: --min-lr)");
+        "decoupled-min-lr", po::value<double>(), "their learning-rate floor (default: --min-lr)");
 
     po::options_description opt("Optimizer", 100);
     auto& o = f.optimizer_config;

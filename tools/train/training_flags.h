@@ -39,10 +39,10 @@ struct TrainingFlags {
     bool exit_signal_handler = false;
     bool log_throughput = false;
     bool log_params_norm = false, log_num_zeros_in_grad = false;
-    bool calculate_per_token_loss = false;                // --calculate-per-token-loss
-    bool check_for_nan = true;               // off: --no-check-for-nan-in-loss-and-grad
-    bool exit_on_missing_checkpoint = false;  // --exit-on-missing-checkpoint
-    bool skip_train = false;  // --skip-train: the final evaluations only
+    bool calculate_per_token_loss = false;     // --calculate-per-token-loss
+    bool check_for_nan = true;                 // off: --no-check-for-nan-in-loss-and-grad
+    bool exit_on_missing_checkpoint = false;   // --exit-on-missing-checkpoint
+    bool skip_train = false;                   // --skip-train: the final evaluations only
     std::optional<train::BatchRampup> rampup;  // --rampup-batch-size
     // --override-opt_param-scheduler / --use-checkpoint-opt_param-scheduler
     train::ScheduleSettings schedule_settings = train::ScheduleSettings::must_match;

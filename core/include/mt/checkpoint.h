@@ -47,7 +47,7 @@ struct OptimizerParamState {
     // The f32 master copy of an f16 / bf16 parameter (Megatron's fp32_from_fp16_params);
     // undefined in an f32 run.
     Tensor main_param;
-    bool weight_decay = true;  // Megatron's wd_mult 1 group, else wd_mult 0
+    bool weight_decay = true;   // Megatron's wd_mult 1 group, else wd_mult 0
     bool decoupled_lr = false;  // in a group of --decoupled-lr (is_decoupled_lr)
 };
 

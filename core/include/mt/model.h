@@ -130,9 +130,10 @@ class MT_API Model {
     virtual double training_flops(int64_t samples) const = 0;
 
     // Inference (dropout off, nothing kept for a backward): logits [B, n, padded vocab] (f32 for
-    // an f32, bf16 or f16 model, f64 for an f64 one) for the last n = keep_last positions (0: all T) of tokens i64/i32 [B, T].
-    // With a cache, the tokens sit at positions cache->length() .. and their keys and values
-    // join it (its length grows by T); without, at 0 .. T-1. The default throws "not supported".
+    // an f32, bf16 or f16 model, f64 for an f64 one) for the last n = keep_last positions (0: all
+    // T) of tokens i64/i32 [B, T]. With a cache, the tokens sit at positions cache->length() .. and
+    // their keys and values join it (its length grows by T); without, at 0 .. T-1. The default
+    // throws "not supported".
     virtual Tensor logits(const Tensor& tokens, infer::KvCache* cache, int64_t keep_last = 0);
     // An empty cache shaped for this model: `batch` rows of up to `capacity` positions.
     virtual std::unique_ptr<infer::KvCache> make_kv_cache(int64_t batch, int64_t capacity) const;

@@ -76,7 +76,7 @@ struct SgdConfig {
 struct RopeConfig {
     int64_t rotary_dim = 0;
     double base = 10000.0;
-    double llama3_scaling_factor = 0;         // --rope-scaling-factor with --use-rope-scaling; 0: off
+    double llama3_scaling_factor = 0;  // --rope-scaling-factor with --use-rope-scaling; 0: off
     double seq_len_interpolation_factor = 0;  // 0: off
     bool interleaved = false;                 // --rotary-interleaved
 };

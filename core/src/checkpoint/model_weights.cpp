@@ -25,8 +25,7 @@ void load_model_weights(const CheckpointState& state, Model& model, WeightLoad h
         // meet through f32 (exact, then one rounding).
         const auto half = [](DType d) { return d == DType::f16 || d == DType::bf16; };
         const auto weight = [&](DType d) { return half(d) || d == DType::f32; };
-        if (from.dtype() != p->value.dtype() && weight(from.dtype()) &&
-            weight(p->value.dtype())) {
+        if (from.dtype() != p->value.dtype() && weight(from.dtype()) && weight(p->value.dtype())) {
             if (half(from.dtype()) && half(p->value.dtype())) from = cast_float(from, DType::f32);
             from = cast_float(from, p->value.dtype());
         }

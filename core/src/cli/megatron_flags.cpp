@@ -244,8 +244,9 @@ std::string describe(const FlagVerdict& v) {
             if (!v.unless.empty()) {
                 std::string when;
                 for (const auto& [flag, value] : unless_conditions(v.unless))
-                    when += (when.empty() ? "" : " and ") +
-                            (value == "false" ? "without --" + flag : "with --" + flag + " " + value);
+                    when +=
+                        (when.empty() ? "" : " and ") +
+                        (value == "false" ? "without --" + flag : "with --" + flag + " " + value);
                 s += " (accepted " + when + ")";
             }
             return s;
@@ -360,7 +361,7 @@ namespace {
 
 bool shapes_the_model(const MegatronFlag& f) {
     static const std::string_view kGroups[] = {"network size", "moe", "mla",
-                                                "heterogeneous architecture", "experimental"};
+                                               "heterogeneous architecture", "experimental"};
     for (std::string_view g : kGroups)
         if (f.group == g) return true;
     return f.flag == "--qk-l2-norm" || f.flag == "--qk-layernorm";
@@ -420,8 +421,9 @@ void check_checkpoint_model_args(const CheckpointArgs& args,
                 const ArgValue* ov = other ? find_arg(args, other->dest) : nullptr;
                 const auto words = ov ? arg_words(*ov) : std::nullopt;
                 // A switch's words are Python's True / False.
-                all = all && words && (*words == value || (value == "false" && *words == "False") ||
-                                       (value == "true" && *words == "True"));
+                all = all && words &&
+                      (*words == value || (value == "false" && *words == "False") ||
+                       (value == "true" && *words == "True"));
             }
             if (all) continue;
         }

@@ -217,7 +217,8 @@ void write_text_atomically(const fs::path& path, const std::string& text) {
 }  // namespace
 
 GPTDataset::GPTDataset(std::shared_ptr<const TokenSequences> data,
-                       std::optional<std::string> dataset_path, int64_t begin, int64_t end, std::optional<int64_t> num_samples, Split split,
+                       std::optional<std::string> dataset_path, int64_t begin, int64_t end,
+                       std::optional<int64_t> num_samples, Split split,
                        const GPTDatasetConfig& config)
     : data_(std::move(data)),
       dataset_path_(std::move(dataset_path)),
@@ -228,8 +229,8 @@ GPTDataset::GPTDataset(std::shared_ptr<const TokenSequences> data,
       config_(config) {
     MT_CHECK(data_ != nullptr, "GPTDataset: no indexed dataset");
     MT_CHECK(0 <= begin_ && begin_ <= end_ && end_ <= data_->num_sequences(), "GPTDataset ",
-             dataset_path_.value_or("(mock data)"), ": split range [", begin_, ", ", end_, ") outside the ",
-             data_->num_sequences(), " sequences");
+             dataset_path_.value_or("(mock data)"), ": split range [", begin_, ", ", end_,
+             ") outside the ", data_->num_sequences(), " sequences");
     MT_CHECK(config_.sequence_length > 1, "GPTDataset: sequence_length must be > 1, got ",
              config_.sequence_length);
 

@@ -11,8 +11,7 @@ MockGptSequences::MockGptSequences(int64_t eod)
     : lengths_(NumpyGenerator(0).integers_int32(1, kMaxLength, kSequences)), eod_(eod) {}
 
 int32_t MockGptSequences::sequence_length(int64_t i) const {
-    MT_CHECK(i >= 0 && i < kSequences, "mock data: sequence ", i, " outside [0, ", kSequences,
-             ")");
+    MT_CHECK(i >= 0 && i < kSequences, "mock data: sequence ", i, " outside [0, ", kSequences, ")");
     return lengths_[size_t(i)];
 }
 

@@ -23,7 +23,8 @@ LoadedModel load_for_inference(Registry& registry, const ModelFamily& family,
     LoadedModel out;
     out.args = family.resolved_args(args);
     const BuildContext& one = single_process_context();
-    out.model = family.build(out.args, BuildContext{one.backend, one.parallel, false, params_dtype});
+    out.model =
+        family.build(out.args, BuildContext{one.backend, one.parallel, false, params_dtype});
     CheckpointState weights;
     for (size_t i = 0; i < whole.params.size(); ++i) {
         const Tensor& t = whole.tensors[i];

@@ -201,11 +201,12 @@ uint64_t TorchArchiveWriter::finish() {
         zip_->end_entry();
         ++next_;
     }
-    MT_CHECK(next_ == storages_.size() && written_ == 0, "torch.save writer: ",
-             storages_.size() - next_, " of ", storages_.size(),
+    MT_CHECK(next_ == storages_.size() && written_ == 0,
+             "torch.save writer: ", storages_.size() - next_, " of ", storages_.size(),
              " storages not written at finish()");
     zip_->add(prefix_ + "version", "3\n");
-    zip_->add(prefix_ + ".data/serialization_id", serialization_id(zip_->written(), prefix_.size()));
+    zip_->add(prefix_ + ".data/serialization_id",
+              serialization_id(zip_->written(), prefix_.size()));
     zip_->close();
     return zip_->size();
 }

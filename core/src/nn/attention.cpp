@@ -54,8 +54,8 @@ SelfAttention::SelfAttention(const std::string& prefix, const TransformerConfig&
         // Replicated over the tensor-parallel ranks, each of which normalises its own heads.
         auto norm = [&](const char* name) {
             const std::string p = join_name(prefix, name);
-            Norm n(config.normalization, p + ".weight", p + ".bias", hd_, config.norm,
-                   config.dtype, backend, config.tp);
+            Norm n(config.normalization, p + ".weight", p + ".bias", hd_, config.norm, config.dtype,
+                   backend, config.tp);
             n.weight().grad_partial_over_tp = config.tp.active();
             if (Parameter* b = n.bias()) b->grad_partial_over_tp = config.tp.active();
             return n;

@@ -300,8 +300,8 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
                  "not supported yet: saving the distributed optimizer's shards of ", opt.type);
         const auto moments =
             shards ? std::vector<std::pair<Tensor, Tensor>>() : local_moments(parts);
-        const std::vector<Tensor> local_master = shards ? std::vector<Tensor>(params.size())
-                                                        : local_masters(parts);
+        const std::vector<Tensor> local_master =
+            shards ? std::vector<Tensor>(params.size()) : local_masters(parts);
         for (size_t i = 0; i < params.size(); ++i) {
             const nn::Parameter& p = *params[i];
             OptimizerParamState ps;
@@ -364,8 +364,7 @@ namespace {
 
 // Megatron's OptimizerParamScheduler.load_state_dict: each setting checked (_check_and_set).
 optim::LrScheduleConfig restored_schedule(const optim::LrScheduleConfig& flags,
-                                          const SchedulerCheckpoint& saved,
-                                          ScheduleSettings from) {
+                                          const SchedulerCheckpoint& saved, ScheduleSettings from) {
     optim::LrScheduleConfig c = flags;
     auto pick = [&](auto flag_value, auto saved_value, const char* name, auto show) {
         if (from == ScheduleSettings::from_flags) return flag_value;
@@ -384,16 +383,16 @@ optim::LrScheduleConfig restored_schedule(const optim::LrScheduleConfig& flags,
         pick(flags.lr_warmup_steps, saved.lr_warmup_steps, "warmup iterations", number);
     c.lr_decay_steps = int64_t(pick(double(flags.lr_decay_steps), double(saved.lr_decay_steps),
                                     "total number of iterations", number));
-    c.lr_decay_style = optim::parse_lr_decay_style(
-        pick(lr_decay_style_name(flags.lr_decay_style), saved.lr_decay_style,
-             "learning rate decay style", text));
+    c.lr_decay_style =
+        optim::parse_lr_decay_style(pick(lr_decay_style_name(flags.lr_decay_style),
+                                         saved.lr_decay_style, "learning rate decay style", text));
     c.start_wd = pick(flags.start_wd, saved.start_wd, "start weight decay", number);
     c.end_wd = pick(flags.end_wd, saved.end_wd, "end weight decay", number);
     c.wd_incr_steps = int64_t(pick(double(flags.wd_incr_steps), double(saved.wd_incr_steps),
                                    "total number of weight decay iterations", number));
-    c.wd_incr_style = optim::parse_wd_incr_style(
-        pick(wd_incr_style_name(flags.wd_incr_style), saved.wd_incr_style,
-             "weight decay incr style", text));
+    c.wd_incr_style =
+        optim::parse_wd_incr_style(pick(wd_incr_style_name(flags.wd_incr_style),
+                                        saved.wd_incr_style, "weight decay incr style", text));
     return c;
 }
 

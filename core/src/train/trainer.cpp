@@ -43,8 +43,8 @@ std::pair<double, double> masked_sums(Backend& backend, const Tensor& losses, co
 int64_t current_global_batch_size(const TrainerOptions& o, int64_t consumed) {
     if (!o.rampup) return o.global_batch_size;
     const BatchRampup& r = *o.rampup;
-    MT_CHECK(r.start > 0 && r.increment > 0 && r.samples >= 0,
-             "--rampup-batch-size: start (", r.start, ") and increment (", r.increment,
+    MT_CHECK(r.start > 0 && r.increment > 0 && r.samples >= 0, "--rampup-batch-size: start (",
+             r.start, ") and increment (", r.increment,
              ") must be positive and the ramp-up samples (", r.samples, ") not negative");
     const int64_t diff = o.global_batch_size - r.start;
     MT_CHECK(diff > 0 && diff % r.increment == 0, "--rampup-batch-size: the global batch size (",
@@ -264,8 +264,8 @@ Trainer::IterationResult Trainer::train_step(const data::GPTSampleDataset& data)
     IterationResult r;
     r.global_batch_size = global_batch;
     r.loss = tokens > 0 ? loss_sum / tokens : 0.0;
-    MT_CHECK(!options_.check_for_nan || std::isfinite(r.loss), "NaN or Inf in the loss at iteration ",
-             iteration_ + 1);
+    MT_CHECK(!options_.check_for_nan || std::isfinite(r.loss),
+             "NaN or Inf in the loss at iteration ", iteration_ + 1);
     consumed_train_ = loader.consumed_samples();
     if (scaler_ && !unscale_grads()) {
         r.skipped = true;  // no update and no learning-rate step, as Megatron skips it

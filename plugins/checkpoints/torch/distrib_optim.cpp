@@ -40,8 +40,8 @@ DType model_dtype(const CheckpointState& state, const std::string& where) {
     const DType d = state.model.empty() ? DType::f32 : state.model[0].second.local.dtype();
     for (const auto& [name, t] : state.model)
         MT_CHECK(t.local.dtype() == d, "not supported yet: ", where,
-                 ": the distributed optimizer's state of a model of several dtypes (", name,
-                 " is ", dtype_name(t.local.dtype()), ", others ", dtype_name(d), ")");
+                 ": the distributed optimizer's state of a model of several dtypes (", name, " is ",
+                 dtype_name(t.local.dtype()), ", others ", dtype_name(d), ")");
     return d;
 }
 
@@ -124,7 +124,8 @@ void parameter_state_from_py(const PyValue& root, CheckpointState& state, const 
     const DType dtype = model_dtype(state, file);
     MT_CHECK(io::repr(dtype_key) == io::repr(buffer_dtype_key(dtype)), file,
              ": not supported yet: a gradient buffer of ", io::repr(dtype_key), " for ",
-             dtype_name(dtype), " weights (the buffer must hold the model's dtype and fp32 "
+             dtype_name(dtype),
+             " weights (the buffer must hold the model's dtype and fp32 "
              "gradients)");
 
     const parallel::BufferLayout l = saved_layout(state, file);

@@ -248,7 +248,8 @@ OptimizerCheckpoint optimizer_from_py(const PyValue& opt, const CheckpointState&
 
     // A file written with --decoupled-lr keeps the embedding and output weights apart.
     bool decoupled_in_file = false;
-    for (const PyValue& g : groups.items()) decoupled_in_file = decoupled_in_file || key_of(g).decoupled;
+    for (const PyValue& g : groups.items())
+        decoupled_in_file = decoupled_in_file || key_of(g).decoupled;
     Groups ours = make_groups(s.model.size(), [&](size_t i) {
         const std::string& name = s.model[i].first;
         return GroupKey{megatron_weight_decay(name, s.model[i].second.global_shape),

@@ -126,8 +126,8 @@ OptimizerCheckpoint optimizer_from_py(
     bool decoupled_groups = false;
     for (const PyValue& g : groups) {
         const PyValue* is_decoupled = g.find("is_decoupled_lr");
-        const bool decoupled = is_decoupled && is_decoupled->kind() == PyKind::boolean &&
-                               is_decoupled->as_bool();
+        const bool decoupled =
+            is_decoupled && is_decoupled->kind() == PyKind::boolean && is_decoupled->as_bool();
         decoupled_groups = decoupled_groups || decoupled;
         (decoupled ? o.decoupled_lr : o.lr) = g["lr"].as_double();
         if (const PyValue* m = g.find("max_lr"))

@@ -81,8 +81,9 @@ void half_reduce(void* in, void* inout, int* len, MPI_Datatype*) {
     auto* b = static_cast<uint16_t*>(inout);
     for (int i = 0; i < *len; ++i) {
         const float x = half_value(D, a[i]), y = half_value(D, b[i]);
-        const float r = O == ReduceOp::max ? std::max(x, y) : O == ReduceOp::min ? std::min(x, y)
-                                                                                 : x + y;
+        const float r = O == ReduceOp::max   ? std::max(x, y)
+                        : O == ReduceOp::min ? std::min(x, y)
+                                             : x + y;
         b[i] = half_bits(D, r);
     }
 }

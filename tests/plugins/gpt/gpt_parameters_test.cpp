@@ -194,18 +194,17 @@ TEST(GptConfig, ActivationAndModelShapesFromCheckpointArgs) {
     EXPECT_FALSE(gpt_config_from_args(from_ckpt({{"bias_gelu_fusion", false}})).bias_gelu_fusion);
     EXPECT_FALSE(gpt_config_from_args(from_ckpt({{"add_bias_linear", false}})).bias_gelu_fusion);
     EXPECT_TRUE(gpt_config_from_args(from_ckpt({{"squared_relu", true}})).squared_relu);
-    const GptConfig rope = gpt_config_from_args(
-        from_ckpt({{"use_rope_scaling", true},
-                    {"rope_scaling_factor", 32.0},
-                    {"rotary_interleaved", true},
-                    {"rotary_seq_len_interpolation_factor", int64_t(2)},
-                    {"qk_layernorm", true}}));
+    const GptConfig rope =
+        gpt_config_from_args(from_ckpt({{"use_rope_scaling", true},
+                                        {"rope_scaling_factor", 32.0},
+                                        {"rotary_interleaved", true},
+                                        {"rotary_seq_len_interpolation_factor", int64_t(2)},
+                                        {"qk_layernorm", true}}));
     EXPECT_TRUE(rope.use_rope_scaling && rope.rotary_interleaved && rope.qk_layernorm);
     EXPECT_EQ(rope.rope_scaling_factor, 32.0);
     EXPECT_EQ(rope.rotary_seq_len_interpolation_factor, 2.0);
-    const GptConfig plain = gpt_config_from_args(from_ckpt({{"rope_scaling_factor", 8.0},
-                                                            {"rotary_seq_len_interpolation_factor",
-                                                             ArgValue()}}));
+    const GptConfig plain = gpt_config_from_args(from_ckpt(
+        {{"rope_scaling_factor", 8.0}, {"rotary_seq_len_interpolation_factor", ArgValue()}}));
     EXPECT_FALSE(plain.use_rope_scaling || plain.rotary_interleaved || plain.qk_layernorm);
     EXPECT_EQ(plain.rotary_seq_len_interpolation_factor, 0.0);
     ModelArgs both = base;
@@ -246,15 +245,17 @@ TEST(GptConfig, EveryModelShapingCheckpointArgDrivesTheModelOrIsRefused) {
             const std::string def = std::string(f.default_value);
             changed = def.find(first) == std::string::npos
                           ? first
-                          : choices.substr(choices.find('|') + 1,
-                                           choices.find('|', choices.find('|') + 1) -
-                                               choices.find('|') - 1);
+                          : choices.substr(
+                                choices.find('|') + 1,
+                                choices.find('|', choices.find('|') + 1) - choices.find('|') - 1);
         } else if (f.type == "int") {
-            changed = f.default_value == "None" ? int64_t(3)
-                                                : int64_t(std::stoll(std::string(f.default_value)) + 3);
+            changed = f.default_value == "None"
+                          ? int64_t(3)
+                          : int64_t(std::stoll(std::string(f.default_value)) + 3);
         } else if (f.type == "float") {
-            changed = f.default_value == "None" ? 0.75
-                                                : std::stod(std::string(f.default_value)) * 2 + 0.75;
+            changed = f.default_value == "None"
+                          ? 0.75
+                          : std::stod(std::string(f.default_value)) * 2 + 0.75;
         } else {
             changed = std::string("changed");
         }
@@ -269,9 +270,8 @@ TEST(GptConfig, EveryModelShapingCheckpointArgDrivesTheModelOrIsRefused) {
         } catch (const mt::Error& e) {
             error = e.what();
         }
-        const bool family_reads = std::any_of(flags.begin(), flags.end(), [&](const FlagInfo& fi) {
-            return "--" + fi.name == flag;
-        });
+        const bool family_reads = std::any_of(
+            flags.begin(), flags.end(), [&](const FlagInfo& fi) { return "--" + fi.name == flag; });
         if (family_reads) {
             EXPECT_EQ(error, "") << flag;
             EXPECT_NE(got, plain) << flag << ": read by the family but changes nothing";
@@ -282,7 +282,8 @@ TEST(GptConfig, EveryModelShapingCheckpointArgDrivesTheModelOrIsRefused) {
         } else {
             EXPECT_NE(error.find("checkpoint args: " + dest + " = "), std::string::npos)
                 << flag << ": " << error;
-            EXPECT_NE(error.find(": not supported yet: "), std::string::npos) << flag << ": " << error;
+            EXPECT_NE(error.find(": not supported yet: "), std::string::npos)
+                << flag << ": " << error;
             ++refused;
         }
     }
@@ -291,8 +292,9 @@ TEST(GptConfig, EveryModelShapingCheckpointArgDrivesTheModelOrIsRefused) {
     // A MoE checkpoint names the capability.
     CheckpointArgs moe = base;
     set_arg(moe, "num_experts", int64_t(8));
-    EXPECT_NE(mt::test::error_of([&] { model_args_from_checkpoint(moe, flags); })
-                  .find("checkpoint args: num_experts = 8: not supported yet: MoE"),
+    EXPECT_NE(mt::test::error_of([&] {
+                  model_args_from_checkpoint(moe, flags);
+              }).find("checkpoint args: num_experts = 8: not supported yet: MoE"),
               std::string::npos);
     (void)accepted;
 }

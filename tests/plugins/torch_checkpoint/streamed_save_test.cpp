@@ -33,7 +33,8 @@ struct Source {
 Source source() {
     TorchCheckpoint format;
     CheckpointState s = format.load_rank(mt::test::fixtures_dir() / "convert" / "tp1", 0, 0);
-    ModelArgs args = model_args_from_checkpoint(s.args, Registry::global().create_model("gpt")->flags());
+    ModelArgs args =
+        model_args_from_checkpoint(s.args, Registry::global().create_model("gpt")->flags());
     args["tensor-model-parallel-size"] = "1";
     Source out;
     out.params = Registry::global().create_model("gpt")->parameters(args);
@@ -90,7 +91,8 @@ TEST(StreamedSave, TorchWritesTheRanksInStepAndTheBytesOfSaveRanks) {
         format.save_streamed(dir / "streamed", layout, streamed);
         format.save_streamed_by_default(dir / "default", layout, streamed);
 
-        const std::string iter = "iter_" + std::string(7 - std::to_string(src.head.iteration).size(), '0') +
+        const std::string iter = "iter_" +
+                                 std::string(7 - std::to_string(src.head.iteration).size(), '0') +
                                  std::to_string(src.head.iteration);
         for (int64_t pp = 0; pp < layout.pipeline_parallel; ++pp)
             for (int64_t tp = 0; tp < layout.tensor_parallel; ++tp) {

@@ -168,9 +168,9 @@ TEST(TorchCheckpoint, WritesMegatronsLayoutAndRoundTripsBitForBit) {
     // The schedule's settings, as Megatron's OptimizerParamScheduler.load_state_dict: a flag that
     // differs from the checkpoint is an error unless --override-opt_param-scheduler (the flags')
     // or --use-checkpoint-opt_param-scheduler (the checkpoint's).
-    for (const auto from : {train::ScheduleSettings::must_match,
-                            train::ScheduleSettings::from_flags,
-                            train::ScheduleSettings::from_checkpoint}) {
+    for (const auto from :
+         {train::ScheduleSettings::must_match, train::ScheduleSettings::from_flags,
+          train::ScheduleSettings::from_checkpoint}) {
         TinyRun other;
         optim::LrScheduleConfig sc = other.scheduler->config();
         sc.max_lr = 3e-3;

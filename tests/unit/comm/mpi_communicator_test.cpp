@@ -1,7 +1,7 @@
 // The mpi plugin under mpirun (2 and 4 ranks): every collective against values computed
 // locally, the along-dimension collectives, byte strings, point to point with tags,
-// asynchronous forms, split and bytes_sent; halves reduced in f32. Every rank runs every test; values are small integers
-// so that sums are exact whatever order MPI adds them in.
+// asynchronous forms, split and bytes_sent; halves reduced in f32. Every rank runs every test;
+// values are small integers so that sums are exact whatever order MPI adds them in.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -271,8 +271,7 @@ TEST(MockGPTDataset, IndicesAndSamplesEqualMegatrons) {
         lengths.push_back(mock.sequence_length(i));
         lengths_array.data<int32_t>()[i] = mock.sequence_length(i);
     }
-    EXPECT_EQ(mt::test::compare_array("mock.lengths", lengths_array, ev.words("mock.lengths")),
-              "");
+    EXPECT_EQ(mt::test::compare_array("mock.lengths", lengths_array, ev.words("mock.lengths")), "");
     EXPECT_EQ(mock.get(3, 0, -1).size(), size_t(lengths[3]));
     EXPECT_EQ(mock.get(3, lengths[3] - 2, -1), (std::vector<int64_t>{lengths[3] - 1, kEod}));
     EXPECT_EQ(mock.get(3, lengths[3] - 1, 5), (std::vector<int64_t>{kEod}));  // cut as numpy does
@@ -295,8 +294,9 @@ TEST(MockGPTDataset, IndicesAndSamplesEqualMegatrons) {
         check_samples(key, ds);
     }
     config.blend = get_blend_from_list({"some/prefix"});
-    EXPECT_NE(mt::test::error_of([&] { build_gpt_datasets(config, {400, 40, 20}); })
-                  .find("--mock-data cannot be combined with --data-path"),
+    EXPECT_NE(mt::test::error_of([&] {
+                  build_gpt_datasets(config, {400, 40, 20});
+              }).find("--mock-data cannot be combined with --data-path"),
               std::string::npos);
 }
 
@@ -310,10 +310,11 @@ TEST(GPTDataset, HuggingFaceTokenizerIdentity) {
     auto datasets = build_gpt_datasets(config, {8, 8, 8});
     const std::string& description =
         dynamic_cast<const GPTDataset&>(*datasets[0]).unique_description();
-    EXPECT_NE(description.find("    \"tokenizer\": {\n        \"class\": \"_HuggingFaceTokenizer\",\n"
-                               "        \"tokenizer_path\": [\n            \"/models/tok\"\n"
-                               "        ]\n    }"),
-              std::string::npos)
+    EXPECT_NE(
+        description.find("    \"tokenizer\": {\n        \"class\": \"_HuggingFaceTokenizer\",\n"
+                         "        \"tokenizer_path\": [\n            \"/models/tok\"\n"
+                         "        ]\n    }"),
+        std::string::npos)
         << description;
     EXPECT_NE(mt::test::error_of([] { tokenizer_identity("TikTokenizer", {}); })
                   .find("--tokenizer-type TikTokenizer: not supported yet: training data read "

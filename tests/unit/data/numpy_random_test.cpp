@@ -90,7 +90,8 @@ TEST(NumpyGenerator, DrawsMatchDefaultRng) {
         for (auto [low, high] : {std::pair{1, 4096}, {-7, 5}, {0, 2147483647}}) {
             const std::string what =
                 key + ".int32_" + std::to_string(low) + "_" + std::to_string(high);
-            const std::vector<int32_t> a = mt::data::NumpyGenerator(seed).integers_int32(low, high, 1000);
+            const std::vector<int32_t> a =
+                mt::data::NumpyGenerator(seed).integers_int32(low, high, 1000);
             auto expected = ExpectedValues::get().words(what);
             ASSERT_GE(expected.size(), 2u) << what;
             EXPECT_EQ(mt::test::md5_of(a.data(), a.size() * sizeof(int32_t)), expected[0]) << what;

@@ -122,10 +122,10 @@ TEST_P(NnOps, RopeInterleavedPairsAndScaledFrequencies) {
     ASSERT_EQ(inv.size(), 4u);
     const double wave = 2 * M_PI * std::pow(500000.0, 0.5);
     const double smooth = (8192 / wave - 1) / 3;
-    const double want[4] = {1.0, std::pow(500000.0, -0.25),
-                            (1 - smooth) * (1 / std::pow(500000.0, 0.5)) / 32 +
-                                smooth / std::pow(500000.0, 0.5),
-                            std::pow(500000.0, -0.75) / 32};
+    const double want[4] = {
+        1.0, std::pow(500000.0, -0.25),
+        (1 - smooth) * (1 / std::pow(500000.0, 0.5)) / 32 + smooth / std::pow(500000.0, 0.5),
+        std::pow(500000.0, -0.75) / 32};
     for (int i = 0; i < 4; ++i) EXPECT_NEAR(inv[size_t(i)], want[i], 1e-15 * (1 + want[i])) << i;
     const std::vector<double> inv32 = mt::ops::rope_inverse_frequencies(config, true);
     for (int i = 0; i < 4; ++i) EXPECT_NEAR(inv32[size_t(i)], want[i], 1e-6 * want[i]) << i;

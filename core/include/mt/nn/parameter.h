@@ -20,7 +20,7 @@ struct Parameter {
     // f16 / bf16 values (Megatron's main_grad: --accumulate-allreduce-grads-in-fp32).
     Tensor grad;
     ShardSpec shard;
-    bool weight_decay = true;      // Megatron decays weights, not biases or norm parameters
+    bool weight_decay = true;  // Megatron decays weights, not biases or norm parameters
     // The word embedding or the (untied) output layer weight: Megatron's
     // is_embedding_or_output_parameter, which --decoupled-lr gives a learning rate of its own.
     bool embedding_or_output = false;

@@ -39,13 +39,13 @@ struct BatchRampup {
 
 struct TrainerOptions {
     int64_t micro_batch_size = 1;
-    int64_t global_batch_size = 1;  // a multiple of micro_batch_size × data-parallel size
+    int64_t global_batch_size = 1;      // a multiple of micro_batch_size × data-parallel size
     std::optional<BatchRampup> rampup;  // --rampup-batch-size
     int64_t train_iters = 0;
     int64_t log_interval = 100;
     int64_t eval_interval = 1000;
     int64_t eval_iters = 100;
-    double clip_grad = 1.0;                  // 0: no clipping
+    double clip_grad = 1.0;  // 0: no clipping
     // --calculate-per-token-loss: each micro-batch backpropagates its loss sum and the summed
     // gradients are divided by the global batch's loss tokens (else each micro-batch's mean,
     // divided by the micro-batches and data-parallel ranks).
