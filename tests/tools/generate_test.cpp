@@ -318,5 +318,29 @@ TEST(GenerateTool, Bf16AndFp16ComputeInThatPrecision) {
         << both.output;
 }
 
+// The names Megatron's generation scripts use: --num-tokens-to-generate is --out-seq-length;
+// the dynamic-inference benchmark's flags and tokenizers without a plugin are refused by name.
+TEST(GenerateTool, MegatronScriptNamesAndRefusals) {
+    const auto [prompt, expected] = greedy_reference(4);
+    auto r = run_command(shell_quote(tool_path("megatron-generate")) + " " + llama_flags() +
+                         " --greedy --num-tokens-to-generate 4 --max-batch-size 8 --prompts '" +
+                         prompt + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("\n" + expected + "\n"), std::string::npos) << r.output;
+    auto dynamic = run_command(shell_quote(tool_path("megatron-generate")) + " " + llama_flags() +
+                               " --num-tokens-to-prompt 8 16 --prompts 1");
+    EXPECT_NE(dynamic.output.find("--num-tokens-to-prompt: not supported yet: Megatron's dynamic "
+                                  "inference engine"),
+              std::string::npos)
+        << dynamic.output;
+    auto tiktoken = run_command(shell_quote(tool_path("megatron-generate")) + " --load " +
+                                shell_quote(mt::test::fixtures_dir() / "hf" / "llama") +
+                                " --tokenizer-type TikTokenizer --tiktoken-pattern v2 --prompts 1");
+    EXPECT_NE(tiktoken.output.find(
+                  "--tokenizer-type TikTokenizer: not supported yet: the TikTokenizer tokenizer"),
+              std::string::npos)
+        << tiktoken.output;
+}
+
 }  // namespace
 }  // namespace mt::generate_tool
