@@ -1,7 +1,5 @@
 #include "mt/registry.h"
 
-#include <algorithm>
-
 #include "mt/backend.h"
 #include "mt/checkpoint.h"
 #include "mt/cli/megatron_flags.h"
@@ -59,15 +57,10 @@ std::unique_ptr<Tokenizer> Registry::create_tokenizer(std::string_view name,
     // megatron.cpp lacks, not a typo.
     if (!tokenizers_.find(name))
         for (const cli::MegatronFlag& f : cli::megatron_flags())
-            if (f.flag == "--tokenizer-type") {
-                std::string_view choices = f.choices;
-                for (size_t at = 0; at <= choices.size();) {
-                    const size_t bar = std::min(choices.find('|', at), choices.size());
-                    MT_CHECK(choices.substr(at, bar - at) != name, "--tokenizer-type ", name,
-                             ": not supported yet: the ", name, " tokenizer");
-                    at = bar + 1;
-                }
-            }
+            if (f.flag == "--tokenizer-type")
+                for (const std::string_view choice : cli::megatron_choices(f))
+                    MT_CHECK(choice != name, "--tokenizer-type ", name, ": not supported yet: the ",
+                             name, " tokenizer");
     return create(tokenizers_, "tokenizer", name, options);
 }
 std::unique_ptr<ModelFamily> Registry::create_model(std::string_view name) {

@@ -232,18 +232,24 @@ void Tensor::copy_from(const Tensor& src) {
         std::memmove(raw_data(), src.raw_data(), n * es);
         return;
     }
-    // Odometer walk over the index space; both sides use their own strides.
+    // Odometer walk over the index space; both sides use their own strides. Where the innermost
+    // dimension is contiguous on both sides (a slice of columns: a row-parallel piece), each of
+    // its rows is one memcpy.
+    const size_t dims = shape_.size();
+    const bool rows = dims > 0 && strides_[dims - 1] == 1 && src.strides_[dims - 1] == 1;
+    const size_t outer = rows ? dims - 1 : dims;
+    const int64_t run = rows ? shape_[dims - 1] : 1;
     const auto* s = static_cast<const char*>(src.raw_data());
     auto* d = static_cast<char*>(raw_data());
-    Shape idx(shape_.size(), 0);
-    for (int64_t i = 0; i < n; ++i) {
+    Shape idx(outer, 0);
+    for (int64_t i = 0; i < n / run; ++i) {
         int64_t so = 0, dof = 0;
-        for (size_t k = 0; k < idx.size(); ++k) {
+        for (size_t k = 0; k < outer; ++k) {
             so += idx[k] * src.strides_[k];
             dof += idx[k] * strides_[k];
         }
-        std::memcpy(d + dof * es, s + so * es, es);
-        for (size_t k = idx.size(); k-- > 0;) {
+        std::memcpy(d + dof * es, s + so * es, size_t(run * es));
+        for (size_t k = outer; k-- > 0;) {
             if (++idx[k] < shape_[k]) break;
             idx[k] = 0;
         }

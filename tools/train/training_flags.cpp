@@ -33,7 +33,7 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "samples per iteration (default: the micro-batch size); gradients accumulate")(
         "train-iters", po::value<int64_t>(), "iterations to train for")(
         "train-samples", po::value<int64_t>(), "samples to train for (instead of --train-iters)")(
-        "rampup-batch-size", po::value<std::vector<std::string>>()->multitoken(),
+        "rampup-batch-size", po::value<std::vector<int64_t>>()->multitoken(),
         "START INCREMENT SAMPLES: grow the global batch from START by INCREMENT over the first "
         "SAMPLES samples (with --train-samples)")(
         "clip-grad", po::value(&f.clip_grad)->default_value(1.0), "global gradient-norm clip")(
@@ -228,16 +228,9 @@ void finish(const po::variables_map& vm, TrainingFlags& f) {
     MT_CHECK(s.train_iters.has_value() != s.train_samples.has_value(),
              "give exactly one of --train-iters and --train-samples");
     if (vm.count("rampup-batch-size")) {
-        const auto words = vm["rampup-batch-size"].as<std::vector<std::string>>();
-        MT_CHECK(words.size() == 3,
+        const auto v = vm["rampup-batch-size"].as<std::vector<int64_t>>();
+        MT_CHECK(v.size() == 3,
                  "--rampup-batch-size takes three values: start, increment and ramp-up samples");
-        int64_t v[3];
-        for (int i = 0; i < 3; ++i) {
-            char* end = nullptr;
-            v[i] = std::strtoll(words[size_t(i)].c_str(), &end, 10);
-            MT_CHECK(!words[size_t(i)].empty() && *end == '\0', "--rampup-batch-size ",
-                     words[size_t(i)], ": not an integer");
-        }
         f.rampup = train::BatchRampup{v[0], v[1], v[2]};
         // Megatron's validate_args.
         MT_CHECK(!s.train_iters, "expected no batch-size rampup for iteration-based training");

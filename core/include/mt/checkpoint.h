@@ -156,6 +156,9 @@ inline Tensor tensor_placeholder(const Shape& shape, DType dtype) {
     return Tensor::from_blob(nullptr, shape, dtype);
 }
 
+// `s`'s state with every model tensor made (load() of a format that streams its loads).
+MT_API CheckpointState made_state(StreamedState s);
+
 class MT_API CheckpointFormat {
   public:
     virtual ~CheckpointFormat() = default;

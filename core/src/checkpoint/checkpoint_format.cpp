@@ -27,6 +27,11 @@ StreamedState CheckpointFormat::load_streamed(const std::filesystem::path& dir) 
     return s;
 }
 
+CheckpointState made_state(StreamedState s) {
+    for (size_t i = 0; i < s.state.model.size(); ++i) s.state.model[i].second.local = s.make(i);
+    return std::move(s.state);
+}
+
 void CheckpointFormat::save_ranks(const std::filesystem::path& dir, const CheckpointLayout& layout,
                                   const RankStateFn& rank_state) {
     MT_CHECK(layout.ranks() == 1, "the ", name(),
@@ -40,11 +45,10 @@ void CheckpointFormat::save_streamed(const std::filesystem::path& dir,
                                      const CheckpointLayout& layout,
                                      const StreamedStateFn& rank_state) {
     save_ranks(dir, layout, [&](int64_t tp, int64_t pp) {
-        StreamedState s = rank_state(tp, pp);
-        for (size_t i = 0; i < s.state.model.size(); ++i)
-            // A saved tensor writes its whole storage: a view of a larger one is copied.
-            s.state.model[i].second.local = in_own_storage(s.make(i));
-        return std::move(s.state);
+        CheckpointState state = made_state(rank_state(tp, pp));
+        // A saved tensor writes its whole storage: a view of a larger one is copied.
+        for (auto& [name, t] : state.model) t.local = in_own_storage(t.local);
+        return state;
     });
 }
 

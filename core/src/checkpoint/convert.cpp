@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <future>
 #include <map>
@@ -63,20 +62,6 @@ class FileMaps {
   private:
     std::map<uintptr_t, uintptr_t> ranges_;  // start -> end
 };
-
-// `t` contiguous: a 2-D view of rows' column ranges (a row-parallel piece) row by row with
-// memcpy, anything else as Tensor::contiguous.
-Tensor packed(const Tensor& t) {
-    if (t.is_contiguous() || t.dim() != 2 || t.strides()[1] != 1) return t.contiguous();
-    const int64_t rows = t.shape()[0], row_bytes = t.shape()[1] * dtype_size(t.dtype());
-    const int64_t stride_bytes = t.strides()[0] * dtype_size(t.dtype());
-    Tensor out = Tensor::empty(t.shape(), t.dtype());
-    const auto* from = static_cast<const char*>(t.raw_data());
-    auto* to = static_cast<char*>(out.raw_data());
-    for (int64_t r = 0; r < rows; ++r)
-        std::memcpy(to + r * row_bytes, from + r * stride_bytes, size_t(row_bytes));
-    return out;
-}
 
 }  // namespace
 
@@ -165,14 +150,10 @@ SourceCheckpoint load_source_checkpoint(CheckpointFormat& loader, const std::fil
 WholeCheckpoint load_whole_checkpoint(CheckpointFormat& loader, const std::filesystem::path& dir,
                                       const ModelFamily& family, bool progress) {
     SourceCheckpoint source = load_source_checkpoint(loader, dir, family, progress);
-    WholeCheckpoint w{source.layout,
-                      std::move(source.head),
-                      std::move(source.args),
-                      std::move(source.params),
-                      {}};
-    source.params = w.params;
-    for (size_t i = 0; i < w.params.size(); ++i) w.tensors.push_back(source.whole(i));
-    return w;
+    std::vector<Tensor> tensors;
+    for (size_t i = 0; i < source.params.size(); ++i) tensors.push_back(source.whole(i));
+    return WholeCheckpoint{source.layout, std::move(source.head), std::move(source.args),
+                           std::move(source.params), std::move(tensors)};
 }
 
 void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& load_dir,
@@ -264,11 +245,11 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
         Tensor t = src.whole(source_of[j]);
         if (p.shard.kind == ShardSpec::Kind::vocab) t = resize_vocab_rows(t, target_vocab);
         if (t.dtype() != dtype_of[j]) t = cast_float(t, dtype_of[j]);
-        Made m{j, packed(t), {}};
+        Made m{j, t.contiguous(), {}};
         if (per_rank) {
             for (int64_t r = 0; r < target.tensor_parallel; ++r)
                 m.ranks.push_back(
-                    packed(shard_tensor(m.whole, p.shard, target.tensor_parallel, r)));
+                    shard_tensor(m.whole, p.shard, target.tensor_parallel, r).contiguous());
             m.whole = Tensor();  // the pieces keep it where they view it
         }
         return m;

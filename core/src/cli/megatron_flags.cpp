@@ -181,6 +181,18 @@ std::span<const MegatronFlag> megatron_flags() {
     return kFlags;
 }
 
+std::vector<std::string_view> megatron_choices(const MegatronFlag& flag) {
+    std::vector<std::string_view> out;
+    std::string_view rest = flag.choices;
+    while (!rest.empty()) {
+        const size_t bar = rest.find('|');
+        out.push_back(rest.substr(0, bar));
+        if (bar == std::string_view::npos) break;
+        rest.remove_prefix(bar + 1);
+    }
+    return out;
+}
+
 std::string_view megatron_version() {
     return MT_MEGATRON_VERSION;
 }
@@ -313,16 +325,10 @@ void check_megatron_values(MegatronTool tool, const po::options_description& def
             if (f.choices.empty()) continue;
             std::string list;
             bool found = false;
-            std::string_view rest = f.choices;
-            while (true) {
-                const size_t bar = rest.find('|');
-                const std::string_view choice = rest.substr(0, bar);
-                if (choice != "None") {  // a Python None: no command-line word gives it
-                    found = found || choice == value;
-                    list += (list.empty() ? "'" : ", '") + std::string(choice) + "'";
-                }
-                if (bar == std::string_view::npos) break;
-                rest.remove_prefix(bar + 1);
+            for (const std::string_view choice : megatron_choices(f)) {
+                if (choice == "None") continue;  // a Python None: no command-line word gives it
+                found = found || choice == value;
+                list += (list.empty() ? "'" : ", '") + std::string(choice) + "'";
             }
             if (!found)
                 throw po::error("argument " + std::string(f.flag) + ": invalid choice: '" + value +

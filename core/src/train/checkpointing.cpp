@@ -366,33 +366,29 @@ namespace {
 optim::LrScheduleConfig restored_schedule(const optim::LrScheduleConfig& flags,
                                           const SchedulerCheckpoint& saved, ScheduleSettings from) {
     optim::LrScheduleConfig c = flags;
-    auto pick = [&](auto flag_value, auto saved_value, const char* name, auto show) {
+    auto pick = [&](const auto& flag_value, const auto& saved_value, const char* name) {
         if (from == ScheduleSettings::from_flags) return flag_value;
         MT_CHECK(from == ScheduleSettings::from_checkpoint || flag_value == saved_value,
-                 "OptimizerParamScheduler: class input value ", show(flag_value),
-                 " and checkpoint value ", show(saved_value), " for ", name,
+                 "OptimizerParamScheduler: class input value ", flag_value,
+                 " and checkpoint value ", saved_value, " for ", name,
                  " do not match (--override-opt_param-scheduler takes the flags', "
                  "--use-checkpoint-opt_param-scheduler the checkpoint's)");
         return saved_value;
     };
-    auto number = [](double v) { return v; };
-    auto text = [](const std::string& v) { return v; };
-    c.max_lr = pick(flags.max_lr, saved.max_lr, "learning rate", number);
-    c.min_lr = pick(flags.min_lr, saved.min_lr, "minimum learning rate", number);
-    c.lr_warmup_steps =
-        pick(flags.lr_warmup_steps, saved.lr_warmup_steps, "warmup iterations", number);
-    c.lr_decay_steps = int64_t(pick(double(flags.lr_decay_steps), double(saved.lr_decay_steps),
-                                    "total number of iterations", number));
+    c.max_lr = pick(flags.max_lr, saved.max_lr, "learning rate");
+    c.min_lr = pick(flags.min_lr, saved.min_lr, "minimum learning rate");
+    c.lr_warmup_steps = pick(flags.lr_warmup_steps, saved.lr_warmup_steps, "warmup iterations");
+    c.lr_decay_steps =
+        pick(flags.lr_decay_steps, saved.lr_decay_steps, "total number of iterations");
     c.lr_decay_style =
         optim::parse_lr_decay_style(pick(lr_decay_style_name(flags.lr_decay_style),
-                                         saved.lr_decay_style, "learning rate decay style", text));
-    c.start_wd = pick(flags.start_wd, saved.start_wd, "start weight decay", number);
-    c.end_wd = pick(flags.end_wd, saved.end_wd, "end weight decay", number);
-    c.wd_incr_steps = int64_t(pick(double(flags.wd_incr_steps), double(saved.wd_incr_steps),
-                                   "total number of weight decay iterations", number));
-    c.wd_incr_style =
-        optim::parse_wd_incr_style(pick(wd_incr_style_name(flags.wd_incr_style),
-                                        saved.wd_incr_style, "weight decay incr style", text));
+                                         saved.lr_decay_style, "learning rate decay style"));
+    c.start_wd = pick(flags.start_wd, saved.start_wd, "start weight decay");
+    c.end_wd = pick(flags.end_wd, saved.end_wd, "end weight decay");
+    c.wd_incr_steps =
+        pick(flags.wd_incr_steps, saved.wd_incr_steps, "total number of weight decay iterations");
+    c.wd_incr_style = optim::parse_wd_incr_style(pick(
+        wd_incr_style_name(flags.wd_incr_style), saved.wd_incr_style, "weight decay incr style"));
     return c;
 }
 

@@ -344,9 +344,7 @@ StreamedState HfCheckpoint::load_streamed(const fs::path& dir) {
 
 CheckpointState HfCheckpoint::load(const fs::path& dir) {
     // This class's own streamed load (not a subclass's), every tensor made now.
-    StreamedState s = HfCheckpoint::load_streamed(dir);
-    for (size_t i = 0; i < s.state.model.size(); ++i) s.state.model[i].second.local = s.make(i);
-    return std::move(s.state);
+    return made_state(HfCheckpoint::load_streamed(dir));
 }
 
 }  // namespace mt::plugins::hf

@@ -273,9 +273,7 @@ StreamedState MetaCheckpoint::load_streamed(const fs::path& dir) {
 
 CheckpointState MetaCheckpoint::load(const fs::path& dir) {
     // This class's own streamed load (not a subclass's), every tensor made now.
-    StreamedState s = MetaCheckpoint::load_streamed(dir);
-    for (size_t i = 0; i < s.state.model.size(); ++i) s.state.model[i].second.local = s.make(i);
-    return std::move(s.state);
+    return made_state(MetaCheckpoint::load_streamed(dir));
 }
 
 }  // namespace mt::plugins::torch_ckpt

@@ -38,6 +38,8 @@ struct MegatronFlag {
 
 // All of them, in arguments.py's order, and the Megatron-LM version they come from.
 MT_API std::span<const MegatronFlag> megatron_flags();
+// The argparse choices of a flag's MegatronFlag ("a|b|c" split; none for a free value).
+MT_API std::vector<std::string_view> megatron_choices(const MegatronFlag& flag);
 MT_API std::string_view megatron_version();
 
 enum class FlagStatus {
