@@ -17,6 +17,20 @@ const BuildContext& single_process_context() {
     return context;
 }
 
+const LossTerm& loss_term(const Losses& losses, std::string_view name) {
+    std::string names;
+    for (const LossTerm& t : losses) {
+        if (t.name == name) return t;
+        names += (names.empty() ? "" : ", ") + t.name;
+    }
+    MT_FAIL("the model reports no loss \"", name, "\" (its losses: ", names, ")");
+}
+
+std::array<std::shared_ptr<data::SampleDataset>, 3> ModelFamily::datasets(
+    const data::DatasetRequest&) const {
+    MT_FAIL("not supported yet: training data for the ", name(), " model family");
+}
+
 Tensor Model::logits(const Tensor&, infer::KvCache*, int64_t) {
     MT_FAIL("not supported yet: inference (logits) for this model family");
 }

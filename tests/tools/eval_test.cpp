@@ -146,11 +146,11 @@ class CausalToyModel : public mt::Model {
     static constexpr int64_t kVocab = 5;
     std::vector<mt::nn::Parameter*> parameters() override { return {}; }
     void initialize(uint64_t) override {}
-    mt::Tensor forward(const mt::Batch&, mt::nn::DropoutContext&,
+    mt::Losses forward(const mt::Batch&, mt::nn::DropoutContext&,
                        std::unique_ptr<mt::Activations>*) override {
         return {};
     }
-    void backward(const mt::Tensor&, const mt::Activations&) override {}
+    void backward(const std::vector<mt::Tensor>&, const mt::Activations&) override {}
     double training_flops(int64_t) const override { return 0; }
     mt::Tensor logits(const mt::Tensor& tokens, mt::infer::KvCache*, int64_t keep) override {
         const int64_t B = tokens.size(0), T = tokens.size(1), n = keep ? keep : T;

@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
     GenerationFlags flags;
     mt::cli::TokenizerFlags tokenizer;
     return mt::cli::run_model_tool(
-        argc, argv, [&](const mt::ModelFamily& family, mt::cli::ToolSpec& spec) {
+        argc, argv, "gpt", [&](const mt::ModelFamily& family, mt::cli::ToolSpec& spec) {
             spec.name = "megatron-generate";
             spec.megatron_args = mt::cli::MegatronTool::inference;  // docs/flags.md
             spec.description =

@@ -13,8 +13,8 @@
 #include "mt/checkpoint.h"
 #include "mt/cli/flags.h"
 #include "mt/cli/tool.h"
-#include "mt/data/gpt_dataset_builder.h"
-#include "mt/data/tokenizer_identity.h"
+#include "mt/data/dataset_request.h"
+#include "mt/data/sample_dataset.h"
 #include "mt/error.h"
 #include "mt/io/tensorboard_writer.h"
 #include "mt/model.h"
@@ -34,28 +34,29 @@ void on_sigterm(int) {
     g_sigterm = true;
 }
 
-mt::data::GPTDatasetConfig dataset_config(const mt::train_tool::TrainingFlags& f,
-                                          const mt::cli::TokenizerFlags& tf,
-                                          const mt::Tokenizer& tokenizer, int64_t seq_length) {
-    mt::data::GPTDatasetConfig c;
-    c.random_seed = static_cast<uint32_t>(f.seed);
-    c.sequence_length = seq_length;
-    if (!f.data_path.empty()) c.blend = mt::data::get_blend_from_list(f.data_path);
+// The datasets the family builds for the shared data flags, its own data flags and the sample
+// counts the schedule needs.
+mt::data::DatasetRequest dataset_request(const mt::train_tool::TrainingFlags& f,
+                                         const mt::Tokenizer& tokenizer, int64_t seq_length,
+                                         const std::array<int64_t, 3>& sizes,
+                                         const mt::ModelArgs& args) {
+    mt::data::DatasetRequest r;
+    r.random_seed = static_cast<uint32_t>(f.seed);
+    r.sequence_length = seq_length;
+    if (!f.data_path.empty()) r.blend = mt::data::get_blend_from_list(f.data_path);
     const std::vector<std::string>* per_split[] = {&f.train_data_path, &f.valid_data_path,
                                                    &f.test_data_path};
-    for (int s = 0; s < mt::data::kNumSplits; ++s)
+    for (int s = 0; s < mt::data::kNumSplits; ++s) {
         if (!per_split[s]->empty())
-            c.blend_per_split[s] = mt::data::get_blend_from_list(*per_split[s]);
-    c.split = f.split;
-    c.mock = f.mock_data;
-    c.path_to_cache = f.data_cache_path;
-    c.reset_position_ids = f.reset_position_ids;
-    c.reset_attention_mask = f.reset_attention_mask;
-    c.eod_mask_loss = f.eod_mask_loss;
-    c.eod_id = tokenizer.eod();
-    c.pad_id = tokenizer.special_ids().pad.value_or(-1);
-    c.tokenizer = mt::data::tokenizer_identity(tf.type, tf.options);
-    return c;
+            r.blend_per_split[s] = mt::data::get_blend_from_list(*per_split[s]);
+        r.num_samples[s] = sizes[s];
+    }
+    r.split = f.split;
+    r.mock = f.mock_data;
+    r.path_to_cache = f.data_cache_path;
+    r.tokenizer = &tokenizer;
+    r.args = args;
+    return r;
 }
 
 // Megatron prints its iteration lines and evaluations on the last rank (print_rank_last) and
@@ -120,14 +121,14 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     auto sizes = mt::data::train_valid_test_num_samples(
         flags.schedule.train_samples, options.train_iters, options.global_batch_size,
         options.eval_interval, options.eval_iters);
-    std::array<std::optional<int64_t>, mt::data::kNumSplits> requested;
-    for (int s = 0; s < mt::data::kNumSplits; ++s) requested[s] = sizes[s];
     // Rank 0 builds the sample-index caches first; the others then read them.
-    const auto config = dataset_config(flags, tf, *tokenizer, seq_length);
-    decltype(mt::data::build_gpt_datasets(config, requested)) datasets;
-    if (world.rank() == 0) datasets = mt::data::build_gpt_datasets(config, requested);
+    mt::ModelArgs data_args = model_args;
+    data_args.insert(flags.data_args.begin(), flags.data_args.end());
+    const auto request = dataset_request(flags, *tokenizer, seq_length, sizes, data_args);
+    std::array<std::shared_ptr<mt::data::SampleDataset>, 3> datasets;
+    if (world.rank() == 0) datasets = family.datasets(request);
     world.barrier();
-    if (world.rank() != 0) datasets = mt::data::build_gpt_datasets(config, requested);
+    if (world.rank() != 0) datasets = family.datasets(request);
     MT_CHECK(datasets[0], "the split gives no training data");
     const auto* valid = options.eval_iters > 0 ? datasets[1].get() : nullptr;
     const auto* test = options.eval_iters > 0 ? datasets[2].get() : nullptr;
@@ -268,8 +269,9 @@ int main(int argc, char** argv) {
     std::signal(SIGTERM, on_sigterm);
     mt::train_tool::TrainingFlags flags;
     mt::cli::TokenizerFlags tokenizer;
+    std::vector<mt::FlagInfo> data_flags;  // the family's (spec.run reads them after parsing)
     return mt::cli::run_model_tool(
-        argc, argv, [&](const mt::ModelFamily& family, mt::cli::ToolSpec& spec) {
+        argc, argv, "gpt", [&](const mt::ModelFamily& family, mt::cli::ToolSpec& spec) {
             spec.name = "megatron-train";
             spec.megatron_args = mt::cli::MegatronTool::training;  // docs/flags.md
             spec.description =
@@ -279,12 +281,17 @@ int main(int argc, char** argv) {
                 "process, or the ranks of mpirun/srun (data, tensor and sequence parallelism).";
             for (auto& group : mt::train_tool::training_flag_groups(flags)) spec.options.add(group);
             spec.options.add(mt::cli::model_flags(family));
-            // pretrain_gpt.py's args_defaults.
-            spec.options.add(mt::cli::tokenizer_flags(
-                tokenizer, true, family.name() == "gpt" ? "GPT2BPETokenizer" : ""));
+            data_flags = family.data_flags();
+            if (!data_flags.empty())
+                spec.options.add(
+                    mt::cli::model_flags("Data (" + std::string(family.name()) + ")", data_flags));
+            // The pretraining script's args_defaults (pretrain_gpt.py: GPT2BPETokenizer).
+            spec.options.add(
+                mt::cli::tokenizer_flags(tokenizer, true, family.default_tokenizer_type()));
             spec.run = [&](const boost::program_options::variables_map& vm) {
                 mt::train_tool::finish(vm, flags);
                 mt::cli::finish_tokenizer_flags(vm, tokenizer);
+                flags.data_args = mt::cli::collect_model_args(vm, data_flags);
                 const auto model_flags = family.flags();
                 return train_on_ranks(flags, tokenizer, family,
                                       mt::cli::collect_model_args(vm, model_flags), model_flags);

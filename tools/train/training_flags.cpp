@@ -165,17 +165,12 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "valid-data-path", po::value(&f.valid_data_path)->multitoken(), "")(
         "test-data-path", po::value(&f.test_data_path)->multitoken(), "")(
         "data-cache-path", po::value<std::string>(), "where the sample-index caches go")(
-        "reset-position-ids", po::bool_switch(&f.reset_position_ids),
-        "positions restart after EOD")("reset-attention-mask",
-                                       po::bool_switch(&f.reset_attention_mask),
-                                       "tokens do not attend across EOD")(
-        "eod-mask-loss", po::bool_switch(&f.eod_mask_loss), "no loss on EOD tokens")(
         "calculate-per-token-loss", po::bool_switch(&f.calculate_per_token_loss),
         "gradients of the loss summed over the global batch's tokens and divided by their count, "
         "instead of each micro-batch's mean")(
         "mock-data", po::bool_switch(&f.mock_data),
-        "Megatron's synthetic data (MockGPTDataset: documents 1, 2, ..., n-1, EOD of numpy-drawn "
-        "lengths) instead of --data-path");
+        "the model family's synthetic data instead of --data-path (GPT: Megatron's "
+        "MockGPTDataset, documents 1, 2, ..., n-1, EOD of numpy-drawn lengths)");
 
     po::options_description logging("Logging and evaluation", 100);
     logging.add_options()("log-interval", po::value(&f.log_interval)->default_value(100),

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "mt/data/gpt_dataset.h"
+#include "mt/model.h"
 #include "mt/optim/lr_schedule.h"
 #include "mt/optim/optimizer.h"
 #include "mt/parallel/grad_buffer.h"
@@ -61,9 +61,9 @@ struct TrainingFlags {
     bool finetune = false;
     // Data.
     std::vector<std::string> data_path, train_data_path, valid_data_path, test_data_path;
-    bool mock_data = false;  // --mock-data: Megatron's MockGPTDataset
+    bool mock_data = false;  // --mock-data: the family's synthetic data (MockGPTDataset)
     std::optional<std::string> split, data_cache_path;
-    bool reset_position_ids = false, reset_attention_mask = false, eod_mask_loss = false;
+    ModelArgs data_args;  // the family's own data flags (data_flags()), as given
     // Parallelism (ranks come from mpirun/srun; the sizes split them as Megatron does).
     parallel::ParallelConfig parallel;
     bool sequence_parallel = false;

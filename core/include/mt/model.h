@@ -4,6 +4,7 @@
 // issue implements the first family.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -29,6 +30,10 @@ class KvCache;
 namespace parallel {
 class ParallelState;
 }  // namespace parallel
+namespace data {
+class SampleDataset;
+struct DatasetRequest;
+}  // namespace data
 class Backend;
 
 // Where a model is built: the compute backend its modules allocate and compute on, and the
@@ -97,9 +102,30 @@ struct FlagInfo {
     std::string store_false_dest;
 };
 
-// The inputs of one micro-batch by name. GPT: "tokens", "labels" (i64 [B, T]), "loss_mask"
-// (f32 [B, T]), "position_ids" (i64 [B, T]), optionally "document_start" (i32 [B, T]).
+// The inputs of one micro-batch by name, as the family's dataset collates them. GPT: "tokens",
+// "labels" (i64 [B, T]), "loss_mask" (f32 [B, T]), "position_ids" (i64 [B, T]), optionally
+// "document_start" (i32 [B, T]).
 using Batch = std::map<std::string, Tensor, std::less<>>;
+
+// One loss of a micro-batch under the name Megatron's loss_func reports it ("lm loss",
+// "sop loss"): unreduced per-element losses and the weight of each element (the loss mask, 1
+// where every element counts). The micro-batch's loss is Σ values·mask / Σ mask, and the loss
+// backpropagated is the sum of the terms' micro-batch losses (pretrain_bert.py: lm + sop).
+struct LossTerm {
+    // How the log line and evaluation average the term over a global batch: the tokens of all
+    // its micro-batches weighted alike (pretrain_gpt.py reports [loss sum, tokens]), or the mean
+    // of the micro-batches' own means (pretrain_bert.py reports each micro-batch's mean).
+    enum class Reporting : uint8_t { token_weighted, micro_batch_mean };
+
+    std::string name;
+    Tensor values;  // f32 (f64 for an f64 model), any shape, on the model's backend
+    Tensor mask;    // f32, values' shape, on the model's backend
+    Reporting reporting = Reporting::token_weighted;
+};
+using Losses = std::vector<LossTerm>;
+
+// The term called `name`, or an mt::Error naming the terms there are.
+MT_API const LossTerm& loss_term(const Losses& losses, std::string_view name);
 
 // What a model's forward keeps for its backward; each model defines its own.
 struct Activations {
@@ -115,11 +141,12 @@ class MT_API Model {
     // Megatron's initialisation: weights N(0, --init-method-std), output projections scaled by
     // 1/sqrt(2·layers), biases 0, norm weights 1; deterministic in `seed`.
     virtual void initialize(uint64_t seed) = 0;
-    // Per-token losses (f32 [B, T], unmasked). With `saved` set, keeps what backward needs.
-    virtual Tensor forward(const Batch& batch, nn::DropoutContext& dropout,
+    // The micro-batch's named losses. With `saved` set, keeps what backward needs.
+    virtual Losses forward(const Batch& batch, nn::DropoutContext& dropout,
                            std::unique_ptr<Activations>* saved) = 0;
-    // Accumulates (+=) every parameter's grad for dL/d(losses) = dlosses (f32 [B, T]).
-    virtual void backward(const Tensor& dlosses, const Activations& saved) = 0;
+    // Accumulates (+=) every parameter's grad for dL/d(term k's values) = dlosses[k] (shaped
+    // and typed as the values), one tensor per term of the forward, in its order.
+    virtual void backward(const std::vector<Tensor>& dlosses, const Activations& saved) = 0;
     // With a hook set, backward reports each parameter as soon as its grad is final for this
     // backward (data parallelism starts reducing full buckets while backward goes on). A family
     // that never reports still trains right: the reductions then all run after backward.
@@ -162,6 +189,18 @@ class MT_API ModelFamily {
     std::unique_ptr<Model> build(const ModelArgs& args) const {
         return build(args, single_process_context());
     }
+    // The --tokenizer-type the family's pretraining script defaults to (its args_defaults:
+    // pretrain_gpt.py GPT2BPETokenizer); empty: the flag is required.
+    virtual std::string default_tokenizer_type() const { return ""; }
+    // The flags this family's datasets read besides the shared data flags (GPT:
+    // --reset-position-ids, --eod-mask-loss, ...; BERT: --mask-prob, ...); training only.
+    virtual std::vector<FlagInfo> data_flags() const { return {}; }
+    // The train, valid and test datasets (null where a split is absent) this family's
+    // pretraining script builds (pretrain_gpt.py: GPTDataset; pretrain_bert.py: masked sentence
+    // pairs), collated as its model's forward reads them. The default is an mt::Error "not
+    // supported yet".
+    virtual std::array<std::shared_ptr<data::SampleDataset>, 3> datasets(
+        const data::DatasetRequest& request) const;
 };
 
 }  // namespace mt

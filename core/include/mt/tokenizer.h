@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "mt/api.h"
@@ -21,6 +22,16 @@ struct TokenizerOptions {
     std::string tokenizer_model;        // --tokenizer-model
     std::optional<int64_t> vocab_size;  // --vocab-size (NullTokenizer)
     int64_t vocab_extra_ids = 0;        // --vocab-extra-ids
+};
+
+// MegatronTokenizer.unique_identifiers: the tokenizer's part of a dataset cache key (so index
+// caches are Megatron's). GPT2BPETokenizer: class "_GPT2BPETokenizer", paths {vocab_file,
+// merge_file}, no options; _NullTokenizer: paths {nullopt} (JSON null), options
+// {{"vocab_size", "<n>"}}.
+struct TokenizerIdentity {
+    std::string class_name;
+    std::vector<std::optional<std::string>> paths;
+    std::vector<std::pair<std::string, std::string>> options;  // values already str()-ed
 };
 
 // Special token ids; an absent one is std::nullopt (Megatron raises NotImplementedError).
@@ -48,6 +59,13 @@ class MT_API Tokenizer {
     virtual const SpecialIds& special_ids() const = 0;
     // The registered name, e.g. "GPT2BPETokenizer".
     virtual std::string_view name() const = 0;
+
+    // What identifies this tokenizer in Megatron's dataset caches; the default is an mt::Error
+    // "not supported yet" (a tokenizer that cannot name itself cannot feed training data).
+    virtual TokenizerIdentity dataset_identity() const;
+    // Megatron's inv_vocab: the text of every id (BERT's masking tells word starts from "##"
+    // pieces by it); the default is an mt::Error "not supported yet".
+    virtual std::vector<std::string> vocabulary() const;
 
     // The id of a special token, or an mt::Error naming the tokenizer and the token.
     int32_t eod() const { return require(special_ids().eod, "eod"); }

@@ -117,11 +117,12 @@ std::vector<std::string> scan_flag(int argc, char** argv, const std::string& fla
     return values;
 }
 
-std::unique_ptr<ModelFamily> model_family_from_argv(int argc, char** argv) {
+std::unique_ptr<ModelFamily> model_family_from_argv(int argc, char** argv,
+                                                    const std::string& default_model) {
     for (const auto& dir : scan_flag(argc, argv, "--plugin-dir"))
         Registry::global().loader().add_search_dir(dir);
     auto models = scan_flag(argc, argv, "--model");
-    return Registry::global().create_model(models.empty() ? "gpt" : models.back());
+    return Registry::global().create_model(models.empty() ? default_model : models.back());
 }
 
 }  // namespace mt::cli

@@ -155,11 +155,11 @@ int run_tool(int argc, char** argv, ToolSpec& spec) {
     }
 }
 
-int run_model_tool(int argc, char** argv,
+int run_model_tool(int argc, char** argv, const std::string& default_model,
                    const std::function<void(const ModelFamily&, ToolSpec&)>& build) {
     std::unique_ptr<ModelFamily> family;
     try {
-        family = model_family_from_argv(argc, argv);
+        family = model_family_from_argv(argc, argv, default_model);
     } catch (const std::exception& e) {
         std::cerr << "error: " << e.what() << "\n";
         return 1;

@@ -2,6 +2,7 @@
 // and helpers.cpp (build_sample_idx) at core_v0.13.0.
 #include "mt/data/gpt_dataset.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -376,6 +377,36 @@ GPTSample GPTDataset::get(int64_t i) const {
         if (s.tokens[q] == config_.pad_id) s.tokens[q] = 0;
     }
     return s;
+}
+
+Batch GPTSampleDataset::batch(std::span<const int64_t> indices) const {
+    const int64_t B = int64_t(indices.size());
+    Tensor tokens, labels, loss_mask, position_ids, document_start;
+    for (int64_t b = 0; b < B; ++b) {
+        const GPTSample s = get(indices[size_t(b)]);
+        const int64_t len = int64_t(s.tokens.size());
+        if (b == 0) {
+            tokens = Tensor::empty({B, len}, DType::i64);
+            labels = Tensor::empty({B, len}, DType::i64);
+            loss_mask = Tensor::empty({B, len}, DType::f32);
+            position_ids = Tensor::empty({B, len}, DType::i64);
+            document_start = Tensor::empty({B, len}, DType::i32);
+        }
+        MT_CHECK(tokens.size(1) == len, "sample ", indices[size_t(b)], " has ", len,
+                 " tokens, the batch ", tokens.size(1));
+        std::copy(s.tokens.begin(), s.tokens.end(), tokens.data<int64_t>() + b * len);
+        std::copy(s.labels.begin(), s.labels.end(), labels.data<int64_t>() + b * len);
+        std::copy(s.loss_mask.begin(), s.loss_mask.end(), loss_mask.data<float>() + b * len);
+        std::copy(s.position_ids.begin(), s.position_ids.end(),
+                  position_ids.data<int64_t>() + b * len);
+        std::copy(s.document_start.begin(), s.document_start.end(),
+                  document_start.data<int32_t>() + b * len);
+    }
+    return {{"tokens", tokens},
+            {"labels", labels},
+            {"loss_mask", loss_mask},
+            {"position_ids", position_ids},
+            {"document_start", document_start}};
 }
 
 }  // namespace mt::data

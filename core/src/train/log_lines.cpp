@@ -55,11 +55,13 @@ std::string format_iteration_line(const IterationLog& l) {
     return s;
 }
 
-std::string format_evaluation_block(const std::string& prefix, const std::string& loss_name,
-                                    double loss) {
+std::string format_evaluation_block(const std::string& prefix,
+                                    const std::vector<std::pair<std::string, double>>& losses) {
     std::string line = " validation loss at " + prefix + " | ";
-    line += loss_name + fmt(" value: %.6E | ", loss);
-    line += loss_name + fmt(" PPL: %.6E | ", std::exp(std::min(20.0, loss)));
+    for (const auto& [name, loss] : losses) {
+        line += name + fmt(" value: %.6E | ", loss);
+        line += name + fmt(" PPL: %.6E | ", std::exp(std::min(20.0, loss)));
+    }
     std::string rule(line.size() + 1, '-');
     return rule + "\n" + line + "\n" + rule;
 }

@@ -1,10 +1,11 @@
 #include "mt/train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
-#include <tuple>
 
+#include "loss_accumulator.h"
 #include "mt/data/pretraining_loader.h"
 #include "mt/error.h"
 #include "mt/io/tensorboard_writer.h"
@@ -23,12 +24,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-Batch to_batch(const data::GPTBatch& b) {
-    return {{"tokens", b.tokens},
-            {"labels", b.labels},
-            {"loss_mask", b.loss_mask},
-            {"position_ids", b.position_ids},
-            {"document_start", b.document_start}};
+// total[name] += value for each named loss, new names appended in order.
+void accumulate_named(NamedLosses& total, const NamedLosses& add) {
+    for (const auto& [name, value] : add) {
+        auto it = std::find_if(total.begin(), total.end(),
+                               [&](const auto& entry) { return entry.first == name; });
+        if (it == total.end())
+            total.emplace_back(name, value);
+        else
+            it->second += value;
+    }
 }
 
 // Σ loss·mask and Σ mask of one micro-batch, in double; `mask` is on the backend.
@@ -104,13 +109,6 @@ int64_t Trainer::data_parallel_size() const {
 
 int64_t Trainer::data_parallel_rank() const {
     return parallel_ ? parallel_->dp().rank() : 0;
-}
-
-std::pair<double, double> Trainer::sum_over_data_parallel(double loss_sum, double tokens) const {
-    if (data_parallel_size() == 1) return {loss_sum, tokens};
-    std::vector<double> sums{loss_sum, tokens};
-    parallel::all_reduce_values(parallel_->dp(), sums, ReduceOp::sum);
-    return {sums[0], sums[1]};
 }
 
 void Trainer::finalize_grads() {
@@ -214,7 +212,7 @@ void Trainer::set_dropout_rng(uint64_t seed, uint64_t offset) {
     dropout_->offset = offset;
 }
 
-Trainer::IterationResult Trainer::train_step(const data::GPTSampleDataset& data) {
+Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     const int64_t per_step = options_.micro_batch_size * data_parallel_size();
     const int64_t global_batch = current_global_batch_size(options_, consumed_train_);
     // Megatron's consistency check of a ramping batch.
@@ -229,8 +227,9 @@ Trainer::IterationResult Trainer::train_step(const data::GPTSampleDataset& data)
     Backend& backend = optimizer_.backend();
     data::PretrainingLoader loader(data, options_.micro_batch_size, int(data_parallel_rank()),
                                    int(data_parallel_size()), consumed_train_);
-    double loss_sum = 0, tokens = 0;
-    data::GPTBatch batch;
+    LossAccumulator accumulated;
+    std::string per_token_term;  // --calculate-per-token-loss: the one term it divides by
+    Batch batch;
     for (int64_t m = 0; m < micro_batches; ++m) {
         MT_CHECK(loader.next(batch), "the training data ran out after ", loader.consumed_samples(),
                  " samples");
@@ -240,30 +239,44 @@ Trainer::IterationResult Trainer::train_step(const data::GPTSampleDataset& data)
             model_.set_grad_ready_hook(
                 [this](const nn::Parameter& p) { grad_buffer_->grad_ready(p); });
         std::unique_ptr<Activations> saved;
-        Tensor losses = model_.forward(to_batch(batch), *dropout_, &saved);
-        const Tensor mask = backend.contiguous(batch.loss_mask);
-        auto [sum, count] = masked_sums(backend, losses, mask);
-        loss_sum += sum;
-        tokens += count;
-        // Megatron backpropagates each micro-batch's token mean, divided by the micro-batches,
-        // and by the data-parallel size: the ranks' gradients are then summed into the mean.
-        // With --calculate-per-token-loss the loss sum, divided by all tokens after the sum.
-        Tensor dlosses = backend.empty(losses.shape(), DType::f32);
-        // fp16: the loss scaled up so its small gradients stay representable.
-        const double seed = options_.calculate_per_token_loss
-                                ? 1.0
-                                : count * double(micro_batches) * double(data_parallel_size());
-        backend.scale(mask, seed > 0 ? float(loss_scale() / seed) : 0.0f, dlosses);
-        model_.backward(dlosses, *saved);
+        const Losses losses = model_.forward(batch, *dropout_, &saved);
+        std::vector<Tensor> dterms;
+        for (const LossTerm& term : losses) {
+            auto [sum, count] = masked_sums(backend, term.values, term.mask);
+            accumulated.add(term, sum, count);
+            // Megatron backpropagates each micro-batch's mean, divided by the micro-batches,
+            // and by the data-parallel size: the ranks' gradients are then summed into the mean.
+            // With --calculate-per-token-loss the loss sum, divided by all tokens after the sum.
+            if (options_.calculate_per_token_loss) {
+                MT_CHECK(
+                    losses.size() == 1 && term.reporting == LossTerm::Reporting::token_weighted,
+                    "--calculate-per-token-loss needs a model with one token-weighted loss; "
+                    "this one reports \"",
+                    term.name, "\"", losses.size() > 1 ? " among others" : "");
+                per_token_term = term.name;
+            }
+            const double seed = options_.calculate_per_token_loss
+                                    ? 1.0
+                                    : count * double(micro_batches) * double(data_parallel_size());
+            // fp16: the loss scaled up so its small gradients stay representable.
+            Tensor dvalues = backend.empty(term.values.shape(), term.values.dtype());
+            backend.scale(term.mask, seed > 0 ? float(loss_scale() / seed) : 0.0f, dvalues);
+            dterms.push_back(std::move(dvalues));
+        }
+        model_.backward(dterms, *saved);
     }
     model_.set_grad_ready_hook(nullptr);
     finalize_grads();
-    std::tie(loss_sum, tokens) = sum_over_data_parallel(loss_sum, tokens);
+    accumulated.reduce(data_parallel_size() > 1 ? &parallel_->dp() : nullptr);
     // Megatron's finalize_model_grads(num_tokens): grads *= 1 / (the batch's tokens, all ranks).
-    if (options_.calculate_per_token_loss && tokens > 0) scale_grads(float(1.0 / tokens));
+    if (!per_token_term.empty()) {
+        const double tokens = accumulated.count(per_token_term);
+        if (tokens > 0) scale_grads(float(1.0 / tokens));
+    }
     IterationResult r;
     r.global_batch_size = global_batch;
-    r.loss = tokens > 0 ? loss_sum / tokens : 0.0;
+    r.losses = accumulated.reported();
+    for (const auto& [name, value] : r.losses) r.loss += value;
     MT_CHECK(!options_.check_for_nan || std::isfinite(r.loss),
              "NaN or Inf in the loss at iteration ", iteration_ + 1);
     consumed_train_ = loader.consumed_samples();
@@ -318,11 +331,11 @@ bool Trainer::unscale_grads() {
     return !found_inf;
 }
 
-StopReason Trainer::train(const data::GPTSampleDataset& train_data,
-                          const data::GPTSampleDataset* valid_data) {
+StopReason Trainer::train(const data::SampleDataset& train_data,
+                          const data::SampleDataset* valid_data) {
     const auto start = Clock::now();
     auto interval_start = start;
-    double interval_loss = 0;
+    NamedLosses interval_losses;  // each term summed over the interval's iterations
     int64_t interval_iters = 0, interval_skipped = 0, interval_nan = 0;
     while (iteration_ < options_.train_iters) {
         IterationResult r = train_step(train_data);
@@ -330,7 +343,7 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
         losses_.push_back(r.loss);
         grad_norms_.push_back(r.grad_norm.value_or(std::nan("")));
         // A skipped iteration's loss stays out of the interval's mean, as in Megatron's log.
-        if (!r.skipped) interval_loss += r.loss;
+        if (!r.skipped) accumulate_named(interval_losses, r.losses);
         interval_skipped += r.skipped;
         // Megatron's training_log: an iteration whose loss is NaN or Inf.
         interval_nan += !r.skipped && !std::isfinite(r.loss);
@@ -340,7 +353,8 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
             if (auto lr = decoupled_lr())
                 tensorboard_->add_scalar("decoupled-learning-rate", float(*lr), iteration_);
             tensorboard_->add_scalar("batch-size", float(r.global_batch_size), iteration_);
-            tensorboard_->add_scalar("lm loss", float(r.loss), iteration_);
+            for (const auto& [name, value] : r.losses)
+                tensorboard_->add_scalar(name, float(value), iteration_);
             tensorboard_->add_scalar("loss-scale", loss_scale(), iteration_);
             if (r.grad_norm) tensorboard_->add_scalar("grad-norm", float(*r.grad_norm), iteration_);
             if (r.num_zeros) tensorboard_->add_scalar("num-zeros", float(*r.num_zeros), iteration_);
@@ -374,8 +388,8 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
             log.decoupled_learning_rate = decoupled_lr();
             log.global_batch_size = r.global_batch_size;
             if (interval_iters > interval_skipped)
-                log.losses = {
-                    {"lm loss", interval_loss / double(interval_iters - interval_skipped)}};
+                for (const auto& [name, sum] : interval_losses)
+                    log.losses.emplace_back(name, sum / double(interval_iters - interval_skipped));
             log.loss_scale = loss_scale();
             log.skipped_iterations = interval_skipped;
             log.nan_iterations = interval_nan;
@@ -397,7 +411,7 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
                 tensorboard_->flush();
             }
             interval_start = now;
-            interval_loss = 0;
+            interval_losses.clear();
             interval_iters = interval_skipped = interval_nan = 0;
         }
         if (valid_data && options_.eval_interval > 0 && options_.eval_iters > 0 &&
@@ -433,35 +447,38 @@ StopReason Trainer::train(const data::GPTSampleDataset& train_data,
     return StopReason::finished;
 }
 
-double Trainer::evaluate(const data::GPTSampleDataset& dataset, int64_t& consumed) {
+NamedLosses Trainer::evaluate(const data::SampleDataset& dataset, int64_t& consumed) {
     const int64_t micro_batches =
         options_.global_batch_size / (options_.micro_batch_size * data_parallel_size());
     nn::DropoutContext no_dropout;
     no_dropout.training = false;
     data::PretrainingLoader loader(dataset, options_.micro_batch_size, int(data_parallel_rank()),
                                    int(data_parallel_size()), consumed);
-    double loss_sum = 0, tokens = 0;
-    data::GPTBatch batch;
+    LossAccumulator accumulated;
+    Backend& backend = optimizer_.backend();
+    Batch batch;
     for (int64_t i = 0; i < options_.eval_iters * micro_batches; ++i) {
         MT_CHECK(loader.next(batch), "the ", data::split_name(dataset.split()),
                  " data ran out after ", loader.consumed_samples(), " samples");
-        Tensor losses = model_.forward(to_batch(batch), no_dropout, nullptr);
-        Backend& backend = optimizer_.backend();
-        auto [sum, count] = masked_sums(backend, losses, backend.contiguous(batch.loss_mask));
-        loss_sum += sum;
-        tokens += count;
+        for (const LossTerm& term : model_.forward(batch, no_dropout, nullptr)) {
+            auto [sum, count] = masked_sums(backend, term.values, term.mask);
+            accumulated.add(term, sum, count);
+        }
     }
     consumed = loader.consumed_samples();
-    std::tie(loss_sum, tokens) = sum_over_data_parallel(loss_sum, tokens);
-    return tokens > 0 ? loss_sum / tokens : 0.0;
+    accumulated.reduce(data_parallel_size() > 1 ? &parallel_->dp() : nullptr);
+    return accumulated.reported();
 }
 
-void Trainer::print_evaluation(const std::string& prefix, double loss, bool to_tensorboard) {
-    print_(format_evaluation_block(prefix, "lm loss", loss));
+void Trainer::print_evaluation(const std::string& prefix, const NamedLosses& losses,
+                               bool to_tensorboard) {
+    print_(format_evaluation_block(prefix, losses));
     if (to_tensorboard && tensorboard_) {
-        tensorboard_->add_scalar("lm loss validation", float(loss), iteration_);
-        tensorboard_->add_scalar("lm loss validation ppl", float(std::exp(std::min(20.0, loss))),
-                                 iteration_);
+        for (const auto& [name, loss] : losses) {
+            tensorboard_->add_scalar(name + " validation", float(loss), iteration_);
+            tensorboard_->add_scalar(name + " validation ppl",
+                                     float(std::exp(std::min(20.0, loss))), iteration_);
+        }
         tensorboard_->flush();
     }
 }

@@ -236,7 +236,7 @@ void GptModel::initialize(uint64_t seed) {
     }
 }
 
-Tensor GptModel::forward(const Batch& batch, nn::DropoutContext& dropout,
+Losses GptModel::forward(const Batch& batch, nn::DropoutContext& dropout,
                          std::unique_ptr<Activations>* saved) {
     const Tensor& tokens = batch_tensor(batch, "tokens");
     const Tensor& labels = batch_tensor(batch, "labels");
@@ -277,7 +277,18 @@ Tensor GptModel::forward(const Batch& batch, nn::DropoutContext& dropout,
     h = final_norm_.forward(h, acts ? &acts->final_norm : nullptr);
     Tensor losses = output_.forward(h, labels, acts ? &acts->output : nullptr);
     if (saved) *saved = std::move(acts);
-    return losses;
+    // pretrain_gpt.py's loss_func: the masked tokens' sum over their count, token-weighted.
+    Tensor mask;
+    if (auto it = batch.find("loss_mask"); it != batch.end()) {
+        MT_CHECK(it->second.shape() == losses.shape() && it->second.dtype() == DType::f32,
+                 "GptModel: loss_mask must be f32 ", losses.describe(), ", got ",
+                 it->second.describe());
+        mask = backend_->contiguous(it->second);
+    } else {
+        mask = backend_->empty(losses.shape(), DType::f32);
+        backend_->fill(mask, 1.0);
+    }
+    return {{"lm loss", losses, mask, LossTerm::Reporting::token_weighted}};
 }
 
 template <class Module>
@@ -288,10 +299,13 @@ void GptModel::report_grads(Module& module) {
     for (const nn::Parameter* p : params) grad_ready_(*p);
 }
 
-void GptModel::backward(const Tensor& dlosses, const Activations& saved) {
+void GptModel::backward(const std::vector<Tensor>& dterms, const Activations& saved) {
     const auto* acts = dynamic_cast<const GptActivations*>(&saved);
     MT_CHECK(acts != nullptr && acts->layers.size() == layers_.size(),
              "GptModel: backward needs the activations of this model's forward");
+    MT_CHECK(dterms.size() == 1, "GptModel: backward takes the gradient of its one loss term, got ",
+             dterms.size());
+    const Tensor& dlosses = dterms[0];
     MT_CHECK(dlosses.dtype() == nn::upcast_dtype(dtype_), "GptModel: dlosses must be ",
              dtype_name(nn::upcast_dtype(dtype_)), ", got ", dlosses.describe());
     Tensor dh = output_.backward(dlosses, acts->output);

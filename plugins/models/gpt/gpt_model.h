@@ -59,10 +59,12 @@ class GptModel final : public Model {
     // batch: "tokens", "labels" (i64 [B, T]), "position_ids" (i64 [B, T], optional; with learned
     // positions it must be 0..T-1 on every row), "document_start" (optional, all zeros).
     // Returns the unmasked per-token losses [B, T] in the model's dtype.
-    Tensor forward(const Batch& batch, nn::DropoutContext& dropout,
+    // Returns one term, "lm loss": the unmasked per-token losses [B, T] in the model's dtype
+    // (f32 for a half model) and the batch's "loss_mask" (all ones without one).
+    Losses forward(const Batch& batch, nn::DropoutContext& dropout,
                    std::unique_ptr<Activations>* saved) override;
-    // dlosses [B, T] in the model's dtype; saved from this model's forward.
-    void backward(const Tensor& dlosses, const Activations& saved) override;
+    // dlosses: one [B, T] tensor in the losses' dtype; saved from this model's forward.
+    void backward(const std::vector<Tensor>& dlosses, const Activations& saved) override;
     void set_grad_ready_hook(GradReadyHook hook) override { grad_ready_ = std::move(hook); }
     double training_flops(int64_t samples) const override;
     Tensor logits(const Tensor& tokens, infer::KvCache* cache, int64_t keep_last) override;

@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "gpt_data.h"
 #include "gpt_model.h"
 #include "mt/nn/parameter.h"
 
@@ -12,6 +13,12 @@ class GptFamily final : public ModelFamily {
   public:
     std::string_view name() const override { return "gpt"; }
     std::vector<FlagInfo> flags() const override { return gpt_flags(); }
+    std::vector<FlagInfo> data_flags() const override { return gpt_data_flags(); }
+    std::string default_tokenizer_type() const override { return "GPT2BPETokenizer"; }
+    std::array<std::shared_ptr<data::SampleDataset>, 3> datasets(
+        const data::DatasetRequest& request) const override {
+        return gpt_datasets(request);
+    }
     ModelArgs resolved_args(const ModelArgs& args) const override {
         const GptConfig c = gpt_config_from_args(args);
         ModelArgs out = args;

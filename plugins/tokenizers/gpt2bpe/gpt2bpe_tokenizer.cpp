@@ -18,7 +18,14 @@ constexpr std::string_view kEndOfText = "<|endoftext|>";
 
 Gpt2BpeTokenizer::Gpt2BpeTokenizer(const TokenizerOptions& options)
     : Gpt2BpeTokenizer(read_vocab_json(options.vocab_file), read_merges_txt(options.merge_file),
-                       options.vocab_file) {}
+                       options.vocab_file) {
+    identity_ =
+        TokenizerIdentity{"_GPT2BPETokenizer", {options.vocab_file, options.merge_file}, {}};
+}
+
+TokenizerIdentity Gpt2BpeTokenizer::dataset_identity() const {
+    return identity_ ? *identity_ : Tokenizer::dataset_identity();
+}
 
 Gpt2BpeTokenizer::Gpt2BpeTokenizer(const std::vector<VocabEntry>& vocab,
                                    const std::vector<MergeRule>& merges, const std::string& source)

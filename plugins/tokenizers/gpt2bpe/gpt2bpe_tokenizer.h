@@ -32,6 +32,7 @@ class Gpt2BpeTokenizer final : public Tokenizer {
     int64_t vocab_size() const override { return vocab_size_; }
     const SpecialIds& special_ids() const override { return special_ids_; }
     std::string_view name() const override { return "GPT2BPETokenizer"; }
+    TokenizerIdentity dataset_identity() const override;
 
   private:
     enum TokenState : uint8_t { kAbsent, kBytes, kNotBytes };
@@ -48,7 +49,8 @@ class Gpt2BpeTokenizer final : public Tokenizer {
     // Bytes -> id of every token that BPE maps to itself: most pieces of real text, found
     // here without BPE or a per-thread cache entry. Read-only after construction.
     WordCache known_;
-    uint64_t serial_;  // keys this tokenizer's per-thread word caches
+    uint64_t serial_;                            // keys this tokenizer's per-thread word caches
+    std::optional<TokenizerIdentity> identity_;  // built from files: none
 };
 
 }  // namespace mt::plugins::gpt2bpe

@@ -48,7 +48,14 @@ bool has_byte_level(const TokenizerSpec& spec) {
 }  // namespace
 
 HfTokenizer::HfTokenizer(const TokenizerOptions& options)
-    : HfTokenizer(read_tokenizer_spec(options.tokenizer_model)) {}
+    : HfTokenizer(read_tokenizer_spec(options.tokenizer_model)) {
+    model_path_ = options.tokenizer_model;
+}
+
+TokenizerIdentity HfTokenizer::dataset_identity() const {
+    if (!model_path_) return Tokenizer::dataset_identity();
+    return {"_HuggingFaceTokenizer", {*model_path_}, {}};
+}
 
 HfTokenizer::HfTokenizer(const TokenizerSpec& spec)
     : normalizer_(spec.normalizer),

@@ -36,6 +36,8 @@ class HfTokenizer final : public Tokenizer {
     // eod is eos_token_id and bos is bos_token_id; the others are absent, as in Megatron.
     const SpecialIds& special_ids() const override { return special_ids_; }
     std::string_view name() const override { return "HuggingFaceTokenizer"; }
+    // Megatron's build_tokenizer: _HuggingFaceTokenizer(args.tokenizer_model), no options.
+    TokenizerIdentity dataset_identity() const override;
 
   private:
     void encode_plain(std::string_view segment, bool at_start, gpt2bpe::WordCache& cache,
@@ -59,7 +61,8 @@ class HfTokenizer final : public Tokenizer {
     std::string cut_marker_;
     int64_t vocab_size_ = 0;
     SpecialIds special_ids_;
-    uint64_t serial_;  // keys this tokenizer's per-thread word caches
+    uint64_t serial_;                        // keys this tokenizer's per-thread word caches
+    std::optional<std::string> model_path_;  // --tokenizer-model (none when built from a spec)
 };
 
 }  // namespace mt::plugins::hf_tokenizer

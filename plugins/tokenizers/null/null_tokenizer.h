@@ -23,6 +23,12 @@ class NullTokenizer final : public Tokenizer {
     int64_t vocab_size() const override { return vocab_size_without_eod_ + 1; }
     const SpecialIds& special_ids() const override { return special_; }
     std::string_view name() const override { return "NullTokenizer"; }
+    // _NullTokenizer [None], vocab_size (--vocab-size, as given).
+    TokenizerIdentity dataset_identity() const override {
+        return {"_NullTokenizer",
+                {std::nullopt},
+                {{"vocab_size", std::to_string(vocab_size_without_eod_)}}};
+    }
 
   private:
     int64_t vocab_size_without_eod_;

@@ -64,7 +64,18 @@ BertWordPieceTokenizer::BertWordPieceTokenizer(const TokenizerOptions& options, 
     : basic_(lower_case),
       vocab_(build_vocab(options, lower_case)),
       special_(special_ids_of(vocab_)),
-      model_(vocab_.table(), required_id(vocab_, "[UNK]")) {}
+      model_(vocab_.table(), required_id(vocab_, "[UNK]")),
+      identity_{"_BertWordPieceTokenizer",
+                {options.vocab_file},
+                {{"lower_case", lower_case ? "True" : "False"},
+                 {"vocab_extra_ids", std::to_string(options.vocab_extra_ids)}}} {}
+
+std::vector<std::string> BertWordPieceTokenizer::vocabulary() const {
+    std::vector<std::string> pieces(size_t(vocab_.size()));
+    for (int64_t id = 0; id < vocab_.size(); ++id)
+        if (const std::string* token = vocab_.token(id)) pieces[size_t(id)] = *token;
+    return pieces;
+}
 
 std::string_view BertWordPieceTokenizer::name() const {
     return basic_.lower_case() ? kLowerCaseName : kCaseName;

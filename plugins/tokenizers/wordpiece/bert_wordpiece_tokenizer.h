@@ -27,6 +27,9 @@ class BertWordPieceTokenizer final : public Tokenizer {
     int64_t vocab_size() const override { return vocab_.size(); }
     const SpecialIds& special_ids() const override { return special_; }
     std::string_view name() const override;
+    // _BertWordPieceTokenizer [vocab_file], lower_case, vocab_extra_ids.
+    TokenizerIdentity dataset_identity() const override { return identity_; }
+    std::vector<std::string> vocabulary() const override;
 
     const BertVocab& vocab() const { return vocab_; }
     const BasicTokenizer& basic() const { return basic_; }
@@ -41,6 +44,7 @@ class BertWordPieceTokenizer final : public Tokenizer {
     BertVocab vocab_;
     SpecialIds special_;
     WordPieceModel model_;
+    TokenizerIdentity identity_;
 };
 
 }  // namespace mt::plugins::wordpiece

@@ -136,7 +136,7 @@ struct Objective {
     std::vector<double> w;
     double operator()() {
         nn::DropoutContext ctx{true, 7, 0};
-        Tensor losses = model.forward(batch, ctx, nullptr);
+        Tensor losses = loss_term(model.forward(batch, ctx, nullptr), "lm loss").values;
         double sum = 0;
         for (int64_t i = 0; i < losses.numel(); ++i) sum += w[size_t(i)] * element(losses, i);
         return sum;
@@ -183,7 +183,7 @@ void check_finite_differences(const ModelArgs& args, bool documents = false) {
     nn::DropoutContext ctx{true, 7, 0};
     std::unique_ptr<Activations> saved;
     model.forward(objective.batch, ctx, &saved);
-    model.backward(dlosses, *saved);
+    model.backward({dlosses}, *saved);
 
     const double h = 1e-5;
     for (auto* p : model.parameters()) {
@@ -231,7 +231,8 @@ TEST(GptModel, ResidualPostLayerNormFlagIsIgnoredAsMegatronCoreDoes) {
     nn::DropoutContext ctx{false, 0, 0};
     Batch batch = {{"tokens", i64_tensor({1, 2, 3, 4}, 1, 4)},
                    {"labels", i64_tensor({2, 3, 4, 5}, 1, 4)}};
-    Tensor a = plain.forward(batch, ctx, nullptr), b = flagged.forward(batch, ctx, nullptr);
+    Tensor a = loss_term(plain.forward(batch, ctx, nullptr), "lm loss").values,
+           b = loss_term(flagged.forward(batch, ctx, nullptr), "lm loss").values;
     for (int t = 0; t < 4; ++t) EXPECT_EQ(a.data<float>()[t], b.data<float>()[t]);
 }
 
@@ -273,12 +274,13 @@ TEST(GptModel, ResetDocumentsAreIndependent) {
                     {"labels", i64_tensor({4, 5, 8, 9, 10}, 1, 5)},
                     {"position_ids", i64_tensor({0, 1, 0, 1, 2}, 1, 5)},
                     {"document_start", starts}};
-    Tensor a = model.forward(alone, ctx, nullptr), p = model.forward(packed, ctx, nullptr);
+    Tensor a = loss_term(model.forward(alone, ctx, nullptr), "lm loss").values,
+           p = loss_term(model.forward(packed, ctx, nullptr), "lm loss").values;
     for (int t = 0; t < 3; ++t)
         EXPECT_NEAR(p.data<double>()[2 + t], a.data<double>()[t], 1e-12) << t;
     // Without the resets the second document sees the first.
     packed.erase("document_start");
-    Tensor joined = model.forward(packed, ctx, nullptr);
+    Tensor joined = loss_term(model.forward(packed, ctx, nullptr), "lm loss").values;
     EXPECT_GT(std::fabs(joined.data<double>()[4] - a.data<double>()[2]), 1e-9);
 }
 
@@ -298,10 +300,10 @@ TEST(GptModel, RecomputeGivesBitIdenticalGradients) {
             {"document_start", starts}};
         nn::DropoutContext ctx{true, 77, 5};
         std::unique_ptr<Activations> saved;
-        Tensor losses = model.forward(batch, ctx, &saved);
+        Tensor losses = loss_term(model.forward(batch, ctx, &saved), "lm loss").values;
         Tensor dl = Tensor::empty(losses.shape(), DType::f32);
         for (int i = 0; i < 16; ++i) dl.data<float>()[i] = 0.0625f * float(1 + i % 3);
-        model.backward(dl, *saved);
+        model.backward({dl}, *saved);
         std::vector<std::vector<float>> out;
         for (nn::Parameter* p : model.parameters())
             out.emplace_back(p->grad.data<float>(), p->grad.data<float>() + p->grad.numel());
@@ -416,7 +418,7 @@ void check_reference(const std::string& file) {
                    {"loss_mask", Tensor::zeros({B, T}, DType::f32)}};
     nn::DropoutContext ctx{true, 0, 0};
     std::unique_ptr<Activations> saved;
-    Tensor losses = model.forward(batch, ctx, &saved);
+    Tensor losses = loss_term(model.forward(batch, ctx, &saved), "lm loss").values;
     const auto& want = ref.vectors.at("losses");
     double loss_scale = *std::max_element(want.begin(), want.end());
     for (int64_t i = 0; i < B * T; ++i)
@@ -427,7 +429,7 @@ void check_reference(const std::string& file) {
     Tensor dlosses = Tensor::empty({B, T}, DType::f32);
     for (int64_t i = 0; i < B * T; ++i)
         set_element(dlosses, i, ref.vectors.at("loss_weights")[size_t(i)]);
-    model.backward(dlosses, *saved);
+    model.backward({dlosses}, *saved);
     for (auto* p : params) {
         const GradRecord& g = ref.grads.at(p->name);
         const int64_t n = p->grad.numel();
@@ -473,7 +475,8 @@ TEST(GptModel, RejectsInvalidBatchesAndWhatIsNotSupportedYet) {
     nn::DropoutContext ctx{false, 0, 0};
     Tensor starts = Tensor::zeros({B, T}, DType::i32);
     batch["document_start"] = starts;
-    EXPECT_EQ(model.forward(batch, ctx, nullptr).shape(), (Shape{B, T}));  // all zeros: fine
+    EXPECT_EQ(loss_term(model.forward(batch, ctx, nullptr), "lm loss").values.shape(),
+              (Shape{B, T}));       // all zeros: fine
     starts.data<int32_t>()[1] = 2;  // after its own position: not a document start
     auto error = mt::test::error_of([&] { model.forward(batch, ctx, nullptr); });
     EXPECT_NE(error.find("document_start[0, 1] = 2 is not a position at or before it"),
@@ -545,12 +548,12 @@ TEST(GptModel, FamilyBuildsIt) {
     Batch batch = {{"tokens", i64_tensor(ids, B, T)}, {"labels", i64_tensor(ids, B, T)}};
     nn::DropoutContext ctx{true, 1, 0};
     std::unique_ptr<Activations> saved;
-    Tensor with_saved = model->forward(batch, ctx, &saved);
+    Tensor with_saved = loss_term(model->forward(batch, ctx, &saved), "lm loss").values;
     // Near-uniform logits at initialisation: loss ~ log(padded vocabulary).
     EXPECT_NEAR(element(with_saved, 0), std::log(64.0), 0.1);
     Tensor dl = Tensor::zeros({B, T}, DType::f32);
     set_element(dl, 0, 1.0);
-    model->backward(dl, *saved);
+    model->backward({dl}, *saved);
     double norm = 0;
     for (auto* p : params)
         for (int64_t i = 0; i < p->grad.numel(); ++i)

@@ -6,12 +6,14 @@
 // make_half_training_fixtures.py.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 
 #include <fstream>
 #include <sstream>
 
 #include "formula_weights.h"
+#include "mt/data/gpt_dataset.h"
 #include "mt/nn/parameter.h"
 #include "mt/optim/lr_schedule.h"
 #include "mt/optim/optimizer.h"

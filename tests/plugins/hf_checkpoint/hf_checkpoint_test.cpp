@@ -86,7 +86,9 @@ std::vector<double> losses_of(const std::string& name, const Expected& e) {
     }
     nn::DropoutContext ctx{false, 0, 0};
     const Tensor losses =
-        model->forward({{"tokens", e.tokens}, {"labels", e.labels}}, ctx, nullptr);
+        loss_term(model->forward({{"tokens", e.tokens}, {"labels", e.labels}}, ctx, nullptr),
+                  "lm loss")
+            .values;
     std::vector<double> out(size_t(losses.numel()));
     for (size_t i = 0; i < out.size(); ++i) out[i] = losses.data<float>()[i];
     return out;
@@ -257,7 +259,9 @@ TEST(HfCheckpoint, RestoresIntoALocalImplModelLikeMegatronTrain) {
 
     nn::DropoutContext ctx{false, 0, 0};
     const Tensor losses =
-        model->forward({{"tokens", e.tokens}, {"labels", e.labels}}, ctx, nullptr);
+        loss_term(model->forward({{"tokens", e.tokens}, {"labels", e.labels}}, ctx, nullptr),
+                  "lm loss")
+            .values;
     const std::vector<double>& want = e.losses.at("llama");
     ASSERT_EQ(size_t(losses.numel()), want.size());
     for (size_t i = 0; i < want.size(); ++i)

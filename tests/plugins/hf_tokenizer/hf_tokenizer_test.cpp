@@ -29,6 +29,11 @@ TEST(HfTokenizer, FolderOrFile) {
     EXPECT_EQ(open(folder)->encode("Hello world"),
               open(folder / "tokenizer.json")->encode("Hello world"));
     EXPECT_EQ(open(folder)->name(), "HuggingFaceTokenizer");
+    // Megatron's dataset cache key: _HuggingFaceTokenizer [--tokenizer-model], no options.
+    const TokenizerIdentity id = open(folder)->dataset_identity();
+    EXPECT_EQ(id.class_name, "_HuggingFaceTokenizer");
+    EXPECT_EQ(id.paths, (std::vector<std::optional<std::string>>{folder.string()}));
+    EXPECT_TRUE(id.options.empty());
 }
 
 TEST(HfTokenizer, Llama2AddsBosAndByteFallback) {

@@ -121,7 +121,7 @@ std::vector<float> losses_of(const Whole& w, const std::vector<int64_t>& tokens,
         batch["loss_mask"].data<float>()[i] = 1.0f;
     }
     nn::DropoutContext ctx{false, 0, 0};
-    const Tensor losses = model->forward(batch, ctx, nullptr);
+    const Tensor losses = loss_term(model->forward(batch, ctx, nullptr), "lm loss").values;
     return std::vector<float>(losses.data<float>(), losses.data<float>() + losses.numel());
 }
 

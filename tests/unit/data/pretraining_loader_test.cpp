@@ -1,6 +1,7 @@
 // Micro-batches in MegatronPretrainingSampler's order, per data-parallel rank, resumable.
 #include <gtest/gtest.h>
 
+#include "mt/data/gpt_dataset.h"
 #include "mt/data/pretraining_loader.h"
 #include "test_support.h"
 
@@ -28,20 +29,22 @@ class CountingDataset : public GPTSampleDataset {
     int64_t n_;
 };
 
-std::vector<int64_t> first_tokens(const GPTBatch& b) {
+std::vector<int64_t> first_tokens(const mt::Batch& b) {
+    const mt::Tensor& tokens = b.at("tokens");
     std::vector<int64_t> out;
-    for (int64_t r = 0; r < b.tokens.size(0); ++r) out.push_back(b.tokens.data<int64_t>()[r * 2]);
+    for (int64_t r = 0; r < tokens.size(0); ++r) out.push_back(tokens.data<int64_t>()[r * 2]);
     return out;
 }
 
 TEST(PretrainingLoader, RanksTakeTheirSliceOfEachChunk) {
     CountingDataset ds(14);
     PretrainingLoader rank0(ds, 3, 0, 2, 0), rank1(ds, 3, 1, 2, 0);
-    GPTBatch b;
+    mt::Batch b;
     ASSERT_TRUE(rank1.next(b));
     EXPECT_EQ(first_tokens(b), (std::vector<int64_t>{3, 4, 5}));
-    EXPECT_EQ(b.labels.data<int64_t>()[1], 5);
-    EXPECT_EQ(b.loss_mask.data<float>()[1], 0.f);
+    EXPECT_EQ(b.at("labels").data<int64_t>()[1], 5);
+    EXPECT_EQ(b.at("loss_mask").data<float>()[1], 0.f);
+    EXPECT_EQ(b.at("document_start").dtype(), mt::DType::i32);
     ASSERT_TRUE(rank1.next(b));
     EXPECT_EQ(first_tokens(b), (std::vector<int64_t>{9, 10, 11}));
     EXPECT_EQ(rank1.consumed_samples(), 12);
@@ -53,7 +56,7 @@ TEST(PretrainingLoader, RanksTakeTheirSliceOfEachChunk) {
 TEST(PretrainingLoader, ResumesFromConsumedSamples) {
     CountingDataset ds(20);
     PretrainingLoader fresh(ds, 2, 0, 1, 0), resumed(ds, 2, 0, 1, 6);
-    GPTBatch a, b;
+    mt::Batch a, b;
     for (int i = 0; i < 4; ++i) ASSERT_TRUE(fresh.next(a));
     ASSERT_TRUE(resumed.next(b));
     EXPECT_EQ(first_tokens(a), first_tokens(b));

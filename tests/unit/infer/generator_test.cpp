@@ -23,10 +23,10 @@ class NextTokenModel final : public Model {
   public:
     std::vector<nn::Parameter*> parameters() override { return {}; }
     void initialize(uint64_t) override {}
-    Tensor forward(const Batch&, nn::DropoutContext&, std::unique_ptr<Activations>*) override {
-        return Tensor();
+    Losses forward(const Batch&, nn::DropoutContext&, std::unique_ptr<Activations>*) override {
+        return {};
     }
-    void backward(const Tensor&, const Activations&) override {}
+    void backward(const std::vector<Tensor>&, const Activations&) override {}
     double training_flops(int64_t) const override { return 0; }
     int64_t max_positions() const override { return 64; }
     std::unique_ptr<KvCache> make_kv_cache(int64_t batch, int64_t capacity) const override {

@@ -36,14 +36,14 @@ TEST(LogLines, IterationLineAsTrainingPy) {
 }
 
 TEST(LogLines, EvaluationBlock) {
-    std::string b = mt::train::format_evaluation_block("iteration 100", "lm loss", 2.0);
+    std::string b = mt::train::format_evaluation_block("iteration 100", {{"lm loss", 2.0}});
     std::string line =
         " validation loss at iteration 100 | lm loss value: 2.000000E+00 | lm loss PPL: "
         "7.389056E+00 | ";
     std::string rule(line.size() + 1, '-');
     EXPECT_EQ(b, rule + "\n" + line + "\n" + rule);
     // PPL saturates at exp(20).
-    EXPECT_NE(mt::train::format_evaluation_block("iteration 5 on test set", "lm loss", 30.0)
+    EXPECT_NE(mt::train::format_evaluation_block("iteration 5 on test set", {{"lm loss", 30.0}})
                   .find("lm loss PPL: 4.851652E+08 | "),
               std::string::npos);
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "mt/data/gpt_dataset.h"
 #include "mt/io/tensorboard_writer.h"
 #include "mt/nn/dropout.h"
 #include "mt/nn/parameter.h"
@@ -30,7 +31,7 @@ class ToyModel final : public Model {
     struct Saved : Activations {
         Tensor tokens, diff;
     };
-    Tensor forward(const Batch& batch, nn::DropoutContext&,
+    Losses forward(const Batch& batch, nn::DropoutContext&,
                    std::unique_ptr<Activations>* saved) override {
         const Tensor& tokens = batch.at("tokens");
         const Tensor& labels = batch.at("labels");
@@ -48,11 +49,12 @@ class ToyModel final : public Model {
             s->diff = diff;
             *saved = std::move(s);
         }
-        return losses;
+        return {{"lm loss", losses, batch.at("loss_mask")}};
     }
     double training_flops(int64_t samples) const override { return 1e9 * double(samples); }
-    void backward(const Tensor& dlosses, const Activations& a) override {
+    void backward(const std::vector<Tensor>& dterms, const Activations& a) override {
         const auto& s = static_cast<const Saved&>(a);
+        const Tensor& dlosses = dterms.at(0);
         for (int64_t i = 0; i < dlosses.numel(); ++i)
             w_.grad.data<float>()[s.tokens.data<int64_t>()[i]] +=
                 dlosses.data<float>()[i] * s.diff.data<float>()[i];

@@ -44,10 +44,10 @@ MT_API std::vector<std::string> last_occurrences(const std::vector<std::string>&
 MT_API int run_tool(int argc, char** argv, ToolSpec& spec);
 
 // run_tool for the tools built around a model family (train, generate, eval): the family --model
-// names (default "gpt"; --plugin-dir searched first) is created before parsing, so `build` can
-// add its flags (model_flags(family)) to the spec it fills. A family that cannot be created is
-// "error: ..." and exit 1.
-MT_API int run_model_tool(int argc, char** argv,
+// names (default `default_model`; --plugin-dir searched first) is created before parsing, so
+// `build` can add its flags (model_flags(family)) to the spec it fills. A family that cannot be
+// created is "error: ..." and exit 1.
+MT_API int run_model_tool(int argc, char** argv, const std::string& default_model,
                           const std::function<void(const ModelFamily&, ToolSpec&)>& build);
 
 }  // namespace mt::cli

@@ -16,18 +16,13 @@
 #include "mt/data/indexed_dataset.h"
 #include "mt/data/npy.h"
 #include "mt/data/numpy_random.h"
+#include "mt/data/sample_dataset.h"
 #include "mt/data/token_sequences.h"
+#include "mt/tokenizer.h"
 
 namespace mt::data {
 
-// MegatronTokenizer.unique_identifiers: the tokenizer's part of the cache key. For Megatron's
-// GPT2BPETokenizer: class "_GPT2BPETokenizer", paths {vocab_file, merge_file}, no options; for
-// _NullTokenizer: paths {nullopt} (JSON null), options {{"vocab_size", "<n>"}}.
-struct TokenizerIdentity {
-    std::string class_name;
-    std::vector<std::optional<std::string>> paths;
-    std::vector<std::pair<std::string, std::string>> options;  // values already str()-ed
-};
+using mt::TokenizerIdentity;  // the tokenizer's part of the cache key (mt/tokenizer.h)
 
 // GPTDatasetConfig (+ BlendedMegatronDatasetConfig) with pretrain_gpt.py's defaults.
 struct GPTDatasetConfig {
@@ -71,13 +66,13 @@ struct GPTSample {
 // document_start[q] <= k <= q.
 MT_API std::vector<uint8_t> materialize_attention_mask(const GPTSample& sample);
 
-// What training reads: a GPTDataset or a BlendedDataset of them.
-class MT_API GPTSampleDataset {
+// What GPT training reads: a GPTDataset or a BlendedDataset of them. Its micro-batches hold
+// "tokens", "labels" (i64 [B, L]), "loss_mask" (f32 [B, L]), "position_ids" (i64 [B, L]) and
+// "document_start" (i32 [B, L]).
+class MT_API GPTSampleDataset : public SampleDataset {
   public:
-    virtual ~GPTSampleDataset() = default;
-    virtual int64_t size() const = 0;
     virtual GPTSample get(int64_t i) const = 0;
-    virtual Split split() const = 0;
+    Batch batch(std::span<const int64_t> indices) const final;
 };
 
 // ---- index builders (exposed for tests and benchmarks) ----

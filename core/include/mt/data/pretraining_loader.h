@@ -7,32 +7,22 @@
 #include <cstdint>
 
 #include "mt/api.h"
-#include "mt/data/gpt_dataset.h"
-#include "mt/tensor.h"
+#include "mt/data/sample_dataset.h"
 
 namespace mt::data {
 
-// One micro-batch of GPT samples as tensors, B = micro-batch size, L = sequence length.
-struct GPTBatch {
-    Tensor tokens;          // i64 [B, L]
-    Tensor labels;          // i64 [B, L]
-    Tensor loss_mask;       // f32 [B, L]
-    Tensor position_ids;    // i64 [B, L]
-    Tensor document_start;  // i32 [B, L]: first position each token may attend to
-};
-
 class MT_API PretrainingLoader {
   public:
-    PretrainingLoader(const GPTSampleDataset& dataset, int64_t micro_batch_size,
+    PretrainingLoader(const SampleDataset& dataset, int64_t micro_batch_size,
                       int data_parallel_rank, int data_parallel_size, int64_t consumed_samples);
 
     // The next micro-batch of this rank; false when the dataset has no full chunk left.
-    bool next(GPTBatch& batch);
+    bool next(Batch& batch);
     // Samples consumed by all data-parallel ranks so far (what checkpoints record).
     int64_t consumed_samples() const { return consumed_; }
 
   private:
-    const GPTSampleDataset& dataset_;
+    const SampleDataset& dataset_;
     int64_t micro_batch_size_;
     int rank_, world_;
     int64_t consumed_;

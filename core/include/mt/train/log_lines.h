@@ -35,9 +35,9 @@ MT_API std::string format_iteration_line(const IterationLog& log);
 // The evaluation block: a rule of '-', the line, the rule again (one string with newlines).
 // `prefix` is "iteration 100" during training, "iteration 100 on validation set" or
 // "iteration 100 on test set" after it (Megatron says "validation loss" for both sets).
-// PPL = exp(min(20, loss)).
-MT_API std::string format_evaluation_block(const std::string& prefix, const std::string& loss_name,
-                                           double loss);
+// Each loss gets "<name> value: ... | <name> PPL: ... |", PPL = exp(min(20, loss)).
+MT_API std::string format_evaluation_block(
+    const std::string& prefix, const std::vector<std::pair<std::string, double>>& losses);
 
 // "  successfully saved checkpoint from iteration     100 to DIR [ t 1/1, p 1/1 ]"
 MT_API std::string format_saved_checkpoint(int64_t iteration, const std::string& dir, int tp_rank,

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "mt/api.h"
-#include "mt/data/gpt_dataset.h"
+#include "mt/data/sample_dataset.h"
 #include "mt/model.h"
 #include "mt/optim/grad_scaler.h"
 #include "mt/optim/lr_schedule.h"
@@ -75,6 +75,9 @@ MT_API int64_t current_global_batch_size(const TrainerOptions& o, int64_t consum
 // first and then whole global batches (a partial last one is dropped).
 MT_API int64_t train_iterations_for_samples(const TrainerOptions& o, int64_t train_samples);
 
+// Loss names and values in the order the model reports them ({"lm loss", 6.5}, ...).
+using NamedLosses = std::vector<std::pair<std::string, double>>;
+
 // Why train() returned.
 enum class StopReason { finished, exit_interval, exit_duration, signal };
 
@@ -110,18 +113,20 @@ class MT_API Trainer {
 
     // Trains from iteration() to train_iters (or an exit condition), evaluating on `valid`
     // every eval_interval iterations when it is given.
-    StopReason train(const data::GPTSampleDataset& train_data,
-                     const data::GPTSampleDataset* valid_data);
-    // Token-weighted mean loss over eval_iters global batches of `dataset`, continuing from
-    // `consumed` (Megatron's validation iterator keeps its place between evaluations).
-    double evaluate(const data::GPTSampleDataset& dataset, int64_t& consumed);
-    // Prints Megatron's evaluation block for `loss` ("iteration N" or "... on test set").
-    void print_evaluation(const std::string& prefix, double loss, bool to_tensorboard);
+    StopReason train(const data::SampleDataset& train_data, const data::SampleDataset* valid_data);
+    // The model's named losses over eval_iters global batches of `dataset`, each averaged as
+    // its term says, continuing from `consumed` (Megatron's validation iterator keeps its place
+    // between evaluations).
+    NamedLosses evaluate(const data::SampleDataset& dataset, int64_t& consumed);
+    // Prints Megatron's evaluation block for `losses` ("iteration N" or "... on test set").
+    void print_evaluation(const std::string& prefix, const NamedLosses& losses,
+                          bool to_tensorboard);
 
     int64_t iteration() const { return iteration_; }
     int64_t consumed_train_samples() const { return consumed_train_; }
     int64_t consumed_valid_samples() const { return consumed_valid_; }
-    // The lm loss of every iteration trained so far by this object (for tests and tools).
+    // The loss of every iteration trained so far by this object, its terms summed (the lm
+    // loss of a GPT), for tests and tools.
     const std::vector<double>& losses() const { return losses_; }
     // The grad norm of every iteration trained so far (before clipping; NaN where skipped).
     const std::vector<double>& grad_norms() const { return grad_norms_; }
@@ -133,14 +138,15 @@ class MT_API Trainer {
 
   private:
     struct IterationResult {
-        double loss = 0;                    // token-weighted mean over the global batch
+        NamedLosses losses;                 // each term as the log line reports it
+        double loss = 0;                    // the terms summed
         std::optional<double> grad_norm;    // none when skipped
         bool skipped = false;               // fp16: the gradients overflowed
         std::optional<int64_t> num_zeros;   // with log_num_zeros_in_grad
         std::optional<double> params_norm;  // with log_params_norm: after the update
         int64_t global_batch_size = 0;      // this iteration's (it ramps with --rampup-batch-size)
     };
-    IterationResult train_step(const data::GPTSampleDataset& data);
+    IterationResult train_step(const data::SampleDataset& data);
     // The fp16 loss scale (1 without a scaler).
     float loss_scale() const;
     // Divides the gradients by the loss scale and updates the scaler; false (skip the step)
@@ -166,8 +172,6 @@ class MT_API Trainer {
     std::pair<bool, bool> agreed(bool signalled, bool out_of_time) const;
     int64_t data_parallel_size() const;
     int64_t data_parallel_rank() const;
-    // (Σ loss·mask, Σ mask) summed over the data-parallel group.
-    std::pair<double, double> sum_over_data_parallel(double loss_sum, double tokens) const;
 
     Model& model_;
     optim::Optimizer& optimizer_;

@@ -1,0 +1,43 @@
+#include "gpt_data.h"
+
+#include "mt/data/gpt_dataset_builder.h"
+#include "mt/error.h"
+
+namespace mt::plugins::gpt {
+
+std::vector<FlagInfo> gpt_data_flags() {
+    auto flag = [](const char* name, const char* help) {
+        FlagInfo f;
+        f.name = name;
+        f.help = help;
+        f.is_switch = true;
+        return f;
+    };
+    return {flag("reset-position-ids", "restart position ids after each EOD"),
+            flag("reset-attention-mask", "no attention across EOD tokens"),
+            flag("eod-mask-loss", "no loss on EOD tokens")};
+}
+
+std::array<std::shared_ptr<data::SampleDataset>, 3> gpt_datasets(
+    const data::DatasetRequest& request) {
+    MT_CHECK(request.tokenizer, "GPT datasets need the tokenizer");
+    const Tokenizer& tokenizer = *request.tokenizer;
+    data::GPTDatasetConfig c;
+    c.random_seed = request.random_seed;
+    c.sequence_length = request.sequence_length;
+    c.blend = request.blend;
+    c.blend_per_split = request.blend_per_split;
+    c.split = request.split;
+    c.path_to_cache = request.path_to_cache;
+    c.mock = request.mock;
+    c.reset_position_ids = request.args.count("reset-position-ids") > 0;
+    c.reset_attention_mask = request.args.count("reset-attention-mask") > 0;
+    c.eod_mask_loss = request.args.count("eod-mask-loss") > 0;
+    c.eod_id = tokenizer.eod();
+    c.pad_id = tokenizer.special_ids().pad.value_or(-1);
+    c.tokenizer = tokenizer.dataset_identity();
+    const auto built = data::build_gpt_datasets(c, request.num_samples);
+    return {built[0], built[1], built[2]};
+}
+
+}  // namespace mt::plugins::gpt
