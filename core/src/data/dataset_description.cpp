@@ -287,4 +287,44 @@ std::string md5_hex(const std::string& data) {
     return hex;
 }
 
+JsonValue tokenizer_json(const TokenizerIdentity& t) {
+    JsonValue j = JsonValue::object();
+    j.set("class", JsonValue::string(t.class_name));
+    JsonValue paths = JsonValue::array();
+    for (const auto& p : t.paths) paths.push(p ? JsonValue::string(*p) : JsonValue());
+    j.set("tokenizer_path", std::move(paths));
+    for (const auto& [key, value] : t.options) j.set(key, JsonValue::string(value));
+    return j;
+}
+
+JsonValue split_matrix_json(const std::optional<SplitMatrix>& matrix) {
+    if (!matrix) return JsonValue();
+    JsonValue j = JsonValue::array();
+    for (const auto& bookend : *matrix) {
+        if (!bookend) {
+            j.push(JsonValue());
+            continue;
+        }
+        JsonValue start = bookend->start_is_int
+                              ? JsonValue::integer(static_cast<int64_t>(bookend->start))
+                              : JsonValue::real(bookend->start);
+        j.push(JsonValue::array({start, JsonValue::real(bookend->end)}));
+    }
+    return j;
+}
+
+JsonValue dataset_identifiers(const DatasetIdentity& d) {
+    JsonValue j = JsonValue::object();
+    j.set("class", JsonValue::string(d.class_name));
+    j.set("dataset_path", d.dataset_path ? JsonValue::string(*d.dataset_path) : JsonValue());
+    j.set("num_samples", d.num_samples ? JsonValue::integer(*d.num_samples) : JsonValue());
+    j.set("index_split", JsonValue::string(split_name(d.split)));
+    j.set("random_seed", JsonValue::integer(d.random_seed));
+    j.set("sequence_length", JsonValue::integer(d.sequence_length));
+    j.set("split", d.split_text ? JsonValue::string(*d.split_text) : JsonValue());
+    j.set("split_matrix", split_matrix_json(d.split_matrix));
+    j.set("tokenizer", tokenizer_json(d.tokenizer));
+    return j;
+}
+
 }  // namespace mt::data

@@ -178,32 +178,6 @@ std::pair<bool, int64_t> gpt_separate_final_epoch(int64_t num_epochs, int64_t to
 
 namespace {
 
-JsonValue tokenizer_json(const TokenizerIdentity& t) {
-    JsonValue j = JsonValue::object();
-    j.set("class", JsonValue::string(t.class_name));
-    JsonValue paths = JsonValue::array();
-    for (const auto& p : t.paths) paths.push(p ? JsonValue::string(*p) : JsonValue());
-    j.set("tokenizer_path", std::move(paths));
-    for (const auto& [key, value] : t.options) j.set(key, JsonValue::string(value));
-    return j;
-}
-
-JsonValue split_matrix_json(const std::optional<SplitMatrix>& matrix) {
-    if (!matrix) return JsonValue();
-    JsonValue j = JsonValue::array();
-    for (const auto& bookend : *matrix) {
-        if (!bookend) {
-            j.push(JsonValue());
-            continue;
-        }
-        JsonValue start = bookend->start_is_int
-                              ? JsonValue::integer(static_cast<int64_t>(bookend->start))
-                              : JsonValue::real(bookend->start);
-        j.push(JsonValue::array({start, JsonValue::real(bookend->end)}));
-    }
-    return j;
-}
-
 void write_text_atomically(const fs::path& path, const std::string& text) {
     fs::path tmp = path;
     tmp += ".tmp" + std::to_string(::getpid());
@@ -235,19 +209,9 @@ GPTDataset::GPTDataset(std::shared_ptr<const TokenSequences> data,
     MT_CHECK(config_.sequence_length > 1, "GPTDataset: sequence_length must be > 1, got ",
              config_.sequence_length);
 
-    unique_identifiers_ = JsonValue::object();
-    unique_identifiers_.set("class", JsonValue::string(class_name()));
-    unique_identifiers_.set("dataset_path",
-                            dataset_path_ ? JsonValue::string(*dataset_path_) : JsonValue());
-    unique_identifiers_.set("num_samples",
-                            num_samples_ ? JsonValue::integer(*num_samples_) : JsonValue());
-    unique_identifiers_.set("index_split", JsonValue::string(split_name(split_)));
-    unique_identifiers_.set("random_seed", JsonValue::integer(config_.random_seed));
-    unique_identifiers_.set("sequence_length", JsonValue::integer(config_.sequence_length));
-    unique_identifiers_.set("split",
-                            config_.split ? JsonValue::string(*config_.split) : JsonValue());
-    unique_identifiers_.set("split_matrix", split_matrix_json(config_.split_matrix()));
-    unique_identifiers_.set("tokenizer", tokenizer_json(config_.tokenizer));
+    unique_identifiers_ = dataset_identifiers(
+        {class_name(), dataset_path_, num_samples_, split_, config_.random_seed,
+         config_.sequence_length, config_.split, config_.split_matrix(), config_.tokenizer});
     unique_description_ = unique_identifiers_.dumps();
     unique_description_hash_ = md5_hex(unique_description_);
 

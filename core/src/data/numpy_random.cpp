@@ -1,5 +1,11 @@
-// numpy's random_interval (numpy/random/src/distributions/distributions.c, legacy path).
+// numpy's random_interval (numpy/random/src/distributions/distributions.c, legacy path) and the
+// RandomState methods built on it (mtrand.pyx randint / choice).
 #include "mt/data/numpy_random.h"
+
+#include <cmath>
+#include <vector>
+
+#include "mt/error.h"
 
 namespace mt::data {
 
@@ -21,6 +27,42 @@ uint64_t NumpyRandomState::random_interval(uint64_t max) {
         }
     }
     return value;
+}
+
+int64_t NumpyRandomState::randint(int64_t low, int64_t high) {
+    MT_CHECK(low < high, "RandomState.randint: low >= high (", low, " >= ", high, ")");
+    // The legacy bounded generator draws next_uint32 while the range fits in 32 bits, else
+    // next_uint64, masking and rejecting exactly as random_interval does.
+    uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low) - 1;
+    return static_cast<int64_t>(static_cast<uint64_t>(low) + random_interval(range));
+}
+
+int64_t NumpyRandomState::choice(std::span<const double> p) {
+    MT_CHECK(!p.empty(), "RandomState.choice: empty probabilities");
+    // numpy's cumsum adds left to right; the cdf is then scaled so its last entry is 1.
+    std::vector<double> cdf(p.size());
+    double running = 0.0;
+    for (size_t i = 0; i < p.size(); ++i) {
+        MT_CHECK(p[i] >= 0.0, "RandomState.choice: probability ", i, " is negative (", p[i], ")");
+        running = i == 0 ? p[0] : running + p[i];
+        cdf[i] = running;
+    }
+    // numpy checks a Kahan sum against 1 with tolerance sqrt(float64 eps).
+    double sum = p[0], carry = 0.0;
+    for (size_t i = 1; i < p.size(); ++i) {
+        double y = p[i] - carry, t = sum + y;
+        carry = (t - sum) - y;
+        sum = t;
+    }
+    MT_CHECK(std::fabs(sum - 1.0) <= 1.4901161193847656e-08,
+             "RandomState.choice: probabilities do not sum to 1 (", sum, ")");
+    const double last = cdf.back();
+    for (double& c : cdf) c /= last;
+    const double u = random_sample();
+    // searchsorted(side='right'): the number of cdf entries <= u.
+    int64_t index = 0;
+    while (index < static_cast<int64_t>(cdf.size()) && cdf[index] <= u) ++index;
+    return index;
 }
 
 }  // namespace mt::data

@@ -4,11 +4,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "mt/api.h"
+#include "mt/data/blend_split.h"
+#include "mt/tokenizer.h"
 
 namespace mt::data {
 
@@ -51,5 +54,25 @@ class MT_API JsonValue {
     std::vector<JsonValue> items_;
     std::vector<std::string> keys_;
 };
+
+// What every MegatronDataset puts first in its unique_identifiers (its subclass adds its own).
+struct DatasetIdentity {
+    std::string class_name;                   // "GPTDataset", "BERTMaskedWordPieceDataset"
+    std::optional<std::string> dataset_path;  // the prefix; none for mock data
+    std::optional<int64_t> num_samples;
+    Split split = Split::train;
+    uint32_t random_seed = 0;
+    int64_t sequence_length = 0;
+    std::optional<std::string> split_text;  // --split as given
+    std::optional<SplitMatrix> split_matrix;
+    TokenizerIdentity tokenizer;
+};
+MT_API JsonValue dataset_identifiers(const DatasetIdentity& identity);
+
+// The tokenizer's part of a dataset description: {"class": ..., "tokenizer_path": [...], the
+// options...}, as MegatronTokenizer.unique_identifiers holds it.
+MT_API JsonValue tokenizer_json(const TokenizerIdentity& tokenizer);
+// The split matrix as Python holds it (the first bookend starts at the int 0); null without one.
+MT_API JsonValue split_matrix_json(const std::optional<SplitMatrix>& matrix);
 
 }  // namespace mt::data

@@ -27,6 +27,18 @@ class MT_API NumpyRandomState {
     // (32-bit draws while max fits in 32 bits, else 64-bit draws).
     uint64_t random_interval(uint64_t max);
 
+    // RandomState.random_sample() / random(): a double in [0, 1) from two draws, 27 + 26 bits.
+    double random_sample() {
+        uint32_t a = next_uint32() >> 5, b = next_uint32() >> 6;
+        return (a * 67108864.0 + b) / 9007199254740992.0;
+    }
+    // RandomState.randint(low, high) with the default int64 dtype: low + a value in
+    // [0, high - low - 1] by masked rejection (the legacy path, no Lemire), i.e. random_interval.
+    int64_t randint(int64_t low, int64_t high);
+    // RandomState.choice(len(p), p=p), one draw: the cumulative sum of p divided by its last
+    // entry, searched (side='right') for one random_sample(). Returns the chosen index.
+    int64_t choice(std::span<const double> p);
+
     // RandomState.shuffle of a 1-D array: Fisher-Yates from the last element down.
     template <class T>
     void shuffle(std::span<T> values) {
