@@ -25,9 +25,10 @@ enum class Metric { loss, accuracy };
 // irrelevant, so the batch is cut after its last scored position and only the logits from its
 // first scored position on are computed (in groups of rows that keep the logits to about
 // kMaxScoredPositions positions). Returns the loss sum (Metric::loss, over the padded
-// vocabulary, exponentials summed in double: Megatron's float32 sum is ~1e-5 off) or the count of sequences predicted right (Metric::accuracy:
-// argmax over the padded vocabulary, first maximum on ties; a sequence with nothing scored
-// counts as right). All sequences of a batch must have the same length.
+// vocabulary, exponentials summed in double: Megatron's float32 sum is ~1e-5 off) or the count of
+// sequences predicted right (Metric::accuracy: argmax over the padded vocabulary, first maximum on
+// ties; a sequence with nothing scored counts as right). All sequences of a batch must have the
+// same length.
 double score_batch(Model& model, std::span<const ScoredSequence> batch, Metric metric);
 inline constexpr int64_t kMaxScoredPositions = 2048;
 
