@@ -35,6 +35,10 @@ Tensor Model::logits(const Tensor&, infer::KvCache*, int64_t) {
     MT_FAIL("not supported yet: inference (logits) for this model family");
 }
 
+Tensor Model::predict(const Batch&) {
+    MT_FAIL("not supported yet: task predictions (predict) for this model");
+}
+
 std::unique_ptr<infer::KvCache> Model::make_kv_cache(int64_t, int64_t) const {
     MT_FAIL("not supported yet: a KV cache for this model family");
 }

@@ -17,6 +17,8 @@ const char* unary_op_name(UnaryOp op) {
             return "relu";
         case UnaryOp::squared_relu:
             return "squared_relu";
+        case UnaryOp::tanh:
+            return "tanh";
         case UnaryOp::exp:
             return "exp";
         case UnaryOp::log:

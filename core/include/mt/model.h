@@ -162,6 +162,10 @@ class MT_API Model {
     // their keys and values join it (its length grows by T); without, at 0 .. T-1. The default
     // throws "not supported".
     virtual Tensor logits(const Tensor& tokens, infer::KvCache* cache, int64_t keep_last = 0);
+    // A task model's outputs for a batch in its family's layout, without dropout or labels
+    // (BERT with a classification head: logits f32 [B, classes]; with a multiple-choice head:
+    // [B, choices]). The default throws "not supported".
+    virtual Tensor predict(const Batch& batch);
     // An empty cache shaped for this model: `batch` rows of up to `capacity` positions.
     virtual std::unique_ptr<infer::KvCache> make_kv_cache(int64_t batch, int64_t capacity) const;
     // The longest prompt + generation Megatron's text generation accepts

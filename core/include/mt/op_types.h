@@ -17,6 +17,7 @@ enum class UnaryOp : uint8_t {
     silu,          //
     relu,          //
     squared_relu,  // --squared-relu
+    tanh,          // BERT's pooler
     exp,           // e^x
     log,           // natural log
 };
@@ -46,6 +47,9 @@ struct AttentionConfig {
     // >= document_start[b, t] (Megatron's --reset-attention-mask: no attention across an EOD).
     // Undefined: no such limit.
     Tensor document_start;
+    // Optional (B) i32 on the backend's device: keys s >= key_length[b] of row b are padding no
+    // query sees (BERT's padding mask). A query that sees no key gets a zero output.
+    Tensor key_length;
 };
 
 // The dropout counters one attention call over q (B, T, nq, hd) consumes (B * nq * T * T): the

@@ -81,11 +81,12 @@ ops::RopeTables SelfAttention::rope_tables(int64_t first, int64_t count) const {
 }
 
 Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
-                              const Tensor& document_start, const KvSlot& cache) const {
+                              const AttentionMask& mask, const KvSlot& cache) const {
     MT_CHECK(x.dim() == 3, "SelfAttention: x must be (B, T, H), got ", x.describe());
-    MT_CHECK(!cache.layer || (!saved && !document_start.defined() && !ctx.training),
-             "SelfAttention: a KV cache is for inference only (no saved state, document mask "
-             "or dropout)");
+    MT_CHECK(!cache.layer || (!saved && mask.causal && !mask.document_start.defined() &&
+                              !mask.key_length.defined() && !ctx.training),
+             "SelfAttention: a KV cache is for inference only (no saved state, a plain causal "
+             "mask, no dropout)");
     Saved local;
     Saved& s = saved ? *saved : local;
     // With sequence parallelism x is this rank's part of the sequence, qkv the whole sequence.
@@ -107,7 +108,7 @@ Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved
     if (cache.layer) return attend_cached(s.q, s.k, s.v, cache);
     s.attention = ops::AttentionConfig{};
     s.attention.scale = 1.0 / std::sqrt(double(hd_));
-    s.attention.causal = true;
+    s.attention.causal = mask.causal;
     s.attention.block = config_.attention_block;
     // Each tensor-parallel rank drops out its own heads: its part of the whole layer's draw.
     DropoutDraw draw =
@@ -116,12 +117,16 @@ Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved
     s.attention.dropout = draw.applied ? draw.p : 0.0f;
     s.attention.seed = draw.seed;
     s.attention.offset = draw.offset;
-    if (document_start.defined()) {
-        MT_CHECK(
-            document_start.dtype() == DType::i32 && document_start.shape() == Shape({l.B, l.T}),
-            "SelfAttention: document_start must be i32 (", l.B, ", ", l.T, "), got ",
-            document_start.describe());
-        s.attention.document_start = backend_->contiguous(document_start);
+    if (const Tensor& starts = mask.document_start; starts.defined()) {
+        MT_CHECK(starts.dtype() == DType::i32 && starts.shape() == Shape({l.B, l.T}),
+                 "SelfAttention: document_start must be i32 (", l.B, ", ", l.T, "), got ",
+                 starts.describe());
+        s.attention.document_start = backend_->contiguous(starts);
+    }
+    if (const Tensor& lengths = mask.key_length; lengths.defined()) {
+        MT_CHECK(lengths.dtype() == DType::i32 && lengths.shape() == Shape({l.B}),
+                 "SelfAttention: key_length must be i32 (", l.B, "), got ", lengths.describe());
+        s.attention.key_length = backend_->contiguous(lengths);
     }
     s.out = backend_->empty(s.q.shape(), s.q.dtype());
     s.lse = backend_->empty({l.B, nq_, l.T}, upcast_dtype(s.q.dtype()));  // f32 for bf16

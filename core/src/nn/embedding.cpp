@@ -19,9 +19,10 @@ Tensor position_ids(Backend& backend, int64_t batch, int64_t seq) {
 }  // namespace
 
 Embedding::Embedding(int64_t vocab, int64_t hidden, int64_t max_positions, float dropout,
-                     DType dtype, Backend& backend, TensorParallel tp)
+                     DType dtype, Backend& backend, TensorParallel tp, int64_t num_tokentypes)
     : hidden_(hidden),
       max_positions_(max_positions),
+      num_tokentypes_(num_tokentypes),
       dropout_(dropout),
       word_(make_parameter(backend, "embedding.word_embeddings.weight", {vocab, hidden}, dtype,
                            ShardSpec{ShardSpec::Kind::vocab, 0, 1}, true, tp)),
@@ -30,10 +31,13 @@ Embedding::Embedding(int64_t vocab, int64_t hidden, int64_t max_positions, float
     if (max_positions > 0)
         position_ = make_parameter(backend, "embedding.position_embeddings.weight",
                                    {max_positions, hidden}, dtype, ShardSpec{}, true, tp);
+    if (num_tokentypes > 0)
+        tokentype_ = make_parameter(backend, "embedding.tokentype_embeddings.weight",
+                                    {num_tokentypes, hidden}, dtype, ShardSpec{}, true, tp);
 }
 
 Tensor Embedding::forward(const Tensor& ids, DropoutContext& ctx, Saved* saved,
-                          const Tensor& positions) const {
+                          const Tensor& positions, const Tensor& tokentypes) const {
     MT_CHECK(ids.dim() == 2, "Embedding: ids must be (B, T), got ", ids.describe());
     const int64_t B = ids.size(0), T = ids.size(1);
     MT_CHECK(max_positions_ == 0 || T <= max_positions_, "Embedding: sequence length ", T,
@@ -60,10 +64,22 @@ Tensor Embedding::forward(const Tensor& ids, DropoutContext& ctx, Saved* saved,
         backend_->embedding_forward(position_.value, pos_ids, pos);  // checks the range
         backend_->add(y, pos, y);
     }
+    Tensor type_ids;
+    if (tokentypes.defined()) {
+        MT_CHECK(num_tokentypes_ > 0,
+                 "Embedding: token types given to a model without a "
+                 "token-type embedding (--num-tokentypes 0)");
+        MT_CHECK(tokentypes.shape() == Shape({B, T}), "Embedding: token types must be (", B, ", ",
+                 T, "), got ", tokentypes.describe());
+        type_ids = backend_->contiguous(tokentypes);
+        Tensor types = backend_->empty({B, T, hidden_}, word_.value.dtype());
+        backend_->embedding_forward(tokentype_.value, type_ids, types);  // checks the range
+        backend_->add(y, types, y);
+    }
     y = scatter_to_sequence_parallel(tp_, y);
     DropoutDraw draw =
         draw_dropout(ctx, dropout_, y.numel(), tp_.sequence_shard(), tp_.sequence_shards());
-    if (saved) *saved = Saved{rows, pos_ids, draw};
+    if (saved) *saved = Saved{rows, pos_ids, type_ids, draw};
     return dropout_forward(*backend_, y, draw);
 }
 
@@ -79,6 +95,8 @@ void Embedding::backward(const Tensor& dy, const Saved& saved) {
     else
         backend_->embedding_backward(g, saved.ids, word_.grad);
     if (max_positions_ > 0) backend_->embedding_backward(g, saved.positions, position_.grad);
+    if (saved.tokentypes.defined())
+        backend_->embedding_backward(g, saved.tokentypes, tokentype_.grad);
 }
 
 int64_t Embedding::vocab_start() const {
@@ -88,6 +106,7 @@ int64_t Embedding::vocab_start() const {
 void Embedding::collect_parameters(std::vector<Parameter*>& out) {
     out.push_back(&word_);
     if (max_positions_ > 0) out.push_back(&position_);
+    if (num_tokentypes_ > 0) out.push_back(&tokentype_);
 }
 
 }  // namespace mt::nn

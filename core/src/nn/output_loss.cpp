@@ -7,11 +7,12 @@
 namespace mt::nn {
 
 OutputLoss::OutputLoss(int64_t vocab, int64_t hidden, Parameter* tied, int64_t chunk_rows,
-                       DType dtype, Backend& backend, TensorParallel tp)
+                       DType dtype, Backend& backend, TensorParallel tp, bool bias)
     : vocab_(vocab / tp.size()),
       hidden_(hidden),
       chunk_rows_(chunk_rows),
       tied_(tied),
+      has_bias_(bias),
       backend_(&backend),
       tp_(tp) {
     MT_CHECK(chunk_rows > 0, "OutputLoss: chunk_rows must be > 0, got ", chunk_rows);
@@ -24,6 +25,9 @@ OutputLoss::OutputLoss(int64_t vocab, int64_t hidden, Parameter* tied, int64_t c
     else
         weight_ = make_parameter(backend, "output_layer.weight", {vocab, hidden}, dtype,
                                  ShardSpec{ShardSpec::Kind::vocab, 0, 1}, true, tp);
+    if (bias)
+        bias_ = make_parameter(backend, "output_layer.bias", {vocab}, dtype,
+                               ShardSpec{ShardSpec::Kind::vocab, 0, 1}, false, tp);
 }
 
 void OutputLoss::merge_vocab_pieces(Tensor& lse, Tensor& target_logit, Tensor& losses) const {
@@ -62,6 +66,7 @@ Tensor OutputLoss::forward(const Tensor& hidden, const Tensor& targets, Saved* s
         Tensor logits = backend_->empty({r1 - r0, vocab_}, h.dtype());
         backend_->gemm(Transpose::no, Transpose::yes, 1.0f, h.slice(0, r0, r1), w.value, 0.0f,
                        logits);
+        if (has_bias_) backend_->add_bias(bias_.value, logits);
         Tensor chunk_losses = losses.slice(0, r0, r1), chunk_lse = lse.slice(0, r0, r1);
         if (tp_.active()) {
             Tensor chunk_target = target_logit.slice(0, r0, r1);
@@ -83,6 +88,7 @@ Tensor OutputLoss::logits(const Tensor& hidden) const {
     Tensor h = backend_->contiguous(hidden).view({-1, hidden_});
     Tensor out = backend_->empty({h.size(0), vocab_}, h.dtype());
     backend_->gemm(Transpose::no, Transpose::yes, 1.0f, h, weight_param().value, 0.0f, out);
+    if (has_bias_) backend_->add_bias(bias_.value, out);
     return out.view({hidden.size(0), hidden.size(1), vocab_});
 }
 
@@ -98,6 +104,7 @@ Tensor OutputLoss::backward(const Tensor& dlosses, const Saved& saved) {
         Tensor h = saved.hidden.slice(0, r0, r1);
         Tensor logits = backend_->empty({r1 - r0, vocab_}, h.dtype());
         backend_->gemm(Transpose::no, Transpose::yes, 1.0f, h, w.value, 0.0f, logits);
+        if (has_bias_) backend_->add_bias(bias_.value, logits);
         // dlogits overwrites the recomputed logits in place (the op reads each before writing).
         if (tp_.active())
             backend_->cross_entropy_shard_backward(logits, saved.targets.slice(0, r0, r1),
@@ -107,6 +114,7 @@ Tensor OutputLoss::backward(const Tensor& dlosses, const Saved& saved) {
             backend_->cross_entropy_backward(logits, saved.targets.slice(0, r0, r1),
                                              saved.lse.slice(0, r0, r1), dl.slice(0, r0, r1),
                                              logits);
+        if (has_bias_) backend_->add_column_sums(logits, bias_.grad);
         Tensor dh_chunk = dh.slice(0, r0, r1);
         backend_->gemm(Transpose::no, Transpose::no, 1.0f, logits, w.value, 0.0f, dh_chunk);
         backend_->gemm(Transpose::yes, Transpose::no, 1.0f, logits, h, 1.0f, w.grad);
@@ -118,6 +126,7 @@ Tensor OutputLoss::backward(const Tensor& dlosses, const Saved& saved) {
 
 void OutputLoss::collect_parameters(std::vector<Parameter*>& out) {
     if (!tied_) out.push_back(&weight_);
+    if (has_bias_) out.push_back(&bias_);
 }
 
 }  // namespace mt::nn

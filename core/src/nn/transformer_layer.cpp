@@ -39,11 +39,11 @@ Tensor TransformerLayer::sum(const Tensor& a, const Tensor& b) const {
 }
 
 Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
-                                 const Tensor& document_start, const KvSlot& cache) const {
+                                 const AttentionMask& mask, const KvSlot& cache) const {
     Saved local;
     Saved& s = saved ? *saved : local;
     Tensor a = attention_.forward(input_norm_.forward(x, &s.input_norm), ctx,
-                                  saved ? &s.attention : nullptr, document_start, cache);
+                                  saved ? &s.attention : nullptr, mask, cache);
     if (saved && recompute_norms_) s.attention.qkv = {};  // rebuilt from the norm's input
     s.attention_dropout =
         draw_dropout(ctx, hidden_dropout_, a.numel(), tp_.sequence_shard(), tp_.sequence_shards());

@@ -6,10 +6,9 @@
 #include <cmath>
 #include <string_view>
 
-#include "mt/checkpoint/reshard.h"
 #include "mt/error.h"
 #include "mt/infer/kv_cache.h"
-#include "mt/kernels/rng.h"
+#include "mt/nn/initialization.h"
 #include "mt/parallel/parallel_state.h"
 
 namespace mt::plugins::gpt {
@@ -122,33 +121,6 @@ Tensor custom_document_start(const Tensor& starts, int64_t B, int64_t T) {
     return host_tensor(std::move(out), {B, T});
 }
 
-// 64-bit FNV-1a of a parameter's name: its Philox stream.
-uint64_t name_hash(const std::string& name) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (unsigned char ch : name) h = (h ^ ch) * 0x100000001b3ull;
-    return h;
-}
-
-// value[i] = std * N(0, 1): each Philox block gives two Box-Muller pairs (four elements).
-template <class T>
-void fill_normal(std::vector<T>& value, double stddev, uint64_t seed, uint64_t stream) {
-    const int64_t n = int64_t(value.size());
-    constexpr double kTwoPi = 6.283185307179586476925, k2to32 = 4294967296.0;
-    for (int64_t b = 0; b * 4 < n; ++b) {
-        k::Philox4 w = k::philox4x32_10(k::Philox4{{uint32_t(b), uint32_t(uint64_t(b) >> 32),
-                                                    uint32_t(stream), uint32_t(stream >> 32)}},
-                                        uint32_t(seed), uint32_t(seed >> 32));
-        for (int pair = 0; pair < 2; ++pair) {
-            const double u1 = (double(w.v[2 * pair]) + 0.5) / k2to32;  // in (0, 1): log is finite
-            const double u2 = double(w.v[2 * pair + 1]) / k2to32;
-            const double r = std::sqrt(-2.0 * std::log(u1)) * stddev;
-            const int64_t i = 4 * b + 2 * pair;
-            if (i < n) value[i] = T(r * std::cos(kTwoPi * u2));
-            if (i + 1 < n) value[i + 1] = T(r * std::sin(kTwoPi * u2));
-        }
-    }
-}
-
 }  // namespace
 
 GptModel::GptModel(const GptConfig& config, const BuildContext& context, DType dtype)
@@ -161,12 +133,8 @@ GptModel::GptModel(const GptConfig& config, const BuildContext& context, DType d
                      ? config.max_position_embeddings
                      : 0,
                  float(config.hidden_dropout), dtype, *backend_, tp_),
-      final_norm_(config.normalization == Normalization::rms_norm ? nn::NormKind::rms_norm
-                                                                  : nn::NormKind::layer_norm,
-                  "decoder.final_layernorm.weight", "decoder.final_layernorm.bias",
-                  config.hidden_size,
-                  ops::NormConfig{float(config.norm_epsilon), config.apply_layernorm_1p}, dtype,
-                  *backend_, tp_),
+      decoder_("decoder", config.num_layers, layer_config(config, dtype, tp_), config.recompute,
+               *backend_),
       output_(config.padded_vocab_size, config.hidden_size,
               config.untie_embeddings_and_output_weights ? nullptr : &embedding_.word(),
               output_chunk_rows(config.padded_vocab_size / tp_.size()), dtype, *backend_, tp_) {
@@ -176,64 +144,20 @@ GptModel::GptModel(const GptConfig& config, const BuildContext& context, DType d
     // Megatron's setup_embeddings_and_output_layer: what --decoupled-lr applies to.
     embedding_.word().embedding_or_output = true;
     output_.weight().embedding_or_output = true;
-    const nn::TransformerConfig layer = layer_config(config, dtype, tp_);
-    for (int64_t i = 0; i < config.num_layers; ++i)
-        layers_.push_back(std::make_unique<nn::TransformerLayer>(
-            "decoder.layers." + std::to_string(i), layer, *backend_));
-    recompute_ = nn::recompute_segments(config.recompute, config.num_layers);
 }
 
 std::vector<nn::Parameter*> GptModel::parameters() {
     std::vector<nn::Parameter*> out;
     embedding_.collect_parameters(out);
-    const bool te = config_.transformer_impl == TransformerImpl::transformer_engine;
-    for (auto& layer : layers_) {
-        // Megatron-core registers linear_proj before linear_qkv; Transformer Engine's
-        // LayerNormLinear registers its norm before its own weight and bias.
-        if (!te) layer->input_layernorm().collect_parameters(out);
-        layer->self_attention().linear_proj().collect_parameters(out);
-        if (te) layer->input_layernorm().collect_parameters(out);
-        layer->self_attention().linear_qkv().collect_parameters(out);
-        layer->self_attention().collect_qk_norm_parameters(out);
-        layer->pre_mlp_layernorm().collect_parameters(out);
-        layer->mlp().fc1().collect_parameters(out);
-        layer->mlp().fc2().collect_parameters(out);
-    }
-    final_norm_.collect_parameters(out);
+    decoder_.collect_parameters(out);
     output_.collect_parameters(out);
     return out;
 }
 
 void GptModel::initialize(uint64_t seed) {
-    const double stddev = config_.init_method_std;
-    const double output_stddev = stddev / std::sqrt(2.0 * double(config_.num_layers));
-    for (nn::Parameter* p : parameters()) {
-        const std::string& name = p->name;
-        Tensor& v = p->value;
-        const bool f64 = v.dtype() == DType::f64;
-        if (v.dim() == 1) {
-            // Biases are 0; the only other vectors are norm weights: gamma = 1, stored as
-            // gamma - 1 = 0 with --apply-layernorm-1p.
-            const bool norm_weight = !name.ends_with("bias");
-            const double value = norm_weight && !config_.apply_layernorm_1p ? 1.0 : 0.0;
-            backend_->fill(v, value);
-            continue;
-        }
-        const bool output_projection = name.ends_with(".self_attention.linear_proj.weight") ||
-                                       name.ends_with(".mlp.linear_fc2.weight");
-        const double s = output_projection ? output_stddev : stddev;
-        // The whole tensor is drawn on the host and this rank's piece kept, so every
-        // tensor-parallel layout starts from the same model.
-        auto draw = [&](auto zero) {
-            std::vector<decltype(zero)> whole(size_t(shape_numel(p->whole_shape)));
-            fill_normal(whole, s, seed, name_hash(name));
-            // A bf16 model draws in f32 and rounds, as torch's normal_ on a bf16 tensor does.
-            backend_->cast(shard_tensor(host_tensor(std::move(whole), p->whole_shape), p->shard,
-                                        p->tp_size, p->tp_rank),
-                           v);
-        };
-        f64 ? draw(0.0) : draw(0.0f);
-    }
+    nn::initialize_megatron(
+        *backend_, parameters(),
+        {seed, config_.init_method_std, config_.num_layers, config_.apply_layernorm_1p});
 }
 
 Losses GptModel::forward(const Batch& batch, nn::DropoutContext& dropout,
@@ -245,50 +169,32 @@ Losses GptModel::forward(const Batch& batch, nn::DropoutContext& dropout,
              " must match tokens ", tokens.describe());
     const int64_t B = tokens.size(0), T = tokens.size(1);
     // Rotary embeddings ignore position_ids, as Megatron core_v0.13 does.
-    Tensor positions, document_start;
+    Tensor positions;
+    nn::AttentionMask mask;  // causal, per document with --reset-attention-mask
     if (auto it = batch.find("position_ids");
         it != batch.end() && config_.position_embedding == PositionEmbedding::learned_absolute)
         positions = custom_positions(it->second, B, T);
     if (auto it = batch.find("document_start"); it != batch.end())
-        document_start = custom_document_start(it->second, B, T);
+        mask.document_start = custom_document_start(it->second, B, T);
 
     std::unique_ptr<GptActivations> acts;
-    if (saved) {
-        acts = std::make_unique<GptActivations>();
-        acts->layers.resize(layers_.size());
-    }
+    if (saved) acts = std::make_unique<GptActivations>();
     Tensor h = embedding_.forward(tokens, dropout, acts ? &acts->embedding : nullptr, positions);
-    size_t segment = 0;
-    for (int64_t i = 0; i < int64_t(layers_.size());) {
-        if (acts && segment < recompute_.size() && recompute_[segment].begin == i) {
-            // Only the segment's input and the dropout stream's state are kept.
-            acts->segment_inputs.push_back(h);
-            acts->segment_dropout.push_back(dropout);
-            for (; i < recompute_[segment].end; ++i)
-                h = layers_[size_t(i)]->forward(h, dropout, nullptr, document_start);
-            ++segment;
-            continue;
-        }
-        h = layers_[size_t(i)]->forward(h, dropout, acts ? &acts->layers[size_t(i)] : nullptr,
-                                        document_start);
-        ++i;
-    }
-    if (acts) acts->document_start = document_start;
-    h = final_norm_.forward(h, acts ? &acts->final_norm : nullptr);
+    h = decoder_.forward(h, dropout, acts ? &acts->decoder : nullptr, mask);
     Tensor losses = output_.forward(h, labels, acts ? &acts->output : nullptr);
     if (saved) *saved = std::move(acts);
     // pretrain_gpt.py's loss_func: the masked tokens' sum over their count, token-weighted.
-    Tensor mask;
+    Tensor loss_mask;
     if (auto it = batch.find("loss_mask"); it != batch.end()) {
         MT_CHECK(it->second.shape() == losses.shape() && it->second.dtype() == DType::f32,
                  "GptModel: loss_mask must be f32 ", losses.describe(), ", got ",
                  it->second.describe());
-        mask = backend_->contiguous(it->second);
+        loss_mask = backend_->contiguous(it->second);
     } else {
-        mask = backend_->empty(losses.shape(), DType::f32);
-        backend_->fill(mask, 1.0);
+        loss_mask = backend_->empty(losses.shape(), DType::f32);
+        backend_->fill(loss_mask, 1.0);
     }
-    return {{"lm loss", losses, mask, LossTerm::Reporting::token_weighted}};
+    return {{"lm loss", losses, loss_mask, LossTerm::Reporting::token_weighted}};
 }
 
 template <class Module>
@@ -301,8 +207,7 @@ void GptModel::report_grads(Module& module) {
 
 void GptModel::backward(const std::vector<Tensor>& dterms, const Activations& saved) {
     const auto* acts = dynamic_cast<const GptActivations*>(&saved);
-    MT_CHECK(acts != nullptr && acts->layers.size() == layers_.size(),
-             "GptModel: backward needs the activations of this model's forward");
+    MT_CHECK(acts != nullptr, "GptModel: backward needs the activations of this model's forward");
     MT_CHECK(dterms.size() == 1, "GptModel: backward takes the gradient of its one loss term, got ",
              dterms.size());
     const Tensor& dlosses = dterms[0];
@@ -310,32 +215,7 @@ void GptModel::backward(const std::vector<Tensor>& dterms, const Activations& sa
              dtype_name(nn::upcast_dtype(dtype_)), ", got ", dlosses.describe());
     Tensor dh = output_.backward(dlosses, acts->output);
     report_grads(output_);  // its own weight only: a tied one is final after the embedding
-    dh = final_norm_.backward(dh, acts->final_norm);
-    report_grads(final_norm_);
-    int64_t segment = int64_t(acts->segment_inputs.size()) - 1;
-    for (int64_t i = int64_t(layers_.size()) - 1; i >= 0;) {
-        if (segment >= 0 && recompute_[size_t(segment)].end - 1 == i) {
-            // Replay the segment's forward from its input with the same dropout draws, then
-            // run its backward on the activations that gives.
-            const nn::RecomputeSegment& s = recompute_[size_t(segment)];
-            nn::DropoutContext replay = acts->segment_dropout[size_t(segment)];
-            std::vector<nn::TransformerLayer::Saved> saved(size_t(s.end - s.begin));
-            Tensor h = acts->segment_inputs[size_t(segment)];
-            for (int64_t j = s.begin; j < s.end; ++j)
-                h = layers_[size_t(j)]->forward(h, replay, &saved[size_t(j - s.begin)],
-                                                acts->document_start);
-            for (int64_t j = s.end - 1; j >= s.begin; --j) {
-                dh = layers_[size_t(j)]->backward(dh, saved[size_t(j - s.begin)]);
-                report_grads(*layers_[size_t(j)]);
-            }
-            i = s.begin - 1;
-            --segment;
-            continue;
-        }
-        dh = layers_[size_t(i)]->backward(dh, acts->layers[size_t(i)]);
-        report_grads(*layers_[size_t(i)]);
-        --i;
-    }
+    dh = decoder_.backward(dh, acts->decoder, grad_ready_);
     embedding_.backward(dh, acts->embedding);
     report_grads(embedding_);
 }
@@ -347,9 +227,9 @@ Tensor GptModel::logits(const Tensor& tokens, infer::KvCache* cache, int64_t kee
              T, "]");
     const int64_t past = cache ? cache->length() : 0;
     if (cache)
-        MT_CHECK(cache->batch() == B && cache->num_layers() == layers_.size(),
+        MT_CHECK(cache->batch() == B && int64_t(cache->num_layers()) == decoder_.num_layers(),
                  "GptModel: the KV cache holds ", cache->batch(), " rows of ", cache->num_layers(),
-                 " layers, the batch has ", B, " rows of ", layers_.size());
+                 " layers, the batch has ", B, " rows of ", decoder_.num_layers());
     Tensor positions;
     if (past > 0 && config_.position_embedding == PositionEmbedding::learned_absolute) {
         std::vector<int64_t> at(size_t(B * T));
@@ -358,13 +238,10 @@ Tensor GptModel::logits(const Tensor& tokens, infer::KvCache* cache, int64_t kee
     }
     nn::DropoutContext no_dropout{false, 0, 0};
     Tensor h = embedding_.forward(tokens, no_dropout, nullptr, positions);
-    for (size_t i = 0; i < layers_.size(); ++i) {
-        nn::KvSlot slot{cache ? &cache->layer(i) : nullptr, past};
-        h = layers_[i]->forward(h, no_dropout, nullptr, Tensor(), slot);
-    }
+    h = decoder_.forward_cached(h, cache, past);
     if (cache) cache->advance(T);
     if (keep_last > 0 && keep_last < T) h = h.slice(1, T - keep_last, T);
-    Tensor logits = output_.logits(final_norm_.forward(h, nullptr));
+    Tensor logits = output_.logits(h);
     if (logits.dtype() == nn::upcast_dtype(dtype_)) return logits;
     // A bf16 / fp16 model's logits, widened for sampling and log-probabilities.
     Tensor wide = backend_->empty(logits.shape(), nn::upcast_dtype(dtype_));

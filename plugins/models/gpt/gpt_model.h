@@ -14,19 +14,14 @@
 #include "mt/nn/norm.h"
 #include "mt/nn/output_loss.h"
 #include "mt/nn/tensor_parallel.h"
-#include "mt/nn/transformer_layer.h"
+#include "mt/nn/transformer_block.h"
 
 namespace mt::plugins::gpt {
 
-// What GptModel::forward keeps for its backward: every module's Saved, but for the layers of a
-// recompute segment only the segment's input and the dropout stream's state there.
+// What GptModel::forward keeps for its backward.
 struct GptActivations final : Activations {
     nn::Embedding::Saved embedding;
-    std::vector<nn::TransformerLayer::Saved> layers;  // empty for recomputed layers
-    std::vector<Tensor> segment_inputs;               // per recompute segment
-    std::vector<nn::DropoutContext> segment_dropout;
-    Tensor document_start;
-    nn::Norm::Saved final_norm;
+    nn::TransformerBlock::Saved decoder;
     nn::OutputLoss::Saved output;
 };
 
@@ -49,12 +44,7 @@ class GptModel final : public Model {
     // In Megatron-core's state-dict order: the model's one parameter description (the
     // family's parameters() lists these, whole).
     std::vector<nn::Parameter*> parameters() override;
-    // Megatron's scheme: weights N(0, init_method_std), linear_proj and linear_fc2 weights
-    // N(0, init_method_std / sqrt(2 num_layers)), biases 0, norm weights 1 (0 with
-    // --apply-layernorm-1p). Normals come from Philox-4x32-10 (key = seed, counter = element
-    // index of the whole tensor and a hash of the parameter's name) through Box-Muller, so they
-    // depend only on (seed, name, index), whatever the tensor-parallel layout; they cannot
-    // equal PyTorch's draws.
+    // Megatron's scheme (nn::initialize_megatron).
     void initialize(uint64_t seed) override;
     // batch: "tokens", "labels" (i64 [B, T]), "position_ids" (i64 [B, T], optional; with learned
     // positions it must be 0..T-1 on every row), "document_start" (optional, all zeros).
@@ -83,9 +73,7 @@ class GptModel final : public Model {
     Backend* backend_;
     nn::TensorParallel tp_;
     nn::Embedding embedding_;
-    std::vector<std::unique_ptr<nn::TransformerLayer>> layers_;
-    std::vector<nn::RecomputeSegment> recompute_;  // --recompute-granularity full
-    nn::Norm final_norm_;
+    nn::TransformerBlock decoder_;
     nn::OutputLoss output_;
     GradReadyHook grad_ready_;
 };

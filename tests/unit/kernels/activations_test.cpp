@@ -77,6 +77,11 @@ TEST(Activations, SquaredReluMatchesOracleAndDerivative) {
     check_unary(mt::k::SquaredRelu{}, squared_relu_oracle, true);
 }
 
+TEST(Activations, TanhMatchesOracleAndDerivative) {
+    check_unary(
+        mt::k::Tanh{}, [](double x) { return std::tanh(x); }, false);
+}
+
 TEST(Activations, ReluDerivativeAtZeroIsZeroLikeTorch) {
     EXPECT_EQ(mt::k::Relu{}.bwd(0.0f, 1.0f), 0.0f);
     EXPECT_EQ(mt::k::SquaredRelu{}.bwd(0.0f, 1.0f), 0.0f);

@@ -28,6 +28,8 @@ double oracle(UnaryOp op, double x) {
             return x > 0 ? x : 0.0;
         case UnaryOp::squared_relu:
             return x > 0 ? x * x : 0.0;
+        case UnaryOp::tanh:
+            return std::tanh(x);
         case UnaryOp::exp:
             return std::exp(x);
         case UnaryOp::log:
@@ -79,7 +81,7 @@ TEST_P(Unary, ParallelAndInPlacePathsAgree) {
 
 MT_INSTANTIATE_BACKENDS_WITH(Unary,
                              testing::Values(UnaryOp::gelu, UnaryOp::gelu_erf, UnaryOp::silu,
-                                             UnaryOp::relu, UnaryOp::squared_relu),
+                                             UnaryOp::relu, UnaryOp::squared_relu, UnaryOp::tanh),
                              [](UnaryOp op) { return std::string(mt::ops::unary_op_name(op)); });
 
 class Swiglu : public mt::test::BackendTest {};

@@ -40,6 +40,8 @@ void naive_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                 double m = -INFINITY;
                 for (int64_t j = 0; j < T; ++j) {
                     if (cfg.causal && j > t) continue;
+                    if (cfg.key_length.defined() && j >= cfg.key_length.data<int32_t>()[b])
+                        continue;
                     double d = 0;
                     for (int64_t i = 0; i < hd; ++i)
                         d += qp[((b * T + t) * nq + h) * hd + i] *
@@ -76,9 +78,11 @@ TEST_P(NnAttentionOp, ForwardEqualsNaiveSoftmax) {
         int64_t T, nq, ng, block;
         bool causal;
         float dropout;
+        std::vector<int32_t> key_length = {};  // padding (BERT): keys past it are invisible
     };
     for (Case c : {Case{7, 2, 2, 3, true, 0.0f}, Case{9, 4, 2, 4, true, 0.0f},
-                   Case{5, 4, 1, 64, false, 0.0f}, Case{8, 4, 2, 3, true, 0.3f}}) {
+                   Case{5, 4, 1, 64, false, 0.0f}, Case{8, 4, 2, 3, true, 0.3f},
+                   Case{7, 2, 1, 3, false, 0.0f, {4, 7}}, Case{6, 2, 2, 4, true, 0.2f, {2, 5}}}) {
         Tensor q = random_like({2, c.T, c.nq, 3}, DType::f64, rng, -2, 2);
         Tensor k = random_like({2, c.T, c.ng, 3}, DType::f64, rng, -2, 2);
         Tensor v = random_like({2, c.T, c.ng, 3}, DType::f64, rng);
@@ -89,6 +93,7 @@ TEST_P(NnAttentionOp, ForwardEqualsNaiveSoftmax) {
         cfg.dropout = c.dropout;
         cfg.seed = 5;
         cfg.offset = 17;
+        if (!c.key_length.empty()) cfg.key_length = mt::host_tensor(c.key_length, {2});
         Tensor out = Tensor::empty(q.shape(), DType::f64);
         Tensor lse = Tensor::empty({2, c.nq, c.T}, DType::f64);
         be().attention_forward(q, k, v, cfg, out, lse);
@@ -101,11 +106,15 @@ TEST_P(NnAttentionOp, ForwardEqualsNaiveSoftmax) {
 
 TEST_P(NnAttentionOp, BackwardMatchesFiniteDifferences) {
     std::mt19937 rng(12);
-    for (float dropout : {0.0f, 0.2f}) {
+    for (float dropout : {0.0f, 0.2f, 0.1f}) {
         Tensor q = random_like({1, 6, 4, 2}, DType::f64, rng, -2, 2);
         Tensor k = random_like({1, 6, 2, 2}, DType::f64, rng, -2, 2);
         Tensor v = random_like({1, 6, 2, 2}, DType::f64, rng);
         mt::ops::AttentionConfig cfg;
+        if (dropout == 0.1f) {  // bidirectional over 4 tokens and 2 padding positions
+            cfg.causal = false;
+            cfg.key_length = mt::host_tensor(std::vector<int32_t>{4}, {1});
+        }
         cfg.scale = 0.7;
         cfg.block = 4;
         cfg.dropout = dropout;

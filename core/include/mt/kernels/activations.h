@@ -97,6 +97,19 @@ struct SquaredRelu {
     }
 };
 
+// tanh: BERT's pooler (dense, then tanh). dy (1 - tanh(x)^2).
+struct Tanh {
+    template <class T>
+    MT_HD T fwd(T x) const {
+        return k::tanh(x);
+    }
+    template <class T>
+    MT_HD T bwd(T x, T dy) const {
+        const T y = k::tanh(x);
+        return dy * (T(1) - y * y);
+    }
+};
+
 // exp and log: not activations, but the elementwise steps of merging the log-sum-exps of a
 // vocab-parallel cross-entropy (lse = m + log sum_r exp(lse_r - m)).
 struct Exp {

@@ -1,4 +1,5 @@
-// SelfAttention: Megatron's causal self-attention with the fused QKV projection
+// SelfAttention: Megatron's self-attention (causal for GPT, over padding for BERT: see
+// AttentionMask) with the fused QKV projection
 // ("<prefix>.linear_qkv", rows grouped per query group: [q heads of the group, k, v]),
 // multi-head or grouped-query, optional per-head norms of q and k ("<prefix>.q_layernorm",
 // "<prefix>.k_layernorm"), optional rotary embeddings on q and k, block-wise softmax attention
@@ -12,6 +13,7 @@
 #include "mt/api.h"
 #include "mt/backend.h"
 #include "mt/infer/kv_cache.h"
+#include "mt/nn/attention_mask.h"
 #include "mt/nn/dropout.h"
 #include "mt/nn/linear.h"
 #include "mt/nn/norm.h"
@@ -44,12 +46,11 @@ class MT_API SelfAttention {
     // row-parallel. Biases: qkv when add_bias_linear or add_qkv_bias; proj when add_bias_linear.
     SelfAttention(const std::string& prefix, const TransformerConfig& config, Backend& backend);
 
-    // x (B, T, H) -> (B, T, H). Attention dropout draws B nq T T counters from ctx.
-    // document_start (B, T) i32, optional: query t attends only to keys >= document_start[b, t]
-    // (Megatron's --reset-attention-mask). With a cache (inference: saved null, no document
-    // mask, no dropout) x holds positions cache.past .. and attends over the cached keys too.
+    // x (B, T, H) -> (B, T, H) attending as `mask` says. Attention dropout draws B nq T T
+    // counters from ctx. With a cache (inference: saved null, a plain causal mask, no dropout)
+    // x holds positions cache.past .. and attends over the cached keys too.
     Tensor forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
-                   const Tensor& document_start = Tensor(), const KvSlot& cache = {}) const;
+                   const AttentionMask& mask = {}, const KvSlot& cache = {}) const;
     // dy (B, T, H) -> dx (B, T, H); qkv/proj grads +=.
     Tensor backward(const Tensor& dy, const Saved& saved);
 

@@ -27,8 +27,10 @@ class MT_API OutputLoss {
     // (Megatron's default), the word embedding `tied` (its grad receives the output's grad).
     // chunk_rows: rows of logits live at once.
     // vocab: the whole vocabulary; over `tp` this rank computes the logits of vocab/tp of it.
+    // With `bias`, "output_layer.bias" (V, vocab-parallel, not decayed) is added to the logits
+    // (BERT's output layer).
     OutputLoss(int64_t vocab, int64_t hidden, Parameter* tied, int64_t chunk_rows, DType dtype,
-               Backend& backend, TensorParallel tp = {});
+               Backend& backend, TensorParallel tp = {}, bool bias = false);
 
     // hidden (B, T, H), targets (B, T) i64/i32 -> losses (B, T) = lse - logit[target].
     // Sequence parallel: hidden is this rank's part of the sequence (B, T/tp, H); the losses
@@ -40,7 +42,7 @@ class MT_API OutputLoss {
     // chunk by chunk.
     Tensor backward(const Tensor& dlosses, const Saved& saved);
 
-    // The owned weight only (a tied weight belongs to the embedding).
+    // The owned weight (a tied weight belongs to the embedding), then the bias.
     void collect_parameters(std::vector<Parameter*>& out);
     Parameter& weight() { return tied_ ? *tied_ : weight_; }
 
@@ -52,6 +54,8 @@ class MT_API OutputLoss {
     int64_t vocab_, hidden_, chunk_rows_;  // vocab_: this rank's rows
     Parameter* tied_;
     Parameter weight_;
+    bool has_bias_;
+    Parameter bias_;
     Backend* backend_;
     TensorParallel tp_;
 };

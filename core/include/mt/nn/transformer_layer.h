@@ -35,9 +35,9 @@ class MT_API TransformerLayer {
     TransformerLayer(const std::string& prefix, const TransformerConfig& config, Backend& backend);
 
     // x (B, T, H) -> (B, T, H). Draws the attention and hidden dropouts from ctx; saved may be
-    // null (inference). document_start and cache: see SelfAttention::forward.
+    // null (inference). mask and cache: see SelfAttention::forward.
     Tensor forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
-                   const Tensor& document_start = Tensor(), const KvSlot& cache = {}) const;
+                   const AttentionMask& mask = {}, const KvSlot& cache = {}) const;
     // dy (B, T, H) -> dx (B, T, H); every parameter grad +=.
     Tensor backward(const Tensor& dy, const Saved& saved);
 

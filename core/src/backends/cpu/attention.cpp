@@ -27,6 +27,7 @@ namespace {
 struct Dims {
     int64_t B, T, nq, ng, hd;
     const int32_t* document_start;  // (B, T), or null: no per-document limit
+    const int32_t* key_length;      // (B), or null: no padding
 };
 
 Dims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -50,8 +51,19 @@ Dims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
                      starts.shape() == Shape({q.size(0), q.size(1)}),
                  op, ": document_start must be a contiguous i32 (B, T) CPU tensor, got ",
                  starts.describe());
-    return {q.size(0), q.size(1), q.size(2),
-            k.size(2), q.size(3), starts.defined() ? starts.data<int32_t>() : nullptr};
+    const Tensor& lengths = config.key_length;
+    if (lengths.defined())
+        MT_CHECK(
+            lengths.dtype() == DType::i32 && lengths.is_contiguous() &&
+                lengths.device().type == DeviceType::cpu && lengths.shape() == Shape({q.size(0)}),
+            op, ": key_length must be a contiguous i32 (B) CPU tensor, got ", lengths.describe());
+    return {q.size(0),
+            q.size(1),
+            q.size(2),
+            k.size(2),
+            q.size(3),
+            starts.defined() ? starts.data<int32_t>() : nullptr,
+            lengths.defined() ? lengths.data<int32_t>() : nullptr};
 }
 
 template <class T>
@@ -66,14 +78,16 @@ inline int64_t at(const Dims& d, int64_t b, int64_t t, int64_t heads, int64_t h)
     return ((b * d.T + t) * heads + h) * d.hd;
 }
 
-// The keys [first, end) query t of batch row b sees: causal limits the end (s <= t), the
-// document start the beginning; `keys` is how many the block computed scores for.
+// The keys [first, end) query t of batch row b sees: causal and padding limit the end (s <= t,
+// s < key_length), the document start the beginning; `keys` is how many the block computed
+// scores for.
 struct KeyRange {
     int64_t first, end;
 };
 inline KeyRange visible_keys(const AttentionConfig& cfg, const Dims& d, int64_t b, int64_t t,
                              int64_t keys) {
-    const int64_t end = cfg.causal ? std::min(keys, t + 1) : keys;
+    int64_t end = cfg.causal ? std::min(keys, t + 1) : keys;
+    if (d.key_length) end = std::clamp<int64_t>(d.key_length[b], 0, end);
     const int64_t first =
         d.document_start ? std::min<int64_t>(d.document_start[b * d.T + t], end) : 0;
     return {first, end};

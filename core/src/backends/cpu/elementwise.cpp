@@ -48,6 +48,8 @@ void with_unary(UnaryOp op, Fn fn) {
             return fn(k::Relu{});
         case UnaryOp::squared_relu:
             return fn(k::SquaredRelu{});
+        case UnaryOp::tanh:
+            return fn(k::Tanh{});
         case UnaryOp::exp:
             return fn(k::Exp{});
         case UnaryOp::log:

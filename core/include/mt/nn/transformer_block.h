@@ -1,0 +1,66 @@
+// TransformerBlock: Megatron-core's TransformerBlock, the stack of transformer layers and the
+// final norm that GPT calls "decoder" and BERT "encoder": parameters under
+// "<prefix>.layers.<i>." and "<prefix>.final_layernorm.", the layers' activations kept or, for
+// the layers of a --recompute-granularity full segment, replayed in the backward.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mt/api.h"
+#include "mt/backend.h"
+#include "mt/nn/attention_mask.h"
+#include "mt/nn/norm.h"
+#include "mt/nn/recompute.h"
+#include "mt/nn/transformer_config.h"
+#include "mt/nn/transformer_layer.h"
+
+namespace mt::infer {
+class KvCache;
+}
+
+namespace mt::nn {
+
+class MT_API TransformerBlock {
+  public:
+    struct Saved {
+        std::vector<TransformerLayer::Saved> layers;  // empty for recomputed layers
+        std::vector<Tensor> segment_inputs;           // per recompute segment
+        std::vector<DropoutContext> segment_dropout;  // the dropout stream at each segment
+        AttentionMask mask;
+        Norm::Saved final_norm;
+    };
+
+    // prefix: "decoder" (GPT) or "encoder" (BERT). Throws mt::Error for a recompute setting
+    // Megatron refuses.
+    TransformerBlock(const std::string& prefix, int64_t num_layers, const TransformerConfig& layer,
+                     const RecomputeConfig& recompute, Backend& backend);
+    TransformerBlock(const TransformerBlock&) = delete;
+    TransformerBlock& operator=(const TransformerBlock&) = delete;
+
+    // x (B, T, H) -> the final norm's output (B, T, H), attending as `mask` says; saved may be
+    // null (no backward).
+    Tensor forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
+                   const AttentionMask& mask) const;
+    // Inference over a KV cache (or none): causal, no dropout, positions past .. past + T - 1.
+    Tensor forward_cached(const Tensor& x, infer::KvCache* cache, int64_t past) const;
+    // dy (B, T, H) -> dx; every parameter grad +=. grad_ready (may be empty) hears each
+    // parameter as soon as its grad is final.
+    Tensor backward(const Tensor& dy, const Saved& saved,
+                    const std::function<void(const Parameter&)>& grad_ready);
+
+    // The layers' and the final norm's parameters in Megatron-core's state-dict order.
+    void collect_parameters(std::vector<Parameter*>& out);
+    int64_t num_layers() const { return int64_t(layers_.size()); }
+
+  private:
+    std::vector<std::unique_ptr<TransformerLayer>> layers_;
+    std::vector<RecomputeSegment> recompute_;
+    Norm final_norm_;
+    bool te_order_;  // Transformer Engine's parameter order (norms fused into the linears)
+};
+
+}  // namespace mt::nn

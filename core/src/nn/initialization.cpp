@@ -1,0 +1,76 @@
+#include "mt/nn/initialization.h"
+
+#include <cmath>
+#include <string>
+
+#include "mt/checkpoint/reshard.h"
+#include "mt/kernels/rng.h"
+
+namespace mt::nn {
+
+namespace {
+
+// 64-bit FNV-1a of a parameter's name: its Philox stream.
+uint64_t name_hash(const std::string& name) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (unsigned char ch : name) h = (h ^ ch) * 0x100000001b3ull;
+    return h;
+}
+
+// value[i] = std * N(0, 1): each Philox block gives two Box-Muller pairs (four elements).
+template <class T>
+void fill_normal(std::vector<T>& value, double stddev, uint64_t seed, uint64_t stream) {
+    const int64_t n = int64_t(value.size());
+    constexpr double kTwoPi = 6.283185307179586476925, k2to32 = 4294967296.0;
+    for (int64_t b = 0; b * 4 < n; ++b) {
+        k::Philox4 w = k::philox4x32_10(k::Philox4{{uint32_t(b), uint32_t(uint64_t(b) >> 32),
+                                                    uint32_t(stream), uint32_t(stream >> 32)}},
+                                        uint32_t(seed), uint32_t(seed >> 32));
+        for (int pair = 0; pair < 2; ++pair) {
+            const double u1 = (double(w.v[2 * pair]) + 0.5) / k2to32;  // in (0, 1): log is finite
+            const double u2 = double(w.v[2 * pair + 1]) / k2to32;
+            const double r = std::sqrt(-2.0 * std::log(u1)) * stddev;
+            const int64_t i = 4 * b + 2 * pair;
+            if (i < n) value[i] = T(r * std::cos(kTwoPi * u2));
+            if (i + 1 < n) value[i + 1] = T(r * std::sin(kTwoPi * u2));
+        }
+    }
+}
+
+}  // namespace
+
+void initialize_megatron(Backend& backend, const std::vector<Parameter*>& params,
+                         const InitConfig& config) {
+    const uint64_t seed = config.seed;
+    const double stddev = config.init_method_std;
+    const double output_stddev = stddev / std::sqrt(2.0 * double(config.num_layers));
+    for (Parameter* p : params) {
+        const std::string& name = p->name;
+        Tensor& v = p->value;
+        const bool f64 = v.dtype() == DType::f64;
+        if (v.dim() == 1) {
+            // Biases are 0; the only other vectors are norm weights: gamma = 1, stored as
+            // gamma - 1 = 0 with --apply-layernorm-1p.
+            const bool norm_weight = !name.ends_with("bias");
+            const double value = norm_weight && !config.apply_layernorm_1p ? 1.0 : 0.0;
+            backend.fill(v, value);
+            continue;
+        }
+        const bool output_projection = name.ends_with(".self_attention.linear_proj.weight") ||
+                                       name.ends_with(".mlp.linear_fc2.weight");
+        const double s = output_projection ? output_stddev : stddev;
+        // The whole tensor is drawn on the host and this rank's piece kept, so every
+        // tensor-parallel layout starts from the same model.
+        auto draw = [&](auto zero) {
+            std::vector<decltype(zero)> whole(size_t(shape_numel(p->whole_shape)));
+            fill_normal(whole, s, seed, name_hash(name));
+            // A bf16 model draws in f32 and rounds, as torch's normal_ on a bf16 tensor does.
+            backend.cast(shard_tensor(host_tensor(std::move(whole), p->whole_shape), p->shard,
+                                      p->tp_size, p->tp_rank),
+                         v);
+        };
+        f64 ? draw(0.0) : draw(0.0f);
+    }
+}
+
+}  // namespace mt::nn
