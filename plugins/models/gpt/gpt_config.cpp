@@ -286,4 +286,44 @@ GptConfig gpt_config_from_args(const ModelArgs& args) {
     return c;
 }
 
+nn::TransformerConfig transformer_layer_config(const GptConfig& c, DType dtype,
+                                               const nn::TensorParallel& tp) {
+    nn::TransformerConfig t;
+    t.hidden_size = c.hidden_size;
+    t.ffn_hidden_size = c.ffn_hidden_size;
+    t.num_attention_heads = c.num_attention_heads;
+    t.num_query_groups = c.num_query_groups;
+    t.kv_channels = c.kv_channels;
+    t.normalization = c.normalization == Normalization::rms_norm ? nn::NormKind::rms_norm
+                                                                 : nn::NormKind::layer_norm;
+    t.norm = ops::NormConfig{float(c.norm_epsilon), c.apply_layernorm_1p};
+    // Megatron: --swiglu is silu on fc1's [gate | up], --squared-relu relu(x)^2; otherwise GeLU,
+    // fused with the bias in its tanh form (bias_gelu) unless the fusion is off (no biases, or
+    // --no-bias-gelu-fusion), when it is F.gelu (erf).
+    t.gated_linear_unit = c.swiglu;
+    t.activation = c.swiglu             ? ops::UnaryOp::silu
+                   : c.squared_relu     ? ops::UnaryOp::squared_relu
+                   : c.bias_gelu_fusion ? ops::UnaryOp::gelu
+                                        : ops::UnaryOp::gelu_erf;
+    t.add_bias_linear = c.add_bias_linear;
+    t.add_qkv_bias = c.add_qkv_bias;
+    t.rotary = c.position_embedding == PositionEmbedding::rope;
+    t.rotary_percent = float(c.rotary_percent);
+    t.rope.base = c.rotary_base;
+    t.rope.llama3_scaling_factor = c.use_rope_scaling ? c.rope_scaling_factor : 0;
+    t.rope.seq_len_interpolation_factor = c.rotary_seq_len_interpolation_factor;
+    t.rope.interleaved = c.rotary_interleaved;
+    t.qk_layernorm = c.qk_layernorm;
+    t.hidden_dropout = float(c.hidden_dropout);
+    t.attention_dropout = float(c.attention_dropout);
+    t.dtype = dtype;
+    t.norm_naming = c.transformer_impl == TransformerImpl::local
+                        ? nn::NormNaming::local
+                        : nn::NormNaming::transformer_engine;
+    t.tp = tp;
+    t.recompute_mlp = nn::recompute_module(c.recompute, "mlp");
+    t.recompute_norms = nn::recompute_module(c.recompute, "layernorm");
+    return t;
+}
+
 }  // namespace mt::plugins::gpt

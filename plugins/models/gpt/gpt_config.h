@@ -9,6 +9,7 @@
 
 #include "mt/model.h"
 #include "mt/nn/recompute.h"
+#include "mt/nn/transformer_config.h"
 
 namespace mt::plugins::gpt {
 
@@ -59,5 +60,11 @@ std::vector<FlagInfo> gpt_flags();
 // empty value or "true". Needs "vocab-size" (the tokenizer's) or "padded-vocab-size".
 // Throws mt::Error naming the flag for anything missing, malformed or inconsistent.
 GptConfig gpt_config_from_args(const ModelArgs& args);
+
+// One transformer layer's settings as Megatron's TransformerConfig derives them from the flags
+// (activation, norms, rope, dropout, recompute modules, parameter names), for `dtype` over `tp`.
+// BERT's encoder layers are built from the same flags.
+nn::TransformerConfig transformer_layer_config(const GptConfig& config, DType dtype,
+                                               const nn::TensorParallel& tp);
 
 }  // namespace mt::plugins::gpt

@@ -20,45 +20,6 @@ int64_t output_chunk_rows(int64_t vocab) {
     return std::max<int64_t>(1, (int64_t(1) << 24) / vocab);
 }
 
-nn::TransformerConfig layer_config(const GptConfig& c, DType dtype, const nn::TensorParallel& tp) {
-    nn::TransformerConfig t;
-    t.hidden_size = c.hidden_size;
-    t.ffn_hidden_size = c.ffn_hidden_size;
-    t.num_attention_heads = c.num_attention_heads;
-    t.num_query_groups = c.num_query_groups;
-    t.kv_channels = c.kv_channels;
-    t.normalization = c.normalization == Normalization::rms_norm ? nn::NormKind::rms_norm
-                                                                 : nn::NormKind::layer_norm;
-    t.norm = ops::NormConfig{float(c.norm_epsilon), c.apply_layernorm_1p};
-    // Megatron: --swiglu is silu on fc1's [gate | up], --squared-relu relu(x)^2; otherwise GeLU,
-    // fused with the bias in its tanh form (bias_gelu) unless the fusion is off (no biases, or
-    // --no-bias-gelu-fusion), when it is F.gelu (erf).
-    t.gated_linear_unit = c.swiglu;
-    t.activation = c.swiglu             ? ops::UnaryOp::silu
-                   : c.squared_relu     ? ops::UnaryOp::squared_relu
-                   : c.bias_gelu_fusion ? ops::UnaryOp::gelu
-                                        : ops::UnaryOp::gelu_erf;
-    t.add_bias_linear = c.add_bias_linear;
-    t.add_qkv_bias = c.add_qkv_bias;
-    t.rotary = c.position_embedding == PositionEmbedding::rope;
-    t.rotary_percent = float(c.rotary_percent);
-    t.rope.base = c.rotary_base;
-    t.rope.llama3_scaling_factor = c.use_rope_scaling ? c.rope_scaling_factor : 0;
-    t.rope.seq_len_interpolation_factor = c.rotary_seq_len_interpolation_factor;
-    t.rope.interleaved = c.rotary_interleaved;
-    t.qk_layernorm = c.qk_layernorm;
-    t.hidden_dropout = float(c.hidden_dropout);
-    t.attention_dropout = float(c.attention_dropout);
-    t.dtype = dtype;
-    t.norm_naming = c.transformer_impl == TransformerImpl::local
-                        ? nn::NormNaming::local
-                        : nn::NormNaming::transformer_engine;
-    t.tp = tp;
-    t.recompute_mlp = nn::recompute_module(c.recompute, "mlp");
-    t.recompute_norms = nn::recompute_module(c.recompute, "layernorm");
-    return t;
-}
-
 const GptConfig& checked(const GptConfig& c, DType dtype) {
     MT_CHECK(
         dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16 || dtype == DType::f16,
@@ -133,8 +94,8 @@ GptModel::GptModel(const GptConfig& config, const BuildContext& context, DType d
                      ? config.max_position_embeddings
                      : 0,
                  float(config.hidden_dropout), dtype, *backend_, tp_),
-      decoder_("decoder", config.num_layers, layer_config(config, dtype, tp_), config.recompute,
-               *backend_),
+      decoder_("decoder", config.num_layers, transformer_layer_config(config, dtype, tp_),
+               config.recompute, *backend_),
       output_(config.padded_vocab_size, config.hidden_size,
               config.untie_embeddings_and_output_weights ? nullptr : &embedding_.word(),
               output_chunk_rows(config.padded_vocab_size / tp_.size()), dtype, *backend_, tp_) {
@@ -255,20 +216,9 @@ std::unique_ptr<infer::KvCache> GptModel::make_kv_cache(int64_t batch, int64_t c
 }
 
 double GptModel::training_flops(int64_t samples) const {
-    // Megatron's transformer_flops() for a dense model without MTP: 12 = 3 (forward + 2
-    // backward) x 2 (multiply-add) x 2 (the two GEMMs of each pair).
-    const GptConfig& c = config_;
-    const double h = double(c.hidden_size), s = double(c.seq_length), L = double(c.num_layers);
-    const double expansion = 3 * 2 * 2;
-    const double gated = c.swiglu ? 3.0 / 2.0 : 1.0;
-    const double query_ratio = double(c.kv_channels * c.num_attention_heads) / h;
-    const double attention =
-        expansion * L * h * h *
-        ((1 + double(c.num_query_groups) / double(c.num_attention_heads) + s / h / 2) *
-         query_ratio);
-    return double(samples) * s *
-           (expansion * L * h * (double(c.ffn_hidden_size) * gated) + attention +
-            3 * 2 * h * double(c.padded_vocab_size));
+    return nn::megatron_training_flops(transformer_layer_config(config_, dtype_, tp_),
+                                       config_.num_layers, config_.seq_length,
+                                       config_.padded_vocab_size, samples);
 }
 
 }  // namespace mt::plugins::gpt

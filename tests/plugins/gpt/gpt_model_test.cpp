@@ -14,6 +14,7 @@
 
 #include "formula_weights.h"
 #include "gpt_model.h"
+#include "model_reference.h"
 #include "mt/nn/parameter.h"
 #include "mt/registry.h"
 #include "register.h"
@@ -76,6 +77,7 @@ Tensor positions(int64_t B, int64_t T) {
 }
 
 using mt::test::element;
+using mt::test::fill_formula_weight;
 using mt::test::set_element;
 
 TEST(GptModel, ParametersAreTheFamilysListOneToOne) {
@@ -343,61 +345,8 @@ TEST(GptModel, BackwardMatchesFiniteDifferencesOddSizes) {
 
 // --- PyTorch reference (tests/fixtures/gpt/make_model_fixtures.py) -------------------------
 
-struct GradRecord {
-    int64_t numel = 0;
-    double max_abs = 0, sum_abs = 0, signed_sum = 0;
-    std::vector<std::pair<int64_t, double>> samples;
-};
-
-struct Reference {
-    ModelArgs args;
-    std::map<std::string, std::vector<double>> vectors;  // tokens, labels, loss_weights, losses
-    std::map<std::string, GradRecord> grads;
-};
-
-Reference load_reference(const std::string& file) {
-    std::ifstream in(mt::test::fixtures_dir() / "gpt" / file);
-    EXPECT_TRUE(in) << "missing tests/fixtures/gpt/" << file;
-    Reference r;
-    std::string line;
-    while (std::getline(in, line)) {
-        std::istringstream s(line);
-        std::string kind;
-        s >> kind;
-        if (kind == "config") {
-            std::string kv;
-            while (s >> kv) r.args[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
-        } else if (kind == "grad") {
-            std::string name;
-            GradRecord g;
-            size_t samples = 0;
-            s >> name >> g.numel >> g.max_abs >> g.sum_abs >> g.signed_sum >> samples;
-            for (size_t k = 0; k < samples && std::getline(in, line); ++k) {
-                std::istringstream e(line);
-                int64_t i;
-                double v;
-                e >> i >> v;
-                g.samples.emplace_back(i, v);
-            }
-            r.grads[name] = std::move(g);
-        } else {
-            size_t n = 0;
-            s >> n;
-            std::vector<double>& v = r.vectors[kind];
-            v.resize(n);
-            for (double& x : v) s >> x;
-        }
-    }
-    return r;
-}
-
-// torch_reference_test's rule: within 1e-5 of the element plus the tensor's largest element.
-bool close(double got, double want, double scale) {
-    return std::fabs(got - want) <= 1e-5 * (std::fabs(want) + scale);
-}
-
 void check_reference(const std::string& file) {
-    const Reference ref = load_reference(file);
+    const mt::test::ModelReference ref = mt::test::load_model_reference("gpt/" + file);
     const int64_t B = 2, T = 16;
     GptModel model(gpt_config_from_args(ref.args));
     const auto params = model.parameters();
@@ -405,7 +354,7 @@ void check_reference(const std::string& file) {
     for (auto* p : params) {
         ASSERT_TRUE(ref.grads.count(p->name)) << p->name << " is not in " << file;
         ASSERT_EQ(p->value.numel(), ref.grads.at(p->name).numel) << p->name;
-        fill_formula_weight(*p);
+        mt::test::fill_formula_weight(*p);
     }
     auto ints = [&](const char* key) {
         std::vector<int64_t> v;
@@ -422,7 +371,7 @@ void check_reference(const std::string& file) {
     const auto& want = ref.vectors.at("losses");
     double loss_scale = *std::max_element(want.begin(), want.end());
     for (int64_t i = 0; i < B * T; ++i)
-        EXPECT_TRUE(close(element(losses, i), want[size_t(i)], loss_scale))
+        EXPECT_TRUE(mt::test::close_to(element(losses, i), want[size_t(i)], loss_scale))
             << file << " loss " << i << ": " << element(losses, i) << " vs torch "
             << want[size_t(i)];
 
@@ -430,30 +379,7 @@ void check_reference(const std::string& file) {
     for (int64_t i = 0; i < B * T; ++i)
         set_element(dlosses, i, ref.vectors.at("loss_weights")[size_t(i)]);
     model.backward({dlosses}, *saved);
-    for (auto* p : params) {
-        const GradRecord& g = ref.grads.at(p->name);
-        const int64_t n = p->grad.numel();
-        const uint64_t sign_base = fnv1a64("sign." + p->name);
-        double max_abs = 0, sum_abs = 0, signed_sum = 0;
-        for (int64_t i = 0; i < n; ++i) {
-            const double v = element(p->grad, i);
-            max_abs = std::max(max_abs, std::fabs(v));
-            sum_abs += std::fabs(v);
-            signed_sum += (formula_hash(sign_base, uint64_t(i)) & 1) ? v : -v;
-        }
-        EXPECT_TRUE(close(max_abs, g.max_abs, 0))
-            << p->name << " max |g| " << max_abs << " vs " << g.max_abs;
-        EXPECT_TRUE(close(sum_abs, g.sum_abs, 0))
-            << p->name << " sum |g| " << sum_abs << " vs " << g.sum_abs;
-        // Each element within 1e-5 relative: the signed sum within 1e-5 of sum |g|.
-        EXPECT_TRUE(close(signed_sum, g.signed_sum, g.sum_abs))
-            << p->name << " signed sum " << signed_sum << " vs " << g.signed_sum;
-        int reported = 0;
-        for (auto [i, v] : g.samples)
-            if (!close(element(p->grad, i), v, g.max_abs) && reported++ < 5)
-                ADD_FAILURE() << file << " grad " << p->name << "[" << i
-                              << "]: " << element(p->grad, i) << " vs torch " << v;
-    }
+    mt::test::expect_grads_match_reference(params, ref, file);
 }
 
 TEST(GptModel, MatchesPyTorchGpt2Style) {

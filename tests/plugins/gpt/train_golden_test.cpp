@@ -25,6 +25,10 @@
 namespace mt::plugins::gpt {
 namespace {
 
+using mt::test::fill_formula_weight;
+using mt::test::fnv1a64;
+using mt::test::formula_hash;
+
 constexpr int64_t kSeq = 16, kVocab = 5000;
 
 // The fixture's samples: 17 hashed ids per sample, and a loss mask with ~10% zeros.

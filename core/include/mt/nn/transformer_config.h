@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "mt/api.h"
 #include "mt/dtype.h"
 #include "mt/nn/norm.h"
 #include "mt/nn/tensor_parallel.h"
@@ -55,5 +56,12 @@ struct TransformerConfig {
         return kv_channels > 0 ? kv_channels : hidden_size / num_attention_heads;
     }
 };
+
+// Floating-point operations of one training iteration over `samples` sequences of a dense
+// transformer of `num_layers` such layers with an output layer of `padded_vocab` (forward and
+// backward), by Megatron's formula (training.py num_floating_point_operations, which every
+// model family reports).
+MT_API double megatron_training_flops(const TransformerConfig& layer, int64_t num_layers,
+                                      int64_t seq_length, int64_t padded_vocab, int64_t samples);
 
 }  // namespace mt::nn

@@ -8,7 +8,7 @@
 
 #include "mt/nn/parameter.h"
 
-namespace mt::plugins::gpt {
+namespace mt::test {
 
 uint64_t fnv1a64(const std::string& s);
 // The index-th hash of a name's stream.
@@ -17,4 +17,4 @@ uint64_t formula_hash(uint64_t name_hash, uint64_t index);
 // 1 + u/8, with u in [-1, 1) from the top 24 bits of the hash.
 void fill_formula_weight(nn::Parameter& p);
 
-}  // namespace mt::plugins::gpt
+}  // namespace mt::test

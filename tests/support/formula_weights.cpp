@@ -1,6 +1,6 @@
 #include "formula_weights.h"
 
-namespace mt::plugins::gpt {
+namespace mt::test {
 
 uint64_t fnv1a64(const std::string& s) {
     uint64_t h = 0xcbf29ce484222325ull;
@@ -34,4 +34,4 @@ void fill_formula_weight(nn::Parameter& p) {
     if (f32.raw_data() != p.value.raw_data()) p.value.copy_from(cast_float(f32, p.value.dtype()));
 }
 
-}  // namespace mt::plugins::gpt
+}  // namespace mt::test

@@ -1,0 +1,52 @@
+#include "bert_config.h"
+
+#include "mt/error.h"
+
+namespace mt::plugins::bert {
+
+std::vector<FlagInfo> bert_flags() {
+    std::vector<FlagInfo> flags = gpt::gpt_flags();
+    FlagInfo no_binary{"bert-no-binary-head", "no sentence-order (binary) head and no token types",
+                       std::nullopt, true};
+    no_binary.store_false_dest = "bert_binary_head";
+    flags.push_back(no_binary);
+    flags.push_back(
+        {"bert-binary-head", "the sentence-order (binary) head (the default)", std::nullopt, true});
+    flags.push_back({"num-tokentypes", "token types (default 2 with the binary head, else 0)"});
+    return flags;
+}
+
+BertConfig bert_config_from_args(const ModelArgs& args) {
+    BertConfig c;
+    c.transformer = gpt::gpt_config_from_args(args);
+    MT_CHECK(!(args.count("bert-no-binary-head") && args.count("bert-binary-head")),
+             "--bert-binary-head and --bert-no-binary-head contradict each other");
+    c.binary_head = !args.count("bert-no-binary-head");
+    c.num_tokentypes = c.binary_head ? 2 : 0;
+    if (auto it = args.find("num-tokentypes"); it != args.end()) {
+        const std::string& t = it->second;
+        MT_CHECK(!t.empty() && t.find_first_not_of("0123456789") == std::string::npos,
+                 "--num-tokentypes ", t, ": not a non-negative integer");
+        c.num_tokentypes = std::stoll(t);
+    }
+    if (auto it = args.find("task-head"); it != args.end()) {
+        if (it->second == "classification") {
+            c.task_head = TaskHead::classification;
+            auto classes = args.find("num-classes");
+            MT_CHECK(classes != args.end(), "a classification head needs its number of classes");
+            c.num_classes = std::stoll(classes->second);
+            MT_CHECK(c.num_classes > 1, "a classification head needs 2 or more classes, got ",
+                     c.num_classes);
+        } else {
+            MT_CHECK(it->second == "multichoice", "unknown BERT task head \"", it->second,
+                     "\" (classification, multichoice)");
+            c.task_head = TaskHead::multichoice;
+        }
+        // Megatron's task models (legacy Classification, MultipleChoice) always embed two
+        // token types and pool the [CLS] state.
+        c.num_tokentypes = 2;
+    }
+    return c;
+}
+
+}  // namespace mt::plugins::bert

@@ -1,0 +1,244 @@
+// BertModel: wires the nn modules as Megatron-core's BertModel does (and, for the finetuning
+// heads, as its legacy Classification / MultipleChoice models do).
+#include "bert_model.h"
+
+#include <algorithm>
+#include <string_view>
+
+#include "mt/error.h"
+#include "mt/nn/attention_mask.h"
+#include "mt/nn/initialization.h"
+#include "mt/parallel/parallel_state.h"
+
+namespace mt::plugins::bert {
+
+namespace {
+
+// Rows of logits live at once in the output layer: about 16M logits (64 MiB in f32).
+int64_t output_chunk_rows(int64_t vocab) {
+    return std::max<int64_t>(1, (int64_t(1) << 24) / vocab);
+}
+
+nn::TensorParallel tensor_parallel(const BuildContext& context) {
+    MT_CHECK(!context.sequence_parallel, "not supported yet: --sequence-parallel with BERT");
+    return nn::TensorParallel{&context.parallel.tp(), false};
+}
+
+const Tensor& batch_tensor(const Batch& batch, std::string_view key) {
+    auto it = batch.find(key);
+    MT_CHECK(it != batch.end(), "BertModel: the batch has no \"", key, "\"");
+    return it->second;
+}
+
+// An integer batch tensor as contiguous host i64, shaped `shape`.
+Tensor host_i64(const Tensor& t, std::string_view key, const Shape& shape) {
+    MT_CHECK(t.dtype() == DType::i64 && t.device().type == DeviceType::cpu, "BertModel: \"", key,
+             "\" must be an i64 host tensor, got ", t.describe());
+    MT_CHECK(t.numel() == shape_numel(shape), "BertModel: \"", key, "\" ", t.describe(),
+             " does not hold ", shape_str(shape));
+    return t.contiguous().view(shape);
+}
+
+// Labels with Megatron's -1 ("not scored") as 0, and the mask that is 0 there: Megatron's
+// cross-entropy gives such rows a finite loss that their mask of 0 removes.
+std::pair<Tensor, Tensor> scored_targets(const Tensor& labels) {
+    Tensor targets = Tensor::empty(labels.shape(), DType::i64);
+    Tensor mask = Tensor::empty(labels.shape(), DType::f32);
+    for (int64_t i = 0; i < labels.numel(); ++i) {
+        const int64_t label = labels.data<int64_t>()[i];
+        targets.data<int64_t>()[i] = label < 0 ? 0 : label;
+        mask.data<float>()[i] = label < 0 ? 0.0f : 1.0f;
+    }
+    return {targets, mask};
+}
+
+Tensor to_f32(const Tensor& mask) {
+    Tensor out = Tensor::empty(mask.shape(), DType::f32);
+    for (int64_t i = 0; i < mask.numel(); ++i)
+        out.data<float>()[i] = float(mask.data<int64_t>()[i]);
+    return out;
+}
+
+}  // namespace
+
+BertModel::BertModel(const BertConfig& config, const BuildContext& context, DType dtype)
+    : config_(config),
+      dtype_(dtype),
+      backend_(&context.backend),
+      tp_(tensor_parallel(context)),
+      layer_(gpt::transformer_layer_config(config.transformer, dtype, tp_)),
+      embedding_(config.transformer.padded_vocab_size, config.transformer.hidden_size,
+                 config.transformer.position_embedding == gpt::PositionEmbedding::learned_absolute
+                     ? config.transformer.max_position_embeddings
+                     : 0,
+                 float(config.transformer.hidden_dropout), dtype, *backend_, tp_,
+                 config.num_tokentypes),
+      encoder_("encoder", config.transformer.num_layers, layer_, config.transformer.recompute,
+               *backend_) {
+    MT_CHECK(
+        dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16 || dtype == DType::f16,
+        "BertModel: dtype ", dtype_name(dtype), " is not supported");
+    const gpt::GptConfig& t = config.transformer;
+    switch (config.task_head) {
+        case TaskHead::none:
+            lm_head_.emplace(layer_, *backend_);
+            output_.emplace(t.padded_vocab_size, t.hidden_size,
+                            t.untie_embeddings_and_output_weights ? nullptr : &embedding_.word(),
+                            output_chunk_rows(t.padded_vocab_size / tp_.size()), dtype, *backend_,
+                            tp_, true);
+            output_->weight().embedding_or_output = true;
+            if (config.binary_head) {
+                head_.emplace("binary_head", 2, 0.0f, layer_, *backend_);
+                pooler_.emplace(layer_, *backend_);
+            }
+            break;
+        case TaskHead::classification:
+            pooler_.emplace(layer_, *backend_);
+            head_.emplace("classification_head", config.num_classes, float(t.hidden_dropout),
+                          layer_, *backend_);
+            break;
+        case TaskHead::multichoice:
+            pooler_.emplace(layer_, *backend_);
+            head_.emplace("multichoice_head", 1, float(t.hidden_dropout), layer_, *backend_);
+            break;
+    }
+    embedding_.word().embedding_or_output = true;
+}
+
+std::vector<nn::Parameter*> BertModel::parameters() {
+    std::vector<nn::Parameter*> out;
+    embedding_.collect_parameters(out);
+    encoder_.collect_parameters(out);
+    if (lm_head_) {
+        lm_head_->collect_parameters(out);
+        output_->collect_parameters(out);
+        if (head_) head_->collect_parameters(out);
+        if (pooler_) pooler_->collect_parameters(out);
+    } else {
+        pooler_->collect_parameters(out);
+        head_->collect_parameters(out);
+    }
+    return out;
+}
+
+void BertModel::initialize(uint64_t seed) {
+    const gpt::GptConfig& t = config_.transformer;
+    nn::initialize_megatron(*backend_, parameters(),
+                            {seed, t.init_method_std, t.num_layers, t.apply_layernorm_1p});
+}
+
+Tensor BertModel::encode(const Batch& batch, nn::DropoutContext& dropout,
+                         BertActivations* acts) const {
+    const Tensor& text = batch_tensor(batch, "text");
+    MT_CHECK(text.dim() == 2 || (text.dim() == 3 && config_.task_head == TaskHead::multichoice),
+             "BertModel: text must be [B, T]",
+             config_.task_head == TaskHead::multichoice ? " or [B, choices, T]" : "", ", got ",
+             text.describe());
+    const int64_t T = text.size(-1), rows = text.numel() / T;
+    const Shape shape{rows, T};
+    const Tensor ids = host_i64(text, "text", shape);
+    nn::AttentionMask mask;  // bidirectional over each row's tokens (Megatron's padding mask)
+    mask.causal = false;
+    mask.key_length = nn::key_lengths_from_padding_mask(
+        host_i64(batch_tensor(batch, "padding_mask"), "padding_mask", shape));
+    // pretrain_bert.py passes no token types without the binary head.
+    Tensor types;
+    if (config_.num_tokentypes > 0) types = host_i64(batch_tensor(batch, "types"), "types", shape);
+    Tensor h = embedding_.forward(ids, dropout, acts ? &acts->embedding : nullptr, Tensor(), types);
+    return encoder_.forward(h, dropout, acts ? &acts->encoder : nullptr, mask);
+}
+
+Losses BertModel::forward(const Batch& batch, nn::DropoutContext& dropout,
+                          std::unique_ptr<Activations>* saved) {
+    auto acts = std::make_unique<BertActivations>();
+    BertActivations* keep = saved ? acts.get() : nullptr;
+    const Tensor h = encode(batch, dropout, keep);
+    const int64_t rows = h.size(0), T = h.size(1);
+    const Tensor& text = batch_tensor(batch, "text");
+    acts->choices = text.dim() == 3 ? text.size(1) : 0;
+    const auto reporting = LossTerm::Reporting::micro_batch_mean;
+    Losses losses;
+    if (config_.task_head != TaskHead::none) {
+        const int64_t B = acts->choices > 0 ? rows / acts->choices : rows;
+        Tensor logits = head_->logits(pooler_->forward(h, keep ? &acts->pooler : nullptr), dropout,
+                                      &acts->head);
+        if (acts->choices > 0) logits = logits.view({B, acts->choices});
+        auto [targets, mask] = scored_targets(host_i64(batch_tensor(batch, "label"), "label", {B}));
+        losses.push_back({"lm loss", head_->losses(logits, targets, acts->head),
+                          backend_->contiguous(mask), reporting});
+    } else {
+        // pretrain_bert.py's loss_func: the masked tokens' mean, then the sentence order's.
+        const Tensor x = lm_head_->forward(h, keep ? &acts->lm_head : nullptr);
+        auto [targets, scored] =
+            scored_targets(host_i64(batch_tensor(batch, "labels"), "labels", {rows, T}));
+        (void)scored;
+        const Tensor loss_mask =
+            to_f32(host_i64(batch_tensor(batch, "loss_mask"), "loss_mask", {rows, T}));
+        losses.push_back({"lm loss", output_->forward(x, targets, keep ? &acts->output : nullptr),
+                          backend_->contiguous(loss_mask), reporting});
+        if (head_) {
+            const Tensor logits = head_->logits(pooler_->forward(h, keep ? &acts->pooler : nullptr),
+                                                dropout, &acts->head);
+            auto [order, mask] =
+                scored_targets(host_i64(batch_tensor(batch, "is_random"), "is_random", {rows}));
+            losses.push_back({"sop loss", head_->losses(logits, order, acts->head),
+                              backend_->contiguous(mask), reporting});
+        }
+    }
+    if (saved) *saved = std::move(acts);
+    return losses;
+}
+
+template <class Module>
+void BertModel::report_grads(Module& module) {
+    if (!grad_ready_) return;
+    std::vector<nn::Parameter*> params;
+    module.collect_parameters(params);
+    for (const nn::Parameter* p : params) grad_ready_(*p);
+}
+
+void BertModel::backward(const std::vector<Tensor>& dterms, const Activations& saved) {
+    const auto* acts = dynamic_cast<const BertActivations*>(&saved);
+    MT_CHECK(acts != nullptr, "BertModel: backward needs the activations of this model's forward");
+    const size_t terms = config_.task_head == TaskHead::none ? 1 + size_t(head_.has_value()) : 1;
+    MT_CHECK(dterms.size() == terms, "BertModel: backward takes ", terms, " loss gradients, got ",
+             dterms.size());
+    Tensor dh;
+    if (config_.task_head != TaskHead::none) {
+        dh = pooler_->backward(head_->backward(dterms[0], acts->head), acts->pooler);
+        report_grads(*head_);
+        report_grads(*pooler_);
+    } else {
+        dh = lm_head_->backward(output_->backward(dterms[0], acts->output), acts->lm_head);
+        report_grads(*output_);  // its bias (a tied weight is final after the embedding)
+        report_grads(*lm_head_);
+        if (head_) {
+            const Tensor dpooled =
+                pooler_->backward(head_->backward(dterms[1], acts->head), acts->pooler);
+            backend_->add(dh, dpooled, dh);
+            report_grads(*head_);
+            report_grads(*pooler_);
+        }
+    }
+    dh = encoder_.backward(dh, acts->encoder, grad_ready_);
+    embedding_.backward(dh, acts->embedding);
+    report_grads(embedding_);
+}
+
+Tensor BertModel::predict(const Batch& batch) {
+    MT_CHECK(config_.task_head != TaskHead::none,
+             "BertModel: predictions need a task head (a pretraining model has none)");
+    nn::DropoutContext no_dropout{false, 0, 0};
+    const Tensor& text = batch_tensor(batch, "text");
+    const Tensor h = encode(batch, no_dropout, nullptr);
+    const Tensor logits = head_->logits(pooler_->forward(h, nullptr), no_dropout, nullptr);
+    return text.dim() == 3 ? logits.view({text.size(0), text.size(1)}) : logits;
+}
+
+double BertModel::training_flops(int64_t samples) const {
+    const gpt::GptConfig& t = config_.transformer;
+    return nn::megatron_training_flops(layer_, t.num_layers, t.seq_length, t.padded_vocab_size,
+                                       samples);
+}
+
+}  // namespace mt::plugins::bert
