@@ -19,16 +19,15 @@ void report(Module& module, const std::function<void(const Parameter&)>& grad_re
 }  // namespace
 
 TransformerBlock::TransformerBlock(const std::string& prefix, int64_t num_layers,
-                                   const TransformerConfig& layer, const RecomputeConfig& recompute,
-                                   Backend& backend)
+                                   const TransformerConfig& layer, const LayerSpec& spec,
+                                   const RecomputeConfig& recompute, Backend& backend)
     : recompute_(recompute_segments(recompute, num_layers)),
       final_norm_(layer.normalization, prefix + ".final_layernorm.weight",
                   prefix + ".final_layernorm.bias", layer.hidden_size, layer.norm, layer.dtype,
-                  backend, layer.tp),
-      te_order_(layer.norm_naming == NormNaming::transformer_engine) {
+                  backend, layer.tp) {
     for (int64_t i = 0; i < num_layers; ++i)
         layers_.push_back(std::make_unique<TransformerLayer>(
-            prefix + ".layers." + std::to_string(i), layer, backend));
+            prefix + ".layers." + std::to_string(i), layer, spec, backend));
 }
 
 Tensor TransformerBlock::forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
@@ -100,18 +99,7 @@ Tensor TransformerBlock::backward(const Tensor& dy, const Saved& saved,
 }
 
 void TransformerBlock::collect_parameters(std::vector<Parameter*>& out) {
-    for (auto& layer : layers_) {
-        // Megatron-core registers linear_proj before linear_qkv; Transformer Engine's
-        // LayerNormLinear registers its norm before its own weight and bias.
-        if (!te_order_) layer->input_layernorm().collect_parameters(out);
-        layer->self_attention().linear_proj().collect_parameters(out);
-        if (te_order_) layer->input_layernorm().collect_parameters(out);
-        layer->self_attention().linear_qkv().collect_parameters(out);
-        layer->self_attention().collect_qk_norm_parameters(out);
-        layer->pre_mlp_layernorm().collect_parameters(out);
-        layer->mlp().fc1().collect_parameters(out);
-        layer->mlp().fc2().collect_parameters(out);
-    }
+    for (auto& layer : layers_) layer->collect_parameters(out);
     final_norm_.collect_parameters(out);
 }
 

@@ -20,15 +20,16 @@ Norm make_norm(const std::string& prefix, const char* te_linear, const char* loc
 }  // namespace
 
 TransformerLayer::TransformerLayer(const std::string& prefix, const TransformerConfig& config,
-                                   Backend& backend)
+                                   const LayerSpec& spec, Backend& backend)
     : hidden_dropout_(config.hidden_dropout),
       input_norm_(
           make_norm(prefix, "self_attention.linear_qkv", "input_layernorm", config, backend)),
-      attention_(join_name(prefix, "self_attention"), config, backend),
+      mixer_(spec.mixer(prefix, config, backend)),
       pre_mlp_norm_(make_norm(prefix, "mlp.linear_fc1", "pre_mlp_layernorm", config, backend)),
-      mlp_(join_name(prefix, "mlp"), config, backend),
+      feed_forward_(spec.feed_forward(prefix, config, backend)),
       backend_(&backend),
       tp_(config.tp),
+      te_order_(config.norm_naming == NormNaming::transformer_engine),
       recompute_mlp_(config.recompute_mlp),
       recompute_norms_(config.recompute_norms) {}
 
@@ -42,54 +43,54 @@ Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* sa
                                  const AttentionMask& mask, const KvSlot& cache) const {
     Saved local;
     Saved& s = saved ? *saved : local;
-    Tensor a = attention_.forward(input_norm_.forward(x, &s.input_norm), ctx,
-                                  saved ? &s.attention : nullptr, mask, cache);
-    if (saved && recompute_norms_) s.attention.qkv = {};  // rebuilt from the norm's input
-    s.attention_dropout =
+    // With recompute_norms the modules do not keep the norms' outputs: backward rebuilds them.
+    Tensor a = mixer_->forward(input_norm_.forward(x, &s.input_norm), ctx,
+                               saved ? &s.mixer : nullptr, !recompute_norms_, mask, cache);
+    s.mixer_dropout =
         draw_dropout(ctx, hidden_dropout_, a.numel(), tp_.sequence_shard(), tp_.sequence_shards());
-    Tensor h = sum(x, dropout_forward(*backend_, a, s.attention_dropout));
+    Tensor h = sum(x, dropout_forward(*backend_, a, s.mixer_dropout));
     const Tensor normed = pre_mlp_norm_.forward(h, &s.pre_mlp_norm);
     Tensor m;
-    if (saved && recompute_mlp_) {  // only the MLP's input is kept (or rebuilt, see below)
-        m = mlp_.forward(normed, nullptr);
-        if (!recompute_norms_) s.mlp_input = normed;
+    if (saved && recompute_mlp_) {  // only the block's input is kept (or rebuilt, see below)
+        m = feed_forward_->forward(normed, nullptr, false);
+        if (!recompute_norms_) s.feed_forward_input = normed;
     } else {
-        m = mlp_.forward(normed, &s.mlp);
-        if (saved && recompute_norms_) s.mlp.fc1 = {};
+        m = feed_forward_->forward(normed, saved ? &s.feed_forward : nullptr, !recompute_norms_);
     }
-    s.mlp_dropout =
+    s.feed_forward_dropout =
         draw_dropout(ctx, hidden_dropout_, m.numel(), tp_.sequence_shard(), tp_.sequence_shards());
-    return sum(h, dropout_forward(*backend_, m, s.mlp_dropout));
+    return sum(h, dropout_forward(*backend_, m, s.feed_forward_dropout));
 }
 
 Tensor TransformerLayer::backward(const Tensor& dy, const Saved& saved) {
-    Tensor dm = dropout_backward(*backend_, dy, saved.mlp_dropout);
+    Tensor dm = dropout_backward(*backend_, dy, saved.feed_forward_dropout);
     // Selective recompute: what the forward did not keep is rebuilt here, bit for bit.
-    Mlp::Saved mlp = saved.mlp;
-    if (recompute_mlp_ || recompute_norms_) {
-        const Tensor normed = recompute_norms_
-                                  ? pre_mlp_norm_.forward(saved.pre_mlp_norm.input, nullptr)
-                                  : saved.mlp_input;
-        if (recompute_mlp_)
-            mlp_.forward(normed, &mlp);
-        else
-            mlp.fc1 = mlp_.fc1().saved_for(normed);
+    Tensor normed;
+    if (recompute_mlp_ || recompute_norms_)
+        normed = recompute_norms_ ? pre_mlp_norm_.forward(saved.pre_mlp_norm.input, nullptr)
+                                  : saved.feed_forward_input;
+    Tensor dnormed;
+    if (recompute_mlp_) {
+        std::unique_ptr<ModuleState> replayed;
+        feed_forward_->forward(normed, &replayed, true);
+        dnormed = feed_forward_->backward(dm, *replayed, Tensor());
+    } else {
+        dnormed = feed_forward_->backward(dm, *saved.feed_forward, normed);
     }
-    Tensor dh = sum(dy, pre_mlp_norm_.backward(mlp_.backward(dm, mlp), saved.pre_mlp_norm));
-    Tensor da = dropout_backward(*backend_, dh, saved.attention_dropout);
-    SelfAttention::Saved attention = saved.attention;
-    if (recompute_norms_)
-        attention.qkv =
-            attention_.linear_qkv().saved_for(input_norm_.forward(saved.input_norm.input, nullptr));
-    Tensor dx_branch = input_norm_.backward(attention_.backward(da, attention), saved.input_norm);
+    Tensor dh = sum(dy, pre_mlp_norm_.backward(dnormed, saved.pre_mlp_norm));
+    Tensor da = dropout_backward(*backend_, dh, saved.mixer_dropout);
+    const Tensor mixer_input =
+        recompute_norms_ ? input_norm_.forward(saved.input_norm.input, nullptr) : Tensor();
+    Tensor dx_branch =
+        input_norm_.backward(mixer_->backward(da, *saved.mixer, mixer_input), saved.input_norm);
     return sum(dh, dx_branch);
 }
 
 void TransformerLayer::collect_parameters(std::vector<Parameter*>& out) {
-    input_norm_.collect_parameters(out);
-    attention_.collect_parameters(out);
-    pre_mlp_norm_.collect_parameters(out);
-    mlp_.collect_parameters(out);
+    if (!te_order_) input_norm_.collect_parameters(out);
+    mixer_->collect_parameters(out, te_order_ ? &input_norm_ : nullptr);
+    if (!te_order_) pre_mlp_norm_.collect_parameters(out);
+    feed_forward_->collect_parameters(out, te_order_ ? &pre_mlp_norm_ : nullptr);
 }
 
 }  // namespace mt::nn

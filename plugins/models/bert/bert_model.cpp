@@ -73,8 +73,8 @@ BertModel::BertModel(const BertConfig& config, const BuildContext& context, DTyp
                      : 0,
                  float(config.transformer.hidden_dropout), dtype, *backend_, tp_,
                  config.num_tokentypes),
-      encoder_("encoder", config.transformer.num_layers, layer_, config.transformer.recompute,
-               *backend_) {
+      encoder_("encoder", config.transformer.num_layers, layer_, nn::dense_layer_spec(),
+               config.transformer.recompute, *backend_) {
     MT_CHECK(
         dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16 || dtype == DType::f16,
         "BertModel: dtype ", dtype_name(dtype), " is not supported");

@@ -95,7 +95,7 @@ GptModel::GptModel(const GptConfig& config, const BuildContext& context, DType d
                      : 0,
                  float(config.hidden_dropout), dtype, *backend_, tp_),
       decoder_("decoder", config.num_layers, transformer_layer_config(config, dtype, tp_),
-               config.recompute, *backend_),
+               nn::dense_layer_spec(), config.recompute, *backend_),
       output_(config.padded_vocab_size, config.hidden_size,
               config.untie_embeddings_and_output_weights ? nullptr : &embedding_.word(),
               output_chunk_rows(config.padded_vocab_size / tp_.size()), dtype, *backend_, tp_) {

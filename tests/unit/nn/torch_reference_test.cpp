@@ -92,7 +92,7 @@ void check_model(const std::string& file, bool llama) {
     c.attention_dropout = 0.0f;
     c.attention_block = 3;
     mt::nn::Embedding emb(V, H, llama ? 0 : T + 1, 0.0f, DType::f32, *be);
-    mt::nn::TransformerLayer layer("decoder.layers.0", c, *be);
+    mt::nn::TransformerLayer layer("decoder.layers.0", c, mt::nn::dense_layer_spec(), *be);
     mt::nn::OutputLoss head(V, H, llama ? nullptr : &emb.word(), 5, DType::f32, *be);
     std::vector<mt::nn::Parameter*> params;
     emb.collect_parameters(params);

@@ -48,7 +48,8 @@ TEST(NnTransformerLayer, GradientsMatchFiniteDifferences) {
     auto be = mt::make_cpu_backend();
     std::mt19937 rng(21);
     for (bool llama : {false, true}) {
-        mt::nn::TransformerLayer layer("decoder.layers.2", small_config(llama), *be);
+        mt::nn::TransformerLayer layer("decoder.layers.2", small_config(llama),
+                                       mt::nn::dense_layer_spec(), *be);
         auto params = random_parameters(layer, rng);
         Tensor x = random_like({2, 6, 8}, DType::f64, rng);
         mt::test::expect_module_grads_match(layer, x, params, {true, 77, 5}, rng);
@@ -60,7 +61,7 @@ TEST(NnTransformerLayer, RecomputeReplaysDropoutAndGradsAccumulate) {
     std::mt19937 rng(22);
     mt::nn::TransformerConfig config = small_config(true);
     config.dtype = DType::f32;
-    mt::nn::TransformerLayer layer("decoder.layers.0", config, *be);
+    mt::nn::TransformerLayer layer("decoder.layers.0", config, mt::nn::dense_layer_spec(), *be);
     auto params = random_parameters(layer, rng);
     Tensor x = random_like({2, 5, 8}, DType::f32, rng);
     Tensor dy = random_like({2, 5, 8}, DType::f32, rng);
@@ -94,21 +95,23 @@ TEST(NnTransformerLayer, RecomputeReplaysDropoutAndGradsAccumulate) {
     }
 }
 
+// Megatron-core's state-dict order: Transformer Engine lists linear_proj first.
 TEST(NnTransformerLayer, ParameterNamesFollowMegatronCore) {
     auto be = mt::make_cpu_backend();
-    mt::nn::TransformerLayer gpt("decoder.layers.3", small_config(false), *be);
+    mt::nn::TransformerLayer gpt("decoder.layers.3", small_config(false),
+                                 mt::nn::dense_layer_spec(), *be);
     std::vector<mt::nn::Parameter*> params;
     gpt.collect_parameters(params);
     std::vector<std::string> names;
     for (auto* p : params) names.push_back(p->name);
     const std::string l = "decoder.layers.3.";
     EXPECT_EQ(names, (std::vector<std::string>{
+                         l + "self_attention.linear_proj.weight",
+                         l + "self_attention.linear_proj.bias",
                          l + "self_attention.linear_qkv.layer_norm_weight",
                          l + "self_attention.linear_qkv.layer_norm_bias",
                          l + "self_attention.linear_qkv.weight",
                          l + "self_attention.linear_qkv.bias",
-                         l + "self_attention.linear_proj.weight",
-                         l + "self_attention.linear_proj.bias",
                          l + "mlp.linear_fc1.layer_norm_weight",
                          l + "mlp.linear_fc1.layer_norm_bias",
                          l + "mlp.linear_fc1.weight",
@@ -116,9 +119,9 @@ TEST(NnTransformerLayer, ParameterNamesFollowMegatronCore) {
                          l + "mlp.linear_fc2.weight",
                          l + "mlp.linear_fc2.bias",
                      }));
-    EXPECT_EQ(params[2]->shard.kind, mt::ShardSpec::Kind::column);
-    EXPECT_EQ(params[4]->shard.kind, mt::ShardSpec::Kind::row);
-    EXPECT_FALSE(params[3]->weight_decay);
+    EXPECT_EQ(params[4]->shard.kind, mt::ShardSpec::Kind::column);
+    EXPECT_EQ(params[0]->shard.kind, mt::ShardSpec::Kind::row);
+    EXPECT_FALSE(params[5]->weight_decay);
 }
 
 }  // namespace

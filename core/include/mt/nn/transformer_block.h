@@ -13,6 +13,7 @@
 #include "mt/api.h"
 #include "mt/backend.h"
 #include "mt/nn/attention_mask.h"
+#include "mt/nn/layer_spec.h"
 #include "mt/nn/norm.h"
 #include "mt/nn/recompute.h"
 #include "mt/nn/transformer_config.h"
@@ -34,10 +35,10 @@ class MT_API TransformerBlock {
         Norm::Saved final_norm;
     };
 
-    // prefix: "decoder" (GPT) or "encoder" (BERT). Throws mt::Error for a recompute setting
-    // Megatron refuses.
+    // prefix: "decoder" (GPT) or "encoder" (BERT); each layer's modules as `spec` builds them.
+    // Throws mt::Error for a recompute setting Megatron refuses.
     TransformerBlock(const std::string& prefix, int64_t num_layers, const TransformerConfig& layer,
-                     const RecomputeConfig& recompute, Backend& backend);
+                     const LayerSpec& spec, const RecomputeConfig& recompute, Backend& backend);
     TransformerBlock(const TransformerBlock&) = delete;
     TransformerBlock& operator=(const TransformerBlock&) = delete;
 
@@ -60,7 +61,6 @@ class MT_API TransformerBlock {
     std::vector<std::unique_ptr<TransformerLayer>> layers_;
     std::vector<RecomputeSegment> recompute_;
     Norm final_norm_;
-    bool te_order_;  // Transformer Engine's parameter order (norms fused into the linears)
 };
 
 }  // namespace mt::nn

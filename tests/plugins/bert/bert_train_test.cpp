@@ -1,0 +1,82 @@
+// megatron-train --model bert with the flags of Megatron's examples/bert/train_bert_340m_
+// distributed.sh (tiny sizes, one process, the committed sentence-split corpus of
+// tests/fixtures/bert_dataset): pretrain_bert.py's log lines with falling lm and sop losses, the
+// evaluation blocks, checkpoints, --bert-no-binary-head, and a family we do not have refused.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+using mt::test::run_command;
+using mt::test::TempDir;
+
+namespace {
+
+// The example's flags, sizes shrunk (no --tokenizer-type: pretrain_bert.py defaults it).
+std::string example_command(const TempDir& dir, const fs::path& vocab) {
+    const fs::path corpus = mt::test::fixtures_dir() / "bert_dataset" / "corpus_text_sentence";
+    return mt::test::tool_path("megatron-train").string() +
+           " --model bert --num-layers 2 --hidden-size 64 --num-attention-heads 4"
+           " --seq-length 64 --max-position-embeddings 64 --attention-backend auto"
+           " --micro-batch-size 4 --global-batch-size 8 --train-iters 80 --weight-decay 1e-2"
+           " --clip-grad 1.0 --lr 0.001 --lr-decay-iters 100 --lr-decay-style linear"
+           " --min-lr 1.0e-5 --lr-warmup-fraction .01 --data-path " +
+           mt::test::shell_quote(corpus) + " --vocab-file " + mt::test::shell_quote(vocab) +
+           " --split 80,15,5 --log-interval 10 --save-interval 20 --eval-interval 20"
+           " --eval-iters 2 --data-cache-path " + mt::test::shell_quote(dir / "cache") +
+           " --save " + mt::test::shell_quote(dir / "ckpt") + " --tensorboard-dir " +
+           mt::test::shell_quote(dir / "tb");
+}
+
+// The values of "<name>: X |" in the iteration lines, in order.
+std::vector<double> logged(const std::string& output, const std::string& name) {
+    std::vector<double> values;
+    const std::regex value(" " + name + ": ([0-9.E+-]+) \\|");
+    for (auto it = std::sregex_iterator(output.begin(), output.end(), value);
+         it != std::sregex_iterator(); ++it)
+        values.push_back(std::stod((*it)[1]));
+    return values;
+}
+
+TEST(TrainBert, ExampleScriptFlagsPrintFallingLmAndSopLosses) {
+    auto vocab = mt::test::test_data("bert/bert-large-uncased-vocab.txt");
+    if (!vocab) GTEST_SKIP() << "MEGATRON_TEST_DATA is not set: no BERT vocabulary";
+    TempDir dir;
+    auto r = run_command(example_command(dir, *vocab));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto lm = logged(r.output, "lm loss"), sop = logged(r.output, "sop loss");
+    ASSERT_EQ(lm.size(), 8u) << r.output;
+    ASSERT_EQ(sop.size(), 8u) << r.output;
+    EXPECT_LT(lm.back(), lm.front() - 0.3) << r.output;  // from ~10.3 (ln 30592)
+    EXPECT_GT(sop.front(), 0.5);                          // about ln 2 at first
+    EXPECT_NE(r.output.find(" validation loss at iteration 20 | lm loss value: "),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find(" | sop loss value: "), std::string::npos);
+    EXPECT_TRUE(fs::exists(dir / "ckpt" / "iter_0000080" / "metadata.json"));
+    EXPECT_NE(r.output.find("> building BertWordPieceLowerCase tokenizer"), std::string::npos);
+}
+
+TEST(TrainBert, WithoutTheBinaryHeadOnlyTheLmLoss) {
+    auto vocab = mt::test::test_data("bert/bert-large-uncased-vocab.txt");
+    if (!vocab) GTEST_SKIP() << "MEGATRON_TEST_DATA is not set: no BERT vocabulary";
+    TempDir dir;
+    auto r = run_command(example_command(dir, *vocab) +
+                         " --bert-no-binary-head --mask-prob 0.2 --short-seq-prob 0.05"
+                         " --train-iters 10");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(logged(r.output, "lm loss").size(), 1u) << r.output;
+    EXPECT_TRUE(logged(r.output, "sop loss").empty()) << r.output;
+}
+
+TEST(TrainBert, AFamilyWeDoNotHaveIsRefusedByName) {
+    auto r = run_command(mt::test::tool_path("megatron-train").string() + " --model t5");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.output.find("unknown model 't5'; available: bert, gpt"), std::string::npos)
+        << r.output;
+}
+
+}  // namespace
