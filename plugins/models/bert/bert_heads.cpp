@@ -15,10 +15,11 @@ Tensor as_dtype(Backend& backend, const Tensor& x, DType dtype) {
     return y;
 }
 
-// Megatron's get_linear_layer: a whole (not tensor-parallel) linear with a bias.
+// Megatron's get_linear_layer: a linear with a bias, whole on every tensor-parallel rank (the
+// group still knows it: a replicated parameter counts once in the gradient norm).
 nn::Linear dense(const std::string& name, int64_t in, int64_t out,
                  const nn::TransformerConfig& config, Backend& backend) {
-    return nn::Linear(name, in, out, true, config.dtype, ShardSpec{}, backend);
+    return nn::Linear(name, in, out, true, config.dtype, ShardSpec{}, backend, config.tp);
 }
 
 }  // namespace
@@ -52,7 +53,7 @@ Tensor Pooler::backward(const Tensor& dpooled, const Saved& saved) {
 LmHead::LmHead(const nn::TransformerConfig& config, Backend& backend)
     : dense_(dense("lm_head.dense", config.hidden_size, config.hidden_size, config, backend)),
       norm_(config.normalization, "lm_head.layer_norm.weight", "lm_head.layer_norm.bias",
-            config.hidden_size, config.norm, config.dtype, backend),
+            config.hidden_size, config.norm, config.dtype, backend, config.tp),
       backend_(&backend) {}
 
 Tensor LmHead::forward(const Tensor& hidden, Saved* saved) const {

@@ -26,9 +26,9 @@ std::string example_command(const TempDir& dir, const fs::path& vocab) {
            " --min-lr 1.0e-5 --lr-warmup-fraction .01 --data-path " +
            mt::test::shell_quote(corpus) + " --vocab-file " + mt::test::shell_quote(vocab) +
            " --split 80,15,5 --log-interval 10 --save-interval 20 --eval-interval 20"
-           " --eval-iters 2 --data-cache-path " + mt::test::shell_quote(dir / "cache") +
-           " --save " + mt::test::shell_quote(dir / "ckpt") + " --tensorboard-dir " +
-           mt::test::shell_quote(dir / "tb");
+           " --eval-iters 2 --data-cache-path " +
+           mt::test::shell_quote(dir / "cache") + " --save " + mt::test::shell_quote(dir / "ckpt") +
+           " --tensorboard-dir " + mt::test::shell_quote(dir / "tb");
 }
 
 // The values of "<name>: X |" in the iteration lines, in order.
@@ -51,7 +51,7 @@ TEST(TrainBert, ExampleScriptFlagsPrintFallingLmAndSopLosses) {
     ASSERT_EQ(lm.size(), 8u) << r.output;
     ASSERT_EQ(sop.size(), 8u) << r.output;
     EXPECT_LT(lm.back(), lm.front() - 0.3) << r.output;  // from ~10.3 (ln 30592)
-    EXPECT_GT(sop.front(), 0.5);                          // about ln 2 at first
+    EXPECT_GT(sop.front(), 0.5);                         // about ln 2 at first
     EXPECT_NE(r.output.find(" validation loss at iteration 20 | lm loss value: "),
               std::string::npos)
         << r.output;
@@ -70,6 +70,44 @@ TEST(TrainBert, WithoutTheBinaryHeadOnlyTheLmLoss) {
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_EQ(logged(r.output, "lm loss").size(), 1u) << r.output;
     EXPECT_TRUE(logged(r.output, "sop loss").empty()) << r.output;
+}
+
+// With dropout off, TP2 (vocabulary padded to the same size) and DP2 give the one-process lm
+// and sop losses: replicated heads count once in the gradient norm, the data-parallel mean is
+// the micro-batches' mean.
+TEST(TrainBert, TensorAndDataParallelGiveTheOneProcessLosses) {
+    if (std::string(MT_TEST_MPIEXEC).empty()) GTEST_SKIP() << "built without MPI";
+    auto vocab = mt::test::test_data("bert/bert-large-uncased-vocab.txt");
+    if (!vocab) GTEST_SKIP() << "MEGATRON_TEST_DATA is not set: no BERT vocabulary";
+    TempDir dir;
+    const std::string corpus =
+        mt::test::shell_quote(mt::test::fixtures_dir() / "bert_dataset" / "corpus_text_sentence");
+    const std::string args =
+        " --model bert --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64"
+        " --max-position-embeddings 64 --micro-batch-size 2 --global-batch-size 8"
+        " --train-iters 4 --lr 1e-3 --split 80,15,5 --log-interval 1 --eval-iters 0"
+        " --hidden-dropout 0 --attention-dropout 0 --data-path " +
+        corpus + " --vocab-file " + mt::test::shell_quote(*vocab) + " --data-cache-path " +
+        mt::test::shell_quote(dir / "cache");
+    const std::string train = mt::test::tool_path("megatron-train").string() + args;
+    const std::string ranks = std::string(MT_TEST_MPIEXEC) + " -n 2 ";
+    auto one = run_command(train);
+    auto tp2 = run_command(ranks + train +
+                           " --tensor-model-parallel-size 2 --make-vocab-size-divisible-by 64");
+    auto dp2 = run_command(ranks + train);
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    ASSERT_EQ(tp2.exit_code, 0) << tp2.output;
+    ASSERT_EQ(dp2.exit_code, 0) << dp2.output;
+    for (const char* name : {"lm loss", "sop loss"}) {
+        const auto want = logged(one.output, name);
+        ASSERT_EQ(want.size(), 4u) << one.output;
+        for (const auto* run : {&tp2, &dp2}) {
+            const auto got = logged(run->output, name);
+            ASSERT_EQ(got.size(), want.size()) << run->output;
+            for (size_t i = 0; i < want.size(); ++i)
+                EXPECT_NEAR(got[i], want[i], 1e-5 * want[i]) << name << " iteration " << i + 1;
+        }
+    }
 }
 
 TEST(TrainBert, AFamilyWeDoNotHaveIsRefusedByName) {
