@@ -388,7 +388,7 @@ TEST(EvalTool, ReportsBadInput) {
         {tiny_command("WIKITEXT103") + " --valid-data " + q(dir / "corpus.txt"),
          "no detokenizer for this file"},
         {tiny_command("RACE") + " --valid-data " + q(dir / "corpus.txt"),
-         "error: --task RACE: not supported yet"},
+         "error: --task RACE needs --epochs (0: evaluation only)"},
         {tiny_command("SQUAD") + " --valid-data " + q(dir / "corpus.txt"),
          "Task SQUAD is not implemented"},
         // Checked before anything divides by it.

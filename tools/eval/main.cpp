@@ -1,12 +1,15 @@
-// megatron-eval: Megatron-LM's tasks/main.py for the zero-shot GPT tasks, WIKITEXT103
-// (word-level perplexity) and LAMBADA (last-word accuracy), on a Megatron checkpoint or a
-// Hugging Face model folder; same flags, same numbers, same result lines.
+// megatron-eval: Megatron-LM's tasks/main.py. The zero-shot GPT tasks, WIKITEXT103 (word-level
+// perplexity) and LAMBADA (last-word accuracy), on a Megatron checkpoint or a Hugging Face model
+// folder; and the finetuning tasks RACE, MNLI and QQP, which train a BERT task model from
+// --pretrained-checkpoint with Megatron's training flags and report its accuracy; same flags,
+// same numbers, same result lines.
 #include <cstdio>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "finetune.h"
 #include "lm_windows.h"
 #include "mt/cli/flags.h"
 #include "mt/cli/tool.h"
@@ -17,54 +20,78 @@
 #include "mt/registry.h"
 #include "results.h"
 #include "scoring.h"
+#include "training_flags.h"
 #include "zeroshot_data.h"
 
 namespace {
 
 namespace po = boost::program_options;
 
+bool finetuning_task(const std::string& task) {
+    return task == "RACE" || task == "MNLI" || task == "QQP";
+}
+
+// tasks/main.py's own flags, and what the zero-shot tasks read of Megatron's.
 struct TaskFlags {
-    std::string task, model, load, ckpt_format, output_json;
-    std::vector<std::string> valid_data;
-    int64_t overlapping_eval = 32, micro_batch_size = 1, log_interval = 100;
+    std::string task, output_json;
+    std::vector<std::string> train_data, valid_data;
+    std::optional<int64_t> epochs;
+    bool keep_last = false;
+    std::optional<std::string> pretrained_checkpoint;
+    int64_t overlapping_eval = 32;
     bool strict_lambada = false;
+    bool use_checkpoint_args = false;
+    // Zero-shot: from the training flags.
+    std::string load, ckpt_format;
+    int64_t micro_batch_size = 1, log_interval = 100;
     mt::DType params_dtype = mt::DType::f32;  // --bf16 / --fp16
 };
 
-po::options_description task_flags(TaskFlags& f) {
+// `load_required`: a zero-shot task evaluates the model of --load.
+po::options_description task_flags(TaskFlags& f, bool load_required) {
     po::options_description g("Tasks (Megatron's tasks/main.py)", 100);
+    auto* load = po::value(&f.load);
+    if (load_required) load->required();
     g.add_options()("task", po::value(&f.task)->required(),
-                    "WIKITEXT103 or LAMBADA (RACE, MNLI, QQP and the retriever tasks are not "
-                    "supported yet)")(
+                    "WIKITEXT103 or LAMBADA (zero-shot), or RACE, MNLI or QQP (finetuning; the "
+                    "retriever tasks are not supported yet)")(
         "valid-data", po::value(&f.valid_data)->multitoken()->zero_tokens(),
-        "the evaluation file (exactly one): WikiText tokens (its path must contain 'wiki', "
-        "'ptb' or 'lambada', which picks the detokenizer) or LAMBADA JSON lines with 'text'")(
+        "zero-shot: the evaluation file (exactly one): WikiText tokens (its path must contain "
+        "'wiki', 'ptb' or 'lambada', which picks the detokenizer) or LAMBADA JSON lines with "
+        "'text'; finetuning: the sets the accuracy is measured on (RACE: directories of *.txt "
+        "JSON lines; MNLI, QQP: GLUE TSV files)")(
+        "train-data", po::value(&f.train_data)->multitoken(),
+        "finetuning: the training sets (RACE: directories; MNLI, QQP: TSV files)")(
+        "epochs", po::value<int64_t>(),
+        "finetuning: epochs over --train-data; 0: only measure the accuracy (of --load's or "
+        "--pretrained-checkpoint's model)")(
+        "keep-last", po::bool_switch(&f.keep_last),
+        "finetuning: keep each epoch's last incomplete batch (only where there is none: not "
+        "supported yet otherwise)")(
+        "pretrained-checkpoint", po::value<std::string>(),
+        "finetuning: the pretrained model (a checkpoint directory) loaded when the run starts "
+        "at iteration 0; its task head, if it has none, keeps its random initialisation")(
         "overlapping-eval", po::value(&f.overlapping_eval)->default_value(32),
         "WIKITEXT103: stride of the sliding windows of --seq-length tokens")(
         "strict-lambada", po::bool_switch(&f.strict_lambada),
         "LAMBADA: predict the whole last word, not only its last token")(
-        "micro-batch-size", po::value(&f.micro_batch_size)->default_value(1),
-        "sequences per forward pass")(
-        "log-interval", po::value(&f.log_interval)->default_value(100),
-        "print '> working on iteration: N' (to stderr) every this many batches")(
-        "load", po::value(&f.load)->required(),
-        "the model: a checkpoint directory of megatron-train / Megatron-LM, or a Hugging Face "
-        "model folder")("ckpt-format", po::value(&f.ckpt_format),
-                        "checkpoint format of --load (default: detected)")(
-        "use-checkpoint-args", po::bool_switch(),
-        "accepted: the model always comes from the checkpoint's args where no flag gives it")(
-        "model", po::value(&f.model)->default_value("gpt"), "model family")(
-        "output-json", po::value(&f.output_json), "also write the results as JSON to this file");
+        "load", load,
+        "zero-shot: the model, a checkpoint directory of megatron-train / Megatron-LM or a "
+        "Hugging Face model folder (required); finetuning: the run's own checkpoints to resume "
+        "from")("use-checkpoint-args", po::bool_switch(&f.use_checkpoint_args),
+                "accepted: zero-shot tasks always take the model from the checkpoint's args "
+                "where no flag gives it")("output-json", po::value(&f.output_json),
+                                          "also write the results as JSON to this file");
     return g;
 }
 
 std::string check_task_and_data(const TaskFlags& f) {
-    if (f.task == "RACE" || f.task == "MNLI" || f.task == "QQP" || f.task == "ICT-ZEROSHOT-NQ" ||
-        f.task == "RETRIEVER-EVAL" || f.task == "RET-FINETUNE-NQ")
+    if (f.task == "ICT-ZEROSHOT-NQ" || f.task == "RETRIEVER-EVAL" || f.task == "RET-FINETUNE-NQ")
         MT_FAIL("--task ", f.task,
-                ": not supported yet (megatron-eval runs WIKITEXT103 and LAMBADA)");
+                ": not supported yet (megatron-eval runs WIKITEXT103, LAMBADA, RACE, MNLI and "
+                "QQP)");
     MT_CHECK(f.task == "WIKITEXT103" || f.task == "LAMBADA", "--task ", f.task, ": Task ", f.task,
-             " is not implemented (known: WIKITEXT103, LAMBADA)");
+             " is not implemented (known: WIKITEXT103, LAMBADA, RACE, MNLI, QQP)");
     MT_CHECK(f.valid_data.size() == 1, "--task ", f.task,
              " needs exactly one --valid-data file, got ", f.valid_data.size());
     MT_CHECK(f.micro_batch_size > 0, "--micro-batch-size must be positive, got ",
@@ -166,30 +193,71 @@ int run(const TaskFlags& f, const mt::cli::TokenizerFlags& tf, const mt::ModelFa
     return 0;
 }
 
+// The finetuning flags from the parsed ones.
+mt::eval::FinetuneFlags finetune_flags(const TaskFlags& f, const po::variables_map& vm,
+                                       const mt::train_tool::TrainingFlags& training,
+                                       const mt::cli::TokenizerFlags& tokenizer) {
+    MT_CHECK(!f.use_checkpoint_args, "--use-checkpoint-args: not supported yet with --task ",
+             f.task, " (the task model comes from the model flags)");
+    mt::eval::FinetuneFlags ff;
+    ff.task = f.task;
+    ff.train_data = f.train_data;
+    ff.valid_data = f.valid_data;
+    if (vm.count("epochs")) ff.epochs = vm["epochs"].as<int64_t>();
+    ff.keep_last = f.keep_last;
+    if (vm.count("pretrained-checkpoint"))
+        ff.pretrained_checkpoint = vm["pretrained-checkpoint"].as<std::string>();
+    ff.output_json = f.output_json;
+    ff.training = training;
+    ff.tokenizer = tokenizer;
+    MT_CHECK(ff.epochs.value_or(0) == 0 || vm.count("lr"), "--task ", f.task,
+             " needs --lr to finetune");
+    return ff;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    // The task decides the default model family (finetuning: BERT) and whether --load is
+    // required (the zero-shot tasks evaluate its model), so it is read before parsing.
+    const std::vector<std::string> tasks = mt::cli::scan_flag(argc, argv, "--task");
+    const bool finetuning = !tasks.empty() && finetuning_task(tasks.back());
     TaskFlags flags;
+    mt::train_tool::TrainingFlags training;
     mt::cli::TokenizerFlags tokenizer;
     return mt::cli::run_model_tool(
-        argc, argv, "gpt", [&](const mt::ModelFamily& family, mt::cli::ToolSpec& spec) {
+        argc, argv, finetuning ? "bert" : "gpt",
+        [&](const mt::ModelFamily& family, mt::cli::ToolSpec& spec) {
             spec.name = "megatron-eval";
             spec.megatron_args = mt::cli::MegatronTool::inference;  // docs/flags.md
             spec.description =
-                "Zero-shot evaluation as Megatron-LM's tasks/main.py runs it: --task WIKITEXT103\n"
-                "(perplexity, adjusted to words) or --task LAMBADA (last-word accuracy) of the "
-                "model\n"
-                "in --load (a Megatron checkpoint or a Hugging Face folder) on --valid-data. "
-                "Model\n"
-                "flags given here override the checkpoint's own; without --tokenizer-type, a "
-                "Hugging\n"
-                "Face folder's own tokenizer is used.";
-            spec.options.add(task_flags(flags));
+                "Megatron-LM's tasks/main.py. Zero-shot evaluation: --task WIKITEXT103 "
+                "(perplexity,\nadjusted to words) or --task LAMBADA (last-word accuracy) of the "
+                "model in --load (a\nMegatron checkpoint or a Hugging Face folder) on "
+                "--valid-data; model flags given here\noverride the checkpoint's own; without "
+                "--tokenizer-type, a Hugging Face folder's own\ntokenizer is used. Finetuning: "
+                "--task RACE, MNLI or QQP trains the task model (BERT by\ndefault) from "
+                "--pretrained-checkpoint on --train-data for --epochs epochs with\nMegatron's "
+                "training flags, and reports its accuracy on each --valid-data set.";
+            spec.options.add(task_flags(flags, !finetuning));
+            for (auto& group :
+                 mt::train_tool::training_flag_groups(training, mt::train_tool::EntryPoint::tasks))
+                spec.options.add(group);
             spec.options.add(mt::cli::model_flags(family));
             spec.options.add(mt::cli::tokenizer_flags(tokenizer, false));
-            spec.options.add(mt::cli::precision_flags());
             spec.run = [&](const po::variables_map& vm) {
                 mt::cli::finish_tokenizer_flags(vm, tokenizer);
+                if (finetuning_task(flags.task)) {
+                    mt::train_tool::finish(vm, training, mt::train_tool::EntryPoint::tasks);
+                    mt::eval::finetune(finetune_flags(flags, vm, training, tokenizer), family,
+                                       mt::cli::collect_model_args(vm, family.flags()),
+                                       family.flags());
+                    return 0;
+                }
+                flags.micro_batch_size = training.micro_batch_size;
+                flags.log_interval = training.log_interval;
+                // An explicit --ckpt-format names the format of --load; else it is detected.
+                if (!vm["ckpt-format"].defaulted()) flags.ckpt_format = training.ckpt_format;
                 flags.params_dtype = mt::cli::params_dtype_from(vm);
                 return run(flags, tokenizer, family,
                            mt::cli::collect_model_args(vm, family.flags(), false));

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
 #include "mt/checkpoint/format_detection.h"
 #include "mt/checkpoint/reshard.h"
@@ -20,13 +21,19 @@ const parallel::ParallelState& groups(const train::TrainingParts& parts) {
     return *parts.parallel;
 }
 
-// The latest checkpoint of `dir` as whole tensors, whatever tensor layout saved it.
-CheckpointState read_whole(CheckpointFormat& format, const std::filesystem::path& dir,
-                           const std::vector<ParameterInfo>& params) {
+// The layout of the latest checkpoint in `dir`, which must have one pipeline stage.
+CheckpointLayout one_stage_layout(CheckpointFormat& format, const std::filesystem::path& dir) {
     const CheckpointLayout layout = format.layout(dir);
     MT_CHECK(layout.pipeline_parallel == 1,
              "not supported yet: resuming training from a checkpoint of ", layout.pipeline_parallel,
              " pipeline stages (megatron-convert --target-pipeline-parallel-size 1 joins them)");
+    return layout;
+}
+
+// The latest checkpoint of `dir` as whole tensors, whatever tensor layout saved it.
+CheckpointState read_whole(CheckpointFormat& format, const std::filesystem::path& dir,
+                           const std::vector<ParameterInfo>& params) {
+    const CheckpointLayout layout = one_stage_layout(format, dir);
     if (layout.tensor_parallel == 1) return format.load(dir);
     std::vector<CheckpointState> pieces;
     for (int64_t tp = 0; tp < layout.tensor_parallel; ++tp)
@@ -35,6 +42,37 @@ CheckpointState read_whole(CheckpointFormat& format, const std::filesystem::path
 }
 
 }  // namespace
+
+CheckpointState read_model_tensors(const std::filesystem::path& dir,
+                                   const std::vector<ParameterInfo>& params) {
+    auto format = detect_checkpoint_format(Registry::global(), dir);
+    const CheckpointLayout layout = one_stage_layout(*format, dir);
+    std::set<std::string> names;
+    for (const ParameterInfo& p : params) {
+        names.insert(p.name);
+        names.insert(other_impl_name(p.name));
+    }
+    auto keep_parameters = [&](CheckpointState& state) {
+        std::erase_if(state.model, [&](const auto& entry) { return !names.count(entry.first); });
+        state.optimizer.reset();
+        return state;
+    };
+    if (layout.tensor_parallel == 1) {
+        CheckpointState state = format->load(dir);
+        return keep_parameters(state);
+    }
+    std::vector<CheckpointState> pieces;
+    for (int64_t tp = 0; tp < layout.tensor_parallel; ++tp) {
+        pieces.push_back(format->load_rank(dir, tp, 0));
+        keep_parameters(pieces.back());
+    }
+    std::set<std::string> present;
+    for (const auto& [name, tensor] : pieces[0].model) present.insert(name);
+    std::vector<ParameterInfo> held;
+    for (const ParameterInfo& p : params)
+        if (present.count(p.name) || present.count(other_impl_name(p.name))) held.push_back(p);
+    return join_tensor_parallel(pieces, held);
+}
 
 bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& parts,
                      const std::vector<ParameterInfo>& params) {

@@ -5,6 +5,9 @@
 // pieces — so any layout resumes any other.
 #pragma once
 
+#include <filesystem>
+#include <vector>
+
 #include "mt/checkpoint.h"
 #include "mt/model.h"
 #include "mt/train/checkpointing.h"
@@ -16,6 +19,14 @@ namespace mt::train_tool {
 // start (false). Collective when the run has several ranks. `params`: the run's model, whole.
 bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& parts,
                      const std::vector<ParameterInfo>& params);
+
+// The model tensors of the latest checkpoint in `dir` (any format, any tensor-parallel layout)
+// that parameters of `params` hold, whole, under the checkpoint's names (either
+// --transformer-impl's norm spelling); the checkpoint's other tensors are left out (a pretrained
+// model's heads that a finetuned one lacks), and so are the parameters it does not have. No
+// optimizer state. Each rank reads for itself.
+CheckpointState read_model_tensors(const std::filesystem::path& dir,
+                                   const std::vector<ParameterInfo>& params);
 
 // Saves the run's state as Megatron's save_checkpoint does, with its messages. Collective.
 void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,

@@ -24,31 +24,48 @@ void reject_unsupported(const po::variables_map& vm) {
 }
 }  // namespace
 
-std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
+std::vector<po::options_description> training_flag_groups(TrainingFlags& f, EntryPoint entry) {
+    const bool pretraining = entry == EntryPoint::pretraining;
+    // tasks/finetune_utils.py's loop checks only --exit-interval.
+    const char* const kFinetuningIgnores = "accepted: Megatron's finetuning loop does not check it";
     po::options_description training("Training", 100);
-    training.add_options()("model", po::value(&f.model)->default_value("gpt"),
-                           "model family (a model plugin)")(
-        "micro-batch-size", po::value(&f.micro_batch_size)->required(), "batch size per step")(
-        "global-batch-size", po::value<int64_t>(),
-        "samples per iteration (default: the micro-batch size); gradients accumulate")(
-        "train-iters", po::value<int64_t>(), "iterations to train for")(
-        "train-samples", po::value<int64_t>(), "samples to train for (instead of --train-iters)")(
+    if (pretraining)
+        training.add_options()("model", po::value(&f.model)->default_value("gpt"),
+                               "model family (a model plugin)")(
+            "micro-batch-size", po::value(&f.micro_batch_size)->required(), "batch size per step")(
+            "global-batch-size", po::value<int64_t>(),
+            "samples per iteration (default: the micro-batch size); gradients accumulate")(
+            "train-iters", po::value<int64_t>(), "iterations to train for")(
+            "train-samples", po::value<int64_t>(),
+            "samples to train for (instead of --train-iters)");
+    else
+        training.add_options()("model", po::value(&f.model),
+                               "model family (a model plugin; default: bert for --task RACE, "
+                               "MNLI and QQP, else gpt)")(
+            "micro-batch-size", po::value(&f.micro_batch_size)->default_value(1),
+            "samples per forward pass (finetuning: per data-parallel rank and iteration)")(
+            "global-batch-size", po::value<int64_t>(),
+            "finetuning: samples per iteration, which must be the micro-batch size x the "
+            "data-parallel size (its default): Megatron's finetuning does not accumulate "
+            "gradients");
+    training.add_options()(
         "rampup-batch-size", po::value<std::vector<int64_t>>()->multitoken(),
-        "START INCREMENT SAMPLES: grow the global batch from START by INCREMENT over the first "
-        "SAMPLES samples (with --train-samples)")(
+        pretraining ? "START INCREMENT SAMPLES: grow the global batch from START by INCREMENT over "
+                      "the first SAMPLES samples (with --train-samples)"
+                    : "refused, as Megatron's finetuning refuses it")(
         "clip-grad", po::value(&f.clip_grad)->default_value(1.0), "global gradient-norm clip")(
         "seed", po::value(&f.seed)->default_value(1234), "random seed (data order, dropout)")(
         "exit-interval", po::value<int64_t>(), "exit after an iteration divisible by this")(
-        "exit-duration-in-mins", po::value<double>(), "exit after this many minutes")(
-        "skip-train", po::bool_switch(&f.skip_train),
-        "no training: evaluate the model (--load's, or the initial one) on the validation and "
-        "test sets")(
+        "exit-duration-in-mins", po::value<double>(),
+        pretraining ? "exit after this many minutes" : kFinetuningIgnores)(
         "no-check-for-nan-in-loss-and-grad", po::bool_switch(),
         "train on past a NaN or Inf loss or gradient norm (the log counts them) instead of "
-        "stopping")("exit-signal-handler", po::bool_switch(&f.exit_signal_handler),
-                    "on SIGTERM, finish the iteration, save a checkpoint (with --save) and exit")(
-        "loss-scale", po::value<double>(),
-        "a constant loss scale (fp16); without it the scale is dynamic")(
+        "stopping")(
+        "exit-signal-handler", po::bool_switch(&f.exit_signal_handler),
+        pretraining
+            ? "on SIGTERM, finish the iteration, save a checkpoint (with --save) and exit"
+            : kFinetuningIgnores)("loss-scale", po::value<double>(),
+                                  "a constant loss scale (fp16); without it the scale is dynamic")(
         "initial-loss-scale", po::value(&f.grad_scaler.initial_scale)->default_value(4294967296.0),
         "the dynamic loss scale's start (2^32)")(
         "min-loss-scale", po::value(&f.grad_scaler.min_scale)->default_value(1.0),
@@ -65,6 +82,10 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "accepted: the CPU attention is a flash-style kernel (no T x T matrix) already")(
         "attention-backend", po::value<std::string>()->default_value("auto"),
         "flash, fused, unfused, local or auto: accepted, all run the CPU's flash-style kernel");
+    if (pretraining)
+        training.add_options()("skip-train", po::bool_switch(&f.skip_train),
+                               "no training: evaluate the model (--load's, or the initial one) on "
+                               "the validation and test sets");
 
     po::options_description distributed("Distributed (ranks from mpirun or srun)", 100);
     auto& p = f.parallel;
@@ -98,7 +119,11 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
 
     po::options_description lr("Learning rate", 100);
     auto& s = f.schedule;
-    lr.add_options()("lr", po::value(&s.lr)->required(), "learning rate after warmup")(
+    auto* peak_lr = po::value(&s.lr);
+    if (pretraining) peak_lr->required();
+    lr.add_options()("lr", peak_lr,
+                     pretraining ? "learning rate after warmup"
+                                 : "learning rate after warmup (finetuning needs it)")(
         "min-lr", po::value(&s.min_lr)->default_value(0.0), "learning rate floor")(
         "lr-decay-style", po::value(&s.lr_decay_style)->default_value("linear"),
         "constant, linear, cosine, inverse-square-root or WSD")(
@@ -131,18 +156,25 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "constant, linear or cosine");
 
     po::options_description ckpt("Checkpointing", 100);
-    ckpt.add_options()("save", po::value<std::string>(), "checkpoint directory to save to")(
-        "load", po::value<std::string>(), "checkpoint directory to load from")(
-        "save-interval", po::value<int64_t>(),
-        "iterations between checkpoints (one is also saved when training ends)")(
+    ckpt.add_options()("save", po::value<std::string>(), "checkpoint directory to save to");
+    if (pretraining)
+        ckpt.add_options()("load", po::value<std::string>(), "checkpoint directory to load from");
+    ckpt.add_options()("save-interval", po::value<int64_t>(),
+                       pretraining
+                           ? "iterations between checkpoints (one is also saved when training ends)"
+                           : "iterations between checkpoints (finetuning also saves one at the end "
+                             "of each epoch)")(
         "ckpt-format", po::value(&f.ckpt_format)->default_value("torch_dist"),
         "format --save writes: torch_dist (Megatron's default), torch, or any checkpoint plugin; "
-        "--load reads whichever format it finds")(
-        "ckpt-convert-format", po::value<std::string>(),
-        "after loading, save the checkpoint in this format under --ckpt-convert-save and stop")(
-        "ckpt-convert-save", po::value<std::string>(),
-        "directory for --ckpt-convert-format (the checkpoint goes to DIR/<format>)")(
-        "no-save-optim", po::bool_switch(&f.no_save_optim), "do not save the optimizer state")(
+        "--load reads whichever format it finds");
+    if (pretraining)
+        ckpt.add_options()(
+            "ckpt-convert-format", po::value<std::string>(),
+            "after loading, save the checkpoint in this format under --ckpt-convert-save and stop")(
+            "ckpt-convert-save", po::value<std::string>(),
+            "directory for --ckpt-convert-format (the checkpoint goes to DIR/<format>)");
+    ckpt.add_options()("no-save-optim", po::bool_switch(&f.no_save_optim),
+                       "do not save the optimizer state")(
         "no-save-rng", po::bool_switch(&f.no_save_rng), "do not save the RNG state")(
         "no-load-optim", po::bool_switch(&f.no_load_optim),
         "do not load the optimizer and learning-rate schedule state")(
@@ -158,19 +190,20 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
         "load the model only and start at iteration 0 (no optimizer, schedule or RNG state)");
 
     po::options_description data("Data", 100);
-    data.add_options()("data-path", po::value(&f.data_path)->multitoken(),
-                       "dataset prefixes, optionally weighted: P | W1 P1 W2 P2 ...")(
-        "split", po::value<std::string>(), "train,valid,test proportions (default 969, 30, 1)")(
-        "train-data-path", po::value(&f.train_data_path)->multitoken(), "")(
-        "valid-data-path", po::value(&f.valid_data_path)->multitoken(), "")(
-        "test-data-path", po::value(&f.test_data_path)->multitoken(), "")(
-        "data-cache-path", po::value<std::string>(), "where the sample-index caches go")(
-        "calculate-per-token-loss", po::bool_switch(&f.calculate_per_token_loss),
-        "gradients of the loss summed over the global batch's tokens and divided by their count, "
-        "instead of each micro-batch's mean")(
-        "mock-data", po::bool_switch(&f.mock_data),
-        "the model family's synthetic data instead of --data-path (GPT: Megatron's "
-        "MockGPTDataset, documents 1, 2, ..., n-1, EOD of numpy-drawn lengths)");
+    if (pretraining)
+        data.add_options()("data-path", po::value(&f.data_path)->multitoken(),
+                           "dataset prefixes, optionally weighted: P | W1 P1 W2 P2 ...")(
+            "split", po::value<std::string>(), "train,valid,test proportions (default 969, 30, 1)")(
+            "train-data-path", po::value(&f.train_data_path)->multitoken(), "")(
+            "valid-data-path", po::value(&f.valid_data_path)->multitoken(), "")(
+            "test-data-path", po::value(&f.test_data_path)->multitoken(), "")(
+            "data-cache-path", po::value<std::string>(), "where the sample-index caches go")(
+            "mock-data", po::bool_switch(&f.mock_data),
+            "the model family's synthetic data instead of --data-path (GPT: Megatron's "
+            "MockGPTDataset, documents 1, 2, ..., n-1, EOD of numpy-drawn lengths)");
+    data.add_options()("calculate-per-token-loss", po::bool_switch(&f.calculate_per_token_loss),
+                       "gradients of the loss summed over the global batch's tokens and divided "
+                       "by their count, instead of each micro-batch's mean");
 
     po::options_description logging("Logging and evaluation", 100);
     logging.add_options()("log-interval", po::value(&f.log_interval)->default_value(100),
@@ -193,7 +226,8 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f) {
     return {training, cli::precision_flags(), distributed, lr, opt, ckpt, data, logging};
 }
 
-void finish(const po::variables_map& vm, TrainingFlags& f) {
+void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
+    const bool pretraining = entry == EntryPoint::pretraining;
     reject_unsupported(vm);
     f.params_dtype = cli::params_dtype_from(vm);
     f.check_for_nan = !vm["no-check-for-nan-in-loss-and-grad"].as<bool>();
@@ -220,7 +254,7 @@ void finish(const po::variables_map& vm, TrainingFlags& f) {
     s.global_batch_size = f.global_batch_size.value_or(f.micro_batch_size);
     read_optional(vm, "train-iters", s.train_iters);
     read_optional(vm, "train-samples", s.train_samples);
-    MT_CHECK(s.train_iters.has_value() != s.train_samples.has_value(),
+    MT_CHECK(!pretraining || s.train_iters.has_value() != s.train_samples.has_value(),
              "give exactly one of --train-iters and --train-samples");
     if (vm.count("rampup-batch-size")) {
         const auto v = vm["rampup-batch-size"].as<std::vector<int64_t>>();
@@ -228,7 +262,8 @@ void finish(const po::variables_map& vm, TrainingFlags& f) {
                  "--rampup-batch-size takes three values: start, increment and ramp-up samples");
         f.rampup = train::BatchRampup{v[0], v[1], v[2]};
         // Megatron's validate_args.
-        MT_CHECK(!s.train_iters, "expected no batch-size rampup for iteration-based training");
+        MT_CHECK(!pretraining || !s.train_iters,
+                 "expected no batch-size rampup for iteration-based training");
     }
     if (s.train_samples) {
         train::TrainerOptions o;
@@ -260,6 +295,7 @@ void finish(const po::variables_map& vm, TrainingFlags& f) {
              "--ckpt-convert-format needs --ckpt-convert-save and --load");
     MT_CHECK(!f.save_interval || *f.save_interval > 0, "--save-interval must be positive, got ",
              *f.save_interval);
+    if (!pretraining) return;  // the task reads its own data and sets the iterations
     read_optional(vm, "split", f.split);
     read_optional(vm, "data-cache-path", f.data_cache_path);
     const bool per_split =

@@ -71,11 +71,25 @@ struct TrainingFlags {
     std::string distributed_backend = "nccl";  // the communicator follows the device
 };
 
+// The Megatron entry point the flags are parsed for.
+enum class EntryPoint {
+    // pretrain_gpt.py (megatron-train): every group; --lr and --micro-batch-size are required.
+    pretraining,
+    // tasks/main.py (megatron-eval), whose finetuning sets the iterations from --epochs and
+    // reads its own --train-data / --valid-data: no --train-iters, --train-samples,
+    // --skip-train, pretraining data flags, --ckpt-convert-* or --load (the tool defines it);
+    // --lr is optional (finetuning checks it) and --micro-batch-size defaults to 1.
+    tasks,
+};
+
 // The option groups, writing into `flags` (optional values are read by finish()).
-std::vector<po::options_description> training_flag_groups(TrainingFlags& flags);
+std::vector<po::options_description> training_flag_groups(
+    TrainingFlags& flags, EntryPoint entry = EntryPoint::pretraining);
 // Fills the optional values, derives defaults (global batch, start/end weight decay, train
-// iterations from samples) and rejects what megatron-train does not support yet.
-void finish(const po::variables_map& vm, TrainingFlags& flags);
+// iterations from samples) and rejects what megatron-train does not support yet; for
+// EntryPoint::tasks the iterations and the data are left to the task.
+void finish(const po::variables_map& vm, TrainingFlags& flags,
+            EntryPoint entry = EntryPoint::pretraining);
 
 // The learning-rate schedule, the optimizer and the loop's options the flags describe.
 optim::LrScheduleConfig schedule_config(const TrainingFlags& flags);

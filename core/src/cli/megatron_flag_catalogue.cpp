@@ -30,8 +30,7 @@ constexpr const char* kVirtualPipeline =
 constexpr const char* kMoE = "MoE (Mixture of Experts) models";
 constexpr const char* kT5 = "T5 / encoder-decoder models";
 constexpr const char* kMamba = "Mamba hybrid models";
-constexpr const char* kBert = "BERT models";
-constexpr const char* kBertT5 = "BERT and T5 models (their masked-span datasets)";
+constexpr const char* kBertEmbeddings = "BERT embeddings (Retro's embedder)";
 constexpr const char* kVision = "vision models";
 constexpr const char* kRetro = "Retro models";
 constexpr const char* kRetriever = "ICT / biencoder retriever models and tasks";
@@ -59,8 +58,9 @@ constexpr FlagRule kTrainingOnly = accept("only used by training");
 constexpr FlagRule kInferenceOnly =
     accept("only used by text generation (Megatron's training does not read it)");
 constexpr FlagRule kOneProcess = accept(
-    "megatron-generate and megatron-eval run as one process and read the checkpoint whole, "
-    "whatever parallel layout saved it");
+    "megatron-generate and megatron-eval's zero-shot tasks run as one process and read the "
+    "checkpoint whole, whatever parallel layout saved it (megatron-eval's finetuning has no "
+    "pipeline stages)");
 constexpr FlagRule kFromCheckpoint = accept("the weights come from the checkpoint");
 constexpr FlagRule kFusion =
     accept("a GPU kernel fusion: the CPU kernels compute the same math unfused");
@@ -122,7 +122,8 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--onnx-safe",
      accept("a workaround for the ONNX exporter in Megatron's legacy models; Megatron-core "
             "models ignore it")},
-    {"--bert-no-binary-head", refuse(kBert)},
+    {"--bert-no-binary-head",
+     invalid("--bert-no-binary-head is a BERT flag (pretrain_bert.py's): give --model bert")},
     {"--multi-latent-attention", refuse(kMla)},
     {"--mtp-num-layers", refuse(kMtp)},
     {"--mtp-loss-scaling-factor", refuse(kMtp)},
@@ -227,8 +228,7 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--no-async-tensor-model-parallel-allreduce", kDeprecatedIgnored},
     {"--no-persist-layer-norm", accept("a layer-norm kernel choice: the same layer norm")},
     {"--sequence-parallel", kDefined,
-     accept("no effect without tensor parallelism: megatron-generate and megatron-eval run as "
-            "one process")},
+     accept("no effect without tensor parallelism: megatron-generate runs as one process")},
     {"--no-gradient-accumulation-fusion",
      accept("a GPU kernel fusion that accumulates weight gradients straight into fp32 main "
             "grads, which megatron-train always does"),
@@ -294,8 +294,8 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--non-persistent-local-ckpt-algo", refuse(kNonPersistent), kTrainingOnly},
     {"--finetune", kDefined, kTrainingOnly},
     {"--pretrained-checkpoint",
-     accept("only read by Megatron's finetuning tasks (tasks/finetune_utils.py), not by "
-            "pretraining or zero-shot evaluation")},
+     accept("only read by Megatron's finetuning tasks (tasks/finetune_utils.py: megatron-eval "
+            "--task RACE, MNLI, QQP), not by pretraining or text generation")},
     {"--ckpt-step", refuse("loading a chosen iteration instead of the latest (--ckpt-step)")},
     {"--no-initialization",
      accept("skips the random initialisation that a checkpoint's weights replace: "
@@ -387,9 +387,9 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--no-overlap-p2p-communication", kPipelineOnly},
     {"--overlap-p2p-communication-warmup-flush", kPipelineOnly},
     {"--distributed-backend", kDefined,
-     accept("megatron-generate and megatron-eval run as one process: nothing to communicate")},
+     accept("megatron-generate runs as one process: nothing to communicate")},
     {"--distributed-timeout-minutes", kDefined,
-     accept("megatron-generate and megatron-eval run as one process: nothing to wait for")},
+     accept("megatron-generate runs as one process: nothing to wait for")},
     {"--overlap-grad-reduce", kDefined, kTrainingOnly},
     {"--defer-embedding-wgrad-compute", kPipelineOnly, kTrainingOnly},
     {"--wgrad-deferral-limit", kPipelineOnly, kTrainingOnly},
@@ -472,8 +472,10 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--decoder-seq-length", refuse(kT5)},
     {"--retriever-seq-length", refuse(kRetriever)},
     {"--sample-rate", refuse(kRetriever)},
-    {"--mask-prob", refuse(kBertT5)},
-    {"--short-seq-prob", refuse(kBertT5)},
+    {"--mask-prob", invalid("--mask-prob is read only by BERT and T5 pretraining: give --model "
+                            "bert (T5 is not supported yet)")},
+    {"--short-seq-prob", invalid("--short-seq-prob is read only by BERT and T5 pretraining: give "
+                                 "--model bert (T5 is not supported yet)")},
     {"--num-workers",
      accept("data-loader worker processes: megatron-train builds its batches in the training "
             "process, in the same order"),
@@ -646,8 +648,8 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--max-tokens-to-oom", kInferenceOnly,
      accept("a guard against running out of GPU memory: megatron-generate limits prompt and "
             "generated tokens by the model's positions")},
-    {"--output-bert-embeddings", refuse(kBert)},
-    {"--bert-embedder-type", refuse(kBert)},
+    {"--output-bert-embeddings", refuse(kBertEmbeddings)},
+    {"--bert-embedder-type", refuse(kBertEmbeddings)},
     {"--flash-decode", kInferenceOnly, accept("a decoding kernel choice: the same attention")},
     {"--enable-cuda-graph", kCudaGraph},
     {"--cuda-graph-warmup-steps", kCudaGraph},

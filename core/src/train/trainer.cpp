@@ -85,6 +85,8 @@ Trainer::Trainer(Model& model, optim::Optimizer& optimizer, optim::LrScheduler& 
     MT_CHECK(options_.global_batch_size % options_.micro_batch_size == 0, "--global-batch-size (",
              options_.global_batch_size, ") must be a multiple of --micro-batch-size (",
              options_.micro_batch_size, ")");
+    MT_CHECK(options_.sample_multiplier > 0, "the sample multiplier must be positive, got ",
+             options_.sample_multiplier);
     dropout_->training = true;
     dropout_->seed = options_.seed;
     if (options_.grad_scaler) scaler_.emplace(*options_.grad_scaler);
@@ -274,7 +276,7 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
         if (tokens > 0) scale_grads(float(1.0 / tokens));
     }
     IterationResult r;
-    r.global_batch_size = global_batch;
+    r.global_batch_size = global_batch * options_.sample_multiplier;
     r.losses = accumulated.reported();
     for (const auto& [name, value] : r.losses) r.loss += value;
     MT_CHECK(!options_.check_for_nan || std::isfinite(r.loss),
@@ -296,7 +298,7 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     optimizer_.step(scheduler_.lr(), scheduler_.weight_decay(), decoupled_lr());
     if (distributed_optimizer()) grad_buffer_->gather_params();
     if (options_.log_params_norm) r.params_norm = params_norm();
-    scheduler_.step(global_batch);
+    scheduler_.step(global_batch * options_.sample_multiplier);
     return r;
 }
 
@@ -375,7 +377,7 @@ StopReason Trainer::train(const data::SampleDataset& train_data,
             log.timestamp = now_timestamp();
             log.iteration = iteration_;
             log.train_iters = options_.train_iters;
-            log.consumed_samples = consumed_train_;
+            log.consumed_samples = options_.log_consumed_samples ? consumed_train_ : 0;
             log.elapsed_ms_per_iteration =
                 std::chrono::duration<double, std::milli>(now - interval_start).count() /
                 double(interval_iters);
@@ -443,6 +445,7 @@ StopReason Trainer::train(const data::SampleDataset& train_data,
             if (save_ && !saved) save_();
             return StopReason::exit_interval;
         }
+        if (after_iteration_) after_iteration_();
     }
     return StopReason::finished;
 }

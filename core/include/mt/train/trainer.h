@@ -66,6 +66,13 @@ struct TrainerOptions {
     std::optional<int64_t> exit_interval;
     std::optional<double> exit_duration_in_mins;
     std::optional<int64_t> save_interval;  // with a saver: save every this many iterations
+    // Sequences the model sees per dataset sample (Megatron's sample_multiplier: RACE's 4
+    // choices collapse into the batch): the log line's global batch size, the FLOPs and the
+    // learning-rate schedule's steps count sequences, this many per sample.
+    int64_t sample_multiplier = 1;
+    // false: the log line's consumed samples stay 0, as in Megatron's finetuning loop
+    // (tasks/finetune_utils.py), which never counts them.
+    bool log_consumed_samples = true;
 };
 
 // The global batch size after `consumed` samples (Megatron's current_global_batch_size): the
@@ -94,6 +101,9 @@ class MT_API Trainer {
     // Called where Megatron's checkpoint_and_decide_exit saves: every save_interval iterations,
     // and before leaving on a signal, --exit-duration-in-mins or --exit-interval.
     void set_saver(std::function<void()> save) { save_ = std::move(save); }
+    // Called at the end of every iteration that does not stop training (after its log line,
+    // evaluation and checkpoint): finetuning's end-of-epoch save and accuracy callback.
+    void set_after_iteration(std::function<void()> after) { after_iteration_ = std::move(after); }
 
     // A parallel run: this rank's groups, and the buffer its gradients live in (data
     // parallelism; with the distributed optimizer `optimizer` updates this rank's shard of it
@@ -180,7 +190,7 @@ class MT_API Trainer {
     std::function<void(const std::string&)> print_;
     io::TensorBoardWriter* tensorboard_ = nullptr;
     const std::atomic<bool>* stop_ = nullptr;
-    std::function<void()> save_;
+    std::function<void()> save_, after_iteration_;
     const parallel::ParallelState* parallel_ = nullptr;
     parallel::GradBuffer* grad_buffer_ = nullptr;
     std::unique_ptr<nn::DropoutContext> dropout_;
