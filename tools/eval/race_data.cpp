@@ -108,6 +108,17 @@ std::vector<fs::path> race_files(const fs::path& dir) {
         if (name.size() >= 4 && name.compare(name.size() - 4, 4, ".txt") == 0)
             files.push_back(entry.path());
     }
+    if (files.empty()) {
+        // Megatron would read nothing here and fail later without saying why: a RACE split
+        // directory keeps its files in middle/ and high/.
+        std::string subdirectories;
+        for (const auto& entry : fs::directory_iterator(dir))
+            if (entry.is_directory()) subdirectories += " " + entry.path().string();
+        MT_CHECK(subdirectories.empty(), "RACE data ", dir.string(),
+                 ": no *.txt files (each directory's own files are read, as Megatron's glob "
+                 "does, not its subdirectories): give",
+                 subdirectories);
+    }
     return files;
 }
 
