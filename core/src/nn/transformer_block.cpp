@@ -21,10 +21,11 @@ void report(Module& module, const std::function<void(const Parameter&)>& grad_re
 TransformerBlock::TransformerBlock(const std::string& prefix, int64_t num_layers,
                                    const TransformerConfig& layer, const LayerSpec& spec,
                                    const RecomputeConfig& recompute, Backend& backend)
-    : recompute_(recompute_segments(recompute, num_layers)),
-      final_norm_(layer.normalization, prefix + ".final_layernorm.weight",
-                  prefix + ".final_layernorm.bias", layer.hidden_size, layer.norm, layer.dtype,
-                  backend, layer.tp) {
+    : recompute_(recompute_segments(recompute, num_layers)) {
+    if (!layer.post_layer_norm)
+        final_norm_.emplace(layer.normalization, prefix + ".final_layernorm.weight",
+                            prefix + ".final_layernorm.bias", layer.hidden_size, layer.norm,
+                            layer.dtype, backend, layer.tp);
     for (int64_t i = 0; i < num_layers; ++i)
         layers_.push_back(std::make_unique<TransformerLayer>(
             prefix + ".layers." + std::to_string(i), layer, spec, backend));
@@ -52,7 +53,7 @@ Tensor TransformerBlock::forward(const Tensor& x, DropoutContext& ctx, Saved* sa
         h = layers_[size_t(i)]->forward(h, ctx, saved ? &saved->layers[size_t(i)] : nullptr, mask);
         ++i;
     }
-    return final_norm_.forward(h, saved ? &saved->final_norm : nullptr);
+    return final_norm_ ? final_norm_->forward(h, saved ? &saved->final_norm : nullptr) : h;
 }
 
 Tensor TransformerBlock::forward_cached(const Tensor& x, infer::KvCache* cache,
@@ -62,15 +63,18 @@ Tensor TransformerBlock::forward_cached(const Tensor& x, infer::KvCache* cache,
     for (size_t i = 0; i < layers_.size(); ++i)
         h = layers_[i]->forward(h, no_dropout, nullptr, {},
                                 KvSlot{cache ? &cache->layer(i) : nullptr, past});
-    return final_norm_.forward(h, nullptr);
+    return final_norm_ ? final_norm_->forward(h, nullptr) : h;
 }
 
 Tensor TransformerBlock::backward(const Tensor& dy, const Saved& saved,
                                   const std::function<void(const Parameter&)>& grad_ready) {
     MT_CHECK(saved.layers.size() == layers_.size(),
              "TransformerBlock: backward needs the activations of this block's forward");
-    Tensor dh = final_norm_.backward(dy, saved.final_norm);
-    report(final_norm_, grad_ready);
+    Tensor dh = dy;
+    if (final_norm_) {
+        dh = final_norm_->backward(dy, saved.final_norm);
+        report(*final_norm_, grad_ready);
+    }
     int64_t segment = int64_t(saved.segment_inputs.size()) - 1;
     for (int64_t i = num_layers() - 1; i >= 0;) {
         if (segment >= 0 && recompute_[size_t(segment)].end - 1 == i) {
@@ -100,7 +104,7 @@ Tensor TransformerBlock::backward(const Tensor& dy, const Saved& saved,
 
 void TransformerBlock::collect_parameters(std::vector<Parameter*>& out) {
     for (auto& layer : layers_) layer->collect_parameters(out);
-    final_norm_.collect_parameters(out);
+    if (final_norm_) final_norm_->collect_parameters(out);
 }
 
 }  // namespace mt::nn

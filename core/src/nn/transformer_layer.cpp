@@ -2,15 +2,18 @@
 // explicit, and their gradient (dy itself) is added to each branch's input gradient.
 #include "mt/nn/transformer_layer.h"
 
+#include "mt/error.h"
+
 namespace mt::nn {
 
 namespace {
 
 // te_linear: the linear the norm is fused into with Transformer Engine; local: the module name
 // of the local spec.
+// A post-norm layer's norms have plain module names (`local`) whatever the naming.
 Norm make_norm(const std::string& prefix, const char* te_linear, const char* local,
                const TransformerConfig& config, Backend& backend) {
-    const bool te = config.norm_naming == NormNaming::transformer_engine;
+    const bool te = config.norm_naming == NormNaming::transformer_engine && !config.post_layer_norm;
     const std::string base = join_name(prefix, te ? te_linear : local);
     return Norm(config.normalization, join_name(base, te ? "layer_norm_weight" : "weight"),
                 join_name(base, te ? "layer_norm_bias" : "bias"), config.hidden_size, config.norm,
@@ -22,16 +25,24 @@ Norm make_norm(const std::string& prefix, const char* te_linear, const char* loc
 TransformerLayer::TransformerLayer(const std::string& prefix, const TransformerConfig& config,
                                    const LayerSpec& spec, Backend& backend)
     : hidden_dropout_(config.hidden_dropout),
-      input_norm_(
-          make_norm(prefix, "self_attention.linear_qkv", "input_layernorm", config, backend)),
+      input_norm_(make_norm(prefix, "self_attention.linear_qkv",
+                            config.post_layer_norm ? "post_self_attn_layernorm" : "input_layernorm",
+                            config, backend)),
       mixer_(spec.mixer(prefix, config, backend)),
-      pre_mlp_norm_(make_norm(prefix, "mlp.linear_fc1", "pre_mlp_layernorm", config, backend)),
+      pre_mlp_norm_(make_norm(prefix, "mlp.linear_fc1",
+                              config.post_layer_norm ? "post_mlp_layernorm" : "pre_mlp_layernorm",
+                              config, backend)),
       feed_forward_(spec.feed_forward(prefix, config, backend)),
       backend_(&backend),
       tp_(config.tp),
-      te_order_(config.norm_naming == NormNaming::transformer_engine),
+      te_order_(config.norm_naming == NormNaming::transformer_engine && !config.post_layer_norm),
+      post_norm_(config.post_layer_norm),
       recompute_mlp_(config.recompute_mlp),
-      recompute_norms_(config.recompute_norms) {}
+      recompute_norms_(config.recompute_norms) {
+    MT_CHECK(!post_norm_ || !(recompute_mlp_ || recompute_norms_),
+             "not supported yet: selective recompute (--recompute-modules mlp/layernorm) of "
+             "post-LayerNorm layers");
+}
 
 Tensor TransformerLayer::sum(const Tensor& a, const Tensor& b) const {
     Tensor y = backend_->empty(a.shape(), a.dtype());
@@ -41,6 +52,7 @@ Tensor TransformerLayer::sum(const Tensor& a, const Tensor& b) const {
 
 Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
                                  const AttentionMask& mask, const KvSlot& cache) const {
+    if (post_norm_) return forward_post_norm(x, ctx, saved, mask, cache);
     Saved local;
     Saved& s = saved ? *saved : local;
     // With recompute_norms the modules do not keep the norms' outputs: backward rebuilds them.
@@ -63,6 +75,7 @@ Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* sa
 }
 
 Tensor TransformerLayer::backward(const Tensor& dy, const Saved& saved) {
+    if (post_norm_) return backward_post_norm(dy, saved);
     Tensor dm = dropout_backward(*backend_, dy, saved.feed_forward_dropout);
     // Selective recompute: what the forward did not keep is rebuilt here, bit for bit.
     Tensor normed;
@@ -86,7 +99,40 @@ Tensor TransformerLayer::backward(const Tensor& dy, const Saved& saved) {
     return sum(dh, dx_branch);
 }
 
+Tensor TransformerLayer::forward_post_norm(const Tensor& x, DropoutContext& ctx, Saved* saved,
+                                           const AttentionMask& mask, const KvSlot& cache) const {
+    Saved local;
+    Saved& s = saved ? *saved : local;
+    Tensor a = mixer_->forward(x, ctx, saved ? &s.mixer : nullptr, true, mask, cache);
+    s.mixer_dropout =
+        draw_dropout(ctx, hidden_dropout_, a.numel(), tp_.sequence_shard(), tp_.sequence_shards());
+    const Tensor h =
+        input_norm_.forward(sum(x, dropout_forward(*backend_, a, s.mixer_dropout)), &s.input_norm);
+    Tensor m = feed_forward_->forward(h, saved ? &s.feed_forward : nullptr, true);
+    s.feed_forward_dropout =
+        draw_dropout(ctx, hidden_dropout_, m.numel(), tp_.sequence_shard(), tp_.sequence_shards());
+    return pre_mlp_norm_.forward(sum(h, dropout_forward(*backend_, m, s.feed_forward_dropout)),
+                                 &s.pre_mlp_norm);
+}
+
+Tensor TransformerLayer::backward_post_norm(const Tensor& dy, const Saved& saved) {
+    // y = norm2(h + m): the residual and the feed-forward branch share norm2's input gradient.
+    const Tensor d2 = pre_mlp_norm_.backward(dy, saved.pre_mlp_norm);
+    const Tensor dm = dropout_backward(*backend_, d2, saved.feed_forward_dropout);
+    const Tensor dh = sum(d2, feed_forward_->backward(dm, *saved.feed_forward, Tensor()));
+    const Tensor d1 = input_norm_.backward(dh, saved.input_norm);
+    const Tensor da = dropout_backward(*backend_, d1, saved.mixer_dropout);
+    return sum(d1, mixer_->backward(da, *saved.mixer, Tensor()));
+}
+
 void TransformerLayer::collect_parameters(std::vector<Parameter*>& out) {
+    if (post_norm_) {  // each module, then the norm after its residual add
+        mixer_->collect_parameters(out, nullptr);
+        input_norm_.collect_parameters(out);
+        feed_forward_->collect_parameters(out, nullptr);
+        pre_mlp_norm_.collect_parameters(out);
+        return;
+    }
     if (!te_order_) input_norm_.collect_parameters(out);
     mixer_->collect_parameters(out, te_order_ ? &input_norm_ : nullptr);
     if (!te_order_) pre_mlp_norm_.collect_parameters(out);

@@ -13,6 +13,10 @@ std::vector<FlagInfo> bert_flags() {
     flags.push_back(
         {"bert-binary-head", "the sentence-order (binary) head (the default)", std::nullopt, true});
     flags.push_back({"num-tokentypes", "token types (default 2 with the binary head, else 0)"});
+    flags.push_back({"post-layer-norm",
+                     "the original BERT's post-LayerNorm layers (Hugging Face's BertModel; not a "
+                     "Megatron flag): a LayerNorm after the embeddings and each residual add",
+                     std::nullopt, true});
     return flags;
 }
 
@@ -22,6 +26,9 @@ BertConfig bert_config_from_args(const ModelArgs& args) {
     MT_CHECK(!(args.count("bert-no-binary-head") && args.count("bert-binary-head")),
              "--bert-binary-head and --bert-no-binary-head contradict each other");
     c.binary_head = !args.count("bert-no-binary-head");
+    c.post_layer_norm = args.count("post-layer-norm") > 0;
+    MT_CHECK(!c.post_layer_norm || c.transformer.normalization == gpt::Normalization::layer_norm,
+             "--post-layer-norm needs --normalization LayerNorm");
     c.num_tokentypes = c.binary_head ? 2 : 0;
     if (auto it = args.find("num-tokentypes"); it != args.end()) {
         const std::string& t = it->second;

@@ -59,6 +59,12 @@ Tensor to_f32(const Tensor& mask) {
     return out;
 }
 
+nn::TransformerConfig layer_config(const BertConfig& c, DType dtype, const nn::TensorParallel& tp) {
+    nn::TransformerConfig layer = gpt::transformer_layer_config(c.transformer, dtype, tp);
+    layer.post_layer_norm = c.post_layer_norm;
+    return layer;
+}
+
 }  // namespace
 
 BertModel::BertModel(const BertConfig& config, const BuildContext& context, DType dtype)
@@ -66,13 +72,14 @@ BertModel::BertModel(const BertConfig& config, const BuildContext& context, DTyp
       dtype_(dtype),
       backend_(&context.backend),
       tp_(tensor_parallel(context)),
-      layer_(gpt::transformer_layer_config(config.transformer, dtype, tp_)),
+      layer_(layer_config(config, dtype, tp_)),
       embedding_(config.transformer.padded_vocab_size, config.transformer.hidden_size,
                  config.transformer.position_embedding == gpt::PositionEmbedding::learned_absolute
                      ? config.transformer.max_position_embeddings
                      : 0,
                  float(config.transformer.hidden_dropout), dtype, *backend_, tp_,
-                 config.num_tokentypes),
+                 config.num_tokentypes,
+                 config.post_layer_norm ? std::optional(layer_.norm) : std::nullopt),
       encoder_("encoder", config.transformer.num_layers, layer_, nn::dense_layer_spec(),
                config.transformer.recompute, *backend_) {
     MT_CHECK(

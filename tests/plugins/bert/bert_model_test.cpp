@@ -1,5 +1,6 @@
 // BertModel: the masked-LM and sentence-order losses and every gradient against Hugging Face's
-// MegatronBertForPreTraining (Megatron's BERT, tests/fixtures/bert/make_bert_fixtures.py), the
+// MegatronBertForPreTraining (Megatron's BERT) and BertForPreTraining (the original post-
+// LayerNorm BERT, --post-layer-norm; tests/fixtures/bert/make_bert_fixtures.py), the
 // finetuning heads (classification, multiple choice) against finite differences, and the
 // family's parameter list against the model's.
 #include <gtest/gtest.h>
@@ -34,8 +35,9 @@ Tensor f64(const std::vector<double>& values, const Shape& shape) {
     return t;
 }
 
-TEST(BertModel, MatchesHuggingFaceMegatronBert) {
-    const auto ref = mt::test::load_model_reference("bert/bert_pretraining.txt");
+// The losses of every position and sample, and every gradient, against transformers' run.
+void check_against_transformers(const std::string& file) {
+    const auto ref = mt::test::load_model_reference("bert/" + file);
     const int64_t B = 2, T = 16;
     BertModel model(bert_config_from_args(ref.args), single_process_context(), DType::f64);
     const auto params = model.parameters();
@@ -65,7 +67,16 @@ TEST(BertModel, MatchesHuggingFaceMegatronBert) {
                                        0, 1e-9))
             << "sop loss " << b;
     model.backward({f64(v.at("lm_weights"), {B, T}), f64(v.at("sop_weights"), {B})}, *saved);
-    mt::test::expect_grads_match_reference(params, ref, "bert_pretraining.txt", 1e-7);
+    mt::test::expect_grads_match_reference(params, ref, file, 1e-7);
+}
+
+TEST(BertModel, MatchesHuggingFaceMegatronBert) {
+    check_against_transformers("bert_pretraining.txt");
+}
+
+// --post-layer-norm: the original BERT (transformers' BertForPreTraining).
+TEST(BertModel, PostLayerNormMatchesHuggingFaceBert) {
+    check_against_transformers("bert_post_ln_pretraining.txt");
 }
 
 ModelArgs tiny_args() {

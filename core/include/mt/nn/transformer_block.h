@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,8 @@ class MT_API TransformerBlock {
     TransformerBlock(const TransformerBlock&) = delete;
     TransformerBlock& operator=(const TransformerBlock&) = delete;
 
-    // x (B, T, H) -> the final norm's output (B, T, H), attending as `mask` says; saved may be
-    // null (no backward).
+    // x (B, T, H) -> the final norm's output (B, T, H) (the last layer's after post-norm
+    // layers), attending as `mask` says; saved may be null (no backward).
     Tensor forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
                    const AttentionMask& mask) const;
     // Inference over a KV cache (or none): causal, no dropout, positions past .. past + T - 1.
@@ -60,7 +61,7 @@ class MT_API TransformerBlock {
   private:
     std::vector<std::unique_ptr<TransformerLayer>> layers_;
     std::vector<RecomputeSegment> recompute_;
-    Norm final_norm_;
+    std::optional<Norm> final_norm_;  // none after post-norm layers
 };
 
 }  // namespace mt::nn

@@ -42,6 +42,10 @@ struct TransformerConfig {
     // Selective recompute (--recompute-modules): the MLP's internals, and the norms' outputs
     // (the inputs the QKV and fc1 linears keep), rebuilt in the backward instead of kept.
     bool recompute_mlp = false, recompute_norms = false;
+    // The original BERT's post-LayerNorm layer (Hugging Face's BertModel): a norm after each
+    // residual add ("post_self_attn_layernorm", "post_mlp_layernorm") instead of before each
+    // block, and no final norm in the TransformerBlock. Megatron's layers are pre-norm.
+    bool post_layer_norm = false;
     int64_t attention_block = 64;  // queries and keys per block of the online softmax
     DType dtype = DType::f32;
     NormNaming norm_naming = NormNaming::transformer_engine;

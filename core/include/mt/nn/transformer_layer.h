@@ -1,6 +1,8 @@
 // TransformerLayer: Megatron's pre-norm transformer layer,
-//   h = x + dropout(mixer(input_layernorm(x))),  y = h +
-//   dropout(feed_forward(pre_mlp_layernorm(h)))
+//   h = x + dropout(mixer(input_layernorm(x)))
+//   y = h + dropout(feed_forward(pre_mlp_layernorm(h)))
+// or, with config.post_layer_norm, the original BERT's post-norm one,
+//   h = norm1(x + dropout(mixer(x))),  y = norm2(h + dropout(feed_forward(h))),
 // with its token mixer and feed-forward block made by a LayerSpec (GPT and BERT: self-attention
 // and the dense MLP) and parameters under the layer's prefix in Megatron-core's names: the norms
 // are linear_qkv.layer_norm_* and linear_fc1.layer_norm_* (Transformer Engine, the default), or
@@ -25,10 +27,10 @@ namespace mt::nn {
 class MT_API TransformerLayer {
   public:
     struct Saved {
-        Norm::Saved input_norm;
+        Norm::Saved input_norm;  // post-norm: the norm after the mixer's residual add
         std::unique_ptr<ModuleState> mixer;
         DropoutDraw mixer_dropout;  // hidden dropout after the mixer
-        Norm::Saved pre_mlp_norm;
+        Norm::Saved pre_mlp_norm;   // post-norm: the norm after the feed-forward residual add
         std::unique_ptr<ModuleState> feed_forward;  // none with recompute_mlp
         Tensor feed_forward_input;         // recompute_mlp without recompute_norms: its input
         DropoutDraw feed_forward_dropout;  // hidden dropout after the feed-forward block
@@ -51,6 +53,9 @@ class MT_API TransformerLayer {
   private:
     // a + b (a residual add) in a new tensor.
     Tensor sum(const Tensor& a, const Tensor& b) const;
+    Tensor forward_post_norm(const Tensor& x, DropoutContext& ctx, Saved* saved,
+                             const AttentionMask& mask, const KvSlot& cache) const;
+    Tensor backward_post_norm(const Tensor& dy, const Saved& saved);
 
     float hidden_dropout_;
     Norm input_norm_;
@@ -60,6 +65,7 @@ class MT_API TransformerLayer {
     Backend* backend_;
     TensorParallel tp_;
     bool te_order_;                         // Transformer Engine's parameter order
+    bool post_norm_;                        // config.post_layer_norm
     bool recompute_mlp_, recompute_norms_;  // selective recompute (TransformerConfig)
 };
 
