@@ -30,14 +30,13 @@ struct ConvertFlags {
 
 po::options_description convert_flags(ConvertFlags& f) {
     po::options_description d("Conversion (Megatron's tools/checkpoint/convert.py flags)", 100);
-    d.add_options()("model-type", po::value(&f.model_type)->required(),
-                    "GPT (BERT: not supported yet)")(
+    d.add_options()("model-type", po::value(&f.model_type)->required(), "GPT or BERT")(
         "loader", po::value(&f.loader)->default_value("megatron"),
         "core | legacy | torch_dist | llama_mistral | hf (megatron = legacy, mcore = core)")(
         "saver", po::value(&f.saver)->default_value("megatron"),
         "core | legacy | torch_dist | hf (megatron = legacy, mcore = core; hf: a Hugging Face "
-        "GPT-2, Llama or Mistral folder)")("load-dir", po::value(&f.load_dir)->required(),
-                                           "checkpoint (or Hugging Face) directory")(
+        "GPT-2, Llama, Mistral or BERT folder)")("load-dir", po::value(&f.load_dir)->required(),
+                                                 "checkpoint (or Hugging Face) directory")(
         "save-dir", po::value(&f.save_dir)->required(), "directory to write the checkpoint to")(
         "target-tensor-parallel-size", po::value(&f.target_tp),
         "tensor parallelism of the saved checkpoint (default: the source's)")(
@@ -71,6 +70,13 @@ po::options_description convert_flags(ConvertFlags& f) {
         "no-checking", po::bool_switch(&f.no_checking),
         "accepted; names and shapes are always checked");
     return d;
+}
+
+// convert.py's --model-type -> our model family.
+std::string model_family(const std::string& model_type) {
+    if (model_type == "GPT") return "gpt";
+    if (model_type == "BERT") return "bert";
+    MT_FAIL("--model-type ", model_type, ": supported are GPT and BERT");
 }
 
 // convert.py's plugin names -> our checkpoint formats.
@@ -121,16 +127,13 @@ int64_t vocab_file_size(const std::string& path) {
 }
 
 int run(const ConvertFlags& f) {
-    MT_CHECK(f.model_type == "GPT" || f.model_type == "BERT", "--model-type ", f.model_type,
-             ": supported are GPT and BERT");
-    MT_CHECK(f.model_type == "GPT", "not supported yet: --model-type BERT");
     MT_CHECK(f.target_ep == 1, "not supported yet: --target-expert-parallel-size ", f.target_ep);
     MT_CHECK(f.target_tp >= 0 && f.target_pp >= 0,
              "--target-tensor-parallel-size and --target-pipeline-parallel-size must be positive");
     auto& registry = mt::Registry::global();
     auto loader = registry.create_checkpoint(loader_format(f));
     auto saver = registry.create_checkpoint(saver_format(f));
-    auto family = registry.create_model("gpt");
+    auto family = registry.create_model(model_family(f.model_type));
     MT_CHECK(std::filesystem::is_directory(f.load_dir), "--load-dir ", f.load_dir,
              " is not a directory");
     MT_CHECK(loader->detect(f.load_dir), "--load-dir ", f.load_dir, " holds no ", loader->name(),
@@ -175,12 +178,15 @@ int main(int argc, char** argv) {
         "Converts a checkpoint between formats and tensor/pipeline-parallel layouts, as\n"
         "Megatron-LM's tools/checkpoint/convert.py does (same flags): Megatron `torch`\n"
         "checkpoints (core or legacy key names, any mp_rank_TT[_PPP] layout), `torch_dist`,\n"
-        "Hugging Face GPT-2/Llama/Mistral folders and Meta Llama checkpoints in; `torch` (core\n"
-        "or legacy), `torch_dist` or a Hugging Face folder out (--saver hf: GPT-2 for learned\n"
-        "positions + LayerNorm + GeLU + biases, Llama/Mistral for rope + RMSNorm + SwiGLU;\n"
-        "config.json, generation_config.json, model.safetensors, sharded above 5GB with\n"
-        "model.safetensors.index.json, and the tokenizer's files when the args name them).\n"
-        "Model weights, iteration and args travel; optimizer and RNG state do not.";
+        "Hugging Face GPT-2/Llama/Mistral/Megatron-BERT/BERT folders and Meta Llama checkpoints\n"
+        "in; `torch` (core or legacy), `torch_dist` or a Hugging Face folder out (--saver hf:\n"
+        "GPT-2 for learned positions + LayerNorm + GeLU + biases, Llama/Mistral for rope +\n"
+        "RMSNorm + SwiGLU, MegatronBertForPreTraining (BertForPreTraining when post-LayerNorm)\n"
+        "for --model-type BERT; config.json, generation_config.json (not for BERT),\n"
+        "model.safetensors, sharded above 5GB with model.safetensors.index.json, and the\n"
+        "tokenizer's files when the args name them).\n"
+        "--model-type picks the model family (GPT: gpt, BERT: bert). Model weights, iteration\n"
+        "and args travel; optimizer and RNG state do not.";
     ConvertFlags flags;
     spec.options.add(convert_flags(flags));
     spec.run = [&](const po::variables_map& vm) {

@@ -47,7 +47,11 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
             continue;
         }
         if (flag.is_switch) {
-            set_arg(a, python_arg_name(flag.name), it != model_args.end());
+            const std::string name = python_arg_name(flag.name);
+            // A switch sharing its dest with a store_false flag (--bert-binary-head and
+            // --bert-no-binary-head: bert_binary_head) leaves it alone unless given.
+            if (it == model_args.end() && find_arg(a, name)) continue;
+            set_arg(a, name, it != model_args.end());
             continue;
         }
         const ArgValue fallback = flag.default_value ? typed(*flag.default_value) : ArgValue{};

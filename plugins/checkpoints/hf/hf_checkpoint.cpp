@@ -14,6 +14,7 @@
 #include "hf_config_writer.h"
 #include "hf_export.h"
 #include "hf_layout.h"
+#include "hf_tensors.h"
 #include "hf_tokenizer_export.h"
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/error.h"
@@ -27,57 +28,6 @@ namespace mt::plugins::hf {
 namespace fs = std::filesystem;
 
 namespace {
-
-// Every tensor of the folder by HF name, from one file or the shards of the index (each file
-// memory-mapped once; tensors are read from the maps when asked for).
-class HfTensors {
-  public:
-    explicit HfTensors(const fs::path& dir) : dir_(dir) {
-        if (fs::exists(dir / "model.safetensors")) {
-            open(dir / "model.safetensors");
-            return;
-        }
-        const fs::path index = dir / "model.safetensors.index.json";
-        simdjson::padded_string text;
-        MT_CHECK(!simdjson::padded_string::load(index.string()).get(text), dir.string(),
-                 ": neither model.safetensors nor model.safetensors.index.json");
-        simdjson::dom::parser parser;
-        simdjson::dom::object map;
-        auto error = parser.parse(text)["weight_map"].get_object().get(map);
-        MT_CHECK(!error, index.string(),
-                 ": needs a 'weight_map' object: ", simdjson::error_message(error));
-        std::set<std::string, std::less<>> opened;
-        for (auto field : map) {
-            std::string_view file;
-            MT_CHECK(!field.value.get_string().get(file), index.string(), ": weight_map['",
-                     field.key, "'] must be a file name");
-            if (opened.insert(std::string(file)).second) open(dir / file);
-        }
-    }
-
-    // The tensor in float32 (a view of the map when it is F32 there).
-    Tensor get(const std::string& name) const { return files_[file_of(name)]->read_f32(name); }
-    // Its shape as the file's header gives it (nothing read).
-    const Shape& shape(const std::string& name) const {
-        return files_[file_of(name)]->find(name)->shape;
-    }
-    bool has(const std::string& name) const { return where_.count(name) != 0; }
-
-  private:
-    size_t file_of(const std::string& name) const {
-        auto it = where_.find(name);
-        MT_CHECK(it != where_.end(), dir_.string(), ": the checkpoint has no tensor '", name, "'");
-        return it->second;
-    }
-    void open(const fs::path& path) {
-        files_.push_back(std::make_unique<SafetensorsFile>(path));
-        for (const auto& e : files_.back()->entries()) where_[e.name] = files_.size() - 1;
-    }
-
-    fs::path dir_;
-    std::vector<std::unique_ptr<SafetensorsFile>> files_;
-    std::map<std::string, size_t> where_;
-};
 
 void expect_shape(const Shape& found, const Shape& shape, const std::string& name) {
     MT_CHECK(found == shape, "Hugging Face tensor '", name, "' has shape ", shape_str(found),
@@ -101,8 +51,10 @@ class Converter {
     std::vector<Recipe> run() {
         if (c_.arch == HfArch::gpt2)
             gpt2();
-        else
+        else if (c_.arch == HfArch::llama)
             llama();
+        else
+            bert();
         return std::move(recipes_);
     }
 
@@ -195,6 +147,88 @@ class Converter {
         if (!c_.tied) put("output_layer.weight", hf("lm_head.weight", {c_.vocab_size, h}));
     }
 
+    // Linear rows q, k, v (weights or biases) grouped per head as linear_qkv holds them.
+    void put_qkv(const std::string& name, const std::string& q, const std::string& k,
+                 const std::string& v) {
+        const int64_t n = c_.num_heads, hd = c_.head_dim;
+        Shape shape = tensors_.shape(q);
+        shape[0] *= 3;
+        put(name, shape, [q, k, v, n, hd](const HfTensors& t) {
+            return group_qkv(t.get(q), t.get(k), t.get(v), n, n, hd);
+        });
+    }
+
+    // MegatronBertForPreTraining or BertForPreTraining (*ForMaskedLM: no pooler, no
+    // cls.seq_relationship) as BertModel in Megatron-core's order: embedding, encoder, lm_head,
+    // output layer (the decoder's own weight only when untied; its bias is
+    // cls.predictions.bias), binary head, pooler (tests/fixtures/bert/make_bert_fixtures.py maps
+    // the same names). Pre-LayerNorm layers keep their norms in linear_qkv / linear_fc1 and end
+    // in a final LayerNorm; post-LayerNorm ones have them after the residual adds, and one after
+    // the embeddings.
+    void bert() {
+        const int64_t h = c_.hidden_size, f = c_.ffn_hidden_size, v = c_.vocab_size;
+        const bool post = c_.bert.post_layer_norm;
+        put("embedding.word_embeddings.weight",
+            hf("bert.embeddings.word_embeddings.weight", {v, h}));
+        put("embedding.position_embeddings.weight",
+            hf("bert.embeddings.position_embeddings.weight", {c_.max_position_embeddings, h}));
+        if (c_.bert.tokentypes > 0)
+            put("embedding.tokentype_embeddings.weight",
+                hf("bert.embeddings.token_type_embeddings.weight", {c_.bert.tokentypes, h}));
+        if (post) {
+            put("embedding.layernorm.weight", hf("bert.embeddings.LayerNorm.weight", {h}));
+            put("embedding.layernorm.bias", hf("bert.embeddings.LayerNorm.bias", {h}));
+        }
+        for (int64_t i = 0; i < c_.num_layers; ++i) {
+            const std::string src = "bert.encoder.layer." + std::to_string(i) + ".";
+            const std::string dst = "encoder.layers." + std::to_string(i) + ".";
+            const std::string attn = dst + "self_attention.", mlp = dst + "mlp.";
+            put(attn + "linear_proj.weight", hf(src + "attention.output.dense.weight", {h, h}));
+            put(attn + "linear_proj.bias", hf(src + "attention.output.dense.bias", {h}));
+            for (const auto& [part, shape] :
+                 {std::pair<std::string, Shape>{"weight", {h, h}}, {"bias", {h}}}) {
+                const std::string self = src + "attention.self.";
+                put_qkv(attn + "linear_qkv." + part, hf(self + "query." + part, shape),
+                        hf(self + "key." + part, shape), hf(self + "value." + part, shape));
+            }
+            put(mlp + "linear_fc1.weight", hf(src + "intermediate.dense.weight", {f, h}));
+            put(mlp + "linear_fc1.bias", hf(src + "intermediate.dense.bias", {f}));
+            put(mlp + "linear_fc2.weight", hf(src + "output.dense.weight", {h, f}));
+            put(mlp + "linear_fc2.bias", hf(src + "output.dense.bias", {h}));
+            for (const char* p : {"weight", "bias"}) {
+                const std::string part = p;
+                if (post) {
+                    put(dst + "post_self_attn_layernorm." + part,
+                        hf(src + "attention.output.LayerNorm." + part, {h}));
+                    put(dst + "post_mlp_layernorm." + part,
+                        hf(src + "output.LayerNorm." + part, {h}));
+                } else {
+                    put(attn + "linear_qkv.layer_norm_" + part,
+                        hf(src + "attention.ln." + part, {h}));
+                    put(mlp + "linear_fc1.layer_norm_" + part, hf(src + "ln." + part, {h}));
+                }
+            }
+        }
+        if (!post) {
+            put("encoder.final_layernorm.weight", hf("bert.encoder.ln.weight", {h}));
+            put("encoder.final_layernorm.bias", hf("bert.encoder.ln.bias", {h}));
+        }
+        const std::string head = "cls.predictions.";
+        put("lm_head.dense.weight", hf(head + "transform.dense.weight", {h, h}));
+        put("lm_head.dense.bias", hf(head + "transform.dense.bias", {h}));
+        put("lm_head.layer_norm.weight", hf(head + "transform.LayerNorm.weight", {h}));
+        put("lm_head.layer_norm.bias", hf(head + "transform.LayerNorm.bias", {h}));
+        if (!c_.tied) put("output_layer.weight", hf(head + "decoder.weight", {v, h}));
+        // transformers saves the decoder's bias once, as the shared cls.predictions.bias.
+        put("output_layer.bias",
+            hf(tensors_.has(head + "bias") ? head + "bias" : head + "decoder.bias", {v}));
+        if (!c_.bert.binary_head) return;
+        put("binary_head.weight", hf("cls.seq_relationship.weight", {2, h}));
+        put("binary_head.bias", hf("cls.seq_relationship.bias", {2}));
+        put("pooler.dense.weight", hf("bert.pooler.dense.weight", {h, h}));
+        put("pooler.dense.bias", hf("bert.pooler.dense.bias", {h}));
+    }
+
     const HfTensors& tensors_;
     const HfConfig& c_;
     std::vector<Recipe> recipes_;
@@ -222,7 +256,8 @@ bool export_file_name(const std::string& name) {
                                                  "tokenizer.json",
                                                  "tokenizer_config.json",
                                                  "special_tokens_map.json",
-                                                 "tokenizer.model"};
+                                                 "tokenizer.model",
+                                                 "vocab.txt"};
     static const std::regex kShard(R"(model-\d{5}-of-\d{5}\.safetensors)");
     return kNames.count(name) != 0 || std::regex_match(name, kShard);
 }
@@ -271,10 +306,46 @@ int64_t true_vocab_size(const CheckpointArgs& args, const HfTokenizerFiles& toke
     return vocab;
 }
 
+// BertTokenizer lower-cases unless the folder's tokenizer_config.json says do_lower_case false.
+bool bert_lower_case(const fs::path& dir) {
+    simdjson::padded_string text;
+    if (simdjson::padded_string::load((dir / "tokenizer_config.json").string()).get(text))
+        return true;
+    simdjson::dom::parser parser;
+    bool lower = true;
+    auto error = parser.parse(text)["do_lower_case"].get_bool().get(lower);
+    return error ? true : lower;
+}
+
+// A BERT's parts (encoder.* names: the bert family's), which its args do not say; nullopt for
+// a GPT. A finetuned task model has no Hugging Face counterpart here.
+std::optional<BertParts> bert_parts(const CheckpointState& state) {
+    const bool bert = std::any_of(state.model.begin(), state.model.end(),
+                                  [](const auto& e) { return e.first.starts_with("encoder."); });
+    if (!bert) return std::nullopt;
+    BertParts parts;
+    parts.tokentypes = 0;
+    parts.binary_head = false;
+    for (const auto& [name, t] : state.model) {
+        MT_CHECK(
+            !name.starts_with("classification_head.") && !name.starts_with("multichoice_head."),
+            "not supported yet: a finetuned BERT task model ('", name,
+            "') in --saver hf (a BERT pretraining model is written)");
+        if (name == "embedding.tokentype_embeddings.weight") parts.tokentypes = t.global_shape[0];
+        parts.binary_head = parts.binary_head || name == "binary_head.weight";
+        parts.post_layer_norm = parts.post_layer_norm || name == "embedding.layernorm.weight";
+    }
+    if (parts.tokentypes == 0)
+        log::info("--saver hf: the model has no token types; transformers' BERT always ",
+                  "adds one, so type_vocab_size is 1 with a zero embedding (the same network)");
+    return parts;
+}
+
 }  // namespace
 
 void HfCheckpoint::save(const fs::path& dir, const CheckpointState& state) {
-    HfConfig config = hf_config_from_args(state.args);
+    HfConfig config = hf_config_from_args(state.args, bert_parts(state));
+    const bool bert = config.arch == HfArch::bert;
     auto embedding = std::find_if(state.model.begin(), state.model.end(), [](const auto& e) {
         return e.first == "embedding.word_embeddings.weight";
     });
@@ -290,7 +361,9 @@ void HfCheckpoint::save(const fs::path& dir, const CheckpointState& state) {
     if (!tokenizer.note.empty()) log::info("--saver hf: ", tokenizer.note);
     config.vocab_size = true_vocab_size(state.args, tokenizer, embedding->second.global_shape[0]);
     const std::vector<NamedTensor> tensors = hf_tensors(state, config, dtype);
-    const HfConfigExtras extras{dtype, tokenizer.bos_id, tokenizer.eos_id};
+    // BertTokenizer's models have no bos/eos ids (their [CLS] and [SEP] are not those).
+    const HfConfigExtras extras{dtype, bert ? std::nullopt : tokenizer.bos_id,
+                                bert ? std::nullopt : tokenizer.eos_id};
 
     // Written beside the target and swapped into place: a crash leaves the old folder (or none).
     fs::path target = fs::absolute(dir).lexically_normal();
@@ -302,7 +375,8 @@ void HfCheckpoint::save(const fs::path& dir, const CheckpointState& state) {
     try {
         write_hf_weights(tmp, tensors, max_shard_bytes_);
         write_text(tmp / "config.json", hf_config_json(config, extras));
-        write_text(tmp / "generation_config.json", hf_generation_config_json(extras));
+        // transformers writes it for models that generate text, which BERT does not.
+        if (!bert) write_text(tmp / "generation_config.json", hf_generation_config_json(extras));
         write_tokenizer_files(tokenizer, tmp);
         io::replace_directory(tmp, target);
     } catch (...) {
@@ -338,6 +412,10 @@ StreamedState HfCheckpoint::load_streamed(const fs::path& dir) {
         set_arg(s.state.args, "tokenizer_type", std::string("GPT2BPETokenizer"));
         set_arg(s.state.args, "vocab_file", fs::absolute(dir / "vocab.json").string());
         set_arg(s.state.args, "merge_file", fs::absolute(dir / "merges.txt").string());
+    } else if (fs::is_regular_file(dir / "vocab.txt")) {
+        set_arg(s.state.args, "tokenizer_type",
+                std::string(bert_lower_case(dir) ? "BertWordPieceLowerCase" : "BertWordPieceCase"));
+        set_arg(s.state.args, "vocab_file", fs::absolute(dir / "vocab.txt").string());
     }
     return s;
 }

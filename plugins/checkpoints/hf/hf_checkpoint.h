@@ -1,7 +1,8 @@
-// The `hf` CheckpointFormat: reads a Hugging Face GPT-2, Llama or Mistral folder (config.json +
-// model.safetensors, or shards listed by model.safetensors.index.json) into Megatron-core tensors
-// (Transformer Engine names, Megatron layouts: QKV grouped per query group, [gate; up] fc1), and
-// writes such a folder from a Megatron model's whole tensors and args.
+// The `hf` CheckpointFormat: reads a Hugging Face GPT-2, Llama, Mistral or (Megatron-)BERT folder
+// (config.json + model.safetensors, or shards listed by model.safetensors.index.json) into
+// Megatron-core tensors (Transformer Engine names, Megatron layouts: QKV grouped per query group,
+// [gate; up] fc1; BERT's encoder and heads as the bert family names them), and writes such a
+// folder from a Megatron model's whole tensors and args.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +20,10 @@ class HfCheckpoint : public CheckpointFormat {
 
     std::string_view name() const override { return "hf"; }
     bool detect(const std::filesystem::path& dir) const override;
-    // Writes `dir` as a Hugging Face folder (whole tensors, one rank): config.json and
-    // generation_config.json for the model the args describe (hf_config_from_args: GPT-2, Llama
-    // or Mistral, else "not supported yet"), the weights in the tensors' dtype
+    // Writes `dir` as a Hugging Face folder (whole tensors, one rank): config.json and (not for
+    // BERT) generation_config.json for the model the args describe (hf_config_from_args: GPT-2,
+    // Llama or Mistral; megatron-bert or bert for a BERT's tensors; else "not supported yet"), the
+    // weights in the tensors' dtype
     // (hf_weights.h), the vocabulary cut to the true one (the args' vocab_size, else the
     // tokenizer's, else kept padded, saying so), and the tokenizer's files when the args name
     // them (hf_tokenizer_export.h). Written into a sibling temporary folder swapped into place;
@@ -29,7 +31,7 @@ class HfCheckpoint : public CheckpointFormat {
     void save(const std::filesystem::path& dir, const CheckpointState& state) override;
     // The model tensors in float32 (F16/BF16 converted), iteration 0, no optimizer, schedule or
     // RNG; args holds Megatron's names of the model's sizes (and the folder's tokenizer, when it
-    // has tokenizer.json or vocab.json + merges.txt). Build the model with
+    // has tokenizer.json, vocab.json + merges.txt, or BERT's vocab.txt). Build the model with
     // hf_model_args(read_hf_config(dir)).
     CheckpointState load(const std::filesystem::path& dir) override;
     // load() with every tensor a placeholder (its float32 shape) made from the memory-mapped

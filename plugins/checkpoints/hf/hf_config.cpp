@@ -3,8 +3,10 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 
+#include "hf_tensors.h"
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/error.h"
 
@@ -156,6 +158,46 @@ void read_gpt2(const Json& j, const std::string& where, HfConfig& c) {
     c.tied = true;
 }
 
+// transformers' MegatronBertConfig or BertConfig (the same keys), and the heads the weights
+// hold: megatron.cpp's BERT is a pretraining model, so the masked-LM head (cls.predictions)
+// must be there; the sentence-order head (cls.seq_relationship, with the pooler) is its binary
+// head.
+void read_bert(const Json& j, const std::string& where, const std::filesystem::path& dir,
+               HfConfig& c) {
+    const std::string act = j.text("hidden_act", "gelu");
+    MT_CHECK(act == "gelu", where, ": not supported yet: 'hidden_act' ", act,
+             " (Megatron's BertLMHead applies the erf GeLU whatever its layers use, and "
+             "transformers' BERT applies hidden_act in both: only gelu, the erf GeLU of "
+             "--no-bias-gelu-fusion, is the same network)");
+    const std::string positions = j.text("position_embedding_type", "absolute");
+    MT_CHECK(positions == "absolute", where, ": not supported yet: 'position_embedding_type' ",
+             positions, " (megatron.cpp's BERT learns absolute positions)");
+    MT_CHECK(!j.boolean("is_decoder", false) && !j.boolean("add_cross_attention", false), where,
+             ": not supported yet: 'is_decoder' or 'add_cross_attention' true (megatron.cpp's "
+             "BERT is a bidirectional encoder)");
+    c.bert.post_layer_norm = c.model_type == "bert";
+    c.num_layers = j.integer("num_hidden_layers");
+    c.hidden_size = j.integer("hidden_size");
+    c.num_heads = c.num_kv_heads = j.integer("num_attention_heads");
+    MT_CHECK(c.num_heads > 0 && c.hidden_size % c.num_heads == 0, where, ": 'hidden_size' (",
+             c.hidden_size, ") must be a multiple of 'num_attention_heads' (", c.num_heads, ")");
+    c.head_dim = c.hidden_size / c.num_heads;
+    c.ffn_hidden_size = j.integer("intermediate_size");
+    c.vocab_size = j.integer("vocab_size");
+    c.max_position_embeddings = j.integer("max_position_embeddings");
+    c.norm_epsilon = j.real("layer_norm_eps", 1e-12);
+    c.initializer_range = j.real("initializer_range", 0.02);
+    c.tied = j.boolean("tie_word_embeddings", true);
+    c.bert.tokentypes = j.integer("type_vocab_size", 2);
+    MT_CHECK(c.bert.tokentypes >= 0, where, ": 'type_vocab_size' must not be negative");
+    const HfTensors tensors(dir);
+    MT_CHECK(tensors.has("cls.predictions.transform.dense.weight"), dir.string(),
+             ": not supported yet: a BERT without the masked-LM head (no cls.predictions.*: a "
+             "bare BertModel or a finetuned task model); megatron.cpp builds the pretraining "
+             "model (*ForPreTraining, or *ForMaskedLM without the binary head)");
+    c.bert.binary_head = tensors.has("cls.seq_relationship.weight");
+}
+
 }  // namespace
 
 HfConfig read_hf_config(const std::filesystem::path& dir) {
@@ -176,9 +218,12 @@ HfConfig read_hf_config(const std::filesystem::path& dir) {
     } else if (c.model_type == "llama" || c.model_type == "mistral") {
         c.arch = HfArch::llama;
         read_llama(j, where, c);
+    } else if (c.model_type == "megatron-bert" || c.model_type == "bert") {
+        c.arch = HfArch::bert;
+        read_bert(j, where, dir, c);
     } else {
         MT_FAIL(where, ": not supported yet: 'model_type' '", c.model_type,
-                "' (supported are gpt2, llama and mistral)");
+                "' (supported are gpt2, llama, mistral, megatron-bert and bert)");
     }
     MT_CHECK(c.num_layers > 0 && c.hidden_size > 0 && c.ffn_hidden_size > 0 && c.vocab_size > 0 &&
                  c.max_position_embeddings > 0 && c.head_dim > 0,
@@ -199,6 +244,12 @@ ModelArgs hf_model_args(const HfConfig& c) {
                    {"norm-epsilon", number(c.norm_epsilon)},
                    {"attention-dropout", "0"},
                    {"hidden-dropout", "0"}};
+    if (c.arch == HfArch::bert) {
+        a["no-bias-gelu-fusion"] = "";  // the erf GeLU (read_bert admits no other)
+        a["num-tokentypes"] = std::to_string(c.bert.tokentypes);
+        if (!c.bert.binary_head) a["bert-no-binary-head"] = "";
+        if (c.bert.post_layer_norm) a["post-layer-norm"] = "";
+    }
     if (c.arch == HfArch::llama) {
         a["normalization"] = "RMSNorm";
         a["position-embedding-type"] = "rope";
@@ -221,11 +272,16 @@ ModelArgs hf_model_args(const HfConfig& c) {
 }
 
 CheckpointArgs hf_checkpoint_args(const HfConfig& config) {
+    // The store_false flags hf_model_args gives and their argparse dests.
+    static const std::map<std::string, std::string> kStoreFalse = {
+        {"disable-bias-linear", "add_bias_linear"},
+        {"no-bias-gelu-fusion", "bias_gelu_fusion"},
+        {"bert-no-binary-head", "bert_binary_head"}};
     CheckpointArgs out;
     for (const auto& [flag, text] : hf_model_args(config)) {
         const std::string name = python_arg_name(flag);
-        if (flag == "disable-bias-linear") {  // argparse dest add_bias_linear, store_false
-            out.emplace_back("add_bias_linear", false);
+        if (auto dest = kStoreFalse.find(flag); dest != kStoreFalse.end()) {
+            out.emplace_back(dest->second, false);
         } else if (text.empty()) {
             out.emplace_back(name, true);
         } else if (text.find_first_not_of("0123456789") == std::string::npos) {
@@ -298,7 +354,7 @@ std::string python_repr(bool v) {
 
 }  // namespace
 
-HfConfig hf_config_from_args(const CheckpointArgs& args) {
+HfConfig hf_config_from_args(const CheckpointArgs& args, const std::optional<BertParts>& bert) {
     const Args a(args);
     // Model features no exported model_type has, whichever the architecture.
     for (const char* name : {"qk_layernorm", "apply_layernorm_1p", "squared_relu", "num_experts",
@@ -310,7 +366,7 @@ HfConfig hf_config_from_args(const CheckpointArgs& args) {
                               ? std::to_string(std::get<int64_t>(*v))
                           : std::holds_alternative<bool>(*v) ? python_repr(std::get<bool>(*v))
                                                              : std::string("set"),
-                          "GPT-2, Llama and Mistral have no such feature");
+                          "GPT-2, Llama, Mistral and BERT have no such feature");
         }
 
     HfConfig c;
@@ -337,7 +393,29 @@ HfConfig hf_config_from_args(const CheckpointArgs& args) {
     const std::string norm = a.text("normalization", "LayerNorm");
     const bool bias = a.flag("add_bias_linear", true);
 
-    if (position == "learned_absolute") {
+    if (bert) {
+        c.arch = HfArch::bert;
+        c.model_type = bert->post_layer_norm ? "bert" : "megatron-bert";
+        c.bert = *bert;
+        const std::string why =
+            "BERT is exported as megatron-bert or bert: learned absolute positions, LayerNorm, "
+            "the erf GeLU, linear biases";
+        if (position != "learned_absolute") not_supported("position_embedding_type", position, why);
+        if (norm != "LayerNorm") not_supported("normalization", norm, why);
+        if (swiglu) not_supported("swiglu", "True", why);
+        if (!bias) not_supported("add_bias_linear", "False", why);
+        if (c.num_kv_heads != c.num_heads)
+            not_supported("num_query_groups", std::to_string(c.num_kv_heads),
+                          "BERT has no grouped-query attention");
+        if (c.head_dim * c.num_heads != c.hidden_size)
+            not_supported("kv_channels", std::to_string(c.head_dim),
+                          "BERT's heads are hidden_size / num_attention_heads wide");
+        if (a.flag("bias_gelu_fusion", true))
+            not_supported("bias_gelu_fusion", "True",
+                          "Megatron's fused bias-GeLU is the tanh form while its BertLMHead "
+                          "applies the erf GeLU, and transformers' BERT has one "
+                          "hidden_act for both: train with --no-bias-gelu-fusion");
+    } else if (position == "learned_absolute") {
         c.arch = HfArch::gpt2;
         c.model_type = "gpt2";
         const std::string why =

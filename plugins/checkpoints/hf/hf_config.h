@@ -1,10 +1,11 @@
-// What a Hugging Face config.json (GPT-2, Llama, Mistral) says about the model, the Megatron
-// model flags (ModelArgs) that build the same network with GptFamily::build, and the way back:
-// the Hugging Face model a checkpoint's Megatron args describe.
+// What a Hugging Face config.json (GPT-2, Llama, Mistral, Megatron-BERT) says about the model,
+// the Megatron model flags (ModelArgs) that build the same network with the gpt or bert family,
+// and the way back: the Hugging Face model a checkpoint's Megatron args describe.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "mt/checkpoint.h"
@@ -12,11 +13,21 @@
 
 namespace mt::plugins::hf {
 
-enum class HfArch { gpt2, llama };  // Mistral reads as Llama: the same tensors and math
+// Mistral reads as Llama: the same tensors and math. bert: transformers' *ForPreTraining (or
+// *ForMaskedLM without the binary head) of model_type megatron-bert (Megatron's pre-LayerNorm
+// BERT) or bert (the original post-LayerNorm one, the bert family's --post-layer-norm).
+enum class HfArch { gpt2, llama, bert };
+
+// A BERT's parts that its Megatron args do not say (they have no token-type count).
+struct BertParts {
+    int64_t tokentypes = 2;        // rows of the token-type embedding (0: none)
+    bool binary_head = true;       // the pooler and the sentence-order head
+    bool post_layer_norm = false;  // model_type bert: LayerNorms after the residual adds
+};
 
 struct HfConfig {
     HfArch arch = HfArch::gpt2;
-    std::string model_type;  // "gpt2", "llama", "mistral"
+    std::string model_type;  // "gpt2", "llama", "mistral", "megatron-bert", "bert"
     int64_t num_layers = 0, hidden_size = 0, num_heads = 0, num_kv_heads = 0, head_dim = 0;
     int64_t ffn_hidden_size = 0, vocab_size = 0, max_position_embeddings = 0;
     double norm_epsilon = 1e-5, rope_theta = 10000;
@@ -27,20 +38,24 @@ struct HfConfig {
     int64_t linear_rope_factor = 0;
     bool tied = true;
     double initializer_range = 0.02;  // written to config.json (Megatron's init_method_std)
+    BertParts bert;                   // bert: type_vocab_size, cls.seq_relationship, post-LN
 };
 
 // The args entry naming the Hugging Face model_type a checkpoint came from ("mistral"), which
 // Megatron's args cannot tell from Llama's; hf_checkpoint_args records it, the saver reads it.
 inline constexpr const char* kHfModelTypeArg = "hf_model_type";
 
-// Reads dir/config.json. mt::Error naming the file and key for anything missing or malformed,
-// and "not supported yet: ..." naming the key for models this converter does not map
-// (rope scaling other than llama3's and linear, an active sliding window, attention or MLP
-// biases in Llama, other model_types).
+// Reads dir/config.json (and, for a BERT, which heads the weight files hold). mt::Error naming
+// the file and key for anything missing or malformed, and "not supported yet: ..." naming the
+// key for models this converter does not map (rope scaling other than llama3's and linear, an
+// active sliding window, attention or MLP biases in Llama, a BERT without the masked-LM head or
+// with a tanh GeLU, other model_types).
 HfConfig read_hf_config(const std::filesystem::path& dir);
 
 // The Megatron flags of that model (dropout off, vocabulary unpadded, seq-length the maximum
-// positions); a caller may override seq-length, dropout or --transformer-impl.
+// positions); a caller may override seq-length, dropout or --transformer-impl. BERT: the bert
+// family's flags (--no-bias-gelu-fusion: the erf GeLU; --bert-no-binary-head without the binary
+// head; --num-tokentypes the token types; --post-layer-norm for model_type bert).
 ModelArgs hf_model_args(const HfConfig& config);
 
 // The same as the args Namespace a Megatron checkpoint stores (Megatron's names and Python
@@ -51,8 +66,10 @@ CheckpointArgs hf_checkpoint_args(const HfConfig& config);
 // The inverse, for saving: the Hugging Face model that Megatron args describe (Megatron's
 // defaults for absent entries). GPT-2: learned absolute positions, LayerNorm, tanh GeLU, linear
 // biases, tied embeddings; Llama (Mistral when kHfModelTypeArg says so): rope, RMSNorm, SwiGLU,
-// no biases. vocab_size is left 0 (the caller knows the table). Anything else is an mt::Error
-// "not supported yet: <field>=<value> in --saver hf (...)".
-HfConfig hf_config_from_args(const CheckpointArgs& args);
+// no biases; with `bert` (a BERT's parts, from its tensors): megatron-bert (bert when
+// post-LayerNorm), learned absolute positions, LayerNorm, the erf GeLU, linear biases.
+// vocab_size is left 0 (the caller knows the table). Anything else is an mt::Error "not
+// supported yet: <field>=<value> in --saver hf (...)".
+HfConfig hf_config_from_args(const CheckpointArgs& args, const std::optional<BertParts>& bert);
 
 }  // namespace mt::plugins::hf

@@ -1,5 +1,6 @@
 #include "hf_config_writer.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "hf_json.h"
@@ -96,10 +97,38 @@ Members llama_members(const HfConfig& c) {
     return m;
 }
 
+// MegatronBertConfig (pre-LayerNorm) or BertConfig (post-LayerNorm): the same keys; the erf
+// GeLU (hf_config_from_args admits no other).
+Members bert_members(const HfConfig& c) {
+    const std::string model = c.bert.post_layer_norm ? "Bert" : "MegatronBert";
+    return {{"add_cross_attention", boolean(false)},
+            {"architectures",
+             strings({model + (c.bert.binary_head ? "ForPreTraining" : "ForMaskedLM")}, 1)},
+            {"attention_probs_dropout_prob", real(0.0)},
+            {"hidden_act", text("gelu")},
+            {"hidden_dropout_prob", real(0.0)},
+            {"hidden_size", integer(c.hidden_size)},
+            {"initializer_range", real(c.initializer_range)},
+            {"intermediate_size", integer(c.ffn_hidden_size)},
+            {"is_decoder", boolean(false)},
+            {"layer_norm_eps", real(c.norm_epsilon)},
+            {"max_position_embeddings", integer(c.max_position_embeddings)},
+            {"model_type", text(c.model_type)},
+            {"num_attention_heads", integer(c.num_heads)},
+            {"num_hidden_layers", integer(c.num_layers)},
+            {"pad_token_id", integer(0)},
+            {"position_embedding_type", text("absolute")},
+            {"tie_word_embeddings", boolean(c.tied)},
+            // At least one row: transformers always adds a token-type embedding.
+            {"type_vocab_size", integer(std::max<int64_t>(1, c.bert.tokentypes))}};
+}
+
 }  // namespace
 
 std::string hf_config_json(const HfConfig& c, const HfConfigExtras& extras) {
-    Members m = c.arch == HfArch::gpt2 ? gpt2_members(c) : llama_members(c);
+    Members m = c.arch == HfArch::gpt2    ? gpt2_members(c)
+                : c.arch == HfArch::llama ? llama_members(c)
+                                          : bert_members(c);
     m["bos_token_id"] = optional_id(extras.bos_token_id);
     m["eos_token_id"] = optional_id(extras.eos_token_id);
     m["dtype"] = m["torch_dtype"] = text(torch_dtype(extras.dtype));

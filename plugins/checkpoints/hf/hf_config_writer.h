@@ -18,8 +18,8 @@ struct HfConfigExtras {
     std::optional<int64_t> bos_token_id, eos_token_id;  // when the tokenizer is known
 };
 
-// config.json for the config's model_type (gpt2, llama or mistral). Both spellings of the
-// settings transformers renamed are written (torch_dtype and dtype, rope_theta and
+// config.json for the config's model_type (gpt2, llama, mistral, megatron-bert or bert). Both
+// spellings of the settings transformers renamed are written (torch_dtype and dtype, rope_theta and
 // rope_parameters), so transformers 4.x and 5.x read the folder alike.
 std::string hf_config_json(const HfConfig& config, const HfConfigExtras& extras);
 

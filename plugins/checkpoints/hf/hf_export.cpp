@@ -19,8 +19,10 @@ class Exporter {
     std::vector<NamedTensor> run() {
         if (c_.arch == HfArch::gpt2)
             gpt2();
-        else
+        else if (c_.arch == HfArch::llama)
             llama();
+        else
+            bert();
         return std::move(out_);
     }
 
@@ -38,14 +40,17 @@ class Exporter {
                  shape_str(s.local.shape()), ", the model's args imply ", shape_str(shape));
         return s.local.dtype() == dtype_ ? s.local : cast_float(s.local, dtype_);
     }
-    // The vocabulary table cut to the config's vocabulary (any padded rows dropped).
+    // The vocabulary table ([rows, hidden], or BERT's output-layer bias [rows]) cut to the
+    // config's vocabulary (any padded rows dropped).
     Tensor vocab_table(const std::string& name) {
         auto it = by_name_.find(name);
         MT_CHECK(it != by_name_.end(), "--saver hf: the checkpoint has no tensor '", name, "'");
-        const int64_t rows = it->second->global_shape.empty() ? 0 : it->second->global_shape[0];
+        const Shape& global = it->second->global_shape;
+        const int64_t rows = global.empty() ? 0 : global[0];
         MT_CHECK(rows >= c_.vocab_size, "--saver hf: '", name, "' has ", rows,
                  " rows, fewer than the vocabulary's ", c_.vocab_size);
-        return get(name, {rows, c_.hidden_size}).slice(0, 0, c_.vocab_size);
+        const Shape shape = global.size() == 1 ? Shape{rows} : Shape{rows, c_.hidden_size};
+        return get(name, shape).slice(0, 0, c_.vocab_size);
     }
     void put(std::string name, Tensor t) { out_.emplace_back(std::move(name), std::move(t)); }
 
@@ -108,6 +113,80 @@ class Exporter {
         }
         put("model.norm.weight", get("decoder.final_layernorm.weight", {h}));
         if (!c_.tied) put("lm_head.weight", vocab_table("output_layer.weight"));
+    }
+
+    // MegatronBertForPreTraining's or BertForPreTraining's names (*ForMaskedLM's without the
+    // binary head: no pooler, no cls.seq_relationship), the inverse of HfCheckpoint's reading.
+    void bert() {
+        const int64_t h = c_.hidden_size, f = c_.ffn_hidden_size, n = c_.num_heads;
+        const int64_t hd = c_.head_dim;
+        const bool post = c_.bert.post_layer_norm;
+        put("bert.embeddings.word_embeddings.weight",
+            vocab_table("embedding.word_embeddings.weight"));
+        put("bert.embeddings.position_embeddings.weight",
+            get("embedding.position_embeddings.weight", {c_.max_position_embeddings, h}));
+        // transformers always adds a token-type embedding: one zero row adds nothing.
+        put("bert.embeddings.token_type_embeddings.weight",
+            c_.bert.tokentypes > 0
+                ? get("embedding.tokentype_embeddings.weight", {c_.bert.tokentypes, h})
+                : Tensor::zeros({1, h}, dtype_));
+        if (post) {
+            put("bert.embeddings.LayerNorm.weight", get("embedding.layernorm.weight", {h}));
+            put("bert.embeddings.LayerNorm.bias", get("embedding.layernorm.bias", {h}));
+        }
+        for (int64_t i = 0; i < c_.num_layers; ++i) {
+            const std::string src = "encoder.layers." + std::to_string(i) + ".";
+            const std::string dst = "bert.encoder.layer." + std::to_string(i) + ".";
+            const std::string attn = src + "self_attention.", mlp = src + "mlp.";
+            for (const char* p : {"weight", "bias"}) {
+                const std::string part = p;
+                if (post) {
+                    put(dst + "attention.output.LayerNorm." + part,
+                        get(src + "post_self_attn_layernorm." + part, {h}));
+                    put(dst + "output.LayerNorm." + part,
+                        get(src + "post_mlp_layernorm." + part, {h}));
+                } else {
+                    put(dst + "attention.ln." + part,
+                        get(attn + "linear_qkv.layer_norm_" + part, {h}));
+                    put(dst + "ln." + part, get(mlp + "linear_fc1.layer_norm_" + part, {h}));
+                }
+            }
+            Qkv w = ungroup_qkv(get(attn + "linear_qkv.weight", {3 * h, h}), n, n, hd);
+            Qkv b = ungroup_qkv(get(attn + "linear_qkv.bias", {3 * h}), n, n, hd);
+            const std::string self = dst + "attention.self.";
+            put(self + "query.weight", std::move(w.q));
+            put(self + "query.bias", std::move(b.q));
+            put(self + "key.weight", std::move(w.k));
+            put(self + "key.bias", std::move(b.k));
+            put(self + "value.weight", std::move(w.v));
+            put(self + "value.bias", std::move(b.v));
+            put(dst + "attention.output.dense.weight", get(attn + "linear_proj.weight", {h, h}));
+            put(dst + "attention.output.dense.bias", get(attn + "linear_proj.bias", {h}));
+            put(dst + "intermediate.dense.weight", get(mlp + "linear_fc1.weight", {f, h}));
+            put(dst + "intermediate.dense.bias", get(mlp + "linear_fc1.bias", {f}));
+            put(dst + "output.dense.weight", get(mlp + "linear_fc2.weight", {h, f}));
+            put(dst + "output.dense.bias", get(mlp + "linear_fc2.bias", {h}));
+        }
+        if (!post) {
+            put("bert.encoder.ln.weight", get("encoder.final_layernorm.weight", {h}));
+            put("bert.encoder.ln.bias", get("encoder.final_layernorm.bias", {h}));
+        }
+        if (c_.bert.binary_head) {
+            put("bert.pooler.dense.weight", get("pooler.dense.weight", {h, h}));
+            put("bert.pooler.dense.bias", get("pooler.dense.bias", {h}));
+        }
+        // The decoder's bias is cls.predictions.bias (one tensor in transformers), its weight
+        // the tied word embeddings, which transformers leaves out.
+        put("cls.predictions.bias", vocab_table("output_layer.bias"));
+        put("cls.predictions.transform.dense.weight", get("lm_head.dense.weight", {h, h}));
+        put("cls.predictions.transform.dense.bias", get("lm_head.dense.bias", {h}));
+        put("cls.predictions.transform.LayerNorm.weight", get("lm_head.layer_norm.weight", {h}));
+        put("cls.predictions.transform.LayerNorm.bias", get("lm_head.layer_norm.bias", {h}));
+        if (!c_.tied) put("cls.predictions.decoder.weight", vocab_table("output_layer.weight"));
+        if (c_.bert.binary_head) {
+            put("cls.seq_relationship.weight", get("binary_head.weight", {2, h}));
+            put("cls.seq_relationship.bias", get("binary_head.bias", {2}));
+        }
     }
 
     const HfConfig& c_;

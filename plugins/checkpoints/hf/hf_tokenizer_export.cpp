@@ -31,6 +31,20 @@ std::string gpt2_tokenizer_config(int64_t max_positions) {
            "\n";
 }
 
+// transformers' BertTokenizer over vocab.txt, with BERT's special tokens.
+std::string bert_tokenizer_config(bool lower_case, int64_t max_positions) {
+    return json::object({{"cls_token", json::text("[CLS]")},
+                         {"do_lower_case", json::boolean(lower_case)},
+                         {"mask_token", json::text("[MASK]")},
+                         {"model_max_length", json::integer(max_positions)},
+                         {"pad_token", json::text("[PAD]")},
+                         {"sep_token", json::text("[SEP]")},
+                         {"tokenizer_class", json::text("BertTokenizer")},
+                         {"unk_token", json::text("[UNK]")}},
+                        0) +
+           "\n";
+}
+
 // Vocabulary size and special ids from the tokenizer plugin; a tokenizer it cannot build
 // (a feature our reader lacks) still has its files copied for transformers.
 void read_ids(HfTokenizerFiles& out, const std::string& type, const TokenizerOptions& options) {
@@ -66,6 +80,18 @@ HfTokenizerFiles hf_tokenizer_files(const CheckpointArgs& args, int64_t max_posi
         }
         out.copies = {{options.vocab_file, "vocab.json"}, {options.merge_file, "merges.txt"}};
         out.tokenizer_config = gpt2_tokenizer_config(max_positions);
+        read_ids(out, type, options);
+        return out;
+    }
+    if (type == "BertWordPieceLowerCase" || type == "BertWordPieceCase") {
+        if (!fs::is_regular_file(options.vocab_file)) {
+            out.note = str("no tokenizer files written: the args' vocab_file '", options.vocab_file,
+                           "' is not here");
+            return out;
+        }
+        out.copies = {{options.vocab_file, "vocab.txt"}};
+        out.tokenizer_config =
+            bert_tokenizer_config(type == "BertWordPieceLowerCase", max_positions);
         read_ids(out, type, options);
         return out;
     }

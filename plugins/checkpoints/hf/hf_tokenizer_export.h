@@ -1,6 +1,7 @@
 // The tokenizer of a Hugging Face folder written from a Megatron checkpoint: which files its
-// args name (GPT2BPETokenizer's vocab/merge files, HuggingFaceTokenizer's tokenizer.json
-// folder), its vocabulary size and BOS/EOS ids, read through the tokenizer plugins.
+// args name (GPT2BPETokenizer's vocab/merge files, BertWordPiece*'s vocab.txt,
+// HuggingFaceTokenizer's tokenizer.json folder), its vocabulary size and BOS/EOS ids, read
+// through the tokenizer plugins.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,8 @@ namespace mt::plugins::hf {
 struct HfTokenizerFiles {
     // Files to copy into the folder: (source, name in the folder).
     std::vector<std::pair<std::filesystem::path, std::string>> copies;
-    // tokenizer_config.json to write when no copy brings one (GPT2Tokenizer's); empty: none.
+    // tokenizer_config.json to write when no copy brings one (GPT2Tokenizer's, BertTokenizer's);
+    // empty: none.
     std::string tokenizer_config;
     std::optional<int64_t> vocab_size, bos_id, eos_id;  // from the tokenizer, when it loads
     // Why no tokenizer files are written, or why the tokenizer gave no ids; empty otherwise.

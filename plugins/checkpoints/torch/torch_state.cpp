@@ -188,6 +188,14 @@ PyValue scheduler_to_py(const SchedulerCheckpoint& s) {
 
 // ---- reading ----
 
+// The attention heads' size the args give: kv_channels, else hidden_size / num_attention_heads.
+std::optional<int64_t> head_dim(const CheckpointArgs& args) {
+    if (auto kv = int_arg(args, "kv_channels")) return kv;
+    const auto hidden = int_arg(args, "hidden_size"), heads = int_arg(args, "num_attention_heads");
+    if (hidden && heads && *heads > 0 && *hidden % *heads == 0) return *hidden / *heads;
+    return std::nullopt;
+}
+
 const PyValue& need(const PyValue& d, std::string_view key, const std::string& file) {
     const PyValue* v = d.find(key);
     MT_CHECK(v != nullptr, file, ": no '", key, "' in the checkpoint");
@@ -488,12 +496,16 @@ CheckpointState from_py(const PyValue& root, const std::string& file) {
     if (const PyValue* f = root.find("num_floating_point_operations_so_far"))
         s.num_floating_point_operations_so_far = f->as_double();
 
-    if (const PyValue* v = root.find("checkpoint_version"))
-        MT_CHECK(v->as_double() >= 2.0, file, ": checkpoint_version ", v->as_double(),
-                 " stores QKV in an order before Megatron's 2.0, which is not read");
     MT_CHECK(!root.find("model0"), file,
              ": a virtual-pipeline checkpoint (model0, model1, ...) is not read");
-    for (auto& [name, t] : model_from_py(need(root, "model", file), file))
+    const PyValue& model = need(root, "model", file);
+    ModelTensors tensors = model_from_py(model, file);
+    // A legacy model's file, whatever its (older Megatron's) args say.
+    if (model.find("language_model")) set_arg(s.args, "use_legacy_models", true);
+    // Megatron's load_checkpoint: a file without checkpoint_version is version 0.
+    const PyValue* version = root.find("checkpoint_version");
+    fix_qkv_ordering(tensors, version ? version->as_double() : 0.0, head_dim(s.args), file);
+    for (auto& [name, t] : tensors)
         s.model.emplace_back(std::move(name),
                              ShardedTensor{t, t.shape(), Shape(t.shape().size(), 0)});
     if (const PyValue* o = root.find("optimizer"); o && !o->is_none())

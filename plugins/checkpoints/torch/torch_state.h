@@ -36,7 +36,10 @@ io::PyValue distributed_optimizer_to_py(const OptimizerCheckpoint& optimizer);
 
 // Reads a file written by us or by Megatron (`file` names it in errors). Parameters are paired
 // with optimizer state by Megatron's numbering: model keys in order, split into the wd_mult 1
-// and 0 groups by Megatron's default rule (".bias" or 1-D: no weight decay).
+// and 0 groups by Megatron's default rule (".bias" or 1-D: no weight decay). A legacy model's
+// file (nested language_model) has use_legacy_models set in its args, which releases from
+// before the flag lack; QKV rows of files older than checkpoint_version 2.0 (or without one)
+// are reordered as Megatron does (torch_names.h fix_qkv_ordering).
 CheckpointState from_py(const io::PyValue& root, const std::string& file);
 
 }  // namespace mt::plugins::torch_ckpt

@@ -183,6 +183,12 @@ std::vector<std::string> extra_state_keys(const ShardedTensors& tensors) {
                 keys.push_back(block + m + "._extra_state/shard_" + std::to_string(i) + "_" +
                                std::to_string(b.count));
     }
+    // BERT's output layer (a ColumnParallelLinear with its own bias) keeps its extra state in
+    // BertModel's sharded state dict; GPTModel.sharded_state_dict pops it.
+    const bool bert_output = std::any_of(tensors.begin(), tensors.end(), [](const auto& t) {
+        return t.first == "output_layer.bias";
+    });
+    if (bert_output) keys.push_back("output_layer._extra_state/shard_0_1");
     return keys;
 }
 

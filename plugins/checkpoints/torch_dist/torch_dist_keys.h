@@ -46,7 +46,8 @@ std::vector<StoredTensor> stack(const ShardedTensors& tensors, const std::string
 
 // The `_extra_state` object keys Megatron-core asks for when loading into a model with these
 // tensors: "<block>.layers.<module>._extra_state/shard_<i>_<L>" for each layer's linear modules
-// and attention core (Transformer Engine modules keep FP8 metadata there; ours is None).
+// and attention core (Transformer Engine modules keep FP8 metadata there; ours is None), and
+// BertModel's "output_layer._extra_state/shard_0_1" (GPTModel drops its output layer's).
 std::vector<std::string> extra_state_keys(const ShardedTensors& tensors);
 
 }  // namespace mt::plugins::torch_dist

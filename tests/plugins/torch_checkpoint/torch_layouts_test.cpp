@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <tuple>
@@ -290,13 +291,26 @@ TEST(TorchLayouts, LegacyModelsAreWrittenNestedAndReadBackUnderCoreNames) {
         else
             EXPECT_TRUE(last["word_embeddings_for_head"].find("weight"));
 
+        // Each layer's modules in the order Megatron's ParallelTransformerLayer registers them.
+        std::vector<std::string> order;
+        for (const auto& [k, v] : encoder.dict_ref().items) order.push_back(k.as_string());
+        EXPECT_EQ(
+            order,
+            (std::vector<std::string>{
+                "layers.0.input_norm.weight", "layers.0.self_attention.query_key_value.weight",
+                "layers.0.self_attention.query_key_value.bias",
+                "layers.0.self_attention.dense.weight", "layers.0.post_attention_norm.bias",
+                "layers.0.mlp.dense_h_to_4h.weight", "layers.0.mlp.dense_4h_to_h.weight"}));
+
         CheckpointState back = format.load_rank(dir.path(), 0, 0);
         ASSERT_EQ(back.model.size(), 9u);
         for (size_t i = 0; i < back.model.size(); ++i) {
             std::string want = tensors[i].first;
             if (want.find("layer_norm_weight") != std::string::npos) want = other_impl_name(want);
-            EXPECT_EQ(back.model[i].first, want);
-            EXPECT_TRUE(same_bytes(back.model[i].second.local, tensors[i].second)) << want;
+            auto it = std::find_if(back.model.begin(), back.model.end(),
+                                   [&](const auto& e) { return e.first == want; });
+            ASSERT_NE(it, back.model.end()) << want;
+            EXPECT_TRUE(same_bytes(it->second.local, tensors[i].second)) << want;
         }
         EXPECT_EQ(format.load_rank(dir.path(), 0, 1).model.back().first, "output_layer.weight");
     }
@@ -333,12 +347,38 @@ TEST(TorchLayouts, OldLegacySpellingsAreRenamedAsMegatronDoes) {
                                                "decoder.layers.0.pre_mlp_layernorm.weight",
                                                "decoder.final_layernorm.weight"}));
 
+    // Older QKV orders (fix_query_key_value_ordering): reordering needs the head size.
     root.dict_ref().set("checkpoint_version", io::PyValue::real(1.0));
     io::save_torch_file(dir / "iter_0000003/mp_rank_00/model_optim_rng.pt", root);
     const std::string e = error_of([&] { format.load(dir.path()); });
-    EXPECT_NE(e.find("checkpoint_version 1 stores QKV in an order before Megatron's 2.0"),
+    EXPECT_NE(e.find("checkpoint_version 1 stores QKV in an order before Megatron's 2.0, and "
+                     "reordering it needs the head size"),
               std::string::npos)
         << e;
+    // One head of 2 rows: version 1.0's rows [head, row, q/k/v] become [head, q/k/v, row],
+    // version 0's [q/k/v, head, row] are already that for one head.
+    io::PyObject ns;
+    ns.module = "argparse";
+    ns.name = "Namespace";
+    ns.make = io::PyObject::Make::newobj;
+    ns.args = io::PyValue::tuple();
+    ns.state = io::PyValue::dict();
+    ns.state.dict_ref().set("hidden_size", io::PyValue::integer(2));
+    ns.state.dict_ref().set("num_attention_heads", io::PyValue::integer(1));
+    root.dict_ref().set("args", io::PyValue::object(std::move(ns)));
+    for (double version : {1.0, 0.0}) {
+        root.dict_ref().set("checkpoint_version", io::PyValue::real(version));
+        io::save_torch_file(dir / "iter_0000003/mp_rank_00/model_optim_rng.pt", root);
+        const Tensor qkv = format.load(dir.path()).model[1].second.local;
+        const Tensor old = filled({6, 2}, 2);
+        for (int64_t split = 0; split < 3; ++split)
+            for (int64_t row = 0; row < 2; ++row) {
+                const int64_t from = version == 1.0 ? row * 3 + split : split * 2 + row;
+                EXPECT_TRUE(same_bytes(qkv.slice(0, split * 2 + row, split * 2 + row + 1),
+                                       old.slice(0, from, from + 1)))
+                    << "version " << version << " q/k/v " << split << " row " << row;
+            }
+    }
 }
 
 TEST(TorchLayouts, IterationZeroIsSavedAsTheReleaseCheckpoint) {

@@ -2,8 +2,9 @@
 // (tests/fixtures/torch_dist/make_fixtures.py): every tensor whole and equal to the reference
 // whether saved at TP 1, TP 2 or TP 2 x PP 2, Megatron's fp32 Adam state, logits of our GPT on
 // those weights equal to Megatron's, a save -> load round trip equal bit for bit in Megatron's
-// key layout (stacked layers, TE norm names, _extra_state objects), the model alone (with the
-// reason) for optimizer layouts not read yet, and clear errors for truncated or corrupt files.
+// key layout (stacked layers, TE norm names, _extra_state objects; BERT's encoder and heads),
+// the model alone (with the reason) for optimizer layouts not read yet, and clear errors for
+// truncated or corrupt files.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -290,6 +291,45 @@ TEST(TorchDist, StreamedSaveWritesTheBytesOfSave) {
                   std::string::npos);
         // What is read back views the .distcp file where each chunk is a whole layer.
         expect_same_state(format.load(dir / "streamed"), state);
+    }
+}
+
+// BertModel's state in megatron-core's keys: the encoder's layers stacked under
+// "encoder.layers.", the heads as they are, and the extra state megatron-core's BertModel asks
+// for when loading, its output layer's included (GPTModel drops that one).
+TEST(TorchDist, BertKeepsItsEncoderAndItsOutputLayersExtraState) {
+    const ModelArgs args = {{"num-layers", "2"},
+                            {"hidden-size", "8"},
+                            {"num-attention-heads", "2"},
+                            {"seq-length", "8"},
+                            {"max-position-embeddings", "8"},
+                            {"vocab-size", "16"},
+                            {"make-vocab-size-divisible-by", "16"}};
+    CheckpointState state;
+    state.iteration = 3;
+    state.args = {{"num_layers", int64_t(2)}};
+    float next = 0;
+    for (const ParameterInfo& p : Registry::global().create_model("bert")->parameters(args)) {
+        Tensor t = Tensor::empty(p.shape, DType::f32);
+        for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = next++;
+        state.model.emplace_back(p.name, ShardedTensor::whole(t));
+    }
+    TorchDistCheckpoint format;
+    TempDir dir;
+    format.save(dir.path(), state);
+    expect_same_state(format.load(dir.path()), state);
+    const DcpMetadata meta = read_dcp_metadata(dir / "iter_0000003" / ".metadata");
+    const DcpEntry* qkv = meta.find("encoder.layers.self_attention.linear_qkv.weight");
+    ASSERT_NE(qkv, nullptr);
+    EXPECT_EQ(qkv->size, (Shape{2, 24, 8}));
+    for (const char* key : {"lm_head.dense.weight", "output_layer.bias", "binary_head.weight",
+                            "pooler.dense.weight", "embedding.tokentype_embeddings.weight"})
+        EXPECT_NE(meta.find(key), nullptr) << key;
+    for (const char* key : {"output_layer._extra_state/shard_0_1",
+                            "encoder.layers.self_attention.linear_qkv._extra_state/shard_1_2"}) {
+        const DcpEntry* extra = meta.find(key);
+        ASSERT_NE(extra, nullptr) << key;
+        EXPECT_TRUE(extra->bytes) << key;
     }
 }
 
