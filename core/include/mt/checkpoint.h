@@ -165,6 +165,10 @@ class MT_API CheckpointFormat {
     virtual std::string_view name() const = 0;  // "torch", "torch_dist", "hf"
     // True when `dir` (a --save/--load directory) holds a checkpoint this format can read.
     virtual bool detect(const std::filesystem::path& dir) const = 0;
+    // Where detection tries this format, lowest first: a Megatron checkpoint directory may also
+    // hold another export (a Hugging Face folder beside it), and Megatron's own formats win.
+    enum class DetectionOrder : uint8_t { megatron_distributed, megatron_per_rank, other };
+    virtual DetectionOrder detection_order() const { return DetectionOrder::other; }
     // Writes state.iteration's checkpoint under `dir` and makes it the latest; a crash midway
     // leaves the previous latest checkpoint usable.
     virtual void save(const std::filesystem::path& dir, const CheckpointState& state) = 0;

@@ -9,6 +9,7 @@ namespace mt::plugins::torch_ckpt {
 class TorchCheckpoint : public CheckpointFormat {
   public:
     std::string_view name() const override { return "torch"; }
+    DetectionOrder detection_order() const override { return DetectionOrder::megatron_per_rank; }
     bool detect(const std::filesystem::path& dir) const override;
     // One rank (a 1x1 layout); a split checkpoint is an mt::Error pointing at megatron-convert.
     void save(const std::filesystem::path& dir, const CheckpointState& state) override;

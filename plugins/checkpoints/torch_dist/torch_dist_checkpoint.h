@@ -12,6 +12,7 @@ namespace mt::plugins::torch_dist {
 class TorchDistCheckpoint : public CheckpointFormat {
   public:
     std::string_view name() const override { return "torch_dist"; }
+    DetectionOrder detection_order() const override { return DetectionOrder::megatron_distributed; }
     bool detect(const std::filesystem::path& dir) const override;
     void save(const std::filesystem::path& dir, const CheckpointState& state) override;
     CheckpointState load(const std::filesystem::path& dir) override;
