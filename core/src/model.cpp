@@ -5,6 +5,7 @@
 #include "mt/backend.h"
 #include "mt/error.h"
 #include "mt/infer/kv_cache.h"
+#include "mt/nn/parameter.h"
 #include "mt/parallel/parallel_state.h"
 
 namespace mt {
@@ -29,6 +30,13 @@ const LossTerm& loss_term(const Losses& losses, std::string_view name) {
 std::array<std::shared_ptr<data::SampleDataset>, 3> ModelFamily::datasets(
     const data::DatasetRequest&) const {
     MT_FAIL("not supported yet: training data for the ", name(), " model family");
+}
+
+std::vector<ParameterInfo> ModelFamily::parameters(const ModelArgs& args) const {
+    const std::unique_ptr<Model> model = build(args);  // alive while its parameters are read
+    std::vector<ParameterInfo> out;
+    for (const nn::Parameter* p : model->parameters()) out.push_back(nn::describe(*p));
+    return out;
 }
 
 Tensor Model::logits(const Tensor&, infer::KvCache*, int64_t) {

@@ -287,12 +287,6 @@ class ToyTaskFamily final : public ModelFamily {
         seq_length.help = "tokens per row";
         return {seq_length};
     }
-    std::vector<ParameterInfo> parameters(const ModelArgs& args) const override {
-        std::vector<ParameterInfo> out;
-        for (nn::Parameter* p : ModelFamily::build(args)->parameters())
-            out.push_back(nn::describe(*p));
-        return out;
-    }
     ModelArgs resolved_args(const ModelArgs& args) const override { return args; }
     std::unique_ptr<Model> build(const ModelArgs& args, const BuildContext&) const override {
         const bool choices = args.at("task-head") == "multichoice";

@@ -179,8 +179,10 @@ class MT_API ModelFamily {
     virtual std::string_view name() const = 0;  // "gpt"
     // The model flags this family reads (--num-layers, --hidden-size, ...).
     virtual std::vector<FlagInfo> flags() const = 0;
-    // Every parameter of the model these arguments describe, in Megatron's order.
-    virtual std::vector<ParameterInfo> parameters(const ModelArgs& args) const = 0;
+    // Every parameter of the model these arguments describe, in Megatron's order. The default
+    // builds the whole model in one process and lists it (its zero tensors are untouched pages:
+    // address space, not memory), so the modules state their parameters once.
+    virtual std::vector<ParameterInfo> parameters(const ModelArgs& args) const;
     // The arguments with the values Megatron derives from them filled in (as its arguments.py
     // does: e.g. the FFN size, head dimension, query groups, padded vocabulary), as flag text
     // under the flag names; "padded-vocab-size" is added where the family pads the vocabulary.

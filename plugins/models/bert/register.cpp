@@ -4,7 +4,6 @@
 
 #include "bert_data.h"
 #include "bert_model.h"
-#include "mt/nn/parameter.h"
 
 namespace mt::plugins::bert {
 
@@ -17,19 +16,8 @@ class BertFamily final : public ModelFamily {
     std::string default_tokenizer_type() const override { return "BertWordPieceLowerCase"; }
     ModelArgs resolved_args(const ModelArgs& args) const override {
         const BertConfig c = bert_config_from_args(args);
-        ModelArgs out = args;
-        out["ffn-hidden-size"] = std::to_string(c.transformer.ffn_hidden_size);
-        out["kv-channels"] = std::to_string(c.transformer.kv_channels);
-        out["seq-length"] = std::to_string(c.transformer.seq_length);
-        out["padded-vocab-size"] = std::to_string(c.transformer.padded_vocab_size);
+        ModelArgs out = gpt::resolved_transformer_args(args, c.transformer);
         out["num-tokentypes"] = std::to_string(c.num_tokentypes);
-        return out;
-    }
-    // Listed from a whole model (zero pages: address space, not memory).
-    std::vector<ParameterInfo> parameters(const ModelArgs& args) const override {
-        BertModel model(bert_config_from_args(args), single_process_context());
-        std::vector<ParameterInfo> out;
-        for (const nn::Parameter* p : model.parameters()) out.push_back(nn::describe(*p));
         return out;
     }
     using ModelFamily::build;

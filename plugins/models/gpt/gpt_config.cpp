@@ -326,4 +326,16 @@ nn::TransformerConfig transformer_layer_config(const GptConfig& c, DType dtype,
     return t;
 }
 
+ModelArgs resolved_transformer_args(const ModelArgs& args, const GptConfig& c) {
+    ModelArgs out = args;
+    out["ffn-hidden-size"] = std::to_string(c.ffn_hidden_size);
+    out["kv-channels"] = std::to_string(c.kv_channels);
+    out["seq-length"] = std::to_string(c.seq_length);
+    out["padded-vocab-size"] = std::to_string(c.padded_vocab_size);
+    // Megatron keeps --num-query-groups as given unless --group-query-attention uses it.
+    if (args.count("group-query-attention"))
+        out["num-query-groups"] = std::to_string(c.num_query_groups);
+    return out;
+}
+
 }  // namespace mt::plugins::gpt

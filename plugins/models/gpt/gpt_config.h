@@ -61,6 +61,10 @@ std::vector<FlagInfo> gpt_flags();
 // Throws mt::Error naming the flag for anything missing, malformed or inconsistent.
 GptConfig gpt_config_from_args(const ModelArgs& args);
 
+// `args` with the values Megatron derives from them (FFN size, head dimension, sequence length,
+// padded vocabulary; the query groups when --group-query-attention uses them), as flag text.
+ModelArgs resolved_transformer_args(const ModelArgs& args, const GptConfig& config);
+
 // One transformer layer's settings as Megatron's TransformerConfig derives them from the flags
 // (activation, norms, rope, dropout, recompute modules, parameter names), for `dtype` over `tp`.
 // BERT's encoder layers are built from the same flags.

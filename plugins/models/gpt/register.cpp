@@ -4,7 +4,6 @@
 
 #include "gpt_data.h"
 #include "gpt_model.h"
-#include "mt/nn/parameter.h"
 
 namespace mt::plugins::gpt {
 
@@ -20,24 +19,7 @@ class GptFamily final : public ModelFamily {
         return gpt_datasets(request);
     }
     ModelArgs resolved_args(const ModelArgs& args) const override {
-        const GptConfig c = gpt_config_from_args(args);
-        ModelArgs out = args;
-        out["ffn-hidden-size"] = std::to_string(c.ffn_hidden_size);
-        out["kv-channels"] = std::to_string(c.kv_channels);
-        out["seq-length"] = std::to_string(c.seq_length);
-        out["padded-vocab-size"] = std::to_string(c.padded_vocab_size);
-        // Megatron keeps --num-query-groups as given unless --group-query-attention uses it.
-        if (args.count("group-query-attention"))
-            out["num-query-groups"] = std::to_string(c.num_query_groups);
-        return out;
-    }
-    // The modules state the parameters once: a whole model is built (its zero tensors are
-    // untouched pages, so this costs address space, not memory) and listed.
-    std::vector<ParameterInfo> parameters(const ModelArgs& args) const override {
-        GptModel model(gpt_config_from_args(args), single_process_context());
-        std::vector<ParameterInfo> out;
-        for (const nn::Parameter* p : model.parameters()) out.push_back(nn::describe(*p));
-        return out;
+        return resolved_transformer_args(args, gpt_config_from_args(args));
     }
     using ModelFamily::build;
     std::unique_ptr<Model> build(const ModelArgs& args,

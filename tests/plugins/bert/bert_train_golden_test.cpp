@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "formula_weights.h"
+#include "golden_training.h"
 #include "mt/data/sample_dataset.h"
 #include "mt/nn/parameter.h"
 #include "mt/optim/lr_schedule.h"
@@ -97,28 +98,10 @@ TEST(BertTraining, TwentyIterationsFollowTheTransformersCurve) {
     register_bert(registry);
     auto model = registry.create_model("bert")->build(ref.args);
     for (nn::Parameter* p : model->parameters()) mt::test::fill_formula_weight(*p);
-    optim::OptimizerConfig oc;
-    oc.adam_beta1 = 0.9;
-    oc.adam_beta2 = 0.95;
-    oc.adam_eps = 1e-8;
-    optim::Optimizer optimizer(single_process_context().backend, model->parameters(), oc);
-    optim::LrScheduleFlags f;
-    f.train_iters = 20;
-    f.global_batch_size = 4;
-    f.lr = 1e-3;
-    f.min_lr = 1e-4;
-    f.lr_decay_style = "cosine";
-    f.lr_warmup_iters = 3;
-    f.start_weight_decay = f.end_weight_decay = 0.1;
-    optim::LrScheduler scheduler(optim::schedule_config_from_flags(f));
-    train::TrainerOptions o;
-    o.micro_batch_size = 2;
-    o.global_batch_size = 4;
-    o.train_iters = 20;
-    o.log_interval = 0;
-    o.eval_interval = 0;
-    o.clip_grad = 1.0;
-    train::Trainer trainer(*model, optimizer, scheduler, o, [](const std::string&) {});
+    auto golden = mt::test::golden_training(*model);
+    optim::LrScheduler& scheduler = golden->scheduler;
+    train::Trainer trainer(*model, golden->optimizer, scheduler, golden->options,
+                           [](const std::string&) {});
     FormulaBertData data;
     trainer.train(data, nullptr);
     ASSERT_EQ(trainer.losses().size(), 20u);

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "formula_weights.h"
+#include "golden_training.h"
 #include "mt/data/gpt_dataset.h"
 #include "mt/nn/parameter.h"
 #include "mt/optim/lr_schedule.h"
@@ -97,33 +98,15 @@ void check_curve(const std::string& name, DType params_dtype, double tolerance,
     auto model = registry.create_model("gpt")->build(ref.args, context);
     for (nn::Parameter* p : model->parameters()) fill_formula_weight(*p);
 
-    optim::OptimizerConfig oc;
-    oc.adam_beta1 = 0.9;
-    oc.adam_beta2 = 0.95;
-    oc.adam_eps = 1e-8;
-    optim::Optimizer optimizer(single_process_context().backend, model->parameters(), oc);
-    optim::LrScheduleFlags f;
-    f.train_iters = 20;
-    f.global_batch_size = 4;
-    f.lr = 1e-3;
-    f.min_lr = 1e-4;
-    f.lr_decay_style = "cosine";
-    f.lr_warmup_iters = 3;
-    f.start_weight_decay = f.end_weight_decay = 0.1;
-    optim::LrScheduler scheduler(optim::schedule_config_from_flags(f));
-    train::TrainerOptions o;
-    o.micro_batch_size = 2;
-    o.global_batch_size = 4;
-    o.train_iters = 20;
-    o.log_interval = 0;
-    o.eval_interval = 0;
-    o.clip_grad = 1.0;
+    auto golden = mt::test::golden_training(*model);
+    train::TrainerOptions& o = golden->options;
     if (params_dtype == DType::f16) {  // the reference's --loss-scale 4096
         o.grad_scaler = optim::GradScalerConfig{};
         o.grad_scaler->loss_scale = 4096.0;
     }
     if (variant) variant(o);
-    train::Trainer trainer(*model, optimizer, scheduler, o, [](const std::string&) {});
+    optim::LrScheduler& scheduler = golden->scheduler;
+    train::Trainer trainer(*model, golden->optimizer, scheduler, o, [](const std::string&) {});
     FormulaData data;
     trainer.train(data, nullptr);
 
