@@ -2,6 +2,7 @@
 
 #include "mt/error.h"
 #include "mt/nn/parameter.h"
+#include "mt/nn/tensor_parallel.h"
 
 namespace mt::plugins::bert {
 
@@ -26,15 +27,19 @@ nn::Linear dense(const std::string& name, int64_t in, int64_t out,
 
 Pooler::Pooler(const nn::TransformerConfig& config, Backend& backend)
     : dense_(dense("pooler.dense", config.hidden_size, config.hidden_size, config, backend)),
-      backend_(&backend) {}
+      backend_(&backend),
+      tp_(config.tp) {}
 
 Tensor Pooler::forward(const Tensor& hidden, Saved* saved) const {
     MT_CHECK(hidden.dim() == 3, "Pooler: hidden must be (B, T, H), got ", hidden.describe());
-    const Tensor first = backend_->contiguous(hidden.select(1, 0));
+    // Sequence parallel: the shards gathered; every rank then pools the same [CLS] state
+    // (Megatron's gather_from_sequence_parallel_region, whose gradient is split, not summed).
+    const Tensor whole = nn::enter_column_parallel(tp_, hidden);
+    const Tensor first = backend_->contiguous(whole.select(1, 0));
     Saved local;
     Saved& s = saved ? *saved : local;
     s.pre_tanh = dense_.forward(first, saved ? &s.dense : nullptr);
-    s.hidden_shape = hidden.shape();
+    s.hidden_shape = whole.shape();
     Tensor y = backend_->empty(s.pre_tanh.shape(), s.pre_tanh.dtype());
     backend_->unary_forward(ops::UnaryOp::tanh, s.pre_tanh, y);
     return y;
@@ -47,14 +52,19 @@ Tensor Pooler::backward(const Tensor& dpooled, const Saved& saved) {
     Tensor dh = backend_->zeros(saved.hidden_shape, dfirst.dtype());
     Tensor at_first = dh.select(1, 0);
     backend_->copy(dfirst, at_first);
-    return dh;
+    return nn::scatter_to_sequence_parallel(tp_, dh);
 }
 
 LmHead::LmHead(const nn::TransformerConfig& config, Backend& backend)
     : dense_(dense("lm_head.dense", config.hidden_size, config.hidden_size, config, backend)),
       norm_(config.normalization, "lm_head.layer_norm.weight", "lm_head.layer_norm.bias",
             config.hidden_size, config.norm, config.dtype, backend, config.tp),
-      backend_(&backend) {}
+      backend_(&backend) {
+    // Sequence parallel: the dense layer sees this rank's part of the sequence, so its grads
+    // are partial sums over the tensor-parallel group (Megatron's sequence_parallel attribute).
+    dense_.weight().grad_partial_over_tp = config.tp.sequence_split();
+    dense_.bias()->grad_partial_over_tp = config.tp.sequence_split();
+}
 
 Tensor LmHead::forward(const Tensor& hidden, Saved* saved) const {
     Saved local;

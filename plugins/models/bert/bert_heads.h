@@ -25,15 +25,16 @@ class Pooler {
     };
     // "pooler.dense" (H, H) with a bias.
     Pooler(const nn::TransformerConfig& config, Backend& backend);
-    // hidden (B, T, H) -> tanh(dense(hidden[:, 0])) (B, H).
+    // hidden (B, T, H) (sequence parallel: this rank's shard) -> tanh(dense(hidden[:, 0])) (B, H).
     Tensor forward(const Tensor& hidden, Saved* saved) const;
-    // dpooled (B, H) -> dhidden (B, T, H), zero but at position 0.
+    // dpooled (B, H) -> dhidden shaped like hidden, zero but at position 0.
     Tensor backward(const Tensor& dpooled, const Saved& saved);
     void collect_parameters(std::vector<nn::Parameter*>& out) { dense_.collect_parameters(out); }
 
   private:
     nn::Linear dense_;
     Backend* backend_;
+    nn::TensorParallel tp_;
 };
 
 class LmHead {

@@ -20,8 +20,7 @@ int64_t output_chunk_rows(int64_t vocab) {
 }
 
 nn::TensorParallel tensor_parallel(const BuildContext& context) {
-    MT_CHECK(!context.sequence_parallel, "not supported yet: --sequence-parallel with BERT");
-    return nn::TensorParallel{&context.parallel.tp(), false};
+    return nn::TensorParallel{&context.parallel.tp(), context.sequence_parallel};
 }
 
 const Tensor& batch_tensor(const Batch& batch, std::string_view key) {
@@ -86,6 +85,9 @@ BertModel::BertModel(const BertConfig& config, const BuildContext& context, DTyp
         dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16 || dtype == DType::f16,
         "BertModel: dtype ", dtype_name(dtype), " is not supported");
     const gpt::GptConfig& t = config.transformer;
+    MT_CHECK(!tp_.sequence_split() || t.seq_length % tp_.size() == 0,
+             "--sequence-parallel: --seq-length (", t.seq_length,
+             ") must be a multiple of --tensor-model-parallel-size (", tp_.size(), ")");
     switch (config.task_head) {
         case TaskHead::none:
             lm_head_.emplace(layer_, *backend_);
@@ -160,8 +162,8 @@ Losses BertModel::forward(const Batch& batch, nn::DropoutContext& dropout,
     auto acts = std::make_unique<BertActivations>();
     BertActivations* keep = saved ? acts.get() : nullptr;
     const Tensor h = encode(batch, dropout, keep);
-    const int64_t rows = h.size(0), T = h.size(1);
     const Tensor& text = batch_tensor(batch, "text");
+    const int64_t T = text.size(-1), rows = text.numel() / T;  // h: a shard of T with SP
     acts->choices = text.dim() == 3 ? text.size(1) : 0;
     const auto reporting = LossTerm::Reporting::micro_batch_mean;
     Losses losses;

@@ -35,8 +35,8 @@ struct BertActivations final : Activations {
 class BertModel final : public Model {
   public:
     // This rank's parameters allocated (zero) in `dtype` (f32, bf16, f16; f64 for gradient
-    // checks). Throws mt::Error for sizes that do not split over the tensor-parallel ranks and
-    // for --sequence-parallel (not supported yet for BERT).
+    // checks). Throws mt::Error for sizes that do not split over the tensor-parallel ranks (the
+    // sequence too with --sequence-parallel).
     BertModel(const BertConfig& config, const BuildContext& context, DType dtype = DType::f32);
     BertModel(const BertModel&) = delete;
     BertModel& operator=(const BertModel&) = delete;

@@ -72,10 +72,10 @@ TEST(TrainBert, WithoutTheBinaryHeadOnlyTheLmLoss) {
     EXPECT_TRUE(logged(r.output, "sop loss").empty()) << r.output;
 }
 
-// With dropout off, TP2 (vocabulary padded to the same size) and DP2 give the one-process lm
-// and sop losses: replicated heads count once in the gradient norm, the data-parallel mean is
-// the micro-batches' mean.
-TEST(TrainBert, TensorAndDataParallelGiveTheOneProcessLosses) {
+// With dropout off, TP2 (vocabulary padded to the same size), TP2 with --sequence-parallel and
+// DP2 give the one-process lm and sop losses: replicated heads count once in the gradient norm,
+// the pooler gathers the sequence shards, the data-parallel mean is the micro-batches' mean.
+TEST(TrainBert, TensorSequenceAndDataParallelGiveTheOneProcessLosses) {
     if (std::string(MT_TEST_MPIEXEC).empty()) GTEST_SKIP() << "built without MPI";
     auto vocab = mt::test::test_data("bert/bert-large-uncased-vocab.txt");
     if (!vocab) GTEST_SKIP() << "MEGATRON_TEST_DATA is not set: no BERT vocabulary";
@@ -94,14 +94,18 @@ TEST(TrainBert, TensorAndDataParallelGiveTheOneProcessLosses) {
     auto one = run_command(train);
     auto tp2 = run_command(ranks + train +
                            " --tensor-model-parallel-size 2 --make-vocab-size-divisible-by 64");
+    auto sp = run_command(ranks + train +
+                          " --tensor-model-parallel-size 2 --sequence-parallel"
+                          " --make-vocab-size-divisible-by 64");
     auto dp2 = run_command(ranks + train);
     ASSERT_EQ(one.exit_code, 0) << one.output;
     ASSERT_EQ(tp2.exit_code, 0) << tp2.output;
+    ASSERT_EQ(sp.exit_code, 0) << sp.output;
     ASSERT_EQ(dp2.exit_code, 0) << dp2.output;
     for (const char* name : {"lm loss", "sop loss"}) {
         const auto want = logged(one.output, name);
         ASSERT_EQ(want.size(), 4u) << one.output;
-        for (const auto* run : {&tp2, &dp2}) {
+        for (const auto* run : {&tp2, &sp, &dp2}) {
             const auto got = logged(run->output, name);
             ASSERT_EQ(got.size(), want.size()) << run->output;
             for (size_t i = 0; i < want.size(); ++i)
