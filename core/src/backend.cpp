@@ -23,6 +23,13 @@ Tensor Backend::contiguous(const Tensor& x) {
     return t;
 }
 
+Tensor Backend::cast_to(const Tensor& x, DType dtype) {
+    if (x.dtype() == dtype) return x;
+    Tensor y = empty(x.shape(), dtype);
+    cast(x, y);
+    return y;
+}
+
 void Backend::unsupported(const char* op) const {
     MT_FAIL("the ", std::string(name()), " backend does not implement ", op, " yet");
 }

@@ -18,6 +18,12 @@ const BuildContext& single_process_context() {
     return context;
 }
 
+const Tensor& batch_entry(const Batch& batch, std::string_view key, std::string_view model) {
+    auto it = batch.find(key);
+    MT_CHECK(it != batch.end(), model, ": the batch has no \"", key, "\"");
+    return it->second;
+}
+
 const LossTerm& loss_term(const Losses& losses, std::string_view name) {
     std::string names;
     for (const LossTerm& t : losses) {

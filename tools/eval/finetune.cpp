@@ -144,15 +144,24 @@ std::vector<EpochAccuracy> run_finetune(const FinetuneFlags& flags, const ModelF
                              [&](const std::string& line) { out.to_first(line); });
     };
 
-    // Megatron's order: the train and validation datasets, the callback's sets, the model.
+    // Megatron's order: the train and validation datasets, the callback's sets, the model. It
+    // reads the validation files twice (the joined set, then one per path); they are read once
+    // here, per path, and joined.
+    std::vector<std::vector<ClassificationExample>> valid_parts;
+    for (const std::string& path : flags.valid_data)
+        valid_parts.push_back(read_task_examples(task, {path}, *tokenizer, seq_length));
+    auto print_first = [&](const std::string& line) { out.to_first(line); };
     std::unique_ptr<ClassificationDataset> train_set, valid_set;
     int64_t per_epoch = 0;
     LoaderShape train_shape;
     if (epochs > 0) {
         train_set = std::make_unique<ClassificationDataset>(
             examples("training", flags.train_data), task.multiple_choice, data::Split::train);
-        valid_set = std::make_unique<ClassificationDataset>(
-            examples("validation", flags.valid_data), task.multiple_choice, data::Split::valid);
+        std::vector<ClassificationExample> joined;
+        for (const auto& part : valid_parts) joined.insert(joined.end(), part.begin(), part.end());
+        print_task_dataset(task, "validation", flags.valid_data, joined.size(), print_first);
+        valid_set = std::make_unique<ClassificationDataset>(std::move(joined), task.multiple_choice,
+                                                            data::Split::valid);
         out.to_first("building train and validation dataloaders ...");
         train_shape = {train_set->size(), mbs, dp, !flags.keep_last};
         per_epoch = batches_per_epoch(train_shape);
@@ -162,11 +171,12 @@ std::vector<EpochAccuracy> run_finetune(const FinetuneFlags& flags, const ModelF
     }
     const int64_t train_iters = epochs * per_epoch;
     std::vector<ValidationSet> sets;
-    for (const std::string& path : flags.valid_data) {
-        const std::string name = validation_set_name(task, path);
+    for (size_t i = 0; i < flags.valid_data.size(); ++i) {
+        const std::string name = validation_set_name(task, flags.valid_data[i]);
+        print_task_dataset(task, name, {flags.valid_data[i]}, valid_parts[i].size(), print_first);
         sets.push_back(
             {name, std::make_unique<ClassificationDataset>(
-                       examples(name, {path}), task.multiple_choice, data::Split::valid)});
+                       std::move(valid_parts[i]), task.multiple_choice, data::Split::valid)});
     }
 
     out.to_first(std::string("building ") +
@@ -190,7 +200,6 @@ std::vector<EpochAccuracy> run_finetune(const FinetuneFlags& flags, const ModelF
             " > number of parameters on (tensor, pipeline) model parallel rank (%d, %d): %lld\n",
             run.tp().rank(), run.pp().rank(), static_cast<long long>(num_params));
     const std::string head = task.multiple_choice ? "multichoice_head" : "classification_head";
-    auto print_first = [&](const std::string& line) { out.to_first(line); };
 
     std::vector<EpochAccuracy> results;
     if (epochs == 0) {

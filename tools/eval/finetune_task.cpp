@@ -44,23 +44,49 @@ std::string validation_set_name(const FinetuneTask& task, const std::string& pat
     return python_replace(strip(strip(name, ".tsv"), "/"), "_", "-");
 }
 
-std::vector<ClassificationExample> task_examples(
-    const FinetuneTask& task, const std::string& name, const std::vector<std::string>& paths,
-    const Tokenizer& tokenizer, int64_t seq_length,
-    const std::function<void(const std::string&)>& print) {
+namespace {
+
+void print_header(const FinetuneTask& task, const std::string& name,
+                  const std::vector<std::string>& paths,
+                  const std::function<void(const std::string&)>& print) {
     print(" > building " + task.name + " dataset for " + name + ":");
     std::string list = "  > paths:";
     for (const std::string& p : paths) list += " " + p;
     print(list);
+}
+
+void print_total(size_t count, const std::function<void(const std::string&)>& print) {
+    print("  >> total number of samples: " + std::to_string(count));
+}
+
+}  // namespace
+
+std::vector<ClassificationExample> read_task_examples(const FinetuneTask& task,
+                                                      const std::vector<std::string>& paths,
+                                                      const Tokenizer& tokenizer,
+                                                      int64_t seq_length) {
     const std::vector<std::filesystem::path> files(paths.begin(), paths.end());
-    std::vector<ClassificationExample> examples;
-    if (task.multiple_choice)
-        examples = race_dataset(files, tokenizer, seq_length);
-    else
-        examples = glue_dataset(task.name == "MNLI" ? GlueTask::kMnli : GlueTask::kQqp, files,
-                                tokenizer, seq_length);
-    print("  >> total number of samples: " + std::to_string(examples.size()));
+    if (task.multiple_choice) return race_dataset(files, tokenizer, seq_length);
+    return glue_dataset(task.name == "MNLI" ? GlueTask::kMnli : GlueTask::kQqp, files, tokenizer,
+                        seq_length);
+}
+
+std::vector<ClassificationExample> task_examples(
+    const FinetuneTask& task, const std::string& name, const std::vector<std::string>& paths,
+    const Tokenizer& tokenizer, int64_t seq_length,
+    const std::function<void(const std::string&)>& print) {
+    print_header(task, name, paths, print);
+    std::vector<ClassificationExample> examples =
+        read_task_examples(task, paths, tokenizer, seq_length);
+    print_total(examples.size(), print);
     return examples;
+}
+
+void print_task_dataset(const FinetuneTask& task, const std::string& name,
+                        const std::vector<std::string>& paths, size_t count,
+                        const std::function<void(const std::string&)>& print) {
+    print_header(task, name, paths, print);
+    print_total(count, print);
 }
 
 }  // namespace mt::eval

@@ -35,6 +35,11 @@ ModelArgs task_head_args(const FinetuneTask& task);
 // ".tsv" stripped from both ends (Python's str.strip(chars)), then '/', and '_' -> '-'.
 std::string validation_set_name(const FinetuneTask& task, const std::string& path);
 
+// The examples of `paths` as the task's Dataset reads them, without its lines.
+std::vector<ClassificationExample> read_task_examples(const FinetuneTask& task,
+                                                      const std::vector<std::string>& paths,
+                                                      const Tokenizer& tokenizer,
+                                                      int64_t seq_length);
 // The examples of `paths` as the task's Dataset(name, paths, ...) reads them (RACE: each path a
 // directory; MNLI, QQP: each a TSV file), after Megatron's lines " > building <task> dataset for
 // <name>:", "  > paths: ..." (`print` gets each line; the total follows the reading).
@@ -42,5 +47,10 @@ std::vector<ClassificationExample> task_examples(
     const FinetuneTask& task, const std::string& name, const std::vector<std::string>& paths,
     const Tokenizer& tokenizer, int64_t seq_length,
     const std::function<void(const std::string&)>& print);
+// task_examples' lines for a dataset of `count` examples already read from `paths` (a dataset
+// Megatron builds twice, as the validation set and again per path for the accuracy callback).
+void print_task_dataset(const FinetuneTask& task, const std::string& name,
+                        const std::vector<std::string>& paths, size_t count,
+                        const std::function<void(const std::string&)>& print);
 
 }  // namespace mt::eval

@@ -47,6 +47,8 @@ class MT_API Backend {
     // `x` as a contiguous tensor on this device: x itself when it already is one, else a copy
     // (from the host or another layout).
     Tensor contiguous(const Tensor& x);
+    // `x` in `dtype` on this device: x itself when it already is, else a cast copy.
+    Tensor cast_to(const Tensor& x, DType dtype);
 
     // ---- Matrix products -------------------------------------------------------------------
     // C = alpha * op(A) @ op(B) + beta * C for 2-D row-major tensors of one dtype (leading

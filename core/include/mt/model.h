@@ -107,6 +107,9 @@ struct FlagInfo {
 // "document_start" (i32 [B, T]).
 using Batch = std::map<std::string, Tensor, std::less<>>;
 
+// batch[key], or an mt::Error naming the key `model` ("GptModel") needs.
+MT_API const Tensor& batch_entry(const Batch& batch, std::string_view key, std::string_view model);
+
 // One loss of a micro-batch under the name Megatron's loss_func reports it ("lm loss",
 // "sop loss"): unreduced per-element losses and the weight of each element (the loss mask, 1
 // where every element counts). The micro-batch's loss is Σ values·mask / Σ mask, and the loss

@@ -5,19 +5,6 @@
 
 namespace mt::nn {
 
-namespace {
-
-// Reports the parameters of `module` to grad_ready, if any.
-template <class Module>
-void report(Module& module, const std::function<void(const Parameter&)>& grad_ready) {
-    if (!grad_ready) return;
-    std::vector<Parameter*> params;
-    module.collect_parameters(params);
-    for (const Parameter* p : params) grad_ready(*p);
-}
-
-}  // namespace
-
 TransformerBlock::TransformerBlock(const std::string& prefix, int64_t num_layers,
                                    const TransformerConfig& layer, const LayerSpec& spec,
                                    const RecomputeConfig& recompute, Backend& backend)
@@ -73,7 +60,7 @@ Tensor TransformerBlock::backward(const Tensor& dy, const Saved& saved,
     Tensor dh = dy;
     if (final_norm_) {
         dh = final_norm_->backward(dy, saved.final_norm);
-        report(*final_norm_, grad_ready);
+        report_grads_ready(*final_norm_, grad_ready);
     }
     int64_t segment = int64_t(saved.segment_inputs.size()) - 1;
     for (int64_t i = num_layers() - 1; i >= 0;) {
@@ -89,14 +76,14 @@ Tensor TransformerBlock::backward(const Tensor& dy, const Saved& saved,
                                                 saved.mask);
             for (int64_t j = s.end - 1; j >= s.begin; --j) {
                 dh = layers_[size_t(j)]->backward(dh, replayed[size_t(j - s.begin)]);
-                report(*layers_[size_t(j)], grad_ready);
+                report_grads_ready(*layers_[size_t(j)], grad_ready);
             }
             i = s.begin - 1;
             --segment;
             continue;
         }
         dh = layers_[size_t(i)]->backward(dh, saved.layers[size_t(i)]);
-        report(*layers_[size_t(i)], grad_ready);
+        report_grads_ready(*layers_[size_t(i)], grad_ready);
         --i;
     }
     return dh;

@@ -1,6 +1,7 @@
 #include "bert_config.h"
 
 #include "mt/error.h"
+#include "mt/model_args_reader.h"
 
 namespace mt::plugins::bert {
 
@@ -21,27 +22,21 @@ std::vector<FlagInfo> bert_flags() {
 }
 
 BertConfig bert_config_from_args(const ModelArgs& args) {
+    const ModelArgsReader f(args);
     BertConfig c;
     c.transformer = gpt::gpt_config_from_args(args);
-    MT_CHECK(!(args.count("bert-no-binary-head") && args.count("bert-binary-head")),
+    MT_CHECK(!(f.flag("bert-no-binary-head") && f.flag("bert-binary-head")),
              "--bert-binary-head and --bert-no-binary-head contradict each other");
-    c.binary_head = !args.count("bert-no-binary-head");
-    c.post_layer_norm = args.count("post-layer-norm") > 0;
+    c.binary_head = !f.flag("bert-no-binary-head");
+    c.post_layer_norm = f.flag("post-layer-norm");
     MT_CHECK(!c.post_layer_norm || c.transformer.normalization == gpt::Normalization::layer_norm,
              "--post-layer-norm needs --normalization LayerNorm");
-    c.num_tokentypes = c.binary_head ? 2 : 0;
-    if (auto it = args.find("num-tokentypes"); it != args.end()) {
-        const std::string& t = it->second;
-        MT_CHECK(!t.empty() && t.find_first_not_of("0123456789") == std::string::npos,
-                 "--num-tokentypes ", t, ": not a non-negative integer");
-        c.num_tokentypes = std::stoll(t);
-    }
+    c.num_tokentypes = f.integer("num-tokentypes", c.binary_head ? 2 : 0);
+    MT_CHECK(c.num_tokentypes >= 0, "--num-tokentypes ", c.num_tokentypes, ": negative");
     if (auto it = args.find("task-head"); it != args.end()) {
         if (it->second == "classification") {
             c.task_head = TaskHead::classification;
-            auto classes = args.find("num-classes");
-            MT_CHECK(classes != args.end(), "a classification head needs its number of classes");
-            c.num_classes = std::stoll(classes->second);
+            c.num_classes = f.integer("num-classes");
             MT_CHECK(c.num_classes > 1, "a classification head needs 2 or more classes, got ",
                      c.num_classes);
         } else {

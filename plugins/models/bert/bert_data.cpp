@@ -5,23 +5,16 @@
 #include "mt/data/bert_dataset.h"
 #include "mt/data/indexed_dataset.h"
 #include "mt/error.h"
+#include "mt/model_args_reader.h"
 
 namespace mt::plugins::bert {
 
 namespace {
 
+// --mask-prob / --short-seq-prob: a number in [0, 1].
 double probability(const ModelArgs& args, const char* name, double fallback) {
-    auto it = args.find(name);
-    if (it == args.end()) return fallback;
-    size_t used = 0;
-    double p = 0;
-    try {
-        p = std::stod(it->second, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    MT_CHECK(used == it->second.size() && used > 0 && p >= 0 && p <= 1, "--", name, " ", it->second,
-             ": not a probability");
+    const double p = ModelArgsReader(args).real(name, fallback);
+    MT_CHECK(p >= 0 && p <= 1, "--", name, " ", p, ": not a probability");
     return p;
 }
 
@@ -53,7 +46,7 @@ std::array<std::shared_ptr<data::SampleDataset>, 3> bert_datasets(
     c.path_to_cache = request.path_to_cache;
     c.masking_probability = probability(request.args, "mask-prob", 0.15);
     c.short_sequence_probability = probability(request.args, "short-seq-prob", 0.1);
-    c.classification_head = !request.args.count("bert-no-binary-head");
+    c.classification_head = !ModelArgsReader(request.args).flag("bert-no-binary-head");
     const SpecialIds& ids = tokenizer.special_ids();
     auto special = [&](const std::optional<int32_t>& id, const char* what) {
         MT_CHECK(id && *id >= 0, "BERT data needs the tokenizer's ", what, " token; ",

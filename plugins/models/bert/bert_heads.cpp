@@ -8,14 +8,6 @@ namespace mt::plugins::bert {
 
 namespace {
 
-// `x` in `dtype` (itself when it already is).
-Tensor as_dtype(Backend& backend, const Tensor& x, DType dtype) {
-    if (x.dtype() == dtype) return x;
-    Tensor y = backend.empty(x.shape(), dtype);
-    backend.cast(x, y);
-    return y;
-}
-
 // Megatron's get_linear_layer: a linear with a bias, whole on every tensor-parallel rank (the
 // group still knows it: a replicated parameter counts once in the gradient norm).
 nn::Linear dense(const std::string& name, int64_t in, int64_t out,
@@ -102,7 +94,7 @@ Tensor PooledHead::logits(const Tensor& pooled, nn::DropoutContext& ctx, Saved* 
     const Tensor logits = linear_.forward(x, saved ? &s.linear : nullptr);
     s.out_shape = logits.shape();
     // Megatron's heads score in f32 (the cross-entropy upcasts half logits).
-    return as_dtype(*backend_, logits, nn::upcast_dtype(logits.dtype()));
+    return backend_->cast_to(logits, nn::upcast_dtype(logits.dtype()));
 }
 
 Tensor PooledHead::losses(const Tensor& logits, const Tensor& targets, Saved& saved) const {
@@ -121,7 +113,7 @@ Tensor PooledHead::backward(const Tensor& dlosses, const Saved& saved) {
     backend_->cross_entropy_backward(saved.logits, saved.targets, saved.lse,
                                      backend_->contiguous(dlosses), dlogits);
     const Tensor dx = linear_.backward(
-        as_dtype(*backend_, dlogits, linear_.weight().value.dtype()).view(saved.out_shape),
+        backend_->cast_to(dlogits, linear_.weight().value.dtype()).view(saved.out_shape),
         saved.linear);
     return nn::dropout_backward(*backend_, dx, saved.dropout);
 }

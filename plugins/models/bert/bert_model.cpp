@@ -14,19 +14,8 @@ namespace mt::plugins::bert {
 
 namespace {
 
-// Rows of logits live at once in the output layer: about 16M logits (64 MiB in f32).
-int64_t output_chunk_rows(int64_t vocab) {
-    return std::max<int64_t>(1, (int64_t(1) << 24) / vocab);
-}
-
 nn::TensorParallel tensor_parallel(const BuildContext& context) {
     return nn::TensorParallel{&context.parallel.tp(), context.sequence_parallel};
-}
-
-const Tensor& batch_tensor(const Batch& batch, std::string_view key) {
-    auto it = batch.find(key);
-    MT_CHECK(it != batch.end(), "BertModel: the batch has no \"", key, "\"");
-    return it->second;
 }
 
 // An integer batch tensor as contiguous host i64, shaped `shape`.
@@ -38,24 +27,26 @@ Tensor host_i64(const Tensor& t, std::string_view key, const Shape& shape) {
     return t.contiguous().view(shape);
 }
 
-// Labels with Megatron's -1 ("not scored") as 0, and the mask that is 0 there: Megatron's
-// cross-entropy gives such rows a finite loss that their mask of 0 removes.
-std::pair<Tensor, Tensor> scored_targets(const Tensor& labels) {
+// Labels with Megatron's -1 ("not scored") as 0: Megatron's cross-entropy gives such rows a
+// finite loss that their mask of 0 (scored_mask) removes.
+Tensor scored_targets(const Tensor& labels) {
     Tensor targets = Tensor::empty(labels.shape(), DType::i64);
-    Tensor mask = Tensor::empty(labels.shape(), DType::f32);
-    for (int64_t i = 0; i < labels.numel(); ++i) {
-        const int64_t label = labels.data<int64_t>()[i];
-        targets.data<int64_t>()[i] = label < 0 ? 0 : label;
-        mask.data<float>()[i] = label < 0 ? 0.0f : 1.0f;
-    }
-    return {targets, mask};
+    for (int64_t i = 0; i < labels.numel(); ++i)
+        targets.data<int64_t>()[i] = std::max<int64_t>(labels.data<int64_t>()[i], 0);
+    return targets;
 }
 
-Tensor to_f32(const Tensor& mask) {
-    Tensor out = Tensor::empty(mask.shape(), DType::f32);
-    for (int64_t i = 0; i < mask.numel(); ++i)
-        out.data<float>()[i] = float(mask.data<int64_t>()[i]);
+// f(value) of each i64 value, as f32.
+template <class F>
+Tensor f32_of(const Tensor& values, F f) {
+    Tensor out = Tensor::empty(values.shape(), DType::f32);
+    for (int64_t i = 0; i < values.numel(); ++i)
+        out.data<float>()[i] = f(values.data<int64_t>()[i]);
     return out;
+}
+
+Tensor scored_mask(const Tensor& labels) {
+    return f32_of(labels, [](int64_t label) { return label < 0 ? 0.0f : 1.0f; });
 }
 
 nn::TransformerConfig layer_config(const BertConfig& c, DType dtype, const nn::TensorParallel& tp) {
@@ -93,8 +84,8 @@ BertModel::BertModel(const BertConfig& config, const BuildContext& context, DTyp
             lm_head_.emplace(layer_, *backend_);
             output_.emplace(t.padded_vocab_size, t.hidden_size,
                             t.untie_embeddings_and_output_weights ? nullptr : &embedding_.word(),
-                            output_chunk_rows(t.padded_vocab_size / tp_.size()), dtype, *backend_,
-                            tp_, true);
+                            nn::OutputLoss::default_chunk_rows(t.padded_vocab_size / tp_.size()),
+                            dtype, *backend_, tp_, true);
             output_->weight().embedding_or_output = true;
             if (config.binary_head) {
                 head_.emplace("binary_head", 2, 0.0f, layer_, *backend_);
@@ -138,7 +129,7 @@ void BertModel::initialize(uint64_t seed) {
 
 Tensor BertModel::encode(const Batch& batch, nn::DropoutContext& dropout,
                          BertActivations* acts) const {
-    const Tensor& text = batch_tensor(batch, "text");
+    const Tensor& text = batch_entry(batch, "text", "BertModel");
     MT_CHECK(text.dim() == 2 || (text.dim() == 3 && config_.task_head == TaskHead::multichoice),
              "BertModel: text must be [B, T]",
              config_.task_head == TaskHead::multichoice ? " or [B, choices, T]" : "", ", got ",
@@ -149,10 +140,11 @@ Tensor BertModel::encode(const Batch& batch, nn::DropoutContext& dropout,
     nn::AttentionMask mask;  // bidirectional over each row's tokens (Megatron's padding mask)
     mask.causal = false;
     mask.key_length = nn::key_lengths_from_padding_mask(
-        host_i64(batch_tensor(batch, "padding_mask"), "padding_mask", shape));
+        host_i64(batch_entry(batch, "padding_mask", "BertModel"), "padding_mask", shape));
     // pretrain_bert.py passes no token types without the binary head.
     Tensor types;
-    if (config_.num_tokentypes > 0) types = host_i64(batch_tensor(batch, "types"), "types", shape);
+    if (config_.num_tokentypes > 0)
+        types = host_i64(batch_entry(batch, "types", "BertModel"), "types", shape);
     Tensor h = embedding_.forward(ids, dropout, acts ? &acts->embedding : nullptr, Tensor(), types);
     return encoder_.forward(h, dropout, acts ? &acts->encoder : nullptr, mask);
 }
@@ -162,7 +154,7 @@ Losses BertModel::forward(const Batch& batch, nn::DropoutContext& dropout,
     auto acts = std::make_unique<BertActivations>();
     BertActivations* keep = saved ? acts.get() : nullptr;
     const Tensor h = encode(batch, dropout, keep);
-    const Tensor& text = batch_tensor(batch, "text");
+    const Tensor& text = batch_entry(batch, "text", "BertModel");
     const int64_t T = text.size(-1), rows = text.numel() / T;  // h: a shard of T with SP
     acts->choices = text.dim() == 3 ? text.size(1) : 0;
     const auto reporting = LossTerm::Reporting::micro_batch_mean;
@@ -172,38 +164,30 @@ Losses BertModel::forward(const Batch& batch, nn::DropoutContext& dropout,
         Tensor logits = head_->logits(pooler_->forward(h, keep ? &acts->pooler : nullptr), dropout,
                                       &acts->head);
         if (acts->choices > 0) logits = logits.view({B, acts->choices});
-        auto [targets, mask] = scored_targets(host_i64(batch_tensor(batch, "label"), "label", {B}));
-        losses.push_back({"lm loss", head_->losses(logits, targets, acts->head),
-                          backend_->contiguous(mask), reporting});
+        const Tensor labels = host_i64(batch_entry(batch, "label", "BertModel"), "label", {B});
+        losses.push_back({"lm loss", head_->losses(logits, scored_targets(labels), acts->head),
+                          backend_->contiguous(scored_mask(labels)), reporting});
     } else {
         // pretrain_bert.py's loss_func: the masked tokens' mean, then the sentence order's.
         const Tensor x = lm_head_->forward(h, keep ? &acts->lm_head : nullptr);
-        auto [targets, scored] =
-            scored_targets(host_i64(batch_tensor(batch, "labels"), "labels", {rows, T}));
-        (void)scored;
+        const Tensor targets = scored_targets(
+            host_i64(batch_entry(batch, "labels", "BertModel"), "labels", {rows, T}));
         const Tensor loss_mask =
-            to_f32(host_i64(batch_tensor(batch, "loss_mask"), "loss_mask", {rows, T}));
+            f32_of(host_i64(batch_entry(batch, "loss_mask", "BertModel"), "loss_mask", {rows, T}),
+                   [](int64_t m) { return float(m); });
         losses.push_back({"lm loss", output_->forward(x, targets, keep ? &acts->output : nullptr),
                           backend_->contiguous(loss_mask), reporting});
         if (head_) {
             const Tensor logits = head_->logits(pooler_->forward(h, keep ? &acts->pooler : nullptr),
                                                 dropout, &acts->head);
-            auto [order, mask] =
-                scored_targets(host_i64(batch_tensor(batch, "is_random"), "is_random", {rows}));
-            losses.push_back({"sop loss", head_->losses(logits, order, acts->head),
-                              backend_->contiguous(mask), reporting});
+            const Tensor order =
+                host_i64(batch_entry(batch, "is_random", "BertModel"), "is_random", {rows});
+            losses.push_back({"sop loss", head_->losses(logits, scored_targets(order), acts->head),
+                              backend_->contiguous(scored_mask(order)), reporting});
         }
     }
     if (saved) *saved = std::move(acts);
     return losses;
-}
-
-template <class Module>
-void BertModel::report_grads(Module& module) {
-    if (!grad_ready_) return;
-    std::vector<nn::Parameter*> params;
-    module.collect_parameters(params);
-    for (const nn::Parameter* p : params) grad_ready_(*p);
 }
 
 void BertModel::backward(const std::vector<Tensor>& dterms, const Activations& saved) {
@@ -215,30 +199,31 @@ void BertModel::backward(const std::vector<Tensor>& dterms, const Activations& s
     Tensor dh;
     if (config_.task_head != TaskHead::none) {
         dh = pooler_->backward(head_->backward(dterms[0], acts->head), acts->pooler);
-        report_grads(*head_);
-        report_grads(*pooler_);
+        nn::report_grads_ready(*head_, grad_ready_);
+        nn::report_grads_ready(*pooler_, grad_ready_);
     } else {
         dh = lm_head_->backward(output_->backward(dterms[0], acts->output), acts->lm_head);
-        report_grads(*output_);  // its bias (a tied weight is final after the embedding)
-        report_grads(*lm_head_);
+        nn::report_grads_ready(
+            *output_, grad_ready_);  // its bias (a tied weight is final after the embedding)
+        nn::report_grads_ready(*lm_head_, grad_ready_);
         if (head_) {
             const Tensor dpooled =
                 pooler_->backward(head_->backward(dterms[1], acts->head), acts->pooler);
             backend_->add(dh, dpooled, dh);
-            report_grads(*head_);
-            report_grads(*pooler_);
+            nn::report_grads_ready(*head_, grad_ready_);
+            nn::report_grads_ready(*pooler_, grad_ready_);
         }
     }
     dh = encoder_.backward(dh, acts->encoder, grad_ready_);
     embedding_.backward(dh, acts->embedding);
-    report_grads(embedding_);
+    nn::report_grads_ready(embedding_, grad_ready_);
 }
 
 Tensor BertModel::predict(const Batch& batch) {
     MT_CHECK(config_.task_head != TaskHead::none,
              "BertModel: predictions need a task head (a pretraining model has none)");
     nn::DropoutContext no_dropout{false, 0, 0};
-    const Tensor& text = batch_tensor(batch, "text");
+    const Tensor& text = batch_entry(batch, "text", "BertModel");
     const Tensor h = encode(batch, no_dropout, nullptr);
     const Tensor logits = head_->logits(pooler_->forward(h, nullptr), no_dropout, nullptr);
     return text.dim() == 3 ? logits.view({text.size(0), text.size(1)}) : logits;

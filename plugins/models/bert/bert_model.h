@@ -66,8 +66,6 @@ class BertModel final : public Model {
     // The encoder's output (B', T, H) for the batch's text, token types and padding (multiple
     // choice flattened to B' = B C rows).
     Tensor encode(const Batch& batch, nn::DropoutContext& dropout, BertActivations* acts) const;
-    template <class Module>
-    void report_grads(Module& module);
 
     BertConfig config_;
     DType dtype_;

@@ -1,5 +1,7 @@
 #include "gpt_config.h"
 
+#include "mt/model_args_reader.h"
+
 #include <cstdlib>
 #include <limits>
 #include <sstream>
@@ -7,50 +9,6 @@
 #include "mt/error.h"
 
 namespace mt::plugins::gpt {
-
-namespace {
-
-// Typed access to the flag map, each error naming the flag as the user typed it.
-class Flags {
-  public:
-    explicit Flags(const ModelArgs& args) : args_(args) {}
-
-    bool has(const char* name) const { return args_.find(name) != args_.end(); }
-    const std::string& text(const char* name) const {
-        auto it = args_.find(name);
-        MT_CHECK(it != args_.end(), "--", name, " is required");
-        return it->second;
-    }
-    int64_t integer(const char* name) const {
-        const std::string& t = text(name);
-        char* end = nullptr;
-        long long v = std::strtoll(t.c_str(), &end, 10);
-        MT_CHECK(!t.empty() && *end == '\0', "--", name, " ", t, ": not an integer");
-        return v;
-    }
-    int64_t integer(const char* name, int64_t fallback) const {
-        return has(name) ? integer(name) : fallback;
-    }
-    double real(const char* name, double fallback) const {
-        if (!has(name)) return fallback;
-        const std::string& t = text(name);
-        char* end = nullptr;
-        double v = std::strtod(t.c_str(), &end);
-        MT_CHECK(!t.empty() && *end == '\0', "--", name, " ", t, ": not a number");
-        return v;
-    }
-    bool flag(const char* name) const {
-        if (!has(name)) return false;
-        const std::string& t = text(name);
-        MT_CHECK(t.empty() || t == "true" || t == "false", "--", name, " takes no value, got ", t);
-        return t != "false";
-    }
-
-  private:
-    const ModelArgs& args_;
-};
-
-}  // namespace
 
 std::vector<FlagInfo> gpt_flags() {
     auto value = [](const char* name, const char* help, std::optional<std::string> def = {}) {
@@ -151,7 +109,7 @@ int64_t padded_vocab_size(int64_t vocab_size, int64_t divisible_by, int64_t tens
 }
 
 GptConfig gpt_config_from_args(const ModelArgs& args) {
-    Flags f(args);
+    ModelArgsReader f(args);
     GptConfig c;
     c.num_layers = f.integer("num-layers");
     c.hidden_size = f.integer("hidden-size");

@@ -2,20 +2,14 @@
 
 #include "mt/data/gpt_dataset_builder.h"
 #include "mt/error.h"
+#include "mt/model_args_reader.h"
 
 namespace mt::plugins::gpt {
 
 std::vector<FlagInfo> gpt_data_flags() {
-    auto flag = [](const char* name, const char* help) {
-        FlagInfo f;
-        f.name = name;
-        f.help = help;
-        f.is_switch = true;
-        return f;
-    };
-    return {flag("reset-position-ids", "restart position ids after each EOD"),
-            flag("reset-attention-mask", "no attention across EOD tokens"),
-            flag("eod-mask-loss", "no loss on EOD tokens")};
+    return {{"reset-position-ids", "restart position ids after each EOD", std::nullopt, true},
+            {"reset-attention-mask", "no attention across EOD tokens", std::nullopt, true},
+            {"eod-mask-loss", "no loss on EOD tokens", std::nullopt, true}};
 }
 
 std::array<std::shared_ptr<data::SampleDataset>, 3> gpt_datasets(
@@ -30,9 +24,10 @@ std::array<std::shared_ptr<data::SampleDataset>, 3> gpt_datasets(
     c.split = request.split;
     c.path_to_cache = request.path_to_cache;
     c.mock = request.mock;
-    c.reset_position_ids = request.args.count("reset-position-ids") > 0;
-    c.reset_attention_mask = request.args.count("reset-attention-mask") > 0;
-    c.eod_mask_loss = request.args.count("eod-mask-loss") > 0;
+    const ModelArgsReader flags(request.args);
+    c.reset_position_ids = flags.flag("reset-position-ids");
+    c.reset_attention_mask = flags.flag("reset-attention-mask");
+    c.eod_mask_loss = flags.flag("eod-mask-loss");
     c.eod_id = tokenizer.eod();
     c.pad_id = tokenizer.special_ids().pad.value_or(-1);
     c.tokenizer = tokenizer.dataset_identity();

@@ -15,11 +15,6 @@ namespace mt::plugins::gpt {
 
 namespace {
 
-// Rows of logits live at once in the output layer: about 16M logits (64 MiB in f32).
-int64_t output_chunk_rows(int64_t vocab) {
-    return std::max<int64_t>(1, (int64_t(1) << 24) / vocab);
-}
-
 const GptConfig& checked(const GptConfig& c, DType dtype) {
     MT_CHECK(
         dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16 || dtype == DType::f16,
@@ -32,12 +27,6 @@ const GptConfig& checked(const GptConfig& c, DType dtype) {
 // a checkpoint saved at TP2 is built whole in one process).
 nn::TensorParallel tensor_parallel(const BuildContext& context) {
     return nn::TensorParallel{&context.parallel.tp(), context.sequence_parallel};
-}
-
-const Tensor& batch_tensor(const Batch& batch, std::string_view key) {
-    auto it = batch.find(key);
-    MT_CHECK(it != batch.end(), "GptModel: the batch has no \"", key, "\"");
-    return it->second;
 }
 
 // Integer tensor -> its values as int64 (i64 or i32, any contiguity).
@@ -98,7 +87,8 @@ GptModel::GptModel(const GptConfig& config, const BuildContext& context, DType d
                nn::dense_layer_spec(), config.recompute, *backend_),
       output_(config.padded_vocab_size, config.hidden_size,
               config.untie_embeddings_and_output_weights ? nullptr : &embedding_.word(),
-              output_chunk_rows(config.padded_vocab_size / tp_.size()), dtype, *backend_, tp_) {
+              nn::OutputLoss::default_chunk_rows(config.padded_vocab_size / tp_.size()), dtype,
+              *backend_, tp_) {
     MT_CHECK(!tp_.sequence_split() || config.seq_length % tp_.size() == 0,
              "--sequence-parallel: --seq-length (", config.seq_length,
              ") must be a multiple of --tensor-model-parallel-size (", tp_.size(), ")");
@@ -123,8 +113,8 @@ void GptModel::initialize(uint64_t seed) {
 
 Losses GptModel::forward(const Batch& batch, nn::DropoutContext& dropout,
                          std::unique_ptr<Activations>* saved) {
-    const Tensor& tokens = batch_tensor(batch, "tokens");
-    const Tensor& labels = batch_tensor(batch, "labels");
+    const Tensor& tokens = batch_entry(batch, "tokens", "GptModel");
+    const Tensor& labels = batch_entry(batch, "labels", "GptModel");
     MT_CHECK(tokens.dim() == 2, "GptModel: tokens must be [B, T], got ", tokens.describe());
     MT_CHECK(labels.shape() == tokens.shape(), "GptModel: labels ", labels.describe(),
              " must match tokens ", tokens.describe());
@@ -158,14 +148,6 @@ Losses GptModel::forward(const Batch& batch, nn::DropoutContext& dropout,
     return {{"lm loss", losses, loss_mask, LossTerm::Reporting::token_weighted}};
 }
 
-template <class Module>
-void GptModel::report_grads(Module& module) {
-    if (!grad_ready_) return;
-    std::vector<nn::Parameter*> params;
-    module.collect_parameters(params);
-    for (const nn::Parameter* p : params) grad_ready_(*p);
-}
-
 void GptModel::backward(const std::vector<Tensor>& dterms, const Activations& saved) {
     const auto* acts = dynamic_cast<const GptActivations*>(&saved);
     MT_CHECK(acts != nullptr, "GptModel: backward needs the activations of this model's forward");
@@ -175,10 +157,11 @@ void GptModel::backward(const std::vector<Tensor>& dterms, const Activations& sa
     MT_CHECK(dlosses.dtype() == nn::upcast_dtype(dtype_), "GptModel: dlosses must be ",
              dtype_name(nn::upcast_dtype(dtype_)), ", got ", dlosses.describe());
     Tensor dh = output_.backward(dlosses, acts->output);
-    report_grads(output_);  // its own weight only: a tied one is final after the embedding
+    nn::report_grads_ready(
+        output_, grad_ready_);  // its own weight only: a tied one is final after the embedding
     dh = decoder_.backward(dh, acts->decoder, grad_ready_);
     embedding_.backward(dh, acts->embedding);
-    report_grads(embedding_);
+    nn::report_grads_ready(embedding_, grad_ready_);
 }
 
 Tensor GptModel::logits(const Tensor& tokens, infer::KvCache* cache, int64_t keep_last) {
@@ -202,12 +185,8 @@ Tensor GptModel::logits(const Tensor& tokens, infer::KvCache* cache, int64_t kee
     h = decoder_.forward_cached(h, cache, past);
     if (cache) cache->advance(T);
     if (keep_last > 0 && keep_last < T) h = h.slice(1, T - keep_last, T);
-    Tensor logits = output_.logits(h);
-    if (logits.dtype() == nn::upcast_dtype(dtype_)) return logits;
     // A bf16 / fp16 model's logits, widened for sampling and log-probabilities.
-    Tensor wide = backend_->empty(logits.shape(), nn::upcast_dtype(dtype_));
-    backend_->cast(logits, wide);
-    return wide;
+    return backend_->cast_to(output_.logits(h), nn::upcast_dtype(dtype_));
 }
 
 std::unique_ptr<infer::KvCache> GptModel::make_kv_cache(int64_t batch, int64_t capacity) const {

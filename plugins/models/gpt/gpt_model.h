@@ -64,10 +64,6 @@ class GptModel final : public Model {
     const GptConfig& config() const { return config_; }
 
   private:
-    // Reports the parameters `collect` lists to the grad-ready hook, if any.
-    template <class Module>
-    void report_grads(Module& module);
-
     GptConfig config_;
     DType dtype_;
     Backend* backend_;

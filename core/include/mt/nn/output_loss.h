@@ -5,6 +5,9 @@
 // are merged across the ranks (Megatron's vocab-parallel cross-entropy).
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
+
 #include <cstdint>
 #include <vector>
 
@@ -41,6 +44,11 @@ class MT_API OutputLoss {
     // dlosses (B, T) -> dhidden shaped like the forward's hidden; weight.grad += dlogits^T h,
     // chunk by chunk.
     Tensor backward(const Tensor& dlosses, const Saved& saved);
+
+    // Rows of logits to keep live at once for `vocab` columns: about 16M logits (64 MiB in f32).
+    static int64_t default_chunk_rows(int64_t vocab) {
+        return std::max<int64_t>(1, (int64_t(1) << 24) / vocab);
+    }
 
     // The owned weight (a tied weight belongs to the embedding), then the bias.
     void collect_parameters(std::vector<Parameter*>& out);

@@ -59,4 +59,14 @@ MT_API ParameterInfo describe(const Parameter& p);
 // "prefix.name", or name when prefix is empty (modules compose Megatron keys this way).
 MT_API std::string join_name(const std::string& prefix, const std::string& name);
 
+// Tells `grad_ready` (if set: a model's GradReadyHook) that every parameter `module` collects has
+// its final gradient.
+template <class Module, class Hook>
+void report_grads_ready(Module& module, const Hook& grad_ready) {
+    if (!grad_ready) return;
+    std::vector<Parameter*> params;
+    module.collect_parameters(params);
+    for (const Parameter* p : params) grad_ready(*p);
+}
+
 }  // namespace mt::nn
