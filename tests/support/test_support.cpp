@@ -63,6 +63,18 @@ std::string read_file(const fs::path& path) {
     return ss.str();
 }
 
+std::map<std::string, std::string> read_fixture_values(const fs::path& path) {
+    std::map<std::string, std::string> values;
+    std::ifstream in(path);
+    EXPECT_TRUE(in) << "cannot read " << path;
+    for (std::string l; std::getline(in, l);) {
+        if (l.empty() || l[0] == '#') continue;
+        const size_t space = l.find(' ');
+        values[l.substr(0, space)] = space == std::string::npos ? "" : l.substr(space + 1);
+    }
+    return values;
+}
+
 void write_file(const fs::path& path, const std::string& content) {
     std::ofstream out(path, std::ios::binary);
     out << content;

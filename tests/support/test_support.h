@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -33,6 +34,9 @@ class TempDir {
 };
 
 std::string read_file(const std::filesystem::path& path);
+// A fixture's "key value..." lines as key -> the rest of the line (blank and # lines skipped);
+// fails the current test when the file cannot be read.
+std::map<std::string, std::string> read_fixture_values(const std::filesystem::path& path);
 void write_file(const std::filesystem::path& path, const std::string& content);
 
 // Element i (flat, contiguous) of an f32, f64, i32 or i64 tensor as double (bf16: its raw

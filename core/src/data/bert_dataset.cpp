@@ -20,11 +20,6 @@ namespace mt::data {
 
 namespace fs = std::filesystem;
 
-std::optional<SplitMatrix> BertDatasetConfig::split_matrix() const {
-    if (!split) return std::nullopt;
-    return convert_split_vector_to_split_matrix(parse_and_normalize_split(*split));
-}
-
 namespace {
 
 // A [begin, end) window of token ids, cut from either side without moving them.

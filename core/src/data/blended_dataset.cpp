@@ -1,6 +1,7 @@
 // Blending indices (helpers.cpp) and BlendedDataset (blended_dataset.py) at core_v0.13.0.
 #include "mt/data/blended_dataset.h"
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -74,17 +75,18 @@ void build_exhaustive_blending_indices(const std::vector<int64_t>& sizes, NpyArr
     }
 }
 
-BlendedDataset::BlendedDataset(std::vector<std::shared_ptr<const GPTDataset>> datasets,
-                               std::vector<double> weights, bool integer_weights,
-                               std::optional<int64_t> size, const GPTDatasetConfig& config)
-    : datasets_(std::move(datasets)), integer_weights_(integer_weights), size_(size) {
-    MT_CHECK(!datasets_.empty() && datasets_.size() == weights.size(),
-             "BlendedDataset: ", datasets_.size(), " datasets but ", weights.size(), " weights");
-    MT_CHECK(datasets_.size() < 32767, "BlendedDataset: too many datasets (", datasets_.size(),
-             ")");
-    split_ = datasets_[0]->split();
-    for (size_t k = 0; k < datasets_.size(); ++k) {
-        MT_CHECK(datasets_[k]->split() == split_, "BlendedDataset: datasets of different splits");
+BlendedDataset::BlendedDataset(std::vector<BlendPart> parts, std::vector<double> weights,
+                               bool integer_weights, std::optional<int64_t> size,
+                               const BlendedMegatronDatasetConfig& config)
+    : parts_(std::move(parts)), integer_weights_(integer_weights), size_(size) {
+    MT_CHECK(!parts_.empty() && parts_.size() == weights.size(), "BlendedDataset: ", parts_.size(),
+             " datasets but ", weights.size(), " weights");
+    MT_CHECK(parts_.size() < 32767, "BlendedDataset: too many datasets (", parts_.size(), ")");
+    for (const BlendPart& p : parts_) MT_CHECK(p.dataset, "BlendedDataset: a dataset is missing");
+    split_ = parts_[0].dataset->split();
+    for (size_t k = 0; k < parts_.size(); ++k) {
+        MT_CHECK(parts_[k].dataset->split() == split_,
+                 "BlendedDataset: datasets of different splits");
         MT_CHECK(weights[k] > 0, "BlendedDataset: weight ", k, " is ", weights[k],
                  ", weights must be positive");
     }
@@ -101,7 +103,7 @@ BlendedDataset::BlendedDataset(std::vector<std::shared_ptr<const GPTDataset>> da
     JsonValue ids = JsonValue::object();
     ids.set("class", JsonValue::string("BlendedDataset"));
     JsonValue list = JsonValue::array();
-    for (const auto& d : datasets_) list.push(d->unique_identifiers());
+    for (const BlendPart& p : parts_) list.push(p.unique_identifiers);
     ids.set("datasets", std::move(list));
     ids.set("split", JsonValue::string(split_name(split_)));
     JsonValue w = JsonValue::array();
@@ -138,12 +140,12 @@ BlendedDataset::BlendedDataset(std::vector<std::shared_ptr<const GPTDataset>> da
         for (double v : weights_) counts.push_back(static_cast<int64_t>(v));
         build_exhaustive_blending_indices(counts, dataset_index_, dataset_sample_index_);
     }
-    std::vector<int64_t> drawn(datasets_.size(), 0);
+    std::vector<int64_t> drawn(parts_.size(), 0);
     for (int64_t s = 0; s < dataset_index_.numel(); ++s) ++drawn[dataset_index_.at(s)];
-    for (size_t k = 0; k < datasets_.size(); ++k) {
-        MT_CHECK(drawn[k] <= datasets_[k]->size(), "the ", split_name(split_),
+    for (size_t k = 0; k < parts_.size(); ++k) {
+        MT_CHECK(drawn[k] <= parts_[k].dataset->size(), "the ", split_name(split_),
                  " blend oversamples the contributing datasets: it requests ", drawn[k],
-                 " samples from dataset ", k, " which has ", datasets_[k]->size(),
+                 " samples from dataset ", k, " which has ", parts_[k].dataset->size(),
                  "; raise --mid-level-dataset-surplus (now ", config.mid_level_dataset_surplus,
                  ")");
     }
@@ -161,12 +163,54 @@ BlendedDataset::BlendedDataset(std::vector<std::shared_ptr<const GPTDataset>> da
     }
 }
 
-GPTSample BlendedDataset::get(int64_t i) const {
-    MT_CHECK(0 <= i && i < size(), "BlendedDataset: sample ", i, " outside [0, ", size(), ")");
-    int64_t k = dataset_index_.at(i);
-    GPTSample s = datasets_[k]->get(dataset_sample_index_.at(i));
-    s.dataset_id = static_cast<int32_t>(k);
-    return s;
+Batch BlendedDataset::batch(std::span<const int64_t> indices) const {
+    const int64_t B = int64_t(indices.size());
+    // Each part reads its rows in one call; the rows then go back to their positions.
+    std::vector<std::vector<int64_t>> wanted(parts_.size()), rows(parts_.size());
+    Tensor dataset_id = Tensor::empty({B}, DType::i64);
+    for (int64_t b = 0; b < B; ++b) {
+        const int64_t i = indices[size_t(b)];
+        MT_CHECK(0 <= i && i < size(), "BlendedDataset: sample ", i, " outside [0, ", size(), ")");
+        const int64_t k = dataset_index_.at(i);
+        wanted[size_t(k)].push_back(dataset_sample_index_.at(i));
+        rows[size_t(k)].push_back(b);
+        dataset_id.data<int64_t>()[b] = k;
+    }
+    Batch out;
+    bool first = true;
+    for (size_t k = 0; k < parts_.size(); ++k) {
+        if (wanted[k].empty()) continue;
+        const Batch part = parts_[k].dataset->batch(wanted[k]);
+        MT_CHECK(first || part.size() == out.size(), "BlendedDataset: dataset ", k, " gives ",
+                 part.size(), " fields, another ", out.size());
+        for (const auto& [key, given] : part) {
+            const Tensor t = given.contiguous();
+            Shape shape = t.shape();
+            MT_CHECK(!shape.empty() && shape[0] == int64_t(wanted[k].size()),
+                     "BlendedDataset: ", key, " of dataset ", k, " is ", t.describe(), " for ",
+                     wanted[k].size(), " samples");
+            shape[0] = B;
+            auto [it, added] = out.try_emplace(key);
+            if (added) {
+                MT_CHECK(first, "BlendedDataset: dataset ", k, " gives a field ", key,
+                         " the others lack");
+                it->second = Tensor::empty(shape, t.dtype());
+            }
+            Tensor& merged = it->second;
+            MT_CHECK(merged.shape() == shape && merged.dtype() == t.dtype(),
+                     "BlendedDataset: ", key, " of dataset ", k, " is ", t.describe(),
+                     ", of another ", merged.describe());
+            const int64_t row_bytes = merged.nbytes() / B;
+            const auto* from = static_cast<const char*>(t.raw_data());
+            auto* to = static_cast<char*>(merged.raw_data());
+            for (size_t r = 0; r < rows[k].size(); ++r)
+                std::memcpy(to + rows[k][r] * row_bytes, from + int64_t(r) * row_bytes,
+                            size_t(row_bytes));
+        }
+        first = false;
+    }
+    out["dataset_id"] = dataset_id;
+    return out;
 }
 
 }  // namespace mt::data

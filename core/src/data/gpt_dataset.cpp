@@ -18,11 +18,6 @@ namespace mt::data {
 
 namespace fs = std::filesystem;
 
-std::optional<SplitMatrix> GPTDatasetConfig::split_matrix() const {
-    if (!split) return std::nullopt;
-    return convert_split_vector_to_split_matrix(parse_and_normalize_split(*split));
-}
-
 std::vector<uint8_t> materialize_attention_mask(const GPTSample& sample) {
     size_t n = sample.document_start.size();
     std::vector<uint8_t> mask(n * n, 1);

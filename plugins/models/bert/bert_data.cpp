@@ -3,6 +3,7 @@
 #include <string>
 
 #include "mt/data/bert_dataset.h"
+#include "mt/data/blended_megatron_dataset_builder.h"
 #include "mt/data/indexed_dataset.h"
 #include "mt/error.h"
 #include "mt/model_args_reader.h"
@@ -16,13 +17,6 @@ double probability(const ModelArgs& args, const char* name, double fallback) {
     const double p = ModelArgsReader(args).real(name, fallback);
     MT_CHECK(p >= 0 && p <= 1, "--", name, " ", p, ": not a probability");
     return p;
-}
-
-// The one prefix of a blend without weights (blends of BERT datasets are not supported yet).
-const std::string& single_prefix(const data::Blend& blend, const char* flag) {
-    MT_CHECK(blend.prefixes.size() == 1 && !blend.weights, flag,
-             ": not supported yet: blended BERT datasets (several prefixes or weights)");
-    return blend.prefixes[0];
 }
 
 }  // namespace
@@ -60,34 +54,27 @@ std::array<std::shared_ptr<data::SampleDataset>, 3> bert_datasets(
     c.inv_vocab = tokenizer.vocabulary();
     c.tokenizer = tokenizer.dataset_identity();
 
-    std::array<std::shared_ptr<data::SampleDataset>, 3> out;
-    auto build = [&](const std::string& prefix, int split, const data::Bookend& bookend) {
+    c.blend = request.blend;
+    c.blend_per_split = request.blend_per_split;
+
+    // Megatron splits a masked dataset by documents (a document's sentences stay together).
+    auto build_splits = [&](const std::string& prefix, const data::SplitMatrix& matrix,
+                            const data::SplitSizes& sizes) {
         auto corpus =
             std::make_shared<const data::IndexedDataset>(data::IndexedDataset::open(prefix));
-        // Megatron splits a masked dataset by documents (a document's sentences stay together).
-        const auto [begin, end] = data::split_range(bookend, corpus->num_documents());
-        out[size_t(split)] = std::make_shared<data::BertMaskedWordPieceDataset>(
-            corpus, prefix, begin, end, request.num_samples[size_t(split)],
-            static_cast<data::Split>(split), c);
-    };
-    if (request.blend) {
-        MT_CHECK(c.split.has_value(), "--split is required with --data-path");
-        const std::string& prefix = single_prefix(*request.blend, "--data-path");
-        const data::SplitMatrix matrix = *c.split_matrix();
-        for (int i = 0; i < data::kNumSplits; ++i)
-            if (matrix[size_t(i)]) build(prefix, i, *matrix[size_t(i)]);
+        std::array<std::optional<data::BlendPart>, data::kNumSplits> out;
+        for (int i = 0; i < data::kNumSplits; ++i) {
+            if (!matrix[size_t(i)]) continue;
+            const auto [begin, end] =
+                data::split_range(*matrix[size_t(i)], corpus->num_documents());
+            auto dataset = std::make_shared<data::BertMaskedWordPieceDataset>(
+                corpus, prefix, begin, end, sizes[size_t(i)], static_cast<data::Split>(i), c);
+            out[size_t(i)] = data::BlendPart{dataset, dataset->unique_identifiers()};
+        }
         return out;
-    }
-    bool any = false;
-    for (int i = 0; i < data::kNumSplits; ++i) {
-        const auto& blend = request.blend_per_split[size_t(i)];
-        if (!blend) continue;
-        any = true;
-        build(single_prefix(*blend, "--train/valid/test-data-path"), i,
-              data::Bookend{0.0, 1.0, false});
-    }
-    MT_CHECK(any, "no data: give --data-path or per-split data paths");
-    return out;
+    };
+    const auto built = data::build_blended_megatron_datasets(c, request.num_samples, build_splits);
+    return {built[0], built[1], built[2]};
 }
 
 }  // namespace mt::plugins::bert

@@ -74,15 +74,9 @@ class Expected {
     }
 
   private:
-    Expected() {
-        std::ifstream in(mt::test::fixtures_dir() / "bert_dataset" / "expected.txt");
-        EXPECT_TRUE(in) << "cannot read tests/fixtures/bert_dataset/expected.txt";
-        for (std::string l; std::getline(in, l);) {
-            if (l.empty() || l[0] == '#') continue;
-            size_t space = l.find(' ');
-            values_[l.substr(0, space)] = space == std::string::npos ? "" : l.substr(space + 1);
-        }
-    }
+    Expected()
+        : values_(mt::test::read_fixture_values(mt::test::fixtures_dir() / "bert_dataset" /
+                                                "expected.txt")) {}
     std::map<std::string, std::string> values_;
 };
 

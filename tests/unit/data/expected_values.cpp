@@ -13,13 +13,7 @@ namespace mt::test {
 const ExpectedValues& ExpectedValues::get() {
     static const ExpectedValues values = [] {
         ExpectedValues v;
-        std::ifstream in(fixtures_dir() / "gpt_dataset" / "expected.txt");
-        std::string line;
-        while (std::getline(in, line)) {
-            size_t space = line.find(' ');
-            if (space == std::string::npos) continue;
-            v.values_[line.substr(0, space)] = line.substr(space + 1);
-        }
+        v.values_ = read_fixture_values(fixtures_dir() / "gpt_dataset" / "expected.txt");
         return v;
     }();
     return values;

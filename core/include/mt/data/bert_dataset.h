@@ -13,6 +13,7 @@
 
 #include "mt/api.h"
 #include "mt/data/blend_split.h"
+#include "mt/data/blended_megatron_dataset_config.h"
 #include "mt/data/dataset_description.h"
 #include "mt/data/indexed_dataset.h"
 #include "mt/data/npy.h"
@@ -23,25 +24,19 @@ namespace mt::data {
 
 // BERTMaskedWordPieceDatasetConfig as pretrain_bert.py fills it. Whole-word masking is on and
 // permutation, geometric spans and longer-n-gram preference are off (pretrain_bert.py fixes
-// them; they are part of the cache key as such).
-struct MT_API BertDatasetConfig {
-    uint32_t random_seed = 1234;               // --seed (build_mapping needs 1 .. 2^31 - 2)
-    int64_t sequence_length = 0;               // --seq-length
-    std::optional<std::string> split;          // --split, as given (part of the cache key)
-    std::optional<std::string> path_to_cache;  // --data-cache-path
-    double masking_probability = 0.15;         // --mask-prob
-    double short_sequence_probability = 0.1;   // --short-seq-prob
+// them; they are part of the cache key as such). build_mapping needs a seed in 1 .. 2^31 - 2.
+struct BertDatasetConfig : BlendedMegatronDatasetConfig {
+    double masking_probability = 0.15;        // --mask-prob
+    double short_sequence_probability = 0.1;  // --short-seq-prob
     int64_t masking_max_ngram = 3;
     bool classification_head = true;  // not --bert-no-binary-head
     // The tokenizer: special ids, Megatron's inv_vocab as a dense id -> piece table
     // (Tokenizer::vocabulary(): the vocab file's lines, then the [BOS], [EOS] and <extra_id_N>
-    // that _BertWordPieceTokenizer adds) and its cache identity (Tokenizer::dataset_identity()).
-    // Random replacements draw from all of its ids; "##" pieces continue a word.
+    // that _BertWordPieceTokenizer adds); its cache identity is the base's `tokenizer`
+    // (Tokenizer::dataset_identity()). Random replacements draw from all of its ids; "##" pieces
+    // continue a word.
     int64_t cls_id = 101, sep_id = 102, mask_id = 103, pad_id = 0;
     std::vector<std::string> inv_vocab;
-    TokenizerIdentity tokenizer;
-
-    std::optional<SplitMatrix> split_matrix() const;
 };
 
 // One sample, Megatron's dict: every array is int64 of length sequence_length. `types` is 0 for

@@ -1,16 +1,19 @@
 // Megatron's BlendedDataset and its helpers.cpp blending indices: which source dataset, and which
-// of its samples, each position of a weighted blend reads.
+// of its samples, each position of a weighted blend reads, for any model family's datasets.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "mt/api.h"
-#include "mt/data/gpt_dataset.h"
+#include "mt/data/blended_megatron_dataset_config.h"
+#include "mt/data/dataset_description.h"
 #include "mt/data/npy.h"
+#include "mt/data/sample_dataset.h"
 
 namespace mt::data {
 
@@ -24,21 +27,30 @@ MT_API void build_exhaustive_blending_indices(const std::vector<int64_t>& sizes,
                                               NpyArray& dataset_index,
                                               NpyArray& dataset_sample_index);
 
-class MT_API BlendedDataset : public GPTSampleDataset {
+// One dataset of a blend and its Megatron unique_identifiers (part of the blend's description).
+struct BlendPart {
+    std::shared_ptr<SampleDataset> dataset;
+    JsonValue unique_identifiers;
+};
+
+// Megatron's BlendedDataset over any family's datasets of one split: position s reads sample
+// dataset_sample_index[s] of dataset dataset_index[s]. Its batches hold the parts' fields, row by
+// row from whichever part each index falls in, and "dataset_id" (i64 [B]) as Megatron adds it.
+class MT_API BlendedDataset : public SampleDataset {
   public:
     // `weights` are either fractions (size given; they are normalised again, as Megatron does) or,
     // with `integer_weights`, sample counts (Megatron passes dataset lengths). Without a size the
     // blend is exhaustive and the counts must be integers. Throws when the blend needs more
-    // samples from a dataset than it has.
-    BlendedDataset(std::vector<std::shared_ptr<const GPTDataset>> datasets,
-                   std::vector<double> weights, bool integer_weights, std::optional<int64_t> size,
-                   const GPTDatasetConfig& config);
+    // samples from a dataset than it has. Only config.path_to_cache (where the indices are
+    // cached; nowhere without it, as in Megatron) and the surplus (for the error) are read.
+    BlendedDataset(std::vector<BlendPart> parts, std::vector<double> weights, bool integer_weights,
+                   std::optional<int64_t> size, const BlendedMegatronDatasetConfig& config);
 
     int64_t size() const override { return dataset_index_.numel(); }
-    GPTSample get(int64_t i) const override;
     Split split() const override { return split_; }
+    Batch batch(std::span<const int64_t> indices) const override;
 
-    const std::vector<std::shared_ptr<const GPTDataset>>& datasets() const { return datasets_; }
+    const std::vector<BlendPart>& parts() const { return parts_; }
     const NpyArray& dataset_index() const { return dataset_index_; }
     const NpyArray& dataset_sample_index() const { return dataset_sample_index_; }
     const std::vector<double>& weights() const { return weights_; }
@@ -47,7 +59,7 @@ class MT_API BlendedDataset : public GPTSampleDataset {
     bool loaded_from_cache() const { return loaded_from_cache_; }
 
   private:
-    std::vector<std::shared_ptr<const GPTDataset>> datasets_;
+    std::vector<BlendPart> parts_;
     std::vector<double> weights_;
     bool integer_weights_ = false;
     std::optional<int64_t> size_;

@@ -12,6 +12,7 @@
 
 #include "mt/api.h"
 #include "mt/data/blend_split.h"
+#include "mt/data/blended_megatron_dataset_config.h"
 #include "mt/data/dataset_description.h"
 #include "mt/data/indexed_dataset.h"
 #include "mt/data/npy.h"
@@ -24,15 +25,8 @@ namespace mt::data {
 
 using mt::TokenizerIdentity;  // the tokenizer's part of the cache key (mt/tokenizer.h)
 
-// GPTDatasetConfig (+ BlendedMegatronDatasetConfig) with pretrain_gpt.py's defaults.
-struct GPTDatasetConfig {
-    uint32_t random_seed = 1234;                                   // --seed
-    int64_t sequence_length = 0;                                   // --seq-length
-    std::optional<Blend> blend;                                    // --data-path
-    std::array<std::optional<Blend>, kNumSplits> blend_per_split;  // --{train,valid,test}-data-path
-    std::optional<std::string> split;          // --split, as given (it is part of the cache key)
-    std::optional<std::string> path_to_cache;  // --data-cache-path
-    double mid_level_dataset_surplus = 0.005;  // --mid-level-dataset-surplus
+// GPTDatasetConfig with pretrain_gpt.py's defaults.
+struct GPTDatasetConfig : BlendedMegatronDatasetConfig {
     bool reset_position_ids = false;
     bool reset_attention_mask = false;
     bool eod_mask_loss = false;
@@ -44,10 +38,6 @@ struct GPTDatasetConfig {
     bool mock = false;
     int64_t eod_id = 0;   // tokenizer.eod
     int64_t pad_id = -1;  // tokenizer.pad, or -1 when the tokenizer has none
-    TokenizerIdentity tokenizer;
-
-    // The split matrix Megatron derives from `split` (absent with blend_per_split).
-    std::optional<SplitMatrix> split_matrix() const;
 };
 
 // One sample: `tokens`/`labels` of length L (labels are tokens shifted by one). Instead of the
@@ -59,14 +49,13 @@ struct GPTSample {
     std::vector<float> loss_mask;         // [L]
     std::vector<int64_t> position_ids;    // [L]
     std::vector<int32_t> document_start;  // [L]
-    int32_t dataset_id = 0;               // the source dataset of a blend, else 0
 };
 
 // Megatron's boolean attention_mask [L, L] (row-major, 1 = masked): q may see k iff
 // document_start[q] <= k <= q.
 MT_API std::vector<uint8_t> materialize_attention_mask(const GPTSample& sample);
 
-// What GPT training reads: a GPTDataset or a BlendedDataset of them. Its micro-batches hold
+// What GPT training reads (a GPTDataset, or a stand-in in tests). Its micro-batches hold
 // "tokens", "labels" (i64 [B, L]), "loss_mask" (f32 [B, L]), "position_ids" (i64 [B, L]) and
 // "document_start" (i32 [B, L]).
 class MT_API GPTSampleDataset : public SampleDataset {
