@@ -142,12 +142,12 @@ int run(const TaskFlags& f, const mt::cli::TokenizerFlags& tf, const mt::ModelFa
         std::printf(" loaded checkpoint from %s (%s format) at iteration %lld\n", f.load.c_str(),
                     loaded->format.c_str(), static_cast<long long>(loaded->iteration));
     };
-    // Without tokenizer flags the checkpoint's args name the tokenizer (--use-checkpoint-args),
-    // so the model loads first; with them the data is read first, so its errors do not wait.
-    if (tf.type.empty() && (tf.options.vocab_file.empty() || tf.options.merge_file.empty())) load();
-    auto tokenizer =
-        mt::infer::tokenizer_for(mt::Registry::global(), tf.type, tf.options, f.load,
-                                 loaded ? loaded->checkpoint_args : mt::CheckpointArgs{});
+    // Without --tokenizer-type the checkpoint's args name the tokenizer (--use-checkpoint-args),
+    // so the model loads first; with it the data is read first, so its errors do not wait.
+    if (tf.type.empty()) load();
+    auto tokenizer = mt::infer::tokenizer_for(
+        mt::Registry::global(), tf.type, tf.options, f.load,
+        loaded ? loaded->checkpoint_args : mt::CheckpointArgs{}, family.default_tokenizer_type());
     std::printf("> building %s tokenizer (vocabulary %lld) ...\n",
                 std::string(tokenizer->name()).c_str(),
                 static_cast<long long>(tokenizer->vocab_size()));

@@ -23,7 +23,8 @@ int generate(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
         registry, family, flags.load, overrides, flags.ckpt_format, flags.params_dtype);
     // --use-checkpoint-args: the checkpoint's tokenizer when the flags name none.
     auto tokenizer =
-        mt::infer::tokenizer_for(registry, tf.type, tf.options, flags.load, loaded.checkpoint_args);
+        mt::infer::tokenizer_for(registry, tf.type, tf.options, flags.load, loaded.checkpoint_args,
+                                 family.default_tokenizer_type());
     std::printf(" loaded %s checkpoint from %s at iteration %lld\n", loaded.format.c_str(),
                 flags.load.c_str(), static_cast<long long>(loaded.iteration));
     std::fflush(stdout);

@@ -42,11 +42,9 @@ LoadedModel load_for_inference(Registry& registry, const ModelFamily& family,
 
 std::unique_ptr<Tokenizer> tokenizer_for(Registry& registry, const std::string& type,
                                          TokenizerOptions options, const std::filesystem::path& dir,
-                                         const CheckpointArgs& saved) {
+                                         const CheckpointArgs& saved,
+                                         const std::string& default_type) {
     if (!type.empty()) return registry.create_tokenizer(type, options);
-    // run_text_generation_server.py's default type, for the files it was given.
-    if (!options.vocab_file.empty() && !options.merge_file.empty())
-        return registry.create_tokenizer("GPT2BPETokenizer", options);
     if (const ArgValue* t = find_arg(saved, "tokenizer_type");
         t && std::holds_alternative<std::string>(*t)) {
         // The files the training named, where no flag names others.
@@ -66,18 +64,14 @@ std::unique_ptr<Tokenizer> tokenizer_for(Registry& registry, const std::string& 
         }
         return registry.create_tokenizer(std::get<std::string>(*t), options);
     }
-    if (std::filesystem::is_regular_file(dir / "tokenizer.json")) {
-        options.tokenizer_model = dir.string();
-        return registry.create_tokenizer("HuggingFaceTokenizer", options);
-    }
-    if (std::filesystem::is_regular_file(dir / "vocab.json") &&
-        std::filesystem::is_regular_file(dir / "merges.txt")) {
-        options.vocab_file = (dir / "vocab.json").string();
-        options.merge_file = (dir / "merges.txt").string();
-        return registry.create_tokenizer("GPT2BPETokenizer", options);
-    }
-    MT_FAIL("--tokenizer-type is required: ", dir.string(),
-            " has no tokenizer.json or vocab.json + merges.txt to take the tokenizer from");
+    // Tokenizer files but no type: the model family's usual tokenizer over them (GPT's
+    // GPT2BPETokenizer, as Megatron's text generation server examples give it).
+    const bool files = !options.vocab_file.empty() || !options.merge_file.empty() ||
+                       !options.tokenizer_model.empty();
+    if (files && !default_type.empty()) return registry.create_tokenizer(default_type, options);
+    MT_FAIL("--tokenizer-type is required: the checkpoint in ", dir.string(),
+            " names no tokenizer (its args have no tokenizer_type, and a Hugging Face folder "
+            "has no tokenizer.json, vocab.json + merges.txt or vocab.txt)");
 }
 
 }  // namespace mt::infer

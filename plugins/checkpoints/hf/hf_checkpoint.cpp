@@ -403,8 +403,8 @@ StreamedState HfCheckpoint::load_streamed(const fs::path& dir) {
         return (*recipes)[i].make(*tensors);
     };
     s.state.args = hf_checkpoint_args(config);
-    // The folder's tokenizer, as Megatron's Hugging Face loaders name it in their args (the
-    // order infer::tokenizer_for looks for it in a folder).
+    // The folder's tokenizer, as Megatron's Hugging Face loaders name it in their args
+    // (infer::tokenizer_for takes it from there).
     if (fs::is_regular_file(dir / "tokenizer.json")) {
         set_arg(s.state.args, "tokenizer_type", std::string("HuggingFaceTokenizer"));
         set_arg(s.state.args, "tokenizer_model", fs::absolute(dir).string());

@@ -34,15 +34,15 @@ MT_API LoadedModel load_for_inference(Registry& registry, const ModelFamily& fam
                                       const std::string& format = "",
                                       DType params_dtype = DType::f32);
 
-// The tokenizer `type` names (--tokenizer-type with its options), or, when type is empty:
-// GPT2BPETokenizer over a given --vocab-file and --merge-file (Megatron's text generation
-// server's default); the checkpoint's own (`saved`: its tokenizer_type, and its vocab_file,
-// merge_file and tokenizer_model where no flag gives them: Megatron's --use-checkpoint-args);
-// else the one a Hugging Face model folder `dir` carries: tokenizer.json (HuggingFaceTokenizer)
-// or vocab.json + merges.txt (GPT2BPETokenizer). mt::Error when there is none of these.
+// The tokenizer `type` names (--tokenizer-type with its options), or, when type is empty: the
+// checkpoint's own (`saved`: its tokenizer_type, and its vocab_file, merge_file and
+// tokenizer_model where no flag gives them: Megatron's --use-checkpoint-args; the Hugging Face
+// reader names the tokenizer its folder carries); else `default_type` (the model family's
+// default_tokenizer_type()) when tokenizer files are given. mt::Error when there is none.
 MT_API std::unique_ptr<Tokenizer> tokenizer_for(Registry& registry, const std::string& type,
                                                 TokenizerOptions options,
                                                 const std::filesystem::path& dir,
-                                                const CheckpointArgs& saved = {});
+                                                const CheckpointArgs& saved,
+                                                const std::string& default_type);
 
 }  // namespace mt::infer
