@@ -79,6 +79,7 @@ MT_UNSUPPORTED(attention_forward, const Tensor&, const Tensor&, const Tensor&,
                const ops::AttentionConfig&, Tensor&, Tensor&)
 MT_UNSUPPORTED(attention_backward, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                const Tensor&, const Tensor&, const ops::AttentionConfig&, Tensor&, Tensor&, Tensor&)
+MT_UNSUPPORTED(attention_merge, Tensor&, Tensor&, const Tensor&, const Tensor&, int64_t, int64_t)
 MT_UNSUPPORTED(attention_cached, const Tensor&, const Tensor&, const Tensor&, int64_t, double,
                Tensor&)
 MT_UNSUPPORTED(adamw_step, Tensor&, const Tensor&, Tensor&, Tensor&, const ops::AdamWConfig&,

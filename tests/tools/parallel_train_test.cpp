@@ -1,5 +1,6 @@
 // megatron-train under mpirun through its binary: TP2 x DP2 with sequence parallelism and the
-// distributed optimizer prints the one-process loss curve (once, on the last rank); a checkpoint
+// distributed optimizer, CP2 and TP2 x CP2 print the one-process loss curve (once, on the last
+// rank); a checkpoint
 // saved at TP2 x DP2 resumes at TP1 with the uninterrupted one-process losses and the reverse,
 // in both formats (torch_dist written by every rank, the distributed optimizer's state as
 // megatron-core's fully_sharded_model_space; torch with distrib_optim.pt); the ranks
@@ -181,6 +182,40 @@ TEST_F(ParallelTrain, CheckpointsResumeAcrossLayouts) {
         auto resumed_wide = losses(back.output);
         EXPECT_EQ(resumed_wide.size(), 3u) << back.output;
         expect_same(resumed_wide, single_, back.output);
+    }
+}
+
+// --context-parallel-size 2 (each sequence in four chunks, two per rank, attention as a ring):
+// CP2 with the distributed optimizer sharded over the two ranks, and TP2 x CP2 with sequence
+// parallelism, GPT-2 and Llama style, give the one-process losses; a CP2 checkpoint resumes in
+// one process with them, in both formats.
+TEST_F(ParallelTrain, ContextParallelGivesTheOneProcessLossesAndResumesAtOneRank) {
+    const std::string cp = " --context-parallel-size 2";
+    for (const std::string style : {std::string(), std::string(kLlama)}) {
+        const auto want = style.empty() ? single_ : [&] {
+            auto one = run_command(train(dir_, data_, 1, 1) + style);
+            EXPECT_EQ(one.exit_code, 0) << one.output;
+            return losses(one.output);
+        }();
+        for (auto [ranks, tp] : {std::pair{2, 1}, std::pair{4, 2}}) {
+            auto r = run_command(train(dir_, data_, ranks, tp) + style + cp);
+            ASSERT_EQ(r.exit_code, 0) << r.output;
+            const auto got = losses(r.output);
+            EXPECT_EQ(got.size(), 6u) << r.output;
+            expect_same(got, want, r.output);
+        }
+    }
+    for (const char* format : {"torch_dist", "torch"}) {
+        const std::string fmt = std::string(" --ckpt-format ") + format;
+        const fs::path saved = dir_ / (std::string("cp_") + format);
+        auto save = run_command(train(dir_, data_, 2, 1) + cp + fmt + " --save " + q(saved) +
+                                " --save-interval 3 --exit-interval 3");
+        ASSERT_EQ(save.exit_code, 0) << save.output;
+        auto resumed = run_command(train(dir_, data_, 1, 1) + fmt + " --load " + q(saved));
+        ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+        const auto got = losses(resumed.output);
+        EXPECT_EQ(got.size(), 3u) << resumed.output;
+        expect_same(got, single_, resumed.output);
     }
 }
 

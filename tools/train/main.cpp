@@ -134,8 +134,11 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     const auto* test = options.eval_iters > 0 ? datasets[2].get() : nullptr;
 
     std::unique_ptr<mt::parallel::GradBuffer> grad_buffer;
-    if (state.dp().size() > 1 || flags.data_parallel.distributed_optimizer)
-        grad_buffer = std::make_unique<mt::parallel::GradBuffer>(model->parameters(), state.dp(),
+    // Gradients are summed over the data- and context-parallel ranks together (Megatron's
+    // data-parallel group with context parallelism), and the distributed optimizer shards over
+    // them.
+    if (state.dp_cp().size() > 1 || flags.data_parallel.distributed_optimizer)
+        grad_buffer = std::make_unique<mt::parallel::GradBuffer>(model->parameters(), state.dp_cp(),
                                                                  flags.data_parallel);
     // With data parallelism the buffer says what the optimizer updates (with the distributed
     // optimizer: this rank's shard of it).

@@ -15,7 +15,6 @@ void read_optional(const po::variables_map& vm, const char* name, std::optional<
 void reject_unsupported(const po::variables_map& vm) {
     const std::pair<const char*, const char*> parallel_not_yet[] = {
         {"pipeline-model-parallel-size", "pipeline parallelism"},
-        {"context-parallel-size", "context parallelism"},
         {"expert-model-parallel-size", "expert parallelism (MoE models)"},
     };
     for (const auto& [flag, what] : parallel_not_yet)

@@ -177,6 +177,11 @@ class MT_API Backend {
                                     const Tensor& out, const Tensor& lse, const Tensor& dout,
                                     const ops::AttentionConfig& config, Tensor& dq, Tensor& dk,
                                     Tensor& dv);
+    // Context parallelism: folds a partial (out_part, lse_part), shaped like (out, lse) and
+    // computed over other keys, into out and lse for query rows [row_begin, row_end)
+    // (mt/kernels/attention_merge.h); the other rows are left alone.
+    virtual void attention_merge(Tensor& out, Tensor& lse, const Tensor& out_part,
+                                 const Tensor& lse_part, int64_t row_begin, int64_t row_end);
     // Inference over a key/value cache (no dropout, causal): q (B, Tq, nq, hd) holds positions
     // past .. past+Tq-1; k_cache, v_cache (B, C, ng, hd), C >= past + Tq. Query t sees keys
     // s <= past + t.

@@ -71,8 +71,8 @@ constexpr FlagRule kPipelineOnly = accept(
     "tunes pipeline-parallel communication or scheduling: no effect without pipeline "
     "parallelism, which megatron.cpp refuses");
 constexpr FlagRule kContextOnly = accept(
-    "tunes context-parallel communication: no effect without context parallelism, which "
-    "megatron.cpp refuses");
+    "chooses how context-parallel ranks exchange keys and values (p2p, a2a, allgather): "
+    "megatron.cpp always passes them around the ring (p2p), which computes the same attention");
 constexpr FlagRule kFsdpOnly =
     accept("tunes FSDP: no effect without FSDP, which megatron.cpp refuses");
 constexpr FlagRule kNcclTuning =

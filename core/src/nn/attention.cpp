@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
+
+#include "mt/nn/ring_attention.h"
 
 namespace mt::nn {
 
@@ -101,37 +104,75 @@ Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved
         s.k = k_norm_->forward(s.k, saved ? &s.k_norm : nullptr);
     }
     if (config_.rotary) {
-        ops::RopeTables tables = rope_tables(cache.past, l.T);
+        ops::RopeTables tables =
+            cache.layer ? rope_tables(cache.past, l.T) : sequence_rope_tables(l.T);
         backend_->rope_forward(s.q, tables, s.q);
         backend_->rope_forward(s.k, tables, s.k);
     }
     if (cache.layer) return attend_cached(s.q, s.k, s.v, cache);
+    attend(s, ctx, mask);
+    return proj_.forward(s.out.view({l.B, l.T, nq_ * hd_}), saved ? &s.proj : nullptr);
+}
+
+void SelfAttention::attend(Saved& s, DropoutContext& ctx, const AttentionMask& mask) const {
+    const int64_t B = s.q.size(0), T = s.q.size(1);
     s.attention = ops::AttentionConfig{};
     s.attention.scale = 1.0 / std::sqrt(double(hd_));
     s.attention.causal = mask.causal;
     s.attention.block = config_.attention_block;
+    s.out = backend_->empty(s.q.shape(), s.q.dtype());
+    s.lse = backend_->empty({B, nq_, T}, upcast_dtype(s.q.dtype()));  // f32 for bf16
     // Each tensor-parallel rank drops out its own heads: its part of the whole layer's draw.
-    DropoutDraw draw =
-        draw_dropout(ctx, config_.attention_dropout, int64_t(ops::attention_dropout_counters(s.q)),
-                     config_.tp.rank(), config_.tp.size());
-    s.attention.dropout = draw.applied ? draw.p : 0.0f;
-    s.attention.seed = draw.seed;
-    s.attention.offset = draw.offset;
+    auto draw = [&] {
+        return draw_dropout(ctx, config_.attention_dropout,
+                            int64_t(ops::attention_dropout_counters(s.q)), config_.tp.rank(),
+                            config_.tp.size());
+    };
+    auto set_draw = [](ops::AttentionConfig& c, const DropoutDraw& d) {
+        c.dropout = d.applied ? d.p : 0.0f;
+        c.seed = d.seed;
+        c.offset = d.offset;
+    };
+    if (config_.cp.active()) {
+        MT_CHECK(mask.causal && !mask.document_start.defined() && !mask.key_length.defined(),
+                 "not supported yet: --context-parallel-size with a mask other than causal "
+                 "(bidirectional, --reset-attention-mask or padding)");
+        // Each ring step draws its own dropout counters.
+        s.ring.assign(size_t(config_.cp.size()), s.attention);
+        for (ops::AttentionConfig& step : s.ring) set_draw(step, draw());
+        ring_attention_forward(*backend_, config_.cp, s.q, s.k, s.v, s.ring, s.out, s.lse);
+        return;
+    }
+    set_draw(s.attention, draw());
     if (const Tensor& starts = mask.document_start; starts.defined()) {
-        MT_CHECK(starts.dtype() == DType::i32 && starts.shape() == Shape({l.B, l.T}),
-                 "SelfAttention: document_start must be i32 (", l.B, ", ", l.T, "), got ",
+        MT_CHECK(starts.dtype() == DType::i32 && starts.shape() == Shape({B, T}),
+                 "SelfAttention: document_start must be i32 (", B, ", ", T, "), got ",
                  starts.describe());
         s.attention.document_start = backend_->contiguous(starts);
     }
     if (const Tensor& lengths = mask.key_length; lengths.defined()) {
-        MT_CHECK(lengths.dtype() == DType::i32 && lengths.shape() == Shape({l.B}),
-                 "SelfAttention: key_length must be i32 (", l.B, "), got ", lengths.describe());
+        MT_CHECK(lengths.dtype() == DType::i32 && lengths.shape() == Shape({B}),
+                 "SelfAttention: key_length must be i32 (", B, "), got ", lengths.describe());
         s.attention.key_length = backend_->contiguous(lengths);
     }
-    s.out = backend_->empty(s.q.shape(), s.q.dtype());
-    s.lse = backend_->empty({l.B, nq_, l.T}, upcast_dtype(s.q.dtype()));  // f32 for bf16
     backend_->attention_forward(s.q, s.k, s.v, s.attention, s.out, s.lse);
-    return proj_.forward(s.out.view({l.B, l.T, nq_ * hd_}), saved ? &s.proj : nullptr);
+}
+
+ops::RopeTables SelfAttention::sequence_rope_tables(int64_t length) const {
+    if (!config_.cp.active() || !config_.rotary) return rope_tables(0, length);
+    const int64_t chunk = length / 2;
+    const ops::RopeTables first = rope_tables(config_.cp.first_chunk_start(length), chunk);
+    const ops::RopeTables second = rope_tables(config_.cp.second_chunk_start(length), chunk);
+    ops::RopeTables out{backend_->empty({length, first.cos.size(1)}, first.cos.dtype()),
+                        backend_->empty({length, first.sin.size(1)}, first.sin.dtype()),
+                        first.interleaved};
+    for (auto [from_first, from_second, to] : {std::tuple{&first.cos, &second.cos, &out.cos},
+                                               std::tuple{&first.sin, &second.sin, &out.sin}}) {
+        Tensor low = to->slice(0, 0, chunk), high = to->slice(0, chunk, length);
+        backend_->copy(*from_first, low);
+        backend_->copy(*from_second, high);
+    }
+    return out;
 }
 
 Tensor SelfAttention::attend_cached(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -169,10 +210,14 @@ Tensor SelfAttention::backward(const Tensor& dy, const Saved& saved) {
     Tensor dq = backend_->empty(saved.q.shape(), saved.q.dtype());
     Tensor dk = backend_->empty(saved.k.shape(), saved.k.dtype());
     Tensor dv = backend_->empty(saved.v.shape(), saved.v.dtype());
-    backend_->attention_backward(saved.q, saved.k, saved.v, saved.out, saved.lse, dout,
-                                 saved.attention, dq, dk, dv);
+    if (config_.cp.active())
+        ring_attention_backward(*backend_, config_.cp, saved.q, saved.k, saved.v, saved.out,
+                                saved.lse, dout, saved.ring, dq, dk, dv);
+    else
+        backend_->attention_backward(saved.q, saved.k, saved.v, saved.out, saved.lse, dout,
+                                     saved.attention, dq, dk, dv);
     if (config_.rotary) {
-        ops::RopeTables tables = rope_tables(0, l.T);
+        ops::RopeTables tables = sequence_rope_tables(l.T);
         backend_->rope_backward(dq, tables, dq);
         backend_->rope_backward(dk, tables, dk);
     }

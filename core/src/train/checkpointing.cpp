@@ -192,10 +192,11 @@ std::vector<ShardBox> boxes_of(const nn::Parameter& p) {
 }
 
 // The boxes of p's piece `local` (its value or a moment shaped like it) that this rank writes
-// of the run's main replica: data-parallel rank 0's, tensor_main_replica.
+// of the run's main replica: data- and context-parallel rank 0's, tensor_main_replica.
 std::vector<ShardedTensor> main_boxes(const TrainingParts& parts, const nn::Parameter& p,
                                       const Tensor& local) {
-    if ((parts.parallel && parts.parallel->dp().rank() != 0) || !tensor_main_replica(p)) return {};
+    if ((parts.parallel && parts.parallel->dp_cp().rank() != 0) || !tensor_main_replica(p))
+        return {};
     return replicated(p) ? piece_boxes(local, p.whole_shape, p.shard, 1, 0)
                          : piece_boxes(local, p.whole_shape, p.shard, p.tp_size, p.tp_rank);
 }

@@ -97,8 +97,8 @@ Trainer::~Trainer() = default;
 void Trainer::set_parallel(const parallel::ParallelState& state, parallel::GradBuffer* grads) {
     parallel_ = &state;
     grad_buffer_ = grads;
-    MT_CHECK(grads || state.dp().size() == 1,
-             "data parallelism needs a gradient buffer to reduce the gradients in");
+    MT_CHECK(grads || state.dp_cp().size() == 1,
+             "data and context parallelism need a gradient buffer to reduce the gradients in");
     const int64_t per_step = options_.micro_batch_size * data_parallel_size();
     MT_CHECK(options_.global_batch_size % per_step == 0, "--global-batch-size (",
              options_.global_batch_size, ") must be a multiple of --micro-batch-size (",
@@ -111,6 +111,14 @@ int64_t Trainer::data_parallel_size() const {
 
 int64_t Trainer::data_parallel_rank() const {
     return parallel_ ? parallel_->dp().rank() : 0;
+}
+
+bool Trainer::context_parallel() const {
+    return parallel_ && parallel_->cp().size() > 1;
+}
+
+Communicator* Trainer::reporting_group() const {
+    return parallel_ && parallel_->dp_cp().size() > 1 ? &parallel_->dp_cp() : nullptr;
 }
 
 void Trainer::finalize_grads() {
@@ -242,10 +250,19 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
                 [this](const nn::Parameter& p) { grad_buffer_->grad_ready(p); });
         std::unique_ptr<Activations> saved;
         const Losses losses = model_.forward(batch, *dropout_, &saved);
-        std::vector<Tensor> dterms;
+        std::vector<double> sums, counts;
         for (const LossTerm& term : losses) {
             auto [sum, count] = masked_sums(backend, term.values, term.mask);
             accumulated.add(term, sum, count);
+            sums.push_back(sum);
+            counts.push_back(count);
+        }
+        // Context parallelism: each rank holds part of every sequence; the micro-batch's mean
+        // is over all of its tokens (the ranks' gradients are summed like data parallelism's).
+        if (context_parallel()) parallel::all_reduce_values(parallel_->cp(), counts, ReduceOp::sum);
+        std::vector<Tensor> dterms;
+        for (size_t i = 0; i < losses.size(); ++i) {
+            const LossTerm& term = losses[i];
             // Megatron backpropagates each micro-batch's mean, divided by the micro-batches,
             // and by the data-parallel size: the ranks' gradients are then summed into the mean.
             // With --calculate-per-token-loss the loss sum, divided by all tokens after the sum.
@@ -257,9 +274,10 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
                     term.name, "\"", losses.size() > 1 ? " among others" : "");
                 per_token_term = term.name;
             }
-            const double seed = options_.calculate_per_token_loss
-                                    ? 1.0
-                                    : count * double(micro_batches) * double(data_parallel_size());
+            const double seed =
+                options_.calculate_per_token_loss
+                    ? 1.0
+                    : counts[i] * double(micro_batches) * double(data_parallel_size());
             // fp16: the loss scaled up so its small gradients stay representable.
             Tensor dvalues = backend.empty(term.values.shape(), term.values.dtype());
             backend.scale(term.mask, seed > 0 ? float(loss_scale() / seed) : 0.0f, dvalues);
@@ -269,7 +287,7 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     }
     model_.set_grad_ready_hook(nullptr);
     finalize_grads();
-    accumulated.reduce(data_parallel_size() > 1 ? &parallel_->dp() : nullptr);
+    accumulated.reduce(reporting_group());
     // Megatron's finalize_model_grads(num_tokens): grads *= 1 / (the batch's tokens, all ranks).
     if (!per_token_term.empty()) {
         const double tokens = accumulated.count(per_token_term);
@@ -469,7 +487,7 @@ NamedLosses Trainer::evaluate(const data::SampleDataset& dataset, int64_t& consu
         }
     }
     consumed = loader.consumed_samples();
-    accumulated.reduce(data_parallel_size() > 1 ? &parallel_->dp() : nullptr);
+    accumulated.reduce(reporting_group());
     return accumulated.reported();
 }
 

@@ -76,6 +76,9 @@ BertModel::BertModel(const BertConfig& config, const BuildContext& context, DTyp
         dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16 || dtype == DType::f16,
         "BertModel: dtype ", dtype_name(dtype), " is not supported");
     const gpt::GptConfig& t = config.transformer;
+    MT_CHECK(context.parallel.cp().size() == 1,
+             "not supported yet: --context-parallel-size with BERT (its attention is "
+             "bidirectional over padding; the ring attention is causal)");
     MT_CHECK(!tp_.sequence_split() || t.seq_length % tp_.size() == 0,
              "--sequence-parallel: --seq-length (", t.seq_length,
              ") must be a multiple of --tensor-model-parallel-size (", tp_.size(), ")");

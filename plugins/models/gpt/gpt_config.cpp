@@ -245,8 +245,10 @@ GptConfig gpt_config_from_args(const ModelArgs& args) {
 }
 
 nn::TransformerConfig transformer_layer_config(const GptConfig& c, DType dtype,
-                                               const nn::TensorParallel& tp) {
+                                               const nn::TensorParallel& tp,
+                                               const nn::ContextParallel& cp) {
     nn::TransformerConfig t;
+    t.cp = cp;
     t.hidden_size = c.hidden_size;
     t.ffn_hidden_size = c.ffn_hidden_size;
     t.num_attention_heads = c.num_attention_heads;

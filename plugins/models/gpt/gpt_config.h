@@ -66,9 +66,10 @@ GptConfig gpt_config_from_args(const ModelArgs& args);
 ModelArgs resolved_transformer_args(const ModelArgs& args, const GptConfig& config);
 
 // One transformer layer's settings as Megatron's TransformerConfig derives them from the flags
-// (activation, norms, rope, dropout, recompute modules, parameter names), for `dtype` over `tp`.
-// BERT's encoder layers are built from the same flags.
+// (activation, norms, rope, dropout, recompute modules, parameter names), for `dtype` over `tp`
+// (and `cp`). BERT's encoder layers are built from the same flags.
 nn::TransformerConfig transformer_layer_config(const GptConfig& config, DType dtype,
-                                               const nn::TensorParallel& tp);
+                                               const nn::TensorParallel& tp,
+                                               const nn::ContextParallel& cp = {});
 
 }  // namespace mt::plugins::gpt

@@ -29,6 +29,11 @@ nn::TensorParallel tensor_parallel(const BuildContext& context) {
     return nn::TensorParallel{&context.parallel.tp(), context.sequence_parallel};
 }
 
+// The model's context-parallel group: training splits each sequence over it.
+nn::ContextParallel context_parallel(const BuildContext& context) {
+    return nn::ContextParallel{&context.parallel.cp()};
+}
+
 // Integer tensor -> its values as int64 (i64 or i32, any contiguity).
 std::vector<int64_t> integers(const Tensor& t, std::string_view key) {
     Tensor c = t.contiguous();
@@ -78,20 +83,25 @@ GptModel::GptModel(const GptConfig& config, const BuildContext& context, DType d
       dtype_(dtype),
       backend_(&context.backend),
       tp_(tensor_parallel(context)),
+      cp_(context_parallel(context)),
       embedding_(config.padded_vocab_size, config.hidden_size,
                  config.position_embedding == PositionEmbedding::learned_absolute
                      ? config.max_position_embeddings
                      : 0,
                  float(config.hidden_dropout), dtype, *backend_, tp_),
-      decoder_("decoder", config.num_layers, transformer_layer_config(config, dtype, tp_),
+      decoder_("decoder", config.num_layers, transformer_layer_config(config, dtype, tp_, cp_),
                nn::dense_layer_spec(), config.recompute, *backend_),
       output_(config.padded_vocab_size, config.hidden_size,
               config.untie_embeddings_and_output_weights ? nullptr : &embedding_.word(),
               nn::OutputLoss::default_chunk_rows(config.padded_vocab_size / tp_.size()), dtype,
               *backend_, tp_) {
-    MT_CHECK(!tp_.sequence_split() || config.seq_length % tp_.size() == 0,
-             "--sequence-parallel: --seq-length (", config.seq_length,
-             ") must be a multiple of --tensor-model-parallel-size (", tp_.size(), ")");
+    MT_CHECK(config.seq_length % (2 * cp_.size()) == 0 || !cp_.active(), "--context-parallel-size ",
+             cp_.size(), ": --seq-length (", config.seq_length,
+             ") must be a multiple of 2 x the context-parallel size");
+    MT_CHECK(!tp_.sequence_split() || config.seq_length / cp_.size() % tp_.size() == 0,
+             "--sequence-parallel: --seq-length (", config.seq_length, ") over ", cp_.size(),
+             " context-parallel ranks must be a multiple of --tensor-model-parallel-size (",
+             tp_.size(), ")");
     // Megatron's setup_embeddings_and_output_layer: what --decoupled-lr applies to.
     embedding_.word().embedding_or_output = true;
     output_.weight().embedding_or_output = true;
@@ -111,8 +121,12 @@ void GptModel::initialize(uint64_t seed) {
         {seed, config_.init_method_std, config_.num_layers, config_.apply_layernorm_1p});
 }
 
-Losses GptModel::forward(const Batch& batch, nn::DropoutContext& dropout,
+Losses GptModel::forward(const Batch& given, nn::DropoutContext& dropout,
                          std::unique_ptr<Activations>* saved) {
+    // Context parallelism: this rank's two chunks of every field along the sequence.
+    Batch batch;
+    for (const auto& [key, value] : given)
+        batch[key] = value.dim() >= 2 ? nn::context_parallel_slice(cp_, value) : value;
     const Tensor& tokens = batch_entry(batch, "tokens", "GptModel");
     const Tensor& labels = batch_entry(batch, "labels", "GptModel");
     MT_CHECK(tokens.dim() == 2, "GptModel: tokens must be [B, T], got ", tokens.describe());
@@ -122,11 +136,18 @@ Losses GptModel::forward(const Batch& batch, nn::DropoutContext& dropout,
     // Rotary embeddings ignore position_ids, as Megatron core_v0.13 does.
     Tensor positions;
     nn::AttentionMask mask;  // causal, per document with --reset-attention-mask
-    if (auto it = batch.find("position_ids");
-        it != batch.end() && config_.position_embedding == PositionEmbedding::learned_absolute)
-        positions = custom_positions(it->second, B, T);
-    if (auto it = batch.find("document_start"); it != batch.end())
-        mask.document_start = custom_document_start(it->second, B, T);
+    if (config_.position_embedding == PositionEmbedding::learned_absolute) {
+        if (auto it = batch.find("position_ids"); it != batch.end())
+            positions = custom_positions(it->second, B, T);
+        else if (cp_.active())
+            positions = nn::context_parallel_positions(cp_, B, T);
+    }
+    if (auto it = given.find("document_start"); it != given.end()) {
+        const Tensor& whole = it->second;
+        mask.document_start = custom_document_start(whole, B, whole.size(-1));
+        MT_CHECK(!cp_.active() || !mask.document_start.defined(),
+                 "not supported yet: --reset-attention-mask with --context-parallel-size");
+    }
 
     std::unique_ptr<GptActivations> acts;
     if (saved) acts = std::make_unique<GptActivations>();
@@ -165,6 +186,7 @@ void GptModel::backward(const std::vector<Tensor>& dterms, const Activations& sa
 }
 
 Tensor GptModel::logits(const Tensor& tokens, infer::KvCache* cache, int64_t keep_last) {
+    MT_CHECK(!cp_.active(), "not supported yet: inference with --context-parallel-size");
     MT_CHECK(tokens.dim() == 2, "GptModel: tokens must be [B, T], got ", tokens.describe());
     const int64_t B = tokens.size(0), T = tokens.size(1);
     MT_CHECK(keep_last >= 0 && keep_last <= T, "GptModel: keep_last ", keep_last, " is not in [0, ",

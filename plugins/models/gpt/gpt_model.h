@@ -46,9 +46,9 @@ class GptModel final : public Model {
     std::vector<nn::Parameter*> parameters() override;
     // Megatron's scheme (nn::initialize_megatron).
     void initialize(uint64_t seed) override;
-    // batch: "tokens", "labels" (i64 [B, T]), "position_ids" (i64 [B, T], optional; with learned
-    // positions it must be 0..T-1 on every row), "document_start" (optional, all zeros).
-    // Returns the unmasked per-token losses [B, T] in the model's dtype.
+    // batch: "tokens", "labels" (i64 [B, T]), "position_ids" (i64 [B, T], optional),
+    // "document_start" (optional), "loss_mask" (f32 [B, T], optional). With context parallelism
+    // the batch holds whole sequences and this rank computes its two chunks of each.
     // Returns one term, "lm loss": the unmasked per-token losses [B, T] in the model's dtype
     // (f32 for a half model) and the batch's "loss_mask" (all ones without one).
     Losses forward(const Batch& batch, nn::DropoutContext& dropout,
@@ -68,6 +68,7 @@ class GptModel final : public Model {
     DType dtype_;
     Backend* backend_;
     nn::TensorParallel tp_;
+    nn::ContextParallel cp_;
     nn::Embedding embedding_;
     nn::TransformerBlock decoder_;
     nn::OutputLoss output_;

@@ -1,6 +1,6 @@
-// Data, tensor and sequence parallelism and the distributed optimizer against the one-process
-// run, under mpirun (2 and 4 ranks): each rank trains the same model alone first (a group of
-// one), then as a rank of the layout, and the two loss curves and grad norms must agree.
+// Data, tensor, sequence and context parallelism and the distributed optimizer against the
+// one-process run, under mpirun (2 and 4 ranks): each rank trains the same model alone first (a
+// group of one), then as a rank of the layout, and the two loss curves and grad norms must agree.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -84,6 +84,7 @@ struct Layout {
     bool distributed_optimizer = false;
     bool overlap_grad_reduce = false;
     DType dtype = DType::f32;  // bf16: activations reduced in bf16 over the tensor-parallel ranks
+    int cp = 1;                // --context-parallel-size
 };
 
 struct Curve {
@@ -94,6 +95,7 @@ struct Curve {
 Curve train(const ModelArgs& args, std::unique_ptr<Communicator> world, const Layout& layout) {
     parallel::ParallelConfig pc;
     pc.tensor_parallel = layout.tp;
+    pc.context_parallel = layout.cp;
     parallel::ParallelState state(std::move(world), pc);
     auto backend = make_cpu_backend();
     const BuildContext context{*backend, state, layout.sequence_parallel, layout.dtype};
@@ -106,7 +108,7 @@ Curve train(const ModelArgs& args, std::unique_ptr<Communicator> world, const La
     dpc.distributed_optimizer = layout.distributed_optimizer;
     dpc.overlap_grad_reduce = layout.overlap_grad_reduce;
     dpc.bucket_size = layout.overlap_grad_reduce ? 3000 : 0;  // several buckets
-    auto buffer = std::make_unique<parallel::GradBuffer>(model->parameters(), state.dp(), dpc);
+    auto buffer = std::make_unique<parallel::GradBuffer>(model->parameters(), state.dp_cp(), dpc);
     optim::Optimizer optimizer(*backend, buffer->optimizer_parameters(), optim::OptimizerConfig{});
     optim::LrScheduleFlags f;
     f.train_iters = 10;
@@ -141,7 +143,8 @@ void check(const ModelArgs& args, const Layout& layout) {
     Communicator& w = world();
     // Alone, the "parallel" run would be the one-process run again and prove nothing.
     if (w.size() < 2) GTEST_SKIP() << "run under mpiexec with 2 or 4 ranks (ctest does)";
-    if (w.size() % layout.tp != 0) GTEST_SKIP() << "tp " << layout.tp << " on " << w.size();
+    if (w.size() % (layout.tp * layout.cp) != 0)
+        GTEST_SKIP() << "tp " << layout.tp << " x cp " << layout.cp << " on " << w.size();
     Layout alone;
     alone.dtype = layout.dtype;
     const Curve single = train(args, make_local_communicator(), alone);
@@ -198,6 +201,26 @@ TEST(ParallelTraining, TensorParallelSequenceParallel) {
 TEST(ParallelTraining, TensorSequenceParallelDistributedOptimizerOverlapped) {
     check(gpt2_args(), {2, true, true, true});
     check(llama_args(), {2, true, true, true});
+}
+
+Layout context_parallel(int tp, bool sequence_parallel, bool distributed_optimizer) {
+    Layout layout{tp, sequence_parallel, distributed_optimizer, false};
+    layout.cp = 2;
+    return layout;
+}
+
+// Each sequence in two chunks per rank, attention as a ring (CP2; with 4 ranks CP2 x DP2), the
+// loss mask's uneven tokens per chunk included.
+TEST(ParallelTraining, ContextParallel) {
+    check(gpt2_args(), context_parallel(1, false, false));
+    check(llama_args(), context_parallel(1, false, false));
+    check(llama3_qk_norm_args(), context_parallel(1, false, true));
+}
+
+// TP2 x CP2 (4 ranks), with sequence parallelism inside each context-parallel chunk pair.
+TEST(ParallelTraining, TensorContextParallel) {
+    check(gpt2_args(), context_parallel(2, false, false));
+    check(llama_args(), context_parallel(2, true, true));
 }
 
 }  // namespace

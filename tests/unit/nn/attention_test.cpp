@@ -104,6 +104,46 @@ TEST_P(NnAttentionOp, ForwardEqualsNaiveSoftmax) {
     }
 }
 
+// Context parallelism's merge: attention over keys [0, c) merged with attention over keys
+// [c, T) is attention over all keys, on the rows asked for only.
+TEST_P(NnAttentionOp, MergeOfDisjointKeysEqualsAllKeys) {
+    std::mt19937 rng(13);
+    const int64_t B = 2, T = 6, nq = 4, ng = 2, hd = 3, c = 2;
+    Tensor q = random_like({B, T, nq, hd}, DType::f64, rng, -2, 2);
+    Tensor k = random_like({B, T, ng, hd}, DType::f64, rng, -2, 2);
+    Tensor v = random_like({B, T, ng, hd}, DType::f64, rng);
+    mt::ops::AttentionConfig cfg;
+    cfg.scale = 0.7;
+    cfg.causal = false;
+    cfg.block = 4;
+    Tensor out = Tensor::empty(q.shape(), DType::f64), lse = Tensor::empty({B, nq, T}, DType::f64);
+    Tensor part = Tensor::empty(q.shape(), DType::f64);
+    Tensor part_lse = Tensor::empty({B, nq, T}, DType::f64);
+    mt::ops::AttentionConfig first = cfg, rest = cfg;
+    first.key_length = mt::host_tensor(std::vector<int32_t>(B, int32_t(c)), {B});
+    rest.document_start = mt::host_tensor(std::vector<int32_t>(B * T, int32_t(c)), {B, T});
+    be().attention_forward(q, k, v, first, out, lse);
+    be().attention_forward(q, k, v, rest, part, part_lse);
+    const std::vector<double> first_out = values(out), first_lse = values(lse);
+    be().attention_merge(out, lse, part, part_lse, 1, T);  // row 0 stays the first partial's
+
+    std::vector<double> want_out, want_lse;
+    naive_attention(q, k, v, cfg, want_out, want_lse);
+    const std::vector<double> got_out = values(out), got_lse = values(lse);
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t t = 0; t < T; ++t)
+            for (int64_t h = 0; h < nq; ++h) {
+                const size_t row = size_t((b * nq + h) * T + t);
+                const auto& lse_want = t == 0 ? first_lse : want_lse;
+                ASSERT_NEAR(got_lse[row], lse_want[row], 1e-12) << b << " " << t << " " << h;
+                for (int64_t i = 0; i < hd; ++i) {
+                    const size_t at = size_t(((b * T + t) * nq + h) * hd + i);
+                    const auto& out_want = t == 0 ? first_out : want_out;
+                    ASSERT_NEAR(got_out[at], out_want[at], 1e-12) << b << " " << t << " " << h;
+                }
+            }
+}
+
 TEST_P(NnAttentionOp, BackwardMatchesFiniteDifferences) {
     std::mt19937 rng(12);
     for (float dropout : {0.0f, 0.2f, 0.1f}) {

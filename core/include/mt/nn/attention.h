@@ -39,6 +39,7 @@ class MT_API SelfAttention {
         Tensor out;                      // (B, T, nq, hd) attention output, before linear_proj
         Tensor lse;                      // (B, nq, T) row log-sum-exp of the scaled scores
         ops::AttentionConfig attention;  // scale, block and the dropout draw (seed, offset)
+        std::vector<ops::AttentionConfig> ring;  // context parallelism: each ring step's
         Linear::Saved proj;
     };
 
@@ -46,9 +47,11 @@ class MT_API SelfAttention {
     // row-parallel. Biases: qkv when add_bias_linear or add_qkv_bias; proj when add_bias_linear.
     SelfAttention(const std::string& prefix, const TransformerConfig& config, Backend& backend);
 
-    // x (B, T, H) -> (B, T, H) attending as `mask` says. Attention dropout draws B nq T T
-    // counters from ctx. With a cache (inference: saved null, a plain causal mask, no dropout)
-    // x holds positions cache.past .. and attends over the cached keys too.
+    // x (B, T, H) -> (B, T, H) attending as `mask` says (with context parallelism: x holds this
+    // rank's two chunks of the sequence, the mask is causal without documents or padding).
+    // Attention dropout draws B nq T T counters from ctx. With a cache (inference: saved null, a
+    // plain causal mask, no dropout) x holds positions cache.past .. and attends over the cached
+    // keys too.
     Tensor forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
                    const AttentionMask& mask = {}, const KvSlot& cache = {}) const;
     // dy (B, T, H) -> dx (B, T, H); qkv/proj grads +=.
@@ -66,6 +69,12 @@ class MT_API SelfAttention {
     // rows of tables kept for the longest length seen, so decoding does not recompute the
     // cos/sin of every earlier position at each step.
     ops::RopeTables rope_tables(int64_t first, int64_t count) const;
+    // Those of a training sequence of `length` tokens held here: positions 0 .. length-1, or
+    // with context parallelism this rank's two chunks of the whole sequence.
+    ops::RopeTables sequence_rope_tables(int64_t length) const;
+    // Attention of a training sequence (s.q, s.k, s.v set) into s.out and s.lse: one kernel
+    // call, or the ring over the context-parallel ranks.
+    void attend(Saved& s, DropoutContext& ctx, const AttentionMask& mask) const;
     // Inference: stores k and v (B, T, ng, hd) in the cache and attends q over it.
     Tensor attend_cached(const Tensor& q, const Tensor& k, const Tensor& v,
                          const KvSlot& cache) const;

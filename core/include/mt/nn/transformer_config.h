@@ -7,6 +7,7 @@
 
 #include "mt/api.h"
 #include "mt/dtype.h"
+#include "mt/nn/context_parallel.h"
 #include "mt/nn/norm.h"
 #include "mt/nn/tensor_parallel.h"
 #include "mt/op_types.h"
@@ -52,6 +53,8 @@ struct TransformerConfig {
     // The tensor-parallel group the layer's linears are split over (heads and FFN columns),
     // and whether activations outside them are sequence shards.
     TensorParallel tp;
+    // The context-parallel group the sequence is split over (attention runs as a ring).
+    ContextParallel cp;
 
     int64_t query_groups() const {
         return num_query_groups > 0 ? num_query_groups : num_attention_heads;

@@ -24,6 +24,9 @@
 namespace mt::io {
 class TensorBoardWriter;
 }
+namespace mt {
+class Communicator;
+}  // namespace mt
 namespace mt::parallel {
 class GradBuffer;
 class ParallelState;
@@ -182,6 +185,10 @@ class MT_API Trainer {
     std::pair<bool, bool> agreed(bool signalled, bool out_of_time) const;
     int64_t data_parallel_size() const;
     int64_t data_parallel_rank() const;
+    // Whether each sequence is split over context-parallel ranks.
+    bool context_parallel() const;
+    // The ranks whose loss sums make up the batch's (data and context parallel), or null alone.
+    Communicator* reporting_group() const;
 
     Model& model_;
     optim::Optimizer& optimizer_;

@@ -91,6 +91,8 @@ class CpuBackend final : public Backend {
 
     void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
                            const AttentionConfig& config, Tensor& out, Tensor& lse) override;
+    void attention_merge(Tensor& out, Tensor& lse, const Tensor& out_part, const Tensor& lse_part,
+                         int64_t row_begin, int64_t row_end) override;
     void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                             const Tensor& lse, const Tensor& dout, const AttentionConfig& config,
                             Tensor& dq, Tensor& dk, Tensor& dv) override;
