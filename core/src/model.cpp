@@ -53,6 +53,10 @@ Tensor Model::predict(const Batch&) {
     MT_FAIL("not supported yet: task predictions (predict) for this model");
 }
 
+StageTensor Model::stage_tensor(int64_t) const {
+    MT_FAIL("not supported yet: pipeline parallelism for this model family");
+}
+
 std::unique_ptr<infer::KvCache> Model::make_kv_cache(int64_t, int64_t) const {
     MT_FAIL("not supported yet: a KV cache for this model family");
 }

@@ -113,7 +113,10 @@ TEST(Train, ExitIntervalAndUnsupportedFlags) {
               "--pipeline-model-parallel-size (1) x --context-parallel-size (1) = 2; start the "
               "run with mpirun -np N (or srun)"},
              {"--pipeline-model-parallel-size 2",
-              "--pipeline-model-parallel-size 2: not supported yet: pipeline parallelism"},
+              "the world size (1 ranks) is not a multiple of --tensor-model-parallel-size (1) x "
+              "--pipeline-model-parallel-size (2) x --context-parallel-size (1) = 2"},
+             {"--expert-model-parallel-size 2",
+              "--expert-model-parallel-size 2: not supported yet: expert parallelism"},
              {"--normalization BatchNorm", "--normalization BatchNorm: supported are"}}) {
         auto bad = run_command(train_command(dir, data) + " --train-iters 2 " + flag);
         EXPECT_EQ(bad.exit_code, 1) << flag << "\n" << bad.output;

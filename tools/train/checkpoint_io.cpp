@@ -7,6 +7,7 @@
 #include "mt/checkpoint/format_detection.h"
 #include "mt/checkpoint/reshard.h"
 #include "mt/error.h"
+#include "mt/nn/parameter.h"
 #include "mt/parallel/parallel_state.h"
 #include "mt/registry.h"
 #include "mt/train/log_lines.h"
@@ -39,6 +40,23 @@ CheckpointState read_whole(CheckpointFormat& format, const std::filesystem::path
     for (int64_t tp = 0; tp < layout.tensor_parallel; ++tp)
         pieces.push_back(format.load_rank(dir, tp, 0));
     return join_tensor_parallel(pieces, params);
+}
+
+// A pipeline stage takes its own layers (and the tied word embeddings its output layer copies)
+// of a whole checkpoint; the other stages take the rest.
+void keep_stage_tensors(CheckpointState& state, Model& model) {
+    std::set<std::string> names;
+    for (const nn::Parameter* p : model.parameters()) {
+        const std::string& name = p->copy_of.empty() ? p->name : p->copy_of;
+        names.insert(name);
+        names.insert(other_impl_name(name));
+    }
+    std::erase_if(state.model, [&](const auto& entry) {
+        return !names.count(entry.first) && !entry.first.ends_with("._extra_state");
+    });
+    if (state.optimizer)
+        std::erase_if(state.optimizer->params,
+                      [&](const OptimizerParamState& p) { return !names.count(p.name); });
 }
 
 }  // namespace
@@ -91,6 +109,7 @@ bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& par
     // Megatron reads whichever format the directory holds, whatever --ckpt-format says.
     auto format = detect_checkpoint_format(Registry::global(), dir);
     CheckpointState state = read_whole(*format, dir, params);
+    if (run.pp().size() > 1) keep_stage_tensors(state, parts.model);
     if (first)
         std::printf(" loading checkpoint from %s at iteration %lld\n", flags.load->c_str(),
                     static_cast<long long>(state.iteration));
@@ -103,9 +122,9 @@ bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& par
     run.world().barrier();
     if (first)
         std::printf(
-            "  successfully loaded checkpoint from %s [ t %d/%d, p 1/1 ] at iteration %lld\n",
-            flags.load->c_str(), run.tp().rank() + 1, run.tp().size(),
-            static_cast<long long>(parts.trainer.iteration()));
+            "  successfully loaded checkpoint from %s [ t %d/%d, p %d/%d ] at iteration %lld\n",
+            flags.load->c_str(), run.tp().rank() + 1, run.tp().size(), run.pp().rank() + 1,
+            run.pp().size(), static_cast<long long>(parts.trainer.iteration()));
     std::fflush(stdout);
     return true;
 }
@@ -142,9 +161,9 @@ void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
     // Nobody goes on (or loads) before the checkpoint is complete.
     all.barrier();
     if (first) {
-        std::printf(
-            "%s\n",
-            train::format_saved_checkpoint(iteration, *flags.save, 0, int(tp), 0, 1).c_str());
+        std::printf("%s\n", train::format_saved_checkpoint(iteration, *flags.save, 0, int(tp), 0,
+                                                           groups(parts).pp().size())
+                                .c_str());
         std::fflush(stdout);
     }
 }

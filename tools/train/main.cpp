@@ -41,19 +41,21 @@ mt::data::DatasetRequest dataset_request(const mt::train_tool::TrainingFlags& f,
                                          const std::array<int64_t, 3>& sizes,
                                          const mt::ModelArgs& args) {
     mt::data::DatasetRequest r;
-    r.random_seed = static_cast<uint32_t>(f.seed);
-    r.sequence_length = seq_length;
-    if (!f.data_path.empty()) r.blend = mt::data::get_blend_from_list(f.data_path);
+    mt::data::BlendedMegatronDatasetConfig& c = r.config;
+    c.random_seed = static_cast<uint32_t>(f.seed);
+    c.sequence_length = seq_length;
+    if (!f.data_path.empty()) c.blend = mt::data::get_blend_from_list(f.data_path);
     const std::vector<std::string>* per_split[] = {&f.train_data_path, &f.valid_data_path,
                                                    &f.test_data_path};
     for (int s = 0; s < mt::data::kNumSplits; ++s) {
         if (!per_split[s]->empty())
-            r.blend_per_split[s] = mt::data::get_blend_from_list(*per_split[s]);
+            c.blend_per_split[s] = mt::data::get_blend_from_list(*per_split[s]);
         r.num_samples[s] = sizes[s];
     }
-    r.split = f.split;
+    c.split = f.split;
+    c.path_to_cache = f.data_cache_path;
+    c.tokenizer = tokenizer.dataset_identity();
     r.mock = f.mock_data;
-    r.path_to_cache = f.data_cache_path;
     r.tokenizer = &tokenizer;
     r.args = args;
     return r;
@@ -96,6 +98,11 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     const RankPrinter out{world.rank() == world.size() - 1, world.rank() == 0};
     std::unique_ptr<mt::CheckpointFormat> format;
     if (flags.save) format = mt::Registry::global().create_checkpoint(flags.ckpt_format);
+    // Each stage's ranks hold only its layers; a format one rank writes alone would lose the
+    // others (torch_dist is written by every rank).
+    MT_CHECK(state.pp().size() == 1 || !format || format->saves_collectively(),
+             "not supported yet: saving --ckpt-format ", flags.ckpt_format,
+             " from pipeline stages (save with --ckpt-format torch_dist, Megatron's default)");
     auto tokenizer = mt::Registry::global().create_tokenizer(tf.type, tf.options);
     if (out.first)
         std::printf("> building %s tokenizer (vocabulary %lld) ...\n", tf.type.c_str(),
@@ -181,6 +188,9 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
                                                            family.resolved_args(model_args), state);
     if (flags.ckpt_convert_format) {  // Megatron's conversion: save in the other format, stop
         auto to = mt::Registry::global().create_checkpoint(*flags.ckpt_convert_format);
+        MT_CHECK(state.pp().size() == 1 || to->saves_collectively(),
+                 "not supported yet: --ckpt-convert-format ", *flags.ckpt_convert_format,
+                 " from pipeline stages (convert to torch_dist)");
         mt::train_tool::TrainingFlags convert = flags;
         convert.save =
             (std::filesystem::path(*flags.ckpt_convert_save) / *flags.ckpt_convert_format).string();

@@ -14,7 +14,6 @@ void read_optional(const po::variables_map& vm, const char* name, std::optional<
 // Flags Megatron has that megatron-train refuses, rather than silently ignoring them.
 void reject_unsupported(const po::variables_map& vm) {
     const std::pair<const char*, const char*> parallel_not_yet[] = {
-        {"pipeline-model-parallel-size", "pipeline parallelism"},
         {"expert-model-parallel-size", "expert parallelism (MoE models)"},
     };
     for (const auto& [flag, what] : parallel_not_yet)
@@ -93,9 +92,17 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
                               po::value(&p.tensor_parallel)->default_value(1),
                               "ranks each layer's weights are split over")(
         "pipeline-model-parallel-size", po::value(&p.pipeline_parallel)->default_value(1),
-        "pipeline stages")("context-parallel-size",
-                           po::value(&p.context_parallel)->default_value(1),
-                           "ranks the sequence is split over in attention")(
+        "pipeline stages (trained with the 1F1B schedule)")(
+        "decoder-first-pipeline-num-layers", po::value(&p.first_stage_layers),
+        "layers of the first pipeline stage (the others split the rest evenly)")(
+        "decoder-last-pipeline-num-layers", po::value(&p.last_stage_layers),
+        "layers of the last pipeline stage")(
+        "account-for-embedding-in-pipeline-split", po::bool_switch(&p.account_for_embedding),
+        "count the embedding as a layer when splitting the layers over the stages")(
+        "account-for-loss-in-pipeline-split", po::bool_switch(&p.account_for_loss),
+        "count the loss as a layer when splitting the layers over the stages")(
+        "context-parallel-size", po::value(&p.context_parallel)->default_value(1),
+        "ranks the sequence is split over in attention")(
         "expert-model-parallel-size", po::value(&p.expert_parallel)->default_value(1),
         "ranks the experts are split over")("use-tp-pp-dp-mapping",
                                             po::bool_switch(&p.tp_pp_dp_mapping),
@@ -211,6 +218,9 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
         "iterations between evaluations")(
         "eval-iters", po::value(&f.eval_iters)->default_value(100), "iterations per evaluation")(
         "tensorboard-dir", po::value(&f.tensorboard_dir), "write TensorBoard event files here")(
+        "schedule-trace-dir", po::value(&f.schedule_trace_dir),
+        "(megatron.cpp) each rank writes the schedule it ran (forward, backward and pipeline "
+        "send/recv times per micro-batch) to DIR/schedule_rank<R>.json for chrome://tracing")(
         "log-throughput", po::bool_switch(&f.log_throughput),
         "add the model's TFLOP/s to the iteration line (TensorBoard always gets it)")(
         "log-memory-to-tensorboard", po::bool_switch(&f.log_memory_to_tensorboard),
@@ -319,6 +329,7 @@ optim::LrScheduleConfig schedule_config(const TrainingFlags& f) {
 train::TrainerOptions trainer_options(const TrainingFlags& f) {
     train::TrainerOptions o;
     o.micro_batch_size = f.micro_batch_size;
+    o.schedule_trace_dir = f.schedule_trace_dir;
     o.global_batch_size = f.schedule.global_batch_size;
     o.rampup = f.rampup;
     o.train_iters = *f.schedule.train_iters;

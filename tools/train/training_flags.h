@@ -50,6 +50,7 @@ struct TrainingFlags {
     bool log_memory_to_tensorboard = false;
     bool log_rank_stats = false;  // ours: per-rank communication and optimizer memory
     std::string tensorboard_dir;
+    std::string schedule_trace_dir;  // --schedule-trace-dir (ours)
     // Checkpoints.
     std::optional<std::string> save, load;
     std::optional<int64_t> save_interval;

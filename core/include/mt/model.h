@@ -133,6 +133,22 @@ MT_API const LossTerm& loss_term(const Losses& losses, std::string_view name);
 // What a model's forward keeps for its backward; each model defines its own.
 struct Activations {
     virtual ~Activations() = default;
+    // Pipeline parallelism (a model built for one stage): the hidden states a non-last stage's
+    // forward leaves for the next stage, the gradient of them the next stage sends back (set
+    // by the schedule before backward), and the gradient of its input a non-first stage's
+    // backward leaves for the previous stage (mutable: backward takes the activations const).
+    Tensor stage_output, stage_output_grad;
+    mutable Tensor stage_input_grad;
+};
+
+// The batch entry under which a non-first pipeline stage's forward gets the previous stage's
+// hidden states (Megatron's set_input_tensor).
+inline constexpr std::string_view kStageInput = "stage_input";
+
+// What pipeline stages send each other: the hidden states of one micro-batch.
+struct StageTensor {
+    Shape shape;
+    DType dtype = DType::f32;
 };
 
 // One model instance: parameters plus forward/backward over a micro-batch.
@@ -144,7 +160,8 @@ class MT_API Model {
     // Megatron's initialisation: weights N(0, --init-method-std), output projections scaled by
     // 1/sqrt(2·layers), biases 0, norm weights 1; deterministic in `seed`.
     virtual void initialize(uint64_t seed) = 0;
-    // The micro-batch's named losses. With `saved` set, keeps what backward needs.
+    // The micro-batch's named losses (none on a pipeline stage before the last, which leaves
+    // its output in saved->stage_output). With `saved` set, keeps what backward needs.
     virtual Losses forward(const Batch& batch, nn::DropoutContext& dropout,
                            std::unique_ptr<Activations>* saved) = 0;
     // Accumulates (+=) every parameter's grad for dL/d(term k's values) = dlosses[k] (shaped
@@ -155,6 +172,9 @@ class MT_API Model {
     // that never reports still trains right: the reductions then all run after backward.
     using GradReadyHook = std::function<void(const nn::Parameter&)>;
     virtual void set_grad_ready_hook(GradReadyHook hook) { (void)hook; }
+    // The hidden states this model's pipeline stages exchange for a micro-batch of
+    // `micro_batch_size` sequences. The default is an mt::Error "not supported yet".
+    virtual StageTensor stage_tensor(int64_t micro_batch_size) const;
     // Floating-point operations of one training iteration over `samples` sequences (forward and
     // backward), by Megatron's formula (training.py num_floating_point_operations).
     virtual double training_flops(int64_t samples) const = 0;

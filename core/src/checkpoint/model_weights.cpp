@@ -12,8 +12,10 @@ void load_model_weights(const CheckpointState& state, Model& model, WeightLoad h
     std::map<std::string, const Tensor*> tensors;
     for (const auto& [name, t] : state.model) tensors[name] = &t.local;
     for (nn::Parameter* p : model.parameters()) {
-        auto it = tensors.find(p->name);
-        if (it == tensors.end()) it = tensors.find(other_impl_name(p->name));
+        // A pipeline stage's copy of a tied weight loads the original.
+        const std::string& name = p->copy_of.empty() ? p->name : p->copy_of;
+        auto it = tensors.find(name);
+        if (it == tensors.end()) it = tensors.find(other_impl_name(name));
         MT_CHECK(it != tensors.end(), "the checkpoint has no model tensor '", p->name,
                  "' (the model needs ", shape_str(p->value.shape()), ")");
         Tensor from = nn::piece_of_whole(*p, *it->second);

@@ -68,8 +68,8 @@ constexpr FlagRule kTpOverlap = accept(
     "overlaps tensor-parallel communication with GEMMs (Transformer Engine userbuffers): "
     "the same results");
 constexpr FlagRule kPipelineOnly = accept(
-    "tunes pipeline-parallel communication or scheduling: no effect without pipeline "
-    "parallelism, which megatron.cpp refuses");
+    "tunes when pipeline stages post their sends and receives: megatron.cpp posts each "
+    "exchange's send and receive together, which computes the same");
 constexpr FlagRule kContextOnly = accept(
     "chooses how context-parallel ranks exchange keys and values (p2p, a2a, allgather): "
     "megatron.cpp always passes them around the ring (p2p), which computes the same attention");
@@ -376,8 +376,8 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--pipeline-model-parallel-size", kDefined, kOneProcess},
     {"--encoder-pipeline-model-parallel-size", refuse(kT5)},
     {"--pipeline-model-parallel-split-rank", refuse(kT5)},
-    {"--decoder-first-pipeline-num-layers", refuse(kPipeline), kOneProcess},
-    {"--decoder-last-pipeline-num-layers", refuse(kPipeline), kOneProcess},
+    {"--decoder-first-pipeline-num-layers", kDefined, kOneProcess},
+    {"--decoder-last-pipeline-num-layers", kDefined, kOneProcess},
     {"--pipeline-model-parallel-layout", refuse(kPipeline), kOneProcess},
     {"--model-parallel-size", invalid("--model-parallel-size is no longer valid, use "
                                       "--tensor-model-parallel-size instead")},
@@ -416,8 +416,8 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--lazy-mpu-init",
      accept("lets an external data-parallel manager finish Megatron's initialisation from "
             "Python: no such manager here")},
-    {"--account-for-embedding-in-pipeline-split", refuse(kPipeline), kOneProcess},
-    {"--account-for-loss-in-pipeline-split", refuse(kPipeline), kOneProcess},
+    {"--account-for-embedding-in-pipeline-split", kDefined, kOneProcess},
+    {"--account-for-loss-in-pipeline-split", kDefined, kOneProcess},
     {"--use-distributed-optimizer", kDefined, kTrainingOnly},
     {"--use-nccl-ub", kNcclTuning, kTrainingOnly},
     {"--use-sharp", kNcclTuning, kTrainingOnly},

@@ -7,15 +7,16 @@ namespace mt::nn {
 
 TransformerBlock::TransformerBlock(const std::string& prefix, int64_t num_layers,
                                    const TransformerConfig& layer, const LayerSpec& spec,
-                                   const RecomputeConfig& recompute, Backend& backend)
+                                   const RecomputeConfig& recompute, Backend& backend,
+                                   const BlockPart& part)
     : recompute_(recompute_segments(recompute, num_layers)) {
-    if (!layer.post_layer_norm)
+    if (!layer.post_layer_norm && part.final_norm)
         final_norm_.emplace(layer.normalization, prefix + ".final_layernorm.weight",
                             prefix + ".final_layernorm.bias", layer.hidden_size, layer.norm,
                             layer.dtype, backend, layer.tp);
     for (int64_t i = 0; i < num_layers; ++i)
         layers_.push_back(std::make_unique<TransformerLayer>(
-            prefix + ".layers." + std::to_string(i), layer, spec, backend));
+            prefix + ".layers." + std::to_string(part.first_layer + i), layer, spec, backend));
 }
 
 Tensor TransformerBlock::forward(const Tensor& x, DropoutContext& ctx, Saved* saved,

@@ -88,6 +88,7 @@ GradBuffer::GradBuffer(const std::vector<nn::Parameter*>& params, Communicator& 
         p.whole_shape = p.value.shape();
         p.tp_rank = piece.param->tp_rank;
         p.tp_size = piece.param->tp_size;
+        p.copy_of = piece.param->copy_of;  // the norms skip it here too
         shard_params_.push_back(std::move(p));
         optimized_.push_back(&shard_params_.back());
     }

@@ -131,7 +131,8 @@ void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& pa
     }
     for (size_t i = 0; i < params.size(); ++i) {
         const nn::Parameter& p = *params[i];
-        auto it = find_either(by_name, p.name);
+        // A pipeline stage's copy of a tied weight has the original's state.
+        auto it = find_either(by_name, p.copy_of.empty() ? p.name : p.copy_of);
         MT_CHECK(it != by_name.end(), "the checkpoint has no optimizer state for '", p.name, "'");
         auto into = [&](const Tensor& whole, const Tensor& buffer, std::vector<Tensor>& own) {
             Tensor to = sharded ? parts.grad_buffer->view(buffer, p) : own[i];
@@ -180,9 +181,10 @@ void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& pa
 }
 
 // Whether p's piece here is not a replica another rank writes: tensor rank 0's for a tensor
-// the tensor-parallel group replicates, any tensor rank's for a split one.
+// the tensor-parallel group replicates, any tensor rank's for a split one; never a pipeline
+// stage's copy of a tied weight (the first stage writes the original).
 bool tensor_main_replica(const nn::Parameter& p) {
-    return !replicated(p) || p.tp_rank == 0;
+    return p.copy_of.empty() && (!replicated(p) || p.tp_rank == 0);
 }
 
 // Where p's piece lies in the whole parameter.
@@ -267,6 +269,7 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
     s.args.emplace_back("consumed_valid_samples", s.consumed_valid_samples);
     const auto params = parts.model.parameters();
     for (nn::Parameter* p : params) {
+        if (!p->copy_of.empty()) continue;  // the original is saved
         if (!o.own_share) {
             s.model.emplace_back(p->name, ShardedTensor::whole(whole_of(parts, *p, p->value)));
             continue;
@@ -305,6 +308,7 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
             shards ? std::vector<Tensor>(params.size()) : local_masters(parts);
         for (size_t i = 0; i < params.size(); ++i) {
             const nn::Parameter& p = *params[i];
+            if (!p.copy_of.empty()) continue;  // the original's state is saved
             OptimizerParamState ps;
             ps.name = p.name;
             ps.weight_decay = p.weight_decay;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <map>
 
 #include "loss_accumulator.h"
@@ -12,11 +13,13 @@
 #include "mt/nn/dropout.h"
 #include "mt/nn/parameter.h"
 #include "mt/optim/grad_clip.h"
+#include "mt/parallel.h"
 #include "mt/parallel/collectives.h"
 #include "mt/parallel/grad_buffer.h"
 #include "mt/parallel/parallel_state.h"
 #include "mt/train/log_lines.h"
 #include "mt/train/process_memory.h"
+#include "mt/train/schedule_trace.h"
 
 namespace mt::train {
 
@@ -90,6 +93,8 @@ Trainer::Trainer(Model& model, optim::Optimizer& optimizer, optim::LrScheduler& 
     dropout_->training = true;
     dropout_->seed = options_.seed;
     if (options_.grad_scaler) scaler_.emplace(*options_.grad_scaler);
+    schedule_ = make_schedule(1);
+    if (!options_.schedule_trace_dir.empty()) trace_ = std::make_unique<ScheduleTrace>();
 }
 
 Trainer::~Trainer() = default;
@@ -99,6 +104,9 @@ void Trainer::set_parallel(const parallel::ParallelState& state, parallel::GradB
     grad_buffer_ = grads;
     MT_CHECK(grads || state.dp_cp().size() == 1,
              "data and context parallelism need a gradient buffer to reduce the gradients in");
+    MT_CHECK(state.pp().size() == 1 || !options_.calculate_per_token_loss,
+             "not supported yet: --calculate-per-token-loss with pipeline parallelism");
+    schedule_ = make_schedule(state.pp().size());
     const int64_t per_step = options_.micro_batch_size * data_parallel_size();
     MT_CHECK(options_.global_batch_size % per_step == 0, "--global-batch-size (",
              options_.global_batch_size, ") must be a multiple of --micro-batch-size (",
@@ -113,6 +121,10 @@ int64_t Trainer::data_parallel_rank() const {
     return parallel_ ? parallel_->dp().rank() : 0;
 }
 
+Communicator* Trainer::pipeline_group() const {
+    return parallel_ && parallel_->pp().size() > 1 ? &parallel_->pp() : nullptr;
+}
+
 bool Trainer::context_parallel() const {
     return parallel_ && parallel_->cp().size() > 1;
 }
@@ -122,6 +134,12 @@ Communicator* Trainer::reporting_group() const {
 }
 
 void Trainer::finalize_grads() {
+    // Megatron's _allreduce_word_embedding_grads, here before the data-parallel reduction (the
+    // sum is the same, and a sharded optimizer then sees whole grads): tied word embeddings on
+    // the first and last pipeline stage get the sum of both stages' grads.
+    if (parallel_ && parallel_->embedding() && parallel_->embedding()->size() > 1)
+        for (nn::Parameter* p : model_.parameters())
+            if (p->tied_across_stages) parallel_->embedding()->all_reduce(p->grad, ReduceOp::sum);
     if (grad_buffer_) grad_buffer_->finish_grad_sync();
     if (!parallel_ || parallel_->tp().size() == 1) return;
     // Norms on sequence shards saw part of the sequence on each rank, q/k norms part of the
@@ -166,7 +184,7 @@ double Trainer::grad_norm(std::vector<Tensor>& grads) const {
     std::vector<Tensor> counted;
     for (nn::Parameter* p : optimizer_.parameters()) {
         grads.push_back(p->grad);
-        if (!p->tensor_parallel_duplicate()) counted.push_back(p->grad);
+        if (!p->tensor_parallel_duplicate() && p->copy_of.empty()) counted.push_back(p->grad);
     }
     const double local = optim::global_l2_norm(optimizer_.backend(), counted);
     return std::sqrt(model_parallel_sum(local * local, distributed_optimizer()));
@@ -187,7 +205,7 @@ double Trainer::model_parallel_sum(double local, bool data_parallel) const {
 int64_t Trainer::num_zeros_in_grad() const {
     int64_t zeros = 0;
     for (nn::Parameter* p : optimizer_.parameters()) {
-        if (p->tensor_parallel_duplicate()) continue;
+        if (p->tensor_parallel_duplicate() || !p->copy_of.empty()) continue;
         zeros += optimizer_.backend().count_zeros(optimizer_.backend().contiguous(p->grad));
     }
     return int64_t(model_parallel_sum(double(zeros), distributed_optimizer()));
@@ -203,7 +221,7 @@ double Trainer::params_norm() const {
             masters[optimizer_.parameters()[i]] = optimizer_.masters()[i];
     std::vector<Tensor> counted;
     for (nn::Parameter* p : model_.parameters()) {
-        if (p->tensor_parallel_duplicate()) continue;
+        if (p->tensor_parallel_duplicate() || !p->copy_of.empty()) continue;
         auto it = masters.find(p);
         counted.push_back(it != masters.end() ? it->second : p->value);
     }
@@ -239,22 +257,32 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
                                    int(data_parallel_size()), consumed_train_);
     LossAccumulator accumulated;
     std::string per_token_term;  // --calculate-per-token-loss: the one term it divides by
-    Batch batch;
-    for (int64_t m = 0; m < micro_batches; ++m) {
+    ForwardBackward work{model_, *dropout_};
+    work.micro_batches = micro_batches;
+    work.micro_batch_size = options_.micro_batch_size;
+    work.pipeline = pipeline_group();
+    if (trace_) trace_->set_iteration(iteration_ + 1);
+    work.trace = trace_.get();
+    work.next_batch = [&] {
+        Batch batch;
         MT_CHECK(loader.next(batch), "the training data ran out after ", loader.consumed_samples(),
                  " samples");
-        // Grads are final in the last micro-batch's backward: data parallelism may start
-        // reducing them then (Megatron's no_sync for the others).
-        if (grad_buffer_ && m == micro_batches - 1)
-            model_.set_grad_ready_hook(
-                [this](const nn::Parameter& p) { grad_buffer_->grad_ready(p); });
-        std::unique_ptr<Activations> saved;
-        const Losses losses = model_.forward(batch, *dropout_, &saved);
-        std::vector<double> sums, counts;
+        return batch;
+    };
+    // Grads are final in the last micro-batch's backward: data parallelism may start reducing
+    // them then (Megatron's no_sync for the others). Weights tied across pipeline stages wait
+    // for finalize_grads, which first sums them over the stages.
+    work.before_last_backward = [&] {
+        if (grad_buffer_)
+            model_.set_grad_ready_hook([this](const nn::Parameter& p) {
+                if (!p.tied_across_stages) grad_buffer_->grad_ready(p);
+            });
+    };
+    work.loss_grads = [&](const Losses& losses) {
+        std::vector<double> counts;
         for (const LossTerm& term : losses) {
             auto [sum, count] = masked_sums(backend, term.values, term.mask);
             accumulated.add(term, sum, count);
-            sums.push_back(sum);
             counts.push_back(count);
         }
         // Context parallelism: each rank holds part of every sequence; the micro-batch's mean
@@ -283,8 +311,9 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
             backend.scale(term.mask, seed > 0 ? float(loss_scale() / seed) : 0.0f, dvalues);
             dterms.push_back(std::move(dvalues));
         }
-        model_.backward(dterms, *saved);
-    }
+        return dterms;
+    };
+    schedule_->forward_backward(work);
     model_.set_grad_ready_hook(nullptr);
     finalize_grads();
     accumulated.reduce(reporting_group());
@@ -353,6 +382,18 @@ bool Trainer::unscale_grads() {
 
 StopReason Trainer::train(const data::SampleDataset& train_data,
                           const data::SampleDataset* valid_data) {
+    const StopReason reason = run_iterations(train_data, valid_data);
+    if (trace_) {
+        const int rank = parallel_ ? parallel_->world().rank() : 0;
+        trace_->write(std::filesystem::path(options_.schedule_trace_dir) /
+                          ("schedule_rank" + std::to_string(rank) + ".json"),
+                      rank, parallel_ ? parallel_->pp().rank() : 0);
+    }
+    return reason;
+}
+
+StopReason Trainer::run_iterations(const data::SampleDataset& train_data,
+                                   const data::SampleDataset* valid_data) {
     const auto start = Clock::now();
     auto interval_start = start;
     NamedLosses interval_losses;  // each term summed over the interval's iterations
@@ -477,15 +518,25 @@ NamedLosses Trainer::evaluate(const data::SampleDataset& dataset, int64_t& consu
                                    int(data_parallel_size()), consumed);
     LossAccumulator accumulated;
     Backend& backend = optimizer_.backend();
-    Batch batch;
-    for (int64_t i = 0; i < options_.eval_iters * micro_batches; ++i) {
+    ForwardBackward work{model_, no_dropout};
+    work.micro_batches = options_.eval_iters * micro_batches;
+    work.micro_batch_size = options_.micro_batch_size;
+    work.pipeline = pipeline_group();
+    work.forward_only = true;
+    work.next_batch = [&] {
+        Batch batch;
         MT_CHECK(loader.next(batch), "the ", data::split_name(dataset.split()),
                  " data ran out after ", loader.consumed_samples(), " samples");
-        for (const LossTerm& term : model_.forward(batch, no_dropout, nullptr)) {
+        return batch;
+    };
+    work.loss_grads = [&](const Losses& losses) {
+        for (const LossTerm& term : losses) {
             auto [sum, count] = masked_sums(backend, term.values, term.mask);
             accumulated.add(term, sum, count);
         }
-    }
+        return std::vector<Tensor>{};
+    };
+    schedule_->forward_backward(work);
     consumed = loader.consumed_samples();
     accumulated.reduce(reporting_group());
     return accumulated.reported();

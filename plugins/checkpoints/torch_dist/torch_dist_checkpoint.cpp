@@ -155,16 +155,16 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
                      t.global_offset.size() == t.global_shape.size(),
                  "torch_dist: ", name, " is a ", t.local.describe(), " piece of ",
                  shape_str(t.global_shape), " at ", shape_str(t.global_offset));
-    std::vector<StoredTensor> stored = stack(share.model);
+    const std::optional<int64_t> layers = int_arg(share.args, "num_layers");
+    std::vector<StoredTensor> stored = stack(share.model, layers);
     const bool shards = share.optimizer && !share.optimizer->shards.empty();
     if (shards) {
-        const auto layers = int_arg(share.args, "num_layers");
         MT_CHECK(layers.has_value(), "torch_dist: the distributed optimizer's shards need the ",
                  "args' num_layers");
         for (StoredTensor& s : flattened_optimizer_shards(share.optimizer->shards, *layers))
             stored.push_back(std::move(s));
     } else if (share.optimizer) {
-        for (StoredTensor& s : optimizer_moments(*share.optimizer, share.model))
+        for (StoredTensor& s : optimizer_moments(*share.optimizer, share.model, layers))
             stored.push_back(std::move(s));
     }
 
@@ -177,7 +177,7 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
         // DCP puts byte objects before tensors; the main replica's (rank 0's) are written.
         const PyValue none_list = PyValue::list({PyValue()});
         if (root)
-            for (const std::string& key : extra_state_keys(share.model)) {
+            for (const std::string& key : extra_state_keys(share.model, layers)) {
                 DcpEntry e;
                 e.fqn = key;
                 e.bytes = true;

@@ -70,10 +70,12 @@ struct Block {
     std::vector<std::string> rests;
     // rest -> layer -> the boxes of that layer's tensor
     std::map<std::string, std::map<int64_t, std::vector<ShardedTensor>>> layers;
-    int64_t count = 0;
+    int64_t first = -1, end = 0;  // the layers held here (a pipeline stage's)
+    int64_t count = 0;            // the model's layers: the stacked axis
 };
 
-std::map<std::string, Block> blocks_of(const ShardedTensors& tensors) {
+std::map<std::string, Block> blocks_of(const ShardedTensors& tensors,
+                                       std::optional<int64_t> num_layers) {
     std::map<std::string, Block> blocks;
     for (const auto& [name, t] : tensors) {
         auto ln = parse_layer(name);
@@ -87,14 +89,20 @@ std::map<std::string, Block> blocks_of(const ShardedTensors& tensors) {
             MT_CHECK(other.global_offset != t.global_offset, "two tensors are saved as ", ln->block,
                      ln->layer, ".", rest, " at offset ", shape_str(t.global_offset));
         boxes.push_back(t);
-        b.count = std::max(b.count, ln->layer + 1);
+        b.first = b.first < 0 ? ln->layer : std::min(b.first, ln->layer);
+        b.end = std::max(b.end, ln->layer + 1);
     }
-    for (const auto& [block, b] : blocks)
+    for (auto& [block, b] : blocks) {
+        // A pipeline stage holds a run of the model's layers.
+        b.count = num_layers.value_or(b.end);
+        MT_CHECK(b.end <= b.count, "torch_dist: layer ", b.end - 1, " of ", block, " past the ",
+                 b.count, " layers of the model");
         for (const std::string& rest : b.rests)
-            for (int64_t i = 0; i < b.count; ++i)
+            for (int64_t i = b.first; i < b.end; ++i)
                 MT_CHECK(b.layers.at(rest).count(i), "torch_dist stacks the layers of ", block,
-                         " but layer ", i, " has no ", rest, " (layers 0..", b.count - 1,
+                         " but layer ", i, " has no ", rest, " (layers ", b.first, "..", b.end - 1,
                          " must hold the same tensors)");
+    }
     return blocks;
 }
 
@@ -133,8 +141,9 @@ std::pair<Shape, Tensor> chunk(const ShardedTensor& piece, Shape lead) {
 
 }  // namespace
 
-std::vector<StoredTensor> stack(const ShardedTensors& tensors, const std::string& prefix) {
-    const std::map<std::string, Block> blocks = blocks_of(tensors);
+std::vector<StoredTensor> stack(const ShardedTensors& tensors, std::optional<int64_t> num_layers,
+                                const std::string& prefix) {
+    const std::map<std::string, Block> blocks = blocks_of(tensors, num_layers);
     std::vector<StoredTensor> out;
     std::map<std::string, size_t> index;  // key -> position in out
     auto stored = [&](const std::string& key, const Shape& global_shape) -> StoredTensor& {
@@ -156,24 +165,25 @@ std::vector<StoredTensor> stack(const ShardedTensors& tensors, const std::string
         if (!emitted.insert(ln->block + rest).second) continue;
         const Block& b = blocks.at(ln->block);
         const auto& per_layer = b.layers.at(rest);
-        const Shape& shape = per_layer.at(0).front().global_shape;
+        const Shape& shape = per_layer.at(b.first).front().global_shape;
         Shape global_shape = shape;
         global_shape.insert(global_shape.begin(), b.count);
         StoredTensor& s = stored(prefix + ln->block + rest, global_shape);
         for (const auto& [i, boxes] : per_layer)
             for (const ShardedTensor& box : boxes) {
                 MT_CHECK(box.global_shape == shape, name, ": layer ", i, " is ",
-                         shape_str(box.global_shape), " but layer 0 is ", shape_str(shape),
-                         " (torch_dist stacks them)");
+                         shape_str(box.global_shape), " but layer ", b.first, " is ",
+                         shape_str(shape), " (torch_dist stacks them)");
                 s.chunks.push_back(chunk(box, {i}));
             }
     }
     return out;
 }
 
-std::vector<std::string> extra_state_keys(const ShardedTensors& tensors) {
+std::vector<std::string> extra_state_keys(const ShardedTensors& tensors,
+                                          std::optional<int64_t> num_layers) {
     std::vector<std::string> keys;
-    for (const auto& [block, b] : blocks_of(tensors)) {
+    for (const auto& [block, b] : blocks_of(tensors, num_layers)) {
         std::vector<std::string> modules;
         for (const char* linear : kLinears)
             if (b.layers.count(std::string(linear) + ".weight")) modules.push_back(linear);

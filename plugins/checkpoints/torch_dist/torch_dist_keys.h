@@ -40,14 +40,18 @@ NamedTensors unstack(const std::string& key, const Tensor& full);
 
 // The stored tensors of core-named pieces, each key prefixed by `prefix` (""; or
 // "optimizer.state.exp_avg." for the optimizer's moments, which Megatron shards like their
-// parameters). Layers must be numbered 0..L-1 with the same tensors in each (mt::Error naming
-// the first gap otherwise).
-std::vector<StoredTensor> stack(const ShardedTensors& tensors, const std::string& prefix = "");
+// parameters). The layers held (a pipeline stage's run of them, numbered as in the whole model)
+// must have the same tensors each (mt::Error naming the first gap otherwise); the stacked axis
+// holds the model's `num_layers` (default: up to the last layer held).
+std::vector<StoredTensor> stack(const ShardedTensors& tensors, std::optional<int64_t> num_layers,
+                                const std::string& prefix = "");
 
 // The `_extra_state` object keys Megatron-core asks for when loading into a model with these
 // tensors: "<block>.layers.<module>._extra_state/shard_<i>_<L>" for each layer's linear modules
 // and attention core (Transformer Engine modules keep FP8 metadata there; ours is None), and
-// BertModel's "output_layer._extra_state/shard_0_1" (GPTModel drops its output layer's).
-std::vector<std::string> extra_state_keys(const ShardedTensors& tensors);
+// BertModel's "output_layer._extra_state/shard_0_1" (GPTModel drops its output layer's), for all
+// `num_layers` of the model (default: up to the last layer held).
+std::vector<std::string> extra_state_keys(const ShardedTensors& tensors,
+                                          std::optional<int64_t> num_layers);
 
 }  // namespace mt::plugins::torch_dist

@@ -67,7 +67,8 @@ PyValue optimizer_common_to_py(const OptimizerCheckpoint& optimizer) {
 }
 
 std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer,
-                                            const ShardedTensors& model) {
+                                            const ShardedTensors& model,
+                                            std::optional<int64_t> num_layers) {
     MT_CHECK(optimizer.params.size() == model.size(), "torch_dist: optimizer state for ",
              optimizer.params.size(), " tensors, the model has ", model.size());
     std::vector<StoredTensor> out;
@@ -84,7 +85,8 @@ std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer
             tensors.emplace_back(name,
                                  ShardedTensor{moment(p, m), t.global_shape, t.global_offset});
         }
-        for (StoredTensor& s : stack(tensors, kMomentPrefix + m + ".")) out.push_back(std::move(s));
+        for (StoredTensor& s : stack(tensors, num_layers, kMomentPrefix + m + "."))
+            out.push_back(std::move(s));
     }
     return out;
 }

@@ -34,10 +34,7 @@ std::array<std::shared_ptr<data::SampleDataset>, 3> bert_datasets(
     MT_CHECK(request.tokenizer, "BERT datasets need the tokenizer");
     const Tokenizer& tokenizer = *request.tokenizer;
     data::BertDatasetConfig c;
-    c.random_seed = request.random_seed;
-    c.sequence_length = request.sequence_length;
-    c.split = request.split;
-    c.path_to_cache = request.path_to_cache;
+    static_cast<data::BlendedMegatronDatasetConfig&>(c) = request.config;
     c.masking_probability = probability(request.args, "mask-prob", 0.15);
     c.short_sequence_probability = probability(request.args, "short-seq-prob", 0.1);
     c.classification_head = !ModelArgsReader(request.args).flag("bert-no-binary-head");
@@ -52,10 +49,6 @@ std::array<std::shared_ptr<data::SampleDataset>, 3> bert_datasets(
     c.mask_id = special(ids.mask, "[MASK]");
     c.pad_id = special(ids.pad, "[PAD]");
     c.inv_vocab = tokenizer.vocabulary();
-    c.tokenizer = tokenizer.dataset_identity();
-
-    c.blend = request.blend;
-    c.blend_per_split = request.blend_per_split;
 
     // Megatron splits a masked dataset by documents (a document's sentences stay together).
     auto build_splits = [&](const std::string& prefix, const data::SplitMatrix& matrix,

@@ -76,6 +76,8 @@ BertModel::BertModel(const BertConfig& config, const BuildContext& context, DTyp
         dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16 || dtype == DType::f16,
         "BertModel: dtype ", dtype_name(dtype), " is not supported");
     const gpt::GptConfig& t = config.transformer;
+    MT_CHECK(context.parallel.pp().size() == 1,
+             "not supported yet: --pipeline-model-parallel-size with BERT");
     MT_CHECK(context.parallel.cp().size() == 1,
              "not supported yet: --context-parallel-size with BERT (its attention is "
              "bidirectional over padding; the ring attention is causal)");

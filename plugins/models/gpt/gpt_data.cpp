@@ -17,12 +17,7 @@ std::array<std::shared_ptr<data::SampleDataset>, 3> gpt_datasets(
     MT_CHECK(request.tokenizer, "GPT datasets need the tokenizer");
     const Tokenizer& tokenizer = *request.tokenizer;
     data::GPTDatasetConfig c;
-    c.random_seed = request.random_seed;
-    c.sequence_length = request.sequence_length;
-    c.blend = request.blend;
-    c.blend_per_split = request.blend_per_split;
-    c.split = request.split;
-    c.path_to_cache = request.path_to_cache;
+    static_cast<data::BlendedMegatronDatasetConfig&>(c) = request.config;
     c.mock = request.mock;
     const ModelArgsReader flags(request.args);
     c.reset_position_ids = flags.flag("reset-position-ids");
@@ -30,7 +25,6 @@ std::array<std::shared_ptr<data::SampleDataset>, 3> gpt_datasets(
     c.eod_mask_loss = flags.flag("eod-mask-loss");
     c.eod_id = tokenizer.eod();
     c.pad_id = tokenizer.special_ids().pad.value_or(-1);
-    c.tokenizer = tokenizer.dataset_identity();
     const auto built = data::build_gpt_datasets(c, request.num_samples);
     return {built[0], built[1], built[2]};
 }

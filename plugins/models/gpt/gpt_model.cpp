@@ -10,6 +10,7 @@
 #include "mt/infer/kv_cache.h"
 #include "mt/nn/initialization.h"
 #include "mt/parallel/parallel_state.h"
+#include "mt/parallel/pipeline_layers.h"
 
 namespace mt::plugins::gpt {
 
@@ -27,6 +28,16 @@ const GptConfig& checked(const GptConfig& c, DType dtype) {
 // a checkpoint saved at TP2 is built whole in one process).
 nn::TensorParallel tensor_parallel(const BuildContext& context) {
     return nn::TensorParallel{&context.parallel.tp(), context.sequence_parallel};
+}
+
+// This rank's pipeline stage: whether it embeds, whether it computes the loss, its layers.
+GptModel::Stage pipeline_stage(const GptConfig& config, const BuildContext& context) {
+    const parallel::ParallelConfig& pc = context.parallel.config();
+    const int stages = context.parallel.pp().size(), stage = context.parallel.pp().rank();
+    const parallel::PipelineSplit split{config.num_layers,        stages,
+                                        pc.first_stage_layers,    pc.last_stage_layers,
+                                        pc.account_for_embedding, pc.account_for_loss};
+    return {stage == 0, stage == stages - 1, parallel::pipeline_stage_layers(split, stage)};
 }
 
 // The model's context-parallel group: training splits each sequence over it.
@@ -84,17 +95,12 @@ GptModel::GptModel(const GptConfig& config, const BuildContext& context, DType d
       backend_(&context.backend),
       tp_(tensor_parallel(context)),
       cp_(context_parallel(context)),
-      embedding_(config.padded_vocab_size, config.hidden_size,
-                 config.position_embedding == PositionEmbedding::learned_absolute
-                     ? config.max_position_embeddings
-                     : 0,
-                 float(config.hidden_dropout), dtype, *backend_, tp_),
-      decoder_("decoder", config.num_layers, transformer_layer_config(config, dtype, tp_, cp_),
-               nn::dense_layer_spec(), config.recompute, *backend_),
-      output_(config.padded_vocab_size, config.hidden_size,
-              config.untie_embeddings_and_output_weights ? nullptr : &embedding_.word(),
-              nn::OutputLoss::default_chunk_rows(config.padded_vocab_size / tp_.size()), dtype,
-              *backend_, tp_) {
+      pp_(&context.parallel.pp()),
+      embedding_group_(context.parallel.embedding()),
+      stage_(pipeline_stage(config, context)),
+      decoder_("decoder", stage_.layers.count, transformer_layer_config(config, dtype, tp_, cp_),
+               nn::dense_layer_spec(), config.recompute, *backend_,
+               {stage_.layers.first, stage_.last}) {
     MT_CHECK(config.seq_length % (2 * cp_.size()) == 0 || !cp_.active(), "--context-parallel-size ",
              cp_.size(), ": --seq-length (", config.seq_length,
              ") must be a multiple of 2 x the context-parallel size");
@@ -102,16 +108,37 @@ GptModel::GptModel(const GptConfig& config, const BuildContext& context, DType d
              "--sequence-parallel: --seq-length (", config.seq_length, ") over ", cp_.size(),
              " context-parallel ranks must be a multiple of --tensor-model-parallel-size (",
              tp_.size(), ")");
+    const bool tied = !config.untie_embeddings_and_output_weights;
+    if (stage_.first)
+        embedding_.emplace(config.padded_vocab_size, config.hidden_size,
+                           config.position_embedding == PositionEmbedding::learned_absolute
+                               ? config.max_position_embeddings
+                               : 0,
+                           float(config.hidden_dropout), dtype, *backend_, tp_);
+    if (stage_.last)
+        // Tied on a last stage without the embedding: its own copy of the word embeddings
+        // (Megatron's shared_embedding_or_output_weight on the last stage).
+        output_.emplace(config.padded_vocab_size, config.hidden_size,
+                        tied && embedding_ ? &embedding_->word() : nullptr,
+                        nn::OutputLoss::default_chunk_rows(config.padded_vocab_size / tp_.size()),
+                        dtype, *backend_, tp_);
     // Megatron's setup_embeddings_and_output_layer: what --decoupled-lr applies to.
-    embedding_.word().embedding_or_output = true;
-    output_.weight().embedding_or_output = true;
+    if (embedding_) embedding_->word().embedding_or_output = true;
+    if (output_) output_->weight().embedding_or_output = true;
+    if (tied && pp_->size() > 1) {
+        if (embedding_ && !output_) embedding_->word().tied_across_stages = true;
+        if (output_ && !embedding_) {
+            output_->weight().tied_across_stages = true;
+            output_->weight().copy_of = "embedding.word_embeddings.weight";  // nn::Embedding's
+        }
+    }
 }
 
 std::vector<nn::Parameter*> GptModel::parameters() {
     std::vector<nn::Parameter*> out;
-    embedding_.collect_parameters(out);
+    if (embedding_) embedding_->collect_parameters(out);
     decoder_.collect_parameters(out);
-    output_.collect_parameters(out);
+    if (output_) output_->collect_parameters(out);
     return out;
 }
 
@@ -119,6 +146,28 @@ void GptModel::initialize(uint64_t seed) {
     nn::initialize_megatron(
         *backend_, parameters(),
         {seed, config_.init_method_std, config_.num_layers, config_.apply_layernorm_1p});
+    sync_tied_embeddings();
+}
+
+void GptModel::sync_tied_embeddings() {
+    // Megatron's setup_embeddings_and_output_layer: the last stage's copy zeroed, then summed
+    // with the first stage's weights over the embedding group.
+    nn::Parameter* tied = nullptr;
+    for (nn::Parameter* p : parameters())
+        if (p->tied_across_stages) tied = p;
+    if (!tied) return;
+    MT_CHECK(embedding_group_ != nullptr,
+             "GptModel: tied embeddings across pipeline stages "
+             "without an embedding group");
+    if (!tied->copy_of.empty()) backend_->fill(tied->value, 0.0);
+    embedding_group_->all_reduce(tied->value, ReduceOp::sum);
+}
+
+StageTensor GptModel::stage_tensor(int64_t micro_batch_size) const {
+    // (B, T, H), the sequence split over the context-parallel ranks and, with sequence
+    // parallelism, over the tensor-parallel ones.
+    const int64_t T = config_.seq_length / cp_.size() / tp_.sequence_shards();
+    return {{micro_batch_size, T, config_.hidden_size}, dtype_};
 }
 
 Losses GptModel::forward(const Batch& given, nn::DropoutContext& dropout,
@@ -151,9 +200,25 @@ Losses GptModel::forward(const Batch& given, nn::DropoutContext& dropout,
 
     std::unique_ptr<GptActivations> acts;
     if (saved) acts = std::make_unique<GptActivations>();
-    Tensor h = embedding_.forward(tokens, dropout, acts ? &acts->embedding : nullptr, positions);
+    Tensor h;
+    if (embedding_) {
+        h = embedding_->forward(tokens, dropout, acts ? &acts->embedding : nullptr, positions);
+    } else {
+        h = batch_entry(given, kStageInput, "GptModel (a pipeline stage after the first)");
+        MT_CHECK(h.shape() == stage_tensor(B).shape,
+                 "GptModel: the previous stage's hidden states ", h.describe(), " are not ",
+                 shape_str(stage_tensor(B).shape));
+    }
     h = decoder_.forward(h, dropout, acts ? &acts->decoder : nullptr, mask);
-    Tensor losses = output_.forward(h, labels, acts ? &acts->output : nullptr);
+    if (!output_) {
+        MT_CHECK(acts != nullptr,
+                 "GptModel: a pipeline stage before the last needs saved "
+                 "activations to leave its output in");
+        acts->stage_output = h;
+        *saved = std::move(acts);
+        return {};
+    }
+    Tensor losses = output_->forward(h, labels, acts ? &acts->output : nullptr);
     if (saved) *saved = std::move(acts);
     // pretrain_gpt.py's loss_func: the masked tokens' sum over their count, token-weighted.
     Tensor loss_mask;
@@ -172,21 +237,34 @@ Losses GptModel::forward(const Batch& given, nn::DropoutContext& dropout,
 void GptModel::backward(const std::vector<Tensor>& dterms, const Activations& saved) {
     const auto* acts = dynamic_cast<const GptActivations*>(&saved);
     MT_CHECK(acts != nullptr, "GptModel: backward needs the activations of this model's forward");
-    MT_CHECK(dterms.size() == 1, "GptModel: backward takes the gradient of its one loss term, got ",
-             dterms.size());
-    const Tensor& dlosses = dterms[0];
-    MT_CHECK(dlosses.dtype() == nn::upcast_dtype(dtype_), "GptModel: dlosses must be ",
-             dtype_name(nn::upcast_dtype(dtype_)), ", got ", dlosses.describe());
-    Tensor dh = output_.backward(dlosses, acts->output);
-    nn::report_grads_ready(
-        output_, grad_ready_);  // its own weight only: a tied one is final after the embedding
+    Tensor dh;
+    if (output_) {
+        MT_CHECK(dterms.size() == 1,
+                 "GptModel: backward takes the gradient of its one loss term, got ", dterms.size());
+        const Tensor& dlosses = dterms[0];
+        MT_CHECK(dlosses.dtype() == nn::upcast_dtype(dtype_), "GptModel: dlosses must be ",
+                 dtype_name(nn::upcast_dtype(dtype_)), ", got ", dlosses.describe());
+        dh = output_->backward(dlosses, acts->output);
+        // Its own weight only: a tied one is final after the embedding.
+        nn::report_grads_ready(*output_, grad_ready_);
+    } else {
+        MT_CHECK(dterms.empty() && acts->stage_output_grad.defined(),
+                 "GptModel: a pipeline stage before the last takes the next stage's gradient "
+                 "(stage_output_grad), not loss gradients");
+        dh = acts->stage_output_grad;
+    }
     dh = decoder_.backward(dh, acts->decoder, grad_ready_);
-    embedding_.backward(dh, acts->embedding);
-    nn::report_grads_ready(embedding_, grad_ready_);
+    if (!embedding_) {
+        acts->stage_input_grad = dh;
+        return;
+    }
+    embedding_->backward(dh, acts->embedding);
+    nn::report_grads_ready(*embedding_, grad_ready_);
 }
 
 Tensor GptModel::logits(const Tensor& tokens, infer::KvCache* cache, int64_t keep_last) {
     MT_CHECK(!cp_.active(), "not supported yet: inference with --context-parallel-size");
+    MT_CHECK(pp_->size() == 1, "not supported yet: inference with --pipeline-model-parallel-size");
     MT_CHECK(tokens.dim() == 2, "GptModel: tokens must be [B, T], got ", tokens.describe());
     const int64_t B = tokens.size(0), T = tokens.size(1);
     MT_CHECK(keep_last >= 0 && keep_last <= T, "GptModel: keep_last ", keep_last, " is not in [0, ",
@@ -203,12 +281,12 @@ Tensor GptModel::logits(const Tensor& tokens, infer::KvCache* cache, int64_t kee
         positions = host_tensor(std::move(at), {B, T});
     }
     nn::DropoutContext no_dropout{false, 0, 0};
-    Tensor h = embedding_.forward(tokens, no_dropout, nullptr, positions);
+    Tensor h = embedding_->forward(tokens, no_dropout, nullptr, positions);
     h = decoder_.forward_cached(h, cache, past);
     if (cache) cache->advance(T);
     if (keep_last > 0 && keep_last < T) h = h.slice(1, T - keep_last, T);
     // A bf16 / fp16 model's logits, widened for sampling and log-probabilities.
-    return backend_->cast_to(output_.logits(h), nn::upcast_dtype(dtype_));
+    return backend_->cast_to(output_->logits(h), nn::upcast_dtype(dtype_));
 }
 
 std::unique_ptr<infer::KvCache> GptModel::make_kv_cache(int64_t batch, int64_t capacity) const {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "gpt_config.h"
@@ -15,6 +16,7 @@
 #include "mt/nn/output_loss.h"
 #include "mt/nn/tensor_parallel.h"
 #include "mt/nn/transformer_block.h"
+#include "mt/parallel/pipeline_layers.h"
 
 namespace mt::plugins::gpt {
 
@@ -30,6 +32,13 @@ struct GptActivations final : Activations {
 // hence no copy or move.
 class GptModel final : public Model {
   public:
+    // The pipeline stage a model is built for (the whole model without pipelining): the first
+    // embeds, the last computes the final norm, output layer and loss.
+    struct Stage {
+        bool first = true, last = true;
+        parallel::StageLayers layers;
+    };
+
     // This rank's parameters (context.parallel.tp() splits them) allocated (zero) in `dtype`:
     // f32 for training; f64 lets tests check gradients with finite differences. Throws
     // mt::Error for another dtype, or for sizes that do not split over the tensor-parallel
@@ -44,8 +53,13 @@ class GptModel final : public Model {
     // In Megatron-core's state-dict order: the model's one parameter description (the
     // family's parameters() lists these, whole).
     std::vector<nn::Parameter*> parameters() override;
-    // Megatron's scheme (nn::initialize_megatron).
+    // Megatron's scheme (nn::initialize_megatron); a last pipeline stage's copy of tied word
+    // embeddings then takes the first stage's values.
     void initialize(uint64_t seed) override;
+    // Tied word embeddings on separate first and last pipeline stages: the last stage's copy
+    // set to the first stage's weights (collective over the embedding group; nothing without).
+    void sync_tied_embeddings();
+    StageTensor stage_tensor(int64_t micro_batch_size) const override;
     // batch: "tokens", "labels" (i64 [B, T]), "position_ids" (i64 [B, T], optional),
     // "document_start" (optional), "loss_mask" (f32 [B, T], optional). With context parallelism
     // the batch holds whole sequences and this rank computes its two chunks of each.
@@ -69,9 +83,12 @@ class GptModel final : public Model {
     Backend* backend_;
     nn::TensorParallel tp_;
     nn::ContextParallel cp_;
-    nn::Embedding embedding_;
+    Communicator* pp_;               // the pipeline-parallel group
+    Communicator* embedding_group_;  // first and last stage (null on the others)
+    Stage stage_;
+    std::optional<nn::Embedding> embedding_;  // first stage
     nn::TransformerBlock decoder_;
-    nn::OutputLoss output_;
+    std::optional<nn::OutputLoss> output_;  // last stage
     GradReadyHook grad_ready_;
 };
 

@@ -70,11 +70,12 @@ TEST(BertDatasets, WeightedBlendEqualsMegatrons) {
     auto tokenizer = registry.create_tokenizer("BertWordPieceLowerCase", options);
     // make_fixture.py's BLEND.
     data::DatasetRequest request;
-    request.random_seed = 99;
-    request.sequence_length = 64;
-    request.blend = data::Blend{{kPrefix, std::string("second/") + kPrefix}, {{0.3, 0.7}}};
-    request.split = "90,8,2";
-    request.path_to_cache = "cache_blend";
+    request.config.random_seed = 99;
+    request.config.sequence_length = 64;
+    request.config.blend = data::Blend{{kPrefix, std::string("second/") + kPrefix}, {{0.3, 0.7}}};
+    request.config.split = "90,8,2";
+    request.config.path_to_cache = "cache_blend";
+    request.config.tokenizer = tokenizer->dataset_identity();
     request.num_samples = {600, 60, 20};
     request.tokenizer = tokenizer.get();
     const auto datasets = bert_datasets(request);

@@ -10,19 +10,18 @@
 #include <string>
 
 #include "mt/data/blend_split.h"
+#include "mt/data/blended_megatron_dataset_config.h"
 #include "mt/model.h"
 #include "mt/tokenizer.h"
 
 namespace mt::data {
 
 struct DatasetRequest {
-    uint32_t random_seed = 1234;                                   // --seed
-    int64_t sequence_length = 0;                                   // --seq-length
-    std::optional<Blend> blend;                                    // --data-path
-    std::array<std::optional<Blend>, kNumSplits> blend_per_split;  // --{train,valid,test}-data-path
-    std::optional<std::string> split;          // --split, as given (it is part of the cache key)
-    std::optional<std::string> path_to_cache;  // --data-cache-path
-    bool mock = false;                         // --mock-data
+    // The shared data flags (--seed, --seq-length, --data-path or per-split paths, --split,
+    // --data-cache-path) and the tokenizer's cache identity, as every family's config holds
+    // them (its own config derives from BlendedMegatronDatasetConfig).
+    BlendedMegatronDatasetConfig config;
+    bool mock = false;  // --mock-data
     // Samples per split (nullopt: one epoch), as train_valid_test_num_samples gives them.
     std::array<std::optional<int64_t>, kNumSplits> num_samples;
     const Tokenizer* tokenizer = nullptr;

@@ -30,6 +30,14 @@ struct Parameter {
     // sequence shards (--sequence-parallel) see part of the sequence, q/k norms (--qk-layernorm)
     // part of the heads. finalize_grads sums them over the group.
     bool grad_partial_over_tp = false;
+    // Pipeline parallelism with tied word embeddings: the first stage's word embeddings and the
+    // last stage's copy of them in its output layer. Their grads are summed over the embedding
+    // group (first and last stage) so both stay equal.
+    bool tied_across_stages = false;
+    // The copy's original ("embedding.word_embeddings.weight"; empty for other parameters):
+    // norms, zero counts and checkpoints skip the copy (Megatron's param.shared), which loads
+    // from the original's tensors.
+    std::string copy_of;
 
     // A replicated copy held by another tensor-parallel rank too: counted once (on rank 0) in
     // the grad norm, as Megatron's param_is_not_tensor_parallel_duplicate.

@@ -26,6 +26,13 @@ class KvCache;
 
 namespace mt::nn {
 
+// Which of the model's layers a block holds: a pipeline stage's [first_layer, first_layer +
+// num_layers) (named by their index in the whole model), and the final norm on the last.
+struct BlockPart {
+    int64_t first_layer = 0;
+    bool final_norm = true;
+};
+
 class MT_API TransformerBlock {
   public:
     struct Saved {
@@ -39,7 +46,8 @@ class MT_API TransformerBlock {
     // prefix: "decoder" (GPT) or "encoder" (BERT); each layer's modules as `spec` builds them.
     // Throws mt::Error for a recompute setting Megatron refuses.
     TransformerBlock(const std::string& prefix, int64_t num_layers, const TransformerConfig& layer,
-                     const LayerSpec& spec, const RecomputeConfig& recompute, Backend& backend);
+                     const LayerSpec& spec, const RecomputeConfig& recompute, Backend& backend,
+                     const BlockPart& part = {});
     TransformerBlock(const TransformerBlock&) = delete;
     TransformerBlock& operator=(const TransformerBlock&) = delete;
 

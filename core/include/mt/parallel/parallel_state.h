@@ -23,6 +23,11 @@ struct ParallelConfig {
     int expert_parallel = 1;         // --expert-model-parallel-size
     int expert_tensor_parallel = 0;  // --expert-tensor-parallel-size; 0: tensor_parallel
     bool tp_pp_dp_mapping = false;   // --use-tp-pp-dp-mapping
+    // How the layers split over the pipeline stages (mt/parallel/pipeline_layers.h).
+    int64_t first_stage_layers = -1;     // --decoder-first-pipeline-num-layers (-1: unset)
+    int64_t last_stage_layers = -1;      // --decoder-last-pipeline-num-layers (-1: unset)
+    bool account_for_embedding = false;  // --account-for-embedding-in-pipeline-split
+    bool account_for_loss = false;       // --account-for-loss-in-pipeline-split
 };
 
 // The global ranks of every group of one kind, as Megatron's RankGenerator.get_ranks(token)

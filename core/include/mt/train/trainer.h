@@ -26,6 +26,7 @@ class TensorBoardWriter;
 }
 namespace mt {
 class Communicator;
+class ParallelStrategy;
 }  // namespace mt
 namespace mt::parallel {
 class GradBuffer;
@@ -33,6 +34,8 @@ class ParallelState;
 }  // namespace mt::parallel
 
 namespace mt::train {
+
+class ScheduleTrace;
 
 // Megatron's --rampup-batch-size START INCREMENT SAMPLES: the global batch grows from START by
 // INCREMENT at even steps over the first SAMPLES consumed samples (RampupBatchsizeNumMicroBatches).
@@ -63,6 +66,9 @@ struct TrainerOptions {
     bool log_params_norm = false;            // --log-params-norm: the parameters' L2 norm
     bool log_num_zeros_in_grad = false;      // --log-num-zeros-in-grad: zero gradient elements
     bool log_memory_to_tensorboard = false;  // --log-memory-to-tensorboard: mem-* scalars
+    // --schedule-trace-dir: each rank writes the training schedule it ran (forwards, backwards,
+    // stage exchanges) to <dir>/schedule_rank<R>.json for chrome://tracing when train() ends.
+    std::string schedule_trace_dir;
     // fp16 (or --loss-scale): Megatron's loss scaling; none: the loss is not scaled.
     std::optional<optim::GradScalerConfig> grad_scaler;
     uint64_t seed = 1234;  // dropout stream
@@ -185,6 +191,11 @@ class MT_API Trainer {
     std::pair<bool, bool> agreed(bool signalled, bool out_of_time) const;
     int64_t data_parallel_size() const;
     int64_t data_parallel_rank() const;
+    // train()'s loop, without the schedule trace's writing.
+    StopReason run_iterations(const data::SampleDataset& train_data,
+                              const data::SampleDataset* valid_data);
+    // The pipeline-parallel group, or null with one stage.
+    Communicator* pipeline_group() const;
     // Whether each sequence is split over context-parallel ranks.
     bool context_parallel() const;
     // The ranks whose loss sums make up the batch's (data and context parallel), or null alone.
@@ -201,6 +212,8 @@ class MT_API Trainer {
     const parallel::ParallelState* parallel_ = nullptr;
     parallel::GradBuffer* grad_buffer_ = nullptr;
     std::unique_ptr<nn::DropoutContext> dropout_;
+    std::unique_ptr<ParallelStrategy> schedule_;  // the pipeline schedule (set_parallel picks)
+    std::unique_ptr<ScheduleTrace> trace_;        // with options_.schedule_trace_dir
     int64_t iteration_ = 0, consumed_train_ = 0, consumed_valid_ = 0;
     bool memory_reported_ = false;  // Megatron's report_memory runs once
     std::optional<optim::GradScaler> scaler_;

@@ -1,0 +1,42 @@
+// What the pipeline schedule did on this rank, for chrome://tracing or Perfetto (the Trace Event
+// Format): one complete event per forward, backward and stage exchange, named by its
+// micro-batch, so the warm-up, steady state, cool-down and the pipeline bubble show.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "mt/api.h"
+
+namespace mt::train {
+
+class MT_API ScheduleTrace {
+  public:
+    using Clock = std::chrono::steady_clock;
+
+    ScheduleTrace() : start_(Clock::now()) {}
+    void set_iteration(int64_t iteration) { iteration_ = iteration; }
+    // `phase`: "forward", "backward", "send/recv" (the exchanges of one step), "wait".
+    void record(const char* phase, int64_t micro_batch, Clock::time_point begin,
+                Clock::time_point end);
+
+    // {"traceEvents": [...]} with this rank's events (pid: the pipeline stage, tid: the rank).
+    std::string json(int rank, int stage) const;
+    // Writes json() to `file` through a temporary name.
+    void write(const std::filesystem::path& file, int rank, int stage) const;
+
+  private:
+    struct Event {
+        const char* phase;
+        int64_t iteration, micro_batch;
+        double begin_us, duration_us;
+    };
+    Clock::time_point start_;
+    int64_t iteration_ = 0;
+    std::vector<Event> events_;
+};
+
+}  // namespace mt::train

@@ -1,0 +1,52 @@
+#include "mt/train/schedule_trace.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include <unistd.h>
+
+#include "mt/error.h"
+
+namespace mt::train {
+
+void ScheduleTrace::record(const char* phase, int64_t micro_batch, Clock::time_point begin,
+                           Clock::time_point end) {
+    using us = std::chrono::duration<double, std::micro>;
+    events_.push_back(
+        {phase, iteration_, micro_batch, us(begin - start_).count(), us(end - begin).count()});
+}
+
+std::string ScheduleTrace::json(int rank, int stage) const {
+    std::string out = "{\"traceEvents\": [\n";
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, \"args\": "
+                  "{\"name\": \"pipeline stage %d\"}}",
+                  stage, stage);
+    out += line;
+    for (const Event& e : events_) {
+        std::snprintf(line, sizeof line,
+                      ",\n{\"name\": \"%s %lld\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, "
+                      "\"dur\": %.3f, \"pid\": %d, \"tid\": %d, \"args\": {\"iteration\": %lld, "
+                      "\"micro_batch\": %lld}}",
+                      e.phase, static_cast<long long>(e.micro_batch), e.phase, e.begin_us,
+                      e.duration_us, stage, rank, static_cast<long long>(e.iteration),
+                      static_cast<long long>(e.micro_batch));
+        out += line;
+    }
+    out += "\n]}\n";
+    return out;
+}
+
+void ScheduleTrace::write(const std::filesystem::path& file, int rank, int stage) const {
+    if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path());
+    const std::filesystem::path tmp = file.string() + ".tmp" + std::to_string(::getpid());
+    {
+        std::ofstream out(tmp, std::ios::binary);
+        out << json(rank, stage);
+        MT_CHECK(out.good(), "cannot write the schedule trace ", tmp.string());
+    }
+    std::filesystem::rename(tmp, file);
+}
+
+}  // namespace mt::train
