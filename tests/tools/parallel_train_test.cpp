@@ -253,13 +253,19 @@ TEST_F(ParallelTrain, PipelineParallelGivesTheOneProcessLosses) {
 }
 
 // --schedule-trace-dir: each rank's Chrome trace shows 1F1B's order at PP2 (4 micro-batches):
-// the first stage warms up with one forward, the last alternates from the start.
+// the first stage warms up with one forward, the last alternates from the start; and
+// --timing-log-level 2 prints Megatron's timers with the pipeline's send/recv.
 TEST_F(ParallelTrain, PipelineScheduleTraceShowsOneForwardOneBackward) {
     const fs::path traces = dir_ / "traces";
     auto r =
         run_command(train(dir_, data_, 2, 1) + " --num-layers 4 --pipeline-model-parallel-size 2" +
-                    " --schedule-trace-dir " + q(traces));
+                    " --schedule-trace-dir " + q(traces) + " --timing-log-level 2");
     ASSERT_EQ(r.exit_code, 0) << r.output;
+    // --timing-log-level 2: Megatron's timers block, with the pipeline's exchanges.
+    EXPECT_NE(r.output.find("(min, max) time across ranks (ms):\n    forward-backward ....."),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("    forward-send-backward-recv ....."), std::string::npos) << r.output;
     static const std::regex event(R"re("name": "(forward|backward) (\d+)".*"iteration": 1,)re");
     const std::string expected[] = {"F0 F1 B0 F2 B1 F3 B2 B3", "F0 B0 F1 B1 F2 B2 F3 B3"};
     for (int rank = 0; rank < 2; ++rank) {

@@ -105,6 +105,17 @@ TEST(Train, ExitIntervalAndUnsupportedFlags) {
     EXPECT_EQ(r.output.find("iteration        4/      10"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("exiting program at iteration 3"), std::string::npos) << r.output;
 
+    // --timing-log-level 1: Megatron's level-1 timers after each logged line, not level 2's.
+    auto timed =
+        run_command(train_command(dir, data) +
+                    " --train-iters 3 --log-interval 1 --eval-iters 0 --timing-log-level 1");
+    ASSERT_EQ(timed.exit_code, 0) << timed.output;
+    EXPECT_NE(timed.output.find("(min, max) time across ranks (ms):\n    forward-backward ....."),
+              std::string::npos)
+        << timed.output;
+    EXPECT_NE(timed.output.find("    optimizer ......"), std::string::npos) << timed.output;
+    EXPECT_EQ(timed.output.find("forward-compute"), std::string::npos) << timed.output;
+
     for (const auto& [flag, message] : std::vector<std::pair<std::string, std::string>>{
              {"--save " + q(dir / "ckpt") + " --ckpt-format zarr", "unknown checkpoint 'zarr'"},
              {"--fp16 --bf16", "--bf16 and --fp16 exclude each other"},

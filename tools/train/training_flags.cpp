@@ -218,6 +218,12 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
         "iterations between evaluations")(
         "eval-iters", po::value(&f.eval_iters)->default_value(100), "iterations per evaluation")(
         "tensorboard-dir", po::value(&f.tensorboard_dir), "write TensorBoard event files here")(
+        "timing-log-level", po::value(&f.timing_log_level)->default_value(0),
+        "Megatron's timers after each logged iteration: 1 the main phases (forward-backward, "
+        "all-grads-sync, optimizer ...), 2 also forward-compute, backward-compute and the "
+        "pipeline's send/recv")("timing-log-option",
+                                po::value(&f.timing_log_option)->default_value("minmax"),
+                                "max, minmax or all: the timers' times across ranks")(
         "schedule-trace-dir", po::value(&f.schedule_trace_dir),
         "(megatron.cpp) each rank writes the schedule it ran (forward, backward and pipeline "
         "send/recv times per micro-batch) to DIR/schedule_rank<R>.json for chrome://tracing")(
@@ -330,6 +336,8 @@ train::TrainerOptions trainer_options(const TrainingFlags& f) {
     train::TrainerOptions o;
     o.micro_batch_size = f.micro_batch_size;
     o.schedule_trace_dir = f.schedule_trace_dir;
+    o.timing_log_level = f.timing_log_level;
+    o.timing_log_option = f.timing_log_option;
     o.global_batch_size = f.schedule.global_batch_size;
     o.rampup = f.rampup;
     o.train_iters = *f.schedule.train_iters;

@@ -51,6 +51,8 @@ struct TrainingFlags {
     bool log_rank_stats = false;  // ours: per-rank communication and optimizer memory
     std::string tensorboard_dir;
     std::string schedule_trace_dir;  // --schedule-trace-dir (ours)
+    int timing_log_level = 0;        // --timing-log-level
+    std::string timing_log_option = "minmax";
     // Checkpoints.
     std::optional<std::string> save, load;
     std::optional<int64_t> save_interval;

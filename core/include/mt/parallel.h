@@ -21,7 +21,8 @@ namespace mt {
 class Communicator;
 namespace train {
 class ScheduleTrace;
-}
+class Timers;
+}  // namespace train
 
 // One iteration's work for a schedule.
 struct ForwardBackward {
@@ -40,6 +41,7 @@ struct ForwardBackward {
     Communicator* pipeline = nullptr;       // the pipeline-parallel group; null: one stage
     bool forward_only = false;              // evaluation: forwards only, nothing kept
     train::ScheduleTrace* trace = nullptr;  // records each step's times when set
+    train::Timers* timers = nullptr;        // --timing-log-level's level-2 timers when set
 };
 
 class MT_API ParallelStrategy {

@@ -94,8 +94,9 @@ constexpr FlagRule kInprocessRestart = accept(
     "the run here");
 constexpr FlagRule kFaultTolerance =
     accept("NVIDIA's fault-tolerance package (internal): not used here");
-constexpr FlagRule kTimers =
-    accept("Megatron's detailed timers: megatron-train reports the iteration time only");
+constexpr FlagRule kTimers = accept(
+    "where or how Megatron's timers report: megatron-train prints them (--timing-log-level) "
+    "without a barrier before level-1 timers, and not to TensorBoard");
 constexpr FlagRule kWandb = accept("Weights & Biases logging: not available here (TensorBoard is)");
 constexpr FlagRule kDeprecatedIgnored = accept("deprecated: Megatron ignores it too");
 
@@ -609,10 +610,10 @@ constexpr CatalogueEntry kCatalogue[] = {
      accept("Megatron's progress.txt (tokens and FLOPs so far) in the checkpoint directory: a "
             "log file, not written here"),
      kTrainingOnly},
-    {"--timing-log-level", kTimers, kTrainingOnly},
+    {"--timing-log-level", kDefined, kTrainingOnly},
     {"--log-energy", accept("GPU energy in the log line: not measured here"), kTrainingOnly},
     {"--no-barrier-with-level-1-timing", kTimers, kTrainingOnly},
-    {"--timing-log-option", kTimers, kTrainingOnly},
+    {"--timing-log-option", kDefined, kTrainingOnly},
     {"--tensorboard-log-interval",
      accept("how often TensorBoard gets the iteration's scalars: megatron-train writes them "
             "every iteration"),

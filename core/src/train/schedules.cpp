@@ -9,6 +9,7 @@
 #include "mt/error.h"
 #include "mt/parallel.h"
 #include "mt/train/schedule_trace.h"
+#include "mt/train/timers.h"
 
 namespace mt {
 
@@ -30,6 +31,12 @@ auto traced(train::ScheduleTrace* trace, const char* phase, int64_t micro_batch,
     return fn();
 }
 
+// The next micro-batch, timed as Megatron's batch-generator.
+Batch next_batch(const ForwardBackward& w) {
+    train::Timers::Scope timed(w.timers, "batch-generator", 2);
+    return w.next_batch();
+}
+
 // One micro-batch's forward on this stage: its activations and its loss gradients (last stage).
 struct InFlight {
     std::unique_ptr<Activations> saved;
@@ -41,14 +48,19 @@ class NoPipelining final : public ParallelStrategy {
     std::string_view name() const override { return "no-pipelining"; }
     void forward_backward(const ForwardBackward& w) const override {
         for (int64_t m = 0; m < w.micro_batches; ++m) {
-            const Batch batch = w.next_batch();
+            const Batch batch = next_batch(w);
             std::unique_ptr<Activations> saved;
-            std::vector<Tensor> grads = traced(w.trace, "forward", m, [&] {
-                return w.loss_grads(
-                    w.model.forward(batch, w.dropout, w.forward_only ? nullptr : &saved));
-            });
+            std::vector<Tensor> grads;
+            {
+                train::Timers::Scope compute(w.timers, "forward-compute", 2);
+                grads = traced(w.trace, "forward", m, [&] {
+                    return w.loss_grads(
+                        w.model.forward(batch, w.dropout, w.forward_only ? nullptr : &saved));
+                });
+            }
             if (w.forward_only) continue;
             if (m == w.micro_batches - 1 && w.before_last_backward) w.before_last_backward();
+            train::Timers::Scope backward(w.timers, "backward-compute", 2);
             traced(w.trace, "backward", m, [&] { w.model.backward(grads, *saved); });
         }
     }
@@ -63,32 +75,41 @@ class OneForwardOneBackward final : public ParallelStrategy {
 // The stage's point-to-point exchanges with its neighbours (Megatron's p2p_communication).
 class StageLinks {
   public:
-    StageLinks(Communicator& pp, StageTensor io, train::ScheduleTrace* trace)
-        : pp_(pp), io_(std::move(io)), trace_(trace) {}
+    StageLinks(Communicator& pp, StageTensor io, train::ScheduleTrace* trace, train::Timers* timers)
+        : pp_(pp), io_(std::move(io)), trace_(trace), timers_(timers) {}
     // The micro-batch the next exchanges belong to (for the trace).
     void set_micro_batch(int64_t m) { micro_batch_ = m; }
     bool first() const { return pp_.rank() == 0; }
     bool last() const { return pp_.rank() == pp_.size() - 1; }
 
-    Tensor recv_forward() { return first() ? Tensor() : exchange({}, -1, pp_.rank() - 1); }
-    void send_forward(const Tensor& out) {
-        if (!last()) exchange(out, pp_.rank() + 1, -1);
+    // Megatron's p2p_communication functions, timed under their timers' names.
+    Tensor recv_forward() {
+        return first() ? Tensor() : exchange("forward-recv", {}, -1, pp_.rank() - 1);
     }
-    Tensor recv_backward() { return last() ? Tensor() : exchange({}, -1, pp_.rank() + 1); }
+    void send_forward(const Tensor& out) {
+        if (!last()) exchange("forward-send", out, pp_.rank() + 1, -1);
+    }
+    Tensor recv_backward() {
+        return last() ? Tensor() : exchange("backward-recv", {}, -1, pp_.rank() + 1);
+    }
     void send_backward(const Tensor& grad) {
-        if (!first()) exchange(grad, pp_.rank() - 1, -1);
+        if (!first()) exchange("backward-send", grad, pp_.rank() - 1, -1);
     }
     Tensor send_forward_recv_backward(const Tensor& out) {
-        return last() ? Tensor() : exchange(out, pp_.rank() + 1, pp_.rank() + 1);
+        return last() ? Tensor()
+                      : exchange("forward-send-backward-recv", out, pp_.rank() + 1, pp_.rank() + 1);
     }
     Tensor send_backward_recv_forward(const Tensor& grad) {
-        return first() ? Tensor() : exchange(grad, pp_.rank() - 1, pp_.rank() - 1);
+        return first()
+                   ? Tensor()
+                   : exchange("backward-send-forward-recv", grad, pp_.rank() - 1, pp_.rank() - 1);
     }
 
   private:
     // Sends `out` to `to` and receives a stage tensor from `from` (-1: none), both posted
     // before either is waited for.
-    Tensor exchange(const Tensor& out, int to, int from) {
+    Tensor exchange(const char* timer, const Tensor& out, int to, int from) {
+        train::Timers::Scope timed(timers_, timer, 2);
         return traced(trace_, "send/recv", micro_batch_,
                       [&] { return post_and_wait(out, to, from); });
     }
@@ -114,13 +135,14 @@ class StageLinks {
     Communicator& pp_;
     StageTensor io_;
     train::ScheduleTrace* trace_;
+    train::Timers* timers_;
     int64_t micro_batch_ = 0;
     Tensor sent_;  // alive while its send is in flight
 };
 
 void OneForwardOneBackward::forward_backward(const ForwardBackward& w) const {
     MT_CHECK(w.pipeline != nullptr, "1F1B needs the pipeline-parallel group");
-    StageLinks links(*w.pipeline, w.model.stage_tensor(w.micro_batch_size), w.trace);
+    StageLinks links(*w.pipeline, w.model.stage_tensor(w.micro_batch_size), w.trace, w.timers);
     const int64_t stages = w.pipeline->size(), stage = w.pipeline->rank();
     const int64_t m = w.micro_batches;
     // Forward-only (evaluation): each micro-batch goes through once, nothing kept.
@@ -131,9 +153,10 @@ void OneForwardOneBackward::forward_backward(const ForwardBackward& w) const {
 
     auto forward = [&](const Tensor& input) {
         const int64_t micro_batch = forwards++;
-        Batch batch = w.next_batch();
+        Batch batch = next_batch(w);
         if (!links.first()) batch[std::string(kStageInput)] = input;
         InFlight f;
+        train::Timers::Scope compute(w.timers, "forward-compute", 2);
         traced(w.trace, "forward", micro_batch, [&] {
             const Losses losses = w.model.forward(batch, w.dropout, &f.saved);
             if (links.last()) f.loss_grads = w.loss_grads(losses);
@@ -149,6 +172,7 @@ void OneForwardOneBackward::forward_backward(const ForwardBackward& w) const {
         const int64_t micro_batch = backwards++;
         if (!links.last()) f.saved->stage_output_grad = output_grad;
         if (backwards == m && w.before_last_backward) w.before_last_backward();
+        train::Timers::Scope compute(w.timers, "backward-compute", 2);
         traced(w.trace, "backward", micro_batch, [&] { w.model.backward(f.loss_grads, *f.saved); });
         links.set_micro_batch(micro_batch);  // its input gradient goes back next
         return links.first() ? Tensor() : f.saved->stage_input_grad;

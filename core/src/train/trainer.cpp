@@ -20,6 +20,7 @@
 #include "mt/train/log_lines.h"
 #include "mt/train/process_memory.h"
 #include "mt/train/schedule_trace.h"
+#include "mt/train/timers.h"
 
 namespace mt::train {
 
@@ -83,7 +84,8 @@ Trainer::Trainer(Model& model, optim::Optimizer& optimizer, optim::LrScheduler& 
       scheduler_(scheduler),
       options_(options),
       print_(std::move(print)),
-      dropout_(std::make_unique<nn::DropoutContext>()) {
+      dropout_(std::make_unique<nn::DropoutContext>()),
+      timers_(options_.timing_log_level, options_.timing_log_option) {
     MT_CHECK(options_.micro_batch_size > 0, "--micro-batch-size must be positive");
     MT_CHECK(options_.global_batch_size % options_.micro_batch_size == 0, "--global-batch-size (",
              options_.global_batch_size, ") must be a multiple of --micro-batch-size (",
@@ -137,11 +139,17 @@ void Trainer::finalize_grads() {
     // Megatron's _allreduce_word_embedding_grads, here before the data-parallel reduction (the
     // sum is the same, and a sharded optimizer then sees whole grads): tied word embeddings on
     // the first and last pipeline stage get the sum of both stages' grads.
-    if (parallel_ && parallel_->embedding() && parallel_->embedding()->size() > 1)
+    if (parallel_ && parallel_->embedding() && parallel_->embedding()->size() > 1) {
+        Timers::Scope timed(&timers_, "embedding-grads-all-reduce", 1);
         for (nn::Parameter* p : model_.parameters())
             if (p->tied_across_stages) parallel_->embedding()->all_reduce(p->grad, ReduceOp::sum);
-    if (grad_buffer_) grad_buffer_->finish_grad_sync();
+    }
+    if (grad_buffer_) {
+        Timers::Scope timed(&timers_, "all-grads-sync", 1);
+        grad_buffer_->finish_grad_sync();
+    }
     if (!parallel_ || parallel_->tp().size() == 1) return;
+    Timers::Scope timed(&timers_, "layernorm-grads-all-reduce", 1);
     // Norms on sequence shards saw part of the sequence on each rank, q/k norms part of the
     // heads: sum their grads over the tensor-parallel group (Megatron's
     // _allreduce_layernorm_grads), in one message.
@@ -263,6 +271,7 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     work.pipeline = pipeline_group();
     if (trace_) trace_->set_iteration(iteration_ + 1);
     work.trace = trace_.get();
+    work.timers = &timers_;
     work.next_batch = [&] {
         Batch batch;
         MT_CHECK(loader.next(batch), "the training data ran out after ", loader.consumed_samples(),
@@ -313,7 +322,10 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
         }
         return dterms;
     };
-    schedule_->forward_backward(work);
+    {
+        Timers::Scope timed(&timers_, "forward-backward", 1);
+        schedule_->forward_backward(work);
+    }
     model_.set_grad_ready_hook(nullptr);
     finalize_grads();
     accumulated.reduce(reporting_group());
@@ -334,16 +346,30 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
         return r;
     }
 
+    Timers::Scope optimizer(&timers_, "optimizer", 1);
     std::vector<Tensor> grads;
-    const double norm = grad_norm(grads);
+    double norm = 0;
+    {
+        Timers::Scope timed(&timers_, "optimizer-clip-main-grad", 1);
+        norm = grad_norm(grads);
+        MT_CHECK(!options_.check_for_nan || std::isfinite(norm),
+                 "NaN or Inf in the gradients at iteration ", iteration_ + 1);
+        if (options_.clip_grad > 0)
+            optim::clip_by_total_norm(backend, grads, options_.clip_grad, norm);
+    }
     r.grad_norm = norm;
-    MT_CHECK(!options_.check_for_nan || std::isfinite(norm),
-             "NaN or Inf in the gradients at iteration ", iteration_ + 1);
-    if (options_.clip_grad > 0) optim::clip_by_total_norm(backend, grads, options_.clip_grad, norm);
-    if (options_.log_num_zeros_in_grad) r.num_zeros = num_zeros_in_grad();
-
-    optimizer_.step(scheduler_.lr(), scheduler_.weight_decay(), decoupled_lr());
-    if (distributed_optimizer()) grad_buffer_->gather_params();
+    if (options_.log_num_zeros_in_grad) {
+        Timers::Scope timed(&timers_, "optimizer-count-zeros", 1);
+        r.num_zeros = num_zeros_in_grad();
+    }
+    {
+        Timers::Scope timed(&timers_, "optimizer-inner-step", 1);
+        optimizer_.step(scheduler_.lr(), scheduler_.weight_decay(), decoupled_lr());
+    }
+    if (distributed_optimizer()) {
+        Timers::Scope timed(&timers_, "params-all-gather", 1);
+        grad_buffer_->gather_params();
+    }
     if (options_.log_params_norm) r.params_norm = params_norm();
     scheduler_.step(global_batch * options_.sample_multiplier);
     return r;
@@ -465,6 +491,11 @@ StopReason Trainer::run_iterations(const data::SampleDataset& train_data,
                                             process_memory()));
                 memory_reported_ = true;
             }
+            // --timing-log-level: collective over the world, printed by the last rank.
+            const std::string timers =
+                timers_.log_string(training_log_timers(), double(options_.log_interval),
+                                   parallel_ ? &parallel_->world() : nullptr);
+            if (!timers.empty()) print_(timers);
             if (tensorboard_) {
                 tensorboard_->add_scalar("iteration-time",
                                          float(log.elapsed_ms_per_iteration / 1e3), iteration_);

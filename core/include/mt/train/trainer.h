@@ -20,6 +20,7 @@
 #include "mt/optim/grad_scaler.h"
 #include "mt/optim/lr_schedule.h"
 #include "mt/optim/optimizer.h"
+#include "mt/train/timers.h"
 
 namespace mt::io {
 class TensorBoardWriter;
@@ -69,6 +70,10 @@ struct TrainerOptions {
     // --schedule-trace-dir: each rank writes the training schedule it ran (forwards, backwards,
     // stage exchanges) to <dir>/schedule_rank<R>.json for chrome://tracing when train() ends.
     std::string schedule_trace_dir;
+    // --timing-log-level (0, 1, 2) and --timing-log-option (max, minmax, all): Megatron's timers,
+    // printed after each logged iteration line.
+    int timing_log_level = 0;
+    std::string timing_log_option = "minmax";
     // fp16 (or --loss-scale): Megatron's loss scaling; none: the loss is not scaled.
     std::optional<optim::GradScalerConfig> grad_scaler;
     uint64_t seed = 1234;  // dropout stream
@@ -214,6 +219,7 @@ class MT_API Trainer {
     std::unique_ptr<nn::DropoutContext> dropout_;
     std::unique_ptr<ParallelStrategy> schedule_;  // the pipeline schedule (set_parallel picks)
     std::unique_ptr<ScheduleTrace> trace_;        // with options_.schedule_trace_dir
+    Timers timers_;                               // --timing-log-level
     int64_t iteration_ = 0, consumed_train_ = 0, consumed_valid_ = 0;
     bool memory_reported_ = false;  // Megatron's report_memory runs once
     std::optional<optim::GradScaler> scaler_;
