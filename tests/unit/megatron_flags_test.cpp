@@ -234,9 +234,9 @@ TEST(MegatronFlags, ValuesAreCheckedAsArgparseChecksThem) {
     EXPECT_EQ(tool({"--lr", "1", "--optimizer-offload-fraction", "x"}), 2);
     EXPECT_NE(tool.err.find("invalid float value: 'x'"), std::string::npos) << tool.err;
     EXPECT_EQ(tool({"--lr", "1", "--optimizer-offload-fraction", "0.5"}), 0) << tool.err;
-    EXPECT_EQ(tool({"--lr", "1", "--timing-log-level", "3"}), 2);
-    EXPECT_NE(tool.err.find("argument --timing-log-level: invalid choice: '3' (choose from '0', "
-                            "'1', '2')"),
+    EXPECT_EQ(tool({"--lr", "1", "--empty-unused-memory-level", "3"}), 2);
+    EXPECT_NE(tool.err.find("argument --empty-unused-memory-level: invalid choice: '3' (choose "
+                            "from '0', '1', '2')"),
               std::string::npos)
         << tool.err;
     EXPECT_EQ(tool({"--lr", "1", "--cp-comm-type"}), 2);  // nargs '+': one value at least
