@@ -254,8 +254,8 @@ TEST(ParallelTraining, PipelineParallel) {
     check(four_layers, distributed);
 }
 
-// Uneven stages (--decoder-first/last-pipeline-num-layers) and TP2 x PP2 with sequence
-// parallelism.
+// Uneven stages (--decoder-first/last-pipeline-num-layers), TP2 x PP2 with sequence
+// parallelism, and PP2 x CP2.
 TEST(ParallelTraining, PipelineUnevenAndTensorParallel) {
     ModelArgs four_layers = gpt2_args();
     four_layers["num-layers"] = "4";
@@ -266,6 +266,13 @@ TEST(ParallelTraining, PipelineUnevenAndTensorParallel) {
     tp_pp.sequence_parallel = true;
     check(four_layers, tp_pp);
     check(llama_args(), pipeline(2, 2));
+    // PP2 x CP2: each stage's hidden states hold its two sequence chunks.
+    Layout pp_cp = pipeline(2);
+    pp_cp.cp = 2;
+    check(four_layers, pp_cp);
+    ModelArgs llama_four = llama_args();
+    llama_four["num-layers"] = "4";
+    check(llama_four, pp_cp);
 }
 
 }  // namespace
