@@ -252,6 +252,20 @@ TEST_F(ParallelTrain, PipelineParallelGivesTheOneProcessLosses) {
     }
 }
 
+// PP2 x CP2 at --seq-length 12: each stage's 6 tokens are its two chunks already (the hidden
+// states a stage receives are not split again).
+TEST_F(ParallelTrain, PipelineWithContextParallelGivesTheOneProcessLosses) {
+    const std::string flags = " --num-layers 4 --seq-length 12";
+    auto one = run_command(train(dir_, data_, 1, 1) + flags);
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    auto r = run_command(train(dir_, data_, 4, 1) + flags +
+                         " --pipeline-model-parallel-size 2 --context-parallel-size 2");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto got = losses(r.output);
+    EXPECT_EQ(got.size(), 6u) << r.output;
+    expect_same(got, losses(one.output), r.output);
+}
+
 // --schedule-trace-dir: each rank's Chrome trace shows 1F1B's order at PP2 (4 micro-batches):
 // the first stage warms up with one forward, the last alternates from the start; and
 // --timing-log-level 2 prints Megatron's timers with the pipeline's send/recv.

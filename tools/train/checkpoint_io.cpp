@@ -47,7 +47,7 @@ CheckpointState read_whole(CheckpointFormat& format, const std::filesystem::path
 void keep_stage_tensors(CheckpointState& state, Model& model) {
     std::set<std::string> names;
     for (const nn::Parameter* p : model.parameters()) {
-        const std::string& name = p->copy_of.empty() ? p->name : p->copy_of;
+        const std::string& name = p->stored_name();
         names.insert(name);
         names.insert(other_impl_name(name));
     }

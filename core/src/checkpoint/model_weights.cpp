@@ -13,7 +13,7 @@ void load_model_weights(const CheckpointState& state, Model& model, WeightLoad h
     for (const auto& [name, t] : state.model) tensors[name] = &t.local;
     for (nn::Parameter* p : model.parameters()) {
         // A pipeline stage's copy of a tied weight loads the original.
-        const std::string& name = p->copy_of.empty() ? p->name : p->copy_of;
+        const std::string& name = p->stored_name();
         auto it = tensors.find(name);
         if (it == tensors.end()) it = tensors.find(other_impl_name(name));
         MT_CHECK(it != tensors.end(), "the checkpoint has no model tensor '", p->name,

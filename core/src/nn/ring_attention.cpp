@@ -59,14 +59,16 @@ struct Exchange {
     }
 };
 
+// Posts send[i] to the next rank and receive[i] from the previous one, tagged first_tag + i
+// (exchanges in flight together need tags of their own).
 Exchange pass_on(const ContextParallel& cp, const std::vector<Tensor*>& send,
-                 const std::vector<Tensor*>& receive) {
+                 const std::vector<Tensor*>& receive, int first_tag = 0) {
     const int next = (cp.rank() + 1) % cp.size(),
               previous = (cp.rank() + cp.size() - 1) % cp.size();
     Exchange e;
     for (size_t i = 0; i < send.size(); ++i) {
-        e.requests.push_back(cp.group->irecv(*receive[i], previous, int(i)));
-        e.requests.push_back(cp.group->isend(*send[i], next, int(i)));
+        e.requests.push_back(cp.group->irecv(*receive[i], previous, first_tag + int(i)));
+        e.requests.push_back(cp.group->isend(*send[i], next, first_tag + int(i)));
     }
     return e;
 }
@@ -84,6 +86,7 @@ void ring_attention_forward(Backend& backend, const ContextParallel& cp, const T
     Tensor keys = k, values = v;
     Tensor part = backend.empty(out.shape(), out.dtype());
     Tensor part_lse = backend.empty(lse.shape(), lse.dtype());
+    Tensor q_later;  // the later-rank steps' queries, made at the first of them
     for (int i = 0; i < cp.size(); ++i) {
         Tensor next_keys, next_values;
         Exchange exchange;
@@ -100,8 +103,8 @@ void ring_attention_forward(Backend& backend, const ContextParallel& cp, const T
             backend.attention_forward(q, keys, values, config, part, part_lse);
             backend.attention_merge(out, lse, part, part_lse, 0, T);
         } else {
-            backend.attention_forward(second_half_twice(backend, q, 1), keys, values, config, part,
-                                      part_lse);
+            if (!q_later.defined()) q_later = second_half_twice(backend, q, 1);
+            backend.attention_forward(q_later, keys, values, config, part, part_lse);
             backend.attention_merge(out, lse, part, part_lse, T / 2, T);
         }
         exchange.wait();
@@ -130,6 +133,17 @@ void ring_attention_backward(Backend& backend, const ContextParallel& cp, const 
            step_dv = backend.empty(v.shape(), v.dtype());
     backend.fill(dq, 0.0);
     for (int i = 0; i < cp.size(); ++i) {
+        // The keys and values move on while this step works on them; their gradients so far
+        // follow after it. After the last step the gradients go home (the next rank owns the
+        // keys held then).
+        const bool last = i + 1 == cp.size();
+        Tensor next_keys, next_values;
+        Exchange keys_exchange;
+        if (!last) {
+            next_keys = backend.empty(k.shape(), k.dtype());
+            next_values = backend.empty(v.shape(), v.dtype());
+            keys_exchange = pass_on(cp, {&keys, &values}, {&next_keys, &next_values});
+        }
         const StepKind kind = step_kind(cp, i);
         const ops::AttentionConfig config = step_config(steps[size_t(i)], kind, B, T);
         if (kind == StepKind::later) {
@@ -150,22 +164,12 @@ void ring_attention_backward(Backend& backend, const ContextParallel& cp, const 
         backend.axpy(1.0f, step_dq, dq);  // the later steps' first half is zero
         backend.axpy(1.0f, step_dk, dkeys);
         backend.axpy(1.0f, step_dv, dvalues);
-        // The keys, values and their gradients so far move on; after the last step the
-        // gradients go home (the next rank owns the keys held then).
-        const bool last = i + 1 == cp.size();
-        Tensor next_keys, next_values;
         Tensor next_dkeys = backend.empty(k.shape(), k.dtype());
         Tensor next_dvalues = backend.empty(v.shape(), v.dtype());
-        Exchange exchange;
-        if (last) {
-            exchange = pass_on(cp, {&dkeys, &dvalues}, {&next_dkeys, &next_dvalues});
-        } else {
-            next_keys = backend.empty(k.shape(), k.dtype());
-            next_values = backend.empty(v.shape(), v.dtype());
-            exchange = pass_on(cp, {&keys, &values, &dkeys, &dvalues},
-                               {&next_keys, &next_values, &next_dkeys, &next_dvalues});
-        }
-        exchange.wait();
+        Exchange grads_exchange =
+            pass_on(cp, {&dkeys, &dvalues}, {&next_dkeys, &next_dvalues}, /*first_tag=*/2);
+        keys_exchange.wait();
+        grads_exchange.wait();
         keys = next_keys;
         values = next_values;
         dkeys = next_dkeys;

@@ -132,7 +132,7 @@ void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& pa
     for (size_t i = 0; i < params.size(); ++i) {
         const nn::Parameter& p = *params[i];
         // A pipeline stage's copy of a tied weight has the original's state.
-        auto it = find_either(by_name, p.copy_of.empty() ? p.name : p.copy_of);
+        auto it = find_either(by_name, p.stored_name());
         MT_CHECK(it != by_name.end(), "the checkpoint has no optimizer state for '", p.name, "'");
         auto into = [&](const Tensor& whole, const Tensor& buffer, std::vector<Tensor>& own) {
             Tensor to = sharded ? parts.grad_buffer->view(buffer, p) : own[i];
@@ -180,13 +180,6 @@ void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& pa
     parts.optimizer.set_config(config);
 }
 
-// Whether p's piece here is not a replica another rank writes: tensor rank 0's for a tensor
-// the tensor-parallel group replicates, any tensor rank's for a split one; never a pipeline
-// stage's copy of a tied weight (the first stage writes the original).
-bool tensor_main_replica(const nn::Parameter& p) {
-    return p.copy_of.empty() && (!replicated(p) || p.tp_rank == 0);
-}
-
 // Where p's piece lies in the whole parameter.
 std::vector<ShardBox> boxes_of(const nn::Parameter& p) {
     return replicated(p) ? shard_boxes(p.whole_shape, p.shard, 1, 0)
@@ -194,11 +187,11 @@ std::vector<ShardBox> boxes_of(const nn::Parameter& p) {
 }
 
 // The boxes of p's piece `local` (its value or a moment shaped like it) that this rank writes
-// of the run's main replica: data- and context-parallel rank 0's, tensor_main_replica.
+// of the run's main replica: data- and context-parallel rank 0's, of the pieces no other rank
+// writes (tensor rank 0's of a replicated tensor; never a pipeline stage's copy of a tied weight).
 std::vector<ShardedTensor> main_boxes(const TrainingParts& parts, const nn::Parameter& p,
                                       const Tensor& local) {
-    if ((parts.parallel && parts.parallel->dp_cp().rank() != 0) || !tensor_main_replica(p))
-        return {};
+    if ((parts.parallel && parts.parallel->dp_cp().rank() != 0) || p.counted_elsewhere()) return {};
     return replicated(p) ? piece_boxes(local, p.whole_shape, p.shard, 1, 0)
                          : piece_boxes(local, p.whole_shape, p.shard, p.tp_size, p.tp_rank);
 }
@@ -211,7 +204,7 @@ std::vector<OptimizerShard> own_shards(const TrainingParts& parts) {
     for (size_t i = 0; i < buffer.shard().size(); ++i) {
         const auto& piece = buffer.shard()[i];
         const nn::Parameter& p = *piece.param;
-        if (!tensor_main_replica(p)) continue;
+        if (p.counted_elsewhere()) continue;
         OptimizerShard s;
         s.name = p.name;
         s.global_shape = p.whole_shape;

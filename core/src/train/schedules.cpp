@@ -15,21 +15,31 @@ namespace mt {
 
 namespace {
 
-// Runs fn, recording it in the trace (when there is one) as `phase` of `micro_batch`.
-template <class Fn>
-auto traced(train::ScheduleTrace* trace, const char* phase, int64_t micro_batch, Fn&& fn) {
-    const auto begin = train::ScheduleTrace::Clock::now();
-    struct Record {
-        train::ScheduleTrace* trace;
-        const char* phase;
-        int64_t micro_batch;
-        train::ScheduleTrace::Clock::time_point begin;
-        ~Record() {
-            if (trace) trace->record(phase, micro_batch, begin, train::ScheduleTrace::Clock::now());
-        }
-    } record{trace, phase, micro_batch, begin};
-    return fn();
-}
+// One step of the schedule while alive: timed for --timing-log-level under Megatron's `timer`
+// and, with a trace, recorded as `phase` of `micro_batch`.
+class Step {
+  public:
+    using Clock = train::ScheduleTrace::Clock;
+    Step(train::Timers* timers, train::ScheduleTrace* trace, const char* timer, const char* phase,
+         int64_t micro_batch)
+        : timed_(timers, timer, 2),
+          trace_(trace),
+          phase_(phase),
+          micro_batch_(micro_batch),
+          begin_(Clock::now()) {}
+    ~Step() {
+        if (trace_) trace_->record(phase_, micro_batch_, begin_, Clock::now());
+    }
+    Step(const Step&) = delete;
+    Step& operator=(const Step&) = delete;
+
+  private:
+    train::Timers::Scope timed_;
+    train::ScheduleTrace* trace_;
+    const char* phase_;
+    int64_t micro_batch_;
+    Clock::time_point begin_;
+};
 
 // The next micro-batch, timed as Megatron's batch-generator.
 Batch next_batch(const ForwardBackward& w) {
@@ -52,16 +62,14 @@ class NoPipelining final : public ParallelStrategy {
             std::unique_ptr<Activations> saved;
             std::vector<Tensor> grads;
             {
-                train::Timers::Scope compute(w.timers, "forward-compute", 2);
-                grads = traced(w.trace, "forward", m, [&] {
-                    return w.loss_grads(
-                        w.model.forward(batch, w.dropout, w.forward_only ? nullptr : &saved));
-                });
+                Step step(w.timers, w.trace, "forward-compute", "forward", m);
+                grads = w.loss_grads(
+                    w.model.forward(batch, w.dropout, w.forward_only ? nullptr : &saved));
             }
             if (w.forward_only) continue;
             if (m == w.micro_batches - 1 && w.before_last_backward) w.before_last_backward();
-            train::Timers::Scope backward(w.timers, "backward-compute", 2);
-            traced(w.trace, "backward", m, [&] { w.model.backward(grads, *saved); });
+            Step step(w.timers, w.trace, "backward-compute", "backward", m);
+            w.model.backward(grads, *saved);
         }
     }
 };
@@ -109,11 +117,7 @@ class StageLinks {
     // Sends `out` to `to` and receives a stage tensor from `from` (-1: none), both posted
     // before either is waited for.
     Tensor exchange(const char* timer, const Tensor& out, int to, int from) {
-        train::Timers::Scope timed(timers_, timer, 2);
-        return traced(trace_, "send/recv", micro_batch_,
-                      [&] { return post_and_wait(out, to, from); });
-    }
-    Tensor post_and_wait(const Tensor& out, int to, int from) {
+        Step step(timers_, trace_, timer, "send/recv", micro_batch_);
         Tensor in;
         std::unique_ptr<CommRequest> receiving, sending;
         if (from >= 0) {
@@ -156,11 +160,11 @@ void OneForwardOneBackward::forward_backward(const ForwardBackward& w) const {
         Batch batch = next_batch(w);
         if (!links.first()) batch[std::string(kStageInput)] = input;
         InFlight f;
-        train::Timers::Scope compute(w.timers, "forward-compute", 2);
-        traced(w.trace, "forward", micro_batch, [&] {
+        {
+            Step step(w.timers, w.trace, "forward-compute", "forward", micro_batch);
             const Losses losses = w.model.forward(batch, w.dropout, &f.saved);
             if (links.last()) f.loss_grads = w.loss_grads(losses);
-        });
+        }
         Tensor output = links.last() ? Tensor() : f.saved->stage_output;
         if (!w.forward_only) in_flight.push_back(std::move(f));
         links.set_micro_batch(micro_batch);  // its output goes out next
@@ -172,8 +176,10 @@ void OneForwardOneBackward::forward_backward(const ForwardBackward& w) const {
         const int64_t micro_batch = backwards++;
         if (!links.last()) f.saved->stage_output_grad = output_grad;
         if (backwards == m && w.before_last_backward) w.before_last_backward();
-        train::Timers::Scope compute(w.timers, "backward-compute", 2);
-        traced(w.trace, "backward", micro_batch, [&] { w.model.backward(f.loss_grads, *f.saved); });
+        {
+            Step step(w.timers, w.trace, "backward-compute", "backward", micro_batch);
+            w.model.backward(f.loss_grads, *f.saved);
+        }
         links.set_micro_batch(micro_batch);  // its input gradient goes back next
         return links.first() ? Tensor() : f.saved->stage_input_grad;
     };

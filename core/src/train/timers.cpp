@@ -1,5 +1,6 @@
 #include "mt/train/timers.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 
@@ -23,66 +24,54 @@ void Timers::add(const char* name, int level, Clock::time_point begin) {
 std::string Timers::log_string(const std::vector<std::string>& names, double normalizer,
                                Communicator* world) {
     if (level_ == 0) return {};
-    // Each rank's times (0: not timed here), then min and max over the ranks that timed.
-    std::vector<double> mine(names.size(), 0.0);
-    for (size_t i = 0; i < names.size(); ++i)
-        if (auto it = elapsed_ms_.find(names[i]); it != elapsed_ms_.end()) mine[i] = it->second;
+    // Every rank's times (0: not timed there) side by side, summed over the ranks: each rank
+    // fills its own row.
+    const size_t n = names.size();
+    const int ranks = world ? world->size() : 1, rank = world ? world->rank() : 0;
+    std::vector<double> all(size_t(ranks) * n, 0.0);
+    for (size_t i = 0; i < n; ++i)
+        if (auto it = elapsed_ms_.find(names[i]); it != elapsed_ms_.end())
+            all[size_t(rank) * n + i] = it->second / normalizer;
     elapsed_ms_.clear();
-    std::vector<double> lo(mine), hi(mine);
-    for (double& v : lo)
-        if (v <= 0) v = std::numeric_limits<double>::infinity();
-    std::vector<std::vector<double>> per_rank;
-    if (world && world->size() > 1) {
-        parallel::all_reduce_values(*world, lo, ReduceOp::min);
-        parallel::all_reduce_values(*world, hi, ReduceOp::max);
-        if (option_ == "all") {
-            per_rank.assign(size_t(world->size()), std::vector<double>(names.size(), 0.0));
-            std::vector<double> flat(size_t(world->size()) * names.size(), 0.0);
-            for (size_t i = 0; i < names.size(); ++i)
-                flat[size_t(world->rank()) * names.size() + i] = mine[i];
-            parallel::all_reduce_values(*world, flat, ReduceOp::sum);
-            for (size_t r = 0; r < per_rank.size(); ++r)
-                for (size_t i = 0; i < names.size(); ++i)
-                    per_rank[r][i] = flat[r * names.size() + i];
-        }
-    } else if (option_ == "all") {
-        per_rank.push_back(mine);
-    }
-    std::string out;
-    char line[160];
+    if (ranks > 1) parallel::all_reduce_values(*world, all, ReduceOp::sum);
+
     auto padded = [](const std::string& name) {
         std::string s = name + " ";
         if (s.size() < 48) s.append(48 - s.size(), '.');
         return s;
     };
-    if (option_ == "all") {
-        out = "times across ranks (ms):";
-        for (size_t i = 0; i < names.size(); ++i) {
-            if (hi[i] <= 0) continue;
-            out += "\n  " + names[i] + ":";
-            for (size_t r = 0; r < per_rank.size(); ++r) {
-                if (per_rank[r][i] <= 0) continue;
-                std::snprintf(line, sizeof line, "\n     rank %2zu: %.2f", r,
-                              per_rank[r][i] / normalizer);
-                out += line;
+    std::string out;
+    char line[160];
+    for (size_t i = 0; i < n; ++i) {
+        // Megatron's min and max over the ranks that timed it.
+        double lo = std::numeric_limits<double>::infinity(), hi = 0;
+        for (int r = 0; r < ranks; ++r)
+            if (const double t = all[size_t(r) * n + i]; t > 0) {
+                lo = std::min(lo, t);
+                hi = std::max(hi, t);
             }
+        if (hi <= 0) continue;
+        if (option_ == "all") {
+            out += "\n  " + names[i] + ":";
+            for (int r = 0; r < ranks; ++r)
+                if (const double t = all[size_t(r) * n + i]; t > 0) {
+                    std::snprintf(line, sizeof line, "\n     rank %2d: %.2f", r, t);
+                    out += line;
+                }
+        } else if (option_ == "max") {
+            std::snprintf(line, sizeof line, "\n    %s: %.2f", padded(names[i]).c_str(), hi);
+            out += line;
+        } else {
+            std::snprintf(line, sizeof line, "\n    %s: (%.2f, %.2f)", padded(names[i]).c_str(), lo,
+                          hi);
+            out += line;
         }
-        return hi == std::vector<double>(names.size(), 0.0) ? std::string() : out;
     }
-    out = option_ == "max" ? "max time across ranks (ms):" : "(min, max) time across ranks (ms):";
-    bool any = false;
-    for (size_t i = 0; i < names.size(); ++i) {
-        if (hi[i] <= 0) continue;
-        any = true;
-        if (option_ == "max")
-            std::snprintf(line, sizeof line, "\n    %s: %.2f", padded(names[i]).c_str(),
-                          hi[i] / normalizer);
-        else
-            std::snprintf(line, sizeof line, "\n    %s: (%.2f, %.2f)", padded(names[i]).c_str(),
-                          lo[i] / normalizer, hi[i] / normalizer);
-        out += line;
-    }
-    return any ? out : std::string();
+    if (out.empty()) return {};
+    const char* title = option_ == "all"   ? "times across ranks (ms):"
+                        : option_ == "max" ? "max time across ranks (ms):"
+                                           : "(min, max) time across ranks (ms):";
+    return title + out;
 }
 
 const std::vector<std::string>& training_log_timers() {

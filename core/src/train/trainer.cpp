@@ -47,6 +47,28 @@ std::pair<double, double> masked_sums(Backend& backend, const Tensor& losses, co
     return {backend.dot(backend.contiguous(losses), mask), backend.sum(mask)};
 }
 
+// Adds a micro-batch's terms to `accumulated`; returns each term's mask count (its tokens).
+std::vector<double> accumulate(LossAccumulator& accumulated, Backend& backend,
+                               const Losses& losses) {
+    std::vector<double> counts;
+    for (const LossTerm& term : losses) {
+        auto [sum, count] = masked_sums(backend, term.values, term.mask);
+        accumulated.add(term, sum, count);
+        counts.push_back(count);
+    }
+    return counts;
+}
+
+// The loader's micro-batches one after another; an mt::Error when the `what` data runs out.
+std::function<Batch()> batches_of(data::PretrainingLoader& loader, std::string what) {
+    return [&loader, what = std::move(what)] {
+        Batch batch;
+        MT_CHECK(loader.next(batch), "the ", what, " data ran out after ",
+                 loader.consumed_samples(), " samples");
+        return batch;
+    };
+}
+
 }  // namespace
 
 int64_t current_global_batch_size(const TrainerOptions& o, int64_t consumed) {
@@ -192,7 +214,7 @@ double Trainer::grad_norm(std::vector<Tensor>& grads) const {
     std::vector<Tensor> counted;
     for (nn::Parameter* p : optimizer_.parameters()) {
         grads.push_back(p->grad);
-        if (!p->tensor_parallel_duplicate() && p->copy_of.empty()) counted.push_back(p->grad);
+        if (!p->counted_elsewhere()) counted.push_back(p->grad);
     }
     const double local = optim::global_l2_norm(optimizer_.backend(), counted);
     return std::sqrt(model_parallel_sum(local * local, distributed_optimizer()));
@@ -213,7 +235,7 @@ double Trainer::model_parallel_sum(double local, bool data_parallel) const {
 int64_t Trainer::num_zeros_in_grad() const {
     int64_t zeros = 0;
     for (nn::Parameter* p : optimizer_.parameters()) {
-        if (p->tensor_parallel_duplicate() || !p->copy_of.empty()) continue;
+        if (p->counted_elsewhere()) continue;
         zeros += optimizer_.backend().count_zeros(optimizer_.backend().contiguous(p->grad));
     }
     return int64_t(model_parallel_sum(double(zeros), distributed_optimizer()));
@@ -229,7 +251,7 @@ double Trainer::params_norm() const {
             masters[optimizer_.parameters()[i]] = optimizer_.masters()[i];
     std::vector<Tensor> counted;
     for (nn::Parameter* p : model_.parameters()) {
-        if (p->tensor_parallel_duplicate() || !p->copy_of.empty()) continue;
+        if (p->counted_elsewhere()) continue;
         auto it = masters.find(p);
         counted.push_back(it != masters.end() ? it->second : p->value);
     }
@@ -272,12 +294,7 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     if (trace_) trace_->set_iteration(iteration_ + 1);
     work.trace = trace_.get();
     work.timers = &timers_;
-    work.next_batch = [&] {
-        Batch batch;
-        MT_CHECK(loader.next(batch), "the training data ran out after ", loader.consumed_samples(),
-                 " samples");
-        return batch;
-    };
+    work.next_batch = batches_of(loader, "training");
     // Grads are final in the last micro-batch's backward: data parallelism may start reducing
     // them then (Megatron's no_sync for the others). Weights tied across pipeline stages wait
     // for finalize_grads, which first sums them over the stages.
@@ -288,12 +305,7 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
             });
     };
     work.loss_grads = [&](const Losses& losses) {
-        std::vector<double> counts;
-        for (const LossTerm& term : losses) {
-            auto [sum, count] = masked_sums(backend, term.values, term.mask);
-            accumulated.add(term, sum, count);
-            counts.push_back(count);
-        }
+        std::vector<double> counts = accumulate(accumulated, backend, losses);
         // Context parallelism: each rank holds part of every sequence; the micro-batch's mean
         // is over all of its tokens (the ranks' gradients are summed like data parallelism's).
         if (context_parallel()) parallel::all_reduce_values(parallel_->cp(), counts, ReduceOp::sum);
@@ -554,17 +566,9 @@ NamedLosses Trainer::evaluate(const data::SampleDataset& dataset, int64_t& consu
     work.micro_batch_size = options_.micro_batch_size;
     work.pipeline = pipeline_group();
     work.forward_only = true;
-    work.next_batch = [&] {
-        Batch batch;
-        MT_CHECK(loader.next(batch), "the ", data::split_name(dataset.split()),
-                 " data ran out after ", loader.consumed_samples(), " samples");
-        return batch;
-    };
+    work.next_batch = batches_of(loader, data::split_name(dataset.split()));
     work.loss_grads = [&](const Losses& losses) {
-        for (const LossTerm& term : losses) {
-            auto [sum, count] = masked_sums(backend, term.values, term.mask);
-            accumulated.add(term, sum, count);
-        }
+        accumulate(accumulated, backend, losses);
         return std::vector<Tensor>{};
     };
     schedule_->forward_backward(work);

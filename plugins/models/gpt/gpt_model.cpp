@@ -172,10 +172,12 @@ StageTensor GptModel::stage_tensor(int64_t micro_batch_size) const {
 
 Losses GptModel::forward(const Batch& given, nn::DropoutContext& dropout,
                          std::unique_ptr<Activations>* saved) {
-    // Context parallelism: this rank's two chunks of every field along the sequence.
-    Batch batch;
-    for (const auto& [key, value] : given)
-        batch[key] = value.dim() >= 2 ? nn::context_parallel_slice(cp_, value) : value;
+    // Context parallelism: this rank's two chunks of the per-token fields (a previous pipeline
+    // stage's hidden states are this rank's chunks already).
+    Batch batch = given;
+    for (const char* key : {"tokens", "labels", "loss_mask", "position_ids"})
+        if (auto it = batch.find(key); it != batch.end())
+            it->second = nn::context_parallel_slice(cp_, it->second);
     const Tensor& tokens = batch_entry(batch, "tokens", "GptModel");
     const Tensor& labels = batch_entry(batch, "labels", "GptModel");
     MT_CHECK(tokens.dim() == 2, "GptModel: tokens must be [B, T], got ", tokens.describe());
@@ -204,7 +206,7 @@ Losses GptModel::forward(const Batch& given, nn::DropoutContext& dropout,
     if (embedding_) {
         h = embedding_->forward(tokens, dropout, acts ? &acts->embedding : nullptr, positions);
     } else {
-        h = batch_entry(given, kStageInput, "GptModel (a pipeline stage after the first)");
+        h = batch_entry(batch, kStageInput, "GptModel (a pipeline stage after the first)");
         MT_CHECK(h.shape() == stage_tensor(B).shape,
                  "GptModel: the previous stage's hidden states ", h.describe(), " are not ",
                  shape_str(stage_tensor(B).shape));

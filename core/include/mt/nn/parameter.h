@@ -39,11 +39,14 @@ struct Parameter {
     // from the original's tensors.
     std::string copy_of;
 
-    // A replicated copy held by another tensor-parallel rank too: counted once (on rank 0) in
-    // the grad norm, as Megatron's param_is_not_tensor_parallel_duplicate.
-    bool tensor_parallel_duplicate() const {
-        return tp_rank != 0 && shard.kind == ShardSpec::Kind::replicated;
+    // A copy whose values another rank counts: a replicated tensor on a tensor-parallel rank
+    // other than 0 (Megatron's param_is_not_tensor_parallel_duplicate), or a pipeline stage's
+    // copy of a tied weight (param.shared). Norms and zero counts skip it.
+    bool counted_elsewhere() const {
+        return !copy_of.empty() || (tp_rank != 0 && shard.kind == ShardSpec::Kind::replicated);
     }
+    // The name its tensors are stored under in checkpoints: a copy loads its original's.
+    const std::string& stored_name() const { return copy_of.empty() ? name : copy_of; }
 };
 
 // A parameter of `whole_shape` and `dtype` with zero value and zero grad on `backend` (the
