@@ -151,14 +151,18 @@ std::string shell_quote(const fs::path& path) {
     return "'" + path.string() + "'";
 }
 
+std::string tiny_gpt2_tokenizer_flags() {
+    const fs::path vocab = fixtures_dir() / "gpt2-tiny";
+    return " --tokenizer-type GPT2BPETokenizer --vocab-file " + shell_quote(vocab / "vocab.json") +
+           " --merge-file " + shell_quote(vocab / "merges.txt");
+}
+
 std::string tiny_gpt2_dataset(const TempDir& dir, const std::string& jsonl) {
     write_file(dir / "corpus.jsonl", jsonl);
-    const fs::path vocab = fixtures_dir() / "gpt2-tiny";
-    RunResult r = run_command(
-        tool_path("megatron-preprocess").string() + " --input " +
-        shell_quote(dir / "corpus.jsonl") + " --output-prefix " + shell_quote(dir / "corpus") +
-        " --tokenizer-type GPT2BPETokenizer --vocab-file " + shell_quote(vocab / "vocab.json") +
-        " --merge-file " + shell_quote(vocab / "merges.txt") + " --append-eod");
+    RunResult r =
+        run_command(tool_path("megatron-preprocess").string() + " --input " +
+                    shell_quote(dir / "corpus.jsonl") + " --output-prefix " +
+                    shell_quote(dir / "corpus") + tiny_gpt2_tokenizer_flags() + " --append-eod");
     EXPECT_EQ(r.exit_code, 0) << r.output;
     return (dir / "corpus_text_document").string();
 }

@@ -61,5 +61,7 @@ std::string shell_quote(const std::filesystem::path& path);
 // GPT-2 tiny vocabulary (tests/fixtures/gpt2-tiny) and --append-eod; returns the dataset prefix
 // <dir>/corpus_text_document.
 std::string tiny_gpt2_dataset(const TempDir& dir, const std::string& jsonl);
+// " --tokenizer-type GPT2BPETokenizer --vocab-file ... --merge-file ..." of that vocabulary.
+std::string tiny_gpt2_tokenizer_flags();
 
 }  // namespace mt::test

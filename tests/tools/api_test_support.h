@@ -23,17 +23,19 @@
 namespace mt::test {
 
 // megatron-generate with no mode flag (the REST server, Megatron's default) on --port 0, its
-// port read from "Serving on http://127.0.0.1:PORT". `env` ("NAME=value ...") is set for it only.
+// port read from "Serving on http://127.0.0.1:PORT". `env` ("NAME=value ...") is set for it only;
+// `launcher` (an mpiexec command line) starts it as a job of several ranks.
 class ApiServerProcess {
   public:
-    explicit ApiServerProcess(const std::string& model_flags, const std::string& env = "") {
+    explicit ApiServerProcess(const std::string& model_flags, const std::string& env = "",
+                              const std::string& launcher = "") {
         int out[2];
         if (pipe(out) != 0) return;
         pid_ = fork();
         if (pid_ == 0) {
             dup2(out[1], STDOUT_FILENO);
             close(out[0]);
-            const std::string cmd = "exec env " + env + " " +
+            const std::string cmd = "exec env " + env + " " + launcher + " " +
                                     shell_quote(tool_path("megatron-generate")) + " " +
                                     model_flags + " --port 0 --host 127.0.0.1";
             execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));

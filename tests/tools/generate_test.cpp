@@ -201,10 +201,7 @@ TEST(GenerateTool, GeneratesFromAMegatronTrainCheckpoint) {
         jsonl +=
             "{\"text\": \"Document " + std::to_string(d) + " says hello and then goodbye.\"}\n";
     const std::string data = mt::test::tiny_gpt2_dataset(dir, jsonl);
-    const fs::path vocab = mt::test::fixtures_dir() / "gpt2-tiny";
-    const std::string tokenizer = " --tokenizer-type GPT2BPETokenizer --vocab-file " +
-                                  shell_quote(vocab / "vocab.json") + " --merge-file " +
-                                  shell_quote(vocab / "merges.txt");
+    const std::string tokenizer = mt::test::tiny_gpt2_tokenizer_flags();
     auto train = run_command(
         shell_quote(tool_path("megatron-train")) +
         " --num-layers 2 --hidden-size 16 --num-attention-heads 2 --seq-length 32"

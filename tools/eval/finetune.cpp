@@ -333,19 +333,12 @@ std::vector<EpochAccuracy> finetune(const FinetuneFlags& flags, const ModelFamil
                                     const ModelArgs& model_args,
                                     const std::vector<FlagInfo>& model_flags) {
     auto run = std::make_unique<parallel::ParallelState>(
-        parallel::make_world_communicator(Registry::global(), "cpu"), flags.training.parallel);
+        parallel::make_world_communicator(Registry::global(), "cpu"),
+        train_tool::parallel_config(flags.training, model_args));
     std::vector<EpochAccuracy> results;
-    try {
+    parallel::run_on_ranks(run->world(), [&] {
         results = run_finetune(flags, family, model_args, model_flags, *run);
-    } catch (const std::exception& e) {
-        // An error on one rank stops every rank instead of leaving the others waiting.
-        if (run->world().size() > 1) {
-            std::fprintf(stderr, "error: rank %d: %s\n", run->world().rank(), e.what());
-            std::fflush(stderr);
-            run->world().abort(1);
-        }
-        throw;
-    }
+    });
     if (!flags.output_json.empty() && run->world().rank() == run->world().size() - 1) {
         io::AtomicFile file(flags.output_json);
         file.stream() << finetune_json(flags, std::stoll(model_args.at("seq-length")), results);

@@ -15,7 +15,10 @@
 #include "mt/cli/tool.h"
 #include "mt/error.h"
 #include "mt/infer/model_loader.h"
+#include "mt/infer/model_parallel_inference.h"
 #include "mt/io/atomic_file.h"
+#include "mt/parallel/parallel_state.h"
+#include "mt/parallel/world.h"
 #include "mt/progress.h"
 #include "mt/registry.h"
 #include "results.h"
@@ -44,7 +47,8 @@ struct TaskFlags {
     // Zero-shot: from the training flags.
     std::string load, ckpt_format;
     int64_t micro_batch_size = 1, log_interval = 100;
-    mt::DType params_dtype = mt::DType::f32;  // --bf16 / --fp16
+    mt::DType params_dtype = mt::DType::f32;         // --bf16 / --fp16
+    int tensor_parallel = 1, pipeline_parallel = 1;  // the model split over an mpirun job's ranks
 };
 
 // `load_required`: a zero-shot task evaluates the model of --load.
@@ -130,15 +134,16 @@ void report(const TaskFlags& f, const mt::eval::EvalSettings& settings, const Re
     std::printf("done :-)\n");
 }
 
-int run(const TaskFlags& f, const mt::cli::TokenizerFlags& tf, const mt::ModelFamily& family,
-        const mt::ModelArgs& model_args) {
+// Rank 0's evaluation (the model split over `ranks` led from here when they are several).
+int evaluate(const TaskFlags& f, const mt::cli::TokenizerFlags& tf, const mt::ModelFamily& family,
+             const mt::ModelArgs& model_args, const mt::parallel::ParallelState& ranks) {
     const std::string path = check_task_and_data(f);
     std::optional<mt::infer::LoadedModel> loaded;
     auto load = [&] {
         std::printf("building %s model ...\n", std::string(family.name()).c_str());
         std::fflush(stdout);
         loaded = mt::infer::load_for_inference(mt::Registry::global(), family, f.load, model_args,
-                                               f.ckpt_format, f.params_dtype);
+                                               f.ckpt_format, f.params_dtype, &ranks);
         std::printf(" loaded checkpoint from %s (%s format) at iteration %lld\n", f.load.c_str(),
                     loaded->format.c_str(), static_cast<long long>(loaded->iteration));
     };
@@ -171,12 +176,15 @@ int run(const TaskFlags& f, const mt::cli::TokenizerFlags& tf, const mt::ModelFa
              tokenizer->vocab_size(), " tokens) is larger than the model's (", vocab, ")");
     const mt::eval::EvalSettings settings{
         f.task, path, f.load, seq_length, f.overlapping_eval, f.strict_lambada};
+    std::optional<mt::infer::ModelParallelLeader> leader;
+    if (ranks.world().size() > 1) leader.emplace(*loaded->model, ranks.world());
+    mt::Model& model = leader ? static_cast<mt::Model&>(*leader) : *loaded->model;
 
     if (wiki) {
         const mt::eval::LmWindows windows(wiki->tokens, seq_length, tokenizer->eod(),
                                           f.overlapping_eval);
         const double loss = score_all(
-            f, *loaded->model, windows.size(), [&](int64_t i) { return windows.window(i); },
+            f, model, windows.size(), [&](int64_t i) { return windows.window(i); },
             mt::eval::Metric::loss);
         report(f, settings,
                mt::eval::perplexity_result(loss, wiki->num_original_tokens,
@@ -186,11 +194,30 @@ int run(const TaskFlags& f, const mt::cli::TokenizerFlags& tf, const mt::ModelFa
             mt::eval::lambada_sequences(lambada, seq_length, tokenizer->eod(), path);
         const int64_t count = int64_t(sequences.size());
         const double correct = score_all(
-            f, *loaded->model, count, [&](int64_t i) { return sequences[size_t(i)]; },
+            f, model, count, [&](int64_t i) { return sequences[size_t(i)]; },
             mt::eval::Metric::accuracy);
         report(f, settings, mt::eval::accuracy_result(int64_t(correct), count));
     }
     return 0;
+}
+
+// The zero-shot evaluation on every rank of the job: rank 0 evaluates, the others hold their
+// parts of the model and follow.
+int run(const TaskFlags& f, const mt::cli::TokenizerFlags& tf, const mt::ModelFamily& family,
+        const mt::ModelArgs& model_args) {
+    auto ranks = mt::infer::inference_ranks(f.tensor_parallel, f.pipeline_parallel);
+    int status = 0;
+    mt::parallel::run_on_ranks(ranks->world(), [&] {
+        if (ranks->world().rank() == 0) {
+            status = evaluate(f, tf, family, model_args, *ranks);
+            return;
+        }
+        auto loaded =
+            mt::infer::load_for_inference(mt::Registry::global(), family, f.load, model_args,
+                                          f.ckpt_format, f.params_dtype, ranks.get());
+        mt::infer::follow_leader(*loaded.model, ranks->world());
+    });
+    return status;
 }
 
 // The finetuning flags from the parsed ones.
@@ -259,6 +286,8 @@ int main(int argc, char** argv) {
                 // An explicit --ckpt-format names the format of --load; else it is detected.
                 if (!vm["ckpt-format"].defaulted()) flags.ckpt_format = training.ckpt_format;
                 flags.params_dtype = mt::cli::params_dtype_from(vm);
+                flags.tensor_parallel = training.parallel.tensor_parallel;
+                flags.pipeline_parallel = training.parallel.pipeline_parallel;
                 return run(flags, tokenizer, family,
                            mt::cli::collect_model_args(vm, family.flags(), false));
             };

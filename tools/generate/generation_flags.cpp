@@ -42,6 +42,10 @@ po::options_description generation_flags(GenerationFlags& f) {
         "serve Megatron's REST API (PUT /api) on this port (0: any); the mode when no other is "
         "asked for, as run_text_generation_server.py")(
         "host", po::value(&f.host)->default_value("0.0.0.0"), "address the server listens on")(
+        "tensor-model-parallel-size", po::value(&f.tensor_parallel)->default_value(1),
+        "ranks each layer's weights are split over (under mpirun; rank 0 serves or prints)")(
+        "pipeline-model-parallel-size", po::value(&f.pipeline_parallel)->default_value(1),
+        "pipeline stages the layers are split over (under mpirun)")(
         "num-tokens-to-generate", po::value<int64_t>(),
         "the name Megatron's generation scripts give --out-seq-length")(
         "max-batch-size", po::value<int64_t>(),

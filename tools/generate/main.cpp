@@ -10,17 +10,19 @@
 #include "mt/cli/flags.h"
 #include "mt/cli/tool.h"
 #include "mt/infer/model_loader.h"
+#include "mt/infer/model_parallel_inference.h"
+#include "mt/parallel/parallel_state.h"
+#include "mt/parallel/world.h"
 #include "mt/registry.h"
 
 namespace {
 
 using namespace mt::generate_tool;
 
-int generate(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
-             const mt::ModelFamily& family, const mt::ModelArgs& overrides) {
+// Rank 0's part of the work: the tokenizer and the chosen mode over `model`.
+void lead(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
+          const mt::ModelFamily& family, const mt::infer::LoadedModel& loaded, mt::Model& model) {
     mt::Registry& registry = mt::Registry::global();
-    mt::infer::LoadedModel loaded = mt::infer::load_for_inference(
-        registry, family, flags.load, overrides, flags.ckpt_format, flags.params_dtype);
     // --use-checkpoint-args: the checkpoint's tokenizer when the flags name none.
     auto tokenizer =
         mt::infer::tokenizer_for(registry, tf.type, tf.options, flags.load, loaded.checkpoint_args,
@@ -28,12 +30,12 @@ int generate(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
     std::printf(" loaded %s checkpoint from %s at iteration %lld\n", loaded.format.c_str(),
                 flags.load.c_str(), static_cast<long long>(loaded.iteration));
     std::fflush(stdout);
-    TextGenerator generator(*loaded.model, *tokenizer, flags.seed);
+    TextGenerator generator(model, *tokenizer, flags.seed);
     CliSettings s;
     s.base.sampling = flags.sampling;
     s.base.logprobs = flags.return_log_probs;
     s.out_seq_length = flags.out_seq_length;
-    s.max_positions = loaded.model->max_positions();
+    s.max_positions = model.max_positions();
     if (!flags.prompts.empty())
         run_prompts(generator, s, flags.prompts, std::cout);
     else if (!flags.sample_input_file.empty())
@@ -46,6 +48,20 @@ int generate(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
         run_interactive(generator, s, std::cin, std::cout);
     else  // run_text_generation_server.py
         serve_api(generator, flags.host, flags.port);
+}
+
+int generate(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
+             const mt::ModelFamily& family, const mt::ModelArgs& overrides) {
+    // Under mpirun each rank loads its part of the model; rank 0 leads, the others follow.
+    auto ranks = mt::infer::inference_ranks(flags.tensor_parallel, flags.pipeline_parallel);
+    mt::parallel::run_on_ranks(ranks->world(), [&] {
+        mt::infer::LoadedModel loaded =
+            mt::infer::load_for_inference(mt::Registry::global(), family, flags.load, overrides,
+                                          flags.ckpt_format, flags.params_dtype, ranks.get());
+        mt::infer::lead_or_follow(ranks->world(), *loaded.model, [&](mt::Model& model) {
+            lead(flags, tf, family, loaded, model);
+        });
+    });
     return 0;
 }
 

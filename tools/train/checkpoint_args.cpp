@@ -107,6 +107,9 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
     set_arg(a, "tensor_model_parallel_size", int64_t(p.tensor_parallel));
     set_arg(a, "pipeline_model_parallel_size", int64_t(p.pipeline_parallel));
     set_arg(a, "context_parallel_size", int64_t(p.context_parallel));
+    const int virtual_stages = run.config().virtual_stages;
+    set_arg(a, "virtual_pipeline_model_parallel_size",
+            virtual_stages > 1 ? ArgValue{int64_t(virtual_stages)} : ArgValue{});
     set_arg(a, "data_parallel_size", int64_t(run.dp().size()));
     set_arg(a, "world_size", int64_t(run.world().size()));
     set_arg(a, "sequence_parallel", f.sequence_parallel);

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "mt/checkpoint/format_detection.h"
+#include "mt/checkpoint/model_weights.h"
 #include "mt/checkpoint/reshard.h"
 #include "mt/error.h"
 #include "mt/nn/parameter.h"
@@ -40,23 +41,6 @@ CheckpointState read_whole(CheckpointFormat& format, const std::filesystem::path
     for (int64_t tp = 0; tp < layout.tensor_parallel; ++tp)
         pieces.push_back(format.load_rank(dir, tp, 0));
     return join_tensor_parallel(pieces, params);
-}
-
-// A pipeline stage takes its own layers (and the tied word embeddings its output layer copies)
-// of a whole checkpoint; the other stages take the rest.
-void keep_stage_tensors(CheckpointState& state, Model& model) {
-    std::set<std::string> names;
-    for (const nn::Parameter* p : model.parameters()) {
-        const std::string& name = p->stored_name();
-        names.insert(name);
-        names.insert(other_impl_name(name));
-    }
-    std::erase_if(state.model, [&](const auto& entry) {
-        return !names.count(entry.first) && !entry.first.ends_with("._extra_state");
-    });
-    if (state.optimizer)
-        std::erase_if(state.optimizer->params,
-                      [&](const OptimizerParamState& p) { return !names.count(p.name); });
 }
 
 }  // namespace
@@ -109,7 +93,7 @@ bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& par
     // Megatron reads whichever format the directory holds, whatever --ckpt-format says.
     auto format = detect_checkpoint_format(Registry::global(), dir);
     CheckpointState state = read_whole(*format, dir, params);
-    if (run.pp().size() > 1) keep_stage_tensors(state, parts.model);
+    if (run.pp().size() > 1) keep_model_tensors(state, parts.model);
     if (first)
         std::printf(" loading checkpoint from %s at iteration %lld\n", flags.load->c_str(),
                     static_cast<long long>(state.iteration));

@@ -18,6 +18,7 @@
 #include "mt/error.h"
 #include "mt/io/tensorboard_writer.h"
 #include "mt/model.h"
+#include "mt/model_chunks.h"
 #include "mt/nn/parameter.h"
 #include "mt/parallel/grad_buffer.h"
 #include "mt/parallel/parallel_state.h"
@@ -115,7 +116,7 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
 
     auto backend = mt::make_cpu_backend();
     const mt::BuildContext context{*backend, state, flags.sequence_parallel, flags.params_dtype};
-    auto model = family.build(model_args, context);
+    auto model = mt::build_stage_model(family, model_args, context);
     model->initialize(static_cast<uint64_t>(flags.seed));
     int64_t num_params = 0;
     for (auto* p : model->parameters()) num_params += p->value.numel();
@@ -260,17 +261,13 @@ int train_on_ranks(const mt::train_tool::TrainingFlags& flags, const mt::cli::To
                    const mt::ModelFamily& family, const mt::ModelArgs& model_args,
                    const std::vector<mt::FlagInfo>& model_flags) {
     auto state = std::make_unique<mt::parallel::ParallelState>(
-        mt::parallel::make_world_communicator(mt::Registry::global(), "cpu"), flags.parallel);
-    try {
-        return train(flags, tf, family, model_args, model_flags, *state);
-    } catch (const std::exception& e) {
-        if (state->world().size() > 1) {
-            std::fprintf(stderr, "error: rank %d: %s\n", state->world().rank(), e.what());
-            std::fflush(stderr);
-            state->world().abort(1);
-        }
-        throw;
-    }
+        mt::parallel::make_world_communicator(mt::Registry::global(), "cpu"),
+        mt::train_tool::parallel_config(flags, model_args));
+    int status = 0;
+    mt::parallel::run_on_ranks(state->world(), [&] {
+        status = train(flags, tf, family, model_args, model_flags, *state);
+    });
+    return status;
 }
 
 }  // namespace

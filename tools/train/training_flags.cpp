@@ -1,7 +1,10 @@
 #include "training_flags.h"
 
+#include "mt/parallel/pipeline_layers.h"
+
 #include "mt/cli/flags.h"
 #include "mt/error.h"
+#include "mt/parallel/pipeline_layers.h"
 
 namespace mt::train_tool {
 
@@ -101,6 +104,18 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
         "count the embedding as a layer when splitting the layers over the stages")(
         "account-for-loss-in-pipeline-split", po::bool_switch(&p.account_for_loss),
         "count the loss as a layer when splitting the layers over the stages")(
+        "num-layers-per-virtual-pipeline-stage", po::value(&f.layers_per_virtual_stage),
+        "layers per model chunk: each stage holds several chunks (interleaved 1F1B)")(
+        "num-virtual-stages-per-pipeline-rank", po::value(&f.virtual_stages_per_rank),
+        "model chunks per pipeline stage (interleaved 1F1B)")(
+        "virtual-pipeline-model-parallel-size", po::value(&f.virtual_stages_per_rank),
+        "older Megatron's name of --num-virtual-stages-per-pipeline-rank")(
+        "microbatch-group-size-per-virtual-pipeline-stage", po::value(&p.microbatch_group_size),
+        "micro-batches each model chunk runs in a row (default: the pipeline size)")(
+        "no-overlap-p2p-communication", po::bool_switch(),
+        "accepted: stages always send as soon as an output exists and post receives ahead")(
+        "overlap-p2p-communication-warmup-flush", po::bool_switch(),
+        "accepted: stages always send as soon as an output exists and post receives ahead")(
         "context-parallel-size", po::value(&p.context_parallel)->default_value(1),
         "ranks the sequence is split over in attention")(
         "expert-model-parallel-size", po::value(&p.expert_parallel)->default_value(1),
@@ -322,6 +337,21 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
     MT_CHECK(!per_split || !f.train_data_path.empty(),
              "--valid-data-path and --test-data-path need --train-data-path");
     if (!f.data_path.empty() && !f.split) f.split = "969, 30, 1";
+}
+
+parallel::ParallelConfig parallel_config(const TrainingFlags& f, const ModelArgs& model_args) {
+    parallel::ParallelConfig c = f.parallel;
+    if (f.layers_per_virtual_stage < 0 && f.virtual_stages_per_rank < 0) return c;
+    auto layers = model_args.find("num-layers");
+    MT_CHECK(layers != model_args.end(), "virtual pipeline stages need --num-layers");
+    const parallel::PipelineSplit split{std::stoll(layers->second), c.pipeline_parallel,
+                                        c.first_stage_layers,       c.last_stage_layers,
+                                        c.account_for_embedding,    c.account_for_loss};
+    c.virtual_stages = parallel::virtual_pipeline_size(split, f.layers_per_virtual_stage,
+                                                       f.virtual_stages_per_rank);
+    MT_CHECK(c.virtual_stages == 1 || c.pipeline_parallel > 1,
+             "virtual pipeline stages need --pipeline-model-parallel-size > 1");
+    return c;
 }
 
 optim::LrScheduleConfig schedule_config(const TrainingFlags& f) {

@@ -68,11 +68,18 @@ struct TrainingFlags {
     std::optional<std::string> split, data_cache_path;
     ModelArgs data_args;  // the family's own data flags (data_flags()), as given
     // Parallelism (ranks come from mpirun/srun; the sizes split them as Megatron does).
-    parallel::ParallelConfig parallel;
+    parallel::ParallelConfig parallel;  // its virtual_stages: parallel_config()'s
+    // --num-layers-per-virtual-pipeline-stage, --num-virtual-stages-per-pipeline-rank (or older
+    // Megatron's --virtual-pipeline-model-parallel-size); -1: unset.
+    int64_t layers_per_virtual_stage = -1, virtual_stages_per_rank = -1;
     bool sequence_parallel = false;
     parallel::DataParallelConfig data_parallel;
     std::string distributed_backend = "nccl";  // the communicator follows the device
 };
+
+// The ranks' layout: the flags' parallel sizes with the virtual pipeline stages resolved
+// against the model's --num-layers (Megatron's validate_args).
+parallel::ParallelConfig parallel_config(const TrainingFlags& flags, const ModelArgs& model_args);
 
 // The Megatron entry point the flags are parsed for.
 enum class EntryPoint {

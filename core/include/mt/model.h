@@ -47,6 +47,8 @@ struct BuildContext {
     const parallel::ParallelState& parallel;
     bool sequence_parallel = false;
     DType params_dtype = DType::f32;
+    // The model chunk to build on this pipeline stage (ParallelConfig::virtual_stages of them).
+    int virtual_stage = 0;
 };
 
 // The context of a one-process CPU run (the CPU backend, every group of size 1), shared by
@@ -194,6 +196,9 @@ class MT_API Model {
     // The longest prompt + generation Megatron's text generation accepts
     // (--max-position-embeddings), or 0 for no limit.
     virtual int64_t max_positions() const { return 0; }
+    // The model chunks of this pipeline stage, in order (the interleaved schedule runs each
+    // chunk's forward and backward itself): this model alone unless it holds several.
+    virtual std::vector<Model*> pipeline_chunks() { return {this}; }
 };
 
 class MT_API ModelFamily {

@@ -1,6 +1,7 @@
 #include "mt/checkpoint/model_weights.h"
 
 #include <map>
+#include <set>
 
 #include "mt/checkpoint/reshard.h"
 #include "mt/error.h"
@@ -42,6 +43,21 @@ void load_model_weights(const CheckpointState& state, Model& model, WeightLoad h
     for (const auto& [name, t] : tensors)
         MT_CHECK(name.ends_with("._extra_state"), "the checkpoint's model tensor '", name, "' ",
                  shape_str(t->shape()), " is not a parameter of this model");
+}
+
+void keep_model_tensors(CheckpointState& state, Model& model) {
+    std::set<std::string> names;
+    for (const nn::Parameter* p : model.parameters()) {
+        const std::string& name = p->stored_name();
+        names.insert(name);
+        names.insert(other_impl_name(name));
+    }
+    std::erase_if(state.model, [&](const auto& entry) {
+        return !names.count(entry.first) && !entry.first.ends_with("._extra_state");
+    });
+    if (state.optimizer)
+        std::erase_if(state.optimizer->params,
+                      [&](const OptimizerParamState& p) { return !names.count(p.name); });
 }
 
 }  // namespace mt

@@ -25,8 +25,6 @@ constexpr FlagRule kDefined{FlagStatus::implemented};
 
 // Capabilities megatron.cpp lacks (refused).
 constexpr const char* kPipeline = "pipeline parallelism";
-constexpr const char* kVirtualPipeline =
-    "interleaved pipeline parallelism (virtual pipeline stages)";
 constexpr const char* kMoE = "MoE (Mixture of Experts) models";
 constexpr const char* kT5 = "T5 / encoder-decoder models";
 constexpr const char* kMamba = "Mamba hybrid models";
@@ -68,8 +66,8 @@ constexpr FlagRule kTpOverlap = accept(
     "overlaps tensor-parallel communication with GEMMs (Transformer Engine userbuffers): "
     "the same results");
 constexpr FlagRule kPipelineOnly = accept(
-    "tunes when pipeline stages post their sends and receives: megatron.cpp posts each "
-    "exchange's send and receive together, which computes the same");
+    "tunes when pipeline stages post their sends and receives: megatron.cpp sends each output "
+    "as soon as it exists and posts receives ahead, which computes the same");
 constexpr FlagRule kContextOnly = accept(
     "chooses how context-parallel ranks exchange keys and values (p2p, a2a, allgather): "
     "megatron.cpp always passes them around the ring (p2p), which computes the same attention");
@@ -382,11 +380,11 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--pipeline-model-parallel-layout", refuse(kPipeline), kOneProcess},
     {"--model-parallel-size", invalid("--model-parallel-size is no longer valid, use "
                                       "--tensor-model-parallel-size instead")},
-    {"--num-layers-per-virtual-pipeline-stage", refuse(kVirtualPipeline), kOneProcess},
-    {"--num-virtual-stages-per-pipeline-rank", refuse(kVirtualPipeline), kOneProcess},
-    {"--microbatch-group-size-per-virtual-pipeline-stage", refuse(kVirtualPipeline), kOneProcess},
-    {"--no-overlap-p2p-communication", kPipelineOnly},
-    {"--overlap-p2p-communication-warmup-flush", kPipelineOnly},
+    {"--num-layers-per-virtual-pipeline-stage", kDefined, kOneProcess},
+    {"--num-virtual-stages-per-pipeline-rank", kDefined, kOneProcess},
+    {"--microbatch-group-size-per-virtual-pipeline-stage", kDefined, kOneProcess},
+    {"--no-overlap-p2p-communication", kDefined, kOneProcess},
+    {"--overlap-p2p-communication-warmup-flush", kDefined, kOneProcess},
     {"--distributed-backend", kDefined,
      accept("megatron-generate runs as one process: nothing to communicate")},
     {"--distributed-timeout-minutes", kDefined,

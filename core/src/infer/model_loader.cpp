@@ -1,20 +1,72 @@
 // Checkpoint → inference model: the format's reader, the model its args describe, its weights.
 #include "mt/infer/model_loader.h"
 
+#include <cstring>
+
 #include "mt/checkpoint/convert.h"
 #include "mt/checkpoint/format_detection.h"
 #include "mt/checkpoint/model_weights.h"
 #include "mt/error.h"
+#include "mt/infer/kv_cache.h"
 #include "mt/nn/parameter.h"
+#include "mt/parallel/parallel_state.h"
 
 namespace mt::infer {
 
+namespace {
+
+// A model whose vocabulary was padded for the tensor-parallel split: its logits cut back to the
+// checkpoint's rows, so that the padding changes no softmax.
+class VocabularyCut final : public Model {
+  public:
+    VocabularyCut(std::unique_ptr<Model> model, int64_t rows)
+        : model_(std::move(model)), rows_(rows) {}
+    Tensor logits(const Tensor& tokens, KvCache* cache, int64_t keep_last) override {
+        Tensor logits = model_->logits(tokens, cache, keep_last);
+        // (Only the first pipeline stage gets the logits.)
+        return logits.defined() ? logits.slice(2, 0, rows_).contiguous() : logits;
+    }
+    std::unique_ptr<KvCache> make_kv_cache(int64_t batch, int64_t capacity) const override {
+        return model_->make_kv_cache(batch, capacity);
+    }
+    int64_t max_positions() const override { return model_->max_positions(); }
+    std::vector<nn::Parameter*> parameters() override { return model_->parameters(); }
+    void initialize(uint64_t seed) override { model_->initialize(seed); }
+    Losses forward(const Batch&, nn::DropoutContext&, std::unique_ptr<Activations>*) override {
+        MT_FAIL("a model padded for tensor-parallel inference does not train");
+    }
+    void backward(const std::vector<Tensor>&, const Activations&) override {
+        MT_FAIL("a model padded for tensor-parallel inference does not train");
+    }
+    double training_flops(int64_t samples) const override {
+        return model_->training_flops(samples);
+    }
+
+  private:
+    std::unique_ptr<Model> model_;
+    int64_t rows_;
+};
+
+// `t` with zero rows appended up to `rows`.
+Tensor pad_rows(const Tensor& t, int64_t rows) {
+    Shape shape = t.shape();
+    shape[0] = rows;
+    Tensor out = Tensor::empty(shape, t.dtype());
+    std::memset(out.raw_data(), 0, size_t(out.numel()) * dtype_size(out.dtype()));
+    out.slice(0, 0, t.size(0)).copy_from(t);
+    return out;
+}
+
+}  // namespace
+
 LoadedModel load_for_inference(Registry& registry, const ModelFamily& family,
                                const std::filesystem::path& dir, const ModelArgs& overrides,
-                               const std::string& format, DType params_dtype) {
+                               const std::string& format, DType params_dtype,
+                               const parallel::ParallelState* parallel) {
     auto reader = detect_checkpoint_format(registry, dir, format);
     // Any tensor/pipeline layout: the rank files are joined into the whole model.
-    WholeCheckpoint whole = load_whole_checkpoint(*reader, dir, family, true);
+    const bool leader = !parallel || parallel->world().rank() == 0;  // shows the progress
+    WholeCheckpoint whole = load_whole_checkpoint(*reader, dir, family, leader);
     ModelArgs args = whole.args;
     for (const auto& [k, v] : overrides) args[k] = v;
     // Inference: no dropout whatever the training used.
@@ -22,18 +74,31 @@ LoadedModel load_for_inference(Registry& registry, const ModelFamily& family,
     args["hidden-dropout"] = "0";
     LoadedModel out;
     out.args = family.resolved_args(args);
+    // A vocabulary that does not split over the tensor-parallel ranks (a Hugging Face GPT-2's
+    // 50257 rows) is padded with zero rows for the split and cut back from the logits.
+    const int tp = parallel ? parallel->tp().size() : 1;
+    const int64_t rows = std::stoll(out.args.at("padded-vocab-size"));
+    const int64_t padded = (rows + tp - 1) / tp * tp;
+    if (padded != rows) out.args["padded-vocab-size"] = std::to_string(padded);
     const BuildContext& one = single_process_context();
-    out.model =
-        family.build(out.args, BuildContext{one.backend, one.parallel, false, params_dtype});
+    std::unique_ptr<Model> model = family.build(
+        out.args,
+        BuildContext{one.backend, parallel ? *parallel : one.parallel, false, params_dtype});
     CheckpointState weights;
     for (size_t i = 0; i < whole.params.size(); ++i) {
-        const Tensor& t = whole.tensors[i];
+        const bool vocab_rows = whole.params[i].shard.kind == ShardSpec::Kind::vocab;
+        const Tensor t =
+            vocab_rows && padded != rows ? pad_rows(whole.tensors[i], padded) : whole.tensors[i];
         weights.model.emplace_back(whole.params[i].name,
                                    ShardedTensor{t, t.shape(), Shape(t.shape().size(), 0)});
     }
-    load_model_weights(weights, *out.model, WeightLoad::share);
+    // A pipeline stage takes its own layers.
+    if (parallel && parallel->pp().size() > 1) keep_model_tensors(weights, *model);
+    load_model_weights(weights, *model, WeightLoad::share);
     // No backward at inference: free the gradient buffers (as large as the weights).
-    for (nn::Parameter* p : out.model->parameters()) p->grad = Tensor();
+    for (nn::Parameter* p : model->parameters()) p->grad = Tensor();
+    out.model =
+        padded != rows ? std::make_unique<VocabularyCut>(std::move(model), rows) : std::move(model);
     out.format = std::string(reader->name());
     out.checkpoint_args = whole.head.args;
     out.iteration = whole.head.iteration;

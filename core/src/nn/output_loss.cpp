@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "mt/parallel/collectives.h"
+
 namespace mt::nn {
 
 OutputLoss::OutputLoss(int64_t vocab, int64_t hidden, Parameter* tied, int64_t chunk_rows,
@@ -82,14 +84,17 @@ Tensor OutputLoss::forward(const Tensor& hidden, const Tensor& targets, Saved* s
 }
 
 Tensor OutputLoss::logits(const Tensor& hidden) const {
-    MT_CHECK(!tp_.active(), "not supported yet: tensor-parallel inference (logits)");
+    MT_CHECK(!tp_.sequence_split(), "not supported yet: inference with --sequence-parallel");
     MT_CHECK(hidden.dim() == 3 && hidden.size(2) == hidden_, "OutputLoss: hidden must be (B, T, ",
              hidden_, "), got ", hidden.describe());
     Tensor h = backend_->contiguous(hidden).view({-1, hidden_});
     Tensor out = backend_->empty({h.size(0), vocab_}, h.dtype());
     backend_->gemm(Transpose::no, Transpose::yes, 1.0f, h, weight_param().value, 0.0f, out);
     if (has_bias_) backend_->add_bias(bias_.value, out);
-    return out.view({hidden.size(0), hidden.size(1), vocab_});
+    out = out.view({hidden.size(0), hidden.size(1), vocab_});
+    // Each tensor-parallel rank holds a slice of the vocabulary: gathered into the whole
+    // (Megatron's gather_from_tensor_model_parallel_region).
+    return tp_.active() ? parallel::all_gather_along(*tp_.group, out, 2) : out;
 }
 
 Tensor OutputLoss::backward(const Tensor& dlosses, const Saved& saved) {

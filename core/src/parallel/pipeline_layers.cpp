@@ -1,13 +1,18 @@
 #include "mt/parallel/pipeline_layers.h"
 
+#include <vector>
+
 #include "mt/error.h"
 
 namespace mt::parallel {
 
-StageLayers pipeline_stage_layers(const PipelineSplit& s, int stage) {
-    MT_CHECK(s.stages >= 1 && stage >= 0 && stage < s.stages, "pipeline stage ", stage, " of ",
-             s.stages);
-    if (s.stages == 1) return {0, s.num_layers};
+namespace {
+
+// Each stage's units: its layers, plus the embedding (first stage) and the loss (last stage)
+// where they are counted as layers.
+std::vector<int64_t> stage_units(const PipelineSplit& s) {
+    const int64_t extra = int64_t(s.account_for_embedding) + int64_t(s.account_for_loss);
+    if (s.stages == 1) return {s.num_layers + extra};
     const bool first_set = s.first_stage_layers >= 0, last_set = s.last_stage_layers >= 0;
     if (first_set || last_set) {
         MT_CHECK(!s.account_for_embedding && !s.account_for_loss,
@@ -23,31 +28,78 @@ StageLayers pipeline_stage_layers(const PipelineSplit& s, int stage) {
         MT_CHECK(middle_stages == 0 ? middle_layers == 0 : middle_layers % middle_stages == 0,
                  "with uneven pipeline stages the ", middle_layers,
                  " layers left must divide over the ", middle_stages, " other stages");
-        const int64_t per_middle = middle_stages > 0 ? middle_layers / middle_stages : 0;
-        if (stage == 0 && first_set) return {0, first};
-        const int middle_rank = first_set ? stage - 1 : stage;
-        const int64_t offset = stage == 0 ? 0 : middle_rank * per_middle + first;
-        if (stage == s.stages - 1 && last_set) return {offset, last};
-        return {offset, per_middle};
+        std::vector<int64_t> units(size_t(s.stages),
+                                   middle_stages > 0 ? middle_layers / middle_stages : 0);
+        if (first_set) units.front() = first;
+        if (last_set) units.back() = last;
+        return units;
     }
-    const int64_t units =
-        s.num_layers + int64_t(s.account_for_embedding) + int64_t(s.account_for_loss);
+    const int64_t units = s.num_layers + extra;
     MT_CHECK(units % s.stages == 0, "--num-layers ", s.num_layers,
-             s.account_for_embedding || s.account_for_loss
-                 ? " (with the embedding or loss counted as a layer)"
-                 : "",
+             extra ? " (with the embedding or loss counted as a layer)" : "",
              " must be divisible by --pipeline-model-parallel-size ", s.stages);
-    const int64_t per_stage = units / s.stages;
-    int64_t offset = stage * per_stage, count = per_stage;
+    return std::vector<int64_t>(size_t(s.stages), units / s.stages);
+}
+
+}  // namespace
+
+StageLayers pipeline_stage_layers(const PipelineSplit& s, int stage, int virtual_stage) {
+    MT_CHECK(s.stages >= 1 && stage >= 0 && stage < s.stages, "pipeline stage ", stage, " of ",
+             s.stages);
+    MT_CHECK(s.virtual_stages >= 1 && virtual_stage >= 0 && virtual_stage < s.virtual_stages,
+             "virtual pipeline stage ", virtual_stage, " of ", s.virtual_stages);
+    const std::vector<int64_t> units = stage_units(s);
+    // The units in order: chunk 0 of every stage, then chunk 1 of every stage, ...
+    int64_t round = 0, before = 0;
+    for (int r = 0; r < s.stages; ++r) {
+        MT_CHECK(units[size_t(r)] % s.virtual_stages == 0, "pipeline stage ", r, "'s ",
+                 units[size_t(r)],
+                 " layers must be divisible by the virtual pipeline stages per rank (",
+                 s.virtual_stages, ")");
+        const int64_t chunk = units[size_t(r)] / s.virtual_stages;
+        round += chunk;
+        if (r < stage) before += chunk;
+    }
+    int64_t offset = virtual_stage * round + before;
+    int64_t count = units[size_t(stage)] / s.virtual_stages;
+    const bool first_chunk = stage == 0 && virtual_stage == 0;
+    const bool last_chunk = stage == s.stages - 1 && virtual_stage == s.virtual_stages - 1;
     if (s.account_for_embedding) {
-        if (stage == 0)
+        if (first_chunk)
             --count;
         else
             --offset;
     }
-    if (s.account_for_loss && stage == s.stages - 1) --count;
+    if (s.account_for_loss && last_chunk) --count;
     MT_CHECK(count >= 0, "pipeline stage ", stage, " has no room for its embedding or loss");
     return {offset, count};
+}
+
+int virtual_pipeline_size(const PipelineSplit& s, int64_t layers_per_virtual_stage,
+                          int64_t virtual_stages) {
+    MT_CHECK(layers_per_virtual_stage < 0 || virtual_stages < 0,
+             "--num-layers-per-virtual-pipeline-stage and --num-virtual-stages-per-pipeline-rank "
+             "cannot both be set (as in Megatron)");
+    if (virtual_stages >= 0) {
+        MT_CHECK(virtual_stages >= 1, "--num-virtual-stages-per-pipeline-rank must be positive");
+        return int(virtual_stages);
+    }
+    if (layers_per_virtual_stage < 0) return 1;
+    MT_CHECK(s.first_stage_layers < 0 && s.last_stage_layers < 0,
+             "with --decoder-first/last-pipeline-num-layers give the virtual stages as "
+             "--num-virtual-stages-per-pipeline-rank (as in Megatron)");
+    MT_CHECK(layers_per_virtual_stage >= 1,
+             "--num-layers-per-virtual-pipeline-stage must be positive");
+    const int64_t units =
+        s.num_layers + int64_t(s.account_for_embedding) + int64_t(s.account_for_loss);
+    MT_CHECK(units % s.stages == 0, "number of layers of the model (", units,
+             ") must be divisible by --pipeline-model-parallel-size ", s.stages);
+    const int64_t per_stage = units / s.stages;
+    MT_CHECK(per_stage % layers_per_virtual_stage == 0, "the ", per_stage,
+             " layers per pipeline stage must be divisible by "
+             "--num-layers-per-virtual-pipeline-stage ",
+             layers_per_virtual_stage);
+    return int(per_stage / layers_per_virtual_stage);
 }
 
 }  // namespace mt::parallel

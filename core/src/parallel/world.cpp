@@ -1,7 +1,9 @@
 // Detecting an MPI/srun launch from the environment and picking the world communicator.
 #include "mt/parallel/world.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <optional>
 #include <string>
 
@@ -84,6 +86,19 @@ std::unique_ptr<Communicator> make_world_communicator(Registry& registry,
              " ranks, but the '", plugin, "' communicator sees a world of ", world->size(),
              " (is the MPI library the launcher's own?)");
     return world;
+}
+
+void run_on_ranks(Communicator& world, const std::function<void()>& body) {
+    try {
+        body();
+    } catch (const std::exception& e) {
+        if (world.size() > 1) {
+            std::fprintf(stderr, "error: rank %d: %s\n", world.rank(), e.what());
+            std::fflush(stderr);
+            world.abort(1);
+        }
+        throw;
+    }
 }
 
 }  // namespace mt::parallel

@@ -1,5 +1,6 @@
 #include "mt/train/schedule_trace.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -9,11 +10,11 @@
 
 namespace mt::train {
 
-void ScheduleTrace::record(const char* phase, int64_t micro_batch, Clock::time_point begin,
-                           Clock::time_point end) {
+void ScheduleTrace::record(const char* phase, int64_t micro_batch, int chunk,
+                           Clock::time_point begin, Clock::time_point end) {
     using us = std::chrono::duration<double, std::micro>;
-    events_.push_back(
-        {phase, iteration_, micro_batch, us(begin - start_).count(), us(end - begin).count()});
+    events_.push_back({phase, iteration_, micro_batch, chunk, us(begin - start_).count(),
+                       us(end - begin).count()});
 }
 
 std::string ScheduleTrace::json(int rank, int stage) const {
@@ -25,13 +26,15 @@ std::string ScheduleTrace::json(int rank, int stage) const {
                   stage, stage);
     out += line;
     for (const Event& e : events_) {
+        // "forward 3", or "forward 3 chunk 1" with virtual stages.
+        const std::string chunk = e.chunk >= 0 ? " chunk " + std::to_string(e.chunk) : "";
         std::snprintf(line, sizeof line,
-                      ",\n{\"name\": \"%s %lld\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, "
+                      ",\n{\"name\": \"%s %lld%s\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, "
                       "\"dur\": %.3f, \"pid\": %d, \"tid\": %d, \"args\": {\"iteration\": %lld, "
-                      "\"micro_batch\": %lld}}",
-                      e.phase, static_cast<long long>(e.micro_batch), e.phase, e.begin_us,
-                      e.duration_us, stage, rank, static_cast<long long>(e.iteration),
-                      static_cast<long long>(e.micro_batch));
+                      "\"micro_batch\": %lld, \"chunk\": %d}}",
+                      e.phase, static_cast<long long>(e.micro_batch), chunk.c_str(), e.phase,
+                      e.begin_us, e.duration_us, stage, rank, static_cast<long long>(e.iteration),
+                      static_cast<long long>(e.micro_batch), std::max(e.chunk, 0));
         out += line;
     }
     out += "\n]}\n";

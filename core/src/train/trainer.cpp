@@ -130,7 +130,8 @@ void Trainer::set_parallel(const parallel::ParallelState& state, parallel::GradB
              "data and context parallelism need a gradient buffer to reduce the gradients in");
     MT_CHECK(state.pp().size() == 1 || !options_.calculate_per_token_loss,
              "not supported yet: --calculate-per-token-loss with pipeline parallelism");
-    schedule_ = make_schedule(state.pp().size());
+    schedule_ = make_schedule(state.pp().size(), state.config().virtual_stages,
+                              state.config().microbatch_group_size);
     const int64_t per_step = options_.micro_batch_size * data_parallel_size();
     MT_CHECK(options_.global_batch_size % per_step == 0, "--global-batch-size (",
              options_.global_batch_size, ") must be a multiple of --micro-batch-size (",
@@ -298,9 +299,9 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     // Grads are final in the last micro-batch's backward: data parallelism may start reducing
     // them then (Megatron's no_sync for the others). Weights tied across pipeline stages wait
     // for finalize_grads, which first sums them over the stages.
-    work.before_last_backward = [&] {
+    work.before_last_backward = [&](Model& chunk) {
         if (grad_buffer_)
-            model_.set_grad_ready_hook([this](const nn::Parameter& p) {
+            chunk.set_grad_ready_hook([this](const nn::Parameter& p) {
                 if (!p.tied_across_stages) grad_buffer_->grad_ready(p);
             });
     };

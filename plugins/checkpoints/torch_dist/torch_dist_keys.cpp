@@ -70,8 +70,9 @@ struct Block {
     std::vector<std::string> rests;
     // rest -> layer -> the boxes of that layer's tensor
     std::map<std::string, std::map<int64_t, std::vector<ShardedTensor>>> layers;
-    int64_t first = -1, end = 0;  // the layers held here (a pipeline stage's)
-    int64_t count = 0;            // the model's layers: the stacked axis
+    std::set<int64_t> held;  // the layers held here (a pipeline stage's)
+    int64_t first = 0;       // the first of them
+    int64_t count = 0;       // the model's layers: the stacked axis
 };
 
 std::map<std::string, Block> blocks_of(const ShardedTensors& tensors,
@@ -89,19 +90,21 @@ std::map<std::string, Block> blocks_of(const ShardedTensors& tensors,
             MT_CHECK(other.global_offset != t.global_offset, "two tensors are saved as ", ln->block,
                      ln->layer, ".", rest, " at offset ", shape_str(t.global_offset));
         boxes.push_back(t);
-        b.first = b.first < 0 ? ln->layer : std::min(b.first, ln->layer);
-        b.end = std::max(b.end, ln->layer + 1);
+        b.held.insert(ln->layer);
     }
     for (auto& [block, b] : blocks) {
-        // A pipeline stage holds a run of the model's layers.
-        b.count = num_layers.value_or(b.end);
-        MT_CHECK(b.end <= b.count, "torch_dist: layer ", b.end - 1, " of ", block, " past the ",
+        // A pipeline stage holds some of the model's layers (a run, or with virtual stages one
+        // run per model chunk).
+        b.first = *b.held.begin();
+        const int64_t end = *b.held.rbegin() + 1;
+        b.count = num_layers.value_or(end);
+        MT_CHECK(end <= b.count, "torch_dist: layer ", end - 1, " of ", block, " past the ",
                  b.count, " layers of the model");
         for (const std::string& rest : b.rests)
-            for (int64_t i = b.first; i < b.end; ++i)
+            for (int64_t i : b.held)
                 MT_CHECK(b.layers.at(rest).count(i), "torch_dist stacks the layers of ", block,
-                         " but layer ", i, " has no ", rest, " (layers ", b.first, "..", b.end - 1,
-                         " must hold the same tensors)");
+                         " but layer ", i, " has no ", rest,
+                         " (the layers held must hold the same tensors)");
     }
     return blocks;
 }

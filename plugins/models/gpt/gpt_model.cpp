@@ -30,14 +30,21 @@ nn::TensorParallel tensor_parallel(const BuildContext& context) {
     return nn::TensorParallel{&context.parallel.tp(), context.sequence_parallel};
 }
 
-// This rank's pipeline stage: whether it embeds, whether it computes the loss, its layers.
+// This rank's pipeline stage (and model chunk): whether it embeds, whether it computes the loss,
+// its layers.
 GptModel::Stage pipeline_stage(const GptConfig& config, const BuildContext& context) {
     const parallel::ParallelConfig& pc = context.parallel.config();
     const int stages = context.parallel.pp().size(), stage = context.parallel.pp().rank();
-    const parallel::PipelineSplit split{config.num_layers,        stages,
-                                        pc.first_stage_layers,    pc.last_stage_layers,
-                                        pc.account_for_embedding, pc.account_for_loss};
-    return {stage == 0, stage == stages - 1, parallel::pipeline_stage_layers(split, stage)};
+    const int chunks = pc.virtual_stages, chunk = context.virtual_stage;
+    const parallel::PipelineSplit split{config.num_layers,
+                                        stages,
+                                        pc.first_stage_layers,
+                                        pc.last_stage_layers,
+                                        pc.account_for_embedding,
+                                        pc.account_for_loss,
+                                        chunks};
+    return {stage == 0 && chunk == 0, stage == stages - 1 && chunk == chunks - 1,
+            parallel::pipeline_stage_layers(split, stage, chunk)};
 }
 
 // The model's context-parallel group: training splits each sequence over it.
@@ -266,7 +273,6 @@ void GptModel::backward(const std::vector<Tensor>& dterms, const Activations& sa
 
 Tensor GptModel::logits(const Tensor& tokens, infer::KvCache* cache, int64_t keep_last) {
     MT_CHECK(!cp_.active(), "not supported yet: inference with --context-parallel-size");
-    MT_CHECK(pp_->size() == 1, "not supported yet: inference with --pipeline-model-parallel-size");
     MT_CHECK(tokens.dim() == 2, "GptModel: tokens must be [B, T], got ", tokens.describe());
     const int64_t B = tokens.size(0), T = tokens.size(1);
     MT_CHECK(keep_last >= 0 && keep_last <= T, "GptModel: keep_last ", keep_last, " is not in [0, ",
@@ -276,24 +282,51 @@ Tensor GptModel::logits(const Tensor& tokens, infer::KvCache* cache, int64_t kee
         MT_CHECK(cache->batch() == B && int64_t(cache->num_layers()) == decoder_.num_layers(),
                  "GptModel: the KV cache holds ", cache->batch(), " rows of ", cache->num_layers(),
                  " layers, the batch has ", B, " rows of ", decoder_.num_layers());
-    Tensor positions;
-    if (past > 0 && config_.position_embedding == PositionEmbedding::learned_absolute) {
-        std::vector<int64_t> at(size_t(B * T));
-        for (int64_t i = 0; i < B * T; ++i) at[size_t(i)] = past + i % T;
-        positions = host_tensor(std::move(at), {B, T});
+    // Pipeline stages (Megatron's inference forward_step): the first embeds, each passes its
+    // hidden states on, the last computes the logits and sends them back to the first, whose
+    // rank leads the generation; the others return nothing.
+    const bool first = stage_.first, last = stage_.last;
+    const int stage = pp_->rank(), stages = pp_->size();
+    Tensor h;
+    if (first) {
+        Tensor positions;
+        if (past > 0 && config_.position_embedding == PositionEmbedding::learned_absolute) {
+            std::vector<int64_t> at(size_t(B * T));
+            for (int64_t i = 0; i < B * T; ++i) at[size_t(i)] = past + i % T;
+            positions = host_tensor(std::move(at), {B, T});
+        }
+        nn::DropoutContext no_dropout{false, 0, 0};
+        h = embedding_->forward(tokens, no_dropout, nullptr, positions);
+    } else {
+        h = Tensor::empty({B, T, config_.hidden_size}, dtype_);
+        pp_->recv(h, stage - 1);
     }
-    nn::DropoutContext no_dropout{false, 0, 0};
-    Tensor h = embedding_->forward(tokens, no_dropout, nullptr, positions);
     h = decoder_.forward_cached(h, cache, past);
     if (cache) cache->advance(T);
-    if (keep_last > 0 && keep_last < T) h = h.slice(1, T - keep_last, T);
+    const int64_t kept = keep_last > 0 && keep_last < T ? keep_last : T;
+    if (!last) {
+        pp_->send(h.contiguous(), stage + 1);
+        if (!first) return Tensor();
+        Tensor logits =
+            Tensor::empty({B, kept, config_.padded_vocab_size}, nn::upcast_dtype(dtype_));
+        pp_->recv(logits, stages - 1);
+        return logits;
+    }
+    if (kept < T) h = h.slice(1, T - kept, T);
     // A bf16 / fp16 model's logits, widened for sampling and log-probabilities.
-    return backend_->cast_to(output_->logits(h), nn::upcast_dtype(dtype_));
+    Tensor logits = backend_->cast_to(output_->logits(h), nn::upcast_dtype(dtype_));
+    if (!first) {
+        pp_->send(logits.contiguous(), 0);
+        return Tensor();
+    }
+    return logits;
 }
 
 std::unique_ptr<infer::KvCache> GptModel::make_kv_cache(int64_t batch, int64_t capacity) const {
-    return std::make_unique<infer::KvCache>(config_.num_layers, batch, capacity,
-                                            config_.num_query_groups, config_.kv_channels, dtype_);
+    // This stage's layers; with tensor parallelism this rank's key/value heads.
+    return std::make_unique<infer::KvCache>(decoder_.num_layers(), batch, capacity,
+                                            config_.num_query_groups / tp_.size(),
+                                            config_.kv_channels, dtype_);
 }
 
 double GptModel::training_flops(int64_t samples) const {

@@ -10,6 +10,7 @@
 
 #include "mt/backend.h"
 #include "mt/data/gpt_dataset.h"
+#include "mt/model_chunks.h"
 #include "mt/nn/parameter.h"
 #include "mt/optim/lr_schedule.h"
 #include "mt/optim/optimizer.h"
@@ -87,6 +88,7 @@ struct Layout {
     int cp = 1;                // --context-parallel-size
     int pp = 1;                // --pipeline-model-parallel-size
     int64_t first_stage_layers = -1, last_stage_layers = -1;  // uneven stages
+    int virtual_stages = 1;  // model chunks per stage (interleaved 1F1B)
 };
 
 struct Curve {
@@ -102,12 +104,13 @@ Curve train(const ModelArgs& args, std::unique_ptr<Communicator> world, const La
     pc.pipeline_parallel = layout.pp;
     pc.first_stage_layers = layout.first_stage_layers;
     pc.last_stage_layers = layout.last_stage_layers;
+    pc.virtual_stages = layout.virtual_stages;
     parallel::ParallelState state(std::move(world), pc);
     auto backend = make_cpu_backend();
     const BuildContext context{*backend, state, layout.sequence_parallel, layout.dtype};
     Registry registry;
     register_gpt(registry);
-    auto model = registry.create_model("gpt")->build(args, context);
+    auto model = build_stage_model(*registry.create_model("gpt"), args, context);
     model->initialize(1234);
 
     parallel::DataParallelConfig dpc;
@@ -273,6 +276,32 @@ TEST(ParallelTraining, PipelineUnevenAndTensorParallel) {
     ModelArgs llama_four = llama_args();
     llama_four["num-layers"] = "4";
     check(llama_four, pp_cp);
+}
+
+// Interleaved 1F1B: PP2 with 2 model chunks per stage (stage 0 holds layers 0 and 2), with 4
+// ranks PP2 x DP2 with the distributed optimizer; PP4 with 2 chunks (8 layers), and PP2 x TP2.
+// The tied embedding sits in stage 0's first chunk and its copy in the last stage's last.
+TEST(ParallelTraining, InterleavedPipeline) {
+    ModelArgs four_layers = gpt2_args();
+    four_layers["num-layers"] = "4";
+    ModelArgs llama_four = llama_args();
+    llama_four["num-layers"] = "4";
+    Layout interleaved = pipeline(2);
+    interleaved.virtual_stages = 2;
+    check(four_layers, interleaved);
+    check(llama_four, interleaved);
+    Layout distributed = interleaved;
+    distributed.distributed_optimizer = distributed.overlap_grad_reduce = true;
+    check(four_layers, distributed);
+    ModelArgs eight_layers = gpt2_args();
+    eight_layers["num-layers"] = "8";
+    Layout pp4 = pipeline(4);
+    pp4.virtual_stages = 2;
+    check(eight_layers, pp4);
+    Layout tp_pp = pipeline(2, 2);
+    tp_pp.virtual_stages = 2;
+    tp_pp.sequence_parallel = true;
+    check(four_layers, tp_pp);
 }
 
 }  // namespace

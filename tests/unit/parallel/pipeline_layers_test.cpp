@@ -11,13 +11,17 @@
 namespace mt::parallel {
 namespace {
 
-// "first:count" per stage.
+// "first:count" per stage (chunks of a stage joined by "|").
 std::string stages_of(const PipelineSplit& split) {
     std::string out;
-    for (int s = 0; s < split.stages; ++s) {
-        const StageLayers l = pipeline_stage_layers(split, s);
-        out += (s ? " " : "") + std::to_string(l.first) + ":" + std::to_string(l.count);
-    }
+    for (int s = 0; s < split.stages; ++s)
+        for (int c = 0; c < split.virtual_stages; ++c) {
+            const StageLayers l = pipeline_stage_layers(split, s, c);
+            out += (s + c == 0 ? ""
+                    : c        ? "|"
+                               : " ") +
+                   std::to_string(l.first) + ":" + std::to_string(l.count);
+        }
     return out;
 }
 
@@ -42,6 +46,29 @@ TEST(PipelineStageLayers, EmbeddingAndLossCountedAsLayers) {
     EXPECT_EQ(stages_of({6, 4, -1, -1, true, true}), "0:1 1:2 3:2 5:1");
     EXPECT_EQ(stages_of({7, 4, -1, -1, true, false}), "0:1 1:2 3:2 5:2");
     EXPECT_EQ(stages_of({7, 4, -1, -1, false, true}), "0:2 2:2 4:2 6:1");
+}
+
+TEST(PipelineStageLayers, VirtualStages) {
+    // Megatron's example: 8 layers, 2 stages, 2 chunks: stage 0 holds [0 1] [4 5].
+    EXPECT_EQ(stages_of({8, 2, -1, -1, false, false, 2}), "0:2|4:2 2:2|6:2");
+    EXPECT_EQ(stages_of({8, 2, -1, -1, false, false, 4}), "0:1|2:1|4:1|6:1 1:1|3:1|5:1|7:1");
+    // 6 layers + embedding + loss = 8 units: the first chunk drops the embedding's unit, the
+    // last the loss's.
+    EXPECT_EQ(stages_of({6, 2, -1, -1, true, true, 2}), "0:1|3:2 1:2|5:1");
+    // Uneven first stage (4 layers, 2 per chunk) and 2 per chunk elsewhere.
+    EXPECT_EQ(stages_of({12, 2, 4, -1, false, false, 2}), "0:2|6:2 2:4|8:4");
+    EXPECT_THROW(stages_of({8, 2, -1, -1, false, false, 3}), Error);  // 4 layers in 3 chunks
+}
+
+TEST(PipelineStageLayers, VirtualPipelineSize) {
+    const PipelineSplit eight{8, 2};
+    EXPECT_EQ(virtual_pipeline_size(eight, -1, -1), 1);
+    EXPECT_EQ(virtual_pipeline_size(eight, 1, -1), 4);  // --num-layers-per-virtual-pipeline-stage
+    EXPECT_EQ(virtual_pipeline_size(eight, 2, -1), 2);
+    EXPECT_EQ(virtual_pipeline_size(eight, -1, 2), 2);  // --num-virtual-stages-per-pipeline-rank
+    EXPECT_THROW(virtual_pipeline_size(eight, 3, -1), Error);
+    EXPECT_THROW(virtual_pipeline_size(eight, 1, 2), Error);
+    EXPECT_THROW(virtual_pipeline_size({8, 2, 2}, 1, -1), Error);  // uneven: give the count
 }
 
 }  // namespace

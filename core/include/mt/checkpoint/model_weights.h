@@ -20,4 +20,9 @@ enum class WeightLoad {
 // tensor, a shape or dtype that differs, or a tensor that is no parameter of the model.
 MT_API void load_model_weights(const CheckpointState& state, Model& model, WeightLoad how);
 
+// Drops from `state` the model tensors (and optimizer parameter states) that are no parameter of
+// `model`: a pipeline stage takes its own layers (and the tied word embeddings its output layer
+// copies) of a whole checkpoint, the other stages the rest.
+MT_API void keep_model_tensors(CheckpointState& state, Model& model);
+
 }  // namespace mt

@@ -15,6 +15,10 @@
 #include "mt/registry.h"
 #include "mt/tokenizer.h"
 
+namespace mt::parallel {
+class ParallelState;
+}
+
 namespace mt::infer {
 
 struct LoadedModel {
@@ -29,10 +33,14 @@ struct LoadedModel {
 // family's model from the checkpoint's args overridden by `overrides` (the model flags given on
 // the command line), with dropout off, and gives it the weights, in `params_dtype` (--bf16,
 // --fp16: the weights cast to it, the activations computed in it).
+// With `parallel` (model-parallel inference): this rank's part of the model, built for its
+// tensor-parallel rank and pipeline stage (each rank reads the checkpoint, memory-mapped where
+// the format allows, and keeps its part).
 MT_API LoadedModel load_for_inference(Registry& registry, const ModelFamily& family,
                                       const std::filesystem::path& dir, const ModelArgs& overrides,
                                       const std::string& format = "",
-                                      DType params_dtype = DType::f32);
+                                      DType params_dtype = DType::f32,
+                                      const parallel::ParallelState* parallel = nullptr);
 
 // The tokenizer `type` names (--tokenizer-type with its options), or, when type is empty: the
 // checkpoint's own (`saved`: its tokenizer_type, and its vocab_file, merge_file and

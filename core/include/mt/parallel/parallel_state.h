@@ -28,6 +28,11 @@ struct ParallelConfig {
     int64_t last_stage_layers = -1;      // --decoder-last-pipeline-num-layers (-1: unset)
     bool account_for_embedding = false;  // --account-for-embedding-in-pipeline-split
     bool account_for_loss = false;       // --account-for-loss-in-pipeline-split
+    // Model chunks per pipeline stage (virtual_pipeline_model_parallel_size; >1: the
+    // interleaved schedule) and the micro-batches each chunk runs in a row there
+    // (--microbatch-group-size-per-virtual-pipeline-stage; 0: the pipeline size).
+    int virtual_stages = 1;
+    int64_t microbatch_group_size = 0;
 };
 
 // The global ranks of every group of one kind, as Megatron's RankGenerator.get_ranks(token)

@@ -2,6 +2,7 @@
 // NCCL for GPU ranks), or the local group of one when the process was started on its own.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string_view>
 
@@ -27,5 +28,10 @@ MT_API bool launched_by_mpi();
 // mt::Error rather than running as N independent single-process jobs.
 MT_API std::unique_ptr<Communicator> make_world_communicator(Registry& registry,
                                                              std::string_view backend);
+
+// Runs `body` as this rank's part of the job. An error on one rank of a job of several
+// processes is printed as "error: rank R: ..." and stops every rank (Communicator::abort)
+// instead of leaving the others waiting for it; alone, the error is rethrown.
+MT_API void run_on_ranks(Communicator& world, const std::function<void()>& body);
 
 }  // namespace mt::parallel

@@ -1,6 +1,7 @@
 // What the pipeline schedule did on this rank, for chrome://tracing or Perfetto (the Trace Event
 // Format): one complete event per forward, backward and stage exchange, named by its
-// micro-batch, so the warm-up, steady state, cool-down and the pipeline bubble show.
+// micro-batch (and model chunk with virtual stages), so the warm-up, steady state, cool-down
+// and the pipeline bubble show.
 #pragma once
 
 #include <chrono>
@@ -19,8 +20,9 @@ class MT_API ScheduleTrace {
 
     ScheduleTrace() : start_(Clock::now()) {}
     void set_iteration(int64_t iteration) { iteration_ = iteration; }
-    // `phase`: "forward", "backward", "send/recv" (the exchanges of one step), "wait".
-    void record(const char* phase, int64_t micro_batch, Clock::time_point begin,
+    // `phase`: "forward", "backward", "send" (posting a send), "wait" (for a receive); `chunk`:
+    // the model chunk, -1 without virtual stages.
+    void record(const char* phase, int64_t micro_batch, int chunk, Clock::time_point begin,
                 Clock::time_point end);
 
     // {"traceEvents": [...]} with this rank's events (pid: the pipeline stage, tid: the rank).
@@ -32,6 +34,7 @@ class MT_API ScheduleTrace {
     struct Event {
         const char* phase;
         int64_t iteration, micro_batch;
+        int chunk;
         double begin_us, duration_us;
     };
     Clock::time_point start_;

@@ -1,0 +1,64 @@
+// Inference on a model split over ranks (tensor and pipeline parallelism, as Megatron's text
+// generation server runs under torchrun): rank 0 leads: its tool (the REST server, the
+// prompts, the evaluation) calls a ModelParallelLeader like any model, and each call is
+// broadcast to the other ranks, which run follow_leader(): the same call on their own part of
+// the model, in step, until the leader goes. One KV cache at a time (a generation's).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "mt/api.h"
+#include "mt/model.h"
+
+namespace mt {
+class Communicator;
+}
+namespace mt::parallel {
+class ParallelState;
+}
+
+namespace mt::infer {
+
+class MT_API ModelParallelLeader final : public Model {
+  public:
+    // `local`: rank 0's part of the model; `group`: every rank holding a part (rank 0 of it
+    // leads).
+    ModelParallelLeader(Model& local, Communicator& group);
+    // Tells the followers to stop.
+    ~ModelParallelLeader() override;
+
+    Tensor logits(const Tensor& tokens, KvCache* cache, int64_t keep_last) override;
+    std::unique_ptr<KvCache> make_kv_cache(int64_t batch, int64_t capacity) const override;
+    int64_t max_positions() const override { return local_.max_positions(); }
+
+    // Training is not led: mt::Error.
+    std::vector<nn::Parameter*> parameters() override;
+    void initialize(uint64_t seed) override;
+    Losses forward(const Batch& batch, nn::DropoutContext& dropout,
+                   std::unique_ptr<Activations>* saved) override;
+    void backward(const std::vector<Tensor>& dlosses, const Activations& saved) override;
+    double training_flops(int64_t samples) const override;
+
+  private:
+    Model& local_;
+    Communicator& group_;
+    mutable const KvCache* cache_ = nullptr;  // the latest made: the followers hold its twin
+};
+
+// A follower's loop: runs each call the leader broadcasts on `local` until the leader stops.
+MT_API void follow_leader(Model& local, Communicator& group);
+
+// The ranks of an inference job, all of them split into `tensor_parallel` x
+// `pipeline_parallel` (inference has no data parallelism; mt::Error naming the flags when the
+// job's size differs); started alone with both 1, a group of one.
+MT_API std::unique_ptr<parallel::ParallelState> inference_ranks(int tensor_parallel,
+                                                                int pipeline_parallel);
+
+// Runs `lead` with the model: in one process with `local` itself; else on rank 0 of `world`
+// with a ModelParallelLeader over it while the other ranks follow.
+MT_API void lead_or_follow(Communicator& world, Model& local,
+                           const std::function<void(Model&)>& lead);
+
+}  // namespace mt::infer

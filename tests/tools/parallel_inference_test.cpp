@@ -1,0 +1,219 @@
+// megatron-generate and megatron-eval on a model split over the ranks of an mpiexec job
+// (--tensor-model-parallel-size 2, --pipeline-model-parallel-size 2): each rank loads its part,
+// rank 0 prints, serves or evaluates, and the tokens, log-probabilities, REST answers and
+// evaluation results are the one-process ones, on the tiny Hugging Face Llama (GQA, two key/value
+// groups: one per rank), a megatron-train checkpoint saved at TP2 (per-rank files) and a Hugging
+// Face GPT-2 whose 50257 vocabulary rows do not split in two (padded for the split, cut from the
+// logits).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "api_test_support.h"
+#include "test_support.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using mt::test::run_command;
+using mt::test::shell_quote;
+using mt::test::tool_path;
+
+std::string launcher(int ranks) {
+    return std::string(MT_TEST_MPIEXEC) + " -n " + std::to_string(ranks) + " -x OMP_NUM_THREADS=1 ";
+}
+
+std::string llama_flags() {
+    return " --load " + shell_quote(mt::test::fixtures_dir() / "hf" / "llama") +
+           " --tokenizer-type NullTokenizer --vocab-size 127";
+}
+
+// The lines after the "loaded ... checkpoint" line: the generations and their log-probabilities.
+std::vector<std::string> after_loading(const std::string& output) {
+    const size_t at = output.find(" loaded ");
+    std::vector<std::string> lines;
+    if (at == std::string::npos) return {"(not loaded)", output};
+    std::istringstream in(output.substr(output.find('\n', at) + 1));
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+// The same generations; each token's log-probability ('  "token" -1.234') to 1e-5 relative
+// (the tensor-parallel ranks add their partial sums in another order).
+void expect_same_lines(const std::vector<std::string>& got, const std::vector<std::string>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+        const size_t g = got[i].rfind("\" "), w = want[i].rfind("\" ");
+        if (got[i].rfind("  \"", 0) != 0 || g == std::string::npos || w == std::string::npos) {
+            EXPECT_EQ(got[i], want[i]) << "line " << i;
+            continue;
+        }
+        EXPECT_EQ(got[i].substr(0, g), want[i].substr(0, w)) << "line " << i;
+        const double a = std::stod(got[i].substr(g + 2)), b = std::stod(want[i].substr(w + 2));
+        EXPECT_NEAR(a, b, 1e-5 * std::abs(b)) << "line " << i;
+    }
+}
+
+class ParallelInference : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        if (std::string(MT_TEST_MPIEXEC).empty()) GTEST_SKIP() << "built without MPI";
+    }
+    // `flags` in one process and split over ranks (TP2 by default): the same output after
+    // loading.
+    void expect_same_generation(const std::string& flags,
+                                const std::string& layout = " --tensor-model-parallel-size 2",
+                                int ranks = 2) {
+        const std::string tool = shell_quote(tool_path("megatron-generate"));
+        auto one = run_command(tool + flags);
+        ASSERT_EQ(one.exit_code, 0) << one.output;
+        auto split = run_command(launcher(ranks) + tool + flags + layout);
+        ASSERT_EQ(split.exit_code, 0) << split.output;
+        expect_same_lines(after_loading(split.output), after_loading(one.output));
+        // Rank 0 alone prints.
+        EXPECT_EQ(split.output.find(" loaded "), split.output.rfind(" loaded ")) << split.output;
+    }
+};
+
+// transformers' greedy continuation (tests/fixtures/infer) and the one-process log-probs.
+TEST_F(ParallelInference, TensorParallelGenerationGivesTheOneProcessTokensAndLogProbs) {
+    expect_same_generation(llama_flags() +
+                           " --greedy --out-seq-length 6 --return-log-probs"
+                           " --prompts '5 17 99 3 64 12 7' '1 2 3'");
+    auto r = run_command(launcher(2) + shell_quote(tool_path("megatron-generate")) + llama_flags() +
+                         " --greedy --out-seq-length 6 --prompts '5 17 99 3 64 12 7'"
+                         " --tensor-model-parallel-size 2");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("\n5 17 99 3 64 12 7 10 25 38 17 102 102\n"), std::string::npos)
+        << r.output;
+    // Sampling draws on rank 0: the same samples for the same seed.
+    expect_same_generation(llama_flags() +
+                           " --top_k 5 --temperature 0.8 --seed 7 --out-seq-length 5"
+                           " --prompts '5 17 99'");
+}
+
+TEST_F(ParallelInference, RestServerOnRankZeroAnswersAsOneProcess) {
+    const std::string request =
+        R"({"prompts": ["5 17 99 3 64 12 7", "1 2"], "tokens_to_generate": 5, "top_k": 1,)"
+        R"( "logprobs": true})";
+    std::string alone;
+    {
+        mt::test::ApiServerProcess server(llama_flags());
+        ASSERT_GT(server.port(), 0);
+        auto res = mt::test::put_api(server.port(), request);
+        ASSERT_TRUE(res);
+        ASSERT_EQ(res->status, 200) << res->body;
+        alone = res->body;
+    }
+    mt::test::ApiServerProcess server(llama_flags() + " --tensor-model-parallel-size 2", "",
+                                      launcher(2));
+    ASSERT_GT(server.port(), 0);
+    for (int i = 0; i < 2; ++i) {  // the followers stay in step across requests
+        auto res = mt::test::put_api(server.port(), request);
+        ASSERT_TRUE(res);
+        EXPECT_EQ(res->status, 200) << res->body;
+        EXPECT_EQ(res->body, alone);
+    }
+    auto bad = mt::test::put_api(server.port(), R"({"prompts": ["1"], "top_k": 2, "top_p": 0.5})");
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(bad->status, 400);
+    EXPECT_TRUE(server.alive());
+}
+
+// A checkpoint megatron-train saved at TP2 in the torch format (mp_rank_00, mp_rank_01) and in
+// torch_dist generates at TP2 what it generates in one process.
+TEST_F(ParallelInference, TrainedTensorParallelCheckpointGeneratesAsOneProcess) {
+    mt::test::TempDir dir;
+    std::string jsonl;
+    for (int d = 0; d < 60; ++d)
+        jsonl +=
+            "{\"text\": \"Document " + std::to_string(d) + " says hello and then goodbye.\"}\n";
+    const std::string data = mt::test::tiny_gpt2_dataset(dir, jsonl);
+    const std::string tokenizer = mt::test::tiny_gpt2_tokenizer_flags();
+    for (const char* format : {"torch", "torch_dist"}) {
+        const fs::path ckpt = dir.path() / format;
+        auto train = run_command(
+            launcher(2) + shell_quote(tool_path("megatron-train")) +
+            " --num-layers 2 --hidden-size 16 --num-attention-heads 2 --seq-length 32"
+            " --max-position-embeddings 32 --micro-batch-size 2 --global-batch-size 4 --lr 1e-2"
+            " --train-iters 10 --eval-iters 0 --split 100,0,0 --tensor-model-parallel-size 2"
+            " --data-path " +
+            shell_quote(data) + " --data-cache-path " + shell_quote(dir.path() / "cache") +
+            tokenizer + " --ckpt-format " + format + " --save " + shell_quote(ckpt));
+        ASSERT_EQ(train.exit_code, 0) << train.output;
+        expect_same_generation(" --load " + shell_quote(ckpt) + tokenizer +
+                               " --greedy --out-seq-length 8 --return-log-probs"
+                               " --prompts 'Document 7 says' 'Document'");
+    }
+}
+
+// Megatron's zero-shot tasks at TP2 and TP2 x PP2 on a Hugging Face GPT-2 (50257 vocabulary
+// rows, padded for the split): the one-process results (which tests/tools/eval_test.cpp checks
+// against Megatron's task code).
+TEST_F(ParallelInference, TensorParallelEvaluationGivesTheOneProcessResults) {
+    auto lambada = mt::test::test_data("lambada/lambada_test.jsonl");
+    auto wiki = mt::test::test_data("wikitext/wiki.test.tokens");
+    auto gpt2 = mt::test::test_data("gpt2/gpt2-vocab.json");
+    if (!lambada || !wiki || !gpt2) GTEST_SKIP() << "MEGATRON_TEST_DATA not set: needs lambada";
+    mt::test::TempDir dir;
+    auto head = [&](const fs::path& from, const std::string& name, int lines) {
+        std::ifstream in(from);
+        std::string text, line;
+        for (int i = 0; i < lines && std::getline(in, line); ++i) text += line + "\n";
+        mt::test::write_file(dir.path() / name, text);
+        return dir.path() / name;
+    };
+    const std::string tool = shell_quote(tool_path("megatron-eval")) + " --load " +
+                             shell_quote(mt::test::fixtures_dir() / "eval" / "model") +
+                             " --tokenizer-type GPT2BPETokenizer --vocab-file " +
+                             shell_quote(*gpt2) + " --merge-file " +
+                             shell_quote(gpt2->parent_path() / "gpt2-merges.txt") +
+                             " --seq-length 128 --micro-batch-size 3";
+    for (const std::string task :
+         {" --task LAMBADA --valid-data " + shell_quote(head(*lambada, "l.jsonl", 30)),
+          " --task WIKITEXT103 --overlapping-eval 16 --valid-data " +
+              shell_quote(head(*wiki, "wiki.tokens", 40))}) {
+        auto one = run_command(tool + task);
+        ASSERT_EQ(one.exit_code, 0) << one.output;
+        const size_t at = one.output.find(" validation results on ");
+        ASSERT_NE(at, std::string::npos) << one.output;
+        const std::string block = one.output.substr(at, one.output.find('\n', at) - at);
+        // TP2, and TP2 x PP2 (the vocabulary padded for the split on the last stage).
+        auto two = run_command(launcher(2) + tool + task + " --tensor-model-parallel-size 2");
+        ASSERT_EQ(two.exit_code, 0) << two.output;
+        EXPECT_NE(two.output.find(block), std::string::npos) << block << "\n" << two.output;
+        auto four = run_command(launcher(4) + tool + task +
+                                " --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2");
+        ASSERT_EQ(four.exit_code, 0) << four.output;
+        EXPECT_NE(four.output.find(block), std::string::npos) << block << "\n" << four.output;
+    }
+}
+
+// Pipeline stages pass the hidden states on and the last stage's logits come back to rank 0:
+// PP2, and TP2 x PP2 over four ranks, with the KV cache of each stage's layers.
+TEST_F(ParallelInference, PipelineGenerationGivesTheOneProcessTokensAndLogProbs) {
+    const std::string flags = llama_flags() +
+                              " --greedy --out-seq-length 6 --return-log-probs"
+                              " --prompts '5 17 99 3 64 12 7' '1 2 3'";
+    expect_same_generation(flags, " --pipeline-model-parallel-size 2");
+    expect_same_generation(flags,
+                           " --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2", 4);
+}
+
+TEST_F(ParallelInference, LayoutsThatDoNotFitTheJobAreRefused) {
+    const std::string tool = shell_quote(tool_path("megatron-generate"));
+    auto r = run_command(launcher(2) + tool + llama_flags() + " --prompts 1");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.output.find("must equal the job's 2 ranks"), std::string::npos) << r.output;
+    r = run_command(launcher(2) + tool + llama_flags() +
+                    " --prompts 1 --pipeline-model-parallel-size 2 --tensor-model-parallel-size 2");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.output.find("must equal the job's 2 ranks"), std::string::npos) << r.output;
+}
+
+}  // namespace
