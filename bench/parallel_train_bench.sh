@@ -21,6 +21,7 @@ cd "$(dirname "$0")/.."
 data="$(cd "$MEGATRON_TEST_DATA" && pwd)"
 corpus="${CORPUS:-$data/corpus/gutenberg_small.jsonl}"
 bin="$(pwd)/${BUILD_DIR:-build}/bin"
+source bench/mpi_train_common.sh
 if [ "${SMALL:-0}" = 1 ]; then
     layers=${LAYERS:-2} hidden=${HIDDEN:-64} heads=${HEADS:-4} seq=${SEQ:-64}
 else
@@ -29,12 +30,7 @@ fi
 mbs=${MBS:-4} gbs=${GBS:-8} iters=${ITERS:-6}
 [ "$iters" -ge 3 ] || { echo "ITERS must be at least 3 (iterations 3.. are timed)" >&2; exit 1; }
 max_pos=1024 vocab=50257 tp=2 dp=2
-work="$(mktemp -d)"
-if [ "${KEEP:-0}" = 1 ]; then echo "work folder (kept): $work"; else trap 'rm -rf "$work"' EXIT; fi
-
-"$bin/megatron-preprocess" --input "$corpus" --output-prefix "$work/corpus" \
-    --tokenizer-type GPT2BPETokenizer --vocab-file "$data/gpt2/gpt2-vocab.json" \
-    --merge-file "$data/gpt2/gpt2-merges.txt" --append-eod --workers 1 >"$work/preprocess.log" 2>&1
+make_work_corpus  # $work, with $work/corpus_text_document
 
 # Every layout gets these; the vocabulary padding flag comes with the layout (see below).
 common=(--num-layers "$layers" --hidden-size "$hidden" --num-attention-heads "$heads"
@@ -49,12 +45,7 @@ common=(--num-layers "$layers" --hidden-size "$hidden" --num-attention-heads "$h
 # give the same padded vocabulary (50432 for GPT-2), so every layout trains the same model.
 pad1=(--make-vocab-size-divisible-by 256)
 pad2=(--make-vocab-size-divisible-by 128)
-mpi=(mpirun -np 2)
-if mpirun --version 2>&1 | grep -qi "open mpi\|openrte"; then
-    mpi+=(--oversubscribe)
-    [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
-fi
-mpi+=(-x OMP_NUM_THREADS=1)
+mpi_launcher 2
 have_time=0
 [ -x /usr/bin/time ] && have_time=1
 
@@ -85,32 +76,18 @@ run() {  # name ranks bind flags...
     fi
 }
 
-# The median of Megatron's "elapsed time per iteration (ms)" over iterations 3..ITERS.
-step_ms() {
-    grep -o 'elapsed time per iteration (ms): [0-9.]*' "$work/$1.log" | awk '{ print $NF }' |
-        tail -n +3 | sort -g | awk '{ v[NR] = $1 }
-            END { if (NR == 0) { print "nan"; exit }
-                  print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-# Field of the --log-rank-stats lines, per rank "r0 / r1" (one value when all ranks agree).
+step_ms() { median_step_ms "$work/$1.log"; }
+# Field of the --log-rank-stats lines, per rank "r0 / r1" (one value when all ranks agree); the
+# gradients go through the data-and-context-parallel group (the same ranks here).
 rank_field() {  # name field(tp|dp|mp|world|opt)
-    awk -v f="$2" '
-        / > rank [0-9]+ bytes sent per iteration:/ {
-            split($0, p, /\|/); r = $3
-            for (i in p) {
-                n = split(p[i], w, " ")
-                if (p[i] ~ /tensor-parallel/ && f == "tp") v[r] = w[n]
-                if (p[i] ~ /data-parallel/ && f == "dp") v[r] = w[n]
-                if (p[i] ~ /model-parallel/ && f == "mp") v[r] = w[n]
-                if (p[i] ~ /world/ && f == "world") v[r] = w[n]
-            }
-        }
-        / > rank [0-9]+ optimizer state:/ && f == "opt" { v[$3] = $(NF - 1) }
-        END {
-            out = ""; same = 1
-            for (r = 0; r in v; ++r) { out = out (r ? " / " : "") v[r]; if (v[r] != v[0]) same = 0 }
-            print (same && (0 in v)) ? v[0] : out
-        }' "$work/$1.log"
+    local regex
+    case "$2" in
+        tp) regex=tensor-parallel ;;
+        dp) regex="data-parallel|data-context-parallel" ;;
+        mp) regex=model-parallel ;;
+        *) regex="$2" ;;
+    esac
+    rank_bytes "$work/$1.log" "$regex"
 }
 rss_mb() {
     if [ "$have_time" = 0 ]; then echo "n/a"; return; fi
@@ -169,10 +146,10 @@ formula() {  # ranks tp dp sp distopt
             } else {
                 dpb = 4 * total
             }
-            dpb += 16                                             # loss sum and token count, 2 f64
+            dpb += 32                                             # the reported loss, 4 f64
         }
-        # mp: the grad norm'"'"'s f64; world: the exit flags every rank agrees on, 2 i32.
-        printf "%.0f %.0f %d %d %.0f\n", tpb, dpb, 8, 8, total
+        # mp: the grad norm'"'"'s f64; world: the exit flags every rank agrees on, 2 f64.
+        printf "%.0f %.0f %d %d %.0f\n", tpb, dpb, 8, 16, total
     }'
 }
 

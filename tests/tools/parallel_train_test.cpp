@@ -297,53 +297,57 @@ TEST_F(ParallelTrain, PipelineScheduleTraceShowsOneForwardOneBackward) {
     }
 }
 
-// A PP2 torch_dist checkpoint (each stage's layers under their numbers in the whole model)
-// resumes in one process with the uninterrupted losses, and a one-process checkpoint resumes at
-// PP2 x TP2; saving the torch format from pipeline stages is refused before training.
+// Checkpoints saved by pipeline stages resume in another layout with the uninterrupted losses:
+// torch_dist (each stage's layers under their numbers in the whole model) and Megatron's torch
+// files (mp_rank_TT_PPP, each stage's layers from 0; the last stage with its copy of the tied
+// word embeddings), PP2 and TP2 x PP2 into one process and back.
 TEST_F(ParallelTrain, PipelineCheckpointsResumeAcrossLayouts) {
     const std::string four = " --num-layers 4", pp2 = " --pipeline-model-parallel-size 2";
     auto one = run_command(train(dir_, data_, 1, 1) + four);
     ASSERT_EQ(one.exit_code, 0) << one.output;
     const auto want = losses(one.output);
-    const std::string fmt = " --ckpt-format torch_dist";
-    expect_resumes(train(dir_, data_, 2, 1) + four + pp2 + fmt,
-                   train(dir_, data_, 1, 1) + four + fmt, dir_ / "pp", want);
-    expect_resumes(train(dir_, data_, 1, 1) + four + fmt,
-                   train(dir_, data_, 4, 2) + four + pp2 + fmt, dir_ / "whole", want);
-
-    auto torch = run_command(train(dir_, data_, 2, 1) + four + pp2 + " --ckpt-format torch" +
-                             " --save " + q(dir_ / "pp_torch") + " --save-interval 3");
-    EXPECT_NE(torch.exit_code, 0) << torch.output;
-    EXPECT_NE(torch.output.find("not supported yet: saving --ckpt-format torch from pipeline"),
-              std::string::npos)
-        << torch.output;
-    EXPECT_FALSE(fs::exists(dir_ / "pp_torch" / "iter_0000003"));
+    for (const std::string format : {"torch_dist", "torch"}) {
+        const std::string fmt = " --ckpt-format " + format;
+        expect_resumes(train(dir_, data_, 2, 1) + four + pp2 + fmt,
+                       train(dir_, data_, 1, 1) + four + fmt, dir_ / ("pp_" + format), want);
+        expect_resumes(train(dir_, data_, 1, 1) + four + fmt,
+                       train(dir_, data_, 4, 2) + four + pp2 + fmt, dir_ / ("whole_" + format),
+                       want);
+        expect_resumes(train(dir_, data_, 4, 2) + four + pp2 + fmt,
+                       train(dir_, data_, 1, 1) + four + fmt, dir_ / ("tp_pp_" + format), want);
+    }
+    const fs::path iter = dir_ / "tp_pp_torch" / "iter_0000003";
+    for (const char* rank :
+         {"mp_rank_00_000", "mp_rank_01_000", "mp_rank_00_001", "mp_rank_01_001"})
+        EXPECT_TRUE(fs::exists(iter / rank / "model_optim_rng.pt")) << rank;
 }
 
-// Interleaved 1F1B: PP2 with 2 model chunks per stage (--virtual-pipeline-model-parallel-size,
-// and Megatron's --num-layers-per-virtual-pipeline-stage at TP2 x PP2) prints the one-process
-// losses; its torch_dist checkpoint (stage 0 holds layers 0 and 2) resumes in one process, and
-// a one-process checkpoint resumes in chunks.
-TEST_F(ParallelTrain, InterleavedPipelineGivesTheOneProcessLossesAndResumes) {
-    const std::string four = " --num-layers 4", fmt = " --ckpt-format torch_dist";
-    auto one = run_command(train(dir_, data_, 1, 1) + four);
+// Megatron's torch files of virtual stages (model0, model1 in each stage's file) with uneven
+// stages resume in one process, and a one-process checkpoint resumes in chunks.
+TEST_F(ParallelTrain, InterleavedTorchCheckpointsResumeAcrossLayouts) {
+    const std::string flags = " --num-layers 6 --ckpt-format torch";
+    auto one = run_command(train(dir_, data_, 1, 1) + flags);
     ASSERT_EQ(one.exit_code, 0) << one.output;
     const auto want = losses(one.output);
-    const std::string interleaved = train(dir_, data_, 2, 1) + four +
+    const std::string interleaved = train(dir_, data_, 2, 1) + flags +
                                     " --pipeline-model-parallel-size 2"
-                                    " --virtual-pipeline-model-parallel-size 2";
-    auto r = run_command(interleaved);
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    EXPECT_EQ(losses(r.output).size(), 6u) << r.output;
-    expect_same(losses(r.output), want, r.output);
-    auto tp = run_command(train(dir_, data_, 4, 2) + four +
-                          " --pipeline-model-parallel-size 2"
-                          " --num-layers-per-virtual-pipeline-stage 1");
-    ASSERT_EQ(tp.exit_code, 0) << tp.output;
-    EXPECT_EQ(losses(tp.output).size(), 6u) << tp.output;
-    expect_same(losses(tp.output), want, tp.output);
-    expect_resumes(interleaved + fmt, train(dir_, data_, 1, 1) + four + fmt, dir_ / "vp", want);
-    expect_resumes(train(dir_, data_, 1, 1) + four + fmt, interleaved + fmt, dir_ / "to_vp", want);
+                                    " --num-virtual-stages-per-pipeline-rank 2"
+                                    " --decoder-first-pipeline-num-layers 4";
+    expect_resumes(interleaved, train(dir_, data_, 1, 1) + flags, dir_ / "vp", want);
+    const std::string file =
+        mt::test::read_file(dir_ / "vp" / "iter_0000003" / "mp_rank_00_001" / "model_optim_rng.pt");
+    EXPECT_NE(file.find("model1"), std::string::npos);
+    expect_resumes(train(dir_, data_, 1, 1) + flags, interleaved, dir_ / "to_vp", want);
+    // megatron-generate reads the chunks by the split its args give: the same greedy tokens as
+    // from the one-process save of the same iteration.
+    auto generate = [&](const fs::path& ckpt) {
+        auto r = run_command(mt::test::tool_path("megatron-generate").string() + " --load " +
+                             q(ckpt) + " --greedy --out-seq-length 6 --prompts 'Document 3 says'");
+        EXPECT_EQ(r.exit_code, 0) << r.output;
+        const size_t at = r.output.find("\nDocument 3 says");
+        return at == std::string::npos ? r.output : r.output.substr(at);
+    };
+    EXPECT_EQ(generate(dir_ / "vp"), generate(dir_ / "to_vp"));
 }
 
 TEST_F(ParallelTrain, LlamaDistributedOptimizerRangesResumeAtOneRank) {

@@ -107,6 +107,13 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
     set_arg(a, "tensor_model_parallel_size", int64_t(p.tensor_parallel));
     set_arg(a, "pipeline_model_parallel_size", int64_t(p.pipeline_parallel));
     set_arg(a, "context_parallel_size", int64_t(p.context_parallel));
+    // How the layers split over the stages (a pipeline-split torch checkpoint is read by them).
+    set_arg(a, "decoder_first_pipeline_num_layers",
+            p.first_stage_layers >= 0 ? ArgValue{p.first_stage_layers} : ArgValue{});
+    set_arg(a, "decoder_last_pipeline_num_layers",
+            p.last_stage_layers >= 0 ? ArgValue{p.last_stage_layers} : ArgValue{});
+    set_arg(a, "account_for_embedding_in_pipeline_split", p.account_for_embedding);
+    set_arg(a, "account_for_loss_in_pipeline_split", p.account_for_loss);
     const int virtual_stages = run.config().virtual_stages;
     set_arg(a, "virtual_pipeline_model_parallel_size",
             virtual_stages > 1 ? ArgValue{int64_t(virtual_stages)} : ArgValue{});

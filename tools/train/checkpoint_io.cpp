@@ -26,21 +26,60 @@ const parallel::ParallelState& groups(const train::TrainingParts& parts) {
 // The layout of the latest checkpoint in `dir`, which must have one pipeline stage.
 CheckpointLayout one_stage_layout(CheckpointFormat& format, const std::filesystem::path& dir) {
     const CheckpointLayout layout = format.layout(dir);
-    MT_CHECK(layout.pipeline_parallel == 1,
-             "not supported yet: resuming training from a checkpoint of ", layout.pipeline_parallel,
-             " pipeline stages (megatron-convert --target-pipeline-parallel-size 1 joins them)");
+    MT_CHECK(
+        layout.pipeline_parallel == 1, "not supported yet: reading a checkpoint of ",
+        layout.pipeline_parallel,
+        " pipeline stages here (megatron-convert --target-pipeline-parallel-size 1 joins them)");
     return layout;
 }
 
-// The latest checkpoint of `dir` as whole tensors, whatever tensor layout saved it.
+// Stage `pp`'s state in the whole model's names, its tensor-parallel pieces joined; the last
+// stage's copy of tied word embeddings (no parameter of `params`) is left out.
+CheckpointState read_stage(CheckpointFormat& format, const std::filesystem::path& dir,
+                           const CheckpointLayout& layout, int64_t pp,
+                           const std::vector<ParameterInfo>& params) {
+    std::set<std::string> names;
+    for (const ParameterInfo& p : params) names.insert(p.name);
+    std::vector<CheckpointState> pieces;
+    for (int64_t tp = 0; tp < layout.tensor_parallel; ++tp) {
+        CheckpointState piece = format.load_rank(dir, tp, pp);
+        if (layout.pipeline_parallel > 1)
+            name_for_whole_model(piece, pipeline_split_of(piece.args, layout.pipeline_parallel),
+                                 int(pp));
+        const auto known = [&](const std::string& name) {
+            return names.count(name) || names.count(other_impl_name(name)) ||
+                   name.ends_with("._extra_state");
+        };
+        std::erase_if(piece.model, [&](const auto& entry) { return !known(entry.first); });
+        if (piece.optimizer)
+            std::erase_if(piece.optimizer->params,
+                          [&](const OptimizerParamState& p) { return !known(p.name); });
+        pieces.push_back(std::move(piece));
+    }
+    std::set<std::string> present;
+    for (const auto& [name, tensor] : pieces[0].model) present.insert(name);
+    std::vector<ParameterInfo> held;
+    for (const ParameterInfo& p : params)
+        if (present.count(p.name) || present.count(other_impl_name(p.name))) held.push_back(p);
+    return join_tensor_parallel(pieces, held);
+}
+
+// The latest checkpoint of `dir` as whole tensors, whatever tensor and pipeline layout saved it
+// (the stages' tensors and optimizer states put together in stage order).
 CheckpointState read_whole(CheckpointFormat& format, const std::filesystem::path& dir,
                            const std::vector<ParameterInfo>& params) {
-    const CheckpointLayout layout = one_stage_layout(format, dir);
-    if (layout.tensor_parallel == 1) return format.load(dir);
-    std::vector<CheckpointState> pieces;
-    for (int64_t tp = 0; tp < layout.tensor_parallel; ++tp)
-        pieces.push_back(format.load_rank(dir, tp, 0));
-    return join_tensor_parallel(pieces, params);
+    const CheckpointLayout layout = format.layout(dir);
+    if (layout.ranks() == 1) return format.load(dir);
+    CheckpointState whole = read_stage(format, dir, layout, 0, params);
+    for (int64_t pp = 1; pp < layout.pipeline_parallel; ++pp) {
+        CheckpointState stage = read_stage(format, dir, layout, pp, params);
+        for (auto& entry : stage.model) whole.model.push_back(std::move(entry));
+        MT_CHECK(bool(stage.optimizer) == bool(whole.optimizer), dir.string(), ": pipeline stage ",
+                 pp, stage.optimizer ? " has" : " has no", " optimizer state, stage 0 the reverse");
+        if (whole.optimizer)
+            for (auto& p : stage.optimizer->params) whole.optimizer->params.push_back(std::move(p));
+    }
+    return whole;
 }
 
 }  // namespace
@@ -54,30 +93,17 @@ CheckpointState read_model_tensors(const std::filesystem::path& dir,
         names.insert(p.name);
         names.insert(other_impl_name(p.name));
     }
-    auto keep_parameters = [&](CheckpointState& state) {
-        std::erase_if(state.model, [&](const auto& entry) { return !names.count(entry.first); });
-        state.optimizer.reset();
-        return state;
-    };
-    if (layout.tensor_parallel == 1) {
-        CheckpointState state = format->load(dir);
-        return keep_parameters(state);
-    }
-    std::vector<CheckpointState> pieces;
-    for (int64_t tp = 0; tp < layout.tensor_parallel; ++tp) {
-        pieces.push_back(format->load_rank(dir, tp, 0));
-        keep_parameters(pieces.back());
-    }
-    std::set<std::string> present;
-    for (const auto& [name, tensor] : pieces[0].model) present.insert(name);
-    std::vector<ParameterInfo> held;
-    for (const ParameterInfo& p : params)
-        if (present.count(p.name) || present.count(other_impl_name(p.name))) held.push_back(p);
-    return join_tensor_parallel(pieces, held);
+    CheckpointState state = layout.tensor_parallel == 1
+                                ? format->load(dir)
+                                : read_stage(*format, dir, layout, 0, params);
+    std::erase_if(state.model, [&](const auto& entry) { return !names.count(entry.first); });
+    state.optimizer.reset();
+    return state;
 }
 
 bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& parts,
-                     const std::vector<ParameterInfo>& params) {
+                     const std::vector<ParameterInfo>& params,
+                     const std::vector<ParameterInfo>* model_params) {
     const parallel::ParallelState& run = groups(parts);
     const bool first = run.world().rank() == 0;
     const std::filesystem::path dir = *flags.load;
@@ -92,7 +118,16 @@ bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& par
     }
     // Megatron reads whichever format the directory holds, whatever --ckpt-format says.
     auto format = detect_checkpoint_format(Registry::global(), dir);
-    CheckpointState state = read_whole(*format, dir, params);
+    // This stage's parameters (a last stage's copy of tied word embeddings among them) and the
+    // whole model's.
+    std::vector<ParameterInfo> readable = params;
+    if (model_params) {
+        std::set<std::string> mine;
+        for (const ParameterInfo& p : params) mine.insert(p.name);
+        for (const ParameterInfo& p : *model_params)
+            if (!mine.count(p.name)) readable.push_back(p);
+    }
+    CheckpointState state = read_whole(*format, dir, readable);
     if (run.pp().size() > 1) keep_model_tensors(state, parts.model);
     if (first)
         std::printf(" loading checkpoint from %s at iteration %lld\n", flags.load->c_str(),
@@ -131,6 +166,25 @@ void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
         train::CaptureOptions own = options;
         own.own_share = true;
         format.save_collective(*flags.save, train::capture_checkpoint(parts, own), all);
+    } else if (groups(parts).pp().size() > 1) {
+        // Megatron's torch files from pipeline stages: each stage's first rank writes its
+        // mp_rank_TT_PPP files, its layers numbered from 0 in each model chunk, the last stage
+        // with its copy of tied word embeddings.
+        const parallel::ParallelState& run = groups(parts);
+        train::CaptureOptions staged = options;
+        staged.stage_copies = true;
+        const CheckpointState state = train::capture_checkpoint(parts, staged);
+        const int stage = run.pp().rank();
+        const bool writer = run.tp().rank() == 0 && run.dp().rank() == 0 && run.cp().rank() == 0;
+        const parallel::PipelineSplit split = pipeline_split_of(state.args, run.pp().size());
+        format.save_stage(
+            *flags.save, CheckpointLayout{tp, run.pp().size()}, stage, writer,
+            [&](int64_t rank) {
+                CheckpointState piece = tensor_parallel_piece(state, params, tp, rank);
+                name_for_stage(piece, split, stage);
+                return piece;
+            },
+            all);
     } else {
         const CheckpointState state = train::capture_checkpoint(parts, options);
         if (first) {

@@ -16,9 +16,13 @@
 namespace mt::train_tool {
 
 // Megatron's load_checkpoint: the latest checkpoint of --load (true), or a warning and a fresh
-// start (false). Collective when the run has several ranks. `params`: the run's model, whole.
+// start (false). Collective when the run has several ranks. `params`: this rank's model (its
+// pipeline stage's), whole tensors; `model_params`: the whole model's (family.parameters), by
+// which the other stages' tensors of a pipeline-split checkpoint are read before this stage
+// keeps its own (none: `params` is the whole model).
 bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& parts,
-                     const std::vector<ParameterInfo>& params);
+                     const std::vector<ParameterInfo>& params,
+                     const std::vector<ParameterInfo>* model_params = nullptr);
 
 // The model tensors of the latest checkpoint in `dir` (any format, any tensor-parallel layout)
 // that parameters of `params` hold, whole, under the checkpoint's names (either

@@ -1,6 +1,7 @@
 // megatron-train: Megatron-LM's pretrain_gpt.py in C++ (same flags, same data order, same
 // schedule and log lines), on one CPU process or on the ranks of an mpirun/srun job with data,
 // tensor and sequence parallelism and the distributed optimizer.
+#include <array>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -75,19 +76,27 @@ struct RankPrinter {
 
 // Bytes this rank has sent through each process group (--log-rank-stats).
 struct CommunicationVolume {
-    int64_t tp, dp, model_parallel, world;
-    explicit CommunicationVolume(const mt::parallel::ParallelState& s)
-        : tp(s.tp().bytes_sent()),
-          dp(s.dp().bytes_sent()),
-          model_parallel(s.model_parallel().bytes_sent()),
-          world(s.world().bytes_sent()) {}
+    static constexpr const char* kNames[] = {
+        "tensor-parallel",   "data-parallel", "context-parallel", "data-context-parallel",
+        "pipeline-parallel", "embedding",     "model-parallel",   "world"};
+    std::array<int64_t, std::size(kNames)> bytes{};
+    explicit CommunicationVolume(const mt::parallel::ParallelState& s) {
+        const mt::Communicator* groups[] = {
+            &s.tp(),   &s.dp(), &s.cp(), &s.dp_cp(), &s.pp(), s.embedding(), &s.model_parallel(),
+            &s.world()};
+        for (size_t i = 0; i < bytes.size(); ++i)
+            bytes[i] = groups[i] ? groups[i]->bytes_sent() : 0;
+    }
     void print_since(const CommunicationVolume& start, int64_t iterations, int rank) const {
         const double n = double(std::max<int64_t>(iterations, 1));
-        std::printf(
-            " > rank %d bytes sent per iteration: tensor-parallel %.0f | data-parallel %.0f | "
-            "model-parallel %.0f | world %.0f\n",
-            rank, double(tp - start.tp) / n, double(dp - start.dp) / n,
-            double(model_parallel - start.model_parallel) / n, double(world - start.world) / n);
+        std::string line = " > rank " + std::to_string(rank) + " bytes sent per iteration:";
+        for (size_t i = 0; i < bytes.size(); ++i) {
+            char value[64];
+            std::snprintf(value, sizeof value, " %s %.0f", kNames[i],
+                          double(bytes[i] - start.bytes[i]) / n);
+            line += (i ? " |" : "") + std::string(value);
+        }
+        std::printf("%s\n", line.c_str());
         std::fflush(stdout);
     }
 };
@@ -99,11 +108,6 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     const RankPrinter out{world.rank() == world.size() - 1, world.rank() == 0};
     std::unique_ptr<mt::CheckpointFormat> format;
     if (flags.save) format = mt::Registry::global().create_checkpoint(flags.ckpt_format);
-    // Each stage's ranks hold only its layers; a format one rank writes alone would lose the
-    // others (torch_dist is written by every rank).
-    MT_CHECK(state.pp().size() == 1 || !format || format->saves_collectively(),
-             "not supported yet: saving --ckpt-format ", flags.ckpt_format,
-             " from pipeline stages (save with --ckpt-format torch_dist, Megatron's default)");
     auto tokenizer = mt::Registry::global().create_tokenizer(tf.type, tf.options);
     if (out.first)
         std::printf("> building %s tokenizer (vocabulary %lld) ...\n", tf.type.c_str(),
@@ -176,7 +180,8 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     std::vector<mt::ParameterInfo> whole_params;
     for (const mt::nn::Parameter* p : model->parameters())
         whole_params.push_back(mt::nn::describe(*p));
-    if (flags.load && !mt::train_tool::load_checkpoint(flags, parts, whole_params) &&
+    const std::vector<mt::ParameterInfo> model_params = family.parameters(model_args);
+    if (flags.load && !mt::train_tool::load_checkpoint(flags, parts, whole_params, &model_params) &&
         flags.exit_on_missing_checkpoint) {
         out.line(">> '--exit-on-missing-checkpoint' set ... exiting. <<");
         return 0;
@@ -189,9 +194,6 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
                                                            family.resolved_args(model_args), state);
     if (flags.ckpt_convert_format) {  // Megatron's conversion: save in the other format, stop
         auto to = mt::Registry::global().create_checkpoint(*flags.ckpt_convert_format);
-        MT_CHECK(state.pp().size() == 1 || to->saves_collectively(),
-                 "not supported yet: --ckpt-convert-format ", *flags.ckpt_convert_format,
-                 " from pipeline stages (convert to torch_dist)");
         mt::train_tool::TrainingFlags convert = flags;
         convert.save =
             (std::filesystem::path(*flags.ckpt_convert_save) / *flags.ckpt_convert_format).string();

@@ -117,8 +117,10 @@ struct CheckpointState {
     double num_floating_point_operations_so_far = 0;
     // The training args in Megatron's names ("num_layers", "params_dtype" as "float32", ...).
     CheckpointArgs args;
-    std::vector<std::pair<std::string, ShardedTensor>> model;  // state-dict order
-    std::optional<OptimizerCheckpoint> optimizer;              // absent: --no-save-optim
+    // State-dict order. A pipeline stage's state with virtual stages (Megatron's torch files:
+    // model0, model1, ...) puts its chunk's key in front of each name: "model1.decoder...".
+    std::vector<std::pair<std::string, ShardedTensor>> model;
+    std::optional<OptimizerCheckpoint> optimizer;  // absent: --no-save-optim
     // Why the checkpoint's optimizer state was left out although it has one (a layout not
     // supported yet, e.g. the distributed optimizer's); empty otherwise. The model still loads
     // (generation, conversion); resuming training with the optimizer reports this.
@@ -209,6 +211,17 @@ class MT_API CheckpointFormat {
     // tensor, not the model. The default makes every tensor of a rank and calls save_ranks.
     virtual void save_streamed(const std::filesystem::path& dir, const CheckpointLayout& layout,
                                const StreamedStateFn& rank_state);
+
+    // Saving from pipeline stages, for a per-rank format (torch's mp_rank_TT_PPP files):
+    // collective over `world`, every rank calls it; each stage of `layout` has one writer, which
+    // writes the rank files of its stage `stage` (rank_state(tp) gives each tensor rank's state,
+    // its keys the stage's own: layers from 0 in their chunk, "model<c>." in front with virtual
+    // stages), and rank 0 (a writer) makes the checkpoint the latest once all are written, as
+    // save() does. The default is an mt::Error.
+    virtual void save_stage(const std::filesystem::path& dir, const CheckpointLayout& layout,
+                            int64_t stage, bool writer,
+                            const std::function<CheckpointState(int64_t tp_rank)>& rank_state,
+                            Communicator& world);
 
     // Collective saving, for a format whose files are written by the ranks that hold the
     // tensors (torch_dist, as megatron-core's sharded save): every rank of `world` calls it at

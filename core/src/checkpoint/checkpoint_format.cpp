@@ -52,6 +52,13 @@ void CheckpointFormat::save_streamed(const std::filesystem::path& dir,
     });
 }
 
+void CheckpointFormat::save_stage(const std::filesystem::path& dir, const CheckpointLayout&,
+                                  int64_t, bool, const std::function<CheckpointState(int64_t)>&,
+                                  Communicator&) {
+    MT_FAIL("the ", name(), " checkpoint format cannot save ", dir.string(),
+            " from pipeline stages");
+}
+
 void CheckpointFormat::save_collective(const std::filesystem::path& dir, const CheckpointState&,
                                        Communicator&) {
     MT_FAIL("the ", name(), " checkpoint format cannot save ", dir.string(),

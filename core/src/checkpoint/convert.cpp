@@ -129,11 +129,17 @@ SourceCheckpoint load_source_checkpoint(CheckpointFormat& loader, const std::fil
                 w.args["padded-vocab-size"] = std::to_string(t.shape()[0] * source.tensor_parallel);
     w.args["tensor-model-parallel-size"] = "1";
     w.params = family.parameters(w.args);
+    // Pipeline stages: their layers as the args say they were split (uneven, virtual stages).
+    std::optional<parallel::PipelineSplit> split;
+    if (source.pipeline_parallel > 1 && int_arg(w.head.args, "num_layers"))
+        split = pipeline_split_of(w.head.args, source.pipeline_parallel);
     // The pieces keep their storages (and the files' maps) alive.
-    w.pieces =
-        parameter_pieces(w.params, source, [&](int64_t tp, int64_t pp) -> const NamedTensors& {
+    w.pieces = parameter_pieces(
+        w.params, source,
+        [&](int64_t tp, int64_t pp) -> const NamedTensors& {
             return ranks[size_t(pp)][size_t(tp)];
-        });
+        },
+        split ? &*split : nullptr);
     if (!lazy->empty())
         w.make_piece = [lazy](const Tensor& p) -> Tensor {
             if (!p.defined() || !p.storage() || p.storage()->data) return p;

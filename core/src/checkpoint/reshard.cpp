@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 
+#include "mt/checkpoint/checkpoint_args.h"
 #include "mt/error.h"
 
 namespace mt {
@@ -160,38 +161,128 @@ std::string other_impl_name(const std::string& name) {
     return name;
 }
 
+std::optional<std::pair<size_t, size_t>> model_chunk(const std::string& name) {
+    static const std::string kPrefix = "model";
+    if (name.rfind(kPrefix, 0) != 0) return std::nullopt;
+    size_t end = kPrefix.size();
+    while (end < name.size() && name[end] >= '0' && name[end] <= '9') ++end;
+    if (end == kPrefix.size() || end >= name.size() || name[end] != '.') return std::nullopt;
+    return std::pair{size_t(std::stoull(name.substr(kPrefix.size(), end - kPrefix.size()))),
+                     end + 1};
+}
+
+StagePlace stage_place(const parallel::PipelineSplit& split, const std::string& name) {
+    const int last_stage = split.stages - 1, last_chunk = split.virtual_stages - 1;
+    auto layer = layer_of(name);
+    if (!layer) {
+        if (name.rfind("embedding.", 0) == 0) return {0, 0, name};
+        return {last_stage, last_chunk, name};
+    }
+    for (int s = 0; s < split.stages; ++s)
+        for (int c = 0; c < split.virtual_stages; ++c) {
+            const parallel::StageLayers l = parallel::pipeline_stage_layers(split, s, c);
+            if (layer->first >= l.first && layer->first < l.first + l.count)
+                return {s, c,
+                        "decoder.layers." + std::to_string(layer->first - l.first) +
+                            name.substr(layer->second)};
+        }
+    MT_FAIL("'", name, "': layer ", layer->first, " is past the model's ", split.num_layers,
+            " layers");
+}
+
+std::string whole_model_name(const parallel::PipelineSplit& split, int stage, int chunk,
+                             const std::string& key) {
+    auto layer = layer_of(key);
+    if (!layer) return key;
+    const parallel::StageLayers l = parallel::pipeline_stage_layers(split, stage, chunk);
+    MT_CHECK(layer->first < l.count, "'", key, "': pipeline stage ", stage,
+             chunk ? " chunk " + std::to_string(chunk) : std::string(), " holds ", l.count,
+             " layers");
+    return "decoder.layers." + std::to_string(l.first + layer->first) + key.substr(layer->second);
+}
+
+namespace {
+
+// Every model tensor and optimizer parameter of `state` renamed by `rename`.
+template <class Rename>
+void rename_tensors(CheckpointState& state, Rename rename) {
+    for (auto& [name, t] : state.model) name = rename(name);
+    if (state.optimizer) {
+        for (OptimizerParamState& p : state.optimizer->params) p.name = rename(p.name);
+        for (OptimizerShard& p : state.optimizer->shards) p.name = rename(p.name);
+    }
+}
+
+}  // namespace
+
+void name_for_stage(CheckpointState& state, const parallel::PipelineSplit& split, int stage) {
+    rename_tensors(state, [&](const std::string& name) {
+        const StagePlace place = stage_place(split, name);
+        MT_CHECK(place.stage == stage, "'", name, "' belongs to pipeline stage ", place.stage,
+                 ", not ", stage);
+        return split.virtual_stages > 1 ? "model" + std::to_string(place.chunk) + "." + place.key
+                                        : place.key;
+    });
+}
+
+void name_for_whole_model(CheckpointState& state, const parallel::PipelineSplit& split, int stage) {
+    rename_tensors(state, [&](const std::string& key) {
+        const auto chunk = model_chunk(key);
+        MT_CHECK(bool(chunk) == (split.virtual_stages > 1), "'", key, "' in a checkpoint of ",
+                 split.virtual_stages, " virtual pipeline stages per rank");
+        return chunk ? whole_model_name(split, stage, int(chunk->first), key.substr(chunk->second))
+                     : whole_model_name(split, stage, 0, key);
+    });
+}
+
+parallel::PipelineSplit pipeline_split_of(const CheckpointArgs& args, int64_t pipeline_parallel) {
+    const std::optional<int64_t> layers = int_arg(args, "num_layers");
+    MT_CHECK(layers.has_value(),
+             "the checkpoint's args have no num_layers: its pipeline stages' "
+             "layers cannot be placed");
+    parallel::PipelineSplit split{*layers, int(pipeline_parallel)};
+    split.first_stage_layers = int_arg(args, "decoder_first_pipeline_num_layers").value_or(-1);
+    split.last_stage_layers = int_arg(args, "decoder_last_pipeline_num_layers").value_or(-1);
+    split.account_for_embedding = bool_arg(args, "account_for_embedding_in_pipeline_split");
+    split.account_for_loss = bool_arg(args, "account_for_loss_in_pipeline_split");
+    split.virtual_stages = int(int_arg(args, "virtual_pipeline_model_parallel_size").value_or(1));
+    return split;
+}
+
 std::vector<StageKey> stage_keys(const std::vector<ParameterInfo>& params,
-                                 int64_t pipeline_parallel, int64_t stage) {
-    MT_CHECK(pipeline_parallel > 0 && stage >= 0 && stage < pipeline_parallel, "pipeline stage ",
-             stage, " out of ", pipeline_parallel);
-    int64_t num_layers = 0;
+                                 const parallel::PipelineSplit& split, int64_t stage) {
+    MT_CHECK(split.stages > 0 && stage >= 0 && stage < split.stages, "pipeline stage ", stage,
+             " out of ", split.stages);
+    const bool chunks = split.virtual_stages > 1;
     std::optional<size_t> word_embeddings;
     bool output_layer = false;
-    for (size_t i = 0; i < params.size(); ++i) {
-        if (auto l = layer_of(params[i].name)) num_layers = std::max(num_layers, l->first + 1);
-        if (params[i].name == "embedding.word_embeddings.weight") word_embeddings = i;
-        output_layer |= params[i].name == "output_layer.weight";
-    }
-    MT_CHECK(num_layers % pipeline_parallel == 0, "the model's ", num_layers,
-             " layers do not split evenly into ", pipeline_parallel, " pipeline stages");
-    const int64_t per_stage = num_layers / pipeline_parallel;
-    const bool first = stage == 0, last = stage == pipeline_parallel - 1;
-
     std::vector<StageKey> out;
     for (size_t i = 0; i < params.size(); ++i) {
-        const std::string& name = params[i].name;
-        if (auto l = layer_of(name)) {
-            if (l->first / per_stage == stage)
-                out.push_back({"decoder.layers." + std::to_string(l->first - stage * per_stage) +
-                                   name.substr(l->second),
-                               i});
-        } else if (name.rfind("embedding.", 0) == 0 ? first : last) {
-            out.push_back({name, i});
-        }
+        if (params[i].name == "embedding.word_embeddings.weight") word_embeddings = i;
+        output_layer |= params[i].name == "output_layer.weight";
+        StagePlace place = stage_place(split, params[i].name);
+        if (place.stage == stage)
+            out.push_back({chunks ? "model" + std::to_string(place.chunk) + "." + place.key
+                                  : std::move(place.key),
+                           i});
     }
-    if (last && pipeline_parallel > 1 && !output_layer && word_embeddings)
-        out.push_back({"output_layer.weight", *word_embeddings});
+    const bool last = stage == split.stages - 1;
+    if (last && split.stages > 1 && !output_layer && word_embeddings)
+        out.push_back({(chunks ? "model" + std::to_string(split.virtual_stages - 1) + "." : "") +
+                           "output_layer.weight",
+                       *word_embeddings});
     return out;
+}
+
+std::vector<StageKey> stage_keys(const std::vector<ParameterInfo>& params,
+                                 int64_t pipeline_parallel, int64_t stage) {
+    int64_t num_layers = 0;
+    for (const ParameterInfo& p : params)
+        if (auto l = layer_of(p.name)) num_layers = std::max(num_layers, l->first + 1);
+    MT_CHECK(pipeline_parallel > 0 && num_layers % pipeline_parallel == 0, "the model's ",
+             num_layers, " layers do not split evenly into ", pipeline_parallel,
+             " pipeline stages");
+    return stage_keys(params, parallel::PipelineSplit{num_layers, int(pipeline_parallel)}, stage);
 }
 
 NamedTensors rank_tensors(const std::vector<ParameterInfo>& params,
@@ -214,11 +305,13 @@ NamedTensors rank_tensors(const std::vector<ParameterInfo>& params,
 
 std::vector<std::vector<Tensor>> parameter_pieces(
     const std::vector<ParameterInfo>& params, const CheckpointLayout& layout,
-    const std::function<const NamedTensors&(int64_t tp_rank, int64_t pp_rank)>& rank) {
+    const std::function<const NamedTensors&(int64_t tp_rank, int64_t pp_rank)>& rank,
+    const parallel::PipelineSplit* split) {
     const int64_t tp = layout.tensor_parallel;
     std::vector<std::vector<Tensor>> pieces(params.size(), std::vector<Tensor>(size_t(tp)));
     for (int64_t pp = 0; pp < layout.pipeline_parallel; ++pp) {
-        const std::vector<StageKey> keys = stage_keys(params, layout.pipeline_parallel, pp);
+        const std::vector<StageKey> keys = split ? stage_keys(params, *split, pp)
+                                                 : stage_keys(params, layout.pipeline_parallel, pp);
         for (int64_t r = 0; r < tp; ++r) {
             const NamedTensors& tensors = rank(r, pp);
             std::map<std::string, size_t> index;
@@ -228,7 +321,10 @@ std::vector<std::vector<Tensor>> parameter_pieces(
                 auto it = index.find(k.key);
                 if (it == index.end()) it = index.find(other_impl_name(k.key));
                 // Megatron's copy of tied word embeddings on the last stage is not needed.
-                const bool copy = k.key != p.name && k.key == "output_layer.weight";
+                const auto chunk = model_chunk(k.key);
+                const bool copy =
+                    k.key.substr(chunk ? chunk->second : 0) == "output_layer.weight" &&
+                    p.name != "output_layer.weight";
                 if (copy) {
                     if (it != index.end()) index.erase(it);
                     continue;

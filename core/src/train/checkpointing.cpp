@@ -262,7 +262,7 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
     s.args.emplace_back("consumed_valid_samples", s.consumed_valid_samples);
     const auto params = parts.model.parameters();
     for (nn::Parameter* p : params) {
-        if (!p->copy_of.empty()) continue;  // the original is saved
+        if (!p->copy_of.empty() && !o.stage_copies) continue;  // the original is saved
         if (!o.own_share) {
             s.model.emplace_back(p->name, ShardedTensor::whole(whole_of(parts, *p, p->value)));
             continue;
@@ -301,7 +301,7 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
             shards ? std::vector<Tensor>(params.size()) : local_masters(parts);
         for (size_t i = 0; i < params.size(); ++i) {
             const nn::Parameter& p = *params[i];
-            if (!p.copy_of.empty()) continue;  // the original's state is saved
+            if (!p.copy_of.empty() && !o.stage_copies) continue;  // the original's is saved
             OptimizerParamState ps;
             ps.name = p.name;
             ps.weight_decay = p.weight_decay;

@@ -1,6 +1,5 @@
 #include "mt/train/schedule_trace.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -26,15 +25,18 @@ std::string ScheduleTrace::json(int rank, int stage) const {
                   stage, stage);
     out += line;
     for (const Event& e : events_) {
-        // "forward 3", or "forward 3 chunk 1" with virtual stages.
-        const std::string chunk = e.chunk >= 0 ? " chunk " + std::to_string(e.chunk) : "";
+        // "forward 3", "forward 3 chunk 1" with virtual stages, "forward-backward" (the whole
+        // schedule of an iteration: no micro-batch).
+        std::string name = e.phase;
+        if (e.micro_batch >= 0) name += " " + std::to_string(e.micro_batch);
+        if (e.chunk >= 0) name += " chunk " + std::to_string(e.chunk);
         std::snprintf(line, sizeof line,
-                      ",\n{\"name\": \"%s %lld%s\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, "
+                      ",\n{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, "
                       "\"dur\": %.3f, \"pid\": %d, \"tid\": %d, \"args\": {\"iteration\": %lld, "
                       "\"micro_batch\": %lld, \"chunk\": %d}}",
-                      e.phase, static_cast<long long>(e.micro_batch), chunk.c_str(), e.phase,
-                      e.begin_us, e.duration_us, stage, rank, static_cast<long long>(e.iteration),
-                      static_cast<long long>(e.micro_batch), std::max(e.chunk, 0));
+                      name.c_str(), e.phase, e.begin_us, e.duration_us, stage, rank,
+                      static_cast<long long>(e.iteration), static_cast<long long>(e.micro_batch),
+                      e.chunk);
         out += line;
     }
     out += "\n]}\n";

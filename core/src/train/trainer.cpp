@@ -337,7 +337,10 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     };
     {
         Timers::Scope timed(&timers_, "forward-backward", 1);
+        const auto begin = ScheduleTrace::Clock::now();
         schedule_->forward_backward(work);
+        // The whole schedule: with its forwards and backwards, the pipeline bubble.
+        if (trace_) trace_->record("forward-backward", -1, -1, begin, ScheduleTrace::Clock::now());
     }
     model_.set_grad_ready_hook(nullptr);
     finalize_grads();

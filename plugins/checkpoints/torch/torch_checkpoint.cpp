@@ -2,11 +2,14 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "distrib_optim.h"
+#include "mt/communicator.h"
 #include "mt/error.h"
 #include "mt/io/torch_file.h"
+#include "mt/parallel/collectives.h"
 #include "torch_layout.h"
 #include "torch_state.h"
 
@@ -104,6 +107,20 @@ CheckpointState TorchCheckpoint::load_rank(const std::filesystem::path& dir, int
     return state;
 }
 
+namespace {
+
+// Rank (tp, pp)'s files of `layout` in the iteration directory being written.
+void write_rank(const fs::path& iter_dir, const CheckpointLayout& layout, int64_t tp, int64_t pp,
+                const CheckpointState& state) {
+    const fs::path rank_dir = iter_dir / rank_dir_name(layout, tp, pp);
+    fs::create_directories(rank_dir);
+    io::save_torch_file(rank_dir / kFileName, to_py(state));
+    if (state.optimizer && saved_by_distributed_optimizer(state.args))
+        io::save_torch_file(rank_dir / kDistribOptimName, parameter_state_to_py(state));
+}
+
+}  // namespace
+
 void TorchCheckpoint::save_ranks(const std::filesystem::path& dir, const CheckpointLayout& layout,
                                  const RankStateFn& rank_state) {
     MT_CHECK(layout.tensor_parallel > 0 && layout.pipeline_parallel > 0,
@@ -117,13 +134,32 @@ void TorchCheckpoint::save_ranks(const std::filesystem::path& dir, const Checkpo
                 CheckpointState state = tp == 0 && pp == 0 ? std::move(first) : rank_state(tp, pp);
                 MT_CHECK(state.iteration == iteration, "rank (tensor ", tp, ", pipeline ", pp,
                          ") is at iteration ", state.iteration, ", rank (0, 0) at ", iteration);
-                const fs::path rank_dir = iter_dir / rank_dir_name(layout, tp, pp);
-                fs::create_directories(rank_dir);
-                io::save_torch_file(rank_dir / kFileName, to_py(state));
-                if (state.optimizer && saved_by_distributed_optimizer(state.args))
-                    io::save_torch_file(rank_dir / kDistribOptimName, parameter_state_to_py(state));
+                write_rank(iter_dir, layout, tp, pp, state);
             }
     });
+}
+
+void TorchCheckpoint::save_stage(const std::filesystem::path& dir, const CheckpointLayout& layout,
+                                 int64_t stage, bool writer,
+                                 const std::function<CheckpointState(int64_t)>& rank_state,
+                                 Communicator& world) {
+    const bool root = world.rank() == 0;
+    MT_CHECK(!root || (writer && stage == 0), "rank 0 writes pipeline stage 0's files");
+    // Rank 0 makes the temporary iteration directory; each stage's writer fills in its ranks.
+    std::optional<CheckpointState> first;
+    if (root) first = rank_state(0);
+    const fs::path tmp = parallel::broadcast_bytes(
+        world, root ? begin_write(dir, first->iteration).string() : std::string(), 0);
+    int64_t iteration = 0;
+    if (writer)
+        for (int64_t tp = 0; tp < layout.tensor_parallel; ++tp) {
+            CheckpointState state = tp == 0 && first ? std::move(*first) : rank_state(tp);
+            iteration = state.iteration;
+            write_rank(tmp, layout, tp, stage, state);
+        }
+    world.barrier();
+    if (root) finish_write(dir, iteration);
+    world.barrier();  // nobody loads before the checkpoint is in place
 }
 
 void TorchCheckpoint::save_streamed(const std::filesystem::path& dir,

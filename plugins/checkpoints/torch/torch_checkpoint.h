@@ -25,6 +25,9 @@ class TorchCheckpoint : public CheckpointFormat {
     // rank, then k + 1), each tensor made when its record is reached and dropped after it.
     void save_streamed(const std::filesystem::path& dir, const CheckpointLayout& layout,
                        const StreamedStateFn& rank_state) override;
+    void save_stage(const std::filesystem::path& dir, const CheckpointLayout& layout, int64_t stage,
+                    bool writer, const std::function<CheckpointState(int64_t tp_rank)>& rank_state,
+                    Communicator& world) override;
 };
 
 }  // namespace mt::plugins::torch_ckpt

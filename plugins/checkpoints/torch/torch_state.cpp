@@ -5,6 +5,7 @@
 
 #include "distrib_optim.h"
 #include "mt/checkpoint/checkpoint_args.h"
+#include "mt/checkpoint/reshard.h"
 #include "mt/dtype.h"
 #include "mt/error.h"
 #include "mt/model.h"
@@ -259,7 +260,9 @@ OptimizerCheckpoint optimizer_from_py(const PyValue& opt, const CheckpointState&
     for (const PyValue& g : groups.items())
         decoupled_in_file = decoupled_in_file || key_of(g).decoupled;
     Groups ours = make_groups(s.model.size(), [&](size_t i) {
-        const std::string& name = s.model[i].first;
+        // (A virtual stage's key without its chunk's "model<c>.".)
+        const auto chunk = model_chunk(s.model[i].first);
+        const std::string name = s.model[i].first.substr(chunk ? chunk->second : 0);
         return GroupKey{megatron_weight_decay(name, s.model[i].second.global_shape),
                         decoupled_in_file && megatron_embedding_or_output(name)};
     });
@@ -449,15 +452,30 @@ PyValue to_py(const CheckpointState& s) {
         model =
             legacy_model_to_py(tensors, bool_arg(s.args, "untie_embeddings_and_output_weights"));
     } else {
-        for (const auto& [name, t] : s.model) model.dict_ref().set(name, PyValue::tensor(t.local));
+        for (const auto& [name, t] : s.model)
+            if (!model_chunk(name)) model.dict_ref().set(name, PyValue::tensor(t.local));
     }
+    // Virtual pipeline stages: each chunk's state dict under model0, model1, ...
+    std::vector<PyValue> chunks;
+    for (const auto& [name, t] : s.model)
+        if (auto chunk = model_chunk(name)) {
+            while (chunks.size() <= chunk->first) chunks.push_back(PyValue::dict(true));
+            chunks[chunk->first].dict_ref().set(name.substr(chunk->second),
+                                                PyValue::tensor(t.local));
+        }
+    MT_CHECK(chunks.empty() || model.dict_ref().items.empty(),
+             "a checkpoint state mixes model chunks (model0., ...) with other model tensors");
 
     PyValue root = PyValue::dict();
     auto& r = root.dict_ref();
     r.set("args", PyValue::object(std::move(ns)));
     r.set("checkpoint_version", PyValue::real(3.0));
     r.set("iteration", PyValue::integer(s.iteration));
-    r.set("model", std::move(model));
+    if (chunks.empty())
+        r.set("model", std::move(model));
+    else
+        for (size_t c = 0; c < chunks.size(); ++c)
+            r.set("model" + std::to_string(c), std::move(chunks[c]));
     if (s.optimizer)
         r.set("optimizer",
               saved_by_distributed_optimizer(s.args) ? distributed_optimizer_to_py(*s.optimizer)
@@ -496,10 +514,13 @@ CheckpointState from_py(const PyValue& root, const std::string& file) {
     if (const PyValue* f = root.find("num_floating_point_operations_so_far"))
         s.num_floating_point_operations_so_far = f->as_double();
 
-    MT_CHECK(!root.find("model0"), file,
-             ": a virtual-pipeline checkpoint (model0, model1, ...) is not read");
-    const PyValue& model = need(root, "model", file);
-    ModelTensors tensors = model_from_py(model, file);
+    // Virtual pipeline stages: model0, model1, ... flattened into "model<c>." names.
+    ModelTensors tensors;
+    for (int c = 0; root.find("model" + std::to_string(c)); ++c)
+        for (auto& [name, t] : model_from_py(root["model" + std::to_string(c)], file))
+            tensors.emplace_back("model" + std::to_string(c) + "." + name, std::move(t));
+    const PyValue& model = tensors.empty() ? need(root, "model", file) : root["model0"];
+    if (tensors.empty()) tensors = model_from_py(model, file);
     // A legacy model's file, whatever its (older Megatron's) args say.
     if (model.find("language_model")) set_arg(s.args, "use_legacy_models", true);
     // Megatron's load_checkpoint: a file without checkpoint_version is version 0.

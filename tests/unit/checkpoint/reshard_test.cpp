@@ -165,6 +165,46 @@ TEST(Reshard, PipelineStagesRenumberLayersAndCopyTiedEmbeddingsToTheLast) {
         << e;
 }
 
+// Virtual stages and uneven stages, as Megatron's torch files of an interleaved run hold them:
+// 6 layers, 2 stages of 2 chunks, the first stage 4 layers (2 per chunk), the last 2 (1 each):
+// stage 0 holds [0 1] [3 4], stage 1 [2] [5].
+TEST(Reshard, VirtualStageKeysNameEachChunksLayersFromZero) {
+    const parallel::PipelineSplit split{6, 2, 4, -1, false, false, 2};
+    EXPECT_EQ(stage_place(split, "decoder.layers.5.mlp.linear_fc1.weight").key,
+              "decoder.layers.0.mlp.linear_fc1.weight");
+    const StagePlace third =
+        stage_place(split, "decoder.layers.3.self_attention.linear_qkv.weight");
+    EXPECT_EQ(third.stage, 0);
+    EXPECT_EQ(third.chunk, 1);
+    EXPECT_EQ(third.key, "decoder.layers.0.self_attention.linear_qkv.weight");
+    EXPECT_EQ(stage_place(split, "output_layer.weight").chunk, 1);
+    EXPECT_EQ(whole_model_name(split, 1, 1, "decoder.layers.0.mlp.linear_fc2.bias"),
+              "decoder.layers.5.mlp.linear_fc2.bias");
+    // A stage's state renamed and back.
+    CheckpointState state;
+    for (const char* name :
+         {"decoder.layers.2.input_layernorm.weight", "decoder.layers.5.input_layernorm.weight",
+          "decoder.final_layernorm.weight"})
+        state.model.emplace_back(name, ShardedTensor::whole(iota({2})));
+    CheckpointState renamed = state;
+    name_for_stage(renamed, split, 1);
+    EXPECT_EQ(renamed.model[0].first, "model0.decoder.layers.0.input_layernorm.weight");
+    EXPECT_EQ(renamed.model[1].first, "model1.decoder.layers.0.input_layernorm.weight");
+    EXPECT_EQ(renamed.model[2].first, "model1.decoder.final_layernorm.weight");
+    name_for_whole_model(renamed, split, 1);
+    for (size_t i = 0; i < state.model.size(); ++i)
+        EXPECT_EQ(renamed.model[i].first, state.model[i].first);
+    EXPECT_THROW(name_for_stage(state, split, 0), Error);  // not stage 0's layers
+    // The tied word embeddings' copy sits in the last stage's last chunk.
+    const auto params = tiny_params(false);
+    const parallel::PipelineSplit two_by_two{4, 2, -1, -1, false, false, 2};
+    auto last = keys_of(stage_keys(params, two_by_two, 1), params);
+    EXPECT_EQ(
+        last.front(),
+        "model0.decoder.layers.0.input_layernorm.weight=decoder.layers.1.input_layernorm.weight");
+    EXPECT_EQ(last.back(), "model1.output_layer.weight=embedding.word_embeddings.weight");
+}
+
 std::vector<Tensor> whole_of(const std::vector<ParameterInfo>& params) {
     std::vector<Tensor> out;
     for (size_t i = 0; i < params.size(); ++i) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "mt/api.h"
 #include "mt/checkpoint.h"
 #include "mt/model.h"
+#include "mt/parallel/pipeline_layers.h"
 #include "mt/tensor.h"
 
 namespace mt {
@@ -50,6 +52,38 @@ MT_API Tensor resize_vocab_rows(const Tensor& table, int64_t rows);
 // "input_layernorm.weight"); any other name is returned as is.
 MT_API std::string other_impl_name(const std::string& name);
 
+// The model chunk of a virtual-stage state's key ("model1.decoder.layers.0..." -> {1, 7}: the
+// chunk and where its own key starts; see CheckpointState::model), or none.
+MT_API std::optional<std::pair<size_t, size_t>> model_chunk(const std::string& name);
+
+// Where a parameter of the whole model (Megatron-core name) lives in a pipeline-split
+// checkpoint: the stage, the model chunk (virtual stage) and its key in that chunk's state dict.
+// Layers go where pipeline_stage_layers puts them, renumbered from 0 in their chunk; the
+// embeddings go to the first chunk of the first stage, the final norm and the output layer to
+// the last chunk of the last stage.
+struct StagePlace {
+    int stage = 0, chunk = 0;
+    std::string key;
+};
+MT_API StagePlace stage_place(const parallel::PipelineSplit& split, const std::string& name);
+// The inverse: the whole model's name of `key` in chunk `chunk` of stage `stage`.
+MT_API std::string whole_model_name(const parallel::PipelineSplit& split, int stage, int chunk,
+                                    const std::string& key);
+
+// `state` (in the whole model's names) renamed to pipeline stage `stage`'s own keys
+// (stage_place; "model<c>." in front with virtual stages), its model tensors and optimizer
+// parameters alike; mt::Error for a tensor of another stage.
+MT_API void name_for_stage(CheckpointState& state, const parallel::PipelineSplit& split, int stage);
+// The inverse: stage `stage`'s state in the whole model's names.
+MT_API void name_for_whole_model(CheckpointState& state, const parallel::PipelineSplit& split,
+                                 int stage);
+
+// How the checkpoint's args say its layers were split over `pipeline_parallel` stages
+// (num_layers, decoder_first/last_pipeline_num_layers, account_for_*_in_pipeline_split,
+// virtual_pipeline_model_parallel_size); mt::Error without num_layers.
+MT_API parallel::PipelineSplit pipeline_split_of(const CheckpointArgs& args,
+                                                 int64_t pipeline_parallel);
+
 // One entry of a pipeline stage's state dict: its key there and the parameter it holds (an index
 // into the model's parameter list).
 struct StageKey {
@@ -64,6 +98,10 @@ struct StageKey {
 // of the word embeddings.
 MT_API std::vector<StageKey> stage_keys(const std::vector<ParameterInfo>& params,
                                         int64_t pipeline_parallel, int64_t stage);
+// The same for the stages of `split` (uneven stages, virtual stages: keys with "model<c>." in
+// front, see CheckpointState::model).
+MT_API std::vector<StageKey> stage_keys(const std::vector<ParameterInfo>& params,
+                                        const parallel::PipelineSplit& split, int64_t stage);
 
 // The state dict of rank (tp_rank, pp_rank) of `layout`, from the whole tensors (`whole[i]` is
 // params[i]'s; shapes are checked against params).
@@ -75,9 +113,11 @@ MT_API NamedTensors rank_tensors(const std::vector<ParameterInfo>& params,
 // rank's tensor) from the state dicts of every rank of `layout` (`rank(tp, pp)`), checked as
 // whole_tensors checks them: unshard_tensor(pieces[i], params[i].shard) is the whole tensor, made
 // when it is needed (a streaming conversion joins one tensor at a time).
+// `split`: how the layers were split over the stages (the checkpoint's args); none: evenly.
 MT_API std::vector<std::vector<Tensor>> parameter_pieces(
     const std::vector<ParameterInfo>& params, const CheckpointLayout& layout,
-    const std::function<const NamedTensors&(int64_t tp_rank, int64_t pp_rank)>& rank);
+    const std::function<const NamedTensors&(int64_t tp_rank, int64_t pp_rank)>& rank,
+    const parallel::PipelineSplit* split = nullptr);
 
 // The whole tensors (one per parameter, in the list's order) from the state dicts of every rank
 // of `layout` (`rank(tp, pp)`). Keys may use either --transformer-impl's norm names;

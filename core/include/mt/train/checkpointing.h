@@ -43,6 +43,10 @@ struct CaptureOptions {
     // distributed optimizer (Adam), its ranges here on every rank (OptimizerCheckpoint::shards)
     // and the moments in params left undefined. Not collective.
     bool own_share = false;
+    // A pipeline stage's copy of a tied weight (the last stage's output_layer.weight) under its
+    // own name, with its own optimizer moments, as Megatron's torch files keep it on that stage
+    // (otherwise only the original is captured).
+    bool stage_copies = false;
     // Megatron's args Namespace entries; iteration and consumed samples are added from the run.
     CheckpointArgs args;
 };

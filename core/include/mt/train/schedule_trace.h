@@ -20,8 +20,9 @@ class MT_API ScheduleTrace {
 
     ScheduleTrace() : start_(Clock::now()) {}
     void set_iteration(int64_t iteration) { iteration_ = iteration; }
-    // `phase`: "forward", "backward", "send" (posting a send), "wait" (for a receive); `chunk`:
-    // the model chunk, -1 without virtual stages.
+    // `phase`: "forward", "backward", "send" (posting a send), "wait" (for a receive),
+    // "forward-backward" (the whole schedule); `micro_batch`: -1 for none; `chunk`: the model
+    // chunk, -1 without virtual stages.
     void record(const char* phase, int64_t micro_batch, int chunk, Clock::time_point begin,
                 Clock::time_point end);
 
