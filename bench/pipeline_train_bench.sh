@@ -4,6 +4,9 @@
 #   sequence 256, 8 micro-batches of 1:  (a) 1 process   (b) PP2, 1F1B, 6 + 6 layers
 #     (c) PP2, 1F1B, 9 + 3 layers (the output layer weighs about 5 layers)
 #     (d) PP2 x VP2, interleaved, 3 + 3 | 3 + 3   (e) PP2 x VP2, 4 + 2 | 4 + 2
+#   the same at sequence 256 on chunks that weigh the same (--mock-data, NullTokenizer with a
+#   4096-id vocabulary: the output layer is 1/12 of a layer): (h) 1 process (i) PP2, 6 + 6
+#     (j) PP2 x VP2, 3 + 3 | 3 + 3
 #   sequence 2048, 1 micro-batch:        (f) 1 process   (g) CP2
 # For each: the step time and tokens/s beside the one-process run; for the pipelines the
 # bubble each stage measured in its schedule trace (--schedule-trace-dir: the forward-backward
@@ -33,12 +36,14 @@ make_work_corpus  # $work, with $work/corpus_text_document
 common=(--num-layers "$layers" --hidden-size "$hidden" --num-attention-heads "$heads"
     --micro-batch-size 1 --hidden-dropout 0 --attention-dropout 0
     --train-iters "$iters" --log-interval 1 --eval-iters 0 --split "100,0,0"
-    --lr 1e-4 --lr-decay-style constant --make-vocab-size-divisible-by 128
-    --data-path "$work/corpus_text_document" --tokenizer-type GPT2BPETokenizer
-    --vocab-file "$data/gpt2/gpt2-vocab.json" --merge-file "$data/gpt2/gpt2-merges.txt"
-    --log-rank-stats)
-short=(--seq-length "$seq" --max-position-embeddings "$seq" --global-batch-size "$m")
-longer=(--seq-length "$long" --max-position-embeddings "$long" --global-batch-size 1)
+    --lr 1e-4 --lr-decay-style constant --make-vocab-size-divisible-by 128 --log-rank-stats)
+text=(--data-path "$work/corpus_text_document" --tokenizer-type GPT2BPETokenizer
+    --vocab-file "$data/gpt2/gpt2-vocab.json" --merge-file "$data/gpt2/gpt2-merges.txt")
+# MockGPTDataset's ids reach 4095: 4095 + NullTokenizer's EOD = 4096 rows.
+mock=(--mock-data --tokenizer-type NullTokenizer --vocab-size 4095)
+short=(--seq-length "$seq" --max-position-embeddings "$seq" --global-batch-size "$m" "${text[@]}")
+balanced=(--seq-length "$seq" --max-position-embeddings "$seq" --global-batch-size "$m" "${mock[@]}")
+longer=(--seq-length "$long" --max-position-embeddings "$long" --global-batch-size 1 "${text[@]}")
 mpi_launcher 2
 
 declare -A cmdline
@@ -87,9 +92,9 @@ bubble() {  # name
 # Bytes each rank should send per iteration, "r0 / r1" per group (formulas in
 # docs/benchmarks.md): L layers, hidden h, padded vocabulary V, b = 1, m micro-batches,
 # sequence s; pp stages (v chunks each) or cp ranks.
-formula() {  # group(pp|emb|cp|dpcp) s m pp v cp
-    awk -v g="$1" -v s="$2" -v m="$3" -v p="$4" -v v="$5" -v c="$6" -v L="$layers" -v h="$hidden" \
-        -v vocab="$vocab" '
+formula() {  # group(pp|emb|cp|dpcp) s m pp v cp vocab
+    awk -v g="$1" -v s="$2" -v m="$3" -v p="$4" -v v="$5" -v c="$6" -v vocab="$7" -v L="$layers" \
+        -v h="$hidden" '
     function up(n, k) { return int((n + k - 1) / k) * k }
     BEGIN {
         V = up(vocab, 128); out = ""
@@ -128,6 +133,9 @@ run c 2 "${short[@]}" --pipeline-model-parallel-size 2 --decoder-first-pipeline-
 run d 2 "${short[@]}" --pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 2
 run e 2 "${short[@]}" --pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 2 \
     --decoder-first-pipeline-num-layers "$vfirst"
+run h 1 "${balanced[@]}"
+run i 2 "${balanced[@]}" --pipeline-model-parallel-size 2
+run j 2 "${balanced[@]}" --pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 2
 run f 1 "${longer[@]}"
 run g 2 "${longer[@]}" --context-parallel-size 2
 
@@ -137,10 +145,14 @@ label[b]="(b) PP2, 1F1B, $((layers / 2)) + $((layers / 2)) layers"
 label[c]="(c) PP2, 1F1B, $first + $((layers - first)) layers"
 label[d]="(d) PP2 x VP2, interleaved, $((layers / 4)) + $((layers / 4)) per stage"
 label[e]="(e) PP2 x VP2, interleaved, $((vfirst / 2)) + $((vfirst / 2)) | $(((layers - vfirst) / 2)) + $(((layers - vfirst) / 2))"
+label[h]="(h) 1 process x 2 threads, seq $seq, vocabulary 4096"
+label[i]="(i) PP2, 1F1B, $((layers / 2)) + $((layers / 2)) layers, vocabulary 4096"
+label[j]="(j) PP2 x VP2, $((layers / 4)) + $((layers / 4)) per stage, vocabulary 4096"
 label[f]="(f) 1 process x 2 threads, seq $long"
 label[g]="(g) CP2, seq $long"
-spec[b]="$seq $m 2 1 1" spec[c]="$seq $m 2 1 1" spec[d]="$seq $m 2 2 1" spec[e]="$seq $m 2 2 1"
-spec[g]="$long 1 1 1 2"
+spec[b]="$seq $m 2 1 1 $vocab" spec[c]="$seq $m 2 1 1 $vocab" spec[d]="$seq $m 2 2 1 $vocab"
+spec[e]="$seq $m 2 2 1 $vocab" spec[i]="$seq $m 2 1 1 4096" spec[j]="$seq $m 2 2 1 4096"
+spec[g]="$long 1 1 1 2 $vocab"
 
 echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'); $(mpirun --version 2>&1 | head -1)"
 echo "model: GPT-2 style, $layers layers, hidden $hidden, $heads heads, padded vocabulary" \
@@ -148,12 +160,16 @@ echo "model: GPT-2 style, $layers layers, hidden $hidden, $heads heads, padded v
 echo
 echo "| layout | ms/iteration | tokens/s | x 1 process | bubble measured: all stages (each stage) | bubble: Megatron's formula |"
 echo "|---|---|---|---|---|---|"
-for n in a b c d e f g; do
+for n in a b c d e h i j f g; do
     ms=$(median_step_ms "$work/$n.log")
-    case $n in a | b | c | d | e) tokens=$((m * seq)) base=a ;; *) tokens=$long base=f ;; esac
     case $n in
-        b | c) measured=$(bubble "$n") formula=$(awk -v m=$m 'BEGIN { printf "%.3f", 1 / m }') ;;
-        d | e) measured=$(bubble "$n") formula=$(awk -v m=$m 'BEGIN { printf "%.3f", 1 / (2 * m) }') ;;
+        a | b | c | d | e) tokens=$((m * seq)) base=a ;;
+        h | i | j) tokens=$((m * seq)) base=h ;;
+        *) tokens=$long base=f ;;
+    esac
+    case $n in
+        b | c | i) measured=$(bubble "$n") formula=$(awk -v m=$m 'BEGIN { printf "%.3f", 1 / m }') ;;
+        d | e | j) measured=$(bubble "$n") formula=$(awk -v m=$m 'BEGIN { printf "%.3f", 1 / (2 * m) }') ;;
         *) measured="-" formula="-" ;;
     esac
     awk -v l="${label[$n]}" -v ms="$ms" -v t="$tokens" -v base="$(median_step_ms "$work/$base.log")" \
@@ -167,12 +183,13 @@ echo
 echo "| layout | pipeline-parallel | embedding | context-parallel | data-context-parallel | model-parallel | world | match |"
 echo "|---|---|---|---|---|---|---|---|"
 all_match=1
-for n in b c d e g; do
-    read -r s mm p v c <<<"${spec[$n]}"
-    mpp=$(rank_bytes "$work/$n.log" pipeline-parallel) fpp=$(formula pp "$s" "$mm" "$p" "$v" "$c")
-    memb=$(rank_bytes "$work/$n.log" embedding) femb=$(formula emb "$s" "$mm" "$p" "$v" "$c")
-    mcp=$(rank_bytes "$work/$n.log" context-parallel) fcp=$(formula cp "$s" "$mm" "$p" "$v" "$c")
-    mdc=$(rank_bytes "$work/$n.log" data-context-parallel) fdc=$(formula dpcp "$s" "$mm" "$p" "$v" "$c")
+for n in b c d e i j g; do
+    read -r s mm p v c voc <<<"${spec[$n]}"
+    mpp=$(rank_bytes "$work/$n.log" pipeline-parallel) fpp=$(formula pp "$s" "$mm" "$p" "$v" "$c" "$voc")
+    memb=$(rank_bytes "$work/$n.log" embedding) femb=$(formula emb "$s" "$mm" "$p" "$v" "$c" "$voc")
+    mcp=$(rank_bytes "$work/$n.log" context-parallel) fcp=$(formula cp "$s" "$mm" "$p" "$v" "$c" "$voc")
+    mdc=$(rank_bytes "$work/$n.log" data-context-parallel)
+    fdc=$(formula dpcp "$s" "$mm" "$p" "$v" "$c" "$voc")
     mmp=$(rank_bytes "$work/$n.log" model-parallel) mw=$(rank_bytes "$work/$n.log" world)
     match=yes
     [ "$mpp" = "$fpp" ] && [ "$memb" = "$femb" ] && [ "$mcp" = "$fcp" ] && [ "$mdc" = "$fdc" ] ||
@@ -187,8 +204,9 @@ bubble_verdict() {  # name chunks
 ratio() { awk -v a="$(median_step_ms "$work/$2.log")" -v m="$(median_step_ms "$work/$1.log")" \
     'BEGIN { printf "%.3f", a / m }'; }
 echo
-echo "Targets: PP2 with $m micro-batches >= 0.8x one process: (b) $(ratio b a)x, (c) $(ratio c a)x;" \
-    "measured bubble within 20% of the formula: $(bubble_verdict c 1) (c), $(bubble_verdict e 2) (e);" \
+echo "Targets: PP2 with $m micro-batches >= 0.8x one process: (b) $(ratio b a)x, (c) $(ratio c a)x, (i) $(ratio i h)x;" \
+    "measured bubble within 20% of the formula: $(bubble_verdict c 1) (c), $(bubble_verdict e 2) (e)," \
+    "$(bubble_verdict i 1) (i), $(bubble_verdict j 2) (j);" \
     "bytes equal the formula:" \
     "$([ $all_match = 1 ] && echo met || echo missed)."
 echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -196,6 +214,6 @@ echo
 echo "Commands (COMMON = the flags below):"
 echo
 echo '```'
-for n in a b c d e f g; do echo "${cmdline[$n]}"; done
+for n in a b c d e h i j f g; do echo "${cmdline[$n]}"; done
 echo "COMMON: ${common[*]}"
 echo '```'

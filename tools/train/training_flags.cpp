@@ -114,6 +114,8 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
         "micro-batches each model chunk runs in a row (default: the pipeline size)")(
         "no-overlap-p2p-communication", po::bool_switch(),
         "accepted: stages always send as soon as an output exists and post receives ahead")(
+        "overlap-p2p-communication", po::bool_switch(),
+        "accepted: older Megatron's switch for what is always done here (and Megatron's default)")(
         "overlap-p2p-communication-warmup-flush", po::bool_switch(),
         "accepted: stages always send as soon as an output exists and post receives ahead")(
         "context-parallel-size", po::value(&p.context_parallel)->default_value(1),
