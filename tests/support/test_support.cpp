@@ -157,6 +157,14 @@ std::string tiny_gpt2_tokenizer_flags() {
            " --merge-file " + shell_quote(vocab / "merges.txt");
 }
 
+std::string hello_documents(int count) {
+    std::string jsonl;
+    for (int d = 0; d < count; ++d)
+        jsonl +=
+            "{\"text\": \"Document " + std::to_string(d) + " says hello and then goodbye.\"}\n";
+    return jsonl;
+}
+
 std::string tiny_gpt2_dataset(const TempDir& dir, const std::string& jsonl) {
     write_file(dir / "corpus.jsonl", jsonl);
     RunResult r =

@@ -63,5 +63,7 @@ std::string shell_quote(const std::filesystem::path& path);
 std::string tiny_gpt2_dataset(const TempDir& dir, const std::string& jsonl);
 // " --tokenizer-type GPT2BPETokenizer --vocab-file ... --merge-file ..." of that vocabulary.
 std::string tiny_gpt2_tokenizer_flags();
+// `count` JSON lines {"text": "Document N says hello and then goodbye."}, N = 0 .. count-1.
+std::string hello_documents(int count);
 
 }  // namespace mt::test

@@ -196,11 +196,7 @@ TEST(GenerateTool, SampleFileAndUnconditionalModesWriteTheirFiles) {
 // the command line), and its max positions bound prompt + generation.
 TEST(GenerateTool, GeneratesFromAMegatronTrainCheckpoint) {
     mt::test::TempDir dir;
-    std::string jsonl;
-    for (int d = 0; d < 60; ++d)
-        jsonl +=
-            "{\"text\": \"Document " + std::to_string(d) + " says hello and then goodbye.\"}\n";
-    const std::string data = mt::test::tiny_gpt2_dataset(dir, jsonl);
+    const std::string data = mt::test::tiny_gpt2_dataset(dir, mt::test::hello_documents(60));
     const std::string tokenizer = mt::test::tiny_gpt2_tokenizer_flags();
     auto train = run_command(
         shell_quote(tool_path("megatron-train")) +

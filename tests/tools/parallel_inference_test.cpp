@@ -129,11 +129,7 @@ TEST_F(ParallelInference, RestServerOnRankZeroAnswersAsOneProcess) {
 // torch_dist generates at TP2 what it generates in one process.
 TEST_F(ParallelInference, TrainedTensorParallelCheckpointGeneratesAsOneProcess) {
     mt::test::TempDir dir;
-    std::string jsonl;
-    for (int d = 0; d < 60; ++d)
-        jsonl +=
-            "{\"text\": \"Document " + std::to_string(d) + " says hello and then goodbye.\"}\n";
-    const std::string data = mt::test::tiny_gpt2_dataset(dir, jsonl);
+    const std::string data = mt::test::tiny_gpt2_dataset(dir, mt::test::hello_documents(60));
     const std::string tokenizer = mt::test::tiny_gpt2_tokenizer_flags();
     for (const char* format : {"torch", "torch_dist"}) {
         const fs::path ckpt = dir.path() / format;
@@ -159,7 +155,8 @@ TEST_F(ParallelInference, TensorParallelEvaluationGivesTheOneProcessResults) {
     auto lambada = mt::test::test_data("lambada/lambada_test.jsonl");
     auto wiki = mt::test::test_data("wikitext/wiki.test.tokens");
     auto gpt2 = mt::test::test_data("gpt2/gpt2-vocab.json");
-    if (!lambada || !wiki || !gpt2) GTEST_SKIP() << "MEGATRON_TEST_DATA not set: needs lambada";
+    if (!lambada || !wiki || !gpt2)
+        GTEST_SKIP() << "MEGATRON_TEST_DATA not set: needs lambada/, wikitext/ and gpt2/";
     mt::test::TempDir dir;
     auto head = [&](const fs::path& from, const std::string& name, int lines) {
         std::ifstream in(from);

@@ -23,16 +23,6 @@ const parallel::ParallelState& groups(const train::TrainingParts& parts) {
     return *parts.parallel;
 }
 
-// The layout of the latest checkpoint in `dir`, which must have one pipeline stage.
-CheckpointLayout one_stage_layout(CheckpointFormat& format, const std::filesystem::path& dir) {
-    const CheckpointLayout layout = format.layout(dir);
-    MT_CHECK(
-        layout.pipeline_parallel == 1, "not supported yet: reading a checkpoint of ",
-        layout.pipeline_parallel,
-        " pipeline stages here (megatron-convert --target-pipeline-parallel-size 1 joins them)");
-    return layout;
-}
-
 // Stage `pp`'s state in the whole model's names, its tensor-parallel pieces joined; the last
 // stage's copy of tied word embeddings (no parameter of `params`) is left out.
 CheckpointState read_stage(CheckpointFormat& format, const std::filesystem::path& dir,
@@ -87,15 +77,12 @@ CheckpointState read_whole(CheckpointFormat& format, const std::filesystem::path
 CheckpointState read_model_tensors(const std::filesystem::path& dir,
                                    const std::vector<ParameterInfo>& params) {
     auto format = detect_checkpoint_format(Registry::global(), dir);
-    const CheckpointLayout layout = one_stage_layout(*format, dir);
     std::set<std::string> names;
     for (const ParameterInfo& p : params) {
         names.insert(p.name);
         names.insert(other_impl_name(p.name));
     }
-    CheckpointState state = layout.tensor_parallel == 1
-                                ? format->load(dir)
-                                : read_stage(*format, dir, layout, 0, params);
+    CheckpointState state = read_whole(*format, dir, params);
     std::erase_if(state.model, [&](const auto& entry) { return !names.count(entry.first); });
     state.optimizer.reset();
     return state;

@@ -24,7 +24,7 @@ bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& par
                      const std::vector<ParameterInfo>& params,
                      const std::vector<ParameterInfo>* model_params = nullptr);
 
-// The model tensors of the latest checkpoint in `dir` (any format, any tensor-parallel layout)
+// The model tensors of the latest checkpoint in `dir` (any format, any tensor and pipeline layout)
 // that parameters of `params` hold, whole, under the checkpoint's names (either
 // --transformer-impl's norm spelling); the checkpoint's other tensors are left out (a pretrained
 // model's heads that a finetuned one lacks), and so are the parameters it does not have. No

@@ -180,11 +180,14 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     std::vector<mt::ParameterInfo> whole_params;
     for (const mt::nn::Parameter* p : model->parameters())
         whole_params.push_back(mt::nn::describe(*p));
-    const std::vector<mt::ParameterInfo> model_params = family.parameters(model_args);
-    if (flags.load && !mt::train_tool::load_checkpoint(flags, parts, whole_params, &model_params) &&
-        flags.exit_on_missing_checkpoint) {
-        out.line(">> '--exit-on-missing-checkpoint' set ... exiting. <<");
-        return 0;
+    if (flags.load) {
+        // (The whole model's parameters: a stage reads the other stages' part of a split one.)
+        const std::vector<mt::ParameterInfo> model_params = family.parameters(model_args);
+        if (!mt::train_tool::load_checkpoint(flags, parts, whole_params, &model_params) &&
+            flags.exit_on_missing_checkpoint) {
+            out.line(">> '--exit-on-missing-checkpoint' set ... exiting. <<");
+            return 0;
+        }
     }
     // The args Namespace is the same at every save.
     mt::train::CaptureOptions capture_options;

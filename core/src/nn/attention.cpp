@@ -160,6 +160,7 @@ void SelfAttention::attend(Saved& s, DropoutContext& ctx, const AttentionMask& m
 
 ops::RopeTables SelfAttention::sequence_rope_tables(int64_t length) const {
     if (!config_.cp.active() || !config_.rotary) return rope_tables(0, length);
+    if (chunks_rope_.cos.defined() && chunks_rope_.cos.size(0) == length) return chunks_rope_;
     const int64_t chunk = length / 2;
     const ops::RopeTables first = rope_tables(config_.cp.first_chunk_start(length), chunk);
     const ops::RopeTables second = rope_tables(config_.cp.second_chunk_start(length), chunk);
@@ -172,6 +173,7 @@ ops::RopeTables SelfAttention::sequence_rope_tables(int64_t length) const {
         backend_->copy(*from_first, low);
         backend_->copy(*from_second, high);
     }
+    chunks_rope_ = out;
     return out;
 }
 

@@ -50,8 +50,9 @@ Tensor second_half_twice(Backend& backend, const Tensor& x, int64_t dim) {
 }
 
 // Keys and values (and, in the backward, their gradients) passed to the next rank while the
-// current ones are worked on.
+// current ones are worked on; `received` holds the previous rank's once wait() returns.
 struct Exchange {
+    std::vector<Tensor> received;
     std::vector<std::unique_ptr<CommRequest>> requests;
     void wait() {
         for (auto& r : requests) r->wait();
@@ -59,16 +60,17 @@ struct Exchange {
     }
 };
 
-// Posts send[i] to the next rank and receive[i] from the previous one, tagged first_tag + i
-// (exchanges in flight together need tags of their own).
-Exchange pass_on(const ContextParallel& cp, const std::vector<Tensor*>& send,
-                 const std::vector<Tensor*>& receive, int first_tag = 0) {
+// Posts send[i] to the next rank and the receive of a tensor shaped like it from the previous
+// one, tagged first_tag + i (exchanges in flight together need tags of their own).
+Exchange pass_on(Backend& backend, const ContextParallel& cp, const std::vector<Tensor>& send,
+                 int first_tag = 0) {
     const int next = (cp.rank() + 1) % cp.size(),
               previous = (cp.rank() + cp.size() - 1) % cp.size();
     Exchange e;
     for (size_t i = 0; i < send.size(); ++i) {
-        e.requests.push_back(cp.group->irecv(*receive[i], previous, first_tag + int(i)));
-        e.requests.push_back(cp.group->isend(*send[i], next, first_tag + int(i)));
+        e.received.push_back(backend.empty(send[i].shape(), send[i].dtype()));
+        e.requests.push_back(cp.group->irecv(e.received[i], previous, first_tag + int(i)));
+        e.requests.push_back(cp.group->isend(send[i], next, first_tag + int(i)));
     }
     return e;
 }
@@ -88,13 +90,8 @@ void ring_attention_forward(Backend& backend, const ContextParallel& cp, const T
     Tensor part_lse = backend.empty(lse.shape(), lse.dtype());
     Tensor q_later;  // the later-rank steps' queries, made at the first of them
     for (int i = 0; i < cp.size(); ++i) {
-        Tensor next_keys, next_values;
         Exchange exchange;
-        if (i + 1 < cp.size()) {
-            next_keys = backend.empty(k.shape(), k.dtype());
-            next_values = backend.empty(v.shape(), v.dtype());
-            exchange = pass_on(cp, {&keys, &values}, {&next_keys, &next_values});
-        }
+        if (i + 1 < cp.size()) exchange = pass_on(backend, cp, {keys, values});
         const StepKind kind = step_kind(cp, i);
         const ops::AttentionConfig config = step_config(steps[size_t(i)], kind, B, T);
         if (kind == StepKind::own) {
@@ -109,8 +106,8 @@ void ring_attention_forward(Backend& backend, const ContextParallel& cp, const T
         }
         exchange.wait();
         if (i + 1 < cp.size()) {
-            keys = next_keys;
-            values = next_values;
+            keys = exchange.received[0];
+            values = exchange.received[1];
         }
     }
 }
@@ -137,13 +134,8 @@ void ring_attention_backward(Backend& backend, const ContextParallel& cp, const 
         // follow after it. After the last step the gradients go home (the next rank owns the
         // keys held then).
         const bool last = i + 1 == cp.size();
-        Tensor next_keys, next_values;
         Exchange keys_exchange;
-        if (!last) {
-            next_keys = backend.empty(k.shape(), k.dtype());
-            next_values = backend.empty(v.shape(), v.dtype());
-            keys_exchange = pass_on(cp, {&keys, &values}, {&next_keys, &next_values});
-        }
+        if (!last) keys_exchange = pass_on(backend, cp, {keys, values});
         const StepKind kind = step_kind(cp, i);
         const ops::AttentionConfig config = step_config(steps[size_t(i)], kind, B, T);
         if (kind == StepKind::later) {
@@ -164,16 +156,15 @@ void ring_attention_backward(Backend& backend, const ContextParallel& cp, const 
         backend.axpy(1.0f, step_dq, dq);  // the later steps' first half is zero
         backend.axpy(1.0f, step_dk, dkeys);
         backend.axpy(1.0f, step_dv, dvalues);
-        Tensor next_dkeys = backend.empty(k.shape(), k.dtype());
-        Tensor next_dvalues = backend.empty(v.shape(), v.dtype());
-        Exchange grads_exchange =
-            pass_on(cp, {&dkeys, &dvalues}, {&next_dkeys, &next_dvalues}, /*first_tag=*/2);
+        Exchange grads_exchange = pass_on(backend, cp, {dkeys, dvalues}, /*first_tag=*/2);
         keys_exchange.wait();
         grads_exchange.wait();
-        keys = next_keys;
-        values = next_values;
-        dkeys = next_dkeys;
-        dvalues = next_dvalues;
+        if (!last) {
+            keys = keys_exchange.received[0];
+            values = keys_exchange.received[1];
+        }
+        dkeys = grads_exchange.received[0];
+        dvalues = grads_exchange.received[1];
     }
     backend.copy(dkeys, dk);
     backend.copy(dvalues, dv);

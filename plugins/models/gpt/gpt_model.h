@@ -56,9 +56,6 @@ class GptModel final : public Model {
     // Megatron's scheme (nn::initialize_megatron); a last pipeline stage's copy of tied word
     // embeddings then takes the first stage's values.
     void initialize(uint64_t seed) override;
-    // Tied word embeddings on separate first and last pipeline stages: the last stage's copy
-    // set to the first stage's weights (collective over the embedding group; nothing without).
-    void sync_tied_embeddings();
     StageTensor stage_tensor(int64_t micro_batch_size) const override;
     // batch: "tokens", "labels" (i64 [B, T]), "position_ids" (i64 [B, T], optional),
     // "document_start" (optional), "loss_mask" (f32 [B, T], optional). With context parallelism
@@ -90,6 +87,10 @@ class GptModel final : public Model {
     nn::TransformerBlock decoder_;
     std::optional<nn::OutputLoss> output_;  // last stage
     GradReadyHook grad_ready_;
+
+    // Tied word embeddings on separate first and last pipeline stages: the last stage's copy
+    // set to the first stage's weights (collective over the embedding group; nothing without).
+    void sync_tied_embeddings();
 };
 
 }  // namespace mt::plugins::gpt

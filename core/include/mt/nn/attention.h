@@ -70,7 +70,8 @@ class MT_API SelfAttention {
     // cos/sin of every earlier position at each step.
     ops::RopeTables rope_tables(int64_t first, int64_t count) const;
     // Those of a training sequence of `length` tokens held here: positions 0 .. length-1, or
-    // with context parallelism this rank's two chunks of the whole sequence.
+    // with context parallelism this rank's two chunks of the whole sequence (made once per
+    // length and kept).
     ops::RopeTables sequence_rope_tables(int64_t length) const;
     // Attention of a training sequence (s.q, s.k, s.v set) into s.out and s.lse: one kernel
     // call, or the ring over the context-parallel ranks.
@@ -84,7 +85,8 @@ class MT_API SelfAttention {
     Linear qkv_, proj_;
     std::optional<Norm> q_norm_, k_norm_;  // --qk-layernorm
     Backend* backend_;
-    mutable ops::RopeTables rope_;  // see rope_tables()
+    mutable ops::RopeTables rope_;         // see rope_tables()
+    mutable ops::RopeTables chunks_rope_;  // see sequence_rope_tables(): context parallelism
 };
 
 }  // namespace mt::nn

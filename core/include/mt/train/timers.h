@@ -64,7 +64,7 @@ class MT_API Timers {
     std::map<std::string, double, std::less<>> elapsed_ms_;
 };
 
-// The timers Megatron's training_log prints, in its order.
+// The timers of Megatron's training_log that megatron-train measures, in Megatron's order.
 MT_API const std::vector<std::string>& training_log_timers();
 
 }  // namespace mt::train
