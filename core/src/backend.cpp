@@ -51,6 +51,8 @@ MT_UNSUPPORTED(scale, const Tensor&, float, Tensor&)
 MT_UNSUPPORTED(axpy, float, const Tensor&, Tensor&)
 MT_UNSUPPORTED(add_bias, const Tensor&, Tensor&)
 MT_UNSUPPORTED(add_column_sums, const Tensor&, Tensor&)
+MT_UNSUPPORTED(scale_rows, const Tensor&, const Tensor&, Tensor&)
+MT_UNSUPPORTED(row_dots, const Tensor&, const Tensor&, Tensor&)
 MT_UNSUPPORTED(layer_norm_forward, const Tensor&, const Tensor&, const Tensor&,
                const ops::NormConfig&, Tensor&, Tensor&, Tensor&)
 MT_UNSUPPORTED(layer_norm_backward, const Tensor&, const Tensor&, const Tensor&, const Tensor&,

@@ -242,7 +242,7 @@ TEST(Convert, BadInputIsAClearError) {
           std::pair{"--loader llama_mistral --checkpoint-type pt --saver core",
                     "--checkpoint-type pt: supported are hf and meta"},
           std::pair{"--loader core --saver hf_llava", "not supported yet: --saver hf_llava"},
-          std::pair{"--loader mixtral_hf --saver core", "not supported yet: --loader mixtral_hf"},
+          std::pair{"--loader llava --saver core", "not supported yet: --loader llava"},
           std::pair{"--loader nope --saver core", "unknown --loader nope"}}) {
         r = convert(fixture("tp1"), dir / "out", flags);
         EXPECT_EQ(r.exit_code, 1) << flags;

@@ -130,6 +130,51 @@ std::pair<std::string, std::string> greedy_reference(size_t tokens) {
     return {p, all};
 }
 
+// tests/fixtures/hf/mixtral_expected.json: the tiny MixtralForCausalLM's prompt ids (its
+// tokenizer.json's encoding of kMixtralPrompt) and transformers' 12 greedy ids after them.
+constexpr const char* kMixtralPrompt = "The Queen said to Alice that the cat was not mad.";
+constexpr const char* kMixtralPromptIds =
+    "51 257 220 48 84 68 282 259 64 72 67 271 220 32 75 297 68 256 269 83 263 283 64 83 292 298 "
+    "78 83 288 64 67 13";
+constexpr const char* kMixtralGreedyIds = "291 279 300 172 232 127 22 140 232 270 203 266";
+
+// A Mixtral folder or checkpoint's greedy continuation of the prompt ids, as NullTokenizer text.
+std::string mixtral_greedy(const fs::path& load) {
+    auto r =
+        run_command(shell_quote(tool_path("megatron-generate")) + " --load " + shell_quote(load) +
+                    " --tokenizer-type NullTokenizer --vocab-size 301 --greedy"
+                    " --out-seq-length 12 --prompts '" +
+                    kMixtralPromptIds + "'");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return r.output;
+}
+
+// transformers' MixtralForCausalLM (4 experts, top-2, GQA): its greedy tokens from the folder,
+// through the folder's own tokenizer.json (the text transformers decodes, <s> and the U+FFFD of
+// split bytes included) and as ids, and from the checkpoint megatron-convert --loader mixtral_hf
+// makes of it.
+TEST(GenerateTool, MixtralGivesTransformersGreedyTokens) {
+    const fs::path folder = mt::test::fixtures_dir() / "hf" / "mixtral";
+    const std::string ids = std::string(kMixtralPromptIds) + " " + kMixtralGreedyIds;
+    EXPECT_NE(mixtral_greedy(folder).find("\n" + ids + "\n"), std::string::npos);
+    auto r =
+        run_command(shell_quote(tool_path("megatron-generate")) + " --load " + shell_quote(folder) +
+                    " --greedy --out-seq-length 12 --prompts '" + kMixtralPrompt + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find(std::string("\n") + kMixtralPrompt +
+                            " g d<s>\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"
+                            "7\xD0\x8A"
+                            "ou\x0f  \n"),
+              std::string::npos)
+        << r.output;
+    mt::test::TempDir dir;
+    auto c = run_command(shell_quote(tool_path("megatron-convert")) +
+                         " --model-type GPT --loader mixtral_hf --load-dir " + shell_quote(folder) +
+                         " --saver core --save-dir " + shell_quote(dir.path() / "core"));
+    ASSERT_EQ(c.exit_code, 0) << c.output;
+    EXPECT_NE(mixtral_greedy(dir.path() / "core").find("\n" + ids + "\n"), std::string::npos);
+}
+
 TEST(GenerateTool, PromptsGiveTransformersGreedyContinuation) {
     const auto [prompt, expected] = greedy_reference(6);
     auto r = run_command(shell_quote(tool_path("megatron-generate")) + " " + llama_flags() +

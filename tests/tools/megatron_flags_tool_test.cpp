@@ -224,13 +224,15 @@ TEST(MegatronFlagsTool, RefusedFlagsNameWhatIsMissing) {
     TempDir dir;
     const std::string data = make_dataset(dir);
     for (const auto& [flag, message] : std::vector<std::pair<std::string, std::string>>{
-             {"--num-experts 8",
-              "error: --num-experts 8: not supported yet: MoE (Mixture of Experts) models"},
+             {"--moe-use-upcycling",
+              "error: --moe-use-upcycling: not supported yet: this MoE (Mixture of Experts) "
+              "option"},
              {"--encoder-num-layers 2",
               "error: --encoder-num-layers 2: not supported yet: T5 / encoder-decoder models"},
              {"--hybrid-override-pattern M-M", "not supported yet: Mamba hybrid models"},
              {"--fp8-format hybrid", "--fp8-format hybrid: not supported yet: FP8 training"},
-             {"--moe-router-topk 4", "--moe-router-topk 4: not supported yet: MoE"},
+             {"--moe-upcycling-granularity 4",
+              "--moe-upcycling-granularity 4: not supported yet: this MoE (Mixture"},
              {"--warmup 10", "error: --warmup argument is no longer valid"},
              {"--fp8-recipe nope",
               "megatron-train: error: argument --fp8-recipe: invalid choice: 'nope'"}}) {
@@ -256,9 +258,11 @@ TEST(MegatronFlagsTool, InferenceToolsAcceptTrainingFlags) {
         EXPECT_EQ(r.output.find("unrecognised"), std::string::npos) << tool << "\n" << r.output;
         EXPECT_EQ(r.output.find("not supported yet"), std::string::npos) << tool << "\n"
                                                                          << r.output;
-        r = run_command(base + " --num-experts 4");
+        r = run_command(base + " --moe-layer-recompute");
         EXPECT_EQ(r.exit_code, 1) << tool;
-        EXPECT_NE(r.output.find("--num-experts 4: not supported yet: MoE"), std::string::npos)
+        EXPECT_NE(r.output.find(
+                      "--moe-layer-recompute: not supported yet: this MoE (Mixture of Experts)"),
+                  std::string::npos)
             << tool << "\n"
             << r.output;
         // bf16 inference is implemented; fp32 residuals in it are not.

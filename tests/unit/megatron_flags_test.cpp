@@ -83,11 +83,11 @@ TEST(MegatronFlags, EveryVerdictSaysWhy) {
             }
         }
     // Switches have no values to be harmless with; value flags their Megatron default.
-    EXPECT_TRUE(mt::cli::catalogue_verdict("--moe-grouped-gemm", MegatronTool::training)
+    EXPECT_TRUE(mt::cli::catalogue_verdict("--moe-use-upcycling", MegatronTool::training)
                     .harmless_values.empty());
-    EXPECT_EQ(
-        mt::cli::catalogue_verdict("--moe-router-topk", MegatronTool::training).harmless_values,
-        std::vector<std::string>{"2"});
+    EXPECT_EQ(mt::cli::catalogue_verdict("--moe-upcycling-granularity", MegatronTool::training)
+                  .harmless_values,
+              std::vector<std::string>{"1"});
     EXPECT_EQ(
         mt::cli::catalogue_verdict("--dataloader-type", MegatronTool::training).harmless_values,
         std::vector<std::string>{"single"});
@@ -128,8 +128,9 @@ TEST(MegatronFlags, Describe) {
     v.status = FlagStatus::accepted;
     v.text = "why";
     EXPECT_EQ(describe(v), "accepted: why");
-    EXPECT_EQ(describe(mt::cli::catalogue_verdict("--moe-router-topk", MegatronTool::training)),
-              "refused: MoE (Mixture of Experts) models (accepted with the value 2)");
+    EXPECT_EQ(
+        describe(mt::cli::catalogue_verdict("--moe-upcycling-granularity", MegatronTool::training)),
+        "refused: this MoE (Mixture of Experts) option (accepted with the value 1)");
     EXPECT_EQ(
         describe(mt::cli::catalogue_verdict("--no-position-embedding", MegatronTool::inference)),
         "invalid: --no-position-embedding is deprecated, use --position-embedding-type "
@@ -193,26 +194,27 @@ TEST(MegatronFlags, AcceptedFlagsParseWithTheirArity) {
 
 TEST(MegatronFlags, RefusedFlagsAreErrorsUnlessHarmless) {
     FakeTool tool;
-    EXPECT_EQ(tool({"--lr", "1", "--num-experts", "8"}), 1);
+    EXPECT_EQ(tool({"--lr", "1", "--moe-upcycling-granularity", "8"}), 1);
     EXPECT_FALSE(tool.ran);
     EXPECT_EQ(tool.err,
-              "error: --num-experts 8: not supported yet: MoE (Mixture of Experts) "
-              "models\n");
+              "error: --moe-upcycling-granularity 8: not supported yet: this MoE (Mixture of "
+              "Experts) option\n");
     // Before the required flags are checked.
     EXPECT_EQ(tool({"--encoder-num-layers", "2"}), 1);
     EXPECT_NE(tool.err.find("--encoder-num-layers 2: not supported yet: T5 / encoder-decoder"),
               std::string::npos)
         << tool.err;
-    EXPECT_EQ(tool({"--lr", "1", "--moe-grouped-gemm"}), 1);
-    EXPECT_EQ(tool.err,
-              "error: --moe-grouped-gemm: not supported yet: MoE (Mixture of Experts) "
-              "models\n");
+    EXPECT_EQ(tool({"--lr", "1", "--moe-use-upcycling"}), 1);
+    EXPECT_EQ(
+        tool.err,
+        "error: --moe-use-upcycling: not supported yet: this MoE (Mixture of Experts) option\n");
     // Megatron's defaults change nothing (numbers compare as numbers).
-    EXPECT_EQ(tool({"--lr", "1", "--moe-router-topk", "2", "--mtp-loss-scaling-factor", "0.10",
-                    "--encoder-tensor-model-parallel-size", "0", "--dataloader-type", "single"}),
-              0)
+    EXPECT_EQ(
+        tool({"--lr", "1", "--moe-upcycling-granularity", "1", "--mtp-loss-scaling-factor", "0.10",
+              "--encoder-tensor-model-parallel-size", "0", "--dataloader-type", "single"}),
+        0)
         << tool.err;
-    EXPECT_EQ(tool({"--lr", "1", "--moe-router-topk", "4"}), 1);
+    EXPECT_EQ(tool({"--lr", "1", "--moe-upcycling-granularity", "4"}), 1);
     // Refused unless the tool's own flag says so.
     EXPECT_EQ(tool({"--lr", "1", "--use-rotary-position-embeddings"}), 1);
     EXPECT_EQ(tool({"--lr", "1", "--use-rotary-position-embeddings", "--position-embedding-type",
@@ -258,12 +260,13 @@ TEST(MegatronFlags, AliasesAndTheToolsOwnFlags) {
               std::string::npos);
     EXPECT_NE(tool.out.find("--use-flash-attn\taccepted: flash-style already\n"),
               std::string::npos);
-    EXPECT_NE(tool.out.find("--num-experts\trefused: MoE"), std::string::npos);
+    EXPECT_NE(tool.out.find("--moe-use-upcycling\trefused: this MoE (Mixture of Experts) option"),
+              std::string::npos);
     // A flag the catalogue leaves to the tools, which this one lacks.
     EXPECT_NE(tool.out.find("--num-layers\tunknown\n"), std::string::npos);
     // --help shows the tool's own flags only, and where the others are listed.
     EXPECT_EQ(tool({"--help"}), 0);
-    EXPECT_EQ(tool.out.find("num-experts"), std::string::npos);
+    EXPECT_EQ(tool.out.find("moe-use-upcycling"), std::string::npos);
     EXPECT_EQ(tool.out.find("  --print-megatron-flags"), std::string::npos) << tool.out;
     EXPECT_NE(tool.out.find("megatron-fake --print-megatron-flags lists them"), std::string::npos)
         << tool.out;

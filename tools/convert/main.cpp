@@ -32,7 +32,8 @@ po::options_description convert_flags(ConvertFlags& f) {
     po::options_description d("Conversion (Megatron's tools/checkpoint/convert.py flags)", 100);
     d.add_options()("model-type", po::value(&f.model_type)->required(), "GPT or BERT")(
         "loader", po::value(&f.loader)->default_value("megatron"),
-        "core | legacy | torch_dist | llama_mistral | hf (megatron = legacy, mcore = core)")(
+        "core | legacy | torch_dist | llama_mistral | mixtral_hf | hf (megatron = legacy, mcore = "
+        "core)")(
         "saver", po::value(&f.saver)->default_value("megatron"),
         "core | legacy | torch_dist | hf (megatron = legacy, mcore = core; hf: a Hugging Face "
         "GPT-2, Llama, Mistral or BERT folder)")("load-dir", po::value(&f.load_dir)->required(),
@@ -84,7 +85,8 @@ std::string loader_format(const ConvertFlags& f) {
     if (f.loader == "core" || f.loader == "mcore" || f.loader == "legacy" || f.loader == "megatron")
         return "torch";
     if (f.loader == "torch_dist") return "torch_dist";
-    if (f.loader == "hf") return "hf";
+    // Megatron's loader_mixtral_hf reads a Hugging Face Mixtral folder, as "hf" does.
+    if (f.loader == "hf" || f.loader == "mixtral_hf") return "hf";
     if (f.loader == "llama_mistral") {
         MT_CHECK(!f.checkpoint_type.empty(),
                  "--loader llama_mistral needs --checkpoint-type hf|meta");
@@ -92,10 +94,9 @@ std::string loader_format(const ConvertFlags& f) {
                  f.checkpoint_type, ": supported are hf and meta");
         return f.checkpoint_type == "meta" ? "llama_meta" : "hf";
     }
-    MT_CHECK(f.loader != "mixtral_hf" && f.loader != "llava", "not supported yet: --loader ",
-             f.loader);
+    MT_CHECK(f.loader != "llava", "not supported yet: --loader ", f.loader);
     MT_FAIL("unknown --loader ", f.loader,
-            ": supported are core, legacy, torch_dist, llama_mistral and hf");
+            ": supported are core, legacy, torch_dist, llama_mistral, mixtral_hf and hf");
 }
 
 std::string saver_format(const ConvertFlags& f) {
@@ -156,7 +157,8 @@ int run(const ConvertFlags& f) {
     if (!f.saver_impl.empty()) o.transformer_impl = f.saver_impl;
     o.legacy = f.saver == "legacy" || f.saver == "megatron";
     // Megatron's Hugging Face loaders save their checkpoints as iteration 1.
-    if (f.loader == "hf" || f.loader == "llama_mistral") o.iteration = 1;
+    if (f.loader == "hf" || f.loader == "llama_mistral" || f.loader == "mixtral_hf")
+        o.iteration = 1;
     MT_CHECK(!(f.bf16 && f.fp16), "--bf16 and --fp16 cannot be used together");
     if (f.bf16) o.dtype = mt::DType::bf16;
     if (f.fp16) o.dtype = mt::DType::f16;

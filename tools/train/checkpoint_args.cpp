@@ -1,6 +1,7 @@
 #include "checkpoint_args.h"
 
 #include <filesystem>
+#include <sstream>
 
 #include "mt/parallel/parallel_state.h"
 
@@ -14,6 +15,22 @@ namespace {
 // A flag's text as the Python value argparse would have produced.
 ArgValue typed(const std::string& text) {
     if (text.empty()) return std::monostate{};
+    // "[1, 0]": a list of ints (--moe-layer-freq's pattern, as the family writes it).
+    if (text.front() == '[' && text.back() == ']') {
+        std::vector<int64_t> ints;
+        std::string item;
+        std::istringstream items(text.substr(1, text.size() - 2));
+        while (std::getline(items, item, ',')) {
+            size_t used = 0;
+            try {
+                ints.push_back(std::stoll(item, &used));
+            } catch (const std::exception&) {
+                return text;
+            }
+            if (item.find_first_not_of(' ', used) != std::string::npos) return text;
+        }
+        return ints;
+    }
     size_t used = 0;
     try {
         long long i = std::stoll(text, &used);

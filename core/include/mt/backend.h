@@ -79,6 +79,13 @@ class MT_API Backend {
     virtual void add_bias(const Tensor& bias, Tensor& y);
     // dbias (C) += sum over the rows of dy (..., C).
     virtual void add_column_sums(const Tensor& dy, Tensor& dbias);
+    // y (N, C) = x (N, C) with row i times s[i]; s (N) in x's dtype, f32 for a half x (the
+    // product rounds once to x's dtype, as torch's half x · f32 probs then .to(half)). y may
+    // alias x. (Megatron-core's MoE experts weigh each token's activation by its routing prob.)
+    virtual void scale_rows(const Tensor& x, const Tensor& s, Tensor& y);
+    // out (N) = Σ_c a[i, c]·b[i, c] for (N, C) a and b, in out's dtype (x's, f32 for halves):
+    // the gradient of scale_rows' s.
+    virtual void row_dots(const Tensor& a, const Tensor& b, Tensor& out);
 
     // ---- Reductions to the host (in double, the same result for any thread count) -----------
     // Σ a·b over equal shapes (a·a: the squared L2 norm).

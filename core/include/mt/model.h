@@ -23,6 +23,7 @@ namespace mt {
 namespace nn {
 struct Parameter;
 struct DropoutContext;
+class MoeTracker;
 }  // namespace nn
 namespace infer {
 class KvCache;
@@ -103,6 +104,21 @@ struct FlagInfo {
     // add_bias_linear); empty: the dest is the flag's own name, stored True.
     std::string store_false_dest;
 };
+
+// A flag taking a value (with its default, if any) and a switch, as families list them.
+inline FlagInfo value_flag(const char* name, const char* help,
+                           std::optional<std::string> default_value = {}) {
+    FlagInfo f;
+    f.name = name;
+    f.help = help;
+    f.default_value = std::move(default_value);
+    return f;
+}
+inline FlagInfo switch_flag(const char* name, const char* help) {
+    FlagInfo f = value_flag(name, help);
+    f.is_switch = true;
+    return f;
+}
 
 // The inputs of one micro-batch by name, as the family's dataset collates them. GPT: "tokens",
 // "labels" (i64 [B, T]), "loss_mask" (f32 [B, T]), "position_ids" (i64 [B, T]), optionally
@@ -196,6 +212,9 @@ class MT_API Model {
     // The longest prompt + generation Megatron's text generation accepts
     // (--max-position-embeddings), or 0 for no limit.
     virtual int64_t max_positions() const { return 0; }
+    // A mixture-of-experts model's auxiliary-loss tracker (its gradient scale, the losses to
+    // report), or null.
+    virtual nn::MoeTracker* moe_tracker() { return nullptr; }
     // The model chunks of this pipeline stage, in order (the interleaved schedule runs each
     // chunk's forward and backward itself): this model alone unless it holds several.
     virtual std::vector<Model*> pipeline_chunks() { return {this}; }

@@ -19,10 +19,17 @@ std::optional<std::string> text_of(const ArgValue& v) {
     }
     if (std::holds_alternative<std::string>(v)) return std::get<std::string>(v);
     if (std::holds_alternative<bool>(v)) return std::get<bool>(v) ? "true" : "false";
+    if (const auto* list = std::get_if<std::vector<int64_t>>(&v)) return int_list_text(*list);
     return std::nullopt;
 }
 
 }  // namespace
+
+std::string int_list_text(const std::vector<int64_t>& values) {
+    std::string out = "[";
+    for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + std::to_string(values[i]);
+    return out + "]";
+}
 
 std::string python_arg_name(std::string flag) {
     std::replace(flag.begin(), flag.end(), '-', '_');

@@ -25,7 +25,7 @@ constexpr FlagRule kDefined{FlagStatus::implemented};
 
 // Capabilities megatron.cpp lacks (refused).
 constexpr const char* kPipeline = "pipeline parallelism";
-constexpr const char* kMoE = "MoE (Mixture of Experts) models";
+constexpr const char* kMoE = "this MoE (Mixture of Experts) option";
 constexpr const char* kT5 = "T5 / encoder-decoder models";
 constexpr const char* kMamba = "Mamba hybrid models";
 constexpr const char* kBertEmbeddings = "BERT embeddings (Retro's embedder)";
@@ -549,39 +549,16 @@ constexpr CatalogueEntry kCatalogue[] = {
     // moe
     {"--expert-model-parallel-size", kDefined, kOneProcess},
     {"--expert-tensor-parallel-size", refuse(kMoE)},
-    {"--num-experts", refuse(kMoE)},
-    {"--moe-layer-freq", refuse(kMoE)},
-    {"--moe-ffn-hidden-size", refuse(kMoE)},
-    {"--moe-shared-expert-intermediate-size", refuse(kMoE)},
-    {"--moe-shared-expert-overlap", refuse(kMoE)},
-    {"--moe-grouped-gemm", refuse(kMoE)},
     {"--moe-use-legacy-grouped-gemm", refuse(kMoE)},
     {"--moe-layer-recompute", refuse(kMoE)},
     {"--moe-extended-tp", refuse(kMoE)},
     {"--moe-use-upcycling", refuse(kMoE)},
-    {"--moe-router-load-balancing-type", refuse(kMoE)},
-    {"--moe-router-dtype", refuse(kMoE)},
-    {"--moe-router-score-function", refuse(kMoE)},
-    {"--moe-router-topk", refuse(kMoE)},
-    {"--moe-router-pre-softmax", refuse(kMoE)},
-    {"--moe-router-num-groups", refuse(kMoE)},
-    {"--moe-router-group-topk", refuse(kMoE)},
-    {"--moe-router-topk-scaling-factor", refuse(kMoE)},
-    {"--moe-router-enable-expert-bias", refuse(kMoE)},
-    {"--moe-router-bias-update-rate", refuse(kMoE)},
     {"--moe-router-force-load-balancing", refuse(kMoE)},
     {"--moe-router-padding-for-fp8", refuse(kMoE)},
-    {"--moe-aux-loss-coeff", refuse(kMoE)},
-    {"--moe-z-loss-coeff", refuse(kMoE)},
-    {"--moe-input-jitter-eps", refuse(kMoE)},
     {"--moe-per-layer-logging", refuse(kMoE)},
-    {"--moe-token-dispatcher-type", refuse(kMoE)},
     {"--moe-enable-deepep", refuse(kMoE)},
     {"--moe-deepep-num-sms", refuse(kMoE)},
-    {"--moe-permute-fusion", refuse(kMoE)},
-    {"--moe-expert-capacity-factor", refuse(kMoE)},
-    {"--moe-pad-expert-input-to-capacity", refuse(kMoE)},
-    {"--moe-token-drop-policy", refuse(kMoE)},
+    {"--moe-permute-fusion", kFusion},
     {"--moe-apply-probs-on-input", refuse(kMoE)},
     {"--delay-wgrad-compute",
      accept("delays weight-gradient GEMMs to overlap them with MoE communication: the same "

@@ -1,5 +1,7 @@
 #include "mt/cli/megatron_flags.h"
 
+#include "mt/checkpoint/checkpoint_args.h"
+
 #include <boost/program_options.hpp>
 #include <cerrno>
 #include <cstdlib>
@@ -385,6 +387,7 @@ std::optional<std::string> arg_words(const ArgValue& v) {
     }
     if (std::holds_alternative<std::string>(v)) return std::get<std::string>(v);
     if (std::holds_alternative<bool>(v)) return std::get<bool>(v) ? "True" : "False";
+    if (const auto* list = std::get_if<std::vector<int64_t>>(&v)) return int_list_text(*list);
     return std::nullopt;
 }
 

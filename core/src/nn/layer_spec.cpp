@@ -93,4 +93,8 @@ LayerSpec dense_layer_spec() {
             }};
 }
 
+LayerSpecs dense_layer_specs() {
+    return [](int64_t) { return dense_layer_spec(); };
+}
+
 }  // namespace mt::nn

@@ -6,7 +6,7 @@
 namespace mt::nn {
 
 TransformerBlock::TransformerBlock(const std::string& prefix, int64_t num_layers,
-                                   const TransformerConfig& layer, const LayerSpec& spec,
+                                   const TransformerConfig& layer, const LayerSpecs& specs,
                                    const RecomputeConfig& recompute, Backend& backend,
                                    const BlockPart& part)
     : recompute_(recompute_segments(recompute, num_layers)) {
@@ -16,7 +16,8 @@ TransformerBlock::TransformerBlock(const std::string& prefix, int64_t num_layers
                             layer.dtype, backend, layer.tp);
     for (int64_t i = 0; i < num_layers; ++i)
         layers_.push_back(std::make_unique<TransformerLayer>(
-            prefix + ".layers." + std::to_string(part.first_layer + i), layer, spec, backend));
+            prefix + ".layers." + std::to_string(part.first_layer + i), layer,
+            specs(part.first_layer + i), backend));
 }
 
 Tensor TransformerBlock::forward(const Tensor& x, DropoutContext& ctx, Saved* saved,

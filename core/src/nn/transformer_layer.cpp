@@ -11,9 +11,11 @@ namespace {
 // te_linear: the linear the norm is fused into with Transformer Engine; local: the module name
 // of the local spec.
 // A post-norm layer's norms have plain module names (`local`) whatever the naming.
+// fusable: whether the module after the norm takes it (a MoE block does not).
 Norm make_norm(const std::string& prefix, const char* te_linear, const char* local,
-               const TransformerConfig& config, Backend& backend) {
-    const bool te = config.norm_naming == NormNaming::transformer_engine && !config.post_layer_norm;
+               const TransformerConfig& config, Backend& backend, bool fusable = true) {
+    const bool te =
+        fusable && config.norm_naming == NormNaming::transformer_engine && !config.post_layer_norm;
     const std::string base = join_name(prefix, te ? te_linear : local);
     return Norm(config.normalization, join_name(base, te ? "layer_norm_weight" : "weight"),
                 join_name(base, te ? "layer_norm_bias" : "bias"), config.hidden_size, config.norm,
@@ -31,11 +33,12 @@ TransformerLayer::TransformerLayer(const std::string& prefix, const TransformerC
       mixer_(spec.mixer(prefix, config, backend)),
       pre_mlp_norm_(make_norm(prefix, "mlp.linear_fc1",
                               config.post_layer_norm ? "post_mlp_layernorm" : "pre_mlp_layernorm",
-                              config, backend)),
+                              config, backend, spec.norm_fused_into_feed_forward)),
       feed_forward_(spec.feed_forward(prefix, config, backend)),
       backend_(&backend),
       tp_(config.tp),
       te_order_(config.norm_naming == NormNaming::transformer_engine && !config.post_layer_norm),
+      mlp_norm_fused_(te_order_ && spec.norm_fused_into_feed_forward),
       post_norm_(config.post_layer_norm),
       recompute_mlp_(config.recompute_mlp),
       recompute_norms_(config.recompute_norms) {
@@ -135,8 +138,8 @@ void TransformerLayer::collect_parameters(std::vector<Parameter*>& out) {
     }
     if (!te_order_) input_norm_.collect_parameters(out);
     mixer_->collect_parameters(out, te_order_ ? &input_norm_ : nullptr);
-    if (!te_order_) pre_mlp_norm_.collect_parameters(out);
-    feed_forward_->collect_parameters(out, te_order_ ? &pre_mlp_norm_ : nullptr);
+    if (!mlp_norm_fused_) pre_mlp_norm_.collect_parameters(out);
+    feed_forward_->collect_parameters(out, mlp_norm_fused_ ? &pre_mlp_norm_ : nullptr);
 }
 
 }  // namespace mt::nn

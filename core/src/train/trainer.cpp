@@ -11,6 +11,7 @@
 #include "mt/error.h"
 #include "mt/io/tensorboard_writer.h"
 #include "mt/nn/dropout.h"
+#include "mt/nn/moe_tracker.h"
 #include "mt/nn/parameter.h"
 #include "mt/optim/grad_clip.h"
 #include "mt/parallel.h"
@@ -335,6 +336,14 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
         }
         return dterms;
     };
+    // Megatron's MoEAuxLossAutoScaler scale: the routers' losses are backpropagated with the
+    // main loss's scale per micro-batch (per token: the loss scale alone).
+    const double aux_grad_scale =
+        options_.calculate_per_token_loss
+            ? loss_scale()
+            : loss_scale() / (double(micro_batches) * double(data_parallel_size()));
+    for (Model* chunk : model_.pipeline_chunks())
+        if (nn::MoeTracker* tracker = chunk->moe_tracker()) tracker->set_grad_scale(aux_grad_scale);
     {
         Timers::Scope timed(&timers_, "forward-backward", 1);
         const auto begin = ScheduleTrace::Clock::now();
@@ -356,6 +365,7 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     for (const auto& [name, value] : r.losses) r.loss += value;
     MT_CHECK(!options_.check_for_nan || std::isfinite(r.loss),
              "NaN or Inf in the loss at iteration ", iteration_ + 1);
+    accumulate_named(r.losses, auxiliary_losses(micro_batches));
     consumed_train_ = loader.consumed_samples();
     if (scaler_ && !unscale_grads()) {
         r.skipped = true;  // no update and no learning-rate step, as Megatron skips it
@@ -389,6 +399,25 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     if (options_.log_params_norm) r.params_norm = params_norm();
     scheduler_.step(global_batch * options_.sample_multiplier);
     return r;
+}
+
+NamedLosses Trainer::auxiliary_losses(int64_t micro_batches) {
+    NamedLosses out;
+    for (Model* chunk : model_.pipeline_chunks())
+        if (nn::MoeTracker* tracker = chunk->moe_tracker()) accumulate_named(out, tracker->take());
+    if (out.empty()) return out;
+    // Megatron's track_moe_metrics: each layer's value summed over the pipeline stages, the
+    // micro-batches averaged; here also averaged over the data-parallel ranks (Megatron prints
+    // the last rank's), so that any layout reports the one-process value.
+    std::vector<double> values;
+    for (const auto& [name, value] : out) values.push_back(value);
+    if (Communicator* pp = pipeline_group())
+        parallel::all_reduce_values(*pp, values, ReduceOp::sum);
+    if (parallel_ && parallel_->dp().size() > 1)
+        parallel::all_reduce_values(parallel_->dp(), values, ReduceOp::sum);
+    for (size_t i = 0; i < out.size(); ++i)
+        out[i].second = values[i] / double(micro_batches) / double(data_parallel_size());
+    return out;
 }
 
 float Trainer::loss_scale() const {

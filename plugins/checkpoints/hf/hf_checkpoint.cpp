@@ -135,16 +135,42 @@ class Converter {
                 [q, k, v, nq, ng, hd](const HfTensors& t) {
                     return group_qkv(t.get(q), t.get(k), t.get(v), nq, ng, hd);
                 });
+            if (c_.num_experts > 0) {
+                mixtral_experts(src, dst);
+                continue;
+            }
             put(mlp + "linear_fc1.layer_norm_weight",
                 hf(src + "post_attention_layernorm.weight", {h}));
-            const std::string gate = hf(src + "mlp.gate_proj.weight", {f, h});
-            const std::string up = hf(src + "mlp.up_proj.weight", {f, h});
-            put(mlp + "linear_fc1.weight", {2 * f, h},
-                [gate, up](const HfTensors& t) { return concat_rows(t.get(gate), t.get(up)); });
+            put_fc1(mlp + "linear_fc1.weight", hf(src + "mlp.gate_proj.weight", {f, h}),
+                    hf(src + "mlp.up_proj.weight", {f, h}));
             put(mlp + "linear_fc2.weight", hf(src + "mlp.down_proj.weight", {h, f}));
         }
         put("decoder.final_layernorm.weight", hf("model.norm.weight", {h}));
         if (!c_.tied) put("output_layer.weight", hf("lm_head.weight", {c_.vocab_size, h}));
+    }
+
+    // A SwiGLU fc1: [gate; up].
+    void put_fc1(const std::string& name, const std::string& gate, const std::string& up) {
+        Shape shape = tensors_.shape(gate);
+        shape[0] *= 2;
+        put(name, shape,
+            [gate, up](const HfTensors& t) { return concat_rows(t.get(gate), t.get(up)); });
+    }
+
+    // A MixtralSparseMoeBlock as Megatron-core's MoE layer (SequentialMLP): its own
+    // pre_mlp_layernorm, the router (gate), and per expert fc1 = [w1; w3], fc2 = w2.
+    void mixtral_experts(const std::string& src, const std::string& dst) {
+        const int64_t h = c_.hidden_size, f = c_.ffn_hidden_size;
+        const std::string moe = src + "block_sparse_moe.", mlp = dst + "mlp.";
+        put(dst + "pre_mlp_layernorm.weight", hf(src + "post_attention_layernorm.weight", {h}));
+        put(mlp + "router.weight", hf(moe + "gate.weight", {c_.num_experts, h}));
+        for (int64_t j = 0; j < c_.num_experts; ++j) {
+            const std::string e = moe + "experts." + std::to_string(j) + ".";
+            const std::string local = mlp + "experts.local_experts." + std::to_string(j) + ".";
+            put_fc1(local + "linear_fc1.weight", hf(e + "w1.weight", {f, h}),
+                    hf(e + "w3.weight", {f, h}));
+            put(local + "linear_fc2.weight", hf(e + "w2.weight", {h, f}));
+        }
     }
 
     // Linear rows q, k, v (weights or biases) grouped per head as linear_qkv holds them.

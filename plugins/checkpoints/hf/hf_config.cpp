@@ -132,6 +132,18 @@ void read_llama(const Json& j, const std::string& where, HfConfig& c) {
     }
 }
 
+// MixtralSparseMoeBlock: softmax over the experts, the top k renormalised (Megatron's default
+// softmax over the top-k logits), each expert a SwiGLU MLP of intermediate_size.
+void read_mixtral_experts(const Json& j, const std::string& where, HfConfig& c) {
+    c.num_experts = j.integer("num_local_experts");
+    c.experts_per_token = j.integer("num_experts_per_tok");
+    MT_CHECK(c.num_experts > 0 && c.experts_per_token > 0 && c.experts_per_token <= c.num_experts,
+             where, ": 'num_experts_per_tok' (", c.experts_per_token,
+             ") must be in [1, 'num_local_experts' (", c.num_experts, ")]");
+    MT_CHECK(j.real("router_jitter_noise", 0) == 0, where,
+             ": not supported yet: 'router_jitter_noise' (Megatron's --moe-input-jitter-eps)");
+}
+
 void read_gpt2(const Json& j, const std::string& where, HfConfig& c) {
     const std::string act = j.text("activation_function", "gelu_new");
     MT_CHECK(act == "gelu_new" || act == "gelu_pytorch_tanh", where,
@@ -218,12 +230,16 @@ HfConfig read_hf_config(const std::filesystem::path& dir) {
     } else if (c.model_type == "llama" || c.model_type == "mistral") {
         c.arch = HfArch::llama;
         read_llama(j, where, c);
+    } else if (c.model_type == "mixtral") {
+        c.arch = HfArch::llama;
+        read_llama(j, where, c);
+        read_mixtral_experts(j, where, c);
     } else if (c.model_type == "megatron-bert" || c.model_type == "bert") {
         c.arch = HfArch::bert;
         read_bert(j, where, dir, c);
     } else {
         MT_FAIL(where, ": not supported yet: 'model_type' '", c.model_type,
-                "' (supported are gpt2, llama, mistral, megatron-bert and bert)");
+                "' (supported are gpt2, llama, mistral, mixtral, megatron-bert and bert)");
     }
     MT_CHECK(c.num_layers > 0 && c.hidden_size > 0 && c.ffn_hidden_size > 0 && c.vocab_size > 0 &&
                  c.max_position_embeddings > 0 && c.head_dim > 0,
@@ -265,6 +281,11 @@ ModelArgs hf_model_args(const HfConfig& c) {
         if (c.num_kv_heads != c.num_heads) {
             a["group-query-attention"] = "";
             a["num-query-groups"] = std::to_string(c.num_kv_heads);
+        }
+        if (c.num_experts > 0) {
+            a["num-experts"] = std::to_string(c.num_experts);
+            a["moe-router-topk"] = std::to_string(c.experts_per_token);
+            a["moe-ffn-hidden-size"] = std::to_string(c.ffn_hidden_size);
         }
     }
     if (!c.tied) a["untie-embeddings-and-output-weights"] = "";
@@ -352,12 +373,45 @@ std::string python_repr(bool v) {
     MT_FAIL("not supported yet: ", field, "=", value, " in --saver hf (", why, ")");
 }
 
+// A MoE rope model as Mixtral: every layer a MixtralSparseMoeBlock of the experts' FFN size,
+// routed as transformers routes (softmax of the top-k logits, no capacity, no shared experts).
+void read_mixtral_args(const Args& a, const CheckpointArgs& args, HfConfig& c) {
+    if (!a.set("num_experts")) return;
+    c.model_type = "mixtral";
+    c.num_experts = a.integer("num_experts");
+    c.experts_per_token = a.integer("moe_router_topk", 2);
+    c.ffn_hidden_size = a.integer("moe_ffn_hidden_size", c.ffn_hidden_size);
+    const std::string why =
+        "Mixtral's every layer routes each token to the softmax of its top-k "
+        "router logits, over experts alone";
+    if (const ArgValue* freq = find_arg(args, "moe_layer_freq")) {
+        const bool every = std::holds_alternative<int64_t>(*freq) && std::get<int64_t>(*freq) == 1;
+        const auto* list = std::get_if<std::vector<int64_t>>(freq);
+        if (!every &&
+            !(list && std::all_of(list->begin(), list->end(), [](int64_t f) { return f == 1; })))
+            not_supported("moe_layer_freq", "not every layer", why);
+    }
+    if (a.set("moe_shared_expert_intermediate_size"))
+        not_supported("moe_shared_expert_intermediate_size",
+                      std::to_string(a.integer("moe_shared_expert_intermediate_size")), why);
+    if (a.set("moe_router_pre_softmax")) not_supported("moe_router_pre_softmax", "True", why);
+    if (a.text("moe_router_score_function", "softmax") != "softmax")
+        not_supported("moe_router_score_function", a.text("moe_router_score_function", ""), why);
+    if (a.set("moe_router_topk_scaling_factor"))
+        not_supported("moe_router_topk_scaling_factor", "set", why);
+    if (a.set("moe_router_group_topk")) not_supported("moe_router_group_topk", "set", why);
+    if (a.set("moe_expert_capacity_factor"))
+        not_supported("moe_expert_capacity_factor", "set", why);
+    if (a.text("moe_router_load_balancing_type", "aux_loss") == "sinkhorn")
+        not_supported("moe_router_load_balancing_type", "sinkhorn", why);
+}
+
 }  // namespace
 
 HfConfig hf_config_from_args(const CheckpointArgs& args, const std::optional<BertParts>& bert) {
     const Args a(args);
     // Model features no exported model_type has, whichever the architecture.
-    for (const char* name : {"qk_layernorm", "apply_layernorm_1p", "squared_relu", "num_experts",
+    for (const char* name : {"qk_layernorm", "apply_layernorm_1p", "squared_relu",
                              "multi_latent_attention", "window_size"})
         if (a.set(name)) {
             const ArgValue* v = find_arg(args, name);
@@ -393,6 +447,9 @@ HfConfig hf_config_from_args(const CheckpointArgs& args, const std::optional<Ber
     const std::string norm = a.text("normalization", "LayerNorm");
     const bool bias = a.flag("add_bias_linear", true);
 
+    if (a.set("num_experts") && position != "rope")
+        not_supported("num_experts", std::to_string(a.integer("num_experts")),
+                      "mixture-of-experts models are exported as Mixtral (rope, RMSNorm, SwiGLU)");
     if (bert) {
         c.arch = HfArch::bert;
         c.model_type = bert->post_layer_norm ? "bert" : "megatron-bert";
@@ -452,6 +509,7 @@ HfConfig hf_config_from_args(const CheckpointArgs& args, const std::optional<Ber
         if (percent != 1.0)
             not_supported("rotary_percent", number(percent), "Llama rotates whole heads");
         c.rope_theta = a.real("rotary_base", 10000);
+        read_mixtral_args(a, args, c);
     } else {
         not_supported("position_embedding_type", position,
                       "supported are learned_absolute (GPT-2) and rope (Llama, Mistral)");

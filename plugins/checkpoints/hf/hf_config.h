@@ -13,9 +13,10 @@
 
 namespace mt::plugins::hf {
 
-// Mistral reads as Llama: the same tensors and math. bert: transformers' *ForPreTraining (or
-// *ForMaskedLM without the binary head) of model_type megatron-bert (Megatron's pre-LayerNorm
-// BERT) or bert (the original post-LayerNorm one, the bert family's --post-layer-norm).
+// Mistral reads as Llama: the same tensors and math; Mixtral as Llama with experts. bert:
+// transformers' *ForPreTraining (or *ForMaskedLM without the binary head) of model_type
+// megatron-bert (Megatron's pre-LayerNorm BERT) or bert (the original post-LayerNorm one, the bert
+// family's --post-layer-norm).
 enum class HfArch { gpt2, llama, bert };
 
 // A BERT's parts that its Megatron args do not say (they have no token-type count).
@@ -27,7 +28,7 @@ struct BertParts {
 
 struct HfConfig {
     HfArch arch = HfArch::gpt2;
-    std::string model_type;  // "gpt2", "llama", "mistral", "megatron-bert", "bert"
+    std::string model_type;  // "gpt2", "llama", "mistral", "mixtral", "megatron-bert", "bert"
     int64_t num_layers = 0, hidden_size = 0, num_heads = 0, num_kv_heads = 0, head_dim = 0;
     int64_t ffn_hidden_size = 0, vocab_size = 0, max_position_embeddings = 0;
     double norm_epsilon = 1e-5, rope_theta = 10000;
@@ -37,6 +38,9 @@ struct HfConfig {
     double llama3_rope_factor = 0;
     int64_t linear_rope_factor = 0;
     bool tied = true;
+    // Mixtral: each layer's MLP is num_experts experts (ffn_hidden_size each), top_k per token
+    // (Megatron's --num-experts, --moe-router-topk); 0: a dense model.
+    int64_t num_experts = 0, experts_per_token = 0;
     double initializer_range = 0.02;  // written to config.json (Megatron's init_method_std)
     BertParts bert;                   // bert: type_vocab_size, cls.seq_relationship, post-LN
 };

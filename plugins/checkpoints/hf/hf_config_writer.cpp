@@ -64,30 +64,38 @@ std::optional<Members> rope_scaling(const HfConfig& c) {
 }
 
 Members llama_members(const HfConfig& c) {
-    const bool mistral = c.model_type == "mistral";
-    Members m = {
-        {"architectures", strings({mistral ? "MistralForCausalLM" : "LlamaForCausalLM"}, 1)},
-        {"attention_dropout", real(0.0)},
-        {"head_dim", integer(c.head_dim)},
-        {"hidden_act", text("silu")},
-        {"hidden_size", integer(c.hidden_size)},
-        {"initializer_range", real(c.initializer_range)},
-        {"intermediate_size", integer(c.ffn_hidden_size)},
-        {"max_position_embeddings", integer(c.max_position_embeddings)},
-        {"model_type", text(c.model_type)},
-        {"num_attention_heads", integer(c.num_heads)},
-        {"num_hidden_layers", integer(c.num_layers)},
-        {"num_key_value_heads", integer(c.num_kv_heads)},
-        {"rms_norm_eps", real(c.norm_epsilon)},
-        {"rope_theta", real(c.rope_theta)},
-        {"tie_word_embeddings", boolean(c.tied)}};
+    const bool mistral = c.model_type == "mistral", mixtral = c.model_type == "mixtral";
+    const char* architecture = mixtral   ? "MixtralForCausalLM"
+                               : mistral ? "MistralForCausalLM"
+                                         : "LlamaForCausalLM";
+    Members m = {{"architectures", strings({architecture}, 1)},
+                 {"attention_dropout", real(0.0)},
+                 {"head_dim", integer(c.head_dim)},
+                 {"hidden_act", text("silu")},
+                 {"hidden_size", integer(c.hidden_size)},
+                 {"initializer_range", real(c.initializer_range)},
+                 {"intermediate_size", integer(c.ffn_hidden_size)},
+                 {"max_position_embeddings", integer(c.max_position_embeddings)},
+                 {"model_type", text(c.model_type)},
+                 {"num_attention_heads", integer(c.num_heads)},
+                 {"num_hidden_layers", integer(c.num_layers)},
+                 {"num_key_value_heads", integer(c.num_kv_heads)},
+                 {"rms_norm_eps", real(c.norm_epsilon)},
+                 {"rope_theta", real(c.rope_theta)},
+                 {"tie_word_embeddings", boolean(c.tied)}};
     // transformers 4 reads rope_scaling, 5 rope_parameters (which also holds rope_theta).
     const std::optional<Members> scaling = rope_scaling(c);
     Members parameters = scaling.value_or(Members{{"rope_type", text("default")}});
     parameters["rope_theta"] = real(c.rope_theta);
     m["rope_parameters"] = object(parameters, 1);
     m["rope_scaling"] = scaling ? object(*scaling, 1) : "null";
-    if (mistral) {
+    if (mixtral) {
+        m["sliding_window"] = "null";
+        m["num_local_experts"] = integer(c.num_experts);
+        m["num_experts_per_tok"] = integer(c.experts_per_token);
+        m["router_jitter_noise"] = real(0.0);
+        m["output_router_logits"] = boolean(false);
+    } else if (mistral) {
         m["sliding_window"] = "null";  // Megatron's attention sees every earlier token
     } else {
         m["attention_bias"] = boolean(false);

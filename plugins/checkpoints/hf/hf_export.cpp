@@ -53,6 +53,7 @@ class Exporter {
         return get(name, shape).slice(0, 0, c_.vocab_size);
     }
     void put(std::string name, Tensor t) { out_.emplace_back(std::move(name), std::move(t)); }
+    bool has(const std::string& name) const { return by_name_.count(name) > 0; }
 
     void gpt2() {
         const int64_t h = c_.hidden_size, f = c_.ffn_hidden_size, n = c_.num_heads;
@@ -103,6 +104,10 @@ class Exporter {
             put(dst + "self_attn.k_proj.weight", std::move(qkv.k));
             put(dst + "self_attn.v_proj.weight", std::move(qkv.v));
             put(dst + "self_attn.o_proj.weight", get(attn + "linear_proj.weight", {h, nq * hd}));
+            if (c_.num_experts > 0) {
+                mixtral_experts(src, dst);
+                continue;
+            }
             const Tensor fc1 = get(mlp + "linear_fc1.weight", {2 * f, h});  // [gate; up]
             put(dst + "mlp.gate_proj.weight", fc1.slice(0, 0, f));
             put(dst + "mlp.up_proj.weight", fc1.slice(0, f, 2 * f));
@@ -113,6 +118,34 @@ class Exporter {
         }
         put("model.norm.weight", get("decoder.final_layernorm.weight", {h}));
         if (!c_.tied) put("lm_head.weight", vocab_table("output_layer.weight"));
+    }
+
+    // A MoE layer as MixtralDecoderLayer's state dict holds it: the sparse MoE block (gate,
+    // then each expert's w1, w2, w3), then the norms. Experts under SequentialMLP's or
+    // TEGroupedMLP's names alike.
+    void mixtral_experts(const std::string& src, const std::string& dst) {
+        const int64_t h = c_.hidden_size, f = c_.ffn_hidden_size;
+        const std::string mlp = src + "mlp.", moe = dst + "block_sparse_moe.";
+        put(moe + "gate.weight", get(mlp + "router.weight", {c_.num_experts, h}));
+        const bool grouped = has(mlp + "experts.linear_fc1.weight0");
+        for (int64_t j = 0; j < c_.num_experts; ++j) {
+            const std::string n = std::to_string(j);
+            const std::string fc = grouped ? mlp + "experts.linear_fc" : "";
+            const Tensor fc1 =
+                get(grouped ? fc + "1.weight" + n
+                            : mlp + "experts.local_experts." + n + ".linear_fc1.weight",
+                    {2 * f, h});
+            const std::string e = moe + "experts." + n + ".";
+            put(e + "w1.weight", fc1.slice(0, 0, f));
+            put(e + "w2.weight",
+                get(grouped ? fc + "2.weight" + n
+                            : mlp + "experts.local_experts." + n + ".linear_fc2.weight",
+                    {h, f}));
+            put(e + "w3.weight", fc1.slice(0, f, 2 * f));
+        }
+        put(dst + "input_layernorm.weight",
+            get(src + "self_attention.linear_qkv.layer_norm_weight", {h}));
+        put(dst + "post_attention_layernorm.weight", get(src + "pre_mlp_layernorm.weight", {h}));
     }
 
     // MegatronBertForPreTraining's or BertForPreTraining's names (*ForMaskedLM's without the

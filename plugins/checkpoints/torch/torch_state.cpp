@@ -43,8 +43,13 @@ PyValue arg_to_py(const std::string& name, const ArgValue& v) {
                 return PyValue::integer(x);
             else if constexpr (std::is_same_v<T, double>)
                 return PyValue::real(x);
-            else
+            else if constexpr (std::is_same_v<T, std::string>)
                 return PyValue::string(x);
+            else {
+                std::vector<PyValue> items;
+                for (int64_t i : x) items.push_back(PyValue::integer(i));
+                return PyValue::list(std::move(items));
+            }
         },
         v);
 }
@@ -221,6 +226,14 @@ std::optional<ArgValue> arg_from_py(const PyValue& v) {
             return ArgValue{v.as_double()};
         case PyKind::string:
             return ArgValue{v.as_string()};
+        case PyKind::list: {  // a list of ints (--moe-layer-freq's pattern); others dropped
+            std::vector<int64_t> ints;
+            for (const PyValue& item : v.items()) {
+                if (item.kind() != PyKind::integer) return std::nullopt;
+                ints.push_back(item.as_int());
+            }
+            return ArgValue{std::move(ints)};
+        }
         case PyKind::global:
             if (auto d = io::torch_dtype_of(v))
                 for (const auto& [torch_name, dtype] : kTorchDtypes)

@@ -70,7 +70,7 @@ BertModel::BertModel(const BertConfig& config, const BuildContext& context, DTyp
                  float(config.transformer.hidden_dropout), dtype, *backend_, tp_,
                  config.num_tokentypes,
                  config.post_layer_norm ? std::optional(layer_.norm) : std::nullopt),
-      encoder_("encoder", config.transformer.num_layers, layer_, nn::dense_layer_spec(),
+      encoder_("encoder", config.transformer.num_layers, layer_, nn::dense_layer_specs(),
                config.transformer.recompute, *backend_) {
     MT_CHECK(
         dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16 || dtype == DType::f16,

@@ -1,6 +1,9 @@
 #include "gpt_config.h"
 
+#include "moe_args.h"
+#include "mt/checkpoint/checkpoint_args.h"
 #include "mt/model_args_reader.h"
+#include "mt/nn/moe_layer.h"
 
 #include <cstdlib>
 #include <limits>
@@ -11,83 +14,85 @@
 namespace mt::plugins::gpt {
 
 std::vector<FlagInfo> gpt_flags() {
-    auto value = [](const char* name, const char* help, std::optional<std::string> def = {}) {
-        FlagInfo f;
-        f.name = name;
-        f.help = help;
-        f.default_value = std::move(def);
-        return f;
-    };
-    auto flag = [&](const char* name, const char* help) {
-        FlagInfo f = value(name, help);
-        f.is_switch = true;
-        return f;
-    };
     // A switch argparse stores as False under `dest`.
     auto store_false = [&](const char* name, const char* dest, const char* help) {
-        FlagInfo f = flag(name, help);
+        FlagInfo f = switch_flag(name, help);
         f.store_false_dest = dest;
         return f;
     };
-    return {
-        value("num-layers", "number of transformer layers"),
-        value("hidden-size", "transformer hidden size"),
-        value("num-attention-heads", "number of attention heads"),
-        value("ffn-hidden-size",
-              "MLP hidden size (default 4 x hidden, or 2/3 of that with --swiglu)"),
-        value("kv-channels", "attention head dimension (default hidden / heads)"),
-        value("seq-length", "maximum sequence length to process"),
-        value("max-position-embeddings", "maximum number of position embeddings"),
-        value("position-embedding-type", "learned_absolute, rope or none", "learned_absolute"),
-        value("rotary-base", "base of the rotary embedding frequencies", "10000"),
-        value("rotary-percent", "fraction of each head's dimensions that rotary embedding uses",
-              "1.0"),
-        value("normalization", "LayerNorm or RMSNorm", "LayerNorm"),
-        value("norm-epsilon", "epsilon of the normalization layers", "1e-5"),
-        flag("apply-layernorm-1p", "store the norm weights as gamma - 1 (zero-centered gamma)"),
-        flag("swiglu", "use SwiGLU in the MLP"),
-        flag("group-query-attention", "use grouped-query attention"),
-        value("num-query-groups", "number of query groups with --group-query-attention", "1"),
+    std::vector<FlagInfo> flags{
+        value_flag("num-layers", "number of transformer layers"),
+        value_flag("hidden-size", "transformer hidden size"),
+        value_flag("num-attention-heads", "number of attention heads"),
+        value_flag("ffn-hidden-size",
+                   "MLP hidden size (default 4 x hidden, or 2/3 of that with --swiglu)"),
+        value_flag("kv-channels", "attention head dimension (default hidden / heads)"),
+        value_flag("seq-length", "maximum sequence length to process"),
+        value_flag("max-position-embeddings", "maximum number of position embeddings"),
+        value_flag("position-embedding-type", "learned_absolute, rope or none", "learned_absolute"),
+        value_flag("rotary-base", "base of the rotary embedding frequencies", "10000"),
+        value_flag("rotary-percent",
+                   "fraction of each head's dimensions that rotary embedding uses", "1.0"),
+        value_flag("normalization", "LayerNorm or RMSNorm", "LayerNorm"),
+        value_flag("norm-epsilon", "epsilon of the normalization layers", "1e-5"),
+        switch_flag("apply-layernorm-1p",
+                    "store the norm weights as gamma - 1 (zero-centered gamma)"),
+        switch_flag("swiglu", "use SwiGLU in the MLP"),
+        switch_flag("group-query-attention", "use grouped-query attention"),
+        value_flag("num-query-groups", "number of query groups with --group-query-attention", "1"),
         store_false("disable-bias-linear", "add_bias_linear", "no biases in the linear layers"),
-        flag("squared-relu", "squared ReLU in the MLP instead of GeLU"),
+        switch_flag("squared-relu", "squared ReLU in the MLP instead of GeLU"),
         store_false("no-bias-gelu-fusion", "bias_gelu_fusion",
                     "GeLU with erf (F.gelu) instead of the fused bias-GeLU's tanh form"),
-        flag("openai-gelu", "legacy models only: Megatron-core's GPT ignores it, and so do we"),
-        flag("use-rope-scaling", "rescale the rotary frequencies as Llama 3.x does"),
-        value("rope-scaling-factor", "the Llama 3.x rope scaling factor", "8.0"),
-        flag("rotary-interleaved", "rotate neighbouring pairs (x[2i], x[2i+1]) instead of halves"),
-        value("rotary-seq-len-interpolation-factor",
-              "divide the rotary positions by this (linear position interpolation)"),
-        flag("qk-layernorm", "normalise each head's queries and keys (--normalization's norm)"),
-        flag("add-qkv-bias", "a QKV bias even with --disable-bias-linear"),
-        flag("untie-embeddings-and-output-weights", "separate input embedding and output weights"),
-        flag("apply-residual-connection-post-layernorm",
-             "legacy models only: Megatron-core's GPT layers ignore it, and so do we"),
-        value("attention-dropout", "dropout probability of the attention weights", "0.1"),
-        value("hidden-dropout", "dropout probability of the hidden states", "0.1"),
-        value("init-method-std", "standard deviation of the weight initialisation", "0.02"),
-        value("make-vocab-size-divisible-by", "pad the vocabulary to a multiple of this", "128"),
-        value("transformer-impl",
-              "local or transformer_engine: the layer spec, which decides the parameter names",
-              "transformer_engine"),
-        value("recompute-granularity",
-              "full: recompute whole transformer layers in the backward (with --recompute-method); "
-              "selective: the --recompute-modules"),
-        value("recompute-method",
-              "with full granularity: uniform (every layer, in chunks of --recompute-num-layers) "
-              "or block (the first --recompute-num-layers layers)"),
-        value("recompute-num-layers", "layers per recompute chunk (uniform) or recomputed (block)"),
+        switch_flag("openai-gelu",
+                    "legacy models only: Megatron-core's GPT ignores it, and so do we"),
+        switch_flag("use-rope-scaling", "rescale the rotary frequencies as Llama 3.x does"),
+        value_flag("rope-scaling-factor", "the Llama 3.x rope scaling factor", "8.0"),
+        switch_flag("rotary-interleaved",
+                    "rotate neighbouring pairs (x[2i], x[2i+1]) instead of halves"),
+        value_flag("rotary-seq-len-interpolation-factor",
+                   "divide the rotary positions by this (linear position interpolation)"),
+        switch_flag("qk-layernorm",
+                    "normalise each head's queries and keys (--normalization's norm)"),
+        switch_flag("add-qkv-bias", "a QKV bias even with --disable-bias-linear"),
+        switch_flag("untie-embeddings-and-output-weights",
+                    "separate input embedding and output weights"),
+        switch_flag("apply-residual-connection-post-layernorm",
+                    "legacy models only: Megatron-core's GPT layers ignore it, and so do we"),
+        value_flag("attention-dropout", "dropout probability of the attention weights", "0.1"),
+        value_flag("hidden-dropout", "dropout probability of the hidden states", "0.1"),
+        value_flag("init-method-std", "standard deviation of the weight initialisation", "0.02"),
+        value_flag("make-vocab-size-divisible-by", "pad the vocabulary to a multiple of this",
+                   "128"),
+        value_flag("transformer-impl",
+                   "local or transformer_engine: the layer spec, which decides the parameter names",
+                   "transformer_engine"),
+        value_flag(
+            "recompute-granularity",
+            "full: recompute whole transformer layers in the backward (with --recompute-method); "
+            "selective: the --recompute-modules"),
+        value_flag(
+            "recompute-method",
+            "with full granularity: uniform (every layer, in chunks of --recompute-num-layers) "
+            "or block (the first --recompute-num-layers layers)"),
+        value_flag("recompute-num-layers",
+                   "layers per recompute chunk (uniform) or recomputed (block)"),
         [&] {
-            FlagInfo f = value("recompute-modules",
-                               "selective granularity: the submodules to recompute (core_attn, the "
-                               "default; mlp; layernorm)");
+            FlagInfo f =
+                value_flag("recompute-modules",
+                           "selective granularity: the submodules to recompute (core_attn, the "
+                           "default; mlp; layernorm)");
             f.multiple = true;
             return f;
         }(),
-        flag("recompute-activations", "the same as --recompute-granularity selective"),
-        flag("checkpoint-activations",
-             "no longer valid (Megatron): use --recompute-activations or --recompute-granularity"),
+        switch_flag("recompute-activations", "the same as --recompute-granularity selective"),
+        switch_flag(
+            "checkpoint-activations",
+            "no longer valid (Megatron): use --recompute-activations or --recompute-granularity"),
     };
+    std::vector<FlagInfo> moe = moe_flags();
+    flags.insert(flags.end(), moe.begin(), moe.end());
+    return flags;
 }
 
 int64_t padded_vocab_size(int64_t vocab_size, int64_t divisible_by, int64_t tensor_parallel) {
@@ -220,6 +225,7 @@ GptConfig gpt_config_from_args(const ModelArgs& args) {
         for (std::string m; words >> m;) c.recompute.modules.push_back(m);
     }
     nn::recompute_segments(c.recompute, c.num_layers);  // Megatron's checks, now
+    read_moe_args(f, c);
 
     c.tensor_model_parallel_size = f.integer("tensor-model-parallel-size", 1);
     MT_CHECK(c.tensor_model_parallel_size > 0,
@@ -283,6 +289,7 @@ nn::TransformerConfig transformer_layer_config(const GptConfig& c, DType dtype,
     t.tp = tp;
     t.recompute_mlp = nn::recompute_module(c.recompute, "mlp");
     t.recompute_norms = nn::recompute_module(c.recompute, "layernorm");
+    t.moe = c.moe;
     return t;
 }
 
@@ -295,6 +302,17 @@ ModelArgs resolved_transformer_args(const ModelArgs& args, const GptConfig& c) {
     // Megatron keeps --num-query-groups as given unless --group-query-attention uses it.
     if (args.count("group-query-attention"))
         out["num-query-groups"] = std::to_string(c.num_query_groups);
+    // Megatron fills in each expert's FFN size.
+    if (c.moe.enabled()) {
+        out["moe-ffn-hidden-size"] = std::to_string(c.moe.ffn_hidden_size);
+        // A pattern as the list Megatron's moe_freq_type evaluates it to (checkpoints keep that).
+        if (c.moe_layer_freq.find('[') != std::string::npos) {
+            std::vector<int64_t> flags;
+            for (bool moe : nn::MoeLayerPattern::parse(c.moe_layer_freq, c.num_layers).moe)
+                flags.push_back(moe ? 1 : 0);
+            out["moe-layer-freq"] = int_list_text(flags);
+        }
+    }
     return out;
 }
 

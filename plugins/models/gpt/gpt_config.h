@@ -48,6 +48,10 @@ struct GptConfig {
     int64_t tensor_model_parallel_size = 1;
     TransformerImpl transformer_impl = TransformerImpl::transformer_engine;
     nn::RecomputeConfig recompute;  // --recompute-*
+    // --num-experts and the --moe-* flags (moe.enabled(): a mixture-of-experts model), without
+    // its process groups; --moe-layer-freq as given (nn::MoeLayerPattern reads it).
+    nn::MoeConfig moe;
+    std::string moe_layer_freq = "1";
 };
 
 // Megatron's _vocab_size_with_padding.

@@ -9,6 +9,7 @@
 #include "mt/error.h"
 #include "mt/infer/kv_cache.h"
 #include "mt/nn/initialization.h"
+#include "mt/nn/moe_layer.h"
 #include "mt/parallel/parallel_state.h"
 #include "mt/parallel/pipeline_layers.h"
 
@@ -50,6 +51,39 @@ GptModel::Stage pipeline_stage(const GptConfig& config, const BuildContext& cont
 // The model's context-parallel group: training splits each sequence over it.
 nn::ContextParallel context_parallel(const BuildContext& context) {
     return nn::ContextParallel{&context.parallel.cp()};
+}
+
+// A layer's settings on this rank: transformer_layer_config with the expert groups.
+nn::TransformerConfig layer_config(const GptConfig& config, const BuildContext& context,
+                                   DType dtype, const nn::TensorParallel& tp,
+                                   const nn::ContextParallel& cp) {
+    nn::TransformerConfig t = transformer_layer_config(config, dtype, tp, cp);
+    const parallel::ParallelState& ps = context.parallel;
+    t.moe.experts = {&ps.ep(), &ps.expert_tp(), &ps.expert_tp_ep()};
+    t.moe.tp_cp = &ps.tp_cp();
+    return t;
+}
+
+// The tracker of a MoE model's auxiliary losses (those with a coefficient), or null.
+std::shared_ptr<nn::MoeTracker> moe_tracker_for(const GptConfig& config) {
+    if (!config.moe.enabled()) return nullptr;
+    const nn::RouterConfig& r = config.moe.router;
+    std::vector<std::string> names;
+    if ((r.load_balancing == nn::LoadBalancing::aux_loss ||
+         r.load_balancing == nn::LoadBalancing::seq_aux_loss) &&
+        r.aux_loss_coeff > 0)
+        names.push_back("load_balancing_loss");
+    if (r.z_loss_coeff > 0) names.push_back("z_loss");
+    return std::make_shared<nn::MoeTracker>(
+        std::move(names),
+        nn::MoeLayerPattern::parse(config.moe_layer_freq, config.num_layers).count());
+}
+
+// Dense layers, or the MoE pattern's.
+nn::LayerSpecs layer_specs(const GptConfig& config, std::shared_ptr<nn::MoeTracker> tracker) {
+    if (!config.moe.enabled()) return nn::dense_layer_specs();
+    return nn::moe_layer_specs(nn::MoeLayerPattern::parse(config.moe_layer_freq, config.num_layers),
+                               std::move(tracker));
 }
 
 // Integer tensor -> its values as int64 (i64 or i32, any contiguity).
@@ -105,8 +139,9 @@ GptModel::GptModel(const GptConfig& config, const BuildContext& context, DType d
       pp_(&context.parallel.pp()),
       embedding_group_(context.parallel.embedding()),
       stage_(pipeline_stage(config, context)),
-      decoder_("decoder", stage_.layers.count, transformer_layer_config(config, dtype, tp_, cp_),
-               nn::dense_layer_spec(), config.recompute, *backend_,
+      moe_tracker_(moe_tracker_for(config)),
+      decoder_("decoder", stage_.layers.count, layer_config(config, context, dtype, tp_, cp_),
+               layer_specs(config, moe_tracker_), config.recompute, *backend_,
                {stage_.layers.first, stage_.last}) {
     MT_CHECK(config.seq_length % (2 * cp_.size()) == 0 || !cp_.active(), "--context-parallel-size ",
              cp_.size(), ": --seq-length (", config.seq_length,

@@ -12,6 +12,7 @@
 #include "mt/backend.h"
 #include "mt/model.h"
 #include "mt/nn/embedding.h"
+#include "mt/nn/moe_tracker.h"
 #include "mt/nn/norm.h"
 #include "mt/nn/output_loss.h"
 #include "mt/nn/tensor_parallel.h"
@@ -71,6 +72,7 @@ class GptModel final : public Model {
     Tensor logits(const Tensor& tokens, infer::KvCache* cache, int64_t keep_last) override;
     std::unique_ptr<infer::KvCache> make_kv_cache(int64_t batch, int64_t capacity) const override;
     int64_t max_positions() const override { return config_.max_position_embeddings; }
+    nn::MoeTracker* moe_tracker() override { return moe_tracker_.get(); }
 
     const GptConfig& config() const { return config_; }
 
@@ -83,7 +85,8 @@ class GptModel final : public Model {
     Communicator* pp_;               // the pipeline-parallel group
     Communicator* embedding_group_;  // first and last stage (null on the others)
     Stage stage_;
-    std::optional<nn::Embedding> embedding_;  // first stage
+    std::shared_ptr<nn::MoeTracker> moe_tracker_;  // a MoE model's; null for a dense one
+    std::optional<nn::Embedding> embedding_;       // first stage
     nn::TransformerBlock decoder_;
     std::optional<nn::OutputLoss> output_;  // last stage
     GradReadyHook grad_ready_;

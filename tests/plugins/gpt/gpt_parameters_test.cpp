@@ -289,13 +289,13 @@ TEST(GptConfig, EveryModelShapingCheckpointArgDrivesTheModelOrIsRefused) {
     }
     EXPECT_GT(driven, 20);
     EXPECT_GT(refused, 40);  // MoE, MLA, T5, Mamba, MTP, ...
-    // A MoE checkpoint names the capability.
+    // A MoE checkpoint's experts and pattern reach the family (the pattern as a list).
     CheckpointArgs moe = base;
     set_arg(moe, "num_experts", int64_t(8));
-    EXPECT_NE(mt::test::error_of([&] {
-                  model_args_from_checkpoint(moe, flags);
-              }).find("checkpoint args: num_experts = 8: not supported yet: MoE"),
-              std::string::npos);
+    set_arg(moe, "moe_layer_freq", std::vector<int64_t>{0, 1});
+    const ModelArgs moe_args = model_args_from_checkpoint(moe, flags);
+    EXPECT_EQ(moe_args.at("num-experts"), "8");
+    EXPECT_EQ(moe_args.at("moe-layer-freq"), "[0, 1]");
     (void)accepted;
 }
 

@@ -10,6 +10,7 @@
 #include <functional>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "formula_weights.h"
@@ -57,11 +58,15 @@ class FormulaData final : public data::GPTSampleDataset {
 struct Curve {
     ModelArgs args;
     std::vector<double> losses, norms, lrs;  // norm nan: a skipped (overflowing) iteration
+    // MoE: the routers' losses the log reports ("load_balancing_loss", "z_loss"), per iteration.
+    std::map<std::string, std::vector<double>> auxiliary;
 };
 
+// tests/fixtures/gpt/training_<name>.txt, or moe/ for the "moe_" curves.
 Curve load_curve(const std::string& name) {
-    std::ifstream in(mt::test::fixtures_dir() / "gpt" / ("training_" + name + ".txt"));
-    EXPECT_TRUE(in) << "missing tests/fixtures/gpt/training_" << name << ".txt";
+    const std::string dir = name.rfind("moe_", 0) == 0 ? "moe" : "gpt";
+    std::ifstream in(mt::test::fixtures_dir() / dir / ("training_" + name + ".txt"));
+    EXPECT_TRUE(in) << "missing tests/fixtures/" << dir << "/training_" << name << ".txt";
     Curve c;
     std::string line;
     while (std::getline(in, line)) {
@@ -78,6 +83,9 @@ Curve load_curve(const std::string& name) {
         c.losses.push_back(std::strtod(loss.c_str(), nullptr));
         c.norms.push_back(std::strtod(norm.c_str(), nullptr));
         c.lrs.push_back(std::strtod(lr.c_str(), nullptr));
+        for (std::string kv; s >> kv;)
+            c.auxiliary[kv.substr(0, kv.find('='))].push_back(
+                std::strtod(kv.substr(kv.find('=') + 1).c_str(), nullptr));
     }
     return c;
 }
@@ -105,8 +113,18 @@ void check_curve(const std::string& name, DType params_dtype, double tolerance,
         o.grad_scaler->loss_scale = 4096.0;
     }
     if (variant) variant(o);
+    o.log_interval = 1;
     optim::LrScheduler& scheduler = golden->scheduler;
-    train::Trainer trainer(*model, golden->optimizer, scheduler, o, [](const std::string&) {});
+    // The log lines' auxiliary losses, " <name>: <value> |", per iteration.
+    std::map<std::string, std::vector<double>> logged;
+    auto log = [&](const std::string& line) {
+        for (const auto& [aux, values] : ref.auxiliary) {
+            const size_t at = line.find(" " + aux + ": ");
+            if (at != std::string::npos)
+                logged[aux].push_back(std::strtod(line.c_str() + at + aux.size() + 3, nullptr));
+        }
+    };
+    train::Trainer trainer(*model, golden->optimizer, scheduler, o, log);
     FormulaData data;
     trainer.train(data, nullptr);
 
@@ -118,8 +136,15 @@ void check_curve(const std::string& name, DType params_dtype, double tolerance,
     for (size_t i = 0; i < 20; ++i)  // the same iterations skipped
         EXPECT_EQ(std::isnan(trainer.grad_norms()[i]), std::isnan(ref.norms[i])) << i + 1;
     EXPECT_DOUBLE_EQ(scheduler.lr(), ref.lrs.back());
-    // The run learns: the reference's own curve goes down, and so does ours.
-    EXPECT_LT(trainer.losses().back(), trainer.losses().front());
+    for (const auto& [aux, values] : ref.auxiliary) {
+        ASSERT_EQ(logged[aux].size(), values.size()) << aux;
+        for (size_t i = 0; i < values.size(); ++i)  // the log prints 7 digits
+            EXPECT_NEAR(logged[aux][i], values[i], 1e-5 * values[i]) << aux << " " << i + 1;
+    }
+    // The run learns where the reference's own curve goes down (each iteration sees new data:
+    // the MoE dropless curve ends above where it starts).
+    if (ref.losses.back() < ref.losses.front())
+        EXPECT_LT(trainer.losses().back(), trainer.losses().front());
 }
 
 TEST(GptTraining, LossCurveMatchesPyTorchGpt2Style) {
@@ -139,6 +164,15 @@ TEST(GptTraining, DecoupledLrCurveMatchesPyTorch) {
         o.decoupled_lr = 3e-3;
         o.decoupled_min_lr = 3e-4;
     });
+}
+// Mixture of experts (megatron-core's routing and aux losses, tests/fixtures/moe): every layer
+// MoE with top-2 of 4 experts, shared experts, the load-balancing and z losses; and a dense
+// layer then a MoE layer dropping tokens over capacity, with the per-sequence balancing loss.
+TEST(GptTraining, MoeDroplessCurveMatchesPyTorch) {
+    check_curve("moe_dropless", DType::f32, 1e-5, 1e-5);
+}
+TEST(GptTraining, MoeCapacityCurveMatchesPyTorch) {
+    check_curve("moe_capacity", DType::f32, 1e-5, 1e-5);
 }
 TEST(GptTraining, Bf16LossCurveMatchesPyTorchGpt2Style) {
     check_curve("gpt2_bf16", DType::bf16, 1e-2, 2e-5);

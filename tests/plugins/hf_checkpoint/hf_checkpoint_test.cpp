@@ -62,9 +62,8 @@ Expected read_expected() {
     return e;
 }
 
-// Loads the folder, builds the model its config implies, copies the tensors in by name and
-// returns the per-token losses on make_fixtures.py's ids.
-std::vector<double> losses_of(const std::string& name, const Expected& e) {
+// Loads the folder and builds the model its config implies, the tensors copied in by name.
+std::unique_ptr<Model> load_folder(const std::string& name) {
     HfCheckpoint format;
     const fs::path dir = fixture(name);
     EXPECT_TRUE(format.detect(dir));
@@ -84,6 +83,12 @@ std::vector<double> losses_of(const std::string& name, const Expected& e) {
         if (src.shape() != p->value.shape()) continue;
         std::memcpy(p->value.raw_data(), src.raw_data(), size_t(src.numel()) * sizeof(float));
     }
+    return model;
+}
+
+// The per-token losses of the folder's model on make_fixtures.py's ids.
+std::vector<double> losses_of(const std::string& name, const Expected& e) {
+    auto model = load_folder(name);
     nn::DropoutContext ctx{false, 0, 0};
     const Tensor losses =
         loss_term(model->forward({{"tokens", e.tokens}, {"labels", e.labels}}, ctx, nullptr),
@@ -111,6 +116,38 @@ TEST(HfCheckpoint, ShardedLlamaWithGqaGivesTransformersLosses) {
 }
 TEST(HfCheckpoint, Bf16MistralWithTiedEmbeddingsGivesTransformersLosses) {
     expect_losses("mistral");
+}
+
+// A MixtralForCausalLM (4 experts, top-2, GQA; make_mixtral_fixture.py): transformers' logits
+// on random ids, every one, and its per-token losses.
+TEST(HfCheckpoint, MixtralGivesTransformersLogits) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc = parser.load(fixture("mixtral_expected.json").string());
+    const Tensor tokens = ids(doc["tokens"].get_array());
+    const Tensor labels = ids(doc["labels"].get_array());
+    auto model = load_folder("mixtral");
+    const Tensor logits = model->logits(tokens, nullptr).contiguous();
+    std::vector<double> want;
+    for (auto row : doc["logits"].get_array())
+        for (auto position : row.get_array())
+            for (auto x : position.get_array()) want.push_back(x.get_double());
+    ASSERT_EQ(logits.numel(), int64_t(want.size()));
+    for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(logits.data<float>()[i], want[i], 1e-4) << "logit " << i;
+    nn::DropoutContext ctx{false, 0, 0};
+    const Tensor losses =
+        loss_term(model->forward({{"tokens", tokens}, {"labels", labels}}, ctx, nullptr), "lm loss")
+            .values;
+    std::vector<double> want_losses;
+    for (auto row : doc["losses"].get_array())
+        for (auto x : row.get_array()) want_losses.push_back(x.get_double());
+    ASSERT_EQ(losses.numel(), int64_t(want_losses.size()));
+    for (size_t i = 0; i < want_losses.size(); ++i)
+        EXPECT_NEAR(losses.data<float>()[i], want_losses[i], 1e-4 * want_losses[i]) << i;
+    const ModelArgs args = hf_model_args(read_hf_config(fixture("mixtral")));
+    EXPECT_EQ(args.at("num-experts"), "4");
+    EXPECT_EQ(args.at("moe-router-topk"), "2");
+    EXPECT_EQ(args.at("moe-ffn-hidden-size"), "48");
 }
 
 TEST(HfCheckpoint, ConfigImpliesMegatronsFlags) {

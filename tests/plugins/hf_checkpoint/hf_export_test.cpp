@@ -60,6 +60,8 @@ void expect_same_config(const HfConfig& a, const HfConfig& b, const std::string&
     EXPECT_EQ(a.norm_epsilon, b.norm_epsilon) << what;
     EXPECT_EQ(a.rope_theta, b.rope_theta) << what;
     EXPECT_EQ(a.tied, b.tied) << what;
+    EXPECT_EQ(a.num_experts, b.num_experts) << what;
+    EXPECT_EQ(a.experts_per_token, b.experts_per_token) << what;
 }
 
 // The state with its tensors cast to `dtype` (as convert's --bf16 does).
@@ -84,7 +86,8 @@ TEST_P(HfExport, LoadSaveReloadGivesTheSameTensorsAndConfig) {
         EXPECT_EQ(entry.path().filename(), "out") << "a temporary folder was left behind";
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, HfExport, ::testing::Values("gpt2", "llama", "mistral"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, HfExport,
+                         ::testing::Values("gpt2", "llama", "mistral", "mixtral"));
 
 // The safetensors files are byte for byte those transformers' save_pretrained wrote: header
 // layout, padding, sorted names, the tensors' layouts (GPT-2's Conv1D, q/k/v, gate/up).
@@ -94,6 +97,10 @@ TEST(HfExport, WritesTheFilesTransformersWrote) {
     format.save(dir / "gpt2", format.load(fixture("gpt2")));
     EXPECT_TRUE(read_file(dir / "gpt2/model.safetensors") ==
                 read_file(fixture("gpt2") / "model.safetensors"));
+    // Mixtral's experts back under their per-expert w1, w2, w3 names.
+    format.save(dir / "mixtral", format.load(fixture("mixtral")));
+    EXPECT_TRUE(read_file(dir / "mixtral/model.safetensors") ==
+                read_file(fixture("mixtral") / "model.safetensors"));
     // Mistral's bf16 weights, cast back to bf16 after the f32 load, exactly.
     format.save(dir / "mistral", cast_to(format.load(fixture("mistral")), DType::bf16));
     EXPECT_TRUE(read_file(dir / "mistral/model.safetensors") ==
@@ -310,6 +317,7 @@ TEST(HfExport, OtherArchitecturesAreNotSupportedYetNamingTheArg) {
     HfCheckpoint format;
     const CheckpointState llama = format.load(fixture("llama"));
     const CheckpointState gpt2 = format.load(fixture("gpt2"));
+    const CheckpointState mixtral = format.load(fixture("mixtral"));
     const std::vector<std::tuple<const CheckpointState*, std::string, ArgValue, std::string>>
         cases = {
             {&llama, "normalization", std::string("LayerNorm"), "normalization=LayerNorm"},
@@ -320,7 +328,12 @@ TEST(HfExport, OtherArchitecturesAreNotSupportedYetNamingTheArg) {
             {&llama, "rotary_percent", 0.5, "rotary_percent=0.5"},
             {&llama, "squared_relu", true, "squared_relu=True"},
             {&llama, "qk_layernorm", true, "qk_layernorm=True"},
-            {&llama, "num_experts", int64_t(8), "num_experts=8"},
+            {&gpt2, "num_experts", int64_t(8), "num_experts=8"},
+            {&mixtral, "moe_router_pre_softmax", true, "moe_router_pre_softmax=True"},
+            {&mixtral, "moe_shared_expert_intermediate_size", int64_t(16),
+             "moe_shared_expert_intermediate_size=16"},
+            {&mixtral, "moe_layer_freq", std::vector<int64_t>{0, 1},
+             "moe_layer_freq=not every layer"},
             {&llama, "position_embedding_type", std::string("none"),
              "position_embedding_type=none"},
             {&gpt2, "swiglu", true, "swiglu=True"},

@@ -17,6 +17,8 @@ namespace mt {
 
 // Megatron's Namespace name of a flag: "num-layers" -> "num_layers".
 MT_API std::string python_arg_name(std::string flag);
+// A list of ints as Python prints it and as flag text: "[1, 0, 1]".
+MT_API std::string int_list_text(const std::vector<int64_t>& values);
 MT_API std::optional<int64_t> int_arg(const CheckpointArgs& args, const std::string& name);
 // True only for an entry that is the Python True.
 MT_API bool bool_arg(const CheckpointArgs& args, const std::string& name);

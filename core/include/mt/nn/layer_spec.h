@@ -60,10 +60,19 @@ struct LayerSpec {
     std::function<std::unique_ptr<FeedForward>(const std::string& prefix, const TransformerConfig&,
                                                Backend&)>
         feed_forward;
+    // Whether Transformer Engine's names fuse the layer's second norm into the feed-forward block
+    // ("mlp.linear_fc1.layer_norm_weight"); a MoE layer keeps "pre_mlp_layernorm" whatever the
+    // naming.
+    bool norm_fused_into_feed_forward = true;
 };
+
+// Each layer's spec by its index in the whole model.
+using LayerSpecs = std::function<LayerSpec(int64_t layer)>;
 
 // The layer of GPT and BERT: self-attention ("<prefix>.self_attention") and the dense MLP
 // ("<prefix>.mlp").
 MT_API LayerSpec dense_layer_spec();
+// Every layer dense.
+MT_API LayerSpecs dense_layer_specs();
 
 }  // namespace mt::nn

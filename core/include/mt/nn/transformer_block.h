@@ -43,10 +43,11 @@ class MT_API TransformerBlock {
         Norm::Saved final_norm;
     };
 
-    // prefix: "decoder" (GPT) or "encoder" (BERT); each layer's modules as `spec` builds them.
-    // Throws mt::Error for a recompute setting Megatron refuses.
+    // prefix: "decoder" (GPT) or "encoder" (BERT); each layer's modules as its spec builds them
+    // (specs(i) for the model's layer i). Throws mt::Error for a recompute setting Megatron
+    // refuses.
     TransformerBlock(const std::string& prefix, int64_t num_layers, const TransformerConfig& layer,
-                     const LayerSpec& spec, const RecomputeConfig& recompute, Backend& backend,
+                     const LayerSpecs& specs, const RecomputeConfig& recompute, Backend& backend,
                      const BlockPart& part = {});
     TransformerBlock(const TransformerBlock&) = delete;
     TransformerBlock& operator=(const TransformerBlock&) = delete;

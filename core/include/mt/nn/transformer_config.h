@@ -8,6 +8,7 @@
 #include "mt/api.h"
 #include "mt/dtype.h"
 #include "mt/nn/context_parallel.h"
+#include "mt/nn/moe_config.h"
 #include "mt/nn/norm.h"
 #include "mt/nn/tensor_parallel.h"
 #include "mt/op_types.h"
@@ -55,6 +56,9 @@ struct TransformerConfig {
     TensorParallel tp;
     // The context-parallel group the sequence is split over (attention runs as a ring).
     ContextParallel cp;
+    // The mixture of experts a MoE layer's feed-forward block is (the layer spec decides which
+    // layers are MoE layers).
+    MoeConfig moe;
 
     int64_t query_groups() const {
         return num_query_groups > 0 ? num_query_groups : num_attention_heads;

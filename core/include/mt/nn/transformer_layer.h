@@ -65,6 +65,7 @@ class MT_API TransformerLayer {
     Backend* backend_;
     TensorParallel tp_;
     bool te_order_;                         // Transformer Engine's parameter order
+    bool mlp_norm_fused_;                   // ... with the second norm inside the MLP
     bool post_norm_;                        // config.post_layer_norm
     bool recompute_mlp_, recompute_norms_;  // selective recompute (TransformerConfig)
 };

@@ -181,6 +181,9 @@ class MT_API Trainer {
     // Megatron's finalize_model_grads: the data-parallel reduction, then the sequence-parallel
     // parameters' grads summed over the tensor-parallel group.
     void finalize_grads();
+    // The MoE routers' auxiliary losses of the iteration's `micro_batches`, as the log reports
+    // them ("load_balancing_loss", "z_loss"); none for a dense model.
+    NamedLosses auxiliary_losses(int64_t micro_batches);
     // The global L2 norm of the gradients the optimizer updates, each element counted once.
     double grad_norm(std::vector<Tensor>& grads) const;
     // Megatron's count_zeros_fp32: zero elements of those gradients, each counted once.

@@ -42,6 +42,8 @@ class CpuBackend final : public Backend {
     void axpy(float alpha, const Tensor& x, Tensor& y) override;
     void add_bias(const Tensor& bias, Tensor& y) override;
     void add_column_sums(const Tensor& dy, Tensor& dbias) override;
+    void scale_rows(const Tensor& x, const Tensor& s, Tensor& y) override;
+    void row_dots(const Tensor& a, const Tensor& b, Tensor& out) override;
 
     double dot(const Tensor& a, const Tensor& b) override;
     double sum(const Tensor& x) override;

@@ -1,0 +1,48 @@
+// TopKRouter: Megatron-core's MoE router module. Its weight "<prefix>.router.weight" (experts, H)
+// gives each token's logits, which are routed on the host (moe_routing.h) in Megatron's
+// sequence-major token order. The backward turns the probs' gradient, and the auxiliary losses'
+// (scaled as MoEAuxLossAutoScaler does), into the input's and the weight's.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mt/api.h"
+#include "mt/backend.h"
+#include "mt/nn/moe_routing.h"
+#include "mt/nn/parameter.h"
+#include "mt/nn/transformer_config.h"
+
+namespace mt::nn {
+
+class MT_API TopKRouter {
+  public:
+    struct Saved {
+        Tensor x;                    // (N, H) in the logits' dtype: the gating GEMM's input
+        std::vector<double> logits;  // (N, experts), sequence-major
+        Routing routing;             // sequence-major
+        int64_t batch = 0, seq = 0;
+    };
+
+    // prefix: the MoE layer's ("decoder.layers.3.mlp").
+    TopKRouter(const std::string& prefix, const TransformerConfig& config, Backend& backend);
+
+    // x (B, T, H) (T: this rank's part of the sequence) -> the routing of its B·T tokens in
+    // (b, t) order. `training`: the auxiliary losses are computed (and sinkhorn balances).
+    Routing forward(const Tensor& x, bool training, Saved* saved) const;
+    // dprobs (B·T x experts, (b, t) order) -> dx (B, T, H) in x's dtype; weight.grad +=.
+    // aux_scale: the auxiliary losses' gradient scale.
+    Tensor backward(const std::vector<double>& dprobs, const Saved& saved, double aux_scale);
+
+    void collect_parameters(std::vector<Parameter*>& out) { out.push_back(&weight_); }
+
+  private:
+    RouterConfig config_;
+    DType logits_dtype_;  // --moe-router-dtype, else the model's
+    Parameter weight_;
+    Communicator* sequence_partition_;  // tp (sequence parallel) and cp, or null
+    Backend* backend_;
+};
+
+}  // namespace mt::nn

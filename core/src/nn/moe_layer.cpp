@@ -1,0 +1,262 @@
+// The MoE feed-forward block: routing, dispatch, experts and combine, forward and backward.
+#include "mt/nn/moe_layer.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <optional>
+
+#include "mt/error.h"
+#include "mt/nn/mlp.h"
+#include "mt/nn/moe_dispatcher.h"
+#include "mt/nn/moe_experts.h"
+#include "mt/nn/moe_router.h"
+#include "mt/parallel/collectives.h"
+
+namespace mt::nn {
+
+namespace {
+
+// The shared experts: the dense MLP at --moe-shared-expert-intermediate-size.
+TransformerConfig shared_expert_config(const TransformerConfig& c) {
+    TransformerConfig s = c;
+    s.ffn_hidden_size = c.moe.shared_expert_ffn_size;
+    return s;
+}
+
+class MoeFeedForward final : public FeedForward {
+  public:
+    struct State final : ModuleState {
+        TopKRouter::Saved router;
+        AllGatherDispatcher::State dispatch;
+        MoeExperts::Saved experts;
+        Mlp::Saved shared;
+        Shape shape;
+    };
+
+    MoeFeedForward(const std::string& prefix, const TransformerConfig& config, Backend& backend,
+                   std::shared_ptr<MoeTracker> tracker)
+        : moe_(config.moe),
+          router_(join_name(prefix, "mlp"), config, backend),
+          dispatcher_(config.moe, backend),
+          experts_(join_name(prefix, "mlp"), config, backend),
+          tracker_(std::move(tracker)),
+          probs_dtype_(upcast_dtype(config.dtype)),
+          backend_(&backend) {
+        MT_CHECK(!config.add_bias_linear,
+                 "MoE layers need --disable-bias-linear (Megatron-core's experts have no biases)");
+        MT_CHECK(moe_.dispatcher == DispatcherKind::allgather,
+                 "not supported yet: --moe-token-dispatcher-type alltoall (use allgather, "
+                 "Megatron's default; the two compute the same)");
+        MT_CHECK(!config.recompute_mlp, "not supported yet: --recompute-modules mlp on MoE layers");
+        if (moe_.shared_expert_ffn_size > 0)
+            shared_.emplace(join_name(prefix, "mlp.shared_experts"), shared_expert_config(config),
+                            backend);
+    }
+
+    Tensor forward(
+        const Tensor& x, std::unique_ptr<ModuleState>* saved,
+        bool /*keep_input: the router and dispatch keep what they need*/) const override {
+        MT_CHECK(x.dim() == 3, "MoE layer: x must be (B, T, H), got ", x.describe());
+        auto state = std::make_unique<State>();
+        const bool training = saved != nullptr;
+        state->shape = x.shape();
+        const int64_t N = x.size(0) * x.size(1), H = x.size(2);
+        Routing routing = router_.forward(x, training, training ? &state->router : nullptr);
+        if (training) report(routing);
+        Tensor x2 = backend_->contiguous(x).view({N, H});
+        auto dispatched = dispatcher_.dispatch(x2, routing, probs_dtype_, state->dispatch);
+        Tensor y_rows = experts_.forward(dispatched.x, state->dispatch.rows, dispatched.probs,
+                                         training ? &state->experts : nullptr);
+        Tensor y = dispatcher_.combine(y_rows, state->dispatch).view(x.shape());
+        if (shared_) {
+            Tensor s = shared_->forward(x, training ? &state->shared : nullptr);
+            backend_->add(y, backend_->contiguous(s), y);
+        }
+        if (saved) *saved = std::move(state);
+        return y;
+    }
+
+    Tensor backward(const Tensor& dy, const ModuleState& saved, const Tensor&) override {
+        const auto& s = static_cast<const State&>(saved);
+        const int64_t N = s.shape[0] * s.shape[1], H = s.shape[2];
+        Tensor dy2 = backend_->contiguous(dy).view({N, H});
+        Tensor d_rows = dispatcher_.combine_backward(dy2, s.dispatch);
+        MoeExperts::Grads g = experts_.backward(d_rows, s.experts);
+        auto [dx, dprobs] = dispatcher_.dispatch_backward(g.dx, g.dprobs, s.dispatch);
+        // Megatron scales the auxiliary losses by the tokens with --calculate-per-token-loss.
+        const double aux_scale =
+            (tracker_ ? tracker_->grad_scale() : 1.0) * (moe_.per_token_loss ? double(N) : 1.0);
+        Tensor dx_router = router_.backward(dprobs, s.router, aux_scale);
+        Tensor out = dx.view(s.shape);
+        backend_->add(out, dx_router, out);
+        if (shared_) backend_->add(out, backend_->contiguous(shared_->backward(dy, s.shared)), out);
+        return out;
+    }
+
+    void collect_parameters(std::vector<Parameter*>& out, Norm* fused_norm) override {
+        MT_CHECK(!fused_norm, "a MoE layer's norm is not fused into its experts");
+        router_.collect_parameters(out);
+        experts_.collect_parameters(out);
+        if (shared_) shared_->collect_parameters(out);
+    }
+
+  private:
+    // The routing's auxiliary losses, each over its coefficient (Megatron's tracker), summed
+    // over the sequence parts for the load-balancing loss.
+    void report(const Routing& r) const {
+        if (!tracker_) return;
+        const RouterConfig& c = moe_.router;
+        if (r.aux_loss != 0) {
+            std::vector<double> v{r.aux_loss / c.aux_loss_coeff};
+            if (moe_.tp_cp && moe_.tp_cp->size() > 1)
+                parallel::all_reduce_values(*moe_.tp_cp, v, ReduceOp::sum);
+            tracker_->add("load_balancing_loss", v[0]);
+        }
+        if (c.z_loss_coeff > 0) {
+            const int parts = moe_.tp_cp ? moe_.tp_cp->size() : 1;
+            tracker_->add("z_loss", r.z_loss / (c.z_loss_coeff / parts));
+        }
+    }
+
+    MoeConfig moe_;
+    TopKRouter router_;
+    AllGatherDispatcher dispatcher_;
+    MoeExperts experts_;
+    std::optional<Mlp> shared_;
+    std::shared_ptr<MoeTracker> tracker_;
+    DType probs_dtype_;
+    Backend* backend_;
+};
+
+}  // namespace
+
+// A recursive-descent reading of the list expressions --moe-layer-freq takes (Megatron evals
+// them as Python): sum := product ('+' product)*; product := atom ('*' atom)*; atom := integer
+// | '[' integers ']' | '(' sum ')'. A product multiplies a list by an integer (either side).
+class PatternReader {
+  public:
+    explicit PatternReader(const std::string& text) : text_(text) {}
+
+    std::vector<int64_t> read() {
+        Value v = sum();
+        skip_spaces();
+        expect(pos_ == text_.size() && v.is_list, "a list expression");
+        return v.list;
+    }
+
+  private:
+    struct Value {
+        bool is_list = false;
+        int64_t number = 0;
+        std::vector<int64_t> list;
+    };
+
+    void expect(bool ok, const char* what) const {
+        MT_CHECK(ok, "--moe-layer-freq \"", text_, "\": expected ", what, " at character ",
+                 pos_ + 1);
+    }
+    void skip_spaces() {
+        while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+    }
+    bool take(char c) {
+        skip_spaces();
+        if (pos_ < text_.size() && text_[pos_] == c) return ++pos_, true;
+        return false;
+    }
+    int64_t integer() {
+        skip_spaces();
+        const size_t start = pos_;
+        while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+        expect(pos_ > start && pos_ - start < 10, "an integer");
+        return std::stoll(text_.substr(start, pos_ - start));
+    }
+    Value atom() {
+        Value v;
+        if (take('(')) {
+            v = sum();
+            expect(take(')'), "')'");
+        } else if (take('[')) {
+            v.is_list = true;
+            if (!take(']')) {
+                do v.list.push_back(integer());
+                while (take(','));
+                expect(take(']'), "']'");
+            }
+        } else {
+            v.number = integer();
+        }
+        return v;
+    }
+    Value product() {
+        Value v = atom();
+        while (take('*')) {
+            Value w = atom();
+            expect(v.is_list != w.is_list, "a list times an integer");
+            Value& list = v.is_list ? v : w;
+            const int64_t times = v.is_list ? w.number : v.number;
+            expect(times >= 0 && times * int64_t(list.list.size()) <= (1 << 20), "a small count");
+            Value out{true, 0, {}};
+            for (int64_t i = 0; i < times; ++i)
+                out.list.insert(out.list.end(), list.list.begin(), list.list.end());
+            v = std::move(out);
+        }
+        return v;
+    }
+    Value sum() {
+        Value v = product();
+        while (take('+')) {
+            Value w = product();
+            expect(v.is_list && w.is_list, "lists on both sides of '+'");
+            v.list.insert(v.list.end(), w.list.begin(), w.list.end());
+        }
+        return v;
+    }
+
+    const std::string& text_;
+    size_t pos_ = 0;
+};
+
+MoeLayerPattern MoeLayerPattern::parse(const std::string& text, int64_t num_layers) {
+    MoeLayerPattern p;
+    if (text.find('[') == std::string::npos) {
+        char* end = nullptr;
+        const long long k = std::strtoll(text.c_str(), &end, 10);
+        MT_CHECK(!text.empty() && *end == '\0' && k > 0, "--moe-layer-freq ", text,
+                 ": must be a positive integer or a list expression");
+        for (int64_t i = 0; i < num_layers; ++i) p.moe.push_back(i % k == 0);
+        return p;
+    }
+    std::vector<int64_t> flags = PatternReader(text).read();
+    MT_CHECK(int64_t(flags.size()) == num_layers, "--moe-layer-freq ", text, " gives ",
+             flags.size(), " layers for --num-layers ", num_layers);
+    for (int64_t f : flags) {
+        MT_CHECK(f == 0 || f == 1, "--moe-layer-freq ", text, ": entries must be 0 or 1, got ", f);
+        p.moe.push_back(f == 1);
+    }
+    return p;
+}
+
+int64_t MoeLayerPattern::count() const {
+    int64_t n = 0;
+    for (bool m : moe) n += m;
+    return n;
+}
+
+std::function<LayerSpec(int64_t layer)> moe_layer_specs(MoeLayerPattern pattern,
+                                                        std::shared_ptr<MoeTracker> tracker) {
+    LayerSpec dense = dense_layer_spec();
+    LayerSpec moe = dense;
+    moe.norm_fused_into_feed_forward = false;
+    moe.feed_forward = [tracker](const std::string& prefix, const TransformerConfig& config,
+                                 Backend& backend) {
+        return std::unique_ptr<FeedForward>(
+            std::make_unique<MoeFeedForward>(prefix, config, backend, tracker));
+    };
+    return [pattern = std::move(pattern), dense, moe](int64_t layer) {
+        MT_CHECK(layer >= 0 && layer < int64_t(pattern.moe.size()), "layer ", layer,
+                 " is outside the --moe-layer-freq pattern of ", pattern.moe.size(), " layers");
+        return pattern.moe[size_t(layer)] ? moe : dense;
+    };
+}
+
+}  // namespace mt::nn

@@ -1,0 +1,78 @@
+// TopKRouter: the gating GEMM on the backend, the routing on the host in Megatron's token order.
+#include "mt/nn/moe_router.h"
+
+#include "mt/error.h"
+
+namespace mt::nn {
+
+namespace {
+
+// (B, T, E) values in (b, t) order <-> Megatron's (T, B, E) sequence-major order.
+std::vector<double> to_sequence_major(const double* v, int64_t B, int64_t T, int64_t E) {
+    std::vector<double> out(size_t(B * T * E));
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t t = 0; t < T; ++t)
+            std::copy_n(v + (b * T + t) * E, E, out.begin() + (t * B + b) * E);
+    return out;
+}
+template <class V>
+std::vector<V> to_batch_major(const std::vector<V>& v, int64_t B, int64_t T, int64_t E) {
+    std::vector<V> out(v.size());
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t t = 0; t < T; ++t)
+            std::copy_n(v.begin() + (t * B + b) * E, E, out.begin() + (b * T + t) * E);
+    return out;
+}
+
+}  // namespace
+
+TopKRouter::TopKRouter(const std::string& prefix, const TransformerConfig& config, Backend& backend)
+    : config_(config.moe.router),
+      logits_dtype_(config.dtype == DType::f64 || config.moe.router.logits_in_f64 ? DType::f64
+                    : config.moe.router.logits_in_f32                             ? DType::f32
+                                                                                  : config.dtype),
+      weight_(make_parameter(backend, join_name(prefix, "router.weight"),
+                             {config.moe.router.num_experts, config.hidden_size}, config.dtype,
+                             ShardSpec{}, true, config.tp)),
+      sequence_partition_(config.moe.tp_cp && config.moe.tp_cp->size() > 1 ? config.moe.tp_cp
+                                                                           : nullptr),
+      backend_(&backend) {
+    // Each tensor-parallel rank routes its sequence shard: its grad is a partial sum (Megatron
+    // marks the weight sequence_parallel).
+    weight_.grad_partial_over_tp = config.tp.sequence_split();
+}
+
+Routing TopKRouter::forward(const Tensor& x, bool training, Saved* saved) const {
+    MT_CHECK(x.dim() == 3, "TopKRouter: x must be (B, T, H), got ", x.describe());
+    const int64_t B = x.size(0), T = x.size(1), H = x.size(2), E = config_.num_experts;
+    Tensor x2 = backend_->cast_to(backend_->contiguous(x).view({B * T, H}), logits_dtype_);
+    Tensor w = backend_->cast_to(weight_.value, logits_dtype_);
+    Tensor logits = backend_->empty({B * T, E}, logits_dtype_);
+    backend_->gemm(Transpose::no, Transpose::yes, 1.0f, x2, w, 0.0f, logits);
+    Tensor host = backend_->cast_to(logits, DType::f64).contiguous();
+    std::vector<double> l = to_sequence_major(host.data<double>(), B, T, E);
+    RoutingShape shape{T, B, sequence_partition_};
+    Routing r =
+        route(config_, l, shape, config_.expert_bias, training, logits_dtype_ == DType::f64);
+    Routing out = r;
+    out.probs = to_batch_major(r.probs, B, T, E);
+    out.map = to_batch_major(r.map, B, T, E);
+    if (saved) *saved = Saved{x2, std::move(l), std::move(r), B, T};
+    return out;
+}
+
+Tensor TopKRouter::backward(const std::vector<double>& dprobs, const Saved& s, double aux_scale) {
+    const int64_t B = s.batch, T = s.seq, E = config_.num_experts;
+    std::vector<double> dl =
+        route_backward(config_, s.logits, s.routing, to_sequence_major(dprobs.data(), B, T, E),
+                       aux_scale, logits_dtype_ == DType::f64);
+    Tensor dlogits = backend_->cast_to(
+        backend_->contiguous(host_tensor(to_batch_major(dl, B, T, E), {B * T, E})), logits_dtype_);
+    Tensor w = backend_->cast_to(weight_.value, logits_dtype_);
+    Tensor dx = backend_->empty(s.x.shape(), logits_dtype_);
+    backend_->gemm(Transpose::no, Transpose::no, 1.0f, dlogits, w, 0.0f, dx);
+    backend_->gemm(Transpose::yes, Transpose::no, 1.0f, dlogits, s.x, 1.0f, weight_.grad);
+    return backend_->cast_to(dx, weight_.value.dtype()).view({B, T, s.x.size(1)});
+}
+
+}  // namespace mt::nn

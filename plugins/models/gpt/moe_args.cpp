@@ -1,0 +1,134 @@
+#include "moe_args.h"
+
+#include <sstream>
+
+#include "gpt_config.h"
+#include "mt/error.h"
+
+namespace mt::plugins::gpt {
+
+std::vector<FlagInfo> moe_flags() {
+    return {
+        value_flag("num-experts", "number of experts in each MoE layer (none: a dense model)"),
+        value_flag("moe-layer-freq",
+                   "which layers are MoE layers: every k-th, or a list expression such as "
+                   "\"([1]*3+[0]*1)*2\"",
+                   "1"),
+        value_flag("moe-ffn-hidden-size",
+                   "each expert's FFN hidden size (default --ffn-hidden-size)"),
+        value_flag("moe-shared-expert-intermediate-size",
+                   "FFN hidden size of the shared experts every token also goes through (none: no "
+                   "shared experts)"),
+        switch_flag("moe-shared-expert-overlap",
+                    "overlap the shared experts with the token dispatch: the same results"),
+        switch_flag(
+            "moe-grouped-gemm",
+            "the experts as one grouped GEMM (Transformer Engine's GroupedLinear parameter names)"),
+        value_flag("moe-router-topk", "experts each token is routed to", "2"),
+        value_flag("moe-router-score-function", "softmax or sigmoid", "softmax"),
+        switch_flag("moe-router-pre-softmax", "score all experts before the top-k"),
+        value_flag("moe-router-num-groups", "expert groups for group-limited routing"),
+        value_flag("moe-router-group-topk", "groups each token may use (group-limited routing)"),
+        value_flag("moe-router-topk-scaling-factor", "scale of the top-k routing weights"),
+        value_flag("moe-router-load-balancing-type", "aux_loss, seq_aux_loss, sinkhorn or none",
+                   "aux_loss"),
+        value_flag("moe-router-dtype",
+                   "fp32 or fp64: the router's logits and routing (default: the "
+                   "model's dtype)"),
+        value_flag("moe-aux-loss-coeff", "coefficient of the load-balancing loss", "0.0"),
+        value_flag("moe-z-loss-coeff", "coefficient of the router z-loss"),
+        value_flag(
+            "moe-expert-capacity-factor",
+            "each expert takes at most factor x tokens x topk / experts tokens (none: dropless)"),
+        value_flag("moe-token-drop-policy", "probs or position: which tokens over capacity drop",
+                   "probs"),
+        switch_flag("moe-pad-expert-input-to-capacity", "pad every expert's input to its capacity"),
+        value_flag("moe-token-dispatcher-type", "allgather or alltoall", "allgather"),
+        switch_flag("moe-router-enable-expert-bias",
+                    "route by scores plus a per-expert bias that follows the load (DeepSeek-V3)"),
+        value_flag("moe-router-bias-update-rate", "the expert bias's update rate", "0.001"),
+        value_flag("moe-input-jitter-eps", "multiply the router's input by U(1-eps, 1+eps) noise"),
+    };
+}
+
+namespace {
+
+// One of `choices` for `flag`, or an error listing them.
+template <class Enum, size_t N>
+Enum choice(const ModelArgsReader& f, const char* flag, const char* fallback,
+            const std::pair<const char*, Enum> (&choices)[N]) {
+    const std::string v = f.has(flag) ? f.text(flag) : fallback;
+    std::string names;
+    for (const auto& [name, e] : choices) {
+        if (v == name) return e;
+        names += std::string(names.empty() ? "" : ", ") + name;
+    }
+    MT_FAIL("--", flag, " ", v, ": supported are ", names);
+}
+
+}  // namespace
+
+void read_moe_args(const ModelArgsReader& f, GptConfig& c) {
+    const int64_t experts = f.integer("num-experts", 0);
+    // Megatron: --num-experts 0 means a dense model.
+    if (experts == 0) return;
+    MT_CHECK(experts > 0, "--num-experts must be positive, got ", experts);
+    nn::MoeConfig& m = c.moe;
+    nn::RouterConfig& r = m.router;
+    r.num_experts = experts;
+    c.moe_layer_freq = f.has("moe-layer-freq") ? f.text("moe-layer-freq") : "1";
+    m.ffn_hidden_size = f.integer("moe-ffn-hidden-size", c.ffn_hidden_size);
+    m.shared_expert_ffn_size = f.integer("moe-shared-expert-intermediate-size", 0);
+    MT_CHECK(m.ffn_hidden_size > 0 && m.shared_expert_ffn_size >= 0,
+             "--moe-ffn-hidden-size and --moe-shared-expert-intermediate-size must be positive");
+    m.grouped_gemm = f.flag("moe-grouped-gemm");
+    r.topk = f.integer("moe-router-topk", 2);
+    MT_CHECK(r.topk > 0 && r.topk <= experts, "--moe-router-topk ", r.topk,
+             ": must be in [1, --num-experts (", experts, ")]");
+    r.score_function = choice(f, "moe-router-score-function", "softmax",
+                              {std::pair{"softmax", nn::ScoreFunction::softmax},
+                               std::pair{"sigmoid", nn::ScoreFunction::sigmoid}});
+    r.pre_softmax = f.flag("moe-router-pre-softmax");
+    r.num_groups = f.integer("moe-router-num-groups", 0);
+    r.group_topk = f.integer("moe-router-group-topk", 0);
+    r.topk_scaling_factor = f.real("moe-router-topk-scaling-factor", 0);
+    r.load_balancing = choice(f, "moe-router-load-balancing-type", "aux_loss",
+                              {std::pair{"aux_loss", nn::LoadBalancing::aux_loss},
+                               std::pair{"seq_aux_loss", nn::LoadBalancing::seq_aux_loss},
+                               std::pair{"sinkhorn", nn::LoadBalancing::sinkhorn},
+                               std::pair{"none", nn::LoadBalancing::none}});
+    if (f.has("moe-router-dtype")) {
+        const std::string d = f.text("moe-router-dtype");
+        MT_CHECK(d == "fp32" || d == "fp64", "--moe-router-dtype ", d,
+                 ": supported are fp32 and fp64");
+        r.logits_in_f32 = d == "fp32";
+        r.logits_in_f64 = d == "fp64";
+    }
+    r.aux_loss_coeff = f.real("moe-aux-loss-coeff", 0.0);
+    r.z_loss_coeff = f.real("moe-z-loss-coeff", 0.0);
+    MT_CHECK(r.aux_loss_coeff >= 0 && r.z_loss_coeff >= 0,
+             "--moe-aux-loss-coeff and --moe-z-loss-coeff must not be negative");
+    // Megatron asserts this in sinkhorn_load_balancing.
+    MT_CHECK(r.load_balancing != nn::LoadBalancing::sinkhorn || r.aux_loss_coeff == 0,
+             "--moe-router-load-balancing-type sinkhorn does not support --moe-aux-loss-coeff");
+    r.capacity_factor = f.real("moe-expert-capacity-factor", 0);
+    MT_CHECK(r.capacity_factor >= 0, "--moe-expert-capacity-factor must not be negative");
+    r.drop_policy = choice(f, "moe-token-drop-policy", "probs",
+                           {std::pair{"probs", nn::DropPolicy::probs},
+                            std::pair{"position", nn::DropPolicy::position}});
+    r.pad_to_capacity = f.flag("moe-pad-expert-input-to-capacity");
+    MT_CHECK(!r.pad_to_capacity || r.capacity_factor > 0,
+             "--moe-pad-expert-input-to-capacity needs --moe-expert-capacity-factor");
+    m.dispatcher = choice(f, "moe-token-dispatcher-type", "allgather",
+                          {std::pair{"allgather", nn::DispatcherKind::allgather},
+                           std::pair{"alltoall", nn::DispatcherKind::alltoall},
+                           std::pair{"alltoall_seq", nn::DispatcherKind::alltoall}});
+    MT_CHECK(!f.flag("moe-router-enable-expert-bias"),
+             "not supported yet: --moe-router-enable-expert-bias (the expert_bias buffers are not "
+             "updated, saved or loaded yet)");
+    MT_CHECK(!f.has("moe-input-jitter-eps"),
+             "not supported yet: --moe-input-jitter-eps (its noise does not follow Megatron's "
+             "random stream)");
+}
+
+}  // namespace mt::plugins::gpt

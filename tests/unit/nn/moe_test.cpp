@@ -1,0 +1,265 @@
+// Mixture of experts: the routing against megatron-core's on fixed logits
+// (tests/fixtures/moe/router_cases.txt: probs, map, token counts, aux and z losses, the logits'
+// gradient and the permuted token order), MoE transformer layers' backward against f64 finite
+// differences (dropless and capacity dropping, GeLU and SwiGLU experts, shared experts), the
+// parameter names of Megatron-core's MoE layer, and --moe-layer-freq's list expressions.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "mt/backend.h"
+#include "mt/nn/moe_layer.h"
+#include "mt/nn/moe_routing.h"
+#include "mt/nn/transformer_layer.h"
+#include "nn_test_util.h"
+#include "test_support.h"
+
+namespace {
+
+using mt::DType;
+using mt::Tensor;
+using mt::test::random_like;
+
+// One case of router_cases.txt: its settings and labelled value lists.
+struct RouterCase {
+    std::string name;
+    std::map<std::string, std::string> settings;
+    std::map<std::string, std::vector<double>> values;
+};
+
+std::vector<RouterCase> read_router_cases() {
+    std::ifstream in(mt::test::fixtures_dir() / "moe" / "router_cases.txt");
+    EXPECT_TRUE(in) << "missing tests/fixtures/moe/router_cases.txt";
+    std::vector<RouterCase> cases;
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream s(line);
+        std::string label;
+        s >> label;
+        if (label == "case") {
+            cases.emplace_back();
+            s >> cases.back().name;
+            for (std::string kv; s >> kv;)
+                cases.back().settings[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+            continue;
+        }
+        std::string word;
+        while (s >> word && word != ":") {
+        }
+        std::vector<double>& v = cases.back().values[label];
+        for (double x; s >> x;) v.push_back(x);
+    }
+    return cases;
+}
+
+mt::nn::RouterConfig router_config(const RouterCase& c, int64_t experts) {
+    auto get = [&](const char* key) { return c.settings.at(key); };
+    auto number = [&](const char* key) { return get(key) == "None" ? 0.0 : std::stod(get(key)); };
+    mt::nn::RouterConfig r;
+    r.num_experts = experts;
+    r.topk = std::stoll(get("topk"));
+    r.score_function = get("score_function") == "sigmoid" ? mt::nn::ScoreFunction::sigmoid
+                                                          : mt::nn::ScoreFunction::softmax;
+    r.pre_softmax = get("pre_softmax") == "True";
+    r.topk_scaling_factor = number("scaling_factor");
+    r.num_groups = int64_t(number("num_groups"));
+    r.group_topk = int64_t(number("group_topk"));
+    r.capacity_factor = number("capacity_factor");
+    r.drop_policy =
+        get("drop_policy") == "position" ? mt::nn::DropPolicy::position : mt::nn::DropPolicy::probs;
+    r.pad_to_capacity = get("pad_to_capacity") == "True";
+    const std::string lb = get("load_balancing_type");
+    r.load_balancing = lb == "seq_aux_loss" ? mt::nn::LoadBalancing::seq_aux_loss
+                       : lb == "sinkhorn"   ? mt::nn::LoadBalancing::sinkhorn
+                       : lb == "none"       ? mt::nn::LoadBalancing::none
+                                            : mt::nn::LoadBalancing::aux_loss;
+    r.aux_loss_coeff = number("aux_coeff");
+    r.z_loss_coeff = number("z_coeff");
+    if (get("expert_bias") != "None") {
+        std::istringstream list(get("expert_bias"));
+        for (std::string x; std::getline(list, x, ',');) r.expert_bias.push_back(std::stod(x));
+    }
+    return r;
+}
+
+void expect_near_all(const std::vector<double>& got, const std::vector<double>& want, double tol,
+                     const std::string& what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], tol * (1 + std::fabs(want[i]))) << what << " [" << i << "]";
+}
+
+TEST(MoeRouting, EqualsMegatronCoreOnFixedLogits) {
+    const std::vector<RouterCase> cases = read_router_cases();
+    ASSERT_EQ(cases.size(), 13u);
+    for (const RouterCase& c : cases) {
+        SCOPED_TRACE(c.name);
+        // Which tokens CPU torch.topk keeps among equal values (the position policy, the padding)
+        // is its sort's tie order; the routing keeps the first, as the "_first" cases do.
+        const bool torch_ties = c.name == "capacity_position" || c.name == "capacity_pad";
+        if (c.name == "capacity_position") continue;
+        const std::vector<double>& logits = c.values.at("logits");
+        const int64_t E = int64_t(c.values.at("tokens_per_expert").size());
+        const int64_t N = int64_t(logits.size()) / E;
+        const mt::nn::RouterConfig config = router_config(c, E);
+        const mt::nn::RoutingShape shape{std::stoll(c.settings.at("seq")),
+                                         std::stoll(c.settings.at("batch")), nullptr};
+        const mt::nn::Routing r = mt::nn::route(config, logits, shape, config.expert_bias, true,
+                                                /*f64=*/false);
+        expect_near_all(r.probs, c.values.at("probs"), 1e-6, "probs");
+        std::vector<double> counts(r.tokens_per_expert.begin(), r.tokens_per_expert.end());
+        EXPECT_EQ(counts, c.values.at("tokens_per_expert"));
+        if (c.values.count("aux_loss"))
+            EXPECT_NEAR(r.aux_loss, c.values.at("aux_loss")[0], 1e-6 * c.values.at("aux_loss")[0]);
+        else
+            EXPECT_EQ(r.aux_loss, 0.0);
+        if (c.values.count("z_loss"))
+            EXPECT_NEAR(r.z_loss, c.values.at("z_loss")[0], 1e-6 * c.values.at("z_loss")[0]);
+        const std::vector<double> dl =
+            mt::nn::route_backward(config, logits, r, c.values.at("dprobs"), 1.0, false);
+        expect_near_all(dl, c.values.at("dlogits"), 2e-6, "dlogits");
+        if (torch_ties) continue;
+        std::vector<double> map(r.map.begin(), r.map.end());
+        EXPECT_EQ(map, c.values.at("routing_map"));
+        // moe_utils.permute's order: expert by expert, each expert's tokens in order.
+        std::vector<double> order;
+        for (int64_t e = 0; e < E; ++e)
+            for (int64_t t = 0; t < N; ++t)
+                if (r.map[size_t(t * E + e)]) order.push_back(double(t));
+        EXPECT_EQ(order, c.values.at("sorted_indices"));
+    }
+}
+
+TEST(MoeRouting, CapacityIsMegatronsCeiling) {
+    EXPECT_EQ(mt::nn::expert_capacity(48, 8, 1.0), 6);
+    EXPECT_EQ(mt::nn::expert_capacity(48, 8, 1.5), 9);
+    EXPECT_EQ(mt::nn::expert_capacity(10, 4, 1.0), 3);
+}
+
+TEST(MoeLayerPattern, ReadsIntegersAndListExpressions) {
+    using mt::nn::MoeLayerPattern;
+    EXPECT_EQ(MoeLayerPattern::parse("1", 3).moe, (std::vector<bool>{true, true, true}));
+    EXPECT_EQ(MoeLayerPattern::parse("2", 4).moe, (std::vector<bool>{true, false, true, false}));
+    EXPECT_EQ(MoeLayerPattern::parse("[0,1]", 2).moe, (std::vector<bool>{false, true}));
+    EXPECT_EQ(MoeLayerPattern::parse("([1]*3+[0]*1)*2", 8).count(), 6);
+    EXPECT_EQ(MoeLayerPattern::parse("([0] + [1]*3)", 4).moe,
+              (std::vector<bool>{false, true, true, true}));
+    EXPECT_EQ(MoeLayerPattern::parse("2*[1, 0]", 4).count(), 2);
+    EXPECT_THROW(MoeLayerPattern::parse("[1,0]", 3), mt::Error);      // wrong length
+    EXPECT_THROW(MoeLayerPattern::parse("[1,2]", 2), mt::Error);      // not 0/1
+    EXPECT_THROW(MoeLayerPattern::parse("[1]*2+", 2), mt::Error);     // malformed
+    EXPECT_THROW(MoeLayerPattern::parse("import os", 2), mt::Error);  // not an expression
+    EXPECT_THROW(MoeLayerPattern::parse("0", 2), mt::Error);
+}
+
+// A MoE layer of 4 experts over hidden 8: SwiGLU (Llama style) or GeLU experts.
+mt::nn::TransformerConfig moe_config(bool swiglu) {
+    mt::nn::TransformerConfig c;
+    c.hidden_size = 8;
+    c.ffn_hidden_size = 12;
+    c.num_attention_heads = 4;
+    c.num_query_groups = 2;
+    c.normalization = mt::nn::NormKind::rms_norm;
+    c.activation = swiglu ? mt::ops::UnaryOp::silu : mt::ops::UnaryOp::gelu;
+    c.gated_linear_unit = swiglu;
+    c.add_bias_linear = false;
+    c.rotary = true;
+    c.hidden_dropout = 0.f;
+    c.attention_dropout = 0.f;
+    c.attention_block = 4;
+    c.dtype = DType::f64;
+    c.moe.router.num_experts = 4;
+    c.moe.router.topk = 2;
+    c.moe.ffn_hidden_size = 6;
+    return c;
+}
+
+mt::nn::LayerSpec moe_spec() {
+    return mt::nn::moe_layer_specs(mt::nn::MoeLayerPattern::parse("1", 1), nullptr)(0);
+}
+
+void check_moe_layer_grads(const mt::nn::TransformerConfig& config, unsigned seed) {
+    auto be = mt::make_cpu_backend();
+    std::mt19937 rng(seed);
+    mt::nn::TransformerLayer layer("decoder.layers.0", config, moe_spec(), *be);
+    std::vector<mt::nn::Parameter*> params;
+    layer.collect_parameters(params);
+    for (auto* p : params) mt::test::fill_random(p->value, rng, -0.5, 0.5);
+    Tensor x = random_like({2, 6, 8}, DType::f64, rng);
+    mt::test::expect_module_grads_match(layer, x, params, {false, 0, 0}, rng);
+}
+
+TEST(MoeLayer, DroplessGradientsMatchFiniteDifferences) {
+    mt::nn::TransformerConfig c = moe_config(true);
+    c.moe.shared_expert_ffn_size = 5;
+    check_moe_layer_grads(c, 31);
+}
+
+TEST(MoeLayer, CapacityAndScaledPreSoftmaxGradientsMatchFiniteDifferences) {
+    mt::nn::TransformerConfig c = moe_config(false);
+    c.moe.router.capacity_factor = 1.0;
+    c.moe.router.pre_softmax = true;
+    c.moe.router.topk_scaling_factor = 1.5;
+    check_moe_layer_grads(c, 32);
+}
+
+TEST(MoeLayer, SigmoidGroupLimitedGradientsMatchFiniteDifferences) {
+    mt::nn::TransformerConfig c = moe_config(true);
+    c.moe.router.score_function = mt::nn::ScoreFunction::sigmoid;
+    c.moe.router.num_groups = 2;
+    c.moe.router.group_topk = 1;
+    c.moe.grouped_gemm = true;
+    check_moe_layer_grads(c, 33);
+}
+
+// Megatron-core's MoE layer: a separate pre_mlp_layernorm (also with Transformer Engine's
+// names), then the router, the experts (each one's fc1 and fc2; grouped: all fc1, then all fc2)
+// and the shared experts.
+TEST(MoeLayer, ParameterNamesFollowMegatronCore) {
+    auto be = mt::make_cpu_backend();
+    for (bool grouped : {false, true}) {
+        mt::nn::TransformerConfig c = moe_config(true);
+        c.moe.grouped_gemm = grouped;
+        c.moe.router.num_experts = 2;
+        c.moe.shared_expert_ffn_size = 4;
+        mt::nn::TransformerLayer layer("decoder.layers.1", c, moe_spec(), *be);
+        std::vector<mt::nn::Parameter*> params;
+        layer.collect_parameters(params);
+        std::vector<std::string> names;
+        for (auto* p : params) names.push_back(p->name);
+        const std::string l = "decoder.layers.1.";
+        std::vector<std::string> experts =
+            grouped ? std::vector<std::string>{l + "mlp.experts.linear_fc1.weight0",
+                                               l + "mlp.experts.linear_fc1.weight1",
+                                               l + "mlp.experts.linear_fc2.weight0",
+                                               l + "mlp.experts.linear_fc2.weight1"}
+                    : std::vector<std::string>{l + "mlp.experts.local_experts.0.linear_fc1.weight",
+                                               l + "mlp.experts.local_experts.0.linear_fc2.weight",
+                                               l + "mlp.experts.local_experts.1.linear_fc1.weight",
+                                               l + "mlp.experts.local_experts.1.linear_fc2.weight"};
+        std::vector<std::string> want{l + "self_attention.linear_proj.weight",
+                                      l + "self_attention.linear_qkv.layer_norm_weight",
+                                      l + "self_attention.linear_qkv.weight",
+                                      l + "pre_mlp_layernorm.weight", l + "mlp.router.weight"};
+        want.insert(want.end(), experts.begin(), experts.end());
+        want.push_back(l + "mlp.shared_experts.linear_fc1.weight");
+        want.push_back(l + "mlp.shared_experts.linear_fc2.weight");
+        EXPECT_EQ(names, want);
+        EXPECT_EQ(params[5]->value.shape(), (mt::Shape{12, 8}));  // an expert's [gate; up]
+    }
+}
+
+TEST(MoeLayer, RefusesExpertBiasesAndTheAlltoallDispatcherForNow) {
+    auto be = mt::make_cpu_backend();
+    mt::nn::TransformerConfig c = moe_config(true);
+    c.add_bias_linear = true;
+    EXPECT_THROW(mt::nn::TransformerLayer("decoder.layers.0", c, moe_spec(), *be), mt::Error);
+    c = moe_config(true);
+    c.moe.dispatcher = mt::nn::DispatcherKind::alltoall;
+    EXPECT_THROW(mt::nn::TransformerLayer("decoder.layers.0", c, moe_spec(), *be), mt::Error);
+}
+
+}  // namespace
