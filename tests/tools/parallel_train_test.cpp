@@ -4,7 +4,8 @@
 // saved at TP2 x DP2 resumes at TP1 with the uninterrupted one-process losses and the reverse,
 // in both formats (torch_dist written by every rank, the distributed optimizer's state as
 // megatron-core's fully_sharded_model_space; torch with distrib_optim.pt); the ranks
-// agree on when to stop; an error stops every rank with the rank named.
+// agree on when to stop; an error stops every rank with the rank named; MoE models under expert
+// parallelism print the one-process numbers.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -154,6 +155,45 @@ TEST_F(ParallelTrain, ParamsNormAndZeroGradsAreTheOneProcessNumbers) {
         EXPECT_GT(w.first, 0) << "unused embedding rows have zero gradients";
         EXPECT_NEAR(got.at(iteration).second, w.second, 2e-3)
             << "params norm at iteration " << iteration;  // printed to 3 decimals
+    }
+}
+
+// A Llama-style MoE (4 experts, top-2, load-balancing and z losses): expert parallelism over 2
+// ranks (with the distributed optimizer for the dense weights, overlapped), and EP2 x TP2 with
+// each expert whole (--expert-tensor-parallel-size 1) or split over the tensor ranks, print the
+// one-process lm loss, routers' losses, grad norm, params norm and zero count at every iteration.
+TEST_F(ParallelTrain, ExpertParallelGivesTheOneProcessNumbers) {
+    const std::string moe = std::string(kLlama) +
+                            " --num-experts 4 --moe-router-topk 2 --moe-ffn-hidden-size 32"
+                            " --moe-aux-loss-coeff 1e-2 --moe-z-loss-coeff 1e-3"
+                            " --log-params-norm --log-num-zeros-in-grad";
+    static const std::regex line(
+        R"(iteration +(\d+)/.*lm loss: ([0-9.E+-]+) \| load_balancing_loss: ([0-9.E+-]+) \| )"
+        R"(z_loss: ([0-9.E+-]+) \|.*grad norm: ([0-9.]+) \| num zeros: ([0-9.]+) \| )"
+        R"(params norm: ([0-9.]+) \|)");
+    auto numbers = [&](const std::string& out) {
+        std::map<int, std::vector<double>> m;
+        for (auto it = std::sregex_iterator(out.begin(), out.end(), line);
+             it != std::sregex_iterator(); ++it)
+            for (size_t k = 2; k <= 7; ++k) m[std::stoi((*it)[1])].push_back(std::stod((*it)[k]));
+        return m;
+    };
+    auto one = run_command(train(dir_, data_, 1, 1) + moe);
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    const auto want = numbers(one.output);
+    ASSERT_EQ(want.size(), 6u) << one.output;
+    for (const auto& [ranks, layout] :
+         {std::pair{2, " --expert-model-parallel-size 2"},
+          std::pair{4, " --expert-model-parallel-size 2 --expert-tensor-parallel-size 1"},
+          std::pair{4, " --expert-model-parallel-size 2"}}) {
+        auto r = run_command(train(dir_, data_, ranks, ranks / 2) + moe + layout);
+        ASSERT_EQ(r.exit_code, 0) << layout << "\n" << r.output;
+        const auto got = numbers(r.output);
+        ASSERT_EQ(got.size(), 6u) << r.output;
+        for (const auto& [iteration, w] : want)
+            for (size_t k = 0; k < w.size(); ++k)  // printed to 7 digits, norms to 3 decimals
+                EXPECT_NEAR(got.at(iteration)[k], w[k], 1e-5 * w[k] + (k >= 3 ? 2e-3 : 0.0))
+                    << layout << ": number " << k << " at iteration " << iteration;
     }
 }
 

@@ -127,7 +127,8 @@ TEST(Train, ExitIntervalAndUnsupportedFlags) {
               "the world size (1 ranks) is not a multiple of --tensor-model-parallel-size (1) x "
               "--pipeline-model-parallel-size (2) x --context-parallel-size (1) = 2"},
              {"--expert-model-parallel-size 2",
-              "--expert-model-parallel-size 2: not supported yet: expert parallelism"},
+              "the world size (1 ranks) is not a multiple of --expert-tensor-parallel-size (1) x "
+              "--expert-model-parallel-size (2) x --pipeline-model-parallel-size (1) = 2"},
              {"--normalization BatchNorm", "--normalization BatchNorm: supported are"}}) {
         auto bad = run_command(train_command(dir, data) + " --train-iters 2 " + flag);
         EXPECT_EQ(bad.exit_code, 1) << flag << "\n" << bad.output;

@@ -106,6 +106,12 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
           const std::vector<mt::FlagInfo>& model_flags, const mt::parallel::ParallelState& state) {
     mt::Communicator& world = state.world();
     const RankPrinter out{world.rank() == world.size() - 1, world.rank() == 0};
+    // The checkpoint formats write and read each expert whole on its tensor ranks.
+    MT_CHECK(!(flags.save || flags.load) ||
+                 (state.ep().size() == 1 && state.expert_tp().size() == state.tp().size()),
+             "not supported yet: --save or --load with expert parallelism "
+             "(--expert-model-parallel-size > 1, or --expert-tensor-parallel-size other than "
+             "--tensor-model-parallel-size)");
     std::unique_ptr<mt::CheckpointFormat> format;
     if (flags.save) format = mt::Registry::global().create_checkpoint(flags.ckpt_format);
     auto tokenizer = mt::Registry::global().create_tokenizer(tf.type, tf.options);
@@ -148,15 +154,28 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     std::unique_ptr<mt::parallel::GradBuffer> grad_buffer;
     // Gradients are summed over the data- and context-parallel ranks together (Megatron's
     // data-parallel group with context parallelism), and the distributed optimizer shards over
-    // them.
+    // them. MoE experts stay out: the trainer sums theirs over the expert-data-parallel ranks.
+    std::vector<mt::nn::Parameter*> dense, experts;
+    for (mt::nn::Parameter* p : model->parameters()) (p->expert ? experts : dense).push_back(p);
+    // Megatron's checks in arguments.py.
+    MT_CHECK(state.ep().size() == 1 || !experts.empty(), "--expert-model-parallel-size ",
+             state.ep().size(), " needs a MoE model (--num-experts)");
+    MT_CHECK(state.ep().size() == 1 || flags.params_dtype != mt::DType::f16,
+             "expert parallelism is not supported with --fp16 (Megatron refuses it too)");
+    MT_CHECK(experts.empty() || !flags.data_parallel.distributed_optimizer ||
+                 !(flags.save || flags.load),
+             "not supported yet: --save or --load of a MoE model with "
+             "--use-distributed-optimizer (the experts' optimizer state is not sharded)");
     if (state.dp_cp().size() > 1 || flags.data_parallel.distributed_optimizer)
-        grad_buffer = std::make_unique<mt::parallel::GradBuffer>(model->parameters(), state.dp_cp(),
-                                                                 flags.data_parallel);
+        grad_buffer =
+            std::make_unique<mt::parallel::GradBuffer>(dense, state.dp_cp(), flags.data_parallel);
     // With data parallelism the buffer says what the optimizer updates (with the distributed
-    // optimizer: this rank's shard of it).
-    auto optimizer = std::make_unique<mt::optim::Optimizer>(
-        *backend, grad_buffer ? grad_buffer->optimizer_parameters() : model->parameters(),
-        flags.optimizer_config);
+    // optimizer: this rank's shard of it), and the experts.
+    std::vector<mt::nn::Parameter*> optimized =
+        grad_buffer ? grad_buffer->optimizer_parameters() : dense;
+    optimized.insert(optimized.end(), experts.begin(), experts.end());
+    auto optimizer =
+        std::make_unique<mt::optim::Optimizer>(*backend, optimized, flags.optimizer_config);
     mt::optim::LrScheduler scheduler(mt::train_tool::schedule_config(flags));
     mt::train::Trainer trainer(*model, *optimizer, scheduler, options,
                                [out](const std::string& line) { out.line(line); });

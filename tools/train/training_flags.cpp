@@ -14,15 +14,6 @@ void read_optional(const po::variables_map& vm, const char* name, std::optional<
     if (vm.count(name)) out = vm[name].as<T>();
 }
 
-// Flags Megatron has that megatron-train refuses, rather than silently ignoring them.
-void reject_unsupported(const po::variables_map& vm) {
-    const std::pair<const char*, const char*> parallel_not_yet[] = {
-        {"expert-model-parallel-size", "expert parallelism (MoE models)"},
-    };
-    for (const auto& [flag, what] : parallel_not_yet)
-        MT_CHECK(vm[flag].as<int>() == 1, "--", flag, " ", vm[flag].as<int>(),
-                 ": not supported yet: ", what);
-}
 }  // namespace
 
 std::vector<po::options_description> training_flag_groups(TrainingFlags& f, EntryPoint entry) {
@@ -121,9 +112,11 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
         "context-parallel-size", po::value(&p.context_parallel)->default_value(1),
         "ranks the sequence is split over in attention")(
         "expert-model-parallel-size", po::value(&p.expert_parallel)->default_value(1),
-        "ranks the experts are split over")("use-tp-pp-dp-mapping",
-                                            po::bool_switch(&p.tp_pp_dp_mapping),
-                                            "order ranks tp-pp-dp instead of tp-dp-pp")(
+        "ranks the experts are split over")(
+        "expert-tensor-parallel-size", po::value(&p.expert_tensor_parallel),
+        "ranks each expert is split over (default: --tensor-model-parallel-size)")(
+        "use-tp-pp-dp-mapping", po::bool_switch(&p.tp_pp_dp_mapping),
+        "order ranks tp-pp-dp instead of tp-dp-pp")(
         "sequence-parallel", po::bool_switch(&f.sequence_parallel),
         "split norms, dropout and residuals along the sequence over the tensor-parallel ranks")(
         "use-distributed-optimizer", po::bool_switch(&dp.distributed_optimizer),
@@ -260,7 +253,6 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
 
 void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
     const bool pretraining = entry == EntryPoint::pretraining;
-    reject_unsupported(vm);
     f.params_dtype = cli::params_dtype_from(vm);
     f.check_for_nan = !vm["no-check-for-nan-in-loss-and-grad"].as<bool>();
     const bool override_schedule = vm["override-opt_param-scheduler"].as<bool>();

@@ -548,7 +548,7 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--qk-l2-norm", refuse("L2-normalised queries and keys (Llama 4, --qk-l2-norm)")},
     // moe
     {"--expert-model-parallel-size", kDefined, kOneProcess},
-    {"--expert-tensor-parallel-size", refuse(kMoE)},
+    {"--expert-tensor-parallel-size", kDefined, kOneProcess},
     {"--moe-use-legacy-grouped-gemm", refuse(kMoE)},
     {"--moe-layer-recompute", refuse(kMoE)},
     {"--moe-extended-tp", refuse(kMoE)},

@@ -41,6 +41,7 @@ MoeExperts::MoeExperts(const std::string& prefix, const TransformerConfig& confi
         fc2_.push_back(
             make_parameter(backend, expert_name(prefix, moe.grouped_gemm, e, "linear_fc2"), {H, F},
                            config.dtype, ShardSpec{ShardSpec::Kind::row, 1, 1}, true, etp));
+        fc1_.back().expert = fc2_.back().expert = true;
     }
 }
 

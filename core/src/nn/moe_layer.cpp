@@ -106,16 +106,21 @@ class MoeFeedForward final : public FeedForward {
     void report(const Routing& r) const {
         if (!tracker_) return;
         const RouterConfig& c = moe_.router;
-        if (r.aux_loss != 0) {
-            std::vector<double> v{r.aux_loss / c.aux_loss_coeff};
-            if (moe_.tp_cp && moe_.tp_cp->size() > 1)
-                parallel::all_reduce_values(*moe_.tp_cp, v, ReduceOp::sum);
-            tracker_->add("load_balancing_loss", v[0]);
-        }
-        if (c.z_loss_coeff > 0) {
-            const int parts = moe_.tp_cp ? moe_.tp_cp->size() : 1;
-            tracker_->add("z_loss", r.z_loss / (c.z_loss_coeff / parts));
-        }
+        const bool balancing = (c.load_balancing == LoadBalancing::aux_loss ||
+                                c.load_balancing == LoadBalancing::seq_aux_loss) &&
+                               c.aux_loss_coeff > 0;
+        const bool z = c.z_loss_coeff > 0;
+        if (!balancing && !z) return;
+        // Under sequence or context parallelism each rank routed part of the tokens: its
+        // balancing loss is its part of the sum (Megatron reduces it over tp_cp); its z-loss a
+        // mean over its part, averaged here so every layout reports the whole mean (Megatron
+        // logs the last rank's).
+        const int parts = moe_.tp_cp ? moe_.tp_cp->size() : 1;
+        std::vector<double> v{balancing ? r.aux_loss / c.aux_loss_coeff : 0.0,
+                              z ? r.z_loss / (c.z_loss_coeff / parts) / parts : 0.0};
+        if (parts > 1) parallel::all_reduce_values(*moe_.tp_cp, v, ReduceOp::sum);
+        if (balancing) tracker_->add("load_balancing_loss", v[0]);
+        if (z) tracker_->add("z_loss", v[1]);
     }
 
     MoeConfig moe_;

@@ -172,30 +172,44 @@ void Trainer::finalize_grads() {
         Timers::Scope timed(&timers_, "all-grads-sync", 1);
         grad_buffer_->finish_grad_sync();
     }
-    if (!parallel_ || parallel_->tp().size() == 1) return;
+    if (!parallel_) return;
+    // Experts: each expert's grad summed over the ranks that hold the same expert (Megatron's
+    // expert-data-parallel reduction; the dense buffer leaves them out).
+    if (parallel_->expert_dp().size() > 1) {
+        Timers::Scope timed(&timers_, "all-grads-sync", 1);
+        all_reduce_grads([](const nn::Parameter& p) { return p.expert; }, parallel_->expert_dp());
+    }
+    if (parallel_->tp().size() == 1) return;
     Timers::Scope timed(&timers_, "layernorm-grads-all-reduce", 1);
     // Norms on sequence shards saw part of the sequence on each rank, q/k norms part of the
     // heads: sum their grads over the tensor-parallel group (Megatron's
-    // _allreduce_layernorm_grads), in one message.
-    std::vector<nn::Parameter*> shards;
+    // _allreduce_layernorm_grads).
+    all_reduce_grads([](const nn::Parameter& p) { return p.grad_partial_over_tp; },
+                     parallel_->tp());
+}
+
+void Trainer::all_reduce_grads(const std::function<bool(const nn::Parameter&)>& which,
+                               Communicator& group) {
+    std::vector<nn::Parameter*> chosen;
     int64_t n = 0;
     for (nn::Parameter* p : model_.parameters())
-        if (p->grad_partial_over_tp) {
-            shards.push_back(p);
+        if (which(*p)) {
+            chosen.push_back(p);
             n += p->grad.numel();
         }
-    if (shards.empty()) return;
+    if (chosen.empty()) return;
+    // One message.
     Backend& backend = optimizer_.backend();
-    Tensor flat = backend.empty({n}, shards[0]->grad.dtype());
+    Tensor flat = backend.empty({n}, chosen[0]->grad.dtype());
     int64_t at = 0;
-    for (nn::Parameter* p : shards) {
+    for (nn::Parameter* p : chosen) {
         Tensor part = flat.slice(0, at, at + p->grad.numel()).view(p->grad.shape());
         backend.copy(p->grad, part);
         at += p->grad.numel();
     }
-    parallel_->tp().all_reduce(flat, ReduceOp::sum);
+    group.all_reduce(flat, ReduceOp::sum);
     at = 0;
-    for (nn::Parameter* p : shards) {
+    for (nn::Parameter* p : chosen) {
         backend.copy(flat.slice(0, at, at + p->grad.numel()).view(p->grad.shape()), p->grad);
         at += p->grad.numel();
     }
@@ -213,34 +227,39 @@ std::pair<bool, bool> Trainer::agreed(bool signalled, bool out_of_time) const {
 double Trainer::grad_norm(std::vector<Tensor>& grads) const {
     // Replicated parameters count on tensor-parallel rank 0 only; the distributed optimizer's
     // parameters are disjoint pieces of the buffer, summed over the data-parallel group too.
-    std::vector<Tensor> counted;
+    std::vector<Tensor> dense, experts;
     for (nn::Parameter* p : optimizer_.parameters()) {
         grads.push_back(p->grad);
-        if (!p->counted_elsewhere()) counted.push_back(p->grad);
+        if (!p->counted_elsewhere()) (p->expert ? experts : dense).push_back(p->grad);
     }
-    const double local = optim::global_l2_norm(optimizer_.backend(), counted);
-    return std::sqrt(model_parallel_sum(local * local, distributed_optimizer()));
+    const double d = optim::global_l2_norm(optimizer_.backend(), dense);
+    const double e = optim::global_l2_norm(optimizer_.backend(), experts);
+    return std::sqrt(model_parallel_sum(d * d, e * e, distributed_optimizer()));
 }
 
 bool Trainer::distributed_optimizer() const {
     return grad_buffer_ && grad_buffer_->distributed_optimizer();
 }
 
-double Trainer::model_parallel_sum(double local, bool data_parallel) const {
-    if (!parallel_) return local;
-    std::vector<double> sum{local};
-    parallel::all_reduce_values(parallel_->model_parallel(), sum, ReduceOp::sum);
-    if (data_parallel) parallel::all_reduce_values(grad_buffer_->group(), sum, ReduceOp::sum);
-    return sum[0];
+double Trainer::model_parallel_sum(double dense, double experts, bool data_parallel) const {
+    if (!parallel_) return dense + experts;
+    std::vector<double> d{dense}, e{experts};
+    parallel::all_reduce_values(parallel_->model_parallel(), d, ReduceOp::sum);
+    if (data_parallel) parallel::all_reduce_values(grad_buffer_->group(), d, ReduceOp::sum);
+    // Each expert-parallel rank holds other experts (never in the sharded buffer).
+    parallel::all_reduce_values(parallel_->expert_tp_ep(), e, ReduceOp::sum);
+    parallel::all_reduce_values(parallel_->pp(), e, ReduceOp::sum);
+    return d[0] + e[0];
 }
 
 int64_t Trainer::num_zeros_in_grad() const {
-    int64_t zeros = 0;
+    double dense = 0, experts = 0;
     for (nn::Parameter* p : optimizer_.parameters()) {
         if (p->counted_elsewhere()) continue;
-        zeros += optimizer_.backend().count_zeros(optimizer_.backend().contiguous(p->grad));
+        (p->expert ? experts : dense) +=
+            double(optimizer_.backend().count_zeros(optimizer_.backend().contiguous(p->grad)));
     }
-    return int64_t(model_parallel_sum(double(zeros), distributed_optimizer()));
+    return int64_t(model_parallel_sum(dense, experts, distributed_optimizer()));
 }
 
 double Trainer::params_norm() const {
@@ -251,14 +270,15 @@ double Trainer::params_norm() const {
         if (optimizer_.masters()[i].defined() &&
             optimizer_.parameters()[i]->value.dtype() == DType::bf16)
             masters[optimizer_.parameters()[i]] = optimizer_.masters()[i];
-    std::vector<Tensor> counted;
+    std::vector<Tensor> dense, experts;
     for (nn::Parameter* p : model_.parameters()) {
         if (p->counted_elsewhere()) continue;
         auto it = masters.find(p);
-        counted.push_back(it != masters.end() ? it->second : p->value);
+        (p->expert ? experts : dense).push_back(it != masters.end() ? it->second : p->value);
     }
-    const double local = optim::global_l2_norm(optimizer_.backend(), counted);
-    return std::sqrt(model_parallel_sum(local * local, false));
+    const double d = optim::global_l2_norm(optimizer_.backend(), dense);
+    const double e = optim::global_l2_norm(optimizer_.backend(), experts);
+    return std::sqrt(model_parallel_sum(d * d, e * e, false));
 }
 
 uint64_t Trainer::dropout_seed() const {
@@ -280,10 +300,13 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
              ") is not divisible by micro-batch-size (", options_.micro_batch_size,
              ") times data parallel size (", data_parallel_size(), ")");
     const int64_t micro_batches = global_batch / per_step;
-    if (grad_buffer_)
+    if (grad_buffer_) {
         grad_buffer_->zero_grads();
-    else
+        for (nn::Parameter* p : model_.parameters())  // the experts live outside the buffer
+            if (p->expert) optimizer_.backend().fill(p->grad, 0.0);
+    } else {
         optimizer_.zero_grad();
+    }
     Backend& backend = optimizer_.backend();
     data::PretrainingLoader loader(data, options_.micro_batch_size, int(data_parallel_rank()),
                                    int(data_parallel_size()), consumed_train_);
@@ -303,7 +326,7 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     work.before_last_backward = [&](Model& chunk) {
         if (grad_buffer_)
             chunk.set_grad_ready_hook([this](const nn::Parameter& p) {
-                if (!p.tied_across_stages) grad_buffer_->grad_ready(p);
+                if (!p.tied_across_stages && !p.expert) grad_buffer_->grad_ready(p);
             });
     };
     work.loss_grads = [&](const Losses& losses) {
@@ -446,7 +469,8 @@ bool Trainer::unscale_grads() {
         // A double sum of f32 values is finite exactly when they all are.
         found_inf = found_inf || !std::isfinite(backend.sum(p->grad));
     }
-    found_inf = model_parallel_sum(found_inf ? 1.0 : 0.0, distributed_optimizer()) > 0;
+    const double inf = found_inf ? 1.0 : 0.0;
+    found_inf = model_parallel_sum(inf, inf, distributed_optimizer()) > 0;
     scaler_->update(found_inf);
     return !found_inf;
 }

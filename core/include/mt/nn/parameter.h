@@ -34,6 +34,10 @@ struct Parameter {
     // last stage's copy of them in its output layer. Their grads are summed over the embedding
     // group (first and last stage) so both stay equal.
     bool tied_across_stages = false;
+    // An MoE expert's weight (Megatron's allreduce=False): each expert-parallel rank holds other
+    // experts, so its grad is summed over the expert-data-parallel group and its norm over the
+    // expert model-parallel ranks, not the dense ones.
+    bool expert = false;
     // The copy's original ("embedding.word_embeddings.weight"; empty for other parameters):
     // norms, zero counts and checkpoints skip the copy (Megatron's param.shared), which loads
     // from the original's tensors.

@@ -194,7 +194,13 @@ class MT_API Trainer {
     bool distributed_optimizer() const;
     // A per-rank statistic summed over the model-parallel group (and, with `data_parallel`,
     // the data-parallel one), in double.
-    double model_parallel_sum(double local, bool data_parallel) const;
+    // Σ of `dense` over the model-parallel ranks (and the data-parallel ones when
+    // `data_parallel`: the distributed optimizer's disjoint shards) plus Σ of `experts` over the
+    // expert model-parallel ranks (each holds other experts).
+    double model_parallel_sum(double dense, double experts, bool data_parallel) const;
+    // Sums the grads of the parameters `which` picks over `group`, in one message.
+    void all_reduce_grads(const std::function<bool(const nn::Parameter&)>& which,
+                          Communicator& group);
     // (signalled, out of time) as every rank of the run agrees: true when any rank saw it.
     std::pair<bool, bool> agreed(bool signalled, bool out_of_time) const;
     int64_t data_parallel_size() const;
