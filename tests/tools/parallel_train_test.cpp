@@ -159,9 +159,10 @@ TEST_F(ParallelTrain, ParamsNormAndZeroGradsAreTheOneProcessNumbers) {
 }
 
 // A Llama-style MoE (4 experts, top-2, load-balancing and z losses): expert parallelism over 2
-// ranks (with the distributed optimizer for the dense weights, overlapped), and EP2 x TP2 with
-// each expert whole (--expert-tensor-parallel-size 1) or split over the tensor ranks, print the
-// one-process lm loss, routers' losses, grad norm, params norm and zero count at every iteration.
+// ranks (with the distributed optimizer for the dense weights, overlapped), EP2 x TP2 with each
+// expert whole (--expert-tensor-parallel-size 1) or split over the tensor ranks, by the allgather
+// and the alltoall dispatcher, and EP4, print the one-process lm loss, routers' losses, grad
+// norm, params norm and zero count at every iteration.
 TEST_F(ParallelTrain, ExpertParallelGivesTheOneProcessNumbers) {
     const std::string moe = std::string(kLlama) +
                             " --num-experts 4 --moe-router-topk 2 --moe-ffn-hidden-size 32"
@@ -185,7 +186,11 @@ TEST_F(ParallelTrain, ExpertParallelGivesTheOneProcessNumbers) {
     for (const auto& [ranks, layout] :
          {std::pair{2, " --expert-model-parallel-size 2"},
           std::pair{4, " --expert-model-parallel-size 2 --expert-tensor-parallel-size 1"},
-          std::pair{4, " --expert-model-parallel-size 2"}}) {
+          std::pair{4, " --expert-model-parallel-size 2"},
+          std::pair{4, " --expert-model-parallel-size 2 --moe-token-dispatcher-type alltoall"},
+          std::pair{4,
+                    " --expert-model-parallel-size 4 --expert-tensor-parallel-size 1"
+                    " --moe-token-dispatcher-type alltoall"}}) {
         auto r = run_command(train(dir_, data_, ranks, ranks / 2) + moe + layout);
         ASSERT_EQ(r.exit_code, 0) << layout << "\n" << r.output;
         const auto got = numbers(r.output);

@@ -27,7 +27,7 @@ class MoeFeedForward final : public FeedForward {
   public:
     struct State final : ModuleState {
         TopKRouter::Saved router;
-        AllGatherDispatcher::State dispatch;
+        std::unique_ptr<TokenDispatcher::State> dispatch;
         MoeExperts::Saved experts;
         Mlp::Saved shared;
         Shape shape;
@@ -37,16 +37,13 @@ class MoeFeedForward final : public FeedForward {
                    std::shared_ptr<MoeTracker> tracker)
         : moe_(config.moe),
           router_(join_name(prefix, "mlp"), config, backend),
-          dispatcher_(config.moe, backend),
+          dispatcher_(make_token_dispatcher(config.moe, backend)),
           experts_(join_name(prefix, "mlp"), config, backend),
           tracker_(std::move(tracker)),
           probs_dtype_(upcast_dtype(config.dtype)),
           backend_(&backend) {
         MT_CHECK(!config.add_bias_linear,
                  "MoE layers need --disable-bias-linear (Megatron-core's experts have no biases)");
-        MT_CHECK(moe_.dispatcher == DispatcherKind::allgather,
-                 "not supported yet: --moe-token-dispatcher-type alltoall (use allgather, "
-                 "Megatron's default; the two compute the same)");
         MT_CHECK(!config.recompute_mlp, "not supported yet: --recompute-modules mlp on MoE layers");
         if (moe_.shared_expert_ffn_size > 0)
             shared_.emplace(join_name(prefix, "mlp.shared_experts"), shared_expert_config(config),
@@ -64,10 +61,10 @@ class MoeFeedForward final : public FeedForward {
         Routing routing = router_.forward(x, training, training ? &state->router : nullptr);
         if (training) report(routing);
         Tensor x2 = backend_->contiguous(x).view({N, H});
-        auto dispatched = dispatcher_.dispatch(x2, routing, probs_dtype_, state->dispatch);
-        Tensor y_rows = experts_.forward(dispatched.x, state->dispatch.rows, dispatched.probs,
+        auto dispatched = dispatcher_->dispatch(x2, routing, probs_dtype_, state->dispatch);
+        Tensor y_rows = experts_.forward(dispatched.x, state->dispatch->rows, dispatched.probs,
                                          training ? &state->experts : nullptr);
-        Tensor y = dispatcher_.combine(y_rows, state->dispatch).view(x.shape());
+        Tensor y = dispatcher_->combine(y_rows, *state->dispatch).view(x.shape());
         if (shared_) {
             Tensor s = shared_->forward(x, training ? &state->shared : nullptr);
             backend_->add(y, backend_->contiguous(s), y);
@@ -80,9 +77,9 @@ class MoeFeedForward final : public FeedForward {
         const auto& s = static_cast<const State&>(saved);
         const int64_t N = s.shape[0] * s.shape[1], H = s.shape[2];
         Tensor dy2 = backend_->contiguous(dy).view({N, H});
-        Tensor d_rows = dispatcher_.combine_backward(dy2, s.dispatch);
+        Tensor d_rows = dispatcher_->combine_backward(dy2, *s.dispatch);
         MoeExperts::Grads g = experts_.backward(d_rows, s.experts);
-        auto [dx, dprobs] = dispatcher_.dispatch_backward(g.dx, g.dprobs, s.dispatch);
+        auto [dx, dprobs] = dispatcher_->dispatch_backward(g.dx, g.dprobs, *s.dispatch);
         // Megatron scales the auxiliary losses by the tokens with --calculate-per-token-loss.
         const double aux_scale =
             (tracker_ ? tracker_->grad_scale() : 1.0) * (moe_.per_token_loss ? double(N) : 1.0);
@@ -125,7 +122,7 @@ class MoeFeedForward final : public FeedForward {
 
     MoeConfig moe_;
     TopKRouter router_;
-    AllGatherDispatcher dispatcher_;
+    std::unique_ptr<TokenDispatcher> dispatcher_;
     MoeExperts experts_;
     std::optional<Mlp> shared_;
     std::shared_ptr<MoeTracker> tracker_;
