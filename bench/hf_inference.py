@@ -1,6 +1,7 @@
 """Hugging Face transformers side of bench/inference_bench.sh (CPU, fp32).
 
-  make {gpt2-small,llama-1b} DIR   a randomly initialised model saved as DIR/config.json +
+  make {gpt2-small,llama-1b,mixtral-tiny} DIR
+                                   a randomly initialised model saved as DIR/config.json +
                                    DIR/model.safetensors (fp32)
   tokenizer DIR [--gpt2-vocab F]   a tokenizer.json for llama.cpp's convert_hf_to_gguf.py: for
                                    GPT-2 the real vocabulary (read from llama.cpp's
@@ -23,15 +24,27 @@ from pathlib import Path
 
 import torch
 
+# The Mixtral-shaped model of bench/moe_bench.sh (8 experts, top-2, GQA), which
+# bench/mixtral_train_peer.py trains.
+MIXTRAL_TINY = dict(num_hidden_layers=4, hidden_size=512, num_attention_heads=8,
+                    num_key_value_heads=2, intermediate_size=1024, num_local_experts=8,
+                    num_experts_per_tok=2, vocab_size=32000, max_position_embeddings=1024,
+                    rms_norm_eps=1e-5, rope_theta=1e6, tie_word_embeddings=False,
+                    sliding_window=None)
+
 
 def make(args):
-    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+    from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
+                              MixtralConfig, MixtralForCausalLM)
 
     torch.manual_seed(args.seed)
     if args.shape == "gpt2-small":
         config = GPT2Config(n_layer=12, n_embd=768, n_head=12, vocab_size=50257,
                             n_positions=1024, tie_word_embeddings=True)
         model = GPT2LMHeadModel(config)
+    elif args.shape == "mixtral-tiny":
+        config = MixtralConfig(**MIXTRAL_TINY, bos_token_id=1, eos_token_id=2)
+        model = MixtralForCausalLM(config)
     else:
         config = LlamaConfig(num_hidden_layers=16, hidden_size=2048, num_attention_heads=32,
                              num_key_value_heads=8, intermediate_size=8192, vocab_size=32000,
@@ -122,7 +135,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     m = sub.add_parser("make")
-    m.add_argument("shape", choices=["gpt2-small", "llama-1b"])
+    m.add_argument("shape", choices=["gpt2-small", "llama-1b", "mixtral-tiny"])
     m.add_argument("dir")
     m.add_argument("--seed", type=int, default=1234)
     t = sub.add_parser("tokenizer")

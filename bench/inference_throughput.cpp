@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -76,18 +77,27 @@ Bandwidth measure_bandwidth() {
     return best;
 }
 
-// Bytes of weights one decode step reads: every parameter except the embedding tables it only
-// gathers rows from (positions, and the word embeddings unless the output layer is tied to them).
-int64_t weight_bytes_per_step(mt::Model& model) {
+// Bytes of weights one decode step of `batch` rows reads: every parameter except the embedding
+// tables it only gathers rows from (positions, and the word embeddings unless the output layer is
+// tied to them); of a MoE layer's experts, those the step's tokens are routed to: each row picks
+// topk of the `experts`, so under uniform routing a fraction 1 - (1 - topk/experts)^batch of them.
+int64_t weight_bytes_per_step(mt::Model& model, const mt::ModelArgs& args, int64_t batch) {
     bool untied = false;
     for (mt::nn::Parameter* p : model.parameters()) untied |= p->name == "output_layer.weight";
-    int64_t bytes = 0;
+    double read = 1.0;
+    if (auto e = args.find("num-experts"); e != args.end()) {
+        const auto k = args.find("moe-router-topk");
+        const double experts = std::stod(e->second);
+        const double topk = k != args.end() ? std::stod(k->second) : 2.0;
+        read = 1.0 - std::pow(1.0 - topk / experts, double(batch));
+    }
+    double bytes = 0;
     for (mt::nn::Parameter* p : model.parameters()) {
         if (p->name == "embedding.position_embeddings.weight") continue;
         if (untied && p->name == "embedding.word_embeddings.weight") continue;
-        bytes += p->value.nbytes();
+        bytes += double(p->value.nbytes()) * (p->expert ? read : 1.0);
     }
-    return bytes;
+    return int64_t(bytes);
 }
 
 int64_t parameter_count(mt::Model& model) {
@@ -168,10 +178,10 @@ void run(const Options& o) {
     mt::infer::LoadedModel loaded = mt::infer::load_for_inference(registry, *family, o.dir, {});
     mt::Model& model = *loaded.model;
     const int64_t vocab_size = std::stoll(loaded.args.at("padded-vocab-size"));
-    const int64_t step_bytes = weight_bytes_per_step(model);
     std::printf("model parameters=%lld step_weight_bytes=%lld load_seconds=%.2f\n",
                 static_cast<long long>(parameter_count(model)),
-                static_cast<long long>(step_bytes), seconds_since(start));
+                static_cast<long long>(weight_bytes_per_step(model, loaded.args, 1)),
+                seconds_since(start));
     std::fflush(stdout);
 
     std::mt19937_64 gen(0);
@@ -198,7 +208,9 @@ void run(const Options& o) {
         std::printf("decode batch=%lld tokens=%lld seconds=%.4f tokens_per_s=%.2f "
                     "bandwidth_limit_tokens_per_s=%.2f\n",
                     static_cast<long long>(B), static_cast<long long>(o.decode), decode,
-                    double(B * o.decode) / decode, double(B) * bw.read_gbs * 1e9 / step_bytes);
+                    double(B * o.decode) / decode,
+                    double(B) * bw.read_gbs * 1e9 /
+                        double(weight_bytes_per_step(model, loaded.args, B)));
         std::fflush(stdout);
     }
 }

@@ -152,7 +152,7 @@ std::string mixtral_greedy(const fs::path& load) {
 // transformers' MixtralForCausalLM (4 experts, top-2, GQA): its greedy tokens from the folder,
 // through the folder's own tokenizer.json (the text transformers decodes, <s> and the U+FFFD of
 // split bytes included) and as ids, and from the checkpoint megatron-convert --loader mixtral_hf
-// makes of it.
+// makes of it over two expert-parallel ranks, and from that one resharded to TP2 x PP2 x EP2.
 TEST(GenerateTool, MixtralGivesTransformersGreedyTokens) {
     const fs::path folder = mt::test::fixtures_dir() / "hf" / "mixtral";
     const std::string ids = std::string(kMixtralPromptIds) + " " + kMixtralGreedyIds;
@@ -170,9 +170,24 @@ TEST(GenerateTool, MixtralGivesTransformersGreedyTokens) {
     mt::test::TempDir dir;
     auto c = run_command(shell_quote(tool_path("megatron-convert")) +
                          " --model-type GPT --loader mixtral_hf --load-dir " + shell_quote(folder) +
-                         " --saver core --save-dir " + shell_quote(dir.path() / "core"));
+                         " --saver core --target-expert-parallel-size 2 --save-dir " +
+                         shell_quote(dir.path() / "core"));
     ASSERT_EQ(c.exit_code, 0) << c.output;
+    // Megatron's files of two expert-parallel ranks, each with two of the four experts.
+    EXPECT_TRUE(fs::exists(dir.path() / "core/iter_0000001/mp_rank_00_001/model_optim_rng.pt"));
     EXPECT_NE(mixtral_greedy(dir.path() / "core").find("\n" + ids + "\n"), std::string::npos);
+    // And resharded to TP2 x PP2 x EP2 (mp_rank_TT_PPP_EEE).
+    c = run_command(shell_quote(tool_path("megatron-convert")) +
+                    " --model-type GPT --loader core --load-dir " +
+                    shell_quote(dir.path() / "core") +
+                    " --saver core --target-tensor-parallel-size 2"
+                    " --target-pipeline-parallel-size 2 --target-expert-parallel-size 2"
+                    " --save-dir " +
+                    shell_quote(dir.path() / "split"));
+    ASSERT_EQ(c.exit_code, 0) << c.output;
+    EXPECT_TRUE(
+        fs::exists(dir.path() / "split/iter_0000001/mp_rank_01_001_001/model_optim_rng.pt"));
+    EXPECT_NE(mixtral_greedy(dir.path() / "split").find("\n" + ids + "\n"), std::string::npos);
 }
 
 TEST(GenerateTool, PromptsGiveTransformersGreedyContinuation) {

@@ -44,7 +44,7 @@ po::options_description convert_flags(ConvertFlags& f) {
         "target-pipeline-parallel-size", po::value(&f.target_pp),
         "pipeline parallelism of the saved checkpoint (default: the source's)")(
         "target-expert-parallel-size", po::value(&f.target_ep)->default_value(1),
-        "expert parallelism of the saved checkpoint (only 1)")(
+        "expert-parallel ranks of the saved checkpoint (the torch format's files per expert rank)")(
         "true-vocab-size", po::value<int64_t>(),
         "the tokenizer's vocabulary: pad the saved table for the target parallelism")(
         "vocab-file", po::value(&f.vocab_file),
@@ -128,9 +128,9 @@ int64_t vocab_file_size(const std::string& path) {
 }
 
 int run(const ConvertFlags& f) {
-    MT_CHECK(f.target_ep == 1, "not supported yet: --target-expert-parallel-size ", f.target_ep);
-    MT_CHECK(f.target_tp >= 0 && f.target_pp >= 0,
-             "--target-tensor-parallel-size and --target-pipeline-parallel-size must be positive");
+    MT_CHECK(f.target_tp >= 0 && f.target_pp >= 0 && f.target_ep > 0,
+             "--target-tensor-parallel-size, --target-pipeline-parallel-size and "
+             "--target-expert-parallel-size must be positive");
     auto& registry = mt::Registry::global();
     auto loader = registry.create_checkpoint(loader_format(f));
     auto saver = registry.create_checkpoint(saver_format(f));
@@ -143,12 +143,16 @@ int run(const ConvertFlags& f) {
     mt::ConvertOptions o;
     o.target_tensor_parallel = f.target_tp;
     o.target_pipeline_parallel = f.target_pp;
+    o.target_expert_parallel = f.target_ep;
     if (f.saver == "hf") {
         // A Hugging Face folder holds whole tensors: one rank.
         MT_CHECK(f.target_tp <= 1 && f.target_pp <= 1,
                  "--saver hf writes whole tensors: --target-tensor-parallel-size and "
                  "--target-pipeline-parallel-size must be 1");
         o.target_tensor_parallel = o.target_pipeline_parallel = 1;
+        MT_CHECK(f.target_ep == 1,
+                 "--saver hf writes whole tensors: --target-expert-parallel-size must be 1");
+        o.target_expert_parallel = 1;
     }
     o.true_vocab_size = f.true_vocab_size;
     if (!o.true_vocab_size && !f.vocab_file.empty())

@@ -136,6 +136,10 @@ struct CheckpointState {
 // The model-parallel layout a checkpoint was saved with.
 struct CheckpointLayout {
     int64_t tensor_parallel = 1, pipeline_parallel = 1;
+    // Megatron's torch format writes each (tensor, pipeline) rank's state as one file per
+    // expert-parallel rank, each with its own experts; other formats and the rank functions do
+    // not split by it.
+    int64_t expert_parallel = 1;
     int64_t ranks() const { return tensor_parallel * pipeline_parallel; }
 };
 

@@ -23,7 +23,9 @@ namespace {
 
 std::string layout_str(const CheckpointLayout& l) {
     return "tensor parallel " + std::to_string(l.tensor_parallel) + ", pipeline parallel " +
-           std::to_string(l.pipeline_parallel);
+           std::to_string(l.pipeline_parallel) +
+           (l.expert_parallel > 1 ? ", expert parallel " + std::to_string(l.expert_parallel)
+                                  : std::string());
 }
 
 // The file-backed, read-only memory maps of this process (/proc/self/maps), those the loader
@@ -181,14 +183,26 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
     // ---- the target model ----
     // By default the layout the source was trained with (its args; a whole-tensor format's
     // files do not show it).
-    const CheckpointLayout target{
+    CheckpointLayout target{
         o.target_tensor_parallel > 0
             ? o.target_tensor_parallel
             : int_arg(head.args, "tensor_model_parallel_size").value_or(source.tensor_parallel),
         o.target_pipeline_parallel > 0 ? o.target_pipeline_parallel
                                        : int_arg(head.args, "pipeline_model_parallel_size")
                                              .value_or(source.pipeline_parallel)};
+    target.expert_parallel =
+        o.target_expert_parallel > 0
+            ? o.target_expert_parallel
+            : int_arg(head.args, "expert_model_parallel_size").value_or(source.expert_parallel);
     // Sizes read from a file are checked like flags before anything divides by them.
+    MT_CHECK(target.expert_parallel > 0, "the target expert-parallel size ", target.expert_parallel,
+             " must be positive");
+    if (target.expert_parallel > 1) {
+        const int64_t experts = int_arg(head.args, "num_experts").value_or(0);
+        MT_CHECK(experts > 0 && experts % target.expert_parallel == 0,
+                 "--target-expert-parallel-size ", target.expert_parallel,
+                 ": the model's experts (num_experts ", experts, ") must split evenly over it");
+    }
     MT_CHECK(target.tensor_parallel > 0 && target.pipeline_parallel > 0,
              "the target layout tensor parallel ", target.tensor_parallel, " x pipeline parallel ",
              target.pipeline_parallel, " (from ",
@@ -311,6 +325,7 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
     out.args = head.args;
     set_arg(out.args, "tensor_model_parallel_size", target.tensor_parallel);
     set_arg(out.args, "pipeline_model_parallel_size", target.pipeline_parallel);
+    set_arg(out.args, "expert_model_parallel_size", target.expert_parallel);
     set_arg(out.args, "padded_vocab_size", target_vocab);
     if (auto impl = target_args.find("transformer-impl"); impl != target_args.end())
         set_arg(out.args, "transformer_impl", impl->second);
@@ -331,6 +346,8 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
     // A whole-tensor format (torch_dist, hf) takes whole tensors whatever the target layout (its
     // args say it); a per-rank one each rank's pieces.
     const CheckpointLayout written = per_rank ? target : CheckpointLayout{};
+    MT_CHECK(per_rank || target.expert_parallel == 1 || saver.name() != "hf",
+             "--saver hf writes whole tensors: --target-expert-parallel-size must be 1");
     saver.save_streamed(save_dir, written, [&](int64_t tp, int64_t pp) {
         StreamedState s{out, {}};
         std::vector<size_t> param_of;

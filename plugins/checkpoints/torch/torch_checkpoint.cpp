@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "distrib_optim.h"
+#include "expert_files.h"
+#include "mt/checkpoint/checkpoint_args.h"
 #include "mt/communicator.h"
 #include "mt/error.h"
 #include "mt/io/torch_file.h"
@@ -34,6 +36,17 @@ CheckpointLayout need_layout(const fs::path& dir, const Latest& latest) {
     auto layout = read_layout(iteration_dir(dir, latest));
     MT_CHECK(layout.has_value(), dir.string(), "/", kTrackerName, " names ", latest_name(latest),
              " but ", checkpoint_file(dir, latest, {}, 0, 0).string(), " does not exist");
+    // mp_rank_TT_NNN: pipeline stages, or the expert ranks of a run without stages (its args
+    // say which).
+    if (layout->pipeline_parallel > 1 && layout->expert_parallel == 1) {
+        const fs::path file = checkpoint_file(dir, latest, *layout, 0, 0);
+        const CheckpointState first = from_py(io::load_torch_file(file), file.string());
+        if (int_arg(first.args, "expert_model_parallel_size").value_or(1) > 1 &&
+            int_arg(first.args, "pipeline_model_parallel_size").value_or(1) == 1) {
+            layout->expert_parallel = layout->pipeline_parallel;
+            layout->pipeline_parallel = 1;
+        }
+    }
     return *layout;
 }
 
@@ -91,32 +104,44 @@ CheckpointState TorchCheckpoint::load_rank(const std::filesystem::path& dir, int
              "no rank (tensor ", tp_rank, ", pipeline ", pp_rank, ") in the tensor-parallel ",
              l.tensor_parallel, " x pipeline-parallel ", l.pipeline_parallel, " checkpoint ",
              dir.string());
-    const fs::path file = checkpoint_file(dir, latest, l, tp_rank, pp_rank);
-    MT_CHECK(fs::exists(file), dir.string(), "/", kTrackerName, " names ", latest_name(latest),
-             " but ", file.string(), " does not exist");
-    io::PyValue root;
-    try {
-        root = io::load_torch_file(file);
-    } catch (const Error& e) {
-        MT_FAIL("cannot read checkpoint ", file.string(), ": ", e.what());
+    std::vector<CheckpointState> experts;  // one per expert-parallel rank's file
+    for (int64_t ep = 0; ep < l.expert_parallel; ++ep) {
+        const fs::path file = checkpoint_file(dir, latest, l, tp_rank, pp_rank, ep);
+        MT_CHECK(fs::exists(file), dir.string(), "/", kTrackerName, " names ", latest_name(latest),
+                 " but ", file.string(), " does not exist");
+        io::PyValue root;
+        try {
+            root = io::load_torch_file(file);
+        } catch (const Error& e) {
+            MT_FAIL("cannot read checkpoint ", file.string(), ": ", e.what());
+        }
+        CheckpointState state = from_py(root, file.string());
+        if (state.optimizer && saved_by_distributed_optimizer(state.args))
+            read_parameter_state(file.parent_path() / kDistribOptimName, state);
+        experts.push_back(std::move(state));
     }
-    CheckpointState state = from_py(root, file.string());
-    if (state.optimizer && saved_by_distributed_optimizer(state.args))
-        read_parameter_state(file.parent_path() / kDistribOptimName, state);
+    CheckpointState state =
+        experts.size() == 1 ? std::move(experts[0]) : join_expert_ranks(std::move(experts));
     if (latest.release) state.iteration = 0;
     return state;
 }
 
 namespace {
 
-// Rank (tp, pp)'s files of `layout` in the iteration directory being written.
+// Rank (tp, pp)'s files of `layout` in the iteration directory being written: one per
+// expert-parallel rank, each with its experts.
 void write_rank(const fs::path& iter_dir, const CheckpointLayout& layout, int64_t tp, int64_t pp,
                 const CheckpointState& state) {
-    const fs::path rank_dir = iter_dir / rank_dir_name(layout, tp, pp);
-    fs::create_directories(rank_dir);
-    io::save_torch_file(rank_dir / kFileName, to_py(state));
-    if (state.optimizer && saved_by_distributed_optimizer(state.args))
-        io::save_torch_file(rank_dir / kDistribOptimName, parameter_state_to_py(state));
+    for (int64_t ep = 0; ep < layout.expert_parallel; ++ep) {
+        const CheckpointState part = layout.expert_parallel > 1
+                                         ? expert_rank_state(state, layout.expert_parallel, ep)
+                                         : state;
+        const fs::path rank_dir = iter_dir / rank_dir_name(layout, tp, pp, ep);
+        fs::create_directories(rank_dir);
+        io::save_torch_file(rank_dir / kFileName, to_py(part));
+        if (part.optimizer && saved_by_distributed_optimizer(part.args))
+            io::save_torch_file(rank_dir / kDistribOptimName, parameter_state_to_py(part));
+    }
 }
 
 }  // namespace
@@ -145,6 +170,8 @@ void TorchCheckpoint::save_stage(const std::filesystem::path& dir, const Checkpo
                                  Communicator& world) {
     const bool root = world.rank() == 0;
     MT_CHECK(!root || (writer && stage == 0), "rank 0 writes pipeline stage 0's files");
+    MT_CHECK(layout.expert_parallel == 1,
+             "not supported yet: saving expert-parallel torch checkpoints from pipeline stages");
     // Rank 0 makes the temporary iteration directory; each stage's writer fills in its ranks.
     std::optional<CheckpointState> first;
     if (root) first = rank_state(0);
@@ -174,10 +201,14 @@ void TorchCheckpoint::save_streamed(const std::filesystem::path& dir,
         std::unique_ptr<io::TorchArchiveWriter> archive;
         std::map<const Storage*, size_t> model_index;  // placeholder storage -> model entry
     };
-    std::vector<StreamedState> states;
+    std::vector<StreamedState> states;  // (pp, tp, ep) in order
     for (int64_t pp = 0; pp < layout.pipeline_parallel; ++pp)
         for (int64_t tp = 0; tp < layout.tensor_parallel; ++tp) {
-            states.push_back(rank_state(tp, pp));
+            StreamedState whole = rank_state(tp, pp);
+            for (int64_t ep = 0; ep < layout.expert_parallel; ++ep)
+                states.push_back(layout.expert_parallel > 1
+                                     ? expert_rank_state(whole, layout.expert_parallel, ep)
+                                     : std::move(whole));
             const CheckpointState& state = states.back().state;
             MT_CHECK(state.iteration == states.front().state.iteration, "rank (tensor ", tp,
                      ", pipeline ", pp, ") is at iteration ", state.iteration, ", rank (0, 0) at ",
@@ -189,20 +220,23 @@ void TorchCheckpoint::save_streamed(const std::filesystem::path& dir,
     write_checkpoint(dir, iteration, [&](const fs::path& iter_dir) {
         std::vector<Rank> ranks;
         size_t records = 0;
+        const int64_t ep_size = layout.expert_parallel;
         for (int64_t pp = 0; pp < layout.pipeline_parallel; ++pp)
-            for (int64_t tp = 0; tp < layout.tensor_parallel; ++tp) {
-                Rank r;
-                r.streamed = std::move(states[size_t(pp * layout.tensor_parallel + tp)]);
-                const fs::path rank_dir = iter_dir / rank_dir_name(layout, tp, pp);
-                fs::create_directories(rank_dir);
-                const CheckpointState& state = r.streamed.state;
-                for (size_t i = 0; i < state.model.size(); ++i)
-                    r.model_index.emplace(state.model[i].second.local.storage().get(), i);
-                r.archive =
-                    std::make_unique<io::TorchArchiveWriter>(rank_dir / kFileName, to_py(state));
-                records = std::max(records, r.archive->storages().size());
-                ranks.push_back(std::move(r));
-            }
+            for (int64_t tp = 0; tp < layout.tensor_parallel; ++tp)
+                for (int64_t ep = 0; ep < ep_size; ++ep) {
+                    Rank r;
+                    r.streamed = std::move(
+                        states[size_t((pp * layout.tensor_parallel + tp) * ep_size + ep)]);
+                    const fs::path rank_dir = iter_dir / rank_dir_name(layout, tp, pp, ep);
+                    fs::create_directories(rank_dir);
+                    const CheckpointState& state = r.streamed.state;
+                    for (size_t i = 0; i < state.model.size(); ++i)
+                        r.model_index.emplace(state.model[i].second.local.storage().get(), i);
+                    r.archive = std::make_unique<io::TorchArchiveWriter>(rank_dir / kFileName,
+                                                                         to_py(state));
+                    records = std::max(records, r.archive->storages().size());
+                    ranks.push_back(std::move(r));
+                }
         // Record k of every rank, then k + 1: the ranks' pieces of one tensor come together.
         for (size_t k = 0; k < records; ++k)
             for (Rank& r : ranks) {

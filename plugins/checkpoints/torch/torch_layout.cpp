@@ -67,47 +67,61 @@ fs::path iteration_dir(const fs::path& dir, const Latest& latest) {
     return dir / (latest.release ? std::string("release") : iter_name(latest.iteration));
 }
 
-std::string rank_dir_name(const CheckpointLayout& layout, int64_t tp_rank, int64_t pp_rank) {
-    char buf[48];
-    if (layout.pipeline_parallel > 1)
-        std::snprintf(buf, sizeof buf, "mp_rank_%02lld_%03lld", static_cast<long long>(tp_rank),
-                      static_cast<long long>(pp_rank));
-    else
-        std::snprintf(buf, sizeof buf, "mp_rank_%02lld", static_cast<long long>(tp_rank));
-    return buf;
+std::string rank_dir_name(const CheckpointLayout& layout, int64_t tp_rank, int64_t pp_rank,
+                          int64_t ep_rank) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "mp_rank_%02lld", static_cast<long long>(tp_rank));
+    std::string name = buf;
+    if (layout.pipeline_parallel > 1) {
+        std::snprintf(buf, sizeof buf, "_%03lld", static_cast<long long>(pp_rank));
+        name += buf;
+    }
+    if (layout.expert_parallel > 1) {
+        std::snprintf(buf, sizeof buf, "_%03lld", static_cast<long long>(ep_rank));
+        name += buf;
+    }
+    return name;
 }
 
 fs::path checkpoint_file(const fs::path& dir, const Latest& latest, const CheckpointLayout& layout,
-                         int64_t tp_rank, int64_t pp_rank) {
-    return iteration_dir(dir, latest) / rank_dir_name(layout, tp_rank, pp_rank) / kFileName;
+                         int64_t tp_rank, int64_t pp_rank, int64_t ep_rank) {
+    return iteration_dir(dir, latest) / rank_dir_name(layout, tp_rank, pp_rank, ep_rank) /
+           kFileName;
 }
 
 std::optional<CheckpointLayout> read_layout(const fs::path& iteration_dir) {
     if (!fs::is_directory(iteration_dir)) return std::nullopt;
-    static const std::regex kRankDir(R"(mp_rank_(\d{2,})(?:_(\d{3,}))?)");
-    CheckpointLayout layout{0, 0};
-    bool pipeline = false, any = false;
+    static const std::regex kRankDir(R"(mp_rank_(\d{2,})(?:_(\d{3,}))?(?:_(\d{3,}))?)");
+    CheckpointLayout layout{0, 0, 0};
+    bool any = false;
     for (const auto& entry : fs::directory_iterator(iteration_dir)) {
         std::smatch m;
         const std::string name = entry.path().filename().string();
         if (!entry.is_directory() || !std::regex_match(name, m, kRankDir)) continue;
         any = true;
         layout.tensor_parallel = std::max<int64_t>(layout.tensor_parallel, std::stoll(m[1]) + 1);
-        if (m[2].matched) {
-            pipeline = true;
+        if (m[2].matched)
             layout.pipeline_parallel =
                 std::max<int64_t>(layout.pipeline_parallel, std::stoll(m[2]) + 1);
-        }
+        if (m[3].matched)
+            layout.expert_parallel =
+                std::max<int64_t>(layout.expert_parallel, std::stoll(m[3]) + 1);
     }
     if (!any) return std::nullopt;
-    if (!pipeline) layout.pipeline_parallel = 1;
+    layout.pipeline_parallel = std::max<int64_t>(layout.pipeline_parallel, 1);
+    layout.expert_parallel = std::max<int64_t>(layout.expert_parallel, 1);
     for (int64_t pp = 0; pp < layout.pipeline_parallel; ++pp)
-        for (int64_t tp = 0; tp < layout.tensor_parallel; ++tp) {
-            const fs::path rank = iteration_dir / rank_dir_name(layout, tp, pp);
-            MT_CHECK(fs::is_directory(rank), iteration_dir.string(), " holds a tensor-parallel ",
-                     layout.tensor_parallel, " x pipeline-parallel ", layout.pipeline_parallel,
-                     " checkpoint but ", rank.string(), " is missing");
-        }
+        for (int64_t tp = 0; tp < layout.tensor_parallel; ++tp)
+            for (int64_t ep = 0; ep < layout.expert_parallel; ++ep) {
+                const fs::path rank = iteration_dir / rank_dir_name(layout, tp, pp, ep);
+                MT_CHECK(fs::is_directory(rank), iteration_dir.string(),
+                         " holds a tensor-parallel ", layout.tensor_parallel,
+                         " x pipeline-parallel ", layout.pipeline_parallel,
+                         layout.expert_parallel > 1
+                             ? " x expert-parallel " + std::to_string(layout.expert_parallel)
+                             : std::string(),
+                         " checkpoint but ", rank.string(), " is missing");
+            }
     return layout;
 }
 

@@ -1,8 +1,8 @@
 // Megatron's `torch` checkpoint directory layout (megatron/training/checkpointing.py):
 // <dir>/latest_checkpointed_iteration.txt names the latest iteration (or "release"), whose
 // directory iter_{:07d}/ (or release/) holds one mp_rank_{tp:02d}/ per tensor rank, or
-// mp_rank_{tp:02d}_{pp:03d}/ when the saving run had several pipeline stages, each with
-// model_optim_rng.pt.
+// mp_rank_{tp:02d}_{pp:03d}/ when the saving run had several pipeline stages (and _{ep:03d} after
+// when it had several expert-parallel ranks), each with model_optim_rng.pt.
 #pragma once
 
 #include <cstdint>
@@ -26,19 +26,22 @@ struct Latest {
 
 // "iter_0000100" or "release".
 fs::path iteration_dir(const fs::path& dir, const Latest& latest);
-// "mp_rank_01", or "mp_rank_01_002" when the layout has several pipeline stages.
-std::string rank_dir_name(const CheckpointLayout& layout, int64_t tp_rank, int64_t pp_rank);
+// "mp_rank_01", "mp_rank_01_002" when the layout has several pipeline stages, then "_003" for
+// the expert-parallel rank when it has several of those.
+std::string rank_dir_name(const CheckpointLayout& layout, int64_t tp_rank, int64_t pp_rank,
+                          int64_t ep_rank = 0);
 // <iteration dir>/<rank dir>/model_optim_rng.pt
 fs::path checkpoint_file(const fs::path& dir, const Latest& latest, const CheckpointLayout& layout,
-                         int64_t tp_rank, int64_t pp_rank);
+                         int64_t tp_rank, int64_t pp_rank, int64_t ep_rank = 0);
 
 // Reads the tracker as Megatron's read_metadata does; nullopt when there is none. A malformed
 // tracker is an mt::Error naming the file and its text.
 std::optional<Latest> read_tracker(const fs::path& dir);
 
-// The layout of an iteration directory, from its mp_rank_* subdirectories (expert-parallel ones
-// are not read); nullopt when it has none (another format's directory). A missing rank is an
-// mt::Error naming the directory it expects.
+// The layout of an iteration directory, from its mp_rank_* subdirectories; nullopt when it has
+// none (another format's directory). Two numbers after the tensor rank are the pipeline and the
+// expert rank; one is read as the pipeline rank (the caller tells an expert-parallel one by the
+// args). A missing rank is an mt::Error naming the directory it expects.
 std::optional<CheckpointLayout> read_layout(const fs::path& iteration_dir);
 
 // Writes a checkpoint via `write(temporary iteration dir)` into a temporary iteration directory

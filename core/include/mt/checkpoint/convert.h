@@ -63,6 +63,9 @@ MT_API WholeCheckpoint load_whole_checkpoint(CheckpointFormat& loader,
 struct ConvertOptions {
     // The target layout; 0 keeps the source's (as its args give it, else as its files are split).
     int64_t target_tensor_parallel = 0, target_pipeline_parallel = 0;
+    // The expert-parallel ranks a MoE model's experts are spread over (the torch format's files
+    // per expert rank; the other formats record it in the args); 0 keeps the source's.
+    int64_t target_expert_parallel = 0;
     // The tokenizer's vocabulary: the target's table is padded to it as Megatron pads for the
     // target tensor parallelism (rows cut, or the last row repeated). Absent: kept as is.
     std::optional<int64_t> true_vocab_size;

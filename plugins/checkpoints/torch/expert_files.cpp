@@ -1,0 +1,112 @@
+#include "expert_files.h"
+
+#include <memory>
+#include <optional>
+#include <regex>
+#include <string>
+
+#include "mt/checkpoint/checkpoint_args.h"
+#include "mt/error.h"
+
+namespace mt::plugins::torch_ckpt {
+
+namespace {
+
+// An expert tensor's key: the text around its expert number.
+struct ExpertKey {
+    std::string before, after;
+    int64_t expert = 0;
+};
+
+std::optional<ExpertKey> expert_key(const std::string& key) {
+    static const std::regex kSequential(R"(^(.*\.mlp\.experts\.local_experts\.)(\d+)(\..*)$)");
+    static const std::regex kGrouped(R"(^(.*\.mlp\.experts\.linear_fc[12]\.weight)(\d+)$)");
+    std::smatch m;
+    if (std::regex_match(key, m, kSequential)) return ExpertKey{m[1], m[3], std::stoll(m[2])};
+    if (std::regex_match(key, m, kGrouped)) return ExpertKey{m[1], "", std::stoll(m[2])};
+    return std::nullopt;
+}
+
+std::string renumbered(const ExpertKey& k, int64_t expert) {
+    return k.before + std::to_string(expert) + k.after;
+}
+
+// The experts each rank holds.
+int64_t experts_per_rank(const CheckpointArgs& args, int64_t ep) {
+    const int64_t experts = num_experts(args, "the checkpoint");
+    MT_CHECK(ep > 0 && experts % ep == 0, "--num-experts (", experts,
+             ") must be a multiple of the expert-parallel size (", ep, ")");
+    return experts / ep;
+}
+
+// The entries of `model` rank `ep_rank` keeps, with their keys there.
+std::vector<std::pair<size_t, std::string>> rank_entries(
+    const std::vector<std::pair<std::string, ShardedTensor>>& model, int64_t local,
+    int64_t ep_rank) {
+    std::vector<std::pair<size_t, std::string>> out;
+    for (size_t i = 0; i < model.size(); ++i) {
+        const auto k = expert_key(model[i].first);
+        if (!k) {
+            out.emplace_back(i, model[i].first);
+        } else if (k->expert / local == ep_rank) {
+            out.emplace_back(i, renumbered(*k, k->expert % local));
+        }
+    }
+    return out;
+}
+
+CheckpointState without_model(const CheckpointState& state) {
+    CheckpointState out = state;
+    out.model.clear();
+    return out;
+}
+
+}  // namespace
+
+int64_t num_experts(const CheckpointArgs& args, const std::string& file) {
+    const auto n = int_arg(args, "num_experts");
+    MT_CHECK(n && *n > 0, file, ": an expert-parallel checkpoint whose args have no num_experts");
+    return *n;
+}
+
+CheckpointState expert_rank_state(const CheckpointState& state, int64_t ep, int64_t ep_rank) {
+    MT_CHECK(!state.optimizer,
+             "not supported yet: optimizer state in expert-parallel torch checkpoints");
+    CheckpointState out = without_model(state);
+    for (const auto& [i, key] :
+         rank_entries(state.model, experts_per_rank(state.args, ep), ep_rank))
+        out.model.emplace_back(key, state.model[i].second);
+    return out;
+}
+
+StreamedState expert_rank_state(const StreamedState& state, int64_t ep, int64_t ep_rank) {
+    MT_CHECK(!state.state.optimizer,
+             "not supported yet: optimizer state in expert-parallel torch checkpoints");
+    StreamedState out{without_model(state.state), {}};
+    auto source = std::make_shared<std::vector<size_t>>();
+    for (const auto& [i, key] :
+         rank_entries(state.state.model, experts_per_rank(state.state.args, ep), ep_rank)) {
+        out.state.model.emplace_back(key, state.state.model[i].second);
+        source->push_back(i);
+    }
+    out.make = [make = state.make, source](size_t i) { return make((*source)[i]); };
+    return out;
+}
+
+CheckpointState join_expert_ranks(std::vector<CheckpointState> ranks) {
+    MT_CHECK(!ranks.empty(), "no expert-parallel ranks to join");
+    const int64_t local = experts_per_rank(ranks[0].args, int64_t(ranks.size()));
+    CheckpointState out = std::move(ranks[0]);
+    MT_CHECK(!out.optimizer,
+             "not supported yet: optimizer state in expert-parallel torch checkpoints");
+    for (auto& [key, t] : out.model)
+        if (const auto k = expert_key(key)) key = renumbered(*k, k->expert);
+    for (size_t e = 1; e < ranks.size(); ++e)
+        for (auto& [key, t] : ranks[e].model)
+            if (const auto k = expert_key(key))
+                out.model.emplace_back(renumbered(*k, int64_t(e) * local + k->expert),
+                                       std::move(t));
+    return out;
+}
+
+}  // namespace mt::plugins::torch_ckpt
