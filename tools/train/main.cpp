@@ -157,6 +157,10 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     // them. MoE experts stay out: the trainer sums theirs over the expert-data-parallel ranks.
     std::vector<mt::nn::Parameter*> dense, experts;
     for (mt::nn::Parameter* p : model->parameters()) (p->expert ? experts : dense).push_back(p);
+    // Found at the start rather than at the first save.
+    MT_CHECK(experts.empty() || !flags.save || flags.ckpt_format != "torch_dist",
+             "not supported yet: MoE models in the torch_dist format (Megatron's expert axis); "
+             "save with --ckpt-format torch");
     // Megatron's checks in arguments.py.
     MT_CHECK(state.ep().size() == 1 || !experts.empty(), "--expert-model-parallel-size ",
              state.ep().size(), " needs a MoE model (--num-experts)");
@@ -171,9 +175,12 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
             std::make_unique<mt::parallel::GradBuffer>(dense, state.dp_cp(), flags.data_parallel);
     // With data parallelism the buffer says what the optimizer updates (with the distributed
     // optimizer: this rank's shard of it), and the experts.
-    std::vector<mt::nn::Parameter*> optimized =
-        grad_buffer ? grad_buffer->optimizer_parameters() : dense;
-    optimized.insert(optimized.end(), experts.begin(), experts.end());
+    // (Without sharding: the model's own parameters in its order, which checkpoints follow.)
+    std::vector<mt::nn::Parameter*> optimized = model->parameters();
+    if (grad_buffer && grad_buffer->distributed_optimizer()) {
+        optimized = grad_buffer->optimizer_parameters();
+        optimized.insert(optimized.end(), experts.begin(), experts.end());
+    }
     auto optimizer =
         std::make_unique<mt::optim::Optimizer>(*backend, optimized, flags.optimizer_config);
     mt::optim::LrScheduler scheduler(mt::train_tool::schedule_config(flags));

@@ -149,6 +149,13 @@ namespace {
 // when their chunks are written, when it is given.
 void save_share(const fs::path& dir, const CheckpointState& share, Communicator& world,
                 const std::function<Tensor(size_t)>* make) {
+    // Megatron's dist checkpoints give experts an axis of their own (SequentialMLP's
+    // sharded_state_dict); writing each expert as its own key would look like Megatron's
+    // format without being it.
+    for (const auto& [key, t] : share.model)
+        MT_CHECK(key.find(".mlp.experts.") == std::string::npos,
+                 "not supported yet: MoE models in the torch_dist format ('", key,
+                 "': Megatron's expert axis); save with --ckpt-format torch");
     const bool root = world.rank() == 0;
     for (const auto& [name, t] : share.model)
         MT_CHECK(t.local.dim() == int64_t(t.global_shape.size()) &&
