@@ -78,11 +78,9 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
             value = double(std::get<int64_t>(value));
         set_arg(a, python_arg_name(flag.name), value);
     }
-    // Derived in arguments.py; check_checkpoint_args compares it (default True when absent).
-    const ArgValue* positions = find_arg(a, "position_embedding_type");
-    set_arg(a, "add_position_embedding",
-            !positions || !std::holds_alternative<std::string>(*positions) ||
-                std::get<std::string>(*positions) == "learned_absolute");
+    // As argparse leaves it (not derived from the position type): Megatron's
+    // check_checkpoint_args compares it with the resuming run's.
+    set_arg(a, "add_position_embedding", f.add_position_embedding);
     // Megatron's derived sizes (ffn_hidden_size, kv_channels, ... came with the flags above).
     if (auto it = model_args.find("padded-vocab-size"); it != model_args.end())
         set_arg(a, "padded_vocab_size", typed(it->second));

@@ -255,6 +255,9 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
     const bool pretraining = entry == EntryPoint::pretraining;
     f.params_dtype = cli::params_dtype_from(vm);
     f.check_for_nan = !vm["no-check-for-nan-in-loss-and-grad"].as<bool>();
+    // Megatron's store_false dest add_position_embedding (accepted with rope, which ignores it).
+    f.add_position_embedding =
+        !(vm.count("no-position-embedding") && vm["no-position-embedding"].as<bool>());
     const bool override_schedule = vm["override-opt_param-scheduler"].as<bool>();
     const bool checkpoint_schedule = vm["use-checkpoint-opt_param-scheduler"].as<bool>();
     MT_CHECK(!(override_schedule && checkpoint_schedule),

@@ -54,6 +54,9 @@ struct TrainingFlags {
     int timing_log_level = 0;        // --timing-log-level
     std::string timing_log_option = "minmax";
     // Checkpoints.
+    // Megatron's args.add_position_embedding: False only with --no-position-embedding (which
+    // rope ignores); check_checkpoint_args compares it on load.
+    bool add_position_embedding = true;
     std::optional<std::string> save, load;
     std::optional<int64_t> save_interval;
     std::string ckpt_format = "torch_dist";  // what --save writes (--load detects its own)

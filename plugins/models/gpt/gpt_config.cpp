@@ -226,6 +226,12 @@ GptConfig gpt_config_from_args(const ModelArgs& args) {
     }
     nn::recompute_segments(c.recompute, c.num_layers);  // Megatron's checks, now
     read_moe_args(f, c);
+    // Megatron's local spec builds the legacy GroupedMLP, whose experts are two fused tensors
+    // (weight1 [H, E·2F], weight2 [E·F, H]); ours carry Transformer Engine's per-expert names.
+    MT_CHECK(!c.moe.grouped_gemm || c.transformer_impl == TransformerImpl::transformer_engine,
+             "not supported yet: --moe-grouped-gemm with --transformer-impl local (the legacy "
+             "GroupedMLP's fused weight1/weight2 layout); use the Transformer Engine names (the "
+             "default) or leave --moe-grouped-gemm out");
 
     c.tensor_model_parallel_size = f.integer("tensor-model-parallel-size", 1);
     MT_CHECK(c.tensor_model_parallel_size > 0,
