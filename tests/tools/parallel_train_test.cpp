@@ -200,6 +200,14 @@ TEST_F(ParallelTrain, ExpertParallelGivesTheOneProcessNumbers) {
                 EXPECT_NEAR(got.at(iteration)[k], w[k], 1e-5 * w[k] + (k >= 3 ? 2e-3 : 0.0))
                     << layout << ": number " << k << " at iteration " << iteration;
     }
+    // Tensor parallelism without sequence parallelism is refused, as Megatron's MoELayer does.
+    std::string no_sp = train(dir_, data_, 2, 2) + moe;
+    no_sp.erase(no_sp.find(" --sequence-parallel"), std::string(" --sequence-parallel").size());
+    auto r = run_command(no_sp);
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.output.find("MoE layers with tensor parallelism need --sequence-parallel"),
+              std::string::npos)
+        << r.output;
 }
 
 TEST_F(ParallelTrain, CheckpointsResumeAcrossLayouts) {

@@ -41,6 +41,7 @@ class MoeFeedForward final : public FeedForward {
           experts_(join_name(prefix, "mlp"), config, backend),
           tracker_(std::move(tracker)),
           probs_dtype_(upcast_dtype(config.dtype)),
+          tp_(config.tp),
           backend_(&backend) {
         MT_CHECK(!config.add_bias_linear,
                  "MoE layers need --disable-bias-linear (Megatron-core's experts have no biases)");
@@ -56,6 +57,11 @@ class MoeFeedForward final : public FeedForward {
         MT_CHECK(x.dim() == 3, "MoE layer: x must be (B, T, H), got ", x.describe());
         auto state = std::make_unique<State>();
         const bool training = saved != nullptr;
+        // Megatron's MoELayer raises this too: without sequence parallelism every tensor rank
+        // routes the same tokens, which the router's losses would count as distinct parts.
+        MT_CHECK(!training || !tp_.active() || tp_.sequence_parallel,
+                 "MoE layers with tensor parallelism need --sequence-parallel in training "
+                 "(Megatron-core's MoELayer refuses it too)");
         state->shape = x.shape();
         const int64_t N = x.size(0) * x.size(1), H = x.size(2);
         Routing routing = router_.forward(x, training, training ? &state->router : nullptr);
@@ -127,6 +133,7 @@ class MoeFeedForward final : public FeedForward {
     std::optional<Mlp> shared_;
     std::shared_ptr<MoeTracker> tracker_;
     DType probs_dtype_;
+    TensorParallel tp_;
     Backend* backend_;
 };
 
