@@ -2,9 +2,9 @@
 // (--tensor-model-parallel-size 2, --pipeline-model-parallel-size 2): each rank loads its part,
 // rank 0 prints, serves or evaluates, and the tokens, log-probabilities, REST answers and
 // evaluation results are the one-process ones, on the tiny Hugging Face Llama (GQA, two key/value
-// groups: one per rank), a megatron-train checkpoint saved at TP2 (per-rank files) and a Hugging
+// groups: one per rank), a megatron-train checkpoint saved at TP2 (per-rank files), a Hugging
 // Face GPT-2 whose 50257 vocabulary rows do not split in two (padded for the split, cut from the
-// logits).
+// logits), and a Mixtral whose experts are spread over expert-parallel ranks.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -95,6 +95,22 @@ TEST_F(ParallelInference, TensorParallelGenerationGivesTheOneProcessTokensAndLog
     expect_same_generation(llama_flags() +
                            " --top_k 5 --temperature 0.8 --seed 7 --out-seq-length 5"
                            " --prompts '5 17 99'");
+}
+
+// A Mixtral (4 experts, top-2) with its experts spread over 2 and 4 expert-parallel ranks, also
+// under tensor and pipeline parallelism: the one-process tokens and log-probabilities (each
+// expert-parallel rank a replica of the dense weights, running the same calls).
+TEST_F(ParallelInference, ExpertParallelGenerationGivesTheOneProcessTokensAndLogProbs) {
+    const std::string mixtral =
+        " --load " + shell_quote(mt::test::fixtures_dir() / "hf" / "mixtral") +
+        " --tokenizer-type NullTokenizer --vocab-size 301 --greedy --out-seq-length 6"
+        " --return-log-probs --prompts '51 257 220 48 84 68 282' '13 64'";
+    expect_same_generation(mixtral, " --expert-model-parallel-size 2", 2);
+    expect_same_generation(mixtral, " --expert-model-parallel-size 4", 4);
+    expect_same_generation(mixtral,
+                           " --expert-model-parallel-size 2 --tensor-model-parallel-size 2", 4);
+    expect_same_generation(mixtral,
+                           " --expert-model-parallel-size 2 --pipeline-model-parallel-size 2", 4);
 }
 
 TEST_F(ParallelInference, RestServerOnRankZeroAnswersAsOneProcess) {

@@ -47,8 +47,9 @@ struct TaskFlags {
     // Zero-shot: from the training flags.
     std::string load, ckpt_format;
     int64_t micro_batch_size = 1, log_interval = 100;
-    mt::DType params_dtype = mt::DType::f32;         // --bf16 / --fp16
-    int tensor_parallel = 1, pipeline_parallel = 1;  // the model split over an mpirun job's ranks
+    mt::DType params_dtype = mt::DType::f32;  // --bf16 / --fp16
+    // The model split over an mpirun job's ranks (a MoE model's experts over the last).
+    int tensor_parallel = 1, pipeline_parallel = 1, expert_parallel = 1;
 };
 
 // `load_required`: a zero-shot task evaluates the model of --load.
@@ -205,7 +206,8 @@ int evaluate(const TaskFlags& f, const mt::cli::TokenizerFlags& tf, const mt::Mo
 // parts of the model and follow.
 int run(const TaskFlags& f, const mt::cli::TokenizerFlags& tf, const mt::ModelFamily& family,
         const mt::ModelArgs& model_args) {
-    auto ranks = mt::infer::inference_ranks(f.tensor_parallel, f.pipeline_parallel);
+    auto ranks =
+        mt::infer::inference_ranks(f.tensor_parallel, f.pipeline_parallel, f.expert_parallel);
     int status = 0;
     mt::parallel::run_on_ranks(ranks->world(), [&] {
         if (ranks->world().rank() == 0) {
@@ -288,6 +290,7 @@ int main(int argc, char** argv) {
                 flags.params_dtype = mt::cli::params_dtype_from(vm);
                 flags.tensor_parallel = training.parallel.tensor_parallel;
                 flags.pipeline_parallel = training.parallel.pipeline_parallel;
+                flags.expert_parallel = training.parallel.expert_parallel;
                 return run(flags, tokenizer, family,
                            mt::cli::collect_model_args(vm, family.flags(), false));
             };

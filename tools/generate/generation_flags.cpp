@@ -46,6 +46,8 @@ po::options_description generation_flags(GenerationFlags& f) {
         "ranks each layer's weights are split over (under mpirun; rank 0 serves or prints)")(
         "pipeline-model-parallel-size", po::value(&f.pipeline_parallel)->default_value(1),
         "pipeline stages the layers are split over (under mpirun)")(
+        "expert-model-parallel-size", po::value(&f.expert_parallel)->default_value(1),
+        "ranks a MoE model's experts are spread over (under mpirun)")(
         "num-tokens-to-generate", po::value<int64_t>(),
         "the name Megatron's generation scripts give --out-seq-length")(
         "max-batch-size", po::value<int64_t>(),

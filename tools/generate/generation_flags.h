@@ -29,7 +29,7 @@ struct GenerationFlags {
     std::string host = "0.0.0.0";
     DType params_dtype = DType::f32;  // --bf16 / --fp16
     // The model split over the ranks of an mpirun job (rank 0 serves, the others follow).
-    int tensor_parallel = 1, pipeline_parallel = 1;
+    int tensor_parallel = 1, pipeline_parallel = 1, expert_parallel = 1;
 };
 
 boost::program_options::options_description generation_flags(GenerationFlags& out);

@@ -53,7 +53,8 @@ void lead(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
 int generate(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
              const mt::ModelFamily& family, const mt::ModelArgs& overrides) {
     // Under mpirun each rank loads its part of the model; rank 0 leads, the others follow.
-    auto ranks = mt::infer::inference_ranks(flags.tensor_parallel, flags.pipeline_parallel);
+    auto ranks = mt::infer::inference_ranks(flags.tensor_parallel, flags.pipeline_parallel,
+                                            flags.expert_parallel);
     mt::parallel::run_on_ranks(ranks->world(), [&] {
         mt::infer::LoadedModel loaded =
             mt::infer::load_for_inference(mt::Registry::global(), family, flags.load, overrides,

@@ -92,8 +92,9 @@ LoadedModel load_for_inference(Registry& registry, const ModelFamily& family,
         weights.model.emplace_back(whole.params[i].name,
                                    ShardedTensor{t, t.shape(), Shape(t.shape().size(), 0)});
     }
-    // A pipeline stage takes its own layers.
-    if (parallel && parallel->pp().size() > 1) keep_model_tensors(weights, *model);
+    // A pipeline stage takes its own layers, an expert-parallel rank its own experts.
+    if (parallel && (parallel->pp().size() > 1 || parallel->ep().size() > 1))
+        keep_model_tensors(weights, *model);
     load_model_weights(weights, *model, WeightLoad::share);
     // No backward at inference: free the gradient buffers (as large as the weights).
     for (nn::Parameter* p : model->parameters()) p->grad = Tensor();

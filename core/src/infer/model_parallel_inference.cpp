@@ -111,18 +111,23 @@ void follow_leader(Model& local, Communicator& group) {
     }
 }
 
-std::unique_ptr<parallel::ParallelState> inference_ranks(int tensor_parallel,
-                                                         int pipeline_parallel) {
-    MT_CHECK(tensor_parallel >= 1 && pipeline_parallel >= 1,
-             "--tensor-model-parallel-size and --pipeline-model-parallel-size must be positive");
+std::unique_ptr<parallel::ParallelState> inference_ranks(int tensor_parallel, int pipeline_parallel,
+                                                         int expert_parallel) {
+    MT_CHECK(tensor_parallel >= 1 && pipeline_parallel >= 1 && expert_parallel >= 1,
+             "--tensor-model-parallel-size, --pipeline-model-parallel-size and "
+             "--expert-model-parallel-size must be positive");
     auto world = parallel::make_world_communicator(Registry::global(), "cpu");
-    MT_CHECK(world->size() == tensor_parallel * pipeline_parallel,
+    MT_CHECK(world->size() == tensor_parallel * pipeline_parallel * expert_parallel,
              "inference splits the model over every rank: --tensor-model-parallel-size (",
              tensor_parallel, ") x --pipeline-model-parallel-size (", pipeline_parallel,
-             ") must equal the job's ", world->size(), " ranks");
+             ") x --expert-model-parallel-size (", expert_parallel, ") must equal the job's ",
+             world->size(), " ranks");
     parallel::ParallelConfig config;
     config.tensor_parallel = tensor_parallel;
     config.pipeline_parallel = pipeline_parallel;
+    // The expert-parallel ranks are data-parallel replicas of the dense weights: each runs every
+    // call the leader makes, on the same tokens.
+    config.expert_parallel = expert_parallel;
     return std::make_unique<parallel::ParallelState>(std::move(world), config);
 }
 

@@ -51,10 +51,12 @@ class MT_API ModelParallelLeader final : public Model {
 MT_API void follow_leader(Model& local, Communicator& group);
 
 // The ranks of an inference job, all of them split into `tensor_parallel` x
-// `pipeline_parallel` (inference has no data parallelism; mt::Error naming the flags when the
-// job's size differs); started alone with both 1, a group of one.
+// `pipeline_parallel` x `expert_parallel` (a MoE model's experts spread over the last, its dense
+// weights the same on each of those; inference has no data parallelism otherwise: mt::Error
+// naming the flags when the job's size differs); started alone with all 1, a group of one.
 MT_API std::unique_ptr<parallel::ParallelState> inference_ranks(int tensor_parallel,
-                                                                int pipeline_parallel);
+                                                                int pipeline_parallel,
+                                                                int expert_parallel = 1);
 
 // Runs `lead` with the model: in one process with `local` itself; else on rank 0 of `world`
 // with a ModelParallelLeader over it while the other ranks follow.
