@@ -8,6 +8,10 @@
                                    models/ggml-vocab-gpt-2.gguf, needs gguf-py), for Llama a
                                    byte-fallback BPE of placeholder pieces (ids are all a
                                    random-weight benchmark needs)
+  gguf-config DIR                  rewrites DIR/config.json (a copy of a model folder) for
+                                   llama.cpp converters older than transformers 5: rope_theta at
+                                   the top level (transformers 5 keeps it in rope_parameters), and
+                                   no null entries (which they cannot pack)
   bench DIR --threads N            prefill and greedy KV-cache decode timings, one line each:
                                    "prefill batch=B tokens=N seconds=S tokens_per_s=R"
 
@@ -100,6 +104,16 @@ def tokenizer(args):
     PreTrainedTokenizerFast(tokenizer_object=tok, **special).save_pretrained(args.dir)
 
 
+def gguf_config(args):
+    path = Path(args.dir) / "config.json"
+    config = json.loads(path.read_text())
+    rope = config.get("rope_parameters") or {}
+    if "rope_theta" not in config and "rope_theta" in rope:
+        config["rope_theta"] = rope["rope_theta"]
+    config = {k: v for k, v in config.items() if v is not None}
+    path.write_text(json.dumps(config, indent=2) + "\n")
+
+
 def bench(args):
     from transformers import AutoModelForCausalLM, DynamicCache
 
@@ -141,6 +155,8 @@ def main():
     t = sub.add_parser("tokenizer")
     t.add_argument("dir")
     t.add_argument("--gpt2-vocab", default="")
+    g = sub.add_parser("gguf-config")
+    g.add_argument("dir")
     b = sub.add_parser("bench")
     b.add_argument("dir")
     b.add_argument("--threads", type=int, required=True)
@@ -149,7 +165,8 @@ def main():
     b.add_argument("--batch", type=int, nargs="+", default=[1, 8])
     b.add_argument("--repeat", type=int, default=2)
     args = p.parse_args()
-    {"make": make, "tokenizer": tokenizer, "bench": bench}[args.command](args)
+    {"make": make, "tokenizer": tokenizer, "gguf-config": gguf_config,
+     "bench": bench}[args.command](args)
 
 
 if __name__ == "__main__":

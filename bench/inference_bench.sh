@@ -11,7 +11,7 @@
 #   LLAMA_CPP_DIR=/path/to/src   a llama.cpp source tree built in its build/ (llama-bench and
 #                                llama-batched-bench); its convert_hf_to_gguf.py (with PYTHON,
 #                                which then also needs sentencepiece) makes the f32 GGUF
-# MODELS (default "gpt2-small llama-1b") picks the models; THREADS (default: nproc) threads for everyone; REPEAT (default 2) runs per measurement, the
+# MODELS (default "gpt2-small llama-1b"; also mixtral-tiny) picks the models; THREADS (default: nproc) threads for everyone; REPEAT (default 2) runs per measurement, the
 # best kept (llama-bench: the mean); BUILD_DIR selects our build (default build).
 # Builds nothing: run scripts/setup.sh first (with the benchmarks on).
 set -euo pipefail
@@ -50,9 +50,14 @@ for model in $models; do
         if [ ! -f "$gguf" ]; then
             PYTHONPATH="$LLAMA_CPP_DIR/gguf-py" "$PYTHON" bench/hf_inference.py tokenizer \
                 "$work/$model" --gpt2-vocab "$LLAMA_CPP_DIR/models/ggml-vocab-gpt-2.gguf" >&2
-            "$PYTHON" "$LLAMA_CPP_DIR/convert_hf_to_gguf.py" "$work/$model" --outtype f32 \
-                --outfile "$gguf.tmp" >"$work/convert-$model.log" 2>&1
+            # The converter reads a copy whose config.json older llama.cpp builds understand.
+            rm -rf "$work/$model-for-gguf"
+            cp -r "$work/$model" "$work/$model-for-gguf"
+            "$PYTHON" bench/hf_inference.py gguf-config "$work/$model-for-gguf" >&2
+            "$PYTHON" "$LLAMA_CPP_DIR/convert_hf_to_gguf.py" "$work/$model-for-gguf" \
+                --outtype f32 --outfile "$gguf.tmp" >"$work/convert-$model.log" 2>&1
             mv "$gguf.tmp" "$gguf"
+            rm -rf "$work/$model-for-gguf"
         fi
         # Batch 1: llama-bench (pp: one prompt; tg: decoding from an empty context). Batch 8:
         # llama-batched-bench, 8 sequences of $prompt prompt tokens, then $decode steps of 8.
