@@ -10,14 +10,15 @@
 #   PYTHON=/path/to/venv/bin/python [LLAMA_CPP_DIR=...] bench/moe_bench.sh
 # PYTHON: torch + transformers (the latest from PyPI); unset, the peers are skipped, saying so.
 # LLAMA_CPP_DIR: see bench/inference_bench.sh. THREADS (default 2), ITERS (timed iterations,
-# default 4, after 2 warm-up ones), MPIEXEC (default "mpirun --oversubscribe", plus
-# --allow-run-as-root as root), SGEMM_PEAK (GFLOP/s, default 200) and BUILD_DIR may be set.
+# default 4, after 2 warm-up ones), SGEMM_PEAK (GFLOP/s, default 200) and BUILD_DIR may be set
+# (the EP2 runs use bench/mpi_train_common.sh's mpirun line).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD_DIR:-build}"
 threads="${THREADS:-2}" iters="${ITERS:-4}" warmup=2
 sgemm_peak="${SGEMM_PEAK:-200}"
-mpiexec="${MPIEXEC:-mpirun --oversubscribe $([ "$(id -u)" = 0 ] && echo --allow-run-as-root)}"
+source bench/mpi_train_common.sh
+mpi_launcher 2
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 seq=256 batch=4
@@ -60,7 +61,7 @@ for variant in "SequentialMLP experts|" "--moe-grouped-gemm|--moe-grouped-gemm";
 done
 for dispatcher in allgather alltoall; do
     # Each rank a micro-batch of half the samples: the same global batch.
-    $mpiexec -np 2 -x OMP_NUM_THREADS=1 "$build/bin/megatron-train" $model \
+    "${mpi[@]}" "$build/bin/megatron-train" $model \
         --micro-batch-size $((batch / 2)) --expert-model-parallel-size 2 \
         --moe-token-dispatcher-type $dispatcher >"$work/log" 2>&1 ||
         { cat "$work/log"; exit 1; }

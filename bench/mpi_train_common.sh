@@ -1,5 +1,14 @@
-# Shared by the megatron-train benchmarks under mpirun (sourced, not run): the launcher, the
-# step time Megatron prints, and the bytes a rank reports with --log-rank-stats.
+# Shared by the megatron-train benchmarks under mpirun (sourced, not run): the paths, the
+# launcher, the step time Megatron prints, and the bytes a rank reports with --log-rank-stats.
+
+# data: the shared data folder (MEGATRON_TEST_DATA, required); corpus: the text to preprocess
+# (CORPUS, default gutenberg_small.jsonl); bin: our binaries (BUILD_DIR, default build).
+bench_paths() {
+    : "${MEGATRON_TEST_DATA:?set MEGATRON_TEST_DATA to the shared data folder}"
+    data="$(cd "$MEGATRON_TEST_DATA" && pwd)"
+    corpus="${CORPUS:-$data/corpus/gutenberg_small.jsonl}"
+    bin="$(pwd)/${BUILD_DIR:-build}/bin"
+}
 
 # mpi: `mpirun -np N` as an array prefix (N given), with Open MPI's --oversubscribe, root's
 # --allow-run-as-root and one OpenMP thread per rank.

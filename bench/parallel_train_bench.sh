@@ -17,11 +17,8 @@
 # says n/a). Builds nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-: "${MEGATRON_TEST_DATA:?set MEGATRON_TEST_DATA to the shared data folder}"
-data="$(cd "$MEGATRON_TEST_DATA" && pwd)"
-corpus="${CORPUS:-$data/corpus/gutenberg_small.jsonl}"
-bin="$(pwd)/${BUILD_DIR:-build}/bin"
 source bench/mpi_train_common.sh
+bench_paths
 if [ "${SMALL:-0}" = 1 ]; then
     layers=${LAYERS:-2} hidden=${HIDDEN:-64} heads=${HEADS:-4} seq=${SEQ:-64}
 else

@@ -19,11 +19,8 @@
 # the build. Prerequisites: a build with MPI and Open MPI's mpirun. Builds nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-: "${MEGATRON_TEST_DATA:?set MEGATRON_TEST_DATA to the shared data folder}"
-data="$(cd "$MEGATRON_TEST_DATA" && pwd)"
-corpus="${CORPUS:-$data/corpus/gutenberg_small.jsonl}"
-bin="$(pwd)/${BUILD_DIR:-build}/bin"
 source bench/mpi_train_common.sh
+bench_paths
 if [ "${SMALL:-0}" = 1 ]; then
     layers=4 hidden=64 heads=4 seq=64 long=256 first=3 vfirst=2
 else

@@ -31,8 +31,9 @@ std::optional<DType> storage_dtype(const std::string& cls) {
 // Resolves ('storage', <class>, key, location, numel) to the zip record, once per key.
 class StorageLoader {
   public:
-    StorageLoader(const ZipReader& zip, std::string prefix)
-        : zip_(zip), prefix_(std::move(prefix)) {}
+    // read_data false: each storage a placeholder (no data; its record neither read nor checked).
+    StorageLoader(const ZipReader& zip, std::string prefix, bool read_data)
+        : zip_(zip), prefix_(std::move(prefix)), read_data_(read_data) {}
 
     PyValue operator()(const PyValue& pid) {
         MT_CHECK(
@@ -62,13 +63,18 @@ class StorageLoader {
             return PyValue::storage(std::move(s));
         }
         const ZipEntry& e = zip_.at(prefix_ + "data/" + key);
-        zip_.verify_crc(e);  // a flipped bit in tensor data is an error, not a changed weight
         const int64_t esize = dtype_size(s.dtype);
         MT_CHECK(s.numel >= 0 && static_cast<uint64_t>(s.numel) * esize <= e.size, "storage ", key,
                  " of ", s.numel, " ", dtype_name(s.dtype), " elements needs ", s.numel * esize,
                  " bytes but its record has ", e.size);
         auto storage = std::make_shared<Storage>();
         storage->bytes = s.numel * esize;
+        if (!read_data_) {
+            s.storage = storage;
+            loaded_.emplace(key, s);
+            return PyValue::storage(std::move(s));
+        }
+        zip_.verify_crc(e);  // a flipped bit in tensor data is an error, not a changed weight
         const char* data = zip_.payload(e).data();
         if (reinterpret_cast<uintptr_t>(data) % esize == 0) {
             // Zero copy: the storage borrows the mapped bytes and keeps the map alive.
@@ -89,6 +95,7 @@ class StorageLoader {
   private:
     const ZipReader& zip_;
     std::string prefix_;
+    bool read_data_;
     std::map<std::string, PyStorage> loaded_;
 };
 
@@ -114,13 +121,8 @@ std::string serialization_id(const std::vector<ZipWriter::Written>& written, siz
     return os.str();
 }
 
-}  // namespace
-
-PyValue load_torch_file(const std::filesystem::path& path) {
-    return load_torch_file(std::make_shared<const MappedFile>(path));
-}
-
-PyValue load_torch_file(std::shared_ptr<const MappedFile> file) {
+// A torch.save archive: its pickle, each storage read (and checked) or a placeholder.
+PyValue load_archive(std::shared_ptr<const MappedFile> file, bool read_data) {
     ZipReader zip(std::move(file));
     const std::string name = zip.display_name();
     MT_CHECK(!zip.entries().empty(), name, ": archive has no records");
@@ -137,7 +139,7 @@ PyValue load_torch_file(std::shared_ptr<const MappedFile> file) {
     const ZipEntry* pkl = zip.find(prefix + "data.pkl");
     MT_CHECK(pkl != nullptr, name, ": no data.pkl record (a legacy pre-zip torch file?)");
     zip.verify_crc(*pkl);
-    StorageLoader loader(zip, prefix);
+    StorageLoader loader(zip, prefix, read_data);
     try {
         return read_pickle(zip.payload(*pkl), name + ": data.pkl", std::ref(loader));
     } catch (const Error& e) {
@@ -145,6 +147,20 @@ PyValue load_torch_file(std::shared_ptr<const MappedFile> file) {
         if (what.rfind(name, 0) == 0) throw;
         MT_FAIL(name, ": ", what);
     }
+}
+
+}  // namespace
+
+PyValue load_torch_file(const std::filesystem::path& path) {
+    return load_torch_file(std::make_shared<const MappedFile>(path));
+}
+
+PyValue load_torch_file(std::shared_ptr<const MappedFile> file) {
+    return load_archive(std::move(file), true);
+}
+
+PyValue load_torch_structure(const std::filesystem::path& path) {
+    return load_archive(std::make_shared<const MappedFile>(path), false);
 }
 
 void save_torch_file(const std::filesystem::path& path, const PyValue& value) {

@@ -67,14 +67,10 @@ class AllGatherDispatcher final : public TokenDispatcher {
                                                              const Tensor& dprobs,
                                                              const State& state) const override {
         const auto& s = static_cast<const GatherState&>(state);
-        const int64_t E = experts_, M = s.index.numel();
-        Tensor dp_rows = backend_->cast_to(dprobs, DType::f64).contiguous();
-        Tensor index = s.index.contiguous();
-        std::vector<double> all(size_t(s.gathered * E), 0.0);
-        for (int64_t i = 0; i < M; ++i)
-            all[size_t(index.data<int64_t>()[i] * E + s.experts[size_t(i)])] +=
-                dp_rows.data<double>()[i];
-        Tensor dp = host_tensor(std::move(all), {s.gathered, E});
+        const int64_t E = experts_;
+        Tensor dp = host_tensor(
+            detail::probs_per_token(*backend_, dprobs, s.index, s.experts, s.gathered, E),
+            {s.gathered, E});
         if (group_) dp = parallel::reduce_scatter_along(*group_, dp, 0, ReduceOp::sum);
         const double* v = dp.data<double>();
         return {to_tokens(dx_rows, s), std::vector<double>(v, v + s.tokens * E)};

@@ -107,15 +107,11 @@ class AllToAllDispatcher final : public TokenDispatcher {
                                                              const Tensor& dprobs,
                                                              const State& state) const override {
         const auto& s = static_cast<const ExchangeState&>(state);
-        const int64_t E = experts_;
         Tensor dp = backend_->cast_to(dprobs, DType::f64).contiguous();
-        Tensor dp_send = back_to_senders(dp.view({dp.numel(), 1}), s).contiguous();
-        std::vector<double> out(size_t(s.tokens * E), 0.0);
-        const Tensor index = s.local_index.contiguous();
-        for (int64_t i = 0; i < dp_send.size(0); ++i)
-            out[size_t(index.data<int64_t>()[i] * E + s.local_expert[size_t(i)])] +=
-                dp_send.data<double>()[i];
-        return {to_tokens(dx_rows, s), std::move(out)};
+        Tensor dp_send = back_to_senders(dp.view({dp.numel(), 1}), s);
+        return {to_tokens(dx_rows, s),
+                detail::probs_per_token(*backend_, dp_send.view({dp_send.numel()}), s.local_index,
+                                        s.local_expert, s.tokens, experts_)};
     }
 
   private:

@@ -1,8 +1,6 @@
 // The MoE feed-forward block: routing, dispatch, experts and combine, forward and backward.
 #include "mt/nn/moe_layer.h"
 
-#include <cctype>
-#include <cstdlib>
 #include <optional>
 
 #include "mt/error.h"
@@ -109,10 +107,7 @@ class MoeFeedForward final : public FeedForward {
     void report(const Routing& r) const {
         if (!tracker_) return;
         const RouterConfig& c = moe_.router;
-        const bool balancing = (c.load_balancing == LoadBalancing::aux_loss ||
-                                c.load_balancing == LoadBalancing::seq_aux_loss) &&
-                               c.aux_loss_coeff > 0;
-        const bool z = c.z_loss_coeff > 0;
+        const bool balancing = reports_load_balancing(c), z = reports_z_loss(c);
         if (!balancing && !z) return;
         // Under sequence or context parallelism each rank routed part of the tokens: its
         // balancing loss is its part of the sum (Megatron reduces it over tp_cp); its z-loss a
@@ -138,118 +133,6 @@ class MoeFeedForward final : public FeedForward {
 };
 
 }  // namespace
-
-// A recursive-descent reading of the list expressions --moe-layer-freq takes (Megatron evals
-// them as Python): sum := product ('+' product)*; product := atom ('*' atom)*; atom := integer
-// | '[' integers ']' | '(' sum ')'. A product multiplies a list by an integer (either side).
-class PatternReader {
-  public:
-    explicit PatternReader(const std::string& text) : text_(text) {}
-
-    std::vector<int64_t> read() {
-        Value v = sum();
-        skip_spaces();
-        expect(pos_ == text_.size() && v.is_list, "a list expression");
-        return v.list;
-    }
-
-  private:
-    struct Value {
-        bool is_list = false;
-        int64_t number = 0;
-        std::vector<int64_t> list;
-    };
-
-    void expect(bool ok, const char* what) const {
-        MT_CHECK(ok, "--moe-layer-freq \"", text_, "\": expected ", what, " at character ",
-                 pos_ + 1);
-    }
-    void skip_spaces() {
-        while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
-    }
-    bool take(char c) {
-        skip_spaces();
-        if (pos_ < text_.size() && text_[pos_] == c) return ++pos_, true;
-        return false;
-    }
-    int64_t integer() {
-        skip_spaces();
-        const size_t start = pos_;
-        while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) ++pos_;
-        expect(pos_ > start && pos_ - start < 10, "an integer");
-        return std::stoll(text_.substr(start, pos_ - start));
-    }
-    Value atom() {
-        Value v;
-        if (take('(')) {
-            v = sum();
-            expect(take(')'), "')'");
-        } else if (take('[')) {
-            v.is_list = true;
-            if (!take(']')) {
-                do v.list.push_back(integer());
-                while (take(','));
-                expect(take(']'), "']'");
-            }
-        } else {
-            v.number = integer();
-        }
-        return v;
-    }
-    Value product() {
-        Value v = atom();
-        while (take('*')) {
-            Value w = atom();
-            expect(v.is_list != w.is_list, "a list times an integer");
-            Value& list = v.is_list ? v : w;
-            const int64_t times = v.is_list ? w.number : v.number;
-            expect(times >= 0 && times * int64_t(list.list.size()) <= (1 << 20), "a small count");
-            Value out{true, 0, {}};
-            for (int64_t i = 0; i < times; ++i)
-                out.list.insert(out.list.end(), list.list.begin(), list.list.end());
-            v = std::move(out);
-        }
-        return v;
-    }
-    Value sum() {
-        Value v = product();
-        while (take('+')) {
-            Value w = product();
-            expect(v.is_list && w.is_list, "lists on both sides of '+'");
-            v.list.insert(v.list.end(), w.list.begin(), w.list.end());
-        }
-        return v;
-    }
-
-    const std::string& text_;
-    size_t pos_ = 0;
-};
-
-MoeLayerPattern MoeLayerPattern::parse(const std::string& text, int64_t num_layers) {
-    MoeLayerPattern p;
-    if (text.find('[') == std::string::npos) {
-        char* end = nullptr;
-        const long long k = std::strtoll(text.c_str(), &end, 10);
-        MT_CHECK(!text.empty() && *end == '\0' && k > 0, "--moe-layer-freq ", text,
-                 ": must be a positive integer or a list expression");
-        for (int64_t i = 0; i < num_layers; ++i) p.moe.push_back(i % k == 0);
-        return p;
-    }
-    std::vector<int64_t> flags = PatternReader(text).read();
-    MT_CHECK(int64_t(flags.size()) == num_layers, "--moe-layer-freq ", text, " gives ",
-             flags.size(), " layers for --num-layers ", num_layers);
-    for (int64_t f : flags) {
-        MT_CHECK(f == 0 || f == 1, "--moe-layer-freq ", text, ": entries must be 0 or 1, got ", f);
-        p.moe.push_back(f == 1);
-    }
-    return p;
-}
-
-int64_t MoeLayerPattern::count() const {
-    int64_t n = 0;
-    for (bool m : moe) n += m;
-    return n;
-}
 
 std::function<LayerSpec(int64_t layer)> moe_layer_specs(MoeLayerPattern pattern,
                                                         std::shared_ptr<MoeTracker> tracker) {

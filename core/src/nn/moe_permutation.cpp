@@ -30,6 +30,18 @@ Permutation permute_by_expert(const double* packed, int64_t tokens, int64_t expe
     return p;
 }
 
+std::vector<double> probs_per_token(Backend& backend, const Tensor& dprobs, const Tensor& index,
+                                    const std::vector<int64_t>& experts, int64_t tokens,
+                                    int64_t num_experts) {
+    const Tensor values = backend.cast_to(dprobs, DType::f64).contiguous();
+    const Tensor rows = index.contiguous();
+    std::vector<double> out(size_t(tokens * num_experts), 0.0);
+    for (int64_t i = 0; i < rows.numel(); ++i)
+        out[size_t(rows.data<int64_t>()[i] * num_experts + experts[size_t(i)])] +=
+            values.data<double>()[i];
+    return out;
+}
+
 Tensor index_tensor(Backend& backend, std::vector<int64_t> index) {
     const int64_t n = int64_t(index.size());
     return backend.contiguous(host_tensor(std::move(index), {n}));

@@ -27,6 +27,12 @@ struct Permutation {
 Permutation permute_by_expert(const double* packed, int64_t tokens, int64_t experts, int64_t first,
                               int64_t count);
 
+// The routing probs' gradient per token and expert (tokens x experts, host): row i of
+// `dprobs` (M, f32 or f64, any device) belongs to token index[i] at expert experts[i].
+std::vector<double> probs_per_token(Backend& backend, const Tensor& dprobs, const Tensor& index,
+                                    const std::vector<int64_t>& experts, int64_t tokens,
+                                    int64_t num_experts);
+
 // An i64 index tensor on the backend.
 Tensor index_tensor(Backend& backend, std::vector<int64_t> index);
 // rows (M, H) = x[index] (M may be 0).

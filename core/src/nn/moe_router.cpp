@@ -54,9 +54,16 @@ Routing TopKRouter::forward(const Tensor& x, bool training, Saved* saved) const 
     RoutingShape shape{T, B, sequence_partition_};
     Routing r =
         route(config_, l, shape, config_.expert_bias, training, logits_dtype_ == DType::f64);
-    Routing out = r;
+    // The caller's view in (b, t) order: what dispatch and the loss report read (the rest stays
+    // with the backward's copy).
+    Routing out;
+    out.tokens = r.tokens;
+    out.experts = r.experts;
     out.probs = to_batch_major(r.probs, B, T, E);
     out.map = to_batch_major(r.map, B, T, E);
+    out.tokens_per_expert = r.tokens_per_expert;
+    out.aux_loss = r.aux_loss;
+    out.z_loss = r.z_loss;
     if (saved) *saved = Saved{x2, std::move(l), std::move(r), B, T};
     return out;
 }

@@ -227,14 +227,22 @@ std::pair<bool, bool> Trainer::agreed(bool signalled, bool out_of_time) const {
 double Trainer::grad_norm(std::vector<Tensor>& grads) const {
     // Replicated parameters count on tensor-parallel rank 0 only; the distributed optimizer's
     // parameters are disjoint pieces of the buffer, summed over the data-parallel group too.
-    std::vector<Tensor> dense, experts;
+    std::vector<std::pair<const nn::Parameter*, Tensor>> counted;
     for (nn::Parameter* p : optimizer_.parameters()) {
         grads.push_back(p->grad);
-        if (!p->counted_elsewhere()) (p->expert ? experts : dense).push_back(p->grad);
+        counted.emplace_back(p, p->grad);
     }
+    return model_parallel_norm(counted, distributed_optimizer());
+}
+
+double Trainer::model_parallel_norm(
+    const std::vector<std::pair<const nn::Parameter*, Tensor>>& tensors, bool data_parallel) const {
+    std::vector<Tensor> dense, experts;
+    for (const auto& [p, t] : tensors)
+        if (!p->counted_elsewhere()) (p->expert ? experts : dense).push_back(t);
     const double d = optim::global_l2_norm(optimizer_.backend(), dense);
     const double e = optim::global_l2_norm(optimizer_.backend(), experts);
-    return std::sqrt(model_parallel_sum(d * d, e * e, distributed_optimizer()));
+    return std::sqrt(model_parallel_sum(d * d, e * e, data_parallel));
 }
 
 bool Trainer::distributed_optimizer() const {
@@ -270,15 +278,12 @@ double Trainer::params_norm() const {
         if (optimizer_.masters()[i].defined() &&
             optimizer_.parameters()[i]->value.dtype() == DType::bf16)
             masters[optimizer_.parameters()[i]] = optimizer_.masters()[i];
-    std::vector<Tensor> dense, experts;
+    std::vector<std::pair<const nn::Parameter*, Tensor>> values;
     for (nn::Parameter* p : model_.parameters()) {
-        if (p->counted_elsewhere()) continue;
         auto it = masters.find(p);
-        (p->expert ? experts : dense).push_back(it != masters.end() ? it->second : p->value);
+        values.emplace_back(p, it != masters.end() ? it->second : p->value);
     }
-    const double d = optim::global_l2_norm(optimizer_.backend(), dense);
-    const double e = optim::global_l2_norm(optimizer_.backend(), experts);
-    return std::sqrt(model_parallel_sum(d * d, e * e, false));
+    return model_parallel_norm(values, false);
 }
 
 uint64_t Trainer::dropout_seed() const {

@@ -351,6 +351,7 @@ class Args {
         const ArgValue* v = find_arg(args_, name);
         return v && std::holds_alternative<std::string>(*v) ? std::get<std::string>(*v) : fallback;
     }
+    const ArgValue* find(const char* name) const { return find_arg(args_, name); }
     // True when the entry is set to something other than None, False or 0.
     bool set(const char* name) const {
         const ArgValue* v = find_arg(args_, name);
@@ -375,7 +376,7 @@ std::string python_repr(bool v) {
 
 // A MoE rope model as Mixtral: every layer a MixtralSparseMoeBlock of the experts' FFN size,
 // routed as transformers routes (softmax of the top-k logits, no capacity, no shared experts).
-void read_mixtral_args(const Args& a, const CheckpointArgs& args, HfConfig& c) {
+void read_mixtral_args(const Args& a, HfConfig& c) {
     if (!a.set("num_experts")) return;
     c.model_type = "mixtral";
     c.num_experts = a.integer("num_experts");
@@ -384,7 +385,7 @@ void read_mixtral_args(const Args& a, const CheckpointArgs& args, HfConfig& c) {
     const std::string why =
         "Mixtral's every layer routes each token to the softmax of its top-k "
         "router logits, over experts alone";
-    if (const ArgValue* freq = find_arg(args, "moe_layer_freq")) {
+    if (const ArgValue* freq = a.find("moe_layer_freq")) {
         const bool every = std::holds_alternative<int64_t>(*freq) && std::get<int64_t>(*freq) == 1;
         const auto* list = std::get_if<std::vector<int64_t>>(freq);
         if (!every &&
@@ -509,7 +510,7 @@ HfConfig hf_config_from_args(const CheckpointArgs& args, const std::optional<Ber
         if (percent != 1.0)
             not_supported("rotary_percent", number(percent), "Llama rotates whole heads");
         c.rope_theta = a.real("rotary_base", 10000);
-        read_mixtral_args(a, args, c);
+        read_mixtral_args(a, c);
     } else {
         not_supported("position_embedding_type", position,
                       "supported are learned_absolute (GPT-2) and rope (Llama, Mistral)");

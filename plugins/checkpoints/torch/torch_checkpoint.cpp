@@ -39,10 +39,11 @@ CheckpointLayout need_layout(const fs::path& dir, const Latest& latest) {
     // mp_rank_TT_NNN: pipeline stages, or the expert ranks of a run without stages (its args
     // say which).
     if (layout->pipeline_parallel > 1 && layout->expert_parallel == 1) {
+        // The pickle alone: no tensor is read.
         const fs::path file = checkpoint_file(dir, latest, *layout, 0, 0);
-        const CheckpointState first = from_py(io::load_torch_file(file), file.string());
-        if (int_arg(first.args, "expert_model_parallel_size").value_or(1) > 1 &&
-            int_arg(first.args, "pipeline_model_parallel_size").value_or(1) == 1) {
+        const CheckpointArgs args = args_from_py(io::load_torch_structure(file), file.string());
+        if (int_arg(args, "expert_model_parallel_size").value_or(1) > 1 &&
+            int_arg(args, "pipeline_model_parallel_size").value_or(1) == 1) {
             layout->expert_parallel = layout->pipeline_parallel;
             layout->pipeline_parallel = 1;
         }

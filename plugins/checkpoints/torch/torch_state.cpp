@@ -509,15 +509,21 @@ PyValue to_py(const CheckpointState& s) {
     return root;
 }
 
-CheckpointState from_py(const PyValue& root, const std::string& file) {
+CheckpointArgs args_from_py(const PyValue& root, const std::string& file) {
     MT_CHECK(root.kind() == PyKind::dict, file, ": the checkpoint is a Python ",
              io::py_kind_name(root.kind()), ", not a dict");
-    CheckpointState s;
+    CheckpointArgs out;
     if (const PyValue* args = root.find("args");
         args && args->kind() == PyKind::object && args->object_ref().state.kind() == PyKind::dict)
         for (const auto& [k, v] : args->object_ref().state.dict_ref().items)
             if (k.kind() == PyKind::string)
-                if (auto a = arg_from_py(v)) s.args.emplace_back(k.as_string(), *a);
+                if (auto a = arg_from_py(v)) out.emplace_back(k.as_string(), *a);
+    return out;
+}
+
+CheckpointState from_py(const PyValue& root, const std::string& file) {
+    CheckpointState s;
+    s.args = args_from_py(root, file);
     const PyValue* it = root.find("iteration");
     if (!it) it = root.find("total_iters");
     MT_CHECK(it != nullptr, file, ": no 'iteration' in the checkpoint");

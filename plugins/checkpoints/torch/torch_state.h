@@ -41,5 +41,7 @@ io::PyValue distributed_optimizer_to_py(const OptimizerCheckpoint& optimizer);
 // before the flag lack; QKV rows of files older than checkpoint_version 2.0 (or without one)
 // are reordered as Megatron does (torch_names.h fix_qkv_ordering).
 CheckpointState from_py(const io::PyValue& root, const std::string& file);
+// Its args Namespace alone (`root` may come from io::load_torch_structure).
+CheckpointArgs args_from_py(const io::PyValue& root, const std::string& file);
 
 }  // namespace mt::plugins::torch_ckpt

@@ -7,17 +7,18 @@ namespace mt::plugins::bert {
 
 std::vector<FlagInfo> bert_flags() {
     std::vector<FlagInfo> flags = gpt::gpt_flags();
-    FlagInfo no_binary{"bert-no-binary-head", "no sentence-order (binary) head and no token types",
-                       std::nullopt, true};
+    FlagInfo no_binary =
+        switch_flag("bert-no-binary-head", "no sentence-order (binary) head and no token types");
     no_binary.store_false_dest = "bert_binary_head";
     flags.push_back(no_binary);
     flags.push_back(
-        {"bert-binary-head", "the sentence-order (binary) head (the default)", std::nullopt, true});
-    flags.push_back({"num-tokentypes", "token types (default 2 with the binary head, else 0)"});
-    flags.push_back({"post-layer-norm",
-                     "the original BERT's post-LayerNorm layers (Hugging Face's BertModel; not a "
-                     "Megatron flag): a LayerNorm after the embeddings and each residual add",
-                     std::nullopt, true});
+        switch_flag("bert-binary-head", "the sentence-order (binary) head (the default)"));
+    flags.push_back(
+        value_flag("num-tokentypes", "token types (default 2 with the binary head, else 0)"));
+    flags.push_back(switch_flag(
+        "post-layer-norm",
+        "the original BERT's post-LayerNorm layers (Hugging Face's BertModel; not a Megatron "
+        "flag): a LayerNorm after the embeddings and each residual add"));
     return flags;
 }
 

@@ -3,7 +3,6 @@
 #include "moe_args.h"
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/model_args_reader.h"
-#include "mt/nn/moe_layer.h"
 
 #include <cstdlib>
 #include <limits>
@@ -312,10 +311,10 @@ ModelArgs resolved_transformer_args(const ModelArgs& args, const GptConfig& c) {
     if (c.moe.enabled()) {
         out["moe-ffn-hidden-size"] = std::to_string(c.moe.ffn_hidden_size);
         // A pattern as the list Megatron's moe_freq_type evaluates it to (checkpoints keep that).
-        if (c.moe_layer_freq.find('[') != std::string::npos) {
+        if (auto it = args.find("moe-layer-freq");
+            it != args.end() && it->second.find('[') != std::string::npos) {
             std::vector<int64_t> flags;
-            for (bool moe : nn::MoeLayerPattern::parse(c.moe_layer_freq, c.num_layers).moe)
-                flags.push_back(moe ? 1 : 0);
+            for (bool moe : c.moe_layers.moe) flags.push_back(moe ? 1 : 0);
             out["moe-layer-freq"] = int_list_text(flags);
         }
     }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "mt/model.h"
+#include "mt/nn/moe_layer_pattern.h"
 #include "mt/nn/recompute.h"
 #include "mt/nn/transformer_config.h"
 
@@ -49,9 +50,9 @@ struct GptConfig {
     TransformerImpl transformer_impl = TransformerImpl::transformer_engine;
     nn::RecomputeConfig recompute;  // --recompute-*
     // --num-experts and the --moe-* flags (moe.enabled(): a mixture-of-experts model), without
-    // its process groups; --moe-layer-freq as given (nn::MoeLayerPattern reads it).
+    // its process groups; the layers --moe-layer-freq makes MoE layers.
     nn::MoeConfig moe;
-    std::string moe_layer_freq = "1";
+    nn::MoeLayerPattern moe_layers;
 };
 
 // Megatron's _vocab_size_with_padding.

@@ -64,26 +64,16 @@ nn::TransformerConfig layer_config(const GptConfig& config, const BuildContext& 
     return t;
 }
 
-// The tracker of a MoE model's auxiliary losses (those with a coefficient), or null.
+// The tracker of a MoE model's auxiliary losses, or null.
 std::shared_ptr<nn::MoeTracker> moe_tracker_for(const GptConfig& config) {
     if (!config.moe.enabled()) return nullptr;
-    const nn::RouterConfig& r = config.moe.router;
-    std::vector<std::string> names;
-    if ((r.load_balancing == nn::LoadBalancing::aux_loss ||
-         r.load_balancing == nn::LoadBalancing::seq_aux_loss) &&
-        r.aux_loss_coeff > 0)
-        names.push_back("load_balancing_loss");
-    if (r.z_loss_coeff > 0) names.push_back("z_loss");
-    return std::make_shared<nn::MoeTracker>(
-        std::move(names),
-        nn::MoeLayerPattern::parse(config.moe_layer_freq, config.num_layers).count());
+    return std::make_shared<nn::MoeTracker>(config.moe.router, config.moe_layers.count());
 }
 
 // Dense layers, or the MoE pattern's.
 nn::LayerSpecs layer_specs(const GptConfig& config, std::shared_ptr<nn::MoeTracker> tracker) {
     if (!config.moe.enabled()) return nn::dense_layer_specs();
-    return nn::moe_layer_specs(nn::MoeLayerPattern::parse(config.moe_layer_freq, config.num_layers),
-                               std::move(tracker));
+    return nn::moe_layer_specs(config.moe_layers, std::move(tracker));
 }
 
 // Integer tensor -> its values as int64 (i64 or i32, any contiguity).

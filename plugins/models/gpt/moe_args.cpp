@@ -76,7 +76,8 @@ void read_moe_args(const ModelArgsReader& f, GptConfig& c) {
     nn::MoeConfig& m = c.moe;
     nn::RouterConfig& r = m.router;
     r.num_experts = experts;
-    c.moe_layer_freq = f.has("moe-layer-freq") ? f.text("moe-layer-freq") : "1";
+    c.moe_layers = nn::MoeLayerPattern::parse(
+        f.has("moe-layer-freq") ? f.text("moe-layer-freq") : "1", c.num_layers);
     m.ffn_hidden_size = f.integer("moe-ffn-hidden-size", c.ffn_hidden_size);
     m.shared_expert_ffn_size = f.integer("moe-shared-expert-intermediate-size", 0);
     MT_CHECK(m.ffn_hidden_size > 0 && m.shared_expert_ffn_size >= 0,

@@ -14,7 +14,7 @@ struct GptConfig;
 // The flags, with Megatron's help texts and defaults.
 std::vector<FlagInfo> moe_flags();
 
-// Reads the flags into config.moe and config.moe_layer_freq (nothing without --num-experts),
+// Reads the flags into config.moe and config.moe_layers (nothing without --num-experts),
 // with Megatron's defaults and checks; mt::Error names the flag for anything refused.
 void read_moe_args(const ModelArgsReader& f, GptConfig& config);
 

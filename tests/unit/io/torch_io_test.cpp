@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <random>
 
@@ -119,6 +120,32 @@ TEST(TorchIo, MegatronShapedStateDict) {
     EXPECT_EQ(model["output_layer.weight"].as_tensor().storage(),
               model["embedding.word_embeddings.weight"].as_tensor().storage());
     EXPECT_EQ(sd["rng_state"].items().at(0)["torch_rng_state"].as_tensor().dtype(), DType::u8);
+}
+
+// The pickle alone: the same values, tensors shaped and shared as they are but without data, and
+// a corrupted tensor record not even looked at.
+TEST(TorchIo, StructureReadsThePickleWithoutTheTensors) {
+    const PyValue sd = load_torch_structure(fixture("gpt_state.pt"));
+    EXPECT_EQ(sd["args"]["consumed_train_samples"].as_int(), 80);
+    const PyValue& model = sd["model"];
+    const Tensor& qkv = model["decoder.layers.1.self_attention.linear_qkv.weight"].as_tensor();
+    EXPECT_EQ(qkv.shape(), (Shape{12, 4}));
+    EXPECT_EQ(qkv.storage()->data, nullptr);
+    EXPECT_EQ(model["output_layer.weight"].as_tensor().storage(),
+              model["embedding.word_embeddings.weight"].as_tensor().storage());
+    // A bit flipped in a tensor record: load_torch_file's CRC check refuses the file, the
+    // structure does not read the record.
+    test::TempDir dir;
+    std::string bytes = test::read_file(fixture("gpt_state.pt"));
+    {
+        const ZipReader zip(std::make_shared<const MappedFile>(fixture("gpt_state.pt")));
+        bytes[size_t(zip.at("gpt_state/data/0").offset)] ^= 1;
+    }
+    std::ofstream(dir / "flipped.pt", std::ios::binary) << bytes;
+    EXPECT_THROW(load_torch_file(dir / "flipped.pt"), Error);
+    const PyValue flipped = load_torch_structure(dir / "flipped.pt");
+    EXPECT_EQ(flipped["args"]["consumed_train_samples"].as_int(), 80);
+    EXPECT_EQ(flipped["model"].dict_ref().items.size(), model.dict_ref().items.size());
 }
 
 TEST(TorchIo, ViewsShareTheMappedStorage) {

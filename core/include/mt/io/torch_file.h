@@ -24,6 +24,10 @@ MT_API PyValue load_torch_file(const std::filesystem::path& path);
 // checkpoint's .distcp file holding one torch.save record (MappedFile's window constructor).
 MT_API PyValue load_torch_file(std::shared_ptr<const MappedFile> file);
 
+// The same file's pickle alone: every storage a placeholder (no data: its tensors must not be
+// read), nothing but data.pkl read or checked; for what a file says besides its tensors.
+MT_API PyValue load_torch_structure(const std::filesystem::path& path);
+
 // Writes `value` as torch 2.x's torch.save(value, path) does: archive folder = the file's stem,
 // records data.pkl, .format_version, .storage_alignment, byteorder, data/<key>..., version,
 // .data/serialization_id; storages streamed from tensor memory into a temporary file renamed

@@ -29,7 +29,8 @@ class MT_API TopKRouter {
     TopKRouter(const std::string& prefix, const TransformerConfig& config, Backend& backend);
 
     // x (B, T, H) (T: this rank's part of the sequence) -> the routing of its B·T tokens in
-    // (b, t) order. `training`: the auxiliary losses are computed (and sinkhorn balances).
+    // (b, t) order (its probs, map, counts and losses; the backward's fields stay in `saved`).
+    // `training`: the auxiliary losses are computed (and sinkhorn balances).
     Routing forward(const Tensor& x, bool training, Saved* saved) const;
     // dprobs (B·T x experts, (b, t) order) -> dx (B, T, H) in x's dtype; weight.grad +=.
     // aux_scale: the auxiliary losses' gradient scale.

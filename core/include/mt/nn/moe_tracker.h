@@ -9,14 +9,19 @@
 #include <vector>
 
 #include "mt/api.h"
+#include "mt/nn/moe_config.h"
 
 namespace mt::nn {
 
+// The router losses Megatron logs and backpropagates: those with a coefficient.
+MT_API bool reports_load_balancing(const RouterConfig& router);
+MT_API bool reports_z_loss(const RouterConfig& router);
+
 class MT_API MoeTracker {
   public:
-    // `names`: the losses the routers report (each reported, 0 when no layer here adds to it);
-    // `moe_layers`: the MoE layers of the whole model (the report averages over them).
-    MoeTracker(std::vector<std::string> names, int64_t moe_layers);
+    // The losses `router` reports (each reported, 0 when no layer here adds to it) of a model of
+    // `moe_layers` MoE layers in all (the report averages over them).
+    MoeTracker(const RouterConfig& router, int64_t moe_layers);
 
     // The aux losses' gradient scale, set by the trainer before each iteration's backward passes
     // (the loss scale over the micro-batches and data-parallel ranks it sums gradients over).

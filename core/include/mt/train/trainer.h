@@ -198,6 +198,10 @@ class MT_API Trainer {
     // `data_parallel`: the distributed optimizer's disjoint shards) plus Σ of `experts` over the
     // expert model-parallel ranks (each holds other experts).
     double model_parallel_sum(double dense, double experts, bool data_parallel) const;
+    // The L2 norm of the tensors (each a parameter's value or grad, or a piece of one) over the
+    // model: those other ranks count skipped, experts summed over their own ranks.
+    double model_parallel_norm(const std::vector<std::pair<const nn::Parameter*, Tensor>>& tensors,
+                               bool data_parallel) const;
     // Sums the grads of the parameters `which` picks over `group`, in one message.
     void all_reduce_grads(const std::function<bool(const nn::Parameter&)>& which,
                           Communicator& group);
