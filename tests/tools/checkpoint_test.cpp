@@ -291,3 +291,26 @@ TEST(TrainCheckpoint, DecoupledLrGroupsResumeExactly) {
 }
 
 }  // namespace
+
+// MoE models (experts with their own axis in torch_dist; every layer MoE keeps the layers
+// stacked, a --moe-layer-freq list keys each layer alone) resume exactly in both formats, the
+// experts' Adam moments with them.
+TEST(TrainCheckpoint, MoeModelsResumeExactlyInBothFormats) {
+    TempDir dir;
+    const std::string data = make_dataset(dir);
+    std::string base = train_command(dir, data) +
+                       " --train-iters 6 --num-experts 4 --moe-router-topk 2"
+                       " --moe-ffn-hidden-size 24 --moe-aux-loss-coeff 1e-2 --disable-bias-linear";
+    const std::string torch_format = " --ckpt-format torch";
+    base.erase(base.find(torch_format), torch_format.size());
+    for (const std::string pattern : {"", " --moe-layer-freq '[0,1]'"}) {
+        auto full = run_command(base + pattern);
+        ASSERT_EQ(full.exit_code, 0) << full.output;
+        const auto expected = losses(full.output);
+        ASSERT_EQ(expected.size(), 6u) << full.output;
+        for (const std::string format : {"torch", "torch_dist"})
+            expect_resumes_exactly(base + pattern,
+                                   dir / (format + (pattern.empty() ? "_every" : "_list")), format,
+                                   expected);
+    }
+}

@@ -188,6 +188,14 @@ TEST(GenerateTool, MixtralGivesTransformersGreedyTokens) {
     EXPECT_TRUE(
         fs::exists(dir.path() / "split/iter_0000001/mp_rank_01_001_001/model_optim_rng.pt"));
     EXPECT_NE(mixtral_greedy(dir.path() / "split").find("\n" + ids + "\n"), std::string::npos);
+    // And to torch_dist (the experts on Megatron's expert axis) from the expert-parallel files.
+    c = run_command(shell_quote(tool_path("megatron-convert")) +
+                    " --model-type GPT --loader core --load-dir " +
+                    shell_quote(dir.path() / "split") + " --saver torch_dist --save-dir " +
+                    shell_quote(dir.path() / "dist"));
+    ASSERT_EQ(c.exit_code, 0) << c.output;
+    EXPECT_TRUE(fs::exists(dir.path() / "dist/iter_0000001/__0_0.distcp"));
+    EXPECT_NE(mixtral_greedy(dir.path() / "dist").find("\n" + ids + "\n"), std::string::npos);
 }
 
 TEST(GenerateTool, PromptsGiveTransformersGreedyContinuation) {

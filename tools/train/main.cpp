@@ -157,10 +157,6 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     // them. MoE experts stay out: the trainer sums theirs over the expert-data-parallel ranks.
     std::vector<mt::nn::Parameter*> dense, experts;
     for (mt::nn::Parameter* p : model->parameters()) (p->expert ? experts : dense).push_back(p);
-    // Found at the start rather than at the first save.
-    MT_CHECK(experts.empty() || !flags.save || flags.ckpt_format != "torch_dist",
-             "not supported yet: MoE models in the torch_dist format (Megatron's expert axis); "
-             "save with --ckpt-format torch");
     // Megatron's checks in arguments.py.
     MT_CHECK(state.ep().size() == 1 || !experts.empty(), "--expert-model-parallel-size ",
              state.ep().size(), " needs a MoE model (--num-experts)");

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <set>
 
 #include <simdjson.h>
 
@@ -149,30 +150,33 @@ namespace {
 // when their chunks are written, when it is given.
 void save_share(const fs::path& dir, const CheckpointState& share, Communicator& world,
                 const std::function<Tensor(size_t)>* make) {
-    // Megatron's dist checkpoints give experts an axis of their own (SequentialMLP's
-    // sharded_state_dict); writing each expert as its own key would look like Megatron's
-    // format without being it.
-    for (const auto& [key, t] : share.model)
-        MT_CHECK(key.find(".mlp.experts.") == std::string::npos,
-                 "not supported yet: MoE models in the torch_dist format ('", key,
-                 "': Megatron's expert axis); save with --ckpt-format torch");
     const bool root = world.rank() == 0;
     for (const auto& [name, t] : share.model)
         MT_CHECK(t.local.dim() == int64_t(t.global_shape.size()) &&
                      t.global_offset.size() == t.global_shape.size(),
                  "torch_dist: ", name, " is a ", t.local.describe(), " piece of ",
                  shape_str(t.global_shape), " at ", shape_str(t.global_offset));
-    const std::optional<int64_t> layers = int_arg(share.args, "num_layers");
-    std::vector<StoredTensor> stored = stack(share.model, layers);
+    const KeyLayout layout = key_layout(share.args);
+    std::vector<StoredTensor> stored = stack(share.model, layout);
     const bool shards = share.optimizer && !share.optimizer->shards.empty();
     if (shards) {
-        MT_CHECK(layers.has_value(), "torch_dist: the distributed optimizer's shards need the ",
-                 "args' num_layers");
-        for (StoredTensor& s : flattened_optimizer_shards(share.optimizer->shards, *layers))
+        for (StoredTensor& s : flattened_optimizer_shards(share.optimizer->shards, layout))
             stored.push_back(std::move(s));
     } else if (share.optimizer) {
-        for (StoredTensor& s : optimizer_moments(*share.optimizer, share.model, layers))
+        for (StoredTensor& s : optimizer_moments(*share.optimizer, share.model, layout))
             stored.push_back(std::move(s));
+    }
+    // Rank 0 writes the union of every rank's _extra_state keys (a stage's per-layer keys, a
+    // rank's experts).
+    std::vector<std::string> extra_keys;
+    {
+        std::set<std::string> seen;
+        std::string mine;
+        for (const std::string& k : extra_state_keys(share.model, layout)) mine += k + '\n';
+        for (const std::string& rank_keys : parallel::all_gather_bytes(world, mine))
+            for (size_t a = 0, b; (b = rank_keys.find('\n', a)) != std::string::npos; a = b + 1)
+                if (std::string k = rank_keys.substr(a, b - a); seen.insert(k).second)
+                    extra_keys.push_back(std::move(k));
     }
 
     // Rank 0 makes the temporary iteration directory; every rank writes its file into it.
@@ -184,7 +188,7 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
         // DCP puts byte objects before tensors; the main replica's (rank 0's) are written.
         const PyValue none_list = PyValue::list({PyValue()});
         if (root)
-            for (const std::string& key : extra_state_keys(share.model, layers)) {
+            for (const std::string& key : extra_keys) {
                 DcpEntry e;
                 e.fqn = key;
                 e.bytes = true;

@@ -8,7 +8,9 @@
 namespace mt::plugins::torch_dist {
 
 std::vector<StoredTensor> flattened_optimizer_shards(const std::vector<OptimizerShard>& shards,
-                                                     int64_t num_layers) {
+                                                     const KeyLayout& layout) {
+    MT_CHECK(layout.num_layers.has_value(), "torch_dist: the distributed optimizer's shards need ",
+             "the args' num_layers");
     std::vector<StoredTensor> out;
     std::map<std::string, size_t> index;
     const std::pair<const char*, Tensor OptimizerShard::*> states[] = {
@@ -21,21 +23,17 @@ std::vector<StoredTensor> flattened_optimizer_shards(const std::vector<Optimizer
             MT_CHECK(data.defined() && data.dim() == 1 && data.numel() == s.end - s.begin,
                      "torch_dist: ", state, " of ", s.name, " holds ", data.describe(),
                      " for elements [", s.begin, ", ", s.end, ")");
-            const auto [key, layer] = sharded_key(s.name);
-            MT_CHECK(!layer || (*layer >= 0 && *layer < num_layers), "torch_dist: ", s.name,
-                     " is not a layer of ", num_layers);
-            Shape original = s.global_shape;
-            if (layer) original.insert(original.begin(), num_layers);
+            const KeyPlace place =
+                key_place(s.name, layout, *layout.num_layers, layout.num_experts.value_or(0));
+            const std::string& key = place.key;
+            Shape original = place.lead_size;
+            original.insert(original.end(), s.global_shape.begin(), s.global_shape.end());
             int64_t box_start = 0;  // where the box begins in the flattened piece
             for (const ShardBox& box : s.boxes) {
                 const int64_t n = shape_numel(box.size);
                 const int64_t a = std::max(s.begin, box_start), b = std::min(s.end, box_start + n);
                 if (a < b) {
-                    Shape shape, offset;
-                    if (layer) {
-                        shape.push_back(num_layers);
-                        offset.push_back(*layer);
-                    }
+                    Shape shape = place.lead_size, offset = place.lead_offset;
                     for (size_t d = 0; d < box.size.size(); ++d) {
                         MT_CHECK(box.size[d] > 0 && s.global_shape[d] % box.size[d] == 0 &&
                                      box.offset[d] % box.size[d] == 0,

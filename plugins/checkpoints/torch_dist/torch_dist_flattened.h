@@ -4,8 +4,8 @@
 // updates, flattened, under "optimizer.state.<fp32_param|exp_avg|exp_avg_sq>.<sharded key>".
 // Such a tensor is stored reformulated (dist_checkpointing/strategies/resharding.py): a tensor
 // of global shape [X, Y] whose pieces are [x, y] becomes [X/x, Y/y, x*y], each piece a row of
-// it and each rank's range a chunk of that row; mcore_data keeps [X, Y]. Stacked layers add
-// their leading layer axis to both.
+// it and each rank's range a chunk of that row; mcore_data keeps [X, Y]. Stacked layers (and
+// experts) add their leading axes to both.
 #pragma once
 
 #include <string>
@@ -18,9 +18,9 @@ namespace mt::plugins::torch_dist {
 
 inline constexpr const char* kFullyShardedModelSpace = "fully_sharded_model_space";
 
-// The stored tensors of this rank's shards; `num_layers` is the model's (the stacked axis).
+// The stored tensors of this rank's shards, keyed by `layout` (which must know num_layers).
 std::vector<StoredTensor> flattened_optimizer_shards(const std::vector<OptimizerShard>& shards,
-                                                     int64_t num_layers);
+                                                     const KeyLayout& layout);
 
 // The tensor of shape `original` that a reformulated one (read whole) holds; `key` names it in
 // errors.

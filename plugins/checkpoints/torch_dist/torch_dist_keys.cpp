@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "mt/checkpoint/checkpoint_args.h"
 #include "mt/error.h"
 
 namespace mt::plugins::torch_dist {
@@ -15,7 +16,9 @@ namespace {
 constexpr const char* kBlocks[] = {"decoder.layers.", "encoder.layers."};
 
 // The local spec's norm modules and the Transformer Engine names torch_dist stores them under
-// (megatron/core/transformer/transformer_layer.py, TransformerLayer.sharded_state_dict).
+// (megatron/core/transformer/transformer_layer.py, TransformerLayer.sharded_state_dict). Megatron's
+// local spec maps pre_mlp_layernorm so in MoE layers too; its Transformer Engine MoE spec keeps a
+// separate pre_mlp_layernorm, stored under that name.
 constexpr std::pair<const char*, const char*> kLocalNorms[] = {
     {"input_layernorm.weight", "self_attention.linear_qkv.layer_norm_weight"},
     {"input_layernorm.bias", "self_attention.linear_qkv.layer_norm_bias"},
@@ -23,11 +26,24 @@ constexpr std::pair<const char*, const char*> kLocalNorms[] = {
     {"pre_mlp_layernorm.bias", "mlp.linear_fc1.layer_norm_bias"},
 };
 
-// Modules whose `_extra_state` Megatron-core's layers shard: the four linears and, with
-// Transformer Engine, the attention core.
-constexpr const char* kLinears[] = {"self_attention.linear_qkv", "self_attention.linear_proj",
-                                    "mlp.linear_fc1", "mlp.linear_fc2"};
+// Modules whose `_extra_state` Megatron-core's layers shard: the linears and, with Transformer
+// Engine, the attention core; the experts' linears get theirs with an expert index.
+constexpr const char* kLinears[] = {"self_attention.linear_qkv",
+                                    "self_attention.linear_proj",
+                                    "mlp.linear_fc1",
+                                    "mlp.linear_fc2",
+                                    "mlp.shared_experts.linear_fc1",
+                                    "mlp.shared_experts.linear_fc2"};
 constexpr const char* kAttentionCore = "self_attention.core_attention";
+constexpr const char* kExpertLinears[] = {"mlp.experts.experts.linear_fc1",
+                                          "mlp.experts.experts.linear_fc2"};
+constexpr const char* kRouter = "mlp.router.weight";
+
+// SequentialMLP's names ("mlp.experts.local_experts.<e>.linear_fc1.weight"), Transformer
+// Engine's grouped ones ("mlp.experts.linear_fc1.weight<e>") and the key both are stored under.
+constexpr const char* kLocalExperts = "mlp.experts.local_experts.";
+constexpr const char* kStoredExperts = "mlp.experts.experts.";
+constexpr const char* kGroupedExperts = "mlp.experts.";
 
 struct LayerName {
     std::string block;  // "decoder.layers."
@@ -35,17 +51,41 @@ struct LayerName {
     std::string rest;  // "mlp.linear_fc1.weight"
 };
 
+// Digits of `s` from `at`: the number and the end, or nullopt.
+std::optional<std::pair<int64_t, size_t>> number_at(const std::string& s, size_t at) {
+    size_t end = at;
+    while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
+    if (end == at) return std::nullopt;
+    return std::pair{std::stoll(s.substr(at, end - at)), end};
+}
+
 // "decoder.layers.3.mlp..." -> {decoder.layers., 3, mlp...}; nullopt for other names.
 std::optional<LayerName> parse_layer(const std::string& name) {
     for (const char* block : kBlocks) {
         if (!name.starts_with(block)) continue;
-        const size_t start = std::char_traits<char>::length(block);
-        size_t end = start;
-        while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
-        if (end == start || end >= name.size() || name[end] != '.') return std::nullopt;
-        return LayerName{block, std::stoll(name.substr(start, end - start)), name.substr(end + 1)};
+        auto n = number_at(name, std::char_traits<char>::length(block));
+        if (!n || n->second >= name.size() || name[n->second] != '.') return std::nullopt;
+        return LayerName{block, n->first, name.substr(n->second + 1)};
     }
     return std::nullopt;
+}
+
+// An expert's tensor within a layer: "mlp.experts.local_experts.5.linear_fc1.weight" or
+// "mlp.experts.linear_fc1.weight5" -> (5, "mlp.experts.experts.linear_fc1.weight").
+std::optional<std::pair<int64_t, std::string>> parse_expert(const std::string& rest) {
+    if (rest.starts_with(kLocalExperts)) {
+        auto n = number_at(rest, std::char_traits<char>::length(kLocalExperts));
+        if (!n || n->second >= rest.size() || rest[n->second] != '.') return std::nullopt;
+        return std::pair{n->first, kStoredExperts + rest.substr(n->second + 1)};
+    }
+    if (!rest.starts_with(kGroupedExperts) || rest.starts_with(kStoredExperts)) return std::nullopt;
+    size_t digits = rest.size();
+    while (digits > 0 && std::isdigit(static_cast<unsigned char>(rest[digits - 1]))) --digits;
+    const std::string base = rest.substr(0, digits);
+    if (digits == rest.size() || !(base.ends_with(".weight") || base.ends_with(".bias")))
+        return std::nullopt;
+    return std::pair{std::stoll(rest.substr(digits)),
+                     kStoredExperts + base.substr(std::char_traits<char>::length(kGroupedExperts))};
 }
 
 // A key of a stacked tensor: "<block>" followed by a module name, not a layer number.
@@ -59,82 +99,166 @@ const char* stacked_block(const std::string& key) {
     return nullptr;
 }
 
-std::string te_name(const std::string& rest) {
+// The stored name of a layer's tensor: the norms' Transformer Engine names (not a Transformer
+// Engine MoE layer's pre_mlp_layernorm), the experts' shared key; and the expert, if any.
+struct LayerPart {
+    std::string rest;
+    std::optional<int64_t> expert;
+};
+LayerPart stored_part(const std::string& rest, bool te_moe_layer) {
+    if (auto e = parse_expert(rest)) return {e->second, e->first};
     for (const auto& [local, te] : kLocalNorms)
-        if (rest == local) return te;
-    return rest;
+        if (rest == local && !(te_moe_layer && rest.starts_with("pre_mlp_layernorm.")))
+            return {te, std::nullopt};
+    return {rest, std::nullopt};
 }
 
-// Per block, the layer count and the stacked names in first-seen order.
-struct Block {
-    std::vector<std::string> rests;
-    // rest -> layer -> the boxes of that layer's tensor
-    std::map<std::string, std::map<int64_t, std::vector<ShardedTensor>>> layers;
-    std::set<int64_t> held;  // the layers held here (a pipeline stage's)
-    int64_t first = 0;       // the first of them
-    int64_t count = 0;       // the model's layers: the stacked axis
-};
+// The layers (block, layer) of MoE layers built by Transformer Engine's spec, which keep their
+// own pre_mlp_layernorm: those with a router and no local input norm.
+std::set<std::pair<std::string, int64_t>> te_moe_layers(const ShardedTensors& tensors) {
+    std::set<std::pair<std::string, int64_t>> routed, local;
+    for (const auto& [name, t] : tensors)
+        if (auto ln = parse_layer(name)) {
+            if (ln->rest == kRouter) routed.insert({ln->block, ln->layer});
+            if (ln->rest.starts_with("input_layernorm.")) local.insert({ln->block, ln->layer});
+        }
+    std::erase_if(routed, [&](const auto& l) { return local.count(l); });
+    return routed;
+}
 
-std::map<std::string, Block> blocks_of(const ShardedTensors& tensors,
-                                       std::optional<int64_t> num_layers) {
-    std::map<std::string, Block> blocks;
+// The layer-axis sizes of each block (the layout's count, or up to the last layer held) and the
+// expert axis size (the layout's, or up to the last expert held).
+struct Extents {
+    std::map<std::string, int64_t> layers;
+    int64_t experts = 0;
+};
+Extents extents_of(const ShardedTensors& tensors, const KeyLayout& layout) {
+    Extents x;
+    int64_t experts = 0;
     for (const auto& [name, t] : tensors) {
         auto ln = parse_layer(name);
         if (!ln) continue;
-        Block& b = blocks[ln->block];
-        const std::string rest = te_name(ln->rest);
-        auto [it, fresh] = b.layers.try_emplace(rest);
-        if (fresh) b.rests.push_back(rest);
-        std::vector<ShardedTensor>& boxes = it->second[ln->layer];
-        for (const ShardedTensor& other : boxes)
-            MT_CHECK(other.global_offset != t.global_offset, "two tensors are saved as ", ln->block,
-                     ln->layer, ".", rest, " at offset ", shape_str(t.global_offset));
-        boxes.push_back(t);
-        b.held.insert(ln->layer);
+        int64_t& n = x.layers[ln->block];
+        n = std::max(n, ln->layer + 1);
+        if (auto e = parse_expert(ln->rest)) experts = std::max(experts, e->first + 1);
     }
-    for (auto& [block, b] : blocks) {
-        // A pipeline stage holds some of the model's layers (a run, or with virtual stages one
-        // run per model chunk).
-        b.first = *b.held.begin();
-        const int64_t end = *b.held.rbegin() + 1;
-        b.count = num_layers.value_or(end);
-        MT_CHECK(end <= b.count, "torch_dist: layer ", end - 1, " of ", block, " past the ",
-                 b.count, " layers of the model");
-        for (const std::string& rest : b.rests)
-            for (int64_t i : b.held)
-                MT_CHECK(b.layers.at(rest).count(i), "torch_dist stacks the layers of ", block,
+    for (auto& [block, n] : x.layers) {
+        if (layout.num_layers)
+            MT_CHECK(n <= *layout.num_layers, "torch_dist: layer ", n - 1, " of ", block,
+                     " past the ", *layout.num_layers, " layers of the model");
+        n = layout.num_layers.value_or(n);
+    }
+    if (layout.num_experts)
+        MT_CHECK(experts <= *layout.num_experts, "torch_dist: expert ", experts - 1, " past the ",
+                 *layout.num_experts, " experts of the model");
+    x.experts = layout.num_experts.value_or(experts);
+    return x;
+}
+
+// With stacked layers, every layer held must hold the same stored tensors.
+void check_alike(const ShardedTensors& tensors, const KeyLayout& layout) {
+    if (layout.per_layer) return;
+    const auto te_moe = te_moe_layers(tensors);
+    // block -> stored rest -> layers holding it; block -> layers held
+    std::map<std::string, std::map<std::string, std::set<int64_t>>> holders;
+    std::map<std::string, std::set<int64_t>> held;
+    std::map<std::string, std::vector<std::string>> order;
+    for (const auto& [name, t] : tensors) {
+        auto ln = parse_layer(name);
+        if (!ln) continue;
+        const std::string rest = stored_part(ln->rest, te_moe.count({ln->block, ln->layer})).rest;
+        auto& layers = holders[ln->block][rest];
+        if (layers.empty()) order[ln->block].push_back(rest);
+        layers.insert(ln->layer);
+        held[ln->block].insert(ln->layer);
+    }
+    for (const auto& [block, rests] : order)
+        for (const std::string& rest : rests)
+            for (int64_t i : held[block])
+                MT_CHECK(holders[block][rest].count(i), "torch_dist stacks the layers of ", block,
                          " but layer ", i, " has no ", rest,
                          " (the layers held must hold the same tensors)");
-    }
-    return blocks;
 }
 
 }  // namespace
 
-std::pair<std::string, std::optional<int64_t>> sharded_key(const std::string& name) {
+KeyLayout key_layout(const CheckpointArgs& args) {
+    KeyLayout layout;
+    layout.num_layers = int_arg(args, "num_layers");
+    layout.num_experts = int_arg(args, "num_experts");
+    if (const ArgValue* freq = find_arg(args, "moe_layer_freq"); freq && layout.num_experts) {
+        if (std::holds_alternative<std::vector<int64_t>>(*freq)) layout.per_layer = true;
+        if (const int64_t* every = std::get_if<int64_t>(freq)) layout.per_layer = *every > 1;
+    }
+    return layout;
+}
+
+namespace {
+
+KeyPlace place_of(const LayerName& ln, const LayerPart& part, const KeyLayout& layout,
+                  int64_t num_layers, int64_t num_experts, const std::string& name) {
+    KeyPlace place;
+    if (layout.per_layer) {
+        place.key = ln.block + std::to_string(ln.layer) + "." + part.rest;
+    } else {
+        MT_CHECK(ln.layer < num_layers, "torch_dist: ", name, " is not a layer of ", num_layers);
+        place.key = ln.block + part.rest;
+        place.lead_offset.push_back(ln.layer);
+        place.lead_size.push_back(num_layers);
+    }
+    if (part.expert) {
+        MT_CHECK(*part.expert < num_experts, "torch_dist: ", name, " is not an expert of ",
+                 num_experts);
+        place.lead_offset.push_back(*part.expert);
+        place.lead_size.push_back(num_experts);
+    }
+    return place;
+}
+
+}  // namespace
+
+KeyPlace key_place(const std::string& name, const KeyLayout& layout, int64_t num_layers,
+                   int64_t num_experts) {
     auto ln = parse_layer(name);
-    if (!ln) return {name, std::nullopt};
-    return {ln->block + te_name(ln->rest), ln->layer};
+    if (!ln) return {name, {}, {}};
+    // Names alone do not tell a Transformer Engine MoE layer's pre_mlp_layernorm (stack sees the
+    // whole layer); key_place serves the distributed optimizer's shards, not saved for MoE yet.
+    return place_of(*ln, stored_part(ln->rest, false), layout, num_layers, num_experts, name);
 }
 
 NamedTensors unstack(const std::string& key, const Tensor& full) {
+    std::string prefix = key, rest;  // the name before the layer axis, and after it
     const char* block = stacked_block(key);
-    if (!block) return {{key, full}};
-    const std::string rest = key.substr(std::char_traits<char>::length(block));
-    MT_CHECK(rest.find("mlp.experts.") == std::string::npos,
-             "not supported yet: MoE expert tensor ", key,
-             " (an expert axis after the layer axis)");
-    MT_CHECK(full.dim() >= 1, "stacked tensor ", key, " has no layer axis");
+    if (block) {
+        prefix = block;
+        rest = key.substr(prefix.size());
+    }
+    NamedTensors layers;  // (name up to where an expert index goes, tensor)
+    if (block) {
+        MT_CHECK(full.dim() >= 1, "stacked tensor ", key, " has no layer axis");
+        for (int64_t i = 0; i < full.size(0); ++i)
+            layers.emplace_back(prefix + std::to_string(i) + "." + rest, full.select(0, i));
+    } else {
+        layers.emplace_back(key, full);
+    }
+    const size_t at = key.find(kStoredExperts);
+    if (at == std::string::npos || !parse_layer(layers.front().first)) return layers;
     NamedTensors out;
-    for (int64_t i = 0; i < full.size(0); ++i)
-        out.emplace_back(block + std::to_string(i) + "." + rest, full.select(0, i));
+    for (const auto& [name, t] : layers) {
+        const size_t e_at = name.find(kStoredExperts);
+        const std::string head = name.substr(0, e_at) + kLocalExperts;
+        const std::string tail = name.substr(e_at + std::char_traits<char>::length(kStoredExperts));
+        MT_CHECK(t.dim() >= 1, "expert tensor ", key, " has no expert axis");
+        for (int64_t e = 0; e < t.size(0); ++e)
+            out.emplace_back(head + std::to_string(e) + "." + tail, t.select(0, e));
+    }
     return out;
 }
 
 namespace {
 
-// One chunk of a stored tensor: `piece` placed at `offset` of the whole, behind `lead` leading
-// axes of size 1 (the layer axis of a stacked key).
+// One chunk of a stored tensor: `piece` placed at `offset` of the whole, behind leading axes of
+// size 1 at `lead` (the layer and expert axes).
 std::pair<Shape, Tensor> chunk(const ShardedTensor& piece, Shape lead) {
     Shape offset = std::move(lead), shape(offset.size(), 1);
     offset.insert(offset.end(), piece.global_offset.begin(), piece.global_offset.end());
@@ -144,57 +268,78 @@ std::pair<Shape, Tensor> chunk(const ShardedTensor& piece, Shape lead) {
 
 }  // namespace
 
-std::vector<StoredTensor> stack(const ShardedTensors& tensors, std::optional<int64_t> num_layers,
+std::vector<StoredTensor> stack(const ShardedTensors& tensors, const KeyLayout& layout,
                                 const std::string& prefix) {
-    const std::map<std::string, Block> blocks = blocks_of(tensors, num_layers);
+    check_alike(tensors, layout);
+    const Extents extents = extents_of(tensors, layout);
+    const auto te_moe = te_moe_layers(tensors);
     std::vector<StoredTensor> out;
-    std::map<std::string, size_t> index;  // key -> position in out
-    auto stored = [&](const std::string& key, const Shape& global_shape) -> StoredTensor& {
-        auto [it, fresh] = index.try_emplace(key, out.size());
-        if (fresh) out.push_back({key, global_shape, {}, {}});
-        StoredTensor& s = out[it->second];
-        MT_CHECK(s.global_shape == global_shape, key, ": pieces of a ", shape_str(global_shape),
-                 " and of a ", shape_str(s.global_shape), " tensor");
-        return s;
-    };
-    std::set<std::string> emitted;
+    std::map<std::string, size_t> index;       // key -> position in out
+    std::map<std::string, std::string> first;  // key -> the name of its first piece
     for (const auto& [name, t] : tensors) {
-        auto ln = parse_layer(name);
-        if (!ln) {
-            stored(prefix + name, t.global_shape).chunks.push_back(chunk(t, {}));
-            continue;
+        KeyPlace place{name, {}, {}};
+        if (auto ln = parse_layer(name))
+            place = place_of(*ln, stored_part(ln->rest, te_moe.count({ln->block, ln->layer})),
+                             layout, extents.layers.at(ln->block), extents.experts, name);
+        Shape global_shape = place.lead_size;
+        global_shape.insert(global_shape.end(), t.global_shape.begin(), t.global_shape.end());
+        const std::string key = prefix + place.key;
+        auto [it, fresh] = index.try_emplace(key, out.size());
+        if (fresh) {
+            out.push_back({key, global_shape, {}, {}});
+            first[key] = name;
         }
-        const std::string rest = te_name(ln->rest);
-        if (!emitted.insert(ln->block + rest).second) continue;
-        const Block& b = blocks.at(ln->block);
-        const auto& per_layer = b.layers.at(rest);
-        const Shape& shape = per_layer.at(b.first).front().global_shape;
-        Shape global_shape = shape;
-        global_shape.insert(global_shape.begin(), b.count);
-        StoredTensor& s = stored(prefix + ln->block + rest, global_shape);
-        for (const auto& [i, boxes] : per_layer)
-            for (const ShardedTensor& box : boxes) {
-                MT_CHECK(box.global_shape == shape, name, ": layer ", i, " is ",
-                         shape_str(box.global_shape), " but layer ", b.first, " is ",
-                         shape_str(shape), " (torch_dist stacks them)");
-                s.chunks.push_back(chunk(box, {i}));
-            }
+        StoredTensor& s = out[it->second];
+        MT_CHECK(s.global_shape == global_shape, name, " is ", shape_str(t.global_shape), " but ",
+                 first[key], " is ",
+                 shape_str(Shape(s.global_shape.begin() + ptrdiff_t(place.lead_size.size()),
+                                 s.global_shape.end())),
+                 " (torch_dist stores them as one tensor)");
+        auto c = chunk(t, place.lead_offset);
+        for (const auto& other : s.chunks)
+            MT_CHECK(other.first != c.first, "two tensors are saved as ", key, " at offset ",
+                     shape_str(c.first));
+        s.chunks.push_back(std::move(c));
     }
     return out;
 }
 
-std::vector<std::string> extra_state_keys(const ShardedTensors& tensors,
-                                          std::optional<int64_t> num_layers) {
+std::vector<std::string> extra_state_keys(const ShardedTensors& tensors, const KeyLayout& layout) {
+    const Extents extents = extents_of(tensors, layout);
+    // block -> layer -> the stored names of its tensors
+    std::map<std::string, std::map<int64_t, std::set<std::string>>> layers;
+    for (const auto& [name, t] : tensors)
+        if (auto ln = parse_layer(name))
+            layers[ln->block][ln->layer].insert(stored_part(ln->rest, false).rest);
     std::vector<std::string> keys;
-    for (const auto& [block, b] : blocks_of(tensors, num_layers)) {
-        std::vector<std::string> modules;
-        for (const char* linear : kLinears)
-            if (b.layers.count(std::string(linear) + ".weight")) modules.push_back(linear);
-        if (b.layers.count("self_attention.linear_qkv.weight")) modules.push_back(kAttentionCore);
-        for (const std::string& m : modules)
-            for (int64_t i = 0; i < b.count; ++i)
-                keys.push_back(block + m + "._extra_state/shard_" + std::to_string(i) + "_" +
-                               std::to_string(b.count));
+    const int64_t experts = extents.experts;
+    for (const auto& [block, held] : layers) {
+        const int64_t count = extents.layers.at(block);
+        // One layer's modules; `layer` is its place on the layer axis (stacked keys).
+        auto add_layer = [&](const std::set<std::string>& rests, const std::string& base,
+                             std::optional<int64_t> layer) {
+            const std::string at = layer ? std::to_string(*layer) : "0";
+            const std::string of = layer ? std::to_string(count) : "1";
+            std::vector<std::string> modules;
+            for (const char* linear : kLinears)
+                if (rests.count(std::string(linear) + ".weight")) modules.push_back(linear);
+            if (rests.count("self_attention.linear_qkv.weight")) modules.push_back(kAttentionCore);
+            for (const std::string& m : modules)
+                keys.push_back(base + m + "._extra_state/shard_" + at + "_" + of);
+            for (const char* linear : kExpertLinears)
+                if (rests.count(std::string(linear) + ".weight"))
+                    for (int64_t e = 0; e < experts; ++e)
+                        keys.push_back(base + linear + "._extra_state/shard_" +
+                                       (layer ? at + "." : "") + std::to_string(e) + "_" +
+                                       (layer ? of + "." : "") + std::to_string(experts));
+        };
+        if (layout.per_layer) {
+            for (const auto& [i, rests] : held)
+                add_layer(rests, block + std::to_string(i) + ".", std::nullopt);
+        } else {
+            // The layers are alike (check_alike): each of the model's takes the first's modules.
+            for (int64_t i = 0; i < count; ++i) add_layer(held.begin()->second, block, i);
+        }
     }
     // BERT's output layer (a ColumnParallelLinear with its own bias) keeps its extra state in
     // BertModel's sharded state dict; GPTModel.sharded_state_dict pops it.

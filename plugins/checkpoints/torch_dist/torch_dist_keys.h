@@ -3,7 +3,11 @@
 // "decoder.layers.mlp.linear_fc1.weight", whose global shape has a leading layer axis; the local
 // spec's separate norms take the Transformer Engine names (input_layernorm ->
 // self_attention.linear_qkv.layer_norm_*), and each layer's linear modules carry an
-// `_extra_state` object.
+// `_extra_state` object. MoE experts (SequentialMLP.sharded_state_dict) share one key per
+// tensor with an expert axis after the layer axis: "decoder.layers.3.mlp.experts.local_experts.
+// 5.linear_fc1.weight" is [3, 5] of "decoder.layers.mlp.experts.experts.linear_fc1.weight".
+// When not every layer is alike (--moe-layer-freq a list or above 1) Megatron keys each layer
+// alone instead: "decoder.layers.3.mlp...", no layer axis.
 #pragma once
 
 #include <optional>
@@ -22,7 +26,7 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 using ShardedTensors = std::vector<std::pair<std::string, ShardedTensor>>;
 
 // A tensor as torch_dist stores it: key, global shape and the chunks (offset, data) one rank
-// writes (per layer for stacked keys, and per box of its piece).
+// writes (per layer and expert for stacked keys, and per box of its piece).
 struct StoredTensor {
     std::string key;
     Shape global_shape;
@@ -30,28 +34,46 @@ struct StoredTensor {
     Shape flattened_from;  // stored flattened: the original global shape (DcpEntry's)
 };
 
-// The torch_dist key of a core name and, for a stacked layer, its layer: "decoder.layers.3.
-// input_layernorm.weight" -> ("decoder.layers.self_attention.linear_qkv.layer_norm_weight", 3).
-std::pair<std::string, std::optional<int64_t>> sharded_key(const std::string& name);
+// How a model's tensors are keyed, from its checkpoint args.
+struct KeyLayout {
+    std::optional<int64_t> num_layers;   // the layer axis (default: up to the last layer held)
+    std::optional<int64_t> num_experts;  // the expert axis (default: up to the last expert held)
+    bool per_layer = false;              // each layer keyed alone (no layer axis)
+};
 
-// The core-named tensors of a whole stored tensor: a stacked key splits into one view per layer.
-// MoE expert stacks (an extra expert axis) are an mt::Error ("not supported yet").
+// num_layers, num_experts, and per_layer as Megatron's TransformerBlock decides it (moe_layer_freq
+// a list, or an int above 1).
+KeyLayout key_layout(const CheckpointArgs& args);
+
+// Where a core-named tensor goes: its key and the leading axes its chunks sit at (the layer,
+// then the expert), with their sizes.
+struct KeyPlace {
+    std::string key;
+    Shape lead_offset, lead_size;
+};
+// `experts` is the expert axis's size (the layout's, or a default the caller knows).
+KeyPlace key_place(const std::string& name, const KeyLayout& layout, int64_t num_layers,
+                   int64_t num_experts);
+
+// The core-named tensors of a whole stored tensor: a stacked key splits into one view per layer,
+// an expert key into one per expert.
 NamedTensors unstack(const std::string& key, const Tensor& full);
 
 // The stored tensors of core-named pieces, each key prefixed by `prefix` (""; or
 // "optimizer.state.exp_avg." for the optimizer's moments, which Megatron shards like their
-// parameters). The layers held (a pipeline stage's run of them, numbered as in the whole model)
-// must have the same tensors each (mt::Error naming the first gap otherwise); the stacked axis
-// holds the model's `num_layers` (default: up to the last layer held).
-std::vector<StoredTensor> stack(const ShardedTensors& tensors, std::optional<int64_t> num_layers,
+// parameters). With stacked layers, the layers held (a pipeline stage's run of them, numbered as
+// in the whole model) must have the same tensors each (mt::Error naming the first gap
+// otherwise).
+std::vector<StoredTensor> stack(const ShardedTensors& tensors, const KeyLayout& layout,
                                 const std::string& prefix = "");
 
 // The `_extra_state` object keys Megatron-core asks for when loading into a model with these
 // tensors: "<block>.layers.<module>._extra_state/shard_<i>_<L>" for each layer's linear modules
-// and attention core (Transformer Engine modules keep FP8 metadata there; ours is None), and
-// BertModel's "output_layer._extra_state/shard_0_1" (GPTModel drops its output layer's), for all
-// `num_layers` of the model (default: up to the last layer held).
-std::vector<std::string> extra_state_keys(const ShardedTensors& tensors,
-                                          std::optional<int64_t> num_layers);
+// and attention core (Transformer Engine modules keep FP8 metadata there; ours is None; per-layer
+// keys: "<block>.layers.<i>.<module>._extra_state/shard_0_1"), each expert's linears with their
+// expert index ("shard_<i>.<e>_<L>.<E>"), and BertModel's "output_layer._extra_state/shard_0_1"
+// (GPTModel drops its output layer's). Stacked keys cover all the model's layers; per-layer ones
+// the layers held.
+std::vector<std::string> extra_state_keys(const ShardedTensors& tensors, const KeyLayout& layout);
 
 }  // namespace mt::plugins::torch_dist

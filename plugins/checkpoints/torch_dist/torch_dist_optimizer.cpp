@@ -67,8 +67,7 @@ PyValue optimizer_common_to_py(const OptimizerCheckpoint& optimizer) {
 }
 
 std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer,
-                                            const ShardedTensors& model,
-                                            std::optional<int64_t> num_layers) {
+                                            const ShardedTensors& model, const KeyLayout& layout) {
     MT_CHECK(optimizer.params.size() == model.size(), "torch_dist: optimizer state for ",
              optimizer.params.size(), " tensors, the model has ", model.size());
     std::vector<StoredTensor> out;
@@ -85,7 +84,7 @@ std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer
             tensors.emplace_back(name,
                                  ShardedTensor{moment(p, m), t.global_shape, t.global_offset});
         }
-        for (StoredTensor& s : stack(tensors, num_layers, kMomentPrefix + m + "."))
+        for (StoredTensor& s : stack(tensors, layout, kMomentPrefix + m + "."))
             out.push_back(std::move(s));
     }
     return out;

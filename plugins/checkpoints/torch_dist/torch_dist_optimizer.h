@@ -27,10 +27,9 @@ inline constexpr const char* kMasterName = "fp32_param";
 io::PyValue optimizer_common_to_py(const OptimizerCheckpoint& optimizer);
 
 // The moments as stored tensors, stacked and cut like the model's: optimizer.params[i] holds
-// the moments of model[i] (a whole tensor, or one box of a piece); `num_layers` as for stack.
+// the moments of model[i] (a whole tensor, or one box of a piece), keyed by `layout` as stack.
 std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer,
-                                            const ShardedTensors& model,
-                                            std::optional<int64_t> num_layers);
+                                            const ShardedTensors& model, const KeyLayout& layout);
 
 // The optimizer of a checkpoint from its common 'optimizer' entry and its moments, keyed
 // "<moment>.<core name>" (exp_avg.decoder.layers.0....). Parameters are `model`'s, in its order;
