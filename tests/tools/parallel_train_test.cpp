@@ -5,7 +5,7 @@
 // in both formats (torch_dist written by every rank, the distributed optimizer's state as
 // megatron-core's fully_sharded_model_space; torch with distrib_optim.pt); the ranks
 // agree on when to stop; an error stops every rank with the rank named; MoE models under expert
-// parallelism print the one-process numbers.
+// parallelism print the one-process numbers and their checkpoints resume across layouts.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -208,6 +208,40 @@ TEST_F(ParallelTrain, ExpertParallelGivesTheOneProcessNumbers) {
     EXPECT_NE(r.output.find("MoE layers with tensor parallelism need --sequence-parallel"),
               std::string::npos)
         << r.output;
+}
+
+// MoE checkpoints of expert-parallel runs: EP2 (each rank its experts) saves Megatron's layout in
+// both formats (torch: an mp_rank_00_00E file per expert-parallel rank, each with its experts'
+// state in the chained optimizer; torch_dist: every rank its experts' pieces) and resumes at EP2
+// and in one process with the one-process losses; torch_dist also from EP2 x TP2 with whole
+// experts (--expert-tensor-parallel-size 1).
+TEST_F(ParallelTrain, ExpertParallelCheckpointsResumeAcrossLayouts) {
+    const std::string moe = std::string(kLlama) +
+                            " --num-experts 4 --moe-router-topk 2 --moe-ffn-hidden-size 32"
+                            " --moe-aux-loss-coeff 1e-2";
+    auto without_distributed_optimizer = [](std::string cmd) {
+        const std::string dist = " --use-distributed-optimizer --overlap-grad-reduce";
+        if (auto at = cmd.find(dist); at != std::string::npos) cmd.erase(at, dist.size());
+        return cmd;
+    };
+    const std::string one = train(dir_, data_, 1, 1) + moe;
+    auto full = run_command(one);
+    ASSERT_EQ(full.exit_code, 0) << full.output;
+    const auto want = losses(full.output);
+    ASSERT_EQ(want.size(), 6u) << full.output;
+    const std::string ep2 = without_distributed_optimizer(train(dir_, data_, 2, 1)) + moe +
+                            " --expert-model-parallel-size 2";
+    for (const std::string format : {"torch", "torch_dist"}) {
+        const std::string fmt = " --ckpt-format " + format;
+        expect_resumes(ep2 + fmt, ep2 + fmt, dir_ / (format + "_ep2"), want);
+        if (format == "torch")
+            EXPECT_TRUE(fs::exists(dir_ / "torch_ep2/iter_0000003/mp_rank_00_001"));
+        expect_resumes(ep2 + fmt, one + fmt, dir_ / (format + "_ep2_to_1"), want);
+    }
+    const std::string etp1 = train(dir_, data_, 4, 2) + moe +
+                             " --expert-model-parallel-size 2 --expert-tensor-parallel-size 1";
+    expect_resumes(without_distributed_optimizer(etp1) + " --ckpt-format torch_dist", one,
+                   dir_ / "etp1", want);
 }
 
 TEST_F(ParallelTrain, CheckpointsResumeAcrossLayouts) {

@@ -122,6 +122,9 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
     set_arg(a, "tensor_model_parallel_size", int64_t(p.tensor_parallel));
     set_arg(a, "pipeline_model_parallel_size", int64_t(p.pipeline_parallel));
     set_arg(a, "context_parallel_size", int64_t(p.context_parallel));
+    // Megatron's torch files of expert ranks (mp_rank_TT_EEE) are told from stages by these.
+    set_arg(a, "expert_model_parallel_size", int64_t(run.ep().size()));
+    set_arg(a, "expert_tensor_parallel_size", int64_t(run.expert_tp().size()));
     // How the layers split over the stages (a pipeline-split torch checkpoint is read by them).
     set_arg(a, "decoder_first_pipeline_num_layers",
             p.first_stage_layers >= 0 ? ArgValue{p.first_stage_layers} : ArgValue{});

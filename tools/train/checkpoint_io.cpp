@@ -114,8 +114,15 @@ bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& par
         for (const ParameterInfo& p : *model_params)
             if (!mine.count(p.name)) readable.push_back(p);
     }
+    // Megatron's torch files split an expert over the expert tensor-parallel ranks, which these
+    // are joined over only when they are the tensor-parallel ones.
+    MT_CHECK(!format->per_rank_files() || run.expert_tp().size() == run.tp().size(),
+             "not supported yet: loading ", format->name(), " checkpoints with "
+             "--expert-tensor-parallel-size other than --tensor-model-parallel-size (torch_dist "
+             "ones load)");
     CheckpointState state = read_whole(*format, dir, readable);
-    if (run.pp().size() > 1) keep_model_tensors(state, parts.model);
+    // A stage keeps its layers, an expert-parallel rank its experts.
+    if (run.pp().size() > 1 || run.ep().size() > 1) keep_model_tensors(state, parts.model);
     if (first)
         std::printf(" loading checkpoint from %s at iteration %lld\n", flags.load->c_str(),
                     static_cast<long long>(state.iteration));
@@ -140,6 +147,8 @@ void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
                      const std::vector<ParameterInfo>& params) {
     Communicator& all = groups(parts).world();
     const int64_t tp = groups(parts).tp().size();
+    // Megatron's torch files: one per expert-parallel rank beside the tensor and pipeline ones.
+    const int64_t ep = groups(parts).ep().size();
     const bool first = all.rank() == 0;
     const int64_t iteration = parts.trainer.iteration();
     if (first) {
@@ -165,7 +174,7 @@ void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
         const bool writer = run.tp().rank() == 0 && run.dp().rank() == 0 && run.cp().rank() == 0;
         const parallel::PipelineSplit split = pipeline_split_of(state.args, run.pp().size());
         format.save_stage(
-            *flags.save, CheckpointLayout{tp, run.pp().size()}, stage, writer,
+            *flags.save, CheckpointLayout{tp, run.pp().size(), ep}, stage, writer,
             [&](int64_t rank) {
                 CheckpointState piece = tensor_parallel_piece(state, params, tp, rank);
                 name_for_stage(piece, split, stage);
@@ -175,10 +184,11 @@ void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
     } else {
         const CheckpointState state = train::capture_checkpoint(parts, options);
         if (first) {
-            if (format.per_rank_files() && tp > 1)
-                format.save_ranks(*flags.save, CheckpointLayout{tp, 1}, [&](int64_t rank, int64_t) {
-                    return tensor_parallel_piece(state, params, tp, rank);
-                });
+            if (format.per_rank_files() && (tp > 1 || ep > 1))
+                format.save_ranks(
+                    *flags.save, CheckpointLayout{tp, 1, ep}, [&](int64_t rank, int64_t) {
+                        return tensor_parallel_piece(state, params, tp, rank);
+                    });
             else
                 format.save(*flags.save, state);
         }

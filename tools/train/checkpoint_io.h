@@ -33,6 +33,8 @@ CheckpointState read_model_tensors(const std::filesystem::path& dir,
                                    const std::vector<ParameterInfo>& params);
 
 // Saves the run's state as Megatron's save_checkpoint does, with its messages. Collective.
+// `params`: the whole model's (family.parameters: every stage's layers and every expert), by
+// which the tensor-parallel files are cut.
 void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
                      const train::TrainingParts& parts, const train::CaptureOptions& options,
                      const std::vector<ParameterInfo>& params);

@@ -106,12 +106,12 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
           const std::vector<mt::FlagInfo>& model_flags, const mt::parallel::ParallelState& state) {
     mt::Communicator& world = state.world();
     const RankPrinter out{world.rank() == world.size() - 1, world.rank() == 0};
-    // The checkpoint formats write and read each expert whole on its tensor ranks.
-    MT_CHECK(!(flags.save || flags.load) ||
-                 (state.ep().size() == 1 && state.expert_tp().size() == state.tp().size()),
-             "not supported yet: --save or --load with expert parallelism "
-             "(--expert-model-parallel-size > 1, or --expert-tensor-parallel-size other than "
-             "--tensor-model-parallel-size)");
+    // Megatron's torch files split an expert as the dense tensors, over the tensor ranks.
+    MT_CHECK(!flags.save || flags.ckpt_format == "torch_dist" ||
+                 state.expert_tp().size() == state.tp().size(),
+             "not supported yet: --ckpt-format ", flags.ckpt_format,
+             " with --expert-tensor-parallel-size other than --tensor-model-parallel-size "
+             "(torch_dist saves it)");
     std::unique_ptr<mt::CheckpointFormat> format;
     if (flags.save) format = mt::Registry::global().create_checkpoint(flags.ckpt_format);
     auto tokenizer = mt::Registry::global().create_tokenizer(tf.type, tf.options);
@@ -202,9 +202,10 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     std::vector<mt::ParameterInfo> whole_params;
     for (const mt::nn::Parameter* p : model->parameters())
         whole_params.push_back(mt::nn::describe(*p));
+    // The whole model's parameters: a stage reads the other stages' part of a split checkpoint,
+    // and saves cut every stage's and expert-parallel rank's tensors by them.
+    const std::vector<mt::ParameterInfo> model_params = family.parameters(model_args);
     if (flags.load) {
-        // (The whole model's parameters: a stage reads the other stages' part of a split one.)
-        const std::vector<mt::ParameterInfo> model_params = family.parameters(model_args);
         if (!mt::train_tool::load_checkpoint(flags, parts, whole_params, &model_params) &&
             flags.exit_on_missing_checkpoint) {
             out.line(">> '--exit-on-missing-checkpoint' set ... exiting. <<");
@@ -223,14 +224,14 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
         convert.save =
             (std::filesystem::path(*flags.ckpt_convert_save) / *flags.ckpt_convert_format).string();
         convert.ckpt_format = *flags.ckpt_convert_format;
-        mt::train_tool::save_checkpoint(convert, *to, parts, capture_options, whole_params);
+        mt::train_tool::save_checkpoint(convert, *to, parts, capture_options, model_params);
         if (out.first)
             std::printf("> converted checkpoint: %s -> %s.\n", flags.load->c_str(),
                         convert.save->c_str());
         return 0;
     }
     auto save = [&] {
-        mt::train_tool::save_checkpoint(flags, *format, parts, capture_options, whole_params);
+        mt::train_tool::save_checkpoint(flags, *format, parts, capture_options, model_params);
     };
     if (flags.save) trainer.set_saver(save);
 

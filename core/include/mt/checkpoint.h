@@ -51,6 +51,9 @@ struct OptimizerParamState {
     Tensor main_param;
     bool weight_decay = true;   // Megatron's wd_mult 1 group, else wd_mult 0
     bool decoupled_lr = false;  // in a group of --decoupled-lr (is_decoupled_lr)
+    // Megatron's is_expert_parallel: an MoE expert's weight in a run with expert parallelism
+    // (EP > 1), which Megatron updates with an optimizer of its own, chained after the dense one.
+    bool expert_parallel = false;
 };
 
 // A box of a whole tensor: elements [offset, offset + size) in every dimension.

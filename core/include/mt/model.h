@@ -78,6 +78,12 @@ inline bool megatron_weight_decay(std::string_view name, const Shape& shape) {
 inline bool megatron_embedding_or_output(std::string_view name) {
     return name == "embedding.word_embeddings.weight" || name == "output_layer.weight";
 }
+// An MoE expert's weight (Megatron's allreduce=False, is_expert_parallel): SequentialMLP's
+// "...mlp.experts.local_experts.<e>..." or the grouped "...mlp.experts.linear_fc1.weight<e>",
+// not the shared experts. Megatron's MoE optimizer keeps these in a chained optimizer of their own.
+inline bool megatron_expert_parameter(std::string_view name) {
+    return name.find(".mlp.experts.") != std::string_view::npos;
+}
 
 struct ParameterInfo {
     std::string

@@ -6,6 +6,7 @@
 #include "mt/checkpoint/reshard.h"
 #include "mt/error.h"
 #include "mt/nn/parameter.h"
+#include "mt/parallel/collectives.h"
 #include "mt/parallel/grad_buffer.h"
 #include "mt/parallel/parallel_state.h"
 
@@ -26,7 +27,8 @@ bool distributed_optimizer(const TrainingParts& parts) {
 // tensor-parallel group into the whole tensor.
 Tensor whole_of(const TrainingParts& parts, const nn::Parameter& p, const Tensor& local) {
     if (!parts.parallel || replicated(p)) return local;
-    Communicator& tp = parts.parallel->tp();
+    // An expert's piece is over the expert tensor-parallel ranks.
+    Communicator& tp = p.expert ? parts.parallel->expert_tp() : parts.parallel->tp();
     Backend& backend = parts.optimizer.backend();
     const int64_t n = local.numel();
     Tensor all = backend.empty({n * tp.size()}, local.dtype());
@@ -187,11 +189,16 @@ std::vector<ShardBox> boxes_of(const nn::Parameter& p) {
 }
 
 // The boxes of p's piece `local` (its value or a moment shaped like it) that this rank writes
-// of the run's main replica: data- and context-parallel rank 0's, of the pieces no other rank
-// writes (tensor rank 0's of a replicated tensor; never a pipeline stage's copy of a tied weight).
+// of the run's main replica: data- and context-parallel rank 0's (an expert's: expert-data-
+// parallel rank 0's), of the pieces no other rank writes (tensor rank 0's of a replicated
+// tensor; never a pipeline stage's copy of a tied weight).
 std::vector<ShardedTensor> main_boxes(const TrainingParts& parts, const nn::Parameter& p,
                                       const Tensor& local) {
-    if ((parts.parallel && parts.parallel->dp_cp().rank() != 0) || p.counted_elsewhere()) return {};
+    // An expert is replicated over the expert-data-parallel ranks (data parallel modulo EP).
+    if (parts.parallel &&
+        (p.expert ? parts.parallel->expert_dp() : parts.parallel->dp_cp()).rank() != 0)
+        return {};
+    if (p.counted_elsewhere()) return {};
     return replicated(p) ? piece_boxes(local, p.whole_shape, p.shard, 1, 0)
                          : piece_boxes(local, p.whole_shape, p.shard, p.tp_size, p.tp_rank);
 }
@@ -219,6 +226,86 @@ std::vector<OptimizerShard> own_shards(const TrainingParts& parts) {
         out.push_back(std::move(s));
     }
     return out;
+}
+
+// `t` (the same shape on every rank of `group`) from every rank, in rank order.
+std::vector<Tensor> gathered(const TrainingParts& parts, Communicator& group, const Tensor& t) {
+    if (!t.defined()) return std::vector<Tensor>(size_t(group.size()));
+    Backend& backend = parts.optimizer.backend();
+    const int64_t n = t.numel();
+    Tensor all = backend.empty({n * group.size()}, t.dtype());
+    group.all_gather(backend.contiguous(t).view({n}), all);
+    std::vector<Tensor> out;
+    for (int r = 0; r < group.size(); ++r)
+        out.push_back(all.slice(0, r * n, (r + 1) * n).view(t.shape()));
+    return out;
+}
+
+// Under expert parallelism a whole-tensor capture holds this rank's experts only: every
+// expert-parallel rank's instead, each run of them in rank order (the model's expert order),
+// model and optimizer entries alike. Collective over the expert-parallel group.
+void gather_experts(const TrainingParts& parts, CheckpointState& s) {
+    Communicator& ep = parts.parallel->ep();
+    if (ep.size() == 1) return;
+    const bool moments = s.optimizer.has_value();
+    MT_CHECK(!moments || s.optimizer->params.size() == s.model.size(),
+             "optimizer state for ", s.optimizer->params.size(), " tensors, the model has ",
+             s.model.size());
+    std::string names;
+    for (const auto& [name, t] : s.model)
+        if (megatron_expert_parameter(name)) names += name + '\n';
+    std::vector<std::vector<std::string>> rank_names;
+    for (const std::string& list : parallel::all_gather_bytes(ep, names)) {
+        rank_names.emplace_back();
+        for (size_t a = 0, b; (b = list.find('\n', a)) != std::string::npos; a = b + 1)
+            rank_names.back().push_back(list.substr(a, b - a));
+    }
+    std::vector<std::pair<std::string, ShardedTensor>> model;
+    std::vector<OptimizerParamState> params;
+    size_t k = 0;  // this rank's expert entries seen
+    for (size_t i = 0; i < s.model.size();) {
+        if (!megatron_expert_parameter(s.model[i].first)) {
+            model.push_back(std::move(s.model[i]));
+            if (moments) params.push_back(std::move(s.optimizer->params[i]));
+            ++i;
+            continue;
+        }
+        size_t end = i;
+        while (end < s.model.size() && megatron_expert_parameter(s.model[end].first)) ++end;
+        // Every rank's copy of this run (each rank's experts sit at the same places).
+        std::vector<std::vector<std::pair<std::string, ShardedTensor>>> run(size_t(ep.size()));
+        std::vector<std::vector<OptimizerParamState>> run_params(size_t(ep.size()));
+        for (size_t j = i; j < end; ++j, ++k) {
+            const auto values = gathered(parts, ep, s.model[j].second.local);
+            std::vector<Tensor> first, second, master;
+            if (moments) {
+                const OptimizerParamState& p = s.optimizer->params[j];
+                first = gathered(parts, ep, p.exp_avg);
+                second = gathered(parts, ep, p.exp_avg_sq);
+                master = gathered(parts, ep, p.main_param);
+            }
+            for (size_t r = 0; r < size_t(ep.size()); ++r) {
+                MT_CHECK(k < rank_names[r].size(), "expert-parallel rank ", r, " has ",
+                         rank_names[r].size(), " expert tensors, this rank more");
+                const std::string& name = rank_names[r][k];
+                run[r].emplace_back(name, ShardedTensor::whole(values[r]));
+                if (!moments) continue;
+                OptimizerParamState p = s.optimizer->params[j];
+                p.name = name;
+                p.exp_avg = first[r];
+                p.exp_avg_sq = second[r];
+                p.main_param = master[r];
+                run_params[r].push_back(std::move(p));
+            }
+        }
+        for (size_t r = 0; r < run.size(); ++r) {
+            for (auto& entry : run[r]) model.push_back(std::move(entry));
+            for (auto& p : run_params[r]) params.push_back(std::move(p));
+        }
+        i = end;
+    }
+    s.model = std::move(model);
+    if (moments) s.optimizer->params = std::move(params);
 }
 
 }  // namespace
@@ -306,6 +393,8 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
             ps.name = p.name;
             ps.weight_decay = p.weight_decay;
             ps.decoupled_lr = decoupled && p.embedding_or_output;
+            // Megatron's experts take an optimizer of their own under expert parallelism.
+            ps.expert_parallel = p.expert && parts.parallel && parts.parallel->ep().size() > 1;
             if (shards) {  // the moments are in opt.shards; one entry per model box
                 for (size_t b = main_boxes(parts, p, p.value).size(); b > 0; --b)
                     opt.params.push_back(ps);
@@ -355,6 +444,7 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
         s.scheduler = sch;
     }
     if (o.rng) s.rng = RngCheckpoint{parts.trainer.dropout_seed(), parts.trainer.dropout_offset()};
+    if (!o.own_share && parts.parallel) gather_experts(parts, s);
     return s;
 }
 

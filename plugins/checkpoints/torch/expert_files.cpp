@@ -39,20 +39,41 @@ int64_t experts_per_rank(const CheckpointArgs& args, int64_t ep) {
     return experts / ep;
 }
 
-// The entries of `model` rank `ep_rank` keeps, with their keys there.
-std::vector<std::pair<size_t, std::string>> rank_entries(
-    const std::vector<std::pair<std::string, ShardedTensor>>& model, int64_t local,
-    int64_t ep_rank) {
+// The entries of `names` rank `ep_rank` keeps, with their keys there.
+std::vector<std::pair<size_t, std::string>> rank_entries(const std::vector<std::string>& names,
+                                                         int64_t local, int64_t ep_rank) {
     std::vector<std::pair<size_t, std::string>> out;
-    for (size_t i = 0; i < model.size(); ++i) {
-        const auto k = expert_key(model[i].first);
+    for (size_t i = 0; i < names.size(); ++i) {
+        const auto k = expert_key(names[i]);
         if (!k) {
-            out.emplace_back(i, model[i].first);
+            out.emplace_back(i, names[i]);
         } else if (k->expert / local == ep_rank) {
             out.emplace_back(i, renumbered(*k, k->expert % local));
         }
     }
     return out;
+}
+
+std::vector<std::string> model_names(const CheckpointState& state) {
+    std::vector<std::string> names;
+    for (const auto& [name, t] : state.model) names.push_back(name);
+    return names;
+}
+
+// Rank `ep_rank`'s optimizer: the dense parameters' state and its own experts', renamed as its
+// model (`out`, whose optimizer it sets).
+void keep_rank_optimizer(const CheckpointState& state, int64_t local, int64_t ep_rank,
+                         CheckpointState& out) {
+    if (!state.optimizer) return;
+    OptimizerCheckpoint o = *state.optimizer;
+    o.params.clear();
+    std::vector<std::string> names;
+    for (const OptimizerParamState& p : state.optimizer->params) names.push_back(p.name);
+    for (const auto& [i, key] : rank_entries(names, local, ep_rank)) {
+        o.params.push_back(state.optimizer->params[i]);
+        o.params.back().name = key;
+    }
+    out.optimizer = std::move(o);
 }
 
 CheckpointState without_model(const CheckpointState& state) {
@@ -70,12 +91,11 @@ int64_t num_experts(const CheckpointArgs& args, const std::string& file) {
 }
 
 CheckpointState expert_rank_state(const CheckpointState& state, int64_t ep, int64_t ep_rank) {
-    MT_CHECK(!state.optimizer,
-             "not supported yet: optimizer state in expert-parallel torch checkpoints");
     CheckpointState out = without_model(state);
-    for (const auto& [i, key] :
-         rank_entries(state.model, experts_per_rank(state.args, ep), ep_rank))
+    const int64_t local = experts_per_rank(state.args, ep);
+    for (const auto& [i, key] : rank_entries(model_names(state), local, ep_rank))
         out.model.emplace_back(key, state.model[i].second);
+    keep_rank_optimizer(state, local, ep_rank, out);
     return out;
 }
 
@@ -84,8 +104,8 @@ StreamedState expert_rank_state(const StreamedState& state, int64_t ep, int64_t 
              "not supported yet: optimizer state in expert-parallel torch checkpoints");
     StreamedState out{without_model(state.state), {}};
     auto source = std::make_shared<std::vector<size_t>>();
-    for (const auto& [i, key] :
-         rank_entries(state.state.model, experts_per_rank(state.state.args, ep), ep_rank)) {
+    for (const auto& [i, key] : rank_entries(model_names(state.state),
+                                             experts_per_rank(state.state.args, ep), ep_rank)) {
         out.state.model.emplace_back(key, state.state.model[i].second);
         source->push_back(i);
     }
@@ -97,15 +117,27 @@ CheckpointState join_expert_ranks(std::vector<CheckpointState> ranks) {
     MT_CHECK(!ranks.empty(), "no expert-parallel ranks to join");
     const int64_t local = experts_per_rank(ranks[0].args, int64_t(ranks.size()));
     CheckpointState out = std::move(ranks[0]);
-    MT_CHECK(!out.optimizer,
-             "not supported yet: optimizer state in expert-parallel torch checkpoints");
+    for (size_t e = 1; e < ranks.size(); ++e)
+        MT_CHECK(bool(ranks[e].optimizer) == bool(out.optimizer), "expert-parallel rank ", e,
+                 out.optimizer ? " has no" : " has", " optimizer state, rank 0 the reverse");
+    // Rank 0's entries, then every other rank's experts, numbered globally.
     for (auto& [key, t] : out.model)
         if (const auto k = expert_key(key)) key = renumbered(*k, k->expert);
-    for (size_t e = 1; e < ranks.size(); ++e)
+    if (out.optimizer)
+        for (OptimizerParamState& p : out.optimizer->params)
+            if (const auto k = expert_key(p.name)) p.name = renumbered(*k, k->expert);
+    for (size_t e = 1; e < ranks.size(); ++e) {
         for (auto& [key, t] : ranks[e].model)
             if (const auto k = expert_key(key))
                 out.model.emplace_back(renumbered(*k, int64_t(e) * local + k->expert),
                                        std::move(t));
+        if (out.optimizer)
+            for (OptimizerParamState& p : ranks[e].optimizer->params)
+                if (const auto k = expert_key(p.name)) {
+                    p.name = renumbered(*k, int64_t(e) * local + k->expert);
+                    out.optimizer->params.push_back(std::move(p));
+                }
+    }
     return out;
 }
 

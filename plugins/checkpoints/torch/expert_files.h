@@ -12,13 +12,14 @@
 namespace mt::plugins::torch_ckpt {
 
 // Expert-parallel rank `ep_rank` of `ep`'s file of a rank's whole-model state: its dense tensors
-// and its experts, renumbered. A state with optimizer moments is an mt::Error (not written for
-// expert-parallel checkpoints yet).
+// and its experts, renumbered, with their optimizer states (Megatron's chained optimizer: the
+// experts' parameters are expert_parallel).
 CheckpointState expert_rank_state(const CheckpointState& state, int64_t ep, int64_t ep_rank);
 // The same for a streamed state: the placeholders kept, each made by the whole state's make.
 StreamedState expert_rank_state(const StreamedState& state, int64_t ep, int64_t ep_rank);
 
-// The inverse: every expert-parallel rank's file joined, experts renumbered over the model.
+// The inverse: every expert-parallel rank's file joined, experts (and their optimizer states)
+// renumbered over the model.
 CheckpointState join_expert_ranks(std::vector<CheckpointState> ranks);
 
 // The number of experts the args give (num_experts); mt::Error naming `file` without it.

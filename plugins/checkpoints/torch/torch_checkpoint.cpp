@@ -171,8 +171,6 @@ void TorchCheckpoint::save_stage(const std::filesystem::path& dir, const Checkpo
                                  Communicator& world) {
     const bool root = world.rank() == 0;
     MT_CHECK(!root || (writer && stage == 0), "rank 0 writes pipeline stage 0's files");
-    MT_CHECK(layout.expert_parallel == 1,
-             "not supported yet: saving expert-parallel torch checkpoints from pipeline stages");
     // Rank 0 makes the temporary iteration directory; each stage's writer fills in its ranks.
     std::optional<CheckpointState> first;
     if (root) first = rank_state(0);

@@ -1,5 +1,6 @@
 #include "torch_state.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -66,10 +67,10 @@ PyValue scalar_tensor(float v) {
     return PyValue::tensor(t);
 }
 
-// Megatron's param groups: keyed by (wd_mult, is_decoupled_lr) in the order parameters first
-// reach them.
+// Megatron's param groups: keyed by (wd_mult, is_expert_parallel, is_decoupled_lr) in the order
+// parameters first reach them.
 struct GroupKey {
-    bool decay = true, decoupled = false;
+    bool decay = true, decoupled = false, expert = false;
     bool operator==(const GroupKey&) const = default;
 };
 struct Groups {
@@ -102,14 +103,19 @@ Groups make_groups(size_t n, KeyFn key_of) {
 // The groups of the checkpoint's parameters, in their order.
 Groups groups_of(const OptimizerCheckpoint& o) {
     return make_groups(o.params.size(), [&](size_t i) {
-        return GroupKey{o.params[i].weight_decay, o.params[i].decoupled_lr};
+        return GroupKey{o.params[i].weight_decay, o.params[i].decoupled_lr,
+                        o.params[i].expert_parallel};
     });
 }
 
+bool true_entry(const PyValue& dict, std::string_view key) {
+    const PyValue* v = dict.find(key);
+    return v && v->kind() == PyKind::boolean && v->as_bool();
+}
+
 GroupKey key_of(const PyValue& group) {
-    const PyValue* decoupled = group.find("is_decoupled_lr");
-    return {group["wd_mult"].as_double() != 0.0,
-            decoupled && decoupled->kind() == PyKind::boolean && decoupled->as_bool()};
+    return {group["wd_mult"].as_double() != 0.0, true_entry(group, "is_decoupled_lr"),
+            true_entry(group, "is_expert_parallel")};
 }
 
 PyValue optimizer_to_py(const OptimizerCheckpoint& o) {
@@ -125,7 +131,7 @@ PyValue optimizer_to_py(const OptimizerCheckpoint& o) {
         auto& gd = g.dict_ref();
         gd.set("wd_mult", PyValue::real(wd_mult));
         gd.set("lr_mult", PyValue::real(1.0));
-        gd.set("is_expert_parallel", PyValue::boolean(false));
+        gd.set("is_expert_parallel", PyValue::boolean(groups.keys[k].expert));
         gd.set("is_decoupled_lr", PyValue::boolean(decoupled));
         gd.set("max_lr", PyValue::real(decoupled ? o.decoupled_max_lr : o.max_lr));
         gd.set("min_lr", PyValue::real(decoupled ? o.decoupled_min_lr : o.min_lr));
@@ -256,8 +262,15 @@ double step_of(const PyValue& v) {
     return v.as_double();
 }
 
-OptimizerCheckpoint optimizer_from_py(const PyValue& opt, const CheckpointState& s,
-                                      const std::string& file) {
+// The model's name of entry `i` without a virtual stage's "model<c>.".
+std::string_view chunk_free_name(const CheckpointState& s, size_t i) {
+    const auto chunk = model_chunk(s.model[i].first);
+    return std::string_view(s.model[i].first).substr(chunk ? chunk->second : 0);
+}
+
+// One torch optimizer's state (a chain's part, `experts` telling which) paired with s.model.
+OptimizerCheckpoint single_optimizer_from_py(const PyValue& opt, const CheckpointState& s,
+                                             const std::string& file, bool experts) {
     // Mixed-precision and distributed-optimizer files wrap the torch state dict
     // ({'optimizer': ..., ...}).
     const PyValue& sd = opt.find("param_groups") ? opt : need(opt, "optimizer", file);
@@ -273,11 +286,9 @@ OptimizerCheckpoint optimizer_from_py(const PyValue& opt, const CheckpointState&
     for (const PyValue& g : groups.items())
         decoupled_in_file = decoupled_in_file || key_of(g).decoupled;
     Groups ours = make_groups(s.model.size(), [&](size_t i) {
-        // (A virtual stage's key without its chunk's "model<c>.".)
-        const auto chunk = model_chunk(s.model[i].first);
-        const std::string name = s.model[i].first.substr(chunk ? chunk->second : 0);
+        const std::string_view name = chunk_free_name(s, i);
         return GroupKey{megatron_weight_decay(name, s.model[i].second.global_shape),
-                        decoupled_in_file && megatron_embedding_or_output(name)};
+                        decoupled_in_file && megatron_embedding_or_output(name), experts};
     });
     OptimizerCheckpoint o;
     o.type = groups.items().empty() || groups.items()[0].find("betas") ? "adam" : "sgd";
@@ -300,7 +311,8 @@ OptimizerCheckpoint optimizer_from_py(const PyValue& opt, const CheckpointState&
                                                     : 0;
         MT_CHECK(k < ours.keys.size() && ours.members[k].size() == count, file,
                  ": an optimizer param group (wd_mult ", g["wd_mult"].as_double(),
-                 key.decoupled ? ", decoupled lr" : "", ") has ", count,
+                 key.decoupled ? ", decoupled lr" : "", key.expert ? ", expert parallel" : "",
+                 ") has ", count,
                  " parameters but the model has ",
                  k < ours.keys.size() ? ours.members[k].size() : 0, " such parameters");
         double& lr = key.decoupled ? o.decoupled_lr : o.lr;
@@ -325,6 +337,7 @@ OptimizerCheckpoint optimizer_from_py(const PyValue& opt, const CheckpointState&
             p.name = name;
             p.weight_decay = decay;
             p.decoupled_lr = key.decoupled;
+            p.expert_parallel = key.expert;
             if (!state) continue;  // distrib_optim.pt's
             const PyValue* ps = find_int_key(*state, ids->items()[j].as_int());
             if (!ps) {  // no step taken yet
@@ -363,6 +376,34 @@ OptimizerCheckpoint optimizer_from_py(const PyValue& opt, const CheckpointState&
     return o;
 }
 
+OptimizerCheckpoint optimizer_from_py(const PyValue& opt, const CheckpointState& s,
+                                      const std::string& file) {
+    if (opt.kind() != PyKind::list) return single_optimizer_from_py(opt, s, file, false);
+    // Megatron's ChainedOptimizer with expert parallelism: the dense parameters' state, then
+    // the experts'.
+    MT_CHECK(opt.items().size() == 2, file, ": the optimizer is a chain of ", opt.items().size(),
+             " optimizers; Megatron chains two, the dense parameters' and the experts'");
+    std::vector<size_t> members[2];
+    for (size_t i = 0; i < s.model.size(); ++i)
+        members[megatron_expert_parameter(chunk_free_name(s, i)) ? 1 : 0].push_back(i);
+    OptimizerCheckpoint out;
+    std::vector<OptimizerParamState> params(s.model.size());
+    for (size_t c = 0; c < 2; ++c) {
+        CheckpointState part;
+        part.iteration = s.iteration;
+        part.args = s.args;
+        for (size_t i : members[c]) part.model.push_back(s.model[i]);
+        OptimizerCheckpoint o = single_optimizer_from_py(opt.items()[c], part, file, c == 1);
+        MT_CHECK(c == 0 || o.step == out.step, file, ": the experts' optimizer took ", o.step,
+                 " steps, the dense parameters' ", out.step);
+        for (size_t j = 0; j < members[c].size(); ++j)
+            params[members[c][j]] = std::move(o.params[j]);
+        if (c == 0) out = std::move(o);
+    }
+    out.params = std::move(params);
+    return out;
+}
+
 SchedulerCheckpoint scheduler_from_py(const PyValue& d, const std::string& file) {
     SchedulerCheckpoint s;
     s.max_lr = need(d, "max_lr", file).as_double();
@@ -379,6 +420,22 @@ SchedulerCheckpoint scheduler_from_py(const PyValue& d, const std::string& file)
 }
 
 }  // namespace
+
+std::vector<OptimizerChain> optimizer_chains(const OptimizerCheckpoint& o) {
+    const bool chained = std::any_of(o.params.begin(), o.params.end(),
+                                     [](const OptimizerParamState& p) { return p.expert_parallel; });
+    std::vector<OptimizerChain> chains(chained ? 2 : 1);
+    for (OptimizerChain& c : chains) {
+        c.optimizer = o;
+        c.optimizer.params.clear();
+    }
+    for (size_t i = 0; i < o.params.size(); ++i) {
+        OptimizerChain& c = chains[chained && o.params[i].expert_parallel ? 1 : 0];
+        c.optimizer.params.push_back(o.params[i]);
+        c.members.push_back(i);
+    }
+    return chains;
+}
 
 PyValue param_groups_without_ids(const OptimizerCheckpoint& o) {
     // The groups alone: step 0 builds no per-parameter state (whose moments may be shards).
@@ -489,11 +546,19 @@ PyValue to_py(const CheckpointState& s) {
     else
         for (size_t c = 0; c < chunks.size(); ++c)
             r.set("model" + std::to_string(c), std::move(chunks[c]));
-    if (s.optimizer)
-        r.set("optimizer",
-              saved_by_distributed_optimizer(s.args) ? distributed_optimizer_to_py(*s.optimizer)
-              : s.optimizer->has_master_weights()    ? mixed_precision_optimizer_to_py(*s.optimizer)
-                                                     : optimizer_to_py(*s.optimizer));
+    if (s.optimizer) {
+        auto one = [&](const OptimizerCheckpoint& o) {
+            return saved_by_distributed_optimizer(s.args) ? distributed_optimizer_to_py(o)
+                   : o.has_master_weights()               ? mixed_precision_optimizer_to_py(o)
+                                                          : optimizer_to_py(o);
+        };
+        // Megatron's ChainedOptimizer.state_dict(): one optimizer's dict, or a list of them.
+        const std::vector<OptimizerChain> chains = optimizer_chains(*s.optimizer);
+        PyValue optimizer = chains.size() == 1 ? one(*s.optimizer) : PyValue::list();
+        if (chains.size() > 1)
+            for (const OptimizerChain& c : chains) optimizer.items().push_back(one(c.optimizer));
+        r.set("optimizer", std::move(optimizer));
+    }
     if (s.scheduler) r.set("opt_param_scheduler", scheduler_to_py(*s.scheduler));
     r.set("rerun_state_machine", PyValue());
     if (s.rng) {

@@ -19,6 +19,15 @@ inline constexpr const char* kDropoutRngKey = "megatron_cpp_dropout_rng_state";
 
 io::PyValue to_py(const CheckpointState& state);
 
+// Megatron's optimizers of a checkpoint: one, or with expert parallelism (parameters
+// expert_parallel) its ChainedOptimizer's two, the dense parameters' and the experts', each
+// with the members (indices into optimizer.params) it holds, in order.
+struct OptimizerChain {
+    OptimizerCheckpoint optimizer;
+    std::vector<size_t> members;
+};
+std::vector<OptimizerChain> optimizer_chains(const OptimizerCheckpoint& optimizer);
+
 // Megatron's param groups (as optimizer_to_py lays them out) without their parameter ids, as
 // torch_dist's common state and DistributedOptimizer.state_dict keep them.
 io::PyValue param_groups_without_ids(const OptimizerCheckpoint& optimizer);
@@ -36,7 +45,8 @@ io::PyValue distributed_optimizer_to_py(const OptimizerCheckpoint& optimizer);
 
 // Reads a file written by us or by Megatron (`file` names it in errors). Parameters are paired
 // with optimizer state by Megatron's numbering: model keys in order, split into the wd_mult 1
-// and 0 groups by Megatron's default rule (".bias" or 1-D: no weight decay). A legacy model's
+// and 0 groups by Megatron's default rule (".bias" or 1-D: no weight decay); a chained
+// optimizer (a list: the dense parameters', then the experts') numbers each part's own. A legacy model's
 // file (nested language_model) has use_legacy_models set in its args, which releases from
 // before the flag lack; QKV rows of files older than checkpoint_version 2.0 (or without one)
 // are reordered as Megatron does (torch_names.h fix_qkv_ordering).

@@ -163,8 +163,19 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
         for (StoredTensor& s : flattened_optimizer_shards(share.optimizer->shards, layout))
             stored.push_back(std::move(s));
     } else if (share.optimizer) {
-        for (StoredTensor& s : optimizer_moments(*share.optimizer, share.model, layout))
-            stored.push_back(std::move(s));
+        // Megatron's ChainedOptimizer under expert parallelism: each part's keys behind
+        // "chained_<i>.".
+        const auto chains = torch_ckpt::optimizer_chains(*share.optimizer);
+        MT_CHECK(share.optimizer->params.size() == share.model.size(),
+                 "torch_dist: optimizer state for ", share.optimizer->params.size(),
+                 " tensors, the model has ", share.model.size());
+        for (size_t c = 0; c < chains.size(); ++c) {
+            ShardedTensors part;
+            for (size_t i : chains[c].members) part.push_back(share.model[i]);
+            const std::string chain = chains.size() > 1 ? str("chained_", c, ".") : "";
+            for (StoredTensor& s : optimizer_moments(chains[c].optimizer, part, layout, chain))
+                stored.push_back(std::move(s));
+        }
     }
     // Rank 0 writes the union of every rank's _extra_state keys (a stage's per-layer keys, a
     // rank's experts).
@@ -247,7 +258,14 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
                                PyValue::string(kFullyShardedModelSpace));
         common.dict_ref().set("content_metadata", std::move(content));
     } else if (share.optimizer) {
-        common.dict_ref().set("optimizer", optimizer_common_to_py(*share.optimizer));
+        const auto chains = torch_ckpt::optimizer_chains(*share.optimizer);
+        PyValue optimizer = PyValue::dict();
+        for (size_t c = 0; c < chains.size(); ++c)
+            optimizer.dict_ref().set(PyValue::integer(int64_t(c)),
+                                     optimizer_common_to_py(chains[c].optimizer));
+        common.dict_ref().set("optimizer", chains.size() > 1
+                                               ? std::move(optimizer)
+                                               : optimizer_common_to_py(*share.optimizer));
     }
     io::save_torch_file(tmp / kCommonName, common);
     write_dcp_metadata(tmp / kDcpMetadataName, meta);
@@ -293,7 +311,9 @@ CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
     NamedTensors moments;  // "<moment>.<core name>"
     for (const DcpEntry& e : meta.entries) {
         if (e.bytes) continue;  // _extra_state, RNG and rerun-machine objects carry no weights
-        if (!e.fqn.starts_with(kOptimizerPrefix)) {
+        // A chained optimizer's moments: its parts' keys behind "chained_<i>.".
+        const std::string fqn = unchained(e.fqn).first;
+        if (!fqn.starts_with(kOptimizerPrefix)) {
             // Chunks of whole layers (or of the whole tensor) are viewed where they lie in the
             // files; others are assembled into a copy.
             NamedTensors tensors;
@@ -316,14 +336,14 @@ CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
             continue;
         }
         has_optimizer = true;
-        if (!e.fqn.starts_with(kMomentPrefix) ||
-            e.fqn.find('.', std::strlen(kMomentPrefix)) == std::string::npos) {
+        if (!fqn.starts_with(kMomentPrefix) ||
+            fqn.find('.', std::strlen(kMomentPrefix)) == std::string::npos) {
             if (state.optimizer_not_loaded.empty())
                 state.optimizer_not_loaded =
                     str("not supported yet: optimizer state ", e.fqn, " in ", iter.string());
             continue;
         }
-        const std::string rest = e.fqn.substr(std::strlen(kMomentPrefix));
+        const std::string rest = fqn.substr(std::strlen(kMomentPrefix));
         const size_t dot = rest.find('.');
         // The distributed optimizer's fp32 master weights are the model's own in an fp32 run.
         if (rest.starts_with("fp32_param.") && !bool_arg(state.args, "fp16") &&

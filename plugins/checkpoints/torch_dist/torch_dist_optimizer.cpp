@@ -1,5 +1,7 @@
 #include "torch_dist_optimizer.h"
 
+#include <cctype>
+
 #include "mt/checkpoint/reshard.h"
 #include "mt/error.h"
 #include "mt/model.h"
@@ -32,6 +34,12 @@ double step_value(const PyValue& v, const std::string& where) {
     if (t.dtype() == DType::f64) return *t.data<double>();
     if (t.dtype() == DType::i64) return double(*t.data<int64_t>());
     MT_FAIL(where, ": optimizer common_step has dtype ", dtype_name(t.dtype()));
+}
+
+const PyValue* find_int_key(const PyValue& dict, int64_t key) {
+    for (const auto& [k, v] : dict.dict_ref().items)
+        if (k.kind() == PyKind::integer && k.as_int() == key) return &v;
+    return nullptr;
 }
 
 const Tensor* find_tensor(const NamedTensors& tensors, const std::string& name) {
@@ -67,7 +75,8 @@ PyValue optimizer_common_to_py(const OptimizerCheckpoint& optimizer) {
 }
 
 std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer,
-                                            const ShardedTensors& model, const KeyLayout& layout) {
+                                            const ShardedTensors& model, const KeyLayout& layout,
+                                            const std::string& chain) {
     MT_CHECK(optimizer.params.size() == model.size(), "torch_dist: optimizer state for ",
              optimizer.params.size(), " tensors, the model has ", model.size());
     std::vector<StoredTensor> out;
@@ -84,7 +93,7 @@ std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer
             tensors.emplace_back(name,
                                  ShardedTensor{moment(p, m), t.global_shape, t.global_offset});
         }
-        for (StoredTensor& s : stack(tensors, layout, kMomentPrefix + m + "."))
+        for (StoredTensor& s : stack(tensors, layout, chain + kMomentPrefix + m + "."))
             out.push_back(std::move(s));
     }
     return out;
@@ -108,7 +117,16 @@ OptimizerCheckpoint optimizer_from_py(
     // FP32Optimizer: torch's state dict (the step in state.common_step); Float16Optimizer...:
     // {'optimizer': that}; DistributedOptimizer: {'optimizer': {'param_groups'},
     // 'param_state_sharding_type'}, the step in each group.
-    const PyValue& top = common["optimizer"];
+    // A ChainedOptimizer's: {0: the dense parameters' optimizer, 1: the experts'}.
+    const PyValue& stored = common["optimizer"];
+    const PyValue* first = stored.kind() == PyKind::dict ? find_int_key(stored, 0) : nullptr;
+    const bool chained = first != nullptr;
+    if (chained)
+        MT_CHECK(stored.dict_ref().items.size() == 2 && find_int_key(stored, 1),
+                 "not supported yet: the optimizer layout of ", where, " (a chain of ",
+                 stored.dict_ref().items.size(),
+                 " optimizers; Megatron chains the dense parameters' and the experts')");
+    const PyValue& top = chained ? *first : stored;
     const bool distributed = top.kind() == PyKind::dict && top.find("param_state_sharding_type");
     const bool wrapped = top.kind() == PyKind::dict && top.find("optimizer");
     const PyValue& opt = wrapped ? top["optimizer"] : top;
@@ -158,6 +176,7 @@ OptimizerCheckpoint optimizer_from_py(
         p.name = name;
         p.weight_decay = megatron_weight_decay(name, t.global_shape);
         p.decoupled_lr = decoupled_groups && megatron_embedding_or_output(name);
+        p.expert_parallel = chained && megatron_expert_parameter(name);
         for (const std::string& m : moment_names(o.type)) {
             const Tensor* value = find_tensor(moments, m + "." + name);
             Tensor& slot = m == "exp_avg_sq" ? p.exp_avg_sq : p.exp_avg;
@@ -183,6 +202,15 @@ OptimizerCheckpoint optimizer_from_py(
         o.params.push_back(std::move(p));
     }
     return o;
+}
+
+std::pair<std::string, std::optional<int64_t>> unchained(const std::string& key) {
+    constexpr std::string_view kChained = "chained_";
+    if (!key.starts_with(kChained)) return {key, std::nullopt};
+    size_t end = kChained.size();
+    while (end < key.size() && std::isdigit(static_cast<unsigned char>(key[end]))) ++end;
+    if (end == kChained.size() || end >= key.size() || key[end] != '.') return {key, std::nullopt};
+    return {key.substr(end + 1), std::stoll(key.substr(kChained.size(), end - kChained.size()))};
 }
 
 }  // namespace mt::plugins::torch_dist

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,12 +28,21 @@ inline constexpr const char* kMasterName = "fp32_param";
 io::PyValue optimizer_common_to_py(const OptimizerCheckpoint& optimizer);
 
 // The moments as stored tensors, stacked and cut like the model's: optimizer.params[i] holds
-// the moments of model[i] (a whole tensor, or one box of a piece), keyed by `layout` as stack.
+// the moments of model[i] (a whole tensor, or one box of a piece), keyed by `layout` as stack,
+// `chain` ("" or a chained optimizer's "chained_<i>.") in front.
 std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer,
-                                            const ShardedTensors& model, const KeyLayout& layout);
+                                            const ShardedTensors& model, const KeyLayout& layout,
+                                            const std::string& chain = "");
+
+// Megatron's ChainedOptimizer.sharded_state_dict puts "chained_<i>." in front of each of its
+// optimizers' keys (expert parallelism: the dense parameters' 0, the experts' 1): `key` without
+// it, and i (nullopt for an unchained key).
+std::pair<std::string, std::optional<int64_t>> unchained(const std::string& key);
 
 // The optimizer of a checkpoint from its common 'optimizer' entry and its moments, keyed
-// "<moment>.<core name>" (exp_avg.decoder.layers.0....). Parameters are `model`'s, in its order;
+// "<moment>.<core name>" (exp_avg.decoder.layers.0....); a chained optimizer's common entry is a
+// dict {0: dense, 1: experts}, whose moments come unchained. Parameters are `model`'s, in its
+// order;
 // their weight-decay group follows Megatron's default rule (".bias" or 1-D: none). Layouts this
 // does not read (several chained optimizers)
 // are mt::Errors saying "not supported yet: ..." (the loader keeps the message in

@@ -1,6 +1,6 @@
 // Megatron's torch files of expert-parallel ranks: each keeps the dense tensors and its share of
-// the experts renumbered from 0 (SequentialMLP and TEGroupedMLP names), and joining the ranks'
-// files gives the whole model back; optimizer state is refused.
+// the experts renumbered from 0 (SequentialMLP and TEGroupedMLP names) with their optimizer
+// states, and joining the ranks' files gives the whole model back.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -57,11 +57,38 @@ TEST(ExpertFiles, EachRankKeepsItsExpertsRenumberedAndJoiningGivesTheModel) {
     EXPECT_EQ(*part.make(2).data<float>(), 13.f);
 }
 
-TEST(ExpertFiles, UnevenSplitsAndOptimizerStateAreErrors) {
+TEST(ExpertFiles, OptimizerStatesFollowTheirExperts) {
+    CheckpointState whole = moe_state();
+    whole.optimizer.emplace();
+    for (const auto& [name, t] : whole.model) {
+        OptimizerParamState p;
+        p.name = name;
+        p.exp_avg = t.local;
+        p.expert_parallel = name.find(".mlp.experts.") != std::string::npos;
+        whole.optimizer->params.push_back(p);
+    }
+    const CheckpointState second = expert_rank_state(whole, 2, 1);
+    ASSERT_TRUE(second.optimizer);
+    ASSERT_EQ(second.optimizer->params.size(), second.model.size());
+    for (size_t i = 0; i < second.model.size(); ++i) {
+        EXPECT_EQ(second.optimizer->params[i].name, second.model[i].first);
+        EXPECT_EQ(*second.optimizer->params[i].exp_avg.data<float>(),
+                  *second.model[i].second.local.data<float>());
+    }
+    const CheckpointState joined = join_expert_ranks({expert_rank_state(whole, 2, 0), second});
+    ASSERT_TRUE(joined.optimizer);
+    std::map<std::string, float> moments;
+    for (const OptimizerParamState& p : joined.optimizer->params)
+        moments[p.name] = *p.exp_avg.data<float>();
+    EXPECT_EQ(moments, values(whole));
+    EXPECT_THROW(join_expert_ranks({expert_rank_state(whole, 2, 0), expert_rank_state(
+                                                                        moe_state(), 2, 1)}),
+                 Error);
+}
+
+TEST(ExpertFiles, UnevenSplitsAreErrors) {
     CheckpointState whole = moe_state();
     EXPECT_THROW(expert_rank_state(whole, 3, 0), Error);
-    whole.optimizer.emplace();
-    EXPECT_THROW(expert_rank_state(whole, 2, 0), Error);
     CheckpointState no_experts;
     EXPECT_THROW(expert_rank_state(no_experts, 2, 0), Error);
 }

@@ -12,9 +12,11 @@
 
 #include "dcp_metadata.h"
 #include "mt/checkpoint/model_weights.h"
+#include "mt/checkpoint/reshard.h"
 #include "mt/model.h"
 #include "mt/registry.h"
 #include "test_support.h"
+#include "torch_checkpoint.h"
 #include "torch_dist_checkpoint.h"
 #include "torch_dist_test_support.h"
 
@@ -150,6 +152,7 @@ TEST(TorchDistMoe, SavesMegatronsKeysShapesAndExtraStates) {
 TEST(TorchDistMoe, TransformerEngineNamesKeepTheirNormAndShareTheExpertKeys) {
     TorchDistCheckpoint format;
     CheckpointState state = format.load(fixture("mixtral_ep1"));
+    state.optimizer.reset();
     CheckpointState te = state;
     for (auto& [name, t] : te.model) {
         if (auto at = name.find("mlp.linear_fc1.layer_norm_weight"); at != std::string::npos)
@@ -165,6 +168,7 @@ TEST(TorchDistMoe, TransformerEngineNamesKeepTheirNormAndShareTheExpertKeys) {
     TempDir dir;
     format.save(dir.path(), te);
     Keys want = keys_of(fixture("mixtral_ep1"));
+    std::erase_if(want.tensors, [](const auto& kv) { return kv.first.starts_with("optimizer."); });
     const Shape norm =
         want.tensors.extract("decoder.layers.mlp.linear_fc1.layer_norm_weight").mapped();
     want.tensors["decoder.layers.pre_mlp_layernorm.weight"] = norm;
@@ -179,6 +183,103 @@ TEST(TorchDistMoe, TransformerEngineNamesKeepTheirNormAndShareTheExpertKeys) {
         ASSERT_NE(got, nullptr) << name;
         EXPECT_TRUE(same_bytes(got->local, t.local)) << name;
     }
+}
+
+// Megatron's optimizer state of mixtral after 3 Adam steps: at EP 1 one optimizer, at EP 2 its
+// ChainedOptimizer (the dense groups', then the experts', keys behind chained_0. / chained_1.),
+// both read as the reference's moments, the experts marked expert_parallel at EP 2 only; saved
+// again, the chained one keeps Megatron's keys and common layout.
+TEST(TorchDistMoe, ReadsAndWritesMegatronsChainedOptimizer) {
+    TorchDistCheckpoint format;
+    const io::PyValue want = reference("mixtral")["optimizer"];
+    for (const std::string source : {"mixtral_ep1", "mixtral_ep2"}) {
+        const CheckpointState state = format.load(fixture(source));
+        ASSERT_TRUE(state.optimizer) << source << ": " << state.optimizer_not_loaded;
+        const OptimizerCheckpoint& o = *state.optimizer;
+        EXPECT_EQ(o.step, want["step"].as_int());
+        EXPECT_EQ(o.lr, 9e-4);
+        ASSERT_EQ(o.params.size(), state.model.size());
+        for (const OptimizerParamState& p : o.params) {
+            EXPECT_TRUE(same_bytes(p.exp_avg, want["exp_avg"][p.name].as_tensor())) << p.name;
+            EXPECT_TRUE(same_bytes(p.exp_avg_sq, want["exp_avg_sq"][p.name].as_tensor()))
+                << p.name;
+            EXPECT_EQ(p.expert_parallel,
+                      source == "mixtral_ep2" && p.name.find(".mlp.experts.") != std::string::npos)
+                << source << " " << p.name;
+        }
+        TempDir dir;
+        format.save(dir.path(), state);
+        keep_for_megatron(dir.path(), source + "_optimizer");
+        EXPECT_EQ(keys_of(dir.path()).tensors, keys_of(fixture(source)).tensors) << source;
+        const CheckpointState back = format.load(dir.path());
+        expect_same_state(back, state);
+        for (size_t i = 0; i < o.params.size(); ++i)
+            EXPECT_EQ(back.optimizer->params[i].expert_parallel, o.params[i].expert_parallel);
+        // common.pt's optimizer: one FP32Optimizer's dict, or {0: dense, 1: experts}.
+        const io::PyValue common = io::load_torch_file(dir / "iter_0000007" / "common.pt");
+        const io::PyValue& opt = common["optimizer"];
+        if (source == "mixtral_ep1") {
+            EXPECT_NE(opt.find("param_groups"), nullptr);
+            continue;
+        }
+        ASSERT_EQ(opt.dict_ref().items.size(), 2u);
+        const io::PyValue& experts = opt.dict_ref().items[1].second;
+        EXPECT_EQ(opt.dict_ref().items[1].first.as_int(), 1);
+        ASSERT_EQ(experts["param_groups"].items().size(), 1u);
+        EXPECT_TRUE(experts["param_groups"].items()[0]["is_expert_parallel"].as_bool());
+    }
+}
+
+// The same state in Megatron's torch files at EP 2 (mp_rank_00_00E, each with its experts): each
+// file's optimizer is the ChainedOptimizer's state_dict, a list of the dense parameters' and its
+// experts' torch state dicts, numbered positionally in the model's parameter order; read back
+// (the ranks joined) it is the state saved.
+TEST(TorchDistMoe, TorchFilesKeepTheChainedOptimizerPerExpertRank) {
+    TorchDistCheckpoint format;
+    const CheckpointState loaded = format.load(fixture("mixtral_ep2"));
+    ASSERT_TRUE(loaded.optimizer);
+    // In the model's parameter order and names (--transformer-impl local), as megatron-train
+    // captures it.
+    CheckpointState state = loaded;
+    state.model.clear();
+    state.optimizer->params.clear();
+    for (const ParameterInfo& p :
+         Registry::global().create_model("gpt")->parameters(moe_model_args("mixtral"))) {
+        size_t i = 0;
+        while (i < loaded.model.size() && loaded.model[i].first != p.name &&
+               loaded.model[i].first != other_impl_name(p.name))
+            ++i;
+        ASSERT_LT(i, loaded.model.size()) << p.name;
+        state.model.emplace_back(p.name, loaded.model[i].second);
+        state.optimizer->params.push_back(loaded.optimizer->params[i]);
+        state.optimizer->params.back().name = p.name;
+    }
+    torch_ckpt::TorchCheckpoint torch;
+    TempDir dir;
+    CheckpointLayout layout;
+    layout.expert_parallel = 2;
+    torch.save_ranks(dir.path(), layout, [&](int64_t, int64_t) { return state; });
+    keep_for_megatron(dir.path(), "mixtral_ep2_torch");
+    const io::PyValue file =
+        io::load_torch_file(dir / "iter_0000007" / "mp_rank_00_001" / "model_optim_rng.pt");
+    const io::PyValue& chain = file["optimizer"];
+    ASSERT_EQ(chain.items().size(), 2u);
+    EXPECT_FALSE(chain.items()[0]["param_groups"].items()[0]["is_expert_parallel"].as_bool());
+    EXPECT_TRUE(chain.items()[1]["param_groups"].items()[0]["is_expert_parallel"].as_bool());
+    // Rank 1's two experts in each of two layers, fc1 and fc2.
+    EXPECT_EQ(chain.items()[1]["state"].dict_ref().items.size(), 8u);
+    const CheckpointState back = torch.load(dir.path());
+    ASSERT_TRUE(back.optimizer);
+    ASSERT_EQ(back.optimizer->params.size(), state.optimizer->params.size());
+    for (const OptimizerParamState& want : state.optimizer->params) {
+        auto got = std::find_if(back.optimizer->params.begin(), back.optimizer->params.end(),
+                                [&](const auto& p) { return p.name == want.name; });
+        ASSERT_NE(got, back.optimizer->params.end()) << want.name;
+        EXPECT_TRUE(same_bytes(got->exp_avg, want.exp_avg)) << want.name;
+        EXPECT_TRUE(same_bytes(got->exp_avg_sq, want.exp_avg_sq)) << want.name;
+        EXPECT_EQ(got->expert_parallel, want.expert_parallel) << want.name;
+    }
+    EXPECT_EQ(back.optimizer->step, 3);
 }
 
 }  // namespace

@@ -52,7 +52,8 @@ struct CaptureOptions {
 };
 
 // The run's state as whole tensors (every parameter and optimizer moment joined over the
-// tensor- and data-parallel groups): collective, every rank of the run calls it and gets it.
+// tensor- and data-parallel groups, and every expert-parallel rank's experts): collective, every
+// rank of the run calls it and gets it.
 // With own_share, this rank's share instead.
 MT_API CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOptions& o);
 
