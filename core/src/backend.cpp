@@ -30,6 +30,25 @@ Tensor Backend::cast_to(const Tensor& x, DType dtype) {
     return y;
 }
 
+void Backend::grouped_gemm_nt(const Tensor& x, const std::vector<int64_t>& rows,
+                              const std::vector<Tensor>& weights, Tensor& y) {
+    MT_CHECK(rows.size() == weights.size(), "grouped_gemm_nt: ", rows.size(), " row groups for ",
+             weights.size(), " weights");
+    int64_t begin = 0;
+    for (size_t j = 0; j < rows.size(); ++j) {
+        const int64_t end = begin + rows[j];
+        MT_CHECK(rows[j] >= 0 && end <= x.size(0) && end <= y.size(0), "grouped_gemm_nt: group ", j,
+                 " ends at row ", end, " of ", x.describe(), " and ", y.describe());
+        if (rows[j] > 0) {
+            Tensor yj = y.slice(0, begin, end);
+            gemm(Transpose::no, Transpose::yes, 1.0f, x.slice(0, begin, end), weights[j], 0.0f, yj);
+        }
+        begin = end;
+    }
+    MT_CHECK(begin == x.size(0), "grouped_gemm_nt: the groups hold ", begin, " of x's ", x.size(0),
+             " rows");
+}
+
 void Backend::unsupported(const char* op) const {
     MT_FAIL("the ", std::string(name()), " backend does not implement ", op, " yet");
 }

@@ -293,8 +293,8 @@ TEST(TrainCheckpoint, DecoupledLrGroupsResumeExactly) {
 }  // namespace
 
 // MoE models (experts with their own axis in torch_dist; every layer MoE keeps the layers
-// stacked, a --moe-layer-freq list keys each layer alone) resume exactly in both formats, the
-// experts' Adam moments with them.
+// stacked, a --moe-layer-freq list keys each layer alone; grouped experts) resume exactly in both
+// formats, the experts' Adam moments with them.
 TEST(TrainCheckpoint, MoeModelsResumeExactlyInBothFormats) {
     TempDir dir;
     const std::string data = make_dataset(dir);
@@ -303,14 +303,16 @@ TEST(TrainCheckpoint, MoeModelsResumeExactlyInBothFormats) {
                        " --moe-ffn-hidden-size 24 --moe-aux-loss-coeff 1e-2 --disable-bias-linear";
     const std::string torch_format = " --ckpt-format torch";
     base.erase(base.find(torch_format), torch_format.size());
-    for (const std::string pattern : {"", " --moe-layer-freq '[0,1]'"}) {
+    // (--moe-grouped-gemm: TE's names, which torch_dist stores as SequentialMLP's.)
+    int run = 0;
+    for (const std::string pattern : {"", " --moe-layer-freq '[0,1]'", " --moe-grouped-gemm"}) {
+        ++run;
         auto full = run_command(base + pattern);
         ASSERT_EQ(full.exit_code, 0) << full.output;
         const auto expected = losses(full.output);
         ASSERT_EQ(expected.size(), 6u) << full.output;
         for (const std::string format : {"torch", "torch_dist"})
-            expect_resumes_exactly(base + pattern,
-                                   dir / (format + (pattern.empty() ? "_every" : "_list")), format,
+            expect_resumes_exactly(base + pattern, dir / (format + std::to_string(run)), format,
                                    expected);
     }
 }

@@ -4,8 +4,10 @@
 
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "mt/backend.h"
+#include "mt/error.h"
 
 namespace {
 
@@ -72,6 +74,37 @@ TEST(CpuBackend, SkinnyGemmMatchesNaiveLoop) {
                     }
             }
         }
+}
+
+// A MoE layer's experts on their rows: the fused pass (every group at most 16 rows) and the
+// gemm per group (a larger group) give each group's rows bit for bit what a gemm on them gives;
+// empty groups leave nothing behind.
+TEST(CpuBackend, GroupedGemmGivesEachGroupsGemm) {
+    std::mt19937 rng(5);
+    auto backend = mt::make_cpu_backend();
+    const int64_t n = 150, k = 77;
+    for (const std::vector<int64_t> rows :
+         {std::vector<int64_t>{2, 0, 1, 9, 16, 3}, std::vector<int64_t>{0, 17, 4}}) {
+        int64_t m = 0;
+        for (int64_t r : rows) m += r;
+        auto x = random_matrix(m, k, rng);
+        std::vector<mt::Tensor> weights;
+        for (size_t j = 0; j < rows.size(); ++j) weights.push_back(random_matrix(n, k, rng));
+        auto y = random_matrix(m, n, rng);
+        backend->grouped_gemm_nt(x, rows, weights, y);
+        int64_t begin = 0;
+        for (size_t j = 0; j < rows.size(); ++j) {
+            if (rows[j] == 0) continue;
+            auto want = mt::Tensor::empty({rows[j], n}, mt::DType::f32);
+            backend->gemm(mt::Transpose::no, mt::Transpose::yes, 1.0f,
+                          x.slice(0, begin, begin + rows[j]), weights[j], 0.0f, want);
+            for (int64_t i = 0; i < rows[j]; ++i)
+                for (int64_t c = 0; c < n; ++c)
+                    ASSERT_EQ(at(y, begin + i, c), at(want, i, c)) << "group " << j;
+            begin += rows[j];
+        }
+        EXPECT_THROW(backend->grouped_gemm_nt(x.slice(0, 0, m - 1), rows, weights, y), mt::Error);
+    }
 }
 
 TEST(CpuBackend, GemmOnStridedViewsAndBatches) {

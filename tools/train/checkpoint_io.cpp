@@ -117,7 +117,8 @@ bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& par
     // Megatron's torch files split an expert over the expert tensor-parallel ranks, which these
     // are joined over only when they are the tensor-parallel ones.
     MT_CHECK(!format->per_rank_files() || run.expert_tp().size() == run.tp().size(),
-             "not supported yet: loading ", format->name(), " checkpoints with "
+             "not supported yet: loading ", format->name(),
+             " checkpoints with "
              "--expert-tensor-parallel-size other than --tensor-model-parallel-size (torch_dist "
              "ones load)");
     CheckpointState state = read_whole(*format, dir, readable);
@@ -185,10 +186,10 @@ void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
         const CheckpointState state = train::capture_checkpoint(parts, options);
         if (first) {
             if (format.per_rank_files() && (tp > 1 || ep > 1))
-                format.save_ranks(
-                    *flags.save, CheckpointLayout{tp, 1, ep}, [&](int64_t rank, int64_t) {
-                        return tensor_parallel_piece(state, params, tp, rank);
-                    });
+                format.save_ranks(*flags.save, CheckpointLayout{tp, 1, ep},
+                                  [&](int64_t rank, int64_t) {
+                                      return tensor_parallel_piece(state, params, tp, rank);
+                                  });
             else
                 format.save(*flags.save, state);
         }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "mt/api.h"
 #include "mt/op_types.h"
@@ -59,6 +60,12 @@ class MT_API Backend {
     // C[i].
     virtual void gemm_batched(Transpose ta, Transpose tb, float alpha, const Tensor& a,
                               const Tensor& b, float beta, Tensor& c) = 0;
+    // Row groups, each with its own weight: for group j, its rows[j] rows of x (M, K) (the
+    // groups in order, Σ rows = M) times weights[j] (N, K) transposed give the same rows of y
+    // (M, N): a MoE layer's experts, each on its tokens. The default is a gemm per group; a
+    // backend may run them as one.
+    virtual void grouped_gemm_nt(const Tensor& x, const std::vector<int64_t>& rows,
+                                 const std::vector<Tensor>& weights, Tensor& y);
 
     // ---- Elementwise (x, y any equal shapes; y may alias an input of its shape) -------------
     // y = op(x).

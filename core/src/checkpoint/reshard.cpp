@@ -1,5 +1,6 @@
 #include "mt/checkpoint/reshard.h"
 
+#include <cctype>
 #include <functional>
 #include <map>
 #include <optional>
@@ -148,6 +149,39 @@ Tensor resize_vocab_rows(const Tensor& table, int64_t rows) {
     return out;
 }
 
+namespace {
+
+// "...mlp.experts.linear_fc1.weight5" <-> "...mlp.experts.local_experts.5.linear_fc1.weight".
+std::string other_expert_name(const std::string& name) {
+    static const std::string kExperts = ".mlp.experts.", kLocal = "local_experts.";
+    const size_t at = name.find(kExperts);
+    if (at == std::string::npos) return name;
+    const size_t rest = at + kExperts.size();
+    auto digits_from = [&](size_t i) {
+        size_t end = i;
+        while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
+        return end;
+    };
+    if (name.compare(rest, kLocal.size(), kLocal) == 0) {  // sequential -> grouped
+        const size_t e = rest + kLocal.size(), end = digits_from(e);
+        if (end == e || end >= name.size() || name[end] != '.') return name;
+        const std::string linear = name.substr(end + 1);
+        if (linear != "linear_fc1.weight" && linear != "linear_fc2.weight") return name;
+        return name.substr(0, rest) + linear + name.substr(e, end - e);
+    }
+    for (const char* linear :
+         {"linear_fc1.weight", "linear_fc2.weight"}) {  // grouped -> sequential
+        const std::string l = linear;
+        if (name.compare(rest, l.size(), l) != 0) continue;
+        const size_t e = rest + l.size();
+        if (e == name.size() || digits_from(e) != name.size()) return name;
+        return name.substr(0, rest) + kLocal + name.substr(e) + "." + l;
+    }
+    return name;
+}
+
+}  // namespace
+
 std::string other_impl_name(const std::string& name) {
     static const std::pair<std::string, std::string> kPairs[] = {
         {".self_attention.linear_qkv.layer_norm_weight", ".input_layernorm.weight"},
@@ -158,7 +192,7 @@ std::string other_impl_name(const std::string& name) {
         if (name.ends_with(te)) return name.substr(0, name.size() - te.size()) + local;
         if (name.ends_with(local)) return name.substr(0, name.size() - local.size()) + te;
     }
-    return name;
+    return other_expert_name(name);
 }
 
 std::optional<std::pair<size_t, size_t>> model_chunk(const std::string& name) {

@@ -59,19 +59,21 @@ Tensor MoeExperts::forward(const Tensor& x, const std::vector<int64_t>& rows, co
     Tensor h = backend_->empty({M, F1}, x.dtype());
     Tensor a = backend_->empty({M, F}, x.dtype());
     Tensor y = backend_->empty({M, x.size(1)}, x.dtype());
+    // Each expert's GEMMs on its rows, all experts together; the activation and the probs'
+    // weighting are row-wise, the same for every expert, so they run once over all rows.
+    std::vector<Tensor> w1, w2;
     for (size_t j = 0; j < fc1_.size(); ++j) {
-        if (rows[j] == 0) continue;
-        Tensor xj = rows_of(x, rows, j), hj = rows_of(h, rows, j), aj = rows_of(a, rows, j);
-        Tensor yj = rows_of(y, rows, j);
-        backend_->gemm(Transpose::no, Transpose::yes, 1.0f, xj, fc1_[j].value, 0.0f, hj);
-        if (gated_)
-            backend_->swiglu_forward(hj, aj);
-        else
-            backend_->unary_forward(activation_, hj, aj);
-        Tensor weighted = backend_->empty(aj.shape(), aj.dtype());
-        backend_->scale_rows(aj, rows_of(probs, rows, j), weighted);
-        backend_->gemm(Transpose::no, Transpose::yes, 1.0f, weighted, fc2_[j].value, 0.0f, yj);
+        w1.push_back(fc1_[j].value);
+        w2.push_back(fc2_[j].value);
     }
+    backend_->grouped_gemm_nt(x, rows, w1, h);
+    if (gated_)
+        backend_->swiglu_forward(h, a);
+    else
+        backend_->unary_forward(activation_, h, a);
+    Tensor weighted = backend_->empty(a.shape(), a.dtype());
+    backend_->scale_rows(a, probs, weighted);
+    backend_->grouped_gemm_nt(weighted, rows, w2, y);
     if (saved) *saved = Saved{x, probs, h, a, rows};
     return y;
 }

@@ -248,9 +248,8 @@ void gather_experts(const TrainingParts& parts, CheckpointState& s) {
     Communicator& ep = parts.parallel->ep();
     if (ep.size() == 1) return;
     const bool moments = s.optimizer.has_value();
-    MT_CHECK(!moments || s.optimizer->params.size() == s.model.size(),
-             "optimizer state for ", s.optimizer->params.size(), " tensors, the model has ",
-             s.model.size());
+    MT_CHECK(!moments || s.optimizer->params.size() == s.model.size(), "optimizer state for ",
+             s.optimizer->params.size(), " tensors, the model has ", s.model.size());
     std::string names;
     for (const auto& [name, t] : s.model)
         if (megatron_expert_parameter(name)) names += name + '\n';

@@ -104,8 +104,8 @@ StreamedState expert_rank_state(const StreamedState& state, int64_t ep, int64_t 
              "not supported yet: optimizer state in expert-parallel torch checkpoints");
     StreamedState out{without_model(state.state), {}};
     auto source = std::make_shared<std::vector<size_t>>();
-    for (const auto& [i, key] : rank_entries(model_names(state.state),
-                                             experts_per_rank(state.state.args, ep), ep_rank)) {
+    for (const auto& [i, key] :
+         rank_entries(model_names(state.state), experts_per_rank(state.state.args, ep), ep_rank)) {
         out.state.model.emplace_back(key, state.state.model[i].second);
         source->push_back(i);
     }

@@ -312,8 +312,7 @@ OptimizerCheckpoint single_optimizer_from_py(const PyValue& opt, const Checkpoin
         MT_CHECK(k < ours.keys.size() && ours.members[k].size() == count, file,
                  ": an optimizer param group (wd_mult ", g["wd_mult"].as_double(),
                  key.decoupled ? ", decoupled lr" : "", key.expert ? ", expert parallel" : "",
-                 ") has ", count,
-                 " parameters but the model has ",
+                 ") has ", count, " parameters but the model has ",
                  k < ours.keys.size() ? ours.members[k].size() : 0, " such parameters");
         double& lr = key.decoupled ? o.decoupled_lr : o.lr;
         double& max_lr = key.decoupled ? o.decoupled_max_lr : o.max_lr;
@@ -422,8 +421,9 @@ SchedulerCheckpoint scheduler_from_py(const PyValue& d, const std::string& file)
 }  // namespace
 
 std::vector<OptimizerChain> optimizer_chains(const OptimizerCheckpoint& o) {
-    const bool chained = std::any_of(o.params.begin(), o.params.end(),
-                                     [](const OptimizerParamState& p) { return p.expert_parallel; });
+    const bool chained =
+        std::any_of(o.params.begin(), o.params.end(),
+                    [](const OptimizerParamState& p) { return p.expert_parallel; });
     std::vector<OptimizerChain> chains(chained ? 2 : 1);
     for (OptimizerChain& c : chains) {
         c.optimizer = o;

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -26,6 +28,16 @@ inline void keep_for_megatron(const std::filesystem::path& saved, const std::str
     if (const char* keep = std::getenv("MT_TORCH_DIST_KEEP"))
         std::filesystem::copy(saved, std::filesystem::path(keep) / name,
                               std::filesystem::copy_options::recursive);
+}
+
+// The largest |got - want| over two f32 tensors of one shape (logits).
+inline double worst_difference(const Tensor& got, const Tensor& want) {
+    const Tensor g = got.contiguous(), w = want.contiguous();
+    EXPECT_EQ(g.shape(), w.shape());
+    double worst = 0;
+    for (int64_t i = 0; i < std::min(g.numel(), w.numel()); ++i)
+        worst = std::max(worst, std::fabs(double(g.data<float>()[i]) - double(w.data<float>()[i])));
+    return worst;
 }
 
 inline bool same_bytes(const Tensor& a, const Tensor& b) {

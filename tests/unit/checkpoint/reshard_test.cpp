@@ -115,6 +115,18 @@ TEST(Reshard, NormNamesOfTheOtherTransformerImpl) {
     EXPECT_EQ(other_impl_name("decoder.final_layernorm.weight"), "decoder.final_layernorm.weight");
 }
 
+TEST(Reshard, ExpertNamesOfTheOtherExpertsModule) {
+    EXPECT_EQ(other_impl_name("decoder.layers.1.mlp.experts.linear_fc1.weight12"),
+              "decoder.layers.1.mlp.experts.local_experts.12.linear_fc1.weight");
+    EXPECT_EQ(other_impl_name("decoder.layers.1.mlp.experts.local_experts.3.linear_fc2.weight"),
+              "decoder.layers.1.mlp.experts.linear_fc2.weight3");
+    for (const char* same : {"decoder.layers.1.mlp.experts.linear_fc1.weight",
+                             "decoder.layers.1.mlp.shared_experts.linear_fc1.weight",
+                             "decoder.layers.1.mlp.experts.local_experts.3.linear_fc1.bias",
+                             "decoder.layers.1.mlp.router.weight"})
+        EXPECT_EQ(other_impl_name(same), same);
+}
+
 // A 4-layer model with tied embeddings (`untied` adds an output layer).
 std::vector<ParameterInfo> tiny_params(bool untied = false) {
     std::vector<ParameterInfo> p;

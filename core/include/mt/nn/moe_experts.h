@@ -2,7 +2,9 @@
 // --moe-grouped-gemm, Transformer Engine's TEGroupedMLP, the same math under other names), each
 // expert an MLP fc1 -> activation -> × routing prob -> fc2 over its rows of the dispatched
 // tokens. The prob weighs the activation (MLP.forward's per_token_scale in Megatron-core v0.13),
-// so the combine afterwards only sums. Under expert tensor parallelism each expert's fc1 holds its
+// so the combine afterwards only sums. Both projections of all local experts go through one
+// Backend::grouped_gemm_nt each (on the CPU a single pass when the experts get few tokens, as in
+// decoding). Under expert tensor parallelism each expert's fc1 holds its
 // columns and fc2 its rows, and the outputs are partial sums the dispatcher reduces.
 //
 // Parameters, for global expert e (this rank's j-th: e = ep_rank · local + j):

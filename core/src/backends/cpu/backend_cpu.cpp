@@ -140,6 +140,36 @@ void CpuBackend::gemm(Transpose ta, Transpose tb, float alpha, const Tensor& a, 
     parallel_sgemm(ta, tb, m, n, k, alpha, A, B, beta, C);
 }
 
+void CpuBackend::grouped_gemm_nt(const Tensor& x, const std::vector<int64_t>& rows,
+                                 const std::vector<Tensor>& weights, Tensor& y) {
+    const bool f32 = x.dtype() == DType::f32 && y.dtype() == DType::f32 && !weights.empty() &&
+                     std::all_of(weights.begin(), weights.end(), [&](const Tensor& w) {
+                         return w.dtype() == DType::f32 && w.shape() == weights[0].shape();
+                     });
+    const bool skinny =
+        std::all_of(rows.begin(), rows.end(), [](int64_t r) { return r >= 0 && r <= kSkinnyRows; });
+    if (!f32 || !skinny || rows.size() != weights.size() || x.dim() != 2 || y.dim() != 2)
+        return Backend::grouped_gemm_nt(x, rows, weights, y);
+    Matrix X = as_matrix(x, "x"), Y = as_matrix(y, "y");
+    std::vector<Matrix> W;
+    for (const Tensor& w : weights) W.push_back(as_matrix(w, "a weight"));
+    const int64_t n = W[0].rows, k = W[0].cols;
+    MT_CHECK(X.cols == k && Y.cols == n && X.rows == Y.rows, "grouped_gemm_nt: x is ", X.rows, "x",
+             X.cols, ", the weights ", n, "x", k, ", y ", Y.rows, "x", Y.cols);
+    MT_CHECK(std::all_of(W.begin(), W.end(), [&](const Matrix& w) { return w.ld == W[0].ld; }),
+             "grouped_gemm_nt: the weights' row strides differ");
+    std::vector<SkinnyGroup> groups;
+    int64_t begin = 0;
+    for (size_t j = 0; j < rows.size(); ++j) {
+        groups.push_back(
+            {rows[j], X.data + begin * X.ld, W[j].data, const_cast<float*>(Y.data) + begin * Y.ld});
+        begin += rows[j];
+    }
+    MT_CHECK(begin == X.rows, "grouped_gemm_nt: the groups hold ", begin, " of x's ", X.rows,
+             " rows");
+    grouped_skinny_gemm_nt(groups, n, k, X.ld, W[0].ld, Y.ld);
+}
+
 void CpuBackend::gemm_bf16_tensors(Transpose ta, Transpose tb, float alpha, const Tensor& a,
                                    const Tensor& b, float beta, Tensor& c) {
     // A and B bf16; C f32 (weight gradients accumulate in fp32, Megatron's main_grad) or bf16.

@@ -32,6 +32,10 @@ class CpuBackend final : public Backend {
               Tensor& c) override;
     void gemm_batched(Transpose ta, Transpose tb, float alpha, const Tensor& a, const Tensor& b,
                       float beta, Tensor& c) override;
+    // f32 groups of at most kSkinnyRows rows (a MoE layer's experts in decoding) in one pass;
+    // otherwise a gemm per group.
+    void grouped_gemm_nt(const Tensor& x, const std::vector<int64_t>& rows,
+                         const std::vector<Tensor>& weights, Tensor& y) override;
 
     void unary_forward(UnaryOp op, const Tensor& x, Tensor& y) override;
     void unary_backward(UnaryOp op, const Tensor& x, const Tensor& dy, Tensor& dx) override;

@@ -1,5 +1,6 @@
 // skinny_gemm_nt: two rows of B at a time against up to eight rows of A, 16 lanes of k per
-// step (AVX-512 when the CPU has it, a portable loop otherwise), reduced at the end of the row.
+// step (AVX-512 when the CPU has it, a portable loop otherwise), reduced at the end of the row;
+// grouped_skinny_gemm_nt hands out every group's chunks of B rows in one parallel loop.
 #include "skinny_gemm.h"
 
 #include <immintrin.h>
@@ -64,9 +65,11 @@ __attribute__((target("avx512f,fma"))) void rows_avx512(int64_t n0, int64_t n1, 
         if (tail) {
             const __m512 w0 = _mm512_maskz_loadu_ps(tail, b0 + k16);
             for (int r = 0; r < M; ++r)
-                acc[r] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(tail, a + r * lda + k16), acc[r]);
+                acc[r] =
+                    _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(tail, a + r * lda + k16), acc[r]);
         }
-        for (int r = 0; r < M; ++r) store(c + r * ldc + j, _mm512_reduce_add_ps(acc[r]), alpha, beta);
+        for (int r = 0; r < M; ++r)
+            store(c + r * ldc + j, _mm512_reduce_add_ps(acc[r]), alpha, beta);
     }
 }
 
@@ -90,32 +93,53 @@ void rows_portable(int rows, int64_t n0, int64_t n1, int64_t k, float alpha, con
 
 using RowsFn = void (*)(int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
                         int64_t, float, float*, int64_t);
-constexpr RowsFn kAvx512[kRowsPerPass + 1] = {nullptr,           rows_avx512<1>, rows_avx512<2>,
-                                              rows_avx512<3>,    rows_avx512<4>, rows_avx512<5>,
-                                              rows_avx512<6>,    rows_avx512<7>, rows_avx512<8>};
+constexpr RowsFn kAvx512[kRowsPerPass + 1] = {nullptr,        rows_avx512<1>, rows_avx512<2>,
+                                              rows_avx512<3>, rows_avx512<4>, rows_avx512<5>,
+                                              rows_avx512<6>, rows_avx512<7>, rows_avx512<8>};
+
+// Rows [n0, n1) of B against all m rows of A, kRowsPerPass rows at a time.
+void rows_of_b(int64_t m, int64_t n0, int64_t n1, int64_t k, float alpha, const float* a,
+               int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+    static const bool avx512 = __builtin_cpu_supports("avx512f");
+    for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
+        const int rows = int(std::min<int64_t>(kRowsPerPass, m - r0));
+        if (avx512)
+            kAvx512[rows](n0, n1, k, alpha, a + r0 * lda, lda, b, ldb, beta, c + r0 * ldc, ldc);
+        else
+            rows_portable(rows, n0, n1, k, alpha, a + r0 * lda, lda, b, ldb, beta, c + r0 * ldc,
+                          ldc);
+    }
+}
+
+// Chunks of B rows per task: enough to amortise the task, many for balance; handed out
+// dynamically, so a thread the OS delays (another process on the core) does not hold up the
+// product.
+constexpr int64_t kChunk = 64;
 
 }  // namespace
 
 void skinny_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
                     const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-    static const bool avx512 = __builtin_cpu_supports("avx512f");
-    // Chunks of B rows per task: enough to amortise the task, many for balance; handed out
-    // dynamically, so a thread the OS delays (another process on the core) does not hold up
-    // the product.
-    const int64_t chunk = 64;
-    const int64_t tasks = (n + chunk - 1) / chunk;
+    const int64_t tasks = (n + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(dynamic, 4) if (n * k >= (1 << 16))
     for (int64_t t = 0; t < tasks; ++t) {
-        const int64_t n0 = t * chunk, n1 = std::min(n, n0 + chunk);
-        for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
-            const int rows = int(std::min<int64_t>(kRowsPerPass, m - r0));
-            if (avx512)
-                kAvx512[rows](n0, n1, k, alpha, a + r0 * lda, lda, b, ldb, beta, c + r0 * ldc,
-                              ldc);
-            else
-                rows_portable(rows, n0, n1, k, alpha, a + r0 * lda, lda, b, ldb, beta,
-                              c + r0 * ldc, ldc);
-        }
+        const int64_t n0 = t * kChunk, n1 = std::min(n, n0 + kChunk);
+        rows_of_b(m, n0, n1, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
+}
+
+void grouped_skinny_gemm_nt(const std::vector<SkinnyGroup>& groups, int64_t n, int64_t k,
+                            int64_t lda, int64_t ldb, int64_t ldc) {
+    std::vector<const SkinnyGroup*> busy;
+    for (const SkinnyGroup& g : groups)
+        if (g.m > 0) busy.push_back(&g);
+    const int64_t per_group = (n + kChunk - 1) / kChunk;
+    const int64_t tasks = int64_t(busy.size()) * per_group;
+#pragma omp parallel for schedule(dynamic, 4) if (tasks * kChunk * k >= (1 << 16))
+    for (int64_t t = 0; t < tasks; ++t) {
+        const SkinnyGroup& g = *busy[size_t(t / per_group)];
+        const int64_t n0 = t % per_group * kChunk, n1 = std::min(n, n0 + kChunk);
+        rows_of_b(g.m, n0, n1, k, 1.0f, g.a, lda, g.b, ldb, 0.0f, g.c, ldc);
     }
 }
 

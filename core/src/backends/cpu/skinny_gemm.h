@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace mt::cpu {
 
@@ -14,5 +15,18 @@ constexpr int64_t kSkinnyRows = 16;
 // row-major, m <= kSkinnyRows. Work is split over n with OpenMP.
 void skinny_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
                     const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+// One product of a grouped C = A B^T: m <= kSkinnyRows rows of A and C, its own B (n x k).
+struct SkinnyGroup {
+    int64_t m;
+    const float* a;
+    const float* b;
+    float* c;
+};
+// C = A B^T for every group at once (a MoE layer's experts on a few tokens each): one parallel
+// pass over all groups' B rows, which a gemm per group would split into a pass each. Shared n, k
+// and row strides; groups with m = 0 are skipped.
+void grouped_skinny_gemm_nt(const std::vector<SkinnyGroup>& groups, int64_t n, int64_t k,
+                            int64_t lda, int64_t ldb, int64_t ldc);
 
 }  // namespace mt::cpu
