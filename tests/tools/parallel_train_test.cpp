@@ -214,7 +214,7 @@ TEST_F(ParallelTrain, ExpertParallelGivesTheOneProcessNumbers) {
 // both formats (torch: an mp_rank_00_00E file per expert-parallel rank, each with its experts'
 // state in the chained optimizer; torch_dist: every rank its experts' pieces) and resumes at EP2
 // and in one process with the one-process losses; torch_dist also from EP2 x TP2 with whole
-// experts (--expert-tensor-parallel-size 1).
+// experts (--expert-tensor-parallel-size 1) and with the distributed optimizer.
 TEST_F(ParallelTrain, ExpertParallelCheckpointsResumeAcrossLayouts) {
     const std::string moe = std::string(kLlama) +
                             " --num-experts 4 --moe-router-topk 2 --moe-ffn-hidden-size 32"
@@ -242,6 +242,24 @@ TEST_F(ParallelTrain, ExpertParallelCheckpointsResumeAcrossLayouts) {
                              " --expert-model-parallel-size 2 --expert-tensor-parallel-size 1";
     expect_resumes(without_distributed_optimizer(etp1) + " --ckpt-format torch_dist", one,
                    dir_ / "etp1", want);
+    // The distributed optimizer (the dense state sharded over the data-parallel ranks, the
+    // experts' kept whole and written from their expert-data-parallel rank 0, as ranges of
+    // megatron-core's fully_sharded_model_space), in torch_dist: at EP2 (chained) and at EP1
+    // over DP2, resumed there and in one process; the torch format refuses it.
+    const std::string dist_ep2 = train(dir_, data_, 2, 1) + moe + " --expert-model-parallel-size 2";
+    const std::string dist_dp2 = train(dir_, data_, 2, 1) + moe;
+    for (const auto& [name, run] :
+         {std::pair{"dist_ep2", dist_ep2}, std::pair{"dist_dp2", dist_dp2}}) {
+        expect_resumes(run + " --ckpt-format torch_dist", run, dir_ / name, want);
+        expect_resumes(run + " --ckpt-format torch_dist", one, dir_ / (std::string(name) + "_to_1"),
+                       want);
+    }
+    auto torch = run_command(dist_ep2 + " --ckpt-format torch --save " + q(dir_ / "dist_torch"));
+    EXPECT_NE(torch.exit_code, 0);
+    EXPECT_NE(torch.output.find("not supported yet: --ckpt-format torch of a MoE model with "
+                                "--use-distributed-optimizer"),
+              std::string::npos)
+        << torch.output;
 }
 
 TEST_F(ParallelTrain, CheckpointsResumeAcrossLayouts) {

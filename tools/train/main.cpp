@@ -162,10 +162,10 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
              state.ep().size(), " needs a MoE model (--num-experts)");
     MT_CHECK(state.ep().size() == 1 || flags.params_dtype != mt::DType::f16,
              "expert parallelism is not supported with --fp16 (Megatron refuses it too)");
-    MT_CHECK(experts.empty() || !flags.data_parallel.distributed_optimizer ||
-                 !(flags.save || flags.load),
-             "not supported yet: --save or --load of a MoE model with "
-             "--use-distributed-optimizer (the experts' optimizer state is not sharded)");
+    MT_CHECK(experts.empty() || !flags.data_parallel.distributed_optimizer || !flags.save ||
+                 flags.ckpt_format == "torch_dist",
+             "not supported yet: --ckpt-format ", flags.ckpt_format,
+             " of a MoE model with --use-distributed-optimizer (torch_dist saves it)");
     if (state.dp_cp().size() > 1 || flags.data_parallel.distributed_optimizer)
         grad_buffer =
             std::make_unique<mt::parallel::GradBuffer>(dense, state.dp_cp(), flags.data_parallel);

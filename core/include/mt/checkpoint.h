@@ -71,6 +71,7 @@ struct OptimizerShard {
     std::vector<ShardBox> boxes;
     int64_t begin = 0, end = 0;
     Tensor main_param, exp_avg, exp_avg_sq;  // f32 [end - begin]
+    bool expert_parallel = false;            // as OptimizerParamState's
 };
 
 // The loss scaler of fp16 training (Megatron's grad_scaler state): a dynamic one's scale and

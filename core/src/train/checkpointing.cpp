@@ -1,5 +1,6 @@
 #include "mt/train/checkpointing.h"
 
+#include <algorithm>
 #include <map>
 
 #include "mt/checkpoint/model_weights.h"
@@ -66,6 +67,10 @@ std::vector<std::pair<Tensor, Tensor>> local_moments(const TrainingParts& parts)
             out.emplace_back(parts.optimizer.first()[i], parts.optimizer.second()[i]);
         return out;
     }
+    for (const nn::Parameter* p : params)
+        MT_CHECK(!p->expert,
+                 "not supported yet: a MoE model's distributed optimizer state in "
+                 "the torch format (save with --ckpt-format torch_dist)");
     const parallel::GradBuffer& buffer = *parts.grad_buffer;
     // optimizer.first()[i] is the state of shard()[i] (SGD has no second moment).
     const Tensor first = gathered_shards(parts, parts.optimizer.first()),
@@ -107,6 +112,15 @@ auto find_either(Map& map, const std::string& name) {
     return it != map.end() ? it : map.find(other_impl_name(name));
 }
 
+// Where the optimizer keeps p's state: its index in optimizer.parameters() (an MoE expert's,
+// which the distributed optimizer's buffer leaves out and updates whole).
+size_t optimizer_slot(const TrainingParts& parts, const nn::Parameter& p) {
+    const auto& own = parts.optimizer.parameters();
+    const auto it = std::find(own.begin(), own.end(), &p);
+    MT_CHECK(it != own.end(), "the optimizer does not update '", p.name, "'");
+    return size_t(it - own.begin());
+}
+
 void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& parts) {
     const std::string type =
         parts.optimizer.config().type == optim::OptimizerType::adam ? "adam" : "sgd";
@@ -136,8 +150,11 @@ void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& pa
         // A pipeline stage's copy of a tied weight has the original's state.
         auto it = find_either(by_name, p.stored_name());
         MT_CHECK(it != by_name.end(), "the checkpoint has no optimizer state for '", p.name, "'");
+        // An expert's state is the optimizer's own even with the distributed optimizer.
+        const bool in_buffer = sharded && !p.expert;
+        const size_t slot = sharded && p.expert ? optimizer_slot(parts, p) : i;
         auto into = [&](const Tensor& whole, const Tensor& buffer, std::vector<Tensor>& own) {
-            Tensor to = sharded ? parts.grad_buffer->view(buffer, p) : own[i];
+            Tensor to = in_buffer ? parts.grad_buffer->view(buffer, p) : own[slot];
             copy_checked(parts.optimizer.backend(), "optimizer state of", p.name,
                          nn::piece_of_whole(p, whole), to);
         };
@@ -145,15 +162,15 @@ void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& pa
         if (type == "adam") into(it->second->exp_avg_sq, second_buffer, parts.optimizer.second());
         // A bf16 run resumes from the saved f32 masters; from an f32 checkpoint (no masters),
         // from the loaded weights (reload_model_params below).
-        if (master_buffer.defined()) {
+        if (master_buffer.defined() && in_buffer) {
             Tensor to = parts.grad_buffer->view(master_buffer, p);
             copy_checked(parts.optimizer.backend(), "master weights of", p.name,
                          nn::piece_of_whole(p, it->second->main_param), to);
-        } else if (!sharded && parts.optimizer.masters()[i].defined() &&
+        } else if (!in_buffer && parts.optimizer.masters()[slot].defined() &&
                    it->second->main_param.defined()) {
             copy_checked(parts.optimizer.backend(), "master weights of", p.name,
                          nn::piece_of_whole(p, it->second->main_param),
-                         parts.optimizer.masters()[i]);
+                         parts.optimizer.masters()[slot]);
         }
     }
     if (sharded)
@@ -204,7 +221,8 @@ std::vector<ShardedTensor> main_boxes(const TrainingParts& parts, const nn::Para
 }
 
 // The distributed optimizer's ranges on this rank (main replicas only), sharing the run's
-// tensors: optimizer.first()[i] and second()[i] are the moments of shard()[i].
+// tensors: optimizer.first()[i] and second()[i] are the moments of shard()[i]. An expert's state
+// (kept whole, outside the buffer) is one range over its whole piece, from its main replica.
 std::vector<OptimizerShard> own_shards(const TrainingParts& parts) {
     const parallel::GradBuffer& buffer = *parts.grad_buffer;
     std::vector<OptimizerShard> out;
@@ -223,6 +241,26 @@ std::vector<OptimizerShard> own_shards(const TrainingParts& parts) {
                                                               : buffer.view(buffer.values(), piece);
         s.exp_avg = parts.optimizer.first()[i];
         s.exp_avg_sq = parts.optimizer.second()[i];
+        out.push_back(std::move(s));
+    }
+    const bool expert_parallel = parts.parallel && parts.parallel->ep().size() > 1;
+    for (const nn::Parameter* p : parts.model.parameters()) {
+        if (!p->expert || main_boxes(parts, *p, p->value).empty()) continue;
+        const size_t i = optimizer_slot(parts, *p);
+        const int64_t n = p->value.numel();
+        auto flat = [&](const Tensor& t) {
+            return t.defined() ? parts.optimizer.backend().contiguous(t).view({n}) : Tensor();
+        };
+        OptimizerShard s;
+        s.name = p->name;
+        s.global_shape = p->whole_shape;
+        s.boxes = boxes_of(*p);
+        s.end = n;
+        s.main_param =
+            flat(parts.optimizer.masters()[i].defined() ? parts.optimizer.masters()[i] : p->value);
+        s.exp_avg = flat(parts.optimizer.first()[i]);
+        s.exp_avg_sq = flat(parts.optimizer.second()[i]);
+        s.expert_parallel = expert_parallel;
         out.push_back(std::move(s));
     }
     return out;

@@ -159,9 +159,18 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
     const KeyLayout layout = key_layout(share.args);
     std::vector<StoredTensor> stored = stack(share.model, layout);
     const bool shards = share.optimizer && !share.optimizer->shards.empty();
+    // Megatron's ChainedOptimizer under expert parallelism keys each part's state behind
+    // "chained_<i>." (the dense parameters' 0, the experts' 1).
+    const bool chained =
+        share.optimizer && torch_ckpt::optimizer_chains(*share.optimizer).size() > 1;
     if (shards) {
-        for (StoredTensor& s : flattened_optimizer_shards(share.optimizer->shards, layout))
-            stored.push_back(std::move(s));
+        std::vector<OptimizerShard> parts[2];
+        for (const OptimizerShard& s : share.optimizer->shards)
+            parts[chained && s.expert_parallel ? 1 : 0].push_back(s);
+        for (size_t c = 0; c < 2; ++c)
+            for (StoredTensor& s : flattened_optimizer_shards(
+                     parts[c], layout, chained ? str("chained_", c, ".") : std::string()))
+                stored.push_back(std::move(s));
     } else if (share.optimizer) {
         // Megatron's ChainedOptimizer under expert parallelism: each part's keys behind
         // "chained_<i>.".
@@ -249,10 +258,18 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
     if (shards) {
         // DistributedOptimizer.sharded_state_dict's plain part, and the content metadata that
         // tells a loader how the state is sharded.
-        PyValue optimizer = torch_ckpt::distributed_optimizer_to_py(*share.optimizer);
-        optimizer.dict_ref().set("param_state_sharding_type",
-                                 PyValue::string(kFullyShardedModelSpace));
-        common.dict_ref().set("optimizer", std::move(optimizer));
+        auto one = [](const OptimizerCheckpoint& o) {
+            PyValue optimizer = torch_ckpt::distributed_optimizer_to_py(o);
+            optimizer.dict_ref().set("param_state_sharding_type",
+                                     PyValue::string(kFullyShardedModelSpace));
+            return optimizer;
+        };
+        const auto chains = torch_ckpt::optimizer_chains(*share.optimizer);
+        PyValue optimizer = PyValue::dict();
+        for (size_t c = 0; c < chains.size(); ++c)
+            optimizer.dict_ref().set(PyValue::integer(int64_t(c)), one(chains[c].optimizer));
+        common.dict_ref().set("optimizer",
+                              chains.size() > 1 ? std::move(optimizer) : one(*share.optimizer));
         PyValue content = PyValue::dict();
         content.dict_ref().set("distrib_optim_sharding_type",
                                PyValue::string(kFullyShardedModelSpace));

@@ -8,7 +8,9 @@
 namespace mt::plugins::torch_dist {
 
 std::vector<StoredTensor> flattened_optimizer_shards(const std::vector<OptimizerShard>& shards,
-                                                     const KeyLayout& layout) {
+                                                     const KeyLayout& layout,
+                                                     const std::string& chain) {
+    if (shards.empty()) return {};
     MT_CHECK(layout.num_layers.has_value(), "torch_dist: the distributed optimizer's shards need ",
              "the args' num_layers");
     std::vector<StoredTensor> out;
@@ -47,7 +49,8 @@ std::vector<StoredTensor> flattened_optimizer_shards(const std::vector<Optimizer
                     shape.push_back(n);
                     offset.push_back(a - box_start);
                     sizes.push_back(b - a);
-                    const std::string stored_key = kMomentPrefix + std::string(state) + "." + key;
+                    const std::string stored_key =
+                        chain + kMomentPrefix + std::string(state) + "." + key;
                     auto [it, fresh] = index.try_emplace(stored_key, out.size());
                     if (fresh) out.push_back({stored_key, shape, {}, original});
                     StoredTensor& st = out[it->second];

@@ -18,9 +18,11 @@ namespace mt::plugins::torch_dist {
 
 inline constexpr const char* kFullyShardedModelSpace = "fully_sharded_model_space";
 
-// The stored tensors of this rank's shards, keyed by `layout` (which must know num_layers).
+// The stored tensors of this rank's shards, keyed by `layout` (which must know num_layers),
+// `chain` ("" or a chained optimizer's "chained_<i>.") in front.
 std::vector<StoredTensor> flattened_optimizer_shards(const std::vector<OptimizerShard>& shards,
-                                                     const KeyLayout& layout);
+                                                     const KeyLayout& layout,
+                                                     const std::string& chain = "");
 
 // The tensor of shape `original` that a reformulated one (read whole) holds; `key` names it in
 // errors.

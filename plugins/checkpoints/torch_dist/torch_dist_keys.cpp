@@ -186,6 +186,8 @@ KeyLayout key_layout(const CheckpointArgs& args) {
     KeyLayout layout;
     layout.num_layers = int_arg(args, "num_layers");
     layout.num_experts = int_arg(args, "num_experts");
+    const ArgValue* impl = find_arg(args, "transformer_impl");
+    layout.local_spec = impl && *impl == ArgValue(std::string("local"));
     if (const ArgValue* freq = find_arg(args, "moe_layer_freq"); freq && layout.num_experts) {
         if (std::holds_alternative<std::vector<int64_t>>(*freq)) layout.per_layer = true;
         if (const int64_t* every = std::get_if<int64_t>(freq)) layout.per_layer = *every > 1;
@@ -221,9 +223,9 @@ KeyPlace key_place(const std::string& name, const KeyLayout& layout, int64_t num
                    int64_t num_experts) {
     auto ln = parse_layer(name);
     if (!ln) return {name, {}, {}};
-    // Names alone do not tell a Transformer Engine MoE layer's pre_mlp_layernorm (stack sees the
-    // whole layer); key_place serves the distributed optimizer's shards, not saved for MoE yet.
-    return place_of(*ln, stored_part(ln->rest, false), layout, num_layers, num_experts, name);
+    // Only a MoE layer keeps a pre_mlp_layernorm under Transformer Engine's spec.
+    return place_of(*ln, stored_part(ln->rest, !layout.local_spec), layout, num_layers, num_experts,
+                    name);
 }
 
 NamedTensors unstack(const std::string& key, const Tensor& full) {

@@ -39,10 +39,13 @@ struct KeyLayout {
     std::optional<int64_t> num_layers;   // the layer axis (default: up to the last layer held)
     std::optional<int64_t> num_experts;  // the expert axis (default: up to the last expert held)
     bool per_layer = false;              // each layer keyed alone (no layer axis)
+    // --transformer-impl local (Megatron's default, and ours, is transformer_engine): a MoE
+    // layer's pre_mlp_layernorm is stored under the fused norm's name, as the local spec maps it.
+    bool local_spec = false;
 };
 
-// num_layers, num_experts, and per_layer as Megatron's TransformerBlock decides it (moe_layer_freq
-// a list, or an int above 1).
+// num_layers, num_experts, per_layer as Megatron's TransformerBlock decides it (moe_layer_freq
+// a list, or an int above 1), and local_spec from transformer_impl.
 KeyLayout key_layout(const CheckpointArgs& args);
 
 // Where a core-named tensor goes: its key and the leading axes its chunks sit at (the layer,
