@@ -24,20 +24,26 @@ bool distributed_optimizer(const TrainingParts& parts) {
     return parts.grad_buffer && parts.grad_buffer->distributed_optimizer();
 }
 
+// `t` (the same shape on every rank of `group`) from every rank, in rank order.
+std::vector<Tensor> gathered(const TrainingParts& parts, Communicator& group, const Tensor& t) {
+    if (!t.defined()) return std::vector<Tensor>(size_t(group.size()));
+    Backend& backend = parts.optimizer.backend();
+    const int64_t n = t.numel();
+    Tensor all = backend.empty({n * group.size()}, t.dtype());
+    group.all_gather(backend.contiguous(t).view({n}), all);
+    std::vector<Tensor> out;
+    for (int r = 0; r < group.size(); ++r)
+        out.push_back(all.slice(0, r * n, (r + 1) * n).view(t.shape()));
+    return out;
+}
+
 // `local`, this rank's piece of p (or of one of p's optimizer moments), joined over the
 // tensor-parallel group into the whole tensor.
 Tensor whole_of(const TrainingParts& parts, const nn::Parameter& p, const Tensor& local) {
     if (!parts.parallel || replicated(p)) return local;
     // An expert's piece is over the expert tensor-parallel ranks.
     Communicator& tp = p.expert ? parts.parallel->expert_tp() : parts.parallel->tp();
-    Backend& backend = parts.optimizer.backend();
-    const int64_t n = local.numel();
-    Tensor all = backend.empty({n * tp.size()}, local.dtype());
-    tp.all_gather(backend.contiguous(local).view({n}), all);
-    std::vector<Tensor> pieces;
-    for (int r = 0; r < tp.size(); ++r)
-        pieces.push_back(all.slice(0, r * n, (r + 1) * n).view(local.shape()));
-    return unshard_tensor(pieces, p.shard);
+    return unshard_tensor(gathered(parts, tp, local), p.shard);
 }
 
 // The distributed optimizer's per-shard tensors (optimizer state of shard()[i]) laid out as the
@@ -263,19 +269,6 @@ std::vector<OptimizerShard> own_shards(const TrainingParts& parts) {
         s.expert_parallel = expert_parallel;
         out.push_back(std::move(s));
     }
-    return out;
-}
-
-// `t` (the same shape on every rank of `group`) from every rank, in rank order.
-std::vector<Tensor> gathered(const TrainingParts& parts, Communicator& group, const Tensor& t) {
-    if (!t.defined()) return std::vector<Tensor>(size_t(group.size()));
-    Backend& backend = parts.optimizer.backend();
-    const int64_t n = t.numel();
-    Tensor all = backend.empty({n * group.size()}, t.dtype());
-    group.all_gather(backend.contiguous(t).view({n}), all);
-    std::vector<Tensor> out;
-    for (int r = 0; r < group.size(); ++r)
-        out.push_back(all.slice(0, r * n, (r + 1) * n).view(t.shape()));
     return out;
 }
 
