@@ -1,5 +1,6 @@
-// skinny_gemm_nt: two rows of B at a time against up to eight rows of A, 16 lanes of k per
-// step (AVX-512 when the CPU has it, a portable loop otherwise), reduced at the end of the row;
+// skinny_gemm_nt: two (four for at most four rows of A) rows of B at a time against up to eight
+// rows of A, 16 lanes of k per step (AVX-512 when the CPU has it, a portable loop otherwise),
+// reduced at the end of the row;
 // grouped_skinny_gemm_nt hands out every group's chunks of B rows in one parallel loop.
 #include "skinny_gemm.h"
 
@@ -18,40 +19,44 @@ inline void store(float* c, float dot, float alpha, float beta) {
     *c = beta == 0.0f ? alpha * dot : alpha * dot + beta * *c;
 }
 
+// Rows of B per pass: with few rows of A, four, so that more weight rows stream at once and more
+// independent accumulators hide the FMA latency (decoding's one to four tokens per expert).
+template <int M>
+constexpr int kBRowsPerPass = M <= 4 ? 4 : 2;
+
 template <int M>
 __attribute__((target("avx512f,fma"))) void rows_avx512(int64_t n0, int64_t n1, int64_t k,
                                                         float alpha, const float* a, int64_t lda,
                                                         const float* b, int64_t ldb, float beta,
                                                         float* c, int64_t ldc) {
+    constexpr int NB = kBRowsPerPass<M>;
     const int64_t k16 = k / 16 * 16;
     const __mmask16 tail = __mmask16((1u << (k - k16)) - 1);
     int64_t j = n0;
-    for (; j + 2 <= n1; j += 2) {
-        const float* b0 = b + j * ldb;
-        const float* b1 = b0 + ldb;
-        __m512 acc0[M], acc1[M];
-        for (int r = 0; r < M; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
+    for (; j + NB <= n1; j += NB) {
+        const float* bj = b + j * ldb;
+        __m512 acc[NB][M];
+        for (int q = 0; q < NB; ++q)
+            for (int r = 0; r < M; ++r) acc[q][r] = _mm512_setzero_ps();
         for (int64_t i = 0; i < k16; i += 16) {
-            const __m512 w0 = _mm512_loadu_ps(b0 + i), w1 = _mm512_loadu_ps(b1 + i);
+            __m512 w[NB];
+            for (int q = 0; q < NB; ++q) w[q] = _mm512_loadu_ps(bj + q * ldb + i);
             for (int r = 0; r < M; ++r) {
                 const __m512 x = _mm512_loadu_ps(a + r * lda + i);
-                acc0[r] = _mm512_fmadd_ps(w0, x, acc0[r]);
-                acc1[r] = _mm512_fmadd_ps(w1, x, acc1[r]);
+                for (int q = 0; q < NB; ++q) acc[q][r] = _mm512_fmadd_ps(w[q], x, acc[q][r]);
             }
         }
         if (tail) {
-            const __m512 w0 = _mm512_maskz_loadu_ps(tail, b0 + k16);
-            const __m512 w1 = _mm512_maskz_loadu_ps(tail, b1 + k16);
+            __m512 w[NB];
+            for (int q = 0; q < NB; ++q) w[q] = _mm512_maskz_loadu_ps(tail, bj + q * ldb + k16);
             for (int r = 0; r < M; ++r) {
                 const __m512 x = _mm512_maskz_loadu_ps(tail, a + r * lda + k16);
-                acc0[r] = _mm512_fmadd_ps(w0, x, acc0[r]);
-                acc1[r] = _mm512_fmadd_ps(w1, x, acc1[r]);
+                for (int q = 0; q < NB; ++q) acc[q][r] = _mm512_fmadd_ps(w[q], x, acc[q][r]);
             }
         }
-        for (int r = 0; r < M; ++r) {
-            store(c + r * ldc + j, _mm512_reduce_add_ps(acc0[r]), alpha, beta);
-            store(c + r * ldc + j + 1, _mm512_reduce_add_ps(acc1[r]), alpha, beta);
-        }
+        for (int r = 0; r < M; ++r)
+            for (int q = 0; q < NB; ++q)
+                store(c + r * ldc + j + q, _mm512_reduce_add_ps(acc[q][r]), alpha, beta);
     }
     for (; j < n1; ++j) {
         const float* b0 = b + j * ldb;
