@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "checkpoint_args.h"
 #include "checkpoint_io.h"
@@ -106,10 +107,14 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
           const std::vector<mt::FlagInfo>& model_flags, const mt::parallel::ParallelState& state) {
     mt::Communicator& world = state.world();
     const RankPrinter out{world.rank() == world.size() - 1, world.rank() == 0};
+    // The format this run saves in (--save, or Megatron's --ckpt-convert-format), if any.
+    const std::optional<std::string> saving = flags.ckpt_convert_format ? flags.ckpt_convert_format
+                                              : flags.save
+                                                  ? std::optional<std::string>(flags.ckpt_format)
+                                                  : std::nullopt;
     // Megatron's torch files split an expert as the dense tensors, over the tensor ranks.
-    MT_CHECK(!flags.save || flags.ckpt_format == "torch_dist" ||
-                 state.expert_tp().size() == state.tp().size(),
-             "not supported yet: --ckpt-format ", flags.ckpt_format,
+    MT_CHECK(!saving || *saving == "torch_dist" || state.expert_tp().size() == state.tp().size(),
+             "not supported yet: --ckpt-format ", saving.value_or(""),
              " with --expert-tensor-parallel-size other than --tensor-model-parallel-size "
              "(torch_dist saves it)");
     std::unique_ptr<mt::CheckpointFormat> format;
@@ -162,9 +167,9 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
              state.ep().size(), " needs a MoE model (--num-experts)");
     MT_CHECK(state.ep().size() == 1 || flags.params_dtype != mt::DType::f16,
              "expert parallelism is not supported with --fp16 (Megatron refuses it too)");
-    MT_CHECK(experts.empty() || !flags.data_parallel.distributed_optimizer || !flags.save ||
-                 flags.ckpt_format == "torch_dist",
-             "not supported yet: --ckpt-format ", flags.ckpt_format,
+    MT_CHECK(experts.empty() || !flags.data_parallel.distributed_optimizer || !saving ||
+                 *saving == "torch_dist",
+             "not supported yet: --ckpt-format ", saving.value_or(""),
              " of a MoE model with --use-distributed-optimizer (torch_dist saves it)");
     if (state.dp_cp().size() > 1 || flags.data_parallel.distributed_optimizer)
         grad_buffer =
@@ -204,7 +209,8 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
         whole_params.push_back(mt::nn::describe(*p));
     // The whole model's parameters: a stage reads the other stages' part of a split checkpoint,
     // and saves cut every stage's and expert-parallel rank's tensors by them.
-    const std::vector<mt::ParameterInfo> model_params = family.parameters(model_args);
+    const std::vector<mt::ParameterInfo> model_params =
+        flags.load || saving ? family.parameters(model_args) : std::vector<mt::ParameterInfo>();
     if (flags.load) {
         if (!mt::train_tool::load_checkpoint(flags, parts, whole_params, &model_params) &&
             flags.exit_on_missing_checkpoint) {

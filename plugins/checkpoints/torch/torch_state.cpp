@@ -214,12 +214,6 @@ const PyValue& need(const PyValue& d, std::string_view key, const std::string& f
     return *v;
 }
 
-const PyValue* find_int_key(const PyValue& dict, int64_t key) {
-    for (const auto& [k, v] : dict.dict_ref().items)
-        if (k.kind() == PyKind::integer && k.as_int() == key) return &v;
-    return nullptr;
-}
-
 std::optional<ArgValue> arg_from_py(const PyValue& v) {
     switch (v.kind()) {
         case PyKind::none:
@@ -625,6 +619,12 @@ CheckpointState from_py(const PyValue& root, const std::string& file) {
             s.rng = RngCheckpoint{uint64_t((*ours)["seed"].as_int()),
                                   uint64_t((*ours)["offset"].as_int())};
     return s;
+}
+
+const PyValue* find_int_key(const PyValue& dict, int64_t key) {
+    for (const auto& [k, v] : dict.dict_ref().items)
+        if (k.kind() == PyKind::integer && k.as_int() == key) return &v;
+    return nullptr;
 }
 
 }  // namespace mt::plugins::torch_ckpt

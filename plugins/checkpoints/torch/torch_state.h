@@ -43,11 +43,15 @@ GradScalerCheckpoint grad_scaler_from_py(const io::PyValue& state, const std::st
 // torch_dist's sharded keys).
 io::PyValue distributed_optimizer_to_py(const OptimizerCheckpoint& optimizer);
 
+// The entry of a Python dict under the int key `key` (a torch state's parameter ids, a chained
+// optimizer's parts), or null.
+const io::PyValue* find_int_key(const io::PyValue& dict, int64_t key);
+
 // Reads a file written by us or by Megatron (`file` names it in errors). Parameters are paired
 // with optimizer state by Megatron's numbering: model keys in order, split into the wd_mult 1
 // and 0 groups by Megatron's default rule (".bias" or 1-D: no weight decay); a chained
-// optimizer (a list: the dense parameters', then the experts') numbers each part's own. A legacy model's
-// file (nested language_model) has use_legacy_models set in its args, which releases from
+// optimizer (a list: the dense parameters', then the experts') numbers each part's own. A legacy
+// model's file (nested language_model) has use_legacy_models set in its args, which releases from
 // before the flag lack; QKV rows of files older than checkpoint_version 2.0 (or without one)
 // are reordered as Megatron does (torch_names.h fix_qkv_ordering).
 CheckpointState from_py(const io::PyValue& root, const std::string& file);

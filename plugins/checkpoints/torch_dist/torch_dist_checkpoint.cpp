@@ -161,8 +161,10 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
     const bool shards = share.optimizer && !share.optimizer->shards.empty();
     // Megatron's ChainedOptimizer under expert parallelism keys each part's state behind
     // "chained_<i>." (the dense parameters' 0, the experts' 1).
-    const bool chained =
-        share.optimizer && torch_ckpt::optimizer_chains(*share.optimizer).size() > 1;
+    const std::vector<torch_ckpt::OptimizerChain> chains =
+        share.optimizer ? torch_ckpt::optimizer_chains(*share.optimizer)
+                        : std::vector<torch_ckpt::OptimizerChain>();
+    const bool chained = chains.size() > 1;
     if (shards) {
         std::vector<OptimizerShard> parts[2];
         for (const OptimizerShard& s : share.optimizer->shards)
@@ -172,16 +174,13 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
                      parts[c], layout, chained ? str("chained_", c, ".") : std::string()))
                 stored.push_back(std::move(s));
     } else if (share.optimizer) {
-        // Megatron's ChainedOptimizer under expert parallelism: each part's keys behind
-        // "chained_<i>.".
-        const auto chains = torch_ckpt::optimizer_chains(*share.optimizer);
         MT_CHECK(share.optimizer->params.size() == share.model.size(),
                  "torch_dist: optimizer state for ", share.optimizer->params.size(),
                  " tensors, the model has ", share.model.size());
         for (size_t c = 0; c < chains.size(); ++c) {
             ShardedTensors part;
             for (size_t i : chains[c].members) part.push_back(share.model[i]);
-            const std::string chain = chains.size() > 1 ? str("chained_", c, ".") : "";
+            const std::string chain = chained ? str("chained_", c, ".") : "";
             for (StoredTensor& s : optimizer_moments(chains[c].optimizer, part, layout, chain))
                 stored.push_back(std::move(s));
         }
@@ -255,34 +254,30 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
     DcpMetadata meta;
     for (const std::string& index : indexes) merge_entries(meta, decode_entries(index));
     PyValue common = common_to_py(share);
-    if (shards) {
-        // DistributedOptimizer.sharded_state_dict's plain part, and the content metadata that
-        // tells a loader how the state is sharded.
-        auto one = [](const OptimizerCheckpoint& o) {
-            PyValue optimizer = torch_ckpt::distributed_optimizer_to_py(o);
-            optimizer.dict_ref().set("param_state_sharding_type",
-                                     PyValue::string(kFullyShardedModelSpace));
-            return optimizer;
-        };
-        const auto chains = torch_ckpt::optimizer_chains(*share.optimizer);
+    // ChainedOptimizer.sharded_state_dict's plain part: one optimizer's, or {0: ..., 1: ...}.
+    auto chained_common = [&](auto one) {
+        if (!chained) return one(*share.optimizer);
         PyValue optimizer = PyValue::dict();
         for (size_t c = 0; c < chains.size(); ++c)
             optimizer.dict_ref().set(PyValue::integer(int64_t(c)), one(chains[c].optimizer));
-        common.dict_ref().set("optimizer",
-                              chains.size() > 1 ? std::move(optimizer) : one(*share.optimizer));
+        return optimizer;
+    };
+    if (shards) {
+        // DistributedOptimizer.sharded_state_dict's plain part, and the content metadata that
+        // tells a loader how the state is sharded.
+        common.dict_ref().set("optimizer", chained_common([](const OptimizerCheckpoint& o) {
+                                  PyValue optimizer = torch_ckpt::distributed_optimizer_to_py(o);
+                                  optimizer.dict_ref().set(
+                                      "param_state_sharding_type",
+                                      PyValue::string(kFullyShardedModelSpace));
+                                  return optimizer;
+                              }));
         PyValue content = PyValue::dict();
         content.dict_ref().set("distrib_optim_sharding_type",
                                PyValue::string(kFullyShardedModelSpace));
         common.dict_ref().set("content_metadata", std::move(content));
     } else if (share.optimizer) {
-        const auto chains = torch_ckpt::optimizer_chains(*share.optimizer);
-        PyValue optimizer = PyValue::dict();
-        for (size_t c = 0; c < chains.size(); ++c)
-            optimizer.dict_ref().set(PyValue::integer(int64_t(c)),
-                                     optimizer_common_to_py(chains[c].optimizer));
-        common.dict_ref().set("optimizer", chains.size() > 1
-                                               ? std::move(optimizer)
-                                               : optimizer_common_to_py(*share.optimizer));
+        common.dict_ref().set("optimizer", chained_common(optimizer_common_to_py));
     }
     io::save_torch_file(tmp / kCommonName, common);
     write_dcp_metadata(tmp / kDcpMetadataName, meta);
@@ -329,7 +324,7 @@ CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
     for (const DcpEntry& e : meta.entries) {
         if (e.bytes) continue;  // _extra_state, RNG and rerun-machine objects carry no weights
         // A chained optimizer's moments: its parts' keys behind "chained_<i>.".
-        const std::string fqn = unchained(e.fqn).first;
+        const std::string fqn = unchained(e.fqn);
         if (!fqn.starts_with(kOptimizerPrefix)) {
             // Chunks of whole layers (or of the whole tensor) are viewed where they lie in the
             // files; others are assembled into a copy.

@@ -156,9 +156,9 @@ Extents extents_of(const ShardedTensors& tensors, const KeyLayout& layout) {
 }
 
 // With stacked layers, every layer held must hold the same stored tensors.
-void check_alike(const ShardedTensors& tensors, const KeyLayout& layout) {
+void check_alike(const ShardedTensors& tensors, const KeyLayout& layout,
+                 const std::set<std::pair<std::string, int64_t>>& te_moe) {
     if (layout.per_layer) return;
-    const auto te_moe = te_moe_layers(tensors);
     // block -> stored rest -> layers holding it; block -> layers held
     std::map<std::string, std::map<std::string, std::set<int64_t>>> holders;
     std::map<std::string, std::set<int64_t>> held;
@@ -272,12 +272,13 @@ std::pair<Shape, Tensor> chunk(const ShardedTensor& piece, Shape lead) {
 
 std::vector<StoredTensor> stack(const ShardedTensors& tensors, const KeyLayout& layout,
                                 const std::string& prefix) {
-    check_alike(tensors, layout);
-    const Extents extents = extents_of(tensors, layout);
     const auto te_moe = te_moe_layers(tensors);
+    check_alike(tensors, layout, te_moe);
+    const Extents extents = extents_of(tensors, layout);
     std::vector<StoredTensor> out;
-    std::map<std::string, size_t> index;       // key -> position in out
-    std::map<std::string, std::string> first;  // key -> the name of its first piece
+    std::map<std::string, size_t> index;             // key -> position in out
+    std::map<std::string, std::string> first;        // key -> the name of its first piece
+    std::map<std::string, std::set<Shape>> offsets;  // key -> its chunks' offsets
     for (const auto& [name, t] : tensors) {
         KeyPlace place{name, {}, {}};
         if (auto ln = parse_layer(name))
@@ -298,9 +299,8 @@ std::vector<StoredTensor> stack(const ShardedTensors& tensors, const KeyLayout& 
                                  s.global_shape.end())),
                  " (torch_dist stores them as one tensor)");
         auto c = chunk(t, place.lead_offset);
-        for (const auto& other : s.chunks)
-            MT_CHECK(other.first != c.first, "two tensors are saved as ", key, " at offset ",
-                     shape_str(c.first));
+        MT_CHECK(offsets[key].insert(c.first).second, "two tensors are saved as ", key,
+                 " at offset ", shape_str(c.first));
         s.chunks.push_back(std::move(c));
     }
     return out;

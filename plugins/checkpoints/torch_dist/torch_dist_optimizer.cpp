@@ -36,12 +36,6 @@ double step_value(const PyValue& v, const std::string& where) {
     MT_FAIL(where, ": optimizer common_step has dtype ", dtype_name(t.dtype()));
 }
 
-const PyValue* find_int_key(const PyValue& dict, int64_t key) {
-    for (const auto& [k, v] : dict.dict_ref().items)
-        if (k.kind() == PyKind::integer && k.as_int() == key) return &v;
-    return nullptr;
-}
-
 const Tensor* find_tensor(const NamedTensors& tensors, const std::string& name) {
     for (const auto& [k, t] : tensors)
         if (k == name) return &t;
@@ -119,10 +113,11 @@ OptimizerCheckpoint optimizer_from_py(
     // 'param_state_sharding_type'}, the step in each group.
     // A ChainedOptimizer's: {0: the dense parameters' optimizer, 1: the experts'}.
     const PyValue& stored = common["optimizer"];
-    const PyValue* first = stored.kind() == PyKind::dict ? find_int_key(stored, 0) : nullptr;
+    const PyValue* first =
+        stored.kind() == PyKind::dict ? torch_ckpt::find_int_key(stored, 0) : nullptr;
     const bool chained = first != nullptr;
     if (chained)
-        MT_CHECK(stored.dict_ref().items.size() == 2 && find_int_key(stored, 1),
+        MT_CHECK(stored.dict_ref().items.size() == 2 && torch_ckpt::find_int_key(stored, 1),
                  "not supported yet: the optimizer layout of ", where, " (a chain of ",
                  stored.dict_ref().items.size(),
                  " optimizers; Megatron chains the dense parameters' and the experts')");
@@ -204,13 +199,13 @@ OptimizerCheckpoint optimizer_from_py(
     return o;
 }
 
-std::pair<std::string, std::optional<int64_t>> unchained(const std::string& key) {
+std::string unchained(const std::string& key) {
     constexpr std::string_view kChained = "chained_";
-    if (!key.starts_with(kChained)) return {key, std::nullopt};
+    if (!key.starts_with(kChained)) return key;
     size_t end = kChained.size();
     while (end < key.size() && std::isdigit(static_cast<unsigned char>(key[end]))) ++end;
-    if (end == kChained.size() || end >= key.size() || key[end] != '.') return {key, std::nullopt};
-    return {key.substr(end + 1), std::stoll(key.substr(kChained.size(), end - kChained.size()))};
+    if (end == kChained.size() || end >= key.size() || key[end] != '.') return key;
+    return key.substr(end + 1);
 }
 
 }  // namespace mt::plugins::torch_dist

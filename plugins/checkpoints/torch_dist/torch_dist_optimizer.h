@@ -36,8 +36,8 @@ std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer
 
 // Megatron's ChainedOptimizer.sharded_state_dict puts "chained_<i>." in front of each of its
 // optimizers' keys (expert parallelism: the dense parameters' 0, the experts' 1): `key` without
-// it, and i (nullopt for an unchained key).
-std::pair<std::string, std::optional<int64_t>> unchained(const std::string& key);
+// it (an unchained key as it is).
+std::string unchained(const std::string& key);
 
 // The optimizer of a checkpoint from its common 'optimizer' entry and its moments, keyed
 // "<moment>.<core name>" (exp_avg.decoder.layers.0....); a chained optimizer's common entry is a
