@@ -96,6 +96,7 @@ MT_UNSUPPORTED(rope_forward, const Tensor&, const ops::RopeTables&, Tensor&)
 MT_UNSUPPORTED(rope_backward, const Tensor&, const ops::RopeTables&, Tensor&)
 MT_UNSUPPORTED(dropout_forward, const Tensor&, float, uint64_t, uint64_t, Tensor&)
 MT_UNSUPPORTED(dropout_backward, const Tensor&, float, uint64_t, uint64_t, Tensor&)
+MT_UNSUPPORTED(uniform_scale, const Tensor&, float, float, uint64_t, uint64_t, Tensor&)
 MT_UNSUPPORTED(attention_forward, const Tensor&, const Tensor&, const Tensor&,
                const ops::AttentionConfig&, Tensor&, Tensor&)
 MT_UNSUPPORTED(attention_backward, const Tensor&, const Tensor&, const Tensor&, const Tensor&,

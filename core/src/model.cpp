@@ -1,5 +1,5 @@
-// Model's inference entry points for families that have none yet, and the one-process build
-// context.
+// Model's inference entry points for families that have none yet, the one-process build
+// context, and the state-dict order of parameters and buffers.
 #include "mt/model.h"
 
 #include "mt/backend.h"
@@ -38,10 +38,29 @@ std::array<std::shared_ptr<data::SampleDataset>, 3> ModelFamily::datasets(
     MT_FAIL("not supported yet: training data for the ", name(), " model family");
 }
 
+size_t buffer_slot(size_t count, const std::function<const std::string&(size_t)>& name,
+                   std::string_view buffer) {
+    const size_t dot = buffer.rfind('.');
+    const std::string_view module = buffer.substr(0, dot == std::string_view::npos ? 0 : dot + 1);
+    for (size_t i = count; i > 0; --i)
+        if (!module.empty() && name(i - 1).starts_with(module)) return i;
+    return count;
+}
+
+std::vector<nn::Parameter*> state_tensors(Model& model) {
+    std::vector<nn::Parameter*> out = model.parameters();
+    for (nn::Parameter* b : model.buffers()) {
+        const size_t at = buffer_slot(
+            out.size(), [&](size_t i) -> const std::string& { return out[i]->name; }, b->name);
+        out.insert(out.begin() + std::ptrdiff_t(at), b);
+    }
+    return out;
+}
+
 std::vector<ParameterInfo> ModelFamily::parameters(const ModelArgs& args) const {
     const std::unique_ptr<Model> model = build(args);  // alive while its parameters are read
     std::vector<ParameterInfo> out;
-    for (const nn::Parameter* p : model->parameters()) out.push_back(nn::describe(*p));
+    for (const nn::Parameter* p : state_tensors(*model)) out.push_back(nn::describe(*p));
     return out;
 }
 

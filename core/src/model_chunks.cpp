@@ -9,13 +9,27 @@ ModelChunks::ModelChunks(std::vector<std::unique_ptr<Model>> chunks) : chunks_(s
     MT_CHECK(!chunks_.empty(), "ModelChunks: no model chunks");
 }
 
-std::vector<nn::Parameter*> ModelChunks::parameters() {
+namespace {
+
+// Every chunk's list (its parameters or buffers), chunk 0's first.
+std::vector<nn::Parameter*> joined(const std::vector<std::unique_ptr<Model>>& chunks,
+                                   std::vector<nn::Parameter*> (Model::*list)()) {
     std::vector<nn::Parameter*> out;
-    for (auto& chunk : chunks_) {
-        std::vector<nn::Parameter*> own = chunk->parameters();
+    for (const auto& chunk : chunks) {
+        std::vector<nn::Parameter*> own = (chunk.get()->*list)();
         out.insert(out.end(), own.begin(), own.end());
     }
     return out;
+}
+
+}  // namespace
+
+std::vector<nn::Parameter*> ModelChunks::parameters() {
+    return joined(chunks_, &Model::parameters);
+}
+
+std::vector<nn::Parameter*> ModelChunks::buffers() {
+    return joined(chunks_, &Model::buffers);
 }
 
 void ModelChunks::initialize(uint64_t seed) {

@@ -210,6 +210,42 @@ TEST_F(ParallelTrain, ExpertParallelGivesTheOneProcessNumbers) {
         << r.output;
 }
 
+// --moe-router-enable-expert-bias (sigmoid routing, DeepSeek-V3's bias moved after every
+// iteration by the tokens each expert got, counted over the tensor- and data-parallel ranks):
+// EP2 and EP2 x TP2 (sequence shards) print the one-process losses, which differ from those of
+// a bias that stays 0; the bias is saved and restored (torch and torch_dist from EP2, resumed in
+// one process), and a resume without it would route differently.
+TEST_F(ParallelTrain, ExpertBiasGivesTheOneProcessLossesAndResumes) {
+    const std::string moe = std::string(kLlama) +
+                            " --num-experts 4 --moe-router-topk 2 --moe-ffn-hidden-size 32"
+                            " --moe-aux-loss-coeff 1e-2 --moe-router-score-function sigmoid"
+                            " --moe-router-enable-expert-bias --moe-router-bias-update-rate 2e-2";
+    const std::string one = train(dir_, data_, 1, 1) + moe;
+    auto full = run_command(one);
+    ASSERT_EQ(full.exit_code, 0) << full.output;
+    const auto want = losses(full.output);
+    ASSERT_EQ(want.size(), 6u) << full.output;
+    auto still = run_command(one + " --moe-router-bias-update-rate 0");
+    ASSERT_EQ(still.exit_code, 0) << still.output;
+    EXPECT_GT(std::fabs(losses(still.output).at(6) - want.at(6)), 1e-4 * want.at(6))
+        << "the expert bias changes nothing";
+    for (const auto& [ranks, tp] : {std::pair{2, 1}, std::pair{4, 2}}) {
+        auto r = run_command(train(dir_, data_, ranks, tp) + moe + " --expert-model-parallel-size 2");
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+        const auto got = losses(r.output);
+        EXPECT_EQ(got.size(), 6u) << r.output;
+        expect_same(got, want, r.output);
+    }
+    // (The torch format keeps a MoE model's optimizer state without the distributed optimizer.)
+    std::string ep2 = train(dir_, data_, 2, 1) + moe + " --expert-model-parallel-size 2";
+    const std::string dist = " --use-distributed-optimizer --overlap-grad-reduce";
+    ep2.erase(ep2.find(dist), dist.size());
+    for (const std::string format : {"torch", "torch_dist"}) {
+        const std::string fmt = " --ckpt-format " + format;
+        expect_resumes(ep2 + fmt, one + fmt, dir_ / (format + "_bias"), want);
+    }
+}
+
 // MoE checkpoints of expert-parallel runs: EP2 (each rank its experts) saves Megatron's layout in
 // both formats (torch: an mp_rank_00_00E file per expert-parallel rank, each with its experts'
 // state in the chained optimizer; torch_dist: every rank its experts' pieces) and resumes at EP2

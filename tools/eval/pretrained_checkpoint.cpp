@@ -15,14 +15,14 @@ int64_t load_task_model(const std::filesystem::path& dir, Model& model, optim::O
                         const std::string& head_prefix, const parallel::ParallelState& run,
                         const std::function<void(const std::string&)>& print) {
     std::vector<ParameterInfo> params;
-    for (const nn::Parameter* p : model.parameters()) params.push_back(nn::describe(*p));
+    for (const nn::Parameter* p : state_tensors(model)) params.push_back(nn::describe(*p));
     CheckpointState state = train_tool::read_model_tensors(dir, params);
     print(" loading checkpoint from " + dir.string() + " at iteration " +
           std::to_string(state.iteration));
     std::set<std::string> present;
     for (const auto& [name, tensor] : state.model) present.insert(name);
     bool head_missing = false;
-    for (nn::Parameter* p : model.parameters()) {
+    for (nn::Parameter* p : state_tensors(model)) {
         if (present.count(p->name) || present.count(other_impl_name(p->name))) continue;
         MT_CHECK(p->name.starts_with(head_prefix + "."), "the checkpoint ", dir.string(),
                  " has no model tensor '", p->name, "' (the model needs ",

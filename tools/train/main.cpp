@@ -205,7 +205,7 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     mt::train::TrainingParts parts{*model,  *optimizer, scheduler,
                                    trainer, &state,     grad_buffer.get()};
     std::vector<mt::ParameterInfo> whole_params;
-    for (const mt::nn::Parameter* p : model->parameters())
+    for (const mt::nn::Parameter* p : mt::state_tensors(*model))
         whole_params.push_back(mt::nn::describe(*p));
     // The whole model's parameters: a stage reads the other stages' part of a split checkpoint,
     // and saves cut every stage's and expert-parallel rank's tensors by them.

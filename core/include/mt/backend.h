@@ -179,6 +179,10 @@ class MT_API Backend {
                                  Tensor& y);
     virtual void dropout_backward(const Tensor& dy, float p, uint64_t seed, uint64_t offset,
                                   Tensor& dx);
+    // y = x * U(low, high), element i's factor from counter offset + i (mt/kernels/rng.h
+    // UniformScale): the MoE router's input jitter, whose backward is the same call on dy.
+    virtual void uniform_scale(const Tensor& x, float low, float high, uint64_t seed,
+                               uint64_t offset, Tensor& y);
 
     // ---- Attention (online softmax, no T x T matrix stored) ----------------------------------
     // q (B, T, nq, hd); k, v (B, T, ng, hd), nq a multiple of ng (query head h reads group

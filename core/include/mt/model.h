@@ -85,6 +85,13 @@ inline bool megatron_expert_parameter(std::string_view name) {
     return name.find(".mlp.experts.") != std::string_view::npos;
 }
 
+// A persistent buffer of Megatron-core's modules (Model::buffers): a router's expert_bias
+// (--moe-router-enable-expert-bias). Checkpoints hold it among the parameters, without
+// optimizer state.
+inline bool megatron_buffer(std::string_view name) {
+    return name.ends_with(".router.expert_bias");
+}
+
 struct ParameterInfo {
     std::string
         name;     // Megatron-core key, e.g. "decoder.layers.3.self_attention.linear_qkv.weight"
@@ -181,6 +188,10 @@ class MT_API Model {
     virtual ~Model() = default;
     // Every trainable parameter in Megatron's order (a tied weight appears once).
     virtual std::vector<nn::Parameter*> parameters() = 0;
+    // The persistent buffers (Megatron's register_buffer: a router's expert_bias): tensors saved,
+    // loaded and converted with the model's parameters but never trained (no grad, no optimizer
+    // state). Their Parameter entries carry name, value and shard spec; grad stays undefined.
+    virtual std::vector<nn::Parameter*> buffers() { return {}; }
     // Megatron's initialisation: weights N(0, --init-method-std), output projections scaled by
     // 1/sqrt(2·layers), biases 0, norm weights 1; deterministic in `seed`.
     virtual void initialize(uint64_t seed) = 0;
@@ -226,13 +237,22 @@ class MT_API Model {
     virtual std::vector<Model*> pipeline_chunks() { return {this}; }
 };
 
+// The model's parameters and buffers in Megatron's state-dict order (a module's buffers after
+// its parameters): what checkpoints hold of it.
+MT_API std::vector<nn::Parameter*> state_tensors(Model& model);
+// Where Megatron's state dict puts buffer `buffer` among `count` entries named name(i): after the
+// last entry of its module ("decoder.layers.0.mlp.router."), else at the end.
+MT_API size_t buffer_slot(size_t count, const std::function<const std::string&(size_t)>& name,
+                          std::string_view buffer);
+
 class MT_API ModelFamily {
   public:
     virtual ~ModelFamily() = default;
     virtual std::string_view name() const = 0;  // "gpt"
     // The model flags this family reads (--num-layers, --hidden-size, ...).
     virtual std::vector<FlagInfo> flags() const = 0;
-    // Every parameter of the model these arguments describe, in Megatron's order. The default
+    // Every parameter and buffer of the model these arguments describe, in Megatron's
+    // state-dict order (state_tensors). The default
     // builds the whole model in one process and lists it (its zero tensors are untouched pages:
     // address space, not memory), so the modules state their parameters once.
     virtual std::vector<ParameterInfo> parameters(const ModelArgs& args) const;

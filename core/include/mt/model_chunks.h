@@ -17,6 +17,7 @@ class MT_API ModelChunks final : public Model {
     explicit ModelChunks(std::vector<std::unique_ptr<Model>> chunks);
 
     std::vector<nn::Parameter*> parameters() override;  // chunk 0's, then chunk 1's, ...
+    std::vector<nn::Parameter*> buffers() override;     // the same
     void initialize(uint64_t seed) override;
     // mt::Error: a chunk runs on its own (pipeline_chunks()).
     Losses forward(const Batch& batch, nn::DropoutContext& dropout,

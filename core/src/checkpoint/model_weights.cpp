@@ -12,7 +12,7 @@ namespace mt {
 void load_model_weights(const CheckpointState& state, Model& model, WeightLoad how) {
     std::map<std::string, const Tensor*> tensors;
     for (const auto& [name, t] : state.model) tensors[name] = &t.local;
-    for (nn::Parameter* p : model.parameters()) {
+    for (nn::Parameter* p : state_tensors(model)) {
         // A pipeline stage's copy of a tied weight loads the original.
         const std::string& name = p->stored_name();
         auto it = tensors.find(name);
@@ -47,7 +47,7 @@ void load_model_weights(const CheckpointState& state, Model& model, WeightLoad h
 
 void keep_model_tensors(CheckpointState& state, Model& model) {
     std::set<std::string> names;
-    for (const nn::Parameter* p : model.parameters()) {
+    for (const nn::Parameter* p : state_tensors(model)) {
         const std::string& name = p->stored_name();
         names.insert(name);
         names.insert(other_impl_name(name));

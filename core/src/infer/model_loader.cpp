@@ -31,6 +31,7 @@ class VocabularyCut final : public Model {
     }
     int64_t max_positions() const override { return model_->max_positions(); }
     std::vector<nn::Parameter*> parameters() override { return model_->parameters(); }
+    std::vector<nn::Parameter*> buffers() override { return model_->buffers(); }
     void initialize(uint64_t seed) override { model_->initialize(seed); }
     Losses forward(const Batch&, nn::DropoutContext&, std::unique_ptr<Activations>*) override {
         MT_FAIL("a model padded for tensor-parallel inference does not train");

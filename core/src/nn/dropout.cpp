@@ -1,4 +1,5 @@
-// The layers' dropout sites over the backend's dropout_forward/backward.
+// The layers' dropout and jitter sites over the backend's dropout_forward/backward and
+// uniform_scale.
 #include "mt/nn/dropout.h"
 
 namespace mt::nn {
@@ -26,6 +27,14 @@ Tensor dropout_backward(Backend& backend, const Tensor& dy, const DropoutDraw& d
     Tensor dx = backend.empty(dy.shape(), dy.dtype());
     backend.dropout_backward(backend.contiguous(dy), draw.p, draw.seed, draw.offset, dx);
     return dx;
+}
+
+Tensor jitter(Backend& backend, const Tensor& x, const DropoutDraw& draw) {
+    if (!draw.applied) return x;
+    Tensor y = backend.empty(x.shape(), x.dtype());
+    backend.uniform_scale(backend.contiguous(x), 1.0f - draw.p, 1.0f + draw.p, draw.seed,
+                          draw.offset, y);
+    return y;
 }
 
 }  // namespace mt::nn

@@ -54,8 +54,8 @@ class DenseFeedForward final : public FeedForward {
     DenseFeedForward(const std::string& prefix, const TransformerConfig& config, Backend& backend)
         : mlp_(join_name(prefix, "mlp"), config, backend) {}
 
-    Tensor forward(const Tensor& x, std::unique_ptr<ModuleState>* saved,
-                   bool keep_input) const override {
+    Tensor forward(const Tensor& x, DropoutContext& /*ctx: no noise of its own*/,
+                   std::unique_ptr<ModuleState>* saved, bool keep_input) const override {
         if (!saved) return mlp_.forward(x, nullptr);
         auto state = std::make_unique<State>();
         Tensor y = mlp_.forward(x, &state->saved);

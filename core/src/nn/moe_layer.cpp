@@ -24,6 +24,7 @@ TransformerConfig shared_expert_config(const TransformerConfig& c) {
 class MoeFeedForward final : public FeedForward {
   public:
     struct State final : ModuleState {
+        DropoutDraw jitter;  // --moe-input-jitter-eps: the router input's noise
         TopKRouter::Saved router;
         std::unique_ptr<TokenDispatcher::State> dispatch;
         MoeExperts::Saved experts;
@@ -47,30 +48,44 @@ class MoeFeedForward final : public FeedForward {
         if (moe_.shared_expert_ffn_size > 0)
             shared_.emplace(join_name(prefix, "mlp.shared_experts"), shared_expert_config(config),
                             backend);
+        if (Parameter* bias = router_.expert_bias()) {
+            MT_CHECK(tracker_, "a MoE layer with an expert bias needs the model's MoeTracker");
+            expert_bias_slot_ = tracker_->add_expert_bias(*bias);
+        }
     }
 
     Tensor forward(
-        const Tensor& x, std::unique_ptr<ModuleState>* saved,
+        const Tensor& x, DropoutContext& ctx, std::unique_ptr<ModuleState>* saved,
         bool /*keep_input: the router and dispatch keep what they need*/) const override {
         MT_CHECK(x.dim() == 3, "MoE layer: x must be (B, T, H), got ", x.describe());
         auto state = std::make_unique<State>();
-        const bool training = saved != nullptr;
+        // A training pass routes as training does (sinkhorn balances), also the first pass of a
+        // full recompute, which keeps nothing (as Megatron's module.training without grad);
+        // only a pass with a backward reports and counts (Megatron's torch.is_grad_enabled).
+        const bool training = ctx.training, with_backward = saved != nullptr;
         // Megatron's MoELayer raises this too: without sequence parallelism every tensor rank
         // routes the same tokens, which the router's losses would count as distinct parts.
-        MT_CHECK(!training || !tp_.active() || tp_.sequence_parallel,
+        MT_CHECK(!with_backward || !tp_.active() || tp_.sequence_parallel,
                  "MoE layers with tensor parallelism need --sequence-parallel in training "
                  "(Megatron-core's MoELayer refuses it too)");
         state->shape = x.shape();
         const int64_t N = x.size(0) * x.size(1), H = x.size(2);
-        Routing routing = router_.forward(x, training, training ? &state->router : nullptr);
-        if (training) report(routing);
+        // Each sequence shard draws its part of the whole site's counters, as dropout does.
+        state->jitter = draw_dropout(ctx, float(moe_.router.input_jitter_eps), x.numel(),
+                                     tp_.sequence_shard(), tp_.sequence_shards());
+        Routing routing = router_.forward(jitter(*backend_, x, state->jitter), training,
+                                          with_backward ? &state->router : nullptr);
+        if (with_backward) {
+            report(routing);
+            if (expert_bias_slot_) tracker_->count_routed(*expert_bias_slot_, routing.map);
+        }
         Tensor x2 = backend_->contiguous(x).view({N, H});
         auto dispatched = dispatcher_->dispatch(x2, routing, probs_dtype_, state->dispatch);
         Tensor y_rows = experts_.forward(dispatched.x, state->dispatch->rows, dispatched.probs,
-                                         training ? &state->experts : nullptr);
+                                         with_backward ? &state->experts : nullptr);
         Tensor y = dispatcher_->combine(y_rows, *state->dispatch).view(x.shape());
         if (shared_) {
-            Tensor s = shared_->forward(x, training ? &state->shared : nullptr);
+            Tensor s = shared_->forward(x, with_backward ? &state->shared : nullptr);
             backend_->add(y, backend_->contiguous(s), y);
         }
         if (saved) *saved = std::move(state);
@@ -87,7 +102,7 @@ class MoeFeedForward final : public FeedForward {
         // Megatron scales the auxiliary losses by the tokens with --calculate-per-token-loss.
         const double aux_scale =
             (tracker_ ? tracker_->grad_scale() : 1.0) * (moe_.per_token_loss ? double(N) : 1.0);
-        Tensor dx_router = router_.backward(dprobs, s.router, aux_scale);
+        Tensor dx_router = jitter(*backend_, router_.backward(dprobs, s.router, aux_scale), s.jitter);
         Tensor out = dx.view(s.shape);
         backend_->add(out, dx_router, out);
         if (shared_) backend_->add(out, backend_->contiguous(shared_->backward(dy, s.shared)), out);
@@ -99,6 +114,9 @@ class MoeFeedForward final : public FeedForward {
         router_.collect_parameters(out);
         experts_.collect_parameters(out);
         if (shared_) shared_->collect_parameters(out);
+    }
+    void collect_buffers(std::vector<Parameter*>& out) override {
+        if (Parameter* bias = router_.expert_bias()) out.push_back(bias);
     }
 
   private:
@@ -127,6 +145,7 @@ class MoeFeedForward final : public FeedForward {
     MoeExperts experts_;
     std::optional<Mlp> shared_;
     std::shared_ptr<MoeTracker> tracker_;
+    std::optional<size_t> expert_bias_slot_;  // the router's in tracker_
     DType probs_dtype_;
     TensorParallel tp_;
     Backend* backend_;

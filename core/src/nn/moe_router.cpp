@@ -40,6 +40,13 @@ TopKRouter::TopKRouter(const std::string& prefix, const TransformerConfig& confi
     // Each tensor-parallel rank routes its sequence shard: its grad is a partial sum (Megatron
     // marks the weight sequence_parallel).
     weight_.grad_partial_over_tp = config.tp.sequence_split();
+    if (config_.expert_bias) {
+        // Megatron keeps it in float32 whatever the model's dtype (_maintain_float32_expert_bias).
+        expert_bias_ = make_parameter(backend, join_name(prefix, "router.expert_bias"),
+                                      {config_.num_experts}, DType::f32, ShardSpec{}, false,
+                                      config.tp);
+        expert_bias_.grad = Tensor();  // a buffer: never trained
+    }
 }
 
 Routing TopKRouter::forward(const Tensor& x, bool training, Saved* saved) const {
@@ -52,8 +59,12 @@ Routing TopKRouter::forward(const Tensor& x, bool training, Saved* saved) const 
     Tensor host = backend_->cast_to(logits, DType::f64).contiguous();
     std::vector<double> l = to_sequence_major(host.data<double>(), B, T, E);
     RoutingShape shape{T, B, sequence_partition_};
-    Routing r =
-        route(config_, l, shape, config_.expert_bias, training, logits_dtype_ == DType::f64);
+    std::vector<double> bias;
+    if (config_.expert_bias) {
+        const Tensor b = backend_->cast_to(expert_bias_.value, DType::f64).contiguous();
+        bias.assign(b.data<double>(), b.data<double>() + E);
+    }
+    Routing r = route(config_, l, shape, bias, training, logits_dtype_ == DType::f64);
     // The caller's view in (b, t) order: what dispatch and the loss report read (the rest stays
     // with the backward's copy).
     Routing out;

@@ -1,6 +1,10 @@
 #include "mt/nn/moe_tracker.h"
 
+#include <cmath>
+
+#include "mt/backend.h"
 #include "mt/error.h"
+#include "mt/nn/parameter.h"
 
 namespace mt::nn {
 
@@ -14,7 +18,8 @@ bool reports_z_loss(const RouterConfig& r) {
     return r.z_loss_coeff > 0;
 }
 
-MoeTracker::MoeTracker(const RouterConfig& router, int64_t moe_layers) : moe_layers_(moe_layers) {
+MoeTracker::MoeTracker(const RouterConfig& router, int64_t moe_layers)
+    : moe_layers_(moe_layers), bias_update_rate_(router.bias_update_rate) {
     MT_CHECK(moe_layers > 0, "MoeTracker: a model with ", moe_layers, " MoE layers");
     if (reports_load_balancing(router)) sums_.emplace_back("load_balancing_loss", 0.0);
     if (reports_z_loss(router)) sums_.emplace_back("z_loss", 0.0);
@@ -36,6 +41,50 @@ std::vector<std::pair<std::string, double>> MoeTracker::take() {
         sum = 0;
     }
     return out;
+}
+
+size_t MoeTracker::add_expert_bias(Parameter& bias) {
+    expert_bias_.push_back({&bias, std::vector<double>(size_t(bias.value.numel()), 0.0)});
+    return expert_bias_.size() - 1;
+}
+
+void MoeTracker::count_routed(size_t slot, const std::vector<uint8_t>& map) {
+    MT_CHECK(slot < expert_bias_.size(), "MoeTracker: no expert-bias slot ", slot);
+    std::vector<double>& tokens = expert_bias_[slot].tokens;
+    const size_t experts = tokens.size();
+    MT_CHECK(experts > 0 && map.size() % experts == 0, "MoeTracker: a routing map of ",
+             map.size(), " entries for ", experts, " experts");
+    for (size_t i = 0; i < map.size(); ++i) tokens[i % experts] += map[i];
+}
+
+std::vector<double> MoeTracker::routed_tokens() const {
+    std::vector<double> out;
+    for (const ExpertBiasSlot& s : expert_bias_) out.insert(out.end(), s.tokens.begin(), s.tokens.end());
+    return out;
+}
+
+void MoeTracker::update_expert_bias(Backend& backend, const std::vector<double>& tokens) {
+    MT_CHECK(tokens.size() == routed_tokens().size(), "MoeTracker: ", tokens.size(),
+             " token counts for ", routed_tokens().size());
+    const float rate = float(bias_update_rate_);
+    size_t at = 0;
+    for (ExpertBiasSlot& s : expert_bias_) {
+        const size_t experts = s.tokens.size();
+        // Megatron's float32 tensors: the mean count, the offset's sign, the step.
+        float sum = 0;
+        for (size_t e = 0; e < experts; ++e) sum += float(tokens[at + e]);
+        const float mean = sum / float(experts);
+        Tensor bias = backend.cast_to(s.bias->value, DType::f32).contiguous();
+        std::vector<float> updated(bias.data<float>(), bias.data<float>() + experts);
+        for (size_t e = 0; e < experts; ++e) {
+            const float offset = mean - float(tokens[at + e]);
+            const float sign = offset > 0 ? 1.0f : offset < 0 ? -1.0f : 0.0f;
+            updated[e] = updated[e] + sign * rate;
+        }
+        backend.copy(host_tensor(std::move(updated), s.bias->value.shape()), s.bias->value);
+        std::fill(s.tokens.begin(), s.tokens.end(), 0.0);
+        at += experts;
+    }
 }
 
 }  // namespace mt::nn

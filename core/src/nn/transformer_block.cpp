@@ -91,6 +91,10 @@ Tensor TransformerBlock::backward(const Tensor& dy, const Saved& saved,
     return dh;
 }
 
+void TransformerBlock::collect_buffers(std::vector<Parameter*>& out) {
+    for (auto& layer : layers_) layer->collect_buffers(out);
+}
+
 void TransformerBlock::collect_parameters(std::vector<Parameter*>& out) {
     for (auto& layer : layers_) layer->collect_parameters(out);
     if (final_norm_) final_norm_->collect_parameters(out);

@@ -67,10 +67,11 @@ Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* sa
     const Tensor normed = pre_mlp_norm_.forward(h, &s.pre_mlp_norm);
     Tensor m;
     if (saved && recompute_mlp_) {  // only the block's input is kept (or rebuilt, see below)
-        m = feed_forward_->forward(normed, nullptr, false);
+        m = feed_forward_->forward(normed, ctx, nullptr, false);
         if (!recompute_norms_) s.feed_forward_input = normed;
     } else {
-        m = feed_forward_->forward(normed, saved ? &s.feed_forward : nullptr, !recompute_norms_);
+        m = feed_forward_->forward(normed, ctx, saved ? &s.feed_forward : nullptr,
+                                   !recompute_norms_);
     }
     s.feed_forward_dropout =
         draw_dropout(ctx, hidden_dropout_, m.numel(), tp_.sequence_shard(), tp_.sequence_shards());
@@ -88,7 +89,9 @@ Tensor TransformerLayer::backward(const Tensor& dy, const Saved& saved) {
     Tensor dnormed;
     if (recompute_mlp_) {
         std::unique_ptr<ModuleState> replayed;
-        feed_forward_->forward(normed, &replayed, true);
+        // Only the dense MLP recomputes alone (MoE layers refuse it): it draws no noise.
+        DropoutContext noiseless{false};
+        feed_forward_->forward(normed, noiseless, &replayed, true);
         dnormed = feed_forward_->backward(dm, *replayed, Tensor());
     } else {
         dnormed = feed_forward_->backward(dm, *saved.feed_forward, normed);
@@ -111,7 +114,7 @@ Tensor TransformerLayer::forward_post_norm(const Tensor& x, DropoutContext& ctx,
         draw_dropout(ctx, hidden_dropout_, a.numel(), tp_.sequence_shard(), tp_.sequence_shards());
     const Tensor h =
         input_norm_.forward(sum(x, dropout_forward(*backend_, a, s.mixer_dropout)), &s.input_norm);
-    Tensor m = feed_forward_->forward(h, saved ? &s.feed_forward : nullptr, true);
+    Tensor m = feed_forward_->forward(h, ctx, saved ? &s.feed_forward : nullptr, true);
     s.feed_forward_dropout =
         draw_dropout(ctx, hidden_dropout_, m.numel(), tp_.sequence_shard(), tp_.sequence_shards());
     return pre_mlp_norm_.forward(sum(h, dropout_forward(*backend_, m, s.feed_forward_dropout)),

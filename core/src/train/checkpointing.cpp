@@ -338,6 +338,23 @@ void gather_experts(const TrainingParts& parts, CheckpointState& s) {
     if (moments) s.optimizer->params = std::move(params);
 }
 
+// The model's buffers (a router's expert_bias: no optimizer state) put among its parameters'
+// entries where Megatron's state dict has them; replicated, so whole on every rank.
+void add_buffers(const TrainingParts& parts, const CaptureOptions& o,
+                 std::vector<std::pair<std::string, ShardedTensor>>& model) {
+    for (nn::Parameter* b : parts.model.buffers()) {
+        std::vector<ShardedTensor> boxes;
+        if (o.own_share)
+            boxes = main_boxes(parts, *b, b->value);
+        else
+            boxes.push_back(ShardedTensor::whole(b->value));
+        const size_t at = buffer_slot(
+            model.size(), [&](size_t i) -> const std::string& { return model[i].first; }, b->name);
+        for (size_t k = 0; k < boxes.size(); ++k)
+            model.insert(model.begin() + std::ptrdiff_t(at + k), {b->name, std::move(boxes[k])});
+    }
+}
+
 }  // namespace
 
 std::string lr_decay_style_name(optim::LrDecayStyle style) {
@@ -475,6 +492,7 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
     }
     if (o.rng) s.rng = RngCheckpoint{parts.trainer.dropout_seed(), parts.trainer.dropout_offset()};
     if (!o.own_share && parts.parallel) gather_experts(parts, s);
+    add_buffers(parts, o, s.model);
     return s;
 }
 

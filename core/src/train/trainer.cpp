@@ -188,6 +188,32 @@ void Trainer::finalize_grads() {
                      parallel_->tp());
 }
 
+void Trainer::update_expert_bias() {
+    std::vector<nn::MoeTracker*> trackers;
+    std::vector<double> tokens;
+    for (Model* chunk : model_.pipeline_chunks())
+        if (nn::MoeTracker* tracker = chunk->moe_tracker()) {
+            const std::vector<double> own = tracker->routed_tokens();
+            if (own.empty()) continue;
+            trackers.push_back(tracker);
+            tokens.insert(tokens.end(), own.begin(), own.end());
+        }
+    if (trackers.empty()) return;
+    // Every stage's routers, reduced as one stacked tensor over its own stage's ranks.
+    if (parallel_ && parallel_->tp_cp().size() > 1)
+        parallel::all_reduce_values(parallel_->tp_cp(), tokens, ReduceOp::sum);
+    if (parallel_ && parallel_->dp().size() > 1)
+        parallel::all_reduce_values(parallel_->dp(), tokens, ReduceOp::sum);
+    size_t at = 0;
+    for (nn::MoeTracker* tracker : trackers) {
+        const size_t n = tracker->routed_tokens().size();
+        tracker->update_expert_bias(optimizer_.backend(),
+                                    std::vector<double>(tokens.begin() + std::ptrdiff_t(at),
+                                                        tokens.begin() + std::ptrdiff_t(at + n)));
+        at += n;
+    }
+}
+
 void Trainer::all_reduce_grads(const std::function<bool(const nn::Parameter&)>& which,
                                Communicator& group) {
     std::vector<nn::Parameter*> chosen;
@@ -381,6 +407,7 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     }
     model_.set_grad_ready_hook(nullptr);
     finalize_grads();
+    update_expert_bias();
     accumulated.reduce(reporting_group());
     // Megatron's finalize_model_grads(num_tokens): grads *= 1 / (the batch's tokens, all ranks).
     if (!per_token_term.empty()) {

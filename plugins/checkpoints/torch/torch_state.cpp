@@ -369,8 +369,14 @@ OptimizerCheckpoint single_optimizer_from_py(const PyValue& opt, const Checkpoin
     return o;
 }
 
-OptimizerCheckpoint optimizer_from_py(const PyValue& opt, const CheckpointState& s,
+OptimizerCheckpoint optimizer_from_py(const PyValue& opt, const CheckpointState& whole,
                                       const std::string& file) {
+    // The optimizer's parameters are the model's tensors less its buffers (no state).
+    CheckpointState s;
+    s.iteration = whole.iteration;
+    s.args = whole.args;
+    for (const auto& entry : whole.model)
+        if (!megatron_buffer(entry.first)) s.model.push_back(entry);
     if (opt.kind() != PyKind::list) return single_optimizer_from_py(opt, s, file, false);
     // Megatron's ChainedOptimizer with expert parallelism: the dense parameters' state, then
     // the experts'.

@@ -174,12 +174,16 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
                      parts[c], layout, chained ? str("chained_", c, ".") : std::string()))
                 stored.push_back(std::move(s));
     } else if (share.optimizer) {
-        MT_CHECK(share.optimizer->params.size() == share.model.size(),
+        // Buffers (a router's expert_bias) have no optimizer state.
+        ShardedTensors trained;
+        for (const auto& entry : share.model)
+            if (!megatron_buffer(entry.first)) trained.push_back(entry);
+        MT_CHECK(share.optimizer->params.size() == trained.size(),
                  "torch_dist: optimizer state for ", share.optimizer->params.size(),
-                 " tensors, the model has ", share.model.size());
+                 " tensors, the model has ", trained.size());
         for (size_t c = 0; c < chains.size(); ++c) {
             ShardedTensors part;
-            for (size_t i : chains[c].members) part.push_back(share.model[i]);
+            for (size_t i : chains[c].members) part.push_back(trained[i]);
             const std::string chain = chained ? str("chained_", c, ".") : "";
             for (StoredTensor& s : optimizer_moments(chains[c].optimizer, part, layout, chain))
                 stored.push_back(std::move(s));

@@ -167,6 +167,7 @@ OptimizerCheckpoint optimizer_from_py(
     if (o.type == "sgd") o.step = iteration;
 
     for (const auto& [name, t] : model) {
+        if (megatron_buffer(name)) continue;  // no optimizer state
         OptimizerParamState p;
         p.name = name;
         p.weight_decay = megatron_weight_decay(name, t.global_shape);

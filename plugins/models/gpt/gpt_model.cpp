@@ -174,6 +174,12 @@ std::vector<nn::Parameter*> GptModel::parameters() {
     return out;
 }
 
+std::vector<nn::Parameter*> GptModel::buffers() {
+    std::vector<nn::Parameter*> out;
+    decoder_.collect_buffers(out);
+    return out;
+}
+
 void GptModel::initialize(uint64_t seed) {
     nn::initialize_megatron(
         *backend_, parameters(),

@@ -54,6 +54,7 @@ class GptModel final : public Model {
     // In Megatron-core's state-dict order: the model's one parameter description (the
     // family's parameters() lists these, whole).
     std::vector<nn::Parameter*> parameters() override;
+    std::vector<nn::Parameter*> buffers() override;
     // Megatron's scheme (nn::initialize_megatron); a last pipeline stage's copy of tied word
     // embeddings then takes the first stage's values.
     void initialize(uint64_t seed) override;

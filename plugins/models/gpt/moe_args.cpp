@@ -124,12 +124,15 @@ void read_moe_args(const ModelArgsReader& f, GptConfig& c) {
                           {std::pair{"allgather", nn::DispatcherKind::allgather},
                            std::pair{"alltoall", nn::DispatcherKind::alltoall},
                            std::pair{"alltoall_seq", nn::DispatcherKind::alltoall}});
-    MT_CHECK(!f.flag("moe-router-enable-expert-bias"),
-             "not supported yet: --moe-router-enable-expert-bias (the expert_bias buffers are not "
-             "updated, saved or loaded yet)");
-    MT_CHECK(!f.has("moe-input-jitter-eps"),
-             "not supported yet: --moe-input-jitter-eps (its noise does not follow Megatron's "
-             "random stream)");
+    r.expert_bias = f.flag("moe-router-enable-expert-bias");
+    // Megatron's TransformerConfig asserts this.
+    MT_CHECK(!r.expert_bias || r.score_function == nn::ScoreFunction::sigmoid,
+             "--moe-router-enable-expert-bias needs --moe-router-score-function sigmoid");
+    r.bias_update_rate = f.real("moe-router-bias-update-rate", 1e-3);
+    // Drawn from megatron-train's own counter-based stream (as its dropout), not torch's.
+    r.input_jitter_eps = f.real("moe-input-jitter-eps", 0.0);
+    MT_CHECK(r.input_jitter_eps >= 0 && r.input_jitter_eps < 1,
+             "--moe-input-jitter-eps must be in [0, 1), got ", r.input_jitter_eps);
 }
 
 }  // namespace mt::plugins::gpt

@@ -174,6 +174,11 @@ TEST(GptTraining, MoeDroplessCurveMatchesPyTorch) {
 TEST(GptTraining, MoeCapacityCurveMatchesPyTorch) {
     check_curve("moe_capacity", DType::f32, 1e-5, 1e-5);
 }
+// Sigmoid routing with --moe-router-enable-expert-bias: each router's bias moved after every
+// iteration by the tokens its experts got (megatron-core's get_updated_expert_bias).
+TEST(GptTraining, MoeExpertBiasCurveMatchesPyTorch) {
+    check_curve("moe_expert_bias", DType::f32, 1e-5, 1e-5);
+}
 TEST(GptTraining, Bf16LossCurveMatchesPyTorchGpt2Style) {
     check_curve("gpt2_bf16", DType::bf16, 1e-2, 2e-5);
 }

@@ -1,6 +1,7 @@
 // CPU dropout: values are 0 or x / (1 - p) by the kernel's mask, the mask is a pure function
 // of (seed, offset + i) (replays, shifts with the offset, differs across seeds), the keep rate
-// over 1e6 elements, backward uses the forward's mask, and p = 0 / p = 1.
+// over 1e6 elements, backward uses the forward's mask, and p = 0 / p = 1. The uniform scaling
+// of input jitter draws from the same counters: factors in [low, high) with the uniform's mean.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -100,6 +101,31 @@ TEST_P(DropoutOp, ZeroAndOneProbabilities) {
     EXPECT_NE(mt::test::error_of([&] {
                   be().dropout_forward(x, 0.1f, 1, ~uint64_t(0) - 10, y);
               }).find("overflows the 64-bit counter"),
+              std::string::npos);
+}
+
+TEST_P(DropoutOp, UniformScaleDrawsKernelFactorsInRange) {
+    const int64_t n = 100003;
+    std::mt19937 rng(53);
+    auto x = mt::test::random_tensor({n}, rng);
+    auto y = Tensor::empty({n}, mt::DType::f32), again = Tensor::empty({n}, mt::DType::f32);
+    const float low = 0.9f, high = 1.1f;
+    be().uniform_scale(x, low, high, 5, 3, y);
+    be().uniform_scale(x, low, high, 5, 3, again);  // a replay: the same factors
+    const mt::k::UniformScale noise{low, high};
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const uint64_t j = 3 + uint64_t(i);
+        const float factor = noise.factor_bits(mt::k::philox_block(5, j >> 2).v[j & 3]);
+        ASSERT_GE(factor, low);
+        ASSERT_LT(factor, high);
+        ASSERT_EQ(f32(y)[i], f32(x)[i] * factor) << i;
+        ASSERT_EQ(f32(again)[i], f32(y)[i]) << i;
+        sum += factor;
+    }
+    EXPECT_NEAR(sum / double(n), 1.0, 1e-3);  // U(0.9, 1.1): sd 0.058 / sqrt(n)
+    EXPECT_NE(mt::test::error_of([&] { be().uniform_scale(x, 1.1f, 0.9f, 5, 3, y); })
+                  .find("uniform_scale: low 1.1 above high 0.9"),
               std::string::npos);
 }
 

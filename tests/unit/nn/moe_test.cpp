@@ -78,11 +78,17 @@ mt::nn::RouterConfig router_config(const RouterCase& c, int64_t experts) {
                                             : mt::nn::LoadBalancing::aux_loss;
     r.aux_loss_coeff = number("aux_coeff");
     r.z_loss_coeff = number("z_coeff");
-    if (get("expert_bias") != "None") {
-        std::istringstream list(get("expert_bias"));
-        for (std::string x; std::getline(list, x, ',');) r.expert_bias.push_back(std::stod(x));
-    }
+    r.expert_bias = get("expert_bias") != "None";
     return r;
+}
+
+// The case's expert bias values (empty: none).
+std::vector<double> expert_bias_of(const RouterCase& c) {
+    std::vector<double> bias;
+    if (c.settings.at("expert_bias") == "None") return bias;
+    std::istringstream list(c.settings.at("expert_bias"));
+    for (std::string x; std::getline(list, x, ',');) bias.push_back(std::stod(x));
+    return bias;
 }
 
 void expect_near_all(const std::vector<double>& got, const std::vector<double>& want, double tol,
@@ -107,7 +113,7 @@ TEST(MoeRouting, EqualsMegatronCoreOnFixedLogits) {
         const mt::nn::RouterConfig config = router_config(c, E);
         const mt::nn::RoutingShape shape{std::stoll(c.settings.at("seq")),
                                          std::stoll(c.settings.at("batch")), nullptr};
-        const mt::nn::Routing r = mt::nn::route(config, logits, shape, config.expert_bias, true,
+        const mt::nn::Routing r = mt::nn::route(config, logits, shape, expert_bias_of(c), true,
                                                 /*f64=*/false);
         expect_near_all(r.probs, c.values.at("probs"), 1e-6, "probs");
         std::vector<double> counts(r.tokens_per_expert.begin(), r.tokens_per_expert.end());
@@ -181,7 +187,9 @@ mt::nn::LayerSpec moe_spec() {
     return mt::nn::moe_layer_specs(mt::nn::MoeLayerPattern::parse("1", 1), nullptr)(0);
 }
 
-void check_moe_layer_grads(const mt::nn::TransformerConfig& config, unsigned seed) {
+// `start`: the forward's dropout context (training with a seed: the router's input jitter).
+void check_moe_layer_grads(const mt::nn::TransformerConfig& config, unsigned seed,
+                           const mt::nn::DropoutContext& start = {false, 0, 0}) {
     auto be = mt::make_cpu_backend();
     std::mt19937 rng(seed);
     mt::nn::TransformerLayer layer("decoder.layers.0", config, moe_spec(), *be);
@@ -189,7 +197,7 @@ void check_moe_layer_grads(const mt::nn::TransformerConfig& config, unsigned see
     layer.collect_parameters(params);
     for (auto* p : params) mt::test::fill_random(p->value, rng, -0.5, 0.5);
     Tensor x = random_like({2, 6, 8}, DType::f64, rng);
-    mt::test::expect_module_grads_match(layer, x, params, {false, 0, 0}, rng);
+    mt::test::expect_module_grads_match(layer, x, params, start, rng);
 }
 
 TEST(MoeLayer, DroplessGradientsMatchFiniteDifferences) {
@@ -257,6 +265,94 @@ TEST(MoeLayer, RefusesExpertBiases) {
     mt::nn::TransformerConfig c = moe_config(true);
     c.add_bias_linear = true;
     EXPECT_THROW(mt::nn::TransformerLayer("decoder.layers.0", c, moe_spec(), *be), mt::Error);
+}
+
+// --moe-input-jitter-eps: in training the router sees its input times U(1 - eps, 1 + eps) noise
+// (the experts the input itself), drawn from the dropout stream, so a re-forward from the same
+// counters replays it and the gradients match finite differences; it changes the routing's
+// weights, and evaluation does not jitter.
+TEST(MoeLayer, InputJitterGradientsMatchFiniteDifferences) {
+    mt::nn::TransformerConfig c = moe_config(true);
+    c.moe.router.input_jitter_eps = 0.3;
+    check_moe_layer_grads(c, 35, {true, 11, 0});
+
+    auto be = mt::make_cpu_backend();
+    std::mt19937 rng(36);
+    mt::nn::TransformerLayer jittered("decoder.layers.0", c, moe_spec(), *be);
+    c.moe.router.input_jitter_eps = 0;
+    mt::nn::TransformerLayer plain("decoder.layers.0", c, moe_spec(), *be);
+    std::vector<mt::nn::Parameter*> a, b;
+    jittered.collect_parameters(a);
+    plain.collect_parameters(b);
+    for (size_t i = 0; i < a.size(); ++i) {
+        mt::test::fill_random(a[i]->value, rng, -0.5, 0.5);
+        b[i]->value.copy_from(a[i]->value);
+    }
+    const Tensor x = random_like({2, 6, 8}, DType::f64, rng);
+    auto forward = [&](const mt::nn::TransformerLayer& layer, bool training) {
+        mt::nn::DropoutContext ctx{training, 11, 0};
+        return layer.forward(x, ctx, nullptr);
+    };
+    const Tensor train_jittered = forward(jittered, true), train_plain = forward(plain, true);
+    double differs = 0;
+    for (int64_t i = 0; i < x.numel(); ++i)
+        differs = std::max(differs, std::fabs(train_jittered.data<double>()[i] -
+                                              train_plain.data<double>()[i]));
+    EXPECT_GT(differs, 1e-4);
+    const Tensor eval_jittered = forward(jittered, false), eval_plain = forward(plain, false);
+    for (int64_t i = 0; i < x.numel(); ++i)
+        ASSERT_EQ(eval_jittered.data<double>()[i], eval_plain.data<double>()[i]) << i;
+}
+
+// --moe-router-enable-expert-bias: the router's f32 buffer "router.expert_bias" (zeros) steers
+// which experts the sigmoid top-k picks, training forwards count the tokens each expert got (not
+// evaluation ones), and the update moves each bias by the rate towards the under-used experts.
+TEST(MoeLayer, ExpertBiasSteersRoutingAndFollowsTheLoad) {
+    auto be = mt::make_cpu_backend();
+    std::mt19937 rng(37);
+    mt::nn::TransformerConfig c = moe_config(true);
+    c.dtype = DType::f32;
+    c.moe.router.score_function = mt::nn::ScoreFunction::sigmoid;
+    c.moe.router.expert_bias = true;
+    c.moe.router.bias_update_rate = 0.25;
+    auto tracker = std::make_shared<mt::nn::MoeTracker>(c.moe.router, 1);
+    const mt::nn::LayerSpec spec =
+        mt::nn::moe_layer_specs(mt::nn::MoeLayerPattern::parse("1", 1), tracker)(0);
+    mt::nn::TransformerLayer layer("decoder.layers.0", c, spec, *be);
+    std::vector<mt::nn::Parameter*> params, buffers;
+    layer.collect_parameters(params);
+    layer.collect_buffers(buffers);
+    ASSERT_EQ(buffers.size(), 1u);
+    mt::nn::Parameter& bias = *buffers[0];
+    EXPECT_EQ(bias.name, "decoder.layers.0.mlp.router.expert_bias");
+    EXPECT_EQ(bias.value.dtype(), DType::f32);
+    EXPECT_EQ(bias.value.shape(), (mt::Shape{4}));
+    EXPECT_FALSE(bias.grad.defined());
+    for (auto* p : params) mt::test::fill_random(p->value, rng, -0.5, 0.5);
+    const Tensor x = random_like({2, 6, 8}, DType::f32, rng);
+    auto forward = [&](bool with_backward) {
+        mt::nn::DropoutContext ctx{true, 1, 0};
+        mt::nn::TransformerLayer::Saved saved;
+        layer.forward(x, ctx, with_backward ? &saved : nullptr);
+    };
+    forward(false);  // an evaluation-like pass (nothing kept) counts nothing
+    EXPECT_EQ(tracker->routed_tokens(), std::vector<double>(4, 0.0));
+    forward(true);
+    const std::vector<double> tokens = tracker->routed_tokens();
+    double total = 0;
+    for (double t : tokens) total += t;
+    EXPECT_EQ(total, 12.0 * 2);  // 12 tokens, top-2
+    tracker->update_expert_bias(*be, tokens);
+    EXPECT_EQ(tracker->routed_tokens(), std::vector<double>(4, 0.0));
+    for (int e = 0; e < 4; ++e) {
+        const double offset = total / 4 - tokens[size_t(e)];
+        EXPECT_EQ(bias.value.data<float>()[e], offset > 0 ? 0.25f : offset < 0 ? -0.25f : 0.0f)
+            << e;
+    }
+    // A bias far above the sigmoid's range sends every token to that expert.
+    bias.value.data<float>()[3] = 10.0f;
+    forward(true);
+    EXPECT_EQ(tracker->routed_tokens()[3], 12.0);
 }
 
 // One process: the alltoall dispatcher's moves are the local permutation, the same layer.

@@ -69,4 +69,15 @@ struct Dropout {
     }
 };
 
+// Multiplicative uniform noise (the MoE router's input jitter): element j is scaled by
+// low + (high - low) · u, u the uniform of counter offset + j (as Megatron's
+// Uniform(low, high).rsample draws its factors), forward and backward alike.
+struct UniformScale {
+    float low, high;
+
+    MT_HD float factor_bits(uint32_t bits) const {
+        return low + (high - low) * uniform_from_bits(bits);
+    }
+};
+
 }  // namespace mt::k

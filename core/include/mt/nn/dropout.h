@@ -1,6 +1,7 @@
-// Dropout for the layers: DropoutContext says whether a forward pass trains and which Philox
-// stream it draws from; each dropout site takes a fresh counter range and keeps it in a
-// DropoutDraw inside its Saved, so backward and recompute replay exactly the forward's mask.
+// Dropout (and the MoE router's input jitter) for the layers: DropoutContext says whether a
+// forward pass trains and which Philox stream it draws from; each site takes a fresh counter
+// range and keeps it in a DropoutDraw inside its Saved, so backward and recompute replay exactly
+// the forward's mask.
 #pragma once
 
 #include <cstdint>
@@ -42,5 +43,10 @@ MT_API DropoutDraw draw_dropout(DropoutContext& ctx, float p, int64_t n, int sha
 MT_API Tensor dropout_forward(Backend& backend, const Tensor& x, const DropoutDraw& draw);
 // dx = dropout'(dy) under the forward's draw (dy itself when not applied).
 MT_API Tensor dropout_backward(Backend& backend, const Tensor& dy, const DropoutDraw& draw);
+
+// Input jitter (the MoE router's --moe-input-jitter-eps) draws like dropout, its p being eps:
+// y = x · U(1 - eps, 1 + eps) under the draw (x itself when not applied). Being a product by
+// fixed factors, its backward is the same call on dy.
+MT_API Tensor jitter(Backend& backend, const Tensor& x, const DropoutDraw& draw);
 
 }  // namespace mt::nn

@@ -45,11 +45,14 @@ class MT_API TokenMixer {
 class MT_API FeedForward {
   public:
     virtual ~FeedForward() = default;
-    // x (B, T, H) -> (B, T, H); keep_input as TokenMixer's.
-    virtual Tensor forward(const Tensor& x, std::unique_ptr<ModuleState>* saved,
-                           bool keep_input) const = 0;
+    // x (B, T, H) -> (B, T, H); keep_input as TokenMixer's. ctx: whether the pass trains (a MoE
+    // router balances and jitters its input then) and the stream its noise draws from.
+    virtual Tensor forward(const Tensor& x, DropoutContext& ctx,
+                           std::unique_ptr<ModuleState>* saved, bool keep_input) const = 0;
     virtual Tensor backward(const Tensor& dy, const ModuleState& saved, const Tensor& input) = 0;
     virtual void collect_parameters(std::vector<Parameter*>& out, Norm* fused_norm) = 0;
+    // Its persistent buffers (Model::buffers): a MoE router's expert bias.
+    virtual void collect_buffers(std::vector<Parameter*>& out) { (void)out; }
 };
 
 // Builds a layer's modules under its prefix ("decoder.layers.3").

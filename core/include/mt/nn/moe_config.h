@@ -34,9 +34,14 @@ struct RouterConfig {
     double capacity_factor = 0;  // --moe-expert-capacity-factor (0: None, dropless)
     DropPolicy drop_policy = DropPolicy::probs;
     bool pad_to_capacity = false;  // --moe-pad-expert-input-to-capacity
-    // --moe-router-enable-expert-bias's bias (experts), added to the sigmoid scores the top-k
-    // chooses by; empty: none.
-    std::vector<double> expert_bias;
+    // --moe-router-enable-expert-bias: the router keeps a bias (experts, f32, its buffer
+    // "router.expert_bias") added to the sigmoid scores the top-k chooses by, moved after every
+    // iteration by --moe-router-bias-update-rate towards the experts that got fewer tokens.
+    bool expert_bias = false;
+    double bias_update_rate = 1e-3;
+    // --moe-input-jitter-eps: in training, the router's input times U(1 - eps, 1 + eps) noise
+    // (0: none).
+    double input_jitter_eps = 0;
     // --moe-router-dtype: the logits (and the routing math) in f32 or f64; default: the model's
     // dtype (bf16 logits for a bf16 model, routed in f32).
     bool logits_in_f32 = false, logits_in_f64 = false;

@@ -37,11 +37,15 @@ class MT_API TopKRouter {
     Tensor backward(const std::vector<double>& dprobs, const Saved& saved, double aux_scale);
 
     void collect_parameters(std::vector<Parameter*>& out) { out.push_back(&weight_); }
+    // --moe-router-enable-expert-bias: the buffer "<prefix>.router.expert_bias" (f32, experts,
+    // zeros at first) the MoeTracker updates; null without it.
+    Parameter* expert_bias() { return config_.expert_bias ? &expert_bias_ : nullptr; }
 
   private:
     RouterConfig config_;
     DType logits_dtype_;  // --moe-router-dtype, else the model's
     Parameter weight_;
+    Parameter expert_bias_;
     Communicator* sequence_partition_;  // tp (sequence parallel) and cp, or null
     Backend* backend_;
 };

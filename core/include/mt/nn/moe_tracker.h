@@ -1,6 +1,8 @@
 // What a model's MoE layers share with the training loop, once per iteration: the scale of the
-// auxiliary losses' gradient (Megatron's MoEAuxLossAutoScaler.main_loss_backward_scale) and the
-// auxiliary losses to report (Megatron's aux-loss tracker: "load_balancing_loss", "z_loss").
+// auxiliary losses' gradient (Megatron's MoEAuxLossAutoScaler.main_loss_backward_scale), the
+// auxiliary losses to report (Megatron's aux-loss tracker: "load_balancing_loss", "z_loss") and,
+// with --moe-router-enable-expert-bias, the tokens each router sent to each expert, by which
+// the routers' expert biases are updated (Megatron's _update_router_expert_bias).
 #pragma once
 
 #include <cstdint>
@@ -11,7 +13,13 @@
 #include "mt/api.h"
 #include "mt/nn/moe_config.h"
 
+namespace mt {
+class Backend;
+}
+
 namespace mt::nn {
+
+struct Parameter;
 
 // The router losses Megatron logs and backpropagates: those with a coefficient.
 MT_API bool reports_load_balancing(const RouterConfig& router);
@@ -35,10 +43,30 @@ class MT_API MoeTracker {
     // micro-batches.
     std::vector<std::pair<std::string, double>> take();
 
+    // --moe-router-enable-expert-bias: a router's bias buffer (f32, experts) joins the tracker;
+    // returns the slot its counts go to.
+    size_t add_expert_bias(Parameter& bias);
+    // Adds a training forward's routing map (tokens x experts) to the slot's counts (Megatron's
+    // local_tokens_per_expert; evaluation does not count).
+    void count_routed(size_t slot, const std::vector<uint8_t>& map);
+    // Every slot's counts of this iteration, one slot after another (experts each); empty
+    // without expert bias.
+    std::vector<double> routed_tokens() const;
+    // Megatron's get_updated_expert_bias, `tokens` being routed_tokens() summed over the tensor-,
+    // context- and data-parallel ranks: each bias += rate · sign(mean count - count), in f32;
+    // then the counts restart.
+    void update_expert_bias(Backend& backend, const std::vector<double>& tokens);
+
   private:
+    struct ExpertBiasSlot {
+        Parameter* bias;
+        std::vector<double> tokens;
+    };
     std::vector<std::pair<std::string, double>> sums_;
     int64_t moe_layers_;
     double grad_scale_ = 1.0;
+    double bias_update_rate_;
+    std::vector<ExpertBiasSlot> expert_bias_;
 };
 
 }  // namespace mt::nn

@@ -65,6 +65,7 @@ class MT_API TransformerBlock {
 
     // The layers' and the final norm's parameters in Megatron-core's state-dict order.
     void collect_parameters(std::vector<Parameter*>& out);
+    void collect_buffers(std::vector<Parameter*>& out);  // Model::buffers
     int64_t num_layers() const { return int64_t(layers_.size()); }
 
   private:

@@ -49,6 +49,7 @@ class MT_API TransformerLayer {
 
     // In Megatron-core's state-dict order (Transformer Engine or local norm placement).
     void collect_parameters(std::vector<Parameter*>& out);
+    void collect_buffers(std::vector<Parameter*>& out) { feed_forward_->collect_buffers(out); }
 
   private:
     // a + b (a residual add) in a new tensor.

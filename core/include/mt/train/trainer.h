@@ -181,6 +181,10 @@ class MT_API Trainer {
     // Megatron's finalize_model_grads: the data-parallel reduction, then the sequence-parallel
     // parameters' grads summed over the tensor-parallel group.
     void finalize_grads();
+    // Megatron's _update_router_expert_bias (--moe-router-enable-expert-bias): the tokens each
+    // router sent to each expert this iteration, summed over the tensor-, context- and
+    // data-parallel ranks, move the routers' expert biases.
+    void update_expert_bias();
     // The MoE routers' auxiliary losses of the iteration's `micro_batches`, as the log reports
     // them ("load_balancing_loss", "z_loss"); none for a dense model.
     NamedLosses auxiliary_losses(int64_t micro_batches);

@@ -94,6 +94,8 @@ class CpuBackend final : public Backend {
                          Tensor& y) override;
     void dropout_backward(const Tensor& dy, float p, uint64_t seed, uint64_t offset,
                           Tensor& dx) override;
+    void uniform_scale(const Tensor& x, float low, float high, uint64_t seed, uint64_t offset,
+                       Tensor& y) override;
 
     void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
                            const AttentionConfig& config, Tensor& out, Tensor& lse) override;
