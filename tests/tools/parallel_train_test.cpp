@@ -230,7 +230,8 @@ TEST_F(ParallelTrain, ExpertBiasGivesTheOneProcessLossesAndResumes) {
     EXPECT_GT(std::fabs(losses(still.output).at(6) - want.at(6)), 1e-4 * want.at(6))
         << "the expert bias changes nothing";
     for (const auto& [ranks, tp] : {std::pair{2, 1}, std::pair{4, 2}}) {
-        auto r = run_command(train(dir_, data_, ranks, tp) + moe + " --expert-model-parallel-size 2");
+        auto r =
+            run_command(train(dir_, data_, ranks, tp) + moe + " --expert-model-parallel-size 2");
         ASSERT_EQ(r.exit_code, 0) << r.output;
         const auto got = losses(r.output);
         EXPECT_EQ(got.size(), 6u) << r.output;

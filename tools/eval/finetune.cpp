@@ -257,7 +257,8 @@ std::vector<EpochAccuracy> run_finetune(const FinetuneFlags& flags, const ModelF
         tensorboard = std::make_unique<io::TensorBoardWriter>(training.tensorboard_dir);
         trainer.set_tensorboard(tensorboard.get());
     }
-    train::TrainingParts parts{*model, optimizer, scheduler, trainer, &run, grad_buffer.get()};
+    train::TrainingParts parts{*model, optimizer,         scheduler, trainer,
+                               &run,   grad_buffer.get(), nullptr};
     if (training.load && !train_tool::load_checkpoint(scaled, parts, whole_params) &&
         training.exit_on_missing_checkpoint) {
         out.to_last(">> '--exit-on-missing-checkpoint' set ... exiting. <<");

@@ -156,38 +156,25 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     const auto* valid = options.eval_iters > 0 ? datasets[1].get() : nullptr;
     const auto* test = options.eval_iters > 0 ? datasets[2].get() : nullptr;
 
-    std::unique_ptr<mt::parallel::GradBuffer> grad_buffer;
-    // Gradients are summed over the data- and context-parallel ranks together (Megatron's
-    // data-parallel group with context parallelism), and the distributed optimizer shards over
-    // them. MoE experts stay out: the trainer sums theirs over the expert-data-parallel ranks.
-    std::vector<mt::nn::Parameter*> dense, experts;
-    for (mt::nn::Parameter* p : model->parameters()) (p->expert ? experts : dense).push_back(p);
+    bool has_experts = false;
+    for (const mt::nn::Parameter* p : model->parameters()) has_experts = has_experts || p->expert;
     // Megatron's checks in arguments.py.
-    MT_CHECK(state.ep().size() == 1 || !experts.empty(), "--expert-model-parallel-size ",
+    MT_CHECK(state.ep().size() == 1 || has_experts, "--expert-model-parallel-size ",
              state.ep().size(), " needs a MoE model (--num-experts)");
     MT_CHECK(state.ep().size() == 1 || flags.params_dtype != mt::DType::f16,
              "expert parallelism is not supported with --fp16 (Megatron refuses it too)");
-    MT_CHECK(experts.empty() || !flags.data_parallel.distributed_optimizer || !saving ||
+    MT_CHECK(!has_experts || !flags.data_parallel.distributed_optimizer || !saving ||
                  *saving == "torch_dist",
              "not supported yet: --ckpt-format ", saving.value_or(""),
              " of a MoE model with --use-distributed-optimizer (torch_dist saves it)");
-    if (state.dp_cp().size() > 1 || flags.data_parallel.distributed_optimizer)
-        grad_buffer =
-            std::make_unique<mt::parallel::GradBuffer>(dense, state.dp_cp(), flags.data_parallel);
-    // With data parallelism the buffer says what the optimizer updates (with the distributed
-    // optimizer: this rank's shard of it), and the experts.
-    // (Without sharding: the model's own parameters in its order, which checkpoints follow.)
-    std::vector<mt::nn::Parameter*> optimized = model->parameters();
-    if (grad_buffer && grad_buffer->distributed_optimizer()) {
-        optimized = grad_buffer->optimizer_parameters();
-        optimized.insert(optimized.end(), experts.begin(), experts.end());
-    }
-    auto optimizer =
-        std::make_unique<mt::optim::Optimizer>(*backend, optimized, flags.optimizer_config);
+    mt::parallel::GradBuffers buffers =
+        mt::parallel::make_grad_buffers(model->parameters(), state, flags.data_parallel);
+    auto optimizer = std::make_unique<mt::optim::Optimizer>(*backend, buffers.optimized,
+                                                            flags.optimizer_config);
     mt::optim::LrScheduler scheduler(mt::train_tool::schedule_config(flags));
     mt::train::Trainer trainer(*model, *optimizer, scheduler, options,
                                [out](const std::string& line) { out.line(line); });
-    trainer.set_parallel(state, grad_buffer.get());
+    trainer.set_parallel(state, buffers.dense.get(), buffers.experts.get());
     std::unique_ptr<mt::io::TensorBoardWriter> tensorboard;
     if (!flags.tensorboard_dir.empty() && out.last) {
         tensorboard = std::make_unique<mt::io::TensorBoardWriter>(flags.tensorboard_dir);
@@ -202,8 +189,8 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
         if (g_sigterm) std::raise(SIGTERM);
     }
 
-    mt::train::TrainingParts parts{*model,  *optimizer, scheduler,
-                                   trainer, &state,     grad_buffer.get()};
+    mt::train::TrainingParts parts{
+        *model, *optimizer, scheduler, trainer, &state, buffers.dense.get(), buffers.experts.get()};
     std::vector<mt::ParameterInfo> whole_params;
     for (const mt::nn::Parameter* p : mt::state_tensors(*model))
         whole_params.push_back(mt::nn::describe(*p));

@@ -102,7 +102,8 @@ class MoeFeedForward final : public FeedForward {
         // Megatron scales the auxiliary losses by the tokens with --calculate-per-token-loss.
         const double aux_scale =
             (tracker_ ? tracker_->grad_scale() : 1.0) * (moe_.per_token_loss ? double(N) : 1.0);
-        Tensor dx_router = jitter(*backend_, router_.backward(dprobs, s.router, aux_scale), s.jitter);
+        Tensor dx_router =
+            jitter(*backend_, router_.backward(dprobs, s.router, aux_scale), s.jitter);
         Tensor out = dx.view(s.shape);
         backend_->add(out, dx_router, out);
         if (shared_) backend_->add(out, backend_->contiguous(shared_->backward(dy, s.shared)), out);

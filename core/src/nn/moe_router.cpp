@@ -42,9 +42,9 @@ TopKRouter::TopKRouter(const std::string& prefix, const TransformerConfig& confi
     weight_.grad_partial_over_tp = config.tp.sequence_split();
     if (config_.expert_bias) {
         // Megatron keeps it in float32 whatever the model's dtype (_maintain_float32_expert_bias).
-        expert_bias_ = make_parameter(backend, join_name(prefix, "router.expert_bias"),
-                                      {config_.num_experts}, DType::f32, ShardSpec{}, false,
-                                      config.tp);
+        expert_bias_ =
+            make_parameter(backend, join_name(prefix, "router.expert_bias"), {config_.num_experts},
+                           DType::f32, ShardSpec{}, false, config.tp);
         expert_bias_.grad = Tensor();  // a buffer: never trained
     }
 }

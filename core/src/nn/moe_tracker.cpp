@@ -52,14 +52,15 @@ void MoeTracker::count_routed(size_t slot, const std::vector<uint8_t>& map) {
     MT_CHECK(slot < expert_bias_.size(), "MoeTracker: no expert-bias slot ", slot);
     std::vector<double>& tokens = expert_bias_[slot].tokens;
     const size_t experts = tokens.size();
-    MT_CHECK(experts > 0 && map.size() % experts == 0, "MoeTracker: a routing map of ",
-             map.size(), " entries for ", experts, " experts");
+    MT_CHECK(experts > 0 && map.size() % experts == 0, "MoeTracker: a routing map of ", map.size(),
+             " entries for ", experts, " experts");
     for (size_t i = 0; i < map.size(); ++i) tokens[i % experts] += map[i];
 }
 
 std::vector<double> MoeTracker::routed_tokens() const {
     std::vector<double> out;
-    for (const ExpertBiasSlot& s : expert_bias_) out.insert(out.end(), s.tokens.begin(), s.tokens.end());
+    for (const ExpertBiasSlot& s : expert_bias_)
+        out.insert(out.end(), s.tokens.begin(), s.tokens.end());
     return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include "mt/error.h"
 #include "mt/nn/parameter.h"
+#include "mt/parallel/parallel_state.h"
 
 namespace mt::parallel {
 
@@ -85,6 +86,7 @@ GradBuffer::GradBuffer(const std::vector<nn::Parameter*>& params, Communicator& 
         p.shard = piece.param->shard;
         p.weight_decay = piece.param->weight_decay;
         p.embedding_or_output = piece.param->embedding_or_output;
+        p.expert = piece.param->expert;
         p.whole_shape = p.value.shape();
         p.tp_rank = piece.param->tp_rank;
         p.tp_size = piece.param->tp_size;
@@ -185,6 +187,23 @@ void GradBuffer::gather_params() {
     MT_CHECK(config_.distributed_optimizer,
              "GradBuffer: parameters are gathered for the distributed optimizer only");
     all_gather_shards(values_);
+}
+
+GradBuffers make_grad_buffers(const std::vector<nn::Parameter*>& params,
+                              const ParallelState& state, const DataParallelConfig& config) {
+    std::vector<nn::Parameter*> dense, experts;
+    for (nn::Parameter* p : params) (p->expert ? experts : dense).push_back(p);
+    GradBuffers out;
+    out.optimized = params;
+    if (state.dp_cp().size() > 1 || config.distributed_optimizer)
+        out.dense = std::make_unique<GradBuffer>(dense, state.dp_cp(), config);
+    if (!config.distributed_optimizer) return out;
+    out.optimized = out.dense->optimizer_parameters();
+    if (experts.empty()) return out;
+    out.experts = std::make_unique<GradBuffer>(experts, state.expert_dp(), config);
+    out.optimized.insert(out.optimized.end(), out.experts->optimizer_parameters().begin(),
+                         out.experts->optimizer_parameters().end());
+    return out;
 }
 
 }  // namespace mt::parallel

@@ -46,19 +46,59 @@ Tensor whole_of(const TrainingParts& parts, const nn::Parameter& p, const Tensor
     return unshard_tensor(gathered(parts, tp, local), p.shard);
 }
 
-// The distributed optimizer's per-shard tensors (optimizer state of shard()[i]) laid out as the
-// gradient buffer and gathered over the data-parallel group; undefined when there are none.
-Tensor gathered_shards(const TrainingParts& parts, const std::vector<Tensor>& shard) {
+// One of the distributed optimizer's buffers (the dense parameters', the experts') and where
+// its shard's pieces start in optimizer.parameters().
+struct ShardedBuffer {
+    const parallel::GradBuffer* buffer;
+    size_t first_slot;
+};
+
+// The distributed optimizer's buffers, the dense one first; empty without it.
+std::vector<ShardedBuffer> sharded_buffers(const TrainingParts& parts) {
+    if (!distributed_optimizer(parts)) return {};
+    std::vector<ShardedBuffer> out{{parts.grad_buffer, 0}};
+    if (parts.expert_grad_buffer)
+        out.push_back({parts.expert_grad_buffer, parts.grad_buffer->shard().size()});
+    return out;
+}
+
+// Which of `buffers` holds p.
+size_t buffer_index(const std::vector<ShardedBuffer>& buffers, const nn::Parameter& p) {
+    MT_CHECK(!p.expert || buffers.size() > 1, "the distributed optimizer holds no buffer of the ",
+             "experts (", p.name, ")");
+    return p.expert ? 1 : 0;
+}
+
+// The per-shard tensors of `b` (optimizer state of its shard()[i], at first_slot + i of
+// `shard`) laid out as its gradient buffer and gathered over its data-parallel group; undefined
+// when there are none.
+Tensor gathered_shards(const TrainingParts& parts, const ShardedBuffer& b,
+                       const std::vector<Tensor>& shard) {
     if (shard.empty() || !shard[0].defined()) return Tensor();
-    const parallel::GradBuffer& buffer = *parts.grad_buffer;
+    const parallel::GradBuffer& buffer = *b.buffer;
     Backend& backend = parts.optimizer.backend();
     Tensor whole = backend.zeros(buffer.grads().shape(), DType::f32);
-    for (size_t i = 0; i < shard.size(); ++i) {
+    for (size_t i = 0; i < buffer.shard().size(); ++i) {
         Tensor piece = buffer.view(whole, buffer.shard()[i]);
-        backend.copy(shard[i], piece);
+        backend.copy(shard[b.first_slot + i], piece);
     }
     buffer.all_gather_shards(whole);
     return whole;
+}
+
+// Every model parameter's piece of the optimizer tensors `shard` (one per shard piece: a
+// moment, the masters), gathered from the distributed optimizer's buffers; undefined pieces
+// where there are none.
+std::vector<Tensor> gathered_pieces(const TrainingParts& parts, const std::vector<Tensor>& shard) {
+    const std::vector<ShardedBuffer> buffers = sharded_buffers(parts);
+    std::vector<Tensor> whole;
+    for (const ShardedBuffer& b : buffers) whole.push_back(gathered_shards(parts, b, shard));
+    std::vector<Tensor> out;
+    for (const nn::Parameter* p : parts.model.parameters()) {
+        const size_t k = buffer_index(buffers, *p);
+        out.push_back(whole[k].defined() ? buffers[k].buffer->view(whole[k], *p) : Tensor());
+    }
+    return out;
 }
 
 // This rank's optimizer moments of every model parameter (first, second), shaped like its
@@ -77,28 +117,18 @@ std::vector<std::pair<Tensor, Tensor>> local_moments(const TrainingParts& parts)
         MT_CHECK(!p->expert,
                  "not supported yet: a MoE model's distributed optimizer state in "
                  "the torch format (save with --ckpt-format torch_dist)");
-    const parallel::GradBuffer& buffer = *parts.grad_buffer;
-    // optimizer.first()[i] is the state of shard()[i] (SGD has no second moment).
-    const Tensor first = gathered_shards(parts, parts.optimizer.first()),
-                 second = gathered_shards(parts, parts.optimizer.second());
-    auto region = [&](const Tensor& whole, const nn::Parameter& p) {
-        return whole.defined() ? buffer.view(whole, p) : Tensor();
-    };
-    for (const nn::Parameter* p : params) out.emplace_back(region(first, *p), region(second, *p));
+    // optimizer.first()[i] is the state of the i-th shard piece (SGD has no second moment).
+    const std::vector<Tensor> first = gathered_pieces(parts, parts.optimizer.first()),
+                              second = gathered_pieces(parts, parts.optimizer.second());
+    for (size_t i = 0; i < params.size(); ++i) out.emplace_back(first[i], second[i]);
     return out;
 }
 
 // This rank's f32 master copy of every model parameter's piece in a bf16 / f16 run (undefined
 // in an f32 one): the optimizer's, or the distributed optimizer's shards gathered.
 std::vector<Tensor> local_masters(const TrainingParts& parts) {
-    const auto params = parts.model.parameters();
-    const std::vector<Tensor>& masters = parts.optimizer.masters();
-    if (!distributed_optimizer(parts)) return masters;
-    const Tensor whole = gathered_shards(parts, masters);
-    if (!whole.defined()) return std::vector<Tensor>(params.size());
-    std::vector<Tensor> out;
-    for (const nn::Parameter* p : params) out.push_back(parts.grad_buffer->view(whole, *p));
-    return out;
+    if (!distributed_optimizer(parts)) return parts.optimizer.masters();
+    return gathered_pieces(parts, parts.optimizer.masters());
 }
 
 // Copies `from` (checkpoint tensor `key`) into `to`, checking shape and dtype.
@@ -118,15 +148,6 @@ auto find_either(Map& map, const std::string& name) {
     return it != map.end() ? it : map.find(other_impl_name(name));
 }
 
-// Where the optimizer keeps p's state: its index in optimizer.parameters() (an MoE expert's,
-// which the distributed optimizer's buffer leaves out and updates whole).
-size_t optimizer_slot(const TrainingParts& parts, const nn::Parameter& p) {
-    const auto& own = parts.optimizer.parameters();
-    const auto it = std::find(own.begin(), own.end(), &p);
-    MT_CHECK(it != own.end(), "the optimizer does not update '", p.name, "'");
-    return size_t(it - own.begin());
-}
-
 void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& parts) {
     const std::string type =
         parts.optimizer.config().type == optim::OptimizerType::adam ? "adam" : "sgd";
@@ -136,61 +157,67 @@ void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& pa
     for (const auto& s : saved.params) by_name[s.name] = &s;
     // Each model parameter's moments go to where this rank keeps them: the optimizer's own
     // tensors, or (distributed optimizer) a buffer-shaped copy this rank's shard is cut from.
-    const bool sharded = distributed_optimizer(parts);
+    const std::vector<ShardedBuffer> buffers = sharded_buffers(parts);
     const auto params = parts.model.parameters();
-    Tensor first_buffer, second_buffer, master_buffer;
+    struct Copies {
+        Tensor first, second, master;
+    };
+    std::vector<Copies> copies;
     const bool masters =
         !parts.optimizer.masters().empty() && parts.optimizer.masters()[0].defined();
-    if (sharded) {
-        Backend& backend = parts.optimizer.backend();
-        first_buffer = backend.zeros(parts.grad_buffer->grads().shape(), DType::f32);
-        second_buffer = backend.zeros(parts.grad_buffer->grads().shape(), DType::f32);
-        if (masters && saved.has_master_weights())
-            master_buffer = backend.zeros(parts.grad_buffer->grads().shape(), DType::f32);
-    } else {
+    Backend& backend = parts.optimizer.backend();
+    for (const ShardedBuffer& b : buffers) {
+        const Shape& shape = b.buffer->grads().shape();
+        Copies& c = copies.emplace_back();
+        c.first = backend.zeros(shape, DType::f32);
+        c.second = backend.zeros(shape, DType::f32);
+        if (masters && saved.has_master_weights()) c.master = backend.zeros(shape, DType::f32);
+    }
+    if (buffers.empty())
         MT_CHECK(parts.optimizer.parameters() == params,
                  "the optimizer does not update the model's parameters");
-    }
     for (size_t i = 0; i < params.size(); ++i) {
         const nn::Parameter& p = *params[i];
         // A pipeline stage's copy of a tied weight has the original's state.
         auto it = find_either(by_name, p.stored_name());
         MT_CHECK(it != by_name.end(), "the checkpoint has no optimizer state for '", p.name, "'");
-        // An expert's state is the optimizer's own even with the distributed optimizer.
-        const bool in_buffer = sharded && !p.expert;
-        const size_t slot = sharded && p.expert ? optimizer_slot(parts, p) : i;
-        auto into = [&](const Tensor& whole, const Tensor& buffer, std::vector<Tensor>& own) {
-            Tensor to = in_buffer ? parts.grad_buffer->view(buffer, p) : own[slot];
-            copy_checked(parts.optimizer.backend(), "optimizer state of", p.name,
-                         nn::piece_of_whole(p, whole), to);
+        const OptimizerParamState& state = *it->second;
+        if (buffers.empty()) {
+            auto into = [&](const Tensor& whole, Tensor& own) {
+                copy_checked(backend, "optimizer state of", p.name, nn::piece_of_whole(p, whole),
+                             own);
+            };
+            into(state.exp_avg, parts.optimizer.first()[i]);
+            if (type == "adam") into(state.exp_avg_sq, parts.optimizer.second()[i]);
+            // A bf16 run resumes from the saved f32 masters; from an f32 checkpoint (no
+            // masters), from the loaded weights (reload_model_params below).
+            if (parts.optimizer.masters()[i].defined() && state.main_param.defined())
+                copy_checked(backend, "master weights of", p.name,
+                             nn::piece_of_whole(p, state.main_param), parts.optimizer.masters()[i]);
+            continue;
+        }
+        const size_t k = buffer_index(buffers, p);
+        auto into = [&](const char* what, const Tensor& whole, const Tensor& buffer_shaped) {
+            Tensor to = buffers[k].buffer->view(buffer_shaped, p);
+            copy_checked(backend, what, p.name, nn::piece_of_whole(p, whole), to);
         };
-        into(it->second->exp_avg, first_buffer, parts.optimizer.first());
-        if (type == "adam") into(it->second->exp_avg_sq, second_buffer, parts.optimizer.second());
-        // A bf16 run resumes from the saved f32 masters; from an f32 checkpoint (no masters),
-        // from the loaded weights (reload_model_params below).
-        if (master_buffer.defined() && in_buffer) {
-            Tensor to = parts.grad_buffer->view(master_buffer, p);
-            copy_checked(parts.optimizer.backend(), "master weights of", p.name,
-                         nn::piece_of_whole(p, it->second->main_param), to);
-        } else if (!in_buffer && parts.optimizer.masters()[slot].defined() &&
-                   it->second->main_param.defined()) {
-            copy_checked(parts.optimizer.backend(), "master weights of", p.name,
-                         nn::piece_of_whole(p, it->second->main_param),
-                         parts.optimizer.masters()[slot]);
+        into("optimizer state of", state.exp_avg, copies[k].first);
+        if (type == "adam") into("optimizer state of", state.exp_avg_sq, copies[k].second);
+        if (copies[k].master.defined())
+            into("master weights of", state.main_param, copies[k].master);
+    }
+    for (size_t k = 0; k < buffers.size(); ++k) {
+        const parallel::GradBuffer& buffer = *buffers[k].buffer;
+        for (size_t i = 0; i < buffer.shard().size(); ++i) {
+            const auto& piece = buffer.shard()[i];
+            const size_t slot = buffers[k].first_slot + i;
+            backend.copy(buffer.view(copies[k].first, piece), parts.optimizer.first()[slot]);
+            if (copies[k].master.defined())
+                backend.copy(buffer.view(copies[k].master, piece), parts.optimizer.masters()[slot]);
+            if (type == "adam")
+                backend.copy(buffer.view(copies[k].second, piece), parts.optimizer.second()[slot]);
         }
     }
-    if (sharded)
-        for (size_t i = 0; i < parts.grad_buffer->shard().size(); ++i) {
-            const auto& piece = parts.grad_buffer->shard()[i];
-            Backend& backend = parts.optimizer.backend();
-            backend.copy(parts.grad_buffer->view(first_buffer, piece), parts.optimizer.first()[i]);
-            if (master_buffer.defined())
-                backend.copy(parts.grad_buffer->view(master_buffer, piece),
-                             parts.optimizer.masters()[i]);
-            if (type == "adam")
-                backend.copy(parts.grad_buffer->view(second_buffer, piece),
-                             parts.optimizer.second()[i]);
-        }
     // Megatron loads a dynamic scaler's state and keeps a constant one's flag value.
     if (optim::GradScaler* g = parts.trainer.grad_scaler();
         g && saved.grad_scaler && saved.grad_scaler->dynamic)
@@ -227,47 +254,34 @@ std::vector<ShardedTensor> main_boxes(const TrainingParts& parts, const nn::Para
 }
 
 // The distributed optimizer's ranges on this rank (main replicas only), sharing the run's
-// tensors: optimizer.first()[i] and second()[i] are the moments of shard()[i]. An expert's state
-// (kept whole, outside the buffer) is one range over its whole piece, from its main replica.
+// tensors: optimizer.first()[i] and second()[i] are the moments of the i-th shard piece (the
+// dense buffer's, then the experts', which Megatron's chained optimizer keeps apart under
+// expert parallelism).
 std::vector<OptimizerShard> own_shards(const TrainingParts& parts) {
-    const parallel::GradBuffer& buffer = *parts.grad_buffer;
-    std::vector<OptimizerShard> out;
-    for (size_t i = 0; i < buffer.shard().size(); ++i) {
-        const auto& piece = buffer.shard()[i];
-        const nn::Parameter& p = *piece.param;
-        if (p.counted_elsewhere()) continue;
-        OptimizerShard s;
-        s.name = p.name;
-        s.global_shape = p.whole_shape;
-        s.boxes = boxes_of(p);
-        s.begin = piece.param_begin;
-        s.end = piece.param_end;
-        // The f32 weights the optimizer updates: its masters in a bf16 / f16 run.
-        s.main_param = parts.optimizer.masters()[i].defined() ? parts.optimizer.masters()[i]
-                                                              : buffer.view(buffer.values(), piece);
-        s.exp_avg = parts.optimizer.first()[i];
-        s.exp_avg_sq = parts.optimizer.second()[i];
-        out.push_back(std::move(s));
-    }
     const bool expert_parallel = parts.parallel && parts.parallel->ep().size() > 1;
-    for (const nn::Parameter* p : parts.model.parameters()) {
-        if (!p->expert || main_boxes(parts, *p, p->value).empty()) continue;
-        const size_t i = optimizer_slot(parts, *p);
-        const int64_t n = p->value.numel();
-        auto flat = [&](const Tensor& t) {
-            return t.defined() ? parts.optimizer.backend().contiguous(t).view({n}) : Tensor();
-        };
-        OptimizerShard s;
-        s.name = p->name;
-        s.global_shape = p->whole_shape;
-        s.boxes = boxes_of(*p);
-        s.end = n;
-        s.main_param =
-            flat(parts.optimizer.masters()[i].defined() ? parts.optimizer.masters()[i] : p->value);
-        s.exp_avg = flat(parts.optimizer.first()[i]);
-        s.exp_avg_sq = flat(parts.optimizer.second()[i]);
-        s.expert_parallel = expert_parallel;
-        out.push_back(std::move(s));
+    std::vector<OptimizerShard> out;
+    for (const ShardedBuffer& b : sharded_buffers(parts)) {
+        const parallel::GradBuffer& buffer = *b.buffer;
+        for (size_t i = 0; i < buffer.shard().size(); ++i) {
+            const auto& piece = buffer.shard()[i];
+            const nn::Parameter& p = *piece.param;
+            if (p.counted_elsewhere()) continue;
+            const size_t slot = b.first_slot + i;
+            OptimizerShard s;
+            s.name = p.name;
+            s.global_shape = p.whole_shape;
+            s.boxes = boxes_of(p);
+            s.begin = piece.param_begin;
+            s.end = piece.param_end;
+            // The f32 weights the optimizer updates: its masters in a bf16 / f16 run.
+            s.main_param = parts.optimizer.masters()[slot].defined()
+                               ? parts.optimizer.masters()[slot]
+                               : buffer.view(buffer.values(), piece);
+            s.exp_avg = parts.optimizer.first()[slot];
+            s.exp_avg_sq = parts.optimizer.second()[slot];
+            s.expert_parallel = p.expert && expert_parallel;
+            out.push_back(std::move(s));
+        }
     }
     return out;
 }

@@ -124,11 +124,16 @@ Trainer::Trainer(Model& model, optim::Optimizer& optimizer, optim::LrScheduler& 
 
 Trainer::~Trainer() = default;
 
-void Trainer::set_parallel(const parallel::ParallelState& state, parallel::GradBuffer* grads) {
+void Trainer::set_parallel(const parallel::ParallelState& state, parallel::GradBuffer* grads,
+                           parallel::GradBuffer* expert_grads) {
     parallel_ = &state;
     grad_buffer_ = grads;
+    expert_grad_buffer_ = expert_grads;
     MT_CHECK(grads || state.dp_cp().size() == 1,
              "data and context parallelism need a gradient buffer to reduce the gradients in");
+    MT_CHECK(!expert_grads ||
+                 (grads && grads->distributed_optimizer() && expert_grads->distributed_optimizer()),
+             "an expert gradient buffer is the distributed optimizer's, beside the dense one");
     MT_CHECK(state.pp().size() == 1 || !options_.calculate_per_token_loss,
              "not supported yet: --calculate-per-token-loss with pipeline parallelism");
     schedule_ = make_schedule(state.pp().size(), state.config().virtual_stages,
@@ -174,8 +179,12 @@ void Trainer::finalize_grads() {
     }
     if (!parallel_) return;
     // Experts: each expert's grad summed over the ranks that hold the same expert (Megatron's
-    // expert-data-parallel reduction; the dense buffer leaves them out).
-    if (parallel_->expert_dp().size() > 1) {
+    // expert-data-parallel reduction; the dense buffer leaves them out), into this rank's shard
+    // with the distributed optimizer.
+    if (expert_grad_buffer_) {
+        Timers::Scope timed(&timers_, "all-grads-sync", 1);
+        expert_grad_buffer_->finish_grad_sync();
+    } else if (parallel_->expert_dp().size() > 1) {
         Timers::Scope timed(&timers_, "all-grads-sync", 1);
         all_reduce_grads([](const nn::Parameter& p) { return p.expert; }, parallel_->expert_dp());
     }
@@ -280,7 +289,10 @@ double Trainer::model_parallel_sum(double dense, double experts, bool data_paral
     std::vector<double> d{dense}, e{experts};
     parallel::all_reduce_values(parallel_->model_parallel(), d, ReduceOp::sum);
     if (data_parallel) parallel::all_reduce_values(grad_buffer_->group(), d, ReduceOp::sum);
-    // Each expert-parallel rank holds other experts (never in the sharded buffer).
+    // Each expert-parallel rank holds other experts; with the distributed optimizer each
+    // expert-data-parallel rank a shard of them.
+    if (data_parallel && expert_grad_buffer_)
+        parallel::all_reduce_values(expert_grad_buffer_->group(), e, ReduceOp::sum);
     parallel::all_reduce_values(parallel_->expert_tp_ep(), e, ReduceOp::sum);
     parallel::all_reduce_values(parallel_->pp(), e, ReduceOp::sum);
     return d[0] + e[0];
@@ -333,8 +345,11 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     const int64_t micro_batches = global_batch / per_step;
     if (grad_buffer_) {
         grad_buffer_->zero_grads();
-        for (nn::Parameter* p : model_.parameters())  // the experts live outside the buffer
-            if (p->expert) optimizer_.backend().fill(p->grad, 0.0);
+        if (expert_grad_buffer_)
+            expert_grad_buffer_->zero_grads();
+        else
+            for (nn::Parameter* p : model_.parameters())  // the experts live outside the buffer
+                if (p->expert) optimizer_.backend().fill(p->grad, 0.0);
     } else {
         optimizer_.zero_grad();
     }
@@ -357,7 +372,11 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     work.before_last_backward = [&](Model& chunk) {
         if (grad_buffer_)
             chunk.set_grad_ready_hook([this](const nn::Parameter& p) {
-                if (!p.tied_across_stages && !p.expert) grad_buffer_->grad_ready(p);
+                if (p.tied_across_stages) return;
+                if (!p.expert)
+                    grad_buffer_->grad_ready(p);
+                else if (expert_grad_buffer_)
+                    expert_grad_buffer_->grad_ready(p);
             });
     };
     work.loss_grads = [&](const Losses& losses) {
@@ -450,6 +469,7 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     if (distributed_optimizer()) {
         Timers::Scope timed(&timers_, "params-all-gather", 1);
         grad_buffer_->gather_params();
+        if (expert_grad_buffer_) expert_grad_buffer_->gather_params();
     }
     if (options_.log_params_norm) r.params_norm = params_norm();
     scheduler_.step(global_batch * options_.sample_multiplier);

@@ -1,6 +1,7 @@
-// Data, tensor, sequence and context parallelism and the distributed optimizer against the
-// one-process run, under mpirun (2 and 4 ranks): each rank trains the same model alone first (a
-// group of one), then as a rank of the layout, and the two loss curves and grad norms must agree.
+// Data, tensor, sequence and context parallelism and the distributed optimizer (with MoE experts
+// sharded over their own group) against the one-process run, under mpirun (2 and 4 ranks): each
+// rank trains the same model alone first (a group of one), then as a rank of the layout, and the
+// two loss curves and grad norms must agree.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include "mt/nn/parameter.h"
 #include "mt/optim/lr_schedule.h"
 #include "mt/optim/optimizer.h"
+#include "mt/parallel/collectives.h"
 #include "mt/parallel/grad_buffer.h"
 #include "mt/parallel/parallel_state.h"
 #include "mt/parallel/world.h"
@@ -91,9 +93,20 @@ struct Layout {
     int virtual_stages = 1;  // model chunks per stage (interleaved 1F1B)
 };
 
+// A Llama-style MoE: both layers 4 experts, top-2, with the load-balancing loss.
+ModelArgs moe_args() {
+    ModelArgs a = llama_args();
+    a["num-experts"] = "4";
+    a["moe-ffn-hidden-size"] = "48";
+    a["moe-aux-loss-coeff"] = "1e-2";
+    return a;
+}
+
 struct Curve {
     std::vector<double> losses, grad_norms;
     bool reports_loss = true;  // the last pipeline stage (the others compute no loss)
+    // The MoE experts' elements on this rank, and those the optimizer keeps state for.
+    int64_t expert_elements = 0, expert_state_elements = 0;
 };
 
 // 10 iterations of Adam with clipping, global batch 8 in micro-batches of 2.
@@ -117,8 +130,8 @@ Curve train(const ModelArgs& args, std::unique_ptr<Communicator> world, const La
     dpc.distributed_optimizer = layout.distributed_optimizer;
     dpc.overlap_grad_reduce = layout.overlap_grad_reduce;
     dpc.bucket_size = layout.overlap_grad_reduce ? 3000 : 0;  // several buckets
-    auto buffer = std::make_unique<parallel::GradBuffer>(model->parameters(), state.dp_cp(), dpc);
-    optim::Optimizer optimizer(*backend, buffer->optimizer_parameters(), optim::OptimizerConfig{});
+    parallel::GradBuffers buffers = parallel::make_grad_buffers(model->parameters(), state, dpc);
+    optim::Optimizer optimizer(*backend, buffers.optimized, optim::OptimizerConfig{});
     optim::LrScheduleFlags f;
     f.train_iters = 10;
     f.global_batch_size = 8;
@@ -136,10 +149,15 @@ Curve train(const ModelArgs& args, std::unique_ptr<Communicator> world, const La
     o.eval_interval = 0;
     o.clip_grad = 0.5;  // clipping engages: the norm must be the whole model's
     train::Trainer trainer(*model, optimizer, scheduler, o, [](const std::string&) {});
-    trainer.set_parallel(state, buffer.get());
+    trainer.set_parallel(state, buffers.dense.get(), buffers.experts.get());
     SyntheticData data;
     trainer.train(data, nullptr);
-    return {trainer.losses(), trainer.grad_norms(), state.pp().rank() == state.pp().size() - 1};
+    Curve c{trainer.losses(), trainer.grad_norms(), state.pp().rank() == state.pp().size() - 1};
+    for (const nn::Parameter* p : model->parameters())
+        if (p->expert) c.expert_elements += p->value.numel();
+    for (const nn::Parameter* p : optimizer.parameters())
+        if (p->expert) c.expert_state_elements += p->value.numel();
+    return c;
 }
 
 Communicator& world() {
@@ -148,7 +166,8 @@ Communicator& world() {
     return *w;
 }
 
-void check(const ModelArgs& args, const Layout& layout) {
+// The layout's curve (into `out`, if given) must be the one-process run's.
+void check(const ModelArgs& args, const Layout& layout, Curve* out = nullptr) {
     Communicator& w = world();
     // Alone, the "parallel" run would be the one-process run again and prove nothing.
     if (w.size() < 2) GTEST_SKIP() << "run under mpiexec with 2 or 4 ranks (ctest does)";
@@ -174,6 +193,7 @@ void check(const ModelArgs& args, const Layout& layout) {
             << "iteration " << i + 1 << " on rank " << w.rank();
     }
     EXPECT_LT(single.losses.back(), single.losses.front());
+    if (out) *out = ranks;
 }
 
 TEST(ParallelTraining, DataParallel) {
@@ -184,6 +204,23 @@ TEST(ParallelTraining, DataParallel) {
 TEST(ParallelTraining, DataParallelDistributedOptimizer) {
     check(gpt2_args(), {1, false, true, false});
     check(llama_args(), {1, false, true, true});
+}
+
+// MoE experts under the distributed optimizer (expert parallelism 1: every rank holds every
+// expert): their optimizer state is sharded over the expert-data-parallel ranks, here all of
+// them, in a buffer of their own, and the numbers are the one-process run's.
+TEST(ParallelTraining, DistributedOptimizerShardsTheExperts) {
+    Curve c;
+    check(moe_args(), {1, false, true, true}, &c);
+    if (c.losses.empty()) return;  // skipped
+    const int64_t ranks = world().size();
+    EXPECT_GT(c.expert_elements, 0);
+    // Each rank's shard: its 1/ranks part of every (padded) bucket, near an even split.
+    EXPECT_LE(c.expert_state_elements, c.expert_elements / ranks * 5 / 4);
+    EXPECT_GT(c.expert_state_elements, 0);
+    std::vector<double> total{double(c.expert_state_elements)};
+    parallel::all_reduce_values(world(), total, ReduceOp::sum);
+    EXPECT_EQ(int64_t(total[0]), c.expert_elements);  // the shards cover the experts once
 }
 
 TEST(ParallelTraining, TensorParallel) {

@@ -124,8 +124,9 @@ TEST_P(DropoutOp, UniformScaleDrawsKernelFactorsInRange) {
         sum += factor;
     }
     EXPECT_NEAR(sum / double(n), 1.0, 1e-3);  // U(0.9, 1.1): sd 0.058 / sqrt(n)
-    EXPECT_NE(mt::test::error_of([&] { be().uniform_scale(x, 1.1f, 0.9f, 5, 3, y); })
-                  .find("uniform_scale: low 1.1 above high 0.9"),
+    EXPECT_NE(mt::test::error_of([&] {
+                  be().uniform_scale(x, 1.1f, 0.9f, 5, 3, y);
+              }).find("uniform_scale: low 1.1 above high 0.9"),
               std::string::npos);
 }
 

@@ -296,8 +296,8 @@ TEST(MoeLayer, InputJitterGradientsMatchFiniteDifferences) {
     const Tensor train_jittered = forward(jittered, true), train_plain = forward(plain, true);
     double differs = 0;
     for (int64_t i = 0; i < x.numel(); ++i)
-        differs = std::max(differs, std::fabs(train_jittered.data<double>()[i] -
-                                              train_plain.data<double>()[i]));
+        differs = std::max(
+            differs, std::fabs(train_jittered.data<double>()[i] - train_plain.data<double>()[i]));
     EXPECT_GT(differs, 1e-4);
     const Tensor eval_jittered = forward(jittered, false), eval_plain = forward(plain, false);
     for (int64_t i = 0; i < x.numel(); ++i)
@@ -346,7 +346,9 @@ TEST(MoeLayer, ExpertBiasSteersRoutingAndFollowsTheLoad) {
     EXPECT_EQ(tracker->routed_tokens(), std::vector<double>(4, 0.0));
     for (int e = 0; e < 4; ++e) {
         const double offset = total / 4 - tokens[size_t(e)];
-        EXPECT_EQ(bias.value.data<float>()[e], offset > 0 ? 0.25f : offset < 0 ? -0.25f : 0.0f)
+        EXPECT_EQ(bias.value.data<float>()[e], offset > 0   ? 0.25f
+                                               : offset < 0 ? -0.25f
+                                                            : 0.0f)
             << e;
     }
     // A bias far above the sigmoid's range sends every token to that expert.

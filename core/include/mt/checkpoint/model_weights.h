@@ -14,10 +14,10 @@ enum class WeightLoad {
             // read-only: for inference, which never writes a parameter
 };
 
-// Every parameter and buffer (state_tensors) gets the tensor of `state` under its name or the other --transformer-impl's (a
-// tensor-parallel piece takes its part of a whole tensor);
-// Transformer Engine `_extra_state` entries are skipped. mt::Error naming the key for a missing
-// tensor, a shape or dtype that differs, or a tensor that is no parameter of the model.
+// Every parameter and buffer (state_tensors) gets the tensor of `state` under its name or the other
+// --transformer-impl's (a tensor-parallel piece takes its part of a whole tensor); Transformer
+// Engine `_extra_state` entries are skipped. mt::Error naming the key for a missing tensor, a shape
+// or dtype that differs, or a tensor that is no parameter of the model.
 MT_API void load_model_weights(const CheckpointState& state, Model& model, WeightLoad how);
 
 // Drops from `state` the model tensors (and optimizer parameter states) that are no parameter of

@@ -21,6 +21,8 @@ struct Parameter;
 
 namespace mt::parallel {
 
+class ParallelState;
+
 class MT_API GradBuffer {
   public:
     // One piece of a parameter inside this rank's shard of the buffer: elements
@@ -98,5 +100,23 @@ class MT_API GradBuffer {
     std::vector<nn::Parameter> shard_params_;  // the distributed optimizer's, one per piece
     std::vector<nn::Parameter*> optimized_;
 };
+
+// A model's gradient buffers on this rank and what its optimizer updates.
+struct GradBuffers {
+    // The dense parameters' over the data- and context-parallel ranks together (Megatron's
+    // data-parallel group with context parallelism), with data or context parallelism or the
+    // distributed optimizer; else null.
+    std::unique_ptr<GradBuffer> dense;
+    // The MoE experts' with the distributed optimizer, over the ranks that hold the same
+    // experts (Megatron's expert-parallel buffers over the expert-data-parallel group); else
+    // null, and the trainer all-reduces the experts' grads over that group itself.
+    std::unique_ptr<GradBuffer> experts;
+    // The distributed optimizer's shard pieces (dense, then experts'), or the parameters given.
+    std::vector<nn::Parameter*> optimized;
+};
+
+// The buffers of `params` (a model's, in its order) for this rank of `state`.
+MT_API GradBuffers make_grad_buffers(const std::vector<nn::Parameter*>& params,
+                                     const ParallelState& state, const DataParallelConfig& config);
 
 }  // namespace mt::parallel

@@ -31,6 +31,9 @@ struct TrainingParts {
     Trainer& trainer;
     const parallel::ParallelState* parallel = nullptr;
     parallel::GradBuffer* grad_buffer = nullptr;
+    // The distributed optimizer's buffer of the MoE experts (over the expert-data-parallel
+    // group; its shard's pieces follow grad_buffer's in optimizer.parameters()), or null.
+    parallel::GradBuffer* expert_grad_buffer = nullptr;
 };
 
 struct CaptureOptions {

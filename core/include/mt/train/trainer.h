@@ -121,8 +121,12 @@ class MT_API Trainer {
 
     // A parallel run: this rank's groups, and the buffer its gradients live in (data
     // parallelism; with the distributed optimizer `optimizer` updates this rank's shard of it
-    // and the values are gathered after each step). Without it: one process.
-    void set_parallel(const parallel::ParallelState& state, parallel::GradBuffer* grads);
+    // and the values are gathered after each step). Without it: one process. MoE experts stay
+    // out of `grads`: with the distributed optimizer they have a buffer of their own,
+    // `expert_grads`, sharded over the expert-data-parallel group (Megatron's expert-parallel
+    // buffers); otherwise their grads are all-reduced over that group.
+    void set_parallel(const parallel::ParallelState& state, parallel::GradBuffer* grads,
+                      parallel::GradBuffer* expert_grads = nullptr);
 
     // Where a resumed run continues (from a checkpoint).
     void set_progress(int64_t iteration, int64_t consumed_train, int64_t consumed_valid) {
@@ -233,6 +237,7 @@ class MT_API Trainer {
     std::function<void()> save_, after_iteration_;
     const parallel::ParallelState* parallel_ = nullptr;
     parallel::GradBuffer* grad_buffer_ = nullptr;
+    parallel::GradBuffer* expert_grad_buffer_ = nullptr;
     std::unique_ptr<nn::DropoutContext> dropout_;
     std::unique_ptr<ParallelStrategy> schedule_;  // the pipeline schedule (set_parallel picks)
     std::unique_ptr<ScheduleTrace> trace_;        // with options_.schedule_trace_dir

@@ -94,9 +94,8 @@ void CpuBackend::uniform_scale(const Tensor& x, float low, float high, uint64_t 
     }
     MT_CHECK(low <= high, "uniform_scale: low ", low, " above high ", high);
     const k::UniformScale noise{low, high};
-    apply_noise("uniform_scale", "x", "y", x, seed, offset, y, [&](auto v, uint32_t bits) {
-        return v * decltype(v)(noise.factor_bits(bits));
-    });
+    apply_noise("uniform_scale", "x", "y", x, seed, offset, y,
+                [&](auto v, uint32_t bits) { return v * decltype(v)(noise.factor_bits(bits)); });
 }
 
 }  // namespace mt::cpu
