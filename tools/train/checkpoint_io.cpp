@@ -123,14 +123,6 @@ bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& par
              " checkpoints with "
              "--expert-tensor-parallel-size other than --tensor-model-parallel-size (torch_dist "
              "ones load)");
-    const auto params_here = parts.model.parameters();
-    MT_CHECK(!format->per_rank_files() || !parts.grad_buffer ||
-                 !parts.grad_buffer->distributed_optimizer() ||
-                 std::none_of(params_here.begin(), params_here.end(),
-                              [](const nn::Parameter* p) { return p->expert; }),
-             "not supported yet: loading ", format->name(),
-             " checkpoints of a MoE model with "
-             "--use-distributed-optimizer (torch_dist ones load)");
     CheckpointState state = read_whole(*format, dir, readable);
     // A stage keeps its layers, an expert-parallel rank its experts.
     if (run.pp().size() > 1 || run.ep().size() > 1) keep_model_tensors(state, parts.model);

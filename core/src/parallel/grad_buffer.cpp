@@ -189,8 +189,8 @@ void GradBuffer::gather_params() {
     all_gather_shards(values_);
 }
 
-GradBuffers make_grad_buffers(const std::vector<nn::Parameter*>& params,
-                              const ParallelState& state, const DataParallelConfig& config) {
+GradBuffers make_grad_buffers(const std::vector<nn::Parameter*>& params, const ParallelState& state,
+                              const DataParallelConfig& config) {
     std::vector<nn::Parameter*> dense, experts;
     for (nn::Parameter* p : params) (p->expert ? experts : dense).push_back(p);
     GradBuffers out;

@@ -4,6 +4,7 @@
 
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/error.h"
+#include "mt/model.h"
 #include "mt/parallel/buffer_layout.h"
 
 namespace mt::plugins::torch_ckpt {
@@ -15,6 +16,15 @@ using io::PyValue;
 
 constexpr const char* kMoments[] = {"exp_avg", "exp_avg_sq"};
 
+// The state's model entries that are parameters (in order), which the buffer holds: not the
+// model's buffers (a router's expert_bias).
+std::vector<size_t> parameter_entries(const CheckpointState& state) {
+    std::vector<size_t> out;
+    for (size_t i = 0; i < state.model.size(); ++i)
+        if (!megatron_buffer(state.model[i].first)) out.push_back(i);
+    return out;
+}
+
 // The gradient buffer's layout of the state's parameters, as the saving run built it.
 parallel::BufferLayout saved_layout(const CheckpointState& state, const std::string& where) {
     MT_CHECK(!bool_arg(state.args, "use_legacy_models"), "not supported yet: ", where,
@@ -25,7 +35,7 @@ parallel::BufferLayout saved_layout(const CheckpointState& state, const std::str
     config.bucket_size = int_arg(state.args, "ddp_bucket_size").value_or(0);
     const int64_t dp = int_arg(state.args, "data_parallel_size").value_or(1);
     std::vector<int64_t> numels;
-    for (const auto& [name, t] : state.model) numels.push_back(t.local.numel());
+    for (size_t i : parameter_entries(state)) numels.push_back(state.model[i].second.local.numel());
     return parallel::buffer_layout(numels, dp, config);
 }
 
@@ -37,11 +47,14 @@ PyValue buffer_dtype_key(DType param_dtype) {
 
 // The model's weight dtype (one for all: the distributed optimizer's buffer holds them).
 DType model_dtype(const CheckpointState& state, const std::string& where) {
-    const DType d = state.model.empty() ? DType::f32 : state.model[0].second.local.dtype();
-    for (const auto& [name, t] : state.model)
+    const std::vector<size_t> params = parameter_entries(state);
+    const DType d = params.empty() ? DType::f32 : state.model[params[0]].second.local.dtype();
+    for (size_t i : params) {
+        const auto& [name, t] = state.model[i];
         MT_CHECK(t.local.dtype() == d, "not supported yet: ", where,
                  ": the distributed optimizer's state of a model of several dtypes (", name, " is ",
                  dtype_name(t.local.dtype()), ", others ", dtype_name(d), ")");
+    }
     return d;
 }
 
@@ -49,7 +62,7 @@ const Tensor& moment(const OptimizerParamState& p, const char* name) {
     return std::strcmp(name, "exp_avg_sq") == 0 ? p.exp_avg_sq : p.exp_avg;
 }
 
-// state.model[i]'s piece of a world tensor.
+// The i-th parameter's piece of a world tensor.
 Tensor piece(const Tensor& world, const parallel::BufferLayout& l, size_t i, const Shape& shape) {
     const int64_t begin = l.unpadded_offset(i);
     return world.slice(0, begin, begin + shape_numel(shape)).view(shape);
@@ -66,8 +79,9 @@ PyValue parameter_state_to_py(const CheckpointState& state) {
     const OptimizerCheckpoint& o = *state.optimizer;
     MT_CHECK(o.type == "adam", "not supported yet: the distributed optimizer's checkpoint of ",
              o.type, " (Megatron's distributed optimizer is Adam)");
-    MT_CHECK(o.params.size() == state.model.size(), "distrib_optim.pt: ", o.params.size(),
-             " parameters have optimizer state but the model has ", state.model.size());
+    const std::vector<size_t> params = parameter_entries(state);
+    MT_CHECK(o.params.size() == params.size(), "distrib_optim.pt: ", o.params.size(),
+             " parameters have optimizer state but the model has ", params.size());
     const parallel::BufferLayout l = saved_layout(state, kDistribOptimName);
     const int64_t n = l.numel_unpadded();
     const DType dtype = model_dtype(state, kDistribOptimName);
@@ -75,8 +89,8 @@ PyValue parameter_state_to_py(const CheckpointState& state) {
     Tensor world[3];
     const char* keys[] = {"param", kMoments[0], kMoments[1]};
     for (int k = 0; k < 3; ++k) world[k] = Tensor::zeros({n}, DType::f32);
-    for (size_t i = 0; i < state.model.size(); ++i) {
-        const auto& [name, t] = state.model[i];
+    for (size_t i = 0; i < params.size(); ++i) {
+        const auto& [name, t] = state.model[params[i]];
         const OptimizerParamState& p = o.params[i];
         MT_CHECK(p.name == name, "distrib_optim.pt: optimizer state ", i, " is ", p.name,
                  ", the model tensor ", name);
@@ -101,6 +115,11 @@ PyValue parameter_state_to_py(const CheckpointState& state) {
 void parameter_state_from_py(const PyValue& root, CheckpointState& state, const std::string& file) {
     MT_CHECK(state.optimizer.has_value(), file, ": no optimizer param groups to go with it");
     OptimizerCheckpoint& o = *state.optimizer;
+    // Megatron's ChainedOptimizer.save_parameter_state: [dense state, experts' state].
+    MT_CHECK(root.kind() != PyKind::list, file,
+             ": not supported yet: the expert-parallel chained distributed optimizer's state (a "
+             "list of ",
+             root.items().size(), " optimizers' states)");
     MT_CHECK(root.kind() == PyKind::dict, file, ": a Python ", io::py_kind_name(root.kind()),
              ", not a dict");
     const PyValue* coalesced = root.find("buckets_coalesced");
@@ -146,11 +165,12 @@ void parameter_state_from_py(const PyValue& root, CheckpointState& state, const 
     };
     const Tensor param = world("param");
     const Tensor moments[2] = {world(kMoments[0]), world(kMoments[1])};
-    MT_CHECK(o.params.size() == state.model.size(), file, ": ", o.params.size(),
-             " parameters in the optimizer groups but ", state.model.size(), " in the model");
+    const std::vector<size_t> params = parameter_entries(state);
+    MT_CHECK(o.params.size() == params.size(), file, ": ", o.params.size(),
+             " parameters in the optimizer groups but ", params.size(), " in the model");
     const bool fp32 = !bool_arg(state.args, "fp16") && !bool_arg(state.args, "bf16");
-    for (size_t i = 0; i < state.model.size(); ++i) {
-        const auto& [name, t] = state.model[i];
+    for (size_t i = 0; i < params.size(); ++i) {
+        const auto& [name, t] = state.model[params[i]];
         const Shape& shape = t.local.shape();
         if (fp32 && t.local.dtype() == DType::f32) {
             const Tensor master = piece(param, l, i, shape).contiguous();
