@@ -285,9 +285,10 @@ TEST_F(ParallelTrain, ExpertParallelCheckpointsResumeAcrossLayouts) {
     // The distributed optimizer (the dense state sharded over the data-parallel ranks, the
     // experts' over the expert-data-parallel ranks, each rank writing its ranges of
     // megatron-core's fully_sharded_model_space), in torch_dist: at EP2 (chained) and at EP1
-    // over DP2, resumed there and in one process. The torch format (distrib_optim.pt, one
-    // buffer) at EP1 over DP2: resumed there, in one process and at EP2; under expert
-    // parallelism it is refused (Megatron's chained distrib_optim.pt is not written yet).
+    // over DP2, resumed there and in one process. The torch format's distrib_optim.pt: at EP1
+    // over DP2 one buffer, resumed there, in one process and at EP2; at EP2 Megatron's chained
+    // list in each expert-parallel rank's file (the dense state in rank 0's), resumed there and
+    // in one process.
     const std::string dist_ep2 = train(dir_, data_, 2, 1) + moe + " --expert-model-parallel-size 2";
     const std::string dist_dp2 = train(dir_, data_, 2, 1) + moe;
     for (const auto& [name, run] :
@@ -301,12 +302,11 @@ TEST_F(ParallelTrain, ExpertParallelCheckpointsResumeAcrossLayouts) {
     EXPECT_TRUE(fs::exists(dir_ / "torch_dp2/iter_0000003/mp_rank_00/distrib_optim.pt"));
     expect_resumes(torch_dp2, one + " --ckpt-format torch", dir_ / "torch_dp2_to_1", want);
     expect_resumes(torch_dp2, dist_ep2 + " --ckpt-format torch", dir_ / "torch_dp2_to_ep2", want);
-    auto torch = run_command(dist_ep2 + " --ckpt-format torch --save " + q(dir_ / "dist_torch"));
-    EXPECT_NE(torch.exit_code, 0);
-    EXPECT_NE(torch.output.find("not supported yet: --ckpt-format torch of a MoE model with "
-                                "--use-distributed-optimizer and --expert-model-parallel-size 2"),
-              std::string::npos)
-        << torch.output;
+    const std::string torch_ep2 = dist_ep2 + " --ckpt-format torch";
+    expect_resumes(torch_ep2, torch_ep2, dir_ / "torch_ep2", want);
+    for (const char* rank : {"mp_rank_00_000", "mp_rank_00_001"})
+        EXPECT_TRUE(fs::exists(dir_ / "torch_ep2/iter_0000003" / rank / "distrib_optim.pt"));
+    expect_resumes(torch_ep2, one + " --ckpt-format torch", dir_ / "torch_ep2_to_1", want);
 }
 
 TEST_F(ParallelTrain, CheckpointsResumeAcrossLayouts) {

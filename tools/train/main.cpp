@@ -163,11 +163,6 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
              state.ep().size(), " needs a MoE model (--num-experts)");
     MT_CHECK(state.ep().size() == 1 || flags.params_dtype != mt::DType::f16,
              "expert parallelism is not supported with --fp16 (Megatron refuses it too)");
-    MT_CHECK(!has_experts || !flags.data_parallel.distributed_optimizer || !saving ||
-                 *saving == "torch_dist" || state.ep().size() == 1,
-             "not supported yet: --ckpt-format ", saving.value_or(""),
-             " of a MoE model with --use-distributed-optimizer and --expert-model-parallel-size ",
-             state.ep().size(), " (torch_dist saves it)");
     mt::parallel::GradBuffers buffers =
         mt::parallel::make_grad_buffers(model->parameters(), state, flags.data_parallel);
     auto optimizer =

@@ -113,12 +113,6 @@ std::vector<std::pair<Tensor, Tensor>> local_moments(const TrainingParts& parts)
             out.emplace_back(parts.optimizer.first()[i], parts.optimizer.second()[i]);
         return out;
     }
-    // Megatron's expert-parallel runs keep the experts' state in a chained optimizer of its own,
-    // whose distrib_optim.pt layout is not written yet.
-    for (const nn::Parameter* p : params)
-        MT_CHECK(!p->expert || !parts.parallel || parts.parallel->ep().size() == 1,
-                 "not supported yet: a MoE model's distributed optimizer state in "
-                 "the torch format under expert parallelism (save with --ckpt-format torch_dist)");
     // optimizer.first()[i] is the state of the i-th shard piece (SGD has no second moment).
     const std::vector<Tensor> first = gathered_pieces(parts, parts.optimizer.first()),
                               second = gathered_pieces(parts, parts.optimizer.second());

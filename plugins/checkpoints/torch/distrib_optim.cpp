@@ -16,7 +16,7 @@ using io::PyValue;
 
 constexpr const char* kMoments[] = {"exp_avg", "exp_avg_sq"};
 
-// The state's model entries that are parameters (in order), which the buffer holds: not the
+// The state's model entries that are parameters (in order), which the buffers hold: not the
 // model's buffers (a router's expert_bias).
 std::vector<size_t> parameter_entries(const CheckpointState& state) {
     std::vector<size_t> out;
@@ -25,18 +25,56 @@ std::vector<size_t> parameter_entries(const CheckpointState& state) {
     return out;
 }
 
-// The gradient buffer's layout of the state's parameters, as the saving run built it.
-parallel::BufferLayout saved_layout(const CheckpointState& state, const std::string& where) {
+// One optimizer's gradient buffer: its parameters (state.model indices, in order), each with its
+// optimizer state (o.params indices), and the data-parallel size it is sharded over.
+struct BufferPart {
+    std::vector<size_t> model, params;
+    int64_t dp = 1;
+};
+
+// The state's buffers: one, or under expert parallelism Megatron's chain of two (the dense
+// parameters' over the data-parallel ranks, the experts' over the expert-data-parallel ranks).
+std::vector<BufferPart> buffer_parts(const CheckpointState& state, const std::string& where) {
     MT_CHECK(!bool_arg(state.args, "use_legacy_models"), "not supported yet: ", where,
              ": the distributed optimizer's state of a legacy (non-core) model");
+    const OptimizerCheckpoint& o = *state.optimizer;
+    const std::vector<size_t> entries = parameter_entries(state);
+    MT_CHECK(o.params.size() == entries.size(), where, ": ", o.params.size(),
+             " parameters have optimizer state but the model has ", entries.size());
+    bool chained = false;
+    for (const OptimizerParamState& p : o.params) chained = chained || p.expert_parallel;
+    const int64_t dp = int_arg(state.args, "data_parallel_size").value_or(1);
+    std::vector<BufferPart> parts(chained ? 2 : 1);
+    parts[0].dp = dp;
+    if (chained) {  // the ranks holding the same experts: tp x cp x dp / (ep x etp)
+        const int64_t tp = int_arg(state.args, "tensor_model_parallel_size").value_or(1);
+        const int64_t cp = int_arg(state.args, "context_parallel_size").value_or(1);
+        const int64_t ep = int_arg(state.args, "expert_model_parallel_size").value_or(1);
+        const int64_t etp = int_arg(state.args, "expert_tensor_parallel_size").value_or(tp);
+        MT_CHECK(tp * cp * dp % (ep * etp) == 0, where, ": the args' ranks (tensor ", tp,
+                 " x context ", cp, " x data ", dp, ") do not split into expert parallel ", ep,
+                 " x expert tensor parallel ", etp);
+        parts[1].dp = tp * cp * dp / (ep * etp);
+    }
+    for (size_t j = 0; j < entries.size(); ++j) {
+        MT_CHECK(o.params[j].name == state.model[entries[j]].first, where, ": optimizer state ", j,
+                 " is ", o.params[j].name, ", the model tensor ", state.model[entries[j]].first);
+        BufferPart& part = parts[chained && o.params[j].expert_parallel ? 1 : 0];
+        part.model.push_back(entries[j]);
+        part.params.push_back(j);
+    }
+    return parts;
+}
+
+// The part's gradient buffer layout, as the saving run built it.
+parallel::BufferLayout saved_layout(const CheckpointState& state, const BufferPart& part) {
     parallel::DataParallelConfig config;
     config.distributed_optimizer = true;
     config.overlap_grad_reduce = bool_arg(state.args, "overlap_grad_reduce");
     config.bucket_size = int_arg(state.args, "ddp_bucket_size").value_or(0);
-    const int64_t dp = int_arg(state.args, "data_parallel_size").value_or(1);
     std::vector<int64_t> numels;
-    for (size_t i : parameter_entries(state)) numels.push_back(state.model[i].second.local.numel());
-    return parallel::buffer_layout(numels, dp, config);
+    for (size_t i : part.model) numels.push_back(state.model[i].second.local.numel());
+    return parallel::buffer_layout(numels, part.dp, config);
 }
 
 // Megatron keys a gradient buffer's state by (param dtype, grad dtype): grads are f32 here.
@@ -45,11 +83,11 @@ PyValue buffer_dtype_key(DType param_dtype) {
         {io::torch_dtype_global(param_dtype), io::torch_dtype_global(DType::f32)});
 }
 
-// The model's weight dtype (one for all: the distributed optimizer's buffer holds them).
-DType model_dtype(const CheckpointState& state, const std::string& where) {
-    const std::vector<size_t> params = parameter_entries(state);
-    const DType d = params.empty() ? DType::f32 : state.model[params[0]].second.local.dtype();
-    for (size_t i : params) {
+// The part's weight dtype (one for all: the distributed optimizer's buffer holds them).
+DType model_dtype(const CheckpointState& state, const BufferPart& part, const std::string& where) {
+    const DType d =
+        part.model.empty() ? DType::f32 : state.model[part.model[0]].second.local.dtype();
+    for (size_t i : part.model) {
         const auto& [name, t] = state.model[i];
         MT_CHECK(t.local.dtype() == d, "not supported yet: ", where,
                  ": the distributed optimizer's state of a model of several dtypes (", name, " is ",
@@ -62,45 +100,32 @@ const Tensor& moment(const OptimizerParamState& p, const char* name) {
     return std::strcmp(name, "exp_avg_sq") == 0 ? p.exp_avg_sq : p.exp_avg;
 }
 
-// The i-th parameter's piece of a world tensor.
-Tensor piece(const Tensor& world, const parallel::BufferLayout& l, size_t i, const Shape& shape) {
-    const int64_t begin = l.unpadded_offset(i);
+// The part's k-th parameter's piece of a world tensor.
+Tensor piece(const Tensor& world, const parallel::BufferLayout& l, size_t k, const Shape& shape) {
+    const int64_t begin = l.unpadded_offset(k);
     return world.slice(0, begin, begin + shape_numel(shape)).view(shape);
 }
 
-}  // namespace
-
-bool saved_by_distributed_optimizer(const CheckpointArgs& args) {
-    return bool_arg(args, "use_distributed_optimizer");
-}
-
-PyValue parameter_state_to_py(const CheckpointState& state) {
-    MT_CHECK(state.optimizer.has_value(), "distrib_optim.pt: the state has no optimizer");
+// get_parameter_state_dp_zero's dict of one optimizer's buffer.
+PyValue buffer_state_to_py(const CheckpointState& state, const BufferPart& part) {
     const OptimizerCheckpoint& o = *state.optimizer;
-    MT_CHECK(o.type == "adam", "not supported yet: the distributed optimizer's checkpoint of ",
-             o.type, " (Megatron's distributed optimizer is Adam)");
-    const std::vector<size_t> params = parameter_entries(state);
-    MT_CHECK(o.params.size() == params.size(), "distrib_optim.pt: ", o.params.size(),
-             " parameters have optimizer state but the model has ", params.size());
-    const parallel::BufferLayout l = saved_layout(state, kDistribOptimName);
+    const parallel::BufferLayout l = saved_layout(state, part);
     const int64_t n = l.numel_unpadded();
-    const DType dtype = model_dtype(state, kDistribOptimName);
+    const DType dtype = model_dtype(state, part, kDistribOptimName);
     PyValue tensors = PyValue::dict();
     Tensor world[3];
     const char* keys[] = {"param", kMoments[0], kMoments[1]};
     for (int k = 0; k < 3; ++k) world[k] = Tensor::zeros({n}, DType::f32);
-    for (size_t i = 0; i < params.size(); ++i) {
-        const auto& [name, t] = state.model[params[i]];
-        const OptimizerParamState& p = o.params[i];
-        MT_CHECK(p.name == name, "distrib_optim.pt: optimizer state ", i, " is ", p.name,
-                 ", the model tensor ", name);
+    for (size_t k = 0; k < part.model.size(); ++k) {
+        const auto& [name, t] = state.model[part.model[k]];
+        const OptimizerParamState& p = o.params[part.params[k]];
         // "param" holds the f32 weights the optimizer updates: a bf16 / f16 model's masters.
         const Tensor& main = dtype == DType::f32 ? t.local : p.main_param;
         MT_CHECK(main.defined(), "distrib_optim.pt: no f32 master weights of the ",
                  dtype_name(dtype), " parameter ", name);
-        piece(world[0], l, i, t.local.shape()).copy_from(main);
-        for (int k = 1; k < 3; ++k)
-            piece(world[k], l, i, t.local.shape()).copy_from(moment(p, keys[k]));
+        piece(world[0], l, k, t.local.shape()).copy_from(main);
+        for (int m = 1; m < 3; ++m)
+            piece(world[m], l, k, t.local.shape()).copy_from(moment(p, keys[m]));
     }
     for (int k = 0; k < 3; ++k) tensors.dict_ref().set(keys[k], PyValue::tensor(world[k]));
     tensors.dict_ref().set("numel_unpadded", PyValue::integer(n));
@@ -112,14 +137,10 @@ PyValue parameter_state_to_py(const CheckpointState& state) {
     return root;
 }
 
-void parameter_state_from_py(const PyValue& root, CheckpointState& state, const std::string& file) {
-    MT_CHECK(state.optimizer.has_value(), file, ": no optimizer param groups to go with it");
+// Sets the moments (and masters) of the part's parameters from one optimizer's dict.
+void buffer_state_from_py(const PyValue& root, CheckpointState& state, const BufferPart& part,
+                          const std::string& file) {
     OptimizerCheckpoint& o = *state.optimizer;
-    // Megatron's ChainedOptimizer.save_parameter_state: [dense state, experts' state].
-    MT_CHECK(root.kind() != PyKind::list, file,
-             ": not supported yet: the expert-parallel chained distributed optimizer's state (a "
-             "list of ",
-             root.items().size(), " optimizers' states)");
     MT_CHECK(root.kind() == PyKind::dict, file, ": a Python ", io::py_kind_name(root.kind()),
              ", not a dict");
     const PyValue* coalesced = root.find("buckets_coalesced");
@@ -135,19 +156,19 @@ void parameter_state_from_py(const PyValue& root, CheckpointState& state, const 
         if (k.as_int() == 0) buffers = &v;
     }
     MT_CHECK(buffers && count == 1, file, ": ", count,
-             " gradient buffers; not supported yet: other than one (expert or mixed-dtype "
-             "buffers)");
+             " gradient buffers; not supported yet: other than one per optimizer (mixed-dtype "
+             "buffers, or a model chunk's each)");
     MT_CHECK(buffers->kind() == PyKind::dict && buffers->dict_ref().items.size() == 1, file,
              ": buffer 0 is not one dtype's state");
     const auto& [dtype_key, tensors] = buffers->dict_ref().items.front();
-    const DType dtype = model_dtype(state, file);
+    const DType dtype = model_dtype(state, part, file);
     MT_CHECK(io::repr(dtype_key) == io::repr(buffer_dtype_key(dtype)), file,
              ": not supported yet: a gradient buffer of ", io::repr(dtype_key), " for ",
              dtype_name(dtype),
              " weights (the buffer must hold the model's dtype and fp32 "
              "gradients)");
 
-    const parallel::BufferLayout l = saved_layout(state, file);
+    const parallel::BufferLayout l = saved_layout(state, part);
     const int64_t n = l.numel_unpadded();
     const PyValue* numel = tensors.find("numel_unpadded");
     MT_CHECK(numel && numel->as_int() == n, file, ": numel_unpadded is ",
@@ -165,26 +186,59 @@ void parameter_state_from_py(const PyValue& root, CheckpointState& state, const 
     };
     const Tensor param = world("param");
     const Tensor moments[2] = {world(kMoments[0]), world(kMoments[1])};
-    const std::vector<size_t> params = parameter_entries(state);
-    MT_CHECK(o.params.size() == params.size(), file, ": ", o.params.size(),
-             " parameters in the optimizer groups but ", params.size(), " in the model");
     const bool fp32 = !bool_arg(state.args, "fp16") && !bool_arg(state.args, "bf16");
-    for (size_t i = 0; i < params.size(); ++i) {
-        const auto& [name, t] = state.model[params[i]];
+    for (size_t k = 0; k < part.model.size(); ++k) {
+        const auto& [name, t] = state.model[part.model[k]];
         const Shape& shape = t.local.shape();
         if (fp32 && t.local.dtype() == DType::f32) {
-            const Tensor master = piece(param, l, i, shape).contiguous();
+            const Tensor master = piece(param, l, k, shape).contiguous();
             const Tensor model = t.local.contiguous();
             MT_CHECK(std::memcmp(master.raw_data(), model.raw_data(),
                                  size_t(model.numel()) * sizeof(float)) == 0,
                      file, ": the master weights of ", name,
                      " are not the model's: the file's layout is not the one the args describe");
         }
-        OptimizerParamState& p = o.params[i];
-        p.exp_avg = piece(moments[0], l, i, shape);
-        p.exp_avg_sq = piece(moments[1], l, i, shape);
-        if (dtype != DType::f32) p.main_param = piece(param, l, i, shape);
+        OptimizerParamState& p = o.params[part.params[k]];
+        p.exp_avg = piece(moments[0], l, k, shape);
+        p.exp_avg_sq = piece(moments[1], l, k, shape);
+        if (dtype != DType::f32) p.main_param = piece(param, l, k, shape);
     }
+}
+
+}  // namespace
+
+bool saved_by_distributed_optimizer(const CheckpointArgs& args) {
+    return bool_arg(args, "use_distributed_optimizer");
+}
+
+PyValue parameter_state_to_py(const CheckpointState& state, bool dense_state) {
+    MT_CHECK(state.optimizer.has_value(), "distrib_optim.pt: the state has no optimizer");
+    MT_CHECK(state.optimizer->type == "adam",
+             "not supported yet: the distributed optimizer's checkpoint of ", state.optimizer->type,
+             " (Megatron's distributed optimizer is Adam)");
+    const std::vector<BufferPart> parts = buffer_parts(state, kDistribOptimName);
+    if (parts.size() == 1) return buffer_state_to_py(state, parts[0]);
+    // ChainedOptimizer.save_parameter_state: each optimizer's state from its data-parallel rank
+    // 0, None elsewhere.
+    return PyValue::list({dense_state ? buffer_state_to_py(state, parts[0]) : PyValue(),
+                          buffer_state_to_py(state, parts[1])});
+}
+
+void parameter_state_from_py(const PyValue& root, CheckpointState& state, const std::string& file) {
+    MT_CHECK(state.optimizer.has_value(), file, ": no optimizer param groups to go with it");
+    const std::vector<BufferPart> parts = buffer_parts(state, file);
+    if (parts.size() == 1) {
+        MT_CHECK(root.kind() != PyKind::list, file, ": a chain of ", root.items().size(),
+                 " optimizers' states, but model_optim_rng.pt has one optimizer");
+        return buffer_state_from_py(root, state, parts[0], file);
+    }
+    MT_CHECK(root.kind() == PyKind::list && root.items().size() == 2, file,
+             ": not the expert-parallel chained optimizer's states (a list of the dense "
+             "parameters' and the experts')");
+    // The dense state is in expert-parallel rank 0's file only; join_expert_ranks takes it there.
+    for (size_t c = 0; c < 2; ++c)
+        if (root.items()[c].kind() != PyKind::none)
+            buffer_state_from_py(root.items()[c], state, parts[c], file);
 }
 
 }  // namespace mt::plugins::torch_ckpt

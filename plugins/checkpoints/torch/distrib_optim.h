@@ -7,8 +7,12 @@
 //                                         'numel_unpadded': int}}}
 // the tensors laid out as the gradient buffer (mt/parallel/buffer_layout.h) with each bucket's
 // end padding cut out. The layout follows from the parameters (the model state dict's order is
-// Megatron's registration order) and the saving run's args (data_parallel_size,
-// overlap_grad_reduce, ddp_bucket_size).
+// Megatron's registration order; the model's buffers, a router's expert_bias, are not in it) and
+// the saving run's args (data_parallel_size, overlap_grad_reduce, ddp_bucket_size). Under expert
+// parallelism Megatron chains two optimizers and the file holds a list of their dicts:
+// [the dense parameters' (over the data-parallel ranks), the experts' (the file's own experts,
+// over the expert-data-parallel ranks)], None where the saving rank was not the optimizer's
+// data-parallel rank 0 (the dense state is in expert-parallel rank 0's file only).
 #pragma once
 
 #include <string>
@@ -23,8 +27,10 @@ inline constexpr const char* kDistribOptimName = "distrib_optim.pt";
 // True when the args say the distributed optimizer saved the state.
 bool saved_by_distributed_optimizer(const CheckpointArgs& args);
 
-// distrib_optim.pt's dict for one rank's state (its model tensors and optimizer moments).
-io::PyValue parameter_state_to_py(const CheckpointState& state);
+// distrib_optim.pt's dict (or chained list) for one rank's state (its model tensors and
+// optimizer moments). dense_state false: None for the chained dense optimizer's (an
+// expert-parallel rank other than 0).
+io::PyValue parameter_state_to_py(const CheckpointState& state, bool dense_state);
 
 // Fills state.optimizer's moments (read from model_optim_rng.pt's param groups, moments not yet
 // set) from distrib_optim.pt's dict; `file` names it in errors. Each parameter's 'param' slice

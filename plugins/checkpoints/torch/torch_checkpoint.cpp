@@ -141,7 +141,7 @@ void write_rank(const fs::path& iter_dir, const CheckpointLayout& layout, int64_
         fs::create_directories(rank_dir);
         io::save_torch_file(rank_dir / kFileName, to_py(part));
         if (part.optimizer && saved_by_distributed_optimizer(part.args))
-            io::save_torch_file(rank_dir / kDistribOptimName, parameter_state_to_py(part));
+            io::save_torch_file(rank_dir / kDistribOptimName, parameter_state_to_py(part, ep == 0));
     }
 }
 
