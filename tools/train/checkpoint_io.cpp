@@ -1,6 +1,5 @@
 #include "checkpoint_io.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <set>

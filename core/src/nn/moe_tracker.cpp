@@ -65,8 +65,9 @@ std::vector<double> MoeTracker::routed_tokens() const {
 }
 
 void MoeTracker::update_expert_bias(Backend& backend, const std::vector<double>& tokens) {
-    MT_CHECK(tokens.size() == routed_tokens().size(), "MoeTracker: ", tokens.size(),
-             " token counts for ", routed_tokens().size());
+    size_t counts = 0;
+    for (const ExpertBiasSlot& s : expert_bias_) counts += s.tokens.size();
+    MT_CHECK(tokens.size() == counts, "MoeTracker: ", tokens.size(), " token counts for ", counts);
     const float rate = float(bias_update_rate_);
     size_t at = 0;
     for (ExpertBiasSlot& s : expert_bias_) {

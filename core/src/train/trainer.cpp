@@ -198,13 +198,13 @@ void Trainer::finalize_grads() {
 }
 
 void Trainer::update_expert_bias() {
-    std::vector<nn::MoeTracker*> trackers;
+    std::vector<std::pair<nn::MoeTracker*, size_t>> trackers;  // with their count of counts
     std::vector<double> tokens;
     for (Model* chunk : model_.pipeline_chunks())
         if (nn::MoeTracker* tracker = chunk->moe_tracker()) {
             const std::vector<double> own = tracker->routed_tokens();
             if (own.empty()) continue;
-            trackers.push_back(tracker);
+            trackers.emplace_back(tracker, own.size());
             tokens.insert(tokens.end(), own.begin(), own.end());
         }
     if (trackers.empty()) return;
@@ -214,8 +214,7 @@ void Trainer::update_expert_bias() {
     if (parallel_ && parallel_->dp().size() > 1)
         parallel::all_reduce_values(parallel_->dp(), tokens, ReduceOp::sum);
     size_t at = 0;
-    for (nn::MoeTracker* tracker : trackers) {
-        const size_t n = tracker->routed_tokens().size();
+    for (const auto& [tracker, n] : trackers) {
         tracker->update_expert_bias(optimizer_.backend(),
                                     std::vector<double>(tokens.begin() + std::ptrdiff_t(at),
                                                         tokens.begin() + std::ptrdiff_t(at + n)));
