@@ -3,100 +3,11 @@
 // changes nothing here (the text says what it does in Megatron and why nothing changes); one
 // that would change results is refused, unless it is given with Megatron's default.
 #include "megatron_flag_catalogue.h"
+#include "megatron_flag_rules.h"
 
 namespace mt::cli::detail {
 
 namespace {
-
-constexpr FlagRule accept(const char* why) {
-    return {FlagStatus::accepted, why};
-}
-constexpr FlagRule refuse(const char* capability, const char* also_harmless = nullptr) {
-    return {FlagStatus::refused, capability, also_harmless};
-}
-constexpr FlagRule refuse_unless(const char* capability, const char* unless) {
-    return {FlagStatus::refused, capability, nullptr, unless};
-}
-constexpr FlagRule invalid(const char* message, const char* unless = nullptr) {
-    return {FlagStatus::invalid, message, nullptr, unless};
-}
-// The training tool defines the flag itself.
-constexpr FlagRule kDefined{FlagStatus::implemented};
-
-// Capabilities megatron.cpp lacks (refused).
-constexpr const char* kPipeline = "pipeline parallelism";
-constexpr const char* kMoE = "this MoE (Mixture of Experts) option";
-constexpr const char* kT5 = "T5 / encoder-decoder models";
-constexpr const char* kMamba = "Mamba hybrid models";
-constexpr const char* kBertEmbeddings = "BERT embeddings (Retro's embedder)";
-constexpr const char* kVision = "vision models";
-constexpr const char* kRetro = "Retro models";
-constexpr const char* kRetriever = "ICT / biencoder retriever models and tasks";
-constexpr const char* kMla = "multi-latent attention (DeepSeek models)";
-constexpr const char* kMtp = "multi-token prediction (MTP)";
-constexpr const char* kFp8 = "FP8 training";
-constexpr const char* kFsdp = "FSDP (fully sharded data parallelism)";
-constexpr const char* kNonPersistent = "non-persistent (global / local / in-memory) checkpoints";
-constexpr const char* kTikTokenOnly =
-    "read only by the TikToken tokenizer, which --tokenizer-type TikTokenizer refuses (not "
-    "supported yet)";
-constexpr const char* kRerun = "Megatron's re-run engine (result validation, error injection)";
-constexpr const char* kLegacy = "Megatron's legacy (non-core) models";
-constexpr const char* kHeterogeneous = "heterogeneous layers (Llama-Nemotron configurations)";
-constexpr const char* kLowPrecisionOptimizer =
-    "optimizer state or main weights below fp32 (the precision-aware optimizer's dtypes)";
-constexpr const char* kKitchen = "kitchen quantization";
-constexpr const char* kModelOpt =
-    "NVIDIA ModelOpt (TensorRT Model Optimizer) export, quantization, distillation and "
-    "speculative-decoding heads";
-constexpr const char* kSft = "SFT (supervised fine-tuning) training";
-
-// Reasons a flag changes nothing here (accepted).
-constexpr FlagRule kTrainingOnly = accept("only used by training");
-constexpr FlagRule kInferenceOnly =
-    accept("only used by text generation (Megatron's training does not read it)");
-constexpr FlagRule kOneProcess = accept(
-    "megatron-generate and megatron-eval's zero-shot tasks run as one process and read the "
-    "checkpoint whole, whatever parallel layout saved it (megatron-eval's finetuning has no "
-    "pipeline stages)");
-constexpr FlagRule kFromCheckpoint = accept("the weights come from the checkpoint");
-constexpr FlagRule kFusion =
-    accept("a GPU kernel fusion: the CPU kernels compute the same math unfused");
-constexpr FlagRule kTpOverlap = accept(
-    "overlaps tensor-parallel communication with GEMMs (Transformer Engine userbuffers): "
-    "the same results");
-constexpr FlagRule kPipelineOnly = accept(
-    "tunes when pipeline stages post their sends and receives: megatron.cpp sends each output "
-    "as soon as it exists and posts receives ahead, which computes the same");
-constexpr FlagRule kContextOnly = accept(
-    "chooses how context-parallel ranks exchange keys and values (p2p, a2a, allgather): "
-    "megatron.cpp always passes them around the ring (p2p), which computes the same attention");
-constexpr FlagRule kFsdpOnly =
-    accept("tunes FSDP: no effect without FSDP, which megatron.cpp refuses");
-constexpr FlagRule kNcclTuning =
-    accept("tunes NCCL communication: the same reductions (ranks talk over MPI on the CPU)");
-constexpr FlagRule kCudaGraph =
-    accept("CUDA graph capture: nothing to capture on the CPU backend; the same computation");
-constexpr FlagRule kProfiling =
-    accept("profiling hooks (nsys, the PyTorch profiler): nothing to profile through here");
-constexpr FlagRule kCpuOffload = accept(
-    "offloads the optimizer state and step to the CPU: megatron-train's optimizer runs "
-    "on the CPU already, the same Adam step");
-constexpr FlagRule kPythonGc = accept("Python garbage collection: there is none here");
-constexpr FlagRule kStraggler =
-    accept("detection of slow GPUs (straggler detector): nothing to measure here");
-constexpr FlagRule kOneLogger =
-    accept("NVIDIA's one-logger end-to-end metrics (internal): not collected here");
-constexpr FlagRule kInprocessRestart = accept(
-    "NVIDIA's in-process restart after failures (nvidia-resiliency-ext): a failure ends "
-    "the run here");
-constexpr FlagRule kFaultTolerance =
-    accept("NVIDIA's fault-tolerance package (internal): not used here");
-constexpr FlagRule kTimers = accept(
-    "where or how Megatron's timers report: megatron-train prints them (--timing-log-level) "
-    "without a barrier before level-1 timers, and not to TensorBoard");
-constexpr FlagRule kWandb = accept("Weights & Biases logging: not available here (TensorBoard is)");
-constexpr FlagRule kDeprecatedIgnored = accept("deprecated: Megatron ignores it too");
 
 constexpr CatalogueEntry kCatalogue[] = {
     // network size
@@ -695,7 +606,9 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--enable-experimental",
      accept("turns on Megatron-core's experimental code paths (MoE permute fusion), none of "
             "which megatron.cpp has")},
-    {"--spec", refuse("custom layer specs (--spec)")},
+    // pretrain_bert.py's `--spec local` picks megatron-core's local BERT layer spec, whose
+    // parameter names the bert family reads as well as Transformer Engine's.
+    {"--spec", refuse("custom layer specs (--spec)", "local")},
     {"--hybrid-attention-ratio", refuse(kMamba)},
     {"--hybrid-mlp-ratio", refuse(kMamba)},
     {"--hybrid-override-pattern", refuse(kMamba)},

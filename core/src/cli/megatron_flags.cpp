@@ -1,7 +1,5 @@
 #include "mt/cli/megatron_flags.h"
 
-#include "mt/checkpoint/checkpoint_args.h"
-
 #include <boost/program_options.hpp>
 #include <cerrno>
 #include <cstdlib>
@@ -10,6 +8,7 @@
 #include <sstream>
 
 #include "megatron_flag_catalogue.h"
+#include "megatron_flag_values.h"
 #include "mt/error.h"
 
 namespace mt::cli {
@@ -23,12 +22,26 @@ constexpr MegatronFlag kFlags[] = {
 #undef MT_MEGATRON_FLAG
 };
 
-const MegatronFlag* find_flag(std::string_view flag) {
-    static const std::map<std::string_view, const MegatronFlag*> index = [] {
-        std::map<std::string_view, const MegatronFlag*> m;
+constexpr MegatronFlag kNewerFlags[] = {
+#define MT_MEGATRON_FLAG(flag, group, kind, nargs, type, choices, default_value, dest) \
+    MegatronFlag{flag, group, kind, nargs, type, choices, default_value, dest},
+#include "megatron_flag_list_newer.inc"
+#undef MT_MEGATRON_FLAG
+};
+
+const MegatronFlag* find_in(std::span<const MegatronFlag> flags, std::string_view flag) {
+    using Index = std::map<std::string_view, const MegatronFlag*>;
+    static const Index older = [] {
+        Index m;
         for (const MegatronFlag& f : kFlags) m[f.flag] = &f;
         return m;
     }();
+    static const Index newer = [] {
+        Index m;
+        for (const MegatronFlag& f : kNewerFlags) m[f.flag] = &f;
+        return m;
+    }();
+    const Index& index = flags.data() == kFlags ? older : newer;
     auto it = index.find(flag);
     return it == index.end() ? nullptr : it->second;
 }
@@ -43,6 +56,18 @@ const detail::CatalogueEntry* find_entry(std::string_view flag) {
     return it == index.end() ? nullptr : it->second;
 }
 
+}  // namespace
+
+namespace detail {
+
+const MegatronFlag* find_flag(std::string_view flag) {
+    return find_in(kFlags, flag);
+}
+
+const MegatronFlag* find_newer_flag(std::string_view flag) {
+    return find_in(kNewerFlags, flag);
+}
+
 std::string name_of(std::string_view flag) {
     return std::string(flag.substr(2));
 }
@@ -54,8 +79,6 @@ bool is_list(const MegatronFlag& f) {
     return f.nargs == "*" || f.nargs == "+";
 }
 
-// A Python literal default as the words a command line would give: 'adam' -> adam,
-// ['p2p'] -> p2p, [0, 1] -> "0 1", [] -> "". Empty optional: None or not a literal.
 std::optional<std::string> default_words(std::string_view python) {
     auto unquote = [](std::string_view s) {
         while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
@@ -89,7 +112,6 @@ std::optional<double> number(const std::string& s) {
     return v;
 }
 
-// The same value as argparse would store it: numbers compare as numbers.
 bool same_value(const MegatronFlag& f, const std::string& given, const std::string& expected) {
     if (given == expected) return true;
     if (f.type != "int" && f.type != "float") return false;
@@ -103,6 +125,22 @@ bool same_value(const MegatronFlag& f, const std::string& given, const std::stri
         if (!nx || !ny || *nx != *ny) return false;
     }
 }
+
+std::vector<std::pair<std::string, std::string>> unless_conditions(const std::string& unless) {
+    std::vector<std::pair<std::string, std::string>> out;
+    std::istringstream parts(unless);
+    for (std::string part; std::getline(parts, part, ',');) {
+        const size_t eq = part.find('=');
+        out.emplace_back(part.substr(0, eq), part.substr(eq + 1));
+    }
+    return out;
+}
+
+}  // namespace detail
+
+namespace {
+
+using namespace detail;
 
 // The command line's value of a catalogue option (list values joined by spaces); nullopt for a
 // switch or a flag that was not given.
@@ -154,17 +192,6 @@ void for_each_catalogue_flag(MegatronTool tool, const po::options_description& d
     }
 }
 
-// The conditions of a rule's `unless`, "flag=value[,flag=value...]", as (flag, value) pairs.
-std::vector<std::pair<std::string, std::string>> unless_conditions(const std::string& unless) {
-    std::vector<std::pair<std::string, std::string>> out;
-    std::istringstream parts(unless);
-    for (std::string part; std::getline(parts, part, ',');) {
-        const size_t eq = part.find('=');
-        out.emplace_back(part.substr(0, eq), part.substr(eq + 1));
-    }
-    return out;
-}
-
 FlagVerdict verdict(FlagStatus status, std::string text) {
     FlagVerdict v;
     v.status = status;
@@ -197,6 +224,14 @@ std::vector<std::string_view> megatron_choices(const MegatronFlag& flag) {
 
 std::string_view megatron_version() {
     return MT_MEGATRON_VERSION;
+}
+
+std::span<const MegatronFlag> newer_megatron_flags() {
+    return kNewerFlags;
+}
+
+std::string_view newer_megatron_version() {
+    return MT_NEWER_MEGATRON_VERSION;
 }
 
 std::vector<std::string_view> catalogue_flags() {
@@ -363,84 +398,6 @@ std::string megatron_flag_statuses(MegatronTool tool, const po::options_descript
         out += std::string(f.flag) + "\t" + describe(megatron_flag_verdict(f.flag, tool, defined)) +
                "\n";
     return out;
-}
-
-namespace {
-
-bool shapes_the_model(const MegatronFlag& f) {
-    static const std::string_view kGroups[] = {"network size", "moe", "mla",
-                                               "heterogeneous architecture", "experimental"};
-    for (std::string_view g : kGroups)
-        if (f.group == g) return true;
-    return f.flag == "--qk-l2-norm" || f.flag == "--qk-layernorm";
-}
-
-// A checkpoint arg as the words a command line would give; nullopt for None (and for a switch,
-// whether it holds its default instead: see holds_default).
-std::optional<std::string> arg_words(const ArgValue& v) {
-    if (std::holds_alternative<int64_t>(v)) return std::to_string(std::get<int64_t>(v));
-    if (std::holds_alternative<double>(v)) {
-        std::ostringstream s;
-        s.precision(17);
-        s << std::get<double>(v);
-        return s.str();
-    }
-    if (std::holds_alternative<std::string>(v)) return std::get<std::string>(v);
-    if (std::holds_alternative<bool>(v)) return std::get<bool>(v) ? "True" : "False";
-    if (const auto* list = std::get_if<std::vector<int64_t>>(&v)) return int_list_text(*list);
-    return std::nullopt;
-}
-
-// Whether the arg is what Megatron stores when the flag is not given, or a value the catalogue
-// calls harmless.
-bool holds_default(const MegatronFlag& f, const FlagVerdict& verdict, const ArgValue& v) {
-    if (is_switch(f)) {
-        // store_true defaults to False, store_false to True.
-        const bool given_default = f.kind == "store_false";
-        return !std::holds_alternative<bool>(v) || std::get<bool>(v) == given_default;
-    }
-    const std::optional<std::string> words = arg_words(v);
-    const std::optional<std::string> fallback = default_words(f.default_value);
-    if (!words) return !fallback.has_value() || f.default_value == "None";
-    if (fallback && same_value(f, *words, *fallback)) return true;
-    for (const std::string& h : verdict.harmless_values)
-        if (same_value(f, *words, h)) return true;
-    return false;
-}
-
-}  // namespace
-
-void check_checkpoint_model_args(const CheckpointArgs& args,
-                                 const std::vector<FlagInfo>& family_flags) {
-    auto read_by_family = [&](std::string_view flag) {
-        for (const FlagInfo& fi : family_flags)
-            if (fi.name == name_of(flag)) return true;
-        return false;
-    };
-    for (const MegatronFlag& f : kFlags) {
-        if (!shapes_the_model(f) || read_by_family(f.flag)) continue;
-        const ArgValue* v = find_arg(args, f.dest);
-        if (!v) continue;
-        const FlagVerdict verdict = catalogue_verdict(f.flag, MegatronTool::inference);
-        if (verdict.status == FlagStatus::accepted || holds_default(f, verdict, *v)) continue;
-        if (!verdict.unless.empty()) {  // "flag=value,...": fine when the args hold those values
-            bool all = true;
-            for (const auto& [flag, value] : unless_conditions(verdict.unless)) {
-                const MegatronFlag* other = find_flag("--" + flag);
-                const ArgValue* ov = other ? find_arg(args, other->dest) : nullptr;
-                const auto words = ov ? arg_words(*ov) : std::nullopt;
-                // A switch's words are Python's True / False.
-                all = all && words &&
-                      (*words == value || (value == "false" && *words == "False") ||
-                       (value == "true" && *words == "True"));
-            }
-            if (all) continue;
-        }
-        const std::string shown = arg_words(*v).value_or("None");
-        MT_CHECK(verdict.status != FlagStatus::unknown, "checkpoint args: ", f.dest, " = ", shown,
-                 ": not supported yet: ", f.dest);
-        MT_FAIL("checkpoint args: ", f.dest, " = ", shown, ": not supported yet: ", verdict.text);
-    }
 }
 
 }  // namespace mt::cli

@@ -25,6 +25,20 @@ MT_API bool bool_arg(const CheckpointArgs& args, const std::string& name);
 // Sets `name` (replacing an earlier value in its position, else appending).
 MT_API void set_arg(CheckpointArgs& args, const std::string& name, ArgValue value);
 
+// A checkpoint's args as core_v0.13's arguments.py names them, which every reader here uses,
+// whichever Megatron wrote them (core/src/checkpoint/megatron_arg_dialects.cpp):
+// - a newer Megatron-LM stores some flags under other names (--norm-epsilon: layernorm_epsilon
+//   in core_v0.19, norm_epsilon before; --apply-layernorm-1p: layernorm_zero_centered_gamma):
+//   core_v0.13's name is added beside the newer one, with its value (negated where a switch
+//   changed polarity: --disable-mamba-mem-eff-path's use_mamba_mem_eff_path);
+// - Megatron-DeepSpeed (args with its `deepspeed` field) spells the same model its own way:
+//   normalization layernorm / rmsnorm, layernorm_epsilon, rope_theta, num_key_value_heads,
+//   use_rotary_position_embeddings without a position_embedding_type, num_experts [1] for a
+//   dense model; they are added as core_v0.13's fields. Its own mixture of experts
+//   (num_experts above 1, --mlp-type residual) is an mt::Error naming the field.
+// The readers of Megatron's formats call it on every checkpoint's args.
+MT_API void as_core_v013_args(CheckpointArgs& args);
+
 // The model flags (ModelArgs) the args describe, by the family's flags (add_bias_linear False is
 // --disable-bias-linear; None and False switches are left out), plus "padded-vocab-size" and
 // "vocab-size" where the args hold them. A model-shaping arg the family does not read that is

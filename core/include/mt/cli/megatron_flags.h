@@ -38,6 +38,12 @@ struct MegatronFlag {
 
 // All of them, in arguments.py's order, and the Megatron-LM version they come from.
 MT_API std::span<const MegatronFlag> megatron_flags();
+// The flags of the newest Megatron-LM the tools read checkpoints of (core_v0.19, from its live
+// parser: tests/fixtures/megatron_flags/extract_live_flags.py), which stores some args under
+// other names (--norm-epsilon: layernorm_epsilon) and has model options core_v0.13 lacks. The
+// catalogue below is keyed by megatron_flags().
+MT_API std::span<const MegatronFlag> newer_megatron_flags();
+MT_API std::string_view newer_megatron_version();
 // The argparse choices of a flag's MegatronFlag ("a|b|c" split; none for a free value).
 MT_API std::vector<std::string_view> megatron_choices(const MegatronFlag& flag);
 MT_API std::string_view megatron_version();
@@ -86,12 +92,17 @@ MT_API void check_megatron_values(MegatronTool tool, const po::options_descripti
 MT_API void check_megatron_flags(MegatronTool tool, const po::options_description& defined,
                                  const po::variables_map& vm);
 
-// A checkpoint's args walked over Megatron's model-shaping arguments (the network size, MoE,
-// MLA, heterogeneous and experimental groups, and --qk-l2-norm): an entry the model family does
-// not read itself (`family_flags`), that the inference tools do not accept as changing nothing,
-// and that holds something other than Megatron's default (or another harmless value) is an
-// mt::Error "checkpoint args: <dest> = <value>: not supported yet: <capability>" (an argument
-// nothing here knows: "not supported yet: <dest>"), never a silently different model.
+// A checkpoint's args walked over Megatron's model-shaping arguments, of both versions
+// (megatron_flags(): the network size, MoE, MLA, heterogeneous and experimental groups and
+// --qk-l2-norm / --qk-layernorm; newer_megatron_flags() adds the transformer configuration and
+// experimental attention variants): an entry the model family does not read itself
+// (`family_flags`), that does not hold what Megatron's parse_args + validate_args store when the
+// flag is not given (either version's default, a value validate_args derives such as
+// encoder_num_layers = num_layers, or one the catalogue calls harmless), that matters for the
+// model (MoE options only with experts, MLA options only with multi-latent attention, ...), and
+// that the inference tools do not accept as changing nothing, is an mt::Error
+// "checkpoint args: <dest> = <value>: not supported yet: <capability>" (an argument nothing here
+// knows: "not supported yet: <dest>"), never a silently different model.
 MT_API void check_checkpoint_model_args(const CheckpointArgs& args,
                                         const std::vector<FlagInfo>& family_flags);
 
