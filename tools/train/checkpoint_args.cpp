@@ -81,6 +81,34 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
     // As argparse leaves it (not derived from the position type): Megatron's
     // check_checkpoint_args compares it with the resuming run's.
     set_arg(a, "add_position_embedding", f.add_position_embedding);
+    // The rest of what Megatron's load_args_from_checkpoint reads under --use-checkpoint-args
+    // (core_v0.13 and core_v0.19), for the model features megatron.cpp trains without: off.
+    // Where the family stated one, its value stays.
+    const std::pair<const char*, ArgValue> kLoadArgsFields[] = {
+        {"use_rotary_position_embeddings", false},
+        {"apply_query_key_layer_scaling", false},
+        {"spec", ArgValue{}},
+        {"is_hybrid_model", false},
+        {"hybrid_override_pattern", ArgValue{}},
+        {"hybrid_layer_pattern", ArgValue{}},
+        {"hybrid_attention_ratio", 0.0},
+        {"hybrid_mlp_ratio", 0.0},
+        {"mamba_state_dim", ArgValue{}},
+        {"mamba_head_dim", ArgValue{}},
+        {"mamba_num_groups", ArgValue{}},
+        {"mamba_num_heads", ArgValue{}},
+        {"heterogeneous_layers_config_path", ArgValue{}},
+        {"heterogeneous_layers_config_encoded_json", ArgValue{}},
+        {"mtp_num_layers", ArgValue{}},
+        {"mtp_use_repeated_layer", false},
+        {"mtp_hybrid_override_pattern", ArgValue{}},
+        {"moe_latent_size", ArgValue{}},
+        {"moe_single_grouped_weight", false},
+        {"moe_single_grouped_bias", false},
+        {"tiktoken_pattern", ArgValue{}},
+    };
+    for (const auto& [name, value] : kLoadArgsFields)
+        if (!find_arg(a, name)) set_arg(a, name, value);
     // Megatron's derived sizes (ffn_hidden_size, kv_channels, ... came with the flags above).
     if (auto it = model_args.find("padded-vocab-size"); it != model_args.end())
         set_arg(a, "padded_vocab_size", typed(it->second));
@@ -135,6 +163,8 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
     const int virtual_stages = run.config().virtual_stages;
     set_arg(a, "virtual_pipeline_model_parallel_size",
             virtual_stages > 1 ? ArgValue{int64_t(virtual_stages)} : ArgValue{});
+    set_arg(a, "num_layers_per_virtual_pipeline_stage",
+            f.layers_per_virtual_stage > 0 ? ArgValue{f.layers_per_virtual_stage} : ArgValue{});
     set_arg(a, "data_parallel_size", int64_t(run.dp().size()));
     set_arg(a, "world_size", int64_t(run.world().size()));
     set_arg(a, "sequence_parallel", f.sequence_parallel);

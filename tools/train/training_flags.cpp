@@ -279,8 +279,11 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
     auto& s = f.schedule;
     read_optional(vm, "global-batch-size", f.global_batch_size);
     s.global_batch_size = f.global_batch_size.value_or(f.micro_batch_size);
-    read_optional(vm, "train-iters", s.train_iters);
-    read_optional(vm, "train-samples", s.train_samples);
+    // Finetuning counts its iterations from --epochs; there the two are accepted and unread.
+    if (pretraining) {
+        read_optional(vm, "train-iters", s.train_iters);
+        read_optional(vm, "train-samples", s.train_samples);
+    }
     MT_CHECK(!pretraining || s.train_iters.has_value() != s.train_samples.has_value(),
              "give exactly one of --train-iters and --train-samples");
     if (vm.count("rampup-batch-size")) {

@@ -181,10 +181,18 @@ ModelTensors model_from_py(const PyValue& model, const std::string& file) {
     flatten(model, "", flat);
     const bool legacy = model.find("language_model") != nullptr;
     const bool bert = legacy && legacy_bert(model);
+    // A stage that holds the embedding uses it as the tied head and ignores a copy of it beside
+    // (legacy GPTModel.load_state_dict reads word_embeddings_for_head only on a stage without
+    // the embedding); Megatron-DeepSpeed's deepspeed_to_megatron.py writes the copy on every
+    // last stage, the first one included.
+    bool has_embedding = false;
+    for (const auto& [key, v] : flat)
+        has_embedding = has_embedding || key == "language_model.embedding.word_embeddings.weight";
     ModelTensors out;
     for (const auto& [key, v] : flat) {
         // Transformer Engine's _extra_state (bytes, None or uint8 tensors) carries no weights.
         if (key.ends_with("._extra_state") || v->kind() != PyKind::tensor) continue;
+        if (legacy && has_embedding && key.starts_with("word_embeddings_for_head.")) continue;
         out.emplace_back(legacy ? legacy_to_core(key, bert) : key, v->as_tensor());
     }
     return out;

@@ -583,8 +583,30 @@ CheckpointArgs args_from_py(const PyValue& root, const std::string& file) {
         for (const auto& [k, v] : args->object_ref().state.dict_ref().items)
             if (k.kind() == PyKind::string)
                 if (auto a = arg_from_py(v)) out.emplace_back(k.as_string(), *a);
+    as_core_v013_args(out);
     return out;
 }
+
+namespace {
+
+// Megatron-DeepSpeed since its FPDT change (commit 676a482c, December 2024, which also added
+// --ds-sequence-parallel-fpdt) lays a self-attention's QKV rows out as [all Q | all K | all V]
+// (checkpoint_version 0's [3, heads, head_dim]) while writing checkpoint_version 3.0; before
+// it, as Megatron-LM. Its grouped-query models split those rows in three equal parts, which
+// this order cannot hold, and are refused. The FPDT fields are dropped from the args: the rows
+// are Megatron-LM's from here on, whatever saves them.
+bool megatron_deepspeed_qkv_blocks(CheckpointArgs& args, const std::string& file) {
+    if (!find_arg(args, "deepspeed") || !find_arg(args, "ds_sequence_parallel_fpdt")) return false;
+    MT_CHECK(!bool_arg(args, "group_query_attention"), file,
+             ": not supported yet: grouped-query attention of Megatron-DeepSpeed after its FPDT "
+             "change (num_key_value_heads ",
+             int_arg(args, "num_key_value_heads").value_or(0), ")");
+    std::erase_if(args,
+                  [](const auto& a) { return a.first.starts_with("ds_sequence_parallel_fpdt"); });
+    return true;
+}
+
+}  // namespace
 
 CheckpointState from_py(const PyValue& root, const std::string& file) {
     CheckpointState s;
@@ -609,7 +631,9 @@ CheckpointState from_py(const PyValue& root, const std::string& file) {
     if (model.find("language_model")) set_arg(s.args, "use_legacy_models", true);
     // Megatron's load_checkpoint: a file without checkpoint_version is version 0.
     const PyValue* version = root.find("checkpoint_version");
-    fix_qkv_ordering(tensors, version ? version->as_double() : 0.0, head_dim(s.args), file);
+    double qkv_version = version ? version->as_double() : 0.0;
+    if (megatron_deepspeed_qkv_blocks(s.args, file)) qkv_version = 0.0;
+    fix_qkv_ordering(tensors, qkv_version, head_dim(s.args), file);
     for (auto& [name, t] : tensors)
         s.model.emplace_back(std::move(name),
                              ShardedTensor{t, t.shape(), Shape(t.shape().size(), 0)});

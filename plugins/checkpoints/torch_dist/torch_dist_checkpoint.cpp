@@ -106,8 +106,10 @@ void order_by_layer(std::vector<std::pair<std::string, ShardedTensor>>& model) {
 }
 
 // The common dict: to_py's dict of the `torch` format (args, checkpoint_version, iteration,
-// opt_param_scheduler, rerun_state_machine, rng_state, num_floating_point_operations_so_far)
-// without the sharded parts, plus Megatron's content metadata.
+// opt_param_scheduler, rng_state, num_floating_point_operations_so_far) without the sharded
+// parts, plus Megatron's content metadata. No rerun_state_machine: megatron-core v0.13's
+// load_checkpoint asks for its sharded part (rerun_state_machine_state) whenever the common dict
+// names it, and there is none to write (core_v0.19 leaves the key out when it has no state).
 PyValue common_to_py(const CheckpointState& state) {
     CheckpointState rest = state;  // tensors are shared, not copied
     rest.model.clear();
@@ -115,7 +117,9 @@ PyValue common_to_py(const CheckpointState& state) {
     const PyValue full = torch_ckpt::to_py(rest);
     PyValue common = PyValue::dict();
     for (const auto& [k, v] : full.dict_ref().items)
-        if (!(k.kind() == PyKind::string && k.as_string() == "model")) common.dict_ref().set(k, v);
+        if (!(k.kind() == PyKind::string &&
+              (k.as_string() == "model" || k.as_string() == "rerun_state_machine")))
+            common.dict_ref().set(k, v);
     common.dict_ref().set("content_metadata", PyValue::dict());
     return common;
 }
