@@ -30,6 +30,7 @@
 #include <numeric>
 #include <vector>
 
+#include "cpu_features.h"
 #include "mt/dtype.h"
 #include "mt/tensor.h"
 
@@ -388,7 +389,7 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
                const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta, void* c,
                int64_t ldc, bool c_is_bf16) {
     if (m <= 0 || n <= 0) return;
-    static const bool bf16_dot = __builtin_cpu_supports("avx512bf16");
+    const bool bf16_dot = cpu_features().avx512bf16;
     if (!bf16_dot) {
         gemm_bf16_widened(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
                           c_is_bf16);

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 
+#include "cpu_features.h"
+
 namespace mt::cpu {
 
 namespace {
@@ -105,7 +107,7 @@ constexpr RowsFn kAvx512[kRowsPerPass + 1] = {nullptr,        rows_avx512<1>, ro
 // Rows [n0, n1) of B against all m rows of A, kRowsPerPass rows at a time.
 void rows_of_b(int64_t m, int64_t n0, int64_t n1, int64_t k, float alpha, const float* a,
                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-    static const bool avx512 = __builtin_cpu_supports("avx512f");
+    const bool avx512 = cpu_features().avx512f;
     for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
         const int rows = int(std::min<int64_t>(kRowsPerPass, m - r0));
         if (avx512)
