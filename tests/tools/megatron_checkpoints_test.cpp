@@ -115,6 +115,24 @@ std::string score_command(const fs::path& load, const Fixture& f) {
     return command;
 }
 
+// megatron-eval's zero-shot WIKITEXT103 on `f`'s first token row (NullTokenizer ids, written to
+// `text`): their mean loss, printed to five digits.
+void expect_eval_mean_loss(const fs::path& load, const Fixture& f, int vocab,
+                           const fs::path& text) {
+    mt::test::write_file(text, words(f.tokens[0]));
+    auto r = run_command(shell_quote(tool_path("megatron-eval")) +
+                         " --task WIKITEXT103 --valid-data " + shell_quote(text) + " --load " +
+                         shell_quote(load) + " --tokenizer-type NullTokenizer --vocab-size " +
+                         std::to_string(vocab) + " --seq-length 32 --micro-batch-size 1");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.output, m, std::regex(R"(avg loss: ([0-9.E+-]+) )")))
+        << r.output;
+    double mean = 0;
+    for (double lp : f.logprobs[0]) mean -= lp / double(f.logprobs[0].size());
+    EXPECT_NEAR(std::stod(m[1]), mean, 1e-4 * mean) << r.output;
+}
+
 // `flags` with each of `replace`'s flags given its value (dropped where the value is empty) and
 // the rest kept; a flag missing from `flags` is appended.
 std::string with_flags(const std::vector<std::string>& flags,
@@ -281,26 +299,13 @@ TEST_F(MegatronCheckpoints, GenerateAndConvertGiveMegatronCoresLogProbs) {
     }
 }
 
-// megatron-eval's zero-shot WIKITEXT103 on the first token row: their mean loss (printed to
-// five digits).
+// megatron-eval's zero-shot WIKITEXT103 on the first token row: their mean loss.
 TEST_F(MegatronCheckpoints, EvalGivesTheirMeanLoss) {
     const fs::path text = dir_->path() / "wiki.tokens";
     for (const Fixture& f : *fixtures_) {
         if (f.model == "bert") continue;
         SCOPED_TRACE(f.key);
-        mt::test::write_file(text, words(f.tokens[0]));
-        auto r = run_command(shell_quote(tool_path("megatron-eval")) +
-                             " --task WIKITEXT103 --valid-data " + shell_quote(text) + " --load " +
-                             shell_quote(fixtures() / f.key) +
-                             " --tokenizer-type NullTokenizer --vocab-size 200 --seq-length 32"
-                             " --micro-batch-size 1");
-        ASSERT_EQ(r.exit_code, 0) << r.output;
-        std::smatch m;
-        ASSERT_TRUE(std::regex_search(r.output, m, std::regex(R"(avg loss: ([0-9.E+-]+) )")))
-            << r.output;
-        double mean = 0;
-        for (double lp : f.logprobs[0]) mean -= lp / double(f.logprobs[0].size());
-        EXPECT_NEAR(std::stod(m[1]), mean, 1e-4 * mean) << r.output;
+        expect_eval_mean_loss(fixtures() / f.key, f, 200, text);
     }
 }
 
@@ -360,19 +365,7 @@ TEST_F(MegatronCheckpoints, MegatronDeepSpeedsConvertedCheckpointGivesItsLogProb
     r = score(out);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     expect_logprobs(printed_logprobs(r.output), f.logprobs, "converted to torch_dist");
-    const fs::path text = dir_->path() / "ds_wiki.tokens";
-    mt::test::write_file(text, words(f.tokens[0]));
-    r = run_command(shell_quote(tool_path("megatron-eval")) + " --task WIKITEXT103 --valid-data " +
-                    shell_quote(text) + " --load " + shell_quote(root / "megatron_gpt") +
-                    " --tokenizer-type NullTokenizer --vocab-size 5000 --seq-length 32"
-                    " --micro-batch-size 1");
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    std::smatch m;
-    ASSERT_TRUE(std::regex_search(r.output, m, std::regex(R"(avg loss: ([0-9.E+-]+) )")))
-        << r.output;
-    double mean = 0;
-    for (double lp : f.logprobs[0]) mean -= lp / double(f.logprobs[0].size());
-    EXPECT_NEAR(std::stod(m[1]), mean, 1e-4 * mean);
+    expect_eval_mean_loss(root / "megatron_gpt", f, 5000, dir_->path() / "ds_wiki.tokens");
 }
 
 // What megatron-train saves holds every arg Megatron's load_args_from_checkpoint reads

@@ -20,8 +20,9 @@ using mt::cli::FlagStatus;
 using mt::cli::MegatronFlag;
 using mt::cli::MegatronTool;
 
-std::vector<std::vector<std::string>> tsv_rows(std::string* header) {
-    std::ifstream in(mt::test::fixtures_dir() / "megatron_flags" / "megatron_flags.tsv");
+std::vector<std::vector<std::string>> tsv_rows(std::string* header,
+                                               const char* file = "megatron_flags.tsv") {
+    std::ifstream in(mt::test::fixtures_dir() / "megatron_flags" / file);
     std::vector<std::vector<std::string>> rows;
     bool columns = false;
     for (std::string line; std::getline(in, line);) {
@@ -42,23 +43,34 @@ std::vector<std::vector<std::string>> tsv_rows(std::string* header) {
     return rows;
 }
 
-TEST(MegatronFlags, TheListIsTheCommittedOne) {
+void expect_committed_list(std::span<const MegatronFlag> flags, std::string_view version,
+                           const char* file, const char* script) {
     std::string header;
-    const auto rows = tsv_rows(&header);
-    const auto flags = mt::cli::megatron_flags();
-    EXPECT_NE(header.find("Megatron-LM " + std::string(mt::cli::megatron_version()) + " "),
-              std::string::npos)
+    const auto rows = tsv_rows(&header, file);
+    EXPECT_NE(header.find("Megatron-LM " + std::string(version) + " "), std::string::npos)
         << header;
     ASSERT_EQ(rows.size(), flags.size())
-        << "rerun tests/fixtures/megatron_flags/extract_flags.py (it writes both)";
+        << "rerun tests/fixtures/megatron_flags/" << script << " (it writes both)";
     for (size_t i = 0; i < rows.size(); ++i) {
         const MegatronFlag& f = flags[i];
         const std::vector<std::string> code{std::string(f.flag),          std::string(f.group),
                                             std::string(f.kind),          std::string(f.nargs),
                                             std::string(f.type),          std::string(f.choices),
                                             std::string(f.default_value), std::string(f.dest)};
-        EXPECT_EQ(rows[i], code) << "row " << i;
+        EXPECT_EQ(rows[i], code) << file << " row " << i;
     }
+}
+
+TEST(MegatronFlags, TheListIsTheCommittedOne) {
+    expect_committed_list(mt::cli::megatron_flags(), mt::cli::megatron_version(),
+                          "megatron_flags.tsv", "extract_flags.py");
+}
+
+// core_v0.19's flags (its live parser), read for checkpoints' args.
+TEST(MegatronFlags, TheNewerListIsTheCommittedOne) {
+    expect_committed_list(mt::cli::newer_megatron_flags(), mt::cli::newer_megatron_version(),
+                          "megatron_flags_0.19.tsv", "extract_live_flags.py");
+    EXPECT_EQ(mt::cli::newer_megatron_version(), "0.19");
 }
 
 TEST(MegatronFlags, TheCatalogueNamesMegatronFlagsOnce) {

@@ -8,6 +8,7 @@
 
 #include "blas_calls.h"
 #include "cpu_backend.h"
+#include "cpu_features.h"
 #include "gemm_bf16.h"
 #include "half_as_float.h"
 #include "mt/kernels/bf16.h"
@@ -213,6 +214,9 @@ void CpuBackend::gemm_batched(Transpose ta, Transpose tb, float alpha, const Ten
 namespace mt {
 
 std::unique_ptr<Backend> make_cpu_backend() {
+    // Reads MT_CPU_ISA here, where a bad value is an error for the tool to report, rather than
+    // in the first kernel's parallel region.
+    cpu::cpu_features();
     return std::make_unique<cpu::CpuBackend>();
 }
 
