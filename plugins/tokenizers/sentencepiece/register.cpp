@@ -1,0 +1,19 @@
+#include "register.h"
+
+#include <memory>
+
+#include "mt/registry.h"
+#include "sentencepiece_tokenizer.h"
+
+namespace mt::plugins::sentencepiece {
+
+void register_sentencepiece(Registry& registry) {
+    for (const SentencePieceFlavor flavor : {SentencePieceFlavor::sentencepiece,
+                                             SentencePieceFlavor::gpt, SentencePieceFlavor::llama2})
+        registry.tokenizers().add(std::string(flavor_name(flavor)),
+                                  [flavor](const TokenizerOptions& o) {
+                                      return std::make_unique<SentencePieceTokenizer>(o, flavor);
+                                  });
+}
+
+}  // namespace mt::plugins::sentencepiece

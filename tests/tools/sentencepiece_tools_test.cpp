@@ -1,0 +1,101 @@
+// Megatron's SentencePiece tokenizers through the tools, on the shared mistral-v1 model:
+// megatron-preprocess writes the bytes Megatron's tools/preprocess_data.py wrote with each type
+// (tests/fixtures/sentencepiece/preprocess.json: sizes and CRC-32s), megatron-train trains on
+// the result and records the tokenizer in the checkpoint's args, and megatron-generate and
+// megatron-eval rebuild it from them (no tokenizer flag) and decode to text.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "mt/io/crc32.h"
+#include "test_support.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using mt::test::run_command;
+using mt::test::shell_quote;
+using mt::test::tool_path;
+
+std::string crc32_of(const fs::path& path) {
+    const std::string data = mt::test::read_file(path);
+    char hex[9];
+    std::snprintf(hex, sizeof hex, "%08x", mt::io::crc32_update(0, data.data(), data.size()));
+    return hex;
+}
+
+class SentencePieceTools : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        model_ = mt::test::test_data("tokenizers/sentencepiece/mistral-v1.model");
+        corpus_ = mt::test::test_data("corpus/openwebtext-1000.jsonl");
+        if (!model_ || !corpus_) GTEST_SKIP() << "MEGATRON_TEST_DATA not set: no mistral-v1.model";
+        std::ifstream in(*corpus_);
+        std::string jsonl, line;
+        for (int i = 0; i < 40 && std::getline(in, line); ++i) jsonl += line + "\n";
+        mt::test::write_file(dir_ / "input.jsonl", jsonl);
+    }
+    std::string preprocess(const std::string& type) const {
+        const fs::path prefix = dir_ / type;
+        auto r =
+            run_command(shell_quote(tool_path("megatron-preprocess")) + " --input " +
+                        shell_quote(dir_ / "input.jsonl") + " --output-prefix " +
+                        shell_quote(prefix) + " --tokenizer-type " + type + " --tokenizer-model " +
+                        shell_quote(*model_) + " --workers 1 --append-eod");
+        EXPECT_EQ(r.exit_code, 0) << r.output;
+        return prefix.string() + "_text_document";
+    }
+
+    mt::test::TempDir dir_;
+    std::optional<fs::path> model_, corpus_;
+};
+
+TEST_F(SentencePieceTools, PreprocessWritesMegatronsBytes) {
+    simdjson::dom::parser parser;
+    const simdjson::dom::element expected =
+        parser.load((mt::test::fixtures_dir() / "sentencepiece" / "preprocess.json").string());
+    for (const char* type :
+         {"SentencePieceTokenizer", "GPTSentencePieceTokenizer", "Llama2Tokenizer"}) {
+        SCOPED_TRACE(type);
+        const std::string prefix = preprocess(type);
+        for (const char* ext : {"bin", "idx"}) {
+            const fs::path file = prefix + "." + ext;
+            EXPECT_EQ(int64_t(fs::file_size(file)), int64_t(expected[type][ext]["bytes"])) << ext;
+            EXPECT_EQ(crc32_of(file), std::string_view(expected[type][ext]["crc32"])) << ext;
+        }
+    }
+}
+
+// Trained with --tokenizer-type Llama2Tokenizer: generation and evaluation take the tokenizer
+// from the checkpoint's args.
+TEST_F(SentencePieceTools, TrainedCheckpointCarriesItsTokenizer) {
+    const std::string data = preprocess("Llama2Tokenizer");
+    const fs::path ckpt = dir_ / "ckpt";
+    auto r = run_command(shell_quote(tool_path("megatron-train")) +
+                         " --num-layers 2 --hidden-size 32 --num-attention-heads 4"
+                         " --seq-length 64 --max-position-embeddings 64 --micro-batch-size 2"
+                         " --global-batch-size 4 --lr 1e-3 --train-iters 3 --eval-iters 0"
+                         " --split 100,0,0 --position-embedding-type rope --normalization RMSNorm"
+                         " --swiglu --ffn-hidden-size 64 --disable-bias-linear"
+                         " --tokenizer-type Llama2Tokenizer --tokenizer-model " +
+                         shell_quote(*model_) + " --data-path " + shell_quote(data) +
+                         " --data-cache-path " + shell_quote(dir_ / "cache") + " --save " +
+                         shell_quote(ckpt));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    r = run_command(shell_quote(tool_path("megatron-generate")) + " --load " + shell_quote(ckpt) +
+                    " --greedy --out-seq-length 4 --prompts 'The city of'");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("The city of"), std::string::npos) << r.output;
+    mt::test::write_file(dir_ / "wiki.tokens", " The city of Paris is in France .\n");
+    r = run_command(shell_quote(tool_path("megatron-eval")) + " --task WIKITEXT103 --load " +
+                    shell_quote(ckpt) + " --valid-data " + shell_quote(dir_ / "wiki.tokens") +
+                    " --seq-length 64 --micro-batch-size 1");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("validation results on WIKITEXT103"), std::string::npos) << r.output;
+}
+
+}  // namespace
