@@ -54,7 +54,7 @@ echo
 echo "Single-thread GPT-2 BPE encode of the same texts (the \"text\" fields):"
 echo
 echo '```'
-"$bin/mt_bench_tokenize" "$corpus" GPT2BPETokenizer "$vocab" "$merges"
+"$bin/mt_bench_tokenize" "$corpus" --tokenizer-type GPT2BPETokenizer --vocab-file "$vocab" --merge-file "$merges"
 if [ -n "${PYTHON:-}" ]; then
     "$PYTHON" - "$corpus" "$vocab" "$merges" <<'PY'
 import json, sys, time

@@ -6,6 +6,8 @@ find_package(ICU 70 REQUIRED COMPONENTS uc i18n data)
 find_package(simdjson REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
+# PCRE2 (with JIT) runs the tokenizers' split regexes (core/src/text/regex_splitter.cpp).
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 find_package(OpenMP REQUIRED)
 set(BLA_VENDOR OpenBLAS)
 find_package(BLAS REQUIRED)

@@ -9,6 +9,7 @@ packages=(
     build-essential cmake ninja-build ccache pkg-config zstd
     libboost-program-options-dev libboost-filesystem-dev libboost-dev
     libicu-dev libsimdjson-dev libzstd-dev libopenblas-dev libsentencepiece-dev
+    libpcre2-dev
     libopenmpi-dev openmpi-bin
     libgtest-dev libgmock-dev libbenchmark-dev
 )

@@ -394,13 +394,13 @@ TEST(GenerateTool, MegatronScriptNamesAndRefusals) {
                                   "inference engine"),
               std::string::npos)
         << dynamic.output;
-    auto tiktoken = run_command(shell_quote(tool_path("megatron-generate")) + " --load " +
-                                shell_quote(mt::test::fixtures_dir() / "hf" / "llama") +
-                                " --tokenizer-type TikTokenizer --tiktoken-pattern v2 --prompts 1");
-    EXPECT_NE(tiktoken.output.find(
-                  "--tokenizer-type TikTokenizer: not supported yet: the TikTokenizer tokenizer"),
+    auto multimodal = run_command(shell_quote(tool_path("megatron-generate")) + " --load " +
+                                  shell_quote(mt::test::fixtures_dir() / "hf" / "llama") +
+                                  " --tokenizer-type MultimodalTokenizer --prompts 1");
+    EXPECT_NE(multimodal.output.find("--tokenizer-type MultimodalTokenizer: not supported yet: the "
+                                     "MultimodalTokenizer tokenizer"),
               std::string::npos)
-        << tiktoken.output;
+        << multimodal.output;
 }
 
 }  // namespace

@@ -105,7 +105,6 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
         {"moe_latent_size", ArgValue{}},
         {"moe_single_grouped_weight", false},
         {"moe_single_grouped_bias", false},
-        {"tiktoken_pattern", ArgValue{}},
     };
     for (const auto& [name, value] : kLoadArgsFields)
         if (!find_arg(a, name)) set_arg(a, name, value);
@@ -138,6 +137,14 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
     set_arg(a, "clip_grad", f.clip_grad);
     set_arg(a, "seed", f.seed);
     set_arg(a, "tokenizer_type", tokenizer.type);
+    // What build_tokenizer reads besides the files (--use-checkpoint-args rebuilds from them).
+    const TokenizerOptions& o = tokenizer.options;
+    set_arg(a, "vocab_size", optional_arg(o.vocab_size));
+    set_arg(a, "tiktoken_pattern",
+            o.tiktoken_pattern.empty() ? ArgValue{} : ArgValue{o.tiktoken_pattern});
+    set_arg(a, "tiktoken_num_special_tokens",
+            o.tiktoken_num_special_tokens.value_or(1000));  // argparse's default
+    set_arg(a, "tiktoken_special_tokens", optional_arg(o.tiktoken_special_tokens));
     // Megatron keeps the tokenizer's files in the args; generation and evaluation take them
     // from there when not given.
     auto path_arg = [](const std::string& p) {

@@ -32,10 +32,10 @@ struct ShardedTensor {
     }
 };
 
-// One training argument as Megatron's args Namespace holds it (None, bool, int, float, str, or a
-// list of ints: --moe-layer-freq's pattern).
-using ArgValue =
-    std::variant<std::monostate, bool, int64_t, double, std::string, std::vector<int64_t>>;
+// One training argument as Megatron's args Namespace holds it (None, bool, int, float, str, a list
+// of ints: --moe-layer-freq's pattern, or a list of str: --tiktoken-special-tokens).
+using ArgValue = std::variant<std::monostate, bool, int64_t, double, std::string,
+                              std::vector<int64_t>, std::vector<std::string>>;
 // Megatron's args Namespace: argument names (Megatron's, "num_layers") and values, in order.
 using CheckpointArgs = std::vector<std::pair<std::string, ArgValue>>;
 // The entry `name` of `args`, or null (mt/checkpoint/checkpoint_args.h has typed look-ups).

@@ -20,8 +20,13 @@ struct TokenizerOptions {
     std::string vocab_file;             // --vocab-file
     std::string merge_file;             // --merge-file
     std::string tokenizer_model;        // --tokenizer-model
-    std::optional<int64_t> vocab_size;  // --vocab-size (NullTokenizer)
+    std::optional<int64_t> vocab_size;  // --vocab-size (NullTokenizer, TikTokenizer)
     int64_t vocab_extra_ids = 0;        // --vocab-extra-ids
+    // TikTokenizer: --tiktoken-pattern (v1 or v2), --tiktoken-num-special-tokens (Megatron's
+    // default, 1000, when not given) and --tiktoken-special-tokens.
+    std::string tiktoken_pattern;
+    std::optional<int64_t> tiktoken_num_special_tokens;
+    std::optional<std::vector<std::string>> tiktoken_special_tokens;
 };
 
 // MegatronTokenizer.unique_identifiers: the tokenizer's part of a dataset cache key (so index

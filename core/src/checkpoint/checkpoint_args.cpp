@@ -20,6 +20,8 @@ std::optional<std::string> text_of(const ArgValue& v) {
     if (std::holds_alternative<std::string>(v)) return std::get<std::string>(v);
     if (std::holds_alternative<bool>(v)) return std::get<bool>(v) ? "true" : "false";
     if (const auto* list = std::get_if<std::vector<int64_t>>(&v)) return int_list_text(*list);
+    if (const auto* list = std::get_if<std::vector<std::string>>(&v))
+        return string_list_words(*list);
     return std::nullopt;
 }
 
@@ -29,6 +31,12 @@ std::string int_list_text(const std::vector<int64_t>& values) {
     std::string out = "[";
     for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + std::to_string(values[i]);
     return out + "]";
+}
+
+std::string string_list_words(const std::vector<std::string>& values) {
+    std::string out;
+    for (size_t i = 0; i < values.size(); ++i) out += (i ? " " : "") + values[i];
+    return out;
 }
 
 std::string python_arg_name(std::string flag) {

@@ -57,6 +57,8 @@ std::optional<std::string> arg_words(const ArgValue& v) {
     if (std::holds_alternative<std::string>(v)) return std::get<std::string>(v);
     if (std::holds_alternative<bool>(v)) return std::get<bool>(v) ? "True" : "False";
     if (const auto* list = std::get_if<std::vector<int64_t>>(&v)) return int_list_text(*list);
+    if (const auto* list = std::get_if<std::vector<std::string>>(&v))
+        return string_list_words(*list);
     return std::nullopt;
 }
 

@@ -23,14 +23,27 @@ po::options_description tokenizer_flags(TokenizerFlags& out, bool required,
         "merge-file", po::value(&out.options.merge_file), "path to the BPE merge file")(
         "tokenizer-model", po::value(&out.options.tokenizer_model),
         "tokenizer model file (SentencePiece / Hugging Face)")("vocab-size", po::value<int64_t>(),
-                                                               "vocabulary size (NullTokenizer)")(
+                                                               "vocabulary size (NullTokenizer, "
+                                                               "TikTokenizer)")(
         "vocab-extra-ids", po::value(&out.options.vocab_extra_ids)->default_value(0),
-        "number of additional vocabulary tokens (T5 sentinels)");
+        "number of additional vocabulary tokens (T5 sentinels)")(
+        "tiktoken-pattern", po::value(&out.options.tiktoken_pattern),
+        "TikTokenizer's split regex: v1 or v2 (Megatron's PATTERN_TIKTOKEN, PATTERN_TIKTOKEN_V2)")(
+        "tiktoken-num-special-tokens", po::value<int64_t>(),
+        "TikTokenizer's number of special tokens, the ids before the vocabulary's (default 1000)")(
+        "tiktoken-special-tokens", po::value<std::vector<std::string>>()->multitoken(),
+        "TikTokenizer's special tokens (ids 0, 1, ...; must hold <unk>, <s> and </s>; default "
+        "those three)");
     return g;
 }
 
 void finish_tokenizer_flags(const po::variables_map& vm, TokenizerFlags& out) {
     if (vm.count("vocab-size")) out.options.vocab_size = vm["vocab-size"].as<int64_t>();
+    if (vm.count("tiktoken-num-special-tokens"))
+        out.options.tiktoken_num_special_tokens = vm["tiktoken-num-special-tokens"].as<int64_t>();
+    if (vm.count("tiktoken-special-tokens"))
+        out.options.tiktoken_special_tokens =
+            vm["tiktoken-special-tokens"].as<std::vector<std::string>>();
 }
 
 po::options_description precision_flags() {

@@ -402,11 +402,6 @@ constexpr CatalogueEntry kCatalogue[] = {
      kTrainingOnly},
     {"--mid-level-dataset-surplus",
      refuse("a --mid-level-dataset-surplus other than Megatron's default"), kTrainingOnly},
-    // tokenizer
-    // Read only by TikTokenizer, which --tokenizer-type refuses itself.
-    {"--tiktoken-pattern", accept(kTikTokenOnly)},
-    {"--tiktoken-num-special-tokens", accept(kTikTokenOnly)},
-    {"--tiktoken-special-tokens", accept(kTikTokenOnly)},
     // autoresume
     {"--adlr-autoresume",
      accept("autoresume on NVIDIA's ADLR cluster (internal): SIGTERM with "

@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "mt/checkpoint/checkpoint_args.h"
 #include "mt/checkpoint/convert.h"
 #include "mt/checkpoint/format_detection.h"
 #include "mt/checkpoint/model_weights.h"
@@ -129,6 +130,20 @@ std::unique_ptr<Tokenizer> tokenizer_for(Registry& registry, const std::string& 
                                                          : "tokenizer-model",
                      " (or --tokenizer-type and its files)");
         }
+        // --vocab-size and TikTokenizer's options, where no flag gives them (Megatron's
+        // load_args_from_checkpoint takes tiktoken_pattern; the others are the training's too).
+        if (options.tiktoken_pattern.empty()) {
+            if (const ArgValue* v = find_arg(saved, "tiktoken_pattern"))
+                if (const auto* p = std::get_if<std::string>(v)) options.tiktoken_pattern = *p;
+        }
+        if (!options.tiktoken_num_special_tokens)
+            options.tiktoken_num_special_tokens = int_arg(saved, "tiktoken_num_special_tokens");
+        if (!options.tiktoken_special_tokens) {
+            if (const ArgValue* v = find_arg(saved, "tiktoken_special_tokens"))
+                if (const auto* list = std::get_if<std::vector<std::string>>(v))
+                    options.tiktoken_special_tokens = *list;
+        }
+        if (!options.vocab_size) options.vocab_size = int_arg(saved, "vocab_size");
         return registry.create_tokenizer(std::get<std::string>(*t), options);
     }
     // Tokenizer files but no type: the model family's usual tokenizer over them (GPT's

@@ -46,9 +46,13 @@ PyValue arg_to_py(const std::string& name, const ArgValue& v) {
                 return PyValue::real(x);
             else if constexpr (std::is_same_v<T, std::string>)
                 return PyValue::string(x);
-            else {
+            else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
                 std::vector<PyValue> items;
                 for (int64_t i : x) items.push_back(PyValue::integer(i));
+                return PyValue::list(std::move(items));
+            } else {
+                std::vector<PyValue> items;
+                for (const std::string& s : x) items.push_back(PyValue::string(s));
                 return PyValue::list(std::move(items));
             }
         },
@@ -226,12 +230,18 @@ std::optional<ArgValue> arg_from_py(const PyValue& v) {
             return ArgValue{v.as_double()};
         case PyKind::string:
             return ArgValue{v.as_string()};
-        case PyKind::list: {  // a list of ints (--moe-layer-freq's pattern); others dropped
+        case PyKind::list: {  // of ints (--moe-layer-freq's pattern) or of str; others dropped
             std::vector<int64_t> ints;
+            std::vector<std::string> strings;
             for (const PyValue& item : v.items()) {
-                if (item.kind() != PyKind::integer) return std::nullopt;
-                ints.push_back(item.as_int());
+                if (item.kind() == PyKind::integer && strings.empty())
+                    ints.push_back(item.as_int());
+                else if (item.kind() == PyKind::string && ints.empty())
+                    strings.push_back(item.as_string());
+                else
+                    return std::nullopt;
             }
+            if (!strings.empty()) return ArgValue{std::move(strings)};
             return ArgValue{std::move(ints)};
         }
         case PyKind::global:

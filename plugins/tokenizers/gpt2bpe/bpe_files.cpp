@@ -7,10 +7,13 @@
 
 #include "mt/error.h"
 #include "mt/log.h"
+#include "mt/text/utf8.h"
 #include "unicode_classes.h"
-#include "utf8.h"
 
 namespace mt::plugins::gpt2bpe {
+
+using text::append_utf8;
+using text::decode_utf8;
 
 namespace {
 

@@ -3,13 +3,16 @@
 #include <memory>
 #include <unordered_map>
 
-#include "byte_level.h"
 #include "mt/error.h"
+#include "mt/text/byte_level.h"
+#include "mt/text/utf8.h"
+#include "mt/text/word_cache.h"
 #include "pretokenizer.h"
-#include "utf8.h"
-#include "word_cache.h"
 
 namespace mt::plugins::gpt2bpe {
+
+using text::append_replacing_invalid;
+using text::WordCache;
 
 namespace {
 
@@ -72,8 +75,8 @@ Gpt2BpeTokenizer::Gpt2BpeTokenizer(const std::vector<VocabEntry>& vocab,
         token_state_[id] = kBytes;
         while (p < end) {
             uint32_t cp = 0;
-            const size_t len = decode_utf8(p, end, cp);
-            const int byte = len == 0 ? -1 : kByteLevel.byte_of(cp);
+            const size_t len = text::decode_utf8(p, end, cp);
+            const int byte = len == 0 ? -1 : text::kByteLevel.byte_of(cp);
             if (byte < 0) {
                 token_state_[id] = kNotBytes;
                 token_bytes_.resize(start);
@@ -115,20 +118,9 @@ void Gpt2BpeTokenizer::encode_append(std::string_view text, std::vector<int32_t>
                 model_.encode_piece(first, n, out);
                 continue;
             }
-            const uint64_t hash = WordCache::hash_piece(first, n);
-            size_t count = 0;
-            const int32_t* ids = known_.find(first, n, hash, count);
-            if (ids == nullptr) ids = cache.find(first, n, hash, count);
-            if (ids != nullptr) {
-                if (count == 1)
-                    out.push_back(ids[0]);  // the common case; spares a memmove call
-                else
-                    out.insert(out.end(), ids, ids + count);
-                continue;
-            }
-            const size_t before = out.size();
-            model_.encode_piece(first, n, out);
-            cache.insert(first, n, hash, out.data() + before, out.size() - before);
+            cache.append_ids(&known_, first, n, out, [&](std::vector<int32_t>& ids) {
+                model_.encode_piece(first, n, ids);
+            });
         }
     } catch (...) {
         out.resize(start);

@@ -10,9 +10,9 @@
 
 #include "bpe_files.h"
 #include "bpe_model.h"
+#include "mt/text/word_cache.h"
 #include "mt/tokenizer.h"
 #include "unicode_classes.h"
-#include "word_cache.h"
 
 namespace mt::plugins::gpt2bpe {
 
@@ -48,7 +48,7 @@ class Gpt2BpeTokenizer final : public Tokenizer {
     std::string token_bytes_;
     // Bytes -> id of every token that BPE maps to itself: most pieces of real text, found
     // here without BPE or a per-thread cache entry. Read-only after construction.
-    WordCache known_;
+    text::WordCache known_;
     uint64_t serial_;                            // keys this tokenizer's per-thread word caches
     std::optional<TokenizerIdentity> identity_;  // built from files: none
 };

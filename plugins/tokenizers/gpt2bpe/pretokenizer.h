@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "mt/text/utf8.h"
 #include "unicode_classes.h"
-#include "utf8.h"
 
 namespace mt::plugins::gpt2bpe {
 
@@ -44,7 +44,7 @@ class PieceScanner {
     }
     Char char_at_multibyte(const uint8_t* p) const {
         uint32_t cp = 0;
-        const size_t len = decode_utf8(p, end_, cp);
+        const size_t len = text::decode_utf8(p, end_, cp);
         if (len == 0) throw_invalid(p);
         return {classes_.of(cp), uint32_t(len)};
     }

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "utf8.h"
+#include "mt/text/utf8.h"
 
 namespace mt::plugins::hf_tokenizer {
 
@@ -13,7 +13,7 @@ namespace {
 // Rust's char::is_whitespace (Unicode White_Space), which lstrip/rstrip use.
 size_t whitespace_len(const uint8_t* p, const uint8_t* end) {
     uint32_t cp = 0;
-    const size_t len = gpt2bpe::decode_utf8(p, end, cp);
+    const size_t len = text::decode_utf8(p, end, cp);
     return len > 0 && u_isUWhiteSpace(UChar32(cp)) ? len : 0;
 }
 

@@ -1,17 +1,15 @@
 #include "bpe_model.h"
 
 #include <algorithm>
-#include <bit>
-#include <functional>
 
-#include "byte_level.h"
 #include "mt/error.h"
-#include "utf8.h"
+#include "mt/text/byte_level.h"
+#include "mt/text/utf8.h"
 
 namespace mt::plugins::hf_tokenizer {
 
-using gpt2bpe::decode_utf8;
-using gpt2bpe::kByteLevel;
+using text::decode_utf8;
+using text::kByteLevel;
 
 namespace {
 
@@ -31,19 +29,45 @@ std::optional<std::string> byte_level_bytes(const std::string& token) {
     return bytes;
 }
 
+std::unordered_map<std::string, int32_t> vocab_of(const BpeSpec& spec, const std::string& source) {
+    std::unordered_map<std::string, int32_t> vocab;
+    for (const auto& [token, id] : spec.vocab) {
+        MT_CHECK(id >= 0, source, ": vocab id ", id, " of '", token, "' is negative");
+        vocab.insert_or_assign(token, id);  // a repeated key keeps its last id, as serde does
+    }
+    return vocab;
+}
+
 }  // namespace
+
+std::vector<text::BpeMerges::Merge> BpeModel::merges_of(
+    const BpeSpec& spec, const std::unordered_map<std::string, int32_t>& vocab,
+    const std::string& source) {
+    auto id_of = [&](const std::string& token, size_t rank) {
+        auto it = vocab.find(token);
+        MT_CHECK(it != vocab.end(), source, ": merge ", rank, " uses '", token,
+                 "', which is not in the vocab");
+        return uint32_t(it->second);
+    };
+    std::vector<text::BpeMerges::Merge> merges;
+    merges.reserve(spec.merges.size());
+    for (size_t rank = 0; rank < spec.merges.size(); ++rank) {
+        const auto& [left, right] = spec.merges[rank];
+        merges.push_back(
+            {id_of(left, rank), id_of(right, rank), uint32_t(rank), id_of(left + right, rank)});
+    }
+    return merges;
+}
 
 BpeModel::BpeModel(const BpeSpec& spec, bool byte_level, const std::string& source)
     : byte_level_(byte_level),
+      vocab_(vocab_of(spec, source)),
       fuse_unk_(spec.fuse_unk),
       byte_fallback_(spec.byte_fallback),
-      ignore_merges_(spec.ignore_merges) {
+      ignore_merges_(spec.ignore_merges),
+      merges_(merges_of(spec, vocab_, source), text::BpeMerges::Order::kLowestFirst) {
     int32_t max_id = -1;
-    for (const auto& [token, id] : spec.vocab) {
-        MT_CHECK(id >= 0, source, ": vocab id ", id, " of '", token, "' is negative");
-        max_id = std::max(max_id, id);
-        vocab_.insert_or_assign(token, id);  // a repeated key keeps its last id, as serde does
-    }
+    for (const auto& [token, id] : vocab_) max_id = std::max(max_id, id);
     MT_CHECK(int64_t(max_id) < 4 * int64_t(vocab_.size()) + 1024, source, ": vocab ids go up to ",
              max_id, " for only ", vocab_.size(), " tokens; ids this sparse are not supported");
     tokens_.resize(size_t(max_id + 1));
@@ -85,33 +109,13 @@ BpeModel::BpeModel(const BpeSpec& spec, bool byte_level, const std::string& sour
                  "' is not in the vocab");
         unk_id_ = it->second;
     }
-
-    const size_t capacity = std::max<size_t>(16, std::bit_ceil(spec.merges.size() * 2 + 1));
-    table_.assign(capacity, Slot{kEmpty, 0, 0});
-    mask_ = capacity - 1;
-    shift_ = 64 - std::countr_zero(capacity);
-    auto id_of = [&](const std::string& token, size_t rank) {
-        auto it = vocab_.find(token);
-        MT_CHECK(it != vocab_.end(), source, ": merge ", rank, " uses '", token,
-                 "', which is not in the vocab");
-        return it->second;
-    };
-    for (size_t rank = 0; rank < spec.merges.size(); ++rank) {
-        const auto& [left, right] = spec.merges[rank];
-        const uint64_t key =
-            (uint64_t(uint32_t(id_of(left, rank))) << 32) | uint32_t(id_of(right, rank));
-        const int32_t result = id_of(left + right, rank);
-        size_t i = size_t((key * 0x9E3779B97F4A7C15ull) >> shift_);
-        while (table_[i].key != kEmpty && table_[i].key != key) i = (i + 1) & mask_;
-        table_[i] = Slot{key, uint32_t(rank), result};  // a repeated pair keeps its last rank
-    }
 }
 
 bool BpeModel::cuts_before_runs_of(const std::string& marker) const {
     if (byte_level_ || ignore_merges_ || marker.empty() || !vocab_.count(marker)) return false;
-    for (const Slot& s : table_) {
-        if (s.key == kEmpty) continue;
-        const std::string& token = tokens_[size_t(s.result)];
+    for (const text::BpeMerges::Slot& s : merges_.slots()) {
+        if (s.key == text::BpeMerges::kEmptyKey) continue;
+        const std::string& token = tokens_[s.result];
         for (size_t at = token.find(marker, 1); at != std::string::npos;
              at = token.find(marker, at + 1))
             if (at < marker.size() || token.compare(at - marker.size(), marker.size(), marker) != 0)
@@ -126,7 +130,7 @@ std::optional<int32_t> BpeModel::token_to_id(const std::string& token) const {
     return it->second;
 }
 
-void BpeModel::initial_symbols(std::string_view piece, std::vector<int32_t>& syms) const {
+void BpeModel::initial_symbols(std::string_view piece, std::vector<uint32_t>& syms) const {
     const auto* p = reinterpret_cast<const uint8_t*>(piece.data());
     const auto* end = p + piece.size();
     // An unknown character waits here: with fuse_unk a run of them becomes one unk. As in
@@ -146,19 +150,19 @@ void BpeModel::initial_symbols(std::string_view piece, std::vector<int32_t>& sym
             if (it != char_id_.end()) id = it->second;
         }
         if (id >= 0) {
-            if (pending_unk) syms.push_back(*unk_id_);
+            if (pending_unk) syms.push_back(uint32_t(*unk_id_));
             pending_unk = false;
-            syms.push_back(id);
+            syms.push_back(uint32_t(id));
         } else if (byte_fallback_ &&
                    std::all_of(p, p + len, [&](uint8_t b) { return fallback_id_[b] >= 0; })) {
-            for (size_t k = 0; k < len; ++k) syms.push_back(fallback_id_[p[k]]);
+            for (size_t k = 0; k < len; ++k) syms.push_back(uint32_t(fallback_id_[p[k]]));
         } else if (unk_id_) {
-            if (pending_unk && !fuse_unk_) syms.push_back(*unk_id_);
+            if (pending_unk && !fuse_unk_) syms.push_back(uint32_t(*unk_id_));
             pending_unk = true;
         }  // no unk token: tokenizers drops the character
         p += len;
     }
-    if (pending_unk) syms.push_back(*unk_id_);
+    if (pending_unk) syms.push_back(uint32_t(*unk_id_));
 }
 
 void BpeModel::encode_piece(std::string_view piece, std::vector<int32_t>& out) const {
@@ -169,83 +173,11 @@ void BpeModel::encode_piece(std::string_view piece, std::vector<int32_t>& out) c
             return;
         }
     }
-    thread_local std::vector<int32_t> syms;
+    thread_local std::vector<uint32_t> syms;
     syms.clear();
     initial_symbols(piece, syms);
-    if (syms.size() <= 64)
-        merge_short(syms);
-    else
-        merge_long(syms);
-    out.insert(out.end(), syms.begin(), syms.end());
-}
-
-void BpeModel::merge_short(std::vector<int32_t>& syms) const {
-    constexpr uint32_t kNone = UINT32_MAX;
-    uint32_t rank[64];
-    int32_t result[64];
-    auto look_up = [&](size_t i) {
-        const Slot* s = find(syms[i], syms[i + 1]);
-        rank[i] = s ? s->rank : kNone;
-        result[i] = s ? s->result : 0;
-    };
-    size_t n = syms.size();
-    for (size_t i = 0; i + 1 < n; ++i) look_up(i);
-    while (n > 1) {
-        size_t at = 0;
-        for (size_t i = 1; i + 1 < n; ++i)
-            if (rank[i] < rank[at]) at = i;
-        if (rank[at] == kNone) break;
-        syms[at] = result[at];
-        for (size_t i = at + 1; i + 1 < n; ++i) {
-            syms[i] = syms[i + 1];
-            rank[i] = rank[i + 1];
-            result[i] = result[i + 1];
-        }
-        --n;
-        if (at > 0) look_up(at - 1);
-        if (at + 1 < n) look_up(at);
-    }
-    syms.resize(n);
-}
-
-void BpeModel::merge_long(std::vector<int32_t>& syms) const {
-    const size_t n = syms.size();
-    constexpr uint32_t kNone = UINT32_MAX;
-    std::vector<uint32_t> prev(n), next(n);
-    std::vector<bool> alive(n, true);
-    for (size_t i = 0; i < n; ++i) {
-        prev[i] = i == 0 ? kNone : uint32_t(i - 1);
-        next[i] = i + 1 == n ? kNone : uint32_t(i + 1);
-    }
-    // Min-heap of (rank << 32 | position): equal ranks come out left to right.
-    std::vector<uint64_t> heap;
-    auto push = [&](uint32_t i) {
-        if (next[i] == kNone) return;
-        if (const Slot* s = find(syms[i], syms[next[i]])) {
-            heap.push_back((uint64_t(s->rank) << 32) | i);
-            std::push_heap(heap.begin(), heap.end(), std::greater<>());
-        }
-    };
-    for (size_t i = 0; i + 1 < n; ++i) push(uint32_t(i));
-    while (!heap.empty()) {
-        const uint32_t rank = uint32_t(heap.front() >> 32);
-        const uint32_t i = uint32_t(heap.front());
-        std::pop_heap(heap.begin(), heap.end(), std::greater<>());
-        heap.pop_back();
-        if (!alive[i] || next[i] == kNone) continue;
-        const Slot* s = find(syms[i], syms[next[i]]);
-        if (s == nullptr || s->rank != rank) continue;  // a stale entry: the pair has changed
-        const uint32_t j = next[i];
-        syms[i] = s->result;
-        alive[j] = false;
-        next[i] = next[j];
-        if (next[j] != kNone) prev[next[j]] = i;
-        if (prev[i] != kNone) push(prev[i]);
-        push(i);
-    }
-    size_t m = 0;
-    for (uint32_t i = 0; i != kNone; i = next[i]) syms[m++] = syms[i];  // node 0 never dies
-    syms.resize(m);
+    const size_t n = merges_.merge(syms.data(), syms.size());
+    out.insert(out.end(), syms.begin(), syms.begin() + n);
 }
 
 }  // namespace mt::plugins::hf_tokenizer

@@ -1,5 +1,5 @@
 // The BPE model of a Hugging Face tokenizer.json (tokenizers' models::bpe): vocab, merge ranks
-// in a flat table keyed by the id pair, unknown characters, byte fallback and ignore_merges.
+// over token ids in the shared merge engine, unknown characters, byte fallback, ignore_merges.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "mt/text/bpe_merges.h"
 #include "tokenizer_spec.h"
 
 namespace mt::plugins::hf_tokenizer {
@@ -38,27 +39,12 @@ class BpeModel {
     const std::unordered_map<std::string, int32_t>& vocab() const { return vocab_; }
 
   private:
-    struct Slot {
-        uint64_t key;  // left << 32 | right; kEmpty marks a free slot
-        uint32_t rank;
-        int32_t result;
-    };
-    static constexpr uint64_t kEmpty = UINT64_MAX;
-
-    const Slot* find(int32_t left, int32_t right) const {
-        const uint64_t key = (uint64_t(uint32_t(left)) << 32) | uint32_t(right);
-        for (size_t i = size_t((key * 0x9E3779B97F4A7C15ull) >> shift_);; i = (i + 1) & mask_) {
-            const Slot& s = table_[i];
-            if (s.key == key) return &s;
-            if (s.key == kEmpty) return nullptr;
-        }
-    }
+    // The merges over vocab ids, checked against the vocab (ids are the engine's symbols).
+    static std::vector<text::BpeMerges::Merge> merges_of(
+        const BpeSpec& spec, const std::unordered_map<std::string, int32_t>& vocab,
+        const std::string& source);
     // The initial symbols of a piece: one per character (byte), byte fallback, unknowns.
-    void initial_symbols(std::string_view piece, std::vector<int32_t>& syms) const;
-    // tokenizers' Word::merge_all: repeatedly merges the lowest-ranked adjacent pair, leftmost
-    // first. merge_short rescans a small array; merge_long keeps a heap (any length).
-    void merge_short(std::vector<int32_t>& syms) const;
-    void merge_long(std::vector<int32_t>& syms) const;
+    void initial_symbols(std::string_view piece, std::vector<uint32_t>& syms) const;
 
     bool byte_level_;
     std::unordered_map<std::string, int32_t> vocab_;        // token text -> id
@@ -71,9 +57,8 @@ class BpeModel {
     int32_t fallback_id_[256];                       // "<0xAB>" tokens, -1 where absent
     std::optional<int32_t> unk_id_;
     bool fuse_unk_, byte_fallback_, ignore_merges_;
-    std::vector<Slot> table_;
-    size_t mask_ = 0;
-    int shift_ = 64;
+    // tokenizers' Word::merge_all: the leftmost lowest-ranked pair first.
+    text::BpeMerges merges_;
 };
 
 }  // namespace mt::plugins::hf_tokenizer

@@ -2,17 +2,17 @@
 
 #include <utility>
 
-#include "byte_level.h"
+#include "mt/text/byte_level.h"
+#include "mt/text/utf8.h"
 #include "pre_tokenizer.h"
-#include "utf8.h"
 
 namespace mt::plugins::hf_tokenizer {
 
 namespace {
 
-using gpt2bpe::append_replacing_invalid;
-using gpt2bpe::decode_utf8;
-using gpt2bpe::kByteLevel;
+using text::append_replacing_invalid;
+using text::decode_utf8;
+using text::kByteLevel;
 
 constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";  // U+FFFD
 

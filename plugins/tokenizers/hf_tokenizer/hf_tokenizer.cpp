@@ -4,30 +4,15 @@
 
 #include "decoder.h"
 #include "mt/error.h"
-#include "utf8.h"
-#include "word_cache.h"
+#include "mt/text/utf8.h"
+#include "mt/text/word_cache.h"
 
 namespace mt::plugins::hf_tokenizer {
 
 namespace {
 
-using gpt2bpe::WordCache;
-
-void check_utf8(std::string_view text) {
-    const auto* p = reinterpret_cast<const uint8_t*>(text.data());
-    const auto* end = p + text.size();
-    while (p < end) {
-        if (*p < 0x80) {
-            ++p;
-            continue;
-        }
-        uint32_t cp = 0;
-        const size_t len = gpt2bpe::decode_utf8(p, end, cp);
-        MT_CHECK(len > 0, "HuggingFaceTokenizer: text is not valid UTF-8 at byte ",
-                 p - reinterpret_cast<const uint8_t*>(text.data()));
-        p += len;
-    }
-}
+using text::check_utf8;
+using text::WordCache;
 
 std::vector<AddedToken> select(const TokenizerSpec& spec, bool normalized) {
     std::vector<AddedToken> out;
@@ -116,16 +101,8 @@ void HfTokenizer::encode_cached(std::string_view piece, WordCache& cache,
         model_.encode_piece(piece, out);
         return;
     }
-    const uint64_t hash = WordCache::hash_piece(bytes, piece.size());
-    size_t count = 0;
-    if (const int32_t* ids = cache.find(bytes, piece.size(), hash, count)) {
-        out.insert(out.end(), ids, ids + count);
-        return;
-    }
-    const size_t before = out.size();
-    model_.encode_piece(piece, out);
-    if (out.size() > before)
-        cache.insert(bytes, piece.size(), hash, &out[before], out.size() - before);
+    cache.append_ids(nullptr, bytes, piece.size(), out,
+                     [&](std::vector<int32_t>& ids) { model_.encode_piece(piece, ids); });
 }
 
 void HfTokenizer::encode_plain(std::string_view segment, bool at_start, WordCache& cache,
@@ -150,7 +127,7 @@ void HfTokenizer::encode_plain(std::string_view segment, bool at_start, WordCach
 }
 
 void HfTokenizer::encode_append(std::string_view text, std::vector<int32_t>& out) const {
-    check_utf8(text);
+    check_utf8(text, "HuggingFaceTokenizer");
     WordCache& cache = WordCache::for_thread(serial_);
     out.insert(out.end(), prefix_ids_.begin(), prefix_ids_.end());
     std::vector<AddedTokenSplitter::Segment> segments;

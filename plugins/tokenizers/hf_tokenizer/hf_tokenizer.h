@@ -12,10 +12,10 @@
 
 #include "added_tokens.h"
 #include "bpe_model.h"
+#include "mt/text/word_cache.h"
 #include "mt/tokenizer.h"
 #include "pre_tokenizer.h"
 #include "tokenizer_spec.h"
-#include "word_cache.h"
 
 namespace mt::plugins::hf_tokenizer {
 
@@ -40,11 +40,11 @@ class HfTokenizer final : public Tokenizer {
     TokenizerIdentity dataset_identity() const override;
 
   private:
-    void encode_plain(std::string_view segment, bool at_start, gpt2bpe::WordCache& cache,
+    void encode_plain(std::string_view segment, bool at_start, text::WordCache& cache,
                       std::vector<int32_t>& out) const;
-    void encode_piece(std::string_view piece, gpt2bpe::WordCache& cache,
+    void encode_piece(std::string_view piece, text::WordCache& cache,
                       std::vector<int32_t>& out) const;
-    void encode_cached(std::string_view piece, gpt2bpe::WordCache& cache,
+    void encode_cached(std::string_view piece, text::WordCache& cache,
                        std::vector<int32_t>& out) const;
 
     std::vector<NormalizerStep> normalizer_;

@@ -1,44 +1,71 @@
 #include "pre_tokenizer.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "mt/error.h"
-#include "pretokenizer.h"
-#include "utf8.h"
 
 namespace mt::plugins::hf_tokenizer {
 
-using gpt2bpe::CharClass;
-using gpt2bpe::UnicodeClasses;
-
 namespace {
 
-struct Char {
-    CharClass cls;
-    uint32_t cp;
-    uint32_t len;
-};
+// The regex of tokenizers' ByteLevel pre-tokenizer (GPT-2's).
+constexpr std::string_view kByteLevelPattern =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
-Char char_at(const uint8_t* p, const uint8_t* end, const UnicodeClasses& classes) {
-    if (*p < 0x80) return {CharClass(classes.latin1()[*p]), *p, 1};
-    uint32_t cp = 0;
-    const size_t len = gpt2bpe::decode_utf8(p, end, cp);
-    MT_CHECK(len > 0, "HuggingFaceTokenizer: text is not valid UTF-8");
-    return {classes.of(cp), cp, uint32_t(len)};
-}
-
-const uint8_t* run_end(const uint8_t* p, const uint8_t* end, CharClass cls,
-                       const UnicodeClasses& classes) {
-    while (p < end) {
-        const Char c = char_at(p, end, classes);
-        if (c.cls != cls) break;
-        p += c.len;
+// The pieces of tokenizers' NormalizedString::split: the matches of `regex` (or else of
+// `literal`) and the text between them (swapped by invert), kept, dropped or joined as
+// `behavior` says.
+void split(const text::RegexSplitter* regex, std::string_view literal, SplitBehavior behavior,
+           bool invert, std::string_view piece, std::vector<std::string_view>& out) {
+    thread_local std::vector<text::RegexSplitter::Match> matches;
+    matches.clear();
+    if (regex) {
+        regex->find_all(piece, matches);
+    } else {
+        for (size_t at = piece.find(literal); at != std::string_view::npos;
+             at = piece.find(literal, at + literal.size()))
+            matches.push_back({at, at + literal.size()});
     }
-    return p;
-}
+    struct Segment {
+        size_t begin, end;
+        bool match;
+    };
+    thread_local std::vector<Segment> segments;
+    segments.clear();
+    size_t done = 0;
+    for (const auto& m : matches) {
+        if (done < m.begin) segments.push_back({done, m.begin, invert});
+        segments.push_back({m.begin, m.end, !invert});
+        done = m.end;
+    }
+    if (done < piece.size()) segments.push_back({done, piece.size(), invert});
 
-bool is_newline(uint32_t cp) {
-    return cp == '\r' || cp == '\n';
+    thread_local std::vector<std::pair<size_t, size_t>> kept;
+    kept.clear();
+    if (behavior == SplitBehavior::kIsolated || behavior == SplitBehavior::kRemoved) {
+        for (const Segment& s : segments)
+            if (!s.match || behavior == SplitBehavior::kIsolated) kept.emplace_back(s.begin, s.end);
+    } else {
+        // Contiguous joins a segment to the one before when both match or both do not;
+        // MergedWithPrevious a match to the text before it, MergedWithNext (walking backwards)
+        // to the text after it.
+        const bool backwards = behavior == SplitBehavior::kMergedWithNext;
+        bool previous_match = false;
+        for (size_t k = 0; k < segments.size(); ++k) {
+            const Segment& s = segments[backwards ? segments.size() - 1 - k : k];
+            const bool join = behavior == SplitBehavior::kContiguous ? s.match == previous_match
+                                                                     : s.match && !previous_match;
+            if (join && !kept.empty())
+                (backwards ? kept.back().first : kept.back().second) = backwards ? s.begin : s.end;
+            else
+                kept.emplace_back(s.begin, s.end);
+            previous_match = s.match;
+        }
+        if (backwards) std::reverse(kept.begin(), kept.end());
+    }
+    for (const auto& [begin, end] : kept)
+        if (end > begin) out.push_back(piece.substr(begin, end - begin));
 }
 
 }  // namespace
@@ -68,63 +95,8 @@ std::string normalize(const std::vector<NormalizerStep>& steps, std::string_view
     return s;
 }
 
-const uint8_t* llama3_piece_end(const uint8_t* p, const uint8_t* end,
-                                const UnicodeClasses& classes) {
-    using gpt2bpe::kLetter, gpt2bpe::kNumber, gpt2bpe::kOther, gpt2bpe::kSpace;
-    // (?i:'s|'t|'re|'ve|'m|'ll|'d)
-    if (*p == '\'' && end - p >= 2) {
-        const uint8_t a = uint8_t(p[1] | 0x20);  // ASCII lower case; other bytes never match
-        if (a == 's' || a == 't' || a == 'm' || a == 'd') return p + 2;
-        if (end - p >= 3) {
-            const uint8_t b = uint8_t(p[2] | 0x20);
-            if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l'))
-                return p + 3;
-        }
-    }
-    const Char c = char_at(p, end, classes);
-    // [^\r\n\p{L}\p{N}]?\p{L}+
-    if (c.cls == kLetter) return run_end(p + c.len, end, kLetter, classes);
-    if (c.cls != kNumber && !is_newline(c.cp) && p + c.len < end) {
-        const Char d = char_at(p + c.len, end, classes);
-        if (d.cls == kLetter) return run_end(p + c.len + d.len, end, kLetter, classes);
-    }
-    // \p{N}{1,3}
-    if (c.cls == kNumber) {
-        const uint8_t* q = p + c.len;
-        for (int k = 0; k < 2 && q < end; ++k) {
-            const Char d = char_at(q, end, classes);
-            if (d.cls != kNumber) break;
-            q += d.len;
-        }
-        return q;
-    }
-    // ' ?[^\s\p{L}\p{N}]+[\r\n]*'
-    const uint8_t* q = p;
-    if (c.cp == ' ' && p + 1 < end && char_at(p + 1, end, classes).cls == kOther) q = p + 1;
-    if (q != p || c.cls == kOther) {
-        q = run_end(q, end, kOther, classes);
-        while (q < end && is_newline(*q)) ++q;
-        return q;
-    }
-    // c is white space. \s*[\r\n]+ ends after the run's last newline, if it has one.
-    const uint8_t* last_newline = nullptr;
-    const uint8_t* last_start = p;
-    for (q = p; q < end;) {
-        const Char d = char_at(q, end, classes);
-        if (d.cls != kSpace) break;
-        if (is_newline(d.cp)) last_newline = q;
-        last_start = q;
-        q += d.len;
-    }
-    if (last_newline) return last_newline + 1;
-    // \s+(?!\S) leaves the run's last character to the next piece when non-space follows;
-    // a lone space before non-space is \s+.
-    if (q == end || last_start == p) return q;
-    return last_start;
-}
-
 PreTokenizer::PreTokenizer(std::vector<PreTokenizerStep> steps)
-    : steps_(std::move(steps)), classes_(UnicodeClasses::get()) {
+    : steps_(std::move(steps)), byte_level_regex_(kByteLevelPattern) {
     for (size_t i = 0; i < steps_.size(); ++i) {
         if (steps_[i].kind != PreTokenizerStep::kByteLevel) continue;
         MT_CHECK(i + 1 == steps_.size(),
@@ -146,12 +118,6 @@ std::string_view keep(std::string text) {
 
 void PreTokenizer::apply(const PreTokenizerStep& step, std::string_view piece, bool first,
                          std::vector<std::string_view>& out) const {
-    auto gpt2_split = [&] {
-        gpt2bpe::PieceScanner scanner(piece, classes_);
-        const uint8_t *a, *b;
-        while (scanner.next(a, b))
-            out.emplace_back(reinterpret_cast<const char*>(a), size_t(b - a));
-    };
     switch (step.kind) {
         case PreTokenizerStep::kMetaspace: {
             std::string text(piece);
@@ -162,41 +128,24 @@ void PreTokenizer::apply(const PreTokenizerStep& step, std::string_view piece, b
                 text.compare(0, step.replacement.size(), step.replacement) != 0)
                 text.insert(0, step.replacement);
             const std::string_view kept = keep(std::move(text));
-            if (!step.split) {
+            if (step.split)
+                split(nullptr, step.replacement, SplitBehavior::kMergedWithNext, false, kept, out);
+            else
                 out.push_back(kept);
-                return;
-            }
-            // Split before every replacement (MergedWithNext).
-            size_t start = 0;
-            for (size_t at = kept.find(step.replacement, 1); at != std::string_view::npos;
-                 at = kept.find(step.replacement, at + step.replacement.size())) {
-                if (at > start) out.push_back(kept.substr(start, at - start));
-                start = at;
-            }
-            if (start < kept.size()) out.push_back(kept.substr(start));
             return;
         }
         case PreTokenizerStep::kByteLevel:
             if (step.add_prefix_space && !piece.empty() && piece[0] != ' ')
                 piece = keep(" " + std::string(piece));
             if (step.use_regex)
-                gpt2_split();
+                split(&byte_level_regex_, {}, SplitBehavior::kIsolated, false, piece, out);
             else if (!piece.empty())
                 out.push_back(piece);
             return;
-        case PreTokenizerStep::kSplitGpt2:
-            gpt2_split();
+        case PreTokenizerStep::kSplit:
+            split(step.regex ? &*step.regex : nullptr, step.literal, step.behavior, step.invert,
+                  piece, out);
             return;
-        case PreTokenizerStep::kSplitLlama3: {
-            const auto* p = reinterpret_cast<const uint8_t*>(piece.data());
-            const auto* end = p + piece.size();
-            while (p < end) {
-                const uint8_t* q = llama3_piece_end(p, end, classes_);
-                out.emplace_back(reinterpret_cast<const char*>(p), size_t(q - p));
-                p = q;
-            }
-            return;
-        }
     }
 }
 

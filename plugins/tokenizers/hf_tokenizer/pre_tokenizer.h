@@ -1,6 +1,6 @@
 // The text pipeline of tokenizer.json between added-token splitting and the BPE model: the
-// normalizer (Prepend, Replace) and the pre-tokenizers (Metaspace, ByteLevel, Split with the
-// Llama-3 or GPT-2 regex), producing the pieces BPE encodes.
+// normalizer (Prepend, Replace) and the pre-tokenizers (Metaspace, ByteLevel, Split with any
+// regex or string and every behavior), producing the pieces BPE encodes.
 #pragma once
 
 #include <cstddef>
@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "mt/text/regex_splitter.h"
 #include "tokenizer_spec.h"
-#include "unicode_classes.h"
 
 namespace mt::plugins::hf_tokenizer {
 
@@ -21,13 +21,6 @@ void replace_all(std::string& s, std::string_view from, std::string_view to);
 // Applies the normalizer steps to `text` (valid UTF-8).
 std::string normalize(const std::vector<NormalizerStep>& steps, std::string_view text);
 
-// The pieces Split(Regex(Llama-3's pattern), Isolated) cuts `text` into, written as a scanner:
-// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
-// \s*[\r\n]+|\s+(?!\S)|\s+   (every character starts some alternative, so nothing is skipped).
-// Returns the end of the piece starting at p (p < end, valid UTF-8).
-const uint8_t* llama3_piece_end(const uint8_t* p, const uint8_t* end,
-                                const gpt2bpe::UnicodeClasses& classes);
-
 class PreTokenizer {
   public:
     explicit PreTokenizer(std::vector<PreTokenizerStep> steps);
@@ -35,9 +28,9 @@ class PreTokenizer {
     // Whether the pieces are raw bytes standing for GPT-2's byte characters (a ByteLevel step).
     bool byte_level() const { return byte_level_; }
 
-    // Cuts one normalized segment into pieces. `at_start`: the segment begins the text
-    // (Metaspace's prepend_scheme "first"). `pieces` is cleared first; they view `segment` or
-    // this thread's storage, valid until the thread's next run().
+    // Cuts one normalized segment (valid UTF-8) into pieces. `at_start`: the segment begins the
+    // text (Metaspace's prepend_scheme "first"). `pieces` is cleared first; they view `segment`
+    // or this thread's storage, valid until the thread's next run().
     void run(std::string_view segment, bool at_start, std::vector<std::string_view>& pieces) const;
 
   private:
@@ -46,7 +39,7 @@ class PreTokenizer {
 
     std::vector<PreTokenizerStep> steps_;
     bool byte_level_ = false;
-    const gpt2bpe::UnicodeClasses& classes_;
+    text::RegexSplitter byte_level_regex_;  // what ByteLevel's use_regex splits with
 };
 
 }  // namespace mt::plugins::hf_tokenizer

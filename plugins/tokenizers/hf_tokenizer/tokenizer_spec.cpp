@@ -19,12 +19,6 @@ using simdjson::dom::array;
 using simdjson::dom::element;
 using simdjson::dom::object;
 
-// The two Split regexes we run with hand-written scanners (pre_tokenizer.h).
-constexpr std::string_view kLlama3Pattern =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-constexpr std::string_view kGpt2Pattern =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
-
 // transformers writes model_max_length as 1000000000000000019884624838656, which Python reads
 // and simdjson refuses; no number we read is that long, so integers of more than 19 digits
 // outside strings become 0 (padded with spaces).
@@ -190,21 +184,34 @@ void read_pre_tokenizer(const Reader& r, element e, std::vector<PreTokenizerStep
         step.add_prefix_space = r.bool_field(o, "add_prefix_space", true, "ByteLevel");
         step.use_regex = r.bool_field(o, "use_regex", true, "ByteLevel");
     } else if (type == "Split") {
+        step.kind = PreTokenizerStep::kSplit;
         auto pattern = r.field(o, "pattern");
         MT_CHECK(pattern.has_value(), r.file(), ": pre_tokenizer Split has no 'pattern'");
-        auto regex = r.field(r.as_object(*pattern, "Split.pattern"), "Regex");
-        if (!regex) r.unsupported("pre_tokenizer Split with a string pattern");
-        const std::string re = r.as_string(*regex, "Split.pattern.Regex");
-        const std::string behavior = r.string_field(o, "behavior", "Split");
-        if (behavior != "Isolated") r.unsupported(str("pre_tokenizer Split behavior ", behavior));
-        if (r.bool_field(o, "invert", false, "Split")) r.unsupported("pre_tokenizer Split invert");
-        if (re == kLlama3Pattern) {
-            step.kind = PreTokenizerStep::kSplitLlama3;
-        } else if (re == kGpt2Pattern) {
-            step.kind = PreTokenizerStep::kSplitGpt2;
+        object po = r.as_object(*pattern, "Split.pattern");
+        if (auto regex = r.field(po, "Regex")) {
+            const std::string re = r.as_string(*regex, "Split.pattern.Regex");
+            try {
+                step.regex.emplace(re);
+            } catch (const Error& e) {
+                r.unsupported(str("pre_tokenizer Split ", e.what()));
+            }
+        } else if (auto literal = r.field(po, "String")) {
+            step.literal = r.as_string(*literal, "Split.pattern.String");
+            if (step.literal.empty()) r.unsupported("pre_tokenizer Split with an empty String");
         } else {
-            r.unsupported(str("pre_tokenizer Split regex '", re, "'"));
+            r.unsupported("pre_tokenizer Split pattern other than Regex or String");
         }
+        const std::string behavior = r.string_field(o, "behavior", "Split");
+        static const std::map<std::string, SplitBehavior> kBehaviors = {
+            {"Removed", SplitBehavior::kRemoved},
+            {"Isolated", SplitBehavior::kIsolated},
+            {"MergedWithPrevious", SplitBehavior::kMergedWithPrevious},
+            {"MergedWithNext", SplitBehavior::kMergedWithNext},
+            {"Contiguous", SplitBehavior::kContiguous}};
+        auto it = kBehaviors.find(behavior);
+        if (it == kBehaviors.end()) r.unsupported(str("pre_tokenizer Split behavior ", behavior));
+        step.behavior = it->second;
+        step.invert = r.bool_field(o, "invert", false, "Split");
     } else {
         r.unsupported(str("pre_tokenizer ", type));
     }

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "mt/text/regex_splitter.h"
+
 namespace mt::plugins::hf_tokenizer {
 
 struct AddedToken {
@@ -28,16 +30,24 @@ struct NormalizerStep {
 
 enum class PrependScheme { kAlways, kFirst, kNever };
 
+// What Split keeps of the matches and the text between them (tokenizers' SplitDelimiterBehavior).
+enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
+
 struct PreTokenizerStep {
-    // kSplitLlama3 / kSplitGpt2: Split(Regex(Llama-3's / GPT-2's pattern), Isolated);
-    // kByteLevel: ByteLevel, splitting with the GPT-2 regex when use_regex;
+    // kSplit: Split(pattern, behavior, invert);
+    // kByteLevel: ByteLevel, splitting with GPT-2's regex (Isolated) when use_regex;
     // kMetaspace: spaces -> replacement, split before each when `split`.
-    enum Kind { kMetaspace, kByteLevel, kSplitLlama3, kSplitGpt2 } kind;
+    enum Kind { kMetaspace, kByteLevel, kSplit } kind;
     std::string replacement;  // Metaspace
     PrependScheme prepend_scheme = PrependScheme::kAlways;
     bool split = true;              // Metaspace
     bool add_prefix_space = false;  // ByteLevel
     bool use_regex = true;          // ByteLevel
+    // Split: a {"Regex": ...} pattern, or else the {"String": ...} one (empty: no matches).
+    std::optional<text::RegexSplitter> regex;
+    std::string literal;
+    SplitBehavior behavior = SplitBehavior::kIsolated;
+    bool invert = false;
 };
 
 struct DecoderStep {

@@ -1,6 +1,6 @@
-// The BPE merge loop: both implementations (short words on the stack, long words with a heap)
-// against a direct string-based transcription of Megatron's bpe(), on random merge tables
-// whose ranks need not grow along merges, and random words.
+// GPT-2's BPE through the shared merge engine: both implementations (short words on the stack,
+// long words with a heap) against a direct string-based transcription of Megatron's bpe(), on
+// random merge tables whose ranks need not grow along merges, and random words.
 #include "bpe_model.h"
 
 #include <gtest/gtest.h>
@@ -8,15 +8,15 @@
 #include <map>
 #include <random>
 
-#include "byte_level.h"
-#include "utf8.h"
+#include "mt/text/byte_level.h"
+#include "mt/text/utf8.h"
 
 namespace mt::plugins::gpt2bpe {
 namespace {
 
 std::string byte_char(uint8_t b) {
     std::string s;
-    append_utf8(s, kByteLevel.char_of_byte[b]);
+    text::append_utf8(s, text::kByteLevel.char_of_byte[b]);
     return s;
 }
 
@@ -83,8 +83,8 @@ std::vector<std::string> run(const BpeModel& model, const std::string& word, boo
                              const std::vector<VocabEntry>& vocab) {
     std::vector<uint32_t> syms(word.begin(), word.end());
     for (auto& s : syms) s &= 0xFF;
-    const size_t n = long_path ? model.merge_long(syms.data(), syms.size())
-                               : model.merge_short(syms.data(), syms.size());
+    const size_t n = long_path ? model.merges().merge_long(syms.data(), syms.size())
+                               : model.merges().merge_short(syms.data(), syms.size());
     std::map<int32_t, std::string> names;
     for (const VocabEntry& e : vocab) names[e.id] = e.token;
     std::vector<std::string> out;
@@ -101,7 +101,7 @@ TEST(Gpt2Bpe, ShortLongAndOracleAgreeOnRandomTables) {
         RandomTable t = random_table(rng, 5 + rng() % 60);
         BpeModel model(t.vocab, t.merges);
         for (int w = 0; w < 60; ++w) {
-            const size_t len = 1 + rng() % BpeModel::kShortWord;
+            const size_t len = 1 + rng() % text::BpeMerges::kShortWord;
             std::string word;
             for (size_t i = 0; i < len; ++i) word += char('a' + rng() % (w % 2 ? 2 : 4));
             std::vector<std::string> expected;

@@ -1,5 +1,6 @@
 // The pieces of the HuggingFaceTokenizer pipeline on their own, with expectations taken from
-// the `tokenizers` library: the Llama-3 Split scanner, Metaspace, decoders, added-token splits.
+// the `tokenizers` library: Split (the Llama-3 regex, every behavior), Metaspace, decoders,
+// added-token splits.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -14,9 +15,16 @@ namespace {
 
 using Strings = std::vector<std::string>;
 
-Strings llama3_pieces(const std::string& text) {
+constexpr const char* kLlama3Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+Strings split_pieces(const std::string& text, const std::string& pattern,
+                     SplitBehavior behavior = SplitBehavior::kIsolated, bool invert = false) {
     PreTokenizerStep split{};
-    split.kind = PreTokenizerStep::kSplitLlama3;
+    split.kind = PreTokenizerStep::kSplit;
+    split.regex.emplace(pattern);
+    split.behavior = behavior;
+    split.invert = invert;
     PreTokenizer pre({split});
     std::vector<std::string_view> pieces;
     pre.run(text, true, pieces);
@@ -25,6 +33,7 @@ Strings llama3_pieces(const std::string& text) {
 
 TEST(HfPipeline, Llama3Split) {
     // pre_tokenizers.Split(Regex(<Llama-3 pattern>), "isolated").pre_tokenize_str(text)
+    auto llama3_pieces = [](const std::string& text) { return split_pieces(text, kLlama3Pattern); };
     EXPECT_EQ(llama3_pieces("Hello world's 12345!!\n\n"),
               (Strings{"Hello", " world", "'s", " ", "123", "45", "!!\n\n"}));
     EXPECT_EQ(llama3_pieces("  \n  x"), (Strings{"  \n", " ", " x"}));
@@ -32,6 +41,21 @@ TEST(HfPipeline, Llama3Split) {
     EXPECT_EQ(llama3_pieces("a'LL 'Ve"), (Strings{"a", "'LL", " '", "Ve"}));
     EXPECT_EQ(llama3_pieces("\"quoted\" ?!\r\n z"), (Strings{"\"quoted", "\"", " ?!\r\n", " z"}));
     EXPECT_EQ(llama3_pieces("   "), (Strings{"   "}));
+    EXPECT_EQ(llama3_pieces("x'\u017f"), (Strings{"x", "'\u017f"}));  // (?i) folds s to U+017F
+}
+
+TEST(HfPipeline, SplitBehaviors) {
+    // pre_tokenizers.Split(Regex("-+"), behavior, invert).pre_tokenize_str("a--b-c--")
+    const std::string text = "a--b-c--";
+    using B = SplitBehavior;
+    EXPECT_EQ(split_pieces(text, "-+", B::kRemoved), (Strings{"a", "b", "c"}));
+    EXPECT_EQ(split_pieces(text, "-+", B::kIsolated), (Strings{"a", "--", "b", "-", "c", "--"}));
+    EXPECT_EQ(split_pieces(text, "-+", B::kMergedWithPrevious), (Strings{"a--", "b-", "c--"}));
+    EXPECT_EQ(split_pieces(text, "-+", B::kMergedWithNext), (Strings{"a", "--b", "-c", "--"}));
+    EXPECT_EQ(split_pieces(text, "-", B::kContiguous), (Strings{"a", "--", "b", "-", "c", "--"}));
+    EXPECT_EQ(split_pieces(text, "-+", B::kRemoved, true), (Strings{"--", "-", "--"}));
+    EXPECT_EQ(split_pieces(text, "-+", B::kMergedWithPrevious, true),
+              (Strings{"a", "--b", "-c", "--"}));
 }
 
 TEST(HfPipeline, MetaspacePrependsOnlyAtTheStartWithFirst) {

@@ -1,5 +1,6 @@
 // HuggingFaceTokenizer against transformers: every text of cases_<name>.json must give the ids
-// AutoTokenizer gave (Megatron's tokenize()) and decode to what tokenizer.decode gave.
+// AutoTokenizer gave (Megatron's tokenize()) and decode to what tokenizer.decode gave; and the
+// Split-regex cases of tests/fixtures/tiktoken (Tekken, with corpus digests; Llama-3, GPT-2).
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -7,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "corpus_reference.h"
 #include "fixture_util.h"
 #include "hf_tokenizer.h"
 #include "register.h"
@@ -30,17 +32,15 @@ std::optional<int32_t> optional_id(simdjson::dom::element e) {
     return int32_t(int64_t(e));
 }
 
-// Runs every case of cases_<cases>.json against the tokenizer in `folder`.
-void check_cases(const std::string& cases, const std::filesystem::path& folder) {
+// Runs every case of `ref` (make_fixtures.py's form) against the tokenizer in `folder`.
+void check_cases(simdjson::dom::element ref, const std::string& cases,
+                 const std::filesystem::path& folder, size_t min_cases = 300) {
     Registry registry;
     register_hf_tokenizer(registry);
     TokenizerOptions options;
     options.tokenizer_model = folder.string();
     auto tok = registry.create_tokenizer("HuggingFaceTokenizer", options);
 
-    simdjson::dom::parser parser;
-    const simdjson::padded_string text(read_fixture(fixture("cases_" + cases + ".json.zst")));
-    simdjson::dom::element ref = parser.parse(text);
     EXPECT_EQ(tok->vocab_size(), int64_t(ref["vocab_size"]));
     EXPECT_EQ(tok->special_ids().bos, optional_id(ref["bos"]));
     EXPECT_EQ(tok->special_ids().eod, optional_id(ref["eod"]));
@@ -58,10 +58,33 @@ void check_cases(const std::string& cases, const std::filesystem::path& folder) 
             << cases << ": text '" << input << "'";
         if (got != expected && ++failures > 5) break;
     }
-    EXPECT_GT(n, 300u);
-    for (auto c : ref["decodes"].get_array())
-        EXPECT_EQ(tok->decode(ids_of(c["ids"])), std::string_view(c["text"])) << cases;
+    EXPECT_GT(n, min_cases);
+    simdjson::dom::array decodes;
+    if (!ref["decodes"].get_array().get(decodes)) {
+        for (auto c : decodes)
+            EXPECT_EQ(tok->decode(ids_of(c["ids"])), std::string_view(c["text"])) << cases;
+    }
+    simdjson::dom::array corpora;
+    if (!ref["corpora"].get_array().get(corpora))
+        mt::test::expect_corpus_digests(
+            corpora, [&](const std::string& doc) { return tok->encode(doc); },
+            "transformers (" + cases + ")");
 }
+
+// Runs every case of cases_<cases>.json against the tokenizer in `folder`.
+void check_cases(const std::string& cases, const std::filesystem::path& folder) {
+    simdjson::dom::parser parser;
+    const simdjson::padded_string text(read_fixture(fixture("cases_" + cases + ".json.zst")));
+    check_cases(parser.parse(text), cases, folder);
+}
+
+// tests/fixtures/tiktoken/make_fixtures.py's transformers ids: Split regexes through PCRE2.
+struct SplitRegexCases {
+    simdjson::dom::parser parser;
+    simdjson::padded_string text{
+        read_fixture(mt::test::fixtures_dir() / "tiktoken" / "cases_hf.json.zst")};
+    simdjson::dom::element root = parser.parse(text);
+};
 
 TEST(HfTokenizerReference, Llama2) {
     mt::test::TempDir dir;
@@ -111,6 +134,50 @@ TEST(HfTokenizerReference, Gpt2) {
 TEST(HfTokenizerReference, Llama3StyleByteLevel) {
     mt::test::TempDir dir;
     check_cases("llama3ish", make_folder(dir, "llama3ish"));
+}
+
+TEST(HfTokenizerReference, SplitRegexesOnNewerUnicodeAndCaseFolding) {
+    // Characters of Unicode 15 and 16, U+180E, U+017F and U+212A under (?i), long runs: the
+    // Llama-3 Split regex and ByteLevel's GPT-2 regex as transformers runs them.
+    mt::test::TempDir dir;
+    SplitRegexCases ref;
+    check_cases(ref.root["llama3ish"], "llama3ish", make_folder(dir, "llama3ish"), 60);
+    check_cases(ref.root["gpt2"], "gpt2", make_folder(dir, "gpt2"), 60);
+}
+
+TEST(HfTokenizerReference, EverySplitBehaviorInvertedOrNot) {
+    // llama3ish's tokenizer.json with its Split's behavior and invert changed, as
+    // make_fixtures.py changed it for transformers.
+    mt::test::TempDir dir;
+    const auto folder = make_folder(dir, "llama3ish");
+    const std::string json = mt::test::read_file(folder / "tokenizer.json");
+    SplitRegexCases ref;
+    auto split = ref.root["llama3ish_split"];
+    const std::string_view saved = split["saved"];
+    const size_t at = json.find(saved);
+    ASSERT_NE(at, std::string::npos);
+    size_t variants = 0;
+    for (auto variant : split["variants"].get_array()) {
+        const std::string_view patch = variant["patch"];
+        std::string patched = json;
+        mt::test::write_file(folder / "tokenizer.json", patched.replace(at, saved.size(), patch));
+        TokenizerOptions options;
+        options.tokenizer_model = folder.string();
+        HfTokenizer tok(options);
+        for (auto c : variant["cases"].get_array())
+            EXPECT_EQ(tok.encode(std::string_view(c["text"])), ids_of(c["ids"]))
+                << patch << ": text '" << std::string_view(c["text"]) << "'";
+        ++variants;
+    }
+    EXPECT_EQ(variants, 10u);
+}
+
+TEST(HfTokenizerReference, TekkenSplitRegex) {
+    // Mistral's Tekken tokenizer.json: Split(Regex(Megatron's TikToken v2 pattern)) + ByteLevel.
+    auto folder = mt::test::test_data("tokenizers/hf/tekken-240718");
+    if (!folder) GTEST_SKIP() << "MEGATRON_TEST_DATA not set: skipping the Tekken tokenizer.json";
+    SplitRegexCases ref;
+    check_cases(ref.root["tekken"], "tekken", *folder, 400);
 }
 
 }  // namespace

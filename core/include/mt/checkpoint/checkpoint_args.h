@@ -19,6 +19,8 @@ namespace mt {
 MT_API std::string python_arg_name(std::string flag);
 // A list of ints as Python prints it and as flag text: "[1, 0, 1]".
 MT_API std::string int_list_text(const std::vector<int64_t>& values);
+// A list of str as the words of its flag (nargs='+'): "a b c".
+MT_API std::string string_list_words(const std::vector<std::string>& values);
 MT_API std::optional<int64_t> int_arg(const CheckpointArgs& args, const std::string& name);
 // True only for an entry that is the Python True.
 MT_API bool bool_arg(const CheckpointArgs& args, const std::string& name);

@@ -43,8 +43,9 @@ MT_API LoadedModel load_for_inference(Registry& registry, const ModelFamily& fam
                                       const parallel::ParallelState* parallel = nullptr);
 
 // The tokenizer `type` names (--tokenizer-type with its options), or, when type is empty: the
-// checkpoint's own (`saved`: its tokenizer_type, and its vocab_file, merge_file and
-// tokenizer_model where no flag gives them: Megatron's --use-checkpoint-args; the Hugging Face
+// checkpoint's own (`saved`: its tokenizer_type, and its vocab_file, merge_file,
+// tokenizer_model, vocab_size and tiktoken_* where no flag gives them: Megatron's
+// --use-checkpoint-args; the Hugging Face
 // reader names the tokenizer its folder carries); else `default_type` (the model family's
 // default_tokenizer_type()) when tokenizer files are given. mt::Error when there is none.
 MT_API std::unique_ptr<Tokenizer> tokenizer_for(Registry& registry, const std::string& type,

@@ -1,6 +1,29 @@
-#include "utf8.h"
+#include "mt/text/utf8.h"
 
-namespace mt::plugins::gpt2bpe {
+#include <cstdio>
+
+#include "mt/error.h"
+
+namespace mt::text {
+
+size_t first_invalid_utf8(std::string_view text) {
+    return find_non_ascii(text, [](uint32_t, size_t len) { return len == 0; });
+}
+
+std::string invalid_utf8_message(std::string_view text, size_t at) {
+    std::string bytes;
+    for (size_t i = at; i < text.size() && i < at + 4; ++i) {
+        char hex[4];
+        std::snprintf(hex, sizeof hex, "%02X", uint8_t(text[i]));
+        bytes += (bytes.empty() ? "" : " ") + std::string(hex);
+    }
+    return str("text is not valid UTF-8 at byte ", at, " (bytes ", bytes, ")");
+}
+
+void check_utf8(std::string_view text, std::string_view who) {
+    const size_t at = first_invalid_utf8(text);
+    MT_CHECK(at == std::string_view::npos, who, ": ", invalid_utf8_message(text, at));
+}
 
 void append_utf8(std::string& out, uint32_t cp) {
     if (cp < 0x80) {
@@ -63,4 +86,4 @@ void append_replacing_invalid(std::string& out, std::string_view bytes) {
     }
 }
 
-}  // namespace mt::plugins::gpt2bpe
+}  // namespace mt::text

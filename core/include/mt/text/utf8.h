@@ -1,5 +1,6 @@
-// UTF-8 helpers of the GPT-2 tokenizer: strict decoding of one character (what Python accepts
-// as str), and bytes -> text with U+FFFD for bad sequences as Python's errors='replace' does.
+// UTF-8 for the tokenizers: strict decoding of one character (what Python accepts as str),
+// validation with a message naming the bad bytes, and bytes -> text with U+FFFD for bad
+// sequences as Python's errors='replace' does.
 #pragma once
 
 #include <cstddef>
@@ -7,7 +8,9 @@
 #include <string>
 #include <string_view>
 
-namespace mt::plugins::gpt2bpe {
+#include "mt/api.h"
+
+namespace mt::text {
 
 // Decodes the character at p (p < end) into cp and returns its length in bytes, or 0 when the
 // bytes there are not well-formed UTF-8 (overlong forms, surrogates, > U+10FFFF, truncation).
@@ -40,11 +43,37 @@ inline size_t decode_utf8(const uint8_t* p, const uint8_t* end, uint32_t& cp) {
     return 0;
 }
 
+// The offset of the first character outside ASCII for which pred(cp, length) holds (length 0:
+// bytes that do not start a well-formed character, then passed one by one), or npos.
+template <class Pred>
+size_t find_non_ascii(std::string_view text, Pred pred) {
+    const auto* begin = reinterpret_cast<const uint8_t*>(text.data());
+    const auto* end = begin + text.size();
+    for (const uint8_t* p = begin; p < end;) {
+        if (*p < 0x80) {
+            ++p;
+            continue;
+        }
+        uint32_t cp = 0;
+        const size_t len = decode_utf8(p, end, cp);
+        if (pred(cp, len)) return size_t(p - begin);
+        p += len ? len : 1;
+    }
+    return std::string_view::npos;
+}
+
+// The offset of the first byte that does not start a well-formed character, or npos.
+MT_API size_t first_invalid_utf8(std::string_view text);
+// "text is not valid UTF-8 at byte N (bytes XX YY ..)" for the bad bytes at `at`.
+MT_API std::string invalid_utf8_message(std::string_view text, size_t at);
+// An mt::Error "<who>: <invalid_utf8_message>" unless `text` is valid UTF-8.
+MT_API void check_utf8(std::string_view text, std::string_view who);
+
 // Appends the UTF-8 encoding of cp (any value up to 0x10FFFF, surrogates included: JSON's
 // lone "\udXXX" escapes become the 3-byte form Python would hold as a lone surrogate).
-void append_utf8(std::string& out, uint32_t cp);
+MT_API void append_utf8(std::string& out, uint32_t cp);
 
 // bytes.decode('utf-8', errors='replace'): each maximal ill-formed subpart becomes one U+FFFD.
-void append_replacing_invalid(std::string& out, std::string_view bytes);
+MT_API void append_replacing_invalid(std::string& out, std::string_view bytes);
 
-}  // namespace mt::plugins::gpt2bpe
+}  // namespace mt::text

@@ -5,7 +5,7 @@
 #include <array>
 #include <cstdint>
 
-namespace mt::plugins::gpt2bpe {
+namespace mt::text {
 
 struct ByteLevel {
     std::array<uint32_t, 256> char_of_byte{};   // byte -> code point
@@ -29,4 +29,4 @@ struct ByteLevel {
 
 inline constexpr ByteLevel kByteLevel{};
 
-}  // namespace mt::plugins::gpt2bpe
+}  // namespace mt::text

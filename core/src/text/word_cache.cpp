@@ -1,4 +1,4 @@
-#include "word_cache.h"
+#include "mt/text/word_cache.h"
 
 #include <array>
 #include <atomic>
@@ -6,7 +6,7 @@
 #include <new>
 #include <type_traits>
 
-namespace mt::plugins::gpt2bpe {
+namespace mt::text {
 
 WordCache::WordCache(size_t max_entries)
     : max_entries_(max_entries),
@@ -70,4 +70,4 @@ WordCache& WordCache::for_thread(uint64_t owner) {
     return *e.cache;
 }
 
-}  // namespace mt::plugins::gpt2bpe
+}  // namespace mt::text

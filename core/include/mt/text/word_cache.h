@@ -10,9 +10,11 @@
 #include <memory>
 #include <vector>
 
-namespace mt::plugins::gpt2bpe {
+#include "mt/api.h"
 
-class WordCache {
+namespace mt::text {
+
+class MT_API WordCache {
   public:
     // Pieces longer than this are not kept (rare, and they would crowd out the rest).
     static constexpr size_t kMaxKey = 64;
@@ -42,6 +44,27 @@ class WordCache {
     }
     // Remembers the ids of a piece (1 <= n <= kMaxKey, 1 <= count).
     void insert(const uint8_t* bytes, size_t n, uint64_t hash, const int32_t* ids, size_t count);
+
+    // Appends the ids of a piece (1 <= n <= kMaxKey): the read-only `known` table's (may be
+    // null), else this cache's, else those encode(out) appends, which this cache then keeps.
+    template <class Encode>
+    void append_ids(const WordCache* known, const uint8_t* bytes, size_t n,
+                    std::vector<int32_t>& out, Encode&& encode) {
+        const uint64_t hash = hash_piece(bytes, n);
+        size_t count = 0;
+        const int32_t* ids = known ? known->find(bytes, n, hash, count) : nullptr;
+        if (ids == nullptr) ids = find(bytes, n, hash, count);
+        if (ids != nullptr) {
+            if (count == 1)
+                out.push_back(ids[0]);  // the common case; spares a memmove call
+            else
+                out.insert(out.end(), ids, ids + count);
+            return;
+        }
+        const size_t before = out.size();
+        encode(out);
+        if (out.size() > before) insert(bytes, n, hash, out.data() + before, out.size() - before);
+    }
 
     static uint64_t hash_piece(const uint8_t* p, size_t n) {
         uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xFF51AFD7ED558CCDull);
@@ -99,4 +122,4 @@ class WordCache {
     size_t mask_;
 };
 
-}  // namespace mt::plugins::gpt2bpe
+}  // namespace mt::text

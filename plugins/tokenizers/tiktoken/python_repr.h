@@ -1,0 +1,13 @@
+// Python's repr() of a list of str, as str(list) writes it: how Megatron's unique_identifiers
+// record a list option (the dataset caches' names hash that text).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mt::plugins::tiktoken {
+
+// "['<unk>', '<s>', \"it's\"]": each item quoted and escaped as CPython's unicode_repr does.
+std::string python_repr(const std::vector<std::string>& items);
+
+}  // namespace mt::plugins::tiktoken

@@ -1,0 +1,68 @@
+// TikTokenizer: Megatron-LM's CustomTikTokenizer (core_v0.13): tiktoken's encode_ordinary over
+// Megatron's JSON vocabulary, with its special tokens first (rank r is id r + their number),
+// native and thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "mt/text/bpe_merges.h"
+#include "mt/text/regex_splitter.h"
+#include "mt/text/word_cache.h"
+#include "mt/tokenizer.h"
+
+namespace mt::plugins::tiktoken {
+
+// Megatron's --tiktoken-pattern v1 and v2 (PATTERN_TIKTOKEN, PATTERN_TIKTOKEN_V2).
+extern const char* const kPatternV1;
+extern const char* const kPatternV2;
+
+class TikTokenizer final : public Tokenizer {
+  public:
+    // From --tokenizer-model, --tiktoken-pattern, --tiktoken-num-special-tokens,
+    // --tiktoken-special-tokens and --vocab-size, refusing what Megatron's asserts refuse.
+    explicit TikTokenizer(const TokenizerOptions& options);
+
+    // tokenize(): encode_ordinary, so special tokens in the text are ordinary text. Throws
+    // mt::Error (leaving `out` as it was) when `text` is not valid UTF-8.
+    void encode_append(std::string_view text, std::vector<int32_t>& out) const override;
+    // detokenize(): the tokens' bytes (a special token's text) joined and read as UTF-8 with
+    // U+FFFD for ill-formed sequences. An id outside the vocabulary is an mt::Error.
+    std::string decode(std::span<const int32_t> ids) const override;
+    int64_t vocab_size() const override { return vocab_size_; }
+    // bos is "<s>", eos and eod "</s>"; Megatron's class has no pad, cls, sep or mask.
+    const SpecialIds& special_ids() const override { return special_ids_; }
+    std::string_view name() const override { return "TikTokenizer"; }
+    // CustomTikTokenizer's unique_identifiers: its path and pattern, and the vocab_size,
+    // num_special_tokens and special_tokens arguments as given (None when not).
+    TokenizerIdentity dataset_identity() const override { return identity_; }
+
+  private:
+    struct Loaded;  // the options and the file, checked
+    static Loaded load(const TokenizerOptions& options);
+    TikTokenizer(const TokenizerOptions& options, Loaded loaded);
+
+    // BPE by rank (tiktoken's byte_pair_encode) of a piece that is not a token.
+    void encode_bpe(const uint8_t* bytes, size_t n, std::vector<int32_t>& out) const;
+
+    text::RegexSplitter splitter_;
+    int32_t num_special_ = 0;
+    int64_t vocab_size_ = 0;
+    std::vector<std::string> special_tokens_;  // id -> text, for ids below num_special_
+    std::string token_bytes_;                  // rank r: [token_at_[r], token_at_[r + 1])
+    std::vector<uint32_t> token_at_;
+    text::BpeMerges merges_;  // over ranks: every split of a token into two tokens
+    // Bytes -> id of every token: a piece that is a token is that token (tiktoken looks it up
+    // before BPE). Tokens longer than the word cache's keys are in long_tokens_.
+    text::WordCache known_;
+    std::unordered_map<std::string_view, int32_t> long_tokens_;
+    SpecialIds special_ids_;
+    uint64_t serial_;  // keys this tokenizer's per-thread word caches
+    TokenizerIdentity identity_;
+};
+
+}  // namespace mt::plugins::tiktoken

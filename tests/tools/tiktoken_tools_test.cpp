@@ -1,0 +1,111 @@
+// Megatron's TikTokenizer through the tools, on the shared Tekken vocabulary: megatron-preprocess
+// writes the bytes Megatron's tools/preprocess_data.py wrote (tests/fixtures/tiktoken/
+// preprocess.json), megatron-train trains on them with --tiktoken-* flags other than the defaults
+// and records them in the checkpoint's args, and megatron-generate and megatron-eval rebuild the
+// same tokenizer from those args alone.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "mt/io/crc32.h"
+#include "test_support.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using mt::test::run_command;
+using mt::test::shell_quote;
+using mt::test::tool_path;
+
+class TikTokenizerTools : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        vocab_ = mt::test::test_data("tokenizers/tiktoken/tekken-240718.tiktoken.json");
+        if (!vocab_) GTEST_SKIP() << "MEGATRON_TEST_DATA not set: no Tekken vocabulary";
+        const simdjson::dom::element spec =
+            parser_.load((mt::test::fixtures_dir() / "tiktoken" / "preprocess.json").string());
+        spec_ = spec;
+        std::ifstream in(*mt::test::test_data(std::string(std::string_view(spec["input"]))));
+        std::string jsonl, line;
+        for (int64_t i = 0; i < int64_t(spec["documents"]) && std::getline(in, line); ++i)
+            jsonl += line + "\n";
+        mt::test::write_file(dir_ / "input.jsonl", jsonl);
+    }
+    // megatron-preprocess with preprocess.json's flags and `extra`; the output prefix.
+    std::string preprocess(const std::string& extra) const {
+        std::string flags;
+        for (auto f : spec_["flags"].get_array()) flags += " " + std::string(std::string_view(f));
+        const fs::path prefix = dir_ / "tekken";
+        auto r = run_command(shell_quote(tool_path("megatron-preprocess")) + " --input " +
+                             shell_quote(dir_ / "input.jsonl") + " --output-prefix " +
+                             shell_quote(prefix) + " --tokenizer-type TikTokenizer" +
+                             " --tokenizer-model " + shell_quote(*vocab_) + flags + extra);
+        EXPECT_EQ(r.exit_code, 0) << r.output;
+        return prefix.string() + "_text_document";
+    }
+
+    simdjson::dom::parser parser_;
+    simdjson::dom::element spec_;
+    mt::test::TempDir dir_;
+    std::optional<fs::path> vocab_;
+};
+
+TEST_F(TikTokenizerTools, PreprocessWritesMegatronsBytes) {
+    const std::string prefix = preprocess("");
+    for (const char* ext : {"bin", "idx"}) {
+        const std::string data = mt::test::read_file(prefix + "." + ext);
+        char crc[9];
+        std::snprintf(crc, sizeof crc, "%08x", mt::io::crc32_update(0, data.data(), data.size()));
+        EXPECT_EQ(int64_t(data.size()), int64_t(spec_[ext]["bytes"])) << ext;
+        EXPECT_EQ(std::string_view(crc), std::string_view(spec_[ext]["crc32"])) << ext;
+    }
+}
+
+TEST_F(TikTokenizerTools, TrainedCheckpointCarriesItsTokenizer) {
+    // 7 special tokens ahead of the vocabulary instead of 1000, and a vocabulary cut to 140000.
+    const std::string tokenizer =
+        " --tokenizer-type TikTokenizer --tokenizer-model " + shell_quote(*vocab_) +
+        " --tiktoken-pattern v2 --tiktoken-num-special-tokens 7 --vocab-size 140000"
+        " --tiktoken-special-tokens '<pad>' '<unk>' '<s>' '</s>'";
+    const std::string data = preprocess(" --tiktoken-num-special-tokens 7 --vocab-size 140000");
+    const fs::path ckpt = dir_ / "ckpt";
+    auto r = run_command(shell_quote(tool_path("megatron-train")) +
+                         " --num-layers 1 --hidden-size 16 --num-attention-heads 2"
+                         " --seq-length 32 --max-position-embeddings 32 --micro-batch-size 2"
+                         " --global-batch-size 2 --lr 1e-3 --train-iters 2 --eval-iters 0"
+                         " --split 100,0,0" +
+                         tokenizer + " --data-path " + shell_quote(data) + " --data-cache-path " +
+                         shell_quote(dir_ / "cache") + " --save " + shell_quote(ckpt));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("building TikTokenizer tokenizer (vocabulary 140000)"),
+              std::string::npos)
+        << r.output;
+    // The same prompt through the same tokenizer, rebuilt from the args or from the flags.
+    const std::string generate = shell_quote(tool_path("megatron-generate")) + " --load " +
+                                 shell_quote(ckpt) +
+                                 " --greedy --out-seq-length 3 --prompts 'Hello, 世界 </s>'";
+    const auto from_args = run_command(generate);
+    ASSERT_EQ(from_args.exit_code, 0) << from_args.output;
+    EXPECT_NE(from_args.output.find("Hello, 世界 </s>"), std::string::npos) << from_args.output;
+    const auto from_flags = run_command(generate + tokenizer);
+    ASSERT_EQ(from_flags.exit_code, 0) << from_flags.output;
+    EXPECT_EQ(from_args.output, from_flags.output);
+    // Another tokenizer gives other ids, so other text: the args were read.
+    const auto other = run_command(generate + " --tiktoken-num-special-tokens 1000");
+    EXPECT_NE(from_args.output, other.output);
+
+    mt::test::write_file(dir_ / "wiki.tokens", " The city of Paris is in France .\n");
+    r = run_command(shell_quote(tool_path("megatron-eval")) + " --task WIKITEXT103 --load " +
+                    shell_quote(ckpt) + " --valid-data " + shell_quote(dir_ / "wiki.tokens") +
+                    " --seq-length 32 --micro-batch-size 1");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("building TikTokenizer tokenizer (vocabulary 140000)"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("validation results on WIKITEXT103"), std::string::npos) << r.output;
+}
+
+}  // namespace
