@@ -2,7 +2,8 @@
 // megatron-preprocess writes the bytes Megatron's tools/preprocess_data.py wrote with each type
 // (tests/fixtures/sentencepiece/preprocess.json: sizes and CRC-32s), megatron-train trains on
 // the result and records the tokenizer in the checkpoint's args, and megatron-generate and
-// megatron-eval rebuild it from them (no tokenizer flag) and decode to text.
+// megatron-eval rebuild it from them (no tokenizer flag) and decode to text, and
+// megatron-convert --saver hf writes its tokenizer.model.
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -96,6 +97,20 @@ TEST_F(SentencePieceTools, TrainedCheckpointCarriesItsTokenizer) {
                     " --seq-length 64 --micro-batch-size 1");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("validation results on WIKITEXT103"), std::string::npos) << r.output;
+    // --saver hf writes the model's tokenizer.model with transformers' LlamaTokenizer config,
+    // as Llama-2's and Mistral's own folders hold it.
+    r = run_command(shell_quote(tool_path("megatron-convert")) +
+                    " --model-type GPT --loader torch_dist --saver hf --load-dir " +
+                    shell_quote(ckpt) + " --save-dir " + shell_quote(dir_ / "hf"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(mt::test::read_file(dir_ / "hf" / "tokenizer.model"), mt::test::read_file(*model_));
+    const std::string config = mt::test::read_file(dir_ / "hf" / "tokenizer_config.json");
+    for (const char* field : {R"("tokenizer_class": "LlamaTokenizer")", R"("add_bos_token": true)",
+                              R"("bos_token": "<s>")", R"("eos_token": "</s>")"})
+        EXPECT_NE(config.find(field), std::string::npos) << config;
+    const std::string hf_config = mt::test::read_file(dir_ / "hf" / "config.json");
+    EXPECT_NE(hf_config.find(R"("bos_token_id": 1)"), std::string::npos) << hf_config;
+    EXPECT_NE(hf_config.find(R"("eos_token_id": 2)"), std::string::npos) << hf_config;
 }
 
 }  // namespace

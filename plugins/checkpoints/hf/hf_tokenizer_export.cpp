@@ -6,6 +6,8 @@
 #include "mt/registry.h"
 #include "mt/tokenizer.h"
 
+#include <memory>
+
 namespace mt::plugins::hf {
 
 namespace fs = std::filesystem;
@@ -45,9 +47,28 @@ std::string bert_tokenizer_config(bool lower_case, int64_t max_positions) {
            "\n";
 }
 
+// transformers' LlamaTokenizer over tokenizer.model, as Llama-2's and Mistral's folders have it:
+// `legacy` SentencePiece encoding, a BOS before each text when Megatron's tokenizer adds one
+// (Llama2Tokenizer; GPTSentencePieceTokenizer adds none).
+std::string llama_tokenizer_config(bool add_bos, const std::string& bos, const std::string& eos,
+                                   int64_t max_positions) {
+    return json::object({{"add_bos_token", json::boolean(add_bos)},
+                         {"add_eos_token", json::boolean(false)},
+                         {"bos_token", json::text(bos)},
+                         {"eos_token", json::text(eos)},
+                         {"legacy", json::boolean(true)},
+                         {"model_max_length", json::integer(max_positions)},
+                         {"tokenizer_class", json::text("LlamaTokenizer")},
+                         {"unk_token", json::text("<unk>")}},
+                        0) +
+           "\n";
+}
+
 // Vocabulary size and special ids from the tokenizer plugin; a tokenizer it cannot build
-// (a feature our reader lacks) still has its files copied for transformers.
-void read_ids(HfTokenizerFiles& out, const std::string& type, const TokenizerOptions& options) {
+// (a feature our reader lacks) still has its files copied for transformers. Returns the
+// tokenizer when it loads.
+std::unique_ptr<Tokenizer> read_ids(HfTokenizerFiles& out, const std::string& type,
+                                    const TokenizerOptions& options) {
     try {
         auto tokenizer = Registry::global().create_tokenizer(type, options);
         const SpecialIds& ids = tokenizer->special_ids();
@@ -57,10 +78,12 @@ void read_ids(HfTokenizerFiles& out, const std::string& type, const TokenizerOpt
         const std::optional<int32_t> eos = ids.eos ? ids.eos : ids.eod;
         if (bos) out.bos_id = *bos;
         if (eos) out.eos_id = *eos;
+        return tokenizer;
     } catch (const std::exception& e) {
         out.note = str("the tokenizer's files are copied, but reading them failed (", e.what(),
                        "): config.json has no bos/eos ids");
     }
+    return nullptr;
 }
 
 }  // namespace
@@ -93,6 +116,26 @@ HfTokenizerFiles hf_tokenizer_files(const CheckpointArgs& args, int64_t max_posi
         out.tokenizer_config =
             bert_tokenizer_config(type == "BertWordPieceLowerCase", max_positions);
         read_ids(out, type, options);
+        return out;
+    }
+    if (type == "Llama2Tokenizer" || type == "GPTSentencePieceTokenizer") {
+        if (!fs::is_regular_file(options.tokenizer_model)) {
+            out.note = str("no tokenizer files written: the args' tokenizer_model '",
+                           options.tokenizer_model, "' is not here");
+            return out;
+        }
+        out.copies = {{options.tokenizer_model, "tokenizer.model"}};
+        // GPTSentencePieceTokenizer answers the model's own bos and eos (Megatron's
+        // Llama2Tokenizer does not).
+        const auto tokenizer = read_ids(out, "GPTSentencePieceTokenizer", options);
+        std::string bos = "<s>", eos = "</s>";
+        if (tokenizer && out.bos_id && out.eos_id) {
+            const std::vector<std::string> pieces = tokenizer->vocabulary();
+            bos = pieces.at(size_t(*out.bos_id));
+            eos = pieces.at(size_t(*out.eos_id));
+        }
+        out.tokenizer_config =
+            llama_tokenizer_config(type == "Llama2Tokenizer", bos, eos, max_positions);
         return out;
     }
     if (type == "HuggingFaceTokenizer") {

@@ -1,6 +1,7 @@
 // The tokenizer of a Hugging Face folder written from a Megatron checkpoint: which files its
 // args name (GPT2BPETokenizer's vocab/merge files, BertWordPiece*'s vocab.txt,
-// HuggingFaceTokenizer's tokenizer.json folder), its vocabulary size and BOS/EOS ids, read
+// HuggingFaceTokenizer's tokenizer.json folder, Llama2Tokenizer's and
+// GPTSentencePieceTokenizer's tokenizer.model), its vocabulary size and BOS/EOS ids, read
 // through the tokenizer plugins.
 #pragma once
 

@@ -32,7 +32,7 @@ std::string_view flavor_name(SentencePieceFlavor flavor) {
 }
 
 SentencePieceTokenizer::SentencePieceTokenizer(const TokenizerOptions& options,
-                                               SentencePieceFlavor flavor)
+                                               SentencePieceFlavor flavor, Encoder encoder)
     : flavor_(flavor),
       model_file_(options.tokenizer_model),
       vocab_extra_ids_(flavor == SentencePieceFlavor::sentencepiece ? options.vocab_extra_ids : 0),
@@ -44,6 +44,11 @@ SentencePieceTokenizer::SentencePieceTokenizer(const TokenizerOptions& options,
     MT_CHECK(status.ok(), name, ": cannot load the SentencePiece model ",
              model_file_.substr(0, 300), ": ", status.ToString().substr(0, 300));
     model_pieces_ = processor_->GetPieceSize();
+    if (encoder == Encoder::fastest)
+        own_encoder_ = BpeEncoder::build(
+            read_model_proto(processor_->serialized_model_proto(), model_file_), &why_library_);
+    else
+        why_library_ = "asked for";
     std::map<std::string, int32_t> vocab;  // Megatron's _vocab
     for (int i = 0; i < model_pieces_; ++i) {
         pieces_.push_back(processor_->IdToPiece(i));
@@ -89,6 +94,10 @@ SentencePieceTokenizer::SentencePieceTokenizer(const TokenizerOptions& options,
 SentencePieceTokenizer::~SentencePieceTokenizer() = default;
 
 void SentencePieceTokenizer::encode_plain(std::string_view text, std::vector<int32_t>& out) const {
+    if (own_encoder_) {
+        own_encoder_->encode(text, out);
+        return;
+    }
     std::vector<int> ids;
     const auto status = processor_->Encode(text, &ids);
     MT_CHECK(status.ok(), name(), ": SentencePiece could not encode a text of ", text.size(),
