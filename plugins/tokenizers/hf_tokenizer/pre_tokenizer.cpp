@@ -1,5 +1,8 @@
 #include "pre_tokenizer.h"
 
+#include <unicode/normalizer2.h>
+#include <unicode/unistr.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -83,13 +86,38 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
     s = std::move(out);
 }
 
+// The Unicode normal form of `s` (ICU's, as the unicode-normalization crate tokenizers uses).
+void unicode_normal_form(std::string& s, NormalizerStep::Kind kind) {
+    UErrorCode error = U_ZERO_ERROR;
+    const icu::Normalizer2* form =
+        kind == NormalizerStep::kNfc    ? icu::Normalizer2::getNFCInstance(error)
+        : kind == NormalizerStep::kNfd  ? icu::Normalizer2::getNFDInstance(error)
+        : kind == NormalizerStep::kNfkc ? icu::Normalizer2::getNFKCInstance(error)
+                                        : icu::Normalizer2::getNFKDInstance(error);
+    MT_CHECK(U_SUCCESS(error),
+             "HuggingFaceTokenizer: ICU has no Unicode normalizer: ", u_errorName(error));
+    const icu::UnicodeString text = icu::UnicodeString::fromUTF8(s);
+    if (form->isNormalized(text, error) && U_SUCCESS(error)) return;
+    error = U_ZERO_ERROR;
+    const icu::UnicodeString normal = form->normalize(text, error);
+    MT_CHECK(U_SUCCESS(error),
+             "HuggingFaceTokenizer: Unicode normalization failed: ", u_errorName(error));
+    s.clear();
+    normal.toUTF8String(s);
+}
+
 std::string normalize(const std::vector<NormalizerStep>& steps, std::string_view text) {
     std::string s(text);
     for (const NormalizerStep& step : steps) {
-        if (step.kind == NormalizerStep::kPrepend) {
-            if (!s.empty()) s.insert(0, step.content);
-        } else {
-            replace_all(s, step.pattern, step.content);
+        switch (step.kind) {
+            case NormalizerStep::kPrepend:
+                if (!s.empty()) s.insert(0, step.content);
+                break;
+            case NormalizerStep::kReplace:
+                replace_all(s, step.pattern, step.content);
+                break;
+            default:
+                unicode_normal_form(s, step.kind);
         }
     }
     return s;

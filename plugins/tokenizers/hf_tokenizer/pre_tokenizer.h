@@ -1,6 +1,6 @@
 // The text pipeline of tokenizer.json between added-token splitting and the BPE model: the
-// normalizer (Prepend, Replace) and the pre-tokenizers (Metaspace, ByteLevel, Split with any
-// regex or string and every behavior), producing the pieces BPE encodes.
+// normalizer (Prepend, Replace, NFC/NFD/NFKC/NFKD) and the pre-tokenizers (Metaspace, ByteLevel,
+// Split with any regex or string and every behavior), producing the pieces BPE encodes.
 #pragma once
 
 #include <cstddef>

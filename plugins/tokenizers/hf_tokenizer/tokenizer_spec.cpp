@@ -156,6 +156,12 @@ void read_normalizer(const Reader& r, element e, std::vector<NormalizerStep>& ou
         return;
     } else if (type == "Prepend") {
         out.push_back({NormalizerStep::kPrepend, {}, r.string_field(o, "prepend", "Prepend")});
+    } else if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") {
+        const NormalizerStep::Kind kind = type == "NFC"    ? NormalizerStep::kNfc
+                                          : type == "NFD"  ? NormalizerStep::kNfd
+                                          : type == "NFKC" ? NormalizerStep::kNfkc
+                                                           : NormalizerStep::kNfkd;
+        out.push_back({kind, {}, {}});
     } else if (type == "Replace") {
         std::string pattern = string_pattern(r, o, "normalizer Replace");
         MT_CHECK(!pattern.empty(), r.file(), ": normalizer Replace has an empty pattern");

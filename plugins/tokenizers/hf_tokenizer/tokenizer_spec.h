@@ -21,9 +21,10 @@ struct AddedToken {
     bool special = false;
 };
 
-// normalizers: Prepend (content before non-empty text) and Replace (every `pattern` by `content`).
+// normalizers: Prepend (content before non-empty text), Replace (every `pattern` by `content`)
+// and the Unicode normal forms NFC, NFD, NFKC, NFKD.
 struct NormalizerStep {
-    enum Kind { kPrepend, kReplace } kind;
+    enum Kind { kPrepend, kReplace, kNfc, kNfd, kNfkc, kNfkd } kind;
     std::string pattern;
     std::string content;
 };

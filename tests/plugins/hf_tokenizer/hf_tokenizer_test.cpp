@@ -101,7 +101,8 @@ void expect_unsupported(const std::string& from, const std::string& to, const st
 }
 
 TEST(HfTokenizer, UnsupportedComponentsAreErrors) {
-    expect_unsupported(R"("normalizer":null)", R"("normalizer":{"type":"NFC"})", "normalizer NFC");
+    expect_unsupported(R"("normalizer":null)", R"("normalizer":{"type":"BertNormalizer"})",
+                       "normalizer BertNormalizer");
     expect_unsupported(R"("type":"BPE")", R"("type":"WordPiece")", "model WordPiece");
     expect_unsupported(R"("dropout":null)", R"("dropout":0.1)", "BPE dropout");
     expect_unsupported(R"("behavior":"Isolated")", R"("behavior":"Sideways")",

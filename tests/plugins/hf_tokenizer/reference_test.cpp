@@ -78,6 +78,21 @@ void check_cases(const std::string& cases, const std::filesystem::path& folder) 
     check_cases(parser.parse(text), cases, folder);
 }
 
+// Rewrites folder/tokenizer.json as the fixture's `patch_key` ({"from", "to"}) says: how
+// make_fixtures.py derived the tokenizer that gave cases_<cases>.json from a committed folder.
+void apply_fixture_patch(const std::string& cases, const char* patch_key,
+                         const std::filesystem::path& folder) {
+    simdjson::dom::parser parser;
+    const simdjson::padded_string text(read_fixture(fixture("cases_" + cases + ".json.zst")));
+    simdjson::dom::element ref = parser.parse(text);
+    std::string json = mt::test::read_file(folder / "tokenizer.json");
+    const std::string_view from = ref[patch_key]["from"], to = ref[patch_key]["to"];
+    const size_t at = json.find(from);
+    ASSERT_NE(at, std::string::npos) << cases << ": " << patch_key;
+    json.replace(at, from.size(), to);
+    mt::test::write_file(folder / "tokenizer.json", json);
+}
+
 // tests/fixtures/tiktoken/make_fixtures.py's transformers ids: Split regexes through PCRE2.
 struct SplitRegexCases {
     simdjson::dom::parser parser;
@@ -95,16 +110,20 @@ TEST(HfTokenizerReference, Llama2NormalizerForm) {
     // Real Llama-2 / Mistral files: Prepend("▁") + Replace(" ", "▁") and no pre-tokenizer.
     mt::test::TempDir dir;
     const auto folder = make_folder(dir, "llama2");
-    simdjson::dom::parser parser;
-    const simdjson::padded_string text(read_fixture(fixture("cases_llama2_legacy.json.zst")));
-    simdjson::dom::element ref = parser.parse(text);
-    std::string json = mt::test::read_file(folder / "tokenizer.json");
-    const std::string_view from = ref["legacy_patch"]["from"], to = ref["legacy_patch"]["to"];
-    const size_t at = json.find(from);
-    ASSERT_NE(at, std::string::npos);
-    json.replace(at, from.size(), to);
-    mt::test::write_file(folder / "tokenizer.json", json);
+    apply_fixture_patch("llama2_legacy", "legacy_patch", folder);
     check_cases("llama2_legacy", folder);
+}
+
+TEST(HfTokenizerReference, UnicodeNormalizers) {
+    // NFC, NFD, NFKC and NFKD (through ICU) on the texts and on composed, decomposed and
+    // compatibility characters (make_fixtures.py's NORMALIZATION_CASES).
+    for (const std::string form : {"nfc", "nfd", "nfkc", "nfkd"}) {
+        SCOPED_TRACE(form);
+        mt::test::TempDir dir;
+        const auto folder = make_folder(dir, "llama3ish");
+        apply_fixture_patch("llama3ish_" + form, "normalizer_patch", folder);
+        check_cases("llama3ish_" + form, folder);
+    }
 }
 
 TEST(HfTokenizerReference, Llama2ClassRebuildsThePipeline) {
@@ -116,13 +135,7 @@ TEST(HfTokenizerReference, Llama2ClassRebuildsThePipeline) {
                     R"({"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", )"
                     R"("eos_token": "</s>", "unk_token": "<unk>", "legacy": false, )"
                     R"("add_bos_token": true, "add_eos_token": false})");
-    simdjson::dom::parser parser;
-    const simdjson::padded_string text(read_fixture(fixture("cases_llama2_legacy.json.zst")));
-    simdjson::dom::element ref = parser.parse(text);
-    std::string json = mt::test::read_file(folder / "tokenizer.json");
-    const std::string_view from = ref["legacy_patch"]["from"], to = ref["legacy_patch"]["to"];
-    json.replace(json.find(from), from.size(), to);
-    mt::test::write_file(folder / "tokenizer.json", json);
+    apply_fixture_patch("llama2_legacy", "legacy_patch", folder);
     check_cases("llama2", folder);
 }
 
