@@ -3,7 +3,8 @@
 // (tests/fixtures/sentencepiece/preprocess.json: sizes and CRC-32s), megatron-train trains on
 // the result and records the tokenizer in the checkpoint's args, and megatron-generate and
 // megatron-eval rebuild it from them (no tokenizer flag) and decode to text, and
-// megatron-convert --saver hf writes its tokenizer.model.
+// megatron-convert --saver hf writes its tokenizer.model, which generation reads from the
+// exported folder.
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -111,6 +112,25 @@ TEST_F(SentencePieceTools, TrainedCheckpointCarriesItsTokenizer) {
     const std::string hf_config = mt::test::read_file(dir_ / "hf" / "config.json");
     EXPECT_NE(hf_config.find(R"("bos_token_id": 1)"), std::string::npos) << hf_config;
     EXPECT_NE(hf_config.find(R"("eos_token_id": 2)"), std::string::npos) << hf_config;
+    // The exported folder brings its tokenizer.model: generation and evaluation need no
+    // tokenizer flag and give the checkpoint's text and numbers (after the "loaded" line).
+    for (const auto& [tool, flags] :
+         {std::pair<std::string, std::string>{
+              "megatron-generate", " --greedy --out-seq-length 6 --prompts 'The city of'"},
+          {"megatron-eval",
+           " --task WIKITEXT103 --seq-length 64 --micro-batch-size 1 --valid-data " +
+               shell_quote(dir_ / "wiki.tokens")}}) {
+        const auto from_ckpt =
+            run_command(shell_quote(tool_path(tool)) + flags + " --load " + shell_quote(ckpt));
+        const auto from_hf = run_command(shell_quote(tool_path(tool)) + flags + " --load " +
+                                         shell_quote(dir_ / "hf"));
+        ASSERT_EQ(from_ckpt.exit_code, 0) << from_ckpt.output;
+        ASSERT_EQ(from_hf.exit_code, 0) << from_hf.output;
+        const auto after_load = [](const std::string& out) {
+            return out.substr(out.find('\n', out.find("loaded ")));
+        };
+        EXPECT_EQ(after_load(from_hf.output), after_load(from_ckpt.output)) << tool;
+    }
 }
 
 }  // namespace

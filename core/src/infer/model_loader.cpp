@@ -153,7 +153,7 @@ std::unique_ptr<Tokenizer> tokenizer_for(Registry& registry, const std::string& 
     if (files && !default_type.empty()) return registry.create_tokenizer(default_type, options);
     MT_FAIL("--tokenizer-type is required: the checkpoint in ", dir.string(),
             " names no tokenizer (its args have no tokenizer_type, and a Hugging Face folder "
-            "has no tokenizer.json, vocab.json + merges.txt or vocab.txt)");
+            "has no tokenizer.json, vocab.json + merges.txt, vocab.txt or tokenizer.model)");
 }
 
 }  // namespace mt::infer

@@ -333,14 +333,15 @@ int64_t true_vocab_size(const CheckpointArgs& args, const HfTokenizerFiles& toke
 }
 
 // BertTokenizer lower-cases unless the folder's tokenizer_config.json says do_lower_case false.
-bool bert_lower_case(const fs::path& dir) {
+// A boolean of the folder's tokenizer_config.json; `fallback` where the file or the key is absent.
+bool tokenizer_config_flag(const fs::path& dir, const char* key, bool fallback) {
     simdjson::padded_string text;
     if (simdjson::padded_string::load((dir / "tokenizer_config.json").string()).get(text))
-        return true;
+        return fallback;
     simdjson::dom::parser parser;
-    bool lower = true;
-    auto error = parser.parse(text)["do_lower_case"].get_bool().get(lower);
-    return error ? true : lower;
+    bool value = fallback;
+    auto error = parser.parse(text)[key].get_bool().get(value);
+    return error ? fallback : value;
 }
 
 // A BERT's parts (encoder.* names: the bert family's), which its args do not say; nullopt for
@@ -439,9 +440,19 @@ StreamedState HfCheckpoint::load_streamed(const fs::path& dir) {
         set_arg(s.state.args, "vocab_file", fs::absolute(dir / "vocab.json").string());
         set_arg(s.state.args, "merge_file", fs::absolute(dir / "merges.txt").string());
     } else if (fs::is_regular_file(dir / "vocab.txt")) {
-        set_arg(s.state.args, "tokenizer_type",
-                std::string(bert_lower_case(dir) ? "BertWordPieceLowerCase" : "BertWordPieceCase"));
+        set_arg(
+            s.state.args, "tokenizer_type",
+            std::string(tokenizer_config_flag(dir, "do_lower_case", true) ? "BertWordPieceLowerCase"
+                                                                          : "BertWordPieceCase"));
         set_arg(s.state.args, "vocab_file", fs::absolute(dir / "vocab.txt").string());
+    } else if (fs::is_regular_file(dir / "tokenizer.model")) {
+        // A SentencePiece model alone, as Llama-2's folders hold it: Megatron's Llama-2 loader
+        // names it Llama2Tokenizer (bos before each text, as transformers' LlamaTokenizer adds
+        // it); a tokenizer_config.json that turns add_bos_token off leaves the bos out.
+        const bool bos = tokenizer_config_flag(dir, "add_bos_token", true);
+        set_arg(s.state.args, "tokenizer_type",
+                std::string(bos ? "Llama2Tokenizer" : "GPTSentencePieceTokenizer"));
+        set_arg(s.state.args, "tokenizer_model", fs::absolute(dir / "tokenizer.model").string());
     }
     return s;
 }
