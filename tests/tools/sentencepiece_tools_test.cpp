@@ -72,6 +72,104 @@ TEST_F(SentencePieceTools, PreprocessWritesMegatronsBytes) {
     }
 }
 
+// The classes are chosen once: core_v0.19's flags under core_v0.13's classes, and core_v0.19's
+// classes of a type built only as core_v0.13 builds it, are errors that say so.
+TEST_F(SentencePieceTools, TokenizerClassesAreRefusedWhereTheyDoNotApply) {
+    const std::string base = shell_quote(tool_path("megatron-preprocess")) + " --input " +
+                             shell_quote(dir_ / "input.jsonl") + " --output-prefix " +
+                             shell_quote(dir_ / "refused") + " --workers 1";
+    auto r = run_command(base + " --tokenizer-type Llama2Tokenizer --tokenizer-model " +
+                         shell_quote(*model_) +
+                         " --tokenizer-classes core_v0.13 --tokenizer-sentencepiece-legacy");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.output.find("are core_v0.19's"), std::string::npos) << r.output;
+    r = run_command(base + mt::test::tiny_gpt2_tokenizer_flags() +
+                    " --tokenizer-classes core_v0.19");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.output.find("GPT2BPETokenizer: not supported yet: core_v0.19's"), std::string::npos)
+        << r.output;
+    EXPECT_FALSE(fs::exists(dir_ / "refused_text_document.bin"));
+}
+
+// core_v0.19's tools/preprocess_data.py (make_fixtures_core_v0_19.py) with the flags it was
+// given, here with --tokenizer-classes core_v0.19 (plain Llama2Tokenizer flags are core_v0.13's
+// too, where they mean a bos before each document).
+TEST_F(SentencePieceTools, PreprocessWritesMegatronCoreV019Bytes) {
+    simdjson::dom::parser parser;
+    const simdjson::dom::element expected = parser.load(
+        (mt::test::fixtures_dir() / "sentencepiece" / "preprocess_core_v0_19.json").string());
+    int runs = 0;
+    for (auto [name, flags] : expected["flags"].get_object()) {
+        SCOPED_TRACE(std::string(name));
+        std::string command = shell_quote(tool_path("megatron-preprocess")) + " --input " +
+                              shell_quote(dir_ / "input.jsonl") + " --output-prefix " +
+                              shell_quote(dir_ / "v019") + " --tokenizer-model " +
+                              shell_quote(*model_) + " --workers 1 --tokenizer-classes core_v0.19";
+        for (simdjson::dom::element flag : flags.get_array())
+            command += " " + shell_quote(std::string(std::string_view(flag)));
+        const auto r = run_command(command);
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+        for (const char* ext : {"bin", "idx"}) {
+            const fs::path file = (dir_ / "v019_text_document").string() + "." + ext;
+            EXPECT_EQ(int64_t(fs::file_size(file)), int64_t(expected[name][ext]["bytes"])) << ext;
+            EXPECT_EQ(crc32_of(file), std::string_view(expected[name][ext]["crc32"])) << ext;
+        }
+        ++runs;
+    }
+    EXPECT_EQ(runs, 2);
+}
+
+// Trained with --tokenizer-classes core_v0.19: the checkpoint's args say so (as core_v0.19's
+// do), and evaluation rebuilds that tokenizer (no bos), not core_v0.13's.
+TEST_F(SentencePieceTools, CoreV019CheckpointCarriesItsTokenizerClasses) {
+    const std::string prefix = (dir_ / "v019").string();
+    auto r = run_command(shell_quote(tool_path("megatron-preprocess")) + " --input " +
+                         shell_quote(dir_ / "input.jsonl") + " --output-prefix " +
+                         shell_quote(prefix) + " --tokenizer-type Llama2Tokenizer" +
+                         " --tokenizer-model " + shell_quote(*model_) +
+                         " --workers 1 --append-eod --tokenizer-classes core_v0.19");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const fs::path ckpt = dir_ / "ckpt";
+    r = run_command(shell_quote(tool_path("megatron-train")) +
+                    " --num-layers 1 --hidden-size 32 --num-attention-heads 4"
+                    " --seq-length 32 --max-position-embeddings 32 --micro-batch-size 2"
+                    " --global-batch-size 2 --lr 1e-3 --train-iters 2 --eval-iters 0"
+                    " --split 100,0,0 --tokenizer-type Llama2Tokenizer --tokenizer-classes "
+                    "core_v0.19 --tokenizer-model " +
+                    shell_quote(*model_) + " --data-path " +
+                    shell_quote(prefix + "_text_document") + " --data-cache-path " +
+                    shell_quote(dir_ / "cache") + " --save " + shell_quote(ckpt));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    // The dataset cache's description names core_v0.19's class and its one model path.
+    bool described = false;
+    for (const auto& entry : fs::recursive_directory_iterator(dir_ / "cache"))
+        if (entry.path().string().ends_with("-description.txt")) {
+            const std::string text = mt::test::read_file(entry.path());
+            EXPECT_NE(text.find("DefaultTokenizerText"), std::string::npos) << text;
+            EXPECT_NE(text.find("\"tokenizer_path\": \"" + model_->string() + "\""),
+                      std::string::npos)
+                << text;
+            described = true;
+        }
+    EXPECT_TRUE(described);
+    mt::test::write_file(dir_ / "wiki.tokens", " The city of Paris is in France .\n");
+    const std::string eval = shell_quote(tool_path("megatron-eval")) +
+                             " --task WIKITEXT103 --seq-length 32 --micro-batch-size 1 --load " +
+                             shell_quote(ckpt) + " --valid-data " +
+                             shell_quote(dir_ / "wiki.tokens");
+    const std::string flags =
+        " --tokenizer-type Llama2Tokenizer --tokenizer-model " + shell_quote(*model_);
+    const auto from_args = run_command(eval);
+    const auto v019 = run_command(eval + flags + " --tokenizer-classes core_v0.19");
+    const auto v013 = run_command(eval + flags);
+    for (const auto* run : {&from_args, &v019, &v013}) ASSERT_EQ(run->exit_code, 0) << run->output;
+    const auto results = [](const std::string& out) {
+        return out.substr(out.find("validation results"));
+    };
+    EXPECT_EQ(results(from_args.output), results(v019.output));
+    EXPECT_NE(results(from_args.output), results(v013.output));
+}
+
 // Trained with --tokenizer-type Llama2Tokenizer: generation and evaluation take the tokenizer
 // from the checkpoint's args.
 TEST_F(SentencePieceTools, TrainedCheckpointCarriesItsTokenizer) {

@@ -145,6 +145,13 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
     set_arg(a, "tiktoken_num_special_tokens",
             o.tiktoken_num_special_tokens.value_or(1000));  // argparse's default
     set_arg(a, "tiktoken_special_tokens", optional_arg(o.tiktoken_special_tokens));
+    if (o.classes == TokenizerOptions::Classes::core_v0_19) {
+        // core_v0.19's tokenizer fields, which tell its classes built the tokenizer.
+        set_arg(a, "tokenizer_sentencepiece_legacy", o.sentencepiece_legacy);
+        set_arg(a, "tokenizer_sentencepiece_ignore_extra_whitespaces",
+                o.sentencepiece_ignore_extra_whitespaces);
+        set_arg(a, "special_tokens", optional_arg(o.special_tokens));
+    }
     // Megatron keeps the tokenizer's files in the args; generation and evaluation take them
     // from there when not given.
     auto path_arg = [](const std::string& p) {

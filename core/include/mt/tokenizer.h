@@ -27,22 +27,37 @@ struct TokenizerOptions {
     std::string tiktoken_pattern;
     std::optional<int64_t> tiktoken_num_special_tokens;
     std::optional<std::vector<std::string>> tiktoken_special_tokens;
+    // Whose classes build the tokenizer: core_v0.13's megatron/training/tokenizer, or
+    // core_v0.19's megatron/core/tokenizers, which encode the SentencePiece types otherwise
+    // (--tokenizer-classes; implied by core_v0.19's own flags and checkpoint args).
+    enum class Classes { core_v0_13, core_v0_19 };
+    Classes classes = Classes::core_v0_13;
+    // core_v0.19: --tokenizer-sentencepiece-legacy, its negated
+    // --no-tokenizer-sentencepiece-ignore-extra-whitespaces and --tokenizer-special-tokens.
+    bool sentencepiece_legacy = false;
+    bool sentencepiece_ignore_extra_whitespaces = true;
+    std::optional<std::vector<std::string>> special_tokens;
 };
 
 // MegatronTokenizer.unique_identifiers: the tokenizer's part of a dataset cache key (so index
 // caches are Megatron's). GPT2BPETokenizer: class "_GPT2BPETokenizer", paths {vocab_file,
 // merge_file}, no options; _NullTokenizer: paths {nullopt} (JSON null), options
-// {{"vocab_size", "<n>"}}.
+// {{"vocab_size", "<n>"}}. core_v0.19's classes keep one path, a string (single_path).
 struct TokenizerIdentity {
     std::string class_name;
     std::vector<std::optional<std::string>> paths;
     std::vector<std::pair<std::string, std::string>> options;  // values already str()-ed
+    bool single_path = false;
 };
 
 // Special token ids; an absent one is std::nullopt (Megatron raises NotImplementedError).
 struct SpecialIds {
     std::optional<int32_t> eod, cls, sep, mask, pad, bos, eos;
 };
+
+// An mt::Error "not supported yet" where `options` ask for core_v0.19's classes
+// (--tokenizer-classes core_v0.19 or its flags) of a tokenizer built only as core_v0.13 builds it.
+MT_API void require_core_v0_13_classes(const TokenizerOptions& options, std::string_view type);
 
 class MT_API Tokenizer {
   public:

@@ -2,6 +2,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "mt/error.h"
 #include "mt/plugin_loader.h"
 #include "mt/registry.h"
 
@@ -33,7 +34,19 @@ po::options_description tokenizer_flags(TokenizerFlags& out, bool required,
         "TikTokenizer's number of special tokens, the ids before the vocabulary's (default 1000)")(
         "tiktoken-special-tokens", po::value<std::vector<std::string>>()->multitoken(),
         "TikTokenizer's special tokens (ids 0, 1, ...; must hold <unk>, <s> and </s>; default "
-        "those three)");
+        "those three)")(
+        "tokenizer-classes", po::value<std::string>(),
+        "whose tokenizer classes: core_v0.13 (megatron/training/tokenizer; the default) or "
+        "core_v0.19 (megatron/core/tokenizers: SentencePiece types encode without their added "
+        "tokens); core_v0.19's flags below imply it")(
+        "tokenizer-sentencepiece-legacy", po::bool_switch(),
+        "core_v0.19: the SentencePiece types find --tokenizer-special-tokens in the text")(
+        "no-tokenizer-sentencepiece-ignore-extra-whitespaces", po::bool_switch(),
+        "core_v0.19: keep runs of spaces a SentencePiece model would remove")(
+        "disable-tokenizer-sentencepiece-ignore-extra-whitespaces", po::bool_switch(), "the same")(
+        "tokenizer-special-tokens", po::value<std::vector<std::string>>()->multitoken(),
+        "core_v0.19: special tokens (SentencePiece types: with "
+        "--tokenizer-sentencepiece-legacy)");
     return g;
 }
 
@@ -44,6 +57,30 @@ void finish_tokenizer_flags(const po::variables_map& vm, TokenizerFlags& out) {
     if (vm.count("tiktoken-special-tokens"))
         out.options.tiktoken_special_tokens =
             vm["tiktoken-special-tokens"].as<std::vector<std::string>>();
+    TokenizerOptions& o = out.options;
+    const auto on = [&](const char* flag) { return vm.count(flag) && vm[flag].as<bool>(); };
+    o.sentencepiece_legacy = on("tokenizer-sentencepiece-legacy");
+    o.sentencepiece_ignore_extra_whitespaces =
+        !on("no-tokenizer-sentencepiece-ignore-extra-whitespaces") &&
+        !on("disable-tokenizer-sentencepiece-ignore-extra-whitespaces");
+    if (vm.count("tokenizer-special-tokens"))
+        o.special_tokens = vm["tokenizer-special-tokens"].as<std::vector<std::string>>();
+    const bool newer_flags =
+        o.sentencepiece_legacy || !o.sentencepiece_ignore_extra_whitespaces || o.special_tokens;
+    if (vm.count("tokenizer-classes")) {
+        const std::string classes = vm["tokenizer-classes"].as<std::string>();
+        MT_CHECK(classes == "core_v0.13" || classes == "core_v0.19",
+                 "--tokenizer-classes: expected core_v0.13 or core_v0.19, got '",
+                 classes.substr(0, 100), "'");
+        MT_CHECK(classes == "core_v0.19" || !newer_flags,
+                 "--tokenizer-classes core_v0.13: --tokenizer-sentencepiece-legacy, "
+                 "--no-tokenizer-sentencepiece-ignore-extra-whitespaces and "
+                 "--tokenizer-special-tokens are core_v0.19's");
+        o.classes = classes == "core_v0.19" ? TokenizerOptions::Classes::core_v0_19
+                                            : TokenizerOptions::Classes::core_v0_13;
+    } else if (newer_flags) {
+        o.classes = TokenizerOptions::Classes::core_v0_19;
+    }
 }
 
 po::options_description precision_flags() {

@@ -290,9 +290,17 @@ std::string md5_hex(const std::string& data) {
 JsonValue tokenizer_json(const TokenizerIdentity& t) {
     JsonValue j = JsonValue::object();
     j.set("class", JsonValue::string(t.class_name));
-    JsonValue paths = JsonValue::array();
-    for (const auto& p : t.paths) paths.push(p ? JsonValue::string(*p) : JsonValue());
-    j.set("tokenizer_path", std::move(paths));
+    const auto path = [](const std::optional<std::string>& p) {
+        return p ? JsonValue::string(*p) : JsonValue();
+    };
+    if (t.single_path) {
+        MT_CHECK(t.paths.size() == 1, "a tokenizer identity of one path holds ", t.paths.size());
+        j.set("tokenizer_path", path(t.paths[0]));
+    } else {
+        JsonValue paths = JsonValue::array();
+        for (const auto& p : t.paths) paths.push(path(p));
+        j.set("tokenizer_path", std::move(paths));
+    }
     for (const auto& [key, value] : t.options) j.set(key, JsonValue::string(value));
     return j;
 }

@@ -144,7 +144,23 @@ std::unique_ptr<Tokenizer> tokenizer_for(Registry& registry, const std::string& 
                     options.tiktoken_special_tokens = *list;
         }
         if (!options.vocab_size) options.vocab_size = int_arg(saved, "vocab_size");
-        return registry.create_tokenizer(std::get<std::string>(*t), options);
+        const std::string& type = std::get<std::string>(*t);
+        // A core_v0.19 training (its args hold tokenizer_sentencepiece_legacy) built a
+        // SentencePiece type with core_v0.19's classes, from these.
+        const bool sentencepiece = type == "SentencePieceTokenizer" ||
+                                   type == "GPTSentencePieceTokenizer" || type == "Llama2Tokenizer";
+        if (sentencepiece && find_arg(saved, "tokenizer_sentencepiece_legacy")) {
+            options.classes = TokenizerOptions::Classes::core_v0_19;
+            options.sentencepiece_legacy = bool_arg(saved, "tokenizer_sentencepiece_legacy");
+            if (const ArgValue* v =
+                    find_arg(saved, "tokenizer_sentencepiece_ignore_extra_whitespaces"))
+                if (const bool* b = std::get_if<bool>(v))
+                    options.sentencepiece_ignore_extra_whitespaces = *b;
+            if (const ArgValue* v = find_arg(saved, "special_tokens"))
+                if (const auto* list = std::get_if<std::vector<std::string>>(v))
+                    options.special_tokens = *list;
+        }
+        return registry.create_tokenizer(type, options);
     }
     // Tokenizer files but no type: the model family's usual tokenizer over them (GPT's
     // GPT2BPETokenizer, as Megatron's text generation server examples give it).

@@ -13,13 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "bpe_encoder.h"
+#include "model_codec.h"
 #include "mt/tokenizer.h"
 #include "special_token_split.h"
-
-namespace sentencepiece {
-class SentencePieceProcessor;
-}
 
 namespace mt::plugins::sentencepiece {
 
@@ -30,10 +26,7 @@ std::string_view flavor_name(SentencePieceFlavor flavor);
 
 class SentencePieceTokenizer final : public Tokenizer {
   public:
-    // How pieces are encoded: by our BPE encoder where it encodes the model exactly (Llama-2's
-    // and Mistral's layout), else by libsentencepiece; `library` always by the library (tests
-    // hold both to the same references).
-    enum class Encoder { fastest, library };
+    using Encoder = ModelCodec::Encoder;
 
     // From --tokenizer-model (and --vocab-extra-ids, which only SentencePieceTokenizer reads);
     // a model that cannot be loaded is an mt::Error naming the file.
@@ -50,26 +43,20 @@ class SentencePieceTokenizer final : public Tokenizer {
     // The class name, [--tokenizer-model as given], vocab_extra_ids (0 for the two subclasses).
     TokenizerIdentity dataset_identity() const override;
     // Whether our BPE encoder encodes (else the library), and why not.
-    bool own_encoder() const { return own_encoder_.has_value(); }
-    const std::string& why_library() const { return why_library_; }
+    bool own_encoder() const { return model_.own_encoder(); }
+    const std::string& why_library() const { return model_.why_library(); }
     std::vector<std::string> vocabulary() const override { return pieces_; }
 
   private:
-    void encode_plain(std::string_view text, std::vector<int32_t>& out) const;
-    std::string decode_plain(std::span<const int32_t> ids) const;
-
     SentencePieceFlavor flavor_;
     std::string model_file_;
     int64_t vocab_extra_ids_;
-    std::optional<BpeEncoder> own_encoder_;
-    std::unique_ptr<::sentencepiece::SentencePieceProcessor> processor_;
-    int64_t model_pieces_ = 0;
+    ModelCodec model_;
     std::vector<std::string> pieces_;  // Megatron's inv_vocab: the model's, then the added ones
     SpecialIds special_;
     // SentencePieceTokenizer's special tokens (none for the other two).
     std::vector<std::pair<std::string, int32_t>> special_tokens_;
     SpecialTokenSplit split_;
-    std::string why_library_;
 };
 
 }  // namespace mt::plugins::sentencepiece

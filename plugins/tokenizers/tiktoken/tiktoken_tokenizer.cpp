@@ -5,7 +5,7 @@
 
 #include "mt/error.h"
 #include "mt/text/utf8.h"
-#include "python_repr.h"
+#include "mt/text/python_repr.h"
 #include "tiktoken_vocab.h"
 
 namespace mt::plugins::tiktoken {
@@ -72,14 +72,14 @@ TikTokenizer::Loaded TikTokenizer::load(const TokenizerOptions& options) {
     const std::set<std::string> unique(l.special_tokens.begin(), l.special_tokens.end());
     MT_CHECK(unique.size() == l.special_tokens.size(),
              "TikTokenizer: --tiktoken-special-tokens should be unique: ",
-             python_repr(l.special_tokens));
+             text::python_repr(l.special_tokens));
     MT_CHECK(int64_t(l.special_tokens.size()) <= num_special && num_special < l.vocab_size,
              "TikTokenizer: needs len(--tiktoken-special-tokens) (", l.special_tokens.size(),
              ") <= --tiktoken-num-special-tokens (", num_special, ") < --vocab-size (",
              l.vocab_size, ")");
     for (const std::string& t : kRequiredSpecialTokens)
         MT_CHECK(unique.count(t), "TikTokenizer: --tiktoken-special-tokens should include ",
-                 python_repr(kRequiredSpecialTokens));
+                 text::python_repr(kRequiredSpecialTokens));
     for (int64_t i = int64_t(l.special_tokens.size()); i < num_special; ++i)
         l.special_tokens.push_back(str("<SPECIAL_", i, ">"));
     MT_CHECK(std::set<std::string>(l.special_tokens.begin(), l.special_tokens.end()).size() ==
@@ -138,7 +138,7 @@ TikTokenizer::TikTokenizer(const TokenizerOptions& options, Loaded l)
                   {"vocab_size", options.vocab_size ? std::to_string(*options.vocab_size) : "None"},
                   {"num_special_tokens", std::to_string(num_special_)},
                   {"special_tokens", options.tiktoken_special_tokens
-                                         ? python_repr(*options.tiktoken_special_tokens)
+                                         ? text::python_repr(*options.tiktoken_special_tokens)
                                          : "None"}}};
 }
 

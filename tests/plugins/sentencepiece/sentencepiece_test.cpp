@@ -2,8 +2,8 @@
 // core_v0.13's own classes on the shared SentencePiece models (mistral-v1: Llama-2's layout;
 // mistral-v3: control and user-defined pieces): ids, detokenized text, vocabulary size, special
 // ids and dataset identity on edge cases and on every document of the shared corpora
-// (tests/fixtures/sentencepiece/make_fixtures.py); a missing or broken model is an error
-// naming the file.
+// (tests/fixtures/sentencepiece/make_fixtures.py), and core_v0.19's classes likewise
+// (make_fixtures_core_v0_19.py); a missing or broken model is an error naming the file.
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bpe_encoder.h"
+#include "core_sentencepiece_tokenizer.h"
 #include "corpus_reference.h"
 #include "mt/error.h"
 #include "sentencepiece_tokenizer.h"
@@ -49,6 +50,35 @@ std::optional<int32_t> special(simdjson::dom::element specials, const char* name
 
 using Encoder = SentencePieceTokenizer::Encoder;
 
+// A fixture entry's vocabulary size, special ids, cases (ids and decoded text) and corpus
+// digests, as Megatron's class `who` gave them.
+void expect_megatrons_answers(const Tokenizer& tok, simdjson::dom::element value,
+                              const std::string& who) {
+    EXPECT_EQ(tok.vocab_size(), int64_t(value["vocab_size"]));
+    EXPECT_EQ(int64_t(tok.vocabulary().size()), tok.vocab_size());
+    const SpecialIds& s = tok.special_ids();
+    simdjson::dom::element sp = value["specials"];
+    for (auto [field, got] : {std::pair{"cls", s.cls},
+                              {"sep", s.sep},
+                              {"eod", s.eod},
+                              {"mask", s.mask},
+                              {"pad", s.pad},
+                              {"bos", s.bos},
+                              {"eos", s.eos}})
+        EXPECT_EQ(got, special(sp, field)) << field;
+    int cases = 0;
+    for (simdjson::dom::element c : value["cases"].get_array()) {
+        const std::string text{std::string_view(c["text"])};
+        EXPECT_EQ(tok.encode(text), ints(c["ids"])) << "text: " << text.substr(0, 80);
+        EXPECT_EQ(tok.decode(ints(c["ids"])), std::string_view(c["decoded"]))
+            << "text: " << text.substr(0, 80);
+        ++cases;
+    }
+    EXPECT_GT(cases, 100);
+    mt::test::expect_corpus_digests(
+        value["corpora"].get_array(), [&](const std::string& doc) { return tok.encode(doc); }, who);
+}
+
 class SentencePieceReference : public ::testing::TestWithParam<std::tuple<const char*, Encoder>> {};
 
 TEST_P(SentencePieceReference, EqualsMegatronsClasses) {
@@ -73,17 +103,6 @@ TEST_P(SentencePieceReference, EqualsMegatronsClasses) {
         // Both models are Llama-2's layout, which our BPE encoder encodes.
         EXPECT_EQ(tok.own_encoder(), encoder == Encoder::fastest) << tok.why_library();
         EXPECT_EQ(tok.name(), type);
-        EXPECT_EQ(tok.vocab_size(), int64_t(value["vocab_size"]));
-        EXPECT_EQ(int64_t(tok.vocabulary().size()), tok.vocab_size());
-        const SpecialIds& s = tok.special_ids();
-        simdjson::dom::element sp = value["specials"];
-        EXPECT_EQ(s.cls, special(sp, "cls"));
-        EXPECT_EQ(s.sep, special(sp, "sep"));
-        EXPECT_EQ(s.eod, special(sp, "eod"));
-        EXPECT_EQ(s.mask, special(sp, "mask"));
-        EXPECT_EQ(s.pad, special(sp, "pad"));
-        EXPECT_EQ(s.bos, special(sp, "bos"));
-        EXPECT_EQ(s.eos, special(sp, "eos"));
         // unique_identifiers: class, [the model path], vocab_extra_ids.
         const TokenizerIdentity id = tok.dataset_identity();
         simdjson::dom::element want = value["identity"];
@@ -93,20 +112,7 @@ TEST_P(SentencePieceReference, EqualsMegatronsClasses) {
         ASSERT_EQ(id.options.size(), 1u);
         EXPECT_EQ(id.options[0].first, "vocab_extra_ids");
         EXPECT_EQ(id.options[0].second, std::string_view(want["vocab_extra_ids"]));
-
-        int cases = 0;
-        for (simdjson::dom::element c : value["cases"].get_array()) {
-            const std::string text{std::string_view(c["text"])};
-            const std::vector<int32_t> ids = tok.encode(text);
-            EXPECT_EQ(ids, ints(c["ids"])) << "text: " << text.substr(0, 80);
-            EXPECT_EQ(tok.decode(ints(c["ids"])), std::string_view(c["decoded"]))
-                << "text: " << text.substr(0, 80);
-            ++cases;
-        }
-        EXPECT_GT(cases, 100);
-        mt::test::expect_corpus_digests(
-            value["corpora"].get_array(), [&](const std::string& doc) { return tok.encode(doc); },
-            "Megatron's " + type);
+        expect_megatrons_answers(tok, value, "Megatron's " + type);
         ++types;
     }
     EXPECT_EQ(types, 4);
@@ -115,6 +121,83 @@ TEST_P(SentencePieceReference, EqualsMegatronsClasses) {
 INSTANTIATE_TEST_SUITE_P(Models, SentencePieceReference,
                          ::testing::Combine(::testing::Values("mistral-v1", "mistral-v3"),
                                             ::testing::Values(Encoder::fastest, Encoder::library)));
+
+// core_v0.19's classes (megatron/core/tokenizers; make_fixtures_core_v0_19.py): every type
+// plain pieces with eod = eos, and with --tokenizer-sentencepiece-legacy the special tokens
+// found in the text, no special ids, and the stripped decode.
+class CoreSentencePieceReference
+    : public ::testing::TestWithParam<std::tuple<const char*, Encoder>> {};
+
+TEST_P(CoreSentencePieceReference, EqualsMegatronsClasses) {
+    const std::string name = std::get<0>(GetParam());
+    const Encoder encoder = std::get<1>(GetParam());
+    const auto path = model(name);
+    if (!path) GTEST_SKIP() << "MEGATRON_TEST_DATA not set: no SentencePiece models";
+    const std::string json = mt::test::read_maybe_zstd(mt::test::fixtures_dir() / "sentencepiece" /
+                                                       ("cases_core_v0_19_" + name + ".json.zst"));
+    simdjson::dom::parser parser;
+    const simdjson::dom::element root = parser.parse(json);
+    int configs = 0;
+    for (auto [key, value] : root.get_object()) {
+        SCOPED_TRACE(name + " " + std::string(key));
+        const std::string type{std::string_view(value["type"])};
+        TokenizerOptions options;
+        options.tokenizer_model = path->string();
+        options.classes = TokenizerOptions::Classes::core_v0_19;
+        options.sentencepiece_legacy = bool(value["legacy"]);
+        options.sentencepiece_ignore_extra_whitespaces = bool(value["ignore_extra_whitespaces"]);
+        if (!value["special_tokens"].is_null()) {
+            options.special_tokens.emplace();
+            for (simdjson::dom::element t : value["special_tokens"].get_array())
+                options.special_tokens->emplace_back(std::string_view(t));
+        }
+        ASSERT_FALSE(bool(value["removed_extra_spaces"]));
+        const CoreSentencePieceTokenizer tok(options, flavor_of(type), encoder);
+        EXPECT_EQ(tok.own_encoder(), encoder == Encoder::fastest);
+        EXPECT_EQ(tok.name(), type);
+        // unique_identifiers: class, the model path (a string), then the wrapper's options.
+        const TokenizerIdentity id = tok.dataset_identity();
+        simdjson::dom::element want = value["identity"];
+        EXPECT_EQ(id.class_name, std::string_view(want["class"]));
+        EXPECT_TRUE(id.single_path);
+        ASSERT_EQ(id.paths.size(), 1u);
+        EXPECT_EQ(id.paths[0], path->string());
+        // In build_tokenizer's kwargs order (the fixture's JSON sorts its keys).
+        std::vector<std::string> order;
+        for (const auto& [option, text] : id.options) {
+            EXPECT_EQ(text, std::string_view(want[option])) << option;
+            order.push_back(option);
+        }
+        EXPECT_EQ(order, (std::vector<std::string>{"chat_template", "ignore_extra_whitespaces",
+                                                   "legacy", "special_tokens"}));
+        expect_megatrons_answers(tok, value, "Megatron core_v0.19's " + type);
+        ++configs;
+    }
+    EXPECT_EQ(configs, 6);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CoreSentencePieceReference,
+                         ::testing::Combine(::testing::Values("mistral-v1", "mistral-v3"),
+                                            ::testing::Values(Encoder::fastest, Encoder::library)));
+
+TEST(CoreSentencePiece, RefusesWhatMegatronRefuses) {
+    const auto path = model("mistral-v1");
+    if (!path) GTEST_SKIP() << "MEGATRON_TEST_DATA not set: no SentencePiece models";
+    TokenizerOptions o;
+    o.tokenizer_model = path->string();
+    o.classes = TokenizerOptions::Classes::core_v0_19;
+    o.special_tokens = std::vector<std::string>{"<X>"};
+    EXPECT_NE(mt::test::error_of([&] {
+                  CoreSentencePieceTokenizer{o, SentencePieceFlavor::llama2};
+              }).find("only with --tokenizer-sentencepiece-legacy"),
+              std::string::npos);
+    o.sentencepiece_legacy = true;
+    o.special_tokens = std::vector<std::string>{"<X>", ""};
+    EXPECT_NE(mt::test::error_of([&] {
+                  CoreSentencePieceTokenizer{o, SentencePieceFlavor::gpt};
+              }).find("an empty special token"),
+              std::string::npos);
+}
 
 // Our BPE encoder takes only the models it encodes exactly; the library encodes the rest.
 TEST(SentencePieceBpeEncoder, LeavesOtherModelsToTheLibrary) {

@@ -9,7 +9,6 @@
 #include "mt/error.h"
 #include "mt/plugin_loader.h"
 #include "mt/registry.h"
-#include "python_repr.h"
 #include "register.h"
 #include "tiktoken_tokenizer.h"
 
@@ -90,13 +89,6 @@ TEST(TikTokenizer, DatasetIdentityIsMegatrons) {
     h.options.tiktoken_num_special_tokens = 3;
     EXPECT_NE(error_of([&] { TikTokenizer{h.options}; }).find("has 286 tokens, fewer than"),
               std::string::npos);
-}
-
-TEST(TikTokenizer, PythonRepr) {
-    EXPECT_EQ(python_repr({}), "[]");
-    EXPECT_EQ(python_repr({"a\\b", "\n\r", "\x7f", "\xC2\x85", "\xE2\x80\x8B", "\xF3\xA0\x80\x81",
-                           "\xF0\x9F\x98\x80", " "}),
-              R"(['a\\b', '\n\r', '\x7f', '\x85', '\u200b', '\U000e0001', '😀', ' '])");
 }
 
 TEST(TikTokenizer, RefusesWhatMegatronRefuses) {

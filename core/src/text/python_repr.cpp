@@ -1,4 +1,4 @@
-#include "python_repr.h"
+#include "mt/text/python_repr.h"
 
 #include <unicode/uchar.h>
 
@@ -7,7 +7,7 @@
 
 #include "mt/text/utf8.h"
 
-namespace mt::plugins::tiktoken {
+namespace mt::text {
 
 namespace {
 
@@ -69,4 +69,4 @@ std::string python_repr(const std::vector<std::string>& items) {
     return out + "]";
 }
 
-}  // namespace mt::plugins::tiktoken
+}  // namespace mt::text

@@ -5,9 +5,11 @@
 #include <string>
 #include <vector>
 
-namespace mt::plugins::tiktoken {
+#include "mt/api.h"
+
+namespace mt::text {
 
 // "['<unk>', '<s>', \"it's\"]": each item quoted and escaped as CPython's unicode_repr does.
-std::string python_repr(const std::vector<std::string>& items);
+MT_API std::string python_repr(const std::vector<std::string>& items);
 
-}  // namespace mt::plugins::tiktoken
+}  // namespace mt::text
