@@ -2,7 +2,8 @@
 // writes the bytes Megatron's tools/preprocess_data.py wrote (tests/fixtures/tiktoken/
 // preprocess.json), megatron-train trains on them with --tiktoken-* flags other than the defaults
 // and records them in the checkpoint's args, and megatron-generate and megatron-eval rebuild the
-// same tokenizer from those args alone.
+// same tokenizer from those args alone; likewise core_v0.19's TikTokenizer
+// (preprocess_core_v0_19.json, --tokenizer-classes core_v0.19).
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -47,6 +48,29 @@ class TikTokenizerTools : public ::testing::Test {
         return prefix.string() + "_text_document";
     }
 
+    // The .bin and .idx at `prefix` have `expected`'s sizes and CRC-32s.
+    static void expect_files(const std::string& prefix, simdjson::dom::element expected) {
+        for (const char* ext : {"bin", "idx"}) {
+            const std::string data = mt::test::read_file(prefix + "." + ext);
+            char crc[9];
+            std::snprintf(crc, sizeof crc, "%08x",
+                          mt::io::crc32_update(0, data.data(), data.size()));
+            EXPECT_EQ(int64_t(data.size()), int64_t(expected[ext]["bytes"])) << ext;
+            EXPECT_EQ(std::string_view(crc), std::string_view(expected[ext]["crc32"])) << ext;
+        }
+    }
+    // megatron-train for 2 iterations on `data` with `tokenizer`'s flags, saved to `ckpt`.
+    mt::test::RunResult train(const std::string& tokenizer, const std::string& data,
+                              const fs::path& ckpt) const {
+        return run_command(shell_quote(tool_path("megatron-train")) +
+                           " --num-layers 1 --hidden-size 16 --num-attention-heads 2"
+                           " --seq-length 32 --max-position-embeddings 32 --micro-batch-size 2"
+                           " --global-batch-size 2 --lr 1e-3 --train-iters 2 --eval-iters 0"
+                           " --split 100,0,0" +
+                           tokenizer + " --data-path " + shell_quote(data) + " --data-cache-path " +
+                           shell_quote(dir_ / "cache") + " --save " + shell_quote(ckpt));
+    }
+
     simdjson::dom::parser parser_;
     simdjson::dom::element spec_;
     mt::test::TempDir dir_;
@@ -54,14 +78,53 @@ class TikTokenizerTools : public ::testing::Test {
 };
 
 TEST_F(TikTokenizerTools, PreprocessWritesMegatronsBytes) {
-    const std::string prefix = preprocess("");
-    for (const char* ext : {"bin", "idx"}) {
-        const std::string data = mt::test::read_file(prefix + "." + ext);
-        char crc[9];
-        std::snprintf(crc, sizeof crc, "%08x", mt::io::crc32_update(0, data.data(), data.size()));
-        EXPECT_EQ(int64_t(data.size()), int64_t(spec_[ext]["bytes"])) << ext;
-        EXPECT_EQ(std::string_view(crc), std::string_view(spec_[ext]["crc32"])) << ext;
+    expect_files(preprocess(""), spec_);
+}
+
+TEST_F(TikTokenizerTools, PreprocessWritesMegatronCoreV019Bytes) {
+    simdjson::dom::parser parser;
+    const simdjson::dom::element expected = parser.load(
+        (mt::test::fixtures_dir() / "tiktoken" / "preprocess_core_v0_19.json").string());
+    int runs = 0;
+    for (auto [name, flags] : expected["flags"].get_object()) {
+        SCOPED_TRACE(std::string(name));
+        std::string command = shell_quote(tool_path("megatron-preprocess")) + " --input " +
+                              shell_quote(dir_ / "input.jsonl") + " --output-prefix " +
+                              shell_quote(dir_ / "v019") +
+                              " --tokenizer-type TikTokenizer --tokenizer-model " +
+                              shell_quote(*vocab_) + " --workers 1 --tokenizer-classes core_v0.19";
+        for (auto flag : flags.get_array())
+            command += " " + shell_quote(std::string(std::string_view(flag)));
+        const auto r = run_command(command);
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+        expect_files((dir_ / "v019_text_document").string(), expected[name]);
+        ++runs;
     }
+    EXPECT_EQ(runs, 2);
+}
+
+// core_v0.19's special tokens are found in a prompt: generation from the checkpoint's args
+// (core_v0.19's fields) equals generation from the flags, not core_v0.13's tokenizer.
+TEST_F(TikTokenizerTools, CoreV019CheckpointCarriesItsTokenizerClasses) {
+    const std::string tokenizer =
+        " --tokenizer-type TikTokenizer --tokenizer-model " + shell_quote(*vocab_) +
+        " --tiktoken-pattern v2 --tokenizer-special-tokens '<unk>' '<s>' '</s>' '<mask>' '<pad>'"
+        " '<cls>' '<sep>' '[INST]'";
+    const std::string data = preprocess("");
+    const fs::path ckpt = dir_ / "ckpt";
+    auto r = train(tokenizer, data, ckpt);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const std::string generate = shell_quote(tool_path("megatron-generate")) + " --load " +
+                                 shell_quote(ckpt) +
+                                 " --greedy --out-seq-length 3 --prompts '[INST] Hello</s>'";
+    const auto from_args = run_command(generate);
+    const auto from_flags = run_command(generate + tokenizer);
+    const auto v013 = run_command(generate + " --tokenizer-type TikTokenizer --tokenizer-model " +
+                                  shell_quote(*vocab_) + " --tiktoken-pattern v2");
+    for (const auto* run : {&from_args, &from_flags, &v013})
+        ASSERT_EQ(run->exit_code, 0) << run->output;
+    EXPECT_EQ(from_args.output, from_flags.output);
+    EXPECT_NE(from_args.output, v013.output);
 }
 
 TEST_F(TikTokenizerTools, TrainedCheckpointCarriesItsTokenizer) {
@@ -72,13 +135,7 @@ TEST_F(TikTokenizerTools, TrainedCheckpointCarriesItsTokenizer) {
         " --tiktoken-special-tokens '<pad>' '<unk>' '<s>' '</s>'";
     const std::string data = preprocess(" --tiktoken-num-special-tokens 7 --vocab-size 140000");
     const fs::path ckpt = dir_ / "ckpt";
-    auto r = run_command(shell_quote(tool_path("megatron-train")) +
-                         " --num-layers 1 --hidden-size 16 --num-attention-heads 2"
-                         " --seq-length 32 --max-position-embeddings 32 --micro-batch-size 2"
-                         " --global-batch-size 2 --lr 1e-3 --train-iters 2 --eval-iters 0"
-                         " --split 100,0,0" +
-                         tokenizer + " --data-path " + shell_quote(data) + " --data-cache-path " +
-                         shell_quote(dir_ / "cache") + " --save " + shell_quote(ckpt));
+    auto r = train(tokenizer, data, ckpt);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("building TikTokenizer tokenizer (vocabulary 140000)"),
               std::string::npos)

@@ -145,11 +145,13 @@ std::unique_ptr<Tokenizer> tokenizer_for(Registry& registry, const std::string& 
         }
         if (!options.vocab_size) options.vocab_size = int_arg(saved, "vocab_size");
         const std::string& type = std::get<std::string>(*t);
-        // A core_v0.19 training (its args hold tokenizer_sentencepiece_legacy) built a
-        // SentencePiece type with core_v0.19's classes, from these.
-        const bool sentencepiece = type == "SentencePieceTokenizer" ||
-                                   type == "GPTSentencePieceTokenizer" || type == "Llama2Tokenizer";
-        if (sentencepiece && find_arg(saved, "tokenizer_sentencepiece_legacy")) {
+        // A core_v0.19 training (its args hold tokenizer_sentencepiece_legacy) built the
+        // SentencePiece types and TikTokenizer with core_v0.19's classes, from these (the
+        // other types are built as core_v0.13 builds them).
+        const bool core_classes = type == "SentencePieceTokenizer" ||
+                                  type == "GPTSentencePieceTokenizer" ||
+                                  type == "Llama2Tokenizer" || type == "TikTokenizer";
+        if (core_classes && find_arg(saved, "tokenizer_sentencepiece_legacy")) {
             options.classes = TokenizerOptions::Classes::core_v0_19;
             options.sentencepiece_legacy = bool_arg(saved, "tokenizer_sentencepiece_legacy");
             if (const ArgValue* v =

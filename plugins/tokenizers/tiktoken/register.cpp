@@ -8,7 +8,6 @@ namespace mt::plugins::tiktoken {
 
 void register_tiktoken(Registry& registry) {
     registry.tokenizers().add("TikTokenizer", [](const TokenizerOptions& options) {
-        require_core_v0_13_classes(options, "TikTokenizer");
         return std::make_unique<TikTokenizer>(options);
     });
 }

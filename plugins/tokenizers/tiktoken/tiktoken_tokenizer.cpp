@@ -4,8 +4,8 @@
 #include <set>
 
 #include "mt/error.h"
-#include "mt/text/utf8.h"
 #include "mt/text/python_repr.h"
+#include "mt/text/utf8.h"
 #include "tiktoken_vocab.h"
 
 namespace mt::plugins::tiktoken {
@@ -26,6 +26,9 @@ using text::WordCache;
 constexpr int64_t kDefaultVocabSize = int64_t(1) << 17;  // Megatron's fallback, 131072
 constexpr int64_t kDefaultNumSpecialTokens = 1000;       // --tiktoken-num-special-tokens
 const std::vector<std::string> kRequiredSpecialTokens = {"<unk>", "<s>", "</s>"};
+// core_v0.19's SPECIAL_TOKENS, its default and required ones.
+const std::vector<std::string> kCoreSpecialTokens = {"<unk>", "<s>",   "</s>", "<mask>",
+                                                     "<pad>", "<cls>", "<sep>"};
 
 // Every way to cut a token into two tokens merges into it at its rank: tiktoken merges the
 // adjacent parts whose joined bytes have the lowest rank, and its parts are always tokens.
@@ -57,35 +60,45 @@ struct TikTokenizer::Loaded {
 };
 
 TikTokenizer::Loaded TikTokenizer::load(const TokenizerOptions& options) {
-    // build_tokenizer's and CustomTikTokenizer.__init__'s asserts, in their order.
+    // build_tokenizer's and the class's asserts, in their order.
     Loaded l;
+    const bool core = options.classes == TokenizerOptions::Classes::core_v0_19;
     MT_CHECK(!options.tokenizer_model.empty(),
              "TikTokenizer needs --tokenizer-model (Megatron's JSON vocabulary)");
-    const std::string& p = options.tiktoken_pattern;
+    // core_v0.19 takes v2 when no pattern is given.
+    const std::string& p =
+        core && options.tiktoken_pattern.empty() ? "v2" : options.tiktoken_pattern;
     MT_CHECK(p == "v1" || p == "v2", "TikTokenizer needs --tiktoken-pattern v1 or v2",
-             p.empty() ? "" : str(", not '", p, "'"));
+             p.empty() ? "" : str(", not '", p.substr(0, 100), "'"));
     l.pattern = p == "v1" ? kPatternV1 : kPatternV2;
     l.vocab_size = options.vocab_size.value_or(kDefaultVocabSize);
     const int64_t num_special =
         options.tiktoken_num_special_tokens.value_or(kDefaultNumSpecialTokens);
-    l.special_tokens = options.tiktoken_special_tokens.value_or(kRequiredSpecialTokens);
+    MT_CHECK(!core || !options.tiktoken_special_tokens,
+             "TikTokenizer: core_v0.19 takes its special tokens from --tokenizer-special-tokens, "
+             "not --tiktoken-special-tokens");
+    const std::string flag = core ? "--tokenizer-special-tokens" : "--tiktoken-special-tokens";
+    const std::vector<std::string>& required = core ? kCoreSpecialTokens : kRequiredSpecialTokens;
+    l.special_tokens =
+        (core ? options.special_tokens : options.tiktoken_special_tokens).value_or(required);
     const std::set<std::string> unique(l.special_tokens.begin(), l.special_tokens.end());
-    MT_CHECK(unique.size() == l.special_tokens.size(),
-             "TikTokenizer: --tiktoken-special-tokens should be unique: ",
-             text::python_repr(l.special_tokens));
+    MT_CHECK(unique.size() == l.special_tokens.size(), "TikTokenizer: ", flag,
+             " should be unique: ", text::python_repr(l.special_tokens).substr(0, 300));
     MT_CHECK(int64_t(l.special_tokens.size()) <= num_special && num_special < l.vocab_size,
-             "TikTokenizer: needs len(--tiktoken-special-tokens) (", l.special_tokens.size(),
+             "TikTokenizer: needs len(", flag, ") (", l.special_tokens.size(),
              ") <= --tiktoken-num-special-tokens (", num_special, ") < --vocab-size (",
              l.vocab_size, ")");
-    for (const std::string& t : kRequiredSpecialTokens)
-        MT_CHECK(unique.count(t), "TikTokenizer: --tiktoken-special-tokens should include ",
-                 text::python_repr(kRequiredSpecialTokens));
+    for (const std::string& t : required)
+        MT_CHECK(unique.count(t), "TikTokenizer: ", flag, " should include ",
+                 text::python_repr(required));
+    if (core)
+        for (const std::string& t : l.special_tokens)
+            MT_CHECK(!t.empty(), "TikTokenizer: --tokenizer-special-tokens holds an empty token");
     for (int64_t i = int64_t(l.special_tokens.size()); i < num_special; ++i)
         l.special_tokens.push_back(str("<SPECIAL_", i, ">"));
     MT_CHECK(std::set<std::string>(l.special_tokens.begin(), l.special_tokens.end()).size() ==
                  l.special_tokens.size(),
-             "TikTokenizer: a --tiktoken-special-tokens entry is also the name of a filler "
-             "<SPECIAL_i> token");
+             "TikTokenizer: a ", flag, " entry is also the name of a filler <SPECIAL_i> token");
     const int64_t inner = l.vocab_size - num_special;
     MT_CHECK(inner >= 256, "TikTokenizer: --vocab-size (", l.vocab_size,
              ") minus --tiktoken-num-special-tokens (", num_special,
@@ -130,6 +143,37 @@ TikTokenizer::TikTokenizer(const TokenizerOptions& options, Loaded l)
     special_ids_.bos = id_of("<s>");
     special_ids_.eos = id_of("</s>");
     special_ids_.eod = special_ids_.eos;
+    if (options.classes == TokenizerOptions::Classes::core_v0_19) {
+        special_ids_.mask = id_of("<mask>");
+        special_ids_.pad = id_of("<pad>");
+        special_ids_.cls = id_of("<cls>");
+        special_ids_.sep = id_of("<sep>");
+        encode_specials_ = true;
+        for (size_t i = 0; i < special_tokens_.size(); ++i) {
+            const std::string& t = special_tokens_[i];
+            special_of_.emplace(t, int32_t(i));
+            special_first_byte_[uint8_t(t[0])] = true;
+            if (std::find(special_lengths_.begin(), special_lengths_.end(), t.size()) ==
+                special_lengths_.end())
+                special_lengths_.push_back(t.size());
+        }
+        std::sort(special_lengths_.rbegin(), special_lengths_.rend());
+        // DefaultTokenizerText records build_tokenizer's keyword arguments, the pattern and
+        // vocab_size only where their flags were given.
+        identity_ = {"megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText",
+                     {options.tokenizer_model},
+                     {{"chat_template", "None"}}};
+        identity_.single_path = true;
+        if (!options.tiktoken_pattern.empty())
+            identity_.options.emplace_back("pattern", options.tiktoken_pattern);
+        if (options.vocab_size)
+            identity_.options.emplace_back("vocab_size", std::to_string(*options.vocab_size));
+        identity_.options.emplace_back("num_special_tokens", std::to_string(num_special_));
+        identity_.options.emplace_back(
+            "special_tokens",
+            options.special_tokens ? text::python_repr(*options.special_tokens) : "None");
+        return;
+    }
 
     // MegatronTokenizer.__init__ records the arguments as CustomTikTokenizer received them.
     identity_ = {"CustomTikTokenizer",
@@ -149,37 +193,63 @@ void TikTokenizer::encode_bpe(const uint8_t* bytes, size_t n, std::vector<int32_
     for (size_t i = 0; i < m; ++i) out.push_back(int32_t(syms[i]) + num_special_);
 }
 
+std::pair<size_t, int32_t> TikTokenizer::find_special(std::string_view text, size_t from) const {
+    for (size_t i = from; i < text.size(); ++i) {
+        if (!special_first_byte_[uint8_t(text[i])]) continue;
+        for (const size_t n : special_lengths_) {
+            if (n > text.size() - i) continue;
+            auto it = special_of_.find(text.substr(i, n));
+            if (it != special_of_.end()) return {i, it->second};
+        }
+    }
+    return {std::string_view::npos, 0};
+}
+
 void TikTokenizer::encode_append(std::string_view text, std::vector<int32_t>& out) const {
     check_utf8(text, "TikTokenizer");
     const size_t start = out.size();
     try {
-        WordCache& cache = WordCache::for_thread(serial_);
-        thread_local std::vector<RegexSplitter::Match> matches;
-        matches.clear();
-        splitter_.find_all(text, matches);
-        const auto* base = reinterpret_cast<const uint8_t*>(text.data());
-        // encode_ordinary encodes the matches only (the patterns leave nothing between them).
-        for (const auto& m : matches) {
-            const uint8_t* piece = base + m.begin;
-            const size_t n = m.end - m.begin;
-            if (n == 1) {
-                out.push_back(int32_t(*piece) + num_special_);
-                continue;
-            }
-            if (n > WordCache::kMaxKey) {
-                auto it = long_tokens_.find(std::string_view(text).substr(m.begin, n));
-                if (it != long_tokens_.end())
-                    out.push_back(it->second);
-                else
-                    encode_bpe(piece, n, out);
-                continue;
-            }
-            cache.append_ids(&known_, piece, n, out,
-                             [&](std::vector<int32_t>& ids) { encode_bpe(piece, n, ids); });
+        if (!encode_specials_) {
+            encode_ordinary(text, out);
+            return;
+        }
+        for (size_t at = 0;;) {
+            const auto [found, id] = find_special(text, at);
+            encode_ordinary(text.substr(at, found - at), out);
+            if (found == std::string_view::npos) break;
+            out.push_back(id);
+            at = found + special_tokens_[size_t(id)].size();
         }
     } catch (...) {
         out.resize(start);
         throw;
+    }
+}
+
+void TikTokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>& out) const {
+    WordCache& cache = WordCache::for_thread(serial_);
+    thread_local std::vector<RegexSplitter::Match> matches;
+    matches.clear();
+    splitter_.find_all(text, matches);
+    const auto* base = reinterpret_cast<const uint8_t*>(text.data());
+    // encode_ordinary encodes the matches only (the patterns leave nothing between them).
+    for (const auto& m : matches) {
+        const uint8_t* piece = base + m.begin;
+        const size_t n = m.end - m.begin;
+        if (n == 1) {
+            out.push_back(int32_t(*piece) + num_special_);
+            continue;
+        }
+        if (n > WordCache::kMaxKey) {
+            auto it = long_tokens_.find(text.substr(m.begin, n));
+            if (it != long_tokens_.end())
+                out.push_back(it->second);
+            else
+                encode_bpe(piece, n, out);
+            continue;
+        }
+        cache.append_ids(&known_, piece, n, out,
+                         [&](std::vector<int32_t>& ids) { encode_bpe(piece, n, ids); });
     }
 }
 

@@ -1,6 +1,8 @@
 // TikTokenizer: Megatron-LM's CustomTikTokenizer (core_v0.13): tiktoken's encode_ordinary over
 // Megatron's JSON vocabulary, with its special tokens first (rank r is id r + their number),
-// native and thread-safe.
+// native and thread-safe; or, under --tokenizer-classes core_v0.19, core_v0.19's
+// TikTokenTokenizer: seven required special tokens, each answered as an id, and their text in
+// the input encoded as them (encode(allowed_special="all")).
 #pragma once
 
 #include <cstdint>
@@ -8,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "mt/text/bpe_merges.h"
@@ -24,21 +27,28 @@ extern const char* const kPatternV2;
 class TikTokenizer final : public Tokenizer {
   public:
     // From --tokenizer-model, --tiktoken-pattern, --tiktoken-num-special-tokens,
-    // --tiktoken-special-tokens and --vocab-size, refusing what Megatron's asserts refuse.
+    // --tiktoken-special-tokens (core_v0.19: --tokenizer-special-tokens) and --vocab-size,
+    // refusing what Megatron's asserts refuse.
     explicit TikTokenizer(const TokenizerOptions& options);
 
-    // tokenize(): encode_ordinary, so special tokens in the text are ordinary text. Throws
-    // mt::Error (leaving `out` as it was) when `text` is not valid UTF-8.
+    // tokenize(): core_v0.13's encode_ordinary (special tokens in the text are ordinary text);
+    // core_v0.19's special tokens found in the text first, the leftmost (the longest of those
+    // starting there: tiktoken's pick among overlapping ones follows a hash order), and the
+    // text between encode_ordinary's. Throws mt::Error (leaving `out` as it was) when `text` is
+    // not valid UTF-8.
     void encode_append(std::string_view text, std::vector<int32_t>& out) const override;
     // detokenize(): the tokens' bytes (a special token's text) joined and read as UTF-8 with
     // U+FFFD for ill-formed sequences. An id outside the vocabulary is an mt::Error.
     std::string decode(std::span<const int32_t> ids) const override;
     int64_t vocab_size() const override { return vocab_size_; }
-    // bos is "<s>", eos and eod "</s>"; Megatron's class has no pad, cls, sep or mask.
+    // bos is "<s>", eos and eod "</s>"; core_v0.13's class has no pad, cls, sep or mask,
+    // core_v0.19's has all (<pad>, <cls>, <sep>, <mask>).
     const SpecialIds& special_ids() const override { return special_ids_; }
     std::string_view name() const override { return "TikTokenizer"; }
     // CustomTikTokenizer's unique_identifiers: its path and pattern, and the vocab_size,
-    // num_special_tokens and special_tokens arguments as given (None when not).
+    // num_special_tokens and special_tokens arguments as given (None when not); core_v0.19's
+    // DefaultTokenizerText's: the path string, chat_template, the pattern and vocab_size flags
+    // where given, num_special_tokens and special_tokens.
     TokenizerIdentity dataset_identity() const override { return identity_; }
 
   private:
@@ -46,6 +56,11 @@ class TikTokenizer final : public Tokenizer {
     static Loaded load(const TokenizerOptions& options);
     TikTokenizer(const TokenizerOptions& options, Loaded loaded);
 
+    // tiktoken's encode_ordinary of valid UTF-8.
+    void encode_ordinary(std::string_view text, std::vector<int32_t>& out) const;
+    // core_v0.19: the special token starting leftmost at or after `from`: its offset and id,
+    // or npos.
+    std::pair<size_t, int32_t> find_special(std::string_view text, size_t from) const;
     // BPE by rank (tiktoken's byte_pair_encode) of a piece that is not a token.
     void encode_bpe(const uint8_t* bytes, size_t n, std::vector<int32_t>& out) const;
 
@@ -61,6 +76,12 @@ class TikTokenizer final : public Tokenizer {
     text::WordCache known_;
     std::unordered_map<std::string_view, int32_t> long_tokens_;
     SpecialIds special_ids_;
+    // core_v0.19: special tokens in the text are theirs; by text, their lengths (longest
+    // first) and first bytes.
+    bool encode_specials_ = false;
+    std::unordered_map<std::string_view, int32_t> special_of_;
+    std::vector<size_t> special_lengths_;
+    bool special_first_byte_[256] = {};
     uint64_t serial_;  // keys this tokenizer's per-thread word caches
     TokenizerIdentity identity_;
 };

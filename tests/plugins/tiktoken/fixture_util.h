@@ -25,7 +25,8 @@ inline std::vector<int32_t> ids_of(simdjson::dom::element e) {
     return ids;
 }
 
-// make_fixtures.py's flags (Megatron's argument names) over `model`.
+// make_fixtures.py's flags (Megatron's argument names) over `model` (special_tokens:
+// core_v0.19's --tokenizer-special-tokens).
 inline TokenizerOptions options_of(simdjson::dom::object flags, const std::string& model) {
     TokenizerOptions o;
     o.tokenizer_model = model;
@@ -36,10 +37,11 @@ inline TokenizerOptions options_of(simdjson::dom::object flags, const std::strin
             o.vocab_size = int64_t(field.value);
         } else if (field.key == "tiktoken_num_special_tokens") {
             o.tiktoken_num_special_tokens = int64_t(field.value);
-        } else if (field.key == "tiktoken_special_tokens") {
-            o.tiktoken_special_tokens.emplace();
-            for (auto t : field.value.get_array())
-                o.tiktoken_special_tokens->emplace_back(std::string_view(t));
+        } else if (field.key == "tiktoken_special_tokens" || field.key == "special_tokens") {
+            auto& tokens =
+                field.key == "special_tokens" ? o.special_tokens : o.tiktoken_special_tokens;
+            tokens.emplace();
+            for (auto t : field.value.get_array()) tokens->emplace_back(std::string_view(t));
         } else {
             ADD_FAILURE() << "unknown flag " << field.key;
         }
