@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "mt/io/crc32.h"
 #include "test_support.h"
@@ -125,6 +126,45 @@ TEST_F(TikTokenizerTools, CoreV019CheckpointCarriesItsTokenizerClasses) {
         ASSERT_EQ(run->exit_code, 0) << run->output;
     EXPECT_EQ(from_args.output, from_flags.output);
     EXPECT_NE(from_args.output, v013.output);
+
+    // --saver hf writes the tokenizer as transformers' converters do (the shared tekken-240718
+    // tokenizer.json was made by TikTokenConverter from the same 130072 ranks: the same merges
+    // and vocabulary, ours after the 1000 special tokens), and the folder generates the same
+    // text. (transformers 5.24 reading such a folder gives core_v0.19's ids on all 1000
+    // openwebtext documents and texts around the special tokens.)
+    r = run_command(shell_quote(tool_path("megatron-convert")) +
+                    " --model-type GPT --loader torch_dist --saver hf --load-dir " +
+                    shell_quote(ckpt) + " --save-dir " + shell_quote(dir_ / "hf"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto shared = mt::test::test_data("tokenizers/hf/tekken-240718/tokenizer.json");
+    ASSERT_TRUE(shared);
+    simdjson::dom::parser ours_parser, theirs_parser;
+    const simdjson::dom::element ours = ours_parser.load((dir_ / "hf" / "tokenizer.json").string());
+    const simdjson::dom::element theirs = theirs_parser.load(shared->string());
+    EXPECT_EQ(simdjson::to_string(ours["model"]["merges"]),
+              simdjson::to_string(theirs["model"]["merges"]));
+    std::map<std::string_view, int64_t> our_vocab;
+    for (auto [token, id] : ours["model"]["vocab"].get_object()) our_vocab[token] = int64_t(id);
+    size_t tokens = 0;
+    for (auto [token, id] : theirs["model"]["vocab"].get_object()) {
+        const auto it = our_vocab.find(token);
+        EXPECT_TRUE(it != our_vocab.end() && it->second == int64_t(id) + 1000) << token;
+        ++tokens;
+    }
+    EXPECT_EQ(tokens, 130072u);
+    // The special tokens at their ids too, as transformers' MistralConverter keeps them.
+    EXPECT_EQ(our_vocab.size(), tokens + 1000);
+    EXPECT_EQ(our_vocab["[INST]"], 7);
+    EXPECT_EQ(our_vocab["<SPECIAL_999>"], 999);
+    EXPECT_EQ(std::string_view(ours["added_tokens"].at(7)["content"]), "[INST]");
+    const auto from_hf = run_command(shell_quote(tool_path("megatron-generate")) + " --load " +
+                                     shell_quote(dir_ / "hf") +
+                                     " --greedy --out-seq-length 3 --prompts '[INST] Hello</s>'");
+    ASSERT_EQ(from_hf.exit_code, 0) << from_hf.output;
+    const auto after_load = [](const std::string& out) {
+        return out.substr(out.find('\n', out.find("loaded ")));
+    };
+    EXPECT_EQ(after_load(from_hf.output), after_load(from_args.output));
 }
 
 TEST_F(TikTokenizerTools, TrainedCheckpointCarriesItsTokenizer) {

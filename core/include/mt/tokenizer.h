@@ -55,6 +55,15 @@ struct SpecialIds {
     std::optional<int32_t> eod, cls, sep, mask, pad, bos, eos;
 };
 
+// A byte-level BPE tokenizer as data (tiktoken's kind), for writing it in another format
+// (megatron-convert --saver hf's tokenizer.json): special tokens hold ids 0..n-1, rank r's bytes
+// id n + r, pieces merge by rank, and text is first cut by `split_pattern` (tiktoken's regex).
+struct ByteLevelBpeModel {
+    std::vector<std::string> special_tokens;
+    std::vector<std::string> ranks;
+    std::string split_pattern;
+};
+
 // An mt::Error "not supported yet" where `options` ask for core_v0.19's classes
 // (--tokenizer-classes core_v0.19 or its flags) of a tokenizer built only as core_v0.13 builds it.
 MT_API void require_core_v0_13_classes(const TokenizerOptions& options, std::string_view type);
@@ -86,6 +95,8 @@ class MT_API Tokenizer {
     // Megatron's inv_vocab: the text of every id (BERT's masking tells word starts from "##"
     // pieces by it); the default is an mt::Error "not supported yet".
     virtual std::vector<std::string> vocabulary() const;
+    // The whole model of a byte-level BPE tokenizer; nullopt for other kinds.
+    virtual std::optional<ByteLevelBpeModel> byte_level_bpe() const { return std::nullopt; }
 
     // The id of a special token, or an mt::Error naming the tokenizer and the token.
     int32_t eod() const { return require(special_ids().eod, "eod"); }

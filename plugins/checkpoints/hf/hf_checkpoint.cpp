@@ -332,8 +332,8 @@ int64_t true_vocab_size(const CheckpointArgs& args, const HfTokenizerFiles& toke
     return vocab;
 }
 
-// BertTokenizer lower-cases unless the folder's tokenizer_config.json says do_lower_case false.
-// A boolean of the folder's tokenizer_config.json; `fallback` where the file or the key is absent.
+// A boolean of the folder's tokenizer_config.json; `fallback` where the file or the key is absent
+// (BertTokenizer lower-cases unless it says do_lower_case false).
 bool tokenizer_config_flag(const fs::path& dir, const char* key, bool fallback) {
     simdjson::padded_string text;
     if (simdjson::padded_string::load((dir / "tokenizer_config.json").string()).get(text))

@@ -1,7 +1,9 @@
 #include "hf_tokenizer_export.h"
 
+#include "byte_level_bpe_json.h"
 #include "hf_json.h"
 #include "mt/error.h"
+#include "mt/infer/model_loader.h"
 #include "mt/io/atomic_file.h"
 #include "mt/registry.h"
 #include "mt/tokenizer.h"
@@ -138,6 +140,39 @@ HfTokenizerFiles hf_tokenizer_files(const CheckpointArgs& args, int64_t max_posi
             llama_tokenizer_config(type == "Llama2Tokenizer", bos, eos, max_positions);
         return out;
     }
+    if (type == "TikTokenizer") {
+        // The tokenizer as generation rebuilds it from the args (its --tiktoken-* flags, the
+        // classes that built it), written as transformers' TikTokenConverter writes one.
+        std::unique_ptr<Tokenizer> tokenizer;
+        try {
+            tokenizer = infer::tokenizer_for(Registry::global(), "", {}, ".", args, "");
+        } catch (const std::exception& e) {
+            out.note =
+                str("no tokenizer files written: the args' TikTokenizer cannot be built "
+                    "here (",
+                    std::string(e.what()).substr(0, 300), ")");
+            return out;
+        }
+        const std::optional<ByteLevelBpeModel> model = tokenizer->byte_level_bpe();
+        MT_CHECK(model, "TikTokenizer gave no byte-level BPE model");
+        out.written = {{"tokenizer.json", byte_level_bpe_tokenizer_json(*model)}};
+        const SpecialIds& ids = tokenizer->special_ids();
+        json::Members config = {{"model_max_length", json::integer(max_positions)},
+                                {"tokenizer_class", json::text("PreTrainedTokenizerFast")},
+                                {"unk_token", json::text("<unk>")}};
+        for (auto [name, id] : {std::pair{"bos_token", ids.bos},
+                                {"eos_token", ids.eos},
+                                {"pad_token", ids.pad},
+                                {"mask_token", ids.mask},
+                                {"cls_token", ids.cls},
+                                {"sep_token", ids.sep}})
+            if (id) config[name] = json::text(model->special_tokens.at(size_t(*id)));
+        out.tokenizer_config = json::object(config, 0) + "\n";
+        out.vocab_size = tokenizer->vocab_size();
+        if (ids.bos) out.bos_id = *ids.bos;
+        if (ids.eos) out.eos_id = *ids.eos;
+        return out;
+    }
     if (type == "HuggingFaceTokenizer") {
         const fs::path model = options.tokenizer_model;
         if (fs::is_regular_file(model) && model.filename() == "tokenizer.json") {
@@ -166,6 +201,11 @@ void write_tokenizer_files(const HfTokenizerFiles& files, const fs::path& dir) {
         fs::copy_file(source, dir / name, fs::copy_options::overwrite_existing, error);
         MT_CHECK(!error, "--saver hf: cannot copy ", source.string(), " to ", (dir / name).string(),
                  ": ", error.message());
+    }
+    for (const auto& [name, content] : files.written) {
+        io::AtomicFile file(dir / name);
+        file.stream() << content;
+        file.commit();
     }
     if (!files.tokenizer_config.empty() && !fs::exists(dir / "tokenizer_config.json")) {
         io::AtomicFile config(dir / "tokenizer_config.json");

@@ -1,8 +1,8 @@
 // The tokenizer of a Hugging Face folder written from a Megatron checkpoint: which files its
 // args name (GPT2BPETokenizer's vocab/merge files, BertWordPiece*'s vocab.txt,
 // HuggingFaceTokenizer's tokenizer.json folder, Llama2Tokenizer's and
-// GPTSentencePieceTokenizer's tokenizer.model), its vocabulary size and BOS/EOS ids, read
-// through the tokenizer plugins.
+// GPTSentencePieceTokenizer's tokenizer.model; a TikTokenizer's model written as a
+// tokenizer.json), its vocabulary size and BOS/EOS ids, read through the tokenizer plugins.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +19,8 @@ namespace mt::plugins::hf {
 struct HfTokenizerFiles {
     // Files to copy into the folder: (source, name in the folder).
     std::vector<std::pair<std::filesystem::path, std::string>> copies;
+    // Files to write into the folder: (name, content).
+    std::vector<std::pair<std::string, std::string>> written;
     // tokenizer_config.json to write when no copy brings one (GPT2Tokenizer's, BertTokenizer's);
     // empty: none.
     std::string tokenizer_config;

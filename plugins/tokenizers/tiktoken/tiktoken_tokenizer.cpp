@@ -114,7 +114,8 @@ TikTokenizer::TikTokenizer(const TokenizerOptions& options)
     : TikTokenizer(options, load(options)) {}
 
 TikTokenizer::TikTokenizer(const TokenizerOptions& options, Loaded l)
-    : splitter_(l.pattern),
+    : pattern_(l.pattern),
+      splitter_(l.pattern),
       num_special_(int32_t(l.special_tokens.size())),
       vocab_size_(l.vocab_size),
       special_tokens_(std::move(l.special_tokens)),
@@ -251,6 +252,14 @@ void TikTokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>& 
         cache.append_ids(&known_, piece, n, out,
                          [&](std::vector<int32_t>& ids) { encode_bpe(piece, n, ids); });
     }
+}
+
+std::optional<ByteLevelBpeModel> TikTokenizer::byte_level_bpe() const {
+    ByteLevelBpeModel model{special_tokens_, {}, pattern_};
+    model.ranks.reserve(token_at_.size() - 1);
+    for (size_t r = 0; r + 1 < token_at_.size(); ++r)
+        model.ranks.push_back(token_bytes_.substr(token_at_[r], token_at_[r + 1] - token_at_[r]));
+    return model;
 }
 
 std::string TikTokenizer::decode(std::span<const int32_t> ids) const {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -50,6 +51,8 @@ class TikTokenizer final : public Tokenizer {
     // DefaultTokenizerText's: the path string, chat_template, the pattern and vocab_size flags
     // where given, num_special_tokens and special_tokens.
     TokenizerIdentity dataset_identity() const override { return identity_; }
+    // The special tokens with their fillers, the ranks kept (--vocab-size) and the pattern.
+    std::optional<ByteLevelBpeModel> byte_level_bpe() const override;
 
   private:
     struct Loaded;  // the options and the file, checked
@@ -64,6 +67,7 @@ class TikTokenizer final : public Tokenizer {
     // BPE by rank (tiktoken's byte_pair_encode) of a piece that is not a token.
     void encode_bpe(const uint8_t* bytes, size_t n, std::vector<int32_t>& out) const;
 
+    std::string pattern_;
     text::RegexSplitter splitter_;
     int32_t num_special_ = 0;
     int64_t vocab_size_ = 0;
