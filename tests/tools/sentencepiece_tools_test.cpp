@@ -52,6 +52,20 @@ class SentencePieceTools : public ::testing::Test {
         return prefix.string() + "_text_document";
     }
 
+    // A 2-iteration megatron-train of a 1-layer GPT on `data` with `tokenizer` (flags), saved
+    // to `ckpt`.
+    mt::test::RunResult train(const std::string& tokenizer, const std::string& data,
+                              const fs::path& ckpt) const {
+        return run_command(shell_quote(tool_path("megatron-train")) +
+                           " --num-layers 1 --hidden-size 32 --num-attention-heads 4"
+                           " --seq-length 32 --max-position-embeddings 32 --micro-batch-size 2"
+                           " --global-batch-size 2 --lr 1e-3 --train-iters 2 --eval-iters 0"
+                           " --split 100,0,0" +
+                           tokenizer + " --tokenizer-model " + shell_quote(*model_) +
+                           " --data-path " + shell_quote(data) + " --data-cache-path " +
+                           shell_quote(dir_ / "cache") + " --save " + shell_quote(ckpt));
+    }
+
     mt::test::TempDir dir_;
     std::optional<fs::path> model_, corpus_;
 };
@@ -130,15 +144,8 @@ TEST_F(SentencePieceTools, CoreV019CheckpointCarriesItsTokenizerClasses) {
                          " --workers 1 --append-eod --tokenizer-classes core_v0.19");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const fs::path ckpt = dir_ / "ckpt";
-    r = run_command(shell_quote(tool_path("megatron-train")) +
-                    " --num-layers 1 --hidden-size 32 --num-attention-heads 4"
-                    " --seq-length 32 --max-position-embeddings 32 --micro-batch-size 2"
-                    " --global-batch-size 2 --lr 1e-3 --train-iters 2 --eval-iters 0"
-                    " --split 100,0,0 --tokenizer-type Llama2Tokenizer --tokenizer-classes "
-                    "core_v0.19 --tokenizer-model " +
-                    shell_quote(*model_) + " --data-path " +
-                    shell_quote(prefix + "_text_document") + " --data-cache-path " +
-                    shell_quote(dir_ / "cache") + " --save " + shell_quote(ckpt));
+    r = train(" --tokenizer-type Llama2Tokenizer --tokenizer-classes core_v0.19",
+              prefix + "_text_document", ckpt);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     // The dataset cache's description names core_v0.19's class and its one model path.
     bool described = false;
@@ -168,6 +175,39 @@ TEST_F(SentencePieceTools, CoreV019CheckpointCarriesItsTokenizerClasses) {
     };
     EXPECT_EQ(results(from_args.output), results(v019.output));
     EXPECT_NE(results(from_args.output), results(v013.output));
+    // --saver hf: transformers' LlamaTokenizer without the bos, which the exported folder's
+    // evaluation keeps.
+    r = run_command(shell_quote(tool_path("megatron-convert")) +
+                    " --model-type GPT --loader torch_dist --saver hf --load-dir " +
+                    shell_quote(ckpt) + " --save-dir " + shell_quote(dir_ / "hf"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const std::string config = mt::test::read_file(dir_ / "hf" / "tokenizer_config.json");
+    EXPECT_NE(config.find(R"("add_bos_token": false)"), std::string::npos) << config;
+    const auto from_hf = run_command(shell_quote(tool_path("megatron-eval")) +
+                                     " --task WIKITEXT103 --seq-length 32 --micro-batch-size 1"
+                                     " --load " +
+                                     shell_quote(dir_ / "hf") + " --valid-data " +
+                                     shell_quote(dir_ / "wiki.tokens"));
+    ASSERT_EQ(from_hf.exit_code, 0) << from_hf.output;
+    EXPECT_EQ(results(from_hf.output), results(from_args.output));
+}
+
+// A tokenizer whose special tokens are found in the text has no Hugging Face config here yet:
+// the export says so and writes no tokenizer files.
+TEST_F(SentencePieceTools, SaverHfSaysWhereItCannotWriteTheTokenizer) {
+    const std::string data = preprocess("SentencePieceTokenizer");
+    const fs::path ckpt = dir_ / "ckpt";
+    auto r = train(" --tokenizer-type SentencePieceTokenizer", data, ckpt);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    r = run_command(shell_quote(tool_path("megatron-convert")) +
+                    " --model-type GPT --loader torch_dist --saver hf --load-dir " +
+                    shell_quote(ckpt) + " --save-dir " + shell_quote(dir_ / "hf"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("not supported yet: SentencePieceTokenizer's special tokens found in "
+                            "the text"),
+              std::string::npos)
+        << r.output;
+    EXPECT_FALSE(fs::exists(dir_ / "hf" / "tokenizer.model"));
 }
 
 // Trained with --tokenizer-type Llama2Tokenizer: generation and evaluation take the tokenizer

@@ -2,6 +2,7 @@
 
 #include "byte_level_bpe_json.h"
 #include "hf_json.h"
+#include "mt/checkpoint/checkpoint_args.h"
 #include "mt/error.h"
 #include "mt/infer/model_loader.h"
 #include "mt/io/atomic_file.h"
@@ -51,7 +52,7 @@ std::string bert_tokenizer_config(bool lower_case, int64_t max_positions) {
 
 // transformers' LlamaTokenizer over tokenizer.model, as Llama-2's and Mistral's folders have it:
 // `legacy` SentencePiece encoding, a BOS before each text when Megatron's tokenizer adds one
-// (Llama2Tokenizer; GPTSentencePieceTokenizer adds none).
+// (core_v0.13's Llama2Tokenizer; GPTSentencePieceTokenizer and core_v0.19's classes add none).
 std::string llama_tokenizer_config(bool add_bos, const std::string& bos, const std::string& eos,
                                    int64_t max_positions) {
     return json::object({{"add_bos_token", json::boolean(add_bos)},
@@ -88,6 +89,19 @@ std::unique_ptr<Tokenizer> read_ids(HfTokenizerFiles& out, const std::string& ty
     return nullptr;
 }
 
+// The tokenizer as generation rebuilds it from the args; nullptr, with the reason in
+// `out.note`, where it cannot be built here.
+std::unique_ptr<Tokenizer> trained_tokenizer(const CheckpointArgs& args, const std::string& type,
+                                             HfTokenizerFiles& out) {
+    try {
+        return infer::tokenizer_for(Registry::global(), "", {}, ".", args, "");
+    } catch (const std::exception& e) {
+        out.note = str("no tokenizer files written: the args' ", type, " cannot be built here (",
+                       std::string(e.what()).substr(0, 300), ")");
+        return nullptr;
+    }
+}
+
 }  // namespace
 
 HfTokenizerFiles hf_tokenizer_files(const CheckpointArgs& args, int64_t max_positions) {
@@ -120,39 +134,50 @@ HfTokenizerFiles hf_tokenizer_files(const CheckpointArgs& args, int64_t max_posi
         read_ids(out, type, options);
         return out;
     }
-    if (type == "Llama2Tokenizer" || type == "GPTSentencePieceTokenizer") {
+    if (type == "Llama2Tokenizer" || type == "GPTSentencePieceTokenizer" ||
+        type == "SentencePieceTokenizer") {
         if (!fs::is_regular_file(options.tokenizer_model)) {
             out.note = str("no tokenizer files written: the args' tokenizer_model '",
                            options.tokenizer_model, "' is not here");
             return out;
         }
-        out.copies = {{options.tokenizer_model, "tokenizer.model"}};
+        // Special tokens found in the text (core_v0.13's SentencePieceTokenizer adds <CLS>,
+        // <SEP>, <EOD>, <MASK>...; core_v0.19's legacy mode --tokenizer-special-tokens) have no
+        // LlamaTokenizer config here yet.
+        const bool core_v0_19 = find_arg(args, "tokenizer_sentencepiece_legacy") != nullptr;
+        const ArgValue* specials = find_arg(args, "special_tokens");
+        const bool listed = specials &&
+                            std::holds_alternative<std::vector<std::string>>(*specials) &&
+                            !std::get<std::vector<std::string>>(*specials).empty();
+        if ((type == "SentencePieceTokenizer" && !core_v0_19) ||
+            (core_v0_19 && bool_arg(args, "tokenizer_sentencepiece_legacy") && listed)) {
+            out.note = str("no tokenizer files written: not supported yet: ", type,
+                           "'s special tokens found in the text, in a Hugging Face config");
+            return out;
+        }
+        // The classes that built it decide whether a bos goes first (core_v0.13's
+        // Llama2Tokenizer only).
+        const std::unique_ptr<Tokenizer> trained = trained_tokenizer(args, type, out);
+        if (!trained) return out;
         // GPTSentencePieceTokenizer answers the model's own bos and eos (Megatron's
         // Llama2Tokenizer does not).
         const auto tokenizer = read_ids(out, "GPTSentencePieceTokenizer", options);
+        out.copies = {{options.tokenizer_model, "tokenizer.model"}};
         std::string bos = "<s>", eos = "</s>";
         if (tokenizer && out.bos_id && out.eos_id) {
             const std::vector<std::string> pieces = tokenizer->vocabulary();
             bos = pieces.at(size_t(*out.bos_id));
             eos = pieces.at(size_t(*out.eos_id));
         }
-        out.tokenizer_config =
-            llama_tokenizer_config(type == "Llama2Tokenizer", bos, eos, max_positions);
+        const bool add_bos = !trained->encode("").empty();
+        out.tokenizer_config = llama_tokenizer_config(add_bos, bos, eos, max_positions);
         return out;
     }
     if (type == "TikTokenizer") {
-        // The tokenizer as generation rebuilds it from the args (its --tiktoken-* flags, the
-        // classes that built it), written as transformers' TikTokenConverter writes one.
-        std::unique_ptr<Tokenizer> tokenizer;
-        try {
-            tokenizer = infer::tokenizer_for(Registry::global(), "", {}, ".", args, "");
-        } catch (const std::exception& e) {
-            out.note =
-                str("no tokenizer files written: the args' TikTokenizer cannot be built "
-                    "here (",
-                    std::string(e.what()).substr(0, 300), ")");
-            return out;
-        }
+        // Its --tiktoken-* flags and classes from the args, written as transformers' converters
+        // write one.
+        const std::unique_ptr<Tokenizer> tokenizer = trained_tokenizer(args, type, out);
+        if (!tokenizer) return out;
         const std::optional<ByteLevelBpeModel> model = tokenizer->byte_level_bpe();
         MT_CHECK(model, "TikTokenizer gave no byte-level BPE model");
         out.written = {{"tokenizer.json", byte_level_bpe_tokenizer_json(*model)}};
