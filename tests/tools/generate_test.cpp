@@ -260,6 +260,40 @@ TEST(GenerateTool, SampleFileAndUnconditionalModesWriteTheirFiles) {
     EXPECT_FALSE(fs::exists(dir.path() / "samples.jsonl.tmp"));
 }
 
+// --sample-input-file with --num-samples: Megatron's detoxify generate_samples_gpt.py reads
+// RealToxicityPrompts-style JSON lines and writes {"text", "all_text", "prompt", "id"} lines;
+// past the input's end it pads with "EMPTY TEXT" (which NullTokenizer cannot encode: refused by
+// name), and a line that is not such a record is an error naming it.
+TEST(GenerateTool, SampleInputFileWithNumSamplesWritesPromptRecords) {
+    mt::test::TempDir dir;
+    const auto [prompt, expected] = greedy_reference(4);
+    const std::string record = R"({"prompt": {"text": ")" + prompt + R"(", "toxicity": 0.1}})";
+    std::ofstream(dir.path() / "prompts.jsonl") << record << "\n" << record << "\n";
+    const std::string generate = shell_quote(tool_path("megatron-generate")) + " " + llama_flags() +
+                                 " --greedy --out-seq-length 4 --sample-input-file " +
+                                 shell_quote(dir.path() / "prompts.jsonl");
+    auto r = run_command(generate + " --num-samples 2 --sample-output-file " +
+                         shell_quote(dir.path() / "out.jsonl"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    std::string want;
+    for (int id = 0; id < 2; ++id)
+        want += R"({"text": ")" + expected.substr(prompt.size()) + R"(", "all_text": ")" +
+                expected + R"(", "prompt": ")" + prompt + R"(", "id": )" + std::to_string(id) +
+                "}\n";
+    EXPECT_EQ(mt::test::read_file(dir.path() / "out.jsonl"), want);
+
+    r = run_command(generate + " --num-samples 3");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.output.find("EMPTY"), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(dir.path() / "prompts.jsonl.out"));
+    std::ofstream(dir.path() / "prompts.jsonl") << record << "\n{\"text\": \"x\"}\n";
+    r = run_command(generate + " --num-samples 2");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.output.find("prompts.jsonl:2: not a JSON line with a \"prompt\""),
+              std::string::npos)
+        << r.output;
+}
+
 // A megatron-train checkpoint: the model is built from the args stored in it (no model flags on
 // the command line), and its max positions bound prompt + generation.
 TEST(GenerateTool, GeneratesFromAMegatronTrainCheckpoint) {

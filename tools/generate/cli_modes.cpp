@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include <simdjson.h>
+
 #include "mt/data/dataset_description.h"
 #include "mt/error.h"
 #include "mt/io/atomic_file.h"
@@ -74,6 +76,45 @@ void run_sample_file(TextGenerator& g, const CliSettings& s, const std::string& 
     progress.finish();
     file.commit();
     std::printf("wrote %zu generations to %s\n", prompts.size(), output.c_str());
+}
+
+void run_prompt_records(TextGenerator& g, const CliSettings& s, const std::string& input,
+                        const std::string& output, int64_t count) {
+    std::ifstream in(input);
+    MT_CHECK(in.good(), input, ": cannot open");
+    std::vector<std::string> prompts;
+    simdjson::dom::parser parser;
+    int64_t line_number = 0;
+    for (std::string line; std::getline(in, line);) {
+        ++line_number;
+        std::string_view text;
+        simdjson::dom::element record;
+        const bool ok = !parser.parse(line).get(record) && !record["prompt"]["text"].get(text);
+        MT_CHECK(ok, input, ":", line_number,
+                 ": not a JSON line with a \"prompt\": {\"text\": ...} (as RealToxicityPrompts "
+                 "holds them): ",
+                 line.substr(0, 200));
+        prompts.emplace_back(text);
+    }
+    // generate_samples_gpt.py samples at temperature 1.0 whatever --temperature says, with no
+    // bos, and pads the input with "EMPTY TEXT" when it holds fewer than --num-samples prompts.
+    CliSettings fixed = s;
+    fixed.base.sampling.temperature = 1.0;
+    io::AtomicFile file(output);
+    Progress progress("generating", count, "samples");
+    for (int64_t id = 0; id < count; ++id) {
+        const std::string prompt =
+            id < int64_t(prompts.size()) ? prompts[size_t(id)] : std::string("EMPTY TEXT");
+        const TextResult r = g.run(request_for(g, fixed, prompt, false));
+        io::JsonWriter w;
+        w.begin_object().key("text").value(continuation(r, prompt));
+        w.key("all_text").value(r.text[0]).key("prompt").value(prompt).key("id").value(id);
+        file.stream() << w.end_object().str() << "\n";
+        progress.add(1);
+    }
+    progress.finish();
+    file.commit();
+    std::printf("wrote %lld samples to %s\n", static_cast<long long>(count), output.c_str());
 }
 
 void run_unconditional(TextGenerator& g, const CliSettings& s, int64_t count,

@@ -1,6 +1,6 @@
 // megatron-generate's command-line modes, as Megatron's generate_samples_gpt.py had them:
 // prompts from the command line, a file of prompts, unconditional samples to a jsonl file, and
-// the interactive "Context prompt" loop.
+// the interactive "Context prompt" loop; and the detoxify example's prompt records.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +26,12 @@ void run_prompts(TextGenerator& g, const CliSettings& s, const std::vector<std::
 // per line to `output` (a temporary name renamed into place), with a progress bar.
 void run_sample_file(TextGenerator& g, const CliSettings& s, const std::string& input,
                      const std::string& output);
+// --sample-input-file with --num-samples, as Megatron's detoxify generate_samples_gpt.py
+// (examples/academic_paper_scripts/detxoify_lm) reads them: `count` prompts from `input`'s JSON
+// lines ({"prompt": {"text": ...}}), "EMPTY TEXT" past its end, each sampled at temperature 1.0;
+// one {"text", "all_text", "prompt", "id"} line each to `output`.
+void run_prompt_records(TextGenerator& g, const CliSettings& s, const std::string& input,
+                        const std::string& output, int64_t count);
 // `count` samples from an EOD prompt, one {"text", "length", "finished"} line each, to `genfile`.
 void run_unconditional(TextGenerator& g, const CliSettings& s, int64_t count,
                        const std::string& genfile);

@@ -30,12 +30,14 @@ po::options_description generation_flags(GenerationFlags& f) {
         "prompt alone)")("prompts", po::value(&f.prompts)->multitoken(),
                          "generate from these prompts and print the texts")(
         "sample-input-file", po::value(&f.sample_input_file),
-        "one prompt per line; generations go to --sample-output-file")(
+        "one prompt per line; generations go to --sample-output-file (with --num-samples: "
+        "JSON lines {\"prompt\": {\"text\": ...}} as Megatron's detoxify example reads them, "
+        "sampled at temperature 1.0 as it does)")(
         "sample-output-file", po::value(&f.sample_output_file),
         "output of --sample-input-file (default: the input's name + .out)")(
         "num-samples", po::value(&f.num_samples)->default_value(0),
-        "unconditional samples to write to --genfile")("genfile", po::value(&f.genfile),
-                                                       "jsonl output of --num-samples")(
+        "unconditional samples to write to --genfile (with --sample-input-file: that many "
+        "prompts)")("genfile", po::value(&f.genfile), "jsonl output of --num-samples")(
         "interactive", po::bool_switch(&f.interactive),
         "prompt for contexts on the terminal (generate_samples_gpt.py's loop; ours)")(
         "port", po::value<int>()->default_value(5000),
@@ -73,17 +75,19 @@ void finish_generation_flags(const po::variables_map& vm, GenerationFlags& f) {
                  "benchmark (examples/inference/gpt/gpt_dynamic_inference.py)");
     f.port = vm["port"].as<int>();
     MT_CHECK(f.port >= 0 && f.port < 65536, "--port must be in [0, 65535], got ", f.port);
-    const int modes = int(!f.prompts.empty()) + int(!f.sample_input_file.empty()) +
-                      int(f.num_samples > 0) + int(f.interactive);
+    // --sample-input-file with --num-samples is one mode: the detoxify example's prompt records.
+    const int modes = int(!f.prompts.empty()) +
+                      int(!f.sample_input_file.empty() || f.num_samples > 0) + int(f.interactive);
     MT_CHECK(modes <= 1,
-             "--prompts, --sample-input-file, --num-samples and --interactive are "
-             "separate modes: give one (or none, to serve on --port)");
+             "--prompts, --sample-input-file / --num-samples and --interactive are separate "
+             "modes: give one (or none, to serve on --port)");
     if (f.greedy) {
         MT_CHECK(f.sampling.top_p == 0.0, "--greedy and --top_p cannot be used together");
         f.sampling.top_k = 1;
     }
     MT_CHECK(f.num_samples >= 0, "--num-samples must be >= 0, got ", f.num_samples);
-    MT_CHECK(f.num_samples == 0 || !f.genfile.empty(), "--num-samples needs --genfile");
+    MT_CHECK(f.num_samples == 0 || !f.sample_input_file.empty() || !f.genfile.empty(),
+             "--num-samples needs --genfile (or --sample-input-file)");
     // 0 scores the prompt, as the REST API's tokens_to_generate 0 (which implies logprobs).
     MT_CHECK(f.out_seq_length > 0 || (f.out_seq_length == 0 && f.return_log_probs),
              "--out-seq-length must be > 0 (or 0 with --return-log-probs: the prompt's "

@@ -38,6 +38,11 @@ void lead(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
     s.max_positions = model.max_positions();
     if (!flags.prompts.empty())
         run_prompts(generator, s, flags.prompts, std::cout);
+    else if (!flags.sample_input_file.empty() && flags.num_samples > 0)
+        run_prompt_records(generator, s, flags.sample_input_file,
+                           flags.sample_output_file.empty() ? flags.sample_input_file + ".out"
+                                                            : flags.sample_output_file,
+                           flags.num_samples);
     else if (!flags.sample_input_file.empty())
         run_sample_file(generator, s, flags.sample_input_file,
                         flags.sample_output_file.empty() ? flags.sample_input_file + ".out"
