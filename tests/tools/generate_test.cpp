@@ -152,7 +152,8 @@ std::string mixtral_greedy(const fs::path& load) {
 // transformers' MixtralForCausalLM (4 experts, top-2, GQA): its greedy tokens from the folder,
 // through the folder's own tokenizer.json (the text transformers decodes, <s> and the U+FFFD of
 // split bytes included) and as ids, and from the checkpoint megatron-convert --loader mixtral_hf
-// makes of it over two expert-parallel ranks, and from that one resharded to TP2 x PP2 x EP2.
+// makes of it over two expert-parallel ranks, and from that one resharded to TP2 x PP2 x EP2
+// (the plugins named as convert.py also takes them: by module, loader_mixtral_hf, saver_core).
 TEST(GenerateTool, MixtralGivesTransformersGreedyTokens) {
     const fs::path folder = mt::test::fixtures_dir() / "hf" / "mixtral";
     const std::string ids = std::string(kMixtralPromptIds) + " " + kMixtralGreedyIds;
@@ -169,7 +170,8 @@ TEST(GenerateTool, MixtralGivesTransformersGreedyTokens) {
         << r.output;
     mt::test::TempDir dir;
     auto c = run_command(shell_quote(tool_path("megatron-convert")) +
-                         " --model-type GPT --loader mixtral_hf --load-dir " + shell_quote(folder) +
+                         " --model-type GPT --loader loader_mixtral_hf --load-dir " +
+                         shell_quote(folder) +
                          " --saver core --target-expert-parallel-size 2 --save-dir " +
                          shell_quote(dir.path() / "core"));
     ASSERT_EQ(c.exit_code, 0) << c.output;
@@ -178,9 +180,9 @@ TEST(GenerateTool, MixtralGivesTransformersGreedyTokens) {
     EXPECT_NE(mixtral_greedy(dir.path() / "core").find("\n" + ids + "\n"), std::string::npos);
     // And resharded to TP2 x PP2 x EP2 (mp_rank_TT_PPP_EEE).
     c = run_command(shell_quote(tool_path("megatron-convert")) +
-                    " --model-type GPT --loader core --load-dir " +
+                    " --model-type GPT --loader loader_core --load-dir " +
                     shell_quote(dir.path() / "core") +
-                    " --saver core --target-tensor-parallel-size 2"
+                    " --saver saver_core --target-tensor-parallel-size 2"
                     " --target-pipeline-parallel-size 2 --target-expert-parallel-size 2"
                     " --save-dir " +
                     shell_quote(dir.path() / "split"));

@@ -33,11 +33,11 @@ po::options_description convert_flags(ConvertFlags& f) {
     d.add_options()("model-type", po::value(&f.model_type)->required(), "GPT or BERT")(
         "loader", po::value(&f.loader)->default_value("megatron"),
         "core | legacy | torch_dist | llama_mistral | mixtral_hf | hf (megatron = legacy, mcore = "
-        "core)")(
+        "core; or by module name, as convert.py: loader_core, ...)")(
         "saver", po::value(&f.saver)->default_value("megatron"),
         "core | legacy | torch_dist | hf (megatron = legacy, mcore = core; hf: a Hugging Face "
-        "GPT-2, Llama, Mistral or BERT folder)")("load-dir", po::value(&f.load_dir)->required(),
-                                                 "checkpoint (or Hugging Face) directory")(
+        "GPT-2, Llama, Mistral or BERT folder; or by module name: saver_core, ...)")(
+        "load-dir", po::value(&f.load_dir)->required(), "checkpoint (or Hugging Face) directory")(
         "save-dir", po::value(&f.save_dir)->required(), "directory to write the checkpoint to")(
         "target-tensor-parallel-size", po::value(&f.target_tp),
         "tensor parallelism of the saved checkpoint (default: the source's)")(
@@ -78,6 +78,14 @@ std::string model_family(const std::string& model_type) {
     if (model_type == "GPT") return "gpt";
     if (model_type == "BERT") return "bert";
     MT_FAIL("--model-type ", model_type, ": supported are GPT and BERT");
+}
+
+// convert.py's load_plugin imports "<type>_<name>", then "<name>" itself: a module name
+// (--loader loader_mixtral_hf) names the same plugin.
+std::string plugin_name(const std::string& type, const std::string& name) {
+    const std::string prefix = type + "_";
+    return name.starts_with(prefix) && name.size() > prefix.size() ? name.substr(prefix.size())
+                                                                   : name;
 }
 
 // convert.py's plugin names -> our checkpoint formats.
@@ -200,6 +208,8 @@ int main(int argc, char** argv) {
             flags.true_vocab_size = vm["true-vocab-size"].as<int64_t>();
         if (vm.count("make-vocab-size-divisible-by"))
             flags.make_vocab_size_divisible_by = vm["make-vocab-size-divisible-by"].as<int64_t>();
+        flags.loader = plugin_name("loader", flags.loader);
+        flags.saver = plugin_name("saver", flags.saver);
         return run(flags);
     };
     return mt::cli::run_tool(argc, argv, spec);
