@@ -110,7 +110,7 @@ PyValue reduce(const PyValue& callable, const PyValue& args) {
         if (qual == "torch._utils._rebuild_tensor_v3") {  // dtypes without a legacy storage class
             MT_CHECK(a.size() >= 7, qual, " needs at least 7 arguments, got ", a.size());
             const std::optional<DType> dtype = torch_dtype_of(a[6]);
-            MT_CHECK(dtype.has_value(), qual, ": unsupported dtype ", repr(a[6]));
+            MT_CHECK(dtype.has_value(), qual, ": unsupported dtype ", short_repr(a[6]));
             PyStorage s = a[0].storage_ref();
             s.dtype = *dtype;
             s.numel = s.storage->bytes / dtype_size(*dtype);

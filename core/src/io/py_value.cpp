@@ -355,8 +355,10 @@ std::string quote(const std::string& s) {
 // [L, L] ..., expands exponentially) everything else prints as <...>.
 class Repr {
   public:
+    explicit Repr(size_t budget = kBudget) : budget_(budget) {}
+
     std::string operator()(const PyValue& v) {
-        if (produced_ > kBudget || ++visits_ > kMaxVisits || depth_ > kMaxDepth) return "<...>";
+        if (produced_ > budget_ || ++visits_ > kMaxVisits || depth_ > kMaxDepth) return "<...>";
         const void* id = v.identity();
         if (id && !open_.insert(id).second) return "<cycle>";
         ++depth_;
@@ -477,6 +479,7 @@ class Repr {
         return out + "])";
     }
 
+    size_t budget_;
     std::map<const Storage*, size_t> storage_ids_;
     std::unordered_set<const void*> open_;  // containers being printed
     size_t produced_ = 0, visits_ = 0;
@@ -487,6 +490,14 @@ class Repr {
 
 std::string repr(const PyValue& value) {
     return Repr()(value);
+}
+
+std::string short_repr(const PyValue& value, size_t max_chars) {
+    std::string out = Repr(max_chars)(value);
+    if (out.size() <= max_chars) return out;
+    size_t cut = max_chars > 3 ? max_chars - 3 : 0;
+    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
+    return out.substr(0, cut) + "...";
 }
 
 }  // namespace mt::io

@@ -36,10 +36,11 @@ class StorageLoader {
         : zip_(zip), prefix_(std::move(prefix)), read_data_(read_data) {}
 
     PyValue operator()(const PyValue& pid) {
-        MT_CHECK(
-            pid.kind() == PyKind::tuple && pid.items().size() == 5 &&
-                pid.items()[0].kind() == PyKind::string && pid.items()[0].as_string() == "storage",
-            "persistent id is not a ('storage', class, key, location, numel) tuple: ", repr(pid));
+        MT_CHECK(pid.kind() == PyKind::tuple && pid.items().size() == 5 &&
+                     pid.items()[0].kind() == PyKind::string &&
+                     pid.items()[0].as_string() == "storage",
+                 "persistent id is not a ('storage', class, key, location, numel) tuple: ",
+                 short_repr(pid));
         const auto& f = pid.items();
         const PyObject& cls = f[1].object_ref();
         // UntypedStorage (bytes) backs dtypes without a legacy class, via _rebuild_tensor_v3.

@@ -163,7 +163,7 @@ void buffer_state_from_py(const PyValue& root, CheckpointState& state, const Buf
     const auto& [dtype_key, tensors] = buffers->dict_ref().items.front();
     const DType dtype = model_dtype(state, part, file);
     MT_CHECK(io::repr(dtype_key) == io::repr(buffer_dtype_key(dtype)), file,
-             ": not supported yet: a gradient buffer of ", io::repr(dtype_key), " for ",
+             ": not supported yet: a gradient buffer of ", io::short_repr(dtype_key), " for ",
              dtype_name(dtype),
              " weights (the buffer must hold the model's dtype and fp32 "
              "gradients)");

@@ -62,7 +62,7 @@ DType dtype_of(const PyValue& properties, const std::string& fqn) {
         dtype = state.find("dtype");
     MT_CHECK(dtype != nullptr, "tensor ", fqn, ": TensorProperties has no dtype");
     auto d = io::torch_dtype_of(*dtype);
-    MT_CHECK(d.has_value(), "tensor ", fqn, " has dtype ", io::repr(*dtype),
+    MT_CHECK(d.has_value(), "tensor ", fqn, " has dtype ", io::short_repr(*dtype),
              ", which is not supported");
     return *d;
 }
@@ -72,7 +72,7 @@ std::string location_key(const std::string& fqn, const Shape& offsets) {
 }
 
 DcpMetadata parse(const PyValue& root) {
-    MT_CHECK(is_class(root, "Metadata"), "the pickle holds ", io::repr(root).substr(0, 80),
+    MT_CHECK(is_class(root, "Metadata"), "the pickle holds ", io::short_repr(root, 80),
              ", not a torch.distributed.checkpoint Metadata");
     const PyValue& sdm = attr(root, "state_dict_metadata", "Metadata");
     const PyValue& storage = attr(root, "storage_data", "Metadata");
@@ -82,15 +82,15 @@ DcpMetadata parse(const PyValue& root) {
     std::map<std::string, DcpLocation> where;
     for (const auto& [index, info] : storage.dict_ref().items) {
         MT_CHECK(is_class(index, "MetadataIndex") && is_class(info, "_StorageInfo"),
-                 "storage_data maps ", io::repr(index).substr(0, 80), " to ",
-                 io::repr(info).substr(0, 80), ", not MetadataIndex to _StorageInfo");
+                 "storage_data maps ", io::short_repr(index, 80), " to ", io::short_repr(info, 80),
+                 ", not MetadataIndex to _StorageInfo");
         const std::string& fqn = attr(index, "fqn", "MetadataIndex").as_string();
         const PyValue* offset = index.find("offset");
         Shape offsets;
         if (offset && !offset->is_none()) offsets = shape_of(*offset, "MetadataIndex.offset");
         if (const PyValue* t = info.find("transform_descriptors"))
             MT_CHECK(t->is_none() || (t->kind() == PyKind::list && t->items().empty()), "chunk of ",
-                     fqn, " is stored through transforms ", io::repr(*t),
+                     fqn, " is stored through transforms ", io::short_repr(*t),
                      " (e.g. compression), which are not supported");
         DcpLocation loc;
         loc.relative_path = attr(info, "relative_path", "_StorageInfo").as_string();
@@ -119,7 +119,7 @@ DcpMetadata parse(const PyValue& root) {
             e.chunks.push_back({{}, {}, located({})});
         } else {
             MT_CHECK(is_class(meta, "TensorStorageMetadata"), e.fqn, " is described by ",
-                     io::repr(meta).substr(0, 80));
+                     io::short_repr(meta, 80));
             e.dtype = dtype_of(attr(meta, "properties", e.fqn), e.fqn);
             e.size = shape_of(attr(meta, "size", e.fqn), e.fqn + " size");
             const PyValue& chunks = attr(meta, "chunks", e.fqn);

@@ -64,7 +64,7 @@ PyValue read_common(const fs::path& iter_dir, const DcpMetadata& meta) {
     if (const DcpEntry* e = meta.find(kCommonStateKey); e && !fs::exists(file)) {
         const PyValue list = read_dcp_object(iter_dir, *e);
         MT_CHECK(list.kind() == PyKind::list && list.items().size() == 1, iter_dir.string(), ": ",
-                 kCommonStateKey, " holds ", io::repr(list).substr(0, 80), ", not a one-item list");
+                 kCommonStateKey, " holds ", io::short_repr(list, 80), ", not a one-item list");
         common = list.items()[0];
     } else {
         MT_CHECK(fs::exists(file), iter_dir.string(), " has neither ", kCommonName, " nor ",

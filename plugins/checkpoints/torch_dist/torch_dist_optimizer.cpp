@@ -100,7 +100,7 @@ OptimizerCheckpoint optimizer_from_py(
     if (const PyValue* meta = common.find("content_metadata"); meta && meta->kind() == PyKind::dict)
         if (const PyValue* type = meta->find("distrib_optim_sharding_type"))
             MT_CHECK(type->kind() == PyKind::string && type->as_string() == kFullyShardedModelSpace,
-                     "not supported yet: the distributed optimizer's ", io::repr(*type),
+                     "not supported yet: the distributed optimizer's ", io::short_repr(*type),
                      " state in ", where, " (megatron-core writes ", kFullyShardedModelSpace,
                      " unless --no-ckpt-fully-parallel-save)");
     for (const auto& [name, t] : moments)

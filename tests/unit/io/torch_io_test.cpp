@@ -15,6 +15,7 @@
 #include "mt/io/pickle_writer.h"
 #include "mt/io/torch_file.h"
 #include "mt/io/zip_reader.h"
+#include "mt/io/zip_writer.h"
 #include "test_support.h"
 
 namespace mt::io {
@@ -306,6 +307,29 @@ TEST(TorchIo, HostilePicklesAreBoundedErrors) {
     const std::string printed = repr(v);
     EXPECT_LT(printed.size(), size_t(256) << 20);
     EXPECT_NE(printed.find("<...>"), std::string::npos);
+    // What error messages print of it: its first 200 bytes, the walk stopped there.
+    const std::string quoted = short_repr(v);
+    EXPECT_EQ(quoted.size(), 200u);
+    EXPECT_EQ(quoted, printed.substr(0, 197) + "...");
+    // A long string is cut at a character boundary: 'aaa...é... has é's second byte at 197.
+    const std::string text = std::string(195, 'a') + "\xC3\xA9" + std::string(10, 'a');
+    const std::string cut =
+        short_repr(read_pickle("\x80\x02X" + std::string("\xCF\x00\x00\x00", 4) + text + ".", ctx));
+    EXPECT_EQ(cut, "'" + std::string(195, 'a') + "...");
+    // A torch file whose persistent id is that DAG (1.4 KB): the error quotes 200 bytes of it.
+    test::TempDir dir;
+    {
+        ZipWriter w(dir / "hostile.pt");
+        w.add("archive/data.pkl", dag + "Q.");  // BINPERSID
+        w.add("archive/version", "3\n");
+        w.close();
+    }
+    const std::string message = test::error_of([&] { load_torch_file(dir / "hostile.pt"); });
+    EXPECT_NE(message.find("persistent id is not a ('storage', class, key, location, numel) "
+                           "tuple: [[[["),
+              std::string::npos)
+        << message.substr(0, 600);
+    EXPECT_LT(message.size(), 600u) << message.substr(0, 600);
 }
 
 TEST(TorchIo, PickleErrorsNameFileOffsetAndOpcode) {

@@ -152,5 +152,9 @@ MT_API PyValue torch_dtype_global(DType dtype);
 
 // A one-line rendering (Python-like, tensors with their values) used by tests and diagnostics.
 MT_API std::string repr(const PyValue& value);
+// repr cut to at most `max_chars` bytes (ending in "..." where cut, at a character boundary),
+// for error messages: the walk stops once that much is written, so a hostile value (a memo DAG
+// that expands exponentially) costs no more than its first `max_chars`.
+MT_API std::string short_repr(const PyValue& value, size_t max_chars = 200);
 
 }  // namespace mt::io
