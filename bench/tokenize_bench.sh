@@ -67,6 +67,19 @@ elif kind == "tiktoken-megatron":
     enc = tiktoken.Encoding("tekken", pat_str=pattern, mergeable_ranks=ranks,
                             special_tokens={"<unk>": 0, "<s>": 1, "</s>": 2})
     encode, label = enc.encode_ordinary, f"tiktoken {tiktoken.__version__}"
+elif kind == "tiktoken-megatron-core":
+    # What core_v0.19's TikTokenTokenizer builds: its 7 special tokens and fillers to 1000,
+    # special tokens' text in the input encoded as them.
+    import base64, tiktoken
+    pattern = json.load(open(arg.replace(".tiktoken.json", ".config.json")))["pattern"]
+    vocab = json.load(open(arg))[:131072 - 1000]
+    ranks = {base64.b64decode(x["token_bytes"]): x["rank"] + 1000 for x in vocab}
+    specials = ["<unk>", "<s>", "</s>", "<mask>", "<pad>", "<cls>", "<sep>"]
+    specials += [f"<SPECIAL_{i}>" for i in range(len(specials), 1000)]
+    enc = tiktoken.Encoding("tekken", pat_str=pattern, mergeable_ranks=ranks,
+                            special_tokens={t: i for i, t in enumerate(specials)})
+    encode = lambda t: enc.encode(t, allowed_special="all")
+    label = f"tiktoken {tiktoken.__version__}"
 elif kind == "sentencepiece":
     # What Megatron's _GPTSentencePieceTokenizer.tokenize calls.
     import sentencepiece
@@ -91,6 +104,8 @@ row "GPT2BPETokenizer (GPT-2)" "tiktoken-gpt2:$data/gpt2/gpt2-vocab.json,$data/g
     --merge-file "$data/gpt2/gpt2-merges.txt"
 row "TikTokenizer (Tekken, v2)" "tiktoken-megatron:$tekken" \
     --tokenizer-type TikTokenizer --tokenizer-model "$tekken" --tiktoken-pattern v2
+row "TikTokenizer core_v0.19 (Tekken, v2)" "tiktoken-megatron-core:$tekken" \
+    --tokenizer-type TikTokenizer --tokenizer-model "$tekken" --tokenizer-classes core_v0.19
 for sp in mistral-v1 mistral-v3; do
     model="$data/tokenizers/sentencepiece/$sp.model"
     row "GPTSentencePieceTokenizer ($sp)" "sentencepiece:$model" \
