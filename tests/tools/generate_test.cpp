@@ -149,6 +149,16 @@ std::string mixtral_greedy(const fs::path& load) {
     return r.output;
 }
 
+// The request log quotes at most 2 KiB of a body (cut at a character boundary).
+TEST(ApiRequest, LogEntryBoundsTheBody) {
+    EXPECT_EQ(request_log_entry("1.2.3.4", R"({"prompts": ["hi"]})", "2026-12-02 06:00:00"),
+              "request IP: 1.2.3.4\n{\"prompts\": [\"hi\"]}\nstart time:  2026-12-02 06:00:00\n");
+    const std::string body = std::string(2047, 'a') + "\xC3\xA9" + std::string(1 << 20, 'b');
+    const std::string entry = request_log_entry("::1", body, "t");
+    EXPECT_EQ(entry, "request IP: ::1\n" + std::string(2047, 'a') + "... (" +
+                         std::to_string(body.size()) + " bytes in all)\nstart time:  t\n");
+}
+
 // transformers' MixtralForCausalLM (4 experts, top-2, GQA): its greedy tokens from the folder,
 // through the folder's own tokenizer.json (the text transformers decodes, <s> and the U+FFFD of
 // split bytes included) and as ids, and from the checkpoint megatron-convert --loader mixtral_hf

@@ -6,6 +6,7 @@
 
 #include <optional>
 
+#include "mt/error.h"
 #include "mt/io/json_writer.h"
 
 namespace mt::generate_tool {
@@ -191,6 +192,17 @@ std::string api_response(const TextResult& result, bool logprobs) {
     }
     w.end_array().end_object();
     return w.str();
+}
+
+std::string request_log_entry(const std::string& remote, std::string_view body,
+                              const std::string& when, size_t max_body) {
+    std::string shown(body);
+    if (body.size() > max_body) {
+        size_t cut = max_body;
+        while (cut > 0 && (static_cast<unsigned char>(body[cut]) & 0xC0) == 0x80) --cut;
+        shown = mt::str(body.substr(0, cut), "... (", body.size(), " bytes in all)");
+    }
+    return "request IP: " + remote + "\n" + shown + "\nstart time:  " + when + "\n";
 }
 
 }  // namespace mt::generate_tool

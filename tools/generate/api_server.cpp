@@ -55,7 +55,7 @@ void log_request(const std::string& remote, const std::string& body) {
     const std::time_t now = std::time(nullptr);
     char when[64];
     std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
-    std::printf("request IP: %s\n%s\nstart time:  %s\n", remote.c_str(), body.c_str(), when);
+    std::fputs(request_log_entry(remote, body, when).c_str(), stdout);
     std::fflush(stdout);
 }
 
