@@ -81,8 +81,12 @@ echo "quickstart: outputs go to $out"
 if [ -n "${QUICKSTART_SKIP_SETUP:-}" ]; then
     stage "skipped (QUICKSTART_SKIP_SETUP is set): using the binaries in $bin"
 else
-    stage "install the missing Debian packages, configure and build (scripts/setup.sh)"
-    BUILD_DIR="$build_dir" scripts/setup.sh "$@"
+    stage "install the missing Debian packages, configure and build the tools (scripts/setup.sh)"
+    # The five tools bring core and the plugins; the tests and benchmarks are the test
+    # command's to build.
+    BUILD_DIR="$build_dir" \
+        SETUP_TARGETS="megatron-preprocess megatron-train megatron-generate megatron-eval megatron-convert" \
+        scripts/setup.sh "$@"
 fi
 for tool in preprocess train generate eval convert; do
     [ -x "$bin/megatron-$tool" ] || { echo "quickstart: $bin/megatron-$tool is missing (build first, or set BUILD_DIR)" >&2; false; }

@@ -2,6 +2,8 @@
 # Installs megatron.cpp's Debian dependencies (only what is missing) and builds it.
 #   scripts/setup.sh                 # deps + Release build in ./build
 #   BUILD_DIR=b scripts/setup.sh -DMT_CUDA=OFF   # extra arguments go to cmake
+#   SETUP_TARGETS="megatron-train megatron-generate" scripts/setup.sh   # build only these
+#                                    # (a tool brings core and every plugin; default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,4 +29,6 @@ fi
 
 build_dir="${BUILD_DIR:-build}"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
-cmake --build "$build_dir" -j "$(nproc)"
+targets=()
+for t in ${SETUP_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}"
