@@ -29,6 +29,8 @@ std::vector<FlagInfo> gpt_flags() {
         value_flag("seq-length", "maximum sequence length to process"),
         value_flag("max-position-embeddings", "maximum number of position embeddings"),
         value_flag("position-embedding-type", "learned_absolute, rope or none", "learned_absolute"),
+        switch_flag("use-rotary-position-embeddings",
+                    "deprecated in Megatron: --position-embedding-type rope, whatever that says"),
         value_flag("rotary-base", "base of the rotary embedding frequencies", "10000"),
         value_flag("rotary-percent",
                    "fraction of each head's dimensions that rotary embedding uses", "1.0"),
@@ -148,8 +150,11 @@ GptConfig gpt_config_from_args(const ModelArgs& args) {
              "--num-attention-heads (", c.num_attention_heads,
              ") must be divisible by --num-query-groups (", c.num_query_groups, ")");
 
-    const std::string pos = f.has("position-embedding-type") ? f.text("position-embedding-type")
-                                                             : std::string("learned_absolute");
+    // validate_args turns the legacy --use-rotary-position-embeddings into rope, over any
+    // --position-embedding-type.
+    const std::string pos = f.flag("use-rotary-position-embeddings") ? std::string("rope")
+                            : f.has("position-embedding-type") ? f.text("position-embedding-type")
+                                                               : std::string("learned_absolute");
     if (pos == "learned_absolute")
         c.position_embedding = PositionEmbedding::learned_absolute;
     else if (pos == "rope")

@@ -238,6 +238,16 @@ TEST(GptModel, ResidualPostLayerNormFlagIsIgnoredAsMegatronCoreDoes) {
     for (int t = 0; t < 4; ++t) EXPECT_EQ(a.data<float>()[t], b.data<float>()[t]);
 }
 
+// Megatron's validate_args makes the legacy --use-rotary-position-embeddings rope, over any
+// --position-embedding-type given beside it.
+TEST(GptModel, LegacyRotaryFlagMeansRope) {
+    EXPECT_EQ(gpt_config_from_args(gpt2_args()).position_embedding,
+              PositionEmbedding::learned_absolute);
+    const ModelArgs legacy = with(with(gpt2_args(), "use-rotary-position-embeddings", ""),
+                                  "position-embedding-type", "learned_absolute");
+    EXPECT_EQ(gpt_config_from_args(legacy).position_embedding, PositionEmbedding::rope);
+}
+
 TEST(GptModel, TrainingFlopsAsMegatronCountsThem) {
     // Values of megatron.training.training.num_floating_point_operations (core_v0.13.0) for the
     // same models and batch sizes.
