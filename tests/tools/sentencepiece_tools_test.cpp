@@ -230,6 +230,19 @@ TEST_F(SentencePieceTools, TrainedCheckpointCarriesItsTokenizer) {
                     " --greedy --out-seq-length 4 --prompts 'The city of'");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("The city of"), std::string::npos) << r.output;
+    // --no-use-tokenizer-model-from-checkpoint-args: the model file must come from the flags.
+    const std::string not_from_args = shell_quote(tool_path("megatron-generate")) + " --load " +
+                                      shell_quote(ckpt) +
+                                      " --no-use-tokenizer-model-from-checkpoint-args --greedy "
+                                      "--out-seq-length 4 --prompts 'The city of'";
+    const auto refused = run_command(not_from_args);
+    EXPECT_NE(refused.exit_code, 0);
+    EXPECT_NE(refused.output.find("Llama2Tokenizer needs --tokenizer-model"), std::string::npos)
+        << refused.output;
+    const auto given = run_command(not_from_args + " --tokenizer-model " + shell_quote(*model_));
+    ASSERT_EQ(given.exit_code, 0) << given.output;
+    EXPECT_EQ(given.output.substr(given.output.find("The city of")),
+              r.output.substr(r.output.find("The city of")));
     mt::test::write_file(dir_ / "wiki.tokens", " The city of Paris is in France .\n");
     r = run_command(shell_quote(tool_path("megatron-eval")) + " --task WIKITEXT103 --load " +
                     shell_quote(ckpt) + " --valid-data " + shell_quote(dir_ / "wiki.tokens") +

@@ -151,9 +151,10 @@ int evaluate(const TaskFlags& f, const mt::cli::TokenizerFlags& tf, const mt::Mo
     // Without --tokenizer-type the checkpoint's args name the tokenizer (--use-checkpoint-args),
     // so the model loads first; with it the data is read first, so its errors do not wait.
     if (tf.type.empty()) load();
-    auto tokenizer = mt::infer::tokenizer_for(
-        mt::Registry::global(), tf.type, tf.options, f.load,
-        loaded ? loaded->checkpoint_args : mt::CheckpointArgs{}, family.default_tokenizer_type());
+    auto tokenizer =
+        mt::infer::tokenizer_for(mt::Registry::global(), tf.type, tf.options, f.load,
+                                 loaded ? loaded->checkpoint_args : mt::CheckpointArgs{},
+                                 family.default_tokenizer_type(), tf.model_from_checkpoint_args);
     std::printf("> building %s tokenizer (vocabulary %lld) ...\n",
                 std::string(tokenizer->name()).c_str(),
                 static_cast<long long>(tokenizer->vocab_size()));
@@ -274,6 +275,7 @@ int main(int argc, char** argv) {
                 spec.options.add(group);
             spec.options.add(mt::cli::model_flags(family));
             spec.options.add(mt::cli::tokenizer_flags(tokenizer, false));
+            spec.options.add(mt::cli::checkpoint_tokenizer_flags(tokenizer));
             spec.run = [&](const po::variables_map& vm) {
                 mt::cli::finish_tokenizer_flags(vm, tokenizer);
                 if (finetuning_task(flags.task)) {

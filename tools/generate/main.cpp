@@ -26,7 +26,7 @@ void lead(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
     // --use-checkpoint-args: the checkpoint's tokenizer when the flags name none.
     auto tokenizer =
         mt::infer::tokenizer_for(registry, tf.type, tf.options, flags.load, loaded.checkpoint_args,
-                                 family.default_tokenizer_type());
+                                 family.default_tokenizer_type(), tf.model_from_checkpoint_args);
     std::printf(" loaded %s checkpoint from %s at iteration %lld\n", loaded.format.c_str(),
                 flags.load.c_str(), static_cast<long long>(loaded.iteration));
     std::fflush(stdout);
@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
                 "--interactive. Model flags given here override the checkpoint's own.";
             spec.options.add(generation_flags(flags));
             spec.options.add(mt::cli::tokenizer_flags(tokenizer, false));
+            spec.options.add(mt::cli::checkpoint_tokenizer_flags(tokenizer));
             spec.options.add(mt::cli::precision_flags());
             spec.options.add(mt::cli::model_flags(family));
             spec.run = [&](const boost::program_options::variables_map& vm) {

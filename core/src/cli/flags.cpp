@@ -50,6 +50,15 @@ po::options_description tokenizer_flags(TokenizerFlags& out, bool required,
     return g;
 }
 
+po::options_description checkpoint_tokenizer_flags(TokenizerFlags& out) {
+    po::options_description g("Tokenizer from the checkpoint", 100);
+    g.add_options()(
+        "no-use-tokenizer-model-from-checkpoint-args",
+        po::bool_switch()->notifier([&out](bool on) { out.model_from_checkpoint_args = !on; }),
+        "do not take --tokenizer-model from the checkpoint's args (give it here)");
+    return g;
+}
+
 void finish_tokenizer_flags(const po::variables_map& vm, TokenizerFlags& out) {
     if (vm.count("vocab-size")) out.options.vocab_size = vm["vocab-size"].as<int64_t>();
     if (vm.count("tiktoken-num-special-tokens"))

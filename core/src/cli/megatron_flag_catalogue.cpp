@@ -218,8 +218,7 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--use-mp-args-from-checkpoint-args",
      refuse("taking the parallel sizes from the --load checkpoint"), kOneProcess},
     {"--no-use-tokenizer-model-from-checkpoint-args",
-     accept("only read with --use-checkpoint-args, which megatron-train refuses"),
-     refuse("ignoring the checkpoint's tokenizer model")},
+     accept("only read with --use-checkpoint-args, which megatron-train refuses"), kDefined},
     {"--exit-on-missing-checkpoint",
      refuse("stopping when --load holds no checkpoint (megatron-train then starts from random "
             "weights, as Megatron does without this flag)"),

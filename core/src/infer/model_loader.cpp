@@ -111,7 +111,7 @@ LoadedModel load_for_inference(Registry& registry, const ModelFamily& family,
 std::unique_ptr<Tokenizer> tokenizer_for(Registry& registry, const std::string& type,
                                          TokenizerOptions options, const std::filesystem::path& dir,
                                          const CheckpointArgs& saved,
-                                         const std::string& default_type) {
+                                         const std::string& default_type, bool model_from_args) {
     if (!type.empty()) return registry.create_tokenizer(type, options);
     if (const ArgValue* t = find_arg(saved, "tokenizer_type");
         t && std::holds_alternative<std::string>(*t)) {
@@ -121,6 +121,7 @@ std::unique_ptr<Tokenizer> tokenizer_for(Registry& registry, const std::string& 
                                   std::pair{"tokenizer_model", &options.tokenizer_model}}) {
             const ArgValue* v = find_arg(saved, name);
             if (!slot->empty() || !v || !std::holds_alternative<std::string>(*v)) continue;
+            if (!model_from_args && slot == &options.tokenizer_model) continue;
             *slot = std::get<std::string>(*v);
             MT_CHECK(std::filesystem::exists(*slot), "the checkpoint in ", dir.string(),
                      " names its tokenizer's ", name, " ", *slot,

@@ -20,12 +20,17 @@ namespace po = boost::program_options;
 struct TokenizerFlags {
     std::string type;
     TokenizerOptions options;
+    // --no-use-tokenizer-model-from-checkpoint-args clears it (generation and evaluation).
+    bool model_from_checkpoint_args = true;
 };
 // required: --tokenizer-type must be given (tools that can find the tokenizer elsewhere, e.g.
 // next to a Hugging Face model, pass false); default_type: the entry point's default instead
 // (Megatron's args_defaults: pretrain_gpt.py's GPT2BPETokenizer).
 MT_API po::options_description tokenizer_flags(TokenizerFlags& out, bool required = true,
                                                const std::string& default_type = "");
+// Megatron's --no-use-tokenizer-model-from-checkpoint-args, for the tools that load a
+// checkpoint's tokenizer (megatron-generate, megatron-eval).
+MT_API po::options_description checkpoint_tokenizer_flags(TokenizerFlags& out);
 // Copies parsed optional values (e.g. --vocab-size) into `out` after po::notify.
 MT_API void finish_tokenizer_flags(const po::variables_map& vm, TokenizerFlags& out);
 

@@ -48,10 +48,13 @@ MT_API LoadedModel load_for_inference(Registry& registry, const ModelFamily& fam
 // --use-checkpoint-args; the Hugging Face
 // reader names the tokenizer its folder carries); else `default_type` (the model family's
 // default_tokenizer_type()) when tokenizer files are given. mt::Error when there is none.
+// model_from_args false (--no-use-tokenizer-model-from-checkpoint-args): the args' tokenizer_model
+// is not taken.
 MT_API std::unique_ptr<Tokenizer> tokenizer_for(Registry& registry, const std::string& type,
                                                 TokenizerOptions options,
                                                 const std::filesystem::path& dir,
                                                 const CheckpointArgs& saved,
-                                                const std::string& default_type);
+                                                const std::string& default_type,
+                                                bool model_from_args = true);
 
 }  // namespace mt::infer
