@@ -46,17 +46,4 @@ inline std::unique_ptr<Gpt2BpeTokenizer> gpt2_tokenizer() {
     return data_tokenizer("gpt2/gpt2-vocab.json", "gpt2/gpt2-merges.txt");
 }
 
-// FNV-1a 64 over the ids as 4-byte little-endian integers.
-inline uint64_t fnv1a64(const std::vector<int32_t>& ids) {
-    uint64_t h = 0xCBF29CE484222325ull;
-    for (int32_t id : ids) {
-        const uint32_t u = uint32_t(id);
-        for (int k = 0; k < 4; ++k) {
-            h ^= (u >> (8 * k)) & 0xFF;
-            h *= 0x100000001B3ull;
-        }
-    }
-    return h;
-}
-
 }  // namespace mt::plugins::gpt2bpe::test

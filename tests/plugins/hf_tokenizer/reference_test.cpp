@@ -16,9 +16,9 @@
 namespace mt::plugins::hf_tokenizer {
 namespace {
 
+using mt::test::read_maybe_zstd;
 using test::fixture;
 using test::make_folder;
-using test::read_fixture;
 using Ids = std::vector<int32_t>;
 
 Ids ids_of(simdjson::dom::element e) {
@@ -74,7 +74,7 @@ void check_cases(simdjson::dom::element ref, const std::string& cases,
 // Runs every case of cases_<cases>.json against the tokenizer in `folder`.
 void check_cases(const std::string& cases, const std::filesystem::path& folder) {
     simdjson::dom::parser parser;
-    const simdjson::padded_string text(read_fixture(fixture("cases_" + cases + ".json.zst")));
+    const simdjson::padded_string text(read_maybe_zstd(fixture("cases_" + cases + ".json.zst")));
     check_cases(parser.parse(text), cases, folder);
 }
 
@@ -83,7 +83,7 @@ void check_cases(const std::string& cases, const std::filesystem::path& folder) 
 void apply_fixture_patch(const std::string& cases, const char* patch_key,
                          const std::filesystem::path& folder) {
     simdjson::dom::parser parser;
-    const simdjson::padded_string text(read_fixture(fixture("cases_" + cases + ".json.zst")));
+    const simdjson::padded_string text(read_maybe_zstd(fixture("cases_" + cases + ".json.zst")));
     simdjson::dom::element ref = parser.parse(text);
     std::string json = mt::test::read_file(folder / "tokenizer.json");
     const std::string_view from = ref[patch_key]["from"], to = ref[patch_key]["to"];
@@ -97,7 +97,7 @@ void apply_fixture_patch(const std::string& cases, const char* patch_key,
 struct SplitRegexCases {
     simdjson::dom::parser parser;
     simdjson::padded_string text{
-        read_fixture(mt::test::fixtures_dir() / "tiktoken" / "cases_hf.json.zst")};
+        read_maybe_zstd(mt::test::fixtures_dir() / "tiktoken" / "cases_hf.json.zst")};
     simdjson::dom::element root = parser.parse(text);
 };
 
