@@ -8,6 +8,7 @@
 
 #include "mt/error.h"
 #include "mt/io/json_writer.h"
+#include "mt/text/utf8.h"
 
 namespace mt::generate_tool {
 
@@ -196,12 +197,10 @@ std::string api_response(const TextResult& result, bool logprobs) {
 
 std::string request_log_entry(const std::string& remote, std::string_view body,
                               const std::string& when, size_t max_body) {
-    std::string shown(body);
-    if (body.size() > max_body) {
-        size_t cut = max_body;
-        while (cut > 0 && (static_cast<unsigned char>(body[cut]) & 0xC0) == 0x80) --cut;
-        shown = mt::str(body.substr(0, cut), "... (", body.size(), " bytes in all)");
-    }
+    const std::string shown =
+        body.size() <= max_body
+            ? std::string(body)
+            : mt::str(text::utf8_prefix(body, max_body), "... (", body.size(), " bytes in all)");
     return "request IP: " + remote + "\n" + shown + "\nstart time:  " + when + "\n";
 }
 

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "mt/error.h"
+#include "mt/text/utf8.h"
 
 namespace mt::io {
 
@@ -493,11 +494,9 @@ std::string repr(const PyValue& value) {
 }
 
 std::string short_repr(const PyValue& value, size_t max_chars) {
-    std::string out = Repr(max_chars)(value);
+    const std::string out = Repr(max_chars)(value);
     if (out.size() <= max_chars) return out;
-    size_t cut = max_chars > 3 ? max_chars - 3 : 0;
-    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
-    return out.substr(0, cut) + "...";
+    return std::string(text::utf8_prefix(out, max_chars > 3 ? max_chars - 3 : 0)) + "...";
 }
 
 }  // namespace mt::io

@@ -62,6 +62,15 @@ size_t find_non_ascii(std::string_view text, Pred pred) {
     return std::string_view::npos;
 }
 
+// The longest start of `text` of at most `max_bytes` that does not end inside a character, for
+// quoting a bounded part of a value in a message.
+inline std::string_view utf8_prefix(std::string_view text, size_t max_bytes) {
+    if (text.size() <= max_bytes) return text;
+    size_t cut = max_bytes;
+    while (cut > 0 && (static_cast<uint8_t>(text[cut]) & 0xC0) == 0x80) --cut;
+    return text.substr(0, cut);
+}
+
 // The offset of the first byte that does not start a well-formed character, or npos.
 MT_API size_t first_invalid_utf8(std::string_view text);
 // "text is not valid UTF-8 at byte N (bytes XX YY ..)" for the bad bytes at `at`.
