@@ -43,7 +43,6 @@ CoreSentencePieceTokenizer::CoreSentencePieceTokenizer(const TokenizerOptions& o
                                                        SentencePieceFlavor flavor,
                                                        ModelCodec::Encoder encoder)
     : flavor_(flavor),
-      model_file_(options.tokenizer_model),
       options_(options),
       model_(options.tokenizer_model, flavor_name(flavor), encoder),
       pieces_(model_.pieces()),
@@ -56,7 +55,7 @@ CoreSentencePieceTokenizer::CoreSentencePieceTokenizer(const TokenizerOptions& o
     MT_CHECK(options.sentencepiece_ignore_extra_whitespaces || !model_.removes_extra_spaces(), type,
              ": not supported yet: --no-tokenizer-sentencepiece-ignore-extra-whitespaces "
              "with a SentencePiece model that removes extra spaces (",
-             model_file_.substr(0, 300), ")");
+             options.tokenizer_model.substr(0, 300), ")");
     if (!options.sentencepiece_legacy) {
         // The library wrapper's bos_id/eos_id/pad_id; eod falls back to eos; cls, sep and
         // mask raise.
@@ -130,7 +129,7 @@ TokenizerIdentity CoreSentencePieceTokenizer::dataset_identity() const {
     const auto py_bool = [](bool b) { return std::string(b ? "True" : "False"); };
     TokenizerIdentity id{
         "megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText",
-        {model_file_},
+        {options_.tokenizer_model},
         {{"chat_template", "None"},
          {"ignore_extra_whitespaces", py_bool(options_.sentencepiece_ignore_extra_whitespaces)},
          {"legacy", py_bool(options_.sentencepiece_legacy)},

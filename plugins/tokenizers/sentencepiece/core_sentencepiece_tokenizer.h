@@ -42,7 +42,6 @@ class CoreSentencePieceTokenizer final : public Tokenizer {
 
   private:
     SentencePieceFlavor flavor_;
-    std::string model_file_;
     TokenizerOptions options_;
     ModelCodec model_;
     std::vector<std::string> pieces_;  // the model's, then the added special tokens

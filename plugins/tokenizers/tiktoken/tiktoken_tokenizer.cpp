@@ -149,7 +149,6 @@ TikTokenizer::TikTokenizer(const TokenizerOptions& options, Loaded l)
         special_ids_.pad = id_of("<pad>");
         special_ids_.cls = id_of("<cls>");
         special_ids_.sep = id_of("<sep>");
-        encode_specials_ = true;
         for (size_t i = 0; i < special_tokens_.size(); ++i) {
             const std::string& t = special_tokens_[i];
             special_of_.emplace(t, int32_t(i));
@@ -210,7 +209,7 @@ void TikTokenizer::encode_append(std::string_view text, std::vector<int32_t>& ou
     check_utf8(text, "TikTokenizer");
     const size_t start = out.size();
     try {
-        if (!encode_specials_) {
+        if (special_of_.empty()) {
             encode_ordinary(text, out);
             return;
         }

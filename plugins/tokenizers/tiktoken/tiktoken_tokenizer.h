@@ -80,9 +80,8 @@ class TikTokenizer final : public Tokenizer {
     text::WordCache known_;
     std::unordered_map<std::string_view, int32_t> long_tokens_;
     SpecialIds special_ids_;
-    // core_v0.19: special tokens in the text are theirs; by text, their lengths (longest
-    // first) and first bytes.
-    bool encode_specials_ = false;
+    // core_v0.19: special tokens in the text are theirs (core_v0.13: empty); by text, their
+    // lengths (longest first) and first bytes.
     std::unordered_map<std::string_view, int32_t> special_of_;
     std::vector<size_t> special_lengths_;
     bool special_first_byte_[256] = {};
