@@ -58,27 +58,23 @@ if kind == "tiktoken-gpt2":
     enc = tiktoken.Encoding("gpt2", pat_str=r50k_pat_str, mergeable_ranks=ranks,
                             special_tokens={"<|endoftext|>": 50256})
     encode, label = enc.encode_ordinary, f"tiktoken {tiktoken.__version__}"
-elif kind == "tiktoken-megatron":
-    # What Megatron's CustomTikTokenizer builds: the first 130072 ranks, the v2 pattern.
+elif kind in ("tiktoken-megatron", "tiktoken-megatron-core"):
+    # What Megatron's TikTokenizer builds: the first 130072 ranks, the v2 pattern, 1000 special
+    # ids; core_v0.13's CustomTikTokenizer encodes ordinary text, core_v0.19's TikTokenTokenizer
+    # its 7 special tokens (and fillers) found in the text too.
     import base64, tiktoken
     pattern = json.load(open(arg.replace(".tiktoken.json", ".config.json")))["pattern"]
     vocab = json.load(open(arg))[:131072 - 1000]
     ranks = {base64.b64decode(x["token_bytes"]): x["rank"] + 1000 for x in vocab}
-    enc = tiktoken.Encoding("tekken", pat_str=pattern, mergeable_ranks=ranks,
-                            special_tokens={"<unk>": 0, "<s>": 1, "</s>": 2})
-    encode, label = enc.encode_ordinary, f"tiktoken {tiktoken.__version__}"
-elif kind == "tiktoken-megatron-core":
-    # What core_v0.19's TikTokenTokenizer builds: its 7 special tokens and fillers to 1000,
-    # special tokens' text in the input encoded as them.
-    import base64, tiktoken
-    pattern = json.load(open(arg.replace(".tiktoken.json", ".config.json")))["pattern"]
-    vocab = json.load(open(arg))[:131072 - 1000]
-    ranks = {base64.b64decode(x["token_bytes"]): x["rank"] + 1000 for x in vocab}
-    specials = ["<unk>", "<s>", "</s>", "<mask>", "<pad>", "<cls>", "<sep>"]
-    specials += [f"<SPECIAL_{i}>" for i in range(len(specials), 1000)]
+    if kind == "tiktoken-megatron":
+        specials = ["<unk>", "<s>", "</s>"]
+        encode = lambda t: enc.encode_ordinary(t)
+    else:
+        specials = ["<unk>", "<s>", "</s>", "<mask>", "<pad>", "<cls>", "<sep>"]
+        specials += [f"<SPECIAL_{i}>" for i in range(len(specials), 1000)]
+        encode = lambda t: enc.encode(t, allowed_special="all")
     enc = tiktoken.Encoding("tekken", pat_str=pattern, mergeable_ranks=ranks,
                             special_tokens={t: i for i, t in enumerate(specials)})
-    encode = lambda t: enc.encode(t, allowed_special="all")
     label = f"tiktoken {tiktoken.__version__}"
 elif kind == "sentencepiece":
     # What Megatron's _GPTSentencePieceTokenizer.tokenize calls.
