@@ -48,27 +48,71 @@ std::span<float> row(const Tensor& logits, int64_t b, int64_t j) {
     return {logits.data<float>() + (b * n + j) * V, size_t(V)};
 }
 
-// Stores the log-probs of the tokens that follow positions [t0, t0 + n) of each row.
-void record_log_probs(const Tensor& logits, TokenTable& table, int64_t t0,
-                      std::vector<std::vector<float>>& out) {
-    for (int64_t b = 0; b < table.B; ++b)
-        for (int64_t j = 0; j < logits.size(1); ++j) {
-            const std::span<float> x = row(logits, b, j);
-            out[size_t(b)][size_t(t0 + j)] =
-                float(token_log_prob(x.data(), int64_t(x.size()), table.at(b, t0 + j + 1)));
-        }
+// The n largest of x[0, vocab) as ids, largest first, ties to the lower id.
+std::vector<int32_t> top_ids(const float* x, int64_t vocab, int64_t n) {
+    std::vector<int32_t> top;
+    top.reserve(size_t(n) + 1);
+    for (int64_t j = 0; j < vocab; ++j) {
+        if (int64_t(top.size()) == n && !(x[j] > x[top.back()])) continue;
+        auto at = std::upper_bound(top.begin(), top.end(), x[j],
+                                   [&](float v, int32_t id) { return v > x[id]; });
+        top.insert(at, int32_t(j));
+        if (int64_t(top.size()) > n) top.pop_back();
+    }
+    return top;
 }
 
+// Per row, the log-prob of each token after the first (and the top-n there, if asked).
+class LogProbRecord {
+  public:
+    // `normalised_vocab`: the ids the softmax runs over (0: the whole padded row).
+    LogProbRecord(int64_t B, int64_t S, int64_t top_n, int64_t vocab, int64_t normalised_vocab)
+        : log_probs_(size_t(B), std::vector<float>(size_t(S - 1))),
+          top_n_(top_n),
+          vocab_(vocab),
+          normalised_vocab_(normalised_vocab) {
+        if (top_n_ > 0) top_.assign(size_t(B), std::vector<std::vector<TopLogProb>>(size_t(S - 1)));
+    }
+
+    // The tokens that follow positions [t0, t0 + n) of each row, n = logits.size(1).
+    void record(const Tensor& logits, TokenTable& table, int64_t t0) {
+        for (int64_t b = 0; b < table.B; ++b)
+            for (int64_t j = 0; j < logits.size(1); ++j) {
+                const std::span<float> x = row(logits, b, j);
+                const int64_t n = int64_t(x.size());
+                const LogSoftmaxRow<float> log_softmax(
+                    x.data(), normalised_vocab_ > 0 ? std::min(normalised_vocab_, n) : n);
+                log_probs_[size_t(b)][size_t(t0 + j)] = float(log_softmax(table.at(b, t0 + j + 1)));
+                if (top_n_ == 0) continue;
+                auto& top = top_[size_t(b)][size_t(t0 + j)];
+                top.clear();
+                for (int32_t id : top_ids(x.data(), std::min(vocab_, int64_t(x.size())), top_n_))
+                    top.push_back({id, float(log_softmax(id))});
+            }
+    }
+
+    // Row b's values, cut to a row of `length` tokens.
+    void move_row(int64_t b, int64_t length, GenerationResult& out) {
+        log_probs_[size_t(b)].resize(size_t(length - 1));
+        out.log_probs.push_back(std::move(log_probs_[size_t(b)]));
+        if (top_n_ == 0) return;
+        top_[size_t(b)].resize(size_t(length - 1));
+        out.top_log_probs.push_back(std::move(top_[size_t(b)]));
+    }
+
+  private:
+    std::vector<std::vector<float>> log_probs_;
+    std::vector<std::vector<std::vector<TopLogProb>>> top_;
+    int64_t top_n_, vocab_, normalised_vocab_;
+};
+
 GenerationResult finish(TokenTable& table, const std::vector<int64_t>& lengths,
-                        std::vector<std::vector<float>> log_probs, bool with_log_probs) {
+                        LogProbRecord* log_probs) {
     GenerationResult result;
     for (int64_t b = 0; b < table.B; ++b) {
         const int64_t len = lengths[size_t(b)];
         result.tokens.emplace_back(&table.at(b, 0), &table.at(b, 0) + len);
-        if (with_log_probs) {
-            log_probs[size_t(b)].resize(size_t(len - 1));
-            result.log_probs.push_back(std::move(log_probs[size_t(b)]));
-        }
+        if (log_probs) log_probs->move_row(b, len, result);
     }
     return result;
 }
@@ -106,14 +150,17 @@ GenerationResult generate(Model& model, const GenerationRequest& r, const Genera
     MT_CHECK(longest <= limit && r.tokens_to_generate <= limit - longest,
              "Length of prompt + tokens_to_generate longer than allowed (", longest, " + ",
              r.tokens_to_generate, " > ", limit, ")");
+    MT_CHECK(r.top_n_log_probs >= 0 && (r.top_n_log_probs == 0 || r.return_log_probs),
+             "generation: top_n_log_probs (", r.top_n_log_probs,
+             ") must be >= 0 and needs return_log_probs");
     TokenTable table = pad_prompts(r, ids.eod);
     const int64_t B = table.B, S = table.S;
-    std::vector<std::vector<float>> log_probs(size_t(B), std::vector<float>(size_t(S - 1)));
+    LogProbRecord log_probs(r.return_log_probs ? B : 0, S, r.top_n_log_probs, ids.vocab_size,
+                            r.log_probs_over_vocab ? ids.vocab_size : 0);
 
     if (r.tokens_to_generate == 0) {  // score only: one forward over the whole prompts
-        record_log_probs(checked_logits(model, table.columns(0, S - 1), nullptr, 0), table, 0,
-                         log_probs);
-        return finish(table, table.lengths, std::move(log_probs), true);
+        log_probs.record(checked_logits(model, table.columns(0, S - 1), nullptr, 0), table, 0);
+        return finish(table, table.lengths, &log_probs);
     }
 
     check_sampling(r.sampling, ids.vocab_size);
@@ -150,13 +197,13 @@ GenerationResult generate(Model& model, const GenerationRequest& r, const Genera
             }
             all_done = all_done && done[size_t(b)];
         }
-        if (r.return_log_probs) record_log_probs(logits, table, prev, log_probs);
+        if (r.return_log_probs) log_probs.record(logits, table, prev);
         if (sampling.top_p > 0.0 && r.top_p_decay > 0.0)
             sampling.top_p = std::max(sampling.top_p * r.top_p_decay, r.top_p_bound);
         prev = context;
         if (r.stop_at_eod && all_done) break;
     }
-    return finish(table, lengths, std::move(log_probs), r.return_log_probs);
+    return finish(table, lengths, r.return_log_probs ? &log_probs : nullptr);
 }
 
 }  // namespace mt::infer

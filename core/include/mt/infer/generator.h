@@ -1,7 +1,8 @@
-// Batched text generation with Megatron's semantics (generate_tokens_probs_and_return_on_first_stage):
-// prompts padded with EOD to the longest + tokens_to_generate, decoding from the shortest
-// prompt so each row keeps its prompt tokens until it starts sampling, early stop at EOD (or at
-// end-of-line tokens), per-token log-probs of the untempered logits, and score-only requests.
+// Batched text generation with Megatron's semantics
+// (generate_tokens_probs_and_return_on_first_stage): prompts padded with EOD to the longest +
+// tokens_to_generate, decoding from the shortest prompt so each row keeps its prompt tokens until
+// it starts sampling, early stop at EOD (or at end-of-line tokens), per-token log-probs of the
+// untempered logits, and score-only requests.
 #pragma once
 
 #include <cstdint>
@@ -23,12 +24,23 @@ struct GenerationTokens {
     std::optional<int32_t> colon;           // tokenize(":")[0]: prevent_newline_after_colon
 };
 
+struct TopLogProb {
+    int32_t id = 0;
+    float log_prob = 0;
+};
+
 struct GenerationRequest {
     std::vector<std::vector<int32_t>> prompts;  // token ids (add_BOS already applied)
     int64_t tokens_to_generate = 64;            // 0: score the prompts only (needs log_probs)
     SamplingParams sampling;
     double top_p_decay = 0.0, top_p_bound = 0.0;  // top_p *= decay each step, not below bound
     bool return_log_probs = false;
+    // With return_log_probs: also the this many most likely tokens at each position (ids below
+    // vocab_size; 0: none).
+    int64_t top_n_log_probs = 0;
+    // Log-probs normalised over the tokenizer's ids only (what a Hugging Face export of the model
+    // computes, its padding rows dropped) rather than Megatron's padded vocabulary.
+    bool log_probs_over_vocab = false;
     bool stop_at_eod = true;  // Megatron's use_eod_token_for_early_termination
     bool stop_on_eol = false, stop_on_double_eol = false;
     bool prevent_newline_after_colon = false;
@@ -40,6 +52,9 @@ struct GenerationResult {
     std::vector<std::vector<int32_t>> tokens;
     // Per row, log p(token i+1 | tokens 0..i) for i < length - 1, if requested.
     std::vector<std::vector<float>> log_probs;
+    // Per row and the same positions, the top_n_log_probs most likely next tokens, most likely
+    // first (ties: the lower id), if requested.
+    std::vector<std::vector<std::vector<TopLogProb>>> top_log_probs;
 };
 
 // Runs the request on `model` (one batch, one KV cache). mt::Error for an empty request, an
