@@ -6,6 +6,7 @@
 // Face GPT-2 whose 50257 vocabulary rows do not split in two (padded for the split, cut from the
 // logits), and a Mixtral whose experts are spread over expert-parallel ranks.
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 #include <cmath>
 #include <filesystem>
@@ -118,7 +119,18 @@ TEST_F(ParallelInference, RestServerOnRankZeroAnswersAsOneProcess) {
     const std::string request =
         R"({"prompts": ["5 17 99 3 64 12 7", "1 2"], "tokens_to_generate": 5, "top_k": 1,)"
         R"( "logprobs": true})";
-    std::string alone;
+    // POST /v1/completions: the choices (the rest names the time).
+    const std::string completion =
+        R"({"prompt": [[5, 17, 99, 3], [1, 2]], "max_tokens": 3, "temperature": 0,)"
+        R"( "logprobs": 3, "echo": true})";
+    const auto complete = [&](int port) {
+        auto res = mt::test::HttpClient(port).request(boost::beast::http::verb::post,
+                                                      "/v1/completions", completion);
+        EXPECT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
+        simdjson::dom::parser parser;
+        return res ? simdjson::minify(parser.parse(res->body)["choices"]) : std::string();
+    };
+    std::string alone, alone_completion;
     {
         mt::test::ApiServerProcess server(llama_flags());
         ASSERT_GT(server.port(), 0);
@@ -126,6 +138,7 @@ TEST_F(ParallelInference, RestServerOnRankZeroAnswersAsOneProcess) {
         ASSERT_TRUE(res);
         ASSERT_EQ(res->status, 200) << res->body;
         alone = res->body;
+        alone_completion = complete(server.port());
     }
     mt::test::ApiServerProcess server(llama_flags() + " --tensor-model-parallel-size 2", "",
                                       launcher(2));
@@ -136,6 +149,7 @@ TEST_F(ParallelInference, RestServerOnRankZeroAnswersAsOneProcess) {
         EXPECT_EQ(res->status, 200) << res->body;
         // The same texts and tokens; log-probs to 1e-5 (the ranks sum in another order).
         EXPECT_TRUE(mt::test::json_near(res->body, alone, 1e-5));
+        EXPECT_TRUE(mt::test::json_near(complete(server.port()), alone_completion, 1e-5));
     }
     auto bad = mt::test::put_api(server.port(), R"({"prompts": ["1"], "top_k": 2, "top_p": 0.5})");
     ASSERT_TRUE(bad);

@@ -2,10 +2,9 @@
 // do (an integer is not a float: "top_p": 1 is refused, "top_p": 1.0 is accepted), then ranged.
 #include "api_request.h"
 
-#include <simdjson.h>
-
 #include <optional>
 
+#include "json_fields.h"
 #include "mt/error.h"
 #include "mt/io/json_writer.h"
 #include "mt/text/utf8.h"
@@ -14,46 +13,7 @@ namespace mt::generate_tool {
 
 namespace {
 
-using simdjson::dom::element;
-using simdjson::dom::element_type;
-
-bool is_int(element e) {
-    return e.type() == element_type::INT64 || e.type() == element_type::UINT64;
-}
-bool is_float(element e) {
-    return e.type() == element_type::DOUBLE;
-}
-bool is_bool(element e) {
-    return e.type() == element_type::BOOL;
-}
-double number(element e) {
-    if (e.type() == element_type::INT64) return double(int64_t(e));
-    if (e.type() == element_type::UINT64) return double(uint64_t(e));
-    return double(e);
-}
-// A JSON integer that may not fit int64 (UINT64): large values saturate, which every range
-// check then rejects or clamps as Python's unbounded ints would.
-int64_t integer(element e) {
-    if (e.type() == element_type::UINT64) {
-        const uint64_t u = uint64_t(e);
-        return u > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(u);
-    }
-    return int64_t(e);
-}
-
-class Fields {
-  public:
-    explicit Fields(simdjson::dom::object o) : o_(o) {}
-    std::optional<element> get(const char* key) const {
-        element e;
-        if (o_.at_key(key).get(e)) return std::nullopt;
-        return e;
-    }
-    bool has(const char* key) const { return get(key).has_value(); }
-
-  private:
-    simdjson::dom::object o_;
-};
+using namespace json;
 
 // A boolean field: its value, or the error message.
 std::optional<std::string> read_bool(const Fields& f, const char* key, bool& out) {
@@ -158,11 +118,9 @@ std::variant<ApiRequest, std::string> validate(const Fields& f) {
 std::variant<ApiRequest, std::string> parse_api_request(std::string_view body) {
     simdjson::dom::parser parser;
     simdjson::padded_string text(body);
-    simdjson::dom::element doc;
-    if (auto error = parser.parse(text).get(doc))
-        return std::string("Failed to decode JSON object: ") + simdjson::error_message(error);
-    if (doc.type() != element_type::OBJECT) return "the request body must be a JSON object";
-    return validate(Fields(simdjson::dom::object(doc)));
+    auto fields = parse_object(parser, text);
+    if (auto* message = std::get_if<std::string>(&fields)) return *message;
+    return validate(std::get<Fields>(fields));
 }
 
 std::string api_response(const TextResult& result, bool logprobs) {

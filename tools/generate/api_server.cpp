@@ -25,7 +25,7 @@
 #include <optional>
 #include <string_view>
 
-#include "api_request.h"
+#include "api_routes.h"
 #include "mt/error.h"
 #include "mt/io/json_writer.h"
 
@@ -44,20 +44,12 @@ using boost::system::error_code;
 constexpr std::chrono::seconds kLinger{2};
 
 struct ServerState {
-    TextGenerator& generator;
+    ApiRoutes routes;
     ApiServerLimits limits;
     asio::thread_pool* worker = nullptr;  // one thread: generations one at a time
     std::atomic<size_t> connections{0};   // admitted, open
     std::atomic<size_t> rejecting{0};     // being answered 503
 };
-
-void log_request(const std::string& remote, const std::string& body) {
-    const std::time_t now = std::time(nullptr);
-    char when[64];
-    std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
-    std::fputs(request_log_entry(remote, body, when).c_str(), stdout);
-    std::fflush(stdout);
-}
 
 bool is_parse_error(const error_code& ec) {
     static const auto& http_category = http::make_error_code(http::error::bad_method).category();
@@ -141,49 +133,32 @@ class Connection : public std::enable_shared_from_this<Connection> {
         keep_alive_ = req.keep_alive();
         std::string_view target(req.target().data(), req.target().size());
         target = target.substr(0, target.find('?'));
-        if (target != "/api")
-            return respond(http::status::not_found, "Not Found\n", "text/plain", false);
-        if (req.method() != http::verb::put)
-            return respond(http::status::method_not_allowed, "Method Not Allowed\n", "text/plain",
-                           false);
-        auto parsed = parse_api_request(req.body());
-        if (auto* message = std::get_if<std::string>(&parsed))
-            return respond(http::status::bad_request, io::json_quote(*message) + "\n",
-                           "application/json", false);
+        const beast::string_view method = req.method_string();
+        auto routed = state_.routes.route(std::string_view(method.data(), method.size()), target,
+                                          std::move(req.body()), remote_);
+        if (auto* answer = std::get_if<ApiAnswer>(&routed)) return respond(std::move(*answer));
         asio::post(*state_.worker, [self = shared_from_this(), ex = stream_.get_executor(),
-                                    api = std::get<ApiRequest>(std::move(parsed)),
-                                    body = std::move(req.body())]() mutable {
-            auto [status, json] = self->generate(api, body);
+                                    run = std::get<ApiJob>(std::move(routed))]() mutable {
+            ApiAnswer answer = run();
             // The connection's last reference moves back to the I/O thread with the answer.
-            asio::post(ex,
-                       [self = std::move(self), status = status, json = std::move(json)]() mutable {
-                           self->respond(status, std::move(json), "application/json", false);
-                       });
+            asio::post(ex, [self = std::move(self), answer = std::move(answer)]() mutable {
+                self->respond(std::move(answer));
+            });
         });
     }
 
-    // On the worker thread.
-    std::pair<http::status, std::string> generate(const ApiRequest& api, const std::string& body) {
-        if (!api.no_log) log_request(remote_, body);
-        try {
-            const TextResult result = state_.generator.run(api.request);
-            return {http::status::ok, api_response(result, api.request.logprobs) + "\n"};
-        } catch (const mt::Error& e) {  // a request this model cannot run (too long, ...)
-            return {http::status::bad_request, io::json_quote(e.what()) + "\n"};
-        } catch (const std::exception& e) {
-            return {http::status::internal_server_error,
-                    io::json_quote(std::string("internal error: ") + e.what()) + "\n"};
-        } catch (...) {
-            return {http::status::internal_server_error, io::json_quote("internal error") + "\n"};
-        }
+    void respond(ApiAnswer answer) {
+        respond(http::status(answer.status), std::move(answer.body), answer.content_type, false,
+                answer.allow);
     }
 
-    void respond(http::status status, std::string body, const char* content_type, bool close) {
+    void respond(http::status status, std::string body, const char* content_type, bool close,
+                 const char* allow = nullptr) {
         res_ = {};
         res_.version(version_);
         res_.result(status);
         res_.set(http::field::content_type, content_type);
-        if (status == http::status::method_not_allowed) res_.set(http::field::allow, "PUT");
+        if (allow) res_.set(http::field::allow, allow);
         if (status == http::status::service_unavailable) res_.set(http::field::retry_after, "1");
         res_.keep_alive(keep_alive_ && !close);
         res_.body() = std::move(body);
@@ -313,12 +288,12 @@ ApiServerLimits ApiServerLimits::from_environment() {
     return limits;
 }
 
-void serve_api(TextGenerator& generator, const std::string& host, int port,
-               const ApiServerLimits& limits) {
+void serve_api(TextGenerator& generator, const std::string& model_id, const std::string& host,
+               int port, const ApiServerLimits& limits) {
     MT_CHECK(limits.max_connections > 0, "the server needs room for one connection");
     // Declared so that they are destroyed worker first (its dropped jobs hold connections of
     // the io_context), then the io_context (its pending handlers too), then the state they count.
-    ServerState state{generator, limits};
+    ServerState state{ApiRoutes(generator, model_id), limits};
     asio::io_context io;
     asio::thread_pool worker(1);
     state.worker = &worker;
@@ -329,7 +304,7 @@ void serve_api(TextGenerator& generator, const std::string& host, int port,
         listener.stop();
         io.stop();
     });
-    std::printf("Serving on http://%s:%d (PUT /api)\n", host.c_str(), port);
+    std::printf("Serving on http://%s:%d (%s)\n", host.c_str(), port, ApiRoutes::kSummary);
     std::fflush(stdout);
     listener.accept();
     io.run();

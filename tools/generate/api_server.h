@@ -1,6 +1,7 @@
-// The REST server of megatron-generate: Megatron's `PUT /api` on Boost.Beast. Requests are
-// validated on the I/O thread and then run one at a time (Megatron's LOCK), so concurrent
-// clients queue; a bad request gets HTTP 400 with Megatron's message and the server carries on.
+// The REST server of megatron-generate on Boost.Beast: Megatron's `PUT /api` and
+// `POST /completions` and the other paths of ApiRoutes. Requests are validated on the I/O thread
+// and then run one at a time (Megatron's LOCK), so concurrent clients queue; a bad request gets
+// HTTP 400 with its message and the server carries on.
 // Slow or idle clients cannot hold it: each request must arrive whole within a deadline, and
 // connections beyond a bound are answered 503 at once.
 #pragma once
@@ -30,8 +31,9 @@ struct ApiServerLimits {
 };
 
 // Serves until the process is stopped (SIGINT / SIGTERM end it cleanly). port 0 picks a free
-// port; the chosen one is printed ("Serving on http://HOST:PORT (PUT /api)").
-void serve_api(TextGenerator& generator, const std::string& host, int port,
-               const ApiServerLimits& limits = ApiServerLimits::from_environment());
+// port; the chosen one is printed ("Serving on http://HOST:PORT (PUT /api, ...)"). `model_id`
+// names the model to OpenAI's clients.
+void serve_api(TextGenerator& generator, const std::string& model_id, const std::string& host,
+               int port, const ApiServerLimits& limits = ApiServerLimits::from_environment());
 
 }  // namespace mt::generate_tool

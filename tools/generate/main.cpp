@@ -52,7 +52,7 @@ void lead(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
     else if (flags.interactive)
         run_interactive(generator, s, std::cin, std::cout);
     else  // run_text_generation_server.py
-        serve_api(generator, flags.host, flags.port);
+        serve_api(generator, flags.load, flags.host, flags.port);
 }
 
 int generate(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,

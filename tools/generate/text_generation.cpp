@@ -65,8 +65,7 @@ TextResult TextGenerator::run(const TextRequest& r) {
     g.stop_on_eol = r.stop_on_eol;
     g.stop_on_double_eol = r.stop_on_double_eol;
     g.prevent_newline_after_colon = r.prevent_newline_after_colon;
-    if (r.random_seed) rng_.reseed(*r.random_seed);
-    infer::GenerationResult out = infer::generate(model_, g, ids_, rng_);
+    infer::GenerationResult out = run_ids(g, r.random_seed);
 
     TextResult result;
     result.tokens = std::move(out.tokens);
@@ -78,6 +77,12 @@ TextResult TextGenerator::run(const TextRequest& r) {
         result.segments.push_back(std::move(segments));
     }
     return result;
+}
+
+infer::GenerationResult TextGenerator::run_ids(const infer::GenerationRequest& request,
+                                               std::optional<uint64_t> seed) {
+    if (seed) rng_.reseed(*seed);
+    return infer::generate(model_, request, ids_, rng_);
 }
 
 }  // namespace mt::generate_tool

@@ -40,8 +40,16 @@ class TextGenerator {
 
     // mt::Error (with Megatron's message where it has one) for requests it cannot run.
     TextResult run(const TextRequest& request);
+    // infer::generate on prompts of token ids with this generator's stop ids and random stream
+    // (reseeded first when `seed` is given): the OpenAI-style endpoints, which keep a client's
+    // ids as they are.
+    infer::GenerationResult run_ids(const infer::GenerationRequest& request,
+                                    std::optional<uint64_t> seed);
 
     const Tokenizer& tokenizer() const { return tokenizer_; }
+    const infer::GenerationTokens& generation_tokens() const { return ids_; }
+    // The model's position limit (0: none).
+    int64_t max_positions() const { return model_.max_positions(); }
 
   private:
     Model& model_;

@@ -1,0 +1,311 @@
+// POST /completions and the paths beside it: request validation (OpenAI's fields, Megatron's
+// mapping and refusals), token offsets over byte-level BPE, and the server on the tiny Hugging
+// Face Llama of tests/fixtures/hf with a NullTokenizer (text = ids): the prompt's log-probs
+// under echo are transformers' (tests/fixtures/infer/expected.json), a greedy token's log-prob
+// equals the top one to the bit, each prompt of a batch gets what it gets alone, stop strings
+// cut the text, and the tokenizer and model endpoints answer.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <cmath>
+#include <deque>
+#include <memory>
+
+#include "api_test_support.h"
+#include "completion.h"
+#include "completion_request.h"
+#include "mt/registry.h"
+#include "test_support.h"
+
+namespace mt::generate_tool {
+namespace {
+
+using boost::beast::http::verb;
+using mt::test::shell_quote;
+
+std::string error_for(const std::string& body, int64_t vocab = 100) {
+    auto parsed = parse_completion_request(body, vocab);
+    auto* message = std::get_if<std::string>(&parsed);
+    return message ? *message : "(accepted)";
+}
+
+CompletionRequest accepted(const std::string& body) {
+    auto parsed = parse_completion_request(body, 100);
+    if (auto* message = std::get_if<std::string>(&parsed))
+        ADD_FAILURE() << body << ": " << *message;
+    return std::get<CompletionRequest>(parsed);
+}
+
+TEST(CompletionRequest, RefusesWithMessages) {
+    const std::pair<const char*, const char*> cases[] = {
+        {R"({"max_tokens": 3})", "prompt argument required"},
+        {R"({"prompt": 3})",
+         "prompt must be a string, a list of strings, a list of token ids or a list of lists of "
+         "token ids"},
+        {R"({"prompt": []})", "prompt contains no items"},
+        {R"({"prompt": ""})", "prompt 0 is empty"},
+        {R"({"prompt": ["a", [1]]})",
+         "prompt must be a string, a list of strings, a list of token ids or a list of lists of "
+         "token ids, not a mix"},
+        {R"({"prompt": [1, "a"]})", "prompt 0 mixes token ids with other values"},
+        {R"({"prompt": [[1], []]})", "prompt 1 is empty"},
+        {R"({"prompt": [1, 100]})",
+         "prompt 0 has token id 100 at position 1, outside the vocabulary [0, 100)"},
+        {R"({"prompt": [-1]})",
+         "prompt 0 has token id -1 at position 0, outside the vocabulary [0, 100)"},
+        {R"({"prompt": "a", "max_tokens": -1})", "max_tokens must be an integer >= 0"},
+        {R"({"prompt": "a", "max_tokens": 0})",
+         "echo=False not supported when tokens_to_generate=0"},
+        {R"({"prompt": "a", "temperature": -0.5})", "temperature must be between 0 and 100"},
+        {R"({"prompt": "a", "top_p": 0})", "top_p must be greater than 0 and at most 1"},
+        {R"({"prompt": "a", "top_k": 5, "top_p": 0.5})",
+         "cannot set both top-k and top-p samplings."},
+        {R"({"prompt": "a", "logprobs": 11})", "return_topk_logprobs > 10 not supported"},
+        {R"({"prompt": "a", "echo": 1})", "echo must be a boolean value"},
+        {R"({"prompt": "a", "stop": 3})", "stop must be a string or a list of strings"},
+        {R"({"prompt": "a", "seed": -2})", "seed must be an integer >= 0"},
+        {R"({"prompt": "a", "best_of": 2})", "best_of > 1 not supported"},
+        {R"({"prompt": "a", "n": 2})", "num_completions > 1 not supported"},
+        {R"({"prompt": "a", "stream": true})", "not supported yet: stream on /completions"},
+        {R"({"prompt": "a", "presence_penalty": 0.5})", "not supported yet: presence_penalty"},
+        {R"({"prompt": "a", "logit_bias": {"5": 1}})", "not supported yet: logit_bias"},
+        {R"({"prompt": "a", "suffix": "z"})", "not supported yet: suffix"},
+        {"[1]", "the request body must be a JSON object"},
+    };
+    for (const auto& [body, message] : cases) EXPECT_EQ(error_for(body), message) << body;
+    std::string prompts;
+    for (int i = 0; i < 129; ++i) prompts += std::string(i ? ", " : "") + "\"a\"";
+    EXPECT_EQ(error_for("{\"prompt\": [" + prompts + "]}"), "Maximum number of prompts is 128");
+}
+
+TEST(CompletionRequest, ReadsOpenAisFieldsAsMegatronMapsThem) {
+    // lm-evaluation-harness's loglikelihood request.
+    CompletionRequest r =
+        accepted(R"({"model": "m", "prompt": [[5, 6, 7], [8]], "temperature": 0, "max_tokens": 1,)"
+                 R"( "logprobs": 1, "seed": 1234, "echo": true})");
+    ASSERT_EQ(r.prompts.size(), 2u);
+    EXPECT_EQ(std::get<std::vector<int32_t>>(r.prompts[0]), (std::vector<int32_t>{5, 6, 7}));
+    EXPECT_EQ(r.max_tokens, 1);
+    EXPECT_EQ(r.logprobs, 1);
+    EXPECT_TRUE(r.echo);
+    EXPECT_EQ(r.seed, 1234u);
+    EXPECT_EQ(r.sampling.top_k, 1);  // temperature 0: greedy
+    EXPECT_EQ(r.sampling.top_p, 0.0);
+    EXPECT_FALSE(r.stop);  // the end-of-document text, when run
+
+    r = accepted(R"({"prompt": "Hi", "stop": "\n", "top_p": 1, "temperature": 0.7})");
+    EXPECT_EQ(std::get<std::string>(r.prompts[0]), "Hi");
+    EXPECT_EQ(r.max_tokens, 16);       // OpenAI's default
+    EXPECT_EQ(r.sampling.top_p, 0.0);  // 1 keeps every token
+    EXPECT_DOUBLE_EQ(r.sampling.temperature, 0.7);
+    EXPECT_EQ(*r.stop, std::vector<std::string>{"\n"});
+    r = accepted(R"({"prompt": [3, 4], "stop": null, "logprobs": null, "n": 1, "top_k": 4})");
+    EXPECT_EQ(std::get<std::vector<int32_t>>(r.prompts[0]), (std::vector<int32_t>{3, 4}));
+    EXPECT_EQ(r.sampling.top_k, 4);
+    EXPECT_FALSE(r.stop);
+}
+
+// A token's offset is where its text starts (GPT-2's " world" at its space); the bytes of a
+// character split over byte-level tokens all point at the character's start.
+TEST(CompletionOffsets, AreCharacterStartsOverByteLevelBpe) {
+    TokenizerOptions o;
+    o.vocab_file = (mt::test::fixtures_dir() / "gpt2-tiny" / "vocab.json").string();
+    o.merge_file = (mt::test::fixtures_dir() / "gpt2-tiny" / "merges.txt").string();
+    auto tok = Registry::global().create_tokenizer("GPT2BPETokenizer", o);
+    const std::string text = "Hello world \xe6\x97\xa5 ok";  // U+65E5, 3 bytes
+    const std::vector<int32_t> ids = tok->encode(text);
+    ASSERT_EQ(tok->decode(ids), text);
+    const std::vector<size_t> offsets = token_byte_offsets(*tok, ids, text);
+    ASSERT_EQ(offsets.size(), ids.size());
+    int split = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+        const std::string piece = tok->decode(std::span(&ids[i], 1));
+        if (piece.find("\xef\xbf\xbd") == std::string::npos) {  // a whole text: found there
+            EXPECT_EQ(text.compare(offsets[i], piece.size(), piece), 0) << i << " " << piece;
+        } else {  // a byte of U+65E5: its start
+            EXPECT_EQ(offsets[i], 12u) << i;
+            ++split;
+        }
+    }
+    EXPECT_GE(split, 2) << "the character was not split over tokens: the test shows nothing";
+}
+
+// The tiny Llama's logits from transformers, as log-probs of each next prompt token.
+std::vector<double> transformers_log_probs(std::vector<int64_t>& prompt) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element llama = parser.load(
+        (mt::test::fixtures_dir() / "infer" / "expected.json").string())["models"]["llama"];
+    for (simdjson::dom::element id : simdjson::dom::array(llama["prompts"].at(0)))
+        prompt.push_back(int64_t(id));
+    std::vector<double> out;
+    size_t position = 0;
+    for (simdjson::dom::element row : simdjson::dom::array(llama["logits"].at(0))) {
+        if (position + 1 >= prompt.size()) break;
+        std::vector<double> x;
+        for (simdjson::dom::element v : simdjson::dom::array(row)) x.push_back(double(v));
+        double m = *std::max_element(x.begin(), x.end()), sum = 0;
+        for (double v : x) sum += std::exp(v - m);
+        out.push_back(x[size_t(prompt[position + 1])] - m - std::log(sum));
+        ++position;
+    }
+    return out;
+}
+
+class CompletionsServer : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        server_ = new mt::test::ApiServerProcess(
+            "--load " + shell_quote(mt::test::fixtures_dir() / "hf" / "llama") +
+            " --tokenizer-type NullTokenizer --vocab-size 127");
+    }
+    static void TearDownTestSuite() {
+        delete server_;
+        server_ = nullptr;
+    }
+
+    // The answer's JSON (status 200 expected unless given).
+    simdjson::dom::element call(verb method, const std::string& path, const std::string& body,
+                                int status = 200) {
+        auto reply = mt::test::HttpClient(server_->port()).request(method, path, body);
+        EXPECT_TRUE(reply) << path << " " << body;
+        if (!reply) return {};
+        EXPECT_EQ(reply->status, status) << path << " " << body << " -> " << reply->body;
+        bodies_.push_back(std::make_unique<simdjson::padded_string>(reply->body));
+        return parser_.emplace_back().parse(*bodies_.back()).value();
+    }
+    simdjson::dom::element complete(const std::string& body, int status = 200) {
+        return call(verb::post, "/v1/completions", body, status);
+    }
+
+    static mt::test::ApiServerProcess* server_;
+    std::deque<simdjson::dom::parser> parser_;
+    std::vector<std::unique_ptr<simdjson::padded_string>> bodies_;
+};
+mt::test::ApiServerProcess* CompletionsServer::server_ = nullptr;
+
+// lm-evaluation-harness's loglikelihood request: the prompt's tokens with their log-probs
+// (transformers' numbers), then one greedy token whose log-prob is the top one.
+TEST_F(CompletionsServer, EchoGivesThePromptsLogProbsAndTheGreedyTopOne) {
+    ASSERT_GT(server_->port(), 0);
+    std::vector<int64_t> prompt;
+    const std::vector<double> expected = transformers_log_probs(prompt);
+    std::string ids;
+    for (int64_t id : prompt) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+    auto res = complete(R"({"prompt": [[)" + ids +
+                        R"(]], "max_tokens": 1, "temperature": 0, "logprobs": 1, "echo": true})");
+    EXPECT_EQ(std::string_view(res["object"]), "text_completion");
+    simdjson::dom::element choice = res["choices"].at(0);
+    EXPECT_EQ(int64_t(choice["index"]), 0);
+    simdjson::dom::element lp = choice["logprobs"];
+    simdjson::dom::array tokens = lp["tokens"], token_lp = lp["token_logprobs"],
+                         top = lp["top_logprobs"], offsets = lp["text_offset"];
+    ASSERT_EQ(tokens.size(), prompt.size() + 1);
+    ASSERT_EQ(token_lp.size(), prompt.size() + 1);
+    EXPECT_TRUE(token_lp.at(0).is_null());
+    EXPECT_TRUE(top.at(0).is_null());
+    for (size_t i = 1; i < prompt.size(); ++i)
+        EXPECT_NEAR(double(token_lp.at(i)), expected[i - 1], 1e-4) << i;
+    // The generated token is transformers' greedy one (10) and its log-prob the top one exactly.
+    EXPECT_EQ(std::string_view(tokens.at(prompt.size())), "10");
+    const double generated = double(token_lp.at(prompt.size()));
+    simdjson::dom::object best = top.at(prompt.size());
+    ASSERT_EQ(best.size(), 1u);
+    EXPECT_EQ(double(best["10"]), generated);
+    // NullTokenizer's text: ids joined by spaces; offsets in characters.
+    EXPECT_EQ(std::string_view(choice["text"]), "5 17 99 3 64 12 7 10");
+    EXPECT_EQ(int64_t(offsets.at(1)), 1);  // " 17" (the separator is the token's)
+    EXPECT_EQ(int64_t(offsets.at(prompt.size())), 17);
+    EXPECT_EQ(std::string_view(choice["finish_reason"]), "length");
+    EXPECT_EQ(int64_t(res["usage"]["prompt_tokens"]), int64_t(prompt.size()));
+    EXPECT_EQ(int64_t(res["usage"]["completion_tokens"]), 1);
+
+    // Scoring only (max_tokens 0): the same prompt log-probs, nothing generated.
+    auto scored = complete(R"({"prompt": [)" + ids + R"(], "max_tokens": 0, "echo": true})");
+    simdjson::dom::array scored_lp = scored["choices"].at(0)["logprobs"]["token_logprobs"];
+    ASSERT_EQ(scored_lp.size(), prompt.size());
+    for (size_t i = 1; i < prompt.size(); ++i)
+        EXPECT_EQ(double(scored_lp.at(i)), double(token_lp.at(i))) << i;
+    EXPECT_TRUE(scored["choices"].at(0)["logprobs"]["top_logprobs"].is_null());
+}
+
+// Prompts of different lengths in one request each get their own max_tokens and the choice
+// they get when sent alone; text prompts are tokenized by the server.
+TEST_F(CompletionsServer, EachPromptOfABatchGetsWhatItGetsAlone) {
+    ASSERT_GT(server_->port(), 0);
+    const char* prompts[] = {"5 17 99 3 64 12 7", "42 8", "100 1 77 23"};
+    std::vector<std::string> alone;
+    for (const char* p : prompts) {
+        auto res = complete(std::string(R"({"prompt": ")") + p +
+                            R"(", "max_tokens": 4, "temperature": 0, "logprobs": 2})");
+        simdjson::dom::element choice = res["choices"].at(0);
+        EXPECT_EQ(simdjson::dom::array(choice["logprobs"]["tokens"]).size(), 4u) << p;
+        alone.push_back(simdjson::minify(choice));
+    }
+    EXPECT_EQ(alone[0].find(R"("text":" 10 25 38 17")"), 11u) << alone[0];  // transformers' greedy
+    auto res = complete(R"({"prompt": ["5 17 99 3 64 12 7", "42 8", "100 1 77 23"],)"
+                        R"( "max_tokens": 4, "temperature": 0, "logprobs": 2})");
+    simdjson::dom::array choices = res["choices"];
+    ASSERT_EQ(choices.size(), 3u);
+    for (size_t i = 0; i < 3; ++i) {
+        std::string together = simdjson::minify(choices.at(i));
+        // only the index differs
+        const std::string index = "\"index\":" + std::to_string(i);
+        ASSERT_EQ(together.find(index), 1u) << together;
+        together.replace(1, index.size(), "\"index\":0");
+        EXPECT_EQ(together, alone[i]) << prompts[i];
+    }
+    EXPECT_EQ(int64_t(res["usage"]["completion_tokens"]), 12);
+}
+
+// A stop string ends the text before it; the tokens end with the one that reaches into it.
+TEST_F(CompletionsServer, StopStringsCutTheText) {
+    ASSERT_GT(server_->port(), 0);
+    auto res = complete(
+        R"({"prompt": "5 17 99 3 64 12 7", "max_tokens": 6, "temperature": 0, "stop": [" 38", "zz"]})");
+    simdjson::dom::element choice = res["choices"].at(0);
+    EXPECT_EQ(std::string_view(choice["text"]), " 10 25");
+    EXPECT_EQ(std::string_view(choice["finish_reason"]), "stop");
+    simdjson::dom::array tokens = choice["logprobs"]["tokens"];
+    ASSERT_EQ(tokens.size(), 3u);
+    EXPECT_EQ(std::string_view(tokens.at(2)), "38");
+    EXPECT_TRUE(choice["logprobs"]["top_logprobs"].is_null());
+    // The same request with a seed and sampling: reproducible.
+    const std::string sampled =
+        R"({"prompt": "5 17", "max_tokens": 5, "temperature": 0.9, "top_k": 20, "seed": 7})";
+    EXPECT_EQ(simdjson::minify(complete(sampled)["choices"]),
+              simdjson::minify(complete(sampled)["choices"]));
+}
+
+TEST_F(CompletionsServer, AnswersErrorsModelsAndTokenizerPaths) {
+    ASSERT_GT(server_->port(), 0);
+    auto error = complete(R"({"prompt": "1", "n": 3})", 400);
+    EXPECT_EQ(std::string_view(error["error"]["message"]), "num_completions > 1 not supported");
+    EXPECT_EQ(std::string_view(error["error"]["type"]), "invalid_request_error");
+    // Too long for the model's positions: refused by the generation, still a 400.
+    error = complete(R"({"prompt": "1", "max_tokens": 100000})", 400);
+    EXPECT_NE(std::string_view(error["error"]["message"]).find("longer than allowed"),
+              std::string::npos);
+    auto reply = mt::test::HttpClient(server_->port()).request(verb::get, "/v1/completions", "");
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(reply->status, 405);
+
+    auto models = call(verb::get, "/v1/models", "");
+    EXPECT_EQ(std::string_view(models["object"]), "list");
+    EXPECT_NE(std::string_view(models["data"].at(0)["id"]).find("llama"), std::string::npos);
+    auto info = call(verb::get, "/tokenizer_info", "");
+    EXPECT_EQ(std::string_view(info["tokenizer_class"]), "NullTokenizer");
+    EXPECT_EQ(std::string_view(info["eos_token"]), "127");
+    auto tokens =
+        call(verb::post, "/tokenize", R"({"prompt": "5 17 99", "add_special_tokens": false})");
+    EXPECT_EQ(simdjson::minify(tokens["tokens"]), "[5,17,99]");
+    EXPECT_EQ(int64_t(tokens["count"]), 3);
+    auto text = call(verb::post, "/detokenize", R"({"tokens": [5, 17, 99]})");
+    EXPECT_EQ(std::string_view(text["prompt"]), "5 17 99");
+    error = call(verb::post, "/detokenize", R"({"tokens": [5, 500]})", 400);
+    EXPECT_EQ(std::string_view(error["error"]["message"]),
+              "token id 500 at position 1 is outside the vocabulary [0, 128)");
+    EXPECT_TRUE(server_->alive());
+}
+
+}  // namespace
+}  // namespace mt::generate_tool

@@ -1,0 +1,48 @@
+// What megatron-generate's server answers, apart from HTTP itself: Megatron's PUT /api, its
+// POST /completions (also as /v1/completions, where OpenAI's clients look), GET /v1/models, and
+// vLLM's tokenizer endpoints. A request is checked on the I/O thread; what needs the model or the
+// tokenizer becomes a job for the one worker thread, which runs them in arrival order.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "text_generation.h"
+
+namespace mt::generate_tool {
+
+struct ApiAnswer {
+    unsigned status = 200;
+    std::string body;
+    const char* content_type = "application/json";
+    const char* allow = nullptr;  // the Allow header of a 405
+};
+
+using ApiJob = std::function<ApiAnswer()>;  // run on the worker thread
+
+class ApiRoutes {
+  public:
+    // `model_id`: the name GET /v1/models lists and responses carry (the --load path).
+    ApiRoutes(TextGenerator& generator, std::string model_id);
+
+    // The answer at once (an unknown path, a wrong method, a malformed body), or the job.
+    std::variant<ApiAnswer, ApiJob> route(std::string_view method, std::string_view path,
+                                          std::string body, const std::string& remote);
+
+    // For the server's start line.
+    static constexpr const char* kSummary =
+        "PUT /api, POST /completions and /v1/completions, GET /v1/models, GET /tokenizer_info, "
+        "POST /tokenize and /detokenize";
+
+  private:
+    TextGenerator& generator_;
+    const std::string model_id_;
+    const int64_t created_;  // the server's start, as the model's "created"
+    std::atomic<uint64_t> next_id_{0};
+};
+
+}  // namespace mt::generate_tool

@@ -1,0 +1,185 @@
+// complete(): the request's prompts as token ids through infer::generate (log-probs always, as
+// Megatron's endpoint asks for them; the top-n when requested), then each row cut and shaped.
+#include "completion.h"
+
+#include <algorithm>
+
+#include "mt/error.h"
+#include "mt/io/json_writer.h"
+
+namespace mt::generate_tool {
+
+namespace {
+
+bool is_continuation(char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) == 0x80;
+}
+
+// code_points[i]: the characters in text[0, i).
+std::vector<int64_t> code_point_counts(const std::string& text) {
+    std::vector<int64_t> counts(text.size() + 1, 0);
+    for (size_t i = 0; i < text.size(); ++i) counts[i + 1] = counts[i] + !is_continuation(text[i]);
+    return counts;
+}
+
+// The first byte where any of `stops` (non-empty ones) begins in text[from, ...), or npos.
+size_t first_stop(const std::string& text, size_t from, const std::vector<std::string>& stops) {
+    size_t at = std::string::npos;
+    for (const auto& s : stops)
+        if (!s.empty()) at = std::min(at, text.find(s, from));
+    return at;
+}
+
+// One row of the batch as a choice: `ids` (prompt and generation, cut to the prompt's length +
+// max_tokens), log_probs[i] predicting ids[i + 1].
+CompletionChoice shape_choice(const Tokenizer& tokenizer, const CompletionRequest& r,
+                              const std::vector<std::string>& stops, std::vector<int32_t> ids,
+                              size_t prompt_length, const std::vector<float>& log_probs,
+                              const std::vector<std::vector<infer::TopLogProb>>* top,
+                              bool ended_at_eod, int64_t& completion_tokens) {
+    const std::string text = tokenizer.decode(ids);
+    const size_t first = r.echo ? 0 : prompt_length;
+    const std::vector<size_t> offsets = token_byte_offsets(tokenizer, ids, text, first);
+    const auto start_of = [&](size_t i) { return i < ids.size() ? offsets[i] : text.size(); };
+
+    CompletionChoice choice;
+    size_t end_token = ids.size(), end_byte = text.size();
+    if (ended_at_eod) {  // the end-of-document token ends the list; its text is not output
+        end_byte = start_of(ids.size() - 1);
+        choice.finish_reason = "stop";
+    }
+    // The first stop string in the generation: the text ends before it, the tokens with the one
+    // that reaches into it (the token where generation stopped).
+    if (const size_t at = first_stop(text, start_of(prompt_length), stops);
+        at != std::string::npos && at < end_byte) {
+        end_byte = at;
+        for (size_t i = prompt_length; i < ids.size(); ++i)
+            if (start_of(i + 1) > at) {
+                end_token = i + 1;
+                break;
+            }
+        choice.finish_reason = "stop";
+    }
+    const size_t text_start = r.echo ? 0 : start_of(prompt_length);
+    choice.text = text.substr(text_start, std::max(end_byte, text_start) - text_start);
+
+    const std::vector<int64_t> code_points = code_point_counts(text);
+    for (size_t i = first; i < end_token; ++i) {
+        choice.tokens.push_back(tokenizer.decode(std::span(&ids[i], 1)));
+        choice.text_offset.push_back(code_points[offsets[i]]);
+        choice.token_logprobs.push_back(i == 0 ? std::nullopt
+                                               : std::optional<float>(log_probs[i - 1]));
+        if (!top) continue;
+        if (i == 0) {
+            choice.top_logprobs.emplace_back();
+            continue;
+        }
+        std::vector<std::pair<std::string, float>> entries;
+        for (const infer::TopLogProb& t : (*top)[i - 1]) {
+            std::string piece = tokenizer.decode(std::span(&t.id, 1));
+            const bool seen = std::any_of(entries.begin(), entries.end(),
+                                          [&](const auto& e) { return e.first == piece; });
+            if (!seen) entries.emplace_back(std::move(piece), t.log_prob);
+        }
+        choice.top_logprobs.emplace_back(std::move(entries));
+    }
+    completion_tokens += int64_t(end_token > prompt_length ? end_token - prompt_length : 0);
+    return choice;
+}
+
+}  // namespace
+
+std::vector<size_t> token_byte_offsets(const Tokenizer& tokenizer, std::span<const int32_t> ids,
+                                       const std::string& text, size_t from) {
+    std::vector<size_t> offsets(ids.size(), 0);
+    size_t previous = 0;
+    for (size_t i = std::max<size_t>(from, 1); i < ids.size(); ++i) {
+        const std::string before = tokenizer.decode(ids.first(i));
+        size_t n = std::mismatch(before.begin(), before.end(), text.begin(), text.end()).first -
+                   before.begin();
+        while (n > 0 && n < text.size() && is_continuation(text[n])) --n;
+        previous = offsets[i] = std::max(n, previous);
+    }
+    return offsets;
+}
+
+CompletionResult complete(TextGenerator& generator, const CompletionRequest& r) {
+    const Tokenizer& tokenizer = generator.tokenizer();
+    const int32_t eod = generator.generation_tokens().eod;
+    infer::GenerationRequest g;
+    for (const auto& prompt : r.prompts) {
+        if (const auto* ids = std::get_if<std::vector<int32_t>>(&prompt)) {
+            g.prompts.push_back(*ids);
+            continue;
+        }
+        std::vector<int32_t> ids = tokenizer.encode(std::get<std::string>(prompt));
+        MT_CHECK(!ids.empty(), "prompt ", g.prompts.size(), " has no tokens");
+        g.prompts.push_back(std::move(ids));
+    }
+    g.tokens_to_generate = r.max_tokens;
+    g.sampling = r.sampling;
+    g.return_log_probs = true;
+    g.top_n_log_probs = r.logprobs;
+    g.log_probs_over_vocab = true;  // as the Hugging Face export's; clients compare with those
+    infer::GenerationResult out = generator.run_ids(g, r.seed);
+
+    const std::vector<std::string> stops =
+        r.stop ? *r.stop : std::vector<std::string>{tokenizer.decode(std::span(&eod, 1))};
+    CompletionResult result;
+    for (size_t b = 0; b < g.prompts.size(); ++b) {
+        const size_t prompt_length = g.prompts[b].size();
+        std::vector<int32_t>& ids = out.tokens[b];
+        // A shorter prompt of the batch runs on to the longest's length: its own max_tokens.
+        ids.resize(std::min(ids.size(), prompt_length + size_t(r.max_tokens)));
+        const bool ended_at_eod = ids.size() > prompt_length && ids.back() == eod;
+        result.prompt_tokens += int64_t(prompt_length);
+        result.choices.push_back(shape_choice(tokenizer, r, stops, std::move(ids), prompt_length,
+                                              out.log_probs[b],
+                                              r.logprobs > 0 ? &out.top_log_probs[b] : nullptr,
+                                              ended_at_eod, result.completion_tokens));
+    }
+    return result;
+}
+
+std::string completion_response(const CompletionResult& result, const CompletionRequest& request,
+                                const std::string& id, const std::string& model, int64_t created) {
+    io::JsonWriter w;
+    w.begin_object().key("id").value(id).key("object").value("text_completion");
+    w.key("created").value(created).key("model").value(model).key("choices").begin_array();
+    for (size_t i = 0; i < result.choices.size(); ++i) {
+        const CompletionChoice& c = result.choices[i];
+        w.begin_object().key("index").value(int64_t(i)).key("text").value(c.text);
+        w.key("logprobs").begin_object().key("tokens").begin_array();
+        for (const auto& t : c.tokens) w.value(t);
+        w.end_array().key("token_logprobs").begin_array();
+        for (const auto& p : c.token_logprobs) p ? w.value(double(*p)) : w.null();
+        w.end_array().key("top_logprobs");
+        if (request.logprobs > 0) {
+            w.begin_array();
+            for (const auto& top : c.top_logprobs) {
+                if (!top) {
+                    w.null();
+                    continue;
+                }
+                w.begin_object();
+                for (const auto& [piece, p] : *top) w.key(piece).value(double(p));
+                w.end_object();
+            }
+            w.end_array();
+        } else {
+            w.null();
+        }
+        w.key("text_offset").begin_array();
+        for (int64_t o : c.text_offset) w.value(o);
+        w.end_array().end_object();
+        w.key("finish_reason").value(c.finish_reason).end_object();
+    }
+    w.end_array().key("usage").begin_object();
+    w.key("prompt_tokens").value(result.prompt_tokens);
+    w.key("completion_tokens").value(result.completion_tokens);
+    w.key("total_tokens").value(result.prompt_tokens + result.completion_tokens);
+    w.end_object().end_object();
+    return w.str();
+}
+
+}  // namespace mt::generate_tool
