@@ -33,7 +33,7 @@ using Clock = std::chrono::steady_clock;
 void accumulate_named(NamedLosses& total, const NamedLosses& add) {
     for (const auto& [name, value] : add) {
         auto it = std::find_if(total.begin(), total.end(),
-                               [&](const auto& entry) { return entry.first == name; });
+                               [&name = name](const auto& entry) { return entry.first == name; });
         if (it == total.end())
             total.emplace_back(name, value);
         else

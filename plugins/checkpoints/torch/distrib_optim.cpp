@@ -160,7 +160,10 @@ void buffer_state_from_py(const PyValue& root, CheckpointState& state, const Buf
              "buffers, or a model chunk's each)");
     MT_CHECK(buffers->kind() == PyKind::dict && buffers->dict_ref().items.size() == 1, file,
              ": buffer 0 is not one dtype's state");
-    const auto& [dtype_key, tensors] = buffers->dict_ref().items.front();
+    // Named rather than a structured binding, which clang 14 (the fuzz build) cannot capture.
+    const auto& entry = buffers->dict_ref().items.front();
+    const PyValue& dtype_key = entry.first;
+    const PyValue& tensors = entry.second;
     const DType dtype = model_dtype(state, part, file);
     MT_CHECK(io::repr(dtype_key) == io::repr(buffer_dtype_key(dtype)), file,
              ": not supported yet: a gradient buffer of ", io::short_repr(dtype_key), " for ",

@@ -132,7 +132,9 @@ void CpuBackend::cross_entropy_forward(const Tensor& logits, const Tensor& targe
         return h.finish();
     }
     const char* op = "cross_entropy_forward";
-    auto [rows, vocab] = check_rows(op, logits, targets);
+    // Named rather than a structured binding, which clang 14 (the fuzz build) cannot capture.
+    const Rows shape = check_rows(op, logits, targets);
+    const int64_t rows = shape.rows, vocab = shape.vocab;
     check_float_shape(op, "losses", losses, targets.shape(), stats_dtype(logits));
     check_float_shape(op, "lse", lse, targets.shape(), stats_dtype(logits));
     // The target logits land in `losses`, which then become lse - target logit.
@@ -153,7 +155,8 @@ void CpuBackend::cross_entropy_backward(const Tensor& logits, const Tensor& targ
         return h.finish();
     }
     const char* op = "cross_entropy_backward";
-    auto [rows, vocab] = check_rows(op, logits, targets);
+    const Rows shape = check_rows(op, logits, targets);
+    const int64_t rows = shape.rows, vocab = shape.vocab;
     check_float_shape(op, "lse", lse, targets.shape(), stats_dtype(logits));
     check_float_shape(op, "dlosses", dlosses, targets.shape(), stats_dtype(logits));
     detail::check_float_or_bf16_shape(op, "dlogits", dlogits, logits.shape(), logits.dtype());
@@ -170,7 +173,8 @@ void CpuBackend::cross_entropy_shard_forward(const Tensor& logits, const Tensor&
         return h.finish();
     }
     const char* op = "cross_entropy_shard_forward";
-    auto [rows, vocab] = check_rows(op, logits, targets);
+    const Rows shape = check_rows(op, logits, targets);
+    const int64_t rows = shape.rows, vocab = shape.vocab;
     check_float_shape(op, "lse", lse, targets.shape(), stats_dtype(logits));
     check_float_shape(op, "target_logit", target_logit, targets.shape(), stats_dtype(logits));
     forward_rows(logits, piece_target_columns(targets, rows, vocab_start, vocab), lse, target_logit,
@@ -187,7 +191,8 @@ void CpuBackend::cross_entropy_shard_backward(const Tensor& logits, const Tensor
         return h.finish();
     }
     const char* op = "cross_entropy_shard_backward";
-    auto [rows, vocab] = check_rows(op, logits, targets);
+    const Rows shape = check_rows(op, logits, targets);
+    const int64_t rows = shape.rows, vocab = shape.vocab;
     check_float_shape(op, "lse", lse, targets.shape(), stats_dtype(logits));
     check_float_shape(op, "dlosses", dlosses, targets.shape(), stats_dtype(logits));
     detail::check_float_or_bf16_shape(op, "dlogits", dlogits, logits.shape(), logits.dtype());

@@ -116,7 +116,9 @@ void CpuBackend::swiglu_forward(const Tensor& x, Tensor& y) {
         swiglu_forward(h.in(x), h.out(y));
         return h.finish();
     }
-    auto [rows, half] = swiglu_shape("swiglu_forward", x);
+    // Named rather than a structured binding, which clang 14 (the fuzz build) cannot capture.
+    const SwigluShape shape = swiglu_shape("swiglu_forward", x);
+    const int64_t rows = shape.rows, half = shape.half;
     check_float_shape("swiglu_forward", "y", y, halved(x), x.dtype());
     with_float(x.dtype(), [&](auto t) {
         using T = decltype(t);
@@ -139,7 +141,8 @@ void CpuBackend::swiglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) 
         swiglu_backward(h.in(x), h.in(dy), h.out(dx));
         return h.finish();
     }
-    auto [rows, half] = swiglu_shape("swiglu_backward", x);
+    const SwigluShape shape = swiglu_shape("swiglu_backward", x);
+    const int64_t rows = shape.rows, half = shape.half;
     check_float_shape("swiglu_backward", "dy", dy, halved(x), x.dtype());
     check_float_shape("swiglu_backward", "dx", dx, x.shape(), x.dtype());
     with_float(x.dtype(), [&](auto t) {

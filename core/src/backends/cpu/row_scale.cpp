@@ -29,7 +29,9 @@ void CpuBackend::scale_rows(const Tensor& x, const Tensor& s, Tensor& y) {
         scale_rows(h.in(x), s, h.out(y));
         return h.finish();
     }
-    auto [rows, cols] = rows_cols("scale_rows", "x", x);
+    // Named rather than a structured binding, which clang 14 (the fuzz build) cannot capture.
+    const auto shape = rows_cols("scale_rows", "x", x);
+    const int64_t rows = shape.first, cols = shape.second;
     detail::check_float_shape("scale_rows", "s", s, {rows}, x.dtype());
     detail::check_float_shape("scale_rows", "y", y, x.shape(), x.dtype());
     with_float(x.dtype(), [&](auto t) {
@@ -49,7 +51,8 @@ void CpuBackend::row_dots(const Tensor& a, const Tensor& b, Tensor& out) {
         row_dots(h.in(a), h.in(b), out);
         return h.finish();
     }
-    auto [rows, cols] = rows_cols("row_dots", "a", a);
+    const auto shape = rows_cols("row_dots", "a", a);
+    const int64_t rows = shape.first, cols = shape.second;
     detail::check_float_shape("row_dots", "b", b, a.shape(), a.dtype());
     detail::check_float_shape("row_dots", "out", out, {rows}, a.dtype());
     with_float(a.dtype(), [&](auto t) {
