@@ -9,6 +9,16 @@ if(MT_WERROR)
 endif()
 
 set(_mt_sanitizers "")
+# MT_FUZZ: every target built with libFuzzer's coverage hooks under ASan and UBSan; the fuzz
+# targets link libFuzzer's main (tests/fuzz).
+if(MT_FUZZ)
+    if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+        message(FATAL_ERROR "mt: MT_FUZZ needs clang (-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++)")
+    endif()
+    add_compile_options(-fsanitize=fuzzer-no-link -fno-sanitize-recover=all)
+    set(MT_SANITIZE_ADDRESS ON)
+    set(MT_SANITIZE_UNDEFINED ON)
+endif()
 if(MT_SANITIZE_ADDRESS)
     list(APPEND _mt_sanitizers address)
 endif()

@@ -56,7 +56,12 @@ function(mt_add_plugin kind name)
     # Only mt_plugin_entry leaves the .so (libstdc++ would otherwise export weak template
     # instantiations that could bind across plugins).
     set(exports_map ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/plugin_exports.map)
-    target_link_options(${mod} PRIVATE -Wl,--no-undefined -Wl,--version-script=${exports_map})
+    target_link_options(${mod} PRIVATE -Wl,--version-script=${exports_map})
+    # clang's sanitizer runtimes are linked into the executable only: the fuzz build's plugins
+    # leave the __asan_* symbols for it to resolve.
+    if(NOT MT_FUZZ)
+        target_link_options(${mod} PRIVATE -Wl,--no-undefined)
+    endif()
     set_property(TARGET ${mod} APPEND PROPERTY LINK_DEPENDS ${exports_map})
     # lib, not CMAKE_INSTALL_LIBDIR: the loader looks in <exe>/../lib/mt/plugins.
     install(TARGETS ${mod} LIBRARY DESTINATION lib/mt/plugins)

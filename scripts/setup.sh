@@ -4,6 +4,7 @@
 #   BUILD_DIR=b scripts/setup.sh -DMT_CUDA=OFF   # extra arguments go to cmake
 #   SETUP_TARGETS="megatron-train megatron-generate" scripts/setup.sh   # build only these
 #                                    # (a tool brings core and every plugin; default: all)
+#   SETUP_EXTRA_PACKAGES="clang" scripts/setup.sh   # more Debian packages (scripts/fuzz.sh's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +15,7 @@ packages=(
     libpcre2-dev
     libopenmpi-dev openmpi-bin
     libgtest-dev libgmock-dev libbenchmark-dev
+    ${SETUP_EXTRA_PACKAGES:-}
 )
 missing=()
 for p in "${packages[@]}"; do

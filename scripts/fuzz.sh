@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of the readers (tests/fuzz): configures and builds the libFuzzer
+# targets with clang under ASan and UBSan (BUILD_DIR, default build-fuzz), then runs each target
+# for SECONDS (default 20) from its seeds: tests/fuzz/seeds/<target>, the committed fixtures of
+# its format (torch .pt files and their data.pkl, the .idx/.bin pair), the inputs it found in
+# earlier runs (BUILD_DIR/fuzz-corpus/<target>, kept), and first the committed regression
+# inputs (tests/fuzz/regressions/<target>, each once). Exits non-zero on a crash, a sanitizer
+# report, a leak, an input slower than 10 s or a process over 2 GiB; the input is kept in
+# BUILD_DIR/fuzz-artifacts/.
+#   scripts/fuzz.sh [SECONDS] [TARGET ...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-20}"
+shift || true
+build_dir="${BUILD_DIR:-build-fuzz}"
+targets=(pickle torch_file indexed_dataset api_request gpt2_tokenizer preprocess_line hf_checkpoint
+    torch_dist_metadata)
+[ $# -gt 0 ] && targets=("$@")
+# clang 14 and its libFuzzer/sanitizer runtimes (Debian 12's), with the project's own packages.
+SETUP_EXTRA_PACKAGES="clang libclang-rt-14-dev unzip" BUILD_DIR="$build_dir" \
+    SETUP_TARGETS="$(printf 'fuzz_%s ' "${targets[@]}")" \
+    scripts/setup.sh -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMT_FUZZ=ON -DMT_CUDA=OFF -DMT_BUILD_TESTS=OFF \
+    -DMT_BUILD_BENCH=OFF
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fixtures=tests/fixtures
+# Seeds made from the fixtures, per target.
+seed_pickle() {
+    local n=0
+    for pt in $(find "$fixtures" -name '*.pt' -size -300k | sort); do
+        unzip -Z1 "$pt" 2>/dev/null | grep 'data\.pkl$' | while read -r entry; do
+            unzip -p "$pt" "$entry" > "$1/$(basename "$pt").$n.pkl"
+            n=$((n + 1))
+        done
+    done
+}
+seed_torch_file() { find "$fixtures" -name '*.pt' -size -300k -exec cp {} "$1/" \; ; }
+# two bytes (little-endian) of the first file's length, then the files: the split targets' layout
+pack_two() {
+    local size
+    size=$(stat -c %s "$1")
+    { printf "\\x$(printf %02x $((size & 255)))\\x$(printf %02x $((size >> 8)))"
+      cat "$1" "$2"; }
+}
+seed_hf_checkpoint() {
+    pack_two "$fixtures/hf/gpt2/config.json" "$fixtures/hf/gpt2/model.safetensors" > "$1/gpt2"
+}
+seed_torch_dist_metadata() {
+    find "$fixtures/torch_dist" -name .metadata -size -64k |
+        while read -r m; do cp "$m" "$1/$(echo "$m" | tr / _)"; done
+}
+seed_indexed_dataset() {
+    for idx in $(find "$fixtures" -name '*.idx' -size -64k); do
+        pack_two "$idx" "${idx%.idx}.bin" > "$1/$(basename "${idx%.idx}")"
+    done
+}
+
+failed=()
+for target in "${targets[@]}"; do
+    binary="$build_dir/bin/fuzz_$target"
+    corpus="$build_dir/fuzz-corpus/$target"
+    seeds="$work/$target"
+    artifacts="$build_dir/fuzz-artifacts/$target/"
+    mkdir -p "$corpus" "$seeds" "$artifacts"
+    [ -d "tests/fuzz/seeds/$target" ] && cp "tests/fuzz/seeds/$target"/* "$seeds/"
+    if declare -F "seed_$target" >/dev/null; then "seed_$target" "$seeds"; fi
+    flags=(-timeout=10 -rss_limit_mb=2048 -artifact_prefix="$artifacts" -print_final_stats=1)
+    [ -f "tests/fuzz/$target.dict" ] && flags+=(-dict="tests/fuzz/$target.dict")
+    echo "== fuzz_$target: $seconds s"
+    status=0
+    if [ -d "tests/fuzz/regressions/$target" ]; then
+        "$binary" "${flags[@]}" tests/fuzz/regressions/"$target"/* > "$work/$target.log" 2>&1 ||
+            status=$?
+    fi
+    if [ $status -eq 0 ]; then
+        "$binary" "${flags[@]}" -max_total_time="$seconds" "$corpus" "$seeds" \
+            >> "$work/$target.log" 2>&1 || status=$?
+    fi
+    # "#N DONE cov: edges ft: features corp: inputs/size exec/s: rate rss: MB"
+    grep -E '^#[0-9]+[[:space:]]+DONE' "$work/$target.log" | tail -1 || true
+    if [ $status -ne 0 ]; then
+        failed+=("$target")
+        tail -40 "$work/$target.log"
+    fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "fuzz: FAILED: ${failed[*]} (inputs under $build_dir/fuzz-artifacts/)" >&2
+    exit 1
+fi
+echo "fuzz: ${#targets[@]} targets ran $seconds s each without a finding"
