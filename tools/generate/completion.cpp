@@ -119,6 +119,7 @@ CompletionResult complete(TextGenerator& generator, const CompletionRequest& r) 
     g.tokens_to_generate = r.max_tokens;
     g.sampling = r.sampling;
     g.return_log_probs = true;
+    g.prompt_log_probs = r.echo;  // without echo only the generated tokens' are shown
     g.top_n_log_probs = r.logprobs;
     g.log_probs_over_vocab = true;  // as the Hugging Face export's; clients compare with those
     infer::GenerationResult out = generator.run_ids(g, r.seed);

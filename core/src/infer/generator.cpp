@@ -172,7 +172,7 @@ GenerationResult generate(Model& model, const GenerationRequest& r, const Genera
     int64_t prev = 0, context = min_prompt;
     for (; context < S; ++context) {
         Tensor logits = checked_logits(model, table.columns(prev, context), cache.get(),
-                                       r.return_log_probs ? 0 : 1);
+                                       r.return_log_probs && r.prompt_log_probs ? 0 : 1);
         const int64_t last = logits.size(1) - 1;
         bool all_done = true;
         for (int64_t b = 0; b < B; ++b) {
@@ -197,7 +197,7 @@ GenerationResult generate(Model& model, const GenerationRequest& r, const Genera
             }
             all_done = all_done && done[size_t(b)];
         }
-        if (r.return_log_probs) log_probs.record(logits, table, prev);
+        if (r.return_log_probs) log_probs.record(logits, table, context - logits.size(1));
         if (sampling.top_p > 0.0 && r.top_p_decay > 0.0)
             sampling.top_p = std::max(sampling.top_p * r.top_p_decay, r.top_p_bound);
         prev = context;

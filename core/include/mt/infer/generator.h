@@ -35,6 +35,10 @@ struct GenerationRequest {
     SamplingParams sampling;
     double top_p_decay = 0.0, top_p_bound = 0.0;  // top_p *= decay each step, not below bound
     bool return_log_probs = false;
+    // With return_log_probs while generating: also the prompts' own log-probs (Megatron's way);
+    // false leaves those before the shortest prompt's last token at 0 and spares the prefill
+    // the output layer at every prompt position.
+    bool prompt_log_probs = true;
     // With return_log_probs: also the this many most likely tokens at each position (ids below
     // vocab_size; 0: none).
     int64_t top_n_log_probs = 0;
