@@ -358,6 +358,8 @@ class StructureCheck {
         done_.insert(id);
         return why;
     }
+    // Whether a walk reached the value.
+    bool reached(const void* id) const { return done_.count(id) != 0; }
 
   private:
     std::unordered_set<const void*> open_, done_;
@@ -368,18 +370,27 @@ class Unpickler {
     Unpickler(std::string_view data, const std::string& context, const PersistentLoad& load)
         : data_(data), context_(context), load_(load) {}
 
-    // What any failure leaves (the stack, the memo, the value) goes without recursion.
+    // What any failure leaves (the stack, the memo, the value) goes without recursion. On
+    // success the values the result does not hold (popped, or replaced in the memo) lose their
+    // children first: a cycle among them (a list appended into itself, then dropped) would
+    // otherwise never be freed.
     PyValue run() {
         PyValue root;
         try {
             root = run_opcodes();
-            const std::string why = StructureCheck()(root);
+            StructureCheck check;
+            const std::string why = check(root);
             MT_CHECK(why.empty(), context_, ": ", why);
+            for (PyValue& v : created_)
+                if (!check.reached(v.identity()))
+                    for_each_child(v, [](PyValue& c) { c = PyValue(); });
             return root;
         } catch (...) {
             std::vector<PyValue> rest = std::move(stack_);
             for (auto& [index, v] : memo_) rest.push_back(std::move(v));
             memo_.clear();
+            for (PyValue& v : created_) rest.push_back(std::move(v));
+            created_.clear();
             rest.push_back(std::move(root));
             dismantle(std::move(rest));
             throw;
@@ -400,12 +411,22 @@ class Unpickler {
             }
             try {
                 step();
+                keep_created();
             } catch (const Error& e) {
                 const std::string what = e.what();
                 if (what.rfind(context_, 0) == 0) throw;
                 fail(what);
             }
         }
+    }
+
+    // Holds every value with children the opcodes make (each opcode pushes at most one), so
+    // that run() can reach the ones the result drops; their children, held here too, then go
+    // without recursive destruction.
+    void keep_created() {
+        if (stack_.empty()) return;
+        const void* id = stack_.back().identity();
+        if (id && created_ids_.insert(id).second) created_.push_back(stack_.back());
     }
 
     [[noreturn]] void fail(const std::string& what) const {
@@ -756,6 +777,8 @@ class Unpickler {
     std::vector<PyValue> stack_;
     std::vector<size_t> marks_;
     std::unordered_map<uint64_t, PyValue> memo_;
+    std::vector<PyValue> created_;
+    std::unordered_set<const void*> created_ids_;
 };
 
 }  // namespace

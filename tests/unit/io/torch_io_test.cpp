@@ -291,6 +291,13 @@ TEST(TorchIo, HostilePicklesAreBoundedErrors) {
                               ctx);
               }).find("a value that contains itself (a reference cycle)"),
               std::string::npos);
+    // The same list popped, an empty tuple the result: loads, and the dropped cycle is freed
+    // (found by fuzz_pickle as a leak; the ASan builds see it, tests/fuzz/regressions/pickle).
+    EXPECT_EQ(repr(read_pickle(std::string("\x80\x02]q\x00h\x00"
+                                           "a0).",
+                                           11),
+                               ctx)),
+              "()");
 
     // L0 = [], then L[k+1] = [L[k], L[k]] through the memo, 60 levels: loads (no cycle, 60
     // levels), and printing it stops at its budget instead of 2^60 lists.
