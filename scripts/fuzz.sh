@@ -13,8 +13,8 @@ cd "$(dirname "$0")/.."
 seconds="${1:-20}"
 shift || true
 build_dir="${BUILD_DIR:-build-fuzz}"
-targets=(pickle torch_file indexed_dataset api_request gpt2_tokenizer preprocess_line hf_checkpoint
-    torch_dist_metadata)
+targets=(pickle torch_file torch_checkpoint indexed_dataset api_request gpt2_tokenizer hf_tokenizer
+    preprocess_line hf_checkpoint torch_dist_metadata)
 [ $# -gt 0 ] && targets=("$@")
 # clang 14 and its libFuzzer/sanitizer runtimes (Debian 12's), with the project's own packages.
 SETUP_EXTRA_PACKAGES="clang libclang-rt-14-dev unzip" BUILD_DIR="$build_dir" \
@@ -50,6 +50,16 @@ seed_hf_checkpoint() {
 seed_torch_dist_metadata() {
     find "$fixtures/torch_dist" -name .metadata -size -64k |
         while read -r m; do cp "$m" "$1/$(echo "$m" | tr / _)"; done
+}
+seed_torch_checkpoint() {
+    find "$fixtures" -name model_optim_rng.pt -size -300k |
+        while read -r f; do cp "$f" "$1/$(echo "$f" | tr / _)"; done
+}
+seed_hf_tokenizer() {
+    printf 'Hello world! 12345 caf\xc3\xa9\n  <s> [INST] done' > "$1.text"
+    for json in "$fixtures/hf/mixtral/tokenizer.json" "$fixtures/hf_tokenizer/llama3ish/tokenizer.json"; do
+        pack_two "$json" "$1.text" > "$1/$(basename "$(dirname "$json")")"
+    done
 }
 seed_indexed_dataset() {
     for idx in $(find "$fixtures" -name '*.idx' -size -64k); do
