@@ -77,7 +77,12 @@ Shape int_tuple(const PyValue& v, const char* what) {
     MT_CHECK(v.kind() == PyKind::tuple || v.kind() == PyKind::list || v.kind() == PyKind::object,
              what, " must be a tuple, not a ", py_kind_name(v.kind()));
     // torch.Size(...) arrives as an object whose first argument is the tuple.
-    if (v.kind() == PyKind::object) return int_tuple(v.object_ref().args.items().at(0), what);
+    if (v.kind() == PyKind::object) {
+        const PyValue& args = v.object_ref().args;
+        MT_CHECK(args.kind() == PyKind::tuple && !args.items().empty(), what,
+                 " must be a tuple, not a ", v.object_ref().name, " object without arguments");
+        return int_tuple(args.items()[0], what);
+    }
     Shape out;
     for (const PyValue& x : v.items()) out.push_back(x.as_int());
     return out;
@@ -140,8 +145,13 @@ PyValue reduce(const PyValue& callable, const PyValue& args) {
         if (qual == "collections.OrderedDict") {
             PyValue d = PyValue::dict(true);
             if (!a.empty()) {
-                for (const PyValue& kv : a[0].items())
-                    d.dict_ref().set(kv.items().at(0), kv.items().at(1));
+                for (const PyValue& kv : a[0].items()) {
+                    MT_CHECK((kv.kind() == PyKind::tuple || kv.kind() == PyKind::list) &&
+                                 kv.items().size() == 2,
+                             "collections.OrderedDict items must be (key, value) pairs, not ",
+                             short_repr(kv));
+                    d.dict_ref().set(kv.items()[0], kv.items()[1]);
+                }
             }
             return d;
         }

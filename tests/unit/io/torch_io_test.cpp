@@ -299,6 +299,17 @@ TEST(TorchIo, HostilePicklesAreBoundedErrors) {
                                ctx)),
               "()");
 
+    // OrderedDict([(1,)]): an item that is not a (key, value) pair (found by fuzz_pickle as a
+    // std::out_of_range escaping the reader).
+    EXPECT_NE(test::error_of([&] {
+                  read_pickle(
+                      "\x80\x02"
+                      "ccollections\nOrderedDict\n]K\x01\x85"
+                      "a\x85R.",
+                      ctx);
+              }).find("collections.OrderedDict items must be (key, value) pairs, not (1)"),
+              std::string::npos);
+
     // L0 = [], then L[k+1] = [L[k], L[k]] through the memo, 60 levels: loads (no cycle, 60
     // levels), and printing it stops at its budget instead of 2^60 lists.
     std::string dag("\x80\x02]q\x00", 5);
