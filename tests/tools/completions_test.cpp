@@ -10,10 +10,15 @@
 #include <cmath>
 #include <deque>
 #include <memory>
+#include <thread>
 
 #include "api_test_support.h"
 #include "completion.h"
+#include "completion_batcher.h"
 #include "completion_request.h"
+#include "json_compare.h"
+#include "mt/infer/model_loader.h"
+#include "mt/model.h"
 #include "mt/registry.h"
 #include "test_support.h"
 
@@ -128,6 +133,57 @@ TEST(CompletionOffsets, AreCharacterStartsOverByteLevelBpe) {
         }
     }
     EXPECT_GE(split, 2) << "the character was not split over tokens: the test shows nothing";
+}
+
+// Requests queued together run as one batch when they can (greedy, prompts of similar length),
+// each getting exactly what it gets alone; a sampled one runs alone.
+TEST(CompletionBatcher, QueuedGreedyRequestsShareABatchAndGetWhatTheyGetAlone) {
+    auto family = Registry::global().create_model("gpt");
+    infer::LoadedModel loaded = infer::load_for_inference(
+        Registry::global(), *family, mt::test::fixtures_dir() / "hf" / "llama", {});
+    TokenizerOptions o;
+    o.vocab_size = 127;
+    auto tokenizer = Registry::global().create_tokenizer("NullTokenizer", o);
+    TextGenerator generator(*loaded.model, *tokenizer, 1);
+    const char* bodies[] = {
+        R"({"prompt": "5 17 99 3 64 12 7", "max_tokens": 4, "temperature": 0, "logprobs": 2})",
+        R"({"prompt": [[42, 8, 1], [99, 1, 77, 23]], "max_tokens": 2, "temperature": 0,)"
+        R"( "echo": true})",
+        R"({"prompt": "9 9 9", "max_tokens": 3, "temperature": 0.8, "seed": 4})",
+        R"({"prompt": "1 2 3 4 5", "max_tokens": 5, "temperature": 0, "stop": " 25"})",
+    };
+    std::vector<CompletionRequest> requests;
+    std::vector<std::string> alone;
+    for (const char* body : bodies) {
+        requests.push_back(accepted(body));
+        tokenize_prompts(*tokenizer, requests.back());
+        alone.push_back(completion_response(complete(generator, requests.back()), requests.back(),
+                                            "id", "m", 0));
+    }
+    CompletionBatcher batcher(generator);
+    std::vector<std::shared_ptr<CompletionBatcher::Ticket>> tickets;
+    for (const auto& r : requests) tickets.push_back(batcher.queue(r));
+    for (size_t i = 0; i < tickets.size(); ++i) {
+        const std::string together =
+            completion_response(batcher.result(tickets[i]), tickets[i]->request(), "id", "m", 0);
+        // The same tokens and texts; log-probs to 1e-5 (a batch's products sum in another order).
+        EXPECT_TRUE(mt::test::json_near(together, alone[i], 1e-5)) << together << "\n" << alone[i];
+    }
+    EXPECT_EQ(tickets[0]->batch_size(), 3u);  // the three greedy ones
+    EXPECT_EQ(tickets[1]->batch_size(), 3u);
+    EXPECT_EQ(tickets[2]->batch_size(), 1u);  // sampled: alone
+    EXPECT_EQ(tickets[3]->batch_size(), 3u);
+
+    // A batch that fails (one prompt too long for the model) is run again one by one: only the
+    // bad request fails.
+    auto good = batcher.queue(requests[0]);
+    CompletionRequest too_long =
+        accepted(R"({"prompt": [1], "max_tokens": 100000, "temperature": 0})");
+    auto bad = batcher.queue(too_long);
+    EXPECT_TRUE(mt::test::json_near(
+        completion_response(batcher.result(good), requests[0], "id", "m", 0), alone[0], 1e-5));
+    EXPECT_NE(mt::test::error_of([&] { batcher.result(bad); }).find("longer than allowed"),
+              std::string::npos);
 }
 
 // The tiny Llama's logits from transformers, as log-probs of each next prompt token.
@@ -274,6 +330,32 @@ TEST_F(CompletionsServer, StopStringsCutTheText) {
         R"({"prompt": "5 17", "max_tokens": 5, "temperature": 0.9, "top_k": 20, "seed": 7})";
     EXPECT_EQ(simdjson::minify(complete(sampled)["choices"]),
               simdjson::minify(complete(sampled)["choices"]));
+}
+
+// Concurrent clients get the tokens and texts they get alone (their requests may share a batch).
+TEST_F(CompletionsServer, ConcurrentClientsGetWhatTheyGetAlone) {
+    ASSERT_GT(server_->port(), 0);
+    std::vector<std::string> bodies, alone;
+    for (int i = 0; i < 6; ++i) {
+        bodies.push_back(R"({"prompt": [[)" + std::to_string(5 + i) + R"(, 17, 99, )" +
+                         std::to_string(30 + 7 * i) + R"(]], "max_tokens": )" +
+                         std::to_string(2 + i % 3) + R"(, "temperature": 0, "logprobs": 1})");
+        alone.push_back(simdjson::minify(complete(bodies.back())["choices"]));
+    }
+    std::vector<std::string> together(bodies.size());
+    std::vector<std::thread> clients;
+    for (size_t i = 0; i < bodies.size(); ++i)
+        clients.emplace_back([&, i] {
+            auto reply = mt::test::HttpClient(server_->port())
+                             .request(verb::post, "/v1/completions", bodies[i]);
+            if (!reply || reply->status != 200) return;
+            simdjson::dom::parser parser;
+            together[i] = simdjson::minify(parser.parse(reply->body)["choices"]);
+        });
+    for (auto& t : clients) t.join();
+    for (size_t i = 0; i < bodies.size(); ++i)  // log-probs to 1e-5, as in a batch
+        EXPECT_TRUE(mt::test::json_near(together[i], alone[i], 1e-5)) << together[i] << "\n"
+                                                                      << alone[i];
 }
 
 TEST_F(CompletionsServer, AnswersErrorsModelsAndTokenizerPaths) {

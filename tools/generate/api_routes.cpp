@@ -97,9 +97,16 @@ std::variant<ApiAnswer, ApiJob> ApiRoutes::route(std::string_view method, std::s
         auto parsed = parse_completion_request(body, vocab);
         if (auto* message = std::get_if<std::string>(&parsed))
             return openai_error(kBadRequest, *message);
+        CompletionRequest& r = std::get<CompletionRequest>(parsed);
+        try {
+            tokenize_prompts(generator_.tokenizer(), r);  // thread-safe; lengths for batching
+        } catch (const mt::Error& e) {
+            return openai_error(kBadRequest, e.what());
+        }
+        auto ticket = batcher_.queue(std::move(r));
         const std::string id = "cmpl-" + std::to_string(next_id_++);
-        return job(openai_error, [this, r = std::get<CompletionRequest>(std::move(parsed)), id] {
-            return completion_response(complete(generator_, r), r, id, model_id_,
+        return job(openai_error, [this, ticket, id] {
+            return completion_response(batcher_.result(ticket), ticket->request(), id, model_id_,
                                        int64_t(std::time(nullptr)));
         });
     }

@@ -1,7 +1,8 @@
 // What megatron-generate's server answers, apart from HTTP itself: Megatron's PUT /api, its
 // POST /completions (also as /v1/completions, where OpenAI's clients look), GET /v1/models, and
 // vLLM's tokenizer endpoints. A request is checked on the I/O thread; what needs the model or the
-// tokenizer becomes a job for the one worker thread, which runs them in arrival order.
+// tokenizer becomes a job for the one worker thread, which runs them in arrival order
+// (completions queued together share a batch: CompletionBatcher).
 #pragma once
 
 #include <atomic>
@@ -11,6 +12,7 @@
 #include <string_view>
 #include <variant>
 
+#include "completion_batcher.h"
 #include "text_generation.h"
 
 namespace mt::generate_tool {
@@ -40,6 +42,7 @@ class ApiRoutes {
 
   private:
     TextGenerator& generator_;
+    CompletionBatcher batcher_{generator_};
     const std::string model_id_;
     const int64_t created_;  // the server's start, as the model's "created"
     std::atomic<uint64_t> next_id_{0};

@@ -75,7 +75,9 @@ CompletionChoice shape_choice(const Tokenizer& tokenizer, const CompletionReques
             continue;
         }
         std::vector<std::pair<std::string, float>> entries;
-        for (const infer::TopLogProb& t : (*top)[i - 1]) {
+        const auto& candidates = (*top)[i - 1];  // the batch's n: this request's first
+        for (size_t k = 0; k < std::min(candidates.size(), size_t(r.logprobs)); ++k) {
+            const infer::TopLogProb& t = candidates[k];
             std::string piece = tokenizer.decode(std::span(&t.id, 1));
             const bool seen = std::any_of(entries.begin(), entries.end(),
                                           [&](const auto& e) { return e.first == piece; });
@@ -103,43 +105,70 @@ std::vector<size_t> token_byte_offsets(const Tokenizer& tokenizer, std::span<con
     return offsets;
 }
 
-CompletionResult complete(TextGenerator& generator, const CompletionRequest& r) {
+void tokenize_prompts(const Tokenizer& tokenizer, CompletionRequest& r) {
+    for (size_t i = 0; i < r.prompts.size(); ++i) {
+        auto& prompt = r.prompts[i];
+        if (const auto* text = std::get_if<std::string>(&prompt)) {
+            std::vector<int32_t> ids = tokenizer.encode(*text);
+            MT_CHECK(!ids.empty(), "prompt ", i, " has no tokens");
+            prompt = std::move(ids);
+        }
+    }
+}
+
+bool can_share_a_batch(const CompletionRequest& a, const CompletionRequest& b) {
+    return a.sampling.top_k == 1 && b.sampling.top_k == 1;
+}
+
+std::vector<CompletionResult> complete_batch(TextGenerator& generator,
+                                             std::span<const CompletionRequest* const> requests) {
+    MT_CHECK(!requests.empty(), "completion: no requests");
     const Tokenizer& tokenizer = generator.tokenizer();
     const int32_t eod = generator.generation_tokens().eod;
+    const CompletionRequest& first = *requests.front();
     infer::GenerationRequest g;
-    for (const auto& prompt : r.prompts) {
-        if (const auto* ids = std::get_if<std::vector<int32_t>>(&prompt)) {
-            g.prompts.push_back(*ids);
-            continue;
-        }
-        std::vector<int32_t> ids = tokenizer.encode(std::get<std::string>(prompt));
-        MT_CHECK(!ids.empty(), "prompt ", g.prompts.size(), " has no tokens");
-        g.prompts.push_back(std::move(ids));
-    }
-    g.tokens_to_generate = r.max_tokens;
-    g.sampling = r.sampling;
+    g.sampling = first.sampling;
+    g.tokens_to_generate = 0;
     g.return_log_probs = true;
-    g.prompt_log_probs = r.echo;  // without echo only the generated tokens' are shown
-    g.top_n_log_probs = r.logprobs;
+    g.prompt_log_probs = false;
     g.log_probs_over_vocab = true;  // as the Hugging Face export's; clients compare with those
-    infer::GenerationResult out = generator.run_ids(g, r.seed);
-
-    const std::vector<std::string> stops =
-        r.stop ? *r.stop : std::vector<std::string>{tokenizer.decode(std::span(&eod, 1))};
-    CompletionResult result;
-    for (size_t b = 0; b < g.prompts.size(); ++b) {
-        const size_t prompt_length = g.prompts[b].size();
-        std::vector<int32_t>& ids = out.tokens[b];
-        // A shorter prompt of the batch runs on to the longest's length: its own max_tokens.
-        ids.resize(std::min(ids.size(), prompt_length + size_t(r.max_tokens)));
-        const bool ended_at_eod = ids.size() > prompt_length && ids.back() == eod;
-        result.prompt_tokens += int64_t(prompt_length);
-        result.choices.push_back(shape_choice(tokenizer, r, stops, std::move(ids), prompt_length,
-                                              out.log_probs[b],
-                                              r.logprobs > 0 ? &out.top_log_probs[b] : nullptr,
-                                              ended_at_eod, result.completion_tokens));
+    for (const CompletionRequest* r : requests) {
+        MT_CHECK(r == &first || can_share_a_batch(first, *r),
+                 "completion: only greedy requests share a batch");
+        for (const auto& prompt : r->prompts)
+            g.prompts.push_back(std::get<std::vector<int32_t>>(prompt));
+        g.tokens_to_generate = std::max(g.tokens_to_generate, r->max_tokens);
+        g.prompt_log_probs = g.prompt_log_probs || r->echo;  // else only generated tokens' show
+        g.top_n_log_probs = std::max(g.top_n_log_probs, r->logprobs);
     }
-    return result;
+    infer::GenerationResult out = generator.run_ids(g, first.seed);
+
+    std::vector<CompletionResult> results;
+    size_t row = 0;
+    for (const CompletionRequest* r : requests) {
+        const std::vector<std::string> stops =
+            r->stop ? *r->stop : std::vector<std::string>{tokenizer.decode(std::span(&eod, 1))};
+        CompletionResult& result = results.emplace_back();
+        for (size_t p = 0; p < r->prompts.size(); ++p, ++row) {
+            const size_t prompt_length = g.prompts[row].size();
+            std::vector<int32_t>& ids = out.tokens[row];
+            // A row runs on to the batch's longest prompt + largest max_tokens: its own.
+            ids.resize(std::min(ids.size(), prompt_length + size_t(r->max_tokens)));
+            const bool ended_at_eod = ids.size() > prompt_length && ids.back() == eod;
+            result.prompt_tokens += int64_t(prompt_length);
+            result.choices.push_back(shape_choice(
+                tokenizer, *r, stops, std::move(ids), prompt_length, out.log_probs[row],
+                r->logprobs > 0 ? &out.top_log_probs[row] : nullptr, ended_at_eod,
+                result.completion_tokens));
+        }
+    }
+    return results;
+}
+
+CompletionResult complete(TextGenerator& generator, CompletionRequest r) {
+    tokenize_prompts(generator.tokenizer(), r);
+    const CompletionRequest* one = &r;
+    return std::move(complete_batch(generator, std::span(&one, 1)).front());
 }
 
 std::string completion_response(const CompletionResult& result, const CompletionRequest& request,

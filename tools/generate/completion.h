@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,8 +32,21 @@ struct CompletionResult {
     int64_t prompt_tokens = 0, completion_tokens = 0;
 };
 
-// mt::Error for a request the model cannot run (too long for its positions, ...).
-CompletionResult complete(TextGenerator& generator, const CompletionRequest& request);
+// The text prompts of `request` as token ids (mt::Error for one that gives none).
+void tokenize_prompts(const Tokenizer& tokenizer, CompletionRequest& request);
+
+// Whether two requests may run as one batch, each getting what it gets alone: greedy ones (the
+// rows of a batch share one random stream, so sampled ones run alone).
+bool can_share_a_batch(const CompletionRequest& a, const CompletionRequest& b);
+
+// Requests whose prompts are token ids, which can share a batch, run as one: each row stops at
+// its own max_tokens and stop strings and reports what its request asked for.
+// mt::Error for a batch the model cannot run (too long for its positions, ...).
+std::vector<CompletionResult> complete_batch(TextGenerator& generator,
+                                             std::span<const CompletionRequest* const> requests);
+
+// One request alone (its text prompts tokenized first).
+CompletionResult complete(TextGenerator& generator, CompletionRequest request);
 
 // OpenAI's response: {"id", "object": "text_completion", "created", "model", "choices",
 // "usage"}; each choice's "logprobs" always (as Megatron's), its "top_logprobs" null unless
