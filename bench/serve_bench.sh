@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="$(pwd)/${BUILD_DIR:-build}/bin"
 work="${1:-/tmp/mt-serve-bench}"
-threads="${THREADS:-$(nproc)}"
+threads="${THREADS:-$(nproc --all)}"
 requests="${REQUESTS:-16}"
 models="${MODELS:-gpt2-small}"
 prompt=128
@@ -45,7 +45,7 @@ load() {
     done
 }
 
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); threads: $threads; every request $prompt random token ids then $decode greedy tokens; $requests requests per level"
+echo "machine: $(nproc --all) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); threads: $threads; every request $prompt random token ids then $decode greedy tokens; $requests requests per level"
 for model in $models; do
     if [ ! -f "$work/$model/model.safetensors" ]; then
         : "${PYTHON:?set PYTHON to a python with torch and transformers to make $work/$model}"
