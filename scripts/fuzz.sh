@@ -13,8 +13,8 @@ cd "$(dirname "$0")/.."
 seconds="${1:-20}"
 shift || true
 build_dir="${BUILD_DIR:-build-fuzz}"
-targets=(pickle torch_file torch_checkpoint indexed_dataset api_request gpt2_tokenizer hf_tokenizer
-    preprocess_line hf_checkpoint torch_dist_metadata)
+targets=(pickle zip torch_file torch_checkpoint indexed_dataset api_request gpt2_tokenizer hf_tokenizer
+    tiktoken preprocess_line hf_checkpoint torch_dist_metadata)
 [ $# -gt 0 ] && targets=("$@")
 # clang 14 and its libFuzzer/sanitizer runtimes (Debian 12's), with the project's own packages.
 SETUP_EXTRA_PACKAGES="clang libclang-rt-14-dev unzip" BUILD_DIR="$build_dir" \
@@ -37,6 +37,7 @@ seed_pickle() {
     done
 }
 seed_torch_file() { find "$fixtures" -name '*.pt' -size -300k -exec cp {} "$1/" \; ; }
+seed_zip() { seed_torch_file "$1"; }
 # two bytes (little-endian) of the first file's length, then the files: the split targets' layout
 pack_two() {
     local size
@@ -60,6 +61,10 @@ seed_hf_tokenizer() {
     for json in "$fixtures/hf/mixtral/tokenizer.json" "$fixtures/hf_tokenizer/llama3ish/tokenizer.json"; do
         pack_two "$json" "$1.text" > "$1/$(basename "$(dirname "$json")")"
     done
+}
+seed_tiktoken() {
+    printf 'abc abcd xxxxxxxx \xe6\x97\xa5 <s>' > "$1.text"
+    pack_two "$fixtures/tiktoken/handmade.tiktoken.json" "$1.text" > "$1/handmade"
 }
 seed_indexed_dataset() {
     for idx in $(find "$fixtures" -name '*.idx' -size -64k); do
