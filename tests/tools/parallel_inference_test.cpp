@@ -140,21 +140,26 @@ TEST_F(ParallelInference, RestServerOnRankZeroAnswersAsOneProcess) {
         alone = res->body;
         alone_completion = complete(server.port());
     }
-    mt::test::ApiServerProcess server(llama_flags() + " --tensor-model-parallel-size 2", "",
-                                      launcher(2));
-    ASSERT_GT(server.port(), 0);
-    for (int i = 0; i < 2; ++i) {  // the followers stay in step across requests
-        auto res = mt::test::put_api(server.port(), request);
-        ASSERT_TRUE(res);
-        EXPECT_EQ(res->status, 200) << res->body;
-        // The same texts and tokens; log-probs to 1e-5 (the ranks sum in another order).
-        EXPECT_TRUE(mt::test::json_near(res->body, alone, 1e-5));
-        EXPECT_TRUE(mt::test::json_near(complete(server.port()), alone_completion, 1e-5));
+    // Tensor- and pipeline-parallel: rank 0 serves every path, the others follow.
+    for (const char* layout :
+         {" --tensor-model-parallel-size 2", " --pipeline-model-parallel-size 2"}) {
+        mt::test::ApiServerProcess server(llama_flags() + layout, "", launcher(2));
+        ASSERT_GT(server.port(), 0) << layout;
+        for (int i = 0; i < 2; ++i) {  // the followers stay in step across requests
+            auto res = mt::test::put_api(server.port(), request);
+            ASSERT_TRUE(res);
+            EXPECT_EQ(res->status, 200) << res->body;
+            // The same texts and tokens; log-probs to 1e-5 (the ranks sum in another order).
+            EXPECT_TRUE(mt::test::json_near(res->body, alone, 1e-5)) << layout;
+            EXPECT_TRUE(mt::test::json_near(complete(server.port()), alone_completion, 1e-5))
+                << layout;
+        }
+        auto bad =
+            mt::test::put_api(server.port(), R"({"prompts": ["1"], "top_k": 2, "top_p": 0.5})");
+        ASSERT_TRUE(bad);
+        EXPECT_EQ(bad->status, 400);
+        EXPECT_TRUE(server.alive());
     }
-    auto bad = mt::test::put_api(server.port(), R"({"prompts": ["1"], "top_k": 2, "top_p": 0.5})");
-    ASSERT_TRUE(bad);
-    EXPECT_EQ(bad->status, 400);
-    EXPECT_TRUE(server.alive());
 }
 
 // A checkpoint megatron-train saved at TP2 in the torch format (mp_rank_00, mp_rank_01) and in
