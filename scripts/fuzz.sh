@@ -14,8 +14,11 @@ seconds="${1:-20}"
 shift || true
 build_dir="${BUILD_DIR:-build-fuzz}"
 targets=(pickle zip torch_file torch_checkpoint indexed_dataset api_request gpt2_tokenizer hf_tokenizer
-    tiktoken preprocess_line hf_checkpoint torch_dist_metadata)
+    tiktoken wordpiece preprocess_line hf_checkpoint torch_dist_metadata)
 [ $# -gt 0 ] && targets=("$@")
+# ccache: the debug info names the build folder, which ccache hashes unless told not to; every
+# clone's fuzz build then shares the cache.
+export CCACHE_NOHASHDIR=true
 # clang 14 and its libFuzzer/sanitizer runtimes (Debian 12's), with the project's own packages.
 SETUP_EXTRA_PACKAGES="clang libclang-rt-14-dev unzip" BUILD_DIR="$build_dir" \
     SETUP_TARGETS="$(printf 'fuzz_%s ' "${targets[@]}")" \
@@ -65,6 +68,10 @@ seed_hf_tokenizer() {
 seed_tiktoken() {
     printf 'abc abcd xxxxxxxx \xe6\x97\xa5 <s>' > "$1.text"
     pack_two "$fixtures/tiktoken/handmade.tiktoken.json" "$1.text" > "$1/handmade"
+}
+seed_wordpiece() {
+    printf 'Hello, WORLD! caf\xc3\xa9 unaffable \xe4\xb8\xad\xe6\x96\x87 [SEP] [MASK]' > "$1.text"
+    pack_two "$fixtures/wordpiece/tiny_vocab.txt" "$1.text" > "$1/tiny_vocab"
 }
 seed_indexed_dataset() {
     for idx in $(find "$fixtures" -name '*.idx' -size -64k); do
