@@ -9,21 +9,16 @@
 #include "mt/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    static const auto tokenizer = [] {
-        mt::TokenizerOptions o;
-        o.vocab_file = (mt::fuzz::source_dir() / "tests/fixtures/gpt2-tiny/vocab.json").string();
-        o.merge_file = (mt::fuzz::source_dir() / "tests/fixtures/gpt2-tiny/merges.txt").string();
-        return mt::Registry::global().create_tokenizer("GPT2BPETokenizer", o);
-    }();
+    const mt::Tokenizer& tokenizer = mt::fuzz::tiny_gpt2_tokenizer();
     const std::string_view text = mt::fuzz::as_text(data, size);
     try {
-        const std::vector<int32_t> ids = tokenizer->encode(text);
-        if (tokenizer->decode(ids) != text) std::abort();  // lossless, or a finding
+        const std::vector<int32_t> ids = tokenizer.encode(text);
+        if (tokenizer.decode(ids) != text) std::abort();  // lossless, or a finding
     } catch (const mt::Error&) {
     }
     std::vector<int32_t> ids;
     for (size_t i = 0; i + 1 < size; i += 2)
-        ids.push_back(int32_t((data[i] | data[i + 1] << 8) % tokenizer->vocab_size()));
-    tokenizer->decode(ids);
+        ids.push_back(int32_t((data[i] | data[i + 1] << 8) % tokenizer.vocab_size()));
+    tokenizer.decode(ids);
     return 0;
 }

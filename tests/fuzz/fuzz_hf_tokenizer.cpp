@@ -7,15 +7,13 @@
 #include "mt/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    if (size < 2) return 0;
-    const size_t json_size = std::min<size_t>(size - 2, size_t(data[0]) | size_t(data[1]) << 8);
-    const std::string_view rest = mt::fuzz::as_text(data + 2, size - 2);
+    const auto files = mt::fuzz::split_two(data, size);
+    if (!files) return 0;
     mt::TokenizerOptions o;
-    o.tokenizer_model =
-        mt::fuzz::write_input(rest.substr(0, json_size), "/tokenizer.json").string();
+    o.tokenizer_model = mt::fuzz::write_input(files->first, "/tokenizer.json").string();
     try {
         const auto tokenizer = mt::Registry::global().create_tokenizer("HuggingFaceTokenizer", o);
-        const std::vector<int32_t> ids = tokenizer->encode(rest.substr(json_size));
+        const std::vector<int32_t> ids = tokenizer->encode(files->second);
         tokenizer->decode(ids);
     } catch (const mt::Error&) {
     }

@@ -5,11 +5,10 @@
 #include "mt/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    if (size < 2) return 0;
-    const size_t idx_size = std::min<size_t>(size - 2, size_t(data[0]) | size_t(data[1]) << 8);
-    const std::string_view rest = mt::fuzz::as_text(data + 2, size - 2);
-    const auto idx = mt::fuzz::write_input(rest.substr(0, idx_size), ".idx");
-    mt::fuzz::write_input(rest.substr(idx_size), ".bin");
+    const auto files = mt::fuzz::split_two(data, size);
+    if (!files) return 0;
+    const auto idx = mt::fuzz::write_input(files->first, ".idx");
+    mt::fuzz::write_input(files->second, ".bin");
     const std::string prefix = (idx.parent_path() / "input").string();
     for (bool multimodal : {false, true}) {
         try {

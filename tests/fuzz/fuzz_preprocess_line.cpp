@@ -9,12 +9,6 @@
 #include "mt/registry.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    static const auto tokenizer = [] {
-        mt::TokenizerOptions o;
-        o.vocab_file = (mt::fuzz::source_dir() / "tests/fixtures/gpt2-tiny/vocab.json").string();
-        o.merge_file = (mt::fuzz::source_dir() / "tests/fixtures/gpt2-tiny/merges.txt").string();
-        return mt::Registry::global().create_tokenizer("GPT2BPETokenizer", o);
-    }();
     static const mt::preprocess::EncoderOptions options = [] {
         mt::preprocess::EncoderOptions o;
         o.json_keys = {"text", "title"};
@@ -22,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         o.append_eod = true;
         return o;
     }();
-    static mt::preprocess::DocumentEncoder encoder(*tokenizer, options);
+    static mt::preprocess::DocumentEncoder encoder(mt::fuzz::tiny_gpt2_tokenizer(), options);
     std::string line(mt::fuzz::as_text(data, size));
     line.append(simdjson::SIMDJSON_PADDING, '\0');
     std::vector<mt::preprocess::KeyTokens> out(2);

@@ -5,11 +5,17 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+
+#include "mt/registry.h"
+#include "mt/tokenizer.h"
 
 namespace mt::fuzz {
 
@@ -37,6 +43,27 @@ inline std::filesystem::path write_input(std::string_view bytes, const std::stri
 
 inline std::string_view as_text(const uint8_t* data, size_t size) {
     return {reinterpret_cast<const char*>(data), size};
+}
+
+// An input holding two files: its first two bytes (little-endian) give the first one's length
+// (cut to what there is), the rest follows. Nothing for an input under two bytes.
+inline std::optional<std::pair<std::string_view, std::string_view>> split_two(const uint8_t* data,
+                                                                              size_t size) {
+    if (size < 2) return std::nullopt;
+    const std::string_view rest = as_text(data + 2, size - 2);
+    const size_t first = std::min<size_t>(rest.size(), size_t(data[0]) | size_t(data[1]) << 8);
+    return std::pair(rest.substr(0, first), rest.substr(first));
+}
+
+// GPT2BPETokenizer over the committed 5000-entry vocabulary (tests/fixtures/gpt2-tiny).
+inline const Tokenizer& tiny_gpt2_tokenizer() {
+    static const auto tokenizer = [] {
+        TokenizerOptions o;
+        o.vocab_file = (source_dir() / "tests/fixtures/gpt2-tiny/vocab.json").string();
+        o.merge_file = (source_dir() / "tests/fixtures/gpt2-tiny/merges.txt").string();
+        return Registry::global().create_tokenizer("GPT2BPETokenizer", o);
+    }();
+    return *tokenizer;
 }
 
 }  // namespace mt::fuzz

@@ -7,15 +7,14 @@
 #include "mt/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    if (size < 2) return 0;
-    const size_t vocab_size = std::min<size_t>(size - 2, size_t(data[0]) | size_t(data[1]) << 8);
-    const std::string_view rest = mt::fuzz::as_text(data + 2, size - 2);
+    const auto files = mt::fuzz::split_two(data, size);
+    if (!files) return 0;
     mt::TokenizerOptions o;
-    o.vocab_file = mt::fuzz::write_input(rest.substr(0, vocab_size), "/vocab.txt").string();
+    o.vocab_file = mt::fuzz::write_input(files->first, "/vocab.txt").string();
     for (const char* type : {"BertWordPieceLowerCase", "BertWordPieceCase"}) {
         try {
             const auto tokenizer = mt::Registry::global().create_tokenizer(type, o);
-            tokenizer->decode(tokenizer->encode(rest.substr(vocab_size)));
+            tokenizer->decode(tokenizer->encode(files->second));
         } catch (const mt::Error&) {
         }
     }
