@@ -2,7 +2,8 @@
 // `local-completions` model (with the remote tokenizer it detects from /tokenizer_info) runs the
 // committed tasks (tests/fixtures/lm_eval/tasks: LAMBADA from the shared file, a RACE sample as
 // multiple choice, first commas of the shared corpus) against the server, and its `hf` model runs
-// them on the same weights exported by megatron-convert --saver hf. Every sample's
+// them on the same weights exported by megatron-convert --saver hf (lm-eval sends 4 requests at
+// a time to the server, which batches them, and 4 prompts a request). Every sample's
 // log-likelihood, its is-greedy flag and every task's metric must agree.
 //
 // Needs a python with lm_eval (pip install "lm_eval[api,hf]") named by MT_LM_EVAL_PYTHON, and
@@ -123,10 +124,11 @@ TEST(LmEvalClient, LocalCompletionsGivesTheHfBackendsNumbers) {
     {
         mt::test::ApiServerProcess server("--load " + shell_quote(dir / "ckpt"));
         ASSERT_GT(server.port(), 0) << "megatron-generate did not start serving";
-        r = run_command(
-            lm_eval + " --model local-completions --model_args base_url=http://127.0.0.1:" +
-            std::to_string(server.port()) + "/v1/completions,max_length=1024 --output_path " +
-            shell_quote(served.dir) + " 2>&1");
+        r = run_command(lm_eval +
+                        " --model local-completions --model_args base_url=http://127.0.0.1:" +
+                        std::to_string(server.port()) +
+                        "/v1/completions,max_length=1024,num_concurrent=4 --output_path " +
+                        shell_quote(served.dir) + " 2>&1");
         ASSERT_EQ(r.exit_code, 0) << r.output;
         EXPECT_NE(r.output.find("Using remote tokenizer"), std::string::npos) << r.output;
     }

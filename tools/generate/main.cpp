@@ -1,6 +1,6 @@
 // megatron-generate: text generation from a Megatron checkpoint or a Hugging Face model folder,
-// as Megatron-LM's tools/run_text_generation_server.py (REST, PUT /api) and its older
-// generate_samples_gpt.py (prompts, sample files, unconditional samples, interactive) do.
+// as Megatron-LM's tools/run_text_generation_server.py (REST: PUT /api, POST /completions) and its
+// older generate_samples_gpt.py (prompts, sample files, unconditional samples, interactive) do.
 #include <cstdio>
 #include <iostream>
 
@@ -82,11 +82,10 @@ int main(int argc, char** argv) {
             spec.megatron_args = mt::cli::MegatronTool::inference;  // docs/flags.md
             spec.description =
                 "Generates text from a Megatron checkpoint (megatron-train's, Megatron-LM's) or a\n"
-                "Hugging Face model folder: Megatron's REST server (PUT /api on --port, 5000, "
-                "unless\n"
-                "another mode is asked for), --prompts, a file of prompts, unconditional samples, "
-                "or\n"
-                "--interactive. Model flags given here override the checkpoint's own.";
+                "Hugging Face model folder: Megatron's REST server (PUT /api and POST\n"
+                "/v1/completions on --port, 5000, unless another mode is asked for), --prompts, a\n"
+                "file of prompts, unconditional samples, or --interactive. Model flags given here\n"
+                "override the checkpoint's own.";
             spec.options.add(generation_flags(flags));
             spec.options.add(mt::cli::tokenizer_flags(tokenizer, false));
             spec.options.add(mt::cli::checkpoint_tokenizer_flags(tokenizer));
