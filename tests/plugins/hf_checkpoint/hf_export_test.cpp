@@ -138,8 +138,8 @@ TEST(HfExport, TinyShardsWriteAnIndexAndReload) {
         EXPECT_TRUE(fs::exists(dir / "out" / file)) << file;
         EXPECT_EQ(file.size(), std::string("model-00001-of-00009.safetensors").size()) << file;
         int64_t bytes = 0;
-        for (const auto& e : SafetensorsFile(dir / "out" / file).entries())
-            bytes += int64_t(e.end - e.begin);
+        const SafetensorsFile shard(dir / "out" / file);  // outlives the loop over its entries
+        for (const auto& e : shard.entries()) bytes += int64_t(e.end - e.begin);
         EXPECT_TRUE(bytes <= 4096 || count == 1) << file << " holds " << bytes << " bytes";
     }
     // Saving again unsharded replaces the folder: no stale shards.
@@ -168,8 +168,8 @@ TEST(HfExport, Bf16WeightsAreWrittenAsBf16) {
     HfCheckpoint format;
     const CheckpointState state = cast_to(format.load(fixture("llama")), DType::bf16);
     format.save(dir / "out", state);
-    for (const auto& e : SafetensorsFile(dir / "out/model.safetensors").entries())
-        EXPECT_EQ(e.dtype, "BF16") << e.name;
+    const SafetensorsFile written(dir / "out/model.safetensors");
+    for (const auto& e : written.entries()) EXPECT_EQ(e.dtype, "BF16") << e.name;
     EXPECT_NE(read_file(dir / "out/config.json").find("\"torch_dtype\": \"bfloat16\""),
               std::string::npos);
     // The loader widens them to f32: equal to the bf16 values.
