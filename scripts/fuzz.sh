@@ -30,16 +30,17 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 fixtures=tests/fixtures
 # Seeds made from the fixtures, per target.
+# Fixture files as seeds, named by their paths (many share a name: model_optim_rng.pt).
+small_torch_files() { find "$fixtures" -name "${1:-*.pt}" -size -300k | sort; }
+seed_from_paths() { while read -r f; do cp "$f" "$1/$(echo "$f" | tr / _)"; done; }
 seed_pickle() {
-    local n=0
-    for pt in $(find "$fixtures" -name '*.pt' -size -300k | sort); do
+    small_torch_files | while read -r pt; do
         unzip -Z1 "$pt" 2>/dev/null | grep 'data\.pkl$' | while read -r entry; do
-            unzip -p "$pt" "$entry" > "$1/$(basename "$pt").$n.pkl"
-            n=$((n + 1))
+            unzip -p "$pt" "$entry" > "$1/$(echo "$pt/$entry" | tr / _)"
         done
     done
 }
-seed_torch_file() { find "$fixtures" -name '*.pt' -size -300k -exec cp {} "$1/" \; ; }
+seed_torch_file() { small_torch_files | seed_from_paths "$1"; }
 seed_zip() { seed_torch_file "$1"; }
 # two bytes (little-endian) of the first file's length, then the files: the split targets' layout
 pack_two() {
@@ -51,14 +52,8 @@ pack_two() {
 seed_hf_checkpoint() {
     pack_two "$fixtures/hf/gpt2/config.json" "$fixtures/hf/gpt2/model.safetensors" > "$1/gpt2"
 }
-seed_torch_dist_metadata() {
-    find "$fixtures/torch_dist" -name .metadata -size -64k |
-        while read -r m; do cp "$m" "$1/$(echo "$m" | tr / _)"; done
-}
-seed_torch_checkpoint() {
-    find "$fixtures" -name model_optim_rng.pt -size -300k |
-        while read -r f; do cp "$f" "$1/$(echo "$f" | tr / _)"; done
-}
+seed_torch_dist_metadata() { find "$fixtures/torch_dist" -name .metadata -size -64k | seed_from_paths "$1"; }
+seed_torch_checkpoint() { small_torch_files model_optim_rng.pt | seed_from_paths "$1"; }
 seed_hf_tokenizer() {
     printf 'Hello world! 12345 caf\xc3\xa9\n  <s> [INST] done' > "$1.text"
     for json in "$fixtures/hf/mixtral/tokenizer.json" "$fixtures/hf_tokenizer/llama3ish/tokenizer.json"; do

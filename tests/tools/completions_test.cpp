@@ -52,7 +52,7 @@ TEST(CompletionRequest, RefusesWithMessages) {
         {R"({"prompt": ["a", [1]]})",
          "prompt must be a string, a list of strings, a list of token ids or a list of lists of "
          "token ids, not a mix"},
-        {R"({"prompt": [1, "a"]})", "prompt 0 mixes token ids with other values"},
+        {R"({"prompt": [1, "a"]})", "prompt 0 must be a list of token ids"},
         {R"({"prompt": [[1], []]})", "prompt 1 is empty"},
         {R"({"prompt": [1, 100]})",
          "prompt 0 has token id 100 at position 1, outside the vocabulary [0, 100)"},
@@ -157,8 +157,9 @@ TEST(CompletionBatcher, QueuedGreedyRequestsShareABatchAndGetWhatTheyGetAlone) {
     for (const char* body : bodies) {
         requests.push_back(accepted(body));
         tokenize_prompts(*tokenizer, requests.back());
-        alone.push_back(completion_response(complete(generator, requests.back()), requests.back(),
-                                            "id", "m", 0));
+        const CompletionRequest* one = &requests.back();
+        alone.push_back(completion_response(complete_batch(generator, std::span(&one, 1))[0],
+                                            requests.back(), "id", "m", 0));
     }
     CompletionBatcher batcher(generator);
     std::vector<std::shared_ptr<CompletionBatcher::Ticket>> tickets;
@@ -385,7 +386,7 @@ TEST_F(CompletionsServer, AnswersErrorsModelsAndTokenizerPaths) {
     EXPECT_EQ(std::string_view(text["prompt"]), "5 17 99");
     error = call(verb::post, "/detokenize", R"({"tokens": [5, 500]})", 400);
     EXPECT_EQ(std::string_view(error["error"]["message"]),
-              "token id 500 at position 1 is outside the vocabulary [0, 128)");
+              "tokens has token id 500 at position 1, outside the vocabulary [0, 128)");
     EXPECT_TRUE(server_->alive());
 }
 

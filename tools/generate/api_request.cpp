@@ -116,11 +116,7 @@ std::variant<ApiRequest, std::string> validate(const Fields& f) {
 }  // namespace
 
 std::variant<ApiRequest, std::string> parse_api_request(std::string_view body) {
-    simdjson::dom::parser parser;
-    simdjson::padded_string text(body);
-    auto fields = parse_object(parser, text);
-    if (auto* message = std::get_if<std::string>(&fields)) return *message;
-    return validate(std::get<Fields>(fields));
+    return read_object(body, validate);
 }
 
 std::string api_response(const TextResult& result, bool logprobs) {

@@ -1,24 +1,22 @@
-// complete(): the request's prompts as token ids through infer::generate (log-probs always, as
-// Megatron's endpoint asks for them; the top-n when requested), then each row cut and shaped.
+// complete_batch(): the requests' prompts as token ids through infer::generate (log-probs always,
+// as Megatron's endpoint asks for them; the top-n when requested), then each row cut and shaped.
 #include "completion.h"
 
 #include <algorithm>
 
 #include "mt/error.h"
 #include "mt/io/json_writer.h"
+#include "mt/text/utf8.h"
 
 namespace mt::generate_tool {
 
 namespace {
 
-bool is_continuation(char c) {
-    return (static_cast<unsigned char>(c) & 0xC0) == 0x80;
-}
-
 // code_points[i]: the characters in text[0, i).
 std::vector<int64_t> code_point_counts(const std::string& text) {
     std::vector<int64_t> counts(text.size() + 1, 0);
-    for (size_t i = 0; i < text.size(); ++i) counts[i + 1] = counts[i] + !is_continuation(text[i]);
+    for (size_t i = 0; i < text.size(); ++i)
+        counts[i + 1] = counts[i] + !text::is_utf8_continuation(text[i]);
     return counts;
 }
 
@@ -97,10 +95,10 @@ std::vector<size_t> token_byte_offsets(const Tokenizer& tokenizer, std::span<con
     size_t previous = 0;
     for (size_t i = std::max<size_t>(from, 1); i < ids.size(); ++i) {
         const std::string before = tokenizer.decode(ids.first(i));
-        size_t n = std::mismatch(before.begin(), before.end(), text.begin(), text.end()).first -
-                   before.begin();
-        while (n > 0 && n < text.size() && is_continuation(text[n])) --n;
-        previous = offsets[i] = std::max(n, previous);
+        const size_t agreed =
+            std::mismatch(before.begin(), before.end(), text.begin(), text.end()).first -
+            before.begin();
+        previous = offsets[i] = std::max(text::utf8_prefix(text, agreed).size(), previous);
     }
     return offsets;
 }
@@ -116,8 +114,8 @@ void tokenize_prompts(const Tokenizer& tokenizer, CompletionRequest& r) {
     }
 }
 
-bool can_share_a_batch(const CompletionRequest& a, const CompletionRequest& b) {
-    return a.sampling.top_k == 1 && b.sampling.top_k == 1;
+bool can_join_a_batch(const CompletionRequest& r) {
+    return r.sampling.top_k == 1;
 }
 
 std::vector<CompletionResult> complete_batch(TextGenerator& generator,
@@ -133,7 +131,7 @@ std::vector<CompletionResult> complete_batch(TextGenerator& generator,
     g.prompt_log_probs = false;
     g.log_probs_over_vocab = true;  // as the Hugging Face export's; clients compare with those
     for (const CompletionRequest* r : requests) {
-        MT_CHECK(r == &first || can_share_a_batch(first, *r),
+        MT_CHECK(requests.size() == 1 || can_join_a_batch(*r),
                  "completion: only greedy requests share a batch");
         for (const auto& prompt : r->prompts)
             g.prompts.push_back(std::get<std::vector<int32_t>>(prompt));
@@ -163,12 +161,6 @@ std::vector<CompletionResult> complete_batch(TextGenerator& generator,
         }
     }
     return results;
-}
-
-CompletionResult complete(TextGenerator& generator, CompletionRequest r) {
-    tokenize_prompts(generator.tokenizer(), r);
-    const CompletionRequest* one = &r;
-    return std::move(complete_batch(generator, std::span(&one, 1)).front());
 }
 
 std::string completion_response(const CompletionResult& result, const CompletionRequest& request,

@@ -35,18 +35,15 @@ struct CompletionResult {
 // The text prompts of `request` as token ids (mt::Error for one that gives none).
 void tokenize_prompts(const Tokenizer& tokenizer, CompletionRequest& request);
 
-// Whether two requests may run as one batch, each getting what it gets alone: greedy ones (the
-// rows of a batch share one random stream, so sampled ones run alone).
-bool can_share_a_batch(const CompletionRequest& a, const CompletionRequest& b);
+// Whether a request may run in one batch with others, getting what it gets alone: greedy ones
+// (the rows of a batch share one random stream, so sampled ones run alone).
+bool can_join_a_batch(const CompletionRequest& request);
 
-// Requests whose prompts are token ids, which can share a batch, run as one: each row stops at
-// its own max_tokens and stop strings and reports what its request asked for.
-// mt::Error for a batch the model cannot run (too long for its positions, ...).
+// Requests whose prompts are token ids run as one batch (one request, or several that can join
+// a batch): each row stops at its own max_tokens and stop strings and reports what its request
+// asked for. mt::Error for a batch the model cannot run (too long for its positions, ...).
 std::vector<CompletionResult> complete_batch(TextGenerator& generator,
                                              std::span<const CompletionRequest* const> requests);
-
-// One request alone (its text prompts tokenized first).
-CompletionResult complete(TextGenerator& generator, CompletionRequest request);
 
 // OpenAI's response: {"id", "object": "text_completion", "created", "model", "choices",
 // "usage"}; each choice's "logprobs" always (as Megatron's), its "top_logprobs" null unless

@@ -37,7 +37,7 @@ CompletionResult CompletionBatcher::result(const std::shared_ptr<Ticket>& ticket
             for (auto it = queued_.begin();
                  it != queued_.end() && batch.size() < kMaxBatchRequests;) {
                 const auto [l, h] = prompt_lengths((*it)->request_);
-                if (can_share_a_batch(ticket->request_, (*it)->request_) &&
+                if (can_join_a_batch(ticket->request_) && can_join_a_batch((*it)->request_) &&
                     std::max(hi, h) - std::min(lo, l) <= kMaxBatchPromptSpread) {
                     lo = std::min(lo, l);
                     hi = std::max(hi, h);

@@ -16,16 +16,9 @@ using namespace json;
 // One prompt of token ids, or the message.
 std::variant<std::vector<int32_t>, std::string> read_ids(simdjson::dom::array items,
                                                          int64_t vocab_size, size_t prompt) {
-    std::vector<int32_t> ids;
-    for (element item : items) {
-        if (!is_int(item)) return mt::str("prompt ", prompt, " mixes token ids with other values");
-        const int64_t id = integer(item);
-        if (id < 0 || id >= vocab_size)
-            return mt::str("prompt ", prompt, " has token id ", id, " at position ", ids.size(),
-                           ", outside the vocabulary [0, ", vocab_size, ")");
-        ids.push_back(int32_t(id));
-    }
-    if (ids.empty()) return mt::str("prompt ", prompt, " is empty");
+    auto ids = read_token_ids(items, vocab_size, mt::str("prompt ", prompt));
+    if (auto* list = std::get_if<std::vector<int32_t>>(&ids); list && list->empty())
+        return mt::str("prompt ", prompt, " is empty");
     return ids;
 }
 
@@ -158,11 +151,7 @@ std::variant<CompletionRequest, std::string> validate(const Fields& f, int64_t v
 
 std::variant<CompletionRequest, std::string> parse_completion_request(std::string_view body,
                                                                       int64_t vocab_size) {
-    simdjson::dom::parser parser;
-    simdjson::padded_string text(body);
-    auto fields = parse_object(parser, text);
-    if (auto* message = std::get_if<std::string>(&fields)) return *message;
-    return validate(std::get<Fields>(fields), vocab_size);
+    return read_object(body, [&](const Fields& f) { return validate(f, vocab_size); });
 }
 
 }  // namespace mt::generate_tool

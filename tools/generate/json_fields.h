@@ -9,7 +9,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
+#include <vector>
+
+#include "mt/error.h"
 
 namespace mt::generate_tool::json {
 
@@ -66,15 +70,33 @@ class Fields {
     simdjson::dom::object o_;
 };
 
-// The body's top-level object, or the message for a body that is not one. `parser` and `text`
-// keep the document alive.
-inline std::variant<Fields, std::string> parse_object(simdjson::dom::parser& parser,
-                                                      simdjson::padded_string& text) {
+// read(Fields) on the body's top-level object (a variant of the request and a message), or the
+// message for a body that is not a JSON object.
+template <class Read>
+auto read_object(std::string_view body, Read read) -> decltype(read(std::declval<Fields>())) {
+    simdjson::dom::parser parser;
+    simdjson::padded_string text(body);
     element doc;
     if (auto error = parser.parse(text).get(doc))
         return std::string("Failed to decode JSON object: ") + simdjson::error_message(error);
     if (doc.type() != element_type::OBJECT) return "the request body must be a JSON object";
-    return Fields(simdjson::dom::object(doc));
+    return read(Fields(simdjson::dom::object(doc)));
+}
+
+// A JSON array of token ids below `vocab_size`, or the message naming `what` ("prompt 1").
+inline std::variant<std::vector<int32_t>, std::string> read_token_ids(simdjson::dom::array items,
+                                                                      int64_t vocab_size,
+                                                                      const std::string& what) {
+    std::vector<int32_t> ids;
+    for (element item : items) {
+        if (!is_int(item)) return what + " must be a list of token ids";
+        const int64_t id = integer(item);
+        if (id < 0 || id >= vocab_size)
+            return mt::str(what, " has token id ", id, " at position ", ids.size(),
+                           ", outside the vocabulary [0, ", vocab_size, ")");
+        ids.push_back(int32_t(id));
+    }
+    return ids;
 }
 
 }  // namespace mt::generate_tool::json

@@ -25,40 +25,29 @@ std::vector<int32_t> added_ids(const Tokenizer& tokenizer) {
 }  // namespace
 
 std::variant<TokenizeRequest, std::string> parse_tokenize_request(std::string_view body) {
-    simdjson::dom::parser parser;
-    simdjson::padded_string text(body);
-    auto parsed = parse_object(parser, text);
-    if (auto* message = std::get_if<std::string>(&parsed)) return *message;
-    const Fields& f = std::get<Fields>(parsed);
-    TokenizeRequest r;
-    auto prompt = f.given("prompt");
-    if (!prompt || prompt->type() != element_type::STRING) return "prompt must be a string";
-    r.prompt = std::string(std::string_view(*prompt));
-    if (auto e = f.given("add_special_tokens")) {
-        if (!is_bool(*e)) return "add_special_tokens must be a boolean value";
-        r.add_special_tokens = bool(*e);
-    }
-    if (f.has("messages")) return "not supported yet: messages (chat templates) on /tokenize";
-    return r;
+    return read_object(body, [](const Fields& f) -> std::variant<TokenizeRequest, std::string> {
+        TokenizeRequest r;
+        auto prompt = f.given("prompt");
+        if (!prompt || prompt->type() != element_type::STRING) return "prompt must be a string";
+        r.prompt = std::string(std::string_view(*prompt));
+        if (auto e = f.given("add_special_tokens")) {
+            if (!is_bool(*e)) return "add_special_tokens must be a boolean value";
+            r.add_special_tokens = bool(*e);
+        }
+        if (f.has("messages")) return "not supported yet: messages (chat templates) on /tokenize";
+        return r;
+    });
 }
 
 std::variant<std::vector<int32_t>, std::string> parse_detokenize_request(std::string_view body,
                                                                          int64_t vocab_size) {
-    simdjson::dom::parser parser;
-    simdjson::padded_string text(body);
-    auto parsed = parse_object(parser, text);
-    if (auto* message = std::get_if<std::string>(&parsed)) return *message;
-    auto tokens = std::get<Fields>(parsed).given("tokens");
-    if (!tokens || tokens->type() != element_type::ARRAY) return "tokens must be a list of ids";
-    std::vector<int32_t> ids;
-    for (element e : simdjson::dom::array(*tokens)) {
-        if (!is_int(e)) return "tokens must be a list of ids";
-        if (integer(e) < 0 || integer(e) >= vocab_size)
-            return mt::str("token id ", integer(e), " at position ", ids.size(),
-                           " is outside the vocabulary [0, ", vocab_size, ")");
-        ids.push_back(int32_t(integer(e)));
-    }
-    return ids;
+    return read_object(
+        body, [&](const Fields& f) -> std::variant<std::vector<int32_t>, std::string> {
+            auto tokens = f.given("tokens");
+            if (!tokens || tokens->type() != element_type::ARRAY)
+                return "tokens must be a list of token ids";
+            return read_token_ids(simdjson::dom::array(*tokens), vocab_size, "tokens");
+        });
 }
 
 std::string tokenize_response(const Tokenizer& tokenizer, const TokenizeRequest& r,

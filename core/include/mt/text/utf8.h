@@ -62,12 +62,17 @@ size_t find_non_ascii(std::string_view text, Pred pred) {
     return std::string_view::npos;
 }
 
+// Whether a byte continues a character (10xxxxxx) rather than starting one.
+inline bool is_utf8_continuation(char byte) {
+    return (static_cast<uint8_t>(byte) & 0xC0) == 0x80;
+}
+
 // The longest start of `text` of at most `max_bytes` that does not end inside a character, for
 // quoting a bounded part of a value in a message.
 inline std::string_view utf8_prefix(std::string_view text, size_t max_bytes) {
     if (text.size() <= max_bytes) return text;
     size_t cut = max_bytes;
-    while (cut > 0 && (static_cast<uint8_t>(text[cut]) & 0xC0) == 0x80) --cut;
+    while (cut > 0 && is_utf8_continuation(text[cut])) --cut;
     return text.substr(0, cut);
 }
 
