@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "mt/error.h"
-#include "mt/infer/kv_cache.h"
+#include "mt/nn/inference_state.h"
 #include "mt/infer/model_loader.h"
 #include "mt/infer/sampler.h"
 #include "mt/nn/parameter.h"
@@ -189,7 +189,7 @@ void run(const Options& o) {
     for (int64_t B : o.batches) {
         mt::Tensor prompt = mt::Tensor::empty({B, o.prompt}, mt::DType::i64);
         for (int64_t i = 0; i < B * o.prompt; ++i) prompt.data<int64_t>()[i] = token(gen);
-        auto cache = model.make_kv_cache(B, o.prompt + o.decode);
+        auto cache = model.make_inference_state(B, o.prompt + o.decode);
         double prefill = 1e30, decode = 1e30;
         for (int r = 0; r < o.repeat; ++r) {
             cache->clear();

@@ -4,7 +4,7 @@
 
 #include "mt/backend.h"
 #include "mt/error.h"
-#include "mt/infer/kv_cache.h"
+#include "mt/nn/inference_state.h"
 #include "mt/nn/parameter.h"
 #include "mt/parallel/parallel_state.h"
 
@@ -64,7 +64,7 @@ std::vector<ParameterInfo> ModelFamily::parameters(const ModelArgs& args) const 
     return out;
 }
 
-Tensor Model::logits(const Tensor&, infer::KvCache*, int64_t) {
+Tensor Model::logits(const Tensor&, nn::InferenceState*, int64_t) {
     MT_FAIL("not supported yet: inference (logits) for this model family");
 }
 
@@ -76,8 +76,8 @@ StageTensor Model::stage_tensor(int64_t) const {
     MT_FAIL("not supported yet: pipeline parallelism for this model family");
 }
 
-std::unique_ptr<infer::KvCache> Model::make_kv_cache(int64_t, int64_t) const {
-    MT_FAIL("not supported yet: a KV cache for this model family");
+std::unique_ptr<nn::InferenceState> Model::make_inference_state(int64_t, int64_t) const {
+    MT_FAIL("not supported yet: an inference state (KV cache) for this model family");
 }
 
 }  // namespace mt

@@ -152,7 +152,7 @@ class CausalToyModel : public mt::Model {
     }
     void backward(const std::vector<mt::Tensor>&, const mt::Activations&) override {}
     double training_flops(int64_t) const override { return 0; }
-    mt::Tensor logits(const mt::Tensor& tokens, mt::infer::KvCache*, int64_t keep) override {
+    mt::Tensor logits(const mt::Tensor& tokens, mt::nn::InferenceState*, int64_t keep) override {
         const int64_t B = tokens.size(0), T = tokens.size(1), n = keep ? keep : T;
         mt::Tensor out = mt::Tensor::empty({B, n, kVocab}, mt::DType::f32);
         for (int64_t b = 0; b < B; ++b) {

@@ -24,10 +24,8 @@ namespace nn {
 struct Parameter;
 struct DropoutContext;
 class MoeTracker;
+class InferenceState;
 }  // namespace nn
-namespace infer {
-class KvCache;
-}  // namespace infer
 namespace parallel {
 class ParallelState;
 }  // namespace parallel
@@ -216,16 +214,18 @@ class MT_API Model {
 
     // Inference (dropout off, nothing kept for a backward): logits [B, n, padded vocab] (f32 for
     // an f32, bf16 or f16 model, f64 for an f64 one) for the last n = keep_last positions (0: all
-    // T) of tokens i64/i32 [B, T]. With a cache, the tokens sit at positions cache->length() .. and
-    // their keys and values join it (its length grows by T); without, at 0 .. T-1. The default
-    // throws "not supported".
-    virtual Tensor logits(const Tensor& tokens, infer::KvCache* cache, int64_t keep_last = 0);
+    // T) of tokens i64/i32 [B, T]. With a state, the tokens sit at positions state->length() ..
+    // and join it (their keys and values, a recurrent layer's state; its length grows by T);
+    // without, at 0 .. T-1. The default throws "not supported".
+    virtual Tensor logits(const Tensor& tokens, nn::InferenceState* state, int64_t keep_last = 0);
     // A task model's outputs for a batch in its family's layout, without dropout or labels
     // (BERT with a classification head: logits f32 [B, classes]; with a multiple-choice head:
     // [B, choices]). The default throws "not supported".
     virtual Tensor predict(const Batch& batch);
-    // An empty cache shaped for this model: `batch` rows of up to `capacity` positions.
-    virtual std::unique_ptr<infer::KvCache> make_kv_cache(int64_t batch, int64_t capacity) const;
+    // An empty inference state (KV cache, recurrent states) shaped for this model: `batch` rows
+    // of up to `capacity` positions.
+    virtual std::unique_ptr<nn::InferenceState> make_inference_state(int64_t batch,
+                                                                     int64_t capacity) const;
     // The longest prompt + generation Megatron's text generation accepts
     // (--max-position-embeddings), or 0 for no limit.
     virtual int64_t max_positions() const { return 0; }

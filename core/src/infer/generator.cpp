@@ -7,8 +7,8 @@
 #include <span>
 
 #include "mt/error.h"
-#include "mt/infer/kv_cache.h"
 #include "mt/infer/token_log_prob.h"
+#include "mt/nn/inference_state.h"
 
 namespace mt::infer {
 
@@ -117,7 +117,8 @@ GenerationResult finish(TokenTable& table, const std::vector<int64_t>& lengths,
     return result;
 }
 
-Tensor checked_logits(Model& model, const Tensor& tokens, KvCache* cache, int64_t keep_last) {
+Tensor checked_logits(Model& model, const Tensor& tokens, nn::InferenceState* cache,
+                      int64_t keep_last) {
     Tensor logits = model.logits(tokens, cache, keep_last);
     MT_CHECK(logits.dtype() == DType::f32 && logits.dim() == 3 && logits.is_contiguous(),
              "generation: the model must give contiguous f32 logits, got ", logits.describe());
@@ -166,7 +167,7 @@ GenerationResult generate(Model& model, const GenerationRequest& r, const Genera
     check_sampling(r.sampling, ids.vocab_size);
     SamplingParams sampling = r.sampling;
     const int64_t min_prompt = *std::min_element(table.lengths.begin(), table.lengths.end());
-    auto cache = model.make_kv_cache(B, S);
+    auto cache = model.make_inference_state(B, S);
     std::vector<int64_t> lengths(size_t(B), S);
     std::vector<bool> done(size_t(B), false);
     int64_t prev = 0, context = min_prompt;

@@ -8,7 +8,7 @@
 #include "mt/checkpoint/format_detection.h"
 #include "mt/checkpoint/model_weights.h"
 #include "mt/error.h"
-#include "mt/infer/kv_cache.h"
+#include "mt/nn/inference_state.h"
 #include "mt/nn/parameter.h"
 #include "mt/parallel/parallel_state.h"
 
@@ -22,13 +22,14 @@ class VocabularyCut final : public Model {
   public:
     VocabularyCut(std::unique_ptr<Model> model, int64_t rows)
         : model_(std::move(model)), rows_(rows) {}
-    Tensor logits(const Tensor& tokens, KvCache* cache, int64_t keep_last) override {
+    Tensor logits(const Tensor& tokens, nn::InferenceState* cache, int64_t keep_last) override {
         Tensor logits = model_->logits(tokens, cache, keep_last);
         // (Only the first pipeline stage gets the logits.)
         return logits.defined() ? logits.slice(2, 0, rows_).contiguous() : logits;
     }
-    std::unique_ptr<KvCache> make_kv_cache(int64_t batch, int64_t capacity) const override {
-        return model_->make_kv_cache(batch, capacity);
+    std::unique_ptr<nn::InferenceState> make_inference_state(int64_t batch,
+                                                             int64_t capacity) const override {
+        return model_->make_inference_state(batch, capacity);
     }
     int64_t max_positions() const override { return model_->max_positions(); }
     std::vector<nn::Parameter*> parameters() override { return model_->parameters(); }

@@ -4,7 +4,7 @@
 
 #include "mt/communicator.h"
 #include "mt/error.h"
-#include "mt/infer/kv_cache.h"
+#include "mt/nn/inference_state.h"
 #include "mt/parallel/parallel_state.h"
 #include "mt/parallel/world.h"
 #include "mt/registry.h"
@@ -14,10 +14,10 @@ namespace mt::infer {
 namespace {
 
 // What the leader broadcasts before each call: the call and its arguments.
-enum class Call : int64_t { stop, make_kv_cache, logits };
+enum class Call : int64_t { stop, make_inference_state, logits };
 struct Command {
     Call call = Call::stop;
-    // make_kv_cache: batch, capacity; logits: tokens' rows and columns, keep_last, cached.
+    // make_inference_state: batch, capacity; logits: tokens' rows and columns, keep_last, cached.
     std::array<int64_t, 4> args{};
 };
 
@@ -49,7 +49,8 @@ ModelParallelLeader::~ModelParallelLeader() {
     }
 }
 
-Tensor ModelParallelLeader::logits(const Tensor& tokens, KvCache* cache, int64_t keep_last) {
+Tensor ModelParallelLeader::logits(const Tensor& tokens, nn::InferenceState* cache,
+                                   int64_t keep_last) {
     MT_CHECK(tokens.dim() == 2 && tokens.dtype() == DType::i64,
              "model-parallel logits: tokens must be i64 [B, T], got ", tokens.describe());
     MT_CHECK(!cache || cache == cache_,
@@ -61,10 +62,11 @@ Tensor ModelParallelLeader::logits(const Tensor& tokens, KvCache* cache, int64_t
     return local_.logits(ids, cache, keep_last);
 }
 
-std::unique_ptr<KvCache> ModelParallelLeader::make_kv_cache(int64_t batch, int64_t capacity) const {
-    Command c{Call::make_kv_cache, {batch, capacity, 0, 0}};
+std::unique_ptr<nn::InferenceState> ModelParallelLeader::make_inference_state(
+    int64_t batch, int64_t capacity) const {
+    Command c{Call::make_inference_state, {batch, capacity, 0, 0}};
     broadcast(group_, c);
-    auto cache = local_.make_kv_cache(batch, capacity);
+    auto cache = local_.make_inference_state(batch, capacity);
     cache_ = cache.get();
     return cache;
 }
@@ -88,15 +90,15 @@ double ModelParallelLeader::training_flops(int64_t) const {
 
 void follow_leader(Model& local, Communicator& group) {
     MT_CHECK(group.rank() != kLeader, "rank 0 leads model-parallel inference");
-    std::unique_ptr<KvCache> cache;
+    std::unique_ptr<nn::InferenceState> cache;
     for (;;) {
         Command c;
         broadcast(group, c);
         switch (c.call) {
             case Call::stop:
                 return;
-            case Call::make_kv_cache:
-                cache = local.make_kv_cache(c.args[0], c.args[1]);
+            case Call::make_inference_state:
+                cache = local.make_inference_state(c.args[0], c.args[1]);
                 break;
             case Call::logits: {
                 Tensor ids = Tensor::empty({c.args[0], c.args[1]}, DType::i64);

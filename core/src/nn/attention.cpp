@@ -242,6 +242,17 @@ void SelfAttention::collect_parameters(std::vector<Parameter*>& out) {
     collect_qk_norm_parameters(out);
 }
 
+std::unique_ptr<KvState> SelfAttention::make_state(int64_t batch, int64_t capacity) const {
+    MT_CHECK(batch > 0 && capacity > 0,
+             "SelfAttention: a KV state needs a positive batch and "
+             "capacity (batch ",
+             batch, ", capacity ", capacity, ")");
+    auto state = std::make_unique<KvState>();
+    state->k = backend_->empty({batch, capacity, ng_, hd_}, config_.dtype);
+    state->v = backend_->empty({batch, capacity, ng_, hd_}, config_.dtype);
+    return state;
+}
+
 void SelfAttention::collect_qk_norm_parameters(std::vector<Parameter*>& out) {
     if (!q_norm_) return;
     q_norm_->collect_parameters(out);

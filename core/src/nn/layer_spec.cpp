@@ -1,26 +1,29 @@
-// The dense layer spec: SelfAttention and Mlp behind the layer's module interfaces.
+// The dense layer spec: SelfAttention and Mlp behind the sublayer interface.
 #include "mt/nn/layer_spec.h"
 
+#include "mt/nn/attention.h"
 #include "mt/nn/mlp.h"
 
 namespace mt::nn {
 
 namespace {
 
-class SelfAttentionMixer final : public TokenMixer {
+class SelfAttentionSublayer final : public Sublayer {
   public:
     struct State final : ModuleState {
         SelfAttention::Saved saved;
     };
 
-    SelfAttentionMixer(const std::string& prefix, const TransformerConfig& config, Backend& backend)
+    SelfAttentionSublayer(const std::string& prefix, const TransformerConfig& config,
+                          Backend& backend)
         : attention_(join_name(prefix, "self_attention"), config, backend) {}
 
     Tensor forward(const Tensor& x, DropoutContext& ctx, std::unique_ptr<ModuleState>* saved,
-                   bool keep_input, const AttentionMask& mask, const KvSlot& cache) const override {
-        if (!saved) return attention_.forward(x, ctx, nullptr, mask, cache);
+                   bool keep_input, const SublayerContext& in) const override {
+        const KvSlot cache{static_cast<KvState*>(in.state), in.past};
+        if (!saved) return attention_.forward(x, ctx, nullptr, in.mask, cache);
         auto state = std::make_unique<State>();
-        Tensor y = attention_.forward(x, ctx, &state->saved, mask, cache);
+        Tensor y = attention_.forward(x, ctx, &state->saved, in.mask, cache);
         if (!keep_input) state->saved.qkv = {};
         *saved = std::move(state);
         return y;
@@ -40,22 +43,26 @@ class SelfAttentionMixer final : public TokenMixer {
         attention_.linear_qkv().collect_parameters(out);
         attention_.collect_qk_norm_parameters(out);
     }
+    std::unique_ptr<SublayerState> make_state(int64_t batch, int64_t capacity) const override {
+        return attention_.make_state(batch, capacity);
+    }
 
   private:
     SelfAttention attention_;
 };
 
-class DenseFeedForward final : public FeedForward {
+class DenseMlpSublayer final : public Sublayer {
   public:
     struct State final : ModuleState {
         Mlp::Saved saved;
     };
 
-    DenseFeedForward(const std::string& prefix, const TransformerConfig& config, Backend& backend)
+    DenseMlpSublayer(const std::string& prefix, const TransformerConfig& config, Backend& backend)
         : mlp_(join_name(prefix, "mlp"), config, backend) {}
 
     Tensor forward(const Tensor& x, DropoutContext& /*ctx: no noise of its own*/,
-                   std::unique_ptr<ModuleState>* saved, bool keep_input) const override {
+                   std::unique_ptr<ModuleState>* saved, bool keep_input,
+                   const SublayerContext& /*in: reads no mask or state*/) const override {
         if (!saved) return mlp_.forward(x, nullptr);
         auto state = std::make_unique<State>();
         Tensor y = mlp_.forward(x, &state->saved);
@@ -82,15 +89,24 @@ class DenseFeedForward final : public FeedForward {
 
 }  // namespace
 
-LayerSpec dense_layer_spec() {
+SublayerSpec self_attention_sublayer() {
     return {[](const std::string& prefix, const TransformerConfig& config, Backend& backend) {
-                return std::unique_ptr<TokenMixer>(
-                    std::make_unique<SelfAttentionMixer>(prefix, config, backend));
+                return std::unique_ptr<Sublayer>(
+                    std::make_unique<SelfAttentionSublayer>(prefix, config, backend));
             },
-            [](const std::string& prefix, const TransformerConfig& config, Backend& backend) {
-                return std::unique_ptr<FeedForward>(
-                    std::make_unique<DenseFeedForward>(prefix, config, backend));
-            }};
+            "self_attention.linear_qkv", "input_layernorm", "post_self_attn_layernorm", false};
+}
+
+SublayerSpec dense_mlp_sublayer() {
+    return {[](const std::string& prefix, const TransformerConfig& config, Backend& backend) {
+                return std::unique_ptr<Sublayer>(
+                    std::make_unique<DenseMlpSublayer>(prefix, config, backend));
+            },
+            "mlp.linear_fc1", "pre_mlp_layernorm", "post_mlp_layernorm", true};
+}
+
+LayerSpec dense_layer_spec() {
+    return {{self_attention_sublayer(), dense_mlp_sublayer()}};
 }
 
 LayerSpecs dense_layer_specs() {

@@ -21,7 +21,7 @@ TransformerConfig shared_expert_config(const TransformerConfig& c) {
     return s;
 }
 
-class MoeFeedForward final : public FeedForward {
+class MoeSublayer final : public Sublayer {
   public:
     struct State final : ModuleState {
         DropoutDraw jitter;  // --moe-input-jitter-eps: the router input's noise
@@ -32,8 +32,8 @@ class MoeFeedForward final : public FeedForward {
         Shape shape;
     };
 
-    MoeFeedForward(const std::string& prefix, const TransformerConfig& config, Backend& backend,
-                   std::shared_ptr<MoeTracker> tracker)
+    MoeSublayer(const std::string& prefix, const TransformerConfig& config, Backend& backend,
+                std::shared_ptr<MoeTracker> tracker)
         : moe_(config.moe),
           router_(join_name(prefix, "mlp"), config, backend),
           dispatcher_(make_token_dispatcher(config.moe, backend)),
@@ -54,9 +54,9 @@ class MoeFeedForward final : public FeedForward {
         }
     }
 
-    Tensor forward(
-        const Tensor& x, DropoutContext& ctx, std::unique_ptr<ModuleState>* saved,
-        bool /*keep_input: the router and dispatch keep what they need*/) const override {
+    Tensor forward(const Tensor& x, DropoutContext& ctx, std::unique_ptr<ModuleState>* saved,
+                   bool /*keep_input: the router and dispatch keep what they need*/,
+                   const SublayerContext& /*in: reads no mask or state*/) const override {
         MT_CHECK(x.dim() == 3, "MoE layer: x must be (B, T, H), got ", x.describe());
         auto state = std::make_unique<State>();
         // A training pass routes as training does (sinkhorn balances), also the first pass of a
@@ -156,14 +156,15 @@ class MoeFeedForward final : public FeedForward {
 
 std::function<LayerSpec(int64_t layer)> moe_layer_specs(MoeLayerPattern pattern,
                                                         std::shared_ptr<MoeTracker> tracker) {
-    LayerSpec dense = dense_layer_spec();
-    LayerSpec moe = dense;
-    moe.norm_fused_into_feed_forward = false;
-    moe.feed_forward = [tracker](const std::string& prefix, const TransformerConfig& config,
-                                 Backend& backend) {
-        return std::unique_ptr<FeedForward>(
-            std::make_unique<MoeFeedForward>(prefix, config, backend, tracker));
-    };
+    const LayerSpec dense = dense_layer_spec();
+    // Its norm stays "pre_mlp_layernorm" also with Transformer Engine's names.
+    const SublayerSpec moe_block{
+        [tracker](const std::string& prefix, const TransformerConfig& config, Backend& backend) {
+            return std::unique_ptr<Sublayer>(
+                std::make_unique<MoeSublayer>(prefix, config, backend, tracker));
+        },
+        "", "pre_mlp_layernorm", "post_mlp_layernorm", true};
+    const LayerSpec moe{{self_attention_sublayer(), moe_block}};
     return [pattern = std::move(pattern), dense, moe](int64_t layer) {
         MT_CHECK(layer >= 0 && layer < int64_t(pattern.moe.size()), "layer ", layer,
                  " is outside the --moe-layer-freq pattern of ", pattern.moe.size(), " layers");

@@ -1,4 +1,4 @@
-// TransformerLayer forward/backward: two pre-norm residual branches; the residual adds are
+// TransformerLayer forward/backward: one residual branch per sublayer; the residual adds are
 // explicit, and their gradient (dy itself) is added to each branch's input gradient.
 #include "mt/nn/transformer_layer.h"
 
@@ -8,18 +8,15 @@ namespace mt::nn {
 
 namespace {
 
-// te_linear: the linear the norm is fused into with Transformer Engine; local: the module name
-// of the local spec.
-// A post-norm layer's norms have plain module names (`local`) whatever the naming.
-// fusable: whether the module after the norm takes it (a MoE block does not).
-Norm make_norm(const std::string& prefix, const char* te_linear, const char* local,
-               const TransformerConfig& config, Backend& backend, bool fusable = true) {
-    const bool te =
-        fusable && config.norm_naming == NormNaming::transformer_engine && !config.post_layer_norm;
-    const std::string base = join_name(prefix, te ? te_linear : local);
-    return Norm(config.normalization, join_name(base, te ? "layer_norm_weight" : "weight"),
-                join_name(base, te ? "layer_norm_bias" : "bias"), config.hidden_size, config.norm,
-                config.dtype, backend, config.tp);
+// The norm before (pre-norm) or after (post-norm) a sublayer, named as the spec and the
+// config's naming say: a post-norm layer's norms have plain module names whatever the naming.
+Norm make_norm(const std::string& prefix, const SublayerSpec& spec, bool fused,
+               const TransformerConfig& config, Backend& backend) {
+    const std::string base = join_name(
+        prefix, fused ? spec.fused_norm : (config.post_layer_norm ? spec.post_norm : spec.norm));
+    return Norm(config.normalization, join_name(base, fused ? "layer_norm_weight" : "weight"),
+                join_name(base, fused ? "layer_norm_bias" : "bias"), config.hidden_size,
+                config.norm, config.dtype, backend, config.tp);
 }
 
 }  // namespace
@@ -27,24 +24,21 @@ Norm make_norm(const std::string& prefix, const char* te_linear, const char* loc
 TransformerLayer::TransformerLayer(const std::string& prefix, const TransformerConfig& config,
                                    const LayerSpec& spec, Backend& backend)
     : hidden_dropout_(config.hidden_dropout),
-      input_norm_(make_norm(prefix, "self_attention.linear_qkv",
-                            config.post_layer_norm ? "post_self_attn_layernorm" : "input_layernorm",
-                            config, backend)),
-      mixer_(spec.mixer(prefix, config, backend)),
-      pre_mlp_norm_(make_norm(prefix, "mlp.linear_fc1",
-                              config.post_layer_norm ? "post_mlp_layernorm" : "pre_mlp_layernorm",
-                              config, backend, spec.norm_fused_into_feed_forward)),
-      feed_forward_(spec.feed_forward(prefix, config, backend)),
       backend_(&backend),
       tp_(config.tp),
-      te_order_(config.norm_naming == NormNaming::transformer_engine && !config.post_layer_norm),
-      mlp_norm_fused_(te_order_ && spec.norm_fused_into_feed_forward),
       post_norm_(config.post_layer_norm),
-      recompute_mlp_(config.recompute_mlp),
       recompute_norms_(config.recompute_norms) {
-    MT_CHECK(!post_norm_ || !(recompute_mlp_ || recompute_norms_),
+    MT_CHECK(!post_norm_ || !(config.recompute_mlp || recompute_norms_),
              "not supported yet: selective recompute (--recompute-modules mlp/layernorm) of "
              "post-LayerNorm layers");
+    MT_CHECK(!spec.sublayers.empty(), "layer ", prefix, ": its spec lists no sublayer");
+    const bool te = config.norm_naming == NormNaming::transformer_engine && !post_norm_;
+    for (const SublayerSpec& s : spec.sublayers) {
+        const bool fused = te && !s.fused_norm.empty();
+        branches_.push_back(Branch{make_norm(prefix, s, fused, config, backend),
+                                   s.build(prefix, config, backend), fused,
+                                   s.is_mlp && config.recompute_mlp});
+    }
 }
 
 Tensor TransformerLayer::sum(const Tensor& a, const Tensor& b) const {
@@ -53,96 +47,117 @@ Tensor TransformerLayer::sum(const Tensor& a, const Tensor& b) const {
     return y;
 }
 
+DropoutDraw TransformerLayer::draw_hidden_dropout(DropoutContext& ctx, int64_t numel) const {
+    return draw_dropout(ctx, hidden_dropout_, numel, tp_.sequence_shard(), tp_.sequence_shards());
+}
+
 Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
-                                 const AttentionMask& mask, const KvSlot& cache) const {
-    if (post_norm_) return forward_post_norm(x, ctx, saved, mask, cache);
+                                 const AttentionMask& mask, InferenceState::LayerStates* state,
+                                 int64_t past) const {
     Saved local;
     Saved& s = saved ? *saved : local;
-    // With recompute_norms the modules do not keep the norms' outputs: backward rebuilds them.
-    Tensor a = mixer_->forward(input_norm_.forward(x, &s.input_norm), ctx,
-                               saved ? &s.mixer : nullptr, !recompute_norms_, mask, cache);
-    s.mixer_dropout =
-        draw_dropout(ctx, hidden_dropout_, a.numel(), tp_.sequence_shard(), tp_.sequence_shards());
-    Tensor h = sum(x, dropout_forward(*backend_, a, s.mixer_dropout));
-    const Tensor normed = pre_mlp_norm_.forward(h, &s.pre_mlp_norm);
-    Tensor m;
-    if (saved && recompute_mlp_) {  // only the block's input is kept (or rebuilt, see below)
-        m = feed_forward_->forward(normed, ctx, nullptr, false);
-        if (!recompute_norms_) s.feed_forward_input = normed;
-    } else {
-        m = feed_forward_->forward(normed, ctx, saved ? &s.feed_forward : nullptr,
-                                   !recompute_norms_);
+    s.sublayers.clear();
+    s.sublayers.resize(branches_.size());
+    if (post_norm_) return forward_post_norm(x, ctx, s, saved != nullptr, mask, state, past);
+    Tensor h = x;
+    for (size_t i = 0; i < branches_.size(); ++i) {
+        const Branch& b = branches_[i];
+        SublayerSaved& bs = s.sublayers[i];
+        const SublayerContext in{mask, state ? (*state)[i].get() : nullptr, past};
+        const Tensor normed = b.norm.forward(h, &bs.norm);
+        // With recompute_norms the modules do not keep the norms' outputs: backward rebuilds
+        // them; a recomputed module keeps only its input (or not even that).
+        Tensor a;
+        if (saved && b.recompute) {
+            a = b.module->forward(normed, ctx, nullptr, false, in);
+            if (!recompute_norms_) bs.module_input = normed;
+        } else {
+            a = b.module->forward(normed, ctx, saved ? &bs.module : nullptr, !recompute_norms_, in);
+        }
+        bs.dropout = draw_hidden_dropout(ctx, a.numel());
+        h = sum(h, dropout_forward(*backend_, a, bs.dropout));
     }
-    s.feed_forward_dropout =
-        draw_dropout(ctx, hidden_dropout_, m.numel(), tp_.sequence_shard(), tp_.sequence_shards());
-    return sum(h, dropout_forward(*backend_, m, s.feed_forward_dropout));
+    return h;
 }
 
 Tensor TransformerLayer::backward(const Tensor& dy, const Saved& saved) {
     if (post_norm_) return backward_post_norm(dy, saved);
-    Tensor dm = dropout_backward(*backend_, dy, saved.feed_forward_dropout);
-    // Selective recompute: what the forward did not keep is rebuilt here, bit for bit.
-    Tensor normed;
-    if (recompute_mlp_ || recompute_norms_)
-        normed = recompute_norms_ ? pre_mlp_norm_.forward(saved.pre_mlp_norm.input, nullptr)
-                                  : saved.feed_forward_input;
-    Tensor dnormed;
-    if (recompute_mlp_) {
-        std::unique_ptr<ModuleState> replayed;
-        // Only the dense MLP recomputes alone (MoE layers refuse it): it draws no noise.
-        DropoutContext noiseless{false};
-        feed_forward_->forward(normed, noiseless, &replayed, true);
-        dnormed = feed_forward_->backward(dm, *replayed, Tensor());
-    } else {
-        dnormed = feed_forward_->backward(dm, *saved.feed_forward, normed);
+    MT_CHECK(saved.sublayers.size() == branches_.size(),
+             "TransformerLayer: backward needs the activations of this layer's forward");
+    Tensor dh = dy;
+    for (size_t i = branches_.size(); i-- > 0;) {
+        Branch& b = branches_[i];
+        const SublayerSaved& bs = saved.sublayers[i];
+        const Tensor da = dropout_backward(*backend_, dh, bs.dropout);
+        // Selective recompute: what the forward did not keep is rebuilt here, bit for bit.
+        Tensor normed;
+        if (recompute_norms_)
+            normed = b.norm.forward(bs.norm.input, nullptr);
+        else if (b.recompute)
+            normed = bs.module_input;
+        Tensor dnormed;
+        if (b.recompute) {
+            std::unique_ptr<ModuleState> replayed;
+            // Only the dense MLP recomputes alone (MoE layers refuse it): it draws no noise.
+            DropoutContext noiseless{false};
+            b.module->forward(normed, noiseless, &replayed, true, SublayerContext{AttentionMask{}});
+            dnormed = b.module->backward(da, *replayed, Tensor());
+        } else {
+            dnormed = b.module->backward(da, *bs.module, normed);
+        }
+        dh = sum(dh, b.norm.backward(dnormed, bs.norm));
     }
-    Tensor dh = sum(dy, pre_mlp_norm_.backward(dnormed, saved.pre_mlp_norm));
-    Tensor da = dropout_backward(*backend_, dh, saved.mixer_dropout);
-    const Tensor mixer_input =
-        recompute_norms_ ? input_norm_.forward(saved.input_norm.input, nullptr) : Tensor();
-    Tensor dx_branch =
-        input_norm_.backward(mixer_->backward(da, *saved.mixer, mixer_input), saved.input_norm);
-    return sum(dh, dx_branch);
+    return dh;
 }
 
-Tensor TransformerLayer::forward_post_norm(const Tensor& x, DropoutContext& ctx, Saved* saved,
-                                           const AttentionMask& mask, const KvSlot& cache) const {
-    Saved local;
-    Saved& s = saved ? *saved : local;
-    Tensor a = mixer_->forward(x, ctx, saved ? &s.mixer : nullptr, true, mask, cache);
-    s.mixer_dropout =
-        draw_dropout(ctx, hidden_dropout_, a.numel(), tp_.sequence_shard(), tp_.sequence_shards());
-    const Tensor h =
-        input_norm_.forward(sum(x, dropout_forward(*backend_, a, s.mixer_dropout)), &s.input_norm);
-    Tensor m = feed_forward_->forward(h, ctx, saved ? &s.feed_forward : nullptr, true);
-    s.feed_forward_dropout =
-        draw_dropout(ctx, hidden_dropout_, m.numel(), tp_.sequence_shard(), tp_.sequence_shards());
-    return pre_mlp_norm_.forward(sum(h, dropout_forward(*backend_, m, s.feed_forward_dropout)),
-                                 &s.pre_mlp_norm);
+Tensor TransformerLayer::forward_post_norm(const Tensor& x, DropoutContext& ctx, Saved& s,
+                                           bool keep, const AttentionMask& mask,
+                                           InferenceState::LayerStates* state, int64_t past) const {
+    Tensor h = x;
+    for (size_t i = 0; i < branches_.size(); ++i) {
+        const Branch& b = branches_[i];
+        SublayerSaved& bs = s.sublayers[i];
+        const SublayerContext in{mask, state ? (*state)[i].get() : nullptr, past};
+        Tensor a = b.module->forward(h, ctx, keep ? &bs.module : nullptr, true, in);
+        bs.dropout = draw_hidden_dropout(ctx, a.numel());
+        h = b.norm.forward(sum(h, dropout_forward(*backend_, a, bs.dropout)), &bs.norm);
+    }
+    return h;
 }
 
 Tensor TransformerLayer::backward_post_norm(const Tensor& dy, const Saved& saved) {
-    // y = norm2(h + m): the residual and the feed-forward branch share norm2's input gradient.
-    const Tensor d2 = pre_mlp_norm_.backward(dy, saved.pre_mlp_norm);
-    const Tensor dm = dropout_backward(*backend_, d2, saved.feed_forward_dropout);
-    const Tensor dh = sum(d2, feed_forward_->backward(dm, *saved.feed_forward, Tensor()));
-    const Tensor d1 = input_norm_.backward(dh, saved.input_norm);
-    const Tensor da = dropout_backward(*backend_, d1, saved.mixer_dropout);
-    return sum(d1, mixer_->backward(da, *saved.mixer, Tensor()));
+    // h' = norm(h + a): the residual and the branch share the norm's input gradient.
+    Tensor dh = dy;
+    for (size_t i = branches_.size(); i-- > 0;) {
+        Branch& b = branches_[i];
+        const SublayerSaved& bs = saved.sublayers[i];
+        const Tensor d = b.norm.backward(dh, bs.norm);
+        const Tensor da = dropout_backward(*backend_, d, bs.dropout);
+        dh = sum(d, b.module->backward(da, *bs.module, Tensor()));
+    }
+    return dh;
 }
 
 void TransformerLayer::collect_parameters(std::vector<Parameter*>& out) {
-    if (post_norm_) {  // each module, then the norm after its residual add
-        mixer_->collect_parameters(out, nullptr);
-        input_norm_.collect_parameters(out);
-        feed_forward_->collect_parameters(out, nullptr);
-        pre_mlp_norm_.collect_parameters(out);
-        return;
+    for (Branch& b : branches_) {
+        if (post_norm_) {  // the module, then the norm after its residual add
+            b.module->collect_parameters(out, nullptr);
+            b.norm.collect_parameters(out);
+            continue;
+        }
+        if (!b.norm_fused) b.norm.collect_parameters(out);
+        b.module->collect_parameters(out, b.norm_fused ? &b.norm : nullptr);
     }
-    if (!te_order_) input_norm_.collect_parameters(out);
-    mixer_->collect_parameters(out, te_order_ ? &input_norm_ : nullptr);
-    if (!mlp_norm_fused_) pre_mlp_norm_.collect_parameters(out);
-    feed_forward_->collect_parameters(out, mlp_norm_fused_ ? &pre_mlp_norm_ : nullptr);
+}
+
+void TransformerLayer::collect_buffers(std::vector<Parameter*>& out) {
+    for (Branch& b : branches_) b.module->collect_buffers(out);
+}
+
+InferenceState::LayerStates TransformerLayer::make_states(int64_t batch, int64_t capacity) const {
+    InferenceState::LayerStates states;
+    for (const Branch& b : branches_) states.push_back(b.module->make_state(batch, capacity));
+    return states;
 }
 
 }  // namespace mt::nn

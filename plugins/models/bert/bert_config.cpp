@@ -6,7 +6,7 @@
 namespace mt::plugins::bert {
 
 std::vector<FlagInfo> bert_flags() {
-    std::vector<FlagInfo> flags = gpt::gpt_flags();
+    std::vector<FlagInfo> flags = nn::transformer_flags();
     FlagInfo no_binary =
         switch_flag("bert-no-binary-head", "no sentence-order (binary) head and no token types");
     no_binary.store_false_dest = "bert_binary_head";
@@ -25,7 +25,7 @@ std::vector<FlagInfo> bert_flags() {
 BertConfig bert_config_from_args(const ModelArgs& args) {
     const ModelArgsReader f(args);
     BertConfig c;
-    c.transformer = gpt::gpt_config_from_args(args);
+    c.transformer = nn::read_transformer_args(args);
     MT_CHECK(!c.transformer.moe.enabled(),
              "not supported yet: --num-experts for BERT (mixture-of-experts layers are built for "
              "GPT models)");
@@ -33,7 +33,7 @@ BertConfig bert_config_from_args(const ModelArgs& args) {
              "--bert-binary-head and --bert-no-binary-head contradict each other");
     c.binary_head = !f.flag("bert-no-binary-head");
     c.post_layer_norm = f.flag("post-layer-norm");
-    MT_CHECK(!c.post_layer_norm || c.transformer.normalization == gpt::Normalization::layer_norm,
+    MT_CHECK(!c.post_layer_norm || c.transformer.normalization == nn::Normalization::layer_norm,
              "--post-layer-norm needs --normalization LayerNorm");
     c.num_tokentypes = f.integer("num-tokentypes", c.binary_head ? 2 : 0);
     MT_CHECK(c.num_tokentypes >= 0, "--num-tokentypes ", c.num_tokentypes, ": negative");

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "gpt_config.h"
 #include "mt/model.h"
+#include "mt/nn/transformer_args.h"
 
 namespace mt::plugins::bert {
 
@@ -15,9 +15,9 @@ namespace mt::plugins::bert {
 enum class TaskHead { none, classification, multichoice };
 
 struct BertConfig {
-    gpt::GptConfig transformer;  // the shared transformer flags and their derived values
-    bool binary_head = true;     // the sentence-order head (off: --bert-no-binary-head)
-    int64_t num_tokentypes = 2;  // pretrain_bert.py: 2 with the binary head, else 0
+    nn::TransformerArgs transformer;  // the shared transformer flags and their derived values
+    bool binary_head = true;          // the sentence-order head (off: --bert-no-binary-head)
+    int64_t num_tokentypes = 2;       // pretrain_bert.py: 2 with the binary head, else 0
     // --post-layer-norm (ours, not Megatron's): the original BERT's layers (Hugging Face's
     // BertModel), a LayerNorm after the embeddings and after each residual add.
     bool post_layer_norm = false;

@@ -50,7 +50,7 @@ Tensor scored_mask(const Tensor& labels) {
 }
 
 nn::TransformerConfig layer_config(const BertConfig& c, DType dtype, const nn::TensorParallel& tp) {
-    nn::TransformerConfig layer = gpt::transformer_layer_config(c.transformer, dtype, tp);
+    nn::TransformerConfig layer = nn::transformer_layer_config(c.transformer, dtype, tp);
     layer.post_layer_norm = c.post_layer_norm;
     return layer;
 }
@@ -64,7 +64,7 @@ BertModel::BertModel(const BertConfig& config, const BuildContext& context, DTyp
       tp_(tensor_parallel(context)),
       layer_(layer_config(config, dtype, tp_)),
       embedding_(config.transformer.padded_vocab_size, config.transformer.hidden_size,
-                 config.transformer.position_embedding == gpt::PositionEmbedding::learned_absolute
+                 config.transformer.position_embedding == nn::PositionEmbedding::learned_absolute
                      ? config.transformer.max_position_embeddings
                      : 0,
                  float(config.transformer.hidden_dropout), dtype, *backend_, tp_,
@@ -75,7 +75,7 @@ BertModel::BertModel(const BertConfig& config, const BuildContext& context, DTyp
     MT_CHECK(
         dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16 || dtype == DType::f16,
         "BertModel: dtype ", dtype_name(dtype), " is not supported");
-    const gpt::GptConfig& t = config.transformer;
+    const nn::TransformerArgs& t = config.transformer;
     MT_CHECK(context.parallel.pp().size() == 1,
              "not supported yet: --pipeline-model-parallel-size with BERT");
     MT_CHECK(context.parallel.cp().size() == 1,
@@ -127,7 +127,7 @@ std::vector<nn::Parameter*> BertModel::parameters() {
 }
 
 void BertModel::initialize(uint64_t seed) {
-    const gpt::GptConfig& t = config_.transformer;
+    const nn::TransformerArgs& t = config_.transformer;
     nn::initialize_megatron(*backend_, parameters(),
                             {seed, t.init_method_std, t.num_layers, t.apply_layernorm_1p});
 }
@@ -235,7 +235,7 @@ Tensor BertModel::predict(const Batch& batch) {
 }
 
 double BertModel::training_flops(int64_t samples) const {
-    const gpt::GptConfig& t = config_.transformer;
+    const nn::TransformerArgs& t = config_.transformer;
     return nn::megatron_training_flops(layer_, t.num_layers, t.seq_length, t.padded_vocab_size,
                                        samples);
 }

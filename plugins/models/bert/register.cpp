@@ -16,7 +16,7 @@ class BertFamily final : public ModelFamily {
     std::string default_tokenizer_type() const override { return "BertWordPieceLowerCase"; }
     ModelArgs resolved_args(const ModelArgs& args) const override {
         const BertConfig c = bert_config_from_args(args);
-        ModelArgs out = gpt::resolved_transformer_args(args, c.transformer);
+        ModelArgs out = nn::resolved_transformer_args(args, c.transformer);
         out["num-tokentypes"] = std::to_string(c.num_tokentypes);
         return out;
     }

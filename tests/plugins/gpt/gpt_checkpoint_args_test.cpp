@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "gpt_config.h"
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/cli/megatron_flags.h"
 #include "mt/error.h"
+#include "mt/nn/transformer_args.h"
 #include "mt/registry.h"
 #include "register.h"
 #include "test_support.h"
@@ -23,7 +23,7 @@
 namespace mt::plugins::gpt {
 namespace {
 
-std::vector<FlagInfo> gpt_flags() {
+std::vector<FlagInfo> gpt_family_flags() {
     Registry registry;
     register_gpt(registry);
     return registry.create_model("gpt")->flags();
@@ -88,7 +88,7 @@ std::string error_of_load(const CheckpointArgs& args, const std::vector<FlagInfo
 // silently, and none is unknown (a newer option without a verdict says "not supported yet:
 // <dest>", which this test does not take).
 TEST(GptCheckpointArgs, EveryModelShapingFieldDrivesTheModelIsAcceptedOrIsRefused) {
-    const std::vector<FlagInfo> flags = gpt_flags();
+    const std::vector<FlagInfo> flags = gpt_family_flags();
     const std::set<std::string> older_groups = {"network size", "moe", "mla",
                                                 "heterogeneous architecture", "experimental"};
     const std::set<std::string> newer_groups = {"transformer configuration",
@@ -168,7 +168,7 @@ TEST(GptCheckpointArgs, EveryModelShapingFieldDrivesTheModelIsAcceptedOrIsRefuse
 // encoder_seq_length = seq_length (every model), core_v0.19's defaults where they changed
 // (mscale_all_dim 0.0, moe_deepep_num_sms None) and its derived weight-shard counts (1).
 TEST(GptCheckpointArgs, ValidateArgsDerivedValuesLoad) {
-    const std::vector<FlagInfo> flags = gpt_flags();
+    const std::vector<FlagInfo> flags = gpt_family_flags();
     CheckpointArgs args = kBase;
     set_arg(args, "seq_length", int64_t(32));
     set_arg(args, "encoder_num_layers", int64_t(2));
@@ -206,12 +206,13 @@ TEST(GptCheckpointArgs, ValidateArgsDerivedValuesLoad) {
 // layernorm_zero_centered_gamma: read as core_v0.13's names (a checkpoint trained with
 // --norm-epsilon 1e-6 must not load with 1e-5).
 TEST(GptCheckpointArgs, RenamedFieldsAreReadUnderBothNames) {
-    const std::vector<FlagInfo> flags = gpt_flags();
+    const std::vector<FlagInfo> flags = gpt_family_flags();
     CheckpointArgs args = kBase;
     set_arg(args, "layernorm_epsilon", 1e-6);
     set_arg(args, "layernorm_zero_centered_gamma", true);
     as_core_v013_args(args);
-    const GptConfig c = gpt_config_from_args(model_args_from_checkpoint(args, flags));
+    const nn::TransformerArgs c =
+        nn::read_transformer_args(model_args_from_checkpoint(args, flags));
     EXPECT_EQ(c.norm_epsilon, 1e-6);
     EXPECT_TRUE(c.apply_layernorm_1p);
     // core_v0.13's name, where both are present, is the one read.
@@ -219,7 +220,8 @@ TEST(GptCheckpointArgs, RenamedFieldsAreReadUnderBothNames) {
     set_arg(both, "norm_epsilon", 1e-5);
     set_arg(both, "layernorm_epsilon", 1e-6);
     as_core_v013_args(both);
-    EXPECT_EQ(gpt_config_from_args(model_args_from_checkpoint(both, flags)).norm_epsilon, 1e-5);
+    EXPECT_EQ(nn::read_transformer_args(model_args_from_checkpoint(both, flags)).norm_epsilon,
+              1e-5);
     // A switch whose polarity changed holds the negation under the older name.
     CheckpointArgs mamba = kBase;
     set_arg(mamba, "use_mamba_mem_eff_path", false);
@@ -231,7 +233,7 @@ TEST(GptCheckpointArgs, RenamedFieldsAreReadUnderBothNames) {
 // Megatron-DeepSpeed's args (its `deepspeed` field) spell the same model its own way: read as
 // core_v0.13's fields; its own mixture of experts is refused by name.
 TEST(GptCheckpointArgs, MegatronDeepSpeedsArgsReadAsTheSameModel) {
-    const std::vector<FlagInfo> flags = gpt_flags();
+    const std::vector<FlagInfo> flags = gpt_family_flags();
     CheckpointArgs args = kBase;
     set_arg(args, "deepspeed", false);
     set_arg(args, "normalization", std::string("rmsnorm"));
@@ -244,10 +246,11 @@ TEST(GptCheckpointArgs, MegatronDeepSpeedsArgsReadAsTheSameModel) {
     set_arg(args, "mlp_type", std::string("standard"));
     set_arg(args, "encoder_num_layers", int64_t(2));
     as_core_v013_args(args);
-    const GptConfig c = gpt_config_from_args(model_args_from_checkpoint(args, flags));
-    EXPECT_EQ(c.normalization, Normalization::rms_norm);
+    const nn::TransformerArgs c =
+        nn::read_transformer_args(model_args_from_checkpoint(args, flags));
+    EXPECT_EQ(c.normalization, nn::Normalization::rms_norm);
     EXPECT_EQ(c.norm_epsilon, 1e-6);
-    EXPECT_EQ(c.position_embedding, PositionEmbedding::rope);
+    EXPECT_EQ(c.position_embedding, nn::PositionEmbedding::rope);
     EXPECT_EQ(c.rotary_base, 500000);
     EXPECT_EQ(c.num_query_groups, 2);
     EXPECT_FALSE(c.moe.enabled());
@@ -271,7 +274,7 @@ TEST(GptCheckpointArgs, MegatronDeepSpeedsArgsReadAsTheSameModel) {
 // Options of core_v0.19 that change the model and that the family lacks stop the load (before,
 // they were dropped: a GPT-OSS checkpoint loaded as full attention with a vanilla softmax).
 TEST(GptCheckpointArgs, NewerModelOptionsAreRefusedByName) {
-    const std::vector<FlagInfo> flags = gpt_flags();
+    const std::vector<FlagInfo> flags = gpt_family_flags();
     const std::pair<const char*, ArgValue> cases[] = {
         {"softmax_type", std::string("learnable")},
         {"window_size", std::string("(128, 0)")},

@@ -87,7 +87,7 @@ TEST(GptModel, ParametersAreTheFamilysListOneToOne) {
     for (const ModelArgs& base : {gpt2_args(), llama_args(), odd_args()}) {
         for (const char* impl : {"local", "transformer_engine"}) {
             const ModelArgs args = with(base, "transformer-impl", impl);
-            GptModel model(gpt_config_from_args(args));
+            GptModel model(nn::read_transformer_args(args));
             const auto params = model.parameters();
             const auto infos = family->parameters(args);
             ASSERT_EQ(params.size(), infos.size()) << impl;
@@ -109,7 +109,7 @@ TEST(GptModel, ParametersAreTheFamilysListOneToOne) {
 }
 
 TEST(GptModel, TransformerEngineNamesInRegistrationOrder) {
-    GptModel model(gpt_config_from_args(gpt2_args()));  // transformer_engine is the default
+    GptModel model(nn::read_transformer_args(gpt2_args()));  // transformer_engine is the default
     std::vector<std::string> names;
     for (auto* p : model.parameters())
         if (p->name.starts_with("decoder.layers.0.")) names.push_back(p->name.substr(17));
@@ -127,7 +127,7 @@ TEST(GptModel, TransformerEngineNamesInRegistrationOrder) {
                                            "mlp.linear_fc2.bias"};
     EXPECT_EQ(names, want);
     auto error = mt::test::error_of(
-        [] { gpt_config_from_args(with(gpt2_args(), "transformer-impl", "fast")); });
+        [] { nn::read_transformer_args(with(gpt2_args(), "transformer-impl", "fast")); });
     EXPECT_NE(error.find("--transformer-impl fast"), std::string::npos) << error;
 }
 
@@ -148,7 +148,7 @@ struct Objective {
 // With `documents`, each row holds two documents: position ids restart and attention stops at
 // the second one's start (--reset-position-ids, --reset-attention-mask).
 void check_finite_differences(const ModelArgs& args, bool documents = false) {
-    GptModel model(gpt_config_from_args(args), DType::f64);
+    GptModel model(nn::read_transformer_args(args), DType::f64);
     model.initialize(3);
     // Larger weights than Megatron's 0.02 so every path contributes visibly.
     std::mt19937 rng(11);
@@ -225,9 +225,9 @@ TEST(GptModel, BackwardMatchesFiniteDifferencesWithDocumentResets) {
 TEST(GptModel, ResidualPostLayerNormFlagIsIgnoredAsMegatronCoreDoes) {
     // megatron-core's TransformerLayer never reads apply_residual_connection_post_layernorm
     // (only the legacy models do), so the flag changes nothing for a core GPT model.
-    GptModel plain(gpt_config_from_args(gpt2_args()));
-    GptModel flagged(
-        gpt_config_from_args(with(gpt2_args(), "apply-residual-connection-post-layernorm", "")));
+    GptModel plain(nn::read_transformer_args(gpt2_args()));
+    GptModel flagged(nn::read_transformer_args(
+        with(gpt2_args(), "apply-residual-connection-post-layernorm", "")));
     plain.initialize(9);
     flagged.initialize(9);
     nn::DropoutContext ctx{false, 0, 0};
@@ -241,11 +241,11 @@ TEST(GptModel, ResidualPostLayerNormFlagIsIgnoredAsMegatronCoreDoes) {
 // Megatron's validate_args makes the legacy --use-rotary-position-embeddings rope, over any
 // --position-embedding-type given beside it.
 TEST(GptModel, LegacyRotaryFlagMeansRope) {
-    EXPECT_EQ(gpt_config_from_args(gpt2_args()).position_embedding,
-              PositionEmbedding::learned_absolute);
+    EXPECT_EQ(nn::read_transformer_args(gpt2_args()).position_embedding,
+              nn::PositionEmbedding::learned_absolute);
     const ModelArgs legacy = with(with(gpt2_args(), "use-rotary-position-embeddings", ""),
                                   "position-embedding-type", "learned_absolute");
-    EXPECT_EQ(gpt_config_from_args(legacy).position_embedding, PositionEmbedding::rope);
+    EXPECT_EQ(nn::read_transformer_args(legacy).position_embedding, nn::PositionEmbedding::rope);
 }
 
 TEST(GptModel, TrainingFlopsAsMegatronCountsThem) {
@@ -257,7 +257,8 @@ TEST(GptModel, TrainingFlopsAsMegatronCountsThem) {
                             {"seq-length", "1024"},
                             {"max-position-embeddings", "1024"},
                             {"vocab-size", "50257"}};
-    EXPECT_DOUBLE_EQ(GptModel(gpt_config_from_args(gpt2_small)).training_flops(8), 6537477095424.0);
+    EXPECT_DOUBLE_EQ(GptModel(nn::read_transformer_args(gpt2_small)).training_flops(8),
+                     6537477095424.0);
     ModelArgs llama = {{"num-layers", "2"},
                        {"hidden-size", "64"},
                        {"num-attention-heads", "4"},
@@ -268,12 +269,12 @@ TEST(GptModel, TrainingFlopsAsMegatronCountsThem) {
                        {"seq-length", "16"},
                        {"max-position-embeddings", "16"},
                        {"padded-vocab-size", "5120"}};
-    EXPECT_DOUBLE_EQ(GptModel(gpt_config_from_args(llama)).training_flops(4), 154927104.0);
+    EXPECT_DOUBLE_EQ(GptModel(nn::read_transformer_args(llama)).training_flops(4), 154927104.0);
 }
 
 TEST(GptModel, ResetDocumentsAreIndependent) {
     // A second document behind an EOD gives the losses it gives alone at the start of a row.
-    GptModel model(gpt_config_from_args(gpt2_args()), DType::f64);
+    GptModel model(nn::read_transformer_args(gpt2_args()), DType::f64);
     model.initialize(5);
     nn::DropoutContext ctx{false, 0, 0};
     Batch alone = {{"tokens", i64_tensor({7, 8, 9}, 1, 3)},
@@ -301,7 +302,7 @@ TEST(GptModel, ResetDocumentsAreIndependent) {
 // (dropout on: the replay draws the same masks), with document resets; Megatron's checks apply.
 TEST(GptModel, RecomputeGivesBitIdenticalGradients) {
     auto grads_of = [](const ModelArgs& args) {
-        GptModel model(gpt_config_from_args(args));
+        GptModel model(nn::read_transformer_args(args));
         model.initialize(9);
         Tensor starts = Tensor::empty({2, 8}, DType::i32);
         for (int i = 0; i < 16; ++i) starts.data<int32_t>()[i] = i % 8 < 3 ? 0 : 3;
@@ -342,9 +343,9 @@ TEST(GptModel, RecomputeGivesBitIdenticalGradients) {
         EXPECT_EQ(got.second, plain.second) << modules;
     }
     EXPECT_NE(mt::test::error_of([&] {
-                  gpt_config_from_args(with(with(with(base, "recompute-granularity", "full"),
-                                                 "recompute-method", "block"),
-                                            "recompute-num-layers", "4"));
+                  nn::read_transformer_args(with(with(with(base, "recompute-granularity", "full"),
+                                                      "recompute-method", "block"),
+                                                 "recompute-num-layers", "4"));
               }).find("recompute_num_layers must be between 1 and num_layers_per_pipeline_rank: 3"),
               std::string::npos);
 }
@@ -358,7 +359,7 @@ TEST(GptModel, BackwardMatchesFiniteDifferencesOddSizes) {
 void check_reference(const std::string& file) {
     const mt::test::ModelReference ref = mt::test::load_model_reference("gpt/" + file);
     const int64_t B = 2, T = 16;
-    GptModel model(gpt_config_from_args(ref.args));
+    GptModel model(nn::read_transformer_args(ref.args));
     const auto params = model.parameters();
     ASSERT_EQ(params.size(), ref.grads.size());
     for (auto* p : params) {
@@ -403,7 +404,7 @@ TEST(GptModel, MatchesPyTorchLlamaStyle) {
 // --- batch checks, initialisation, the family --------------------------------------------
 
 TEST(GptModel, RejectsInvalidBatchesAndWhatIsNotSupportedYet) {
-    GptModel model(gpt_config_from_args(gpt2_args()));
+    GptModel model(nn::read_transformer_args(gpt2_args()));
     const int64_t B = 1, T = 4;
     Batch batch = {{"tokens", i64_tensor({1, 2, 3, 4}, B, T)},
                    {"labels", i64_tensor({2, 3, 4, 5}, B, T)},
@@ -429,7 +430,7 @@ TEST(GptModel, RejectsInvalidBatchesAndWhatIsNotSupportedYet) {
 
 TEST(GptModel, InitializeFollowsMegatronsScheme) {
     ModelArgs args = with(with(gpt2_args(), "hidden-size", "64"), "init-method-std", "0.05");
-    GptModel model(gpt_config_from_args(args));
+    GptModel model(nn::read_transformer_args(args));
     model.initialize(1234);
     const double std_out = 0.05 / std::sqrt(2.0 * 2);
     for (auto* p : model.parameters()) {
@@ -453,14 +454,14 @@ TEST(GptModel, InitializeFollowsMegatronsScheme) {
         EXPECT_NEAR(mean, 0.0, 5 * want / std::sqrt(n)) << p->name;
     }
     // Deterministic in the seed, and a different seed draws differently.
-    GptModel same(gpt_config_from_args(args)), other(gpt_config_from_args(args));
+    GptModel same(nn::read_transformer_args(args)), other(nn::read_transformer_args(args));
     same.initialize(1234);
     other.initialize(1235);
     const Tensor& a = model.parameters()[0]->value;
     EXPECT_EQ(std::memcmp(a.raw_data(), same.parameters()[0]->value.raw_data(), a.nbytes()), 0);
     EXPECT_NE(std::memcmp(a.raw_data(), other.parameters()[0]->value.raw_data(), a.nbytes()), 0);
 
-    GptModel one_p(gpt_config_from_args(with(args, "apply-layernorm-1p", "")));
+    GptModel one_p(nn::read_transformer_args(with(args, "apply-layernorm-1p", "")));
     one_p.initialize(1);
     for (auto* p : one_p.parameters()) {
         if (p->value.dim() == 1) {

@@ -9,10 +9,10 @@
 
 #include <boost/program_options.hpp>
 
-#include "gpt_config.h"
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/cli/flags.h"
 #include "mt/cli/megatron_flags.h"
+#include "mt/nn/transformer_args.h"
 #include "mt/registry.h"
 #include "register.h"
 #include "test_support.h"
@@ -110,15 +110,15 @@ TEST(GptParameters, ShardSpecsAndWeightDecay) {
     EXPECT_FALSE(by_name.at("decoder.layers.0.mlp.linear_fc1.bias").weight_decay);
 }
 
-TEST(GptConfig, MegatronDerivedValues) {
-    EXPECT_EQ(padded_vocab_size(50257, 128, 1), 50304);
-    EXPECT_EQ(padded_vocab_size(50257, 128, 2), 50432);
-    EXPECT_EQ(padded_vocab_size(50257, 128, 8), 51200);
+TEST(TransformerArgs, MegatronDerivedValues) {
+    EXPECT_EQ(nn::padded_vocab_size(50257, 128, 1), 50304);
+    EXPECT_EQ(nn::padded_vocab_size(50257, 128, 2), 50432);
+    EXPECT_EQ(nn::padded_vocab_size(50257, 128, 8), 51200);
     // Sizes whose padding would wrap int64, or beyond an int32 token id, are errors.
     for (auto [vocab, divisor] :
          {std::pair{int64_t(50257), int64_t(1) << 62}, std::pair{int64_t(1) << 58, int64_t(128)},
           std::pair{int64_t(2147483000), int64_t(4096)}}) {
-        const std::string e = mt::test::error_of([&] { padded_vocab_size(vocab, divisor, 2); });
+        const std::string e = mt::test::error_of([&] { nn::padded_vocab_size(vocab, divisor, 2); });
         EXPECT_NE(e.find("(token ids are int32)"), std::string::npos) << e;
     }
     ModelArgs args = {{"num-layers", "2"},
@@ -127,7 +127,7 @@ TEST(GptConfig, MegatronDerivedValues) {
                       {"max-position-embeddings", "4096"},
                       {"padded-vocab-size", "32000"},
                       {"swiglu", ""}};
-    auto c = gpt_config_from_args(args);
+    auto c = nn::read_transformer_args(args);
     EXPECT_EQ(c.ffn_hidden_size, 10880);  // int(4h·2/3 / 64)·64
     EXPECT_EQ(c.kv_channels, 128);
     EXPECT_EQ(c.num_query_groups, 32);
@@ -135,7 +135,7 @@ TEST(GptConfig, MegatronDerivedValues) {
     EXPECT_EQ(c.padded_vocab_size, 32000);
 }
 
-TEST(GptConfig, ErrorsNameTheFlag) {
+TEST(TransformerArgs, ErrorsNameTheFlag) {
     ModelArgs base = {{"num-layers", "2"},
                       {"hidden-size", "64"},
                       {"num-attention-heads", "4"},
@@ -147,7 +147,7 @@ TEST(GptConfig, ErrorsNameTheFlag) {
             a.erase(k);
         else
             a[k] = v;
-        return mt::test::error_of([&] { gpt_config_from_args(a); });
+        return mt::test::error_of([&] { nn::read_transformer_args(a); });
     };
     EXPECT_NE(error_with("num-layers", "<erase>").find("--num-layers is required"),
               std::string::npos);
@@ -175,7 +175,7 @@ TEST(GptConfig, ErrorsNameTheFlag) {
 
 // The activation follows Megatron's flags, and a checkpoint's args reach the same flags: a
 // model shape we cannot build yet is an error, never a silently different model.
-TEST(GptConfig, ActivationAndModelShapesFromCheckpointArgs) {
+TEST(TransformerArgs, ActivationAndModelShapesFromCheckpointArgs) {
     const ModelArgs base = {{"num-layers", "2"},
                             {"hidden-size", "64"},
                             {"num-attention-heads", "4"},
@@ -188,29 +188,32 @@ TEST(GptConfig, ActivationAndModelShapesFromCheckpointArgs) {
             {"vocab_size", int64_t(100)},        {"add_bias_linear", true},
             {"bias_gelu_fusion", true}};
         for (auto& [k, v] : extra) set_arg(args, k, v);
-        return model_args_from_checkpoint(args, gpt_flags());
+        return model_args_from_checkpoint(args, nn::transformer_flags());
     };
-    EXPECT_TRUE(gpt_config_from_args(from_ckpt({})).bias_gelu_fusion);  // tanh GeLU
-    EXPECT_FALSE(gpt_config_from_args(from_ckpt({{"bias_gelu_fusion", false}})).bias_gelu_fusion);
-    EXPECT_FALSE(gpt_config_from_args(from_ckpt({{"add_bias_linear", false}})).bias_gelu_fusion);
-    EXPECT_TRUE(gpt_config_from_args(from_ckpt({{"squared_relu", true}})).squared_relu);
-    const GptConfig rope =
-        gpt_config_from_args(from_ckpt({{"use_rope_scaling", true},
-                                        {"rope_scaling_factor", 32.0},
-                                        {"rotary_interleaved", true},
-                                        {"rotary_seq_len_interpolation_factor", int64_t(2)},
-                                        {"qk_layernorm", true}}));
+    EXPECT_TRUE(nn::read_transformer_args(from_ckpt({})).bias_gelu_fusion);  // tanh GeLU
+    EXPECT_FALSE(
+        nn::read_transformer_args(from_ckpt({{"bias_gelu_fusion", false}})).bias_gelu_fusion);
+    EXPECT_FALSE(
+        nn::read_transformer_args(from_ckpt({{"add_bias_linear", false}})).bias_gelu_fusion);
+    EXPECT_TRUE(nn::read_transformer_args(from_ckpt({{"squared_relu", true}})).squared_relu);
+    const nn::TransformerArgs rope =
+        nn::read_transformer_args(from_ckpt({{"use_rope_scaling", true},
+                                             {"rope_scaling_factor", 32.0},
+                                             {"rotary_interleaved", true},
+                                             {"rotary_seq_len_interpolation_factor", int64_t(2)},
+                                             {"qk_layernorm", true}}));
     EXPECT_TRUE(rope.use_rope_scaling && rope.rotary_interleaved && rope.qk_layernorm);
     EXPECT_EQ(rope.rope_scaling_factor, 32.0);
     EXPECT_EQ(rope.rotary_seq_len_interpolation_factor, 2.0);
-    const GptConfig plain = gpt_config_from_args(from_ckpt(
+    const nn::TransformerArgs plain = nn::read_transformer_args(from_ckpt(
         {{"rope_scaling_factor", 8.0}, {"rotary_seq_len_interpolation_factor", ArgValue()}}));
     EXPECT_FALSE(plain.use_rope_scaling || plain.rotary_interleaved || plain.qk_layernorm);
     EXPECT_EQ(plain.rotary_seq_len_interpolation_factor, 0.0);
     ModelArgs both = base;
     both["squared-relu"] = both["swiglu"] = "";
-    EXPECT_NE(mt::test::error_of([&] { gpt_config_from_args(both); }).find("exclude each other"),
-              std::string::npos);
+    EXPECT_NE(
+        mt::test::error_of([&] { nn::read_transformer_args(both); }).find("exclude each other"),
+        std::string::npos);
 }
 
 TEST(GptFamily, RegisteredAsGpt) {
@@ -246,7 +249,7 @@ TEST(GptFamily, ResolvedArgsCarryMegatronsDerivedValues) {
 
 TEST(GptFamily, FlagsParseFromACommandLine) {
     namespace po = boost::program_options;
-    const auto flags = gpt_flags();
+    const auto flags = nn::transformer_flags();
     auto group = mt::cli::model_flags("Model", flags);
     const char* argv[] = {"megatron-train",
                           "--num-layers",
@@ -269,10 +272,10 @@ TEST(GptFamily, FlagsParseFromACommandLine) {
     EXPECT_EQ(args.count("disable-bias-linear"), 0u);  // switches that are off are absent
     EXPECT_EQ(args.at("hidden-dropout"), "0.1");       // defaults are filled in
     args["vocab-size"] = "100";
-    auto c = gpt_config_from_args(args);
+    auto c = nn::read_transformer_args(args);
     EXPECT_EQ(c.num_layers, 3);
     EXPECT_TRUE(c.swiglu);
-    EXPECT_EQ(c.normalization, Normalization::rms_norm);
+    EXPECT_EQ(c.normalization, nn::Normalization::rms_norm);
     // Every flag the parser reads is offered.
     for (const char* name : {"ffn-hidden-size", "kv-channels", "rotary-base", "norm-epsilon",
                              "untie-embeddings-and-output-weights", "init-method-std"})

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "mt/infer/generator.h"
-#include "mt/infer/kv_cache.h"
+#include "mt/nn/inference_state.h"
 #include "mt/infer/model_loader.h"
 #include "mt/registry.h"
 #include "test_support.h"
@@ -88,7 +88,7 @@ TEST_P(HfInference, LogitsEqualTransformersWholeAndThroughTheCache) {
         expect_logits(m.model->logits(row_tensor(prompt), nullptr, 0), ref.logits[p], 0,
                       "whole prompt " + std::to_string(p));
         // Prefill of all but the last two tokens, then one token at a time.
-        auto cache = m.model->make_kv_cache(1, int64_t(prompt.size()));
+        auto cache = m.model->make_inference_state(1, int64_t(prompt.size()));
         const size_t split = prompt.size() - 2;
         std::vector<int32_t> head(prompt.begin(), prompt.begin() + long(split));
         expect_logits(m.model->logits(row_tensor(head), cache.get(), 0), ref.logits[p], 0,

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "mt/infer/generator.h"
-#include "mt/infer/kv_cache.h"
+#include "mt/nn/inference_state.h"
 #include "mt/nn/parameter.h"
 #include "test_support.h"
 
@@ -29,11 +29,13 @@ class NextTokenModel final : public Model {
     void backward(const std::vector<Tensor>&, const Activations&) override {}
     double training_flops(int64_t) const override { return 0; }
     int64_t max_positions() const override { return 64; }
-    std::unique_ptr<KvCache> make_kv_cache(int64_t batch, int64_t capacity) const override {
-        return std::make_unique<KvCache>(0, batch, capacity, 1, 1, DType::f32);
+    std::unique_ptr<nn::InferenceState> make_inference_state(int64_t batch,
+                                                             int64_t capacity) const override {
+        return std::make_unique<nn::InferenceState>(batch, capacity,
+                                                    std::vector<nn::InferenceState::LayerStates>{});
     }
     // Position t's logits: 4 for (token + 1) mod V, 2 for (token + 2) mod V, 0 elsewhere.
-    Tensor logits(const Tensor& tokens, KvCache* cache, int64_t keep_last) override {
+    Tensor logits(const Tensor& tokens, nn::InferenceState* cache, int64_t keep_last) override {
         const int64_t B = tokens.size(0), T = tokens.size(1);
         const int64_t n = keep_last == 0 ? T : keep_last;
         if (cache) {

@@ -25,13 +25,7 @@ using mt::test::weights_tensor;
 
 constexpr double kStep = 1e-6, kAtol = 1e-8, kRtol = 1e-6;
 
-template <class Module>
-std::vector<Parameter*> random_parameters(Module& m, std::mt19937& rng) {
-    std::vector<Parameter*> params;
-    m.collect_parameters(params);
-    for (Parameter* p : params) mt::test::fill_random(p->value, rng, -0.5, 0.5);
-    return params;
-}
+using mt::test::random_parameters;
 
 std::vector<GradTarget> with_input(const Tensor& x, const Tensor& dx,
                                    const std::vector<Parameter*>& params) {

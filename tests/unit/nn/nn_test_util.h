@@ -41,6 +41,15 @@ void expect_grads_match(const std::function<Tensor()>& forward, const std::vecto
 std::vector<double> random_weights(const Tensor& y, std::mt19937& rng);
 Tensor weights_tensor(const Tensor& y, const std::vector<double>& w);
 
+// A module's parameters (collect_parameters order), each filled uniform in [lo, hi).
+template <class Module>
+std::vector<nn::Parameter*> random_parameters(Module& m, std::mt19937& rng, double lo = -0.5,
+                                              double hi = 0.5) {
+    std::vector<nn::Parameter*> params;
+    m.collect_parameters(params);
+    for (nn::Parameter* p : params) fill_random(p->value, rng, lo, hi);
+    return params;
+}
 // Targets for every parameter of a module (name, value, grad).
 std::vector<GradTarget> parameter_targets(const std::vector<nn::Parameter*>& params);
 

@@ -36,21 +36,13 @@ mt::nn::TransformerConfig small_config(bool llama) {
     return c;
 }
 
-std::vector<mt::nn::Parameter*> random_parameters(mt::nn::TransformerLayer& layer,
-                                                  std::mt19937& rng) {
-    std::vector<mt::nn::Parameter*> params;
-    layer.collect_parameters(params);
-    for (auto* p : params) mt::test::fill_random(p->value, rng, -0.5, 0.5);
-    return params;
-}
-
 TEST(NnTransformerLayer, GradientsMatchFiniteDifferences) {
     auto be = mt::make_cpu_backend();
     std::mt19937 rng(21);
     for (bool llama : {false, true}) {
         mt::nn::TransformerLayer layer("decoder.layers.2", small_config(llama),
                                        mt::nn::dense_layer_spec(), *be);
-        auto params = random_parameters(layer, rng);
+        auto params = mt::test::random_parameters(layer, rng);
         Tensor x = random_like({2, 6, 8}, DType::f64, rng);
         mt::test::expect_module_grads_match(layer, x, params, {true, 77, 5}, rng);
     }
@@ -62,7 +54,7 @@ TEST(NnTransformerLayer, RecomputeReplaysDropoutAndGradsAccumulate) {
     mt::nn::TransformerConfig config = small_config(true);
     config.dtype = DType::f32;
     mt::nn::TransformerLayer layer("decoder.layers.0", config, mt::nn::dense_layer_spec(), *be);
-    auto params = random_parameters(layer, rng);
+    auto params = mt::test::random_parameters(layer, rng);
     Tensor x = random_like({2, 5, 8}, DType::f32, rng);
     Tensor dy = random_like({2, 5, 8}, DType::f32, rng);
     const mt::nn::DropoutContext start{true, 1234, 0};

@@ -29,8 +29,9 @@ class MT_API ModelParallelLeader final : public Model {
     // Tells the followers to stop.
     ~ModelParallelLeader() override;
 
-    Tensor logits(const Tensor& tokens, KvCache* cache, int64_t keep_last) override;
-    std::unique_ptr<KvCache> make_kv_cache(int64_t batch, int64_t capacity) const override;
+    Tensor logits(const Tensor& tokens, nn::InferenceState* cache, int64_t keep_last) override;
+    std::unique_ptr<nn::InferenceState> make_inference_state(int64_t batch,
+                                                             int64_t capacity) const override;
     int64_t max_positions() const override { return local_.max_positions(); }
 
     // Training is not led: mt::Error.
@@ -44,7 +45,8 @@ class MT_API ModelParallelLeader final : public Model {
   private:
     Model& local_;
     Communicator& group_;
-    mutable const KvCache* cache_ = nullptr;  // the latest made: the followers hold its twin
+    mutable const nn::InferenceState* cache_ =
+        nullptr;  // the latest made: the followers hold its twin
 };
 
 // A follower's loop: runs each call the leader broadcasts on `local` until the leader stops.

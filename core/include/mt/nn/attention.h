@@ -6,25 +6,32 @@
 // with dropout, then "<prefix>.linear_proj".
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "mt/api.h"
 #include "mt/backend.h"
-#include "mt/infer/kv_cache.h"
 #include "mt/nn/attention_mask.h"
 #include "mt/nn/dropout.h"
+#include "mt/nn/inference_state.h"
 #include "mt/nn/linear.h"
 #include "mt/nn/norm.h"
 #include "mt/nn/transformer_config.h"
 
 namespace mt::nn {
 
+// Self-attention's inference state: the keys and values of every position read, (B, capacity,
+// ng, hd) each (this rank's groups with tensor parallelism).
+struct KvState final : SublayerState {
+    Tensor k, v;
+};
+
 // Where inference keeps one layer's keys and values: the new tokens' go to positions past ..
-// past+T-1 of layer's tensors (B, C, ng, hd), and attention reads positions 0 .. past+T-1.
+// past+T-1 of layer's tensors, and attention reads positions 0 .. past+T-1.
 struct KvSlot {
-    infer::KvCache::Layer* layer = nullptr;  // null: no cache (training, scoring)
+    KvState* layer = nullptr;  // null: no cache (training, scoring)
     int64_t past = 0;
 };
 
@@ -63,6 +70,8 @@ class MT_API SelfAttention {
     Linear& linear_proj() { return proj_; }
     // The q and k norms' parameters (none without --qk-layernorm).
     void collect_qk_norm_parameters(std::vector<Parameter*>& out);
+    // An empty KV state for `batch` rows of up to `capacity` positions.
+    std::unique_ptr<KvState> make_state(int64_t batch, int64_t capacity) const;
 
   private:
     // The rotary tables for positions [first, first + count) (empty tensors without rope):

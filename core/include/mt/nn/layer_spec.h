@@ -1,7 +1,7 @@
-// What a transformer layer is made of, as Megatron's ModuleSpec / TransformerLayerSubmodules say
-// it: a token mixer (self-attention; later Mamba or cross-attention) and a feed-forward block
-// (the dense MLP; later a mixture of experts), chosen by the model family's spec. The layer wires
-// them with its norms, residual adds and hidden dropouts, whatever they are.
+// What a layer is made of, as Megatron's ModuleSpecs say it: an ordered list of residual
+// sublayers, each behind a norm (self-attention and the dense MLP for GPT and BERT; a mixture of
+// experts; a Mamba mixer; an attention-only or MLP-only layer of a hybrid model). The layer
+// (TransformerLayer) wires each with its norm, hidden dropout and residual add, whatever it is.
 #pragma once
 
 #include <functional>
@@ -11,9 +11,9 @@
 
 #include "mt/api.h"
 #include "mt/backend.h"
-#include "mt/nn/attention.h"
 #include "mt/nn/attention_mask.h"
 #include "mt/nn/dropout.h"
+#include "mt/nn/inference_state.h"
 #include "mt/nn/norm.h"
 #include "mt/nn/parameter.h"
 #include "mt/nn/transformer_config.h"
@@ -25,55 +25,69 @@ struct ModuleState {
     virtual ~ModuleState() = default;
 };
 
-class MT_API TokenMixer {
+// What a sublayer reads besides its input: the attention mask (training and scoring) or, in
+// inference, its own state and the number of positions already in it.
+struct SublayerContext {
+    const AttentionMask& mask;
+    SublayerState* state = nullptr;  // null: no inference state (training, scoring)
+    int64_t past = 0;
+};
+
+class MT_API Sublayer {
   public:
-    virtual ~TokenMixer() = default;
-    // x (B, T, H) -> (B, T, H), attending as `mask` says (`cache`: inference). With `saved`,
-    // keeps what backward needs, without x itself when keep_input is false (selective
-    // recompute rebuilds the norm's output instead).
+    virtual ~Sublayer() = default;
+    // x (B, T, H) -> (B, T, H). ctx: whether the pass trains and the stream its noise draws
+    // from. With `saved`, keeps what backward needs, without x itself when keep_input is false
+    // (selective recompute rebuilds the norm's output instead).
     virtual Tensor forward(const Tensor& x, DropoutContext& ctx,
                            std::unique_ptr<ModuleState>* saved, bool keep_input,
-                           const AttentionMask& mask, const KvSlot& cache) const = 0;
+                           const SublayerContext& in) const = 0;
     // dy -> dx, every parameter grad +=; `input` is the forward's x when it was not kept.
     virtual Tensor backward(const Tensor& dy, const ModuleState& saved, const Tensor& input) = 0;
     // Its parameters in Megatron-core's state-dict order, with `fused_norm` (the layer's norm
     // that Transformer Engine fuses into the module's first linear; null otherwise) where that
     // puts it.
     virtual void collect_parameters(std::vector<Parameter*>& out, Norm* fused_norm) = 0;
-};
-
-class MT_API FeedForward {
-  public:
-    virtual ~FeedForward() = default;
-    // x (B, T, H) -> (B, T, H); keep_input as TokenMixer's. ctx: whether the pass trains (a MoE
-    // router balances and jitters its input then) and the stream its noise draws from.
-    virtual Tensor forward(const Tensor& x, DropoutContext& ctx,
-                           std::unique_ptr<ModuleState>* saved, bool keep_input) const = 0;
-    virtual Tensor backward(const Tensor& dy, const ModuleState& saved, const Tensor& input) = 0;
-    virtual void collect_parameters(std::vector<Parameter*>& out, Norm* fused_norm) = 0;
     // Its persistent buffers (Model::buffers): a MoE router's expert bias.
     virtual void collect_buffers(std::vector<Parameter*>& out) { (void)out; }
+    // Its inference state for `batch` rows of up to `capacity` positions (attention: keys and
+    // values); null for a sublayer that keeps none (an MLP).
+    virtual std::unique_ptr<SublayerState> make_state(int64_t batch, int64_t capacity) const {
+        (void)batch;
+        (void)capacity;
+        return nullptr;
+    }
 };
 
-// Builds a layer's modules under its prefix ("decoder.layers.3").
+// One sublayer of a layer spec: how to build it under the layer's prefix ("decoder.layers.3")
+// and the names of the norm before it.
+struct SublayerSpec {
+    std::function<std::unique_ptr<Sublayer>(const std::string& prefix, const TransformerConfig&,
+                                            Backend&)>
+        build;
+    // The norm's module with Transformer Engine's names, fused into the sublayer's first linear
+    // ("self_attention.linear_qkv": "...linear_qkv.layer_norm_weight"); empty where it stays a
+    // module of its own whatever the naming (a MoE block's "pre_mlp_layernorm").
+    std::string fused_norm;
+    std::string norm;       // its module otherwise ("input_layernorm")
+    std::string post_norm;  // a post-norm layer's norm after the residual add
+    // Whether --recompute-modules mlp recomputes it.
+    bool is_mlp = false;
+};
+
+// A layer's sublayers in order.
 struct LayerSpec {
-    std::function<std::unique_ptr<TokenMixer>(const std::string& prefix, const TransformerConfig&,
-                                              Backend&)>
-        mixer;
-    std::function<std::unique_ptr<FeedForward>(const std::string& prefix, const TransformerConfig&,
-                                               Backend&)>
-        feed_forward;
-    // Whether Transformer Engine's names fuse the layer's second norm into the feed-forward block
-    // ("mlp.linear_fc1.layer_norm_weight"); a MoE layer keeps "pre_mlp_layernorm" whatever the
-    // naming.
-    bool norm_fused_into_feed_forward = true;
+    std::vector<SublayerSpec> sublayers;
 };
 
 // Each layer's spec by its index in the whole model.
 using LayerSpecs = std::function<LayerSpec(int64_t layer)>;
 
-// The layer of GPT and BERT: self-attention ("<prefix>.self_attention") and the dense MLP
-// ("<prefix>.mlp").
+// Self-attention ("<prefix>.self_attention") behind input_layernorm.
+MT_API SublayerSpec self_attention_sublayer();
+// The dense MLP ("<prefix>.mlp") behind pre_mlp_layernorm.
+MT_API SublayerSpec dense_mlp_sublayer();
+// The layer of GPT and BERT: self-attention, then the dense MLP.
 MT_API LayerSpec dense_layer_spec();
 // Every layer dense.
 MT_API LayerSpecs dense_layer_specs();

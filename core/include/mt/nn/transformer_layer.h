@@ -1,12 +1,13 @@
-// TransformerLayer: Megatron's pre-norm transformer layer,
-//   h = x + dropout(mixer(input_layernorm(x)))
-//   y = h + dropout(feed_forward(pre_mlp_layernorm(h)))
+// TransformerLayer: Megatron's layer as its spec lists it, each sublayer a residual branch.
+// Pre-norm (Megatron's default):
+//   h = h + dropout(sublayer(norm(h)))          for each sublayer in order
 // or, with config.post_layer_norm, the original BERT's post-norm one,
-//   h = norm1(x + dropout(mixer(x))),  y = norm2(h + dropout(feed_forward(h))),
-// with its token mixer and feed-forward block made by a LayerSpec (GPT and BERT: self-attention
-// and the dense MLP) and parameters under the layer's prefix in Megatron-core's names: the norms
-// are linear_qkv.layer_norm_* and linear_fc1.layer_norm_* (Transformer Engine, the default), or
-// input_layernorm.* and pre_mlp_layernorm.* (local spec), as config.norm_naming says.
+//   h = norm(h + dropout(sublayer(h))).
+// GPT and BERT: self-attention then the dense MLP; a hybrid model's layers hold one sublayer.
+// Parameters sit under the layer's prefix in Megatron-core's names: a norm is the sublayer's
+// fused one with Transformer Engine's names ("self_attention.linear_qkv.layer_norm_weight", the
+// default) or a module of its own ("input_layernorm.weight", local spec), as config.norm_naming
+// and the spec say.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include "mt/backend.h"
 #include "mt/nn/attention_mask.h"
 #include "mt/nn/dropout.h"
+#include "mt/nn/inference_state.h"
 #include "mt/nn/layer_spec.h"
 #include "mt/nn/norm.h"
 #include "mt/nn/transformer_config.h"
@@ -26,49 +28,58 @@ namespace mt::nn {
 
 class MT_API TransformerLayer {
   public:
+    // What one residual branch keeps for the backward.
+    struct SublayerSaved {
+        Norm::Saved norm;                     // post-norm: the norm after the residual add
+        std::unique_ptr<ModuleState> module;  // none when recomputed (--recompute-modules mlp)
+        Tensor module_input;                  // recomputed without recompute_norms: its input
+        DropoutDraw dropout;                  // the hidden dropout after the sublayer
+    };
     struct Saved {
-        Norm::Saved input_norm;  // post-norm: the norm after the mixer's residual add
-        std::unique_ptr<ModuleState> mixer;
-        DropoutDraw mixer_dropout;  // hidden dropout after the mixer
-        Norm::Saved pre_mlp_norm;   // post-norm: the norm after the feed-forward residual add
-        std::unique_ptr<ModuleState> feed_forward;  // none with recompute_mlp
-        Tensor feed_forward_input;         // recompute_mlp without recompute_norms: its input
-        DropoutDraw feed_forward_dropout;  // hidden dropout after the feed-forward block
+        std::vector<SublayerSaved> sublayers;
     };
 
     // prefix: "decoder.layers.<i>".
     TransformerLayer(const std::string& prefix, const TransformerConfig& config,
                      const LayerSpec& spec, Backend& backend);
 
-    // x (B, T, H) -> (B, T, H). Draws the mixer's and hidden dropouts from ctx; saved may be
-    // null (inference). mask and cache: see TokenMixer::forward.
+    // x (B, T, H) -> (B, T, H). Draws the sublayers' and hidden dropouts from ctx; saved may be
+    // null (no backward). With `state` (inference: this layer's states, `past` positions in
+    // them) the sublayers read and extend it.
     Tensor forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
-                   const AttentionMask& mask = {}, const KvSlot& cache = {}) const;
+                   const AttentionMask& mask = {}, InferenceState::LayerStates* state = nullptr,
+                   int64_t past = 0) const;
     // dy (B, T, H) -> dx (B, T, H); every parameter grad +=.
     Tensor backward(const Tensor& dy, const Saved& saved);
 
     // In Megatron-core's state-dict order (Transformer Engine or local norm placement).
     void collect_parameters(std::vector<Parameter*>& out);
-    void collect_buffers(std::vector<Parameter*>& out) { feed_forward_->collect_buffers(out); }
+    void collect_buffers(std::vector<Parameter*>& out);
+    // Each sublayer's inference state for `batch` rows of up to `capacity` positions.
+    InferenceState::LayerStates make_states(int64_t batch, int64_t capacity) const;
 
   private:
+    struct Branch {
+        Norm norm;
+        std::unique_ptr<Sublayer> module;
+        bool norm_fused;  // Transformer Engine's parameter order: the norm inside the module
+        bool recompute;   // --recompute-modules mlp applies
+    };
+
     // a + b (a residual add) in a new tensor.
     Tensor sum(const Tensor& a, const Tensor& b) const;
-    Tensor forward_post_norm(const Tensor& x, DropoutContext& ctx, Saved* saved,
-                             const AttentionMask& mask, const KvSlot& cache) const;
+    DropoutDraw draw_hidden_dropout(DropoutContext& ctx, int64_t numel) const;
+    Tensor forward_post_norm(const Tensor& x, DropoutContext& ctx, Saved& s, bool keep,
+                             const AttentionMask& mask, InferenceState::LayerStates* state,
+                             int64_t past) const;
     Tensor backward_post_norm(const Tensor& dy, const Saved& saved);
 
     float hidden_dropout_;
-    Norm input_norm_;
-    std::unique_ptr<TokenMixer> mixer_;
-    Norm pre_mlp_norm_;
-    std::unique_ptr<FeedForward> feed_forward_;
+    std::vector<Branch> branches_;
     Backend* backend_;
     TensorParallel tp_;
-    bool te_order_;                         // Transformer Engine's parameter order
-    bool mlp_norm_fused_;                   // ... with the second norm inside the MLP
-    bool post_norm_;                        // config.post_layer_norm
-    bool recompute_mlp_, recompute_norms_;  // selective recompute (TransformerConfig)
+    bool post_norm_;        // config.post_layer_norm
+    bool recompute_norms_;  // selective recompute of the norms (TransformerConfig)
 };
 
 }  // namespace mt::nn

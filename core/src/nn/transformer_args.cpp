@@ -1,8 +1,8 @@
-#include "gpt_config.h"
+#include "mt/nn/transformer_args.h"
 
-#include "moe_args.h"
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/model_args_reader.h"
+#include "mt/nn/moe_args.h"
 
 #include <cstdlib>
 #include <limits>
@@ -10,9 +10,9 @@
 
 #include "mt/error.h"
 
-namespace mt::plugins::gpt {
+namespace mt::nn {
 
-std::vector<FlagInfo> gpt_flags() {
+std::vector<FlagInfo> transformer_flags() {
     // A switch argparse stores as False under `dest`.
     auto store_false = [&](const char* name, const char* dest, const char* help) {
         FlagInfo f = switch_flag(name, help);
@@ -114,9 +114,9 @@ int64_t padded_vocab_size(int64_t vocab_size, int64_t divisible_by, int64_t tens
     return padded;
 }
 
-GptConfig gpt_config_from_args(const ModelArgs& args) {
+TransformerArgs read_transformer_args(const ModelArgs& args) {
     ModelArgsReader f(args);
-    GptConfig c;
+    TransformerArgs c;
     c.num_layers = f.integer("num-layers");
     c.hidden_size = f.integer("hidden-size");
     c.num_attention_heads = f.integer("num-attention-heads");
@@ -228,7 +228,7 @@ GptConfig gpt_config_from_args(const ModelArgs& args) {
         std::istringstream words(f.text("recompute-modules"));
         for (std::string m; words >> m;) c.recompute.modules.push_back(m);
     }
-    nn::recompute_segments(c.recompute, c.num_layers);  // Megatron's checks, now
+    recompute_segments(c.recompute, c.num_layers);  // Megatron's checks, now
     read_moe_args(f, c);
     // Megatron's local spec builds the legacy GroupedMLP, whose experts are two fused tensors
     // (weight1 [H, E·2F], weight2 [E·F, H]); ours carry Transformer Engine's per-expert names.
@@ -260,18 +260,17 @@ GptConfig gpt_config_from_args(const ModelArgs& args) {
     return c;
 }
 
-nn::TransformerConfig transformer_layer_config(const GptConfig& c, DType dtype,
-                                               const nn::TensorParallel& tp,
-                                               const nn::ContextParallel& cp) {
-    nn::TransformerConfig t;
+TransformerConfig transformer_layer_config(const TransformerArgs& c, DType dtype,
+                                           const TensorParallel& tp, const ContextParallel& cp) {
+    TransformerConfig t;
     t.cp = cp;
     t.hidden_size = c.hidden_size;
     t.ffn_hidden_size = c.ffn_hidden_size;
     t.num_attention_heads = c.num_attention_heads;
     t.num_query_groups = c.num_query_groups;
     t.kv_channels = c.kv_channels;
-    t.normalization = c.normalization == Normalization::rms_norm ? nn::NormKind::rms_norm
-                                                                 : nn::NormKind::layer_norm;
+    t.normalization =
+        c.normalization == Normalization::rms_norm ? NormKind::rms_norm : NormKind::layer_norm;
     t.norm = ops::NormConfig{float(c.norm_epsilon), c.apply_layernorm_1p};
     // Megatron: --swiglu is silu on fc1's [gate | up], --squared-relu relu(x)^2; otherwise GeLU,
     // fused with the bias in its tanh form (bias_gelu) unless the fusion is off (no biases, or
@@ -293,17 +292,16 @@ nn::TransformerConfig transformer_layer_config(const GptConfig& c, DType dtype,
     t.hidden_dropout = float(c.hidden_dropout);
     t.attention_dropout = float(c.attention_dropout);
     t.dtype = dtype;
-    t.norm_naming = c.transformer_impl == TransformerImpl::local
-                        ? nn::NormNaming::local
-                        : nn::NormNaming::transformer_engine;
+    t.norm_naming = c.transformer_impl == TransformerImpl::local ? NormNaming::local
+                                                                 : NormNaming::transformer_engine;
     t.tp = tp;
-    t.recompute_mlp = nn::recompute_module(c.recompute, "mlp");
-    t.recompute_norms = nn::recompute_module(c.recompute, "layernorm");
+    t.recompute_mlp = recompute_module(c.recompute, "mlp");
+    t.recompute_norms = recompute_module(c.recompute, "layernorm");
     t.moe = c.moe;
     return t;
 }
 
-ModelArgs resolved_transformer_args(const ModelArgs& args, const GptConfig& c) {
+ModelArgs resolved_transformer_args(const ModelArgs& args, const TransformerArgs& c) {
     ModelArgs out = args;
     out["ffn-hidden-size"] = std::to_string(c.ffn_hidden_size);
     out["kv-channels"] = std::to_string(c.kv_channels);
@@ -326,4 +324,4 @@ ModelArgs resolved_transformer_args(const ModelArgs& args, const GptConfig& c) {
     return out;
 }
 
-}  // namespace mt::plugins::gpt
+}  // namespace mt::nn

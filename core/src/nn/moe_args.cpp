@@ -1,11 +1,11 @@
-#include "moe_args.h"
+#include "mt/nn/moe_args.h"
 
 #include <sstream>
 
-#include "gpt_config.h"
 #include "mt/error.h"
+#include "mt/nn/transformer_args.h"
 
-namespace mt::plugins::gpt {
+namespace mt::nn {
 
 std::vector<FlagInfo> moe_flags() {
     return {
@@ -68,16 +68,16 @@ Enum choice(const ModelArgsReader& f, const char* flag, const char* fallback,
 
 }  // namespace
 
-void read_moe_args(const ModelArgsReader& f, GptConfig& c) {
+void read_moe_args(const ModelArgsReader& f, TransformerArgs& c) {
     const int64_t experts = f.integer("num-experts", 0);
     // Megatron: --num-experts 0 means a dense model.
     if (experts == 0) return;
     MT_CHECK(experts > 0, "--num-experts must be positive, got ", experts);
-    nn::MoeConfig& m = c.moe;
-    nn::RouterConfig& r = m.router;
+    MoeConfig& m = c.moe;
+    RouterConfig& r = m.router;
     r.num_experts = experts;
-    c.moe_layers = nn::MoeLayerPattern::parse(
-        f.has("moe-layer-freq") ? f.text("moe-layer-freq") : "1", c.num_layers);
+    c.moe_layers = MoeLayerPattern::parse(f.has("moe-layer-freq") ? f.text("moe-layer-freq") : "1",
+                                          c.num_layers);
     m.ffn_hidden_size = f.integer("moe-ffn-hidden-size", c.ffn_hidden_size);
     m.shared_expert_ffn_size = f.integer("moe-shared-expert-intermediate-size", 0);
     MT_CHECK(m.ffn_hidden_size > 0 && m.shared_expert_ffn_size >= 0,
@@ -87,17 +87,17 @@ void read_moe_args(const ModelArgsReader& f, GptConfig& c) {
     MT_CHECK(r.topk > 0 && r.topk <= experts, "--moe-router-topk ", r.topk,
              ": must be in [1, --num-experts (", experts, ")]");
     r.score_function = choice(f, "moe-router-score-function", "softmax",
-                              {std::pair{"softmax", nn::ScoreFunction::softmax},
-                               std::pair{"sigmoid", nn::ScoreFunction::sigmoid}});
+                              {std::pair{"softmax", ScoreFunction::softmax},
+                               std::pair{"sigmoid", ScoreFunction::sigmoid}});
     r.pre_softmax = f.flag("moe-router-pre-softmax");
     r.num_groups = f.integer("moe-router-num-groups", 0);
     r.group_topk = f.integer("moe-router-group-topk", 0);
     r.topk_scaling_factor = f.real("moe-router-topk-scaling-factor", 0);
-    r.load_balancing = choice(f, "moe-router-load-balancing-type", "aux_loss",
-                              {std::pair{"aux_loss", nn::LoadBalancing::aux_loss},
-                               std::pair{"seq_aux_loss", nn::LoadBalancing::seq_aux_loss},
-                               std::pair{"sinkhorn", nn::LoadBalancing::sinkhorn},
-                               std::pair{"none", nn::LoadBalancing::none}});
+    r.load_balancing = choice(
+        f, "moe-router-load-balancing-type", "aux_loss",
+        {std::pair{"aux_loss", LoadBalancing::aux_loss},
+         std::pair{"seq_aux_loss", LoadBalancing::seq_aux_loss},
+         std::pair{"sinkhorn", LoadBalancing::sinkhorn}, std::pair{"none", LoadBalancing::none}});
     if (f.has("moe-router-dtype")) {
         const std::string d = f.text("moe-router-dtype");
         MT_CHECK(d == "fp32" || d == "fp64", "--moe-router-dtype ", d,
@@ -110,23 +110,23 @@ void read_moe_args(const ModelArgsReader& f, GptConfig& c) {
     MT_CHECK(r.aux_loss_coeff >= 0 && r.z_loss_coeff >= 0,
              "--moe-aux-loss-coeff and --moe-z-loss-coeff must not be negative");
     // Megatron asserts this in sinkhorn_load_balancing.
-    MT_CHECK(r.load_balancing != nn::LoadBalancing::sinkhorn || r.aux_loss_coeff == 0,
+    MT_CHECK(r.load_balancing != LoadBalancing::sinkhorn || r.aux_loss_coeff == 0,
              "--moe-router-load-balancing-type sinkhorn does not support --moe-aux-loss-coeff");
     r.capacity_factor = f.real("moe-expert-capacity-factor", 0);
     MT_CHECK(r.capacity_factor >= 0, "--moe-expert-capacity-factor must not be negative");
-    r.drop_policy = choice(f, "moe-token-drop-policy", "probs",
-                           {std::pair{"probs", nn::DropPolicy::probs},
-                            std::pair{"position", nn::DropPolicy::position}});
+    r.drop_policy = choice(
+        f, "moe-token-drop-policy", "probs",
+        {std::pair{"probs", DropPolicy::probs}, std::pair{"position", DropPolicy::position}});
     r.pad_to_capacity = f.flag("moe-pad-expert-input-to-capacity");
     MT_CHECK(!r.pad_to_capacity || r.capacity_factor > 0,
              "--moe-pad-expert-input-to-capacity needs --moe-expert-capacity-factor");
     m.dispatcher = choice(f, "moe-token-dispatcher-type", "allgather",
-                          {std::pair{"allgather", nn::DispatcherKind::allgather},
-                           std::pair{"alltoall", nn::DispatcherKind::alltoall},
-                           std::pair{"alltoall_seq", nn::DispatcherKind::alltoall}});
+                          {std::pair{"allgather", DispatcherKind::allgather},
+                           std::pair{"alltoall", DispatcherKind::alltoall},
+                           std::pair{"alltoall_seq", DispatcherKind::alltoall}});
     r.expert_bias = f.flag("moe-router-enable-expert-bias");
     // Megatron's TransformerConfig asserts this.
-    MT_CHECK(!r.expert_bias || r.score_function == nn::ScoreFunction::sigmoid,
+    MT_CHECK(!r.expert_bias || r.score_function == ScoreFunction::sigmoid,
              "--moe-router-enable-expert-bias needs --moe-router-score-function sigmoid");
     r.bias_update_rate = f.real("moe-router-bias-update-rate", 1e-3);
     // Drawn from megatron-train's own counter-based stream (as its dropout), not torch's.
@@ -135,4 +135,4 @@ void read_moe_args(const ModelArgsReader& f, GptConfig& c) {
              "--moe-input-jitter-eps must be in [0, 1), got ", r.input_jitter_eps);
 }
 
-}  // namespace mt::plugins::gpt
+}  // namespace mt::nn

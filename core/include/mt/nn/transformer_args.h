@@ -1,5 +1,5 @@
-// GPT model configuration from Megatron-LM's model flags (--num-layers, --hidden-size, ...),
-// with Megatron's defaults, derived values (ffn size, kv channels, query groups, padded
+// The transformer model flags every family reads (--num-layers, --hidden-size, ..., the MoE
+// flags), with Megatron's defaults, derived values (ffn size, kv channels, query groups, padded
 // vocabulary) and checks, as megatron/training/arguments.py computes them.
 #pragma once
 
@@ -7,12 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "mt/api.h"
 #include "mt/model.h"
 #include "mt/nn/moe_layer_pattern.h"
 #include "mt/nn/recompute.h"
 #include "mt/nn/transformer_config.h"
 
-namespace mt::plugins::gpt {
+namespace mt::nn {
 
 enum class PositionEmbedding { learned_absolute, rope, none };
 enum class Normalization { layer_norm, rms_norm };
@@ -20,7 +21,8 @@ enum class Normalization { layer_norm, rms_norm };
 // into the following linear); the math is the same.
 enum class TransformerImpl { transformer_engine, local };
 
-struct GptConfig {
+// What the flags say, for GPT, BERT and the attention and MLP layers of a hybrid model.
+struct TransformerArgs {
     int64_t num_layers = 0, hidden_size = 0, num_attention_heads = 0;
     int64_t ffn_hidden_size = 0;   // default 4h, or int(4h·2/3 / 64)·64 with --swiglu
     int64_t kv_channels = 0;       // head dim; default h / heads
@@ -48,33 +50,33 @@ struct GptConfig {
     int64_t padded_vocab_size = 0;  // padded to --make-vocab-size-divisible-by · TP
     int64_t tensor_model_parallel_size = 1;
     TransformerImpl transformer_impl = TransformerImpl::transformer_engine;
-    nn::RecomputeConfig recompute;  // --recompute-*
+    RecomputeConfig recompute;  // --recompute-*
     // --num-experts and the --moe-* flags (moe.enabled(): a mixture-of-experts model), without
     // its process groups; the layers --moe-layer-freq makes MoE layers.
-    nn::MoeConfig moe;
-    nn::MoeLayerPattern moe_layers;
+    MoeConfig moe;
+    MoeLayerPattern moe_layers;
 };
 
 // Megatron's _vocab_size_with_padding.
-int64_t padded_vocab_size(int64_t vocab_size, int64_t divisible_by, int64_t tensor_parallel);
+MT_API int64_t padded_vocab_size(int64_t vocab_size, int64_t divisible_by, int64_t tensor_parallel);
 
-// The model flags gpt_config_from_args reads, with Megatron's help texts and defaults.
-std::vector<FlagInfo> gpt_flags();
+// The model flags read_transformer_args reads, with Megatron's help texts and defaults.
+MT_API std::vector<FlagInfo> transformer_flags();
 
 // Reads flags without their leading "--" ("num-layers" -> "2"). Booleans are present with an
 // empty value or "true". Needs "vocab-size" (the tokenizer's) or "padded-vocab-size".
 // Throws mt::Error naming the flag for anything missing, malformed or inconsistent.
-GptConfig gpt_config_from_args(const ModelArgs& args);
+MT_API TransformerArgs read_transformer_args(const ModelArgs& args);
 
 // `args` with the values Megatron derives from them (FFN size, head dimension, sequence length,
 // padded vocabulary; the query groups when --group-query-attention uses them), as flag text.
-ModelArgs resolved_transformer_args(const ModelArgs& args, const GptConfig& config);
+MT_API ModelArgs resolved_transformer_args(const ModelArgs& args, const TransformerArgs& config);
 
 // One transformer layer's settings as Megatron's TransformerConfig derives them from the flags
 // (activation, norms, rope, dropout, recompute modules, parameter names), for `dtype` over `tp`
 // (and `cp`). BERT's encoder layers are built from the same flags.
-nn::TransformerConfig transformer_layer_config(const GptConfig& config, DType dtype,
-                                               const nn::TensorParallel& tp,
-                                               const nn::ContextParallel& cp = {});
+MT_API TransformerConfig transformer_layer_config(const TransformerArgs& config, DType dtype,
+                                                  const TensorParallel& tp,
+                                                  const ContextParallel& cp = {});
 
-}  // namespace mt::plugins::gpt
+}  // namespace mt::nn

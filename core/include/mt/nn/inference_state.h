@@ -1,0 +1,44 @@
+// InferenceState: what a causal model keeps between decoding steps so each new token is read
+// once: per layer, each sublayer's own state (self-attention: the keys and values of every
+// position read; a Mamba mixer: its convolution window and SSM state), and the positions filled.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "mt/api.h"
+
+namespace mt::nn {
+
+// One sublayer's state; each sublayer defines its own.
+struct SublayerState {
+    virtual ~SublayerState() = default;
+};
+
+class MT_API InferenceState {
+  public:
+    // One layer's sublayers' states in the layer's order; null for a sublayer that keeps none.
+    using LayerStates = std::vector<std::unique_ptr<SublayerState>>;
+
+    InferenceState(int64_t batch, int64_t capacity, std::vector<LayerStates> layers);
+
+    int64_t batch() const { return batch_; }
+    int64_t capacity() const { return capacity_; }
+    // Positions filled: the next token a model reads sits at position length().
+    int64_t length() const { return length_; }
+    LayerStates& layer(size_t i) { return layers_.at(i); }
+    size_t num_layers() const { return layers_.size(); }
+
+    // Marks n more positions filled (after every layer took them); mt::Error past capacity.
+    void advance(int64_t n);
+    // Forgets every position: the next forward starts at position 0 and each sublayer starts its
+    // state afresh there (the memory is reused for the next batch).
+    void clear() { length_ = 0; }
+
+  private:
+    int64_t batch_, capacity_, length_ = 0;
+    std::vector<LayerStates> layers_;
+};
+
+}  // namespace mt::nn
