@@ -104,6 +104,18 @@ MT_UNSUPPORTED(attention_backward, const Tensor&, const Tensor&, const Tensor&, 
 MT_UNSUPPORTED(attention_merge, Tensor&, Tensor&, const Tensor&, const Tensor&, int64_t, int64_t)
 MT_UNSUPPORTED(attention_cached, const Tensor&, const Tensor&, const Tensor&, int64_t, double,
                Tensor&)
+MT_UNSUPPORTED(depthwise_conv1d_forward, const Tensor&, const Tensor&, const Tensor&, Tensor&)
+MT_UNSUPPORTED(depthwise_conv1d_backward, const Tensor&, const Tensor&, const Tensor&, Tensor&,
+               Tensor&, Tensor&)
+MT_UNSUPPORTED(ssm_scan_forward, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+               const Tensor&, const Tensor&, const Tensor&, Tensor&, Tensor&)
+MT_UNSUPPORTED(ssm_scan_backward, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+               const Tensor&, const Tensor&, const Tensor&, const Tensor&, Tensor&, Tensor&,
+               Tensor&, Tensor&, Tensor&, Tensor&, Tensor&)
+MT_UNSUPPORTED(gated_rms_norm_forward, const Tensor&, const Tensor&, const Tensor&, int64_t, double,
+               Tensor&, Tensor&)
+MT_UNSUPPORTED(gated_rms_norm_backward, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+               const Tensor&, int64_t, Tensor&, Tensor&, Tensor&)
 MT_UNSUPPORTED(adamw_step, Tensor&, const Tensor&, Tensor&, Tensor&, const ops::AdamWConfig&,
                int64_t)
 MT_UNSUPPORTED(sgd_step, Tensor&, const Tensor&, Tensor&, const ops::SgdConfig&, int64_t)

@@ -206,6 +206,43 @@ class MT_API Backend {
     virtual void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                                   int64_t past, double scale, Tensor& out);
 
+    // ---- Mamba-2 (Megatron's MambaMixer; f32, and f64 for finite-difference checks) ---------
+    // Depthwise causal convolution: x (B, T + K - 1, C) holds the K - 1 positions before the
+    // first output (zeros in training, the previous inputs in decoding); weight (C, K); bias (C)
+    // or undefined; y (B, T, C) = bias[c] + Σ_k weight[c, k] x[b, t + k, c] (torch's Conv1d with
+    // groups = C and padding K - 1, its first T outputs).
+    virtual void depthwise_conv1d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                          Tensor& y);
+    // dx like x (overwritten); dweight, dbias (undefined without a bias) +=.
+    virtual void depthwise_conv1d_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                                           Tensor& dx, Tensor& dweight, Tensor& dbias);
+    // The selective scan of Mamba-2 (SSD), per row, head h and its group g = h / (nh / ng):
+    //   dt_t = softplus(dt[t, h] + dt_bias[h]),  a = -exp(A_log[h])
+    //   S_t = exp(dt_t a) S_{t-1} + dt_t x[t, h] B[t, g]^T        (S: hp x N)
+    //   y[t, h] = S_t C[t, g] + D[h] x[t, h]
+    // x, y (B, T, nh, hp); dt (B, T, nh); B, C (B, T, ng, N); dt_bias, A_log, D (nh). state
+    // (B, nh, hp, N), of x's dtype: S_0 on entry, S_T on return; undefined: S_0 = 0, not kept.
+    virtual void ssm_scan_forward(const Tensor& x, const Tensor& dt, const Tensor& dt_bias,
+                                  const Tensor& A_log, const Tensor& B, const Tensor& C,
+                                  const Tensor& D, Tensor& y, Tensor& state);
+    // The scan's backward from S_0 = 0: dx, ddt, dB, dC like their inputs (overwritten);
+    // ddt_bias, dA_log, dD +=.
+    virtual void ssm_scan_backward(const Tensor& x, const Tensor& dt, const Tensor& dt_bias,
+                                   const Tensor& A_log, const Tensor& B, const Tensor& C,
+                                   const Tensor& D, const Tensor& dy, Tensor& dx, Tensor& ddt,
+                                   Tensor& dB, Tensor& dC, Tensor& ddt_bias, Tensor& dA_log,
+                                   Tensor& dD);
+    // Mamba-2's gated group RMSNorm (norm_before_gate = False): with g = x * silu(z),
+    // y = g rstd weight, rstd = 1 / sqrt(mean over the group (g^2) + eps), per row and group of
+    // `group_size` consecutive channels. x, z, y (..., C); weight (C); rstd (..., C/group_size).
+    virtual void gated_rms_norm_forward(const Tensor& x, const Tensor& z, const Tensor& weight,
+                                        int64_t group_size, double eps, Tensor& y, Tensor& rstd);
+    // dx, dz (overwritten); dweight +=.
+    virtual void gated_rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& z,
+                                         const Tensor& weight, const Tensor& rstd,
+                                         int64_t group_size, Tensor& dx, Tensor& dz,
+                                         Tensor& dweight);
+
     // ---- Optimizer steps (f32, in place; `step` counts from 1) -------------------------------
     // torch.optim.AdamW / Megatron's fused Adam (mt/kernels/adam.h).
     virtual void adamw_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,

@@ -1,5 +1,6 @@
 #include "mt/nn/initialization.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -37,6 +38,48 @@ void fill_normal(std::vector<T>& value, double stddev, uint64_t seed, uint64_t s
     }
 }
 
+// value[i] = U(0, 1) from the same stream layout (one Philox block per four elements).
+void fill_uniform01(std::vector<double>& value, uint64_t seed, uint64_t stream) {
+    for (size_t b = 0; b * 4 < value.size(); ++b) {
+        k::Philox4 w = k::philox4x32_10(k::Philox4{{uint32_t(b), uint32_t(uint64_t(b) >> 32),
+                                                    uint32_t(stream), uint32_t(stream >> 32)}},
+                                        uint32_t(seed), uint32_t(seed >> 32));
+        for (size_t j = 0; j < 4 && 4 * b + j < value.size(); ++j)
+            value[4 * b + j] = (double(w.v[j]) + 0.5) / 4294967296.0;
+    }
+}
+
+// A parameter its module initialises its own way (ParameterInit), drawn whole in f64.
+std::vector<double> draw_special(const Parameter& p, const InitConfig& config) {
+    std::vector<double> v(size_t(shape_numel(p.whole_shape)));
+    const ParameterInit& init = p.init;
+    if (init.kind == ParameterInit::Kind::residual_normal) {
+        fill_normal(v, config.init_method_std / std::sqrt(double(config.num_layers)), config.seed,
+                    name_hash(p.name));
+        return v;
+    }
+    fill_uniform01(v, config.seed, name_hash(p.name));
+    for (double& u : v) {
+        switch (init.kind) {
+            case ParameterInit::Kind::uniform:
+                u = init.low + u * (init.high - init.low);
+                break;
+            case ParameterInit::Kind::log_uniform:
+                u = std::log(init.low + u * (init.high - init.low));
+                break;
+            case ParameterInit::Kind::dt_bias: {
+                const double lo = std::log(init.low), hi = std::log(init.high);
+                const double dt = std::max(std::exp(lo + u * (hi - lo)), 1e-4);
+                u = dt + std::log(-std::expm1(-dt));  // softplus(u) = dt
+                break;
+            }
+            default:
+                break;
+        }
+    }
+    return v;
+}
+
 }  // namespace
 
 void initialize_megatron(Backend& backend, const std::vector<Parameter*>& params,
@@ -48,6 +91,12 @@ void initialize_megatron(Backend& backend, const std::vector<Parameter*>& params
         const std::string& name = p->name;
         Tensor& v = p->value;
         const bool f64 = v.dtype() == DType::f64;
+        if (p->init.kind != ParameterInit::Kind::megatron) {
+            backend.cast(shard_tensor(host_tensor(draw_special(*p, config), p->whole_shape),
+                                      p->shard, p->tp_size, p->tp_rank),
+                         v);
+            continue;
+        }
         if (v.dim() == 1) {
             // Biases are 0; the only other vectors are norm weights: gamma = 1, stored as
             // gamma - 1 = 0 with --apply-layernorm-1p.

@@ -12,6 +12,20 @@
 
 namespace mt::nn {
 
+// How initialize_megatron draws a parameter that Megatron initialises its own way (a Mamba
+// mixer's); `megatron`: by its shape and name (normal weights, zero biases, unit norms).
+struct ParameterInit {
+    enum class Kind : uint8_t {
+        megatron,
+        uniform,          // U(low, high)
+        log_uniform,      // log U(low, high): A_log
+        dt_bias,          // softplus^-1 of max(exp U(log low, log high), 1e-4): dt_bias
+        residual_normal,  // N(0, init_method_std / sqrt(num_layers)): Mamba's out_proj
+    };
+    Kind kind = Kind::megatron;
+    double low = 0, high = 0;
+};
+
 struct Parameter {
     std::string
         name;      // Megatron-core key, e.g. "decoder.layers.0.self_attention.linear_qkv.weight"
@@ -21,6 +35,7 @@ struct Parameter {
     Tensor grad;
     ShardSpec shard;
     bool weight_decay = true;  // Megatron decays weights, not biases or norm parameters
+    ParameterInit init;
     // The word embedding or the (untied) output layer weight: Megatron's
     // is_embedding_or_output_parameter, which --decoupled-lr gives a learning rate of its own.
     bool embedding_or_output = false;

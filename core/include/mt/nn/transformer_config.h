@@ -8,6 +8,7 @@
 #include "mt/api.h"
 #include "mt/dtype.h"
 #include "mt/nn/context_parallel.h"
+#include "mt/nn/mamba_config.h"
 #include "mt/nn/moe_config.h"
 #include "mt/nn/norm.h"
 #include "mt/nn/tensor_parallel.h"
@@ -59,6 +60,7 @@ struct TransformerConfig {
     // The mixture of experts a MoE layer's feed-forward block is (the layer spec decides which
     // layers are MoE layers).
     MoeConfig moe;
+    MambaConfig mamba;  // the Mamba mixers of a hybrid model
 
     int64_t query_groups() const {
         return num_query_groups > 0 ? num_query_groups : num_attention_heads;

@@ -107,6 +107,22 @@ class CpuBackend final : public Backend {
     void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                           int64_t past, double scale, Tensor& out) override;
 
+    void depthwise_conv1d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                  Tensor& y) override;
+    void depthwise_conv1d_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                                   Tensor& dx, Tensor& dweight, Tensor& dbias) override;
+    void ssm_scan_forward(const Tensor& x, const Tensor& dt, const Tensor& dt_bias,
+                          const Tensor& A_log, const Tensor& B, const Tensor& C, const Tensor& D,
+                          Tensor& y, Tensor& state) override;
+    void ssm_scan_backward(const Tensor& x, const Tensor& dt, const Tensor& dt_bias,
+                           const Tensor& A_log, const Tensor& B, const Tensor& C, const Tensor& D,
+                           const Tensor& dy, Tensor& dx, Tensor& ddt, Tensor& dB, Tensor& dC,
+                           Tensor& ddt_bias, Tensor& dA_log, Tensor& dD) override;
+    void gated_rms_norm_forward(const Tensor& x, const Tensor& z, const Tensor& weight,
+                                int64_t group_size, double eps, Tensor& y, Tensor& rstd) override;
+    void gated_rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& z,
+                                 const Tensor& weight, const Tensor& rstd, int64_t group_size,
+                                 Tensor& dx, Tensor& dz, Tensor& dweight) override;
     void adamw_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                     const AdamWConfig& config, int64_t step) override;
     void sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buffer,

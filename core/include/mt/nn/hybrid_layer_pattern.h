@@ -1,0 +1,28 @@
+// Megatron's hybrid layer allocation (mamba_hybrid_layer_allocation.py's allocate_layers): which
+// of a hybrid model's layers are Mamba ('M'), attention-only ('*') or MLP-only ('-'), from
+// --hybrid-attention-ratio / --hybrid-mlp-ratio (evenly spaced, as Megatron places them) or
+// --hybrid-override-pattern, with the lines Megatron logs about it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mt/api.h"
+
+namespace mt::nn {
+
+struct HybridAllocation {
+    std::string layers;              // one symbol per layer
+    std::vector<std::string> lines;  // Megatron's log lines, in order
+};
+
+// mt::Error with Megatron's message for an override pattern of the wrong length, an unknown
+// symbol, or counts that differ from the ratios' allocation (when a ratio is set), and for
+// ratios outside [0, 1] or summing above 1.
+MT_API HybridAllocation allocate_hybrid_layers(int64_t num_layers, double attention_ratio,
+                                               double mlp_ratio,
+                                               const std::optional<std::string>& override_pattern);
+
+}  // namespace mt::nn
