@@ -175,4 +175,12 @@ std::string tiny_gpt2_dataset(const TempDir& dir, const std::string& jsonl) {
     return (dir / "corpus_text_document").string();
 }
 
+std::vector<double> printed_logprobs(const std::string& output) {
+    std::vector<double> out;
+    std::istringstream lines(output);
+    for (std::string line; std::getline(lines, line);)
+        if (line.starts_with("  \"")) out.push_back(std::stod(line.substr(line.rfind(' ') + 1)));
+    return out;
+}
+
 }  // namespace mt::test

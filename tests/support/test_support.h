@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "mt/tensor.h"
 
@@ -65,5 +66,8 @@ std::string tiny_gpt2_dataset(const TempDir& dir, const std::string& jsonl);
 std::string tiny_gpt2_tokenizer_flags();
 // `count` JSON lines {"text": "Document N says hello and then goodbye."}, N = 0 .. count-1.
 std::string hello_documents(int count);
+// The log-probabilities megatron-generate prints under a prompt (lines `  "<token>" <logprob>`),
+// in order.
+std::vector<double> printed_logprobs(const std::string& output);
 
 }  // namespace mt::test

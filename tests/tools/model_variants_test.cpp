@@ -14,6 +14,7 @@
 #include "test_support.h"
 
 namespace fs = std::filesystem;
+using mt::test::printed_logprobs;
 using mt::test::run_command;
 using mt::test::shell_quote;
 using mt::test::tool_path;
@@ -26,15 +27,6 @@ simdjson::dom::element expected(const std::string& variant) {
     static simdjson::dom::parser parser;
     static simdjson::dom::element doc = parser.load((kVariants / "expected.json").string());
     return doc[variant];
-}
-
-// The log-probabilities megatron-generate prints under the prompt ("  "<token>" <logprob>").
-std::vector<double> printed_logprobs(const std::string& output) {
-    std::vector<double> out;
-    std::istringstream lines(output);
-    for (std::string line; std::getline(lines, line);)
-        if (line.starts_with("  \"")) out.push_back(std::stod(line.substr(line.rfind(' ') + 1)));
-    return out;
 }
 
 // megatron-generate's log-probabilities of the variant's prompt, the model built from the

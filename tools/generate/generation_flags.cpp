@@ -11,10 +11,13 @@ namespace po = boost::program_options;
 
 po::options_description generation_flags(GenerationFlags& f) {
     po::options_description g("Generation", 100);
-    g.add_options()("load", po::value(&f.load)->required(),
-                    "checkpoint directory: megatron-train's (torch), Megatron's torch_dist, or a "
-                    "Hugging Face model folder")("ckpt-format", po::value(&f.ckpt_format),
-                                                 "checkpoint format of --load (default: detected)")(
+    g.add_options()("model", po::value<std::string>()->default_value("gpt"),
+                    "model family (a model plugin): gpt, or mamba (hybrid) for Megatron's "
+                    "pretrain_mamba.py models")(
+        "load", po::value(&f.load)->required(),
+        "checkpoint directory: megatron-train's (torch), Megatron's torch_dist, or a "
+        "Hugging Face model folder")("ckpt-format", po::value(&f.ckpt_format),
+                                     "checkpoint format of --load (default: detected)")(
         "use-checkpoint-args", po::bool_switch(),
         "accepted: the model and the tokenizer always come from the checkpoint's args where no "
         "flag gives them")("temperature", po::value(&f.sampling.temperature)->default_value(1.0),

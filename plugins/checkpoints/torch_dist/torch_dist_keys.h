@@ -45,7 +45,7 @@ struct KeyLayout {
 };
 
 // num_layers, num_experts, per_layer as Megatron's TransformerBlock decides it (moe_layer_freq
-// a list, or an int above 1), and local_spec from transformer_impl.
+// a list, or an int above 1) or a MambaStack always does, and local_spec from transformer_impl.
 KeyLayout key_layout(const CheckpointArgs& args);
 
 // Where a core-named tensor goes: its key and the leading axes its chunks sit at (the layer,

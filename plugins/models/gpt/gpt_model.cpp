@@ -1,6 +1,5 @@
-// GptModel: wires the nn modules as Megatron-core's GPTModel does, lists their
-// parameters in Megatron's state-dict order, and initialises them from Philox
-// normals.
+// GptModel: wires the nn modules as Megatron-core's GPTModel does, lists their parameters in
+// Megatron's state-dict order, and initialises them from Philox normals.
 #include "gpt_model.h"
 
 #include <algorithm>
@@ -10,6 +9,7 @@
 #include "mt/error.h"
 #include "mt/nn/inference_state.h"
 #include "mt/nn/initialization.h"
+#include "mt/nn/mamba_mixer.h"
 #include "mt/nn/moe_layer.h"
 #include "mt/parallel/parallel_state.h"
 #include "mt/parallel/pipeline_layers.h"
@@ -18,409 +18,377 @@ namespace mt::plugins::gpt {
 
 namespace {
 
-const nn::TransformerArgs &checked(const nn::TransformerArgs &c, DType dtype) {
-  MT_CHECK(dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16 ||
-               dtype == DType::f16,
-           "GptModel: dtype ", dtype_name(dtype),
-           " is not supported (f32, bf16, f16, or f64 for the checks)");
-  return c;
+const nn::TransformerArgs& checked(const nn::TransformerArgs& c, DType dtype) {
+    MT_CHECK(
+        dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16 || dtype == DType::f16,
+        "GptModel: dtype ", dtype_name(dtype),
+        " is not supported (f32, bf16, f16, or f64 for the checks)");
+    return c;
 }
 
-// The model's tensor-parallel group (its --tensor-model-parallel-size only pads
-// the vocabulary: a checkpoint saved at TP2 is built whole in one process).
-nn::TensorParallel tensor_parallel(const BuildContext &context) {
-  return nn::TensorParallel{&context.parallel.tp(), context.sequence_parallel};
+// The model's tensor-parallel group (its --tensor-model-parallel-size only pads the vocabulary:
+// a checkpoint saved at TP2 is built whole in one process).
+nn::TensorParallel tensor_parallel(const BuildContext& context) {
+    return nn::TensorParallel{&context.parallel.tp(), context.sequence_parallel};
 }
 
-// This rank's pipeline stage (and model chunk): whether it embeds, whether it
-// computes the loss, its layers.
-GptModel::Stage pipeline_stage(const nn::TransformerArgs &config,
-                               const BuildContext &context) {
-  const parallel::ParallelConfig &pc = context.parallel.config();
-  const int stages = context.parallel.pp().size(),
-            stage = context.parallel.pp().rank();
-  const int chunks = pc.virtual_stages, chunk = context.virtual_stage;
-  const parallel::PipelineSplit split{config.num_layers,
-                                      stages,
-                                      pc.first_stage_layers,
-                                      pc.last_stage_layers,
-                                      pc.account_for_embedding,
-                                      pc.account_for_loss,
-                                      chunks};
-  return {stage == 0 && chunk == 0, stage == stages - 1 && chunk == chunks - 1,
-          parallel::pipeline_stage_layers(split, stage, chunk)};
+// This rank's pipeline stage (and model chunk): whether it embeds, whether it computes the loss,
+// its layers.
+GptModel::Stage pipeline_stage(const nn::TransformerArgs& config, const BuildContext& context) {
+    const parallel::ParallelConfig& pc = context.parallel.config();
+    const int stages = context.parallel.pp().size(), stage = context.parallel.pp().rank();
+    const int chunks = pc.virtual_stages, chunk = context.virtual_stage;
+    const parallel::PipelineSplit split{config.num_layers,
+                                        stages,
+                                        pc.first_stage_layers,
+                                        pc.last_stage_layers,
+                                        pc.account_for_embedding,
+                                        pc.account_for_loss,
+                                        chunks};
+    return {stage == 0 && chunk == 0, stage == stages - 1 && chunk == chunks - 1,
+            parallel::pipeline_stage_layers(split, stage, chunk)};
 }
 
 // The model's context-parallel group: training splits each sequence over it.
-nn::ContextParallel context_parallel(const BuildContext &context) {
-  return nn::ContextParallel{&context.parallel.cp()};
+nn::ContextParallel context_parallel(const BuildContext& context) {
+    return nn::ContextParallel{&context.parallel.cp()};
 }
 
-// A layer's settings on this rank: transformer_layer_config with the expert
-// groups.
-nn::TransformerConfig layer_config(const nn::TransformerArgs &config,
-                                   const BuildContext &context, DType dtype,
-                                   const nn::TensorParallel &tp,
-                                   const nn::ContextParallel &cp) {
-  nn::TransformerConfig t = nn::transformer_layer_config(config, dtype, tp, cp);
-  const parallel::ParallelState &ps = context.parallel;
-  t.moe.experts = {&ps.ep(), &ps.expert_tp(), &ps.expert_tp_ep()};
-  t.moe.tp_cp = &ps.tp_cp();
-  return t;
+// A layer's settings on this rank: transformer_layer_config with the expert groups.
+nn::TransformerConfig layer_config(const nn::TransformerArgs& config,
+                                   const std::optional<HybridArgs>& hybrid,
+                                   const BuildContext& context, DType dtype,
+                                   const nn::TensorParallel& tp, const nn::ContextParallel& cp) {
+    nn::TransformerConfig t = nn::transformer_layer_config(config, dtype, tp, cp);
+    if (hybrid) t.mamba = hybrid->mamba;
+    const parallel::ParallelState& ps = context.parallel;
+    t.moe.experts = {&ps.ep(), &ps.expert_tp(), &ps.expert_tp_ep()};
+    t.moe.tp_cp = &ps.tp_cp();
+    return t;
 }
 
 // The tracker of a MoE model's auxiliary losses, or null.
-std::shared_ptr<nn::MoeTracker>
-moe_tracker_for(const nn::TransformerArgs &config) {
-  if (!config.moe.enabled())
-    return nullptr;
-  return std::make_shared<nn::MoeTracker>(config.moe.router,
-                                          config.moe_layers.count());
+std::shared_ptr<nn::MoeTracker> moe_tracker_for(const nn::TransformerArgs& config) {
+    if (!config.moe.enabled()) return nullptr;
+    return std::make_shared<nn::MoeTracker>(config.moe.router, config.moe_layers.count());
 }
 
-// Dense layers, or the MoE pattern's.
-nn::LayerSpecs layer_specs(const nn::TransformerArgs &config,
+// A hybrid model's layers as allocated; dense layers; or the MoE pattern's.
+nn::LayerSpecs layer_specs(const nn::TransformerArgs& config,
+                           const std::optional<HybridArgs>& hybrid,
                            std::shared_ptr<nn::MoeTracker> tracker) {
-  if (!config.moe.enabled())
-    return nn::dense_layer_specs();
-  return nn::moe_layer_specs(config.moe_layers, std::move(tracker));
+    if (hybrid) {
+        MT_CHECK(!config.moe.enabled(), "not supported yet: MoE layers in hybrid models");
+        return [layers = hybrid->layers](int64_t i) {
+            MT_CHECK(i >= 0 && i < int64_t(layers.size()), "layer ", i,
+                     " is outside the hybrid layer pattern of ", layers.size(), " layers");
+            switch (layers[size_t(i)]) {
+                case 'M':
+                    return nn::LayerSpec{{nn::mamba_sublayer()}};
+                case '*':
+                    return nn::LayerSpec{{nn::self_attention_sublayer()}};
+                default:
+                    return nn::LayerSpec{{nn::dense_mlp_sublayer()}};
+            }
+        };
+    }
+    if (!config.moe.enabled()) return nn::dense_layer_specs();
+    return nn::moe_layer_specs(config.moe_layers, std::move(tracker));
 }
 
 // Integer tensor -> its values as int64 (i64 or i32, any contiguity).
-std::vector<int64_t> integers(const Tensor &t, std::string_view key) {
-  Tensor c = t.contiguous();
-  std::vector<int64_t> out(size_t(c.numel()));
-  if (c.dtype() == DType::i64)
-    std::copy_n(c.data<int64_t>(), out.size(), out.begin());
-  else if (c.dtype() == DType::i32)
-    std::copy_n(c.data<int32_t>(), out.size(), out.begin());
-  else
-    MT_FAIL("GptModel: batch \"", key, "\" must be i64 or i32, got ",
-            t.describe());
-  return out;
+std::vector<int64_t> integers(const Tensor& t, std::string_view key) {
+    Tensor c = t.contiguous();
+    std::vector<int64_t> out(size_t(c.numel()));
+    if (c.dtype() == DType::i64)
+        std::copy_n(c.data<int64_t>(), out.size(), out.begin());
+    else if (c.dtype() == DType::i32)
+        std::copy_n(c.data<int32_t>(), out.size(), out.begin());
+    else
+        MT_FAIL("GptModel: batch \"", key, "\" must be i64 or i32, got ", t.describe());
+    return out;
 }
 
-// The batch's position ids when they differ from 0..T-1 on some row
-// (--reset-position-ids), else an undefined tensor (the embedding's default).
-// The embedding moves them to its backend.
-Tensor custom_positions(const Tensor &ids, int64_t B, int64_t T) {
-  MT_CHECK(ids.shape() == Shape({B, T}), "GptModel: position_ids must be [", B,
-           ", ", T, "], got ", ids.describe());
-  std::vector<int64_t> v = integers(ids, "position_ids");
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t t = 0; t < T; ++t)
-      if (v[size_t(b * T + t)] != t)
-        return host_tensor(std::move(v), {B, T});
-  return Tensor();
-}
-
-// The batch's document starts as i32 when some query's document starts after
-// position 0
-// (--reset-attention-mask), else an undefined tensor (plain causal attention).
-// Host memory: the attention moves it to its backend.
-Tensor custom_document_start(const Tensor &starts, int64_t B, int64_t T) {
-  MT_CHECK(starts.shape() == Shape({B, T}),
-           "GptModel: document_start must be [", B, ", ", T, "], got ",
-           starts.describe());
-  std::vector<int64_t> v = integers(starts, "document_start");
-  if (std::all_of(v.begin(), v.end(), [](int64_t s) { return s == 0; }))
+// The batch's position ids when they differ from 0..T-1 on some row (--reset-position-ids),
+// else an undefined tensor (the embedding's default). The embedding moves them to its backend.
+Tensor custom_positions(const Tensor& ids, int64_t B, int64_t T) {
+    MT_CHECK(ids.shape() == Shape({B, T}), "GptModel: position_ids must be [", B, ", ", T,
+             "], got ", ids.describe());
+    std::vector<int64_t> v = integers(ids, "position_ids");
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t t = 0; t < T; ++t)
+            if (v[size_t(b * T + t)] != t) return host_tensor(std::move(v), {B, T});
     return Tensor();
-  std::vector<int32_t> out(size_t(B * T));
-  for (int64_t i = 0; i < B * T; ++i) {
-    MT_CHECK(v[size_t(i)] >= 0 && v[size_t(i)] <= i % T,
-             "GptModel: document_start[", i / T, ", ", i % T,
-             "] = ", v[size_t(i)], " is not a position at or before it");
-    out[size_t(i)] = int32_t(v[size_t(i)]);
-  }
-  return host_tensor(std::move(out), {B, T});
 }
 
-} // namespace
+// The batch's document starts as i32 when some query's document starts after position 0
+// (--reset-attention-mask), else an undefined tensor (plain causal attention). Host memory:
+// the attention moves it to its backend.
+Tensor custom_document_start(const Tensor& starts, int64_t B, int64_t T) {
+    MT_CHECK(starts.shape() == Shape({B, T}), "GptModel: document_start must be [", B, ", ", T,
+             "], got ", starts.describe());
+    std::vector<int64_t> v = integers(starts, "document_start");
+    if (std::all_of(v.begin(), v.end(), [](int64_t s) { return s == 0; })) return Tensor();
+    std::vector<int32_t> out(size_t(B * T));
+    for (int64_t i = 0; i < B * T; ++i) {
+        MT_CHECK(v[size_t(i)] >= 0 && v[size_t(i)] <= i % T, "GptModel: document_start[", i / T,
+                 ", ", i % T, "] = ", v[size_t(i)], " is not a position at or before it");
+        out[size_t(i)] = int32_t(v[size_t(i)]);
+    }
+    return host_tensor(std::move(out), {B, T});
+}
 
-GptModel::GptModel(const nn::TransformerArgs &config,
-                   const BuildContext &context, DType dtype)
-    : config_(checked(config, dtype)), dtype_(dtype),
-      backend_(&context.backend), tp_(tensor_parallel(context)),
-      cp_(context_parallel(context)), pp_(&context.parallel.pp()),
+}  // namespace
+
+GptModel::GptModel(const nn::TransformerArgs& config, const BuildContext& context, DType dtype,
+                   std::optional<HybridArgs> hybrid)
+    : config_(checked(config, dtype)),
+      hybrid_(std::move(hybrid)),
+      dtype_(dtype),
+      backend_(&context.backend),
+      tp_(tensor_parallel(context)),
+      cp_(context_parallel(context)),
+      pp_(&context.parallel.pp()),
       embedding_group_(context.parallel.embedding()),
       stage_(pipeline_stage(config, context)),
       moe_tracker_(moe_tracker_for(config)),
       decoder_("decoder", stage_.layers.count,
-               layer_config(config, context, dtype, tp_, cp_),
-               layer_specs(config, moe_tracker_), config.recompute, *backend_,
-               {stage_.layers.first, stage_.last}) {
-  MT_CHECK(config.seq_length % (2 * cp_.size()) == 0 || !cp_.active(),
-           "--context-parallel-size ", cp_.size(), ": --seq-length (",
-           config.seq_length,
-           ") must be a multiple of 2 x the context-parallel size");
-  MT_CHECK(!tp_.sequence_split() ||
-               config.seq_length / cp_.size() % tp_.size() == 0,
-           "--sequence-parallel: --seq-length (", config.seq_length, ") over ",
-           cp_.size(),
-           " context-parallel ranks must be a multiple of "
-           "--tensor-model-parallel-size (",
-           tp_.size(), ")");
-  const bool tied = !config.untie_embeddings_and_output_weights;
-  if (stage_.first)
-    embedding_.emplace(config.padded_vocab_size, config.hidden_size,
-                       config.position_embedding ==
-                               nn::PositionEmbedding::learned_absolute
-                           ? config.max_position_embeddings
-                           : 0,
-                       float(config.hidden_dropout), dtype, *backend_, tp_);
-  if (stage_.last)
-    // Tied on a last stage without the embedding: its own copy of the word
-    // embeddings (Megatron's shared_embedding_or_output_weight on the last
-    // stage).
-    output_.emplace(config.padded_vocab_size, config.hidden_size,
-                    tied && embedding_ ? &embedding_->word() : nullptr,
-                    nn::OutputLoss::default_chunk_rows(
-                        config.padded_vocab_size / tp_.size()),
-                    dtype, *backend_, tp_);
-  // Megatron's setup_embeddings_and_output_layer: what --decoupled-lr applies
-  // to.
-  if (embedding_)
-    embedding_->word().embedding_or_output = true;
-  if (output_)
-    output_->weight().embedding_or_output = true;
-  if (tied && pp_->size() > 1) {
-    if (embedding_ && !output_)
-      embedding_->word().tied_across_stages = true;
-    if (output_ && !embedding_) {
-      output_->weight().tied_across_stages = true;
-      output_->weight().copy_of =
-          "embedding.word_embeddings.weight"; // nn::Embedding's
+               layer_config(config, hybrid_, context, dtype, tp_, cp_),
+               layer_specs(config, hybrid_, moe_tracker_), config.recompute, *backend_,
+               {stage_.layers.first, stage_.last, hybrid_ ? "final_norm" : "final_layernorm"}) {
+    MT_CHECK(config.seq_length % (2 * cp_.size()) == 0 || !cp_.active(), "--context-parallel-size ",
+             cp_.size(), ": --seq-length (", config.seq_length,
+             ") must be a multiple of 2 x the context-parallel size");
+    MT_CHECK(!tp_.sequence_split() || config.seq_length / cp_.size() % tp_.size() == 0,
+             "--sequence-parallel: --seq-length (", config.seq_length, ") over ", cp_.size(),
+             " context-parallel ranks must be a multiple of --tensor-model-parallel-size (",
+             tp_.size(), ")");
+    const bool tied = !config.untie_embeddings_and_output_weights;
+    if (stage_.first)
+        embedding_.emplace(config.padded_vocab_size, config.hidden_size,
+                           config.position_embedding == nn::PositionEmbedding::learned_absolute
+                               ? config.max_position_embeddings
+                               : 0,
+                           float(config.hidden_dropout), dtype, *backend_, tp_);
+    if (stage_.last)
+        // Tied on a last stage without the embedding: its own copy of the word embeddings
+        // (Megatron's shared_embedding_or_output_weight on the last stage).
+        output_.emplace(config.padded_vocab_size, config.hidden_size,
+                        tied && embedding_ ? &embedding_->word() : nullptr,
+                        nn::OutputLoss::default_chunk_rows(config.padded_vocab_size / tp_.size()),
+                        dtype, *backend_, tp_);
+    // Megatron's setup_embeddings_and_output_layer: what --decoupled-lr applies to.
+    if (embedding_) embedding_->word().embedding_or_output = true;
+    if (output_) output_->weight().embedding_or_output = true;
+    if (tied && pp_->size() > 1) {
+        if (embedding_ && !output_) embedding_->word().tied_across_stages = true;
+        if (output_ && !embedding_) {
+            output_->weight().tied_across_stages = true;
+            output_->weight().copy_of = "embedding.word_embeddings.weight";  // nn::Embedding's
+        }
     }
-  }
 }
 
-std::vector<nn::Parameter *> GptModel::parameters() {
-  std::vector<nn::Parameter *> out;
-  if (embedding_)
-    embedding_->collect_parameters(out);
-  decoder_.collect_parameters(out);
-  if (output_)
-    output_->collect_parameters(out);
-  return out;
+std::vector<nn::Parameter*> GptModel::parameters() {
+    std::vector<nn::Parameter*> out;
+    if (embedding_) embedding_->collect_parameters(out);
+    decoder_.collect_parameters(out);
+    if (output_) output_->collect_parameters(out);
+    return out;
 }
 
-std::vector<nn::Parameter *> GptModel::buffers() {
-  std::vector<nn::Parameter *> out;
-  decoder_.collect_buffers(out);
-  return out;
+std::vector<nn::Parameter*> GptModel::buffers() {
+    std::vector<nn::Parameter*> out;
+    decoder_.collect_buffers(out);
+    return out;
 }
 
 void GptModel::initialize(uint64_t seed) {
-  nn::initialize_megatron(*backend_, parameters(),
-                          {seed, config_.init_method_std, config_.num_layers,
-                           config_.apply_layernorm_1p});
-  sync_tied_embeddings();
+    nn::initialize_megatron(
+        *backend_, parameters(),
+        {seed, config_.init_method_std, config_.num_layers, config_.apply_layernorm_1p});
+    sync_tied_embeddings();
 }
 
 void GptModel::sync_tied_embeddings() {
-  // Megatron's setup_embeddings_and_output_layer: the last stage's copy zeroed,
-  // then summed with the first stage's weights over the embedding group.
-  nn::Parameter *tied = nullptr;
-  for (nn::Parameter *p : parameters())
-    if (p->tied_across_stages)
-      tied = p;
-  if (!tied)
-    return;
-  MT_CHECK(embedding_group_ != nullptr,
-           "GptModel: tied embeddings across pipeline stages "
-           "without an embedding group");
-  if (!tied->copy_of.empty())
-    backend_->fill(tied->value, 0.0);
-  embedding_group_->all_reduce(tied->value, ReduceOp::sum);
+    // Megatron's setup_embeddings_and_output_layer: the last stage's copy zeroed, then summed
+    // with the first stage's weights over the embedding group.
+    nn::Parameter* tied = nullptr;
+    for (nn::Parameter* p : parameters())
+        if (p->tied_across_stages) tied = p;
+    if (!tied) return;
+    MT_CHECK(embedding_group_ != nullptr,
+             "GptModel: tied embeddings across pipeline stages "
+             "without an embedding group");
+    if (!tied->copy_of.empty()) backend_->fill(tied->value, 0.0);
+    embedding_group_->all_reduce(tied->value, ReduceOp::sum);
 }
 
 StageTensor GptModel::stage_tensor(int64_t micro_batch_size) const {
-  // (B, T, H), the sequence split over the context-parallel ranks and, with
-  // sequence parallelism, over the tensor-parallel ones.
-  const int64_t T = config_.seq_length / cp_.size() / tp_.sequence_shards();
-  return {{micro_batch_size, T, config_.hidden_size}, dtype_};
+    // (B, T, H), the sequence split over the context-parallel ranks and, with sequence
+    // parallelism, over the tensor-parallel ones.
+    const int64_t T = config_.seq_length / cp_.size() / tp_.sequence_shards();
+    return {{micro_batch_size, T, config_.hidden_size}, dtype_};
 }
 
-Losses GptModel::forward(const Batch &given, nn::DropoutContext &dropout,
-                         std::unique_ptr<Activations> *saved) {
-  // Context parallelism: this rank's two chunks of the per-token fields (a
-  // previous pipeline stage's hidden states are this rank's chunks already).
-  Batch batch = given;
-  for (const char *key : {"tokens", "labels", "loss_mask", "position_ids"})
-    if (auto it = batch.find(key); it != batch.end())
-      it->second = nn::context_parallel_slice(cp_, it->second);
-  const Tensor &tokens = batch_entry(batch, "tokens", "GptModel");
-  const Tensor &labels = batch_entry(batch, "labels", "GptModel");
-  MT_CHECK(tokens.dim() == 2, "GptModel: tokens must be [B, T], got ",
-           tokens.describe());
-  MT_CHECK(labels.shape() == tokens.shape(), "GptModel: labels ",
-           labels.describe(), " must match tokens ", tokens.describe());
-  const int64_t B = tokens.size(0), T = tokens.size(1);
-  // Rotary embeddings ignore position_ids, as Megatron core_v0.13 does.
-  Tensor positions;
-  nn::AttentionMask mask; // causal, per document with --reset-attention-mask
-  if (config_.position_embedding == nn::PositionEmbedding::learned_absolute) {
-    if (auto it = batch.find("position_ids"); it != batch.end())
-      positions = custom_positions(it->second, B, T);
-    else if (cp_.active())
-      positions = nn::context_parallel_positions(cp_, B, T);
-  }
-  if (auto it = given.find("document_start"); it != given.end()) {
-    const Tensor &whole = it->second;
-    mask.document_start = custom_document_start(whole, B, whole.size(-1));
-    MT_CHECK(!cp_.active() || !mask.document_start.defined(),
-             "not supported yet: --reset-attention-mask with "
-             "--context-parallel-size");
-  }
-
-  std::unique_ptr<GptActivations> acts;
-  if (saved)
-    acts = std::make_unique<GptActivations>();
-  Tensor h;
-  if (embedding_) {
-    h = embedding_->forward(tokens, dropout, acts ? &acts->embedding : nullptr,
-                            positions);
-  } else {
-    h = batch_entry(batch, kStageInput,
-                    "GptModel (a pipeline stage after the first)");
-    MT_CHECK(h.shape() == stage_tensor(B).shape,
-             "GptModel: the previous stage's hidden states ", h.describe(),
-             " are not ", shape_str(stage_tensor(B).shape));
-  }
-  h = decoder_.forward(h, dropout, acts ? &acts->decoder : nullptr, mask);
-  if (!output_) {
-    MT_CHECK(acts != nullptr,
-             "GptModel: a pipeline stage before the last needs saved "
-             "activations to leave its output in");
-    acts->stage_output = h;
-    *saved = std::move(acts);
-    return {};
-  }
-  Tensor losses = output_->forward(h, labels, acts ? &acts->output : nullptr);
-  if (saved)
-    *saved = std::move(acts);
-  // pretrain_gpt.py's loss_func: the masked tokens' sum over their count,
-  // token-weighted.
-  Tensor loss_mask;
-  if (auto it = batch.find("loss_mask"); it != batch.end()) {
-    MT_CHECK(it->second.shape() == losses.shape() &&
-                 it->second.dtype() == DType::f32,
-             "GptModel: loss_mask must be f32 ", losses.describe(), ", got ",
-             it->second.describe());
-    loss_mask = backend_->contiguous(it->second);
-  } else {
-    loss_mask = backend_->empty(losses.shape(), DType::f32);
-    backend_->fill(loss_mask, 1.0);
-  }
-  return {{"lm loss", losses, loss_mask, LossTerm::Reporting::token_weighted}};
-}
-
-void GptModel::backward(const std::vector<Tensor> &dterms,
-                        const Activations &saved) {
-  const auto *acts = dynamic_cast<const GptActivations *>(&saved);
-  MT_CHECK(acts != nullptr,
-           "GptModel: backward needs the activations of this model's forward");
-  Tensor dh;
-  if (output_) {
-    MT_CHECK(dterms.size() == 1,
-             "GptModel: backward takes the gradient of its one loss term, got ",
-             dterms.size());
-    const Tensor &dlosses = dterms[0];
-    MT_CHECK(dlosses.dtype() == nn::upcast_dtype(dtype_),
-             "GptModel: dlosses must be ", dtype_name(nn::upcast_dtype(dtype_)),
-             ", got ", dlosses.describe());
-    dh = output_->backward(dlosses, acts->output);
-    // Its own weight only: a tied one is final after the embedding.
-    nn::report_grads_ready(*output_, grad_ready_);
-  } else {
-    MT_CHECK(dterms.empty() && acts->stage_output_grad.defined(),
-             "GptModel: a pipeline stage before the last takes the next "
-             "stage's gradient "
-             "(stage_output_grad), not loss gradients");
-    dh = acts->stage_output_grad;
-  }
-  dh = decoder_.backward(dh, acts->decoder, grad_ready_);
-  if (!embedding_) {
-    acts->stage_input_grad = dh;
-    return;
-  }
-  embedding_->backward(dh, acts->embedding);
-  nn::report_grads_ready(*embedding_, grad_ready_);
-}
-
-Tensor GptModel::logits(const Tensor &tokens, nn::InferenceState *cache,
-                        int64_t keep_last) {
-  MT_CHECK(!cp_.active(),
-           "not supported yet: inference with --context-parallel-size");
-  MT_CHECK(tokens.dim() == 2, "GptModel: tokens must be [B, T], got ",
-           tokens.describe());
-  const int64_t B = tokens.size(0), T = tokens.size(1);
-  MT_CHECK(keep_last >= 0 && keep_last <= T, "GptModel: keep_last ", keep_last,
-           " is not in [0, ", T, "]");
-  const int64_t past = cache ? cache->length() : 0;
-  if (cache)
-    MT_CHECK(cache->batch() == B &&
-                 int64_t(cache->num_layers()) == decoder_.num_layers(),
-             "GptModel: the inference state holds ", cache->batch(),
-             " rows of ", cache->num_layers(), " layers, the batch has ", B,
-             " rows of ", decoder_.num_layers());
-  // Pipeline stages (Megatron's inference forward_step): the first embeds, each
-  // passes its hidden states on, the last computes the logits and sends them
-  // back to the first, whose rank leads the generation; the others return
-  // nothing.
-  const bool first = stage_.first, last = stage_.last;
-  const int stage = pp_->rank(), stages = pp_->size();
-  Tensor h;
-  if (first) {
+Losses GptModel::forward(const Batch& given, nn::DropoutContext& dropout,
+                         std::unique_ptr<Activations>* saved) {
+    // Context parallelism: this rank's two chunks of the per-token fields (a previous pipeline
+    // stage's hidden states are this rank's chunks already).
+    Batch batch = given;
+    for (const char* key : {"tokens", "labels", "loss_mask", "position_ids"})
+        if (auto it = batch.find(key); it != batch.end())
+            it->second = nn::context_parallel_slice(cp_, it->second);
+    const Tensor& tokens = batch_entry(batch, "tokens", "GptModel");
+    const Tensor& labels = batch_entry(batch, "labels", "GptModel");
+    MT_CHECK(tokens.dim() == 2, "GptModel: tokens must be [B, T], got ", tokens.describe());
+    MT_CHECK(labels.shape() == tokens.shape(), "GptModel: labels ", labels.describe(),
+             " must match tokens ", tokens.describe());
+    const int64_t B = tokens.size(0), T = tokens.size(1);
+    // Rotary embeddings ignore position_ids, as Megatron core_v0.13 does.
     Tensor positions;
-    if (past > 0 &&
-        config_.position_embedding == nn::PositionEmbedding::learned_absolute) {
-      std::vector<int64_t> at(size_t(B * T));
-      for (int64_t i = 0; i < B * T; ++i)
-        at[size_t(i)] = past + i % T;
-      positions = host_tensor(std::move(at), {B, T});
+    nn::AttentionMask mask;  // causal, per document with --reset-attention-mask
+    if (config_.position_embedding == nn::PositionEmbedding::learned_absolute) {
+        if (auto it = batch.find("position_ids"); it != batch.end())
+            positions = custom_positions(it->second, B, T);
+        else if (cp_.active())
+            positions = nn::context_parallel_positions(cp_, B, T);
     }
-    nn::DropoutContext no_dropout{false, 0, 0};
-    h = embedding_->forward(tokens, no_dropout, nullptr, positions);
-  } else {
-    h = Tensor::empty({B, T, config_.hidden_size}, dtype_);
-    pp_->recv(h, stage - 1);
-  }
-  h = decoder_.forward_cached(h, cache);
-  if (cache)
-    cache->advance(T);
-  const int64_t kept = keep_last > 0 && keep_last < T ? keep_last : T;
-  if (!last) {
-    pp_->send(h.contiguous(), stage + 1);
-    if (!first)
-      return Tensor();
-    Tensor logits = Tensor::empty({B, kept, config_.padded_vocab_size},
-                                  nn::upcast_dtype(dtype_));
-    pp_->recv(logits, stages - 1);
-    return logits;
-  }
-  if (kept < T)
-    h = h.slice(1, T - kept, T);
-  // A bf16 / fp16 model's logits, widened for sampling and log-probabilities.
-  Tensor logits =
-      backend_->cast_to(output_->logits(h), nn::upcast_dtype(dtype_));
-  if (!first) {
-    pp_->send(logits.contiguous(), 0);
-    return Tensor();
-  }
-  return logits;
+    if (auto it = given.find("document_start"); it != given.end()) {
+        const Tensor& whole = it->second;
+        mask.document_start = custom_document_start(whole, B, whole.size(-1));
+        MT_CHECK(!cp_.active() || !mask.document_start.defined(),
+                 "not supported yet: --reset-attention-mask with --context-parallel-size");
+    }
+
+    std::unique_ptr<GptActivations> acts;
+    if (saved) acts = std::make_unique<GptActivations>();
+    Tensor h;
+    if (embedding_) {
+        h = embedding_->forward(tokens, dropout, acts ? &acts->embedding : nullptr, positions);
+    } else {
+        h = batch_entry(batch, kStageInput, "GptModel (a pipeline stage after the first)");
+        MT_CHECK(h.shape() == stage_tensor(B).shape,
+                 "GptModel: the previous stage's hidden states ", h.describe(), " are not ",
+                 shape_str(stage_tensor(B).shape));
+    }
+    h = decoder_.forward(h, dropout, acts ? &acts->decoder : nullptr, mask);
+    if (!output_) {
+        MT_CHECK(acts != nullptr,
+                 "GptModel: a pipeline stage before the last needs saved "
+                 "activations to leave its output in");
+        acts->stage_output = h;
+        *saved = std::move(acts);
+        return {};
+    }
+    Tensor losses = output_->forward(h, labels, acts ? &acts->output : nullptr);
+    if (saved) *saved = std::move(acts);
+    // pretrain_gpt.py's loss_func: the masked tokens' sum over their count, token-weighted.
+    Tensor loss_mask;
+    if (auto it = batch.find("loss_mask"); it != batch.end()) {
+        MT_CHECK(it->second.shape() == losses.shape() && it->second.dtype() == DType::f32,
+                 "GptModel: loss_mask must be f32 ", losses.describe(), ", got ",
+                 it->second.describe());
+        loss_mask = backend_->contiguous(it->second);
+    } else {
+        loss_mask = backend_->empty(losses.shape(), DType::f32);
+        backend_->fill(loss_mask, 1.0);
+    }
+    return {{"lm loss", losses, loss_mask, LossTerm::Reporting::token_weighted}};
 }
 
-std::unique_ptr<nn::InferenceState>
-GptModel::make_inference_state(int64_t batch, int64_t capacity) const {
-  // This stage's layers; with tensor parallelism this rank's key/value heads.
-  return decoder_.make_inference_state(batch, capacity);
+void GptModel::backward(const std::vector<Tensor>& dterms, const Activations& saved) {
+    const auto* acts = dynamic_cast<const GptActivations*>(&saved);
+    MT_CHECK(acts != nullptr, "GptModel: backward needs the activations of this model's forward");
+    Tensor dh;
+    if (output_) {
+        MT_CHECK(dterms.size() == 1,
+                 "GptModel: backward takes the gradient of its one loss term, got ", dterms.size());
+        const Tensor& dlosses = dterms[0];
+        MT_CHECK(dlosses.dtype() == nn::upcast_dtype(dtype_), "GptModel: dlosses must be ",
+                 dtype_name(nn::upcast_dtype(dtype_)), ", got ", dlosses.describe());
+        dh = output_->backward(dlosses, acts->output);
+        // Its own weight only: a tied one is final after the embedding.
+        nn::report_grads_ready(*output_, grad_ready_);
+    } else {
+        MT_CHECK(dterms.empty() && acts->stage_output_grad.defined(),
+                 "GptModel: a pipeline stage before the last takes the next stage's gradient "
+                 "(stage_output_grad), not loss gradients");
+        dh = acts->stage_output_grad;
+    }
+    dh = decoder_.backward(dh, acts->decoder, grad_ready_);
+    if (!embedding_) {
+        acts->stage_input_grad = dh;
+        return;
+    }
+    embedding_->backward(dh, acts->embedding);
+    nn::report_grads_ready(*embedding_, grad_ready_);
+}
+
+Tensor GptModel::logits(const Tensor& tokens, nn::InferenceState* cache, int64_t keep_last) {
+    MT_CHECK(!cp_.active(), "not supported yet: inference with --context-parallel-size");
+    MT_CHECK(tokens.dim() == 2, "GptModel: tokens must be [B, T], got ", tokens.describe());
+    const int64_t B = tokens.size(0), T = tokens.size(1);
+    MT_CHECK(keep_last >= 0 && keep_last <= T, "GptModel: keep_last ", keep_last, " is not in [0, ",
+             T, "]");
+    const int64_t past = cache ? cache->length() : 0;
+    if (cache)
+        MT_CHECK(cache->batch() == B && int64_t(cache->num_layers()) == decoder_.num_layers(),
+                 "GptModel: the inference state holds ", cache->batch(), " rows of ",
+                 cache->num_layers(), " layers, the batch has ", B, " rows of ",
+                 decoder_.num_layers());
+    // Pipeline stages (Megatron's inference forward_step): the first embeds, each passes its
+    // hidden states on, the last computes the logits and sends them back to the first, whose
+    // rank leads the generation; the others return nothing.
+    const bool first = stage_.first, last = stage_.last;
+    const int stage = pp_->rank(), stages = pp_->size();
+    Tensor h;
+    if (first) {
+        Tensor positions;
+        if (past > 0 && config_.position_embedding == nn::PositionEmbedding::learned_absolute) {
+            std::vector<int64_t> at(size_t(B * T));
+            for (int64_t i = 0; i < B * T; ++i) at[size_t(i)] = past + i % T;
+            positions = host_tensor(std::move(at), {B, T});
+        }
+        nn::DropoutContext no_dropout{false, 0, 0};
+        h = embedding_->forward(tokens, no_dropout, nullptr, positions);
+    } else {
+        h = Tensor::empty({B, T, config_.hidden_size}, dtype_);
+        pp_->recv(h, stage - 1);
+    }
+    h = decoder_.forward_cached(h, cache);
+    if (cache) cache->advance(T);
+    const int64_t kept = keep_last > 0 && keep_last < T ? keep_last : T;
+    if (!last) {
+        pp_->send(h.contiguous(), stage + 1);
+        if (!first) return Tensor();
+        Tensor logits =
+            Tensor::empty({B, kept, config_.padded_vocab_size}, nn::upcast_dtype(dtype_));
+        pp_->recv(logits, stages - 1);
+        return logits;
+    }
+    if (kept < T) h = h.slice(1, T - kept, T);
+    // A bf16 / fp16 model's logits, widened for sampling and log-probabilities.
+    Tensor logits = backend_->cast_to(output_->logits(h), nn::upcast_dtype(dtype_));
+    if (!first) {
+        pp_->send(logits.contiguous(), 0);
+        return Tensor();
+    }
+    return logits;
+}
+
+std::unique_ptr<nn::InferenceState> GptModel::make_inference_state(int64_t batch,
+                                                                   int64_t capacity) const {
+    // This stage's layers; with tensor parallelism this rank's key/value heads.
+    return decoder_.make_inference_state(batch, capacity);
 }
 
 double GptModel::training_flops(int64_t samples) const {
-  return nn::megatron_training_flops(
-      nn::transformer_layer_config(config_, dtype_, tp_), config_.num_layers,
-      config_.seq_length, config_.padded_vocab_size, samples);
+    if (hybrid_ && hybrid_->is_hybrid_model)
+        return hybrid_training_flops(config_, *hybrid_, samples);
+    return nn::megatron_training_flops(nn::transformer_layer_config(config_, dtype_, tp_),
+                                       config_.num_layers, config_.seq_length,
+                                       config_.padded_vocab_size, samples);
 }
 
-} // namespace mt::plugins::gpt
+}  // namespace mt::plugins::gpt

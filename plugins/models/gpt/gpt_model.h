@@ -1,7 +1,6 @@
-// GptModel: Megatron-core's GPTModel on the CPU backend:
-// embedding (word + learned positions, embedding dropout) -> num_layers
-// pre-norm layers -> final norm -> output layer fused with per-token
-// cross-entropy over the padded vocabulary.
+// GptModel: Megatron-core's GPTModel (and MambaModel: its hybrid stack) on the CPU backend:
+// embedding (word + learned positions, embedding dropout) -> num_layers pre-norm layers -> final
+// norm -> output layer fused with per-token cross-entropy over the padded vocabulary.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "hybrid_args.h"
 #include "mt/backend.h"
 #include "mt/model.h"
 #include "mt/nn/embedding.h"
@@ -24,92 +24,83 @@ namespace mt::plugins::gpt {
 
 // What GptModel::forward keeps for its backward.
 struct GptActivations final : Activations {
-  nn::Embedding::Saved embedding;
-  nn::TransformerBlock::Saved decoder;
-  nn::OutputLoss::Saved output;
+    nn::Embedding::Saved embedding;
+    nn::TransformerBlock::Saved decoder;
+    nn::OutputLoss::Saved output;
 };
 
-// Not thread-safe: forward/backward of one instance run one at a time (backward
-// writes grads). The model must not move after construction (the tied output
-// layer points at the embedding), hence no copy or move.
+// Not thread-safe: forward/backward of one instance run one at a time (backward writes grads).
+// The model must not move after construction (the tied output layer points at the embedding),
+// hence no copy or move.
 class GptModel final : public Model {
-public:
-  // The pipeline stage a model is built for (the whole model without
-  // pipelining): the first embeds, the last computes the final norm, output
-  // layer and loss.
-  struct Stage {
-    bool first = true, last = true;
-    parallel::StageLayers layers;
-  };
+  public:
+    // The pipeline stage a model is built for (the whole model without pipelining): the first
+    // embeds, the last computes the final norm, output layer and loss.
+    struct Stage {
+        bool first = true, last = true;
+        parallel::StageLayers layers;
+    };
 
-  // This rank's parameters (context.parallel.tp() splits them) allocated (zero)
-  // in `dtype`: f32 for training; f64 lets tests check gradients with finite
-  // differences. Throws mt::Error for another dtype, or for sizes that do not
-  // split over the tensor-parallel ranks (query groups, vocabulary, FFN,
-  // sequence with --sequence-parallel).
-  GptModel(const nn::TransformerArgs &config, const BuildContext &context,
-           DType dtype = DType::f32);
-  // The whole model in one CPU process.
-  explicit GptModel(const nn::TransformerArgs &config, DType dtype = DType::f32)
-      : GptModel(config, single_process_context(), dtype) {}
-  GptModel(const GptModel &) = delete;
-  GptModel &operator=(const GptModel &) = delete;
+    // This rank's parameters (context.parallel.tp() splits them) allocated (zero) in `dtype`:
+    // f32 for training; f64 lets tests check gradients with finite differences. Throws
+    // mt::Error for another dtype, or for sizes that do not split over the tensor-parallel
+    // ranks (query groups, vocabulary, FFN, sequence with --sequence-parallel). With `hybrid`,
+    // Megatron's MambaModel: the layers it allocates (Mamba, attention-only or MLP-only) and
+    // the final norm "decoder.final_norm".
+    GptModel(const nn::TransformerArgs& config, const BuildContext& context,
+             DType dtype = DType::f32, std::optional<HybridArgs> hybrid = {});
+    // The whole model in one CPU process.
+    explicit GptModel(const nn::TransformerArgs& config, DType dtype = DType::f32)
+        : GptModel(config, single_process_context(), dtype) {}
+    GptModel(const GptModel&) = delete;
+    GptModel& operator=(const GptModel&) = delete;
 
-  // In Megatron-core's state-dict order: the model's one parameter description
-  // (the family's parameters() lists these, whole).
-  std::vector<nn::Parameter *> parameters() override;
-  std::vector<nn::Parameter *> buffers() override;
-  // Megatron's scheme (nn::initialize_megatron); a last pipeline stage's copy
-  // of tied word embeddings then takes the first stage's values.
-  void initialize(uint64_t seed) override;
-  StageTensor stage_tensor(int64_t micro_batch_size) const override;
-  // batch: "tokens", "labels" (i64 [B, T]), "position_ids" (i64 [B, T],
-  // optional), "document_start" (optional), "loss_mask" (f32 [B, T], optional).
-  // With context parallelism the batch holds whole sequences and this rank
-  // computes its two chunks of each. Returns one term, "lm loss": the unmasked
-  // per-token losses [B, T] in the model's dtype (f32 for a half model) and the
-  // batch's "loss_mask" (all ones without one).
-  Losses forward(const Batch &batch, nn::DropoutContext &dropout,
-                 std::unique_ptr<Activations> *saved) override;
-  // dlosses: one [B, T] tensor in the losses' dtype; saved from this model's
-  // forward.
-  void backward(const std::vector<Tensor> &dlosses,
-                const Activations &saved) override;
-  void set_grad_ready_hook(GradReadyHook hook) override {
-    grad_ready_ = std::move(hook);
-  }
-  double training_flops(int64_t samples) const override;
-  Tensor logits(const Tensor &tokens, nn::InferenceState *cache,
-                int64_t keep_last) override;
-  std::unique_ptr<nn::InferenceState>
-  make_inference_state(int64_t batch, int64_t capacity) const override;
-  int64_t max_positions() const override {
-    return config_.max_position_embeddings;
-  }
-  nn::MoeTracker *moe_tracker() override { return moe_tracker_.get(); }
+    // In Megatron-core's state-dict order: the model's one parameter description (the
+    // family's parameters() lists these, whole).
+    std::vector<nn::Parameter*> parameters() override;
+    std::vector<nn::Parameter*> buffers() override;
+    // Megatron's scheme (nn::initialize_megatron); a last pipeline stage's copy of tied word
+    // embeddings then takes the first stage's values.
+    void initialize(uint64_t seed) override;
+    StageTensor stage_tensor(int64_t micro_batch_size) const override;
+    // batch: "tokens", "labels" (i64 [B, T]), "position_ids" (i64 [B, T], optional),
+    // "document_start" (optional), "loss_mask" (f32 [B, T], optional). With context parallelism
+    // the batch holds whole sequences and this rank computes its two chunks of each.
+    // Returns one term, "lm loss": the unmasked per-token losses [B, T] in the model's dtype
+    // (f32 for a half model) and the batch's "loss_mask" (all ones without one).
+    Losses forward(const Batch& batch, nn::DropoutContext& dropout,
+                   std::unique_ptr<Activations>* saved) override;
+    // dlosses: one [B, T] tensor in the losses' dtype; saved from this model's forward.
+    void backward(const std::vector<Tensor>& dlosses, const Activations& saved) override;
+    void set_grad_ready_hook(GradReadyHook hook) override { grad_ready_ = std::move(hook); }
+    double training_flops(int64_t samples) const override;
+    Tensor logits(const Tensor& tokens, nn::InferenceState* cache, int64_t keep_last) override;
+    std::unique_ptr<nn::InferenceState> make_inference_state(int64_t batch,
+                                                             int64_t capacity) const override;
+    int64_t max_positions() const override { return config_.max_position_embeddings; }
+    nn::MoeTracker* moe_tracker() override { return moe_tracker_.get(); }
 
-  const nn::TransformerArgs &config() const { return config_; }
+    const nn::TransformerArgs& config() const { return config_; }
 
-private:
-  nn::TransformerArgs config_;
-  DType dtype_;
-  Backend *backend_;
-  nn::TensorParallel tp_;
-  nn::ContextParallel cp_;
-  Communicator *pp_;              // the pipeline-parallel group
-  Communicator *embedding_group_; // first and last stage (null on the others)
-  Stage stage_;
-  std::shared_ptr<nn::MoeTracker>
-      moe_tracker_; // a MoE model's; null for a dense one
-  std::optional<nn::Embedding> embedding_; // first stage
-  nn::TransformerBlock decoder_;
-  std::optional<nn::OutputLoss> output_; // last stage
-  GradReadyHook grad_ready_;
+  private:
+    nn::TransformerArgs config_;
+    std::optional<HybridArgs> hybrid_;
+    DType dtype_;
+    Backend* backend_;
+    nn::TensorParallel tp_;
+    nn::ContextParallel cp_;
+    Communicator* pp_;               // the pipeline-parallel group
+    Communicator* embedding_group_;  // first and last stage (null on the others)
+    Stage stage_;
+    std::shared_ptr<nn::MoeTracker> moe_tracker_;  // a MoE model's; null for a dense one
+    std::optional<nn::Embedding> embedding_;       // first stage
+    nn::TransformerBlock decoder_;
+    std::optional<nn::OutputLoss> output_;  // last stage
+    GradReadyHook grad_ready_;
 
-  // Tied word embeddings on separate first and last pipeline stages: the last
-  // stage's copy set to the first stage's weights (collective over the
-  // embedding group; nothing without).
-  void sync_tied_embeddings();
+    // Tied word embeddings on separate first and last pipeline stages: the last stage's copy
+    // set to the first stage's weights (collective over the embedding group; nothing without).
+    void sync_tied_embeddings();
 };
 
-} // namespace mt::plugins::gpt
+}  // namespace mt::plugins::gpt

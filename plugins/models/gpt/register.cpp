@@ -4,38 +4,63 @@
 
 #include "gpt_data.h"
 #include "gpt_model.h"
+#include "hybrid_args.h"
+#include "mt/log.h"
 
 namespace mt::plugins::gpt {
 
 namespace {
-class GptFamily final : public ModelFamily {
-public:
-  std::string_view name() const override { return "gpt"; }
-  std::vector<FlagInfo> flags() const override {
-    return nn::transformer_flags();
-  }
-  std::vector<FlagInfo> data_flags() const override { return gpt_data_flags(); }
-  std::string default_tokenizer_type() const override {
-    return "GPT2BPETokenizer";
-  }
-  std::array<std::shared_ptr<data::SampleDataset>, 3>
-  datasets(const data::DatasetRequest &request) const override {
-    return gpt_datasets(request);
-  }
-  ModelArgs resolved_args(const ModelArgs &args) const override {
-    return nn::resolved_transformer_args(args, nn::read_transformer_args(args));
-  }
-  using ModelFamily::build;
-  std::unique_ptr<Model> build(const ModelArgs &args,
-                               const BuildContext &context) const override {
-    return std::make_unique<GptModel>(nn::read_transformer_args(args), context,
-                                      context.params_dtype);
-  }
-};
-} // namespace
 
-void register_gpt(Registry &registry) {
-  registry.models().add("gpt", [] { return std::make_unique<GptFamily>(); });
+// Megatron's GPT (pretrain_gpt.py) and, with `hybrid`, its Mamba hybrid models
+// (pretrain_mamba.py; core_v0.19's pretrain_hybrid.py): the same embedding, output layer, data
+// and loss around a stack of Mamba, attention-only and MLP-only layers.
+class GptFamily final : public ModelFamily {
+  public:
+    GptFamily(std::string_view name, bool hybrid) : name_(name), hybrid_(hybrid) {}
+    std::string_view name() const override { return name_; }
+    std::vector<FlagInfo> flags() const override {
+        std::vector<FlagInfo> flags = nn::transformer_flags();
+        if (hybrid_)
+            for (FlagInfo& f : hybrid_flags()) flags.push_back(std::move(f));
+        return flags;
+    }
+    std::vector<FlagInfo> data_flags() const override { return gpt_data_flags(); }
+    std::string default_tokenizer_type() const override { return "GPT2BPETokenizer"; }
+    std::array<std::shared_ptr<data::SampleDataset>, 3> datasets(
+        const data::DatasetRequest& request) const override {
+        return gpt_datasets(request);
+    }
+    ModelArgs resolved_args(const ModelArgs& args) const override {
+        ModelArgs out = nn::resolved_transformer_args(args, nn::read_transformer_args(args));
+        // The spec the layers are built from, recorded in checkpoints (a MambaStack keys its
+        // layers one by one in torch_dist).
+        if (hybrid_) out.emplace("spec", mamba_stack_spec());
+        return out;
+    }
+    using ModelFamily::build;
+    std::unique_ptr<Model> build(const ModelArgs& args,
+                                 const BuildContext& context) const override {
+        const nn::TransformerArgs config = nn::read_transformer_args(args);
+        std::optional<HybridArgs> hybrid;
+        if (hybrid_) {
+            hybrid = read_hybrid_args(args, config.num_layers);
+            for (const std::string& line : hybrid->allocation) log::info(line);
+        }
+        return std::make_unique<GptModel>(config, context, context.params_dtype, std::move(hybrid));
+    }
+
+  private:
+    std::string_view name_;
+    bool hybrid_;
+};
+
+}  // namespace
+
+void register_gpt(Registry& registry) {
+    registry.models().add("gpt", [] { return std::make_unique<GptFamily>("gpt", false); });
+    for (std::string_view name : {"mamba", "hybrid"})
+        registry.models().add(std::string(name),
+                              [name] { return std::make_unique<GptFamily>(name, true); });
 }
 
-} // namespace mt::plugins::gpt
+}  // namespace mt::plugins::gpt

@@ -1,8 +1,7 @@
-// TransformerBlock: Megatron-core's TransformerBlock, the stack of layers and
+// TransformerBlock: Megatron-core's TransformerBlock (and MambaStack), the stack of layers and
 // the final norm that GPT calls "decoder" and BERT "encoder": parameters under
-// "<prefix>.layers.<i>." and "<prefix>.final_layernorm.", the layers'
-// activations kept or, for the layers of a --recompute-granularity full
-// segment, replayed in the backward.
+// "<prefix>.layers.<i>." and "<prefix>.final_layernorm.", the layers' activations kept or, for
+// the layers of a --recompute-granularity full segment, replayed in the backward.
 #pragma once
 
 #include <cstdint>
@@ -24,64 +23,58 @@
 
 namespace mt::nn {
 
-// Which of the model's layers a block holds: a pipeline stage's [first_layer,
-// first_layer + num_layers) (named by their index in the whole model), and the
-// final norm on the last.
+// Which of the model's layers a block holds: a pipeline stage's [first_layer, first_layer +
+// num_layers) (named by their index in the whole model), and the final norm on the last.
 struct BlockPart {
-  int64_t first_layer = 0;
-  bool final_norm = true;
+    int64_t first_layer = 0;
+    bool final_norm = true;
+    // Its module: GPTModel's TransformerBlock says "final_layernorm", MambaStack "final_norm".
+    std::string final_norm_name = "final_layernorm";
 };
 
 class MT_API TransformerBlock {
-public:
-  struct Saved {
-    std::vector<TransformerLayer::Saved> layers; // empty for recomputed layers
-    std::vector<Tensor> segment_inputs;          // per recompute segment
-    std::vector<DropoutContext>
-        segment_dropout; // the dropout stream at each segment
-    AttentionMask mask;
-    Norm::Saved final_norm;
-  };
+  public:
+    struct Saved {
+        std::vector<TransformerLayer::Saved> layers;  // empty for recomputed layers
+        std::vector<Tensor> segment_inputs;           // per recompute segment
+        std::vector<DropoutContext> segment_dropout;  // the dropout stream at each segment
+        AttentionMask mask;
+        Norm::Saved final_norm;
+    };
 
-  // prefix: "decoder" (GPT) or "encoder" (BERT); each layer's modules as its
-  // spec builds them (specs(i) for the model's layer i). Throws mt::Error for a
-  // recompute setting Megatron refuses.
-  TransformerBlock(const std::string &prefix, int64_t num_layers,
-                   const TransformerConfig &layer, const LayerSpecs &specs,
-                   const RecomputeConfig &recompute, Backend &backend,
-                   const BlockPart &part = {});
-  TransformerBlock(const TransformerBlock &) = delete;
-  TransformerBlock &operator=(const TransformerBlock &) = delete;
+    // prefix: "decoder" (GPT) or "encoder" (BERT); each layer's modules as its spec builds them
+    // (specs(i) for the model's layer i). Throws mt::Error for a recompute setting Megatron
+    // refuses.
+    TransformerBlock(const std::string& prefix, int64_t num_layers, const TransformerConfig& layer,
+                     const LayerSpecs& specs, const RecomputeConfig& recompute, Backend& backend,
+                     const BlockPart& part = {});
+    TransformerBlock(const TransformerBlock&) = delete;
+    TransformerBlock& operator=(const TransformerBlock&) = delete;
 
-  // x (B, T, H) -> the final norm's output (B, T, H) (the last layer's after
-  // post-norm layers), attending as `mask` says; saved may be null (no
-  // backward).
-  Tensor forward(const Tensor &x, DropoutContext &ctx, Saved *saved,
-                 const AttentionMask &mask) const;
-  // Inference over an inference state (or none): causal, no dropout, positions
-  // state->length()
-  // .. (0 .. without a state). Does not advance the state: the model does,
-  // after every stage.
-  Tensor forward_cached(const Tensor &x, InferenceState *state) const;
-  // An empty inference state for this block's layers: `batch` rows of up to
-  // `capacity` positions.
-  std::unique_ptr<InferenceState> make_inference_state(int64_t batch,
-                                                       int64_t capacity) const;
-  // dy (B, T, H) -> dx; every parameter grad +=. grad_ready (may be empty)
-  // hears each parameter as soon as its grad is final.
-  Tensor backward(const Tensor &dy, const Saved &saved,
-                  const std::function<void(const Parameter &)> &grad_ready);
+    // x (B, T, H) -> the final norm's output (B, T, H) (the last layer's after post-norm
+    // layers), attending as `mask` says; saved may be null (no backward).
+    Tensor forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
+                   const AttentionMask& mask) const;
+    // Inference over an inference state (or none): causal, no dropout, positions state->length()
+    // .. (0 .. without a state). Does not advance the state: the model does, after every stage.
+    Tensor forward_cached(const Tensor& x, InferenceState* state) const;
+    // An empty inference state for this block's layers: `batch` rows of up to `capacity`
+    // positions.
+    std::unique_ptr<InferenceState> make_inference_state(int64_t batch, int64_t capacity) const;
+    // dy (B, T, H) -> dx; every parameter grad +=. grad_ready (may be empty) hears each
+    // parameter as soon as its grad is final.
+    Tensor backward(const Tensor& dy, const Saved& saved,
+                    const std::function<void(const Parameter&)>& grad_ready);
 
-  // The layers' and the final norm's parameters in Megatron-core's state-dict
-  // order.
-  void collect_parameters(std::vector<Parameter *> &out);
-  void collect_buffers(std::vector<Parameter *> &out); // Model::buffers
-  int64_t num_layers() const { return int64_t(layers_.size()); }
+    // The layers' and the final norm's parameters in Megatron-core's state-dict order.
+    void collect_parameters(std::vector<Parameter*>& out);
+    void collect_buffers(std::vector<Parameter*>& out);  // Model::buffers
+    int64_t num_layers() const { return int64_t(layers_.size()); }
 
-private:
-  std::vector<std::unique_ptr<TransformerLayer>> layers_;
-  std::vector<RecomputeSegment> recompute_;
-  std::optional<Norm> final_norm_; // none after post-norm layers
+  private:
+    std::vector<std::unique_ptr<TransformerLayer>> layers_;
+    std::vector<RecomputeSegment> recompute_;
+    std::optional<Norm> final_norm_;  // none after post-norm layers
 };
 
-} // namespace mt::nn
+}  // namespace mt::nn

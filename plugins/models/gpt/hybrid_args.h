@@ -1,0 +1,41 @@
+// The flags of Megatron's pretrain_mamba.py (core_v0.19: pretrain_hybrid.py) beyond the
+// transformer ones: the Mamba mixer's sizes and which layers are Mamba, attention-only or
+// MLP-only (nn::allocate_hybrid_layers).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "mt/model.h"
+#include "mt/nn/mamba_config.h"
+#include "mt/nn/transformer_args.h"
+
+namespace mt::plugins::gpt {
+
+struct HybridArgs {
+    bool is_hybrid_model = false;  // --is-hybrid-model: Megatron counts the FLOPs as hybrid's
+    nn::MambaConfig mamba;
+    std::string layers;                   // a symbol per layer: 'M', '*' or '-'
+    std::vector<std::string> allocation;  // Megatron's log lines about it
+};
+
+std::vector<FlagInfo> hybrid_flags();
+// --spec's value for Megatron's Mamba stack ("megatron.core.models.mamba.mamba_layer_specs
+// mamba_stack_spec"), the only one a hybrid model takes.
+std::string mamba_stack_spec();
+
+// Reads the flags for a model of `num_layers` layers; mt::Error names the flag for anything
+// refused (tensor or context parallelism of the Mamba layers, core_v0.19's MoE 'E' layers and
+// '|' stage boundaries, which are not supported yet).
+HybridArgs read_hybrid_args(const ModelArgs& args, int64_t num_layers);
+
+}  // namespace mt::plugins::gpt
+
+namespace mt::plugins::gpt {
+
+// Megatron's num_floating_point_operations for a model with --is-hybrid-model (training.py's
+// hybrid_flops: forward x 3) over `samples` sequences.
+double hybrid_training_flops(const nn::TransformerArgs& config, const HybridArgs& hybrid,
+                             int64_t samples);
+
+}  // namespace mt::plugins::gpt

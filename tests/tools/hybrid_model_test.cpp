@@ -1,0 +1,101 @@
+// megatron-train --model mamba with the flags of Megatron's examples/mamba/train.sh (tiny sizes,
+// local data): Megatron's allocation lines, a falling loss, a checkpoint that resumes; and
+// megatron-generate on such a checkpoint, whose decoding over the recurrent state gives the
+// log-probabilities of reading the whole sequence at once.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+#include <sstream>
+
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+using mt::test::printed_logprobs;
+using mt::test::run_command;
+using mt::test::shell_quote;
+using mt::test::TempDir;
+using mt::test::tool_path;
+
+namespace {
+
+// examples/mamba/train.sh's model and training flags at tiny sizes (4 layers: 0.25 attention
+// and 0.25 MLP make Megatron's "MM*-").
+const std::string kMambaExample =
+    " --model mamba --num-layers 4 --hidden-size 32 --num-attention-heads 4"
+    " --group-query-attention --num-query-groups 2 --hybrid-attention-ratio 0.25"
+    " --hybrid-mlp-ratio 0.25 --mamba-state-dim 8 --mamba-head-dim 8 --mamba-num-groups 2"
+    " --position-embedding-type none --untie-embeddings-and-output-weights --init-method-std 0.02"
+    " --seq-length 32 --max-position-embeddings 32 --micro-batch-size 2 --global-batch-size 4"
+    " --lr 2.5e-3 --min-lr 2.5e-4 --lr-decay-style cosine --weight-decay 0.1 --clip-grad 1.0"
+    " --attention-dropout 0.0 --hidden-dropout 0.0 --disable-bias-linear --normalization RMSNorm"
+    " --adam-beta1 0.9 --adam-beta2 0.95 --use-mcore-models "
+    "--no-create-attention-mask-in-dataloader"
+    " --spec megatron.core.models.mamba.mamba_layer_specs mamba_stack_spec";
+
+// The "lm loss" of each logged iteration.
+std::vector<double> losses(const std::string& log) {
+    static const std::regex loss(R"(lm loss: ([0-9.E+-]+))");
+    std::vector<double> out;
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), loss); it != std::sregex_iterator();
+         ++it)
+        out.push_back(std::stod((*it)[1].str()));
+    return out;
+}
+
+TEST(HybridModel, TrainsWithMegatronsMambaExampleFlagsAndResumes) {
+    TempDir dir;
+    const std::string data = mt::test::tiny_gpt2_dataset(dir, mt::test::hello_documents(200));
+    const std::string base =
+        shell_quote(tool_path("megatron-train")) + kMambaExample +
+        mt::test::tiny_gpt2_tokenizer_flags() + " --data-path " + shell_quote(data) +
+        " --split 90,8,2 --data-cache-path " + shell_quote(dir.path() / "cache") +
+        " --train-iters 50 --log-interval 10 --eval-interval 1000 --eval-iters 1 --save " +
+        shell_quote(dir.path() / "ckpt") + " --save-interval 40";
+    auto r = run_command(base + " --exit-interval 40");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("Hybrid allocation (M is mamba, * is attention, - is mlp):\n"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("\nMM*-\n"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("Target attention ratio: 0.25. Actual attention ratio: 0.25."),
+              std::string::npos);
+    const std::vector<double> l = losses(r.output);
+    ASSERT_EQ(l.size(), 4u) << r.output;
+    EXPECT_LT(l.back(), l.front() - 1.0) << r.output;
+    // Resumed from iteration 40.
+    auto resumed = run_command(base + " --load " + shell_quote(dir.path() / "ckpt"));
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+    EXPECT_NE(resumed.output.find("iteration       50/      50"), std::string::npos)
+        << resumed.output;
+    EXPECT_EQ(resumed.output.find("iteration       10/"), std::string::npos) << resumed.output;
+}
+
+TEST(HybridModel, GeneratesOverTheRecurrentStateAsItScoresWholeSequences) {
+    TempDir dir;
+    const fs::path ckpt = dir.path() / "ckpt";
+    auto r = run_command(shell_quote(tool_path("megatron-train")) + kMambaExample +
+                         " --mock-data --tokenizer-type NullTokenizer --vocab-size 4096"
+                         " --train-iters 3 --log-interval 1 --eval-iters 0 --save " +
+                         shell_quote(ckpt) + " --save-interval 3");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const std::string generate = shell_quote(tool_path("megatron-generate")) +
+                                 " --model mamba --load " + shell_quote(ckpt) +
+                                 " --tokenizer-type NullTokenizer --vocab-size 4096 --greedy"
+                                 " --return-log-probs";
+    // A prompt of 5 tokens, then 6 decoded one at a time over the Mamba and attention states.
+    auto decoded = run_command(generate + " --out-seq-length 6 --prompts '3 1 4 1 5'");
+    ASSERT_EQ(decoded.exit_code, 0) << decoded.output;
+    static const std::regex text(R"(\n(3 1 4 1 5( \d+){6})\n)");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(decoded.output, m, text)) << decoded.output;
+    auto whole = run_command(generate + " --out-seq-length 0 --prompts '" + m[1].str() + "'");
+    ASSERT_EQ(whole.exit_code, 0) << whole.output;
+    const std::vector<double> a = printed_logprobs(decoded.output),
+                              b = printed_logprobs(whole.output);
+    ASSERT_EQ(a.size(), 10u) << decoded.output;
+    ASSERT_EQ(b.size(), 10u) << whole.output;
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4) << i;
+}
+
+}  // namespace
