@@ -1,7 +1,7 @@
 // 20 iterations of training (two micro-batches per iteration, masked tokens, clipping, AdamW
 // with Megatron's parameter groups and schedule) give the loss curve of the PyTorch reference
 // of Megatron's GPT (tests/fixtures/gpt/make_training_fixtures.py) to 1e-5 relative, for a
-// GPT-2-style and a Llama-style model; with --bf16 (bf16 weights and activations, f32 master
+// GPT-2-style, a Llama-style, MoE and a Mamba hybrid model; with --bf16 (bf16 weights and activations, f32 master
 // weights, grads and optimizer state) and --fp16 (the same with loss scaling) that of
 // make_half_training_fixtures.py.
 #include <gtest/gtest.h>
@@ -62,9 +62,12 @@ struct Curve {
     std::map<std::string, std::vector<double>> auxiliary;
 };
 
-// tests/fixtures/gpt/training_<name>.txt, or moe/ for the "moe_" curves.
+// tests/fixtures/gpt/training_<name>.txt, or moe/ for the "moe_" curves and mamba/ for the
+// "hybrid" one.
 Curve load_curve(const std::string& name) {
-    const std::string dir = name.rfind("moe_", 0) == 0 ? "moe" : "gpt";
+    const std::string dir = name.rfind("moe_", 0) == 0     ? "moe"
+                            : name.rfind("hybrid", 0) == 0 ? "mamba"
+                                                           : "gpt";
     std::ifstream in(mt::test::fixtures_dir() / dir / ("training_" + name + ".txt"));
     EXPECT_TRUE(in) << "missing tests/fixtures/" << dir << "/training_" << name << ".txt";
     Curve c;
@@ -103,7 +106,8 @@ void check_curve(const std::string& name, DType params_dtype, double tolerance,
     register_gpt(registry);
     const BuildContext& one = single_process_context();
     const BuildContext context{one.backend, one.parallel, false, params_dtype};
-    auto model = registry.create_model("gpt")->build(ref.args, context);
+    const std::string family = name.rfind("hybrid", 0) == 0 ? "mamba" : "gpt";
+    auto model = registry.create_model(family)->build(ref.args, context);
     for (nn::Parameter* p : model->parameters()) fill_formula_weight(*p);
 
     auto golden = mt::test::golden_training(*model);
@@ -178,6 +182,11 @@ TEST(GptTraining, MoeCapacityCurveMatchesPyTorch) {
 // iteration by the tokens its experts got (megatron-core's get_updated_expert_bias).
 TEST(GptTraining, MoeExpertBiasCurveMatchesPyTorch) {
     check_curve("moe_expert_bias", DType::f32, 1e-5, 1e-5);
+}
+// Megatron's MambaModel "M*-M" (tests/fixtures/mamba/make_hybrid_training_fixture.py: the Mamba
+// mixers are transformers' Mamba2Mixer torch path): Mamba, attention-only and MLP-only layers.
+TEST(GptTraining, HybridCurveMatchesPyTorch) {
+    check_curve("hybrid", DType::f32, 1e-5, 1e-5);
 }
 TEST(GptTraining, Bf16LossCurveMatchesPyTorchGpt2Style) {
     check_curve("gpt2_bf16", DType::bf16, 1e-2, 2e-5);
