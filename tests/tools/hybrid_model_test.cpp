@@ -1,5 +1,6 @@
 // megatron-train --model mamba with the flags of Megatron's examples/mamba/train.sh (tiny sizes,
-// local data): Megatron's allocation lines, a falling loss, a checkpoint that resumes; and
+// local data): Megatron's allocation lines, a falling loss, a checkpoint that resumes and that
+// megatron-eval scores (WIKITEXT103); and
 // megatron-generate on such a checkpoint, whose decoding over the recurrent state gives the
 // log-probabilities of reading the whole sequence at once.
 #include <gtest/gtest.h>
@@ -69,6 +70,17 @@ TEST(HybridModel, TrainsWithMegatronsMambaExampleFlagsAndResumes) {
     EXPECT_NE(resumed.output.find("iteration       50/      50"), std::string::npos)
         << resumed.output;
     EXPECT_EQ(resumed.output.find("iteration       10/"), std::string::npos) << resumed.output;
+    // megatron-eval reads the checkpoint the same way (its args name the tokenizer).
+    mt::test::write_file(dir.path() / "wiki.txt",
+                         " = Document 3 = \n Document 3 says hello and then goodbye . \n");
+    auto eval = run_command(shell_quote(tool_path("megatron-eval")) +
+                            " --model mamba --task WIKITEXT103 --micro-batch-size 2 --load " +
+                            shell_quote(dir.path() / "ckpt") + " --valid-data " +
+                            shell_quote(dir.path() / "wiki.txt"));
+    ASSERT_EQ(eval.exit_code, 0) << eval.output;
+    EXPECT_NE(eval.output.find("validation results on WIKITEXT103 | avg loss: "),
+              std::string::npos)
+        << eval.output;
 }
 
 TEST(HybridModel, GeneratesOverTheRecurrentStateAsItScoresWholeSequences) {
