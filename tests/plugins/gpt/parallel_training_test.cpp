@@ -109,8 +109,10 @@ struct Curve {
     int64_t expert_elements = 0, expert_state_elements = 0;
 };
 
-// 10 iterations of Adam with clipping, global batch 8 in micro-batches of 2.
-Curve train(const ModelArgs& args, std::unique_ptr<Communicator> world, const Layout& layout) {
+// 10 iterations of Adam with clipping, global batch 8 in micro-batches of 2, of the `family`
+// model ("gpt", or "mamba": a hybrid model).
+Curve train(const ModelArgs& args, std::unique_ptr<Communicator> world, const Layout& layout,
+            const std::string& family) {
     parallel::ParallelConfig pc;
     pc.tensor_parallel = layout.tp;
     pc.context_parallel = layout.cp;
@@ -123,7 +125,7 @@ Curve train(const ModelArgs& args, std::unique_ptr<Communicator> world, const La
     const BuildContext context{*backend, state, layout.sequence_parallel, layout.dtype};
     Registry registry;
     register_gpt(registry);
-    auto model = build_stage_model(*registry.create_model("gpt"), args, context);
+    auto model = build_stage_model(*registry.create_model(family), args, context);
     model->initialize(1234);
 
     parallel::DataParallelConfig dpc;
@@ -167,7 +169,8 @@ Communicator& world() {
 }
 
 // The layout's curve (into `out`, if given) must be the one-process run's.
-void check(const ModelArgs& args, const Layout& layout, Curve* out = nullptr) {
+void check(const ModelArgs& args, const Layout& layout, Curve* out = nullptr,
+           const std::string& family = "gpt") {
     Communicator& w = world();
     // Alone, the "parallel" run would be the one-process run again and prove nothing.
     if (w.size() < 2) GTEST_SKIP() << "run under mpiexec with 2 or 4 ranks (ctest does)";
@@ -176,8 +179,8 @@ void check(const ModelArgs& args, const Layout& layout, Curve* out = nullptr) {
                      << " on " << w.size();
     Layout alone;
     alone.dtype = layout.dtype;
-    const Curve single = train(args, make_local_communicator(), alone);
-    const Curve ranks = train(args, w.split(0, w.rank()), layout);
+    const Curve single = train(args, make_local_communicator(), alone, family);
+    const Curve ranks = train(args, w.split(0, w.rank()), layout, family);
     ASSERT_EQ(single.losses.size(), 10u);
     ASSERT_EQ(ranks.losses.size(), 10u);
     // bf16 rounds the tensor-parallel partial sums before adding them.
@@ -292,6 +295,23 @@ TEST(ParallelTraining, PipelineParallel) {
     Layout distributed = pipeline(2);
     distributed.distributed_optimizer = distributed.overlap_grad_reduce = true;
     check(four_layers, distributed);
+}
+
+// A Mamba hybrid model ("M*-M": Mamba, attention-only, MLP-only and Mamba layers): data
+// parallelism with and without the distributed optimizer, and the pattern split over 2 and 4
+// pipeline stages.
+TEST(ParallelTraining, HybridMambaModel) {
+    ModelArgs hybrid = llama_args();
+    hybrid["num-layers"] = "4";
+    hybrid["position-embedding-type"] = "none";
+    hybrid["hybrid-override-pattern"] = "M*-M";
+    hybrid["mamba-state-dim"] = "8";
+    hybrid["mamba-head-dim"] = "8";
+    hybrid["mamba-num-groups"] = "2";
+    check(hybrid, {1, false, false, false}, nullptr, "mamba");
+    check(hybrid, {1, false, true, true}, nullptr, "mamba");
+    check(hybrid, pipeline(2), nullptr, "mamba");
+    check(hybrid, pipeline(4), nullptr, "mamba");
 }
 
 // Uneven stages (--decoder-first/last-pipeline-num-layers), TP2 x PP2 with sequence
