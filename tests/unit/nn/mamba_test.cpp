@@ -63,8 +63,9 @@ TEST(NnMamba, GradientsMatchFiniteDifferences) {
 }
 
 // The scan op alone over 150 positions: its backward recomputes the states from checkpoints
-// every 64 positions, so two chunk boundaries are crossed. (The layer check above is short:
-// finite differences of a sum over many outputs lose the precision its tolerance needs.)
+// every 16 positions, so chunk boundaries are crossed, the last chunk partial. (The layer check
+// above is short: finite differences of a sum over many outputs lose the precision its tolerance
+// needs.)
 TEST(NnMamba, ScanBackwardAcrossCheckpointChunks) {
     auto be = mt::make_cpu_backend();
     std::mt19937 rng(12);

@@ -11,6 +11,7 @@ const CpuFeatures& cpu_features() {
     static const CpuFeatures features = [] {
         CpuFeatures f;
         f.avx512f = __builtin_cpu_supports("avx512f");
+        f.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
         f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
         const char* isa = std::getenv("MT_CPU_ISA");
         const std::string_view limit = isa ? isa : "";

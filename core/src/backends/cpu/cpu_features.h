@@ -7,7 +7,8 @@
 namespace mt::cpu {
 
 struct CpuFeatures {
-    bool avx512f = false;     // the AVX-512 skinny GEMM
+    bool avx512f = false;     // the AVX-512 skinny GEMM, the selective scan's AVX-512 build
+    bool avx2 = false;        // the selective scan's AVX2 build
     bool avx512bf16 = false;  // the bf16 dot-product GEMM (else bf16 is widened to f32)
 };
 
