@@ -56,6 +56,22 @@ std::optional<int64_t> int_arg(const CheckpointArgs& args, const std::string& na
     return std::nullopt;
 }
 
+bool megatron_mamba_model(const CheckpointArgs& args) {
+    if (bool_arg(args, "is_hybrid_model")) return true;
+    for (const char* ratio : {"hybrid_attention_ratio", "hybrid_mlp_ratio"})
+        if (const ArgValue* v = find_arg(args, ratio))
+            if (const double* d = std::get_if<double>(v); d && *d > 0) return true;
+    for (const char* pattern : {"hybrid_override_pattern", "hybrid_layer_pattern"})
+        if (const ArgValue* v = find_arg(args, pattern);
+            v && std::holds_alternative<std::string>(*v))
+            return true;
+    if (const ArgValue* v = find_arg(args, "spec"))
+        if (const auto* parts = std::get_if<std::vector<std::string>>(v))
+            return std::find(parts->begin(), parts->end(),
+                             "megatron.core.models.mamba.mamba_layer_specs") != parts->end();
+    return false;
+}
+
 bool bool_arg(const CheckpointArgs& args, const std::string& name) {
     const ArgValue* v = find_arg(args, name);
     return v && std::holds_alternative<bool>(*v) && std::get<bool>(*v);

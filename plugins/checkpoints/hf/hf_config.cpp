@@ -423,6 +423,9 @@ HfConfig hf_config_from_args(const CheckpointArgs& args, const std::optional<Ber
                                                              : std::string("set"),
                           "GPT-2, Llama, Mistral and BERT have no such feature");
         }
+    MT_CHECK(!megatron_mamba_model(args),
+             "not supported yet: Mamba hybrid models in --saver hf (Mamba2ForCausalLM, "
+             "NemotronHForCausalLM)");
 
     HfConfig c;
     c.num_layers = a.integer("num_layers");

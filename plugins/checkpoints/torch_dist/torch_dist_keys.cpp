@@ -180,24 +180,6 @@ void check_alike(const ShardedTensors& tensors, const KeyLayout& layout,
                          " (the layers held must hold the same tensors)");
 }
 
-// Whether the model is Megatron's MambaModel, whose MambaStack keys each layer alone (its layers
-// differ): a hybrid ratio or pattern, --is-hybrid-model, or the Mamba stack spec in its args.
-bool mamba_stack(const CheckpointArgs& args) {
-    if (bool_arg(args, "is_hybrid_model")) return true;
-    for (const char* ratio : {"hybrid_attention_ratio", "hybrid_mlp_ratio"})
-        if (const ArgValue* v = find_arg(args, ratio))
-            if (const double* d = std::get_if<double>(v); d && *d > 0) return true;
-    for (const char* pattern : {"hybrid_override_pattern", "hybrid_layer_pattern"})
-        if (const ArgValue* v = find_arg(args, pattern);
-            v && std::holds_alternative<std::string>(*v))
-            return true;
-    if (const ArgValue* v = find_arg(args, "spec"))
-        if (const auto* parts = std::get_if<std::vector<std::string>>(v))
-            return std::find(parts->begin(), parts->end(),
-                             "megatron.core.models.mamba.mamba_layer_specs") != parts->end();
-    return false;
-}
-
 }  // namespace
 
 KeyLayout key_layout(const CheckpointArgs& args) {
@@ -210,7 +192,8 @@ KeyLayout key_layout(const CheckpointArgs& args) {
         if (std::holds_alternative<std::vector<int64_t>>(*freq)) layout.per_layer = true;
         if (const int64_t* every = std::get_if<int64_t>(freq)) layout.per_layer = *every > 1;
     }
-    if (mamba_stack(args)) layout.per_layer = true;
+    // A MambaStack keys each layer alone (its layers differ).
+    if (megatron_mamba_model(args)) layout.per_layer = true;
     return layout;
 }
 

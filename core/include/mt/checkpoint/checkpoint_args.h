@@ -26,6 +26,9 @@ MT_API std::optional<int64_t> int_arg(const CheckpointArgs& args, const std::str
 MT_API bool bool_arg(const CheckpointArgs& args, const std::string& name);
 // Sets `name` (replacing an earlier value in its position, else appending).
 MT_API void set_arg(CheckpointArgs& args, const std::string& name, ArgValue value);
+// Whether the args are those of Megatron's MambaModel (pretrain_mamba.py): --is-hybrid-model, a
+// hybrid ratio or layer pattern, or the Mamba stack's --spec.
+MT_API bool megatron_mamba_model(const CheckpointArgs& args);
 
 // A checkpoint's args as core_v0.13's arguments.py names them, which every reader here uses,
 // whichever Megatron wrote them (core/src/checkpoint/megatron_arg_dialects.cpp):
