@@ -252,7 +252,7 @@ TEST(Convert, BadInputIsAClearError) {
                     " --model-type T5 --load-dir " + q(fixture("tp1")) + " --save-dir " +
                     q(dir / "out") + " 2>&1");
     EXPECT_EQ(r.exit_code, 1);
-    EXPECT_NE(r.output.find("--model-type T5: supported are GPT and BERT"), std::string::npos)
+    EXPECT_NE(r.output.find("--model-type T5: supported are GPT, BERT and Mamba"), std::string::npos)
         << r.output;
     r = run_command(mt::test::tool_path("megatron-convert").string() + " --load-dir x 2>&1");
     EXPECT_EQ(r.exit_code, 2) << r.output;
