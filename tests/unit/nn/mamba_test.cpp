@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "mt/backend.h"
+#include "mt/nn/attention.h"
 #include "mt/nn/initialization.h"
 #include "mt/nn/mamba_mixer.h"
 #include "mt/nn/transformer_block.h"
@@ -137,6 +138,29 @@ TEST(NnMamba, DecodingWithTheStateEqualsTheWholeSequence) {
         ASSERT_EQ(pieces.size(), whole.size());
         for (size_t i = 0; i < whole.size(); ++i) EXPECT_NEAR(pieces[i], whole[i], 1e-12) << i;
     }
+}
+
+// A Mamba layer's inference state is its convolution window and SSM state: the same size for
+// 1k and 8k positions (an attention layer's grows with them).
+TEST(NnMamba, StateMemoryIsFlatInTheContextLength) {
+    auto be = mt::make_cpu_backend();
+    mt::nn::TransformerLayer mamba("decoder.layers.0", mamba_config(DType::f32), mamba_layer(),
+                                   *be);
+    mt::nn::TransformerLayer attention("decoder.layers.1", mamba_config(DType::f32),
+                                       {{mt::nn::self_attention_sublayer()}}, *be);
+    auto numel = [](mt::nn::InferenceState::LayerStates states) {
+        int64_t n = 0;
+        for (const auto& s : states) {
+            if (auto* m = dynamic_cast<mt::nn::MambaState*>(s.get()))
+                n += m->conv.numel() + m->ssm.numel();
+            if (auto* kv = dynamic_cast<mt::nn::KvState*>(s.get()))
+                n += kv->k.numel() + kv->v.numel();
+        }
+        return n;
+    };
+    EXPECT_EQ(numel(mamba.make_states(2, 1024)), numel(mamba.make_states(2, 8192)));
+    EXPECT_EQ(numel(mamba.make_states(2, 1024)), 2 * (3 * 28 + 4 * 4 * 3));
+    EXPECT_EQ(numel(attention.make_states(2, 8192)), 8 * numel(attention.make_states(2, 1024)));
 }
 
 TEST(NnMamba, HybridStackDecodesAsItReadsWholeSequences) {
