@@ -2,7 +2,8 @@
 // local data): Megatron's allocation lines, a falling loss, a checkpoint that resumes and that
 // megatron-eval scores (WIKITEXT103); and megatron-generate on such a checkpoint, whose
 // decoding over the recurrent state gives the log-probabilities of reading the whole sequence at
-// once, also after megatron-convert moved it between formats and pipeline layouts.
+// once, also after megatron-convert moved it between formats and pipeline layouts; and activation
+// recompute giving the same losses.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -80,6 +81,25 @@ TEST(HybridModel, TrainsWithMegatronsMambaExampleFlagsAndResumes) {
     ASSERT_EQ(eval.exit_code, 0) << eval.output;
     EXPECT_NE(eval.output.find("validation results on WIKITEXT103 | avg loss: "), std::string::npos)
         << eval.output;
+}
+
+// Activation recompute (full, uniform over 2 layers; selective, the MLP and the norms) replays
+// every layer with its hidden dropout: the same losses as keeping everything.
+TEST(HybridModel, RecomputeGivesTheSameLosses) {
+    const std::string train = shell_quote(tool_path("megatron-train")) + kMambaExample +
+                              " --mock-data --tokenizer-type NullTokenizer --vocab-size 4096"
+                              " --hidden-dropout 0.1 --train-iters 4 --log-interval 1"
+                              " --eval-iters 0";
+    auto kept = run_command(train);
+    ASSERT_EQ(kept.exit_code, 0) << kept.output;
+    ASSERT_EQ(losses(kept.output).size(), 4u) << kept.output;
+    for (const char* recompute :
+         {" --recompute-granularity full --recompute-method uniform --recompute-num-layers 2",
+          " --recompute-granularity selective --recompute-modules mlp layernorm"}) {
+        auto r = run_command(train + recompute);
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+        EXPECT_EQ(losses(r.output), losses(kept.output)) << recompute;
+    }
 }
 
 TEST(HybridModel, GeneratesOverTheRecurrentStateAsItScoresWholeSequences) {
