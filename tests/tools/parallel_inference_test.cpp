@@ -4,7 +4,8 @@
 // evaluation results are the one-process ones, on the tiny Hugging Face Llama (GQA, two key/value
 // groups: one per rank), a megatron-train checkpoint saved at TP2 (per-rank files), a Hugging
 // Face GPT-2 whose 50257 vocabulary rows do not split in two (padded for the split, cut from the
-// logits), and a Mixtral whose experts are spread over expert-parallel ranks.
+// logits), a Mixtral whose experts are spread over expert-parallel ranks, and a Mamba hybrid
+// model over pipeline stages.
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -237,6 +238,26 @@ TEST_F(ParallelInference, PipelineGenerationGivesTheOneProcessTokensAndLogProbs)
     expect_same_generation(flags, " --pipeline-model-parallel-size 2");
     expect_same_generation(flags,
                            " --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2", 4);
+}
+
+// A Mamba hybrid checkpoint ("M*-M") over two pipeline stages: each stage keeps its layers'
+// recurrent and KV states.
+TEST_F(ParallelInference, HybridPipelineGenerationGivesTheOneProcessTokensAndLogProbs) {
+    mt::test::TempDir dir;
+    auto r =
+        run_command(shell_quote(tool_path("megatron-train")) +
+                    " --model mamba --num-layers 4 --hidden-size 32 --num-attention-heads 4"
+                    " --hybrid-override-pattern M*-M --mamba-state-dim 8 --mamba-head-dim 8"
+                    " --mamba-num-groups 2 --position-embedding-type none --seq-length 32"
+                    " --max-position-embeddings 32 --micro-batch-size 2 --mock-data"
+                    " --tokenizer-type NullTokenizer --vocab-size 4096 --lr 1e-3 --train-iters 3"
+                    " --eval-iters 0 --save " +
+                    shell_quote(dir.path() / "ckpt") + " --save-interval 3");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    expect_same_generation(" --model mamba --load " + shell_quote(dir.path() / "ckpt") +
+                               " --tokenizer-type NullTokenizer --vocab-size 4096 --greedy"
+                               " --out-seq-length 5 --return-log-probs --prompts '3 1 4 1 5'",
+                           " --pipeline-model-parallel-size 2");
 }
 
 TEST_F(ParallelInference, LayoutsThatDoNotFitTheJobAreRefused) {

@@ -1,11 +1,13 @@
 #include "register.h"
 
 #include <memory>
+#include <mutex>
 
 #include "gpt_data.h"
 #include "gpt_model.h"
 #include "hybrid_args.h"
 #include "mt/log.h"
+#include "mt/parallel/parallel_state.h"
 
 namespace mt::plugins::gpt {
 
@@ -44,7 +46,15 @@ class GptFamily final : public ModelFamily {
         std::optional<HybridArgs> hybrid;
         if (hybrid_) {
             hybrid = read_hybrid_args(args, config.num_layers);
-            for (const std::string& line : hybrid->allocation) log::info(line);
+            // Megatron logs the allocation on rank 0 (log_single_rank) when it builds the model:
+            // once, and not for the models built only to list parameters (on the one-process
+            // context).
+            static std::once_flag logged;
+            if (&context.parallel != &single_process_context().parallel &&
+                context.parallel.world().rank() == 0)
+                std::call_once(logged, [&] {
+                    for (const std::string& line : hybrid->allocation) log::info(line);
+                });
         }
         return std::make_unique<GptModel>(config, context, context.params_dtype, std::move(hybrid));
     }
