@@ -2,7 +2,7 @@
 
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/model_args_reader.h"
-#include "mt/nn/moe_args.h"
+#include "mt/nn/moe/args.h"
 
 #include <cstdlib>
 #include <limits>

@@ -11,7 +11,7 @@
 #include "mt/error.h"
 #include "mt/io/tensorboard_writer.h"
 #include "mt/nn/dropout.h"
-#include "mt/nn/moe_tracker.h"
+#include "mt/nn/moe/tracker.h"
 #include "mt/nn/parameter.h"
 #include "mt/optim/grad_clip.h"
 #include "mt/parallel.h"

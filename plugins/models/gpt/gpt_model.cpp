@@ -10,7 +10,7 @@
 #include "mt/nn/inference_state.h"
 #include "mt/nn/initialization.h"
 #include "mt/nn/mamba_mixer.h"
-#include "mt/nn/moe_layer.h"
+#include "mt/nn/moe/layer.h"
 #include "mt/parallel/parallel_state.h"
 #include "mt/parallel/pipeline_layers.h"
 

@@ -12,7 +12,7 @@
 #include "mt/backend.h"
 #include "mt/model.h"
 #include "mt/nn/embedding.h"
-#include "mt/nn/moe_tracker.h"
+#include "mt/nn/moe/tracker.h"
 #include "mt/nn/norm.h"
 #include "mt/nn/output_loss.h"
 #include "mt/nn/tensor_parallel.h"

@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "mt/backend.h"
-#include "mt/nn/moe_layer.h"
-#include "mt/nn/moe_routing.h"
+#include "mt/nn/moe/layer.h"
+#include "mt/nn/moe/routing.h"
 #include "mt/nn/transformer_layer.h"
 #include "nn_test_util.h"
 #include "test_support.h"

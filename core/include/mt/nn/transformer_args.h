@@ -9,7 +9,7 @@
 
 #include "mt/api.h"
 #include "mt/model.h"
-#include "mt/nn/moe_layer_pattern.h"
+#include "mt/nn/moe/layer_pattern.h"
 #include "mt/nn/recompute.h"
 #include "mt/nn/transformer_config.h"
 

@@ -9,7 +9,7 @@
 #include "mt/dtype.h"
 #include "mt/nn/context_parallel.h"
 #include "mt/nn/mamba_config.h"
-#include "mt/nn/moe_config.h"
+#include "mt/nn/moe/config.h"
 #include "mt/nn/norm.h"
 #include "mt/nn/tensor_parallel.h"
 #include "mt/op_types.h"

@@ -1,13 +1,13 @@
 // The MoE feed-forward block: routing, dispatch, experts and combine, forward and backward.
-#include "mt/nn/moe_layer.h"
+#include "mt/nn/moe/layer.h"
 
 #include <optional>
 
 #include "mt/error.h"
 #include "mt/nn/mlp.h"
-#include "mt/nn/moe_dispatcher.h"
-#include "mt/nn/moe_experts.h"
-#include "mt/nn/moe_router.h"
+#include "mt/nn/moe/dispatcher.h"
+#include "mt/nn/moe/experts.h"
+#include "mt/nn/moe/router.h"
 #include "mt/parallel/collectives.h"
 
 namespace mt::nn {

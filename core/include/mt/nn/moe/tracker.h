@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "mt/api.h"
-#include "mt/nn/moe_config.h"
+#include "mt/nn/moe/config.h"
 
 namespace mt {
 class Backend;

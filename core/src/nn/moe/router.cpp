@@ -1,5 +1,5 @@
 // TopKRouter: the gating GEMM on the backend, the routing on the host in Megatron's token order.
-#include "mt/nn/moe_router.h"
+#include "mt/nn/moe/router.h"
 
 #include "mt/error.h"
 

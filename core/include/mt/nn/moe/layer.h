@@ -11,8 +11,8 @@
 
 #include "mt/api.h"
 #include "mt/nn/layer_spec.h"
-#include "mt/nn/moe_layer_pattern.h"
-#include "mt/nn/moe_tracker.h"
+#include "mt/nn/moe/layer_pattern.h"
+#include "mt/nn/moe/tracker.h"
 
 namespace mt::nn {
 

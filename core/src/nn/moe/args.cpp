@@ -1,4 +1,4 @@
-#include "mt/nn/moe_args.h"
+#include "mt/nn/moe/args.h"
 
 #include <sstream>
 

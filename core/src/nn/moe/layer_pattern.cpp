@@ -1,4 +1,4 @@
-#include "mt/nn/moe_layer_pattern.h"
+#include "mt/nn/moe/layer_pattern.h"
 
 #include <cctype>
 #include <cstdlib>

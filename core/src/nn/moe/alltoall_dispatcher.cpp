@@ -3,10 +3,10 @@
 // expert tensor-parallel ranks, sorted by local expert; the reverse moves for the way back.
 #include <numeric>
 
-#include "moe_permutation.h"
 #include "mt/error.h"
-#include "mt/nn/moe_dispatcher.h"
+#include "mt/nn/moe/dispatcher.h"
 #include "mt/parallel/collectives.h"
+#include "permutation.h"
 
 namespace mt::nn {
 

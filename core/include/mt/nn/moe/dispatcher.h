@@ -20,8 +20,8 @@
 
 #include "mt/api.h"
 #include "mt/backend.h"
-#include "mt/nn/moe_config.h"
-#include "mt/nn/moe_routing.h"
+#include "mt/nn/moe/config.h"
+#include "mt/nn/moe/routing.h"
 
 namespace mt::nn {
 

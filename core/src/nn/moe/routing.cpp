@@ -1,6 +1,6 @@
 // TopKRouter's routing and its backward, written once over the real type R (float as torch's
 // float32 router, double for f64 runs): every intermediate is rounded to R where torch's would be.
-#include "mt/nn/moe_routing.h"
+#include "mt/nn/moe/routing.h"
 
 #include <algorithm>
 #include <cmath>

@@ -10,8 +10,8 @@
 #include <memory>
 
 #include "mt/backend.h"
-#include "mt/nn/moe_dispatcher.h"
-#include "mt/nn/moe_routing.h"
+#include "mt/nn/moe/dispatcher.h"
+#include "mt/nn/moe/routing.h"
 
 namespace mt::nn::detail {
 
@@ -40,7 +40,7 @@ Tensor gather_rows(Backend& backend, const Tensor& x, const Tensor& index);
 // (n, H) zeros with rows[i] added at index[i].
 Tensor scatter_add_rows(Backend& backend, const Tensor& rows, const Tensor& index, int64_t n);
 
-// The two dispatchers (moe_allgather_dispatcher.cpp, moe_alltoall_dispatcher.cpp).
+// The two dispatchers (allgather_dispatcher.cpp, alltoall_dispatcher.cpp).
 std::unique_ptr<TokenDispatcher> make_allgather_dispatcher(const MoeConfig& config,
                                                            Backend& backend);
 std::unique_ptr<TokenDispatcher> make_alltoall_dispatcher(const MoeConfig& config,

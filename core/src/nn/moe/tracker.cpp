@@ -1,4 +1,4 @@
-#include "mt/nn/moe_tracker.h"
+#include "mt/nn/moe/tracker.h"
 
 #include <cmath>
 

@@ -1,5 +1,5 @@
 // The local experts' forward and backward: per expert, GEMMs on its contiguous rows.
-#include "mt/nn/moe_experts.h"
+#include "mt/nn/moe/experts.h"
 
 #include "mt/error.h"
 #include "mt/nn/linear.h"

@@ -6,7 +6,7 @@
 #include "mt/api.h"
 #include "mt/model.h"
 #include "mt/model_args_reader.h"
-#include "mt/nn/moe_config.h"
+#include "mt/nn/moe/config.h"
 
 namespace mt::nn {
 

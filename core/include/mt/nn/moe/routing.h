@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "mt/api.h"
-#include "mt/nn/moe_config.h"
+#include "mt/nn/moe/config.h"
 
 namespace mt::nn {
 

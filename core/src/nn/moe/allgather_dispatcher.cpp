@@ -1,9 +1,9 @@
 // The allgather dispatcher: gathers the group's tokens and routing, permutes the local experts'
 // share, scatters the outputs back and reduce-scatters them to their ranks.
-#include "moe_permutation.h"
 #include "mt/error.h"
-#include "mt/nn/moe_dispatcher.h"
+#include "mt/nn/moe/dispatcher.h"
 #include "mt/parallel/collectives.h"
+#include "permutation.h"
 
 namespace mt::nn {
 

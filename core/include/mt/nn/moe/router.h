@@ -1,5 +1,5 @@
 // TopKRouter: Megatron-core's MoE router module. Its weight "<prefix>.router.weight" (experts, H)
-// gives each token's logits, which are routed on the host (moe_routing.h) in Megatron's
+// gives each token's logits, which are routed on the host (routing.h) in Megatron's
 // sequence-major token order. The backward turns the probs' gradient, and the auxiliary losses'
 // (scaled as MoEAuxLossAutoScaler does), into the input's and the weight's.
 #pragma once
@@ -10,7 +10,7 @@
 
 #include "mt/api.h"
 #include "mt/backend.h"
-#include "mt/nn/moe_routing.h"
+#include "mt/nn/moe/routing.h"
 #include "mt/nn/parameter.h"
 #include "mt/nn/transformer_config.h"
 

@@ -1,4 +1,4 @@
-#include "moe_permutation.h"
+#include "permutation.h"
 
 namespace mt::nn::detail {
 
