@@ -18,15 +18,21 @@ uint64_t name_hash(const std::string& name) {
     return h;
 }
 
+// Block b of a parameter's Philox stream: the counter holds the block and the stream, the key the
+// seed.
+k::Philox4 stream_block(uint64_t b, uint64_t seed, uint64_t stream) {
+    return k::philox4x32_10(
+        k::Philox4{{uint32_t(b), uint32_t(b >> 32), uint32_t(stream), uint32_t(stream >> 32)}},
+        uint32_t(seed), uint32_t(seed >> 32));
+}
+
 // value[i] = std * N(0, 1): each Philox block gives two Box-Muller pairs (four elements).
 template <class T>
 void fill_normal(std::vector<T>& value, double stddev, uint64_t seed, uint64_t stream) {
     const int64_t n = int64_t(value.size());
     constexpr double kTwoPi = 6.283185307179586476925, k2to32 = 4294967296.0;
     for (int64_t b = 0; b * 4 < n; ++b) {
-        k::Philox4 w = k::philox4x32_10(k::Philox4{{uint32_t(b), uint32_t(uint64_t(b) >> 32),
-                                                    uint32_t(stream), uint32_t(stream >> 32)}},
-                                        uint32_t(seed), uint32_t(seed >> 32));
+        const k::Philox4 w = stream_block(uint64_t(b), seed, stream);
         for (int pair = 0; pair < 2; ++pair) {
             const double u1 = (double(w.v[2 * pair]) + 0.5) / k2to32;  // in (0, 1): log is finite
             const double u2 = double(w.v[2 * pair + 1]) / k2to32;
@@ -41,9 +47,7 @@ void fill_normal(std::vector<T>& value, double stddev, uint64_t seed, uint64_t s
 // value[i] = U(0, 1) from the same stream layout (one Philox block per four elements).
 void fill_uniform01(std::vector<double>& value, uint64_t seed, uint64_t stream) {
     for (size_t b = 0; b * 4 < value.size(); ++b) {
-        k::Philox4 w = k::philox4x32_10(k::Philox4{{uint32_t(b), uint32_t(uint64_t(b) >> 32),
-                                                    uint32_t(stream), uint32_t(stream >> 32)}},
-                                        uint32_t(seed), uint32_t(seed >> 32));
+        const k::Philox4 w = stream_block(b, seed, stream);
         for (size_t j = 0; j < 4 && 4 * b + j < value.size(); ++j)
             value[4 * b + j] = (double(w.v[j]) + 0.5) / 4294967296.0;
     }

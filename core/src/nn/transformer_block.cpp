@@ -11,8 +11,8 @@ TransformerBlock::TransformerBlock(const std::string& prefix, int64_t num_layers
     : recompute_(recompute_segments(recompute, num_layers)) {
     if (!layer.post_layer_norm && part.final_norm)
         final_norm_.emplace(layer.normalization, prefix + "." + part.final_norm_name + ".weight",
-                            prefix + "." + part.final_norm_name + ".bias", layer.hidden_size, layer.norm,
-                            layer.dtype, backend, layer.tp);
+                            prefix + "." + part.final_norm_name + ".bias", layer.hidden_size,
+                            layer.norm, layer.dtype, backend, layer.tp);
     for (int64_t i = 0; i < num_layers; ++i)
         layers_.push_back(std::make_unique<TransformerLayer>(
             prefix + ".layers." + std::to_string(part.first_layer + i), layer,
@@ -46,8 +46,8 @@ Tensor TransformerBlock::forward(const Tensor& x, DropoutContext& ctx, Saved* sa
 
 Tensor TransformerBlock::forward_cached(const Tensor& x, InferenceState* state) const {
     MT_CHECK(!state || state->num_layers() == layers_.size(),
-             "TransformerBlock: the inference "
-             "state holds ",
+             "TransformerBlock: the inference state "
+             "holds ",
              state ? state->num_layers() : 0, " layers, the block ", layers_.size());
     DropoutContext no_dropout{false, 0, 0};
     const int64_t past = state ? state->length() : 0;

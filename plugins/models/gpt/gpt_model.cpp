@@ -325,18 +325,16 @@ void GptModel::backward(const std::vector<Tensor>& dterms, const Activations& sa
     nn::report_grads_ready(*embedding_, grad_ready_);
 }
 
-Tensor GptModel::logits(const Tensor& tokens, nn::InferenceState* cache, int64_t keep_last) {
+Tensor GptModel::logits(const Tensor& tokens, nn::InferenceState* state, int64_t keep_last) {
     MT_CHECK(!cp_.active(), "not supported yet: inference with --context-parallel-size");
     MT_CHECK(tokens.dim() == 2, "GptModel: tokens must be [B, T], got ", tokens.describe());
     const int64_t B = tokens.size(0), T = tokens.size(1);
     MT_CHECK(keep_last >= 0 && keep_last <= T, "GptModel: keep_last ", keep_last, " is not in [0, ",
              T, "]");
-    const int64_t past = cache ? cache->length() : 0;
-    if (cache)
-        MT_CHECK(cache->batch() == B && int64_t(cache->num_layers()) == decoder_.num_layers(),
-                 "GptModel: the inference state holds ", cache->batch(), " rows of ",
-                 cache->num_layers(), " layers, the batch has ", B, " rows of ",
-                 decoder_.num_layers());
+    const int64_t past = state ? state->length() : 0;
+    // (The decoder checks that the state holds its layers.)
+    MT_CHECK(!state || state->batch() == B, "GptModel: the inference state holds ", state->batch(),
+             " rows, the batch has ", B);
     // Pipeline stages (Megatron's inference forward_step): the first embeds, each passes its
     // hidden states on, the last computes the logits and sends them back to the first, whose
     // rank leads the generation; the others return nothing.
@@ -356,8 +354,8 @@ Tensor GptModel::logits(const Tensor& tokens, nn::InferenceState* cache, int64_t
         h = Tensor::empty({B, T, config_.hidden_size}, dtype_);
         pp_->recv(h, stage - 1);
     }
-    h = decoder_.forward_cached(h, cache);
-    if (cache) cache->advance(T);
+    h = decoder_.forward_cached(h, state);
+    if (state) state->advance(T);
     const int64_t kept = keep_last > 0 && keep_last < T ? keep_last : T;
     if (!last) {
         pp_->send(h.contiguous(), stage + 1);

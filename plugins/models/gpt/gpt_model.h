@@ -74,7 +74,7 @@ class GptModel final : public Model {
     void backward(const std::vector<Tensor>& dlosses, const Activations& saved) override;
     void set_grad_ready_hook(GradReadyHook hook) override { grad_ready_ = std::move(hook); }
     double training_flops(int64_t samples) const override;
-    Tensor logits(const Tensor& tokens, nn::InferenceState* cache, int64_t keep_last) override;
+    Tensor logits(const Tensor& tokens, nn::InferenceState* state, int64_t keep_last) override;
     std::unique_ptr<nn::InferenceState> make_inference_state(int64_t batch,
                                                              int64_t capacity) const override;
     int64_t max_positions() const override { return config_.max_position_embeddings; }

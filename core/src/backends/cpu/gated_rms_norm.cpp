@@ -1,10 +1,10 @@
 // CPU gated group RMSNorm of Mamba-2 (f32 and f64): one OpenMP task per row for y, rstd, dx and
-// dz; channel blocks for the weight grad (each channel summed over rows by one thread, so the
-// result does not depend on the thread count).
+// dz; detail::column_grads for the weight grad.
 #include <algorithm>
 #include <cmath>
 
 #include "cpu_backend.h"
+#include "mt/kernels/activations.h"
 #include "op_support.h"
 
 namespace mt::cpu {
@@ -17,8 +17,6 @@ using detail::out_t;
 using detail::with_float;
 
 namespace {
-
-constexpr int64_t kColumnBlock = 128;
 
 struct GroupShape {
     int64_t rows, cols, group, groups;
@@ -34,11 +32,6 @@ GroupShape group_shape(const char* op, const Tensor& x, const Tensor& z, const T
     check_float_shape(op, "z", z, x.shape(), x.dtype());
     check_float_shape(op, "weight", weight, {cols}, x.dtype());
     return {x.numel() / cols, cols, group_size, cols / group_size};
-}
-
-template <class T>
-T silu(T v) {
-    return v / (T(1) + std::exp(-v));
 }
 
 }  // namespace
@@ -61,7 +54,7 @@ void CpuBackend::gated_rms_norm_forward(const Tensor& x, const Tensor& z, const 
                 const int64_t c0 = r * s.cols + g * s.group;
                 double ss = 0;
                 for (int64_t i = 0; i < s.group; ++i) {
-                    const T gv = xp[c0 + i] * silu(zp[c0 + i]);
+                    const T gv = xp[c0 + i] * k::Silu{}.fwd(zp[c0 + i]);
                     yp[c0 + i] = gv;
                     ss += double(gv) * gv;
                 }
@@ -99,34 +92,27 @@ void CpuBackend::gated_rms_norm_backward(const Tensor& dy, const Tensor& x, cons
                 const T rs = rp[r * s.groups + j];
                 double dot = 0;
                 for (int64_t i = 0; i < s.group; ++i) {
-                    const T u = xp[c0 + i] * silu(zp[c0 + i]) * rs;
+                    const T u = xp[c0 + i] * k::Silu{}.fwd(zp[c0 + i]) * rs;
                     dot += double(g[c0 + i] * w[j * s.group + i]) * u;
                 }
                 const T mean = T(dot / double(s.group));
                 for (int64_t i = 0; i < s.group; ++i) {
-                    const T zv = zp[c0 + i], sig = T(1) / (T(1) + std::exp(-zv));
-                    const T sl = zv * sig;
+                    const T sl = k::Silu{}.fwd(zp[c0 + i]);
                     const T u = xp[c0 + i] * sl * rs;
                     const T dgate = rs * (g[c0 + i] * w[j * s.group + i] - u * mean);
                     gx[c0 + i] = dgate * sl;
-                    gz[c0 + i] = dgate * xp[c0 + i] * sig * (T(1) + zv * (T(1) - sig));
+                    gz[c0 + i] = k::Silu{}.bwd(zp[c0 + i], dgate * xp[c0 + i]);
                 }
             }
         }
-        T* gw = out_t<T>(dweight);
-        const int64_t blocks = (s.cols + kColumnBlock - 1) / kColumnBlock;
-#pragma omp parallel for schedule(static) if (s.rows * s.cols >= kParallelMin)
-        for (int64_t b = 0; b < blocks; ++b) {
-            const int64_t c0 = b * kColumnBlock, c1 = std::min(s.cols, c0 + kColumnBlock);
-            double acc[kColumnBlock] = {};
-            for (int64_t r = 0; r < s.rows; ++r)
-                for (int64_t c = c0; c < c1; ++c) {
-                    const int64_t at = r * s.cols + c;
-                    acc[c - c0] +=
-                        double(g[at]) * xp[at] * silu(zp[at]) * rp[r * s.groups + c / s.group];
-                }
-            for (int64_t c = c0; c < c1; ++c) gw[c] += T(acc[c - c0]);
-        }
+        // dweight[c] += Σ_rows dy · u, u = x silu(z) rstd of the column's group.
+        detail::column_grads(
+            s.rows, s.cols, g,
+            [&](int64_t r, int64_t c) {
+                const int64_t at = r * s.cols + c;
+                return double(xp[at] * k::Silu{}.fwd(zp[at]) * rp[r * s.groups + c / s.group]);
+            },
+            out_t<T>(dweight), static_cast<T*>(nullptr));
     });
 }
 

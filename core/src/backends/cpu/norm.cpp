@@ -1,6 +1,5 @@
 // CPU traversal of LayerNorm and RMSNorm (f32 and f64): one OpenMP task per row for the forward and
-// for dx, column blocks for the parameter grads (each column summed over rows by one thread, so the
-// result does not depend on the thread count). The math is mt/kernels/norms.h.
+// for dx, detail::column_grads for the parameter grads. The math is mt/kernels/norms.h.
 #include "cpu_backend.h"
 
 #include <algorithm>
@@ -23,8 +22,6 @@ using detail::with_float;
 
 namespace {
 
-constexpr int64_t kColumnBlock = 128;
-
 // Rows and width of x (..., C), after checking x and the (C) parameter tensors.
 struct RowShape {
     int64_t rows, cols;
@@ -37,29 +34,6 @@ RowShape row_shape(const char* op, const Tensor& x, const Tensor& weight) {
     int64_t cols = x.size(-1);
     check_float_shape(op, "weight", weight, {cols}, x.dtype());
     return {x.numel() / cols, cols};
-}
-
-// Parameter grads over column blocks: dweight[j] += sum_r dy[r,j] xhat(r,j) and, when dbias is
-// given, dbias[j] += sum_r dy[r,j]. xhat(r, j) recomputes the normalised input.
-template <class T, class Xhat>
-void param_grads(RowShape s, const T* dy, Xhat xhat, T* dweight, T* dbias) {
-    int64_t blocks = (s.cols + kColumnBlock - 1) / kColumnBlock;
-#pragma omp parallel for schedule(static) if (s.rows * s.cols >= kParallelMin)
-    for (int64_t b = 0; b < blocks; ++b) {
-        int64_t j0 = b * kColumnBlock, j1 = std::min(s.cols, j0 + kColumnBlock);
-        double acc_w[kColumnBlock] = {}, acc_b[kColumnBlock] = {};
-        for (int64_t r = 0; r < s.rows; ++r) {
-            const T* dyr = dy + r * s.cols;
-            for (int64_t j = j0; j < j1; ++j) {
-                acc_w[j - j0] += double(dyr[j]) * xhat(r, j);
-                acc_b[j - j0] += dyr[j];
-            }
-        }
-        for (int64_t j = j0; j < j1; ++j) {
-            dweight[j] += T(acc_w[j - j0]);
-            if (dbias) dbias[j] += T(acc_b[j - j0]);
-        }
-    }
 }
 
 template <class T>
@@ -106,7 +80,7 @@ void layer_norm_backward_t(const Tensor& dy, const Tensor& x, const Tensor& weig
     const bool zc = config.zero_centered_gamma;
     auto xhat = [&](int64_t r, int64_t j) { return (xp[r * s.cols + j] - mp[r]) * rp[r]; };
     // Parameter grads first: dx may alias dy.
-    param_grads(s, dyp, xhat, out_t<T>(dweight), out_t<T>(dbias));
+    detail::column_grads(s.rows, s.cols, dyp, xhat, out_t<T>(dweight), out_t<T>(dbias));
     T* dxp = out_t<T>(dx);
     const T inv_cols = T(1) / T(s.cols);
 #pragma omp parallel for schedule(static) if (s.rows * s.cols >= kParallelMin)
@@ -160,7 +134,7 @@ void rms_norm_backward_t(const Tensor& dy, const Tensor& x, const Tensor& weight
     const T *xp = in_t<T>(x), *dyp = in_t<T>(dy), *w = in_t<T>(weight), *rp = in_t<T>(rstd);
     const bool zc = config.zero_centered_gamma;
     auto xhat = [&](int64_t r, int64_t j) { return xp[r * s.cols + j] * rp[r]; };
-    param_grads(s, dyp, xhat, out_t<T>(dweight), static_cast<T*>(nullptr));
+    detail::column_grads(s.rows, s.cols, dyp, xhat, out_t<T>(dweight), static_cast<T*>(nullptr));
     T* dxp = out_t<T>(dx);
     const T inv_cols = T(1) / T(s.cols);
 #pragma omp parallel for schedule(static) if (s.rows * s.cols >= kParallelMin)

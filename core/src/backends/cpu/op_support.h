@@ -3,6 +3,7 @@
 // kernels/reduce.h state into a deterministic, dependency-chain-free row reduction.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "mt/kernels/bf16.h"
@@ -107,6 +108,32 @@ State fold_lanes(int64_t n, AddFn add) {
     for (int width = kLanes / 2; width > 0; width /= 2)
         for (int l = 0; l < width; ++l) lane[l].merge(lane[l + width]);
     return lane[0];
+}
+
+// Parameter grads of a per-column weight (a norm's) over rows x cols: dweight[j] += Σ_r dy[r, j]
+// xhat(r, j) and, when dbias is given, dbias[j] += Σ_r dy[r, j], in double. Column blocks go to
+// the threads, each column summed over the rows by one thread: the result does not depend on the
+// thread count.
+constexpr int64_t kColumnBlock = 128;
+template <class T, class Xhat>
+void column_grads(int64_t rows, int64_t cols, const T* dy, Xhat xhat, T* dweight, T* dbias) {
+    const int64_t blocks = (cols + kColumnBlock - 1) / kColumnBlock;
+#pragma omp parallel for schedule(static) if (rows * cols >= kParallelMin)
+    for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t j0 = b * kColumnBlock, j1 = std::min(cols, j0 + kColumnBlock);
+        double acc_w[kColumnBlock] = {}, acc_b[kColumnBlock] = {};
+        for (int64_t r = 0; r < rows; ++r) {
+            const T* dyr = dy + r * cols;
+            for (int64_t j = j0; j < j1; ++j) {
+                acc_w[j - j0] += double(dyr[j]) * xhat(r, j);
+                acc_b[j - j0] += dyr[j];
+            }
+        }
+        for (int64_t j = j0; j < j1; ++j) {
+            dweight[j] += T(acc_w[j - j0]);
+            if (dbias) dbias[j] += T(acc_b[j - j0]);
+        }
+    }
 }
 
 }  // namespace mt::cpu::detail

@@ -12,6 +12,7 @@
 
 #include "cpu_backend.h"
 #include "cpu_features.h"
+#include "mt/kernels/activations.h"
 #include "op_support.h"
 
 namespace mt::cpu {
@@ -35,10 +36,6 @@ constexpr int kLanes = 16;
 template <class T>
 T softplus(T v) {
     return v > T(20) ? v : std::log1p(std::exp(v));
-}
-template <class T>
-T sigmoid(T v) {
-    return T(1) / (T(1) + std::exp(-v));
 }
 
 struct ScanShape {
@@ -84,8 +81,9 @@ HeadView<T> head_view(const ScanShape& s, const T* x, const T* dt, const T* B, c
             s.ng * s.N};
 }
 
-// Σ a[n] b[n] in kLanes interleaved partial sums merged pairwise: it vectorises without
-// reassociation, and sums in the same order on every instruction set.
+// Σ a[n] b[n] in kLanes interleaved partial sums merged pairwise: detail::fold_lanes' scheme,
+// written out and always inlined so that each instruction-set build vectorises it (a shared
+// template instance would be compiled once, for the baseline); the same order on every build.
 template <class T>
 MT_INLINE T dot(const T* a, const T* b, int64_t n) {
     T lane[kLanes] = {};
@@ -209,7 +207,7 @@ MT_INLINE void scan_head_backward(const ScanShape& s, const HeadTask<T>& h, cons
             // dA = exp(dt a): dt and a each get its share.
             g_dt += g_dA * dA * h.a;
             g_alog += double(g_dA * dA * dtv) * h.a;
-            const T g_r = r > T(20) ? g_dt : g_dt * sigmoid(r);
+            const T g_r = r > T(20) ? g_dt : g_dt * k::Silu::sigmoid(r);
             gdt[t * s.nh] = g_r;
             g_bias += g_r;
             for (int64_t i = 0; i < HN; ++i) G[i] *= dA;  // to dL/dS_{t-1}
