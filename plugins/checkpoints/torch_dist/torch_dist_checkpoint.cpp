@@ -224,6 +224,8 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
             }
         // A streamed share's placeholders by storage: chunk tensors view them.
         std::map<const Storage*, size_t> model_index;
+        size_t made_index = SIZE_MAX;  // the placeholder last made, and its tensor
+        Tensor made;
         if (make)
             for (size_t i = 0; i < share.model.size(); ++i)
                 model_index.emplace(share.model[i].second.local.storage().get(), i);
@@ -239,17 +241,27 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
                     e.chunks.push_back({offset, t.shape(), data.add_tensor(t)});
                     continue;
                 }
-                // The chunk is the whole placeholder (a streamed share's tensors are whole).
+                // The chunk is the placeholder or a run of its rows (a Mamba mixer tensor's
+                // part): made once, for its first chunk.
                 const auto& [name, placeholder] = share.model[it->second];
-                MT_CHECK(t.numel() == placeholder.local.numel(), "torch_dist: ", name,
-                         " is saved streamed as a chunk ", shape_str(t.shape()), " of a ",
-                         shape_str(placeholder.local.shape()), " tensor; only whole ones can be");
-                const Tensor made = (*make)(it->second);
-                MT_CHECK(made.shape() == placeholder.local.shape() &&
-                             made.dtype() == placeholder.local.dtype() && made.is_contiguous(),
-                         "torch_dist: '", name, "' was declared ", placeholder.local.describe(),
-                         " but made ", made.describe());
-                e.chunks.push_back({offset, t.shape(), data.add_tensor(made.view(t.shape()))});
+                const int64_t at = t.offset() - placeholder.local.offset();
+                MT_CHECK(t.is_contiguous() && placeholder.local.is_contiguous() && at >= 0 &&
+                             at + t.numel() <= placeholder.local.numel(),
+                         "torch_dist: ", name, " is saved streamed as a chunk ",
+                         shape_str(t.shape()), " of a ", shape_str(placeholder.local.shape()),
+                         " tensor; only whole ones or runs of rows can be");
+                if (made_index != it->second) {
+                    made = (*make)(it->second);
+                    made_index = it->second;
+                    MT_CHECK(made.shape() == placeholder.local.shape() &&
+                                 made.dtype() == placeholder.local.dtype() && made.is_contiguous(),
+                             "torch_dist: '", name, "' was declared ",
+                             placeholder.local.describe(), " but made ", made.describe());
+                }
+                e.chunks.push_back(
+                    {offset, t.shape(),
+                     data.add_tensor(made.view({made.numel()}).slice(0, at, at + t.numel())
+                                         .view(t.shape()))});
             }
             entries.push_back(std::move(e));
         }
@@ -328,6 +340,7 @@ CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
 
     CheckpointState state = common_from_py(common, (iter / kCommonName).string());
     bool has_optimizer = common.find("optimizer") != nullptr;
+    NamedTensors model;    // core names (a Mamba mixer's parts apart, as stored)
     NamedTensors moments;  // "<moment>.<core name>"
     for (const DcpEntry& e : meta.entries) {
         if (e.bytes) continue;  // _extra_state, RNG and rerun-machine objects carry no weights
@@ -350,9 +363,7 @@ CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
                 }
             }
             if (tensors.empty()) tensors = unstack(e.fqn, read_dcp_tensor(iter, e));
-            for (auto& [name, t] : tensors)
-                state.model.emplace_back(std::move(name),
-                                         ShardedTensor{t, t.shape(), Shape(t.shape().size(), 0)});
+            for (auto& entry : tensors) model.push_back(std::move(entry));
             continue;
         }
         has_optimizer = true;
@@ -374,6 +385,9 @@ CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
         for (auto& [name, piece] : unstack(rest.substr(dot + 1), t))
             moments.emplace_back(rest.substr(0, dot + 1) + name, piece);
     }
+    join_parts(model, iter.string());
+    join_parts(moments, iter.string());
+    for (auto& [name, t] : model) state.model.emplace_back(std::move(name), ShardedTensor::whole(t));
     order_by_layer(state.model);
     // An optimizer layout not read yet leaves the model loadable (generation, conversion);
     // resuming training with the optimizer reports the reason.

@@ -27,38 +27,56 @@ std::vector<StoredTensor> flattened_optimizer_shards(const std::vector<Optimizer
                      " for elements [", s.begin, ", ", s.end, ")");
             const KeyPlace place =
                 key_place(s.name, layout, *layout.num_layers, layout.num_experts.value_or(0));
-            const std::string& key = place.key;
-            Shape original = place.lead_size;
-            original.insert(original.end(), s.global_shape.begin(), s.global_shape.end());
+            // The rows of `box` (in the tensor `key`, of shape `whole`) starting at element
+            // `box_start` of the flattened piece: the part of [begin, end) they hold.
+            auto add_box = [&](const std::string& key, const Shape& whole, const ShardBox& box,
+                               int64_t box_start) {
+                const int64_t n = shape_numel(box.size);
+                const int64_t a = std::max(s.begin, box_start), b = std::min(s.end, box_start + n);
+                if (a >= b) return;
+                Shape original = place.lead_size;
+                original.insert(original.end(), whole.begin(), whole.end());
+                Shape shape = place.lead_size, offset = place.lead_offset;
+                for (size_t d = 0; d < box.size.size(); ++d) {
+                    MT_CHECK(box.size[d] > 0 && whole[d] % box.size[d] == 0 &&
+                                 box.offset[d] % box.size[d] == 0,
+                             "torch_dist: a piece ", shape_str(box.size), " at ",
+                             shape_str(box.offset), " of ", key, " is not on the grid of ",
+                             shape_str(whole));
+                    shape.push_back(whole[d] / box.size[d]);
+                    offset.push_back(box.offset[d] / box.size[d]);
+                }
+                Shape sizes(shape.size(), 1);
+                shape.push_back(n);
+                offset.push_back(a - box_start);
+                sizes.push_back(b - a);
+                const std::string stored_key = chain + kMomentPrefix + std::string(state) + "." + key;
+                auto [it, fresh] = index.try_emplace(stored_key, out.size());
+                if (fresh) out.push_back({stored_key, shape, {}, original});
+                StoredTensor& st = out[it->second];
+                MT_CHECK(st.global_shape == shape, "torch_dist: ", stored_key, " has pieces of ",
+                         shape_str(st.global_shape), " and ", shape_str(shape));
+                st.chunks.emplace_back(offset, data.slice(0, a - s.begin, b - s.begin).view(sizes));
+            };
+            // Megatron-core narrows a Mamba mixer tensor's piece into its parts before
+            // flattening: each part's rows are a box of the part's own key.
+            const std::vector<TensorPart> parts = stored_parts(s.name, layout);
             int64_t box_start = 0;  // where the box begins in the flattened piece
             for (const ShardBox& box : s.boxes) {
                 const int64_t n = shape_numel(box.size);
-                const int64_t a = std::max(s.begin, box_start), b = std::min(s.end, box_start + n);
-                if (a < b) {
-                    Shape shape = place.lead_size, offset = place.lead_offset;
-                    for (size_t d = 0; d < box.size.size(); ++d) {
-                        MT_CHECK(box.size[d] > 0 && s.global_shape[d] % box.size[d] == 0 &&
-                                     box.offset[d] % box.size[d] == 0,
-                                 "torch_dist: a piece ", shape_str(box.size), " at ",
-                                 shape_str(box.offset), " of ", s.name, " is not on the grid of ",
-                                 shape_str(s.global_shape));
-                        shape.push_back(s.global_shape[d] / box.size[d]);
-                        offset.push_back(box.offset[d] / box.size[d]);
+                if (parts.empty()) {
+                    add_box(place.key, s.global_shape, box, box_start);
+                } else {
+                    const int64_t row = box.size[0] > 0 ? n / box.size[0] : 0;
+                    for (const PartPiece& p : part_pieces(parts, box.offset[0], box.size[0])) {
+                        ShardBox sub = box;
+                        sub.offset[0] = p.offset;
+                        sub.size[0] = p.to - p.from;
+                        Shape whole = s.global_shape;
+                        whole[0] = p.part->size;
+                        add_box(place.key + "." + p.part->suffix, whole, sub,
+                                box_start + p.from * row);
                     }
-                    Shape sizes(shape.size(), 1);
-                    shape.push_back(n);
-                    offset.push_back(a - box_start);
-                    sizes.push_back(b - a);
-                    const std::string stored_key =
-                        chain + kMomentPrefix + std::string(state) + "." + key;
-                    auto [it, fresh] = index.try_emplace(stored_key, out.size());
-                    if (fresh) out.push_back({stored_key, shape, {}, original});
-                    StoredTensor& st = out[it->second];
-                    MT_CHECK(st.global_shape == shape, "torch_dist: ", stored_key,
-                             " has pieces of ", shape_str(st.global_shape), " and ",
-                             shape_str(shape));
-                    st.chunks.emplace_back(offset,
-                                           data.slice(0, a - s.begin, b - s.begin).view(sizes));
                 }
                 box_start += n;
             }

@@ -8,6 +8,7 @@
 
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/error.h"
+#include "mt/nn/mamba_config.h"
 
 namespace mt::plugins::torch_dist {
 
@@ -33,7 +34,31 @@ constexpr const char* kLinears[] = {"self_attention.linear_qkv",
                                     "mlp.linear_fc1",
                                     "mlp.linear_fc2",
                                     "mlp.shared_experts.linear_fc1",
-                                    "mlp.shared_experts.linear_fc2"};
+                                    "mlp.shared_experts.linear_fc2",
+                                    "mixer.in_proj",
+                                    "mixer.out_proj"};
+
+// The Mamba mixer's tensors megatron-core stores in parts, and the parts in their row order.
+enum class MambaRows { inner, group_state, heads };
+struct SplitRule {
+    const char* tail;
+    std::vector<std::pair<const char*, MambaRows>> parts;
+};
+const std::vector<SplitRule>& split_rules() {
+    using enum MambaRows;
+    static const std::vector<SplitRule> rules = {
+        {".mixer.in_proj.weight",
+         {{"z", inner}, {"x", inner}, {"B", group_state}, {"C", group_state}, {"dt", heads}}},
+        {".mixer.conv1d.weight", {{"x", inner}, {"B", group_state}, {"C", group_state}}},
+        {".mixer.conv1d.bias", {{"x", inner}, {"B", group_state}, {"C", group_state}}},
+    };
+    return rules;
+}
+const SplitRule* split_rule(const std::string& name) {
+    for (const SplitRule& r : split_rules())
+        if (name.ends_with(r.tail)) return &r;
+    return nullptr;
+}
 constexpr const char* kAttentionCore = "self_attention.core_attention";
 constexpr const char* kExpertLinears[] = {"mlp.experts.experts.linear_fc1",
                                           "mlp.experts.experts.linear_fc2"};
@@ -193,8 +218,98 @@ KeyLayout key_layout(const CheckpointArgs& args) {
         if (const int64_t* every = std::get_if<int64_t>(freq)) layout.per_layer = *every > 1;
     }
     // A MambaStack keys each layer alone (its layers differ).
-    if (megatron_mamba_model(args)) layout.per_layer = true;
+    if (megatron_mamba_model(args)) {
+        layout.per_layer = true;
+        const auto hidden = int_arg(args, "hidden_size"), head_dim = int_arg(args, "mamba_head_dim"),
+                   groups = int_arg(args, "mamba_num_groups"),
+                   state = int_arg(args, "mamba_state_dim");
+        if (hidden && head_dim && groups && state && *head_dim > 0) {
+            nn::MambaConfig m;
+            m.head_dim = *head_dim;
+            m.num_heads = int_arg(args, "mamba_num_heads").value_or(0);
+            const int64_t heads = m.heads(*hidden);
+            layout.mamba = MambaSplit{heads * *head_dim, *groups * *state, heads};
+        }
+    }
     return layout;
+}
+
+std::vector<TensorPart> stored_parts(const std::string& name, const KeyLayout& layout) {
+    const SplitRule* rule = split_rule(name);
+    if (!rule) return {};
+    MT_CHECK(layout.mamba.has_value(), "torch_dist: ", name,
+             " is a Mamba mixer's tensor, which megatron-core stores in parts, but the args lack "
+             "hidden_size, mamba_head_dim, mamba_num_groups or mamba_state_dim");
+    std::vector<TensorPart> parts;
+    int64_t begin = 0;
+    for (const auto& [suffix, rows] : rule->parts) {
+        const int64_t size = rows == MambaRows::inner         ? layout.mamba->inner
+                             : rows == MambaRows::group_state ? layout.mamba->group_state
+                                                              : layout.mamba->heads;
+        parts.push_back({suffix, begin, size});
+        begin += size;
+    }
+    return parts;
+}
+
+std::vector<PartPiece> part_pieces(const std::vector<TensorPart>& parts, int64_t piece_offset,
+                                   int64_t piece_rows) {
+    std::vector<PartPiece> out;
+    for (const TensorPart& p : parts) {
+        const int64_t a = std::max(piece_offset, p.begin);
+        const int64_t b = std::min(piece_offset + piece_rows, p.begin + p.size);
+        if (a < b) out.push_back({&p, a - piece_offset, b - piece_offset, a - p.begin});
+    }
+    return out;
+}
+
+void join_parts(NamedTensors& tensors, const std::string& where) {
+    // base name -> the position of its first part and each part's tensor
+    std::map<std::string, std::pair<size_t, std::map<std::string, Tensor>>> found;
+    std::vector<bool> drop(tensors.size(), false);
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        const std::string& name = tensors[i].first;
+        const size_t dot = name.rfind('.');
+        if (dot == std::string::npos) continue;
+        const std::string base = name.substr(0, dot), suffix = name.substr(dot + 1);
+        const SplitRule* rule = split_rule(base);
+        if (!rule || std::none_of(rule->parts.begin(), rule->parts.end(),
+                                  [&](const auto& p) { return suffix == p.first; }))
+            continue;
+        auto [it, fresh] = found.try_emplace(base, i, std::map<std::string, Tensor>());
+        MT_CHECK(it->second.second.emplace(suffix, tensors[i].second).second, where, ": ", name,
+                 " twice");
+        drop[i] = !fresh;
+    }
+    for (auto& [base, entry] : found) {
+        auto& [at, parts] = entry;
+        std::vector<Tensor> rows;
+        int64_t total = 0;
+        for (const auto& [suffix, kind] : split_rule(base)->parts) {
+            auto it = parts.find(suffix);
+            MT_CHECK(it != parts.end(), where, ": ", base, " has no part ", base, ".", suffix);
+            MT_CHECK(it->second.dim() >= 1 && (rows.empty() || [&] {
+                         Shape a = it->second.shape(), b = rows[0].shape();
+                         a[0] = b[0] = 0;
+                         return a == b && it->second.dtype() == rows[0].dtype();
+                     }()),
+                     where, ": the parts of ", base, " differ in shape: ",
+                     it->second.describe(), " and ", rows[0].describe());
+            total += it->second.size(0);
+            rows.push_back(it->second);
+        }
+        Shape shape = rows[0].shape();
+        shape[0] = total;
+        Tensor whole = Tensor::empty(shape, rows[0].dtype());
+        int64_t row = 0;
+        for (const Tensor& t : rows) {
+            whole.slice(0, row, row + t.size(0)).copy_from(t);
+            row += t.size(0);
+        }
+        tensors[at] = {base, std::move(whole)};
+    }
+    size_t i = 0;
+    std::erase_if(tensors, [&](const auto&) { return drop[i++]; });
 }
 
 namespace {
@@ -272,8 +387,37 @@ std::pair<Shape, Tensor> chunk(const ShardedTensor& piece, Shape lead) {
 
 }  // namespace
 
-std::vector<StoredTensor> stack(const ShardedTensors& tensors, const KeyLayout& layout,
+namespace {
+
+// The tensors as stored: each Mamba mixer tensor's piece cut into its parts' pieces, named
+// "<name>.<suffix>" and placed in the part.
+ShardedTensors in_stored_parts(const ShardedTensors& tensors, const KeyLayout& layout) {
+    ShardedTensors out;
+    for (const auto& [name, t] : tensors) {
+        const std::vector<TensorPart> parts = stored_parts(name, layout);
+        if (parts.empty()) {
+            out.emplace_back(name, t);
+            continue;
+        }
+        MT_CHECK(!t.global_shape.empty() && t.global_shape[0] == parts.back().begin +
+                                                                    parts.back().size,
+                 "torch_dist: ", name, " is ", shape_str(t.global_shape), ", not the ",
+                 parts.back().begin + parts.back().size, " rows of its parts");
+        for (const PartPiece& p : part_pieces(parts, t.global_offset[0], t.local.size(0))) {
+            ShardedTensor piece{t.local.slice(0, p.from, p.to), t.global_shape, t.global_offset};
+            piece.global_shape[0] = p.part->size;
+            piece.global_offset[0] = p.offset;
+            out.emplace_back(name + "." + p.part->suffix, std::move(piece));
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+std::vector<StoredTensor> stack(const ShardedTensors& whole_tensors, const KeyLayout& layout,
                                 const std::string& prefix) {
+    const ShardedTensors tensors = in_stored_parts(whole_tensors, layout);
     const auto te_moe = te_moe_layers(tensors);
     check_alike(tensors, layout, te_moe);
     const Extents extents = extents_of(tensors, layout);

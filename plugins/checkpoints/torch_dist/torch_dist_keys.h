@@ -34,6 +34,12 @@ struct StoredTensor {
     Shape flattened_from;  // stored flattened: the original global shape (DcpEntry's)
 };
 
+// The sizes megatron-core splits a Mamba layer's tensors by: the inner width d_inner, the B (and
+// C) width ngroups x d_state and the heads.
+struct MambaSplit {
+    int64_t inner = 0, group_state = 0, heads = 0;
+};
+
 // How a model's tensors are keyed, from its checkpoint args.
 struct KeyLayout {
     std::optional<int64_t> num_layers;   // the layer axis (default: up to the last layer held)
@@ -42,10 +48,13 @@ struct KeyLayout {
     // --transformer-impl local (Megatron's default, and ours, is transformer_engine): a MoE
     // layer's pre_mlp_layernorm is stored under the fused norm's name, as the local spec maps it.
     bool local_spec = false;
+    std::optional<MambaSplit> mamba;  // a MambaStack's sizes (its mixers' tensors split in parts)
 };
 
 // num_layers, num_experts, per_layer as Megatron's TransformerBlock decides it (moe_layer_freq
-// a list, or an int above 1) or a MambaStack always does, and local_spec from transformer_impl.
+// a list, or an int above 1) or a MambaStack always does, local_spec from transformer_impl, and
+// a MambaStack's split sizes (hidden_size, mamba_head_dim, mamba_num_groups, mamba_state_dim,
+// mamba_num_heads; mt::Error when they are missing).
 KeyLayout key_layout(const CheckpointArgs& args);
 
 // Where a core-named tensor goes: its key and the leading axes its chunks sit at (the layer,
@@ -57,6 +66,31 @@ struct KeyPlace {
 // `experts` is the expert axis's size (the layout's, or a default the caller knows).
 KeyPlace key_place(const std::string& name, const KeyLayout& layout, int64_t num_layers,
                    int64_t num_experts);
+
+// A part of a tensor stored under a key of its own: megatron-core's MambaMixer.sharded_state_dict
+// (_split_tensor_factory) keys in_proj.weight's rows as "<name>.z", ".x", ".B", ".C", ".dt" and
+// conv1d.weight's and .bias's as ".x", ".B", ".C", each part sharded over the tensor ranks by
+// itself. Rows [begin, begin + size) of the whole tensor.
+struct TensorPart {
+    std::string suffix;  // "z"
+    int64_t begin = 0, size = 0;
+};
+// The parts `name` (a core name, or one with a prefix) is stored in under `layout`; empty when
+// it is stored whole.
+std::vector<TensorPart> stored_parts(const std::string& name, const KeyLayout& layout);
+// The pieces of `piece` (along dim 0 of the whole) in each part it overlaps: the part's suffix,
+// the rows of the piece it covers (from, to: offsets in the piece's rows) and the part.
+struct PartPiece {
+    const TensorPart* part;
+    int64_t from = 0, to = 0;  // rows of the piece
+    int64_t offset = 0;        // where they start in the part
+};
+std::vector<PartPiece> part_pieces(const std::vector<TensorPart>& parts, int64_t piece_offset,
+                                   int64_t piece_rows);
+// The stored parts of `tensors` joined back into the tensors they were cut from (in place of
+// the first part), whatever is in front of the names; a missing part is an mt::Error naming
+// `where`.
+void join_parts(NamedTensors& tensors, const std::string& where);
 
 // The core-named tensors of a whole stored tensor: a stacked key splits into one view per layer,
 // an expert key into one per expert.

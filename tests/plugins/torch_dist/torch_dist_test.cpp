@@ -277,20 +277,6 @@ TEST(TorchDist, LocalSpecNormsAreStoredUnderTransformerEngineNames) {
     expect_same_state(format.load(dir.path()), state);
 }
 
-// The moments of `a` and `b` are the same, parameter by parameter.
-void expect_same_moments(const CheckpointState& a, const CheckpointState& b) {
-    ASSERT_TRUE(a.optimizer && b.optimizer);
-    EXPECT_EQ(a.optimizer->step, b.optimizer->step);
-    ASSERT_EQ(a.optimizer->params.size(), b.optimizer->params.size());
-    for (size_t i = 0; i < a.optimizer->params.size(); ++i) {
-        const auto &x = a.optimizer->params[i], &y = b.optimizer->params[i];
-        EXPECT_EQ(x.name, y.name);
-        EXPECT_EQ(x.weight_decay, y.weight_decay) << x.name;
-        EXPECT_TRUE(same_bytes(x.exp_avg.contiguous(), y.exp_avg.contiguous())) << x.name;
-        EXPECT_TRUE(same_bytes(x.exp_avg_sq.contiguous(), y.exp_avg_sq.contiguous())) << x.name;
-    }
-}
-
 // megatron-core's DistributedOptimizer at TP2 x DP2 saved Megatron's gpt2 state in its default
 // layout, fully_sharded_model_space (each rank's ranges flattened; made by
 // make_tp2_save_and_check.sh with MT_WRITE_DISTOPT_FIXTURE=1): it reads as the FP32Optimizer

@@ -102,4 +102,19 @@ inline void expect_same_state(const CheckpointState& a, const CheckpointState& b
     }
 }
 
+// The moments of `a` and `b` are the same, parameter by parameter.
+inline void expect_same_moments(const CheckpointState& a, const CheckpointState& b) {
+    ASSERT_TRUE(a.optimizer && b.optimizer);
+    EXPECT_EQ(a.optimizer->step, b.optimizer->step);
+    ASSERT_EQ(a.optimizer->params.size(), b.optimizer->params.size());
+    for (size_t i = 0; i < a.optimizer->params.size(); ++i) {
+        const auto &x = a.optimizer->params[i], &y = b.optimizer->params[i];
+        EXPECT_EQ(x.name, y.name);
+        EXPECT_EQ(x.weight_decay, y.weight_decay) << x.name;
+        EXPECT_TRUE(same_bytes(x.exp_avg.contiguous(), y.exp_avg.contiguous())) << x.name;
+        EXPECT_TRUE(same_bytes(x.exp_avg_sq.contiguous(), y.exp_avg_sq.contiguous())) << x.name;
+    }
+}
+
+
 }  // namespace mt::plugins::torch_dist

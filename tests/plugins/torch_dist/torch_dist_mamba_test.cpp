@@ -1,0 +1,203 @@
+// A Mamba layer's tensors in torch_dist as megatron-core's MambaMixer.sharded_state_dict keeps
+// them: in_proj.weight's rows under ".z", ".x", ".B", ".C", ".dt" and conv1d's under ".x", ".B",
+// ".C", each part a key of its own, for the model, its optimizer moments and the distributed
+// optimizer's flattened ranges; read back whole.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "dcp_metadata.h"
+#include "mt/model.h"
+#include "test_support.h"
+#include "torch_dist_checkpoint.h"
+#include "torch_dist_test_support.h"
+
+namespace mt::plugins::torch_dist {
+namespace {
+
+namespace fs = std::filesystem;
+using mt::test::TempDir;
+
+// hidden 16, head dim 8: 4 heads, d_inner 32; 2 groups of state 4: B and C 8 rows each.
+constexpr int64_t kHidden = 16, kInner = 32, kGroupState = 8, kHeads = 4;
+constexpr int64_t kInProj = 2 * kInner + 2 * kGroupState + kHeads, kConv = kInner + 2 * kGroupState;
+
+Tensor counting(const Shape& shape, float start) {
+    Tensor t = Tensor::empty(shape, DType::f32);
+    std::iota(t.data<float>(), t.data<float>() + t.numel(), start);
+    return t;
+}
+
+// One Mamba layer ("M") between the embedding and the output layer, each tensor counting up
+// from a start of its own, with Adam moments.
+CheckpointState mamba_state() {
+    CheckpointState s;
+    s.iteration = 7;
+    s.args = {{"num_layers", int64_t(1)},
+              {"hidden_size", kHidden},
+              {"hybrid_override_pattern", std::string("M")},
+              {"mamba_state_dim", int64_t(4)},
+              {"mamba_head_dim", int64_t(8)},
+              {"mamba_num_groups", int64_t(2)},
+              {"mamba_num_heads", ArgValue()}};
+    const std::pair<std::string, Shape> params[] = {
+        {"embedding.word_embeddings.weight", {8, kHidden}},
+        {"decoder.layers.0.mixer.in_proj.layer_norm_weight", {kHidden}},
+        {"decoder.layers.0.mixer.in_proj.weight", {kInProj, kHidden}},
+        {"decoder.layers.0.mixer.conv1d.weight", {kConv, 1, 4}},
+        {"decoder.layers.0.mixer.conv1d.bias", {kConv}},
+        {"decoder.layers.0.mixer.dt_bias", {kHeads}},
+        {"decoder.layers.0.mixer.A_log", {kHeads}},
+        {"decoder.layers.0.mixer.D", {kHeads}},
+        {"decoder.layers.0.mixer.norm.weight", {kInner}},
+        {"decoder.layers.0.mixer.out_proj.weight", {kHidden, kInner}},
+        {"decoder.final_norm.weight", {kHidden}},
+        {"output_layer.weight", {8, kHidden}}};
+    OptimizerCheckpoint o;
+    o.step = 3;
+    o.lr = 1e-3;
+    float start = 0;
+    for (const auto& [name, shape] : params) {
+        s.model.emplace_back(name, ShardedTensor::whole(counting(shape, start)));
+        OptimizerParamState p;
+        p.name = name;
+        p.weight_decay = megatron_weight_decay(name, shape);
+        p.exp_avg = counting(shape, start + 0.5f);
+        p.exp_avg_sq = counting(shape, start + 0.25f);
+        o.params.push_back(std::move(p));
+        start += 10000;
+    }
+    s.optimizer = std::move(o);
+    return s;
+}
+
+TEST(TorchDistMamba, MixerTensorsAreStoredInMegatronsPartsAndReadBackWhole) {
+    TorchDistCheckpoint format;
+    const CheckpointState state = mamba_state();
+    TempDir dir;
+    format.save(dir.path(), state);
+    expect_same_state(format.load(dir.path()), state);
+
+    const DcpMetadata meta = read_dcp_metadata(dir / "iter_0000007" / ".metadata");
+    const std::string mixer = "decoder.layers.0.mixer.";
+    const std::pair<std::string, Shape> parts[] = {
+        {"in_proj.weight.z", {kInner, kHidden}},     {"in_proj.weight.x", {kInner, kHidden}},
+        {"in_proj.weight.B", {kGroupState, kHidden}}, {"in_proj.weight.C", {kGroupState, kHidden}},
+        {"in_proj.weight.dt", {kHeads, kHidden}},     {"conv1d.weight.x", {kInner, 1, 4}},
+        {"conv1d.weight.B", {kGroupState, 1, 4}},     {"conv1d.weight.C", {kGroupState, 1, 4}},
+        {"conv1d.bias.x", {kInner}},                  {"conv1d.bias.B", {kGroupState}},
+        {"conv1d.bias.C", {kGroupState}}};
+    for (const auto& [part, shape] : parts)
+        for (const std::string prefix : {"", "optimizer.state.exp_avg."}) {
+            const DcpEntry* e = meta.find(prefix + mixer + part);
+            ASSERT_NE(e, nullptr) << prefix << mixer << part;
+            EXPECT_EQ(e->size, shape) << part;
+            ASSERT_EQ(e->chunks.size(), 1u);
+            EXPECT_EQ(e->chunks[0].sizes, shape);
+        }
+    for (const std::string whole : {"in_proj.weight", "conv1d.weight", "conv1d.bias"})
+        EXPECT_EQ(meta.find(mixer + whole), nullptr) << whole;
+    EXPECT_NE(meta.find(mixer + "in_proj.layer_norm_weight"), nullptr);
+    for (const std::string linear : {"in_proj", "out_proj"}) {
+        const DcpEntry* extra = meta.find(mixer + linear + "._extra_state/shard_0_1");
+        ASSERT_NE(extra, nullptr) << linear;
+        EXPECT_TRUE(extra->bytes);
+    }
+}
+
+// Two data-parallel ranks' ranges of every tensor, cut where the parts do not end: each part's
+// key gets the rows of each range it overlaps.
+TEST(TorchDistMamba, DistributedOptimizerRangesAreCutIntoTheParts) {
+    TorchDistCheckpoint format;
+    CheckpointState state = mamba_state();
+    state.args.emplace_back("use_distributed_optimizer", true);
+    OptimizerCheckpoint& o = *state.optimizer;
+    for (size_t i = 0; i < state.model.size(); ++i) {
+        const Tensor& whole = state.model[i].second.local;
+        const int64_t n = whole.numel(), cut = n / 3 + 1;
+        for (auto [begin, end] : {std::pair{int64_t(0), cut}, std::pair{cut, n}}) {
+            OptimizerShard s;
+            s.name = state.model[i].first;
+            s.global_shape = whole.shape();
+            s.boxes = {{Shape(whole.dim(), 0), whole.shape()}};
+            s.begin = begin;
+            s.end = end;
+            s.main_param = whole.contiguous().view({n}).slice(0, begin, end);
+            s.exp_avg = o.params[i].exp_avg.contiguous().view({n}).slice(0, begin, end);
+            s.exp_avg_sq = o.params[i].exp_avg_sq.contiguous().view({n}).slice(0, begin, end);
+            o.shards.push_back(s);
+        }
+    }
+    TempDir dir;
+    format.save(dir.path(), state);
+    const CheckpointState back = format.load(dir.path());
+    ASSERT_TRUE(back.optimizer) << back.optimizer_not_loaded;
+    state.optimizer->shards.clear();
+    expect_same_moments(back, state);
+    // in_proj [84, 16] is cut after element 449 (row 28 of z): z in two chunks, x... in one.
+    const DcpMetadata meta = read_dcp_metadata(dir / "iter_0000007" / ".metadata");
+    const DcpEntry* z = meta.find("optimizer.state.exp_avg.decoder.layers.0.mixer.in_proj.weight.z");
+    ASSERT_NE(z, nullptr);
+    EXPECT_EQ(z->flattened_from, (Shape{kInner, kHidden}));
+    EXPECT_EQ(z->size, (Shape{1, 1, kInner * kHidden}));
+    EXPECT_EQ(z->chunks.size(), 2u);
+    const DcpEntry* dt =
+        meta.find("optimizer.state.fp32_param.decoder.layers.0.mixer.in_proj.weight.dt");
+    ASSERT_NE(dt, nullptr);
+    EXPECT_EQ(dt->flattened_from, (Shape{kHeads, kHidden}));
+    EXPECT_EQ(dt->chunks.size(), 1u);
+}
+
+// A tensor-parallel rank's piece of in_proj is its rows of each part ([z_r; x_r; B_r; C_r;
+// dt_r], as a ColumnParallelLinear holds it): each part's key gets the rank's rows of it.
+TEST(TorchDistMamba, TensorParallelPiecesLandInTheirParts) {
+    TorchDistCheckpoint format;
+    const CheckpointState whole = mamba_state();
+    CheckpointState pieces = whole;
+    pieces.optimizer.reset();
+    pieces.model.clear();
+    const int64_t sizes[] = {kInner, kInner, kGroupState, kGroupState, kHeads};
+    for (const auto& [name, t] : whole.model) {
+        if (!name.ends_with("in_proj.weight")) {
+            pieces.model.emplace_back(name, t);
+            continue;
+        }
+        for (int64_t rank = 0; rank < 2; ++rank) {
+            int64_t begin = 0;
+            for (int64_t size : sizes) {
+                const int64_t half = size / 2, at = begin + rank * half;
+                pieces.model.emplace_back(
+                    name, ShardedTensor{t.local.slice(0, at, at + half), t.global_shape,
+                                        Shape{at, 0}});
+                begin += size;
+            }
+        }
+    }
+    TempDir dir;
+    format.save(dir.path(), pieces);
+    CheckpointState want = whole;
+    want.optimizer.reset();
+    expect_same_state(format.load(dir.path()), want);
+    const DcpMetadata meta = read_dcp_metadata(dir / "iter_0000007" / ".metadata");
+    const DcpEntry* b = meta.find("decoder.layers.0.mixer.in_proj.weight.B");
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(b->size, (Shape{kGroupState, kHidden}));
+    ASSERT_EQ(b->chunks.size(), 2u);
+    EXPECT_EQ(b->chunks[1].offsets, (Shape{kGroupState / 2, 0}));
+}
+
+TEST(TorchDistMamba, SavingWithoutTheArgsMambaSizesIsAnErrorNamingThem) {
+    TorchDistCheckpoint format;
+    CheckpointState no_sizes = mamba_state();
+    std::erase_if(no_sizes.args, [](const auto& a) { return a.first == "mamba_head_dim"; });
+    TempDir other;
+    try {
+        format.save(other.path(), no_sizes);
+        FAIL() << "saved a Mamba layer without its sizes";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("mamba_head_dim"), std::string::npos) << e.what();
+    }
+}
+
+}  // namespace
+}  // namespace mt::plugins::torch_dist
