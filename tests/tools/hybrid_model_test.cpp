@@ -132,32 +132,31 @@ TEST(HybridModel, GeneratesOverTheRecurrentStateAsItScoresWholeSequences) {
     ASSERT_EQ(b.size(), 10u) << whole.output;
     for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4) << i;
 
-    // megatron-convert --model-type Mamba: torch_dist -> torch over 2 pipeline stages ->
-    // torch_dist; every copy scores the sequence to the bit.
+    // megatron-convert --model-type Mamba: torch_dist -> torch over 2 pipeline stages, or 2
+    // tensor ranks (each holding its slice of in_proj's z, x, B, C and dt) -> torch_dist; every
+    // copy scores the sequence to the bit.
     const std::string convert = shell_quote(tool_path("megatron-convert")) + " --model-type Mamba";
-    auto c = run_command(convert + " --loader torch_dist --saver core --load-dir " +
-                         shell_quote(ckpt) + " --save-dir " + shell_quote(dir.path() / "pp2") +
-                         " --target-pipeline-parallel-size 2");
-    ASSERT_EQ(c.exit_code, 0) << c.output;
-    EXPECT_TRUE(fs::exists(dir.path() / "pp2/iter_0000003/mp_rank_00_001/model_optim_rng.pt"));
-    c = run_command(convert + " --loader core --saver torch_dist --load-dir " +
-                    shell_quote(dir.path() / "pp2") + " --save-dir " +
-                    shell_quote(dir.path() / "back"));
-    ASSERT_EQ(c.exit_code, 0) << c.output;
-    for (const char* copy : {"pp2", "back"}) {
-        auto again = generate(dir.path() / copy, whole_sequence);
-        ASSERT_EQ(again.exit_code, 0) << again.output;
-        EXPECT_EQ(printed_logprobs(again.output), b) << copy;
+    for (const char* target : {"pipeline", "tensor"}) {
+        const std::string to = std::string(target) == "pipeline" ? "pp2" : "tp2";
+        auto c = run_command(convert + " --loader torch_dist --saver core --load-dir " +
+                             shell_quote(ckpt) + " --save-dir " + shell_quote(dir.path() / to) +
+                             " --target-" + target + "-parallel-size 2");
+        ASSERT_EQ(c.exit_code, 0) << c.output;
+        c = run_command(convert + " --loader core --saver torch_dist --load-dir " +
+                        shell_quote(dir.path() / to) + " --save-dir " +
+                        shell_quote(dir.path() / (to + "_back")));
+        ASSERT_EQ(c.exit_code, 0) << c.output;
+        for (const std::string copy : {to, to + "_back"}) {
+            auto again = generate(dir.path() / copy, whole_sequence);
+            ASSERT_EQ(again.exit_code, 0) << again.output;
+            EXPECT_EQ(printed_logprobs(again.output), b) << copy;
+        }
     }
+    EXPECT_TRUE(fs::exists(dir.path() / "pp2/iter_0000003/mp_rank_00_001/model_optim_rng.pt"));
+    EXPECT_TRUE(fs::exists(dir.path() / "tp2/iter_0000003/mp_rank_01/model_optim_rng.pt"));
     // What is not there yet is refused by name.
-    c = run_command(convert + " --loader torch_dist --saver core --load-dir " + shell_quote(ckpt) +
-                    " --save-dir " + shell_quote(dir.path() / "tp2") +
-                    " --target-tensor-parallel-size 2");
-    EXPECT_NE(c.output.find("not supported yet: tensor parallelism of Mamba layers"),
-              std::string::npos)
-        << c.output;
-    c = run_command(convert + " --loader torch_dist --saver hf --load-dir " + shell_quote(ckpt) +
-                    " --save-dir " + shell_quote(dir.path() / "hf"));
+    auto c = run_command(convert + " --loader torch_dist --saver hf --load-dir " + shell_quote(ckpt) +
+                         " --save-dir " + shell_quote(dir.path() / "hf"));
     EXPECT_NE(c.output.find("not supported yet: Mamba hybrid models in --saver hf"),
               std::string::npos)
         << c.output;

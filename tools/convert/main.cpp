@@ -146,9 +146,6 @@ int run(const ConvertFlags& f) {
     auto loader = registry.create_checkpoint(loader_format(f));
     auto saver = registry.create_checkpoint(saver_format(f));
     auto family = registry.create_model(model_family(f.model_type));
-    // The Mamba mixers' per-rank layout (in_proj as z, x, B, C, dt pieces) is not written yet.
-    MT_CHECK(family->name() != "mamba" || f.target_tp <= 1, "--target-tensor-parallel-size ",
-             f.target_tp, ": not supported yet: tensor parallelism of Mamba layers");
     MT_CHECK(std::filesystem::is_directory(f.load_dir), "--load-dir ", f.load_dir,
              " is not a directory");
     MT_CHECK(loader->detect(f.load_dir), "--load-dir ", f.load_dir, " holds no ", loader->name(),

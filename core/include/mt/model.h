@@ -63,6 +63,10 @@ struct ShardSpec {
     // With num_groups > 1: true when each group is split across the ranks (SwiGLU's fc1
     // [gate; up]: rank r holds [gate_r; up_r]); false when each rank holds whole groups (QKV).
     bool split_each_group = false;
+    // Parts of unequal sizes along partition_dim (whole sizes, in order), each split across the
+    // ranks: rank r holds its slice of every part, concatenated (Mamba's in_proj [z; x; B; C;
+    // dt], conv1d [x; B; C]). Empty: the groups above say.
+    std::vector<int64_t> part_sizes;
     bool operator==(const ShardSpec&) const = default;
 };
 

@@ -16,9 +16,20 @@ bool split(const ShardSpec& spec) {
     return spec.kind != ShardSpec::Kind::replicated;
 }
 
-// Groups each rank takes a slice of (1 when ranks take whole groups or there are none).
-int64_t split_groups(const ShardSpec& spec) {
-    return spec.split_each_group ? spec.num_groups : 1;
+// The whole sizes of the parts each rank takes a slice of, along the split dimension of size
+// `whole`: the spec's parts, its equal groups (split_each_group), or the whole dimension.
+std::vector<int64_t> split_parts(const ShardSpec& spec, int64_t whole, const std::string& what) {
+    if (!spec.part_sizes.empty()) {
+        int64_t sum = 0;
+        for (int64_t p : spec.part_sizes) sum += p;
+        MT_CHECK(sum == whole, what, ": its parts (", sum, " in all) do not cover the ", whole,
+                 " of the split dimension");
+        return spec.part_sizes;
+    }
+    const int64_t groups = spec.split_each_group ? spec.num_groups : 1;
+    MT_CHECK(groups > 0 && whole % groups == 0, what, ": dimension of ", whole,
+             " does not split into ", groups, " groups");
+    return std::vector<int64_t>(size_t(groups), whole / groups);
 }
 
 }  // namespace
@@ -28,11 +39,13 @@ Shape shard_shape(const Shape& whole, const ShardSpec& spec, int64_t tp, const s
     const int d = spec.partition_dim;
     MT_CHECK(d < int(whole.size()), what, ": cannot split dimension ", d, " of a tensor of shape ",
              shape_str(whole));
-    const int64_t groups = split_groups(spec);
-    MT_CHECK(whole[d] % (groups * tp) == 0, what, ": dimension ", d, " of ", shape_str(whole),
-             " does not split into ", groups > 1 ? std::to_string(groups) + " groups of " : "", tp,
-             " equal tensor-parallel pieces");
-    if (!spec.split_each_group && spec.num_groups > 1)
+    const std::vector<int64_t> parts = split_parts(spec, whole[d], what);
+    for (int64_t part : parts)
+        MT_CHECK(part % tp == 0, what, ": dimension ", d, " of ", shape_str(whole),
+                 " does not split into ",
+                 parts.size() > 1 ? std::to_string(parts.size()) + " parts of " : "", tp,
+                 " equal tensor-parallel pieces");
+    if (!spec.split_each_group && spec.part_sizes.empty() && spec.num_groups > 1)
         MT_CHECK(spec.num_groups % tp == 0, what, ": its ", spec.num_groups,
                  " groups (query groups) do not split evenly across ", tp,
                  " tensor-parallel ranks");
@@ -66,13 +79,20 @@ Tensor shard_tensor(const Tensor& whole, const ShardSpec& spec, int64_t tensor_p
     if (!split(spec) || tensor_parallel == 1) return whole;
     const Shape piece = shard_shape(whole.shape(), spec, tensor_parallel, "a tensor");
     const int d = spec.partition_dim;
-    const int64_t groups = split_groups(spec);
-    const int64_t block = whole.shape()[d] / groups, part = piece[d] / groups;
-    if (groups == 1) return whole.slice(d, rank * part, (rank + 1) * part).contiguous();
+    const std::vector<int64_t> parts = split_parts(spec, whole.shape()[d], "a tensor");
+    if (parts.size() == 1) {
+        const int64_t part = piece[d];
+        return whole.slice(d, rank * part, (rank + 1) * part).contiguous();
+    }
     Tensor out = Tensor::empty(piece, whole.dtype());
-    for (int64_t g = 0; g < groups; ++g)
-        out.slice(d, g * part, (g + 1) * part)
-            .copy_from(whole.slice(d, g * block + rank * part, g * block + (rank + 1) * part));
+    int64_t begin = 0, at = 0;  // where the part starts in the whole and in the piece
+    for (int64_t size : parts) {
+        const int64_t local = size / tensor_parallel;
+        out.slice(d, at, at + local)
+            .copy_from(whole.slice(d, begin + rank * local, begin + (rank + 1) * local));
+        begin += size;
+        at += local;
+    }
     return out;
 }
 
@@ -83,14 +103,15 @@ std::vector<ShardBox> shard_boxes(const Shape& whole, const ShardSpec& spec,
     if (!split(spec) || tensor_parallel == 1) return {{Shape(whole.size(), 0), whole}};
     const Shape piece = shard_shape(whole, spec, tensor_parallel, "a tensor");
     const int d = spec.partition_dim;
-    const int64_t groups = split_groups(spec);
-    const int64_t block = whole[d] / groups, part = piece[d] / groups;
     std::vector<ShardBox> boxes;
-    for (int64_t g = 0; g < groups; ++g) {
+    int64_t begin = 0;
+    for (int64_t size : split_parts(spec, whole[d], "a tensor")) {
+        const int64_t local = size / tensor_parallel;
         ShardBox b{Shape(whole.size(), 0), piece};
-        b.offset[d] = g * block + rank * part;
-        b.size[d] = part;
+        b.offset[d] = begin + rank * local;
+        b.size[d] = local;
         boxes.push_back(std::move(b));
+        begin += size;
     }
     return boxes;
 }
@@ -104,12 +125,12 @@ std::vector<ShardedTensor> piece_boxes(const Tensor& piece, const Shape& whole,
              piece.describe());
     std::vector<ShardedTensor> out;
     const int d = spec.partition_dim;
-    for (size_t b = 0; b < boxes.size(); ++b) {
-        // Several boxes (split_each_group) lie end to end along the split dimension.
-        const Tensor view = boxes.size() == 1 ? piece
-                                              : piece.slice(d, int64_t(b) * boxes[b].size[d],
-                                                            int64_t(b + 1) * boxes[b].size[d]);
-        out.push_back(ShardedTensor{view, whole, boxes[b].offset});
+    int64_t at = 0;
+    for (const ShardBox& box : boxes) {
+        // Several boxes (a rank's slice of each part) lie end to end along the split dimension.
+        const Tensor view = boxes.size() == 1 ? piece : piece.slice(d, at, at + box.size[d]);
+        out.push_back(ShardedTensor{view, whole, box.offset});
+        if (boxes.size() > 1) at += box.size[d];
     }
     return out;
 }
@@ -125,13 +146,19 @@ Tensor unshard_tensor(const std::vector<Tensor>& pieces, const ShardSpec& spec) 
     Shape whole = pieces[0].shape();
     MT_CHECK(d < int(whole.size()), "cannot join dimension ", d, " of ", shape_str(whole));
     whole[d] *= tp;
-    const int64_t groups = split_groups(spec);
-    const int64_t part = pieces[0].shape()[d] / groups, block = part * tp;
+    const std::vector<int64_t> parts = split_parts(spec, whole[d], "tensor-parallel pieces");
     Tensor out = Tensor::empty(whole, pieces[0].dtype());
-    for (int64_t g = 0; g < groups; ++g)
+    int64_t begin = 0, at = 0;  // where the part starts in the whole and in a piece
+    for (int64_t size : parts) {
+        MT_CHECK(size % tp == 0, "tensor-parallel pieces: a part of ", size,
+                 " does not split into ", tp);
+        const int64_t local = size / tp;
         for (int64_t r = 0; r < tp; ++r)
-            out.slice(d, g * block + r * part, g * block + (r + 1) * part)
-                .copy_from(pieces[r].slice(d, g * part, (g + 1) * part));
+            out.slice(d, begin + r * local, begin + (r + 1) * local)
+                .copy_from(pieces[r].slice(d, at, at + local));
+        begin += size;
+        at += local;
+    }
     return out;
 }
 

@@ -23,7 +23,6 @@ void put_columns(Backend& backend, const Tensor& src, Tensor& dst, int64_t begin
 
 const TransformerConfig& checked(const TransformerConfig& c) {
     const MambaConfig& m = c.mamba;
-    MT_CHECK(c.tp.size() == 1, "not supported yet: tensor parallelism of Mamba layers");
     MT_CHECK(!c.cp.active(), "not supported yet: context parallelism of Mamba layers");
     MT_CHECK(m.state_dim > 0 && m.head_dim > 0 && m.num_groups > 0 && m.conv_width > 1,
              "Mamba: --mamba-state-dim, --mamba-head-dim and --mamba-num-groups must be positive");
@@ -32,34 +31,63 @@ const TransformerConfig& checked(const TransformerConfig& c) {
              " heads must be a positive multiple of --mamba-num-groups ", m.num_groups);
     MT_CHECK(m.num_heads > 0 || 2 * c.hidden_size % m.head_dim == 0, "Mamba: 2 x hidden size ",
              2 * c.hidden_size, " must be a multiple of --mamba-head-dim ", m.head_dim);
+    // Megatron's MambaMixer: each tensor-parallel rank holds whole heads and whole groups.
+    const int64_t tp = c.tp.size();
+    MT_CHECK(nh % tp == 0 && m.num_groups % tp == 0, "Mamba: the ", nh, " heads and ",
+             m.num_groups, " groups (--mamba-num-groups) must split evenly across ", tp,
+             " tensor-parallel ranks");
     return c;
+}
+
+// The whole sizes of parts of which each rank holds `local`.
+std::vector<int64_t> whole(std::vector<int64_t> local, const TensorParallel& tp) {
+    for (int64_t& size : local) size *= tp.size();
+    return local;
+}
+
+// A_log, D, dt_bias and the gated norm's weight: each rank's heads' (channels').
+const ShardSpec kHeadShard{ShardSpec::Kind::column, 0, 1};
+
+// in_proj's output rows [z; x; B; C; dt] and the convolution's channels [x; B; C], each part
+// split across the tensor-parallel ranks as Megatron's ColumnParallelLinear holds them.
+ShardSpec parts_shard(std::vector<int64_t> parts) {
+    ShardSpec s{ShardSpec::Kind::column, 0, 1};
+    s.part_sizes = std::move(parts);
+    return s;
 }
 
 }  // namespace
 
 MambaMixer::MambaMixer(const std::string& prefix, const TransformerConfig& config, Backend& backend)
-    : nh_(checked(config).mamba.heads(config.hidden_size)),
+    : nh_(checked(config).mamba.heads(config.hidden_size) / config.tp.size()),
       hp_(config.mamba.head_dim),
-      ng_(config.mamba.num_groups),
+      ng_(config.mamba.num_groups / config.tp.size()),
       n_(config.mamba.state_dim),
       di_(nh_ * hp_),
       k_(config.mamba.conv_width),
-      in_proj_(join_name(prefix, "mixer.in_proj"), config.hidden_size, 2 * di_ + 2 * ng_ * n_ + nh_,
-               false, config.dtype, ShardSpec{ShardSpec::Kind::column, 0, 1}, backend, config.tp),
+      in_proj_(join_name(prefix, "mixer.in_proj"), config.hidden_size,
+               config.tp.size() * (2 * di_ + 2 * ng_ * n_ + nh_), false, config.dtype,
+               parts_shard(whole({di_, di_, ng_ * n_, ng_ * n_, nh_}, config.tp)), backend,
+               config.tp),
       conv_weight_(make_parameter(backend, join_name(prefix, "mixer.conv1d.weight"),
-                                  {conv_channels(), 1, k_}, config.dtype, ShardSpec{}, true)),
-      conv_bias_(make_parameter(backend, join_name(prefix, "mixer.conv1d.bias"), {conv_channels()},
-                                config.dtype, ShardSpec{}, false)),
-      dt_bias_(make_parameter(backend, join_name(prefix, "mixer.dt_bias"), {nh_}, config.dtype,
-                              ShardSpec{}, false)),
-      a_log_(make_parameter(backend, join_name(prefix, "mixer.A_log"), {nh_}, config.dtype,
-                            ShardSpec{}, false)),
-      d_(make_parameter(backend, join_name(prefix, "mixer.D"), {nh_}, config.dtype, ShardSpec{},
-                        false)),
-      norm_weight_(make_parameter(backend, join_name(prefix, "mixer.norm.weight"), {di_},
-                                  config.dtype, ShardSpec{}, false)),
-      out_proj_(join_name(prefix, "mixer.out_proj"), di_, config.hidden_size, false, config.dtype,
-                ShardSpec{ShardSpec::Kind::row, 1, 1}, backend, config.tp),
+                                  {config.tp.size() * conv_channels(), 1, k_}, config.dtype,
+                                  parts_shard(whole({di_, ng_ * n_, ng_ * n_}, config.tp)), true,
+                                  config.tp)),
+      conv_bias_(make_parameter(backend, join_name(prefix, "mixer.conv1d.bias"),
+                                {config.tp.size() * conv_channels()}, config.dtype,
+                                parts_shard(whole({di_, ng_ * n_, ng_ * n_}, config.tp)), false,
+                                config.tp)),
+      dt_bias_(make_parameter(backend, join_name(prefix, "mixer.dt_bias"), {nh_ * config.tp.size()},
+                              config.dtype, kHeadShard, false, config.tp)),
+      a_log_(make_parameter(backend, join_name(prefix, "mixer.A_log"), {nh_ * config.tp.size()},
+                            config.dtype, kHeadShard, false, config.tp)),
+      d_(make_parameter(backend, join_name(prefix, "mixer.D"), {nh_ * config.tp.size()},
+                        config.dtype, kHeadShard, false, config.tp)),
+      norm_weight_(make_parameter(backend, join_name(prefix, "mixer.norm.weight"),
+                                  {di_ * config.tp.size()}, config.dtype, kHeadShard, false,
+                                  config.tp)),
+      out_proj_(join_name(prefix, "mixer.out_proj"), di_ * config.tp.size(), config.hidden_size,
+                false, config.dtype, ShardSpec{ShardSpec::Kind::row, 1, 1}, backend, config.tp),
       dtype_(config.dtype),
       compute_(upcast_dtype(config.dtype)),
       backend_(&backend) {

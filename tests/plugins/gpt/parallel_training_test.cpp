@@ -300,7 +300,7 @@ TEST(ParallelTraining, PipelineParallel) {
 // A Mamba hybrid model ("M*-M": Mamba, attention-only, MLP-only and Mamba layers): data
 // parallelism with and without the distributed optimizer, and the pattern split over 2 and 4
 // pipeline stages.
-TEST(ParallelTraining, HybridMambaModel) {
+ModelArgs hybrid_args() {
     ModelArgs hybrid = llama_args();
     hybrid["num-layers"] = "4";
     hybrid["position-embedding-type"] = "none";
@@ -308,10 +308,24 @@ TEST(ParallelTraining, HybridMambaModel) {
     hybrid["mamba-state-dim"] = "8";
     hybrid["mamba-head-dim"] = "8";
     hybrid["mamba-num-groups"] = "2";
+    return hybrid;
+}
+
+TEST(ParallelTraining, HybridMambaModel) {
+    const ModelArgs hybrid = hybrid_args();
     check(hybrid, {1, false, false, false}, nullptr, "mamba");
     check(hybrid, {1, false, true, true}, nullptr, "mamba");
     check(hybrid, pipeline(2), nullptr, "mamba");
     check(hybrid, pipeline(4), nullptr, "mamba");
+}
+
+// Megatron's layout of a Mamba layer over tensor ranks (whole heads and groups, in_proj and
+// conv1d by their parts), with and without sequence parallelism, and TP2 x PP2.
+TEST(ParallelTraining, HybridMambaModelTensorParallel) {
+    const ModelArgs hybrid = hybrid_args();
+    check(hybrid, {2, false, false, false}, nullptr, "mamba");
+    check(hybrid, {2, true, true, false}, nullptr, "mamba");
+    check(hybrid, pipeline(2, 2), nullptr, "mamba");
 }
 
 // Uneven stages (--decoder-first/last-pipeline-num-layers), TP2 x PP2 with sequence

@@ -56,6 +56,29 @@ TEST(Reshard, SwigluRanksHoldTheirSliceOfGateAndUp) {
     EXPECT_EQ(values(shard_tensor(bias, fc1, 4, 3)), (std::vector<double>{3, 7}));
 }
 
+// Parts of unequal sizes (a Mamba in_proj's [z; x; B; C; dt]): each rank holds its slice of
+// every part, end to end, placed in the whole as one box per part.
+TEST(Reshard, UnequalPartsAreEachSplitAcrossTheRanks) {
+    ShardSpec in_proj{Kind::column, 0, 1};
+    in_proj.part_sizes = {4, 2, 2};
+    const Tensor whole = iota({8});
+    const Tensor r0 = shard_tensor(whole, in_proj, 2, 0), r1 = shard_tensor(whole, in_proj, 2, 1);
+    EXPECT_EQ(values(r0), (std::vector<double>{0, 1, 4, 6}));
+    EXPECT_EQ(values(r1), (std::vector<double>{2, 3, 5, 7}));
+    EXPECT_EQ(values(unshard_tensor({r0, r1}, in_proj)), values(whole));
+    const auto pieces = piece_boxes(r1, {8}, in_proj, 2, 1);
+    ASSERT_EQ(pieces.size(), 3u);
+    EXPECT_EQ(pieces[0].global_offset, (Shape{2}));
+    EXPECT_EQ(pieces[1].global_offset, (Shape{5}));
+    EXPECT_EQ(pieces[2].global_offset, (Shape{7}));
+    EXPECT_EQ(values(pieces[0].local), (std::vector<double>{2, 3}));
+    EXPECT_EQ(values(pieces[2].local), (std::vector<double>{7}));
+    std::string e = error_of([&] { shard_tensor(whole, in_proj, 4, 0); });
+    EXPECT_NE(e.find("does not split into 3 parts of 4"), std::string::npos) << e;
+    e = error_of([&] { shard_tensor(iota({9}), in_proj, 2, 0); });
+    EXPECT_NE(e.find("do not cover the 9"), std::string::npos) << e;
+}
+
 TEST(Reshard, RowSplitsDimensionOneAndReplicatedIsShared) {
     const ShardSpec row{Kind::row, 1, 1};
     const Tensor whole = iota({2, 4});

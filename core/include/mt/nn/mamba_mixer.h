@@ -6,6 +6,10 @@
 // Parameters in Megatron-core's order: in_proj.weight (its norm fused in with Transformer
 // Engine's names: in_proj.layer_norm_weight), conv1d.weight (C, 1, K), conv1d.bias, dt_bias,
 // A_log, D, norm.weight, out_proj.weight; A_log, D and dt_bias without weight decay.
+// Over a tensor-parallel group each rank holds whole heads and groups (Megatron's layout):
+// in_proj and conv1d keep the rank's slice of each of their parts (mt::ShardSpec::part_sizes),
+// A_log, D, dt_bias and the norm the rank's heads, out_proj is row-parallel; the sizes below are
+// the rank's.
 // Inference keeps the last K - 1 convolution inputs and the SSM state per row: constant memory
 // in the sequence length. A bf16 / fp16 mixer computes between in_proj and out_proj in f32.
 #pragma once
