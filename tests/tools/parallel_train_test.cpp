@@ -215,6 +215,42 @@ TEST_F(ParallelTrain, ExpertParallelGivesTheOneProcessNumbers) {
 // EP2 and EP2 x TP2 (sequence shards) print the one-process losses, which differ from those of
 // a bias that stays 0; the bias is saved and restored (torch and torch_dist from EP2, torch from
 // the distributed optimizer at DP2, each resumed in one process).
+// A hybrid model with a Mamba layer and a MoE layer (core_v0.19's 'E'): expert parallelism,
+// and tensor parallelism of both layers with it, print the one-process numbers.
+TEST_F(ParallelTrain, HybridMoeLayersGiveTheOneProcessNumbers) {
+    const std::string hybrid =
+        " --model hybrid --hybrid-layer-pattern ME --mamba-state-dim 8 --mamba-head-dim 8"
+        " --mamba-num-groups 2 --normalization RMSNorm --disable-bias-linear"
+        " --position-embedding-type none --untie-embeddings-and-output-weights"
+        " --num-experts 4 --moe-router-topk 2 --moe-ffn-hidden-size 32 --moe-aux-loss-coeff 1e-2";
+    static const std::regex line(
+        R"(iteration +(\d+)/.*lm loss: ([0-9.E+-]+) \| load_balancing_loss: ([0-9.E+-]+) \|.*)"
+        R"(grad norm: ([0-9.]+) \|)");
+    auto numbers = [&](const std::string& out) {
+        std::map<int, std::vector<double>> m;
+        for (auto it = std::sregex_iterator(out.begin(), out.end(), line);
+             it != std::sregex_iterator(); ++it)
+            for (size_t k = 2; k <= 4; ++k) m[std::stoi((*it)[1])].push_back(std::stod((*it)[k]));
+        return m;
+    };
+    auto one = run_command(train(dir_, data_, 1, 1) + hybrid);
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    const auto want = numbers(one.output);
+    ASSERT_EQ(want.size(), 6u) << one.output;
+    for (const auto& [ranks, tp] : {std::pair{2, 1}, std::pair{4, 2}}) {
+        auto r = run_command(train(dir_, data_, ranks, tp) + hybrid +
+                             " --expert-model-parallel-size 2");
+        ASSERT_EQ(r.exit_code, 0) << ranks << " ranks, tp " << tp << "\n" << r.output;
+        const auto got = numbers(r.output);
+        ASSERT_EQ(got.size(), 6u) << r.output;
+        for (const auto& [iteration, w] : want)
+            for (size_t k = 0; k < w.size(); ++k)
+                EXPECT_NEAR(got.at(iteration)[k], w[k], 1e-5 * w[k] + (k == 2 ? 2e-3 : 0.0))
+                    << ranks << " ranks, tp " << tp << ": number " << k << " at iteration "
+                    << iteration;
+    }
+}
+
 TEST_F(ParallelTrain, ExpertBiasGivesTheOneProcessLossesAndResumes) {
     const std::string moe = std::string(kLlama) +
                             " --num-experts 4 --moe-router-topk 2 --moe-ffn-hidden-size 32"

@@ -13,7 +13,7 @@ namespace mt::nn {
 
 namespace {
 
-constexpr char kMamba = 'M', kAttention = '*', kMlp = '-';
+constexpr char kMamba = 'M', kAttention = '*', kMlp = '-', kMoe = 'E';
 
 // Python's round() of a float to an int: half to even.
 int64_t python_round(double v) {
@@ -78,10 +78,10 @@ HybridAllocation allocate_hybrid_layers(int64_t num_layers, double attention_rat
                  "The hybrid override pattern is the wrong length: got ", p.size(), ", expected ",
                  num_layers);
         for (char c : p)
-            MT_CHECK(c == kMamba || c == kAttention || c == kMlp, "In hybrid override pattern, '",
-                     c, "' is not one of 'M', '*', '-'");
+            MT_CHECK(c == kMamba || c == kAttention || c == kMlp || c == kMoe,
+                     "In hybrid override pattern, '", c, "' is not one of 'M', '*', '-', 'E'");
         out.lines.push_back("Using hybrid override pattern");
-        for (char c : {kMamba, kAttention, kMlp})
+        for (char c : {kMamba, kAttention, kMlp, kMoe})
             MT_CHECK(!ratios || std::count(p.begin(), p.end(), c) ==
                                     std::count(out.layers.begin(), out.layers.end(), c),
                      "The number of each type of layer in the override pattern must match the "

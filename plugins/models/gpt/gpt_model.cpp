@@ -68,9 +68,12 @@ nn::TransformerConfig layer_config(const nn::TransformerArgs& config,
 }
 
 // The tracker of a MoE model's auxiliary losses, or null.
-std::shared_ptr<nn::MoeTracker> moe_tracker_for(const nn::TransformerArgs& config) {
-    if (!config.moe.enabled()) return nullptr;
-    return std::make_shared<nn::MoeTracker>(config.moe.router, config.moe_layers.count());
+std::shared_ptr<nn::MoeTracker> moe_tracker_for(const nn::TransformerArgs& config,
+                                                const std::optional<HybridArgs>& hybrid) {
+    // A hybrid model's MoE layers are its pattern's 'E' layers.
+    const int64_t moe_layers = hybrid ? hybrid->count('E') : config.moe_layers.count();
+    if (!config.moe.enabled() || moe_layers == 0) return nullptr;
+    return std::make_shared<nn::MoeTracker>(config.moe.router, moe_layers);
 }
 
 // A hybrid model's layers as allocated; dense layers; or the MoE pattern's.
@@ -78,8 +81,9 @@ nn::LayerSpecs layer_specs(const nn::TransformerArgs& config,
                            const std::optional<HybridArgs>& hybrid,
                            std::shared_ptr<nn::MoeTracker> tracker) {
     if (hybrid) {
-        MT_CHECK(!config.moe.enabled(), "not supported yet: MoE layers in hybrid models");
-        return [layers = hybrid->layers](int64_t i) {
+        MT_CHECK(hybrid->count('E') == 0 || config.moe.enabled(), "the hybrid layer pattern ",
+                 hybrid->layers, " has MoE layers ('E'), which need --num-experts");
+        return [layers = hybrid->layers, tracker](int64_t i) {
             MT_CHECK(i >= 0 && i < int64_t(layers.size()), "layer ", i,
                      " is outside the hybrid layer pattern of ", layers.size(), " layers");
             switch (layers[size_t(i)]) {
@@ -87,6 +91,8 @@ nn::LayerSpecs layer_specs(const nn::TransformerArgs& config,
                     return nn::LayerSpec{{nn::mamba_sublayer()}};
                 case '*':
                     return nn::LayerSpec{{nn::self_attention_sublayer()}};
+                case 'E':
+                    return nn::LayerSpec{{nn::moe_sublayer(tracker)}};
                 default:
                     return nn::LayerSpec{{nn::dense_mlp_sublayer()}};
             }
@@ -151,7 +157,7 @@ GptModel::GptModel(const nn::TransformerArgs& config, const BuildContext& contex
       pp_(&context.parallel.pp()),
       embedding_group_(context.parallel.embedding()),
       stage_(pipeline_stage(config, context)),
-      moe_tracker_(moe_tracker_for(config)),
+      moe_tracker_(moe_tracker_for(config, hybrid_)),
       decoder_("decoder", stage_.layers.count,
                layer_config(config, hybrid_, context, dtype, tp_, cp_),
                layer_specs(config, hybrid_, moe_tracker_), config.recompute, *backend_,

@@ -66,8 +66,6 @@ HybridArgs read_hybrid_args(const ModelArgs& args, int64_t num_layers) {
     if (pattern) {
         MT_CHECK(pattern->find('|') == std::string::npos,
                  "not supported yet: pipeline stage boundaries ('|') in the hybrid layer pattern");
-        MT_CHECK(pattern->find('E') == std::string::npos,
-                 "not supported yet: MoE layers ('E') in the hybrid layer pattern");
     }
     nn::HybridAllocation a =
         nn::allocate_hybrid_layers(num_layers, f.real("hybrid-attention-ratio", 0.0),
@@ -93,7 +91,13 @@ double hybrid_training_flops(const nn::TransformerArgs& c, const HybridArgs& h, 
     const double mamba = 2 * b * s * d * (2 * d_in + 2 * double(h.mamba.num_groups) * n + nheads) +
                          7 * b * s * d_in * n + 2 * b * s * d_in * d;
     const double logits = 2 * b * s * d * double(c.padded_vocab_size);
-    return 3 * (count('*') * attention + count('-') * mlp + count('M') * mamba + logits);
+    // core_v0.19's moe_layer_flops: the routed experts' MLPs at top-k and the shared experts'.
+    const double moe_ffn = double(c.moe.enabled() ? c.moe.ffn_hidden_size : c.ffn_hidden_size);
+    const double swiglu = c.swiglu ? 1.5 : 1.0;
+    const double moe = 4 * b * s * d * moe_ffn * double(c.moe.router.topk) * swiglu +
+                       4 * b * s * d * double(c.moe.shared_expert_ffn_size) * swiglu;
+    return 3 * (count('*') * attention + count('-') * mlp + count('M') * mamba + count('E') * moe +
+                logits);
 }
 
 }  // namespace mt::plugins::gpt

@@ -3,6 +3,7 @@
 // MLP-only (nn::allocate_hybrid_layers).
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -15,8 +16,10 @@ namespace mt::plugins::gpt {
 struct HybridArgs {
     bool is_hybrid_model = false;  // --is-hybrid-model: Megatron counts the FLOPs as hybrid's
     nn::MambaConfig mamba;
-    std::string layers;                   // a symbol per layer: 'M', '*' or '-'
+    std::string layers;                   // a symbol per layer: 'M', '*', '-' or 'E'
     std::vector<std::string> allocation;  // Megatron's log lines about it
+
+    int64_t count(char symbol) const { return int64_t(std::count(layers.begin(), layers.end(), symbol)); }
 };
 
 std::vector<FlagInfo> hybrid_flags();
@@ -25,8 +28,8 @@ std::vector<FlagInfo> hybrid_flags();
 std::string mamba_stack_spec();
 
 // Reads the flags for a model of `num_layers` layers; mt::Error names the flag for anything
-// refused (tensor or context parallelism of the Mamba layers, core_v0.19's MoE 'E' layers and
-// '|' stage boundaries, which are not supported yet).
+// refused (context parallelism of the Mamba layers and core_v0.19's '|' stage boundaries, which
+// are not supported yet).
 HybridArgs read_hybrid_args(const ModelArgs& args, int64_t num_layers);
 
 }  // namespace mt::plugins::gpt

@@ -14,6 +14,7 @@
 
 #include "formula_weights.h"
 #include "gpt_model.h"
+#include "hybrid_args.h"
 #include "model_reference.h"
 #include "mt/nn/parameter.h"
 #include "mt/registry.h"
@@ -270,6 +271,38 @@ TEST(GptModel, TrainingFlopsAsMegatronCountsThem) {
                        {"max-position-embeddings", "16"},
                        {"padded-vocab-size", "5120"}};
     EXPECT_DOUBLE_EQ(GptModel(nn::read_transformer_args(llama)).training_flops(4), 154927104.0);
+}
+
+// A hybrid model's FLOPs with a layer of each kind: core_v0.19.0's num_floating_point_operations
+// run on its own source (hybrid_flops: attention, MLP, Mamba and MoE layers and the logits) for
+// the same model and batch gives 161611776.
+TEST(GptModel, HybridTrainingFlopsAsMegatronCountsThem) {
+    ModelArgs hybrid = {{"num-layers", "4"},
+                        {"hidden-size", "64"},
+                        {"num-attention-heads", "4"},
+                        {"group-query-attention", ""},
+                        {"num-query-groups", "2"},
+                        {"kv-channels", "16"},
+                        {"ffn-hidden-size", "128"},
+                        {"swiglu", ""},
+                        {"seq-length", "16"},
+                        {"max-position-embeddings", "16"},
+                        {"position-embedding-type", "none"},
+                        {"padded-vocab-size", "5120"},
+                        {"num-experts", "4"},
+                        {"moe-router-topk", "2"},
+                        {"moe-ffn-hidden-size", "48"},
+                        {"moe-shared-expert-intermediate-size", "32"},
+                        {"hybrid-layer-pattern", "M*E-"},
+                        {"mamba-state-dim", "8"},
+                        {"mamba-head-dim", "16"},
+                        {"mamba-num-groups", "2"},
+                        {"disable-bias-linear", ""},
+                        {"is-hybrid-model", ""}};
+    const nn::TransformerArgs config = nn::read_transformer_args(hybrid);
+    const GptModel model(config, single_process_context(), DType::f32,
+                         read_hybrid_args(hybrid, config.num_layers));
+    EXPECT_DOUBLE_EQ(model.training_flops(4), 161611776.0);
 }
 
 TEST(GptModel, ResetDocumentsAreIndependent) {

@@ -319,6 +319,19 @@ TEST(ParallelTraining, HybridMambaModel) {
     check(hybrid, pipeline(4), nullptr, "mamba");
 }
 
+// core_v0.19's MoE layers ('E') among the Mamba and attention layers: data parallel with the
+// distributed optimizer, TP2 with sequence parallelism, and two pipeline stages (the MoE layer's
+// load-balancing loss on the second).
+TEST(ParallelTraining, HybridMoeModel) {
+    ModelArgs hybrid = hybrid_args();
+    hybrid["hybrid-override-pattern"] = "M*EM";
+    for (const auto& [flag, value] : moe_args())
+        if (flag.starts_with("num-experts") || flag.starts_with("moe-")) hybrid[flag] = value;
+    check(hybrid, {1, false, true, true}, nullptr, "mamba");
+    check(hybrid, {2, true, false, false}, nullptr, "mamba");
+    check(hybrid, pipeline(2), nullptr, "mamba");
+}
+
 // Megatron's layout of a Mamba layer over tensor ranks (whole heads and groups, in_proj and
 // conv1d by their parts), with and without sequence parallelism, and TP2 x PP2.
 TEST(ParallelTraining, HybridMambaModelTensorParallel) {

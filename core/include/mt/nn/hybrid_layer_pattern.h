@@ -1,5 +1,6 @@
 // Megatron's hybrid layer allocation (mamba_hybrid_layer_allocation.py's allocate_layers): which
-// of a hybrid model's layers are Mamba ('M'), attention-only ('*') or MLP-only ('-'), from
+// of a hybrid model's layers are Mamba ('M'), attention-only ('*'), MLP-only ('-') or, in an
+// override pattern, MoE-only ('E', core_v0.19's hybrid_layer_allocation), from
 // --hybrid-attention-ratio / --hybrid-mlp-ratio (evenly spaced, as Megatron places them) or
 // --hybrid-override-pattern, with the lines Megatron logs about it.
 #pragma once

@@ -154,17 +154,19 @@ class MoeSublayer final : public Sublayer {
 
 }  // namespace
 
-std::function<LayerSpec(int64_t layer)> moe_layer_specs(MoeLayerPattern pattern,
-                                                        std::shared_ptr<MoeTracker> tracker) {
-    const LayerSpec dense = dense_layer_spec();
-    // Its norm stays "pre_mlp_layernorm" also with Transformer Engine's names.
-    const SublayerSpec moe_block{
+SublayerSpec moe_sublayer(std::shared_ptr<MoeTracker> tracker) {
+    return SublayerSpec{
         [tracker](const std::string& prefix, const TransformerConfig& config, Backend& backend) {
             return std::unique_ptr<Sublayer>(
                 std::make_unique<MoeSublayer>(prefix, config, backend, tracker));
         },
         "", "pre_mlp_layernorm", "post_mlp_layernorm", true};
-    const LayerSpec moe{{self_attention_sublayer(), moe_block}};
+}
+
+std::function<LayerSpec(int64_t layer)> moe_layer_specs(MoeLayerPattern pattern,
+                                                        std::shared_ptr<MoeTracker> tracker) {
+    const LayerSpec dense = dense_layer_spec();
+    const LayerSpec moe{{self_attention_sublayer(), moe_sublayer(std::move(tracker))}};
     return [pattern = std::move(pattern), dense, moe](int64_t layer) {
         MT_CHECK(layer >= 0 && layer < int64_t(pattern.moe.size()), "layer ", layer,
                  " is outside the --moe-layer-freq pattern of ", pattern.moe.size(), " layers");

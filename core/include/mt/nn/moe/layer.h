@@ -16,6 +16,10 @@
 
 namespace mt::nn {
 
+// The MoE block behind its own norm ("pre_mlp_layernorm", also with Transformer Engine's names),
+// reporting to `tracker`: a hybrid model's 'E' layers are this alone.
+MT_API SublayerSpec moe_sublayer(std::shared_ptr<MoeTracker> tracker);
+
 // The spec of a model whose layers `pattern` marks are MoE layers (the others dense), the MoE
 // layers reporting their auxiliary losses to `tracker` and taking their gradient scale from it.
 MT_API std::function<LayerSpec(int64_t layer)> moe_layer_specs(MoeLayerPattern pattern,
