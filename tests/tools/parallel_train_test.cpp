@@ -251,6 +251,43 @@ TEST_F(ParallelTrain, HybridMoeLayersGiveTheOneProcessNumbers) {
     }
 }
 
+// core_v0.19's '|' in --hybrid-layer-pattern: each segment a pipeline stage's model chunk
+// (uneven stages "M|*-M", and virtual stages "M|*|-|M": stage 0 holds layers 0 and 2), each
+// giving the one-process losses; a checkpoint saved with virtual stages resumes in one process.
+TEST_F(ParallelTrain, HybridPipelineSegmentsGiveTheOneProcessLosses) {
+    const std::string hybrid =
+        " --model hybrid --mamba-state-dim 8 --mamba-head-dim 8 --mamba-num-groups 2"
+        " --normalization RMSNorm --disable-bias-linear --position-embedding-type none"
+        " --untie-embeddings-and-output-weights --hybrid-layer-pattern ";
+    auto command = [&](int ranks, const std::string& pattern) {
+        std::string c = train(dir_, data_, ranks, 1) + hybrid + "'" + pattern + "'";
+        c.replace(c.find(" --num-layers 2"), std::string(" --num-layers 2").size(),
+                  " --num-layers 4");
+        if (ranks > 1) c += " --pipeline-model-parallel-size 2";
+        return c;
+    };
+    auto one = run_command(command(1, "M*-M"));
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    const auto want = losses(one.output);
+    ASSERT_EQ(want.size(), 6u) << one.output;
+    for (const std::string pattern : {"M|*-M", "M|*|-|M"}) {
+        auto r = run_command(command(2, pattern));
+        ASSERT_EQ(r.exit_code, 0) << pattern << "\n" << r.output;
+        EXPECT_EQ(losses(r.output).size(), 6u) << r.output;
+        expect_same(losses(r.output), want, r.output);
+    }
+    expect_resumes(command(2, "M|*|-|M") + " --ckpt-format torch", command(1, "M*-M"),
+                   dir_ / "segments", want);
+    // Megatron's checks: the segments divide over the stages, and give the virtual stages.
+    auto r = run_command(command(2, "M|*|-M"));
+    EXPECT_NE(r.output.find("must be evenly divisible by --pipeline-model-parallel-size (2)"),
+              std::string::npos)
+        << r.output;
+    r = run_command(command(2, "M|*|-|M") + " --num-virtual-stages-per-pipeline-rank 2");
+    EXPECT_NE(r.output.find("its '|' segments give the virtual stages"), std::string::npos)
+        << r.output;
+}
+
 TEST_F(ParallelTrain, ExpertBiasGivesTheOneProcessLossesAndResumes) {
     const std::string moe = std::string(kLlama) +
                             " --num-experts 4 --moe-router-topk 2 --moe-ffn-hidden-size 32"

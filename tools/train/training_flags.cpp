@@ -1,9 +1,8 @@
 #include "training_flags.h"
 
-#include "mt/parallel/pipeline_layers.h"
-
 #include "mt/cli/flags.h"
 #include "mt/error.h"
+#include "mt/nn/hybrid_layer_pattern.h"
 #include "mt/parallel/pipeline_layers.h"
 
 namespace mt::train_tool {
@@ -341,6 +340,29 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
 
 parallel::ParallelConfig parallel_config(const TrainingFlags& f, const ModelArgs& model_args) {
     parallel::ParallelConfig c = f.parallel;
+    // core_v0.19's hybrid pattern with '|': one segment per model chunk, the virtual stages
+    // derived from them (validate_args).
+    for (const char* flag : {"hybrid-layer-pattern", "hybrid-override-pattern"}) {
+        auto pattern = model_args.find(flag);
+        if (pattern == model_args.end() || pattern->second.find('|') == std::string::npos) continue;
+        c.segments = nn::hybrid_pipeline_segments(pattern->second);
+        const int64_t n = int64_t(c.segments.size());
+        MT_CHECK(f.layers_per_virtual_stage < 0 && f.virtual_stages_per_rank < 0,
+                 "--num-layers-per-virtual-pipeline-stage and --num-virtual-stages-per-pipeline-"
+                 "rank should not be used with --", flag,
+                 ": its '|' segments give the virtual stages (as in Megatron)");
+        MT_CHECK(c.first_stage_layers < 0 && c.last_stage_layers < 0,
+                 "--decoder-first/last-pipeline-num-layers should not be given with '|' in --",
+                 flag, " (as in Megatron)");
+        MT_CHECK(n % c.pipeline_parallel == 0, "The number of hybrid pipeline segments described "
+                 "by --", flag, " (", n, ") must be evenly divisible by "
+                 "--pipeline-model-parallel-size (", c.pipeline_parallel, ")");
+        MT_CHECK(c.pipeline_parallel > 1 || n == 1,
+                 "not supported yet: '|' segments in --", flag,
+                 " with --pipeline-model-parallel-size 1 (virtual stages of one stage)");
+        c.virtual_stages = int(n / c.pipeline_parallel);
+        return c;
+    }
     if (f.layers_per_virtual_stage < 0 && f.virtual_stages_per_rank < 0) return c;
     auto layers = model_args.find("num-layers");
     MT_CHECK(layers != model_args.end(), "virtual pipeline stages need --num-layers");

@@ -66,7 +66,7 @@ struct ShardSpec {
     // Parts of unequal sizes along partition_dim (whole sizes, in order), each split across the
     // ranks: rank r holds its slice of every part, concatenated (Mamba's in_proj [z; x; B; C;
     // dt], conv1d [x; B; C]). Empty: the groups above say.
-    std::vector<int64_t> part_sizes;
+    std::vector<int64_t> part_sizes = {};
     bool operator==(const ShardSpec&) const = default;
 };
 

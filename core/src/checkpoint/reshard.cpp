@@ -7,6 +7,7 @@
 
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/error.h"
+#include "mt/nn/hybrid_layer_pattern.h"
 
 namespace mt {
 
@@ -307,6 +308,12 @@ parallel::PipelineSplit pipeline_split_of(const CheckpointArgs& args, int64_t pi
     split.account_for_embedding = bool_arg(args, "account_for_embedding_in_pipeline_split");
     split.account_for_loss = bool_arg(args, "account_for_loss_in_pipeline_split");
     split.virtual_stages = int(int_arg(args, "virtual_pipeline_model_parallel_size").value_or(1));
+    // core_v0.19's hybrid pattern: its '|' segments are the model chunks.
+    for (const char* name : {"hybrid_layer_pattern", "hybrid_override_pattern"})
+        if (const ArgValue* v = find_arg(args, name))
+            if (const auto* pattern = std::get_if<std::string>(v);
+                pattern && pattern->find('|') != std::string::npos)
+                split.segments = nn::hybrid_pipeline_segments(*pattern);
     return split;
 }
 

@@ -13,7 +13,7 @@ namespace mt::nn {
 
 namespace {
 
-constexpr char kMamba = 'M', kAttention = '*', kMlp = '-', kMoe = 'E';
+constexpr char kMamba = 'M', kAttention = '*', kMlp = '-', kMoe = 'E', kPipe = '|';
 
 // Python's round() of a float to an int: half to even.
 int64_t python_round(double v) {
@@ -60,6 +60,17 @@ std::string two_decimals(double v) {
 
 }  // namespace
 
+std::vector<int64_t> hybrid_pipeline_segments(const std::string& pattern) {
+    std::vector<int64_t> segments{0};
+    for (char c : pattern) {
+        if (c == kPipe)
+            segments.push_back(0);
+        else
+            ++segments.back();
+    }
+    return segments;
+}
+
 HybridAllocation allocate_hybrid_layers(int64_t num_layers, double attention_ratio,
                                         double mlp_ratio,
                                         const std::optional<std::string>& override_pattern) {
@@ -73,7 +84,8 @@ HybridAllocation allocate_hybrid_layers(int64_t num_layers, double attention_rat
     out.layers = allocate_auto(num_layers, attention_ratio, mlp_ratio);
     const bool ratios = attention_ratio > 0 || mlp_ratio > 0;
     if (override_pattern) {
-        const std::string& p = *override_pattern;
+        std::string p = *override_pattern;
+        std::erase(p, kPipe);
         MT_CHECK(int64_t(p.size()) == num_layers,
                  "The hybrid override pattern is the wrong length: got ", p.size(), ", expected ",
                  num_layers);

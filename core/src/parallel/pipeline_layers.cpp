@@ -48,6 +48,21 @@ StageLayers pipeline_stage_layers(const PipelineSplit& s, int stage, int virtual
              s.stages);
     MT_CHECK(s.virtual_stages >= 1 && virtual_stage >= 0 && virtual_stage < s.virtual_stages,
              "virtual pipeline stage ", virtual_stage, " of ", s.virtual_stages);
+    if (!s.segments.empty()) {
+        MT_CHECK(int64_t(s.segments.size()) == int64_t(s.stages) * s.virtual_stages,
+                 "the hybrid layer pattern's ", s.segments.size(),
+                 " pipeline segments are not one per model chunk of ", s.stages, " stages x ",
+                 s.virtual_stages, " virtual stages");
+        MT_CHECK(s.first_stage_layers < 0 && s.last_stage_layers < 0 && !s.account_for_embedding &&
+                     !s.account_for_loss,
+                 "pipeline segments ('|' in --hybrid-layer-pattern) cannot be combined with "
+                 "--decoder-first/last-pipeline-num-layers or "
+                 "--account-for-embedding/loss-in-pipeline-split (as in Megatron)");
+        const size_t index = size_t(virtual_stage) * size_t(s.stages) + size_t(stage);
+        int64_t offset = 0;
+        for (size_t i = 0; i < index; ++i) offset += s.segments[i];
+        return {offset, s.segments[index]};
+    }
     const std::vector<int64_t> units = stage_units(s);
     // The units in order: chunk 0 of every stage, then chunk 1 of every stage, ...
     int64_t round = 0, before = 0;

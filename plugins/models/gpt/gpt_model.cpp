@@ -44,7 +44,8 @@ GptModel::Stage pipeline_stage(const nn::TransformerArgs& config, const BuildCon
                                         pc.last_stage_layers,
                                         pc.account_for_embedding,
                                         pc.account_for_loss,
-                                        chunks};
+                                        chunks,
+                                        pc.segments};
     return {stage == 0 && chunk == 0, stage == stages - 1 && chunk == chunks - 1,
             parallel::pipeline_stage_layers(split, stage, chunk)};
 }

@@ -63,10 +63,6 @@ HybridArgs read_hybrid_args(const ModelArgs& args, int64_t num_layers) {
     std::optional<std::string> pattern;
     for (const char* name : {"hybrid-override-pattern", "hybrid-layer-pattern"})
         if (f.has(name)) pattern = f.text(name);
-    if (pattern) {
-        MT_CHECK(pattern->find('|') == std::string::npos,
-                 "not supported yet: pipeline stage boundaries ('|') in the hybrid layer pattern");
-    }
     nn::HybridAllocation a =
         nn::allocate_hybrid_layers(num_layers, f.real("hybrid-attention-ratio", 0.0),
                                    f.real("hybrid-mlp-ratio", 0.0), pattern);

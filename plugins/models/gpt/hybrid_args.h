@@ -27,9 +27,8 @@ std::vector<FlagInfo> hybrid_flags();
 // mamba_stack_spec"), the only one a hybrid model takes.
 std::string mamba_stack_spec();
 
-// Reads the flags for a model of `num_layers` layers; mt::Error names the flag for anything
-// refused (context parallelism of the Mamba layers and core_v0.19's '|' stage boundaries, which
-// are not supported yet).
+// Reads the flags for a model of `num_layers` layers (a pattern's '|' separators are not layers:
+// the run's parallel config places the segments); mt::Error names the flag for anything refused.
 HybridArgs read_hybrid_args(const ModelArgs& args, int64_t num_layers);
 
 }  // namespace mt::plugins::gpt

@@ -22,6 +22,12 @@ struct HybridAllocation {
 // mt::Error with Megatron's message for an override pattern of the wrong length, an unknown
 // symbol, or counts that differ from the ratios' allocation (when a ratio is set), and for
 // ratios outside [0, 1] or summing above 1.
+// The layers of each pipeline segment of a pattern (core_v0.19's '|' separators: one segment per
+// model chunk); one segment when it has none.
+MT_API std::vector<int64_t> hybrid_pipeline_segments(const std::string& pattern);
+
+// The override pattern may hold '|' separators, which are not layers (the layers come without
+// them).
 MT_API HybridAllocation allocate_hybrid_layers(int64_t num_layers, double attention_ratio,
                                                double mlp_ratio,
                                                const std::optional<std::string>& override_pattern);

@@ -33,6 +33,8 @@ struct ParallelConfig {
     // (--microbatch-group-size-per-virtual-pipeline-stage; 0: the pipeline size).
     int virtual_stages = 1;
     int64_t microbatch_group_size = 0;
+    // A hybrid pattern's '|' segments (PipelineSplit::segments); empty: none.
+    std::vector<int64_t> segments;
 };
 
 // The global ranks of every group of one kind, as Megatron's RankGenerator.get_ranks(token)

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "mt/api.h"
 
@@ -20,6 +21,9 @@ struct PipelineSplit {
     bool account_for_embedding = false;  // --account-for-embedding-in-pipeline-split
     bool account_for_loss = false;       // --account-for-loss-in-pipeline-split
     int virtual_stages = 1;              // model chunks per stage (interleaved schedule)
+    // Each model chunk's layers in the order chunk c of stage r is c * stages + r (core_v0.19's
+    // '|' segments of --hybrid-layer-pattern); empty: the rules above place them.
+    std::vector<int64_t> segments = {};
 };
 
 struct StageLayers {
