@@ -35,11 +35,15 @@ fs::path fixtures() {
 
 struct Fixture {
     std::string key;                            // "core_v0.13/llama_torch_dist_bf16"
-    std::string model;                          // gpt, llama, bert or mixtral
+    std::string model;                          // gpt, llama, bert, mixtral or mamba
     std::string format;                         // torch or torch_dist
     std::vector<std::string> flags;             // the Megatron flags that made it
     std::vector<std::vector<int64_t>> tokens;   // the scored token rows
     std::vector<std::vector<double>> logprobs;  // megatron-core's, of tokens[1:] (GPT models)
+
+    // The tools' --model (the Megatron entry point that made it: pretrain_gpt.py, pretrain_bert.py
+    // or pretrain_mamba.py / pretrain_hybrid.py).
+    std::string family() const { return model == "bert" || model == "mamba" ? model : "gpt"; }
 };
 
 std::vector<Fixture> load_fixtures() {
@@ -107,8 +111,8 @@ void expect_logprobs(const std::vector<std::vector<double>>& got,
 // megatron-generate's scores of the fixture's tokens (NullTokenizer ids: every vocabulary here
 // holds them).
 std::string score_command(const fs::path& load, const Fixture& f) {
-    std::string command = shell_quote(tool_path("megatron-generate")) + " --load " +
-                          shell_quote(load) +
+    std::string command = shell_quote(tool_path("megatron-generate")) + " --model " +
+                          f.family() + " --load " + shell_quote(load) +
                           " --tokenizer-type NullTokenizer --vocab-size 200 --out-seq-length 0"
                           " --return-log-probs --prompts";
     for (const auto& row : f.tokens) command += " '" + words(row) + "'";
@@ -120,7 +124,7 @@ std::string score_command(const fs::path& load, const Fixture& f) {
 void expect_eval_mean_loss(const fs::path& load, const Fixture& f, int vocab,
                            const fs::path& text) {
     mt::test::write_file(text, words(f.tokens[0]));
-    auto r = run_command(shell_quote(tool_path("megatron-eval")) +
+    auto r = run_command(shell_quote(tool_path("megatron-eval")) + " --model " + f.family() +
                          " --task WIKITEXT103 --valid-data " + shell_quote(text) + " --load " +
                          shell_quote(load) + " --tokenizer-type NullTokenizer --vocab-size " +
                          std::to_string(vocab) + " --seq-length 32 --micro-batch-size 1");
@@ -244,7 +248,7 @@ class MegatronCheckpoints : public ::testing::Test {
         }
         // The fixtures hold no optimizer state (Mixtral's script says so itself).
         std::string command = shell_quote(tool_path("megatron-train")) +
-                              (f.model == "bert" ? " --model bert" : "") +
+                              " --model " + f.family() +
                               with_flags(f.flags, replace);
         for (const char* flag : {"--no-load-optim", "--no-load-rng"})
             if (std::find(f.flags.begin(), f.flags.end(), flag) == f.flags.end())
@@ -265,7 +269,7 @@ TEST_F(MegatronCheckpoints, CoverBothVersionsFormatsDtypesAndExamples) {
     std::set<std::string> keys;
     for (const Fixture& f : *fixtures_) keys.insert(f.key);
     for (const char* version : {"core_v0.13", "core_v0.19"})
-        for (const char* model : {"gpt", "llama", "bert", "mixtral"})
+        for (const char* model : {"gpt", "llama", "bert", "mixtral", "mamba"})
             for (const char* format : {"torch", "torch_dist"})
                 for (const char* dtype : {"fp32", "bf16"}) {
                     const std::string key =
@@ -287,7 +291,8 @@ TEST_F(MegatronCheckpoints, GenerateAndConvertGiveMegatronCoresLogProbs) {
 
         const fs::path out = dir_->path() / ("converted_" + std::to_string(&f - fixtures_->data()));
         const std::string saver = f.format == "torch" ? "torch_dist" : "core";
-        r = run_command(shell_quote(tool_path("megatron-convert")) + " --model-type GPT --loader " +
+        r = run_command(shell_quote(tool_path("megatron-convert")) + " --model-type " +
+                        (f.model == "mamba" ? "Mamba" : "GPT") + " --loader " +
                         (f.format == "torch" ? "core" : "torch_dist") + " --saver " + saver +
                         " --load-dir " + shell_quote(fixtures() / f.key) + " --save-dir " +
                         shell_quote(out) + " --target-tensor-parallel-size 2" +

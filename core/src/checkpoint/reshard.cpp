@@ -215,7 +215,11 @@ std::string other_impl_name(const std::string& name) {
         {".self_attention.linear_qkv.layer_norm_weight", ".input_layernorm.weight"},
         {".self_attention.linear_qkv.layer_norm_bias", ".input_layernorm.bias"},
         {".mlp.linear_fc1.layer_norm_weight", ".pre_mlp_layernorm.weight"},
-        {".mlp.linear_fc1.layer_norm_bias", ".pre_mlp_layernorm.bias"}};
+        {".mlp.linear_fc1.layer_norm_bias", ".pre_mlp_layernorm.bias"},
+        // core_v0.19's MambaMixer keeps its convolution as parameters of its own (torch files;
+        // torch_dist keys them as core_v0.13 named them).
+        {".mixer.conv1d.weight", ".mixer.conv1d_weight"},
+        {".mixer.conv1d.bias", ".mixer.conv1d_bias"}};
     for (const auto& [te, local] : kPairs) {
         if (name.ends_with(te)) return name.substr(0, name.size() - te.size()) + local;
         if (name.ends_with(local)) return name.substr(0, name.size() - local.size()) + te;

@@ -71,6 +71,10 @@ std::vector<int64_t> hybrid_pipeline_segments(const std::string& pattern) {
     return segments;
 }
 
+int64_t hybrid_pattern_layers(const std::string& pattern) {
+    return int64_t(pattern.size()) - std::count(pattern.begin(), pattern.end(), kPipe);
+}
+
 HybridAllocation allocate_hybrid_layers(int64_t num_layers, double attention_ratio,
                                         double mlp_ratio,
                                         const std::optional<std::string>& override_pattern) {

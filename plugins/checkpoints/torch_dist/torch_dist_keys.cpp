@@ -495,6 +495,15 @@ std::vector<std::string> extra_state_keys(const ShardedTensors& tensors, const K
         return t.first == "output_layer.bias";
     });
     if (bert_output) keys.push_back("output_layer._extra_state/shard_0_1");
+    // A MambaStack's final norm is Transformer Engine's (TENorm), with its extra state, and
+    // MambaModel keeps its output layer's (GPTModel pops it).
+    const bool final_norm = std::any_of(tensors.begin(), tensors.end(), [](const auto& t) {
+        return t.first == "decoder.final_norm.weight";
+    });
+    if (final_norm) {
+        keys.push_back("decoder.final_norm._extra_state/shard_0_1");
+        if (!bert_output) keys.push_back("output_layer._extra_state/shard_0_1");
+    }
     return keys;
 }
 

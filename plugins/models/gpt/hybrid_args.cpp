@@ -11,9 +11,12 @@ namespace mt::plugins::gpt {
 
 namespace {
 
-// pretrain_mamba.py's --spec for Megatron's Mamba stack (what examples/mamba/train.sh gives).
+// pretrain_mamba.py's --spec for Megatron's Mamba stack (what examples/mamba/train.sh gives),
+// and core_v0.19's name for the same stack (pretrain_hybrid.py's default).
 constexpr const char* kMambaStackSpec =
     "megatron.core.models.mamba.mamba_layer_specs mamba_stack_spec";
+constexpr const char* kHybridStackSpec =
+    "megatron.core.models.hybrid.hybrid_layer_specs hybrid_stack_spec";
 
 }  // namespace
 
@@ -22,7 +25,8 @@ std::string mamba_stack_spec() {
 }
 
 std::vector<FlagInfo> hybrid_flags() {
-    FlagInfo spec = value_flag("spec", "the layer spec: Megatron's Mamba stack spec only");
+    FlagInfo spec =
+        value_flag("spec", "the layer spec: Megatron's Mamba (core_v0.19: hybrid) stack spec only");
     spec.multiple = true;
     return {
         spec,
@@ -47,9 +51,10 @@ HybridArgs read_hybrid_args(const ModelArgs& args, int64_t num_layers) {
     ModelArgsReader f(args);
     HybridArgs h;
     h.is_hybrid_model = f.flag("is-hybrid-model");
-    MT_CHECK(!f.has("spec") || f.text("spec") == kMambaStackSpec,
+    MT_CHECK(!f.has("spec") || f.text("spec") == kMambaStackSpec ||
+                 f.text("spec") == kHybridStackSpec,
              "not supported yet: custom layer specs (--spec ", f.text("spec").substr(0, 200),
-             "); a hybrid model takes --spec ", kMambaStackSpec);
+             "); a hybrid model takes --spec ", kMambaStackSpec, " (or ", kHybridStackSpec, ")");
     h.mamba.state_dim = f.integer("mamba-state-dim", 128);
     h.mamba.head_dim = f.integer("mamba-head-dim", 64);
     h.mamba.num_groups = f.integer("mamba-num-groups", 8);

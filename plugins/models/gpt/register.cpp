@@ -7,6 +7,7 @@
 #include "gpt_model.h"
 #include "hybrid_args.h"
 #include "mt/log.h"
+#include "mt/nn/hybrid_layer_pattern.h"
 #include "mt/parallel/parallel_state.h"
 
 namespace mt::plugins::gpt {
@@ -32,7 +33,8 @@ class GptFamily final : public ModelFamily {
         const data::DatasetRequest& request) const override {
         return gpt_datasets(request);
     }
-    ModelArgs resolved_args(const ModelArgs& args) const override {
+    ModelArgs resolved_args(const ModelArgs& given) const override {
+        const ModelArgs args = with_pattern_layers(given);
         ModelArgs out = nn::resolved_transformer_args(args, nn::read_transformer_args(args));
         // The spec the layers are built from, recorded in checkpoints (a MambaStack keys its
         // layers one by one in torch_dist).
@@ -40,8 +42,9 @@ class GptFamily final : public ModelFamily {
         return out;
     }
     using ModelFamily::build;
-    std::unique_ptr<Model> build(const ModelArgs& args,
+    std::unique_ptr<Model> build(const ModelArgs& given,
                                  const BuildContext& context) const override {
+        const ModelArgs args = with_pattern_layers(given);
         const nn::TransformerArgs config = nn::read_transformer_args(args);
         std::optional<HybridArgs> hybrid;
         if (hybrid_) {
@@ -60,6 +63,14 @@ class GptFamily final : public ModelFamily {
     }
 
   private:
+    // core_v0.19's --hybrid-layer-pattern gives the layer count (its validate_args takes it over
+    // --num-layers).
+    ModelArgs with_pattern_layers(ModelArgs args) const {
+        if (auto p = args.find("hybrid-layer-pattern"); hybrid_ && p != args.end())
+            args["num-layers"] = std::to_string(nn::hybrid_pattern_layers(p->second));
+        return args;
+    }
+
     std::string_view name_;
     bool hybrid_;
 };

@@ -199,5 +199,40 @@ TEST(TorchDistMamba, SavingWithoutTheArgsMambaSizesIsAnErrorNamingThem) {
     }
 }
 
+// Megatron's own hybrid checkpoints (core_v0.13's pretrain_mamba.py and core_v0.19's
+// pretrain_hybrid.py, tests/fixtures/megatron_checkpoints/make_fixtures.py): what we save from
+// what we read has every key Megatron wrote, with its shape, dtype and chunks (and core_v0.13's
+// core_attention extra state, which core_v0.19 no longer writes, and a loader ignores).
+TEST(TorchDistMamba, SavesTheKeysMegatronWrote) {
+    TorchDistCheckpoint format;
+    for (const std::string version : {"core_v0.13", "core_v0.19"}) {
+        const fs::path source =
+            mt::test::fixtures_dir() / "megatron_checkpoints" / version / "mamba_torch_dist_fp32";
+        const CheckpointState state = format.load(source);
+        TempDir dir;
+        format.save(dir.path(), state);
+        const DcpMetadata theirs = read_dcp_metadata(source / "iter_0000003" / ".metadata");
+        const DcpMetadata ours = read_dcp_metadata(dir / "iter_0000003" / ".metadata");
+        int compared = 0;
+        for (const DcpEntry& e : theirs.entries) {
+            // The saved RNG and rerun states, and core_v0.19's common state in the DCP files
+            // (we write common.pt, as core_v0.13 does, which core_v0.19 reads too).
+            if (e.fqn.starts_with("rng_state") || e.fqn.starts_with("rerun_state_machine") ||
+                e.fqn.starts_with("common_state"))
+                continue;
+            const DcpEntry* mine = ours.find(e.fqn);
+            ASSERT_NE(mine, nullptr) << version << ": " << e.fqn;
+            EXPECT_EQ(mine->bytes, e.bytes) << e.fqn;
+            if (e.bytes) continue;
+            EXPECT_EQ(mine->size, e.size) << e.fqn;
+            EXPECT_EQ(mine->dtype, e.dtype) << e.fqn;
+            ASSERT_EQ(mine->chunks.size(), e.chunks.size()) << e.fqn;
+            ++compared;
+        }
+        EXPECT_GT(compared, 30) << version;
+        expect_same_state(format.load(dir.path()), state);
+    }
+}
+
 }  // namespace
 }  // namespace mt::plugins::torch_dist

@@ -51,7 +51,8 @@ MT_API Tensor resize_vocab_rows(const Tensor& table, int64_t rows);
 // into the next linear, "linear_qkv.layer_norm_weight"; the local spec keeps them apart,
 // "input_layernorm.weight") or of an MoE expert's weight (--moe-grouped-gemm's
 // "mlp.experts.linear_fc1.weight<e>", SequentialMLP's "mlp.experts.local_experts.<e>.linear_fc1.
-// weight": torch_dist stores both alike); any other name is returned as is.
+// weight": torch_dist stores both alike) or of a Mamba mixer's convolution (core_v0.19's torch
+// files: "mixer.conv1d_weight" for "mixer.conv1d.weight"); any other name is returned as is.
 MT_API std::string other_impl_name(const std::string& name);
 
 // The model chunk of a virtual-stage state's key ("model1.decoder.layers.0..." -> {1, 7}: the

@@ -26,6 +26,9 @@ struct HybridAllocation {
 // model chunk); one segment when it has none.
 MT_API std::vector<int64_t> hybrid_pipeline_segments(const std::string& pattern);
 
+// The layers of a pattern (its symbols but the '|' separators).
+MT_API int64_t hybrid_pattern_layers(const std::string& pattern);
+
 // The override pattern may hold '|' separators, which are not layers (the layers come without
 // them).
 MT_API HybridAllocation allocate_hybrid_layers(int64_t num_layers, double attention_ratio,
