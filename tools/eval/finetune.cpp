@@ -5,8 +5,6 @@
 #include <filesystem>
 #include <optional>
 
-#include "checkpoint_args.h"
-#include "checkpoint_io.h"
 #include "classification_dataset.h"
 #include "finetune_order.h"
 #include "finetune_task.h"
@@ -15,16 +13,17 @@
 #include "mt/error.h"
 #include "mt/io/atomic_file.h"
 #include "mt/io/json_writer.h"
-#include "mt/io/tensorboard_writer.h"
 #include "mt/nn/parameter.h"
 #include "mt/parallel/collectives.h"
-#include "mt/parallel/grad_buffer.h"
 #include "mt/parallel/parallel_state.h"
 #include "mt/parallel/world.h"
 #include "mt/progress.h"
 #include "mt/registry.h"
 #include "mt/tokenizer.h"
+#include "mt/train/checkpoint_args.h"
+#include "mt/train/checkpoint_io.h"
 #include "mt/train/checkpointing.h"
+#include "mt/train/training_run.h"
 #include "pretrained_checkpoint.h"
 
 namespace mt::eval {
@@ -91,12 +90,11 @@ EpochAccuracy measure_accuracy(int64_t epoch, Model& model, const std::vector<Va
 
 // The checkpoint args megatron-train saves, with the task's own.
 CheckpointArgs finetune_checkpoint_args(const FinetuneFlags& flags,
-                                        const train_tool::TrainingFlags& scaled,
+                                        const train::TrainingFlags& scaled,
                                         const std::vector<FlagInfo>& model_flags,
                                         const ModelArgs& resolved,
                                         const parallel::ParallelState& run) {
-    CheckpointArgs a =
-        train_tool::checkpoint_args(scaled, flags.tokenizer, model_flags, resolved, run);
+    CheckpointArgs a = train::checkpoint_args(scaled, flags.tokenizer, model_flags, resolved, run);
     set_arg(a, "task", flags.task);
     set_arg(a, "epochs", *flags.epochs);
     set_arg(a, "keep_last", flags.keep_last);
@@ -110,7 +108,7 @@ std::vector<EpochAccuracy> run_finetune(const FinetuneFlags& flags, const ModelF
                                         const std::vector<FlagInfo>& model_flags,
                                         const parallel::ParallelState& run) {
     const FinetuneTask task = finetune_task(flags.task);
-    const train_tool::TrainingFlags& training = flags.training;
+    const train::TrainingFlags& training = flags.training;
     Communicator& world = run.world();
     const RankPrinter out{world.rank() == 0, world.rank() == world.size() - 1};
     MT_CHECK(flags.epochs, "--task ", task.name, " needs --epochs (0: evaluation only)");
@@ -227,39 +225,27 @@ std::vector<EpochAccuracy> run_finetune(const FinetuneFlags& flags, const ModelF
 
     // megatron-train's optimizer, schedule and trainer; RACE's choices count as samples where
     // Megatron multiplies its batch sizes by them.
-    train_tool::TrainingFlags unscaled = training;
+    train::TrainingFlags unscaled = training;
     unscaled.schedule.train_iters = train_iters;
     unscaled.schedule.global_batch_size = global_batch;
     unscaled.global_batch_size = global_batch;
-    train_tool::TrainingFlags scaled = unscaled;
+    train::TrainingFlags scaled = unscaled;
     scaled.micro_batch_size *= task.sample_multiplier;
     scaled.schedule.global_batch_size *= task.sample_multiplier;
     scaled.global_batch_size = scaled.schedule.global_batch_size;
-    train::TrainerOptions options = train_tool::trainer_options(unscaled);
+    train::TrainerOptions options = train::trainer_options(unscaled);
     options.sample_multiplier = task.sample_multiplier;
     options.log_consumed_samples = false;
     // Megatron's finetuning loop checks neither the clock nor signals.
     options.exit_duration_in_mins.reset();
 
-    std::unique_ptr<parallel::GradBuffer> grad_buffer;
-    if (dp > 1 || training.data_parallel.distributed_optimizer)
-        grad_buffer = std::make_unique<parallel::GradBuffer>(model->parameters(), run.dp(),
-                                                             training.data_parallel);
-    optim::Optimizer optimizer(
-        *backend, grad_buffer ? grad_buffer->optimizer_parameters() : model->parameters(),
-        training.optimizer_config);
-    optim::LrScheduler scheduler(train_tool::schedule_config(scaled));
-    train::Trainer trainer(*model, optimizer, scheduler, options,
-                           [out](const std::string& line) { out.to_last(line); });
-    trainer.set_parallel(run, grad_buffer.get());
-    std::unique_ptr<io::TensorBoardWriter> tensorboard;
-    if (!training.tensorboard_dir.empty() && out.last) {
-        tensorboard = std::make_unique<io::TensorBoardWriter>(training.tensorboard_dir);
-        trainer.set_tensorboard(tensorboard.get());
-    }
-    train::TrainingParts parts{*model, optimizer,         scheduler, trainer,
-                               &run,   grad_buffer.get(), nullptr};
-    if (training.load && !train_tool::load_checkpoint(scaled, parts, whole_params) &&
+    train::TrainingRun training_run(
+        *model, *backend, run, training, train::schedule_config(scaled), options,
+        [out](const std::string& line) { out.to_last(line); }, out.last);
+    train::Trainer& trainer = training_run.trainer();
+    optim::Optimizer& optimizer = training_run.optimizer();
+    const train::TrainingParts parts = training_run.parts();
+    if (training.load && !train::load_checkpoint(scaled, parts, whole_params) &&
         training.exit_on_missing_checkpoint) {
         out.to_last(">> '--exit-on-missing-checkpoint' set ... exiting. <<");
         return results;
@@ -300,16 +286,15 @@ std::vector<EpochAccuracy> run_finetune(const FinetuneFlags& flags, const ModelF
         capture_options.rng = !training.no_save_rng;
         capture_options.args = finetune_checkpoint_args(flags, scaled, model_flags,
                                                         family.resolved_args(model_args), run);
-        trainer.set_saver([&] {
-            train_tool::save_checkpoint(scaled, *format, parts, capture_options, whole_params);
-        });
+        trainer.set_saver(
+            [&] { train::save_checkpoint(scaled, *format, parts, capture_options, whole_params); });
     }
     // Megatron's end of an epoch: a checkpoint (with --save), then the accuracy callback.
     trainer.set_after_iteration([&] {
         if (trainer.iteration() % per_epoch != 0) return;
         const int64_t epoch = trainer.iteration() / per_epoch - 1;
         if (training.save)
-            train_tool::save_checkpoint(scaled, *format, parts, capture_options, whole_params);
+            train::save_checkpoint(scaled, *format, parts, capture_options, whole_params);
         results.push_back(measure_accuracy(epoch, *model, sets, mbs, run, out));
         if (epoch + 1 < epochs)
             out.to_first("working on epoch " + std::to_string(epoch + 2) + " ...");
@@ -335,7 +320,7 @@ std::vector<EpochAccuracy> finetune(const FinetuneFlags& flags, const ModelFamil
                                     const std::vector<FlagInfo>& model_flags) {
     auto run = std::make_unique<parallel::ParallelState>(
         parallel::make_world_communicator(Registry::global(), "cpu"),
-        train_tool::parallel_config(flags.training, model_args));
+        train::parallel_config(flags.training, model_args));
     std::vector<EpochAccuracy> results;
     parallel::run_on_ranks(run->world(), [&] {
         results = run_finetune(flags, family, model_args, model_flags, *run);

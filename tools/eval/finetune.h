@@ -14,8 +14,8 @@
 
 #include "mt/cli/flags.h"
 #include "mt/model.h"
+#include "mt/train/training_flags.h"
 #include "task_accuracy.h"
-#include "training_flags.h"
 
 namespace mt::eval {
 
@@ -27,7 +27,7 @@ struct FinetuneFlags {
     std::optional<std::string> pretrained_checkpoint;
     std::string output_json;  // --output-json; empty: none
     // Megatron's training flags: --lr, --micro-batch-size, --seed, --save, --load, ...
-    train_tool::TrainingFlags training;
+    train::TrainingFlags training;
     cli::TokenizerFlags tokenizer;
 };
 

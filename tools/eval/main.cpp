@@ -21,9 +21,9 @@
 #include "mt/parallel/world.h"
 #include "mt/progress.h"
 #include "mt/registry.h"
+#include "mt/train/training_flags.h"
 #include "results.h"
 #include "scoring.h"
-#include "training_flags.h"
 #include "zeroshot_data.h"
 
 namespace {
@@ -225,7 +225,7 @@ int run(const TaskFlags& f, const mt::cli::TokenizerFlags& tf, const mt::ModelFa
 
 // The finetuning flags from the parsed ones.
 mt::eval::FinetuneFlags finetune_flags(const TaskFlags& f, const po::variables_map& vm,
-                                       const mt::train_tool::TrainingFlags& training,
+                                       const mt::train::TrainingFlags& training,
                                        const mt::cli::TokenizerFlags& tokenizer) {
     MT_CHECK(!f.use_checkpoint_args, "--use-checkpoint-args: not supported yet with --task ",
              f.task, " (the task model comes from the model flags)");
@@ -253,7 +253,7 @@ int main(int argc, char** argv) {
     const std::vector<std::string> tasks = mt::cli::scan_flag(argc, argv, "--task");
     const bool finetuning = !tasks.empty() && finetuning_task(tasks.back());
     TaskFlags flags;
-    mt::train_tool::TrainingFlags training;
+    mt::train::TrainingFlags training;
     mt::cli::TokenizerFlags tokenizer;
     return mt::cli::run_model_tool(
         argc, argv, finetuning ? "bert" : "gpt",
@@ -271,7 +271,7 @@ int main(int argc, char** argv) {
                 "training flags, and reports its accuracy on each --valid-data set.";
             spec.options.add(task_flags(flags, !finetuning));
             for (auto& group :
-                 mt::train_tool::training_flag_groups(training, mt::train_tool::EntryPoint::tasks))
+                 mt::train::training_flag_groups(training, mt::train::EntryPoint::tasks))
                 spec.options.add(group);
             spec.options.add(mt::cli::model_flags(family));
             spec.options.add(mt::cli::tokenizer_flags(tokenizer, false));
@@ -279,7 +279,7 @@ int main(int argc, char** argv) {
             spec.run = [&](const po::variables_map& vm) {
                 mt::cli::finish_tokenizer_flags(vm, tokenizer);
                 if (finetuning_task(flags.task)) {
-                    mt::train_tool::finish(vm, training, mt::train_tool::EntryPoint::tasks);
+                    mt::train::finish(vm, training, mt::train::EntryPoint::tasks);
                     mt::eval::finetune(finetune_flags(flags, vm, training, tokenizer), family,
                                        mt::cli::collect_model_args(vm, family.flags()),
                                        family.flags());

@@ -3,11 +3,11 @@
 #include <set>
 #include <vector>
 
-#include "checkpoint_io.h"
 #include "mt/checkpoint/model_weights.h"
 #include "mt/checkpoint/reshard.h"
 #include "mt/error.h"
 #include "mt/nn/parameter.h"
+#include "mt/train/checkpoint_io.h"
 
 namespace mt::eval {
 
@@ -16,7 +16,7 @@ int64_t load_task_model(const std::filesystem::path& dir, Model& model, optim::O
                         const std::function<void(const std::string&)>& print) {
     std::vector<ParameterInfo> params;
     for (const nn::Parameter* p : state_tensors(model)) params.push_back(nn::describe(*p));
-    CheckpointState state = train_tool::read_model_tensors(dir, params);
+    CheckpointState state = train::read_model_tensors(dir, params);
     print(" loading checkpoint from " + dir.string() + " at iteration " +
           std::to_string(state.iteration));
     std::set<std::string> present;

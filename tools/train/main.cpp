@@ -9,8 +9,6 @@
 #include <iostream>
 #include <optional>
 
-#include "checkpoint_args.h"
-#include "checkpoint_io.h"
 #include "mt/backend.h"
 #include "mt/checkpoint.h"
 #include "mt/cli/flags.h"
@@ -18,17 +16,18 @@
 #include "mt/data/dataset_request.h"
 #include "mt/data/sample_dataset.h"
 #include "mt/error.h"
-#include "mt/io/tensorboard_writer.h"
 #include "mt/model.h"
 #include "mt/model_chunks.h"
 #include "mt/nn/parameter.h"
-#include "mt/parallel/grad_buffer.h"
 #include "mt/parallel/parallel_state.h"
 #include "mt/parallel/world.h"
 #include "mt/registry.h"
 #include "mt/tokenizer.h"
+#include "mt/train/checkpoint_args.h"
+#include "mt/train/checkpoint_io.h"
 #include "mt/train/checkpointing.h"
-#include "training_flags.h"
+#include "mt/train/training_flags.h"
+#include "mt/train/training_run.h"
 
 namespace {
 
@@ -39,7 +38,7 @@ void on_sigterm(int) {
 
 // The datasets the family builds for the shared data flags, its own data flags and the sample
 // counts the schedule needs.
-mt::data::DatasetRequest dataset_request(const mt::train_tool::TrainingFlags& f,
+mt::data::DatasetRequest dataset_request(const mt::train::TrainingFlags& f,
                                          const mt::Tokenizer& tokenizer, int64_t seq_length,
                                          const std::array<int64_t, 3>& sizes,
                                          const mt::ModelArgs& args) {
@@ -102,7 +101,7 @@ struct CommunicationVolume {
     }
 };
 
-int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFlags& tf,
+int train(const mt::train::TrainingFlags& flags, const mt::cli::TokenizerFlags& tf,
           const mt::ModelFamily& family, mt::ModelArgs model_args,
           const std::vector<mt::FlagInfo>& model_flags, const mt::parallel::ParallelState& state) {
     mt::Communicator& world = state.world();
@@ -140,7 +139,7 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
             " > number of parameters on (tensor, pipeline) model parallel rank (%d, %d): %lld\n",
             state.tp().rank(), state.pp().rank(), static_cast<long long>(num_params));
 
-    auto options = mt::train_tool::trainer_options(flags);
+    auto options = mt::train::trainer_options(flags);
     auto sizes = mt::data::train_valid_test_num_samples(
         flags.schedule.train_samples, options.train_iters, options.global_batch_size,
         options.eval_interval, options.eval_iters);
@@ -163,19 +162,10 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
              state.ep().size(), " needs a MoE model (--num-experts)");
     MT_CHECK(state.ep().size() == 1 || flags.params_dtype != mt::DType::f16,
              "expert parallelism is not supported with --fp16 (Megatron refuses it too)");
-    mt::parallel::GradBuffers buffers =
-        mt::parallel::make_grad_buffers(model->parameters(), state, flags.data_parallel);
-    auto optimizer =
-        std::make_unique<mt::optim::Optimizer>(*backend, buffers.optimized, flags.optimizer_config);
-    mt::optim::LrScheduler scheduler(mt::train_tool::schedule_config(flags));
-    mt::train::Trainer trainer(*model, *optimizer, scheduler, options,
-                               [out](const std::string& line) { out.line(line); });
-    trainer.set_parallel(state, buffers.dense.get(), buffers.experts.get());
-    std::unique_ptr<mt::io::TensorBoardWriter> tensorboard;
-    if (!flags.tensorboard_dir.empty() && out.last) {
-        tensorboard = std::make_unique<mt::io::TensorBoardWriter>(flags.tensorboard_dir);
-        trainer.set_tensorboard(tensorboard.get());
-    }
+    mt::train::TrainingRun run(
+        *model, *backend, state, flags, mt::train::schedule_config(flags), options,
+        [out](const std::string& line) { out.line(line); }, out.last);
+    mt::train::Trainer& trainer = run.trainer();
     if (flags.exit_signal_handler) {
         trainer.set_stop_flag(&g_sigterm);
     } else {
@@ -185,8 +175,7 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
         if (g_sigterm) std::raise(SIGTERM);
     }
 
-    mt::train::TrainingParts parts{
-        *model, *optimizer, scheduler, trainer, &state, buffers.dense.get(), buffers.experts.get()};
+    const mt::train::TrainingParts parts = run.parts();
     std::vector<mt::ParameterInfo> whole_params;
     for (const mt::nn::Parameter* p : mt::state_tensors(*model))
         whole_params.push_back(mt::nn::describe(*p));
@@ -195,7 +184,7 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     const std::vector<mt::ParameterInfo> model_params =
         flags.load || saving ? family.parameters(model_args) : std::vector<mt::ParameterInfo>();
     if (flags.load) {
-        if (!mt::train_tool::load_checkpoint(flags, parts, whole_params, &model_params) &&
+        if (!mt::train::load_checkpoint(flags, parts, whole_params, &model_params) &&
             flags.exit_on_missing_checkpoint) {
             out.line(">> '--exit-on-missing-checkpoint' set ... exiting. <<");
             return 0;
@@ -205,22 +194,22 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
     mt::train::CaptureOptions capture_options;
     capture_options.optimizer = !flags.no_save_optim;
     capture_options.rng = !flags.no_save_rng;
-    capture_options.args = mt::train_tool::checkpoint_args(flags, tf, model_flags,
-                                                           family.resolved_args(model_args), state);
+    capture_options.args =
+        mt::train::checkpoint_args(flags, tf, model_flags, family.resolved_args(model_args), state);
     if (flags.ckpt_convert_format) {  // Megatron's conversion: save in the other format, stop
         auto to = mt::Registry::global().create_checkpoint(*flags.ckpt_convert_format);
-        mt::train_tool::TrainingFlags convert = flags;
+        mt::train::TrainingFlags convert = flags;
         convert.save =
             (std::filesystem::path(*flags.ckpt_convert_save) / *flags.ckpt_convert_format).string();
         convert.ckpt_format = *flags.ckpt_convert_format;
-        mt::train_tool::save_checkpoint(convert, *to, parts, capture_options, model_params);
+        mt::train::save_checkpoint(convert, *to, parts, capture_options, model_params);
         if (out.first)
             std::printf("> converted checkpoint: %s -> %s.\n", flags.load->c_str(),
                         convert.save->c_str());
         return 0;
     }
     auto save = [&] {
-        mt::train_tool::save_checkpoint(flags, *format, parts, capture_options, model_params);
+        mt::train::save_checkpoint(flags, *format, parts, capture_options, model_params);
     };
     if (flags.save) trainer.set_saver(save);
 
@@ -233,7 +222,7 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
         CommunicationVolume(state).print_since(before, trainer.iteration() - first_iteration,
                                                world.rank());
         int64_t bytes = 0;
-        for (auto* list : {&optimizer->first(), &optimizer->second()})
+        for (auto* list : {&run.optimizer().first(), &run.optimizer().second()})
             for (const mt::Tensor& t : *list)
                 if (t.defined()) bytes += t.nbytes();
         std::printf(" > rank %d optimizer state: %lld bytes\n", world.rank(),
@@ -274,12 +263,12 @@ int train(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFl
 
 // The ranks of this job split as the flags say, then train(). An error on one rank stops every
 // rank (MPI_Abort) with the message and the rank, instead of leaving the others waiting.
-int train_on_ranks(const mt::train_tool::TrainingFlags& flags, const mt::cli::TokenizerFlags& tf,
+int train_on_ranks(const mt::train::TrainingFlags& flags, const mt::cli::TokenizerFlags& tf,
                    const mt::ModelFamily& family, const mt::ModelArgs& model_args,
                    const std::vector<mt::FlagInfo>& model_flags) {
     auto state = std::make_unique<mt::parallel::ParallelState>(
         mt::parallel::make_world_communicator(mt::Registry::global(), "cpu"),
-        mt::train_tool::parallel_config(flags, model_args));
+        mt::train::parallel_config(flags, model_args));
     int status = 0;
     mt::parallel::run_on_ranks(state->world(), [&] {
         status = train(flags, tf, family, model_args, model_flags, *state);
@@ -294,7 +283,7 @@ int main(int argc, char** argv) {
     // kept for --exit-signal-handler's first iteration boundary instead of killing the run;
     // without that flag the default action is restored and taken once setup knows.
     std::signal(SIGTERM, on_sigterm);
-    mt::train_tool::TrainingFlags flags;
+    mt::train::TrainingFlags flags;
     mt::cli::TokenizerFlags tokenizer;
     std::vector<mt::FlagInfo> data_flags;  // the family's (spec.run reads them after parsing)
     return mt::cli::run_model_tool(
@@ -306,7 +295,7 @@ int main(int argc, char** argv) {
                 "does: same flags, same sample order, learning-rate schedule and log lines. One "
                 "CPU\n"
                 "process, or the ranks of mpirun/srun (data, tensor and sequence parallelism).";
-            for (auto& group : mt::train_tool::training_flag_groups(flags)) spec.options.add(group);
+            for (auto& group : mt::train::training_flag_groups(flags)) spec.options.add(group);
             spec.options.add(mt::cli::model_flags(family));
             data_flags = family.data_flags();
             if (!data_flags.empty())
@@ -316,7 +305,7 @@ int main(int argc, char** argv) {
             spec.options.add(
                 mt::cli::tokenizer_flags(tokenizer, true, family.default_tokenizer_type()));
             spec.run = [&](const boost::program_options::variables_map& vm) {
-                mt::train_tool::finish(vm, flags);
+                mt::train::finish(vm, flags);
                 mt::cli::finish_tokenizer_flags(vm, tokenizer);
                 flags.data_args = mt::cli::collect_model_args(vm, data_flags);
                 const auto model_flags = family.flags();

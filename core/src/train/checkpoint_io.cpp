@@ -1,4 +1,4 @@
-#include "checkpoint_io.h"
+#include "mt/train/checkpoint_io.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -14,7 +14,7 @@
 #include "mt/registry.h"
 #include "mt/train/log_lines.h"
 
-namespace mt::train_tool {
+namespace mt::train {
 
 namespace {
 
@@ -205,4 +205,4 @@ void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
     }
 }
 
-}  // namespace mt::train_tool
+}  // namespace mt::train

@@ -8,35 +8,36 @@
 #include <filesystem>
 #include <vector>
 
+#include "mt/api.h"
 #include "mt/checkpoint.h"
 #include "mt/model.h"
 #include "mt/train/checkpointing.h"
-#include "training_flags.h"
+#include "mt/train/training_flags.h"
 
-namespace mt::train_tool {
+namespace mt::train {
 
 // Megatron's load_checkpoint: the latest checkpoint of --load (true), or a warning and a fresh
 // start (false). Collective when the run has several ranks. `params`: this rank's model (its
 // pipeline stage's), whole tensors; `model_params`: the whole model's (family.parameters), by
 // which the other stages' tensors of a pipeline-split checkpoint are read before this stage
 // keeps its own (none: `params` is the whole model).
-bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& parts,
-                     const std::vector<ParameterInfo>& params,
-                     const std::vector<ParameterInfo>* model_params = nullptr);
+MT_API bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& parts,
+                            const std::vector<ParameterInfo>& params,
+                            const std::vector<ParameterInfo>* model_params = nullptr);
 
 // The model tensors of the latest checkpoint in `dir` (any format, any tensor and pipeline layout)
 // that parameters of `params` hold, whole, under the checkpoint's names (either
 // --transformer-impl's norm spelling); the checkpoint's other tensors are left out (a pretrained
 // model's heads that a finetuned one lacks), and so are the parameters it does not have. No
 // optimizer state. Each rank reads for itself.
-CheckpointState read_model_tensors(const std::filesystem::path& dir,
-                                   const std::vector<ParameterInfo>& params);
+MT_API CheckpointState read_model_tensors(const std::filesystem::path& dir,
+                                          const std::vector<ParameterInfo>& params);
 
 // Saves the run's state as Megatron's save_checkpoint does, with its messages. Collective.
 // `params`: the whole model's (family.parameters: every stage's layers and every expert), by
 // which the tensor-parallel files are cut.
-void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
-                     const train::TrainingParts& parts, const train::CaptureOptions& options,
-                     const std::vector<ParameterInfo>& params);
+MT_API void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
+                            const train::TrainingParts& parts, const train::CaptureOptions& options,
+                            const std::vector<ParameterInfo>& params);
 
-}  // namespace mt::train_tool
+}  // namespace mt::train

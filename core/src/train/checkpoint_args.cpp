@@ -1,4 +1,4 @@
-#include "checkpoint_args.h"
+#include "mt/train/checkpoint_args.h"
 
 #include <filesystem>
 #include <sstream>
@@ -8,7 +8,7 @@
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/train/checkpointing.h"
 
-namespace mt::train_tool {
+namespace mt::train {
 
 namespace {
 
@@ -216,4 +216,4 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
     return a;
 }
 
-}  // namespace mt::train_tool
+}  // namespace mt::train

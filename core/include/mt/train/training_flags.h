@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "mt/api.h"
 #include "mt/model.h"
 #include "mt/optim/lr_schedule.h"
 #include "mt/optim/optimizer.h"
@@ -15,7 +16,7 @@
 #include "mt/train/checkpointing.h"
 #include "mt/train/trainer.h"
 
-namespace mt::train_tool {
+namespace mt::train {
 
 namespace po = boost::program_options;
 
@@ -82,7 +83,8 @@ struct TrainingFlags {
 
 // The ranks' layout: the flags' parallel sizes with the virtual pipeline stages resolved
 // against the model's --num-layers (Megatron's validate_args).
-parallel::ParallelConfig parallel_config(const TrainingFlags& flags, const ModelArgs& model_args);
+MT_API parallel::ParallelConfig parallel_config(const TrainingFlags& flags,
+                                                const ModelArgs& model_args);
 
 // The Megatron entry point the flags are parsed for.
 enum class EntryPoint {
@@ -96,16 +98,16 @@ enum class EntryPoint {
 };
 
 // The option groups, writing into `flags` (optional values are read by finish()).
-std::vector<po::options_description> training_flag_groups(
+MT_API std::vector<po::options_description> training_flag_groups(
     TrainingFlags& flags, EntryPoint entry = EntryPoint::pretraining);
 // Fills the optional values, derives defaults (global batch, start/end weight decay, train
 // iterations from samples) and rejects what megatron-train does not support yet; for
 // EntryPoint::tasks the iterations and the data are left to the task.
-void finish(const po::variables_map& vm, TrainingFlags& flags,
-            EntryPoint entry = EntryPoint::pretraining);
+MT_API void finish(const po::variables_map& vm, TrainingFlags& flags,
+                   EntryPoint entry = EntryPoint::pretraining);
 
 // The learning-rate schedule, the optimizer and the loop's options the flags describe.
-optim::LrScheduleConfig schedule_config(const TrainingFlags& flags);
-train::TrainerOptions trainer_options(const TrainingFlags& flags);
+MT_API optim::LrScheduleConfig schedule_config(const TrainingFlags& flags);
+MT_API TrainerOptions trainer_options(const TrainingFlags& flags);
 
-}  // namespace mt::train_tool
+}  // namespace mt::train

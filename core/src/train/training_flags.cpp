@@ -1,11 +1,11 @@
-#include "training_flags.h"
+#include "mt/train/training_flags.h"
 
 #include "mt/cli/flags.h"
 #include "mt/error.h"
 #include "mt/nn/hybrid_layer_pattern.h"
 #include "mt/parallel/pipeline_layers.h"
 
-namespace mt::train_tool {
+namespace mt::train {
 
 namespace {
 template <class T>
@@ -349,16 +349,19 @@ parallel::ParallelConfig parallel_config(const TrainingFlags& f, const ModelArgs
         const int64_t n = int64_t(c.segments.size());
         MT_CHECK(f.layers_per_virtual_stage < 0 && f.virtual_stages_per_rank < 0,
                  "--num-layers-per-virtual-pipeline-stage and --num-virtual-stages-per-pipeline-"
-                 "rank should not be used with --", flag,
-                 ": its '|' segments give the virtual stages (as in Megatron)");
+                 "rank should not be used with --",
+                 flag, ": its '|' segments give the virtual stages (as in Megatron)");
         MT_CHECK(c.first_stage_layers < 0 && c.last_stage_layers < 0,
                  "--decoder-first/last-pipeline-num-layers should not be given with '|' in --",
                  flag, " (as in Megatron)");
-        MT_CHECK(n % c.pipeline_parallel == 0, "The number of hybrid pipeline segments described "
-                 "by --", flag, " (", n, ") must be evenly divisible by "
-                 "--pipeline-model-parallel-size (", c.pipeline_parallel, ")");
-        MT_CHECK(c.pipeline_parallel > 1 || n == 1,
-                 "not supported yet: '|' segments in --", flag,
+        MT_CHECK(n % c.pipeline_parallel == 0,
+                 "The number of hybrid pipeline segments described "
+                 "by --",
+                 flag, " (", n,
+                 ") must be evenly divisible by "
+                 "--pipeline-model-parallel-size (",
+                 c.pipeline_parallel, ")");
+        MT_CHECK(c.pipeline_parallel > 1 || n == 1, "not supported yet: '|' segments in --", flag,
                  " with --pipeline-model-parallel-size 1 (virtual stages of one stage)");
         c.virtual_stages = int(n / c.pipeline_parallel);
         return c;
@@ -415,4 +418,4 @@ train::TrainerOptions trainer_options(const TrainingFlags& f) {
     return o;
 }
 
-}  // namespace mt::train_tool
+}  // namespace mt::train
