@@ -93,9 +93,18 @@ HybridAllocation allocate_hybrid_layers(int64_t num_layers, double attention_rat
         MT_CHECK(int64_t(p.size()) == num_layers,
                  "The hybrid override pattern is the wrong length: got ", p.size(), ", expected ",
                  num_layers);
-        for (char c : p)
+        for (char c : p) {
+            // core_v0.19's other layer kinds and its multi-token prediction part.
+            static const std::pair<char, const char*> kLater[] = {
+                {'G', "gated delta net layers ('G')"},
+                {'D', "DeepSeek sparse attention layers ('D')"},
+                {'+', "multi-latent attention layers ('+')"},
+                {'/', "multi-token prediction layers ('/')"}};
+            for (const auto& [symbol, what] : kLater)
+                MT_CHECK(c != symbol, "not supported yet: ", what, " in the hybrid layer pattern");
             MT_CHECK(c == kMamba || c == kAttention || c == kMlp || c == kMoe,
                      "In hybrid override pattern, '", c, "' is not one of 'M', '*', '-', 'E'");
+        }
         out.lines.push_back("Using hybrid override pattern");
         for (char c : {kMamba, kAttention, kMlp, kMoe})
             MT_CHECK(!ratios || std::count(p.begin(), p.end(), c) ==

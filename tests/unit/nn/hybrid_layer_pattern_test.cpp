@@ -65,4 +65,28 @@ TEST(NnHybridLayerPattern, AllocatesAndLogsAsMegatron) {
     }
 }
 
+// core_v0.19's pattern syntax: 'E' (MoE) layers, '|' stage separators (not layers), and the
+// layer kinds and multi-token prediction part not built here, refused by name.
+TEST(NnHybridLayerPattern, TakesCoreV019sSymbols) {
+    const mt::nn::HybridAllocation a =
+        mt::nn::allocate_hybrid_layers(5, 0, 0, std::string("M*|E-|M"));
+    EXPECT_EQ(a.layers, "M*E-M");
+    EXPECT_EQ(mt::nn::hybrid_pipeline_segments("M*|E-|M"), (std::vector<int64_t>{2, 2, 1}));
+    EXPECT_EQ(mt::nn::hybrid_pipeline_segments("M*E"), (std::vector<int64_t>{3}));
+    EXPECT_EQ(mt::nn::hybrid_pattern_layers("M*|E-|M"), 5);
+    for (const auto& [pattern, what] :
+         {std::pair{"MG", "gated delta net"}, std::pair{"M/M", "multi-token prediction"},
+          std::pair{"M+", "multi-latent attention"}}) {
+        try {
+            mt::nn::allocate_hybrid_layers(mt::nn::hybrid_pattern_layers(pattern), 0, 0,
+                                           std::string(pattern));
+            ADD_FAILURE() << pattern;
+        } catch (const mt::Error& e) {
+            EXPECT_NE(std::string(e.what()).find(std::string("not supported yet: ") + what),
+                      std::string::npos)
+                << e.what();
+        }
+    }
+}
+
 }  // namespace
