@@ -310,24 +310,7 @@ TEST(TorchDist, DistributedOptimizerRangesRoundTrip) {
     TorchDistCheckpoint format;
     CheckpointState state = format.load(fixture("gpt2_tp1"));
     state.args.emplace_back("use_distributed_optimizer", true);
-    OptimizerCheckpoint& o = *state.optimizer;
-    for (size_t i = 0; i < state.model.size(); ++i) {
-        const Tensor& whole = state.model[i].second.local;
-        const int64_t n = whole.numel(), half = n / 2 + 1;
-        for (auto [begin, end] : {std::pair{int64_t(0), half}, std::pair{half, n}}) {
-            if (begin >= end) continue;
-            OptimizerShard s;
-            s.name = state.model[i].first;
-            s.global_shape = whole.shape();
-            s.boxes = {{Shape(whole.dim(), 0), whole.shape()}};
-            s.begin = begin;
-            s.end = end;
-            s.main_param = whole.contiguous().view({n}).slice(0, begin, end);
-            s.exp_avg = o.params[i].exp_avg.contiguous().view({n}).slice(0, begin, end);
-            s.exp_avg_sq = o.params[i].exp_avg_sq.contiguous().view({n}).slice(0, begin, end);
-            o.shards.push_back(s);
-        }
-    }
+    add_two_rank_shards(state, [](int64_t n) { return n / 2 + 1; });
     TempDir dir;
     format.save(dir.path(), state);
     const CheckpointState back = format.load(dir.path());

@@ -117,4 +117,28 @@ inline void expect_same_moments(const CheckpointState& a, const CheckpointState&
 }
 
 
+// The distributed optimizer's shards of `state` as two data-parallel ranks keep them: each
+// parameter of n elements split at cut(n) into [0, cut) and [cut, n) (a range left empty is
+// skipped), the parameters whole (their boxes), moments from state.optimizer's.
+inline void add_two_rank_shards(CheckpointState& state, int64_t (*cut)(int64_t n)) {
+    OptimizerCheckpoint& o = *state.optimizer;
+    for (size_t i = 0; i < state.model.size(); ++i) {
+        const Tensor& whole = state.model[i].second.local;
+        const int64_t n = whole.numel(), at = cut(n);
+        for (auto [begin, end] : {std::pair{int64_t(0), at}, std::pair{at, n}}) {
+            if (begin >= end) continue;
+            OptimizerShard s;
+            s.name = state.model[i].first;
+            s.global_shape = whole.shape();
+            s.boxes = {{Shape(whole.dim(), 0), whole.shape()}};
+            s.begin = begin;
+            s.end = end;
+            s.main_param = whole.contiguous().view({n}).slice(0, begin, end);
+            s.exp_avg = o.params[i].exp_avg.contiguous().view({n}).slice(0, begin, end);
+            s.exp_avg_sq = o.params[i].exp_avg_sq.contiguous().view({n}).slice(0, begin, end);
+            o.shards.push_back(s);
+        }
+    }
+}
+
 }  // namespace mt::plugins::torch_dist
