@@ -71,6 +71,14 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
             set_arg(a, name, it != model_args.end());
             continue;
         }
+        // argparse's nargs='*' keeps a list of str (--spec's module and name, --recompute-modules).
+        if (flag.multiple && it != model_args.end()) {
+            std::vector<std::string> items;
+            std::istringstream words(it->second);
+            for (std::string w; words >> w;) items.push_back(w);
+            set_arg(a, python_arg_name(flag.name), items);
+            continue;
+        }
         const ArgValue fallback = flag.default_value ? typed(*flag.default_value) : ArgValue{};
         ArgValue value = it != model_args.end() ? typed(it->second) : fallback;
         // A float flag given as "0" is still a float to argparse.

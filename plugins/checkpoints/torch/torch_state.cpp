@@ -516,6 +516,24 @@ PyValue mixed_precision_optimizer_to_py(const OptimizerCheckpoint& o) {
     return out;
 }
 
+namespace {
+
+// A model tensor's key in the file: core_v0.19's MambaMixer (a model of --hybrid-layer-pattern,
+// which core_v0.13 does not have) keeps its convolution as parameters of its own,
+// "mixer.conv1d_weight" / "mixer.conv1d_bias" (its torch_dist keys keep core_v0.13's names;
+// reading takes either, mt::other_impl_name).
+std::string file_key(const std::string& name, bool v019_mixer) {
+    if (!v019_mixer) return name;
+    for (const char* part : {"weight", "bias"}) {
+        const std::string core = std::string(".mixer.conv1d.") + part;
+        if (name.ends_with(core))
+            return name.substr(0, name.size() - core.size()) + ".mixer.conv1d_" + part;
+    }
+    return name;
+}
+
+}  // namespace
+
 PyValue to_py(const CheckpointState& s) {
     io::PyObject ns;
     ns.module = "argparse";
@@ -525,6 +543,8 @@ PyValue to_py(const CheckpointState& s) {
     ns.state = PyValue::dict();
     for (const auto& [name, value] : s.args) ns.state.dict_ref().set(name, arg_to_py(name, value));
 
+    const ArgValue* pattern = find_arg(s.args, "hybrid_layer_pattern");
+    const bool v019_mixer = pattern && std::holds_alternative<std::string>(*pattern);
     PyValue model = PyValue::dict(true);
     if (bool_arg(s.args, "use_legacy_models")) {
         ModelTensors tensors;
@@ -533,14 +553,15 @@ PyValue to_py(const CheckpointState& s) {
             legacy_model_to_py(tensors, bool_arg(s.args, "untie_embeddings_and_output_weights"));
     } else {
         for (const auto& [name, t] : s.model)
-            if (!model_chunk(name)) model.dict_ref().set(name, PyValue::tensor(t.local));
+            if (!model_chunk(name))
+                model.dict_ref().set(file_key(name, v019_mixer), PyValue::tensor(t.local));
     }
     // Virtual pipeline stages: each chunk's state dict under model0, model1, ...
     std::vector<PyValue> chunks;
     for (const auto& [name, t] : s.model)
         if (auto chunk = model_chunk(name)) {
             while (chunks.size() <= chunk->first) chunks.push_back(PyValue::dict(true));
-            chunks[chunk->first].dict_ref().set(name.substr(chunk->second),
+            chunks[chunk->first].dict_ref().set(file_key(name.substr(chunk->second), v019_mixer),
                                                 PyValue::tensor(t.local));
         }
     MT_CHECK(chunks.empty() || model.dict_ref().items.empty(),

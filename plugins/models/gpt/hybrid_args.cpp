@@ -20,8 +20,8 @@ constexpr const char* kHybridStackSpec =
 
 }  // namespace
 
-std::string mamba_stack_spec() {
-    return kMambaStackSpec;
+std::string mamba_stack_spec(const ModelArgs& args) {
+    return args.count("hybrid-layer-pattern") ? kHybridStackSpec : kMambaStackSpec;
 }
 
 std::vector<FlagInfo> hybrid_flags() {

@@ -23,9 +23,11 @@ struct HybridArgs {
 };
 
 std::vector<FlagInfo> hybrid_flags();
-// --spec's value for Megatron's Mamba stack ("megatron.core.models.mamba.mamba_layer_specs
-// mamba_stack_spec"), the only one a hybrid model takes.
-std::string mamba_stack_spec();
+// --spec's default for Megatron's Mamba stack: pretrain_mamba.py's
+// "megatron.core.models.mamba.mamba_layer_specs mamba_stack_spec", or with core_v0.19's
+// --hybrid-layer-pattern its pretrain_hybrid.py's "megatron.core.models.hybrid.
+// hybrid_layer_specs hybrid_stack_spec".
+std::string mamba_stack_spec(const ModelArgs& args);
 
 // Reads the flags for a model of `num_layers` layers (a pattern's '|' separators are not layers:
 // the run's parallel config places the segments); mt::Error names the flag for anything refused.

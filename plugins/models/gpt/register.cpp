@@ -38,7 +38,7 @@ class GptFamily final : public ModelFamily {
         ModelArgs out = nn::resolved_transformer_args(args, nn::read_transformer_args(args));
         // The spec the layers are built from, recorded in checkpoints (a MambaStack keys its
         // layers one by one in torch_dist).
-        if (hybrid_) out.emplace("spec", mamba_stack_spec());
+        if (hybrid_) out.emplace("spec", mamba_stack_spec(args));
         return out;
     }
     using ModelFamily::build;
