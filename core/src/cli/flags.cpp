@@ -1,7 +1,10 @@
 #include "mt/cli/flags.h"
 
 #include <boost/program_options.hpp>
+#include <filesystem>
 
+#include "mt/checkpoint/checkpoint_args.h"
+#include "mt/checkpoint/format_detection.h"
 #include "mt/error.h"
 #include "mt/plugin_loader.h"
 #include "mt/registry.h"
@@ -176,12 +179,33 @@ std::vector<std::string> scan_flag(int argc, char** argv, const std::string& fla
     return values;
 }
 
+namespace {
+
+// The family a GPT tool's --load checkpoint needs: its args describe a Mamba hybrid model
+// (pretrain_mamba.py's or pretrain_hybrid.py's) or not. A checkpoint that cannot be read is left
+// to the tool's own load, which says why.
+bool loads_mamba_checkpoint(int argc, char** argv) {
+    const auto loads = scan_flag(argc, argv, "--load");
+    if (loads.empty() || !std::filesystem::is_directory(loads.back())) return false;
+    try {
+        auto format = detect_checkpoint_format(Registry::global(), loads.back());
+        return megatron_mamba_model(format->load_streamed(loads.back()).state.args);
+    } catch (const std::exception&) {
+        return false;
+    }
+}
+
+}  // namespace
+
 std::unique_ptr<ModelFamily> model_family_from_argv(int argc, char** argv,
                                                     const std::string& default_model) {
     for (const auto& dir : scan_flag(argc, argv, "--plugin-dir"))
         Registry::global().loader().add_search_dir(dir);
     auto models = scan_flag(argc, argv, "--model");
-    return Registry::global().create_model(models.empty() ? default_model : models.back());
+    if (!models.empty()) return Registry::global().create_model(models.back());
+    if (default_model == "gpt" && loads_mamba_checkpoint(argc, argv))
+        return Registry::global().create_model("mamba");
+    return Registry::global().create_model(default_model);
 }
 
 }  // namespace mt::cli

@@ -62,7 +62,8 @@ MT_API ModelArgs collect_model_args(const po::variables_map& vm, const std::vect
 // --plugin-dir and --model first to know the model family's own flags.
 MT_API std::vector<std::string> scan_flag(int argc, char** argv, const std::string& flag);
 // Adds argv's --plugin-dir directories to the global registry's search path and creates the
-// model family --model names (default: the tool's `default_model`).
+// model family --model names (default: the tool's `default_model`; for "gpt", "mamba" when the
+// --load checkpoint's args describe a Mamba hybrid model, as pretrain_mamba.py's do).
 MT_API std::unique_ptr<ModelFamily> model_family_from_argv(int argc, char** argv,
                                                            const std::string& default_model);
 
