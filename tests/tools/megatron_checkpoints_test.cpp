@@ -288,14 +288,6 @@ TEST_F(MegatronCheckpoints, GenerateAndConvertGiveMegatronCoresLogProbs) {
         auto r = run_command(score_command(fixtures() / f.key, f));
         ASSERT_EQ(r.exit_code, 0) << r.output;
         expect_logprobs(printed_logprobs(r.output), f.logprobs, "as saved");
-        if (f.model == "mamba") {
-            // Without --model the checkpoint's args choose the hybrid family.
-            std::string plain = score_command(fixtures() / f.key, f);
-            plain.erase(plain.find(" --model mamba"), std::string(" --model mamba").size());
-            r = run_command(plain);
-            ASSERT_EQ(r.exit_code, 0) << r.output;
-            expect_logprobs(printed_logprobs(r.output), f.logprobs, "without --model");
-        }
 
         const fs::path out = dir_->path() / ("converted_" + std::to_string(&f - fixtures_->data()));
         const std::string saver = f.format == "torch" ? "torch_dist" : "core";
@@ -309,6 +301,16 @@ TEST_F(MegatronCheckpoints, GenerateAndConvertGiveMegatronCoresLogProbs) {
         r = run_command(score_command(out, f));
         ASSERT_EQ(r.exit_code, 0) << r.output;
         expect_logprobs(printed_logprobs(r.output), f.logprobs, "converted to " + saver);
+        if (f.model == "mamba")
+            for (const fs::path& dir : {fixtures() / f.key, out}) {
+                // Without --model the checkpoint's args (any format, any layout: the converted
+                // copy is TP2) choose the hybrid family.
+                std::string plain = score_command(dir, f);
+                plain.erase(plain.find(" --model mamba"), std::string(" --model mamba").size());
+                r = run_command(plain);
+                ASSERT_EQ(r.exit_code, 0) << r.output;
+                expect_logprobs(printed_logprobs(r.output), f.logprobs, "without --model");
+            }
     }
 }
 

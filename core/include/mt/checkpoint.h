@@ -192,6 +192,9 @@ class MT_API CheckpointFormat {
     // call anew. A format that converts as it reads (hf, llama_meta) overrides it; the default
     // is load(), whose tensors make(i) returns.
     virtual StreamedState load_streamed(const std::filesystem::path& dir);
+    // The args of the latest checkpoint of `dir`, reading as little as the format allows (the
+    // default reads load_streamed's state).
+    virtual CheckpointArgs load_args(const std::filesystem::path& dir);
 
     // Rank-aware access. A format whose checkpoints hold whole tensors whatever layout saved
     // them (torch_dist as read here, hf) keeps these defaults: not per rank, layout 1x1, rank

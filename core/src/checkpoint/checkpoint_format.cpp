@@ -27,6 +27,10 @@ StreamedState CheckpointFormat::load_streamed(const std::filesystem::path& dir) 
     return s;
 }
 
+CheckpointArgs CheckpointFormat::load_args(const std::filesystem::path& dir) {
+    return load_streamed(dir).state.args;
+}
+
 CheckpointState made_state(StreamedState s) {
     for (size_t i = 0; i < s.state.model.size(); ++i) s.state.model[i].second.local = s.make(i);
     return std::move(s.state);

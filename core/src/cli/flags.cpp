@@ -189,7 +189,7 @@ bool loads_mamba_checkpoint(int argc, char** argv) {
     if (loads.empty() || !std::filesystem::is_directory(loads.back())) return false;
     try {
         auto format = detect_checkpoint_format(Registry::global(), loads.back());
-        return megatron_mamba_model(format->load_streamed(loads.back()).state.args);
+        return megatron_mamba_model(format->load_args(loads.back()));
     } catch (const std::exception&) {
         return false;
     }

@@ -91,6 +91,13 @@ CheckpointState TorchCheckpoint::load(const std::filesystem::path& dir) {
     return load_rank(dir, 0, 0);
 }
 
+CheckpointArgs TorchCheckpoint::load_args(const std::filesystem::path& dir) {
+    const Latest latest = need_tracker(dir);
+    const CheckpointLayout l = need_layout(dir, latest);
+    const fs::path file = checkpoint_file(dir, latest, l, 0, 0, 0);
+    return args_from_py(io::load_torch_structure(file), file.string());
+}
+
 CheckpointLayout TorchCheckpoint::layout(const std::filesystem::path& dir) {
     const Latest latest = need_tracker(dir);
     return need_layout(dir, latest);

@@ -14,6 +14,8 @@ class TorchCheckpoint : public CheckpointFormat {
     // One rank (a 1x1 layout); a split checkpoint is an mt::Error pointing at megatron-convert.
     void save(const std::filesystem::path& dir, const CheckpointState& state) override;
     CheckpointState load(const std::filesystem::path& dir) override;
+    // Rank (0, 0)'s file's args, its tensors not read.
+    CheckpointArgs load_args(const std::filesystem::path& dir) override;
 
     bool per_rank_files() const override { return true; }
     CheckpointLayout layout(const std::filesystem::path& dir) override;

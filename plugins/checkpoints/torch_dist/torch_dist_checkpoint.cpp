@@ -326,7 +326,10 @@ void TorchDistCheckpoint::save_streamed(const std::filesystem::path& dir,
     save_share(dir, s.state, *one, &s.make);
 }
 
-CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
+namespace {
+
+// The latest iteration's directory of `dir`, checked.
+fs::path latest_iteration(const fs::path& dir) {
     const auto latest = torch_ckpt::read_tracker(dir);
     MT_CHECK(latest.has_value(), "no checkpoint in ", dir.string(), ": ", torch_ckpt::kTrackerName,
              " is missing");
@@ -335,6 +338,20 @@ CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
              latest->release ? std::string("release") : std::to_string(latest->iteration), " but ",
              iter.string(), " does not exist");
     check_config(iter);
+    return iter;
+}
+
+}  // namespace
+
+CheckpointArgs TorchDistCheckpoint::load_args(const std::filesystem::path& dir) {
+    const fs::path iter = latest_iteration(dir);
+    const PyValue common = read_common(iter, read_dcp_metadata(iter / kDcpMetadataName));
+    return common_from_py(common, (iter / kCommonName).string()).args;
+}
+
+CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
+    const auto latest = torch_ckpt::read_tracker(dir);
+    const fs::path iter = latest_iteration(dir);
     const DcpMetadata meta = read_dcp_metadata(iter / kDcpMetadataName);
     const PyValue common = read_common(iter, meta);
 

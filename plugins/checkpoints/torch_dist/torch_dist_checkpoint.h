@@ -16,6 +16,8 @@ class TorchDistCheckpoint : public CheckpointFormat {
     bool detect(const std::filesystem::path& dir) const override;
     void save(const std::filesystem::path& dir, const CheckpointState& state) override;
     CheckpointState load(const std::filesystem::path& dir) override;
+    // The common state's args, no tensor read.
+    CheckpointArgs load_args(const std::filesystem::path& dir) override;
 
     // One rank (whole tensors, layout 1x1), each chunk made as it is written.
     void save_streamed(const std::filesystem::path& dir, const CheckpointLayout& layout,

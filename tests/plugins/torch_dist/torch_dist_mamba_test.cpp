@@ -193,6 +193,7 @@ TEST(TorchDistMamba, SavesTheKeysMegatronWrote) {
         const fs::path source =
             mt::test::fixtures_dir() / "megatron_checkpoints" / version / "mamba_torch_dist_fp32";
         const CheckpointState state = format.load(source);
+        EXPECT_EQ(format.load_args(source), state.args) << "the args alone, no tensor read";
         TempDir dir;
         format.save(dir.path(), state);
         const DcpMetadata theirs = read_dcp_metadata(source / "iter_0000003" / ".metadata");
