@@ -252,15 +252,16 @@ TEST_F(ParallelTrain, HybridMoeLayersGiveTheOneProcessNumbers) {
 }
 
 // core_v0.19's '|' in --hybrid-layer-pattern: each segment a pipeline stage's model chunk
-// (uneven stages "M|*-M", and virtual stages "M|*|-|M": stage 0 holds layers 0 and 2), each
-// giving the one-process losses; a checkpoint saved with virtual stages resumes in one process.
+// (uneven stages "M|*-M", and virtual stages "M|*|-|M": stage 0 holds layers 0 and 2, and
+// TP2 x PP2), each giving the one-process losses; checkpoints saved with virtual stages (torch)
+// and at TP2 x PP2 (torch_dist) resume in one process.
 TEST_F(ParallelTrain, HybridPipelineSegmentsGiveTheOneProcessLosses) {
     const std::string hybrid =
         " --model hybrid --mamba-state-dim 8 --mamba-head-dim 8 --mamba-num-groups 2"
         " --normalization RMSNorm --disable-bias-linear --position-embedding-type none"
         " --untie-embeddings-and-output-weights --hybrid-layer-pattern ";
-    auto command = [&](int ranks, const std::string& pattern) {
-        std::string c = train(dir_, data_, ranks, 1) + hybrid + "'" + pattern + "'";
+    auto command = [&](int ranks, const std::string& pattern, int tp = 1) {
+        std::string c = train(dir_, data_, ranks, tp) + hybrid + "'" + pattern + "'";
         c.replace(c.find(" --num-layers 2"), std::string(" --num-layers 2").size(),
                   " --num-layers 4");
         if (ranks > 1) c += " --pipeline-model-parallel-size 2";
@@ -278,6 +279,12 @@ TEST_F(ParallelTrain, HybridPipelineSegmentsGiveTheOneProcessLosses) {
     }
     expect_resumes(command(2, "M|*|-|M") + " --ckpt-format torch", command(1, "M*-M"),
                    dir_ / "segments", want);
+    // TP2 x PP2 (the Mamba layers split by heads and groups, uneven stages), and its torch_dist
+    // checkpoint resumed in one process.
+    auto tp_pp = run_command(command(4, "M|*-M", 2));
+    ASSERT_EQ(tp_pp.exit_code, 0) << tp_pp.output;
+    expect_same(losses(tp_pp.output), want, tp_pp.output);
+    expect_resumes(command(4, "M|*-M", 2), command(1, "M*-M"), dir_ / "tp_pp", want);
     // Megatron's checks: the segments divide over the stages, and give the virtual stages.
     auto r = run_command(command(2, "M|*|-M"));
     EXPECT_NE(r.output.find("must be evenly divisible by --pipeline-model-parallel-size (2)"),
