@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "dcp_metadata.h"
+#include "mt/checkpoint/checkpoint_args.h"
 #include "mt/model.h"
 #include "test_support.h"
 #include "torch_dist_checkpoint.h"
@@ -18,9 +19,15 @@ namespace {
 namespace fs = std::filesystem;
 using mt::test::TempDir;
 
-// hidden 16, head dim 8: 4 heads, d_inner 32; 2 groups of state 4: B and C 8 rows each.
-constexpr int64_t kHidden = 16, kInner = 32, kGroupState = 8, kHeads = 4;
-constexpr int64_t kInProj = 2 * kInner + 2 * kGroupState + kHeads, kConv = kInner + 2 * kGroupState;
+// Megatron's own hybrid checkpoint (core_v0.13 pretrain_mamba.py, "M*-M",
+// tests/fixtures/megatron_checkpoints/make_fixtures.py): hidden 16, head dim 8: 4 heads,
+// d_inner 32; 2 groups of state 8: B and C 16 rows each; saved at iteration 3.
+constexpr int64_t kHidden = 16, kInner = 32, kGroupState = 16, kHeads = 4;
+const fs::path kIteration = "iter_0000003";
+
+fs::path megatron_fixture(const std::string& version) {
+    return mt::test::fixtures_dir() / "megatron_checkpoints" / version / "mamba_torch_dist_fp32";
+}
 
 Tensor counting(const Shape& shape, float start) {
     Tensor t = Tensor::empty(shape, DType::f32);
@@ -28,42 +35,21 @@ Tensor counting(const Shape& shape, float start) {
     return t;
 }
 
-// One Mamba layer ("M") between the embedding and the output layer, each tensor counting up
-// from a start of its own, with Adam moments.
+// That checkpoint (its args as Megatron's parse_args and validate_args made them) with Adam
+// moments, which Megatron saved without: each tensor's counting up from a start of its own.
 CheckpointState mamba_state() {
-    CheckpointState s;
-    s.iteration = 7;
-    s.args = {{"num_layers", int64_t(1)},
-              {"hidden_size", kHidden},
-              {"hybrid_override_pattern", std::string("M")},
-              {"mamba_state_dim", int64_t(4)},
-              {"mamba_head_dim", int64_t(8)},
-              {"mamba_num_groups", int64_t(2)},
-              {"mamba_num_heads", ArgValue()}};
-    const std::pair<std::string, Shape> params[] = {
-        {"embedding.word_embeddings.weight", {8, kHidden}},
-        {"decoder.layers.0.mixer.in_proj.layer_norm_weight", {kHidden}},
-        {"decoder.layers.0.mixer.in_proj.weight", {kInProj, kHidden}},
-        {"decoder.layers.0.mixer.conv1d.weight", {kConv, 1, 4}},
-        {"decoder.layers.0.mixer.conv1d.bias", {kConv}},
-        {"decoder.layers.0.mixer.dt_bias", {kHeads}},
-        {"decoder.layers.0.mixer.A_log", {kHeads}},
-        {"decoder.layers.0.mixer.D", {kHeads}},
-        {"decoder.layers.0.mixer.norm.weight", {kInner}},
-        {"decoder.layers.0.mixer.out_proj.weight", {kHidden, kInner}},
-        {"decoder.final_norm.weight", {kHidden}},
-        {"output_layer.weight", {8, kHidden}}};
+    TorchDistCheckpoint format;
+    CheckpointState s = format.load(megatron_fixture("core_v0.13"));
     OptimizerCheckpoint o;
     o.step = 3;
     o.lr = 1e-3;
     float start = 0;
-    for (const auto& [name, shape] : params) {
-        s.model.emplace_back(name, ShardedTensor::whole(counting(shape, start)));
+    for (const auto& [name, t] : s.model) {
         OptimizerParamState p;
         p.name = name;
-        p.weight_decay = megatron_weight_decay(name, shape);
-        p.exp_avg = counting(shape, start + 0.5f);
-        p.exp_avg_sq = counting(shape, start + 0.25f);
+        p.weight_decay = megatron_weight_decay(name, t.global_shape);
+        p.exp_avg = counting(t.global_shape, start + 0.5f);
+        p.exp_avg_sq = counting(t.global_shape, start + 0.25f);
         o.params.push_back(std::move(p));
         start += 10000;
     }
@@ -78,7 +64,7 @@ TEST(TorchDistMamba, MixerTensorsAreStoredInMegatronsPartsAndReadBackWhole) {
     format.save(dir.path(), state);
     expect_same_state(format.load(dir.path()), state);
 
-    const DcpMetadata meta = read_dcp_metadata(dir / "iter_0000007" / ".metadata");
+    const DcpMetadata meta = read_dcp_metadata(dir / kIteration / ".metadata");
     const std::string mixer = "decoder.layers.0.mixer.";
     const std::pair<std::string, Shape> parts[] = {
         {"in_proj.weight.z", {kInner, kHidden}},     {"in_proj.weight.x", {kInner, kHidden}},
@@ -110,7 +96,7 @@ TEST(TorchDistMamba, MixerTensorsAreStoredInMegatronsPartsAndReadBackWhole) {
 TEST(TorchDistMamba, DistributedOptimizerRangesAreCutIntoTheParts) {
     TorchDistCheckpoint format;
     CheckpointState state = mamba_state();
-    state.args.emplace_back("use_distributed_optimizer", true);
+    set_arg(state.args, "use_distributed_optimizer", true);
     add_two_rank_shards(state, [](int64_t n) { return n / 3 + 1; });
     TempDir dir;
     format.save(dir.path(), state);
@@ -118,13 +104,16 @@ TEST(TorchDistMamba, DistributedOptimizerRangesAreCutIntoTheParts) {
     ASSERT_TRUE(back.optimizer) << back.optimizer_not_loaded;
     state.optimizer->shards.clear();
     expect_same_moments(back, state);
-    // in_proj [84, 16] is cut after element 449 (row 28 of z): z in two chunks, x... in one.
-    const DcpMetadata meta = read_dcp_metadata(dir / "iter_0000007" / ".metadata");
-    const DcpEntry* z = meta.find("optimizer.state.exp_avg.decoder.layers.0.mixer.in_proj.weight.z");
-    ASSERT_NE(z, nullptr);
-    EXPECT_EQ(z->flattened_from, (Shape{kInner, kHidden}));
-    EXPECT_EQ(z->size, (Shape{1, 1, kInner * kHidden}));
-    EXPECT_EQ(z->chunks.size(), 2u);
+    // in_proj [100, 16] is cut after element 534 (row 33, in x): x in two chunks, z and dt in one.
+    const DcpMetadata meta = read_dcp_metadata(dir / kIteration / ".metadata");
+    const std::string in_proj = "optimizer.state.exp_avg.decoder.layers.0.mixer.in_proj.weight.";
+    const DcpEntry* x = meta.find(in_proj + "x");
+    ASSERT_NE(x, nullptr);
+    EXPECT_EQ(x->flattened_from, (Shape{kInner, kHidden}));
+    EXPECT_EQ(x->size, (Shape{1, 1, kInner * kHidden}));
+    EXPECT_EQ(x->chunks.size(), 2u);
+    ASSERT_NE(meta.find(in_proj + "z"), nullptr);
+    EXPECT_EQ(meta.find(in_proj + "z")->chunks.size(), 1u);
     const DcpEntry* dt =
         meta.find("optimizer.state.fp32_param.decoder.layers.0.mixer.in_proj.weight.dt");
     ASSERT_NE(dt, nullptr);
@@ -162,7 +151,7 @@ TEST(TorchDistMamba, TensorParallelPiecesLandInTheirParts) {
     CheckpointState want = whole;
     want.optimizer.reset();
     expect_same_state(format.load(dir.path()), want);
-    const DcpMetadata meta = read_dcp_metadata(dir / "iter_0000007" / ".metadata");
+    const DcpMetadata meta = read_dcp_metadata(dir / kIteration / ".metadata");
     const DcpEntry* b = meta.find("decoder.layers.0.mixer.in_proj.weight.B");
     ASSERT_NE(b, nullptr);
     EXPECT_EQ(b->size, (Shape{kGroupState, kHidden}));
@@ -190,14 +179,13 @@ TEST(TorchDistMamba, SavingWithoutTheArgsMambaSizesIsAnErrorNamingThem) {
 TEST(TorchDistMamba, SavesTheKeysMegatronWrote) {
     TorchDistCheckpoint format;
     for (const std::string version : {"core_v0.13", "core_v0.19"}) {
-        const fs::path source =
-            mt::test::fixtures_dir() / "megatron_checkpoints" / version / "mamba_torch_dist_fp32";
+        const fs::path source = megatron_fixture(version);
         const CheckpointState state = format.load(source);
         EXPECT_EQ(format.load_args(source), state.args) << "the args alone, no tensor read";
         TempDir dir;
         format.save(dir.path(), state);
-        const DcpMetadata theirs = read_dcp_metadata(source / "iter_0000003" / ".metadata");
-        const DcpMetadata ours = read_dcp_metadata(dir / "iter_0000003" / ".metadata");
+        const DcpMetadata theirs = read_dcp_metadata(source / kIteration / ".metadata");
+        const DcpMetadata ours = read_dcp_metadata(dir / kIteration / ".metadata");
         int compared = 0;
         for (const DcpEntry& e : theirs.entries) {
             // The saved RNG and rerun states, and core_v0.19's common state in the DCP files
