@@ -131,7 +131,7 @@ std::vector<ShardedTensor> piece_boxes(const Tensor& piece, const Shape& whole,
         // Several boxes (a rank's slice of each part) lie end to end along the split dimension.
         const Tensor view = boxes.size() == 1 ? piece : piece.slice(d, at, at + box.size[d]);
         out.push_back(ShardedTensor{view, whole, box.offset});
-        if (boxes.size() > 1) at += box.size[d];
+        at += box.size[d];
     }
     return out;
 }

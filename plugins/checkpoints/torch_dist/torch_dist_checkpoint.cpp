@@ -328,8 +328,12 @@ void TorchDistCheckpoint::save_streamed(const std::filesystem::path& dir,
 
 namespace {
 
-// The latest iteration's directory of `dir`, checked.
-fs::path latest_iteration(const fs::path& dir) {
+// The latest iteration's directory of `dir`, checked, and whether it is the release one.
+struct LatestIteration {
+    fs::path dir;
+    bool release = false;
+};
+LatestIteration latest_iteration(const fs::path& dir) {
     const auto latest = torch_ckpt::read_tracker(dir);
     MT_CHECK(latest.has_value(), "no checkpoint in ", dir.string(), ": ", torch_ckpt::kTrackerName,
              " is missing");
@@ -338,20 +342,20 @@ fs::path latest_iteration(const fs::path& dir) {
              latest->release ? std::string("release") : std::to_string(latest->iteration), " but ",
              iter.string(), " does not exist");
     check_config(iter);
-    return iter;
+    return {iter, latest->release};
 }
 
 }  // namespace
 
 CheckpointArgs TorchDistCheckpoint::load_args(const std::filesystem::path& dir) {
-    const fs::path iter = latest_iteration(dir);
+    const fs::path iter = latest_iteration(dir).dir;
     const PyValue common = read_common(iter, read_dcp_metadata(iter / kDcpMetadataName));
     return common_from_py(common, (iter / kCommonName).string()).args;
 }
 
 CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
-    const auto latest = torch_ckpt::read_tracker(dir);
-    const fs::path iter = latest_iteration(dir);
+    const LatestIteration latest = latest_iteration(dir);
+    const fs::path& iter = latest.dir;
     const DcpMetadata meta = read_dcp_metadata(iter / kDcpMetadataName);
     const PyValue common = read_common(iter, meta);
 
@@ -416,7 +420,7 @@ CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
             state.optimizer_not_loaded = e.what();
         }
     }
-    if (latest->release) state.iteration = 0;
+    if (latest.release) state.iteration = 0;
     return state;
 }
 

@@ -54,7 +54,7 @@ struct KeyLayout {
 // num_layers, num_experts, per_layer as Megatron's TransformerBlock decides it (moe_layer_freq
 // a list, or an int above 1) or a MambaStack always does, local_spec from transformer_impl, and
 // a MambaStack's split sizes (hidden_size, mamba_head_dim, mamba_num_groups, mamba_state_dim,
-// mamba_num_heads; mt::Error when they are missing).
+// mamba_num_heads; none when they are missing, which stored_parts reports).
 KeyLayout key_layout(const CheckpointArgs& args);
 
 // Where a core-named tensor goes: its key and the leading axes its chunks sit at (the layer,

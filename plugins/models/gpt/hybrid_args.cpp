@@ -77,26 +77,22 @@ HybridArgs read_hybrid_args(const ModelArgs& args, int64_t num_layers) {
 }
 
 double hybrid_training_flops(const nn::TransformerArgs& c, const HybridArgs& h, int64_t samples) {
-    const auto count = [&](char symbol) {
-        return double(std::count(h.layers.begin(), h.layers.end(), symbol));
-    };
     const double b = double(samples), s = double(c.seq_length), d = double(c.hidden_size);
-    const double heads = double(c.num_attention_heads);
+    const double heads = double(c.num_attention_heads), swiglu = c.swiglu ? 1.5 : 1.0;
     // attn_layer_flops: p = kv_channels heads / hidden; g the key/value groups.
     const double p = double(c.kv_channels) * heads / d, g = double(c.num_query_groups);
     const double attention = 4 * b * s * d * p * (d + d * (g / heads) + s / 2);
-    const double mlp = 4 * (double(c.ffn_hidden_size) / d) * (c.swiglu ? 1.5 : 1.0) * b * s * d * d;
+    const double mlp = 4 * (double(c.ffn_hidden_size) / d) * swiglu * b * s * d * d;
     const double d_in = 2 * d, n = double(h.mamba.state_dim);
-    const double nheads = h.mamba.num_heads > 0 ? double(h.mamba.num_heads)
-                                                : double(int64_t(d_in) / h.mamba.head_dim);
+    const double nheads = double(h.mamba.heads(c.hidden_size));
     const double mamba = 2 * b * s * d * (2 * d_in + 2 * double(h.mamba.num_groups) * n + nheads) +
                          7 * b * s * d_in * n + 2 * b * s * d_in * d;
     const double logits = 2 * b * s * d * double(c.padded_vocab_size);
     // core_v0.19's moe_layer_flops: the routed experts' MLPs at top-k and the shared experts'.
     const double moe_ffn = double(c.moe.enabled() ? c.moe.ffn_hidden_size : c.ffn_hidden_size);
-    const double swiglu = c.swiglu ? 1.5 : 1.0;
     const double moe = 4 * b * s * d * moe_ffn * double(c.moe.router.topk) * swiglu +
                        4 * b * s * d * double(c.moe.shared_expert_ffn_size) * swiglu;
+    const auto count = [&](char symbol) { return double(h.count(symbol)); };
     return 3 * (count('*') * attention + count('-') * mlp + count('M') * mamba + count('E') * moe +
                 logits);
 }
