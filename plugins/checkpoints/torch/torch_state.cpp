@@ -524,12 +524,8 @@ namespace {
 // reading takes either, mt::other_impl_name).
 std::string file_key(const std::string& name, bool v019_mixer) {
     if (!v019_mixer) return name;
-    for (const char* part : {"weight", "bias"}) {
-        const std::string core = std::string(".mixer.conv1d.") + part;
-        if (name.ends_with(core))
-            return name.substr(0, name.size() - core.size()) + ".mixer.conv1d_" + part;
-    }
-    return name;
+    std::string v019 = other_impl_name(name);
+    return v019.find(".mixer.conv1d_") != std::string::npos ? v019 : name;
 }
 
 }  // namespace
