@@ -3,7 +3,8 @@
 // megatron-eval scores (WIKITEXT103); and megatron-generate on such a checkpoint, whose
 // decoding over the recurrent state gives the log-probabilities of reading the whole sequence at
 // once, also after megatron-convert moved it between formats and pipeline layouts; and activation
-// recompute giving the same losses.
+// recompute giving the same losses; Hugging Face Mamba-2 and Nemotron-H folders through
+// generate and convert, both ways.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -154,12 +155,63 @@ TEST(HybridModel, GeneratesOverTheRecurrentStateAsItScoresWholeSequences) {
     }
     EXPECT_TRUE(fs::exists(dir.path() / "pp2/iter_0000003/mp_rank_00_001/model_optim_rng.pt"));
     EXPECT_TRUE(fs::exists(dir.path() / "tp2/iter_0000003/mp_rank_01/model_optim_rng.pt"));
-    // What is not there yet is refused by name.
-    auto c = run_command(convert + " --loader torch_dist --saver hf --load-dir " + shell_quote(ckpt) +
-                         " --save-dir " + shell_quote(dir.path() / "hf"));
-    EXPECT_NE(c.output.find("not supported yet: Mamba hybrid models in --saver hf"),
+    // examples/mamba/train.sh's MLP layers apply GeLU; Nemotron-H's relu2 (--squared-relu).
+    auto c = run_command(convert + " --loader torch_dist --saver hf --load-dir " +
+                         shell_quote(ckpt) + " --save-dir " + shell_quote(dir.path() / "hf"));
+    EXPECT_NE(c.output.find("not supported yet: squared_relu=False in --saver hf"),
               std::string::npos)
         << c.output;
+    EXPECT_FALSE(fs::exists(dir.path() / "hf"));
+}
+
+// tests/fixtures/hf/hybrid_expected.json: transformers' greedy continuation of each folder's
+// prompt ids.
+struct HfHybridFolder {
+    const char* name;
+    const char* prompt;
+    const char* greedy;
+};
+const HfHybridFolder kHfHybridFolders[] = {
+    {"mamba2", "74 75 11 6 62 3 88 34 97 71 9 109", "126 100 57 55 55 99 101 108"},
+    {"nemotron_h", "74 75 11 6 62 3 88 34 97 71 9 109", "108 99 25 75 89 86 115 53"},
+};
+
+// A Mamba2ForCausalLM and a NemotronHForCausalLM folder generate transformers' greedy tokens,
+// convert to a Megatron torch_dist checkpoint split over two tensor-parallel ranks (in_proj's
+// parts, the heads and the groups split) and generate the same there, and convert back to the
+// very model.safetensors transformers wrote.
+TEST(HybridModel, HuggingFaceFoldersGenerateConvertAndExportBackBitExactly) {
+    for (const HfHybridFolder& f : kHfHybridFolders) {
+        TempDir dir;
+        const fs::path folder = mt::test::fixtures_dir() / "hf" / f.name;
+        auto generate = [&](const fs::path& load) {
+            return run_command(shell_quote(tool_path("megatron-generate")) + " --load " +
+                               shell_quote(load) +
+                               " --tokenizer-type NullTokenizer --vocab-size 127 --greedy"
+                               " --out-seq-length 8 --prompts '" +
+                               f.prompt + "'");
+        };
+        const std::string want = std::string("\n") + f.prompt + " " + f.greedy + "\n";
+        auto r = generate(folder);
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+        EXPECT_NE(r.output.find(want), std::string::npos) << f.name << r.output;
+        const std::string convert =
+            shell_quote(tool_path("megatron-convert")) + " --model-type Mamba";
+        auto c = run_command(convert + " --loader hf --saver torch_dist --load-dir " +
+                             shell_quote(folder) + " --save-dir " +
+                             shell_quote(dir.path() / "tp2") + " --target-tensor-parallel-size 2");
+        ASSERT_EQ(c.exit_code, 0) << c.output;
+        r = generate(dir.path() / "tp2");
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+        EXPECT_NE(r.output.find(want), std::string::npos) << f.name << r.output;
+        c = run_command(convert + " --loader torch_dist --saver hf --load-dir " +
+                        shell_quote(dir.path() / "tp2") + " --save-dir " +
+                        shell_quote(dir.path() / "hf"));
+        ASSERT_EQ(c.exit_code, 0) << c.output;
+        EXPECT_TRUE(mt::test::read_file(dir.path() / "hf/model.safetensors") ==
+                    mt::test::read_file(folder / "model.safetensors"))
+            << f.name;
+    }
 }
 
 }  // namespace

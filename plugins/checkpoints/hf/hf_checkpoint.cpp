@@ -13,6 +13,7 @@
 #include "hf_config.h"
 #include "hf_config_writer.h"
 #include "hf_export.h"
+#include "hf_hybrid_tensors.h"
 #include "hf_layout.h"
 #include "hf_tensors.h"
 #include "hf_tokenizer_export.h"
@@ -53,6 +54,8 @@ class Converter {
             gpt2();
         else if (c_.arch == HfArch::llama)
             llama();
+        else if (c_.arch == HfArch::hybrid)
+            hybrid();
         else
             bert();
         return std::move(recipes_);
@@ -147,6 +150,27 @@ class Converter {
         }
         put("decoder.final_layernorm.weight", hf("model.norm.weight", {h}));
         if (!c_.tied) put("output_layer.weight", hf("lm_head.weight", {c_.vocab_size, h}));
+    }
+
+    // Mamba2ForCausalLM or NemotronHForCausalLM (hf_hybrid_tensors.h); a bare *Model without
+    // the "backbone." prefix too.
+    void hybrid() {
+        const std::string prefix = tensors_.has("backbone.embeddings.weight") ? "backbone." : "";
+        for (HybridTensor& t : hybrid_tensors(c_)) {
+            if (t.hf.starts_with("backbone.")) t.hf = prefix + t.hf.substr(9);
+            if (t.kind != HybridTensor::Kind::qkv) {
+                put(t.megatron, hf(t.hf, t.shape));
+                continue;
+            }
+            const int64_t nq = c_.num_heads, ng = c_.num_kv_heads, hd = c_.head_dim;
+            const int64_t h = c_.hidden_size;
+            const std::string q = hf(t.hf + "q_proj.weight", {nq * hd, h});
+            const std::string k = hf(t.hf + "k_proj.weight", {ng * hd, h});
+            const std::string v = hf(t.hf + "v_proj.weight", {ng * hd, h});
+            put(t.megatron, t.shape, [q, k, v, nq, ng, hd](const HfTensors& f) {
+                return group_qkv(f.get(q), f.get(k), f.get(v), nq, ng, hd);
+            });
+        }
     }
 
     // A SwiGLU fc1: [gate; up].

@@ -3,12 +3,16 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cmath>
+#include <initializer_list>
 #include <map>
 #include <sstream>
 
 #include "hf_tensors.h"
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/error.h"
+#include "mt/nn/hybrid_layer_pattern.h"
+#include "mt/nn/mamba_config.h"
 
 namespace mt::plugins::hf {
 
@@ -91,6 +95,16 @@ void read_rope_scaling(const Json& r, const std::string& where, HfConfig& c) {
             "' rope scaling (supported are llama3's and linear)");
 }
 
+// Llama's and Nemotron-H's attention heads: grouped-query, head_dim when given.
+void read_attention_heads(const Json& j, const std::string& where, HfConfig& c) {
+    c.num_heads = j.integer("num_attention_heads");
+    c.num_kv_heads = j.integer("num_key_value_heads", c.num_heads);
+    MT_CHECK(c.num_heads > 0 && c.num_kv_heads > 0 && c.num_heads % c.num_kv_heads == 0, where,
+             ": 'num_attention_heads' (", c.num_heads,
+             ") must be a positive multiple of 'num_key_value_heads' (", c.num_kv_heads, ")");
+    c.head_dim = j.integer("head_dim", c.hidden_size / c.num_heads);
+}
+
 void read_llama(const Json& j, const std::string& where, HfConfig& c) {
     MT_CHECK(!j.boolean("attention_bias", false), where,
              ": not supported yet: 'attention_bias' true (Llama with QKV/output biases)");
@@ -113,12 +127,7 @@ void read_llama(const Json& j, const std::string& where, HfConfig& c) {
     }
     c.num_layers = j.integer("num_hidden_layers");
     c.hidden_size = j.integer("hidden_size");
-    c.num_heads = j.integer("num_attention_heads");
-    c.num_kv_heads = j.integer("num_key_value_heads", c.num_heads);
-    MT_CHECK(c.num_heads > 0 && c.num_kv_heads > 0 && c.num_heads % c.num_kv_heads == 0, where,
-             ": 'num_attention_heads' (", c.num_heads,
-             ") must be a positive multiple of 'num_key_value_heads' (", c.num_kv_heads, ")");
-    c.head_dim = j.integer("head_dim", c.hidden_size / c.num_heads);
+    read_attention_heads(j, where, c);
     c.ffn_hidden_size = j.integer("intermediate_size");
     c.vocab_size = j.integer("vocab_size");
     c.max_position_embeddings = j.integer("max_position_embeddings");
@@ -210,6 +219,142 @@ void read_bert(const Json& j, const std::string& where, const std::filesystem::p
     c.bert.binary_head = tensors.has("cls.seq_relationship.weight");
 }
 
+// The first of `keys` the config has (older Nemotron-H configs use mamba_-prefixed names), or
+// the first key when none is there.
+const char* key_of(const Json& j, std::initializer_list<const char*> keys) {
+    for (const char* k : keys)
+        if (j.has(k)) return k;
+    return *keys.begin();
+}
+
+// time_step_limit (transformers writes infinity as {"__float__": "Infinity"}): Megatron's mixer
+// does not clamp dt, so only (0, inf) is its network.
+bool unclamped_time_step(const Json& j) {
+    if (!j.has("time_step_limit")) return true;
+    simdjson::dom::array limit;
+    if (j.object()["time_step_limit"].get_array().get(limit) || limit.size() != 2) return false;
+    double low = -1;
+    if (limit.at(0).get_double().get(low) || low != 0) return false;
+    double high = 0;
+    if (!limit.at(1).get_double().get(high)) return std::isinf(high);
+    std::string_view text;
+    return !limit.at(1)["__float__"].get_string().get(text) && text == "Infinity";
+}
+
+// The Mamba mixer of Mamba2Config or NemotronHConfig (`prefix` "mamba_" on Nemotron-H's head
+// keys) as Megatron's MambaMixer computes it: SiLU convolution of width 4 with bias, no
+// projection biases, dt unclamped, the gated norm's epsilon 1e-5.
+void read_mamba_mixer(const Json& j, const std::string& where, bool nemotron, HfConfig& c) {
+    HybridParts& m = c.hybrid;
+    m.num_heads = j.integer(nemotron ? "mamba_num_heads" : "num_heads");
+    m.head_dim = j.integer(nemotron ? "mamba_head_dim" : "head_dim");
+    m.state_dim = j.integer(nemotron ? "ssm_state_size" : "state_size");
+    m.num_groups = j.integer(key_of(j, {"n_groups", "mamba_n_groups"}));
+    MT_CHECK(m.num_heads > 0 && m.head_dim > 0 && m.state_dim > 0 && m.num_groups > 0 &&
+                 m.num_heads % m.num_groups == 0,
+             where, ": the Mamba heads (", m.num_heads, " of ", m.head_dim, "), state (",
+             m.state_dim, ") and groups (", m.num_groups,
+             ") must be positive, the heads a multiple of the groups");
+    const int64_t width = j.integer(key_of(j, {"conv_kernel", "mamba_d_conv"}), 4);
+    MT_CHECK(width == nn::MambaConfig().conv_width, where, ": not supported yet: 'conv_kernel' ",
+             width, " (Megatron's Mamba mixer convolves over ", nn::MambaConfig().conv_width, ")");
+    const std::string act = j.text(nemotron ? "mamba_hidden_act" : "hidden_act", "silu");
+    MT_CHECK(act == "silu", where, ": not supported yet: Mamba activation '", act,
+             "' (Megatron's mixer applies SiLU)");
+    for (const char* bias : {"use_bias", "mamba_proj_bias"})
+        MT_CHECK(!j.boolean(bias, false), where, ": not supported yet: '", bias,
+                 "' true (Megatron's Mamba projections have no bias)");
+    MT_CHECK(j.boolean(key_of(j, {"use_conv_bias", "mamba_conv_bias"}), true), where,
+             ": not supported yet: 'use_conv_bias' false (Megatron's convolution has a bias)");
+    // Nemotron-H's modelling clamps dt at time_step_min whatever the config says (see README).
+    MT_CHECK(nemotron || unclamped_time_step(j), where,
+             ": not supported yet: a 'time_step_limit' other than [0, inf] (Megatron's Mamba "
+             "mixer does not clamp dt)");
+    MT_CHECK(c.norm_epsilon == 1e-5, where, ": not supported yet: 'layer_norm_epsilon' ",
+             c.norm_epsilon, " (Megatron's gated norm in the Mamba mixer uses 1e-5)");
+}
+
+// Mamba2ForCausalLM: every layer a Mamba layer (inner width expand x hidden = heads x head_dim).
+// It has no position limit; Megatron's MambaModel needs one: 4096, pretrain_mamba.py's
+// examples' sequence length.
+void read_mamba2(const Json& j, const std::string& where, HfConfig& c) {
+    MT_CHECK(j.boolean("rms_norm", true), where,
+             ": not supported yet: 'rms_norm' false (Megatron's Mamba layers use RMSNorm)");
+    c.num_layers = j.integer("num_hidden_layers");
+    c.hidden_size = j.integer("hidden_size");
+    c.vocab_size = j.integer("vocab_size");
+    c.norm_epsilon = j.real("layer_norm_epsilon", 1e-5);
+    c.tied = j.boolean("tie_word_embeddings", false);
+    c.max_position_embeddings = 4096;
+    read_mamba_mixer(j, where, false, c);
+    const int64_t expand = j.integer("expand", 2);
+    MT_CHECK(expand * c.hidden_size == c.hybrid.num_heads * c.hybrid.head_dim, where,
+             ": 'expand' x 'hidden_size' (", expand, " x ", c.hidden_size,
+             ") must equal 'num_heads' x 'head_dim' (", c.hybrid.num_heads, " x ",
+             c.hybrid.head_dim, ")");
+    c.hybrid.pattern = std::string(size_t(std::max<int64_t>(c.num_layers, 0)), 'M');
+    // The attention sizes Megatron's args need although no layer attends (heads of the mixer's
+    // width, so a tensor-parallel split that fits the Mamba heads fits them too).
+    c.num_heads = c.num_kv_heads = c.hybrid.num_heads;
+    c.head_dim = c.hybrid.head_dim;
+    c.ffn_hidden_size = 4 * c.hidden_size;
+}
+
+// The layer pattern of a NemotronHConfig: layers_block_type (transformers 5, legacy "mamba" and
+// "attention" names too) or hybrid_override_pattern (the hub's configs).
+std::string nemotron_h_pattern(const Json& j, const std::string& where) {
+    simdjson::dom::array types;
+    if (j.object()["layers_block_type"].get_array().get(types)) {
+        const std::string pattern = j.text("hybrid_override_pattern", "");
+        MT_CHECK(!pattern.empty(), where,
+                 ": has neither 'layers_block_type' nor 'hybrid_override_pattern'");
+        return pattern;
+    }
+    static const std::map<std::string, char> kSymbol = {
+        {"linear_attention", 'M'}, {"mamba", 'M'}, {"full_attention", '*'},
+        {"attention", '*'},        {"mlp", '-'},   {"moe", 'E'}};
+    std::string pattern;
+    for (auto type : types) {
+        std::string_view name;
+        MT_CHECK(!type.get_string().get(name), where, ": 'layers_block_type' holds a non-string");
+        const auto it = kSymbol.find(std::string(name));
+        MT_CHECK(it != kSymbol.end(), where, ": 'layers_block_type' holds '",
+                 std::string(name.substr(0, 64)), "'");
+        pattern += it->second;
+    }
+    return pattern;
+}
+
+// NemotronHForCausalLM: Mamba, attention (no positions, GQA) and MLP layers (up, relu2, down)
+// by its pattern, each with one pre-norm.
+void read_nemotron_h(const Json& j, const std::string& where, HfConfig& c) {
+    c.hybrid.pattern = nemotron_h_pattern(j, where);
+    MT_CHECK(c.hybrid.pattern.find_first_not_of("M*-E") == std::string::npos, where,
+             ": the hybrid pattern '", c.hybrid.pattern.substr(0, 200),
+             "' holds a symbol other than M, *, - and E");
+    MT_CHECK(c.hybrid.pattern.find('E') == std::string::npos, where,
+             ": not supported yet: MoE layers ('moe' / 'E': Nemotron-H's sigmoid-routed experts "
+             "with shared experts)");
+    MT_CHECK(j.integer("num_nextn_predict_layers", 0) == 0, where,
+             ": not supported yet: 'num_nextn_predict_layers' (multi-token prediction)");
+    c.num_layers = int64_t(c.hybrid.pattern.size());
+    c.hidden_size = j.integer("hidden_size");
+    c.vocab_size = j.integer("vocab_size");
+    c.norm_epsilon = j.real("layer_norm_epsilon", 1e-5);
+    c.tied = j.boolean("tie_word_embeddings", false);
+    c.max_position_embeddings = j.integer("max_position_embeddings");
+    read_attention_heads(j, where, c);
+    c.ffn_hidden_size = j.integer("intermediate_size");
+    const std::string act = j.text("mlp_hidden_act", "relu2");
+    MT_CHECK(act == "relu2", where, ": not supported yet: 'mlp_hidden_act' ", act,
+             " (only relu2, Megatron's --squared-relu)");
+    MT_CHECK(!j.boolean("mlp_bias", false), where,
+             ": not supported yet: 'mlp_bias' true (Megatron's hybrid MLP then has attention "
+             "biases too)");
+    MT_CHECK(!j.has("sliding_window"), where, ": not supported yet: 'sliding_window'");
+    read_mamba_mixer(j, where, true, c);
+}
+
 }  // namespace
 
 HfConfig read_hf_config(const std::filesystem::path& dir) {
@@ -237,9 +382,16 @@ HfConfig read_hf_config(const std::filesystem::path& dir) {
     } else if (c.model_type == "megatron-bert" || c.model_type == "bert") {
         c.arch = HfArch::bert;
         read_bert(j, where, dir, c);
+    } else if (c.model_type == "mamba2") {
+        c.arch = HfArch::hybrid;
+        read_mamba2(j, where, c);
+    } else if (c.model_type == "nemotron_h") {
+        c.arch = HfArch::hybrid;
+        read_nemotron_h(j, where, c);
     } else {
         MT_FAIL(where, ": not supported yet: 'model_type' '", c.model_type,
-                "' (supported are gpt2, llama, mistral, mixtral, megatron-bert and bert)");
+                "' (supported are gpt2, llama, mistral, mixtral, megatron-bert, bert, mamba2 and "
+                "nemotron_h)");
     }
     MT_CHECK(c.num_layers > 0 && c.hidden_size > 0 && c.ffn_hidden_size > 0 && c.vocab_size > 0 &&
                  c.max_position_embeddings > 0 && c.head_dim > 0,
@@ -288,6 +440,23 @@ ModelArgs hf_model_args(const HfConfig& c) {
             a["moe-ffn-hidden-size"] = std::to_string(c.ffn_hidden_size);
         }
     }
+    if (c.arch == HfArch::hybrid) {
+        // Megatron's MambaModel: RMSNorm, no positions, no biases, relu2 MLPs.
+        a["is-hybrid-model"] = "";
+        a["hybrid-override-pattern"] = c.hybrid.pattern;
+        a["mamba-state-dim"] = std::to_string(c.hybrid.state_dim);
+        a["mamba-head-dim"] = std::to_string(c.hybrid.head_dim);
+        a["mamba-num-groups"] = std::to_string(c.hybrid.num_groups);
+        a["mamba-num-heads"] = std::to_string(c.hybrid.num_heads);
+        a["normalization"] = "RMSNorm";
+        a["position-embedding-type"] = "none";
+        a["disable-bias-linear"] = "";
+        a["squared-relu"] = "";
+        if (c.num_kv_heads != c.num_heads) {
+            a["group-query-attention"] = "";
+            a["num-query-groups"] = std::to_string(c.num_kv_heads);
+        }
+    }
     if (!c.tied) a["untie-embeddings-and-output-weights"] = "";
     return a;
 }
@@ -305,6 +474,8 @@ CheckpointArgs hf_checkpoint_args(const HfConfig& config) {
             out.emplace_back(dest->second, false);
         } else if (text.empty()) {
             out.emplace_back(name, true);
+        } else if (flag == "hybrid-override-pattern") {
+            out.emplace_back(name, text);  // "---" is a pattern, not a number
         } else if (text.find_first_not_of("0123456789") == std::string::npos) {
             out.emplace_back(name, int64_t(std::stoll(text)));
         } else if (text.find_first_not_of("0123456789.e+-") == std::string::npos) {
@@ -407,10 +578,76 @@ void read_mixtral_args(const Args& a, HfConfig& c) {
         not_supported("moe_router_load_balancing_type", "sinkhorn", why);
 }
 
+// Megatron's MambaModel as Mamba2ForCausalLM (every layer Mamba, unless the checkpoint came
+// from a Nemotron-H folder) or NemotronHForCausalLM.
+HfConfig hybrid_config_from_args(const Args& a) {
+    const std::string why =
+        "Mamba-2 and Nemotron-H have RMSNorm, no positions, no biases, "
+        "relu2 MLPs and Mamba, attention and MLP layers only";
+    for (const char* name : {"qk_layernorm", "apply_layernorm_1p", "swiglu",
+                             "multi_latent_attention", "window_size", "add_qkv_bias"})
+        if (a.set(name)) not_supported(name, "set", why);
+    std::optional<std::string> pattern;
+    for (const char* name : {"hybrid_override_pattern", "hybrid_layer_pattern"})
+        if (const ArgValue* v = a.find(name); v && std::holds_alternative<std::string>(*v))
+            pattern = std::get<std::string>(*v);
+    HfConfig c;
+    c.arch = HfArch::hybrid;
+    c.num_layers = a.integer("num_layers");
+    c.hidden_size = a.integer("hidden_size");
+    c.hybrid.pattern = nn::allocate_hybrid_layers(c.num_layers, a.real("hybrid_attention_ratio", 0),
+                                                  a.real("hybrid_mlp_ratio", 0), pattern)
+                           .layers;
+    if (const size_t moe = c.hybrid.pattern.find('E'); moe != std::string::npos)
+        not_supported("hybrid layer " + std::to_string(moe), "'E' (MoE)", why);
+    const bool attention = c.hybrid.pattern.find('*') != std::string::npos;
+    const bool mlp = c.hybrid.pattern.find('-') != std::string::npos;
+    c.model_type =
+        attention || mlp || a.text(kHfModelTypeArg, "") == "nemotron_h" ? "nemotron_h" : "mamba2";
+    const std::string norm = a.text("normalization", "LayerNorm");
+    if (norm != "RMSNorm") not_supported("normalization", norm, why);
+    const std::string position = a.text("position_embedding_type", "learned_absolute");
+    if (position != "none" && (attention || position != "rope"))
+        not_supported("position_embedding_type", position, why);
+    if ((attention || mlp) && a.flag("add_bias_linear", true))
+        not_supported("add_bias_linear", "True", why);
+    if (mlp && !a.flag("squared_relu")) not_supported("squared_relu", "False", why);
+    c.hybrid.state_dim = a.integer("mamba_state_dim", 128);
+    c.hybrid.head_dim = a.integer("mamba_head_dim", 64);
+    c.hybrid.num_groups = a.integer("mamba_num_groups", 8);
+    c.hybrid.num_heads = a.set("mamba_num_heads") ? a.integer("mamba_num_heads")
+                                                  : 2 * c.hidden_size / c.hybrid.head_dim;
+    c.num_heads = a.integer("num_attention_heads");
+    c.head_dim = a.integer("kv_channels", c.hidden_size / c.num_heads);
+    c.num_kv_heads =
+        a.flag("group_query_attention") ? a.integer("num_query_groups", 1) : c.num_heads;
+    c.ffn_hidden_size = a.integer("ffn_hidden_size", 4 * c.hidden_size);
+    c.max_position_embeddings = a.integer("max_position_embeddings", a.integer("seq_length", 0));
+    c.norm_epsilon = a.real("norm_epsilon", 1e-5);
+    // transformers' gated norm takes layer_norm_epsilon, Megatron's mixer 1e-5.
+    if (c.norm_epsilon != 1e-5 && c.hybrid.pattern.find('M') != std::string::npos)
+        not_supported("norm_epsilon", number(c.norm_epsilon),
+                      "the Hugging Face Mamba mixer's gated norm uses layer_norm_epsilon, "
+                      "Megatron's 1e-5");
+    c.initializer_range = a.real("init_method_std", 0.02);
+    c.tied = !a.flag("untie_embeddings_and_output_weights");
+    const int64_t inner = c.hybrid.num_heads * c.hybrid.head_dim;
+    if (c.model_type == "mamba2" && inner % c.hidden_size != 0)
+        not_supported("mamba_num_heads", std::to_string(c.hybrid.num_heads),
+                      "Mamba-2's inner width is an integer 'expand' times the hidden size");
+    MT_CHECK(c.num_layers > 0 && c.hidden_size > 0 && c.num_heads > 0 && c.num_kv_heads > 0 &&
+                 c.num_heads % c.num_kv_heads == 0 && c.head_dim > 0 && c.ffn_hidden_size > 0 &&
+                 c.hybrid.num_heads > 0 && c.hybrid.num_groups > 0 && c.hybrid.state_dim > 0 &&
+                 c.max_position_embeddings > 0,
+             "--saver hf: bad sizes in the checkpoint's args of a hybrid model");
+    return c;
+}
+
 }  // namespace
 
 HfConfig hf_config_from_args(const CheckpointArgs& args, const std::optional<BertParts>& bert) {
     const Args a(args);
+    if (megatron_mamba_model(args)) return hybrid_config_from_args(a);
     // Model features no exported model_type has, whichever the architecture.
     for (const char* name : {"qk_layernorm", "apply_layernorm_1p", "squared_relu",
                              "multi_latent_attention", "window_size"})
@@ -423,9 +660,6 @@ HfConfig hf_config_from_args(const CheckpointArgs& args, const std::optional<Ber
                                                              : std::string("set"),
                           "GPT-2, Llama, Mistral and BERT have no such feature");
         }
-    MT_CHECK(!megatron_mamba_model(args),
-             "not supported yet: Mamba hybrid models in --saver hf (Mamba2ForCausalLM, "
-             "NemotronHForCausalLM)");
 
     HfConfig c;
     c.num_layers = a.integer("num_layers");

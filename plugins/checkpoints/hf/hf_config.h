@@ -1,6 +1,7 @@
-// What a Hugging Face config.json (GPT-2, Llama, Mistral, Megatron-BERT) says about the model,
-// the Megatron model flags (ModelArgs) that build the same network with the gpt or bert family,
-// and the way back: the Hugging Face model a checkpoint's Megatron args describe.
+// What a Hugging Face config.json (GPT-2, Llama, Mistral, Megatron-BERT, Mamba-2, Nemotron-H)
+// says about the model, the Megatron model flags (ModelArgs) that build the same network with the
+// gpt, bert or mamba family, and the way back: the Hugging Face model a checkpoint's Megatron
+// args describe.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +17,9 @@ namespace mt::plugins::hf {
 // Mistral reads as Llama: the same tensors and math; Mixtral as Llama with experts. bert:
 // transformers' *ForPreTraining (or *ForMaskedLM without the binary head) of model_type
 // megatron-bert (Megatron's pre-LayerNorm BERT) or bert (the original post-LayerNorm one, the bert
-// family's --post-layer-norm).
-enum class HfArch { gpt2, llama, bert };
+// family's --post-layer-norm). hybrid: Mamba2ForCausalLM (every layer Mamba) or
+// NemotronHForCausalLM (Mamba, attention and MLP layers by its pattern), Megatron's MambaModel.
+enum class HfArch { gpt2, llama, bert, hybrid };
 
 // A BERT's parts that its Megatron args do not say (they have no token-type count).
 struct BertParts {
@@ -26,9 +28,17 @@ struct BertParts {
     bool post_layer_norm = false;  // model_type bert: LayerNorms after the residual adds
 };
 
+// A Mamba/hybrid model's parts beyond the transformer sizes (its attention and MLP layers use
+// HfConfig's heads and ffn_hidden_size).
+struct HybridParts {
+    std::string pattern;  // a symbol per layer: 'M' Mamba, '*' attention, '-' MLP
+    int64_t state_dim = 0, head_dim = 0, num_groups = 0, num_heads = 0;  // the Mamba mixer's
+};
+
 struct HfConfig {
     HfArch arch = HfArch::gpt2;
-    std::string model_type;  // "gpt2", "llama", "mistral", "mixtral", "megatron-bert", "bert"
+    // "gpt2", "llama", "mistral", "mixtral", "megatron-bert", "bert", "mamba2", "nemotron_h"
+    std::string model_type;
     int64_t num_layers = 0, hidden_size = 0, num_heads = 0, num_kv_heads = 0, head_dim = 0;
     int64_t ffn_hidden_size = 0, vocab_size = 0, max_position_embeddings = 0;
     double norm_epsilon = 1e-5, rope_theta = 10000;
@@ -43,6 +53,7 @@ struct HfConfig {
     int64_t num_experts = 0, experts_per_token = 0;
     double initializer_range = 0.02;  // written to config.json (Megatron's init_method_std)
     BertParts bert;                   // bert: type_vocab_size, cls.seq_relationship, post-LN
+    HybridParts hybrid;               // hybrid: the layer pattern and the Mamba mixer's sizes
 };
 
 // The args entry naming the Hugging Face model_type a checkpoint came from ("mistral"), which

@@ -5,6 +5,7 @@
 
 #include "hf_json.h"
 #include "mt/error.h"
+#include "mt/nn/mamba_config.h"
 
 namespace mt::plugins::hf {
 
@@ -131,12 +132,73 @@ Members bert_members(const HfConfig& c) {
             {"type_vocab_size", integer(std::max<int64_t>(1, c.bert.tokentypes))}};
 }
 
+// The Mamba mixer's keys of Mamba2Config and NemotronHConfig (Megatron's mixer: SiLU, width-4
+// convolution with bias, no projection biases, dt from [0.001, 0.1] at initialisation).
+Members mamba_members(const HfConfig& c, bool nemotron) {
+    const HybridParts& m = c.hybrid;
+    const std::string prefix = nemotron ? "mamba_" : "";
+    return {{prefix + "num_heads", integer(m.num_heads)},
+            {prefix + "head_dim", integer(m.head_dim)},
+            {nemotron ? "ssm_state_size" : "state_size", integer(m.state_dim)},
+            {"n_groups", integer(m.num_groups)},
+            {"conv_kernel", integer(nn::MambaConfig().conv_width)},
+            {nemotron ? "mamba_hidden_act" : "hidden_act", text("silu")},
+            {"use_bias", boolean(false)},
+            {"use_conv_bias", boolean(true)},
+            {"time_step_min", real(0.001)},
+            {"time_step_max", real(0.1)},
+            {"chunk_size", integer(128)}};
+}
+
+Members mamba2_members(const HfConfig& c) {
+    Members m = mamba_members(c, false);
+    m["architectures"] = strings({"Mamba2ForCausalLM"}, 1);
+    // hf_config_from_args checked that the inner width is a multiple of the hidden size.
+    m["expand"] = integer(c.hybrid.num_heads * c.hybrid.head_dim / c.hidden_size);
+    m["hidden_size"] = integer(c.hidden_size);
+    m["initializer_range"] = real(c.initializer_range);
+    m["layer_norm_epsilon"] = real(c.norm_epsilon);
+    m["model_type"] = text("mamba2");
+    m["num_hidden_layers"] = integer(c.num_layers);
+    m["residual_in_fp32"] = boolean(false);  // Megatron's residual keeps the model's dtype
+    m["rms_norm"] = boolean(true);
+    m["tie_word_embeddings"] = boolean(c.tied);
+    return m;
+}
+
+// The pattern as NemotronHConfig's hybrid_override_pattern, which transformers 4's and 5's both
+// read (and the hub's configs hold).
+Members nemotron_h_members(const HfConfig& c) {
+    Members m = mamba_members(c, true);
+    m["architectures"] = strings({"NemotronHForCausalLM"}, 1);
+    m["attention_bias"] = boolean(false);
+    m["attention_dropout"] = real(0.0);
+    m["head_dim"] = integer(c.head_dim);
+    m["hidden_size"] = integer(c.hidden_size);
+    m["hybrid_override_pattern"] = text(c.hybrid.pattern);
+    m["initializer_range"] = real(c.initializer_range);
+    m["intermediate_size"] = integer(c.ffn_hidden_size);
+    m["layer_norm_epsilon"] = real(c.norm_epsilon);
+    m["max_position_embeddings"] = integer(c.max_position_embeddings);
+    m["mlp_bias"] = boolean(false);
+    m["mlp_hidden_act"] = text("relu2");
+    m["model_type"] = text("nemotron_h");
+    m["num_attention_heads"] = integer(c.num_heads);
+    m["num_hidden_layers"] = integer(c.num_layers);
+    m["num_key_value_heads"] = integer(c.num_kv_heads);
+    m["residual_in_fp32"] = boolean(false);
+    m["tie_word_embeddings"] = boolean(c.tied);
+    return m;
+}
+
 }  // namespace
 
 std::string hf_config_json(const HfConfig& c, const HfConfigExtras& extras) {
     Members m = c.arch == HfArch::gpt2    ? gpt2_members(c)
                 : c.arch == HfArch::llama ? llama_members(c)
-                                          : bert_members(c);
+                : c.arch == HfArch::hybrid
+                    ? (c.model_type == "mamba2" ? mamba2_members(c) : nemotron_h_members(c))
+                    : bert_members(c);
     m["bos_token_id"] = optional_id(extras.bos_token_id);
     m["eos_token_id"] = optional_id(extras.eos_token_id);
     m["dtype"] = m["torch_dtype"] = text(torch_dtype(extras.dtype));

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "hf_hybrid_tensors.h"
 #include "hf_layout.h"
 #include "mt/checkpoint/reshard.h"
 #include "mt/error.h"
@@ -21,6 +22,8 @@ class Exporter {
             gpt2();
         else if (c_.arch == HfArch::llama)
             llama();
+        else if (c_.arch == HfArch::hybrid)
+            hybrid();
         else
             bert();
         return std::move(out_);
@@ -118,6 +121,23 @@ class Exporter {
         }
         put("model.norm.weight", get("decoder.final_layernorm.weight", {h}));
         if (!c_.tied) put("lm_head.weight", vocab_table("output_layer.weight"));
+    }
+
+    // Mamba2ForCausalLM's or NemotronHForCausalLM's names (hf_hybrid_tensors.h).
+    void hybrid() {
+        for (const HybridTensor& t : hybrid_tensors(c_)) {
+            if (t.kind == HybridTensor::Kind::vocab) {
+                put(t.hf, vocab_table(t.megatron));
+            } else if (t.kind == HybridTensor::Kind::qkv) {
+                Qkv qkv = ungroup_qkv(get(t.megatron, t.shape), c_.num_heads, c_.num_kv_heads,
+                                      c_.head_dim);
+                put(t.hf + "q_proj.weight", std::move(qkv.q));
+                put(t.hf + "k_proj.weight", std::move(qkv.k));
+                put(t.hf + "v_proj.weight", std::move(qkv.v));
+            } else {
+                put(t.hf, get(t.megatron, t.shape));
+            }
+        }
     }
 
     // A MoE layer as MixtralDecoderLayer's state dict holds it: the sparse MoE block (gate,

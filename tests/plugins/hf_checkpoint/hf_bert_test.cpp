@@ -14,6 +14,7 @@
 
 #include "hf_checkpoint.h"
 #include "hf_config.h"
+#include "hf_fixtures.h"
 #include "model_reference.h"
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/checkpoint/model_weights.h"
@@ -29,10 +30,6 @@ namespace fs = std::filesystem;
 using mt::test::error_of;
 using mt::test::read_file;
 using mt::test::TempDir;
-
-fs::path fixture(const std::string& name) {
-    return mt::test::fixtures_dir() / "hf" / name;
-}
 
 Tensor i64(const std::vector<double>& values, const Shape& shape) {
     Tensor t = Tensor::empty(shape, DType::i64);

@@ -16,6 +16,7 @@
 
 #include "hf_checkpoint.h"
 #include "hf_config.h"
+#include "hf_fixtures.h"
 #include "mt/nn/dropout.h"
 #include "mt/nn/parameter.h"
 #include "mt/registry.h"
@@ -30,26 +31,10 @@ namespace fs = std::filesystem;
 using mt::test::error_of;
 using mt::test::TempDir;
 
-fs::path fixture(const std::string& name) {
-    return mt::test::fixtures_dir() / "hf" / name;
-}
-
 struct Expected {
     Tensor tokens, labels;
     std::map<std::string, std::vector<double>> losses;
 };
-
-Tensor ids(simdjson::dom::array rows) {
-    std::vector<int64_t> v;
-    int64_t B = 0;
-    for (auto row : rows) {
-        ++B;
-        for (auto x : row.get_array()) v.push_back(x.get_int64());
-    }
-    Tensor t = Tensor::empty({B, int64_t(v.size()) / B}, DType::i64);
-    std::copy(v.begin(), v.end(), t.data<int64_t>());
-    return t;
-}
 
 Expected read_expected() {
     simdjson::dom::parser parser;

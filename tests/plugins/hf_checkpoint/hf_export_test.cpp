@@ -14,6 +14,7 @@
 
 #include "hf_checkpoint.h"
 #include "hf_config.h"
+#include "hf_fixtures.h"
 #include "hf_weights.h"
 #include "mt/checkpoint/checkpoint_args.h"
 #include "safetensors.h"
@@ -26,10 +27,6 @@ namespace fs = std::filesystem;
 using mt::test::error_of;
 using mt::test::read_file;
 using mt::test::TempDir;
-
-fs::path fixture(const std::string& name) {
-    return mt::test::fixtures_dir() / "hf" / name;
-}
 
 // Names, shapes, dtypes and bytes of two states' model tensors are equal.
 void expect_same_tensors(const CheckpointState& want, const CheckpointState& got,

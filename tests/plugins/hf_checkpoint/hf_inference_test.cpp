@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "mt/infer/generator.h"
-#include "mt/nn/inference_state.h"
 #include "mt/infer/model_loader.h"
+#include "mt/nn/inference_state.h"
 #include "mt/registry.h"
 #include "test_support.h"
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "hf_checkpoint.h"
+#include "hf_fixtures.h"
 #include "mt/checkpoint/convert.h"
 #include "mt/registry.h"
 #include "test_support.h"
@@ -20,10 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using mt::test::TempDir;
-
-fs::path fixture(const std::string& name) {
-    return mt::test::fixtures_dir() / "hf" / name;
-}
 
 bool same_bytes(const Tensor& a, const Tensor& b) {
     const Tensor ca = a.contiguous(), cb = b.contiguous();
