@@ -67,20 +67,31 @@ class ParallelInference : public ::testing::Test {
     void SetUp() override {
         if (std::string(MT_TEST_MPIEXEC).empty()) GTEST_SKIP() << "built without MPI";
     }
+    // The command's stdout (its stderr added only when it fails): mpirun forwards a rank's
+    // stdout and stderr separately, so a log line (stderr) may land after the " loaded " line.
+    mt::test::RunResult stdout_of(const std::string& command) {
+        const fs::path err = logs_.path() / "stderr";
+        auto r = run_command("{ " + command + " 2>" + shell_quote(err) + "; }");
+        if (r.exit_code != 0) r.output += mt::test::read_file(err);
+        return r;
+    }
     // `flags` in one process and split over ranks (TP2 by default): the same output after
     // loading.
     void expect_same_generation(const std::string& flags,
                                 const std::string& layout = " --tensor-model-parallel-size 2",
                                 int ranks = 2) {
         const std::string tool = shell_quote(tool_path("megatron-generate"));
-        auto one = run_command(tool + flags);
+        auto one = stdout_of(tool + flags);
         ASSERT_EQ(one.exit_code, 0) << one.output;
-        auto split = run_command(launcher(ranks) + tool + flags + layout);
+        auto split = stdout_of(launcher(ranks) + tool + flags + layout);
         ASSERT_EQ(split.exit_code, 0) << split.output;
         expect_same_lines(after_loading(split.output), after_loading(one.output));
         // Rank 0 alone prints.
         EXPECT_EQ(split.output.find(" loaded "), split.output.rfind(" loaded ")) << split.output;
     }
+
+  private:
+    mt::test::TempDir logs_;
 };
 
 // transformers' greedy continuation (tests/fixtures/infer) and the one-process log-probs.
