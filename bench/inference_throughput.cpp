@@ -1,7 +1,11 @@
-// Inference throughput of the gpt model on a Hugging Face folder: prefill and greedy KV-cache
-// decode tokens/s at each batch size, beside this machine's memory bandwidth measured in the same
-// run, so decode can be read against its limit (weight bytes per step / bandwidth).
+// Inference throughput of a model family (gpt unless --family says otherwise: mamba for a
+// Mamba-2 folder) on a Hugging Face folder: prefill and greedy decode tokens/s (over the KV
+// cache / recurrent state) at each batch size, with the process's resident memory after each
+// decode (what prefill's buffers left held included), beside this machine's memory bandwidth
+// measured in the same run, so decode can be read against its limit (weight bytes per step /
+// bandwidth).
 //   mt_bench_inference HF_DIR [--prompt 128] [--decode 64] [--batch 1,8] [--repeat 2]
+//                      [--family gpt]
 //   mt_bench_inference --bandwidth-only
 // --no-bandwidth skips the bandwidth loops (for profiling the model alone).
 // Threads: OMP_NUM_THREADS (our OpenMP loops and OpenBLAS both read it).
@@ -12,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <span>
@@ -20,9 +25,9 @@
 #include <vector>
 
 #include "mt/error.h"
-#include "mt/nn/inference_state.h"
 #include "mt/infer/model_loader.h"
 #include "mt/infer/sampler.h"
+#include "mt/nn/inference_state.h"
 #include "mt/nn/parameter.h"
 #include "mt/registry.h"
 
@@ -100,6 +105,17 @@ int64_t weight_bytes_per_step(mt::Model& model, const mt::ModelArgs& args, int64
     return int64_t(bytes);
 }
 
+// This process's resident and peak resident memory in MB (/proc/self/status VmRSS, VmHWM).
+std::pair<double, double> resident_mb() {
+    std::ifstream status("/proc/self/status");
+    double rss = 0, peak = 0;
+    for (std::string line; std::getline(status, line);) {
+        if (line.starts_with("VmRSS:")) rss = std::stod(line.substr(6)) / 1024;
+        if (line.starts_with("VmHWM:")) peak = std::stod(line.substr(6)) / 1024;
+    }
+    return {rss, peak};
+}
+
 int64_t parameter_count(mt::Model& model) {
     int64_t n = 0;
     for (mt::nn::Parameter* p : model.parameters()) n += p->value.numel();
@@ -116,13 +132,12 @@ mt::Tensor greedy_next(const mt::Tensor& logits, int64_t vocab_size) {
     const mt::Tensor rows = logits.contiguous();
     for (int64_t b = 0; b < B; ++b)
         next.data<int64_t>()[b] = mt::infer::sample_token(
-            std::span<const float>(rows.data<float>() + b * V, size_t(V)), greedy, vocab_size,
-            rng);
+            std::span<const float>(rows.data<float>() + b * V, size_t(V)), greedy, vocab_size, rng);
     return next;
 }
 
 struct Options {
-    std::string dir;
+    std::string dir, family = "gpt";
     int64_t prompt = 128, decode = 64;
     std::vector<int64_t> batches = {1, 8};
     int repeat = 2;
@@ -141,6 +156,8 @@ Options parse(int argc, char** argv) {
             o.prompt = std::stoll(value());
         else if (a == "--decode")
             o.decode = std::stoll(value());
+        else if (a == "--family")
+            o.family = value();
         else if (a == "--repeat")
             o.repeat = std::stoi(value());
         else if (a == "--bandwidth-only")
@@ -150,7 +167,8 @@ Options parse(int argc, char** argv) {
         else if (a == "--batch") {
             o.batches.clear();
             std::stringstream list(value());
-            for (std::string item; std::getline(list, item, ',');) o.batches.push_back(std::stoll(item));
+            for (std::string item; std::getline(list, item, ',');)
+                o.batches.push_back(std::stoll(item));
         } else if (o.dir.empty() && !a.starts_with("--"))
             o.dir = a;
         else
@@ -158,7 +176,7 @@ Options parse(int argc, char** argv) {
     }
     MT_CHECK(o.bandwidth_only || !o.dir.empty(),
              "usage: mt_bench_inference HF_DIR [--prompt N] [--decode N] [--batch 1,8] "
-             "[--repeat N] [--no-bandwidth] | --bandwidth-only");
+             "[--repeat N] [--family NAME] [--no-bandwidth] | --bandwidth-only");
     MT_CHECK(o.prompt > 0 && o.decode > 0 && o.repeat > 0 && !o.batches.empty(),
              "--prompt, --decode, --repeat and --batch must be positive");
     return o;
@@ -173,7 +191,7 @@ void run(const Options& o) {
     if (o.bandwidth_only) return;
 
     mt::Registry& registry = mt::Registry::global();
-    auto family = registry.create_model("gpt");
+    auto family = registry.create_model(o.family);
     auto start = Clock::now();
     mt::infer::LoadedModel loaded = mt::infer::load_for_inference(registry, *family, o.dir, {});
     mt::Model& model = *loaded.model;
@@ -205,12 +223,14 @@ void run(const Options& o) {
         std::printf("prefill batch=%lld tokens=%lld seconds=%.4f tokens_per_s=%.2f\n",
                     static_cast<long long>(B), static_cast<long long>(o.prompt), prefill,
                     double(B * o.prompt) / prefill);
-        std::printf("decode batch=%lld tokens=%lld seconds=%.4f tokens_per_s=%.2f "
-                    "bandwidth_limit_tokens_per_s=%.2f\n",
-                    static_cast<long long>(B), static_cast<long long>(o.decode), decode,
-                    double(B * o.decode) / decode,
-                    double(B) * bw.read_gbs * 1e9 /
-                        double(weight_bytes_per_step(model, loaded.args, B)));
+        const auto [rss, peak] = resident_mb();
+        std::printf(
+            "decode batch=%lld tokens=%lld seconds=%.4f tokens_per_s=%.2f "
+            "bandwidth_limit_tokens_per_s=%.2f rss_mb=%.0f peak_rss_mb=%.0f\n",
+            static_cast<long long>(B), static_cast<long long>(o.decode), decode,
+            double(B * o.decode) / decode,
+            double(B) * bw.read_gbs * 1e9 / double(weight_bytes_per_step(model, loaded.args, B)),
+            rss, peak);
         std::fflush(stdout);
     }
 }

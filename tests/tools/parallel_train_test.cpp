@@ -238,8 +238,8 @@ TEST_F(ParallelTrain, HybridMoeLayersGiveTheOneProcessNumbers) {
     const auto want = numbers(one.output);
     ASSERT_EQ(want.size(), 6u) << one.output;
     for (const auto& [ranks, tp] : {std::pair{2, 1}, std::pair{4, 2}}) {
-        auto r = run_command(train(dir_, data_, ranks, tp) + hybrid +
-                             " --expert-model-parallel-size 2");
+        auto r =
+            run_command(train(dir_, data_, ranks, tp) + hybrid + " --expert-model-parallel-size 2");
         ASSERT_EQ(r.exit_code, 0) << ranks << " ranks, tp " << tp << "\n" << r.output;
         const auto got = numbers(r.output);
         ASSERT_EQ(got.size(), 6u) << r.output;
@@ -292,6 +292,12 @@ TEST_F(ParallelTrain, HybridPipelineSegmentsGiveTheOneProcessLosses) {
         << r.output;
     r = run_command(command(2, "M|*|-|M") + " --num-virtual-stages-per-pipeline-rank 2");
     EXPECT_NE(r.output.find("its '|' segments give the virtual stages"), std::string::npos)
+        << r.output;
+    // One stage: Megatron's segments become virtual stages its no-pipelining schedule refuses.
+    r = run_command(command(1, "M|*-M"));
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.output.find("non-pipeline-parallel schedule does not support model chunking"),
+              std::string::npos)
         << r.output;
 }
 

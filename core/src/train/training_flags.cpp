@@ -361,8 +361,11 @@ parallel::ParallelConfig parallel_config(const TrainingFlags& f, const ModelArgs
                  ") must be evenly divisible by "
                  "--pipeline-model-parallel-size (",
                  c.pipeline_parallel, ")");
-        MT_CHECK(c.pipeline_parallel > 1 || n == 1, "not supported yet: '|' segments in --", flag,
-                 " with --pipeline-model-parallel-size 1 (virtual stages of one stage)");
+        // Megatron makes each segment a virtual stage of the one stage, which its
+        // forward_backward_no_pipelining then refuses.
+        MT_CHECK(c.pipeline_parallel > 1 || n == 1, "'|' segments in --", flag,
+                 " with --pipeline-model-parallel-size 1: non-pipeline-parallel schedule does "
+                 "not support model chunking (as in Megatron)");
         c.virtual_stages = int(n / c.pipeline_parallel);
         return c;
     }
