@@ -33,8 +33,8 @@ const TransformerConfig& checked(const TransformerConfig& c) {
              2 * c.hidden_size, " must be a multiple of --mamba-head-dim ", m.head_dim);
     // Megatron's MambaMixer: each tensor-parallel rank holds whole heads and whole groups.
     const int64_t tp = c.tp.size();
-    MT_CHECK(nh % tp == 0 && m.num_groups % tp == 0, "Mamba: the ", nh, " heads and ",
-             m.num_groups, " groups (--mamba-num-groups) must split evenly across ", tp,
+    MT_CHECK(nh % tp == 0 && m.num_groups % tp == 0, "Mamba: the ", nh, " heads and ", m.num_groups,
+             " groups (--mamba-num-groups) must split evenly across ", tp,
              " tensor-parallel ranks");
     return c;
 }
@@ -97,7 +97,7 @@ MambaMixer::MambaMixer(const std::string& prefix, const TransformerConfig& confi
     const double bound = 1.0 / std::sqrt(double(k_));
     conv_weight_.init = {ParameterInit::Kind::uniform, -bound, bound};
     conv_bias_.init = {ParameterInit::Kind::uniform, -bound, bound};
-    dt_bias_.init = {ParameterInit::Kind::dt_bias, 0.001, 0.1};
+    dt_bias_.init = {ParameterInit::Kind::dt_bias, MambaConfig::dt_min, MambaConfig::dt_max};
     a_log_.init = {ParameterInit::Kind::log_uniform, 1.0, 16.0};
     out_proj_.weight().init = {ParameterInit::Kind::residual_normal};
 }
@@ -142,8 +142,8 @@ Tensor MambaMixer::forward(const Tensor& x, Saved* saved, MambaState* state, int
     be.ssm_scan_forward(s.x, s.dt, wide(dt_bias_), wide(a_log_), s.B, s.C, wide(d_), s.y, ssm);
     Tensor normed = be.empty({B, T, di_}, compute_);
     s.rstd = be.empty({B, T, ng_}, compute_);
-    be.gated_rms_norm_forward(s.y.view({B, T, di_}), s.z, wide(norm_weight_), di_ / ng_, 1e-5,
-                              normed, s.rstd);
+    be.gated_rms_norm_forward(s.y.view({B, T, di_}), s.z, wide(norm_weight_), di_ / ng_,
+                              MambaConfig::gated_norm_epsilon, normed, s.rstd);
     return out_proj_.forward(be.cast_to(normed, dtype_), saved ? &s.out_proj : nullptr);
 }
 

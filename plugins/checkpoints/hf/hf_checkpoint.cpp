@@ -155,9 +155,8 @@ class Converter {
     // Mamba2ForCausalLM or NemotronHForCausalLM (hf_hybrid_tensors.h); a bare *Model without
     // the "backbone." prefix too.
     void hybrid() {
-        const std::string prefix = tensors_.has("backbone.embeddings.weight") ? "backbone." : "";
-        for (HybridTensor& t : hybrid_tensors(c_)) {
-            if (t.hf.starts_with("backbone.")) t.hf = prefix + t.hf.substr(9);
+        const std::string backbone = tensors_.has("backbone.embeddings.weight") ? "backbone." : "";
+        for (const HybridTensor& t : hybrid_tensors(c_, backbone)) {
             if (t.kind != HybridTensor::Kind::qkv) {
                 put(t.megatron, hf(t.hf, t.shape));
                 continue;

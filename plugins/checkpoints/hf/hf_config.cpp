@@ -245,7 +245,7 @@ bool unclamped_time_step(const Json& j) {
 // keys) as Megatron's MambaMixer computes it: SiLU convolution of width 4 with bias, no
 // projection biases, dt unclamped, the gated norm's epsilon 1e-5.
 void read_mamba_mixer(const Json& j, const std::string& where, bool nemotron, HfConfig& c) {
-    HybridParts& m = c.hybrid;
+    nn::MambaConfig& m = c.hybrid.mixer;
     m.num_heads = j.integer(nemotron ? "mamba_num_heads" : "num_heads");
     m.head_dim = j.integer(nemotron ? "mamba_head_dim" : "head_dim");
     m.state_dim = j.integer(nemotron ? "ssm_state_size" : "state_size");
@@ -256,8 +256,8 @@ void read_mamba_mixer(const Json& j, const std::string& where, bool nemotron, Hf
              m.state_dim, ") and groups (", m.num_groups,
              ") must be positive, the heads a multiple of the groups");
     const int64_t width = j.integer(key_of(j, {"conv_kernel", "mamba_d_conv"}), 4);
-    MT_CHECK(width == nn::MambaConfig().conv_width, where, ": not supported yet: 'conv_kernel' ",
-             width, " (Megatron's Mamba mixer convolves over ", nn::MambaConfig().conv_width, ")");
+    MT_CHECK(width == m.conv_width, where, ": not supported yet: 'conv_kernel' ", width,
+             " (Megatron's Mamba mixer convolves over ", m.conv_width, ")");
     const std::string act = j.text(nemotron ? "mamba_hidden_act" : "hidden_act", "silu");
     MT_CHECK(act == "silu", where, ": not supported yet: Mamba activation '", act,
              "' (Megatron's mixer applies SiLU)");
@@ -270,8 +270,10 @@ void read_mamba_mixer(const Json& j, const std::string& where, bool nemotron, Hf
     MT_CHECK(nemotron || unclamped_time_step(j), where,
              ": not supported yet: a 'time_step_limit' other than [0, inf] (Megatron's Mamba "
              "mixer does not clamp dt)");
-    MT_CHECK(c.norm_epsilon == 1e-5, where, ": not supported yet: 'layer_norm_epsilon' ",
-             c.norm_epsilon, " (Megatron's gated norm in the Mamba mixer uses 1e-5)");
+    MT_CHECK(c.norm_epsilon == nn::MambaConfig::gated_norm_epsilon, where,
+             ": not supported yet: 'layer_norm_epsilon' ", c.norm_epsilon,
+             " (Megatron's gated norm in the Mamba mixer uses ",
+             nn::MambaConfig::gated_norm_epsilon, ")");
 }
 
 // Mamba2ForCausalLM: every layer a Mamba layer (inner width expand x hidden = heads x head_dim).
@@ -288,15 +290,15 @@ void read_mamba2(const Json& j, const std::string& where, HfConfig& c) {
     c.max_position_embeddings = 4096;
     read_mamba_mixer(j, where, false, c);
     const int64_t expand = j.integer("expand", 2);
-    MT_CHECK(expand * c.hidden_size == c.hybrid.num_heads * c.hybrid.head_dim, where,
+    MT_CHECK(expand * c.hidden_size == c.hybrid.mixer.num_heads * c.hybrid.mixer.head_dim, where,
              ": 'expand' x 'hidden_size' (", expand, " x ", c.hidden_size,
-             ") must equal 'num_heads' x 'head_dim' (", c.hybrid.num_heads, " x ",
-             c.hybrid.head_dim, ")");
+             ") must equal 'num_heads' x 'head_dim' (", c.hybrid.mixer.num_heads, " x ",
+             c.hybrid.mixer.head_dim, ")");
     c.hybrid.pattern = std::string(size_t(std::max<int64_t>(c.num_layers, 0)), 'M');
     // The attention sizes Megatron's args need although no layer attends (heads of the mixer's
     // width, so a tensor-parallel split that fits the Mamba heads fits them too).
-    c.num_heads = c.num_kv_heads = c.hybrid.num_heads;
-    c.head_dim = c.hybrid.head_dim;
+    c.num_heads = c.num_kv_heads = c.hybrid.mixer.num_heads;
+    c.head_dim = c.hybrid.mixer.head_dim;
     c.ffn_hidden_size = 4 * c.hidden_size;
 }
 
@@ -444,10 +446,10 @@ ModelArgs hf_model_args(const HfConfig& c) {
         // Megatron's MambaModel: RMSNorm, no positions, no biases, relu2 MLPs.
         a["is-hybrid-model"] = "";
         a["hybrid-override-pattern"] = c.hybrid.pattern;
-        a["mamba-state-dim"] = std::to_string(c.hybrid.state_dim);
-        a["mamba-head-dim"] = std::to_string(c.hybrid.head_dim);
-        a["mamba-num-groups"] = std::to_string(c.hybrid.num_groups);
-        a["mamba-num-heads"] = std::to_string(c.hybrid.num_heads);
+        a["mamba-state-dim"] = std::to_string(c.hybrid.mixer.state_dim);
+        a["mamba-head-dim"] = std::to_string(c.hybrid.mixer.head_dim);
+        a["mamba-num-groups"] = std::to_string(c.hybrid.mixer.num_groups);
+        a["mamba-num-heads"] = std::to_string(c.hybrid.mixer.num_heads);
         a["normalization"] = "RMSNorm";
         a["position-embedding-type"] = "none";
         a["disable-bias-linear"] = "";
@@ -612,11 +614,12 @@ HfConfig hybrid_config_from_args(const Args& a) {
     if ((attention || mlp) && a.flag("add_bias_linear", true))
         not_supported("add_bias_linear", "True", why);
     if (mlp && !a.flag("squared_relu")) not_supported("squared_relu", "False", why);
-    c.hybrid.state_dim = a.integer("mamba_state_dim", 128);
-    c.hybrid.head_dim = a.integer("mamba_head_dim", 64);
-    c.hybrid.num_groups = a.integer("mamba_num_groups", 8);
-    c.hybrid.num_heads = a.set("mamba_num_heads") ? a.integer("mamba_num_heads")
-                                                  : 2 * c.hidden_size / c.hybrid.head_dim;
+    // Absent entries take Megatron's defaults (MambaConfig's), None heads its expand of 2.
+    nn::MambaConfig& mixer = c.hybrid.mixer;
+    mixer.state_dim = a.integer("mamba_state_dim", mixer.state_dim);
+    mixer.head_dim = a.integer("mamba_head_dim", mixer.head_dim);
+    mixer.num_groups = a.integer("mamba_num_groups", mixer.num_groups);
+    mixer.num_heads = a.integer("mamba_num_heads", mixer.heads(c.hidden_size));
     c.num_heads = a.integer("num_attention_heads");
     c.head_dim = a.integer("kv_channels", c.hidden_size / c.num_heads);
     c.num_kv_heads =
@@ -624,21 +627,22 @@ HfConfig hybrid_config_from_args(const Args& a) {
     c.ffn_hidden_size = a.integer("ffn_hidden_size", 4 * c.hidden_size);
     c.max_position_embeddings = a.integer("max_position_embeddings", a.integer("seq_length", 0));
     c.norm_epsilon = a.real("norm_epsilon", 1e-5);
-    // transformers' gated norm takes layer_norm_epsilon, Megatron's mixer 1e-5.
-    if (c.norm_epsilon != 1e-5 && c.hybrid.pattern.find('M') != std::string::npos)
+    // transformers' gated norm takes layer_norm_epsilon, Megatron's mixer its fixed one.
+    if (c.norm_epsilon != nn::MambaConfig::gated_norm_epsilon &&
+        c.hybrid.pattern.find('M') != std::string::npos)
         not_supported("norm_epsilon", number(c.norm_epsilon),
                       "the Hugging Face Mamba mixer's gated norm uses layer_norm_epsilon, "
                       "Megatron's 1e-5");
     c.initializer_range = a.real("init_method_std", 0.02);
     c.tied = !a.flag("untie_embeddings_and_output_weights");
-    const int64_t inner = c.hybrid.num_heads * c.hybrid.head_dim;
+    const int64_t inner = c.hybrid.mixer.num_heads * c.hybrid.mixer.head_dim;
     if (c.model_type == "mamba2" && inner % c.hidden_size != 0)
-        not_supported("mamba_num_heads", std::to_string(c.hybrid.num_heads),
+        not_supported("mamba_num_heads", std::to_string(c.hybrid.mixer.num_heads),
                       "Mamba-2's inner width is an integer 'expand' times the hidden size");
     MT_CHECK(c.num_layers > 0 && c.hidden_size > 0 && c.num_heads > 0 && c.num_kv_heads > 0 &&
                  c.num_heads % c.num_kv_heads == 0 && c.head_dim > 0 && c.ffn_hidden_size > 0 &&
-                 c.hybrid.num_heads > 0 && c.hybrid.num_groups > 0 && c.hybrid.state_dim > 0 &&
-                 c.max_position_embeddings > 0,
+                 c.hybrid.mixer.num_heads > 0 && c.hybrid.mixer.num_groups > 0 &&
+                 c.hybrid.mixer.state_dim > 0 && c.max_position_embeddings > 0,
              "--saver hf: bad sizes in the checkpoint's args of a hybrid model");
     return c;
 }

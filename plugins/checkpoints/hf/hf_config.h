@@ -11,6 +11,7 @@
 
 #include "mt/checkpoint.h"
 #include "mt/model.h"
+#include "mt/nn/mamba_config.h"
 
 namespace mt::plugins::hf {
 
@@ -31,8 +32,8 @@ struct BertParts {
 // A Mamba/hybrid model's parts beyond the transformer sizes (its attention and MLP layers use
 // HfConfig's heads and ffn_hidden_size).
 struct HybridParts {
-    std::string pattern;  // a symbol per layer: 'M' Mamba, '*' attention, '-' MLP
-    int64_t state_dim = 0, head_dim = 0, num_groups = 0, num_heads = 0;  // the Mamba mixer's
+    std::string pattern;    // a symbol per layer: 'M' Mamba, '*' attention, '-' MLP
+    nn::MambaConfig mixer;  // its num_heads always given (never 0, "from the hidden size")
 };
 
 struct HfConfig {

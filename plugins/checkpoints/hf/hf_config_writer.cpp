@@ -5,7 +5,6 @@
 
 #include "hf_json.h"
 #include "mt/error.h"
-#include "mt/nn/mamba_config.h"
 
 namespace mt::plugins::hf {
 
@@ -135,18 +134,18 @@ Members bert_members(const HfConfig& c) {
 // The Mamba mixer's keys of Mamba2Config and NemotronHConfig (Megatron's mixer: SiLU, width-4
 // convolution with bias, no projection biases, dt from [0.001, 0.1] at initialisation).
 Members mamba_members(const HfConfig& c, bool nemotron) {
-    const HybridParts& m = c.hybrid;
+    const nn::MambaConfig& m = c.hybrid.mixer;
     const std::string prefix = nemotron ? "mamba_" : "";
     return {{prefix + "num_heads", integer(m.num_heads)},
             {prefix + "head_dim", integer(m.head_dim)},
             {nemotron ? "ssm_state_size" : "state_size", integer(m.state_dim)},
             {"n_groups", integer(m.num_groups)},
-            {"conv_kernel", integer(nn::MambaConfig().conv_width)},
+            {"conv_kernel", integer(m.conv_width)},
             {nemotron ? "mamba_hidden_act" : "hidden_act", text("silu")},
             {"use_bias", boolean(false)},
             {"use_conv_bias", boolean(true)},
-            {"time_step_min", real(0.001)},
-            {"time_step_max", real(0.1)},
+            {"time_step_min", real(nn::MambaConfig::dt_min)},
+            {"time_step_max", real(nn::MambaConfig::dt_max)},
             {"chunk_size", integer(128)}};
 }
 
@@ -154,7 +153,7 @@ Members mamba2_members(const HfConfig& c) {
     Members m = mamba_members(c, false);
     m["architectures"] = strings({"Mamba2ForCausalLM"}, 1);
     // hf_config_from_args checked that the inner width is a multiple of the hidden size.
-    m["expand"] = integer(c.hybrid.num_heads * c.hybrid.head_dim / c.hidden_size);
+    m["expand"] = integer(c.hybrid.mixer.num_heads * c.hybrid.mixer.head_dim / c.hidden_size);
     m["hidden_size"] = integer(c.hidden_size);
     m["initializer_range"] = real(c.initializer_range);
     m["layer_norm_epsilon"] = real(c.norm_epsilon);

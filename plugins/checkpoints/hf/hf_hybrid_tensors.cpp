@@ -1,31 +1,30 @@
 #include "hf_hybrid_tensors.h"
 
 #include "mt/error.h"
-#include "mt/nn/mamba_config.h"
 
 namespace mt::plugins::hf {
 
-std::vector<HybridTensor> hybrid_tensors(const HfConfig& c) {
+std::vector<HybridTensor> hybrid_tensors(const HfConfig& c, const std::string& backbone) {
     using Kind = HybridTensor::Kind;
     const int64_t h = c.hidden_size, v = c.vocab_size;
-    const HybridParts& m = c.hybrid;
+    const nn::MambaConfig& m = c.hybrid.mixer;
     const int64_t di = m.num_heads * m.head_dim, gn = m.num_groups * m.state_dim;
-    const int64_t width = nn::MambaConfig().conv_width;
     std::vector<HybridTensor> out;
     auto add = [&](std::string megatron, std::string hf, Shape shape, Kind kind = Kind::same) {
-        out.push_back({std::move(megatron), "backbone." + hf, std::move(shape), kind});
+        out.push_back({std::move(megatron), backbone + hf, std::move(shape), kind});
     };
     add("embedding.word_embeddings.weight", "embeddings.weight", {v, h}, Kind::vocab);
-    for (size_t i = 0; i < m.pattern.size(); ++i) {
+    for (size_t i = 0; i < c.hybrid.pattern.size(); ++i) {
         const std::string src = "layers." + std::to_string(i) + ".";
         const std::string dst = "decoder.layers." + std::to_string(i) + ".";
         const std::string mixer = src + "mixer.";
-        switch (m.pattern[i]) {
+        switch (c.hybrid.pattern[i]) {
             case 'M':
                 add(dst + "mixer.in_proj.layer_norm_weight", src + "norm.weight", {h});
                 add(dst + "mixer.in_proj.weight", mixer + "in_proj.weight",
                     {2 * di + 2 * gn + m.num_heads, h});
-                add(dst + "mixer.conv1d.weight", mixer + "conv1d.weight", {di + 2 * gn, 1, width});
+                add(dst + "mixer.conv1d.weight", mixer + "conv1d.weight",
+                    {di + 2 * gn, 1, m.conv_width});
                 add(dst + "mixer.conv1d.bias", mixer + "conv1d.bias", {di + 2 * gn});
                 add(dst + "mixer.dt_bias", mixer + "dt_bias", {m.num_heads});
                 add(dst + "mixer.A_log", mixer + "A_log", {m.num_heads});
@@ -50,16 +49,13 @@ std::vector<HybridTensor> hybrid_tensors(const HfConfig& c) {
                     {h, c.ffn_hidden_size});
                 break;
             default:
-                MT_FAIL("hybrid layer ", i, " is '", m.pattern[i],
+                MT_FAIL("hybrid layer ", i, " is '", c.hybrid.pattern[i],
                         "': only Mamba ('M'), attention ('*') and MLP ('-') layers map to "
                         "Hugging Face here");
         }
     }
     add("decoder.final_norm.weight", "norm_f.weight", {h});
-    if (!c.tied) {
-        add("output_layer.weight", "", {v, h}, Kind::vocab);
-        out.back().hf = "lm_head.weight";  // outside the backbone
-    }
+    if (!c.tied) out.push_back({"output_layer.weight", "lm_head.weight", {v, h}, Kind::vocab});
     return out;
 }
 

@@ -51,14 +51,14 @@ HybridArgs read_hybrid_args(const ModelArgs& args, int64_t num_layers) {
     ModelArgsReader f(args);
     HybridArgs h;
     h.is_hybrid_model = f.flag("is-hybrid-model");
-    MT_CHECK(!f.has("spec") || f.text("spec") == kMambaStackSpec ||
-                 f.text("spec") == kHybridStackSpec,
-             "not supported yet: custom layer specs (--spec ", f.text("spec").substr(0, 200),
-             "); a hybrid model takes --spec ", kMambaStackSpec, " (or ", kHybridStackSpec, ")");
-    h.mamba.state_dim = f.integer("mamba-state-dim", 128);
-    h.mamba.head_dim = f.integer("mamba-head-dim", 64);
-    h.mamba.num_groups = f.integer("mamba-num-groups", 8);
-    h.mamba.num_heads = f.integer("mamba-num-heads", 0);
+    MT_CHECK(
+        !f.has("spec") || f.text("spec") == kMambaStackSpec || f.text("spec") == kHybridStackSpec,
+        "not supported yet: custom layer specs (--spec ", f.text("spec").substr(0, 200),
+        "); a hybrid model takes --spec ", kMambaStackSpec, " (or ", kHybridStackSpec, ")");
+    h.mamba.state_dim = f.integer("mamba-state-dim", h.mamba.state_dim);
+    h.mamba.head_dim = f.integer("mamba-head-dim", h.mamba.head_dim);
+    h.mamba.num_groups = f.integer("mamba-num-groups", h.mamba.num_groups);
+    h.mamba.num_heads = f.integer("mamba-num-heads", h.mamba.num_heads);
     MT_CHECK(h.mamba.state_dim > 0 && h.mamba.head_dim > 0 && h.mamba.num_groups > 0 &&
                  h.mamba.num_heads >= 0,
              "--mamba-state-dim, --mamba-head-dim, --mamba-num-groups and --mamba-num-heads "
