@@ -59,12 +59,6 @@ infer::LoadedModel load(const std::string& name) {
     return infer::load_for_inference(Registry::global(), *family, fixture(name), {});
 }
 
-Tensor row_tensor(const std::vector<int32_t>& ids) {
-    Tensor t = Tensor::empty({1, int64_t(ids.size())}, DType::i64);
-    for (size_t i = 0; i < ids.size(); ++i) t.data<int64_t>()[i] = ids[i];
-    return t;
-}
-
 // Logits [.., V] equal `want` from element `first` on, to 1e-5 (absolute and relative).
 void expect_logits(const Tensor& logits, const std::vector<double>& want, size_t first,
                    const std::string& what) {
@@ -99,17 +93,14 @@ TEST_P(HfHybrid, DecodingOverTheStateGivesTheWholeSequencesLogits) {
     const Reference ref = reference(GetParam());
     infer::LoadedModel m = load(GetParam());
     const int64_t T = ref.tokens.size(1), V = int64_t(ref.logits.size()) / ref.tokens.numel();
-    std::vector<int32_t> row(static_cast<size_t>(T));
-    for (int64_t t = 0; t < T; ++t) row[size_t(t)] = int32_t(ref.tokens.data<int64_t>()[t]);
+    const Tensor row = ref.tokens.slice(0, 0, 1);
     auto state = m.model->make_inference_state(1, T);
-    const size_t split = 5;
-    expect_logits(
-        m.model->logits(row_tensor(std::vector<int32_t>(row.begin(), row.begin() + long(split))),
-                        state.get(), 0),
-        ref.logits, 0, "prefill");
-    for (size_t t = split; t < row.size(); ++t)
-        expect_logits(m.model->logits(row_tensor(std::vector<int32_t>{row[t]}), state.get(), 1),
-                      ref.logits, t * size_t(V), "decode");
+    const int64_t split = 5;
+    expect_logits(m.model->logits(row.slice(1, 0, split).contiguous(), state.get(), 0), ref.logits,
+                  0, "prefill");
+    for (int64_t t = split; t < T; ++t)
+        expect_logits(m.model->logits(row.slice(1, t, t + 1).contiguous(), state.get(), 1),
+                      ref.logits, size_t(t * V), "decode");
     EXPECT_EQ(state->length(), T);
 }
 
