@@ -19,8 +19,10 @@ std::vector<StoredTensor> flattened_optimizer_shards(const std::vector<Optimizer
         {"fp32_param", &OptimizerShard::main_param},
         {"exp_avg", &OptimizerShard::exp_avg},
         {"exp_avg_sq", &OptimizerShard::exp_avg_sq}};
-    for (const auto& [state, member] : states)
+    for (const auto& [state_name, member] : states)
         for (const OptimizerShard& s : shards) {
+            // a plain variable: clang 14 (the fuzz build) cannot capture a structured binding
+            const std::string state = state_name;
             const Tensor& data = s.*member;
             MT_CHECK(data.defined() && data.dim() == 1 && data.numel() == s.end - s.begin,
                      "torch_dist: ", state, " of ", s.name, " holds ", data.describe(),
@@ -50,7 +52,7 @@ std::vector<StoredTensor> flattened_optimizer_shards(const std::vector<Optimizer
                 shape.push_back(n);
                 offset.push_back(a - box_start);
                 sizes.push_back(b - a);
-                const std::string stored_key = chain + kMomentPrefix + std::string(state) + "." + key;
+                const std::string stored_key = chain + kMomentPrefix + state + "." + key;
                 auto [it, fresh] = index.try_emplace(stored_key, out.size());
                 if (fresh) out.push_back({stored_key, shape, {}, original});
                 StoredTensor& st = out[it->second];
