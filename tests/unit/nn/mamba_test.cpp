@@ -63,14 +63,15 @@ TEST(NnMamba, GradientsMatchFiniteDifferences) {
     }
 }
 
-// The scan op alone over 150 positions: its backward recomputes the states from checkpoints
-// every 16 positions, so chunk boundaries are crossed, the last chunk partial. (The layer check
-// above is short: finite differences of a sum over many outputs lose the precision its tolerance
-// needs.)
-TEST(NnMamba, ScanBackwardAcrossCheckpointChunks) {
+// The scan op alone over 140 positions: it runs in chunks of 64, so chunk boundaries are
+// crossed (the state's gradient flows back across two), the last chunk partial; six heads in one
+// group, which the op takes in blocks of four and two whose parts of the group gradients it sums.
+// (The layer check above is short: finite differences of a sum over many outputs lose the precision
+// its tolerance needs.)
+TEST(NnMamba, ScanBackwardAcrossChunks) {
     auto be = mt::make_cpu_backend();
     std::mt19937 rng(12);
-    const int64_t B = 1, T = 150, nh = 2, hp = 2, ng = 1, N = 3;
+    const int64_t B = 1, T = 140, nh = 6, hp = 2, ng = 1, N = 2;
     Tensor x = random_like({B, T, nh, hp}, DType::f64, rng);
     Tensor dt = random_like({B, T, nh}, DType::f64, rng);
     Tensor bm = random_like({B, T, ng, N}, DType::f64, rng);
@@ -100,6 +101,47 @@ TEST(NnMamba, ScanBackwardAcrossCheckpointChunks) {
                                   {"A_log", a_log, da_log},
                                   {"D", d, dd}},
                                  1e-6, 1e-7, 1e-6);
+}
+
+// A sequence runs in chunks on GEMMs, one position (decoding) as the recurrent step: from the
+// same state, 150 steps of one give the chunked outputs and final state (two groups of six heads:
+// blocks of four and two). f64 to rounding, and f32 (OpenBLAS and the step's instruction-set
+// build) to f32's.
+TEST(NnMamba, ChunkedScanEqualsTheRecurrentStep) {
+    auto be = mt::make_cpu_backend();
+    for (DType dtype : {DType::f64, DType::f32}) {
+        std::mt19937 rng(21);
+        const int64_t B = 2, T = 150, nh = 12, hp = 8, ng = 2, N = 16;
+        Tensor x = random_like({B, T, nh, hp}, dtype, rng);
+        Tensor dt = random_like({B, T, nh}, dtype, rng);
+        Tensor bm = random_like({B, T, ng, N}, dtype, rng);
+        Tensor cm = random_like({B, T, ng, N}, dtype, rng);
+        Tensor dt_bias = random_like({nh}, dtype, rng);
+        Tensor a_log = random_like({nh}, dtype, rng, 0.0, 1.0);
+        Tensor d = random_like({nh}, dtype, rng);
+        const Tensor start = random_like({B, nh, hp, N}, dtype, rng);
+        Tensor chunked_state = be->contiguous(start.clone());
+        Tensor y = be->empty(x.shape(), dtype);
+        be->ssm_scan_forward(x, dt, dt_bias, a_log, bm, cm, d, y, chunked_state);
+        Tensor step_state = be->contiguous(start.clone());
+        const double tol = dtype == DType::f64 ? 1e-12 : 2e-5;
+        const std::vector<double> whole = values(y);
+        for (int64_t t = 0; t < T; ++t) {
+            auto at = [&](const Tensor& v) { return be->contiguous(v.slice(1, t, t + 1)); };
+            Tensor yt = be->empty({B, 1, nh, hp}, dtype);
+            be->ssm_scan_forward(at(x), at(dt), dt_bias, a_log, at(bm), at(cm), d, yt, step_state);
+            const std::vector<double> step = values(yt);
+            for (int64_t b = 0; b < B; ++b)
+                for (int64_t i = 0; i < nh * hp; ++i) {
+                    const double want = whole[size_t((b * T + t) * nh * hp + i)];
+                    ASSERT_NEAR(step[size_t(b * nh * hp + i)], want, tol * (1 + std::abs(want)))
+                        << mt::dtype_name(dtype) << " row " << b << " position " << t;
+                }
+        }
+        const std::vector<double> s1 = values(chunked_state), s2 = values(step_state);
+        for (size_t i = 0; i < s1.size(); ++i)
+            ASSERT_NEAR(s1[i], s2[i], tol * (1 + std::abs(s2[i]))) << mt::dtype_name(dtype) << i;
+    }
 }
 
 // Runs `forward(part, state, past)` over x (B, T, H) in the pieces `cuts` says, returning the
