@@ -1,6 +1,7 @@
-// gemm_bf16 (and its portable path) against a double-precision product of the same bf16 inputs:
-// every transpose combination, ragged and odd sizes, padded leading dimensions, alpha and beta,
-// f32 and bf16 C.
+// gemm_bf16 and each of its paths this machine can run (AMX tiles, AVX512-BF16 dot products, the
+// portable widened one) against a double-precision product of the same bf16 inputs: every
+// transpose combination, ragged and odd sizes, padded leading dimensions, alpha and beta, f32 and
+// bf16 C.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/cpu_features.h"
 #include "backends/cpu/gemm_bf16.h"
 #include "mt/dtype.h"
 
@@ -111,6 +113,7 @@ const Case kCases[] = {
     {130, 257, 70, 1.0f, 1.0f},  {130, 257, 71, -2.0f, 0.0f}, {9, 49, 300, 1.0f, 0.5f},
     {200, 800, 33, 1.0f, 0.0f},  {96, 96, 0, 1.0f, 0.5f},     {3, 1000, 257, 0.25f, 1.0f},
     {64, 2304, 768, 1.0f, 0.0f},  // a GPT-2 QKV projection on 64 tokens
+    {40, 1000, 34, 1.0f, 0.5f},   // AMX: k ends inside a tile's 16 pairs, columns past kNc
 };
 
 class GemmBf16 : public testing::TestWithParam<std::tuple<bool, bool, bool>> {};
@@ -118,6 +121,18 @@ class GemmBf16 : public testing::TestWithParam<std::tuple<bool, bool, bool>> {};
 TEST_P(GemmBf16, MatchesDoubleReference) {
     auto [ta, tb, c_bf16] = GetParam();
     for (const Case& t : kCases) check(mt::cpu::gemm_bf16, ta, tb, t, c_bf16);
+}
+
+TEST_P(GemmBf16, AmxPathMatchesDoubleReference) {
+    if (!mt::cpu::cpu_features().amx_bf16) GTEST_SKIP() << "no AMX-BF16 here (or MT_CPU_ISA)";
+    auto [ta, tb, c_bf16] = GetParam();
+    for (const Case& t : kCases) check(mt::cpu::gemm_bf16_amx, ta, tb, t, c_bf16);
+}
+
+TEST_P(GemmBf16, DotProductPathMatchesDoubleReference) {
+    if (!mt::cpu::cpu_features().avx512bf16) GTEST_SKIP() << "no AVX512-BF16 here (or MT_CPU_ISA)";
+    auto [ta, tb, c_bf16] = GetParam();
+    for (const Case& t : kCases) check(mt::cpu::gemm_bf16_dot, ta, tb, t, c_bf16);
 }
 
 TEST_P(GemmBf16, WidenedPathMatchesDoubleReference) {

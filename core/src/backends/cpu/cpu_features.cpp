@@ -1,11 +1,25 @@
 #include "cpu_features.h"
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <string_view>
 
 #include "mt/error.h"
 
 namespace mt::cpu {
+
+namespace {
+
+// Linux hands a process AMX's 8 KiB tile state only when asked (arch_prctl ARCH_REQ_XCOMP_PERM
+// for XFEATURE_XTILEDATA, kernel 5.16 and later); without it the first tile instruction faults.
+bool amx_permitted() {
+    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+}
+
+}  // namespace
 
 const CpuFeatures& cpu_features() {
     static const CpuFeatures features = [] {
@@ -15,9 +29,13 @@ const CpuFeatures& cpu_features() {
         f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
         const char* isa = std::getenv("MT_CPU_ISA");
         const std::string_view limit = isa ? isa : "";
-        MT_CHECK(limit.empty() || limit == "native" || limit == "avx2",
-                 "MT_CPU_ISA=", limit.substr(0, 40), ": expected avx2 or native");
+        MT_CHECK(limit.empty() || limit == "native" || limit == "avx2" || limit == "avx512",
+                 "MT_CPU_ISA=", limit.substr(0, 40), ": expected avx2, avx512 or native");
         if (limit == "avx2") f.avx512f = f.avx512bf16 = false;
+        f.amx_bf16 = limit.empty() || limit == "native"
+                         ? f.avx512bf16 && __builtin_cpu_supports("amx-tile") &&
+                               __builtin_cpu_supports("amx-bf16") && amx_permitted()
+                         : false;
         return f;
     }();
     return features;

@@ -1,7 +1,8 @@
 // C = alpha op(A) op(B) + beta C with A and B in bfloat16 and the products summed in f32: the
 // GEMM of --bf16 training. Debian's OpenBLAS (0.3.21) has no sbgemm and f32 sgemm reaches about
-// half the machine's bf16 rate, so this is our own: AVX512-BF16 dot products (vdpbf16ps) on
-// packed panels where the CPU has them, f32 OpenBLAS on widened copies where it does not.
+// half the machine's bf16 rate, so this is our own: AMX tiles where the CPU has them (and C has
+// 16 rows or more: a tile is 16), else AVX512-BF16 dot products (vdpbf16ps) on packed panels, else
+// f32 OpenBLAS on widened copies.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +21,18 @@ MT_API void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
                       const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta,
                       void* c, int64_t ldc, bool c_is_bf16);
 
+// The paths gemm_bf16 chooses from, each with gemm_bf16's contract, exposed so that the tests
+// check every one the machine can run. gemm_bf16_amx needs cpu_features().amx_bf16,
+// gemm_bf16_dot AVX512-BF16.
+MT_API void gemm_bf16_amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                          const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb,
+                          float beta, void* c, int64_t ldc, bool c_is_bf16);
+MT_API void gemm_bf16_dot(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                          const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb,
+                          float beta, void* c, int64_t ldc, bool c_is_bf16);
+
 // The path gemm_bf16 takes on CPUs without AVX512-BF16: A and B widened to f32 and multiplied by
-// cblas_sgemm. Same contract; exposed so the tests check it on every machine.
+// cblas_sgemm. Runs on every machine.
 MT_API void gemm_bf16_widened(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                               float alpha, const uint16_t* a, int64_t lda, const uint16_t* b,
                               int64_t ldb, float beta, void* c, int64_t ldc, bool c_is_bf16);
