@@ -155,9 +155,7 @@ void gemm_bf16_dot(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
     // Row blocks of whole tiles, their counts differing by one at most, so shares are equal.
     const int64_t i_blocks = ceil_div(m_panels, kMcMax / kMr);
     const int64_t mc = ceil_div(m_panels, i_blocks) * kMr;  // the tallest block
-    // Below this much work the fork/join costs more than a second thread gains.
-    const bool parallel = m * n * k >= (int64_t(1) << 21);
-    const int threads = parallel ? omp_get_max_threads() : 1;
+    const int threads = worth_threads(m, n, k) ? omp_get_max_threads() : 1;
     // A row-major A with even k already holds its pairs as 32-bit words: the micro-kernel
     // broadcasts them in place. Otherwise A is packed once, in chunks of 16 rows.
     const bool pack_a = trans_a || k % 2 != 0;

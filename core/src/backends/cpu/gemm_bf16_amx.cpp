@@ -147,8 +147,6 @@ void gemm_bf16_amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
     const int64_t kp_padded = kb * kTile;
     const int64_t m_blocks = ceil_div(m, kBlock);
     const int64_t b_panels = ceil_div(std::min(n, kNc), kBlock);
-    // Below this much work the fork/join costs more than a second thread gains.
-    const bool parallel = m * n * k >= (int64_t(1) << 21);
     // Cached large blocks (Tensor storage): fresh pages per call would cost a fault each.
     Tensor a_pack = Tensor::empty({m_blocks * 2 * kb * kTileWords}, DType::i32);
     Tensor b_pack = Tensor::empty({b_panels * kBlock * kp_padded}, DType::i32);
@@ -156,7 +154,7 @@ void gemm_bf16_amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
     auto* b_out = static_cast<uint32_t*>(b_pack.raw_data());
     const Operand op_a{a, lda, !trans_a};
     const size_t elem = c_is_bf16 ? 2 : 4;
-#pragma omp parallel num_threads(parallel ? omp_get_max_threads() : 1)
+#pragma omp parallel num_threads(worth_threads(m, n, k) ? omp_get_max_threads() : 1)
     {
         configure_tiles();
         alignas(64) float sum[kBlock * kBlock];

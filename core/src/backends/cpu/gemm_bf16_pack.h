@@ -158,6 +158,12 @@ MT_BF16_TARGET inline void round_to_bf16(const float* sum, int64_t lds, int64_t 
     }
 }
 
+// Whether a product is worth the OpenMP threads: below this much work the fork/join costs more
+// than a second thread gains.
+inline bool worth_threads(int64_t m, int64_t n, int64_t k) {
+    return m * n * k >= (int64_t(1) << 21);
+}
+
 inline int64_t ceil_div(int64_t a, int64_t b) {
     return (a + b - 1) / b;
 }
