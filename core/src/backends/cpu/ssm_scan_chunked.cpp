@@ -74,12 +74,14 @@ std::vector<T> chunk_products(const ScanShape& s, const T* B, const T* C) {
     return G;
 }
 
-// One head's decays over a chunk: dt after softplus, its prefix sums, cum, e = exp(cum),
-// w_s = exp(cum_last - cum_s) dt_s, and (with the mask) L = exp(cum_t - cum_s) for t >= s, 0 above.
+// One head's decays over a chunk: dt after softplus, its prefix sums, cum, e = exp(cum), to_end =
+// exp(cum_last - cum), w = to_end dt, and (with the mask) L = exp(cum_t - cum_s) for t >= s, 0
+// above: row t is row t - 1 times position t's decay exp(a dt_t) (the products the recurrence
+// forms; one exp per row instead of one per element).
 template <class T>
 struct Decays {
-    std::vector<T> delta, psum, cum, e, w, L;
-    Decays() : delta(kQ), psum(kQ), cum(kQ), e(kQ), w(kQ), L(kQ * kQ) {}
+    std::vector<T> delta, psum, cum, e, to_end, w, L;
+    Decays() : delta(kQ), psum(kQ), cum(kQ), e(kQ), to_end(kQ), w(kQ), L(kQ * kQ) {}
 
     void compute(const T* dt, int64_t stride, int64_t q, T bias, T a, bool mask) {
         T acc = 0;
@@ -90,11 +92,19 @@ struct Decays {
             cum[t] = a * acc;
             e[t] = std::exp(cum[t]);
         }
-        for (int64_t t = 0; t < q; ++t) w[t] = std::exp(cum[q - 1] - cum[t]) * delta[t];
+        for (int64_t t = 0; t < q; ++t) {
+            to_end[t] = std::exp(cum[q - 1] - cum[t]);
+            w[t] = to_end[t] * delta[t];
+        }
         if (!mask) return;
         for (int64_t t = 0; t < q; ++t) {
             T* row = L.data() + t * kQ;
-            for (int64_t u = 0; u <= t; ++u) row[u] = std::exp(cum[t] - cum[u]);
+            if (t > 0) {
+                const T* above = row - kQ;
+                const T decay = std::exp(a * delta[t]);
+                for (int64_t u = 0; u < t; ++u) row[u] = above[u] * decay;
+            }
+            row[t] = 1;
             std::fill(row + t + 1, row + q, T(0));
         }
     }
@@ -286,7 +296,7 @@ void backward_block(const ScanShape& s, const ScanInputs<T>& in, const T* dy,
                 for (int64_t p = 0; p < s.hp; ++p) dxu[p] += d.w[u] * dxw[p];
                 dcj[q - 1] += dw * d.w[u];
                 dcj[u] -= dw * d.w[u];
-                ddj[u] += dw * std::exp(d.cum[q - 1] - d.cum[u]);
+                ddj[u] += dw * d.to_end[u];
             }
         }
         blas_gemm(false, false, q, s.N, W, T(1), wk.Xw.data(), W, dS, s.N, T(0), pdB, ldp);
