@@ -138,6 +138,19 @@ class Converter {
                 [q, k, v, nq, ng, hd](const HfTensors& t) {
                     return group_qkv(t.get(q), t.get(k), t.get(v), nq, ng, hd);
                 });
+            if (c_.qkv_bias) {  // Qwen2's
+                const std::string qb = hf(src + "self_attn.q_proj.bias", {nq * hd});
+                const std::string kb = hf(src + "self_attn.k_proj.bias", {ng * hd});
+                const std::string vb = hf(src + "self_attn.v_proj.bias", {ng * hd});
+                put(attn + "linear_qkv.bias", {(nq + 2 * ng) * hd},
+                    [qb, kb, vb, nq, ng, hd](const HfTensors& t) {
+                        return group_qkv(t.get(qb), t.get(kb), t.get(vb), nq, ng, hd);
+                    });
+            }
+            if (c_.qk_norm) {  // Qwen3's
+                put(attn + "q_layernorm.weight", hf(src + "self_attn.q_norm.weight", {hd}));
+                put(attn + "k_layernorm.weight", hf(src + "self_attn.k_norm.weight", {hd}));
+            }
             if (c_.num_experts > 0) {
                 mixtral_experts(src, dst);
                 continue;

@@ -374,9 +374,14 @@ HfConfig read_hf_config(const std::filesystem::path& dir) {
     if (c.model_type == "gpt2") {
         c.arch = HfArch::gpt2;
         read_gpt2(j, where, c);
-    } else if (c.model_type == "llama" || c.model_type == "mistral") {
+    } else if (c.model_type == "llama" || c.model_type == "mistral" || c.model_type == "qwen2" ||
+               c.model_type == "qwen3") {
         c.arch = HfArch::llama;
         read_llama(j, where, c);
+        // Qwen2Attention always has q/k/v biases (no config key says so); Qwen3's q_norm and
+        // k_norm are Megatron's q_layernorm and k_layernorm.
+        c.qkv_bias = c.model_type == "qwen2";
+        c.qk_norm = c.model_type == "qwen3";
     } else if (c.model_type == "mixtral") {
         c.arch = HfArch::llama;
         read_llama(j, where, c);
@@ -391,9 +396,10 @@ HfConfig read_hf_config(const std::filesystem::path& dir) {
         c.arch = HfArch::hybrid;
         read_nemotron_h(j, where, c);
     } else {
-        MT_FAIL(where, ": not supported yet: 'model_type' '", c.model_type,
-                "' (supported are gpt2, llama, mistral, mixtral, megatron-bert, bert, mamba2 and "
-                "nemotron_h)");
+        MT_FAIL(
+            where, ": not supported yet: 'model_type' '", c.model_type,
+            "' (supported are gpt2, llama, mistral, mixtral, qwen2, qwen3, megatron-bert, bert, "
+            "mamba2 and nemotron_h)");
     }
     MT_CHECK(c.num_layers > 0 && c.hidden_size > 0 && c.ffn_hidden_size > 0 && c.vocab_size > 0 &&
                  c.max_position_embeddings > 0 && c.head_dim > 0,
@@ -436,6 +442,8 @@ ModelArgs hf_model_args(const HfConfig& c) {
             a["group-query-attention"] = "";
             a["num-query-groups"] = std::to_string(c.num_kv_heads);
         }
+        if (c.qkv_bias) a["add-qkv-bias"] = "";
+        if (c.qk_norm) a["qk-layernorm"] = "";
         if (c.num_experts > 0) {
             a["num-experts"] = std::to_string(c.num_experts);
             a["moe-router-topk"] = std::to_string(c.experts_per_token);
@@ -653,8 +661,8 @@ HfConfig hf_config_from_args(const CheckpointArgs& args, const std::optional<Ber
     const Args a(args);
     if (megatron_mamba_model(args)) return hybrid_config_from_args(a);
     // Model features no exported model_type has, whichever the architecture.
-    for (const char* name : {"qk_layernorm", "apply_layernorm_1p", "squared_relu",
-                             "multi_latent_attention", "window_size"})
+    for (const char* name :
+         {"apply_layernorm_1p", "squared_relu", "multi_latent_attention", "window_size"})
         if (a.set(name)) {
             const ArgValue* v = find_arg(args, name);
             not_supported(name,
@@ -662,7 +670,7 @@ HfConfig hf_config_from_args(const CheckpointArgs& args, const std::optional<Ber
                               ? std::to_string(std::get<int64_t>(*v))
                           : std::holds_alternative<bool>(*v) ? python_repr(std::get<bool>(*v))
                                                              : std::string("set"),
-                          "GPT-2, Llama, Mistral and BERT have no such feature");
+                          "GPT-2, Llama, Mistral, Qwen and BERT have no such feature");
         }
 
     HfConfig c;
@@ -703,6 +711,7 @@ HfConfig hf_config_from_args(const CheckpointArgs& args, const std::optional<Ber
         if (norm != "LayerNorm") not_supported("normalization", norm, why);
         if (swiglu) not_supported("swiglu", "True", why);
         if (!bias) not_supported("add_bias_linear", "False", why);
+        if (a.flag("qk_layernorm")) not_supported("qk_layernorm", "True", why);
         if (c.num_kv_heads != c.num_heads)
             not_supported("num_query_groups", std::to_string(c.num_kv_heads),
                           "BERT has no grouped-query attention");
@@ -724,6 +733,7 @@ HfConfig hf_config_from_args(const CheckpointArgs& args, const std::optional<Ber
         if (swiglu) not_supported("swiglu", "True", why);
         if (!bias) not_supported("add_bias_linear", "False", why);
         if (!c.tied) not_supported("untie_embeddings_and_output_weights", "True", why);
+        if (a.flag("qk_layernorm")) not_supported("qk_layernorm", "True", why);
         if (c.num_kv_heads != c.num_heads)
             not_supported("num_query_groups", std::to_string(c.num_kv_heads),
                           "GPT-2 has no grouped-query attention");
@@ -735,14 +745,21 @@ HfConfig hf_config_from_args(const CheckpointArgs& args, const std::optional<Ber
             not_supported("bias_gelu_fusion", "False", "GPT-2's GeLU is the tanh form");
     } else if (position == "rope") {
         c.arch = HfArch::llama;
-        c.model_type = a.text(kHfModelTypeArg, "") == "mistral" ? "mistral" : "llama";
+        // QKV biases are Qwen2's, per-head q/k norms Qwen3's; Megatron's args cannot tell Mistral
+        // from Llama, hf_checkpoint_args's record of the folder can.
+        c.qkv_bias = a.flag("add_qkv_bias");
+        c.qk_norm = a.flag("qk_layernorm");
+        c.model_type = c.qkv_bias                                 ? "qwen2"
+                       : c.qk_norm                                ? "qwen3"
+                       : a.text(kHfModelTypeArg, "") == "mistral" ? "mistral"
+                                                                  : "llama";
         const std::string why =
-            "rope models are exported as Llama/Mistral: RMSNorm, SwiGLU, no "
-            "biases";
+            "rope models are exported as Llama/Mistral (RMSNorm, SwiGLU, no biases), Qwen2 (with "
+            "QKV biases) or Qwen3 (with per-head q/k norms)";
         if (norm != "RMSNorm") not_supported("normalization", norm, why);
         if (!swiglu) not_supported("swiglu", "False", why);
         if (bias) not_supported("add_bias_linear", "True", why);
-        if (a.flag("add_qkv_bias")) not_supported("add_qkv_bias", "True", why);
+        if (c.qkv_bias && c.qk_norm) not_supported("qk_layernorm", "True", why);
         if (a.flag("rotary_interleaved"))
             not_supported("rotary_interleaved", "True", "Llama rotates halves, not pairs");
         if (a.flag("use_rope_scaling")) c.llama3_rope_factor = a.real("rope_scaling_factor", 8.0);
@@ -751,6 +768,9 @@ HfConfig hf_config_from_args(const CheckpointArgs& args, const std::optional<Ber
         if (percent != 1.0)
             not_supported("rotary_percent", number(percent), "Llama rotates whole heads");
         c.rope_theta = a.real("rotary_base", 10000);
+        if (a.set("num_experts") && (c.qkv_bias || c.qk_norm))
+            not_supported(c.qkv_bias ? "add_qkv_bias" : "qk_layernorm", "True",
+                          "mixture-of-experts models are exported as Mixtral, which has neither");
         read_mixtral_args(a, c);
     } else {
         not_supported("position_embedding_type", position,

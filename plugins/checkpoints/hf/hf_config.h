@@ -38,7 +38,8 @@ struct HybridParts {
 
 struct HfConfig {
     HfArch arch = HfArch::gpt2;
-    // "gpt2", "llama", "mistral", "mixtral", "megatron-bert", "bert", "mamba2", "nemotron_h"
+    // "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3", "megatron-bert", "bert",
+    // "mamba2", "nemotron_h"
     std::string model_type;
     int64_t num_layers = 0, hidden_size = 0, num_heads = 0, num_kv_heads = 0, head_dim = 0;
     int64_t ffn_hidden_size = 0, vocab_size = 0, max_position_embeddings = 0;
@@ -49,6 +50,9 @@ struct HfConfig {
     double llama3_rope_factor = 0;
     int64_t linear_rope_factor = 0;
     bool tied = true;
+    // Qwen2's q/k/v biases (Megatron's --add-qkv-bias); Qwen3's per-head q and k RMSNorm before
+    // rope (--qk-layernorm).
+    bool qkv_bias = false, qk_norm = false;
     // Mixtral: each layer's MLP is num_experts experts (ffn_hidden_size each), top_k per token
     // (Megatron's --num-experts, --moe-router-topk); 0: a dense model.
     int64_t num_experts = 0, experts_per_token = 0;

@@ -65,9 +65,12 @@ std::optional<Members> rope_scaling(const HfConfig& c) {
 
 Members llama_members(const HfConfig& c) {
     const bool mistral = c.model_type == "mistral", mixtral = c.model_type == "mixtral";
-    const char* architecture = mixtral   ? "MixtralForCausalLM"
-                               : mistral ? "MistralForCausalLM"
-                                         : "LlamaForCausalLM";
+    const bool qwen = c.model_type == "qwen2" || c.model_type == "qwen3";
+    const char* architecture = mixtral                   ? "MixtralForCausalLM"
+                               : mistral                 ? "MistralForCausalLM"
+                               : c.model_type == "qwen2" ? "Qwen2ForCausalLM"
+                               : c.model_type == "qwen3" ? "Qwen3ForCausalLM"
+                                                         : "LlamaForCausalLM";
     Members m = {{"architectures", strings({architecture}, 1)},
                  {"attention_dropout", real(0.0)},
                  {"head_dim", integer(c.head_dim)},
@@ -97,6 +100,10 @@ Members llama_members(const HfConfig& c) {
         m["output_router_logits"] = boolean(false);
     } else if (mistral) {
         m["sliding_window"] = "null";  // Megatron's attention sees every earlier token
+    } else if (qwen) {
+        m["sliding_window"] = "null";
+        m["use_sliding_window"] = boolean(false);
+        if (c.model_type == "qwen3") m["attention_bias"] = boolean(false);
     } else {
         m["attention_bias"] = boolean(false);
         m["mlp_bias"] = boolean(false);

@@ -1,5 +1,7 @@
 #include "hf_export.h"
 
+#include <tuple>
+
 #include <map>
 
 #include "hf_hybrid_tensors.h"
@@ -103,10 +105,20 @@ class Exporter {
             // decides where shards split.
             Qkv qkv =
                 ungroup_qkv(get(attn + "linear_qkv.weight", {(nq + 2 * ng) * hd, h}), nq, ng, hd);
-            put(dst + "self_attn.q_proj.weight", std::move(qkv.q));
-            put(dst + "self_attn.k_proj.weight", std::move(qkv.k));
-            put(dst + "self_attn.v_proj.weight", std::move(qkv.v));
+            Qkv bias;  // Qwen2's
+            if (c_.qkv_bias)
+                bias = ungroup_qkv(get(attn + "linear_qkv.bias", {(nq + 2 * ng) * hd}), nq, ng, hd);
+            for (auto [name, w, b] :
+                 {std::tuple{"q_proj", &qkv.q, &bias.q}, std::tuple{"k_proj", &qkv.k, &bias.k},
+                  std::tuple{"v_proj", &qkv.v, &bias.v}}) {
+                put(dst + "self_attn." + name + ".weight", std::move(*w));
+                if (c_.qkv_bias) put(dst + "self_attn." + name + ".bias", std::move(*b));
+            }
             put(dst + "self_attn.o_proj.weight", get(attn + "linear_proj.weight", {h, nq * hd}));
+            if (c_.qk_norm) {  // Qwen3's
+                put(dst + "self_attn.q_norm.weight", get(attn + "q_layernorm.weight", {hd}));
+                put(dst + "self_attn.k_norm.weight", get(attn + "k_layernorm.weight", {hd}));
+            }
             if (c_.num_experts > 0) {
                 mixtral_experts(src, dst);
                 continue;

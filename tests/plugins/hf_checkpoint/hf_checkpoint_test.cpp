@@ -36,9 +36,10 @@ struct Expected {
     std::map<std::string, std::vector<double>> losses;
 };
 
-Expected read_expected() {
+// make_fixtures.py's expected.json, or make_qwen_fixtures.py's qwen_expected.json.
+Expected read_expected(const std::string& file = "expected.json") {
     simdjson::dom::parser parser;
-    simdjson::dom::element doc = parser.load(fixture("expected.json").string());
+    simdjson::dom::element doc = parser.load(fixture(file).string());
     Expected e{ids(doc["tokens"].get_array()), ids(doc["labels"].get_array()), {}};
     for (auto model : doc["models"].get_object())
         for (auto row : model.value["losses"].get_array())
@@ -84,8 +85,8 @@ std::vector<double> losses_of(const std::string& name, const Expected& e) {
     return out;
 }
 
-void expect_losses(const std::string& name) {
-    const Expected e = read_expected();
+void expect_losses(const std::string& name, const std::string& file = "expected.json") {
+    const Expected e = read_expected(file);
     const std::vector<double> got = losses_of(name, e);
     const std::vector<double>& want = e.losses.at(name);
     ASSERT_EQ(got.size(), want.size());
@@ -101,6 +102,14 @@ TEST(HfCheckpoint, ShardedLlamaWithGqaGivesTransformersLosses) {
 }
 TEST(HfCheckpoint, Bf16MistralWithTiedEmbeddingsGivesTransformersLosses) {
     expect_losses("mistral");
+}
+// Qwen2: q/k/v biases (--add-qkv-bias), tied; Qwen3: per-head q/k RMSNorm (--qk-layernorm) with
+// head_dim 16 for hidden 32 and 4 heads, untied (make_qwen_fixtures.py).
+TEST(HfCheckpoint, Qwen2WithQkvBiasesGivesTransformersLosses) {
+    expect_losses("qwen2", "qwen_expected.json");
+}
+TEST(HfCheckpoint, Qwen3WithQkNormsGivesTransformersLosses) {
+    expect_losses("qwen3", "qwen_expected.json");
 }
 
 // A MixtralForCausalLM (4 experts, top-2, GQA; make_mixtral_fixture.py): transformers' logits
@@ -164,6 +173,15 @@ TEST(HfCheckpoint, ConfigImpliesMegatronsFlags) {
     EXPECT_EQ(mistral.at("norm-epsilon"), "9.9999999999999995e-07");
     EXPECT_EQ(mistral.at("num-query-groups"), "1");
     EXPECT_EQ(mistral.count("untie-embeddings-and-output-weights"), 0u);
+
+    const ModelArgs qwen2 = hf_model_args(read_hf_config(fixture("qwen2")));
+    EXPECT_EQ(qwen2.count("add-qkv-bias"), 1u);
+    EXPECT_EQ(qwen2.count("qk-layernorm"), 0u);
+    EXPECT_EQ(qwen2.count("disable-bias-linear"), 1u);  // o_proj and the MLP have none
+    const ModelArgs qwen3 = hf_model_args(read_hf_config(fixture("qwen3")));
+    EXPECT_EQ(qwen3.count("qk-layernorm"), 1u);
+    EXPECT_EQ(qwen3.count("add-qkv-bias"), 0u);
+    EXPECT_EQ(qwen3.at("kv-channels"), "16");
 }
 
 // A copy of the llama fixture in `dir` whose config.json has `key: value` added at the top.

@@ -84,7 +84,8 @@ TEST_P(HfExport, LoadSaveReloadGivesTheSameTensorsAndConfig) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, HfExport,
-                         ::testing::Values("gpt2", "llama", "mistral", "mixtral"));
+                         ::testing::Values("gpt2", "llama", "mistral", "mixtral", "qwen2",
+                                           "qwen3"));
 
 // The safetensors files are byte for byte those transformers' save_pretrained wrote: header
 // layout, padding, sorted names, the tensors' layouts (GPT-2's Conv1D, q/k/v, gate/up).
@@ -102,6 +103,13 @@ TEST(HfExport, WritesTheFilesTransformersWrote) {
     format.save(dir / "mistral", cast_to(format.load(fixture("mistral")), DType::bf16));
     EXPECT_TRUE(read_file(dir / "mistral/model.safetensors") ==
                 read_file(fixture("mistral") / "model.safetensors"));
+    // Qwen2's q/k/v biases and Qwen3's q/k norms back under their names.
+    for (const char* qwen : {"qwen2", "qwen3"}) {
+        format.save(dir / qwen, format.load(fixture(qwen)));
+        EXPECT_TRUE(read_file(dir / qwen / "model.safetensors") ==
+                    read_file(fixture(qwen) / "model.safetensors"))
+            << qwen;
+    }
     // Llama was saved with max_shard_size="50KB": the same shards and index.
     HfCheckpoint sharded(50'000);
     sharded.save(dir / "llama", format.load(fixture("llama")));
@@ -194,6 +202,17 @@ TEST(HfExport, WritesConfigAsTransformersDoes) {
     EXPECT_NE(mistral.find("\"MistralForCausalLM\""), std::string::npos) << mistral;
     EXPECT_NE(mistral.find("\"sliding_window\": null"), std::string::npos) << mistral;
     EXPECT_NE(mistral.find("\"tie_word_embeddings\": true"), std::string::npos) << mistral;
+
+    for (const char* qwen : {"qwen2", "qwen3"}) {
+        format.save(dir / qwen, format.load(fixture(qwen)));
+        const std::string config = read_file(dir / qwen / "config.json");
+        for (const std::string part :
+             {std::string("\"model_type\": \"") + qwen + "\"",
+              std::string("\"use_sliding_window\": false"),
+              std::string(qwen == std::string("qwen2") ? "\"Qwen2ForCausalLM\""
+                                                       : "\"Qwen3ForCausalLM\"")})
+            EXPECT_NE(config.find(part), std::string::npos) << part << "\nin\n" << config;
+    }
 
     format.save(dir / "gpt2", format.load(fixture("gpt2")));
     const std::string gpt2 = read_file(dir / "gpt2/config.json");
@@ -315,16 +334,19 @@ TEST(HfExport, OtherArchitecturesAreNotSupportedYetNamingTheArg) {
     const CheckpointState llama = format.load(fixture("llama"));
     const CheckpointState gpt2 = format.load(fixture("gpt2"));
     const CheckpointState mixtral = format.load(fixture("mixtral"));
+    const CheckpointState qwen2 = format.load(fixture("qwen2"));
     const std::vector<std::tuple<const CheckpointState*, std::string, ArgValue, std::string>>
         cases = {
             {&llama, "normalization", std::string("LayerNorm"), "normalization=LayerNorm"},
-            {&llama, "add_qkv_bias", true, "add_qkv_bias=True"},
             {&llama, "add_bias_linear", true, "add_bias_linear=True"},
             {&llama, "swiglu", false, "swiglu=False"},
             {&llama, "rotary_interleaved", true, "rotary_interleaved=True"},
             {&llama, "rotary_percent", 0.5, "rotary_percent=0.5"},
             {&llama, "squared_relu", true, "squared_relu=True"},
-            {&llama, "qk_layernorm", true, "qk_layernorm=True"},
+            {&gpt2, "qk_layernorm", true, "qk_layernorm=True"},
+            {&qwen2, "qk_layernorm", true, "qk_layernorm=True"},  // Qwen2 and Qwen3 at once
+            {&mixtral, "add_qkv_bias", true, "add_qkv_bias=True"},
+            {&mixtral, "qk_layernorm", true, "qk_layernorm=True"},
             {&gpt2, "num_experts", int64_t(8), "num_experts=8"},
             {&mixtral, "moe_router_pre_softmax", true, "moe_router_pre_softmax=True"},
             {&mixtral, "moe_shared_expert_intermediate_size", int64_t(16),
