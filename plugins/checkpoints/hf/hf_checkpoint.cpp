@@ -195,17 +195,20 @@ class Converter {
 
     // A MixtralSparseMoeBlock as Megatron-core's MoE layer (SequentialMLP): its own
     // pre_mlp_layernorm, the router (gate), and per expert fc1 = [w1; w3], fc2 = w2.
+    // Mixtral's block_sparse_moe (experts' w1, w3, w2) or Qwen3-MoE's mlp (gate_proj, up_proj,
+    // down_proj).
     void mixtral_experts(const std::string& src, const std::string& dst) {
         const int64_t h = c_.hidden_size, f = c_.ffn_hidden_size;
-        const std::string moe = src + "block_sparse_moe.", mlp = dst + "mlp.";
+        const SparseMoeNames n = sparse_moe_names(c_);
+        const std::string moe = src + n.block, mlp = dst + "mlp.";
         put(dst + "pre_mlp_layernorm.weight", hf(src + "post_attention_layernorm.weight", {h}));
         put(mlp + "router.weight", hf(moe + "gate.weight", {c_.num_experts, h}));
         for (int64_t j = 0; j < c_.num_experts; ++j) {
             const std::string e = moe + "experts." + std::to_string(j) + ".";
             const std::string local = mlp + "experts.local_experts." + std::to_string(j) + ".";
-            put_fc1(local + "linear_fc1.weight", hf(e + "w1.weight", {f, h}),
-                    hf(e + "w3.weight", {f, h}));
-            put(local + "linear_fc2.weight", hf(e + "w2.weight", {h, f}));
+            put_fc1(local + "linear_fc1.weight", hf(e + n.gate + ".weight", {f, h}),
+                    hf(e + n.up + ".weight", {f, h}));
+            put(local + "linear_fc2.weight", hf(e + n.down + ".weight", {h, f}));
         }
     }
 

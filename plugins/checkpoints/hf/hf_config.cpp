@@ -153,6 +153,27 @@ void read_mixtral_experts(const Json& j, const std::string& where, HfConfig& c) 
              ": not supported yet: 'router_jitter_noise' (Megatron's --moe-input-jitter-eps)");
 }
 
+// Qwen3MoeSparseMoeBlock: the softmax over the experts, the top k renormalised when
+// norm_topk_prob (else Megatron's --moe-router-pre-softmax), each expert a SwiGLU MLP of
+// moe_intermediate_size, every layer sparse.
+void read_qwen3_moe_experts(const Json& j, const std::string& where, HfConfig& c) {
+    // transformers 5 writes num_local_experts, 4 num_experts.
+    c.num_experts = j.has("num_local_experts") ? j.integer("num_local_experts")
+                                               : j.integer("num_experts");
+    c.experts_per_token = j.integer("num_experts_per_tok");
+    MT_CHECK(c.num_experts > 0 && c.experts_per_token > 0 && c.experts_per_token <= c.num_experts,
+             where, ": 'num_experts_per_tok' (", c.experts_per_token, ") must be in [1, ",
+             "'num_experts' (", c.num_experts, ")]");
+    c.ffn_hidden_size = j.integer("moe_intermediate_size");
+    c.router_pre_softmax = !j.boolean("norm_topk_prob", false);
+    MT_CHECK(j.integer("decoder_sparse_step", 1) == 1, where,
+             ": not supported yet: 'decoder_sparse_step' other than 1 (dense layers between the "
+             "sparse ones)");
+    simdjson::dom::array dense;
+    MT_CHECK(j.object()["mlp_only_layers"].get_array().get(dense) || dense.size() == 0, where,
+             ": not supported yet: 'mlp_only_layers' (dense layers among the sparse ones)");
+}
+
 void read_gpt2(const Json& j, const std::string& where, HfConfig& c) {
     const std::string act = j.text("activation_function", "gelu_new");
     MT_CHECK(act == "gelu_new" || act == "gelu_pytorch_tanh", where,
@@ -359,6 +380,11 @@ void read_nemotron_h(const Json& j, const std::string& where, HfConfig& c) {
 
 }  // namespace
 
+SparseMoeNames sparse_moe_names(const HfConfig& config) {
+    if (config.model_type == "qwen3_moe") return {"mlp.", "gate_proj", "up_proj", "down_proj"};
+    return {"block_sparse_moe.", "w1", "w3", "w2"};
+}
+
 HfConfig read_hf_config(const std::filesystem::path& dir) {
     const std::filesystem::path path = dir / "config.json";
     const std::string where = path.string();
@@ -382,6 +408,11 @@ HfConfig read_hf_config(const std::filesystem::path& dir) {
         // k_norm are Megatron's q_layernorm and k_layernorm.
         c.qkv_bias = c.model_type == "qwen2";
         c.qk_norm = c.model_type == "qwen3";
+    } else if (c.model_type == "qwen3_moe") {
+        c.arch = HfArch::llama;
+        read_llama(j, where, c);
+        c.qk_norm = true;
+        read_qwen3_moe_experts(j, where, c);
     } else if (c.model_type == "mixtral") {
         c.arch = HfArch::llama;
         read_llama(j, where, c);
@@ -448,6 +479,7 @@ ModelArgs hf_model_args(const HfConfig& c) {
             a["num-experts"] = std::to_string(c.num_experts);
             a["moe-router-topk"] = std::to_string(c.experts_per_token);
             a["moe-ffn-hidden-size"] = std::to_string(c.ffn_hidden_size);
+            if (c.router_pre_softmax) a["moe-router-pre-softmax"] = "";
         }
     }
     if (c.arch == HfArch::hybrid) {
@@ -555,17 +587,22 @@ std::string python_repr(bool v) {
     MT_FAIL("not supported yet: ", field, "=", value, " in --saver hf (", why, ")");
 }
 
-// A MoE rope model as Mixtral: every layer a MixtralSparseMoeBlock of the experts' FFN size,
-// routed as transformers routes (softmax of the top-k logits, no capacity, no shared experts).
+// A MoE rope model as Mixtral (with per-head q/k norms: as Qwen3-MoE): every layer a sparse MoE
+// block of the experts' FFN size, routed as transformers routes (softmax of the top-k logits, or
+// for Qwen3-MoE of all logits; no capacity, no shared experts).
 void read_mixtral_args(const Args& a, HfConfig& c) {
     if (!a.set("num_experts")) return;
-    c.model_type = "mixtral";
+    // Qwen3-MoE is Mixtral's routing with Qwen3's attention, and may score all experts first.
+    const bool qwen = c.qk_norm;
+    c.model_type = qwen ? "qwen3_moe" : "mixtral";
     c.num_experts = a.integer("num_experts");
     c.experts_per_token = a.integer("moe_router_topk", 2);
     c.ffn_hidden_size = a.integer("moe_ffn_hidden_size", c.ffn_hidden_size);
     const std::string why =
-        "Mixtral's every layer routes each token to the softmax of its top-k "
-        "router logits, over experts alone";
+        qwen ? "Qwen3-MoE's every layer routes each token to the softmax of its router logits, "
+               "over experts alone"
+             : "Mixtral's every layer routes each token to the softmax of its top-k "
+               "router logits, over experts alone";
     if (const ArgValue* freq = a.find("moe_layer_freq")) {
         const bool every = std::holds_alternative<int64_t>(*freq) && std::get<int64_t>(*freq) == 1;
         const auto* list = std::get_if<std::vector<int64_t>>(freq);
@@ -576,7 +613,8 @@ void read_mixtral_args(const Args& a, HfConfig& c) {
     if (a.set("moe_shared_expert_intermediate_size"))
         not_supported("moe_shared_expert_intermediate_size",
                       std::to_string(a.integer("moe_shared_expert_intermediate_size")), why);
-    if (a.set("moe_router_pre_softmax")) not_supported("moe_router_pre_softmax", "True", why);
+    c.router_pre_softmax = a.flag("moe_router_pre_softmax");
+    if (c.router_pre_softmax && !qwen) not_supported("moe_router_pre_softmax", "True", why);
     if (a.text("moe_router_score_function", "softmax") != "softmax")
         not_supported("moe_router_score_function", a.text("moe_router_score_function", ""), why);
     if (a.set("moe_router_topk_scaling_factor"))
@@ -768,9 +806,10 @@ HfConfig hf_config_from_args(const CheckpointArgs& args, const std::optional<Ber
         if (percent != 1.0)
             not_supported("rotary_percent", number(percent), "Llama rotates whole heads");
         c.rope_theta = a.real("rotary_base", 10000);
-        if (a.set("num_experts") && (c.qkv_bias || c.qk_norm))
-            not_supported(c.qkv_bias ? "add_qkv_bias" : "qk_layernorm", "True",
-                          "mixture-of-experts models are exported as Mixtral, which has neither");
+        if (a.set("num_experts") && c.qkv_bias)
+            not_supported("add_qkv_bias", "True",
+                          "mixture-of-experts models are exported as Mixtral or Qwen3-MoE, which "
+                          "have no QKV biases");
         read_mixtral_args(a, c);
     } else {
         not_supported("position_embedding_type", position,

@@ -38,8 +38,8 @@ struct HybridParts {
 
 struct HfConfig {
     HfArch arch = HfArch::gpt2;
-    // "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3", "megatron-bert", "bert",
-    // "mamba2", "nemotron_h"
+    // "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "megatron-bert",
+    // "bert", "mamba2", "nemotron_h"
     std::string model_type;
     int64_t num_layers = 0, hidden_size = 0, num_heads = 0, num_kv_heads = 0, head_dim = 0;
     int64_t ffn_hidden_size = 0, vocab_size = 0, max_position_embeddings = 0;
@@ -56,10 +56,21 @@ struct HfConfig {
     // Mixtral: each layer's MLP is num_experts experts (ffn_hidden_size each), top_k per token
     // (Megatron's --num-experts, --moe-router-topk); 0: a dense model.
     int64_t num_experts = 0, experts_per_token = 0;
+    // Qwen3-MoE's norm_topk_prob false: the softmax over every expert, its top k not
+    // renormalised (Megatron's --moe-router-pre-softmax); Mixtral's routing renormalises.
+    bool router_pre_softmax = false;
     double initializer_range = 0.02;  // written to config.json (Megatron's init_method_std)
     BertParts bert;                   // bert: type_vocab_size, cls.seq_relationship, post-LN
     HybridParts hybrid;               // hybrid: the layer pattern and the Mamba mixer's sizes
 };
+
+// The names of a sparse MoE block and its experts' projections: Mixtral's block_sparse_moe with
+// w1 (gate), w3 (up) and w2 (down); Qwen3-MoE's mlp with gate_proj, up_proj and down_proj.
+struct SparseMoeNames {
+    std::string block;  // "block_sparse_moe." or "mlp."
+    std::string gate, up, down;
+};
+SparseMoeNames sparse_moe_names(const HfConfig& config);
 
 // The args entry naming the Hugging Face model_type a checkpoint came from ("mistral"), which
 // Megatron's args cannot tell from Llama's; hf_checkpoint_args records it, the saver reads it.

@@ -65,11 +65,13 @@ std::optional<Members> rope_scaling(const HfConfig& c) {
 
 Members llama_members(const HfConfig& c) {
     const bool mistral = c.model_type == "mistral", mixtral = c.model_type == "mixtral";
-    const bool qwen = c.model_type == "qwen2" || c.model_type == "qwen3";
+    const bool qwen_moe = c.model_type == "qwen3_moe";
+    const bool qwen = c.model_type == "qwen2" || c.model_type == "qwen3" || qwen_moe;
     const char* architecture = mixtral                   ? "MixtralForCausalLM"
                                : mistral                 ? "MistralForCausalLM"
                                : c.model_type == "qwen2" ? "Qwen2ForCausalLM"
                                : c.model_type == "qwen3" ? "Qwen3ForCausalLM"
+                               : qwen_moe                ? "Qwen3MoeForCausalLM"
                                                          : "LlamaForCausalLM";
     Members m = {{"architectures", strings({architecture}, 1)},
                  {"attention_dropout", real(0.0)},
@@ -103,7 +105,18 @@ Members llama_members(const HfConfig& c) {
     } else if (qwen) {
         m["sliding_window"] = "null";
         m["use_sliding_window"] = boolean(false);
-        if (c.model_type == "qwen3") m["attention_bias"] = boolean(false);
+        if (c.model_type != "qwen2") m["attention_bias"] = boolean(false);
+        if (qwen_moe) {
+            // Every layer sparse; intermediate_size (dense layers') has no Megatron counterpart.
+            // transformers 5 reads either name, 4 only num_experts.
+            m["num_experts"] = m["num_local_experts"] = integer(c.num_experts);
+            m["num_experts_per_tok"] = integer(c.experts_per_token);
+            m["moe_intermediate_size"] = integer(c.ffn_hidden_size);
+            m["norm_topk_prob"] = boolean(!c.router_pre_softmax);
+            m["decoder_sparse_step"] = integer(1);
+            m["mlp_only_layers"] = "[]";
+            m["output_router_logits"] = boolean(false);
+        }
     } else {
         m["attention_bias"] = boolean(false);
         m["mlp_bias"] = boolean(false);

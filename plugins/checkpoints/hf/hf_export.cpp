@@ -1,8 +1,7 @@
 #include "hf_export.h"
 
-#include <tuple>
-
 #include <map>
+#include <tuple>
 
 #include "hf_hybrid_tensors.h"
 #include "hf_layout.h"
@@ -152,12 +151,13 @@ class Exporter {
         }
     }
 
-    // A MoE layer as MixtralDecoderLayer's state dict holds it: the sparse MoE block (gate,
-    // then each expert's w1, w2, w3), then the norms. Experts under SequentialMLP's or
-    // TEGroupedMLP's names alike.
+    // A MoE layer as MixtralDecoderLayer's (Qwen3MoeDecoderLayer's) state dict holds it: the
+    // sparse MoE block (gate, then each expert's gate, down and up projections), then the
+    // norms. Experts under SequentialMLP's or TEGroupedMLP's names alike.
     void mixtral_experts(const std::string& src, const std::string& dst) {
         const int64_t h = c_.hidden_size, f = c_.ffn_hidden_size;
-        const std::string mlp = src + "mlp.", moe = dst + "block_sparse_moe.";
+        const SparseMoeNames names = sparse_moe_names(c_);
+        const std::string mlp = src + "mlp.", moe = dst + names.block;
         put(moe + "gate.weight", get(mlp + "router.weight", {c_.num_experts, h}));
         const bool grouped = has(mlp + "experts.linear_fc1.weight0");
         for (int64_t j = 0; j < c_.num_experts; ++j) {
@@ -168,12 +168,12 @@ class Exporter {
                             : mlp + "experts.local_experts." + n + ".linear_fc1.weight",
                     {2 * f, h});
             const std::string e = moe + "experts." + n + ".";
-            put(e + "w1.weight", fc1.slice(0, 0, f));
-            put(e + "w2.weight",
+            put(e + names.gate + ".weight", fc1.slice(0, 0, f));
+            put(e + names.down + ".weight",
                 get(grouped ? fc + "2.weight" + n
                             : mlp + "experts.local_experts." + n + ".linear_fc2.weight",
                     {h, f}));
-            put(e + "w3.weight", fc1.slice(0, f, 2 * f));
+            put(e + names.up + ".weight", fc1.slice(0, f, 2 * f));
         }
         put(dst + "input_layernorm.weight",
             get(src + "self_attention.linear_qkv.layer_norm_weight", {h}));

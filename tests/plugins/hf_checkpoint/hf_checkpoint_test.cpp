@@ -49,9 +49,9 @@ Expected read_expected(const std::string& file = "expected.json") {
 }
 
 // Loads the folder and builds the model its config implies, the tensors copied in by name.
-std::unique_ptr<Model> load_folder(const std::string& name) {
+std::unique_ptr<Model> load_folder(const fs::path& dir) {
+    const std::string name = dir.filename().string();
     HfCheckpoint format;
-    const fs::path dir = fixture(name);
     EXPECT_TRUE(format.detect(dir));
     CheckpointState state = format.load(dir);
     auto model = Registry::global().create_model("gpt")->build(hf_model_args(read_hf_config(dir)));
@@ -73,8 +73,8 @@ std::unique_ptr<Model> load_folder(const std::string& name) {
 }
 
 // The per-token losses of the folder's model on make_fixtures.py's ids.
-std::vector<double> losses_of(const std::string& name, const Expected& e) {
-    auto model = load_folder(name);
+std::vector<double> losses_of(const fs::path& dir, const Expected& e) {
+    auto model = load_folder(dir);
     nn::DropoutContext ctx{false, 0, 0};
     const Tensor losses =
         loss_term(model->forward({{"tokens", e.tokens}, {"labels", e.labels}}, ctx, nullptr),
@@ -85,9 +85,11 @@ std::vector<double> losses_of(const std::string& name, const Expected& e) {
     return out;
 }
 
-void expect_losses(const std::string& name, const std::string& file = "expected.json") {
+// The losses of folder `dir` (default: the fixture `name`) equal the file's for `name`.
+void expect_losses(const std::string& name, const std::string& file = "expected.json",
+                   const fs::path& dir = {}) {
     const Expected e = read_expected(file);
-    const std::vector<double> got = losses_of(name, e);
+    const std::vector<double> got = losses_of(dir.empty() ? fixture(name) : dir, e);
     const std::vector<double>& want = e.losses.at(name);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i)
@@ -111,6 +113,23 @@ TEST(HfCheckpoint, Qwen2WithQkvBiasesGivesTransformersLosses) {
 TEST(HfCheckpoint, Qwen3WithQkNormsGivesTransformersLosses) {
     expect_losses("qwen3", "qwen_expected.json");
 }
+// Qwen3-MoE: Qwen3's attention, 4 experts, top 2 renormalised (norm_topk_prob true).
+TEST(HfCheckpoint, Qwen3MoeGivesTransformersLosses) {
+    expect_losses("qwen3_moe", "qwen_expected.json");
+}
+// The same weights with norm_topk_prob false: the top k of the softmax over all experts, not
+// renormalised (--moe-router-pre-softmax).
+TEST(HfCheckpoint, Qwen3MoeWithoutTopkRenormalisationGivesTransformersLosses) {
+    TempDir dir;
+    fs::copy(fixture("qwen3_moe"), dir.path(), fs::copy_options::recursive);
+    std::string config = mt::test::read_file(dir / "config.json");
+    const std::string from = "\"norm_topk_prob\": true";
+    ASSERT_NE(config.find(from), std::string::npos);
+    config.replace(config.find(from), from.size(), "\"norm_topk_prob\": false");
+    mt::test::write_file(dir / "config.json", config);
+    EXPECT_EQ(hf_model_args(read_hf_config(dir.path())).count("moe-router-pre-softmax"), 1u);
+    expect_losses("qwen3_moe_pre_softmax", "qwen_expected.json", dir.path());
+}
 
 // A MixtralForCausalLM (4 experts, top-2, GQA; make_mixtral_fixture.py): transformers' logits
 // on random ids, every one, and its per-token losses.
@@ -119,7 +138,7 @@ TEST(HfCheckpoint, MixtralGivesTransformersLogits) {
     simdjson::dom::element doc = parser.load(fixture("mixtral_expected.json").string());
     const Tensor tokens = ids(doc["tokens"].get_array());
     const Tensor labels = ids(doc["labels"].get_array());
-    auto model = load_folder("mixtral");
+    auto model = load_folder(fixture("mixtral"));
     const Tensor logits = model->logits(tokens, nullptr).contiguous();
     std::vector<double> want;
     for (auto row : doc["logits"].get_array())
@@ -182,6 +201,12 @@ TEST(HfCheckpoint, ConfigImpliesMegatronsFlags) {
     EXPECT_EQ(qwen3.count("qk-layernorm"), 1u);
     EXPECT_EQ(qwen3.count("add-qkv-bias"), 0u);
     EXPECT_EQ(qwen3.at("kv-channels"), "16");
+    const ModelArgs qwen3_moe = hf_model_args(read_hf_config(fixture("qwen3_moe")));
+    EXPECT_EQ(qwen3_moe.at("num-experts"), "4");
+    EXPECT_EQ(qwen3_moe.at("moe-router-topk"), "2");
+    EXPECT_EQ(qwen3_moe.at("moe-ffn-hidden-size"), "24");
+    EXPECT_EQ(qwen3_moe.count("qk-layernorm"), 1u);
+    EXPECT_EQ(qwen3_moe.count("moe-router-pre-softmax"), 0u);  // norm_topk_prob true
 }
 
 // A copy of the llama fixture in `dir` whose config.json has `key: value` added at the top.

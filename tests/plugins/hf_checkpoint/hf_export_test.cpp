@@ -84,8 +84,8 @@ TEST_P(HfExport, LoadSaveReloadGivesTheSameTensorsAndConfig) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, HfExport,
-                         ::testing::Values("gpt2", "llama", "mistral", "mixtral", "qwen2",
-                                           "qwen3"));
+                         ::testing::Values("gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3",
+                                           "qwen3_moe"));
 
 // The safetensors files are byte for byte those transformers' save_pretrained wrote: header
 // layout, padding, sorted names, the tensors' layouts (GPT-2's Conv1D, q/k/v, gate/up).
@@ -103,8 +103,8 @@ TEST(HfExport, WritesTheFilesTransformersWrote) {
     format.save(dir / "mistral", cast_to(format.load(fixture("mistral")), DType::bf16));
     EXPECT_TRUE(read_file(dir / "mistral/model.safetensors") ==
                 read_file(fixture("mistral") / "model.safetensors"));
-    // Qwen2's q/k/v biases and Qwen3's q/k norms back under their names.
-    for (const char* qwen : {"qwen2", "qwen3"}) {
+    // Qwen2's q/k/v biases, Qwen3's q/k norms and Qwen3-MoE's experts back under their names.
+    for (const char* qwen : {"qwen2", "qwen3", "qwen3_moe"}) {
         format.save(dir / qwen, format.load(fixture(qwen)));
         EXPECT_TRUE(read_file(dir / qwen / "model.safetensors") ==
                     read_file(fixture(qwen) / "model.safetensors"))
@@ -346,7 +346,6 @@ TEST(HfExport, OtherArchitecturesAreNotSupportedYetNamingTheArg) {
             {&gpt2, "qk_layernorm", true, "qk_layernorm=True"},
             {&qwen2, "qk_layernorm", true, "qk_layernorm=True"},  // Qwen2 and Qwen3 at once
             {&mixtral, "add_qkv_bias", true, "add_qkv_bias=True"},
-            {&mixtral, "qk_layernorm", true, "qk_layernorm=True"},
             {&gpt2, "num_experts", int64_t(8), "num_experts=8"},
             {&mixtral, "moe_router_pre_softmax", true, "moe_router_pre_softmax=True"},
             {&mixtral, "moe_shared_expert_intermediate_size", int64_t(16),
