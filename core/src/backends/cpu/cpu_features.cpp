@@ -1,5 +1,6 @@
 #include "cpu_features.h"
 
+#include <cpuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -11,6 +12,14 @@
 namespace mt::cpu {
 
 namespace {
+
+// CPUID leaf 7: AMX-BF16 (EDX bit 22) and AMX-TILE (bit 24); read directly, as GCC 12 and
+// clang 14 do not agree on __builtin_cpu_supports names for them.
+bool cpu_has_amx_bf16() {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+    return (edx >> 22 & 1) && (edx >> 24 & 1);
+}
 
 // Linux hands a process AMX's 8 KiB tile state only when asked (arch_prctl ARCH_REQ_XCOMP_PERM
 // for XFEATURE_XTILEDATA, kernel 5.16 and later); without it the first tile instruction faults.
@@ -33,8 +42,7 @@ const CpuFeatures& cpu_features() {
                  "MT_CPU_ISA=", limit.substr(0, 40), ": expected avx2, avx512 or native");
         if (limit == "avx2") f.avx512f = f.avx512bf16 = false;
         f.amx_bf16 = limit.empty() || limit == "native"
-                         ? f.avx512bf16 && __builtin_cpu_supports("amx-tile") &&
-                               __builtin_cpu_supports("amx-bf16") && amx_permitted()
+                         ? f.avx512bf16 && cpu_has_amx_bf16() && amx_permitted()
                          : false;
         return f;
     }();
