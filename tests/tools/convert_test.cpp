@@ -252,7 +252,8 @@ TEST(Convert, BadInputIsAClearError) {
                     " --model-type T5 --load-dir " + q(fixture("tp1")) + " --save-dir " +
                     q(dir / "out") + " 2>&1");
     EXPECT_EQ(r.exit_code, 1);
-    EXPECT_NE(r.output.find("--model-type T5: supported are GPT, BERT and Mamba"), std::string::npos)
+    EXPECT_NE(r.output.find("--model-type T5: supported are GPT, BERT and Mamba"),
+              std::string::npos)
         << r.output;
     r = run_command(mt::test::tool_path("megatron-convert").string() + " --load-dir x 2>&1");
     EXPECT_EQ(r.exit_code, 2) << r.output;
@@ -317,6 +318,32 @@ TEST(Convert, SaverHfKeepsMistralThroughAMegatronCheckpoint) {
     const std::string config = read_file(dir / "hf/config.json");
     EXPECT_NE(config.find("\"model_type\": \"mistral\""), std::string::npos) << config;
     EXPECT_NE(config.find("\"torch_dtype\": \"bfloat16\""), std::string::npos) << config;
+}
+
+// Qwen2 (QKV biases), Qwen3 (q/k norms) and Qwen3-MoE folders through Megatron checkpoints split
+// over two tensor ranks (and two expert ranks for the MoE), in both formats, come back as the
+// files transformers wrote.
+TEST(Convert, QwenFoldersComeBackThroughSplitMegatronCheckpoints) {
+    for (const char* name : {"qwen2", "qwen3", "qwen3_moe"}) {
+        SCOPED_TRACE(name);
+        const fs::path source = mt::test::fixtures_dir() / "hf" / name;
+        const std::string experts =
+            std::string(name) == "qwen3_moe" ? " --target-expert-parallel-size 2" : "";
+        for (const char* format : {"core", "torch_dist"}) {
+            TempDir dir;
+            convert_ok(source, dir / "megatron",
+                       std::string("--loader hf --target-tensor-parallel-size 2 --saver ") +
+                           format + experts);
+            convert_ok(dir / "megatron", dir / "hf", std::string("--saver hf --loader ") + format);
+            EXPECT_TRUE(read_file(dir / "hf/model.safetensors") ==
+                        read_file(source / "model.safetensors"))
+                << format;
+            EXPECT_NE(read_file(dir / "hf/config.json")
+                          .find(std::string("\"model_type\": \"") + name + "\""),
+                      std::string::npos)
+                << format;
+        }
+    }
 }
 
 TEST(Convert, SaverHfRefusesWhatItCannotWrite) {
