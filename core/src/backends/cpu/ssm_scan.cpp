@@ -23,12 +23,9 @@ using detail::with_float;
 
 namespace {
 
+using ssm::dot;
 using ssm::ScanShape;
 using ssm::softplus;
-
-constexpr int kLanes = 16;
-
-#define MT_INLINE inline __attribute__((always_inline))
 
 ScanShape scan_shape(const char* op, const Tensor& x, const Tensor& dt, const Tensor& dt_bias,
                      const Tensor& A_log, const Tensor& B, const Tensor& C, const Tensor& D) {
@@ -67,21 +64,6 @@ HeadView<T> head_view(const ScanShape& s, const T* x, const T* dt, const T* B, c
             s.nh * s.hp,
             s.nh,
             s.ng * s.N};
-}
-
-// Σ a[n] b[n] in kLanes interleaved partial sums merged pairwise: detail::fold_lanes' scheme,
-// written out and always inlined so that each instruction-set build vectorises it (a shared
-// template instance would be compiled once, for the baseline); the same order on every build.
-template <class T>
-MT_INLINE T dot(const T* a, const T* b, int64_t n) {
-    T lane[kLanes] = {};
-    int64_t i = 0;
-    for (; i + kLanes <= n; i += kLanes)
-        for (int l = 0; l < kLanes; ++l) lane[l] += a[i + l] * b[i + l];
-    for (int l = 0; i < n; ++i, ++l) lane[l] += a[i] * b[i];
-    for (int w = kLanes / 2; w > 0; w /= 2)
-        for (int l = 0; l < w; ++l) lane[l] += lane[l + w];
-    return lane[0];
 }
 
 // One step of the recurrence on S (hp x N): S = dA S + dt x B^T.

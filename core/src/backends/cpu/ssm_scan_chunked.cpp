@@ -11,11 +11,14 @@
 // flowing back between them; the blocks' parts of dB and dC, and the parameter grads, are summed
 // in a fixed order afterwards, so the result does not depend on the thread count. One OpenBLAS
 // thread per OpenMP task (blas_calls.h).
+#include <omp.h>
+
 #include <algorithm>
 #include <vector>
 
 #include "blas_calls.h"
 #include "mt/kernels/activations.h"
+#include "mt/tensor.h"
 #include "ssm_scan.h"
 
 namespace mt::cpu::ssm {
@@ -30,6 +33,13 @@ constexpr int64_t kHeadBlock = 4;
 
 int64_t chunk_count(const ScanShape& s) {
     return (s.T + kQ - 1) / kQ;
+}
+
+// An uninitialised buffer of n T's in Tensor storage, which recycles large blocks: fresh pages
+// on every call would cost a page fault each (the buffers here are megabytes per layer).
+template <class T>
+Tensor scratch(int64_t n) {
+    return Tensor::empty({n}, dtype_of<T>());
 }
 
 int64_t blocks_per_group(const ScanShape& s) {
@@ -60,16 +70,18 @@ ChunkAt chunk_at(const ScanShape& s, int64_t b, int64_t g, int64_t h0, int64_t c
             row * s.nh + h0};
 }
 
-// G = C B^T of each (row, group, chunk): q x q at leading dimension kQ.
+// G = C B^T of each (row, group, chunk): q x q at leading dimension kQ (the rest of a partial
+// chunk's kQ x kQ unset).
 template <class T>
-std::vector<T> chunk_products(const ScanShape& s, const T* B, const T* C) {
+Tensor chunk_products(const ScanShape& s, const T* B, const T* C) {
     const int64_t chunks = chunk_count(s), ld = s.ng * s.N;
-    std::vector<T> G(size_t(s.B * s.ng * chunks * kQ * kQ));
+    Tensor G = scratch<T>(s.B * s.ng * chunks * kQ * kQ);
+    T* g = G.data<T>();
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < s.B * s.ng * chunks; ++i) {
         const ChunkAt at = chunk_at(s, i / chunks / s.ng, i / chunks % s.ng, 0, i % chunks);
         blas_gemm(false, true, at.q, at.q, s.N, T(1), C + at.bc, ld, B + at.bc, ld, T(0),
-                  G.data() + i * kQ * kQ, kQ);
+                  g + i * kQ * kQ, kQ);
     }
     return G;
 }
@@ -196,27 +208,24 @@ void forward_block(const ScanShape& s, const ScanInputs<T>& in, const T* G, cons
     }
 }
 
-// The backward's buffers beyond Work: the block's states at chunk starts, dL/dS, and dL/dG of a
-// chunk summed over the block's heads.
+// The backward's buffers beyond Work: the block's states at chunk starts (this thread's share of
+// a scratch tensor: chunks x kHeadBlock hp x N), dL/dS, and dL/dG of a chunk summed over the
+// block's heads.
 template <class T>
 struct BackwardWork : Work<T> {
-    std::vector<T> starts, dS, dG;
-    explicit BackwardWork(const ScanShape& s)
-        : Work<T>(s),
-          starts(size_t(chunk_count(s) * kHeadBlock * s.hp * s.N)),
-          dS(size_t(kHeadBlock * s.hp * s.N)),
-          dG(kQ * kQ) {}
+    T* starts;
+    std::vector<T> dS, dG;
+    BackwardWork(const ScanShape& s, T* starts)
+        : Work<T>(s), starts(starts), dS(size_t(kHeadBlock * s.hp * s.N)), dG(kQ * kQ) {}
 };
 
-template <class T>
-T dot(const T* a, const T* b, int64_t n) {
-    T sum = 0;
-    for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
-    return sum;
+// Elements of one thread's share of the chunk-start states.
+int64_t starts_size(const ScanShape& s) {
+    return chunk_count(s) * kHeadBlock * s.hp * s.N;
 }
 
-// Where a block's part of dB and dC at (row, position) lies in the (B, T, ng, blocks per group,
-// N) buffers, and the step between positions.
+// Where a block's part of dB and dC at (row, position t) lies in the (B, T, ng, blocks per
+// group, N) buffers.
 int64_t part_at(const ScanShape& s, const Block& blk, int64_t t) {
     return (((blk.b * s.T + t) * s.ng + blk.g) * blocks_per_group(s) + blk.k) * s.N;
 }
@@ -231,10 +240,10 @@ void backward_block(const ScanShape& s, const ScanInputs<T>& in, const T* dy,
     const int64_t HN = s.hp * s.N, W = blk.nb * s.hp, WN = W * s.N, nb = blk.nb;
     const int64_t ldp = s.ng * blocks_per_group(s) * s.N;
     // The block's state at each chunk's start.
-    std::fill(wk.starts.begin(), wk.starts.begin() + WN, T(0));
+    std::fill(wk.starts, wk.starts + WN, T(0));
     for (int64_t c = 0; c + 1 < chunks; ++c) {
         const ChunkAt at = chunk_at(s, blk.b, blk.g, blk.h0, c);
-        T* next = wk.starts.data() + (c + 1) * WN;
+        T* next = wk.starts + (c + 1) * WN;
         std::copy(next - WN, next, next);
         wk.decays(s, in, blk, at, false);
         wk.weighted_inputs(in.x + at.x, ldx, at.q, nb, s.hp);
@@ -304,7 +313,7 @@ void backward_block(const ScanShape& s, const ScanInputs<T>& in, const T* dy,
         if (c == 0) {
             for (int64_t t = 0; t < q; ++t) std::fill(pdC + t * ldp, pdC + t * ldp + s.N, T(0));
         } else {
-            const T* S_in = wk.starts.data() + c * WN;
+            const T* S_in = wk.starts + c * WN;
             blas_gemm(false, true, q, W, s.N, T(1), Cc, ldbc, S_in, s.N, T(0), wk.Z.data(), W);
             T* eDY = wk.Xw.data();  // Xw is spent: e ∘ dY in its place
             for (int64_t t = 0; t < q; ++t)
@@ -356,7 +365,7 @@ void backward_block(const ScanShape& s, const ScanInputs<T>& in, const T* dy,
 
 template <class T>
 void chunked_scan_forward(const ScanShape& s, const ScanInputs<T>& in, T* y, T* state) {
-    const std::vector<T> G = chunk_products(s, in.B, in.C);
+    const Tensor G = chunk_products(s, in.B, in.C);
     const int64_t tasks = s.B * s.ng * blocks_per_group(s);
 #pragma omp parallel
     {
@@ -366,7 +375,7 @@ void chunked_scan_forward(const ScanShape& s, const ScanInputs<T>& in, T* y, T* 
         for (int64_t i = 0; i < tasks; ++i) {
             const Block blk = block_at(s, i);
             T* S = state ? state + (blk.b * s.nh + blk.h0) * s.hp * s.N : local.data();
-            forward_block(s, in, G.data(), blk, y, S, !state, state != nullptr, wk);
+            forward_block(s, in, G.data<T>(), blk, y, S, !state, state != nullptr, wk);
         }
     }
 }
@@ -374,26 +383,29 @@ void chunked_scan_forward(const ScanShape& s, const ScanInputs<T>& in, T* y, T* 
 template <class T>
 void chunked_scan_backward(const ScanShape& s, const ScanInputs<T>& in, const T* dy,
                            const ScanGrads<T>& grads) {
-    const std::vector<T> G = chunk_products(s, in.B, in.C);
+    const Tensor G = chunk_products(s, in.B, in.C);
     const int64_t bpg = blocks_per_group(s), tasks = s.B * s.ng * bpg;
-    // Each block's part of dB and dC (B, T, ng, blocks per group, N), and each (row, head)'s
-    // parameter grads.
-    std::vector<T> part_dB(size_t(s.B * s.T * s.ng * bpg * s.N)), part_dC(part_dB.size());
+    // Each block's part of dB and dC (B, T, ng, blocks per group, N; every element written), each
+    // (row, head)'s parameter grads, and each thread's chunk-start states.
+    const Tensor parts_dB = scratch<T>(s.B * s.T * s.ng * bpg * s.N),
+                 parts_dC = scratch<T>(parts_dB.numel()),
+                 starts = scratch<T>(omp_get_max_threads() * starts_size(s));
+    T *part_dB = parts_dB.data<T>(), *part_dC = parts_dC.data<T>();
     std::vector<double> head_params(size_t(s.B * s.nh * 3));
 #pragma omp parallel
     {
-        BackwardWork<T> wk(s);
+        BackwardWork<T> wk(s, starts.data<T>() + omp_get_thread_num() * starts_size(s));
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < tasks; ++i) {
             const Block blk = block_at(s, i);
-            backward_block(s, in, dy, grads, G.data(), blk, part_dB.data(), part_dC.data(),
+            backward_block(s, in, dy, grads, G.data<T>(), blk, part_dB, part_dC,
                            head_params.data() + (blk.b * s.nh + blk.h0) * 3, wk);
         }
         // The blocks' parts summed in order.
 #pragma omp for schedule(static)
         for (int64_t row = 0; row < s.B * s.T * s.ng; ++row) {
             T *ob = grads.dB + row * s.N, *oc = grads.dC + row * s.N;
-            const T *pb = part_dB.data() + row * bpg * s.N, *pc = part_dC.data() + row * bpg * s.N;
+            const T *pb = part_dB + row * bpg * s.N, *pc = part_dC + row * bpg * s.N;
             std::copy(pb, pb + s.N, ob);
             std::copy(pc, pc + s.N, oc);
             for (int64_t k = 1; k < bpg; ++k)
