@@ -11,8 +11,6 @@
 // cache across all of A.
 #include <omp.h>
 
-#include <cstring>
-
 #include "gemm_bf16.h"
 #include "gemm_bf16_pack.h"
 #include "mt/tensor.h"
@@ -165,15 +163,8 @@ void gemm_bf16_amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
             const int64_t nc_panels = ceil_div(nc, kBlock);
             const Operand op_b{trans_b ? b + jc * ldb : b + jc, ldb, trans_b};
 #pragma omp for schedule(static)
-            for (int64_t x = 0; x < nc_panels * kBlock; x += kPackGroup) {
+            for (int64_t x = 0; x < nc_panels * kBlock; x += kPackGroup)
                 pack_group<kBlock>(op_b, nc, nc_panels * kBlock, k, kp_padded, x, b_out);
-                // The pairs past k, to the tiles' multiple of 16.
-                for (int64_t p = x / kBlock; p < std::min(nc_panels, (x + kPackGroup) / kBlock);
-                     ++p) {
-                    uint32_t* tail = b_out + (p * kp_padded + kp) * kBlock;
-                    std::memset(tail, 0, size_t((kp_padded - kp) * kBlock) * 4);
-                }
-            }
 #pragma omp for schedule(static)
             for (int64_t item = 0; item < nc_panels * m_blocks; ++item) {
                 const int64_t jp = item / m_blocks, r = item % m_blocks;

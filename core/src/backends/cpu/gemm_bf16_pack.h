@@ -125,12 +125,14 @@ MT_BF16_TARGET void pack_chunk(const Operand& src, int64_t count, int64_t k, int
 // Elements packed per task: whole panels of A (8) and B (48), a few 16-element chunks.
 constexpr int64_t kPackGroup = 96;
 
-// Packs elements [x0, min(x0 + kPackGroup, end)) of `src` (see pack_chunk). When k is strided,
-// each run of 32 rows is packed for every chunk before moving on, so the cache lines of those
-// rows are read from memory once rather than once per chunk.
+// Packs elements [x0, min(x0 + kPackGroup, end)) of `src` (see pack_chunk), W-wide panels
+// kp_stride pairs apart, the pairs past k (up to kp_stride) zero. When k is strided, each run of
+// 32 rows is packed for every chunk before moving on, so the cache lines of those rows are read
+// from memory once rather than once per chunk.
 template <int64_t W>
 MT_BF16_TARGET void pack_group(const Operand& src, int64_t count, int64_t end, int64_t k,
                                int64_t kp_stride, int64_t x0, uint32_t* out) {
+    static_assert(kPackGroup % W == 0);
     const int64_t kp = (k + 1) / 2;
     const int64_t x_end = std::min(x0 + kPackGroup, end);
     const int64_t p_step = src.k_contiguous ? kp : kLanes;
@@ -139,6 +141,10 @@ MT_BF16_TARGET void pack_group(const Operand& src, int64_t count, int64_t end, i
             pack_chunk<W>(src, count, k, kp_stride, x, p, std::min(kp, p + p_step), out);
         }
     }
+    if (kp_stride == kp) return;
+    // Whole panels: x0 and end (the callers' padded counts) are multiples of W.
+    for (int64_t panel = x0 / W; panel < x_end / W; ++panel)
+        std::fill(out + (panel * kp_stride + kp) * W, out + (panel + 1) * kp_stride * W, 0u);
 }
 
 // c (bf16, rows x cols, stride ldc) = round(sum + beta c), sum being f32 with stride lds.
