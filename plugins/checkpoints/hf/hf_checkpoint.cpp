@@ -193,10 +193,9 @@ class Converter {
             [gate, up](const HfTensors& t) { return concat_rows(t.get(gate), t.get(up)); });
     }
 
-    // A MixtralSparseMoeBlock as Megatron-core's MoE layer (SequentialMLP): its own
-    // pre_mlp_layernorm, the router (gate), and per expert fc1 = [w1; w3], fc2 = w2.
-    // Mixtral's block_sparse_moe (experts' w1, w3, w2) or Qwen3-MoE's mlp (gate_proj, up_proj,
-    // down_proj).
+    // A sparse MoE block (Mixtral's or Qwen3-MoE's, names from sparse_moe_names) as
+    // Megatron-core's MoE layer (SequentialMLP): its own pre_mlp_layernorm, the router (gate),
+    // and per expert fc1 = [gate; up], fc2 = down.
     void mixtral_experts(const std::string& src, const std::string& dst) {
         const int64_t h = c_.hidden_size, f = c_.ffn_hidden_size;
         const SparseMoeNames n = sparse_moe_names(c_);

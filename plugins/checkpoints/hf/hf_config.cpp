@@ -158,8 +158,8 @@ void read_mixtral_experts(const Json& j, const std::string& where, HfConfig& c) 
 // moe_intermediate_size, every layer sparse.
 void read_qwen3_moe_experts(const Json& j, const std::string& where, HfConfig& c) {
     // transformers 5 writes num_local_experts, 4 num_experts.
-    c.num_experts = j.has("num_local_experts") ? j.integer("num_local_experts")
-                                               : j.integer("num_experts");
+    c.num_experts =
+        j.has("num_local_experts") ? j.integer("num_local_experts") : j.integer("num_experts");
     c.experts_per_token = j.integer("num_experts_per_tok");
     MT_CHECK(c.num_experts > 0 && c.experts_per_token > 0 && c.experts_per_token <= c.num_experts,
              where, ": 'num_experts_per_tok' (", c.experts_per_token, ") must be in [1, ",
@@ -427,10 +427,9 @@ HfConfig read_hf_config(const std::filesystem::path& dir) {
         c.arch = HfArch::hybrid;
         read_nemotron_h(j, where, c);
     } else {
-        MT_FAIL(
-            where, ": not supported yet: 'model_type' '", c.model_type,
-            "' (supported are gpt2, llama, mistral, mixtral, qwen2, qwen3, megatron-bert, bert, "
-            "mamba2 and nemotron_h)");
+        MT_FAIL(where, ": not supported yet: 'model_type' '", c.model_type,
+                "' (supported are gpt2, llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, "
+                "megatron-bert, bert, mamba2 and nemotron_h)");
     }
     MT_CHECK(c.num_layers > 0 && c.hidden_size > 0 && c.ffn_hidden_size > 0 && c.vocab_size > 0 &&
                  c.max_position_embeddings > 0 && c.head_dim > 0,

@@ -107,7 +107,8 @@ Members llama_members(const HfConfig& c) {
         m["use_sliding_window"] = boolean(false);
         if (c.model_type != "qwen2") m["attention_bias"] = boolean(false);
         if (qwen_moe) {
-            // Every layer sparse; intermediate_size (dense layers') has no Megatron counterpart.
+            // Every layer sparse: intermediate_size (the dense layers' size, none here) is left
+            // at the experts' size the common members wrote.
             // transformers 5 reads either name, 4 only num_experts.
             m["num_experts"] = m["num_local_experts"] = integer(c.num_experts);
             m["num_experts_per_tok"] = integer(c.experts_per_token);
