@@ -27,10 +27,10 @@ const char* unary_op_name(UnaryOp op) {
     return "unknown";
 }
 
-uint64_t attention_dropout_counters(const Tensor& q) {
+uint64_t attention_dropout_counters(const Tensor& q, int64_t keys) {
     MT_CHECK(q.dim() == 4, "attention_dropout_counters: q must be (B, T, nq, hd), got ",
              q.describe());
-    return uint64_t(q.size(0) * q.size(2) * q.size(1) * q.size(1));
+    return uint64_t(q.size(0) * q.size(2) * q.size(1) * keys);
 }
 
 namespace {

@@ -185,8 +185,9 @@ class MT_API Backend {
                                uint64_t offset, Tensor& y);
 
     // ---- Attention (online softmax, no T x T matrix stored) ----------------------------------
-    // q (B, T, nq, hd); k, v (B, T, ng, hd), nq a multiple of ng (query head h reads group
-    // h / (nq / ng)). out (B, T, nq, hd) = dropout(softmax(scale q k^T)) v, lse (B, nq, T) =
+    // q (B, Tq, nq, hd); k, v (B, Tk, ng, hd), nq a multiple of ng (query head h reads group
+    // h / (nq / ng)); Tk != Tq (cross-attention) only without the causal and per-document
+    // masks. out (B, Tq, nq, hd) = dropout(softmax(scale q k^T)) v, lse (B, nq, Tq) =
     // log sum_s exp(scale q.k) over the visible keys.
     virtual void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
                                    const ops::AttentionConfig& config, Tensor& out, Tensor& lse);

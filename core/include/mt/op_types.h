@@ -42,7 +42,7 @@ struct AttentionConfig {
     int64_t block = 64;    // query rows and keys per block of the online softmax
     float dropout = 0.0f;  // drop probability of each attention probability
     uint64_t seed = 0;     // dropout stream; element (b, h, t, s) uses counter
-    uint64_t offset = 0;   //   offset + ((b * nq + h) * T + t) * T + s
+    uint64_t offset = 0;   //   offset + ((b * nq + h) * Tq + t) * Tk + s
     // Optional (B, T) i32 on the backend's device: query t of row b sees only keys
     // >= document_start[b, t] (Megatron's --reset-attention-mask: no attention across an EOD).
     // Undefined: no such limit.
@@ -52,9 +52,12 @@ struct AttentionConfig {
     Tensor key_length;
 };
 
-// The dropout counters one attention call over q (B, T, nq, hd) consumes (B * nq * T * T): the
-// caller advances its offset by this much.
-MT_API uint64_t attention_dropout_counters(const Tensor& q);
+// The dropout counters one attention call over q (B, Tq, nq, hd) and keys (B, Tk, ...) consumes
+// (B * nq * Tq * Tk; self-attention: Tk = Tq): the caller advances its offset by this much.
+MT_API uint64_t attention_dropout_counters(const Tensor& q, int64_t keys);
+inline uint64_t attention_dropout_counters(const Tensor& q) {
+    return attention_dropout_counters(q, q.dim() > 1 ? q.size(1) : 0);
+}
 
 // Megatron's defaults (--lr has none; --adam-beta1/2, --adam-eps, --weight-decay).
 struct AdamWConfig {

@@ -20,11 +20,12 @@ TransformerBlock::TransformerBlock(const std::string& prefix, int64_t num_layers
 }
 
 Tensor TransformerBlock::forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
-                                 const AttentionMask& mask) const {
+                                 const AttentionMask& mask, const EncoderContext* encoder) const {
     if (saved) {
         *saved = Saved{};
         saved->layers.resize(layers_.size());
         saved->mask = mask;
+        if (encoder) saved->encoder = *encoder;
     }
     Tensor h = x;
     size_t segment = 0;
@@ -34,17 +35,19 @@ Tensor TransformerBlock::forward(const Tensor& x, DropoutContext& ctx, Saved* sa
             saved->segment_inputs.push_back(h);
             saved->segment_dropout.push_back(ctx);
             for (; i < recompute_[segment].end; ++i)
-                h = layers_[size_t(i)]->forward(h, ctx, nullptr, mask);
+                h = layers_[size_t(i)]->forward(h, ctx, nullptr, mask, nullptr, 0, encoder);
             ++segment;
             continue;
         }
-        h = layers_[size_t(i)]->forward(h, ctx, saved ? &saved->layers[size_t(i)] : nullptr, mask);
+        h = layers_[size_t(i)]->forward(h, ctx, saved ? &saved->layers[size_t(i)] : nullptr, mask,
+                                        nullptr, 0, encoder);
         ++i;
     }
     return final_norm_ ? final_norm_->forward(h, saved ? &saved->final_norm : nullptr) : h;
 }
 
-Tensor TransformerBlock::forward_cached(const Tensor& x, InferenceState* state) const {
+Tensor TransformerBlock::forward_cached(const Tensor& x, InferenceState* state,
+                                        const EncoderContext* encoder) const {
     MT_CHECK(!state || state->num_layers() == layers_.size(),
              "TransformerBlock: the inference state "
              "holds ",
@@ -54,7 +57,7 @@ Tensor TransformerBlock::forward_cached(const Tensor& x, InferenceState* state) 
     Tensor h = x;
     for (size_t i = 0; i < layers_.size(); ++i)
         h = layers_[i]->forward(h, no_dropout, nullptr, {}, state ? &state->layer(i) : nullptr,
-                                past);
+                                past, encoder);
     return final_norm_ ? final_norm_->forward(h, nullptr) : h;
 }
 
@@ -85,7 +88,8 @@ Tensor TransformerBlock::backward(const Tensor& dy, const Saved& saved,
             Tensor h = saved.segment_inputs[size_t(segment)];
             for (int64_t j = s.begin; j < s.end; ++j)
                 h = layers_[size_t(j)]->forward(h, replay, &replayed[size_t(j - s.begin)],
-                                                saved.mask);
+                                                saved.mask, nullptr, 0,
+                                                saved.encoder ? &*saved.encoder : nullptr);
             for (int64_t j = s.end - 1; j >= s.begin; --j) {
                 dh = layers_[size_t(j)]->backward(dh, replayed[size_t(j - s.begin)]);
                 report_grads_ready(*layers_[size_t(j)], grad_ready);

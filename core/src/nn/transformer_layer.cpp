@@ -53,17 +53,18 @@ DropoutDraw TransformerLayer::draw_hidden_dropout(DropoutContext& ctx, int64_t n
 
 Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
                                  const AttentionMask& mask, InferenceState::LayerStates* state,
-                                 int64_t past) const {
+                                 int64_t past, const EncoderContext* encoder) const {
     Saved local;
     Saved& s = saved ? *saved : local;
     s.sublayers.clear();
     s.sublayers.resize(branches_.size());
-    if (post_norm_) return forward_post_norm(x, ctx, s, saved != nullptr, mask, state, past);
+    const SublayerContext layer_in{mask, nullptr, past, encoder};
+    if (post_norm_) return forward_post_norm(x, ctx, s, saved != nullptr, layer_in, state);
     Tensor h = x;
     for (size_t i = 0; i < branches_.size(); ++i) {
         const Branch& b = branches_[i];
         SublayerSaved& bs = s.sublayers[i];
-        const SublayerContext in{mask, state ? (*state)[i].get() : nullptr, past};
+        const SublayerContext in{mask, state ? (*state)[i].get() : nullptr, past, encoder};
         const Tensor normed = b.norm.forward(h, &bs.norm);
         // With recompute_norms the modules do not keep the norms' outputs: backward rebuilds
         // them; a recomputed module keeps only its input (or not even that).
@@ -111,13 +112,14 @@ Tensor TransformerLayer::backward(const Tensor& dy, const Saved& saved) {
 }
 
 Tensor TransformerLayer::forward_post_norm(const Tensor& x, DropoutContext& ctx, Saved& s,
-                                           bool keep, const AttentionMask& mask,
-                                           InferenceState::LayerStates* state, int64_t past) const {
+                                           bool keep, const SublayerContext& layer_in,
+                                           InferenceState::LayerStates* state) const {
     Tensor h = x;
     for (size_t i = 0; i < branches_.size(); ++i) {
         const Branch& b = branches_[i];
         SublayerSaved& bs = s.sublayers[i];
-        const SublayerContext in{mask, state ? (*state)[i].get() : nullptr, past};
+        SublayerContext in = layer_in;
+        in.state = state ? (*state)[i].get() : nullptr;
         Tensor a = b.module->forward(h, ctx, keep ? &bs.module : nullptr, true, in);
         bs.dropout = draw_hidden_dropout(ctx, a.numel());
         h = b.norm.forward(sum(h, dropout_forward(*backend_, a, bs.dropout)), &bs.norm);

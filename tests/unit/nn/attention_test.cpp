@@ -21,11 +21,12 @@ using mt::test::random_weights;
 using mt::test::values;
 using mt::test::weights_tensor;
 
-// out and lse by materialising each head's full T x T score matrix.
+// out and lse by materialising each head's full Tq x Tk score matrix.
 void naive_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                      const mt::ops::AttentionConfig& cfg, std::vector<double>& out,
                      std::vector<double>& lse) {
     const int64_t B = q.size(0), T = q.size(1), nq = q.size(2), hd = q.size(3), ng = k.size(2);
+    const int64_t Tk = k.size(1);
     const double* qp = q.data<double>();
     const double* kp = k.data<double>();
     const double* vp = v.data<double>();
@@ -36,29 +37,29 @@ void naive_attention(const Tensor& q, const Tensor& k, const Tensor& v,
         for (int64_t h = 0; h < nq; ++h) {
             const int64_t g = h / (nq / ng);
             for (int64_t t = 0; t < T; ++t) {
-                std::vector<double> s(T, -INFINITY);
+                std::vector<double> s(Tk, -INFINITY);
                 double m = -INFINITY;
-                for (int64_t j = 0; j < T; ++j) {
+                for (int64_t j = 0; j < Tk; ++j) {
                     if (cfg.causal && j > t) continue;
                     if (cfg.key_length.defined() && j >= cfg.key_length.data<int32_t>()[b])
                         continue;
                     double d = 0;
                     for (int64_t i = 0; i < hd; ++i)
                         d += qp[((b * T + t) * nq + h) * hd + i] *
-                             kp[((b * T + j) * ng + g) * hd + i];
+                             kp[((b * Tk + j) * ng + g) * hd + i];
                     s[j] = cfg.scale * d;
                     m = std::max(m, s[j]);
                 }
                 double z = 0;
-                for (int64_t j = 0; j < T; ++j) z += std::exp(s[j] - m);
+                for (int64_t j = 0; j < Tk; ++j) z += std::exp(s[j] - m);
                 const int64_t row = (b * nq + h) * T + t;
                 lse[row] = m + std::log(z);
-                for (int64_t j = 0; j < T; ++j) {
+                for (int64_t j = 0; j < Tk; ++j) {
                     double p = std::exp(s[j] - m) / z;
-                    if (cfg.dropout > 0) p = drop.fwd(p, drop.keep(uint64_t(row * T + j)));
+                    if (cfg.dropout > 0) p = drop.fwd(p, drop.keep(uint64_t(row * Tk + j)));
                     for (int64_t i = 0; i < hd; ++i)
                         out[((b * T + t) * nq + h) * hd + i] +=
-                            p * vp[((b * T + j) * ng + g) * hd + i];
+                            p * vp[((b * Tk + j) * ng + g) * hd + i];
                 }
             }
         }
@@ -79,13 +80,18 @@ TEST_P(NnAttentionOp, ForwardEqualsNaiveSoftmax) {
         bool causal;
         float dropout;
         std::vector<int32_t> key_length = {};  // padding (BERT): keys past it are invisible
+        int64_t Tk = 0;                        // keys of a cross-attention; 0: T
     };
-    for (Case c : {Case{7, 2, 2, 3, true, 0.0f}, Case{9, 4, 2, 4, true, 0.0f},
-                   Case{5, 4, 1, 64, false, 0.0f}, Case{8, 4, 2, 3, true, 0.3f},
-                   Case{7, 2, 1, 3, false, 0.0f, {4, 7}}, Case{6, 2, 2, 4, true, 0.2f, {2, 5}}}) {
+    for (Case c :
+         {Case{7, 2, 2, 3, true, 0.0f}, Case{9, 4, 2, 4, true, 0.0f},
+          Case{5, 4, 1, 64, false, 0.0f}, Case{8, 4, 2, 3, true, 0.3f},
+          Case{7, 2, 1, 3, false, 0.0f, {4, 7}}, Case{6, 2, 2, 4, true, 0.2f, {2, 5}},
+          // cross-attention: fewer and more keys than queries, padded, dropout
+          Case{7, 2, 2, 3, false, 0.0f, {3, 5}, 5}, Case{4, 4, 4, 3, false, 0.3f, {9, 2}, 9}}) {
+        const int64_t Tk = c.Tk ? c.Tk : c.T;
         Tensor q = random_like({2, c.T, c.nq, 3}, DType::f64, rng, -2, 2);
-        Tensor k = random_like({2, c.T, c.ng, 3}, DType::f64, rng, -2, 2);
-        Tensor v = random_like({2, c.T, c.ng, 3}, DType::f64, rng);
+        Tensor k = random_like({2, Tk, c.ng, 3}, DType::f64, rng, -2, 2);
+        Tensor v = random_like({2, Tk, c.ng, 3}, DType::f64, rng);
         mt::ops::AttentionConfig cfg;
         cfg.scale = 1.0 / std::sqrt(3.0);
         cfg.causal = c.causal;
@@ -146,14 +152,16 @@ TEST_P(NnAttentionOp, MergeOfDisjointKeysEqualsAllKeys) {
 
 TEST_P(NnAttentionOp, BackwardMatchesFiniteDifferences) {
     std::mt19937 rng(12);
-    for (float dropout : {0.0f, 0.2f, 0.1f}) {
+    for (float dropout : {0.0f, 0.2f, 0.1f, 0.15f}) {
+        // 0.15: cross-attention of 6 queries over 9 keys, 7 of them tokens
+        const int64_t Tk = dropout == 0.15f ? 9 : 6;
         Tensor q = random_like({1, 6, 4, 2}, DType::f64, rng, -2, 2);
-        Tensor k = random_like({1, 6, 2, 2}, DType::f64, rng, -2, 2);
-        Tensor v = random_like({1, 6, 2, 2}, DType::f64, rng);
+        Tensor k = random_like({1, Tk, 2, 2}, DType::f64, rng, -2, 2);
+        Tensor v = random_like({1, Tk, 2, 2}, DType::f64, rng);
         mt::ops::AttentionConfig cfg;
-        if (dropout == 0.1f) {  // bidirectional over 4 tokens and 2 padding positions
+        if (dropout == 0.1f || dropout == 0.15f) {  // bidirectional over tokens and padding
             cfg.causal = false;
-            cfg.key_length = mt::host_tensor(std::vector<int32_t>{4}, {1});
+            cfg.key_length = mt::host_tensor(std::vector<int32_t>{Tk - 2}, {1});
         }
         cfg.scale = 0.7;
         cfg.block = 4;

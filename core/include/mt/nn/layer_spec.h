@@ -25,12 +25,23 @@ struct ModuleState {
     virtual ~ModuleState() = default;
 };
 
+// What a decoder layer's cross-attention reads (T5): the encoder's output and its padding, and
+// in training where the gradient with respect to that output accumulates.
+struct EncoderContext {
+    Tensor states;      // (B, Tk, H); sequence parallel: this rank's shard of Tk
+    Tensor key_length;  // (B) i32: row b's encoder tokens, padding after; undefined: none
+    // Training: each cross-attention's backward adds its d states here (set by the first,
+    // undefined before); null when no backward follows.
+    Tensor* grad = nullptr;
+};
+
 // What a sublayer reads besides its input: the attention mask (training and scoring) or, in
-// inference, its own state and the number of positions already in it.
+// inference, its own state and the number of positions already in it; a decoder's the encoder.
 struct SublayerContext {
     const AttentionMask& mask;
     SublayerState* state = nullptr;  // null: no inference state (training, scoring)
     int64_t past = 0;
+    const EncoderContext* encoder = nullptr;  // null: no encoder (GPT, BERT, an encoder)
 };
 
 class MT_API Sublayer {
@@ -87,6 +98,9 @@ using LayerSpecs = std::function<LayerSpec(int64_t layer)>;
 MT_API SublayerSpec self_attention_sublayer();
 // The dense MLP ("<prefix>.mlp") behind pre_mlp_layernorm.
 MT_API SublayerSpec dense_mlp_sublayer();
+// Cross-attention ("<prefix>.cross_attention") behind pre_cross_attn_layernorm, a module of its
+// own in both namings (Transformer Engine's spec has TENorm there, not a fused linear).
+MT_API SublayerSpec cross_attention_sublayer();
 // The layer of GPT and BERT: self-attention, then the dense MLP.
 MT_API LayerSpec dense_layer_spec();
 // Every layer dense.

@@ -39,6 +39,7 @@ class MT_API TransformerBlock {
         std::vector<Tensor> segment_inputs;           // per recompute segment
         std::vector<DropoutContext> segment_dropout;  // the dropout stream at each segment
         AttentionMask mask;
+        std::optional<EncoderContext> encoder;  // a decoder's: what its recomputed layers read
         Norm::Saved final_norm;
     };
 
@@ -52,12 +53,14 @@ class MT_API TransformerBlock {
     TransformerBlock& operator=(const TransformerBlock&) = delete;
 
     // x (B, T, H) -> the final norm's output (B, T, H) (the last layer's after post-norm
-    // layers), attending as `mask` says; saved may be null (no backward).
-    Tensor forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
-                   const AttentionMask& mask) const;
+    // layers), attending as `mask` says (and a decoder's cross-attention over `encoder`); saved
+    // may be null (no backward).
+    Tensor forward(const Tensor& x, DropoutContext& ctx, Saved* saved, const AttentionMask& mask,
+                   const EncoderContext* encoder = nullptr) const;
     // Inference over an inference state (or none): causal, no dropout, positions state->length()
     // .. (0 .. without a state). Does not advance the state: the model does, after every stage.
-    Tensor forward_cached(const Tensor& x, InferenceState* state) const;
+    Tensor forward_cached(const Tensor& x, InferenceState* state,
+                          const EncoderContext* encoder = nullptr) const;
     // An empty inference state for this block's layers: `batch` rows of up to `capacity`
     // positions.
     std::unique_ptr<InferenceState> make_inference_state(int64_t batch, int64_t capacity) const;

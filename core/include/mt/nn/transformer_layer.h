@@ -45,10 +45,10 @@ class MT_API TransformerLayer {
 
     // x (B, T, H) -> (B, T, H). Draws the sublayers' and hidden dropouts from ctx; saved may be
     // null (no backward). With `state` (inference: this layer's states, `past` positions in
-    // them) the sublayers read and extend it.
+    // them) the sublayers read and extend it. A decoder layer's cross-attention reads `encoder`.
     Tensor forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
                    const AttentionMask& mask = {}, InferenceState::LayerStates* state = nullptr,
-                   int64_t past = 0) const;
+                   int64_t past = 0, const EncoderContext* encoder = nullptr) const;
     // dy (B, T, H) -> dx (B, T, H); every parameter grad +=.
     Tensor backward(const Tensor& dy, const Saved& saved);
 
@@ -70,8 +70,7 @@ class MT_API TransformerLayer {
     Tensor sum(const Tensor& a, const Tensor& b) const;
     DropoutDraw draw_hidden_dropout(DropoutContext& ctx, int64_t numel) const;
     Tensor forward_post_norm(const Tensor& x, DropoutContext& ctx, Saved& s, bool keep,
-                             const AttentionMask& mask, InferenceState::LayerStates* state,
-                             int64_t past) const;
+                             const SublayerContext& in, InferenceState::LayerStates* state) const;
     Tensor backward_post_norm(const Tensor& dy, const Saved& saved);
 
     float hidden_dropout_;

@@ -1,7 +1,7 @@
 // CPU attention at GEMM speed: one OpenMP task per (batch, head, query block) in the forward,
 // per (batch, key/value group) in the backward (so the group's dk and dv have one writer). A
-// query block's scores against the keys it may see sit in a per-thread block x T scratch (no
-// T x T matrix), every product is a single-threaded BLAS call on the tensors' own strides, and
+// query block's scores against the keys it may see sit in a per-thread block x Tk scratch (no
+// Tq x Tk matrix), every product is a single-threaded BLAS call on the tensors' own strides, and
 // the softmax, masks and dropout run on the block's rows in between.
 #include "cpu_backend.h"
 
@@ -24,8 +24,9 @@ using detail::with_float;
 
 namespace {
 
+// Tq queries, Tk keys: equal for self-attention, the encoder's length for cross-attention.
 struct Dims {
-    int64_t B, T, nq, ng, hd;
+    int64_t B, Tq, Tk, nq, ng, hd;
     const int32_t* document_start;  // (B, T), or null: no per-document limit
     const int32_t* key_length;      // (B), or null: no padding
 };
@@ -35,10 +36,13 @@ Dims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
     check_float(op, "q", q);
     MT_CHECK(q.dim() == 4, op, ": q must be (B, T, nq, hd), got ", q.describe());
     check_float(op, "k", k);
-    MT_CHECK(k.dim() == 4 && k.size(0) == q.size(0) && k.size(1) == q.size(1) &&
-                 k.size(3) == q.size(3) && k.size(2) > 0 && q.size(2) % k.size(2) == 0,
-             op, ": k must be (B, T, ng, hd) with ng dividing nq for q ", q.describe(), ", got ",
+    MT_CHECK(k.dim() == 4 && k.size(0) == q.size(0) && k.size(3) == q.size(3) && k.size(2) > 0 &&
+                 q.size(2) % k.size(2) == 0,
+             op, ": k must be (B, Tk, ng, hd) with ng dividing nq for q ", q.describe(), ", got ",
              k.describe());
+    MT_CHECK(k.size(1) == q.size(1) || (!config.causal && !config.document_start.defined()), op,
+             ": a causal or per-document mask needs as many keys as queries; q ", q.describe(),
+             ", k ", k.describe());
     check_float_shape(op, "k", k, k.shape(), q.dtype());
     check_float_shape(op, "v", v, k.shape(), q.dtype());
     MT_CHECK(config.block > 0, op, ": block must be > 0, got ", config.block);
@@ -59,6 +63,7 @@ Dims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
             op, ": key_length must be a contiguous i32 (B) CPU tensor, got ", lengths.describe());
     return {q.size(0),
             q.size(1),
+            k.size(1),
             q.size(2),
             k.size(2),
             q.size(3),
@@ -73,9 +78,13 @@ T dot(const T* a, const T* b, int64_t n) {
     return s;
 }
 
-// Row offsets of (b, t, head) in a (B, T, heads, hd) tensor.
-inline int64_t at(const Dims& d, int64_t b, int64_t t, int64_t heads, int64_t h) {
-    return ((b * d.T + t) * heads + h) * d.hd;
+// Row offsets of (b, t, head h) in q-shaped (B, Tq, nq, hd) and of (b, s, group g) in k-shaped
+// (B, Tk, ng, hd) tensors.
+inline int64_t at_q(const Dims& d, int64_t b, int64_t t, int64_t h) {
+    return ((b * d.Tq + t) * d.nq + h) * d.hd;
+}
+inline int64_t at_kv(const Dims& d, int64_t b, int64_t s, int64_t g) {
+    return ((b * d.Tk + s) * d.ng + g) * d.hd;
 }
 
 // The keys [first, end) query t of batch row b sees: causal and padding limit the end (s <= t,
@@ -89,7 +98,7 @@ inline KeyRange visible_keys(const AttentionConfig& cfg, const Dims& d, int64_t 
     int64_t end = cfg.causal ? std::min(keys, t + 1) : keys;
     if (d.key_length) end = std::clamp<int64_t>(d.key_length[b], 0, end);
     const int64_t first =
-        d.document_start ? std::min<int64_t>(d.document_start[b * d.T + t], end) : 0;
+        d.document_start ? std::min<int64_t>(d.document_start[b * d.Tq + t], end) : 0;
     return {first, end};
 }
 
@@ -101,8 +110,8 @@ struct QueryBlock {
 
 QueryBlock query_block(const Dims& d, const AttentionConfig& cfg, int64_t b, int64_t h,
                        int64_t t0) {
-    const int64_t rows = std::min(cfg.block, d.T - t0);
-    return {b, h, h / (d.nq / d.ng), t0, rows, cfg.causal ? t0 + rows : d.T};
+    const int64_t rows = std::min(cfg.block, d.Tq - t0);
+    return {b, h, h / (d.nq / d.ng), t0, rows, cfg.causal ? t0 + rows : d.Tk};
 }
 
 // P (rows x keys, in place over the scores S = scale q k^T) = exp(S - lse) on each row's visible
@@ -116,13 +125,13 @@ void probabilities(const Dims& d, const AttentionConfig& cfg, const QueryBlock& 
         const auto [first, end] = visible_keys(cfg, d, qb.b, qb.t0 + r, qb.keys);
         T row_lse;
         if (lse) {
-            row_lse = lse[(qb.b * d.nq + qb.h) * d.T + qb.t0 + r];
+            row_lse = lse[(qb.b * d.nq + qb.h) * d.Tq + qb.t0 + r];
         } else {
             T m = k::neg_inf<T>(), l = T(0);
             for (int64_t j = first; j < end; ++j) m = std::max(m, pr[j]);
             for (int64_t j = first; j < end; ++j) l += k::exp(pr[j] - m);
             row_lse = first < end ? m + k::log(l) : k::neg_inf<T>();
-            lse_out[(qb.b * d.nq + qb.h) * d.T + qb.t0 + r] = row_lse;
+            lse_out[(qb.b * d.nq + qb.h) * d.Tq + qb.t0 + r] = row_lse;
         }
         std::fill(pr, pr + first, T(0));
         for (int64_t j = first; j < end; ++j) pr[j] = k::exp(pr[j] - row_lse);
@@ -132,7 +141,7 @@ void probabilities(const Dims& d, const AttentionConfig& cfg, const QueryBlock& 
 
 // The dropout counter of score (row r, key 0) of a query block.
 inline uint64_t counter0(const Dims& d, const QueryBlock& qb, int64_t r) {
-    return uint64_t(((qb.b * d.nq + qb.h) * d.T + qb.t0 + r) * d.T);
+    return uint64_t(((qb.b * d.nq + qb.h) * d.Tq + qb.t0 + r) * d.Tk);
 }
 
 // Forward of one query block: S = scale q k^T, P = softmax(S) on the visible keys (lse kept),
@@ -141,9 +150,9 @@ template <class T>
 void forward_block(const Dims& d, const AttentionConfig& cfg, const QueryBlock& qb, const T* q,
                    const T* k, const T* v, T* out, T* lse, T* p) {
     const int64_t hd = d.hd, ldq = d.nq * hd, ldkv = d.ng * hd;
-    const T* qrows = q + at(d, qb.b, qb.t0, d.nq, qb.h);
+    const T* qrows = q + at_q(d, qb.b, qb.t0, qb.h);
     blas_gemm(false, true, qb.rows, qb.keys, hd, T(cfg.scale), qrows, ldq,
-              k + at(d, qb.b, 0, d.ng, qb.g), ldkv, T(0), p, qb.keys);
+              k + at_kv(d, qb.b, 0, qb.g), ldkv, T(0), p, qb.keys);
     probabilities(d, cfg, qb, p, static_cast<const T*>(nullptr), lse);
     if (cfg.dropout > 0.0f) {  // p = 0 keeps all: no bits to draw
         const k::Dropout drop = k::Dropout::make(cfg.dropout, cfg.seed, cfg.offset);
@@ -154,18 +163,18 @@ void forward_block(const Dims& d, const AttentionConfig& cfg, const QueryBlock& 
                 if (pr[j] != T(0)) pr[j] = drop.fwd(pr[j], drop.keep(c0 + uint64_t(j)));
         }
     }
-    blas_gemm(false, false, qb.rows, hd, qb.keys, T(1), p, qb.keys, v + at(d, qb.b, 0, d.ng, qb.g),
-              ldkv, T(0), out + at(d, qb.b, qb.t0, d.nq, qb.h), ldq);
+    blas_gemm(false, false, qb.rows, hd, qb.keys, T(1), p, qb.keys, v + at_kv(d, qb.b, 0, qb.g),
+              ldkv, T(0), out + at_q(d, qb.b, qb.t0, qb.h), ldq);
 }
 
 template <class T>
 void forward_blocks(const Dims& d, const AttentionConfig& cfg, const T* q, const T* k, const T* v,
                     T* out, T* lse) {
-    const int64_t q_blocks = (d.T + cfg.block - 1) / cfg.block;
+    const int64_t q_blocks = (d.Tq + cfg.block - 1) / cfg.block;
     const int64_t tasks = d.B * d.nq * q_blocks;
-#pragma omp parallel if (d.B * d.nq * d.T * d.T * d.hd >= kParallelMin)
+#pragma omp parallel if (d.B * d.nq * d.Tq * d.Tk * d.hd >= kParallelMin)
     {
-        std::vector<T> p(size_t(cfg.block * d.T));  // per-thread scores of one query block
+        std::vector<T> p(size_t(cfg.block * d.Tk));  // per-thread scores of one query block
 #pragma omp for schedule(dynamic)
         for (int64_t task = 0; task < tasks; ++task) {
             const int64_t qi = task % q_blocks, h = (task / q_blocks) % d.nq;
@@ -188,19 +197,19 @@ void backward_group(const Dims& d, const AttentionConfig& cfg, const T* q, const
     const k::Dropout drop = k::Dropout::make(cfg.dropout, cfg.seed, cfg.offset);
     const bool use_dropout = cfg.dropout > 0.0f;
     const T scale = T(cfg.scale);
-    T* dk_rows = dk + at(d, b, 0, d.ng, g);
-    T* dv_rows = dv + at(d, b, 0, d.ng, g);
-    for (int64_t t = 0; t < d.T; ++t) {
-        std::fill_n(dk_rows + t * ldkv, hd, T(0));
-        std::fill_n(dv_rows + t * ldkv, hd, T(0));
+    T* dk_rows = dk + at_kv(d, b, 0, g);
+    T* dv_rows = dv + at_kv(d, b, 0, g);
+    for (int64_t s = 0; s < d.Tk; ++s) {
+        std::fill_n(dk_rows + s * ldkv, hd, T(0));
+        std::fill_n(dv_rows + s * ldkv, hd, T(0));
     }
-    const T* k_rows = k + at(d, b, 0, d.ng, g);
-    const T* v_rows = v + at(d, b, 0, d.ng, g);
+    const T* k_rows = k + at_kv(d, b, 0, g);
+    const T* v_rows = v + at_kv(d, b, 0, g);
     for (int64_t h = g * per_group; h < (g + 1) * per_group; ++h)
-        for (int64_t t0 = 0; t0 < d.T; t0 += cfg.block) {
+        for (int64_t t0 = 0; t0 < d.Tq; t0 += cfg.block) {
             const QueryBlock qb = query_block(d, cfg, b, h, t0);
-            const T* q_blk = q + at(d, b, t0, d.nq, h);
-            const T* g_blk = dout + at(d, b, t0, d.nq, h);
+            const T* q_blk = q + at_q(d, b, t0, h);
+            const T* g_blk = dout + at_q(d, b, t0, h);
             blas_gemm(false, true, qb.rows, qb.keys, hd, scale, q_blk, ldq, k_rows, ldkv, T(0),
                       p.data(), qb.keys);
             probabilities(d, cfg, qb, p.data(), lse, static_cast<T*>(nullptr));
@@ -208,7 +217,7 @@ void backward_group(const Dims& d, const AttentionConfig& cfg, const T* q, const
                       ds.data(), qb.keys);
             for (int64_t r = 0; r < qb.rows; ++r) {
                 T *pr = p.data() + r * qb.keys, *dsr = ds.data() + r * qb.keys;
-                const T row_dot = dot(g_blk + r * ldq, out + at(d, b, t0 + r, d.nq, h), hd);
+                const T row_dot = dot(g_blk + r * ldq, out + at_q(d, b, t0 + r, h), hd);
                 const uint64_t c0 = counter0(d, qb, r);
                 for (int64_t j = 0; j < qb.keys; ++j) {
                     if (pr[j] == T(0)) {  // invisible (or underflowed: no gradient either)
@@ -223,7 +232,7 @@ void backward_group(const Dims& d, const AttentionConfig& cfg, const T* q, const
             blas_gemm(true, false, qb.keys, hd, qb.rows, T(1), p.data(), qb.keys, g_blk, ldq, T(1),
                       dv_rows, ldkv);
             blas_gemm(false, false, qb.rows, hd, qb.keys, T(1), ds.data(), qb.keys, k_rows, ldkv,
-                      T(0), dq + at(d, b, t0, d.nq, h), ldq);
+                      T(0), dq + at_q(d, b, t0, h), ldq);
             blas_gemm(true, false, qb.keys, hd, qb.rows, T(1), ds.data(), qb.keys, q_blk, ldq, T(1),
                       dk_rows, ldkv);
         }
@@ -241,7 +250,7 @@ void CpuBackend::attention_forward(const Tensor& q, const Tensor& k, const Tenso
     const char* op = "attention_forward";
     Dims d = check_qkv(op, q, k, v, config);
     check_float_shape(op, "out", out, q.shape(), q.dtype());
-    check_float_shape(op, "lse", lse, {d.B, d.nq, d.T}, q.dtype());
+    check_float_shape(op, "lse", lse, {d.B, d.nq, d.Tq}, q.dtype());
     with_float(q.dtype(), [&](auto t) {
         using T = decltype(t);
         forward_blocks<T>(d, config, in_t<T>(q), in_t<T>(k), in_t<T>(v), out_t<T>(out),
@@ -262,7 +271,7 @@ void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tens
     const char* op = "attention_backward";
     Dims d = check_qkv(op, q, k, v, config);
     check_float_shape(op, "out", out, q.shape(), q.dtype());
-    check_float_shape(op, "lse", lse, {d.B, d.nq, d.T}, q.dtype());
+    check_float_shape(op, "lse", lse, {d.B, d.nq, d.Tq}, q.dtype());
     check_float_shape(op, "dout", dout, q.shape(), q.dtype());
     check_float_shape(op, "dq", dq, q.shape(), q.dtype());
     check_float_shape(op, "dk", dk, k.shape(), q.dtype());
@@ -272,9 +281,9 @@ void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tens
         const T *qp = in_t<T>(q), *kp = in_t<T>(k), *vp = in_t<T>(v), *op_ = in_t<T>(out);
         const T *lp = in_t<T>(lse), *gp = in_t<T>(dout);
         T *dqp = out_t<T>(dq), *dkp = out_t<T>(dk), *dvp = out_t<T>(dv);
-#pragma omp parallel if (d.B * d.nq * d.T * d.T * d.hd >= kParallelMin)
+#pragma omp parallel if (d.B * d.nq * d.Tq * d.Tk * d.hd >= kParallelMin)
         {
-            std::vector<T> p(size_t(config.block * d.T)), ds(p.size());  // per-thread scratch
+            std::vector<T> p(size_t(config.block * d.Tk)), ds(p.size());  // per-thread scratch
 #pragma omp for schedule(dynamic)
             for (int64_t bg = 0; bg < d.B * d.ng; ++bg)
                 backward_group<T>(d, config, qp, kp, vp, op_, lp, gp, dqp, dkp, dvp, bg / d.ng,
