@@ -101,6 +101,8 @@ struct ParameterInfo {
     DType dtype = DType::f32;
     ShardSpec shard;
     bool weight_decay = true;
+    // Other keys checkpoints repeat the tensor under (nn::Parameter::aliases).
+    std::vector<std::string> aliases = {};
 };
 
 // Model hyper-parameters as Megatron's flags give them: flag name without "--" -> value text

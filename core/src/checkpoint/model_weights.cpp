@@ -39,6 +39,7 @@ void load_model_weights(const CheckpointState& state, Model& model, WeightLoad h
         else
             p->value.copy_from(from);
         tensors.erase(it);
+        for (const std::string& alias : p->aliases) tensors.erase(alias);
     }
     for (const auto& [name, t] : tensors)
         MT_CHECK(name.ends_with("._extra_state"), "the checkpoint's model tensor '", name, "' ",
@@ -51,6 +52,7 @@ void keep_model_tensors(CheckpointState& state, Model& model) {
         const std::string& name = p->stored_name();
         names.insert(name);
         names.insert(other_impl_name(name));
+        names.insert(p->aliases.begin(), p->aliases.end());
     }
     std::erase_if(state.model, [&](const auto& entry) {
         return !names.count(entry.first) && !entry.first.ends_with("._extra_state");

@@ -410,6 +410,7 @@ std::vector<std::vector<Tensor>> parameter_pieces(
                          tp > 1 ? " per rank (whole " + shape_str(p.shape) + ")" : std::string());
                 pieces[k.param][size_t(r)] = t;
                 index.erase(it);
+                for (const std::string& alias : p.aliases) index.erase(alias);
             }
             for (const auto& [name, i] : index)
                 MT_CHECK(name.ends_with("._extra_state"), rank_name(r, pp), " holds '", name, "' ",

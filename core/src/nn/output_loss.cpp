@@ -9,7 +9,8 @@
 namespace mt::nn {
 
 OutputLoss::OutputLoss(int64_t vocab, int64_t hidden, Parameter* tied, int64_t chunk_rows,
-                       DType dtype, Backend& backend, TensorParallel tp, bool bias)
+                       DType dtype, Backend& backend, TensorParallel tp, bool bias,
+                       const std::string& module)
     : vocab_(vocab / tp.size()),
       hidden_(hidden),
       chunk_rows_(chunk_rows),
@@ -25,10 +26,10 @@ OutputLoss::OutputLoss(int64_t vocab, int64_t hidden, Parameter* tied, int64_t c
                  tied->name, " is ", tied->value.describe(), ", expected (", vocab_, ", ", hidden,
                  ")");
     else
-        weight_ = make_parameter(backend, "output_layer.weight", {vocab, hidden}, dtype,
+        weight_ = make_parameter(backend, module + ".weight", {vocab, hidden}, dtype,
                                  ShardSpec{ShardSpec::Kind::vocab, 0, 1}, true, tp);
     if (bias)
-        bias_ = make_parameter(backend, "output_layer.bias", {vocab}, dtype,
+        bias_ = make_parameter(backend, module + ".bias", {vocab}, dtype,
                                ShardSpec{ShardSpec::Kind::vocab, 0, 1}, false, tp);
 }
 

@@ -30,7 +30,7 @@ Tensor piece_of_whole(const Parameter& p, const Tensor& t) {
 }
 
 ParameterInfo describe(const Parameter& p) {
-    return {p.name, p.whole_shape, p.value.dtype(), p.shard, p.weight_decay};
+    return {p.name, p.whole_shape, p.value.dtype(), p.shard, p.weight_decay, p.aliases};
 }
 
 std::string join_name(const std::string& prefix, const std::string& name) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "mt/api.h"
@@ -31,9 +32,10 @@ class MT_API OutputLoss {
     // chunk_rows: rows of logits live at once.
     // vocab: the whole vocabulary; over `tp` this rank computes the logits of vocab/tp of it.
     // With `bias`, "output_layer.bias" (V, vocab-parallel, not decayed) is added to the logits
-    // (BERT's output layer).
+    // (BERT's output layer). `module` names the layer otherwise (T5: "lm_head.output_layer").
     OutputLoss(int64_t vocab, int64_t hidden, Parameter* tied, int64_t chunk_rows, DType dtype,
-               Backend& backend, TensorParallel tp = {}, bool bias = false);
+               Backend& backend, TensorParallel tp = {}, bool bias = false,
+               const std::string& module = "output_layer");
 
     // hidden (B, T, H), targets (B, T) i64/i32 -> losses (B, T) = lse - logit[target].
     // Sequence parallel: hidden is this rank's part of the sequence (B, T/tp, H); the losses

@@ -57,6 +57,12 @@ struct Parameter {
     // norms, zero counts and checkpoints skip the copy (Megatron's param.shared), which loads
     // from the original's tensors.
     std::string copy_of;
+    // Other keys a module's state dict repeats this tensor under: T5Model registers its
+    // position embeddings again as "position_embeddings" and its LM head's output layer as
+    // "output_layer", so Megatron's checkpoints hold "position_embeddings.weight" and
+    // "output_layer.bias" beside the parameters' own keys. Readers take the tensor from its own
+    // key and accept these; writers write them too (torch's strict load asks for every key).
+    std::vector<std::string> aliases;
 
     // A copy whose values another rank counts: a replicated tensor on a tensor-parallel rank
     // other than 0 (Megatron's param_is_not_tensor_parallel_duplicate), or a pipeline stage's

@@ -1,0 +1,159 @@
+// T5Model: checkpoints Megatron's own pretrain_t5.py code saved (tests/fixtures/
+// megatron_checkpoints/make_fixtures.py: examples/t5/train_t5_220m_distributed.sh's flags
+// through parse_args + validate_args, get_model and save_checkpoint; core_v0.13, torch and
+// torch_dist, fp32 and bf16) read with their own args give megatron-core T5Model's
+// log-probabilities of the labels at every decoder token (1e-5); the whole model's gradients
+// against finite differences in f64.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "mt/checkpoint/checkpoint_args.h"
+#include "mt/checkpoint/format_detection.h"
+#include "mt/checkpoint/model_weights.h"
+#include "mt/nn/dropout.h"
+#include "mt/nn/parameter.h"
+#include "mt/registry.h"
+#include "t5_model.h"
+#include "test_support.h"
+
+namespace mt {
+namespace {
+
+namespace fs = std::filesystem;
+
+Tensor i64(const std::vector<int64_t>& values, const Shape& shape) {
+    Tensor t = Tensor::empty(shape, DType::i64);
+    for (size_t i = 0; i < values.size(); ++i) t.data<int64_t>()[i] = values[i];
+    return t;
+}
+
+// Rows of a JSON array of arrays of integers, flattened; rows and columns counted.
+std::vector<int64_t> int_rows(simdjson::dom::element rows, int64_t& B, int64_t& T) {
+    std::vector<int64_t> out;
+    B = 0;
+    for (auto row : rows.get_array()) {
+        ++B;
+        T = 0;
+        for (auto v : row.get_array()) {
+            out.push_back(v.get_int64());
+            ++T;
+        }
+    }
+    return out;
+}
+
+// pretrain_t5.py's batch from token rows padded with 0, as T5MaskedWordPieceDataset pads them.
+Batch t5_batch(const std::vector<int64_t>& enc, const std::vector<int64_t>& dec,
+               const std::vector<int64_t>& labels, int64_t B, int64_t Te, int64_t Td) {
+    std::vector<int64_t> enc_mask(enc.size()), dec_mask(dec.size());
+    for (size_t i = 0; i < enc.size(); ++i) enc_mask[i] = enc[i] != 0;
+    for (size_t i = 0; i < dec.size(); ++i) dec_mask[i] = dec[i] != 0;
+    return {{"text_enc", i64(enc, {B, Te})},      {"text_dec", i64(dec, {B, Td})},
+            {"labels", i64(labels, {B, Td})},     {"loss_mask", i64(dec_mask, {B, Td})},
+            {"enc_mask", i64(enc_mask, {B, Te})}, {"dec_mask", i64(dec_mask, {B, Td})}};
+}
+
+TEST(T5MegatronCheckpoints, GiveMegatronCoresLogProbs) {
+    const fs::path root = mt::test::fixtures_dir() / "megatron_checkpoints";
+    simdjson::dom::parser parser;
+    const simdjson::dom::element expected = parser.load((root / "expected.json").string());
+    int checked = 0;
+    for (auto [key_view, value] : expected.get_object()) {
+        const std::string key(key_view);
+        if (key.find("/t5_") == std::string::npos) continue;
+        SCOPED_TRACE(key);
+        int64_t B = 0, Te = 0, Td = 0;
+        const std::vector<int64_t> enc = int_rows(value["encoder_tokens"], B, Te);
+        const std::vector<int64_t> dec = int_rows(value["decoder_tokens"], B, Td);
+        const std::vector<int64_t> labels = int_rows(value["labels"], B, Td);
+
+        auto format = detect_checkpoint_format(Registry::global(), root / key);
+        const CheckpointState state = format->load(root / key);
+        auto family = Registry::global().create_model("t5");
+        const ModelArgs args = model_args_from_checkpoint(state.args, family->flags());
+        auto model = family->build(args);
+        load_model_weights(state, *model, WeightLoad::copy);
+        nn::DropoutContext no_dropout{false, 0, 0};
+        const Losses losses =
+            model->forward(t5_batch(enc, dec, labels, B, Te, Td), no_dropout, nullptr);
+        ASSERT_EQ(losses.size(), 1u);
+        // The loss of each label = -its log-probability; padded decoder positions are left out
+        // (Megatron's masks hide every key from their queries there).
+        int64_t i = 0;
+        for (auto row : value["logprobs"].get_array())
+            for (auto lp : row.get_array()) {
+                const double want = -double(lp.get_double());
+                if (dec[size_t(i)] != 0)
+                    EXPECT_NEAR(mt::test::element(losses[0].values, i), want,
+                                1e-5 * std::max(1.0, want))
+                        << "position " << i;
+                ++i;
+            }
+        ++checked;
+    }
+    EXPECT_EQ(checked, 4);  // core_v0.13 x two formats x two dtypes
+}
+
+// The whole model in f64 (2 + 1 layers, dropout everywhere, replayed): d(mean loss) against
+// finite differences for a sample of each parameter's entries.
+TEST(T5Model, GradientsMatchFiniteDifferences) {
+    const ModelArgs args = {
+        {"encoder-num-layers", "2"},      {"decoder-num-layers", "1"}, {"hidden-size", "8"},
+        {"num-attention-heads", "2"},     {"ffn-hidden-size", "12"},   {"encoder-seq-length", "6"},
+        {"max-position-embeddings", "8"}, {"padded-vocab-size", "16"}, {"attention-dropout", "0.2"},
+        {"hidden-dropout", "0.2"}};
+    const plugins::t5::T5Config config = plugins::t5::t5_config_from_args(args);
+    plugins::t5::T5Model model(config, single_process_context(), DType::f64);
+    model.initialize(7);
+    std::mt19937 rng(5);
+    std::vector<nn::Parameter*> params = model.parameters();
+    std::uniform_real_distribution<double> uniform(-0.5, 0.5);
+    for (nn::Parameter* p : params)
+        for (int64_t i = 0; i < p->value.numel(); ++i) p->value.data<double>()[i] = uniform(rng);
+    const Batch batch = t5_batch({3, 5, 9, 2, 0, 0, 4, 4, 1, 7, 8, 6}, {1, 3, 7, 0, 1, 2, 5, 6},
+                                 {3, 7, 2, -1, 2, 5, 6, 9}, 2, 6, 4);
+    const nn::DropoutContext start{true, 99, 0};
+    auto mean_loss = [&] {
+        nn::DropoutContext ctx = start;
+        const Losses l = model.forward(batch, ctx, nullptr);
+        double sum = 0, count = 0;
+        for (int64_t i = 0; i < l[0].values.numel(); ++i) {
+            sum += mt::test::element(l[0].values, i) * mt::test::element(l[0].mask, i);
+            count += mt::test::element(l[0].mask, i);
+        }
+        return sum / count;
+    };
+    nn::DropoutContext ctx = start;
+    std::unique_ptr<Activations> acts;
+    const Losses l = model.forward(batch, ctx, &acts);
+    double count = 0;
+    for (int64_t i = 0; i < l[0].mask.numel(); ++i) count += mt::test::element(l[0].mask, i);
+    Tensor dloss = Tensor::empty(l[0].values.shape(), DType::f64);
+    for (int64_t i = 0; i < dloss.numel(); ++i)
+        dloss.data<double>()[i] = mt::test::element(l[0].mask, i) / count;
+    for (nn::Parameter* p : params) p->grad = Tensor::zeros(p->grad.shape(), p->grad.dtype());
+    model.backward({dloss}, *acts);
+    for (nn::Parameter* p : params) {
+        SCOPED_TRACE(p->name);
+        double* v = p->value.data<double>();
+        const int64_t n = p->value.numel();
+        for (int64_t i = 0; i < n; i += std::max<int64_t>(1, n / 5)) {
+            const double keep = v[i], h = 1e-6;
+            v[i] = keep + h;
+            const double up = mean_loss();
+            v[i] = keep - h;
+            const double down = mean_loss();
+            v[i] = keep;
+            EXPECT_NEAR(mt::test::element(p->grad, i), (up - down) / (2 * h), 1e-7) << i;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace mt
