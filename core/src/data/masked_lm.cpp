@@ -1,5 +1,5 @@
 // _create_masked_lm_predictions of megatron/core/datasets/masked_dataset.py and BERT's
-// _get_token_mask (bert_dataset.py), core_v0.13.0, without the permutation / geometric paths.
+// _get_token_mask (bert_dataset.py), core_v0.13.0, without the permutation path.
 #include "mt/data/masked_lm.h"
 
 #include <algorithm>
@@ -62,7 +62,8 @@ MaskedLmPredictions create_masked_lm_predictions(std::span<const int64_t> tokens
     std::vector<int64_t> ngram;
     for (int64_t c : order) {
         if (static_cast<double>(masked.size()) >= budget) break;
-        int64_t n = 1 + rng.choice(nprobs);
+        int64_t n = options.geometric ? std::min(rng.geometric(0.2), options.max_ngram)
+                                      : 1 + rng.choice(nprobs);
         // Shorten the n-gram (candidates c .. c+n-1, fewer at the end) until it fits.
         bool fits = false;
         while (true) {
@@ -78,18 +79,25 @@ MaskedLmPredictions create_masked_lm_predictions(std::span<const int64_t> tokens
         if (!fits) continue;
         if (std::any_of(ngram.begin(), ngram.end(), [&](int64_t i) { return is_masked[i]; }))
             continue;
+        MaskedSpan span;
         for (int64_t i : ngram) {
             is_masked[i] = 1;
             const std::optional<int64_t> replacement = token_mask(rng);
             out.tokens[i] = replacement ? *replacement : tokens[i];
             masked.emplace_back(i, tokens[i]);
+            span.positions.push_back(i);
+            span.labels.push_back(tokens[i]);
         }
+        out.spans.push_back(std::move(span));
     }
     // Megatron shuffles the candidates once more here (for its permutation path); the draws
     // are taken so the state of `rng` matches afterwards.
     rng.shuffle(std::span<int64_t>(order));
 
     std::sort(masked.begin(), masked.end());
+    std::sort(out.spans.begin(), out.spans.end(), [](const MaskedSpan& a, const MaskedSpan& b) {
+        return a.positions.front() < b.positions.front();
+    });
     for (const auto& [position, label] : masked) {
         out.positions.push_back(position);
         out.labels.push_back(label);

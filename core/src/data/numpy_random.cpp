@@ -65,4 +65,10 @@ int64_t NumpyRandomState::choice(std::span<const double> p) {
     return index;
 }
 
+int64_t NumpyRandomState::geometric(double p) {
+    MT_CHECK(p > 0.0 && p < 1.0 / 3.0, "RandomState.geometric(", p,
+             "): only p in (0, 1/3) (numpy's inversion method) is implemented");
+    return static_cast<int64_t>(std::ceil(std::log1p(-random_sample()) / std::log(1.0 - p)));
+}
+
 }  // namespace mt::data

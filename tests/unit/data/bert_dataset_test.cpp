@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "masked_dataset_fixture.h"
 #include "mt/data/bert_dataset.h"
 #include "mt/data/bert_sample_mapping.h"
 #include "mt/data/masked_lm.h"
@@ -24,6 +25,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace mt::data;
+using mt::test::cache_listing;
+using mt::test::join;
+using mt::test::read_inv_vocab;
+using mt::test::unescape;
 
 constexpr const char* kPrefix = "corpus_text_sentence";
 constexpr int kFullSamples = 4;
@@ -45,65 +50,8 @@ const Config kConfigs[] = {
     {"no_binary_head", 64, 42, "90,8,2", 0.2, 0.05, false, {1500, 80, 30}, nullptr},
 };
 
-// expected.txt: "key value..." lines.
-class Expected {
-  public:
-    static const Expected& get() {
-        static const Expected e;
-        return e;
-    }
-    bool has(const std::string& key) const { return values_.count(key) != 0; }
-    std::string line(const std::string& key) const {
-        auto it = values_.find(key);
-        if (it == values_.end()) {
-            ADD_FAILURE() << "expected.txt has no " << key;
-            return {};
-        }
-        return it->second;
-    }
-    std::vector<std::string> words(const std::string& key) const {
-        std::istringstream in(line(key));
-        std::vector<std::string> out;
-        for (std::string w; in >> w;) out.push_back(w);
-        return out;
-    }
-    std::vector<int64_t> ints(const std::string& key) const {
-        std::vector<int64_t> out;
-        for (const auto& w : words(key)) out.push_back(std::stoll(w));
-        return out;
-    }
-
-  private:
-    Expected()
-        : values_(mt::test::read_fixture_values(mt::test::fixtures_dir() / "bert_dataset" /
-                                                "expected.txt")) {}
-    std::map<std::string, std::string> values_;
-};
-
-std::string unescape(const std::string& s) {
-    std::string out;
-    for (size_t i = 0; i < s.size(); ++i) {
-        if (s[i] == '\\' && i + 1 < s.size()) {
-            ++i;
-            out += s[i] == 'n' ? '\n' : s[i];
-        } else {
-            out += s[i];
-        }
-    }
-    return out;
-}
-
-// Megatron's inv_vocab for bert-large-uncased: the file's lines, then [BOS] and [EOS].
-std::vector<std::string> read_inv_vocab(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::vector<std::string> pieces;
-    for (std::string l; std::getline(in, l);) {
-        size_t b = l.find_first_not_of(" \t\r\n"), e = l.find_last_not_of(" \t\r\n");
-        pieces.push_back(b == std::string::npos ? "" : l.substr(b, e - b + 1));
-    }
-    pieces.push_back("[BOS]");
-    pieces.push_back("[EOS]");
-    return pieces;
+const mt::test::FixtureLines& expected() {
+    return mt::test::FixtureLines::of("bert_dataset");
 }
 
 std::string sample_digest(const BertSample& s) {
@@ -116,31 +64,8 @@ std::string sample_digest(const BertSample& s) {
         .substr(0, 12);
 }
 
-std::string join(const std::vector<int64_t>& v) {
-    std::string out;
-    for (int64_t x : v) out += (out.empty() ? "" : " ") + std::to_string(x);
-    return out;
-}
-
-// Files under `dir` whose name holds `hash`, relative, with the hash written {md5}.
-std::string cache_listing(const fs::path& dir, const std::string& hash) {
-    std::vector<std::string> found;
-    for (const auto& entry : fs::recursive_directory_iterator(dir)) {
-        std::string rel = fs::relative(entry.path(), dir).string();
-        if (!entry.is_regular_file() ||
-            entry.path().filename().string().find(hash) == std::string::npos)
-            continue;
-        rel.replace(rel.find(hash), hash.size(), "{md5}");
-        found.push_back(rel);
-    }
-    std::sort(found.begin(), found.end());
-    std::string out;
-    for (const auto& f : found) out += (out.empty() ? "" : " ") + f;
-    return out;
-}
-
 TEST(NumpyRandomState, MatchesNumpyDrawsTheBertDatasetMakes) {
-    const auto& ev = Expected::get();
+    const auto& ev = expected();
     NumpyRandomState rs(7);
     for (const auto& hex : ev.words("rng.random"))
         EXPECT_EQ(rs.random_sample(), std::strtod(hex.c_str(), nullptr)) << hex;
@@ -215,7 +140,7 @@ TEST_P(BertDatasetVsMegatron, SamplesIndexAndCacheFilesMatch) {
     const Config& c = kConfigs[GetParam().config];
     const Split split = GetParam().split;
     const std::string key = std::string(c.name) + "." + split_name(split);
-    const auto& ev = Expected::get();
+    const auto& ev = expected();
 
     // Megatron read the dataset and vocabulary by these relative names: a scratch directory
     // gives ours the same ones (and the default cache lands under it).

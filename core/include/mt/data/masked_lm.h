@@ -14,12 +14,13 @@
 
 namespace mt::data {
 
-// The masking settings (MaskedWordPieceDatasetConfig). Megatron's permutation, geometric and
-// longer-n-gram variants are not implemented: BERT (pretrain_bert.py) turns all three off.
+// The masking settings (MaskedWordPieceDatasetConfig). Megatron's permutation and longer-n-gram
+// variants are not implemented: pretrain_bert.py and pretrain_t5.py turn both off.
 struct MaskedLmOptions {
     double masking_probability = 0.15;
     int64_t max_ngram = 3;
     bool do_full_word = true;  // "##" pieces join the word before them
+    bool geometric = false;    // n-gram lengths min(Geometric(0.2), max_ngram) (T5), else 1/n
     int64_t cls_id = 0, sep_id = 0;
     // continuation[id] != 0 when the vocabulary piece of id starts with "##".
     std::span<const uint8_t> continuation;
@@ -28,15 +29,22 @@ struct MaskedLmOptions {
 // What replaces a chosen position: a token id, or nullopt to keep the original.
 using TokenMask = std::function<std::optional<int64_t>(NumpyRandomState&)>;
 
+// One masked n-gram: its positions (ascending) and their original ids.
+struct MaskedSpan {
+    std::vector<int64_t> positions, labels;
+};
+
 struct MaskedLmPredictions {
     std::vector<int64_t> tokens;     // the input with the masked positions replaced
     std::vector<int64_t> positions;  // the masked positions, ascending
     std::vector<int64_t> labels;     // the original ids at `positions`
+    std::vector<MaskedSpan> spans;   // the masked n-grams by their first position (T5's spans)
 };
 
 // Candidates are the words (a piece plus its "##" continuations; [CLS]/[SEP] excluded). The
 // number to mask is min(p * target_length, max(1, round(len * p))). Candidates are shuffled;
-// each draws an n-gram length n in 1..max_ngram with probability proportional to 1/n, shortened
+// each draws an n-gram length n in 1..max_ngram with probability proportional to 1/n (or
+// geometric: min(Geometric(0.2), max_ngram)), shortened
 // until it fits the budget, and is skipped when it overlaps an earlier one; every position of
 // an accepted n-gram calls `token_mask` in order. A final shuffle of the candidates consumes the
 // same draws Megatron does.
