@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 
@@ -181,6 +182,15 @@ std::vector<double> printed_logprobs(const std::string& output) {
     for (std::string line; std::getline(lines, line);)
         if (line.starts_with("  \"")) out.push_back(std::stod(line.substr(line.rfind(' ') + 1)));
     return out;
+}
+
+std::vector<double> logged_values(const std::string& output, const std::string& name) {
+    std::vector<double> values;
+    const std::regex value(" " + name + ": ([0-9.E+-]+) \\|");
+    for (auto it = std::sregex_iterator(output.begin(), output.end(), value);
+         it != std::sregex_iterator(); ++it)
+        values.push_back(std::stod((*it)[1]));
+    return values;
 }
 
 }  // namespace mt::test

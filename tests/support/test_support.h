@@ -69,5 +69,7 @@ std::string hello_documents(int count);
 // The log-probabilities megatron-generate prints under a prompt (lines `  "<token>" <logprob>`),
 // in order.
 std::vector<double> printed_logprobs(const std::string& output);
+// The values of "<name>: X |" in megatron-train's iteration lines ("lm loss"), in order.
+std::vector<double> logged_values(const std::string& output, const std::string& name);
 
 }  // namespace mt::test

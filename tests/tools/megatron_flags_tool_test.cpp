@@ -228,7 +228,8 @@ TEST(MegatronFlagsTool, RefusedFlagsNameWhatIsMissing) {
               "error: --moe-use-upcycling: not supported yet: this MoE (Mixture of Experts) "
               "option"},
              {"--encoder-num-layers 2",
-              "error: --encoder-num-layers 2: not supported yet: T5 / encoder-decoder models"},
+              "error: --encoder-num-layers is read by T5 models (pretrain_t5.py): give --model "
+              "t5"},
              {"--hybrid-override-pattern M-M", "not supported yet: Mamba hybrid models"},
              {"--fp8-format hybrid", "--fp8-format hybrid: not supported yet: FP8 training"},
              {"--moe-upcycling-granularity 4",

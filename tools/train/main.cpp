@@ -125,8 +125,10 @@ int train(const mt::train::TrainingFlags& flags, const mt::cli::TokenizerFlags& 
     model_args["vocab-size"] = std::to_string(tokenizer->vocab_size());
     // Megatron pads the vocabulary to a multiple of --make-vocab-size-divisible-by x tp.
     model_args["tensor-model-parallel-size"] = std::to_string(flags.parallel.tensor_parallel);
-    MT_CHECK(model_args.count("seq-length"), "--seq-length is required for training");
-    const int64_t seq_length = std::stoll(model_args.at("seq-length"));
+    // The family's derived values give the length (T5: --seq-length from --encoder-seq-length).
+    const mt::ModelArgs resolved = family.resolved_args(model_args);
+    MT_CHECK(resolved.count("seq-length"), "--seq-length is required for training");
+    const int64_t seq_length = std::stoll(resolved.at("seq-length"));
 
     auto backend = mt::make_cpu_backend();
     const mt::BuildContext context{*backend, state, flags.sequence_parallel, flags.params_dtype};

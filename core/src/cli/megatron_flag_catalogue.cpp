@@ -11,13 +11,15 @@ namespace {
 
 constexpr CatalogueEntry kCatalogue[] = {
     // network size
-    {"--encoder-num-layers", refuse(kT5)},
-    {"--decoder-num-layers", refuse(kT5)},
+    {"--encoder-num-layers",
+     invalid("--encoder-num-layers is read by T5 models (pretrain_t5.py): give --model t5")},
+    {"--decoder-num-layers",
+     invalid("--decoder-num-layers is read by T5 models (pretrain_t5.py): give --model t5")},
     {"--attention-backend", kDefined,
      accept("an attention kernel choice: the CPU's flash-style kernel computes the same "
             "attention")},
-    {"--relative-attention-num-buckets", refuse(kT5)},
-    {"--relative-attention-max-distance", refuse(kT5)},
+    {"--relative-attention-num-buckets", refuse(kT5Relative)},
+    {"--relative-attention-max-distance", refuse(kT5Relative)},
     {"--use-rotary-position-embeddings",
      refuse_unless("--use-rotary-position-embeddings (deprecated in Megatron) without "
                    "--position-embedding-type rope: give --position-embedding-type rope",
@@ -281,10 +283,10 @@ constexpr CatalogueEntry kCatalogue[] = {
      kTrainingOnly},
     // distributed
     {"--tensor-model-parallel-size", kDefined, kOneProcess},
-    {"--encoder-tensor-model-parallel-size", refuse(kT5)},
+    {"--encoder-tensor-model-parallel-size", refuse(kEncoderStages)},
     {"--pipeline-model-parallel-size", kDefined, kOneProcess},
-    {"--encoder-pipeline-model-parallel-size", refuse(kT5)},
-    {"--pipeline-model-parallel-split-rank", refuse(kT5)},
+    {"--encoder-pipeline-model-parallel-size", refuse(kEncoderStages)},
+    {"--pipeline-model-parallel-split-rank", refuse(kEncoderStages)},
     {"--decoder-first-pipeline-num-layers", kDefined, kOneProcess},
     {"--decoder-last-pipeline-num-layers", kDefined, kOneProcess},
     {"--pipeline-model-parallel-layout", refuse(kPipeline), kOneProcess},
@@ -377,14 +379,17 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--no-mmap-bin-files", accept("reads the .bin files without mmap: the same data"),
      kTrainingOnly},
     {"--mock-data", kDefined, kTrainingOnly},
-    {"--encoder-seq-length", refuse("T5 / encoder-decoder models (for GPT give --seq-length)")},
-    {"--decoder-seq-length", refuse(kT5)},
+    {"--encoder-seq-length", invalid("--encoder-seq-length is read by T5 models "
+                                     "(pretrain_t5.py): give --model t5 (for GPT give "
+                                     "--seq-length)")},
+    {"--decoder-seq-length",
+     invalid("--decoder-seq-length is read by T5 models (pretrain_t5.py): give --model t5")},
     {"--retriever-seq-length", refuse(kRetriever)},
     {"--sample-rate", refuse(kRetriever)},
     {"--mask-prob", invalid("--mask-prob is read only by BERT and T5 pretraining: give --model "
-                            "bert (T5 is not supported yet)")},
+                            "bert or --model t5")},
     {"--short-seq-prob", invalid("--short-seq-prob is read only by BERT and T5 pretraining: give "
-                                 "--model bert (T5 is not supported yet)")},
+                                 "--model bert or --model t5")},
     {"--num-workers",
      accept("data-loader worker processes: megatron-train builds its batches in the training "
             "process, in the same order"),

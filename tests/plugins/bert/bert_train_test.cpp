@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <regex>
 
 #include "test_support.h"
 
@@ -31,15 +30,7 @@ std::string example_command(const TempDir& dir, const fs::path& vocab) {
            " --tensorboard-dir " + mt::test::shell_quote(dir / "tb");
 }
 
-// The values of "<name>: X |" in the iteration lines, in order.
-std::vector<double> logged(const std::string& output, const std::string& name) {
-    std::vector<double> values;
-    const std::regex value(" " + name + ": ([0-9.E+-]+) \\|");
-    for (auto it = std::sregex_iterator(output.begin(), output.end(), value);
-         it != std::sregex_iterator(); ++it)
-        values.push_back(std::stod((*it)[1]));
-    return values;
-}
+using mt::test::logged_values;
 
 TEST(TrainBert, ExampleScriptFlagsPrintFallingLmAndSopLosses) {
     auto vocab = mt::test::test_data("bert/bert-large-uncased-vocab.txt");
@@ -47,7 +38,7 @@ TEST(TrainBert, ExampleScriptFlagsPrintFallingLmAndSopLosses) {
     TempDir dir;
     auto r = run_command(example_command(dir, *vocab));
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    const auto lm = logged(r.output, "lm loss"), sop = logged(r.output, "sop loss");
+    const auto lm = logged_values(r.output, "lm loss"), sop = logged_values(r.output, "sop loss");
     ASSERT_EQ(lm.size(), 8u) << r.output;
     ASSERT_EQ(sop.size(), 8u) << r.output;
     EXPECT_LT(lm.back(), lm.front() - 0.3) << r.output;  // from ~10.3 (ln 30592)
@@ -68,8 +59,8 @@ TEST(TrainBert, WithoutTheBinaryHeadOnlyTheLmLoss) {
                          " --bert-no-binary-head --mask-prob 0.2 --short-seq-prob 0.05"
                          " --train-iters 10");
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    EXPECT_EQ(logged(r.output, "lm loss").size(), 1u) << r.output;
-    EXPECT_TRUE(logged(r.output, "sop loss").empty()) << r.output;
+    EXPECT_EQ(logged_values(r.output, "lm loss").size(), 1u) << r.output;
+    EXPECT_TRUE(logged_values(r.output, "sop loss").empty()) << r.output;
 }
 
 // With dropout off, TP2 (vocabulary padded to the same size), TP2 with --sequence-parallel and
@@ -103,10 +94,10 @@ TEST(TrainBert, TensorSequenceAndDataParallelGiveTheOneProcessLosses) {
     ASSERT_EQ(sp.exit_code, 0) << sp.output;
     ASSERT_EQ(dp2.exit_code, 0) << dp2.output;
     for (const char* name : {"lm loss", "sop loss"}) {
-        const auto want = logged(one.output, name);
+        const auto want = logged_values(one.output, name);
         ASSERT_EQ(want.size(), 4u) << one.output;
         for (const auto* run : {&tp2, &sp, &dp2}) {
-            const auto got = logged(run->output, name);
+            const auto got = logged_values(run->output, name);
             ASSERT_EQ(got.size(), want.size()) << run->output;
             for (size_t i = 0; i < want.size(); ++i)
                 EXPECT_NEAR(got[i], want[i], 1e-5 * want[i]) << name << " iteration " << i + 1;

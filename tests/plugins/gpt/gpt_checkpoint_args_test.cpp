@@ -188,7 +188,8 @@ TEST(GptCheckpointArgs, ValidateArgsDerivedValuesLoad) {
     CheckpointArgs t5 = args;
     set_arg(t5, "encoder_num_layers", int64_t(3));
     EXPECT_EQ(error_of_load(t5, flags).rfind("checkpoint args: encoder_num_layers = 3: not "
-                                             "supported yet: T5",
+                                             "supported yet: --encoder-num-layers is read by T5 "
+                                             "models (pretrain_t5.py): give --model t5",
                                              0),
               0u)
         << error_of_load(t5, flags);

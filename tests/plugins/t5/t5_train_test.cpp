@@ -1,0 +1,109 @@
+// megatron-train --model t5 with the flags of Megatron's examples/t5/train_t5_220m_distributed.sh
+// (tiny sizes, the committed sentence-split corpus of tests/fixtures/bert_dataset, the BERT
+// vocabulary with --vocab-extra-ids 100): falling lm loss, evaluation, a torch_dist checkpoint
+// that resumes; and under mpirun TP2, TP2 with --sequence-parallel and DP2 with the distributed
+// optimizer give the one-process losses.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+using mt::test::logged_values;
+using mt::test::run_command;
+using mt::test::TempDir;
+
+namespace {
+
+// The example's flags, sizes shrunk; its --split 99982,9,9 leaves no validation document in a
+// 44-document corpus, so 80,10,10.
+std::string example_flags(const TempDir& dir, const fs::path& vocab) {
+    const fs::path corpus = mt::test::fixtures_dir() / "bert_dataset" / "corpus_text_sentence";
+    return " --model t5 --encoder-num-layers 2 --decoder-num-layers 2 --hidden-size 64"
+           " --num-attention-heads 4 --kv-channels 16 --ffn-hidden-size 256"
+           " --encoder-seq-length 128 --decoder-seq-length 64 --max-position-embeddings 128"
+           " --micro-batch-size 4 --global-batch-size 8 --lr 0.001 --train-iters 40"
+           " --lr-decay-iters 40 --lr-decay-style linear --min-lr 0.00001 --weight-decay 1e-2"
+           " --lr-warmup-fraction .01 --clip-grad 1.0 --vocab-extra-ids 100"
+           " --init-method-std 0.015 --transformer-impl transformer_engine"
+           " --tensor-model-parallel-size 1 --pipeline-model-parallel-size 1"
+           " --attention-backend auto --data-path " +
+           mt::test::shell_quote(corpus) + " --vocab-file " + mt::test::shell_quote(vocab) +
+           " --tokenizer-type BertWordPieceLowerCase --split 80,10,10 --log-interval 10"
+           " --eval-interval 20 --eval-iters 2 --distributed-backend nccl --data-cache-path " +
+           mt::test::shell_quote(dir / "cache");
+}
+
+std::string train() {
+    return mt::test::tool_path("megatron-train").string();
+}
+
+TEST(TrainT5, ExampleScriptFlagsPrintFallingLmLossAndResume) {
+    auto vocab = mt::test::test_data("bert/bert-large-uncased-vocab.txt");
+    if (!vocab) GTEST_SKIP() << "MEGATRON_TEST_DATA is not set: no BERT vocabulary";
+    TempDir dir;
+    const std::string flags = example_flags(dir, *vocab);
+    auto r = run_command(train() + flags + " --save " + mt::test::shell_quote(dir / "ckpt") +
+                         " --save-interval 20");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto lm = logged_values(r.output, "lm loss");
+    ASSERT_EQ(lm.size(), 4u) << r.output;
+    EXPECT_LT(lm.back(), lm.front() - 0.3) << r.output;  // from ~10.3 (ln 30720)
+    EXPECT_NE(r.output.find(" validation loss at iteration 20 | lm loss value: "),
+              std::string::npos)
+        << r.output;
+    EXPECT_TRUE(fs::exists(dir / "ckpt" / "iter_0000020" / "metadata.json"));
+    EXPECT_TRUE(fs::exists(dir / "cache"));
+
+    // From iteration 20's checkpoint the run goes on as the uninterrupted one did.
+    fs::remove_all(dir / "ckpt" / "iter_0000040");
+    mt::test::write_file(dir / "ckpt" / "latest_checkpointed_iteration.txt", "20");
+    auto resumed = run_command(train() + flags + " --load " + mt::test::shell_quote(dir / "ckpt"));
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+    const auto again = logged_values(resumed.output, "lm loss");
+    ASSERT_EQ(again.size(), 2u) << resumed.output;
+    EXPECT_NEAR(again[0], lm[2], 1e-5 * lm[2]);
+    EXPECT_NEAR(again[1], lm[3], 1e-5 * lm[3]);
+}
+
+TEST(TrainT5, TensorSequenceAndDataParallelGiveTheOneProcessLosses) {
+    if (std::string(MT_TEST_MPIEXEC).empty()) GTEST_SKIP() << "built without MPI";
+    auto vocab = mt::test::test_data("bert/bert-large-uncased-vocab.txt");
+    if (!vocab) GTEST_SKIP() << "MEGATRON_TEST_DATA is not set: no BERT vocabulary";
+    TempDir dir;
+    // Dropout off: Megatron draws it from other streams under tensor parallelism too.
+    const std::string flags = example_flags(dir, *vocab) +
+                              " --train-iters 4 --log-interval 1 --eval-iters 0"
+                              " --hidden-dropout 0 --attention-dropout 0";
+    const std::string ranks = std::string(MT_TEST_MPIEXEC) + " -n 2 ";
+    auto one = run_command(train() + flags);
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    const auto want = logged_values(one.output, "lm loss");
+    ASSERT_EQ(want.size(), 4u) << one.output;
+    for (const char* layout :
+         {" --tensor-model-parallel-size 2", " --tensor-model-parallel-size 2 --sequence-parallel",
+          " --use-distributed-optimizer"}) {
+        SCOPED_TRACE(layout);
+        auto r = run_command(ranks + train() + flags + layout);
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+        const auto got = logged_values(r.output, "lm loss");
+        ASSERT_EQ(got.size(), want.size()) << r.output;
+        for (size_t i = 0; i < want.size(); ++i)
+            EXPECT_NEAR(got[i], want[i], 1e-5 * want[i]) << "iteration " << i + 1;
+    }
+}
+
+TEST(TrainT5, PipelineParallelismIsRefusedAsMegatronRefusesIt) {
+    if (std::string(MT_TEST_MPIEXEC).empty()) GTEST_SKIP() << "built without MPI";
+    auto vocab = mt::test::test_data("bert/bert-large-uncased-vocab.txt");
+    if (!vocab) GTEST_SKIP() << "MEGATRON_TEST_DATA is not set: no BERT vocabulary";
+    TempDir dir;
+    auto r = run_command(std::string(MT_TEST_MPIEXEC) + " -n 2 " + train() +
+                         example_flags(dir, *vocab) + " --pipeline-model-parallel-size 2");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.output.find("--pipeline-model-parallel-size with T5"), std::string::npos)
+        << r.output;
+}
+
+}  // namespace
