@@ -249,10 +249,10 @@ TEST(Convert, BadInputIsAClearError) {
         EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
     }
     r = run_command(mt::test::tool_path("megatron-convert").string() +
-                    " --model-type T5 --load-dir " + q(fixture("tp1")) + " --save-dir " +
+                    " --model-type Retro --load-dir " + q(fixture("tp1")) + " --save-dir " +
                     q(dir / "out") + " 2>&1");
     EXPECT_EQ(r.exit_code, 1);
-    EXPECT_NE(r.output.find("--model-type T5: supported are GPT, BERT and Mamba"),
+    EXPECT_NE(r.output.find("--model-type Retro: supported are GPT, BERT, T5 and Mamba"),
               std::string::npos)
         << r.output;
     r = run_command(mt::test::tool_path("megatron-convert").string() + " --load-dir x 2>&1");

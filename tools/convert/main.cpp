@@ -78,9 +78,10 @@ po::options_description convert_flags(ConvertFlags& f) {
 std::string model_family(const std::string& model_type) {
     if (model_type == "GPT") return "gpt";
     if (model_type == "BERT") return "bert";
+    if (model_type == "T5") return "t5";
     // Ours: Megatron converts hybrid checkpoints with tools/checkpoint/hybrid_conversion.py.
     if (model_type == "Mamba") return "mamba";
-    MT_FAIL("--model-type ", model_type, ": supported are GPT, BERT and Mamba");
+    MT_FAIL("--model-type ", model_type, ": supported are GPT, BERT, T5 and Mamba");
 }
 
 // convert.py's load_plugin imports "<type>_<name>", then "<name>" itself: a module name

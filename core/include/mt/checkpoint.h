@@ -126,6 +126,10 @@ struct CheckpointState {
     // State-dict order. A pipeline stage's state with virtual stages (Megatron's torch files:
     // model0, model1, ...) puts its chunk's key in front of each name: "model1.decoder...".
     std::vector<std::pair<std::string, ShardedTensor>> model;
+    // Keys a Megatron state dict repeats a model entry under, (key, the entry's name): T5Model
+    // holds its position embeddings and output layer twice (nn::Parameter::aliases). Writers
+    // write the entry's tensor under each; readers need not fill it.
+    std::vector<std::pair<std::string, std::string>> model_aliases;
     std::optional<OptimizerCheckpoint> optimizer;  // absent: --no-save-optim
     // Why the checkpoint's optimizer state was left out although it has one (a layout not
     // supported yet, e.g. the distributed optimizer's); empty otherwise. The model still loads

@@ -358,6 +358,9 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
                     ShardedTensor::whole(tensor_placeholder(target_params[j].shape, dtype_of[j])));
                 param_of.push_back(j);
             }
+            for (const ParameterInfo& p : target_params)
+                for (const std::string& alias : p.aliases)
+                    s.state.model_aliases.emplace_back(alias, p.name);
             s.make = [&, param_of](size_t i) { return made(param_of.at(i)).whole; };
             return s;
         }
@@ -368,6 +371,8 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
             s.state.model.emplace_back(
                 k.key, ShardedTensor::whole(tensor_placeholder(shape, dtype_of[k.param])));
             param_of.push_back(k.param);
+            for (const std::string& alias : p.aliases)
+                s.state.model_aliases.emplace_back(alias, k.key);
         }
         s.make = [&, param_of, tp](size_t i) { return made(param_of.at(i)).ranks.at(size_t(tp)); };
         return s;

@@ -414,6 +414,8 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
         for (ShardedTensor& box : main_boxes(parts, *p, p->value))
             s.model.emplace_back(p->name, std::move(box));
     }
+    for (const nn::Parameter* p : params)
+        for (const std::string& alias : p->aliases) s.model_aliases.emplace_back(alias, p->name);
 
     const auto& sc = parts.scheduler.config();
     if (o.optimizer) {

@@ -551,6 +551,9 @@ PyValue to_py(const CheckpointState& s) {
         for (const auto& [name, t] : s.model)
             if (!model_chunk(name))
                 model.dict_ref().set(file_key(name, v019_mixer), PyValue::tensor(t.local));
+        for (const auto& [alias, original] : s.model_aliases)
+            for (const auto& [name, t] : s.model)
+                if (name == original) model.dict_ref().set(alias, PyValue::tensor(t.local));
     }
     // Virtual pipeline stages: each chunk's state dict under model0, model1, ...
     std::vector<PyValue> chunks;

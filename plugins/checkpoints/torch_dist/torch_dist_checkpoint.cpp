@@ -162,6 +162,15 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
                  shape_str(t.global_shape), " at ", shape_str(t.global_offset));
     const KeyLayout layout = key_layout(share.args);
     std::vector<StoredTensor> stored = stack(share.model, layout);
+    // The keys Megatron's state dict repeats an entry under (not a layer's: stored as named).
+    for (const auto& [alias, original] : share.model_aliases) {
+        const auto it = std::find_if(stored.begin(), stored.end(),
+                                     [&](const StoredTensor& s) { return s.key == original; });
+        if (it == stored.end()) continue;  // the rank holding the original writes it
+        StoredTensor copy = *it;
+        copy.key = alias;
+        stored.push_back(std::move(copy));
+    }
     const bool shards = share.optimizer && !share.optimizer->shards.empty();
     // Megatron's ChainedOptimizer under expert parallelism keys each part's state behind
     // "chained_<i>." (the dense parameters' 0, the experts' 1).
@@ -199,7 +208,12 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
     {
         std::set<std::string> seen;
         std::string mine;
-        for (const std::string& k : extra_state_keys(share.model, layout)) mine += k + '\n';
+        // The repeated entries are modules of the state dict too (T5Model's output_layer).
+        ShardedTensors named = share.model;
+        for (const auto& [alias, original] : share.model_aliases)
+            for (const auto& entry : share.model)
+                if (entry.first == original) named.emplace_back(alias, entry.second);
+        for (const std::string& k : extra_state_keys(named, layout)) mine += k + '\n';
         for (const std::string& rank_keys : parallel::all_gather_bytes(world, mine))
             for (size_t a = 0, b; (b = rank_keys.find('\n', a)) != std::string::npos; a = b + 1)
                 if (std::string k = rank_keys.substr(a, b - a); seen.insert(k).second)
@@ -255,13 +269,13 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
                     made_index = it->second;
                     MT_CHECK(made.shape() == placeholder.local.shape() &&
                                  made.dtype() == placeholder.local.dtype() && made.is_contiguous(),
-                             "torch_dist: '", name, "' was declared ",
-                             placeholder.local.describe(), " but made ", made.describe());
+                             "torch_dist: '", name, "' was declared ", placeholder.local.describe(),
+                             " but made ", made.describe());
                 }
                 e.chunks.push_back(
                     {offset, t.shape(),
-                     data.add_tensor(made.view({made.numel()}).slice(0, at, at + t.numel())
-                                         .view(t.shape()))});
+                     data.add_tensor(
+                         made.view({made.numel()}).slice(0, at, at + t.numel()).view(t.shape()))});
             }
             entries.push_back(std::move(e));
         }
@@ -408,7 +422,8 @@ CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
     }
     join_parts(model, iter.string());
     join_parts(moments, iter.string());
-    for (auto& [name, t] : model) state.model.emplace_back(std::move(name), ShardedTensor::whole(t));
+    for (auto& [name, t] : model)
+        state.model.emplace_back(std::move(name), ShardedTensor::whole(t));
     order_by_layer(state.model);
     // An optimizer layout not read yet leaves the model loadable (generation, conversion);
     // resuming training with the optimizer reports the reason.

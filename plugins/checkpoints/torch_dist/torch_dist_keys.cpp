@@ -33,6 +33,9 @@ constexpr const char* kLinears[] = {"self_attention.linear_qkv",
                                     "self_attention.linear_proj",
                                     "mlp.linear_fc1",
                                     "mlp.linear_fc2",
+                                    "cross_attention.linear_q",
+                                    "cross_attention.linear_kv",
+                                    "cross_attention.linear_proj",
                                     "mlp.shared_experts.linear_fc1",
                                     "mlp.shared_experts.linear_fc2",
                                     "mixer.in_proj",
@@ -220,7 +223,8 @@ KeyLayout key_layout(const CheckpointArgs& args) {
     // A MambaStack keys each layer alone (its layers differ).
     if (megatron_mamba_model(args)) {
         layout.per_layer = true;
-        const auto hidden = int_arg(args, "hidden_size"), head_dim = int_arg(args, "mamba_head_dim"),
+        const auto hidden = int_arg(args, "hidden_size"),
+                   head_dim = int_arg(args, "mamba_head_dim"),
                    groups = int_arg(args, "mamba_num_groups"),
                    state = int_arg(args, "mamba_state_dim");
         if (hidden && head_dim && groups && state && *head_dim > 0) {
@@ -288,13 +292,15 @@ void join_parts(NamedTensors& tensors, const std::string& where) {
         for (const auto& [suffix, kind] : split_rule(base)->parts) {
             auto it = parts.find(suffix);
             MT_CHECK(it != parts.end(), where, ": ", base, " has no part ", base, ".", suffix);
-            MT_CHECK(it->second.dim() >= 1 && (rows.empty() || [&] {
-                         Shape a = it->second.shape(), b = rows[0].shape();
-                         a[0] = b[0] = 0;
-                         return a == b && it->second.dtype() == rows[0].dtype();
-                     }()),
-                     where, ": the parts of ", base, " differ in shape: ",
-                     it->second.describe(), " and ", rows[0].describe());
+            MT_CHECK(it->second.dim() >= 1 &&
+                         (rows.empty() ||
+                          [&] {
+                              Shape a = it->second.shape(), b = rows[0].shape();
+                              a[0] = b[0] = 0;
+                              return a == b && it->second.dtype() == rows[0].dtype();
+                          }()),
+                     where, ": the parts of ", base, " differ in shape: ", it->second.describe(),
+                     " and ", rows[0].describe());
             total += it->second.size(0);
             rows.push_back(it->second);
         }
@@ -399,10 +405,10 @@ ShardedTensors in_stored_parts(const ShardedTensors& tensors, const KeyLayout& l
             out.emplace_back(name, t);
             continue;
         }
-        MT_CHECK(!t.global_shape.empty() && t.global_shape[0] == parts.back().begin +
-                                                                    parts.back().size,
-                 "torch_dist: ", name, " is ", shape_str(t.global_shape), ", not the ",
-                 parts.back().begin + parts.back().size, " rows of its parts");
+        MT_CHECK(
+            !t.global_shape.empty() && t.global_shape[0] == parts.back().begin + parts.back().size,
+            "torch_dist: ", name, " is ", shape_str(t.global_shape), ", not the ",
+            parts.back().begin + parts.back().size, " rows of its parts");
         for (const PartPiece& p : part_pieces(parts, t.global_offset[0], t.local.size(0))) {
             ShardedTensor piece{t.local.slice(0, p.from, p.to), t.global_shape, t.global_offset};
             piece.global_shape[0] = p.part->size;
@@ -489,12 +495,15 @@ std::vector<std::string> extra_state_keys(const ShardedTensors& tensors, const K
             for (int64_t i = 0; i < count; ++i) add_layer(held.begin()->second, block, i);
         }
     }
-    // BERT's output layer (a ColumnParallelLinear with its own bias) keeps its extra state in
-    // BertModel's sharded state dict; GPTModel.sharded_state_dict pops it.
-    const bool bert_output = std::any_of(tensors.begin(), tensors.end(), [](const auto& t) {
-        return t.first == "output_layer.bias";
-    });
-    if (bert_output) keys.push_back("output_layer._extra_state/shard_0_1");
+    // An output layer with its own bias (BERT's; T5's lm_head.output_layer and its repeat
+    // output_layer) keeps its extra state in the model's sharded state dict; GPTModel's
+    // sharded_state_dict pops it.
+    bool bert_output = false;
+    for (const auto& [name, t] : tensors)
+        if (name == "output_layer.bias" || name.ends_with(".output_layer.bias")) {
+            keys.push_back(name.substr(0, name.size() - 4) + "_extra_state/shard_0_1");
+            bert_output = bert_output || name == "output_layer.bias";
+        }
     // A MambaStack's final norm is Transformer Engine's (TENorm), with its extra state, and
     // MambaModel keeps its output layer's (GPTModel pops it).
     const bool final_norm = std::any_of(tensors.begin(), tensors.end(), [](const auto& t) {
