@@ -68,6 +68,10 @@ Tensor Model::logits(const Tensor&, nn::InferenceState*, int64_t) {
     MT_FAIL("not supported yet: inference (logits) for this model family");
 }
 
+void Model::encode(const Tensor&, const Tensor&, nn::InferenceState&) {
+    MT_FAIL("not supported: encode() on a model without an encoder");
+}
+
 Tensor Model::predict(const Batch&) {
     MT_FAIL("not supported yet: task predictions (predict) for this model");
 }

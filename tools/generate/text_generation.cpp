@@ -1,6 +1,8 @@
 // TextGenerator: Megatron's tokenize_prompts / detokenize_generations around infer::generate.
 #include "text_generation.h"
 
+#include <algorithm>
+
 #include "mt/error.h"
 
 namespace mt::generate_tool {
@@ -47,12 +49,43 @@ TextGenerator::TextGenerator(Model& model, const Tokenizer& tokenizer, uint64_t 
     ids_.newline = first_id(tokenizer, "\n");
     ids_.double_newline = single_id(tokenizer, "\n\n");
     ids_.colon = first_id(tokenizer, ":");
+    if (model.has_encoder()) {
+        const SpecialIds& s = tokenizer.special_ids();
+        MT_CHECK(s.bos, "an encoder-decoder model's decoder starts from [BOS]; tokenizer ",
+                 tokenizer.name(), " has none");
+        decoder_start_ = *s.bos;
+        // The tokenizer's additional_special_tokens_ids: <extra_id_0>, <extra_id_1>, ...
+        const std::vector<std::string> pieces = tokenizer.vocabulary();
+        for (size_t k = 0;; ++k) {
+            const auto it =
+                std::find(pieces.begin(), pieces.end(), "<extra_id_" + std::to_string(k) + ">");
+            if (it == pieces.end()) break;
+            sentinels_.push_back(int32_t(it - pieces.begin()));
+        }
+    }
 }
 
 TextResult TextGenerator::run(const TextRequest& r) {
     infer::GenerationRequest g;
     for (const auto& prompt : r.prompts) {
         std::vector<int32_t> ids;
+        if (model_.has_encoder()) {
+            // tokenize_encoder_prompt: the text between "<mask>"s, a sentinel for each.
+            size_t begin = 0, masks = 0;
+            for (size_t at; (at = prompt.find("<mask>", begin)) != std::string::npos;
+                 begin = at + 6) {
+                tokenizer_.encode_append(prompt.substr(begin, at - begin), ids);
+                MT_CHECK(masks < sentinels_.size(),
+                         "the prompt has more <mask>s than the "
+                         "tokenizer has sentinels (--vocab-extra-ids ",
+                         sentinels_.size(), ")");
+                ids.push_back(sentinels_[masks++]);
+            }
+            tokenizer_.encode_append(prompt.substr(begin), ids);
+            g.encoder_prompts.push_back(std::move(ids));
+            g.prompts.push_back({decoder_start_});
+            continue;
+        }
         if (r.add_bos) ids.push_back(ids_.eod);
         if (!prompt.empty()) tokenizer_.encode_append(prompt, ids);
         g.prompts.push_back(std::move(ids));

@@ -1,6 +1,8 @@
 // TextGenerator: prompts as text in, Megatron's generation out (generate_and_post_process):
 // tokenize (with add_BOS prepending the EOD id), run the generation loop, detokenize each row
-// to the text, its ids, its per-token log-probs and its token strings ("segments").
+// to the text, its ids, its per-token log-probs and its token strings ("segments"). For an
+// encoder-decoder model (T5) a prompt is the encoder's input, each "<mask>" in it a sentinel,
+// and the decoder starts from [BOS] (megatron-core's T5 inference wrapper).
 #pragma once
 
 #include <cstdint>
@@ -56,6 +58,9 @@ class TextGenerator {
     const Tokenizer& tokenizer_;
     infer::GenerationTokens ids_;
     infer::SamplingRng rng_;
+    // An encoder-decoder model's decoder start ([BOS]) and the sentinels "<mask>" becomes.
+    int32_t decoder_start_ = 0;
+    std::vector<int32_t> sentinels_;
 };
 
 }  // namespace mt::generate_tool

@@ -228,6 +228,11 @@ class MT_API Model {
     // (BERT with a classification head: logits f32 [B, classes]; with a multiple-choice head:
     // [B, choices]). The default throws "not supported".
     virtual Tensor predict(const Batch& batch);
+    // Encoder-decoder models (T5): whether logits() decodes over an encoded input, which encode()
+    // puts in the state first: tokens i64/i32 [B, Te] of which row b's first lengths[b] (i32
+    // [B]) are its input, the rest padding. The default has no encoder (and throws).
+    virtual bool has_encoder() const { return false; }
+    virtual void encode(const Tensor& tokens, const Tensor& lengths, nn::InferenceState& state);
     // An empty inference state (KV cache, recurrent states) shaped for this model: `batch` rows
     // of up to `capacity` positions.
     virtual std::unique_ptr<nn::InferenceState> make_inference_state(int64_t batch,

@@ -4,6 +4,7 @@
 #include "mt/infer/generator.h"
 
 #include <algorithm>
+#include <memory>
 #include <span>
 
 #include "mt/error.h"
@@ -129,6 +130,29 @@ bool is(std::optional<int32_t> id, int32_t token) {
     return id && *id == token;
 }
 
+// An encoder-decoder model's state for `B` rows of up to `S` decoder positions, holding its
+// encoder's output for the request's encoder prompts (padded with id 0, which no query sees).
+std::unique_ptr<nn::InferenceState> encoded_state(Model& model, const GenerationRequest& r,
+                                                  int64_t B, int64_t S) {
+    MT_CHECK(int64_t(r.encoder_prompts.size()) == B, "generation: ", r.encoder_prompts.size(),
+             " encoder inputs for ", B, " prompts of an encoder-decoder model");
+    int64_t Te = 0;
+    for (const auto& p : r.encoder_prompts) {
+        MT_CHECK(!p.empty(), "generation: an encoder input has no tokens");
+        Te = std::max(Te, int64_t(p.size()));
+    }
+    std::vector<int32_t> tokens(size_t(B * Te), 0), lengths;
+    for (int64_t b = 0; b < B; ++b) {
+        const auto& p = r.encoder_prompts[size_t(b)];
+        std::copy(p.begin(), p.end(), tokens.begin() + b * Te);
+        lengths.push_back(int32_t(p.size()));
+    }
+    auto state = model.make_inference_state(B, S);
+    model.encode(host_tensor(std::move(tokens), {B, Te}), host_tensor(std::move(lengths), {B}),
+                 *state);
+    return state;
+}
+
 }  // namespace
 
 GenerationResult generate(Model& model, const GenerationRequest& r, const GenerationTokens& ids,
@@ -159,15 +183,18 @@ GenerationResult generate(Model& model, const GenerationRequest& r, const Genera
     LogProbRecord log_probs(r.return_log_probs ? B : 0, S, r.top_n_log_probs, ids.vocab_size,
                             r.log_probs_over_vocab ? ids.vocab_size : 0);
 
+    MT_CHECK(model.has_encoder() || r.encoder_prompts.empty(),
+             "generation: encoder inputs for a model without an encoder");
+    auto cache = model.has_encoder() ? encoded_state(model, r, B, S) : nullptr;
     if (r.tokens_to_generate == 0) {  // score only: one forward over the whole prompts
-        log_probs.record(checked_logits(model, table.columns(0, S - 1), nullptr, 0), table, 0);
+        log_probs.record(checked_logits(model, table.columns(0, S - 1), cache.get(), 0), table, 0);
         return finish(table, table.lengths, &log_probs);
     }
 
     check_sampling(r.sampling, ids.vocab_size);
     SamplingParams sampling = r.sampling;
     const int64_t min_prompt = *std::min_element(table.lengths.begin(), table.lengths.end());
-    auto cache = model.make_inference_state(B, S);
+    if (!cache) cache = model.make_inference_state(B, S);
     std::vector<int64_t> lengths(size_t(B), S);
     std::vector<bool> done(size_t(B), false);
     int64_t prev = 0, context = min_prompt;

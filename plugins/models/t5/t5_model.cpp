@@ -163,6 +163,50 @@ void T5Model::backward(const std::vector<Tensor>& dlosses, const Activations& sa
     nn::report_grads_ready(embedding_, grad_ready_);
 }
 
+void T5Model::encode(const Tensor& tokens, const Tensor& lengths, nn::InferenceState& state) {
+    MT_CHECK(!tp_.sequence_split(), "not supported yet: inference with --sequence-parallel");
+    MT_CHECK(tokens.dim() == 2 && tokens.size(0) == state.batch(), "T5Model: encoder tokens ",
+             tokens.describe(), " for an inference state of ", state.batch(), " rows");
+    MT_CHECK(tokens.size(1) <= config_.transformer.max_position_embeddings,
+             "T5Model: the encoder input (", tokens.size(1),
+             " tokens) is longer than --max-position-embeddings (",
+             config_.transformer.max_position_embeddings, ")");
+    MT_CHECK(lengths.dtype() == DType::i32 && lengths.shape() == Shape({tokens.size(0)}),
+             "T5Model: encoder lengths must be i32 [", tokens.size(0), "], got ",
+             lengths.describe());
+    nn::DropoutContext no_dropout{false, 0, 0};
+    nn::AttentionMask mask;
+    mask.causal = false;
+    mask.key_length = lengths;
+    const Tensor h = embedding_.forward(tokens, no_dropout, nullptr);
+    state.encoder = {encoder_.forward(h, no_dropout, nullptr, mask), lengths, nullptr};
+}
+
+Tensor T5Model::logits(const Tensor& tokens, nn::InferenceState* state, int64_t keep_last) {
+    MT_CHECK(state && state->encoder.states.defined(),
+             "T5Model: decoding needs an inference state holding the encoder's output "
+             "(encode() first)");
+    MT_CHECK(tokens.dim() == 2 && tokens.size(0) == state->batch(), "T5Model: tokens ",
+             tokens.describe(), " for an inference state of ", state->batch(), " rows");
+    const int64_t B = tokens.size(0), T = tokens.size(1), past = state->length();
+    MT_CHECK(keep_last >= 0 && keep_last <= T, "T5Model: keep_last ", keep_last, " is not in [0, ",
+             T, "]");
+    std::vector<int64_t> at(size_t(B * T));
+    for (int64_t i = 0; i < B * T; ++i) at[size_t(i)] = past + i % T;
+    nn::DropoutContext no_dropout{false, 0, 0};
+    Tensor h = embedding_.forward(tokens, no_dropout, nullptr, host_tensor(std::move(at), {B, T}));
+    h = decoder_.forward_cached(h, state, &state->encoder);
+    state->advance(T);
+    const int64_t kept = keep_last > 0 && keep_last < T ? keep_last : T;
+    if (kept < T) h = h.slice(1, T - kept, T);
+    return backend_->cast_to(output_.logits(h), nn::upcast_dtype(layer_.dtype));
+}
+
+std::unique_ptr<nn::InferenceState> T5Model::make_inference_state(int64_t batch,
+                                                                  int64_t capacity) const {
+    return decoder_.make_inference_state(batch, capacity);
+}
+
 double T5Model::training_flops(int64_t samples) const {
     // Megatron's num_floating_point_operations reads --num-layers and --seq-length whatever the
     // model: the encoder's, for T5.

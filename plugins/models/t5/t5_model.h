@@ -53,6 +53,16 @@ class T5Model final : public Model {
     double training_flops(int64_t samples) const override;
     int64_t max_positions() const override { return config_.transformer.max_position_embeddings; }
 
+    // Inference (megatron-core's T5 inference wrapper): encode() runs the encoder once per
+    // request into the state; logits() then runs decoder tokens at positions state->length() ..
+    // over it (keys and values of the self-attention cached, the cross-attention's projected at
+    // the first step).
+    bool has_encoder() const override { return true; }
+    void encode(const Tensor& tokens, const Tensor& lengths, nn::InferenceState& state) override;
+    Tensor logits(const Tensor& tokens, nn::InferenceState* state, int64_t keep_last = 0) override;
+    std::unique_ptr<nn::InferenceState> make_inference_state(int64_t batch,
+                                                             int64_t capacity) const override;
+
     const T5Config& config() const { return config_; }
 
   private:

@@ -17,6 +17,7 @@
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/checkpoint/format_detection.h"
 #include "mt/checkpoint/model_weights.h"
+#include "mt/infer/generator.h"
 #include "mt/nn/dropout.h"
 #include "mt/nn/parameter.h"
 #include "mt/registry.h"
@@ -99,6 +100,51 @@ TEST(T5MegatronCheckpoints, GiveMegatronCoresLogProbs) {
         ++checked;
     }
     EXPECT_EQ(checked, 4);  // core_v0.13 x two formats x two dtypes
+}
+
+// Greedy generation (infer::generate: the encoder once, the decoder from [BOS] with its KV cache
+// and the cross-attention's projected encoder keys) gives megatron-core's greedy tokens, which
+// ran the whole T5Model again at every step.
+TEST(T5MegatronCheckpoints, GreedyGenerationGivesMegatronCoresTokens) {
+    const fs::path root = mt::test::fixtures_dir() / "megatron_checkpoints";
+    simdjson::dom::parser parser;
+    const simdjson::dom::element expected = parser.load((root / "expected.json").string());
+    int checked = 0;
+    for (auto [key_view, value] : expected.get_object()) {
+        const std::string key(key_view);
+        if (key.find("/t5_") == std::string::npos) continue;
+        SCOPED_TRACE(key);
+        int64_t B = 0, Te = 0, Tg = 0;
+        const std::vector<int64_t> enc = int_rows(value["encoder_tokens"], B, Te);
+        const std::vector<int64_t> greedy = int_rows(value["greedy_tokens"], B, Tg);
+        auto format = detect_checkpoint_format(Registry::global(), root / key);
+        const CheckpointState state = format->load(root / key);
+        auto family = Registry::global().create_model("t5");
+        auto model = family->build(model_args_from_checkpoint(state.args, family->flags()));
+        load_model_weights(state, *model, WeightLoad::copy);
+        infer::GenerationRequest request;
+        for (int64_t b = 0; b < B; ++b) {
+            std::vector<int32_t> row;
+            for (int64_t t = 0; t < Te; ++t)
+                if (enc[size_t(b * Te + t)] != 0) row.push_back(int32_t(enc[size_t(b * Te + t)]));
+            request.encoder_prompts.push_back(row);
+            request.prompts.push_back({int32_t(greedy[size_t(b * Tg)])});  // [BOS]
+        }
+        request.tokens_to_generate = Tg - 1;
+        request.sampling.top_k = 1;
+        request.stop_at_eod = false;
+        // The tiny WordPiece vocabulary with [BOS], [EOS] and 100 sentinels: 138 ids.
+        const infer::GenerationTokens ids{37, 138};
+        infer::SamplingRng rng(1);
+        const infer::GenerationResult out = infer::generate(*model, request, ids, rng);
+        ASSERT_EQ(int64_t(out.tokens.size()), B);
+        for (int64_t b = 0; b < B; ++b)
+            EXPECT_EQ(out.tokens[size_t(b)],
+                      std::vector<int32_t>(greedy.begin() + b * Tg, greedy.begin() + (b + 1) * Tg))
+                << "row " << b;
+        ++checked;
+    }
+    EXPECT_EQ(checked, 4);
 }
 
 // megatron-convert --model-type T5 reshards Megatron's own T5 checkpoint to TP2 in torch_dist and

@@ -31,7 +31,10 @@ struct TopLogProb {
 
 struct GenerationRequest {
     std::vector<std::vector<int32_t>> prompts;  // token ids (add_BOS already applied)
-    int64_t tokens_to_generate = 64;            // 0: score the prompts only (needs log_probs)
+    // An encoder-decoder model's (Model::has_encoder) encoder inputs, one per prompt, which it
+    // encodes once; the prompts are then its decoder's (T5: [BOS]).
+    std::vector<std::vector<int32_t>> encoder_prompts;
+    int64_t tokens_to_generate = 64;  // 0: score the prompts only (needs log_probs)
     SamplingParams sampling;
     double top_p_decay = 0.0, top_p_bound = 0.0;  // top_p *= decay each step, not below bound
     bool return_log_probs = false;

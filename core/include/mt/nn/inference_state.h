@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "mt/api.h"
+#include "mt/nn/encoder_context.h"
 
 namespace mt::nn {
 
@@ -35,6 +36,10 @@ class MT_API InferenceState {
     // Forgets every position: the next forward starts at position 0 and each sublayer starts its
     // state afresh there (the memory is reused for the next batch).
     void clear() { length_ = 0; }
+
+    // An encoder-decoder model's encoder output for these rows (Model::encode), which its
+    // decoder's cross-attentions read at every step.
+    EncoderContext encoder;
 
   private:
     int64_t batch_, capacity_, length_ = 0;

@@ -13,6 +13,7 @@
 #include "mt/backend.h"
 #include "mt/nn/attention_mask.h"
 #include "mt/nn/dropout.h"
+#include "mt/nn/encoder_context.h"
 #include "mt/nn/inference_state.h"
 #include "mt/nn/norm.h"
 #include "mt/nn/parameter.h"
@@ -23,16 +24,6 @@ namespace mt::nn {
 // What a module's forward keeps for its backward; each module defines its own.
 struct ModuleState {
     virtual ~ModuleState() = default;
-};
-
-// What a decoder layer's cross-attention reads (T5): the encoder's output and its padding, and
-// in training where the gradient with respect to that output accumulates.
-struct EncoderContext {
-    Tensor states;      // (B, Tk, H); sequence parallel: this rank's shard of Tk
-    Tensor key_length;  // (B) i32: row b's encoder tokens, padding after; undefined: none
-    // Training: each cross-attention's backward adds its d states here (set by the first,
-    // undefined before); null when no backward follows.
-    Tensor* grad = nullptr;
 };
 
 // What a sublayer reads besides its input: the attention mask (training and scoring) or, in
