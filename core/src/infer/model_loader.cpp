@@ -146,6 +146,9 @@ std::unique_ptr<Tokenizer> tokenizer_for(Registry& registry, const std::string& 
                     options.tiktoken_special_tokens = *list;
         }
         if (!options.vocab_size) options.vocab_size = int_arg(saved, "vocab_size");
+        // T5's sentinels (<extra_id_N>), which the tokenizer adds after its vocabulary.
+        if (options.vocab_extra_ids == 0)
+            options.vocab_extra_ids = int_arg(saved, "vocab_extra_ids").value_or(0);
         const std::string& type = std::get<std::string>(*t);
         // A core_v0.19 training (its args hold tokenizer_sentencepiece_legacy) built the
         // SentencePiece types and TikTokenizer with core_v0.19's classes, from these (the

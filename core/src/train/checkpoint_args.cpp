@@ -148,6 +148,7 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
     // What build_tokenizer reads besides the files (--use-checkpoint-args rebuilds from them).
     const TokenizerOptions& o = tokenizer.options;
     set_arg(a, "vocab_size", optional_arg(o.vocab_size));
+    set_arg(a, "vocab_extra_ids", o.vocab_extra_ids);
     set_arg(a, "tiktoken_pattern",
             o.tiktoken_pattern.empty() ? ArgValue{} : ArgValue{o.tiktoken_pattern});
     set_arg(a, "tiktoken_num_special_tokens",

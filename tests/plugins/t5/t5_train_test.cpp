@@ -106,4 +106,30 @@ TEST(TrainT5, PipelineParallelismIsRefusedAsMegatronRefusesIt) {
         << r.output;
 }
 
+// megatron-generate serves a Megatron T5 checkpoint: each prompt is the encoder's input (its
+// <mask> a sentinel), each answer the decoder's text from [BOS]; the tokenizer (with its 100
+// sentinels) comes from the checkpoint's args. (Its tokens equal megatron-core's greedy ones:
+// t5_model_test.cpp.)
+TEST(GenerateT5, PromptsAreTheEncodersInputAndTheDecoderStartsFromBos) {
+    const fs::path ckpt =
+        mt::test::fixtures_dir() / "megatron_checkpoints" / "core_v0.13" / "t5_torch_fp32";
+    // The checkpoint names its vocabulary relative to the repository root.
+    auto r = run_command("cd " + mt::test::shell_quote(mt::test::fixtures_dir() / ".." / "..") +
+                         " && " + mt::test::tool_path("megatron-generate").string() +
+                         " --model t5 --load " + mt::test::shell_quote(ckpt) +
+                         " --prompts 'hello <mask> world' 'a cafe' --out-seq-length 4 --greedy");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const size_t first = r.output.find("\n[BOS] ");
+    ASSERT_NE(first, std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("\n[BOS] ", first + 1), std::string::npos) << r.output;
+    auto bad = run_command(
+        mt::test::tool_path("megatron-generate").string() + " --model t5 --load " +
+        mt::test::shell_quote(ckpt) + " --vocab-file " +
+        mt::test::shell_quote(mt::test::fixtures_dir() / "wordpiece" / "tiny_vocab.txt") +
+        " --tokenizer-type BertWordPieceCase --prompts '<mask>' --greedy");
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_NE(bad.output.find("more <mask>s than the tokenizer has sentinels"), std::string::npos)
+        << bad.output;
+}
+
 }  // namespace
