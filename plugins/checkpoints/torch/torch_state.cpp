@@ -664,9 +664,20 @@ CheckpointState from_py(const PyValue& root, const std::string& file) {
     double qkv_version = version ? version->as_double() : 0.0;
     if (megatron_deepspeed_qkv_blocks(s.args, file)) qkv_version = 0.0;
     fix_qkv_ordering(tensors, qkv_version, head_dim(s.args), file);
-    for (auto& [name, t] : tensors)
+    for (auto& [name, t] : tensors) {
+        // A module a model registers twice (T5Model's position_embeddings and output_layer) is
+        // saved once with two keys: the later key is a repeat, with no optimizer state.
+        const auto first = std::find_if(s.model.begin(), s.model.end(), [&](const auto& e) {
+            const Tensor& u = e.second.local;
+            return u.storage() == t.storage() && u.offset() == t.offset() && u.shape() == t.shape();
+        });
+        if (t.numel() > 0 && first != s.model.end()) {
+            s.model_aliases.emplace_back(std::move(name), first->first);
+            continue;
+        }
         s.model.emplace_back(std::move(name),
                              ShardedTensor{t, t.shape(), Shape(t.shape().size(), 0)});
+    }
     if (const PyValue* o = root.find("optimizer"); o && !o->is_none())
         s.optimizer = optimizer_from_py(*o, s, file);
     const PyValue* sch = root.find("opt_param_scheduler");

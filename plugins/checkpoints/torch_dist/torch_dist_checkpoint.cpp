@@ -143,6 +143,37 @@ bool TorchDistCheckpoint::detect(const std::filesystem::path& dir) const {
     return fs::exists(iter / kConfigName) || fs::exists(iter / kDcpMetadataName);
 }
 
+namespace {
+
+// Megatron's state dicts repeat a module a model registers twice (T5Model's position_embeddings
+// and output_layer): the optimizer holds the parameter's moments under one of its keys only. A
+// model entry without moments that equals, bit for bit, one with moments is such a repeat: it
+// moves to state.model_aliases instead of asking for moments of its own.
+void set_aside_repeats(CheckpointState& state, const NamedTensors& moments) {
+    std::set<std::string> with_moments;
+    for (const auto& [key, t] : moments)
+        if (const size_t dot = key.find('.'); dot != std::string::npos)
+            with_moments.insert(key.substr(dot + 1));
+    const auto same = [](const Tensor& a, const Tensor& b) {
+        if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
+        const Tensor x = a.contiguous(), y = b.contiguous();
+        return std::memcmp(x.raw_data(), y.raw_data(), size_t(x.nbytes())) == 0;
+    };
+    std::set<std::string> repeats;
+    for (const auto& [key, entry] : state.model) {
+        if (with_moments.count(key)) continue;
+        for (const auto& [name, t] : state.model)
+            if (name != key && with_moments.count(name) && same(t.local, entry.local)) {
+                state.model_aliases.emplace_back(key, name);
+                repeats.insert(key);
+                break;
+            }
+    }
+    std::erase_if(state.model, [&](const auto& entry) { return repeats.count(entry.first) > 0; });
+}
+
+}  // namespace
+
 void TorchDistCheckpoint::save(const std::filesystem::path& dir, const CheckpointState& state) {
     auto one = make_local_communicator();
     save_collective(dir, state, *one);
@@ -425,6 +456,7 @@ CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
     for (auto& [name, t] : model)
         state.model.emplace_back(std::move(name), ShardedTensor::whole(t));
     order_by_layer(state.model);
+    if (has_optimizer) set_aside_repeats(state, moments);
     // An optimizer layout not read yet leaves the model loadable (generation, conversion);
     // resuming training with the optimizer reports the reason.
     if (has_optimizer && state.optimizer_not_loaded.empty()) {

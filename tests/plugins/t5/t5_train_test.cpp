@@ -67,6 +67,30 @@ TEST(TrainT5, ExampleScriptFlagsPrintFallingLmLossAndResume) {
     EXPECT_NEAR(again[1], lm[3], 1e-5 * lm[3]);
 }
 
+// A torch-format checkpoint (Megatron's state dict: the repeated position_embeddings and
+// output_layer keys share their storage) resumes exactly too, optimizer state included.
+TEST(TrainT5, TorchFormatCheckpointsResumeExactly) {
+    auto vocab = mt::test::test_data("bert/bert-large-uncased-vocab.txt");
+    if (!vocab) GTEST_SKIP() << "MEGATRON_TEST_DATA is not set: no BERT vocabulary";
+    TempDir dir;
+    const std::string flags = example_flags(dir, *vocab) +
+                              " --train-iters 4 --lr-decay-iters 4 --log-interval 1"
+                              " --eval-iters 0 --ckpt-format torch";
+    auto r = run_command(train() + flags + " --save " + mt::test::shell_quote(dir / "ckpt") +
+                         " --save-interval 2");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto lm = logged_values(r.output, "lm loss");
+    ASSERT_EQ(lm.size(), 4u) << r.output;
+    fs::remove_all(dir / "ckpt" / "iter_0000004");
+    mt::test::write_file(dir / "ckpt" / "latest_checkpointed_iteration.txt", "2");
+    auto resumed = run_command(train() + flags + " --load " + mt::test::shell_quote(dir / "ckpt"));
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+    const auto again = logged_values(resumed.output, "lm loss");
+    ASSERT_EQ(again.size(), 2u) << resumed.output;
+    EXPECT_NEAR(again[0], lm[2], 1e-5 * lm[2]);
+    EXPECT_NEAR(again[1], lm[3], 1e-5 * lm[3]);
+}
+
 TEST(TrainT5, TensorSequenceAndDataParallelGiveTheOneProcessLosses) {
     if (std::string(MT_TEST_MPIEXEC).empty()) GTEST_SKIP() << "built without MPI";
     auto vocab = mt::test::test_data("bert/bert-large-uncased-vocab.txt");
