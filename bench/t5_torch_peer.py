@@ -7,7 +7,9 @@ timed per iteration after warm-up.
   PYTHONPATH=/path/to/Megatron-LM python bench/t5_torch_peer.py --enc 256 --dec 64 --batch 2 \\
       [--bf16] [--threads 2]
 
---bf16 runs the forward under torch.autocast("cpu", torch.bfloat16). Prints one line:
+--bf16 trains as Megatron's --bf16 does (torch.autocast does not reach megatron-core's linear
+autograd functions): the model's parameters in bfloat16 (its Float16Module), float32 main copies
+that AdamW steps, the gradients copied into them and the result copied back. Prints one line:
 "tokens_per_s <value> ms_per_iter <value>" (tokens: encoder + decoder positions).
 """
 import argparse
@@ -64,7 +66,13 @@ def main():
                         a.layers),
                     vocab_size=a.vocab, max_sequence_length=max(a.enc, a.dec),
                     share_embeddings_and_output_weights=True).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+    params = list(model.parameters())
+    if a.bf16:
+        model = model.to(torch.bfloat16)
+        main = [q.detach().float().clone().requires_grad_() for q in params]
+    else:
+        main = params
+    opt = torch.optim.AdamW(main, lr=1e-4, weight_decay=0.01)
     enc = torch.randint(1000, a.vocab, (a.batch, a.enc))
     dec = torch.randint(1000, a.vocab, (a.batch, a.dec))
     labels = torch.randint(1000, a.vocab, (a.batch, a.dec))
@@ -73,10 +81,17 @@ def main():
     times = []
     for _ in range(a.warmup + a.iters):
         start = time.perf_counter()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.bf16):
-            loss = model(enc, dec, *masks, lm_labels=labels).float().mean()
+        loss = model(enc, dec, *masks, lm_labels=labels).float().mean()
         loss.backward()
+        if a.bf16:
+            for m, q in zip(main, params):
+                m.grad = q.grad.float()
+                q.grad = None
         opt.step()
+        if a.bf16:
+            with torch.no_grad():
+                for m, q in zip(main, params):
+                    q.copy_(m)
         opt.zero_grad(set_to_none=True)
         times.append(time.perf_counter() - start)
     ms = 1000 * sum(times[a.warmup:]) / a.iters

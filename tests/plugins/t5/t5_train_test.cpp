@@ -91,6 +91,28 @@ TEST(TrainT5, TorchFormatCheckpointsResumeExactly) {
     EXPECT_NEAR(again[1], lm[3], 1e-5 * lm[3]);
 }
 
+// Full (the decoder's layers replaying their cross-attention over the kept encoder output) and
+// selective recompute give the losses of a run that keeps every activation, dropout on.
+TEST(TrainT5, RecomputeGivesTheSameLosses) {
+    auto vocab = mt::test::test_data("bert/bert-large-uncased-vocab.txt");
+    if (!vocab) GTEST_SKIP() << "MEGATRON_TEST_DATA is not set: no BERT vocabulary";
+    TempDir dir;
+    const std::string flags = example_flags(dir, *vocab) +
+                              " --train-iters 3 --lr-decay-iters 3 --log-interval 1 --eval-iters 0";
+    auto plain = run_command(train() + flags);
+    ASSERT_EQ(plain.exit_code, 0) << plain.output;
+    const auto want = logged_values(plain.output, "lm loss");
+    ASSERT_EQ(want.size(), 3u) << plain.output;
+    for (const char* recompute :
+         {" --recompute-granularity full --recompute-method uniform --recompute-num-layers 1",
+          " --recompute-granularity selective"}) {
+        SCOPED_TRACE(recompute);
+        auto r = run_command(train() + flags + recompute);
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+        EXPECT_EQ(logged_values(r.output, "lm loss"), want) << r.output;
+    }
+}
+
 TEST(TrainT5, TensorSequenceAndDataParallelGiveTheOneProcessLosses) {
     if (std::string(MT_TEST_MPIEXEC).empty()) GTEST_SKIP() << "built without MPI";
     auto vocab = mt::test::test_data("bert/bert-large-uncased-vocab.txt");
