@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -61,7 +62,10 @@ Batch t5_batch(const std::vector<int64_t>& enc, const std::vector<int64_t>& dec,
             {"enc_mask", i64(enc_mask, {B, Te})}, {"dec_mask", i64(dec_mask, {B, Td})}};
 }
 
-TEST(T5MegatronCheckpoints, GiveMegatronCoresLogProbs) {
+// Runs `check` on each of Megatron's T5 checkpoints (expected.json's t5 entries: megatron-core's
+// numbers for it) with the t5 family's model built from the checkpoint's own args and loaded;
+// returns how many.
+int for_each_megatron_t5(const std::function<void(simdjson::dom::element, Model&)>& check) {
     const fs::path root = mt::test::fixtures_dir() / "megatron_checkpoints";
     simdjson::dom::parser parser;
     const simdjson::dom::element expected = parser.load((root / "expected.json").string());
@@ -70,20 +74,26 @@ TEST(T5MegatronCheckpoints, GiveMegatronCoresLogProbs) {
         const std::string key(key_view);
         if (key.find("/t5_") == std::string::npos) continue;
         SCOPED_TRACE(key);
+        const CheckpointState state =
+            detect_checkpoint_format(Registry::global(), root / key)->load(root / key);
+        auto family = Registry::global().create_model("t5");
+        auto model = family->build(model_args_from_checkpoint(state.args, family->flags()));
+        load_model_weights(state, *model, WeightLoad::copy);
+        check(value, *model);
+        ++checked;
+    }
+    return checked;
+}
+
+TEST(T5MegatronCheckpoints, GiveMegatronCoresLogProbs) {
+    const int checked = for_each_megatron_t5([](simdjson::dom::element value, Model& model) {
         int64_t B = 0, Te = 0, Td = 0;
         const std::vector<int64_t> enc = int_rows(value["encoder_tokens"], B, Te);
         const std::vector<int64_t> dec = int_rows(value["decoder_tokens"], B, Td);
         const std::vector<int64_t> labels = int_rows(value["labels"], B, Td);
-
-        auto format = detect_checkpoint_format(Registry::global(), root / key);
-        const CheckpointState state = format->load(root / key);
-        auto family = Registry::global().create_model("t5");
-        const ModelArgs args = model_args_from_checkpoint(state.args, family->flags());
-        auto model = family->build(args);
-        load_model_weights(state, *model, WeightLoad::copy);
         nn::DropoutContext no_dropout{false, 0, 0};
         const Losses losses =
-            model->forward(t5_batch(enc, dec, labels, B, Te, Td), no_dropout, nullptr);
+            model.forward(t5_batch(enc, dec, labels, B, Te, Td), no_dropout, nullptr);
         ASSERT_EQ(losses.size(), 1u);
         // The loss of each label = -its log-probability; padded decoder positions are left out
         // (Megatron's masks hide every key from their queries there).
@@ -97,8 +107,7 @@ TEST(T5MegatronCheckpoints, GiveMegatronCoresLogProbs) {
                         << "position " << i;
                 ++i;
             }
-        ++checked;
-    }
+    });
     EXPECT_EQ(checked, 4);  // core_v0.13 x two formats x two dtypes
 }
 
@@ -106,22 +115,10 @@ TEST(T5MegatronCheckpoints, GiveMegatronCoresLogProbs) {
 // and the cross-attention's projected encoder keys) gives megatron-core's greedy tokens, which
 // ran the whole T5Model again at every step.
 TEST(T5MegatronCheckpoints, GreedyGenerationGivesMegatronCoresTokens) {
-    const fs::path root = mt::test::fixtures_dir() / "megatron_checkpoints";
-    simdjson::dom::parser parser;
-    const simdjson::dom::element expected = parser.load((root / "expected.json").string());
-    int checked = 0;
-    for (auto [key_view, value] : expected.get_object()) {
-        const std::string key(key_view);
-        if (key.find("/t5_") == std::string::npos) continue;
-        SCOPED_TRACE(key);
+    const int checked = for_each_megatron_t5([](simdjson::dom::element value, Model& model) {
         int64_t B = 0, Te = 0, Tg = 0;
         const std::vector<int64_t> enc = int_rows(value["encoder_tokens"], B, Te);
         const std::vector<int64_t> greedy = int_rows(value["greedy_tokens"], B, Tg);
-        auto format = detect_checkpoint_format(Registry::global(), root / key);
-        const CheckpointState state = format->load(root / key);
-        auto family = Registry::global().create_model("t5");
-        auto model = family->build(model_args_from_checkpoint(state.args, family->flags()));
-        load_model_weights(state, *model, WeightLoad::copy);
         infer::GenerationRequest request;
         for (int64_t b = 0; b < B; ++b) {
             std::vector<int32_t> row;
@@ -136,14 +133,13 @@ TEST(T5MegatronCheckpoints, GreedyGenerationGivesMegatronCoresTokens) {
         // The tiny WordPiece vocabulary with [BOS], [EOS] and 100 sentinels: 138 ids.
         const infer::GenerationTokens ids{37, 138};
         infer::SamplingRng rng(1);
-        const infer::GenerationResult out = infer::generate(*model, request, ids, rng);
+        const infer::GenerationResult out = infer::generate(model, request, ids, rng);
         ASSERT_EQ(int64_t(out.tokens.size()), B);
         for (int64_t b = 0; b < B; ++b)
             EXPECT_EQ(out.tokens[size_t(b)],
                       std::vector<int32_t>(greedy.begin() + b * Tg, greedy.begin() + (b + 1) * Tg))
                 << "row " << b;
-        ++checked;
-    }
+    });
     EXPECT_EQ(checked, 4);
 }
 

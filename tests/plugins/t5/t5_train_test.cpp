@@ -5,7 +5,9 @@
 // optimizer give the one-process losses.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <vector>
 
 #include "test_support.h"
 
@@ -39,6 +41,23 @@ std::string train() {
     return mt::test::tool_path("megatron-train").string();
 }
 
+// <dir>/ckpt, saved at iteration `from` and `to` by a run that logged the losses `lm` (the last
+// two after `from`), set back to `from`: the resumed run logs those two losses again.
+void expect_resumes_as_uninterrupted(const TempDir& dir, const std::string& flags, int from, int to,
+                                     const std::vector<double>& lm) {
+    char last[32];
+    std::snprintf(last, sizeof last, "iter_%07d", to);
+    fs::remove_all(dir / "ckpt" / last);
+    mt::test::write_file(dir / "ckpt" / "latest_checkpointed_iteration.txt", std::to_string(from));
+    auto resumed = run_command(train() + flags + " --load " + mt::test::shell_quote(dir / "ckpt"));
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+    const auto again = logged_values(resumed.output, "lm loss");
+    ASSERT_EQ(again.size(), 2u) << resumed.output;
+    ASSERT_GE(lm.size(), 2u);
+    EXPECT_NEAR(again[0], lm[lm.size() - 2], 1e-5 * lm[lm.size() - 2]);
+    EXPECT_NEAR(again[1], lm.back(), 1e-5 * lm.back());
+}
+
 TEST(TrainT5, ExampleScriptFlagsPrintFallingLmLossAndResume) {
     auto vocab = mt::test::test_data("bert/bert-large-uncased-vocab.txt");
     if (!vocab) GTEST_SKIP() << "MEGATRON_TEST_DATA is not set: no BERT vocabulary";
@@ -57,14 +76,7 @@ TEST(TrainT5, ExampleScriptFlagsPrintFallingLmLossAndResume) {
     EXPECT_TRUE(fs::exists(dir / "cache"));
 
     // From iteration 20's checkpoint the run goes on as the uninterrupted one did.
-    fs::remove_all(dir / "ckpt" / "iter_0000040");
-    mt::test::write_file(dir / "ckpt" / "latest_checkpointed_iteration.txt", "20");
-    auto resumed = run_command(train() + flags + " --load " + mt::test::shell_quote(dir / "ckpt"));
-    ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-    const auto again = logged_values(resumed.output, "lm loss");
-    ASSERT_EQ(again.size(), 2u) << resumed.output;
-    EXPECT_NEAR(again[0], lm[2], 1e-5 * lm[2]);
-    EXPECT_NEAR(again[1], lm[3], 1e-5 * lm[3]);
+    expect_resumes_as_uninterrupted(dir, flags, 20, 40, lm);
 }
 
 // A torch-format checkpoint (Megatron's state dict: the repeated position_embeddings and
@@ -81,14 +93,7 @@ TEST(TrainT5, TorchFormatCheckpointsResumeExactly) {
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const auto lm = logged_values(r.output, "lm loss");
     ASSERT_EQ(lm.size(), 4u) << r.output;
-    fs::remove_all(dir / "ckpt" / "iter_0000004");
-    mt::test::write_file(dir / "ckpt" / "latest_checkpointed_iteration.txt", "2");
-    auto resumed = run_command(train() + flags + " --load " + mt::test::shell_quote(dir / "ckpt"));
-    ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-    const auto again = logged_values(resumed.output, "lm loss");
-    ASSERT_EQ(again.size(), 2u) << resumed.output;
-    EXPECT_NEAR(again[0], lm[2], 1e-5 * lm[2]);
-    EXPECT_NEAR(again[1], lm[3], 1e-5 * lm[3]);
+    expect_resumes_as_uninterrupted(dir, flags, 2, 4, lm);
 }
 
 // Full (the decoder's layers replaying their cross-attention over the kept encoder output) and
