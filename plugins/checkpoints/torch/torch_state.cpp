@@ -664,7 +664,9 @@ CheckpointState from_py(const PyValue& root, const std::string& file) {
     double qkv_version = version ? version->as_double() : 0.0;
     if (megatron_deepspeed_qkv_blocks(s.args, file)) qkv_version = 0.0;
     fix_qkv_ordering(tensors, qkv_version, head_dim(s.args), file);
-    for (auto& [name, t] : tensors) {
+    for (auto& entry : tensors) {
+        std::string& name = entry.first;
+        const Tensor& t = entry.second;  // a plain reference: lambdas capture it (clang 14)
         // A module a model registers twice (T5Model's position_embeddings and output_layer) is
         // saved once with two keys: the later key is a repeat, with no optimizer state.
         const auto first = std::find_if(s.model.begin(), s.model.end(), [&](const auto& e) {

@@ -194,12 +194,13 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
     const KeyLayout layout = key_layout(share.args);
     std::vector<StoredTensor> stored = stack(share.model, layout);
     // The keys Megatron's state dict repeats an entry under (not a layer's: stored as named).
-    for (const auto& [alias, original] : share.model_aliases) {
+    for (const auto& repeat : share.model_aliases) {
+        const std::string& original = repeat.second;  // a plain reference: lambdas capture it
         const auto it = std::find_if(stored.begin(), stored.end(),
                                      [&](const StoredTensor& s) { return s.key == original; });
         if (it == stored.end()) continue;  // the rank holding the original writes it
         StoredTensor copy = *it;
-        copy.key = alias;
+        copy.key = repeat.first;
         stored.push_back(std::move(copy));
     }
     const bool shards = share.optimizer && !share.optimizer->shards.empty();
