@@ -1,8 +1,6 @@
 // TextGenerator: Megatron's tokenize_prompts / detokenize_generations around infer::generate.
 #include "text_generation.h"
 
-#include <algorithm>
-
 #include "mt/error.h"
 
 namespace mt::generate_tool {
@@ -54,14 +52,7 @@ TextGenerator::TextGenerator(Model& model, const Tokenizer& tokenizer, uint64_t 
         MT_CHECK(s.bos, "an encoder-decoder model's decoder starts from [BOS]; tokenizer ",
                  tokenizer.name(), " has none");
         decoder_start_ = *s.bos;
-        // The tokenizer's additional_special_tokens_ids: <extra_id_0>, <extra_id_1>, ...
-        const std::vector<std::string> pieces = tokenizer.vocabulary();
-        for (size_t k = 0;; ++k) {
-            const auto it =
-                std::find(pieces.begin(), pieces.end(), "<extra_id_" + std::to_string(k) + ">");
-            if (it == pieces.end()) break;
-            sentinels_.push_back(int32_t(it - pieces.begin()));
-        }
+        sentinels_ = sentinel_ids(tokenizer);
     }
 }
 

@@ -105,4 +105,8 @@ class MT_API Tokenizer {
     int32_t require(const std::optional<int32_t>& id, const char* what) const;
 };
 
+// Megatron's additional_special_tokens_ids: the ids of the T5 sentinels <extra_id_0>,
+// <extra_id_1>, ... (--vocab-extra-ids of them) in order; empty for a tokenizer without them.
+MT_API std::vector<int32_t> sentinel_ids(const Tokenizer& tokenizer);
+
 }  // namespace mt

@@ -1,8 +1,5 @@
 #include "t5_data.h"
 
-#include <string>
-#include <unordered_map>
-
 #include "mt/data/masked_datasets.h"
 #include "mt/data/t5_dataset.h"
 #include "mt/error.h"
@@ -28,14 +25,7 @@ std::array<std::shared_ptr<data::SampleDataset>, 3> t5_datasets(
              tokenizer.name(), " has none");
     c.bos_id = *ids.bos;
     c.eos_id = *ids.eos;
-    // The tokenizer's additional_special_tokens_ids: <extra_id_0>, <extra_id_1>, ... in order.
-    std::unordered_map<std::string, int64_t> id_of;
-    for (size_t id = 0; id < c.inv_vocab.size(); ++id) id_of.emplace(c.inv_vocab[id], id);
-    for (int64_t n = 0;; ++n) {
-        const auto it = id_of.find("<extra_id_" + std::to_string(n) + ">");
-        if (it == id_of.end()) break;
-        c.sentinel_ids.push_back(it->second);
-    }
+    for (int32_t id : sentinel_ids(tokenizer)) c.sentinel_ids.push_back(id);
     return data::masked_datasets<data::T5MaskedWordPieceDataset>(request, c);
 }
 
