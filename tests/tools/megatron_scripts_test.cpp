@@ -1,6 +1,7 @@
-// Megatron-LM's own GPT launch configurations (its functional tests' model_config.yaml and its
-// example scripts, tests/fixtures/megatron_scripts/configs.tsv) through our tools at tiny sizes:
-// each line runs, or is refused naming the capability we lack, as its expect column says.
+// Megatron-LM's own GPT, Mamba and T5 launch configurations (its functional tests'
+// model_config.yaml and its example scripts, tests/fixtures/megatron_scripts/configs.tsv) through
+// our tools at tiny sizes: each line runs, or is refused naming the capability we lack, as its
+// expect column says.
 //
 // One test per line. ctest runs a sample (every example script, every 4th functional test, and
 // every functional test that runs); MT_MEGATRON_SCRIPTS_ALL=1 runs every line. Lines of 2-4 ranks
@@ -139,6 +140,41 @@ const SharedData& shared_data() {
     return data;
 }
 
+// {BERT_VOCAB}: the shared data's bert-large-cased-vocab.txt (empty without MEGATRON_TEST_DATA).
+std::string bert_vocab() {
+    const auto data = mt::test::test_data_dir();
+    return data ? (*data / "bert" / "bert-large-cased-vocab.txt").string() : "";
+}
+
+// {BERT_DATA}, for the T5 lines: 12,000 sentence-split documents in bert-large-cased ids (the
+// extract script's BERT_DOCUMENT), enough that Megatron's --split 99982,9,9 leaves the validation
+// and test splits a document each. Made once per process, on first use.
+struct BertData {
+    TempDir dir;
+    std::string prefix;
+    BertData() {
+        std::string jsonl;
+        for (int d = 0; d < 12000; ++d)
+            jsonl += "{\"text\": \"Document " + std::to_string(d) + " opens the story. It says " +
+                     std::to_string(d * 7 % 13) + " and then " + std::to_string(d % 5) +
+                     " again, twice over. Once more it speaks to the " + std::to_string(d % 3) +
+                     " readers who stayed.\"}\n";
+        mt::test::write_file(dir / "sentences.jsonl", jsonl);
+        RunResult r = run_command(shell_quote(tool_path("megatron-preprocess")) + " --input " +
+                                  shell_quote(dir / "sentences.jsonl") + " --output-prefix " +
+                                  shell_quote(dir / "bert") +
+                                  " --tokenizer-type BertWordPieceCase --vocab-file " +
+                                  shell_quote(bert_vocab()) + " --split-sentences");
+        EXPECT_EQ(r.exit_code, 0) << r.output;
+        prefix = (dir / "bert_text_sentence").string();
+    }
+};
+
+const std::string& bert_data() {
+    static BertData data;
+    return data.prefix;
+}
+
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
     for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
         s.replace(at, from.size(), to);
@@ -167,9 +203,12 @@ class MegatronScripts : public ::testing::TestWithParam<Config> {
             {"{TMP}", work_.path().string()},
             {"{TOKENIZER_MODEL}", (work_ / "tokenizer.model").string()},
             {"{SP_MODEL}", sentencepiece_model()},
+            {"{BERT_VOCAB}", bert_vocab()},
         };
         std::string out = flags;
         for (const auto& [key, value] : subs) out = replace_all(out, key, value);
+        if (out.find("{BERT_DATA}") != std::string::npos)
+            out = replace_all(out, "{BERT_DATA}", bert_data());
         return out;
     }
     // The tool's command line: under mpiexec for 2-4 ranks; a minute at most, so that a line
@@ -222,6 +261,8 @@ TEST_P(MegatronScripts, OutcomeIsTheExpectedOne) {
     if ((c.flags + c.setup).find("{SP_MODEL}") != std::string::npos &&
         sentencepiece_model().empty())
         GTEST_SKIP() << c.name << " needs a SentencePiece model: set MEGATRON_TEST_DATA";
+    if ((c.flags + c.setup).find("{BERT_VOCAB}") != std::string::npos && bert_vocab().empty())
+        GTEST_SKIP() << c.name << " needs the BERT vocabulary: set MEGATRON_TEST_DATA";
     ASSERT_FALSE(c.expect.empty()) << "no expect column: run extract_configs.py --probe";
     if (c.expect == "setup failed") {
         // The line itself cannot run here; that its checkpoint still cannot be written is
