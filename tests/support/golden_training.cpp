@@ -1,5 +1,11 @@
 #include "golden_training.h"
 
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
 namespace mt::test {
 
 std::unique_ptr<GoldenTraining> golden_training(Model& model) {
@@ -25,6 +31,42 @@ std::unique_ptr<GoldenTraining> golden_training(Model& model) {
     return std::unique_ptr<GoldenTraining>(new GoldenTraining{
         optim::Optimizer(single_process_context().backend, model.parameters(), oc),
         optim::LrScheduler(optim::schedule_config_from_flags(f)), o});
+}
+
+std::vector<double> GoldenCurve::column(size_t i) const {
+    std::vector<double> out;
+    for (const auto& row : rows) {
+        EXPECT_LT(i, row.size()) << "a golden-curve row has no number " << i;
+        out.push_back(i < row.size() ? row[i] : 0.0);
+    }
+    return out;
+}
+
+GoldenCurve load_golden_curve(const std::filesystem::path& file) {
+    std::ifstream in(file);
+    EXPECT_TRUE(in) << "missing " << file;
+    GoldenCurve c;
+    for (std::string line; std::getline(in, line);) {
+        std::istringstream words(line);
+        std::string first;
+        words >> first;
+        if (first.empty()) continue;
+        if (first == "config") {
+            for (std::string kv; words >> kv;)
+                c.args[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+            continue;
+        }
+        std::vector<double>& row = c.rows.emplace_back();
+        for (std::string word; words >> word;) {
+            const size_t eq = word.find('=');
+            if (eq == std::string::npos)
+                row.push_back(std::strtod(word.c_str(), nullptr));  // nan too
+            else
+                c.auxiliary[word.substr(0, eq)].push_back(
+                    std::strtod(word.c_str() + eq + 1, nullptr));
+        }
+    }
+    return c;
 }
 
 }  // namespace mt::test

@@ -4,7 +4,11 @@
 // with 3 warm-up iterations over 20; global batch 4 of micro-batches of 2; clipping at 1.0.
 #pragma once
 
+#include <filesystem>
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "mt/model.h"
 #include "mt/optim/lr_schedule.h"
@@ -21,5 +25,17 @@ struct GoldenTraining {
 
 // The setup for `model`'s parameters on the one-process backend.
 std::unique_ptr<GoldenTraining> golden_training(Model& model);
+
+// A golden-curve fixture: a "config" line of the model's flags (key=value words), then one line
+// per iteration, "<iteration> <number>..." with optional key=value words after the numbers
+// (auxiliary values, e.g. the MoE routers' losses).
+struct GoldenCurve {
+    ModelArgs args;
+    std::vector<std::vector<double>> rows;  // per iteration, the numbers after its index
+    std::map<std::string, std::vector<double>> auxiliary;
+    std::vector<double> column(size_t i) const;  // the i-th number of every row
+};
+
+GoldenCurve load_golden_curve(const std::filesystem::path& file);
 
 }  // namespace mt::test

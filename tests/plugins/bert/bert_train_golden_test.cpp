@@ -6,8 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "formula_weights.h"
 #include "golden_training.h"
@@ -62,38 +60,12 @@ class FormulaBertData final : public data::SampleDataset {
     }
 };
 
-struct Curve {
-    ModelArgs args;
-    std::vector<double> lm, sop, norms, lrs;
-};
-
-Curve load_curve() {
-    std::ifstream in(mt::test::fixtures_dir() / "bert" / "bert_training.txt");
-    EXPECT_TRUE(in) << "missing tests/fixtures/bert/bert_training.txt";
-    Curve c;
-    std::string line;
-    while (std::getline(in, line)) {
-        std::istringstream s(line);
-        std::string first;
-        s >> first;
-        if (first == "config") {
-            std::string kv;
-            while (s >> kv) c.args[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
-            continue;
-        }
-        double lm, sop, norm, lr;
-        s >> lm >> sop >> norm >> lr;
-        c.lm.push_back(lm);
-        c.sop.push_back(sop);
-        c.norms.push_back(norm);
-        c.lrs.push_back(lr);
-    }
-    return c;
-}
-
 TEST(BertTraining, TwentyIterationsFollowTheTransformersCurve) {
-    const Curve ref = load_curve();
-    ASSERT_EQ(ref.lm.size(), 20u);
+    // Per iteration: lm loss, sop loss, gradient norm, learning rate.
+    const mt::test::GoldenCurve ref =
+        mt::test::load_golden_curve(mt::test::fixtures_dir() / "bert" / "bert_training.txt");
+    const std::vector<double> lm = ref.column(0), sop = ref.column(1), norms = ref.column(2);
+    ASSERT_EQ(lm.size(), 20u);
     Registry registry;
     register_bert(registry);
     auto model = registry.create_model("bert")->build(ref.args);
@@ -106,12 +78,11 @@ TEST(BertTraining, TwentyIterationsFollowTheTransformersCurve) {
     trainer.train(data, nullptr);
     ASSERT_EQ(trainer.losses().size(), 20u);
     for (size_t i = 0; i < 20; ++i) {
-        const double want = ref.lm[i] + ref.sop[i];
+        const double want = lm[i] + sop[i];
         EXPECT_NEAR(trainer.losses()[i], want, 1e-5 * want) << "iteration " << i + 1;
-        EXPECT_NEAR(trainer.grad_norms()[i], ref.norms[i], 1e-5 * ref.norms[i])
-            << "iteration " << i + 1;
+        EXPECT_NEAR(trainer.grad_norms()[i], norms[i], 1e-5 * norms[i]) << "iteration " << i + 1;
     }
-    EXPECT_DOUBLE_EQ(scheduler.lr(), ref.lrs.back());
+    EXPECT_DOUBLE_EQ(scheduler.lr(), ref.column(3).back());
     EXPECT_LT(trainer.losses().back(), trainer.losses().front());
 }
 

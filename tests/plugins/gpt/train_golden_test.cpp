@@ -1,17 +1,15 @@
 // 20 iterations of training (two micro-batches per iteration, masked tokens, clipping, AdamW
 // with Megatron's parameter groups and schedule) give the loss curve of the PyTorch reference
 // of Megatron's GPT (tests/fixtures/gpt/make_training_fixtures.py) to 1e-5 relative, for a
-// GPT-2-style, a Llama-style, MoE and a Mamba hybrid model; with --bf16 (bf16 weights and activations, f32 master
-// weights, grads and optimizer state) and --fp16 (the same with loss scaling) that of
-// make_half_training_fixtures.py.
+// GPT-2-style, a Llama-style, MoE and a Mamba hybrid model; with --bf16 (bf16 weights and
+// activations, f32 master weights, grads and optimizer state) and --fp16 (the same with loss
+// scaling) that of make_half_training_fixtures.py.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <functional>
 
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "formula_weights.h"
 #include "golden_training.h"
@@ -55,42 +53,15 @@ class FormulaData final : public data::GPTSampleDataset {
     data::Split split() const override { return data::Split::train; }
 };
 
-struct Curve {
-    ModelArgs args;
-    std::vector<double> losses, norms, lrs;  // norm nan: a skipped (overflowing) iteration
-    // MoE: the routers' losses the log reports ("load_balancing_loss", "z_loss"), per iteration.
-    std::map<std::string, std::vector<double>> auxiliary;
-};
-
 // tests/fixtures/gpt/training_<name>.txt, or moe/ for the "moe_" curves and mamba/ for the
-// "hybrid" one.
-Curve load_curve(const std::string& name) {
+// "hybrid" one: per iteration the loss, the gradient norm (nan: a skipped, overflowing
+// iteration), the learning rate, and for MoE the routers' losses the log reports.
+mt::test::GoldenCurve load_curve(const std::string& name) {
     const std::string dir = name.rfind("moe_", 0) == 0     ? "moe"
                             : name.rfind("hybrid", 0) == 0 ? "mamba"
                                                            : "gpt";
-    std::ifstream in(mt::test::fixtures_dir() / dir / ("training_" + name + ".txt"));
-    EXPECT_TRUE(in) << "missing tests/fixtures/" << dir << "/training_" << name << ".txt";
-    Curve c;
-    std::string line;
-    while (std::getline(in, line)) {
-        std::istringstream s(line);
-        std::string first;
-        s >> first;
-        if (first == "config") {
-            std::string kv;
-            while (s >> kv) c.args[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
-            continue;
-        }
-        std::string loss, norm, lr;
-        s >> loss >> norm >> lr;
-        c.losses.push_back(std::strtod(loss.c_str(), nullptr));
-        c.norms.push_back(std::strtod(norm.c_str(), nullptr));
-        c.lrs.push_back(std::strtod(lr.c_str(), nullptr));
-        for (std::string kv; s >> kv;)
-            c.auxiliary[kv.substr(0, kv.find('='))].push_back(
-                std::strtod(kv.substr(kv.find('=') + 1).c_str(), nullptr));
-    }
-    return c;
+    return mt::test::load_golden_curve(mt::test::fixtures_dir() / dir /
+                                       ("training_" + name + ".txt"));
 }
 
 // The curve of training_<name>.txt, each loss within `tolerance` relative and the first two
@@ -100,8 +71,9 @@ Curve load_curve(const std::string& name) {
 void check_curve(const std::string& name, DType params_dtype, double tolerance,
                  double early_tolerance,
                  const std::function<void(train::TrainerOptions&)>& variant = {}) {
-    Curve ref = load_curve(name);
-    ASSERT_EQ(ref.losses.size(), 20u);
+    const mt::test::GoldenCurve ref = load_curve(name);
+    const std::vector<double> losses = ref.column(0), norms = ref.column(1), lrs = ref.column(2);
+    ASSERT_EQ(losses.size(), 20u);
     Registry registry;
     register_gpt(registry);
     const BuildContext& one = single_process_context();
@@ -134,12 +106,12 @@ void check_curve(const std::string& name, DType params_dtype, double tolerance,
 
     ASSERT_EQ(trainer.losses().size(), 20u);
     for (size_t i = 0; i < 20; ++i)
-        EXPECT_NEAR(trainer.losses()[i], ref.losses[i],
-                    (i < 2 ? early_tolerance : tolerance) * std::abs(ref.losses[i]))
+        EXPECT_NEAR(trainer.losses()[i], losses[i],
+                    (i < 2 ? early_tolerance : tolerance) * std::abs(losses[i]))
             << name << " iteration " << i + 1;
     for (size_t i = 0; i < 20; ++i)  // the same iterations skipped
-        EXPECT_EQ(std::isnan(trainer.grad_norms()[i]), std::isnan(ref.norms[i])) << i + 1;
-    EXPECT_DOUBLE_EQ(scheduler.lr(), ref.lrs.back());
+        EXPECT_EQ(std::isnan(trainer.grad_norms()[i]), std::isnan(norms[i])) << i + 1;
+    EXPECT_DOUBLE_EQ(scheduler.lr(), lrs.back());
     for (const auto& [aux, values] : ref.auxiliary) {
         ASSERT_EQ(logged[aux].size(), values.size()) << aux;
         for (size_t i = 0; i < values.size(); ++i)  // the log prints 7 digits
@@ -147,7 +119,7 @@ void check_curve(const std::string& name, DType params_dtype, double tolerance,
     }
     // The run learns where the reference's own curve goes down (each iteration sees new data:
     // the MoE dropless curve ends above where it starts).
-    if (ref.losses.back() < ref.losses.front())
+    if (losses.back() < losses.front())
         EXPECT_LT(trainer.losses().back(), trainer.losses().front());
 }
 
