@@ -4,8 +4,8 @@
 // evaluation results are the one-process ones, on the tiny Hugging Face Llama (GQA, two key/value
 // groups: one per rank), a megatron-train checkpoint saved at TP2 (per-rank files), a Hugging
 // Face GPT-2 whose 50257 vocabulary rows do not split in two (padded for the split, cut from the
-// logits), a Mixtral whose experts are spread over expert-parallel ranks, and a Mamba hybrid
-// model over pipeline stages.
+// logits), a Mixtral whose experts are spread over expert-parallel ranks, a Mamba hybrid
+// model over pipeline stages, and Megatron's T5 (encoder-decoder).
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -171,6 +171,44 @@ TEST_F(ParallelInference, RestServerOnRankZeroAnswersAsOneProcess) {
         ASSERT_TRUE(bad);
         EXPECT_EQ(bad->status, 400);
         EXPECT_TRUE(server.alive());
+    }
+}
+
+// An encoder-decoder model: Megatron's own T5 checkpoint (tests/fixtures/megatron_checkpoints,
+// pretrain_t5.py's model) at TP2, each prompt the encoder's input, its <mask> a sentinel: the
+// CLI's greedy tokens and log-probabilities and the REST server's answers (its followers encoding
+// each request's prompts in step) are the one-process ones.
+TEST_F(ParallelInference, T5GeneratesAndServesAtTensorParallelAsOneProcess) {
+    const std::string t5 =
+        " --model t5 --load " +
+        shell_quote(mt::test::fixtures_dir() / "megatron_checkpoints" / "core_v0.13" /
+                    "t5_torch_fp32") +
+        " --tokenizer-type BertWordPieceCase --vocab-extra-ids 100 --vocab-file " +
+        shell_quote(mt::test::fixtures_dir() / "wordpiece" / "tiny_vocab.txt");
+    expect_same_generation(t5 +
+                           " --greedy --out-seq-length 5 --return-log-probs"
+                           " --prompts 'hello <mask> world' 'a cafe'");
+    const std::string request =
+        R"({"prompts": ["hello <mask> world", "a cafe"], "tokens_to_generate": 4, "top_k": 1,)"
+        R"( "logprobs": true})";
+    std::string alone;
+    {
+        mt::test::ApiServerProcess server(t5);
+        ASSERT_GT(server.port(), 0);
+        auto res = mt::test::put_api(server.port(), request);
+        ASSERT_TRUE(res);
+        ASSERT_EQ(res->status, 200) << res->body;
+        alone = res->body;
+    }
+    // The decoder's text from [BOS].
+    EXPECT_EQ(alone.rfind(R"({"text": ["[BOS] )", 0), 0u) << alone;
+    mt::test::ApiServerProcess server(t5 + " --tensor-model-parallel-size 2", "", launcher(2));
+    ASSERT_GT(server.port(), 0);
+    for (int i = 0; i < 2; ++i) {  // the followers stay in step across requests
+        auto res = mt::test::put_api(server.port(), request);
+        ASSERT_TRUE(res);
+        EXPECT_EQ(res->status, 200) << res->body;
+        EXPECT_TRUE(mt::test::json_near(res->body, alone, 1e-5));
     }
 }
 

@@ -14,10 +14,11 @@ namespace mt::infer {
 namespace {
 
 // What the leader broadcasts before each call: the call and its arguments.
-enum class Call : int64_t { stop, make_inference_state, logits };
+enum class Call : int64_t { stop, make_inference_state, logits, encode };
 struct Command {
     Call call = Call::stop;
-    // make_inference_state: batch, capacity; logits: tokens' rows and columns, keep_last, cached.
+    // make_inference_state: batch, capacity; logits: tokens' rows and columns, keep_last, cached;
+    // encode (into the latest state): tokens' rows and columns, whether they are i32 (else i64).
     std::array<int64_t, 4> args{};
 };
 
@@ -62,6 +63,22 @@ Tensor ModelParallelLeader::logits(const Tensor& tokens, nn::InferenceState* cac
     return local_.logits(ids, cache, keep_last);
 }
 
+void ModelParallelLeader::encode(const Tensor& tokens, const Tensor& lengths,
+                                 nn::InferenceState& state) {
+    MT_CHECK(&state == cache_,
+             "model-parallel inference keeps one KV cache at a time: the latest made");
+    MT_CHECK(tokens.dim() == 2 && (tokens.dtype() == DType::i32 || tokens.dtype() == DType::i64) &&
+                 lengths.dtype() == DType::i32 && lengths.shape() == Shape({tokens.size(0)}),
+             "model-parallel encode: tokens i32/i64 [B, Te] and lengths i32 [B], got ",
+             tokens.describe(), " and ", lengths.describe());
+    Command c{Call::encode, {tokens.size(0), tokens.size(1), tokens.dtype() == DType::i32, 0}};
+    broadcast(group_, c);
+    Tensor ids = tokens.contiguous(), counts = lengths.contiguous();
+    group_.broadcast(ids, kLeader);
+    group_.broadcast(counts, kLeader);
+    local_.encode(tokens, lengths, state);
+}
+
 std::unique_ptr<nn::InferenceState> ModelParallelLeader::make_inference_state(
     int64_t batch, int64_t capacity) const {
     Command c{Call::make_inference_state, {batch, capacity, 0, 0}};
@@ -104,6 +121,16 @@ void follow_leader(Model& local, Communicator& group) {
                 Tensor ids = Tensor::empty({c.args[0], c.args[1]}, DType::i64);
                 group.broadcast(ids, kLeader);
                 local.logits(ids, c.args[3] ? cache.get() : nullptr, c.args[2]);
+                break;
+            }
+            case Call::encode: {
+                MT_CHECK(cache != nullptr, "model-parallel encode before any inference state");
+                Tensor ids =
+                    Tensor::empty({c.args[0], c.args[1]}, c.args[2] ? DType::i32 : DType::i64);
+                Tensor counts = Tensor::empty({c.args[0]}, DType::i32);
+                group.broadcast(ids, kLeader);
+                group.broadcast(counts, kLeader);
+                local.encode(ids, counts, *cache);
                 break;
             }
             default:

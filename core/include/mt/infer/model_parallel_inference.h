@@ -33,6 +33,9 @@ class MT_API ModelParallelLeader final : public Model {
     std::unique_ptr<nn::InferenceState> make_inference_state(int64_t batch,
                                                              int64_t capacity) const override;
     int64_t max_positions() const override { return local_.max_positions(); }
+    bool has_encoder() const override { return local_.has_encoder(); }
+    // Encodes into the latest state made (the followers' twin of it too).
+    void encode(const Tensor& tokens, const Tensor& lengths, nn::InferenceState& state) override;
 
     // Training is not led: mt::Error.
     std::vector<nn::Parameter*> parameters() override;
