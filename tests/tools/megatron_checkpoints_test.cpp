@@ -55,8 +55,8 @@ std::vector<Fixture> load_fixtures() {
         f.key = std::string(key);
         const std::string name = f.key.substr(f.key.find('/') + 1);
         f.model = name.substr(0, name.find('_'));
-        // T5's are read by the t5 family's own test (tests/plugins/t5): the tools do not
-        // generate from encoder-decoder models yet.
+        // T5's (encoder-decoder: the scored tokens are labels of a decoder over an encoder's
+        // input) are read by the t5 family's own tests (tests/plugins/t5).
         if (f.model == "t5") continue;
         f.format = name.find("_torch_dist_") != std::string::npos ? "torch_dist" : "torch";
         for (auto flag : value["flags"].get_array())

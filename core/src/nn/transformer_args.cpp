@@ -161,6 +161,10 @@ TransformerArgs read_transformer_args(const ModelArgs& args) {
         c.position_embedding = PositionEmbedding::rope;
     else if (pos == "none")
         c.position_embedding = PositionEmbedding::none;
+    else if (pos == "relative")  // megatron-core's T5 only, on Transformer Engine's attention
+        MT_FAIL(
+            "not supported yet: --position-embedding-type relative (T5's relative position "
+            "buckets)");
     else
         MT_FAIL("--position-embedding-type ", pos, ": supported are learned_absolute, rope, none");
     c.rotary_base = f.real("rotary-base", 10000);

@@ -53,9 +53,11 @@ T5Config t5_config_from_args(const ModelArgs& given) {
     c.transformer = nn::read_transformer_args(args);
     const nn::TransformerArgs& t = c.transformer;
     MT_CHECK(!t.moe.enabled(), "not supported yet: --num-experts for T5");
-    MT_CHECK(t.position_embedding == nn::PositionEmbedding::learned_absolute,
-             "not supported yet: --position-embedding-type other than learned_absolute for T5 "
-             "(megatron-core's rope and relative position embeddings)");
+    // pretrain_t5.py hands T5Model --rotary-percent alone: its RotaryEmbedding keeps the
+    // default base (10000) and no scaling, whatever --rotary-base or --use-rope-scaling say.
+    c.transformer.rotary_base = 10000;
+    c.transformer.use_rope_scaling = false;
+    c.transformer.rotary_seq_len_interpolation_factor = 0;
     MT_CHECK(!t.apply_residual_connection_post_layernorm,
              "not supported yet: --apply-residual-connection-post-layernorm for T5");
     c.encoder_layers = t.num_layers;
@@ -65,9 +67,11 @@ T5Config t5_config_from_args(const ModelArgs& given) {
     c.decoder_seq_length = f.integer("decoder-seq-length", 0);
     MT_CHECK(c.decoder_seq_length >= 0, "--decoder-seq-length must be positive, got ",
              c.decoder_seq_length);
-    MT_CHECK(c.decoder_seq_length <= t.max_position_embeddings, "--decoder-seq-length (",
-             c.decoder_seq_length, ") must be <= --max-position-embeddings (",
-             t.max_position_embeddings, "): the decoder's positions share the embedding table");
+    MT_CHECK(t.position_embedding != nn::PositionEmbedding::learned_absolute ||
+                 c.decoder_seq_length <= t.max_position_embeddings,
+             "--decoder-seq-length (", c.decoder_seq_length,
+             ") must be <= --max-position-embeddings (", t.max_position_embeddings,
+             "): the decoder's positions share the embedding table");
     return c;
 }
 

@@ -48,7 +48,9 @@ T5Model::T5Model(const T5Config& config, const BuildContext& context, DType dtyp
       tp_{&context.parallel.tp(), context.sequence_parallel},
       layer_(nn::transformer_layer_config(config.transformer, dtype, tp_)),
       embedding_(config.transformer.padded_vocab_size, config.transformer.hidden_size,
-                 config.transformer.max_position_embeddings,
+                 config.transformer.position_embedding == nn::PositionEmbedding::learned_absolute
+                     ? config.transformer.max_position_embeddings
+                     : 0,
                  float(config.transformer.hidden_dropout), dtype, *backend_, tp_),
       encoder_("encoder", config.encoder_layers, layer_, nn::dense_layer_specs(),
                config.transformer.recompute, *backend_),
@@ -74,7 +76,8 @@ T5Model::T5Model(const T5Config& config, const BuildContext& context, DType dtyp
     embedding_.word().embedding_or_output = true;
     // T5Model registers these modules a second time (its own position_embeddings and
     // output_layer attributes): Megatron's state dicts repeat their tensors under those names.
-    embedding_.position()->aliases = {"position_embeddings.weight"};
+    if (nn::Parameter* position = embedding_.position())
+        position->aliases = {"position_embeddings.weight"};
     std::vector<nn::Parameter*> head;
     output_.collect_parameters(head);
     for (nn::Parameter* p : head)

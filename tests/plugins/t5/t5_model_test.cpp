@@ -1,7 +1,8 @@
 // T5Model: checkpoints Megatron's own pretrain_t5.py code saved (tests/fixtures/
 // megatron_checkpoints/make_fixtures.py: examples/t5/train_t5_220m_distributed.sh's flags
 // through parse_args + validate_args, get_model and save_checkpoint; core_v0.13, torch and
-// torch_dist, fp32 and bf16) read with their own args give megatron-core T5Model's
+// torch_dist, fp32 and bf16; and the same with --position-embedding-type rope --rotary-percent
+// 0.5) read with their own args give megatron-core T5Model's
 // log-probabilities of the labels at every decoder token (1e-5); the whole model's gradients
 // against finite differences in f64.
 #include <gtest/gtest.h>
@@ -108,7 +109,7 @@ TEST(T5MegatronCheckpoints, GiveMegatronCoresLogProbs) {
                 ++i;
             }
     });
-    EXPECT_EQ(checked, 4);  // core_v0.13 x two formats x two dtypes
+    EXPECT_EQ(checked, 8);  // core_v0.13's t5 and t5_rope x two formats x two dtypes
 }
 
 // Greedy generation (infer::generate: the encoder once, the decoder from [BOS] with its KV cache
@@ -140,7 +141,7 @@ TEST(T5MegatronCheckpoints, GreedyGenerationGivesMegatronCoresTokens) {
                       std::vector<int32_t>(greedy.begin() + b * Tg, greedy.begin() + (b + 1) * Tg))
                 << "row " << b;
     });
-    EXPECT_EQ(checked, 4);
+    EXPECT_EQ(checked, 8);  // t5 and t5_rope, torch and torch_dist, fp32 and bf16
 }
 
 // megatron-convert --model-type T5 reshards Megatron's own T5 checkpoint to TP2 in torch_dist and
