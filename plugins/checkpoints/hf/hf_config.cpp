@@ -297,6 +297,23 @@ void read_mamba_mixer(const Json& j, const std::string& where, bool nemotron, Hf
              nn::MambaConfig::gated_norm_epsilon, ")");
 }
 
+// transformers' T5ForConditionalGeneration (and mT5, umT5) is not Megatron's T5Model: besides an
+// RMSNorm without bias, unscaled attention and a tied head scaled by 1/sqrt(d_model), which a
+// Megatron T5 could be given (--normalization RMSNorm, weights folded), its MLP and its position
+// encoding have no Megatron T5 configuration here. The folder is refused naming the first of
+// those fields, rather than loaded as a different model.
+[[noreturn]] void refuse_t5(const Json& j, const std::string& where) {
+    const std::string mlp = j.text("feed_forward_proj", "relu");
+    MT_CHECK(mlp == "gelu", where, ": not supported: 'feed_forward_proj' '",
+             mlp.size() > 64 ? mlp.substr(0, 64) + "..." : mlp,
+             "' (Megatron's T5 MLP is fc1, GeLU, fc2: it has no ReLU or gated-GeLU T5 "
+             "configuration, so this model does not map onto a Megatron T5)");
+    MT_FAIL(where, ": not supported yet: 'relative_attention_num_buckets' ",
+            j.integer("relative_attention_num_buckets", 32),
+            " (T5's relative position buckets: megatron-core's --position-embedding-type "
+            "relative)");
+}
+
 // Mamba2ForCausalLM: every layer a Mamba layer (inner width expand x hidden = heads x head_dim).
 // It has no position limit; Megatron's MambaModel needs one: 4096, pretrain_mamba.py's
 // examples' sequence length.
@@ -426,6 +443,8 @@ HfConfig read_hf_config(const std::filesystem::path& dir) {
     } else if (c.model_type == "nemotron_h") {
         c.arch = HfArch::hybrid;
         read_nemotron_h(j, where, c);
+    } else if (c.model_type == "t5" || c.model_type == "mt5" || c.model_type == "umt5") {
+        refuse_t5(j, where);
     } else {
         MT_FAIL(where, ": not supported yet: 'model_type' '", c.model_type,
                 "' (supported are gpt2, llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, "

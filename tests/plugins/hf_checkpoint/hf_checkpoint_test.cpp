@@ -266,8 +266,25 @@ TEST(HfCheckpoint, RejectsConfigsNotSupportedYetNamingTheKey) {
         EXPECT_NE(error.find("config.json"), std::string::npos) << error;
     }
     TempDir dir;
-    const std::string error = config_error(dir, R"("x": 1)", "t5");
-    EXPECT_NE(error.find("not supported yet: 'model_type' 't5'"), std::string::npos) << error;
+    const std::string error = config_error(dir, R"("x": 1)", "gemma");
+    EXPECT_NE(error.find("not supported yet: 'model_type' 'gemma'"), std::string::npos) << error;
+}
+
+// transformers' T5 configurations (tests/fixtures/hf/t5_configs/make_configs.py) are refused
+// naming the first field with no Megatron T5 equivalent: the ReLU or gated-GeLU MLP, else the
+// relative position buckets.
+TEST(HfCheckpoint, RefusesTransformersT5NamingTheFieldThatDoesNotMap) {
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"t5_relu", "not supported: 'feed_forward_proj' 'relu'"},
+        {"t5_gated_gelu", "not supported: 'feed_forward_proj' 'gated-gelu'"},
+        {"t5_gelu", "not supported yet: 'relative_attention_num_buckets' 32"},
+    };
+    for (const auto& [name, part] : cases) {
+        const fs::path dir = fixture("t5_configs") / name;
+        const std::string error = error_of([&] { read_hf_config(dir); });
+        EXPECT_NE(error.find(part), std::string::npos) << error;
+        EXPECT_NE(error.find((dir / "config.json").string()), std::string::npos) << error;
+    }
 }
 
 TEST(HfCheckpoint, NamesAMissingTensorAndSavingNeedsAModel) {
