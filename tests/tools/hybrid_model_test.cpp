@@ -177,12 +177,12 @@ std::string expected_ids(const std::string& folder, const char* key) {
     return text;
 }
 
-// A Mamba2ForCausalLM and a NemotronHForCausalLM folder generate transformers' greedy tokens,
-// convert to a Megatron torch_dist checkpoint split over two tensor-parallel ranks (in_proj's
-// parts, the heads and the groups split) and generate the same there, and convert back to the
-// very model.safetensors transformers wrote.
+// A Mamba2ForCausalLM and two NemotronHForCausalLM folders (one with MoE layers) generate
+// transformers' greedy tokens, convert to a Megatron torch_dist checkpoint split over two
+// tensor-parallel ranks (in_proj's parts, the heads and the groups split; the experts' FFNs too)
+// and generate the same there, and convert back to the very model.safetensors transformers wrote.
 TEST(HybridModel, HuggingFaceFoldersGenerateConvertAndExportBackBitExactly) {
-    for (const std::string name : {"mamba2", "nemotron_h"}) {
+    for (const std::string name : {"mamba2", "nemotron_h", "nemotron_h_moe"}) {
         TempDir dir;
         const fs::path folder = mt::test::fixtures_dir() / "hf" / name;
         const std::string prompt = expected_ids(name, "prompt_ids");

@@ -365,6 +365,40 @@ std::string nemotron_h_pattern(const Json& j, const std::string& where) {
     return pattern;
 }
 
+// NemotronHMoE's routing and sizes (HybridMoe), where they route as Megatron's sigmoid router
+// does: a group's score is the sum of its top two (Megatron's: of its top topk / group_topk), and
+// the chosen weights are renormalised exactly when there is more than one (Megatron's rule).
+void read_nemotron_h_moe(const Json& j, const std::string& where, HfConfig& c) {
+    HybridMoe& moe = c.hybrid.moe;
+    c.num_experts = j.integer("n_routed_experts");
+    c.experts_per_token = j.integer("num_experts_per_tok");
+    moe.expert_ffn = j.integer("moe_intermediate_size");
+    // NemotronHMLP(intermediate_size=None) takes the dense MLP's size.
+    moe.shared_ffn = j.integer("moe_shared_expert_intermediate_size", 0);
+    if (moe.shared_ffn <= 0) moe.shared_ffn = j.integer("intermediate_size");
+    moe.num_groups = j.integer("n_group", 1);
+    moe.group_topk = j.integer("topk_group", 1);
+    moe.scaling_factor = j.real("routed_scaling_factor", 1.0);
+    MT_CHECK(c.num_experts > 0 && c.experts_per_token > 0 && c.experts_per_token <= c.num_experts &&
+                 moe.expert_ffn > 0 && moe.num_groups > 0 && c.num_experts % moe.num_groups == 0 &&
+                 moe.group_topk > 0 && moe.group_topk <= moe.num_groups,
+             where, ": bad MoE sizes (n_routed_experts ", c.num_experts, ", num_experts_per_tok ",
+             c.experts_per_token, ", moe_intermediate_size ", moe.expert_ffn, ", n_group ",
+             moe.num_groups, ", topk_group ", moe.group_topk, ")");
+    MT_CHECK(moe.num_groups == 1 || c.experts_per_token == 2 * moe.group_topk, where,
+             ": not supported yet: 'topk_group' ", moe.group_topk, " with 'num_experts_per_tok' ",
+             c.experts_per_token, " over ", moe.num_groups,
+             " groups (transformers scores a group by its top two experts, Megatron by its top "
+             "num_experts_per_tok / topk_group)");
+    MT_CHECK(j.boolean("norm_topk_prob", true) == (c.experts_per_token > 1), where,
+             ": not supported yet: 'norm_topk_prob' ", j.boolean("norm_topk_prob", true) ? 1 : 0,
+             " with ", c.experts_per_token,
+             " experts per token (Megatron renormalises sigmoid weights exactly when a token has "
+             "more than one)");
+    MT_CHECK(!j.has("moe_latent_size"), where,
+             ": not supported yet: 'moe_latent_size' (the experts' latent projections)");
+}
+
 // NemotronHForCausalLM: Mamba, attention (no positions, GQA) and MLP layers (up, relu2, down)
 // by its pattern, each with one pre-norm.
 void read_nemotron_h(const Json& j, const std::string& where, HfConfig& c) {
@@ -372,9 +406,7 @@ void read_nemotron_h(const Json& j, const std::string& where, HfConfig& c) {
     MT_CHECK(c.hybrid.pattern.find_first_not_of("M*-E") == std::string::npos, where,
              ": the hybrid pattern '", c.hybrid.pattern.substr(0, 200),
              "' holds a symbol other than M, *, - and E");
-    MT_CHECK(c.hybrid.pattern.find('E') == std::string::npos, where,
-             ": not supported yet: MoE layers ('moe' / 'E': Nemotron-H's sigmoid-routed experts "
-             "with shared experts)");
+    if (c.hybrid.pattern.find('E') != std::string::npos) read_nemotron_h_moe(j, where, c);
     MT_CHECK(j.integer("num_nextn_predict_layers", 0) == 0, where,
              ": not supported yet: 'num_nextn_predict_layers' (multi-token prediction)");
     c.num_layers = int64_t(c.hybrid.pattern.size());
@@ -516,6 +548,20 @@ ModelArgs hf_model_args(const HfConfig& c) {
             a["group-query-attention"] = "";
             a["num-query-groups"] = std::to_string(c.num_kv_heads);
         }
+        if (c.num_experts > 0) {  // Nemotron-H's MoE layers
+            const HybridMoe& moe = c.hybrid.moe;
+            a["num-experts"] = std::to_string(c.num_experts);
+            a["moe-router-topk"] = std::to_string(c.experts_per_token);
+            a["moe-ffn-hidden-size"] = std::to_string(moe.expert_ffn);
+            a["moe-shared-expert-intermediate-size"] = std::to_string(moe.shared_ffn);
+            a["moe-router-score-function"] = "sigmoid";
+            a["moe-router-enable-expert-bias"] = "";
+            a["moe-router-topk-scaling-factor"] = number(moe.scaling_factor);
+            if (moe.num_groups > 1) {
+                a["moe-router-num-groups"] = std::to_string(moe.num_groups);
+                a["moe-router-group-topk"] = std::to_string(moe.group_topk);
+            }
+        }
     }
     if (!c.tied) a["untie-embeddings-and-output-weights"] = "";
     return a;
@@ -644,12 +690,41 @@ void read_mixtral_args(const Args& a, HfConfig& c) {
         not_supported("moe_router_load_balancing_type", "sinkhorn", why);
 }
 
+// A hybrid model's MoE layers as NemotronHMoE routes them (HybridMoe): sigmoid scores with the
+// expert bias, groups scored by their top two, a shared expert, no capacity.
+void read_nemotron_h_moe_args(const Args& a, HfConfig& c) {
+    const std::string why =
+        "NemotronHMoE routes each token by sigmoid scores with a correction bias to experts of "
+        "relu2 MLPs, beside one ungated shared expert";
+    HybridMoe& moe = c.hybrid.moe;
+    c.num_experts = a.integer("num_experts");
+    c.experts_per_token = a.integer("moe_router_topk", 2);
+    moe.expert_ffn = a.integer("moe_ffn_hidden_size", a.integer("ffn_hidden_size", 0));
+    moe.shared_ffn = a.integer("moe_shared_expert_intermediate_size", 0);
+    if (moe.shared_ffn <= 0) not_supported("moe_shared_expert_intermediate_size", "None", why);
+    moe.num_groups = a.set("moe_router_num_groups") ? a.integer("moe_router_num_groups") : 1;
+    moe.group_topk = a.set("moe_router_group_topk") ? a.integer("moe_router_group_topk") : 1;
+    moe.scaling_factor = a.set("moe_router_topk_scaling_factor")
+                             ? a.real("moe_router_topk_scaling_factor", 1.0)
+                             : 1.0;
+    if (a.text("moe_router_score_function", "softmax") != "sigmoid")
+        not_supported("moe_router_score_function", a.text("moe_router_score_function", ""), why);
+    if (!a.flag("moe_router_enable_expert_bias"))
+        not_supported("moe_router_enable_expert_bias", "False", why);
+    if (moe.num_groups > 1 && c.experts_per_token != 2 * moe.group_topk)
+        not_supported("moe_router_group_topk", std::to_string(moe.group_topk),
+                      "transformers scores an expert group by its top two experts");
+    for (const char* name : {"moe_router_pre_softmax", "moe_shared_expert_gate",
+                             "moe_expert_capacity_factor", "moe_use_legacy_grouped_gemm"})
+        if (a.set(name)) not_supported(name, "set", why);
+}
+
 // Megatron's MambaModel as Mamba2ForCausalLM (every layer Mamba, unless the checkpoint came
 // from a Nemotron-H folder) or NemotronHForCausalLM.
 HfConfig hybrid_config_from_args(const Args& a) {
     const std::string why =
         "Mamba-2 and Nemotron-H have RMSNorm, no positions, no biases, "
-        "relu2 MLPs and Mamba, attention and MLP layers only";
+        "relu2 MLPs and Mamba, attention, MLP and NemotronHMoE layers only";
     for (const char* name : {"qk_layernorm", "apply_layernorm_1p", "swiglu",
                              "multi_latent_attention", "window_size", "add_qkv_bias"})
         if (a.set(name)) not_supported(name, "set", why);
@@ -664,20 +739,20 @@ HfConfig hybrid_config_from_args(const Args& a) {
     c.hybrid.pattern = nn::allocate_hybrid_layers(c.num_layers, a.real("hybrid_attention_ratio", 0),
                                                   a.real("hybrid_mlp_ratio", 0), pattern)
                            .layers;
-    if (const size_t moe = c.hybrid.pattern.find('E'); moe != std::string::npos)
-        not_supported("hybrid layer " + std::to_string(moe), "'E' (MoE)", why);
+    if (c.hybrid.pattern.find('E') != std::string::npos) read_nemotron_h_moe_args(a, c);
     const bool attention = c.hybrid.pattern.find('*') != std::string::npos;
     const bool mlp = c.hybrid.pattern.find('-') != std::string::npos;
     c.model_type =
-        attention || mlp || a.text(kHfModelTypeArg, "") == "nemotron_h" ? "nemotron_h" : "mamba2";
+        attention || mlp || c.num_experts > 0 || a.text(kHfModelTypeArg, "") == "nemotron_h" ? "nemotron_h" : "mamba2";
     const std::string norm = a.text("normalization", "LayerNorm");
     if (norm != "RMSNorm") not_supported("normalization", norm, why);
     const std::string position = a.text("position_embedding_type", "learned_absolute");
     if (position != "none" && (attention || position != "rope"))
         not_supported("position_embedding_type", position, why);
-    if ((attention || mlp) && a.flag("add_bias_linear", true))
+    const bool moe = c.hybrid.pattern.find('E') != std::string::npos;
+    if ((attention || mlp || moe) && a.flag("add_bias_linear", true))
         not_supported("add_bias_linear", "True", why);
-    if (mlp && !a.flag("squared_relu")) not_supported("squared_relu", "False", why);
+    if ((mlp || moe) && !a.flag("squared_relu")) not_supported("squared_relu", "False", why);
     // Absent entries take Megatron's defaults (MambaConfig's), None heads its expand of 2.
     nn::MambaConfig& mixer = c.hybrid.mixer;
     mixer.state_dim = a.integer("mamba_state_dim", mixer.state_dim);

@@ -29,11 +29,22 @@ struct BertParts {
     bool post_layer_norm = false;  // model_type bert: LayerNorms after the residual adds
 };
 
+// Nemotron-H's MoE layers (NemotronHMoE): HfConfig's num_experts experts of expert_ffn (up,
+// relu2, down); each token goes to the top experts_per_token of sigmoid(router logits) + a score
+// correction bias (Megatron's --moe-router-score-function sigmoid --moe-router-enable-expert-bias)
+// within its best group_topk of num_groups expert groups, the chosen sigmoids renormalised (when
+// more than one) and scaled by scaling_factor; plus one shared expert of shared_ffn.
+struct HybridMoe {
+    int64_t expert_ffn = 0, shared_ffn = 0, num_groups = 1, group_topk = 1;
+    double scaling_factor = 1.0;
+};
+
 // A Mamba/hybrid model's parts beyond the transformer sizes (its attention and MLP layers use
 // HfConfig's heads and ffn_hidden_size).
 struct HybridParts {
-    std::string pattern;    // a symbol per layer: 'M' Mamba, '*' attention, '-' MLP
+    std::string pattern;    // a symbol per layer: 'M' Mamba, '*' attention, '-' MLP, 'E' MoE
     nn::MambaConfig mixer;  // its num_heads always given (never 0, "from the hidden size")
+    HybridMoe moe;          // with 'E' layers
 };
 
 struct HfConfig {

@@ -208,6 +208,18 @@ Members nemotron_h_members(const HfConfig& c) {
     m["num_key_value_heads"] = integer(c.num_kv_heads);
     m["residual_in_fp32"] = boolean(false);
     m["tie_word_embeddings"] = boolean(c.tied);
+    if (c.num_experts > 0) {  // NemotronHMoE layers
+        const HybridMoe& moe = c.hybrid.moe;
+        m["n_routed_experts"] = integer(c.num_experts);
+        m["num_experts_per_tok"] = integer(c.experts_per_token);
+        m["moe_intermediate_size"] = integer(moe.expert_ffn);
+        m["moe_shared_expert_intermediate_size"] = integer(moe.shared_ffn);
+        m["n_shared_experts"] = integer(1);
+        m["n_group"] = integer(moe.num_groups);
+        m["topk_group"] = integer(moe.group_topk);
+        m["norm_topk_prob"] = boolean(c.experts_per_token > 1);
+        m["routed_scaling_factor"] = real(moe.scaling_factor);
+    }
     return m;
 }
 

@@ -48,10 +48,30 @@ std::vector<HybridTensor> hybrid_tensors(const HfConfig& c, const std::string& b
                 add(dst + "mlp.linear_fc2.weight", mixer + "down_proj.weight",
                     {h, c.ffn_hidden_size});
                 break;
+            case 'E': {  // NemotronHMoE
+                const HybridMoe& moe = c.hybrid.moe;
+                add(dst + "pre_mlp_layernorm.weight", src + "norm.weight", {h});
+                add(dst + "mlp.router.weight", mixer + "gate.weight", {c.num_experts, h});
+                add(dst + "mlp.router.expert_bias", mixer + "gate.e_score_correction_bias",
+                    {c.num_experts});
+                for (int64_t e = 0; e < c.num_experts; ++e) {
+                    const std::string ours = dst + "mlp.experts.local_experts." +
+                                             std::to_string(e) + ".",
+                                      theirs = mixer + "experts." + std::to_string(e) + ".";
+                    add(ours + "linear_fc1.weight", theirs + "up_proj.weight", {moe.expert_ffn, h});
+                    add(ours + "linear_fc2.weight", theirs + "down_proj.weight",
+                        {h, moe.expert_ffn});
+                }
+                add(dst + "mlp.shared_experts.linear_fc1.weight",
+                    mixer + "shared_experts.up_proj.weight", {moe.shared_ffn, h});
+                add(dst + "mlp.shared_experts.linear_fc2.weight",
+                    mixer + "shared_experts.down_proj.weight", {h, moe.shared_ffn});
+                break;
+            }
             default:
                 MT_FAIL("hybrid layer ", i, " is '", c.hybrid.pattern[i],
-                        "': only Mamba ('M'), attention ('*') and MLP ('-') layers map to "
-                        "Hugging Face here");
+                        "': only Mamba ('M'), attention ('*'), MLP ('-') and MoE ('E') layers "
+                        "map to Hugging Face here");
         }
     }
     add("decoder.final_norm.weight", "norm_f.weight", {h});

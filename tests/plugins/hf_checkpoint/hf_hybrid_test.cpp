@@ -1,8 +1,9 @@
-// Hugging Face Mamba2ForCausalLM and NemotronHForCausalLM folders (tests/fixtures/hf/
-// make_hybrid_fixtures.py) as Megatron's MambaModel: the flags their config.json implies, the
-// logits and losses transformers computes, the same logits through the recurrent Mamba state and
-// the KV cache, transformers' greedy tokens and log-probabilities, and saving back the very
-// model.safetensors transformers wrote with a config.json that reads back the same.
+// Hugging Face Mamba2ForCausalLM and NemotronHForCausalLM folders, with and without MoE layers
+// (tests/fixtures/hf/make_hybrid_fixtures.py), as Megatron's MambaModel: the flags their
+// config.json implies, the logits and losses transformers computes, the same logits through the
+// recurrent Mamba state and the KV cache, transformers' greedy tokens and log-probabilities, and
+// saving back the very model.safetensors transformers wrote with a config.json that reads back the
+// same.
 #include <gtest/gtest.h>
 
 #include <simdjson.h>
@@ -137,7 +138,8 @@ TEST_P(HfHybrid, SavedAgainGivesTransformersFileAndConfig) {
     EXPECT_EQ(hf_model_args(b), hf_model_args(a));
 }
 
-INSTANTIATE_TEST_SUITE_P(Folders, HfHybrid, ::testing::Values("mamba2", "nemotron_h"));
+INSTANTIATE_TEST_SUITE_P(Folders, HfHybrid,
+                         ::testing::Values("mamba2", "nemotron_h", "nemotron_h_moe"));
 
 TEST(HfHybridConfig, ImpliesMegatronsMambaFlags) {
     const ModelArgs mamba = hf_model_args(read_hf_config(fixture("mamba2")));
@@ -158,17 +160,31 @@ TEST(HfHybridConfig, ImpliesMegatronsMambaFlags) {
     EXPECT_EQ(nemotron.count("untie-embeddings-and-output-weights"), 1u);
     // The args of a converted checkpoint pick the Mamba family.
     EXPECT_TRUE(megatron_mamba_model(hf_checkpoint_args(read_hf_config(fixture("nemotron_h")))));
+    // NemotronHMoE as Megatron's sigmoid router with the expert bias, its groups and scaling.
+    const ModelArgs moe = hf_model_args(read_hf_config(fixture("nemotron_h_moe")));
+    EXPECT_EQ(moe.at("hybrid-override-pattern"), "ME*E");
+    EXPECT_EQ(moe.at("num-experts"), "8");
+    EXPECT_EQ(moe.at("moe-router-topk"), "2");
+    EXPECT_EQ(moe.at("moe-ffn-hidden-size"), "16");
+    EXPECT_EQ(moe.at("moe-shared-expert-intermediate-size"), "24");
+    EXPECT_EQ(moe.at("moe-router-score-function"), "sigmoid");
+    EXPECT_EQ(moe.count("moe-router-enable-expert-bias"), 1u);
+    EXPECT_EQ(moe.at("moe-router-num-groups"), "2");
+    EXPECT_EQ(moe.at("moe-router-group-topk"), "1");
+    EXPECT_EQ(moe.at("moe-router-topk-scaling-factor"), "2.5");
 }
 
 // config.json keys whose network Megatron's MambaModel does not compute are named.
 TEST(HfHybridConfig, RefusesWhatMegatronsMixerDoesNotComputeNamingTheKey) {
     const std::string nemotron = read_file(fixture("nemotron_h") / "config.json");
     const std::string mamba2 = read_file(fixture("mamba2") / "config.json");
+    const std::string moe = read_file(fixture("nemotron_h_moe") / "config.json");
     const std::vector<std::tuple<std::string, std::string, std::string, std::string>> cases = {
         {nemotron, "\"mlp_hidden_act\": \"relu2\"", "\"mlp_hidden_act\": \"silu\"",
          "'mlp_hidden_act' silu"},
-        {nemotron, "\"linear_attention\",\n    \"full_attention\"",
-         "\"linear_attention\",\n    \"moe\"", "MoE layers"},
+        {moe, "\"norm_topk_prob\": true", "\"norm_topk_prob\": false", "'norm_topk_prob' 0"},
+        {moe, "\"topk_group\": 1", "\"topk_group\": 2", "'topk_group' 2"},
+        {moe, "\"moe_latent_size\": null", "\"moe_latent_size\": 8", "'moe_latent_size'"},
         {nemotron, "\"conv_kernel\": 4", "\"conv_kernel\": 3", "'conv_kernel' 3"},
         {nemotron, "\"mamba_proj_bias\": false", "\"mamba_proj_bias\": true", "'mamba_proj_bias'"},
         {mamba2, "\"layer_norm_epsilon\": 1e-05", "\"layer_norm_epsilon\": 1e-06",
@@ -196,7 +212,6 @@ TEST(HfHybridExport, RefusesWhatTheFoldersCannotHoldNamingTheArg) {
     HfCheckpoint format;
     const CheckpointState nemotron = format.load(fixture("nemotron_h"));
     const std::vector<std::tuple<std::string, ArgValue, std::string>> cases = {
-        {"hybrid_override_pattern", std::string("M*ME"), "'E' (MoE)"},
         {"normalization", std::string("LayerNorm"), "normalization=LayerNorm"},
         {"add_bias_linear", true, "add_bias_linear=True"},
         {"squared_relu", false, "squared_relu=False"},
@@ -204,15 +219,23 @@ TEST(HfHybridExport, RefusesWhatTheFoldersCannotHoldNamingTheArg) {
         {"position_embedding_type", std::string("rope"), "position_embedding_type=rope"},
         {"norm_epsilon", 1e-6, "norm_epsilon=9.9999999999999995e-07"},
     };
-    for (const auto& [name, value, part] : cases) {
-        TempDir dir;
-        CheckpointState state = nemotron;
-        set_arg(state.args, name, value);
-        const std::string error = error_of([&] { format.save(dir / "out", state); });
-        EXPECT_NE(error.find("not supported yet: "), std::string::npos) << error;
-        EXPECT_NE(error.find(part), std::string::npos) << error;
-        EXPECT_FALSE(fs::exists(dir / "out")) << name;
-    }
+    const CheckpointState moe = format.load(fixture("nemotron_h_moe"));
+    const std::vector<std::tuple<std::string, ArgValue, std::string>> moe_cases = {
+        {"moe_router_score_function", std::string("softmax"), "moe_router_score_function=softmax"},
+        {"moe_router_enable_expert_bias", false, "moe_router_enable_expert_bias=False"},
+        {"moe_router_group_topk", int64_t(2), "moe_router_group_topk=2"},
+        {"moe_shared_expert_gate", true, "moe_shared_expert_gate=set"},
+    };
+    for (const auto& [from, list] : {std::pair{&nemotron, &cases}, std::pair{&moe, &moe_cases}})
+        for (const auto& [name, value, part] : *list) {
+            TempDir dir;
+            CheckpointState state = *from;
+            set_arg(state.args, name, value);
+            const std::string error = error_of([&] { format.save(dir / "out", state); });
+            EXPECT_NE(error.find("not supported yet: "), std::string::npos) << error;
+            EXPECT_NE(error.find(part), std::string::npos) << error;
+            EXPECT_FALSE(fs::exists(dir / "out")) << name;
+        }
 }
 
 }  // namespace
