@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Decoding speed and memory of a Mamba-2 130M-shaped model (24 Mamba layers, hidden 768, 24 heads
-# of 64, one group, state 128, GPT-2's vocabulary; random weights from one megatron-train
+# of 64, one group, state 128, a GPT-2-sized vocabulary of 50272 ids (NullTokenizer --vocab-size
+# 50271 and its EOD: llama.cpp's converter pads a Mamba-2 vocabulary to a multiple of 16 and
+# expects the embedding that long); random weights from one megatron-train
 # iteration, written as a Hugging Face Mamba2ForCausalLM folder by megatron-convert --saver hf)
 # at 1k and 8k tokens of context: mt_bench_inference --family mamba times the prefill of the
 # context and NEW greedy tokens decoded one at a time over the recurrent state, and prints the
@@ -23,7 +25,7 @@ trap 'rm -rf "$work"' EXIT
 "$build/bin/megatron-train" --model mamba --num-layers 24 --hidden-size 768 \
     --num-attention-heads 12 --mamba-num-groups 1 --mamba-state-dim 128 --mamba-head-dim 64 \
     --normalization RMSNorm --position-embedding-type none --disable-bias-linear \
-    --tokenizer-type NullTokenizer --vocab-size 50256 --seq-length 64 \
+    --tokenizer-type NullTokenizer --vocab-size 50271 --seq-length 64 \
     --max-position-embeddings 64 --micro-batch-size 1 --mock-data --lr 1e-4 --train-iters 1 \
     --eval-iters 0 --save "$work/ckpt" --save-interval 1 > "$work/log" 2>&1 ||
     { cat "$work/log"; exit 1; }
@@ -46,6 +48,9 @@ for c in $contexts; do
         echo "| llama.cpp | $c | LLAMA_BENCH / MAMBA2_GGUF not set: skipped | | |"
         continue
     fi
-    # llama-bench: NEW tokens generated after a context of c tokens (-d), its mean tokens/s.
-    "$LLAMA_BENCH" -m "$MAMBA2_GGUF" -t "$threads" -p 0 -n "$new" -d "$c" -o md
+    # llama-bench: NEW tokens generated after a context of c tokens (-d), its mean tokens/s over
+    # its repetitions; then its peak resident memory (the whole run's, not after decoding).
+    /usr/bin/time -f "%M" -o "$work/rss" \
+        "$LLAMA_BENCH" -m "$MAMBA2_GGUF" -t "$threads" -p 0 -n "$new" -d "$c" -o md
+    echo "| llama.cpp peak RSS (MB) | $c | | | $(($(cat "$work/rss") / 1024)) |"
 done

@@ -338,6 +338,25 @@ Tensor GptModel::logits(const Tensor& tokens, nn::InferenceState* state, int64_t
     const int64_t B = tokens.size(0), T = tokens.size(1);
     MT_CHECK(keep_last >= 0 && keep_last <= T, "GptModel: keep_last ", keep_last, " is not in [0, ",
              T, "]");
+    if (!state || T <= kPrefillPiece) return piece_logits(tokens, state, keep_last);
+    // The last `kept` rows, gathered from the pieces that hold them; every rank makes the same
+    // calls (the pipeline stages pass each piece on).
+    const int64_t kept = keep_last > 0 ? keep_last : T;
+    Tensor out;
+    for (int64_t begin = 0; begin < T; begin += kPrefillPiece) {
+        const int64_t end = std::min(T, begin + kPrefillPiece);
+        const int64_t from = std::max(begin, T - kept), rows = std::max<int64_t>(end - from, 0);
+        const Tensor part = piece_logits(tokens.slice(1, begin, end).contiguous(), state,
+                                         std::max<int64_t>(rows, 1));
+        if (rows == 0 || !part.defined()) continue;  // a stage that returns no logits
+        if (!out.defined()) out = Tensor::empty({B, kept, part.size(2)}, part.dtype());
+        out.slice(1, from - (T - kept), end - (T - kept)).copy_from(part);
+    }
+    return out;
+}
+
+Tensor GptModel::piece_logits(const Tensor& tokens, nn::InferenceState* state, int64_t keep_last) {
+    const int64_t B = tokens.size(0), T = tokens.size(1);
     const int64_t past = state ? state->length() : 0;
     // (The decoder checks that the state holds its layers.)
     MT_CHECK(!state || state->batch() == B, "GptModel: the inference state holds ", state->batch(),

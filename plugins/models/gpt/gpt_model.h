@@ -74,7 +74,11 @@ class GptModel final : public Model {
     void backward(const std::vector<Tensor>& dlosses, const Activations& saved) override;
     void set_grad_ready_hook(GradReadyHook hook) override { grad_ready_ = std::move(hook); }
     double training_flops(int64_t samples) const override;
+    // Over a state, a prompt longer than kPrefillPiece positions goes through in pieces of that
+    // many (llama.cpp's micro-batches): a long context costs the activations of one piece beyond
+    // its state, not those of the whole prompt.
     Tensor logits(const Tensor& tokens, nn::InferenceState* state, int64_t keep_last) override;
+    static constexpr int64_t kPrefillPiece = 1024;
     std::unique_ptr<nn::InferenceState> make_inference_state(int64_t batch,
                                                              int64_t capacity) const override;
     int64_t max_positions() const override { return config_.max_position_embeddings; }
@@ -83,6 +87,9 @@ class GptModel final : public Model {
     const nn::TransformerArgs& config() const { return config_; }
 
   private:
+    // logits() of one piece.
+    Tensor piece_logits(const Tensor& tokens, nn::InferenceState* state, int64_t keep_last);
+
     nn::TransformerArgs config_;
     std::optional<HybridArgs> hybrid_;
     DType dtype_;

@@ -105,6 +105,33 @@ TEST_P(HfHybrid, DecodingOverTheStateGivesTheWholeSequencesLogits) {
     EXPECT_EQ(state->length(), T);
 }
 
+// A prompt longer than a prefill piece (GptModel::kPrefillPiece) goes through the state in
+// pieces: the Mamba states, the key/value cache and the MoE layers carry across them, and the
+// logits are those of one forward over the whole prompt; asked for the last rows, those rows.
+TEST_P(HfHybrid, PrefillInPiecesGivesTheWholeForwardsLogits) {
+    infer::LoadedModel m = load(GetParam());
+    const int64_t T = 1100, V = 128;
+    std::vector<int64_t> prompt(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) prompt[size_t(t)] = (t * 37 + 11) % V;
+    const Tensor tokens = host_tensor(std::move(prompt), {1, T});
+    const Tensor whole = m.model->logits(tokens, nullptr, 0).contiguous();
+    auto state = m.model->make_inference_state(1, T);
+    const Tensor pieces = m.model->logits(tokens, state.get(), 0).contiguous();
+    ASSERT_EQ(pieces.shape(), whole.shape());
+    EXPECT_EQ(state->length(), T);
+    for (int64_t i = 0; i < whole.numel(); ++i) {
+        const float want = whole.data<float>()[i];
+        ASSERT_NEAR(pieces.data<float>()[i], want, 1e-4 * (1 + std::abs(want))) << "logit " << i;
+    }
+    auto fresh = m.model->make_inference_state(1, T);
+    const Tensor last = m.model->logits(tokens, fresh.get(), 3).contiguous();
+    ASSERT_EQ(last.shape(), Shape({1, 3, whole.size(2)}));
+    for (int64_t i = 0; i < last.numel(); ++i) {  // (the output GEMM over 3 rows, not 76)
+        const float want = pieces.data<float>()[pieces.numel() - last.numel() + i];
+        EXPECT_NEAR(last.data<float>()[i], want, 1e-6 * (1 + std::abs(want))) << i;
+    }
+}
+
 TEST_P(HfHybrid, GreedyGenerationGivesTransformersTokensAndLogProbs) {
     const Reference ref = reference(GetParam());
     infer::LoadedModel m = load(GetParam());
