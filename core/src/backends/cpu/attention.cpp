@@ -6,12 +6,14 @@
 #include "cpu_backend.h"
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "blas_calls.h"
 #include "half_as_float.h"
 #include "mt/kernels/rng.h"
 #include "op_support.h"
+#include "vector_exp.h"
 
 namespace mt::cpu {
 
@@ -129,12 +131,18 @@ void probabilities(const Dims& d, const AttentionConfig& cfg, const QueryBlock& 
         } else {
             T m = k::neg_inf<T>(), l = T(0);
             for (int64_t j = first; j < end; ++j) m = std::max(m, pr[j]);
-            for (int64_t j = first; j < end; ++j) l += k::exp(pr[j] - m);
+            if constexpr (std::is_same_v<T, float>)
+                l = sum_exp_shifted(pr + first, -m, end - first);
+            else
+                for (int64_t j = first; j < end; ++j) l += k::exp(pr[j] - m);
             row_lse = first < end ? m + k::log(l) : k::neg_inf<T>();
             lse_out[(qb.b * d.nq + qb.h) * d.Tq + qb.t0 + r] = row_lse;
         }
         std::fill(pr, pr + first, T(0));
-        for (int64_t j = first; j < end; ++j) pr[j] = k::exp(pr[j] - row_lse);
+        if constexpr (std::is_same_v<T, float>)
+            exp_shifted(pr + first, -row_lse, pr + first, end - first);
+        else
+            for (int64_t j = first; j < end; ++j) pr[j] = k::exp(pr[j] - row_lse);
         std::fill(pr + end, pr + qb.keys, T(0));
     }
 }

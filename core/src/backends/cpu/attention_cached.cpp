@@ -2,12 +2,14 @@
 // query); each scores its visible keys, takes a stable softmax and sums the values. Decoding
 // reads one query per head, so the work is the cache read and the loops stay simple.
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "cpu_backend.h"
 #include "half_as_float.h"
 #include "mt/kernels/hd.h"
 #include "op_support.h"
+#include "vector_exp.h"
 
 namespace mt::cpu {
 
@@ -50,7 +52,10 @@ void cached(const T* q, const T* kc, const T* vc, T* out, int64_t B, int64_t Tq,
                 m = std::max(m, p[size_t(s)]);
             }
             T l = T(0);
-            for (int64_t s = 0; s < keys; ++s) l += p[size_t(s)] = k::exp(p[size_t(s)] - m);
+            if constexpr (std::is_same_v<T, float>)
+                l = exp_shifted(p.data(), -m, p.data(), keys);
+            else
+                for (int64_t s = 0; s < keys; ++s) l += p[size_t(s)] = k::exp(p[size_t(s)] - m);
             T* o = out + ((b * Tq + t) * nq + h) * hd;
             std::fill(o, o + hd, T(0));
             for (int64_t s = 0; s < keys; ++s) {

@@ -1,0 +1,27 @@
+// exp over float arrays at SIMD width, the build chosen at run time (AVX-512, AVX2 with FMA, or
+// portable; cpu_features(), MT_CPU_ISA=avx2 forces the AVX2 one): the softmax rows of attention
+// and the like, where libm's expf, one call per element, cost more than the GEMMs around it.
+// Within 2 ulp of libm's expf for normal results (Cephes' degree-6 polynomial on the reduced
+// argument, 2^k applied in two exact halves so that subnormal results round once); 0 below
+// -103.97 (as expf), +inf above 88.72, NaN for NaN.
+#pragma once
+
+#include <cstdint>
+
+#include "mt/api.h"
+
+namespace mt::cpu {
+
+// y[i] = exp(x[i] + shift), i < n; y may be x. Returns their sum (lane-wise partial sums, then
+// added).
+MT_API float exp_shifted(const float* x, float shift, float* y, int64_t n);
+// The same sum, nothing stored.
+MT_API float sum_exp_shifted(const float* x, float shift, int64_t n);
+
+// Each build, for the tests: the AVX-512 one needs cpu_features().avx512f, the AVX2 one
+// cpu_features().avx2.
+MT_API void exp_shifted_avx512(const float* x, float shift, float* y, int64_t n);
+MT_API void exp_shifted_avx2(const float* x, float shift, float* y, int64_t n);
+MT_API void exp_shifted_portable(const float* x, float shift, float* y, int64_t n);
+
+}  // namespace mt::cpu
