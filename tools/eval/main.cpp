@@ -172,6 +172,10 @@ int evaluate(const TaskFlags& f, const mt::cli::TokenizerFlags& tf, const mt::Mo
     }
 
     if (!loaded) load();
+    MT_CHECK(!loaded->model->has_encoder(), "not supported: --task ", f.task,
+             " with an encoder-decoder model (--model ", std::string(family.name()),
+             "): Megatron's zero-shot evaluation (tasks/zeroshot_gpt) scores a decoder-only "
+             "language model");
     const int64_t seq_length = std::stoll(loaded->args.at("seq-length"));
     const int64_t vocab = std::stoll(loaded->args.at("padded-vocab-size"));
     MT_CHECK(tokenizer->vocab_size() <= vocab, "the tokenizer's vocabulary (",

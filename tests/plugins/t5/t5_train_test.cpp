@@ -183,4 +183,22 @@ TEST(GenerateT5, PromptsAreTheEncodersInputAndTheDecoderStartsFromBos) {
         << bad.output;
 }
 
+// megatron-eval's zero-shot tasks score decoder-only language models (Megatron's
+// tasks/zeroshot_gpt): a T5 checkpoint is refused by name, not run into the decoder without its
+// encoder.
+TEST(EvalT5, ZeroShotTasksAreRefusedByName) {
+    TempDir dir;
+    mt::test::write_file(dir / "lambada.jsonl", "{\"text\": \"hello world a b\"}\n");
+    const fs::path ckpt =
+        mt::test::fixtures_dir() / "megatron_checkpoints" / "core_v0.13" / "t5_torch_fp32";
+    auto r = run_command("cd " + mt::test::shell_quote(mt::test::fixtures_dir() / ".." / "..") +
+                         " && " + mt::test::tool_path("megatron-eval").string() +
+                         " --task LAMBADA --model t5 --load " + mt::test::shell_quote(ckpt) +
+                         " --valid-data " + mt::test::shell_quote(dir / "lambada.jsonl"));
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("not supported: --task LAMBADA with an encoder-decoder model"),
+              std::string::npos)
+        << r.output;
+}
+
 }  // namespace
