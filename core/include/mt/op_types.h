@@ -66,6 +66,9 @@ struct AdamWConfig {
     double beta2 = 0.999;
     double eps = 1e-8;
     double weight_decay = 0.01;
+    // Each gradient is read as float(grad) * float(grad_scale): gradient clipping's factor, the
+    // very product clipping would have stored.
+    double grad_scale = 1.0;
 };
 
 // torch.optim.SGD (coupled weight decay): d = g + wd·p; buf = d on the first step, else
@@ -74,6 +77,7 @@ struct SgdConfig {
     double lr = 0.0;
     double momentum = 0.9;
     double weight_decay = 0.0;
+    double grad_scale = 1.0;  // as AdamWConfig's
 };
 
 // Megatron's RotaryEmbedding: inv_freq[i] = 1 / base^(2i / R) for rotary dim R (even),

@@ -15,13 +15,10 @@ double global_l2_norm(Backend& backend, std::span<const Tensor> grads) {
     return std::sqrt(sum);
 }
 
-double clip_by_total_norm(Backend& backend, std::span<Tensor> grads, double max_norm,
-                          double total_norm) {
+double clip_coefficient(double max_norm, double total_norm) {
     MT_CHECK(max_norm > 0, "--clip-grad must be positive, got ", max_norm);
     const double coeff = max_norm / (total_norm + 1.0e-6);
-    if (!(coeff < 1.0)) return 1.0;
-    for (Tensor& g : grads) backend.scale(g, float(coeff), g);
-    return coeff;
+    return coeff < 1.0 ? coeff : 1.0;
 }
 
 }  // namespace mt::optim

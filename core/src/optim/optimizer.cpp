@@ -45,7 +45,8 @@ void Optimizer::zero_grad() {
     for (nn::Parameter* p : parameters_) backend_->fill(p->grad, 0.0);
 }
 
-void Optimizer::step(double step_lr, double weight_decay, std::optional<double> embedding_lr) {
+void Optimizer::step(double step_lr, double weight_decay, std::optional<double> embedding_lr,
+                     double grad_scale) {
     ++steps_;
     for (size_t i = 0; i < parameters_.size(); ++i) {
         nn::Parameter& p = *parameters_[i];
@@ -53,13 +54,13 @@ void Optimizer::step(double step_lr, double weight_decay, std::optional<double> 
         const double lr = embedding_lr && p.embedding_or_output ? *embedding_lr : step_lr;
         Tensor& updated = masters_[i].defined() ? masters_[i] : p.value;
         if (config_.type == OptimizerType::adam)
-            backend_->adamw_step(
-                updated, p.grad, first_[i], second_[i],
-                ops::AdamWConfig{lr, config_.adam_beta1, config_.adam_beta2, config_.adam_eps, wd},
-                steps_);
+            backend_->adamw_step(updated, p.grad, first_[i], second_[i],
+                                 ops::AdamWConfig{lr, config_.adam_beta1, config_.adam_beta2,
+                                                  config_.adam_eps, wd, grad_scale},
+                                 steps_);
         else
             backend_->sgd_step(updated, p.grad, first_[i],
-                               ops::SgdConfig{lr, config_.sgd_momentum, wd}, steps_);
+                               ops::SgdConfig{lr, config_.sgd_momentum, wd, grad_scale}, steps_);
         if (masters_[i].defined()) backend_->cast(masters_[i], p.value);  // Megatron rounds too
     }
 }

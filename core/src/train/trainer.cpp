@@ -447,14 +447,14 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
 
     Timers::Scope optimizer(&timers_, "optimizer", 1);
     std::vector<Tensor> grads;
-    double norm = 0;
+    double norm = 0, clip = 1.0;
     {
         Timers::Scope timed(&timers_, "optimizer-clip-main-grad", 1);
         norm = grad_norm(grads);
         MT_CHECK(!options_.check_for_nan || std::isfinite(norm),
                  "NaN or Inf in the gradients at iteration ", iteration_ + 1);
-        if (options_.clip_grad > 0)
-            optim::clip_by_total_norm(backend, grads, options_.clip_grad, norm);
+        // Applied by the optimizer as it reads the gradients.
+        if (options_.clip_grad > 0) clip = optim::clip_coefficient(options_.clip_grad, norm);
     }
     r.grad_norm = norm;
     if (options_.log_num_zeros_in_grad) {
@@ -463,7 +463,7 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     }
     {
         Timers::Scope timed(&timers_, "optimizer-inner-step", 1);
-        optimizer_.step(scheduler_.lr(), scheduler_.weight_decay(), decoupled_lr());
+        optimizer_.step(scheduler_.lr(), scheduler_.weight_decay(), decoupled_lr(), clip);
     }
     if (distributed_optimizer()) {
         Timers::Scope timed(&timers_, "params-all-gather", 1);

@@ -41,6 +41,27 @@ TEST(Optimizer, SgdMomentumAndCoupledWeightDecayAsTorch) {
     EXPECT_EQ(w.grad.data<float>()[1], 0.0f);
 }
 
+// A step with grad_scale (clipping's factor) is the step on the gradients scaled first, to the
+// bit, for both optimizers.
+TEST(Optimizer, GradScaleIsTheStepOnScaledGradients) {
+    for (auto type : {optim::OptimizerType::adam, optim::OptimizerType::sgd}) {
+        optim::OptimizerConfig c;
+        c.type = type;
+        const float coeff = 0.37f;
+        nn::Parameter a = param("a", {1.0f, -2.0f, 0.3f}, {0.5f, 0.25f, -3.0f}, true);
+        nn::Parameter b =
+            param("b", {1.0f, -2.0f, 0.3f}, {0.5f * coeff, 0.25f * coeff, -3.0f * coeff}, true);
+        optim::Optimizer folded(single_process_context().backend, {&a}, c);
+        optim::Optimizer scaled(single_process_context().backend, {&b}, c);
+        for (int step = 0; step < 2; ++step) {
+            folded.step(1e-2, 0.1, {}, coeff);
+            scaled.step(1e-2, 0.1);
+        }
+        for (int i = 0; i < 3; ++i)
+            EXPECT_EQ(a.value.data<float>()[i], b.value.data<float>()[i]) << int(type) << " " << i;
+    }
+}
+
 TEST(Optimizer, AdamUsesTheAdamWKernelAndSkipsDecayWhereNotTaken) {
     nn::Parameter w = param("w", {1.0f, -2.0f}, {0.5f, 0.25f}, true);
     nn::Parameter b = param("b", {1.0f}, {0.5f}, false);

@@ -38,8 +38,10 @@ class MT_API Optimizer {
 
     // One update of every parameter from its grad: `lr` and `weight_decay` as the schedule
     // gives them now (weight decay only reaches parameters that take it); embedding_lr, when
-    // given, is the learning rate of the embedding and output weights instead (--decoupled-lr).
-    void step(double lr, double weight_decay, std::optional<double> embedding_lr = {});
+    // given, is the learning rate of the embedding and output weights instead (--decoupled-lr);
+    // each grad read times grad_scale (clipping's factor, optim::clip_coefficient).
+    void step(double lr, double weight_decay, std::optional<double> embedding_lr = {},
+              double grad_scale = 1.0);
     // grad = 0 for every parameter.
     void zero_grad();
     // masters = the parameters' values (Megatron's reload_model_params).

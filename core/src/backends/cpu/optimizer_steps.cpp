@@ -24,9 +24,10 @@ void CpuBackend::adamw_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, 
                                             config.weight_decay, step);
     float *p = out(param), *m = out(exp_avg), *v = out(exp_avg_sq);
     const float* g = detail::in(grad);
+    const float scale = float(config.grad_scale);
     const int64_t n = param.numel();
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
-    for (int64_t i = 0; i < n; ++i) adam.step(p[i], g[i], m[i], v[i]);
+    for (int64_t i = 0; i < n; ++i) adam.step(p[i], g[i] * scale, m[i], v[i]);
 }
 
 void CpuBackend::sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buffer,
@@ -41,11 +42,12 @@ void CpuBackend::sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_bu
     const int64_t n = param.numel();
     const float m = static_cast<float>(config.momentum);
     const float w = static_cast<float>(config.weight_decay), l = static_cast<float>(config.lr);
+    const float scale = static_cast<float>(config.grad_scale);
     // torch starts the buffer as the first step's d (no momentum applied to zeros).
     const bool first_step = step == 1;
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
     for (int64_t k = 0; k < n; ++k) {
-        const float d = g[k] + w * v[k];
+        const float d = g[k] * scale + w * v[k];
         buf[k] = (first_step || m == 0.0f) ? d : m * buf[k] + d;
         v[k] -= l * buf[k];
     }
