@@ -19,22 +19,33 @@ constexpr double kInvSqrt2Pi = 0.3989422804014327;
 // computed as y = x sigmoid(2u) (the same function: (1 + tanh u)/2 = sigmoid(2u)) because
 // glibc's tanhf costs five expf; large |u| saturates cleanly (exp overflow gives y = -0).
 struct Gelu {
+    // -2u with u = sqrt(2/pi) x (1 + 0.044715 x^2): (1 + tanh u) / 2 = 1 / (1 + exp(-2u)). Split
+    // out so that a backend may take the exp of many at once (fwd_given, bwd_given).
     template <class T>
-    MT_HD static T sigmoid_2u(T x) {
+    MT_HD static T minus_2u(T x) {
         T u = T(kSqrt2OverPi) * x * (T(1) + T(kGeluCubic) * x * x);
-        return T(1) / (T(1) + k::exp(T(-2) * u));
+        return T(-2) * u;
+    }
+    // y from x and e = exp(minus_2u(x)).
+    template <class T>
+    MT_HD static T fwd_given(T x, T e) {
+        return x * (T(1) / (T(1) + e));
+    }
+    // dy/dx = s + 2 x s (1 - s) du/dx  (= (1 + t)/2 + x/2 (1 - t^2) du/dx with t = tanh u),
+    // du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2), s = 1 / (1 + e)
+    template <class T>
+    MT_HD static T bwd_given(T x, T dy, T e) {
+        T s = T(1) / (T(1) + e);
+        T du = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluCubic) * x * x);
+        return dy * (s + T(2) * x * s * (T(1) - s) * du);
     }
     template <class T>
     MT_HD T fwd(T x) const {
-        return x * sigmoid_2u(x);
+        return fwd_given(x, k::exp(minus_2u(x)));
     }
-    // dy/dx = s + 2 x s (1 - s) du/dx  (= (1 + t)/2 + x/2 (1 - t^2) du/dx with t = tanh u),
-    // du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
     template <class T>
     MT_HD T bwd(T x, T dy) const {
-        T s = sigmoid_2u(x);
-        T du = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluCubic) * x * x);
-        return dy * (s + T(2) * x * s * (T(1) - s) * du);
+        return bwd_given(x, dy, k::exp(minus_2u(x)));
     }
 };
 
