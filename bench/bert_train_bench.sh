@@ -10,6 +10,7 @@
 # BF16_PEAK (GFLOP/s, default 200 and 450) and BUILD_DIR (default build) may be set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/train_bench_common.sh
 build="${BUILD_DIR:-build}"
 data="${MEGATRON_TEST_DATA:?set MEGATRON_TEST_DATA to the shared data directory}"
 threads="${THREADS:-2}" iters="${ITERS:-3}" warmup=2
@@ -19,13 +20,8 @@ export OMP_NUM_THREADS="$threads"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-vocab="$data/bert/bert-large-uncased-vocab.txt"
-"$build/bin/megatron-preprocess" --input "$data/corpus/openwebtext-1000.jsonl" \
-    --output-prefix "$work/corpus" --tokenizer-type BertWordPieceLowerCase --vocab-file "$vocab" \
-    --split-sentences --workers "$threads" > /dev/null 2>&1
+bert_sentence_corpus "$data" "$build" "$work" "$threads"
 
-mean_ms() { grep -o 'elapsed time per iteration (ms): [0-9.]*' | awk -v w="$warmup" \
-    'NR > w { s += $NF; n++ } END { if (n) printf "%.1f", s / n; else print "nan" }'; }
 
 row() {  # name tokens-per-iter peak-gflops ms rss-kb params
     awk -v name="$1" -v tok="$2" -v peak="$3" -v ms="$4" -v rss="$5" -v N="$6" \
@@ -49,7 +45,7 @@ for precision in fp32 bf16; do
         $flag > "$log" 2>&1 || { cat "$log"; exit 1; }
     params=$(grep -o 'model parallel rank (0, 0): [0-9]*' "$log" | awk '{print $NF}')
     row "megatron-train --model bert $precision" $((seq * batch)) "$peak" \
-        "$(mean_ms < "$log")" "$(cat "$work/rss")" "$params"
+        "$(mean_step_ms "$warmup" < "$log")" "$(cat "$work/rss")" "$params"
     if [ -z "${PYTHON:-}" ]; then
         echo "| transformers BertForPreTraining $precision | PYTHON not set: skipped | | | |"
         continue

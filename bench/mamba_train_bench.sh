@@ -10,6 +10,7 @@
 # 512), BATCH (default 1) and BUILD_DIR (default build) may be set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/train_bench_common.sh
 build="${BUILD_DIR:-build}"
 threads="${THREADS:-2}" iters="${ITERS:-4}" warmup=2 seq="${SEQ:-512}" batch="${BATCH:-1}"
 export OMP_NUM_THREADS="$threads"
@@ -17,8 +18,6 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 # mean of the per-iteration times after the warm-up ones, from Megatron's log lines
-mean_ms() { grep -o 'elapsed time per iteration (ms): [0-9.]*' | awk -v w="$warmup" \
-    'NR > w { s += $NF; n++ } END { if (n) printf "%.1f", s / n; else print "nan" }'; }
 row() {  # name ms rss-kb
     awk -v name="$1" -v ms="$2" -v rss="$3" -v tok=$((seq * batch)) 'BEGIN {
         printf "| %s | %.1f | %.1f | %.0f |\n", name, ms, tok / (ms / 1000), rss / 1024 }'
@@ -38,7 +37,7 @@ for precision in fp32 bf16; do
         --tokenizer-type NullTokenizer --vocab-size 50256 --lr 1e-4 \
         --train-iters $((warmup + iters)) --log-interval 1 --eval-iters 0 \
         $flag > "$log" 2>&1 || { cat "$log"; exit 1; }
-    row "megatron-train $precision" "$(mean_ms < "$log")" "$(cat "$work/rss")"
+    row "megatron-train $precision" "$(mean_step_ms "$warmup" < "$log")" "$(cat "$work/rss")"
     if [ -z "${PYTHON:-}" ]; then
         echo "| transformers $precision | PYTHON not set: skipped | | |"
         continue

@@ -11,13 +11,13 @@
 # PYTHON: torch + transformers (the latest from PyPI); unset, the peers are skipped, saying so.
 # LLAMA_CPP_DIR: see bench/inference_bench.sh. THREADS (default 2), ITERS (timed iterations,
 # default 4, after 2 warm-up ones), SGEMM_PEAK (GFLOP/s, default 200) and BUILD_DIR may be set
-# (the EP2 runs use bench/mpi_train_common.sh's mpirun line).
+# (the EP2 runs use bench/train_bench_common.sh's mpirun line).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD_DIR:-build}"
 threads="${THREADS:-2}" iters="${ITERS:-4}" warmup=2
 sgemm_peak="${SGEMM_PEAK:-200}"
-source bench/mpi_train_common.sh
+source bench/train_bench_common.sh
 mpi_launcher 2
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -33,8 +33,6 @@ model="--num-layers 4 --hidden-size 512 --num-attention-heads 8 --group-query-at
     --train-iters $((warmup + iters))"
 
 # Mean of the per-iteration times after the warm-up ones, from Megatron's log lines.
-mean_ms() { grep -o 'elapsed time per iteration (ms): [0-9.]*' | awk -v w="$warmup" \
-    'NR > w { s += $NF; n++ } END { if (n) printf "%.1f", s / n; else print "nan" }'; }
 # Model FLOPs per token of training: 6 x the parameters a token uses (attention, its 2 of the 8
 # experts, the router, the output layer) + the attention scores 12 L T h.
 active=$(awk 'BEGIN { h = 512; L = 4; f = 1024; V = 32000; kv = 2 * 64 * 2;
@@ -57,7 +55,7 @@ for variant in "SequentialMLP experts|" "--moe-grouped-gemm|--moe-grouped-gemm";
     label="${variant%%|*}" flags="${variant#*|}"
     OMP_NUM_THREADS=$threads "$build/bin/megatron-train" $model $flags >"$work/log" 2>&1 ||
         { cat "$work/log"; exit 1; }
-    row "megatron-train, 1 process x $threads threads, $label" "$(mean_ms <"$work/log")"
+    row "megatron-train, 1 process x $threads threads, $label" "$(mean_step_ms "$warmup" <"$work/log")"
 done
 for dispatcher in allgather alltoall; do
     # Each rank a micro-batch of half the samples: the same global batch.
@@ -65,7 +63,7 @@ for dispatcher in allgather alltoall; do
         --micro-batch-size $((batch / 2)) --expert-model-parallel-size 2 \
         --moe-token-dispatcher-type $dispatcher >"$work/log" 2>&1 ||
         { cat "$work/log"; exit 1; }
-    row "megatron-train, EP2: 2 ranks x 1 thread, $dispatcher" "$(mean_ms <"$work/log")"
+    row "megatron-train, EP2: 2 ranks x 1 thread, $dispatcher" "$(mean_step_ms "$warmup" <"$work/log")"
 done
 if [ -n "${PYTHON:-}" ]; then
     tv=$("$PYTHON" -c 'import torch, transformers; print(f"{transformers.__version__}, torch {torch.__version__}")')

@@ -17,7 +17,7 @@
 # says n/a). Builds nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source bench/mpi_train_common.sh
+source bench/train_bench_common.sh
 bench_paths
 if [ "${SMALL:-0}" = 1 ]; then
     layers=${LAYERS:-2} hidden=${HIDDEN:-64} heads=${HEADS:-4} seq=${SEQ:-64}

@@ -19,7 +19,7 @@
 # the build. Prerequisites: a build with MPI and Open MPI's mpirun. Builds nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source bench/mpi_train_common.sh
+source bench/train_bench_common.sh
 bench_paths
 if [ "${SMALL:-0}" = 1 ]; then
     layers=4 hidden=64 heads=4 seq=64 long=256 first=3 vfirst=2

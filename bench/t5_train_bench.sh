@@ -12,6 +12,7 @@
 # (default build) may be set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/train_bench_common.sh
 build="${BUILD_DIR:-build}"
 data="${MEGATRON_TEST_DATA:?set MEGATRON_TEST_DATA to the shared data directory}"
 threads="${THREADS:-2}" iters="${ITERS:-3}" warmup=2
@@ -20,13 +21,8 @@ export OMP_NUM_THREADS="$threads"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-vocab="$data/bert/bert-large-uncased-vocab.txt"
-"$build/bin/megatron-preprocess" --input "$data/corpus/openwebtext-1000.jsonl" \
-    --output-prefix "$work/corpus" --tokenizer-type BertWordPieceLowerCase --vocab-file "$vocab" \
-    --split-sentences --workers "$threads" > /dev/null 2>&1
+bert_sentence_corpus "$data" "$build" "$work" "$threads"
 
-mean_ms() { grep -o 'elapsed time per iteration (ms): [0-9.]*' | awk -v w="$warmup" \
-    'NR > w { s += $NF; n++ } END { if (n) printf "%.1f", s / n; else print "nan" }'; }
 row() {  # name ms rss-kb
     awk -v name="$1" -v ms="$2" -v rss="$3" -v tok=$((batch * (enc + dec))) 'BEGIN {
         printf "| %s | %.1f | %.1f | %.0f |\n", name, ms, tok / (ms / 1000), rss / 1024 }'
@@ -47,7 +43,7 @@ for precision in fp32 bf16; do
         --vocab-file "$vocab" --data-path "$work/corpus_text_sentence" --split 98,1,1 \
         --data-cache-path "$work/cache" --log-interval 1 --eval-iters 0 $flag \
         > "$log" 2>&1 || { cat "$log"; exit 1; }
-    row "megatron-train $precision" "$(mean_ms < "$log")" "$(cat "$work/rss")"
+    row "megatron-train $precision" "$(mean_step_ms "$warmup" < "$log")" "$(cat "$work/rss")"
     if [ -z "${PYTHON:-}" ] || [ -z "${MEGATRON_LM:-}" ]; then
         echo "| megatron-core T5Model (PyTorch) $precision | PYTHON or MEGATRON_LM not set: skipped | | |"
         continue

@@ -11,6 +11,7 @@
 # rates, see docs/benchmarks.md) and BUILD_DIR (default build) may be set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/train_bench_common.sh
 build="${BUILD_DIR:-build}"
 data="${MEGATRON_TEST_DATA:?set MEGATRON_TEST_DATA to the shared data directory}"
 threads="${THREADS:-2}" iters="${ITERS:-4}" warmup=2
@@ -25,8 +26,6 @@ vocab="$data/gpt2/gpt2-vocab.json" merges="$data/gpt2/gpt2-merges.txt"
     --merge-file "$merges" --append-eod --workers "$threads" > /dev/null 2>&1
 
 # mean of the per-iteration times after the warm-up ones, from Megatron's log lines
-mean_ms() { grep -o 'elapsed time per iteration (ms): [0-9.]*' | awk -v w="$warmup" \
-    'NR > w { s += $NF; n++ } END { if (n) printf "%.1f", s / n; else print "nan" }'; }
 
 row() {  # name layers hidden heads seq batch tokens-per-iter peak-gflops ms rss-kb params
     awk -v name="$1" -v L="$2" -v h="$3" -v T="$5" -v tok="$7" -v peak="$8" -v ms="$9" \
@@ -52,7 +51,7 @@ while IFS='|' read -r label layers hidden heads seq batch; do
             $flag > "$log" 2>&1 || { cat "$log"; exit 1; }
         params=$(grep -o 'model parallel rank (0, 0): [0-9]*' "$log" | awk '{print $NF}')
         row "megatron-train $precision, $label" "$layers" "$hidden" "$heads" "$seq" "$batch" \
-            "$tokens" "$peak" "$(mean_ms < "$log")" "$(cat "$work/rss")" "$params"
+            "$tokens" "$peak" "$(mean_step_ms "$warmup" < "$log")" "$(cat "$work/rss")" "$params"
         if [ -z "${PYTHON:-}" ]; then
             echo "| PyTorch $precision, $label | PYTHON not set: skipped | | | |"
             continue

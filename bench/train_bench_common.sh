@@ -1,5 +1,5 @@
-# Shared by the megatron-train benchmarks under mpirun (sourced, not run): the paths, the
-# launcher, the step time Megatron prints, and the bytes a rank reports with --log-rank-stats.
+# Shared by the megatron-train benchmarks (sourced, not run): the paths, the mpirun launcher, the
+# step time Megatron prints, and the bytes a rank reports with --log-rank-stats.
 
 # data: the shared data folder (MEGATRON_TEST_DATA, required); corpus: the text to preprocess
 # (CORPUS, default gutenberg_small.jsonl); bin: our binaries (BUILD_DIR, default build).
@@ -27,6 +27,21 @@ median_step_ms() {  # log
         tail -n +3 | sort -g | awk '{ v[NR] = $1 }
             END { if (NR == 0) { print "nan"; exit }
                   print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# vocab: the shared data's uncased BERT vocabulary; WORK/corpus_text_sentence: openwebtext-1000
+# split into sentences in its ids (the BERT and T5 benchmarks' data).
+bert_sentence_corpus() {  # data build work threads
+    vocab="$1/bert/bert-large-uncased-vocab.txt"
+    "$2/bin/megatron-preprocess" --input "$1/corpus/openwebtext-1000.jsonl" \
+        --output-prefix "$3/corpus" --tokenizer-type BertWordPieceLowerCase --vocab-file "$vocab" \
+        --split-sentences --workers "$4" > /dev/null 2>&1
+}
+
+# The mean of Megatron's "elapsed time per iteration (ms)" on stdin after WARMUP iterations.
+mean_step_ms() {  # warmup < log
+    grep -o 'elapsed time per iteration (ms): [0-9.]*' | awk -v w="$1" \
+        'NR > w { s += $NF; n++ } END { if (n) printf "%.1f", s / n; else print "nan" }'
 }
 
 # The bytes per iteration of the --log-rank-stats groups whose names match REGEX (summed), per
