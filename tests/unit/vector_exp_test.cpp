@@ -16,7 +16,7 @@
 
 namespace {
 
-using ExpFn = void (*)(const float*, float, float*, int64_t);
+using ExpFn = float (*)(const float*, float, float*, int64_t);
 
 struct Build {
     std::string name;

@@ -390,9 +390,10 @@ void read_nemotron_h_moe(const Json& j, const std::string& where, HfConfig& c) {
              c.experts_per_token, " over ", moe.num_groups,
              " groups (transformers scores a group by its top two experts, Megatron by its top "
              "num_experts_per_tok / topk_group)");
-    MT_CHECK(j.boolean("norm_topk_prob", true) == (c.experts_per_token > 1), where,
-             ": not supported yet: 'norm_topk_prob' ", j.boolean("norm_topk_prob", true) ? 1 : 0,
-             " with ", c.experts_per_token,
+    const bool renormalised = j.boolean("norm_topk_prob", true);
+    MT_CHECK(renormalised == (c.experts_per_token > 1), where,
+             ": not supported yet: 'norm_topk_prob' ", renormalised ? 1 : 0, " with ",
+             c.experts_per_token,
              " experts per token (Megatron renormalises sigmoid weights exactly when a token has "
              "more than one)");
     MT_CHECK(!j.has("moe_latent_size"), where,
@@ -739,17 +740,18 @@ HfConfig hybrid_config_from_args(const Args& a) {
     c.hybrid.pattern = nn::allocate_hybrid_layers(c.num_layers, a.real("hybrid_attention_ratio", 0),
                                                   a.real("hybrid_mlp_ratio", 0), pattern)
                            .layers;
-    if (c.hybrid.pattern.find('E') != std::string::npos) read_nemotron_h_moe_args(a, c);
     const bool attention = c.hybrid.pattern.find('*') != std::string::npos;
     const bool mlp = c.hybrid.pattern.find('-') != std::string::npos;
-    c.model_type =
-        attention || mlp || c.num_experts > 0 || a.text(kHfModelTypeArg, "") == "nemotron_h" ? "nemotron_h" : "mamba2";
+    const bool moe = c.hybrid.pattern.find('E') != std::string::npos;
+    if (moe) read_nemotron_h_moe_args(a, c);
+    c.model_type = attention || mlp || moe || a.text(kHfModelTypeArg, "") == "nemotron_h"
+                       ? "nemotron_h"
+                       : "mamba2";
     const std::string norm = a.text("normalization", "LayerNorm");
     if (norm != "RMSNorm") not_supported("normalization", norm, why);
     const std::string position = a.text("position_embedding_type", "learned_absolute");
     if (position != "none" && (attention || position != "rope"))
         not_supported("position_embedding_type", position, why);
-    const bool moe = c.hybrid.pattern.find('E') != std::string::npos;
     if ((attention || mlp || moe) && a.flag("add_bias_linear", true))
         not_supported("add_bias_linear", "True", why);
     if ((mlp || moe) && !a.flag("squared_relu")) not_supported("squared_relu", "False", why);

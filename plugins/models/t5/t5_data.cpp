@@ -25,7 +25,8 @@ std::array<std::shared_ptr<data::SampleDataset>, 3> t5_datasets(
              tokenizer.name(), " has none");
     c.bos_id = *ids.bos;
     c.eos_id = *ids.eos;
-    for (int32_t id : sentinel_ids(tokenizer)) c.sentinel_ids.push_back(id);
+    const std::vector<int32_t> sentinels = sentinel_ids(tokenizer);
+    c.sentinel_ids.assign(sentinels.begin(), sentinels.end());
     return data::masked_datasets<data::T5MaskedWordPieceDataset>(request, c);
 }
 

@@ -54,10 +54,12 @@ __attribute__((target("avx2,fma"))) inline __m256 exp8(__m256 x) {
     return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));  // NaN stays
 }
 
+}  // namespace
+
 // The builds' loops: whole vectors, then the tail through a zero-padded vector (its padding's
 // exp(shift) is left out of the sums).
-__attribute__((target("avx512f"))) float exp_avx512(const float* x, float shift, float* y,
-                                                    int64_t n) {
+__attribute__((target("avx512f"))) float exp_shifted_avx512(const float* x, float shift, float* y,
+                                                            int64_t n) {
     const __m512 s = _mm512_set1_ps(shift);
     __m512 sum = _mm512_setzero_ps();
     int64_t i = 0;
@@ -75,8 +77,8 @@ __attribute__((target("avx512f"))) float exp_avx512(const float* x, float shift,
     return _mm512_reduce_add_ps(sum);
 }
 
-__attribute__((target("avx2,fma"))) float exp_avx2(const float* x, float shift, float* y,
-                                                   int64_t n) {
+__attribute__((target("avx2,fma"))) float exp_shifted_avx2(const float* x, float shift, float* y,
+                                                           int64_t n) {
     const __m256 s = _mm256_set1_ps(shift);
     __m256 sum = _mm256_setzero_ps();
     int64_t i = 0;
@@ -99,7 +101,7 @@ __attribute__((target("avx2,fma"))) float exp_avx2(const float* x, float shift, 
     return total;
 }
 
-float exp_portable(const float* x, float shift, float* y, int64_t n) {
+float exp_shifted_portable(const float* x, float shift, float* y, int64_t n) {
     float total = 0;
     for (int64_t i = 0; i < n; ++i) {
         const float e = std::exp(x[i] + shift);
@@ -109,12 +111,14 @@ float exp_portable(const float* x, float shift, float* y, int64_t n) {
     return total;
 }
 
+namespace {
+
 using ExpFn = float (*)(const float*, float, float*, int64_t);
 
 ExpFn exp_build() {
-    static const ExpFn fn = cpu_features().avx512f ? exp_avx512
-                            : cpu_features().avx2  ? exp_avx2
-                                                   : exp_portable;
+    static const ExpFn fn = cpu_features().avx512f ? exp_shifted_avx512
+                            : cpu_features().avx2  ? exp_shifted_avx2
+                                                   : exp_shifted_portable;
     return fn;
 }
 
@@ -126,16 +130,6 @@ float exp_shifted(const float* x, float shift, float* y, int64_t n) {
 
 float sum_exp_shifted(const float* x, float shift, int64_t n) {
     return exp_build()(x, shift, nullptr, n);
-}
-
-void exp_shifted_avx512(const float* x, float shift, float* y, int64_t n) {
-    exp_avx512(x, shift, y, n);
-}
-void exp_shifted_avx2(const float* x, float shift, float* y, int64_t n) {
-    exp_avx2(x, shift, y, n);
-}
-void exp_shifted_portable(const float* x, float shift, float* y, int64_t n) {
-    exp_portable(x, shift, y, n);
 }
 
 }  // namespace mt::cpu

@@ -18,10 +18,10 @@ MT_API float exp_shifted(const float* x, float shift, float* y, int64_t n);
 // The same sum, nothing stored.
 MT_API float sum_exp_shifted(const float* x, float shift, int64_t n);
 
-// Each build, for the tests: the AVX-512 one needs cpu_features().avx512f, the AVX2 one
-// cpu_features().avx2.
-MT_API void exp_shifted_avx512(const float* x, float shift, float* y, int64_t n);
-MT_API void exp_shifted_avx2(const float* x, float shift, float* y, int64_t n);
-MT_API void exp_shifted_portable(const float* x, float shift, float* y, int64_t n);
+// Each build (exp_shifted runs the one this CPU has; the tests run them all): the AVX-512 one
+// needs cpu_features().avx512f, the AVX2 one cpu_features().avx2.
+MT_API float exp_shifted_avx512(const float* x, float shift, float* y, int64_t n);
+MT_API float exp_shifted_avx2(const float* x, float shift, float* y, int64_t n);
+MT_API float exp_shifted_portable(const float* x, float shift, float* y, int64_t n);
 
 }  // namespace mt::cpu
