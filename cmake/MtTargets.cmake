@@ -88,8 +88,12 @@ function(mt_add_mpi_test name)
         add_test(NAME ${name}_np${n}
             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n} ${flags}
                     ${MPIEXEC_PREFLAGS} $<TARGET_FILE:${name}> ${MPIEXEC_POSTFLAGS})
+        # A $TMPDIR of its own: Open MPI's mpirun makes its session directory there and races
+        # another mpirun starting at the same moment (open-mpi/ompi#8510), as under ctest -j.
+        set(session_parent ${CMAKE_BINARY_DIR}/mpiexec-tmp/${name}_np${n})
+        file(MAKE_DIRECTORY ${session_parent})
         set_tests_properties(${name}_np${n} PROPERTIES
-            ENVIRONMENT OMP_NUM_THREADS=1
+            ENVIRONMENT "OMP_NUM_THREADS=1;TMPDIR=${session_parent}"
             LABELS "mpi;${T_LABELS}"
             PROCESSORS ${n}
             TIMEOUT ${T_TIMEOUT})

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "api_test_support.h"
+#include "mpiexec_launch.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -216,9 +217,7 @@ class MegatronScripts : public ::testing::TestWithParam<Config> {
     std::string command(const std::string& tool, const std::string& flags) const {
         const Config& c = GetParam();
         std::string launcher;
-        if (c.ranks > 1 && c.ranks <= 4)
-            launcher = std::string(MT_TEST_MPIEXEC) + " -n " + std::to_string(c.ranks) +
-                       " -x OMP_NUM_THREADS=1 ";
+        if (c.ranks > 1 && c.ranks <= 4) launcher = mt::test::mpiexec_prefix(c.ranks);
         return "timeout 120 " + launcher + shell_quote(tool_path("megatron-" + tool)) + " " +
                fill(flags);
     }
@@ -256,7 +255,7 @@ TEST_P(MegatronScripts, OutcomeIsTheExpectedOne) {
     }
     if (c.expect.rfind("needs ranks: ", 0) == 0)
         GTEST_SKIP() << c.name << " " << c.expect << "; the tests run at most 4 ranks";
-    if (c.ranks > 1 && c.ranks <= 4 && std::string(MT_TEST_MPIEXEC).empty())
+    if (c.ranks > 1 && c.ranks <= 4 && !mt::test::mpiexec_available())
         GTEST_SKIP() << c.name << " needs " << c.ranks << " ranks; built without MPI";
     if ((c.flags + c.setup).find("{SP_MODEL}") != std::string::npos &&
         sentencepiece_model().empty())

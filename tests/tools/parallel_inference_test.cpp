@@ -18,6 +18,7 @@
 
 #include "api_test_support.h"
 #include "json_compare.h"
+#include "mpiexec_launch.h"
 #include "test_support.h"
 
 namespace {
@@ -26,10 +27,6 @@ namespace fs = std::filesystem;
 using mt::test::run_command;
 using mt::test::shell_quote;
 using mt::test::tool_path;
-
-std::string launcher(int ranks) {
-    return std::string(MT_TEST_MPIEXEC) + " -n " + std::to_string(ranks) + " -x OMP_NUM_THREADS=1 ";
-}
 
 std::string llama_flags() {
     return " --load " + shell_quote(mt::test::fixtures_dir() / "hf" / "llama") +
@@ -65,7 +62,7 @@ void expect_same_lines(const std::vector<std::string>& got, const std::vector<st
 class ParallelInference : public ::testing::Test {
   protected:
     void SetUp() override {
-        if (std::string(MT_TEST_MPIEXEC).empty()) GTEST_SKIP() << "built without MPI";
+        if (!mt::test::mpiexec_available()) GTEST_SKIP() << "built without MPI";
     }
     // The command's stdout (its stderr added only when it fails): mpirun forwards a rank's
     // stdout and stderr separately, so a log line (stderr) may land after the " loaded " line.
@@ -83,7 +80,7 @@ class ParallelInference : public ::testing::Test {
         const std::string tool = shell_quote(tool_path("megatron-generate"));
         auto one = stdout_of(tool + flags);
         ASSERT_EQ(one.exit_code, 0) << one.output;
-        auto split = stdout_of(launcher(ranks) + tool + flags + layout);
+        auto split = stdout_of(mt::test::mpiexec_prefix(ranks) + tool + flags + layout);
         ASSERT_EQ(split.exit_code, 0) << split.output;
         expect_same_lines(after_loading(split.output), after_loading(one.output));
         // Rank 0 alone prints.
@@ -99,7 +96,8 @@ TEST_F(ParallelInference, TensorParallelGenerationGivesTheOneProcessTokensAndLog
     expect_same_generation(llama_flags() +
                            " --greedy --out-seq-length 6 --return-log-probs"
                            " --prompts '5 17 99 3 64 12 7' '1 2 3'");
-    auto r = run_command(launcher(2) + shell_quote(tool_path("megatron-generate")) + llama_flags() +
+    auto r = run_command(mt::test::mpiexec_prefix(2) + shell_quote(tool_path("megatron-generate")) +
+                         llama_flags() +
                          " --greedy --out-seq-length 6 --prompts '5 17 99 3 64 12 7'"
                          " --tensor-model-parallel-size 2");
     ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -155,7 +153,7 @@ TEST_F(ParallelInference, RestServerOnRankZeroAnswersAsOneProcess) {
     // Tensor- and pipeline-parallel: rank 0 serves every path, the others follow.
     for (const char* layout :
          {" --tensor-model-parallel-size 2", " --pipeline-model-parallel-size 2"}) {
-        mt::test::ApiServerProcess server(llama_flags() + layout, "", launcher(2));
+        mt::test::ApiServerProcess server(llama_flags() + layout, "", mt::test::mpiexec_prefix(2));
         ASSERT_GT(server.port(), 0) << layout;
         for (int i = 0; i < 2; ++i) {  // the followers stay in step across requests
             auto res = mt::test::put_api(server.port(), request);
@@ -202,7 +200,8 @@ TEST_F(ParallelInference, T5GeneratesAndServesAtTensorParallelAsOneProcess) {
     }
     // The decoder's text from [BOS].
     EXPECT_EQ(alone.rfind(R"({"text": ["[BOS] )", 0), 0u) << alone;
-    mt::test::ApiServerProcess server(t5 + " --tensor-model-parallel-size 2", "", launcher(2));
+    mt::test::ApiServerProcess server(t5 + " --tensor-model-parallel-size 2", "",
+                                      mt::test::mpiexec_prefix(2));
     ASSERT_GT(server.port(), 0);
     for (int i = 0; i < 2; ++i) {  // the followers stay in step across requests
         auto res = mt::test::put_api(server.port(), request);
@@ -221,7 +220,7 @@ TEST_F(ParallelInference, TrainedTensorParallelCheckpointGeneratesAsOneProcess) 
     for (const char* format : {"torch", "torch_dist"}) {
         const fs::path ckpt = dir.path() / format;
         auto train = run_command(
-            launcher(2) + shell_quote(tool_path("megatron-train")) +
+            mt::test::mpiexec_prefix(2) + shell_quote(tool_path("megatron-train")) +
             " --num-layers 2 --hidden-size 16 --num-attention-heads 2 --seq-length 32"
             " --max-position-embeddings 32 --micro-batch-size 2 --global-batch-size 4 --lr 1e-2"
             " --train-iters 10 --eval-iters 0 --split 100,0,0 --tensor-model-parallel-size 2"
@@ -268,10 +267,11 @@ TEST_F(ParallelInference, TensorParallelEvaluationGivesTheOneProcessResults) {
         ASSERT_NE(at, std::string::npos) << one.output;
         const std::string block = one.output.substr(at, one.output.find('\n', at) - at);
         // TP2, and TP2 x PP2 (the vocabulary padded for the split on the last stage).
-        auto two = run_command(launcher(2) + tool + task + " --tensor-model-parallel-size 2");
+        auto two = run_command(mt::test::mpiexec_prefix(2) + tool + task +
+                               " --tensor-model-parallel-size 2");
         ASSERT_EQ(two.exit_code, 0) << two.output;
         EXPECT_NE(two.output.find(block), std::string::npos) << block << "\n" << two.output;
-        auto four = run_command(launcher(4) + tool + task +
+        auto four = run_command(mt::test::mpiexec_prefix(4) + tool + task +
                                 " --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2");
         ASSERT_EQ(four.exit_code, 0) << four.output;
         EXPECT_NE(four.output.find(block), std::string::npos) << block << "\n" << four.output;
@@ -311,10 +311,10 @@ TEST_F(ParallelInference, HybridPipelineGenerationGivesTheOneProcessTokensAndLog
 
 TEST_F(ParallelInference, LayoutsThatDoNotFitTheJobAreRefused) {
     const std::string tool = shell_quote(tool_path("megatron-generate"));
-    auto r = run_command(launcher(2) + tool + llama_flags() + " --prompts 1");
+    auto r = run_command(mt::test::mpiexec_prefix(2) + tool + llama_flags() + " --prompts 1");
     EXPECT_NE(r.exit_code, 0);
     EXPECT_NE(r.output.find("must equal the job's 2 ranks"), std::string::npos) << r.output;
-    r = run_command(launcher(2) + tool + llama_flags() +
+    r = run_command(mt::test::mpiexec_prefix(2) + tool + llama_flags() +
                     " --prompts 1 --pipeline-model-parallel-size 2 --tensor-model-parallel-size 2");
     EXPECT_NE(r.exit_code, 0);
     EXPECT_NE(r.output.find("must equal the job's 2 ranks"), std::string::npos) << r.output;

@@ -14,6 +14,7 @@
 #include <regex>
 #include <tuple>
 
+#include "mpiexec_launch.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -47,9 +48,7 @@ const char* kLlama =
 // multiple of --make-vocab-size-divisible-by x tp (Megatron's rule), 256 rows at TP1 and TP2.
 std::string train(const TempDir& dir, const std::string& data, int ranks, int tp) {
     const fs::path vocab = mt::test::fixtures_dir() / "gpt2-tiny";
-    std::string launcher = ranks > 1 ? std::string(MT_TEST_MPIEXEC) + " -n " +
-                                           std::to_string(ranks) + " -x OMP_NUM_THREADS=1 "
-                                     : std::string();
+    std::string launcher = ranks > 1 ? mt::test::mpiexec_prefix(ranks) : std::string();
     std::string cmd = launcher + mt::test::tool_path("megatron-train").string() +
                       " --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16"
                       " --max-position-embeddings 16 --micro-batch-size 2 --global-batch-size 8"
@@ -108,7 +107,7 @@ void expect_resumes(const std::string& saving, const std::string& resuming, cons
 class ParallelTrain : public ::testing::Test {
   protected:
     void SetUp() override {
-        if (std::string(MT_TEST_MPIEXEC).empty()) GTEST_SKIP() << "built without MPI";
+        if (!mt::test::mpiexec_available()) GTEST_SKIP() << "built without MPI";
         data_ = make_dataset(dir_);
         auto single = run_command(train(dir_, data_, 1, 1));
         ASSERT_EQ(single.exit_code, 0) << single.output;

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "mpiexec_launch.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -67,7 +68,7 @@ TEST(TrainBert, WithoutTheBinaryHeadOnlyTheLmLoss) {
 // DP2 give the one-process lm and sop losses: replicated heads count once in the gradient norm,
 // the pooler gathers the sequence shards, the data-parallel mean is the micro-batches' mean.
 TEST(TrainBert, TensorSequenceAndDataParallelGiveTheOneProcessLosses) {
-    if (std::string(MT_TEST_MPIEXEC).empty()) GTEST_SKIP() << "built without MPI";
+    if (!mt::test::mpiexec_available()) GTEST_SKIP() << "built without MPI";
     auto vocab = mt::test::test_data("bert/bert-large-uncased-vocab.txt");
     if (!vocab) GTEST_SKIP() << "MEGATRON_TEST_DATA is not set: no BERT vocabulary";
     TempDir dir;
@@ -81,7 +82,7 @@ TEST(TrainBert, TensorSequenceAndDataParallelGiveTheOneProcessLosses) {
         corpus + " --vocab-file " + mt::test::shell_quote(*vocab) + " --data-cache-path " +
         mt::test::shell_quote(dir / "cache");
     const std::string train = mt::test::tool_path("megatron-train").string() + args;
-    const std::string ranks = std::string(MT_TEST_MPIEXEC) + " -n 2 ";
+    const std::string ranks = mt::test::mpiexec_prefix(2);
     auto one = run_command(train);
     auto tp2 = run_command(ranks + train +
                            " --tensor-model-parallel-size 2 --make-vocab-size-divisible-by 64");

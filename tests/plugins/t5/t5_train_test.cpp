@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "mpiexec_launch.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -119,7 +120,7 @@ TEST(TrainT5, RecomputeGivesTheSameLosses) {
 }
 
 TEST(TrainT5, TensorSequenceAndDataParallelGiveTheOneProcessLosses) {
-    if (std::string(MT_TEST_MPIEXEC).empty()) GTEST_SKIP() << "built without MPI";
+    if (!mt::test::mpiexec_available()) GTEST_SKIP() << "built without MPI";
     auto vocab = mt::test::test_data("bert/bert-large-uncased-vocab.txt");
     if (!vocab) GTEST_SKIP() << "MEGATRON_TEST_DATA is not set: no BERT vocabulary";
     TempDir dir;
@@ -127,7 +128,7 @@ TEST(TrainT5, TensorSequenceAndDataParallelGiveTheOneProcessLosses) {
     const std::string flags = example_flags(dir, *vocab) +
                               " --train-iters 4 --log-interval 1 --eval-iters 0"
                               " --hidden-dropout 0 --attention-dropout 0";
-    const std::string ranks = std::string(MT_TEST_MPIEXEC) + " -n 2 ";
+    const std::string ranks = mt::test::mpiexec_prefix(2);
     auto one = run_command(train() + flags);
     ASSERT_EQ(one.exit_code, 0) << one.output;
     const auto want = logged_values(one.output, "lm loss");
@@ -146,12 +147,12 @@ TEST(TrainT5, TensorSequenceAndDataParallelGiveTheOneProcessLosses) {
 }
 
 TEST(TrainT5, PipelineParallelismIsRefusedAsMegatronRefusesIt) {
-    if (std::string(MT_TEST_MPIEXEC).empty()) GTEST_SKIP() << "built without MPI";
+    if (!mt::test::mpiexec_available()) GTEST_SKIP() << "built without MPI";
     auto vocab = mt::test::test_data("bert/bert-large-uncased-vocab.txt");
     if (!vocab) GTEST_SKIP() << "MEGATRON_TEST_DATA is not set: no BERT vocabulary";
     TempDir dir;
-    auto r = run_command(std::string(MT_TEST_MPIEXEC) + " -n 2 " + train() +
-                         example_flags(dir, *vocab) + " --pipeline-model-parallel-size 2");
+    auto r = run_command(mt::test::mpiexec_prefix(2) + train() + example_flags(dir, *vocab) +
+                         " --pipeline-model-parallel-size 2");
     EXPECT_NE(r.exit_code, 0);
     EXPECT_NE(r.output.find("--pipeline-model-parallel-size with T5"), std::string::npos)
         << r.output;
