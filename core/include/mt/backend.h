@@ -203,9 +203,10 @@ class MT_API Backend {
                                  const Tensor& lse_part, int64_t row_begin, int64_t row_end);
     // Inference over a key/value cache (no dropout, causal): q (B, Tq, nq, hd) holds positions
     // past .. past+Tq-1; k_cache, v_cache (B, C, ng, hd), C >= past + Tq. Query t sees keys
-    // s <= past + t.
+    // s <= past + t. bias: undefined, or (nq, Tq, past + Tq) added to the scaled scores as
+    // AttentionConfig::bias is.
     virtual void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                                  int64_t past, double scale, Tensor& out);
+                                  int64_t past, double scale, const Tensor& bias, Tensor& out);
 
     // ---- Mamba-2 (Megatron's MambaMixer; f32, and f64 for finite-difference checks) ---------
     // Depthwise causal convolution: x (B, T + K - 1, C) holds the K - 1 positions before the

@@ -50,6 +50,14 @@ struct AttentionConfig {
     // Optional (B) i32 on the backend's device: keys s >= key_length[b] of row b are padding no
     // query sees (BERT's padding mask). A query that sees no key gets a zero output.
     Tensor key_length;
+    // Optional (nq, Tq, Tk) contiguous on the backend's device, f64 for f64 q and f32 otherwise:
+    // added to the scaled scores of every batch row (Transformer Engine's post_scale_bias: T5's
+    // relative position buckets).
+    Tensor bias;
+    // Optional, shaped as bias: attention_backward adds the scores' gradient, summed over the
+    // batch, into it (the bias's gradient; the config is shared with the forward, which ignores
+    // it).
+    Tensor bias_grad;
 };
 
 // The dropout counters one attention call over q (B, Tq, nq, hd) and keys (B, Tk, ...) consumes

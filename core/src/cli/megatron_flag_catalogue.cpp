@@ -18,8 +18,12 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--attention-backend", kDefined,
      accept("an attention kernel choice: the CPU's flash-style kernel computes the same "
             "attention")},
-    {"--relative-attention-num-buckets", refuse(kT5Relative)},
-    {"--relative-attention-max-distance", refuse(kT5Relative)},
+    {"--relative-attention-num-buckets",
+     accept("sizes T5's relative position embeddings (--model t5 reads it); other models have "
+            "none")},
+    {"--relative-attention-max-distance",
+     accept("sizes T5's relative position embeddings (--model t5 reads it); other models have "
+            "none")},
     {"--use-rotary-position-embeddings",
      refuse_unless("--use-rotary-position-embeddings (deprecated in Megatron) without "
                    "--position-embedding-type rope: give --position-embedding-type rope",

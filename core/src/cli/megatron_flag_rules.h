@@ -25,8 +25,6 @@ inline constexpr FlagRule kDefined{FlagStatus::implemented};
 // Capabilities megatron.cpp lacks (refused).
 inline constexpr const char* kPipeline = "pipeline parallelism";
 inline constexpr const char* kMoE = "this MoE (Mixture of Experts) option";
-inline constexpr const char* kT5Relative =
-    "relative position embeddings (T5's --position-embedding-type relative)";
 inline constexpr const char* kEncoderStages =
     "encoder-only pipeline and tensor-parallel sizes (removed in Megatron-core 0.14)";
 inline constexpr const char* kMamba = "Mamba hybrid models";

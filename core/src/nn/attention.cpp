@@ -109,7 +109,7 @@ Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved
         backend_->rope_forward(s.q, tables, s.q);
         backend_->rope_forward(s.k, tables, s.k);
     }
-    if (cache.layer) return attend_cached(s.q, s.k, s.v, cache);
+    if (cache.layer) return attend_cached(s.q, s.k, s.v, cache, mask.bias);
     attend(s, ctx, mask);
     return proj_.forward(s.out.view({l.B, l.T, nq_ * hd_}), saved ? &s.proj : nullptr);
 }
@@ -134,9 +134,10 @@ void SelfAttention::attend(Saved& s, DropoutContext& ctx, const AttentionMask& m
         c.offset = d.offset;
     };
     if (config_.cp.active()) {
-        MT_CHECK(mask.causal && !mask.document_start.defined() && !mask.key_length.defined(),
+        MT_CHECK(mask.causal && !mask.document_start.defined() && !mask.key_length.defined() &&
+                     !mask.bias.defined(),
                  "not supported yet: --context-parallel-size with a mask other than causal "
-                 "(bidirectional, --reset-attention-mask or padding)");
+                 "(bidirectional, --reset-attention-mask, padding or an attention bias)");
         // Each ring step draws its own dropout counters.
         s.ring.assign(size_t(config_.cp.size()), s.attention);
         for (ops::AttentionConfig& step : s.ring) set_draw(step, draw());
@@ -155,6 +156,8 @@ void SelfAttention::attend(Saved& s, DropoutContext& ctx, const AttentionMask& m
                  "SelfAttention: key_length must be i32 (", B, "), got ", lengths.describe());
         s.attention.key_length = backend_->contiguous(lengths);
     }
+    s.attention.bias = mask.bias;
+    s.attention.bias_grad = mask.bias_grad;
     backend_->attention_forward(s.q, s.k, s.v, s.attention, s.out, s.lse);
 }
 
@@ -178,7 +181,7 @@ ops::RopeTables SelfAttention::sequence_rope_tables(int64_t length) const {
 }
 
 Tensor SelfAttention::attend_cached(const Tensor& q, const Tensor& k, const Tensor& v,
-                                    const KvSlot& cache) const {
+                                    const KvSlot& cache, const Tensor& bias) const {
     const int64_t B = q.size(0), T = q.size(1);
     Tensor& kc = cache.layer->k;
     Tensor& vc = cache.layer->v;
@@ -198,10 +201,11 @@ Tensor SelfAttention::attend_cached(const Tensor& q, const Tensor& k, const Tens
         ops::AttentionConfig config;
         config.scale = scale;
         config.block = config_.attention_block;
+        config.bias = bias;
         Tensor lse = backend_->empty({B, nq_, T}, upcast_dtype(q.dtype()));
         backend_->attention_forward(q, k, v, config, out, lse);
     } else {
-        backend_->attention_cached(q, kc, vc, cache.past, scale, out);
+        backend_->attention_cached(q, kc, vc, cache.past, scale, bias, out);
     }
     return proj_.forward(out.view({B, T, nq_ * hd_}), nullptr);
 }

@@ -161,10 +161,10 @@ TransformerArgs read_transformer_args(const ModelArgs& args) {
         c.position_embedding = PositionEmbedding::rope;
     else if (pos == "none")
         c.position_embedding = PositionEmbedding::none;
-    else if (pos == "relative")  // megatron-core's T5 only, on Transformer Engine's attention
+    else if (pos == "relative")  // megatron-core's T5Model reads it itself (its own tables)
         MT_FAIL(
-            "not supported yet: --position-embedding-type relative (T5's relative position "
-            "buckets)");
+            "--position-embedding-type relative: only T5 models have relative position "
+            "embeddings in Megatron (--model t5)");
     else
         MT_FAIL("--position-embedding-type ", pos, ": supported are learned_absolute, rope, none");
     c.rotary_base = f.real("rotary-base", 10000);

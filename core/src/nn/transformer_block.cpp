@@ -47,16 +47,19 @@ Tensor TransformerBlock::forward(const Tensor& x, DropoutContext& ctx, Saved* sa
 }
 
 Tensor TransformerBlock::forward_cached(const Tensor& x, InferenceState* state,
-                                        const EncoderContext* encoder) const {
+                                        const EncoderContext* encoder,
+                                        const Tensor& attention_bias) const {
     MT_CHECK(!state || state->num_layers() == layers_.size(),
              "TransformerBlock: the inference state "
              "holds ",
              state ? state->num_layers() : 0, " layers, the block ", layers_.size());
     DropoutContext no_dropout{false, 0, 0};
     const int64_t past = state ? state->length() : 0;
+    AttentionMask mask;
+    mask.bias = attention_bias;
     Tensor h = x;
     for (size_t i = 0; i < layers_.size(); ++i)
-        h = layers_[i]->forward(h, no_dropout, nullptr, {}, state ? &state->layer(i) : nullptr,
+        h = layers_[i]->forward(h, no_dropout, nullptr, mask, state ? &state->layer(i) : nullptr,
                                 past, encoder);
     return final_norm_ ? final_norm_->forward(h, nullptr) : h;
 }

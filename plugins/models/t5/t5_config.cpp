@@ -43,6 +43,10 @@ std::vector<FlagInfo> t5_flags() {
     flags.push_back(
         value_flag("encoder-seq-length", "the encoder's sequence length (or --seq-length)"));
     flags.push_back(value_flag("decoder-seq-length", "the decoder's sequence length"));
+    flags.push_back(value_flag("relative-attention-num-buckets",
+                               "buckets of the relative position embeddings", "32"));
+    flags.push_back(value_flag("relative-attention-max-distance",
+                               "the distance the relative position buckets reach", "128"));
     return flags;
 }
 
@@ -50,8 +54,22 @@ T5Config t5_config_from_args(const ModelArgs& given) {
     const ModelArgs args = paired(given);
     const ModelArgsReader f(args);
     T5Config c;
-    c.transformer = nn::read_transformer_args(args);
+    // Relative position embeddings are T5's own: the shared reader sees no position embedding.
+    const bool relative = !f.flag("use-rotary-position-embeddings") &&
+                          f.has("position-embedding-type") &&
+                          f.text("position-embedding-type") == "relative";
+    ModelArgs shared = args;
+    if (relative) shared["position-embedding-type"] = "none";
+    c.transformer = nn::read_transformer_args(shared);
     const nn::TransformerArgs& t = c.transformer;
+    if (relative) {
+        MT_CHECK(t.transformer_impl == nn::TransformerImpl::transformer_engine,
+                 "--position-embedding-type relative needs --transformer-impl "
+                 "transformer_engine (Megatron: the local implementation does not support "
+                 "attention bias-based position embeddings)");
+        c.relative = nn::RelativePositionBuckets{f.integer("relative-attention-num-buckets", 32),
+                                                 f.integer("relative-attention-max-distance", 128)};
+    }
     MT_CHECK(!t.moe.enabled(), "not supported yet: --num-experts for T5");
     // pretrain_t5.py hands T5Model --rotary-percent alone: its RotaryEmbedding keeps the
     // default base (10000) and no scaling, whatever --rotary-base or --use-rope-scaling say.

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "mt/model.h"
+#include "mt/nn/relative_position_bias.h"
 #include "mt/nn/transformer_args.h"
 
 namespace mt::plugins::t5 {
@@ -21,15 +23,19 @@ struct T5Config {
     // megatron-core's T5Model builds what it is given: we build what the flag says.
     int64_t decoder_layers = 0;
     int64_t encoder_seq_length = 0, decoder_seq_length = 0;
+    // --position-embedding-type relative (transformer.position_embedding is none then): each
+    // stack's own table of --relative-attention-num-buckets over
+    // --relative-attention-max-distance.
+    std::optional<nn::RelativePositionBuckets> relative;
 };
 
-// transformer_flags() plus --encoder-num-layers, --decoder-num-layers, --encoder-seq-length and
-// --decoder-seq-length.
+// transformer_flags() plus --encoder-num-layers, --decoder-num-layers, --encoder-seq-length,
+// --decoder-seq-length, --relative-attention-num-buckets and --relative-attention-max-distance.
 std::vector<FlagInfo> t5_flags();
 
 // The arguments as flag text. Throws mt::Error naming the flag for what is missing,
-// contradictory or not supported (position embeddings other than learned absolute, mixtures of
-// experts).
+// contradictory or not supported (mixtures of experts; relative position embeddings with
+// --transformer-impl local, which Megatron refuses).
 T5Config t5_config_from_args(const ModelArgs& args);
 
 // `args` with the values Megatron derives (validate_args: num-layers, seq-length and the

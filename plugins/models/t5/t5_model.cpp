@@ -33,6 +33,16 @@ void check_same_shape(const Tensor& a, std::string_view a_name, const Tensor& b,
              " is not shaped as \"", a_name, "\" ", a.describe());
 }
 
+// A stack's relative position bias over its T positions in `mask`, with a zero gradient
+// accumulator (kept in *grad) when the pass has a backward.
+void set_bias(nn::AttentionMask& mask, const nn::RelativePositionBias& bias, int64_t T,
+              Tensor* grad, Backend& backend) {
+    mask.bias = bias.forward(0, T, T);
+    if (!grad) return;
+    *grad = backend.zeros(mask.bias.shape(), mask.bias.dtype());
+    mask.bias_grad = *grad;
+}
+
 nn::LayerSpecs decoder_specs() {
     return [](int64_t) {
         return nn::LayerSpec{{nn::self_attention_sublayer(), nn::cross_attention_sublayer(),
@@ -72,6 +82,13 @@ T5Model::T5Model(const T5Config& config, const BuildContext& context, DType dtyp
     MT_CHECK(context.parallel.cp().size() == 1,
              "not supported yet: --context-parallel-size with T5 (its attention is bidirectional "
              "or over padding; the ring attention is causal)");
+    if (config.relative) {
+        const int64_t heads = config.transformer.num_attention_heads;
+        encoder_bias_.emplace("encoder_relative_pos_emb", true, *config.relative, heads, dtype,
+                              *backend_, tp_);
+        decoder_bias_.emplace("decoder_relative_pos_emb", false, *config.relative, heads, dtype,
+                              *backend_, tp_);
+    }
     output_.weight().embedding_or_output = true;
     embedding_.word().embedding_or_output = true;
     // T5Model registers these modules a second time (its own position_embeddings and
@@ -87,6 +104,10 @@ T5Model::T5Model(const T5Config& config, const BuildContext& context, DType dtyp
 std::vector<nn::Parameter*> T5Model::parameters() {
     std::vector<nn::Parameter*> out;
     embedding_.collect_parameters(out);
+    if (encoder_bias_) {
+        encoder_bias_->collect_parameters(out);
+        decoder_bias_->collect_parameters(out);
+    }
     encoder_.collect_parameters(out);
     decoder_.collect_parameters(out);
     output_.collect_parameters(out);
@@ -126,6 +147,12 @@ Losses T5Model::forward(const Batch& batch, nn::DropoutContext& dropout,
     encoder_mask.key_length = nn::key_lengths_from_padding_mask(enc_mask);
     nn::AttentionMask decoder_mask;
     decoder_mask.key_length = nn::key_lengths_from_padding_mask(dec_mask);
+    if (encoder_bias_) {
+        set_bias(encoder_mask, *encoder_bias_, enc_ids.size(1),
+                 keep ? &acts->encoder_bias_grad : nullptr, *backend_);
+        set_bias(decoder_mask, *decoder_bias_, dec_ids.size(1),
+                 keep ? &acts->decoder_bias_grad : nullptr, *backend_);
+    }
 
     Tensor h = embedding_.forward(enc_ids, dropout, keep ? &acts->encoder_embedding : nullptr);
     const Tensor encoded =
@@ -159,10 +186,18 @@ void T5Model::backward(const std::vector<Tensor>& dlosses, const Activations& sa
     nn::report_grads_ready(output_, grad_ready_);  // its bias (the tied weight: the embedding's)
     dh = decoder_.backward(dh, acts->decoder, grad_ready_);
     embedding_.backward(dh, acts->decoder_embedding);
+    if (decoder_bias_) {
+        decoder_bias_->backward(acts->decoder_bias_grad);
+        nn::report_grads_ready(*decoder_bias_, grad_ready_);
+    }
     MT_CHECK(acts->encoder_grad.defined(),
              "T5Model: the decoder's backward left no gradient for the encoder's output");
     dh = encoder_.backward(acts->encoder_grad, acts->encoder, grad_ready_);
     embedding_.backward(dh, acts->encoder_embedding);
+    if (encoder_bias_) {
+        encoder_bias_->backward(acts->encoder_bias_grad);
+        nn::report_grads_ready(*encoder_bias_, grad_ready_);
+    }
     nn::report_grads_ready(embedding_, grad_ready_);
 }
 
@@ -181,6 +216,7 @@ void T5Model::encode(const Tensor& tokens, const Tensor& lengths, nn::InferenceS
     nn::AttentionMask mask;
     mask.causal = false;
     mask.key_length = lengths;
+    if (encoder_bias_) set_bias(mask, *encoder_bias_, tokens.size(1), nullptr, *backend_);
     const Tensor h = embedding_.forward(tokens, no_dropout, nullptr);
     state.encoder = {encoder_.forward(h, no_dropout, nullptr, mask), lengths, nullptr};
 }
@@ -198,7 +234,9 @@ Tensor T5Model::logits(const Tensor& tokens, nn::InferenceState* state, int64_t 
     for (int64_t i = 0; i < B * T; ++i) at[size_t(i)] = past + i % T;
     nn::DropoutContext no_dropout{false, 0, 0};
     Tensor h = embedding_.forward(tokens, no_dropout, nullptr, host_tensor(std::move(at), {B, T}));
-    h = decoder_.forward_cached(h, state, &state->encoder);
+    h = decoder_.forward_cached(
+        h, state, &state->encoder,
+        decoder_bias_ ? decoder_bias_->forward(past, T, past + T) : Tensor());
     state->advance(T);
     const int64_t kept = keep_last > 0 && keep_last < T ? keep_last : T;
     if (kept < T) h = h.slice(1, T - kept, T);

@@ -4,17 +4,21 @@
 // decoder (causal self-attention, pre_cross_attn_layernorm + cross-attention over the encoder's
 // output, the MLP; "decoder.final_layernorm"); the LM head: the word embeddings as output weight
 // with "lm_head.output_layer.bias" (untied: "lm_head.output_layer.weight", no bias, as
-// T5LMHead builds it).
+// T5LMHead builds it). With relative position embeddings each stack's self-attentions add the
+// bias of its own table ("encoder_relative_pos_emb", bidirectional; "decoder_relative_pos_emb",
+// causal) instead of the learned absolute positions.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "mt/backend.h"
 #include "mt/model.h"
 #include "mt/nn/embedding.h"
 #include "mt/nn/output_loss.h"
+#include "mt/nn/relative_position_bias.h"
 #include "mt/nn/tensor_parallel.h"
 #include "mt/nn/transformer_block.h"
 #include "t5_config.h"
@@ -27,6 +31,8 @@ struct T5Activations final : Activations {
     nn::OutputLoss::Saved output;
     // The encoder output's gradient, which the decoder's cross-attentions add up in the backward.
     mutable Tensor encoder_grad;
+    // Relative position embeddings: each stack's attention bias gradient, its layers' sum.
+    Tensor encoder_bias_grad, decoder_bias_grad;
 };
 
 // Not thread-safe, not movable (the tied output layer points at the embedding).
@@ -71,6 +77,7 @@ class T5Model final : public Model {
     nn::TensorParallel tp_;
     nn::TransformerConfig layer_;
     nn::Embedding embedding_;
+    std::optional<nn::RelativePositionBias> encoder_bias_, decoder_bias_;  // relative positions
     nn::TransformerBlock encoder_, decoder_;
     nn::OutputLoss output_;
     GradReadyHook grad_ready_;

@@ -2,7 +2,8 @@
 // megatron_checkpoints/make_fixtures.py: examples/t5/train_t5_220m_distributed.sh's flags
 // through parse_args + validate_args, get_model and save_checkpoint; core_v0.13, torch and
 // torch_dist, fp32 and bf16; and the same with --position-embedding-type rope --rotary-percent
-// 0.5) read with their own args give megatron-core T5Model's
+// 0.5, and with --position-embedding-type relative on Transformer Engine's spec) read with their
+// own args give megatron-core T5Model's
 // log-probabilities of the labels at every decoder token (1e-5); the whole model's gradients
 // against finite differences in f64.
 #include <gtest/gtest.h>
@@ -109,7 +110,7 @@ TEST(T5MegatronCheckpoints, GiveMegatronCoresLogProbs) {
                 ++i;
             }
     });
-    EXPECT_EQ(checked, 8);  // core_v0.13's t5 and t5_rope x two formats x two dtypes
+    EXPECT_EQ(checked, 12);  // core_v0.13's t5, t5_rope, t5_relative x two formats x two dtypes
 }
 
 // Greedy generation (infer::generate: the encoder once, the decoder from [BOS] with its KV cache
@@ -141,7 +142,7 @@ TEST(T5MegatronCheckpoints, GreedyGenerationGivesMegatronCoresTokens) {
                       std::vector<int32_t>(greedy.begin() + b * Tg, greedy.begin() + (b + 1) * Tg))
                 << "row " << b;
     });
-    EXPECT_EQ(checked, 8);  // t5 and t5_rope, torch and torch_dist, fp32 and bf16
+    EXPECT_EQ(checked, 12);  // t5, t5_rope, t5_relative; torch, torch_dist; fp32, bf16
 }
 
 // megatron-convert --model-type T5 reshards Megatron's own T5 checkpoint to TP2 in torch_dist and
@@ -196,12 +197,26 @@ TEST(T5MegatronCheckpoints, ReshardThroughBothFormatsBitExactly) {
 
 // The whole model in f64 (2 + 1 layers, dropout everywhere, replayed): d(mean loss) against
 // finite differences for a sample of each parameter's entries.
-TEST(T5Model, GradientsMatchFiniteDifferences) {
-    const ModelArgs args = {
-        {"encoder-num-layers", "2"},      {"decoder-num-layers", "1"}, {"hidden-size", "8"},
-        {"num-attention-heads", "2"},     {"ffn-hidden-size", "12"},   {"encoder-seq-length", "6"},
-        {"max-position-embeddings", "8"}, {"padded-vocab-size", "16"}, {"attention-dropout", "0.2"},
-        {"hidden-dropout", "0.2"}};
+// Learned absolute positions, and relative ones (each stack's bucket table, 6 buckets reaching
+// 5 positions: the encoder's 6 reach its logarithmic buckets).
+class T5ModelGradients : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(T5ModelGradients, MatchFiniteDifferences) {
+    ModelArgs args = {{"encoder-num-layers", "2"},
+                      {"decoder-num-layers", "1"},
+                      {"hidden-size", "8"},
+                      {"num-attention-heads", "2"},
+                      {"ffn-hidden-size", "12"},
+                      {"encoder-seq-length", "6"},
+                      {"max-position-embeddings", "8"},
+                      {"padded-vocab-size", "16"},
+                      {"attention-dropout", "0.2"},
+                      {"hidden-dropout", "0.2"},
+                      {"position-embedding-type", GetParam()}};
+    if (std::string(GetParam()) == "relative") {
+        args["relative-attention-num-buckets"] = "6";
+        args["relative-attention-max-distance"] = "5";
+    }
     const plugins::t5::T5Config config = plugins::t5::t5_config_from_args(args);
     plugins::t5::T5Model model(config, single_process_context(), DType::f64);
     model.initialize(7);
@@ -247,7 +262,12 @@ TEST(T5Model, GradientsMatchFiniteDifferences) {
             EXPECT_NEAR(mt::test::element(p->grad, i), (up - down) / (2 * h), 1e-7) << i;
         }
     }
+    if (config.relative)
+        EXPECT_EQ(params[1]->name, "encoder_relative_pos_emb.relative_attention_bias.weight");
 }
+
+INSTANTIATE_TEST_SUITE_P(PositionEmbeddings, T5ModelGradients,
+                         ::testing::Values("learned_absolute", "relative"));
 
 }  // namespace
 }  // namespace mt

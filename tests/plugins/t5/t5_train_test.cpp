@@ -119,13 +119,15 @@ TEST(TrainT5, RecomputeGivesTheSameLosses) {
     }
 }
 
-TEST(TrainT5, TensorSequenceAndDataParallelGiveTheOneProcessLosses) {
+// Each layout's losses under mpirun (2 ranks) against one process's, the model given by `model`.
+void expect_layouts_give_the_one_process_losses(const std::string& model,
+                                                const std::vector<const char*>& layouts) {
     if (!mt::test::mpiexec_available()) GTEST_SKIP() << "built without MPI";
     auto vocab = mt::test::test_data("bert/bert-large-uncased-vocab.txt");
     if (!vocab) GTEST_SKIP() << "MEGATRON_TEST_DATA is not set: no BERT vocabulary";
     TempDir dir;
     // Dropout off: Megatron draws it from other streams under tensor parallelism too.
-    const std::string flags = example_flags(dir, *vocab) +
+    const std::string flags = example_flags(dir, *vocab) + model +
                               " --train-iters 4 --log-interval 1 --eval-iters 0"
                               " --hidden-dropout 0 --attention-dropout 0";
     const std::string ranks = mt::test::mpiexec_prefix(2);
@@ -133,9 +135,7 @@ TEST(TrainT5, TensorSequenceAndDataParallelGiveTheOneProcessLosses) {
     ASSERT_EQ(one.exit_code, 0) << one.output;
     const auto want = logged_values(one.output, "lm loss");
     ASSERT_EQ(want.size(), 4u) << one.output;
-    for (const char* layout :
-         {" --tensor-model-parallel-size 2", " --tensor-model-parallel-size 2 --sequence-parallel",
-          " --use-distributed-optimizer"}) {
+    for (const char* layout : layouts) {
         SCOPED_TRACE(layout);
         auto r = run_command(ranks + train() + flags + layout);
         ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -144,6 +144,20 @@ TEST(TrainT5, TensorSequenceAndDataParallelGiveTheOneProcessLosses) {
         for (size_t i = 0; i < want.size(); ++i)
             EXPECT_NEAR(got[i], want[i], 1e-5 * want[i]) << "iteration " << i + 1;
     }
+}
+
+TEST(TrainT5, TensorSequenceAndDataParallelGiveTheOneProcessLosses) {
+    expect_layouts_give_the_one_process_losses(
+        "",
+        {" --tensor-model-parallel-size 2", " --tensor-model-parallel-size 2 --sequence-parallel",
+         " --use-distributed-optimizer"});
+}
+
+// Each rank adds its heads' columns of the bucket tables (their grads summed over the group).
+TEST(TrainT5, RelativePositionsAtTensorParallelGiveTheOneProcessLosses) {
+    expect_layouts_give_the_one_process_losses(
+        " --position-embedding-type relative",
+        {" --tensor-model-parallel-size 2 --sequence-parallel"});
 }
 
 TEST(TrainT5, PipelineParallelismIsRefusedAsMegatronRefusesIt) {

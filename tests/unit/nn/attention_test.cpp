@@ -1,4 +1,5 @@
-// Block-wise attention (ops/attention.h) against a naive full-softmax f64 implementation, and
+// Block-wise attention (ops/attention.h) against a naive full-softmax f64 implementation (with an
+// additive bias too, and its gradient), and
 // the SelfAttention module's backward against f64 finite differences (MHA and GQA, rope on and
 // off, interleaved and Llama-3-scaled rope, q/k layer norms, T not a multiple of the block,
 // attention dropout replayed).
@@ -48,6 +49,7 @@ void naive_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                         d += qp[((b * T + t) * nq + h) * hd + i] *
                              kp[((b * Tk + j) * ng + g) * hd + i];
                     s[j] = cfg.scale * d;
+                    if (cfg.bias.defined()) s[j] += cfg.bias.data<double>()[(h * T + t) * Tk + j];
                     m = std::max(m, s[j]);
                 }
                 double z = 0;
@@ -81,13 +83,17 @@ TEST_P(NnAttentionOp, ForwardEqualsNaiveSoftmax) {
         float dropout;
         std::vector<int32_t> key_length = {};  // padding (BERT): keys past it are invisible
         int64_t Tk = 0;                        // keys of a cross-attention; 0: T
+        bool bias = false;                     // an additive (nq, T, Tk) bias
     };
     for (Case c :
          {Case{7, 2, 2, 3, true, 0.0f}, Case{9, 4, 2, 4, true, 0.0f},
           Case{5, 4, 1, 64, false, 0.0f}, Case{8, 4, 2, 3, true, 0.3f},
           Case{7, 2, 1, 3, false, 0.0f, {4, 7}}, Case{6, 2, 2, 4, true, 0.2f, {2, 5}},
           // cross-attention: fewer and more keys than queries, padded, dropout
-          Case{7, 2, 2, 3, false, 0.0f, {3, 5}, 5}, Case{4, 4, 4, 3, false, 0.3f, {9, 2}, 9}}) {
+          Case{7, 2, 2, 3, false, 0.0f, {3, 5}, 5}, Case{4, 4, 4, 3, false, 0.3f, {9, 2}, 9},
+          // T5's relative position bias: causal, padded, over more keys
+          Case{7, 4, 2, 3, true, 0.0f, {}, 0, true}, Case{6, 2, 2, 4, false, 0.2f, {3, 6}, 0, true},
+          Case{5, 2, 1, 2, false, 0.0f, {}, 8, true}}) {
         const int64_t Tk = c.Tk ? c.Tk : c.T;
         Tensor q = random_like({2, c.T, c.nq, 3}, DType::f64, rng, -2, 2);
         Tensor k = random_like({2, Tk, c.ng, 3}, DType::f64, rng, -2, 2);
@@ -100,6 +106,7 @@ TEST_P(NnAttentionOp, ForwardEqualsNaiveSoftmax) {
         cfg.seed = 5;
         cfg.offset = 17;
         if (!c.key_length.empty()) cfg.key_length = mt::host_tensor(c.key_length, {2});
+        if (c.bias) cfg.bias = random_like({c.nq, c.T, Tk}, DType::f64, rng, -3, 3);
         Tensor out = Tensor::empty(q.shape(), DType::f64);
         Tensor lse = Tensor::empty({2, c.nq, c.T}, DType::f64);
         be().attention_forward(q, k, v, cfg, out, lse);
@@ -181,6 +188,62 @@ TEST_P(NnAttentionOp, BackwardMatchesFiniteDifferences) {
         mt::test::expect_grads_match(run, w, {{"q", q, dq}, {"k", k, dk}, {"v", v, dv}}, 1e-6, 1e-8,
                                      1e-6);
     }
+}
+
+// The bias's gradient sums the scores' gradients over the batch rows; q, k and v's see it too.
+TEST_P(NnAttentionOp, BiasGradientMatchesFiniteDifferences) {
+    std::mt19937 rng(14);
+    for (bool causal : {true, false}) {
+        const int64_t B = 2, T = 5, nq = 4, ng = 2;
+        Tensor q = random_like({B, T, nq, 2}, DType::f64, rng, -2, 2);
+        Tensor k = random_like({B, T, ng, 2}, DType::f64, rng, -2, 2);
+        Tensor v = random_like({B, T, ng, 2}, DType::f64, rng);
+        mt::ops::AttentionConfig cfg;
+        cfg.causal = causal;
+        if (!causal) cfg.key_length = mt::host_tensor(std::vector<int32_t>{T, T - 2}, {B});
+        cfg.scale = 0.7;
+        cfg.block = 2;
+        cfg.bias = random_like({nq, T, T}, DType::f64, rng, -2, 2);
+        Tensor out = Tensor::empty(q.shape(), DType::f64);
+        Tensor lse = Tensor::empty({B, nq, T}, DType::f64);
+        auto run = [&] {
+            be().attention_forward(q, k, v, cfg, out, lse);
+            return out.clone();
+        };
+        Tensor y = run();
+        auto w = random_weights(y, rng);
+        Tensor dq = Tensor::empty(q.shape(), DType::f64), dk = Tensor::empty(k.shape(), DType::f64),
+               dv = Tensor::empty(v.shape(), DType::f64);
+        mt::ops::AttentionConfig with_grad = cfg;
+        with_grad.bias_grad = Tensor::zeros(cfg.bias.shape(), DType::f64);
+        be().attention_backward(q, k, v, out, lse, weights_tensor(y, w), with_grad, dq, dk, dv);
+        mt::test::expect_grads_match(
+            run, w,
+            {{"q", q, dq}, {"k", k, dk}, {"v", v, dv}, {"bias", cfg.bias, with_grad.bias_grad}},
+            1e-6, 1e-8, 1e-6);
+    }
+}
+
+// Decoding over a cache with a bias gives the rows the whole sequence's attention gives.
+TEST_P(NnAttentionOp, CachedWithBiasEqualsTheSequencesRows) {
+    std::mt19937 rng(15);
+    const int64_t B = 2, T = 6, nq = 4, ng = 2, hd = 3, past = 4;
+    Tensor q = random_like({B, T, nq, hd}, DType::f64, rng, -2, 2);
+    Tensor k = random_like({B, T, ng, hd}, DType::f64, rng, -2, 2);
+    Tensor v = random_like({B, T, ng, hd}, DType::f64, rng);
+    mt::ops::AttentionConfig cfg;
+    cfg.scale = 0.6;
+    cfg.block = 4;
+    cfg.bias = random_like({nq, T, T}, DType::f64, rng, -2, 2);
+    Tensor out = Tensor::empty(q.shape(), DType::f64), lse = Tensor::empty({B, nq, T}, DType::f64);
+    be().attention_forward(q, k, v, cfg, out, lse);
+    // Queries past .. T-1 over keys 0 .. T-1: the bias's rows past .., all its columns.
+    Tensor bias_rows = cfg.bias.slice(1, past, T).contiguous();
+    Tensor q_new = q.slice(1, past, T).contiguous();
+    Tensor got = Tensor::empty(q_new.shape(), DType::f64);
+    be().attention_cached(q_new, k, v, past, cfg.scale, bias_rows, got);
+    const std::vector<double> want = values(out.slice(1, past, T).contiguous());
+    expect_near_all(values(got), want, 1e-12, "cached out");
 }
 
 // SelfAttention in f64 with random weights; x (2, T, 8).

@@ -57,8 +57,8 @@ class MT_API SelfAttention {
     // x (B, T, H) -> (B, T, H) attending as `mask` says (with context parallelism: x holds this
     // rank's two chunks of the sequence, the mask is causal without documents or padding).
     // Attention dropout draws B nq T T counters from ctx. With a cache (inference: saved null, a
-    // plain causal mask, no dropout) x holds positions cache.past .. and attends over the cached
-    // keys too.
+    // causal mask with at most a bias, no dropout) x holds positions cache.past .. and attends
+    // over the cached keys too.
     Tensor forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
                    const AttentionMask& mask = {}, const KvSlot& cache = {}) const;
     // dy (B, T, H) -> dx (B, T, H); qkv/proj grads +=.
@@ -85,9 +85,10 @@ class MT_API SelfAttention {
     // Attention of a training sequence (s.q, s.k, s.v set) into s.out and s.lse: one kernel
     // call, or the ring over the context-parallel ranks.
     void attend(Saved& s, DropoutContext& ctx, const AttentionMask& mask) const;
-    // Inference: stores k and v (B, T, ng, hd) in the cache and attends q over it.
-    Tensor attend_cached(const Tensor& q, const Tensor& k, const Tensor& v,
-                         const KvSlot& cache) const;
+    // Inference: stores k and v (B, T, ng, hd) in the cache and attends q over it (plus the
+    // mask's bias, (nq, T, past + T), when defined).
+    Tensor attend_cached(const Tensor& q, const Tensor& k, const Tensor& v, const KvSlot& cache,
+                         const Tensor& bias) const;
 
     TransformerConfig config_;
     int64_t nq_, ng_, hd_;

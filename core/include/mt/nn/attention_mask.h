@@ -16,6 +16,12 @@ struct AttentionMask {
     // (B) i32, optional: row b holds key_length[b] tokens, then padding no query attends to
     // (BERT's padding_mask). Outputs at padded positions are unspecified.
     Tensor key_length;
+    // (heads, T, T), optional: added to each self-attention's scaled scores, this rank's heads
+    // (ops::AttentionConfig::bias; T5's relative position buckets). In inference (T new
+    // positions after `past` cached ones) (heads, T, past + T).
+    Tensor bias;
+    // Shaped as bias, optional: every layer's backward adds the bias's gradient into it.
+    Tensor bias_grad;
 };
 
 // The key lengths (B) i32 of a padding mask (B, T) of 0/1 integers (1 = token) whose ones are a

@@ -58,9 +58,12 @@ class MT_API TransformerBlock {
     Tensor forward(const Tensor& x, DropoutContext& ctx, Saved* saved, const AttentionMask& mask,
                    const EncoderContext* encoder = nullptr) const;
     // Inference over an inference state (or none): causal, no dropout, positions state->length()
-    // .. (0 .. without a state). Does not advance the state: the model does, after every stage.
+    // .. (0 .. without a state), with an attention bias when defined (AttentionMask::bias: this
+    // rank's heads x the T new positions x all past + T). Does not advance the state: the model
+    // does, after every stage.
     Tensor forward_cached(const Tensor& x, InferenceState* state,
-                          const EncoderContext* encoder = nullptr) const;
+                          const EncoderContext* encoder = nullptr,
+                          const Tensor& attention_bias = {}) const;
     // An empty inference state for this block's layers: `batch` rows of up to `capacity`
     // positions.
     std::unique_ptr<InferenceState> make_inference_state(int64_t batch, int64_t capacity) const;

@@ -31,6 +31,7 @@ struct Dims {
     int64_t B, Tq, Tk, nq, ng, hd;
     const int32_t* document_start;  // (B, T), or null: no per-document limit
     const int32_t* key_length;      // (B), or null: no padding
+    bool bias;                      // config.bias (nq, Tq, Tk) is added to the scores
 };
 
 Dims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -63,6 +64,15 @@ Dims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
             lengths.dtype() == DType::i32 && lengths.is_contiguous() &&
                 lengths.device().type == DeviceType::cpu && lengths.shape() == Shape({q.size(0)}),
             op, ": key_length must be a contiguous i32 (B) CPU tensor, got ", lengths.describe());
+    for (const auto& [t, name] :
+         {std::pair{&config.bias, "bias"}, {&config.bias_grad, "bias_grad"}})
+        if (t->defined()) {
+            MT_CHECK(t->is_contiguous(), op, ": ", name, " must be contiguous, got ",
+                     t->describe());
+            check_float_shape(op, name, *t, {q.size(2), q.size(1), k.size(1)}, q.dtype());
+        }
+    MT_CHECK(!config.bias_grad.defined() || config.bias.defined(), op,
+             ": bias_grad without a bias");
     return {q.size(0),
             q.size(1),
             k.size(1),
@@ -70,7 +80,8 @@ Dims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
             k.size(2),
             q.size(3),
             starts.defined() ? starts.data<int32_t>() : nullptr,
-            lengths.defined() ? lengths.data<int32_t>() : nullptr};
+            lengths.defined() ? lengths.data<int32_t>() : nullptr,
+            config.bias.defined()};
 }
 
 template <class T>
@@ -147,6 +158,16 @@ void probabilities(const Dims& d, const AttentionConfig& cfg, const QueryBlock& 
     }
 }
 
+// Adds the block's rows of the bias (nq, Tq, Tk) to its scores.
+template <class T>
+void add_bias(const Dims& d, const QueryBlock& qb, const T* bias, T* s) {
+    for (int64_t r = 0; r < qb.rows; ++r) {
+        const T* br = bias + (qb.h * d.Tq + qb.t0 + r) * d.Tk;
+        T* sr = s + r * qb.keys;
+        for (int64_t j = 0; j < qb.keys; ++j) sr[j] += br[j];
+    }
+}
+
 // The dropout counter of score (row r, key 0) of a query block.
 inline uint64_t counter0(const Dims& d, const QueryBlock& qb, int64_t r) {
     return uint64_t(((qb.b * d.nq + qb.h) * d.Tq + qb.t0 + r) * d.Tk);
@@ -161,6 +182,7 @@ void forward_block(const Dims& d, const AttentionConfig& cfg, const QueryBlock& 
     const T* qrows = q + at_q(d, qb.b, qb.t0, qb.h);
     blas_gemm(false, true, qb.rows, qb.keys, hd, T(cfg.scale), qrows, ldq,
               k + at_kv(d, qb.b, 0, qb.g), ldkv, T(0), p, qb.keys);
+    if (d.bias) add_bias(d, qb, in_t<T>(cfg.bias), p);
     probabilities(d, cfg, qb, p, static_cast<const T*>(nullptr), lse);
     if (cfg.dropout > 0.0f) {  // p = 0 keeps all: no bits to draw
         const k::Dropout drop = k::Dropout::make(cfg.dropout, cfg.seed, cfg.offset);
@@ -196,11 +218,12 @@ void forward_blocks(const Dims& d, const AttentionConfig& cfg, const T* q, const
 // Backward of one (batch, key/value group): for each of its query heads and query blocks,
 // recompute P from lse, then (dropout: P_drop, dP through the same mask)
 //   dv += P_drop^T dout,  dP = dout v^T,  dS = scale P (dP - D),  dq = dS k,  dk += dS^T q
-// with D = rowsum(dout * out); the group's dk and dv have this one writer.
+// with D = rowsum(dout * out); the group's dk and dv have this one writer, and so has its
+// heads' rows of dbias (+= dS / scale) when the caller runs a group's batch rows in turn.
 template <class T>
 void backward_group(const Dims& d, const AttentionConfig& cfg, const T* q, const T* k, const T* v,
-                    const T* out, const T* lse, const T* dout, T* dq, T* dk, T* dv, int64_t b,
-                    int64_t g, std::vector<T>& p, std::vector<T>& ds) {
+                    const T* out, const T* lse, const T* dout, T* dq, T* dk, T* dv, T* dbias,
+                    int64_t b, int64_t g, std::vector<T>& p, std::vector<T>& ds) {
     const int64_t hd = d.hd, ldq = d.nq * hd, ldkv = d.ng * hd, per_group = d.nq / d.ng;
     const k::Dropout drop = k::Dropout::make(cfg.dropout, cfg.seed, cfg.offset);
     const bool use_dropout = cfg.dropout > 0.0f;
@@ -220,6 +243,7 @@ void backward_group(const Dims& d, const AttentionConfig& cfg, const T* q, const
             const T* g_blk = dout + at_q(d, b, t0, h);
             blas_gemm(false, true, qb.rows, qb.keys, hd, scale, q_blk, ldq, k_rows, ldkv, T(0),
                       p.data(), qb.keys);
+            if (d.bias) add_bias(d, qb, in_t<T>(cfg.bias), p.data());
             probabilities(d, cfg, qb, p.data(), lse, static_cast<T*>(nullptr));
             blas_gemm(false, true, qb.rows, qb.keys, hd, T(1), g_blk, ldq, v_rows, ldkv, T(0),
                       ds.data(), qb.keys);
@@ -227,13 +251,16 @@ void backward_group(const Dims& d, const AttentionConfig& cfg, const T* q, const
                 T *pr = p.data() + r * qb.keys, *dsr = ds.data() + r * qb.keys;
                 const T row_dot = dot(g_blk + r * ldq, out + at_q(d, b, t0 + r, h), hd);
                 const uint64_t c0 = counter0(d, qb, r);
+                T* dbias_row = dbias ? dbias + (h * d.Tq + t0 + r) * d.Tk : nullptr;
                 for (int64_t j = 0; j < qb.keys; ++j) {
                     if (pr[j] == T(0)) {  // invisible (or underflowed: no gradient either)
                         dsr[j] = T(0);
                         continue;
                     }
                     const bool kept = !use_dropout || drop.keep(c0 + uint64_t(j));
-                    dsr[j] = scale * pr[j] * (drop.bwd(dsr[j], kept) - row_dot);
+                    const T dscore = pr[j] * (drop.bwd(dsr[j], kept) - row_dot);
+                    if (dbias_row) dbias_row[j] += dscore;
+                    dsr[j] = scale * dscore;
                     pr[j] = drop.fwd(pr[j], kept);
                 }
             }
@@ -289,13 +316,19 @@ void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tens
         const T *qp = in_t<T>(q), *kp = in_t<T>(k), *vp = in_t<T>(v), *op_ = in_t<T>(out);
         const T *lp = in_t<T>(lse), *gp = in_t<T>(dout);
         T *dqp = out_t<T>(dq), *dkp = out_t<T>(dk), *dvp = out_t<T>(dv);
+        // The bias's gradient sums over the batch: one task per group then, its rows in turn.
+        T* dbias = config.bias_grad.defined() ? out_t<T>(config.bias_grad) : nullptr;
+        const int64_t tasks = dbias ? d.ng : d.B * d.ng, rows_per_task = dbias ? d.B : 1;
 #pragma omp parallel if (d.B * d.nq * d.Tq * d.Tk * d.hd >= kParallelMin)
         {
             std::vector<T> p(size_t(config.block * d.Tk)), ds(p.size());  // per-thread scratch
 #pragma omp for schedule(dynamic)
-            for (int64_t bg = 0; bg < d.B * d.ng; ++bg)
-                backward_group<T>(d, config, qp, kp, vp, op_, lp, gp, dqp, dkp, dvp, bg / d.ng,
-                                  bg % d.ng, p, ds);
+            for (int64_t task = 0; task < tasks; ++task)
+                for (int64_t i = 0; i < rows_per_task; ++i) {
+                    const int64_t b = dbias ? i : task / d.ng, g = task % d.ng;
+                    backward_group<T>(d, config, qp, kp, vp, op_, lp, gp, dqp, dkp, dvp, dbias, b,
+                                      g, p, ds);
+                }
         }
     });
 }

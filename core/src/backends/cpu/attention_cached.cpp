@@ -35,8 +35,8 @@ T dot8(const T* a, const T* b, int64_t n) {
 }
 
 template <class T>
-void cached(const T* q, const T* kc, const T* vc, T* out, int64_t B, int64_t Tq, int64_t nq,
-            int64_t ng, int64_t hd, int64_t C, int64_t past, T scale) {
+void cached(const T* q, const T* kc, const T* vc, const T* bias, T* out, int64_t B, int64_t Tq,
+            int64_t nq, int64_t ng, int64_t hd, int64_t C, int64_t past, T scale) {
     const int64_t per_group = nq / ng, tasks = B * nq * Tq;
 #pragma omp parallel if (tasks * (past + Tq) * hd >= kParallelMin)
     {
@@ -46,9 +46,11 @@ void cached(const T* q, const T* kc, const T* vc, T* out, int64_t B, int64_t Tq,
             const int64_t t = task % Tq, h = (task / Tq) % nq, b = task / (Tq * nq);
             const int64_t g = h / per_group, keys = past + t + 1;
             const T* qr = q + ((b * Tq + t) * nq + h) * hd;
+            const T* bias_row = bias ? bias + (h * Tq + t) * (past + Tq) : nullptr;
             T m = k::neg_inf<T>();
             for (int64_t s = 0; s < keys; ++s) {
                 p[size_t(s)] = scale * dot8(qr, kc + ((b * C + s) * ng + g) * hd, hd);
+                if (bias_row) p[size_t(s)] += bias_row[s];
                 m = std::max(m, p[size_t(s)]);
             }
             T l = T(0);
@@ -70,10 +72,10 @@ void cached(const T* q, const T* kc, const T* vc, T* out, int64_t B, int64_t Tq,
 }  // namespace
 
 void CpuBackend::attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                                  int64_t past, double scale, Tensor& out) {
+                                  int64_t past, double scale, const Tensor& bias, Tensor& out) {
     if (any_half({&q, &k_cache, &v_cache, &out})) {
         HalfAsFloat h;
-        attention_cached(h.in(q), h.in(k_cache), h.in(v_cache), past, scale, h.out(out));
+        attention_cached(h.in(q), h.in(k_cache), h.in(v_cache), past, scale, bias, h.out(out));
         return h.finish();
     }
     const char* op = "attention_cached";
@@ -91,10 +93,14 @@ void CpuBackend::attention_cached(const Tensor& q, const Tensor& k_cache, const 
     check_float_shape(op, "k_cache", k_cache, k_cache.shape(), q.dtype());
     check_float_shape(op, "v_cache", v_cache, k_cache.shape(), q.dtype());
     check_float_shape(op, "out", out, q.shape(), q.dtype());
+    if (bias.defined())
+        MT_CHECK(bias.is_contiguous(), op, ": bias must be contiguous, got ", bias.describe());
+    if (bias.defined()) check_float_shape(op, "bias", bias, {nq, Tq, past + Tq}, q.dtype());
     with_float(q.dtype(), [&](auto zero) {
         using T = decltype(zero);
-        cached(in_t<T>(q), in_t<T>(k_cache), in_t<T>(v_cache), out_t<T>(out), B, Tq, nq, ng, hd, C,
-               past, T(scale));
+        cached(in_t<T>(q), in_t<T>(k_cache), in_t<T>(v_cache),
+               bias.defined() ? in_t<T>(bias) : nullptr, out_t<T>(out), B, Tq, nq, ng, hd, C, past,
+               T(scale));
     });
 }
 
