@@ -491,6 +491,24 @@ TEST_F(ParallelTrain, PipelineParallelGivesTheOneProcessLosses) {
 
 // PP2 x CP2 at --seq-length 12: each stage's 6 tokens are its two chunks already (the hidden
 // states a stage receives are not split again).
+// --calculate-per-token-loss: every stage's grads are divided by the batch's tokens, which only
+// the last stage's losses count (Megatron's finalize_model_grads broadcasts them); with
+// --eod-mask-loss the micro-batches hold different counts.
+TEST_F(ParallelTrain, PerTokenLossAtPipelineParallelGivesTheOneProcessLosses) {
+    const std::string flags = " --num-layers 4 --calculate-per-token-loss --eod-mask-loss";
+    auto one = run_command(train(dir_, data_, 1, 1) + flags);
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    const auto want = losses(one.output);
+    ASSERT_EQ(want.size(), 6u) << one.output;
+    for (int ranks : {2, 4}) {
+        SCOPED_TRACE(ranks);
+        auto r =
+            run_command(train(dir_, data_, ranks, 1) + flags + " --pipeline-model-parallel-size 2");
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+        expect_same(losses(r.output), want, r.output);
+    }
+}
+
 TEST_F(ParallelTrain, PipelineWithContextParallelGivesTheOneProcessLosses) {
     const std::string flags = " --num-layers 4 --seq-length 12";
     auto one = run_command(train(dir_, data_, 1, 1) + flags);

@@ -134,8 +134,6 @@ void Trainer::set_parallel(const parallel::ParallelState& state, parallel::GradB
     MT_CHECK(!expert_grads ||
                  (grads && grads->distributed_optimizer() && expert_grads->distributed_optimizer()),
              "an expert gradient buffer is the distributed optimizer's, beside the dense one");
-    MT_CHECK(state.pp().size() == 1 || !options_.calculate_per_token_loss,
-             "not supported yet: --calculate-per-token-loss with pipeline parallelism");
     schedule_ = make_schedule(state.pp().size(), state.config().virtual_stages,
                               state.config().microbatch_group_size);
     const int64_t per_step = options_.micro_batch_size * data_parallel_size();
@@ -427,10 +425,14 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     finalize_grads();
     update_expert_bias();
     accumulated.reduce(reporting_group());
-    // Megatron's finalize_model_grads(num_tokens): grads *= 1 / (the batch's tokens, all ranks).
-    if (!per_token_term.empty()) {
-        const double tokens = accumulated.count(per_token_term);
-        if (tokens > 0) scale_grads(float(1.0 / tokens));
+    // Megatron's finalize_model_grads(num_tokens): grads *= 1 / (the batch's tokens, all ranks),
+    // the count the last pipeline stage's losses hold broadcast to the other stages.
+    if (options_.calculate_per_token_loss) {
+        std::vector<double> tokens{per_token_term.empty() ? 0.0
+                                                          : accumulated.count(per_token_term)};
+        if (Communicator* pp = pipeline_group())
+            parallel::all_reduce_values(*pp, tokens, ReduceOp::sum);  // zero but on the last
+        if (tokens[0] > 0) scale_grads(float(1.0 / tokens[0]));
     }
     IterationResult r;
     r.global_batch_size = global_batch * options_.sample_multiplier;
