@@ -14,7 +14,8 @@ seconds="${1:-20}"
 shift || true
 build_dir="${BUILD_DIR:-build-fuzz}"
 targets=(pickle zip torch_file torch_checkpoint indexed_dataset api_request gpt2_tokenizer hf_tokenizer
-    tiktoken wordpiece preprocess_line hf_checkpoint torch_dist_metadata)
+    tiktoken wordpiece preprocess_line hf_checkpoint torch_dist_metadata sentencepiece jsonl_zst
+    torch_dist_config hf_tokenizer_config)
 [ $# -gt 0 ] && targets=("$@")
 # ccache: the debug info names the build folder, which ccache hashes unless told not to; every
 # clone's fuzz build then shares the cache.
@@ -67,6 +68,21 @@ seed_tiktoken() {
 seed_wordpiece() {
     printf 'Hello, WORLD! caf\xc3\xa9 unaffable \xe4\xb8\xad\xe6\x96\x87 [SEP] [MASK]' > "$1.text"
     pack_two "$fixtures/wordpiece/tiny_vocab.txt" "$1.text" > "$1/tiny_vocab"
+}
+seed_sentencepiece() {
+    printf 'Hello world 12345 caf\xc3\xa9 \xe2\x96\x81x <s> </s>\n\t end' > "$1.text"
+    pack_two "$fixtures/sentencepiece/tiny_bpe.model" "$1.text" > "$1/tiny_bpe"
+}
+seed_jsonl_zst() {  # the preprocess_line seeds as lines of one stream, and alone
+    cat tests/fuzz/seeds/preprocess_line/* | zstd -q -c > "$1/lines.zst"
+    for f in tests/fuzz/seeds/preprocess_line/*; do zstd -q -c "$f" > "$1/$(basename "$f").zst"; done
+}
+seed_torch_dist_config() { find "$fixtures/torch_dist" -name metadata.json | seed_from_paths "$1"; }
+seed_hf_tokenizer_config() {
+    printf 'Hello world! <s> [INST] caf\xc3\xa9 </s>' > "$1.text"
+    find "$fixtures" -name tokenizer_config.json -size -16k | while read -r f; do
+        pack_two "$f" "$1.text" > "$1/$(echo "$f" | tr / _)"
+    done
 }
 seed_indexed_dataset() {
     for idx in $(find "$fixtures" -name '*.idx' -size -64k); do

@@ -27,7 +27,8 @@ struct LineReader::Zstd {
     ~Zstd() { ZSTD_freeDStream(stream); }
 };
 
-LineReader::LineReader(const std::filesystem::path& path) : path_(path) {
+LineReader::LineReader(const std::filesystem::path& path, int64_t max_line)
+    : path_(path), max_line_(max_line) {
     file_ = std::fopen(path.c_str(), "rb");
     MT_CHECK(file_, "cannot open ", path.string(), ": ", std::strerror(errno));
     std::string name = path.filename().string();
@@ -102,6 +103,10 @@ bool LineReader::next(std::string_view& line) {
             return true;
         }
         size_t unread = buf_.size() - pos_;
+        MT_CHECK(int64_t(unread) <= max_line_, path_.string(), ": line ", line_number_ + 1,
+                 " is longer than ", max_line_,
+                 " bytes without a newline (not a text file of "
+                 "lines?)");
         if (!fill()) {
             if (buf_.size() == pos_) return false;
             // Last line without a terminator.
