@@ -1,5 +1,6 @@
 // Blending indices (helpers.cpp) and BlendedDataset (blended_dataset.py) at core_v0.13.0.
 #include "mt/data/blended_dataset.h"
+#include "mt/io/durable.h"
 
 #include <cstring>
 #include <filesystem>
@@ -157,7 +158,7 @@ BlendedDataset::BlendedDataset(std::vector<BlendPart> parts, std::vector<double>
             out << unique_description_;
             MT_CHECK(out.good(), "cannot write ", tmp.string());
         }
-        fs::rename(tmp, path_to("description.txt"));
+        io::rename_path(tmp, path_to("description.txt"));
         dataset_index_.save(path_to("dataset_index.npy"));
         dataset_sample_index_.save(path_to("dataset_sample_index.npy"));
     }

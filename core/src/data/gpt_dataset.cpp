@@ -1,6 +1,7 @@
 // GPTDataset index construction and sample reads, following megatron/core/datasets/gpt_dataset.py
 // and helpers.cpp (build_sample_idx) at core_v0.13.0.
 #include "mt/data/gpt_dataset.h"
+#include "mt/io/durable.h"
 
 #include <algorithm>
 #include <cmath>
@@ -181,7 +182,7 @@ void write_text_atomically(const fs::path& path, const std::string& text) {
         out << text;
         MT_CHECK(out.good(), "cannot write ", tmp.string());
     }
-    fs::rename(tmp, path);
+    io::rename_path(tmp, path);
 }
 
 }  // namespace

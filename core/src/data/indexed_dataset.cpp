@@ -1,4 +1,5 @@
 #include "mt/data/indexed_dataset.h"
+#include "mt/io/durable.h"
 
 #include <unistd.h>
 
@@ -437,8 +438,14 @@ void IndexedDatasetBuilder::finalize() {
     ok = (std::fclose(f) == 0) && ok;
     MT_CHECK(ok, "write error on ", idx_tmp_.string(), ": ", std::strerror(errno));
 
-    fs::rename(bin_tmp_, bin_out_);
-    fs::rename(idx_tmp_, idx_out_);
+    // Both on disk before either name points at them; the old index goes first, so that no
+    // moment pairs an old .idx with a new .bin (a missing .idx is a clear error, a mixed pair
+    // would not be).
+    io::sync_path(bin_tmp_);
+    io::sync_path(idx_tmp_);
+    fs::remove(idx_out_);
+    io::rename_path(bin_tmp_, bin_out_);
+    io::rename_path(idx_tmp_, idx_out_);
     finalized_ = true;
 }
 

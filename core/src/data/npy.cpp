@@ -1,5 +1,6 @@
 // NPY v1.0 write/read, following numpy/lib/format.py (_write_array_header, _wrap_header).
 #include "mt/data/npy.h"
+#include "mt/io/durable.h"
 
 #include <cstdio>
 #include <cstring>
@@ -187,7 +188,7 @@ void NpyArray::save(const std::filesystem::path& path) const {
         std::filesystem::remove(tmp);
         MT_FAIL("failed writing ", tmp.string());
     }
-    std::filesystem::rename(tmp, path);
+    io::rename_path(tmp, path);
 }
 
 int64_t NpyArray::at(int64_t i) const {

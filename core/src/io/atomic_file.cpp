@@ -33,10 +33,7 @@ void AtomicFile::commit() {
         return;
     }
     sync_path(tmp_);  // its bytes on disk before its name is the real one
-    std::error_code error;
-    std::filesystem::rename(tmp_, path_, error);
-    MT_CHECK(!error, path_.string(), ": cannot rename ", tmp_.string(),
-             " into place: ", error.message());
+    rename_path(tmp_, path_);
     committed_ = true;
     sync_path(path_.parent_path().empty() ? std::filesystem::path(".") : path_.parent_path());
 }

@@ -1,4 +1,5 @@
 #include "mt/io/zip_writer.h"
+#include "mt/io/durable.h"
 
 #include <unistd.h>
 
@@ -191,11 +192,12 @@ void ZipWriter::close() {
         std::filesystem::remove(tmp_path_, ec);
         MT_FAIL("cannot write ", tmp_path_.string(), ": ", std::strerror(err));
     }
-    std::error_code ec;
-    std::filesystem::rename(tmp_path_, path_, ec);
-    if (ec) {
-        std::filesystem::remove(tmp_path_, ec);
-        MT_FAIL("cannot rename ", tmp_path_.string(), " to ", path_.string(), ": ", ec.message());
+    try {
+        rename_path(tmp_path_, path_);
+    } catch (const Error&) {
+        std::error_code ignored;
+        std::filesystem::remove(tmp_path_, ignored);
+        throw;
     }
 }
 

@@ -1,4 +1,5 @@
 #include "mt/train/schedule_trace.h"
+#include "mt/io/durable.h"
 
 #include <cstdio>
 #include <fstream>
@@ -51,7 +52,7 @@ void ScheduleTrace::write(const std::filesystem::path& file, int rank, int stage
         out << json(rank, stage);
         MT_CHECK(out.good(), "cannot write the schedule trace ", tmp.string());
     }
-    std::filesystem::rename(tmp, file);
+    io::rename_path(tmp, file);
 }
 
 }  // namespace mt::train

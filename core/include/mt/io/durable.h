@@ -9,6 +9,12 @@
 
 namespace mt::io {
 
+// Renames `from` to `to` (mt::Error naming both when it cannot). Every rename into place goes
+// through here or exchange_paths, so that a test can stop the process at any one of them:
+// with MT_FAULT_KILL_AT_RENAME=N in its environment the process SIGKILLs itself just before its
+// Nth rename (fault injection for the crash-consistency tests; unset, nothing happens).
+MT_API void rename_path(const std::filesystem::path& from, const std::filesystem::path& to);
+
 // fsync of the file or directory at `path` (mt::Error naming it).
 MT_API void sync_path(const std::filesystem::path& path);
 
