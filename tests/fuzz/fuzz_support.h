@@ -55,6 +55,21 @@ inline std::optional<std::pair<std::string_view, std::string_view>> split_two(co
     return std::pair(rest.substr(0, first), rest.substr(first));
 }
 
+// The committed gpt2_tp1 torch_dist checkpoint (iteration 7) copied once into this process's
+// input folder, but for its file `replaced`, which the target writes each time; returns the
+// folder to load.
+inline std::filesystem::path torch_dist_fixture_but(const std::string& replaced) {
+    namespace fs = std::filesystem;
+    const fs::path fixture = source_dir() / "tests/fixtures/torch_dist/gpt2_tp1/iter_0000007";
+    const fs::path d = write_input("7", "/latest_checkpointed_iteration.txt").parent_path();
+    fs::create_directories(d / "iter_0000007");
+    for (const auto& entry : fs::directory_iterator(fixture))
+        if (entry.path().filename() != replaced)
+            fs::copy_file(entry.path(), d / "iter_0000007" / entry.path().filename(),
+                          fs::copy_options::overwrite_existing);
+    return d;
+}
+
 // GPT2BPETokenizer over the committed 5000-entry vocabulary (tests/fixtures/gpt2-tiny).
 inline const Tokenizer& tiny_gpt2_tokenizer() {
     static const auto tokenizer = [] {

@@ -15,13 +15,10 @@
 namespace fs = std::filesystem;
 using mt::test::read_file;
 using mt::test::run_command;
+using mt::test::shell_quote;
 using mt::test::TempDir;
 
 namespace {
-
-std::string q(const fs::path& p) {
-    return mt::test::shell_quote(p);
-}
 
 // Runs `command` killed at its rename 1, 2, ... until a run finishes; `check` looks at what each
 // killed run left. Returns how many renames the whole run made.
@@ -48,8 +45,8 @@ std::string documents(const std::string& word, int count) {
 }
 
 std::string preprocess(const fs::path& input, const fs::path& prefix) {
-    return mt::test::tool_path("megatron-preprocess").string() + " --input " + q(input) +
-           " --output-prefix " + q(prefix) + mt::test::tiny_gpt2_tokenizer_flags() +
+    return mt::test::tool_path("megatron-preprocess").string() + " --input " + shell_quote(input) +
+           " --output-prefix " + shell_quote(prefix) + mt::test::tiny_gpt2_tokenizer_flags() +
            " --append-eod --workers 1";
 }
 
@@ -83,8 +80,8 @@ std::string train(const TempDir& dir, const std::string& data, const std::string
            " --max-position-embeddings 16 --micro-batch-size 2 --global-batch-size 4"
            " --lr 1e-3 --min-lr 1e-4 --lr-decay-style cosine --lr-warmup-iters 1"
            " --train-iters 4" +
-           mt::test::tiny_gpt2_tokenizer_flags() + " --data-path " + q(data) +
-           " --split 98,1,1 --data-cache-path " + q(dir / "cache") +
+           mt::test::tiny_gpt2_tokenizer_flags() + " --data-path " + shell_quote(data) +
+           " --split 98,1,1 --data-cache-path " + shell_quote(dir / "cache") +
            " --log-interval 1 --eval-iters 0 --ckpt-format " + format;
 }
 
@@ -94,14 +91,14 @@ TEST(CrashConsistency, ACheckpointSaveKilledAnywhereLeavesOneThatResumes) {
     for (const std::string format : {"torch", "torch_dist"}) {
         SCOPED_TRACE(format);
         const fs::path ckpt = dir / format;
-        const std::string base = train(dir, data, format) + " --save " + q(ckpt);
+        const std::string base = train(dir, data, format) + " --save " + shell_quote(ckpt);
         auto first = run_command(base + " --exit-interval 2");
         ASSERT_EQ(first.exit_code, 0) << first.output;
-        const int renames = kill_at_each_rename(base + " --load " + q(ckpt), [&](int) {
+        const int renames = kill_at_each_rename(base + " --load " + shell_quote(ckpt), [&](int) {
             const std::string latest = read_file(ckpt / "latest_checkpointed_iteration.txt");
             EXPECT_TRUE(latest == "2" || latest == "4") << latest;
             // The latest checkpoint loads, and training goes on from it.
-            auto resumed = run_command(train(dir, data, format) + " --load " + q(ckpt));
+            auto resumed = run_command(train(dir, data, format) + " --load " + shell_quote(ckpt));
             EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
             EXPECT_NE(resumed.output.find("at iteration " + latest), std::string::npos)
                 << resumed.output;
@@ -113,7 +110,7 @@ TEST(CrashConsistency, ACheckpointSaveKilledAnywhereLeavesOneThatResumes) {
 
 std::string export_hf(const fs::path& from, const fs::path& to) {
     return mt::test::tool_path("megatron-convert").string() + " --model-type GPT --load-dir " +
-           q(from) + " --save-dir " + q(to) + " --loader core --saver hf";
+           shell_quote(from) + " --save-dir " + shell_quote(to) + " --loader core --saver hf";
 }
 
 TEST(CrashConsistency, AHuggingFaceExportKilledAnywhereLeavesTheOldFolderOrTheNewOne) {
@@ -122,7 +119,7 @@ TEST(CrashConsistency, AHuggingFaceExportKilledAnywhereLeavesTheOldFolderOrTheNe
     const std::string base = train(dir, data, "torch");
     for (const char* iters : {"2", "4"}) {
         auto r = run_command(base + " --exit-interval " + std::string(iters) + " --save " +
-                             q(dir / ("ckpt" + std::string(iters))));
+                             shell_quote(dir / ("ckpt" + std::string(iters))));
         ASSERT_EQ(r.exit_code, 0) << r.output;
     }
     ASSERT_EQ(run_command(export_hf(dir / "ckpt4", dir / "want")).exit_code, 0);

@@ -489,8 +489,6 @@ TEST_F(ParallelTrain, PipelineParallelGivesTheOneProcessLosses) {
     }
 }
 
-// PP2 x CP2 at --seq-length 12: each stage's 6 tokens are its two chunks already (the hidden
-// states a stage receives are not split again).
 // --calculate-per-token-loss: every stage's grads are divided by the batch's tokens, which only
 // the last stage's losses count (Megatron's finalize_model_grads broadcasts them); with
 // --eod-mask-loss the micro-batches hold different counts.
@@ -509,6 +507,8 @@ TEST_F(ParallelTrain, PerTokenLossAtPipelineParallelGivesTheOneProcessLosses) {
     }
 }
 
+// PP2 x CP2 at --seq-length 12: each stage's 6 tokens are its two chunks already (the hidden
+// states a stage receives are not split again).
 TEST_F(ParallelTrain, PipelineWithContextParallelGivesTheOneProcessLosses) {
     const std::string flags = " --num-layers 4 --seq-length 12";
     auto one = run_command(train(dir_, data_, 1, 1) + flags);

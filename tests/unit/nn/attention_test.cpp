@@ -157,6 +157,30 @@ TEST_P(NnAttentionOp, MergeOfDisjointKeysEqualsAllKeys) {
             }
 }
 
+// attention_backward's dq, dk and dv (and the bias's gradient when cfg has a bias) against
+// finite differences of attention_forward, through random weights of its output.
+void expect_attention_grads_match(mt::Backend& be, Tensor& q, Tensor& k, Tensor& v,
+                                  const mt::ops::AttentionConfig& cfg, std::mt19937& rng) {
+    Tensor out = Tensor::empty(q.shape(), DType::f64);
+    Tensor lse = Tensor::empty({q.size(0), q.size(2), q.size(1)}, DType::f64);
+    auto run = [&] {
+        be.attention_forward(q, k, v, cfg, out, lse);
+        return out.clone();
+    };
+    Tensor y = run();
+    auto w = random_weights(y, rng);
+    Tensor dq = Tensor::empty(q.shape(), DType::f64), dk = Tensor::empty(k.shape(), DType::f64),
+           dv = Tensor::empty(v.shape(), DType::f64);
+    mt::ops::AttentionConfig with_grad = cfg;
+    std::vector<mt::test::GradTarget> targets = {{"q", q, dq}, {"k", k, dk}, {"v", v, dv}};
+    if (cfg.bias.defined()) {
+        with_grad.bias_grad = Tensor::zeros(cfg.bias.shape(), DType::f64);
+        targets.push_back({"bias", cfg.bias, with_grad.bias_grad});
+    }
+    be.attention_backward(q, k, v, out, lse, weights_tensor(y, w), with_grad, dq, dk, dv);
+    mt::test::expect_grads_match(run, w, targets, 1e-6, 1e-8, 1e-6);
+}
+
 TEST_P(NnAttentionOp, BackwardMatchesFiniteDifferences) {
     std::mt19937 rng(12);
     for (float dropout : {0.0f, 0.2f, 0.1f, 0.15f}) {
@@ -174,19 +198,7 @@ TEST_P(NnAttentionOp, BackwardMatchesFiniteDifferences) {
         cfg.block = 4;
         cfg.dropout = dropout;
         cfg.seed = 3;
-        Tensor out = Tensor::empty(q.shape(), DType::f64);
-        Tensor lse = Tensor::empty({1, 4, 6}, DType::f64);
-        auto run = [&] {
-            be().attention_forward(q, k, v, cfg, out, lse);
-            return out.clone();
-        };
-        Tensor y = run();
-        auto w = random_weights(y, rng);
-        Tensor dq = Tensor::empty(q.shape(), DType::f64), dk = Tensor::empty(k.shape(), DType::f64),
-               dv = Tensor::empty(v.shape(), DType::f64);
-        be().attention_backward(q, k, v, out, lse, weights_tensor(y, w), cfg, dq, dk, dv);
-        mt::test::expect_grads_match(run, w, {{"q", q, dq}, {"k", k, dk}, {"v", v, dv}}, 1e-6, 1e-8,
-                                     1e-6);
+        expect_attention_grads_match(be(), q, k, v, cfg, rng);
     }
 }
 
@@ -204,23 +216,7 @@ TEST_P(NnAttentionOp, BiasGradientMatchesFiniteDifferences) {
         cfg.scale = 0.7;
         cfg.block = 2;
         cfg.bias = random_like({nq, T, T}, DType::f64, rng, -2, 2);
-        Tensor out = Tensor::empty(q.shape(), DType::f64);
-        Tensor lse = Tensor::empty({B, nq, T}, DType::f64);
-        auto run = [&] {
-            be().attention_forward(q, k, v, cfg, out, lse);
-            return out.clone();
-        };
-        Tensor y = run();
-        auto w = random_weights(y, rng);
-        Tensor dq = Tensor::empty(q.shape(), DType::f64), dk = Tensor::empty(k.shape(), DType::f64),
-               dv = Tensor::empty(v.shape(), DType::f64);
-        mt::ops::AttentionConfig with_grad = cfg;
-        with_grad.bias_grad = Tensor::zeros(cfg.bias.shape(), DType::f64);
-        be().attention_backward(q, k, v, out, lse, weights_tensor(y, w), with_grad, dq, dk, dv);
-        mt::test::expect_grads_match(
-            run, w,
-            {{"q", q, dq}, {"k", k, dk}, {"v", v, dv}, {"bias", cfg.bias, with_grad.bias_grad}},
-            1e-6, 1e-8, 1e-6);
+        expect_attention_grads_match(be(), q, k, v, cfg, rng);
     }
 }
 
