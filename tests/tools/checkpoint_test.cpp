@@ -316,3 +316,47 @@ TEST(TrainCheckpoint, MoeModelsResumeExactlyInBothFormats) {
                                    expected);
     }
 }
+
+// --use-checkpoint-args: a run given only the data, training and tokenizer-free flags takes the
+// model (depth, sizes, SwiGLU, RMSNorm, no biases, dropout) from the --load checkpoint, as
+// Megatron's load_args_from_checkpoint does, and resumes the uninterrupted run exactly; the
+// checkpoint's dropout is taken over the flag's (Megatron forces it); without a checkpoint at
+// --load the flags' model is built, as Megatron goes on with the given args.
+TEST(TrainCheckpoint, UseCheckpointArgsTakesTheModelFromTheCheckpoint) {
+    TempDir dir;
+    const std::string data = make_dataset(dir);
+    const fs::path vocab = mt::test::fixtures_dir() / "gpt2-tiny";
+    const std::string run = mt::test::tool_path("megatron-train").string() +
+                            " --micro-batch-size 2 --global-batch-size 4 --lr 1e-3 --min-lr 1e-4"
+                            " --lr-decay-style cosine --lr-warmup-iters 1 --data-path " +
+                            q(data) + " --split 98,1,1 --data-cache-path " + q(dir / "cache") +
+                            " --log-interval 1 --eval-iters 0 --train-iters 6";
+    const std::string model =
+        " --num-layers 3 --hidden-size 16 --num-attention-heads 2 --seq-length 16 "
+        "--ffn-hidden-size 40"
+        " --max-position-embeddings 16 --swiglu --normalization RMSNorm --disable-bias-linear"
+        " --hidden-dropout 0.2";
+    const std::string tokenizer = " --tokenizer-type GPT2BPETokenizer --vocab-file " +
+                                  q(vocab / "vocab.json") + " --merge-file " +
+                                  q(vocab / "merges.txt");
+    auto full = run_command(run + model + tokenizer);
+    ASSERT_EQ(full.exit_code, 0) << full.output;
+    const fs::path ckpt = dir / "ckpt";
+    auto first = run_command(run + model + tokenizer + " --save " + q(ckpt) + " --exit-interval 3");
+    ASSERT_EQ(first.exit_code, 0) << first.output;
+
+    // The vocabulary files are the flags' (Megatron takes only the tokenizer's type and model).
+    auto resumed = run_command(run + " --vocab-file " + q(vocab / "vocab.json") + " --merge-file " +
+                               q(vocab / "merges.txt") +
+                               " --hidden-dropout 0.5 --use-checkpoint-args --load " + q(ckpt));
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+    const auto expected = losses(full.output), got = losses(resumed.output);
+    ASSERT_EQ(got.size(), 3u) << resumed.output;
+    for (int i = 4; i <= 6; ++i) EXPECT_EQ(got.at(i), expected.at(i)) << "iteration " << i;
+
+    auto fresh = run_command(run + model + tokenizer + " --train-iters 2 --use-checkpoint-args" +
+                             " --load " + q(dir / "none"));
+    ASSERT_EQ(fresh.exit_code, 0) << fresh.output;
+    EXPECT_NE(fresh.output.find("Checkpoint not found to provide arguments"), std::string::npos)
+        << fresh.output;
+}

@@ -11,11 +11,14 @@
 
 #include "mt/backend.h"
 #include "mt/checkpoint.h"
+#include "mt/checkpoint/checkpoint_args.h"
+#include "mt/checkpoint/format_detection.h"
 #include "mt/cli/flags.h"
 #include "mt/cli/tool.h"
 #include "mt/data/dataset_request.h"
 #include "mt/data/sample_dataset.h"
 #include "mt/error.h"
+#include "mt/infer/model_loader.h"
 #include "mt/model.h"
 #include "mt/model_chunks.h"
 #include "mt/nn/parameter.h"
@@ -263,6 +266,32 @@ int train(const mt::train::TrainingFlags& flags, const mt::cli::TokenizerFlags& 
     return 0;
 }
 
+// Megatron's --use-checkpoint-args (load_args_from_checkpoint): the model args of the --load
+// checkpoint where Megatron takes them, and its tokenizer where the flags name none (Megatron
+// takes the type and --tokenizer-model, not the vocabulary files). Without a checkpoint there,
+// the flags' own, as Megatron goes on with them.
+void take_checkpoint_args(const boost::program_options::variables_map& vm,
+                          const mt::train::TrainingFlags& flags, const mt::ModelFamily& family,
+                          const std::vector<mt::FlagInfo>& model_flags, mt::ModelArgs& model_args,
+                          mt::cli::TokenizerFlags& tf) {
+    MT_CHECK(flags.load, "--use-checkpoint-args needs --load");
+    const std::filesystem::path dir = *flags.load;
+    if (!std::filesystem::exists(dir / "latest_checkpointed_iteration.txt")) {
+        std::printf("Checkpoint not found to provide arguments, using provided arguments.\n");
+        return;
+    }
+    const mt::CheckpointArgs saved =
+        mt::detect_checkpoint_format(mt::Registry::global(), dir)->load_args(dir);
+    model_args = mt::load_args_from_checkpoint(model_args, saved, model_flags);
+    if (vm["tokenizer-type"].defaulted()) {
+        mt::infer::TokenizerChoice choice =
+            mt::infer::tokenizer_choice("", tf.options, dir, saved, family.default_tokenizer_type(),
+                                        tf.model_from_checkpoint_args);
+        tf.type = std::move(choice.type);
+        tf.options = std::move(choice.options);
+    }
+}
+
 // The ranks of this job split as the flags say, then train(). An error on one rank stops every
 // rank (MPI_Abort) with the message and the rank, instead of leaving the others waiting.
 int train_on_ranks(const mt::train::TrainingFlags& flags, const mt::cli::TokenizerFlags& tf,
@@ -306,13 +335,16 @@ int main(int argc, char** argv) {
             // The pretraining script's args_defaults (pretrain_gpt.py: GPT2BPETokenizer).
             spec.options.add(
                 mt::cli::tokenizer_flags(tokenizer, true, family.default_tokenizer_type()));
+            spec.options.add(mt::cli::checkpoint_tokenizer_flags(tokenizer));
             spec.run = [&](const boost::program_options::variables_map& vm) {
                 mt::train::finish(vm, flags);
                 mt::cli::finish_tokenizer_flags(vm, tokenizer);
                 flags.data_args = mt::cli::collect_model_args(vm, data_flags);
                 const auto model_flags = family.flags();
-                return train_on_ranks(flags, tokenizer, family,
-                                      mt::cli::collect_model_args(vm, model_flags), model_flags);
+                mt::ModelArgs model_args = mt::cli::collect_model_args(vm, model_flags);
+                if (vm["use-checkpoint-args"].as<bool>())
+                    take_checkpoint_args(vm, flags, family, model_flags, model_args, tokenizer);
+                return train_on_ranks(flags, tokenizer, family, model_args, model_flags);
             };
         });
 }

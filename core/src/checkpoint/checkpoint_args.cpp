@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
+#include <string_view>
 
 #include "mt/cli/megatron_flags.h"
 
@@ -108,6 +110,65 @@ ModelArgs model_args_from_checkpoint(const CheckpointArgs& args,
     }
     if (auto v = int_arg(args, "padded_vocab_size")) out["padded-vocab-size"] = std::to_string(*v);
     if (auto v = int_arg(args, "vocab_size")) out["vocab-size"] = std::to_string(*v);
+    return out;
+}
+
+ModelArgs load_args_from_checkpoint(const ModelArgs& given, const CheckpointArgs& saved,
+                                    const std::vector<FlagInfo>& flags) {
+    // checkpointing.py's _set_arg calls (core_v0.13; core_v0.19 adds hybrid_layer_pattern).
+    static const std::set<std::string_view> kUnlessGiven = {
+        "num_layers",          "hidden_size", "ffn_hidden_size",        "seq_length",
+        "num_attention_heads", "kv_channels", "max_position_embeddings"};
+    static const std::set<std::string_view> kForced = {"num_query_groups",
+                                                       "group_query_attention",
+                                                       "position_embedding_type",
+                                                       "add_position_embedding",
+                                                       "use_rotary_position_embeddings",
+                                                       "rotary_base",
+                                                       "rotary_percent",
+                                                       "rotary_interleaved",
+                                                       "add_bias_linear",
+                                                       "add_qkv_bias",
+                                                       "squared_relu",
+                                                       "swiglu",
+                                                       "untie_embeddings_and_output_weights",
+                                                       "apply_layernorm_1p",
+                                                       "normalization",
+                                                       "apply_query_key_layer_scaling",
+                                                       "attention_dropout",
+                                                       "hidden_dropout",
+                                                       "hybrid_override_pattern",
+                                                       "hybrid_layer_pattern",
+                                                       "spec",
+                                                       "hybrid_attention_ratio",
+                                                       "hybrid_mlp_ratio",
+                                                       "num_experts",
+                                                       "moe_layer_freq",
+                                                       "moe_ffn_hidden_size",
+                                                       "moe_router_topk",
+                                                       "moe_token_dispatcher_type",
+                                                       "moe_router_pre_softmax",
+                                                       "moe_grouped_gemm",
+                                                       "moe_shared_expert_intermediate_size",
+                                                       "mamba_state_dim",
+                                                       "mamba_head_dim",
+                                                       "mamba_num_groups",
+                                                       "mamba_num_heads",
+                                                       "is_hybrid_model"};
+    const ModelArgs from_checkpoint = model_args_from_checkpoint(saved, flags);
+    ModelArgs out = given;
+    for (const FlagInfo& flag : flags) {
+        const bool inverted = !flag.store_false_dest.empty();
+        const std::string dest = inverted ? flag.store_false_dest : python_arg_name(flag.name);
+        if (!kForced.count(dest) && !(kUnlessGiven.count(dest) && !given.count(flag.name)))
+            continue;
+        if (const auto it = from_checkpoint.find(flag.name); it != from_checkpoint.end())
+            out[flag.name] = it->second;
+        else if ((flag.is_switch || inverted) && find_arg(saved, dest))
+            out.erase(flag.name);  // the checkpoint's False (or, inverted, True)
+    }
+    // Without experts Megatron clears their FFN size whatever was given.
+    if (!int_arg(saved, "num_experts")) out.erase("moe-ffn-hidden-size");
     return out;
 }
 

@@ -217,14 +217,10 @@ constexpr CatalogueEntry kCatalogue[] = {
      accept("skips the random initialisation that a checkpoint's weights replace: "
             "megatron-train's is cheap, and loading overwrites it"),
      kFromCheckpoint},
-    {"--use-checkpoint-args",
-     refuse("taking the model's arguments from the --load checkpoint in megatron-train "
-            "(--use-checkpoint-args)"),
-     kDefined},
+    {"--use-checkpoint-args", kDefined},
     {"--use-mp-args-from-checkpoint-args",
      refuse("taking the parallel sizes from the --load checkpoint"), kOneProcess},
-    {"--no-use-tokenizer-model-from-checkpoint-args",
-     accept("only read with --use-checkpoint-args, which megatron-train refuses"), kDefined},
+    {"--no-use-tokenizer-model-from-checkpoint-args", kDefined},
     {"--exit-on-missing-checkpoint",
      refuse("stopping when --load holds no checkpoint (megatron-train then starts from random "
             "weights, as Megatron does without this flag)"),

@@ -109,11 +109,10 @@ LoadedModel load_for_inference(Registry& registry, const ModelFamily& family,
     return out;
 }
 
-std::unique_ptr<Tokenizer> tokenizer_for(Registry& registry, const std::string& type,
-                                         TokenizerOptions options, const std::filesystem::path& dir,
-                                         const CheckpointArgs& saved,
-                                         const std::string& default_type, bool model_from_args) {
-    if (!type.empty()) return registry.create_tokenizer(type, options);
+TokenizerChoice tokenizer_choice(const std::string& type, TokenizerOptions options,
+                                 const std::filesystem::path& dir, const CheckpointArgs& saved,
+                                 const std::string& default_type, bool model_from_args) {
+    if (!type.empty()) return {type, options};
     if (const ArgValue* t = find_arg(saved, "tokenizer_type");
         t && std::holds_alternative<std::string>(*t)) {
         // The files the training named, where no flag names others.
@@ -167,16 +166,25 @@ std::unique_ptr<Tokenizer> tokenizer_for(Registry& registry, const std::string& 
                 if (const auto* list = std::get_if<std::vector<std::string>>(v))
                     options.special_tokens = *list;
         }
-        return registry.create_tokenizer(type, options);
+        return {type, options};
     }
     // Tokenizer files but no type: the model family's usual tokenizer over them (GPT's
     // GPT2BPETokenizer, as Megatron's text generation server examples give it).
     const bool files = !options.vocab_file.empty() || !options.merge_file.empty() ||
                        !options.tokenizer_model.empty();
-    if (files && !default_type.empty()) return registry.create_tokenizer(default_type, options);
+    if (files && !default_type.empty()) return {default_type, options};
     MT_FAIL("--tokenizer-type is required: the checkpoint in ", dir.string(),
             " names no tokenizer (its args have no tokenizer_type, and a Hugging Face folder "
             "has no tokenizer.json, vocab.json + merges.txt, vocab.txt or tokenizer.model)");
+}
+
+std::unique_ptr<Tokenizer> tokenizer_for(Registry& registry, const std::string& type,
+                                         TokenizerOptions options, const std::filesystem::path& dir,
+                                         const CheckpointArgs& saved,
+                                         const std::string& default_type, bool model_from_args) {
+    TokenizerChoice choice =
+        tokenizer_choice(type, std::move(options), dir, saved, default_type, model_from_args);
+    return registry.create_tokenizer(choice.type, choice.options);
 }
 
 }  // namespace mt::infer

@@ -172,8 +172,13 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
 
     po::options_description ckpt("Checkpointing", 100);
     ckpt.add_options()("save", po::value<std::string>(), "checkpoint directory to save to");
-    if (pretraining)
+    if (pretraining) {
         ckpt.add_options()("load", po::value<std::string>(), "checkpoint directory to load from");
+        ckpt.add_options()("use-checkpoint-args", po::bool_switch(),
+                           "take the model's arguments (and the tokenizer, where no flag names "
+                           "one) from the --load checkpoint, as Megatron's "
+                           "load_args_from_checkpoint does");
+    }
     ckpt.add_options()("save-interval", po::value<int64_t>(),
                        pretraining
                            ? "iterations between checkpoints (one is also saved when training ends)"

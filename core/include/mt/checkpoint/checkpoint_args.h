@@ -51,4 +51,14 @@ MT_API void as_core_v013_args(CheckpointArgs& args);
 MT_API ModelArgs model_args_from_checkpoint(const CheckpointArgs& args,
                                             const std::vector<FlagInfo>& flags);
 
+// Megatron's load_args_from_checkpoint (--use-checkpoint-args) over the family's flags: the
+// command line's model args (`given`) with the checkpoint's values for the fields Megatron takes
+// from it: always for the position embedding, biases, activation, norms, dropouts, query groups
+// and the experts' and Mamba's sizes (the checkpoint's False switches clear given ones; a value
+// it holds as None leaves the given one), only where `given` has none for the sizes argparse
+// leaves unset (layers, hidden and FFN sizes, heads, kv channels, sequence length, position
+// table).
+MT_API ModelArgs load_args_from_checkpoint(const ModelArgs& given, const CheckpointArgs& saved,
+                                           const std::vector<FlagInfo>& flags);
+
 }  // namespace mt

@@ -42,6 +42,12 @@ MT_API LoadedModel load_for_inference(Registry& registry, const ModelFamily& fam
                                       DType params_dtype = DType::f32,
                                       const parallel::ParallelState* parallel = nullptr);
 
+// A tokenizer type with its options.
+struct TokenizerChoice {
+    std::string type;
+    TokenizerOptions options;
+};
+
 // The tokenizer `type` names (--tokenizer-type with its options), or, when type is empty: the
 // checkpoint's own (`saved`: its tokenizer_type, and its vocab_file, merge_file,
 // tokenizer_model, vocab_size and tiktoken_* where no flag gives them: Megatron's
@@ -56,5 +62,11 @@ MT_API std::unique_ptr<Tokenizer> tokenizer_for(Registry& registry, const std::s
                                                 const CheckpointArgs& saved,
                                                 const std::string& default_type,
                                                 bool model_from_args = true);
+// What tokenizer_for builds, unbuilt (megatron-train --use-checkpoint-args builds it itself).
+MT_API TokenizerChoice tokenizer_choice(const std::string& type, TokenizerOptions options,
+                                        const std::filesystem::path& dir,
+                                        const CheckpointArgs& saved,
+                                        const std::string& default_type,
+                                        bool model_from_args = true);
 
 }  // namespace mt::infer
