@@ -57,14 +57,22 @@ Shape shard_shape(const Shape& whole, const ShardSpec& spec, int64_t tp, const s
 
 namespace {
 
-// "decoder.layers.N.rest" -> N (and the offset of "rest"), or nullopt.
-std::optional<std::pair<int64_t, size_t>> layer_of(const std::string& name) {
-    static const std::string kPrefix = "decoder.layers.";
-    if (name.rfind(kPrefix, 0) != 0) return std::nullopt;
-    size_t end = kPrefix.size();
-    while (end < name.size() && name[end] >= '0' && name[end] <= '9') ++end;
-    if (end == kPrefix.size() || end >= name.size() || name[end] != '.') return std::nullopt;
-    return std::pair{std::stoll(name.substr(kPrefix.size(), end - kPrefix.size())), end};
+// A layer's tensor: "decoder.layers.N.rest" (GPT's block) or "encoder.layers.N.rest" (BERT's).
+struct LayerKey {
+    std::string block;  // "decoder.layers."
+    int64_t layer = 0;  // N
+    size_t rest = 0;    // the offset of ".rest"
+};
+
+std::optional<LayerKey> layer_of(const std::string& name) {
+    for (const std::string prefix : {"decoder.layers.", "encoder.layers."}) {
+        if (name.rfind(prefix, 0) != 0) continue;
+        size_t end = prefix.size();
+        while (end < name.size() && name[end] >= '0' && name[end] <= '9') ++end;
+        if (end == prefix.size() || end >= name.size() || name[end] != '.') return std::nullopt;
+        return LayerKey{prefix, std::stoll(name.substr(prefix.size(), end - prefix.size())), end};
+    }
+    return std::nullopt;
 }
 
 std::string rank_name(int64_t tp, int64_t pp) {
@@ -247,12 +255,12 @@ StagePlace stage_place(const parallel::PipelineSplit& split, const std::string& 
     for (int s = 0; s < split.stages; ++s)
         for (int c = 0; c < split.virtual_stages; ++c) {
             const parallel::StageLayers l = parallel::pipeline_stage_layers(split, s, c);
-            if (layer->first >= l.first && layer->first < l.first + l.count)
+            if (layer->layer >= l.first && layer->layer < l.first + l.count)
                 return {s, c,
-                        "decoder.layers." + std::to_string(layer->first - l.first) +
-                            name.substr(layer->second)};
+                        layer->block + std::to_string(layer->layer - l.first) +
+                            name.substr(layer->rest)};
         }
-    MT_FAIL("'", name, "': layer ", layer->first, " is past the model's ", split.num_layers,
+    MT_FAIL("'", name, "': layer ", layer->layer, " is past the model's ", split.num_layers,
             " layers");
 }
 
@@ -261,10 +269,10 @@ std::string whole_model_name(const parallel::PipelineSplit& split, int stage, in
     auto layer = layer_of(key);
     if (!layer) return key;
     const parallel::StageLayers l = parallel::pipeline_stage_layers(split, stage, chunk);
-    MT_CHECK(layer->first < l.count, "'", key, "': pipeline stage ", stage,
+    MT_CHECK(layer->layer < l.count, "'", key, "': pipeline stage ", stage,
              chunk ? " chunk " + std::to_string(chunk) : std::string(), " holds ", l.count,
              " layers");
-    return "decoder.layers." + std::to_string(l.first + layer->first) + key.substr(layer->second);
+    return layer->block + std::to_string(l.first + layer->layer) + key.substr(layer->rest);
 }
 
 namespace {
@@ -350,7 +358,7 @@ std::vector<StageKey> stage_keys(const std::vector<ParameterInfo>& params,
                                  int64_t pipeline_parallel, int64_t stage) {
     int64_t num_layers = 0;
     for (const ParameterInfo& p : params)
-        if (auto l = layer_of(p.name)) num_layers = std::max(num_layers, l->first + 1);
+        if (auto l = layer_of(p.name)) num_layers = std::max(num_layers, l->layer + 1);
     MT_CHECK(pipeline_parallel > 0 && num_layers % pipeline_parallel == 0, "the model's ",
              num_layers, " layers do not split evenly into ", pipeline_parallel,
              " pipeline stages");

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "mt/error.h"
+#include "mt/model_stage.h"
 #include "mt/nn/attention_mask.h"
 #include "mt/nn/initialization.h"
 #include "mt/parallel/parallel_state.h"
@@ -63,63 +64,78 @@ BertModel::BertModel(const BertConfig& config, const BuildContext& context, DTyp
       backend_(&context.backend),
       tp_(tensor_parallel(context)),
       layer_(layer_config(config, dtype, tp_)),
-      embedding_(config.transformer.padded_vocab_size, config.transformer.hidden_size,
-                 config.transformer.position_embedding == nn::PositionEmbedding::learned_absolute
-                     ? config.transformer.max_position_embeddings
-                     : 0,
-                 float(config.transformer.hidden_dropout), dtype, *backend_, tp_,
-                 config.num_tokentypes,
-                 config.post_layer_norm ? std::optional(layer_.norm) : std::nullopt),
-      encoder_("encoder", config.transformer.num_layers, layer_, nn::dense_layer_specs(),
-               config.transformer.recompute, *backend_) {
+      embedding_group_(context.parallel.embedding()),
+      stage_(model_stage(config.transformer.num_layers, context)),
+      encoder_("encoder", stage_.layers.count, layer_, nn::dense_layer_specs(),
+               config.transformer.recompute, *backend_,
+               {stage_.layers.first, stage_.last, "final_layernorm"}) {
     MT_CHECK(
         dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16 || dtype == DType::f16,
         "BertModel: dtype ", dtype_name(dtype), " is not supported");
     const nn::TransformerArgs& t = config.transformer;
-    MT_CHECK(context.parallel.pp().size() == 1,
-             "not supported yet: --pipeline-model-parallel-size with BERT");
+    const bool pipelined = context.parallel.pp().size() > 1;
+    MT_CHECK(!pipelined || config.task_head == TaskHead::none,
+             "not supported yet: --pipeline-model-parallel-size for BERT finetuning (its task "
+             "heads)");
     MT_CHECK(context.parallel.cp().size() == 1,
              "not supported yet: --context-parallel-size with BERT (its attention is "
              "bidirectional over padding; the ring attention is causal)");
     MT_CHECK(!tp_.sequence_split() || t.seq_length % tp_.size() == 0,
              "--sequence-parallel: --seq-length (", t.seq_length,
              ") must be a multiple of --tensor-model-parallel-size (", tp_.size(), ")");
-    switch (config.task_head) {
-        case TaskHead::none:
-            lm_head_.emplace(layer_, *backend_);
-            output_.emplace(t.padded_vocab_size, t.hidden_size,
-                            t.untie_embeddings_and_output_weights ? nullptr : &embedding_.word(),
-                            nn::OutputLoss::default_chunk_rows(t.padded_vocab_size / tp_.size()),
-                            dtype, *backend_, tp_, true);
-            output_->weight().embedding_or_output = true;
-            if (config.binary_head) {
-                head_.emplace("binary_head", 2, 0.0f, layer_, *backend_);
-                pooler_.emplace(layer_, *backend_);
+    if (stage_.first)
+        embedding_.emplace(t.padded_vocab_size, t.hidden_size,
+                           t.position_embedding == nn::PositionEmbedding::learned_absolute
+                               ? t.max_position_embeddings
+                               : 0,
+                           float(t.hidden_dropout), dtype, *backend_, tp_, config.num_tokentypes,
+                           config.post_layer_norm ? std::optional(layer_.norm) : std::nullopt);
+    if (stage_.last) switch (config.task_head) {
+            case TaskHead::none: {
+                // Tied on a last stage without the embedding: its own copy of the word
+                // embeddings (Megatron's shared_embedding_or_output_weight there).
+                const bool tied = !t.untie_embeddings_and_output_weights;
+                lm_head_.emplace(layer_, *backend_);
+                output_.emplace(
+                    t.padded_vocab_size, t.hidden_size,
+                    tied && embedding_ ? &embedding_->word() : nullptr,
+                    nn::OutputLoss::default_chunk_rows(t.padded_vocab_size / tp_.size()), dtype,
+                    *backend_, tp_, true);
+                output_->weight().embedding_or_output = true;
+                if (config.binary_head) {
+                    head_.emplace("binary_head", 2, 0.0f, layer_, *backend_);
+                    pooler_.emplace(layer_, *backend_);
+                }
+                if (tied && pipelined) tie_across_stages(nullptr, &output_->weight());
+                break;
             }
-            break;
-        case TaskHead::classification:
-            pooler_.emplace(layer_, *backend_);
-            head_.emplace("classification_head", config.num_classes, float(t.hidden_dropout),
-                          layer_, *backend_);
-            break;
-        case TaskHead::multichoice:
-            pooler_.emplace(layer_, *backend_);
-            head_.emplace("multichoice_head", 1, float(t.hidden_dropout), layer_, *backend_);
-            break;
+            case TaskHead::classification:
+                pooler_.emplace(layer_, *backend_);
+                head_.emplace("classification_head", config.num_classes, float(t.hidden_dropout),
+                              layer_, *backend_);
+                break;
+            case TaskHead::multichoice:
+                pooler_.emplace(layer_, *backend_);
+                head_.emplace("multichoice_head", 1, float(t.hidden_dropout), layer_, *backend_);
+                break;
+        }
+    if (embedding_) {
+        embedding_->word().embedding_or_output = true;
+        if (!t.untie_embeddings_and_output_weights && pipelined && !stage_.last)
+            tie_across_stages(&embedding_->word(), nullptr);
     }
-    embedding_.word().embedding_or_output = true;
 }
 
 std::vector<nn::Parameter*> BertModel::parameters() {
     std::vector<nn::Parameter*> out;
-    embedding_.collect_parameters(out);
+    if (embedding_) embedding_->collect_parameters(out);
     encoder_.collect_parameters(out);
     if (lm_head_) {
         lm_head_->collect_parameters(out);
         output_->collect_parameters(out);
         if (head_) head_->collect_parameters(out);
         if (pooler_) pooler_->collect_parameters(out);
-    } else {
+    } else if (pooler_) {
         pooler_->collect_parameters(out);
         head_->collect_parameters(out);
     }
@@ -130,6 +146,13 @@ void BertModel::initialize(uint64_t seed) {
     const nn::TransformerArgs& t = config_.transformer;
     nn::initialize_megatron(*backend_, parameters(),
                             {seed, t.init_method_std, t.num_layers, t.apply_layernorm_1p});
+    sync_tied_embeddings(parameters(), embedding_group_, *backend_);
+}
+
+StageTensor BertModel::stage_tensor(int64_t micro_batch_size) const {
+    // (B, T, H), the sequence split over the tensor-parallel ranks with sequence parallelism.
+    const nn::TransformerArgs& t = config_.transformer;
+    return {{micro_batch_size, t.seq_length / tp_.sequence_shards(), t.hidden_size}, dtype_};
 }
 
 Tensor BertModel::encode(const Batch& batch, nn::DropoutContext& dropout,
@@ -141,87 +164,126 @@ Tensor BertModel::encode(const Batch& batch, nn::DropoutContext& dropout,
              text.describe());
     const int64_t T = text.size(-1), rows = text.numel() / T;
     const Shape shape{rows, T};
-    const Tensor ids = host_i64(text, "text", shape);
     nn::AttentionMask mask;  // bidirectional over each row's tokens (Megatron's padding mask)
     mask.causal = false;
     mask.key_length = nn::key_lengths_from_padding_mask(
         host_i64(batch_entry(batch, "padding_mask", "BertModel"), "padding_mask", shape));
-    // pretrain_bert.py passes no token types without the binary head.
-    Tensor types;
-    if (config_.num_tokentypes > 0)
-        types = host_i64(batch_entry(batch, "types", "BertModel"), "types", shape);
-    Tensor h = embedding_.forward(ids, dropout, acts ? &acts->embedding : nullptr, Tensor(), types);
+    Tensor h;
+    if (embedding_) {
+        // pretrain_bert.py passes no token types without the binary head.
+        Tensor types;
+        if (config_.num_tokentypes > 0)
+            types = host_i64(batch_entry(batch, "types", "BertModel"), "types", shape);
+        h = embedding_->forward(host_i64(text, "text", shape), dropout,
+                                acts ? &acts->embedding : nullptr, Tensor(), types);
+    } else {
+        h = batch_entry(batch, kStageInput, "BertModel (a pipeline stage after the first)");
+        MT_CHECK(h.shape() == stage_tensor(rows).shape,
+                 "BertModel: the previous stage's hidden "
+                 "states ",
+                 h.describe(), " are not ", shape_str(stage_tensor(rows).shape));
+    }
     return encoder_.forward(h, dropout, acts ? &acts->encoder : nullptr, mask);
 }
 
 Losses BertModel::forward(const Batch& batch, nn::DropoutContext& dropout,
                           std::unique_ptr<Activations>* saved) {
     auto acts = std::make_unique<BertActivations>();
-    BertActivations* keep = saved ? acts.get() : nullptr;
-    const Tensor h = encode(batch, dropout, keep);
+    const Tensor h = encode(batch, dropout, saved ? acts.get() : nullptr);
+    if (!stage_.last) {
+        MT_CHECK(saved != nullptr,
+                 "BertModel: a pipeline stage before the last needs saved activations to leave "
+                 "its output in");
+        acts->stage_output = h;
+        *saved = std::move(acts);
+        return {};
+    }
+    Losses losses = heads_forward(h, batch, dropout, *acts, saved != nullptr);
+    if (saved) *saved = std::move(acts);
+    return losses;
+}
+
+Losses BertModel::heads_forward(const Tensor& h, const Batch& batch, nn::DropoutContext& dropout,
+                                BertActivations& acts, bool keep_acts) const {
+    BertActivations* keep = keep_acts ? &acts : nullptr;
     const Tensor& text = batch_entry(batch, "text", "BertModel");
     const int64_t T = text.size(-1), rows = text.numel() / T;  // h: a shard of T with SP
-    acts->choices = text.dim() == 3 ? text.size(1) : 0;
+    acts.choices = text.dim() == 3 ? text.size(1) : 0;
     const auto reporting = LossTerm::Reporting::micro_batch_mean;
     Losses losses;
     if (config_.task_head != TaskHead::none) {
-        const int64_t B = acts->choices > 0 ? rows / acts->choices : rows;
-        Tensor logits = head_->logits(pooler_->forward(h, keep ? &acts->pooler : nullptr), dropout,
-                                      &acts->head);
-        if (acts->choices > 0) logits = logits.view({B, acts->choices});
+        const int64_t B = acts.choices > 0 ? rows / acts.choices : rows;
+        Tensor logits =
+            head_->logits(pooler_->forward(h, keep ? &acts.pooler : nullptr), dropout, &acts.head);
+        if (acts.choices > 0) logits = logits.view({B, acts.choices});
         const Tensor labels = host_i64(batch_entry(batch, "label", "BertModel"), "label", {B});
-        losses.push_back({"lm loss", head_->losses(logits, scored_targets(labels), acts->head),
+        losses.push_back({"lm loss", head_->losses(logits, scored_targets(labels), acts.head),
                           backend_->contiguous(scored_mask(labels)), reporting});
-    } else {
-        // pretrain_bert.py's loss_func: the masked tokens' mean, then the sentence order's.
-        const Tensor x = lm_head_->forward(h, keep ? &acts->lm_head : nullptr);
-        const Tensor targets = scored_targets(
-            host_i64(batch_entry(batch, "labels", "BertModel"), "labels", {rows, T}));
-        const Tensor loss_mask =
-            f32_of(host_i64(batch_entry(batch, "loss_mask", "BertModel"), "loss_mask", {rows, T}),
-                   [](int64_t m) { return float(m); });
-        losses.push_back({"lm loss", output_->forward(x, targets, keep ? &acts->output : nullptr),
-                          backend_->contiguous(loss_mask), reporting});
-        if (head_) {
-            const Tensor logits = head_->logits(pooler_->forward(h, keep ? &acts->pooler : nullptr),
-                                                dropout, &acts->head);
-            const Tensor order =
-                host_i64(batch_entry(batch, "is_random", "BertModel"), "is_random", {rows});
-            losses.push_back({"sop loss", head_->losses(logits, scored_targets(order), acts->head),
-                              backend_->contiguous(scored_mask(order)), reporting});
-        }
+        return losses;
     }
-    if (saved) *saved = std::move(acts);
+    // pretrain_bert.py's loss_func: the masked tokens' mean, then the sentence order's.
+    const Tensor x = lm_head_->forward(h, keep ? &acts.lm_head : nullptr);
+    const Tensor targets =
+        scored_targets(host_i64(batch_entry(batch, "labels", "BertModel"), "labels", {rows, T}));
+    const Tensor loss_mask =
+        f32_of(host_i64(batch_entry(batch, "loss_mask", "BertModel"), "loss_mask", {rows, T}),
+               [](int64_t m) { return float(m); });
+    losses.push_back({"lm loss", output_->forward(x, targets, keep ? &acts.output : nullptr),
+                      backend_->contiguous(loss_mask), reporting});
+    if (head_) {
+        const Tensor logits =
+            head_->logits(pooler_->forward(h, keep ? &acts.pooler : nullptr), dropout, &acts.head);
+        const Tensor order =
+            host_i64(batch_entry(batch, "is_random", "BertModel"), "is_random", {rows});
+        losses.push_back({"sop loss", head_->losses(logits, scored_targets(order), acts.head),
+                          backend_->contiguous(scored_mask(order)), reporting});
+    }
     return losses;
+}
+
+Tensor BertModel::heads_backward(const std::vector<Tensor>& dterms, const BertActivations& acts) {
+    const size_t terms = config_.task_head == TaskHead::none ? 1 + size_t(head_.has_value()) : 1;
+    MT_CHECK(dterms.size() == terms, "BertModel: backward takes ", terms, " loss gradients, got ",
+             dterms.size());
+    if (config_.task_head != TaskHead::none) {
+        const Tensor dh = pooler_->backward(head_->backward(dterms[0], acts.head), acts.pooler);
+        nn::report_grads_ready(*head_, grad_ready_);
+        nn::report_grads_ready(*pooler_, grad_ready_);
+        return dh;
+    }
+    Tensor dh = lm_head_->backward(output_->backward(dterms[0], acts.output), acts.lm_head);
+    // Its bias (a tied weight is final after the embedding).
+    nn::report_grads_ready(*output_, grad_ready_);
+    nn::report_grads_ready(*lm_head_, grad_ready_);
+    if (head_) {
+        const Tensor dpooled =
+            pooler_->backward(head_->backward(dterms[1], acts.head), acts.pooler);
+        backend_->add(dh, dpooled, dh);
+        nn::report_grads_ready(*head_, grad_ready_);
+        nn::report_grads_ready(*pooler_, grad_ready_);
+    }
+    return dh;
 }
 
 void BertModel::backward(const std::vector<Tensor>& dterms, const Activations& saved) {
     const auto* acts = dynamic_cast<const BertActivations*>(&saved);
     MT_CHECK(acts != nullptr, "BertModel: backward needs the activations of this model's forward");
-    const size_t terms = config_.task_head == TaskHead::none ? 1 + size_t(head_.has_value()) : 1;
-    MT_CHECK(dterms.size() == terms, "BertModel: backward takes ", terms, " loss gradients, got ",
-             dterms.size());
     Tensor dh;
-    if (config_.task_head != TaskHead::none) {
-        dh = pooler_->backward(head_->backward(dterms[0], acts->head), acts->pooler);
-        nn::report_grads_ready(*head_, grad_ready_);
-        nn::report_grads_ready(*pooler_, grad_ready_);
+    if (stage_.last) {
+        dh = heads_backward(dterms, *acts);
     } else {
-        dh = lm_head_->backward(output_->backward(dterms[0], acts->output), acts->lm_head);
-        nn::report_grads_ready(
-            *output_, grad_ready_);  // its bias (a tied weight is final after the embedding)
-        nn::report_grads_ready(*lm_head_, grad_ready_);
-        if (head_) {
-            const Tensor dpooled =
-                pooler_->backward(head_->backward(dterms[1], acts->head), acts->pooler);
-            backend_->add(dh, dpooled, dh);
-            nn::report_grads_ready(*head_, grad_ready_);
-            nn::report_grads_ready(*pooler_, grad_ready_);
-        }
+        MT_CHECK(dterms.empty() && acts->stage_output_grad.defined(),
+                 "BertModel: a pipeline stage before the last takes the next stage's gradient "
+                 "(stage_output_grad), not loss gradients");
+        dh = acts->stage_output_grad;
     }
     dh = encoder_.backward(dh, acts->encoder, grad_ready_);
-    embedding_.backward(dh, acts->embedding);
-    nn::report_grads_ready(embedding_, grad_ready_);
+    if (!embedding_) {
+        acts->stage_input_grad = dh;
+        return;
+    }
+    embedding_->backward(dh, acts->embedding);
+    nn::report_grads_ready(*embedding_, grad_ready_);
 }
 
 Tensor BertModel::predict(const Batch& batch) {

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "mt/error.h"
+#include "mt/model_stage.h"
 #include "mt/nn/inference_state.h"
 #include "mt/nn/initialization.h"
 #include "mt/nn/mamba_mixer.h"
@@ -30,24 +31,6 @@ const nn::TransformerArgs& checked(const nn::TransformerArgs& c, DType dtype) {
 // a checkpoint saved at TP2 is built whole in one process).
 nn::TensorParallel tensor_parallel(const BuildContext& context) {
     return nn::TensorParallel{&context.parallel.tp(), context.sequence_parallel};
-}
-
-// This rank's pipeline stage (and model chunk): whether it embeds, whether it computes the loss,
-// its layers.
-GptModel::Stage pipeline_stage(const nn::TransformerArgs& config, const BuildContext& context) {
-    const parallel::ParallelConfig& pc = context.parallel.config();
-    const int stages = context.parallel.pp().size(), stage = context.parallel.pp().rank();
-    const int chunks = pc.virtual_stages, chunk = context.virtual_stage;
-    const parallel::PipelineSplit split{config.num_layers,
-                                        stages,
-                                        pc.first_stage_layers,
-                                        pc.last_stage_layers,
-                                        pc.account_for_embedding,
-                                        pc.account_for_loss,
-                                        chunks,
-                                        pc.segments};
-    return {stage == 0 && chunk == 0, stage == stages - 1 && chunk == chunks - 1,
-            parallel::pipeline_stage_layers(split, stage, chunk)};
 }
 
 // The model's context-parallel group: training splits each sequence over it.
@@ -157,7 +140,7 @@ GptModel::GptModel(const nn::TransformerArgs& config, const BuildContext& contex
       cp_(context_parallel(context)),
       pp_(&context.parallel.pp()),
       embedding_group_(context.parallel.embedding()),
-      stage_(pipeline_stage(config, context)),
+      stage_(model_stage(config.num_layers, context)),
       moe_tracker_(moe_tracker_for(config, hybrid_)),
       decoder_("decoder", stage_.layers.count,
                layer_config(config, hybrid_, context, dtype, tp_, cp_),
@@ -187,13 +170,9 @@ GptModel::GptModel(const nn::TransformerArgs& config, const BuildContext& contex
     // Megatron's setup_embeddings_and_output_layer: what --decoupled-lr applies to.
     if (embedding_) embedding_->word().embedding_or_output = true;
     if (output_) output_->weight().embedding_or_output = true;
-    if (tied && pp_->size() > 1) {
-        if (embedding_ && !output_) embedding_->word().tied_across_stages = true;
-        if (output_ && !embedding_) {
-            output_->weight().tied_across_stages = true;
-            output_->weight().copy_of = "embedding.word_embeddings.weight";  // nn::Embedding's
-        }
-    }
+    if (tied && pp_->size() > 1)
+        tie_across_stages(embedding_ ? &embedding_->word() : nullptr,
+                          output_ ? &output_->weight() : nullptr);
 }
 
 std::vector<nn::Parameter*> GptModel::parameters() {
@@ -214,21 +193,7 @@ void GptModel::initialize(uint64_t seed) {
     nn::initialize_megatron(
         *backend_, parameters(),
         {seed, config_.init_method_std, config_.num_layers, config_.apply_layernorm_1p});
-    sync_tied_embeddings();
-}
-
-void GptModel::sync_tied_embeddings() {
-    // Megatron's setup_embeddings_and_output_layer: the last stage's copy zeroed, then summed
-    // with the first stage's weights over the embedding group.
-    nn::Parameter* tied = nullptr;
-    for (nn::Parameter* p : parameters())
-        if (p->tied_across_stages) tied = p;
-    if (!tied) return;
-    MT_CHECK(embedding_group_ != nullptr,
-             "GptModel: tied embeddings across pipeline stages "
-             "without an embedding group");
-    if (!tied->copy_of.empty()) backend_->fill(tied->value, 0.0);
-    embedding_group_->all_reduce(tied->value, ReduceOp::sum);
+    sync_tied_embeddings(parameters(), embedding_group_, *backend_);
 }
 
 StageTensor GptModel::stage_tensor(int64_t micro_batch_size) const {

@@ -11,6 +11,7 @@
 #include "hybrid_args.h"
 #include "mt/backend.h"
 #include "mt/model.h"
+#include "mt/model_stage.h"
 #include "mt/nn/embedding.h"
 #include "mt/nn/moe/tracker.h"
 #include "mt/nn/norm.h"
@@ -34,13 +35,6 @@ struct GptActivations final : Activations {
 // hence no copy or move.
 class GptModel final : public Model {
   public:
-    // The pipeline stage a model is built for (the whole model without pipelining): the first
-    // embeds, the last computes the final norm, output layer and loss.
-    struct Stage {
-        bool first = true, last = true;
-        parallel::StageLayers layers;
-    };
-
     // This rank's parameters (context.parallel.tp() splits them) allocated (zero) in `dtype`:
     // f32 for training; f64 lets tests check gradients with finite differences. Throws
     // mt::Error for another dtype, or for sizes that do not split over the tensor-parallel
@@ -98,16 +92,14 @@ class GptModel final : public Model {
     nn::ContextParallel cp_;
     Communicator* pp_;               // the pipeline-parallel group
     Communicator* embedding_group_;  // first and last stage (null on the others)
-    Stage stage_;
+    // The pipeline stage built (the whole model without pipelining): the first embeds, the last
+    // computes the final norm, output layer and loss.
+    ModelStage stage_;
     std::shared_ptr<nn::MoeTracker> moe_tracker_;  // a MoE model's; null for a dense one
     std::optional<nn::Embedding> embedding_;       // first stage
     nn::TransformerBlock decoder_;
     std::optional<nn::OutputLoss> output_;  // last stage
     GradReadyHook grad_ready_;
-
-    // Tied word embeddings on separate first and last pipeline stages: the last stage's copy
-    // set to the first stage's weights (collective over the embedding group; nothing without).
-    void sync_tied_embeddings();
 };
 
 }  // namespace mt::plugins::gpt

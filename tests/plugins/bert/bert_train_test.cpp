@@ -64,10 +64,12 @@ TEST(TrainBert, WithoutTheBinaryHeadOnlyTheLmLoss) {
     EXPECT_TRUE(logged_values(r.output, "sop loss").empty()) << r.output;
 }
 
-// With dropout off, TP2 (vocabulary padded to the same size), TP2 with --sequence-parallel and
-// DP2 give the one-process lm and sop losses: replicated heads count once in the gradient norm,
-// the pooler gathers the sequence shards, the data-parallel mean is the micro-batches' mean.
-TEST(TrainBert, TensorSequenceAndDataParallelGiveTheOneProcessLosses) {
+// With dropout off, TP2 (vocabulary padded to the same size), TP2 with --sequence-parallel, DP2
+// and PP2 give the one-process lm and sop losses: replicated heads count once in the gradient
+// norm, the pooler gathers the sequence shards, the data-parallel mean is the micro-batches'
+// mean, the last stage's copy of the tied word embeddings follows the first stage's. PP2's
+// checkpoints (torch and torch_dist) resume in one process as the one-process run goes on.
+TEST(TrainBert, TensorSequenceDataAndPipelineParallelGiveTheOneProcessLosses) {
     if (!mt::test::mpiexec_available()) GTEST_SKIP() << "built without MPI";
     auto vocab = mt::test::test_data("bert/bert-large-uncased-vocab.txt");
     if (!vocab) GTEST_SKIP() << "MEGATRON_TEST_DATA is not set: no BERT vocabulary";
@@ -90,19 +92,36 @@ TEST(TrainBert, TensorSequenceAndDataParallelGiveTheOneProcessLosses) {
                           " --tensor-model-parallel-size 2 --sequence-parallel"
                           " --make-vocab-size-divisible-by 64");
     auto dp2 = run_command(ranks + train);
+    auto pp2 = run_command(ranks + train + " --pipeline-model-parallel-size 2");
     ASSERT_EQ(one.exit_code, 0) << one.output;
     ASSERT_EQ(tp2.exit_code, 0) << tp2.output;
     ASSERT_EQ(sp.exit_code, 0) << sp.output;
     ASSERT_EQ(dp2.exit_code, 0) << dp2.output;
+    ASSERT_EQ(pp2.exit_code, 0) << pp2.output;
     for (const char* name : {"lm loss", "sop loss"}) {
         const auto want = logged_values(one.output, name);
         ASSERT_EQ(want.size(), 4u) << one.output;
-        for (const auto* run : {&tp2, &sp, &dp2}) {
+        for (const auto* run : {&tp2, &sp, &dp2, &pp2}) {
             const auto got = logged_values(run->output, name);
             ASSERT_EQ(got.size(), want.size()) << run->output;
             for (size_t i = 0; i < want.size(); ++i)
                 EXPECT_NEAR(got[i], want[i], 1e-5 * want[i]) << name << " iteration " << i + 1;
         }
+    }
+    const auto want = logged_values(one.output, "lm loss");
+    for (const char* format : {"torch_dist", "torch"}) {
+        SCOPED_TRACE(format);
+        const std::string ckpt = mt::test::shell_quote(dir / format);
+        const std::string fmt = std::string(" --ckpt-format ") + format;
+        auto saved = run_command(ranks + train + fmt + " --pipeline-model-parallel-size 2 --save " +
+                                 ckpt + " --exit-interval 2");
+        ASSERT_EQ(saved.exit_code, 0) << saved.output;
+        auto resumed = run_command(train + fmt + " --load " + ckpt);
+        ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+        const auto got = logged_values(resumed.output, "lm loss");
+        ASSERT_EQ(got.size(), 2u) << resumed.output;
+        for (size_t i = 0; i < 2; ++i)
+            EXPECT_NEAR(got[i], want[i + 2], 1e-5 * want[i + 2]) << "iteration " << i + 3;
     }
 }
 
