@@ -204,8 +204,7 @@ std::vector<EpochAccuracy> run_finetune(const FinetuneFlags& flags, const ModelF
         // Evaluation only: the model of --load (if it has a checkpoint), else the pretrained one.
         int64_t iteration = 0;
         if (training.load) {
-            const std::filesystem::path tracker =
-                std::filesystem::path(*training.load) / "latest_checkpointed_iteration.txt";
+            const std::filesystem::path tracker = train::checkpoint_tracker(*training.load);
             if (std::filesystem::exists(tracker))
                 iteration =
                     load_task_model(*training.load, *model, nullptr, head, run, print_first);

@@ -276,7 +276,7 @@ void take_checkpoint_args(const boost::program_options::variables_map& vm,
                           mt::cli::TokenizerFlags& tf) {
     MT_CHECK(flags.load, "--use-checkpoint-args needs --load");
     const std::filesystem::path dir = *flags.load;
-    if (!std::filesystem::exists(dir / "latest_checkpointed_iteration.txt")) {
+    if (!std::filesystem::exists(mt::train::checkpoint_tracker(dir))) {
         std::printf("Checkpoint not found to provide arguments, using provided arguments.\n");
         return;
     }

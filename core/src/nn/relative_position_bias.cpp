@@ -42,10 +42,14 @@ RelativePositionBias::RelativePositionBias(const std::string& prefix, bool bidir
       table_(make_parameter(backend, prefix + ".relative_attention_bias.weight",
                             {buckets.num_buckets, heads}, dtype, ShardSpec{}, true, tp)),
       backend_(&backend) {
-    MT_CHECK(buckets.num_buckets >= (bidirectional ? 4 : 2),
-             "--relative-attention-num-buckets must be at least 4, got ", buckets.num_buckets);
-    // Past max_exact distances the buckets grow logarithmically up to max_distance.
-    const int64_t max_exact = buckets.num_buckets / (bidirectional ? 4 : 2);
+    // A quarter of the buckets (half of each side's) for the encoder, half for the decoder give
+    // one distance each; past those max_exact distances they grow logarithmically up to
+    // max_distance.
+    const int64_t exact_share = bidirectional ? 4 : 2;
+    MT_CHECK(buckets.num_buckets >= exact_share,
+             "--relative-attention-num-buckets must be at least ", exact_share, ", got ",
+             buckets.num_buckets);
+    const int64_t max_exact = buckets.num_buckets / exact_share;
     MT_CHECK(buckets.max_distance > max_exact, "--relative-attention-max-distance (",
              buckets.max_distance, ") must exceed ", max_exact,
              " (the distances with a bucket each, a quarter of "
@@ -57,11 +61,15 @@ RelativePositionBias::RelativePositionBias(const std::string& prefix, bool bidir
 }
 
 Tensor RelativePositionBias::bucket_ids(int64_t first_query, int64_t queries, int64_t keys) const {
+    // Each distance's bucket once (its logarithm is the costly part), then each pair's.
+    const int64_t nearest = -(first_query + queries - 1), farthest = keys - 1 - first_query;
+    std::vector<int64_t> of_distance(size_t(farthest - nearest + 1));
+    for (int64_t d = nearest; d <= farthest; ++d)
+        of_distance[size_t(d - nearest)] = relative_position_bucket(d, bidirectional_, buckets_);
     std::vector<int64_t> ids(size_t(queries * keys));
     for (int64_t t = 0; t < queries; ++t)
         for (int64_t s = 0; s < keys; ++s)
-            ids[size_t(t * keys + s)] =
-                relative_position_bucket(s - (first_query + t), bidirectional_, buckets_);
+            ids[size_t(t * keys + s)] = of_distance[size_t(s - (first_query + t) - nearest)];
     return backend_->contiguous(host_tensor(std::move(ids), {queries * keys}));
 }
 

@@ -89,13 +89,17 @@ CheckpointState read_model_tensors(const std::filesystem::path& dir,
     return state;
 }
 
+std::filesystem::path checkpoint_tracker(const std::filesystem::path& dir) {
+    return dir / "latest_checkpointed_iteration.txt";
+}
+
 bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& parts,
                      const std::vector<ParameterInfo>& params,
                      const std::vector<ParameterInfo>* model_params) {
     const parallel::ParallelState& run = groups(parts);
     const bool first = run.world().rank() == 0;
     const std::filesystem::path dir = *flags.load;
-    const std::filesystem::path tracker = dir / "latest_checkpointed_iteration.txt";
+    const std::filesystem::path tracker = checkpoint_tracker(dir);
     if (!std::filesystem::exists(tracker)) {
         if (first) {
             std::printf("WARNING: could not find the metadata file %s\n", tracker.string().c_str());

@@ -74,6 +74,7 @@ BertModel::BertModel(const BertConfig& config, const BuildContext& context, DTyp
         "BertModel: dtype ", dtype_name(dtype), " is not supported");
     const nn::TransformerArgs& t = config.transformer;
     const bool pipelined = context.parallel.pp().size() > 1;
+    const bool tied = !t.untie_embeddings_and_output_weights;
     MT_CHECK(!pipelined || config.task_head == TaskHead::none,
              "not supported yet: --pipeline-model-parallel-size for BERT finetuning (its task "
              "heads)");
@@ -90,11 +91,11 @@ BertModel::BertModel(const BertConfig& config, const BuildContext& context, DTyp
                                : 0,
                            float(t.hidden_dropout), dtype, *backend_, tp_, config.num_tokentypes,
                            config.post_layer_norm ? std::optional(layer_.norm) : std::nullopt);
-    if (stage_.last) switch (config.task_head) {
-            case TaskHead::none: {
+    if (stage_.last) {
+        switch (config.task_head) {
+            case TaskHead::none:
                 // Tied on a last stage without the embedding: its own copy of the word
                 // embeddings (Megatron's shared_embedding_or_output_weight there).
-                const bool tied = !t.untie_embeddings_and_output_weights;
                 lm_head_.emplace(layer_, *backend_);
                 output_.emplace(
                     t.padded_vocab_size, t.hidden_size,
@@ -106,9 +107,7 @@ BertModel::BertModel(const BertConfig& config, const BuildContext& context, DTyp
                     head_.emplace("binary_head", 2, 0.0f, layer_, *backend_);
                     pooler_.emplace(layer_, *backend_);
                 }
-                if (tied && pipelined) tie_across_stages(nullptr, &output_->weight());
                 break;
-            }
             case TaskHead::classification:
                 pooler_.emplace(layer_, *backend_);
                 head_.emplace("classification_head", config.num_classes, float(t.hidden_dropout),
@@ -119,11 +118,11 @@ BertModel::BertModel(const BertConfig& config, const BuildContext& context, DTyp
                 head_.emplace("multichoice_head", 1, float(t.hidden_dropout), layer_, *backend_);
                 break;
         }
-    if (embedding_) {
-        embedding_->word().embedding_or_output = true;
-        if (!t.untie_embeddings_and_output_weights && pipelined && !stage_.last)
-            tie_across_stages(&embedding_->word(), nullptr);
     }
+    if (embedding_) embedding_->word().embedding_or_output = true;
+    if (tied && pipelined)
+        tie_across_stages(embedding_ ? &embedding_->word() : nullptr,
+                          output_ ? &output_->weight() : nullptr);
 }
 
 std::vector<nn::Parameter*> BertModel::parameters() {
