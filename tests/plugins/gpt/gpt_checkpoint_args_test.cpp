@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -301,6 +303,62 @@ TEST(GptCheckpointArgs, NewerModelOptionsAreRefusedByName) {
         set_arg(args, dest, value);
         EXPECT_EQ(error_of_load(args, flags), "") << dest;
     }
+}
+
+// --use-checkpoint-args as Megatron's load_args_from_checkpoint reads its own source says
+// (tests/fixtures/megatron_checkpoints, by make_fixtures.py: load_args_fields_0.13.txt, the
+// fields it reads, and load_args_unforced_0.13.txt, those it takes only where the run left them
+// unset): each gpt family flag among them keeps a given value when unforced (and takes the
+// checkpoint's when none is given), and takes the checkpoint's over the given one when forced.
+TEST(GptCheckpointArgs, UseCheckpointArgsForcesWhatMegatronForces) {
+    const std::vector<FlagInfo> flags = gpt_family_flags();
+    const auto lines = [](const char* name) {
+        std::set<std::string> out;
+        std::istringstream in(
+            mt::test::read_file(mt::test::fixtures_dir() / "megatron_checkpoints" / name));
+        for (std::string line; std::getline(in, line);) out.insert(line);
+        return out;
+    };
+    const std::set<std::string> fields = lines("load_args_fields_0.13.txt");
+    const std::set<std::string> unforced = lines("load_args_unforced_0.13.txt");
+    std::map<std::string, const cli::MegatronFlag*> rows;
+    for (const cli::MegatronFlag& f : cli::megatron_flags()) rows[std::string(f.dest)] = &f;
+    int forced_checked = 0, unforced_checked = 0;
+    for (const FlagInfo& flag : flags) {
+        const bool is_switch = flag.is_switch || !flag.store_false_dest.empty();
+        const std::string dest =
+            flag.store_false_dest.empty() ? python_arg_name(flag.name) : flag.store_false_dest;
+        if (!fields.count(dest) || !rows.count(dest)) continue;
+        SCOPED_TRACE(flag.name + " (" + dest + ")");
+        CheckpointArgs saved = kBase;
+        for (const auto& [k, v] : feature_on(dest, rows[dest]->group)) set_arg(saved, k, v);
+        set_arg(saved, dest, changed_value(*rows[dest]));
+        const ModelArgs from_checkpoint = model_args_from_checkpoint(saved, flags);
+        const auto saved_value = from_checkpoint.find(flag.name);
+        // A switch given the other way than the checkpoint has it; a value given as text.
+        ModelArgs given;
+        if (!is_switch)
+            given[flag.name] = "given";
+        else if (saved_value == from_checkpoint.end())
+            given[flag.name] = "";
+        const ModelArgs got = load_args_from_checkpoint(given, saved, flags);
+        const auto got_value = got.find(flag.name);
+        if (unforced.count(dest)) {
+            ASSERT_FALSE(is_switch);
+            EXPECT_EQ(got.at(flag.name), "given");
+            const ModelArgs unset = load_args_from_checkpoint({}, saved, flags);
+            ASSERT_NE(saved_value, from_checkpoint.end());
+            EXPECT_EQ(unset.at(flag.name), saved_value->second);
+            ++unforced_checked;
+        } else {
+            ASSERT_EQ(got_value != got.end(), saved_value != from_checkpoint.end());
+            if (saved_value != from_checkpoint.end())
+                EXPECT_EQ(got_value->second, saved_value->second);
+            ++forced_checked;
+        }
+    }
+    EXPECT_GE(unforced_checked, 6);
+    EXPECT_GE(forced_checked, 12);
 }
 
 }  // namespace
