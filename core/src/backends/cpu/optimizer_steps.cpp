@@ -1,7 +1,12 @@
 // CPU traversal of the optimizer steps over one parameter tensor: AdamW (the per-element update
-// is mt/kernels/adam.h) and SGD with momentum.
+// is mt/kernels/adam.h, run at SIMD width by adamw_update) and SGD with momentum.
 #include "cpu_backend.h"
 
+#include <omp.h>
+
+#include <algorithm>
+
+#include "adamw_vector.h"
 #include "mt/kernels/adam.h"
 #include "op_support.h"
 
@@ -26,8 +31,14 @@ void CpuBackend::adamw_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, 
     const float* g = detail::in(grad);
     const float scale = float(config.grad_scale);
     const int64_t n = param.numel();
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-    for (int64_t i = 0; i < n; ++i) adam.step(p[i], g[i] * scale, m[i], v[i]);
+    // One contiguous slice per thread, in whole cache lines.
+#pragma omp parallel if (n >= kParallelMin)
+    {
+        const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+        const int64_t per = (n + threads - 1) / threads, slice = (per + 15) / 16 * 16;
+        const int64_t begin = std::min(n, t * slice), end = std::min(n, begin + slice);
+        adamw_update(adam, p + begin, g + begin, scale, m + begin, v + begin, end - begin);
+    }
 }
 
 void CpuBackend::sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buffer,
