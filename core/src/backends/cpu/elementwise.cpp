@@ -3,6 +3,7 @@
 #include "cpu_backend.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "half_as_float.h"
 #include "mt/kernels/activations.h"
@@ -37,29 +38,39 @@ void unary_backward_loop(Op op, const S* x, const S* dy, S* dx, int64_t n) {
     for (int64_t i = 0; i < n; ++i) dx[i] = E::store(op.bwd(E::load(x[i]), E::load(dy[i])));
 }
 
-// GeLU's tanh form over f32: its exp(-2u) from the vectorised exp a block at a time instead of
-// one libm call per element (the rest is k::Gelu's own arithmetic).
+// GeLU's tanh form over f32 and bf16 (computed in f32): its exp(-2u) from the vectorised exp a
+// block at a time instead of one libm call per element (the rest is k::Gelu's own arithmetic).
 constexpr int64_t kGeluBlock = 512;
 
-template <class Finish>
-void gelu_blocks(const float* x, int64_t n, Finish finish) {
+template <class S, class Finish>
+void gelu_blocks(const S* x, int64_t n, Finish finish) {
+    using E = detail::Element<S>;
     const int64_t blocks = (n + kGeluBlock - 1) / kGeluBlock;
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
     for (int64_t b = 0; b < blocks; ++b) {
         float e[kGeluBlock];
         const int64_t first = b * kGeluBlock, count = std::min(kGeluBlock, n - first);
-        for (int64_t i = 0; i < count; ++i) e[i] = k::Gelu::minus_2u(x[first + i]);
+        for (int64_t i = 0; i < count; ++i) e[i] = k::Gelu::minus_2u(E::load(x[first + i]));
         exp_shifted(e, 0.0f, e, count);
         for (int64_t i = 0; i < count; ++i) finish(first + i, e[i]);
     }
 }
 
-void unary_forward_loop(k::Gelu, const float* x, float* y, int64_t n) {
-    gelu_blocks(x, n, [&](int64_t i, float e) { y[i] = k::Gelu::fwd_given(x[i], e); });
+template <class S>
+    requires(!std::is_same_v<S, double>)
+void unary_forward_loop(k::Gelu, const S* x, S* y, int64_t n) {
+    using E = detail::Element<S>;
+    gelu_blocks(x, n,
+                [&](int64_t i, float e) { y[i] = E::store(k::Gelu::fwd_given(E::load(x[i]), e)); });
 }
 
-void unary_backward_loop(k::Gelu, const float* x, const float* dy, float* dx, int64_t n) {
-    gelu_blocks(x, n, [&](int64_t i, float e) { dx[i] = k::Gelu::bwd_given(x[i], dy[i], e); });
+template <class S>
+    requires(!std::is_same_v<S, double>)
+void unary_backward_loop(k::Gelu, const S* x, const S* dy, S* dx, int64_t n) {
+    using E = detail::Element<S>;
+    gelu_blocks(x, n, [&](int64_t i, float e) {
+        dx[i] = E::store(k::Gelu::bwd_given(E::load(x[i]), E::load(dy[i]), e));
+    });
 }
 
 // Calls fn with the functor of op.
