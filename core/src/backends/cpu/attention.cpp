@@ -13,6 +13,7 @@
 #include "half_as_float.h"
 #include "mt/kernels/rng.h"
 #include "op_support.h"
+#include "philox_vector.h"
 #include "vector_exp.h"
 
 namespace mt::cpu {
@@ -177,7 +178,7 @@ inline uint64_t counter0(const Dims& d, const QueryBlock& qb, int64_t r) {
 // dropout, out = P v; the products are BLAS calls on the (B, T, heads, hd) layouts' strides.
 template <class T>
 void forward_block(const Dims& d, const AttentionConfig& cfg, const QueryBlock& qb, const T* q,
-                   const T* k, const T* v, T* out, T* lse, T* p) {
+                   const T* k, const T* v, T* out, T* lse, T* p, std::vector<uint32_t>& words) {
     const int64_t hd = d.hd, ldq = d.nq * hd, ldkv = d.ng * hd;
     const T* qrows = q + at_q(d, qb.b, qb.t0, qb.h);
     blas_gemm(false, true, qb.rows, qb.keys, hd, T(cfg.scale), qrows, ldq,
@@ -188,9 +189,10 @@ void forward_block(const Dims& d, const AttentionConfig& cfg, const QueryBlock& 
         const k::Dropout drop = k::Dropout::make(cfg.dropout, cfg.seed, cfg.offset);
         for (int64_t r = 0; r < qb.rows; ++r) {
             T* pr = p + r * qb.keys;
-            const uint64_t c0 = counter0(d, qb, r);
+            const uint32_t* bits =
+                counter_words(cfg.seed, cfg.offset + counter0(d, qb, r), qb.keys, words);
             for (int64_t j = 0; j < qb.keys; ++j)
-                if (pr[j] != T(0)) pr[j] = drop.fwd(pr[j], drop.keep(c0 + uint64_t(j)));
+                if (pr[j] != T(0)) pr[j] = drop.fwd(pr[j], drop.keep_bits(bits[j]));
         }
     }
     blas_gemm(false, false, qb.rows, hd, qb.keys, T(1), p, qb.keys, v + at_kv(d, qb.b, 0, qb.g),
@@ -205,12 +207,13 @@ void forward_blocks(const Dims& d, const AttentionConfig& cfg, const T* q, const
 #pragma omp parallel if (d.B * d.nq * d.Tq * d.Tk * d.hd >= kParallelMin)
     {
         std::vector<T> p(size_t(cfg.block * d.Tk));  // per-thread scores of one query block
+        std::vector<uint32_t> words;                 // and a row's dropout bits
 #pragma omp for schedule(dynamic)
         for (int64_t task = 0; task < tasks; ++task) {
             const int64_t qi = task % q_blocks, h = (task / q_blocks) % d.nq;
             const int64_t b = task / (q_blocks * d.nq);
             forward_block(d, cfg, query_block(d, cfg, b, h, qi * cfg.block), q, k, v, out, lse,
-                          p.data());
+                          p.data(), words);
         }
     }
 }
@@ -223,7 +226,8 @@ void forward_blocks(const Dims& d, const AttentionConfig& cfg, const T* q, const
 template <class T>
 void backward_group(const Dims& d, const AttentionConfig& cfg, const T* q, const T* k, const T* v,
                     const T* out, const T* lse, const T* dout, T* dq, T* dk, T* dv, T* dbias,
-                    int64_t b, int64_t g, std::vector<T>& p, std::vector<T>& ds) {
+                    int64_t b, int64_t g, std::vector<T>& p, std::vector<T>& ds,
+                    std::vector<uint32_t>& words) {
     const int64_t hd = d.hd, ldq = d.nq * hd, ldkv = d.ng * hd, per_group = d.nq / d.ng;
     const k::Dropout drop = k::Dropout::make(cfg.dropout, cfg.seed, cfg.offset);
     const bool use_dropout = cfg.dropout > 0.0f;
@@ -250,14 +254,17 @@ void backward_group(const Dims& d, const AttentionConfig& cfg, const T* q, const
             for (int64_t r = 0; r < qb.rows; ++r) {
                 T *pr = p.data() + r * qb.keys, *dsr = ds.data() + r * qb.keys;
                 const T row_dot = dot(g_blk + r * ldq, out + at_q(d, b, t0 + r, h), hd);
-                const uint64_t c0 = counter0(d, qb, r);
+                const uint32_t* bits =
+                    use_dropout
+                        ? counter_words(cfg.seed, cfg.offset + counter0(d, qb, r), qb.keys, words)
+                        : nullptr;
                 T* dbias_row = dbias ? dbias + (h * d.Tq + t0 + r) * d.Tk : nullptr;
                 for (int64_t j = 0; j < qb.keys; ++j) {
                     if (pr[j] == T(0)) {  // invisible (or underflowed: no gradient either)
                         dsr[j] = T(0);
                         continue;
                     }
-                    const bool kept = !use_dropout || drop.keep(c0 + uint64_t(j));
+                    const bool kept = !use_dropout || drop.keep_bits(bits[j]);
                     const T dscore = pr[j] * (drop.bwd(dsr[j], kept) - row_dot);
                     if (dbias_row) dbias_row[j] += dscore;
                     dsr[j] = scale * dscore;
@@ -322,12 +329,13 @@ void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tens
 #pragma omp parallel if (d.B * d.nq * d.Tq * d.Tk * d.hd >= kParallelMin)
         {
             std::vector<T> p(size_t(config.block * d.Tk)), ds(p.size());  // per-thread scratch
+            std::vector<uint32_t> words;
 #pragma omp for schedule(dynamic)
             for (int64_t task = 0; task < tasks; ++task)
                 for (int64_t i = 0; i < rows_per_task; ++i) {
                     const int64_t b = dbias ? i : task / d.ng, g = task % d.ng;
                     backward_group<T>(d, config, qp, kp, vp, op_, lp, gp, dqp, dkp, dvp, dbias, b,
-                                      g, p, ds);
+                                      g, p, ds, words);
                 }
         }
     });

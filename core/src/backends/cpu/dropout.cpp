@@ -1,13 +1,16 @@
 // CPU traversal of the counter-based noises (f32 and f64): dropout and the uniform scaling of
-// input jitter, one Philox block per four counters, blocks spread over OpenMP threads. The mask
+// input jitter, one Philox block per four counters, drawn at SIMD width a chunk at a time
+// (philox_words), chunks spread over OpenMP threads. The mask
 // and factors are mt/kernels/rng.h's Dropout and UniformScale.
 #include "cpu_backend.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "half_as_float.h"
 #include "mt/kernels/rng.h"
 #include "op_support.h"
+#include "philox_vector.h"
 
 namespace mt::cpu {
 
@@ -19,6 +22,9 @@ using detail::out_t;
 using detail::with_float;
 
 namespace {
+
+// Philox blocks drawn at once (philox_words) per chunk of a thread's share.
+constexpr int64_t kChunkBlocks = 256;
 
 // dst[i] = noisy(src[i], bits of counter offset + i): checks and traversal of every noise op.
 template <class Noisy>
@@ -32,21 +38,23 @@ void apply_noise(const char* op, const char* src_name, const char* dst_name, con
              " elements overflows the 64-bit counter");
     const uint64_t first = offset >> 2, last = (offset + n - 1) >> 2;
     const int64_t blocks = int64_t(last - first + 1);
+    const int64_t chunks = (blocks + kChunkBlocks - 1) / kChunkBlocks;
     detail::with_float_or_bf16(src.dtype(), [&](auto t) {
         using S = decltype(t);
         using E = detail::Element<S>;
         const S* s = in_t<S>(src);
         S* d = out_t<S>(dst);
 #pragma omp parallel for schedule(static) if (int64_t(n) >= kParallelMin)
-        for (int64_t b = 0; b < blocks; ++b) {
-            const uint64_t block = first + uint64_t(b);
-            const k::Philox4 bits = k::philox_block(seed, block);
-            for (uint64_t lane = 0; lane < 4; ++lane) {
-                const uint64_t j = block * 4 + lane;  // counter position
-                if (j < offset || j - offset >= n) continue;
-                const uint64_t i = j - offset;
-                d[i] = E::store(noisy(E::load(s[i]), bits.v[lane]));
-            }
+        for (int64_t c = 0; c < chunks; ++c) {
+            uint32_t words[4 * kChunkBlocks];
+            const uint64_t block0 = first + uint64_t(c * kChunkBlocks);
+            const int64_t count = std::min(kChunkBlocks, blocks - c * kChunkBlocks);
+            philox_words(seed, block0, count, words);
+            // The chunk's counters that fall in [offset, offset + n), as element indices.
+            const uint64_t j0 = std::max(block0 * 4, offset), i0 = j0 - offset;
+            const uint64_t i1 = std::min(n, i0 + (uint64_t(count) * 4 - (j0 - block0 * 4)));
+            const uint32_t* bits = words + (j0 - block0 * 4);
+            for (uint64_t i = i0; i < i1; ++i) d[i] = E::store(noisy(E::load(s[i]), bits[i - i0]));
         }
     });
 }
