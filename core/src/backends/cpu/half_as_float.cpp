@@ -1,5 +1,9 @@
 #include "half_as_float.h"
 
+#include <algorithm>
+
+#include "bf16_narrow.h"
+
 #include "mt/kernels/bf16.h"
 #include "op_support.h"
 
@@ -16,6 +20,15 @@ template <class From, class To, class Fn>
 void map(const From* src, To* dst, int64_t n, Fn fn) {
 #pragma omp parallel for schedule(static) if (n >= detail::kParallelMin)
     for (int64_t i = 0; i < n; ++i) dst[i] = fn(src[i]);
+}
+
+// narrow_to_bf16 over the threads, a contiguous slice each.
+void narrow(const float* src, uint16_t* dst, int64_t n) {
+    constexpr int64_t kSlice = 1 << 16;
+    const int64_t slices = (n + kSlice - 1) / kSlice;
+#pragma omp parallel for schedule(static) if (n >= detail::kParallelMin)
+    for (int64_t s = 0; s < slices; ++s)
+        narrow_to_bf16(src + s * kSlice, dst + s * kSlice, std::min(kSlice, n - s * kSlice));
 }
 
 }  // namespace
@@ -48,8 +61,7 @@ void convert(const Tensor& src, Tensor& dst) {
     auto* out16 = static_cast<uint16_t*>(dst.raw_data());
     if (from == DType::bf16 && to == DType::f32)
         return map(u16, dst.data<float>(), n, [](uint16_t b) { return k::bf16_to_float(b); });
-    if (from == DType::f32 && to == DType::bf16)
-        return map(s.data<float>(), out16, n, [](float f) { return k::float_to_bf16(f); });
+    if (from == DType::f32 && to == DType::bf16) return narrow(s.data<float>(), out16, n);
     if (from == DType::f16 && to == DType::f32)
         return map(u16, dst.data<float>(), n, [](uint16_t h) { return half_to_float(h); });
     if (from == DType::f32 && to == DType::f16)
