@@ -12,6 +12,7 @@
 
 #include "backends/cpu/cpu_features.h"
 #include "backends/cpu/gemm_bf16.h"
+#include "backends/cpu/skinny_gemm.h"
 #include "mt/dtype.h"
 
 namespace {
@@ -114,6 +115,8 @@ const Case kCases[] = {
     {200, 800, 33, 1.0f, 0.0f},  {96, 96, 0, 1.0f, 0.5f},     {3, 1000, 257, 0.25f, 1.0f},
     {64, 2304, 768, 1.0f, 0.0f},  // a GPT-2 QKV projection on 64 tokens
     {40, 1000, 34, 1.0f, 0.5f},   // AMX: k ends inside a tile's 16 pairs, columns past kNc
+    {16, 70, 33, 1.0f, 0.0f},     // the skinny path's most rows, k past two vectors
+    {5, 130, 3072, 1.0f, -1.0f},  // a T5 decoder step's FFN input, five rows
 };
 
 class GemmBf16 : public testing::TestWithParam<std::tuple<bool, bool, bool>> {};
@@ -140,6 +143,19 @@ TEST_P(GemmBf16, WidenedPathMatchesDoubleReference) {
     for (const Case& t : kCases) {
         if (t.m * t.n * t.k < 1000000) check(mt::cpu::gemm_bf16_widened, ta, tb, t, c_bf16);
     }
+}
+
+// Its own case only: A as it is, B transposed, at most kSkinnyRows rows.
+TEST_P(GemmBf16, SkinnyPathMatchesDoubleReference) {
+    auto [ta, tb, c_bf16] = GetParam();
+    if (ta || !tb) GTEST_SKIP() << "the skinny path multiplies A by B^T only";
+    auto skinny = [](bool, bool, int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a,
+                     int64_t lda, const uint16_t* b, int64_t ldb, float beta, void* c, int64_t ldc,
+                     bool c_is_bf16) {
+        mt::cpu::gemm_bf16_skinny(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, c_is_bf16);
+    };
+    for (const Case& t : kCases)
+        if (t.m <= mt::cpu::kSkinnyRows) check(skinny, ta, tb, t, c_bf16);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTransposes, GemmBf16,

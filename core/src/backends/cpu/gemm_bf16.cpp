@@ -26,7 +26,9 @@
 #include "cpu_features.h"
 #include "gemm_bf16_pack.h"
 #include "mt/dtype.h"
+#include "mt/error.h"
 #include "mt/tensor.h"
+#include "skinny_gemm.h"
 
 namespace mt::cpu {
 
@@ -237,11 +239,36 @@ void gemm_bf16_widened(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t
     }
 }
 
+void gemm_bf16_skinny(int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a, int64_t lda,
+                      const uint16_t* b, int64_t ldb, float beta, void* c, int64_t ldc,
+                      bool c_is_bf16) {
+    MT_CHECK(m <= kSkinnyRows, "gemm_bf16_skinny: at most ", kSkinnyRows, " rows, got ", m);
+    if (m <= 0 || n <= 0) return;
+    std::vector<float> af(size_t(m * k));  // the few rows of A, widened once
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < k; ++j) af[size_t(i * k + j)] = bfloat16_to_float(a[i * lda + j]);
+    if (!c_is_bf16) {
+        skinny_gemm_nt(m, n, k, alpha, af.data(), k, b, ldb, beta, static_cast<float*>(c), ldc);
+        return;
+    }
+    auto* cb = static_cast<uint16_t*>(c);
+    std::vector<float> cf(size_t(m * n));
+    if (beta != 0.0f)
+        for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j)
+                cf[size_t(i * n + j)] = bfloat16_to_float(cb[i * ldc + j]);
+    skinny_gemm_nt(m, n, k, alpha, af.data(), k, b, ldb, beta, cf.data(), n);
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) cb[i * ldc + j] = float_to_bfloat16(cf[size_t(i * n + j)]);
+}
+
 void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta, void* c,
                int64_t ldc, bool c_is_bf16) {
     if (m <= 0 || n <= 0) return;
-    if (cpu_features().amx_bf16 && m >= 16)
+    if (!trans_a && trans_b && m <= kSkinnyRows)  // decoding: B (the weights) read once, unpacked
+        gemm_bf16_skinny(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, c_is_bf16);
+    else if (cpu_features().amx_bf16 && m >= 16)
         gemm_bf16_amx(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, c_is_bf16);
     else if (cpu_features().avx512bf16)
         gemm_bf16_dot(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, c_is_bf16);

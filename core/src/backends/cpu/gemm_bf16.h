@@ -1,8 +1,9 @@
 // C = alpha op(A) op(B) + beta C with A and B in bfloat16 and the products summed in f32: the
 // GEMM of --bf16 training. Debian's OpenBLAS (0.3.21) has no sbgemm and f32 sgemm reaches about
-// half the machine's bf16 rate, so this is our own: AMX tiles where the CPU has them (and C has
-// 16 rows or more: a tile is 16), else AVX512-BF16 dot products (vdpbf16ps) on packed panels, else
-// f32 OpenBLAS on widened copies.
+// half the machine's bf16 rate, so this is our own: for a few rows of A against B^T (decoding),
+// B streamed unpacked; else AMX tiles where the CPU has them (and C has 16 rows or more: a tile is
+// 16), else AVX512-BF16 dot products (vdpbf16ps) on packed panels, else f32 OpenBLAS on widened
+// copies.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,14 @@ MT_API void gemm_bf16_amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int6
 MT_API void gemm_bf16_dot(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                           const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb,
                           float beta, void* c, int64_t ldc, bool c_is_bf16);
+
+// The path gemm_bf16 takes for a few rows of A times B^T (decoding a handful of tokens), on every
+// CPU: B's rows streamed once as they are, widened in registers (skinny_gemm_nt), where the other
+// paths would pack all of B for one row of A. Only that case: A not transposed, B transposed,
+// m <= kSkinnyRows (skinny_gemm.h).
+MT_API void gemm_bf16_skinny(int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a,
+                             int64_t lda, const uint16_t* b, int64_t ldb, float beta, void* c,
+                             int64_t ldc, bool c_is_bf16);
 
 // The path gemm_bf16 takes on CPUs without AVX512-BF16: A and B widened to f32 and multiplied by
 // cblas_sgemm. Runs on every machine.

@@ -1,6 +1,6 @@
 // skinny_gemm_nt: two (four for at most four rows of A) rows of B at a time against up to eight
 // rows of A, 16 lanes of k per step (AVX-512 when the CPU has it, a portable loop otherwise),
-// reduced at the end of the row;
+// reduced at the end of the row; B in f32 or in bfloat16 (widened as it is loaded);
 // grouped_skinny_gemm_nt hands out every group's chunks of B rows in one parallel loop.
 #include "skinny_gemm.h"
 
@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "cpu_features.h"
+#include "mt/kernels/bf16.h"
 
 namespace mt::cpu {
 
@@ -21,28 +22,56 @@ inline void store(float* c, float dot, float alpha, float beta) {
     *c = beta == 0.0f ? alpha * dot : alpha * dot + beta * *c;
 }
 
+// 16 lanes of a row of B as f32: loaded, or widened from bfloat16 (its bits are a float's top
+// half).
+__attribute__((target("avx512f"))) inline __m512 load16(const float* p) {
+    return _mm512_loadu_ps(p);
+}
+// (the maskz forms with every lane set: GCC 12's unmasked ones warn of an uninitialised source)
+__attribute__((target("avx512f"))) inline __m512 load16(const uint16_t* p) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm512_castsi512_ps(
+        _mm512_maskz_slli_epi32(0xFFFF, _mm512_maskz_cvtepu16_epi32(0xFFFF, h), 16));
+}
+__attribute__((target("avx512f"))) inline __m512 load16(__mmask16 m, const float* p) {
+    return _mm512_maskz_loadu_ps(m, p);
+}
+// The tail of a bf16 row (the lanes of m, from the first): through a zero-padded copy, as a
+// masked 16-bit load needs AVX512BW.
+__attribute__((target("avx512f"))) inline __m512 load16(__mmask16 m, const uint16_t* p) {
+    alignas(32) uint16_t tail[16] = {};
+    for (int l = 0; l < 16 && (m >> l & 1); ++l) tail[l] = p[l];
+    return load16(tail);
+}
+inline float widen(float x) {
+    return x;
+}
+inline float widen(uint16_t x) {
+    return k::bf16_to_float(x);
+}
+
 // Rows of B per pass: with few rows of A, four, so that more weight rows stream at once and more
 // independent accumulators hide the FMA latency (decoding's one to four tokens per expert).
 template <int M>
 constexpr int kBRowsPerPass = M <= 4 ? 4 : 2;
 
-template <int M>
+template <int M, class BT>
 __attribute__((target("avx512f,fma"))) void rows_avx512(int64_t n0, int64_t n1, int64_t k,
                                                         float alpha, const float* a, int64_t lda,
-                                                        const float* b, int64_t ldb, float beta,
+                                                        const BT* b, int64_t ldb, float beta,
                                                         float* c, int64_t ldc) {
     constexpr int NB = kBRowsPerPass<M>;
     const int64_t k16 = k / 16 * 16;
     const __mmask16 tail = __mmask16((1u << (k - k16)) - 1);
     int64_t j = n0;
     for (; j + NB <= n1; j += NB) {
-        const float* bj = b + j * ldb;
+        const BT* bj = b + j * ldb;
         __m512 acc[NB][M];
         for (int q = 0; q < NB; ++q)
             for (int r = 0; r < M; ++r) acc[q][r] = _mm512_setzero_ps();
         for (int64_t i = 0; i < k16; i += 16) {
             __m512 w[NB];
-            for (int q = 0; q < NB; ++q) w[q] = _mm512_loadu_ps(bj + q * ldb + i);
+            for (int q = 0; q < NB; ++q) w[q] = load16(bj + q * ldb + i);
             for (int r = 0; r < M; ++r) {
                 const __m512 x = _mm512_loadu_ps(a + r * lda + i);
                 for (int q = 0; q < NB; ++q) acc[q][r] = _mm512_fmadd_ps(w[q], x, acc[q][r]);
@@ -50,7 +79,7 @@ __attribute__((target("avx512f,fma"))) void rows_avx512(int64_t n0, int64_t n1, 
         }
         if (tail) {
             __m512 w[NB];
-            for (int q = 0; q < NB; ++q) w[q] = _mm512_maskz_loadu_ps(tail, bj + q * ldb + k16);
+            for (int q = 0; q < NB; ++q) w[q] = load16(tail, bj + q * ldb + k16);
             for (int r = 0; r < M; ++r) {
                 const __m512 x = _mm512_maskz_loadu_ps(tail, a + r * lda + k16);
                 for (int q = 0; q < NB; ++q) acc[q][r] = _mm512_fmadd_ps(w[q], x, acc[q][r]);
@@ -61,16 +90,16 @@ __attribute__((target("avx512f,fma"))) void rows_avx512(int64_t n0, int64_t n1, 
                 store(c + r * ldc + j + q, _mm512_reduce_add_ps(acc[q][r]), alpha, beta);
     }
     for (; j < n1; ++j) {
-        const float* b0 = b + j * ldb;
+        const BT* b0 = b + j * ldb;
         __m512 acc[M];
         for (int r = 0; r < M; ++r) acc[r] = _mm512_setzero_ps();
         for (int64_t i = 0; i < k16; i += 16) {
-            const __m512 w0 = _mm512_loadu_ps(b0 + i);
+            const __m512 w0 = load16(b0 + i);
             for (int r = 0; r < M; ++r)
                 acc[r] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(a + r * lda + i), acc[r]);
         }
         if (tail) {
-            const __m512 w0 = _mm512_maskz_loadu_ps(tail, b0 + k16);
+            const __m512 w0 = load16(tail, b0 + k16);
             for (int r = 0; r < M; ++r)
                 acc[r] =
                     _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(tail, a + r * lda + k16), acc[r]);
@@ -81,37 +110,47 @@ __attribute__((target("avx512f,fma"))) void rows_avx512(int64_t n0, int64_t n1, 
 }
 
 // The same without AVX-512: 16 independent partial sums per dot product.
+template <class BT>
 void rows_portable(int rows, int64_t n0, int64_t n1, int64_t k, float alpha, const float* a,
-                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+                   int64_t lda, const BT* b, int64_t ldb, float beta, float* c, int64_t ldc) {
     for (int64_t j = n0; j < n1; ++j)
         for (int r = 0; r < rows; ++r) {
             float lane[16] = {};
             const float* x = a + r * lda;
-            const float* w = b + j * ldb;
+            const BT* w = b + j * ldb;
             int64_t i = 0;
             for (; i + 16 <= k; i += 16)
-                for (int l = 0; l < 16; ++l) lane[l] += x[i + l] * w[i + l];
-            for (int l = 0; i < k; ++i, ++l) lane[l] += x[i] * w[i];
+                for (int l = 0; l < 16; ++l) lane[l] += x[i + l] * widen(w[i + l]);
+            for (int l = 0; i < k; ++i, ++l) lane[l] += x[i] * widen(w[i]);
             float dot = 0;
             for (float v : lane) dot += v;
             store(c + r * ldc + j, dot, alpha, beta);
         }
 }
 
-using RowsFn = void (*)(int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
-                        int64_t, float, float*, int64_t);
-constexpr RowsFn kAvx512[kRowsPerPass + 1] = {nullptr,        rows_avx512<1>, rows_avx512<2>,
-                                              rows_avx512<3>, rows_avx512<4>, rows_avx512<5>,
-                                              rows_avx512<6>, rows_avx512<7>, rows_avx512<8>};
+template <class BT>
+using RowsFn = void (*)(int64_t, int64_t, int64_t, float, const float*, int64_t, const BT*, int64_t,
+                        float, float*, int64_t);
+template <class BT>
+constexpr RowsFn<BT> kAvx512[kRowsPerPass + 1] = {nullptr,
+                                                  rows_avx512<1, BT>,
+                                                  rows_avx512<2, BT>,
+                                                  rows_avx512<3, BT>,
+                                                  rows_avx512<4, BT>,
+                                                  rows_avx512<5, BT>,
+                                                  rows_avx512<6, BT>,
+                                                  rows_avx512<7, BT>,
+                                                  rows_avx512<8, BT>};
 
 // Rows [n0, n1) of B against all m rows of A, kRowsPerPass rows at a time.
+template <class BT>
 void rows_of_b(int64_t m, int64_t n0, int64_t n1, int64_t k, float alpha, const float* a,
-               int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+               int64_t lda, const BT* b, int64_t ldb, float beta, float* c, int64_t ldc) {
     const bool avx512 = cpu_features().avx512f;
     for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
         const int rows = int(std::min<int64_t>(kRowsPerPass, m - r0));
         if (avx512)
-            kAvx512[rows](n0, n1, k, alpha, a + r0 * lda, lda, b, ldb, beta, c + r0 * ldc, ldc);
+            kAvx512<BT>[rows](n0, n1, k, alpha, a + r0 * lda, lda, b, ldb, beta, c + r0 * ldc, ldc);
         else
             rows_portable(rows, n0, n1, k, alpha, a + r0 * lda, lda, b, ldb, beta, c + r0 * ldc,
                           ldc);
@@ -123,16 +162,27 @@ void rows_of_b(int64_t m, int64_t n0, int64_t n1, int64_t k, float alpha, const 
 // product.
 constexpr int64_t kChunk = 64;
 
-}  // namespace
-
-void skinny_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-                    const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+template <class BT>
+void skinny_over_b_rows(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                        const BT* b, int64_t ldb, float beta, float* c, int64_t ldc) {
     const int64_t tasks = (n + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(dynamic, 4) if (n * k >= (1 << 16))
     for (int64_t t = 0; t < tasks; ++t) {
         const int64_t n0 = t * kChunk, n1 = std::min(n, n0 + kChunk);
         rows_of_b(m, n0, n1, k, alpha, a, lda, b, ldb, beta, c, ldc);
     }
+}
+
+}  // namespace
+
+void skinny_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                    const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+    skinny_over_b_rows(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void skinny_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                    const uint16_t* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+    skinny_over_b_rows(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void grouped_skinny_gemm_nt(const std::vector<SkinnyGroup>& groups, int64_t n, int64_t k,

@@ -15,6 +15,10 @@ constexpr int64_t kSkinnyRows = 16;
 // row-major, m <= kSkinnyRows. Work is split over n with OpenMP.
 void skinny_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
                     const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+// The same with B in bfloat16 bits (a bf16 model's weights: read once at half the bytes, widened
+// as they stream).
+void skinny_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                    const uint16_t* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
 // One product of a grouped C = A B^T: m <= kSkinnyRows rows of A and C, its own B (n x k).
 struct SkinnyGroup {
