@@ -287,6 +287,34 @@ void check_attention_module(const AttentionCase& c, std::mt19937& rng) {
     mt::test::expect_module_grads_match(attn, x, params, {true, 9, 100}, rng);
 }
 
+// A bf16 KV cache (a --bf16 model's decoding) is read as it is: the outputs of its f32 widening,
+// bit for bit, with f32 queries; with bf16 queries and output, those rounded.
+TEST_P(NnAttentionOp, Bf16CacheGivesItsWideningsOutputs) {
+    std::mt19937 rng(16);
+    const int64_t B = 2, C = 9, Tq = 2, nq = 4, ng = 2, hd = 24, past = 5;
+    auto bf16_and_f32 = [&](const mt::Shape& shape) {
+        Tensor narrow = Tensor::empty(shape, DType::bf16), wide = Tensor::empty(shape, DType::f32);
+        be().cast(random_like(shape, DType::f32, rng, -2, 2), narrow);
+        be().cast(narrow, wide);
+        return std::pair{narrow, wide};
+    };
+    const auto [k16, k] = bf16_and_f32({B, C, ng, hd});
+    const auto [v16, v] = bf16_and_f32({B, C, ng, hd});
+    const auto [q16, q] = bf16_and_f32({B, Tq, nq, hd});
+    Tensor bias = random_like({nq, Tq, past + Tq}, DType::f32, rng);
+    Tensor want = Tensor::empty(q.shape(), DType::f32), got = Tensor::empty(q.shape(), DType::f32);
+    be().attention_cached(q, k, v, past, 0.35, bias, want);
+    be().attention_cached(q, k16, v16, past, 0.35, bias, got);
+    EXPECT_EQ(values(got), values(want));
+    Tensor got16 = Tensor::empty(q.shape(), DType::bf16), want16 = got16.clone();
+    be().attention_cached(q16, k16, v16, past, 0.35, bias, got16);
+    be().cast(want, want16);
+    Tensor got_wide = Tensor::empty(q.shape(), DType::f32), want_wide = got_wide.clone();
+    be().cast(got16, got_wide);
+    be().cast(want16, want_wide);
+    EXPECT_EQ(values(got_wide), values(want_wide));
+}
+
 TEST(NnSelfAttention, MultiHeadGradients) {
     std::mt19937 rng(13);
     check_attention_module({5, 2, 2, false, 0.0f, true}, rng);

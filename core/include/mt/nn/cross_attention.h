@@ -21,7 +21,7 @@ namespace mt::nn {
 
 // Cross-attention's inference state: the keys and values of the encoder's output, (B, Tk, nq,
 // hd) each (this rank's heads), projected by the first step of a request and read by every
-// later one.
+// later one; in the attention's compute dtype (upcast_dtype: f32 for a bf16 model).
 struct CrossKvState final : SublayerState {
     Tensor k, v;
 };

@@ -1,6 +1,8 @@
 // CPU traversal of inference attention over a KV cache: one OpenMP task per (batch, head,
 // query); each scores its visible keys, takes a stable softmax and sums the values. Decoding
-// reads one query per head, so the work is the cache read and the loops stay simple.
+// reads one query per head, so the work is the cache read and the loops stay simple. A bf16
+// cache is read as it is, widened key by key (a step's queries and output go through f32): a
+// widened copy of the whole cache at every step and layer cost more than the attention.
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -22,21 +24,28 @@ using detail::with_float;
 
 namespace {
 
-// a . b with eight independent partial sums (vectorises without reassociation flags).
-template <class T>
-T dot8(const T* a, const T* b, int64_t n) {
+using detail::Bf16;
+using detail::Element;
+
+// a . b with eight independent partial sums (vectorises without reassociation flags); b in T or
+// in bf16.
+template <class T, class S>
+T dot8(const T* a, const S* b, int64_t n) {
+    using E = Element<S>;
     T lane[8] = {};
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; ++l) lane[l] += a[i + l] * b[i + l];
-    for (int l = 0; i < n; ++i, ++l) lane[l] += a[i] * b[i];
+        for (int l = 0; l < 8; ++l) lane[l] += a[i + l] * E::load(b[i + l]);
+    for (int l = 0; i < n; ++i, ++l) lane[l] += a[i] * E::load(b[i]);
     return ((lane[0] + lane[4]) + (lane[1] + lane[5])) +
            ((lane[2] + lane[6]) + (lane[3] + lane[7]));
 }
 
-template <class T>
-void cached(const T* q, const T* kc, const T* vc, const T* bias, T* out, int64_t B, int64_t Tq,
+// T: the queries', output's and bias's type; S: the cache's (T, or bf16 with T float).
+template <class T, class S>
+void cached(const T* q, const S* kc, const S* vc, const T* bias, T* out, int64_t B, int64_t Tq,
             int64_t nq, int64_t ng, int64_t hd, int64_t C, int64_t past, T scale) {
+    using E = Element<S>;
     const int64_t per_group = nq / ng, tasks = B * nq * Tq;
 #pragma omp parallel if (tasks * (past + Tq) * hd >= kParallelMin)
     {
@@ -62,8 +71,8 @@ void cached(const T* q, const T* kc, const T* vc, const T* bias, T* out, int64_t
             std::fill(o, o + hd, T(0));
             for (int64_t s = 0; s < keys; ++s) {
                 const T w = p[size_t(s)] / l;
-                const T* vr = vc + ((b * C + s) * ng + g) * hd;
-                for (int64_t i = 0; i < hd; ++i) o[i] += w * vr[i];
+                const S* vr = vc + ((b * C + s) * ng + g) * hd;
+                for (int64_t i = 0; i < hd; ++i) o[i] += w * E::load(vr[i]);
             }
         }
     }
@@ -73,16 +82,21 @@ void cached(const T* q, const T* kc, const T* vc, const T* bias, T* out, int64_t
 
 void CpuBackend::attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                                   int64_t past, double scale, const Tensor& bias, Tensor& out) {
-    if (any_half({&q, &k_cache, &v_cache, &out})) {
-        HalfAsFloat h;
-        attention_cached(h.in(q), h.in(k_cache), h.in(v_cache), past, scale, bias, h.out(out));
+    const bool bf16_cache = k_cache.dtype() == DType::bf16 && v_cache.dtype() == DType::bf16;
+    if (any_half({&q, &out, &bias}) || (any_half({&k_cache, &v_cache}) && !bf16_cache)) {
+        HalfAsFloat h;  // the caches only when they are not both bf16 (f16: widened)
+        attention_cached(h.in(q), bf16_cache ? k_cache : h.in(k_cache),
+                         bf16_cache ? v_cache : h.in(v_cache), past, scale, h.in(bias), h.out(out));
         return h.finish();
     }
     const char* op = "attention_cached";
     check_float(op, "q", q);
+    MT_CHECK(!bf16_cache || q.dtype() == DType::f32, op,
+             ": a bf16 cache takes f32 (or bf16) queries, got ", q.describe());
     MT_CHECK(q.dim() == 4, op, ": q must be (B, Tq, nq, hd), got ", q.describe());
     const int64_t B = q.size(0), Tq = q.size(1), nq = q.size(2), hd = q.size(3);
-    check_float(op, "k_cache", k_cache);
+    const DType cache_dtype = bf16_cache ? DType::bf16 : q.dtype();
+    if (!bf16_cache) check_float(op, "k_cache", k_cache);
     MT_CHECK(k_cache.dim() == 4 && k_cache.size(0) == B && k_cache.size(3) == hd &&
                  k_cache.size(2) > 0 && nq % k_cache.size(2) == 0,
              op, ": k_cache must be (B, C, ng, hd) with ng dividing nq for q ", q.describe(),
@@ -90,12 +104,16 @@ void CpuBackend::attention_cached(const Tensor& q, const Tensor& k_cache, const 
     const int64_t C = k_cache.size(1), ng = k_cache.size(2);
     MT_CHECK(past >= 0 && past + Tq <= C, op, ": positions ", past, " + ", Tq,
              " exceed the cache's ", C);
-    check_float_shape(op, "k_cache", k_cache, k_cache.shape(), q.dtype());
-    check_float_shape(op, "v_cache", v_cache, k_cache.shape(), q.dtype());
+    detail::check_float_or_bf16_shape(op, "k_cache", k_cache, k_cache.shape(), cache_dtype);
+    detail::check_float_or_bf16_shape(op, "v_cache", v_cache, k_cache.shape(), cache_dtype);
     check_float_shape(op, "out", out, q.shape(), q.dtype());
     if (bias.defined())
         MT_CHECK(bias.is_contiguous(), op, ": bias must be contiguous, got ", bias.describe());
     if (bias.defined()) check_float_shape(op, "bias", bias, {nq, Tq, past + Tq}, q.dtype());
+    if (bf16_cache)
+        return cached(in_t<float>(q), in_t<Bf16>(k_cache), in_t<Bf16>(v_cache),
+                      bias.defined() ? in_t<float>(bias) : nullptr, out_t<float>(out), B, Tq, nq,
+                      ng, hd, C, past, float(scale));
     with_float(q.dtype(), [&](auto zero) {
         using T = decltype(zero);
         cached(in_t<T>(q), in_t<T>(k_cache), in_t<T>(v_cache),
