@@ -1,11 +1,13 @@
 // Inference throughput of a model family (gpt unless --family says otherwise: mamba for a
-// Mamba-2 folder) on a Hugging Face folder: prefill and greedy decode tokens/s (over the KV
-// cache / recurrent state) at each batch size, with the process's resident memory after each
-// decode (what prefill's buffers left held included), beside this machine's memory bandwidth
-// measured in the same run, so decode can be read against its limit (weight bytes per step /
-// bandwidth).
-//   mt_bench_inference HF_DIR [--prompt 128] [--decode 64] [--batch 1,8] [--repeat 2]
-//                      [--family gpt]
+// Mamba-2 folder, t5 for a Megatron T5 checkpoint) on a Hugging Face folder or a Megatron
+// checkpoint: prefill and greedy decode tokens/s (over the KV cache / recurrent state) at each
+// batch size (an encoder-decoder model's prefill is the encoder over the prompt and the decoder's
+// first step from one start token; decode follows from there), with the process's resident memory
+// after each decode (what prefill's buffers left held included), beside this machine's memory
+// bandwidth measured in the same run, so decode can be read against its limit (weight bytes per
+// step / bandwidth).
+//   mt_bench_inference DIR [--prompt 128] [--decode 64] [--batch 1,8] [--repeat 2]
+//                      [--family gpt] [--bf16]
 //   mt_bench_inference --bandwidth-only
 // --no-bandwidth skips the bandwidth loops (for profiling the model alone).
 // Threads: OMP_NUM_THREADS (our OpenMP loops and OpenBLAS both read it).
@@ -138,6 +140,7 @@ mt::Tensor greedy_next(const mt::Tensor& logits, int64_t vocab_size) {
 
 struct Options {
     std::string dir, family = "gpt";
+    mt::DType params_dtype = mt::DType::f32;
     int64_t prompt = 128, decode = 64;
     std::vector<int64_t> batches = {1, 8};
     int repeat = 2;
@@ -160,6 +163,8 @@ Options parse(int argc, char** argv) {
             o.family = value();
         else if (a == "--repeat")
             o.repeat = std::stoi(value());
+        else if (a == "--bf16")
+            o.params_dtype = mt::DType::bf16;
         else if (a == "--bandwidth-only")
             o.bandwidth_only = true;
         else if (a == "--no-bandwidth")
@@ -175,8 +180,8 @@ Options parse(int argc, char** argv) {
             MT_FAIL("unknown argument ", a);
     }
     MT_CHECK(o.bandwidth_only || !o.dir.empty(),
-             "usage: mt_bench_inference HF_DIR [--prompt N] [--decode N] [--batch 1,8] "
-             "[--repeat N] [--family NAME] [--no-bandwidth] | --bandwidth-only");
+             "usage: mt_bench_inference DIR [--prompt N] [--decode N] [--batch 1,8] "
+             "[--repeat N] [--family NAME] [--bf16] [--no-bandwidth] | --bandwidth-only");
     MT_CHECK(o.prompt > 0 && o.decode > 0 && o.repeat > 0 && !o.batches.empty(),
              "--prompt, --decode, --repeat and --batch must be positive");
     return o;
@@ -193,7 +198,8 @@ void run(const Options& o) {
     mt::Registry& registry = mt::Registry::global();
     auto family = registry.create_model(o.family);
     auto start = Clock::now();
-    mt::infer::LoadedModel loaded = mt::infer::load_for_inference(registry, *family, o.dir, {});
+    mt::infer::LoadedModel loaded =
+        mt::infer::load_for_inference(registry, *family, o.dir, {}, "", o.params_dtype);
     mt::Model& model = *loaded.model;
     const int64_t vocab_size = std::stoll(loaded.args.at("padded-vocab-size"));
     std::printf("model parameters=%lld step_weight_bytes=%lld load_seconds=%.2f\n",
@@ -207,12 +213,20 @@ void run(const Options& o) {
     for (int64_t B : o.batches) {
         mt::Tensor prompt = mt::Tensor::empty({B, o.prompt}, mt::DType::i64);
         for (int64_t i = 0; i < B * o.prompt; ++i) prompt.data<int64_t>()[i] = token(gen);
-        auto cache = model.make_inference_state(B, o.prompt + o.decode);
+        // An encoder-decoder model: the prompt is the encoder's input, and the decoder starts
+        // from one token (any: the weights are random), as megatron-generate starts from [BOS].
+        const bool encoder = model.has_encoder();
+        mt::Tensor lengths = mt::Tensor::empty({B}, mt::DType::i32), start_token;
+        std::fill_n(lengths.data<int32_t>(), B, int32_t(o.prompt));
+        if (encoder) start_token = prompt.slice(1, 0, 1).contiguous();
+        const int64_t positions = encoder ? 1 + o.decode : o.prompt + o.decode;
+        auto cache = model.make_inference_state(B, positions);
         double prefill = 1e30, decode = 1e30;
         for (int r = 0; r < o.repeat; ++r) {
             cache->clear();
             start = Clock::now();
-            mt::Tensor logits = model.logits(prompt, cache.get(), 1);
+            if (encoder) model.encode(prompt, lengths, *cache);
+            mt::Tensor logits = model.logits(encoder ? start_token : prompt, cache.get(), 1);
             prefill = std::min(prefill, seconds_since(start));
             start = Clock::now();
             for (int64_t t = 0; t < o.decode; ++t)

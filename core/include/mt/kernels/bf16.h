@@ -16,12 +16,14 @@ MT_HD float bf16_to_float(uint16_t b) {
     return f;
 }
 
+// Both results computed and one selected, without a branch, so that loops over arrays of them
+// vectorise.
 MT_HD uint16_t float_to_bf16(float f) {
     uint32_t x;
     memcpy(&x, &f, 4);
-    if ((x & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t((x >> 16) | 0x40);  // quiet NaN
-    x += 0x7FFFu + ((x >> 16) & 1);                                          // ties to even
-    return uint16_t(x >> 16);
+    const uint32_t rounded = (x + 0x7FFFu + ((x >> 16) & 1)) >> 16;  // ties to even
+    const uint32_t quiet_nan = (x >> 16) | 0x40;
+    return uint16_t((x & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
 }
 
 }  // namespace mt::k
