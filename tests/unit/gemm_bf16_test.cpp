@@ -145,20 +145,19 @@ TEST_P(GemmBf16, WidenedPathMatchesDoubleReference) {
     }
 }
 
-// Its own case only: A as it is, B transposed, at most kSkinnyRows rows.
-TEST_P(GemmBf16, SkinnyPathMatchesDoubleReference) {
-    auto [ta, tb, c_bf16] = GetParam();
-    if (ta || !tb) GTEST_SKIP() << "the skinny path multiplies A by B^T only";
+INSTANTIATE_TEST_SUITE_P(AllTransposes, GemmBf16,
+                         testing::Combine(testing::Bool(), testing::Bool(), testing::Bool()));
+
+// Its own case only: A as it is, B transposed, at most kSkinnyRows rows; f32 and bf16 C.
+TEST(GemmBf16Skinny, MatchesDoubleReference) {
     auto skinny = [](bool, bool, int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a,
                      int64_t lda, const uint16_t* b, int64_t ldb, float beta, void* c, int64_t ldc,
                      bool c_is_bf16) {
         mt::cpu::gemm_bf16_skinny(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, c_is_bf16);
     };
-    for (const Case& t : kCases)
-        if (t.m <= mt::cpu::kSkinnyRows) check(skinny, ta, tb, t, c_bf16);
+    for (bool c_bf16 : {false, true})
+        for (const Case& t : kCases)
+            if (t.m <= mt::cpu::kSkinnyRows) check(skinny, false, true, t, c_bf16);
 }
-
-INSTANTIATE_TEST_SUITE_P(AllTransposes, GemmBf16,
-                         testing::Combine(testing::Bool(), testing::Bool(), testing::Bool()));
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "blas_calls.h"
 #include "half_as_float.h"
+#include "lane_dot.h"
 #include "mt/kernels/rng.h"
 #include "op_support.h"
 #include "philox_vector.h"
@@ -83,13 +84,6 @@ Dims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
             starts.defined() ? starts.data<int32_t>() : nullptr,
             lengths.defined() ? lengths.data<int32_t>() : nullptr,
             config.bias.defined()};
-}
-
-template <class T>
-T dot(const T* a, const T* b, int64_t n) {
-    T s = T(0);
-    for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
-    return s;
 }
 
 // Row offsets of (b, t, head h) in q-shaped (B, Tq, nq, hd) and of (b, s, group g) in k-shaped
@@ -253,7 +247,7 @@ void backward_group(const Dims& d, const AttentionConfig& cfg, const T* q, const
                       ds.data(), qb.keys);
             for (int64_t r = 0; r < qb.rows; ++r) {
                 T *pr = p.data() + r * qb.keys, *dsr = ds.data() + r * qb.keys;
-                const T row_dot = dot(g_blk + r * ldq, out + at_q(d, b, t0 + r, h), hd);
+                const T row_dot = lane_dot(g_blk + r * ldq, out + at_q(d, b, t0 + r, h), hd);
                 const uint32_t* bits =
                     use_dropout
                         ? counter_words(cfg.seed, cfg.offset + counter0(d, qb, r), qb.keys, words)

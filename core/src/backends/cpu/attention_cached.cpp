@@ -9,6 +9,7 @@
 
 #include "cpu_backend.h"
 #include "half_as_float.h"
+#include "lane_dot.h"
 #include "mt/kernels/hd.h"
 #include "op_support.h"
 #include "vector_exp.h"
@@ -27,20 +28,6 @@ namespace {
 using detail::Bf16;
 using detail::Element;
 
-// a . b with eight independent partial sums (vectorises without reassociation flags); b in T or
-// in bf16.
-template <class T, class S>
-T dot8(const T* a, const S* b, int64_t n) {
-    using E = Element<S>;
-    T lane[8] = {};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; ++l) lane[l] += a[i + l] * E::load(b[i + l]);
-    for (int l = 0; i < n; ++i, ++l) lane[l] += a[i] * E::load(b[i]);
-    return ((lane[0] + lane[4]) + (lane[1] + lane[5])) +
-           ((lane[2] + lane[6]) + (lane[3] + lane[7]));
-}
-
 // T: the queries', output's and bias's type; S: the cache's (T, or bf16 with T float).
 template <class T, class S>
 void cached(const T* q, const S* kc, const S* vc, const T* bias, T* out, int64_t B, int64_t Tq,
@@ -58,7 +45,7 @@ void cached(const T* q, const S* kc, const S* vc, const T* bias, T* out, int64_t
             const T* bias_row = bias ? bias + (h * Tq + t) * (past + Tq) : nullptr;
             T m = k::neg_inf<T>();
             for (int64_t s = 0; s < keys; ++s) {
-                p[size_t(s)] = scale * dot8(qr, kc + ((b * C + s) * ng + g) * hd, hd);
+                p[size_t(s)] = scale * lane_dot(qr, kc + ((b * C + s) * ng + g) * hd, hd);
                 if (bias_row) p[size_t(s)] += bias_row[s];
                 m = std::max(m, p[size_t(s)]);
             }
