@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 #include "mt/kernels/rng.h"
 
@@ -78,3 +80,29 @@ TEST(DropoutKernel, ScaleAndEdgeProbabilities) {
 }
 
 }  // namespace
+
+// The branchless form the vectorised loops use: the integer keep test and the masked product equal
+// keep_bits and fwd for every probability's boundary (bits whose uniform is just below, at and
+// above p), the edge probabilities, and signed, infinite and NaN inputs.
+TEST(DropoutKernel, MaskedEqualsKeepBitsAndFwd) {
+    const float ps[] = {0.0f, 1e-7f, 0.1f, 0.25f, 1.0f / 3.0f, 0.5f, 0.9f, 0.99999994f, 1.0f};
+    const float xs[] = {1.5f, -2.25f, 0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-40f};
+    for (float p : ps) {
+        const mt::k::Dropout drop = mt::k::Dropout::make(p, 1, 0);
+        const uint32_t t = drop.keep_threshold();
+        std::vector<uint32_t> words = {0u, 0xFFFFFFFFu, 0x12345678u};
+        for (int64_t d = -2; d <= 2; ++d) {  // around the boundary, in the 24 bits that count
+            const int64_t b24 = int64_t(t) + d;
+            if (b24 >= 0 && b24 < (int64_t(1) << 24)) words.push_back(uint32_t(b24) << 8 | 0x5Au);
+        }
+        for (uint32_t bits : words)
+            for (float x : xs) {
+                const float want = drop.fwd(x, drop.keep_bits(bits)), got = drop.masked(x, bits, t);
+                uint32_t want_bits, got_bits;
+                std::memcpy(&want_bits, &want, 4);
+                std::memcpy(&got_bits, &got, 4);
+                EXPECT_EQ(got_bits, want_bits)
+                    << "p " << p << " bits 0x" << std::hex << bits << " x " << x;
+            }
+    }
+}

@@ -3,6 +3,8 @@
 // and recompute, CPU and GPU all draw the same mask.
 #pragma once
 
+#include <string.h>
+
 #include "mt/kernels/hd.h"
 
 namespace mt::k {
@@ -54,6 +56,20 @@ struct Dropout {
     }
     // u >= p keeps: p = 0 keeps everything, p = 1 nothing.
     MT_HD bool keep_bits(uint32_t bits) const { return uniform_from_bits(bits) >= p; }
+    // The same test on the integers: u is (bits >> 8) / 2^24 exactly, so it keeps when
+    // bits >> 8 >= ceil(p 2^24) (what vectorised loops compare, without float compares).
+    MT_HD uint32_t keep_threshold() const { return uint32_t(::ceil(double(p) * 16777216.0)); }
+    // x * scale where kept, else +0 (fwd's and bwd's value), without a branch: the product's bits
+    // masked by the integer keep test.
+    MT_HD float masked(float x, uint32_t bits, uint32_t threshold) const {
+        const float y = x * scale;
+        uint32_t b;
+        memcpy(&b, &y, 4);
+        b &= (bits >> 8) >= threshold ? 0xFFFFFFFFu : 0u;
+        float out;
+        memcpy(&out, &b, 4);
+        return out;
+    }
     MT_HD bool keep(uint64_t i) const {
         uint64_t j = offset + i;
         return keep_bits(philox_block(seed, j >> 2).v[j & 3]);

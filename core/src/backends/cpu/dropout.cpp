@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 
 #include "half_as_float.h"
 #include "mt/kernels/rng.h"
@@ -54,7 +55,10 @@ void apply_noise(const char* op, const char* src_name, const char* dst_name, con
             const uint64_t j0 = std::max(block0 * 4, offset), i0 = j0 - offset;
             const uint64_t i1 = std::min(n, i0 + (uint64_t(count) * 4 - (j0 - block0 * 4)));
             const uint32_t* bits = words + (j0 - block0 * 4);
-            for (uint64_t i = i0; i < i1; ++i) d[i] = E::store(noisy(E::load(s[i]), bits[i - i0]));
+            // A copy of the functor whose address nothing else holds: its fields stay in
+            // registers against the stores to d, and the loop vectorises.
+            const Noisy local = noisy;
+            for (uint64_t i = i0; i < i1; ++i) d[i] = E::store(local(E::load(s[i]), bits[i - i0]));
         }
     });
 }
@@ -64,10 +68,14 @@ void apply_mask(const char* op, const Tensor& src, float p, uint64_t seed, uint6
                 Tensor& dst, bool backward) {
     MT_CHECK(p >= 0.0f && p <= 1.0f, op, ": drop probability must be in [0, 1], got ", p);
     const k::Dropout drop = k::Dropout::make(p, seed, offset);
+    const uint32_t threshold = drop.keep_threshold();
     apply_noise(op, backward ? "dy" : "x", backward ? "dx" : "y", src, seed, offset, dst,
-                [&](auto v, uint32_t bits) {
-                    const bool kept = drop.keep_bits(bits);
-                    return backward ? drop.bwd(v, kept) : drop.fwd(v, kept);
+                [drop, threshold](auto v, uint32_t bits) {
+                    // f32 (and bf16, computed in f32): the branchless form, which vectorises
+                    if constexpr (std::is_same_v<decltype(v), float>)
+                        return drop.masked(v, bits, threshold);
+                    else
+                        return drop.fwd(v, drop.keep_bits(bits));  // forward and backward alike
                 });
 }
 
@@ -102,8 +110,9 @@ void CpuBackend::uniform_scale(const Tensor& x, float low, float high, uint64_t 
     }
     MT_CHECK(low <= high, "uniform_scale: low ", low, " above high ", high);
     const k::UniformScale noise{low, high};
-    apply_noise("uniform_scale", "x", "y", x, seed, offset, y,
-                [&](auto v, uint32_t bits) { return v * decltype(v)(noise.factor_bits(bits)); });
+    apply_noise("uniform_scale", "x", "y", x, seed, offset, y, [noise](auto v, uint32_t bits) {
+        return v * decltype(v)(noise.factor_bits(bits));
+    });
 }
 
 }  // namespace mt::cpu
