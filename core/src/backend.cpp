@@ -122,6 +122,13 @@ MT_UNSUPPORTED(sgd_step, Tensor&, const Tensor&, Tensor&, const ops::SgdConfig&,
 
 #undef MT_UNSUPPORTED
 
+void Backend::adamw_step_rounded(Tensor& main_param, const Tensor& grad, Tensor& exp_avg,
+                                 Tensor& exp_avg_sq, const ops::AdamWConfig& config, int64_t step,
+                                 Tensor& model_param) {
+    adamw_step(main_param, grad, exp_avg, exp_avg_sq, config, step);
+    cast(main_param, model_param);
+}
+
 double Backend::dot(const Tensor&, const Tensor&) {
     unsupported("dot");
 }

@@ -4,6 +4,7 @@
 // from and near 1), zero and huge second moments, and ragged lengths for the vector tails.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -12,6 +13,8 @@
 
 #include "backends/cpu/adamw_vector.h"
 #include "backends/cpu/cpu_features.h"
+#include "mt/backend.h"
+#include "mt/tensor.h"
 
 namespace {
 
@@ -75,6 +78,32 @@ TEST(AdamWVector, EachBuildGivesTheScalarKernelsBits) {
                     EXPECT_EQ(bits(v[i]), bits(want_v[i]));
                 }
             }
+}
+
+// The CPU backend's fused mixed-precision step (each piece rounded into the bf16 weights while
+// in cache) gives the bits of adamw_step followed by the cast, over threads, pieces and a ragged
+// end.
+TEST(AdamWVector, RoundedStepEqualsTheStepThenTheCast) {
+    auto backend = mt::make_cpu_backend();
+    const int64_t n = 3 * (1 << 14) + 1001;
+    std::mt19937 gen(5);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    auto random = [&](float scale) {
+        mt::Tensor t = mt::Tensor::empty({n}, mt::DType::f32);
+        for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = normal(gen) * scale;
+        return t;
+    };
+    mt::Tensor p = random(1.0f), g = random(1e-2f), m = random(1e-3f), v = random(1e-3f);
+    for (int64_t i = 0; i < n; ++i) v.data<float>()[i] = std::abs(v.data<float>()[i]);
+    mt::Tensor p2 = p.clone(), m2 = m.clone(), v2 = v.clone();
+    mt::Tensor fused = mt::Tensor::empty({n}, mt::DType::bf16), cast = fused.clone();
+    const mt::ops::AdamWConfig config{3e-4, 0.9, 0.95, 1e-8, 0.1, 0.5};
+    backend->adamw_step_rounded(p, g, m, v, config, 3, fused);
+    backend->adamw_step(p2, g, m2, v2, config, 3);
+    backend->cast(p2, cast);
+    for (const auto& [got, want] : {std::pair{&p, &p2}, {&m, &m2}, {&v, &v2}})
+        EXPECT_EQ(std::memcmp(got->raw_data(), want->raw_data(), size_t(n) * 4), 0);
+    EXPECT_EQ(std::memcmp(fused.raw_data(), cast.raw_data(), size_t(n) * 2), 0);
 }
 
 }  // namespace

@@ -249,6 +249,12 @@ class MT_API Backend {
     // torch.optim.AdamW / Megatron's fused Adam (mt/kernels/adam.h).
     virtual void adamw_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                             const ops::AdamWConfig& config, int64_t step);
+    // adamw_step on f32 main parameters, then `model_param` (bf16 or f16, their shape) = them
+    // rounded: Megatron's mixed-precision step. The default runs the two ops; a backend may round
+    // each piece while it is in cache.
+    virtual void adamw_step_rounded(Tensor& main_param, const Tensor& grad, Tensor& exp_avg,
+                                    Tensor& exp_avg_sq, const ops::AdamWConfig& config,
+                                    int64_t step, Tensor& model_param);
     // torch.optim.SGD with momentum buffer `momentum_buffer`.
     virtual void sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buffer,
                           const ops::SgdConfig& config, int64_t step);

@@ -125,6 +125,9 @@ class CpuBackend final : public Backend {
                                  Tensor& dx, Tensor& dz, Tensor& dweight) override;
     void adamw_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                     const AdamWConfig& config, int64_t step) override;
+    void adamw_step_rounded(Tensor& main_param, const Tensor& grad, Tensor& exp_avg,
+                            Tensor& exp_avg_sq, const ops::AdamWConfig& config, int64_t step,
+                            Tensor& model_param) override;
     void sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buffer,
                   const SgdConfig& config, int64_t step) override;
 

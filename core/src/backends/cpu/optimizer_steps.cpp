@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "adamw_vector.h"
+#include "bf16_narrow.h"
 #include "mt/kernels/adam.h"
 #include "op_support.h"
 
@@ -17,9 +18,16 @@ using detail::check_f32_shape;
 using detail::kParallelMin;
 using detail::out;
 
-void CpuBackend::adamw_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
-                            const AdamWConfig& config, int64_t step) {
-    const char* op = "adamw_step";
+namespace {
+
+// Elements one thread updates and rounds before the next: its main parameters are still in
+// cache for the rounding.
+constexpr int64_t kRoundChunk = 1 << 14;
+
+// The AdamW step of param (and, with `rounded`, its bf16 copy), one contiguous slice per
+// thread in whole cache lines.
+void adamw_slices(const char* op, Tensor& param, const Tensor& grad, Tensor& exp_avg,
+                  Tensor& exp_avg_sq, const AdamWConfig& config, int64_t step, uint16_t* rounded) {
     check_f32(op, "param", param);
     check_f32_shape(op, "grad", grad, param.shape());
     check_f32_shape(op, "exp_avg", exp_avg, param.shape());
@@ -31,14 +39,39 @@ void CpuBackend::adamw_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, 
     const float* g = detail::in(grad);
     const float scale = float(config.grad_scale);
     const int64_t n = param.numel();
-    // One contiguous slice per thread, in whole cache lines.
 #pragma omp parallel if (n >= kParallelMin)
     {
         const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
         const int64_t per = (n + threads - 1) / threads, slice = (per + 15) / 16 * 16;
         const int64_t begin = std::min(n, t * slice), end = std::min(n, begin + slice);
-        adamw_update(adam, p + begin, g + begin, scale, m + begin, v + begin, end - begin);
+        for (int64_t i = begin; i < end; i += kRoundChunk) {
+            const int64_t len = std::min(kRoundChunk, end - i);
+            adamw_update(adam, p + i, g + i, scale, m + i, v + i, len);
+            if (rounded) narrow_to_bf16(p + i, rounded + i, len);
+        }
     }
+}
+
+}  // namespace
+
+void CpuBackend::adamw_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                            const AdamWConfig& config, int64_t step) {
+    adamw_slices("adamw_step", param, grad, exp_avg, exp_avg_sq, config, step, nullptr);
+}
+
+void CpuBackend::adamw_step_rounded(Tensor& main_param, const Tensor& grad, Tensor& exp_avg,
+                                    Tensor& exp_avg_sq, const AdamWConfig& config, int64_t step,
+                                    Tensor& model_param) {
+    if (model_param.dtype() != DType::bf16)  // f16: the step, then the cast
+        return Backend::adamw_step_rounded(main_param, grad, exp_avg, exp_avg_sq, config, step,
+                                           model_param);
+    const char* op = "adamw_step_rounded";
+    MT_CHECK(model_param.is_contiguous() && model_param.device().type == DeviceType::cpu &&
+                 model_param.shape() == main_param.shape(),
+             op, ": model_param must be a contiguous CPU tensor of main_param's shape ",
+             main_param.describe(), ", got ", model_param.describe());
+    adamw_slices(op, main_param, grad, exp_avg, exp_avg_sq, config, step,
+                 static_cast<uint16_t*>(model_param.raw_data()));
 }
 
 void CpuBackend::sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buffer,
