@@ -139,10 +139,14 @@ def bench(args):
                 t2 = time.perf_counter()
             best_prefill = min(best_prefill, t1 - t0)
             best_decode = min(best_decode, t2 - t1)
-        for what, n, s in (("prefill", args.prompt, best_prefill),
-                           ("decode", args.decode, best_decode)):
-            print(f"{what} batch={batch} tokens={n} seconds={s:.4f} "
-                  f"tokens_per_s={batch * n / s:.2f}", flush=True)
+        print_rates(batch, args.prompt, args.decode, best_prefill, best_decode)
+
+
+def print_rates(batch, prompt, decode, prefill_seconds, decode_seconds):
+    """The prefill and decode lines of mt_bench_inference's format."""
+    for what, n, s in (("prefill", prompt, prefill_seconds), ("decode", decode, decode_seconds)):
+        print(f"{what} batch={batch} tokens={n} seconds={s:.4f} "
+              f"tokens_per_s={batch * n / s:.2f}", flush=True)
 
 
 def main():

@@ -35,6 +35,8 @@ def main():
 
     from transformers import EncoderDecoderCache, DynamicCache, T5Config, T5ForConditionalGeneration
 
+    from hf_inference import print_rates  # this script's folder, bench/, is on sys.path
+
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     config = T5Config(vocab_size=args.vocab, d_model=args.hidden, d_kv=args.hidden // args.heads,
@@ -65,10 +67,7 @@ def main():
                 t2 = time.perf_counter()
             best_prefill = min(best_prefill, t1 - t0)
             best_decode = min(best_decode, t2 - t1)
-        for what, n, s in (("prefill", args.prompt, best_prefill),
-                           ("decode", args.decode, best_decode)):
-            print(f"{what} batch={batch} tokens={n} seconds={s:.4f} "
-                  f"tokens_per_s={batch * n / s:.2f}", flush=True)
+        print_rates(batch, args.prompt, args.decode, best_prefill, best_decode)
 
 
 if __name__ == "__main__":

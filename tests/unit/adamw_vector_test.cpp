@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "backends/cpu/adamw_vector.h"
-#include "backends/cpu/cpu_features.h"
+#include "cpu_builds.h"
 #include "mt/backend.h"
 #include "mt/tensor.h"
 
@@ -21,16 +21,9 @@ namespace {
 using UpdateFn = void (*)(const mt::k::AdamW&, float*, const float*, float, float*, float*,
                           int64_t);
 
-struct Build {
-    std::string name;
-    UpdateFn fn;
-};
-
-std::vector<Build> builds() {
-    std::vector<Build> out = {{"portable", mt::cpu::adamw_update_portable}};
-    if (mt::cpu::cpu_features().avx2) out.push_back({"avx2", mt::cpu::adamw_update_avx2});
-    if (mt::cpu::cpu_features().avx512f) out.push_back({"avx512", mt::cpu::adamw_update_avx512});
-    return out;
+std::vector<mt::test::CpuBuild<UpdateFn>> builds() {
+    return mt::test::cpu_builds<UpdateFn>(mt::cpu::adamw_update_portable,
+                                          mt::cpu::adamw_update_avx2, mt::cpu::adamw_update_avx512);
 }
 
 uint32_t bits(float f) {
@@ -52,7 +45,7 @@ TEST(AdamWVector, EachBuildGivesTheScalarKernelsBits) {
                           {1.0, 0.0, 0.0, 0.0, 0.0, 2, 4.0f}};
     std::mt19937 gen(3);
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (const Build& build : builds())
+    for (const auto& build : builds())
         for (const Case& c : cases)
             for (int64_t n : {0, 1, 7, 8, 15, 16, 17, 33, 1000}) {
                 const size_t len = static_cast<size_t>(n);

@@ -11,23 +11,17 @@
 #include <vector>
 
 #include "backends/cpu/bf16_narrow.h"
-#include "backends/cpu/cpu_features.h"
+#include "cpu_builds.h"
 #include "mt/kernels/bf16.h"
 
 namespace {
 
 using NarrowFn = void (*)(const float*, uint16_t*, int64_t);
 
-struct Build {
-    std::string name;
-    NarrowFn fn;
-};
-
-std::vector<Build> builds() {
-    std::vector<Build> out = {{"portable", mt::cpu::narrow_to_bf16_portable}};
-    if (mt::cpu::cpu_features().avx2) out.push_back({"avx2", mt::cpu::narrow_to_bf16_avx2});
-    if (mt::cpu::cpu_features().avx512f) out.push_back({"avx512", mt::cpu::narrow_to_bf16_avx512});
-    return out;
+std::vector<mt::test::CpuBuild<NarrowFn>> builds() {
+    return mt::test::cpu_builds<NarrowFn>(mt::cpu::narrow_to_bf16_portable,
+                                          mt::cpu::narrow_to_bf16_avx2,
+                                          mt::cpu::narrow_to_bf16_avx512);
 }
 
 float from_bits(uint32_t b) {
@@ -45,7 +39,7 @@ TEST(Bf16Narrow, EachBuildGivesTheScalarRounding) {
     for (int i = 0; i < 4000; ++i) bits.push_back(uint32_t(gen()));
     std::vector<float> src;
     for (uint32_t b : bits) src.push_back(from_bits(b));
-    for (const Build& build : builds())
+    for (const auto& build : builds())
         for (int64_t n : {int64_t(0), int64_t(1), int64_t(15), int64_t(16), int64_t(17),
                           int64_t(33), int64_t(src.size())}) {
             std::vector<uint16_t> got(size_t(n) + 1, 0xABCDu);

@@ -8,30 +8,23 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/cpu_features.h"
 #include "backends/cpu/philox_vector.h"
+#include "cpu_builds.h"
 #include "mt/kernels/rng.h"
 
 namespace {
 
 using WordsFn = void (*)(uint64_t, uint64_t, int64_t, uint32_t*);
 
-struct Build {
-    std::string name;
-    WordsFn fn;
-};
-
-std::vector<Build> builds() {
-    std::vector<Build> out = {{"portable", mt::cpu::philox_words_portable}};
-    if (mt::cpu::cpu_features().avx2) out.push_back({"avx2", mt::cpu::philox_words_avx2});
-    if (mt::cpu::cpu_features().avx512f) out.push_back({"avx512", mt::cpu::philox_words_avx512});
-    return out;
+std::vector<mt::test::CpuBuild<WordsFn>> builds() {
+    return mt::test::cpu_builds<WordsFn>(mt::cpu::philox_words_portable, mt::cpu::philox_words_avx2,
+                                         mt::cpu::philox_words_avx512);
 }
 
 TEST(PhiloxVector, EachBuildGivesPhiloxBlocksWords) {
     const uint64_t seeds[] = {0, 1234, 0x9E3779B97F4A7C15ull};
     const uint64_t firsts[] = {0, 5, 0xFFFFFFF8ull, 0x1FFFFFFFDull, 0xFFFFFFFFFFFFFF00ull};
-    for (const Build& build : builds())
+    for (const auto& build : builds())
         for (uint64_t seed : seeds)
             for (uint64_t first : firsts)
                 for (int64_t blocks : {0, 1, 3, 7, 8, 9, 15, 16, 17, 40}) {

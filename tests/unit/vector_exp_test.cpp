@@ -11,23 +11,16 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/cpu_features.h"
 #include "backends/cpu/vector_exp.h"
+#include "cpu_builds.h"
 
 namespace {
 
 using ExpFn = float (*)(const float*, float, float*, int64_t);
 
-struct Build {
-    std::string name;
-    ExpFn fn;
-};
-
-std::vector<Build> builds() {
-    std::vector<Build> out = {{"portable", mt::cpu::exp_shifted_portable}};
-    if (mt::cpu::cpu_features().avx2) out.push_back({"avx2", mt::cpu::exp_shifted_avx2});
-    if (mt::cpu::cpu_features().avx512f) out.push_back({"avx512", mt::cpu::exp_shifted_avx512});
-    return out;
+std::vector<mt::test::CpuBuild<ExpFn>> builds() {
+    return mt::test::cpu_builds<ExpFn>(mt::cpu::exp_shifted_portable, mt::cpu::exp_shifted_avx2,
+                                       mt::cpu::exp_shifted_avx512);
 }
 
 float from_bits(uint32_t b) {
@@ -56,7 +49,7 @@ TEST(VectorExp, EachBuildIsWithinTwoUlpOfLibmOverItsRange) {
                        89.0f, 0.34657359f, -0.34657359f})
         xs.push_back(edge);
     ASSERT_GT(xs.size(), 5'000'000u);
-    for (const Build& build : builds()) {
+    for (const auto& build : builds()) {
         SCOPED_TRACE(build.name);
         std::vector<float> ys(xs.size());
         build.fn(xs.data(), 0.0f, ys.data(), int64_t(xs.size()));
@@ -77,7 +70,7 @@ TEST(VectorExp, EachBuildIsWithinTwoUlpOfLibmOverItsRange) {
 
 TEST(VectorExp, InfinitiesNanShiftsTailsAndSums) {
     const float inf = std::numeric_limits<float>::infinity();
-    for (const Build& build : builds()) {
+    for (const auto& build : builds()) {
         SCOPED_TRACE(build.name);
         const std::vector<float> special = {-inf, inf, std::nanf(""), -1000.0f, 1000.0f, 0.0f};
         std::vector<float> out(special.size());
