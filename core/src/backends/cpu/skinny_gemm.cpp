@@ -1,5 +1,6 @@
 // skinny_gemm_nt: two (four for at most four rows of A) rows of B at a time against up to eight
-// rows of A, 16 lanes of k per step (AVX-512 when the CPU has it, a portable loop otherwise),
+// rows of A, 16 lanes of k per step (AVX-512 when the CPU has it, else 8 with AVX2 and FMA, else
+// a portable loop),
 // reduced at the end of the row; B in f32 or in bfloat16 (widened as it is loaded);
 // grouped_skinny_gemm_nt hands out every group's chunks of B rows in one parallel loop.
 #include "skinny_gemm.h"
@@ -10,6 +11,12 @@
 
 #include "cpu_features.h"
 #include "mt/kernels/bf16.h"
+
+// GCC 12 reports its own _mm512_reduce_add_ps (an unmasked extract from an undefined source) as
+// maybe-uninitialised at every use.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace mt::cpu {
 
@@ -48,6 +55,13 @@ inline float widen(float x) {
 }
 inline float widen(uint16_t x) {
     return k::bf16_to_float(x);
+}
+
+// The AVX2 build's horizontal sum: halves added until one lane is left.
+__attribute__((target("avx2"))) inline float reduce8(__m256 v) {
+    const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    const __m128 h = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(h, _mm_shuffle_ps(h, h, 1)));
 }
 
 // Rows of B per pass: with few rows of A, four, so that more weight rows stream at once and more
@@ -109,6 +123,60 @@ __attribute__((target("avx512f,fma"))) void rows_avx512(int64_t n0, int64_t n1, 
     }
 }
 
+// 8 lanes of a row of B as f32 (the AVX2 build's load16); a tail of fewer through a zero-padded
+// copy.
+__attribute__((target("avx2"))) inline __m256 load8(const float* p) {
+    return _mm256_loadu_ps(p);
+}
+__attribute__((target("avx2"))) inline __m256 load8(const uint16_t* p) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+template <class BT>
+__attribute__((target("avx2"))) inline __m256 load8(int64_t count, const BT* p) {
+    alignas(32) BT tail[8] = {};
+    std::copy(p, p + count, tail);
+    return load8(tail);
+}
+
+// One step of rows_avx2: `count` (8, or fewer at the end of k) lanes from column i of nb rows of B
+// against M rows of A into acc.
+template <int M, int NB, class BT>
+__attribute__((target("avx2,fma"))) inline void step8(const BT* const* rows, int nb, const float* a,
+                                                      int64_t lda, int64_t i, int64_t count,
+                                                      __m256 (&acc)[NB][M]) {
+    __m256 w[NB];
+    for (int q = 0; q < nb; ++q) w[q] = count == 8 ? load8(rows[q] + i) : load8(count, rows[q] + i);
+    for (int r = 0; r < M; ++r) {
+        const __m256 x =
+            count == 8 ? _mm256_loadu_ps(a + r * lda + i) : load8(count, a + r * lda + i);
+        for (int q = 0; q < nb; ++q) acc[q][r] = _mm256_fmadd_ps(w[q], x, acc[q][r]);
+    }
+}
+
+// rows_avx512 on 8 lanes, for CPUs with AVX2 and FMA but no AVX-512.
+template <int M, class BT>
+__attribute__((target("avx2,fma"))) void rows_avx2(int64_t n0, int64_t n1, int64_t k, float alpha,
+                                                   const float* a, int64_t lda, const BT* b,
+                                                   int64_t ldb, float beta, float* c, int64_t ldc) {
+    constexpr int NB = kBRowsPerPass<M>;
+    const int64_t k8 = k / 8 * 8, tail = k - k8;
+    for (int64_t j = n0; j < n1;) {
+        const int nb = j + NB <= n1 ? NB : 1;
+        const BT* rows[NB];
+        for (int q = 0; q < nb; ++q) rows[q] = b + (j + q) * ldb;
+        __m256 acc[NB][M];
+        for (int q = 0; q < nb; ++q)
+            for (int r = 0; r < M; ++r) acc[q][r] = _mm256_setzero_ps();
+        for (int64_t i = 0; i < k8; i += 8) step8<M, NB>(rows, nb, a, lda, i, 8, acc);
+        if (tail) step8<M, NB>(rows, nb, a, lda, k8, tail, acc);
+        for (int r = 0; r < M; ++r)
+            for (int q = 0; q < nb; ++q)
+                store(c + r * ldc + j + q, reduce8(acc[q][r]), alpha, beta);
+        j += nb;
+    }
+}
+
 // The same without AVX-512: 16 independent partial sums per dot product.
 template <class BT>
 void rows_portable(int rows, int64_t n0, int64_t n1, int64_t k, float alpha, const float* a,
@@ -142,15 +210,22 @@ constexpr RowsFn<BT> kAvx512[kRowsPerPass + 1] = {nullptr,
                                                   rows_avx512<7, BT>,
                                                   rows_avx512<8, BT>};
 
+template <class BT>
+constexpr RowsFn<BT> kAvx2[kRowsPerPass + 1] = {
+    nullptr,          rows_avx2<1, BT>, rows_avx2<2, BT>, rows_avx2<3, BT>, rows_avx2<4, BT>,
+    rows_avx2<5, BT>, rows_avx2<6, BT>, rows_avx2<7, BT>, rows_avx2<8, BT>};
+
 // Rows [n0, n1) of B against all m rows of A, kRowsPerPass rows at a time.
 template <class BT>
 void rows_of_b(int64_t m, int64_t n0, int64_t n1, int64_t k, float alpha, const float* a,
                int64_t lda, const BT* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-    const bool avx512 = cpu_features().avx512f;
+    const bool avx512 = cpu_features().avx512f, avx2 = cpu_features().avx2;
     for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
         const int rows = int(std::min<int64_t>(kRowsPerPass, m - r0));
         if (avx512)
             kAvx512<BT>[rows](n0, n1, k, alpha, a + r0 * lda, lda, b, ldb, beta, c + r0 * ldc, ldc);
+        else if (avx2)
+            kAvx2<BT>[rows](n0, n1, k, alpha, a + r0 * lda, lda, b, ldb, beta, c + r0 * ldc, ldc);
         else
             rows_portable(rows, n0, n1, k, alpha, a + r0 * lda, lda, b, ldb, beta, c + r0 * ldc,
                           ldc);
