@@ -44,9 +44,11 @@ void CpuBackend::add_bias(const Tensor& bias, Tensor& y) {
         const S* b = in_t<S>(bias);
         S* yp = out_t<S>(y);
 #pragma omp parallel for schedule(static) if (rows * cols >= kParallelMin)
-        for (int64_t r = 0; r < rows; ++r)
-            for (int64_t j = 0; j < cols; ++j)
-                yp[r * cols + j] = E::store(E::load(yp[r * cols + j]) + E::load(b[j]));
+        for (int64_t r = 0; r < rows; ++r) {
+            S* row = yp + r * cols;
+            detail::store_values(row, cols,
+                                 [&](int64_t j) { return E::load(row[j]) + E::load(b[j]); });
+        }
     });
 }
 

@@ -52,24 +52,28 @@ void gelu_blocks(const S* x, int64_t n, Finish finish) {
         const int64_t first = b * kGeluBlock, count = std::min(kGeluBlock, n - first);
         for (int64_t i = 0; i < count; ++i) e[i] = k::Gelu::minus_2u(E::load(x[first + i]));
         exp_shifted(e, 0.0f, e, count);
-        for (int64_t i = 0; i < count; ++i) finish(first + i, e[i]);
+        finish(first, count, static_cast<const float*>(e));
     }
 }
 
 template <class S>
-    requires(!std::is_same_v<S, double>)
-void unary_forward_loop(k::Gelu, const S* x, S* y, int64_t n) {
+requires(!std::is_same_v<S, double>) void unary_forward_loop(k::Gelu, const S* x, S* y, int64_t n) {
     using E = detail::Element<S>;
-    gelu_blocks(x, n,
-                [&](int64_t i, float e) { y[i] = E::store(k::Gelu::fwd_given(E::load(x[i]), e)); });
+    gelu_blocks(x, n, [&](int64_t first, int64_t count, const float* e) {
+        detail::store_values(y + first, count, [&](int64_t i) {
+            return k::Gelu::fwd_given(E::load(x[first + i]), e[i]);
+        });
+    });
 }
 
 template <class S>
-    requires(!std::is_same_v<S, double>)
-void unary_backward_loop(k::Gelu, const S* x, const S* dy, S* dx, int64_t n) {
+requires(!std::is_same_v<S, double>) void unary_backward_loop(k::Gelu, const S* x, const S* dy,
+                                                              S* dx, int64_t n) {
     using E = detail::Element<S>;
-    gelu_blocks(x, n, [&](int64_t i, float e) {
-        dx[i] = E::store(k::Gelu::bwd_given(E::load(x[i]), E::load(dy[i]), e));
+    gelu_blocks(x, n, [&](int64_t first, int64_t count, const float* e) {
+        detail::store_values(dx + first, count, [&](int64_t i) {
+            return k::Gelu::bwd_given(E::load(x[first + i]), E::load(dy[first + i]), e[i]);
+        });
     });
 }
 
@@ -96,6 +100,9 @@ void with_unary(UnaryOp op, Fn fn) {
     }
     MT_FAIL("unknown UnaryOp ", int(op));
 }
+
+// Elements of the residual add per task (its bf16 results rounded a block at a time).
+constexpr int64_t kAddBlock = 1 << 14;
 
 // Rows and half-width of a SwiGLU input (..., 2F).
 struct SwigluShape {
@@ -217,9 +224,14 @@ void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
         const S* ap = in_t<S>(a);
         const S* bp = in_t<S>(b);
         S* yp = out_t<S>(y);
-        int64_t n = a.numel();
+        const int64_t n = a.numel(), blocks = (n + kAddBlock - 1) / kAddBlock;
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
-        for (int64_t i = 0; i < n; ++i) yp[i] = E::store(E::load(ap[i]) + E::load(bp[i]));
+        for (int64_t blk = 0; blk < blocks; ++blk) {
+            const int64_t first = blk * kAddBlock;
+            const S *x = ap + first, *z = bp + first;
+            detail::store_values(yp + first, std::min(kAddBlock, n - first),
+                                 [&](int64_t i) { return E::load(x[i]) + E::load(z[i]); });
+        }
     });
 }
 

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
+#include "bf16_narrow.h"
 #include "mt/kernels/bf16.h"
 #include "mt/tensor.h"
 
@@ -133,6 +135,24 @@ void column_grads(int64_t rows, int64_t cols, const T* dy, Xhat xhat, T* dweight
             dweight[j] += T(acc_w[j - j0]);
             if (dbias) dbias[j] += T(acc_b[j - j0]);
         }
+    }
+}
+
+// out[i] = Element<S>::store(value(i)), i < n, on this thread: bf16 results rounded a block at a
+// time by narrow_to_bf16 (at SIMD width: element by element, the rounding is most of a bf16
+// loop's work), others stored as they come.
+template <class S, class Value>
+void store_values(S* out, int64_t n, Value value) {
+    if constexpr (std::is_same_v<S, Bf16>) {
+        constexpr int64_t kBlock = 512;
+        float block[kBlock];
+        for (int64_t first = 0; first < n; first += kBlock) {
+            const int64_t count = std::min(kBlock, n - first);
+            for (int64_t i = 0; i < count; ++i) block[i] = value(first + i);
+            narrow_to_bf16(block, &out[first].bits, count);
+        }
+    } else {
+        for (int64_t i = 0; i < n; ++i) out[i] = value(i);
     }
 }
 
