@@ -95,9 +95,9 @@ void backward_rows(const Tensor& logits, const std::vector<int64_t>& cols, const
         for (int64_t r = 0; r < rows; ++r) {
             const S* lr = lp + r * vocab;
             S* dr = dp + r * vocab;
-            for (int64_t j = 0; j < vocab; ++j)
-                dr[j] =
-                    E::store(k::cross_entropy_bwd(E::load(lr[j]), lsep[r], j == cols[r], dl[r]));
+            detail::store_values(dr, vocab, [&](int64_t j) {
+                return k::cross_entropy_bwd(E::load(lr[j]), lsep[r], j == cols[r], dl[r]);
+            });
         }
     });
 }

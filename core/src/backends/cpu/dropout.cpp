@@ -58,7 +58,9 @@ void apply_noise(const char* op, const char* src_name, const char* dst_name, con
             // A copy of the functor whose address nothing else holds: its fields stay in
             // registers against the stores to d, and the loop vectorises.
             const Noisy local = noisy;
-            for (uint64_t i = i0; i < i1; ++i) d[i] = E::store(local(E::load(s[i]), bits[i - i0]));
+            const S* x = s + i0;
+            detail::store_values(d + i0, int64_t(i1 - i0),
+                                 [&](int64_t i) { return local(E::load(x[i]), bits[i]); });
         }
     });
 }
