@@ -135,8 +135,8 @@ void probabilities(const Dims& d, const AttentionConfig& cfg, const QueryBlock& 
         if (lse) {
             row_lse = lse[(qb.b * d.nq + qb.h) * d.Tq + qb.t0 + r];
         } else {
-            T m = k::neg_inf<T>(), l = T(0);
-            for (int64_t j = first; j < end; ++j) m = std::max(m, pr[j]);
+            const T m = lane_max(pr + first, end - first, k::neg_inf<T>());
+            T l = T(0);
             if constexpr (std::is_same_v<T, float>)
                 l = sum_exp_shifted(pr + first, -m, end - first);
             else
