@@ -95,8 +95,12 @@ void backward_rows(const Tensor& logits, const std::vector<int64_t>& cols, const
         for (int64_t r = 0; r < rows; ++r) {
             const S* lr = lp + r * vocab;
             S* dr = dp + r * vocab;
+            // (the row's values named here: clang 14 cannot capture the enclosing function's
+            // parameters into a lambda inside an OpenMP loop inside a generic lambda)
+            const int64_t target = cols[size_t(r)];
+            const T row_lse = lsep[r], row_dl = dl[r];
             detail::store_values(dr, vocab, [&](int64_t j) {
-                return k::cross_entropy_bwd(E::load(lr[j]), lsep[r], j == cols[r], dl[r]);
+                return k::cross_entropy_bwd(E::load(lr[j]), row_lse, j == target, row_dl);
             });
         }
     });
