@@ -69,13 +69,8 @@ Tensor CrossAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* save
         if (cache) {
             // Kept in the attention's compute dtype (f32 for bf16): the attention would
             // otherwise widen all of the encoder's keys and values again at every step.
-            const DType wide = upcast_dtype(s.k.dtype());
-            cache->k = wide == s.k.dtype() ? s.k : backend_->empty(s.k.shape(), wide);
-            cache->v = wide == s.v.dtype() ? s.v : backend_->empty(s.v.shape(), wide);
-            if (wide != s.k.dtype()) {
-                backend_->cast(s.k, cache->k);
-                backend_->cast(s.v, cache->v);
-            }
+            cache->k = backend_->cast_to(s.k, upcast_dtype(s.k.dtype()));
+            cache->v = backend_->cast_to(s.v, upcast_dtype(s.v.dtype()));
             s.k = cache->k;
             s.v = cache->v;
         }

@@ -61,15 +61,16 @@ RelativePositionBias::RelativePositionBias(const std::string& prefix, bool bidir
 }
 
 Tensor RelativePositionBias::bucket_ids(int64_t first_query, int64_t queries, int64_t keys) const {
-    // Each distance's bucket once (its logarithm is the costly part), then each pair's.
-    const int64_t nearest = -(first_query + queries - 1), farthest = keys - 1 - first_query;
-    std::vector<int64_t> of_distance(size_t(farthest - nearest + 1));
-    for (int64_t d = nearest; d <= farthest; ++d)
-        of_distance[size_t(d - nearest)] = relative_position_bucket(d, bidirectional_, buckets_);
+    // Each relative position's bucket once (its logarithm is the costly part), then each pair's:
+    // key s minus query t runs from lowest (the last query, key 0) to highest.
+    const int64_t lowest = -(first_query + queries - 1), highest = keys - 1 - first_query;
+    std::vector<int64_t> of_distance(size_t(highest - lowest + 1));
+    for (int64_t d = lowest; d <= highest; ++d)
+        of_distance[size_t(d - lowest)] = relative_position_bucket(d, bidirectional_, buckets_);
     std::vector<int64_t> ids(size_t(queries * keys));
     for (int64_t t = 0; t < queries; ++t)
         for (int64_t s = 0; s < keys; ++s)
-            ids[size_t(t * keys + s)] = of_distance[size_t(s - (first_query + t) - nearest)];
+            ids[size_t(t * keys + s)] = of_distance[size_t(s - (first_query + t) - lowest)];
     return backend_->contiguous(host_tensor(std::move(ids), {queries * keys}));
 }
 

@@ -54,18 +54,20 @@ void Optimizer::step(double step_lr, double weight_decay, std::optional<double> 
         const double lr = embedding_lr && p.embedding_or_output ? *embedding_lr : step_lr;
         const bool half = masters_[i].defined();
         Tensor& updated = half ? masters_[i] : p.value;
-        const ops::AdamWConfig adam{lr, config_.adam_beta1, config_.adam_beta2, config_.adam_eps,
-                                    wd, grad_scale};
         // A half model's weights are its main parameters rounded, as Megatron rounds them.
-        if (config_.type == OptimizerType::adam && half)
-            backend_->adamw_step_rounded(updated, p.grad, first_[i], second_[i], adam, steps_,
-                                         p.value);
-        else if (config_.type == OptimizerType::adam)
-            backend_->adamw_step(updated, p.grad, first_[i], second_[i], adam, steps_);
-        else
+        if (config_.type == OptimizerType::adam) {
+            const ops::AdamWConfig adam{
+                lr, config_.adam_beta1, config_.adam_beta2, config_.adam_eps, wd, grad_scale};
+            if (half)
+                backend_->adamw_step_rounded(updated, p.grad, first_[i], second_[i], adam, steps_,
+                                             p.value);
+            else
+                backend_->adamw_step(updated, p.grad, first_[i], second_[i], adam, steps_);
+        } else {
             backend_->sgd_step(updated, p.grad, first_[i],
                                ops::SgdConfig{lr, config_.sgd_momentum, wd, grad_scale}, steps_);
-        if (half && config_.type != OptimizerType::adam) backend_->cast(updated, p.value);
+            if (half) backend_->cast(updated, p.value);
+        }
     }
 }
 

@@ -192,7 +192,7 @@ TEST_P(NnAttentionOp, BackwardMatchesFiniteDifferences) {
         mt::ops::AttentionConfig cfg;
         if (dropout == 0.1f || dropout == 0.15f) {  // bidirectional over tokens and padding
             cfg.causal = false;
-            cfg.key_length = mt::host_tensor(std::vector<int32_t>{Tk - 2}, {1});
+            cfg.key_length = mt::host_tensor(std::vector<int32_t>{int32_t(Tk - 2)}, {1});
         }
         cfg.scale = 0.7;
         cfg.block = 4;

@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include <type_traits>
+
 #include "mt/kernels/hd.h"
 
 namespace mt::k {
@@ -59,16 +61,22 @@ struct Dropout {
     // The same test on the integers: u is (bits >> 8) / 2^24 exactly, so it keeps when
     // bits >> 8 >= ceil(p 2^24) (what vectorised loops compare, without float compares).
     MT_HD uint32_t keep_threshold() const { return uint32_t(::ceil(double(p) * 16777216.0)); }
-    // x * scale where kept, else +0 (fwd's and bwd's value), without a branch: the product's bits
-    // masked by the integer keep test.
-    MT_HD float masked(float x, uint32_t bits, uint32_t threshold) const {
-        const float y = x * scale;
-        uint32_t b;
-        memcpy(&b, &y, 4);
-        b &= (bits >> 8) >= threshold ? 0xFFFFFFFFu : 0u;
-        float out;
-        memcpy(&out, &b, 4);
-        return out;
+    // x * scale where kept, else +0 (fwd's and bwd's value) by the integer keep test; for float
+    // without a branch (the product's bits masked), so that loops of it vectorise.
+    template <class T>
+    MT_HD T masked(T x, uint32_t bits, uint32_t threshold) const {
+        const bool kept = (bits >> 8) >= threshold;
+        if constexpr (std::is_same_v<T, float>) {
+            const float y = x * scale;
+            uint32_t b;
+            memcpy(&b, &y, 4);
+            b &= kept ? 0xFFFFFFFFu : 0u;
+            float out;
+            memcpy(&out, &b, 4);
+            return out;
+        } else {
+            return fwd(x, kept);
+        }
     }
     MT_HD bool keep(uint64_t i) const {
         uint64_t j = offset + i;

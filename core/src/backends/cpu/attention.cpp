@@ -181,12 +181,12 @@ void forward_block(const Dims& d, const AttentionConfig& cfg, const QueryBlock& 
     probabilities(d, cfg, qb, p, static_cast<const T*>(nullptr), lse);
     if (cfg.dropout > 0.0f) {  // p = 0 keeps all: no bits to draw
         const k::Dropout drop = k::Dropout::make(cfg.dropout, cfg.seed, cfg.offset);
+        const uint32_t threshold = drop.keep_threshold();
         for (int64_t r = 0; r < qb.rows; ++r) {
             T* pr = p + r * qb.keys;
             const uint32_t* bits =
                 counter_words(cfg.seed, cfg.offset + counter0(d, qb, r), qb.keys, words);
-            for (int64_t j = 0; j < qb.keys; ++j)
-                if (pr[j] != T(0)) pr[j] = drop.fwd(pr[j], drop.keep_bits(bits[j]));
+            for (int64_t j = 0; j < qb.keys; ++j) pr[j] = drop.masked(pr[j], bits[j], threshold);
         }
     }
     blas_gemm(false, false, qb.rows, hd, qb.keys, T(1), p, qb.keys, v + at_kv(d, qb.b, 0, qb.g),

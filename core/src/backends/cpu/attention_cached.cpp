@@ -43,12 +43,11 @@ void cached(const T* q, const S* kc, const S* vc, const T* bias, T* out, int64_t
             const int64_t g = h / per_group, keys = past + t + 1;
             const T* qr = q + ((b * Tq + t) * nq + h) * hd;
             const T* bias_row = bias ? bias + (h * Tq + t) * (past + Tq) : nullptr;
-            T m = k::neg_inf<T>();
             for (int64_t s = 0; s < keys; ++s) {
                 p[size_t(s)] = scale * lane_dot(qr, kc + ((b * C + s) * ng + g) * hd, hd);
                 if (bias_row) p[size_t(s)] += bias_row[s];
-                m = std::max(m, p[size_t(s)]);
             }
+            const T m = lane_max(p.data(), keys, k::neg_inf<T>());
             T l = T(0);
             if constexpr (std::is_same_v<T, float>)
                 l = exp_shifted(p.data(), -m, p.data(), keys);
@@ -83,7 +82,6 @@ void CpuBackend::attention_cached(const Tensor& q, const Tensor& k_cache, const 
     MT_CHECK(q.dim() == 4, op, ": q must be (B, Tq, nq, hd), got ", q.describe());
     const int64_t B = q.size(0), Tq = q.size(1), nq = q.size(2), hd = q.size(3);
     const DType cache_dtype = bf16_cache ? DType::bf16 : q.dtype();
-    if (!bf16_cache) check_float(op, "k_cache", k_cache);
     MT_CHECK(k_cache.dim() == 4 && k_cache.size(0) == B && k_cache.size(3) == hd &&
                  k_cache.size(2) > 0 && nq % k_cache.size(2) == 0,
              op, ": k_cache must be (B, C, ng, hd) with ng dividing nq for q ", q.describe(),

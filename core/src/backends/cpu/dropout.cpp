@@ -1,12 +1,11 @@
-// CPU traversal of the counter-based noises (f32 and f64): dropout and the uniform scaling of
-// input jitter, one Philox block per four counters, drawn at SIMD width a chunk at a time
-// (philox_words), chunks spread over OpenMP threads. The mask
-// and factors are mt/kernels/rng.h's Dropout and UniformScale.
+// CPU traversal of the counter-based noises (f32, f64 and bf16): dropout and the uniform scaling
+// of input jitter, one Philox block per four counters, drawn at SIMD width a chunk at a time
+// (philox_words), chunks spread over OpenMP threads. The mask and factors are mt/kernels/rng.h's
+// Dropout and UniformScale.
 #include "cpu_backend.h"
 
 #include <algorithm>
 #include <limits>
-#include <type_traits>
 
 #include "half_as_float.h"
 #include "mt/kernels/rng.h"
@@ -73,11 +72,7 @@ void apply_mask(const char* op, const Tensor& src, float p, uint64_t seed, uint6
     const uint32_t threshold = drop.keep_threshold();
     apply_noise(op, backward ? "dy" : "x", backward ? "dx" : "y", src, seed, offset, dst,
                 [drop, threshold](auto v, uint32_t bits) {
-                    // f32 (and bf16, computed in f32): the branchless form, which vectorises
-                    if constexpr (std::is_same_v<decltype(v), float>)
-                        return drop.masked(v, bits, threshold);
-                    else
-                        return drop.fwd(v, drop.keep_bits(bits));  // forward and backward alike
+                    return drop.masked(v, bits, threshold);  // forward and backward alike
                 });
 }
 

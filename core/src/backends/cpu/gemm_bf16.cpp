@@ -23,6 +23,7 @@
 #include <numeric>
 #include <vector>
 
+#include "bf16_narrow.h"
 #include "cpu_features.h"
 #include "gemm_bf16_pack.h"
 #include "mt/dtype.h"
@@ -258,8 +259,7 @@ void gemm_bf16_skinny(int64_t m, int64_t n, int64_t k, float alpha, const uint16
             for (int64_t j = 0; j < n; ++j)
                 cf[size_t(i * n + j)] = bfloat16_to_float(cb[i * ldc + j]);
     skinny_gemm_nt(m, n, k, alpha, af.data(), k, b, ldb, beta, cf.data(), n);
-    for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) cb[i * ldc + j] = float_to_bfloat16(cf[size_t(i * n + j)]);
+    for (int64_t i = 0; i < m; ++i) narrow_to_bf16(cf.data() + i * n, cb + i * ldc, n);
 }
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,

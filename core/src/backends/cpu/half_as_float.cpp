@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "bf16_narrow.h"
-
 #include "mt/kernels/bf16.h"
 #include "op_support.h"
 

@@ -2,8 +2,6 @@
 // is mt/kernels/adam.h, run at SIMD width by adamw_update) and SGD with momentum.
 #include "cpu_backend.h"
 
-#include <omp.h>
-
 #include <algorithm>
 
 #include "adamw_vector.h"
@@ -20,13 +18,12 @@ using detail::out;
 
 namespace {
 
-// Elements one thread updates and rounds before the next: its main parameters are still in
-// cache for the rounding.
-constexpr int64_t kRoundChunk = 1 << 14;
+// Elements updated, then rounded, at a time: the main parameters are still in cache for the
+// rounding. The chunks go to the threads in contiguous runs (a multiple of 16: whole cache lines).
+constexpr int64_t kChunk = 1 << 14;
 
-// The AdamW step of param (and, with `rounded`, its bf16 copy), one contiguous slice per
-// thread in whole cache lines.
-void adamw_slices(const char* op, Tensor& param, const Tensor& grad, Tensor& exp_avg,
+// The AdamW step of param and, with `rounded`, its bf16 copy.
+void adamw_chunks(const char* op, Tensor& param, const Tensor& grad, Tensor& exp_avg,
                   Tensor& exp_avg_sq, const AdamWConfig& config, int64_t step, uint16_t* rounded) {
     check_f32(op, "param", param);
     check_f32_shape(op, "grad", grad, param.shape());
@@ -38,17 +35,12 @@ void adamw_slices(const char* op, Tensor& param, const Tensor& grad, Tensor& exp
     float *p = out(param), *m = out(exp_avg), *v = out(exp_avg_sq);
     const float* g = detail::in(grad);
     const float scale = float(config.grad_scale);
-    const int64_t n = param.numel();
-#pragma omp parallel if (n >= kParallelMin)
-    {
-        const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-        const int64_t per = (n + threads - 1) / threads, slice = (per + 15) / 16 * 16;
-        const int64_t begin = std::min(n, t * slice), end = std::min(n, begin + slice);
-        for (int64_t i = begin; i < end; i += kRoundChunk) {
-            const int64_t len = std::min(kRoundChunk, end - i);
-            adamw_update(adam, p + i, g + i, scale, m + i, v + i, len);
-            if (rounded) narrow_to_bf16(p + i, rounded + i, len);
-        }
+    const int64_t n = param.numel(), chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+    for (int64_t c = 0; c < chunks; ++c) {
+        const int64_t i = c * kChunk, len = std::min(kChunk, n - i);
+        adamw_update(adam, p + i, g + i, scale, m + i, v + i, len);
+        if (rounded) narrow_to_bf16(p + i, rounded + i, len);
     }
 }
 
@@ -56,7 +48,7 @@ void adamw_slices(const char* op, Tensor& param, const Tensor& grad, Tensor& exp
 
 void CpuBackend::adamw_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                             const AdamWConfig& config, int64_t step) {
-    adamw_slices("adamw_step", param, grad, exp_avg, exp_avg_sq, config, step, nullptr);
+    adamw_chunks("adamw_step", param, grad, exp_avg, exp_avg_sq, config, step, nullptr);
 }
 
 void CpuBackend::adamw_step_rounded(Tensor& main_param, const Tensor& grad, Tensor& exp_avg,
@@ -66,11 +58,9 @@ void CpuBackend::adamw_step_rounded(Tensor& main_param, const Tensor& grad, Tens
         return Backend::adamw_step_rounded(main_param, grad, exp_avg, exp_avg_sq, config, step,
                                            model_param);
     const char* op = "adamw_step_rounded";
-    MT_CHECK(model_param.is_contiguous() && model_param.device().type == DeviceType::cpu &&
-                 model_param.shape() == main_param.shape(),
-             op, ": model_param must be a contiguous CPU tensor of main_param's shape ",
-             main_param.describe(), ", got ", model_param.describe());
-    adamw_slices(op, main_param, grad, exp_avg, exp_avg_sq, config, step,
+    detail::check_float_or_bf16_shape(op, "model_param", model_param, main_param.shape(),
+                                      DType::bf16);
+    adamw_chunks(op, main_param, grad, exp_avg, exp_avg_sq, config, step,
                  static_cast<uint16_t*>(model_param.raw_data()));
 }
 

@@ -1,8 +1,7 @@
 // skinny_gemm_nt: two (four for at most four rows of A) rows of B at a time against up to eight
 // rows of A, 16 lanes of k per step (AVX-512 when the CPU has it, else 8 with AVX2 and FMA, else
-// a portable loop),
-// reduced at the end of the row; B in f32 or in bfloat16 (widened as it is loaded);
-// grouped_skinny_gemm_nt hands out every group's chunks of B rows in one parallel loop.
+// a portable loop), reduced at the end of the row; B in f32 or in bfloat16 (widened as it is
+// loaded); grouped_skinny_gemm_nt hands out every group's chunks of B rows in one parallel loop.
 #include "skinny_gemm.h"
 
 #include <immintrin.h>
@@ -34,11 +33,9 @@ inline void store(float* c, float dot, float alpha, float beta) {
 __attribute__((target("avx512f"))) inline __m512 load16(const float* p) {
     return _mm512_loadu_ps(p);
 }
-// (the maskz forms with every lane set: GCC 12's unmasked ones warn of an uninitialised source)
 __attribute__((target("avx512f"))) inline __m512 load16(const uint16_t* p) {
     const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    return _mm512_castsi512_ps(
-        _mm512_maskz_slli_epi32(0xFFFF, _mm512_maskz_cvtepu16_epi32(0xFFFF, h), 16));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 __attribute__((target("avx512f"))) inline __m512 load16(__mmask16 m, const float* p) {
     return _mm512_maskz_loadu_ps(m, p);
@@ -177,7 +174,8 @@ __attribute__((target("avx2,fma"))) void rows_avx2(int64_t n0, int64_t n1, int64
     }
 }
 
-// The same without AVX-512: 16 independent partial sums per dot product.
+// The same without vector instructions (MT_CPU_ISA=portable, or a CPU without AVX2): 16
+// independent partial sums per dot product.
 template <class BT>
 void rows_portable(int rows, int64_t n0, int64_t n1, int64_t k, float alpha, const float* a,
                    int64_t lda, const BT* b, int64_t ldb, float beta, float* c, int64_t ldc) {
