@@ -1,6 +1,7 @@
 // The small functions of the op vocabulary (mt/op_types.h).
 #include "mt/op_types.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace mt::ops {
@@ -49,13 +50,37 @@ F llama3_scaled(F freq, F factor) {
     return (F(1) - smooth) * scaled / factor + smooth * scaled;
 }
 
+// YaRN's blend weight of the unscaled frequency i of R/2 (YarnRotaryEmbedding.forward:
+// 1 - clamp((i - low) / (high - low), 0, 1) between the correction dims, in F).
+template <class F>
+F yarn_extrapolation_weight(const RopeConfig& c, int64_t i) {
+    // _yarn_find_correction_dim in Python floats, floored / ceiled and clamped to [0, R - 1].
+    auto correction_dim = [&](double rotations) {
+        return (double(c.rotary_dim) *
+                std::log(double(c.yarn_original_max_positions) /
+                         (rotations * 2 * 3.141592653589793238462643383279502884))) /
+               (2 * std::log(c.base));
+    };
+    const double low = std::max(std::floor(correction_dim(c.yarn_beta_fast)), 0.0);
+    double high = std::min(std::ceil(correction_dim(c.yarn_beta_slow)), double(c.rotary_dim - 1));
+    if (low == high) high += 0.001;  // Megatron's guard against a zero-width ramp
+    const F ramp = std::clamp((F(i) - F(low)) / F(high - low), F(0), F(1));
+    return F(1) - ramp;
+}
+
 template <class F>
 std::vector<double> inverse_frequencies(const RopeConfig& c) {
     std::vector<double> out;
     for (int64_t i = 0; i < c.rotary_dim / 2; ++i) {
         // 1.0 / base ** (arange(0, R, 2) / R)
-        F inv = F(1) / std::pow(F(c.base), F(2 * i) / F(c.rotary_dim));
+        const F power = std::pow(F(c.base), F(2 * i) / F(c.rotary_dim));
+        F inv = F(1) / power;
         if (c.llama3_scaling_factor > 0) inv = llama3_scaled(inv, F(c.llama3_scaling_factor));
+        if (c.yarn_scaling_factor > 0) {
+            const F interpolated = F(1) / (F(c.yarn_scaling_factor) * power);
+            const F weight = yarn_extrapolation_weight<F>(c, i);
+            inv = interpolated * (F(1) - weight) + inv * weight;
+        }
         out.push_back(double(inv));
     }
     return out;
@@ -67,6 +92,12 @@ std::vector<double> rope_inverse_frequencies(const RopeConfig& config, bool f32)
     MT_CHECK(config.rotary_dim > 0 && config.rotary_dim % 2 == 0,
              "rope: the rotary dim must be even and > 0, got ", config.rotary_dim);
     MT_CHECK(config.base > 0, "rope: the rotary base must be positive, got ", config.base);
+    MT_CHECK(
+        config.yarn_scaling_factor == 0 || (config.yarn_original_max_positions > 0 &&
+                                            config.yarn_beta_fast > 0 && config.yarn_beta_slow > 0),
+        "rope: YaRN needs a positive original context and betas, got ",
+        config.yarn_original_max_positions, ", ", config.yarn_beta_fast, ", ",
+        config.yarn_beta_slow);
     return f32 ? inverse_frequencies<float>(config) : inverse_frequencies<double>(config);
 }
 

@@ -98,6 +98,15 @@ struct RopeConfig {
     double llama3_scaling_factor = 0;  // --rope-scaling-factor with --use-rope-scaling; 0: off
     double seq_len_interpolation_factor = 0;  // 0: off
     bool interleaved = false;                 // --rotary-interleaved
+    // YaRN (megatron-core's YarnRotaryEmbedding, multi-latent attention's rope), 0: off: each
+    // inv_freq[i] blends base^(-2i/R) with base^(-2i/R) / factor along a ramp between the
+    // correction dims of yarn_beta_fast and yarn_beta_slow rotations in
+    // yarn_original_max_positions.
+    double yarn_scaling_factor = 0;
+    int64_t yarn_original_max_positions = 4096;
+    double yarn_beta_fast = 32, yarn_beta_slow = 1;
+    // cos and sin are multiplied by this (YaRN's mscale ratio, which MLA applies with them).
+    double table_scale = 1.0;
 };
 
 // Megatron's inv_freq of `config` (RotaryEmbedding.__init__, _apply_scaling), each value

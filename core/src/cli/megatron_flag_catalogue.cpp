@@ -40,7 +40,6 @@ constexpr CatalogueEntry kCatalogue[] = {
             "models ignore it")},
     {"--bert-no-binary-head",
      invalid("--bert-no-binary-head is a BERT flag (pretrain_bert.py's): give --model bert")},
-    {"--multi-latent-attention", refuse(kMla)},
     {"--mtp-num-layers", refuse(kMtp)},
     {"--mtp-loss-scaling-factor", refuse(kMtp)},
     // regularization
@@ -475,15 +474,6 @@ constexpr CatalogueEntry kCatalogue[] = {
             "gradients"),
      kTrainingOnly},
     {"--moe-upcycling-granularity", refuse(kMoE)},
-    // mla
-    {"--q-lora-rank", refuse(kMla)},
-    {"--kv-lora-rank", refuse(kMla)},
-    {"--qk-head-dim", refuse(kMla)},
-    {"--qk-pos-emb-head-dim", refuse(kMla)},
-    {"--v-head-dim", refuse(kMla)},
-    {"--rotary-scaling-factor", refuse(kMla)},
-    {"--mscale", refuse(kMla)},
-    {"--mscale-all-dim", refuse(kMla)},
     // heterogeneous architecture
     {"--heterogeneous-layers-config-path", refuse(kHeterogeneous)},
     {"--heterogeneous-layers-config-encoded-json", refuse(kHeterogeneous)},

@@ -32,7 +32,6 @@ inline constexpr const char* kBertEmbeddings = "BERT embeddings (Retro's embedde
 inline constexpr const char* kVision = "vision models";
 inline constexpr const char* kRetro = "Retro models";
 inline constexpr const char* kRetriever = "ICT / biencoder retriever models and tasks";
-inline constexpr const char* kMla = "multi-latent attention (DeepSeek models)";
 inline constexpr const char* kMtp = "multi-token prediction (MTP)";
 inline constexpr const char* kFp8 = "FP8 training";
 inline constexpr const char* kFsdp = "FSDP (fully sharded data parallelism)";

@@ -170,8 +170,12 @@ constexpr NewerModelField kNewerModelFields[] = {
     {"--yarn-beta-slow", refuse(kYarn)},
     {"--yarn-correction-range-round-to-int", refuse(kYarn)},
     {"--no-yarn-correction-range-round-to-int", refuse(kYarn)},
-    {"--cache-mla-latents", refuse(kMla)},
-    {"--mla-down-proj-fusion", refuse(kMla)},
+    {"--cache-mla-latents",
+     accept("caches multi-latent attention's latents in inference: the same attention (and "
+            "megatron.cpp always caches them)")},
+    {"--mla-down-proj-fusion",
+     accept("fuses multi-latent attention's q and kv down-projections on the GPU: the same "
+            "products")},
     {"--hybrid-layer-pattern", refuse(kMamba)},
     {"--megatron-fsdp-main-params-dtype", kFsdpOnly},
     {"--megatron-fsdp-main-grads-dtype", kFsdpOnly},

@@ -29,6 +29,18 @@ Tensor v_part(const QkvLayout& l, const Tensor& grouped) {
     return grouped.slice(3, l.q_cols() + l.hd, l.q_cols() + 2 * l.hd);
 }
 
+// This tensor-parallel rank's draw of the layer's attention dropout over q's scores, into c:
+// each rank drops out its own heads, its part of the whole layer's draw.
+void draw_attention_dropout(const TransformerConfig& config, const Tensor& q, DropoutContext& ctx,
+                            ops::AttentionConfig& c) {
+    const DropoutDraw d =
+        draw_dropout(ctx, config.attention_dropout, int64_t(ops::attention_dropout_counters(q)),
+                     config.tp.rank(), config.tp.size());
+    c.dropout = d.applied ? d.p : 0.0f;
+    c.seed = d.seed;
+    c.offset = d.offset;
+}
+
 }  // namespace
 
 SelfAttention::SelfAttention(const std::string& prefix, const TransformerConfig& config,
@@ -114,50 +126,52 @@ Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved
     return proj_.forward(s.out.view({l.B, l.T, nq_ * hd_}), saved ? &s.proj : nullptr);
 }
 
+ops::AttentionConfig attention_config(const TransformerConfig& config, double scale,
+                                      const Tensor& q, DropoutContext& ctx,
+                                      const AttentionMask& mask, Backend& backend) {
+    const int64_t B = q.size(0), T = q.size(1);
+    ops::AttentionConfig c;
+    c.scale = scale;
+    c.causal = mask.causal;
+    c.block = config.attention_block;
+    draw_attention_dropout(config, q, ctx, c);
+    if (const Tensor& starts = mask.document_start; starts.defined()) {
+        MT_CHECK(starts.dtype() == DType::i32 && starts.shape() == Shape({B, T}),
+                 "attention: document_start must be i32 (", B, ", ", T, "), got ",
+                 starts.describe());
+        c.document_start = backend.contiguous(starts);
+    }
+    if (const Tensor& lengths = mask.key_length; lengths.defined()) {
+        MT_CHECK(lengths.dtype() == DType::i32 && lengths.shape() == Shape({B}),
+                 "attention: key_length must be i32 (", B, "), got ", lengths.describe());
+        c.key_length = backend.contiguous(lengths);
+    }
+    c.bias = mask.bias;
+    c.bias_grad = mask.bias_grad;
+    return c;
+}
+
 void SelfAttention::attend(Saved& s, DropoutContext& ctx, const AttentionMask& mask) const {
     const int64_t B = s.q.size(0), T = s.q.size(1);
-    s.attention = ops::AttentionConfig{};
-    s.attention.scale = 1.0 / std::sqrt(double(hd_));
-    s.attention.causal = mask.causal;
-    s.attention.block = config_.attention_block;
+    const double scale = 1.0 / std::sqrt(double(hd_));
     s.out = backend_->empty(s.q.shape(), s.q.dtype());
     s.lse = backend_->empty({B, nq_, T}, upcast_dtype(s.q.dtype()));  // f32 for bf16
-    // Each tensor-parallel rank drops out its own heads: its part of the whole layer's draw.
-    auto draw = [&] {
-        return draw_dropout(ctx, config_.attention_dropout,
-                            int64_t(ops::attention_dropout_counters(s.q)), config_.tp.rank(),
-                            config_.tp.size());
-    };
-    auto set_draw = [](ops::AttentionConfig& c, const DropoutDraw& d) {
-        c.dropout = d.applied ? d.p : 0.0f;
-        c.seed = d.seed;
-        c.offset = d.offset;
-    };
     if (config_.cp.active()) {
         MT_CHECK(mask.causal && !mask.document_start.defined() && !mask.key_length.defined() &&
                      !mask.bias.defined(),
                  "not supported yet: --context-parallel-size with a mask other than causal "
                  "(bidirectional, --reset-attention-mask, padding or an attention bias)");
         // Each ring step draws its own dropout counters.
+        s.attention = ops::AttentionConfig{};
+        s.attention.scale = scale;
+        s.attention.causal = true;
+        s.attention.block = config_.attention_block;
         s.ring.assign(size_t(config_.cp.size()), s.attention);
-        for (ops::AttentionConfig& step : s.ring) set_draw(step, draw());
+        for (ops::AttentionConfig& step : s.ring) draw_attention_dropout(config_, s.q, ctx, step);
         ring_attention_forward(*backend_, config_.cp, s.q, s.k, s.v, s.ring, s.out, s.lse);
         return;
     }
-    set_draw(s.attention, draw());
-    if (const Tensor& starts = mask.document_start; starts.defined()) {
-        MT_CHECK(starts.dtype() == DType::i32 && starts.shape() == Shape({B, T}),
-                 "SelfAttention: document_start must be i32 (", B, ", ", T, "), got ",
-                 starts.describe());
-        s.attention.document_start = backend_->contiguous(starts);
-    }
-    if (const Tensor& lengths = mask.key_length; lengths.defined()) {
-        MT_CHECK(lengths.dtype() == DType::i32 && lengths.shape() == Shape({B}),
-                 "SelfAttention: key_length must be i32 (", B, "), got ", lengths.describe());
-        s.attention.key_length = backend_->contiguous(lengths);
-    }
-    s.attention.bias = mask.bias;
-    s.attention.bias_grad = mask.bias_grad;
+    s.attention = attention_config(config_, scale, s.q, ctx, mask, *backend_);
     backend_->attention_forward(s.q, s.k, s.v, s.attention, s.out, s.lse);
 }
 

@@ -2,6 +2,7 @@
 #include "mt/nn/layer_spec.h"
 
 #include "mt/nn/attention.h"
+#include "mt/nn/mla_attention.h"
 #include "mt/nn/mlp.h"
 
 namespace mt::nn {
@@ -51,6 +52,44 @@ class SelfAttentionSublayer final : public Sublayer {
     SelfAttention attention_;
 };
 
+class MlaSublayer final : public Sublayer {
+  public:
+    struct State final : ModuleState {
+        MultiLatentAttention::Saved saved;
+    };
+
+    MlaSublayer(const std::string& prefix, const TransformerConfig& config, Backend& backend)
+        : attention_(join_name(prefix, "self_attention"), config, backend) {}
+
+    Tensor forward(const Tensor& x, DropoutContext& ctx, std::unique_ptr<ModuleState>* saved,
+                   bool keep_input, const SublayerContext& in) const override {
+        auto* cache = static_cast<MlaState*>(in.state);
+        if (!saved) return attention_.forward(x, ctx, nullptr, in.mask, cache, in.past);
+        auto state = std::make_unique<State>();
+        Tensor y = attention_.forward(x, ctx, &state->saved, in.mask, cache, in.past);
+        if (!keep_input) MultiLatentAttention::drop_input(state->saved);
+        *saved = std::move(state);
+        return y;
+    }
+    Tensor backward(const Tensor& dy, const ModuleState& saved, const Tensor& input) override {
+        const auto& state = static_cast<const State&>(saved);
+        if (!input.defined()) return attention_.backward(dy, state.saved);
+        MultiLatentAttention::Saved rebuilt = state.saved;
+        attention_.restore_input(rebuilt, input);
+        return attention_.backward(dy, rebuilt);
+    }
+    void collect_parameters(std::vector<Parameter*>& out, Norm* fused_norm) override {
+        MT_CHECK(!fused_norm, "multi-latent attention keeps its input norm a module of its own");
+        attention_.collect_parameters(out);
+    }
+    std::unique_ptr<SublayerState> make_state(int64_t batch, int64_t capacity) const override {
+        return attention_.make_state(batch, capacity);
+    }
+
+  private:
+    MultiLatentAttention attention_;
+};
+
 class DenseMlpSublayer final : public Sublayer {
   public:
     struct State final : ModuleState {
@@ -97,6 +136,19 @@ SublayerSpec self_attention_sublayer() {
             "self_attention.linear_qkv", "input_layernorm", "post_self_attn_layernorm", false};
 }
 
+SublayerSpec mla_self_attention_sublayer() {
+    // Transformer Engine's MLA spec keeps input_layernorm a TENorm of its own.
+    return {[](const std::string& prefix, const TransformerConfig& config, Backend& backend) {
+                return std::unique_ptr<Sublayer>(
+                    std::make_unique<MlaSublayer>(prefix, config, backend));
+            },
+            "", "input_layernorm", "post_self_attn_layernorm", false};
+}
+
+SublayerSpec attention_sublayer(bool multi_latent) {
+    return multi_latent ? mla_self_attention_sublayer() : self_attention_sublayer();
+}
+
 SublayerSpec dense_mlp_sublayer() {
     return {[](const std::string& prefix, const TransformerConfig& config, Backend& backend) {
                 return std::unique_ptr<Sublayer>(
@@ -105,12 +157,12 @@ SublayerSpec dense_mlp_sublayer() {
             "mlp.linear_fc1", "pre_mlp_layernorm", "post_mlp_layernorm", true};
 }
 
-LayerSpec dense_layer_spec() {
-    return {{self_attention_sublayer(), dense_mlp_sublayer()}};
+LayerSpec dense_layer_spec(bool multi_latent) {
+    return {{attention_sublayer(multi_latent), dense_mlp_sublayer()}};
 }
 
-LayerSpecs dense_layer_specs() {
-    return [](int64_t) { return dense_layer_spec(); };
+LayerSpecs dense_layer_specs(bool multi_latent) {
+    return [spec = dense_layer_spec(multi_latent)](int64_t) { return spec; };
 }
 
 }  // namespace mt::nn

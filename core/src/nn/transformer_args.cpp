@@ -2,6 +2,7 @@
 
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/model_args_reader.h"
+#include "mt/nn/mla_args.h"
 #include "mt/nn/moe/args.h"
 
 #include <cstdlib>
@@ -93,6 +94,8 @@ std::vector<FlagInfo> transformer_flags() {
     };
     std::vector<FlagInfo> moe = moe_flags();
     flags.insert(flags.end(), moe.begin(), moe.end());
+    std::vector<FlagInfo> mla = mla_flags();
+    flags.insert(flags.end(), mla.begin(), mla.end());
     return flags;
 }
 
@@ -241,6 +244,8 @@ TransformerArgs read_transformer_args(const ModelArgs& args) {
              "GroupedMLP's fused weight1/weight2 layout); use the Transformer Engine names (the "
              "default) or leave --moe-grouped-gemm out");
 
+    read_mla_args(f, c);
+
     c.tensor_model_parallel_size = f.integer("tensor-model-parallel-size", 1);
     MT_CHECK(c.tensor_model_parallel_size > 0,
              "--tensor-model-parallel-size must be positive, got ", c.tensor_model_parallel_size);
@@ -302,6 +307,7 @@ TransformerConfig transformer_layer_config(const TransformerArgs& c, DType dtype
     t.recompute_mlp = recompute_module(c.recompute, "mlp");
     t.recompute_norms = recompute_module(c.recompute, "layernorm");
     t.moe = c.moe;
+    t.mla = c.mla;
     return t;
 }
 

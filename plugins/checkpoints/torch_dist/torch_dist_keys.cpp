@@ -39,7 +39,12 @@ constexpr const char* kLinears[] = {"self_attention.linear_qkv",
                                     "mlp.shared_experts.linear_fc1",
                                     "mlp.shared_experts.linear_fc2",
                                     "mixer.in_proj",
-                                    "mixer.out_proj"};
+                                    "mixer.out_proj",
+                                    "self_attention.linear_q_proj",
+                                    "self_attention.linear_q_down_proj",
+                                    "self_attention.linear_q_up_proj",
+                                    "self_attention.linear_kv_down_proj",
+                                    "self_attention.linear_kv_up_proj"};
 
 // The Mamba mixer's tensors megatron-core stores in parts, and the parts in their row order.
 enum class MambaRows { inner, group_state, heads };
@@ -127,30 +132,38 @@ const char* stacked_block(const std::string& key) {
     return nullptr;
 }
 
-// The stored name of a layer's tensor: the norms' Transformer Engine names (not a Transformer
-// Engine MoE layer's pre_mlp_layernorm), the experts' shared key; and the expert, if any.
+// The stored name of a layer's tensor: the norms' Transformer Engine names (unless the layer
+// keeps its norms' module names), the experts' shared key; and the expert, if any.
 struct LayerPart {
     std::string rest;
     std::optional<int64_t> expert;
 };
-LayerPart stored_part(const std::string& rest, bool te_moe_layer) {
+LayerPart stored_part(const std::string& rest, bool keeps_norm_names) {
     if (auto e = parse_expert(rest)) return {e->second, e->first};
-    for (const auto& [local, te] : kLocalNorms)
-        if (rest == local && !(te_moe_layer && rest.starts_with("pre_mlp_layernorm.")))
-            return {te, std::nullopt};
+    if (!keeps_norm_names)
+        for (const auto& [local, te] : kLocalNorms)
+            if (rest == local) return {te, std::nullopt};
     return {rest, std::nullopt};
 }
 
-// The layers (block, layer) of MoE layers built by Transformer Engine's spec, which keep their
-// own pre_mlp_layernorm: those with a router and no local input norm.
-std::set<std::pair<std::string, int64_t>> te_moe_layers(const ShardedTensors& tensors) {
-    std::set<std::pair<std::string, int64_t>> routed, local;
+// A layer's tensor that marks a multi-latent attention layer. Megatron's MLA specs keep their
+// norms' module names (input_layernorm a TENorm of its own with Transformer Engine; no
+// sharded_state_dict_keys_map in the local spec).
+constexpr const char* kMlaMarker = "self_attention.linear_kv_down_proj.weight";
+
+// The layers (block, layer) whose norms keep their module names: multi-latent attention layers,
+// and MoE layers built by Transformer Engine's spec (their own pre_mlp_layernorm, the only norm
+// such a layer has under that name: those with a router and no local input norm).
+std::set<std::pair<std::string, int64_t>> layers_keeping_norm_names(const ShardedTensors& tensors) {
+    std::set<std::pair<std::string, int64_t>> routed, local, mla;
     for (const auto& [name, t] : tensors)
         if (auto ln = parse_layer(name)) {
             if (ln->rest == kRouter) routed.insert({ln->block, ln->layer});
             if (ln->rest.starts_with("input_layernorm.")) local.insert({ln->block, ln->layer});
+            if (ln->rest == kMlaMarker) mla.insert({ln->block, ln->layer});
         }
     std::erase_if(routed, [&](const auto& l) { return local.count(l); });
+    routed.insert(mla.begin(), mla.end());
     return routed;
 }
 
@@ -185,7 +198,7 @@ Extents extents_of(const ShardedTensors& tensors, const KeyLayout& layout) {
 
 // With stacked layers, every layer held must hold the same stored tensors.
 void check_alike(const ShardedTensors& tensors, const KeyLayout& layout,
-                 const std::set<std::pair<std::string, int64_t>>& te_moe) {
+                 const std::set<std::pair<std::string, int64_t>>& keeping_norm_names) {
     if (layout.per_layer) return;
     // block -> stored rest -> layers holding it; block -> layers held
     std::map<std::string, std::map<std::string, std::set<int64_t>>> holders;
@@ -194,7 +207,8 @@ void check_alike(const ShardedTensors& tensors, const KeyLayout& layout,
     for (const auto& [name, t] : tensors) {
         auto ln = parse_layer(name);
         if (!ln) continue;
-        const std::string rest = stored_part(ln->rest, te_moe.count({ln->block, ln->layer})).rest;
+        const std::string rest =
+            stored_part(ln->rest, keeping_norm_names.count({ln->block, ln->layer})).rest;
         auto& layers = holders[ln->block][rest];
         if (layers.empty()) order[ln->block].push_back(rest);
         layers.insert(ln->layer);
@@ -216,6 +230,8 @@ KeyLayout key_layout(const CheckpointArgs& args) {
     layout.num_experts = int_arg(args, "num_experts");
     const ArgValue* impl = find_arg(args, "transformer_impl");
     layout.local_spec = impl && *impl == ArgValue(std::string("local"));
+    const ArgValue* mla = find_arg(args, "multi_latent_attention");
+    layout.multi_latent = mla && *mla == ArgValue(true);
     if (const ArgValue* freq = find_arg(args, "moe_layer_freq"); freq && layout.num_experts) {
         if (std::holds_alternative<std::vector<int64_t>>(*freq)) layout.per_layer = true;
         if (const int64_t* every = std::get_if<int64_t>(freq)) layout.per_layer = *every > 1;
@@ -346,9 +362,10 @@ KeyPlace key_place(const std::string& name, const KeyLayout& layout, int64_t num
                    int64_t num_experts) {
     auto ln = parse_layer(name);
     if (!ln) return {name, {}, {}};
-    // Only a MoE layer keeps a pre_mlp_layernorm under Transformer Engine's spec.
-    return place_of(*ln, stored_part(ln->rest, !layout.local_spec), layout, num_layers, num_experts,
-                    name);
+    // Only a MoE layer keeps a pre_mlp_layernorm under Transformer Engine's spec; multi-latent
+    // attention layers keep their norms' names in both.
+    return place_of(*ln, stored_part(ln->rest, !layout.local_spec || layout.multi_latent), layout,
+                    num_layers, num_experts, name);
 }
 
 NamedTensors unstack(const std::string& key, const Tensor& full) {
@@ -424,8 +441,8 @@ ShardedTensors in_stored_parts(const ShardedTensors& tensors, const KeyLayout& l
 std::vector<StoredTensor> stack(const ShardedTensors& whole_tensors, const KeyLayout& layout,
                                 const std::string& prefix) {
     const ShardedTensors tensors = in_stored_parts(whole_tensors, layout);
-    const auto te_moe = te_moe_layers(tensors);
-    check_alike(tensors, layout, te_moe);
+    const auto keeping_norm_names = layers_keeping_norm_names(tensors);
+    check_alike(tensors, layout, keeping_norm_names);
     const Extents extents = extents_of(tensors, layout);
     std::vector<StoredTensor> out;
     std::map<std::string, size_t> index;             // key -> position in out
@@ -434,8 +451,9 @@ std::vector<StoredTensor> stack(const ShardedTensors& whole_tensors, const KeyLa
     for (const auto& [name, t] : tensors) {
         KeyPlace place{name, {}, {}};
         if (auto ln = parse_layer(name))
-            place = place_of(*ln, stored_part(ln->rest, te_moe.count({ln->block, ln->layer})),
-                             layout, extents.layers.at(ln->block), extents.experts, name);
+            place = place_of(
+                *ln, stored_part(ln->rest, keeping_norm_names.count({ln->block, ln->layer})),
+                layout, extents.layers.at(ln->block), extents.experts, name);
         Shape global_shape = place.lead_size;
         global_shape.insert(global_shape.end(), t.global_shape.begin(), t.global_shape.end());
         const std::string key = prefix + place.key;
@@ -477,7 +495,10 @@ std::vector<std::string> extra_state_keys(const ShardedTensors& tensors, const K
             std::vector<std::string> modules;
             for (const char* linear : kLinears)
                 if (rests.count(std::string(linear) + ".weight")) modules.push_back(linear);
-            if (rests.count("self_attention.linear_qkv.weight")) modules.push_back(kAttentionCore);
+            if (rests.count("self_attention.linear_qkv.weight") || rests.count(kMlaMarker))
+                modules.push_back(kAttentionCore);
+            // Transformer Engine's MLA spec: input_layernorm is a TENorm.
+            if (rests.count(kMlaMarker)) modules.push_back("input_layernorm");
             for (const std::string& m : modules)
                 keys.push_back(base + m + "._extra_state/shard_" + at + "_" + of);
             for (const char* linear : kExpertLinears)
@@ -504,6 +525,11 @@ std::vector<std::string> extra_state_keys(const ShardedTensors& tensors, const K
             keys.push_back(name.substr(0, name.size() - 4) + "_extra_state/shard_0_1");
             bert_output = bert_output || name == "output_layer.bias";
         }
+    // A TransformerBlock's final layernorm is Transformer Engine's TENorm when Megatron runs
+    // with it (the key is unexpected, and so ignored, by the local spec's torch norm).
+    if (std::any_of(tensors.begin(), tensors.end(),
+                    [](const auto& t) { return t.first == "decoder.final_layernorm.weight"; }))
+        keys.push_back("decoder.final_layernorm._extra_state/shard_0_1");
     // A MambaStack's final norm is Transformer Engine's (TENorm), with its extra state, and
     // MambaModel keeps its output layer's (GPTModel pops it).
     const bool final_norm = std::any_of(tensors.begin(), tensors.end(), [](const auto& t) {

@@ -48,6 +48,8 @@ struct KeyLayout {
     // --transformer-impl local (Megatron's default, and ours, is transformer_engine): a MoE
     // layer's pre_mlp_layernorm is stored under the fused norm's name, as the local spec maps it.
     bool local_spec = false;
+    // --multi-latent-attention: Megatron's MLA specs keep every norm's module name.
+    bool multi_latent = false;
     std::optional<MambaSplit> mamba;  // a MambaStack's sizes (its mixers' tensors split in parts)
 };
 

@@ -29,6 +29,8 @@ BertConfig bert_config_from_args(const ModelArgs& args) {
     MT_CHECK(!c.transformer.moe.enabled(),
              "not supported yet: --num-experts for BERT (mixture-of-experts layers are built for "
              "GPT models)");
+    MT_CHECK(!c.transformer.mla.enabled,
+             "not supported yet: --multi-latent-attention for BERT (it is built for GPT models)");
     MT_CHECK(!(f.flag("bert-no-binary-head") && f.flag("bert-binary-head")),
              "--bert-binary-head and --bert-no-binary-head contradict each other");
     c.binary_head = !f.flag("bert-no-binary-head");

@@ -67,14 +67,14 @@ nn::LayerSpecs layer_specs(const nn::TransformerArgs& config,
     if (hybrid) {
         MT_CHECK(hybrid->count('E') == 0 || config.moe.enabled(), "the hybrid layer pattern ",
                  hybrid->layers, " has MoE layers ('E'), which need --num-experts");
-        return [layers = hybrid->layers, tracker](int64_t i) {
+        return [layers = hybrid->layers, tracker, multi_latent = config.mla.enabled](int64_t i) {
             MT_CHECK(i >= 0 && i < int64_t(layers.size()), "layer ", i,
                      " is outside the hybrid layer pattern of ", layers.size(), " layers");
             switch (layers[size_t(i)]) {
                 case 'M':
                     return nn::LayerSpec{{nn::mamba_sublayer()}};
                 case '*':
-                    return nn::LayerSpec{{nn::self_attention_sublayer()}};
+                    return nn::LayerSpec{{nn::attention_sublayer(multi_latent)}};
                 case 'E':
                     return nn::LayerSpec{{nn::moe_sublayer(tracker)}};
                 default:
@@ -82,8 +82,8 @@ nn::LayerSpecs layer_specs(const nn::TransformerArgs& config,
             }
         };
     }
-    if (!config.moe.enabled()) return nn::dense_layer_specs();
-    return nn::moe_layer_specs(config.moe_layers, std::move(tracker));
+    if (!config.moe.enabled()) return nn::dense_layer_specs(config.mla.enabled);
+    return nn::moe_layer_specs(config.moe_layers, std::move(tracker), config.mla.enabled);
 }
 
 // Integer tensor -> its values as int64 (i64 or i32, any contiguity).

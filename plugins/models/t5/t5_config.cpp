@@ -71,6 +71,7 @@ T5Config t5_config_from_args(const ModelArgs& given) {
                                                  f.integer("relative-attention-max-distance", 128)};
     }
     MT_CHECK(!t.moe.enabled(), "not supported yet: --num-experts for T5");
+    MT_CHECK(!t.mla.enabled, "not supported yet: --multi-latent-attention for T5");
     // pretrain_t5.py hands T5Model --rotary-percent alone: its RotaryEmbedding keeps the
     // default base (10000) and no scaling, whatever --rotary-base or --use-rope-scaling say.
     c.transformer.rotary_base = 10000;

@@ -16,6 +16,8 @@
 #include "gpt_model.h"
 #include "hybrid_args.h"
 #include "model_reference.h"
+#include "mt/nn/inference_state.h"
+#include "mt/nn/mla_attention.h"
 #include "mt/nn/parameter.h"
 #include "mt/registry.h"
 #include "register.h"
@@ -432,6 +434,134 @@ TEST(GptModel, MatchesPyTorchGpt2Style) {
 
 TEST(GptModel, MatchesPyTorchLlamaStyle) {
     check_reference("model_llama.txt");
+}
+
+// --- multi-latent attention (megatron-core's MLASelfAttention) -----------------------------
+
+// DeepSeek-V3's shape in small: q-lora, q/kv norms, YaRN with a scaling factor and mscales.
+ModelArgs mla_args() {
+    ModelArgs a = llama_args();
+    a.erase("group-query-attention");
+    a.erase("num-query-groups");
+    for (auto [k, v] : {std::pair{"multi-latent-attention", ""},
+                        {"q-lora-rank", "6"},
+                        {"kv-lora-rank", "5"},
+                        {"qk-head-dim", "4"},
+                        {"qk-pos-emb-head-dim", "4"},
+                        {"v-head-dim", "3"},
+                        {"qk-layernorm", ""},
+                        {"rotary-scaling-factor", "4"},
+                        {"mscale", "0.9"},
+                        {"mscale-all-dim", "0.7"},
+                        {"max-position-embeddings", "32"}})
+        a[k] = v;
+    return a;
+}
+
+// DeepSeek-V2-Lite's: no q-lora and no norms; GPT-2's LayerNorm, biases and learned positions,
+// a value head larger than the query head (the kernel pads the other way).
+ModelArgs mla_lite_args() {
+    ModelArgs a = gpt2_args();
+    for (auto [k, v] : {std::pair{"multi-latent-attention", ""},
+                        {"kv-lora-rank", "5"},
+                        {"qk-head-dim", "2"},
+                        {"qk-pos-emb-head-dim", "2"},
+                        {"v-head-dim", "6"}})
+        a[k] = v;
+    return a;
+}
+
+TEST(GptModel, MatchesMegatronCoreMultiLatentAttention) {
+    // tests/fixtures/gpt/make_mla_fixtures.py: megatron-core's MLA GPTModel (local spec).
+    check_reference("model_mla.txt");
+    check_reference("model_mla_lite.txt");
+}
+
+TEST(GptModel, BackwardMatchesFiniteDifferencesMultiLatentAttention) {
+    check_finite_differences(
+        with(with(mla_args(), "hidden-dropout", "0.2"), "attention-dropout", "0.2"));
+    check_finite_differences(mla_lite_args(), /*documents=*/true);
+    // Transformer Engine's names fuse the q and kv norms into the up-projections: the same model.
+    check_finite_differences(with(mla_args(), "transformer-impl", "local"));
+}
+
+TEST(GptModel, MultiLatentAttentionParametersAreMegatronCoresInItsOrder) {
+    for (const char* impl : {"transformer_engine", "local"}) {
+        GptModel model(nn::read_transformer_args(with(mla_args(), "transformer-impl", impl)));
+        std::vector<std::string> names;
+        for (auto* p : model.parameters())
+            if (p->name.starts_with("decoder.layers.0.")) names.push_back(p->name.substr(17));
+        const bool te = std::string(impl) == "transformer_engine";
+        std::vector<std::string> want = {"input_layernorm.weight",
+                                         "self_attention.linear_proj.weight",
+                                         "self_attention.linear_q_down_proj.weight"};
+        if (te) want.push_back("self_attention.linear_q_up_proj.layer_norm_weight");
+        want.push_back("self_attention.linear_q_up_proj.weight");
+        want.push_back("self_attention.linear_kv_down_proj.weight");
+        if (te) want.push_back("self_attention.linear_kv_up_proj.layer_norm_weight");
+        want.push_back("self_attention.linear_kv_up_proj.weight");
+        if (!te) {
+            want.push_back("self_attention.q_layernorm.weight");
+            want.push_back("self_attention.kv_layernorm.weight");
+        }
+        want.push_back(te ? "mlp.linear_fc1.layer_norm_weight" : "pre_mlp_layernorm.weight");
+        want.push_back("mlp.linear_fc1.weight");
+        want.push_back("mlp.linear_fc2.weight");
+        EXPECT_EQ(names, want) << impl;
+    }
+}
+
+TEST(GptModel, MultiLatentAttentionCachesTheLatentAndDecodesAsTheFullForward) {
+    for (const auto& [args, dtype] : {std::pair{mla_args(), DType::f32},
+                                      {mla_lite_args(), DType::f32},
+                                      {mla_args(), DType::bf16}}) {
+        // bf16 rounds the absorbed products and the expanded keys differently.
+        const double tolerance = dtype == DType::f32 ? 1e-4 : 3e-2;
+        GptModel model(nn::read_transformer_args(args), dtype);
+        model.initialize(5);
+        for (auto* p : model.parameters()) fill_formula_weight(*p);
+        const int64_t B = 2, T = 8, V = model.logits(i64_tensor({1, 2}, 1, 2), nullptr, 0).size(2);
+        std::vector<int64_t> ids;
+        for (int64_t i = 0; i < B * T; ++i) ids.push_back((i * 7 + 3) % 50);
+        const Tensor tokens = i64_tensor(ids, B, T);
+        const Tensor full = model.logits(tokens, nullptr, 0);
+        auto state = model.make_inference_state(B, T);
+        // Per position the latent and the rope key only: kv_lora_rank + qk_pos_emb_head_dim.
+        const auto& layer = dynamic_cast<const nn::MlaState&>(*state->layer(0).at(0));
+        EXPECT_EQ(layer.latent_and_rope_key.shape(),
+                  (Shape{B, T, 1, args.count("q-lora-rank") ? 5 + 4 : 5 + 2}));
+        // A prefill of 3 tokens (attending as training does), a piece of 2 (over the cached
+        // latents, causal among its own), then one token a step.
+        std::vector<Tensor> pieces;
+        for (auto [begin, end] :
+             {std::pair<int64_t, int64_t>{0, 3}, {3, 5}, {5, 6}, {6, 7}, {7, 8}})
+            pieces.push_back(  // (logits advances the state)
+                model.logits(tokens.slice(1, begin, end).contiguous(), state.get(), 0));
+        int64_t position = 0;
+        for (const Tensor& piece : pieces) {
+            for (int64_t t = 0; t < piece.size(1); ++t, ++position)
+                for (int64_t b = 0; b < B; ++b)
+                    for (int64_t v = 0; v < V; ++v) {
+                        const double want = element(full, (b * T + position) * V + v);
+                        const double got = element(piece, (b * piece.size(1) + t) * V + v);
+                        ASSERT_NEAR(got, want, tolerance * (1 + std::abs(want)))
+                            << dtype_name(dtype) << " row " << b << " position " << position
+                            << " token " << v;
+                    }
+        }
+    }
+}
+
+TEST(GptModel, MultiLatentAttentionRefusesWhatItDoesNotSupportYet) {
+    auto error = mt::test::error_of(
+        [&] { nn::read_transformer_args(with(mla_args(), "group-query-attention", "")); });
+    EXPECT_NE(error.find("--group-query-attention"), std::string::npos) << error;
+    error = mt::test::error_of(
+        [&] { nn::read_transformer_args(with(mla_args(), "rotary-interleaved", "")); });
+    EXPECT_NE(error.find("interleaved"), std::string::npos) << error;
+    error = mt::test::error_of(
+        [&] { nn::read_transformer_args(with(mla_args(), "rope-type", "mrope")); });
+    EXPECT_NE(error.find("--rope-type mrope"), std::string::npos) << error;
 }
 
 // --- batch checks, initialisation, the family --------------------------------------------

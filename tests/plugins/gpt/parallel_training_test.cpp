@@ -81,6 +81,29 @@ ModelArgs llama3_qk_norm_args() {
     return a;
 }
 
+// Multi-latent attention (DeepSeek-V3's shape in small): q-lora, q/kv norms, YaRN; the
+// down-projections' outputs split over 2 tensor-parallel ranks, the shared rope key's gradient
+// summed over every rank's heads.
+ModelArgs mla_args() {
+    ModelArgs a = llama_args();
+    a.erase("group-query-attention");
+    a.erase("num-query-groups");
+    for (auto [k, v] : {std::pair{"multi-latent-attention", ""},
+                        {"q-lora-rank", "12"},
+                        {"kv-lora-rank", "10"},
+                        {"qk-head-dim", "6"},
+                        {"qk-pos-emb-head-dim", "4"},
+                        {"v-head-dim", "5"},
+                        {"qk-layernorm", ""},
+                        {"rotary-scaling-factor", "4"},
+                        {"mscale", "0.9"},
+                        {"mscale-all-dim", "0.7"},
+                        // Weights large enough that the rope key's gradient counts.
+                        {"init-method-std", "0.3"}})
+        a[k] = v;
+    return a;
+}
+
 struct Layout {
     int tp = 1;
     bool sequence_parallel = false;
@@ -248,6 +271,17 @@ TEST(ParallelTraining, TensorParallelSequenceParallel) {
     check(gpt2_args(), {2, true, false, false});
     check(llama_args(), {2, true, false, false});
     check(llama3_qk_norm_args(), {2, true, false, false});
+}
+
+TEST(ParallelTraining, MultiLatentAttention) {
+    check(mla_args(), {1, false, true, false});
+    check(mla_args(), {2, false, false, false});
+    check(mla_args(), {2, true, true, false});
+    check(mla_args(), Layout{2, true, false, false, DType::bf16});
+    ModelArgs lite = mla_args();  // DeepSeek-V2-Lite: no q-lora, no norms
+    lite.erase("q-lora-rank");
+    lite.erase("qk-layernorm");
+    check(lite, {2, true, false, false});
 }
 
 TEST(ParallelTraining, TensorSequenceParallelDistributedOptimizerOverlapped) {

@@ -35,6 +35,13 @@ struct KvSlot {
     int64_t past = 0;
 };
 
+// The attention kernel's settings for a training or scoring pass of q (B, T, nq, hd) under
+// `mask` (causal or not, documents, padding, bias) with `scale` and this tensor-parallel rank's
+// draw of the layer's attention dropout; without context parallelism.
+MT_API ops::AttentionConfig attention_config(const TransformerConfig& config, double scale,
+                                             const Tensor& q, DropoutContext& ctx,
+                                             const AttentionMask& mask, Backend& backend);
+
 class MT_API SelfAttention {
   public:
     struct Saved {

@@ -87,14 +87,20 @@ using LayerSpecs = std::function<LayerSpec(int64_t layer)>;
 
 // Self-attention ("<prefix>.self_attention") behind input_layernorm.
 MT_API SublayerSpec self_attention_sublayer();
+// Multi-latent attention ("<prefix>.self_attention", MLASelfAttention) behind input_layernorm,
+// a module of its own in both namings.
+MT_API SublayerSpec mla_self_attention_sublayer();
+// Multi-latent attention (--multi-latent-attention) or self-attention.
+MT_API SublayerSpec attention_sublayer(bool multi_latent);
 // The dense MLP ("<prefix>.mlp") behind pre_mlp_layernorm.
 MT_API SublayerSpec dense_mlp_sublayer();
 // Cross-attention ("<prefix>.cross_attention") behind pre_cross_attn_layernorm, a module of its
 // own in both namings (Transformer Engine's spec has TENorm there, not a fused linear).
 MT_API SublayerSpec cross_attention_sublayer();
-// The layer of GPT and BERT: self-attention, then the dense MLP.
-MT_API LayerSpec dense_layer_spec();
+// The layer of GPT and BERT: self-attention (multi-latent with `multi_latent`), then the dense
+// MLP.
+MT_API LayerSpec dense_layer_spec(bool multi_latent = false);
 // Every layer dense.
-MT_API LayerSpecs dense_layer_specs();
+MT_API LayerSpecs dense_layer_specs(bool multi_latent = false);
 
 }  // namespace mt::nn

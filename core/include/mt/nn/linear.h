@@ -41,6 +41,7 @@ class MT_API Linear {
 
     void collect_parameters(std::vector<Parameter*>& out);
     Parameter& weight() { return weight_; }
+    const Parameter& weight() const { return weight_; }
     Parameter* bias() { return has_bias_ ? &bias_ : nullptr; }
     // This rank's weight shape is (out_features, in_features).
     int64_t in_features() const { return in_; }

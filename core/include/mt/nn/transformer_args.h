@@ -55,6 +55,7 @@ struct TransformerArgs {
     // its process groups; the layers --moe-layer-freq makes MoE layers.
     MoeConfig moe;
     MoeLayerPattern moe_layers;
+    MlaConfig mla;  // --multi-latent-attention and its sizes
 };
 
 // Megatron's _vocab_size_with_padding.

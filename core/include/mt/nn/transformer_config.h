@@ -9,6 +9,7 @@
 #include "mt/dtype.h"
 #include "mt/nn/context_parallel.h"
 #include "mt/nn/mamba_config.h"
+#include "mt/nn/mla_config.h"
 #include "mt/nn/moe/config.h"
 #include "mt/nn/norm.h"
 #include "mt/nn/tensor_parallel.h"
@@ -61,6 +62,7 @@ struct TransformerConfig {
     // layers are MoE layers).
     MoeConfig moe;
     MambaConfig mamba;  // the Mamba mixers of a hybrid model
+    MlaConfig mla;      // --multi-latent-attention: the self-attention of every layer
 
     int64_t query_groups() const {
         return num_query_groups > 0 ? num_query_groups : num_attention_heads;

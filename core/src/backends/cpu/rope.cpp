@@ -31,13 +31,13 @@ RopeTables CpuBackend::rope_tables(int64_t seq_len, const ops::RopeConfig& confi
                 float position = float(p);
                 if (interpolation > 0) position *= float(1.0 / interpolation);
                 const float angle = position * float(inv[size_t(i)]);
-                t.cos.data<float>()[p * half + i] = std::cos(angle);
-                t.sin.data<float>()[p * half + i] = std::sin(angle);
+                t.cos.data<float>()[p * half + i] = std::cos(angle) * float(config.table_scale);
+                t.sin.data<float>()[p * half + i] = std::sin(angle) * float(config.table_scale);
             } else {
                 const double position = interpolation > 0 ? double(p) / interpolation : double(p);
                 const double angle = position * inv[size_t(i)];
-                t.cos.data<double>()[p * half + i] = std::cos(angle);
-                t.sin.data<double>()[p * half + i] = std::sin(angle);
+                t.cos.data<double>()[p * half + i] = std::cos(angle) * config.table_scale;
+                t.sin.data<double>()[p * half + i] = std::sin(angle) * config.table_scale;
             }
         }
     return t;

@@ -164,9 +164,10 @@ SublayerSpec moe_sublayer(std::shared_ptr<MoeTracker> tracker) {
 }
 
 std::function<LayerSpec(int64_t layer)> moe_layer_specs(MoeLayerPattern pattern,
-                                                        std::shared_ptr<MoeTracker> tracker) {
-    const LayerSpec dense = dense_layer_spec();
-    const LayerSpec moe{{self_attention_sublayer(), moe_sublayer(std::move(tracker))}};
+                                                        std::shared_ptr<MoeTracker> tracker,
+                                                        bool multi_latent) {
+    const LayerSpec dense = dense_layer_spec(multi_latent);
+    const LayerSpec moe{{attention_sublayer(multi_latent), moe_sublayer(std::move(tracker))}};
     return [pattern = std::move(pattern), dense, moe](int64_t layer) {
         MT_CHECK(layer >= 0 && layer < int64_t(pattern.moe.size()), "layer ", layer,
                  " is outside the --moe-layer-freq pattern of ", pattern.moe.size(), " layers");

@@ -21,8 +21,10 @@ namespace mt::nn {
 MT_API SublayerSpec moe_sublayer(std::shared_ptr<MoeTracker> tracker);
 
 // The spec of a model whose layers `pattern` marks are MoE layers (the others dense), the MoE
-// layers reporting their auxiliary losses to `tracker` and taking their gradient scale from it.
+// layers reporting their auxiliary losses to `tracker` and taking their gradient scale from it;
+// every layer's attention multi-latent with `multi_latent`.
 MT_API std::function<LayerSpec(int64_t layer)> moe_layer_specs(MoeLayerPattern pattern,
-                                                               std::shared_ptr<MoeTracker> tracker);
+                                                               std::shared_ptr<MoeTracker> tracker,
+                                                               bool multi_latent = false);
 
 }  // namespace mt::nn
