@@ -552,6 +552,16 @@ TEST(GptModel, MultiLatentAttentionCachesTheLatentAndDecodesAsTheFullForward) {
     }
 }
 
+TEST(GptModel, MultiLatentAttentionFlopsAreMegatrons) {
+    // megatron/training/training.py's num_floating_point_operations(args, 3) on parse_args of
+    // these flags (padded_vocab_size 64), core_v0.13: 753120 with --q-lora-rank 6, 815904
+    // without.
+    EXPECT_EQ(GptModel(nn::read_transformer_args(mla_args())).training_flops(3), 753120.0);
+    ModelArgs lite = mla_args();
+    lite.erase("q-lora-rank");
+    EXPECT_EQ(GptModel(nn::read_transformer_args(lite)).training_flops(3), 815904.0);
+}
+
 TEST(GptModel, MultiLatentAttentionRefusesWhatItDoesNotSupportYet) {
     auto error = mt::test::error_of(
         [&] { nn::read_transformer_args(with(mla_args(), "group-query-attention", "")); });
