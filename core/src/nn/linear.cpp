@@ -54,16 +54,29 @@ Linear::Saved Linear::saved_for(const Tensor& x) const {
     return Saved{rows(*backend_, gathered(x), in_, "x")};
 }
 
-Tensor Linear::forward(const Tensor& x, Saved* saved) const {
-    const Tensor input = gathered(x);
-    Tensor x2 = rows(*backend_, input, in_, "x");
-    MT_CHECK(x2.dtype() == weight_.value.dtype(), "Linear ", weight_.name, ": x is ", x.describe(),
+Tensor Linear::product(const Tensor& x2) const {
+    MT_CHECK(x2.dtype() == weight_.value.dtype(), "Linear ", weight_.name, ": x is ", x2.describe(),
              ", weight ", weight_.value.describe());
     Tensor y = backend_->empty({x2.size(0), out_}, x2.dtype());
     backend_->gemm(Transpose::no, Transpose::yes, 1.0f, x2, weight_.value, 0.0f, y);
+    return y;
+}
+
+Tensor Linear::forward(const Tensor& x, Saved* saved) const {
+    const Tensor input = gathered(x);
+    Tensor x2 = rows(*backend_, input, in_, "x");
+    Tensor y = product(x2);
     if (saved) saved->input = x2;
     y = y.view(with_last_dim(input.shape(), out_));
     if (row()) y = leave_row_parallel(tp_, y);
+    if (has_bias_) backend_->add_bias(bias_.value, y);
+    return y;
+}
+
+Tensor Linear::output_of(const Saved& saved) const {
+    MT_CHECK(!row() && saved.input.defined(), "Linear ", weight_.name,
+             ": output_of needs a saved input of a linear not split by rows");
+    Tensor y = product(saved.input);
     if (has_bias_) backend_->add_bias(bias_.value, y);
     return y;
 }

@@ -3,6 +3,7 @@
 #include "mt/nn/mla_args.h"
 
 #include "mt/error.h"
+#include "mt/nn/recompute.h"
 #include "mt/nn/transformer_args.h"
 
 namespace mt::nn {
@@ -26,6 +27,8 @@ std::vector<FlagInfo> mla_flags() {
 void read_mla_args(const ModelArgsReader& f, TransformerArgs& c) {
     MlaConfig& m = c.mla;
     m.enabled = f.flag("multi-latent-attention");
+    MT_CHECK(m.enabled || !recompute_module(c.recompute, "mla_up_proj"),
+             "mla_up_proj in recompute_modules is only supported with multi_latent_attention.");
     if (!m.enabled) return;
     m.q_lora_rank = f.has("q-lora-rank") ? f.integer("q-lora-rank") : 0;
     MT_CHECK(!f.has("q-lora-rank") || m.q_lora_rank > 0, "--q-lora-rank must be positive, got ",

@@ -129,7 +129,7 @@ ops::RopeTables MultiLatentAttention::rope_tables(int64_t first, int64_t count) 
 }
 
 Tensor MultiLatentAttention::queries(const Tensor& x, Saved* saved, int64_t first) const {
-    Tensor q;
+    Tensor q;  // (B, T, nq * q head)
     if (q_up_) {
         // Gathered, then back to this rank's sequence part under sequence parallelism.
         Tensor compressed = scatter_to_sequence_parallel(
@@ -140,8 +140,12 @@ Tensor MultiLatentAttention::queries(const Tensor& x, Saved* saved, int64_t firs
     } else {
         q = q_down_->forward(x, saved ? &saved->q_down : nullptr);
     }
-    const int64_t B = q.size(0), T = q.size(1);  // the whole sequence
-    q = backend_->contiguous(q).view({B, T, nq_, dq_});
+    return rotated_queries(q, q.size(0), q.size(1), first);
+}
+
+Tensor MultiLatentAttention::rotated_queries(const Tensor& projected, int64_t B, int64_t T,
+                                             int64_t first) const {
+    Tensor q = backend_->contiguous(projected).view({B, T, nq_, dq_});
     Tensor rope_part = q.slice(3, mla_.qk_head_dim, dq_);
     Tensor rotated = backend_->contiguous(rope_part);
     backend_->rope_forward(rotated, rope_tables(first, T), rotated);
@@ -174,14 +178,11 @@ Tensor MultiLatentAttention::padded(const Tensor& x) const {
     return out;
 }
 
-std::pair<Tensor, Tensor> MultiLatentAttention::keys_and_values(const Tensor& latent,
-                                                                const Tensor& rope_key,
-                                                                Saved* saved) const {
-    const int64_t qk = mla_.qk_head_dim;
-    Tensor kv = backend_->contiguous(kv_up_.forward(latent, saved ? &saved->kv_up : nullptr));
-    const int64_t B = kv.size(0), L = kv.size(1);  // the whole sequence
-    kv = kv.view({B, L, nq_, qk + dv_});
-    Tensor k = backend_->zeros({B, L, nq_, d_}, latent.dtype());
+std::pair<Tensor, Tensor> MultiLatentAttention::keys_and_values(const Tensor& projected,
+                                                                const Tensor& rope_key) const {
+    const int64_t qk = mla_.qk_head_dim, B = rope_key.size(0), L = rope_key.size(1);
+    Tensor kv = backend_->contiguous(projected).view({B, L, nq_, qk + dv_});
+    Tensor k = backend_->zeros({B, L, nq_, d_}, kv.dtype());
     Tensor k_head = k.slice(3, 0, qk);
     backend_->copy(kv.slice(3, 0, qk), k_head);
     for (int64_t h = 0; h < nq_; ++h) {  // every head reads the one rope key
@@ -223,11 +224,18 @@ Tensor MultiLatentAttention::forward(const Tensor& x, DropoutContext& ctx, Saved
     Saved local;
     Saved& s = saved ? *saved : local;
     s.q = padded(q);
-    std::tie(s.k, s.v) = keys_and_values(latent, rope_key, saved);
+    std::tie(s.k, s.v) =
+        keys_and_values(kv_up_.forward(latent, saved ? &s.kv_up : nullptr), rope_key);
     s.attention = attention_config(config_, softmax_scale_, s.q, ctx, mask, *backend_);
     s.out = backend_->empty(s.q.shape(), s.q.dtype());
     s.lse = backend_->empty({B, nq_, T}, upcast_dtype(s.q.dtype()));  // f32 for bf16
     backend_->attention_forward(s.q, s.k, s.v, s.attention, s.out, s.lse);
+    if (saved && config_.recompute_mla_up_proj) {
+        // --recompute-modules mla_up_proj: the backward rebuilds q, k and v from the
+        // up-projections' inputs (kept for their weight gradients anyway) and the rope key.
+        s.rope_key = rope_key;
+        s.q = s.k = s.v = Tensor();
+    }
     Tensor out = backend_->contiguous(s.out.slice(3, 0, dv_)).view({B, T, nq_ * dv_});
     return proj_.forward(out, saved ? &s.proj : nullptr);
 }
@@ -261,7 +269,18 @@ Tensor MultiLatentAttention::attend_latents(const Tensor& q, const MlaState& sta
     return out.view({B, T, nq_ * dv_});
 }
 
-Tensor MultiLatentAttention::backward(const Tensor& dy, const Saved& s) {
+MultiLatentAttention::Saved MultiLatentAttention::with_up_projections(const Saved& saved) const {
+    if (saved.q.defined()) return saved;
+    Saved s = saved;
+    const int64_t B = s.out.size(0), T = s.out.size(1);
+    s.q = padded(
+        rotated_queries(q_up_ ? q_up_->output_of(s.q_up) : q_down_->output_of(s.q_down), B, T, 0));
+    std::tie(s.k, s.v) = keys_and_values(kv_up_.output_of(s.kv_up), s.rope_key);
+    return s;
+}
+
+Tensor MultiLatentAttention::backward(const Tensor& dy, const Saved& kept) {
+    const Saved s = with_up_projections(kept);
     const int64_t B = s.q.size(0), T = s.q.size(1), qk = mla_.qk_head_dim;
     const int64_t rope_dim = mla_.qk_pos_emb_head_dim, r = mla_.kv_lora_rank;
     const DType dtype = s.q.dtype();

@@ -26,8 +26,9 @@ std::vector<RecomputeSegment> recompute_segments(const RecomputeConfig& c, int64
             MT_CHECK(m == "core_attn" || m == "moe_act" || m == "layernorm" || m == "mla_up_proj" ||
                          m == "mlp" || m == "moe",
                      "Invalid choices for recompute_modules: {'", m, "'}");
-            MT_CHECK(m == "core_attn" || m == "mlp" || m == "layernorm", "--recompute-modules ", m,
-                     ": not supported yet (core_attn, mlp and layernorm are)");
+            MT_CHECK(m == "core_attn" || m == "mlp" || m == "layernorm" || m == "mla_up_proj",
+                     "--recompute-modules ", m,
+                     ": not supported yet (core_attn, mlp, layernorm and mla_up_proj are)");
         }
         return {};  // the layers recompute their modules (recompute_module)
     }

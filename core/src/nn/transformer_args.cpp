@@ -306,6 +306,7 @@ TransformerConfig transformer_layer_config(const TransformerArgs& c, DType dtype
     t.tp = tp;
     t.recompute_mlp = recompute_module(c.recompute, "mlp");
     t.recompute_norms = recompute_module(c.recompute, "layernorm");
+    t.recompute_mla_up_proj = recompute_module(c.recompute, "mla_up_proj");
     t.moe = c.moe;
     t.mla = c.mla;
     return t;

@@ -335,29 +335,32 @@ TEST(GptModel, ResetDocumentsAreIndependent) {
 // --recompute-granularity full (every uniform chunk and block layout) and selective (mlp,
 // layernorm) give bit-identical grads
 // (dropout on: the replay draws the same masks), with document resets; Megatron's checks apply.
+// One forward and backward of a fixed batch (dropout on, document resets): the losses and
+// every parameter's gradient, for the recompute tests' bit-for-bit comparisons.
+std::pair<std::vector<float>, std::vector<std::vector<float>>> losses_and_grads(
+    const ModelArgs& args) {
+    GptModel model(nn::read_transformer_args(args));
+    model.initialize(9);
+    Tensor starts = Tensor::empty({2, 8}, DType::i32);
+    for (int i = 0; i < 16; ++i) starts.data<int32_t>()[i] = i % 8 < 3 ? 0 : 3;
+    Batch batch = {{"tokens", i64_tensor({1, 5, 9, 2, 7, 3, 8, 4, 6, 2, 1, 9, 4, 3, 7, 5}, 2, 8)},
+                   {"labels", i64_tensor({5, 9, 2, 7, 3, 8, 4, 6, 2, 1, 9, 4, 3, 7, 5, 1}, 2, 8)},
+                   {"position_ids", positions(2, 8)},
+                   {"document_start", starts}};
+    nn::DropoutContext ctx{true, 77, 5};
+    std::unique_ptr<Activations> saved;
+    Tensor losses = loss_term(model.forward(batch, ctx, &saved), "lm loss").values;
+    Tensor dl = Tensor::empty(losses.shape(), DType::f32);
+    for (int i = 0; i < 16; ++i) dl.data<float>()[i] = 0.0625f * float(1 + i % 3);
+    model.backward({dl}, *saved);
+    std::vector<std::vector<float>> out;
+    for (nn::Parameter* p : model.parameters())
+        out.emplace_back(p->grad.data<float>(), p->grad.data<float>() + p->grad.numel());
+    return std::make_pair(std::vector<float>(losses.data<float>(), losses.data<float>() + 16), out);
+}
+
 TEST(GptModel, RecomputeGivesBitIdenticalGradients) {
-    auto grads_of = [](const ModelArgs& args) {
-        GptModel model(nn::read_transformer_args(args));
-        model.initialize(9);
-        Tensor starts = Tensor::empty({2, 8}, DType::i32);
-        for (int i = 0; i < 16; ++i) starts.data<int32_t>()[i] = i % 8 < 3 ? 0 : 3;
-        Batch batch = {
-            {"tokens", i64_tensor({1, 5, 9, 2, 7, 3, 8, 4, 6, 2, 1, 9, 4, 3, 7, 5}, 2, 8)},
-            {"labels", i64_tensor({5, 9, 2, 7, 3, 8, 4, 6, 2, 1, 9, 4, 3, 7, 5, 1}, 2, 8)},
-            {"position_ids", positions(2, 8)},
-            {"document_start", starts}};
-        nn::DropoutContext ctx{true, 77, 5};
-        std::unique_ptr<Activations> saved;
-        Tensor losses = loss_term(model.forward(batch, ctx, &saved), "lm loss").values;
-        Tensor dl = Tensor::empty(losses.shape(), DType::f32);
-        for (int i = 0; i < 16; ++i) dl.data<float>()[i] = 0.0625f * float(1 + i % 3);
-        model.backward({dl}, *saved);
-        std::vector<std::vector<float>> out;
-        for (nn::Parameter* p : model.parameters())
-            out.emplace_back(p->grad.data<float>(), p->grad.data<float>() + p->grad.numel());
-        return std::make_pair(std::vector<float>(losses.data<float>(), losses.data<float>() + 16),
-                              out);
-    };
+    const auto grads_of = losses_and_grads;
     ModelArgs base = with(with(gpt2_args(), "num-layers", "3"), "attention-dropout", "0.2");
     const auto plain = grads_of(base);
     for (auto [method, layers] : std::vector<std::pair<std::string, std::string>>{
@@ -550,6 +553,27 @@ TEST(GptModel, MultiLatentAttentionCachesTheLatentAndDecodesAsTheFullForward) {
                     }
         }
     }
+}
+
+// --recompute-modules mla_up_proj: q, k and v rebuilt from the up-projections' inputs in the
+// backward, alone and with layernorm's recompute (which drops linear_q_proj's input too).
+TEST(GptModel, MultiLatentAttentionRecomputeOfUpProjectionsIsBitIdentical) {
+    for (const ModelArgs& args : {mla_args(), mla_lite_args()}) {
+        const ModelArgs base = with(with(args, "num-layers", "3"), "attention-dropout", "0.2");
+        const auto plain = losses_and_grads(base);
+        for (const std::string modules : {"mla_up_proj", "mla_up_proj layernorm mlp"}) {
+            const auto got = losses_and_grads(with(with(base, "recompute-granularity", "selective"),
+                                                   "recompute-modules", modules));
+            EXPECT_EQ(got.first, plain.first) << modules;
+            EXPECT_EQ(got.second, plain.second) << modules;
+        }
+    }
+    EXPECT_NE(
+        mt::test::error_of([&] {
+            nn::read_transformer_args(with(with(gpt2_args(), "recompute-granularity", "selective"),
+                                           "recompute-modules", "mla_up_proj"));
+        }).find("only supported with multi_latent_attention"),
+        std::string::npos);
 }
 
 TEST(GptModel, MultiLatentAttentionFlopsAreMegatrons) {

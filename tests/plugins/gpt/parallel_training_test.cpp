@@ -278,6 +278,10 @@ TEST(ParallelTraining, MultiLatentAttention) {
     check(mla_args(), {2, false, false, false});
     check(mla_args(), {2, true, true, false});
     check(mla_args(), Layout{2, true, false, false, DType::bf16});
+    ModelArgs recomputed = mla_args();  // q, k and v rebuilt from gathered inputs under SP
+    recomputed["recompute-granularity"] = "selective";
+    recomputed["recompute-modules"] = "mla_up_proj layernorm";
+    check(recomputed, {2, true, false, false});
     ModelArgs lite = mla_args();  // DeepSeek-V2-Lite: no q-lora, no norms
     lite.erase("q-lora-rank");
     lite.erase("qk-layernorm");

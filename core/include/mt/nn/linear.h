@@ -38,6 +38,9 @@ class MT_API Linear {
     Tensor backward(const Tensor& dy, const Saved& saved);
     // What forward(x, &saved) keeps, without the product: the input of a recomputed norm.
     Saved saved_for(const Tensor& x) const;
+    // forward's output again from what it kept, (N, out) for the N saved rows: the same numbers,
+    // for a module that recomputes its activations (not for a row shard, whose sum crosses ranks).
+    Tensor output_of(const Saved& saved) const;
 
     void collect_parameters(std::vector<Parameter*>& out);
     Parameter& weight() { return weight_; }
@@ -48,6 +51,8 @@ class MT_API Linear {
     int64_t out_features() const { return out_; }
 
   private:
+    // x2 (N, in) times the weight: (N, out), before any bias or reduction.
+    Tensor product(const Tensor& x2) const;
     bool column() const;
     // The layer's input as the GEMM sees it: gathered along the sequence when column-parallel
     // under sequence parallelism.

@@ -17,7 +17,7 @@ MT_API std::vector<FlagInfo> mla_flags();
 
 // Reads the flags into config.mla (nothing without --multi-latent-attention), with Megatron's
 // defaults and checks; mt::Error names the flag for anything refused. Reads config's
-// max_position_embeddings and rotary_interleaved, so it runs after those are read.
+// max_position_embeddings, rotary_interleaved and recompute, so it runs after those are read.
 MT_API void read_mla_args(const ModelArgsReader& f, TransformerArgs& config);
 
 }  // namespace mt::nn

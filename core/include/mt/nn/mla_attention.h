@@ -40,6 +40,9 @@ class MT_API MultiLatentAttention {
         // kernel with equal head sizes runs them); out before linear_proj.
         Tensor q, k, v, out;
         Tensor lse;  // (B, nq, T)
+        // With --recompute-modules mla_up_proj: q, k and v are dropped, and the rotated rope
+        // key (B, T, 1, rope dim) kept to rebuild them.
+        Tensor rope_key;
         ops::AttentionConfig attention;
     };
 
@@ -73,12 +76,18 @@ class MT_API MultiLatentAttention {
     ops::RopeTables rope_tables(int64_t first, int64_t count) const;
     // q (B, T, nq, q head) from x, its rope part rotated for positions from `first`.
     Tensor queries(const Tensor& x, Saved* saved, int64_t first) const;
+    // The queries' up-projection (B, T, nq * q head) or (B T, ...) as (B, T, nq, q head), its
+    // rope part rotated for positions from `first`.
+    Tensor rotated_queries(const Tensor& projected, int64_t B, int64_t T, int64_t first) const;
     // The normalised latent (B, T, kv_lora_rank) and the rotated rope key (B, T, 1, rope dim).
     std::pair<Tensor, Tensor> latent_and_rope_key(const Tensor& x, Saved* saved,
                                                   int64_t first) const;
-    // Padded (B, L, nq, D) keys and values from L positions' latents and rope keys.
-    std::pair<Tensor, Tensor> keys_and_values(const Tensor& latent, const Tensor& rope_key,
-                                              Saved* saved) const;
+    // Padded (B, L, nq, D) keys and values from linear_kv_up_proj's output for L positions
+    // ((B, L, ...) or (B L, ...)) and their rope keys (B, L, 1, rope dim).
+    std::pair<Tensor, Tensor> keys_and_values(const Tensor& projected,
+                                              const Tensor& rope_key) const;
+    // `saved` with q, k and v rebuilt when --recompute-modules mla_up_proj dropped them.
+    Saved with_up_projections(const Saved& saved) const;
     Tensor padded(const Tensor& x) const;  // (B, T, nq, d) -> (B, T, nq, D), zeros after d
     // Queries q (B, T, nq, q head) at positions past .. past + T - 1 over the state's latents
     // (written up to past + T): the attention's output (B, T, nq * v head) before linear_proj.

@@ -46,6 +46,9 @@ struct TransformerConfig {
     // Selective recompute (--recompute-modules): the MLP's internals, and the norms' outputs
     // (the inputs the QKV and fc1 linears keep), rebuilt in the backward instead of kept.
     bool recompute_mlp = false, recompute_norms = false;
+    // --recompute-modules mla_up_proj: multi-latent attention's up-projections and rope rebuilt
+    // in the backward instead of keeping their outputs.
+    bool recompute_mla_up_proj = false;
     // The original BERT's post-LayerNorm layer (Hugging Face's BertModel): a norm after each
     // residual add ("post_self_attn_layernorm", "post_mlp_layernorm") instead of before each
     // block, and no final norm in the TransformerBlock. Megatron's layers are pre-norm.
