@@ -67,14 +67,17 @@ nn::LayerSpecs layer_specs(const nn::TransformerArgs& config,
     if (hybrid) {
         MT_CHECK(hybrid->count('E') == 0 || config.moe.enabled(), "the hybrid layer pattern ",
                  hybrid->layers, " has MoE layers ('E'), which need --num-experts");
-        return [layers = hybrid->layers, tracker, multi_latent = config.mla.enabled](int64_t i) {
+        MT_CHECK(!config.mla.enabled,
+                 "not supported yet: --multi-latent-attention in a hybrid model (Megatron's "
+                 "hybrid layer specs build standard self-attention whatever the flag says)");
+        return [layers = hybrid->layers, tracker](int64_t i) {
             MT_CHECK(i >= 0 && i < int64_t(layers.size()), "layer ", i,
                      " is outside the hybrid layer pattern of ", layers.size(), " layers");
             switch (layers[size_t(i)]) {
                 case 'M':
                     return nn::LayerSpec{{nn::mamba_sublayer()}};
                 case '*':
-                    return nn::LayerSpec{{nn::attention_sublayer(multi_latent)}};
+                    return nn::LayerSpec{{nn::self_attention_sublayer()}};
                 case 'E':
                     return nn::LayerSpec{{nn::moe_sublayer(tracker)}};
                 default:

@@ -596,6 +596,19 @@ TEST(GptModel, MultiLatentAttentionRefusesWhatItDoesNotSupportYet) {
     error = mt::test::error_of(
         [&] { nn::read_transformer_args(with(mla_args(), "rope-type", "mrope")); });
     EXPECT_NE(error.find("--rope-type mrope"), std::string::npos) << error;
+    // Megatron's hybrid specs build standard self-attention whatever the flag says.
+    ModelArgs hybrid = mla_args();
+    hybrid["hybrid-override-pattern"] = "M*";
+    hybrid["mamba-state-dim"] = "8";
+    hybrid["mamba-head-dim"] = "8";
+    hybrid["mamba-num-groups"] = "2";
+    error = mt::test::error_of([&] {
+        const nn::TransformerArgs config = nn::read_transformer_args(hybrid);
+        GptModel(config, single_process_context(), DType::f32,
+                 read_hybrid_args(hybrid, config.num_layers));
+    });
+    EXPECT_NE(error.find("--multi-latent-attention in a hybrid model"), std::string::npos)
+        << error;
 }
 
 // --- batch checks, initialisation, the family --------------------------------------------
