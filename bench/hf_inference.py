@@ -115,7 +115,7 @@ def gguf_config(args):
 
 
 def bench(args):
-    from transformers import AutoModelForCausalLM, DynamicCache
+    from transformers import AutoModelForCausalLM
 
     torch.set_num_threads(args.threads)
     model = AutoModelForCausalLM.from_pretrained(args.dir, dtype=torch.float32).eval()
@@ -123,23 +123,32 @@ def bench(args):
     gen = torch.Generator().manual_seed(0)
     for batch in args.batch:
         prompt = torch.randint(0, vocab, (batch, args.prompt), generator=gen)
-        best_prefill = best_decode = float("inf")
-        for _ in range(args.repeat):
-            with torch.inference_mode():
-                cache = DynamicCache(config=model.config)
-                t0 = time.perf_counter()
-                out = model(input_ids=prompt, past_key_values=cache, use_cache=True,
+        prefill, decode, _ = time_generation(model, prompt, args.decode, args.repeat)
+        print_rates(batch, args.prompt, args.decode, prefill, decode)
+
+
+def time_generation(model, prompt, decode, repeat):
+    """A causal LM's prefill of `prompt` (B x P ids) and `decode` greedy steps through its
+    DynamicCache, the best of `repeat` runs each: (prefill seconds, decode seconds, the last
+    run's cache)."""
+    from transformers import DynamicCache
+
+    best_prefill = best_decode = float("inf")
+    for _ in range(repeat):
+        with torch.inference_mode():
+            cache = DynamicCache(config=model.config)
+            t0 = time.perf_counter()
+            out = model(input_ids=prompt, past_key_values=cache, use_cache=True, logits_to_keep=1)
+            t1 = time.perf_counter()
+            token = out.logits[:, -1].argmax(-1, keepdim=True)
+            for _ in range(decode):
+                out = model(input_ids=token, past_key_values=cache, use_cache=True,
                             logits_to_keep=1)
-                t1 = time.perf_counter()
                 token = out.logits[:, -1].argmax(-1, keepdim=True)
-                for _ in range(args.decode):
-                    out = model(input_ids=token, past_key_values=out.past_key_values,
-                                use_cache=True, logits_to_keep=1)
-                    token = out.logits[:, -1].argmax(-1, keepdim=True)
-                t2 = time.perf_counter()
-            best_prefill = min(best_prefill, t1 - t0)
-            best_decode = min(best_decode, t2 - t1)
-        print_rates(batch, args.prompt, args.decode, best_prefill, best_decode)
+            t2 = time.perf_counter()
+        best_prefill = min(best_prefill, t1 - t0)
+        best_decode = min(best_decode, t2 - t1)
+    return best_prefill, best_decode, cache
 
 
 def print_rates(batch, prompt, decode, prefill_seconds, decode_seconds):

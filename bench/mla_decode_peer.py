@@ -14,7 +14,6 @@ absorbed form).
 """
 
 import argparse
-import time
 
 import torch
 
@@ -31,9 +30,10 @@ def main():
     p.add_argument("--bf16", action="store_true")
     args = p.parse_args()
 
-    from transformers import DeepseekV3Config, DeepseekV3ForCausalLM, DynamicCache
+    from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
 
-    from hf_inference import print_rates  # this script's folder, bench/, is on sys.path
+    # this script's folder, bench/, is on sys.path
+    from hf_inference import print_rates, time_generation
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -51,22 +51,8 @@ def main():
     gen = torch.Generator().manual_seed(0)
     for batch in args.batch:
         prompt = torch.randint(0, args.vocab, (batch, args.prompt), generator=gen)
-        best_prefill = best_decode = float("inf")
-        for _ in range(args.repeat):
-            with torch.inference_mode():
-                cache = DynamicCache(config=config)
-                t0 = time.perf_counter()
-                out = model(input_ids=prompt, cache=cache, use_cache=True,
-                            logits_to_keep=1)
-                t1 = time.perf_counter()
-                token = out.logits[:, -1].argmax(-1, keepdim=True)
-                for _ in range(args.decode):
-                    out = model(input_ids=token, cache=cache, use_cache=True)
-                    token = out.logits[:, -1].argmax(-1, keepdim=True)
-                t2 = time.perf_counter()
-            best_prefill = min(best_prefill, t1 - t0)
-            best_decode = min(best_decode, t2 - t1)
-        print_rates(batch, args.prompt, args.decode, best_prefill, best_decode)
+        prefill, decode, cache = time_generation(model, prompt, args.decode, args.repeat)
+        print_rates(batch, args.prompt, args.decode, prefill, decode)
         cached = sum(t.numel() * t.element_size() for layer in cache.layers
                      for t in (layer.keys, layer.values))
         print(f"cache batch={batch} bytes_per_token={cached // (batch * (args.prompt + args.decode))}",

@@ -136,17 +136,14 @@ SublayerSpec self_attention_sublayer() {
             "self_attention.linear_qkv", "input_layernorm", "post_self_attn_layernorm", false};
 }
 
-SublayerSpec mla_self_attention_sublayer() {
+SublayerSpec attention_sublayer(bool multi_latent) {
+    if (!multi_latent) return self_attention_sublayer();
     // Transformer Engine's MLA spec keeps input_layernorm a TENorm of its own.
     return {[](const std::string& prefix, const TransformerConfig& config, Backend& backend) {
                 return std::unique_ptr<Sublayer>(
                     std::make_unique<MlaSublayer>(prefix, config, backend));
             },
             "", "input_layernorm", "post_self_attn_layernorm", false};
-}
-
-SublayerSpec attention_sublayer(bool multi_latent) {
-    return multi_latent ? mla_self_attention_sublayer() : self_attention_sublayer();
 }
 
 SublayerSpec dense_mlp_sublayer() {

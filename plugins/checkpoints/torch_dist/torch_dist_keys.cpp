@@ -525,17 +525,17 @@ std::vector<std::string> extra_state_keys(const ShardedTensors& tensors, const K
             keys.push_back(name.substr(0, name.size() - 4) + "_extra_state/shard_0_1");
             bert_output = bert_output || name == "output_layer.bias";
         }
+    const auto holds = [&](std::string_view name) {
+        return std::any_of(tensors.begin(), tensors.end(),
+                           [&](const auto& t) { return t.first == name; });
+    };
     // A TransformerBlock's final layernorm is Transformer Engine's TENorm when Megatron runs
     // with it (the key is unexpected, and so ignored, by the local spec's torch norm).
-    if (std::any_of(tensors.begin(), tensors.end(),
-                    [](const auto& t) { return t.first == "decoder.final_layernorm.weight"; }))
+    if (holds("decoder.final_layernorm.weight"))
         keys.push_back("decoder.final_layernorm._extra_state/shard_0_1");
     // A MambaStack's final norm is Transformer Engine's (TENorm), with its extra state, and
     // MambaModel keeps its output layer's (GPTModel pops it).
-    const bool final_norm = std::any_of(tensors.begin(), tensors.end(), [](const auto& t) {
-        return t.first == "decoder.final_norm.weight";
-    });
-    if (final_norm) {
+    if (holds("decoder.final_norm.weight")) {
         keys.push_back("decoder.final_norm._extra_state/shard_0_1");
         if (!bert_output) keys.push_back("output_layer._extra_state/shard_0_1");
     }

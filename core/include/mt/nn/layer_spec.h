@@ -87,10 +87,8 @@ using LayerSpecs = std::function<LayerSpec(int64_t layer)>;
 
 // Self-attention ("<prefix>.self_attention") behind input_layernorm.
 MT_API SublayerSpec self_attention_sublayer();
-// Multi-latent attention ("<prefix>.self_attention", MLASelfAttention) behind input_layernorm,
-// a module of its own in both namings.
-MT_API SublayerSpec mla_self_attention_sublayer();
-// Multi-latent attention (--multi-latent-attention) or self-attention.
+// Multi-latent attention ("<prefix>.self_attention", MLASelfAttention, behind input_layernorm,
+// a module of its own in both namings) with `multi_latent`, else self-attention.
 MT_API SublayerSpec attention_sublayer(bool multi_latent);
 // The dense MLP ("<prefix>.mlp") behind pre_mlp_layernorm.
 MT_API SublayerSpec dense_mlp_sublayer();
