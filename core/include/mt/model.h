@@ -148,7 +148,8 @@ MT_API const Tensor& batch_entry(const Batch& batch, std::string_view key, std::
 // One loss of a micro-batch under the name Megatron's loss_func reports it ("lm loss",
 // "sop loss"): unreduced per-element losses and the weight of each element (the loss mask, 1
 // where every element counts). The micro-batch's loss is Σ values·mask / Σ mask, and the loss
-// backpropagated is the sum of the terms' micro-batch losses (pretrain_bert.py: lm + sop).
+// backpropagated is the sum of the terms' micro-batch losses times their grad_weight
+// (pretrain_bert.py: lm + sop).
 struct LossTerm {
     // How the log line and evaluation average the term over a global batch: the tokens of all
     // its micro-batches weighted alike (pretrain_gpt.py reports [loss sum, tokens]), or the mean
@@ -159,6 +160,12 @@ struct LossTerm {
     Tensor values;  // f32 (f64 for an f64 model), any shape, on the model's backend
     Tensor mask;    // f32, values' shape, on the model's backend
     Reporting reporting = Reporting::token_weighted;
+    // The term's weight in the loss backpropagated (multi-token prediction's
+    // --mtp-loss-scaling-factor over its depths).
+    double grad_weight = 1.0;
+    // Reported in training only, after the model's other losses and the MoE ones, and not part
+    // of the iteration's loss (Megatron's trackers: the multi-token prediction losses).
+    bool auxiliary = false;
 };
 using Losses = std::vector<LossTerm>;
 

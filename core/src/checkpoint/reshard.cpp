@@ -335,11 +335,12 @@ std::vector<StageKey> stage_keys(const std::vector<ParameterInfo>& params,
              " out of ", split.stages);
     const bool chunks = split.virtual_stages > 1;
     std::optional<size_t> word_embeddings;
-    bool output_layer = false;
+    bool output_layer = false, mtp = false;
     std::vector<StageKey> out;
     for (size_t i = 0; i < params.size(); ++i) {
         if (params[i].name == "embedding.word_embeddings.weight") word_embeddings = i;
         output_layer |= params[i].name == "output_layer.weight";
+        mtp |= params[i].name.starts_with("mtp.");
         StagePlace place = stage_place(split, params[i].name);
         if (place.stage == stage)
             out.push_back({chunks ? "model" + std::to_string(place.chunk) + "." + place.key
@@ -347,10 +348,15 @@ std::vector<StageKey> stage_keys(const std::vector<ParameterInfo>& params,
                            i});
     }
     const bool last = stage == split.stages - 1;
+    const std::string last_chunk =
+        chunks ? "model" + std::to_string(split.virtual_stages - 1) + "." : "";
     if (last && split.stages > 1 && !output_layer && word_embeddings)
-        out.push_back({(chunks ? "model" + std::to_string(split.virtual_stages - 1) + "." : "") +
-                           "output_layer.weight",
-                       *word_embeddings});
+        out.push_back({last_chunk + "output_layer.weight", *word_embeddings});
+    // Multi-token prediction embeds on the last stage too: its copy comes first, as GPTModel
+    // registers its embedding first.
+    if (last && split.stages > 1 && mtp && word_embeddings)
+        out.insert(out.begin(),
+                   {last_chunk + "embedding.word_embeddings.weight", *word_embeddings});
     return out;
 }
 
@@ -400,11 +406,13 @@ std::vector<std::vector<Tensor>> parameter_pieces(
                 const ParameterInfo& p = params[k.param];
                 auto it = index.find(k.key);
                 if (it == index.end()) it = index.find(other_impl_name(k.key));
-                // Megatron's copy of tied word embeddings on the last stage is not needed.
+                // Megatron's copies of the word embeddings on the last stage (tied, multi-token
+                // prediction's) are not needed.
                 const auto chunk = model_chunk(k.key);
                 const bool copy =
-                    k.key.substr(chunk ? chunk->second : 0) == "output_layer.weight" &&
-                    p.name != "output_layer.weight";
+                    (k.key.substr(chunk ? chunk->second : 0) == "output_layer.weight" &&
+                     p.name != "output_layer.weight") ||
+                    (pp > 0 && p.name.starts_with("embedding."));
                 if (copy) {
                     if (it != index.end()) index.erase(it);
                     continue;

@@ -40,8 +40,6 @@ constexpr CatalogueEntry kCatalogue[] = {
             "models ignore it")},
     {"--bert-no-binary-head",
      invalid("--bert-no-binary-head is a BERT flag (pretrain_bert.py's): give --model bert")},
-    {"--mtp-num-layers", refuse(kMtp)},
-    {"--mtp-loss-scaling-factor", refuse(kMtp)},
     // regularization
     {"--weight-decay", kDefined, kTrainingOnly},
     {"--start-weight-decay", kDefined, kTrainingOnly},

@@ -42,16 +42,6 @@ const TransformerConfig& checked(const TransformerConfig& c) {
     return c;
 }
 
-// The down-projections are column-parallel (Megatron 0.13's specs): each rank computes its part
-// of their output features and gathers the rest (gather_from_tensor_model_parallel_region); the
-// backward keeps this rank's part of the (replicated) gradient.
-Tensor gather_features(const TensorParallel& tp, const Tensor& y) {
-    return tp.active() ? parallel::all_gather_along(*tp.group, y, -1) : y;
-}
-Tensor this_ranks_features(const TensorParallel& tp, const Tensor& dy) {
-    return tp.active() ? parallel::split_along(*tp.group, dy, -1) : dy;
-}
-
 }  // namespace
 
 MultiLatentAttention::MultiLatentAttention(const std::string& prefix,
@@ -318,7 +308,7 @@ Tensor MultiLatentAttention::backward(const Tensor& dy, const Saved& kept) {
     Tensor dcombined_rope = dcombined.slice(2, r, r + rope_dim);
     backend_->copy(dlatent, dcombined_latent);
     backend_->copy(backend_->cast_to(drope, dtype).view({B, T, rope_dim}), dcombined_rope);
-    Tensor dx = kv_down_.backward(this_ranks_features(config_.tp, dcombined), s.kv_down);
+    Tensor dx = kv_down_.backward(gather_features_backward(config_.tp, dcombined), s.kv_down);
 
     // The queries: the rope part rotated back, then their projections.
     Tensor dq_heads = backend_->contiguous(dq.slice(3, 0, dq_));
@@ -332,7 +322,7 @@ Tensor MultiLatentAttention::backward(const Tensor& dy, const Saved& kept) {
         Tensor dcompressed = q_up_->backward(dqflat, s.q_up);
         if (q_norm_) dcompressed = q_norm_->backward(dcompressed, s.q_norm);
         dcompressed = scatter_to_sequence_parallel_backward(config_.tp, dcompressed);
-        dx_q = q_down_->backward(this_ranks_features(config_.tp, dcompressed), s.q_down);
+        dx_q = q_down_->backward(gather_features_backward(config_.tp, dcompressed), s.q_down);
     } else {
         dx_q = q_down_->backward(dqflat, s.q_down);
     }

@@ -49,4 +49,12 @@ Tensor scatter_to_sequence_parallel_backward(const TensorParallel& tp, const Ten
     return enter_column_parallel(tp, dx);
 }
 
+Tensor gather_features(const TensorParallel& tp, const Tensor& y) {
+    return tp.active() ? parallel::all_gather_along(*tp.group, y, -1) : y;
+}
+
+Tensor gather_features_backward(const TensorParallel& tp, const Tensor& dy) {
+    return tp.active() ? parallel::split_along(*tp.group, dy, -1) : dy;
+}
+
 }  // namespace mt::nn

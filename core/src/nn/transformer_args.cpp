@@ -96,6 +96,13 @@ std::vector<FlagInfo> transformer_flags() {
     flags.insert(flags.end(), moe.begin(), moe.end());
     std::vector<FlagInfo> mla = mla_flags();
     flags.insert(flags.end(), mla.begin(), mla.end());
+    flags.push_back(value_flag("mtp-num-layers",
+                               "multi-token prediction: the depths of future tokens predicted, "
+                               "one transformer layer each (GPT; default none)"));
+    flags.push_back(value_flag("mtp-loss-scaling-factor",
+                               "multi-token prediction: the weight of the depths' mean loss in "
+                               "the loss trained",
+                               "0.1"));
     return flags;
 }
 
@@ -245,6 +252,15 @@ TransformerArgs read_transformer_args(const ModelArgs& args) {
              "default) or leave --moe-grouped-gemm out");
 
     read_mla_args(f, c);
+
+    // Megatron reads --mtp-num-layers as "if args.mtp_num_layers": 0 is none.
+    c.mtp_num_layers = f.integer("mtp-num-layers", 0);
+    c.mtp_loss_scaling_factor = f.real("mtp-loss-scaling-factor", 0.1);
+    MT_CHECK(c.mtp_num_layers >= 0, "--mtp-num-layers must not be negative, got ",
+             c.mtp_num_layers);
+    MT_CHECK(c.mtp_num_layers == 0 || c.position_embedding != PositionEmbedding::learned_absolute,
+             "--mtp-num-layers: Megatron's multi-token prediction takes --position-embedding-type "
+             "rope or none, not learned_absolute");
 
     c.tensor_model_parallel_size = f.integer("tensor-model-parallel-size", 1);
     MT_CHECK(c.tensor_model_parallel_size > 0,

@@ -10,7 +10,8 @@ namespace mt::train {
 void LossAccumulator::add(const LossTerm& term, double sum, double count) {
     auto it = std::find_if(terms_.begin(), terms_.end(),
                            [&](const Term& t) { return t.name == term.name; });
-    if (it == terms_.end()) it = terms_.insert(terms_.end(), Term{term.name, term.reporting});
+    if (it == terms_.end())
+        it = terms_.insert(terms_.end(), Term{term.name, term.reporting, term.auxiliary});
     it->sum += sum;
     it->count += count;
     // A micro-batch with nothing counted adds a mean of 0 (torch would give NaN; Megatron's
@@ -33,9 +34,10 @@ void LossAccumulator::reduce(Communicator* dp) {
     }
 }
 
-NamedLosses LossAccumulator::reported() const {
+NamedLosses LossAccumulator::reported_where(bool auxiliary) const {
     NamedLosses out;
     for (const Term& t : terms_) {
+        if (t.auxiliary != auxiliary) continue;
         const bool tokens = t.reporting == LossTerm::Reporting::token_weighted;
         const double den = tokens ? t.count : t.micro_batches;
         out.emplace_back(t.name, den > 0 ? (tokens ? t.sum : t.means) / den : 0.0);

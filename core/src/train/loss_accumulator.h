@@ -23,15 +23,20 @@ class LossAccumulator {
     void add(const LossTerm& term, double sum, double count);
     // Sums every term over `dp` (null: one rank); call once, after the last micro-batch.
     void reduce(Communicator* dp);
-    // Each term's reported value.
-    NamedLosses reported() const;
+    // Each term's reported value: the model's losses, and the auxiliary ones (LossTerm::auxiliary,
+    // reported in training after the MoE losses).
+    NamedLosses reported() const { return reported_where(false); }
+    NamedLosses reported_auxiliary() const { return reported_where(true); }
     // Σ mask of the term `name` (all ranks after reduce()), for --calculate-per-token-loss.
     double count(const std::string& name) const;
 
   private:
+    NamedLosses reported_where(bool auxiliary) const;
+
     struct Term {
         std::string name;
         LossTerm::Reporting reporting;
+        bool auxiliary;
         double sum = 0, count = 0;  // token-weighted: Σ values·mask, Σ mask
         double means = 0;           // micro_batch_mean: Σ of the micro-batches' means
         double micro_batches = 0;   // how many micro-batches the means sum

@@ -387,12 +387,17 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
             // Megatron backpropagates each micro-batch's mean, divided by the micro-batches,
             // and by the data-parallel size: the ranks' gradients are then summed into the mean.
             // With --calculate-per-token-loss the loss sum, divided by all tokens after the sum.
-            if (options_.calculate_per_token_loss) {
-                MT_CHECK(
-                    losses.size() == 1 && term.reporting == LossTerm::Reporting::token_weighted,
-                    "--calculate-per-token-loss needs a model with one token-weighted loss; "
-                    "this one reports \"",
-                    term.name, "\"", losses.size() > 1 ? " among others" : "");
+            // (Auxiliary terms follow the main one: multi-token prediction's sums join the
+            // gradient before the same division by all tokens, as Megatron's MTPLossAutoScaler.)
+            if (options_.calculate_per_token_loss && !term.auxiliary) {
+                MT_CHECK(per_token_term.empty() || per_token_term == term.name,
+                         "--calculate-per-token-loss needs a model with one token-weighted loss; "
+                         "this one reports \"",
+                         term.name, "\" beside \"", per_token_term, "\"");
+                MT_CHECK(term.reporting == LossTerm::Reporting::token_weighted,
+                         "--calculate-per-token-loss needs a model with one token-weighted loss; "
+                         "this one reports \"",
+                         term.name, "\"");
                 per_token_term = term.name;
             }
             const double seed =
@@ -401,7 +406,8 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
                     : counts[i] * double(micro_batches) * double(data_parallel_size());
             // fp16: the loss scaled up so its small gradients stay representable.
             Tensor dvalues = backend.empty(term.values.shape(), term.values.dtype());
-            backend.scale(term.mask, seed > 0 ? float(loss_scale() / seed) : 0.0f, dvalues);
+            backend.scale(term.mask,
+                          seed > 0 ? float(loss_scale() * term.grad_weight / seed) : 0.0f, dvalues);
             dterms.push_back(std::move(dvalues));
         }
         return dterms;
@@ -441,6 +447,7 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     MT_CHECK(!options_.check_for_nan || std::isfinite(r.loss),
              "NaN or Inf in the loss at iteration ", iteration_ + 1);
     accumulate_named(r.losses, auxiliary_losses(micro_batches));
+    accumulate_named(r.losses, accumulated.reported_auxiliary());
     consumed_train_ = loader.consumed_samples();
     if (scaler_ && !unscale_grads()) {
         r.skipped = true;  // no update and no learning-rate step, as Megatron skips it

@@ -14,7 +14,18 @@ namespace mt::plugins::torch_dist {
 
 namespace {
 
-constexpr const char* kBlocks[] = {"decoder.layers.", "encoder.layers."};
+// The blocks of layers: GPT's decoder and BERT's encoder, stacked (a layer axis unless the layout
+// keys each layer alone), and the multi-token prediction depths, whose transformer layers
+// Megatron keys one by one under "transformer_layer." (MultiTokenPredictionBlock's
+// sharded_state_dict gives them no layer axis).
+struct Block {
+    const char* prefix;
+    const char* inner;  // between the layer number and the layer's modules
+    bool stacked;
+};
+constexpr Block kBlocks[] = {{"decoder.layers.", "", true},
+                             {"encoder.layers.", "", true},
+                             {"mtp.layers.", "transformer_layer.", false}};
 
 // The local spec's norm modules and the Transformer Engine names torch_dist stores them under
 // (megatron/core/transformer/transformer_layer.py, TransformerLayer.sharded_state_dict). Megatron's
@@ -81,7 +92,14 @@ constexpr const char* kGroupedExperts = "mlp.experts.";
 struct LayerName {
     std::string block;  // "decoder.layers."
     int64_t layer = 0;
-    std::string rest;  // "mlp.linear_fc1.weight"
+    std::string rest;   // "mlp.linear_fc1.weight"
+    std::string inner;  // Block::inner
+    bool stacked = true;
+
+    // The key of a layer keyed alone: "decoder.layers.3.mlp.linear_fc1.weight".
+    std::string alone(const std::string& stored_rest) const {
+        return block + std::to_string(layer) + "." + inner + stored_rest;
+    }
 };
 
 // Digits of `s` from `at`: the number and the end, or nullopt.
@@ -93,12 +111,19 @@ std::optional<std::pair<int64_t, size_t>> number_at(const std::string& s, size_t
 }
 
 // "decoder.layers.3.mlp..." -> {decoder.layers., 3, mlp...}; nullopt for other names.
+// "mtp.layers.0.transformer_layer.mlp..." -> {mtp.layers., 0, mlp...}; "mtp.layers.0.enorm.weight"
+// is not a layer's.
 std::optional<LayerName> parse_layer(const std::string& name) {
-    for (const char* block : kBlocks) {
-        if (!name.starts_with(block)) continue;
-        auto n = number_at(name, std::char_traits<char>::length(block));
+    for (const Block& block : kBlocks) {
+        if (!name.starts_with(block.prefix)) continue;
+        auto n = number_at(name, std::char_traits<char>::length(block.prefix));
         if (!n || n->second >= name.size() || name[n->second] != '.') return std::nullopt;
-        return LayerName{block, n->first, name.substr(n->second + 1)};
+        const size_t rest = n->second + 1;
+        if (name.compare(rest, std::char_traits<char>::length(block.inner), block.inner) != 0)
+            return std::nullopt;
+        return LayerName{block.prefix, n->first,
+                         name.substr(rest + std::char_traits<char>::length(block.inner)),
+                         block.inner, block.stacked};
     }
     return std::nullopt;
 }
@@ -123,11 +148,11 @@ std::optional<std::pair<int64_t, std::string>> parse_expert(const std::string& r
 
 // A key of a stacked tensor: "<block>" followed by a module name, not a layer number.
 const char* stacked_block(const std::string& key) {
-    for (const char* block : kBlocks) {
-        const size_t n = std::char_traits<char>::length(block);
-        if (key.size() > n && key.starts_with(block) &&
+    for (const Block& block : kBlocks) {
+        const size_t n = std::char_traits<char>::length(block.prefix);
+        if (block.stacked && key.size() > n && key.starts_with(block.prefix) &&
             !std::isdigit(static_cast<unsigned char>(key[n])))
-            return block;
+            return block.prefix;
     }
     return nullptr;
 }
@@ -176,14 +201,17 @@ struct Extents {
 Extents extents_of(const ShardedTensors& tensors, const KeyLayout& layout) {
     Extents x;
     int64_t experts = 0;
+    std::set<std::string> alone;  // blocks keyed layer by layer whatever the layout
     for (const auto& [name, t] : tensors) {
         auto ln = parse_layer(name);
         if (!ln) continue;
         int64_t& n = x.layers[ln->block];
         n = std::max(n, ln->layer + 1);
+        if (!ln->stacked) alone.insert(ln->block);
         if (auto e = parse_expert(ln->rest)) experts = std::max(experts, e->first + 1);
     }
     for (auto& [block, n] : x.layers) {
+        if (alone.count(block)) continue;
         if (layout.num_layers)
             MT_CHECK(n <= *layout.num_layers, "torch_dist: layer ", n - 1, " of ", block,
                      " past the ", *layout.num_layers, " layers of the model");
@@ -206,7 +234,7 @@ void check_alike(const ShardedTensors& tensors, const KeyLayout& layout,
     std::map<std::string, std::vector<std::string>> order;
     for (const auto& [name, t] : tensors) {
         auto ln = parse_layer(name);
-        if (!ln) continue;
+        if (!ln || !ln->stacked) continue;
         const std::string rest =
             stored_part(ln->rest, keeping_norm_names.count({ln->block, ln->layer})).rest;
         auto& layers = holders[ln->block][rest];
@@ -339,8 +367,8 @@ namespace {
 KeyPlace place_of(const LayerName& ln, const LayerPart& part, const KeyLayout& layout,
                   int64_t num_layers, int64_t num_experts, const std::string& name) {
     KeyPlace place;
-    if (layout.per_layer) {
-        place.key = ln.block + std::to_string(ln.layer) + "." + part.rest;
+    if (layout.per_layer || !ln.stacked) {
+        place.key = ln.alone(part.rest);
     } else {
         MT_CHECK(ln.layer < num_layers, "torch_dist: ", name, " is not a layer of ", num_layers);
         place.key = ln.block + part.rest;
@@ -480,9 +508,12 @@ std::vector<std::string> extra_state_keys(const ShardedTensors& tensors, const K
     const Extents extents = extents_of(tensors, layout);
     // block -> layer -> the stored names of its tensors
     std::map<std::string, std::map<int64_t, std::set<std::string>>> layers;
+    std::map<std::string, LayerName> alone;  // a layer of each block keyed layer by layer
     for (const auto& [name, t] : tensors)
-        if (auto ln = parse_layer(name))
+        if (auto ln = parse_layer(name)) {
             layers[ln->block][ln->layer].insert(stored_part(ln->rest, false).rest);
+            if (layout.per_layer || !ln->stacked) alone.emplace(ln->block, *ln);
+        }
     std::vector<std::string> keys;
     const int64_t experts = extents.experts;
     for (const auto& [block, held] : layers) {
@@ -508,9 +539,12 @@ std::vector<std::string> extra_state_keys(const ShardedTensors& tensors, const K
                                        (layer ? at + "." : "") + std::to_string(e) + "_" +
                                        (layer ? of + "." : "") + std::to_string(experts));
         };
-        if (layout.per_layer) {
-            for (const auto& [i, rests] : held)
-                add_layer(rests, block + std::to_string(i) + ".", std::nullopt);
+        if (auto one = alone.find(block); one != alone.end()) {
+            for (const auto& [i, rests] : held) {
+                LayerName ln = one->second;
+                ln.layer = i;
+                add_layer(rests, ln.alone(""), std::nullopt);
+            }
         } else {
             // The layers are alike (check_alike): each of the model's takes the first's modules.
             for (int64_t i = 0; i < count; ++i) add_layer(held.begin()->second, block, i);
@@ -533,6 +567,11 @@ std::vector<std::string> extra_state_keys(const ShardedTensors& tensors, const K
     // with it (the key is unexpected, and so ignored, by the local spec's torch norm).
     if (holds("decoder.final_layernorm.weight"))
         keys.push_back("decoder.final_layernorm._extra_state/shard_0_1");
+    // Each multi-token prediction depth's eh_proj (a linear) and norms (TENorms).
+    for (int64_t k = 0; holds("mtp.layers." + std::to_string(k) + ".eh_proj.weight"); ++k)
+        for (const char* module : {"enorm", "hnorm", "eh_proj", "final_layernorm"})
+            keys.push_back("mtp.layers." + std::to_string(k) + "." + module +
+                           "._extra_state/shard_0_1");
     // A MambaStack's final norm is Transformer Engine's (TENorm), with its extra state, and
     // MambaModel keeps its output layer's (GPTModel pops it).
     if (holds("decoder.final_norm.weight")) {

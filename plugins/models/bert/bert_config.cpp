@@ -31,6 +31,9 @@ BertConfig bert_config_from_args(const ModelArgs& args) {
              "GPT models)");
     MT_CHECK(!c.transformer.mla.enabled,
              "not supported yet: --multi-latent-attention for BERT (it is built for GPT models)");
+    MT_CHECK(c.transformer.mtp_num_layers == 0,
+             "not supported yet: --mtp-num-layers for BERT (multi-token prediction is built for "
+             "GPT models)");
     MT_CHECK(!(f.flag("bert-no-binary-head") && f.flag("bert-binary-head")),
              "--bert-binary-head and --bert-no-binary-head contradict each other");
     c.binary_head = !f.flag("bert-no-binary-head");

@@ -51,11 +51,21 @@ nn::TransformerConfig layer_config(const nn::TransformerArgs& config,
     return t;
 }
 
+// Whether the decoder's last layer is a MoE layer: Megatron's multi-token prediction layers take
+// its spec (and its FLOPs count them as MoE layers then).
+bool last_layer_is_moe(const nn::TransformerArgs& config) {
+    const std::vector<bool>& pattern = config.moe_layers.moe;
+    return config.moe.enabled() && !pattern.empty() && pattern.back();
+}
+
 // The tracker of a MoE model's auxiliary losses, or null.
 std::shared_ptr<nn::MoeTracker> moe_tracker_for(const nn::TransformerArgs& config,
                                                 const std::optional<HybridArgs>& hybrid) {
-    // A hybrid model's MoE layers are its pattern's 'E' layers.
-    const int64_t moe_layers = hybrid ? hybrid->count('E') : config.moe_layers.count();
+    // A hybrid model's MoE layers are its pattern's 'E' layers; multi-token prediction's layers
+    // are MoE layers when the decoder's last layer is (Megatron's track_moe_metrics counts them).
+    const int64_t moe_layers = hybrid ? hybrid->count('E')
+                                      : config.moe_layers.count() +
+                                            (last_layer_is_moe(config) ? config.mtp_num_layers : 0);
     if (!config.moe.enabled() || moe_layers == 0) return nullptr;
     return std::make_shared<nn::MoeTracker>(config.moe.router, moe_layers);
 }
@@ -70,6 +80,8 @@ nn::LayerSpecs layer_specs(const nn::TransformerArgs& config,
         MT_CHECK(!config.mla.enabled,
                  "not supported yet: --multi-latent-attention in a hybrid model (Megatron's "
                  "hybrid layer specs build standard self-attention whatever the flag says)");
+        MT_CHECK(config.mtp_num_layers == 0,
+                 "not supported yet: --mtp-num-layers in a hybrid model");
         return [layers = hybrid->layers, tracker](int64_t i) {
             MT_CHECK(i >= 0 && i < int64_t(layers.size()), "layer ", i,
                      " is outside the hybrid layer pattern of ", layers.size(), " layers");
@@ -157,7 +169,13 @@ GptModel::GptModel(const nn::TransformerArgs& config, const BuildContext& contex
              " context-parallel ranks must be a multiple of --tensor-model-parallel-size (",
              tp_.size(), ")");
     const bool tied = !config.untie_embeddings_and_output_weights;
-    if (stage_.first)
+    const bool mtp = stage_.last && config.mtp_num_layers > 0;
+    MT_CHECK(config.mtp_num_layers == 0 || !cp_.active(),
+             "--mtp-num-layers with --context-parallel-size ", cp_.size(),
+             ": Megatron's multi-token prediction does not support context parallelism");
+    // Multi-token prediction embeds the tokens ahead on the last stage (Megatron's GPTModel
+    // builds its embedding on the first stage and the MTP stage).
+    if (stage_.first || mtp)
         embedding_.emplace(config.padded_vocab_size, config.hidden_size,
                            config.position_embedding == nn::PositionEmbedding::learned_absolute
                                ? config.max_position_embeddings
@@ -170,18 +188,30 @@ GptModel::GptModel(const nn::TransformerArgs& config, const BuildContext& contex
                         tied && embedding_ ? &embedding_->word() : nullptr,
                         nn::OutputLoss::default_chunk_rows(config.padded_vocab_size / tp_.size()),
                         dtype, *backend_, tp_);
+    if (mtp)
+        mtp_.emplace(config.mtp_num_layers, config.mtp_loss_scaling_factor,
+                     layer_config(config, hybrid_, context, dtype, tp_, cp_),
+                     layer_specs(config, hybrid_, moe_tracker_)(config.num_layers - 1), *backend_);
     // Megatron's setup_embeddings_and_output_layer: what --decoupled-lr applies to.
     if (embedding_) embedding_->word().embedding_or_output = true;
     if (output_) output_->weight().embedding_or_output = true;
-    if (tied && pp_->size() > 1)
-        tie_across_stages(embedding_ ? &embedding_->word() : nullptr,
-                          output_ ? &output_->weight() : nullptr);
+    // The word embeddings shared by the first stage and the last one's output layer (tied) or
+    // multi-token prediction.
+    if ((tied || config.mtp_num_layers > 0) && pp_->size() > 1) {
+        if (stage_.first)
+            tie_across_stages(&embedding_->word(), nullptr);
+        else if (embedding_)
+            tie_across_stages(nullptr, &embedding_->word());
+        else if (output_)
+            tie_across_stages(nullptr, &output_->weight());
+    }
 }
 
 std::vector<nn::Parameter*> GptModel::parameters() {
     std::vector<nn::Parameter*> out;
     if (embedding_) embedding_->collect_parameters(out);
     decoder_.collect_parameters(out);
+    if (mtp_) mtp_->collect_parameters(out);
     if (output_) output_->collect_parameters(out);
     return out;
 }
@@ -189,6 +219,7 @@ std::vector<nn::Parameter*> GptModel::parameters() {
 std::vector<nn::Parameter*> GptModel::buffers() {
     std::vector<nn::Parameter*> out;
     decoder_.collect_buffers(out);
+    if (mtp_) mtp_->collect_buffers(out);
     return out;
 }
 
@@ -239,7 +270,7 @@ Losses GptModel::forward(const Batch& given, nn::DropoutContext& dropout,
     std::unique_ptr<GptActivations> acts;
     if (saved) acts = std::make_unique<GptActivations>();
     Tensor h;
-    if (embedding_) {
+    if (stage_.first) {
         h = embedding_->forward(tokens, dropout, acts ? &acts->embedding : nullptr, positions);
     } else {
         h = batch_entry(batch, kStageInput, "GptModel (a pipeline stage after the first)");
@@ -256,20 +287,27 @@ Losses GptModel::forward(const Batch& given, nn::DropoutContext& dropout,
         *saved = std::move(acts);
         return {};
     }
-    Tensor losses = output_->forward(h, labels, acts ? &acts->output : nullptr);
-    if (saved) *saved = std::move(acts);
     // pretrain_gpt.py's loss_func: the masked tokens' sum over their count, token-weighted.
     Tensor loss_mask;
     if (auto it = batch.find("loss_mask"); it != batch.end()) {
-        MT_CHECK(it->second.shape() == losses.shape() && it->second.dtype() == DType::f32,
-                 "GptModel: loss_mask must be f32 ", losses.describe(), ", got ",
+        MT_CHECK(it->second.shape() == labels.shape() && it->second.dtype() == DType::f32,
+                 "GptModel: loss_mask must be f32 ", shape_str(labels.shape()), ", got ",
                  it->second.describe());
         loss_mask = backend_->contiguous(it->second);
     } else {
-        loss_mask = backend_->empty(losses.shape(), DType::f32);
+        loss_mask = backend_->empty(labels.shape(), DType::f32);
         backend_->fill(loss_mask, 1.0);
     }
-    return {{"lm loss", losses, loss_mask, LossTerm::Reporting::token_weighted}};
+    // Multi-token prediction first, as Megatron's _postprocess runs it.
+    Losses mtp_terms;
+    if (mtp_)
+        mtp_terms = mtp_->forward(h, tokens, labels, loss_mask, *embedding_, *output_, dropout,
+                                  acts ? &acts->mtp : nullptr, mask);
+    Tensor losses = output_->forward(h, labels, acts ? &acts->output : nullptr);
+    if (saved) *saved = std::move(acts);
+    Losses out = {{"lm loss", losses, loss_mask, LossTerm::Reporting::token_weighted}};
+    for (LossTerm& term : mtp_terms) out.push_back(std::move(term));
+    return out;
 }
 
 void GptModel::backward(const std::vector<Tensor>& dterms, const Activations& saved) {
@@ -277,12 +315,21 @@ void GptModel::backward(const std::vector<Tensor>& dterms, const Activations& sa
     MT_CHECK(acts != nullptr, "GptModel: backward needs the activations of this model's forward");
     Tensor dh;
     if (output_) {
-        MT_CHECK(dterms.size() == 1,
-                 "GptModel: backward takes the gradient of its one loss term, got ", dterms.size());
-        const Tensor& dlosses = dterms[0];
-        MT_CHECK(dlosses.dtype() == nn::upcast_dtype(dtype_), "GptModel: dlosses must be ",
-                 dtype_name(nn::upcast_dtype(dtype_)), ", got ", dlosses.describe());
-        dh = output_->backward(dlosses, acts->output);
+        const size_t terms = 1 + size_t(mtp_ ? mtp_->depths() : 0);
+        MT_CHECK(dterms.size() == terms, "GptModel: backward takes the gradients of its ", terms,
+                 " loss terms, got ", dterms.size());
+        for (const Tensor& dlosses : dterms)
+            MT_CHECK(dlosses.dtype() == nn::upcast_dtype(dtype_), "GptModel: dlosses must be ",
+                     dtype_name(nn::upcast_dtype(dtype_)), ", got ", dlosses.describe());
+        dh = output_->backward(dterms[0], acts->output);
+        if (mtp_) {
+            const Tensor dmtp = mtp_->backward({dterms.begin() + 1, dterms.end()}, acts->mtp,
+                                               *embedding_, *output_);
+            Tensor sum = backend_->empty(dh.shape(), dh.dtype());
+            backend_->add(dh, dmtp, sum);
+            dh = sum;
+            nn::report_grads_ready(*mtp_, grad_ready_);
+        }
         // Its own weight only: a tied one is final after the embedding.
         nn::report_grads_ready(*output_, grad_ready_);
     } else {
@@ -292,8 +339,9 @@ void GptModel::backward(const std::vector<Tensor>& dterms, const Activations& sa
         dh = acts->stage_output_grad;
     }
     dh = decoder_.backward(dh, acts->decoder, grad_ready_);
-    if (!embedding_) {
+    if (!stage_.first) {
         acts->stage_input_grad = dh;
+        if (embedding_) nn::report_grads_ready(*embedding_, grad_ready_);  // multi-token's copy
         return;
     }
     embedding_->backward(dh, acts->embedding);
@@ -378,9 +426,11 @@ std::unique_ptr<nn::InferenceState> GptModel::make_inference_state(int64_t batch
 double GptModel::training_flops(int64_t samples) const {
     if (hybrid_ && hybrid_->is_hybrid_model)
         return hybrid_training_flops(config_, *hybrid_, samples);
+    const nn::FlopsLayers extra{config_.moe.enabled() ? config_.moe_layers.count() : 0,
+                                config_.mtp_num_layers, last_layer_is_moe(config_)};
     return nn::megatron_training_flops(nn::transformer_layer_config(config_, dtype_, tp_),
                                        config_.num_layers, config_.seq_length,
-                                       config_.padded_vocab_size, samples);
+                                       config_.padded_vocab_size, samples, extra);
 }
 
 }  // namespace mt::plugins::gpt

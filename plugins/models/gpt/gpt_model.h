@@ -14,6 +14,7 @@
 #include "mt/model_stage.h"
 #include "mt/nn/embedding.h"
 #include "mt/nn/moe/tracker.h"
+#include "mt/nn/multi_token_prediction.h"
 #include "mt/nn/norm.h"
 #include "mt/nn/output_loss.h"
 #include "mt/nn/tensor_parallel.h"
@@ -28,6 +29,7 @@ struct GptActivations final : Activations {
     nn::Embedding::Saved embedding;
     nn::TransformerBlock::Saved decoder;
     nn::OutputLoss::Saved output;
+    nn::MultiTokenPrediction::Saved mtp;
 };
 
 // Not thread-safe: forward/backward of one instance run one at a time (backward writes grads).
@@ -60,11 +62,13 @@ class GptModel final : public Model {
     // batch: "tokens", "labels" (i64 [B, T]), "position_ids" (i64 [B, T], optional),
     // "document_start" (optional), "loss_mask" (f32 [B, T], optional). With context parallelism
     // the batch holds whole sequences and this rank computes its two chunks of each.
-    // Returns one term, "lm loss": the unmasked per-token losses [B, T] in the model's dtype
-    // (f32 for a half model) and the batch's "loss_mask" (all ones without one).
+    // Returns "lm loss": the unmasked per-token losses [B, T] in the model's dtype (f32 for a
+    // half model) and the batch's "loss_mask" (all ones without one); with --mtp-num-layers then
+    // the multi-token prediction depths' terms ("mtp_1 loss", ...).
     Losses forward(const Batch& batch, nn::DropoutContext& dropout,
                    std::unique_ptr<Activations>* saved) override;
-    // dlosses: one [B, T] tensor in the losses' dtype; saved from this model's forward.
+    // dlosses: one [B, T] tensor per loss term, in the losses' dtype; saved from this model's
+    // forward.
     void backward(const std::vector<Tensor>& dlosses, const Activations& saved) override;
     void set_grad_ready_hook(GradReadyHook hook) override { grad_ready_ = std::move(hook); }
     double training_flops(int64_t samples) const override;
@@ -96,9 +100,12 @@ class GptModel final : public Model {
     // computes the final norm, output layer and loss.
     ModelStage stage_;
     std::shared_ptr<nn::MoeTracker> moe_tracker_;  // a MoE model's; null for a dense one
-    std::optional<nn::Embedding> embedding_;       // first stage
+    // The first stage's, and with multi-token prediction the last stage's (its copy of the
+    // first stage's word embeddings when pipelined).
+    std::optional<nn::Embedding> embedding_;
     nn::TransformerBlock decoder_;
-    std::optional<nn::OutputLoss> output_;  // last stage
+    std::optional<nn::MultiTokenPrediction> mtp_;  // last stage, with --mtp-num-layers
+    std::optional<nn::OutputLoss> output_;         // last stage
     GradReadyHook grad_ready_;
 };
 

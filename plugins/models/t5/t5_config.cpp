@@ -72,6 +72,7 @@ T5Config t5_config_from_args(const ModelArgs& given) {
     }
     MT_CHECK(!t.moe.enabled(), "not supported yet: --num-experts for T5");
     MT_CHECK(!t.mla.enabled, "not supported yet: --multi-latent-attention for T5");
+    MT_CHECK(t.mtp_num_layers == 0, "not supported yet: --mtp-num-layers for T5");
     // pretrain_t5.py hands T5Model --rotary-percent alone: its RotaryEmbedding keeps the
     // default base (10000) and no scaling, whatever --rotary-base or --use-rope-scaling say.
     c.transformer.rotary_base = 10000;

@@ -134,23 +134,27 @@ TEST(GptModel, TransformerEngineNamesInRegistrationOrder) {
     EXPECT_NE(error.find("--transformer-impl fast"), std::string::npos) << error;
 }
 
-// L = sum w[b, t] loss[b, t] for the f64 model, replaying the same dropout masks every call.
+// L = sum_j (j + 1) sum w[b, t] loss_j[b, t] over the loss terms j (the model's, then any
+// multi-token prediction depth's) for the f64 model, replaying the same dropout masks every call.
 struct Objective {
     GptModel& model;
     Batch batch;
     std::vector<double> w;
     double operator()() {
         nn::DropoutContext ctx{true, 7, 0};
-        Tensor losses = loss_term(model.forward(batch, ctx, nullptr), "lm loss").values;
         double sum = 0;
-        for (int64_t i = 0; i < losses.numel(); ++i) sum += w[size_t(i)] * element(losses, i);
+        const Losses terms = model.forward(batch, ctx, nullptr);
+        for (size_t j = 0; j < terms.size(); ++j)
+            for (int64_t i = 0; i < terms[j].values.numel(); ++i)
+                sum += double(j + 1) * w[size_t(i)] * element(terms[j].values, i);
         return sum;
     }
 };
 
 // With `documents`, each row holds two documents: position ids restart and attention stops at
-// the second one's start (--reset-position-ids, --reset-attention-mask).
-void check_finite_differences(const ModelArgs& args, bool documents = false) {
+// the second one's start (--reset-position-ids, --reset-attention-mask). step: the central
+// differences' step.
+void check_finite_differences(const ModelArgs& args, bool documents = false, double step = 1e-5) {
     GptModel model(nn::read_transformer_args(args), DType::f64);
     model.initialize(3);
     // Larger weights than Megatron's 0.02 so every path contributes visibly.
@@ -179,18 +183,21 @@ void check_finite_differences(const ModelArgs& args, bool documents = false) {
         std::copy(s, s + B * T, starts.data<int32_t>());
         objective.batch["document_start"] = starts;
     }
-    Tensor dlosses = Tensor::empty({B, T}, DType::f64);
-    for (int64_t i = 0; i < B * T; ++i) {
-        objective.w.push_back(uniform(rng) + 1.0);
-        dlosses.data<double>()[i] = objective.w.back();
-    }
+    for (int64_t i = 0; i < B * T; ++i) objective.w.push_back(uniform(rng) + 1.0);
 
     nn::DropoutContext ctx{true, 7, 0};
     std::unique_ptr<Activations> saved;
-    model.forward(objective.batch, ctx, &saved);
-    model.backward({dlosses}, *saved);
+    const size_t terms = model.forward(objective.batch, ctx, &saved).size();
+    std::vector<Tensor> dterms;
+    for (size_t j = 0; j < terms; ++j) {
+        Tensor d = Tensor::empty({B, T}, DType::f64);
+        for (int64_t i = 0; i < B * T; ++i)
+            d.data<double>()[i] = double(j + 1) * objective.w[size_t(i)];
+        dterms.push_back(d);
+    }
+    model.backward(dterms, *saved);
 
-    const double h = 1e-5;
+    const double h = step;
     for (auto* p : model.parameters()) {
         double scale = 0;
         for (int64_t i = 0; i < p->grad.numel(); ++i)
@@ -410,24 +417,48 @@ void check_reference(const std::string& file) {
         for (double x : ref.vectors.at(key)) v.push_back(int64_t(x));
         return i64_tensor(v, B, T);
     };
+    const std::vector<double>& weights = ref.vectors.at("loss_weights");
+    Tensor loss_mask = Tensor::empty({B, T}, DType::f32);
+    for (int64_t i = 0; i < B * T; ++i) set_element(loss_mask, i, weights[size_t(i)]);
     Batch batch = {{"tokens", ints("tokens")},
                    {"labels", ints("labels")},
                    {"position_ids", positions(B, T)},
-                   {"loss_mask", Tensor::zeros({B, T}, DType::f32)}};
+                   {"loss_mask", loss_mask}};
     nn::DropoutContext ctx{true, 0, 0};
     std::unique_ptr<Activations> saved;
-    Tensor losses = loss_term(model.forward(batch, ctx, &saved), "lm loss").values;
-    const auto& want = ref.vectors.at("losses");
-    double loss_scale = *std::max_element(want.begin(), want.end());
-    for (int64_t i = 0; i < B * T; ++i)
-        EXPECT_TRUE(mt::test::close_to(element(losses, i), want[size_t(i)], loss_scale))
-            << file << " loss " << i << ": " << element(losses, i) << " vs torch "
-            << want[size_t(i)];
+    const Losses terms = model.forward(batch, ctx, &saved);
+    // The model's losses, then each multi-token prediction depth's (over the labels k ahead).
+    const int64_t depths = model.config().mtp_num_layers;
+    ASSERT_EQ(terms.size(), size_t(1 + depths)) << file;
+    for (int64_t k = 0; k <= depths; ++k) {
+        const std::string key = k == 0 ? "losses" : "mtp_losses_" + std::to_string(k);
+        const Tensor& losses = terms[size_t(k)].values;
+        const auto& want = ref.vectors.at(key);
+        double loss_scale = *std::max_element(want.begin(), want.end());
+        for (int64_t i = 0; i < B * T; ++i)
+            EXPECT_TRUE(mt::test::close_to(element(losses, i), want[size_t(i)], loss_scale))
+                << file << " " << key << " " << i << ": " << element(losses, i) << " vs torch "
+                << want[size_t(i)];
+    }
 
-    Tensor dlosses = Tensor::empty({B, T}, DType::f32);
-    for (int64_t i = 0; i < B * T; ++i)
-        set_element(dlosses, i, ref.vectors.at("loss_weights")[size_t(i)]);
-    model.backward({dlosses}, *saved);
+    // torch's backward of sum(w · losses), with Megatron's MTP loss added by its
+    // MTPLossAutoScaler: scaling factor / depths x each depth's mean over the weights k ahead.
+    std::vector<Tensor> dterms;
+    for (int64_t k = 0; k <= depths; ++k) {
+        std::vector<double> w(size_t(B * T), 0.0);
+        double count = 0;
+        for (int64_t b = 0; b < B; ++b)
+            for (int64_t t = 0; t + k < T; ++t) {
+                w[size_t(b * T + t)] = weights[size_t(b * T + t + k)];
+                count += w[size_t(b * T + t)];
+            }
+        const double scale =
+            k == 0 ? 1.0 : model.config().mtp_loss_scaling_factor / double(depths) / count;
+        Tensor d = Tensor::empty({B, T}, DType::f32);
+        for (int64_t i = 0; i < B * T; ++i) set_element(d, i, w[size_t(i)] * scale);
+        dterms.push_back(d);
+    }
+    model.backward(dterms, *saved);
     mt::test::expect_grads_match_reference(params, ref, file);
 }
 
@@ -475,9 +506,97 @@ ModelArgs mla_lite_args() {
 }
 
 TEST(GptModel, MatchesMegatronCoreMultiLatentAttention) {
-    // tests/fixtures/gpt/make_mla_fixtures.py: megatron-core's MLA GPTModel (local spec).
+    // tests/fixtures/gpt/make_deepseek_fixtures.py: megatron-core's MLA GPTModel (local spec).
     check_reference("model_mla.txt");
     check_reference("model_mla_lite.txt");
+}
+
+// --- multi-token prediction (megatron-core's MultiTokenPredictionBlock) ----------------------
+
+TEST(GptModel, MatchesMegatronCoreMultiTokenPrediction) {
+    // tests/fixtures/gpt/make_deepseek_fixtures.py: a Llama-style GPTModel with two depths, and
+    // DeepSeek-V3 in small (MLA, a dense layer then MoE with grouped sigmoid routing and a shared
+    // expert, one depth on the MoE layer's spec).
+    check_reference("model_mtp.txt");
+    check_reference("model_deepseek.txt");
+}
+
+TEST(GptModel, MultiTokenPredictionFlopsAreMegatrons) {
+    // megatron.training.training.num_floating_point_operations (core_v0.13.1) for the fixtures'
+    // models and 4 samples: each depth as one more layer (a MoE one after a MoE last layer), its
+    // norms and eh_proj, one more pass through the output layer; the MoE layers' experts.
+    auto flops = [](const char* file, bool mtp) {
+        ModelArgs args = mt::test::load_model_reference(std::string("gpt/") + file).args;
+        if (!mtp) args.erase("mtp-num-layers");
+        return GptModel(nn::read_transformer_args(args)).training_flops(4);
+    };
+    EXPECT_DOUBLE_EQ(flops("model_mtp.txt", true), 432685056.0);
+    EXPECT_DOUBLE_EQ(flops("model_mtp.txt", false), 150208512.0);
+    EXPECT_DOUBLE_EQ(flops("model_deepseek.txt", true), 290649600.0);
+    EXPECT_DOUBLE_EQ(flops("model_deepseek.txt", false), 149283840.0);
+}
+
+TEST(GptModel, MultiTokenPredictionParametersAreMegatronCoresInItsOrder) {
+    // GPTModel registers embedding, decoder, mtp, output_layer; each depth enorm, hnorm,
+    // eh_proj, transformer_layer (named as the decoder's layers), final_layernorm.
+    GptModel model(nn::read_transformer_args(with(llama_args(), "mtp-num-layers", "2")));
+    std::vector<std::string> names;
+    for (auto* p : model.parameters())
+        if (!p->name.starts_with("decoder.layers.")) names.push_back(p->name);
+    std::vector<std::string> want = {"embedding.word_embeddings.weight",
+                                     "decoder.final_layernorm.weight"};
+    for (const char* k : {"0", "1"})
+        for (const char* rest :
+             {"enorm.weight", "hnorm.weight", "eh_proj.weight",
+              "transformer_layer.self_attention.linear_proj.weight",
+              "transformer_layer.self_attention.linear_qkv.layer_norm_weight",
+              "transformer_layer.self_attention.linear_qkv.weight",
+              "transformer_layer.mlp.linear_fc1.layer_norm_weight",
+              "transformer_layer.mlp.linear_fc1.weight", "transformer_layer.mlp.linear_fc2.weight",
+              "final_layernorm.weight"})
+            want.push_back(std::string("mtp.layers.") + k + "." + rest);
+    want.push_back("output_layer.weight");
+    EXPECT_EQ(names, want);
+}
+
+TEST(GptModel, MultiTokenPredictionRefusesWhatMegatronRefuses) {
+    // Megatron's validate_args: rope or no position embedding only, no context parallelism.
+    auto error = mt::test::error_of(
+        [&] { nn::read_transformer_args(with(gpt2_args(), "mtp-num-layers", "1")); });
+    EXPECT_NE(error.find("--mtp-num-layers: Megatron's multi-token prediction takes "
+                         "--position-embedding-type rope or none"),
+              std::string::npos)
+        << error;
+    error = mt::test::error_of([&] {
+        ModelArgs hybrid = with(llama_args(), "mtp-num-layers", "1");
+        hybrid["hybrid-override-pattern"] = "M*";
+        hybrid["mamba-state-dim"] = "8";
+        hybrid["mamba-head-dim"] = "8";
+        hybrid["mamba-num-groups"] = "2";
+        const nn::TransformerArgs config = nn::read_transformer_args(hybrid);
+        GptModel(config, single_process_context(), DType::f32,
+                 read_hybrid_args(hybrid, config.num_layers));
+    });
+    EXPECT_NE(error.find("--mtp-num-layers in a hybrid model"), std::string::npos) << error;
+    // A multi-token prediction model still generates from its decoder alone.
+    GptModel model(nn::read_transformer_args(with(llama_args(), "mtp-num-layers", "1")));
+    model.initialize(3);
+    GptModel plain(nn::read_transformer_args(llama_args()));
+    for (nn::Parameter* p : plain.parameters()) {
+        for (nn::Parameter* q : model.parameters())
+            if (q->name == p->name) p->value.copy_from(q->value);
+    }
+    const Tensor tokens = i64_tensor({1, 2, 3, 4}, 1, 4);
+    const Tensor a = model.logits(tokens, nullptr, 0), b = plain.logits(tokens, nullptr, 0);
+    for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(element(a, i), element(b, i)) << i;
+}
+
+TEST(GptModel, BackwardMatchesFiniteDifferencesMultiTokenPrediction) {
+    // Two depths, with dropout: the shared embedding and output layer take every depth's
+    // gradient, each depth's input that of the next.
+    // (A smaller step: the depths stacked on the decoder curve the objective more sharply.)
+    check_finite_differences(
+        with(with(llama_args(), "mtp-num-layers", "2"), "hidden-dropout", "0.2"), false, 3e-6);
 }
 
 TEST(GptModel, BackwardMatchesFiniteDifferencesMultiLatentAttention) {
@@ -607,8 +726,7 @@ TEST(GptModel, MultiLatentAttentionRefusesWhatItDoesNotSupportYet) {
         GptModel(config, single_process_context(), DType::f32,
                  read_hybrid_args(hybrid, config.num_layers));
     });
-    EXPECT_NE(error.find("--multi-latent-attention in a hybrid model"), std::string::npos)
-        << error;
+    EXPECT_NE(error.find("--multi-latent-attention in a hybrid model"), std::string::npos) << error;
 }
 
 // --- batch checks, initialisation, the family --------------------------------------------

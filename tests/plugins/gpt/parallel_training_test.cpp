@@ -114,6 +114,7 @@ struct Layout {
     int pp = 1;                // --pipeline-model-parallel-size
     int64_t first_stage_layers = -1, last_stage_layers = -1;  // uneven stages
     int virtual_stages = 1;  // model chunks per stage (interleaved 1F1B)
+    int ep = 1;              // --expert-model-parallel-size
 };
 
 // A Llama-style MoE: both layers 4 experts, top-2, with the load-balancing loss.
@@ -143,6 +144,7 @@ Curve train(const ModelArgs& args, std::unique_ptr<Communicator> world, const La
     pc.first_stage_layers = layout.first_stage_layers;
     pc.last_stage_layers = layout.last_stage_layers;
     pc.virtual_stages = layout.virtual_stages;
+    pc.expert_parallel = layout.ep;
     parallel::ParallelState state(std::move(world), pc);
     auto backend = make_cpu_backend();
     const BuildContext context{*backend, state, layout.sequence_parallel, layout.dtype};
@@ -197,9 +199,10 @@ void check(const ModelArgs& args, const Layout& layout, Curve* out = nullptr,
     Communicator& w = world();
     // Alone, the "parallel" run would be the one-process run again and prove nothing.
     if (w.size() < 2) GTEST_SKIP() << "run under mpiexec with 2 or 4 ranks (ctest does)";
-    if (w.size() % (layout.tp * layout.cp * layout.pp) != 0)
+    if (w.size() % (layout.tp * layout.cp * layout.pp) != 0 ||
+        w.size() / (layout.tp * layout.cp * layout.pp) % layout.ep != 0)
         GTEST_SKIP() << "tp " << layout.tp << " x cp " << layout.cp << " x pp " << layout.pp
-                     << " on " << w.size();
+                     << " (ep " << layout.ep << ") on " << w.size();
     Layout alone;
     alone.dtype = layout.dtype;
     const Curve single = train(args, make_local_communicator(), alone, family);
@@ -333,6 +336,41 @@ TEST(ParallelTraining, PipelineParallel) {
     Layout distributed = pipeline(2);
     distributed.distributed_optimizer = distributed.overlap_grad_reduce = true;
     check(four_layers, distributed);
+}
+
+// Multi-token prediction (two depths) on the last stage: tensor and sequence parallel, the
+// distributed optimizer, and pipelined, where the last stage embeds the tokens ahead with its
+// copy of the first stage's word embeddings (their gradients summed over the two stages, tied to
+// the output layer or not). Then DeepSeek-V3's shape in small: multi-latent attention, a dense
+// layer then MoE (grouped sigmoid routing, a shared expert), one depth on the MoE layer's spec,
+// over 2 tensor-parallel (and sequence-parallel) and 2 expert-parallel ranks.
+TEST(ParallelTraining, MultiTokenPrediction) {
+    ModelArgs mtp = llama_args();
+    mtp["mtp-num-layers"] = "2";
+    mtp["mtp-loss-scaling-factor"] = "0.5";
+    check(mtp, {2, true, false, false});
+    check(mtp, {1, false, true, true});
+    mtp["num-layers"] = "4";
+    check(mtp, pipeline(2));
+    ModelArgs tied = mtp;
+    tied.erase("untie-embeddings-and-output-weights");
+    check(tied, pipeline(2));
+    ModelArgs deepseek = mla_args();
+    for (auto [k, v] : {std::pair{"num-experts", "4"},
+                        {"moe-layer-freq", "[0,1]"},
+                        {"moe-ffn-hidden-size", "16"},
+                        {"moe-shared-expert-intermediate-size", "24"},
+                        {"moe-router-score-function", "sigmoid"},
+                        {"moe-router-num-groups", "2"},
+                        {"moe-router-group-topk", "1"},
+                        {"moe-router-topk-scaling-factor", "2.5"},
+                        {"moe-aux-loss-coeff", "1e-2"},
+                        {"mtp-num-layers", "1"}})
+        deepseek[k] = v;
+    check(deepseek, {2, true, false, false});
+    Layout experts{1, false, false, false};
+    experts.ep = 2;
+    check(deepseek, experts);
 }
 
 // A Mamba hybrid model ("M*-M": Mamba, attention-only, MLP-only and Mamba layers): data

@@ -261,6 +261,73 @@ TEST(TorchDist, BertKeepsItsEncoderAndItsOutputLayersExtraState) {
     }
 }
 
+// Megatron's MultiTokenPredictionBlock keys its depths' transformer layers one by one, with no
+// layer axis (the decoder's stacked beside them), the local spec's norms under Transformer
+// Engine's names as in the decoder, each expert on an expert axis; eh_proj and the depth's norms
+// keep their extra state.
+TEST(TorchDist, MultiTokenPredictionDepthsAreKeyedLayerByLayer) {
+    ModelArgs args = model_args("llama");
+    args["transformer-impl"] = "local";
+    args["mtp-num-layers"] = "2";
+    args["num-experts"] = "4";
+    args["moe-ffn-hidden-size"] = "8";
+    CheckpointState state;
+    state.iteration = 3;
+    state.args = {{"num_layers", int64_t(2)},
+                  {"num_experts", int64_t(4)},
+                  {"moe_layer_freq", int64_t(1)},
+                  {"transformer_impl", std::string("local")},
+                  {"mtp_num_layers", int64_t(2)}};
+    float next = 0;
+    for (const ParameterInfo& p : Registry::global().create_model("gpt")->parameters(args)) {
+        Tensor t = Tensor::empty(p.shape, DType::f32);
+        for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = next++;
+        state.model.emplace_back(p.name, ShardedTensor::whole(t));
+    }
+    ASSERT_NE(find(state, "mtp.layers.1.transformer_layer.input_layernorm.weight"), nullptr);
+    TorchDistCheckpoint format;
+    TempDir dir;
+    format.save(dir.path(), state);
+    // Read back under the stored names (Transformer Engine's norms), each tensor as saved.
+    const CheckpointState loaded = format.load(dir.path());
+    ASSERT_EQ(loaded.model.size(), state.model.size());
+    for (auto [name, t] : state.model) {
+        for (auto [local, te] :
+             {std::pair{"input_layernorm.", "self_attention.linear_qkv.layer_norm_"},
+              std::pair{"pre_mlp_layernorm.", "mlp.linear_fc1.layer_norm_"}})
+            if (auto at = name.find(local); at != std::string::npos)
+                name.replace(at, std::strlen(local), te);
+        const ShardedTensor* back = find(loaded, name);
+        ASSERT_NE(back, nullptr) << name;
+        EXPECT_TRUE(same_bytes(back->local, t.local)) << name;
+    }
+    const DcpMetadata meta = read_dcp_metadata(dir / "iter_0000003" / ".metadata");
+    const std::pair<const char*, Shape> keys[] = {
+        {"decoder.layers.self_attention.linear_qkv.weight", {2, 32, 16}},
+        {"mtp.layers.1.transformer_layer.self_attention.linear_qkv.weight", {32, 16}},
+        {"mtp.layers.1.transformer_layer.self_attention.linear_qkv.layer_norm_weight", {16}},
+        {"mtp.layers.0.transformer_layer.mlp.experts.experts.linear_fc1.weight", {4, 16, 16}},
+        {"mtp.layers.0.enorm.weight", {16}},
+        {"mtp.layers.0.eh_proj.weight", {16, 32}},
+        {"mtp.layers.1.final_layernorm.weight", {16}}};
+    for (const auto& [key, shape] : keys) {
+        const DcpEntry* e = meta.find(key);
+        ASSERT_NE(e, nullptr) << key;
+        EXPECT_EQ(e->size, shape) << key;
+    }
+    for (const char* key : {"mtp.layers.0.eh_proj._extra_state/shard_0_1",
+                            "mtp.layers.1.hnorm._extra_state/shard_0_1",
+                            "mtp.layers.1.transformer_layer.self_attention.linear_qkv._extra_state/"
+                            "shard_0_1",
+                            "mtp.layers.0.transformer_layer.mlp.experts.experts.linear_fc2._extra_"
+                            "state/shard_3_4",
+                            "decoder.layers.self_attention.linear_proj._extra_state/shard_1_2"}) {
+        const DcpEntry* extra = meta.find(key);
+        ASSERT_NE(extra, nullptr) << key;
+        EXPECT_TRUE(extra->bytes) << key;
+    }
+}
+
 TEST(TorchDist, LocalSpecNormsAreStoredUnderTransformerEngineNames) {
     TorchDistCheckpoint format;
     CheckpointState state = format.load(fixture("gpt2_tp1"));

@@ -98,7 +98,8 @@ struct StageKey {
 // ("decoder.layers.N.") are split evenly and renumbered from 0 on each stage; the embeddings
 // live on the first stage, the final norm and the output layer on the last, and with tied
 // embeddings and several stages the last one also holds "output_layer.weight", Megatron's copy
-// of the word embeddings.
+// of the word embeddings (with multi-token prediction also "embedding.word_embeddings.weight",
+// first).
 MT_API std::vector<StageKey> stage_keys(const std::vector<ParameterInfo>& params,
                                         int64_t pipeline_parallel, int64_t stage);
 // The same for the stages of `split` (uneven stages, virtual stages: keys with "model<c>." in

@@ -50,4 +50,10 @@ MT_API Tensor leave_row_parallel_backward(const TensorParallel& tp, const Tensor
 MT_API Tensor scatter_to_sequence_parallel(const TensorParallel& tp, const Tensor& x);
 MT_API Tensor scatter_to_sequence_parallel_backward(const TensorParallel& tp, const Tensor& dx);
 
+// Out of a column-parallel linear whose output every rank needs whole (Megatron's
+// gather_from_tensor_model_parallel_region): each rank's features all-gathered along the last
+// dimension. Backward of it: this rank's part of the (replicated) gradient.
+MT_API Tensor gather_features(const TensorParallel& tp, const Tensor& y);
+MT_API Tensor gather_features_backward(const TensorParallel& tp, const Tensor& dy);
+
 }  // namespace mt::nn

@@ -56,6 +56,10 @@ struct TransformerArgs {
     MoeConfig moe;
     MoeLayerPattern moe_layers;
     MlaConfig mla;  // --multi-latent-attention and its sizes
+    // --mtp-num-layers (0: none): the multi-token prediction depths after the decoder (GPT), and
+    // --mtp-loss-scaling-factor, their mean loss's weight in the loss trained.
+    int64_t mtp_num_layers = 0;
+    double mtp_loss_scaling_factor = 0.1;
 };
 
 // Megatron's _vocab_size_with_padding.

@@ -75,11 +75,22 @@ struct TransformerConfig {
     }
 };
 
-// Floating-point operations of one training iteration over `samples` sequences of a dense
-// transformer of `num_layers` such layers with an output layer of `padded_vocab` (forward and
-// backward), by Megatron's formula (training.py num_floating_point_operations, which every
-// model family reports).
+// Beyond the dense layers (Megatron's num_floating_point_operations): how many of the layers
+// are MoE layers (c.moe's expert sizes), and the multi-token prediction depths, each counted as
+// one more layer (MoE when mtp_moe: the decoder's last layer is) with its norms, eh_proj and one
+// more pass through the output layer.
+struct FlopsLayers {
+    int64_t moe = 0;
+    int64_t mtp = 0;
+    bool mtp_moe = false;
+};
+
+// Floating-point operations of one training iteration over `samples` sequences of a transformer
+// of `num_layers` such layers with an output layer of `padded_vocab` (forward and backward), by
+// Megatron's formula (training.py num_floating_point_operations, which every model family
+// reports).
 MT_API double megatron_training_flops(const TransformerConfig& layer, int64_t num_layers,
-                                      int64_t seq_length, int64_t padded_vocab, int64_t samples);
+                                      int64_t seq_length, int64_t padded_vocab, int64_t samples,
+                                      const FlopsLayers& extra = {});
 
 }  // namespace mt::nn
