@@ -365,17 +365,15 @@ std::string nemotron_h_pattern(const Json& j, const std::string& where) {
     return pattern;
 }
 
-// NemotronHMoE's routing and sizes (HybridMoe), where they route as Megatron's sigmoid router
-// does: a group's score is the sum of its top two (Megatron's: of its top topk / group_topk), and
-// the chosen weights are renormalised exactly when there is more than one (Megatron's rule).
-void read_nemotron_h_moe(const Json& j, const std::string& where, HfConfig& c) {
-    HybridMoe& moe = c.hybrid.moe;
+// NemotronHMoE's and DeepseekV3MoE's routing and sizes (GroupedMoe, but the shared expert's),
+// where they route as Megatron's sigmoid router does: a group's score is the sum of its top two
+// (Megatron's: of its top topk / group_topk), and the chosen weights are renormalised exactly when
+// there is more than one (Megatron's rule).
+void read_grouped_moe(const Json& j, const std::string& where, HfConfig& c) {
+    GroupedMoe& moe = c.moe;
     c.num_experts = j.integer("n_routed_experts");
     c.experts_per_token = j.integer("num_experts_per_tok");
     moe.expert_ffn = j.integer("moe_intermediate_size");
-    // NemotronHMLP(intermediate_size=None) takes the dense MLP's size.
-    moe.shared_ffn = j.integer("moe_shared_expert_intermediate_size", 0);
-    if (moe.shared_ffn <= 0) moe.shared_ffn = j.integer("intermediate_size");
     moe.num_groups = j.integer("n_group", 1);
     moe.group_topk = j.integer("topk_group", 1);
     moe.scaling_factor = j.real("routed_scaling_factor", 1.0);
@@ -396,6 +394,14 @@ void read_nemotron_h_moe(const Json& j, const std::string& where, HfConfig& c) {
              c.experts_per_token,
              " experts per token (Megatron renormalises sigmoid weights exactly when a token has "
              "more than one)");
+}
+
+// NemotronHMoE: the grouped routing, a shared expert of its own size.
+void read_nemotron_h_moe(const Json& j, const std::string& where, HfConfig& c) {
+    read_grouped_moe(j, where, c);
+    // NemotronHMLP(intermediate_size=None) takes the dense MLP's size.
+    c.moe.shared_ffn = j.integer("moe_shared_expert_intermediate_size", 0);
+    if (c.moe.shared_ffn <= 0) c.moe.shared_ffn = j.integer("intermediate_size");
     MT_CHECK(!j.has("moe_latent_size"), where,
              ": not supported yet: 'moe_latent_size' (the experts' latent projections)");
 }
@@ -426,6 +432,82 @@ void read_nemotron_h(const Json& j, const std::string& where, HfConfig& c) {
              "biases too)");
     MT_CHECK(!j.has("sliding_window"), where, ": not supported yet: 'sliding_window'");
     read_mamba_mixer(j, where, true, c);
+}
+
+// DeepseekV3ForCausalLM: multi-latent attention (its q and kv latents RMS-normed: Megatron's
+// --qk-layernorm), YaRN or plain rope, first_k_dense_replace dense SwiGLU layers, then DeepSeek's
+// MoE (grouped sigmoid routing with a correction bias, n_shared_experts shared experts as one of
+// their summed width).
+void read_deepseek_v3(const Json& j, const std::string& where, HfConfig& c) {
+    MT_CHECK(!j.boolean("attention_bias", false), where,
+             ": not supported yet: 'attention_bias' true (Megatron's MLA has no biases)");
+    const std::string act = j.text("hidden_act", "silu");
+    MT_CHECK(act == "silu", where, ": not supported yet: 'hidden_act' ", act,
+             " (only silu, Megatron's --swiglu)");
+    c.num_layers = j.integer("num_hidden_layers");
+    c.hidden_size = j.integer("hidden_size");
+    c.num_heads = c.num_kv_heads = j.integer("num_attention_heads");
+    c.ffn_hidden_size = j.integer("intermediate_size");
+    c.vocab_size = j.integer("vocab_size");
+    c.max_position_embeddings = j.integer("max_position_embeddings");
+    c.norm_epsilon = j.real("rms_norm_eps", 1e-6);
+    c.tied = j.boolean("tie_word_embeddings", false);
+    MlaParts& m = c.mla;
+    m.q_lora_rank = j.integer("q_lora_rank", 0);  // null: no q-lora
+    m.kv_lora_rank = j.integer("kv_lora_rank");
+    m.qk_nope_head_dim = j.integer("qk_nope_head_dim");
+    m.qk_rope_head_dim = j.integer("qk_rope_head_dim");
+    m.v_head_dim = j.integer("v_head_dim");
+    m.rope_interleave = j.boolean("rope_interleave", true);
+    c.head_dim = m.v_head_dim;  // Megatron's DeepSeek recipes give --kv-channels the value head
+    MT_CHECK(m.q_lora_rank >= 0 && m.kv_lora_rank > 0 && m.qk_nope_head_dim > 0 &&
+                 m.qk_rope_head_dim > 0 && m.qk_rope_head_dim % 2 == 0 && m.v_head_dim > 0,
+             where, ": bad multi-latent attention sizes (q_lora_rank ", m.q_lora_rank,
+             ", kv_lora_rank ", m.kv_lora_rank, ", qk_nope_head_dim ", m.qk_nope_head_dim,
+             ", qk_rope_head_dim ", m.qk_rope_head_dim, ", v_head_dim ", m.v_head_dim, ")");
+    // rope_parameters (transformers 5) or rope_scaling and rope_theta (4).
+    c.rope_theta = j.real("rope_theta", 10000);
+    simdjson::dom::object rope;
+    const char* key = j.has("rope_parameters") ? "rope_parameters" : "rope_scaling";
+    if (!j.object()[key].get_object().get(rope)) {
+        const Json r(rope, where + " " + key);
+        c.rope_theta = r.real("rope_theta", c.rope_theta);
+        const std::string type = r.text("rope_type", r.text("type", "default"));
+        if (type == "yarn") {
+            m.yarn_factor = r.real("factor", 0);
+            m.original_max_positions = r.integer("original_max_position_embeddings");
+            const double mscale = r.real("mscale", 0), all = r.real("mscale_all_dim", 0);
+            MT_CHECK(m.yarn_factor > 0 && mscale > 0 && mscale == all, where, " ", key,
+                     ": not supported yet: YaRN with factor ", m.yarn_factor, ", mscale ", mscale,
+                     " and mscale_all_dim ", all,
+                     " (Megatron's MLA scales the softmax by mscale, transformers by "
+                     "mscale_all_dim: they must be equal and given)");
+            m.yarn_mscale = mscale;
+            MT_CHECK(r.real("beta_fast", 32) == 32 && r.real("beta_slow", 1) == 1 &&
+                         r.boolean("truncate", true) && !r.has("attention_factor"),
+                     where, " ", key,
+                     ": not supported yet: YaRN's beta_fast, beta_slow, truncate or "
+                     "attention_factor other than Megatron's (32, 1, true, from the mscales)");
+        } else {
+            MT_CHECK(type == "default", where, " ", key, ": not supported yet: '", type,
+                     "' rope scaling with multi-latent attention (supported are yarn and none)");
+        }
+    }
+    if (j.integer("n_routed_experts", 0) > 0) {
+        read_grouped_moe(j, where, c);
+        c.moe.shared_ffn = j.integer("n_shared_experts", 0) * c.moe.expert_ffn;
+        m.first_dense_layers = j.integer("first_k_dense_replace", 0);
+        MT_CHECK(m.first_dense_layers >= 0 && m.first_dense_layers <= c.num_layers, where,
+                 ": 'first_k_dense_replace' ", m.first_dense_layers, " is not in [0, ",
+                 c.num_layers, "]");
+        MT_CHECK(j.text("topk_method", "noaux_tc") == "noaux_tc" &&
+                     j.text("scoring_func", "sigmoid") == "sigmoid",
+                 where, ": not supported yet: 'topk_method' ", j.text("topk_method", ""),
+                 " / 'scoring_func' ", j.text("scoring_func", ""),
+                 " (DeepSeek-V3's noaux_tc sigmoid routing only)");
+    } else {
+        m.first_dense_layers = c.num_layers;
+    }
 }
 
 }  // namespace
@@ -476,18 +558,43 @@ HfConfig read_hf_config(const std::filesystem::path& dir) {
     } else if (c.model_type == "nemotron_h") {
         c.arch = HfArch::hybrid;
         read_nemotron_h(j, where, c);
+    } else if (c.model_type == "deepseek_v3") {
+        c.arch = HfArch::deepseek;
+        read_deepseek_v3(j, where, c);
     } else if (c.model_type == "t5" || c.model_type == "mt5" || c.model_type == "umt5") {
         refuse_t5(j, where);
     } else {
         MT_FAIL(where, ": not supported yet: 'model_type' '", c.model_type,
                 "' (supported are gpt2, llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, "
-                "megatron-bert, bert, mamba2 and nemotron_h)");
+                "deepseek_v3, megatron-bert, bert, mamba2 and nemotron_h)");
     }
     MT_CHECK(c.num_layers > 0 && c.hidden_size > 0 && c.ffn_hidden_size > 0 && c.vocab_size > 0 &&
                  c.max_position_embeddings > 0 && c.head_dim > 0,
              where, ": layers, sizes, vocabulary and positions must be positive");
     return c;
 }
+
+namespace {
+
+// Megatron's flags for GroupedMoe's routing: sigmoid scores with the expert bias, groups, the
+// scaling factor, the shared expert.
+void add_grouped_moe_args(const HfConfig& c, ModelArgs& a) {
+    const GroupedMoe& moe = c.moe;
+    a["num-experts"] = std::to_string(c.num_experts);
+    a["moe-router-topk"] = std::to_string(c.experts_per_token);
+    a["moe-ffn-hidden-size"] = std::to_string(moe.expert_ffn);
+    if (moe.shared_ffn > 0)
+        a["moe-shared-expert-intermediate-size"] = std::to_string(moe.shared_ffn);
+    a["moe-router-score-function"] = "sigmoid";
+    a["moe-router-enable-expert-bias"] = "";
+    a["moe-router-topk-scaling-factor"] = number(moe.scaling_factor);
+    if (moe.num_groups > 1) {
+        a["moe-router-num-groups"] = std::to_string(moe.num_groups);
+        a["moe-router-group-topk"] = std::to_string(moe.group_topk);
+    }
+}
+
+}  // namespace
 
 ModelArgs hf_model_args(const HfConfig& c) {
     ModelArgs a = {{"num-layers", std::to_string(c.num_layers)},
@@ -549,19 +656,37 @@ ModelArgs hf_model_args(const HfConfig& c) {
             a["group-query-attention"] = "";
             a["num-query-groups"] = std::to_string(c.num_kv_heads);
         }
-        if (c.num_experts > 0) {  // Nemotron-H's MoE layers
-            const HybridMoe& moe = c.hybrid.moe;
-            a["num-experts"] = std::to_string(c.num_experts);
-            a["moe-router-topk"] = std::to_string(c.experts_per_token);
-            a["moe-ffn-hidden-size"] = std::to_string(moe.expert_ffn);
-            a["moe-shared-expert-intermediate-size"] = std::to_string(moe.shared_ffn);
-            a["moe-router-score-function"] = "sigmoid";
-            a["moe-router-enable-expert-bias"] = "";
-            a["moe-router-topk-scaling-factor"] = number(moe.scaling_factor);
-            if (moe.num_groups > 1) {
-                a["moe-router-num-groups"] = std::to_string(moe.num_groups);
-                a["moe-router-group-topk"] = std::to_string(moe.group_topk);
-            }
+        if (c.num_experts > 0) add_grouped_moe_args(c, a);  // Nemotron-H's MoE layers
+    }
+    if (c.arch == HfArch::deepseek) {
+        const MlaParts& m = c.mla;
+        a["normalization"] = "RMSNorm";
+        a["position-embedding-type"] = "rope";
+        a["rotary-base"] = number(c.rope_theta);
+        a["swiglu"] = "";
+        a["disable-bias-linear"] = "";
+        a["multi-latent-attention"] = "";
+        if (m.q_lora_rank > 0) a["q-lora-rank"] = std::to_string(m.q_lora_rank);
+        a["kv-lora-rank"] = std::to_string(m.kv_lora_rank);
+        a["qk-head-dim"] = std::to_string(m.qk_nope_head_dim);
+        a["qk-pos-emb-head-dim"] = std::to_string(m.qk_rope_head_dim);
+        a["v-head-dim"] = std::to_string(m.v_head_dim);
+        a["qk-layernorm"] = "";  // the q and kv latents' RMSNorms
+        if (m.yarn_factor > 0) {
+            a["rotary-scaling-factor"] = number(m.yarn_factor);
+            a["mscale"] = a["mscale-all-dim"] = number(m.yarn_mscale);
+            // Megatron's YaRN takes --max-position-embeddings as the original context.
+            a["max-position-embeddings"] = a["seq-length"] =
+                std::to_string(m.original_max_positions);
+        } else {
+            a["rope-type"] = "rope";
+        }
+        if (c.num_experts > 0) {
+            add_grouped_moe_args(c, a);
+            std::string freq = "[";
+            for (int64_t i = 0; i < c.num_layers; ++i)
+                freq += (i ? "," : "") + std::string(i < m.first_dense_layers ? "0" : "1");
+            a["moe-layer-freq"] = freq + "]";
         }
     }
     if (!c.tied) a["untie-embeddings-and-output-weights"] = "";
@@ -582,7 +707,12 @@ CheckpointArgs hf_checkpoint_args(const HfConfig& config) {
         } else if (text.empty()) {
             out.emplace_back(name, true);
         } else if (flag == "hybrid-override-pattern") {
-            out.emplace_back(name, text);  // "---" is a pattern, not a number
+            out.emplace_back(name, text);       // "---" is a pattern, not a number
+        } else if (flag == "moe-layer-freq") {  // "[0,1,1]": the list Megatron's args hold
+            std::vector<int64_t> pattern;
+            for (char ch : text)
+                if (ch == '0' || ch == '1') pattern.push_back(ch - '0');
+            out.emplace_back(name, std::move(pattern));
         } else if (text.find_first_not_of("0123456789") == std::string::npos) {
             out.emplace_back(name, int64_t(std::stoll(text)));
         } else if (text.find_first_not_of("0123456789.e+-") == std::string::npos) {
@@ -691,13 +821,13 @@ void read_mixtral_args(const Args& a, HfConfig& c) {
         not_supported("moe_router_load_balancing_type", "sinkhorn", why);
 }
 
-// A hybrid model's MoE layers as NemotronHMoE routes them (HybridMoe): sigmoid scores with the
+// A hybrid model's MoE layers as NemotronHMoE routes them (GroupedMoe): sigmoid scores with the
 // expert bias, groups scored by their top two, a shared expert, no capacity.
 void read_nemotron_h_moe_args(const Args& a, HfConfig& c) {
     const std::string why =
         "NemotronHMoE routes each token by sigmoid scores with a correction bias to experts of "
         "relu2 MLPs, beside one ungated shared expert";
-    HybridMoe& moe = c.hybrid.moe;
+    GroupedMoe& moe = c.moe;
     c.num_experts = a.integer("num_experts");
     c.experts_per_token = a.integer("moe_router_topk", 2);
     moe.expert_ffn = a.integer("moe_ffn_hidden_size", a.integer("ffn_hidden_size", 0));

@@ -1,4 +1,5 @@
-// What a Hugging Face config.json (GPT-2, Llama, Mistral, Megatron-BERT, Mamba-2, Nemotron-H)
+// What a Hugging Face config.json (GPT-2, Llama, Mistral, Qwen, DeepSeek-V3, Megatron-BERT,
+// Mamba-2, Nemotron-H)
 // says about the model, the Megatron model flags (ModelArgs) that build the same network with the
 // gpt, bert or mamba family, and the way back: the Hugging Face model a checkpoint's Megatron
 // args describe.
@@ -20,7 +21,9 @@ namespace mt::plugins::hf {
 // megatron-bert (Megatron's pre-LayerNorm BERT) or bert (the original post-LayerNorm one, the bert
 // family's --post-layer-norm). hybrid: Mamba2ForCausalLM (every layer Mamba) or
 // NemotronHForCausalLM (Mamba, attention and MLP layers by its pattern), Megatron's MambaModel.
-enum class HfArch { gpt2, llama, bert, hybrid };
+// deepseek: DeepseekV3ForCausalLM, Megatron's GPT with multi-latent attention and (after the
+// first dense layers) DeepSeek's MoE.
+enum class HfArch { gpt2, llama, bert, hybrid, deepseek };
 
 // A BERT's parts that its Megatron args do not say (they have no token-type count).
 struct BertParts {
@@ -29,12 +32,13 @@ struct BertParts {
     bool post_layer_norm = false;  // model_type bert: LayerNorms after the residual adds
 };
 
-// Nemotron-H's MoE layers (NemotronHMoE): HfConfig's num_experts experts of expert_ffn (up,
-// relu2, down); each token goes to the top experts_per_token of sigmoid(router logits) + a score
-// correction bias (Megatron's --moe-router-score-function sigmoid --moe-router-enable-expert-bias)
-// within its best group_topk of num_groups expert groups, the chosen sigmoids renormalised (when
-// more than one) and scaled by scaling_factor; plus one shared expert of shared_ffn.
-struct HybridMoe {
+// Nemotron-H's MoE layers (NemotronHMoE) and DeepSeek-V3's (DeepseekV3MoE): HfConfig's
+// num_experts experts of expert_ffn, each token to the top experts_per_token of sigmoid(router
+// logits) + a score correction bias (Megatron's --moe-router-score-function sigmoid
+// --moe-router-enable-expert-bias) within its best group_topk of num_groups expert groups, the
+// chosen sigmoids renormalised (when more than one) and scaled by scaling_factor; plus a shared
+// expert of shared_ffn.
+struct GroupedMoe {
     int64_t expert_ffn = 0, shared_ffn = 0, num_groups = 1, group_topk = 1;
     double scaling_factor = 1.0;
 };
@@ -44,7 +48,21 @@ struct HybridMoe {
 struct HybridParts {
     std::string pattern;    // a symbol per layer: 'M' Mamba, '*' attention, '-' MLP, 'E' MoE
     nn::MambaConfig mixer;  // its num_heads always given (never 0, "from the hidden size")
-    HybridMoe moe;          // with 'E' layers
+};
+
+// DeepSeek-V3's multi-latent attention (Megatron's --multi-latent-attention sizes), its YaRN
+// rope and which layers are dense.
+struct MlaParts {
+    int64_t q_lora_rank = 0;  // 0: q_proj (no q-lora)
+    int64_t kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
+    // YaRN (0: plain rope): its factor, mscale (= mscale_all_dim, as Megatron's MLA needs) and
+    // the original positions (Megatron's --max-position-embeddings).
+    double yarn_factor = 0, yarn_mscale = 1;
+    int64_t original_max_positions = 0;
+    // transformers' rope_interleave: the rotary rows of q and of the rope key in interleaved
+    // pairs, as DeepSeek's weights and Megatron's MLA have them (false: in halves).
+    bool rope_interleave = true;
+    int64_t first_dense_layers = 0;  // first_k_dense_replace (all layers without experts)
 };
 
 struct HfConfig {
@@ -73,6 +91,8 @@ struct HfConfig {
     double initializer_range = 0.02;  // written to config.json (Megatron's init_method_std)
     BertParts bert;                   // bert: type_vocab_size, cls.seq_relationship, post-LN
     HybridParts hybrid;               // hybrid: the layer pattern and the Mamba mixer's sizes
+    GroupedMoe moe;                   // Nemotron-H's 'E' layers, DeepSeek's MoE layers
+    MlaParts mla;                     // deepseek
 };
 
 // The names of a sparse MoE block and its experts' projections: Mixtral's block_sparse_moe with

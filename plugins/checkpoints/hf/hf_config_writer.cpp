@@ -209,7 +209,7 @@ Members nemotron_h_members(const HfConfig& c) {
     m["residual_in_fp32"] = boolean(false);
     m["tie_word_embeddings"] = boolean(c.tied);
     if (c.num_experts > 0) {  // NemotronHMoE layers
-        const HybridMoe& moe = c.hybrid.moe;
+        const GroupedMoe& moe = c.moe;
         m["n_routed_experts"] = integer(c.num_experts);
         m["num_experts_per_tok"] = integer(c.experts_per_token);
         m["moe_intermediate_size"] = integer(moe.expert_ffn);

@@ -49,7 +49,7 @@ std::vector<HybridTensor> hybrid_tensors(const HfConfig& c, const std::string& b
                     {h, c.ffn_hidden_size});
                 break;
             case 'E': {  // NemotronHMoE
-                const HybridMoe& moe = c.hybrid.moe;
+                const GroupedMoe& moe = c.moe;
                 add(dst + "pre_mlp_layernorm.weight", src + "norm.weight", {h});
                 add(dst + "mlp.router.weight", mixer + "gate.weight", {c.num_experts, h});
                 add(dst + "mlp.router.expert_bias", mixer + "gate.e_score_correction_bias",

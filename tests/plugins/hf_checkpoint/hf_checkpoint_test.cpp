@@ -56,6 +56,7 @@ std::unique_ptr<Model> load_folder(const fs::path& dir) {
     CheckpointState state = format.load(dir);
     auto model = Registry::global().create_model("gpt")->build(hf_model_args(read_hf_config(dir)));
     auto params = model->parameters();
+    for (nn::Parameter* b : model->buffers()) params.push_back(b);  // a router's expert bias
     EXPECT_EQ(state.model.size(), params.size()) << name;
     for (nn::Parameter* p : params) {
         auto it = std::find_if(state.model.begin(), state.model.end(),
@@ -117,6 +118,23 @@ TEST(HfCheckpoint, Qwen3WithQkNormsGivesTransformersLosses) {
 TEST(HfCheckpoint, Qwen3MoeGivesTransformersLosses) {
     expect_losses("qwen3_moe", "qwen_expected.json");
 }
+// DeepSeek-V3 (make_deepseek_fixtures.py): multi-latent attention with q-lora and YaRN, its
+// interleaved rotary rows, a dense layer then MoE with grouped sigmoid routing, a correction bias
+// and a shared expert; and without q-lora, rope scaling or experts, tied.
+TEST(HfCheckpoint, DeepseekV3GivesTransformersLosses) {
+    expect_losses("deepseek_v3", "deepseek_expected.json");
+    expect_losses("deepseek_v3_lite", "deepseek_expected.json");
+    // rope_interleave false: the rotary rows in halves, put in Megatron's pairs.
+    TempDir dir;
+    fs::copy(fixture("deepseek_v3_lite"), dir.path(), fs::copy_options::recursive);
+    std::string config = mt::test::read_file(dir / "config.json");
+    const std::string on = "\"rope_interleave\": true";
+    ASSERT_NE(config.find(on), std::string::npos);
+    config.replace(config.find(on), on.size(), "\"rope_interleave\": false");
+    mt::test::write_file(dir / "config.json", config);
+    expect_losses("deepseek_v3_lite_halves", "deepseek_expected.json", dir.path());
+}
+
 // The same weights with norm_topk_prob false: the top k of the softmax over all experts, not
 // renormalised (--moe-router-pre-softmax).
 TEST(HfCheckpoint, Qwen3MoeWithoutTopkRenormalisationGivesTransformersLosses) {
