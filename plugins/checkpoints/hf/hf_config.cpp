@@ -821,18 +821,15 @@ void read_mixtral_args(const Args& a, HfConfig& c) {
         not_supported("moe_router_load_balancing_type", "sinkhorn", why);
 }
 
-// A hybrid model's MoE layers as NemotronHMoE routes them (GroupedMoe): sigmoid scores with the
-// expert bias, groups scored by their top two, a shared expert, no capacity.
-void read_nemotron_h_moe_args(const Args& a, HfConfig& c) {
-    const std::string why =
-        "NemotronHMoE routes each token by sigmoid scores with a correction bias to experts of "
-        "relu2 MLPs, beside one ungated shared expert";
+// MoE layers as NemotronHMoE and DeepseekV3MoE route them (GroupedMoe): sigmoid scores with the
+// expert bias, groups scored by their top two, shared experts, no capacity. `why` names the
+// model for a refusal.
+void read_grouped_moe_args(const Args& a, HfConfig& c, const std::string& why) {
     GroupedMoe& moe = c.moe;
     c.num_experts = a.integer("num_experts");
     c.experts_per_token = a.integer("moe_router_topk", 2);
     moe.expert_ffn = a.integer("moe_ffn_hidden_size", a.integer("ffn_hidden_size", 0));
     moe.shared_ffn = a.integer("moe_shared_expert_intermediate_size", 0);
-    if (moe.shared_ffn <= 0) not_supported("moe_shared_expert_intermediate_size", "None", why);
     moe.num_groups = a.set("moe_router_num_groups") ? a.integer("moe_router_num_groups") : 1;
     moe.group_topk = a.set("moe_router_group_topk") ? a.integer("moe_router_group_topk") : 1;
     moe.scaling_factor = a.set("moe_router_topk_scaling_factor")
@@ -848,6 +845,92 @@ void read_nemotron_h_moe_args(const Args& a, HfConfig& c) {
     for (const char* name : {"moe_router_pre_softmax", "moe_shared_expert_gate",
                              "moe_expert_capacity_factor", "moe_use_legacy_grouped_gemm"})
         if (a.set(name)) not_supported(name, "set", why);
+}
+
+// A hybrid model's MoE layers as NemotronHMoE routes them: one shared expert always.
+void read_nemotron_h_moe_args(const Args& a, HfConfig& c) {
+    const std::string why =
+        "NemotronHMoE routes each token by sigmoid scores with a correction bias to experts of "
+        "relu2 MLPs, beside one ungated shared expert";
+    read_grouped_moe_args(a, c, why);
+    if (c.moe.shared_ffn <= 0) not_supported("moe_shared_expert_intermediate_size", "None", why);
+}
+
+// Megatron's GPT with multi-latent attention as DeepseekV3ForCausalLM: RMSNorm, SwiGLU without
+// biases, the q and kv latents normed (--qk-layernorm), YaRN with mscale = mscale_all_dim (or
+// --rope-type rope), dense layers then MoE layers routed as DeepseekV3MoE routes; the model's
+// positions are YaRN's original ones times its factor. No multi-token prediction layers yet.
+HfConfig deepseek_config_from_args(const Args& a) {
+    const std::string why =
+        "DeepSeek-V3 has RMSNorm, rope, SwiGLU without biases, normed q and kv latents, and "
+        "sigmoid-routed MoE layers after its dense ones";
+    HfConfig c;
+    c.arch = HfArch::deepseek;
+    c.model_type = "deepseek_v3";
+    c.num_layers = a.integer("num_layers");
+    c.hidden_size = a.integer("hidden_size");
+    c.num_heads = c.num_kv_heads = a.integer("num_attention_heads");
+    c.ffn_hidden_size =
+        a.integer("ffn_hidden_size", int64_t(double(4 * c.hidden_size) * 2 / 3 / 64) * 64);
+    c.norm_epsilon = a.real("norm_epsilon", 1e-5);
+    c.initializer_range = a.real("init_method_std", 0.02);
+    c.tied = !a.flag("untie_embeddings_and_output_weights");
+    c.rope_theta = a.real("rotary_base", 10000);
+    if (a.text("normalization", "LayerNorm") != "RMSNorm")
+        not_supported("normalization", a.text("normalization", "LayerNorm"), why);
+    if (a.text("position_embedding_type", "learned_absolute") != "rope")
+        not_supported("position_embedding_type",
+                      a.text("position_embedding_type", "learned_absolute"), why);
+    if (!a.flag("swiglu")) not_supported("swiglu", "False", why);
+    if (a.flag("add_bias_linear", true)) not_supported("add_bias_linear", "True", why);
+    if (!a.flag("qk_layernorm")) not_supported("qk_layernorm", "False", why);
+    for (const char* name : {"apply_layernorm_1p", "add_qkv_bias", "window_size"})
+        if (a.set(name)) not_supported(name, "set", why);
+    if (a.set("mtp_num_layers"))
+        not_supported("mtp_num_layers", std::to_string(a.integer("mtp_num_layers")),
+                      "the multi-token prediction layers are not exported yet");
+    MlaParts& m = c.mla;
+    m.q_lora_rank = a.set("q_lora_rank") ? a.integer("q_lora_rank") : 0;
+    m.kv_lora_rank = a.integer("kv_lora_rank", 32);
+    m.qk_nope_head_dim = a.integer("qk_head_dim", 128);
+    m.qk_rope_head_dim = a.integer("qk_pos_emb_head_dim", 64);
+    m.v_head_dim = a.integer("v_head_dim", 128);
+    c.head_dim = m.v_head_dim;
+    const int64_t positions = a.integer("max_position_embeddings", a.integer("seq_length", 0));
+    c.max_position_embeddings = positions;
+    if (a.text("rope_type", "yarn") == "yarn") {
+        m.yarn_factor = a.real("rotary_scaling_factor", 1.0);
+        m.yarn_mscale = a.real("mscale", 1.0);
+        if (a.real("mscale_all_dim", 1.0) != m.yarn_mscale)
+            not_supported("mscale_all_dim", number(a.real("mscale_all_dim", 1.0)),
+                          "Megatron's MLA scales the softmax by mscale, transformers' by "
+                          "mscale_all_dim: they must be equal");
+        m.original_max_positions = positions;
+        c.max_position_embeddings = int64_t(std::llround(double(positions) * m.yarn_factor));
+    }
+    m.first_dense_layers = c.num_layers;
+    if (a.set("num_experts")) {
+        read_grouped_moe_args(a, c, why);
+        if (c.moe.shared_ffn % c.moe.expert_ffn != 0)
+            not_supported("moe_shared_expert_intermediate_size", std::to_string(c.moe.shared_ffn),
+                          "DeepSeek's shared experts are n_shared_experts experts wide");
+        // --moe-layer-freq: every layer (1), or dense layers first then MoE ones.
+        const ArgValue* freq = a.find("moe_layer_freq");
+        std::vector<int64_t> pattern(size_t(c.num_layers), 1);
+        if (freq && std::holds_alternative<std::vector<int64_t>>(*freq))
+            pattern = std::get<std::vector<int64_t>>(*freq);
+        else if (freq && std::holds_alternative<int64_t>(*freq) && std::get<int64_t>(*freq) != 1)
+            not_supported("moe_layer_freq", std::to_string(std::get<int64_t>(*freq)), why);
+        m.first_dense_layers =
+            int64_t(std::find(pattern.begin(), pattern.end(), 1) - pattern.begin());
+        if (int64_t(pattern.size()) != c.num_layers ||
+            std::find(pattern.begin() + m.first_dense_layers, pattern.end(), 0) != pattern.end())
+            not_supported("moe_layer_freq", "a pattern with dense layers after MoE ones", why);
+    }
+    MT_CHECK(c.num_layers > 0 && c.hidden_size > 0 && c.num_heads > 0 && m.kv_lora_rank > 0 &&
+                 c.max_position_embeddings > 0,
+             "--saver hf: bad sizes in the checkpoint's args of a multi-latent attention model");
+    return c;
 }
 
 // Megatron's MambaModel as Mamba2ForCausalLM (every layer Mamba, unless the checkpoint came
@@ -923,6 +1006,7 @@ HfConfig hybrid_config_from_args(const Args& a) {
 HfConfig hf_config_from_args(const CheckpointArgs& args, const std::optional<BertParts>& bert) {
     const Args a(args);
     if (megatron_mamba_model(args)) return hybrid_config_from_args(a);
+    if (!bert && a.flag("multi_latent_attention")) return deepseek_config_from_args(a);
     // Model features no exported model_type has, whichever the architecture.
     for (const char* name :
          {"apply_layernorm_1p", "squared_relu", "multi_latent_attention", "window_size"})

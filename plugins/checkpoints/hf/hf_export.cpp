@@ -25,6 +25,8 @@ class Exporter {
             llama();
         else if (c_.arch == HfArch::hybrid)
             hybrid();
+        else if (c_.arch == HfArch::deepseek)
+            deepseek();
         else
             bert();
         return std::move(out_);
@@ -154,6 +156,84 @@ class Exporter {
     // A MoE layer as MixtralDecoderLayer's (Qwen3MoeDecoderLayer's) state dict holds it: the
     // sparse MoE block (gate, then each expert's gate, down and up projections), then the
     // norms. Experts under SequentialMLP's or TEGroupedMLP's names alike.
+    // DeepseekV3ForCausalLM's names in its state-dict order; the rotary rows stay in DeepSeek's
+    // interleaved pairs (rope_interleave), as Megatron's MLA rotates them. The latents' norms
+    // under either --transformer-impl's names, the experts SequentialMLP's or grouped.
+    void deepseek() {
+        const int64_t h = c_.hidden_size, f = c_.ffn_hidden_size, n = c_.num_heads;
+        const MlaParts& m = c_.mla;
+        const int64_t dq = m.qk_nope_head_dim + m.qk_rope_head_dim;
+        auto norm = [&](const std::string& te, const std::string& local, int64_t size) {
+            return get(has(te) ? te : local, {size});
+        };
+        put("model.embed_tokens.weight", vocab_table("embedding.word_embeddings.weight"));
+        for (int64_t i = 0; i < c_.num_layers; ++i) {
+            const std::string src = "decoder.layers." + std::to_string(i) + ".";
+            const std::string dst = "model.layers." + std::to_string(i) + ".";
+            const std::string attn = src + "self_attention.", out = dst + "self_attn.";
+            if (m.q_lora_rank > 0) {
+                put(out + "q_a_proj.weight",
+                    get(attn + "linear_q_down_proj.weight", {m.q_lora_rank, h}));
+                put(out + "q_a_layernorm.weight", norm(attn + "linear_q_up_proj.layer_norm_weight",
+                                                       attn + "q_layernorm.weight", m.q_lora_rank));
+                put(out + "q_b_proj.weight",
+                    get(attn + "linear_q_up_proj.weight", {n * dq, m.q_lora_rank}));
+            } else {
+                put(out + "q_proj.weight", get(attn + "linear_q_proj.weight", {n * dq, h}));
+            }
+            put(out + "kv_a_proj_with_mqa.weight",
+                get(attn + "linear_kv_down_proj.weight", {m.kv_lora_rank + m.qk_rope_head_dim, h}));
+            put(out + "kv_a_layernorm.weight", norm(attn + "linear_kv_up_proj.layer_norm_weight",
+                                                    attn + "kv_layernorm.weight", m.kv_lora_rank));
+            put(out + "kv_b_proj.weight",
+                get(attn + "linear_kv_up_proj.weight",
+                    {n * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank}));
+            put(out + "o_proj.weight", get(attn + "linear_proj.weight", {h, n * m.v_head_dim}));
+            const std::string mlp = src + "mlp.";
+            std::string post_norm = src + "pre_mlp_layernorm.weight";
+            if (i < m.first_dense_layers) {
+                const Tensor fc1 = get(mlp + "linear_fc1.weight", {2 * f, h});  // [gate; up]
+                put(dst + "mlp.gate_proj.weight", fc1.slice(0, 0, f));
+                put(dst + "mlp.up_proj.weight", fc1.slice(0, f, 2 * f));
+                put(dst + "mlp.down_proj.weight", get(mlp + "linear_fc2.weight", {h, f}));
+                post_norm = mlp + "linear_fc1.layer_norm_weight";
+            } else {
+                deepseek_experts(mlp, dst + "mlp.");
+            }
+            put(dst + "input_layernorm.weight", get(src + "input_layernorm.weight", {h}));
+            put(dst + "post_attention_layernorm.weight", get(post_norm, {h}));
+        }
+        put("model.norm.weight", get("decoder.final_layernorm.weight", {h}));
+        if (!c_.tied) put("lm_head.weight", vocab_table("output_layer.weight"));
+    }
+
+    // A MoE layer's experts (SequentialMLP's or grouped), router with its expert bias and shared
+    // experts as DeepseekV3MoE's experts, gate and shared_experts.
+    void deepseek_experts(const std::string& mlp, const std::string& dst) {
+        const int64_t h = c_.hidden_size, e = c_.moe.expert_ffn, s = c_.moe.shared_ffn;
+        const bool grouped = has(mlp + "experts.linear_fc1.weight0");
+        for (int64_t j = 0; j < c_.num_experts; ++j) {
+            const std::string n = std::to_string(j);
+            const std::string local = mlp + "experts.local_experts." + n + ".linear_fc";
+            const Tensor fc1 = get(
+                grouped ? mlp + "experts.linear_fc1.weight" + n : local + "1.weight", {2 * e, h});
+            const std::string out = dst + "experts." + n + ".";
+            put(out + "gate_proj.weight", fc1.slice(0, 0, e));
+            put(out + "up_proj.weight", fc1.slice(0, e, 2 * e));
+            put(out + "down_proj.weight",
+                get(grouped ? mlp + "experts.linear_fc2.weight" + n : local + "2.weight", {h, e}));
+        }
+        put(dst + "gate.weight", get(mlp + "router.weight", {c_.num_experts, h}));
+        put(dst + "gate.e_score_correction_bias",
+            get(mlp + "router.expert_bias", {c_.num_experts}));
+        if (s == 0) return;
+        const Tensor fc1 = get(mlp + "shared_experts.linear_fc1.weight", {2 * s, h});
+        put(dst + "shared_experts.gate_proj.weight", fc1.slice(0, 0, s));
+        put(dst + "shared_experts.up_proj.weight", fc1.slice(0, s, 2 * s));
+        put(dst + "shared_experts.down_proj.weight",
+            get(mlp + "shared_experts.linear_fc2.weight", {h, s}));
+    }
+
     void mixtral_experts(const std::string& src, const std::string& dst) {
         const int64_t h = c_.hidden_size, f = c_.ffn_hidden_size;
         const SparseMoeNames names = sparse_moe_names(c_);
