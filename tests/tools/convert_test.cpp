@@ -347,15 +347,16 @@ TEST(Convert, QwenFoldersComeBackThroughSplitMegatronCheckpoints) {
 }
 
 // DeepSeek-V3 folders (make_deepseek_fixtures.py: MLA with q-lora and YaRN, dense then MoE
-// layers; and without q-lora, YaRN or experts, tied) convert to torch_dist split over two tensor
+// layers; without q-lora, YaRN or experts, tied; with a multi-token prediction layer as
+// DeepSeek's folders hold it) convert to torch_dist split over two tensor
 // and two expert ranks and to a three-stage torch checkpoint; megatron-generate scores a prompt
 // the same from the folder and from both, and both come back as the files transformers wrote.
 TEST(Convert, DeepseekV3FoldersComeBackThroughSplitMegatronCheckpoints) {
-    for (const char* name : {"deepseek_v3", "deepseek_v3_lite"}) {
+    for (const char* name : {"deepseek_v3", "deepseek_v3_lite", "deepseek_v3_mtp"}) {
         SCOPED_TRACE(name);
         TempDir dir;
         const fs::path source = mt::test::fixtures_dir() / "hf" / name;
-        const bool moe = std::string(name) == "deepseek_v3";
+        const bool moe = std::string(name) != "deepseek_v3_lite";
         convert_ok(source, dir / "torch_dist",
                    std::string("--loader hf --saver torch_dist --target-tensor-parallel-size 2") +
                        (moe ? " --target-expert-parallel-size 2" : ""));

@@ -193,79 +193,91 @@ class Converter {
     // rotates q's and the rope key's rotary rows in DeepSeek's interleaved pairs; a folder
     // without rope_interleave has them in halves, put in pairs here.
     void deepseek() {
+        const int64_t h = c_.hidden_size;
+        put("embedding.word_embeddings.weight",
+            hf("model.embed_tokens.weight", {c_.vocab_size, h}));
+        for (int64_t i = 0; i < c_.num_layers; ++i)
+            deepseek_layer("model.layers." + std::to_string(i) + ".",
+                           "decoder.layers." + std::to_string(i) + ".",
+                           i < c_.mla.first_dense_layers);
+        put("decoder.final_layernorm.weight", hf("model.norm.weight", {h}));
+        // The multi-token prediction layers after the decoder's, each on the spec of the
+        // decoder's last layer; their embed_tokens and shared_head.head are DeepSeek's copies of
+        // the weights Megatron shares (left out here).
+        for (int64_t k = 0; k < c_.mtp_layers; ++k) {
+            const std::string src = "model.layers." + std::to_string(c_.num_layers + k) + ".";
+            const std::string dst = "mtp.layers." + std::to_string(k) + ".";
+            put(dst + "enorm.weight", hf(src + "enorm.weight", {h}));
+            put(dst + "hnorm.weight", hf(src + "hnorm.weight", {h}));
+            put(dst + "eh_proj.weight", hf(src + "eh_proj.weight", {h, 2 * h}));
+            deepseek_layer(src, dst + "transformer_layer.",
+                           c_.num_layers <= c_.mla.first_dense_layers);
+            put(dst + "final_layernorm.weight", hf(src + "shared_head.norm.weight", {h}));
+        }
+        if (!c_.tied) put("output_layer.weight", hf("lm_head.weight", {c_.vocab_size, h}));
+    }
+
+    // One DeepseekV3DecoderLayer (`src`, "model.layers.<i>.") as Megatron's layer `dst`
+    // ("decoder.layers.<i>."): multi-latent attention, then a dense MLP or a MoE block.
+    void deepseek_layer(const std::string& src, const std::string& dst, bool dense) {
         const int64_t h = c_.hidden_size, f = c_.ffn_hidden_size, n = c_.num_heads;
         const MlaParts& m = c_.mla;
         const int64_t dq = m.qk_nope_head_dim + m.qk_rope_head_dim, rope = m.qk_rope_head_dim;
         const bool halves = !m.rope_interleave;
         // `src` with its rotary rows at `offset` of each block of `block` rows in pairs.
-        auto put_rope = [&](const std::string& name, const std::string& src, int64_t block,
+        auto put_rope = [&](const std::string& name, const std::string& from, int64_t block,
                             int64_t offset) {
-            put(name, tensors_.shape(src), [src, block, offset, rope, halves](const HfTensors& t) {
-                return halves ? interleaved_rope_rows(t.get(src), block, offset, rope) : t.get(src);
-            });
+            put(name, tensors_.shape(from),
+                [from, block, offset, rope, halves](const HfTensors& t) {
+                    return halves ? interleaved_rope_rows(t.get(from), block, offset, rope)
+                                  : t.get(from);
+                });
         };
-        put("embedding.word_embeddings.weight",
-            hf("model.embed_tokens.weight", {c_.vocab_size, h}));
-        for (int64_t i = 0; i < c_.num_layers; ++i) {
-            const std::string src = "model.layers." + std::to_string(i) + ".";
-            const std::string dst = "decoder.layers." + std::to_string(i) + ".";
-            const std::string in = src + "self_attn.", attn = dst + "self_attention.";
-            put(dst + "input_layernorm.weight", hf(src + "input_layernorm.weight", {h}));
-            put(attn + "linear_proj.weight", hf(in + "o_proj.weight", {h, n * m.v_head_dim}));
-            if (m.q_lora_rank > 0) {
-                put(attn + "linear_q_down_proj.weight",
-                    hf(in + "q_a_proj.weight", {m.q_lora_rank, h}));
-                put(attn + "linear_q_up_proj.layer_norm_weight",
-                    hf(in + "q_a_layernorm.weight", {m.q_lora_rank}));
-                put_rope(attn + "linear_q_up_proj.weight",
-                         hf(in + "q_b_proj.weight", {n * dq, m.q_lora_rank}), dq,
-                         m.qk_nope_head_dim);
-            } else {
-                put_rope(attn + "linear_q_proj.weight", hf(in + "q_proj.weight", {n * dq, h}), dq,
-                         m.qk_nope_head_dim);
-            }
-            put_rope(attn + "linear_kv_down_proj.weight",
-                     hf(in + "kv_a_proj_with_mqa.weight", {m.kv_lora_rank + rope, h}),
-                     m.kv_lora_rank + rope, m.kv_lora_rank);
-            put(attn + "linear_kv_up_proj.layer_norm_weight",
-                hf(in + "kv_a_layernorm.weight", {m.kv_lora_rank}));
-            put(attn + "linear_kv_up_proj.weight",
-                hf(in + "kv_b_proj.weight",
-                   {n * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank}));
-            const std::string mlp = dst + "mlp.", norm = src + "post_attention_layernorm.weight";
-            if (i < m.first_dense_layers) {
-                put(mlp + "linear_fc1.layer_norm_weight", hf(norm, {h}));
-                put_fc1(mlp + "linear_fc1.weight", hf(src + "mlp.gate_proj.weight", {f, h}),
-                        hf(src + "mlp.up_proj.weight", {f, h}));
-                put(mlp + "linear_fc2.weight", hf(src + "mlp.down_proj.weight", {h, f}));
-                continue;
-            }
-            const int64_t e = c_.moe.expert_ffn, s = c_.moe.shared_ffn;
-            put(dst + "pre_mlp_layernorm.weight", hf(norm, {h}));
-            put(mlp + "router.weight", hf(src + "mlp.gate.weight", {c_.num_experts, h}));
-            put(mlp + "router.expert_bias",
-                hf(src + "mlp.gate.e_score_correction_bias", {c_.num_experts}));
-            for (int64_t j = 0; j < c_.num_experts; ++j) {
-                const std::string ex = src + "mlp.experts." + std::to_string(j) + ".";
-                const std::string local = mlp + "experts.local_experts." + std::to_string(j) + ".";
-                put_fc1(local + "linear_fc1.weight", hf(ex + "gate_proj.weight", {e, h}),
-                        hf(ex + "up_proj.weight", {e, h}));
-                put(local + "linear_fc2.weight", hf(ex + "down_proj.weight", {h, e}));
-            }
-            if (s == 0) continue;
-            const std::string shared = src + "mlp.shared_experts.";
-            put_fc1(mlp + "shared_experts.linear_fc1.weight",
-                    hf(shared + "gate_proj.weight", {s, h}), hf(shared + "up_proj.weight", {s, h}));
-            put(mlp + "shared_experts.linear_fc2.weight", hf(shared + "down_proj.weight", {h, s}));
+        const std::string in = src + "self_attn.", attn = dst + "self_attention.";
+        put(dst + "input_layernorm.weight", hf(src + "input_layernorm.weight", {h}));
+        put(attn + "linear_proj.weight", hf(in + "o_proj.weight", {h, n * m.v_head_dim}));
+        if (m.q_lora_rank > 0) {
+            put(attn + "linear_q_down_proj.weight", hf(in + "q_a_proj.weight", {m.q_lora_rank, h}));
+            put(attn + "linear_q_up_proj.layer_norm_weight",
+                hf(in + "q_a_layernorm.weight", {m.q_lora_rank}));
+            put_rope(attn + "linear_q_up_proj.weight",
+                     hf(in + "q_b_proj.weight", {n * dq, m.q_lora_rank}), dq, m.qk_nope_head_dim);
+        } else {
+            put_rope(attn + "linear_q_proj.weight", hf(in + "q_proj.weight", {n * dq, h}), dq,
+                     m.qk_nope_head_dim);
         }
-        put("decoder.final_layernorm.weight", hf("model.norm.weight", {h}));
-        if (!c_.tied) put("output_layer.weight", hf("lm_head.weight", {c_.vocab_size, h}));
-        // DeepSeek's own folders add the multi-token prediction layers after the decoder's.
-        const std::string mtp = "model.layers." + std::to_string(c_.num_layers) + ".";
-        MT_CHECK(!tensors_.has(mtp + "eh_proj.weight"),
-                 "not supported yet: the multi-token "
-                 "prediction layers of a DeepSeek folder (",
-                 mtp, "*)");
+        put_rope(attn + "linear_kv_down_proj.weight",
+                 hf(in + "kv_a_proj_with_mqa.weight", {m.kv_lora_rank + rope, h}),
+                 m.kv_lora_rank + rope, m.kv_lora_rank);
+        put(attn + "linear_kv_up_proj.layer_norm_weight",
+            hf(in + "kv_a_layernorm.weight", {m.kv_lora_rank}));
+        put(attn + "linear_kv_up_proj.weight",
+            hf(in + "kv_b_proj.weight", {n * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank}));
+        const std::string mlp = dst + "mlp.", norm = src + "post_attention_layernorm.weight";
+        if (dense) {
+            put(mlp + "linear_fc1.layer_norm_weight", hf(norm, {h}));
+            put_fc1(mlp + "linear_fc1.weight", hf(src + "mlp.gate_proj.weight", {f, h}),
+                    hf(src + "mlp.up_proj.weight", {f, h}));
+            put(mlp + "linear_fc2.weight", hf(src + "mlp.down_proj.weight", {h, f}));
+            return;
+        }
+        const int64_t e = c_.moe.expert_ffn, s = c_.moe.shared_ffn;
+        put(dst + "pre_mlp_layernorm.weight", hf(norm, {h}));
+        put(mlp + "router.weight", hf(src + "mlp.gate.weight", {c_.num_experts, h}));
+        put(mlp + "router.expert_bias",
+            hf(src + "mlp.gate.e_score_correction_bias", {c_.num_experts}));
+        for (int64_t j = 0; j < c_.num_experts; ++j) {
+            const std::string ex = src + "mlp.experts." + std::to_string(j) + ".";
+            const std::string local = mlp + "experts.local_experts." + std::to_string(j) + ".";
+            put_fc1(local + "linear_fc1.weight", hf(ex + "gate_proj.weight", {e, h}),
+                    hf(ex + "up_proj.weight", {e, h}));
+            put(local + "linear_fc2.weight", hf(ex + "down_proj.weight", {h, e}));
+        }
+        if (s == 0) return;
+        const std::string shared = src + "mlp.shared_experts.";
+        put_fc1(mlp + "shared_experts.linear_fc1.weight", hf(shared + "gate_proj.weight", {s, h}),
+                hf(shared + "up_proj.weight", {s, h}));
+        put(mlp + "shared_experts.linear_fc2.weight", hf(shared + "down_proj.weight", {h, s}));
     }
 
     // A SwiGLU fc1: [gate; up].

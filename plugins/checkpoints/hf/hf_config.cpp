@@ -438,7 +438,8 @@ void read_nemotron_h(const Json& j, const std::string& where, HfConfig& c) {
 // --qk-layernorm), YaRN or plain rope, first_k_dense_replace dense SwiGLU layers, then DeepSeek's
 // MoE (grouped sigmoid routing with a correction bias, n_shared_experts shared experts as one of
 // their summed width).
-void read_deepseek_v3(const Json& j, const std::string& where, HfConfig& c) {
+void read_deepseek_v3(const Json& j, const std::string& where, const std::filesystem::path& dir,
+                      HfConfig& c) {
     MT_CHECK(!j.boolean("attention_bias", false), where,
              ": not supported yet: 'attention_bias' true (Megatron's MLA has no biases)");
     const std::string act = j.text("hidden_act", "silu");
@@ -508,6 +509,18 @@ void read_deepseek_v3(const Json& j, const std::string& where, HfConfig& c) {
     } else {
         m.first_dense_layers = c.num_layers;
     }
+    // The multi-token prediction layers config.json counts, when the weights hold them all.
+    const int64_t mtp = j.integer("num_nextn_predict_layers", 0);
+    const HfTensors tensors(dir);
+    const auto held = [&](int64_t k) {
+        return tensors.has("model.layers." + std::to_string(c.num_layers + k) + ".eh_proj.weight");
+    };
+    if (mtp > 0 && held(0)) {
+        for (int64_t k = 1; k < mtp; ++k)
+            MT_CHECK(held(k), dir.string(), ": 'num_nextn_predict_layers' is ", mtp,
+                     " but the weights hold no model.layers.", c.num_layers + k, ".eh_proj.weight");
+        c.mtp_layers = mtp;
+    }
 }
 
 }  // namespace
@@ -560,7 +573,7 @@ HfConfig read_hf_config(const std::filesystem::path& dir) {
         read_nemotron_h(j, where, c);
     } else if (c.model_type == "deepseek_v3") {
         c.arch = HfArch::deepseek;
-        read_deepseek_v3(j, where, c);
+        read_deepseek_v3(j, where, dir, c);
     } else if (c.model_type == "t5" || c.model_type == "mt5" || c.model_type == "umt5") {
         refuse_t5(j, where);
     } else {
@@ -681,6 +694,7 @@ ModelArgs hf_model_args(const HfConfig& c) {
         } else {
             a["rope-type"] = "rope";
         }
+        if (c.mtp_layers > 0) a["mtp-num-layers"] = std::to_string(c.mtp_layers);
         if (c.num_experts > 0) {
             add_grouped_moe_args(c, a);
             std::string freq = "[";
@@ -858,8 +872,8 @@ void read_nemotron_h_moe_args(const Args& a, HfConfig& c) {
 
 // Megatron's GPT with multi-latent attention as DeepseekV3ForCausalLM: RMSNorm, SwiGLU without
 // biases, the q and kv latents normed (--qk-layernorm), YaRN with mscale = mscale_all_dim (or
-// --rope-type rope), dense layers then MoE layers routed as DeepseekV3MoE routes; the model's
-// positions are YaRN's original ones times its factor. No multi-token prediction layers yet.
+// --rope-type rope), dense layers then MoE layers routed as DeepseekV3MoE routes, and any
+// multi-token prediction layers; the model's positions are YaRN's original ones times its factor.
 HfConfig deepseek_config_from_args(const Args& a) {
     const std::string why =
         "DeepSeek-V3 has RMSNorm, rope, SwiGLU without biases, normed q and kv latents, and "
@@ -886,9 +900,7 @@ HfConfig deepseek_config_from_args(const Args& a) {
     if (!a.flag("qk_layernorm")) not_supported("qk_layernorm", "False", why);
     for (const char* name : {"apply_layernorm_1p", "add_qkv_bias", "window_size"})
         if (a.set(name)) not_supported(name, "set", why);
-    if (a.set("mtp_num_layers"))
-        not_supported("mtp_num_layers", std::to_string(a.integer("mtp_num_layers")),
-                      "the multi-token prediction layers are not exported yet");
+    c.mtp_layers = a.integer("mtp_num_layers", 0);
     MlaParts& m = c.mla;
     m.q_lora_rank = a.set("q_lora_rank") ? a.integer("q_lora_rank") : 0;
     m.kv_lora_rank = a.integer("kv_lora_rank", 32);

@@ -93,6 +93,10 @@ struct HfConfig {
     HybridParts hybrid;               // hybrid: the layer pattern and the Mamba mixer's sizes
     GroupedMoe moe;                   // Nemotron-H's 'E' layers, DeepSeek's MoE layers
     MlaParts mla;                     // deepseek
+    // deepseek: the multi-token prediction layers the folder holds (num_nextn_predict_layers
+    // of them as model.layers.<num_layers + k>; 0 when its weights leave them out, as
+    // transformers' own saves do): Megatron's --mtp-num-layers.
+    int64_t mtp_layers = 0;
 };
 
 // The names of a sparse MoE block and its experts' projections: Mixtral's block_sparse_moe with

@@ -224,7 +224,7 @@ Members nemotron_h_members(const HfConfig& c) {
 }
 
 // DeepseekV3Config: the multi-latent attention sizes, YaRN or plain rope (rope_parameters, with
-// rope_scaling for transformers 4), the dense layers then the MoE ones; no multi-token
+// rope_scaling for transformers 4), the dense layers then the MoE ones, the multi-token
 // prediction layers.
 Members deepseek_v3_members(const HfConfig& c) {
     const MlaParts& mla = c.mla;
@@ -244,7 +244,7 @@ Members deepseek_v3_members(const HfConfig& c) {
                  {"num_attention_heads", integer(c.num_heads)},
                  {"num_hidden_layers", integer(c.num_layers)},
                  {"num_key_value_heads", integer(c.num_heads)},
-                 {"num_nextn_predict_layers", integer(0)},
+                 {"num_nextn_predict_layers", integer(c.mtp_layers)},
                  {"output_router_logits", boolean(false)},
                  {"pretraining_tp", integer(1)},
                  {"q_lora_rank", mla.q_lora_rank > 0 ? integer(mla.q_lora_rank) : "null"},

@@ -160,51 +160,73 @@ class Exporter {
     // interleaved pairs (rope_interleave), as Megatron's MLA rotates them. The latents' norms
     // under either --transformer-impl's names, the experts SequentialMLP's or grouped.
     void deepseek() {
+        const int64_t h = c_.hidden_size;
+        put("model.embed_tokens.weight", vocab_table("embedding.word_embeddings.weight"));
+        for (int64_t i = 0; i < c_.num_layers; ++i)
+            deepseek_layer("decoder.layers." + std::to_string(i) + ".",
+                           "model.layers." + std::to_string(i) + ".",
+                           i < c_.mla.first_dense_layers);
+        put("model.norm.weight", get("decoder.final_layernorm.weight", {h}));
+        const std::string head =
+            c_.tied ? "embedding.word_embeddings.weight" : "output_layer.weight";
+        if (!c_.tied) put("lm_head.weight", vocab_table(head));
+        // The multi-token prediction layers as DeepSeek's folders hold them, after the
+        // decoder's, with their copies of the embedding and of the output layer.
+        for (int64_t k = 0; k < c_.mtp_layers; ++k) {
+            const std::string src = "mtp.layers." + std::to_string(k) + ".";
+            const std::string dst = "model.layers." + std::to_string(c_.num_layers + k) + ".";
+            deepseek_layer(src + "transformer_layer.", dst,
+                           c_.num_layers <= c_.mla.first_dense_layers);
+            put(dst + "embed_tokens.weight", vocab_table("embedding.word_embeddings.weight"));
+            put(dst + "enorm.weight", get(src + "enorm.weight", {h}));
+            put(dst + "hnorm.weight", get(src + "hnorm.weight", {h}));
+            put(dst + "eh_proj.weight", get(src + "eh_proj.weight", {h, 2 * h}));
+            put(dst + "shared_head.norm.weight", get(src + "final_layernorm.weight", {h}));
+            put(dst + "shared_head.head.weight", vocab_table(head));
+        }
+    }
+
+    // Megatron's layer `src` ("decoder.layers.<i>.") as DeepseekV3DecoderLayer `dst`
+    // ("model.layers.<i>."), in its state-dict order.
+    void deepseek_layer(const std::string& src, const std::string& dst, bool dense) {
         const int64_t h = c_.hidden_size, f = c_.ffn_hidden_size, n = c_.num_heads;
         const MlaParts& m = c_.mla;
         const int64_t dq = m.qk_nope_head_dim + m.qk_rope_head_dim;
         auto norm = [&](const std::string& te, const std::string& local, int64_t size) {
             return get(has(te) ? te : local, {size});
         };
-        put("model.embed_tokens.weight", vocab_table("embedding.word_embeddings.weight"));
-        for (int64_t i = 0; i < c_.num_layers; ++i) {
-            const std::string src = "decoder.layers." + std::to_string(i) + ".";
-            const std::string dst = "model.layers." + std::to_string(i) + ".";
-            const std::string attn = src + "self_attention.", out = dst + "self_attn.";
-            if (m.q_lora_rank > 0) {
-                put(out + "q_a_proj.weight",
-                    get(attn + "linear_q_down_proj.weight", {m.q_lora_rank, h}));
-                put(out + "q_a_layernorm.weight", norm(attn + "linear_q_up_proj.layer_norm_weight",
-                                                       attn + "q_layernorm.weight", m.q_lora_rank));
-                put(out + "q_b_proj.weight",
-                    get(attn + "linear_q_up_proj.weight", {n * dq, m.q_lora_rank}));
-            } else {
-                put(out + "q_proj.weight", get(attn + "linear_q_proj.weight", {n * dq, h}));
-            }
-            put(out + "kv_a_proj_with_mqa.weight",
-                get(attn + "linear_kv_down_proj.weight", {m.kv_lora_rank + m.qk_rope_head_dim, h}));
-            put(out + "kv_a_layernorm.weight", norm(attn + "linear_kv_up_proj.layer_norm_weight",
-                                                    attn + "kv_layernorm.weight", m.kv_lora_rank));
-            put(out + "kv_b_proj.weight",
-                get(attn + "linear_kv_up_proj.weight",
-                    {n * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank}));
-            put(out + "o_proj.weight", get(attn + "linear_proj.weight", {h, n * m.v_head_dim}));
-            const std::string mlp = src + "mlp.";
-            std::string post_norm = src + "pre_mlp_layernorm.weight";
-            if (i < m.first_dense_layers) {
-                const Tensor fc1 = get(mlp + "linear_fc1.weight", {2 * f, h});  // [gate; up]
-                put(dst + "mlp.gate_proj.weight", fc1.slice(0, 0, f));
-                put(dst + "mlp.up_proj.weight", fc1.slice(0, f, 2 * f));
-                put(dst + "mlp.down_proj.weight", get(mlp + "linear_fc2.weight", {h, f}));
-                post_norm = mlp + "linear_fc1.layer_norm_weight";
-            } else {
-                deepseek_experts(mlp, dst + "mlp.");
-            }
-            put(dst + "input_layernorm.weight", get(src + "input_layernorm.weight", {h}));
-            put(dst + "post_attention_layernorm.weight", get(post_norm, {h}));
+        const std::string attn = src + "self_attention.", out = dst + "self_attn.";
+        if (m.q_lora_rank > 0) {
+            put(out + "q_a_proj.weight",
+                get(attn + "linear_q_down_proj.weight", {m.q_lora_rank, h}));
+            put(out + "q_a_layernorm.weight", norm(attn + "linear_q_up_proj.layer_norm_weight",
+                                                   attn + "q_layernorm.weight", m.q_lora_rank));
+            put(out + "q_b_proj.weight",
+                get(attn + "linear_q_up_proj.weight", {n * dq, m.q_lora_rank}));
+        } else {
+            put(out + "q_proj.weight", get(attn + "linear_q_proj.weight", {n * dq, h}));
         }
-        put("model.norm.weight", get("decoder.final_layernorm.weight", {h}));
-        if (!c_.tied) put("lm_head.weight", vocab_table("output_layer.weight"));
+        put(out + "kv_a_proj_with_mqa.weight",
+            get(attn + "linear_kv_down_proj.weight", {m.kv_lora_rank + m.qk_rope_head_dim, h}));
+        put(out + "kv_a_layernorm.weight", norm(attn + "linear_kv_up_proj.layer_norm_weight",
+                                                attn + "kv_layernorm.weight", m.kv_lora_rank));
+        put(out + "kv_b_proj.weight",
+            get(attn + "linear_kv_up_proj.weight",
+                {n * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank}));
+        put(out + "o_proj.weight", get(attn + "linear_proj.weight", {h, n * m.v_head_dim}));
+        const std::string mlp = src + "mlp.";
+        std::string post_norm = src + "pre_mlp_layernorm.weight";
+        if (dense) {
+            const Tensor fc1 = get(mlp + "linear_fc1.weight", {2 * f, h});  // [gate; up]
+            put(dst + "mlp.gate_proj.weight", fc1.slice(0, 0, f));
+            put(dst + "mlp.up_proj.weight", fc1.slice(0, f, 2 * f));
+            put(dst + "mlp.down_proj.weight", get(mlp + "linear_fc2.weight", {h, f}));
+            post_norm = mlp + "linear_fc1.layer_norm_weight";
+        } else {
+            deepseek_experts(mlp, dst + "mlp.");
+        }
+        put(dst + "input_layernorm.weight", get(src + "input_layernorm.weight", {h}));
+        put(dst + "post_attention_layernorm.weight", get(post_norm, {h}));
     }
 
     // A MoE layer's experts (SequentialMLP's or grouped), router with its expert bias and shared

@@ -124,6 +124,11 @@ TEST(HfCheckpoint, Qwen3MoeGivesTransformersLosses) {
 TEST(HfCheckpoint, DeepseekV3GivesTransformersLosses) {
     expect_losses("deepseek_v3", "deepseek_expected.json");
     expect_losses("deepseek_v3_lite", "deepseek_expected.json");
+    // With DeepSeek's multi-token prediction layer (model.layers.3.*): the model takes
+    // --mtp-num-layers 1 and the decoder's losses stay transformers'.
+    const fs::path mtp = fixture("deepseek_v3_mtp");
+    EXPECT_EQ(hf_model_args(read_hf_config(mtp)).at("mtp-num-layers"), "1");
+    expect_losses("deepseek_v3", "deepseek_expected.json", mtp);
     // rope_interleave false: the rotary rows in halves, put in Megatron's pairs.
     TempDir dir;
     fs::copy(fixture("deepseek_v3_lite"), dir.path(), fs::copy_options::recursive);
