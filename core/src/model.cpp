@@ -7,6 +7,7 @@
 #include "mt/nn/inference_state.h"
 #include "mt/nn/parameter.h"
 #include "mt/parallel/parallel_state.h"
+#include "shape_only_backend.h"
 
 namespace mt {
 
@@ -58,7 +59,11 @@ std::vector<nn::Parameter*> state_tensors(Model& model) {
 }
 
 std::vector<ParameterInfo> ModelFamily::parameters(const ModelArgs& args) const {
-    const std::unique_ptr<Model> model = build(args);  // alive while its parameters are read
+    // Built on a backend that allocates nothing: listing a model costs no memory of its size.
+    static ShapeOnlyBackend shapes;
+    const BuildContext context{shapes, single_process_context().parallel};
+    const std::unique_ptr<Model> model =
+        build(args, context);  // alive while its parameters are read
     std::vector<ParameterInfo> out;
     for (const nn::Parameter* p : state_tensors(*model)) out.push_back(nn::describe(*p));
     return out;
