@@ -342,8 +342,9 @@ TEST(ParallelTraining, PipelineParallel) {
 // distributed optimizer, and pipelined, where the last stage embeds the tokens ahead with its
 // copy of the first stage's word embeddings (their gradients summed over the two stages, tied to
 // the output layer or not). Then DeepSeek-V3's shape in small: multi-latent attention, a dense
-// layer then MoE (grouped sigmoid routing, a shared expert), one depth on the MoE layer's spec,
-// over 2 tensor-parallel (and sequence-parallel) and 2 expert-parallel ranks.
+// layer then MoE (grouped sigmoid routing, a shared expert, the sequence-level auxiliary loss
+// over sequences split by sequence parallelism), one depth on the MoE layer's spec, over 2
+// tensor-parallel (and sequence-parallel) and 2 expert-parallel ranks.
 TEST(ParallelTraining, MultiTokenPrediction) {
     ModelArgs mtp = llama_args();
     mtp["mtp-num-layers"] = "2";
@@ -364,6 +365,7 @@ TEST(ParallelTraining, MultiTokenPrediction) {
                         {"moe-router-num-groups", "2"},
                         {"moe-router-group-topk", "1"},
                         {"moe-router-topk-scaling-factor", "2.5"},
+                        {"moe-router-load-balancing-type", "seq_aux_loss"},
                         {"moe-aux-loss-coeff", "1e-2"},
                         {"mtp-num-layers", "1"}})
         deepseek[k] = v;

@@ -227,24 +227,32 @@ struct Router {
             r.aux_loss = double(sum * scale);
         } else {
             // sequence_load_balancing_loss_func over each sequence (a batch column of [s, b]).
-            MT_CHECK(!shape.sequence_partition || shape.sequence_partition->size() == 1,
-                     "not supported yet: --moe-router-load-balancing-type seq_aux_loss with "
-                     "sequence or context parallelism");
+            // A sequence split over the partition (sequence or context parallelism): each rank's
+            // share of the loss is its tokens' scores times the whole sequence's costs (Megatron
+            // gathers the scores and keeps its own counts; the shares sum to the same loss).
             const int64_t S = shape.seq, B = shape.batch;
-            const R norm = R(double(S * K) / double(E));
+            std::vector<double> counts(size_t(B * E), 0.0);
+            for (int64_t s = 0; s < S; ++s)
+                for (int64_t b = 0; b < B; ++b)
+                    for (int64_t e = 0; e < E; ++e)
+                        counts[size_t(b * E + e)] += map[size_t((s * B + b) * E + e)];
+            int64_t whole = S;  // the whole sequence's length
+            if (shape.sequence_partition && shape.sequence_partition->size() > 1) {
+                parallel::all_reduce_values(*shape.sequence_partition, counts, ReduceOp::sum);
+                whole *= shape.sequence_partition->size();
+            }
+            const R norm = R(double(whole * K) / double(E));
             R loss = 0;
             for (int64_t b = 0; b < B; ++b)
                 for (int64_t e = 0; e < E; ++e) {
-                    R count = 0, mean = 0;
-                    for (int64_t s = 0; s < S; ++s) {
-                        count += R(map[size_t((s * B + b) * E + e)]);
-                        mean += R(r.loss_scores[size_t((s * B + b) * E + e)]);
-                    }
-                    const R cost = count / norm;
-                    loss += cost * (mean / R(S));
+                    R sum = 0;
+                    for (int64_t s = 0; s < S; ++s)
+                        sum += R(r.loss_scores[size_t((s * B + b) * E + e)]);
+                    const R cost = R(counts[size_t(b * E + e)]) / norm;
+                    loss += cost * (sum / R(whole));
                     for (int64_t s = 0; s < S; ++s)
                         r.loss_weights[size_t((s * B + b) * E + e)] =
-                            R(cost * R(coeff) / R(double(B * S)));
+                            R(cost * R(coeff) / R(double(B * whole)));
                 }
             r.aux_loss = double(loss / R(B) * R(coeff));
         }
