@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Conversion of a DeepSeek-V3-shaped checkpoint (bench/make_deepseek_v3_synthetic.py: the full 61
+# layers + the multi-token prediction layer, 256 routed experts per MoE layer, one tensor per
+# expert, bf16 safetensors shards, at a reduced width) by megatron-convert: Hugging Face ->
+# torch_dist at TP1 and at TP2 x EP4, and torch_dist -> Hugging Face; seconds, MB/s of the
+# folder's bytes and peak resident memory (GNU time's maximum RSS) beside the model's size and
+# the bounded-memory target (4 x the largest tensor + 100 MB). Printed as markdown.
+#   PYTHON=/path/to/python bench/deepseek_convert_bench.sh
+#   DSBENCH_DIR=/scratch/ds HIDDEN=256 PYTHON=... bench/deepseek_convert_bench.sh  # keep the folder
+# PYTHON (numpy) makes the folder when $DSBENCH_DIR/hf holds none. Megatron-Bridge's converter is
+# not run here (it needs a GPU build of megatron-core); the model's size is the reference.
+# Builds nothing: BUILD_DIR selects the build (default build) holding bin/megatron-convert.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin="$(cd "${BUILD_DIR:-build}/bin" && pwd)"
+if [ -n "${DSBENCH_DIR:-}" ]; then
+    work="$DSBENCH_DIR"
+    mkdir -p "$work"
+else
+    work="$(mktemp -d)"
+    trap 'rm -rf "$work"' EXIT
+fi
+hf="$work/hf"
+if [ ! -f "$hf/config.json" ]; then
+    [ -n "${PYTHON:-}" ] || { echo "PYTHON unset: cannot make the folder in $hf" >&2; exit 1; }
+    "$PYTHON" bench/make_deepseek_v3_synthetic.py "$hf" --hidden "${HIDDEN:-256}"
+fi
+bytes=$(stat -c %s "$hf"/*.safetensors | awk '{ s += $1 } END { print s }')
+hidden=$(sed -n 's/.*"hidden_size": \([0-9]*\).*/\1/p' "$hf/config.json")
+largest=$((129280 * hidden * 2))  # the bf16 embedding (and output layer)
+
+# run LABEL SRC CMD...: time CMD (page cache warmed with SRC), print a table row.
+run() {
+    local label="$1" src="$2"; shift 2
+    cat "$src"/* "$src"/*/* >/dev/null 2>&1 || true
+    sync
+    local log="$work/last.log" t0 t1
+    t0=$(date +%s.%N)
+    if ! /usr/bin/time -v "$@" >"$log" 2>&1; then
+        echo "| $label | failed: $(grep -m1 error "$log" | cut -c1-200) | | |"
+        return
+    fi
+    t1=$(date +%s.%N)
+    local s rss
+    s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+    rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$log")
+    echo "| $label | $s | $(awk -v b="$bytes" -v s="$s" 'BEGIN { printf "%.0f", b / 1e6 / s }') |" \
+        "$(awk -v k="$rss" 'BEGIN { printf "%.0f", k / 1024 }') |"
+}
+
+echo "model: $hf, $(awk -v b="$bytes" 'BEGIN { printf "%.0f", b / 1048576 }') MiB of bf16" \
+    "weights, largest tensor $((largest / 1048576)) MiB; bound 4 x largest + 100 MB =" \
+    "$(((4 * largest + 100000000) / 1048576)) MiB; machine: $(nproc) cores," \
+    "$(lscpu | sed -n 's/^Model name: *//p'); load: $(uptime | sed 's/.*load average: //')"
+echo
+echo "| conversion | seconds | MB/s | peak RSS (MiB) |"
+echo "|---|---|---|---|"
+rm -rf "$work/dist1" "$work/dist2x4" "$work/back"
+run "HF → torch_dist TP1" "$hf" "$bin/megatron-convert" --model-type GPT --loader hf \
+    --saver torch_dist --load-dir "$hf" --save-dir "$work/dist1"
+run "HF → torch_dist TP2 × EP4" "$hf" "$bin/megatron-convert" --model-type GPT --loader hf \
+    --saver torch_dist --load-dir "$hf" --save-dir "$work/dist2x4" \
+    --target-tensor-parallel-size 2 --target-expert-parallel-size 4
+run "torch_dist TP1 → HF (--bf16)" "$work/dist1" "$bin/megatron-convert" --model-type GPT \
+    --loader torch_dist --saver hf --bf16 --load-dir "$work/dist1" --save-dir "$work/back"
