@@ -1,8 +1,7 @@
 // What a Hugging Face config.json (GPT-2, Llama, Mistral, Qwen, DeepSeek-V3, Megatron-BERT,
-// Mamba-2, Nemotron-H)
-// says about the model, the Megatron model flags (ModelArgs) that build the same network with the
-// gpt, bert or mamba family, and the way back: the Hugging Face model a checkpoint's Megatron
-// args describe.
+// Mamba-2, Nemotron-H) says about the model, the Megatron model flags (ModelArgs) that build the
+// same network with the gpt, bert or mamba family, and the way back: the Hugging Face model a
+// checkpoint's Megatron args describe.
 #pragma once
 
 #include <cstdint>

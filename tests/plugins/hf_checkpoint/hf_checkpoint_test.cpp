@@ -97,6 +97,17 @@ void expect_losses(const std::string& name, const std::string& file = "expected.
         EXPECT_NEAR(got[i], want[i], 1e-4 * std::abs(want[i])) << name << " token " << i;
 }
 
+// The fixture folder `name` copied to `dir` with `from` in its config.json replaced by `to`.
+void copy_with_config_edit(const std::string& name, const fs::path& dir, const std::string& from,
+                           const std::string& to) {
+    fs::copy(fixture(name), dir, fs::copy_options::recursive);
+    std::string config = mt::test::read_file(dir / "config.json");
+    const size_t at = config.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    config.replace(at, from.size(), to);
+    mt::test::write_file(dir / "config.json", config);
+}
+
 TEST(HfCheckpoint, Gpt2GivesTransformersLosses) {
     expect_losses("gpt2");
 }
@@ -131,12 +142,8 @@ TEST(HfCheckpoint, DeepseekV3GivesTransformersLosses) {
     expect_losses("deepseek_v3", "deepseek_expected.json", mtp);
     // rope_interleave false: the rotary rows in halves, put in Megatron's pairs.
     TempDir dir;
-    fs::copy(fixture("deepseek_v3_lite"), dir.path(), fs::copy_options::recursive);
-    std::string config = mt::test::read_file(dir / "config.json");
-    const std::string on = "\"rope_interleave\": true";
-    ASSERT_NE(config.find(on), std::string::npos);
-    config.replace(config.find(on), on.size(), "\"rope_interleave\": false");
-    mt::test::write_file(dir / "config.json", config);
+    copy_with_config_edit("deepseek_v3_lite", dir.path(), "\"rope_interleave\": true",
+                          "\"rope_interleave\": false");
     expect_losses("deepseek_v3_lite_halves", "deepseek_expected.json", dir.path());
 }
 
@@ -144,12 +151,8 @@ TEST(HfCheckpoint, DeepseekV3GivesTransformersLosses) {
 // renormalised (--moe-router-pre-softmax).
 TEST(HfCheckpoint, Qwen3MoeWithoutTopkRenormalisationGivesTransformersLosses) {
     TempDir dir;
-    fs::copy(fixture("qwen3_moe"), dir.path(), fs::copy_options::recursive);
-    std::string config = mt::test::read_file(dir / "config.json");
-    const std::string from = "\"norm_topk_prob\": true";
-    ASSERT_NE(config.find(from), std::string::npos);
-    config.replace(config.find(from), from.size(), "\"norm_topk_prob\": false");
-    mt::test::write_file(dir / "config.json", config);
+    copy_with_config_edit("qwen3_moe", dir.path(), "\"norm_topk_prob\": true",
+                          "\"norm_topk_prob\": false");
     EXPECT_EQ(hf_model_args(read_hf_config(dir.path())).count("moe-router-pre-softmax"), 1u);
     expect_losses("qwen3_moe_pre_softmax", "qwen_expected.json", dir.path());
 }
