@@ -155,6 +155,13 @@ TEST(GptTraining, MoeCapacityCurveMatchesPyTorch) {
 TEST(GptTraining, MoeExpertBiasCurveMatchesPyTorch) {
     check_curve("moe_expert_bias", DType::f32, 1e-5, 1e-5);
 }
+// DeepSeek-V3 in small on megatron-core's own modules (tests/fixtures/gpt/make_deepseek_fixtures.py
+// train_deepseek: its GPTModel with MLA, a dense then a MoE layer of grouped sigmoid routing with
+// a shared expert and seq_aux_loss, one multi-token prediction depth), the MTP and router losses
+// added through Megatron's autoscalers.
+TEST(GptTraining, DeepseekCurveMatchesMegatronCore) {
+    check_curve("deepseek", DType::f32, 1e-5, 1e-5);
+}
 // Megatron's MambaModel "M*-M" (tests/fixtures/mamba/make_hybrid_training_fixture.py: the Mamba
 // mixers are transformers' Mamba2Mixer torch path): Mamba, attention-only and MLP-only layers.
 TEST(GptTraining, HybridCurveMatchesPyTorch) {
