@@ -442,6 +442,10 @@ void read_deepseek_v3(const Json& j, const std::string& where, const std::filesy
                       HfConfig& c) {
     MT_CHECK(!j.boolean("attention_bias", false), where,
              ": not supported yet: 'attention_bias' true (Megatron's MLA has no biases)");
+    // DeepSeek's published weights are FP8 with a scale per 128x128 block (weight_scale_inv).
+    MT_CHECK(!j.has("quantization_config"), where,
+             ": not supported yet: 'quantization_config' (FP8 block-scaled weights): dequantise "
+             "the folder to bf16 first");
     const std::string act = j.text("hidden_act", "silu");
     MT_CHECK(act == "silu", where, ": not supported yet: 'hidden_act' ", act,
              " (only silu, Megatron's --swiglu)");

@@ -140,6 +140,15 @@ TEST(HfCheckpoint, DeepseekV3GivesTransformersLosses) {
     const fs::path mtp = fixture("deepseek_v3_mtp");
     EXPECT_EQ(hf_model_args(read_hf_config(mtp)).at("mtp-num-layers"), "1");
     expect_losses("deepseek_v3", "deepseek_expected.json", mtp);
+    // DeepSeek's published FP8 block-scaled weights are refused by name.
+    TempDir fp8;
+    copy_with_config_edit("deepseek_v3", fp8.path(), "\"attention_bias\": false",
+                          "\"attention_bias\": false, \"quantization_config\": "
+                          "{\"quant_method\": \"fp8\", \"weight_block_size\": [128, 128]}");
+    const std::string error = error_of([&] { read_hf_config(fp8.path()); });
+    EXPECT_NE(error.find("not supported yet: 'quantization_config' (FP8 block-scaled weights)"),
+              std::string::npos)
+        << error;
     // rope_interleave false: the rotary rows in halves, put in Megatron's pairs.
     TempDir dir;
     copy_with_config_edit("deepseek_v3_lite", dir.path(), "\"rope_interleave\": true",
