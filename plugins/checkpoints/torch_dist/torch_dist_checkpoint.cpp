@@ -313,12 +313,21 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
         }
         data.close();
     }
-    // Rank 0 indexes every rank's chunks and writes the common state.
-    const std::vector<std::string> indexes =
-        parallel::all_gather_bytes(world, encode_entries(entries));
-    if (!root) return;
+    // The stored tensors' descriptions go before the index is built (a model of many tensors
+    // holds as much in them as in the index).
+    stored = {};
+    // Rank 0 indexes every rank's chunks (its own without a round trip through bytes) and
+    // writes the common state.
     DcpMetadata meta;
-    for (const std::string& index : indexes) merge_entries(meta, decode_entries(index));
+    if (world.size() == 1) {
+        merge_entries(meta, std::move(entries));
+    } else {
+        const std::vector<std::string> indexes =
+            parallel::all_gather_bytes(world, encode_entries(entries));
+        entries = {};
+        if (!root) return;
+        for (const std::string& index : indexes) merge_entries(meta, decode_entries(index));
+    }
     PyValue common = common_to_py(share);
     // ChainedOptimizer.sharded_state_dict's plain part: one optimizer's, or {0: ..., 1: ...}.
     auto chained_common = [&](auto one) {
