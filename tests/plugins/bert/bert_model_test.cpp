@@ -191,6 +191,14 @@ TEST(BertModel, RefusesWhatItCannotDo) {
                   bert_config_from_args(a);
               }).find("unknown BERT task head \"regression\""),
               std::string::npos);
+    // DeepSeek's features are built for GPT models (Megatron's BERT specs have neither).
+    EXPECT_NE(mt::test::error_of([] {
+                  ModelArgs a = tiny_args();
+                  a["position-embedding-type"] = "rope";
+                  a["mtp-num-layers"] = "1";
+                  bert_config_from_args(a);
+              }).find("not supported yet: --mtp-num-layers for BERT"),
+              std::string::npos);
     BertModel model(bert_config_from_args(tiny_args()), single_process_context());
     nn::DropoutContext ctx{false, 0, 0};
     Batch batch = {{"text", i64(std::vector<double>(6, 7.0), {1, 6})},
