@@ -16,14 +16,8 @@
 # Builds nothing: BUILD_DIR selects the build (default build) holding bin/megatron-convert.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin="$(cd "${BUILD_DIR:-build}/bin" && pwd)"
-if [ -n "${CONVBENCH_DIR:-}" ]; then
-    work="$CONVBENCH_DIR"
-    mkdir -p "$work"
-else
-    work="$(mktemp -d)"
-    trap 'rm -rf "$work"' EXIT
-fi
+source bench/convert_bench_common.sh
+convert_bench_setup "${CONVBENCH_DIR:-}"
 hf="$work/hf"
 
 if [ ! -f "$hf/config.json" ]; then
@@ -70,9 +64,7 @@ tree_rss_kb() {
 # run LABEL DIR CMD...: warm the page cache with DIR, time CMD, print a table row.
 run() {
     local label="$1" src="$2"; shift 2
-    cat "$src"/* "$src"/*/* "$src"/*/*/* >/dev/null 2>&1 || true
-    # The previous run's output written back first, so that no run pays for another's.
-    sync
+    warm_source "$src"
     local log="$work/last.log" peak=0 rss t0 t1
     t0=$(date +%s.%N)
     /usr/bin/time -v "$@" >"$log" 2>&1 &

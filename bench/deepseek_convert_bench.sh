@@ -12,14 +12,8 @@
 # Builds nothing: BUILD_DIR selects the build (default build) holding bin/megatron-convert.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin="$(cd "${BUILD_DIR:-build}/bin" && pwd)"
-if [ -n "${DSBENCH_DIR:-}" ]; then
-    work="$DSBENCH_DIR"
-    mkdir -p "$work"
-else
-    work="$(mktemp -d)"
-    trap 'rm -rf "$work"' EXIT
-fi
+source bench/convert_bench_common.sh
+convert_bench_setup "${DSBENCH_DIR:-}"
 hf="$work/hf"
 if [ ! -f "$hf/config.json" ]; then
     [ -n "${PYTHON:-}" ] || { echo "PYTHON unset: cannot make the folder in $hf" >&2; exit 1; }
@@ -32,8 +26,7 @@ largest=$((129280 * hidden * 2))  # the bf16 embedding (and output layer)
 # run LABEL SRC CMD...: time CMD (page cache warmed with SRC), print a table row.
 run() {
     local label="$1" src="$2"; shift 2
-    cat "$src"/* "$src"/*/* >/dev/null 2>&1 || true
-    sync
+    warm_source "$src"
     local log="$work/last.log" t0 t1
     t0=$(date +%s.%N)
     if ! /usr/bin/time -v "$@" >"$log" 2>&1; then

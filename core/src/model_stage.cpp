@@ -22,11 +22,11 @@ ModelStage model_stage(int64_t num_layers, const BuildContext& context) {
             parallel::pipeline_stage_layers(split, stage, chunk)};
 }
 
-void tie_across_stages(nn::Parameter* word_embedding, nn::Parameter* output_weight) {
-    if (word_embedding && !output_weight) word_embedding->tied_across_stages = true;
-    if (output_weight && !word_embedding) {
-        output_weight->tied_across_stages = true;
-        output_weight->copy_of = "embedding.word_embeddings.weight";  // nn::Embedding's
+void tie_across_stages(nn::Parameter* word_embedding, nn::Parameter* last_stage_copy) {
+    if (word_embedding && !last_stage_copy) word_embedding->tied_across_stages = true;
+    if (last_stage_copy && !word_embedding) {
+        last_stage_copy->tied_across_stages = true;
+        last_stage_copy->copy_of = "embedding.word_embeddings.weight";  // nn::Embedding's
     }
 }
 

@@ -22,10 +22,11 @@ struct ModelStage {
 // split as the run's ParallelConfig says.
 MT_API ModelStage model_stage(int64_t num_layers, const BuildContext& context);
 
-// Tied word embeddings with the embedding and the output layer on different pipeline stages
-// (pass null for the one this stage lacks): the one held is marked tied across stages, the
-// output layer's as a copy of "embedding.word_embeddings.weight" (Megatron's shared weight).
-MT_API void tie_across_stages(nn::Parameter* word_embedding, nn::Parameter* output_weight);
+// Word embeddings shared by the first pipeline stage and the last (pass null for the one this
+// stage lacks): the first stage's, or the last stage's copy of them (its tied output layer's
+// weight, or with multi-token prediction its own embedding's), is marked tied across stages, the
+// copy also as one of "embedding.word_embeddings.weight" (Megatron's shared weight).
+MT_API void tie_across_stages(nn::Parameter* word_embedding, nn::Parameter* last_stage_copy);
 
 // Megatron's setup_embeddings_and_output_layer: the last stage's copy of tied word embeddings
 // zeroed, then summed with the first stage's over the embedding group (a collective of both

@@ -390,14 +390,11 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
             // (Auxiliary terms follow the main one: multi-token prediction's sums join the
             // gradient before the same division by all tokens, as Megatron's MTPLossAutoScaler.)
             if (options_.calculate_per_token_loss && !term.auxiliary) {
-                MT_CHECK(per_token_term.empty() || per_token_term == term.name,
+                const bool other = !per_token_term.empty() && per_token_term != term.name;
+                MT_CHECK(!other && term.reporting == LossTerm::Reporting::token_weighted,
                          "--calculate-per-token-loss needs a model with one token-weighted loss; "
                          "this one reports \"",
-                         term.name, "\" beside \"", per_token_term, "\"");
-                MT_CHECK(term.reporting == LossTerm::Reporting::token_weighted,
-                         "--calculate-per-token-loss needs a model with one token-weighted loss; "
-                         "this one reports \"",
-                         term.name, "\"");
+                         term.name, "\"", other ? " beside \"" + per_token_term + "\"" : "");
                 per_token_term = term.name;
             }
             const double seed =

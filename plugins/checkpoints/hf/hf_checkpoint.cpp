@@ -159,9 +159,7 @@ class Converter {
             }
             put(mlp + "linear_fc1.layer_norm_weight",
                 hf(src + "post_attention_layernorm.weight", {h}));
-            put_fc1(mlp + "linear_fc1.weight", hf(src + "mlp.gate_proj.weight", {f, h}),
-                    hf(src + "mlp.up_proj.weight", {f, h}));
-            put(mlp + "linear_fc2.weight", hf(src + "mlp.down_proj.weight", {h, f}));
+            put_swiglu(mlp, src + "mlp.", f);
         }
         put("decoder.final_layernorm.weight", hf("model.norm.weight", {h}));
         if (!c_.tied) put("output_layer.weight", hf("lm_head.weight", {c_.vocab_size, h}));
@@ -256,9 +254,7 @@ class Converter {
         const std::string mlp = dst + "mlp.", norm = src + "post_attention_layernorm.weight";
         if (dense) {
             put(mlp + "linear_fc1.layer_norm_weight", hf(norm, {h}));
-            put_fc1(mlp + "linear_fc1.weight", hf(src + "mlp.gate_proj.weight", {f, h}),
-                    hf(src + "mlp.up_proj.weight", {f, h}));
-            put(mlp + "linear_fc2.weight", hf(src + "mlp.down_proj.weight", {h, f}));
+            put_swiglu(mlp, src + "mlp.", f);
             return;
         }
         const int64_t e = c_.moe.expert_ffn, s = c_.moe.shared_ffn;
@@ -266,26 +262,22 @@ class Converter {
         put(mlp + "router.weight", hf(src + "mlp.gate.weight", {c_.num_experts, h}));
         put(mlp + "router.expert_bias",
             hf(src + "mlp.gate.e_score_correction_bias", {c_.num_experts}));
-        for (int64_t j = 0; j < c_.num_experts; ++j) {
-            const std::string ex = src + "mlp.experts." + std::to_string(j) + ".";
-            const std::string local = mlp + "experts.local_experts." + std::to_string(j) + ".";
-            put_fc1(local + "linear_fc1.weight", hf(ex + "gate_proj.weight", {e, h}),
-                    hf(ex + "up_proj.weight", {e, h}));
-            put(local + "linear_fc2.weight", hf(ex + "down_proj.weight", {h, e}));
-        }
-        if (s == 0) return;
-        const std::string shared = src + "mlp.shared_experts.";
-        put_fc1(mlp + "shared_experts.linear_fc1.weight", hf(shared + "gate_proj.weight", {s, h}),
-                hf(shared + "up_proj.weight", {s, h}));
-        put(mlp + "shared_experts.linear_fc2.weight", hf(shared + "down_proj.weight", {h, s}));
+        for (int64_t j = 0; j < c_.num_experts; ++j)
+            put_swiglu(mlp + "experts.local_experts." + std::to_string(j) + ".",
+                       src + "mlp.experts." + std::to_string(j) + ".", e);
+        if (s > 0) put_swiglu(mlp + "shared_experts.", src + "mlp.shared_experts.", s);
     }
 
-    // A SwiGLU fc1: [gate; up].
-    void put_fc1(const std::string& name, const std::string& gate, const std::string& up) {
-        Shape shape = tensors_.shape(gate);
-        shape[0] *= 2;
-        put(name, shape,
+    // A SwiGLU MLP of `ffn` (`src`'s gate, up and down projections) as Megatron's under `dst`:
+    // linear_fc1 = [gate; up], linear_fc2 = down.
+    void put_swiglu(const std::string& dst, const std::string& src, int64_t ffn,
+                    const SparseMoeNames& names = {"", "gate_proj", "up_proj", "down_proj"}) {
+        const int64_t h = c_.hidden_size;
+        const std::string gate = hf(src + names.gate + ".weight", {ffn, h}),
+                          up = hf(src + names.up + ".weight", {ffn, h});
+        put(dst + "linear_fc1.weight", {2 * ffn, h},
             [gate, up](const HfTensors& t) { return concat_rows(t.get(gate), t.get(up)); });
+        put(dst + "linear_fc2.weight", hf(src + names.down + ".weight", {h, ffn}));
     }
 
     // A sparse MoE block (Mixtral's or Qwen3-MoE's, names from sparse_moe_names) as
@@ -297,13 +289,9 @@ class Converter {
         const std::string moe = src + n.block, mlp = dst + "mlp.";
         put(dst + "pre_mlp_layernorm.weight", hf(src + "post_attention_layernorm.weight", {h}));
         put(mlp + "router.weight", hf(moe + "gate.weight", {c_.num_experts, h}));
-        for (int64_t j = 0; j < c_.num_experts; ++j) {
-            const std::string e = moe + "experts." + std::to_string(j) + ".";
-            const std::string local = mlp + "experts.local_experts." + std::to_string(j) + ".";
-            put_fc1(local + "linear_fc1.weight", hf(e + n.gate + ".weight", {f, h}),
-                    hf(e + n.up + ".weight", {f, h}));
-            put(local + "linear_fc2.weight", hf(e + n.down + ".weight", {h, f}));
-        }
+        for (int64_t j = 0; j < c_.num_experts; ++j)
+            put_swiglu(mlp + "experts.local_experts." + std::to_string(j) + ".",
+                       moe + "experts." + std::to_string(j) + ".", f, n);
     }
 
     // Linear rows q, k, v (weights or biases) grouped per head as linear_qkv holds them.

@@ -632,12 +632,15 @@ ModelArgs hf_model_args(const HfConfig& c) {
         if (!c.bert.binary_head) a["bert-no-binary-head"] = "";
         if (c.bert.post_layer_norm) a["post-layer-norm"] = "";
     }
-    if (c.arch == HfArch::llama) {
+    if (c.arch == HfArch::llama || c.arch == HfArch::deepseek) {
+        // Llama's and DeepSeek's layers alike: RMSNorm, rope, SwiGLU, no linear biases.
         a["normalization"] = "RMSNorm";
         a["position-embedding-type"] = "rope";
         a["rotary-base"] = number(c.rope_theta);
         a["swiglu"] = "";
         a["disable-bias-linear"] = "";
+    }
+    if (c.arch == HfArch::llama) {
         if (c.llama3_rope_factor > 0) {
             a["use-rope-scaling"] = "";
             a["rope-scaling-factor"] = number(c.llama3_rope_factor);
@@ -677,11 +680,6 @@ ModelArgs hf_model_args(const HfConfig& c) {
     }
     if (c.arch == HfArch::deepseek) {
         const MlaParts& m = c.mla;
-        a["normalization"] = "RMSNorm";
-        a["position-embedding-type"] = "rope";
-        a["rotary-base"] = number(c.rope_theta);
-        a["swiglu"] = "";
-        a["disable-bias-linear"] = "";
         a["multi-latent-attention"] = "";
         if (m.q_lora_rank > 0) a["q-lora-rank"] = std::to_string(m.q_lora_rank);
         a["kv-lora-rank"] = std::to_string(m.kv_lora_rank);

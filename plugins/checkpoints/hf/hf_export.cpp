@@ -60,6 +60,14 @@ class Exporter {
     }
     void put(std::string name, Tensor t) { out_.emplace_back(std::move(name), std::move(t)); }
     bool has(const std::string& name) const { return by_name_.count(name) > 0; }
+    // Expert j's linear_fc<fc> weight in a MoE layer's `mlp` ("decoder.layers.<i>.mlp."), under
+    // SequentialMLP's names or TEGroupedMLP's.
+    std::string expert_fc(const std::string& mlp, int fc, int64_t j) const {
+        const std::string n = std::to_string(fc), e = std::to_string(j);
+        return has(mlp + "experts.linear_fc1.weight0")
+                   ? mlp + "experts.linear_fc" + n + ".weight" + e
+                   : mlp + "experts.local_experts." + e + ".linear_fc" + n + ".weight";
+    }
 
     void gpt2() {
         const int64_t h = c_.hidden_size, f = c_.ffn_hidden_size, n = c_.num_heads;
@@ -153,9 +161,6 @@ class Exporter {
         }
     }
 
-    // A MoE layer as MixtralDecoderLayer's (Qwen3MoeDecoderLayer's) state dict holds it: the
-    // sparse MoE block (gate, then each expert's gate, down and up projections), then the
-    // norms. Experts under SequentialMLP's or TEGroupedMLP's names alike.
     // DeepseekV3ForCausalLM's names in its state-dict order; the rotary rows stay in DeepSeek's
     // interleaved pairs (rope_interleave), as Megatron's MLA rotates them. The latents' norms
     // under either --transformer-impl's names, the experts SequentialMLP's or grouped.
@@ -233,17 +238,12 @@ class Exporter {
     // experts as DeepseekV3MoE's experts, gate and shared_experts.
     void deepseek_experts(const std::string& mlp, const std::string& dst) {
         const int64_t h = c_.hidden_size, e = c_.moe.expert_ffn, s = c_.moe.shared_ffn;
-        const bool grouped = has(mlp + "experts.linear_fc1.weight0");
         for (int64_t j = 0; j < c_.num_experts; ++j) {
-            const std::string n = std::to_string(j);
-            const std::string local = mlp + "experts.local_experts." + n + ".linear_fc";
-            const Tensor fc1 = get(
-                grouped ? mlp + "experts.linear_fc1.weight" + n : local + "1.weight", {2 * e, h});
-            const std::string out = dst + "experts." + n + ".";
+            const Tensor fc1 = get(expert_fc(mlp, 1, j), {2 * e, h});
+            const std::string out = dst + "experts." + std::to_string(j) + ".";
             put(out + "gate_proj.weight", fc1.slice(0, 0, e));
             put(out + "up_proj.weight", fc1.slice(0, e, 2 * e));
-            put(out + "down_proj.weight",
-                get(grouped ? mlp + "experts.linear_fc2.weight" + n : local + "2.weight", {h, e}));
+            put(out + "down_proj.weight", get(expert_fc(mlp, 2, j), {h, e}));
         }
         put(dst + "gate.weight", get(mlp + "router.weight", {c_.num_experts, h}));
         put(dst + "gate.e_score_correction_bias",
@@ -256,25 +256,19 @@ class Exporter {
             get(mlp + "shared_experts.linear_fc2.weight", {h, s}));
     }
 
+    // A MoE layer as MixtralDecoderLayer's (Qwen3MoeDecoderLayer's) state dict holds it: the
+    // sparse MoE block (gate, then each expert's gate, down and up projections), then the
+    // norms. Experts under SequentialMLP's or TEGroupedMLP's names alike.
     void mixtral_experts(const std::string& src, const std::string& dst) {
         const int64_t h = c_.hidden_size, f = c_.ffn_hidden_size;
         const SparseMoeNames names = sparse_moe_names(c_);
         const std::string mlp = src + "mlp.", moe = dst + names.block;
         put(moe + "gate.weight", get(mlp + "router.weight", {c_.num_experts, h}));
-        const bool grouped = has(mlp + "experts.linear_fc1.weight0");
         for (int64_t j = 0; j < c_.num_experts; ++j) {
-            const std::string n = std::to_string(j);
-            const std::string fc = grouped ? mlp + "experts.linear_fc" : "";
-            const Tensor fc1 =
-                get(grouped ? fc + "1.weight" + n
-                            : mlp + "experts.local_experts." + n + ".linear_fc1.weight",
-                    {2 * f, h});
-            const std::string e = moe + "experts." + n + ".";
+            const Tensor fc1 = get(expert_fc(mlp, 1, j), {2 * f, h});
+            const std::string e = moe + "experts." + std::to_string(j) + ".";
             put(e + names.gate + ".weight", fc1.slice(0, 0, f));
-            put(e + names.down + ".weight",
-                get(grouped ? fc + "2.weight" + n
-                            : mlp + "experts.local_experts." + n + ".linear_fc2.weight",
-                    {h, f}));
+            put(e + names.down + ".weight", get(expert_fc(mlp, 2, j), {h, f}));
             put(e + names.up + ".weight", fc1.slice(0, f, 2 * f));
         }
         put(dst + "input_layernorm.weight",

@@ -105,31 +105,21 @@ Tensor concat_rows(const Tensor& a, const Tensor& b) {
     return out;
 }
 
-namespace {
-
-// Row `from(j)` of each rotary part to row j; the others as they are.
-template <class From>
-Tensor rope_rows(const Tensor& t, int64_t block, int64_t offset, int64_t rope, From from) {
+Tensor interleaved_rope_rows(const Tensor& t, int64_t block, int64_t offset, int64_t rope) {
     const Tensor c = t.contiguous();
     MT_CHECK(block > 0 && rope % 2 == 0 && offset + rope <= block && c.shape()[0] % block == 0,
              "rope rows: ", rope, " rows at ", offset, " of blocks of ", block, " do not fit ",
              c.describe());
+    // Row j of each rotary part: the first half's row j / 2 (even j), the second half's (odd j).
     Tensor out = c.clone();
-    const int64_t row = row_bytes(c);
+    const int64_t row = row_bytes(c), half = rope / 2;
     const auto* src = static_cast<const char*>(c.raw_data());
     auto* dst = static_cast<char*>(out.raw_data());
     for (int64_t b = 0; b < c.shape()[0] / block; ++b)
         for (int64_t j = 0; j < rope; ++j)
-            std::copy_n(src + (b * block + offset + from(j, rope / 2)) * row, row,
+            std::copy_n(src + (b * block + offset + (j % 2 ? half : 0) + j / 2) * row, row,
                         dst + (b * block + offset + j) * row);
     return out;
-}
-
-}  // namespace
-
-Tensor interleaved_rope_rows(const Tensor& t, int64_t block, int64_t offset, int64_t rope) {
-    return rope_rows(t, block, offset, rope,
-                     [](int64_t j, int64_t half) { return j % 2 == 0 ? j / 2 : half + j / 2; });
 }
 
 }  // namespace mt::plugins::hf

@@ -508,11 +508,11 @@ std::vector<std::string> extra_state_keys(const ShardedTensors& tensors, const K
     const Extents extents = extents_of(tensors, layout);
     // block -> layer -> the stored names of its tensors
     std::map<std::string, std::map<int64_t, std::set<std::string>>> layers;
-    std::map<std::string, LayerName> alone;  // a layer of each block keyed layer by layer
+    std::map<std::string, std::string> alone;  // blocks keyed layer by layer: their inner part
     for (const auto& [name, t] : tensors)
         if (auto ln = parse_layer(name)) {
             layers[ln->block][ln->layer].insert(stored_part(ln->rest, false).rest);
-            if (layout.per_layer || !ln->stacked) alone.emplace(ln->block, *ln);
+            if (layout.per_layer || !ln->stacked) alone.emplace(ln->block, ln->inner);
         }
     std::vector<std::string> keys;
     const int64_t experts = extents.experts;
@@ -539,12 +539,9 @@ std::vector<std::string> extra_state_keys(const ShardedTensors& tensors, const K
                                        (layer ? at + "." : "") + std::to_string(e) + "_" +
                                        (layer ? of + "." : "") + std::to_string(experts));
         };
-        if (auto one = alone.find(block); one != alone.end()) {
-            for (const auto& [i, rests] : held) {
-                LayerName ln = one->second;
-                ln.layer = i;
-                add_layer(rests, ln.alone(""), std::nullopt);
-            }
+        if (auto inner = alone.find(block); inner != alone.end()) {
+            for (const auto& [i, rests] : held)
+                add_layer(rests, block + std::to_string(i) + "." + inner->second, std::nullopt);
         } else {
             // The layers are alike (check_alike): each of the model's takes the first's modules.
             for (int64_t i = 0; i < count; ++i) add_layer(held.begin()->second, block, i);
