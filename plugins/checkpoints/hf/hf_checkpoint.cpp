@@ -489,9 +489,10 @@ std::optional<BertParts> bert_parts(const CheckpointState& state) {
     return parts;
 }
 
-}  // namespace
-
-void HfCheckpoint::save(const fs::path& dir, const CheckpointState& state) {
+// HfCheckpoint::save with state.model's values made by `make` (placeholders in a streamed
+// save) as each tensor is written.
+void save_folder(const fs::path& dir, const CheckpointState& state,
+                 const std::function<Tensor(size_t)>& make, uint64_t max_shard_bytes) {
     HfConfig config = hf_config_from_args(state.args, bert_parts(state));
     const bool bert = config.arch == HfArch::bert;
     auto embedding = std::find_if(state.model.begin(), state.model.end(), [](const auto& e) {
@@ -508,7 +509,7 @@ void HfCheckpoint::save(const fs::path& dir, const CheckpointState& state) {
         hf_tokenizer_files(state.args, config.max_position_embeddings);
     if (!tokenizer.note.empty()) log::info("--saver hf: ", tokenizer.note);
     config.vocab_size = true_vocab_size(state.args, tokenizer, embedding->second.global_shape[0]);
-    const std::vector<NamedTensor> tensors = hf_tensors(state, config, dtype);
+    const std::vector<TensorToWrite> tensors = hf_tensors(state, make, config, dtype);
     // BertTokenizer's models have no bos/eos ids (their [CLS] and [SEP] are not those).
     const HfConfigExtras extras{dtype, bert ? std::nullopt : tokenizer.bos_id,
                                 bert ? std::nullopt : tokenizer.eos_id};
@@ -521,7 +522,7 @@ void HfCheckpoint::save(const fs::path& dir, const CheckpointState& state) {
     fs::remove_all(tmp);
     fs::create_directories(tmp);
     try {
-        write_hf_weights(tmp, tensors, max_shard_bytes_);
+        write_hf_weights(tmp, tensors, max_shard_bytes);
         write_text(tmp / "config.json", hf_config_json(config, extras));
         // transformers writes it for models that generate text, which BERT does not.
         if (!bert) write_text(tmp / "generation_config.json", hf_generation_config_json(extras));
@@ -535,6 +536,21 @@ void HfCheckpoint::save(const fs::path& dir, const CheckpointState& state) {
     log::info("--saver hf: wrote a ", config.model_type, " model (", config.num_layers,
               " layers, hidden ", config.hidden_size, ", vocabulary ", config.vocab_size, ", ",
               dtype_name(dtype), ") to ", target.string());
+}
+
+}  // namespace
+
+void HfCheckpoint::save(const fs::path& dir, const CheckpointState& state) {
+    save_folder(
+        dir, state, [&](size_t i) { return state.model.at(i).second.local; }, max_shard_bytes_);
+}
+
+void HfCheckpoint::save_streamed(const fs::path& dir, const CheckpointLayout& layout,
+                                 const StreamedStateFn& rank_state) {
+    MT_CHECK(layout.ranks() == 1 && layout.expert_parallel == 1,
+             "--saver hf writes whole tensors: save the whole model (one rank)");
+    const StreamedState s = rank_state(0, 0);
+    save_folder(dir, s.state, s.make, max_shard_bytes_);
 }
 
 StreamedState HfCheckpoint::load_streamed(const fs::path& dir) {

@@ -29,6 +29,9 @@ class HfCheckpoint : public CheckpointFormat {
     // them (hf_tokenizer_export.h). Written into a sibling temporary folder swapped into place;
     // an existing `dir` is replaced only when it holds nothing but such files.
     void save(const std::filesystem::path& dir, const CheckpointState& state) override;
+    // save() with each tensor made (StreamedState::make) as it is written: one rank (layout 1x1).
+    void save_streamed(const std::filesystem::path& dir, const CheckpointLayout& layout,
+                       const StreamedStateFn& rank_state) override;
     // The model tensors in float32 (F16/BF16 converted), iteration 0, no optimizer, schedule or
     // RNG; args holds Megatron's names of the model's sizes (and the folder's tokenizer, when it
     // has tokenizer.json, vocab.json + merges.txt, or BERT's vocab.txt). Build the model with

@@ -1,6 +1,7 @@
 #include "hf_export.h"
 
 #include <map>
+#include <memory>
 #include <tuple>
 
 #include "hf_hybrid_tensors.h"
@@ -12,13 +13,52 @@ namespace mt::plugins::hf {
 
 namespace {
 
+// A tensor of the folder before it is made: its shape, and how to make it from the Megatron
+// tensors it is drawn from when it is written.
+struct Lazy {
+    Shape shape;
+    std::function<Tensor()> make;
+
+    // f(this tensor), of shape `to`.
+    Lazy map(Shape to, std::function<Tensor(const Tensor&)> f) const {
+        return {std::move(to), [m = make, f = std::move(f)] { return f(m()); }};
+    }
+    // Rows [from, to) (a view).
+    Lazy rows(int64_t from, int64_t to) const {
+        Shape s = shape;
+        s[0] = to - from;
+        return map(s, [from, to](const Tensor& t) { return t.slice(0, from, to); });
+    }
+    Lazy transpose() const {
+        return map({shape[1], shape[0]}, [](const Tensor& t) { return transposed(t); });
+    }
+};
+
+// ungroup_qkv's parts of a linear_qkv weight or bias, each made on its own.
+struct LazyQkv {
+    Lazy q, k, v;
+};
+LazyQkv ungroup(const Lazy& qkv, int64_t nq, int64_t ng, int64_t hd) {
+    auto part = [&](int64_t heads, Tensor Qkv::*member) {
+        Shape s = qkv.shape;
+        s[0] = heads * hd;
+        return qkv.map(
+            s, [=](const Tensor& t) { return std::move(ungroup_qkv(t, nq, ng, hd).*member); });
+    };
+    return {part(nq, &Qkv::q), part(ng, &Qkv::k), part(ng, &Qkv::v)};
+}
+
 class Exporter {
   public:
-    Exporter(const CheckpointState& state, const HfConfig& c, DType dtype) : c_(c), dtype_(dtype) {
-        for (const auto& [name, t] : state.model) by_name_.emplace(name, &t);
+    Exporter(const CheckpointState& state, std::function<Tensor(size_t)> make, const HfConfig& c,
+             DType dtype)
+        : c_(c), dtype_(dtype), make_(std::make_shared<const std::function<Tensor(size_t)>>(
+                                    std::move(make))) {
+        for (size_t i = 0; i < state.model.size(); ++i)
+            by_name_.emplace(state.model[i].first, Source{&state.model[i].second, i});
     }
 
-    std::vector<NamedTensor> run() {
+    std::vector<TensorToWrite> run() {
         if (c_.arch == HfArch::gpt2)
             gpt2();
         else if (c_.arch == HfArch::llama)
@@ -33,32 +73,48 @@ class Exporter {
     }
 
   private:
-    // The whole tensor `name` (or its other norm spelling) in the output dtype, of `shape`.
-    Tensor get(const std::string& name, const Shape& shape) {
+    struct Source {
+        const ShardedTensor* tensor;  // its shape (a placeholder in a streamed save)
+        size_t index;                 // its values: make(index)
+    };
+
+    // The whole tensor `name` (or its other norm spelling) in the output dtype, of `shape`;
+    // checked now, made when written.
+    Lazy get(const std::string& name, const Shape& shape) const {
         auto it = by_name_.find(name);
         if (it == by_name_.end()) it = by_name_.find(other_impl_name(name));
         MT_CHECK(it != by_name_.end(), "--saver hf: the checkpoint has no tensor '", name, "'");
-        const ShardedTensor& s = *it->second;
+        const ShardedTensor& s = *it->second.tensor;
         MT_CHECK(s.local.shape() == s.global_shape, "--saver hf: '", name, "' is a ",
                  shape_str(s.local.shape()), " piece of ", shape_str(s.global_shape),
                  ": Hugging Face folders hold whole tensors");
         MT_CHECK(s.local.shape() == shape, "--saver hf: '", name, "' has shape ",
                  shape_str(s.local.shape()), ", the model's args imply ", shape_str(shape));
-        return s.local.dtype() == dtype_ ? s.local : cast_float(s.local, dtype_);
+        return {shape, [make = make_, i = it->second.index, dtype = dtype_] {
+                    const Tensor t = (*make)(i);
+                    return t.dtype() == dtype ? t : cast_float(t, dtype);
+                }};
     }
     // The vocabulary table ([rows, hidden], or BERT's output-layer bias [rows]) cut to the
     // config's vocabulary (any padded rows dropped).
-    Tensor vocab_table(const std::string& name) {
+    Lazy vocab_table(const std::string& name) const {
         auto it = by_name_.find(name);
         MT_CHECK(it != by_name_.end(), "--saver hf: the checkpoint has no tensor '", name, "'");
-        const Shape& global = it->second->global_shape;
+        const Shape& global = it->second.tensor->global_shape;
         const int64_t rows = global.empty() ? 0 : global[0];
         MT_CHECK(rows >= c_.vocab_size, "--saver hf: '", name, "' has ", rows,
                  " rows, fewer than the vocabulary's ", c_.vocab_size);
         const Shape shape = global.size() == 1 ? Shape{rows} : Shape{rows, c_.hidden_size};
-        return get(name, shape).slice(0, 0, c_.vocab_size);
+        return get(name, shape).rows(0, c_.vocab_size);
     }
-    void put(std::string name, Tensor t) { out_.emplace_back(std::move(name), std::move(t)); }
+    void put(std::string name, Lazy t) {
+        out_.push_back({std::move(name), std::move(t.shape), dtype_, std::move(t.make)});
+    }
+    // A SwiGLU fc1 ([gate; up] rows, `f` each) as its two halves.
+    void put_gate_up(const std::string& gate, const std::string& up, const Lazy& fc1, int64_t f) {
+        put(gate, fc1.rows(0, f));
+        put(up, fc1.rows(f, 2 * f));
+    }
     bool has(const std::string& name) const { return by_name_.count(name) > 0; }
     // Expert j's linear_fc<fc> weight in a MoE layer's `mlp` ("decoder.layers.<i>.mlp."), under
     // SequentialMLP's names or TEGroupedMLP's.
@@ -85,17 +141,21 @@ class Exporter {
             put(dst + "ln_1.weight", get(attn + "linear_qkv.layer_norm_weight", {h}));
             put(dst + "ln_1.bias", get(attn + "linear_qkv.layer_norm_bias", {h}));
             // c_attn is [q | k | v] along its output columns.
-            const Qkv w = ungroup_qkv(get(attn + "linear_qkv.weight", {3 * h, h}), n, n, hd);
-            put(dst + "attn.c_attn.weight", transposed(concat_rows(concat_rows(w.q, w.k), w.v)));
-            const Qkv b = ungroup_qkv(get(attn + "linear_qkv.bias", {3 * h}), n, n, hd);
-            put(dst + "attn.c_attn.bias", concat_rows(concat_rows(b.q, b.k), b.v));
-            put(dst + "attn.c_proj.weight", transposed(get(attn + "linear_proj.weight", {h, h})));
+            auto qkv_rows = [n, hd](const Tensor& t) {
+                const Qkv p = ungroup_qkv(t, n, n, hd);
+                return concat_rows(concat_rows(p.q, p.k), p.v);
+            };
+            put(dst + "attn.c_attn.weight",
+                get(attn + "linear_qkv.weight", {3 * h, h}).map({3 * h, h}, qkv_rows).transpose());
+            put(dst + "attn.c_attn.bias",
+                get(attn + "linear_qkv.bias", {3 * h}).map({3 * h}, qkv_rows));
+            put(dst + "attn.c_proj.weight", get(attn + "linear_proj.weight", {h, h}).transpose());
             put(dst + "attn.c_proj.bias", get(attn + "linear_proj.bias", {h}));
             put(dst + "ln_2.weight", get(mlp + "linear_fc1.layer_norm_weight", {h}));
             put(dst + "ln_2.bias", get(mlp + "linear_fc1.layer_norm_bias", {h}));
-            put(dst + "mlp.c_fc.weight", transposed(get(mlp + "linear_fc1.weight", {f, h})));
+            put(dst + "mlp.c_fc.weight", get(mlp + "linear_fc1.weight", {f, h}).transpose());
             put(dst + "mlp.c_fc.bias", get(mlp + "linear_fc1.bias", {f}));
-            put(dst + "mlp.c_proj.weight", transposed(get(mlp + "linear_fc2.weight", {h, f})));
+            put(dst + "mlp.c_proj.weight", get(mlp + "linear_fc2.weight", {h, f}).transpose());
             put(dst + "mlp.c_proj.bias", get(mlp + "linear_fc2.bias", {h}));
         }
         put(p + "ln_f.weight", get("decoder.final_layernorm.weight", {h}));
@@ -112,11 +172,11 @@ class Exporter {
             const std::string attn = src + "self_attention.", mlp = src + "mlp.";
             // In LlamaDecoderLayer's state-dict order (attention, MLP, then the norms), which
             // decides where shards split.
-            Qkv qkv =
-                ungroup_qkv(get(attn + "linear_qkv.weight", {(nq + 2 * ng) * hd, h}), nq, ng, hd);
-            Qkv bias;  // Qwen2's
+            LazyQkv qkv =
+                ungroup(get(attn + "linear_qkv.weight", {(nq + 2 * ng) * hd, h}), nq, ng, hd);
+            LazyQkv bias;  // Qwen2's
             if (c_.qkv_bias)
-                bias = ungroup_qkv(get(attn + "linear_qkv.bias", {(nq + 2 * ng) * hd}), nq, ng, hd);
+                bias = ungroup(get(attn + "linear_qkv.bias", {(nq + 2 * ng) * hd}), nq, ng, hd);
             for (auto [name, w, b] :
                  {std::tuple{"q_proj", &qkv.q, &bias.q}, std::tuple{"k_proj", &qkv.k, &bias.k},
                   std::tuple{"v_proj", &qkv.v, &bias.v}}) {
@@ -132,9 +192,8 @@ class Exporter {
                 mixtral_experts(src, dst);
                 continue;
             }
-            const Tensor fc1 = get(mlp + "linear_fc1.weight", {2 * f, h});  // [gate; up]
-            put(dst + "mlp.gate_proj.weight", fc1.slice(0, 0, f));
-            put(dst + "mlp.up_proj.weight", fc1.slice(0, f, 2 * f));
+            put_gate_up(dst + "mlp.gate_proj.weight", dst + "mlp.up_proj.weight",
+                        get(mlp + "linear_fc1.weight", {2 * f, h}), f);
             put(dst + "mlp.down_proj.weight", get(mlp + "linear_fc2.weight", {h, f}));
             put(dst + "input_layernorm.weight", get(attn + "linear_qkv.layer_norm_weight", {h}));
             put(dst + "post_attention_layernorm.weight",
@@ -150,8 +209,8 @@ class Exporter {
             if (t.kind == HybridTensor::Kind::vocab) {
                 put(t.hf, vocab_table(t.megatron));
             } else if (t.kind == HybridTensor::Kind::qkv) {
-                Qkv qkv = ungroup_qkv(get(t.megatron, t.shape), c_.num_heads, c_.num_kv_heads,
-                                      c_.head_dim);
+                LazyQkv qkv =
+                    ungroup(get(t.megatron, t.shape), c_.num_heads, c_.num_kv_heads, c_.head_dim);
                 put(t.hf + "q_proj.weight", std::move(qkv.q));
                 put(t.hf + "k_proj.weight", std::move(qkv.k));
                 put(t.hf + "v_proj.weight", std::move(qkv.v));
@@ -222,9 +281,8 @@ class Exporter {
         const std::string mlp = src + "mlp.";
         std::string post_norm = src + "pre_mlp_layernorm.weight";
         if (dense) {
-            const Tensor fc1 = get(mlp + "linear_fc1.weight", {2 * f, h});  // [gate; up]
-            put(dst + "mlp.gate_proj.weight", fc1.slice(0, 0, f));
-            put(dst + "mlp.up_proj.weight", fc1.slice(0, f, 2 * f));
+            put_gate_up(dst + "mlp.gate_proj.weight", dst + "mlp.up_proj.weight",
+                        get(mlp + "linear_fc1.weight", {2 * f, h}), f);
             put(dst + "mlp.down_proj.weight", get(mlp + "linear_fc2.weight", {h, f}));
             post_norm = mlp + "linear_fc1.layer_norm_weight";
         } else {
@@ -239,19 +297,17 @@ class Exporter {
     void deepseek_experts(const std::string& mlp, const std::string& dst) {
         const int64_t h = c_.hidden_size, e = c_.moe.expert_ffn, s = c_.moe.shared_ffn;
         for (int64_t j = 0; j < c_.num_experts; ++j) {
-            const Tensor fc1 = get(expert_fc(mlp, 1, j), {2 * e, h});
             const std::string out = dst + "experts." + std::to_string(j) + ".";
-            put(out + "gate_proj.weight", fc1.slice(0, 0, e));
-            put(out + "up_proj.weight", fc1.slice(0, e, 2 * e));
+            put_gate_up(out + "gate_proj.weight", out + "up_proj.weight",
+                        get(expert_fc(mlp, 1, j), {2 * e, h}), e);
             put(out + "down_proj.weight", get(expert_fc(mlp, 2, j), {h, e}));
         }
         put(dst + "gate.weight", get(mlp + "router.weight", {c_.num_experts, h}));
         put(dst + "gate.e_score_correction_bias",
             get(mlp + "router.expert_bias", {c_.num_experts}));
         if (s == 0) return;
-        const Tensor fc1 = get(mlp + "shared_experts.linear_fc1.weight", {2 * s, h});
-        put(dst + "shared_experts.gate_proj.weight", fc1.slice(0, 0, s));
-        put(dst + "shared_experts.up_proj.weight", fc1.slice(0, s, 2 * s));
+        put_gate_up(dst + "shared_experts.gate_proj.weight", dst + "shared_experts.up_proj.weight",
+                    get(mlp + "shared_experts.linear_fc1.weight", {2 * s, h}), s);
         put(dst + "shared_experts.down_proj.weight",
             get(mlp + "shared_experts.linear_fc2.weight", {h, s}));
     }
@@ -265,11 +321,11 @@ class Exporter {
         const std::string mlp = src + "mlp.", moe = dst + names.block;
         put(moe + "gate.weight", get(mlp + "router.weight", {c_.num_experts, h}));
         for (int64_t j = 0; j < c_.num_experts; ++j) {
-            const Tensor fc1 = get(expert_fc(mlp, 1, j), {2 * f, h});
+            const Lazy fc1 = get(expert_fc(mlp, 1, j), {2 * f, h});
             const std::string e = moe + "experts." + std::to_string(j) + ".";
-            put(e + names.gate + ".weight", fc1.slice(0, 0, f));
+            put(e + names.gate + ".weight", fc1.rows(0, f));
             put(e + names.down + ".weight", get(expert_fc(mlp, 2, j), {h, f}));
-            put(e + names.up + ".weight", fc1.slice(0, f, 2 * f));
+            put(e + names.up + ".weight", fc1.rows(f, 2 * f));
         }
         put(dst + "input_layernorm.weight",
             get(src + "self_attention.linear_qkv.layer_norm_weight", {h}));
@@ -290,7 +346,7 @@ class Exporter {
         put("bert.embeddings.token_type_embeddings.weight",
             c_.bert.tokentypes > 0
                 ? get("embedding.tokentype_embeddings.weight", {c_.bert.tokentypes, h})
-                : Tensor::zeros({1, h}, dtype_));
+                : Lazy{{1, h}, [h, dtype = dtype_] { return Tensor::zeros({1, h}, dtype); }});
         if (post) {
             put("bert.embeddings.LayerNorm.weight", get("embedding.layernorm.weight", {h}));
             put("bert.embeddings.LayerNorm.bias", get("embedding.layernorm.bias", {h}));
@@ -312,8 +368,8 @@ class Exporter {
                     put(dst + "ln." + part, get(mlp + "linear_fc1.layer_norm_" + part, {h}));
                 }
             }
-            Qkv w = ungroup_qkv(get(attn + "linear_qkv.weight", {3 * h, h}), n, n, hd);
-            Qkv b = ungroup_qkv(get(attn + "linear_qkv.bias", {3 * h}), n, n, hd);
+            LazyQkv w = ungroup(get(attn + "linear_qkv.weight", {3 * h, h}), n, n, hd);
+            LazyQkv b = ungroup(get(attn + "linear_qkv.bias", {3 * h}), n, n, hd);
             const std::string self = dst + "attention.self.";
             put(self + "query.weight", std::move(w.q));
             put(self + "query.bias", std::move(b.q));
@@ -352,15 +408,17 @@ class Exporter {
 
     const HfConfig& c_;
     DType dtype_;
-    std::map<std::string, const ShardedTensor*> by_name_;
-    std::vector<NamedTensor> out_;
+    std::shared_ptr<const std::function<Tensor(size_t)>> make_;  // shared by the lazy tensors
+    std::map<std::string, Source> by_name_;
+    std::vector<TensorToWrite> out_;
 };
 
 }  // namespace
 
-std::vector<NamedTensor> hf_tensors(const CheckpointState& state, const HfConfig& config,
-                                    DType dtype) {
-    return Exporter(state, config, dtype).run();
+std::vector<TensorToWrite> hf_tensors(const CheckpointState& state,
+                                      std::function<Tensor(size_t)> make, const HfConfig& config,
+                                      DType dtype) {
+    return Exporter(state, std::move(make), config, dtype).run();
 }
 
 }  // namespace mt::plugins::hf

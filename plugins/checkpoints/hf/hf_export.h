@@ -3,6 +3,7 @@
 // transposes, the vocabulary table cut to the true vocabulary), in the weights' own dtype.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "hf_config.h"
@@ -13,10 +14,13 @@ namespace mt::plugins::hf {
 
 // The model tensors of `state` (whole tensors, either --transformer-impl's norm names) under
 // Hugging Face names, in the model's order, for `config` (config.vocab_size rows of the
-// vocabulary tables are kept; a tied model has no lm_head.weight, as transformers saves it).
-// Every tensor has `dtype`: one of another dtype is cast. mt::Error naming the tensor for a
-// missing one, a piece of a tensor, or a shape the config does not imply.
-std::vector<NamedTensor> hf_tensors(const CheckpointState& state, const HfConfig& config,
-                                    DType dtype);
+// vocabulary tables are kept; a tied model has no lm_head.weight, as transformers saves it),
+// each made when it is written from the values make(i) gives of state.model[i] (a streamed
+// save's placeholders: nothing is read here). Every tensor has `dtype`: one of another dtype is
+// cast. mt::Error naming the tensor, now, for a missing one, a piece of a tensor, or a shape
+// the config does not imply.
+std::vector<TensorToWrite> hf_tensors(const CheckpointState& state,
+                                      std::function<Tensor(size_t)> make, const HfConfig& config,
+                                      DType dtype);
 
 }  // namespace mt::plugins::hf

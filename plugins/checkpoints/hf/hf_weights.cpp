@@ -8,12 +8,12 @@
 
 namespace mt::plugins::hf {
 
-std::vector<std::vector<NamedTensor>> plan_shards(const std::vector<NamedTensor>& tensors,
-                                                  uint64_t max_shard_bytes) {
-    std::vector<std::vector<NamedTensor>> shards;
+std::vector<std::vector<TensorToWrite>> plan_shards(const std::vector<TensorToWrite>& tensors,
+                                                    uint64_t max_shard_bytes) {
+    std::vector<std::vector<TensorToWrite>> shards;
     uint64_t current = 0;  // bytes in shards.back()
-    for (const NamedTensor& entry : tensors) {
-        const uint64_t bytes = uint64_t(entry.second.nbytes());
+    for (const TensorToWrite& entry : tensors) {
+        const uint64_t bytes = entry.nbytes();
         if (bytes > max_shard_bytes) {
             shards.push_back({entry});
             current = max_shard_bytes;  // nothing joins an oversized tensor
@@ -31,7 +31,7 @@ std::vector<std::vector<NamedTensor>> plan_shards(const std::vector<NamedTensor>
 }
 
 std::vector<std::string> write_hf_weights(const std::filesystem::path& dir,
-                                          const std::vector<NamedTensor>& tensors,
+                                          const std::vector<TensorToWrite>& tensors,
                                           uint64_t max_shard_bytes) {
     MT_CHECK(max_shard_bytes > 0, "--saver hf: the shard size must be positive");
     const auto shards = plan_shards(tensors, max_shard_bytes);
@@ -47,10 +47,10 @@ std::vector<std::string> write_hf_weights(const std::filesystem::path& dir,
         std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", i + 1, shards.size());
         write_safetensors(dir / name, shards[i]);
         names.push_back(name);
-        for (const auto& [tensor, t] : shards[i]) {
-            weight_map[tensor] = json::text(name);
-            total_size += uint64_t(t.nbytes());
-            total_parameters += uint64_t(t.numel());
+        for (const TensorToWrite& t : shards[i]) {
+            weight_map[t.name] = json::text(name);
+            total_size += t.nbytes();
+            total_parameters += uint64_t(shape_numel(t.shape));
         }
     }
     const std::string index =

@@ -17,13 +17,13 @@ inline constexpr uint64_t kDefaultMaxShardBytes = 5'000'000'000;
 
 // The tensors of each shard: in order, a new shard when the next tensor would take the current
 // one past `max_shard_bytes` of tensor data; a tensor larger than that alone in its own.
-std::vector<std::vector<NamedTensor>> plan_shards(const std::vector<NamedTensor>& tensors,
-                                                  uint64_t max_shard_bytes);
+std::vector<std::vector<TensorToWrite>> plan_shards(const std::vector<TensorToWrite>& tensors,
+                                                    uint64_t max_shard_bytes);
 
-// Writes the plan's files into `dir` (one shard: model.safetensors without an index) and
-// returns their names.
+// Writes the plan's files into `dir` (one shard: model.safetensors without an index), each
+// tensor made as it is written, and returns their names.
 std::vector<std::string> write_hf_weights(const std::filesystem::path& dir,
-                                          const std::vector<NamedTensor>& tensors,
+                                          const std::vector<TensorToWrite>& tensors,
                                           uint64_t max_shard_bytes);
 
 }  // namespace mt::plugins::hf

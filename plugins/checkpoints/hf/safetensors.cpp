@@ -19,8 +19,8 @@ int64_t element_size(const std::string& dtype) {
     return 0;
 }
 
-std::string dtype_code(const Tensor& t, const std::string& name) {
-    switch (t.dtype()) {
+std::string dtype_code(DType dtype, const std::string& name) {
+    switch (dtype) {
         case DType::f32:
             return "F32";
         case DType::f16:
@@ -28,21 +28,22 @@ std::string dtype_code(const Tensor& t, const std::string& name) {
         case DType::bf16:
             return "BF16";
         default:
-            MT_FAIL("safetensors: tensor '", name, "' is ", t.describe(),
+            MT_FAIL("safetensors: tensor '", name, "' is ", dtype_name(dtype),
                     ": supported are f32, f16 and bf16");
     }
 }
 
 // The header, padded with spaces so the data starts 8-byte aligned (as safetensors pads it);
 // `tensors` sorted by name.
-std::string header_of(const std::vector<NamedTensor>& tensors) {
+std::string header_of(const std::vector<TensorToWrite>& tensors) {
     std::string h = R"({"__metadata__":{"format":"pt"})";
     uint64_t offset = 0;
-    for (const auto& [name, t] : tensors) {
-        h += "," + io::json_quote(name) + R"(:{"dtype":")" + dtype_code(t, name) + R"(","shape":[)";
-        for (size_t d = 0; d < t.shape().size(); ++d)
-            h += (d ? "," : "") + std::to_string(t.shape()[d]);
-        const uint64_t end = offset + uint64_t(t.nbytes());
+    for (const TensorToWrite& t : tensors) {
+        h += "," + io::json_quote(t.name) + R"(:{"dtype":")" + dtype_code(t.dtype, t.name) +
+             R"(","shape":[)";
+        for (size_t d = 0; d < t.shape.size(); ++d)
+            h += (d ? "," : "") + std::to_string(t.shape[d]);
+        const uint64_t end = offset + t.nbytes();
         h += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(end) + "]}";
         offset = end;
     }
@@ -51,26 +52,21 @@ std::string header_of(const std::vector<NamedTensor>& tensors) {
     return h;
 }
 
-void sort_by_name(std::vector<NamedTensor>& tensors) {
-    std::sort(tensors.begin(), tensors.end(),
-              [](const NamedTensor& a, const NamedTensor& b) { return a.first < b.first; });
-}
-
 }  // namespace
 
-uint64_t safetensors_file_size(const std::vector<NamedTensor>& tensors) {
-    std::vector<NamedTensor> sorted = tensors;
-    sort_by_name(sorted);
-    uint64_t size = 8 + header_of(sorted).size();
-    for (const auto& entry : sorted) size += uint64_t(entry.second.nbytes());
-    return size;
+uint64_t TensorToWrite::nbytes() const { return uint64_t(shape_numel(shape) * dtype_size(dtype)); }
+
+TensorToWrite to_write(NamedTensor tensor) {
+    return {tensor.first, tensor.second.shape(), tensor.second.dtype(),
+            [t = std::move(tensor.second)] { return t; }};
 }
 
-void write_safetensors(const std::filesystem::path& path, std::vector<NamedTensor> tensors) {
-    sort_by_name(tensors);
+void write_safetensors(const std::filesystem::path& path, std::vector<TensorToWrite> tensors) {
+    std::sort(tensors.begin(), tensors.end(),
+              [](const TensorToWrite& a, const TensorToWrite& b) { return a.name < b.name; });
     for (size_t i = 1; i < tensors.size(); ++i)
-        MT_CHECK(tensors[i].first != tensors[i - 1].first, path.string(), ": two tensors named '",
-                 tensors[i].first, "'");
+        MT_CHECK(tensors[i].name != tensors[i - 1].name, path.string(), ": two tensors named '",
+                 tensors[i].name, "'");
     const std::string header = header_of(tensors);
     io::AtomicFile file(path);
     std::ofstream& out = file.stream();
@@ -78,11 +74,20 @@ void write_safetensors(const std::filesystem::path& path, std::vector<NamedTenso
     for (int i = 0; i < 8; ++i) length[i] = char((uint64_t(header.size()) >> (8 * i)) & 0xff);
     out.write(length, 8);
     out.write(header.data(), std::streamsize(header.size()));
-    for (const auto& [name, t] : tensors) {
-        const Tensor c = t.contiguous();
-        out.write(static_cast<const char*>(c.raw_data()), std::streamsize(c.nbytes()));
+    for (const TensorToWrite& t : tensors) {
+        const Tensor made = t.make().contiguous();
+        MT_CHECK(made.shape() == t.shape && made.dtype() == t.dtype, path.string(), ": tensor '",
+                 t.name, "' was announced as ", dtype_name(t.dtype), " ", shape_str(t.shape),
+                 " but made as ", made.describe());
+        out.write(static_cast<const char*>(made.raw_data()), std::streamsize(made.nbytes()));
     }
     file.commit();
+}
+
+void write_safetensors(const std::filesystem::path& path, const std::vector<NamedTensor>& tensors) {
+    std::vector<TensorToWrite> written;
+    for (const NamedTensor& t : tensors) written.push_back(to_write(t));
+    write_safetensors(path, std::move(written));
 }
 
 SafetensorsFile::SafetensorsFile(const std::filesystem::path& path)

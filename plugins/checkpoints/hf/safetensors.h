@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -43,13 +44,23 @@ class SafetensorsFile {
 
 using NamedTensor = std::pair<std::string, Tensor>;
 
-// Bytes of the file write_safetensors makes of `tensors`.
-uint64_t safetensors_file_size(const std::vector<NamedTensor>& tensors);
+// A tensor to write, made only when its bytes are written: a streamed save holds one at a time.
+struct TensorToWrite {
+    std::string name;
+    Shape shape;
+    DType dtype = DType::f32;
+    std::function<Tensor()> make;  // its values, of that shape and dtype (any strides)
+    uint64_t nbytes() const;
+};
+// A tensor that is already made, to write.
+TensorToWrite to_write(NamedTensor tensor);
 
 // Writes `tensors` (F32, F16 or BF16; names unique) as the safetensors library does: header
 // {"__metadata__": {"format": "pt"}, name: {dtype, shape, data_offsets}, ...} padded with
-// spaces to a multiple of 8 bytes, then the data in sorted-name order. Through a temporary file
-// renamed into place; mt::Error naming the file and tensor otherwise.
-void write_safetensors(const std::filesystem::path& path, std::vector<NamedTensor> tensors);
+// spaces to a multiple of 8 bytes, then the data in sorted-name order, each tensor made as its
+// bytes are written and let go after. Through a temporary file renamed into place; mt::Error
+// naming the file and tensor otherwise (a made tensor of another shape or dtype, too).
+void write_safetensors(const std::filesystem::path& path, std::vector<TensorToWrite> tensors);
+void write_safetensors(const std::filesystem::path& path, const std::vector<NamedTensor>& tensors);
 
 }  // namespace mt::plugins::hf

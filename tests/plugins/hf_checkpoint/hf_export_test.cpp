@@ -156,13 +156,13 @@ TEST(HfExport, TinyShardsWriteAnIndexAndReload) {
 }
 
 TEST(HfExport, PlansShardsAsTransformers) {
-    auto t = [](int64_t n) { return Tensor::zeros({n}, DType::f32); };
-    const std::vector<NamedTensor> tensors = {{"a", t(10)}, {"b", t(10)}, {"c", t(30)},
-                                              {"d", t(5)},  {"e", t(20)}, {"f", t(1)}};
+    auto t = [](const char* name, int64_t n) { return TensorToWrite{name, {n}, DType::f32, {}}; };
+    const std::vector<TensorToWrite> tensors = {t("a", 10), t("b", 10), t("c", 30),
+                                                t("d", 5),  t("e", 20), t("f", 1)};
     std::vector<std::vector<std::string>> names;
     for (const auto& shard : plan_shards(tensors, 80)) {  // 80 bytes: 20 floats
         names.emplace_back();
-        for (const auto& [name, x] : shard) names.back().push_back(name);
+        for (const TensorToWrite& x : shard) names.back().push_back(x.name);
     }
     const std::vector<std::vector<std::string>> want = {{"a", "b"}, {"c"}, {"d"}, {"e"}, {"f"}};
     EXPECT_EQ(names, want);
@@ -206,7 +206,7 @@ TEST(HfExport, WritesConfigAsTransformersDoes) {
     for (const char* qwen : {"qwen2", "qwen3"}) {
         format.save(dir / qwen, format.load(fixture(qwen)));
         const std::string config = read_file(dir / qwen / "config.json");
-        for (const std::string part :
+        for (const std::string& part :
              {std::string("\"model_type\": \"") + qwen + "\"",
               std::string("\"use_sliding_window\": false"),
               std::string(qwen == std::string("qwen2") ? "\"Qwen2ForCausalLM\""
