@@ -52,8 +52,9 @@ class Exporter {
   public:
     Exporter(const CheckpointState& state, std::function<Tensor(size_t)> make, const HfConfig& c,
              DType dtype)
-        : c_(c), dtype_(dtype), make_(std::make_shared<const std::function<Tensor(size_t)>>(
-                                    std::move(make))) {
+        : c_(c),
+          dtype_(dtype),
+          make_(std::make_shared<const std::function<Tensor(size_t)>>(std::move(make))) {
         for (size_t i = 0; i < state.model.size(); ++i)
             by_name_.emplace(state.model[i].first, Source{&state.model[i].second, i});
     }
@@ -346,7 +347,9 @@ class Exporter {
         put("bert.embeddings.token_type_embeddings.weight",
             c_.bert.tokentypes > 0
                 ? get("embedding.tokentype_embeddings.weight", {c_.bert.tokentypes, h})
-                : Lazy{{1, h}, [h, dtype = dtype_] { return Tensor::zeros({1, h}, dtype); }});
+                : Lazy{{1, h}, [h, dtype = dtype_] {
+                           return Tensor::zeros({1, h}, dtype);
+                       }});
         if (post) {
             put("bert.embeddings.LayerNorm.weight", get("embedding.layernorm.weight", {h}));
             put("bert.embeddings.LayerNorm.bias", get("embedding.layernorm.bias", {h}));

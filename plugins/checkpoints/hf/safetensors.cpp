@@ -54,7 +54,9 @@ std::string header_of(const std::vector<TensorToWrite>& tensors) {
 
 }  // namespace
 
-uint64_t TensorToWrite::nbytes() const { return uint64_t(shape_numel(shape) * dtype_size(dtype)); }
+uint64_t TensorToWrite::nbytes() const {
+    return uint64_t(shape_numel(shape) * dtype_size(dtype));
+}
 
 TensorToWrite to_write(NamedTensor tensor) {
     return {tensor.first, tensor.second.shape(), tensor.second.dtype(),

@@ -1,5 +1,6 @@
 #include "dcp_storage.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -33,44 +34,6 @@ Tensor box(Tensor t, const Shape& offsets, const Shape& sizes) {
     return t;
 }
 
-// Marks the elements of each chunk's box in a tensor of shape `size`: a chunk over elements
-// another already holds is an mt::Error (with the element count also matching, the chunks then
-// cover the tensor exactly, no element left unwritten).
-class Coverage {
-  public:
-    explicit Coverage(const Shape& size) : size_(size), marked_(size_t(shape_numel(size))) {}
-    // False when the box overlaps one marked before.
-    bool mark(const Shape& offsets, const Shape& sizes) {
-        const size_t dims = size_.size();
-        if (dims == 0) return mark_run(0, 1);
-        for (int64_t d : sizes)
-            if (d == 0) return true;
-        Shape at(dims, 0);  // index within the box, last dimension as runs
-        while (true) {
-            int64_t start = 0;
-            for (size_t d = 0; d < dims; ++d) start = start * size_[d] + offsets[d] + at[d];
-            if (!mark_run(start, sizes[dims - 1])) return false;
-            size_t d = dims - 1;
-            while (d-- > 0) {
-                if (++at[d] < sizes[d]) break;
-                at[d] = 0;
-            }
-            if (d == size_t(-1)) return true;
-        }
-    }
-
-  private:
-    bool mark_run(int64_t start, int64_t length) {
-        for (int64_t i = start; i < start + length; ++i) {
-            if (marked_[size_t(i)]) return false;
-            marked_[size_t(i)] = true;
-        }
-        return true;
-    }
-    Shape size_;
-    std::vector<bool> marked_;
-};
-
 // Chunk `c` of `entry`: a tensor of the chunk's shape and the entry's dtype, or an error naming
 // the file and the chunk.
 Tensor load_chunk(const fs::path& dir, const DcpEntry& entry, const DcpChunk& c) {
@@ -87,51 +50,90 @@ Tensor load_chunk(const fs::path& dir, const DcpEntry& entry, const DcpChunk& c)
 
 }  // namespace
 
-Tensor read_dcp_tensor(const fs::path& dir, const DcpEntry& entry) {
-    MT_CHECK(!entry.bytes, entry.fqn, " is a byte object, not a tensor");
-    Tensor full = Tensor::empty(entry.size, entry.dtype);
+DcpTensorReader::DcpTensorReader(fs::path dir, DcpEntry entry)
+    : dir_(std::move(dir)), entry_(std::move(entry)) {
+    MT_CHECK(!entry_.bytes, entry_.fqn, " is a byte object, not a tensor");
+    const size_t dims = entry_.size.size();
     int64_t covered = 0;
-    Coverage coverage(entry.size);
-    for (const DcpChunk& c : entry.chunks) {
-        const std::string what = "chunk " + shape_str(c.offsets) + " of " + entry.fqn;
-        MT_CHECK(coverage.mark(c.offsets, c.sizes), entry.fqn, ": the checkpoint's ", what,
-                 " of shape ", shape_str(c.sizes), " overlaps another chunk");
-        box(full, c.offsets, c.sizes).copy_from(load_chunk(dir, entry, c));
+    for (size_t k = 0; k < entry_.chunks.size(); ++k) {
+        const DcpChunk& c = entry_.chunks[k];
+        MT_CHECK(c.offsets.size() == dims && c.sizes.size() == dims, entry_.fqn, ": chunk ",
+                 shape_str(c.offsets), " of shape ", shape_str(c.sizes), " is not ", dims,
+                 "-dimensional like the tensor ", shape_str(entry_.size));
+        for (size_t d = 0; d < dims; ++d)
+            MT_CHECK(
+                c.offsets[d] >= 0 && c.sizes[d] >= 0 && c.sizes[d] <= entry_.size[d] - c.offsets[d],
+                entry_.fqn, ": chunk ", shape_str(c.offsets), " of shape ", shape_str(c.sizes),
+                " lies outside the tensor ", shape_str(entry_.size));
+        if (dims > 0) longest_first_ = std::max(longest_first_, c.sizes[0]);
+        by_offset_.push_back(k);
         covered += shape_numel(c.sizes);
     }
-    MT_CHECK(covered == full.numel(), entry.fqn, ": the checkpoint's chunks cover ", covered,
-             " of its ", full.numel(), " elements ", shape_str(entry.size));
-    return full;
+    if (dims > 0)
+        std::sort(by_offset_.begin(), by_offset_.end(), [&](size_t a, size_t b) {
+            return entry_.chunks[a].offsets[0] < entry_.chunks[b].offsets[0];
+        });
+    // The chunks tile the tensor: none overlaps another (those that start along dimension 0
+    // before one ends are compared with it), and their elements add up to the tensor's.
+    for (size_t i = 0; i < by_offset_.size() && dims > 0; ++i) {
+        const DcpChunk& a = entry_.chunks[by_offset_[i]];
+        for (size_t j = i + 1; j < by_offset_.size(); ++j) {
+            const DcpChunk& b = entry_.chunks[by_offset_[j]];
+            if (b.offsets[0] >= a.offsets[0] + a.sizes[0]) break;
+            bool overlap = shape_numel(a.sizes) > 0 && shape_numel(b.sizes) > 0;
+            for (size_t d = 0; d < dims && overlap; ++d)
+                overlap = a.offsets[d] < b.offsets[d] + b.sizes[d] &&
+                          b.offsets[d] < a.offsets[d] + a.sizes[d];
+            MT_CHECK(!overlap, entry_.fqn, ": the checkpoint's chunk ", shape_str(b.offsets),
+                     " of shape ", shape_str(b.sizes), " overlaps another chunk (",
+                     shape_str(a.offsets), " of shape ", shape_str(a.sizes), ")");
+        }
+    }
+    MT_CHECK(covered == shape_numel(entry_.size), entry_.fqn, ": the checkpoint's chunks cover ",
+             covered, " of its ", shape_numel(entry_.size), " elements ", shape_str(entry_.size));
 }
 
-std::optional<std::vector<Tensor>> read_dcp_whole_chunks(const fs::path& dir,
-                                                         const DcpEntry& entry) {
-    MT_CHECK(!entry.bytes, entry.fqn, " is a byte object, not a tensor");
-    if (entry.size.empty() || entry.size[0] <= 0) return std::nullopt;
-    const int64_t rows = entry.size[0];
-    // Whole rows only: one chunk per index of the first dimension, or one for the whole tensor.
-    const bool whole = entry.chunks.size() == 1 && entry.chunks[0].sizes == entry.size;
-    if (!whole && int64_t(entry.chunks.size()) != rows) return std::nullopt;
-    std::vector<int64_t> chunk_of(size_t(rows), -1);
-    for (size_t k = 0; k < entry.chunks.size() && !whole; ++k) {
-        const DcpChunk& c = entry.chunks[k];
-        if (c.offsets.size() != entry.size.size() || c.sizes.size() != entry.size.size() ||
-            c.sizes[0] != 1 || c.offsets[0] < 0 || c.offsets[0] >= rows ||
-            chunk_of[size_t(c.offsets[0])] != -1)
-            return std::nullopt;
-        for (size_t d = 1; d < entry.size.size(); ++d)
-            if (c.offsets[d] != 0 || c.sizes[d] != entry.size[d]) return std::nullopt;
-        chunk_of[size_t(c.offsets[0])] = int64_t(k);
+Tensor DcpTensorReader::read(const Shape& offsets, const Shape& sizes) const {
+    const size_t dims = entry_.size.size();
+    MT_CHECK(offsets.size() == dims && sizes.size() == dims, entry_.fqn, ": a ", sizes.size(),
+             "-dimensional box of a ", dims, "-dimensional tensor");
+    // The chunks that may meet the box: those starting along dimension 0 before its end and
+    // less than the longest chunk before its start.
+    auto first = by_offset_.begin(), last = by_offset_.end();
+    if (dims > 0) {
+        auto starts_before = [&](size_t k, int64_t at) { return entry_.chunks[k].offsets[0] < at; };
+        first = std::lower_bound(by_offset_.begin(), by_offset_.end(),
+                                 offsets[0] - longest_first_ + 1, starts_before);
+        last = std::lower_bound(first, by_offset_.end(), offsets[0] + sizes[0], starts_before);
     }
-    std::vector<Tensor> out;
-    auto load = [&](const DcpChunk& c) { return load_chunk(dir, entry, c); };
-    if (whole) {
-        out.push_back(load(entry.chunks[0]));
-    } else {
-        for (int64_t i = 0; i < rows; ++i)
-            out.push_back(load(entry.chunks[size_t(chunk_of[size_t(i)])]));
+    Tensor out;
+    int64_t covered = 0;
+    for (auto it = first; it != last; ++it) {
+        const DcpChunk& c = entry_.chunks[*it];
+        Shape lo(dims), extent(dims);
+        bool meets = true;
+        for (size_t d = 0; d < dims && meets; ++d) {
+            lo[d] = std::max(offsets[d], c.offsets[d]);
+            extent[d] = std::min(offsets[d] + sizes[d], c.offsets[d] + c.sizes[d]) - lo[d];
+            meets = extent[d] > 0;
+        }
+        if (!meets) continue;
+        if (!out.defined() && c.offsets == offsets && c.sizes == sizes)
+            return load_chunk(dir_, entry_, c);  // the box is this chunk: a view of the file
+        if (!out.defined()) out = Tensor::empty(sizes, entry_.dtype);
+        Shape in_chunk(dims), in_box(dims);
+        for (size_t d = 0; d < dims; ++d) {
+            in_chunk[d] = lo[d] - c.offsets[d];
+            in_box[d] = lo[d] - offsets[d];
+        }
+        box(out, in_box, extent).copy_from(box(load_chunk(dir_, entry_, c), in_chunk, extent));
+        covered += shape_numel(extent);
     }
-    return out;
+    // The chunks tile the tensor (checked when opened): they cover every box.
+    MT_CHECK(covered == shape_numel(sizes), entry_.fqn, ": the checkpoint's chunks cover ", covered,
+             " of the ", shape_numel(sizes), " elements of its box ", shape_str(offsets), " + ",
+             shape_str(sizes), " (tensor ", shape_str(entry_.size), ")");
+    return out.defined() ? out : Tensor::empty(sizes, entry_.dtype);
 }
 
 io::PyValue read_dcp_object(const fs::path& dir, const DcpEntry& entry) {

@@ -5,7 +5,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,18 +15,25 @@
 
 namespace mt::plugins::torch_dist {
 
-// The global tensor of `entry`, assembled from its chunks in the iteration directory `dir`. A
-// chunk that is missing, truncated, corrupt or mis-shaped is an mt::Error naming the .distcp
-// file, the key and the reason.
-Tensor read_dcp_tensor(const fs::path& dir, const DcpEntry& entry);
+// The tensor of `entry` in the iteration directory `dir`, read box by box: a box that one chunk
+// holds exactly is a view of the file (no copy), any other is assembled from the chunks that
+// meet it. A chunk that is missing, truncated, corrupt, mis-shaped or overlapping another is an
+// mt::Error naming the .distcp file, the key and the reason.
+class DcpTensorReader {
+  public:
+    DcpTensorReader(fs::path dir, DcpEntry entry);
+    const DcpEntry& entry() const { return entry_; }
+    // The box [offsets, offsets + sizes) of the global tensor, of shape `sizes`.
+    Tensor read(const Shape& offsets, const Shape& sizes) const;
+    // The whole tensor.
+    Tensor read_all() const { return read(Shape(entry_.size.size(), 0), entry_.size); }
 
-// The chunks of `entry` as views of the files (no copy) when they are whole: one chunk for the
-// whole tensor (returned alone), or one chunk per index of the first dimension (a one-rank
-// save's chunk per layer of a stacked key), returned in index order, each [1, ...]. nullopt
-// when the chunks split the tensor otherwise (read_dcp_tensor assembles those). Chunks are
-// checked as read_dcp_tensor checks them.
-std::optional<std::vector<Tensor>> read_dcp_whole_chunks(const fs::path& dir,
-                                                         const DcpEntry& entry);
+  private:
+    fs::path dir_;
+    DcpEntry entry_;
+    std::vector<size_t> by_offset_;  // the chunks sorted by their first offset
+    int64_t longest_first_ = 0;      // the largest extent of a chunk along dimension 0
+};
 
 // The value a byte entry holds (Megatron-core's ShardedObjects: torch.save of a one-item list).
 io::PyValue read_dcp_object(const fs::path& dir, const DcpEntry& entry);

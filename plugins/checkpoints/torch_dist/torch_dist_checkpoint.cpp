@@ -5,6 +5,9 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
+#include <optional>
+#include <ranges>
 #include <set>
 
 #include <simdjson.h>
@@ -80,10 +83,10 @@ PyValue read_common(const fs::path& iter_dir, const DcpMetadata& meta) {
     return common;
 }
 
-// Groups each block's layers together in layer order, as Megatron's state dicts list them
-// (the stacked keys come out of the checkpoint key by key): each tensor sorts by (where its
-// block first appears, layer), other tensors by their own position.
-void order_by_layer(std::vector<std::pair<std::string, ShardedTensor>>& model) {
+// The order that groups each block's layers together in layer order, as Megatron's state dicts
+// list them (the stacked keys come out of the checkpoint key by key): each tensor sorts by
+// (where its block first appears, layer), other tensors by their own position.
+std::vector<size_t> layer_order(const NamedTensors& model) {
     std::map<std::string, size_t> first_of_block;
     std::vector<std::pair<std::pair<size_t, int64_t>, size_t>> keys;
     for (size_t i = 0; i < model.size(); ++i) {
@@ -100,9 +103,9 @@ void order_by_layer(std::vector<std::pair<std::string, ShardedTensor>>& model) {
     }
     std::stable_sort(keys.begin(), keys.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<std::pair<std::string, ShardedTensor>> out;
-    for (const auto& k : keys) out.push_back(std::move(model[k.second]));
-    model = std::move(out);
+    std::vector<size_t> order;
+    for (const auto& k : keys) order.push_back(k.second);
+    return order;
 }
 
 // The common dict: to_py's dict of the `torch` format (args, checkpoint_version, iteration,
@@ -148,28 +151,32 @@ namespace {
 // Megatron's state dicts repeat a module a model registers twice (T5Model's position_embeddings
 // and output_layer): the optimizer holds the parameter's moments under one of its keys only. A
 // model entry without moments that equals, bit for bit, one with moments is such a repeat: it
-// moves to state.model_aliases instead of asking for moments of its own.
-void set_aside_repeats(CheckpointState& state, const NamedTensors& moments) {
-    std::set<std::string> with_moments;
-    for (const auto& [key, t] : moments)
-        if (const size_t dot = key.find('.'); dot != std::string::npos)
-            with_moments.insert(key.substr(dot + 1));
-    const auto same = [](const Tensor& a, const Tensor& b) {
+// moves to state.model_aliases instead of asking for moments of its own. `with_moments`: the
+// core names the optimizer holds moments of; value(i): state.model[i]'s values (made when a
+// placeholder's shape matches). Returns the positions set aside, in order.
+std::vector<size_t> set_aside_repeats(CheckpointState& state,
+                                      const std::set<std::string>& with_moments,
+                                      const std::function<Tensor(size_t)>& value) {
+    const auto same = [&](size_t i, size_t j) {
+        const Tensor& a = state.model[i].second.local;
+        const Tensor& b = state.model[j].second.local;
         if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
-        const Tensor x = a.contiguous(), y = b.contiguous();
+        const Tensor x = value(i).contiguous(), y = value(j).contiguous();
         return std::memcmp(x.raw_data(), y.raw_data(), size_t(x.nbytes())) == 0;
     };
-    std::set<std::string> repeats;
-    for (const auto& [key, entry] : state.model) {
-        if (with_moments.count(key)) continue;
-        for (const auto& [name, t] : state.model)
-            if (name != key && with_moments.count(name) && same(t.local, entry.local)) {
-                state.model_aliases.emplace_back(key, name);
-                repeats.insert(key);
+    std::vector<size_t> repeats;
+    for (size_t i = 0; i < state.model.size(); ++i) {
+        if (with_moments.count(state.model[i].first)) continue;
+        for (size_t j = 0; j < state.model.size(); ++j)
+            if (j != i && with_moments.count(state.model[j].first) && same(j, i)) {
+                state.model_aliases.emplace_back(state.model[i].first, state.model[j].first);
+                repeats.push_back(i);
                 break;
             }
     }
-    std::erase_if(state.model, [&](const auto& entry) { return repeats.count(entry.first) > 0; });
+    for (size_t k = repeats.size(); k-- > 0;)
+        state.model.erase(state.model.begin() + std::ptrdiff_t(repeats[k]));
+    return repeats;
 }
 
 }  // namespace
@@ -408,76 +415,173 @@ CheckpointArgs TorchDistCheckpoint::load_args(const std::filesystem::path& dir) 
     return common_from_py(common, (iter / kCommonName).string()).args;
 }
 
-CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
-    const LatestIteration latest = latest_iteration(dir);
-    const fs::path& iter = latest.dir;
-    const DcpMetadata meta = read_dcp_metadata(iter / kDcpMetadataName);
-    const PyValue common = read_common(iter, meta);
+namespace {
 
-    CheckpointState state = common_from_py(common, (iter / kCommonName).string());
-    bool has_optimizer = common.find("optimizer") != nullptr;
-    NamedTensors model;    // core names (a Mamba mixer's parts apart, as stored)
-    NamedTensors moments;  // "<moment>.<core name>"
+// The model tensors of a checkpoint in core names and Megatron's order, as placeholders, and
+// how each is made from its chunks: a stacked key's layers and an expert key's experts are boxes
+// of the stored tensor (views of the file when one chunk holds the box), a Mamba mixer's parts
+// joined. Nothing is read but the index.
+struct ModelTensors {
+    NamedTensors placeholders;
+    std::vector<std::function<Tensor()>> make;
+};
+ModelTensors model_tensors(const fs::path& iter, const DcpMetadata& meta) {
+    ModelTensors stored;  // a Mamba mixer's parts apart, as stored
     for (const DcpEntry& e : meta.entries) {
-        if (e.bytes) continue;  // _extra_state, RNG and rerun-machine objects carry no weights
+        // _extra_state, RNG and rerun-machine objects carry no weights; moments are not here.
+        if (e.bytes || unchained(e.fqn).starts_with(kOptimizerPrefix)) continue;
+        auto reader = std::make_shared<const DcpTensorReader>(iter, e);
+        const int64_t elements = shape_numel(e.size);
+        for (auto& [name, piece] : unstack(e.fqn, tensor_placeholder(e.size, e.dtype))) {
+            // unstack selects leading axes (layer, expert): the piece's offset gives its box.
+            const size_t lead = e.size.size() - size_t(piece.dim());
+            Shape offsets(e.size.size(), 0), sizes(lead, 1);
+            sizes.insert(sizes.end(), piece.shape().begin(), piece.shape().end());
+            int64_t rest = piece.offset(), stride = elements;
+            for (size_t d = 0; d < lead && elements > 0; ++d) {
+                stride /= e.size[d];
+                offsets[d] = rest / stride;
+                rest %= stride;
+            }
+            stored.make.push_back([reader, offsets, sizes, shape = piece.shape()] {
+                return reader->read(offsets, sizes).view(shape);
+            });
+            stored.placeholders.emplace_back(std::move(name),
+                                             tensor_placeholder(piece.shape(), e.dtype));
+        }
+    }
+    std::vector<bool> part(stored.placeholders.size(), false);
+    for (const PartJoin& join : part_joins(stored.placeholders, iter.string())) {
+        std::vector<std::function<Tensor()>> parts;
+        for (size_t i : join.parts) {
+            parts.push_back(stored.make[i]);
+            part[i] = i != join.at;
+        }
+        stored.make[join.at] = [parts, shape = join.shape] {
+            std::vector<Tensor> made;
+            for (const auto& make : parts) made.push_back(make());
+            return join_rows(made, shape);
+        };
+        stored.placeholders[join.at] = {
+            join.name, tensor_placeholder(join.shape, stored.placeholders[join.at].second.dtype())};
+    }
+    ModelTensors out;
+    for (size_t i : layer_order(stored.placeholders))
+        if (!part[i]) {
+            out.placeholders.push_back(std::move(stored.placeholders[i]));
+            out.make.push_back(std::move(stored.make[i]));
+        }
+    return out;
+}
+
+// What load() and load_streamed() share: the common state with the model's placeholders, how to
+// make them, and whether the checkpoint holds optimizer state.
+struct Opened {
+    fs::path iter;
+    DcpMetadata meta;
+    PyValue common;
+    CheckpointState state;  // model tensors: placeholders
+    std::vector<std::function<Tensor()>> make;
+    bool has_optimizer = false;
+};
+Opened open_checkpoint(const fs::path& dir) {
+    const LatestIteration latest = latest_iteration(dir);
+    Opened o;
+    o.iter = latest.dir;
+    o.meta = read_dcp_metadata(o.iter / kDcpMetadataName);
+    o.common = read_common(o.iter, o.meta);
+    o.state = common_from_py(o.common, (o.iter / kCommonName).string());
+    if (latest.release) o.state.iteration = 0;
+    ModelTensors model = model_tensors(o.iter, o.meta);
+    for (auto& [name, t] : model.placeholders)
+        o.state.model.emplace_back(std::move(name), ShardedTensor::whole(t));
+    o.make = std::move(model.make);
+    o.has_optimizer = o.common.find("optimizer") != nullptr ||
+                      std::any_of(o.meta.entries.begin(), o.meta.entries.end(), [](const auto& e) {
+                          return !e.bytes && unchained(e.fqn).starts_with(kOptimizerPrefix);
+                      });
+    return o;
+}
+
+// The optimizer moment a stored key holds ("<moment>.<stored key>" after kMomentPrefix), or
+// none for other optimizer state.
+std::optional<std::pair<std::string, std::string>> moment_of(const std::string& fqn) {
+    if (!fqn.starts_with(kMomentPrefix)) return std::nullopt;
+    const std::string rest = fqn.substr(std::strlen(kMomentPrefix));
+    const size_t dot = rest.find('.');
+    if (dot == std::string::npos) return std::nullopt;
+    return std::pair{rest.substr(0, dot), rest.substr(dot + 1)};
+}
+
+}  // namespace
+
+StreamedState TorchDistCheckpoint::load_streamed(const std::filesystem::path& dir) {
+    Opened o = open_checkpoint(dir);
+    auto make = std::make_shared<std::vector<std::function<Tensor()>>>(std::move(o.make));
+    if (o.has_optimizer) {
+        // The repeats a full load sets aside (the moments' names from the index alone).
+        std::set<std::string> with_moments;
+        for (const DcpEntry& e : o.meta.entries)
+            if (auto moment = e.bytes ? std::nullopt : moment_of(unchained(e.fqn)))
+                for (const auto& [name, t] :
+                     unstack(moment->second,
+                             tensor_placeholder(
+                                 e.flattened_from.empty() ? e.size : e.flattened_from, e.dtype)))
+                    with_moments.insert(name);
+        for (size_t k : set_aside_repeats(o.state, with_moments, [&](size_t i) {
+                            return (*make)[i]();
+                        }) | std::views::reverse)
+            make->erase(make->begin() + std::ptrdiff_t(k));
+    }
+    return {std::move(o.state), [make](size_t i) { return make->at(i)(); }};
+}
+
+CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
+    Opened o = open_checkpoint(dir);
+    const fs::path& iter = o.iter;
+    CheckpointState& state = o.state;
+    for (size_t i = 0; i < state.model.size(); ++i)
+        state.model[i].second = ShardedTensor::whole(o.make[i]());
+    NamedTensors moments;  // "<moment>.<core name>"
+    for (const DcpEntry& e : o.meta.entries) {
         // A chained optimizer's moments: its parts' keys behind "chained_<i>.".
         const std::string fqn = unchained(e.fqn);
-        if (!fqn.starts_with(kOptimizerPrefix)) {
-            // Chunks of whole layers (or of the whole tensor) are viewed where they lie in the
-            // files; others are assembled into a copy.
-            NamedTensors tensors;
-            if (auto chunks = read_dcp_whole_chunks(iter, e)) {
-                if (chunks->size() == 1) {
-                    tensors = unstack(e.fqn, (*chunks)[0]);
-                } else {
-                    tensors = unstack(e.fqn, tensor_placeholder(e.size, e.dtype));
-                    if (tensors.size() == chunks->size())
-                        for (size_t i = 0; i < tensors.size(); ++i)
-                            tensors[i].second = (*chunks)[i].view(tensors[i].second.shape());
-                    else
-                        tensors.clear();
-                }
-            }
-            if (tensors.empty()) tensors = unstack(e.fqn, read_dcp_tensor(iter, e));
-            for (auto& entry : tensors) model.push_back(std::move(entry));
-            continue;
-        }
-        has_optimizer = true;
-        if (!fqn.starts_with(kMomentPrefix) ||
-            fqn.find('.', std::strlen(kMomentPrefix)) == std::string::npos) {
+        if (e.bytes || !fqn.starts_with(kOptimizerPrefix)) continue;
+        const auto moment = moment_of(fqn);
+        if (!moment) {
             if (state.optimizer_not_loaded.empty())
                 state.optimizer_not_loaded =
                     str("not supported yet: optimizer state ", e.fqn, " in ", iter.string());
             continue;
         }
-        const std::string rest = fqn.substr(std::strlen(kMomentPrefix));
-        const size_t dot = rest.find('.');
         // The distributed optimizer's fp32 master weights are the model's own in an fp32 run.
-        if (rest.starts_with("fp32_param.") && !bool_arg(state.args, "fp16") &&
+        if (moment->first == "fp32_param" && !bool_arg(state.args, "fp16") &&
             !bool_arg(state.args, "bf16"))
             continue;
-        Tensor t = read_dcp_tensor(iter, e);
+        Tensor t = DcpTensorReader(iter, e).read_all();
         if (!e.flattened_from.empty()) t = unflatten(t, e.flattened_from, e.fqn);
-        for (auto& [name, piece] : unstack(rest.substr(dot + 1), t))
-            moments.emplace_back(rest.substr(0, dot + 1) + name, piece);
+        for (auto& [name, piece] : unstack(moment->second, t))
+            moments.emplace_back(moment->first + "." + name, piece);
     }
-    join_parts(model, iter.string());
     join_parts(moments, iter.string());
-    for (auto& [name, t] : model)
-        state.model.emplace_back(std::move(name), ShardedTensor::whole(t));
-    order_by_layer(state.model);
-    if (has_optimizer) set_aside_repeats(state, moments);
+    if (o.has_optimizer) {
+        std::set<std::string> with_moments;
+        for (const auto& [key, t] : moments)
+            if (const size_t dot = key.find('.'); dot != std::string::npos)
+                with_moments.insert(key.substr(dot + 1));
+        set_aside_repeats(state, with_moments,
+                          [&](size_t i) { return state.model[i].second.local; });
+    }
     // An optimizer layout not read yet leaves the model loadable (generation, conversion);
     // resuming training with the optimizer reports the reason.
-    if (has_optimizer && state.optimizer_not_loaded.empty()) {
+    if (o.has_optimizer && state.optimizer_not_loaded.empty()) {
         try {
             state.optimizer =
-                optimizer_from_py(common, moments, state.model, state.iteration, iter.string());
+                optimizer_from_py(o.common, moments, state.model, state.iteration, iter.string());
         } catch (const Error& e) {
             state.optimizer_not_loaded = e.what();
         }
     }
-    if (latest.release) state.iteration = 0;
     return state;
 }
 

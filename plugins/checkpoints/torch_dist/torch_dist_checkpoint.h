@@ -16,6 +16,9 @@ class TorchDistCheckpoint : public CheckpointFormat {
     bool detect(const std::filesystem::path& dir) const override;
     void save(const std::filesystem::path& dir, const CheckpointState& state) override;
     CheckpointState load(const std::filesystem::path& dir) override;
+    // The model tensors as placeholders, each made from its chunks when asked for (a view of
+    // the file when one chunk holds it whole); no optimizer state.
+    StreamedState load_streamed(const std::filesystem::path& dir) override;
     // The common state's args, no tensor read.
     CheckpointArgs load_args(const std::filesystem::path& dir) override;
 

@@ -311,10 +311,9 @@ std::vector<PartPiece> part_pieces(const std::vector<TensorPart>& parts, int64_t
     return out;
 }
 
-void join_parts(NamedTensors& tensors, const std::string& where) {
-    // base name -> the position of its first part and each part's tensor
-    std::map<std::string, std::pair<size_t, std::map<std::string, Tensor>>> found;
-    std::vector<bool> drop(tensors.size(), false);
+std::vector<PartJoin> part_joins(const NamedTensors& tensors, const std::string& where) {
+    // base name -> the position of its first part and each part's position
+    std::map<std::string, std::pair<size_t, std::map<std::string, size_t>>> found;
     for (size_t i = 0; i < tensors.size(); ++i) {
         const std::string& name = tensors[i].first;
         const size_t dot = name.rfind('.');
@@ -324,39 +323,56 @@ void join_parts(NamedTensors& tensors, const std::string& where) {
         if (!rule || std::none_of(rule->parts.begin(), rule->parts.end(),
                                   [&](const auto& p) { return suffix == p.first; }))
             continue;
-        auto [it, fresh] = found.try_emplace(base, i, std::map<std::string, Tensor>());
-        MT_CHECK(it->second.second.emplace(suffix, tensors[i].second).second, where, ": ", name,
-                 " twice");
-        drop[i] = !fresh;
+        auto it = found.try_emplace(base, i, std::map<std::string, size_t>()).first;
+        MT_CHECK(it->second.second.emplace(suffix, i).second, where, ": ", name, " twice");
     }
+    std::vector<PartJoin> joins;
     for (auto& [base, entry] : found) {
-        auto& [at, parts] = entry;
-        std::vector<Tensor> rows;
-        int64_t total = 0;
+        const auto& [at, parts] = entry;
+        PartJoin join{base, at, {}, {}};
         for (const auto& [suffix, kind] : split_rule(base)->parts) {
             auto it = parts.find(suffix);
             MT_CHECK(it != parts.end(), where, ": ", base, " has no part ", base, ".", suffix);
-            MT_CHECK(it->second.dim() >= 1 &&
-                         (rows.empty() ||
-                          [&] {
-                              Shape a = it->second.shape(), b = rows[0].shape();
-                              a[0] = b[0] = 0;
-                              return a == b && it->second.dtype() == rows[0].dtype();
-                          }()),
-                     where, ": the parts of ", base, " differ in shape: ", it->second.describe(),
-                     " and ", rows[0].describe());
-            total += it->second.size(0);
-            rows.push_back(it->second);
+            const Tensor& t = tensors[it->second].second;
+            MT_CHECK(t.dim() >= 1 && (join.parts.empty() ||
+                                      [&] {
+                                          const Tensor& first = tensors[join.parts[0]].second;
+                                          Shape a = t.shape(), b = first.shape();
+                                          a[0] = b[0] = 0;
+                                          return a == b && t.dtype() == first.dtype();
+                                      }()),
+                     where, ": the parts of ", base, " differ in shape: ", t.describe(), " and ",
+                     tensors[join.parts[0]].second.describe());
+            if (join.shape.empty())
+                join.shape = t.shape();
+            else
+                join.shape[0] += t.size(0);
+            join.parts.push_back(it->second);
         }
-        Shape shape = rows[0].shape();
-        shape[0] = total;
-        Tensor whole = Tensor::empty(shape, rows[0].dtype());
-        int64_t row = 0;
-        for (const Tensor& t : rows) {
-            whole.slice(0, row, row + t.size(0)).copy_from(t);
-            row += t.size(0);
+        joins.push_back(std::move(join));
+    }
+    return joins;
+}
+
+Tensor join_rows(const std::vector<Tensor>& parts, const Shape& shape) {
+    Tensor whole = Tensor::empty(shape, parts.at(0).dtype());
+    int64_t row = 0;
+    for (const Tensor& t : parts) {
+        whole.slice(0, row, row + t.size(0)).copy_from(t);
+        row += t.size(0);
+    }
+    return whole;
+}
+
+void join_parts(NamedTensors& tensors, const std::string& where) {
+    std::vector<bool> drop(tensors.size(), false);
+    for (const PartJoin& join : part_joins(tensors, where)) {
+        std::vector<Tensor> parts;
+        for (size_t i : join.parts) {
+            parts.push_back(tensors[i].second);
+            drop[i] = i != join.at;
         }
-        tensors[at] = {base, std::move(whole)};
+        tensors[join.at] = {join.name, join_rows(parts, join.shape)};
     }
     size_t i = 0;
     std::erase_if(tensors, [&](const auto&) { return drop[i++]; });

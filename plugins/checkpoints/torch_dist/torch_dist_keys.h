@@ -89,9 +89,20 @@ struct PartPiece {
 };
 std::vector<PartPiece> part_pieces(const std::vector<TensorPart>& parts, int64_t piece_offset,
                                    int64_t piece_rows);
-// The stored parts of `tensors` joined back into the tensors they were cut from (in place of
-// the first part), whatever is in front of the names; a missing part is an mt::Error naming
-// `where`.
+// The stored parts of `tensors` to join back into the tensors they were cut from, whatever is in
+// front of the names: each joined tensor's name and shape, where it goes (the first part's
+// position) and its parts' positions in row order. A missing part, or parts of different
+// trailing shapes, is an mt::Error naming `where` (shapes only are read: placeholders do).
+struct PartJoin {
+    std::string name;
+    size_t at = 0;
+    std::vector<size_t> parts;
+    Shape shape;
+};
+std::vector<PartJoin> part_joins(const NamedTensors& tensors, const std::string& where);
+// `parts` one after another along dim 0, in a new tensor of `shape`.
+Tensor join_rows(const std::vector<Tensor>& parts, const Shape& shape);
+// part_joins applied: each joined tensor in place of its first part.
 void join_parts(NamedTensors& tensors, const std::string& where);
 
 // The core-named tensors of a whole stored tensor: a stacked key splits into one view per layer,
