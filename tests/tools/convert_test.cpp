@@ -311,6 +311,13 @@ TEST(Convert, SaverHfKeepsMistralThroughAMegatronCheckpoint) {
     TempDir dir;
     const fs::path mistral = mt::test::fixtures_dir() / "hf" / "mistral";
     convert_ok(mistral, dir / "megatron", "--loader hf --saver core");
+    convert_ok(mistral, dir / "megatron_bf16", "--loader hf --saver core --bf16");
+    // Megatron's Hugging Face loaders build a float32 model unless told --bf16.
+    auto torch = mt::Registry::global().create_checkpoint("torch");
+    for (const auto& [name, t] : torch->load(dir / "megatron").model)
+        EXPECT_EQ(t.local.dtype(), mt::DType::f32) << name;
+    for (const auto& [name, t] : torch->load(dir / "megatron_bf16").model)
+        EXPECT_EQ(t.local.dtype(), mt::DType::bf16) << name;
     convert_ok(dir / "megatron", dir / "hf", "--loader core --saver hf --bf16");
     // transformers' own file, byte for byte: names, order, layouts and bfloat16 values.
     EXPECT_TRUE(read_file(dir / "hf/model.safetensors") ==

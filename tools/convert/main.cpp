@@ -178,6 +178,9 @@ int run(const ConvertFlags& f) {
     MT_CHECK(!(f.bf16 && f.fp16), "--bf16 and --fp16 cannot be used together");
     if (f.bf16) o.dtype = mt::DType::bf16;
     if (f.fp16) o.dtype = mt::DType::f16;
+    // Megatron's Hugging Face loaders build a float32 model unless told --bf16 / --fp16 (the
+    // hf loader gives the folder's own dtype).
+    if (!o.dtype && loader_format(f) == "hf") o.dtype = mt::DType::f32;
     o.log = [](const std::string& line) {
         std::printf("%s\n", line.c_str());
         std::fflush(stdout);

@@ -35,12 +35,21 @@ void expect_shape(const Shape& found, const Shape& shape, const std::string& nam
              ", config.json implies ", shape_str(shape));
 }
 
-// One Megatron-core tensor of the folder: its name, shape (float32) and how to make it from the
-// Hugging Face tensors.
+// The Hugging Face tensors a recipe reads, each as the recipe's dtype.
+struct HfRead {
+    const HfTensors& tensors;
+    DType as;
+    Tensor get(const std::string& name) const { return tensors.get(name, as); }
+};
+
+// One Megatron-core tensor of the folder: its name, shape, dtype (the file's for the tensors it
+// is made of, float32 where they differ) and how to make it from the Hugging Face tensors (a
+// rearrangement: any dtype).
 struct Recipe {
     std::string name;
     Shape shape;
-    std::function<Tensor(const HfTensors&)> make;
+    DType dtype = DType::f32;
+    std::function<Tensor(const HfRead&)> make;
 };
 
 // The recipes of every Megatron-core tensor, in state-dict order; shapes are checked against
@@ -64,23 +73,28 @@ class Converter {
     }
 
   private:
-    using Make = std::function<Tensor(const HfTensors&)>;
+    using Make = std::function<Tensor(const HfRead&)>;
     // The HF tensor `name`, checked to have `shape`; returns the name.
     std::string hf(const std::string& name, const Shape& shape) {
         expect_shape(tensors_.shape(name), shape, name);
         return name;
     }
-    void put(const std::string& name, Shape shape, Make make) {
-        recipes_.push_back({name, std::move(shape), std::move(make)});
+    // A recipe made of the HF tensors `sources`.
+    void put(const std::string& name, Shape shape, const std::vector<std::string>& sources,
+             Make make) {
+        DType dtype = tensors_.dtype(sources.at(0));
+        for (const std::string& s : sources)
+            if (tensors_.dtype(s) != dtype) dtype = DType::f32;
+        recipes_.push_back({name, std::move(shape), dtype, std::move(make)});
     }
-    // A tensor taken as it is (a view of the file when it is F32 there).
+    // A tensor taken as it is (a view of the file).
     void put(const std::string& name, const std::string& src) {
-        put(name, tensors_.shape(src), [src](const HfTensors& t) { return t.get(src); });
+        put(name, tensors_.shape(src), {src}, [src](const HfRead& t) { return t.get(src); });
     }
     // A GPT-2 Conv1D weight ([in, out]) as a Linear one ([out, in]).
     void put_transposed(const std::string& name, const std::string& src) {
         const Shape& s = tensors_.shape(src);
-        put(name, {s[1], s[0]}, [src](const HfTensors& t) { return transposed(t.get(src)); });
+        put(name, {s[1], s[0]}, {src}, [src](const HfRead& t) { return transposed(t.get(src)); });
     }
 
     void gpt2() {
@@ -101,12 +115,12 @@ class Converter {
             const std::string w = hf(src + "attn.c_attn.weight", {h, 3 * h});
             const std::string b = hf(src + "attn.c_attn.bias", {3 * h});
             const int64_t n = c_.num_heads, hd = c_.head_dim;
-            put(attn + "linear_qkv.weight", {3 * h, h}, [w, h, n, hd](const HfTensors& t) {
+            put(attn + "linear_qkv.weight", {3 * h, h}, {w}, [w, h, n, hd](const HfRead& t) {
                 const Tensor wt = transposed(t.get(w));
                 return group_qkv(wt.slice(0, 0, h), wt.slice(0, h, 2 * h),
                                  wt.slice(0, 2 * h, 3 * h), n, n, hd);
             });
-            put(attn + "linear_qkv.bias", {3 * h}, [b, h, n, hd](const HfTensors& t) {
+            put(attn + "linear_qkv.bias", {3 * h}, {b}, [b, h, n, hd](const HfRead& t) {
                 const Tensor bt = t.get(b);
                 return group_qkv(bt.slice(0, 0, h), bt.slice(0, h, 2 * h),
                                  bt.slice(0, 2 * h, 3 * h), n, n, hd);
@@ -136,16 +150,16 @@ class Converter {
             const std::string q = hf(src + "self_attn.q_proj.weight", {nq * hd, h});
             const std::string k = hf(src + "self_attn.k_proj.weight", {ng * hd, h});
             const std::string v = hf(src + "self_attn.v_proj.weight", {ng * hd, h});
-            put(attn + "linear_qkv.weight", {(nq + 2 * ng) * hd, h},
-                [q, k, v, nq, ng, hd](const HfTensors& t) {
+            put(attn + "linear_qkv.weight", {(nq + 2 * ng) * hd, h}, {q, k, v},
+                [q, k, v, nq, ng, hd](const HfRead& t) {
                     return group_qkv(t.get(q), t.get(k), t.get(v), nq, ng, hd);
                 });
             if (c_.qkv_bias) {  // Qwen2's
                 const std::string qb = hf(src + "self_attn.q_proj.bias", {nq * hd});
                 const std::string kb = hf(src + "self_attn.k_proj.bias", {ng * hd});
                 const std::string vb = hf(src + "self_attn.v_proj.bias", {ng * hd});
-                put(attn + "linear_qkv.bias", {(nq + 2 * ng) * hd},
-                    [qb, kb, vb, nq, ng, hd](const HfTensors& t) {
+                put(attn + "linear_qkv.bias", {(nq + 2 * ng) * hd}, {qb, kb, vb},
+                    [qb, kb, vb, nq, ng, hd](const HfRead& t) {
                         return group_qkv(t.get(qb), t.get(kb), t.get(vb), nq, ng, hd);
                     });
             }
@@ -179,7 +193,7 @@ class Converter {
             const std::string q = hf(t.hf + "q_proj.weight", {nq * hd, h});
             const std::string k = hf(t.hf + "k_proj.weight", {ng * hd, h});
             const std::string v = hf(t.hf + "v_proj.weight", {ng * hd, h});
-            put(t.megatron, t.shape, [q, k, v, nq, ng, hd](const HfTensors& f) {
+            put(t.megatron, t.shape, {q, k, v}, [q, k, v, nq, ng, hd](const HfRead& f) {
                 return group_qkv(f.get(q), f.get(k), f.get(v), nq, ng, hd);
             });
         }
@@ -225,8 +239,8 @@ class Converter {
         // `src` with its rotary rows at `offset` of each block of `block` rows in pairs.
         auto put_rope = [&](const std::string& name, const std::string& from, int64_t block,
                             int64_t offset) {
-            put(name, tensors_.shape(from),
-                [from, block, offset, rope, halves](const HfTensors& t) {
+            put(name, tensors_.shape(from), {from},
+                [from, block, offset, rope, halves](const HfRead& t) {
                     return halves ? interleaved_rope_rows(t.get(from), block, offset, rope)
                                   : t.get(from);
                 });
@@ -275,8 +289,8 @@ class Converter {
         const int64_t h = c_.hidden_size;
         const std::string gate = hf(src + names.gate + ".weight", {ffn, h}),
                           up = hf(src + names.up + ".weight", {ffn, h});
-        put(dst + "linear_fc1.weight", {2 * ffn, h},
-            [gate, up](const HfTensors& t) { return concat_rows(t.get(gate), t.get(up)); });
+        put(dst + "linear_fc1.weight", {2 * ffn, h}, {gate, up},
+            [gate, up](const HfRead& t) { return concat_rows(t.get(gate), t.get(up)); });
         put(dst + "linear_fc2.weight", hf(src + names.down + ".weight", {h, ffn}));
     }
 
@@ -300,7 +314,7 @@ class Converter {
         const int64_t n = c_.num_heads, hd = c_.head_dim;
         Shape shape = tensors_.shape(q);
         shape[0] *= 3;
-        put(name, shape, [q, k, v, n, hd](const HfTensors& t) {
+        put(name, shape, {q, k, v}, [q, k, v, n, hd](const HfRead& t) {
             return group_qkv(t.get(q), t.get(k), t.get(v), n, n, hd);
         });
     }
@@ -560,11 +574,12 @@ StreamedState HfCheckpoint::load_streamed(const fs::path& dir) {
     StreamedState s;
     for (const Recipe& r : *recipes)
         s.state.model.emplace_back(r.name,
-                                   ShardedTensor::whole(tensor_placeholder(r.shape, DType::f32)));
+                                   ShardedTensor::whole(tensor_placeholder(r.shape, r.dtype)));
     s.make = [tensors, recipes](size_t i) {
         MT_CHECK(i < recipes->size(), "no tensor ", i, " in a Hugging Face checkpoint of ",
                  recipes->size());
-        return (*recipes)[i].make(*tensors);
+        const Recipe& r = (*recipes)[i];
+        return r.make(HfRead{*tensors, r.dtype});
     };
     s.state.args = hf_checkpoint_args(config);
     // The folder's tokenizer, as Megatron's Hugging Face loaders name it in their args
@@ -595,8 +610,12 @@ StreamedState HfCheckpoint::load_streamed(const fs::path& dir) {
 }
 
 CheckpointState HfCheckpoint::load(const fs::path& dir) {
-    // This class's own streamed load (not a subclass's), every tensor made now.
-    return made_state(HfCheckpoint::load_streamed(dir));
+    // This class's own streamed load (not a subclass's), every tensor made now, in float32.
+    CheckpointState state = made_state(HfCheckpoint::load_streamed(dir));
+    for (auto& [name, t] : state.model)
+        if (t.local.dtype() != DType::f32)
+            t = ShardedTensor::whole(cast_float(t.local, DType::f32));
+    return state;
 }
 
 }  // namespace mt::plugins::hf

@@ -37,9 +37,10 @@ class HfCheckpoint : public CheckpointFormat {
     // has tokenizer.json, vocab.json + merges.txt, or BERT's vocab.txt). Build the model with
     // hf_model_args(read_hf_config(dir)).
     CheckpointState load(const std::filesystem::path& dir) override;
-    // load() with every tensor a placeholder (its float32 shape) made from the memory-mapped
-    // files only when asked for (QKV grouped, [gate; up] joined, F16/BF16 widened then); an F32
-    // tensor kept as it is views the map. Shapes are checked against config.json here.
+    // load() with every tensor a placeholder made from the memory-mapped files only when asked
+    // for (QKV grouped, [gate; up] joined), in the files' dtype (float32 for one made of tensors
+    // of different dtypes): a tensor kept as it is views the map. Shapes are checked against
+    // config.json here.
     StreamedState load_streamed(const std::filesystem::path& dir) override;
 
   private:

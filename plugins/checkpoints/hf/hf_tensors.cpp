@@ -34,8 +34,12 @@ HfTensors::HfTensors(const fs::path& dir) : dir_(dir) {
     }
 }
 
-Tensor HfTensors::get(const std::string& name) const {
-    return files_[file_of(name)]->read_f32(name);
+Tensor HfTensors::get(const std::string& name, DType as) const {
+    return files_[file_of(name)]->read(name, as);
+}
+
+DType HfTensors::dtype(const std::string& name) const {
+    return files_[file_of(name)]->find(name)->type();
 }
 
 const Shape& HfTensors::shape(const std::string& name) const {

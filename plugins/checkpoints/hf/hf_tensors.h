@@ -19,8 +19,10 @@ class HfTensors {
     // file when there are none or they are malformed.
     explicit HfTensors(const std::filesystem::path& dir);
 
-    // The tensor in float32 (a view of the map when it is F32 there).
-    Tensor get(const std::string& name) const;
+    // The tensor as `as` (a view of the map when it has that dtype there).
+    Tensor get(const std::string& name, DType as = DType::f32) const;
+    // Its dtype in the file (nothing read).
+    DType dtype(const std::string& name) const;
     // Its shape as the file's header gives it (nothing read).
     const Shape& shape(const std::string& name) const;
     bool has(const std::string& name) const { return where_.count(name) != 0; }

@@ -158,33 +158,25 @@ const SafetensorsEntry* SafetensorsFile::find(std::string_view name) const {
     return nullptr;
 }
 
-Tensor SafetensorsFile::read_f32(std::string_view name) const {
+DType SafetensorsEntry::type() const {
+    return dtype == "F32" ? DType::f32 : dtype == "F16" ? DType::f16 : DType::bf16;
+}
+
+Tensor SafetensorsFile::read(std::string_view name, DType as) const {
     const SafetensorsEntry* e = find(name);
     MT_CHECK(e, path().string(), ": no tensor '", name, "'");
     const uint8_t* bytes = file_->data() + data_begin_ + e->begin;
-    if (e->dtype == "F32" && reinterpret_cast<uintptr_t>(bytes) % alignof(float) == 0) {
+    const DType type = e->type();
+    Tensor t;
+    if (reinterpret_cast<uintptr_t>(bytes) % size_t(dtype_size(type)) == 0) {
         // The map is read-only; CheckpointState's tensors are read, never written.
-        return Tensor::from_blob(const_cast<uint8_t*>(bytes), e->shape, DType::f32, file_);
+        t = Tensor::from_blob(const_cast<uint8_t*>(bytes), e->shape, type, file_);
+    } else {  // unaligned in the file
+        t = Tensor::empty(e->shape, type);
+        std::memcpy(t.raw_data(), bytes, size_t(t.nbytes()));
     }
-    const DType half = e->dtype == "F16" ? DType::f16 : DType::bf16;
-    if (e->dtype != "F32" && reinterpret_cast<uintptr_t>(bytes) % 2 == 0)
-        // Widened by the CPU backend's threaded conversion, straight from the map.
-        return cast_float(Tensor::from_blob(const_cast<uint8_t*>(bytes), e->shape, half, file_),
-                          DType::f32);
-    Tensor out = Tensor::empty(e->shape, DType::f32);
-    float* dst = out.data<float>();
-    const int64_t n = out.numel();
-    if (e->dtype == "F32") {  // unaligned in the file
-        std::memcpy(dst, bytes, size_t(4 * n));
-        return out;
-    }
-    float (*widen)(uint16_t) = e->dtype == "F16" ? half_to_float : bfloat16_to_float;
-    for (int64_t i = 0; i < n; ++i) {
-        uint16_t v;
-        std::memcpy(&v, bytes + 2 * i, 2);
-        dst[i] = widen(v);
-    }
-    return out;
+    // Converted by the CPU backend's threaded conversion, straight from the map.
+    return type == as ? t : cast_float(t, as);
 }
 
 }  // namespace mt::plugins::hf

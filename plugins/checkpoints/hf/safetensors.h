@@ -21,6 +21,7 @@ struct SafetensorsEntry {
     std::string dtype;  // "F32", "F16" or "BF16"
     Shape shape;
     uint64_t begin = 0, end = 0;  // byte range inside the data section
+    DType type() const;           // dtype as ours
 };
 
 class SafetensorsFile {
@@ -32,9 +33,10 @@ class SafetensorsFile {
     const std::filesystem::path& path() const { return file_->path(); }
     const std::vector<SafetensorsEntry>& entries() const { return entries_; }
     const SafetensorsEntry* find(std::string_view name) const;
-    // The tensor as float32: F32 views the (read-only) map and keeps it alive; F16 and BF16
-    // are converted into a new tensor. mt::Error naming the file for an unknown name.
-    Tensor read_f32(std::string_view name) const;
+    // The tensor as `as` (F32, F16 or BF16): in its own dtype it views the (read-only) map and
+    // keeps it alive; another is converted into a new tensor. mt::Error naming the file for an
+    // unknown name.
+    Tensor read(std::string_view name, DType as = DType::f32) const;
 
   private:
     std::shared_ptr<io::MappedFile> file_;

@@ -45,12 +45,12 @@ TEST(Safetensors, ReadsF32F16AndBf16) {
 
     SafetensorsFile file(dir / "t.safetensors");
     ASSERT_EQ(file.entries().size(), 3u);
-    const Tensor a = file.read_f32("a");
+    const Tensor a = file.read("a");
     EXPECT_EQ(a.shape(), (Shape{2, 2}));
     EXPECT_EQ(a.data<float>()[2], 3.25f);
-    EXPECT_EQ(file.read_f32("a").raw_data(), a.raw_data()) << "F32 views the map, not a copy";
+    EXPECT_EQ(file.read("a").raw_data(), a.raw_data()) << "F32 views the map, not a copy";
 
-    const Tensor h = file.read_f32("h");
+    const Tensor h = file.read("h");
     const float* hp = h.data<float>();
     EXPECT_EQ(hp[0], 1.0f);
     EXPECT_EQ(hp[1], -2.0f);
@@ -58,12 +58,12 @@ TEST(Safetensors, ReadsF32F16AndBf16) {
     EXPECT_EQ(hp[3], 5.9604644775390625e-08f) << "the smallest subnormal half";
     EXPECT_TRUE(std::isinf(hp[4]));
 
-    const Tensor b = file.read_f32("b");
+    const Tensor b = file.read("b");
     EXPECT_EQ(b.data<float>()[0], 1.0f);
     EXPECT_EQ(b.data<float>()[1], -5.0f);
     EXPECT_EQ(b.data<float>()[2], 0.333984375f);
 
-    EXPECT_NE(error_of([&] { file.read_f32("missing"); }).find("no tensor 'missing'"),
+    EXPECT_NE(error_of([&] { file.read("missing"); }).find("no tensor 'missing'"),
               std::string::npos);
 }
 
