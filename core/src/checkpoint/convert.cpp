@@ -4,13 +4,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
+#include <exception>
 #include <fstream>
-#include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/checkpoint/reshard.h"
@@ -63,6 +66,76 @@ class FileMaps {
 
   private:
     std::map<uintptr_t, uintptr_t> ranges_;  // start -> end
+};
+
+// One thread that makes the next target tensor while the saver writes the current one, for the
+// whole conversion: a thread per tensor (std::async) spreads the allocations over as many malloc
+// arenas, which keep what is freed (1.9 GB of resident memory instead of 0.5 for a DeepSeek-V3-
+// shaped model's bf16 conversion).
+template <class Made>
+class Prefetcher {
+  public:
+    explicit Prefetcher(std::function<Made(size_t)> make)
+        : make_(std::move(make)), thread_([this] { loop(); }) {}
+    ~Prefetcher() {
+        {
+            std::lock_guard lock(mutex_);
+            stop_ = true;
+        }
+        wake_.notify_all();
+        thread_.join();
+    }
+    // Starts making tensor j (the previous one must have been taken).
+    void start(size_t j) {
+        {
+            std::lock_guard lock(mutex_);
+            job_ = j;
+            result_.reset();
+            error_ = nullptr;
+        }
+        wake_.notify_all();
+    }
+    // The tensor started last, once made (its error rethrown).
+    Made take() {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return !job_ && (result_ || error_); });
+        if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+        Made m = std::move(*result_);
+        result_.reset();
+        return m;
+    }
+
+  private:
+    void loop() {
+        std::unique_lock lock(mutex_);
+        for (;;) {
+            wake_.wait(lock, [&] { return stop_ || job_; });
+            if (stop_) return;
+            const size_t j = *job_;
+            lock.unlock();
+            std::optional<Made> made;
+            std::exception_ptr error;
+            try {
+                made = make_(j);
+            } catch (...) {
+                error = std::current_exception();
+            }
+            lock.lock();
+            job_.reset();
+            result_ = std::move(made);
+            error_ = error;
+            wake_.notify_all();
+        }
+    }
+
+    std::function<Made(size_t)> make_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::optional<size_t> job_;
+    std::optional<Made> result_;
+    std::exception_ptr error_;
+    bool stop_ = false;
+    std::thread thread_;  // last: started once the rest is ready
 };
 
 }  // namespace
@@ -275,8 +348,8 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
         return m;
     };
     std::optional<Made> current, spare;
-    std::optional<size_t> previous;  // the request before current's
-    std::future<Made> pending;       // declared last: waited for first if the saver throws
+    std::optional<size_t> previous;     // the request before current's
+    Prefetcher<Made> pending(prepare);  // declared last: stopped first if the saver throws
     std::optional<size_t> pending_j;
     auto made = [&](size_t j) -> const Made& {
         if (current && current->j == j) return *current;
@@ -286,14 +359,14 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
             maps.release_all();
         }
         if (pending_j == j) {
-            current = pending.get();
+            current = pending.take();
             pending_j.reset();
         } else if (spare && spare->j == j) {
             current = std::move(spare);
             spare.reset();
         } else {
             if (pending_j) {  // a wrong guess: kept, it may come later
-                spare = pending.get();
+                spare = pending.take();
                 pending_j.reset();
             }
             current = prepare(j);
@@ -304,12 +377,18 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
         size_t next = previous && *previous + 1 != j ? *previous + 1 : j + 1;
         if (next < target_params.size() && next != j && !(spare && spare->j == next)) {
             pending_j = next;
-            pending = std::async(std::launch::async, prepare, next);
+            pending.start(next);
         }
         return *current;
     };
     auto release_last = [&] {
-        if (pending_j) pending.wait();
+        if (pending_j) {
+            try {
+                pending.take();
+            } catch (const std::exception&) {
+                // A guess the saver never asked for: its error does not matter.
+            }
+        }
         pending_j.reset();
         current.reset();
         spare.reset();
