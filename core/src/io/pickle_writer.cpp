@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 #include <unordered_map>
+#include <utility>
 
 #include "mt/error.h"
 
@@ -113,8 +114,27 @@ class Pickler {
         return std::move(out_);
     }
 
-  private:
+    // PickleStream's parts: the opcodes written so far, taken out, and the memo entries of
+    // objects by identity let go (the objects are freed: their addresses can come back).
+    std::string take_data() { return std::exchange(out_.data, {}); }
+    void save_part(const PyValue& v) {
+        save(v);
+        MT_CHECK(out_.storages.empty(), "PickleStream: a tensor's storage cannot be streamed");
+        std::erase_if(memo_, [](const auto& entry) { return entry.first.starts_with('@'); });
+    }
+    void new_object(const std::string& module, const std::string& name) {
+        save_global(module, name);
+        op(')');
+        op('\x81');
+        memoize();
+    }
+    void empty_dict() {
+        op('}');
+        memoize();
+    }
     void op(char c) { out_.data.push_back(c); }
+
+  private:
     template <class T>
     void le(T v) {
         for (size_t i = 0; i < sizeof(T); ++i)
@@ -419,6 +439,47 @@ class Pickler {
 
 Pickled write_pickle(const PyValue& value) {
     return Pickler().run(value);
+}
+
+struct PickleStream::Impl {
+    std::ostream& out;
+    Pickler pickler;
+    // The opcodes so far go out (after each batch of items: a few hundred kB at most).
+    void flush() {
+        const std::string data = pickler.take_data();
+        out.write(data.data(), std::streamsize(data.size()));
+    }
+};
+
+PickleStream::PickleStream(std::ostream& out) : impl_(new Impl{out, {}}) {
+    impl_->pickler.op('\x80');
+    impl_->pickler.op('\x02');
+}
+PickleStream::~PickleStream() = default;
+void PickleStream::new_object(const std::string& module, const std::string& name) {
+    impl_->pickler.new_object(module, name);
+}
+void PickleStream::build() {
+    impl_->pickler.op('b');
+}
+void PickleStream::empty_dict() {
+    impl_->pickler.empty_dict();
+}
+void PickleStream::mark() {
+    impl_->pickler.op('(');
+}
+void PickleStream::set_items() {
+    impl_->pickler.op('u');
+    impl_->flush();
+}
+void PickleStream::save(const PyValue& value) {
+    impl_->pickler.save_part(value);
+}
+void PickleStream::finish() {
+    impl_->pickler.op('.');
+    impl_->flush();
+    impl_->out.flush();
+    MT_CHECK(impl_->out.good(), "PickleStream: writing the pickle failed");
 }
 
 }  // namespace mt::io

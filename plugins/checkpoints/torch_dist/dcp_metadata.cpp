@@ -210,47 +210,89 @@ PyValue metadata_index(const std::string& fqn, const Shape* offsets) {
     return dataclass(kMetadataModule, "MetadataIndex", std::move(f));
 }
 
-PyValue to_py(const DcpMetadata& m) {
-    PyValue sdm = PyValue::dict(), storage = PyValue::dict(), mcore = PyValue::dict();
-    for (const DcpEntry& e : m.entries) {
-        if (e.bytes) {
-            MT_CHECK(e.chunks.size() == 1, "byte object ", e.fqn, " needs one location");
-            sdm.dict_ref().set(e.fqn,
-                               dataclass(kMetadataModule, "BytesStorageMetadata", PyValue::dict()));
-            storage.dict_ref().set(metadata_index(e.fqn, nullptr), storage_info(e.chunks[0].where));
-            continue;
-        }
-        PyValue chunks = PyValue::list();
-        for (const DcpChunk& c : e.chunks) {
-            PyValue f = PyValue::dict();
-            f.dict_ref().set("offsets", torch_size(c.offsets));
-            f.dict_ref().set("sizes", torch_size(c.sizes));
-            chunks.items().push_back(
-                dataclass(kMetadataModule, "ChunkStorageMetadata", std::move(f)));
-            storage.dict_ref().set(metadata_index(e.fqn, &c.offsets), storage_info(c.where));
-        }
+// state_dict_metadata's value for `e`: TensorStorageMetadata (properties, size, chunks) or
+// BytesStorageMetadata.
+PyValue storage_metadata(const DcpEntry& e) {
+    if (e.bytes) {
+        MT_CHECK(e.chunks.size() == 1, "byte object ", e.fqn, " needs one location");
+        return dataclass(kMetadataModule, "BytesStorageMetadata", PyValue::dict());
+    }
+    PyValue chunks = PyValue::list();
+    for (const DcpChunk& c : e.chunks) {
         PyValue f = PyValue::dict();
-        f.dict_ref().set("properties", tensor_properties(e.dtype));
-        f.dict_ref().set("size", torch_size(e.size));
-        f.dict_ref().set("chunks", std::move(chunks));
-        sdm.dict_ref().set(e.fqn,
-                           dataclass(kMetadataModule, "TensorStorageMetadata", std::move(f)));
-        PyValue data = PyValue::dict();
-        if (!e.flattened_from.empty()) {
-            PyValue orig = PyValue::tuple();
-            for (int64_t d : e.flattened_from) orig.items().push_back(PyValue::integer(d));
-            data.dict_ref().set("nd_reformulated_orig_global_shape", std::move(orig));
-        }
-        mcore.dict_ref().set(e.fqn, std::move(data));
+        f.dict_ref().set("offsets", torch_size(c.offsets));
+        f.dict_ref().set("sizes", torch_size(c.sizes));
+        chunks.items().push_back(dataclass(kMetadataModule, "ChunkStorageMetadata", std::move(f)));
     }
     PyValue f = PyValue::dict();
-    f.dict_ref().set("state_dict_metadata", std::move(sdm));
-    f.dict_ref().set("planner_data", PyValue());
-    f.dict_ref().set("storage_data", std::move(storage));
-    f.dict_ref().set("storage_meta", PyValue());
-    f.dict_ref().set("version", PyValue::string("1.0.0"));
-    f.dict_ref().set("mcore_data", std::move(mcore));
-    return dataclass(kMetadataModule, "Metadata", std::move(f));
+    f.dict_ref().set("properties", tensor_properties(e.dtype));
+    f.dict_ref().set("size", torch_size(e.size));
+    f.dict_ref().set("chunks", std::move(chunks));
+    return dataclass(kMetadataModule, "TensorStorageMetadata", std::move(f));
+}
+
+// mcore_data's value for a tensor: the original shape of one stored flattened, else {}.
+PyValue mcore_data(const DcpEntry& e) {
+    PyValue data = PyValue::dict();
+    if (!e.flattened_from.empty()) {
+        PyValue orig = PyValue::tuple();
+        for (int64_t d : e.flattened_from) orig.items().push_back(PyValue::integer(d));
+        data.dict_ref().set("nd_reformulated_orig_global_shape", std::move(orig));
+    }
+    return data;
+}
+
+// A dict's items as pickle batches them (SETITEMS of up to 1000), each pair made by
+// `each(k, emit)` calling emit(key, value) for the k-th source (zero or more pairs each).
+template <class Each>
+void stream_dict(io::PickleStream& p, size_t count, Each each) {
+    constexpr size_t kBatch = 1000;
+    p.empty_dict();
+    size_t in_batch = 0;
+    auto emit = [&](const PyValue& key, const PyValue& value) {
+        if (in_batch == 0) p.mark();
+        p.save(key);
+        p.save(value);
+        if (++in_batch == kBatch) {
+            p.set_items();
+            in_batch = 0;
+        }
+    };
+    for (size_t k = 0; k < count; ++k) each(k, emit);
+    if (in_batch > 0) p.set_items();
+}
+
+// The Metadata dataclass written entry by entry (the whole index is never one PyValue: a model
+// of tens of thousands of tensors would hold hundreds of MB in it).
+void write_metadata(std::ostream& out, const DcpMetadata& m) {
+    io::PickleStream p(out);
+    p.new_object(kMetadataModule, "Metadata");
+    p.empty_dict();  // its __dict__
+    p.mark();
+    const size_t n = m.entries.size();
+    p.save(PyValue::string("state_dict_metadata"));
+    stream_dict(p, n, [&](size_t k, auto& emit) {
+        emit(PyValue::string(m.entries[k].fqn), storage_metadata(m.entries[k]));
+    });
+    p.save(PyValue::string("planner_data"));
+    p.save(PyValue());
+    p.save(PyValue::string("storage_data"));
+    stream_dict(p, n, [&](size_t k, auto& emit) {
+        const DcpEntry& e = m.entries[k];
+        for (const DcpChunk& c : e.chunks)
+            emit(metadata_index(e.fqn, e.bytes ? nullptr : &c.offsets), storage_info(c.where));
+    });
+    p.save(PyValue::string("storage_meta"));
+    p.save(PyValue());
+    p.save(PyValue::string("version"));
+    p.save(PyValue::string("1.0.0"));
+    p.save(PyValue::string("mcore_data"));
+    stream_dict(p, n, [&](size_t k, auto& emit) {
+        if (!m.entries[k].bytes) emit(PyValue::string(m.entries[k].fqn), mcore_data(m.entries[k]));
+    });
+    p.set_items();
+    p.build();
+    p.finish();
 }
 
 }  // namespace
@@ -274,10 +316,9 @@ DcpMetadata read_dcp_metadata(const fs::path& file) {
 }
 
 void write_dcp_metadata(const fs::path& file, const DcpMetadata& metadata) {
-    const io::Pickled p = io::write_pickle(to_py(metadata));
     std::ofstream out(file, std::ios::binary | std::ios::trunc);
     MT_CHECK(out, "cannot write ", file.string());
-    out.write(p.data.data(), std::streamsize(p.data.size()));
+    write_metadata(out, metadata);
     out.close();
     MT_CHECK(out, "cannot write ", file.string());
 }
