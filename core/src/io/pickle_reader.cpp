@@ -1,8 +1,10 @@
 #include "mt/io/pickle_reader.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -375,10 +377,190 @@ class StructureCheck {
     std::unordered_set<const void*> open_, done_;
 };
 
+// The memo stores a pickle's opcodes read back (GET, BINGET, LONG_BINGET): by store, in order
+// (PUT, BINPUT, LONG_BINPUT, MEMOIZE), the memo index of each one some opcode fetches. A store
+// never fetched needs no memo entry, and holding every value the memo names would keep all of a
+// read's values alive to the end. nullopt when the opcodes cannot be walked (the read reports
+// why, keeping every store).
+std::optional<std::unordered_map<uint64_t, uint64_t>> fetched_stores(std::string_view data) {
+    std::unordered_map<uint64_t, uint64_t> fetched;     // store -> memo index
+    std::vector<uint64_t> latest;                       // memo index -> its latest store
+    std::unordered_map<uint64_t, uint64_t> latest_far;  // the same past a gap in the indices
+    uint64_t stores = 0, memo_size = 0;  // memo_size: len(memo), where MEMOIZE stores
+    size_t pos = 0;
+    auto take = [&](uint64_t n) -> bool {
+        if (n > data.size() - pos) return false;
+        pos += size_t(n);
+        return true;
+    };
+    auto number = [&](int bytes, uint64_t& v) -> bool {
+        if (uint64_t(bytes) > data.size() - pos) return false;
+        v = 0;
+        for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | uint8_t(data[pos + size_t(i)]);
+        pos += size_t(bytes);
+        return true;
+    };
+    auto line = [&](std::string_view& text) -> bool {
+        const size_t end = data.find('\n', pos);
+        if (end == std::string_view::npos) return false;
+        text = data.substr(pos, end - pos);
+        pos = end + 1;
+        return true;
+    };
+    auto decimal = [&](uint64_t& v) -> bool {
+        std::string_view text;
+        if (!line(text) || text.empty() || text.size() > 18) return false;
+        v = 0;
+        for (char c : text) {
+            if (c < '0' || c > '9') return false;
+            v = v * 10 + uint64_t(c - '0');
+        }
+        return true;
+    };
+    auto store = [&](uint64_t index) {
+        const uint64_t seq = stores++;
+        bool fresh;
+        if (index < latest.size()) {
+            fresh = false;
+            latest[index] = seq;
+        } else if (index == latest.size() && index < (uint64_t(1) << 32)) {
+            fresh = !latest_far.count(index);
+            latest.push_back(seq);
+        } else {
+            fresh = !latest_far.count(index);
+            latest_far[index] = seq;
+        }
+        if (fresh) ++memo_size;
+    };
+    auto fetch = [&](uint64_t index) {
+        uint64_t seq = UINT64_MAX;
+        if (index < latest.size()) seq = latest[index];
+        if (auto it = latest_far.find(index); it != latest_far.end())
+            seq = seq == UINT64_MAX ? it->second : std::max(seq, it->second);
+        if (seq != UINT64_MAX) fetched[seq] = index;
+    };
+    while (pos < data.size()) {
+        const uint8_t op = uint8_t(data[pos++]);
+        uint64_t n = 0;
+        std::string_view text;
+        bool ok = true;
+        switch (op) {
+            case '.':
+                return fetched;
+            case '(':
+            case '0':
+            case '1':
+            case '2':
+            case 'N':
+            case 0x88:
+            case 0x89:
+            case ']':
+            case 'l':
+            case ')':
+            case 't':
+            case 0x85:
+            case 0x86:
+            case 0x87:
+            case '}':
+            case 'd':
+            case 0x8f:
+            case 0x91:
+            case 'a':
+            case 'e':
+            case 0x90:
+            case 's':
+            case 'u':
+            case 0x93:
+            case 'R':
+            case 0x81:
+            case 0x92:
+            case 'b':
+            case 'Q':
+                break;
+            case 0x80:
+            case 'K':
+                ok = take(1);
+                break;
+            case 'M':
+                ok = take(2);
+                break;
+            case 'J':
+                ok = take(4);
+                break;
+            case 'G':
+            case 0x95:
+                ok = take(8);
+                break;
+            case 'I':
+            case 'L':
+            case 'F':
+            case 'P':
+                ok = line(text);
+                break;
+            case 'c':
+                ok = line(text) && line(text);
+                break;
+            case 0x8a:
+            case 0x8c:
+            case 'U':
+            case 'C':
+                ok = number(1, n) && take(n);
+                break;
+            case 0x8b:
+            case 'X':
+            case 'T':
+            case 'B':
+                ok = number(4, n) && n < (uint64_t(1) << 31) && take(n);
+                break;
+            case 0x8d:
+            case 0x8e:
+            case 0x96:
+                ok = number(8, n) && take(n);
+                break;
+            case 'p':
+                ok = decimal(n);
+                if (ok) store(n);
+                break;
+            case 'q':
+                ok = number(1, n);
+                if (ok) store(n);
+                break;
+            case 'r':
+                ok = number(4, n);
+                if (ok) store(n);
+                break;
+            case 0x94:
+                store(memo_size);
+                break;
+            case 'g':
+                ok = decimal(n);
+                if (ok) fetch(n);
+                break;
+            case 'h':
+                ok = number(1, n);
+                if (ok) fetch(n);
+                break;
+            case 'j':
+                ok = number(4, n);
+                if (ok) fetch(n);
+                break;
+            default:
+                ok = false;
+        }
+        if (!ok) return std::nullopt;
+    }
+    return std::nullopt;  // no STOP
+}
+
 class Unpickler {
   public:
-    Unpickler(std::string_view data, const std::string& context, const PersistentLoad& load)
-        : data_(data), context_(context), load_(load) {}
+    Unpickler(std::string_view data, const std::string& context, const PersistentLoad& load,
+              const ItemFilter& take_item)
+        : data_(data),
+          context_(context),
+          load_(load),
+          take_item_(take_item),
+          fetched_(fetched_stores(data)) {}
 
     // What any failure leaves (the stack, the memo, the value) goes without recursion. On
     // success the values the result does not hold (popped, or replaced in the memo) lose their
@@ -437,6 +619,25 @@ class Unpickler {
         if (stack_.empty()) return;
         const void* id = stack_.back().identity();
         if (id && created_ids_.insert(id).second) created_.push_back(stack_.back());
+        if (created_.size() >= prune_at_) prune_created();
+    }
+    // Lets go of the values nothing holds any more but created_ (popped, or taken by the item
+    // filter): each gives up its children (values created_ holds too, let go by a later pass)
+    // before it goes, so that none is destroyed recursively.
+    void prune_created() {
+        size_t kept = 0;
+        for (PyValue& v : created_) {
+            if (v.use_count() == 1) {
+                created_ids_.erase(v.identity());
+                for_each_child(v, [](PyValue& c) { c = PyValue(); });
+                v = PyValue();
+                continue;
+            }
+            if (&created_[kept] != &v) created_[kept] = std::move(v);
+            ++kept;
+        }
+        created_.resize(kept);
+        prune_at_ = std::max<size_t>(2 * kept, kPruneFirst);
     }
 
     [[noreturn]] void fail(const std::string& what) const {
@@ -486,7 +687,16 @@ class Unpickler {
         stack_.resize(m);
         return items;
     }
-    void put(uint64_t index) { memo_[index] = top(); }
+    void put(uint64_t index) {
+        const PyValue& value = top();
+        const uint64_t store = stores_++;
+        if (fetched_) {  // only what is fetched later
+            auto it = fetched_->find(store);
+            if (it == fetched_->end()) return;
+            index = it->second;
+        }
+        memo_[index] = value;
+    }
     void get(uint64_t index) {
         auto it = memo_.find(index);
         if (it == memo_.end()) fail(mt::str("memo index ", index, " was never stored"));
@@ -514,9 +724,19 @@ class Unpickler {
             fail(mt::str("cannot append to a ", py_kind_name(target.kind())));
         }
     }
+    // The item filter's answer for a pair a dict receives, the pair checked first.
+    bool taken(PyValue& key, PyValue& value) {
+        if (!take_item_) return false;
+        StructureCheck check;
+        std::string why = check(key);
+        if (why.empty()) why = check(value);
+        if (!why.empty()) fail(why);
+        return take_item_(key, value);
+    }
     void set_items(PyValue& target, std::vector<PyValue> kv) {
         if (kv.size() % 2) fail("odd number of values for SETITEMS");
         for (size_t i = 0; i < kv.size(); i += 2) {
+            if (target.kind() == PyKind::dict && taken(kv[i], kv[i + 1])) continue;
             if (target.kind() == PyKind::dict) {
                 target.dict_ref().set(std::move(kv[i]), std::move(kv[i + 1]));
             } else if (target.kind() == PyKind::object) {
@@ -779,9 +999,16 @@ class Unpickler {
         }
     }
 
+    // created_'s size at which prune_created runs first (then at twice what it keeps).
+    static constexpr size_t kPruneFirst = size_t(1) << 16;
+
     std::string_view data_;
     const std::string& context_;
     const PersistentLoad& load_;
+    const ItemFilter& take_item_;
+    const std::optional<std::unordered_map<uint64_t, uint64_t>> fetched_;
+    uint64_t stores_ = 0;  // memo stores so far
+    size_t prune_at_ = kPruneFirst;
     size_t pos_ = 0, op_pos_ = 0;
     uint8_t op_ = 0;
     std::vector<PyValue> stack_;
@@ -794,8 +1021,8 @@ class Unpickler {
 }  // namespace
 
 PyValue read_pickle(std::string_view data, const std::string& context,
-                    const PersistentLoad& persistent_load) {
-    return Unpickler(data, context, persistent_load).run();
+                    const PersistentLoad& persistent_load, const ItemFilter& take_item) {
+    return Unpickler(data, context, persistent_load, take_item).run();
 }
 
 }  // namespace mt::io

@@ -186,6 +186,21 @@ const PyValue& PyValue::operator[](std::string_view key) const {
     return *v;
 }
 
+long PyValue::use_count() const {
+    return std::visit(
+        [](const auto& p) -> long {
+            using T = std::decay_t<decltype(p)>;
+            if constexpr (std::is_same_v<T, std::monostate> || std::is_same_v<T, bool> ||
+                          std::is_same_v<T, int64_t> || std::is_same_v<T, double> ||
+                          std::is_same_v<T, std::string>) {
+                return 0;
+            } else {
+                return p.use_count();
+            }
+        },
+        payload_);
+}
+
 const void* PyValue::identity() const {
     return std::visit(
         [](const auto& p) -> const void* {

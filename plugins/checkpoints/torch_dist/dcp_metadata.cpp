@@ -71,88 +71,114 @@ std::string location_key(const std::string& fqn, const Shape& offsets) {
     return fqn + '\0' + shape_str(offsets);
 }
 
-DcpMetadata parse(const PyValue& root) {
+// A storage_data item: where the chunk of `index` (MetadataIndex) lies (_StorageInfo), under
+// location_key.
+std::pair<std::string, DcpLocation> storage_item(const PyValue& index, const PyValue& info) {
+    MT_CHECK(is_class(index, "MetadataIndex") && is_class(info, "_StorageInfo"),
+             "storage_data maps ", io::short_repr(index, 80), " to ", io::short_repr(info, 80),
+             ", not MetadataIndex to _StorageInfo");
+    const std::string& fqn = attr(index, "fqn", "MetadataIndex").as_string();
+    const PyValue* offset = index.find("offset");
+    Shape offsets;
+    if (offset && !offset->is_none()) offsets = shape_of(*offset, "MetadataIndex.offset");
+    if (const PyValue* t = info.find("transform_descriptors"))
+        MT_CHECK(t->is_none() || (t->kind() == PyKind::list && t->items().empty()), "chunk of ",
+                 fqn, " is stored through transforms ", io::short_repr(*t),
+                 " (e.g. compression), which are not supported");
+    DcpLocation loc;
+    loc.relative_path = attr(info, "relative_path", "_StorageInfo").as_string();
+    const int64_t off = attr(info, "offset", "_StorageInfo").as_int();
+    const int64_t len = attr(info, "length", "_StorageInfo").as_int();
+    MT_CHECK(off >= 0 && len >= 0, "chunk of ", fqn, " has offset ", off, " and length ", len);
+    MT_CHECK(loc.relative_path.find('/') == std::string::npos && loc.relative_path != "..",
+             "chunk of ", fqn, " lies outside the checkpoint: ", loc.relative_path);
+    loc.offset = uint64_t(off);
+    loc.length = uint64_t(len);
+    return {location_key(fqn, offsets), std::move(loc)};
+}
+
+// A state_dict_metadata item: the entry `key` describes (TensorStorageMetadata or
+// BytesStorageMetadata), its chunks not located yet.
+DcpEntry storage_metadata_item(const PyValue& key, const PyValue& meta) {
+    DcpEntry e;
+    MT_CHECK(key.kind() == PyKind::string, "state_dict_metadata has the key ",
+             io::short_repr(key, 80), ", not a string");
+    e.fqn = key.as_string();
+    if (is_class(meta, "BytesStorageMetadata")) {
+        e.bytes = true;
+        e.chunks.push_back({});
+        return e;
+    }
+    MT_CHECK(is_class(meta, "TensorStorageMetadata"), e.fqn, " is described by ",
+             io::short_repr(meta, 80));
+    e.dtype = dtype_of(attr(meta, "properties", e.fqn), e.fqn);
+    e.size = shape_of(attr(meta, "size", e.fqn), e.fqn + " size");
+    const PyValue& chunks = attr(meta, "chunks", e.fqn);
+    MT_CHECK(chunks.kind() == PyKind::list, e.fqn, ": chunks are not a list");
+    for (const PyValue& c : chunks.items()) {
+        DcpChunk chunk;
+        chunk.offsets = shape_of(attr(c, "offsets", e.fqn + " chunk"), e.fqn + " offsets");
+        chunk.sizes = shape_of(attr(c, "sizes", e.fqn + " chunk"), e.fqn + " sizes");
+        MT_CHECK(chunk.offsets.size() == e.size.size() && chunk.sizes.size() == e.size.size(),
+                 e.fqn, ": chunk at ", shape_str(chunk.offsets), " of shape ",
+                 shape_str(chunk.sizes), " does not match the rank of ", shape_str(e.size));
+        for (size_t d = 0; d < e.size.size(); ++d)
+            MT_CHECK(chunk.offsets[d] >= 0 && chunk.sizes[d] >= 0 &&
+                         chunk.offsets[d] + chunk.sizes[d] <= e.size[d],
+                     e.fqn, ": chunk at ", shape_str(chunk.offsets), " of shape ",
+                     shape_str(chunk.sizes), " lies outside ", shape_str(e.size));
+        e.chunks.push_back(std::move(chunk));
+    }
+    return e;
+}
+
+// The index of a .metadata pickle, read item by item: state_dict_metadata's and storage_data's
+// items are taken as the unpickler makes them (a model of tens of thousands of tensors would
+// otherwise be held as one PyValue tree of hundreds of MB), the rest read from the tree.
+DcpMetadata read_metadata(std::string_view pickle, const std::string& context) {
+    DcpMetadata m;
+    std::map<std::string, DcpLocation> where;
+    const PyValue root =
+        io::read_pickle(pickle, context, {}, [&](const PyValue& key, const PyValue& value) {
+            if (is_class(value, "TensorStorageMetadata") ||
+                is_class(value, "BytesStorageMetadata")) {
+                m.entries.push_back(storage_metadata_item(key, value));
+                return true;
+            }
+            if (!is_class(key, "MetadataIndex")) return false;
+            auto [at, loc] = storage_item(key, value);
+            where[std::move(at)] = std::move(loc);
+            return true;
+        });
     MT_CHECK(is_class(root, "Metadata"), "the pickle holds ", io::short_repr(root, 80),
              ", not a torch.distributed.checkpoint Metadata");
     const PyValue& sdm = attr(root, "state_dict_metadata", "Metadata");
     const PyValue& storage = attr(root, "storage_data", "Metadata");
     MT_CHECK(sdm.kind() == PyKind::dict && storage.kind() == PyKind::dict,
              "Metadata.state_dict_metadata or storage_data is not a dict");
-
-    std::map<std::string, DcpLocation> where;
-    for (const auto& [index, info] : storage.dict_ref().items) {
-        MT_CHECK(is_class(index, "MetadataIndex") && is_class(info, "_StorageInfo"),
-                 "storage_data maps ", io::short_repr(index, 80), " to ", io::short_repr(info, 80),
-                 ", not MetadataIndex to _StorageInfo");
-        const std::string& fqn = attr(index, "fqn", "MetadataIndex").as_string();
-        const PyValue* offset = index.find("offset");
-        Shape offsets;
-        if (offset && !offset->is_none()) offsets = shape_of(*offset, "MetadataIndex.offset");
-        if (const PyValue* t = info.find("transform_descriptors"))
-            MT_CHECK(t->is_none() || (t->kind() == PyKind::list && t->items().empty()), "chunk of ",
-                     fqn, " is stored through transforms ", io::short_repr(*t),
-                     " (e.g. compression), which are not supported");
-        DcpLocation loc;
-        loc.relative_path = attr(info, "relative_path", "_StorageInfo").as_string();
-        const int64_t off = attr(info, "offset", "_StorageInfo").as_int();
-        const int64_t len = attr(info, "length", "_StorageInfo").as_int();
-        MT_CHECK(off >= 0 && len >= 0, "chunk of ", fqn, " has offset ", off, " and length ", len);
-        MT_CHECK(loc.relative_path.find('/') == std::string::npos && loc.relative_path != "..",
-                 "chunk of ", fqn, " lies outside the checkpoint: ", loc.relative_path);
-        loc.offset = uint64_t(off);
-        loc.length = uint64_t(len);
-        where[location_key(fqn, offsets)] = std::move(loc);
-    }
-
-    DcpMetadata m;
-    for (const auto& [key, meta] : sdm.dict_ref().items) {
-        DcpEntry e;
-        e.fqn = key.as_string();
-        auto located = [&](const Shape& offsets) {
-            auto it = where.find(location_key(e.fqn, offsets));
+    MT_CHECK(sdm.dict_ref().items.empty() && storage.dict_ref().items.empty(),
+             "Metadata.state_dict_metadata or storage_data holds other than TensorStorageMetadata, "
+             "BytesStorageMetadata and MetadataIndex items");
+    std::map<std::string, size_t> by_fqn;
+    for (DcpEntry& e : m.entries) {
+        MT_CHECK(by_fqn.emplace(e.fqn, by_fqn.size()).second, "state_dict_metadata names ", e.fqn,
+                 " twice");
+        for (DcpChunk& c : e.chunks) {
+            auto it = where.find(location_key(e.fqn, c.offsets));
             MT_CHECK(it != where.end(), "no storage_data entry for ", e.fqn, " at offset ",
-                     shape_str(offsets));
-            return it->second;
-        };
-        if (is_class(meta, "BytesStorageMetadata")) {
-            e.bytes = true;
-            e.chunks.push_back({{}, {}, located({})});
-        } else {
-            MT_CHECK(is_class(meta, "TensorStorageMetadata"), e.fqn, " is described by ",
-                     io::short_repr(meta, 80));
-            e.dtype = dtype_of(attr(meta, "properties", e.fqn), e.fqn);
-            e.size = shape_of(attr(meta, "size", e.fqn), e.fqn + " size");
-            const PyValue& chunks = attr(meta, "chunks", e.fqn);
-            MT_CHECK(chunks.kind() == PyKind::list, e.fqn, ": chunks are not a list");
-            for (const PyValue& c : chunks.items()) {
-                DcpChunk chunk;
-                chunk.offsets = shape_of(attr(c, "offsets", e.fqn + " chunk"), e.fqn + " offsets");
-                chunk.sizes = shape_of(attr(c, "sizes", e.fqn + " chunk"), e.fqn + " sizes");
-                MT_CHECK(
-                    chunk.offsets.size() == e.size.size() && chunk.sizes.size() == e.size.size(),
-                    e.fqn, ": chunk at ", shape_str(chunk.offsets), " of shape ",
-                    shape_str(chunk.sizes), " does not match the rank of ", shape_str(e.size));
-                for (size_t d = 0; d < e.size.size(); ++d)
-                    MT_CHECK(chunk.offsets[d] >= 0 && chunk.sizes[d] >= 0 &&
-                                 chunk.offsets[d] + chunk.sizes[d] <= e.size[d],
-                             e.fqn, ": chunk at ", shape_str(chunk.offsets), " of shape ",
-                             shape_str(chunk.sizes), " lies outside ", shape_str(e.size));
-                chunk.where = located(chunk.offsets);
-                e.chunks.push_back(std::move(chunk));
-            }
+                     shape_str(c.offsets));
+            c.where = it->second;
         }
-        m.entries.push_back(std::move(e));
     }
     // megatron-core's per-tensor data: the original shape of tensors stored flattened.
     if (const PyValue* mcore = root.find("mcore_data"); mcore && mcore->kind() == PyKind::dict)
         for (const auto& [key, data] : mcore->dict_ref().items) {
             if (key.kind() != PyKind::string || data.kind() != PyKind::dict) continue;
             const PyValue* orig = data.find("nd_reformulated_orig_global_shape");
-            if (!orig) continue;
-            for (DcpEntry& e : m.entries)
-                if (e.fqn == key.as_string())
-                    e.flattened_from =
-                        shape_of(*orig, e.fqn + " nd_reformulated_orig_global_shape");
+            auto at = by_fqn.find(key.as_string());
+            if (!orig || at == by_fqn.end()) continue;
+            DcpEntry& e = m.entries[at->second];
+            e.flattened_from = shape_of(*orig, e.fqn + " nd_reformulated_orig_global_shape");
         }
     return m;
 }
@@ -309,7 +335,7 @@ DcpMetadata read_dcp_metadata(const fs::path& file) {
     std::stringstream ss;
     ss << in.rdbuf();
     try {
-        return parse(io::read_pickle(ss.str(), file.filename().string()));
+        return read_metadata(ss.str(), file.filename().string());
     } catch (const Error& e) {
         MT_FAIL("cannot read ", file.string(), ": ", e.what());
     }

@@ -91,6 +91,8 @@ class MT_API PyValue {
 
     // True when both refer to the same container/object (Python `is`); used for memo sharing.
     const void* identity() const;
+    // How many values share this one's payload (identity()); 0 for a scalar or string.
+    long use_count() const;
 
   private:
     using Payload = std::variant<std::monostate, bool, int64_t, double, std::string,
