@@ -326,8 +326,11 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
     // ask for is made on another thread (predicted from the order of its requests), so that
     // making (joining, converting, slicing) overlaps writing; at most three are held.
     const bool per_rank = saver.per_rank_files();
+    int64_t total_bytes = 0;
+    for (size_t j = 0; j < target_params.size(); ++j)
+        total_bytes += shape_numel(target_params[j].shape) * dtype_size(dtype_of[j]);
     Progress bar("saving", int64_t(target_params.size()), "tensors",
-                 o.progress && ::isatty(STDERR_FILENO) == 1);
+                 o.progress && ::isatty(STDERR_FILENO) == 1, total_bytes);
     struct Made {
         size_t j = 0;
         Tensor whole;               // not per_rank: the whole target tensor, contiguous
@@ -371,7 +374,7 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
             }
             current = prepare(j);
         }
-        bar.add(1);
+        bar.add(1, shape_numel(target_params[j].shape) * dtype_size(dtype_of[j]));
         // In order (j + 1), or interleaved with other stages' files (the request after the
         // previous one's).
         size_t next = previous && *previous + 1 != j ? *previous + 1 : j + 1;

@@ -20,8 +20,8 @@ namespace mt {
 // A checkpoint of any format and layout, read rank by rank with its tensors viewing the files
 // (memory-mapped), as each parameter's pieces: whole(i) joins params[i]'s when it is needed, so a
 // streaming conversion holds one whole tensor at a time. A whole-tensor format read through
-// CheckpointFormat::load_streamed (hf, llama_meta) gives placeholders as pieces, made (converted
-// from the files) only by piece() / whole().
+// CheckpointFormat::load_streamed (hf, llama_meta, torch_dist) gives placeholders as pieces,
+// made (converted from the files) only by piece() / whole().
 struct SourceCheckpoint {
     CheckpointLayout layout;            // how the source was split into rank files
     CheckpointState head;               // rank (0, 0)'s state without tensors: args, iteration
@@ -86,11 +86,12 @@ struct ConvertOptions {
 // to the target layout and saves it with `saver`, streaming: each target tensor is joined from
 // its source pieces, re-padded and cast only when the saver writes it (CheckpointFormat::
 // save_streamed; a per-rank format writes every target rank's file at once), and the source's
-// pages are let go once written. A source read with load_streamed (hf, llama_meta) makes each
-// tensor only when the target tensor that needs it is written; the next tensor is made on a
-// second thread while one is written. Memory: a few of the largest tensors (whole and in
-// pieces: the one written, the next, and a wrongly guessed one), plus what a saver that is not
-// streamed (hf) holds: the whole model.
+// pages are let go once written. A source read with load_streamed (hf, llama_meta, torch_dist)
+// makes each tensor only when the target tensor that needs it is written; the next tensor is
+// made on a second thread while one is written. Memory: a few of the largest tensors (whole and in
+// pieces: the one written, the next, and a wrongly guessed one) and the index of the tensors'
+// names and places; every format here loads (torch_dist: box by box) and saves (hf: tensor by
+// tensor) streamed. A progress bar on a terminal counts tensors and bytes.
 // The model tensors, iteration and args travel; optimizer, scheduler and RNG state do not (as
 // with convert.py). Errors name the file, rank and key.
 MT_API void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& load_dir,
