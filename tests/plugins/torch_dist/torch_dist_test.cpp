@@ -222,6 +222,38 @@ TEST(TorchDist, StreamedSaveWritesTheBytesOfSave) {
     }
 }
 
+// The streamed load (megatron-convert's and inference's path) gives load()'s model tensors as
+// placeholders made on request, each from the chunks that hold it: whole layers (ours), the
+// tensor-parallel pieces Megatron saved (llama_tp2_pp2, mixtral_tp2_ep2's experts), a Mamba
+// mixer's parts (a checkpoint Megatron's own training wrote); with optimizer state, the repeats
+// load() sets aside too.
+TEST(TorchDist, StreamedLoadMakesLoadsTensorsOnRequest) {
+    TorchDistCheckpoint format;
+    for (const fs::path dir : {fixture("gpt2_tp1"), fixture("llama_tp2_pp2"),
+                               fixture("mixtral_tp2_ep2"), fixture("gpt2_distopt_tp2_dp2"),
+                               mt::test::fixtures_dir() / "megatron_checkpoints" / "core_v0.13" /
+                                   "mamba_torch_dist_fp32"}) {
+        SCOPED_TRACE(dir.string());
+        const CheckpointState want = format.load(dir);
+        const StreamedState got = format.load_streamed(dir);
+        EXPECT_EQ(got.state.iteration, want.iteration);
+        EXPECT_EQ(got.state.model_aliases, want.model_aliases);
+        ASSERT_EQ(got.state.model.size(), want.model.size());
+        for (size_t i = 0; i < want.model.size(); ++i) {
+            const auto& [name, placeholder] = got.state.model[i];
+            EXPECT_EQ(name, want.model[i].first);
+            EXPECT_EQ(placeholder.local.storage()->data, nullptr) << name << ": not lazy";
+            const Tensor made = got.make(i), expected = want.model[i].second.local.contiguous();
+            ASSERT_EQ(made.shape(), expected.shape()) << name;
+            ASSERT_EQ(made.dtype(), expected.dtype()) << name;
+            EXPECT_EQ(std::memcmp(made.contiguous().raw_data(), expected.raw_data(),
+                                  size_t(expected.nbytes())),
+                      0)
+                << name;
+        }
+    }
+}
+
 // BertModel's state in megatron-core's keys: the encoder's layers stacked under
 // "encoder.layers.", the heads as they are, and the extra state megatron-core's BertModel asks
 // for when loading, its output layer's included (GPTModel drops that one).
