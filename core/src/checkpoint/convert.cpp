@@ -156,6 +156,7 @@ Tensor SourceCheckpoint::whole(size_t i) const {
 SourceCheckpoint load_source_checkpoint(CheckpointFormat& loader, const std::filesystem::path& dir,
                                         const ModelFamily& family, bool progress) {
     // ---- load every rank (tensors view the files) ----
+    const FileMaps before;
     SourceCheckpoint w;
     w.layout = loader.layout(dir);
     const CheckpointLayout& source = w.layout;
@@ -185,6 +186,9 @@ SourceCheckpoint load_source_checkpoint(CheckpointFormat& loader, const std::fil
                     s = loader.load_rank(dir, tp, pp);
                 }
                 ranks[size_t(pp)].push_back(model_tensors(s));
+                // What reading the rank touched of its files (checksums, headers, checks) goes
+                // before the next rank is read; its tensors still view the files.
+                FileMaps(&before).release_all();
                 if (tp == 0 && pp == 0) {
                     s.model.clear();
                     s.optimizer.reset();

@@ -1,5 +1,7 @@
 #include "mt/io/zip_reader.h"
 
+#include <algorithm>
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -10,6 +12,27 @@
 
 namespace mt::io {
 namespace {
+
+// Lets this process's view of the pages holding `bytes` (inside `file`'s map) go: they stay in
+// the page cache, and the map (shared, read-only) reads them back on use, so that reading a whole
+// checkpoint does not keep its size in memory. By whole blocks of the kernel's fault-around
+// (64 kB by default: a fault maps the cached pages of its block), which also maps the end of the
+// record before and the start of the next: otherwise a file of many small records keeps tens of
+// kB of each.
+void release_pages(const MappedFile& file, std::string_view bytes) {
+    constexpr uintptr_t kBlock = uintptr_t(64) << 10;
+    const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+    const uintptr_t block = std::max(kBlock, page);
+    const uintptr_t map_begin = reinterpret_cast<uintptr_t>(file.data()) & ~(page - 1);
+    const uintptr_t map_end =
+        (reinterpret_cast<uintptr_t>(file.data()) + file.size() + page - 1) & ~(page - 1);
+    const uintptr_t begin =
+        std::max(map_begin, reinterpret_cast<uintptr_t>(bytes.data()) & ~(block - 1));
+    const uintptr_t end =
+        std::min(map_end, (reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size() + block - 1) &
+                              ~(block - 1));
+    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
 
 constexpr uint32_t kLocalSig = 0x04034b50;
 constexpr uint32_t kCentralSig = 0x02014b50;
@@ -50,6 +73,9 @@ ZipReader::ZipReader(const std::filesystem::path& path)
 
 ZipReader::ZipReader(std::shared_ptr<const MappedFile> file) : file_(std::move(file)) {
     parse();
+    // Reading every record's local header mapped pages all over the file (the kernel maps the
+    // cached pages around each one too: tens of kB a record).
+    release_pages(*file_, file_->bytes());
 }
 
 void ZipReader::parse() {
@@ -167,16 +193,7 @@ void ZipReader::verify_crc(const ZipEntry& entry) const {
     const uint32_t crc = crc32_update(0, p.data(), p.size());
     MT_CHECK(crc == entry.crc32, display_name(), ": record ", entry.name, " has CRC-32 ", crc,
              " but the directory says ", entry.crc32);
-    // Reading the record mapped its pages into this process; they stay in the page cache, and
-    // letting this process's view of them go (the file is mapped shared and read-only, so they
-    // are read back on use) keeps checking a whole checkpoint from costing its size in memory.
-    constexpr size_t kLarge = size_t(1) << 20;
-    if (p.size() >= kLarge) {
-        const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
-        const uintptr_t begin = (reinterpret_cast<uintptr_t>(p.data()) + page - 1) & ~(page - 1);
-        const uintptr_t end = (reinterpret_cast<uintptr_t>(p.data()) + p.size()) & ~(page - 1);
-        if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-    }
+    release_pages(*file_, p);
 }
 
 }  // namespace mt::io
