@@ -73,9 +73,7 @@ ZipReader::ZipReader(const std::filesystem::path& path)
 
 ZipReader::ZipReader(std::shared_ptr<const MappedFile> file) : file_(std::move(file)) {
     parse();
-    // Reading every record's local header mapped pages all over the file (the kernel maps the
-    // cached pages around each one too: tens of kB a record).
-    release_pages(*file_, file_->bytes());
+    release_pages(*file_, file_->bytes());  // the directory's pages
 }
 
 void ZipReader::parse() {
@@ -163,6 +161,9 @@ void ZipReader::parse() {
                                  c.get<uint16_t>(local + 28, "local header");
         c.need(payload, e.size, ("payload of " + e.name).c_str());
         e.offset = payload;
+        // Reading the header mapped the cached pages around it: let them go now, or reading
+        // a directory of many records maps nearly the whole file for a moment.
+        release_pages(f, {reinterpret_cast<const char*>(f.data()) + local, 30});
 
         MT_CHECK(index_.emplace(e.name, entries_.size()).second, c.name(), ": duplicate entry ",
                  e.name);
