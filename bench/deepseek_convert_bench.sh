@@ -3,7 +3,7 @@
 # layers + the multi-token prediction layer, 256 routed experts per MoE layer, one tensor per
 # expert, bf16 safetensors shards, at a reduced width) by megatron-convert: Hugging Face ->
 # torch_dist at TP1 (float32 as Megatron's loaders write it, and --bf16) and at TP2 x EP4 (--bf16),
-# and torch_dist -> Hugging Face from both; seconds, MB/s of the folder's bytes and peak
+# torch_dist -> Hugging Face from both, and Hugging Face -> torch (core) at TP2 x EP4 and back; seconds, MB/s of the folder's bytes and peak
 # resident memory (GNU time's maximum RSS) beside the model's size and the bounded-memory target
 # (4 x the largest tensor + 100 MB; the largest in float32 where a run reads or writes float32).
 # Printed as markdown.
@@ -55,7 +55,8 @@ bound_f32=$(((8 * largest + 100000000) / 1048576))
 echo "| conversion | seconds | MB/s | peak RSS (MiB) | bound (MiB) |"
 echo "|---|---|---|---|---|"
 convert=("$bin/megatron-convert" --model-type GPT)
-rm -rf "$work/dist1" "$work/dist1_bf16" "$work/dist2x4" "$work/back" "$work/back_bf16"
+rm -rf "$work/dist1" "$work/dist1_bf16" "$work/dist2x4" "$work/back" "$work/back_bf16" \
+    "$work/torch2x4" "$work/back_torch"
 run "HF → torch_dist TP1 (float32)" "$bound_f32" "$hf" "${convert[@]}" --loader hf \
     --saver torch_dist --load-dir "$hf" --save-dir "$work/dist1"
 run "HF → torch_dist TP1 --bf16" "$bound_bf16" "$hf" "${convert[@]}" --loader hf \
@@ -67,3 +68,8 @@ run "torch_dist TP1 (bf16) → HF" "$bound_bf16" "$work/dist1_bf16" "${convert[@
     --loader torch_dist --saver hf --load-dir "$work/dist1_bf16" --save-dir "$work/back_bf16"
 run "torch_dist TP1 (float32) → HF --bf16" "$bound_f32" "$work/dist1" "${convert[@]}" \
     --loader torch_dist --saver hf --bf16 --load-dir "$work/dist1" --save-dir "$work/back"
+run "HF → torch TP2 × EP4 --bf16" "$bound_bf16" "$hf" "${convert[@]}" --loader hf --saver core \
+    --bf16 --load-dir "$hf" --save-dir "$work/torch2x4" --target-tensor-parallel-size 2 \
+    --target-expert-parallel-size 4
+run "torch TP2 × EP4 (bf16) → HF" "$bound_bf16" "$work/torch2x4" "${convert[@]}" --loader core \
+    --saver hf --load-dir "$work/torch2x4" --save-dir "$work/back_torch"

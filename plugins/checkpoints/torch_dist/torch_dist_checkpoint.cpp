@@ -7,7 +7,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <ranges>
 #include <set>
 
 #include <simdjson.h>
@@ -528,10 +527,10 @@ StreamedState TorchDistCheckpoint::load_streamed(const std::filesystem::path& di
                              tensor_placeholder(
                                  e.flattened_from.empty() ? e.size : e.flattened_from, e.dtype)))
                     with_moments.insert(name);
-        for (size_t k : set_aside_repeats(o.state, with_moments, [&](size_t i) {
-                            return (*make)[i]();
-                        }) | std::views::reverse)
-            make->erase(make->begin() + std::ptrdiff_t(k));
+        const std::vector<size_t> repeats =
+            set_aside_repeats(o.state, with_moments, [&](size_t i) { return (*make)[i](); });
+        for (size_t k = repeats.size(); k-- > 0;)
+            make->erase(make->begin() + std::ptrdiff_t(repeats[k]));
     }
     return {std::move(o.state), [make](size_t i) { return make->at(i)(); }};
 }
