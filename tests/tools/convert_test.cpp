@@ -355,11 +355,12 @@ TEST(Convert, QwenFoldersComeBackThroughSplitMegatronCheckpoints) {
 
 // DeepSeek-V3 folders (make_deepseek_fixtures.py: MLA with q-lora and YaRN, dense then MoE
 // layers; without q-lora, YaRN or experts, tied; with a multi-token prediction layer as
-// DeepSeek's folders hold it) convert to torch_dist split over two tensor
-// and two expert ranks and to a three-stage torch checkpoint; megatron-generate scores a prompt
-// the same from the folder and from both, and both come back as the files transformers wrote.
+// DeepSeek's folders hold it) and a DeepSeek-V2 one (softmax routing, no correction bias) convert
+// to torch_dist split over two tensor and two expert ranks and to a three-stage torch checkpoint;
+// megatron-generate scores a prompt the same from the folder and from both, and both come back as
+// the files transformers wrote.
 TEST(Convert, DeepseekV3FoldersComeBackThroughSplitMegatronCheckpoints) {
-    for (const char* name : {"deepseek_v3", "deepseek_v3_lite", "deepseek_v3_mtp"}) {
+    for (const char* name : {"deepseek_v3", "deepseek_v3_lite", "deepseek_v3_mtp", "deepseek_v2"}) {
         SCOPED_TRACE(name);
         TempDir dir;
         const fs::path source = mt::test::fixtures_dir() / "hf" / name;
@@ -388,8 +389,11 @@ TEST(Convert, DeepseekV3FoldersComeBackThroughSplitMegatronCheckpoints) {
             EXPECT_TRUE(read_file(back / "model.safetensors") ==
                         read_file(source / "model.safetensors"))
                 << format;
-            EXPECT_NE(read_file(back / "config.json").find("\"model_type\": \"deepseek_v3\""),
-                      std::string::npos)
+            EXPECT_NE(
+                read_file(back / "config.json")
+                    .find(std::string("\"model_type\": \"") +
+                          (std::string(name) == "deepseek_v2" ? "deepseek_v2" : "deepseek_v3")),
+                std::string::npos)
                 << format;
         }
     }

@@ -274,8 +274,9 @@ class Converter {
         const int64_t e = c_.moe.expert_ffn, s = c_.moe.shared_ffn;
         put(dst + "pre_mlp_layernorm.weight", hf(norm, {h}));
         put(mlp + "router.weight", hf(src + "mlp.gate.weight", {c_.num_experts, h}));
-        put(mlp + "router.expert_bias",
-            hf(src + "mlp.gate.e_score_correction_bias", {c_.num_experts}));
+        if (!c_.moe.softmax)  // DeepSeek-V3's correction bias
+            put(mlp + "router.expert_bias",
+                hf(src + "mlp.gate.e_score_correction_bias", {c_.num_experts}));
         for (int64_t j = 0; j < c_.num_experts; ++j)
             put_swiglu(mlp + "experts.local_experts." + std::to_string(j) + ".",
                        src + "mlp.experts." + std::to_string(j) + ".", e);

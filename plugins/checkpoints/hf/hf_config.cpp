@@ -374,9 +374,23 @@ void read_grouped_moe(const Json& j, const std::string& where, HfConfig& c) {
     c.num_experts = j.integer("n_routed_experts");
     c.experts_per_token = j.integer("num_experts_per_tok");
     moe.expert_ffn = j.integer("moe_intermediate_size");
+    moe.scaling_factor = j.real("routed_scaling_factor", 1.0);
+    if (moe.softmax) {
+        // DeepseekV2TopkRouter: greedy needs no groups; group_limited_greedy scores a group by
+        // its best expert, Megatron by the sum of its top num_experts_per_tok / topk_group.
+        const std::string method = j.text("topk_method", "greedy");
+        MT_CHECK(method == "greedy", where, ": not supported yet: 'topk_method' ", method,
+                 " (DeepSeek-V2 ranks expert groups by their best expert, Megatron by the sum "
+                 "of their top ones: only greedy routing converts exactly)");
+        MT_CHECK(c.num_experts > 0 && c.experts_per_token > 0 &&
+                     c.experts_per_token <= c.num_experts && moe.expert_ffn > 0,
+                 where, ": bad MoE sizes (n_routed_experts ", c.num_experts,
+                 ", num_experts_per_tok ", c.experts_per_token, ", moe_intermediate_size ",
+                 moe.expert_ffn, ")");
+        return;
+    }
     moe.num_groups = j.integer("n_group", 1);
     moe.group_topk = j.integer("topk_group", 1);
-    moe.scaling_factor = j.real("routed_scaling_factor", 1.0);
     MT_CHECK(c.num_experts > 0 && c.experts_per_token > 0 && c.experts_per_token <= c.num_experts &&
                  moe.expert_ffn > 0 && moe.num_groups > 0 && c.num_experts % moe.num_groups == 0 &&
                  moe.group_topk > 0 && moe.group_topk <= moe.num_groups,
@@ -438,8 +452,10 @@ void read_nemotron_h(const Json& j, const std::string& where, HfConfig& c) {
 // --qk-layernorm), YaRN or plain rope, first_k_dense_replace dense SwiGLU layers, then DeepSeek's
 // MoE (grouped sigmoid routing with a correction bias, n_shared_experts shared experts as one of
 // their summed width).
-void read_deepseek_v3(const Json& j, const std::string& where, const std::filesystem::path& dir,
-                      HfConfig& c) {
+// DeepseekV3Config, or DeepseekV2Config (c.moe.softmax set: V2's routing, no multi-token
+// prediction).
+void read_deepseek(const Json& j, const std::string& where, const std::filesystem::path& dir,
+                   HfConfig& c) {
     MT_CHECK(!j.boolean("attention_bias", false), where,
              ": not supported yet: 'attention_bias' true (Megatron's MLA has no biases)");
     // DeepSeek's published weights are FP8 with a scale per 128x128 block (weight_scale_inv).
@@ -463,7 +479,8 @@ void read_deepseek_v3(const Json& j, const std::string& where, const std::filesy
     m.qk_nope_head_dim = j.integer("qk_nope_head_dim");
     m.qk_rope_head_dim = j.integer("qk_rope_head_dim");
     m.v_head_dim = j.integer("v_head_dim");
-    m.rope_interleave = j.boolean("rope_interleave", true);
+    // DeepSeek-V2 rotates interleaved pairs always (transformers' complex rotation).
+    m.rope_interleave = c.moe.softmax || j.boolean("rope_interleave", true);
     c.head_dim = m.v_head_dim;  // Megatron's DeepSeek recipes give --kv-channels the value head
     MT_CHECK(m.q_lora_rank >= 0 && m.kv_lora_rank > 0 && m.qk_nope_head_dim > 0 &&
                  m.qk_rope_head_dim > 0 && m.qk_rope_head_dim % 2 == 0 && m.v_head_dim > 0,
@@ -505,8 +522,8 @@ void read_deepseek_v3(const Json& j, const std::string& where, const std::filesy
         MT_CHECK(m.first_dense_layers >= 0 && m.first_dense_layers <= c.num_layers, where,
                  ": 'first_k_dense_replace' ", m.first_dense_layers, " is not in [0, ",
                  c.num_layers, "]");
-        MT_CHECK(j.text("topk_method", "noaux_tc") == "noaux_tc" &&
-                     j.text("scoring_func", "sigmoid") == "sigmoid",
+        MT_CHECK(c.moe.softmax || (j.text("topk_method", "noaux_tc") == "noaux_tc" &&
+                                   j.text("scoring_func", "sigmoid") == "sigmoid"),
                  where, ": not supported yet: 'topk_method' ", j.text("topk_method", ""),
                  " / 'scoring_func' ", j.text("scoring_func", ""),
                  " (DeepSeek-V3's noaux_tc sigmoid routing only)");
@@ -514,7 +531,7 @@ void read_deepseek_v3(const Json& j, const std::string& where, const std::filesy
         m.first_dense_layers = c.num_layers;
     }
     // The multi-token prediction layers config.json counts, when the weights hold them all.
-    const int64_t mtp = j.integer("num_nextn_predict_layers", 0);
+    const int64_t mtp = c.moe.softmax ? 0 : j.integer("num_nextn_predict_layers", 0);
     const HfTensors tensors(dir);
     const auto held = [&](int64_t k) {
         return tensors.has("model.layers." + std::to_string(c.num_layers + k) + ".eh_proj.weight");
@@ -575,15 +592,16 @@ HfConfig read_hf_config(const std::filesystem::path& dir) {
     } else if (c.model_type == "nemotron_h") {
         c.arch = HfArch::hybrid;
         read_nemotron_h(j, where, c);
-    } else if (c.model_type == "deepseek_v3") {
+    } else if (c.model_type == "deepseek_v3" || c.model_type == "deepseek_v2") {
         c.arch = HfArch::deepseek;
-        read_deepseek_v3(j, where, dir, c);
+        c.moe.softmax = c.model_type == "deepseek_v2";
+        read_deepseek(j, where, dir, c);
     } else if (c.model_type == "t5" || c.model_type == "mt5" || c.model_type == "umt5") {
         refuse_t5(j, where);
     } else {
         MT_FAIL(where, ": not supported yet: 'model_type' '", c.model_type,
                 "' (supported are gpt2, llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, "
-                "deepseek_v3, megatron-bert, bert, mamba2 and nemotron_h)");
+                "deepseek_v2, deepseek_v3, megatron-bert, bert, mamba2 and nemotron_h)");
     }
     MT_CHECK(c.num_layers > 0 && c.hidden_size > 0 && c.ffn_hidden_size > 0 && c.vocab_size > 0 &&
                  c.max_position_embeddings > 0 && c.head_dim > 0,
@@ -602,8 +620,13 @@ void add_grouped_moe_args(const HfConfig& c, ModelArgs& a) {
     a["moe-ffn-hidden-size"] = std::to_string(moe.expert_ffn);
     if (moe.shared_ffn > 0)
         a["moe-shared-expert-intermediate-size"] = std::to_string(moe.shared_ffn);
-    a["moe-router-score-function"] = "sigmoid";
-    a["moe-router-enable-expert-bias"] = "";
+    if (moe.softmax) {
+        a["moe-router-score-function"] = "softmax";
+        a["moe-router-pre-softmax"] = "";
+    } else {
+        a["moe-router-score-function"] = "sigmoid";
+        a["moe-router-enable-expert-bias"] = "";
+    }
     a["moe-router-topk-scaling-factor"] = number(moe.scaling_factor);
     if (moe.num_groups > 1) {
         a["moe-router-num-groups"] = std::to_string(moe.num_groups);
@@ -838,9 +861,11 @@ void read_mixtral_args(const Args& a, HfConfig& c) {
 }
 
 // MoE layers as NemotronHMoE and DeepseekV3MoE route them (GroupedMoe): sigmoid scores with the
-// expert bias, groups scored by their top two, shared experts, no capacity. `why` names the
-// model for a refusal.
-void read_grouped_moe_args(const Args& a, HfConfig& c, const std::string& why) {
+// expert bias, groups scored by their top two, shared experts, no capacity; with `softmax`
+// allowed, DeepseekV2Moe's too (softmax over every expert, the top k scaled, no groups). `why`
+// names the model for a refusal.
+void read_grouped_moe_args(const Args& a, HfConfig& c, const std::string& why,
+                           bool softmax_allowed = false) {
     GroupedMoe& moe = c.moe;
     c.num_experts = a.integer("num_experts");
     c.experts_per_token = a.integer("moe_router_topk", 2);
@@ -851,15 +876,29 @@ void read_grouped_moe_args(const Args& a, HfConfig& c, const std::string& why) {
     moe.scaling_factor = a.set("moe_router_topk_scaling_factor")
                              ? a.real("moe_router_topk_scaling_factor", 1.0)
                              : 1.0;
-    if (a.text("moe_router_score_function", "softmax") != "sigmoid")
-        not_supported("moe_router_score_function", a.text("moe_router_score_function", ""), why);
-    if (!a.flag("moe_router_enable_expert_bias"))
-        not_supported("moe_router_enable_expert_bias", "False", why);
+    const std::string score = a.text("moe_router_score_function", "softmax");
+    moe.softmax = softmax_allowed && score == "softmax";
+    if (moe.softmax) {
+        // DeepseekV2TopkRouter's greedy routing: all experts' softmax, then the top k.
+        if (!a.flag("moe_router_pre_softmax"))
+            not_supported("moe_router_pre_softmax", "False",
+                          "DeepSeek-V2 takes the top experts of the softmax over all of them");
+        const char* greedy = "DeepSeek-V2's greedy routing has neither";
+        if (a.flag("moe_router_enable_expert_bias"))
+            not_supported("moe_router_enable_expert_bias", "True", greedy);
+        if (moe.num_groups > 1)
+            not_supported("moe_router_num_groups", std::to_string(moe.num_groups), greedy);
+    } else {
+        if (score != "sigmoid") not_supported("moe_router_score_function", score, why);
+        if (!a.flag("moe_router_enable_expert_bias"))
+            not_supported("moe_router_enable_expert_bias", "False", why);
+        if (a.set("moe_router_pre_softmax")) not_supported("moe_router_pre_softmax", "set", why);
+    }
     if (moe.num_groups > 1 && c.experts_per_token != 2 * moe.group_topk)
         not_supported("moe_router_group_topk", std::to_string(moe.group_topk),
                       "transformers scores an expert group by its top two experts");
-    for (const char* name : {"moe_router_pre_softmax", "moe_shared_expert_gate",
-                             "moe_expert_capacity_factor", "moe_use_legacy_grouped_gemm"})
+    for (const char* name :
+         {"moe_shared_expert_gate", "moe_expert_capacity_factor", "moe_use_legacy_grouped_gemm"})
         if (a.set(name)) not_supported(name, "set", why);
 }
 
@@ -876,6 +915,8 @@ void read_nemotron_h_moe_args(const Args& a, HfConfig& c) {
 // biases, the q and kv latents normed (--qk-layernorm), YaRN with mscale = mscale_all_dim (or
 // --rope-type rope), dense layers then MoE layers routed as DeepseekV3MoE routes, and any
 // multi-token prediction layers; the model's positions are YaRN's original ones times its factor.
+// MoE layers routed by the softmax over all experts (--moe-router-pre-softmax) make it a
+// DeepseekV2ForCausalLM.
 HfConfig deepseek_config_from_args(const Args& a) {
     const std::string why =
         "DeepSeek-V3 has RMSNorm, rope, SwiGLU without biases, normed q and kv latents, and "
@@ -924,7 +965,14 @@ HfConfig deepseek_config_from_args(const Args& a) {
     }
     m.first_dense_layers = c.num_layers;
     if (a.set("num_experts")) {
-        read_grouped_moe_args(a, c, why);
+        read_grouped_moe_args(a, c, why, /*softmax_allowed=*/true);
+        if (c.moe.softmax) {
+            c.model_type = "deepseek_v2";  // its routing
+            if (c.mtp_layers > 0)
+                not_supported("mtp_num_layers", std::to_string(c.mtp_layers),
+                              "DeepSeek-V2 (a softmax-routed DeepSeek) has no multi-token "
+                              "prediction layers");
+        }
         if (c.moe.shared_ffn % c.moe.expert_ffn != 0)
             not_supported("moe_shared_expert_intermediate_size", std::to_string(c.moe.shared_ffn),
                           "DeepSeek's shared experts are n_shared_experts experts wide");

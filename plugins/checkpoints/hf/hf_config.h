@@ -40,6 +40,10 @@ struct BertParts {
 struct GroupedMoe {
     int64_t expert_ffn = 0, shared_ffn = 0, num_groups = 1, group_topk = 1;
     double scaling_factor = 1.0;
+    // DeepSeek-V2's routing: softmax over every expert, the top k taken greedily, scaled and not
+    // renormalised, no correction bias (Megatron's --moe-router-pre-softmax); else sigmoid
+    // scores with the expert bias (DeepSeek-V3, Nemotron-H).
+    bool softmax = false;
 };
 
 // A Mamba/hybrid model's parts beyond the transformer sizes (its attention and MLP layers use

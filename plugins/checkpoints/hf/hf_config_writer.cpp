@@ -225,37 +225,40 @@ Members nemotron_h_members(const HfConfig& c) {
 
 // DeepseekV3Config: the multi-latent attention sizes, YaRN or plain rope (rope_parameters, with
 // rope_scaling for transformers 4), the dense layers then the MoE ones, the multi-token
-// prediction layers.
-Members deepseek_v3_members(const HfConfig& c) {
+// prediction layers. DeepseekV2Config for V2's routing (c.moe.softmax): greedy top-k, no
+// groups, no multi-token prediction, rope always interleaved.
+Members deepseek_members(const HfConfig& c) {
     const MlaParts& mla = c.mla;
-    Members m = {{"architectures", strings({"DeepseekV3ForCausalLM"}, 1)},
-                 {"attention_bias", boolean(false)},
-                 {"attention_dropout", real(0.0)},
-                 {"first_k_dense_replace", integer(mla.first_dense_layers)},
-                 // transformers writes the rotary part's width as head_dim
-                 {"head_dim", integer(mla.qk_rope_head_dim)},
-                 {"hidden_act", text("silu")},
-                 {"hidden_size", integer(c.hidden_size)},
-                 {"initializer_range", real(c.initializer_range)},
-                 {"intermediate_size", integer(c.ffn_hidden_size)},
-                 {"kv_lora_rank", integer(mla.kv_lora_rank)},
-                 {"max_position_embeddings", integer(c.max_position_embeddings)},
-                 {"model_type", text("deepseek_v3")},
-                 {"num_attention_heads", integer(c.num_heads)},
-                 {"num_hidden_layers", integer(c.num_layers)},
-                 {"num_key_value_heads", integer(c.num_heads)},
-                 {"num_nextn_predict_layers", integer(c.mtp_layers)},
-                 {"output_router_logits", boolean(false)},
-                 {"pretraining_tp", integer(1)},
-                 {"q_lora_rank", mla.q_lora_rank > 0 ? integer(mla.q_lora_rank) : "null"},
-                 {"qk_head_dim", integer(mla.qk_nope_head_dim + mla.qk_rope_head_dim)},
-                 {"qk_nope_head_dim", integer(mla.qk_nope_head_dim)},
-                 {"qk_rope_head_dim", integer(mla.qk_rope_head_dim)},
-                 {"rms_norm_eps", real(c.norm_epsilon)},
-                 {"rope_interleave", boolean(true)},
-                 {"rope_theta", real(c.rope_theta)},
-                 {"tie_word_embeddings", boolean(c.tied)},
-                 {"v_head_dim", integer(mla.v_head_dim)}};
+    const bool v2 = c.moe.softmax;
+    Members m = {
+        {"architectures", strings({v2 ? "DeepseekV2ForCausalLM" : "DeepseekV3ForCausalLM"}, 1)},
+        {"attention_bias", boolean(false)},
+        {"attention_dropout", real(0.0)},
+        {"first_k_dense_replace", integer(mla.first_dense_layers)},
+        // transformers writes the rotary part's width as head_dim
+        {"head_dim", integer(mla.qk_rope_head_dim)},
+        {"hidden_act", text("silu")},
+        {"hidden_size", integer(c.hidden_size)},
+        {"initializer_range", real(c.initializer_range)},
+        {"intermediate_size", integer(c.ffn_hidden_size)},
+        {"kv_lora_rank", integer(mla.kv_lora_rank)},
+        {"max_position_embeddings", integer(c.max_position_embeddings)},
+        {"model_type", text(v2 ? "deepseek_v2" : "deepseek_v3")},
+        {"num_attention_heads", integer(c.num_heads)},
+        {"num_hidden_layers", integer(c.num_layers)},
+        {"num_key_value_heads", integer(c.num_heads)},
+        {"num_nextn_predict_layers", integer(c.mtp_layers)},
+        {"output_router_logits", boolean(false)},
+        {"pretraining_tp", integer(1)},
+        {"q_lora_rank", mla.q_lora_rank > 0 ? integer(mla.q_lora_rank) : "null"},
+        {"qk_head_dim", integer(mla.qk_nope_head_dim + mla.qk_rope_head_dim)},
+        {"qk_nope_head_dim", integer(mla.qk_nope_head_dim)},
+        {"qk_rope_head_dim", integer(mla.qk_rope_head_dim)},
+        {"rms_norm_eps", real(c.norm_epsilon)},
+        {"rope_interleave", boolean(true)},
+        {"rope_theta", real(c.rope_theta)},
+        {"tie_word_embeddings", boolean(c.tied)},
+        {"v_head_dim", integer(mla.v_head_dim)}};
     std::optional<Members> scaling;
     if (mla.yarn_factor > 0)
         scaling = Members{{"beta_fast", real(32.0)},
@@ -274,10 +277,20 @@ Members deepseek_v3_members(const HfConfig& c) {
     m["num_experts_per_tok"] = c.num_experts > 0 ? integer(c.experts_per_token) : "null";
     m["moe_intermediate_size"] = integer(c.num_experts > 0 ? moe.expert_ffn : c.ffn_hidden_size);
     m["n_shared_experts"] = integer(moe.expert_ffn > 0 ? moe.shared_ffn / moe.expert_ffn : 0);
+    m["routed_scaling_factor"] = real(moe.scaling_factor);
+    if (v2) {
+        m.erase("num_nextn_predict_layers");
+        m.erase("rope_interleave");
+        m.erase("rope_scaling");
+        m["mlp_bias"] = boolean(false);
+        m["n_group"] = m["topk_group"] = "null";
+        m["topk_method"] = text("greedy");
+        m["norm_topk_prob"] = boolean(false);
+        return m;
+    }
     m["n_group"] = integer(moe.num_groups);
     m["topk_group"] = integer(moe.group_topk);
     m["norm_topk_prob"] = boolean(c.experts_per_token > 1);
-    m["routed_scaling_factor"] = real(moe.scaling_factor);
     return m;
 }
 
@@ -286,7 +299,7 @@ Members deepseek_v3_members(const HfConfig& c) {
 std::string hf_config_json(const HfConfig& c, const HfConfigExtras& extras) {
     Members m = c.arch == HfArch::gpt2       ? gpt2_members(c)
                 : c.arch == HfArch::llama    ? llama_members(c)
-                : c.arch == HfArch::deepseek ? deepseek_v3_members(c)
+                : c.arch == HfArch::deepseek ? deepseek_members(c)
                 : c.arch == HfArch::hybrid
                     ? (c.model_type == "mamba2" ? mamba2_members(c) : nemotron_h_members(c))
                     : bert_members(c);

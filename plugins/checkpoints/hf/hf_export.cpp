@@ -304,8 +304,9 @@ class Exporter {
             put(out + "down_proj.weight", get(expert_fc(mlp, 2, j), {h, e}));
         }
         put(dst + "gate.weight", get(mlp + "router.weight", {c_.num_experts, h}));
-        put(dst + "gate.e_score_correction_bias",
-            get(mlp + "router.expert_bias", {c_.num_experts}));
+        if (!c_.moe.softmax)  // DeepSeek-V3's correction bias
+            put(dst + "gate.e_score_correction_bias",
+                get(mlp + "router.expert_bias", {c_.num_experts}));
         if (s == 0) return;
         put_gate_up(dst + "shared_experts.gate_proj.weight", dst + "shared_experts.up_proj.weight",
                     get(mlp + "shared_experts.linear_fc1.weight", {2 * s, h}), s);

@@ -156,6 +156,25 @@ TEST(HfCheckpoint, DeepseekV3GivesTransformersLosses) {
     expect_losses("deepseek_v3_lite_halves", "deepseek_expected.json", dir.path());
 }
 
+// DeepSeek-V2 (as V2-Lite is made: no q-lora, YaRN, dense then MoE): greedy routing by the
+// softmax over all experts, the top 2 scaled and not renormalised (--moe-router-pre-softmax),
+// no correction bias. Its group-limited routing ranks groups otherwise than Megatron: refused.
+TEST(HfCheckpoint, DeepseekV2GivesTransformersLosses) {
+    const ModelArgs args = hf_model_args(read_hf_config(fixture("deepseek_v2")));
+    EXPECT_EQ(args.at("moe-router-score-function"), "softmax");
+    EXPECT_EQ(args.count("moe-router-pre-softmax"), 1u);
+    EXPECT_EQ(args.count("moe-router-enable-expert-bias"), 0u);
+    EXPECT_EQ(args.at("moe-router-topk-scaling-factor"), "2.5");
+    expect_losses("deepseek_v2", "deepseek_expected.json");
+    TempDir dir;
+    copy_with_config_edit("deepseek_v2", dir.path(), "\"topk_method\": \"greedy\"",
+                          "\"topk_method\": \"group_limited_greedy\"");
+    const std::string error = error_of([&] { read_hf_config(dir.path()); });
+    EXPECT_NE(error.find("not supported yet: 'topk_method' group_limited_greedy"),
+              std::string::npos)
+        << error;
+}
+
 // The same weights with norm_topk_prob false: the top k of the softmax over all experts, not
 // renormalised (--moe-router-pre-softmax).
 TEST(HfCheckpoint, Qwen3MoeWithoutTopkRenormalisationGivesTransformersLosses) {
