@@ -199,15 +199,20 @@ int main(int argc, char** argv) {
         "Converts a checkpoint between formats and tensor/pipeline-parallel layouts, as\n"
         "Megatron-LM's tools/checkpoint/convert.py does (same flags): Megatron `torch`\n"
         "checkpoints (core or legacy key names, any mp_rank_TT[_PPP] layout), `torch_dist`,\n"
-        "Hugging Face GPT-2/Llama/Mistral/Megatron-BERT/BERT folders and Meta Llama checkpoints\n"
+        "Hugging Face GPT-2/Llama/Mistral/Mixtral/Qwen2/Qwen3(-MoE)/DeepSeek-V2/DeepSeek-V3/\n"
+        "Mamba-2/Nemotron-H/Megatron-BERT/BERT folders and Meta Llama checkpoints\n"
         "in; `torch` (core or legacy), `torch_dist` or a Hugging Face folder out (--saver hf:\n"
-        "GPT-2 for learned positions + LayerNorm + GeLU + biases, Llama/Mistral for rope +\n"
-        "RMSNorm + SwiGLU, MegatronBertForPreTraining (BertForPreTraining when post-LayerNorm)\n"
-        "for --model-type BERT; config.json, generation_config.json (not for BERT),\n"
-        "model.safetensors, sharded above 5GB with model.safetensors.index.json, and the\n"
-        "tokenizer's files when the args name them).\n"
+        "GPT-2 for learned positions + LayerNorm + GeLU + biases, Llama/Mistral/Qwen for rope +\n"
+        "RMSNorm + SwiGLU, Mixtral/Qwen3-MoE for MoE layers, DeepSeek-V3 (V2 when softmax-\n"
+        "routed) for multi-latent attention, Mamba-2/Nemotron-H for Mamba models,\n"
+        "MegatronBertForPreTraining (BertForPreTraining when post-LayerNorm) for --model-type\n"
+        "BERT; config.json, generation_config.json (not for BERT), model.safetensors, sharded\n"
+        "above 5GB with model.safetensors.index.json, and the tokenizer's files when the args\n"
+        "name them).\n"
         "--model-type picks the model family (GPT: gpt, BERT: bert). Model weights, iteration\n"
-        "and args travel; optimizer and RNG state do not.";
+        "and args travel; optimizer and RNG state do not. Every tensor is read, converted and\n"
+        "written one at a time (memory: a few of the largest tensors), with a progress bar of\n"
+        "tensors and bytes on a terminal.";
     ConvertFlags flags;
     spec.options.add(convert_flags(flags));
     spec.run = [&](const po::variables_map& vm) {
