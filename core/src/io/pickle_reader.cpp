@@ -518,36 +518,26 @@ std::optional<std::unordered_map<uint64_t, uint64_t>> fetched_stores(std::string
                 ok = number(8, n) && take(n);
                 break;
             case 'p':
-                ok = decimal(n);
-                if (ok) store(n);
-                break;
-            case 'q':
-                ok = number(1, n);
-                if (ok) store(n);
-                break;
-            case 'r':
-                ok = number(4, n);
-                if (ok) store(n);
-                break;
-            case 0x94:
-                store(memo_size);
-                break;
             case 'g':
                 ok = decimal(n);
-                if (ok) fetch(n);
                 break;
+            case 'q':
             case 'h':
                 ok = number(1, n);
-                if (ok) fetch(n);
                 break;
+            case 'r':
             case 'j':
                 ok = number(4, n);
-                if (ok) fetch(n);
+                break;
+            case 0x94:
+                n = memo_size;
                 break;
             default:
                 ok = false;
         }
         if (!ok) return std::nullopt;
+        if (op == 'p' || op == 'q' || op == 'r' || op == 0x94) store(n);
+        if (op == 'g' || op == 'h' || op == 'j') fetch(n);
     }
     return std::nullopt;  // no STOP
 }
