@@ -50,7 +50,10 @@ class FileMaps {
             if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %31s %llu", &start, &end, perms,
                             &offset, dev, &inode) != 6)
                 continue;
-            if (inode == 0 || perms[1] == 'w') continue;  // anonymous, or written: not ours
+            // Ours are shared and read-only (io::MappedFile). A private map of a file (a shared
+            // library's relocated, then write-protected data) would lose its changes to
+            // MADV_DONTNEED and read the file's bytes back.
+            if (inode == 0 || perms[1] == 'w' || perms[3] != 's') continue;
             if (before && (before->ranges_.count(uintptr_t(start)) || perms[2] == 'x')) continue;
             ranges_.emplace(uintptr_t(start), uintptr_t(end));
         }
