@@ -88,10 +88,11 @@ class Prefetcher {
         wake_.notify_all();
         thread_.join();
     }
-    // Starts making tensor j (the previous one must have been taken).
+    // Starts making tensor j; one still being made, or made and not taken, is let go first.
     void start(size_t j) {
         {
-            std::lock_guard lock(mutex_);
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [&] { return !job_; });
             job_ = j;
             result_.reset();
             error_ = nullptr;
