@@ -1,5 +1,6 @@
 // The cache behind take_block/give_block: freed blocks wait in size classes (an eighth of a power
-// of two apart) for the next request of their class, up to a quarter of the machine's memory.
+// of two apart) for the next request of their class, up to a quarter of the machine's memory;
+// when memory runs out, they go before a request fails.
 #include "cpu_block_cache.h"
 
 #include <sys/mman.h>
@@ -38,9 +39,12 @@ class BlockCache {
                 return block;
             }
         }
-        void* p = ::mmap(nullptr, size_t(capacity), PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        return p == MAP_FAILED ? nullptr : p;
+        void* p = map(capacity);
+        if (!p) {  // out of memory (or of a ulimit): the cached blocks go, then once more
+            release_cached();
+            p = map(capacity);
+        }
+        return p;
     }
     void give(void* block, int64_t capacity) {
         {
@@ -55,6 +59,21 @@ class BlockCache {
     }
 
   private:
+    static void* map(int64_t capacity) {
+        void* p = ::mmap(nullptr, size_t(capacity), PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        return p == MAP_FAILED ? nullptr : p;
+    }
+    void release_cached() {
+        std::multimap<int64_t, void*> blocks;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            blocks.swap(free_);
+            cached_ = 0;
+        }
+        for (const auto& [capacity, block] : blocks) ::munmap(block, size_t(capacity));
+    }
+
     std::mutex mutex_;
     std::multimap<int64_t, void*> free_;
     int64_t cached_ = 0, limit_ = 0;
