@@ -28,15 +28,17 @@ largest=$((129280 * hidden * 2))  # the bf16 embedding (and output layer)
 # run LABEL BOUND SRC CMD...: time CMD (page cache warmed with SRC) under a data-size limit of
 # BOUND MiB (ulimit -d: the process's private memory, reserved or touched; the files it maps are
 # not counted there, their pages are in the RSS measured), print a table row. OpenBLAS, linked
-# but unused by a conversion, runs with one thread: each of its worker threads reserves a 128 MB
-# buffer that ulimit -d counts though it is never touched.
+# but unused by a conversion, runs with one thread (each of its worker threads reserves a 128 MB
+# buffer that ulimit -d counts though it is never touched), and malloc with two arenas (one a
+# thread: the reserve of each is counted too).
 run() {
     local label="$1" bound="$2" src="$3"; shift 3
     warm_source "$src"
     local log="$work/last.log" t0 t1
     t0=$(date +%s.%N)
-    if ! (ulimit -d $((bound * 1024)) && OPENBLAS_NUM_THREADS=1 /usr/bin/time -v "$@") \
-        >"$log" 2>&1; then
+    if ! (ulimit -d $((bound * 1024)) &&
+        OPENBLAS_NUM_THREADS=1 MALLOC_ARENA_MAX=2 /usr/bin/time -v "$@") >"$log" 2>&1; then
+        cp "$log" "$work/failed.log"
         echo "| $label | failed: $(grep -m1 error "$log" | cut -c1-200) | | | |"
         return
     fi

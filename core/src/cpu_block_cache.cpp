@@ -58,12 +58,6 @@ class BlockCache {
         ::munmap(block, size_t(capacity));
     }
 
-  private:
-    static void* map(int64_t capacity) {
-        void* p = ::mmap(nullptr, size_t(capacity), PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        return p == MAP_FAILED ? nullptr : p;
-    }
     void release_cached() {
         std::multimap<int64_t, void*> blocks;
         {
@@ -74,6 +68,12 @@ class BlockCache {
         for (const auto& [capacity, block] : blocks) ::munmap(block, size_t(capacity));
     }
 
+  private:
+    static void* map(int64_t capacity) {
+        void* p = ::mmap(nullptr, size_t(capacity), PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        return p == MAP_FAILED ? nullptr : p;
+    }
     std::mutex mutex_;
     std::multimap<int64_t, void*> free_;
     int64_t cached_ = 0, limit_ = 0;
@@ -94,6 +94,10 @@ void* take_block(int64_t bytes, int64_t& capacity) {
 
 void give_block(void* block, int64_t capacity) {
     cache().give(block, capacity);
+}
+
+void release_cached_blocks() {
+    cache().release_cached();
 }
 
 }  // namespace mt::detail

@@ -15,5 +15,7 @@ inline constexpr int64_t kCachedBlockMin = int64_t(1) << 20;
 void* take_block(int64_t bytes, int64_t& capacity);
 // Returns a block from take_block; it is kept for reuse, or unmapped when the cache is full.
 void give_block(void* block, int64_t capacity);
+// Unmaps every cached block (memory ran out elsewhere: a smaller allocation failed).
+void release_cached_blocks();
 
 }  // namespace mt::detail

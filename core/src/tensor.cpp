@@ -53,6 +53,10 @@ std::shared_ptr<Storage> cpu_storage(int64_t bytes) {
     // 64-byte alignment for AVX-512 loads; aligned_alloc needs a multiple of the alignment.
     int64_t rounded = (bytes + 63) / 64 * 64;
     st->data = rounded ? std::aligned_alloc(64, rounded) : nullptr;
+    if (rounded && !st->data) {  // the cached large blocks go, then once more
+        detail::release_cached_blocks();
+        st->data = std::aligned_alloc(64, rounded);
+    }
     MT_CHECK(!rounded || st->data, "out of memory allocating ", bytes, " bytes");
     st->bytes = bytes;
     st->deleter = [](void* p) { std::free(p); };
