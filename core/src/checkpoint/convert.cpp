@@ -160,7 +160,6 @@ Tensor SourceCheckpoint::whole(size_t i) const {
 SourceCheckpoint load_source_checkpoint(CheckpointFormat& loader, const std::filesystem::path& dir,
                                         const ModelFamily& family, bool progress) {
     // ---- load every rank (tensors view the files) ----
-    const FileMaps before;
     SourceCheckpoint w;
     w.layout = loader.layout(dir);
     const CheckpointLayout& source = w.layout;
@@ -190,9 +189,6 @@ SourceCheckpoint load_source_checkpoint(CheckpointFormat& loader, const std::fil
                     s = loader.load_rank(dir, tp, pp);
                 }
                 ranks[size_t(pp)].push_back(model_tensors(s));
-                // What reading the rank touched of its files (checksums, headers, checks) goes
-                // before the next rank is read; its tensors still view the files.
-                FileMaps(&before).release_all();
                 if (tp == 0 && pp == 0) {
                     s.model.clear();
                     s.optimizer.reset();
@@ -334,9 +330,11 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
     // ask for is made on another thread (predicted from the order of its requests), so that
     // making (joining, converting, slicing) overlaps writing; at most three are held.
     const bool per_rank = saver.per_rank_files();
+    auto bytes_of = [&](size_t j) {
+        return shape_numel(target_params[j].shape) * dtype_size(dtype_of[j]);
+    };
     int64_t total_bytes = 0;
-    for (size_t j = 0; j < target_params.size(); ++j)
-        total_bytes += shape_numel(target_params[j].shape) * dtype_size(dtype_of[j]);
+    for (size_t j = 0; j < target_params.size(); ++j) total_bytes += bytes_of(j);
     Progress bar("saving", int64_t(target_params.size()), "tensors",
                  o.progress && ::isatty(STDERR_FILENO) == 1, total_bytes);
     struct Made {
@@ -382,7 +380,7 @@ void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& l
             }
             current = prepare(j);
         }
-        bar.add(1, shape_numel(target_params[j].shape) * dtype_size(dtype_of[j]));
+        bar.add(1, bytes_of(j));
         // In order (j + 1), or interleaved with other stages' files (the request after the
         // previous one's).
         size_t next = previous && *previous + 1 != j ? *previous + 1 : j + 1;

@@ -19,6 +19,10 @@ namespace {
 // (64 kB by default: a fault maps the cached pages of its block), which also maps the end of the
 // record before and the start of the next: otherwise a file of many small records keeps tens of
 // kB of each.
+// Files from this size up have their directory's pages let go as they are read (a smaller one, a
+// DCP chunk's archive, is read whole soon after: the calls would be wasted).
+constexpr uint64_t kReleasedFrom = uint64_t(1) << 20;
+
 void release_pages(const MappedFile& file, std::string_view bytes) {
     constexpr uintptr_t kBlock = uintptr_t(64) << 10;
     const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
@@ -73,7 +77,8 @@ ZipReader::ZipReader(const std::filesystem::path& path)
 
 ZipReader::ZipReader(std::shared_ptr<const MappedFile> file) : file_(std::move(file)) {
     parse();
-    release_pages(*file_, file_->bytes());  // the directory's pages
+    // The directory's pages (and the last headers').
+    if (file_->size() >= kReleasedFrom) release_pages(*file_, file_->bytes());
 }
 
 void ZipReader::parse() {
@@ -161,9 +166,10 @@ void ZipReader::parse() {
                                  c.get<uint16_t>(local + 28, "local header");
         c.need(payload, e.size, ("payload of " + e.name).c_str());
         e.offset = payload;
-        // Reading the header mapped the cached pages around it: let them go now, or reading
-        // a directory of many records maps nearly the whole file for a moment.
-        release_pages(f, {reinterpret_cast<const char*>(f.data()) + local, 30});
+        // Reading the header mapped the cached pages around it: in a large file, let them go
+        // now, or reading a directory of many records maps nearly the whole file for a moment.
+        if (size >= kReleasedFrom)
+            release_pages(f, {reinterpret_cast<const char*>(f.data()) + local, 30});
 
         MT_CHECK(index_.emplace(e.name, entries_.size()).second, c.name(), ": duplicate entry ",
                  e.name);

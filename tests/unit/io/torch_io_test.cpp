@@ -26,6 +26,17 @@ std::filesystem::path fixture(const std::string& name) {
     return test::fixtures_dir() / "torch_io" / name;
 }
 
+// module.name.__new__(module.name) with `state` built in (a Namespace, a dataclass instance).
+PyValue new_object(const char* module, const char* name, PyValue state) {
+    PyObject o;
+    o.module = module;
+    o.name = name;
+    o.make = PyObject::Make::newobj;
+    o.args = PyValue::tuple();
+    o.state = std::move(state);
+    return PyValue::object(std::move(o));
+}
+
 // expected.json: file name -> repr of what torch.load returns for it.
 const std::map<std::string, std::string>& expected() {
     static const std::map<std::string, std::string> values = [] {
@@ -63,16 +74,11 @@ PyValue golden_value() {
     d.set("large", PyValue::integer(int64_t{1} << 40));
     d.set("pair", PyValue::tuple({PyValue::integer(1), PyValue::real(2.5)}));
 
-    PyObject ns;
-    ns.module = "argparse";
-    ns.name = "Namespace";
-    ns.make = PyObject::Make::newobj;
-    ns.args = PyValue::tuple();
-    ns.state = PyValue::dict();
-    ns.state.dict_ref().set("params_dtype", torch_dtype_global(DType::bf16));
-    ns.state.dict_ref().set("hidden_size", PyValue::integer(8));
-    ns.state.dict_ref().set("lr", PyValue::real(0.001));
-    d.set("args", PyValue::object(std::move(ns)));
+    PyValue ns = PyValue::dict();
+    ns.dict_ref().set("params_dtype", torch_dtype_global(DType::bf16));
+    ns.dict_ref().set("hidden_size", PyValue::integer(8));
+    ns.dict_ref().set("lr", PyValue::real(0.001));
+    d.set("args", new_object("argparse", "Namespace", std::move(ns)));
 
     const Tensor fc1 =
         make_tensor<float>({2, 3}, DType::f32, {0.5f, -1.0f, 2.0f, 3.25f, 0.0f, -0.125f});
@@ -404,31 +410,22 @@ TEST(TorchIo, PickleValuesBeyondTorchFiles) {
 // PickleStream: an object whose state is a dict of 2500 items (three SETITEMS batches) laid out
 // by hand reads back as the same value write_pickle writes whole.
 TEST(TorchIo, PickleStreamWritesWhatWritePickleWrites) {
-    auto item = [](int k) {
-        PyObject o;
-        o.module = "torch.distributed.checkpoint.metadata";
-        o.name = "ChunkStorageMetadata";
-        o.make = PyObject::Make::newobj;
-        o.args = PyValue::tuple();
-        o.state = PyValue::dict();
-        o.state.dict_ref().set("offsets", PyValue::tuple({PyValue::integer(k), PyValue()}));
-        return PyValue::object(std::move(o));
+    constexpr const char* kModule = "torch.distributed.checkpoint.metadata";
+    auto item = [&](int k) {
+        PyValue state = PyValue::dict();
+        state.dict_ref().set("offsets", PyValue::tuple({PyValue::integer(k), PyValue()}));
+        return new_object(kModule, "ChunkStorageMetadata", std::move(state));
     };
     PyValue items = PyValue::dict();
     for (int k = 0; k < 2500; ++k) items.dict_ref().set("key" + std::to_string(k), item(k));
-    PyObject whole;
-    whole.module = "torch.distributed.checkpoint.metadata";
-    whole.name = "Metadata";
-    whole.make = PyObject::Make::newobj;
-    whole.args = PyValue::tuple();
-    whole.state = PyValue::dict();
-    whole.state.dict_ref().set("version", PyValue::string("1.0.0"));
-    whole.state.dict_ref().set("items", items);
-    const PyValue want = PyValue::object(std::move(whole));
+    PyValue state = PyValue::dict();
+    state.dict_ref().set("version", PyValue::string("1.0.0"));
+    state.dict_ref().set("items", items);
+    const PyValue want = new_object(kModule, "Metadata", std::move(state));
 
     std::ostringstream out;
     PickleStream p(out);
-    p.new_object("torch.distributed.checkpoint.metadata", "Metadata");
+    p.new_object(kModule, "Metadata");
     p.empty_dict();
     p.mark();
     p.save(PyValue::string("version"));
