@@ -167,6 +167,34 @@ TEST_P(NormOp, LargeInputUsesThreadsAndMatchesSmallCalls) {
     EXPECT_EQ(f32(m1)[0], f32(mean)[37]);
 }
 
+// Mamba-2's gated group RMSNorm in f32 (its SiLU exps at SIMD width, above the parallel
+// threshold) against the same op in f64: y, rstd, dx, dz and the += on dweight.
+TEST_P(NormOp, GatedRmsNormF32FollowsF64) {
+    std::mt19937 rng(25);
+    const int64_t rows = 64, cols = 768, group = 384;
+    auto x = mt::test::random_tensor({rows, cols}, rng, -3.0f, 3.0f);
+    auto z = mt::test::random_tensor({rows, cols}, rng, -12.0f, 12.0f);
+    auto w = mt::test::random_tensor({cols}, rng), dy = mt::test::random_tensor({rows, cols}, rng);
+    auto run = [&](mt::DType dt) {
+        auto d = [&](const Tensor& t) { return mt::cast_float(t, dt); };
+        auto y = Tensor::empty({rows, cols}, dt), rstd = Tensor::empty({rows, cols / group}, dt);
+        be().gated_rms_norm_forward(d(x), d(z), d(w), group, 1e-5, y, rstd);
+        auto dx = Tensor::empty({rows, cols}, dt), dz = Tensor::empty({rows, cols}, dt);
+        auto dw = d(w);  // accumulated into: starts at w
+        be().gated_rms_norm_backward(d(dy), d(x), d(z), d(w), rstd, group, dx, dz, dw);
+        auto values = [](const Tensor& t) {
+            const Tensor wide = mt::cast_float(t, mt::DType::f64);
+            return std::vector<double>(wide.data<double>(), wide.data<double>() + wide.numel());
+        };
+        return std::vector<std::vector<double>>{values(y), values(rstd), values(dx), values(dz),
+                                                values(dw)};
+    };
+    const auto single = run(mt::DType::f32), wide = run(mt::DType::f64);
+    const char* names[] = {"y", "rstd", "dx", "dz", "dweight"};
+    for (size_t i = 0; i < single.size(); ++i)
+        mt::test::expect_close(single[i], wide[i], 2e-5, 2e-5, names[i]);
+}
+
 TEST_P(NormOp, ShapeErrorsNameTheArgument) {
     auto x = Tensor::zeros({2, 3, 8}, mt::DType::f32);
     auto w = Tensor::zeros({8}, mt::DType::f32), b = Tensor::zeros({7}, mt::DType::f32);

@@ -19,14 +19,15 @@ constexpr double kInvSqrt2Pi = 0.3989422804014327;
 // computed as y = x sigmoid(2u) (the same function: (1 + tanh u)/2 = sigmoid(2u)) because
 // glibc's tanhf costs five expf; large |u| saturates cleanly (exp overflow gives y = -0).
 struct Gelu {
-    // -2u with u = sqrt(2/pi) x (1 + 0.044715 x^2): (1 + tanh u) / 2 = 1 / (1 + exp(-2u)). Split
-    // out so that a backend may take the exp of many at once (fwd_given, bwd_given).
+    // The argument of the one exp: -2u with u = sqrt(2/pi) x (1 + 0.044715 x^2), since
+    // (1 + tanh u) / 2 = 1 / (1 + exp(-2u)). Split out so that a backend may take the exp of many
+    // at once (fwd_given, bwd_given).
     template <class T>
-    MT_HD static T minus_2u(T x) {
+    MT_HD static T exp_arg(T x) {
         T u = T(kSqrt2OverPi) * x * (T(1) + T(kGeluCubic) * x * x);
         return T(-2) * u;
     }
-    // y from x and e = exp(minus_2u(x)).
+    // y from x and e = exp(exp_arg(x)).
     template <class T>
     MT_HD static T fwd_given(T x, T e) {
         return x * (T(1) / (T(1) + e));
@@ -41,11 +42,11 @@ struct Gelu {
     }
     template <class T>
     MT_HD T fwd(T x) const {
-        return fwd_given(x, k::exp(minus_2u(x)));
+        return fwd_given(x, k::exp(exp_arg(x)));
     }
     template <class T>
     MT_HD T bwd(T x, T dy) const {
-        return bwd_given(x, dy, k::exp(minus_2u(x)));
+        return bwd_given(x, dy, k::exp(exp_arg(x)));
     }
 };
 
@@ -65,21 +66,34 @@ struct GeluErf {
     }
 };
 
-// SiLU (swish): y = x sigmoid(x).
+// SiLU (swish): y = x sigmoid(x), sigmoid(x) = 1 / (1 + e) with e = exp(exp_arg(x)) = exp(-x);
+// fwd_given and bwd_given take e, so that a backend may take the exps of many at once.
 struct Silu {
     template <class T>
-    MT_HD static T sigmoid(T x) {
-        return T(1) / (T(1) + k::exp(-x));
+    MT_HD static T exp_arg(T x) {
+        return -x;
     }
     template <class T>
-    MT_HD T fwd(T x) const {
-        return x * sigmoid(x);
+    MT_HD static T sigmoid(T x) {
+        return T(1) / (T(1) + k::exp(exp_arg(x)));
+    }
+    template <class T>
+    MT_HD static T fwd_given(T x, T e) {
+        return x * (T(1) / (T(1) + e));
     }
     // dy/dx = s (1 + x (1 - s))
     template <class T>
-    MT_HD T bwd(T x, T dy) const {
-        T s = sigmoid(x);
+    MT_HD static T bwd_given(T x, T dy, T e) {
+        T s = T(1) / (T(1) + e);
         return dy * s * (T(1) + x * (T(1) - s));
+    }
+    template <class T>
+    MT_HD T fwd(T x) const {
+        return fwd_given(x, k::exp(exp_arg(x)));
+    }
+    template <class T>
+    MT_HD T bwd(T x, T dy) const {
+        return bwd_given(x, dy, k::exp(exp_arg(x)));
     }
 };
 
@@ -147,15 +161,24 @@ struct Log {
 // SwiGLU, Megatron's swiglu: the fc1 output (..., 2F) is split in halves, the first is the
 // gate:  y = silu(gate) * up.
 struct Swiglu {
+    // e = exp(Silu::exp_arg(gate)), as Silu's fwd_given and bwd_given take it.
     template <class T>
-    MT_HD T fwd(T gate, T up) const {
-        return Silu{}.fwd(gate) * up;
+    MT_HD static T fwd_given(T gate, T up, T e) {
+        return Silu::fwd_given(gate, e) * up;
     }
     // d_gate = dy * up * silu'(gate),  d_up = dy * silu(gate)
     template <class T>
+    MT_HD static void bwd_given(T gate, T up, T dy, T e, T& d_gate, T& d_up) {
+        d_gate = Silu::bwd_given(gate, dy * up, e);
+        d_up = dy * Silu::fwd_given(gate, e);
+    }
+    template <class T>
+    MT_HD T fwd(T gate, T up) const {
+        return fwd_given(gate, up, k::exp(Silu::exp_arg(gate)));
+    }
+    template <class T>
     MT_HD void bwd(T gate, T up, T dy, T& d_gate, T& d_up) const {
-        d_gate = Silu{}.bwd(gate, dy * up);
-        d_up = dy * Silu{}.fwd(gate);
+        bwd_given(gate, up, dy, k::exp(Silu::exp_arg(gate)), d_gate, d_up);
     }
 };
 

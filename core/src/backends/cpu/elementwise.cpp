@@ -38,43 +38,56 @@ void unary_backward_loop(Op op, const S* x, const S* dy, S* dx, int64_t n) {
     for (int64_t i = 0; i < n; ++i) dx[i] = E::store(op.bwd(E::load(x[i]), E::load(dy[i])));
 }
 
-// GeLU's tanh form over f32 and bf16 (computed in f32): its exp(-2u) from the vectorised exp a
-// block at a time instead of one libm call per element (the rest is k::Gelu's own arithmetic).
-constexpr int64_t kGeluBlock = 512;
+// Activations with one exp per element (GeLU's tanh form, SiLU) over f32 and bf16, computed in
+// f32: the exps from the vectorised exp a block at a time instead of one libm call per element
+// (the rest is the functor's own arithmetic, fwd_given / bwd_given).
+template <class Op>
+concept ExpActivation = requires(float x) {
+    Op::exp_arg(x);
+};
 
-template <class S, class Finish>
-void gelu_blocks(const S* x, int64_t n, Finish finish) {
+constexpr int64_t kExpBlock = 512;
+
+template <class Op, class S, class Finish>
+void exp_blocks(const S* x, int64_t n, Finish finish) {
     using E = detail::Element<S>;
-    const int64_t blocks = (n + kGeluBlock - 1) / kGeluBlock;
+    const int64_t blocks = (n + kExpBlock - 1) / kExpBlock;
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
     for (int64_t b = 0; b < blocks; ++b) {
-        float e[kGeluBlock];
-        const int64_t first = b * kGeluBlock, count = std::min(kGeluBlock, n - first);
-        for (int64_t i = 0; i < count; ++i) e[i] = k::Gelu::minus_2u(E::load(x[first + i]));
-        exp_shifted(e, 0.0f, e, count);
+        float e[kExpBlock];
+        const int64_t first = b * kExpBlock, count = std::min(kExpBlock, n - first);
+        exps_of(count, e, [&](int64_t i) { return Op::exp_arg(E::load(x[first + i])); });
         finish(first, count, static_cast<const float*>(e));
     }
 }
 
-template <class S>
-requires(!std::is_same_v<S, double>) void unary_forward_loop(k::Gelu, const S* x, S* y, int64_t n) {
+template <ExpActivation Op, class S>
+requires(!std::is_same_v<S, double>) void unary_forward_loop(Op, const S* x, S* y, int64_t n) {
     using E = detail::Element<S>;
-    gelu_blocks(x, n, [&](int64_t first, int64_t count, const float* e) {
-        detail::store_values(y + first, count, [&](int64_t i) {
-            return k::Gelu::fwd_given(E::load(x[first + i]), e[i]);
+    exp_blocks<Op>(x, n, [&](int64_t first, int64_t count, const float* e) {
+        detail::store_values(y + first, count,
+                             [&](int64_t i) { return Op::fwd_given(E::load(x[first + i]), e[i]); });
+    });
+}
+
+template <ExpActivation Op, class S>
+requires(!std::is_same_v<S, double>) void unary_backward_loop(Op, const S* x, const S* dy, S* dx,
+                                                              int64_t n) {
+    using E = detail::Element<S>;
+    exp_blocks<Op>(x, n, [&](int64_t first, int64_t count, const float* e) {
+        detail::store_values(dx + first, count, [&](int64_t i) {
+            return Op::bwd_given(E::load(x[first + i]), E::load(dy[first + i]), e[i]);
         });
     });
 }
 
-template <class S>
-requires(!std::is_same_v<S, double>) void unary_backward_loop(k::Gelu, const S* x, const S* dy,
-                                                              S* dx, int64_t n) {
-    using E = detail::Element<S>;
-    gelu_blocks(x, n, [&](int64_t first, int64_t count, const float* e) {
-        detail::store_values(dx + first, count, [&](int64_t i) {
-            return k::Gelu::bwd_given(E::load(x[first + i]), E::load(dy[first + i]), e[i]);
-        });
-    });
+// The exps of a SwiGLU row's gates [first, first + count) (count <= kExpBlock), f32 at SIMD
+// width; f64 through k::exp.
+void gate_exps(const float* gate, int64_t count, float* e) {
+    exps_of(count, e, [&](int64_t i) { return k::Silu::exp_arg(gate[i]); });
+}
+void gate_exps(const double* gate, int64_t count, double* e) {
+    for (int64_t i = 0; i < count; ++i) e[i] = k::exp(k::Silu::exp_arg(gate[i]));
 }
 
 // Calls fn with the functor of op.
@@ -170,13 +183,18 @@ void CpuBackend::swiglu_forward(const Tensor& x, Tensor& y) {
         using T = decltype(t);
         const T* xp = in_t<T>(x);
         T* yp = out_t<T>(y);
-        k::Swiglu op;
 #pragma omp parallel for schedule(static) if (rows * half >= kParallelMin)
         for (int64_t r = 0; r < rows; ++r) {
             const T* gate = xp + r * 2 * half;
             const T* up = gate + half;
             T* yr = yp + r * half;
-            for (int64_t j = 0; j < half; ++j) yr[j] = op.fwd(gate[j], up[j]);
+            T e[kExpBlock];
+            for (int64_t j0 = 0; j0 < half; j0 += kExpBlock) {
+                const int64_t count = std::min(kExpBlock, half - j0);
+                gate_exps(gate + j0, count, e);
+                for (int64_t j = 0; j < count; ++j)
+                    yr[j0 + j] = k::Swiglu::fwd_given(gate[j0 + j], up[j0 + j], e[j]);
+            }
         }
     });
 }
@@ -196,7 +214,6 @@ void CpuBackend::swiglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) 
         const T* xp = in_t<T>(x);
         const T* dyp = in_t<T>(dy);
         T* dxp = out_t<T>(dx);
-        k::Swiglu op;
 #pragma omp parallel for schedule(static) if (rows * half >= kParallelMin)
         for (int64_t r = 0; r < rows; ++r) {
             const T* gate = xp + r * 2 * half;
@@ -204,7 +221,13 @@ void CpuBackend::swiglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) 
             const T* dyr = dyp + r * half;
             T* d_gate = dxp + r * 2 * half;
             T* d_up = d_gate + half;
-            for (int64_t j = 0; j < half; ++j) op.bwd(gate[j], up[j], dyr[j], d_gate[j], d_up[j]);
+            T e[kExpBlock];
+            for (int64_t j0 = 0; j0 < half; j0 += kExpBlock) {
+                const int64_t count = std::min(kExpBlock, half - j0);
+                gate_exps(gate + j0, count, e);
+                for (int64_t j = j0; j < j0 + count; ++j)
+                    k::Swiglu::bwd_given(gate[j], up[j], dyr[j], e[j - j0], d_gate[j], d_up[j]);
+            }
         }
     });
 }

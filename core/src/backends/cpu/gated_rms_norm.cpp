@@ -1,11 +1,14 @@
 // CPU gated group RMSNorm of Mamba-2 (f32 and f64): one OpenMP task per row for y, rstd, dx and
-// dz; detail::column_grads for the weight grad.
+// dz, each group's SiLU exps taken once (at SIMD width in f32); detail::column_grads for the
+// weight grad over the normalised values the backward's rows kept.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "cpu_backend.h"
 #include "mt/kernels/activations.h"
 #include "op_support.h"
+#include "vector_exp.h"
 
 namespace mt::cpu {
 
@@ -34,6 +37,14 @@ GroupShape group_shape(const char* op, const Tensor& x, const Tensor& z, const T
     return {x.numel() / cols, cols, group_size, cols / group_size};
 }
 
+// e[i] = exp(Silu::exp_arg(z[i])), i < n: f32 at SIMD width, f64 through k::exp.
+void silu_exps(const float* z, int64_t n, float* e) {
+    exps_of(n, e, [&](int64_t i) { return k::Silu::exp_arg(z[i]); });
+}
+void silu_exps(const double* z, int64_t n, double* e) {
+    for (int64_t i = 0; i < n; ++i) e[i] = k::exp(k::Silu::exp_arg(z[i]));
+}
+
 }  // namespace
 
 void CpuBackend::gated_rms_norm_forward(const Tensor& x, const Tensor& z, const Tensor& weight,
@@ -48,20 +59,25 @@ void CpuBackend::gated_rms_norm_forward(const Tensor& x, const Tensor& z, const 
         using T = decltype(tag);
         const T *xp = in_t<T>(x), *zp = in_t<T>(z), *w = in_t<T>(weight);
         T *yp = out_t<T>(y), *rp = out_t<T>(rstd);
-#pragma omp parallel for schedule(static) if (s.rows * s.cols >= kParallelMin)
-        for (int64_t r = 0; r < s.rows; ++r) {
-            for (int64_t g = 0; g < s.groups; ++g) {
-                const int64_t c0 = r * s.cols + g * s.group;
-                double ss = 0;
-                for (int64_t i = 0; i < s.group; ++i) {
-                    const T gv = xp[c0 + i] * k::Silu{}.fwd(zp[c0 + i]);
-                    yp[c0 + i] = gv;
-                    ss += double(gv) * gv;
+#pragma omp parallel if (s.rows * s.cols >= kParallelMin)
+        {
+            std::vector<T> e(size_t(s.group));
+#pragma omp for schedule(static)
+            for (int64_t r = 0; r < s.rows; ++r) {
+                for (int64_t g = 0; g < s.groups; ++g) {
+                    const int64_t c0 = r * s.cols + g * s.group;
+                    silu_exps(zp + c0, s.group, e.data());
+                    double ss = 0;
+                    for (int64_t i = 0; i < s.group; ++i) {
+                        const T gv = xp[c0 + i] * k::Silu::fwd_given(zp[c0 + i], e[size_t(i)]);
+                        yp[c0 + i] = gv;
+                        ss += double(gv) * gv;
+                    }
+                    const T rs = T(1.0 / std::sqrt(ss / double(s.group) + eps));
+                    rp[r * s.groups + g] = rs;
+                    for (int64_t i = 0; i < s.group; ++i)
+                        yp[c0 + i] = yp[c0 + i] * rs * w[g * s.group + i];
                 }
-                const T rs = T(1.0 / std::sqrt(ss / double(s.group) + eps));
-                rp[r * s.groups + g] = rs;
-                for (int64_t i = 0; i < s.group; ++i)
-                    yp[c0 + i] = yp[c0 + i] * rs * w[g * s.group + i];
             }
         }
     });
@@ -84,34 +100,40 @@ void CpuBackend::gated_rms_norm_backward(const Tensor& dy, const Tensor& x, cons
         const T *xp = in_t<T>(x), *zp = in_t<T>(z), *w = in_t<T>(weight), *g = in_t<T>(dy),
                 *rp = in_t<T>(rstd);
         T *gx = out_t<T>(dx), *gz = out_t<T>(dz);
+        // The normalised values u, kept for the weight grad: recomputing them there would take
+        // each exp again.
+        const Tensor u_kept = Tensor::empty({s.rows * s.cols}, x.dtype());
+        T* up = out_t<T>(u_kept);
         // With u = x silu(z) rstd: du = dy w, d(x silu(z)) = rstd (du - u mean(du u)).
-#pragma omp parallel for schedule(static) if (s.rows * s.cols >= kParallelMin)
-        for (int64_t r = 0; r < s.rows; ++r) {
-            for (int64_t j = 0; j < s.groups; ++j) {
-                const int64_t c0 = r * s.cols + j * s.group;
-                const T rs = rp[r * s.groups + j];
-                double dot = 0;
-                for (int64_t i = 0; i < s.group; ++i) {
-                    const T u = xp[c0 + i] * k::Silu{}.fwd(zp[c0 + i]) * rs;
-                    dot += double(g[c0 + i] * w[j * s.group + i]) * u;
-                }
-                const T mean = T(dot / double(s.group));
-                for (int64_t i = 0; i < s.group; ++i) {
-                    const T sl = k::Silu{}.fwd(zp[c0 + i]);
-                    const T u = xp[c0 + i] * sl * rs;
-                    const T dgate = rs * (g[c0 + i] * w[j * s.group + i] - u * mean);
-                    gx[c0 + i] = dgate * sl;
-                    gz[c0 + i] = k::Silu{}.bwd(zp[c0 + i], dgate * xp[c0 + i]);
+#pragma omp parallel if (s.rows * s.cols >= kParallelMin)
+        {
+            std::vector<T> e(size_t(s.group));
+#pragma omp for schedule(static)
+            for (int64_t r = 0; r < s.rows; ++r) {
+                for (int64_t j = 0; j < s.groups; ++j) {
+                    const int64_t c0 = r * s.cols + j * s.group;
+                    const T rs = rp[r * s.groups + j];
+                    silu_exps(zp + c0, s.group, e.data());
+                    double dot = 0;
+                    for (int64_t i = 0; i < s.group; ++i) {
+                        const T u = xp[c0 + i] * k::Silu::fwd_given(zp[c0 + i], e[size_t(i)]) * rs;
+                        up[c0 + i] = u;
+                        dot += double(g[c0 + i] * w[j * s.group + i]) * u;
+                    }
+                    const T mean = T(dot / double(s.group));
+                    for (int64_t i = 0; i < s.group; ++i) {
+                        const T ei = e[size_t(i)];
+                        const T sl = k::Silu::fwd_given(zp[c0 + i], ei);
+                        const T dgate = rs * (g[c0 + i] * w[j * s.group + i] - up[c0 + i] * mean);
+                        gx[c0 + i] = dgate * sl;
+                        gz[c0 + i] = k::Silu::bwd_given(zp[c0 + i], dgate * xp[c0 + i], ei);
+                    }
                 }
             }
         }
-        // dweight[c] += Σ_rows dy · u, u = x silu(z) rstd of the column's group.
+        // dweight[c] += Σ_rows dy · u.
         detail::column_grads(
-            s.rows, s.cols, g,
-            [&](int64_t r, int64_t c) {
-                const int64_t at = r * s.cols + c;
-                return double(xp[at] * k::Silu{}.fwd(zp[at]) * rp[r * s.groups + c / s.group]);
-            },
+            s.rows, s.cols, g, [&](int64_t r, int64_t c) { return double(up[r * s.cols + c]); },
             out_t<T>(dweight), static_cast<T*>(nullptr));
     });
 }

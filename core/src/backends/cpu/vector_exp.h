@@ -18,6 +18,14 @@ MT_API float exp_shifted(const float* x, float shift, float* y, int64_t n);
 // The same sum, nothing stored.
 MT_API float sum_exp_shifted(const float* x, float shift, int64_t n);
 
+// e[i] = exp(arg(i)), i < n, at SIMD width: the exps an activation takes of its inputs
+// (k::Gelu::exp_arg, k::Silu::exp_arg) for a block of them at once.
+template <class Arg>
+void exps_of(int64_t n, float* e, Arg arg) {
+    for (int64_t i = 0; i < n; ++i) e[i] = arg(i);
+    exp_shifted(e, 0.0f, e, n);
+}
+
 // Each build (exp_shifted runs the one this CPU has; the tests run them all): the AVX-512 one
 // needs cpu_features().avx512f, the AVX2 one cpu_features().avx2.
 MT_API float exp_shifted_avx512(const float* x, float shift, float* y, int64_t n);
