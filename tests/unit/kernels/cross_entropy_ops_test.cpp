@@ -93,6 +93,49 @@ TEST_P(CrossEntropyOp, LargeVocabularyRowsSumToZeroGradient) {
     }
 }
 
+// Large rows (the vectorised exps, with a tail) against a double loop, lse and dlogits.
+TEST_P(CrossEntropyOp, LargeVocabularyMatchesDouble) {
+    std::mt19937 rng(43);
+    const int64_t rows = 6, vocab = 5003;
+    auto logits = mt::test::random_tensor({rows, vocab}, rng, -12.0f, 12.0f);
+    f32(logits)[2 * vocab + 17] = -INFINITY;  // a masked column
+    auto targets = random_targets({rows}, vocab, rng, mt::DType::i64);
+    auto losses = Tensor::empty({rows}, mt::DType::f32),
+         lse = Tensor::empty({rows}, mt::DType::f32);
+    be().cross_entropy_forward(logits, targets, losses, lse);
+    auto dlosses = mt::test::random_tensor({rows}, rng, 0.1f, 2.0f);
+    auto dlogits = Tensor::empty(logits.shape(), mt::DType::f32);
+    be().cross_entropy_backward(logits, targets, lse, dlosses, dlogits);
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* row = f32(logits) + r * vocab;
+        double m = *std::max_element(row, row + vocab), s = 0;
+        for (int64_t j = 0; j < vocab; ++j) s += std::exp(double(row[j]) - m);
+        const double expected_lse = m + std::log(s);
+        EXPECT_NEAR(f32(lse)[r], expected_lse, 2e-6 * std::fabs(expected_lse)) << r;
+        for (int64_t j = 0; j < vocab; ++j) {
+            const double p = std::exp(double(row[j]) - expected_lse);
+            const double expected = f32(dlosses)[r] * (p - (j == target_at(targets, r) ? 1 : 0));
+            ASSERT_NEAR(f32(dlogits)[r * vocab + j], expected, 1e-6) << r << " " << j;
+        }
+    }
+}
+
+// Rows that are all masked, or hold +inf or NaN: the log-sum-exp the running-max fold gives
+// (-inf, +inf, NaN), whichever way the row is summed.
+TEST_P(CrossEntropyOp, NonFiniteRowsGiveTheFoldsLogSumExp) {
+    const int64_t vocab = 40;
+    auto logits = Tensor::zeros({3, vocab}, mt::DType::f32);
+    for (int64_t j = 0; j < vocab; ++j) f32(logits)[j] = -INFINITY;
+    f32(logits)[vocab + 7] = INFINITY;
+    f32(logits)[2 * vocab + 30] = NAN;
+    auto targets = Tensor::zeros({3}, mt::DType::i64);
+    auto losses = Tensor::empty({3}, mt::DType::f32), lse = Tensor::empty({3}, mt::DType::f32);
+    be().cross_entropy_forward(logits, targets, losses, lse);
+    EXPECT_EQ(f32(lse)[0], -INFINITY);
+    EXPECT_EQ(f32(lse)[1], INFINITY);
+    EXPECT_TRUE(std::isnan(f32(lse)[2]));
+}
+
 TEST_P(CrossEntropyOp, RejectsBadTargets) {
     auto logits = Tensor::zeros({2, 4}, mt::DType::f32);
     auto losses = Tensor::zeros({2}, mt::DType::f32), lse = Tensor::zeros({2}, mt::DType::f32);

@@ -1,13 +1,20 @@
-// CPU traversal of per-row cross-entropy (f32 and f64): one OpenMP task per row, log-sum-exp from
-// an OnlineMax folded in fixed lanes. The math is mt/kernels/cross_entropy.h.
+// CPU traversal of per-row cross-entropy (f32, bf16 logits computed in f32, and f64): one OpenMP
+// task per row. In f32 a row's log-sum-exp is its maximum, then the vectorised sum of exp(x -
+// max), and its gradient's exps are taken at SIMD width too (libm's expf, one call per logit, cost
+// more than the rest of the loss); f64, and rows whose maximum is not finite, fold an OnlineMax in
+// fixed lanes. The math is mt/kernels/cross_entropy.h.
 #include "cpu_backend.h"
 
+#include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "half_as_float.h"
+#include "lane_dot.h"
 #include "mt/kernels/cross_entropy.h"
 #include "op_support.h"
+#include "vector_exp.h"
 
 namespace mt::cpu {
 
@@ -81,6 +88,29 @@ bool native(const Tensor& logits, std::initializer_list<const Tensor*> stats) {
     return true;
 }
 
+// A row's logits in the compute type: the row itself, or (bf16) widened into buf.
+template <class S, class T>
+const T* compute_row(const S* row, int64_t n, std::vector<T>& buf) {
+    if constexpr (std::is_same_v<S, T>) {
+        return row;
+    } else {
+        buf.resize(size_t(n));
+        for (int64_t j = 0; j < n; ++j) buf[size_t(j)] = detail::Element<S>::load(row[j]);
+        return buf.data();
+    }
+}
+
+// log(sum exp(x)) of a row.
+template <class T>
+T row_lse(const T* x, int64_t n) {
+    if constexpr (std::is_same_v<T, float>) {
+        const float m = lane_max(x, n, -INFINITY);
+        if (std::isfinite(m)) return m + std::log(sum_exp_shifted(x, -m, n));
+    }
+    return fold_lanes<k::OnlineMax<T>>(n, [&](k::OnlineMax<T>& s, int64_t j) { s.add(x[j]); })
+        .finalize();
+}
+
 // dlogits rows from logits, the rows' lse and target columns (-1: none) and dlosses.
 void backward_rows(const Tensor& logits, const std::vector<int64_t>& cols, const Tensor& lse,
                    const Tensor& dlosses, Tensor& dlogits, int64_t rows, int64_t vocab) {
@@ -91,17 +121,37 @@ void backward_rows(const Tensor& logits, const std::vector<int64_t>& cols, const
         const S* lp = in_t<S>(logits);
         const T *lsep = in_t<T>(lse), *dl = in_t<T>(dlosses);
         S* dp = out_t<S>(dlogits);
-#pragma omp parallel for schedule(static) if (rows * vocab >= kParallelMin)
-        for (int64_t r = 0; r < rows; ++r) {
-            const S* lr = lp + r * vocab;
-            S* dr = dp + r * vocab;
-            // (the row's values named here: clang 14 cannot capture the enclosing function's
-            // parameters into a lambda inside an OpenMP loop inside a generic lambda)
-            const int64_t target = cols[size_t(r)];
-            const T row_lse = lsep[r], row_dl = dl[r];
-            detail::store_values(dr, vocab, [&](int64_t j) {
-                return k::cross_entropy_bwd(E::load(lr[j]), row_lse, j == target, row_dl);
-            });
+#pragma omp parallel if (rows * vocab >= kParallelMin)
+        {
+            std::vector<T> wide, exps;
+#pragma omp for schedule(static)
+            for (int64_t r = 0; r < rows; ++r) {
+                const S* lr = lp + r * vocab;
+                S* dr = dp + r * vocab;
+                // (the row's values named here: clang 14 cannot capture the enclosing function's
+                // parameters into a lambda inside an OpenMP loop inside a generic lambda)
+                const int64_t target = cols[size_t(r)];
+                const T row_lse = lsep[r], row_dl = dl[r];
+                if constexpr (std::is_same_v<T, float>) {
+                    // exp(logit - lse) at SIMD width (into dr itself for f32 logits).
+                    const float* x = compute_row(lr, vocab, wide);
+                    float* e = nullptr;
+                    if constexpr (std::is_same_v<S, float>) {
+                        e = dr;
+                    } else {
+                        exps.resize(size_t(vocab));
+                        e = exps.data();
+                    }
+                    exp_shifted(x, -row_lse, e, vocab);
+                    detail::store_values(dr, vocab, [&](int64_t j) {
+                        return k::cross_entropy_bwd_given(e[j], j == target, row_dl);
+                    });
+                } else {
+                    detail::store_values(dr, vocab, [&](int64_t j) {
+                        return k::cross_entropy_bwd(E::load(lr[j]), row_lse, j == target, row_dl);
+                    });
+                }
+            }
         }
     });
 }
@@ -115,13 +165,15 @@ void forward_rows(const Tensor& logits, const std::vector<int64_t>& cols, Tensor
         using T = typename E::Compute;
         const S* lp = in_t<S>(logits);
         T *lsep = out_t<T>(lse), *tl = out_t<T>(target_logit);
-#pragma omp parallel for schedule(static) if (rows * vocab >= kParallelMin)
-        for (int64_t r = 0; r < rows; ++r) {
-            const S* lr = lp + r * vocab;
-            lsep[r] = fold_lanes<k::OnlineMax<T>>(vocab, [&](k::OnlineMax<T>& s, int64_t j) {
-                          s.add(E::load(lr[j]));
-                      }).finalize();
-            tl[r] = cols[r] >= 0 ? E::load(lr[cols[r]]) : T(0);
+#pragma omp parallel if (rows * vocab >= kParallelMin)
+        {
+            std::vector<T> wide;
+#pragma omp for schedule(static)
+            for (int64_t r = 0; r < rows; ++r) {
+                const S* lr = lp + r * vocab;
+                lsep[r] = row_lse(compute_row(lr, vocab, wide), vocab);
+                tl[r] = cols[r] >= 0 ? E::load(lr[cols[r]]) : T(0);
+            }
         }
     });
 }
