@@ -638,6 +638,56 @@ TEST_F(ParallelTrain, Bf16DistributedOptimizerResumesExactly) {
     }
 }
 
+// --num-distributed-optimizer-instances 2 at DP4 (Megatron's partial distributed optimizer: the
+// optimizer sharded within ranks {0, 1} and {2, 3}, each shard's gradients all-reduced across
+// the two): the one-process losses, grad norm and zero count; its checkpoints (torch_dist: the
+// first instance's shards; torch: distrib_optim.pt) resume in one process and at one instance.
+TEST_F(ParallelTrain, DistributedOptimizerInstancesGiveTheOneProcessNumbers) {
+    const std::string instances = " --num-distributed-optimizer-instances 2";
+    const std::string norms = std::string(kLlama) + " --log-params-norm --log-num-zeros-in-grad";
+    auto one = run_command(train(dir_, data_, 1, 1) + norms);
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    auto split = run_command(train(dir_, data_, 4, 1) + norms + instances);
+    ASSERT_EQ(split.exit_code, 0) << split.output;
+    const auto want = losses(one.output);
+    EXPECT_EQ(losses(split.output).size(), 6u) << split.output;
+    expect_same(losses(split.output), want, split.output);
+    static const std::regex line(
+        R"(iteration +(\d+)/.*\| grad norm: ([0-9.]+) \| num zeros: ([0-9.]+) \| params norm: ([0-9.]+))");
+    auto numbers = [](const std::string& output) {  // each printed to 3 decimals
+        std::map<int, std::tuple<double, double, double>> out;
+        for (auto it = std::sregex_iterator(output.begin(), output.end(), line);
+             it != std::sregex_iterator(); ++it)
+            out[std::stoi((*it)[1])] = {std::stod((*it)[2]), std::stod((*it)[3]),
+                                        std::stod((*it)[4])};
+        return out;
+    };
+    const auto want_numbers = numbers(one.output), got_numbers = numbers(split.output);
+    ASSERT_EQ(got_numbers.size(), 6u) << split.output;
+    for (const auto& [iteration, n] : got_numbers) {
+        const auto& [norm, zeros, params] = want_numbers.at(iteration);
+        EXPECT_NEAR(std::get<0>(n), norm, 2e-3) << iteration;
+        EXPECT_EQ(std::get<1>(n), zeros) << iteration;
+        EXPECT_NEAR(std::get<2>(n), params, 2e-3) << iteration;
+    }
+    for (const std::string format : {"torch_dist", "torch"}) {
+        const std::string fmt = " --ckpt-format " + format;
+        expect_resumes(train(dir_, data_, 4, 1) + kLlama + instances + fmt,
+                       train(dir_, data_, 1, 1) + kLlama + fmt, dir_ / ("instances_" + format),
+                       want);
+    }
+    // Back into two instances from a one-instance DP4 checkpoint.
+    expect_resumes(train(dir_, data_, 4, 1) + kLlama + " --ckpt-format torch_dist",
+                   train(dir_, data_, 4, 1) + kLlama + instances + " --ckpt-format torch_dist",
+                   dir_ / "into_instances", want);
+    auto refused =
+        run_command(train(dir_, data_, 4, 1) + " --num-distributed-optimizer-instances 3");
+    EXPECT_NE(refused.exit_code, 0);
+    EXPECT_NE(refused.output.find("Data parallel size should be divisible by partial DistOpt"),
+              std::string::npos)
+        << refused.output;
+}
+
 TEST_F(ParallelTrain, RanksAgreeOnStoppingAndSaveTogether) {
     // Any rank's clock past --exit-duration-in-mins stops every rank after the same iteration,
     // with one (collective) save.

@@ -336,10 +336,7 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--fsdp-double-buffer", kFsdpOnly, kTrainingOnly},
     {"--suggested-communication-unit-size", kFsdpOnly, kTrainingOnly},
     {"--keep-fp8-transpose-cache-when-using-custom-fsdp", kFsdpOnly, kTrainingOnly},
-    {"--num-distributed-optimizer-instances",
-     refuse("several distributed-optimizer instances (the optimizer is sharded over all "
-            "data-parallel ranks)"),
-     kTrainingOnly},
+    {"--num-distributed-optimizer-instances", kDefined, kTrainingOnly},
     {"--use-torch-fsdp2", refuse(kFsdp), kTrainingOnly},
     {"--torch-fsdp2-no-reshard-after-forward", kFsdpOnly, kTrainingOnly},
     {"--context-parallel-size", kDefined, kOneProcess},

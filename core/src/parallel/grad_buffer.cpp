@@ -21,7 +21,16 @@ Tensor region(const Tensor& buffer, int64_t begin, const Shape& shape) {
 
 GradBuffer::GradBuffer(const std::vector<nn::Parameter*>& params, Communicator& dp,
                        const DataParallelConfig& config)
-    : dp_(&dp), config_(config) {
+    : whole_(&dp), dp_(&dp), config_(config) {
+    const int instances = config.distributed_optimizer ? config.distributed_optimizer_instances : 1;
+    if (instances > 1) {
+        MT_CHECK(dp.size() % instances == 0, "--num-distributed-optimizer-instances ", instances,
+                 " does not divide the ", dp.size(), " data-parallel ranks");
+        const int per_instance = dp.size() / instances;
+        within_ = dp.split(dp.rank() / per_instance, dp.rank());
+        across_ = dp.split(dp.rank() % per_instance, dp.rank());
+        dp_ = within_.get();
+    }
     std::vector<int64_t> numels;
     const DType value_dtype = params.empty() ? DType::f32 : params[0]->value.dtype();
     for (nn::Parameter* p : params) {
@@ -36,7 +45,8 @@ GradBuffer::GradBuffer(const std::vector<nn::Parameter*>& params, Communicator& 
                  dtype_name(p->value.dtype()), ", others ", dtype_name(value_dtype), ")");
         numels.push_back(p->value.numel());
     }
-    const BufferLayout layout = buffer_layout(numels, dp.size(), config);
+    // Padded for the ranks it is sharded over, as Megatron pads for its (partial) group.
+    const BufferLayout layout = buffer_layout(numels, dp_->size(), config);
     std::vector<std::pair<nn::Parameter*, int64_t>> offsets;  // in buffer order
     for (const BufferLayout::Bucket& lb : layout.buckets) {
         Bucket& b = buckets_.emplace_back();
@@ -133,7 +143,7 @@ void GradBuffer::zero_grads() {
 }
 
 void GradBuffer::grad_ready(const nn::Parameter& param) {
-    if (!config_.overlap_grad_reduce || dp_->size() == 1) return;
+    if (!config_.overlap_grad_reduce || whole_->size() == 1) return;
     auto it = std::lower_bound(bucket_of_.begin(), bucket_of_.end(),
                                std::pair<const nn::Parameter*, size_t>(&param, 0));
     MT_CHECK(it != bucket_of_.end() && it->first == &param, "data parallelism: parameter ",
@@ -159,12 +169,13 @@ void GradBuffer::start(Bucket& b) {
 }
 
 void GradBuffer::finish_grad_sync() {
-    if (dp_->size() == 1) return;
+    if (whole_->size() == 1) return;
     for (Bucket& b : buckets_) {
         if (!b.request) start(b);
         b.request->wait();
         b.request.reset();
         if (config_.distributed_optimizer) {
+            if (across_) across_->all_reduce(b.scratch, ReduceOp::sum);
             auto [lo, hi] = rank_range(b);
             grads_.slice(0, lo, hi).copy_from(b.scratch);
             b.scratch = Tensor();
@@ -191,6 +202,16 @@ void GradBuffer::gather_params() {
 
 GradBuffers make_grad_buffers(const std::vector<nn::Parameter*>& params, const ParallelState& state,
                               const DataParallelConfig& config) {
+    // Megatron's initialize_model_parallel checks both groups, MoE or not.
+    const int instances = config.distributed_optimizer ? config.distributed_optimizer_instances : 1;
+    MT_CHECK(state.dp_cp().size() % instances == 0,
+             "Data parallel size should be divisible by partial DistOpt shard factor: ",
+             state.dp_cp().size(), " data- and context-parallel ranks, ",
+             "--num-distributed-optimizer-instances ", instances);
+    MT_CHECK(state.expert_dp().size() % instances == 0,
+             "Expert data parallel size should be divisible by partial DistOpt shard factor: ",
+             state.expert_dp().size(), " expert-data-parallel ranks, ",
+             "--num-distributed-optimizer-instances ", instances);
     std::vector<nn::Parameter*> dense, experts;
     for (nn::Parameter* p : params) (p->expert ? experts : dense).push_back(p);
     GradBuffers out;

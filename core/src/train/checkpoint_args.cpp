@@ -192,6 +192,8 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
     set_arg(a, "world_size", int64_t(run.world().size()));
     set_arg(a, "sequence_parallel", f.sequence_parallel);
     set_arg(a, "use_distributed_optimizer", f.data_parallel.distributed_optimizer);
+    set_arg(a, "num_distributed_optimizer_instances",
+            int64_t(f.data_parallel.distributed_optimizer_instances));
     // Megatron's names; the distributed optimizer's torch-format file is laid out by them.
     set_arg(a, "overlap_grad_reduce", f.data_parallel.overlap_grad_reduce);
     set_arg(a, "ddp_bucket_size",

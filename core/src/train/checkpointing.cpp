@@ -249,15 +249,17 @@ std::vector<ShardedTensor> main_boxes(const TrainingParts& parts, const nn::Para
                          : piece_boxes(local, p.whole_shape, p.shard, p.tp_size, p.tp_rank);
 }
 
-// The distributed optimizer's ranges on this rank (main replicas only), sharing the run's
-// tensors: optimizer.first()[i] and second()[i] are the moments of the i-th shard piece (the
-// dense buffer's, then the experts', which Megatron's chained optimizer keeps apart under
-// expert parallelism).
+// The distributed optimizer's ranges on this rank (main replicas only: none on the ranks of a
+// second distributed-optimizer instance, whose shards are copies), sharing the run's tensors:
+// optimizer.first()[i] and second()[i] are the moments of the i-th shard piece (the dense
+// buffer's, then the experts', which Megatron's chained optimizer keeps apart under expert
+// parallelism).
 std::vector<OptimizerShard> own_shards(const TrainingParts& parts) {
     const bool expert_parallel = parts.parallel && parts.parallel->ep().size() > 1;
     std::vector<OptimizerShard> out;
     for (const ShardedBuffer& b : sharded_buffers(parts)) {
         const parallel::GradBuffer& buffer = *b.buffer;
+        if (buffer.instance() != 0) continue;
         for (size_t i = 0; i < buffer.shard().size(); ++i) {
             const auto& piece = buffer.shard()[i];
             const nn::Parameter& p = *piece.param;

@@ -120,6 +120,10 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
         "split norms, dropout and residuals along the sequence over the tensor-parallel ranks")(
         "use-distributed-optimizer", po::bool_switch(&dp.distributed_optimizer),
         "shard the optimizer state and master weights over the data-parallel ranks")(
+        "num-distributed-optimizer-instances",
+        po::value(&dp.distributed_optimizer_instances)->default_value(1),
+        "with --use-distributed-optimizer: shard the optimizer within this many groups of "
+        "consecutive data-parallel ranks, replicated across them")(
         "overlap-grad-reduce", po::bool_switch(&dp.overlap_grad_reduce),
         "reduce gradient buckets as they fill during backward")(
         "overlap-param-gather", po::bool_switch(),
@@ -278,6 +282,13 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
     MT_CHECK(!vm["overlap-param-gather"].as<bool>() || f.data_parallel.distributed_optimizer,
              "--overlap-param-gather needs --use-distributed-optimizer");
     MT_CHECK(f.data_parallel.bucket_size >= 0, "--ddp-bucket-size must not be negative");
+    MT_CHECK(f.data_parallel.distributed_optimizer_instances >= 1,
+             "--num-distributed-optimizer-instances must be at least 1, got ",
+             f.data_parallel.distributed_optimizer_instances);
+    MT_CHECK(f.data_parallel.distributed_optimizer_instances == 1 ||
+                 f.data_parallel.distributed_optimizer,
+             "--num-distributed-optimizer-instances needs --use-distributed-optimizer (Megatron: "
+             "Partial DistOpt cannot be used without DistOpt)");
     // Megatron turns sequence parallelism off without tensor parallelism.
     if (f.parallel.tensor_parallel == 1) f.sequence_parallel = false;
     auto& s = f.schedule;

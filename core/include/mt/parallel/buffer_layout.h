@@ -19,6 +19,10 @@ struct DataParallelConfig {
     int64_t bucket_size = 0;
     bool overlap_grad_reduce = false;    // --overlap-grad-reduce
     bool distributed_optimizer = false;  // --use-distributed-optimizer
+    // --num-distributed-optimizer-instances: the data-parallel ranks split into this many
+    // instances of consecutive ranks, the optimizer sharded within each and replicated across
+    // them (Megatron's partial distributed optimizer).
+    int distributed_optimizer_instances = 1;
 };
 
 struct MT_API BufferLayout {

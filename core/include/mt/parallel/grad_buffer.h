@@ -4,6 +4,8 @@
 // scatter so each rank keeps its shard), as they fill during backward or all at the end. The
 // caller scales each rank's gradients by 1/dp (the trainer does it in the loss's seed, as
 // Megatron's gradient_scaling_factor), so the sum is the average without a pass over the buffer.
+// With several distributed-optimizer instances the reduce-scatter runs within an instance (a
+// block of consecutive ranks of the group) and each shard is then all-reduced across them.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +37,8 @@ class MT_API GradBuffer {
 
     // Re-points every parameter's grad (and, with the distributed optimizer, its value, whose
     // contents are kept) at a view of the buffers. Parameters must be contiguous f32 and
-    // outlive the buffer.
+    // outlive the buffer. Collective over dp (splits it into instances when the config has
+    // several).
     GradBuffer(const std::vector<nn::Parameter*>& params, Communicator& dp,
                const DataParallelConfig& config);
     ~GradBuffer();
@@ -72,7 +75,11 @@ class MT_API GradBuffer {
     // as the buffers (the buffers themselves, or a buffer-shaped optimizer state).
     Tensor view(const Tensor& buffer_shaped, const nn::Parameter& param) const;
     Tensor view(const Tensor& buffer_shaped, const ShardPiece& piece) const;
+    // The ranks the buffer is sharded over: the whole group, or this rank's instance.
     Communicator& group() const { return *dp_; }
+    // This rank's distributed-optimizer instance (0 with one): the shards of instance 0 are the
+    // ones a checkpoint writes.
+    int instance() const { return across_ ? across_->rank() : 0; }
 
     // `whole` ([numel], laid out as the buffer, any dtype) holds this rank's shard; fills in every
     // other rank's (all-gather per bucket). gather_params() does this to the values; saving the
@@ -91,7 +98,11 @@ class MT_API GradBuffer {
     // Elements [begin, end) of this rank's shard of bucket b.
     std::pair<int64_t, int64_t> rank_range(const Bucket& b) const;
 
-    Communicator* dp_;
+    Communicator* whole_;  // the data-parallel group given
+    // With several instances: this rank's instance, and the ranks of the other instances that
+    // hold the same shard.
+    std::unique_ptr<Communicator> within_, across_;
+    Communicator* dp_;  // what the buffer is sharded over: *whole_ or *within_
     DataParallelConfig config_;
     Tensor grads_, values_;
     std::vector<Bucket> buckets_;
