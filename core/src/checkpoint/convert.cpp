@@ -1,13 +1,10 @@
 #include "mt/checkpoint/convert.h"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <condition_variable>
-#include <cstdio>
 #include <exception>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -16,6 +13,7 @@
 #include <thread>
 
 #include "mt/checkpoint/checkpoint_args.h"
+#include "mt/checkpoint/file_maps.h"
 #include "mt/checkpoint/reshard.h"
 #include "mt/error.h"
 #include "mt/progress.h"
@@ -30,46 +28,6 @@ std::string layout_str(const CheckpointLayout& l) {
            (l.expert_parallel > 1 ? ", expert parallel " + std::to_string(l.expert_parallel)
                                   : std::string());
 }
-
-// The file-backed, read-only memory maps of this process (/proc/self/maps), those the loader
-// opened (read before and after loading), so that the source's pages can be let go once a
-// tensor is written: MADV_DONTNEED on a file's map
-// only drops this process's view (the page cache keeps the bytes, and a later read faults them
-// back in), whereas on anonymous memory it would zero it, so nothing outside these ranges is
-// touched.
-class FileMaps {
-  public:
-    // The maps now, less those in `before` (by start address): the maps opened in between.
-    explicit FileMaps(const FileMaps* before = nullptr) {
-        std::ifstream maps("/proc/self/maps");
-        std::string line;
-        while (std::getline(maps, line)) {
-            // start-end perms offset dev inode path
-            unsigned long long start = 0, end = 0, offset = 0, inode = 0;
-            char perms[8] = {}, dev[32] = {};
-            if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %31s %llu", &start, &end, perms,
-                            &offset, dev, &inode) != 6)
-                continue;
-            // Ours are shared and read-only (io::MappedFile). A private map of a file (a shared
-            // library's relocated, then write-protected data) would lose its changes to
-            // MADV_DONTNEED and read the file's bytes back.
-            if (inode == 0 || perms[1] == 'w' || perms[3] != 's') continue;
-            if (before && (before->ranges_.count(uintptr_t(start)) || perms[2] == 'x')) continue;
-            ranges_.emplace(uintptr_t(start), uintptr_t(end));
-        }
-    }
-
-    // Lets this process's pages of every map go (the source files' maps, when made with the
-    // maps from before loading: a loader that converts tensors as they are made reads pages
-    // that no tensor views).
-    void release_all() const {
-        for (const auto& [from, to] : ranges_)
-            ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
-    }
-
-  private:
-    std::map<uintptr_t, uintptr_t> ranges_;  // start -> end
-};
 
 // One thread that makes the next target tensor while the saver writes the current one, for the
 // whole conversion: a thread per tensor (std::async) spreads the allocations over as many malloc
@@ -230,15 +188,6 @@ SourceCheckpoint load_source_checkpoint(CheckpointFormat& loader, const std::fil
             return t;
         };
     return w;
-}
-
-WholeCheckpoint load_whole_checkpoint(CheckpointFormat& loader, const std::filesystem::path& dir,
-                                      const ModelFamily& family, bool progress) {
-    SourceCheckpoint source = load_source_checkpoint(loader, dir, family, progress);
-    std::vector<Tensor> tensors;
-    for (size_t i = 0; i < source.params.size(); ++i) tensors.push_back(source.whole(i));
-    return WholeCheckpoint{source.layout, std::move(source.head), std::move(source.args),
-                           std::move(source.params), std::move(tensors)};
 }
 
 void convert_checkpoint(CheckpointFormat& loader, const std::filesystem::path& load_dir,

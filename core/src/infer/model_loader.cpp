@@ -5,6 +5,7 @@
 
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/checkpoint/convert.h"
+#include "mt/checkpoint/file_maps.h"
 #include "mt/checkpoint/format_detection.h"
 #include "mt/checkpoint/model_weights.h"
 #include "mt/error.h"
@@ -67,10 +68,13 @@ LoadedModel load_for_inference(Registry& registry, const ModelFamily& family,
                                const std::string& format, DType params_dtype,
                                const parallel::ParallelState* parallel) {
     auto reader = detect_checkpoint_format(registry, dir, format);
-    // Any tensor/pipeline layout: the rank files are joined into the whole model.
+    // Any tensor/pipeline layout, its tensors viewing the files (a whole-tensor format's made
+    // only when asked for).
     const bool leader = !parallel || parallel->world().rank() == 0;  // shows the progress
-    WholeCheckpoint whole = load_whole_checkpoint(*reader, dir, family, leader);
-    ModelArgs args = whole.args;
+    const FileMaps before;
+    const SourceCheckpoint source = load_source_checkpoint(*reader, dir, family, leader);
+    const FileMaps maps(&before);  // the checkpoint's files
+    ModelArgs args = source.args;
     for (const auto& [k, v] : overrides) args[k] = v;
     // Inference: no dropout whatever the training used.
     args["attention-dropout"] = "0";
@@ -87,25 +91,30 @@ LoadedModel load_for_inference(Registry& registry, const ModelFamily& family,
     std::unique_ptr<Model> model = family.build(
         out.args,
         BuildContext{one.backend, parallel ? *parallel : one.parallel, false, params_dtype});
-    CheckpointState weights;
-    for (size_t i = 0; i < whole.params.size(); ++i) {
-        const bool vocab_rows = whole.params[i].shard.kind == ShardSpec::Kind::vocab;
-        const Tensor t =
-            vocab_rows && padded != rows ? pad_rows(whole.tensors[i], padded) : whole.tensors[i];
-        weights.model.emplace_back(whole.params[i].name,
-                                   ShardedTensor{t, t.shape(), Shape(t.shape().size(), 0)});
-    }
-    // A pipeline stage takes its own layers, an expert-parallel rank its own experts.
-    if (parallel && (parallel->pp().size() > 1 || parallel->ep().size() > 1))
-        keep_model_tensors(weights, *model);
-    load_model_weights(weights, *model, WeightLoad::share);
+    // Each parameter's whole tensor joined (or made) when it is loaded and let go after, with
+    // the pages of the files it was read from, so a rank holds its part of the model and one
+    // whole tensor; a pipeline stage or an expert-parallel rank makes only the tensors it keeps.
+    std::vector<std::string> names;
+    for (const ParameterInfo& info : source.params) names.push_back(info.name);
+    const bool whole_model =
+        !parallel || (parallel->pp().size() == 1 && parallel->ep().size() == 1);
+    load_model_weights_made(
+        names,
+        [&](size_t i) {
+            maps.release_all();  // the previous tensor's, copied into the model by now
+            const Tensor t = source.whole(i);
+            const bool vocab_rows = source.params[i].shard.kind == ShardSpec::Kind::vocab;
+            return vocab_rows && padded != rows ? pad_rows(t, padded) : t;
+        },
+        *model, whole_model);
+    maps.release_all();
     // No backward at inference: free the gradient buffers (as large as the weights).
     for (nn::Parameter* p : model->parameters()) p->grad = Tensor();
     out.model =
         padded != rows ? std::make_unique<VocabularyCut>(std::move(model), rows) : std::move(model);
     out.format = std::string(reader->name());
-    out.checkpoint_args = whole.head.args;
-    out.iteration = whole.head.iteration;
+    out.checkpoint_args = source.head.args;
+    out.iteration = source.head.iteration;
     return out;
 }
 

@@ -46,20 +46,6 @@ MT_API SourceCheckpoint load_source_checkpoint(CheckpointFormat& loader,
                                                const std::filesystem::path& dir,
                                                const ModelFamily& family, bool progress);
 
-// A checkpoint of any format and layout as the whole tensors of the model its args describe.
-struct WholeCheckpoint {
-    CheckpointLayout layout;            // how the source was split into rank files
-    CheckpointState head;               // rank (0, 0)'s state without tensors: args, iteration
-    ModelArgs args;                     // the model flags the args describe (tensor parallel 1)
-    std::vector<ParameterInfo> params;  // family.parameters(args)
-    std::vector<Tensor> tensors;        // params[i]'s whole tensor (views of the files if whole)
-};
-
-// load_source_checkpoint with every whole tensor joined (the whole model at once: inference).
-MT_API WholeCheckpoint load_whole_checkpoint(CheckpointFormat& loader,
-                                             const std::filesystem::path& dir,
-                                             const ModelFamily& family, bool progress);
-
 struct ConvertOptions {
     // The target layout; 0 keeps the source's (as its args give it, else as its files are split).
     int64_t target_tensor_parallel = 0, target_pipeline_parallel = 0;
