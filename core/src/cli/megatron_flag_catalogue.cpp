@@ -449,7 +449,7 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--dino-warmup-teacher-temp", refuse(kVision)},
     {"--dino-teacher-temp", refuse(kVision)},
     {"--dino-warmup-teacher-temp-epochs", refuse(kVision)},
-    {"--qk-l2-norm", refuse("L2-normalised queries and keys (Llama 4, --qk-l2-norm)")},
+    {"--qk-l2-norm", kDefined},
     // moe
     {"--expert-model-parallel-size", kDefined, kOneProcess},
     {"--expert-tensor-parallel-size", kDefined, kOneProcess},
@@ -463,7 +463,9 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--moe-enable-deepep", refuse(kMoE)},
     {"--moe-deepep-num-sms", refuse(kMoE)},
     {"--moe-permute-fusion", kFusion},
-    {"--moe-apply-probs-on-input", refuse(kMoE)},
+    {"--moe-apply-probs-on-input",
+     refuse("router probabilities applied to the experts' inputs (Llama 4, "
+            "--moe-apply-probs-on-input)")},
     {"--delay-wgrad-compute",
      accept("delays weight-gradient GEMMs to overlap them with MoE communication: the same "
             "gradients"),

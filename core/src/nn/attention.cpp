@@ -65,7 +65,13 @@ SelfAttention::SelfAttention(const std::string& prefix, const TransformerConfig&
              " query groups (--num-query-groups, or the heads without GQA) do not split across ",
              config.tp.size(), " tensor-parallel ranks (--tensor-model-parallel-size)");
     MT_CHECK(hd_ > 0, "SelfAttention: head dim must be > 0");
-    if (config.qk_layernorm) {
+    if (config.qk_l2_norm) {
+        // Megatron's L2Norm: x rsqrt(mean(x^2) + 1e-6), an RMSNorm whose weight stays 1 (not a
+        // parameter: collect_qk_norm_parameters leaves it out).
+        const ops::NormConfig l2{1e-6f, false};
+        q_norm_.emplace(NormKind::rms_norm, "q_l2_norm", "", hd_, l2, config.dtype, backend);
+        k_norm_.emplace(NormKind::rms_norm, "k_l2_norm", "", hd_, l2, config.dtype, backend);
+    } else if (config.qk_layernorm) {
         // Replicated over the tensor-parallel ranks, each of which normalises its own heads.
         auto norm = [&](const char* name) {
             const std::string p = join_name(prefix, name);
@@ -272,7 +278,7 @@ std::unique_ptr<KvState> SelfAttention::make_state(int64_t batch, int64_t capaci
 }
 
 void SelfAttention::collect_qk_norm_parameters(std::vector<Parameter*>& out) {
-    if (!q_norm_) return;
+    if (!q_norm_ || config_.qk_l2_norm) return;
     q_norm_->collect_parameters(out);
     k_norm_->collect_parameters(out);
 }

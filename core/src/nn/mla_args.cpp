@@ -52,6 +52,9 @@ void read_mla_args(const ModelArgsReader& f, TransformerArgs& c) {
     MT_CHECK(!f.flag("group-query-attention"),
              "--multi-latent-attention with --group-query-attention: Megatron's MLA has no query "
              "groups");
+    MT_CHECK(!c.qk_l2_norm,
+             "--multi-latent-attention with --qk-l2-norm: qk_l2_norm is not "
+             "supported with MLA (Megatron's layer specs)");
     MT_CHECK(!(m.yarn && c.rotary_interleaved),
              "--multi-latent-attention with --rotary-interleaved: Megatron's YaRN rotary "
              "embedding does not support interleaved rotary embeddings");

@@ -56,6 +56,9 @@ std::vector<FlagInfo> transformer_flags() {
                    "divide the rotary positions by this (linear position interpolation)"),
         switch_flag("qk-layernorm",
                     "normalise each head's queries and keys (--normalization's norm)"),
+        switch_flag("qk-l2-norm",
+                    "L2-normalise each head's queries and keys (Llama 4's L2Norm: RMS over the "
+                    "head without a weight, eps 1e-6), in place of --qk-layernorm's norms"),
         switch_flag("add-qkv-bias", "a QKV bias even with --disable-bias-linear"),
         switch_flag("untie-embeddings-and-output-weights",
                     "separate input embedding and output weights"),
@@ -206,6 +209,7 @@ TransformerArgs read_transformer_args(const ModelArgs& args) {
     c.apply_layernorm_1p = f.flag("apply-layernorm-1p");
 
     c.qk_layernorm = f.flag("qk-layernorm");
+    c.qk_l2_norm = f.flag("qk-l2-norm");
     c.squared_relu = f.flag("squared-relu");
     MT_CHECK(!(c.squared_relu && c.swiglu), "--squared-relu and --swiglu exclude each other");
     // Megatron turns the bias-GeLU fusion (tanh GeLU) off without biases: F.gelu (erf) then.
@@ -314,6 +318,7 @@ TransformerConfig transformer_layer_config(const TransformerArgs& c, DType dtype
     t.rope.seq_len_interpolation_factor = c.rotary_seq_len_interpolation_factor;
     t.rope.interleaved = c.rotary_interleaved;
     t.qk_layernorm = c.qk_layernorm;
+    t.qk_l2_norm = c.qk_l2_norm;
     t.hidden_dropout = float(c.hidden_dropout);
     t.attention_dropout = float(c.attention_dropout);
     t.dtype = dtype;

@@ -35,6 +35,7 @@ struct TransformerArgs {
     bool rotary_interleaved = false;                 // --rotary-interleaved
     double rotary_seq_len_interpolation_factor = 0;  // 0: None
     bool qk_layernorm = false;                       // --qk-layernorm
+    bool qk_l2_norm = false;                         // --qk-l2-norm
     Normalization normalization = Normalization::layer_norm;
     double norm_epsilon = 1e-5;
     bool apply_layernorm_1p = false;

@@ -41,6 +41,9 @@ struct TransformerConfig {
     // --rotary-seq-len-interpolation-factor (rotary_dim is set from the head dim and percent).
     ops::RopeConfig rope;
     bool qk_layernorm = false;  // --qk-layernorm: queries and keys normalised per head
+    // --qk-l2-norm: normalised per head by their RMS alone (Megatron's L2Norm, no parameters),
+    // in place of --qk-layernorm's norms.
+    bool qk_l2_norm = false;
     float hidden_dropout = 0.1f;
     float attention_dropout = 0.1f;
     // Selective recompute (--recompute-modules): the MLP's internals, and the norms' outputs
