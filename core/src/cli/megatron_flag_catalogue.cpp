@@ -463,9 +463,7 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--moe-enable-deepep", refuse(kMoE)},
     {"--moe-deepep-num-sms", refuse(kMoE)},
     {"--moe-permute-fusion", kFusion},
-    {"--moe-apply-probs-on-input",
-     refuse("router probabilities applied to the experts' inputs (Llama 4, "
-            "--moe-apply-probs-on-input)")},
+    {"--moe-apply-probs-on-input", kDefined},
     {"--delay-wgrad-compute",
      accept("delays weight-gradient GEMMs to overlap them with MoE communication: the same "
             "gradients"),

@@ -223,6 +223,18 @@ TEST(MoeLayer, SigmoidGroupLimitedGradientsMatchFiniteDifferences) {
     check_moe_layer_grads(c, 33);
 }
 
+// --moe-apply-probs-on-input (Llama 4): top-1 routing weights scale the experts' inputs, the
+// sigmoid scores' gradient flowing back through them; SwiGLU and GeLU experts.
+TEST(MoeLayer, ProbsOnInputGradientsMatchFiniteDifferences) {
+    for (const bool swiglu : {true, false}) {
+        mt::nn::TransformerConfig c = moe_config(swiglu);
+        c.moe.router.topk = 1;
+        c.moe.router.score_function = mt::nn::ScoreFunction::sigmoid;
+        c.moe.probs_on_input = true;
+        check_moe_layer_grads(c, swiglu ? 34 : 35);
+    }
+}
+
 // Megatron-core's MoE layer: a separate pre_mlp_layernorm (also with Transformer Engine's
 // names), then the router, the experts (each one's fc1 and fc2; grouped: all fc1, then all fc2)
 // and the shared experts.

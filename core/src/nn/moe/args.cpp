@@ -25,6 +25,9 @@ std::vector<FlagInfo> moe_flags() {
             "moe-grouped-gemm",
             "the experts as one grouped GEMM (Transformer Engine's GroupedLinear parameter names)"),
         value_flag("moe-router-topk", "experts each token is routed to", "2"),
+        switch_flag("moe-apply-probs-on-input",
+                    "scale each token's expert input by its routing weight instead of the "
+                    "expert's activation (Llama 4; --moe-router-topk 1)"),
         value_flag("moe-router-score-function", "softmax or sigmoid", "softmax"),
         switch_flag("moe-router-pre-softmax", "score all experts before the top-k"),
         value_flag("moe-router-num-groups", "expert groups for group-limited routing"),
@@ -93,6 +96,12 @@ void read_moe_args(const ModelArgsReader& f, TransformerArgs& c) {
     r.num_groups = f.integer("moe-router-num-groups", 0);
     r.group_topk = f.integer("moe-router-group-topk", 0);
     r.topk_scaling_factor = f.real("moe-router-topk-scaling-factor", 0);
+    m.probs_on_input = f.flag("moe-apply-probs-on-input");
+    // Megatron's experts assert this.
+    MT_CHECK(
+        !m.probs_on_input || r.topk == 1,
+        "`moe_apply_probs_on_input` only works with `moe_router_topk`=1 (got --moe-router-topk ",
+        r.topk, ")");
     r.load_balancing = choice(
         f, "moe-router-load-balancing-type", "aux_loss",
         {std::pair{"aux_loss", LoadBalancing::aux_loss},
@@ -112,6 +121,10 @@ void read_moe_args(const ModelArgsReader& f, TransformerArgs& c) {
     // Megatron asserts this in sinkhorn_load_balancing.
     MT_CHECK(r.load_balancing != LoadBalancing::sinkhorn || r.aux_loss_coeff == 0,
              "--moe-router-load-balancing-type sinkhorn does not support --moe-aux-loss-coeff");
+    // Megatron's TransformerConfig raises this: softmax over one score has a zero gradient.
+    MT_CHECK(r.topk != 1 || r.score_function != ScoreFunction::softmax || r.pre_softmax ||
+                 r.load_balancing == LoadBalancing::sinkhorn,
+             "Please use --moe-router-pre-softmax when topk is 1.");
     r.capacity_factor = f.real("moe-expert-capacity-factor", 0);
     MT_CHECK(r.capacity_factor >= 0, "--moe-expert-capacity-factor must not be negative");
     r.drop_policy = choice(

@@ -18,6 +18,7 @@ std::string expert_name(const std::string& prefix, bool grouped, int64_t expert,
 
 MoeExperts::MoeExperts(const std::string& prefix, const TransformerConfig& config, Backend& backend)
     : gated_(config.gated_linear_unit),
+      probs_on_input_(config.moe.probs_on_input),
       grouped_(config.moe.grouped_gemm),
       activation_(config.activation),
       backend_(&backend) {
@@ -51,6 +52,12 @@ Tensor MoeExperts::rows_of(const Tensor& t, const std::vector<int64_t>& rows, si
     return t.slice(0, begin, begin + rows[j]);
 }
 
+Tensor MoeExperts::weighted_rows(const Tensor& t, const Tensor& probs) const {
+    Tensor out = backend_->empty(t.shape(), t.dtype());
+    backend_->scale_rows(t, probs, out);
+    return out;
+}
+
 Tensor MoeExperts::forward(const Tensor& x, const std::vector<int64_t>& rows, const Tensor& probs,
                            Saved* saved) const {
     MT_CHECK(rows.size() == fc1_.size(), "MoE experts: ", rows.size(), " row counts for ",
@@ -66,14 +73,15 @@ Tensor MoeExperts::forward(const Tensor& x, const std::vector<int64_t>& rows, co
         w1.push_back(fc1_[j].value);
         w2.push_back(fc2_[j].value);
     }
-    backend_->grouped_gemm_nt(x, rows, w1, h);
+    // --moe-apply-probs-on-input: the probs weight the rows going in (rounded to x's dtype, as
+    // Megatron casts them back), and the activation is taken as it is (Megatron's probs of 1).
+    const Tensor in = probs_on_input_ ? weighted_rows(x, probs) : x;
+    backend_->grouped_gemm_nt(in, rows, w1, h);
     if (gated_)
         backend_->swiglu_forward(h, a);
     else
         backend_->unary_forward(activation_, h, a);
-    Tensor weighted = backend_->empty(a.shape(), a.dtype());
-    backend_->scale_rows(a, probs, weighted);
-    backend_->grouped_gemm_nt(weighted, rows, w2, y);
+    backend_->grouped_gemm_nt(probs_on_input_ ? a : weighted_rows(a, probs), rows, w2, y);
     if (saved) *saved = Saved{x, probs, h, a, rows};
     return y;
 }
@@ -85,27 +93,31 @@ MoeExperts::Grads MoeExperts::backward(const Tensor& dy, const Saved& s) {
     for (size_t j = 0; j < fc1_.size(); ++j) {
         if (s.rows[j] == 0) continue;
         Tensor dyj = rows_of(dy_rows, s.rows, j), aj = rows_of(s.a, s.rows, j);
-        Tensor pj = rows_of(s.probs, s.rows, j);
-        // fc2: its input was the weighted activation, rebuilt here rather than kept.
-        Tensor weighted = backend_->empty(aj.shape(), aj.dtype());
-        backend_->scale_rows(aj, pj, weighted);
-        backend_->gemm(Transpose::yes, Transpose::no, 1.0f, dyj, weighted, 1.0f, fc2_[j].grad);
-        Tensor dweighted = backend_->empty(aj.shape(), aj.dtype());
-        backend_->gemm(Transpose::no, Transpose::no, 1.0f, dyj, fc2_[j].value, 0.0f, dweighted);
-        Tensor dpj = rows_of(g.dprobs, s.rows, j);
-        backend_->row_dots(dweighted, aj, dpj);
-        Tensor da = dweighted;  // overwritten in place: d activation = probs · d weighted
-        backend_->scale_rows(dweighted, pj, da);
+        Tensor pj = rows_of(s.probs, s.rows, j), dpj = rows_of(g.dprobs, s.rows, j);
+        // fc2: its input was the (weighted) activation, rebuilt here rather than kept.
+        backend_->gemm(Transpose::yes, Transpose::no, 1.0f, dyj,
+                       probs_on_input_ ? aj : weighted_rows(aj, pj), 1.0f, fc2_[j].grad);
+        Tensor da = backend_->empty(aj.shape(), aj.dtype());
+        backend_->gemm(Transpose::no, Transpose::no, 1.0f, dyj, fc2_[j].value, 0.0f, da);
+        if (!probs_on_input_) {
+            backend_->row_dots(da, aj, dpj);
+            backend_->scale_rows(da, pj, da);  // d activation = probs · d weighted, in place
+        }
         Tensor hj = rows_of(s.h, s.rows, j);
         Tensor dh = backend_->empty(hj.shape(), hj.dtype());
         if (gated_)
             backend_->swiglu_backward(hj, da, dh);
         else
             backend_->unary_backward(activation_, hj, da, dh);
-        backend_->gemm(Transpose::yes, Transpose::no, 1.0f, dh, rows_of(s.x, s.rows, j), 1.0f,
-                       fc1_[j].grad);
+        const Tensor xj = rows_of(s.x, s.rows, j);
+        backend_->gemm(Transpose::yes, Transpose::no, 1.0f, dh,
+                       probs_on_input_ ? weighted_rows(xj, pj) : xj, 1.0f, fc1_[j].grad);
         Tensor dxj = rows_of(g.dx, s.rows, j);
         backend_->gemm(Transpose::no, Transpose::no, 1.0f, dh, fc1_[j].value, 0.0f, dxj);
+        if (probs_on_input_) {  // d in = dxj: d probs = in's rows · x, d x = probs · d in
+            backend_->row_dots(dxj, xj, dpj);
+            backend_->scale_rows(dxj, pj, dxj);
+        }
     }
     return g;
 }

@@ -67,6 +67,9 @@ struct MoeConfig {
     // --moe-grouped-gemm: Transformer Engine's GroupedLinear names ("experts.linear_fc1.weight<j>")
     // instead of SequentialMLP's ("experts.local_experts.<j>.linear_fc1.weight").
     bool grouped_gemm = false;
+    // --moe-apply-probs-on-input (Llama 4, top-1 only): each token's routing weight scales its
+    // input to the expert instead of the expert's activation.
+    bool probs_on_input = false;
     DispatcherKind dispatcher = DispatcherKind::allgather;
     // --calculate-per-token-loss: the auxiliary losses are scaled by the tokens (Megatron's
     // MoEAuxLossAutoScaler gets aux_loss * num_tokens), as the main loss is a sum.

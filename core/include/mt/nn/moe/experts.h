@@ -55,9 +55,12 @@ class MT_API MoeExperts {
   private:
     // Expert j's slice of a (M, ...) tensor.
     Tensor rows_of(const Tensor& t, const std::vector<int64_t>& rows, size_t j) const;
+    // t's rows each times its prob, in t's dtype.
+    Tensor weighted_rows(const Tensor& t, const Tensor& probs) const;
 
     bool gated_;
-    bool grouped_;  // Transformer Engine's GroupedLinear names and order
+    bool probs_on_input_;  // --moe-apply-probs-on-input
+    bool grouped_;         // Transformer Engine's GroupedLinear names and order
     ops::UnaryOp activation_;
     std::vector<Parameter> fc1_, fc2_;
     Backend* backend_;
