@@ -10,14 +10,8 @@
 # run. Builds nothing: BUILD_DIR (default build) holds bin/megatron-generate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin="$(cd "${BUILD_DIR:-build}/bin" && pwd)"
-if [ -n "${WORK:-}" ]; then
-    work="$WORK"
-    mkdir -p "$work"
-else
-    work="$(mktemp -d)"
-    trap 'rm -rf "$work"' EXIT
-fi
+source bench/convert_bench_common.sh
+convert_bench_setup "${WORK:-}"  # bin, work
 if [ ! -f "$work/hf/config.json" ]; then
     : "${PYTHON:?set PYTHON to a python with torch and transformers to make $work/hf}"
     "$PYTHON" bench/hf_inference.py make llama-1b "$work/hf" >&2

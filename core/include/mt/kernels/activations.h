@@ -13,12 +13,26 @@ constexpr double kGeluCubic = 0.044715;
 constexpr double kInvSqrt2 = 0.7071067811865476;
 constexpr double kInvSqrt2Pi = 0.3989422804014327;
 
+// fwd and bwd of an activation with one exp per element, from its exp_arg, fwd_given and
+// bwd_given (which a backend may also call with the exps of many elements taken at once).
+template <class Op>
+struct OneExp {
+    template <class T>
+    MT_HD T fwd(T x) const {
+        return Op::fwd_given(x, k::exp(Op::exp_arg(x)));
+    }
+    template <class T>
+    MT_HD T bwd(T x, T dy) const {
+        return Op::bwd_given(x, dy, k::exp(Op::exp_arg(x)));
+    }
+};
+
 // GELU, tanh approximation: Megatron's bias_gelu (the default with --bias-gelu-fusion) and
 // F.gelu(approximate='tanh'), also --openai-gelu.
 //   y = x/2 (1 + tanh(u)),  u = sqrt(2/pi) x (1 + 0.044715 x^2)
 // computed as y = x sigmoid(2u) (the same function: (1 + tanh u)/2 = sigmoid(2u)) because
 // glibc's tanhf costs five expf; large |u| saturates cleanly (exp overflow gives y = -0).
-struct Gelu {
+struct Gelu : OneExp<Gelu> {
     // The argument of the one exp: -2u with u = sqrt(2/pi) x (1 + 0.044715 x^2), since
     // (1 + tanh u) / 2 = 1 / (1 + exp(-2u)). Split out so that a backend may take the exp of many
     // at once (fwd_given, bwd_given).
@@ -40,14 +54,6 @@ struct Gelu {
         T du = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluCubic) * x * x);
         return dy * (s + T(2) * x * s * (T(1) - s) * du);
     }
-    template <class T>
-    MT_HD T fwd(T x) const {
-        return fwd_given(x, k::exp(exp_arg(x)));
-    }
-    template <class T>
-    MT_HD T bwd(T x, T dy) const {
-        return bwd_given(x, dy, k::exp(exp_arg(x)));
-    }
 };
 
 // GELU with erf, exact: F.gelu, Megatron's TransformerConfig.activation_func default when the
@@ -68,7 +74,7 @@ struct GeluErf {
 
 // SiLU (swish): y = x sigmoid(x), sigmoid(x) = 1 / (1 + e) with e = exp(exp_arg(x)) = exp(-x);
 // fwd_given and bwd_given take e, so that a backend may take the exps of many at once.
-struct Silu {
+struct Silu : OneExp<Silu> {
     template <class T>
     MT_HD static T exp_arg(T x) {
         return -x;
@@ -86,14 +92,6 @@ struct Silu {
     MT_HD static T bwd_given(T x, T dy, T e) {
         T s = T(1) / (T(1) + e);
         return dy * s * (T(1) + x * (T(1) - s));
-    }
-    template <class T>
-    MT_HD T fwd(T x) const {
-        return fwd_given(x, k::exp(exp_arg(x)));
-    }
-    template <class T>
-    MT_HD T bwd(T x, T dy) const {
-        return bwd_given(x, dy, k::exp(exp_arg(x)));
     }
 };
 
