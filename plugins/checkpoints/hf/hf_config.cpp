@@ -941,7 +941,7 @@ HfConfig deepseek_config_from_args(const Args& a) {
     if (!a.flag("swiglu")) not_supported("swiglu", "False", why);
     if (a.flag("add_bias_linear", true)) not_supported("add_bias_linear", "True", why);
     if (!a.flag("qk_layernorm")) not_supported("qk_layernorm", "False", why);
-    for (const char* name : {"apply_layernorm_1p", "add_qkv_bias", "window_size", "qk_l2_norm"})
+    for (const char* name : {"apply_layernorm_1p", "add_qkv_bias", "window_size"})
         if (a.set(name)) not_supported(name, "set", why);
     c.mtp_layers = a.integer("mtp_num_layers", 0);
     MlaParts& m = c.mla;
@@ -1002,7 +1002,7 @@ HfConfig hybrid_config_from_args(const Args& a) {
         "Mamba-2 and Nemotron-H have RMSNorm, no positions, no biases, "
         "relu2 MLPs and Mamba, attention, MLP and NemotronHMoE layers only";
     for (const char* name : {"qk_layernorm", "apply_layernorm_1p", "swiglu",
-                             "multi_latent_attention", "window_size", "add_qkv_bias", "qk_l2_norm"})
+                             "multi_latent_attention", "window_size", "add_qkv_bias"})
         if (a.set(name)) not_supported(name, "set", why);
     std::optional<std::string> pattern;
     for (const char* name : {"hybrid_override_pattern", "hybrid_layer_pattern"})
@@ -1067,11 +1067,15 @@ HfConfig hybrid_config_from_args(const Args& a) {
 
 HfConfig hf_config_from_args(const CheckpointArgs& args, const std::optional<BertParts>& bert) {
     const Args a(args);
+    // No Hugging Face architecture normalises queries and keys by their RMS alone (Llama 4's
+    // folders are not written here).
+    if (a.flag("qk_l2_norm"))
+        not_supported("qk_l2_norm", "True", "no exported model_type has L2-normalised queries");
     if (megatron_mamba_model(args)) return hybrid_config_from_args(a);
     if (!bert && a.flag("multi_latent_attention")) return deepseek_config_from_args(a);
     // Model features no exported model_type has, whichever the architecture.
-    for (const char* name : {"apply_layernorm_1p", "squared_relu", "multi_latent_attention",
-                             "window_size", "qk_l2_norm"})
+    for (const char* name :
+         {"apply_layernorm_1p", "squared_relu", "multi_latent_attention", "window_size"})
         if (a.set(name)) {
             const ArgValue* v = find_arg(args, name);
             not_supported(name,

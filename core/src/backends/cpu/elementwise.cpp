@@ -81,15 +81,6 @@ requires(!std::is_same_v<S, double>) void unary_backward_loop(Op, const S* x, co
     });
 }
 
-// The exps of a SwiGLU row's gates [first, first + count) (count <= kExpBlock), f32 at SIMD
-// width; f64 through k::exp.
-void gate_exps(const float* gate, int64_t count, float* e) {
-    exps_of(count, e, [&](int64_t i) { return k::Silu::exp_arg(gate[i]); });
-}
-void gate_exps(const double* gate, int64_t count, double* e) {
-    for (int64_t i = 0; i < count; ++i) e[i] = k::exp(k::Silu::exp_arg(gate[i]));
-}
-
 // Calls fn with the functor of op.
 template <class Fn>
 void with_unary(UnaryOp op, Fn fn) {
@@ -191,7 +182,7 @@ void CpuBackend::swiglu_forward(const Tensor& x, Tensor& y) {
             T e[kExpBlock];
             for (int64_t j0 = 0; j0 < half; j0 += kExpBlock) {
                 const int64_t count = std::min(kExpBlock, half - j0);
-                gate_exps(gate + j0, count, e);
+                silu_exps(gate + j0, count, e);
                 for (int64_t j = 0; j < count; ++j)
                     yr[j0 + j] = k::Swiglu::fwd_given(gate[j0 + j], up[j0 + j], e[j]);
             }
@@ -224,7 +215,7 @@ void CpuBackend::swiglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) 
             T e[kExpBlock];
             for (int64_t j0 = 0; j0 < half; j0 += kExpBlock) {
                 const int64_t count = std::min(kExpBlock, half - j0);
-                gate_exps(gate + j0, count, e);
+                silu_exps(gate + j0, count, e);
                 for (int64_t j = j0; j < j0 + count; ++j)
                     k::Swiglu::bwd_given(gate[j], up[j], dyr[j], e[j - j0], d_gate[j], d_up[j]);
             }

@@ -37,14 +37,6 @@ GroupShape group_shape(const char* op, const Tensor& x, const Tensor& z, const T
     return {x.numel() / cols, cols, group_size, cols / group_size};
 }
 
-// e[i] = exp(Silu::exp_arg(z[i])), i < n: f32 at SIMD width, f64 through k::exp.
-void silu_exps(const float* z, int64_t n, float* e) {
-    exps_of(n, e, [&](int64_t i) { return k::Silu::exp_arg(z[i]); });
-}
-void silu_exps(const double* z, int64_t n, double* e) {
-    for (int64_t i = 0; i < n; ++i) e[i] = k::exp(k::Silu::exp_arg(z[i]));
-}
-
 }  // namespace
 
 void CpuBackend::gated_rms_norm_forward(const Tensor& x, const Tensor& z, const Tensor& weight,

@@ -6,9 +6,11 @@
 // -103.97 (as expf), +inf above 88.72, NaN for NaN.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "mt/api.h"
+#include "mt/kernels/activations.h"
 
 namespace mt::cpu {
 
@@ -19,11 +21,22 @@ MT_API float exp_shifted(const float* x, float shift, float* y, int64_t n);
 MT_API float sum_exp_shifted(const float* x, float shift, int64_t n);
 
 // e[i] = exp(arg(i)), i < n, at SIMD width: the exps an activation takes of its inputs
-// (k::Gelu::exp_arg, k::Silu::exp_arg) for a block of them at once.
+// (k::Gelu::exp_arg, k::Silu::exp_arg) for a block of them at once. In double (the kernels'
+// reference precision) through libm, element by element.
 template <class Arg>
 void exps_of(int64_t n, float* e, Arg arg) {
     for (int64_t i = 0; i < n; ++i) e[i] = arg(i);
     exp_shifted(e, 0.0f, e, n);
+}
+template <class Arg>
+void exps_of(int64_t n, double* e, Arg arg) {
+    for (int64_t i = 0; i < n; ++i) e[i] = std::exp(arg(i));
+}
+// e[i] = exp(k::Silu::exp_arg(z[i])), i < n: the exps of SiLU's sigmoid (SwiGLU's gates, Mamba's
+// gated norm).
+template <class T>
+void silu_exps(const T* z, int64_t n, T* e) {
+    exps_of(n, e, [&](int64_t i) { return k::Silu::exp_arg(z[i]); });
 }
 
 // Each build (exp_shifted runs the one this CPU has; the tests run them all): the AVX-512 one
