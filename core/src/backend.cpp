@@ -102,8 +102,8 @@ MT_UNSUPPORTED(attention_forward, const Tensor&, const Tensor&, const Tensor&,
 MT_UNSUPPORTED(attention_backward, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                const Tensor&, const Tensor&, const ops::AttentionConfig&, Tensor&, Tensor&, Tensor&)
 MT_UNSUPPORTED(attention_merge, Tensor&, Tensor&, const Tensor&, const Tensor&, int64_t, int64_t)
-MT_UNSUPPORTED(attention_cached, const Tensor&, const Tensor&, const Tensor&, int64_t, double,
-               const Tensor&, Tensor&)
+MT_UNSUPPORTED(attention_cached, const Tensor&, const Tensor&, const Tensor&, int64_t, int64_t,
+               double, const Tensor&, const Tensor&, Tensor&)
 MT_UNSUPPORTED(depthwise_conv1d_forward, const Tensor&, const Tensor&, const Tensor&, Tensor&)
 MT_UNSUPPORTED(depthwise_conv1d_backward, const Tensor&, const Tensor&, const Tensor&, Tensor&,
                Tensor&, Tensor&)

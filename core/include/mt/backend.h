@@ -202,11 +202,14 @@ class MT_API Backend {
     virtual void attention_merge(Tensor& out, Tensor& lse, const Tensor& out_part,
                                  const Tensor& lse_part, int64_t row_begin, int64_t row_end);
     // Inference over a key/value cache (no dropout, causal): q (B, Tq, nq, hd) holds positions
-    // past .. past+Tq-1; k_cache, v_cache (B, C, ng, hd), C >= past + Tq. Query t sees keys
-    // s <= past + t. bias: undefined, or (nq, Tq, past + Tq) added to the scaled scores as
-    // AttentionConfig::bias is.
+    // past .. past+Tq-1; k_cache, v_cache (B, C, ng, hd) hold position s at slot s % C, C >=
+    // past + Tq (C >= window + Tq with a window: a ring). Query t sees keys s <= past + t, and
+    // s >= past + t - window unless window is -1 (AttentionConfig::window).
+    // bias: undefined, or (nq, Tq, past + Tq) added to the scaled scores as
+    // AttentionConfig::bias is; sink: undefined, or (nq) as AttentionConfig::sink.
     virtual void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                                  int64_t past, double scale, const Tensor& bias, Tensor& out);
+                                  int64_t past, int64_t window, double scale, const Tensor& bias,
+                                  const Tensor& sink, Tensor& out);
 
     // ---- Mamba-2 (Megatron's MambaMixer; f32, and f64 for finite-difference checks) ---------
     // Depthwise causal convolution: x (B, T + K - 1, C) holds the K - 1 positions before the

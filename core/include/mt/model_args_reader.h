@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "mt/error.h"
 #include "mt/model.h"
@@ -44,6 +45,19 @@ class ModelArgsReader {
         const std::string& t = text(name);
         MT_CHECK(t.empty() || t == "true" || t == "false", "--", name, " takes no value, got ", t);
         return t != "false";
+    }
+    // One of `choices` (argparse's choices=) for `name`, `fallback` when absent, or an error
+    // listing them.
+    template <class Enum, size_t N>
+    Enum choice(const char* name, const char* fallback,
+                const std::pair<const char*, Enum> (&choices)[N]) const {
+        const std::string v = has(name) ? text(name) : fallback;
+        std::string names;
+        for (const auto& [option, e] : choices) {
+            if (v == option) return e;
+            names += std::string(names.empty() ? "" : ", ") + option;
+        }
+        MT_FAIL("--", name, " ", v.substr(0, 100), ": supported are ", names);
     }
 
   private:

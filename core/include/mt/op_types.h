@@ -37,8 +37,11 @@ enum class SoftmaxMask : uint8_t {
 };
 
 struct AttentionConfig {
-    double scale = 1.0;    // applied to q.k before the softmax (Megatron: 1 / sqrt(head dim))
-    bool causal = true;    // query t sees keys s <= t
+    double scale = 1.0;  // applied to q.k before the softmax (Megatron: 1 / sqrt(head dim))
+    bool causal = true;  // query t sees keys s <= t
+    // A causal sliding window (Megatron's --window-size (window, 0)): query t sees keys
+    // s >= t - window too; -1: no such limit.
+    int64_t window = -1;
     int64_t block = 64;    // query rows and keys per block of the online softmax
     float dropout = 0.0f;  // drop probability of each attention probability
     uint64_t seed = 0;     // dropout stream; element (b, h, t, s) uses counter
@@ -58,6 +61,13 @@ struct AttentionConfig {
     // batch, into it (the bias's gradient; the config is shared with the forward, which ignores
     // it).
     Tensor bias_grad;
+    // Optional (nq) contiguous on the backend's device, f64 for f64 q and f32 otherwise: each
+    // query head's attention sink (Megatron's --softmax-type: off-by-one's 0, learnable's
+    // softmax_offset), a logit every row's softmax counts and no value belongs to.
+    Tensor sink;
+    // Optional, shaped as sink: attention_backward adds the sink's gradient, summed over the
+    // batch and the queries, into it.
+    Tensor sink_grad;
 };
 
 // The dropout counters one attention call over q (B, Tq, nq, hd) and keys (B, Tk, ...) consumes

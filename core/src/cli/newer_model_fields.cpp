@@ -33,7 +33,6 @@ constexpr const char* kAttentionVariants =
     "attention)";
 constexpr const char* kMup = "muP (maximal-update parametrization) multipliers";
 constexpr const char* kYarn = "YaRN rotary scaling (--position-embedding-type yarn)";
-constexpr const char* kWindow = "sliding-window attention";
 constexpr const char* kKitchenAttention = "kitchen quantized attention";
 constexpr const char* kWeightLayout =
     "this expert / MLP weight layout (grouped or GLU-interleaved weights)";
@@ -75,7 +74,6 @@ constexpr NewerModelField kNewerModelFields[] = {
      accept("splits the MLP's training sequence into chunks to save memory: the same math")},
     {"--flash-attention-version",
      accept("a flash-attention kernel version: the CPU's attention computes the same")},
-    {"--softmax-type", refuse(kGptOss)},
     {"--glu-linear-offset", refuse(kGptOss)},
     {"--activation-func-clamp-value", refuse(kGptOss)},
     {"--quick-geglu", refuse(kGptOss)},
@@ -163,8 +161,6 @@ constexpr NewerModelField kNewerModelFields[] = {
     {"--inference-grouped-gemm-backend", kInferenceKernels},
     {"--inference-moe-disable-fused-quant-kernels", kInferenceKernels},
     {"--inference-moe-token-dispatcher-type", kInferenceKernels},
-    {"--window-size", refuse(kWindow)},
-    {"--window-attn-skip-freq", refuse(kWindow)},
     {"--yarn-original-max-position-embeddings", refuse(kYarn)},
     {"--yarn-beta-fast", refuse(kYarn)},
     {"--yarn-beta-slow", refuse(kYarn)},

@@ -65,6 +65,17 @@ SelfAttention::SelfAttention(const std::string& prefix, const TransformerConfig&
              " query groups (--num-query-groups, or the heads without GQA) do not split across ",
              config.tp.size(), " tensor-parallel ranks (--tensor-model-parallel-size)");
     MT_CHECK(hd_ > 0, "SelfAttention: head dim must be > 0");
+    if (config.softmax_type == SoftmaxType::learnable) {
+        // Megatron's DotProductAttention: one offset per head, split with the heads, 1-D (no
+        // weight decay), drawn by init_method.
+        softmax_offset_.emplace(make_parameter(
+            backend, join_name(prefix, "core_attention.softmax_offset"), {heads}, config.dtype,
+            ShardSpec{ShardSpec::Kind::column, 0, 1}, false, config.tp));
+        softmax_offset_->init.kind = ParameterInit::Kind::normal;
+    } else if (config.softmax_type == SoftmaxType::off_by_one) {
+        zero_sink_ = backend.empty({nq_}, upcast_dtype(config.dtype));
+        backend.fill(zero_sink_, 0.0);
+    }
     if (config.qk_l2_norm) {
         // Megatron's L2Norm: x rsqrt(mean(x^2) + 1e-6), an RMSNorm whose weight stays 1 (not a
         // parameter: collect_qk_norm_parameters leaves it out).
@@ -139,6 +150,7 @@ ops::AttentionConfig attention_config(const TransformerConfig& config, double sc
     ops::AttentionConfig c;
     c.scale = scale;
     c.causal = mask.causal;
+    c.window = config.attention_window;
     c.block = config.attention_block;
     draw_attention_dropout(config, q, ctx, c);
     if (const Tensor& starts = mask.document_start; starts.defined()) {
@@ -164,9 +176,11 @@ void SelfAttention::attend(Saved& s, DropoutContext& ctx, const AttentionMask& m
     s.lse = backend_->empty({B, nq_, T}, upcast_dtype(s.q.dtype()));  // f32 for bf16
     if (config_.cp.active()) {
         MT_CHECK(mask.causal && !mask.document_start.defined() && !mask.key_length.defined() &&
-                     !mask.bias.defined(),
+                     !mask.bias.defined() && config_.attention_window < 0 &&
+                     config_.softmax_type == SoftmaxType::vanilla,
                  "not supported yet: --context-parallel-size with a mask other than causal "
-                 "(bidirectional, --reset-attention-mask, padding or an attention bias)");
+                 "(bidirectional, --reset-attention-mask, padding, an attention bias, "
+                 "--window-size or --softmax-type)");
         // Each ring step draws its own dropout counters.
         s.attention = ops::AttentionConfig{};
         s.attention.scale = scale;
@@ -178,7 +192,17 @@ void SelfAttention::attend(Saved& s, DropoutContext& ctx, const AttentionMask& m
         return;
     }
     s.attention = attention_config(config_, scale, s.q, ctx, mask, *backend_);
+    s.attention.sink = sink();
     backend_->attention_forward(s.q, s.k, s.v, s.attention, s.out, s.lse);
+}
+
+Tensor SelfAttention::sink() const {
+    const DType dtype = upcast_dtype(config_.dtype);
+    if (!softmax_offset_) return zero_sink_;  // undefined with --softmax-type vanilla
+    if (softmax_offset_->value.dtype() == dtype) return softmax_offset_->value;
+    Tensor wide = backend_->empty({nq_}, dtype);
+    backend_->cast(softmax_offset_->value, wide);
+    return wide;
 }
 
 ops::RopeTables SelfAttention::sequence_rope_tables(int64_t length) const {
@@ -202,17 +226,21 @@ ops::RopeTables SelfAttention::sequence_rope_tables(int64_t length) const {
 
 Tensor SelfAttention::attend_cached(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const KvSlot& cache, const Tensor& bias) const {
-    const int64_t B = q.size(0), T = q.size(1);
-    Tensor& kc = cache.layer->k;
-    Tensor& vc = cache.layer->v;
-    MT_CHECK(kc.dim() == 4 && kc.size(0) == B && kc.size(2) == ng_ && kc.size(3) == hd_ &&
-                 kc.dtype() == q.dtype() && cache.past + T <= kc.size(1),
-             "SelfAttention: the KV cache ", kc.describe(), " does not hold ", B, " rows of ",
-             cache.past, " + ", T, " positions of ", ng_, " groups x ", hd_);
-    Tensor k_new = kc.slice(1, cache.past, cache.past + T);
-    Tensor v_new = vc.slice(1, cache.past, cache.past + T);
-    backend_->copy(k, k_new);
-    backend_->copy(v, v_new);
+    const int64_t B = q.size(0), T = q.size(1), past = cache.past;
+    KvState& state = *cache.layer;
+    const int64_t window = config_.attention_window;
+    MT_CHECK(state.k.dim() == 4 && state.k.size(0) == B && state.k.size(2) == ng_ &&
+                 state.k.size(3) == hd_ && state.k.dtype() == q.dtype() &&
+                 past + T <= state.capacity,
+             "SelfAttention: the KV cache ", state.k.describe(), " of ", state.capacity,
+             " positions does not hold ", B, " rows of ", past, " + ", T, " positions of ", ng_,
+             " groups x ", hd_);
+    // Queries past.. read the window before them: the ring must hold it and the new positions.
+    if (past > 0 && past + T > state.k.size(1) && window + T > state.k.size(1))
+        grow_ring(state, past, std::min(state.capacity, window + T));
+    write_ring(state, k, v, past);
+    const Tensor& kc = state.k;
+    const Tensor& vc = state.v;
     Tensor out = backend_->empty(q.shape(), q.dtype());
     const double scale = 1.0 / std::sqrt(double(hd_));
     if (cache.past == 0 && T > 1) {
@@ -220,12 +248,14 @@ Tensor SelfAttention::attend_cached(const Tensor& q, const Tensor& k, const Tens
         // (its row log-sum-exps are not needed).
         ops::AttentionConfig config;
         config.scale = scale;
+        config.window = config_.attention_window;
         config.block = config_.attention_block;
         config.bias = bias;
+        config.sink = sink();
         Tensor lse = backend_->empty({B, nq_, T}, upcast_dtype(q.dtype()));
         backend_->attention_forward(q, k, v, config, out, lse);
     } else {
-        backend_->attention_cached(q, kc, vc, cache.past, scale, bias, out);
+        backend_->attention_cached(q, kc, vc, past, window, scale, bias, sink(), out);
     }
     return proj_.forward(out.view({B, T, nq_ * hd_}), nullptr);
 }
@@ -239,9 +269,17 @@ Tensor SelfAttention::backward(const Tensor& dy, const Saved& saved) {
     if (config_.cp.active())
         ring_attention_backward(*backend_, config_.cp, saved.q, saved.k, saved.v, saved.out,
                                 saved.lse, dout, saved.ring, dq, dk, dv);
-    else
+    else if (!softmax_offset_)
         backend_->attention_backward(saved.q, saved.k, saved.v, saved.out, saved.lse, dout,
                                      saved.attention, dq, dk, dv);
+    else {
+        ops::AttentionConfig with_grad = saved.attention;
+        with_grad.sink_grad = backend_->empty({nq_}, upcast_dtype(config_.dtype));
+        backend_->fill(with_grad.sink_grad, 0.0);
+        backend_->attention_backward(saved.q, saved.k, saved.v, saved.out, saved.lse, dout,
+                                     with_grad, dq, dk, dv);
+        backend_->axpy(1.0f, with_grad.sink_grad, softmax_offset_->grad);
+    }
     if (config_.rotary) {
         ops::RopeTables tables = sequence_rope_tables(l.T);
         backend_->rope_backward(dq, tables, dq);
@@ -261,9 +299,39 @@ Tensor SelfAttention::backward(const Tensor& dy, const Saved& saved) {
 }
 
 void SelfAttention::collect_parameters(std::vector<Parameter*>& out) {
+    if (softmax_offset_) out.push_back(&*softmax_offset_);  // core_attention comes first
     qkv_.collect_parameters(out);
     proj_.collect_parameters(out);
     collect_qk_norm_parameters(out);
+}
+
+void SelfAttention::write_ring(KvState& state, const Tensor& k, const Tensor& v,
+                               int64_t past) const {
+    const int64_t T = k.size(1), slots = state.k.size(1);
+    // Only the last `slots` positions stay (a prefill longer than a window's ring attends over
+    // its own keys), in at most two runs of slots.
+    for (int64_t p = std::max(past, past + T - slots); p < past + T;) {
+        const int64_t slot = p % slots, run = std::min(past + T - p, slots - slot);
+        Tensor k_to = state.k.slice(1, slot, slot + run), v_to = state.v.slice(1, slot, slot + run);
+        backend_->copy(k.slice(1, p - past, p - past + run), k_to);
+        backend_->copy(v.slice(1, p - past, p - past + run), v_to);
+        p += run;
+    }
+}
+
+void SelfAttention::grow_ring(KvState& state, int64_t past, int64_t slots) const {
+    const int64_t old = state.k.size(1);
+    KvState grown;
+    grown.k = backend_->empty({state.k.size(0), slots, ng_, hd_}, state.k.dtype());
+    grown.v = backend_->empty({state.k.size(0), slots, ng_, hd_}, state.k.dtype());
+    grown.capacity = state.capacity;
+    for (int64_t p = std::max<int64_t>(0, past - old); p < past; ++p) {
+        Tensor k_to = grown.k.slice(1, p % slots, p % slots + 1);
+        Tensor v_to = grown.v.slice(1, p % slots, p % slots + 1);
+        backend_->copy(state.k.slice(1, p % old, p % old + 1), k_to);
+        backend_->copy(state.v.slice(1, p % old, p % old + 1), v_to);
+    }
+    state = std::move(grown);
 }
 
 std::unique_ptr<KvState> SelfAttention::make_state(int64_t batch, int64_t capacity) const {
@@ -272,8 +340,12 @@ std::unique_ptr<KvState> SelfAttention::make_state(int64_t batch, int64_t capaci
              "capacity (batch ",
              batch, ", capacity ", capacity, ")");
     auto state = std::make_unique<KvState>();
-    state->k = backend_->empty({batch, capacity, ng_, hd_}, config_.dtype);
-    state->v = backend_->empty({batch, capacity, ng_, hd_}, config_.dtype);
+    // A windowed layer keeps the window and the position being read (decoding's one).
+    const int64_t window = config_.attention_window;
+    const int64_t slots = window >= 0 ? std::min(capacity, window + 1) : capacity;
+    state->k = backend_->empty({batch, slots, ng_, hd_}, config_.dtype);
+    state->v = backend_->empty({batch, slots, ng_, hd_}, config_.dtype);
+    state->capacity = capacity;
     return state;
 }
 

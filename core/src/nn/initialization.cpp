@@ -57,6 +57,10 @@ void fill_uniform01(std::vector<double>& value, uint64_t seed, uint64_t stream) 
 std::vector<double> draw_special(const Parameter& p, const InitConfig& config) {
     std::vector<double> v(size_t(shape_numel(p.whole_shape)));
     const ParameterInit& init = p.init;
+    if (init.kind == ParameterInit::Kind::normal) {
+        fill_normal(v, config.init_method_std, config.seed, name_hash(p.name));
+        return v;
+    }
     if (init.kind == ParameterInit::Kind::residual_normal) {
         fill_normal(v, config.init_method_std / std::sqrt(double(config.num_layers)), config.seed,
                     name_hash(p.name));

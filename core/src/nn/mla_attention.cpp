@@ -250,7 +250,8 @@ Tensor MultiLatentAttention::attend_latents(const Tensor& q, const MlaState& sta
     backend_->copy(q.slice(3, qk, dq_), query_rope);
     const Tensor& cache = state.latent_and_rope_key;
     Tensor attended = backend_->empty(query.shape(), query.dtype());
-    backend_->attention_cached(query, cache, cache, past, softmax_scale_, mask.bias, attended);
+    backend_->attention_cached(query, cache, cache, past, -1, softmax_scale_, mask.bias, Tensor(),
+                               attended);
     Tensor out = backend_->empty({B, T, nq_, dv_}, q.dtype());
     Tensor out_heads = out.view({B * T, nq_, dv_}).transpose(0, 1);
     backend_->gemm_batched(Transpose::no, Transpose::yes, 1.0f,

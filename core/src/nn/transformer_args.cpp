@@ -99,6 +99,13 @@ std::vector<FlagInfo> transformer_flags() {
     flags.insert(flags.end(), moe.begin(), moe.end());
     std::vector<FlagInfo> mla = mla_flags();
     flags.insert(flags.end(), mla.begin(), mla.end());
+    std::vector<FlagInfo> windows = attention_window_flags();
+    flags.insert(flags.end(), windows.begin(), windows.end());
+    flags.push_back(value_flag("softmax-type",
+                               "attention softmax: vanilla, off-by-one (a sink logit of 0 in "
+                               "every row) or learnable (a learned sink per head, "
+                               "core_attention.softmax_offset)",
+                               "vanilla"));
     flags.push_back(value_flag("mtp-num-layers",
                                "multi-token prediction: the depths of future tokens predicted, "
                                "one transformer layer each (GPT; default none)"));
@@ -256,6 +263,16 @@ TransformerArgs read_transformer_args(const ModelArgs& args) {
              "default) or leave --moe-grouped-gemm out");
 
     read_mla_args(f, c);
+    c.windows = read_attention_windows(args, c.num_layers);
+    c.softmax_type = f.choice("softmax-type", "vanilla",
+                              {std::pair{"vanilla", SoftmaxType::vanilla},
+                               std::pair{"off-by-one", SoftmaxType::off_by_one},
+                               std::pair{"learnable", SoftmaxType::learnable}});
+    MT_CHECK(c.softmax_type == SoftmaxType::vanilla || !c.mla.enabled,
+             "not supported yet: --softmax-type ", f.text("softmax-type"),
+             " with --multi-latent-attention");
+    MT_CHECK(!c.windows.enabled() || !c.mla.enabled,
+             "not supported yet: --window-size with --multi-latent-attention");
 
     // Megatron reads --mtp-num-layers as "if args.mtp_num_layers": 0 is none.
     c.mtp_num_layers = f.integer("mtp-num-layers", 0);
@@ -319,6 +336,7 @@ TransformerConfig transformer_layer_config(const TransformerArgs& c, DType dtype
     t.rope.interleaved = c.rotary_interleaved;
     t.qk_layernorm = c.qk_layernorm;
     t.qk_l2_norm = c.qk_l2_norm;
+    t.softmax_type = c.softmax_type;
     t.hidden_dropout = float(c.hidden_dropout);
     t.attention_dropout = float(c.attention_dropout);
     t.dtype = dtype;

@@ -26,6 +26,8 @@ BertConfig bert_config_from_args(const ModelArgs& args) {
     const ModelArgsReader f(args);
     BertConfig c;
     c.transformer = nn::read_transformer_args(args);
+    MT_CHECK(!c.transformer.windows.enabled(),
+             "not supported yet: --window-size in BERT (sliding windows are causal)");
     MT_CHECK(!c.transformer.moe.enabled(),
              "not supported yet: --num-experts for BERT (mixture-of-experts layers are built for "
              "GPT models)");

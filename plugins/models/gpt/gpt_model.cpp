@@ -8,6 +8,7 @@
 
 #include "mt/error.h"
 #include "mt/model_stage.h"
+#include "mt/nn/attention_window.h"
 #include "mt/nn/inference_state.h"
 #include "mt/nn/initialization.h"
 #include "mt/nn/mamba_mixer.h"
@@ -70,7 +71,8 @@ std::shared_ptr<nn::MoeTracker> moe_tracker_for(const nn::TransformerArgs& confi
     return std::make_shared<nn::MoeTracker>(config.moe.router, moe_layers);
 }
 
-// A hybrid model's layers as allocated; dense layers; or the MoE pattern's.
+// A hybrid model's layers as allocated; dense layers; or the MoE pattern's; with
+// --window-size, each attention's window.
 nn::LayerSpecs layer_specs(const nn::TransformerArgs& config,
                            const std::optional<HybridArgs>& hybrid,
                            std::shared_ptr<nn::MoeTracker> tracker) {
@@ -82,6 +84,7 @@ nn::LayerSpecs layer_specs(const nn::TransformerArgs& config,
                  "hybrid layer specs build standard self-attention whatever the flag says)");
         MT_CHECK(config.mtp_num_layers == 0,
                  "not supported yet: --mtp-num-layers in a hybrid model");
+        MT_CHECK(!config.windows.enabled(), "not supported yet: --window-size in a hybrid model");
         return [layers = hybrid->layers, tracker](int64_t i) {
             MT_CHECK(i >= 0 && i < int64_t(layers.size()), "layer ", i,
                      " is outside the hybrid layer pattern of ", layers.size(), " layers");
@@ -97,8 +100,11 @@ nn::LayerSpecs layer_specs(const nn::TransformerArgs& config,
             }
         };
     }
-    if (!config.moe.enabled()) return nn::dense_layer_specs(config.mla.enabled);
-    return nn::moe_layer_specs(config.moe_layers, std::move(tracker), config.mla.enabled);
+    return nn::with_attention_windows(
+        config.moe.enabled()
+            ? nn::moe_layer_specs(config.moe_layers, std::move(tracker), config.mla.enabled)
+            : nn::dense_layer_specs(config.mla.enabled),
+        config.windows);
 }
 
 // Integer tensor -> its values as int64 (i64 or i32, any contiguity).

@@ -61,6 +61,9 @@ T5Config t5_config_from_args(const ModelArgs& given) {
     ModelArgs shared = args;
     if (relative) shared["position-embedding-type"] = "none";
     c.transformer = nn::read_transformer_args(shared);
+    MT_CHECK(!c.transformer.windows.enabled(), "not supported yet: --window-size in T5");
+    MT_CHECK(c.transformer.softmax_type == nn::SoftmaxType::vanilla,
+             "not supported yet: --softmax-type in T5");
     const nn::TransformerArgs& t = c.transformer;
     if (relative) {
         MT_CHECK(t.transformer_impl == nn::TransformerImpl::transformer_engine,

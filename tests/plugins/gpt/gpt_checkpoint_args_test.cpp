@@ -279,8 +279,6 @@ TEST(GptCheckpointArgs, MegatronDeepSpeedsArgsReadAsTheSameModel) {
 TEST(GptCheckpointArgs, NewerModelOptionsAreRefusedByName) {
     const std::vector<FlagInfo> flags = gpt_family_flags();
     const std::pair<const char*, ArgValue> cases[] = {
-        {"softmax_type", std::string("learnable")},
-        {"window_size", std::string("(128, 0)")},
         {"quick_geglu", true},
         {"attention_output_gate", true},
         {"use_mup", true},
@@ -293,12 +291,15 @@ TEST(GptCheckpointArgs, NewerModelOptionsAreRefusedByName) {
         EXPECT_EQ(error.rfind("checkpoint args: " + std::string(dest) + " = ", 0), 0u) << error;
         EXPECT_NE(error.find("not supported yet: "), std::string::npos) << error;
     }
-    // ... and options that change nothing here load.
-    for (const auto& [dest, value] :
-         std::vector<std::pair<const char*, ArgValue>>{{"cuda_graph_impl", std::string("local")},
-                                                       {"cpu_offloading_num_layers", int64_t(2)},
-                                                       {"qk_clip", true},
-                                                       {"fp4", std::string("nvfp4")}}) {
+    // ... and options that change nothing here, or that the family reads (the sliding window:
+    // a tuple in the args; attention sinks), load.
+    for (const auto& [dest, value] : std::vector<std::pair<const char*, ArgValue>>{
+             {"cuda_graph_impl", std::string("local")},
+             {"cpu_offloading_num_layers", int64_t(2)},
+             {"qk_clip", true},
+             {"fp4", std::string("nvfp4")},
+             {"window_size", std::vector<int64_t>{128, 0}},
+             {"softmax_type", std::string("learnable")}}) {
         CheckpointArgs args = kBase;
         set_arg(args, dest, value);
         EXPECT_EQ(error_of_load(args, flags), "") << dest;

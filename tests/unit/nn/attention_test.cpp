@@ -1,5 +1,6 @@
 // Block-wise attention (ops/attention.h) against a naive full-softmax f64 implementation (with an
-// additive bias too, and its gradient), and
+// additive bias too, and its gradient, a sliding window, and attention sinks with their
+// gradient), and
 // the SelfAttention module's backward against f64 finite differences (MHA and GQA, rope on and
 // off, interleaved and Llama-3-scaled rope, q/k layer norms, T not a multiple of the block,
 // attention dropout replayed).
@@ -42,6 +43,7 @@ void naive_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                 double m = -INFINITY;
                 for (int64_t j = 0; j < Tk; ++j) {
                     if (cfg.causal && j > t) continue;
+                    if (cfg.window >= 0 && j < t - cfg.window) continue;
                     if (cfg.key_length.defined() && j >= cfg.key_length.data<int32_t>()[b])
                         continue;
                     double d = 0;
@@ -52,7 +54,9 @@ void naive_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                     if (cfg.bias.defined()) s[j] += cfg.bias.data<double>()[(h * T + t) * Tk + j];
                     m = std::max(m, s[j]);
                 }
-                double z = 0;
+                const double sink = cfg.sink.defined() ? cfg.sink.data<double>()[h] : -INFINITY;
+                m = std::max(m, sink);
+                double z = std::exp(sink - m);
                 for (int64_t j = 0; j < Tk; ++j) z += std::exp(s[j] - m);
                 const int64_t row = (b * nq + h) * T + t;
                 lse[row] = m + std::log(z);
@@ -84,6 +88,8 @@ TEST_P(NnAttentionOp, ForwardEqualsNaiveSoftmax) {
         std::vector<int32_t> key_length = {};  // padding (BERT): keys past it are invisible
         int64_t Tk = 0;                        // keys of a cross-attention; 0: T
         bool bias = false;                     // an additive (nq, T, Tk) bias
+        int64_t window = -1;                   // a sliding window (--window-size)
+        bool sink = false;                     // a sink logit per head (--softmax-type)
     };
     for (Case c :
          {Case{7, 2, 2, 3, true, 0.0f}, Case{9, 4, 2, 4, true, 0.0f},
@@ -93,7 +99,17 @@ TEST_P(NnAttentionOp, ForwardEqualsNaiveSoftmax) {
           Case{7, 2, 2, 3, false, 0.0f, {3, 5}, 5}, Case{4, 4, 4, 3, false, 0.3f, {9, 2}, 9},
           // T5's relative position bias: causal, padded, over more keys
           Case{7, 4, 2, 3, true, 0.0f, {}, 0, true}, Case{6, 2, 2, 4, false, 0.2f, {3, 6}, 0, true},
-          Case{5, 2, 1, 2, false, 0.0f, {}, 8, true}}) {
+          Case{5, 2, 1, 2, false, 0.0f, {}, 8, true},
+          // sliding windows: narrower than a block, wider, only the query itself; with dropout
+          // and a bias
+          Case{9, 4, 2, 4, true, 0.0f, {}, 0, false, 2},
+          Case{11, 2, 1, 3, true, 0.0f, {}, 0, false, 5},
+          Case{6, 2, 2, 4, true, 0.0f, {}, 0, false, 0},
+          Case{10, 4, 2, 3, true, 0.3f, {}, 0, true, 3},
+          // attention sinks: causal, padded bidirectional (a row with no key), windowed
+          Case{7, 4, 2, 3, true, 0.0f, {}, 0, false, -1, true},
+          Case{6, 2, 2, 4, false, 0.2f, {0, 5}, 0, false, -1, true},
+          Case{9, 4, 2, 4, true, 0.0f, {}, 0, true, 2, true}}) {
         const int64_t Tk = c.Tk ? c.Tk : c.T;
         Tensor q = random_like({2, c.T, c.nq, 3}, DType::f64, rng, -2, 2);
         Tensor k = random_like({2, Tk, c.ng, 3}, DType::f64, rng, -2, 2);
@@ -103,10 +119,12 @@ TEST_P(NnAttentionOp, ForwardEqualsNaiveSoftmax) {
         cfg.causal = c.causal;
         cfg.block = c.block;
         cfg.dropout = c.dropout;
+        cfg.window = c.window;
         cfg.seed = 5;
         cfg.offset = 17;
         if (!c.key_length.empty()) cfg.key_length = mt::host_tensor(c.key_length, {2});
         if (c.bias) cfg.bias = random_like({c.nq, c.T, Tk}, DType::f64, rng, -3, 3);
+        if (c.sink) cfg.sink = random_like({c.nq}, DType::f64, rng, -2, 2);
         Tensor out = Tensor::empty(q.shape(), DType::f64);
         Tensor lse = Tensor::empty({2, c.nq, c.T}, DType::f64);
         be().attention_forward(q, k, v, cfg, out, lse);
@@ -177,6 +195,10 @@ void expect_attention_grads_match(mt::Backend& be, Tensor& q, Tensor& k, Tensor&
         with_grad.bias_grad = Tensor::zeros(cfg.bias.shape(), DType::f64);
         targets.push_back({"bias", cfg.bias, with_grad.bias_grad});
     }
+    if (cfg.sink.defined()) {
+        with_grad.sink_grad = Tensor::zeros(cfg.sink.shape(), DType::f64);
+        targets.push_back({"sink", cfg.sink, with_grad.sink_grad});
+    }
     be.attention_backward(q, k, v, out, lse, weights_tensor(y, w), with_grad, dq, dk, dv);
     mt::test::expect_grads_match(run, w, targets, 1e-6, 1e-8, 1e-6);
 }
@@ -198,6 +220,36 @@ TEST_P(NnAttentionOp, BackwardMatchesFiniteDifferences) {
         cfg.block = 4;
         cfg.dropout = dropout;
         cfg.seed = 3;
+        expect_attention_grads_match(be(), q, k, v, cfg, rng);
+    }
+}
+
+// Sliding windows (0: only the query itself) and attention sinks (the sink's gradient summed over
+// the batch and the queries): causal, windowed, bidirectional over padding, with dropout.
+TEST_P(NnAttentionOp, WindowAndSinkGradientsMatchFiniteDifferences) {
+    std::mt19937 rng(16);
+    struct Case {
+        int64_t window;
+        float dropout;
+        bool sink, padded;
+    };
+    for (const Case c :
+         {Case{0, 0.0f, false, false}, Case{2, 0.2f, false, false}, Case{5, 0.0f, false, false},
+          Case{-1, 0.0f, true, false}, Case{2, 0.0f, true, false}, Case{-1, 0.2f, true, true}}) {
+        Tensor q = random_like({2, 9, 4, 2}, DType::f64, rng, -2, 2);
+        Tensor k = random_like({2, 9, 2, 2}, DType::f64, rng, -2, 2);
+        Tensor v = random_like({2, 9, 2, 2}, DType::f64, rng);
+        mt::ops::AttentionConfig cfg;
+        cfg.scale = 0.7;
+        cfg.block = 4;
+        cfg.window = c.window;
+        cfg.dropout = c.dropout;
+        cfg.seed = 4;
+        if (c.sink) cfg.sink = random_like({4}, DType::f64, rng, -1, 1);
+        if (c.padded) {
+            cfg.causal = false;
+            cfg.key_length = mt::host_tensor(std::vector<int32_t>{9, 4}, {2});
+        }
         expect_attention_grads_match(be(), q, k, v, cfg, rng);
     }
 }
@@ -237,9 +289,36 @@ TEST_P(NnAttentionOp, CachedWithBiasEqualsTheSequencesRows) {
     Tensor bias_rows = cfg.bias.slice(1, past, T).contiguous();
     Tensor q_new = q.slice(1, past, T).contiguous();
     Tensor got = Tensor::empty(q_new.shape(), DType::f64);
-    be().attention_cached(q_new, k, v, past, cfg.scale, bias_rows, got);
+    be().attention_cached(q_new, k, v, past, -1, cfg.scale, bias_rows, Tensor(), got);
     const std::vector<double> want = values(out.slice(1, past, T).contiguous());
     expect_near_all(values(got), want, 1e-12, "cached out");
+}
+
+// Prefill and decoding over a cache with a sliding window (and a sink) give the rows of the whole
+// sequence's windowed attention.
+TEST_P(NnAttentionOp, CachedSlidingWindowEqualsTheSequencesRows) {
+    std::mt19937 rng(17);
+    const int64_t B = 2, T = 9, nq = 4, ng = 2, hd = 3;
+    Tensor q = random_like({B, T, nq, hd}, DType::f64, rng, -2, 2);
+    Tensor k = random_like({B, T, ng, hd}, DType::f64, rng, -2, 2);
+    Tensor v = random_like({B, T, ng, hd}, DType::f64, rng);
+    for (int64_t window : {0, 3, 20}) {
+        mt::ops::AttentionConfig cfg;
+        cfg.scale = 0.6;
+        cfg.block = 4;
+        cfg.window = window;
+        Tensor out = Tensor::empty(q.shape(), DType::f64);
+        Tensor lse = Tensor::empty({B, nq, T}, DType::f64);
+        cfg.sink = window == 3 ? random_like({nq}, DType::f64, rng, -1, 1) : Tensor();
+        be().attention_forward(q, k, v, cfg, out, lse);
+        for (int64_t past : {0, 4, 8}) {
+            Tensor q_new = q.slice(1, past, T).contiguous();
+            Tensor got = Tensor::empty(q_new.shape(), DType::f64);
+            be().attention_cached(q_new, k, v, past, window, cfg.scale, Tensor(), cfg.sink, got);
+            const std::vector<double> want = values(out.slice(1, past, T).contiguous());
+            expect_near_all(values(got), want, 1e-12, "cached windowed out");
+        }
+    }
 }
 
 // SelfAttention in f64 with random weights; x (2, T, 8).
@@ -250,6 +329,7 @@ struct AttentionCase {
     bool bias;
     bool interleaved_scaled_rope = false;  // --rotary-interleaved, --use-rope-scaling
     bool qk_layernorm = false;
+    mt::nn::SoftmaxType softmax = mt::nn::SoftmaxType::vanilla;
 };
 
 void check_attention_module(const AttentionCase& c, std::mt19937& rng) {
@@ -266,6 +346,7 @@ void check_attention_module(const AttentionCase& c, std::mt19937& rng) {
         config.rope = {0, 500000.0, 8.0, 2.0, true};
     }
     config.qk_layernorm = c.qk_layernorm;
+    config.softmax_type = c.softmax;
     config.attention_dropout = c.dropout;
     config.attention_block = 3;
     config.add_bias_linear = c.bias;
@@ -274,6 +355,17 @@ void check_attention_module(const AttentionCase& c, std::mt19937& rng) {
     std::vector<mt::nn::Parameter*> params;
     attn.collect_parameters(params);
     for (auto* p : params) mt::test::fill_random(p->value, rng, -0.6, 0.6);
+    if (c.softmax == mt::nn::SoftmaxType::learnable) {  // core_attention first, per head
+        EXPECT_EQ(params[0]->name, "decoder.layers.0.self_attention.core_attention.softmax_offset");
+        EXPECT_EQ(params[0]->value.shape(), mt::Shape({c.nq}));
+        EXPECT_FALSE(params[0]->weight_decay);
+        params.erase(params.begin());
+        std::vector<mt::nn::Parameter*> all;
+        attn.collect_parameters(all);
+        Tensor x = random_like({2, c.T, 8}, DType::f64, rng);
+        mt::test::expect_module_grads_match(attn, x, all, {true, 9, 100}, rng);
+        return;
+    }
     EXPECT_EQ(params[0]->name, "decoder.layers.0.self_attention.linear_qkv.weight");
     EXPECT_EQ(params[0]->value.shape(), mt::Shape({(c.nq + 2 * c.ng) * 4, 8}));
     if (c.qk_layernorm) {  // Megatron-core's order: after linear_qkv and linear_proj
@@ -285,6 +377,47 @@ void check_attention_module(const AttentionCase& c, std::mt19937& rng) {
     }
     Tensor x = random_like({2, c.T, 8}, DType::f64, rng);
     mt::test::expect_module_grads_match(attn, x, params, {true, 9, 100}, rng);
+}
+
+// A windowed layer's KV state keeps only its window (and the position read), as a ring that
+// grows for a step of several positions: prefill, decoding past the ring's end and a 3-token step
+// give the rows of the whole sequence's windowed attention.
+TEST(NnSelfAttention, SlidingWindowCacheIsARingOfTheWindow) {
+    std::mt19937 rng(18);
+    auto be = mt::make_cpu_backend();
+    mt::nn::TransformerConfig config;
+    config.hidden_size = 8;
+    config.num_attention_heads = 4;
+    config.num_query_groups = 2;
+    config.kv_channels = 4;
+    config.rotary = true;
+    config.attention_block = 3;
+    config.dtype = DType::f64;
+    config.attention_window = 3;
+    mt::nn::SelfAttention attn("decoder.layers.0.self_attention", config, *be);
+    std::vector<mt::nn::Parameter*> params;
+    attn.collect_parameters(params);
+    for (auto* p : params) mt::test::fill_random(p->value, rng, -0.6, 0.6);
+    const int64_t B = 2, T = 14;
+    Tensor x = random_like({B, T, 8}, DType::f64, rng);
+    mt::nn::DropoutContext no_dropout{false, 0, 0};
+    const std::vector<double> whole = values(attn.forward(x, no_dropout, nullptr));
+
+    auto state = attn.make_state(B, T);
+    EXPECT_EQ(state->k.size(1), 4);  // the window and the position read, not T
+    std::vector<double> got;
+    for (auto [from, to] :
+         {std::pair{0, 6}, {6, 7}, {7, 8}, {8, 9}, {9, 10}, {10, 11}, std::pair{11, 14}}) {
+        Tensor part = x.slice(1, from, to).contiguous();
+        const Tensor y = attn.forward(part, no_dropout, nullptr, {}, {state.get(), from});
+        for (int64_t b = 0; b < B; ++b) {
+            const std::vector<double> rows = values(y.slice(0, b, b + 1).contiguous());
+            for (size_t i = 0; i < rows.size(); ++i)
+                ASSERT_NEAR(rows[i], whole[size_t((b * T + from) * 8) + i], 1e-12)
+                    << "positions " << from << ".." << to << " row " << b;
+        }
+    }
+    EXPECT_EQ(state->k.size(1), 6);  // grown for the 3-token step: the window and the three
 }
 
 // A bf16 KV cache (a --bf16 model's decoding) is read as it is: the outputs of its f32 widening,
@@ -303,11 +436,11 @@ TEST_P(NnAttentionOp, Bf16CacheGivesItsWideningsOutputs) {
     const auto [q16, q] = bf16_and_f32({B, Tq, nq, hd});
     Tensor bias = random_like({nq, Tq, past + Tq}, DType::f32, rng);
     Tensor want = Tensor::empty(q.shape(), DType::f32), got = Tensor::empty(q.shape(), DType::f32);
-    be().attention_cached(q, k, v, past, 0.35, bias, want);
-    be().attention_cached(q, k16, v16, past, 0.35, bias, got);
+    be().attention_cached(q, k, v, past, -1, 0.35, bias, Tensor(), want);
+    be().attention_cached(q, k16, v16, past, -1, 0.35, bias, Tensor(), got);
     EXPECT_EQ(values(got), values(want));
     Tensor got16 = Tensor::empty(q.shape(), DType::bf16), want16 = got16.clone();
-    be().attention_cached(q16, k16, v16, past, 0.35, bias, got16);
+    be().attention_cached(q16, k16, v16, past, -1, 0.35, bias, Tensor(), got16);
     be().cast(want, want16);
     Tensor got_wide = Tensor::empty(q.shape(), DType::f32), want_wide = got_wide.clone();
     be().cast(got16, got_wide);
@@ -329,6 +462,17 @@ TEST(NnSelfAttention, InterleavedScaledRopeAndQkNormGradients) {
     std::mt19937 rng(16);
     check_attention_module({6, 4, 2, true, 0.0f, true, true, true}, rng);
     check_attention_module({5, 2, 1, false, 0.0f, false, false, true}, rng);
+}
+
+// --softmax-type learnable (GPT-OSS's attention sinks) and off-by-one.
+TEST(NnSelfAttention, AttentionSinkGradients) {
+    std::mt19937 rng(20);
+    AttentionCase learnable{6, 4, 2, true, 0.0f, false};
+    learnable.softmax = mt::nn::SoftmaxType::learnable;
+    check_attention_module(learnable, rng);
+    AttentionCase off_by_one{5, 2, 1, false, 0.1f, true};
+    off_by_one.softmax = mt::nn::SoftmaxType::off_by_one;
+    check_attention_module(off_by_one, rng);
 }
 
 TEST(NnSelfAttention, DropoutReplayedGradients) {

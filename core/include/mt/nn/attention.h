@@ -22,10 +22,13 @@
 
 namespace mt::nn {
 
-// Self-attention's inference state: the keys and values of every position read, (B, capacity,
-// ng, hd) each (this rank's groups with tensor parallelism).
+// Self-attention's inference state: the keys and values of the positions read, (B, slots, ng,
+// hd) each (this rank's groups with tensor parallelism), position s at slot s % slots. Without a
+// sliding window there is a slot per position; with one, only the window's (slots grow when a
+// step adds more positions than the ring holds beyond the window).
 struct KvState final : SublayerState {
     Tensor k, v;
+    int64_t capacity = 0;  // the positions the state may reach
 };
 
 // Where inference keeps one layer's keys and values: the new tokens' go to positions past ..
@@ -94,11 +97,23 @@ class MT_API SelfAttention {
     void attend(Saved& s, DropoutContext& ctx, const AttentionMask& mask) const;
     // Inference: stores k and v (B, T, ng, hd) in the cache and attends q over it (plus the
     // mask's bias, (nq, T, past + T), when defined).
+    // The new positions past.. of k and v (B, T, ng, hd) into the state's ring.
+    void write_ring(KvState& state, const Tensor& k, const Tensor& v, int64_t past) const;
+    // The state's ring made `slots` long, the positions before `past` it held kept.
+    void grow_ring(KvState& state, int64_t past, int64_t slots) const;
     Tensor attend_cached(const Tensor& q, const Tensor& k, const Tensor& v, const KvSlot& cache,
                          const Tensor& bias) const;
 
+    // The attention sink of this rank's heads for a pass (undefined with --softmax-type
+    // vanilla), in the attention's accumulation dtype.
+    Tensor sink() const;
+
     TransformerConfig config_;
     int64_t nq_, ng_, hd_;
+    // --softmax-type learnable: core_attention.softmax_offset (this rank's heads); off-by-one:
+    // its zeros, made once.
+    std::optional<Parameter> softmax_offset_;
+    Tensor zero_sink_;
     Linear qkv_, proj_;
     std::optional<Norm> q_norm_, k_norm_;  // --qk-layernorm
     Backend* backend_;

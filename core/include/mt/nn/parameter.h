@@ -21,6 +21,7 @@ struct ParameterInit {
         log_uniform,      // log U(low, high): A_log
         dt_bias,          // softplus^-1 of max(exp U(log low, log high), 1e-4): dt_bias
         residual_normal,  // N(0, init_method_std / sqrt(num_layers)): Mamba's out_proj
+        normal,           // N(0, init_method_std) on a vector: the attention sink's offsets
     };
     Kind kind = Kind::megatron;
     double low = 0, high = 0;

@@ -9,6 +9,7 @@
 
 #include "mt/api.h"
 #include "mt/model.h"
+#include "mt/nn/attention_window.h"
 #include "mt/nn/moe/layer_pattern.h"
 #include "mt/nn/recompute.h"
 #include "mt/nn/transformer_config.h"
@@ -56,7 +57,9 @@ struct TransformerArgs {
     // its process groups; the layers --moe-layer-freq makes MoE layers.
     MoeConfig moe;
     MoeLayerPattern moe_layers;
-    MlaConfig mla;  // --multi-latent-attention and its sizes
+    MlaConfig mla;                                    // --multi-latent-attention and its sizes
+    AttentionWindows windows;                         // --window-size, --window-attn-skip-freq
+    SoftmaxType softmax_type = SoftmaxType::vanilla;  // --softmax-type
     // --mtp-num-layers (0: none): the multi-token prediction depths after the decoder (GPT), and
     // --mtp-loss-scaling-factor, their mean loss's weight in the loss trained.
     int64_t mtp_num_layers = 0;

@@ -23,6 +23,11 @@ namespace mt::nn {
 // ("input_layernorm.weight", "pre_mlp_layernorm.weight").
 enum class NormNaming : uint8_t { transformer_engine, local };
 
+// --softmax-type (core_v0.19): the attention softmax as is, with a sink logit of 0 in every
+// row (off-by-one), or with a learned sink per head (learnable: GPT-OSS's attention sinks, the
+// parameter "self_attention.core_attention.softmax_offset").
+enum class SoftmaxType : uint8_t { vanilla, off_by_one, learnable };
+
 struct TransformerConfig {
     int64_t hidden_size = 0;
     int64_t ffn_hidden_size = 0;  // required (the flag defaults to 4 * hidden_size)
@@ -57,6 +62,11 @@ struct TransformerConfig {
     // block, and no final norm in the TransformerBlock. Megatron's layers are pre-norm.
     bool post_layer_norm = false;
     int64_t attention_block = 64;  // queries and keys per block of the online softmax
+    // This layer's sliding window (--window-size (window, 0) on the layers
+    // --window-attn-skip-freq leaves windowed): each query sees the `window` keys before it and
+    // itself; -1: every earlier key.
+    int64_t attention_window = -1;
+    SoftmaxType softmax_type = SoftmaxType::vanilla;
     DType dtype = DType::f32;
     NormNaming norm_naming = NormNaming::transformer_engine;
     // The tensor-parallel group the layer's linears are split over (heads and FFN columns),

@@ -34,6 +34,7 @@ struct Dims {
     const int32_t* document_start;  // (B, T), or null: no per-document limit
     const int32_t* key_length;      // (B), or null: no padding
     bool bias;                      // config.bias (nq, Tq, Tk) is added to the scores
+    bool sink;                      // config.sink (nq) joins each row's softmax
 };
 
 Dims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -51,6 +52,8 @@ Dims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
     check_float_shape(op, "k", k, k.shape(), q.dtype());
     check_float_shape(op, "v", v, k.shape(), q.dtype());
     MT_CHECK(config.block > 0, op, ": block must be > 0, got ", config.block);
+    MT_CHECK(config.window < 0 || config.causal, op,
+             ": a sliding window is for causal attention, window ", config.window);
     MT_CHECK(config.dropout >= 0.0f && config.dropout < 1.0f, op,
              ": dropout must be in [0, 1), got ", config.dropout);
     const Tensor& starts = config.document_start;
@@ -75,6 +78,15 @@ Dims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
         }
     MT_CHECK(!config.bias_grad.defined() || config.bias.defined(), op,
              ": bias_grad without a bias");
+    for (const auto& [t, name] :
+         {std::pair{&config.sink, "sink"}, {&config.sink_grad, "sink_grad"}})
+        if (t->defined()) {
+            MT_CHECK(t->is_contiguous(), op, ": ", name, " must be contiguous, got ",
+                     t->describe());
+            check_float_shape(op, name, *t, {q.size(2)}, q.dtype());
+        }
+    MT_CHECK(!config.sink_grad.defined() || config.sink.defined(), op,
+             ": sink_grad without a sink");
     return {q.size(0),
             q.size(1),
             k.size(1),
@@ -83,7 +95,8 @@ Dims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
             q.size(3),
             starts.defined() ? starts.data<int32_t>() : nullptr,
             lengths.defined() ? lengths.data<int32_t>() : nullptr,
-            config.bias.defined()};
+            config.bias.defined(),
+            config.sink.defined()};
 }
 
 // Row offsets of (b, t, head h) in q-shaped (B, Tq, nq, hd) and of (b, s, group g) in k-shaped
@@ -96,8 +109,8 @@ inline int64_t at_kv(const Dims& d, int64_t b, int64_t s, int64_t g) {
 }
 
 // The keys [first, end) query t of batch row b sees: causal and padding limit the end (s <= t,
-// s < key_length), the document start the beginning; `keys` is how many the block computed
-// scores for.
+// s < key_length), the document start and a sliding window (s >= t - window) the beginning;
+// `keys` is how many the block computed scores for.
 struct KeyRange {
     int64_t first, end;
 };
@@ -105,9 +118,9 @@ inline KeyRange visible_keys(const AttentionConfig& cfg, const Dims& d, int64_t 
                              int64_t keys) {
     int64_t end = cfg.causal ? std::min(keys, t + 1) : keys;
     if (d.key_length) end = std::clamp<int64_t>(d.key_length[b], 0, end);
-    const int64_t first =
-        d.document_start ? std::min<int64_t>(d.document_start[b * d.Tq + t], end) : 0;
-    return {first, end};
+    int64_t first = d.document_start ? d.document_start[b * d.Tq + t] : 0;
+    if (cfg.window >= 0) first = std::max(first, t - cfg.window);
+    return {std::min(first, end), end};
 }
 
 // One query block of one head: `rows` queries from t0 against the keys [0, keys) they may see
@@ -135,13 +148,15 @@ void probabilities(const Dims& d, const AttentionConfig& cfg, const QueryBlock& 
         if (lse) {
             row_lse = lse[(qb.b * d.nq + qb.h) * d.Tq + qb.t0 + r];
         } else {
-            const T m = lane_max(pr + first, end - first, k::neg_inf<T>());
-            T l = T(0);
+            // A sink joins the row as one more logit (so a row without keys has its lse).
+            const T sink = d.sink ? in_t<T>(cfg.sink)[qb.h] : k::neg_inf<T>();
+            const T m = std::max(lane_max(pr + first, end - first, k::neg_inf<T>()), sink);
+            T l = d.sink ? k::exp(sink - m) : T(0);
             if constexpr (std::is_same_v<T, float>)
-                l = sum_exp_shifted(pr + first, -m, end - first);
+                l += sum_exp_shifted(pr + first, -m, end - first);
             else
                 for (int64_t j = first; j < end; ++j) l += k::exp(pr[j] - m);
-            row_lse = first < end ? m + k::log(l) : k::neg_inf<T>();
+            row_lse = first < end || d.sink ? m + k::log(l) : k::neg_inf<T>();
             lse_out[(qb.b * d.nq + qb.h) * d.Tq + qb.t0 + r] = row_lse;
         }
         std::fill(pr, pr + first, T(0));
@@ -217,10 +232,12 @@ void forward_blocks(const Dims& d, const AttentionConfig& cfg, const T* q, const
 //   dv += P_drop^T dout,  dP = dout v^T,  dS = scale P (dP - D),  dq = dS k,  dk += dS^T q
 // with D = rowsum(dout * out); the group's dk and dv have this one writer, and so has its
 // heads' rows of dbias (+= dS / scale) when the caller runs a group's batch rows in turn.
+// A sink's gradient, -Σ_t exp(sink - lse_t) D_t over the head's queries, goes to dsink (this
+// group's heads, one writer too).
 template <class T>
 void backward_group(const Dims& d, const AttentionConfig& cfg, const T* q, const T* k, const T* v,
                     const T* out, const T* lse, const T* dout, T* dq, T* dk, T* dv, T* dbias,
-                    int64_t b, int64_t g, std::vector<T>& p, std::vector<T>& ds,
+                    T* dsink, int64_t b, int64_t g, std::vector<T>& p, std::vector<T>& ds,
                     std::vector<uint32_t>& words) {
     const int64_t hd = d.hd, ldq = d.nq * hd, ldkv = d.ng * hd, per_group = d.nq / d.ng;
     const k::Dropout drop = k::Dropout::make(cfg.dropout, cfg.seed, cfg.offset);
@@ -248,6 +265,9 @@ void backward_group(const Dims& d, const AttentionConfig& cfg, const T* q, const
             for (int64_t r = 0; r < qb.rows; ++r) {
                 T *pr = p.data() + r * qb.keys, *dsr = ds.data() + r * qb.keys;
                 const T row_dot = lane_dot(g_blk + r * ldq, out + at_q(d, b, t0 + r, h), hd);
+                if (dsink)
+                    dsink[h] -= k::exp(in_t<T>(cfg.sink)[h] - lse[(b * d.nq + h) * d.Tq + t0 + r]) *
+                                row_dot;
                 const uint32_t* bits =
                     use_dropout
                         ? counter_words(cfg.seed, cfg.offset + counter0(d, qb, r), qb.keys, words)
@@ -317,9 +337,12 @@ void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tens
         const T *qp = in_t<T>(q), *kp = in_t<T>(k), *vp = in_t<T>(v), *op_ = in_t<T>(out);
         const T *lp = in_t<T>(lse), *gp = in_t<T>(dout);
         T *dqp = out_t<T>(dq), *dkp = out_t<T>(dk), *dvp = out_t<T>(dv);
-        // The bias's gradient sums over the batch: one task per group then, its rows in turn.
+        // The bias's and the sink's gradients sum over the batch: one task per group then, its
+        // rows in turn.
         T* dbias = config.bias_grad.defined() ? out_t<T>(config.bias_grad) : nullptr;
-        const int64_t tasks = dbias ? d.ng : d.B * d.ng, rows_per_task = dbias ? d.B : 1;
+        T* dsink = config.sink_grad.defined() ? out_t<T>(config.sink_grad) : nullptr;
+        const bool per_group = dbias || dsink;
+        const int64_t tasks = per_group ? d.ng : d.B * d.ng, rows_per_task = per_group ? d.B : 1;
 #pragma omp parallel if (d.B * d.nq * d.Tq * d.Tk * d.hd >= kParallelMin)
         {
             std::vector<T> p(size_t(config.block * d.Tk)), ds(p.size());  // per-thread scratch
@@ -327,9 +350,9 @@ void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tens
 #pragma omp for schedule(dynamic)
             for (int64_t task = 0; task < tasks; ++task)
                 for (int64_t i = 0; i < rows_per_task; ++i) {
-                    const int64_t b = dbias ? i : task / d.ng, g = task % d.ng;
-                    backward_group<T>(d, config, qp, kp, vp, op_, lp, gp, dqp, dkp, dvp, dbias, b,
-                                      g, p, ds, words);
+                    const int64_t b = per_group ? i : task / d.ng, g = task % d.ng;
+                    backward_group<T>(d, config, qp, kp, vp, op_, lp, gp, dqp, dkp, dvp, dbias,
+                                      dsink, b, g, p, ds, words);
                 }
         }
     });

@@ -30,34 +30,42 @@ using detail::Element;
 
 // T: the queries', output's and bias's type; S: the cache's (T, or bf16 with T float).
 template <class T, class S>
-void cached(const T* q, const S* kc, const S* vc, const T* bias, T* out, int64_t B, int64_t Tq,
-            int64_t nq, int64_t ng, int64_t hd, int64_t C, int64_t past, T scale) {
+void cached(const T* q, const S* kc, const S* vc, const T* bias, const T* sink, T* out, int64_t B,
+            int64_t Tq, int64_t nq, int64_t ng, int64_t hd, int64_t C, int64_t past, int64_t window,
+            T scale) {
     using E = Element<S>;
     const int64_t per_group = nq / ng, tasks = B * nq * Tq;
 #pragma omp parallel if (tasks * (past + Tq) * hd >= kParallelMin)
     {
-        std::vector<T> p(size_t(past + Tq));
+        std::vector<T> p(size_t(std::min(past + Tq, C)));  // a row's keys: at most the slots
 #pragma omp for schedule(static)
         for (int64_t task = 0; task < tasks; ++task) {
             const int64_t t = task % Tq, h = (task / Tq) % nq, b = task / (Tq * nq);
-            const int64_t g = h / per_group, keys = past + t + 1;
+            // Keys [first, past + t]: all of them, or the window's.
+            const int64_t g = h / per_group, end = past + t + 1;
+            const int64_t first = window >= 0 ? std::max<int64_t>(0, end - 1 - window) : 0;
+            const int64_t keys = end - first;
             const T* qr = q + ((b * Tq + t) * nq + h) * hd;
-            const T* bias_row = bias ? bias + (h * Tq + t) * (past + Tq) : nullptr;
-            for (int64_t s = 0; s < keys; ++s) {
-                p[size_t(s)] = scale * lane_dot(qr, kc + ((b * C + s) * ng + g) * hd, hd);
+            const T* bias_row = bias ? bias + (h * Tq + t) * (past + Tq) + first : nullptr;
+            // Key first + s sits at slot (first + s) % C: the slots run on, wrapping once.
+            const auto next = [C](int64_t slot) { return slot + 1 == C ? 0 : slot + 1; };
+            for (int64_t s = 0, slot = first % C; s < keys; ++s, slot = next(slot)) {
+                p[size_t(s)] = scale * lane_dot(qr, kc + ((b * C + slot) * ng + g) * hd, hd);
                 if (bias_row) p[size_t(s)] += bias_row[s];
             }
-            const T m = lane_max(p.data(), keys, k::neg_inf<T>());
-            T l = T(0);
+            // An attention sink joins the softmax as one more logit with no value.
+            const T m = std::max(lane_max(p.data(), keys, k::neg_inf<T>()),
+                                 sink ? sink[h] : k::neg_inf<T>());
+            T l = sink ? k::exp(sink[h] - m) : T(0);
             if constexpr (std::is_same_v<T, float>)
-                l = exp_shifted(p.data(), -m, p.data(), keys);
+                l += exp_shifted(p.data(), -m, p.data(), keys);
             else
                 for (int64_t s = 0; s < keys; ++s) l += p[size_t(s)] = k::exp(p[size_t(s)] - m);
             T* o = out + ((b * Tq + t) * nq + h) * hd;
             std::fill(o, o + hd, T(0));
-            for (int64_t s = 0; s < keys; ++s) {
+            for (int64_t s = 0, slot = first % C; s < keys; ++s, slot = next(slot)) {
                 const T w = p[size_t(s)] / l;
-                const S* vr = vc + ((b * C + s) * ng + g) * hd;
+                const S* vr = vc + ((b * C + slot) * ng + g) * hd;
                 for (int64_t i = 0; i < hd; ++i) o[i] += w * E::load(vr[i]);
             }
         }
@@ -67,12 +75,14 @@ void cached(const T* q, const S* kc, const S* vc, const T* bias, T* out, int64_t
 }  // namespace
 
 void CpuBackend::attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                                  int64_t past, double scale, const Tensor& bias, Tensor& out) {
+                                  int64_t past, int64_t window, double scale, const Tensor& bias,
+                                  const Tensor& sink, Tensor& out) {
     const bool bf16_cache = k_cache.dtype() == DType::bf16 && v_cache.dtype() == DType::bf16;
-    if (any_half({&q, &out, &bias}) || (any_half({&k_cache, &v_cache}) && !bf16_cache)) {
+    if (any_half({&q, &out, &bias, &sink}) || (any_half({&k_cache, &v_cache}) && !bf16_cache)) {
         HalfAsFloat h;  // the caches only when they are not both bf16 (f16: widened)
         attention_cached(h.in(q), bf16_cache ? k_cache : h.in(k_cache),
-                         bf16_cache ? v_cache : h.in(v_cache), past, scale, h.in(bias), h.out(out));
+                         bf16_cache ? v_cache : h.in(v_cache), past, window, scale, h.in(bias),
+                         h.in(sink), h.out(out));
         return h.finish();
     }
     const char* op = "attention_cached";
@@ -87,23 +97,29 @@ void CpuBackend::attention_cached(const Tensor& q, const Tensor& k_cache, const 
              op, ": k_cache must be (B, C, ng, hd) with ng dividing nq for q ", q.describe(),
              ", got ", k_cache.describe());
     const int64_t C = k_cache.size(1), ng = k_cache.size(2);
-    MT_CHECK(past >= 0 && past + Tq <= C, op, ": positions ", past, " + ", Tq,
-             " exceed the cache's ", C);
+    MT_CHECK(past >= 0 && (past + Tq <= C || (window >= 0 && window + Tq <= C)), op, ": positions ",
+             past, " + ", Tq, " exceed the cache's ", C, " slots",
+             window >= 0 ? " (a ring of the window's keys and the new positions)" : "");
     detail::check_float_or_bf16_shape(op, "k_cache", k_cache, k_cache.shape(), cache_dtype);
     detail::check_float_or_bf16_shape(op, "v_cache", v_cache, k_cache.shape(), cache_dtype);
     check_float_shape(op, "out", out, q.shape(), q.dtype());
     if (bias.defined())
         MT_CHECK(bias.is_contiguous(), op, ": bias must be contiguous, got ", bias.describe());
     if (bias.defined()) check_float_shape(op, "bias", bias, {nq, Tq, past + Tq}, q.dtype());
+    if (sink.defined()) {
+        MT_CHECK(sink.is_contiguous(), op, ": sink must be contiguous, got ", sink.describe());
+        check_float_shape(op, "sink", sink, {nq}, q.dtype());
+    }
     if (bf16_cache)
         return cached(in_t<float>(q), in_t<Bf16>(k_cache), in_t<Bf16>(v_cache),
-                      bias.defined() ? in_t<float>(bias) : nullptr, out_t<float>(out), B, Tq, nq,
-                      ng, hd, C, past, float(scale));
+                      bias.defined() ? in_t<float>(bias) : nullptr,
+                      sink.defined() ? in_t<float>(sink) : nullptr, out_t<float>(out), B, Tq, nq,
+                      ng, hd, C, past, window, float(scale));
     with_float(q.dtype(), [&](auto zero) {
         using T = decltype(zero);
         cached(in_t<T>(q), in_t<T>(k_cache), in_t<T>(v_cache),
-               bias.defined() ? in_t<T>(bias) : nullptr, out_t<T>(out), B, Tq, nq, ng, hd, C, past,
-               T(scale));
+               bias.defined() ? in_t<T>(bias) : nullptr, sink.defined() ? in_t<T>(sink) : nullptr,
+               out_t<T>(out), B, Tq, nq, ng, hd, C, past, window, T(scale));
     });
 }
 

@@ -105,7 +105,8 @@ class CpuBackend final : public Backend {
                             const Tensor& lse, const Tensor& dout, const AttentionConfig& config,
                             Tensor& dq, Tensor& dk, Tensor& dv) override;
     void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                          int64_t past, double scale, const Tensor& bias, Tensor& out) override;
+                          int64_t past, int64_t window, double scale, const Tensor& bias,
+                          const Tensor& sink, Tensor& out) override;
 
     void depthwise_conv1d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
                                   Tensor& y) override;

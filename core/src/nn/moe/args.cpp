@@ -54,23 +54,6 @@ std::vector<FlagInfo> moe_flags() {
     };
 }
 
-namespace {
-
-// One of `choices` for `flag`, or an error listing them.
-template <class Enum, size_t N>
-Enum choice(const ModelArgsReader& f, const char* flag, const char* fallback,
-            const std::pair<const char*, Enum> (&choices)[N]) {
-    const std::string v = f.has(flag) ? f.text(flag) : fallback;
-    std::string names;
-    for (const auto& [name, e] : choices) {
-        if (v == name) return e;
-        names += std::string(names.empty() ? "" : ", ") + name;
-    }
-    MT_FAIL("--", flag, " ", v, ": supported are ", names);
-}
-
-}  // namespace
-
 void read_moe_args(const ModelArgsReader& f, TransformerArgs& c) {
     const int64_t experts = f.integer("num-experts", 0);
     // Megatron: --num-experts 0 means a dense model.
@@ -89,9 +72,9 @@ void read_moe_args(const ModelArgsReader& f, TransformerArgs& c) {
     r.topk = f.integer("moe-router-topk", 2);
     MT_CHECK(r.topk > 0 && r.topk <= experts, "--moe-router-topk ", r.topk,
              ": must be in [1, --num-experts (", experts, ")]");
-    r.score_function = choice(f, "moe-router-score-function", "softmax",
-                              {std::pair{"softmax", ScoreFunction::softmax},
-                               std::pair{"sigmoid", ScoreFunction::sigmoid}});
+    r.score_function = f.choice("moe-router-score-function", "softmax",
+                                {std::pair{"softmax", ScoreFunction::softmax},
+                                 std::pair{"sigmoid", ScoreFunction::sigmoid}});
     r.pre_softmax = f.flag("moe-router-pre-softmax");
     r.num_groups = f.integer("moe-router-num-groups", 0);
     r.group_topk = f.integer("moe-router-group-topk", 0);
@@ -102,8 +85,8 @@ void read_moe_args(const ModelArgsReader& f, TransformerArgs& c) {
         !m.probs_on_input || r.topk == 1,
         "`moe_apply_probs_on_input` only works with `moe_router_topk`=1 (got --moe-router-topk ",
         r.topk, ")");
-    r.load_balancing = choice(
-        f, "moe-router-load-balancing-type", "aux_loss",
+    r.load_balancing = f.choice(
+        "moe-router-load-balancing-type", "aux_loss",
         {std::pair{"aux_loss", LoadBalancing::aux_loss},
          std::pair{"seq_aux_loss", LoadBalancing::seq_aux_loss},
          std::pair{"sinkhorn", LoadBalancing::sinkhorn}, std::pair{"none", LoadBalancing::none}});
@@ -127,16 +110,16 @@ void read_moe_args(const ModelArgsReader& f, TransformerArgs& c) {
              "Please use --moe-router-pre-softmax when topk is 1.");
     r.capacity_factor = f.real("moe-expert-capacity-factor", 0);
     MT_CHECK(r.capacity_factor >= 0, "--moe-expert-capacity-factor must not be negative");
-    r.drop_policy = choice(
-        f, "moe-token-drop-policy", "probs",
+    r.drop_policy = f.choice(
+        "moe-token-drop-policy", "probs",
         {std::pair{"probs", DropPolicy::probs}, std::pair{"position", DropPolicy::position}});
     r.pad_to_capacity = f.flag("moe-pad-expert-input-to-capacity");
     MT_CHECK(!r.pad_to_capacity || r.capacity_factor > 0,
              "--moe-pad-expert-input-to-capacity needs --moe-expert-capacity-factor");
-    m.dispatcher = choice(f, "moe-token-dispatcher-type", "allgather",
-                          {std::pair{"allgather", DispatcherKind::allgather},
-                           std::pair{"alltoall", DispatcherKind::alltoall},
-                           std::pair{"alltoall_seq", DispatcherKind::alltoall}});
+    m.dispatcher = f.choice("moe-token-dispatcher-type", "allgather",
+                            {std::pair{"allgather", DispatcherKind::allgather},
+                             std::pair{"alltoall", DispatcherKind::alltoall},
+                             std::pair{"alltoall_seq", DispatcherKind::alltoall}});
     r.expert_bias = f.flag("moe-router-enable-expert-bias");
     // Megatron's TransformerConfig asserts this.
     MT_CHECK(!r.expert_bias || r.score_function == ScoreFunction::sigmoid,

@@ -9,12 +9,13 @@ namespace mt::nn {
 
 namespace {
 
-// A recursive-descent reading of the list expressions --moe-layer-freq takes (Megatron evals
-// them as Python): sum := product ('+' product)*; product := atom ('*' atom)*; atom := integer
-// | '[' integers ']' | '(' sum ')'. A product multiplies a list by an integer (either side).
+// A recursive-descent reading of the list expressions --moe-layer-freq and
+// --window-attn-skip-freq take (Megatron evals them as Python): sum := product ('+' product)*;
+// product := atom ('*' atom)*; atom := integer | '[' integers ']' | '(' sum ')'. A product
+// multiplies a list by an integer (either side).
 class PatternReader {
   public:
-    explicit PatternReader(const std::string& text) : text_(text) {}
+    PatternReader(const std::string& text, const char* flag) : text_(text), flag_(flag) {}
 
     std::vector<int64_t> read() {
         Value v = sum();
@@ -31,8 +32,8 @@ class PatternReader {
     };
 
     void expect(bool ok, const char* what) const {
-        MT_CHECK(ok, "--moe-layer-freq \"", text_, "\": expected ", what, " at character ",
-                 pos_ + 1);
+        MT_CHECK(ok, "--", flag_, " \"", text_.substr(0, 200), "\": expected ", what,
+                 " at character ", pos_ + 1);
     }
     void skip_spaces() {
         while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
@@ -92,10 +93,15 @@ class PatternReader {
     }
 
     const std::string& text_;
+    const char* flag_;
     size_t pos_ = 0;
 };
 
 }  // namespace
+
+std::vector<int64_t> read_layer_list(const std::string& text, const char* flag) {
+    return PatternReader(text, flag).read();
+}
 
 MoeLayerPattern MoeLayerPattern::parse(const std::string& text, int64_t num_layers) {
     MoeLayerPattern p;
@@ -107,7 +113,7 @@ MoeLayerPattern MoeLayerPattern::parse(const std::string& text, int64_t num_laye
         for (int64_t i = 0; i < num_layers; ++i) p.moe.push_back(i % k == 0);
         return p;
     }
-    std::vector<int64_t> flags = PatternReader(text).read();
+    std::vector<int64_t> flags = read_layer_list(text, "moe-layer-freq");
     MT_CHECK(int64_t(flags.size()) == num_layers, "--moe-layer-freq ", text, " gives ",
              flags.size(), " layers for --num-layers ", num_layers);
     for (int64_t f : flags) {

@@ -10,6 +10,10 @@
 
 namespace mt::nn {
 
+// A per-layer list expression as Megatron evaluates it (list literals, +, and * by an integer:
+// "[0,1,1]", "([1]*3+[0]*1)*2"): its integers, or mt::Error naming --`flag`.
+MT_API std::vector<int64_t> read_layer_list(const std::string& text, const char* flag);
+
 struct MT_API MoeLayerPattern {
     std::vector<bool> moe;  // per layer of the whole model
 
