@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "formula_weights.h"
+
 namespace mt::test {
 
 std::unique_ptr<GoldenTraining> golden_training(Model& model) {
@@ -31,6 +33,21 @@ std::unique_ptr<GoldenTraining> golden_training(Model& model) {
     return std::unique_ptr<GoldenTraining>(new GoldenTraining{
         optim::Optimizer(single_process_context().backend, model.parameters(), oc),
         optim::LrScheduler(optim::schedule_config_from_flags(f)), o});
+}
+
+data::GPTSample FormulaSamples::get(int64_t s) const {
+    constexpr int64_t kSeq = 16;
+    static const uint64_t text = fnv1a64("train.text"), mask = fnv1a64("train.mask");
+    data::GPTSample out;
+    for (int64_t t = 0; t < kSeq; ++t) {
+        out.tokens.push_back(int64_t(formula_hash(text, uint64_t((kSeq + 1) * s + t)) % vocab_));
+        out.labels.push_back(
+            int64_t(formula_hash(text, uint64_t((kSeq + 1) * s + t + 1)) % vocab_));
+        out.loss_mask.push_back(formula_hash(mask, uint64_t(kSeq * s + t)) % 10 != 0 ? 1.f : 0.f);
+        out.position_ids.push_back(t);
+        out.document_start.push_back(0);
+    }
+    return out;
 }
 
 std::vector<double> GoldenCurve::column(size_t i) const {

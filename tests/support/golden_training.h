@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "mt/data/gpt_dataset.h"
 #include "mt/model.h"
 #include "mt/optim/lr_schedule.h"
 #include "mt/optim/optimizer.h"
@@ -37,5 +38,18 @@ struct GoldenCurve {
 };
 
 GoldenCurve load_golden_curve(const std::filesystem::path& file);
+
+// The fixtures' samples (make_training_fixtures.py's formula): sample s is 17 hashed ids
+// modulo `vocab` (tokens the first 16, labels the last 16) and a loss mask with ~10% zeros.
+class FormulaSamples final : public data::GPTSampleDataset {
+  public:
+    explicit FormulaSamples(int64_t vocab) : vocab_(vocab) {}
+    int64_t size() const override { return 80; }
+    data::GPTSample get(int64_t s) const override;
+    data::Split split() const override { return data::Split::train; }
+
+  private:
+    int64_t vocab_;
+};
 
 }  // namespace mt::test

@@ -327,11 +327,15 @@ TEST(Convert, SaverHfKeepsMistralThroughAMegatronCheckpoint) {
     EXPECT_NE(config.find("\"torch_dtype\": \"bfloat16\""), std::string::npos) << config;
 }
 
-// Qwen2 (QKV biases), Qwen3 (q/k norms) and Qwen3-MoE folders through Megatron checkpoints split
-// over two tensor ranks (and two expert ranks for the MoE), in both formats, come back as the
-// files transformers wrote.
+// Qwen2 (QKV biases), Qwen3 (q/k norms), Qwen3-MoE, and sliding-window Mistral and Qwen2
+// (--window-size, and --window-attn-skip-freq for Qwen's full first layer) folders through
+// Megatron checkpoints split over two tensor ranks (and two expert ranks for the MoE), in both
+// formats, come back as the files transformers wrote.
 TEST(Convert, QwenFoldersComeBackThroughSplitMegatronCheckpoints) {
-    for (const char* name : {"qwen2", "qwen3", "qwen3_moe"}) {
+    for (const auto& [name, type] :
+         {std::pair{"qwen2", "qwen2"}, std::pair{"qwen3", "qwen3"},
+          std::pair{"qwen3_moe", "qwen3_moe"}, std::pair{"mistral_swa", "mistral"},
+          std::pair{"qwen2_swa", "qwen2"}}) {
         SCOPED_TRACE(name);
         const fs::path source = mt::test::fixtures_dir() / "hf" / name;
         const std::string experts =
@@ -345,10 +349,13 @@ TEST(Convert, QwenFoldersComeBackThroughSplitMegatronCheckpoints) {
             EXPECT_TRUE(read_file(dir / "hf/model.safetensors") ==
                         read_file(source / "model.safetensors"))
                 << format;
-            EXPECT_NE(read_file(dir / "hf/config.json")
-                          .find(std::string("\"model_type\": \"") + name + "\""),
+            const std::string config = read_file(dir / "hf/config.json");
+            EXPECT_NE(config.find(std::string("\"model_type\": \"") + type + "\""),
                       std::string::npos)
                 << format;
+            const bool windowed = std::string(name).ends_with("_swa");
+            EXPECT_EQ(config.find("\"sliding_window\": 3") != std::string::npos, windowed)
+                << format << config;
         }
     }
 }

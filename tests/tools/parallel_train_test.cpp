@@ -5,7 +5,10 @@
 // in both formats (torch_dist written by every rank, the distributed optimizer's state as
 // megatron-core's fully_sharded_model_space; torch with distrib_optim.pt); the ranks
 // agree on when to stop; an error stops every rank with the rank named; MoE models under expert
-// parallelism print the one-process numbers and their checkpoints resume across layouts.
+// parallelism print the one-process numbers and their checkpoints resume across layouts;
+// sliding-window attention with sinks split over tensor and pipeline ranks gives the one-process
+// losses;
+// Hugging Face Qwen folders converted to a split checkpoint fine-tune there with a falling loss.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -125,6 +128,31 @@ TEST_F(ParallelTrain, TensorSequenceDataParallelGiveTheOneProcessLosses) {
     const auto got = losses(r.output);
     EXPECT_EQ(got.size(), 6u) << r.output;
     expect_same(got, single_, r.output);
+}
+
+// Sliding-window attention (--window-size, the second layer full by --window-attn-skip-freq 2)
+// with learned attention sinks (--softmax-type learnable, split with the heads): TP2 x DP2 with
+// sequence parallelism and PP2 (each stage's layers windowed by their number in the whole
+// model) give the one-process losses.
+TEST_F(ParallelTrain, SlidingWindowAndSinksGiveTheOneProcessLossesSplit) {
+    const std::string flags = std::string(kLlama) +
+                              " --window-size '(3, 0)' --window-attn-skip-freq 2"
+                              " --softmax-type learnable";
+    auto one = run_command(train(dir_, data_, 1, 1) + flags);
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    const auto want = losses(one.output);
+    ASSERT_EQ(want.size(), 6u) << one.output;
+    // The window and the sinks change the model: not the full-attention curve.
+    EXPECT_NE(want.at(6), losses(run_command(train(dir_, data_, 1, 1) + kLlama).output).at(6));
+    for (const std::string& layout :
+         {train(dir_, data_, 4, 2),
+          train(dir_, data_, 2, 1) + " --pipeline-model-parallel-size 2"}) {
+        auto r = run_command(layout + flags);
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+        const auto got = losses(r.output);
+        EXPECT_EQ(got.size(), 6u) << r.output;
+        expect_same(got, want, r.output);
+    }
 }
 
 // --log-params-norm and --log-num-zeros-in-grad (Megatron's calc_params_l2_norm and
@@ -707,6 +735,56 @@ TEST_F(ParallelTrain, AnErrorStopsEveryRankNamingIt) {
     EXPECT_NE(r.exit_code, 0) << r.output;
     EXPECT_TRUE(std::regex_search(r.output, std::regex("error: rank [01]: --global-batch-size")))
         << r.output;
+}
+
+}  // namespace
+
+namespace {
+
+// Hugging Face Qwen2 (QKV biases, a sliding window on its second layer) and Qwen3-MoE folders
+// (tests/fixtures/hf) converted to torch_dist split over two tensor (Qwen2) or expert
+// (Qwen3-MoE) ranks fine-tune there from the folders' weights (--finetune --use-checkpoint-args)
+// with a falling loss, on NullTokenizer ids below their vocabulary of 128.
+TEST(ParallelTrainTool, HfQwenFoldersFinetuneSplitWithAFallingLoss) {
+    if (!mt::test::mpiexec_available()) GTEST_SKIP() << "built without MPI: no mpiexec";
+    TempDir dir;
+    std::string jsonl;
+    for (int d = 0; d < 200; ++d) {
+        std::string text;
+        for (int i = 0; i < 40; ++i) text += (i ? " " : "") + std::to_string((d * 7 + i) % 100);
+        jsonl += "{\"text\": \"" + text + "\"}\n";
+    }
+    mt::test::write_file(dir / "ids.jsonl", jsonl);
+    auto r =
+        run_command(mt::test::shell_quote(mt::test::tool_path("megatron-preprocess")) +
+                    " --input " + q(dir / "ids.jsonl") + " --output-prefix " + q(dir / "ids") +
+                    " --tokenizer-type NullTokenizer --vocab-size 127 --append-eod --workers 1");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    for (const auto& [name, target, split] :
+         {std::tuple{"qwen2_swa", "--target-tensor-parallel-size 2",
+                     "--tensor-model-parallel-size 2"},
+          std::tuple{"qwen3_moe", "--target-expert-parallel-size 2",
+                     "--expert-model-parallel-size 2"}}) {
+        SCOPED_TRACE(name);
+        const fs::path converted = dir / name;
+        r = run_command(mt::test::shell_quote(mt::test::tool_path("megatron-convert")) +
+                        " --model-type GPT --loader hf --saver torch_dist " + target +
+                        " --load-dir " + q(mt::test::fixtures_dir() / "hf" / name) +
+                        " --save-dir " + q(converted));
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+        r = run_command(mt::test::mpiexec_prefix(2) +
+                        mt::test::tool_path("megatron-train").string() + " " + split + " --load " +
+                        q(converted) +
+                        " --finetune --use-checkpoint-args --tokenizer-type NullTokenizer"
+                        " --vocab-size 127 --data-path " +
+                        q(dir / "ids_text_document") + " --data-cache-path " + q(dir / "cache") +
+                        " --micro-batch-size 2 --global-batch-size 4 --seq-length 32 --lr 1e-2"
+                        " --train-iters 15 --log-interval 1 --eval-iters 0 --split 100,0,0");
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+        const std::map<int, double> curve = losses(r.output);
+        ASSERT_EQ(curve.size(), 15u) << r.output;
+        EXPECT_LT(curve.at(15), 0.9 * curve.at(1)) << r.output;
+    }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "mt/checkpoint.h"
 #include "mt/model.h"
@@ -15,14 +16,7 @@
 
 namespace mt::plugins::hf {
 
-// Mistral reads as Llama: the same tensors and math; Mixtral as Llama with experts. bert:
-// transformers' *ForPreTraining (or *ForMaskedLM without the binary head) of model_type
-// megatron-bert (Megatron's pre-LayerNorm BERT) or bert (the original post-LayerNorm one, the bert
-// family's --post-layer-norm). hybrid: Mamba2ForCausalLM (every layer Mamba) or
-// NemotronHForCausalLM (Mamba, attention and MLP layers by its pattern), Megatron's MambaModel.
-// deepseek: DeepseekV3ForCausalLM, Megatron's GPT with multi-latent attention and (after the
-// first dense layers) DeepSeek's MoE.
-enum class HfArch { gpt2, llama, bert, hybrid, deepseek };
+class HfArchitecture;  // hf_architecture.h: the families, one description each
 
 // A BERT's parts that its Megatron args do not say (they have no token-type count).
 struct BertParts {
@@ -69,9 +63,8 @@ struct MlaParts {
 };
 
 struct HfConfig {
-    HfArch arch = HfArch::gpt2;
-    // "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "megatron-bert",
-    // "bert", "mamba2", "nemotron_h"
+    const HfArchitecture* arch = nullptr;  // the family that reads and writes it
+    // one of the family's model_types: "gpt2", "llama", "mistral", "qwen3_moe", "bert", ...
     std::string model_type;
     int64_t num_layers = 0, hidden_size = 0, num_heads = 0, num_kv_heads = 0, head_dim = 0;
     int64_t ffn_hidden_size = 0, vocab_size = 0, max_position_embeddings = 0;
@@ -85,6 +78,12 @@ struct HfConfig {
     // Qwen2's q/k/v biases (Megatron's --add-qkv-bias); Qwen3's per-head q and k RMSNorm before
     // rope (--qk-layernorm).
     bool qkv_bias = false, qk_norm = false;
+    // A sliding window (Mistral's sliding_window; Qwen's with use_sliding_window): each query
+    // sees itself and the sliding_window - 1 keys before it (Megatron's --window-size
+    // (sliding_window - 1, 0)) in the layers windowed_layers marks (empty: every layer;
+    // --window-attn-skip-freq); 0: no window.
+    int64_t sliding_window = 0;
+    std::vector<bool> windowed_layers;
     // Mixtral: each layer's MLP is num_experts experts (ffn_hidden_size each), top_k per token
     // (Megatron's --num-experts, --moe-router-topk); 0: a dense model.
     int64_t num_experts = 0, experts_per_token = 0;
@@ -101,14 +100,6 @@ struct HfConfig {
     // transformers' own saves do): Megatron's --mtp-num-layers.
     int64_t mtp_layers = 0;
 };
-
-// The names of a sparse MoE block and its experts' projections: Mixtral's block_sparse_moe with
-// w1 (gate), w3 (up) and w2 (down); Qwen3-MoE's mlp with gate_proj, up_proj and down_proj.
-struct SparseMoeNames {
-    std::string block;  // "block_sparse_moe." or "mlp."
-    std::string gate, up, down;
-};
-SparseMoeNames sparse_moe_names(const HfConfig& config);
 
 // The args entry naming the Hugging Face model_type a checkpoint came from ("mistral"), which
 // Megatron's args cannot tell from Llama's; hf_checkpoint_args records it, the saver reads it.

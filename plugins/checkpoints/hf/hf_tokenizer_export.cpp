@@ -53,18 +53,54 @@ std::string bert_tokenizer_config(bool lower_case, int64_t max_positions) {
 // transformers' LlamaTokenizer over tokenizer.model, as Llama-2's and Mistral's folders have it:
 // `legacy` SentencePiece encoding, a BOS before each text when Megatron's tokenizer adds one
 // (core_v0.13's Llama2Tokenizer; GPTSentencePieceTokenizer and core_v0.19's classes add none).
+// `added`: members for tokens beyond the model's pieces (added_tokens_decoder, ...).
 std::string llama_tokenizer_config(bool add_bos, const std::string& bos, const std::string& eos,
-                                   int64_t max_positions) {
-    return json::object({{"add_bos_token", json::boolean(add_bos)},
-                         {"add_eos_token", json::boolean(false)},
-                         {"bos_token", json::text(bos)},
-                         {"eos_token", json::text(eos)},
-                         {"legacy", json::boolean(true)},
-                         {"model_max_length", json::integer(max_positions)},
-                         {"tokenizer_class", json::text("LlamaTokenizer")},
-                         {"unk_token", json::text("<unk>")}},
-                        0) +
-           "\n";
+                                   int64_t max_positions, json::Members added = {}) {
+    added.insert({{"add_bos_token", json::boolean(add_bos)},
+                  {"add_eos_token", json::boolean(false)},
+                  {"bos_token", json::text(bos)},
+                  {"eos_token", json::text(eos)},
+                  {"legacy", json::boolean(true)},
+                  {"model_max_length", json::integer(max_positions)},
+                  {"tokenizer_class", json::text("LlamaTokenizer")},
+                  {"unk_token", json::text("<unk>")}});
+    return json::object(added, 0) + "\n";
+}
+
+// core_v0.13's SentencePieceTokenizer: the special tokens Megatron finds in the text (<CLS>,
+// <SEP>, <EOD>, <MASK>, the pad, bos and eos pieces, --vocab-extra-ids' <extra_id_i>), those the
+// model lacks at the ids after its pieces, as transformers' added tokens, which it splits from the
+// text as Megatron does; each named by its role where it has one.
+json::Members sentencepiece_special_tokens(const Tokenizer& trained, int64_t model_pieces,
+                                           int64_t extra_ids) {
+    const std::vector<std::string> pieces = trained.vocabulary();
+    const SpecialIds& ids = trained.special_ids();
+    std::vector<std::string> specials;
+    for (const std::optional<int32_t>& id :
+         {ids.cls, ids.sep, ids.eod, ids.mask, ids.pad, ids.bos, ids.eos})
+        if (id) specials.push_back(pieces.at(size_t(*id)));
+    for (int64_t i = 0; i < extra_ids; ++i)
+        specials.push_back("<extra_id_" + std::to_string(i) + ">");
+    json::Members decoder;
+    for (size_t id = size_t(model_pieces); id < pieces.size(); ++id)
+        decoder[std::to_string(id)] = json::object({{"content", json::text(pieces[id])},
+                                                    {"lstrip", json::boolean(false)},
+                                                    {"normalized", json::boolean(false)},
+                                                    {"rstrip", json::boolean(false)},
+                                                    {"single_word", json::boolean(false)},
+                                                    {"special", json::boolean(true)}},
+                                                   2);
+    std::vector<std::string> additional;
+    for (const std::string& s : specials)
+        if (s != "<s>" && s != "</s>" && s != "<unk>") additional.push_back(s);
+    json::Members out = {{"added_tokens_decoder", json::object(decoder, 1)},
+                         {"additional_special_tokens", json::strings(additional, 1)}};
+    for (auto [name, id] : {std::pair{"cls_token", ids.cls},
+                            {"sep_token", ids.sep},
+                            {"mask_token", ids.mask},
+                            {"pad_token", ids.pad}})
+        if (id) out[name] = json::text(pieces.at(size_t(*id)));
+    return out;
 }
 
 // Vocabulary size and special ids from the tokenizer plugin; a tokenizer it cannot build
@@ -141,16 +177,14 @@ HfTokenizerFiles hf_tokenizer_files(const CheckpointArgs& args, int64_t max_posi
                            options.tokenizer_model, "' is not here");
             return out;
         }
-        // Special tokens found in the text (core_v0.13's SentencePieceTokenizer adds <CLS>,
-        // <SEP>, <EOD>, <MASK>...; core_v0.19's legacy mode --tokenizer-special-tokens) have no
-        // LlamaTokenizer config here yet.
+        // core_v0.19's legacy mode's --tokenizer-special-tokens, found in the text, have no
+        // LlamaTokenizer config here yet (core_v0.13's SentencePieceTokenizer's do).
         const bool core_v0_19 = find_arg(args, "tokenizer_sentencepiece_legacy") != nullptr;
         const ArgValue* specials = find_arg(args, "special_tokens");
         const bool listed = specials &&
                             std::holds_alternative<std::vector<std::string>>(*specials) &&
                             !std::get<std::vector<std::string>>(*specials).empty();
-        if ((type == "SentencePieceTokenizer" && !core_v0_19) ||
-            (core_v0_19 && bool_arg(args, "tokenizer_sentencepiece_legacy") && listed)) {
+        if (core_v0_19 && bool_arg(args, "tokenizer_sentencepiece_legacy") && listed) {
             out.note = str("no tokenizer files written: not supported yet: ", type,
                            "'s special tokens found in the text, in a Hugging Face config");
             return out;
@@ -170,7 +204,19 @@ HfTokenizerFiles hf_tokenizer_files(const CheckpointArgs& args, int64_t max_posi
             eos = pieces.at(size_t(*out.eos_id));
         }
         const bool add_bos = !trained->encode("").empty();
-        out.tokenizer_config = llama_tokenizer_config(add_bos, bos, eos, max_positions);
+        json::Members added;
+        if (type == "SentencePieceTokenizer" && !core_v0_19) {
+            if (!out.vocab_size) {
+                out.copies.clear();
+                out.note = str("no tokenizer files written: ", out.note);
+                return out;
+            }
+            added = sentencepiece_special_tokens(*trained, *out.vocab_size,
+                                                 int_arg(args, "vocab_extra_ids").value_or(0));
+            out.vocab_size = trained->vocab_size();  // the added tokens' ids too
+        }
+        out.tokenizer_config =
+            llama_tokenizer_config(add_bos, bos, eos, max_positions, std::move(added));
         return out;
     }
     if (type == "TikTokenizer") {

@@ -26,32 +26,8 @@ namespace mt::plugins::gpt {
 namespace {
 
 using mt::test::fill_formula_weight;
-using mt::test::fnv1a64;
-using mt::test::formula_hash;
 
-constexpr int64_t kSeq = 16, kVocab = 5000;
-
-// The fixture's samples: 17 hashed ids per sample, and a loss mask with ~10% zeros.
-class FormulaData final : public data::GPTSampleDataset {
-  public:
-    int64_t size() const override { return 80; }
-    data::GPTSample get(int64_t s) const override {
-        static const uint64_t text = fnv1a64("train.text"), mask = fnv1a64("train.mask");
-        data::GPTSample out;
-        for (int64_t t = 0; t < kSeq; ++t) {
-            out.tokens.push_back(
-                int64_t(formula_hash(text, uint64_t((kSeq + 1) * s + t)) % kVocab));
-            out.labels.push_back(
-                int64_t(formula_hash(text, uint64_t((kSeq + 1) * s + t + 1)) % kVocab));
-            out.loss_mask.push_back(formula_hash(mask, uint64_t(kSeq * s + t)) % 10 != 0 ? 1.f
-                                                                                         : 0.f);
-            out.position_ids.push_back(t);
-            out.document_start.push_back(0);
-        }
-        return out;
-    }
-    data::Split split() const override { return data::Split::train; }
-};
+constexpr int64_t kVocab = 5000;
 
 // tests/fixtures/gpt/training_<name>.txt, or moe/ for the "moe_" curves and mamba/ for the
 // "hybrid" one: per iteration the loss, the gradient norm (nan: a skipped, overflowing
@@ -101,7 +77,7 @@ void check_curve(const std::string& name, DType params_dtype, double tolerance,
         }
     };
     train::Trainer trainer(*model, golden->optimizer, scheduler, o, log);
-    FormulaData data;
+    mt::test::FormulaSamples data(kVocab);
     trainer.train(data, nullptr);
 
     ASSERT_EQ(trainer.losses().size(), 20u);

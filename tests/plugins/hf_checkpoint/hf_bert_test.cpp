@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "hf_architecture.h"
 #include "hf_checkpoint.h"
 #include "hf_config.h"
 #include "hf_fixtures.h"
@@ -69,7 +70,7 @@ TEST_P(HfBert, GivesTransformersLosses) {
     const std::string name = GetParam();
     const bool post = name == "bert";
     const HfConfig config = read_hf_config(fixture(name));
-    EXPECT_EQ(config.arch, HfArch::bert);
+    EXPECT_EQ(config.arch, &bert_architecture());
     EXPECT_TRUE(config.bert.binary_head);
     EXPECT_EQ(config.bert.post_layer_norm, post);
     const ModelArgs args = hf_model_args(config);

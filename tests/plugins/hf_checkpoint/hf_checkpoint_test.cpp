@@ -300,6 +300,22 @@ TEST(HfCheckpoint, RopeScalingBecomesMegatronsFlags) {
               "2");
 }
 
+// sliding_window: each query sees itself and window - 1 keys before it (Megatron's
+// --window-size (window - 1, 0)); one at least as long as the positions limits nothing.
+TEST(HfCheckpoint, SlidingWindowIsMegatronsWindowSize) {
+    TempDir dir;
+    write_config(dir, R"("sliding_window": 8)");
+    const ModelArgs a = hf_model_args(read_hf_config(dir.path()));
+    EXPECT_EQ(a.at("window-size"), "(7, 0)");
+    EXPECT_EQ(a.count("window-attn-skip-freq"), 0u);
+    TempDir whole;
+    write_config(whole, R"("sliding_window": 4096)");
+    EXPECT_EQ(hf_model_args(read_hf_config(whole.path())).count("window-size"), 0u);
+    const ModelArgs qwen = hf_model_args(read_hf_config(fixture("qwen2_swa")));
+    EXPECT_EQ(qwen.at("window-size"), "(2, 0)");
+    EXPECT_EQ(qwen.at("window-attn-skip-freq"), "[0,1]");
+}
+
 TEST(HfCheckpoint, RejectsConfigsNotSupportedYetNamingTheKey) {
     const std::vector<std::pair<std::string, std::string>> cases = {
         {R"("rope_scaling": {"type": "dynamic", "factor": 2.0})", "'dynamic' rope scaling"},
@@ -310,7 +326,6 @@ TEST(HfCheckpoint, RejectsConfigsNotSupportedYetNamingTheKey) {
         {R"("attention_bias": true)", "'attention_bias'"},
         {R"("mlp_bias": true)", "'mlp_bias'"},
         {R"("hidden_act": "gelu")", "'hidden_act' gelu"},
-        {R"("sliding_window": 8)", "'sliding_window' 8"},
     };
     for (const auto& [key_value, part] : cases) {
         TempDir dir;

@@ -59,6 +59,8 @@ void expect_same_config(const HfConfig& a, const HfConfig& b, const std::string&
     EXPECT_EQ(a.tied, b.tied) << what;
     EXPECT_EQ(a.num_experts, b.num_experts) << what;
     EXPECT_EQ(a.experts_per_token, b.experts_per_token) << what;
+    EXPECT_EQ(a.sliding_window, b.sliding_window) << what;
+    EXPECT_EQ(a.windowed_layers, b.windowed_layers) << what;
 }
 
 // The state with its tensors cast to `dtype` (as convert's --bf16 does).
@@ -85,7 +87,7 @@ TEST_P(HfExport, LoadSaveReloadGivesTheSameTensorsAndConfig) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, HfExport,
                          ::testing::Values("gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3",
-                                           "qwen3_moe"));
+                                           "qwen3_moe", "mistral_swa", "qwen2_swa"));
 
 // The safetensors files are byte for byte those transformers' save_pretrained wrote: header
 // layout, padding, sorted names, the tensors' layouts (GPT-2's Conv1D, q/k/v, gate/up).

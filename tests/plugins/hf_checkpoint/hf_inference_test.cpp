@@ -1,6 +1,6 @@
 // Inference on Hugging Face weights: the tiny GPT-2, Llama (GQA, rope), Mistral, Qwen2 (QKV
-// biases), Qwen3 (q/k norms), Qwen3-MoE and DeepSeek-V3 (MLA: decoding over cached latents) folders
-// of
+// biases), Qwen3 (q/k norms), Qwen3-MoE, DeepSeek-V3 (MLA: decoding over cached latents), and
+// sliding-window Mistral and Qwen2 (make_sliding_window_fixtures.py) folders of
 // tests/fixtures/hf loaded by infer::load_for_inference (format detected, model built from the
 // folder's config) give transformers' logits for whole prompts and, token by token through the
 // KV cache, the same logits again; batched greedy generation with prompts of different lengths
@@ -140,7 +140,7 @@ TEST_P(HfInference, BatchedGreedyGenerationEqualsTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Folders, HfInference,
                          ::testing::Values("gpt2", "llama", "mistral", "qwen2", "qwen3",
-                                           "qwen3_moe", "deepseek_v3"));
+                                           "qwen3_moe", "deepseek_v3", "mistral_swa", "qwen2_swa"));
 
 TEST(HfInference, PromptPlusGenerationLongerThanThePositionsIsAnError) {
     LoadedModel m = load("gpt2");  // n_positions 16

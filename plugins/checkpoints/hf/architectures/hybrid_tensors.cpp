@@ -1,4 +1,4 @@
-#include "hf_hybrid_tensors.h"
+#include "architectures/hybrid_tensors.h"
 
 #include "mt/error.h"
 
