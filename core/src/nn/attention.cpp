@@ -299,7 +299,7 @@ Tensor SelfAttention::backward(const Tensor& dy, const Saved& saved) {
 }
 
 void SelfAttention::collect_parameters(std::vector<Parameter*>& out) {
-    if (softmax_offset_) out.push_back(&*softmax_offset_);  // core_attention comes first
+    collect_softmax_offset(out);
     qkv_.collect_parameters(out);
     proj_.collect_parameters(out);
     collect_qk_norm_parameters(out);

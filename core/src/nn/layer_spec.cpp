@@ -37,8 +37,10 @@ class SelfAttentionSublayer final : public Sublayer {
         return attention_.backward(dy, rebuilt);
     }
     void collect_parameters(std::vector<Parameter*>& out, Norm* fused_norm) override {
-        // Megatron-core registers linear_proj before linear_qkv; Transformer Engine's
-        // LayerNormLinear registers its norm before its own weight and bias.
+        // Megatron-core registers core_attention (its softmax offsets), then linear_proj before
+        // linear_qkv; Transformer Engine's LayerNormLinear registers its norm before its own
+        // weight and bias.
+        attention_.collect_softmax_offset(out);
         attention_.linear_proj().collect_parameters(out);
         if (fused_norm) fused_norm->collect_parameters(out);
         attention_.linear_qkv().collect_parameters(out);

@@ -187,4 +187,25 @@ TEST(NnTransformerLayer, ParameterNamesFollowMegatronCore) {
     EXPECT_FALSE(params[5]->weight_decay);
 }
 
+// --softmax-type learnable: the layer's parameters (what is trained, saved and loaded) start
+// with core_attention's offsets, registered before linear_proj as in megatron-core; their
+// gradient flows through the whole layer.
+TEST(NnTransformerLayer, LearnedSoftmaxOffsetsAreTheLayersFirstParameter) {
+    auto be = mt::make_cpu_backend();
+    mt::nn::TransformerConfig c = small_config(true);
+    c.softmax_type = mt::nn::SoftmaxType::learnable;
+    mt::nn::TransformerLayer layer("decoder.layers.0", c, mt::nn::dense_layer_spec(), *be);
+    std::vector<mt::nn::Parameter*> params;
+    layer.collect_parameters(params);
+    ASSERT_FALSE(params.empty());
+    EXPECT_EQ(params[0]->name, "decoder.layers.0.self_attention.core_attention.softmax_offset");
+    EXPECT_EQ(params[0]->value.shape(), mt::Shape({4}));
+    EXPECT_FALSE(params[0]->weight_decay);
+    EXPECT_EQ(params[1]->name, "decoder.layers.0.self_attention.linear_proj.weight");
+    std::mt19937 rng(29);
+    auto random = mt::test::random_parameters(layer, rng);
+    Tensor x = random_like({2, 6, 8}, DType::f64, rng);
+    mt::test::expect_module_grads_match(layer, x, random, {true, 78, 5}, rng);
+}
+
 }  // namespace

@@ -74,10 +74,16 @@ class MT_API SelfAttention {
     // dy (B, T, H) -> dx (B, T, H); qkv/proj grads +=.
     Tensor backward(const Tensor& dy, const Saved& saved);
 
-    // linear_qkv's parameters, then the q and k norms' (Megatron-core's order).
+    // The learned softmax offsets, linear_qkv's parameters, then the q and k norms'
+    // (Megatron-core's order).
     void collect_parameters(std::vector<Parameter*>& out);
     Linear& linear_qkv() { return qkv_; }
     Linear& linear_proj() { return proj_; }
+    // core_attention.softmax_offset (--softmax-type learnable; none otherwise): Megatron's
+    // Attention builds its core_attention before linear_proj and linear_qkv.
+    void collect_softmax_offset(std::vector<Parameter*>& out) {
+        if (softmax_offset_) out.push_back(&*softmax_offset_);
+    }
     // The q and k norms' parameters (none without --qk-layernorm).
     void collect_qk_norm_parameters(std::vector<Parameter*>& out);
     // An empty KV state for `batch` rows of up to `capacity` positions.
