@@ -14,6 +14,8 @@ const char* unary_op_name(UnaryOp op) {
             return "gelu_erf";
         case UnaryOp::silu:
             return "silu";
+        case UnaryOp::quick_gelu:
+            return "quick_gelu";
         case UnaryOp::relu:
             return "relu";
         case UnaryOp::squared_relu:

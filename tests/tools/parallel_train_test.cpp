@@ -363,6 +363,41 @@ TEST_F(ParallelTrain, ExpertBiasGivesTheOneProcessLossesAndResumes) {
     expect_resumes(dp2, one + " --ckpt-format torch", dir_ / "torch_bias_dp2", want);
 }
 
+// GPT-OSS's MoE as core_v0.19 builds it: biases everywhere (the router's, each expert's fc1 and
+// fc2, attention's), quick GeGLU experts with --glu-linear-offset and
+// --activation-func-clamp-value, learned sinks: EP2, and TP2 x EP2 with whole experts, give the
+// one-process losses; an EP2 torch_dist checkpoint (the experts' numbered biases on Megatron's
+// expert axis) resumes in one process with them.
+TEST_F(ParallelTrain, BiasedQuickGegluExpertsGiveTheOneProcessLossesAndResume) {
+    const std::string moe =
+        " --normalization RMSNorm --position-embedding-type rope --group-query-attention"
+        " --num-query-groups 2 --untie-embeddings-and-output-weights --softmax-type learnable"
+        " --num-experts 4 --moe-router-topk 2 --moe-ffn-hidden-size 32 --moe-grouped-gemm"
+        " --moe-aux-loss-coeff 1e-2 --quick-geglu --glu-linear-offset 1.0"
+        " --activation-func-clamp-value 7.0 --ffn-hidden-size 64";
+    const std::string one = train(dir_, data_, 1, 1) + moe;
+    auto full = run_command(one);
+    ASSERT_EQ(full.exit_code, 0) << full.output;
+    const auto want = losses(full.output);
+    ASSERT_EQ(want.size(), 6u) << full.output;
+    EXPECT_LT(want.at(6), want.at(1)) << full.output;
+    for (const auto& [ranks, tp] : {std::pair{2, 1}, std::pair{4, 2}}) {
+        auto r = run_command(train(dir_, data_, ranks, tp) + moe +
+                             " --expert-model-parallel-size 2 --expert-tensor-parallel-size 1");
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+        const auto got = losses(r.output);
+        EXPECT_EQ(got.size(), 6u) << r.output;
+        expect_same(got, want, r.output);
+    }
+    const std::string fmt = " --ckpt-format torch_dist";
+    expect_resumes(train(dir_, data_, 2, 1) + moe + " --expert-model-parallel-size 2" + fmt,
+                   one + fmt, dir_ / "gpt_oss_moe", want);
+    // Expert biases under expert tensor parallelism are refused, naming it.
+    auto etp = run_command(train(dir_, data_, 2, 2) + moe);
+    EXPECT_NE(etp.exit_code, 0);
+    EXPECT_NE(etp.output.find("not supported yet: expert biases"), std::string::npos) << etp.output;
+}
+
 // MoE checkpoints of expert-parallel runs: EP2 (each rank its experts) saves Megatron's layout in
 // both formats (torch: an mp_rank_00_00E file per expert-parallel rank, each with its experts'
 // state in the chained optimizer; torch_dist: every rank its experts' pieces) and resumes at EP2

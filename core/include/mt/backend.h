@@ -72,10 +72,12 @@ class MT_API Backend {
     virtual void unary_forward(ops::UnaryOp op, const Tensor& x, Tensor& y);
     // dx = op'(x) * dy (x is the forward's input).
     virtual void unary_backward(ops::UnaryOp op, const Tensor& x, const Tensor& dy, Tensor& dx);
-    // SwiGLU as Megatron splits it: x (..., 2F) = [gate | up] along the last dim, y (..., F) =
-    // silu(gate) * up. Backward writes dx (..., 2F) = [d_gate | d_up] from x and dy (..., F).
-    virtual void swiglu_forward(const Tensor& x, Tensor& y);
-    virtual void swiglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx);
+    // A gated linear unit as Megatron splits it (SwiGLU, quick GeGLU; ops::GluConfig): x (..., 2F)
+    // = [gate | linear] along the last dim, y (..., F). Backward writes dx (..., 2F) =
+    // [d_gate | d_linear] from x and dy (..., F).
+    virtual void glu_forward(const ops::GluConfig& glu, const Tensor& x, Tensor& y);
+    virtual void glu_backward(const ops::GluConfig& glu, const Tensor& x, const Tensor& dy,
+                              Tensor& dx);
     // y = a + b.
     virtual void add(const Tensor& a, const Tensor& b, Tensor& y);
     // y = alpha * x.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "mt/api.h"
@@ -15,6 +16,7 @@ enum class UnaryOp : uint8_t {
     gelu,          // tanh approximation (Megatron bias_gelu, --openai-gelu)
     gelu_erf,      // exact erf GELU (F.gelu)
     silu,          //
+    quick_gelu,    // x sigmoid(1.702 x) (Megatron's quick_gelu, --quick-geglu's gate)
     relu,          //
     squared_relu,  // --squared-relu
     tanh,          // BERT's pooler
@@ -22,6 +24,16 @@ enum class UnaryOp : uint8_t {
     log,           // natural log
 };
 MT_API const char* unary_op_name(UnaryOp op);
+
+// A gated linear unit on fc1's output (..., 2F) = [gate | linear] halves, as megatron-core's
+// glu computes it:  y = act(min(gate, clamp)) * (clamp(linear, -clamp, clamp) + linear_offset).
+struct GluConfig {
+    UnaryOp gate = UnaryOp::silu;  // silu (--swiglu) or quick_gelu (--quick-geglu)
+    float linear_offset = 0.0f;    // --glu-linear-offset
+    // --activation-func-clamp-value; infinity: none. The gradient passes where the clamp
+    // did not bind (torch's clamp: bounds included).
+    float clamp = std::numeric_limits<float>::infinity();
+};
 
 struct NormConfig {
     float eps = 1e-5f;                 // --layernorm-epsilon, inside the square root

@@ -1,5 +1,6 @@
 #include "mt/checkpoint/reshard.h"
 
+#include <algorithm>
 #include <cctype>
 #include <functional>
 #include <map>
@@ -187,8 +188,11 @@ Tensor resize_vocab_rows(const Tensor& table, int64_t rows) {
 
 namespace {
 
-// "...mlp.experts.linear_fc1.weight5" <-> "...mlp.experts.local_experts.5.linear_fc1.weight".
+// "...mlp.experts.linear_fc1.weight5" <-> "...mlp.experts.local_experts.5.linear_fc1.weight",
+// and the biases' alike.
 std::string other_expert_name(const std::string& name) {
+    static const char* kLinears[] = {"linear_fc1.weight", "linear_fc2.weight", "linear_fc1.bias",
+                                     "linear_fc2.bias"};
     static const std::string kExperts = ".mlp.experts.", kLocal = "local_experts.";
     const size_t at = name.find(kExperts);
     if (at == std::string::npos) return name;
@@ -202,11 +206,11 @@ std::string other_expert_name(const std::string& name) {
         const size_t e = rest + kLocal.size(), end = digits_from(e);
         if (end == e || end >= name.size() || name[end] != '.') return name;
         const std::string linear = name.substr(end + 1);
-        if (linear != "linear_fc1.weight" && linear != "linear_fc2.weight") return name;
+        if (std::find(std::begin(kLinears), std::end(kLinears), linear) == std::end(kLinears))
+            return name;
         return name.substr(0, rest) + linear + name.substr(e, end - e);
     }
-    for (const char* linear :
-         {"linear_fc1.weight", "linear_fc2.weight"}) {  // grouped -> sequential
+    for (const char* linear : kLinears) {  // grouped -> sequential
         const std::string l = linear;
         if (name.compare(rest, l.size(), l) != 0) continue;
         const size_t e = rest + l.size();

@@ -27,7 +27,6 @@ constexpr FlagRule kQkClip = accept(
     "rescaled weights");
 constexpr const char* kWeightShards =
     "generalized tensor parallelism's weight shards (--tensor-parallel-num-weight-shards)";
-constexpr const char* kGptOss = "GPT-OSS's attention and activation variants";
 constexpr const char* kAttentionVariants =
     "experimental attention variants (gated delta net linear attention, DeepSeek sparse "
     "attention)";
@@ -74,9 +73,6 @@ constexpr NewerModelField kNewerModelFields[] = {
      accept("splits the MLP's training sequence into chunks to save memory: the same math")},
     {"--flash-attention-version",
      accept("a flash-attention kernel version: the CPU's attention computes the same")},
-    {"--glu-linear-offset", refuse(kGptOss)},
-    {"--activation-func-clamp-value", refuse(kGptOss)},
-    {"--quick-geglu", refuse(kGptOss)},
     {"--qk-clip", kQkClip},
     {"--qk-clip-alpha", kQkClip},
     {"--qk-clip-threshold", kQkClip},

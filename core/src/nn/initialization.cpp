@@ -108,7 +108,9 @@ void initialize_megatron(Backend& backend, const std::vector<Parameter*>& params
         if (v.dim() == 1) {
             // Biases are 0; the only other vectors are norm weights: gamma = 1, stored as
             // gamma - 1 = 0 with --apply-layernorm-1p.
-            const bool norm_weight = !name.ends_with("bias");
+            // (Transformer Engine's grouped experts number theirs: "linear_fc1.bias3".)
+            const bool norm_weight =
+                !name.substr(0, name.find_last_not_of("0123456789") + 1).ends_with("bias");
             const double value = norm_weight && !config.apply_layernorm_1p ? 1.0 : 0.0;
             backend.fill(v, value);
             continue;

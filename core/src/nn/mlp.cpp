@@ -15,6 +15,7 @@ ShardSpec fc1_shard(bool gated) {
 Mlp::Mlp(const std::string& prefix, const TransformerConfig& config, Backend& backend)
     : gated_(config.gated_linear_unit),
       activation_(config.activation),
+      glu_(config.glu()),
       fc1_(join_name(prefix, "linear_fc1"), config.hidden_size,
            config.ffn_hidden_size * (config.gated_linear_unit ? 2 : 1), config.add_bias_linear,
            config.dtype, fc1_shard(config.gated_linear_unit), backend, config.tp),
@@ -25,9 +26,10 @@ Mlp::Mlp(const std::string& prefix, const TransformerConfig& config, Backend& ba
     MT_CHECK(config.hidden_size > 0 && config.ffn_hidden_size > 0,
              "Mlp: hidden and ffn hidden sizes must be > 0, got ", config.hidden_size, " and ",
              config.ffn_hidden_size);
-    MT_CHECK(!gated_ || activation_ == ops::UnaryOp::silu,
-             "Mlp: a gated linear unit is implemented for silu (SwiGLU) only, got ",
-             ops::unary_op_name(activation_));
+    MT_CHECK(!gated_ || glu_.gate == ops::UnaryOp::silu || glu_.gate == ops::UnaryOp::quick_gelu,
+             "Mlp: a gated linear unit is implemented for silu (SwiGLU) and quick_gelu "
+             "(--quick-geglu), got ",
+             ops::unary_op_name(glu_.gate));
 }
 
 Tensor Mlp::forward(const Tensor& x, Saved* saved) const {
@@ -35,7 +37,7 @@ Tensor Mlp::forward(const Tensor& x, Saved* saved) const {
     Tensor a;
     if (gated_) {
         a = backend_->empty(with_last_dim(h.shape(), h.size(-1) / 2), h.dtype());
-        backend_->swiglu_forward(h, a);
+        backend_->glu_forward(glu_, h, a);
     } else {
         a = backend_->empty(h.shape(), h.dtype());
         backend_->unary_forward(activation_, h, a);
@@ -48,7 +50,7 @@ Tensor Mlp::backward(const Tensor& dy, const Saved& saved) {
     Tensor da = fc2_.backward(dy, saved.fc2);
     Tensor dh = backend_->empty(saved.fc1_out.shape(), saved.fc1_out.dtype());
     if (gated_)
-        backend_->swiglu_backward(saved.fc1_out, da, dh);
+        backend_->glu_backward(glu_, saved.fc1_out, da, dh);
     else
         backend_->unary_backward(activation_, saved.fc1_out, da, dh);
     return fc1_.backward(dh, saved.fc1);

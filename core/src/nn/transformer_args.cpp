@@ -5,6 +5,7 @@
 #include "mt/nn/mla_args.h"
 #include "mt/nn/moe/args.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <sstream>
@@ -40,6 +41,15 @@ std::vector<FlagInfo> transformer_flags() {
         switch_flag("apply-layernorm-1p",
                     "store the norm weights as gamma - 1 (zero-centered gamma)"),
         switch_flag("swiglu", "use SwiGLU in the MLP"),
+        switch_flag("quick-geglu",
+                    "a gated linear unit with quick GELU (x sigmoid(1.702 x)) in the MLP "
+                    "(GPT-OSS's)"),
+        value_flag("glu-linear-offset",
+                   "added to a gated linear unit's linear half: act(gate) * (linear + offset)",
+                   "0.0"),
+        value_flag("activation-func-clamp-value",
+                   "clamp fc1's output in a gated linear unit: the gate to at most this, the "
+                   "linear half to within +-this (default none)"),
         switch_flag("group-query-attention", "use grouped-query attention"),
         value_flag("num-query-groups", "number of query groups with --group-query-attention", "1"),
         store_false("disable-bias-linear", "add_bias_linear", "no biases in the linear layers"),
@@ -219,6 +229,21 @@ TransformerArgs read_transformer_args(const ModelArgs& args) {
     c.qk_l2_norm = f.flag("qk-l2-norm");
     c.squared_relu = f.flag("squared-relu");
     MT_CHECK(!(c.squared_relu && c.swiglu), "--squared-relu and --swiglu exclude each other");
+    // Megatron reads --squared-relu before --quick-geglu, which it then ignores.
+    c.quick_geglu = f.flag("quick-geglu") && !c.squared_relu;
+    MT_CHECK(!(c.quick_geglu && c.swiglu), "--quick-geglu and --swiglu exclude each other");
+    c.glu_linear_offset = f.real("glu-linear-offset", 0.0);
+    if (f.has("activation-func-clamp-value")) {
+        c.activation_clamp = f.real("activation-func-clamp-value", 0.0);
+        // TransformerConfig's checks for SwiGLU; quick GeGLU takes any value.
+        MT_CHECK(!c.swiglu || (std::isfinite(c.activation_clamp) && c.activation_clamp > 0),
+                 "--activation-func-clamp-value for SwiGLU must be finite and greater than zero, "
+                 "got ",
+                 c.activation_clamp);
+        MT_CHECK(!c.swiglu || c.glu_linear_offset == 0,
+                 "--glu-linear-offset must be zero when --activation-func-clamp-value is set for "
+                 "SwiGLU");
+    }
     // Megatron turns the bias-GeLU fusion (tanh GeLU) off without biases: F.gelu (erf) then.
     c.add_bias_linear = !f.flag("disable-bias-linear");
     c.bias_gelu_fusion = c.add_bias_linear && !f.flag("no-bias-gelu-fusion");
@@ -255,6 +280,8 @@ TransformerArgs read_transformer_args(const ModelArgs& args) {
     }
     recompute_segments(c.recompute, c.num_layers);  // Megatron's checks, now
     read_moe_args(f, c);
+    MT_CHECK(!c.swiglu || std::isinf(c.activation_clamp) || c.moe.enabled(),
+             "--activation-func-clamp-value for SwiGLU is only supported with MoE (--num-experts)");
     // Megatron's local spec builds the legacy GroupedMLP, whose experts are two fused tensors
     // (weight1 [H, E·2F], weight2 [E·F, H]); ours carry Transformer Engine's per-expert names.
     MT_CHECK(!c.moe.grouped_gemm || c.transformer_impl == TransformerImpl::transformer_engine,
@@ -321,11 +348,14 @@ TransformerConfig transformer_layer_config(const TransformerArgs& c, DType dtype
     // Megatron: --swiglu is silu on fc1's [gate | up], --squared-relu relu(x)^2; otherwise GeLU,
     // fused with the bias in its tanh form (bias_gelu) unless the fusion is off (no biases, or
     // --no-bias-gelu-fusion), when it is F.gelu (erf).
-    t.gated_linear_unit = c.swiglu;
+    t.gated_linear_unit = c.swiglu || c.quick_geglu;
     t.activation = c.swiglu             ? ops::UnaryOp::silu
                    : c.squared_relu     ? ops::UnaryOp::squared_relu
+                   : c.quick_geglu      ? ops::UnaryOp::quick_gelu
                    : c.bias_gelu_fusion ? ops::UnaryOp::gelu
                                         : ops::UnaryOp::gelu_erf;
+    t.glu_linear_offset = float(c.glu_linear_offset);
+    t.activation_clamp = float(c.activation_clamp);
     t.add_bias_linear = c.add_bias_linear;
     t.add_qkv_bias = c.add_qkv_bias;
     t.rotary = c.position_embedding == PositionEmbedding::rope;

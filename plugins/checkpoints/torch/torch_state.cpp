@@ -230,7 +230,8 @@ std::optional<ArgValue> arg_from_py(const PyValue& v) {
             return ArgValue{v.as_double()};
         case PyKind::string:
             return ArgValue{v.as_string()};
-        case PyKind::list: {  // of ints (--moe-layer-freq's pattern) or of str; others dropped
+        case PyKind::list:  // of ints (--moe-layer-freq's pattern) or of str; others dropped
+        case PyKind::tuple: {  // (core_v0.19's --window-size: a tuple of ints)
             std::vector<int64_t> ints;
             std::vector<std::string> strings;
             for (const PyValue& item : v.items()) {

@@ -279,7 +279,6 @@ TEST(GptCheckpointArgs, MegatronDeepSpeedsArgsReadAsTheSameModel) {
 TEST(GptCheckpointArgs, NewerModelOptionsAreRefusedByName) {
     const std::vector<FlagInfo> flags = gpt_family_flags();
     const std::pair<const char*, ArgValue> cases[] = {
-        {"quick_geglu", true},
         {"attention_output_gate", true},
         {"use_mup", true},
         {"experimental_attention_variant", std::string("gated_delta_net")},
@@ -292,14 +291,18 @@ TEST(GptCheckpointArgs, NewerModelOptionsAreRefusedByName) {
         EXPECT_NE(error.find("not supported yet: "), std::string::npos) << error;
     }
     // ... and options that change nothing here, or that the family reads (the sliding window:
-    // a tuple in the args; attention sinks), load.
+    // a tuple in the args; attention sinks; GPT-OSS's quick GeGLU with its offset and clamp),
+    // load.
     for (const auto& [dest, value] : std::vector<std::pair<const char*, ArgValue>>{
              {"cuda_graph_impl", std::string("local")},
              {"cpu_offloading_num_layers", int64_t(2)},
              {"qk_clip", true},
              {"fp4", std::string("nvfp4")},
              {"window_size", std::vector<int64_t>{128, 0}},
-             {"softmax_type", std::string("learnable")}}) {
+             {"softmax_type", std::string("learnable")},
+             {"quick_geglu", true},
+             {"glu_linear_offset", 1.0},
+             {"activation_func_clamp_value", 7.0}}) {
         CheckpointArgs args = kBase;
         set_arg(args, dest, value);
         EXPECT_EQ(error_of_load(args, flags), "") << dest;

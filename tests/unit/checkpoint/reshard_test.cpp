@@ -143,9 +143,15 @@ TEST(Reshard, ExpertNamesOfTheOtherExpertsModule) {
               "decoder.layers.1.mlp.experts.local_experts.12.linear_fc1.weight");
     EXPECT_EQ(other_impl_name("decoder.layers.1.mlp.experts.local_experts.3.linear_fc2.weight"),
               "decoder.layers.1.mlp.experts.linear_fc2.weight3");
+    // GPT-OSS's expert biases (core_v0.19) alike.
+    EXPECT_EQ(other_impl_name("decoder.layers.1.mlp.experts.local_experts.3.linear_fc1.bias"),
+              "decoder.layers.1.mlp.experts.linear_fc1.bias3");
+    EXPECT_EQ(other_impl_name("decoder.layers.1.mlp.experts.linear_fc2.bias0"),
+              "decoder.layers.1.mlp.experts.local_experts.0.linear_fc2.bias");
     for (const char* same : {"decoder.layers.1.mlp.experts.linear_fc1.weight",
+                             "decoder.layers.1.mlp.experts.linear_fc1.bias",
                              "decoder.layers.1.mlp.shared_experts.linear_fc1.weight",
-                             "decoder.layers.1.mlp.experts.local_experts.3.linear_fc1.bias",
+                             "decoder.layers.1.mlp.experts.local_experts.3.linear_fc1.layer_norm",
                              "decoder.layers.1.mlp.router.weight"})
         EXPECT_EQ(other_impl_name(same), same);
 }

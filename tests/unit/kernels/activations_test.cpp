@@ -114,4 +114,25 @@ TEST(Activations, SwigluMatchesOracleAndPartialDerivatives) {
         }
 }
 
+// Megatron's quick_geglu with an offset: quick_gelu(gate) * (up + offset), and its
+// quick_geglu_back, against the formula and central differences.
+TEST(Activations, QuickGegluMatchesOracleAndPartialDerivatives) {
+    const mt::k::QuickGeglu op;
+    const double h = 1e-5, offset = 1.0;
+    for (double gate : {-6.0, -1.3, -0.2, 0.0, 0.4, 2.5, 7.0})
+        for (double up : {-2.0, -0.5, 0.3, 1.7}) {
+            const double expected = gate / (1.0 + std::exp(-1.702 * gate)) * (up + offset);
+            EXPECT_NEAR(op.fwd(gate, up, offset), expected, 1e-14 * (1 + std::fabs(expected)));
+            const double dy = 0.7;
+            double d_gate = 0, d_up = 0;
+            op.bwd(gate, up, dy, d_gate, d_up, offset);
+            const double fd_gate =
+                dy * (op.fwd(gate + h, up, offset) - op.fwd(gate - h, up, offset)) / (2 * h);
+            const double fd_up =
+                dy * (op.fwd(gate, up + h, offset) - op.fwd(gate, up - h, offset)) / (2 * h);
+            EXPECT_NEAR(d_gate, fd_gate, 1e-8) << gate << " " << up;
+            EXPECT_NEAR(d_up, fd_up, 1e-8) << gate << " " << up;
+        }
+}
+
 }  // namespace

@@ -2,6 +2,7 @@
 // differences of the whole op; SwiGLU on the split fc1 layout; the OpenMP path; shape errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <numbers>
@@ -24,6 +25,8 @@ double oracle(UnaryOp op, double x) {
             return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
         case UnaryOp::silu:
             return x / (1.0 + std::exp(-x));
+        case UnaryOp::quick_gelu:
+            return x / (1.0 + std::exp(-1.702 * x));
         case UnaryOp::relu:
             return x > 0 ? x : 0.0;
         case UnaryOp::squared_relu:
@@ -81,16 +84,17 @@ TEST_P(Unary, ParallelAndInPlacePathsAgree) {
 
 MT_INSTANTIATE_BACKENDS_WITH(Unary,
                              testing::Values(UnaryOp::gelu, UnaryOp::gelu_erf, UnaryOp::silu,
-                                             UnaryOp::relu, UnaryOp::squared_relu, UnaryOp::tanh),
+                                             UnaryOp::quick_gelu, UnaryOp::relu,
+                                             UnaryOp::squared_relu, UnaryOp::tanh),
                              [](UnaryOp op) { return std::string(mt::ops::unary_op_name(op)); });
 
-class Swiglu : public mt::test::BackendTest {};
+class Glu : public mt::test::BackendTest {};
 
-TEST_P(Swiglu, ForwardSplitsGateThenUp) {
+TEST_P(Glu, SwigluForwardSplitsGateThenUp) {
     std::mt19937 rng(13);
     auto x = mt::test::random_tensor({2, 3, 8}, rng, -3.0f, 3.0f);  // (B, T, 2F), F = 4
     auto y = mt::Tensor::empty({2, 3, 4}, mt::DType::f32);
-    be().swiglu_forward(x, y);
+    be().glu_forward({}, x, y);
     const float* xp = mt::test::f32(x);
     for (int64_t r = 0; r < 6; ++r)
         for (int64_t j = 0; j < 4; ++j) {
@@ -99,28 +103,72 @@ TEST_P(Swiglu, ForwardSplitsGateThenUp) {
         }
 }
 
-TEST_P(Swiglu, BackwardMatchesFiniteDifferences) {
-    std::mt19937 rng(14);
-    auto x = mt::test::random_tensor({3, 10}, rng, -2.0f, 2.0f);
-    auto y = mt::Tensor::empty({3, 5}, mt::DType::f32);
-    auto dy = mt::test::random_tensor({3, 5}, rng);
-    auto w = mt::test::to_doubles(dy);
-    auto dx = mt::Tensor::empty(x.shape(), mt::DType::f32);
-    be().swiglu_backward(x, dy, dx);
-    auto fd = mt::test::numeric_grad(
-        x, [&] { be().swiglu_forward(x, y); }, y, w, 1e-2);
-    mt::test::expect_close(mt::test::to_doubles(dx), fd, 2e-4, 2e-3, "dx");
+// GPT-OSS's experts (megatron-core's glu with --quick-geglu --glu-linear-offset 1
+// --activation-func-clamp-value): the gate clamped above, the linear half to [-c, c].
+TEST_P(Glu, ClampedQuickGegluIsMegatronsFormula) {
+    std::mt19937 rng(16);
+    auto x = mt::test::random_tensor({5, 12}, rng, -4.0f, 4.0f);
+    auto y = mt::Tensor::empty({5, 6}, mt::DType::f32);
+    const mt::ops::GluConfig glu{UnaryOp::quick_gelu, 1.0f, 1.5f};
+    be().glu_forward(glu, x, y);
+    const float* xp = mt::test::f32(x);
+    for (int64_t r = 0; r < 5; ++r)
+        for (int64_t j = 0; j < 6; ++j) {
+            const double gate = std::min<double>(xp[r * 12 + j], 1.5);
+            const double up = std::clamp<double>(xp[r * 12 + 6 + j], -1.5, 1.5);
+            EXPECT_NEAR(mt::test::f32(y)[r * 6 + j],
+                        gate / (1 + std::exp(-1.702 * gate)) * (up + 1.0), 1e-6);
+        }
 }
 
-TEST_P(Swiglu, RejectsOddWidthAndWrongOutput) {
+// Backward against finite differences: SwiGLU, and quick GeGLU with an offset and a clamp
+// (inputs kept off the clamp's bounds, where the derivative jumps).
+TEST_P(Glu, BackwardMatchesFiniteDifferences) {
+    for (const mt::ops::GluConfig glu :
+         {mt::ops::GluConfig{}, mt::ops::GluConfig{UnaryOp::quick_gelu, 1.0f, 1.25f},
+          mt::ops::GluConfig{UnaryOp::silu, 0.0f, 0.75f}}) {
+        std::mt19937 rng(14);
+        auto x = mt::test::random_tensor({3, 10}, rng, -2.0f, 2.0f);
+        float* xp = mt::test::f32(x);
+        for (int64_t i = 0; i < x.numel(); ++i)
+            if (std::fabs(std::fabs(xp[i]) - glu.clamp) < 0.05f) xp[i] += 0.1f;
+        auto y = mt::Tensor::empty({3, 5}, mt::DType::f32);
+        auto dy = mt::test::random_tensor({3, 5}, rng);
+        auto w = mt::test::to_doubles(dy);
+        auto dx = mt::Tensor::empty(x.shape(), mt::DType::f32);
+        be().glu_backward(glu, x, dy, dx);
+        auto fd = mt::test::numeric_grad(
+            x, [&] { be().glu_forward(glu, x, y); }, y, w, 1e-2);
+        mt::test::expect_close(mt::test::to_doubles(dx), fd, 2e-4, 2e-3, "dx");
+    }
+}
+
+// Where the clamp binds the gradient is zero, as torch's clamp gives it.
+TEST_P(Glu, ClampedInputsGetNoGradient) {
+    auto x = mt::Tensor::empty({1, 4}, mt::DType::f32);
+    float* xp = mt::test::f32(x);
+    xp[0] = 3.0f, xp[1] = -3.0f;  // gates: the first above the clamp
+    xp[2] = 0.5f, xp[3] = 2.5f;   // linear halves: the second beyond it
+    auto dy = mt::Tensor::empty({1, 2}, mt::DType::f32);
+    mt::test::f32(dy)[0] = mt::test::f32(dy)[1] = 1.0f;
+    auto dx = mt::Tensor::empty({1, 4}, mt::DType::f32);
+    be().glu_backward({UnaryOp::quick_gelu, 1.0f, 2.0f}, x, dy, dx);
+    const float* d = mt::test::f32(dx);
+    EXPECT_EQ(d[0], 0.0f);
+    EXPECT_NE(d[1], 0.0f);
+    EXPECT_NE(d[2], 0.0f);
+    EXPECT_EQ(d[3], 0.0f);
+}
+
+TEST_P(Glu, RejectsOddWidthAndWrongOutput) {
     auto odd = mt::Tensor::zeros({2, 5}, mt::DType::f32);
     auto y = mt::Tensor::zeros({2, 2}, mt::DType::f32);
-    EXPECT_NE(mt::test::error_of([&] { be().swiglu_forward(odd, y); }).find("even last dim"),
+    EXPECT_NE(mt::test::error_of([&] { be().glu_forward({}, odd, y); }).find("even last dim"),
               std::string::npos);
     auto x = mt::Tensor::zeros({2, 6}, mt::DType::f32);
     EXPECT_NE(mt::test::error_of([&] {
-                  be().swiglu_forward(x, y);
-              }).find("swiglu_forward: y must have shape [2, 3]"),
+                  be().glu_forward({}, x, y);
+              }).find("glu_forward: y must have shape [2, 3]"),
               std::string::npos);
 }
 
@@ -183,6 +231,6 @@ TEST_P(Arithmetic, ExpAndLog) {
     }
 }
 
-MT_INSTANTIATE_BACKENDS(Swiglu);
+MT_INSTANTIATE_BACKENDS(Glu);
 
 MT_INSTANTIATE_BACKENDS(Arithmetic);

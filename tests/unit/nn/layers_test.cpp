@@ -147,13 +147,20 @@ TEST(NnNorm, GradientsMatchFiniteDifferences) {
 TEST(NnMlp, GradientsMatchFiniteDifferences) {
     auto be = mt::make_cpu_backend();
     std::mt19937 rng(6);
-    for (bool swiglu : {false, true})
+    // GeLU, SwiGLU and quick GeGLU with --glu-linear-offset and --activation-func-clamp-value.
+    for (const auto act :
+         {mt::ops::UnaryOp::gelu, mt::ops::UnaryOp::silu, mt::ops::UnaryOp::quick_gelu})
         for (bool bias : {true, false}) {
+            const bool swiglu = act != mt::ops::UnaryOp::gelu;  // gated
             mt::nn::TransformerConfig config;
             config.hidden_size = 6;
             config.ffn_hidden_size = 10;
             config.gated_linear_unit = swiglu;
-            config.activation = swiglu ? mt::ops::UnaryOp::silu : mt::ops::UnaryOp::gelu;
+            config.activation = act;
+            if (act == mt::ops::UnaryOp::quick_gelu) {
+                config.glu_linear_offset = 1.0f;
+                config.activation_clamp = 7.0f;
+            }
             config.add_bias_linear = bias;
             config.dtype = DType::f64;
             mt::nn::Mlp mlp("decoder.layers.1.mlp", config, *be);

@@ -272,11 +272,66 @@ TEST(MoeLayer, ParameterNamesFollowMegatronCore) {
     }
 }
 
-TEST(MoeLayer, RefusesExpertBiases) {
-    auto be = mt::make_cpu_backend();
-    mt::nn::TransformerConfig c = moe_config(true);
+// core_v0.19's GPT-OSS MoE: biases in the router and in each expert's fc1 and fc2 (fc2's weighed
+// by the prob), quick GeGLU experts with an offset and a clamp; SequentialMLP and TEGroupedMLP
+// alike, and with the probs on the input (fc2's bias then unweighed).
+TEST(MoeLayer, BiasedQuickGegluExpertsGradientsMatchFiniteDifferences) {
+    for (const bool grouped : {false, true}) {
+        mt::nn::TransformerConfig c = moe_config(true);
+        c.add_bias_linear = true;
+        c.activation = mt::ops::UnaryOp::quick_gelu;
+        c.glu_linear_offset = 1.0f;
+        c.activation_clamp = 7.0f;
+        c.moe.grouped_gemm = grouped;
+        check_moe_layer_grads(c, grouped ? 36 : 37);
+    }
+    mt::nn::TransformerConfig c = moe_config(false);
     c.add_bias_linear = true;
-    EXPECT_THROW(mt::nn::TransformerLayer("decoder.layers.0", c, moe_spec(), *be), mt::Error);
+    c.moe.router.topk = 1;
+    c.moe.router.score_function = mt::nn::ScoreFunction::sigmoid;
+    c.moe.probs_on_input = true;
+    check_moe_layer_grads(c, 38);
+}
+
+// With biases, the router's follows its weight and each expert's linear has its bias beside its
+// weight (Transformer Engine's GroupedLinear: weight0, bias0, weight1, bias1, ...).
+TEST(MoeLayer, BiasNamesFollowMegatronCore) {
+    auto be = mt::make_cpu_backend();
+    for (bool grouped : {false, true}) {
+        mt::nn::TransformerConfig c = moe_config(true);
+        c.add_bias_linear = true;
+        c.moe.grouped_gemm = grouped;
+        c.moe.router.num_experts = 2;
+        mt::nn::TransformerLayer layer("decoder.layers.0", c, moe_spec(), *be);
+        std::vector<mt::nn::Parameter*> params;
+        layer.collect_parameters(params);
+        std::vector<std::string> names;
+        for (auto* p : params)
+            if (p->name.find(".mlp.") != std::string::npos) names.push_back(p->name);
+        const std::string m = "decoder.layers.0.mlp.";
+        const std::vector<std::string> want =
+            grouped ? std::vector<std::string>{m + "router.weight",
+                                               m + "router.bias",
+                                               m + "experts.linear_fc1.weight0",
+                                               m + "experts.linear_fc1.bias0",
+                                               m + "experts.linear_fc1.weight1",
+                                               m + "experts.linear_fc1.bias1",
+                                               m + "experts.linear_fc2.weight0",
+                                               m + "experts.linear_fc2.bias0",
+                                               m + "experts.linear_fc2.weight1",
+                                               m + "experts.linear_fc2.bias1"}
+                    : std::vector<std::string>{m + "router.weight",
+                                               m + "router.bias",
+                                               m + "experts.local_experts.0.linear_fc1.weight",
+                                               m + "experts.local_experts.0.linear_fc1.bias",
+                                               m + "experts.local_experts.0.linear_fc2.weight",
+                                               m + "experts.local_experts.0.linear_fc2.bias",
+                                               m + "experts.local_experts.1.linear_fc1.weight",
+                                               m + "experts.local_experts.1.linear_fc1.bias",
+                                               m + "experts.local_experts.1.linear_fc2.weight",
+                                               m + "experts.local_experts.1.linear_fc2.bias"};
+        EXPECT_EQ(names, want);
+    }
 }
 
 // --moe-input-jitter-eps: in training the router sees its input times U(1 - eps, 1 + eps) noise

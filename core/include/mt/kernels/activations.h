@@ -156,28 +156,55 @@ struct Log {
     }
 };
 
-// SwiGLU, Megatron's swiglu: the fc1 output (..., 2F) is split in halves, the first is the
-// gate:  y = silu(gate) * up.
-struct Swiglu {
-    // e = exp(Silu::exp_arg(gate)), as Silu's fwd_given and bwd_given take it.
+// Quick GELU (Megatron's quick_gelu, GPT-OSS's gate): y = x sigmoid(1.702 x), SiLU's sigmoid at
+// z = 1.702 x: e = exp(exp_arg(x)) = exp(-z), and dy/dx = s (1 + z (1 - s)), SiLU's derivative
+// at z (megatron-core's quick_geglu_back).
+struct QuickGelu : OneExp<QuickGelu> {
+    static constexpr double kSlope = 1.702;
     template <class T>
-    MT_HD static T fwd_given(T gate, T up, T e) {
-        return Silu::fwd_given(gate, e) * up;
-    }
-    // d_gate = dy * up * silu'(gate),  d_up = dy * silu(gate)
-    template <class T>
-    MT_HD static void bwd_given(T gate, T up, T dy, T e, T& d_gate, T& d_up) {
-        d_gate = Silu::bwd_given(gate, dy * up, e);
-        d_up = dy * Silu::fwd_given(gate, e);
+    MT_HD static T exp_arg(T x) {
+        return Silu::exp_arg(T(kSlope) * x);
     }
     template <class T>
-    MT_HD T fwd(T gate, T up) const {
-        return fwd_given(gate, up, k::exp(Silu::exp_arg(gate)));
+    MT_HD static T fwd_given(T x, T e) {
+        return Silu::fwd_given(x, e);
     }
     template <class T>
-    MT_HD void bwd(T gate, T up, T dy, T& d_gate, T& d_up) const {
-        bwd_given(gate, up, dy, k::exp(Silu::exp_arg(gate)), d_gate, d_up);
+    MT_HD static T bwd_given(T x, T dy, T e) {
+        return Silu::bwd_given(T(kSlope) * x, dy, e);
     }
 };
+
+// A gated linear unit with Gate's activation (a OneExp functor): fc1's output (..., 2F) is split
+// in halves, the first the gate:  y = gate_act(gate) * (linear + offset). The clamps of
+// ops::GluConfig are the caller's, on the inputs.
+template <class Gate>
+struct GatedUnit {
+    // e = exp(Gate::exp_arg(gate)), as Gate's fwd_given and bwd_given take it.
+    template <class T>
+    MT_HD static T fwd_given(T gate, T linear, T e, T offset = T(0)) {
+        return Gate::fwd_given(gate, e) * (linear + offset);
+    }
+    // d_gate = dy * (linear + offset) * gate_act'(gate),  d_linear = dy * gate_act(gate)
+    template <class T>
+    MT_HD static void bwd_given(T gate, T linear, T dy, T e, T& d_gate, T& d_linear,
+                                T offset = T(0)) {
+        d_gate = Gate::bwd_given(gate, dy * (linear + offset), e);
+        d_linear = dy * Gate::fwd_given(gate, e);
+    }
+    template <class T>
+    MT_HD T fwd(T gate, T linear, T offset = T(0)) const {
+        return fwd_given(gate, linear, k::exp(Gate::exp_arg(gate)), offset);
+    }
+    template <class T>
+    MT_HD void bwd(T gate, T linear, T dy, T& d_gate, T& d_linear, T offset = T(0)) const {
+        bwd_given(gate, linear, dy, k::exp(Gate::exp_arg(gate)), d_gate, d_linear, offset);
+    }
+};
+
+// SwiGLU, Megatron's swiglu: y = silu(gate) * up.
+using Swiglu = GatedUnit<Silu>;
+// Quick GeGLU, Megatron's quick_geglu (--quick-geglu): y = quick_gelu(gate) * (up + offset).
+using QuickGeglu = GatedUnit<QuickGelu>;
 
 }  // namespace mt::k

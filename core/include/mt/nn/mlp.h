@@ -1,5 +1,6 @@
-// MLP: Megatron's GPT feed-forward block, linear_fc1 -> activation (GeLU, or SwiGLU on fc1's
-// [gate | up] halves) -> linear_fc2, with parameters "<prefix>.linear_fc1.*" and
+// MLP: Megatron's GPT feed-forward block, linear_fc1 -> activation (GeLU, or a gated linear
+// unit, SwiGLU or quick GeGLU, on fc1's [gate | up] halves) -> linear_fc2, with parameters
+// "<prefix>.linear_fc1.*" and
 // "<prefix>.linear_fc2.*".
 #pragma once
 
@@ -36,7 +37,8 @@ class MT_API Mlp {
 
   private:
     bool gated_;
-    ops::UnaryOp activation_;
+    ops::UnaryOp activation_;  // without a gated linear unit
+    ops::GluConfig glu_;       // with one
     Linear fc1_, fc2_;
     Backend* backend_;
 };

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,11 @@ struct TransformerArgs {
     double norm_epsilon = 1e-5;
     bool apply_layernorm_1p = false;
     bool swiglu = false;
-    bool squared_relu = false;     // --squared-relu
+    bool squared_relu = false;  // --squared-relu
+    bool quick_geglu = false;   // --quick-geglu (not with --squared-relu, which Megatron prefers)
+    double glu_linear_offset = 0;  // --glu-linear-offset
+    // --activation-func-clamp-value; infinity: none.
+    double activation_clamp = std::numeric_limits<double>::infinity();
     bool bias_gelu_fusion = true;  // the tanh GeLU; false: erf (--no-bias-gelu-fusion, no biases)
     bool add_bias_linear = true, add_qkv_bias = true;
     bool untie_embeddings_and_output_weights = false;

@@ -37,11 +37,15 @@ struct TransformerConfig {
     NormKind normalization = NormKind::layer_norm;
     ops::NormConfig norm;                          // --layernorm-epsilon, --apply-layernorm-1p
     ops::UnaryOp activation = ops::UnaryOp::gelu;  // gelu is the tanh form (bias_gelu)
-    bool gated_linear_unit = false;  // --swiglu: fc1 gives [gate | up], activation silu
-    bool add_bias_linear = true;     // --disable-bias-linear clears it
-    bool add_qkv_bias = false;       // --add-qkv-bias (qkv bias also when add_bias_linear)
-    bool rotary = false;             // --position-embedding-type rope
-    float rotary_percent = 1.0f;     // --rotary-percent
+    // --swiglu (silu) or --quick-geglu (quick_gelu): fc1 gives [gate | linear], `activation` the
+    // gate's, with --glu-linear-offset and --activation-func-clamp-value.
+    bool gated_linear_unit = false;
+    float glu_linear_offset = 0.0f;
+    float activation_clamp = std::numeric_limits<float>::infinity();
+    bool add_bias_linear = true;  // --disable-bias-linear clears it
+    bool add_qkv_bias = false;    // --add-qkv-bias (qkv bias also when add_bias_linear)
+    bool rotary = false;          // --position-embedding-type rope
+    float rotary_percent = 1.0f;  // --rotary-percent
     // --rotary-base, --use-rope-scaling/--rope-scaling-factor, --rotary-interleaved,
     // --rotary-seq-len-interpolation-factor (rotary_dim is set from the head dim and percent).
     ops::RopeConfig rope;
@@ -86,6 +90,8 @@ struct TransformerConfig {
     int64_t head_dim() const {
         return kv_channels > 0 ? kv_channels : hidden_size / num_attention_heads;
     }
+    // The gated linear unit of the MLPs (with gated_linear_unit).
+    ops::GluConfig glu() const { return {activation, glu_linear_offset, activation_clamp}; }
 };
 
 // Beyond the dense layers (Megatron's num_floating_point_operations): how many of the layers

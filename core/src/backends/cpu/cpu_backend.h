@@ -39,8 +39,9 @@ class CpuBackend final : public Backend {
 
     void unary_forward(UnaryOp op, const Tensor& x, Tensor& y) override;
     void unary_backward(UnaryOp op, const Tensor& x, const Tensor& dy, Tensor& dx) override;
-    void swiglu_forward(const Tensor& x, Tensor& y) override;
-    void swiglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) override;
+    void glu_forward(const ops::GluConfig& glu, const Tensor& x, Tensor& y) override;
+    void glu_backward(const ops::GluConfig& glu, const Tensor& x, const Tensor& dy,
+                      Tensor& dx) override;
     void add(const Tensor& a, const Tensor& b, Tensor& y) override;
     void scale(const Tensor& x, float alpha, Tensor& y) override;
     void axpy(float alpha, const Tensor& x, Tensor& y) override;

@@ -3,6 +3,7 @@
 #include "cpu_backend.h"
 
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 
 #include "half_as_float.h"
@@ -91,6 +92,8 @@ void with_unary(UnaryOp op, Fn fn) {
             return fn(k::GeluErf{});
         case UnaryOp::silu:
             return fn(k::Silu{});
+        case UnaryOp::quick_gelu:
+            return fn(k::QuickGelu{});
         case UnaryOp::relu:
             return fn(k::Relu{});
         case UnaryOp::squared_relu:
@@ -108,17 +111,56 @@ void with_unary(UnaryOp op, Fn fn) {
 // Elements of the residual add per task (its bf16 results rounded a block at a time).
 constexpr int64_t kAddBlock = 1 << 14;
 
-// Rows and half-width of a SwiGLU input (..., 2F).
-struct SwigluShape {
+// Rows and half-width of a gated linear unit's input (..., 2F).
+struct GluShape {
     int64_t rows, half;
 };
 
-SwigluShape swiglu_shape(const char* op, const Tensor& x) {
+GluShape glu_shape(const char* op, const Tensor& x) {
     check_float(op, "x", x);
     MT_CHECK(x.dim() >= 1 && x.size(-1) % 2 == 0, op,
              ": x must be (..., 2F) with an even last dim, got ", x.describe());
     int64_t half = x.size(-1) / 2;
     return {half == 0 ? 0 : x.numel() / (2 * half), half};
+}
+
+// ops::GluConfig's clamp: the gate at most c, the linear half within [-c, c]; the gradient
+// passes where the bound did not bind (torch's clamp). No clamp (infinite c): inputs and
+// gradients as they are.
+template <class T>
+struct GluClamp {
+    explicit GluClamp(float c) : c(T(c)), active(std::isfinite(c)) {}
+    T gate(T g) const { return g > c ? c : g; }
+    T linear(T u) const { return u > c ? c : u < -c ? -c : u; }
+    void mask(T g, T u, T& d_gate, T& d_linear) const {
+        if (!active) return;
+        if (!(g <= c)) d_gate = T(0);
+        if (!(u >= -c && u <= c)) d_linear = T(0);
+    }
+    T c;
+    bool active;
+};
+
+// The clamped gates g[i] of gate[i], i < n, and e[i] = exp(Gate::exp_arg(g[i])) (at SIMD width
+// in f32).
+template <class Gate, class T>
+void gate_exps(const T* gate, int64_t n, const GluClamp<T>& clamp, T* g, T* e) {
+    for (int64_t i = 0; i < n; ++i) g[i] = clamp.gate(gate[i]);
+    exps_of(n, e, [&](int64_t i) { return Gate::exp_arg(g[i]); });
+}
+
+// Calls fn with the functor of a gated linear unit's gate activation.
+template <class Fn>
+void with_glu_gate(UnaryOp gate, Fn fn) {
+    switch (gate) {
+        case UnaryOp::silu:
+            return fn(k::Silu{});
+        case UnaryOp::quick_gelu:
+            return fn(k::QuickGelu{});
+        default:
+            MT_FAIL("a gated linear unit with a ", ops::unary_op_name(gate),
+                    " gate is not supported (silu or quick_gelu)");
+    }
 }
 
 Shape halved(const Tensor& x) {
@@ -160,66 +202,82 @@ void CpuBackend::unary_backward(UnaryOp op, const Tensor& x, const Tensor& dy, T
     });
 }
 
-void CpuBackend::swiglu_forward(const Tensor& x, Tensor& y) {
+void CpuBackend::glu_forward(const ops::GluConfig& glu, const Tensor& x, Tensor& y) {
     if (any_half({&x, &y})) {
         HalfAsFloat h;
-        swiglu_forward(h.in(x), h.out(y));
+        glu_forward(glu, h.in(x), h.out(y));
         return h.finish();
     }
     // Named rather than a structured binding, which clang 14 (the fuzz build) cannot capture.
-    const SwigluShape shape = swiglu_shape("swiglu_forward", x);
+    const GluShape shape = glu_shape("glu_forward", x);
     const int64_t rows = shape.rows, half = shape.half;
-    check_float_shape("swiglu_forward", "y", y, halved(x), x.dtype());
+    check_float_shape("glu_forward", "y", y, halved(x), x.dtype());
     with_float(x.dtype(), [&](auto t) {
         using T = decltype(t);
         const T* xp = in_t<T>(x);
         T* yp = out_t<T>(y);
+        const GluClamp<T> clamp(glu.clamp);
+        const T offset = T(glu.linear_offset);
+        with_glu_gate(glu.gate, [&](auto gate_op) {
+            using Unit = k::GatedUnit<decltype(gate_op)>;
 #pragma omp parallel for schedule(static) if (rows * half >= kParallelMin)
-        for (int64_t r = 0; r < rows; ++r) {
-            const T* gate = xp + r * 2 * half;
-            const T* up = gate + half;
-            T* yr = yp + r * half;
-            T e[kExpBlock];
-            for (int64_t j0 = 0; j0 < half; j0 += kExpBlock) {
-                const int64_t count = std::min(kExpBlock, half - j0);
-                silu_exps(gate + j0, count, e);
-                for (int64_t j = 0; j < count; ++j)
-                    yr[j0 + j] = k::Swiglu::fwd_given(gate[j0 + j], up[j0 + j], e[j]);
+            for (int64_t r = 0; r < rows; ++r) {
+                const T* gate = xp + r * 2 * half;
+                const T* linear = gate + half;
+                T* yr = yp + r * half;
+                T g[kExpBlock], e[kExpBlock];
+                for (int64_t j0 = 0; j0 < half; j0 += kExpBlock) {
+                    const int64_t count = std::min(kExpBlock, half - j0);
+                    gate_exps<decltype(gate_op)>(gate + j0, count, clamp, g, e);
+                    for (int64_t j = 0; j < count; ++j)
+                        yr[j0 + j] =
+                            Unit::fwd_given(g[j], clamp.linear(linear[j0 + j]), e[j], offset);
+                }
             }
-        }
+        });
     });
 }
 
-void CpuBackend::swiglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
+void CpuBackend::glu_backward(const ops::GluConfig& glu, const Tensor& x, const Tensor& dy,
+                              Tensor& dx) {
     if (any_half({&x, &dy, &dx})) {
         HalfAsFloat h;
-        swiglu_backward(h.in(x), h.in(dy), h.out(dx));
+        glu_backward(glu, h.in(x), h.in(dy), h.out(dx));
         return h.finish();
     }
-    const SwigluShape shape = swiglu_shape("swiglu_backward", x);
+    const GluShape shape = glu_shape("glu_backward", x);
     const int64_t rows = shape.rows, half = shape.half;
-    check_float_shape("swiglu_backward", "dy", dy, halved(x), x.dtype());
-    check_float_shape("swiglu_backward", "dx", dx, x.shape(), x.dtype());
+    check_float_shape("glu_backward", "dy", dy, halved(x), x.dtype());
+    check_float_shape("glu_backward", "dx", dx, x.shape(), x.dtype());
     with_float(x.dtype(), [&](auto t) {
         using T = decltype(t);
         const T* xp = in_t<T>(x);
         const T* dyp = in_t<T>(dy);
         T* dxp = out_t<T>(dx);
+        const GluClamp<T> clamp(glu.clamp);
+        const T offset = T(glu.linear_offset);
+        with_glu_gate(glu.gate, [&](auto gate_op) {
+            using Unit = k::GatedUnit<decltype(gate_op)>;
 #pragma omp parallel for schedule(static) if (rows * half >= kParallelMin)
-        for (int64_t r = 0; r < rows; ++r) {
-            const T* gate = xp + r * 2 * half;
-            const T* up = gate + half;
-            const T* dyr = dyp + r * half;
-            T* d_gate = dxp + r * 2 * half;
-            T* d_up = d_gate + half;
-            T e[kExpBlock];
-            for (int64_t j0 = 0; j0 < half; j0 += kExpBlock) {
-                const int64_t count = std::min(kExpBlock, half - j0);
-                silu_exps(gate + j0, count, e);
-                for (int64_t j = j0; j < j0 + count; ++j)
-                    k::Swiglu::bwd_given(gate[j], up[j], dyr[j], e[j - j0], d_gate[j], d_up[j]);
+            for (int64_t r = 0; r < rows; ++r) {
+                const T* gate = xp + r * 2 * half;
+                const T* linear = gate + half;
+                const T* dyr = dyp + r * half;
+                T* d_gate = dxp + r * 2 * half;
+                T* d_linear = d_gate + half;
+                T g[kExpBlock], e[kExpBlock];
+                for (int64_t j0 = 0; j0 < half; j0 += kExpBlock) {
+                    const int64_t count = std::min(kExpBlock, half - j0);
+                    gate_exps<decltype(gate_op)>(gate + j0, count, clamp, g, e);
+                    for (int64_t i = 0; i < count; ++i) {
+                        const int64_t j = j0 + i;
+                        Unit::bwd_given(g[i], clamp.linear(linear[j]), dyr[j], e[i], d_gate[j],
+                                        d_linear[j], offset);
+                        clamp.mask(gate[j], linear[j], d_gate[j], d_linear[j]);
+                    }
+                }
             }
-        }
+        });
     });
 }
 

@@ -8,10 +8,12 @@ namespace mt::nn {
 
 namespace {
 
-std::string expert_name(const std::string& prefix, bool grouped, int64_t expert, const char* fc) {
+// kind: "weight" or "bias".
+std::string expert_name(const std::string& prefix, bool grouped, int64_t expert, const char* fc,
+                        const char* kind) {
     const std::string e = std::to_string(expert);
-    return grouped ? join_name(prefix, std::string("experts.") + fc + ".weight" + e)
-                   : join_name(prefix, "experts.local_experts." + e + "." + fc + ".weight");
+    return grouped ? join_name(prefix, std::string("experts.") + fc + "." + kind + e)
+                   : join_name(prefix, "experts.local_experts." + e + "." + fc + "." + kind);
 }
 
 }  // namespace
@@ -21,6 +23,7 @@ MoeExperts::MoeExperts(const std::string& prefix, const TransformerConfig& confi
       probs_on_input_(config.moe.probs_on_input),
       grouped_(config.moe.grouped_gemm),
       activation_(config.activation),
+      glu_(config.glu()),
       backend_(&backend) {
     const MoeConfig& moe = config.moe;
     const int64_t E = moe.router.num_experts, ep = moe.experts.ep_size();
@@ -28,21 +31,30 @@ MoeExperts::MoeExperts(const std::string& prefix, const TransformerConfig& confi
              ") must be a multiple of --expert-model-parallel-size (", ep, ")");
     MT_CHECK(moe.ffn_hidden_size > 0, "MoE experts: --moe-ffn-hidden-size must be positive, got ",
              moe.ffn_hidden_size);
-    MT_CHECK(!gated_ || activation_ == ops::UnaryOp::silu,
-             "MoE experts: a gated linear unit is implemented for silu (SwiGLU) only");
+    const bool bias = config.add_bias_linear;
     const int64_t local = E / ep, F = moe.ffn_hidden_size, H = config.hidden_size;
     const TensorParallel etp{moe.experts.etp, false};
+    // fc2's bias would be added on each expert-tensor rank's partial sum.
+    MT_CHECK(!bias || !etp.active(),
+             "not supported yet: expert biases (--num-experts without --disable-bias-linear) with "
+             "--expert-tensor-parallel-size ",
+             etp.size(), " (use 1)");
+    const ShardSpec fc1_shard{ShardSpec::Kind::column, 0, gated_ ? 2 : 1, gated_};
     for (int64_t j = 0; j < local; ++j) {
         const int64_t e = moe.experts.ep_rank() * local + j;
+        auto add = [&](std::vector<Parameter>& to, const char* fc, const char* kind,
+                       const Shape& shape, ShardSpec shard, bool decay) {
+            to.push_back(make_parameter(backend, expert_name(prefix, moe.grouped_gemm, e, fc, kind),
+                                        shape, config.dtype, shard, decay, etp));
+            to.back().expert = true;
+        };
         // fc1 [gate; up] split group-wise as the dense MLP's; fc2 by its input columns.
-        fc1_.push_back(make_parameter(
-            backend, expert_name(prefix, moe.grouped_gemm, e, "linear_fc1"),
-            {gated_ ? 2 * F : F, H}, config.dtype,
-            ShardSpec{ShardSpec::Kind::column, 0, gated_ ? 2 : 1, gated_}, true, etp));
-        fc2_.push_back(
-            make_parameter(backend, expert_name(prefix, moe.grouped_gemm, e, "linear_fc2"), {H, F},
-                           config.dtype, ShardSpec{ShardSpec::Kind::row, 1, 1}, true, etp));
-        fc1_.back().expert = fc2_.back().expert = true;
+        add(fc1_, "linear_fc1", "weight", {gated_ ? 2 * F : F, H}, fc1_shard, true);
+        add(fc2_, "linear_fc2", "weight", {H, F}, ShardSpec{ShardSpec::Kind::row, 1, 1}, true);
+        if (bias) {
+            add(fc1_bias_, "linear_fc1", "bias", {gated_ ? 2 * F : F}, fc1_shard, false);
+            add(fc2_bias_, "linear_fc2", "bias", {H}, ShardSpec{}, false);
+        }
     }
 }
 
@@ -55,6 +67,14 @@ Tensor MoeExperts::rows_of(const Tensor& t, const std::vector<int64_t>& rows, si
 Tensor MoeExperts::weighted_rows(const Tensor& t, const Tensor& probs) const {
     Tensor out = backend_->empty(t.shape(), t.dtype());
     backend_->scale_rows(t, probs, out);
+    return out;
+}
+
+Tensor MoeExperts::bias_rows(const Tensor& bias, int64_t n, DType dtype,
+                             const Tensor& probs) const {
+    Tensor out = backend_->zeros({n, bias.size(0)}, dtype);
+    backend_->add_bias(bias, out);
+    if (probs.defined()) backend_->scale_rows(out, probs, out);
     return out;
 }
 
@@ -77,11 +97,24 @@ Tensor MoeExperts::forward(const Tensor& x, const std::vector<int64_t>& rows, co
     // Megatron casts them back), and the activation is taken as it is (Megatron's probs of 1).
     const Tensor in = probs_on_input_ ? weighted_rows(x, probs) : x;
     backend_->grouped_gemm_nt(in, rows, w1, h);
+    for (size_t j = 0; j < fc1_bias_.size(); ++j) {
+        Tensor hj = rows_of(h, rows, j);
+        if (rows[j] > 0) backend_->add_bias(fc1_bias_[j].value, hj);
+    }
     if (gated_)
-        backend_->swiglu_forward(h, a);
+        backend_->glu_forward(glu_, h, a);
     else
         backend_->unary_forward(activation_, h, a);
     backend_->grouped_gemm_nt(probs_on_input_ ? a : weighted_rows(a, probs), rows, w2, y);
+    // fc2's bias weighed as the activation was (by 1 when the probs weighed the input).
+    for (size_t j = 0; j < fc2_bias_.size(); ++j) {
+        if (rows[j] == 0) continue;
+        Tensor yj = rows_of(y, rows, j);
+        backend_->add(yj,
+                      bias_rows(fc2_bias_[j].value, rows[j], y.dtype(),
+                                probs_on_input_ ? Tensor() : rows_of(probs, rows, j)),
+                      yj);
+    }
     if (saved) *saved = Saved{x, probs, h, a, rows};
     return y;
 }
@@ -103,12 +136,25 @@ MoeExperts::Grads MoeExperts::backward(const Tensor& dy, const Saved& s) {
             backend_->row_dots(da, aj, dpj);
             backend_->scale_rows(da, pj, da);  // d activation = probs · d weighted, in place
         }
+        if (!fc2_bias_.empty()) {
+            // y += p · b: d b = Σ p · dy, d p = dy · b (p is 1 with the probs on the input).
+            const Tensor& b = fc2_bias_[j].value;
+            if (probs_on_input_) {
+                backend_->add_column_sums(dyj, fc2_bias_[j].grad);
+            } else {
+                backend_->add_column_sums(weighted_rows(dyj, pj), fc2_bias_[j].grad);
+                Tensor dp = backend_->empty(dpj.shape(), dpj.dtype());
+                backend_->row_dots(dyj, bias_rows(b, s.rows[j], dyj.dtype(), Tensor()), dp);
+                backend_->add(dpj, dp, dpj);
+            }
+        }
         Tensor hj = rows_of(s.h, s.rows, j);
         Tensor dh = backend_->empty(hj.shape(), hj.dtype());
         if (gated_)
-            backend_->swiglu_backward(hj, da, dh);
+            backend_->glu_backward(glu_, hj, da, dh);
         else
             backend_->unary_backward(activation_, hj, da, dh);
+        if (!fc1_bias_.empty()) backend_->add_column_sums(dh, fc1_bias_[j].grad);
         const Tensor xj = rows_of(s.x, s.rows, j);
         backend_->gemm(Transpose::yes, Transpose::no, 1.0f, dh,
                        probs_on_input_ ? weighted_rows(xj, pj) : xj, 1.0f, fc1_[j].grad);
@@ -123,15 +169,20 @@ MoeExperts::Grads MoeExperts::backward(const Tensor& dy, const Saved& s) {
 }
 
 void MoeExperts::collect_parameters(std::vector<Parameter*>& out) {
-    // SequentialMLP registers each expert's fc1 then fc2; GroupedLinear all fc1 then all fc2.
+    // SequentialMLP registers each expert's fc1 then fc2 (each weight, bias); GroupedLinear all
+    // fc1 then all fc2 (weight0, bias0, weight1, ...).
+    auto linear = [&](std::vector<Parameter>& w, std::vector<Parameter>& b, size_t j) {
+        out.push_back(&w[j]);
+        if (!b.empty()) out.push_back(&b[j]);
+    };
     if (grouped_) {
-        for (Parameter& p : fc1_) out.push_back(&p);
-        for (Parameter& p : fc2_) out.push_back(&p);
+        for (size_t j = 0; j < fc1_.size(); ++j) linear(fc1_, fc1_bias_, j);
+        for (size_t j = 0; j < fc2_.size(); ++j) linear(fc2_, fc2_bias_, j);
         return;
     }
     for (size_t j = 0; j < fc1_.size(); ++j) {
-        out.push_back(&fc1_[j]);
-        out.push_back(&fc2_[j]);
+        linear(fc1_, fc1_bias_, j);
+        linear(fc2_, fc2_bias_, j);
     }
 }
 

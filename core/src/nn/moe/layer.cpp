@@ -42,8 +42,6 @@ class MoeSublayer final : public Sublayer {
           probs_dtype_(upcast_dtype(config.dtype)),
           tp_(config.tp),
           backend_(&backend) {
-        MT_CHECK(!config.add_bias_linear,
-                 "MoE layers need --disable-bias-linear (Megatron-core's experts have no biases)");
         MT_CHECK(!config.recompute_mlp, "not supported yet: --recompute-modules mlp on MoE layers");
         if (moe_.shared_expert_ffn_size > 0)
             shared_.emplace(join_name(prefix, "mlp.shared_experts"), shared_expert_config(config),

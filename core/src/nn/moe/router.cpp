@@ -40,6 +40,14 @@ TopKRouter::TopKRouter(const std::string& prefix, const TransformerConfig& confi
     // Each tensor-parallel rank routes its sequence shard: its grad is a partial sum (Megatron
     // marks the weight sequence_parallel).
     weight_.grad_partial_over_tp = config.tp.sequence_split();
+    if (config.add_bias_linear) {
+        // Megatron draws it as it draws the weight (init_method: N(0, init-method-std)).
+        bias_ = make_parameter(backend, join_name(prefix, "router.bias"),
+                               {config.moe.router.num_experts}, config.dtype, ShardSpec{}, false,
+                               config.tp);
+        bias_.init.kind = ParameterInit::Kind::normal;
+        bias_.grad_partial_over_tp = weight_.grad_partial_over_tp;
+    }
     if (config_.expert_bias) {
         // Megatron keeps it in float32 whatever the model's dtype (_maintain_float32_expert_bias).
         expert_bias_ =
@@ -56,6 +64,8 @@ Routing TopKRouter::forward(const Tensor& x, bool training, Saved* saved) const 
     Tensor w = backend_->cast_to(weight_.value, logits_dtype_);
     Tensor logits = backend_->empty({B * T, E}, logits_dtype_);
     backend_->gemm(Transpose::no, Transpose::yes, 1.0f, x2, w, 0.0f, logits);
+    if (bias_.value.defined())
+        backend_->add_bias(backend_->cast_to(bias_.value, logits_dtype_), logits);
     Tensor host = backend_->cast_to(logits, DType::f64).contiguous();
     std::vector<double> l = to_sequence_major(host.data<double>(), B, T, E);
     RoutingShape shape{T, B, sequence_partition_};
@@ -90,6 +100,7 @@ Tensor TopKRouter::backward(const std::vector<double>& dprobs, const Saved& s, d
     Tensor dx = backend_->empty(s.x.shape(), logits_dtype_);
     backend_->gemm(Transpose::no, Transpose::no, 1.0f, dlogits, w, 0.0f, dx);
     backend_->gemm(Transpose::yes, Transpose::no, 1.0f, dlogits, s.x, 1.0f, weight_.grad);
+    if (bias_.value.defined()) backend_->add_column_sums(dlogits, bias_.grad);
     return backend_->cast_to(dx, weight_.value.dtype()).view({B, T, s.x.size(1)});
 }
 

@@ -7,10 +7,15 @@
 // decoding). Under expert tensor parallelism each expert's fc1 holds its
 // columns and fc2 its rows, and the outputs are partial sums the dispatcher reduces.
 //
+// With --add-bias-linear (core_v0.19's GPT-OSS experts) fc1 adds its bias before the activation
+// and fc2's bias is weighed by the prob as the activation is (p · (fc2(a) + b), Megatron's
+// _apply_bias).
+//
 // Parameters, for global expert e (this rank's j-th: e = ep_rank · local + j):
 //   SequentialMLP  <prefix>.experts.local_experts.<e>.linear_fc1.weight (F or 2F, H),
-//   .linear_fc2.weight (H, F) TEGroupedMLP   <prefix>.experts.linear_fc1.weight<e>,
-//   <prefix>.experts.linear_fc2.weight<e>
+//   [.linear_fc1.bias (F or 2F)], .linear_fc2.weight (H, F), [.linear_fc2.bias (H)]
+//   TEGroupedMLP   <prefix>.experts.linear_fc1.weight<e> [, .bias<e>], then
+//   <prefix>.experts.linear_fc2.weight<e> [, .bias<e>]
 // Checkpoints of expert-parallel runs number each rank's experts from 0 (their writer's job).
 #pragma once
 
@@ -57,12 +62,16 @@ class MT_API MoeExperts {
     Tensor rows_of(const Tensor& t, const std::vector<int64_t>& rows, size_t j) const;
     // t's rows each times its prob, in t's dtype.
     Tensor weighted_rows(const Tensor& t, const Tensor& probs) const;
+    // `bias` on each of n rows, in `dtype`, each times its prob unless probs is undefined.
+    Tensor bias_rows(const Tensor& bias, int64_t n, DType dtype, const Tensor& probs) const;
 
     bool gated_;
-    bool probs_on_input_;  // --moe-apply-probs-on-input
-    bool grouped_;         // Transformer Engine's GroupedLinear names and order
-    ops::UnaryOp activation_;
+    bool probs_on_input_;      // --moe-apply-probs-on-input
+    bool grouped_;             // Transformer Engine's GroupedLinear names and order
+    ops::UnaryOp activation_;  // without a gated linear unit
+    ops::GluConfig glu_;       // with one
     std::vector<Parameter> fc1_, fc2_;
+    std::vector<Parameter> fc1_bias_, fc2_bias_;  // empty without --add-bias-linear
     Backend* backend_;
 };
 

@@ -1,5 +1,6 @@
 // TopKRouter: Megatron-core's MoE router module. Its weight "<prefix>.router.weight" (experts, H)
-// gives each token's logits, which are routed on the host (routing.h) in Megatron's
+// and, with --add-bias-linear (core_v0.19), its bias "<prefix>.router.bias" (experts) give each
+// token's logits, which are routed on the host (routing.h) in Megatron's
 // sequence-major token order. The backward turns the probs' gradient, and the auxiliary losses'
 // (scaled as MoEAuxLossAutoScaler does), into the input's and the weight's.
 #pragma once
@@ -36,7 +37,10 @@ class MT_API TopKRouter {
     // aux_scale: the auxiliary losses' gradient scale.
     Tensor backward(const std::vector<double>& dprobs, const Saved& saved, double aux_scale);
 
-    void collect_parameters(std::vector<Parameter*>& out) { out.push_back(&weight_); }
+    void collect_parameters(std::vector<Parameter*>& out) {
+        out.push_back(&weight_);
+        if (bias_.value.defined()) out.push_back(&bias_);
+    }
     // --moe-router-enable-expert-bias: the buffer "<prefix>.router.expert_bias" (f32, experts,
     // zeros at first) the MoeTracker updates; null without it.
     Parameter* expert_bias() { return config_.expert_bias ? &expert_bias_ : nullptr; }
@@ -45,6 +49,7 @@ class MT_API TopKRouter {
     RouterConfig config_;
     DType logits_dtype_;  // --moe-router-dtype, else the model's
     Parameter weight_;
+    Parameter bias_;  // undefined without --add-bias-linear
     Parameter expert_bias_;
     Communicator* sequence_partition_;  // tp (sequence parallel) and cp, or null
     Backend* backend_;
