@@ -56,15 +56,17 @@ F llama3_scaled(F freq, F factor) {
 // 1 - clamp((i - low) / (high - low), 0, 1) between the correction dims, in F).
 template <class F>
 F yarn_extrapolation_weight(const RopeConfig& c, int64_t i) {
-    // _yarn_find_correction_dim in Python floats, floored / ceiled and clamped to [0, R - 1].
+    // _yarn_find_correction_dim in Python floats, floored / ceiled (unless not rounded) and
+    // clamped to [0, R - 1].
     auto correction_dim = [&](double rotations) {
         return (double(c.rotary_dim) *
                 std::log(double(c.yarn_original_max_positions) /
                          (rotations * 2 * 3.141592653589793238462643383279502884))) /
                (2 * std::log(c.base));
     };
-    const double low = std::max(std::floor(correction_dim(c.yarn_beta_fast)), 0.0);
-    double high = std::min(std::ceil(correction_dim(c.yarn_beta_slow)), double(c.rotary_dim - 1));
+    const double fast = correction_dim(c.yarn_beta_fast), slow = correction_dim(c.yarn_beta_slow);
+    const double low = std::max(c.yarn_round_to_int ? std::floor(fast) : fast, 0.0);
+    double high = std::min(c.yarn_round_to_int ? std::ceil(slow) : slow, double(c.rotary_dim - 1));
     if (low == high) high += 0.001;  // Megatron's guard against a zero-width ramp
     const F ramp = std::clamp((F(i) - F(low)) / F(high - low), F(0), F(1));
     return F(1) - ramp;

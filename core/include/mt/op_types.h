@@ -120,13 +120,17 @@ struct RopeConfig {
     double llama3_scaling_factor = 0;  // --rope-scaling-factor with --use-rope-scaling; 0: off
     double seq_len_interpolation_factor = 0;  // 0: off
     bool interleaved = false;                 // --rotary-interleaved
-    // YaRN (megatron-core's YarnRotaryEmbedding, multi-latent attention's rope), 0: off: each
+    // YaRN (megatron-core's YarnRotaryEmbedding: multi-latent attention's rope, and GPT's with
+    // --position-embedding-type yarn), 0: off: each
     // inv_freq[i] blends base^(-2i/R) with base^(-2i/R) / factor along a ramp between the
     // correction dims of yarn_beta_fast and yarn_beta_slow rotations in
     // yarn_original_max_positions.
     double yarn_scaling_factor = 0;
     int64_t yarn_original_max_positions = 4096;
     double yarn_beta_fast = 32, yarn_beta_slow = 1;
+    // The correction dims floored and ceiled (Megatron's correction_range_round_to_int, HF's
+    // truncate), or kept fractional.
+    bool yarn_round_to_int = true;
     // cos and sin are multiplied by this (YaRN's mscale ratio, which MLA applies with them).
     double table_scale = 1.0;
 };

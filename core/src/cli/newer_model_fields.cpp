@@ -31,7 +31,6 @@ constexpr const char* kAttentionVariants =
     "experimental attention variants (gated delta net linear attention, DeepSeek sparse "
     "attention)";
 constexpr const char* kMup = "muP (maximal-update parametrization) multipliers";
-constexpr const char* kYarn = "YaRN rotary scaling (--position-embedding-type yarn)";
 constexpr const char* kKitchenAttention = "kitchen quantized attention";
 constexpr const char* kWeightLayout =
     "this expert / MLP weight layout (grouped or GLU-interleaved weights)";
@@ -157,11 +156,6 @@ constexpr NewerModelField kNewerModelFields[] = {
     {"--inference-grouped-gemm-backend", kInferenceKernels},
     {"--inference-moe-disable-fused-quant-kernels", kInferenceKernels},
     {"--inference-moe-token-dispatcher-type", kInferenceKernels},
-    {"--yarn-original-max-position-embeddings", refuse(kYarn)},
-    {"--yarn-beta-fast", refuse(kYarn)},
-    {"--yarn-beta-slow", refuse(kYarn)},
-    {"--yarn-correction-range-round-to-int", refuse(kYarn)},
-    {"--no-yarn-correction-range-round-to-int", refuse(kYarn)},
     {"--cache-mla-latents",
      accept("caches multi-latent attention's latents in inference: the same attention (and "
             "megatron.cpp always caches them)")},

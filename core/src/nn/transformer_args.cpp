@@ -30,7 +30,16 @@ std::vector<FlagInfo> transformer_flags() {
         value_flag("kv-channels", "attention head dimension (default hidden / heads)"),
         value_flag("seq-length", "maximum sequence length to process"),
         value_flag("max-position-embeddings", "maximum number of position embeddings"),
-        value_flag("position-embedding-type", "learned_absolute, rope or none", "learned_absolute"),
+        value_flag("position-embedding-type", "learned_absolute, rope, yarn or none",
+                   "learned_absolute"),
+        value_flag("yarn-original-max-position-embeddings",
+                   "yarn: the context the rope was trained for", "4096"),
+        value_flag("yarn-beta-fast", "yarn: the fast rotations' bound of the ramp", "32"),
+        value_flag("yarn-beta-slow", "yarn: the slow rotations' bound of the ramp", "1"),
+        switch_flag("yarn-correction-range-round-to-int",
+                    "yarn: floor and ceil the ramp's bounds (the default)"),
+        store_false("no-yarn-correction-range-round-to-int", "yarn_correction_range_round_to_int",
+                    "yarn: keep the ramp's bounds fractional (Hugging Face's truncate false)"),
         switch_flag("use-rotary-position-embeddings",
                     "deprecated in Megatron: --position-embedding-type rope, whatever that says"),
         value_flag("rotary-base", "base of the rotary embedding frequencies", "10000"),
@@ -144,6 +153,44 @@ int64_t padded_vocab_size(int64_t vocab_size, int64_t divisible_by, int64_t tens
     return padded;
 }
 
+namespace {
+
+// megatron/training/argument_utils.py's _apply_yarn_config_from_args: YarnRotaryEmbedding's
+// settings from the flags, its defaults where they are not given (--mscale-all-dim 0, core_v0.19's
+// default, not multi-latent attention's 1.0 of core_v0.13).
+void read_yarn_args(const ModelArgsReader& f, TransformerArgs& c) {
+    YarnArgs& y = c.yarn;
+    y.scaling_factor = f.real("rotary-scaling-factor", 1.0);
+    y.original_max_positions = f.integer("yarn-original-max-position-embeddings", 4096);
+    y.beta_fast = f.real("yarn-beta-fast", 32);
+    y.beta_slow = f.real("yarn-beta-slow", 1);
+    y.mscale = f.real("mscale", 1.0);
+    y.mscale_all_dim = f.has("mscale-all-dim") ? f.real("mscale-all-dim", 0.0) : 0.0;
+    y.round_to_int = !f.flag("no-yarn-correction-range-round-to-int");
+    MT_CHECK(
+        y.scaling_factor > 0 && y.original_max_positions > 0 && y.beta_fast > 0 && y.beta_slow > 0,
+        "--position-embedding-type yarn: --rotary-scaling-factor (", y.scaling_factor,
+        "), --yarn-original-max-position-embeddings (", y.original_max_positions,
+        ") and the betas (", y.beta_fast, ", ", y.beta_slow, ") must be positive");
+    // YarnRotaryEmbedding rotates the whole head (its frequencies are over kv_channels) and
+    // refuses pairs.
+    MT_CHECK(c.rotary_percent == 1.0,
+             "not supported yet: --position-embedding-type yarn with --rotary-percent ",
+             c.rotary_percent, " (megatron-core's YaRN rotates whole heads)");
+    MT_CHECK(!c.rotary_interleaved, "Yarn RoPE does not support interleaved rotary embeddings");
+    MT_CHECK(!c.use_rope_scaling && c.rotary_seq_len_interpolation_factor == 0,
+             "not supported yet: --position-embedding-type yarn with --use-rope-scaling or "
+             "--rotary-seq-len-interpolation-factor");
+}
+
+// megatron-core's _yarn_get_mscale and the concentration factor the attention multiplies the
+// rotary cos and sin by (_yarn_get_concentration_factor).
+double yarn_mscale(double scale, double mscale) {
+    return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0;
+}
+
+}  // namespace
+
 TransformerArgs read_transformer_args(const ModelArgs& args) {
     ModelArgsReader f(args);
     TransformerArgs c;
@@ -189,6 +236,8 @@ TransformerArgs read_transformer_args(const ModelArgs& args) {
         c.position_embedding = PositionEmbedding::learned_absolute;
     else if (pos == "rope")
         c.position_embedding = PositionEmbedding::rope;
+    else if (pos == "yarn")
+        c.position_embedding = PositionEmbedding::yarn;
     else if (pos == "none")
         c.position_embedding = PositionEmbedding::none;
     else if (pos == "relative")  // megatron-core's T5Model reads it itself (its own tables)
@@ -196,7 +245,8 @@ TransformerArgs read_transformer_args(const ModelArgs& args) {
             "--position-embedding-type relative: only T5 models have relative position "
             "embeddings in Megatron (--model t5)");
     else
-        MT_FAIL("--position-embedding-type ", pos, ": supported are learned_absolute, rope, none");
+        MT_FAIL("--position-embedding-type ", pos,
+                ": supported are learned_absolute, rope, yarn, none");
     c.rotary_base = f.real("rotary-base", 10000);
     c.rotary_percent = f.real("rotary-percent", 1.0);
     MT_CHECK(c.rotary_percent > 0 && c.rotary_percent <= 1, "--rotary-percent ", c.rotary_percent,
@@ -214,6 +264,7 @@ TransformerArgs read_transformer_args(const ModelArgs& args) {
                  "--rotary-seq-len-interpolation-factor must be positive, got ",
                  c.rotary_seq_len_interpolation_factor);
     }
+    if (c.position_embedding == PositionEmbedding::yarn) read_yarn_args(f, c);
 
     const std::string norm = f.has("normalization") ? f.text("normalization") : "LayerNorm";
     if (norm == "LayerNorm")
@@ -358,7 +409,17 @@ TransformerConfig transformer_layer_config(const TransformerArgs& c, DType dtype
     t.activation_clamp = float(c.activation_clamp);
     t.add_bias_linear = c.add_bias_linear;
     t.add_qkv_bias = c.add_qkv_bias;
-    t.rotary = c.position_embedding == PositionEmbedding::rope;
+    t.rotary = c.position_embedding == PositionEmbedding::rope ||
+               c.position_embedding == PositionEmbedding::yarn;
+    if (c.position_embedding == PositionEmbedding::yarn) {
+        t.rope.yarn_scaling_factor = c.yarn.scaling_factor;
+        t.rope.yarn_original_max_positions = c.yarn.original_max_positions;
+        t.rope.yarn_beta_fast = c.yarn.beta_fast;
+        t.rope.yarn_beta_slow = c.yarn.beta_slow;
+        t.rope.yarn_round_to_int = c.yarn.round_to_int;
+        t.rope.table_scale = yarn_mscale(c.yarn.scaling_factor, c.yarn.mscale) /
+                             yarn_mscale(c.yarn.scaling_factor, c.yarn.mscale_all_dim);
+    }
     t.rotary_percent = float(c.rotary_percent);
     t.rope.base = c.rotary_base;
     t.rope.llama3_scaling_factor = c.use_rope_scaling ? c.rope_scaling_factor : 0;

@@ -258,6 +258,56 @@ TEST(GptModel, LegacyRotaryFlagMeansRope) {
     EXPECT_EQ(nn::read_transformer_args(legacy).position_embedding, nn::PositionEmbedding::rope);
 }
 
+// --position-embedding-type yarn (core_v0.19, GPT-OSS): the rope's frequencies and the factor its
+// cos and sin are scaled by, as transformers' _compute_yarn_parameters gives them (head dim 16;
+// GPT-OSS's settings: base 150000, factor 32, original 4096, betas 32 and 1, truncate false,
+// i.e. --no-yarn-correction-range-round-to-int; and with the bounds rounded: base 10000,
+// factor 8, original 64). The values printed by
+//   ROPE_INIT_FUNCTIONS["yarn"](GptOssConfig(head_dim=16, rope_parameters={...}), "cpu")
+// with transformers 5.25.
+TEST(GptModel, YarnRopeIsTransformers) {
+    struct Case {
+        ModelArgs flags;
+        std::vector<double> inv_freq;
+        double attention_factor;
+    };
+    ModelArgs gpt_oss =
+        with(with(gpt2_args(), "position-embedding-type", "yarn"), "kv-channels", "16");
+    gpt_oss["rotary-base"] = "150000";
+    gpt_oss["rotary-scaling-factor"] = "32";
+    gpt_oss["no-yarn-correction-range-round-to-int"] = "";
+    ModelArgs rounded =
+        with(with(gpt2_args(), "position-embedding-type", "yarn"), "kv-channels", "16");
+    rounded["rotary-scaling-factor"] = "8";
+    rounded["yarn-original-max-position-embeddings"] = "64";
+    const Case cases[] = {
+        {gpt_oss,
+         {1.0, 0.22541800141334534, 0.05081327259540558, 0.006794959306716919,
+          0.0004564839182421565, 1.818833698052913e-05, 4.099978468730114e-06,
+          9.242089618055616e-07},
+         1.3465735902799727},
+        {rounded,
+         {1.0, 0.2239946573972702, 0.0416666641831398, 0.0039528473280370235, 0.0012499999720603228,
+          0.00039528473280370235, 0.0001250000059371814, 3.9528473280370235e-05},
+         1.2079441541679836},
+    };
+    for (const Case& c : cases) {
+        const nn::TransformerConfig t = nn::transformer_layer_config(
+            nn::read_transformer_args(c.flags), DType::f32, nn::TensorParallel{});
+        ASSERT_TRUE(t.rotary);
+        mt::ops::RopeConfig rope = t.rope;
+        rope.rotary_dim = 16;
+        const std::vector<double> inv = mt::ops::rope_inverse_frequencies(rope, true);
+        ASSERT_EQ(inv.size(), c.inv_freq.size());
+        for (size_t i = 0; i < inv.size(); ++i)
+            EXPECT_NEAR(inv[i], c.inv_freq[i], 1e-7 * c.inv_freq[i]) << i;
+        EXPECT_NEAR(rope.table_scale, c.attention_factor, 1e-15);
+    }
+    // YarnRotaryEmbedding rotates whole heads, and not pairs.
+    EXPECT_THROW(nn::read_transformer_args(with(gpt_oss, "rotary-percent", "0.5")), mt::Error);
+    EXPECT_THROW(nn::read_transformer_args(with(gpt_oss, "rotary-interleaved", "")), mt::Error);
+}
+
 TEST(GptModel, TrainingFlopsAsMegatronCountsThem) {
     // Values of megatron.training.training.num_floating_point_operations (core_v0.13.0) for the
     // same models and batch sizes.

@@ -17,7 +17,18 @@
 
 namespace mt::nn {
 
-enum class PositionEmbedding { learned_absolute, rope, none };
+enum class PositionEmbedding { learned_absolute, rope, yarn, none };
+
+// --position-embedding-type yarn (core_v0.19's YarnRotaryEmbedding for GPT, GPT-OSS's rope):
+// Megatron's flags and defaults (--rotary-scaling-factor, --mscale and --mscale-all-dim are
+// multi-latent attention's flags, read for it too).
+struct YarnArgs {
+    double scaling_factor = 1.0;            // --rotary-scaling-factor
+    int64_t original_max_positions = 4096;  // --yarn-original-max-position-embeddings
+    double beta_fast = 32, beta_slow = 1;   // --yarn-beta-fast, --yarn-beta-slow
+    double mscale = 1.0, mscale_all_dim = 0.0;
+    bool round_to_int = true;  // --no-yarn-correction-range-round-to-int clears it
+};
 enum class Normalization { layer_norm, rms_norm };
 // --transformer-impl: decides the parameter names (Transformer Engine fuses each layer's norms
 // into the following linear); the math is the same.
@@ -36,6 +47,7 @@ struct TransformerArgs {
     double rope_scaling_factor = 8.0;                // --rope-scaling-factor
     bool rotary_interleaved = false;                 // --rotary-interleaved
     double rotary_seq_len_interpolation_factor = 0;  // 0: None
+    YarnArgs yarn;                                   // with --position-embedding-type yarn
     bool qk_layernorm = false;                       // --qk-layernorm
     bool qk_l2_norm = false;                         // --qk-l2-norm
     Normalization normalization = Normalization::layer_norm;
