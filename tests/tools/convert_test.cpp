@@ -360,6 +360,29 @@ TEST(Convert, QwenFoldersComeBackThroughSplitMegatronCheckpoints) {
     }
 }
 
+// A GPT-OSS folder (make_gpt_oss_fixtures.py) through Megatron checkpoints split over two tensor
+// and two expert ranks, in both formats, comes back as the file transformers wrote, its config
+// with the yarn rope, the sinks' layer pattern and the clamp.
+TEST(Convert, GptOssFolderComesBackThroughSplitMegatronCheckpoints) {
+    const fs::path source = mt::test::fixtures_dir() / "hf" / "gpt_oss";
+    for (const char* format : {"core", "torch_dist"}) {
+        SCOPED_TRACE(format);
+        TempDir dir;
+        convert_ok(source, dir / "megatron",
+                   std::string("--loader hf --target-tensor-parallel-size 2 "
+                               "--target-expert-parallel-size 2 --saver ") +
+                       format);
+        convert_ok(dir / "megatron", dir / "hf", std::string("--saver hf --loader ") + format);
+        EXPECT_TRUE(read_file(dir / "hf/model.safetensors") ==
+                    read_file(source / "model.safetensors"));
+        const std::string config = read_file(dir / "hf/config.json");
+        for (const char* member :
+             {"\"model_type\": \"gpt_oss\"", "\"rope_type\": \"yarn\"", "\"truncate\": false",
+              "\"swiglu_limit\": 0.15", "\"sliding_window\": 4", "\"sliding_attention\""})
+            EXPECT_NE(config.find(member), std::string::npos) << member << "\n" << config;
+    }
+}
+
 // DeepSeek-V3 folders (make_deepseek_fixtures.py: MLA with q-lora and YaRN, dense then MoE
 // layers; without q-lora, YaRN or experts, tied; with a multi-token prediction layer as
 // DeepSeek's folders hold it) and a DeepSeek-V2 one (softmax routing, no correction bias) convert

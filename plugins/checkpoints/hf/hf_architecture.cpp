@@ -40,7 +40,8 @@ const std::vector<const HfArchitecture*>& hf_architectures() {
     // positions, which the GPT-2 and Llama families would otherwise claim.
     static const std::vector<const HfArchitecture*> kAll = {
         &hybrid_architecture(), &deepseek_architecture(), &bert_architecture(),
-        &gpt2_architecture(),   &llama_architecture(),    &t5_architecture()};
+        &gpt2_architecture(),   &gpt_oss_architecture(),  &llama_architecture(),
+        &t5_architecture()};
     return kAll;
 }
 

@@ -79,5 +79,6 @@ const HfArchitecture& bert_architecture();
 const HfArchitecture& hybrid_architecture();
 const HfArchitecture& deepseek_architecture();
 const HfArchitecture& t5_architecture();
+const HfArchitecture& gpt_oss_architecture();
 
 }  // namespace mt::plugins::hf

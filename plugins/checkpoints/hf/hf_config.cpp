@@ -74,7 +74,8 @@ CheckpointArgs hf_checkpoint_args(const HfConfig& config) {
     static const std::map<std::string, std::string> kStoreFalse = {
         {"disable-bias-linear", "add_bias_linear"},
         {"no-bias-gelu-fusion", "bias_gelu_fusion"},
-        {"bert-no-binary-head", "bert_binary_head"}};
+        {"bert-no-binary-head", "bert_binary_head"},
+        {"no-yarn-correction-range-round-to-int", "yarn_correction_range_round_to_int"}};
     CheckpointArgs out;
     for (const auto& [flag, text] : hf_model_args(config)) {
         const std::string name = python_arg_name(flag);
@@ -111,8 +112,9 @@ void not_supported(const std::string& field, const std::string& value, const std
 }
 
 HfConfig transformer_config_from_args(const SaverArgs& a) {
-    // Model features no exported model_type has, whichever the architecture.
-    for (const char* name : {"apply_layernorm_1p", "squared_relu", "multi_latent_attention"})
+    // Model features none of these families has (GPT-OSS's are its own description's).
+    for (const char* name : {"apply_layernorm_1p", "squared_relu", "multi_latent_attention",
+                             "quick_geglu", "activation_func_clamp_value"})
         if (a.set(name)) {
             const ArgValue* v = a.find(name);
             not_supported(name,
@@ -122,9 +124,19 @@ HfConfig transformer_config_from_args(const SaverArgs& a) {
                                                              : std::string("set"),
                           "GPT-2, Llama, Mistral, Qwen and BERT have no such feature");
         }
+    if (a.real("glu_linear_offset", 0) != 0)
+        not_supported("glu_linear_offset", number_text(a.real("glu_linear_offset", 0)),
+                      "GPT-2, Llama, Mistral, Qwen and BERT have no such feature");
+    if (a.text("softmax_type", "vanilla") != "vanilla")
+        not_supported("softmax_type", a.text("softmax_type", ""),
+                      "GPT-2, Llama, Mistral, Qwen and BERT have no attention sinks");
     if (a.set("num_experts") && a.text("position_embedding_type", "learned_absolute") != "rope")
         not_supported("num_experts", std::to_string(a.integer("num_experts")),
                       "mixture-of-experts models are exported as Mixtral (rope, RMSNorm, SwiGLU)");
+    return transformer_sizes_from_args(a);
+}
+
+HfConfig transformer_sizes_from_args(const SaverArgs& a) {
     HfConfig c;
     c.num_layers = a.integer("num_layers");
     c.hidden_size = a.integer("hidden_size");

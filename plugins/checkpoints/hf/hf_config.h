@@ -62,6 +62,18 @@ struct MlaParts {
     int64_t first_dense_layers = 0;  // first_k_dense_replace (all layers without experts)
 };
 
+// GPT-OSS beyond Mixtral's shape: q/k/v/o, router and expert biases (Megatron's add_bias_linear),
+// a learned softmax offset per head (self_attn.sinks: --softmax-type learnable), quick GeGLU
+// experts, (up + 1) * gate sigmoid(1.702 gate) (--quick-geglu --glu-linear-offset 1), both halves
+// clamped at swiglu_limit (--activation-func-clamp-value), and YaRN rope
+// (--position-embedding-type yarn; yarn_factor 0: plain rope).
+struct GptOssParts {
+    double swiglu_limit = 7.0;
+    double yarn_factor = 0, yarn_beta_fast = 32, yarn_beta_slow = 1;
+    int64_t yarn_original_max_positions = 4096;
+    bool yarn_truncate = true;  // the ramp's bounds floored and ceiled
+};
+
 struct HfConfig {
     const HfArchitecture* arch = nullptr;  // the family that reads and writes it
     // one of the family's model_types: "gpt2", "llama", "mistral", "qwen3_moe", "bert", ...
@@ -95,6 +107,7 @@ struct HfConfig {
     HybridParts hybrid;               // hybrid: the layer pattern and the Mamba mixer's sizes
     GroupedMoe moe;                   // Nemotron-H's 'E' layers, DeepSeek's MoE layers
     MlaParts mla;                     // deepseek
+    GptOssParts gpt_oss;              // gpt_oss
     // deepseek: the multi-token prediction layers the folder holds (num_nextn_predict_layers
     // of them as model.layers.<num_layers + k>; 0 when its weights leave them out, as
     // transformers' own saves do): Megatron's --mtp-num-layers.

@@ -65,8 +65,10 @@ inline std::string python_repr(bool v) {
 
 // The sizes, norm epsilon, init and tying of a GPT-2, BERT or Llama checkpoint (arch and
 // model_type left for the family), after refusing what none of them has (layernorm-1p, squared
-// ReLU, multi-latent attention, a sliding window).
+// ReLU, multi-latent attention, GPT-OSS's attention sinks and clamped, offset GLUs).
 HfConfig transformer_config_from_args(const SaverArgs& a);
+// The sizes, norm epsilon, init and tying alone.
+HfConfig transformer_sizes_from_args(const SaverArgs& a);
 
 // GPT-2's and BERT's layers (`model` names the one for a refusal, `why` what it has):
 // LayerNorm, a GeLU MLP and linear biases, multi-head attention of hidden_size / heads wide

@@ -129,6 +129,13 @@ TEST(HfCheckpoint, Qwen3WithQkNormsGivesTransformersLosses) {
 TEST(HfCheckpoint, Qwen3MoeGivesTransformersLosses) {
     expect_losses("qwen3_moe", "qwen_expected.json");
 }
+// GPT-OSS (make_gpt_oss_fixtures.py): q/k/v/o biases and learned sinks, a windowed then a full
+// layer, YaRN rope without rounding, biased experts with interleaved gate/up columns and clamps
+// that bind, a biased router.
+TEST(HfCheckpoint, GptOssGivesTransformersLosses) {
+    expect_losses("gpt_oss", "gpt_oss_expected.json");
+}
+
 // DeepSeek-V3 (make_deepseek_fixtures.py): multi-latent attention with q-lora and YaRN, its
 // interleaved rotary rows, a dense layer then MoE with grouped sigmoid routing, a correction bias
 // and a shared expert; and without q-lora, rope scaling or experts, tied.

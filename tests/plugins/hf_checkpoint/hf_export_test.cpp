@@ -87,7 +87,7 @@ TEST_P(HfExport, LoadSaveReloadGivesTheSameTensorsAndConfig) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, HfExport,
                          ::testing::Values("gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3",
-                                           "qwen3_moe", "mistral_swa", "qwen2_swa"));
+                                           "qwen3_moe", "mistral_swa", "qwen2_swa", "gpt_oss"));
 
 // The safetensors files are byte for byte those transformers' save_pretrained wrote: header
 // layout, padding, sorted names, the tensors' layouts (GPT-2's Conv1D, q/k/v, gate/up).
@@ -105,8 +105,9 @@ TEST(HfExport, WritesTheFilesTransformersWrote) {
     format.save(dir / "mistral", cast_to(format.load(fixture("mistral")), DType::bf16));
     EXPECT_TRUE(read_file(dir / "mistral/model.safetensors") ==
                 read_file(fixture("mistral") / "model.safetensors"));
-    // Qwen2's q/k/v biases, Qwen3's q/k norms and Qwen3-MoE's experts back under their names.
-    for (const char* qwen : {"qwen2", "qwen3", "qwen3_moe"}) {
+    // Qwen2's q/k/v biases, Qwen3's q/k norms, Qwen3-MoE's experts and GPT-OSS's (stacked, gate
+    // and up interleaved, biased) back under their names.
+    for (const char* qwen : {"qwen2", "qwen3", "qwen3_moe", "gpt_oss"}) {
         format.save(dir / qwen, format.load(fixture(qwen)));
         EXPECT_TRUE(read_file(dir / qwen / "model.safetensors") ==
                     read_file(fixture(qwen) / "model.safetensors"))

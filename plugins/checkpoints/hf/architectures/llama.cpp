@@ -11,7 +11,8 @@
 #include "hf_import.h"
 #include "hf_layout.h"
 #include "hf_saver_args.h"
-#include "mt/nn/attention_window.h"
+#include "sliding_window.h"
+#include "topk_moe.h"
 
 namespace mt::plugins::hf {
 
@@ -56,36 +57,6 @@ void read_rope_scaling(const ConfigJson& r, const std::string& where, HfConfig& 
     }
     MT_FAIL(where, ": not supported yet: '", type,
             "' rope scaling (supported are llama3's and linear)");
-}
-
-// The layers a sliding window applies to: layer_types (transformers 5), else Qwen's
-// max_window_layers (the layers before it see every key), else all.
-void read_windowed_layers(const ConfigJson& j, HfConfig& c) {
-    const std::string& where = j.where();
-    simdjson::dom::array types;
-    if (!j.object()["layer_types"].get_array().get(types)) {
-        for (auto type : types) {
-            std::string_view name;
-            MT_CHECK(!type.get_string().get(name) &&
-                         (name == "sliding_attention" || name == "full_attention"),
-                     where,
-                     ": 'layer_types' holds something other than \"sliding_attention\" and "
-                     "\"full_attention\"");
-            c.windowed_layers.push_back(name == "sliding_attention");
-        }
-        MT_CHECK(int64_t(c.windowed_layers.size()) == c.num_layers, where, ": 'layer_types' has ",
-                 c.windowed_layers.size(), " entries for ", c.num_layers, " layers");
-    } else if (j.has("max_window_layers")) {
-        for (int64_t i = 0; i < c.num_layers; ++i)
-            c.windowed_layers.push_back(i >= j.integer("max_window_layers"));
-    }
-    if (std::none_of(c.windowed_layers.begin(), c.windowed_layers.end(),
-                     [](bool w) { return w; }) &&
-        !c.windowed_layers.empty())
-        c.sliding_window = 0;  // no layer windowed
-    else if (std::all_of(c.windowed_layers.begin(), c.windowed_layers.end(),
-                         [](bool w) { return w; }))
-        c.windowed_layers.clear();
 }
 
 void read_llama(const ConfigJson& j, HfConfig& c) {
@@ -369,53 +340,14 @@ void read_mixtral_args(const SaverArgs& a, HfConfig& c) {
     // Qwen3-MoE is Mixtral's routing with Qwen3's attention, and may score all experts first.
     const bool qwen = c.qk_norm;
     c.model_type = qwen ? "qwen3_moe" : "mixtral";
-    c.num_experts = a.integer("num_experts");
-    c.experts_per_token = a.integer("moe_router_topk", 2);
-    c.ffn_hidden_size = a.integer("moe_ffn_hidden_size", c.ffn_hidden_size);
     const std::string why =
         qwen ? "Qwen3-MoE's every layer routes each token to the softmax of its router logits, "
                "over experts alone"
              : "Mixtral's every layer routes each token to the softmax of its top-k "
                "router logits, over experts alone";
-    if (const ArgValue* freq = a.find("moe_layer_freq")) {
-        const bool every = std::holds_alternative<int64_t>(*freq) && std::get<int64_t>(*freq) == 1;
-        const auto* list = std::get_if<std::vector<int64_t>>(freq);
-        if (!every &&
-            !(list && std::all_of(list->begin(), list->end(), [](int64_t f) { return f == 1; })))
-            not_supported("moe_layer_freq", "not every layer", why);
-    }
-    if (a.set("moe_shared_expert_intermediate_size"))
-        not_supported("moe_shared_expert_intermediate_size",
-                      std::to_string(a.integer("moe_shared_expert_intermediate_size")), why);
+    read_topk_moe_args(a, why, c);
     c.router_pre_softmax = a.flag("moe_router_pre_softmax");
     if (c.router_pre_softmax && !qwen) not_supported("moe_router_pre_softmax", "True", why);
-    if (a.text("moe_router_score_function", "softmax") != "softmax")
-        not_supported("moe_router_score_function", a.text("moe_router_score_function", ""), why);
-    if (a.set("moe_router_topk_scaling_factor"))
-        not_supported("moe_router_topk_scaling_factor", "set", why);
-    if (a.set("moe_router_group_topk")) not_supported("moe_router_group_topk", "set", why);
-    if (a.set("moe_expert_capacity_factor"))
-        not_supported("moe_expert_capacity_factor", "set", why);
-    if (a.text("moe_router_load_balancing_type", "aux_loss") == "sinkhorn")
-        not_supported("moe_router_load_balancing_type", "sinkhorn", why);
-}
-
-// --window-size and --window-attn-skip-freq as the args hold them (a tuple or list, a string, an
-// integer), read as the tools read the flags.
-nn::AttentionWindows windows_of(const SaverArgs& a, int64_t layers) {
-    ModelArgs flags;
-    for (const auto& [dest, flag] : {std::pair{"window_size", "window-size"},
-                                     std::pair{"window_attn_skip_freq", "window-attn-skip-freq"}}) {
-        const ArgValue* v = a.find(dest);
-        if (!v) continue;
-        if (const auto* list = std::get_if<std::vector<int64_t>>(v))
-            flags[flag] = int_list_text(*list);
-        else if (const auto* text = std::get_if<std::string>(v))
-            flags[flag] = *text;
-        else if (const auto* n = std::get_if<int64_t>(v))
-            flags[flag] = std::to_string(*n);
-    }
-    return nn::read_attention_windows(flags, layers);
 }
 
 // A sliding window's layers as the model_type has them: Mistral's and Mixtral's on every layer,
@@ -473,15 +405,7 @@ class Llama final : public HfArchitecture {
         }
         if (c.qkv_bias) a["add-qkv-bias"] = "";
         if (c.qk_norm) a["qk-layernorm"] = "";
-        if (c.sliding_window > 0) {
-            a["window-size"] = "(" + std::to_string(c.sliding_window - 1) + ", 0)";
-            if (!c.windowed_layers.empty()) {
-                std::string pattern;
-                for (bool w : c.windowed_layers)
-                    pattern += (pattern.empty() ? "[" : ",") + std::string(w ? "1" : "0");
-                a["window-attn-skip-freq"] = pattern + "]";
-            }
-        }
+        put_window_args(c, a);
         if (c.num_experts > 0) {
             a["num-experts"] = std::to_string(c.num_experts);
             a["moe-router-topk"] = std::to_string(c.experts_per_token);
