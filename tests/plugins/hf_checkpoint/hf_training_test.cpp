@@ -1,7 +1,8 @@
-// 20 training iterations of the Qwen2, Qwen3 and Qwen3-MoE folders, read by the hf plugin into
+// 20 training iterations of the Qwen2, Qwen3, Qwen3-MoE and GPT-OSS folders, read by the hf
+// plugin into
 // Megatron's GPT with the flags their config.json implies, give the loss curve transformers'
 // own models give on the same weights and samples (tests/fixtures/hf/
-// make_qwen_training_fixtures.py: float64, Megatron's optimizer, schedule and clipping) to 1e-5
+// make_hf_training_fixtures.py: float64, Megatron's optimizer, schedule and clipping) to 1e-5
 // relative, with the same gradient norms.
 #include <gtest/gtest.h>
 
@@ -46,7 +47,8 @@ TEST_P(HfTraining, LossCurveMatchesTransformers) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Qwen, HfTraining, ::testing::Values("qwen2", "qwen3", "qwen3_moe"));
+INSTANTIATE_TEST_SUITE_P(Folders, HfTraining,
+                         ::testing::Values("qwen2", "qwen3", "qwen3_moe", "gpt_oss"));
 
 }  // namespace
 }  // namespace mt::plugins::hf
