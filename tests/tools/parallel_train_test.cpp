@@ -776,11 +776,11 @@ TEST_F(ParallelTrain, AnErrorStopsEveryRankNamingIt) {
 
 namespace {
 
-// Hugging Face Qwen2 (QKV biases, a sliding window on its second layer) and Qwen3-MoE folders
-// (tests/fixtures/hf) converted to torch_dist split over two tensor (Qwen2) or expert
-// (Qwen3-MoE) ranks fine-tune there from the folders' weights (--finetune --use-checkpoint-args)
-// with a falling loss, on NullTokenizer ids below their vocabulary of 128.
-TEST(ParallelTrainTool, HfQwenFoldersFinetuneSplitWithAFallingLoss) {
+// Hugging Face Qwen2 (QKV biases, a sliding window on its second layer), Qwen3-MoE and GPT-OSS
+// folders (tests/fixtures/hf) converted to torch_dist split over two tensor (Qwen2) or expert
+// (Qwen3-MoE, GPT-OSS) ranks fine-tune there from the folders' weights (--finetune
+// --use-checkpoint-args) with a falling loss, on NullTokenizer ids below their vocabulary of 128.
+TEST(ParallelTrainTool, HfFoldersFinetuneSplitWithAFallingLoss) {
     if (!mt::test::mpiexec_available()) GTEST_SKIP() << "built without MPI: no mpiexec";
     TempDir dir;
     std::string jsonl;
@@ -795,11 +795,21 @@ TEST(ParallelTrainTool, HfQwenFoldersFinetuneSplitWithAFallingLoss) {
                     " --input " + q(dir / "ids.jsonl") + " --output-prefix " + q(dir / "ids") +
                     " --tokenizer-type NullTokenizer --vocab-size 127 --append-eod --workers 1");
     ASSERT_EQ(r.exit_code, 0) << r.output;
+    // Megatron's --use-checkpoint-args takes neither the sliding window nor core_v0.19's GPT-OSS
+    // options from the checkpoint: the run gives them, as a Megatron script would.
+    const std::string qwen2_window = " --window-size '(2, 0)' --window-attn-skip-freq '[0,1]'";
+    const std::string gpt_oss =
+        " --window-size '(3, 0)' --window-attn-skip-freq '[1,0]' --softmax-type learnable"
+        " --quick-geglu --glu-linear-offset 1.0 --activation-func-clamp-value 0.15"
+        " --rotary-scaling-factor 4 --yarn-original-max-position-embeddings 16"
+        " --no-yarn-correction-range-round-to-int";
     for (const auto& [name, target, split] :
          {std::tuple{"qwen2_swa", "--target-tensor-parallel-size 2",
-                     "--tensor-model-parallel-size 2"},
+                     "--tensor-model-parallel-size 2" + qwen2_window},
           std::tuple{"qwen3_moe", "--target-expert-parallel-size 2",
-                     "--expert-model-parallel-size 2"}}) {
+                     std::string("--expert-model-parallel-size 2")},
+          std::tuple{"gpt_oss", "--target-expert-parallel-size 2",
+                     "--expert-model-parallel-size 2" + gpt_oss}}) {
         SCOPED_TRACE(name);
         const fs::path converted = dir / name;
         r = run_command(mt::test::shell_quote(mt::test::tool_path("megatron-convert")) +
