@@ -19,7 +19,12 @@ std::vector<FlagInfo> mla_flags() {
             value_flag("v-head-dim", "MLA: each value head's size", "128"),
             value_flag("rotary-scaling-factor", "MLA: YaRN's rotary scaling factor", "1.0"),
             value_flag("mscale", "MLA: YaRN's mscale", "1.0"),
-            value_flag("mscale-all-dim", "MLA: YaRN's mscale over all dims", "1.0"),
+            // No default text: it differs (1.0 for multi-latent attention, core_v0.13's; 0.0 for
+            // GPT's --position-embedding-type yarn, core_v0.19's), and a default would read as
+            // given.
+            value_flag("mscale-all-dim",
+                       "YaRN's mscale over all dims (default 1.0 with multi-latent attention, 0.0 "
+                       "with --position-embedding-type yarn)"),
             value_flag("rope-type", "MLA: yarn (its default) or rope")};
 }
 

@@ -157,7 +157,7 @@ namespace {
 
 // megatron/training/argument_utils.py's _apply_yarn_config_from_args: YarnRotaryEmbedding's
 // settings from the flags, its defaults where they are not given (--mscale-all-dim 0, core_v0.19's
-// default, not multi-latent attention's 1.0 of core_v0.13).
+// default, not multi-latent attention's 1.0 of core_v0.13: the flag has no default text).
 void read_yarn_args(const ModelArgsReader& f, TransformerArgs& c) {
     YarnArgs& y = c.yarn;
     y.scaling_factor = f.real("rotary-scaling-factor", 1.0);
@@ -165,7 +165,7 @@ void read_yarn_args(const ModelArgsReader& f, TransformerArgs& c) {
     y.beta_fast = f.real("yarn-beta-fast", 32);
     y.beta_slow = f.real("yarn-beta-slow", 1);
     y.mscale = f.real("mscale", 1.0);
-    y.mscale_all_dim = f.has("mscale-all-dim") ? f.real("mscale-all-dim", 0.0) : 0.0;
+    y.mscale_all_dim = f.real("mscale-all-dim", 0.0);
     y.round_to_int = !f.flag("no-yarn-correction-range-round-to-int");
     MT_CHECK(
         y.scaling_factor > 0 && y.original_max_positions > 0 && y.beta_fast > 0 && y.beta_slow > 0,
@@ -461,6 +461,13 @@ ModelArgs resolved_transformer_args(const ModelArgs& args, const TransformerArgs
             for (bool moe : c.moe_layers.moe) flags.push_back(moe ? 1 : 0);
             out["moe-layer-freq"] = int_list_text(flags);
         }
+    }
+    // --mscale-all-dim's default depends on the model (mla_flags): the args keep the value used.
+    if (c.mla.enabled || c.position_embedding == PositionEmbedding::yarn) {
+        std::ostringstream v;
+        v.precision(17);
+        v << (c.mla.enabled ? c.mla.mscale_all_dim : c.yarn.mscale_all_dim);
+        out["mscale-all-dim"] = v.str();
     }
     return out;
 }

@@ -303,6 +303,14 @@ TEST(GptModel, YarnRopeIsTransformers) {
             EXPECT_NEAR(inv[i], c.inv_freq[i], 1e-7 * c.inv_freq[i]) << i;
         EXPECT_NEAR(rope.table_scale, c.attention_factor, 1e-15);
     }
+    // --mscale-all-dim is 0 unless given (core_v0.19's default for YaRN; multi-latent
+    // attention's is 1.0), so the flag has no default text for the tools to fill in, and the
+    // args saved hold the value used.
+    for (const FlagInfo& f : nn::transformer_flags())
+        if (f.name == "mscale-all-dim") EXPECT_FALSE(f.default_value.has_value());
+    EXPECT_EQ(nn::resolved_transformer_args(gpt_oss, nn::read_transformer_args(gpt_oss))
+                  .at("mscale-all-dim"),
+              "0");
     // YarnRotaryEmbedding rotates whole heads, and not pairs.
     EXPECT_THROW(nn::read_transformer_args(with(gpt_oss, "rotary-percent", "0.5")), mt::Error);
     EXPECT_THROW(nn::read_transformer_args(with(gpt_oss, "rotary-interleaved", "")), mt::Error);
