@@ -92,6 +92,14 @@ std::vector<double> inverse_frequencies(const RopeConfig& c) {
 
 }  // namespace
 
+double yarn_mscale(double scale, double mscale) {
+    return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0;
+}
+
+double yarn_concentration(double scale, double mscale, double mscale_all_dim) {
+    return yarn_mscale(scale, mscale) / yarn_mscale(scale, mscale_all_dim);
+}
+
 std::vector<double> rope_inverse_frequencies(const RopeConfig& config, bool f32) {
     MT_CHECK(config.rotary_dim > 0 && config.rotary_dim % 2 == 0,
              "rope: the rotary dim must be even and > 0, got ", config.rotary_dim);

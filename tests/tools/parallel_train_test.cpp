@@ -94,6 +94,24 @@ void expect_same(const std::map<int, double>& got, const std::map<int, double>& 
     }
 }
 
+// The six losses of `command`, a megatron-train command line that must run to its end.
+std::map<int, double> curve(const std::string& command) {
+    auto r = run_command(command);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    const auto got = losses(r.output);
+    EXPECT_EQ(got.size(), 6u) << r.output;
+    return got;
+}
+
+// `command` (another layout) runs to its end and prints `want`'s six losses.
+void expect_curve(const std::string& command, const std::map<int, double>& want) {
+    auto r = run_command(command);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto got = losses(r.output);
+    EXPECT_EQ(got.size(), 6u) << r.output;
+    expect_same(got, want, r.output);
+}
+
 // `saving` (a megatron-train command line) saves at iteration 3 to `dir` and stops; `resuming`
 // loads it and must print `want`'s losses for iterations 4 to 6.
 void expect_resumes(const std::string& saving, const std::string& resuming, const fs::path& dir,
@@ -138,21 +156,13 @@ TEST_F(ParallelTrain, SlidingWindowAndSinksGiveTheOneProcessLossesSplit) {
     const std::string flags = std::string(kLlama) +
                               " --window-size '(3, 0)' --window-attn-skip-freq 2"
                               " --softmax-type learnable";
-    auto one = run_command(train(dir_, data_, 1, 1) + flags);
-    ASSERT_EQ(one.exit_code, 0) << one.output;
-    const auto want = losses(one.output);
-    ASSERT_EQ(want.size(), 6u) << one.output;
+    const auto want = curve(train(dir_, data_, 1, 1) + flags);
+    ASSERT_EQ(want.size(), 6u);
     // The window and the sinks change the model: not the full-attention curve.
-    EXPECT_NE(want.at(6), losses(run_command(train(dir_, data_, 1, 1) + kLlama).output).at(6));
+    EXPECT_NE(want.at(6), curve(train(dir_, data_, 1, 1) + kLlama).at(6));
     for (const std::string& layout :
-         {train(dir_, data_, 4, 2),
-          train(dir_, data_, 2, 1) + " --pipeline-model-parallel-size 2"}) {
-        auto r = run_command(layout + flags);
-        ASSERT_EQ(r.exit_code, 0) << r.output;
-        const auto got = losses(r.output);
-        EXPECT_EQ(got.size(), 6u) << r.output;
-        expect_same(got, want, r.output);
-    }
+         {train(dir_, data_, 4, 2), train(dir_, data_, 2, 1) + " --pipeline-model-parallel-size 2"})
+        expect_curve(layout + flags, want);
 }
 
 // --log-params-norm and --log-num-zeros-in-grad (Megatron's calc_params_l2_norm and
@@ -376,19 +386,13 @@ TEST_F(ParallelTrain, BiasedQuickGegluExpertsGiveTheOneProcessLossesAndResume) {
         " --moe-aux-loss-coeff 1e-2 --quick-geglu --glu-linear-offset 1.0"
         " --activation-func-clamp-value 7.0 --ffn-hidden-size 64";
     const std::string one = train(dir_, data_, 1, 1) + moe;
-    auto full = run_command(one);
-    ASSERT_EQ(full.exit_code, 0) << full.output;
-    const auto want = losses(full.output);
-    ASSERT_EQ(want.size(), 6u) << full.output;
-    EXPECT_LT(want.at(6), want.at(1)) << full.output;
-    for (const auto& [ranks, tp] : {std::pair{2, 1}, std::pair{4, 2}}) {
-        auto r = run_command(train(dir_, data_, ranks, tp) + moe +
-                             " --expert-model-parallel-size 2 --expert-tensor-parallel-size 1");
-        ASSERT_EQ(r.exit_code, 0) << r.output;
-        const auto got = losses(r.output);
-        EXPECT_EQ(got.size(), 6u) << r.output;
-        expect_same(got, want, r.output);
-    }
+    const auto want = curve(one);
+    ASSERT_EQ(want.size(), 6u);
+    EXPECT_LT(want.at(6), want.at(1));
+    for (const auto& [ranks, tp] : {std::pair{2, 1}, std::pair{4, 2}})
+        expect_curve(train(dir_, data_, ranks, tp) + moe +
+                         " --expert-model-parallel-size 2 --expert-tensor-parallel-size 1",
+                     want);
     const std::string fmt = " --ckpt-format torch_dist";
     expect_resumes(train(dir_, data_, 2, 1) + moe + " --expert-model-parallel-size 2" + fmt,
                    one + fmt, dir_ / "gpt_oss_moe", want);

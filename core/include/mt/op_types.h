@@ -121,19 +121,24 @@ struct RopeConfig {
     double seq_len_interpolation_factor = 0;  // 0: off
     bool interleaved = false;                 // --rotary-interleaved
     // YaRN (megatron-core's YarnRotaryEmbedding: multi-latent attention's rope, and GPT's with
-    // --position-embedding-type yarn), 0: off: each
-    // inv_freq[i] blends base^(-2i/R) with base^(-2i/R) / factor along a ramp between the
-    // correction dims of yarn_beta_fast and yarn_beta_slow rotations in
-    // yarn_original_max_positions.
+    // --position-embedding-type yarn), 0: off: each inv_freq[i] blends base^(-2i/R) with
+    // base^(-2i/R) / factor along a ramp between the correction dims of yarn_beta_fast and
+    // yarn_beta_slow rotations in yarn_original_max_positions.
     double yarn_scaling_factor = 0;
     int64_t yarn_original_max_positions = 4096;
     double yarn_beta_fast = 32, yarn_beta_slow = 1;
     // The correction dims floored and ceiled (Megatron's correction_range_round_to_int, HF's
     // truncate), or kept fractional.
     bool yarn_round_to_int = true;
-    // cos and sin are multiplied by this (YaRN's mscale ratio, which MLA applies with them).
+    // cos and sin are multiplied by this (YaRN's yarn_concentration).
     double table_scale = 1.0;
 };
+
+// megatron-core's _yarn_get_mscale: 0.1 mscale ln(scale) + 1 (1 for scale <= 1).
+MT_API double yarn_mscale(double scale, double mscale);
+// Its _yarn_get_concentration_factor, RopeConfig::table_scale under YaRN: mscale(scale, mscale)
+// over mscale(scale, mscale_all_dim).
+MT_API double yarn_concentration(double scale, double mscale, double mscale_all_dim);
 
 // Megatron's inv_freq of `config` (RotaryEmbedding.__init__, _apply_scaling), each value
 // rounded to float after every step as torch's float32 arithmetic does when `f32`; exact

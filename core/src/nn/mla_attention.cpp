@@ -14,11 +14,6 @@ namespace mt::nn {
 
 namespace {
 
-// megatron-core's _yarn_get_mscale.
-double yarn_mscale(double scale, double mscale) {
-    return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0;
-}
-
 const TransformerConfig& checked(const TransformerConfig& c) {
     const MlaConfig& m = c.mla;
     MT_CHECK(m.kv_lora_rank > 0 && m.qk_head_dim > 0 && m.qk_pos_emb_head_dim > 0 &&
@@ -89,7 +84,7 @@ MultiLatentAttention::MultiLatentAttention(const std::string& prefix,
     }
     // MultiLatentAttention.__init__: the softmax scale takes YaRN's mscale squared whichever
     // rope type; the rope part rotates neighbours (MLA de-interleaves before rotate-half).
-    const double m = yarn_mscale(mla_.rotary_scaling_factor, mla_.mscale);
+    const double m = ops::yarn_mscale(mla_.rotary_scaling_factor, mla_.mscale);
     softmax_scale_ = m * m / std::sqrt(double(dq_));
     rope_.base = config.rope.base;
     rope_.interleaved = true;
@@ -99,8 +94,8 @@ MultiLatentAttention::MultiLatentAttention(const std::string& prefix,
         rope_.yarn_original_max_positions = mla_.original_max_positions;
         rope_.yarn_beta_fast = mla_.beta_fast;
         rope_.yarn_beta_slow = mla_.beta_slow;
-        rope_.table_scale = yarn_mscale(mla_.rotary_scaling_factor, mla_.mscale) /
-                            yarn_mscale(mla_.rotary_scaling_factor, mla_.mscale_all_dim);
+        rope_.table_scale =
+            ops::yarn_concentration(mla_.rotary_scaling_factor, mla_.mscale, mla_.mscale_all_dim);
     } else {
         rope_.rotary_dim =
             int64_t(double(mla_.qk_pos_emb_head_dim) * double(config.rotary_percent)) / 2 * 2;

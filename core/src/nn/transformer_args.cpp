@@ -183,12 +183,6 @@ void read_yarn_args(const ModelArgsReader& f, TransformerArgs& c) {
              "--rotary-seq-len-interpolation-factor");
 }
 
-// megatron-core's _yarn_get_mscale and the concentration factor the attention multiplies the
-// rotary cos and sin by (_yarn_get_concentration_factor).
-double yarn_mscale(double scale, double mscale) {
-    return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0;
-}
-
 }  // namespace
 
 TransformerArgs read_transformer_args(const ModelArgs& args) {
@@ -417,8 +411,8 @@ TransformerConfig transformer_layer_config(const TransformerArgs& c, DType dtype
         t.rope.yarn_beta_fast = c.yarn.beta_fast;
         t.rope.yarn_beta_slow = c.yarn.beta_slow;
         t.rope.yarn_round_to_int = c.yarn.round_to_int;
-        t.rope.table_scale = yarn_mscale(c.yarn.scaling_factor, c.yarn.mscale) /
-                             yarn_mscale(c.yarn.scaling_factor, c.yarn.mscale_all_dim);
+        t.rope.table_scale =
+            ops::yarn_concentration(c.yarn.scaling_factor, c.yarn.mscale, c.yarn.mscale_all_dim);
     }
     t.rotary_percent = float(c.rotary_percent);
     t.rope.base = c.rotary_base;

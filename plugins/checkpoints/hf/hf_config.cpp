@@ -64,6 +64,10 @@ ModelArgs hf_model_args(const HfConfig& c) {
                    {"norm-epsilon", number_text(c.norm_epsilon)},
                    {"attention-dropout", "0"},
                    {"hidden-dropout", "0"}};
+    if (c.num_kv_heads != c.num_heads) {
+        a["group-query-attention"] = "";
+        a["num-query-groups"] = std::to_string(c.num_kv_heads);
+    }
     c.arch->add_model_args(c, a);
     if (!c.tied) a["untie-embeddings-and-output-weights"] = "";
     return a;

@@ -101,12 +101,12 @@ class MT_API SelfAttention {
     // Attention of a training sequence (s.q, s.k, s.v set) into s.out and s.lse: one kernel
     // call, or the ring over the context-parallel ranks.
     void attend(Saved& s, DropoutContext& ctx, const AttentionMask& mask) const;
-    // Inference: stores k and v (B, T, ng, hd) in the cache and attends q over it (plus the
-    // mask's bias, (nq, T, past + T), when defined).
     // The new positions past.. of k and v (B, T, ng, hd) into the state's ring.
     void write_ring(KvState& state, const Tensor& k, const Tensor& v, int64_t past) const;
     // The state's ring made `slots` long, the positions before `past` it held kept.
     void grow_ring(KvState& state, int64_t past, int64_t slots) const;
+    // Inference: stores k and v (B, T, ng, hd) in the cache and attends q over it (plus the
+    // mask's bias, (nq, T, past + T), when defined).
     Tensor attend_cached(const Tensor& q, const Tensor& k, const Tensor& v, const KvSlot& cache,
                          const Tensor& bias) const;
 

@@ -26,16 +26,11 @@ using namespace json;
 constexpr double kQuickGeluSlope = 1.702;
 
 // gate_up_proj's [..., 2I] columns, gate and up interleaved (gate = [..., 0::2]), as [gate | up]
-// halves; and back.
-Tensor gate_up_halves(const Tensor& t) {
+// halves (`to_halves`), or back.
+Tensor regroup_gate_up(const Tensor& t, bool to_halves) {
     const int64_t rows = t.numel() / t.shape().back(), half = t.shape().back() / 2;
-    Shape shape = t.shape();
-    return t.contiguous().view({rows, half, 2}).transpose(1, 2).contiguous().view(shape);
-}
-Tensor gate_up_interleaved(const Tensor& t) {
-    const int64_t rows = t.numel() / t.shape().back(), half = t.shape().back() / 2;
-    Shape shape = t.shape();
-    return t.contiguous().view({rows, 2, half}).transpose(1, 2).contiguous().view(shape);
+    const Shape split = to_halves ? Shape{rows, half, 2} : Shape{rows, 2, half};
+    return t.contiguous().view(split).transpose(1, 2).contiguous().view(t.shape());
 }
 
 // rope_parameters (transformers 5) or rope_scaling with rope_theta (4): YaRN, or plain rope.
@@ -86,11 +81,7 @@ void read_gpt_oss(const ConfigJson& j, HfConfig& c) {
     c.norm_epsilon = j.real("rms_norm_eps", 1e-5);
     c.tied = j.boolean("tie_word_embeddings", false);
     c.initializer_range = j.real("initializer_range", 0.02);
-    c.num_experts = j.integer("num_local_experts");
-    c.experts_per_token = j.integer("num_experts_per_tok");
-    MT_CHECK(c.num_experts > 0 && c.experts_per_token > 0 && c.experts_per_token <= c.num_experts,
-             where, ": 'num_experts_per_tok' (", c.experts_per_token,
-             ") must be in [1, 'num_local_experts' (", c.num_experts, ")]");
+    read_topk_experts(j, "num_local_experts", c);
     c.gpt_oss.swiglu_limit = j.real("swiglu_limit", 7.0);
     MT_CHECK(c.gpt_oss.swiglu_limit > 0 && std::isfinite(c.gpt_oss.swiglu_limit), where,
              ": 'swiglu_limit' must be positive");
@@ -137,11 +128,11 @@ void import_gpt_oss(HfImport& in) {
             const std::string to = mlp + "experts.local_experts." + std::to_string(e) + ".";
             // fc1 = [gate; up] rows of gate_up_proj[e]^T; fc2 = down_proj[e]^T.
             in.put(to + "linear_fc1.weight", {2 * f, h}, {gate_up}, [gate_up, e](const HfRead& t) {
-                return transposed(gate_up_halves(t.get(gate_up).select(0, e)));
+                return transposed(regroup_gate_up(t.get(gate_up).select(0, e), true));
             });
             in.put(to + "linear_fc1.bias", {2 * f}, {gate_up_bias},
                    [gate_up_bias, e](const HfRead& t) {
-                       return gate_up_halves(t.get(gate_up_bias).select(0, e));
+                       return regroup_gate_up(t.get(gate_up_bias).select(0, e), true);
                    });
             in.put(to + "linear_fc2.weight", {h, f}, {down}, [down, e](const HfRead& t) {
                 return transposed(t.get(down).select(0, e).contiguous());
@@ -202,10 +193,10 @@ void export_gpt_oss(HfExport& out) {
             };
             gate_up.push_back(
                 out.get(out.expert_fc(mlp, 1, e), {2 * f, h}).map({h, 2 * f}, [](const Tensor& t) {
-                    return gate_up_interleaved(transposed(t));
+                    return regroup_gate_up(transposed(t), false);
                 }));
             gate_up_bias.push_back(out.get(bias(1), {2 * f}).map({2 * f}, [](const Tensor& t) {
-                return gate_up_interleaved(t);
+                return regroup_gate_up(t, false);
             }));
             down.push_back(out.get(out.expert_fc(mlp, 2, e), {h, f}).transpose());
             down_bias.push_back(out.get(bias(2), {h}));
@@ -291,18 +282,12 @@ class GptOss final : public HfArchitecture {
         } else {
             a["position-embedding-type"] = "rope";
         }
-        if (c.num_kv_heads != c.num_heads) {
-            a["group-query-attention"] = "";
-            a["num-query-groups"] = std::to_string(c.num_kv_heads);
-        }
         a["softmax-type"] = "learnable";
         a["quick-geglu"] = "";
         a["glu-linear-offset"] = "1.0";
         a["activation-func-clamp-value"] = number_text(g.swiglu_limit);
         put_window_args(c, a);
-        a["num-experts"] = std::to_string(c.num_experts);
-        a["moe-router-topk"] = std::to_string(c.experts_per_token);
-        a["moe-ffn-hidden-size"] = std::to_string(c.ffn_hidden_size);
+        put_topk_moe_args(c, a);
     }
     void import_tensors(HfImport& in) const override { import_gpt_oss(in); }
     void export_tensors(HfExport& out) const override { export_gpt_oss(out); }

@@ -376,10 +376,6 @@ class Hybrid final : public HfArchitecture {
         a["position-embedding-type"] = "none";
         a["disable-bias-linear"] = "";
         a["squared-relu"] = "";
-        if (c.num_kv_heads != c.num_heads) {
-            a["group-query-attention"] = "";
-            a["num-query-groups"] = std::to_string(c.num_kv_heads);
-        }
         if (c.num_experts > 0) add_grouped_moe_args(c, a);  // Nemotron-H's MoE layers
     }
     void import_tensors(HfImport& in) const override { import_hybrid(in); }

@@ -103,13 +103,8 @@ void read_llama(const ConfigJson& j, HfConfig& c) {
 // MixtralSparseMoeBlock: softmax over the experts, the top k renormalised (Megatron's default
 // softmax over the top-k logits), each expert a SwiGLU MLP of intermediate_size.
 void read_mixtral_experts(const ConfigJson& j, HfConfig& c) {
-    const std::string& where = j.where();
-    c.num_experts = j.integer("num_local_experts");
-    c.experts_per_token = j.integer("num_experts_per_tok");
-    MT_CHECK(c.num_experts > 0 && c.experts_per_token > 0 && c.experts_per_token <= c.num_experts,
-             where, ": 'num_experts_per_tok' (", c.experts_per_token,
-             ") must be in [1, 'num_local_experts' (", c.num_experts, ")]");
-    MT_CHECK(j.real("router_jitter_noise", 0) == 0, where,
+    read_topk_experts(j, "num_local_experts", c);
+    MT_CHECK(j.real("router_jitter_noise", 0) == 0, j.where(),
              ": not supported yet: 'router_jitter_noise' (Megatron's --moe-input-jitter-eps)");
 }
 
@@ -119,12 +114,7 @@ void read_mixtral_experts(const ConfigJson& j, HfConfig& c) {
 void read_qwen3_moe_experts(const ConfigJson& j, HfConfig& c) {
     const std::string& where = j.where();
     // transformers 5 writes num_local_experts, 4 num_experts.
-    c.num_experts =
-        j.has("num_local_experts") ? j.integer("num_local_experts") : j.integer("num_experts");
-    c.experts_per_token = j.integer("num_experts_per_tok");
-    MT_CHECK(c.num_experts > 0 && c.experts_per_token > 0 && c.experts_per_token <= c.num_experts,
-             where, ": 'num_experts_per_tok' (", c.experts_per_token, ") must be in [1, ",
-             "'num_experts' (", c.num_experts, ")]");
+    read_topk_experts(j, j.has("num_local_experts") ? "num_local_experts" : "num_experts", c);
     c.ffn_hidden_size = j.integer("moe_intermediate_size");
     c.router_pre_softmax = !j.boolean("norm_topk_prob", false);
     MT_CHECK(j.integer("decoder_sparse_step", 1) == 1, where,
@@ -399,19 +389,11 @@ class Llama final : public HfArchitecture {
         }
         if (c.linear_rope_factor > 0)
             a["rotary-seq-len-interpolation-factor"] = std::to_string(c.linear_rope_factor);
-        if (c.num_kv_heads != c.num_heads) {
-            a["group-query-attention"] = "";
-            a["num-query-groups"] = std::to_string(c.num_kv_heads);
-        }
         if (c.qkv_bias) a["add-qkv-bias"] = "";
         if (c.qk_norm) a["qk-layernorm"] = "";
         put_window_args(c, a);
-        if (c.num_experts > 0) {
-            a["num-experts"] = std::to_string(c.num_experts);
-            a["moe-router-topk"] = std::to_string(c.experts_per_token);
-            a["moe-ffn-hidden-size"] = std::to_string(c.ffn_hidden_size);
-            if (c.router_pre_softmax) a["moe-router-pre-softmax"] = "";
-        }
+        if (c.num_experts > 0) put_topk_moe_args(c, a);
+        if (c.router_pre_softmax) a["moe-router-pre-softmax"] = "";
     }
     void import_tensors(HfImport& in) const override { import_llama(in); }
     void export_tensors(HfExport& out) const override { export_llama(out); }

@@ -1,4 +1,4 @@
-// Megatron's MoE args -> the top-k softmax MoE of Mixtral-like folders.
+// The top-k softmax MoE of Mixtral-like folders <-> Megatron's MoE flags and args.
 #include "topk_moe.h"
 
 #include <algorithm>
@@ -6,6 +6,20 @@
 #include <vector>
 
 namespace mt::plugins::hf {
+
+void read_topk_experts(const ConfigJson& j, const char* experts_key, HfConfig& c) {
+    c.num_experts = j.integer(experts_key);
+    c.experts_per_token = j.integer("num_experts_per_tok");
+    MT_CHECK(c.num_experts > 0 && c.experts_per_token > 0 && c.experts_per_token <= c.num_experts,
+             j.where(), ": 'num_experts_per_tok' (", c.experts_per_token, ") must be in [1, '",
+             experts_key, "' (", c.num_experts, ")]");
+}
+
+void put_topk_moe_args(const HfConfig& c, ModelArgs& a) {
+    a["num-experts"] = std::to_string(c.num_experts);
+    a["moe-router-topk"] = std::to_string(c.experts_per_token);
+    a["moe-ffn-hidden-size"] = std::to_string(c.ffn_hidden_size);
+}
 
 void read_topk_moe_args(const SaverArgs& a, const std::string& why, HfConfig& c) {
     c.num_experts = a.integer("num_experts");

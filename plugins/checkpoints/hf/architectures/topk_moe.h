@@ -6,9 +6,19 @@
 #include <string>
 
 #include "hf_config.h"
+#include "hf_config_reader.h"
 #include "hf_saver_args.h"
+#include "mt/model.h"
 
 namespace mt::plugins::hf {
+
+// config.json's experts (under `experts_key`: num_local_experts, or transformers 4's num_experts)
+// and num_experts_per_tok, checked (c.num_experts, c.experts_per_token).
+void read_topk_experts(const ConfigJson& j, const char* experts_key, HfConfig& c);
+
+// Megatron's flags of c's MoE layers: --num-experts, --moe-router-topk, --moe-ffn-hidden-size
+// (c.ffn_hidden_size: the experts').
+void put_topk_moe_args(const HfConfig& c, ModelArgs& a);
 
 // The experts, top k and expert FFN size of a MoE checkpoint's args (c.ffn_hidden_size the
 // fallback), after refusing, with `why`, any routing or layout such folders do not have (all but
