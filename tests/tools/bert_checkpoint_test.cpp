@@ -261,6 +261,21 @@ TEST(BertCheckpoint, LegacyLayoutIsMegatronsAndReadsBack) {
     expect_same_folder(hf_fixture("megatron_bert"), dir / "hf");
 }
 
+// The original post-LayerNorm BERT is Megatron's legacy BERT with
+// --apply-residual-connection-post-layernorm (core_v0.13's legacy BertModel loads this file
+// and gives transformers' logits: tests/fixtures/bert/check_megatron_legacy_loads_post_ln_bert.py).
+TEST(BertCheckpoint, PostLayerNormBertIsALegacyBertWithTheResidualAfterTheNorm) {
+    TempDir dir;
+    convert_ok(hf_fixture("bert"), dir / "legacy", "--loader hf --saver legacy");
+    const mt::io::PyValue saved =
+        mt::io::load_torch_file(dir / "legacy/iter_0000001/mp_rank_00/model_optim_rng.pt");
+    const mt::io::PyValue& args = saved["args"];
+    EXPECT_TRUE(args["apply_residual_connection_post_layernorm"].as_bool());
+    EXPECT_TRUE(args["use_legacy_models"].as_bool());
+    convert_ok(dir / "legacy", dir / "hf", "--loader legacy --saver hf");
+    expect_same_folder(hf_fixture("bert"), dir / "hf");
+}
+
 TEST(BertCheckpoint, PublishedLegacyLayoutConvertsToMegatronCore) {
     TempDir dir;
     const fs::path legacy = mt::test::fixtures_dir() / "bert" / "legacy_bert";

@@ -19,8 +19,7 @@ Tensor position_ids(Backend& backend, int64_t batch, int64_t seq) {
 }  // namespace
 
 Embedding::Embedding(int64_t vocab, int64_t hidden, int64_t max_positions, float dropout,
-                     DType dtype, Backend& backend, TensorParallel tp, int64_t num_tokentypes,
-                     std::optional<ops::NormConfig> layernorm)
+                     DType dtype, Backend& backend, TensorParallel tp, int64_t num_tokentypes)
     : hidden_(hidden),
       max_positions_(max_positions),
       num_tokentypes_(num_tokentypes),
@@ -35,9 +34,6 @@ Embedding::Embedding(int64_t vocab, int64_t hidden, int64_t max_positions, float
     if (num_tokentypes > 0)
         tokentype_ = make_parameter(backend, "embedding.tokentype_embeddings.weight",
                                     {num_tokentypes, hidden}, dtype, ShardSpec{}, true, tp);
-    if (layernorm)
-        norm_.emplace(NormKind::layer_norm, "embedding.layernorm.weight",
-                      "embedding.layernorm.bias", hidden, *layernorm, dtype, backend, tp);
 }
 
 Tensor Embedding::forward(const Tensor& ids, DropoutContext& ctx, Saved* saved,
@@ -81,11 +77,9 @@ Tensor Embedding::forward(const Tensor& ids, DropoutContext& ctx, Saved* saved,
         backend_->add(y, types, y);
     }
     y = scatter_to_sequence_parallel(tp_, y);
-    Norm::Saved normed;
-    if (norm_) y = norm_->forward(y, &normed);
     DropoutDraw draw =
         draw_dropout(ctx, dropout_, y.numel(), tp_.sequence_shard(), tp_.sequence_shards());
-    if (saved) *saved = Saved{rows, pos_ids, type_ids, std::move(normed), draw};
+    if (saved) *saved = Saved{rows, pos_ids, type_ids, draw};
     return dropout_forward(*backend_, y, draw);
 }
 
@@ -95,7 +89,6 @@ void Embedding::backward(const Tensor& dy, const Saved& saved) {
     MT_CHECK(dy.shape() == Shape({B, local_T, hidden_}), "Embedding: dy must be (", B, ", ",
              local_T, ", ", hidden_, "), got ", dy.describe());
     Tensor g = dropout_backward(*backend_, backend_->contiguous(dy), saved.dropout);
-    if (norm_) g = norm_->backward(g, saved.norm);
     g = backend_->contiguous(scatter_to_sequence_parallel_backward(tp_, g));
     if (tp_.active())
         backend_->embedding_shard_backward(g, saved.ids, vocab_start(), word_.grad);
@@ -114,7 +107,6 @@ void Embedding::collect_parameters(std::vector<Parameter*>& out) {
     out.push_back(&word_);
     if (max_positions_ > 0) out.push_back(&position_);
     if (num_tokentypes_ > 0) out.push_back(&tokentype_);
-    if (norm_) norm_->collect_parameters(out);
 }
 
 }  // namespace mt::nn

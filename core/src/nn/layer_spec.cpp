@@ -135,7 +135,7 @@ SublayerSpec self_attention_sublayer() {
                 return std::unique_ptr<Sublayer>(
                     std::make_unique<SelfAttentionSublayer>(prefix, config, backend));
             },
-            "self_attention.linear_qkv", "input_layernorm", "post_self_attn_layernorm", false};
+            "self_attention.linear_qkv", "input_layernorm", false};
 }
 
 SublayerSpec attention_sublayer(bool multi_latent) {
@@ -145,7 +145,7 @@ SublayerSpec attention_sublayer(bool multi_latent) {
                 return std::unique_ptr<Sublayer>(
                     std::make_unique<MlaSublayer>(prefix, config, backend));
             },
-            "", "input_layernorm", "post_self_attn_layernorm", false};
+            "", "input_layernorm", false};
 }
 
 SublayerSpec dense_mlp_sublayer() {
@@ -153,7 +153,7 @@ SublayerSpec dense_mlp_sublayer() {
                 return std::unique_ptr<Sublayer>(
                     std::make_unique<DenseMlpSublayer>(prefix, config, backend));
             },
-            "mlp.linear_fc1", "pre_mlp_layernorm", "post_mlp_layernorm", true};
+            "mlp.linear_fc1", "pre_mlp_layernorm", true};
 }
 
 LayerSpec dense_layer_spec(bool multi_latent) {

@@ -8,9 +8,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <mutex>
 #include <sstream>
 
 #include "mt/error.h"
+#include "mt/log.h"
 
 namespace mt::nn {
 
@@ -82,7 +84,8 @@ std::vector<FlagInfo> transformer_flags() {
         switch_flag("untie-embeddings-and-output-weights",
                     "separate input embedding and output weights"),
         switch_flag("apply-residual-connection-post-layernorm",
-                    "legacy models only: Megatron-core's GPT layers ignore it, and so do we"),
+                    "each residual adds to its LayerNorm's output (the original BERT's order), "
+                    "as Megatron's legacy models apply it; megatron-core's layers ignore it"),
         value_flag("attention-dropout", "dropout probability of the attention weights", "0.1"),
         value_flag("hidden-dropout", "dropout probability of the hidden states", "0.1"),
         value_flag("init-method-std", "standard deviation of the weight initialisation", "0.02"),
@@ -295,6 +298,16 @@ TransformerArgs read_transformer_args(const ModelArgs& args) {
     c.add_qkv_bias = c.add_bias_linear || f.flag("add-qkv-bias");
     c.untie_embeddings_and_output_weights = f.flag("untie-embeddings-and-output-weights");
     c.apply_residual_connection_post_layernorm = f.flag("apply-residual-connection-post-layernorm");
+    if (c.apply_residual_connection_post_layernorm) {
+        static std::once_flag said;
+        std::call_once(said, [] {
+            log::warn(
+                "--apply-residual-connection-post-layernorm: each residual adds to its "
+                "LayerNorm's output, as Megatron's legacy models (core_v0.13 "
+                "--use-legacy-models) compute it; megatron-core's own layers ignore the "
+                "flag");
+        });
+    }
     c.attention_dropout = f.real("attention-dropout", 0.1);
     c.hidden_dropout = f.real("hidden-dropout", 0.1);
     MT_CHECK(c.attention_dropout >= 0 && c.attention_dropout < 1 && c.hidden_dropout >= 0 &&
@@ -422,6 +435,7 @@ TransformerConfig transformer_layer_config(const TransformerArgs& c, DType dtype
     t.qk_layernorm = c.qk_layernorm;
     t.qk_l2_norm = c.qk_l2_norm;
     t.softmax_type = c.softmax_type;
+    t.apply_residual_connection_post_layernorm = c.apply_residual_connection_post_layernorm;
     t.hidden_dropout = float(c.hidden_dropout);
     t.attention_dropout = float(c.attention_dropout);
     t.dtype = dtype;

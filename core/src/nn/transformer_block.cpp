@@ -9,7 +9,7 @@ TransformerBlock::TransformerBlock(const std::string& prefix, int64_t num_layers
                                    const RecomputeConfig& recompute, Backend& backend,
                                    const BlockPart& part)
     : recompute_(recompute_segments(recompute, num_layers)) {
-    if (!layer.post_layer_norm && part.final_norm)
+    if (part.final_norm)
         final_norm_.emplace(layer.normalization, prefix + "." + part.final_norm_name + ".weight",
                             prefix + "." + part.final_norm_name + ".bias", layer.hidden_size,
                             layer.norm, layer.dtype, backend, layer.tp);

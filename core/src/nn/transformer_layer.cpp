@@ -8,12 +8,10 @@ namespace mt::nn {
 
 namespace {
 
-// The norm before (pre-norm) or after (post-norm) a sublayer, named as the spec and the
-// config's naming say: a post-norm layer's norms have plain module names whatever the naming.
+// The norm before a sublayer, named as the spec and the config's naming say.
 Norm make_norm(const std::string& prefix, const SublayerSpec& spec, bool fused,
                const TransformerConfig& config, Backend& backend) {
-    const std::string base = join_name(
-        prefix, fused ? spec.fused_norm : (config.post_layer_norm ? spec.post_norm : spec.norm));
+    const std::string base = join_name(prefix, fused ? spec.fused_norm : spec.norm);
     return Norm(config.normalization, join_name(base, fused ? "layer_norm_weight" : "weight"),
                 join_name(base, fused ? "layer_norm_bias" : "bias"), config.hidden_size,
                 config.norm, config.dtype, backend, config.tp);
@@ -26,13 +24,10 @@ TransformerLayer::TransformerLayer(const std::string& prefix, const TransformerC
     : hidden_dropout_(config.hidden_dropout),
       backend_(&backend),
       tp_(config.tp),
-      post_norm_(config.post_layer_norm),
+      residual_from_norm_(config.apply_residual_connection_post_layernorm),
       recompute_norms_(config.recompute_norms) {
-    MT_CHECK(!post_norm_ || !(config.recompute_mlp || recompute_norms_),
-             "not supported yet: selective recompute (--recompute-modules mlp/layernorm) of "
-             "post-LayerNorm layers");
     MT_CHECK(!spec.sublayers.empty(), "layer ", prefix, ": its spec lists no sublayer");
-    const bool te = config.norm_naming == NormNaming::transformer_engine && !post_norm_;
+    const bool te = config.norm_naming == NormNaming::transformer_engine;
     for (const SublayerSpec& s : spec.sublayers) {
         const bool fused = te && !s.fused_norm.empty();
         branches_.push_back(Branch{make_norm(prefix, s, fused, config, backend),
@@ -58,8 +53,6 @@ Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* sa
     Saved& s = saved ? *saved : local;
     s.sublayers.clear();
     s.sublayers.resize(branches_.size());
-    const SublayerContext layer_in{mask, nullptr, past, encoder};
-    if (post_norm_) return forward_post_norm(x, ctx, s, saved != nullptr, layer_in, state);
     Tensor h = x;
     for (size_t i = 0; i < branches_.size(); ++i) {
         const Branch& b = branches_[i];
@@ -76,13 +69,12 @@ Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* sa
             a = b.module->forward(normed, ctx, saved ? &bs.module : nullptr, !recompute_norms_, in);
         }
         bs.dropout = draw_hidden_dropout(ctx, a.numel());
-        h = sum(h, dropout_forward(*backend_, a, bs.dropout));
+        h = sum(residual_from_norm_ ? normed : h, dropout_forward(*backend_, a, bs.dropout));
     }
     return h;
 }
 
 Tensor TransformerLayer::backward(const Tensor& dy, const Saved& saved) {
-    if (post_norm_) return backward_post_norm(dy, saved);
     MT_CHECK(saved.sublayers.size() == branches_.size(),
              "TransformerLayer: backward needs the activations of this layer's forward");
     Tensor dh = dy;
@@ -106,47 +98,18 @@ Tensor TransformerLayer::backward(const Tensor& dy, const Saved& saved) {
         } else {
             dnormed = b.module->backward(da, *bs.module, normed);
         }
-        dh = sum(dh, b.norm.backward(dnormed, bs.norm));
-    }
-    return dh;
-}
-
-Tensor TransformerLayer::forward_post_norm(const Tensor& x, DropoutContext& ctx, Saved& s,
-                                           bool keep, const SublayerContext& layer_in,
-                                           InferenceState::LayerStates* state) const {
-    Tensor h = x;
-    for (size_t i = 0; i < branches_.size(); ++i) {
-        const Branch& b = branches_[i];
-        SublayerSaved& bs = s.sublayers[i];
-        SublayerContext in = layer_in;
-        in.state = state ? (*state)[i].get() : nullptr;
-        Tensor a = b.module->forward(h, ctx, keep ? &bs.module : nullptr, true, in);
-        bs.dropout = draw_hidden_dropout(ctx, a.numel());
-        h = b.norm.forward(sum(h, dropout_forward(*backend_, a, bs.dropout)), &bs.norm);
-    }
-    return h;
-}
-
-Tensor TransformerLayer::backward_post_norm(const Tensor& dy, const Saved& saved) {
-    // h' = norm(h + a): the residual and the branch share the norm's input gradient.
-    Tensor dh = dy;
-    for (size_t i = branches_.size(); i-- > 0;) {
-        Branch& b = branches_[i];
-        const SublayerSaved& bs = saved.sublayers[i];
-        const Tensor d = b.norm.backward(dh, bs.norm);
-        const Tensor da = dropout_backward(*backend_, d, bs.dropout);
-        dh = sum(d, b.module->backward(da, *bs.module, Tensor()));
+        // The residual's gradient joins the branch's before the norm when the branch added
+        // to the norm's output, after it otherwise.
+        if (residual_from_norm_)
+            dh = b.norm.backward(sum(dnormed, dh), bs.norm);
+        else
+            dh = sum(dh, b.norm.backward(dnormed, bs.norm));
     }
     return dh;
 }
 
 void TransformerLayer::collect_parameters(std::vector<Parameter*>& out) {
     for (Branch& b : branches_) {
-        if (post_norm_) {  // the module, then the norm after its residual add
-            b.module->collect_parameters(out, nullptr);
-            b.norm.collect_parameters(out);
-            continue;
-        }
         if (!b.norm_fused) b.norm.collect_parameters(out);
         b.module->collect_parameters(out, b.norm_fused ? &b.norm : nullptr);
     }

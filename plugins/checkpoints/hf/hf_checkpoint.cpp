@@ -157,7 +157,6 @@ std::optional<BertParts> bert_parts(const CheckpointState& state) {
             "') in --saver hf (a BERT pretraining model is written)");
         if (name == "embedding.tokentype_embeddings.weight") parts.tokentypes = t.global_shape[0];
         parts.binary_head = parts.binary_head || name == "binary_head.weight";
-        parts.post_layer_norm = parts.post_layer_norm || name == "embedding.layernorm.weight";
     }
     if (parts.tokentypes == 0)
         log::info("--saver hf: the model has no token types; transformers' BERT always ",

@@ -185,6 +185,10 @@ HfConfig hf_config_from_args(const CheckpointArgs& args, const std::optional<Ber
     // folders are not written here).
     if (a.flag("qk_l2_norm"))
         not_supported("qk_l2_norm", "True", "no exported model_type has L2-normalised queries");
+    if (!bert && a.flag("apply_residual_connection_post_layernorm"))
+        not_supported("apply_residual_connection_post_layernorm", "True",
+                      "of the exported model_types only BERT's bert adds its residuals after the "
+                      "LayerNorms");
     for (const HfArchitecture* arch : hf_architectures()) {
         if (!arch->exports(a, bert)) continue;
         HfConfig c = arch->config_from_args(a, bert);

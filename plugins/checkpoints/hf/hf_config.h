@@ -20,9 +20,11 @@ class HfArchitecture;  // hf_architecture.h: the families, one description each
 
 // A BERT's parts that its Megatron args do not say (they have no token-type count).
 struct BertParts {
-    int64_t tokentypes = 2;        // rows of the token-type embedding (0: none)
-    bool binary_head = true;       // the pooler and the sentence-order head
-    bool post_layer_norm = false;  // model_type bert: LayerNorms after the residual adds
+    int64_t tokentypes = 2;   // rows of the token-type embedding (0: none)
+    bool binary_head = true;  // the pooler and the sentence-order head
+    // model_type bert, the original post-LayerNorm BERT: Megatron's
+    // --apply-residual-connection-post-layernorm (from the args when saving)
+    bool post_layer_norm = false;
 };
 
 // Nemotron-H's MoE layers (NemotronHMoE) and DeepSeek-V3's (DeepseekV3MoE): HfConfig's

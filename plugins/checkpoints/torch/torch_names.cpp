@@ -239,12 +239,6 @@ PyValue legacy_model_to_py(const ModelTensors& tensors, bool untied) {
     PyValue root = PyValue::dict();
     for (size_t i : order) {
         const auto& [core_name, t] = tensors[i];
-        MT_CHECK(core_name.find("post_self_attn_layernorm.") == std::string::npos &&
-                     core_name.find("post_mlp_layernorm.") == std::string::npos &&
-                     !core_name.starts_with("embedding.layernorm."),
-                 "not supported: '", core_name,
-                 "' belongs to a post-LayerNorm BERT (--post-layer-norm), which Megatron's legacy "
-                 "models do not have: save it as a Megatron-core checkpoint");
         const std::string name = local_norm_name(core_name);
         const PyValue tensor = PyValue::tensor(t);
         if (name.starts_with(block + "layers.")) {

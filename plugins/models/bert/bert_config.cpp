@@ -15,10 +15,6 @@ std::vector<FlagInfo> bert_flags() {
         switch_flag("bert-binary-head", "the sentence-order (binary) head (the default)"));
     flags.push_back(
         value_flag("num-tokentypes", "token types (default 2 with the binary head, else 0)"));
-    flags.push_back(switch_flag(
-        "post-layer-norm",
-        "the original BERT's post-LayerNorm layers (Hugging Face's BertModel; not a Megatron "
-        "flag): a LayerNorm after the embeddings and each residual add"));
     return flags;
 }
 
@@ -39,9 +35,6 @@ BertConfig bert_config_from_args(const ModelArgs& args) {
     MT_CHECK(!(f.flag("bert-no-binary-head") && f.flag("bert-binary-head")),
              "--bert-binary-head and --bert-no-binary-head contradict each other");
     c.binary_head = !f.flag("bert-no-binary-head");
-    c.post_layer_norm = f.flag("post-layer-norm");
-    MT_CHECK(!c.post_layer_norm || c.transformer.normalization == nn::Normalization::layer_norm,
-             "--post-layer-norm needs --normalization LayerNorm");
     c.num_tokentypes = f.integer("num-tokentypes", c.binary_head ? 2 : 0);
     MT_CHECK(c.num_tokentypes >= 0, "--num-tokentypes ", c.num_tokentypes, ": negative");
     if (auto it = args.find("task-head"); it != args.end()) {

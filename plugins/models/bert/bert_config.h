@@ -18,15 +18,11 @@ struct BertConfig {
     nn::TransformerArgs transformer;  // the shared transformer flags and their derived values
     bool binary_head = true;          // the sentence-order head (off: --bert-no-binary-head)
     int64_t num_tokentypes = 2;       // pretrain_bert.py: 2 with the binary head, else 0
-    // --post-layer-norm (ours, not Megatron's): the original BERT's layers (Hugging Face's
-    // BertModel), a LayerNorm after the embeddings and after each residual add.
-    bool post_layer_norm = false;
     TaskHead task_head = TaskHead::none;
     int64_t num_classes = 0;  // the classification head's classes
 };
 
-// gpt_flags() plus --bert-no-binary-head, --bert-binary-head, --num-tokentypes and
-// --post-layer-norm.
+// gpt_flags() plus --bert-no-binary-head, --bert-binary-head and --num-tokentypes.
 std::vector<FlagInfo> bert_flags();
 
 // The arguments as flag text (see gpt_config_from_args); "task-head" (classification,

@@ -50,12 +50,6 @@ Tensor scored_mask(const Tensor& labels) {
     return f32_of(labels, [](int64_t label) { return label < 0 ? 0.0f : 1.0f; });
 }
 
-nn::TransformerConfig layer_config(const BertConfig& c, DType dtype, const nn::TensorParallel& tp) {
-    nn::TransformerConfig layer = nn::transformer_layer_config(c.transformer, dtype, tp);
-    layer.post_layer_norm = c.post_layer_norm;
-    return layer;
-}
-
 }  // namespace
 
 BertModel::BertModel(const BertConfig& config, const BuildContext& context, DType dtype)
@@ -63,7 +57,7 @@ BertModel::BertModel(const BertConfig& config, const BuildContext& context, DTyp
       dtype_(dtype),
       backend_(&context.backend),
       tp_(tensor_parallel(context)),
-      layer_(layer_config(config, dtype, tp_)),
+      layer_(nn::transformer_layer_config(config.transformer, dtype, tp_)),
       embedding_group_(context.parallel.embedding()),
       stage_(model_stage(config.transformer.num_layers, context)),
       encoder_("encoder", stage_.layers.count, layer_, nn::dense_layer_specs(),
@@ -89,8 +83,7 @@ BertModel::BertModel(const BertConfig& config, const BuildContext& context, DTyp
                            t.position_embedding == nn::PositionEmbedding::learned_absolute
                                ? t.max_position_embeddings
                                : 0,
-                           float(t.hidden_dropout), dtype, *backend_, tp_, config.num_tokentypes,
-                           config.post_layer_norm ? std::optional(layer_.norm) : std::nullopt);
+                           float(t.hidden_dropout), dtype, *backend_, tp_, config.num_tokentypes);
     if (stage_.last) {
         switch (config.task_head) {
             case TaskHead::none:

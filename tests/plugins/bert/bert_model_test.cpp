@@ -1,6 +1,7 @@
 // BertModel: the masked-LM and sentence-order losses and every gradient against Hugging Face's
 // MegatronBertForPreTraining (Megatron's BERT) and BertForPreTraining (the original post-
-// LayerNorm BERT, --post-layer-norm; tests/fixtures/bert/make_bert_fixtures.py), the
+// LayerNorm BERT, Megatron's --apply-residual-connection-post-layernorm with the norms shifted
+// by one; tests/fixtures/bert/make_bert_fixtures.py), the
 // finetuning heads (classification, multiple choice) against finite differences, and the
 // family's parameter list against the model's.
 #include <gtest/gtest.h>
@@ -74,8 +75,9 @@ TEST(BertModel, MatchesHuggingFaceMegatronBert) {
     check_against_transformers("bert_pretraining.txt");
 }
 
-// --post-layer-norm: the original BERT (transformers' BertForPreTraining).
-TEST(BertModel, PostLayerNormMatchesHuggingFaceBert) {
+// --apply-residual-connection-post-layernorm: the original BERT (transformers'
+// BertForPreTraining).
+TEST(BertModel, ResidualAfterTheNormIsHuggingFacesPostLayerNormBert) {
     check_against_transformers("bert_post_ln_pretraining.txt");
 }
 

@@ -232,20 +232,23 @@ TEST(GptModel, BackwardMatchesFiniteDifferencesWithDocumentResets) {
     check_finite_differences(llama_args(), /*documents=*/true);
 }
 
-TEST(GptModel, ResidualPostLayerNormFlagIsIgnoredAsMegatronCoreDoes) {
-    // megatron-core's TransformerLayer never reads apply_residual_connection_post_layernorm
-    // (only the legacy models do), so the flag changes nothing for a core GPT model.
+// --apply-residual-connection-post-layernorm (Megatron's legacy layers): the residual is the
+// norm's output, so the loss changes, and the backward (the residual's gradient through the
+// norm) agrees with finite differences.
+TEST(GptModel, ResidualFromTheNormChangesTheLossAndBackpropagates) {
+    const ModelArgs flagged = with(gpt2_args(), "apply-residual-connection-post-layernorm", "");
     GptModel plain(nn::read_transformer_args(gpt2_args()));
-    GptModel flagged(nn::read_transformer_args(
-        with(gpt2_args(), "apply-residual-connection-post-layernorm", "")));
+    GptModel residual(nn::read_transformer_args(flagged));
     plain.initialize(9);
-    flagged.initialize(9);
+    residual.initialize(9);
     nn::DropoutContext ctx{false, 0, 0};
     Batch batch = {{"tokens", i64_tensor({1, 2, 3, 4}, 1, 4)},
                    {"labels", i64_tensor({2, 3, 4, 5}, 1, 4)}};
     Tensor a = loss_term(plain.forward(batch, ctx, nullptr), "lm loss").values,
-           b = loss_term(flagged.forward(batch, ctx, nullptr), "lm loss").values;
-    for (int t = 0; t < 4; ++t) EXPECT_EQ(a.data<float>()[t], b.data<float>()[t]);
+           b = loss_term(residual.forward(batch, ctx, nullptr), "lm loss").values;
+    EXPECT_NE(a.data<float>()[0], b.data<float>()[0]);
+    check_finite_differences(with(flagged, "hidden-dropout", "0.2"));
+    check_finite_differences(with(llama_args(), "apply-residual-connection-post-layernorm", ""));
 }
 
 // Megatron's validate_args makes the legacy --use-rotary-position-embeddings rope, over any
@@ -451,6 +454,18 @@ TEST(GptModel, RecomputeGivesBitIdenticalGradients) {
                                                  "recompute-num-layers", "4"));
               }).find("recompute_num_layers must be between 1 and num_layers_per_pipeline_rank: 3"),
               std::string::npos);
+}
+
+// Selective recompute rebuilds the norms' outputs that the residual adds to, bit for bit.
+TEST(GptModel, RecomputeOfResidualFromTheNormGivesBitIdenticalGradients) {
+    const ModelArgs base = with(gpt2_args(), "apply-residual-connection-post-layernorm", "");
+    const auto plain = losses_and_grads(base);
+    for (const std::string modules : {"mlp", "layernorm"}) {
+        const auto got = losses_and_grads(
+            with(with(base, "recompute-granularity", "selective"), "recompute-modules", modules));
+        EXPECT_EQ(got.first, plain.first) << modules;
+        EXPECT_EQ(got.second, plain.second) << modules;
+    }
 }
 
 TEST(GptModel, BackwardMatchesFiniteDifferencesOddSizes) {

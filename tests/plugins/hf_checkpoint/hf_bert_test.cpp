@@ -75,7 +75,7 @@ TEST_P(HfBert, GivesTransformersLosses) {
     EXPECT_EQ(config.bert.post_layer_norm, post);
     const ModelArgs args = hf_model_args(config);
     EXPECT_EQ(args.count("no-bias-gelu-fusion"), 1u);  // hidden_act gelu: the erf GeLU
-    EXPECT_EQ(args.count("post-layer-norm"), post ? 1u : 0u);
+    EXPECT_EQ(args.count("apply-residual-connection-post-layernorm"), post ? 1u : 0u);
     EXPECT_EQ(args.count("bert-no-binary-head"), 0u);
     EXPECT_EQ(args.at("num-tokentypes"), post ? "3" : "2");
     EXPECT_EQ(args.at("norm-epsilon"), "9.9999999999999998e-13");  // layer_norm_eps 1e-12

@@ -134,19 +134,5 @@ TEST(BertLegacy, LegacySaveIsMegatronsLayoutAndReadsBack) {
     }
 }
 
-TEST(BertLegacy, PostLayerNormBertHasNoLegacyLayout) {
-    CheckpointState state;
-    state.args = {{"use_legacy_models", true}};
-    state.model.emplace_back("encoder.layers.0.post_mlp_layernorm.weight",
-                             ShardedTensor::whole(Tensor::zeros({2}, DType::f32)));
-    TempDir dir;
-    TorchCheckpoint format;
-    const std::string e = mt::test::error_of([&] { format.save(dir.path(), state); });
-    EXPECT_NE(e.find("'encoder.layers.0.post_mlp_layernorm.weight' belongs to a post-LayerNorm "
-                     "BERT (--post-layer-norm), which Megatron's legacy models do not have"),
-              std::string::npos)
-        << e;
-}
-
 }  // namespace
 }  // namespace mt::plugins::torch_ckpt

@@ -5,13 +5,11 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 #include "mt/api.h"
 #include "mt/backend.h"
 #include "mt/nn/dropout.h"
-#include "mt/nn/norm.h"
 #include "mt/nn/parameter.h"
 #include "mt/nn/tensor_parallel.h"
 
@@ -23,7 +21,6 @@ class MT_API Embedding {
         Tensor ids;           // (B, T) token ids on the backend
         Tensor positions;     // (B, T) i64 the learned positions looked up (none without them)
         Tensor tokentypes;    // (B, T) the token types looked up (none without them)
-        Norm::Saved norm;     // the post-LayerNorm BERT's embedding norm
         DropoutDraw dropout;  // the embedding dropout's mask
     };
 
@@ -32,11 +29,9 @@ class MT_API Embedding {
     // Megatron does. dropout: the embedding dropout probability (hidden_dropout). Over `tp`
     // each rank holds vocab/tp rows of the word table.
     // With num_tokentypes > 0, "embedding.tokentype_embeddings.weight" (num_tokentypes, H,
-    // replicated) too; with `layernorm`, "embedding.layernorm.{weight,bias}", a LayerNorm of
-    // the sum before the dropout (the original BERT's, which Megatron moved into its layers).
+    // replicated) too.
     Embedding(int64_t vocab, int64_t hidden, int64_t max_positions, float dropout, DType dtype,
-              Backend& backend, TensorParallel tp = {}, int64_t num_tokentypes = 0,
-              std::optional<ops::NormConfig> layernorm = std::nullopt);
+              Backend& backend, TensorParallel tp = {}, int64_t num_tokentypes = 0);
 
     // ids (B, T) i64/i32 -> (B, T, H) = dropout(word[ids] + pos[position]); positions (B, T)
     // i64/i32 default to 0..T-1 on every row (--reset-position-ids gives others); each must be
@@ -61,7 +56,6 @@ class MT_API Embedding {
     int64_t hidden_, max_positions_, num_tokentypes_;
     float dropout_;
     Parameter word_, position_, tokentype_;
-    std::optional<Norm> norm_;
     Backend* backend_;
     TensorParallel tp_;
 };

@@ -71,8 +71,7 @@ struct SublayerSpec {
     // ("self_attention.linear_qkv": "...linear_qkv.layer_norm_weight"); empty where it stays a
     // module of its own whatever the naming (a MoE block's "pre_mlp_layernorm").
     std::string fused_norm;
-    std::string norm;       // its module otherwise ("input_layernorm")
-    std::string post_norm;  // a post-norm layer's norm after the residual add
+    std::string norm;  // its module otherwise ("input_layernorm")
     // Whether --recompute-modules mlp recomputes it.
     bool is_mlp = false;
 };

@@ -61,10 +61,11 @@ struct TransformerConfig {
     // --recompute-modules mla_up_proj: multi-latent attention's up-projections and rope rebuilt
     // in the backward instead of keeping their outputs.
     bool recompute_mla_up_proj = false;
-    // The original BERT's post-LayerNorm layer (Hugging Face's BertModel): a norm after each
-    // residual add ("post_self_attn_layernorm", "post_mlp_layernorm") instead of before each
-    // block, and no final norm in the TransformerBlock. Megatron's layers are pre-norm.
-    bool post_layer_norm = false;
+    // --apply-residual-connection-post-layernorm (Megatron's legacy layers): each residual
+    // branch adds to its norm's output instead of its input. With the norms shifted by one
+    // (the embedding norm as layer 0's first, each layer's last as the next one's first, the
+    // last as the final norm) this is the original post-LayerNorm BERT.
+    bool apply_residual_connection_post_layernorm = false;
     int64_t attention_block = 64;  // queries and keys per block of the online softmax
     // This layer's sliding window (--window-size (window, 0) on the layers
     // --window-attn-skip-freq leaves windowed): each query sees the `window` keys before it and

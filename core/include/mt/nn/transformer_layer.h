@@ -1,8 +1,8 @@
 // TransformerLayer: Megatron's layer as its spec lists it, each sublayer a residual branch.
 // Pre-norm (Megatron's default):
 //   h = h + dropout(sublayer(norm(h)))          for each sublayer in order
-// or, with config.post_layer_norm, the original BERT's post-norm one,
-//   h = norm(h + dropout(sublayer(h))).
+// or, with config.apply_residual_connection_post_layernorm (Megatron's legacy layers),
+//   h = norm(h) + dropout(sublayer(norm(h))).
 // GPT and BERT: self-attention then the dense MLP; a hybrid model's layers hold one sublayer.
 // Parameters sit under the layer's prefix in Megatron-core's names: a norm is the sublayer's
 // fused one with Transformer Engine's names ("self_attention.linear_qkv.layer_norm_weight", the
@@ -30,7 +30,7 @@ class MT_API TransformerLayer {
   public:
     // What one residual branch keeps for the backward.
     struct SublayerSaved {
-        Norm::Saved norm;                     // post-norm: the norm after the residual add
+        Norm::Saved norm;                     // the norm before the sublayer
         std::unique_ptr<ModuleState> module;  // none when recomputed (--recompute-modules mlp)
         Tensor module_input;                  // recomputed without recompute_norms: its input
         DropoutDraw dropout;                  // the hidden dropout after the sublayer
@@ -69,16 +69,13 @@ class MT_API TransformerLayer {
     // a + b (a residual add) in a new tensor.
     Tensor sum(const Tensor& a, const Tensor& b) const;
     DropoutDraw draw_hidden_dropout(DropoutContext& ctx, int64_t numel) const;
-    Tensor forward_post_norm(const Tensor& x, DropoutContext& ctx, Saved& s, bool keep,
-                             const SublayerContext& in, InferenceState::LayerStates* state) const;
-    Tensor backward_post_norm(const Tensor& dy, const Saved& saved);
 
     float hidden_dropout_;
     std::vector<Branch> branches_;
     Backend* backend_;
     TensorParallel tp_;
-    bool post_norm_;        // config.post_layer_norm
-    bool recompute_norms_;  // selective recompute of the norms (TransformerConfig)
+    bool residual_from_norm_;  // config.apply_residual_connection_post_layernorm
+    bool recompute_norms_;     // selective recompute of the norms (TransformerConfig)
 };
 
 }  // namespace mt::nn

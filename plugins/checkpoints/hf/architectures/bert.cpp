@@ -1,7 +1,8 @@
 // BERT: transformers' MegatronBertForPreTraining (model_type megatron-bert: Megatron's
-// pre-LayerNorm BERT) or BertForPreTraining (bert: the original post-LayerNorm one, the bert
-// family's --post-layer-norm); *ForMaskedLM without the binary head. Learned absolute positions,
-// LayerNorm, the erf GeLU, linear biases.
+// pre-LayerNorm BERT) or BertForPreTraining (bert: the original post-LayerNorm one, which
+// Megatron writes as --apply-residual-connection-post-layernorm with the LayerNorms shifted by
+// one); *ForMaskedLM without the binary head. Learned absolute positions, LayerNorm, the erf
+// GeLU, linear biases.
 #include "hf_architecture.h"
 #include "hf_config_reader.h"
 #include "hf_export.h"
@@ -55,17 +56,34 @@ void read_bert(const ConfigJson& j, const std::filesystem::path& dir, HfConfig& 
     c.bert.binary_head = tensors.has("cls.seq_relationship.weight");
 }
 
+// The Hugging Face module (a "….LayerNorm" or "….ln" prefix) of each Megatron norm: the one
+// before layer i's attention, the one before its MLP, and the final one. MegatronBert has
+// Megatron's own; the post-LayerNorm BERT's shift by one under
+// --apply-residual-connection-post-layernorm (the embeddings' norm comes before layer 0's
+// attention, each layer's output norm before the next layer's, the last one is the final).
+std::string attention_norm(const HfConfig& c, int64_t i) {
+    if (!c.bert.post_layer_norm) return "bert.encoder.layer." + std::to_string(i) + ".attention.ln";
+    if (i == 0) return "bert.embeddings.LayerNorm";
+    return "bert.encoder.layer." + std::to_string(i - 1) + ".output.LayerNorm";
+}
+std::string mlp_norm(const HfConfig& c, int64_t i) {
+    const std::string layer = "bert.encoder.layer." + std::to_string(i) + ".";
+    return layer + (c.bert.post_layer_norm ? "attention.output.LayerNorm" : "ln");
+}
+std::string final_norm(const HfConfig& c) {
+    if (!c.bert.post_layer_norm) return "bert.encoder.ln";
+    return "bert.encoder.layer." + std::to_string(c.num_layers - 1) + ".output.LayerNorm";
+}
+
 // MegatronBertForPreTraining or BertForPreTraining (*ForMaskedLM: no pooler, no
 // cls.seq_relationship) as BertModel in Megatron-core's order: embedding, encoder, lm_head,
 // output layer (the decoder's own weight only when untied; its bias is
 // cls.predictions.bias), binary head, pooler (tests/fixtures/bert/make_bert_fixtures.py maps
-// the same names). Pre-LayerNorm layers keep their norms in linear_qkv / linear_fc1 and end
-// in a final LayerNorm; post-LayerNorm ones have them after the residual adds, and one after
-// the embeddings.
+// the same names). The layers keep their norms in linear_qkv / linear_fc1 and end in a final
+// LayerNorm.
 void import_bert(HfImport& in) {
     const HfConfig& c = in.config();
     const int64_t h = c.hidden_size, f = c.ffn_hidden_size, v = c.vocab_size;
-    const bool post = c.bert.post_layer_norm;
     in.put("embedding.word_embeddings.weight",
            in.hf("bert.embeddings.word_embeddings.weight", {v, h}));
     in.put("embedding.position_embeddings.weight",
@@ -73,10 +91,6 @@ void import_bert(HfImport& in) {
     if (c.bert.tokentypes > 0)
         in.put("embedding.tokentype_embeddings.weight",
                in.hf("bert.embeddings.token_type_embeddings.weight", {c.bert.tokentypes, h}));
-    if (post) {
-        in.put("embedding.layernorm.weight", in.hf("bert.embeddings.LayerNorm.weight", {h}));
-        in.put("embedding.layernorm.bias", in.hf("bert.embeddings.LayerNorm.bias", {h}));
-    }
     for (int64_t i = 0; i < c.num_layers; ++i) {
         const std::string src = "bert.encoder.layer." + std::to_string(i) + ".";
         const std::string dst = "encoder.layers." + std::to_string(i) + ".";
@@ -94,24 +108,14 @@ void import_bert(HfImport& in) {
         in.put(mlp + "linear_fc1.bias", in.hf(src + "intermediate.dense.bias", {f}));
         in.put(mlp + "linear_fc2.weight", in.hf(src + "output.dense.weight", {h, f}));
         in.put(mlp + "linear_fc2.bias", in.hf(src + "output.dense.bias", {h}));
-        for (const char* p : {"weight", "bias"}) {
-            const std::string part = p;
-            if (post) {
-                in.put(dst + "post_self_attn_layernorm." + part,
-                       in.hf(src + "attention.output.LayerNorm." + part, {h}));
-                in.put(dst + "post_mlp_layernorm." + part,
-                       in.hf(src + "output.LayerNorm." + part, {h}));
-            } else {
-                in.put(attn + "linear_qkv.layer_norm_" + part,
-                       in.hf(src + "attention.ln." + part, {h}));
-                in.put(mlp + "linear_fc1.layer_norm_" + part, in.hf(src + "ln." + part, {h}));
-            }
+        for (const std::string part : {"weight", "bias"}) {
+            in.put(attn + "linear_qkv.layer_norm_" + part,
+                   in.hf(attention_norm(c, i) + "." + part, {h}));
+            in.put(mlp + "linear_fc1.layer_norm_" + part, in.hf(mlp_norm(c, i) + "." + part, {h}));
         }
     }
-    if (!post) {
-        in.put("encoder.final_layernorm.weight", in.hf("bert.encoder.ln.weight", {h}));
-        in.put("encoder.final_layernorm.bias", in.hf("bert.encoder.ln.bias", {h}));
-    }
+    for (const std::string part : {"weight", "bias"})
+        in.put("encoder.final_layernorm." + part, in.hf(final_norm(c) + "." + part, {h}));
     const std::string head = "cls.predictions.";
     in.put("lm_head.dense.weight", in.hf(head + "transform.dense.weight", {h, h}));
     in.put("lm_head.dense.bias", in.hf(head + "transform.dense.bias", {h}));
@@ -134,7 +138,6 @@ void export_bert(HfExport& out) {
     const HfConfig& c = out.config();
     const int64_t h = c.hidden_size, f = c.ffn_hidden_size, n = c.num_heads;
     const int64_t hd = c.head_dim;
-    const bool post = c.bert.post_layer_norm;
     out.put("bert.embeddings.word_embeddings.weight",
             out.vocab_table("embedding.word_embeddings.weight"));
     out.put("bert.embeddings.position_embeddings.weight",
@@ -146,26 +149,15 @@ void export_bert(HfExport& out) {
                 : Lazy{{1, h}, [h, dtype = out.dtype()] {
                            return Tensor::zeros({1, h}, dtype);
                        }});
-    if (post) {
-        out.put("bert.embeddings.LayerNorm.weight", out.get("embedding.layernorm.weight", {h}));
-        out.put("bert.embeddings.LayerNorm.bias", out.get("embedding.layernorm.bias", {h}));
-    }
     for (int64_t i = 0; i < c.num_layers; ++i) {
         const std::string src = "encoder.layers." + std::to_string(i) + ".";
         const std::string dst = "bert.encoder.layer." + std::to_string(i) + ".";
         const std::string attn = src + "self_attention.", mlp = src + "mlp.";
-        for (const char* p : {"weight", "bias"}) {
-            const std::string part = p;
-            if (post) {
-                out.put(dst + "attention.output.LayerNorm." + part,
-                        out.get(src + "post_self_attn_layernorm." + part, {h}));
-                out.put(dst + "output.LayerNorm." + part,
-                        out.get(src + "post_mlp_layernorm." + part, {h}));
-            } else {
-                out.put(dst + "attention.ln." + part,
-                        out.get(attn + "linear_qkv.layer_norm_" + part, {h}));
-                out.put(dst + "ln." + part, out.get(mlp + "linear_fc1.layer_norm_" + part, {h}));
-            }
+        for (const std::string part : {"weight", "bias"}) {
+            out.put(attention_norm(c, i) + "." + part,
+                    out.get(attn + "linear_qkv.layer_norm_" + part, {h}));
+            out.put(mlp_norm(c, i) + "." + part,
+                    out.get(mlp + "linear_fc1.layer_norm_" + part, {h}));
         }
         LazyQkv w = ungroup(out.get(attn + "linear_qkv.weight", {3 * h, h}), n, n, hd);
         LazyQkv b = ungroup(out.get(attn + "linear_qkv.bias", {3 * h}), n, n, hd);
@@ -184,10 +176,8 @@ void export_bert(HfExport& out) {
         out.put(dst + "output.dense.weight", out.get(mlp + "linear_fc2.weight", {h, f}));
         out.put(dst + "output.dense.bias", out.get(mlp + "linear_fc2.bias", {h}));
     }
-    if (!post) {
-        out.put("bert.encoder.ln.weight", out.get("encoder.final_layernorm.weight", {h}));
-        out.put("bert.encoder.ln.bias", out.get("encoder.final_layernorm.bias", {h}));
-    }
+    for (const std::string part : {"weight", "bias"})
+        out.put(final_norm(c) + "." + part, out.get("encoder.final_layernorm." + part, {h}));
     if (c.bert.binary_head) {
         out.put("bert.pooler.dense.weight", out.get("pooler.dense.weight", {h, h}));
         out.put("bert.pooler.dense.bias", out.get("pooler.dense.bias", {h}));
@@ -244,7 +234,7 @@ class Bert final : public HfArchitecture {
         a["no-bias-gelu-fusion"] = "";  // the erf GeLU (read_bert admits no other)
         a["num-tokentypes"] = std::to_string(c.bert.tokentypes);
         if (!c.bert.binary_head) a["bert-no-binary-head"] = "";
-        if (c.bert.post_layer_norm) a["post-layer-norm"] = "";
+        if (c.bert.post_layer_norm) a["apply-residual-connection-post-layernorm"] = "";
     }
     void import_tensors(HfImport& in) const override { import_bert(in); }
     void export_tensors(HfExport& out) const override { export_bert(out); }
@@ -258,8 +248,9 @@ class Bert final : public HfArchitecture {
     HfConfig config_from_args(const SaverArgs& a,
                               const std::optional<BertParts>& bert) const override {
         HfConfig c = transformer_config_from_args(a);
-        c.model_type = bert->post_layer_norm ? "bert" : "megatron-bert";
         c.bert = *bert;
+        c.bert.post_layer_norm = a.flag("apply_residual_connection_post_layernorm");
+        c.model_type = c.bert.post_layer_norm ? "bert" : "megatron-bert";
         const std::string why =
             "BERT is exported as megatron-bert or bert: learned absolute positions, LayerNorm, "
             "the erf GeLU, linear biases";
