@@ -28,7 +28,7 @@ MT_API const char* unary_op_name(UnaryOp op);
 // A gated linear unit on fc1's output (..., 2F) = [gate | linear] halves, as megatron-core's
 // glu computes it:  y = act(min(gate, clamp)) * (clamp(linear, -clamp, clamp) + linear_offset).
 struct GluConfig {
-    UnaryOp gate = UnaryOp::silu;  // silu (--swiglu) or quick_gelu (--quick-geglu)
+    UnaryOp gate = UnaryOp::silu;  // silu (--swiglu), quick_gelu (--quick-geglu), gelu (--geglu)
     float linear_offset = 0.0f;    // --glu-linear-offset
     // --activation-func-clamp-value; infinity: none. The gradient passes where the clamp
     // did not bind (torch's clamp: bounds included).

@@ -171,7 +171,7 @@ ops::AttentionConfig attention_config(const TransformerConfig& config, double sc
 
 void SelfAttention::attend(Saved& s, DropoutContext& ctx, const AttentionMask& mask) const {
     const int64_t B = s.q.size(0), T = s.q.size(1);
-    const double scale = 1.0 / std::sqrt(double(hd_));
+    const double scale = scores_scale();
     s.out = backend_->empty(s.q.shape(), s.q.dtype());
     s.lse = backend_->empty({B, nq_, T}, upcast_dtype(s.q.dtype()));  // f32 for bf16
     if (config_.cp.active()) {
@@ -194,6 +194,10 @@ void SelfAttention::attend(Saved& s, DropoutContext& ctx, const AttentionMask& m
     s.attention = attention_config(config_, scale, s.q, ctx, mask, *backend_);
     s.attention.sink = sink();
     backend_->attention_forward(s.q, s.k, s.v, s.attention, s.out, s.lse);
+}
+
+double SelfAttention::scores_scale() const {
+    return config_.softmax_scale > 0 ? config_.softmax_scale : 1.0 / std::sqrt(double(hd_));
 }
 
 Tensor SelfAttention::sink() const {
@@ -242,7 +246,7 @@ Tensor SelfAttention::attend_cached(const Tensor& q, const Tensor& k, const Tens
     const Tensor& kc = state.k;
     const Tensor& vc = state.v;
     Tensor out = backend_->empty(q.shape(), q.dtype());
-    const double scale = 1.0 / std::sqrt(double(hd_));
+    const double scale = scores_scale();
     if (cache.past == 0 && T > 1) {
         // Prefill: nothing cached before, so the block-wise causal kernel of training applies
         // (its row log-sum-exps are not needed).

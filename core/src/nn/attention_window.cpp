@@ -39,7 +39,11 @@ std::vector<FlagInfo> attention_window_flags() {
                        "itself; -1 is an infinite window (a causal model's right is 0)"),
             value_flag("window-attn-skip-freq",
                        "with --window-size: every N-th layer attends to all keys (an integer N), "
-                       "or a list expression of 1 (windowed) and 0 (full attention) per layer")};
+                       "or a list expression of 1 (windowed) and 0 (full attention) per layer"),
+            value_flag("rotary-base-local",
+                       "the rope base of the --window-size layers, which then rotate without "
+                       "scaling or interpolation (Gemma 3's local layers; default: the model's "
+                       "rope)")};
 }
 
 AttentionWindows read_attention_windows(const ModelArgs& args, int64_t num_layers) {
@@ -48,7 +52,14 @@ AttentionWindows read_attention_windows(const ModelArgs& args, int64_t num_layer
     if (!f.has("window-size") || f.text("window-size") == "None") {
         MT_CHECK(!f.has("window-attn-skip-freq") || f.text("window-attn-skip-freq") == "None",
                  "--window-attn-skip-freq needs --window-size");
+        MT_CHECK(!f.has("rotary-base-local") || f.text("rotary-base-local") == "None",
+                 "--rotary-base-local needs --window-size (it is the windowed layers' rope)");
         return w;
+    }
+    if (f.has("rotary-base-local") && f.text("rotary-base-local") != "None") {
+        w.local_rope_base = f.real("rotary-base-local", 0);
+        MT_CHECK(w.local_rope_base > 0, "--rotary-base-local must be positive, got ",
+                 w.local_rope_base);
     }
     const auto [left, right] = window_pair(f.text("window-size"));
     MT_CHECK(right == 0 || left == -1, "not supported yet: --window-size ", left, ",", right,
@@ -75,12 +86,20 @@ LayerSpecs with_attention_windows(LayerSpecs specs, AttentionWindows windows) {
     return [specs = std::move(specs), windows = std::move(windows)](int64_t layer) {
         LayerSpec spec = specs(layer);
         const int64_t window = windows.of_layer(layer);
+        const double rope_base = window >= 0 ? windows.local_rope_base : 0;
         for (SublayerSpec& sublayer : spec.sublayers)
-            sublayer.build = [build = std::move(sublayer.build), window](
+            sublayer.build = [build = std::move(sublayer.build), window, rope_base](
                                  const std::string& prefix, const TransformerConfig& config,
                                  Backend& backend) {
                 TransformerConfig layer_config = config;
                 layer_config.attention_window = window;
+                if (rope_base > 0) {
+                    ops::RopeConfig& rope = layer_config.rope;
+                    rope.base = rope_base;
+                    rope.llama3_scaling_factor = rope.seq_len_interpolation_factor = 0;
+                    rope.yarn_scaling_factor = 0;
+                    rope.table_scale = 1.0;
+                }
                 return build(prefix, layer_config, backend);
             };
         return spec;

@@ -180,7 +180,7 @@ SublayerSpec cross_attention_sublayer() {
                 return std::unique_ptr<Sublayer>(
                     std::make_unique<CrossAttentionSublayer>(prefix, config, backend));
             },
-            "", "pre_cross_attn_layernorm", false};
+            "", "pre_cross_attn_layernorm", "", false};
 }
 
 }  // namespace mt::nn

@@ -16,14 +16,25 @@ Tensor position_ids(Backend& backend, int64_t batch, int64_t seq) {
     return backend.contiguous(host_tensor(std::move(p), {batch, seq}));
 }
 
+// transformers' Gemma3TextScaledWordEmbedding: the scale a float32 tensor cast to the weights'
+// dtype (bf16 rounds sqrt(1152) to 34).
+float scale_in(double scale, DType dtype) {
+    const float f = float(scale);
+    if (dtype == DType::bf16) return bfloat16_to_float(float_to_bfloat16(f));
+    if (dtype == DType::f16) return half_to_float(float_to_half(f));
+    return f;
+}
+
 }  // namespace
 
 Embedding::Embedding(int64_t vocab, int64_t hidden, int64_t max_positions, float dropout,
-                     DType dtype, Backend& backend, TensorParallel tp, int64_t num_tokentypes)
+                     DType dtype, Backend& backend, TensorParallel tp, int64_t num_tokentypes,
+                     double scale)
     : hidden_(hidden),
       max_positions_(max_positions),
       num_tokentypes_(num_tokentypes),
       dropout_(dropout),
+      scale_(scale_in(scale, dtype)),
       word_(make_parameter(backend, "embedding.word_embeddings.weight", {vocab, hidden}, dtype,
                            ShardSpec{ShardSpec::Kind::vocab, 0, 1}, true, tp)),
       backend_(&backend),
@@ -77,6 +88,7 @@ Tensor Embedding::forward(const Tensor& ids, DropoutContext& ctx, Saved* saved,
         backend_->add(y, types, y);
     }
     y = scatter_to_sequence_parallel(tp_, y);
+    if (scale_ != 1.0f) backend_->scale(y, scale_, y);
     DropoutDraw draw =
         draw_dropout(ctx, dropout_, y.numel(), tp_.sequence_shard(), tp_.sequence_shards());
     if (saved) *saved = Saved{rows, pos_ids, type_ids, draw};
@@ -89,6 +101,7 @@ void Embedding::backward(const Tensor& dy, const Saved& saved) {
     MT_CHECK(dy.shape() == Shape({B, local_T, hidden_}), "Embedding: dy must be (", B, ", ",
              local_T, ", ", hidden_, "), got ", dy.describe());
     Tensor g = dropout_backward(*backend_, backend_->contiguous(dy), saved.dropout);
+    if (scale_ != 1.0f) backend_->scale(g, scale_, g);
     g = backend_->contiguous(scatter_to_sequence_parallel_backward(tp_, g));
     if (tp_.active())
         backend_->embedding_shard_backward(g, saved.ids, vocab_start(), word_.grad);

@@ -135,7 +135,8 @@ SublayerSpec self_attention_sublayer() {
                 return std::unique_ptr<Sublayer>(
                     std::make_unique<SelfAttentionSublayer>(prefix, config, backend));
             },
-            "self_attention.linear_qkv", "input_layernorm", false};
+            "self_attention.linear_qkv", "input_layernorm",
+            "self_attention.linear_proj.post_layernorm", false};
 }
 
 SublayerSpec attention_sublayer(bool multi_latent) {
@@ -145,7 +146,7 @@ SublayerSpec attention_sublayer(bool multi_latent) {
                 return std::unique_ptr<Sublayer>(
                     std::make_unique<MlaSublayer>(prefix, config, backend));
             },
-            "", "input_layernorm", false};
+            "", "input_layernorm", "", false};
 }
 
 SublayerSpec dense_mlp_sublayer() {
@@ -153,7 +154,7 @@ SublayerSpec dense_mlp_sublayer() {
                 return std::unique_ptr<Sublayer>(
                     std::make_unique<DenseMlpSublayer>(prefix, config, backend));
             },
-            "mlp.linear_fc1", "pre_mlp_layernorm", true};
+            "mlp.linear_fc1", "pre_mlp_layernorm", "mlp.linear_fc2.post_layernorm", true};
 }
 
 LayerSpec dense_layer_spec(bool multi_latent) {

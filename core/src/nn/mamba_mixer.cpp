@@ -242,7 +242,7 @@ SublayerSpec mamba_sublayer() {
                 return std::unique_ptr<Sublayer>(
                     std::make_unique<MambaSublayer>(prefix, config, backend));
             },
-            "mixer.in_proj", "norm", false};
+            "mixer.in_proj", "norm", "", false};
 }
 
 }  // namespace mt::nn

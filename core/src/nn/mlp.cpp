@@ -26,9 +26,10 @@ Mlp::Mlp(const std::string& prefix, const TransformerConfig& config, Backend& ba
     MT_CHECK(config.hidden_size > 0 && config.ffn_hidden_size > 0,
              "Mlp: hidden and ffn hidden sizes must be > 0, got ", config.hidden_size, " and ",
              config.ffn_hidden_size);
-    MT_CHECK(!gated_ || glu_.gate == ops::UnaryOp::silu || glu_.gate == ops::UnaryOp::quick_gelu,
-             "Mlp: a gated linear unit is implemented for silu (SwiGLU) and quick_gelu "
-             "(--quick-geglu), got ",
+    MT_CHECK(!gated_ || glu_.gate == ops::UnaryOp::silu || glu_.gate == ops::UnaryOp::quick_gelu ||
+                 glu_.gate == ops::UnaryOp::gelu,
+             "Mlp: a gated linear unit is implemented for silu (SwiGLU), quick_gelu "
+             "(--quick-geglu) and the tanh gelu (--geglu), got ",
              ops::unary_op_name(glu_.gate));
 }
 

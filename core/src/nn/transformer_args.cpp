@@ -75,6 +75,18 @@ std::vector<FlagInfo> transformer_flags() {
                     "rotate neighbouring pairs (x[2i], x[2i+1]) instead of halves"),
         value_flag("rotary-seq-len-interpolation-factor",
                    "divide the rotary positions by this (linear position interpolation)"),
+        switch_flag("geglu",
+                    "a gated MLP with the tanh GELU on the gate (Gemma's; megatron.cpp's flag for "
+                    "Megatron-Bridge's gated_linear_unit with openai_gelu)"),
+        switch_flag("post-sublayer-norm",
+                    "a norm on each attention and MLP output before its residual add (Gemma's "
+                    "sandwich norms; keys linear_proj.post_layernorm and linear_fc2.post_layernorm "
+                    "as Megatron-Bridge's Gemma 3 layer spec names them)"),
+        switch_flag("scale-embeddings",
+                    "multiply the word embeddings by sqrt(--hidden-size) (Gemma's)"),
+        value_flag("softmax-scale",
+                   "the attention scores' scale (megatron-core's TransformerConfig.softmax_scale; "
+                   "default 1/sqrt(--kv-channels))"),
         switch_flag("qk-layernorm",
                     "normalise each head's queries and keys (--normalization's norm)"),
         switch_flag("qk-l2-norm",
@@ -280,6 +292,16 @@ TransformerArgs read_transformer_args(const ModelArgs& args) {
     // Megatron reads --squared-relu before --quick-geglu, which it then ignores.
     c.quick_geglu = f.flag("quick-geglu") && !c.squared_relu;
     MT_CHECK(!(c.quick_geglu && c.swiglu), "--quick-geglu and --swiglu exclude each other");
+    c.geglu = f.flag("geglu");
+    MT_CHECK(!c.geglu || !(c.swiglu || c.quick_geglu || c.squared_relu),
+             "--geglu excludes --swiglu, --quick-geglu and --squared-relu");
+    c.post_sublayer_norm = f.flag("post-sublayer-norm");
+    c.scale_embeddings = f.flag("scale-embeddings");
+    if (f.has("softmax-scale") && f.text("softmax-scale") != "None") {
+        c.softmax_scale = f.real("softmax-scale", 0);
+        MT_CHECK(c.softmax_scale > 0 && std::isfinite(c.softmax_scale),
+                 "--softmax-scale must be positive, got ", c.softmax_scale);
+    }
     c.glu_linear_offset = f.real("glu-linear-offset", 0.0);
     if (f.has("activation-func-clamp-value")) {
         c.activation_clamp = f.real("activation-func-clamp-value", 0.0);
@@ -358,6 +380,14 @@ TransformerArgs read_transformer_args(const ModelArgs& args) {
              " with --multi-latent-attention");
     MT_CHECK(!c.windows.enabled() || !c.mla.enabled,
              "not supported yet: --window-size with --multi-latent-attention");
+    MT_CHECK(c.softmax_scale == 0 || !c.mla.enabled,
+             "not supported yet: --softmax-scale with --multi-latent-attention (its scale is "
+             "YaRN's)");
+    MT_CHECK(!c.post_sublayer_norm || !c.add_bias_linear,
+             "not supported yet: --post-sublayer-norm with linear biases (Megatron-Bridge adds "
+             "the output biases after the norm); add --disable-bias-linear");
+    MT_CHECK(c.windows.local_rope_base == 0 || c.position_embedding == PositionEmbedding::rope,
+             "--rotary-base-local needs --position-embedding-type rope");
 
     // Megatron reads --mtp-num-layers as "if args.mtp_num_layers": 0 is none.
     c.mtp_num_layers = f.integer("mtp-num-layers", 0);
@@ -406,12 +436,12 @@ TransformerConfig transformer_layer_config(const TransformerArgs& c, DType dtype
     // Megatron: --swiglu is silu on fc1's [gate | up], --squared-relu relu(x)^2; otherwise GeLU,
     // fused with the bias in its tanh form (bias_gelu) unless the fusion is off (no biases, or
     // --no-bias-gelu-fusion), when it is F.gelu (erf).
-    t.gated_linear_unit = c.swiglu || c.quick_geglu;
-    t.activation = c.swiglu             ? ops::UnaryOp::silu
-                   : c.squared_relu     ? ops::UnaryOp::squared_relu
-                   : c.quick_geglu      ? ops::UnaryOp::quick_gelu
-                   : c.bias_gelu_fusion ? ops::UnaryOp::gelu
-                                        : ops::UnaryOp::gelu_erf;
+    t.gated_linear_unit = c.swiglu || c.quick_geglu || c.geglu;
+    t.activation = c.swiglu                        ? ops::UnaryOp::silu
+                   : c.squared_relu                ? ops::UnaryOp::squared_relu
+                   : c.quick_geglu                 ? ops::UnaryOp::quick_gelu
+                   : c.bias_gelu_fusion || c.geglu ? ops::UnaryOp::gelu
+                                                   : ops::UnaryOp::gelu_erf;
     t.glu_linear_offset = float(c.glu_linear_offset);
     t.activation_clamp = float(c.activation_clamp);
     t.add_bias_linear = c.add_bias_linear;
@@ -436,6 +466,8 @@ TransformerConfig transformer_layer_config(const TransformerArgs& c, DType dtype
     t.qk_l2_norm = c.qk_l2_norm;
     t.softmax_type = c.softmax_type;
     t.apply_residual_connection_post_layernorm = c.apply_residual_connection_post_layernorm;
+    t.post_sublayer_norm = c.post_sublayer_norm;
+    t.softmax_scale = c.softmax_scale;
     t.hidden_dropout = float(c.hidden_dropout);
     t.attention_dropout = float(c.attention_dropout);
     t.dtype = dtype;

@@ -30,8 +30,18 @@ TransformerLayer::TransformerLayer(const std::string& prefix, const TransformerC
     const bool te = config.norm_naming == NormNaming::transformer_engine;
     for (const SublayerSpec& s : spec.sublayers) {
         const bool fused = te && !s.fused_norm.empty();
+        std::optional<Norm> post_norm;
+        if (config.post_sublayer_norm) {
+            MT_CHECK(!s.post_norm.empty(), "layer ", prefix,
+                     ": not supported yet: --post-sublayer-norm on a sublayer other than "
+                     "self-attention and the dense MLP");
+            const std::string base = join_name(prefix, s.post_norm);
+            post_norm.emplace(config.normalization, join_name(base, "weight"),
+                              join_name(base, "bias"), config.hidden_size, config.norm,
+                              config.dtype, backend, config.tp);
+        }
         branches_.push_back(Branch{make_norm(prefix, s, fused, config, backend),
-                                   s.build(prefix, config, backend), fused,
+                                   s.build(prefix, config, backend), std::move(post_norm), fused,
                                    s.is_mlp && config.recompute_mlp});
     }
 }
@@ -68,6 +78,7 @@ Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* sa
         } else {
             a = b.module->forward(normed, ctx, saved ? &bs.module : nullptr, !recompute_norms_, in);
         }
+        if (b.post_norm) a = b.post_norm->forward(a, &bs.post_norm);
         bs.dropout = draw_hidden_dropout(ctx, a.numel());
         h = sum(residual_from_norm_ ? normed : h, dropout_forward(*backend_, a, bs.dropout));
     }
@@ -81,7 +92,8 @@ Tensor TransformerLayer::backward(const Tensor& dy, const Saved& saved) {
     for (size_t i = branches_.size(); i-- > 0;) {
         Branch& b = branches_[i];
         const SublayerSaved& bs = saved.sublayers[i];
-        const Tensor da = dropout_backward(*backend_, dh, bs.dropout);
+        Tensor da = dropout_backward(*backend_, dh, bs.dropout);
+        if (b.post_norm) da = b.post_norm->backward(da, bs.post_norm);
         // Selective recompute: what the forward did not keep is rebuilt here, bit for bit.
         Tensor normed;
         if (recompute_norms_)
@@ -111,7 +123,19 @@ Tensor TransformerLayer::backward(const Tensor& dy, const Saved& saved) {
 void TransformerLayer::collect_parameters(std::vector<Parameter*>& out) {
     for (Branch& b : branches_) {
         if (!b.norm_fused) b.norm.collect_parameters(out);
+        const size_t first = out.size();
         b.module->collect_parameters(out, b.norm_fused ? &b.norm : nullptr);
+        if (!b.post_norm) continue;
+        // A child of the linear it follows ("linear_proj.post_layernorm"): in megatron-core's
+        // order it comes right after that linear's own parameters.
+        std::vector<Parameter*> norm;
+        b.post_norm->collect_parameters(norm);
+        const std::string& name = norm.front()->name;
+        const std::string linear = name.substr(0, name.rfind(".post_layernorm.") + 1);
+        auto at = out.end();
+        for (auto it = out.begin() + std::ptrdiff_t(first); it != out.end(); ++it)
+            if ((*it)->name.starts_with(linear)) at = it + 1;
+        out.insert(at, norm.begin(), norm.end());
     }
 }
 

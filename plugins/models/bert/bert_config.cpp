@@ -24,6 +24,9 @@ BertConfig bert_config_from_args(const ModelArgs& args) {
     c.transformer = nn::read_transformer_args(args);
     MT_CHECK(!c.transformer.windows.enabled(),
              "not supported yet: --window-size in BERT (sliding windows are causal)");
+    MT_CHECK(!c.transformer.scale_embeddings,
+             "not supported yet: --scale-embeddings in BERT (Gemma's embedding scale is built "
+             "for GPT models)");
     MT_CHECK(!c.transformer.moe.enabled(),
              "not supported yet: --num-experts for BERT (mixture-of-experts layers are built for "
              "GPT models)");

@@ -186,7 +186,8 @@ GptModel::GptModel(const nn::TransformerArgs& config, const BuildContext& contex
                            config.position_embedding == nn::PositionEmbedding::learned_absolute
                                ? config.max_position_embeddings
                                : 0,
-                           float(config.hidden_dropout), dtype, *backend_, tp_);
+                           float(config.hidden_dropout), dtype, *backend_, tp_, 0,
+                           config.scale_embeddings ? std::sqrt(double(config.hidden_size)) : 1.0);
     if (stage_.last)
         // Tied on a last stage without the embedding: its own copy of the word embeddings
         // (Megatron's shared_embedding_or_output_weight on the last stage).

@@ -83,6 +83,9 @@ T5Config t5_config_from_args(const ModelArgs& given) {
     c.transformer.rotary_seq_len_interpolation_factor = 0;
     MT_CHECK(!t.apply_residual_connection_post_layernorm,
              "not supported yet: --apply-residual-connection-post-layernorm for T5");
+    MT_CHECK(!t.scale_embeddings,
+             "not supported yet: --scale-embeddings for T5 (Gemma's embedding scale is built for "
+             "GPT models)");
     c.encoder_layers = t.num_layers;
     c.decoder_layers = f.integer("decoder-num-layers", t.num_layers);
     MT_CHECK(c.decoder_layers > 0, "--decoder-num-layers must be positive, got ", c.decoder_layers);

@@ -49,6 +49,30 @@ ModelArgs llama_args() {
     return a;
 }
 
+// Gemma 3's layers (--geglu --post-sublayer-norm --scale-embeddings, zero-centred RMSNorm, q/k
+// norms, a window on the first layer with its own rope base, a softmax scale of its own).
+ModelArgs gemma_args() {
+    ModelArgs a = gpt2_args();
+    a["num-layers"] = "3";
+    a["normalization"] = "RMSNorm";
+    a["apply-layernorm-1p"] = "";
+    a["position-embedding-type"] = "rope";
+    a["rotary-base"] = "1000000";
+    a["rotary-base-local"] = "10000";
+    a["window-size"] = "(2, 0)";
+    a["window-attn-skip-freq"] = "[1,0,1]";
+    a["geglu"] = "";
+    a["post-sublayer-norm"] = "";
+    a["scale-embeddings"] = "";
+    a["qk-layernorm"] = "";
+    a["softmax-scale"] = "0.4";
+    a["ffn-hidden-size"] = "24";
+    a["group-query-attention"] = "";
+    a["num-query-groups"] = "2";
+    a["disable-bias-linear"] = "";
+    return a;
+}
+
 ModelArgs odd_args() {
     ModelArgs a = gpt2_args();
     a["num-layers"] = "1";
@@ -454,6 +478,46 @@ TEST(GptModel, RecomputeGivesBitIdenticalGradients) {
                                                  "recompute-num-layers", "4"));
               }).find("recompute_num_layers must be between 1 and num_layers_per_pipeline_rank: 3"),
               std::string::npos);
+}
+
+TEST(GptModel, BackwardMatchesFiniteDifferencesGemmaStyle) {
+    check_finite_differences(with(gemma_args(), "hidden-dropout", "0.2"));
+}
+
+// Each feature changes the loss (none is parsed and dropped), and the sandwich norms follow the
+// linear they belong to, in megatron-core's order under Megatron-Bridge's names.
+TEST(GptModel, GemmaFeaturesEachChangeTheLoss) {
+    const auto loss_of = [](const ModelArgs& args) {
+        GptModel model(nn::read_transformer_args(args));
+        model.initialize(9);
+        for (nn::Parameter* p : model.parameters())  // norms away from 1 + 0
+            for (int64_t i = 0; i < p->value.numel(); ++i)
+                p->value.data<float>()[i] += 0.05f * float((i * 7 + 3) % 11) - 0.25f;
+        nn::DropoutContext ctx{false, 0, 0};
+        Batch batch = {{"tokens", i64_tensor({1, 2, 3, 4, 5, 6}, 1, 6)},
+                       {"labels", i64_tensor({2, 3, 4, 5, 6, 7}, 1, 6)}};
+        return loss_term(model.forward(batch, ctx, nullptr), "lm loss").values.data<float>()[5];
+    };
+    const float all = loss_of(gemma_args());
+    for (const char* flag : {"geglu", "post-sublayer-norm", "scale-embeddings", "rotary-base-local",
+                             "softmax-scale"}) {
+        ModelArgs a = gemma_args();
+        a.erase(flag);
+        if (std::string(flag) == "geglu") a["swiglu"] = "";
+        EXPECT_NE(loss_of(a), all) << flag;
+    }
+    GptModel model(nn::read_transformer_args(gemma_args()));
+    std::vector<std::string> names;
+    for (nn::Parameter* p : model.parameters()) names.push_back(p->name);
+    const auto at = [&](const std::string& n) {
+        return std::find(names.begin(), names.end(), n) - names.begin();
+    };
+    const std::string l = "decoder.layers.1.";
+    EXPECT_EQ(at(l + "self_attention.linear_proj.post_layernorm.weight"),
+              at(l + "self_attention.linear_proj.weight") + 1);
+    EXPECT_EQ(at(l + "mlp.linear_fc2.post_layernorm.weight"), at(l + "mlp.linear_fc2.weight") + 1);
+    EXPECT_EQ(at(l + "self_attention.linear_qkv.layer_norm_weight"),
+              at(l + "self_attention.linear_proj.post_layernorm.weight") + 1);
 }
 
 // Selective recompute rebuilds the norms' outputs that the residual adds to, bit for bit.

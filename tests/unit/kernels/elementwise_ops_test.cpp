@@ -121,12 +121,28 @@ TEST_P(Glu, ClampedQuickGegluIsMegatronsFormula) {
         }
 }
 
-// Backward against finite differences: SwiGLU, and quick GeGLU with an offset and a clamp
-// (inputs kept off the clamp's bounds, where the derivative jumps).
+// Gemma's GeGLU (--geglu): the tanh GELU of the gate (transformers' gelu_pytorch_tanh) times up.
+TEST_P(Glu, GegluIsTheTanhGeluOfTheGateTimesUp) {
+    std::mt19937 rng(17);
+    auto x = mt::test::random_tensor({3, 8}, rng, -4.0f, 4.0f);
+    auto y = mt::Tensor::empty({3, 4}, mt::DType::f32);
+    be().glu_forward({UnaryOp::gelu}, x, y);
+    const float* xp = mt::test::f32(x);
+    for (int64_t r = 0; r < 3; ++r)
+        for (int64_t j = 0; j < 4; ++j) {
+            const double g = xp[r * 8 + j], up = xp[r * 8 + 4 + j];
+            const double gelu =
+                0.5 * g * (1 + std::tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
+            EXPECT_NEAR(mt::test::f32(y)[r * 4 + j], gelu * up, 1e-6);
+        }
+}
+
+// Backward against finite differences: SwiGLU, GeGLU, and quick GeGLU with an offset and a
+// clamp (inputs kept off the clamp's bounds, where the derivative jumps).
 TEST_P(Glu, BackwardMatchesFiniteDifferences) {
-    for (const mt::ops::GluConfig glu :
-         {mt::ops::GluConfig{}, mt::ops::GluConfig{UnaryOp::quick_gelu, 1.0f, 1.25f},
-          mt::ops::GluConfig{UnaryOp::silu, 0.0f, 0.75f}}) {
+    for (const mt::ops::GluConfig glu : {mt::ops::GluConfig{}, mt::ops::GluConfig{UnaryOp::gelu},
+                                         mt::ops::GluConfig{UnaryOp::quick_gelu, 1.0f, 1.25f},
+                                         mt::ops::GluConfig{UnaryOp::silu, 0.0f, 0.75f}}) {
         std::mt19937 rng(14);
         auto x = mt::test::random_tensor({3, 10}, rng, -2.0f, 2.0f);
         float* xp = mt::test::f32(x);

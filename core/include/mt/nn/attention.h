@@ -113,6 +113,8 @@ class MT_API SelfAttention {
     // The attention sink of this rank's heads for a pass (undefined with --softmax-type
     // vanilla), in the attention's accumulation dtype.
     Tensor sink() const;
+    // The scores' scale: --softmax-scale, or 1/sqrt(head dim).
+    double scores_scale() const;
 
     TransformerConfig config_;
     int64_t nq_, ng_, hd_;

@@ -21,20 +21,25 @@ struct MT_API AttentionWindows {
     // every N-th layer (counting from 1) attending to every earlier key; a list expression
     // gives 1 (windowed) or 0 per layer; absent: every layer windowed.
     std::vector<bool> windowed;
+    // --rotary-base-local (megatron.cpp's; Gemma 3's local layers, Megatron-Bridge's
+    // rotary_base[0]): the windowed layers' rope base, their rope then plain (no scaling or
+    // interpolation); 0: the model's rope.
+    double local_rope_base = 0;
 
     bool enabled() const { return left >= 0; }
     // Layer `layer`'s window (TransformerConfig::attention_window): left or -1.
     int64_t of_layer(int64_t layer) const;
 };
 
-// --window-size and --window-attn-skip-freq with Megatron's help texts.
+// --window-size and --window-attn-skip-freq with Megatron's help texts, and --rotary-base-local.
 MT_API std::vector<FlagInfo> attention_window_flags();
 
 // Reads them for a model of `num_layers` layers. mt::Error naming the flag for a malformed
 // value, a right window other than 0 ("not supported yet") or a pattern of the wrong length.
 MT_API AttentionWindows read_attention_windows(const ModelArgs& args, int64_t num_layers);
 
-// `specs` with each layer's sublayers built on a config whose attention_window is the layer's.
+// `specs` with each layer's sublayers built on a config whose attention_window (and, for a
+// windowed layer, rope base) is the layer's.
 MT_API LayerSpecs with_attention_windows(LayerSpecs specs, AttentionWindows windows);
 
 }  // namespace mt::nn

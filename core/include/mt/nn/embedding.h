@@ -29,9 +29,11 @@ class MT_API Embedding {
     // Megatron does. dropout: the embedding dropout probability (hidden_dropout). Over `tp`
     // each rank holds vocab/tp rows of the word table.
     // With num_tokentypes > 0, "embedding.tokentype_embeddings.weight" (num_tokentypes, H,
-    // replicated) too.
+    // replicated) too. The sum is multiplied by `scale` (Gemma's sqrt(hidden), --scale-embeddings)
+    // rounded to `dtype` as transformers rounds it.
     Embedding(int64_t vocab, int64_t hidden, int64_t max_positions, float dropout, DType dtype,
-              Backend& backend, TensorParallel tp = {}, int64_t num_tokentypes = 0);
+              Backend& backend, TensorParallel tp = {}, int64_t num_tokentypes = 0,
+              double scale = 1.0);
 
     // ids (B, T) i64/i32 -> (B, T, H) = dropout(word[ids] + pos[position]); positions (B, T)
     // i64/i32 default to 0..T-1 on every row (--reset-position-ids gives others); each must be
@@ -55,6 +57,7 @@ class MT_API Embedding {
 
     int64_t hidden_, max_positions_, num_tokentypes_;
     float dropout_;
+    float scale_;
     Parameter word_, position_, tokentype_;
     Backend* backend_;
     TensorParallel tp_;

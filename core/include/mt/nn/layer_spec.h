@@ -72,6 +72,9 @@ struct SublayerSpec {
     // module of its own whatever the naming (a MoE block's "pre_mlp_layernorm").
     std::string fused_norm;
     std::string norm;  // its module otherwise ("input_layernorm")
+    // With --post-sublayer-norm, the norm on its output ("self_attention.linear_proj.
+    // post_layernorm"); empty where the sublayer has none.
+    std::string post_norm;
     // Whether --recompute-modules mlp recomputes it.
     bool is_mlp = false;
 };

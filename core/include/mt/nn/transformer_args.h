@@ -56,7 +56,12 @@ struct TransformerArgs {
     bool swiglu = false;
     bool squared_relu = false;  // --squared-relu
     bool quick_geglu = false;   // --quick-geglu (not with --squared-relu, which Megatron prefers)
-    double glu_linear_offset = 0;  // --glu-linear-offset
+    // Gemma's layers (megatron.cpp's flags for what Megatron-Bridge's Gemma 3 provider sets):
+    bool geglu = false;               // --geglu: the gated tanh GELU
+    bool post_sublayer_norm = false;  // --post-sublayer-norm: a norm on each sublayer's output
+    bool scale_embeddings = false;    // --scale-embeddings: the embeddings times sqrt(hidden)
+    double softmax_scale = 0;         // --softmax-scale (TransformerConfig's); 0: 1/sqrt(head dim)
+    double glu_linear_offset = 0;     // --glu-linear-offset
     // --activation-func-clamp-value; infinity: none.
     double activation_clamp = std::numeric_limits<double>::infinity();
     bool bias_gelu_fusion = true;  // the tanh GeLU; false: erf (--no-bias-gelu-fusion, no biases)

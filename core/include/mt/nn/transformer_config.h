@@ -66,6 +66,11 @@ struct TransformerConfig {
     // (the embedding norm as layer 0's first, each layer's last as the next one's first, the
     // last as the final norm) this is the original post-LayerNorm BERT.
     bool apply_residual_connection_post_layernorm = false;
+    // --post-sublayer-norm (Gemma's sandwich): a norm on each sublayer's output, before the
+    // hidden dropout and the residual add (SublayerSpec::post_norm names it).
+    bool post_sublayer_norm = false;
+    // --softmax-scale: the attention scores' scale; 0: 1/sqrt(head dim).
+    double softmax_scale = 0;
     int64_t attention_block = 64;  // queries and keys per block of the online softmax
     // This layer's sliding window (--window-size (window, 0) on the layers
     // --window-attn-skip-freq leaves windowed): each query sees the `window` keys before it and

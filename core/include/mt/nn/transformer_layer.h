@@ -3,6 +3,8 @@
 //   h = h + dropout(sublayer(norm(h)))          for each sublayer in order
 // or, with config.apply_residual_connection_post_layernorm (Megatron's legacy layers),
 //   h = norm(h) + dropout(sublayer(norm(h))).
+// With config.post_sublayer_norm (Gemma's sandwich) each sublayer's output is normed first:
+//   h = h + dropout(post_norm(sublayer(norm(h)))).
 // GPT and BERT: self-attention then the dense MLP; a hybrid model's layers hold one sublayer.
 // Parameters sit under the layer's prefix in Megatron-core's names: a norm is the sublayer's
 // fused one with Transformer Engine's names ("self_attention.linear_qkv.layer_norm_weight", the
@@ -12,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +34,7 @@ class MT_API TransformerLayer {
     // What one residual branch keeps for the backward.
     struct SublayerSaved {
         Norm::Saved norm;                     // the norm before the sublayer
+        Norm::Saved post_norm;                // the norm after it (config.post_sublayer_norm)
         std::unique_ptr<ModuleState> module;  // none when recomputed (--recompute-modules mlp)
         Tensor module_input;                  // recomputed without recompute_norms: its input
         DropoutDraw dropout;                  // the hidden dropout after the sublayer
@@ -62,6 +66,7 @@ class MT_API TransformerLayer {
     struct Branch {
         Norm norm;
         std::unique_ptr<Sublayer> module;
+        std::optional<Norm> post_norm;  // config.post_sublayer_norm
         bool norm_fused;  // Transformer Engine's parameter order: the norm inside the module
         bool recompute;   // --recompute-modules mlp applies
     };

@@ -157,9 +157,11 @@ void with_glu_gate(UnaryOp gate, Fn fn) {
             return fn(k::Silu{});
         case UnaryOp::quick_gelu:
             return fn(k::QuickGelu{});
+        case UnaryOp::gelu:
+            return fn(k::Gelu{});
         default:
             MT_FAIL("a gated linear unit with a ", ops::unary_op_name(gate),
-                    " gate is not supported (silu or quick_gelu)");
+                    " gate is not supported (silu, quick_gelu or gelu)");
     }
 }
 

@@ -158,7 +158,7 @@ SublayerSpec moe_sublayer(std::shared_ptr<MoeTracker> tracker) {
             return std::unique_ptr<Sublayer>(
                 std::make_unique<MoeSublayer>(prefix, config, backend, tracker));
         },
-        "", "pre_mlp_layernorm", true};
+        "", "pre_mlp_layernorm", "", true};
 }
 
 std::function<LayerSpec(int64_t layer)> moe_layer_specs(MoeLayerPattern pattern,
