@@ -383,6 +383,44 @@ TEST(Convert, GptOssFolderComesBackThroughSplitMegatronCheckpoints) {
     }
 }
 
+// megatron-generate's log-probs of a fixed prompt from the model at `load` (their JSON from the
+// second token on).
+std::string prompt_log_probs(const fs::path& load) {
+    auto r = run_command(mt::test::tool_path("megatron-generate").string() + " --load " + q(load) +
+                         " --tokenizer-type NullTokenizer --vocab-size 127"
+                         " --out-seq-length 0 --return-log-probs"
+                         " --prompts '5 17 99 3 64 12 7' 2>&1");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    const size_t at = r.output.find("\"17\"");
+    return at == std::string::npos ? r.output : r.output.substr(at);
+}
+
+// A Gemma 3 folder (make_gemma3_fixtures.py) through Megatron checkpoints split over two tensor
+// ranks, in both formats: megatron-generate scores a prompt the same from the folder and from
+// each, and each comes back as the file transformers wrote, its config with both rope bases,
+// the linear scaling, the layer pattern and the pre-attention scalar.
+TEST(Convert, Gemma3FolderComesBackThroughSplitMegatronCheckpoints) {
+    const fs::path source = mt::test::fixtures_dir() / "hf" / "gemma3";
+    const std::string want = prompt_log_probs(source);
+    for (const char* format : {"core", "torch_dist"}) {
+        SCOPED_TRACE(format);
+        TempDir dir;
+        convert_ok(source, dir / "megatron",
+                   std::string("--loader hf --target-tensor-parallel-size 2 --saver ") + format);
+        EXPECT_EQ(prompt_log_probs(dir / "megatron"), want);
+        convert_ok(dir / "megatron", dir / "hf", std::string("--saver hf --loader ") + format);
+        EXPECT_TRUE(read_file(dir / "hf/model.safetensors") ==
+                    read_file(source / "model.safetensors"));
+        const std::string config = read_file(dir / "hf/config.json");
+        for (const char* member :
+             {"\"model_type\": \"gemma3_text\"", "\"rope_local_base_freq\": 10000",
+              "\"rope_theta\": 1000000", "\"rope_type\": \"linear\"",
+              "\"query_pre_attn_scalar\": 24", "\"sliding_window\": 4",
+              "\"sliding_attention\",\n    \"sliding_attention\",\n    \"full_attention\""})
+            EXPECT_NE(config.find(member), std::string::npos) << member << "\n" << config;
+    }
+}
+
 // DeepSeek-V3 folders (make_deepseek_fixtures.py: MLA with q-lora and YaRN, dense then MoE
 // layers; without q-lora, YaRN or experts, tied; with a multi-token prediction layer as
 // DeepSeek's folders hold it) and a DeepSeek-V2 one (softmax routing, no correction bias) convert
@@ -401,19 +439,9 @@ TEST(Convert, DeepseekV3FoldersComeBackThroughSplitMegatronCheckpoints) {
         convert_ok(source, dir / "core",
                    std::string("--loader hf --saver core --target-pipeline-parallel-size ") +
                        (moe ? "3" : "2"));
-        auto score = [&](const fs::path& load) {
-            auto r = run_command(mt::test::tool_path("megatron-generate").string() + " --load " +
-                                 q(load) +
-                                 " --tokenizer-type NullTokenizer --vocab-size 127"
-                                 " --out-seq-length 0 --return-log-probs"
-                                 " --prompts '5 17 99 3 64 12 7' 2>&1");
-            EXPECT_EQ(r.exit_code, 0) << r.output;
-            const size_t at = r.output.find("\"17\"");
-            return at == std::string::npos ? r.output : r.output.substr(at);
-        };
-        const std::string want = score(source);
+        const std::string want = prompt_log_probs(source);
         for (const char* format : {"torch_dist", "core"}) {
-            EXPECT_EQ(score(dir / format), want) << format;
+            EXPECT_EQ(prompt_log_probs(dir / format), want) << format;
             const fs::path back = dir / (std::string(format) + "_hf");
             convert_ok(dir / format, back, std::string("--saver hf --loader ") + format);
             EXPECT_TRUE(read_file(back / "model.safetensors") ==

@@ -807,8 +807,14 @@ TEST(ParallelTrainTool, HfFoldersFinetuneSplitWithAFallingLoss) {
         " --quick-geglu --glu-linear-offset 1.0 --activation-func-clamp-value 0.15"
         " --rotary-scaling-factor 4 --yarn-original-max-position-embeddings 16"
         " --no-yarn-correction-range-round-to-int";
+    // megatron.cpp's own flags for Gemma 3's layers come from the checkpoint (Megatron has none).
+    const std::string gemma3 =
+        " --window-size '(3, 0)' --window-attn-skip-freq '[1,1,0]'"
+        " --rotary-seq-len-interpolation-factor 2 --qk-layernorm";
     for (const auto& [name, target, split] :
-         {std::tuple{"qwen2_swa", "--target-tensor-parallel-size 2",
+         {std::tuple{"gemma3", "--target-tensor-parallel-size 2",
+                     "--tensor-model-parallel-size 2" + gemma3},
+          std::tuple{"qwen2_swa", "--target-tensor-parallel-size 2",
                      "--tensor-model-parallel-size 2" + qwen2_window},
           std::tuple{"qwen3_moe", "--target-expert-parallel-size 2",
                      std::string("--expert-model-parallel-size 2")},

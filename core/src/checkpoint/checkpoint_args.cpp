@@ -155,12 +155,17 @@ ModelArgs load_args_from_checkpoint(const ModelArgs& given, const CheckpointArgs
                                                        "mamba_num_groups",
                                                        "mamba_num_heads",
                                                        "is_hybrid_model"};
+    // megatron.cpp's flags for Gemma's layers, which Megatron's parser has none of: taken as
+    // its model args are, so that the checkpoint rebuilds the model it was saved from.
+    static const std::set<std::string_view> kOurs = {
+        "geglu", "post_sublayer_norm", "scale_embeddings", "rotary_base_local", "softmax_scale"};
     const ModelArgs from_checkpoint = model_args_from_checkpoint(saved, flags);
     ModelArgs out = given;
     for (const FlagInfo& flag : flags) {
         const bool inverted = !flag.store_false_dest.empty();
         const std::string dest = inverted ? flag.store_false_dest : python_arg_name(flag.name);
-        if (!kForced.count(dest) && !(kUnlessGiven.count(dest) && !given.count(flag.name)))
+        if (!kForced.count(dest) && !kOurs.count(dest) &&
+            !(kUnlessGiven.count(dest) && !given.count(flag.name)))
             continue;
         if (const auto it = from_checkpoint.find(flag.name); it != from_checkpoint.end())
             out[flag.name] = it->second;

@@ -36,12 +36,12 @@ HfConfig HfArchitecture::config_from_args(const SaverArgs&, const std::optional<
 }
 
 const std::vector<const HfArchitecture*>& hf_architectures() {
-    // Mamba models and multi-latent attention first: their args also say rope or learned
+    // Mamba models, multi-latent attention and Gemma first: their args also say rope or learned
     // positions, which the GPT-2 and Llama families would otherwise claim.
     static const std::vector<const HfArchitecture*> kAll = {
         &hybrid_architecture(), &deepseek_architecture(), &bert_architecture(),
-        &gpt2_architecture(),   &gpt_oss_architecture(),  &llama_architecture(),
-        &t5_architecture()};
+        &gpt2_architecture(),   &gpt_oss_architecture(),  &gemma3_architecture(),
+        &llama_architecture(),  &t5_architecture()};
     return kAll;
 }
 

@@ -80,5 +80,6 @@ const HfArchitecture& hybrid_architecture();
 const HfArchitecture& deepseek_architecture();
 const HfArchitecture& t5_architecture();
 const HfArchitecture& gpt_oss_architecture();
+const HfArchitecture& gemma3_architecture();
 
 }  // namespace mt::plugins::hf

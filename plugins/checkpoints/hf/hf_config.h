@@ -76,6 +76,14 @@ struct GptOssParts {
     bool yarn_truncate = true;  // the ramp's bounds floored and ceiled
 };
 
+// Gemma 3 beyond Llama's shape: its windowed ("local") layers' rope base (rope_theta stays the
+// full layers', with their linear scaling) and the queries' pre-attention scalar (the scores'
+// scale is its inverse square root; Megatron's --softmax-scale).
+struct Gemma3Parts {
+    double local_rope_theta = 10000;
+    double query_pre_attn_scalar = 0;
+};
+
 struct HfConfig {
     const HfArchitecture* arch = nullptr;  // the family that reads and writes it
     // one of the family's model_types: "gpt2", "llama", "mistral", "qwen3_moe", "bert", ...
@@ -110,6 +118,7 @@ struct HfConfig {
     GroupedMoe moe;                   // Nemotron-H's 'E' layers, DeepSeek's MoE layers
     MlaParts mla;                     // deepseek
     GptOssParts gpt_oss;              // gpt_oss
+    Gemma3Parts gemma3;               // gemma3_text
     // deepseek: the multi-token prediction layers the folder holds (num_nextn_predict_layers
     // of them as model.layers.<num_layers + k>; 0 when its weights leave them out, as
     // transformers' own saves do): Megatron's --mtp-num-layers.

@@ -365,5 +365,23 @@ TEST(GptCheckpointArgs, UseCheckpointArgsForcesWhatMegatronForces) {
     EXPECT_GE(forced_checked, 12);
 }
 
+// megatron.cpp's flags for Gemma's layers (Megatron's parser has none) come from the checkpoint
+// under --use-checkpoint-args like Megatron's model args: the run rebuilds the saved model.
+TEST(GptCheckpointArgs, UseCheckpointArgsTakesOurGemmaFlags) {
+    const std::vector<FlagInfo> flags = gpt_family_flags();
+    CheckpointArgs saved = kBase;
+    for (const char* dest : {"geglu", "post_sublayer_norm", "scale_embeddings"})
+        set_arg(saved, dest, true);
+    set_arg(saved, "rotary_base_local", 10000.0);
+    set_arg(saved, "softmax_scale", 0.125);
+    const ModelArgs got = load_args_from_checkpoint({{"softmax-scale", "0.5"}}, saved, flags);
+    for (const char* flag : {"geglu", "post-sublayer-norm", "scale-embeddings"})
+        EXPECT_EQ(got.count(flag), 1u) << flag;
+    EXPECT_EQ(got.at("rotary-base-local"), "10000");
+    EXPECT_EQ(got.at("softmax-scale"), "0.125");
+    set_arg(saved, "geglu", false);
+    EXPECT_EQ(load_args_from_checkpoint({{"geglu", ""}}, saved, flags).count("geglu"), 0u);
+}
+
 }  // namespace
 }  // namespace mt::plugins::gpt

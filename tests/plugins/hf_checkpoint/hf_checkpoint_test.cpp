@@ -136,6 +136,13 @@ TEST(HfCheckpoint, GptOssGivesTransformersLosses) {
     expect_losses("gpt_oss", "gpt_oss_expected.json");
 }
 
+// Gemma 3 (make_gemma3_fixtures.py): sandwich norms scaling by 1 + weight, q/k norms, GeGLU,
+// scaled embeddings, two windowed layers with their own rope base and a full one with linear
+// scaling, a softmax scale from query_pre_attn_scalar.
+TEST(HfCheckpoint, Gemma3GivesTransformersLosses) {
+    expect_losses("gemma3", "gemma3_expected.json");
+}
+
 // DeepSeek-V3 (make_deepseek_fixtures.py): multi-latent attention with q-lora and YaRN, its
 // interleaved rotary rows, a dense layer then MoE with grouped sigmoid routing, a correction bias
 // and a shared expert; and without q-lora, rope scaling or experts, tied.

@@ -61,6 +61,10 @@ void expect_same_config(const HfConfig& a, const HfConfig& b, const std::string&
     EXPECT_EQ(a.experts_per_token, b.experts_per_token) << what;
     EXPECT_EQ(a.sliding_window, b.sliding_window) << what;
     EXPECT_EQ(a.windowed_layers, b.windowed_layers) << what;
+    EXPECT_EQ(a.linear_rope_factor, b.linear_rope_factor) << what;
+    EXPECT_EQ(a.qk_norm, b.qk_norm) << what;
+    EXPECT_EQ(a.gemma3.local_rope_theta, b.gemma3.local_rope_theta) << what;
+    EXPECT_EQ(a.gemma3.query_pre_attn_scalar, b.gemma3.query_pre_attn_scalar) << what;
 }
 
 // The state with its tensors cast to `dtype` (as convert's --bf16 does).
@@ -87,7 +91,8 @@ TEST_P(HfExport, LoadSaveReloadGivesTheSameTensorsAndConfig) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, HfExport,
                          ::testing::Values("gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3",
-                                           "qwen3_moe", "mistral_swa", "qwen2_swa", "gpt_oss"));
+                                           "qwen3_moe", "mistral_swa", "qwen2_swa", "gpt_oss",
+                                           "gemma3"));
 
 // The safetensors files are byte for byte those transformers' save_pretrained wrote: header
 // layout, padding, sorted names, the tensors' layouts (GPT-2's Conv1D, q/k/v, gate/up).
@@ -105,9 +110,9 @@ TEST(HfExport, WritesTheFilesTransformersWrote) {
     format.save(dir / "mistral", cast_to(format.load(fixture("mistral")), DType::bf16));
     EXPECT_TRUE(read_file(dir / "mistral/model.safetensors") ==
                 read_file(fixture("mistral") / "model.safetensors"));
-    // Qwen2's q/k/v biases, Qwen3's q/k norms, Qwen3-MoE's experts and GPT-OSS's (stacked, gate
-    // and up interleaved, biased) back under their names.
-    for (const char* qwen : {"qwen2", "qwen3", "qwen3_moe", "gpt_oss"}) {
+    // Qwen2's q/k/v biases, Qwen3's q/k norms, Qwen3-MoE's experts, GPT-OSS's (stacked, gate
+    // and up interleaved, biased) and Gemma 3's four norms back under their names.
+    for (const char* qwen : {"qwen2", "qwen3", "qwen3_moe", "gpt_oss", "gemma3"}) {
         format.save(dir / qwen, format.load(fixture(qwen)));
         EXPECT_TRUE(read_file(dir / qwen / "model.safetensors") ==
                     read_file(fixture(qwen) / "model.safetensors"))

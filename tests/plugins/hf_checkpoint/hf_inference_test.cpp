@@ -141,7 +141,7 @@ TEST_P(HfInference, BatchedGreedyGenerationEqualsTransformers) {
 INSTANTIATE_TEST_SUITE_P(Folders, HfInference,
                          ::testing::Values("gpt2", "llama", "mistral", "qwen2", "qwen3",
                                            "qwen3_moe", "deepseek_v3", "mistral_swa", "qwen2_swa",
-                                           "gpt_oss"));
+                                           "gpt_oss", "gemma3"));
 
 TEST(HfInference, PromptPlusGenerationLongerThanThePositionsIsAnError) {
     LoadedModel m = load("gpt2");  // n_positions 16

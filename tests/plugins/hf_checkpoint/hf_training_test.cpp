@@ -1,7 +1,6 @@
-// 20 training iterations of the Qwen2, Qwen3, Qwen3-MoE and GPT-OSS folders, read by the hf
-// plugin into
-// Megatron's GPT with the flags their config.json implies, give the loss curve transformers'
-// own models give on the same weights and samples (tests/fixtures/hf/
+// 20 training iterations of the Qwen2, Qwen3, Qwen3-MoE, GPT-OSS and Gemma 3 folders, read by the
+// hf plugin into Megatron's GPT with the flags their config.json implies, give the loss curve
+// transformers' own models give on the same weights and samples (tests/fixtures/hf/
 // make_hf_training_fixtures.py: float64, Megatron's optimizer, schedule and clipping) to 1e-5
 // relative, with the same gradient norms.
 #include <gtest/gtest.h>
@@ -48,7 +47,7 @@ TEST_P(HfTraining, LossCurveMatchesTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Folders, HfTraining,
-                         ::testing::Values("qwen2", "qwen3", "qwen3_moe", "gpt_oss"));
+                         ::testing::Values("qwen2", "qwen3", "qwen3_moe", "gpt_oss", "gemma3"));
 
 }  // namespace
 }  // namespace mt::plugins::hf
