@@ -1,13 +1,15 @@
 """Hugging Face transformers side of bench/inference_bench.sh (CPU, fp32).
 
-  make {gpt2-small,llama-1b,mixtral-tiny} DIR
+  make {gpt2-small,llama-1b,mixtral-tiny,qwen2.5-0.5b,gemma3-1b} DIR
                                    a randomly initialised model saved as DIR/config.json +
                                    DIR/model.safetensors (fp32)
   tokenizer DIR [--gpt2-vocab F]   a tokenizer.json for llama.cpp's convert_hf_to_gguf.py: for
                                    GPT-2 the real vocabulary (read from llama.cpp's
                                    models/ggml-vocab-gpt-2.gguf, needs gguf-py), for Llama a
-                                   byte-fallback BPE of placeholder pieces (ids are all a
-                                   random-weight benchmark needs)
+                                   byte-fallback BPE of placeholder pieces, for Qwen2 and
+                                   Gemma 3 a placeholder tokenizer.model of the folder's size
+                                   (needs sentencepiece; ids are all a random-weight benchmark
+                                   needs)
   gguf-config DIR                  rewrites DIR/config.json (a copy of a model folder) for
                                    llama.cpp converters older than transformers 5: rope_theta at
                                    the top level (transformers 5 keeps it in rope_parameters), and
@@ -38,8 +40,9 @@ MIXTRAL_TINY = dict(num_hidden_layers=4, hidden_size=512, num_attention_heads=8,
 
 
 def make(args):
-    from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
-                              MixtralConfig, MixtralForCausalLM)
+    from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, GPT2Config, GPT2LMHeadModel,
+                              LlamaConfig, LlamaForCausalLM, MixtralConfig, MixtralForCausalLM,
+                              Qwen2Config, Qwen2ForCausalLM)
 
     torch.manual_seed(args.seed)
     if args.shape == "gpt2-small":
@@ -49,6 +52,28 @@ def make(args):
     elif args.shape == "mixtral-tiny":
         config = MixtralConfig(**MIXTRAL_TINY, bos_token_id=1, eos_token_id=2)
         model = MixtralForCausalLM(config)
+    elif args.shape == "qwen2.5-0.5b":
+        # Qwen2.5-0.5B's config.json: q/k/v biases, 14 heads in 2 groups, tied.
+        config = Qwen2Config(num_hidden_layers=24, hidden_size=896, num_attention_heads=14,
+                             num_key_value_heads=2, intermediate_size=4864, vocab_size=151936,
+                             max_position_embeddings=32768, rms_norm_eps=1e-6,
+                             rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+                             tie_word_embeddings=True, bos_token_id=1, eos_token_id=2)
+        model = Qwen2ForCausalLM(config)
+    elif args.shape == "gemma3-1b":
+        # gemma-3-1b-pt's config.json: 4 heads of 256 in 1 group, windows of 512 on five layers
+        # of six, local rope 10000, global 1e6, tied.
+        config = Gemma3TextConfig(num_hidden_layers=26, hidden_size=1152, num_attention_heads=4,
+                                  num_key_value_heads=1, head_dim=256, intermediate_size=6912,
+                                  vocab_size=262144, max_position_embeddings=32768,
+                                  query_pre_attn_scalar=256, sliding_window=512,
+                                  rope_parameters={
+                                      "sliding_attention": {"rope_type": "default",
+                                                            "rope_theta": 10000.0},
+                                      "full_attention": {"rope_type": "default",
+                                                         "rope_theta": 1000000.0}},
+                                  tie_word_embeddings=True, bos_token_id=2, eos_token_id=1)
+        model = Gemma3ForCausalLM(config)
     else:
         config = LlamaConfig(num_hidden_layers=16, hidden_size=2048, num_attention_heads=32,
                              num_key_value_heads=8, intermediate_size=8192, vocab_size=32000,
@@ -73,6 +98,12 @@ def tokenizer(args):
     from transformers import PreTrainedTokenizerFast
 
     config = json.loads((Path(args.dir) / "config.json").read_text())
+    if config["model_type"] in ("qwen2", "gemma3_text"):
+        # llama.cpp's converter takes these vocabularies from a tokenizer.model (its Gemma 3 and
+        # Qwen2 BPE paths need a pre-tokenizer it knows): a placeholder SentencePiece model of
+        # the folder's size, byte fallback and one piece per remaining id.
+        write_sentencepiece_placeholder(Path(args.dir) / "tokenizer.model", config["vocab_size"])
+        return
     if config["model_type"] == "gpt2":
         if not args.gpt2_vocab:
             sys.exit("tokenizer: a GPT-2 folder needs --gpt2-vocab (llama.cpp's ggml-vocab-gpt-2.gguf)")
@@ -102,6 +133,25 @@ def tokenizer(args):
                                          decoders.Fuse(), decoders.Strip(" ", 1, 0)])
         special = dict(bos_token="<s>", eos_token="</s>", unk_token="<unk>")
     PreTrainedTokenizerFast(tokenizer_object=tok, **special).save_pretrained(args.dir)
+
+
+def write_sentencepiece_placeholder(path, vocab_size):
+    from sentencepiece import sentencepiece_model_pb2 as sp
+
+    proto = sp.ModelProto()
+    proto.trainer_spec.model_type = sp.TrainerSpec.BPE
+    proto.trainer_spec.vocab_size = vocab_size
+    proto.trainer_spec.byte_fallback = True
+    proto.trainer_spec.unk_id, proto.trainer_spec.bos_id, proto.trainer_spec.eos_id = 0, 1, 2
+    proto.trainer_spec.pad_id = -1
+    kinds = sp.ModelProto.SentencePiece
+    for piece, kind in (("<unk>", kinds.UNKNOWN), ("<s>", kinds.CONTROL), ("</s>", kinds.CONTROL)):
+        proto.pieces.add(piece=piece, score=0.0, type=kind)
+    for b in range(256):
+        proto.pieces.add(piece=f"<0x{b:02X}>", score=0.0, type=kinds.BYTE)
+    for i in range(vocab_size - len(proto.pieces)):
+        proto.pieces.add(piece=f"\u2581p{i}", score=-float(i), type=kinds.NORMAL)
+    path.write_bytes(proto.SerializeToString())
 
 
 def gguf_config(args):
@@ -162,7 +212,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     m = sub.add_parser("make")
-    m.add_argument("shape", choices=["gpt2-small", "llama-1b", "mixtral-tiny"])
+    m.add_argument("shape", choices=["gpt2-small", "llama-1b", "mixtral-tiny", "qwen2.5-0.5b",
+                                     "gemma3-1b"])
     m.add_argument("dir")
     m.add_argument("--seed", type=int, default=1234)
     t = sub.add_parser("tokenizer")

@@ -11,7 +11,7 @@
 #   LLAMA_CPP_DIR=/path/to/src   a llama.cpp source tree built in its build/ (llama-bench and
 #                                llama-batched-bench); its convert_hf_to_gguf.py (with PYTHON,
 #                                which then also needs sentencepiece) makes the f32 GGUF
-# MODELS (default "gpt2-small llama-1b"; also mixtral-tiny) picks the models; THREADS (default: nproc) threads for everyone; REPEAT (default 2) runs per measurement, the
+# MODELS (default "gpt2-small llama-1b"; also mixtral-tiny, qwen2.5-0.5b, gemma3-1b) picks the models; THREADS (default: nproc) threads for everyone; REPEAT (default 2) runs per measurement, the
 # best kept (llama-bench: the mean); BUILD_DIR selects our build (default build).
 # Builds nothing: run scripts/setup.sh first (with the benchmarks on).
 set -euo pipefail
