@@ -421,6 +421,22 @@ TEST(Convert, Gemma3FolderComesBackThroughSplitMegatronCheckpoints) {
     }
 }
 
+// A multimodal Gemma 3 folder's text model converts like the text-only one's and comes back as a
+// Gemma3ForCausalLM folder (the vision tower stays behind) that scores the prompt the same.
+TEST(Convert, MultimodalGemma3FolderConvertsItsTextModel) {
+    const fs::path source = mt::test::fixtures_dir() / "hf" / "gemma3_mm";
+    TempDir dir;
+    convert_ok(source, dir / "megatron",
+               "--loader hf --target-tensor-parallel-size 2 --saver torch_dist");
+    convert_ok(dir / "megatron", dir / "hf", "--saver hf --loader torch_dist");
+    const std::string want = prompt_log_probs(source);
+    EXPECT_EQ(prompt_log_probs(dir / "megatron"), want);
+    EXPECT_EQ(prompt_log_probs(dir / "hf"), want);
+    const std::string config = read_file(dir / "hf/config.json");
+    EXPECT_NE(config.find("\"model_type\": \"gemma3_text\""), std::string::npos) << config;
+    EXPECT_NE(config.find("\"tie_word_embeddings\": false"), std::string::npos) << config;
+}
+
 // DeepSeek-V3 folders (make_deepseek_fixtures.py: MLA with q-lora and YaRN, dense then MoE
 // layers; without q-lora, YaRN or experts, tied; with a multi-token prediction layer as
 // DeepSeek's folders hold it) and a DeepSeek-V2 one (softmax routing, no correction bias) convert

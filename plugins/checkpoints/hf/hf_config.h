@@ -78,10 +78,12 @@ struct GptOssParts {
 
 // Gemma 3 beyond Llama's shape: its windowed ("local") layers' rope base (rope_theta stays the
 // full layers', with their linear scaling) and the queries' pre-attention scalar (the scores'
-// scale is its inverse square root; Megatron's --softmax-scale).
+// scale is its inverse square root; Megatron's --softmax-scale). A multimodal folder (model_type
+// gemma3) holds the text model under "language_model.": its weights' names start there.
 struct Gemma3Parts {
     double local_rope_theta = 10000;
     double query_pre_attn_scalar = 0;
+    std::string text_prefix;  // "" (gemma3_text) or "language_model." (gemma3)
 };
 
 struct HfConfig {

@@ -143,6 +143,17 @@ TEST(HfCheckpoint, Gemma3GivesTransformersLosses) {
     expect_losses("gemma3", "gemma3_expected.json");
 }
 
+// A multimodal Gemma 3 folder (Gemma3ForConditionalGeneration, untied): its text model under
+// language_model.* gives the multimodal model's losses on text; the vision tower is left out.
+TEST(HfCheckpoint, MultimodalGemma3FolderGivesItsTextModelsLosses) {
+    expect_losses("gemma3_mm", "gemma3_expected.json");
+    HfCheckpoint format;
+    const CheckpointState state = format.load(fixture("gemma3_mm"));
+    for (const auto& [name, t] : state.model)
+        EXPECT_EQ(name.find("vision"), std::string::npos) << name;
+    EXPECT_EQ(read_hf_config(fixture("gemma3_mm")).tied, false);
+}
+
 // DeepSeek-V3 (make_deepseek_fixtures.py): multi-latent attention with q-lora and YaRN, its
 // interleaved rotary rows, a dense layer then MoE with grouped sigmoid routing, a correction bias
 // and a shared expert; and without q-lora, rope scaling or experts, tied.

@@ -1,4 +1,5 @@
-// Gemma 3's text model (transformers' Gemma3ForCausalLM, model_type gemma3_text): Llama's layout
+// Gemma 3's text model (transformers' Gemma3ForCausalLM, model_type gemma3_text, or the text part
+// of a multimodal Gemma3ForConditionalGeneration folder, model_type gemma3): Llama's layout
 // with a norm before and after each sublayer, q/k RMSNorms, every RMSNorm scaling by 1 + weight,
 // a GeGLU MLP (gelu_pytorch_tanh), embeddings scaled by sqrt(hidden), sliding-window ("local")
 // layers with a rope base of their own between full ones, and the queries scaled by
@@ -112,10 +113,11 @@ void import_gemma3(HfImport& in) {
     const HfConfig& c = in.config();
     const int64_t h = c.hidden_size, f = c.ffn_hidden_size, hd = c.head_dim;
     const int64_t nq = c.num_heads, ng = c.num_kv_heads;
+    const std::string& text = c.gemma3.text_prefix;  // the vision tower and projector are left
     in.put("embedding.word_embeddings.weight",
-           in.hf("model.embed_tokens.weight", {c.vocab_size, h}));
+           in.hf(text + "model.embed_tokens.weight", {c.vocab_size, h}));
     for (int64_t i = 0; i < c.num_layers; ++i) {
-        const std::string src = "model.layers." + std::to_string(i) + ".";
+        const std::string src = text + "model.layers." + std::to_string(i) + ".";
         const std::string dst = "decoder.layers." + std::to_string(i) + ".";
         const std::string attn = dst + "self_attention.", sa = src + "self_attn.";
         for (const LayerNorm& n : kLayerNorms)
@@ -128,8 +130,8 @@ void import_gemma3(HfImport& in) {
         in.put(attn + "linear_proj.weight", in.hf(sa + "o_proj.weight", {h, nq * hd}));
         in.put_swiglu(dst + "mlp.", src + "mlp.", f);
     }
-    in.put("decoder.final_layernorm.weight", in.hf("model.norm.weight", {h}));
-    if (!c.tied) in.put("output_layer.weight", in.hf("lm_head.weight", {c.vocab_size, h}));
+    in.put("decoder.final_layernorm.weight", in.hf(text + "model.norm.weight", {h}));
+    if (!c.tied) in.put("output_layer.weight", in.hf(text + "lm_head.weight", {c.vocab_size, h}));
 }
 
 // In Gemma3DecoderLayer's state-dict order (attention, MLP, then the four norms), which decides
@@ -211,10 +213,17 @@ Members gemma3_members(const HfConfig& c) {
 
 class Gemma3 final : public HfArchitecture {
   public:
-    std::vector<std::string> model_types() const override { return {"gemma3_text"}; }
+    std::vector<std::string> model_types() const override { return {"gemma3_text", "gemma3"}; }
     void read_config(const ConfigJson& j, const std::filesystem::path&,
                      HfConfig& c) const override {
-        read_gemma3(j, c);
+        if (c.model_type == "gemma3_text") return read_gemma3(j, c);
+        // Gemma3ForConditionalGeneration: its text model alone (written back as gemma3_text).
+        simdjson::dom::object text;
+        MT_CHECK(!j.object()["text_config"].get_object().get(text), j.where(),
+                 ": a gemma3 config.json without a 'text_config' object");
+        read_gemma3(ConfigJson(text, j.where() + " text_config"), c);
+        c.tied = j.boolean("tie_word_embeddings", c.tied);
+        c.gemma3.text_prefix = "language_model.";
     }
     void add_model_args(const HfConfig& c, ModelArgs& a) const override {
         a["normalization"] = "RMSNorm";
