@@ -3,8 +3,11 @@
 // the exit conditions, and clear errors for what is not supported yet.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
+#include <map>
 #include <regex>
+#include <tuple>
 
 #include "test_support.h"
 
@@ -93,6 +96,99 @@ TEST(Train, TrainsWithMegatronsLogLinesEvaluationAndTensorBoard) {
          it != std::sregex_iterator(); ++it)
         losses2.push_back(std::stod((*it)[1]));
     EXPECT_EQ(losses, losses2);
+}
+
+// The scalars of a TensorBoard event file: TFRecords (length, its CRC, an Event, its CRC) whose
+// Event (wall_time 1, step 2, summary 5) holds Summary.Value (tag 1, simple_value 2).
+struct Scalar {
+    std::string tag;
+    int64_t step = 0;
+    float value = 0;
+};
+uint64_t varint(const std::string& b, size_t& at) {
+    uint64_t v = 0;
+    for (int shift = 0; at < b.size(); shift += 7) {
+        const uint8_t byte = uint8_t(b[at++]);
+        v |= uint64_t(byte & 0x7f) << shift;
+        if (!(byte & 0x80)) break;
+    }
+    return v;
+}
+// The fields of one protobuf message: number -> (wire type, the varint or the bytes).
+std::vector<std::tuple<int, uint64_t, std::string>> fields(const std::string& m) {
+    std::vector<std::tuple<int, uint64_t, std::string>> out;
+    for (size_t at = 0; at < m.size();) {
+        const uint64_t key = varint(m, at);
+        const int wire = int(key & 7);
+        if (wire == 0) {
+            out.emplace_back(int(key >> 3), varint(m, at), "");
+        } else if (wire == 1 || wire == 5) {
+            const size_t n = wire == 1 ? 8 : 4;
+            out.emplace_back(int(key >> 3), wire, m.substr(at, n));
+            at += n;
+        } else {
+            const uint64_t n = varint(m, at);
+            out.emplace_back(int(key >> 3), wire, m.substr(at, n));
+            at += n;
+        }
+    }
+    return out;
+}
+std::vector<Scalar> tensorboard_scalars(const fs::path& dir) {
+    std::vector<Scalar> out;
+    for (const auto& e : fs::directory_iterator(dir)) {
+        const std::string b = mt::test::read_file(e.path());
+        for (size_t at = 0; at + 12 <= b.size();) {
+            uint64_t n = 0;
+            std::memcpy(&n, b.data() + at, 8);
+            const std::string event = b.substr(at + 12, n);
+            at += 12 + n + 4;
+            int64_t step = 0;
+            for (const auto& [number, v, bytes] : fields(event)) {
+                if (number == 2) step = int64_t(v);
+                if (number != 5) continue;
+                for (const auto& [vn, vw, value] : fields(bytes)) {
+                    if (vn != 1) continue;
+                    Scalar s{"", step, 0};
+                    for (const auto& [fn, fw, fb] : fields(value)) {
+                        if (fn == 1) s.tag = fb;
+                        if (fn == 2) std::memcpy(&s.value, fb.data(), 4);
+                    }
+                    out.push_back(s);
+                }
+            }
+        }
+    }
+    return out;
+}
+
+// --moe-per-layer-logging: each layer's auxiliary loss as moe/<name>_layer_<i> for every layer
+// of the model (a dense layer's 0), whose mean over the MoE layers is the loss logged.
+TEST(Train, MoePerLayerLoggingWritesEachLayersAuxiliaryLoss) {
+    TempDir dir;
+    std::string data = make_dataset(dir);
+    auto r = run_command(train_command(dir, data) +
+                         " --num-layers 3 --num-experts 4 --moe-router-topk 2"
+                         " --moe-aux-loss-coeff 0.01 --moe-layer-freq '[0,1,1]'"
+                         " --train-iters 3 --log-interval 1 --eval-iters 0"
+                         " --moe-per-layer-logging --tensorboard-dir " +
+                         q(dir / "tb"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    std::map<std::pair<std::string, int64_t>, float> scalars;
+    for (const Scalar& s : tensorboard_scalars(dir / "tb")) scalars[{s.tag, s.step}] = s.value;
+    const auto at = [&](const std::string& tag, int64_t step) {
+        return scalars.count({tag, step}) ? scalars.at({tag, step}) : -1.0f;
+    };
+    for (int64_t step = 1; step <= 3; ++step) {
+        SCOPED_TRACE(step);
+        const std::string name = "moe/load_balancing_loss_layer_";
+        EXPECT_EQ(at(name + "0", step), 0.0f);   // the dense layer
+        EXPECT_EQ(at(name + "3", step), -1.0f);  // none past the model's layers
+        const float one = at(name + "1", step), two = at(name + "2", step);
+        EXPECT_GT(one, 0.0f);
+        EXPECT_GT(two, 0.0f);
+        EXPECT_NEAR(at("load_balancing_loss", step), (one + two) / 2, 1e-6 * (one + two));
+    }
 }
 
 TEST(Train, ExitIntervalAndUnsupportedFlags) {

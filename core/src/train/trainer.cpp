@@ -443,7 +443,7 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     for (const auto& [name, value] : r.losses) r.loss += value;
     MT_CHECK(!options_.check_for_nan || std::isfinite(r.loss),
              "NaN or Inf in the loss at iteration ", iteration_ + 1);
-    accumulate_named(r.losses, auxiliary_losses(micro_batches));
+    accumulate_named(r.losses, auxiliary_losses(micro_batches, r));
     accumulate_named(r.losses, accumulated.reported_auxiliary());
     consumed_train_ = loader.consumed_samples();
     if (scaler_ && !unscale_grads()) {
@@ -481,22 +481,44 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     return r;
 }
 
-NamedLosses Trainer::auxiliary_losses(int64_t micro_batches) {
-    NamedLosses out;
-    for (Model* chunk : model_.pipeline_chunks())
-        if (nn::MoeTracker* tracker = chunk->moe_tracker()) accumulate_named(out, tracker->take());
-    if (out.empty()) return out;
+NamedLosses Trainer::auxiliary_losses(int64_t micro_batches, IterationResult& r) {
+    // Each loss per layer of the whole model, summed over this rank's chunks (each adds its
+    // layers' entries; the others are 0).
+    std::vector<std::pair<std::string, std::vector<double>>> layers;
+    int64_t moe_layers = 0;
+    for (Model* chunk : model_.pipeline_chunks()) {
+        nn::MoeTracker* tracker = chunk->moe_tracker();
+        if (!tracker) continue;
+        moe_layers = tracker->moe_layers();
+        auto taken = tracker->take();
+        if (layers.empty()) {
+            layers = std::move(taken);
+            continue;
+        }
+        for (size_t i = 0; i < layers.size(); ++i)
+            for (size_t l = 0; l < layers[i].second.size(); ++l)
+                layers[i].second[l] += taken[i].second[l];
+    }
+    if (layers.empty()) return {};
     // Megatron's track_moe_metrics: each layer's value summed over the pipeline stages, the
     // micro-batches averaged; here also averaged over the data-parallel ranks (Megatron prints
     // the last rank's), so that any layout reports the one-process value.
     std::vector<double> values;
-    for (const auto& [name, value] : out) values.push_back(value);
+    for (const auto& [name, per_layer] : layers)
+        values.insert(values.end(), per_layer.begin(), per_layer.end());
     if (Communicator* pp = pipeline_group())
         parallel::all_reduce_values(*pp, values, ReduceOp::sum);
     if (parallel_ && parallel_->dp().size() > 1)
         parallel::all_reduce_values(parallel_->dp(), values, ReduceOp::sum);
-    for (size_t i = 0; i < out.size(); ++i)
-        out[i].second = values[i] / double(micro_batches) / double(data_parallel_size());
+    const double scale = 1.0 / double(micro_batches) / double(data_parallel_size());
+    NamedLosses out;
+    size_t at = 0;
+    for (auto& [name, per_layer] : layers) {
+        double sum = 0;
+        for (double& v : per_layer) sum += (v = values[at++] * scale);
+        out.emplace_back(name, sum / double(moe_layers));
+    }
+    if (options_.moe_per_layer_logging) r.moe_per_layer = std::move(layers);
     return out;
 }
 
@@ -568,6 +590,10 @@ StopReason Trainer::run_iterations(const data::SampleDataset& train_data,
             tensorboard_->add_scalar("batch-size", float(r.global_batch_size), iteration_);
             for (const auto& [name, value] : r.losses)
                 tensorboard_->add_scalar(name, float(value), iteration_);
+            for (const auto& [name, per_layer] : r.moe_per_layer)
+                for (size_t i = 0; i < per_layer.size(); ++i)
+                    tensorboard_->add_scalar("moe/" + name + "_layer_" + std::to_string(i),
+                                             float(per_layer[i]), iteration_);
             tensorboard_->add_scalar("loss-scale", loss_scale(), iteration_);
             if (r.grad_norm) tensorboard_->add_scalar("grad-norm", float(*r.grad_norm), iteration_);
             if (r.num_zeros) tensorboard_->add_scalar("num-zeros", float(*r.num_zeros), iteration_);

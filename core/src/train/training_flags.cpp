@@ -249,6 +249,8 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
         "add the model's TFLOP/s to the iteration line (TensorBoard always gets it)")(
         "log-memory-to-tensorboard", po::bool_switch(&f.log_memory_to_tensorboard),
         "write the resident and peak memory as mem-* scalars each logged iteration")(
+        "moe-per-layer-logging", po::bool_switch(&f.moe_per_layer_logging),
+        "write each layer's MoE auxiliary losses to TensorBoard as moe/<name>_layer_<i>")(
         "log-params-norm", po::bool_switch(&f.log_params_norm),
         "add the parameters' L2 norm (after the update) to the iteration line")(
         "log-num-zeros-in-grad", po::bool_switch(&f.log_num_zeros_in_grad),
@@ -421,6 +423,7 @@ train::TrainerOptions trainer_options(const TrainingFlags& f) {
     o.clip_grad = f.clip_grad;
     o.log_throughput = f.log_throughput;
     o.log_memory_to_tensorboard = f.log_memory_to_tensorboard;
+    o.moe_per_layer_logging = f.moe_per_layer_logging;
     // Megatron's optimizer scales the loss for fp16, and with --loss-scale for bf16 too.
     if (f.params_dtype == DType::f16 || (f.params_dtype == DType::bf16 && f.grad_scaler.loss_scale))
         o.grad_scaler = f.grad_scaler;

@@ -68,7 +68,8 @@ std::shared_ptr<nn::MoeTracker> moe_tracker_for(const nn::TransformerArgs& confi
                                       : config.moe_layers.count() +
                                             (last_layer_is_moe(config) ? config.mtp_num_layers : 0);
     if (!config.moe.enabled() || moe_layers == 0) return nullptr;
-    return std::make_shared<nn::MoeTracker>(config.moe.router, moe_layers);
+    return std::make_shared<nn::MoeTracker>(config.moe.router, moe_layers,
+                                            config.num_layers + config.mtp_num_layers);
 }
 
 // A hybrid model's layers as allocated; dense layers; or the MoE pattern's; with
@@ -94,7 +95,7 @@ nn::LayerSpecs layer_specs(const nn::TransformerArgs& config,
                 case '*':
                     return nn::LayerSpec{{nn::self_attention_sublayer()}};
                 case 'E':
-                    return nn::LayerSpec{{nn::moe_sublayer(tracker)}};
+                    return nn::LayerSpec{{nn::moe_sublayer(tracker, i)}};
                 default:
                     return nn::LayerSpec{{nn::dense_mlp_sublayer()}};
             }

@@ -382,7 +382,7 @@ TEST(MoeLayer, ExpertBiasSteersRoutingAndFollowsTheLoad) {
     c.moe.router.score_function = mt::nn::ScoreFunction::sigmoid;
     c.moe.router.expert_bias = true;
     c.moe.router.bias_update_rate = 0.25;
-    auto tracker = std::make_shared<mt::nn::MoeTracker>(c.moe.router, 1);
+    auto tracker = std::make_shared<mt::nn::MoeTracker>(c.moe.router, 1, 1);
     const mt::nn::LayerSpec spec =
         mt::nn::moe_layer_specs(mt::nn::MoeLayerPattern::parse("1", 1), tracker)(0);
     mt::nn::TransformerLayer layer("decoder.layers.0", c, spec, *be);

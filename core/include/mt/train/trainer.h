@@ -67,6 +67,9 @@ struct TrainerOptions {
     bool log_params_norm = false;            // --log-params-norm: the parameters' L2 norm
     bool log_num_zeros_in_grad = false;      // --log-num-zeros-in-grad: zero gradient elements
     bool log_memory_to_tensorboard = false;  // --log-memory-to-tensorboard: mem-* scalars
+    // --moe-per-layer-logging: each layer's auxiliary losses to TensorBoard as
+    // "moe/<name>_layer_<i>" (Megatron's track_moe_metrics), beside their mean.
+    bool moe_per_layer_logging = false;
     // --schedule-trace-dir: each rank writes the training schedule it ran (forwards, backwards,
     // stage exchanges) to <dir>/schedule_rank<R>.json for chrome://tracing when train() ends.
     std::string schedule_trace_dir;
@@ -173,6 +176,8 @@ class MT_API Trainer {
         std::optional<int64_t> num_zeros;   // with log_num_zeros_in_grad
         std::optional<double> params_norm;  // with log_params_norm: after the update
         int64_t global_batch_size = 0;      // this iteration's (it ramps with --rampup-batch-size)
+        // --moe-per-layer-logging: each MoE auxiliary loss per layer of the whole model.
+        std::vector<std::pair<std::string, std::vector<double>>> moe_per_layer;
     };
     IterationResult train_step(const data::SampleDataset& data);
     // The fp16 loss scale (1 without a scaler).
@@ -190,8 +195,9 @@ class MT_API Trainer {
     // data-parallel ranks, move the routers' expert biases.
     void update_expert_bias();
     // The MoE routers' auxiliary losses of the iteration's `micro_batches`, as the log reports
-    // them ("load_balancing_loss", "z_loss"); none for a dense model.
-    NamedLosses auxiliary_losses(int64_t micro_batches);
+    // them ("load_balancing_loss", "z_loss"); none for a dense model. With
+    // --moe-per-layer-logging each layer's values go to r.moe_per_layer too.
+    NamedLosses auxiliary_losses(int64_t micro_batches, IterationResult& r);
     // The global L2 norm of the gradients the optimizer updates, each element counted once.
     double grad_norm(std::vector<Tensor>& grads) const;
     // Megatron's count_zeros_fp32: zero elements of those gradients, each counted once.

@@ -49,7 +49,8 @@ struct TrainingFlags {
     train::ScheduleSettings schedule_settings = train::ScheduleSettings::must_match;
     std::optional<double> decoupled_lr, decoupled_min_lr;  // --decoupled-lr, --decoupled-min-lr
     bool log_memory_to_tensorboard = false;
-    bool log_rank_stats = false;  // ours: per-rank communication and optimizer memory
+    bool moe_per_layer_logging = false;  // --moe-per-layer-logging
+    bool log_rank_stats = false;         // ours: per-rank communication and optimizer memory
     std::string tensorboard_dir;
     std::string schedule_trace_dir;  // --schedule-trace-dir (ours)
     int timing_log_level = 0;        // --timing-log-level

@@ -33,8 +33,9 @@ class MoeSublayer final : public Sublayer {
     };
 
     MoeSublayer(const std::string& prefix, const TransformerConfig& config, Backend& backend,
-                std::shared_ptr<MoeTracker> tracker)
-        : moe_(config.moe),
+                std::shared_ptr<MoeTracker> tracker, int64_t layer)
+        : layer_(layer),
+          moe_(config.moe),
           router_(join_name(prefix, "mlp"), config, backend),
           dispatcher_(make_token_dispatcher(config.moe, backend)),
           experts_(join_name(prefix, "mlp"), config, backend),
@@ -134,10 +135,11 @@ class MoeSublayer final : public Sublayer {
         std::vector<double> v{balancing ? r.aux_loss / c.aux_loss_coeff : 0.0,
                               z ? r.z_loss / (c.z_loss_coeff / parts) / parts : 0.0};
         if (parts > 1) parallel::all_reduce_values(*moe_.tp_cp, v, ReduceOp::sum);
-        if (balancing) tracker_->add("load_balancing_loss", v[0]);
-        if (z) tracker_->add("z_loss", v[1]);
+        if (balancing) tracker_->add("load_balancing_loss", layer_, v[0]);
+        if (z) tracker_->add("z_loss", layer_, v[1]);
     }
 
+    int64_t layer_;  // in the whole model, for the tracker
     MoeConfig moe_;
     TopKRouter router_;
     std::unique_ptr<TokenDispatcher> dispatcher_;
@@ -152,24 +154,25 @@ class MoeSublayer final : public Sublayer {
 
 }  // namespace
 
-SublayerSpec moe_sublayer(std::shared_ptr<MoeTracker> tracker) {
-    return SublayerSpec{
-        [tracker](const std::string& prefix, const TransformerConfig& config, Backend& backend) {
-            return std::unique_ptr<Sublayer>(
-                std::make_unique<MoeSublayer>(prefix, config, backend, tracker));
-        },
-        "", "pre_mlp_layernorm", "", true};
+SublayerSpec moe_sublayer(std::shared_ptr<MoeTracker> tracker, int64_t layer) {
+    return SublayerSpec{[tracker, layer](const std::string& prefix, const TransformerConfig& config,
+                                         Backend& backend) {
+                            return std::unique_ptr<Sublayer>(std::make_unique<MoeSublayer>(
+                                prefix, config, backend, tracker, layer));
+                        },
+                        "", "pre_mlp_layernorm", "", true};
 }
 
 std::function<LayerSpec(int64_t layer)> moe_layer_specs(MoeLayerPattern pattern,
                                                         std::shared_ptr<MoeTracker> tracker,
                                                         bool multi_latent) {
     const LayerSpec dense = dense_layer_spec(multi_latent);
-    const LayerSpec moe{{attention_sublayer(multi_latent), moe_sublayer(std::move(tracker))}};
-    return [pattern = std::move(pattern), dense, moe](int64_t layer) {
+    return [pattern = std::move(pattern), dense, tracker = std::move(tracker),
+            multi_latent](int64_t layer) {
         MT_CHECK(layer >= 0 && layer < int64_t(pattern.moe.size()), "layer ", layer,
                  " is outside the --moe-layer-freq pattern of ", pattern.moe.size(), " layers");
-        return pattern.moe[size_t(layer)] ? moe : dense;
+        if (!pattern.moe[size_t(layer)]) return dense;
+        return LayerSpec{{attention_sublayer(multi_latent), moe_sublayer(tracker, layer)}};
     };
 }
 

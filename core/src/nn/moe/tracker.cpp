@@ -18,28 +18,29 @@ bool reports_z_loss(const RouterConfig& r) {
     return r.z_loss_coeff > 0;
 }
 
-MoeTracker::MoeTracker(const RouterConfig& router, int64_t moe_layers)
+MoeTracker::MoeTracker(const RouterConfig& router, int64_t moe_layers, int64_t layers)
     : moe_layers_(moe_layers), bias_update_rate_(router.bias_update_rate) {
-    MT_CHECK(moe_layers > 0, "MoeTracker: a model with ", moe_layers, " MoE layers");
-    if (reports_load_balancing(router)) sums_.emplace_back("load_balancing_loss", 0.0);
-    if (reports_z_loss(router)) sums_.emplace_back("z_loss", 0.0);
+    MT_CHECK(moe_layers > 0 && layers >= moe_layers, "MoeTracker: a model with ", moe_layers,
+             " MoE layers among ", layers);
+    const std::vector<double> zeros(size_t(layers), 0.0);
+    if (reports_load_balancing(router)) sums_.emplace_back("load_balancing_loss", zeros);
+    if (reports_z_loss(router)) sums_.emplace_back("z_loss", zeros);
 }
 
-void MoeTracker::add(const std::string& name, double value) {
-    for (auto& [n, sum] : sums_)
+void MoeTracker::add(const std::string& name, int64_t layer, double value) {
+    for (auto& [n, sums] : sums_)
         if (n == name) {
-            sum += value;
+            MT_CHECK(layer >= 0 && layer < int64_t(sums.size()), "MoeTracker: layer ", layer,
+                     " of a model of ", sums.size());
+            sums[size_t(layer)] += value;
             return;
         }
     MT_FAIL("MoeTracker: no auxiliary loss \"", name, "\" is tracked");
 }
 
-std::vector<std::pair<std::string, double>> MoeTracker::take() {
-    std::vector<std::pair<std::string, double>> out;
-    for (auto& [name, sum] : sums_) {
-        out.emplace_back(name, sum / double(moe_layers_));
-        sum = 0;
-    }
+std::vector<std::pair<std::string, std::vector<double>>> MoeTracker::take() {
+    std::vector<std::pair<std::string, std::vector<double>>> out = sums_;
+    for (auto& [name, sums] : sums_) std::fill(sums.begin(), sums.end(), 0.0);
     return out;
 }
 

@@ -17,8 +17,9 @@
 namespace mt::nn {
 
 // The MoE block behind its own norm ("pre_mlp_layernorm", also with Transformer Engine's names),
-// reporting to `tracker`: a hybrid model's 'E' layers are this alone.
-MT_API SublayerSpec moe_sublayer(std::shared_ptr<MoeTracker> tracker);
+// reporting to `tracker` as layer `layer` of the whole model: a hybrid model's 'E' layers are
+// this alone.
+MT_API SublayerSpec moe_sublayer(std::shared_ptr<MoeTracker> tracker, int64_t layer);
 
 // The spec of a model whose layers `pattern` marks are MoE layers (the others dense), the MoE
 // layers reporting their auxiliary losses to `tracker` and taking their gradient scale from it;

@@ -28,20 +28,24 @@ MT_API bool reports_z_loss(const RouterConfig& router);
 class MT_API MoeTracker {
   public:
     // The losses `router` reports (each reported, 0 when no layer here adds to it) of a model of
-    // `moe_layers` MoE layers in all (the report averages over them).
-    MoeTracker(const RouterConfig& router, int64_t moe_layers);
+    // `moe_layers` MoE layers in all (the report averages over them) among `layers` layers
+    // (the decoder's and multi-token prediction's; --moe-per-layer-logging's indices).
+    MoeTracker(const RouterConfig& router, int64_t moe_layers, int64_t layers);
 
     // The aux losses' gradient scale, set by the trainer before each iteration's backward passes
     // (the loss scale over the micro-batches and data-parallel ranks it sums gradients over).
     void set_grad_scale(double scale) { grad_scale_ = scale; }
     double grad_scale() const { return grad_scale_; }
 
-    // A layer's loss (divided by its coefficient) for one micro-batch.
-    void add(const std::string& name, double value);
-    // Σ over micro-batches and this model's layers of each loss / the whole model's MoE layers,
-    // in the names' order; then clears. The trainer sums the pipeline stages and averages the
-    // micro-batches.
-    std::vector<std::pair<std::string, double>> take();
+    // Layer `layer`'s (0-based in the whole model) loss, divided by its coefficient, for one
+    // micro-batch.
+    void add(const std::string& name, int64_t layer, double value);
+    // Each loss's sums over the micro-batches, per layer of the whole model (0 where no layer
+    // of this model added), in the names' order; then clears. The trainer sums the pipeline
+    // stages and averages the micro-batches; the report is each sum over the MoE layers
+    // (Megatron's track_moe_metrics), and with --moe-per-layer-logging each layer's value.
+    std::vector<std::pair<std::string, std::vector<double>>> take();
+    int64_t moe_layers() const { return moe_layers_; }
 
     // --moe-router-enable-expert-bias: a router's bias buffer (f32, experts) joins the tracker;
     // returns the slot its counts go to.
@@ -62,7 +66,7 @@ class MT_API MoeTracker {
         Parameter* bias;
         std::vector<double> tokens;
     };
-    std::vector<std::pair<std::string, double>> sums_;
+    std::vector<std::pair<std::string, std::vector<double>>> sums_;  // per layer
     int64_t moe_layers_;
     double grad_scale_ = 1.0;
     double bias_update_rate_;
