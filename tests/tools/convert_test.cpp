@@ -395,6 +395,23 @@ std::string prompt_log_probs(const fs::path& load) {
     return at == std::string::npos ? r.output : r.output.substr(at);
 }
 
+// OpenAI's MXFP4 packing of GPT-OSS's experts (make_gpt_oss_fixtures.py's gpt_oss_mxfp4) through a
+// TP2 x EP2 torch_dist checkpoint and back: each scores the prompt as the folder does, and the
+// export holds the dequantized experts, unquantized.
+TEST(Convert, Mxfp4GptOssFolderConvertsDequantized) {
+    const fs::path source = mt::test::fixtures_dir() / "hf" / "gpt_oss_mxfp4";
+    TempDir dir;
+    convert_ok(source, dir / "megatron",
+               "--loader hf --saver torch_dist --target-tensor-parallel-size 2 "
+               "--target-expert-parallel-size 2");
+    convert_ok(dir / "megatron", dir / "hf", "--saver hf --loader torch_dist");
+    const std::string want = prompt_log_probs(source);
+    EXPECT_EQ(prompt_log_probs(dir / "megatron"), want);
+    EXPECT_EQ(prompt_log_probs(dir / "hf"), want);
+    const std::string config = read_file(dir / "hf/config.json");
+    EXPECT_EQ(config.find("quantization_config"), std::string::npos) << config;
+}
+
 // A Gemma 3 folder (make_gemma3_fixtures.py) through Megatron checkpoints split over two tensor
 // ranks, in both formats: megatron-generate scores a prompt the same from the folder and from
 // each, and each comes back as the file transformers wrote, its config with both rope bases,

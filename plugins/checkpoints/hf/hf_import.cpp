@@ -13,11 +13,11 @@ std::string HfImport::hf(const std::string& name, const Shape& shape) const {
 }
 
 void HfImport::put(const std::string& name, Shape shape, const std::vector<std::string>& sources,
-                   Make make) {
-    DType dtype = tensors_.dtype(sources.at(0));
+                   Make make, std::optional<DType> dtype) {
+    DType made = tensors_.dtype(sources.at(0));
     for (const std::string& s : sources)
-        if (tensors_.dtype(s) != dtype) dtype = DType::f32;
-    recipes_.push_back({name, std::move(shape), dtype, std::move(make)});
+        if (tensors_.dtype(s) != made) made = DType::f32;
+    recipes_.push_back({name, std::move(shape), dtype.value_or(made), std::move(make)});
 }
 
 void HfImport::put(const std::string& name, const std::string& src) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,12 +45,14 @@ class HfImport {
     const HfConfig& config() const { return c_; }
     bool has(const std::string& name) const { return tensors_.has(name); }
     const Shape& shape(const std::string& name) const { return tensors_.shape(name); }
+    DType dtype(const std::string& name) const { return tensors_.dtype(name); }
 
     // The HF tensor `name`, checked to have `shape`; returns the name.
     std::string hf(const std::string& name, const Shape& shape) const;
-    // A recipe made of the HF tensors `sources`.
+    // A recipe made of the HF tensors `sources`, in their dtype (float32 where they differ) unless
+    // `dtype` says.
     void put(const std::string& name, Shape shape, const std::vector<std::string>& sources,
-             Make make);
+             Make make, std::optional<DType> dtype = std::nullopt);
     // A tensor taken as it is (a view of the file).
     void put(const std::string& name, const std::string& src);
     // A GPT-2 Conv1D weight ([in, out]) as a Linear one ([out, in]).

@@ -16,6 +16,7 @@ namespace {
 int64_t element_size(const std::string& dtype) {
     if (dtype == "F32") return 4;
     if (dtype == "F16" || dtype == "BF16") return 2;
+    if (dtype == "U8") return 1;  // MXFP4 blocks and scales
     return 0;
 }
 
@@ -123,7 +124,7 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path)
                  "' needs dtype, shape and data_offsets");
         e.dtype = std::string(dtype);
         MT_CHECK(element_size(e.dtype) > 0, where, ": tensor '", e.name, "' has dtype ", e.dtype,
-                 ": supported are F32, F16 and BF16");
+                 ": supported are F32, F16, BF16 and U8");
         int64_t numel = 1;
         for (auto d : shape) {
             int64_t n = 0;
@@ -159,7 +160,10 @@ const SafetensorsEntry* SafetensorsFile::find(std::string_view name) const {
 }
 
 DType SafetensorsEntry::type() const {
-    return dtype == "F32" ? DType::f32 : dtype == "F16" ? DType::f16 : DType::bf16;
+    return dtype == "F32"   ? DType::f32
+           : dtype == "F16" ? DType::f16
+           : dtype == "U8"  ? DType::u8
+                            : DType::bf16;
 }
 
 Tensor SafetensorsFile::read(std::string_view name, DType as) const {

@@ -18,7 +18,7 @@ namespace mt::plugins::hf {
 
 struct SafetensorsEntry {
     std::string name;
-    std::string dtype;  // "F32", "F16" or "BF16"
+    std::string dtype;  // "F32", "F16", "BF16" or "U8" (MXFP4's packed blocks and scales)
     Shape shape;
     uint64_t begin = 0, end = 0;  // byte range inside the data section
     DType type() const;           // dtype as ours

@@ -136,6 +136,13 @@ TEST(HfCheckpoint, GptOssGivesTransformersLosses) {
     expect_losses("gpt_oss", "gpt_oss_expected.json");
 }
 
+// OpenAI's GPT-OSS releases pack the experts in MXFP4 (make_gpt_oss_fixtures.py's gpt_oss_mxfp4:
+// gate_up_proj_blocks/_scales, down_proj_blocks/_scales): dequantized on load, the model gives
+// the losses of transformers' own dequantization.
+TEST(HfCheckpoint, Mxfp4GptOssExpertsAreDequantizedOnLoad) {
+    expect_losses("gpt_oss_mxfp4", "gpt_oss_expected.json");
+}
+
 // Gemma 3 (make_gemma3_fixtures.py): sandwich norms scaling by 1 + weight, q/k norms, GeGLU,
 // scaled embeddings, two windowed layers with their own rope base and a full one with linear
 // scaling, a softmax scale from query_pre_attn_scalar.

@@ -3,7 +3,8 @@
 // sliding windows on the layers layer_types names, YaRN rope, and experts whose gate and up
 // columns interleave in one gate_up_proj and whose GLU is clamped quick GeGLU. Megatron's GPT
 // with core_v0.19's --quick-geglu --glu-linear-offset 1 --activation-func-clamp-value
-// --softmax-type learnable --position-embedding-type yarn (as Megatron-Bridge maps it).
+// --softmax-type learnable --position-embedding-type yarn (as Megatron-Bridge maps it). OpenAI's
+// folders pack the experts in MXFP4 (dequantized on load; written back unquantized).
 #include <cmath>
 
 #include "hf_architecture.h"
@@ -13,6 +14,7 @@
 #include "hf_import.h"
 #include "hf_layout.h"
 #include "hf_saver_args.h"
+#include "mxfp4.h"
 #include "sliding_window.h"
 #include "topk_moe.h"
 
@@ -61,9 +63,18 @@ void read_rope(const ConfigJson& j, HfConfig& c) {
 
 void read_gpt_oss(const ConfigJson& j, HfConfig& c) {
     const std::string& where = j.where();
-    MT_CHECK(!j.has("quantization_config"), where,
-             ": not supported yet: 'quantization_config' (MXFP4-quantized experts); dequantize "
-             "the folder first (transformers: Mxfp4Config(dequantize=True), then save_pretrained)");
+    // OpenAI's releases: the experts' projections in MXFP4 (dequantized on load), the rest not.
+    if (j.has("quantization_config")) {
+        simdjson::dom::object q;
+        MT_CHECK(!j.object()["quantization_config"].get_object().get(q), where,
+                 ": 'quantization_config' must be an object");
+        const std::string method =
+            ConfigJson(q, where + " quantization_config").text("quant_method", "");
+        MT_CHECK(method == "mxfp4", where,
+                 ": not supported yet: 'quantization_config' with "
+                 "quant_method '",
+                 method.substr(0, 64), "' (GPT-OSS's MXFP4 experts are read)");
+    }
     // Megatron's add_bias_linear gives every linear its bias, or none.
     MT_CHECK(j.boolean("attention_bias", true), where,
              ": not supported yet: 'attention_bias' false (GPT-OSS without attention biases)");
@@ -90,6 +101,40 @@ void read_gpt_oss(const ConfigJson& j, HfConfig& c) {
         c.sliding_window = j.integer("sliding_window");
         MT_CHECK(c.sliding_window > 0, where, ": 'sliding_window' must be positive");
         read_windowed_layers(j, c);
+    }
+}
+
+// One layer's experts from MXFP4 blocks and scales (OpenAI's releases): gate_up_proj_blocks
+// [E, 2I, H/32, 16] dequantize to gate_up_proj[e]^T (its rows gate and up interleaved),
+// down_proj_blocks [E, H, I/32, 16] to down_proj[e]^T, in the folder's other weights' dtype
+// (the values are exact in bf16 and f32).
+void import_mxfp4_experts(HfImport& in, const std::string& ex, const std::string& mlp) {
+    const HfConfig& c = in.config();
+    const int64_t h = c.hidden_size, f = c.ffn_hidden_size, E = c.num_experts;
+    MT_CHECK(h % 32 == 0 && f % 32 == 0, "MXFP4 experts need hidden_size (", h,
+             ") and intermediate_size (", f, ") in blocks of 32");
+    const std::string up_blocks = in.hf(ex + "gate_up_proj_blocks", {E, 2 * f, h / 32, 16});
+    const std::string up_scales = in.hf(ex + "gate_up_proj_scales", {E, 2 * f, h / 32});
+    const std::string down_blocks = in.hf(ex + "down_proj_blocks", {E, h, f / 32, 16});
+    const std::string down_scales = in.hf(ex + "down_proj_scales", {E, h, f / 32});
+    const DType dtype = in.dtype(ex + "gate_up_proj_bias");
+    for (int64_t e = 0; e < E; ++e) {
+        const std::string to = mlp + "experts.local_experts." + std::to_string(e) + ".";
+        const auto expert = [e](const HfRead& t, const std::string& blocks,
+                                const std::string& scales) {
+            return dequantize_mxfp4(t.tensors.get(blocks, DType::u8).select(0, e),
+                                    t.tensors.get(scales, DType::u8).select(0, e), t.as);
+        };
+        in.put(
+            to + "linear_fc1.weight", {2 * f, h}, {up_blocks, up_scales},
+            [=](const HfRead& t) {
+                const Tensor rows = expert(t, up_blocks, up_scales);  // gate, up interleaved
+                return transposed(regroup_gate_up(transposed(rows), true));
+            },
+            dtype);
+        in.put(
+            to + "linear_fc2.weight", {h, f}, {down_blocks, down_scales},
+            [=](const HfRead& t) { return expert(t, down_blocks, down_scales); }, dtype);
     }
 }
 
@@ -120,23 +165,31 @@ void import_gpt_oss(HfImport& in) {
         in.put(mlp + "router.weight", in.hf(src + "mlp.router.weight", {E, h}));
         in.put(mlp + "router.bias", in.hf(src + "mlp.router.bias", {E}));
         const std::string ex = src + "mlp.experts.";
-        const std::string gate_up = in.hf(ex + "gate_up_proj", {E, h, 2 * f});
+        if (in.has(ex + "gate_up_proj_blocks")) {
+            import_mxfp4_experts(in, ex, mlp);
+        } else {
+            const std::string gate_up = in.hf(ex + "gate_up_proj", {E, h, 2 * f});
+            const std::string down = in.hf(ex + "down_proj", {E, f, h});
+            for (int64_t e = 0; e < E; ++e) {
+                const std::string to = mlp + "experts.local_experts." + std::to_string(e) + ".";
+                // fc1 = [gate; up] rows of gate_up_proj[e]^T; fc2 = down_proj[e]^T.
+                in.put(to + "linear_fc1.weight", {2 * f, h}, {gate_up},
+                       [gate_up, e](const HfRead& t) {
+                           return transposed(regroup_gate_up(t.get(gate_up).select(0, e), true));
+                       });
+                in.put(to + "linear_fc2.weight", {h, f}, {down}, [down, e](const HfRead& t) {
+                    return transposed(t.get(down).select(0, e).contiguous());
+                });
+            }
+        }
         const std::string gate_up_bias = in.hf(ex + "gate_up_proj_bias", {E, 2 * f});
-        const std::string down = in.hf(ex + "down_proj", {E, f, h});
         const std::string down_bias = in.hf(ex + "down_proj_bias", {E, h});
         for (int64_t e = 0; e < E; ++e) {
             const std::string to = mlp + "experts.local_experts." + std::to_string(e) + ".";
-            // fc1 = [gate; up] rows of gate_up_proj[e]^T; fc2 = down_proj[e]^T.
-            in.put(to + "linear_fc1.weight", {2 * f, h}, {gate_up}, [gate_up, e](const HfRead& t) {
-                return transposed(regroup_gate_up(t.get(gate_up).select(0, e), true));
-            });
             in.put(to + "linear_fc1.bias", {2 * f}, {gate_up_bias},
                    [gate_up_bias, e](const HfRead& t) {
                        return regroup_gate_up(t.get(gate_up_bias).select(0, e), true);
                    });
-            in.put(to + "linear_fc2.weight", {h, f}, {down}, [down, e](const HfRead& t) {
-                return transposed(t.get(down).select(0, e).contiguous());
-            });
             in.put(to + "linear_fc2.bias", {h}, {down_bias}, [down_bias, e](const HfRead& t) {
                 return t.get(down_bias).select(0, e).contiguous();
             });
