@@ -375,9 +375,10 @@ TEST_F(ParallelTrain, ExpertBiasGivesTheOneProcessLossesAndResumes) {
 
 // GPT-OSS's MoE as core_v0.19 builds it: biases everywhere (the router's, each expert's fc1 and
 // fc2, attention's), quick GeGLU experts with --glu-linear-offset and
-// --activation-func-clamp-value, learned sinks: EP2, and TP2 x EP2 with whole experts, give the
-// one-process losses; an EP2 torch_dist checkpoint (the experts' numbered biases on Megatron's
-// expert axis) resumes in one process with them.
+// --activation-func-clamp-value, learned sinks: EP2, TP2 x EP2 with whole experts, and TP2 with
+// the experts split over the tensor ranks give the one-process losses; an EP2 torch_dist
+// checkpoint (the experts' numbered biases on Megatron's expert axis) resumes in one process
+// with them.
 TEST_F(ParallelTrain, BiasedQuickGegluExpertsGiveTheOneProcessLossesAndResume) {
     const std::string moe =
         " --normalization RMSNorm --position-embedding-type rope --group-query-attention"
@@ -396,10 +397,11 @@ TEST_F(ParallelTrain, BiasedQuickGegluExpertsGiveTheOneProcessLossesAndResume) {
     const std::string fmt = " --ckpt-format torch_dist";
     expect_resumes(train(dir_, data_, 2, 1) + moe + " --expert-model-parallel-size 2" + fmt,
                    one + fmt, dir_ / "gpt_oss_moe", want);
-    // Expert biases under expert tensor parallelism are refused, naming it.
-    auto etp = run_command(train(dir_, data_, 2, 2) + moe);
-    EXPECT_NE(etp.exit_code, 0);
-    EXPECT_NE(etp.output.find("not supported yet: expert biases"), std::string::npos) << etp.output;
+    // Each expert split over the tensor ranks (--expert-tensor-parallel-size 2): fc1's bias split
+    // with its columns, fc2's added once to the partial sums, by both dispatchers.
+    for (const char* dispatcher : {"allgather", "alltoall"})
+        expect_curve(train(dir_, data_, 2, 2) + moe + " --moe-token-dispatcher-type " + dispatcher,
+                     want);
 }
 
 // MoE checkpoints of expert-parallel runs: EP2 (each rank its experts) saves Megatron's layout in

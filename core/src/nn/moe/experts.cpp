@@ -34,11 +34,7 @@ MoeExperts::MoeExperts(const std::string& prefix, const TransformerConfig& confi
     const bool bias = config.add_bias_linear;
     const int64_t local = E / ep, F = moe.ffn_hidden_size, H = config.hidden_size;
     const TensorParallel etp{moe.experts.etp, false};
-    // fc2's bias would be added on each expert-tensor rank's partial sum.
-    MT_CHECK(!bias || !etp.active(),
-             "not supported yet: expert biases (--num-experts without --disable-bias-linear) with "
-             "--expert-tensor-parallel-size ",
-             etp.size(), " (use 1)");
+    adds_fc2_bias_ = !etp.active() || etp.rank() == 0;
     const ShardSpec fc1_shard{ShardSpec::Kind::column, 0, gated_ ? 2 : 1, gated_};
     for (int64_t j = 0; j < local; ++j) {
         const int64_t e = moe.experts.ep_rank() * local + j;
@@ -107,7 +103,7 @@ Tensor MoeExperts::forward(const Tensor& x, const std::vector<int64_t>& rows, co
         backend_->unary_forward(activation_, h, a);
     backend_->grouped_gemm_nt(probs_on_input_ ? a : weighted_rows(a, probs), rows, w2, y);
     // fc2's bias weighed as the activation was (by 1 when the probs weighed the input).
-    for (size_t j = 0; j < fc2_bias_.size(); ++j) {
+    for (size_t j = 0; adds_fc2_bias_ && j < fc2_bias_.size(); ++j) {
         if (rows[j] == 0) continue;
         Tensor yj = rows_of(y, rows, j);
         backend_->add(yj,
@@ -139,10 +135,14 @@ MoeExperts::Grads MoeExperts::backward(const Tensor& dy, const Saved& s) {
         if (!fc2_bias_.empty()) {
             // y += p · b: d b = Σ p · dy, d p = dy · b (p is 1 with the probs on the input).
             const Tensor& b = fc2_bias_[j].value;
+            // Over expert tensor parallelism dy is the same on every rank of the group: each
+            // takes b's whole gradient, and the rank that added it its share of d p.
             if (probs_on_input_) {
                 backend_->add_column_sums(dyj, fc2_bias_[j].grad);
             } else {
                 backend_->add_column_sums(weighted_rows(dyj, pj), fc2_bias_[j].grad);
+            }
+            if (!probs_on_input_ && adds_fc2_bias_) {
                 Tensor dp = backend_->empty(dpj.shape(), dpj.dtype());
                 backend_->row_dots(dyj, bias_rows(b, s.rows[j], dyj.dtype(), Tensor()), dp);
                 backend_->add(dpj, dp, dpj);

@@ -72,6 +72,9 @@ class MT_API MoeExperts {
     ops::GluConfig glu_;       // with one
     std::vector<Parameter> fc1_, fc2_;
     std::vector<Parameter> fc1_bias_, fc2_bias_;  // empty without --add-bias-linear
+    // Whether this rank adds fc2's bias: over expert tensor parallelism each rank's fc2 output
+    // is a partial sum, so one rank of the group adds it (all compute its gradient, the same).
+    bool adds_fc2_bias_ = true;
     Backend* backend_;
 };
 
