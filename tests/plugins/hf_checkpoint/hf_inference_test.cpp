@@ -15,6 +15,7 @@
 #include "mt/infer/generator.h"
 #include "mt/infer/model_loader.h"
 #include "mt/nn/inference_state.h"
+#include "mt/nn/parameter.h"
 #include "mt/registry.h"
 #include "test_support.h"
 
@@ -23,8 +24,22 @@ namespace {
 
 struct Reference {
     std::vector<std::vector<int32_t>> prompts, greedy;
-    std::vector<std::vector<std::vector<double>>> logits;  // [prompt][t][v]
+    std::vector<std::vector<std::vector<double>>> logits;       // [prompt][t][v]
+    std::vector<std::vector<std::vector<double>>> logits_bf16;  // the model in bf16; or none
 };
+
+// [prompt][t][v] from a JSON array of arrays of arrays.
+std::vector<std::vector<std::vector<double>>> logits_of(simdjson::dom::array prompts) {
+    std::vector<std::vector<std::vector<double>>> out;
+    for (auto prompt : prompts) {
+        out.emplace_back();
+        for (auto row : prompt.get_array()) {
+            out.back().emplace_back();
+            for (auto x : row.get_array()) out.back().back().push_back(x.get_double());
+        }
+    }
+    return out;
+}
 
 Reference reference(const std::string& name, int64_t* new_tokens) {
     simdjson::dom::parser parser;
@@ -43,20 +58,16 @@ Reference reference(const std::string& name, int64_t* new_tokens) {
     };
     r.prompts = ids(m["prompts"].get_array());
     r.greedy = ids(m["greedy"].get_array());
-    for (auto prompt : m["logits"].get_array()) {
-        r.logits.emplace_back();
-        for (auto row : prompt.get_array()) {
-            r.logits.back().emplace_back();
-            for (auto x : row.get_array()) r.logits.back().back().push_back(x.get_double());
-        }
-    }
+    r.logits = logits_of(m["logits"].get_array());
+    simdjson::dom::array bf16;
+    if (!m["logits_bf16"].get_array().get(bf16)) r.logits_bf16 = logits_of(bf16);
     return r;
 }
 
-LoadedModel load(const std::string& name) {
+LoadedModel load(const std::string& name, DType dtype = DType::f32) {
     auto family = Registry::global().create_model("gpt");
     return load_for_inference(Registry::global(), *family, mt::test::fixtures_dir() / "hf" / name,
-                              {});
+                              {}, "", dtype);
 }
 
 Tensor row_tensor(const std::vector<int32_t>& ids) {
@@ -136,6 +147,28 @@ TEST_P(HfInference, BatchedGreedyGenerationEqualsTransformers) {
             EXPECT_NEAR(out.log_probs[p][t], want, 1e-4) << "prompt " << p << " position " << t;
         }
     }
+}
+
+// In bf16 (the weights cast, the forward in bf16 with f32 accumulation) the logits equal
+// transformers' model cast to bfloat16 to 1e-2 (tests/fixtures/infer/make_fixtures.py --bf16).
+TEST_P(HfInference, Bf16LogitsEqualTransformersInBf16) {
+    int64_t new_tokens = 0;
+    const Reference ref = reference(GetParam(), &new_tokens);
+    if (ref.logits_bf16.empty()) GTEST_SKIP() << "no bf16 logits for " << GetParam();
+    LoadedModel m = load(GetParam(), DType::bf16);
+    EXPECT_EQ(m.model->parameters().front()->value.dtype(), DType::bf16);
+    double worst = 0;
+    for (size_t p = 0; p < ref.prompts.size(); ++p) {
+        const Tensor logits =
+            cast_float(m.model->logits(row_tensor(ref.prompts[p]), nullptr, 0), DType::f32);
+        const int64_t n = logits.size(1), V = logits.size(2);
+        for (int64_t t = 0; t < n; ++t)
+            for (int64_t v = 0; v < V; ++v)
+                worst = std::max(worst, std::abs(logits.data<float>()[t * V + v] -
+                                                 ref.logits_bf16[p][size_t(t)][size_t(v)]));
+    }
+    EXPECT_LT(worst, 1e-2) << GetParam();
+    RecordProperty("largest_difference", std::to_string(worst));
 }
 
 INSTANTIATE_TEST_SUITE_P(Folders, HfInference,
