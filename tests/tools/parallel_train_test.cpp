@@ -532,6 +532,27 @@ TEST_F(ParallelTrain, ContextParallelGivesTheOneProcessLossesAndResumesAtOneRank
     }
 }
 
+// A sliding window on the first layer and learned attention sinks (GPT-OSS's attention) under
+// --context-parallel-size 2: each rank gathers the sequence's keys and values, and CP2 and
+// TP2 x CP2 give the one-process losses (seq-length 16: the window of 5 cuts across the chunks).
+TEST_F(ParallelTrain, ContextParallelWithWindowsAndSinksGivesTheOneProcessLosses) {
+    const std::string attention = std::string(kLlama) +
+                                  " --window-size '(5, 0)' --window-attn-skip-freq '[1,0]'"
+                                  " --softmax-type learnable";
+    auto one = run_command(train(dir_, data_, 1, 1) + attention);
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    const auto want = losses(one.output);
+    ASSERT_EQ(want.size(), 6u) << one.output;
+    for (auto [ranks, tp] : {std::pair{2, 1}, std::pair{4, 2}}) {
+        auto r =
+            run_command(train(dir_, data_, ranks, tp) + attention + " --context-parallel-size 2");
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+        const auto got = losses(r.output);
+        EXPECT_EQ(got.size(), 6u) << r.output;
+        expect_same(got, want, r.output);
+    }
+}
+
 // --pipeline-model-parallel-size (1F1B): PP2 with the distributed optimizer, PP2 x TP2 with
 // sequence parallelism, PP4 and uneven stages give the one-process losses, GPT-2 style (the
 // tied word embeddings on the first and last stage) and Llama style.

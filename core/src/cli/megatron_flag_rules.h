@@ -69,7 +69,8 @@ inline constexpr FlagRule kPipelineOnly = accept(
     "as soon as it exists and posts receives ahead, which computes the same");
 inline constexpr FlagRule kContextOnly = accept(
     "chooses how context-parallel ranks exchange keys and values (p2p, a2a, allgather): "
-    "megatron.cpp always passes them around the ring (p2p), which computes the same attention");
+    "megatron.cpp passes them around the ring (p2p) for the causal mask and gathers them "
+    "(all_gather) for sliding windows and sinks; each computes the same attention");
 inline constexpr FlagRule kFsdpOnly =
     accept("tunes FSDP: no effect without FSDP, which megatron.cpp refuses");
 inline constexpr FlagRule kNcclTuning =

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "mt/nn/gathered_attention.h"
 #include "mt/nn/ring_attention.h"
 
 namespace mt::nn {
@@ -176,11 +177,21 @@ void SelfAttention::attend(Saved& s, DropoutContext& ctx, const AttentionMask& m
     s.lse = backend_->empty({B, nq_, T}, upcast_dtype(s.q.dtype()));  // f32 for bf16
     if (config_.cp.active()) {
         MT_CHECK(mask.causal && !mask.document_start.defined() && !mask.key_length.defined() &&
-                     !mask.bias.defined() && config_.attention_window < 0 &&
-                     config_.softmax_type == SoftmaxType::vanilla,
+                     !mask.bias.defined(),
                  "not supported yet: --context-parallel-size with a mask other than causal "
-                 "(bidirectional, --reset-attention-mask, padding, an attention bias, "
-                 "--window-size or --softmax-type)");
+                 "(bidirectional, --reset-attention-mask, padding, an attention bias)");
+        if (config_.attention_window >= 0 || config_.softmax_type != SoftmaxType::vanilla) {
+            // A window or sinks: the whole sequence's keys gathered (no ring steps kept).
+            MT_CHECK(!ctx.training || config_.attention_dropout == 0,
+                     "not supported yet: attention dropout with --context-parallel-size and "
+                     "--window-size or --softmax-type");
+            s.attention = attention_config(config_, scale, s.q, ctx, mask, *backend_);
+            s.attention.sink = sink();
+            s.ring.clear();
+            gathered_attention_forward(*backend_, config_.cp, s.q, s.k, s.v, s.attention, s.out,
+                                       s.lse);
+            return;
+        }
         // Each ring step draws its own dropout counters.
         s.attention = ops::AttentionConfig{};
         s.attention.scale = scale;
@@ -270,20 +281,21 @@ Tensor SelfAttention::backward(const Tensor& dy, const Saved& saved) {
     Tensor dq = backend_->empty(saved.q.shape(), saved.q.dtype());
     Tensor dk = backend_->empty(saved.k.shape(), saved.k.dtype());
     Tensor dv = backend_->empty(saved.v.shape(), saved.v.dtype());
-    if (config_.cp.active())
+    ops::AttentionConfig config = saved.attention;
+    if (softmax_offset_) {
+        config.sink_grad = backend_->empty({nq_}, upcast_dtype(config_.dtype));
+        backend_->fill(config.sink_grad, 0.0);
+    }
+    if (config_.cp.active() && !saved.ring.empty())
         ring_attention_backward(*backend_, config_.cp, saved.q, saved.k, saved.v, saved.out,
                                 saved.lse, dout, saved.ring, dq, dk, dv);
-    else if (!softmax_offset_)
-        backend_->attention_backward(saved.q, saved.k, saved.v, saved.out, saved.lse, dout,
-                                     saved.attention, dq, dk, dv);
-    else {
-        ops::AttentionConfig with_grad = saved.attention;
-        with_grad.sink_grad = backend_->empty({nq_}, upcast_dtype(config_.dtype));
-        backend_->fill(with_grad.sink_grad, 0.0);
-        backend_->attention_backward(saved.q, saved.k, saved.v, saved.out, saved.lse, dout,
-                                     with_grad, dq, dk, dv);
-        backend_->axpy(1.0f, with_grad.sink_grad, softmax_offset_->grad);
-    }
+    else if (config_.cp.active())
+        gathered_attention_backward(*backend_, config_.cp, saved.q, saved.k, saved.v, dout, config,
+                                    dq, dk, dv);
+    else
+        backend_->attention_backward(saved.q, saved.k, saved.v, saved.out, saved.lse, dout, config,
+                                     dq, dk, dv);
+    if (softmax_offset_) backend_->axpy(1.0f, config.sink_grad, softmax_offset_->grad);
     if (config_.rotary) {
         ops::RopeTables tables = sequence_rope_tables(l.T);
         backend_->rope_backward(dq, tables, dq);
