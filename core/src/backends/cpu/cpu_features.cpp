@@ -39,9 +39,11 @@ const CpuFeatures& cpu_features() {
         const char* isa = std::getenv("MT_CPU_ISA");
         const std::string_view limit = isa ? isa : "";
         MT_CHECK(limit.empty() || limit == "native" || limit == "portable" || limit == "avx2" ||
-                     limit == "avx512",
-                 "MT_CPU_ISA=", limit.substr(0, 40), ": expected portable, avx2, avx512 or native");
+                     limit == "avx512f" || limit == "avx512",
+                 "MT_CPU_ISA=", limit.substr(0, 40),
+                 ": expected portable, avx2, avx512f, avx512 or native");
         if (limit == "avx2" || limit == "portable") f.avx512f = f.avx512bf16 = false;
+        if (limit == "avx512f") f.avx512bf16 = false;
         if (limit == "portable") f.avx2 = false;
         f.amx_bf16 = limit.empty() || limit == "native"
                          ? f.avx512bf16 && cpu_has_amx_bf16() && amx_permitted()

@@ -1,8 +1,9 @@
 // The instruction sets the CPU kernels may use: what this CPU (and, for AMX, the kernel) allows,
 // less what the environment variable MT_CPU_ISA withholds. MT_CPU_ISA=avx2 runs the paths of
 // AVX2-only machines (older EPYCs: no AVX-512, no bf16 dot products) on an AVX-512 one,
-// MT_CPU_ISA=avx512 those of AVX-512 machines without AMX (Zen 4) on one with it, and
-// MT_CPU_ISA=portable the builds without vector instructions, so every path is tested anywhere
+// MT_CPU_ISA=avx512 those of AVX-512 machines without AMX (Zen 4) on one with it,
+// MT_CPU_ISA=avx512f those of AVX-512 machines without bf16 dot products (Skylake-X, Ice Lake),
+// and MT_CPU_ISA=portable the builds without vector instructions, so every path is tested anywhere
 // that has its instructions; pair avx2 with OPENBLAS_CORETYPE=Haswell for
 // OpenBLAS's own kernels.
 #pragma once

@@ -245,11 +245,19 @@ void gemm_bf16_skinny(int64_t m, int64_t n, int64_t k, float alpha, const uint16
                       bool c_is_bf16) {
     MT_CHECK(m <= kSkinnyRows, "gemm_bf16_skinny: at most ", kSkinnyRows, " rows, got ", m);
     if (m <= 0 || n <= 0) return;
-    std::vector<float> af(size_t(m * k));  // the few rows of A, widened once
-    for (int64_t i = 0; i < m; ++i)
+    // With AVX512-BF16 the bf16 rows of A are dotted as they are; else widened once.
+    const bool dot = skinny_bf16_dot();
+    std::vector<float> af(dot ? 0 : size_t(m * k));
+    for (int64_t i = 0; !dot && i < m; ++i)
         for (int64_t j = 0; j < k; ++j) af[size_t(i * k + j)] = bfloat16_to_float(a[i * lda + j]);
+    auto product = [&](float* out, int64_t ld_out) {
+        if (dot)
+            skinny_gemm_nt_bf16_dot(m, n, k, alpha, a, lda, b, ldb, beta, out, ld_out);
+        else
+            skinny_gemm_nt(m, n, k, alpha, af.data(), k, b, ldb, beta, out, ld_out);
+    };
     if (!c_is_bf16) {
-        skinny_gemm_nt(m, n, k, alpha, af.data(), k, b, ldb, beta, static_cast<float*>(c), ldc);
+        product(static_cast<float*>(c), ldc);
         return;
     }
     auto* cb = static_cast<uint16_t*>(c);
@@ -258,7 +266,7 @@ void gemm_bf16_skinny(int64_t m, int64_t n, int64_t k, float alpha, const uint16
         for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < n; ++j)
                 cf[size_t(i * n + j)] = bfloat16_to_float(cb[i * ldc + j]);
-    skinny_gemm_nt(m, n, k, alpha, af.data(), k, b, ldb, beta, cf.data(), n);
+    product(cf.data(), n);
     for (int64_t i = 0; i < m; ++i) narrow_to_bf16(cf.data() + i * n, cb + i * ldc, n);
 }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "cpu_features.h"
+#include "mt/error.h"
 #include "mt/kernels/bf16.h"
 
 // GCC 12 reports its own _mm512_reduce_add_ps (an unmasked extract from an undefined source) as
@@ -119,6 +120,72 @@ __attribute__((target("avx512f,fma"))) void rows_avx512(int64_t n0, int64_t n1, 
             store(c + r * ldc + j, _mm512_reduce_add_ps(acc[r]), alpha, beta);
     }
 }
+
+// A and B both bfloat16 (a bf16 model's activations and weights) on CPUs with AVX512-BF16:
+// 32 products of bf16 pairs per instruction into f32 lanes (vdpbf16ps: each product exact, the
+// pair added to the lane in two roundings), the bf16 rows read as they are, unwidened. The tail
+// of k through masked loads (zeros contribute nothing).
+template <int M>
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) void rows_dpbf16(
+    int64_t n0, int64_t n1, int64_t k, float alpha, const uint16_t* a, int64_t lda,
+    const uint16_t* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+    constexpr int NB = kBRowsPerPass<M>;
+    const int64_t k32 = k / 32 * 32;
+    const __mmask32 tail = __mmask32((uint64_t(1) << (k - k32)) - 1);
+    auto bh = [](__m512i v) { return (__m512bh)v; };
+    int64_t j = n0;
+    for (; j + NB <= n1; j += NB) {
+        const uint16_t* bj = b + j * ldb;
+        __m512 acc[NB][M];
+        for (int q = 0; q < NB; ++q)
+            for (int r = 0; r < M; ++r) acc[q][r] = _mm512_setzero_ps();
+        for (int64_t i = 0; i < k32; i += 32) {
+            __m512i w[NB];
+            for (int q = 0; q < NB; ++q) w[q] = _mm512_loadu_si512(bj + q * ldb + i);
+            for (int r = 0; r < M; ++r) {
+                const __m512i x = _mm512_loadu_si512(a + r * lda + i);
+                for (int q = 0; q < NB; ++q)
+                    acc[q][r] = _mm512_dpbf16_ps(acc[q][r], bh(w[q]), bh(x));
+            }
+        }
+        if (tail) {
+            __m512i w[NB];
+            for (int q = 0; q < NB; ++q) w[q] = _mm512_maskz_loadu_epi16(tail, bj + q * ldb + k32);
+            for (int r = 0; r < M; ++r) {
+                const __m512i x = _mm512_maskz_loadu_epi16(tail, a + r * lda + k32);
+                for (int q = 0; q < NB; ++q)
+                    acc[q][r] = _mm512_dpbf16_ps(acc[q][r], bh(w[q]), bh(x));
+            }
+        }
+        for (int r = 0; r < M; ++r)
+            for (int q = 0; q < NB; ++q)
+                store(c + r * ldc + j + q, _mm512_reduce_add_ps(acc[q][r]), alpha, beta);
+    }
+    for (; j < n1; ++j) {
+        const uint16_t* b0 = b + j * ldb;
+        __m512 acc[M];
+        for (int r = 0; r < M; ++r) acc[r] = _mm512_setzero_ps();
+        for (int64_t i = 0; i < k32; i += 32) {
+            const __m512i w0 = _mm512_loadu_si512(b0 + i);
+            for (int r = 0; r < M; ++r)
+                acc[r] = _mm512_dpbf16_ps(acc[r], bh(w0), bh(_mm512_loadu_si512(a + r * lda + i)));
+        }
+        if (tail) {
+            const __m512i w0 = _mm512_maskz_loadu_epi16(tail, b0 + k32);
+            for (int r = 0; r < M; ++r)
+                acc[r] = _mm512_dpbf16_ps(acc[r], bh(w0),
+                                          bh(_mm512_maskz_loadu_epi16(tail, a + r * lda + k32)));
+        }
+        for (int r = 0; r < M; ++r)
+            store(c + r * ldc + j, _mm512_reduce_add_ps(acc[r]), alpha, beta);
+    }
+}
+
+using DpRowsFn = void (*)(int64_t, int64_t, int64_t, float, const uint16_t*, int64_t,
+                          const uint16_t*, int64_t, float, float*, int64_t);
+constexpr DpRowsFn kDpbf16[kRowsPerPass + 1] = {nullptr,        rows_dpbf16<1>, rows_dpbf16<2>,
+                                                rows_dpbf16<3>, rows_dpbf16<4>, rows_dpbf16<5>,
+                                                rows_dpbf16<6>, rows_dpbf16<7>, rows_dpbf16<8>};
 
 // 8 lanes of a row of B as f32 (the AVX2 build's load16); a tail of fewer through a zero-padded
 // copy.
@@ -256,6 +323,25 @@ void skinny_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float* a
 void skinny_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
                     const uint16_t* b, int64_t ldb, float beta, float* c, int64_t ldc) {
     skinny_over_b_rows(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+bool skinny_bf16_dot() {
+    return cpu_features().avx512bf16;
+}
+
+void skinny_gemm_nt_bf16_dot(int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a,
+                             int64_t lda, const uint16_t* b, int64_t ldb, float beta, float* c,
+                             int64_t ldc) {
+    MT_CHECK(skinny_bf16_dot(), "skinny_gemm_nt_bf16_dot: the CPU has no AVX512-BF16");
+    const int64_t tasks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(dynamic, 4) if (n * k >= (1 << 16))
+    for (int64_t t = 0; t < tasks; ++t) {
+        const int64_t n0 = t * kChunk, n1 = std::min(n, n0 + kChunk);
+        for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
+            const int rows = int(std::min<int64_t>(kRowsPerPass, m - r0));
+            kDpbf16[rows](n0, n1, k, alpha, a + r0 * lda, lda, b, ldb, beta, c + r0 * ldc, ldc);
+        }
+    }
 }
 
 void grouped_skinny_gemm_nt(const std::vector<SkinnyGroup>& groups, int64_t n, int64_t k,

@@ -20,6 +20,15 @@ void skinny_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float* a
 void skinny_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
                     const uint16_t* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
+// Whether skinny_gemm_nt_bf16_dot runs here (AVX512-BF16).
+bool skinny_bf16_dot();
+// The same with A in bfloat16 too (a bf16 model's activations), by bf16 dot products: each
+// product exact, summed in f32 in another order than the widened kernel's. Needs
+// skinny_bf16_dot().
+void skinny_gemm_nt_bf16_dot(int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a,
+                             int64_t lda, const uint16_t* b, int64_t ldb, float beta, float* c,
+                             int64_t ldc);
+
 // One product of a grouped C = A B^T: m <= kSkinnyRows rows of A and C, its own B (n x k).
 struct SkinnyGroup {
     int64_t m;
