@@ -14,7 +14,8 @@
                                    llama.cpp converters older than transformers 5: rope_theta at
                                    the top level (transformers 5 keeps it in rope_parameters), and
                                    no null entries (which they cannot pack)
-  bench DIR --threads N            prefill and greedy KV-cache decode timings, one line each:
+  bench DIR --threads N [--dtype bf16]
+                                   prefill and greedy KV-cache decode timings, one line each:
                                    "prefill batch=B tokens=N seconds=S tokens_per_s=R"
 
 Timing rules shared with mt_bench_inference: prefill = one forward over B rows of P random
@@ -168,7 +169,8 @@ def bench(args):
     from transformers import AutoModelForCausalLM
 
     torch.set_num_threads(args.threads)
-    model = AutoModelForCausalLM.from_pretrained(args.dir, dtype=torch.float32).eval()
+    dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(args.dir, dtype=dtype).eval()
     vocab = model.config.vocab_size
     gen = torch.Generator().manual_seed(0)
     for batch in args.batch:
@@ -224,6 +226,7 @@ def main():
     b = sub.add_parser("bench")
     b.add_argument("dir")
     b.add_argument("--threads", type=int, required=True)
+    b.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
     b.add_argument("--prompt", type=int, default=128)
     b.add_argument("--decode", type=int, default=64)
     b.add_argument("--batch", type=int, nargs="+", default=[1, 8])

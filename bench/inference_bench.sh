@@ -11,6 +11,8 @@
 #   LLAMA_CPP_DIR=/path/to/src   a llama.cpp source tree built in its build/ (llama-bench and
 #                                llama-batched-bench); its convert_hf_to_gguf.py (with PYTHON,
 #                                which then also needs sentencepiece) makes the f32 GGUF
+# DTYPE (default f32; bf16) the weights' dtype everyone runs in (ours --bf16, transformers'
+# bfloat16, a bf16 GGUF).
 # MODELS (default "gpt2-small llama-1b"; also mixtral-tiny, qwen2.5-0.5b, gemma3-1b) picks the models; THREADS (default: nproc) threads for everyone; REPEAT (default 2) runs per measurement, the
 # best kept (llama-bench: the mean); BUILD_DIR selects our build (default build).
 # Builds nothing: run scripts/setup.sh first (with the benchmarks on).
@@ -23,6 +25,8 @@ repeat="${REPEAT:-2}"
 prompt=128
 decode=64
 models="${MODELS:-gpt2-small llama-1b}"
+dtype="${DTYPE:-f32}"
+case "$dtype" in f32) ours_dtype="" ;; bf16) ours_dtype="--bf16" ;; *) echo "DTYPE: f32 or bf16" >&2; exit 1 ;; esac
 mkdir -p "$work"
 export OMP_NUM_THREADS="$threads"
 llama=""
@@ -40,13 +44,14 @@ done
 rm -f "$work"/ours-*.txt "$work"/hf-*.txt "$work"/llama-*.csv "$work"/llama-batched-*.txt
 for model in $models; do
     "$bin/mt_bench_inference" "$work/$model" --prompt $prompt --decode $decode --batch 1,8 \
-        --repeat "$repeat" >"$work/ours-$model.txt"
+        --repeat "$repeat" $ours_dtype >"$work/ours-$model.txt"
     if [ -n "${PYTHON:-}" ]; then
         "$PYTHON" bench/hf_inference.py bench "$work/$model" --threads "$threads" --prompt $prompt \
-            --decode $decode --batch 1 8 --repeat "$repeat" >"$work/hf-$model.txt" 2>/dev/null
+            --decode $decode --batch 1 8 --repeat "$repeat" --dtype "$dtype" \
+            >"$work/hf-$model.txt" 2>/dev/null
     fi
     if [ -n "$llama" ]; then
-        gguf="$work/$model-f32.gguf"
+        gguf="$work/$model-$dtype.gguf"
         if [ ! -f "$gguf" ]; then
             PYTHONPATH="$LLAMA_CPP_DIR/gguf-py" "$PYTHON" bench/hf_inference.py tokenizer \
                 "$work/$model" --gpt2-vocab "$LLAMA_CPP_DIR/models/ggml-vocab-gpt-2.gguf" >&2
@@ -55,7 +60,7 @@ for model in $models; do
             cp -r "$work/$model" "$work/$model-for-gguf"
             "$PYTHON" bench/hf_inference.py gguf-config "$work/$model-for-gguf" >&2
             "$PYTHON" "$LLAMA_CPP_DIR/convert_hf_to_gguf.py" "$work/$model-for-gguf" \
-                --outtype f32 --outfile "$gguf.tmp" >"$work/convert-$model.log" 2>&1
+                --outtype "$dtype" --outfile "$gguf.tmp" >"$work/convert-$model.log" 2>&1
             mv "$gguf.tmp" "$gguf"
             rm -rf "$work/$model-for-gguf"
         fi
@@ -101,7 +106,7 @@ for model in $models; do
     d1=$(field "$r" decode 1 tokens_per_s)
     d8=$(field "$r" decode 8 tokens_per_s)
     echo
-    echo "### $model ($params parameters, $gb GB of fp32 weights read per decode step)"
+    echo "### $model ($params parameters, $gb GB of $dtype weights read per decode step)"
     echo
     echo "Memory bandwidth measured just before: read $read_gbs GB/s, STREAM triad $triad_gbs GB/s."
     echo
@@ -120,7 +125,7 @@ for model in $models; do
     if [ -n "$llama" ]; then
         c="$work/llama-bench-$model.csv"
         b="$work/llama-batched-$model.txt"
-        echo "| llama.cpp build $(lbench "$c" pp build_number) f32 (b1: llama-bench, b8: llama-batched-bench)" \
+        echo "| llama.cpp build $(lbench "$c" pp build_number) $dtype (b1: llama-bench, b8: llama-batched-bench)" \
             "| $(num "$(lbench "$c" pp avg_ts)") | $(lbatched "$b" 7) | $(num "$(lbench "$c" tg avg_ts)") | $(lbatched "$b" 9) |"
     else
         echo "| llama.cpp: skipped (set LLAMA_CPP_DIR and PYTHON) | | | | |"
