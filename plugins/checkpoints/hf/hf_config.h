@@ -141,7 +141,8 @@ HfConfig read_hf_config(const std::filesystem::path& dir);
 // The Megatron flags of that model (dropout off, vocabulary unpadded, seq-length the maximum
 // positions); a caller may override seq-length, dropout or --transformer-impl. BERT: the bert
 // family's flags (--no-bias-gelu-fusion: the erf GeLU; --bert-no-binary-head without the binary
-// head; --num-tokentypes the token types; --post-layer-norm for model_type bert).
+// head; --num-tokentypes the token types; --apply-residual-connection-post-layernorm for
+// model_type bert).
 ModelArgs hf_model_args(const HfConfig& config);
 
 // The same as the args Namespace a Megatron checkpoint stores (Megatron's names and Python
