@@ -125,6 +125,12 @@ __attribute__((target("avx512f,fma"))) void rows_avx512(int64_t n0, int64_t n1, 
 // 32 products of bf16 pairs per instruction into f32 lanes (vdpbf16ps: each product exact, the
 // pair added to the lane in two roundings), the bf16 rows read as they are, unwidened. The tail
 // of k through masked loads (zeros contribute nothing).
+// 32 bf16 lanes as the dot-product instruction takes them (a lambda would not inherit the
+// target attribute).
+__attribute__((target("avx512f,avx512bf16"))) inline __m512bh bh(__m512i v) {
+    return (__m512bh)v;
+}
+
 template <int M>
 __attribute__((target("avx512f,avx512bw,avx512bf16"))) void rows_dpbf16(
     int64_t n0, int64_t n1, int64_t k, float alpha, const uint16_t* a, int64_t lda,
@@ -132,7 +138,6 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void rows_dpbf16(
     constexpr int NB = kBRowsPerPass<M>;
     const int64_t k32 = k / 32 * 32;
     const __mmask32 tail = __mmask32((uint64_t(1) << (k - k32)) - 1);
-    auto bh = [](__m512i v) { return (__m512bh)v; };
     int64_t j = n0;
     for (; j + NB <= n1; j += NB) {
         const uint16_t* bj = b + j * ldb;
