@@ -15,6 +15,7 @@
 #include "hf_export.h"
 #include "hf_import.h"
 #include "hf_saver_args.h"
+#include "rope_scaling.h"
 #include "sliding_window.h"
 
 namespace mt::plugins::hf {
@@ -23,18 +24,19 @@ namespace {
 
 using namespace json;
 
-// One layer type's rope (rope_parameters' entries in transformers 5; rope_scaling in 4): plain,
-// or for the full layers linear scaling by an integer factor (Megatron's
-// --rotary-seq-len-interpolation-factor).
+// One layer type's rope (rope_parameters' entries in transformers 5; rope_scaling in 4): the full
+// layers' may scale (linearly: Gemma 3's released 4B-27B), the local layers' may not.
 void read_layer_rope(const ConfigJson& r, bool full, HfConfig& c) {
-    const std::string type = r.text("rope_type", r.text("type", "default"));
-    if (type == "default") return;
-    const double factor = r.real("factor", 0);
-    MT_CHECK(full && type == "linear" && factor >= 1 && factor == double(int64_t(factor)),
-             r.where(), ": not supported yet: '", type, "' rope scaling by ", factor,
-             " (Gemma 3's full layers scale linearly by an integer, Megatron's "
-             "--rotary-seq-len-interpolation-factor; its local layers do not scale)");
-    c.linear_rope_factor = int64_t(factor);
+    if (!full) {
+        const std::string type = r.text("rope_type", r.text("type", "default"));
+        MT_CHECK(type == "default", r.where(), ": not supported yet: '", type,
+                 "' rope scaling on Gemma 3's local layers (their rope is plain)");
+        return;
+    }
+    read_rope_scaling(r, r.where(), c);
+    MT_CHECK(c.llama3_rope_factor == 0, r.where(),
+             ": not supported yet: llama3 rope scaling on Gemma 3's full layers (they scale "
+             "linearly)");
 }
 
 void read_rope(const ConfigJson& j, HfConfig& c) {
@@ -171,13 +173,9 @@ Members gemma3_members(const HfConfig& c) {
         types.push_back(c.windowed_layers.empty() || c.windowed_layers[size_t(i)]
                             ? "sliding_attention"
                             : "full_attention");
-    Members full = {{"rope_theta", real(c.rope_theta)}, {"rope_type", text("default")}};
-    std::string scaling = "null";
-    if (c.linear_rope_factor > 0) {
-        full["rope_type"] = text("linear");
-        full["factor"] = real(double(c.linear_rope_factor));
-        scaling = object({{"factor", full["factor"]}, {"rope_type", text("linear")}}, 1);
-    }
+    const std::optional<Members> scaling = rope_scaling(c);
+    Members full = scaling.value_or(Members{{"rope_type", text("default")}});
+    full["rope_theta"] = real(c.rope_theta);
     const double q = c.gemma3.query_pre_attn_scalar;
     const Members local = {{"rope_theta", real(c.gemma3.local_rope_theta)},
                            {"rope_type", text("default")}};
@@ -204,7 +202,7 @@ Members gemma3_members(const HfConfig& c) {
         {"rope_local_base_freq", real(c.gemma3.local_rope_theta)},
         {"rope_parameters",
          object({{"full_attention", object(full, 2)}, {"sliding_attention", object(local, 2)}}, 1)},
-        {"rope_scaling", scaling},
+        {"rope_scaling", scaling ? object(*scaling, 1) : "null"},
         {"rope_theta", real(c.rope_theta)},
         {"sliding_window", integer(c.sliding_window)},
         {"tie_word_embeddings", boolean(c.tied)},
@@ -280,10 +278,8 @@ class Gemma3 final : public HfArchitecture {
         const double scalar = scale > 0 ? 1.0 / (scale * scale) : double(c.head_dim);
         c.gemma3.query_pre_attn_scalar =
             std::abs(scalar - std::round(scalar)) < 1e-9 * scalar ? std::round(scalar) : scalar;
-        const nn::AttentionWindows w = windows_of(a, c.num_layers);
-        if (!w.enabled()) not_supported("window_size", "None", why + ", with local layers");
-        c.sliding_window = w.left + 1;
-        c.windowed_layers = w.windowed;
+        if (!read_windows_of_args(a, c))
+            not_supported("window_size", "None", why + ", with local layers");
         c.gemma3.local_rope_theta = a.real("rotary_base_local", c.rope_theta);
         return c;
     }

@@ -387,11 +387,7 @@ class GptOss final : public HfArchitecture {
         } else if (pos != "rope") {
             not_supported("position_embedding_type", pos, why);
         }
-        const nn::AttentionWindows w = windows_of(a, c.num_layers);
-        if (w.enabled()) {
-            c.sliding_window = w.left + 1;
-            c.windowed_layers = w.windowed;
-        }
+        read_windows_of_args(a, c);
         return c;
     }
 };

@@ -61,4 +61,12 @@ nn::AttentionWindows windows_of(const SaverArgs& a, int64_t layers) {
     return nn::read_attention_windows(flags, layers);
 }
 
+bool read_windows_of_args(const SaverArgs& a, HfConfig& c) {
+    const nn::AttentionWindows w = windows_of(a, c.num_layers);
+    if (!w.enabled()) return false;
+    c.sliding_window = w.left + 1;
+    c.windowed_layers = w.windowed;
+    return true;
+}
+
 }  // namespace mt::plugins::hf

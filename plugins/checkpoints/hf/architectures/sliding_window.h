@@ -25,4 +25,8 @@ void put_window_args(const HfConfig& c, ModelArgs& a);
 // integer), read as the tools read the flags.
 nn::AttentionWindows windows_of(const SaverArgs& a, int64_t layers);
 
+// c's sliding_window and windowed_layers (every layer's flag) from the args' windows, c.num_layers
+// read; false (c untouched) without a window.
+bool read_windows_of_args(const SaverArgs& a, HfConfig& c);
+
 }  // namespace mt::plugins::hf
