@@ -7,11 +7,6 @@ namespace mt::nn {
 
 namespace {
 
-// Where this rank's chunk c (0 or 1) of a local length T starts in the whole sequence.
-int64_t chunk_start(const ContextParallel& cp, int c, int64_t T) {
-    return c == 0 ? cp.first_chunk_start(T) : cp.second_chunk_start(T);
-}
-
 // The whole sequence (B, cp·T, ...) of every rank's two chunks of x (B, T, ...), in order.
 Tensor gather_sequence(Backend& backend, const ContextParallel& cp, const Tensor& x) {
     const int64_t B = x.size(0), T = x.size(1), L = T / 2;
@@ -25,7 +20,7 @@ Tensor gather_sequence(Backend& backend, const ContextParallel& cp, const Tensor
     for (int r = 0; r < cp.size(); ++r) {
         const Tensor rank = gathered.slice(0, r * B, (r + 1) * B);
         for (int c = 0; c < 2; ++c) {
-            const int64_t start = c == 0 ? r * L : (2 * cp.size() - 1 - r) * L;
+            const int64_t start = cp.chunk_start(r, c, T);
             Tensor to = out.slice(1, start, start + L);
             backend.copy(rank.slice(1, c * L, (c + 1) * L), to);
         }
@@ -76,7 +71,7 @@ void gathered_attention_forward(Backend& backend, const ContextParallel& cp, con
     const int64_t T = q.size(1), L = T / 2;
     const Tensor keys = gather_sequence(backend, cp, k), values = gather_sequence(backend, cp, v);
     for (int c = 0; c < 2; ++c) {
-        const int64_t p = chunk_start(cp, c, T);
+        const int64_t p = cp.chunk_start(cp.rank(), c, T);
         const ChunkAttention a =
             chunk_attention(backend, q.slice(1, c * L, (c + 1) * L), keys, values, p, config);
         Tensor out_rows = out.slice(1, c * L, (c + 1) * L);
@@ -96,7 +91,7 @@ void gathered_attention_backward(Backend& backend, const ContextParallel& cp, co
     Tensor dkeys = backend.zeros(keys.shape(), keys.dtype());
     Tensor dvalues = backend.zeros(values.shape(), values.dtype());
     for (int c = 0; c < 2; ++c) {
-        const int64_t p = chunk_start(cp, c, T), n = p + L;
+        const int64_t p = cp.chunk_start(cp.rank(), c, T), n = p + L;
         const ChunkAttention a =
             chunk_attention(backend, q.slice(1, c * L, (c + 1) * L), keys, values, p, config);
         // The dropped rows get no gradient, so they add nothing to the keys' and values'.
@@ -120,7 +115,7 @@ void gathered_attention_backward(Backend& backend, const ContextParallel& cp, co
     cp.group->all_reduce(dkeys, ReduceOp::sum);
     cp.group->all_reduce(dvalues, ReduceOp::sum);
     for (int c = 0; c < 2; ++c) {
-        const int64_t p = chunk_start(cp, c, T);
+        const int64_t p = cp.chunk_start(cp.rank(), c, T);
         Tensor dk_rows = dk.slice(1, c * L, (c + 1) * L), dv_rows = dv.slice(1, c * L, (c + 1) * L);
         backend.copy(dkeys.slice(1, p, p + L), dk_rows);
         backend.copy(dvalues.slice(1, p, p + L), dv_rows);

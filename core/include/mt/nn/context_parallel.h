@@ -19,11 +19,17 @@ struct ContextParallel {
     int size() const { return group ? group->size() : 1; }
     int rank() const { return group ? group->rank() : 0; }
     bool active() const { return size() > 1; }
-    // Where this rank's two chunks start in the whole sequence, for a local length of
-    // `local_length` (two chunks).
-    int64_t first_chunk_start(int64_t local_length) const { return rank() * local_length / 2; }
+    // Where rank r's chunk c (0 or 1) starts in the whole sequence, for a local length of
+    // `local_length` (two chunks): chunks r and 2·size − 1 − r.
+    int64_t chunk_start(int r, int c, int64_t local_length) const {
+        return (c == 0 ? r : 2 * size() - 1 - r) * local_length / 2;
+    }
+    // This rank's two.
+    int64_t first_chunk_start(int64_t local_length) const {
+        return chunk_start(rank(), 0, local_length);
+    }
     int64_t second_chunk_start(int64_t local_length) const {
-        return (2 * size() - 1 - rank()) * local_length / 2;
+        return chunk_start(rank(), 1, local_length);
     }
 };
 
