@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "mt/error.h"
+#include "mt/io/crc32.h"
 
 namespace fs = std::filesystem;
 
@@ -62,6 +63,13 @@ std::string read_file(const fs::path& path) {
     std::ostringstream ss;
     ss << in.rdbuf();
     return ss.str();
+}
+
+std::string crc32_hex_of(const fs::path& path) {
+    const std::string data = read_file(path);
+    char hex[9];
+    std::snprintf(hex, sizeof hex, "%08x", unsigned(io::crc32_update(0, data.data(), data.size())));
+    return hex;
 }
 
 std::map<std::string, std::string> read_fixture_values(const fs::path& path) {

@@ -35,6 +35,8 @@ class TempDir {
 };
 
 std::string read_file(const std::filesystem::path& path);
+// The CRC-32 of a file's bytes as 8 lower-case hex digits (zlib's, as Python's binascii.crc32).
+std::string crc32_hex_of(const std::filesystem::path& path);
 // A fixture's "key value..." lines as key -> the rest of the line (blank and # lines skipped);
 // fails the current test when the file cannot be read.
 std::map<std::string, std::string> read_fixture_values(const std::filesystem::path& path);

@@ -37,6 +37,16 @@ struct TokenizerOptions {
     bool sentencepiece_legacy = false;
     bool sentencepiece_ignore_extra_whitespaces = true;
     std::optional<std::vector<std::string>> special_tokens;
+    // core_v0.19's transformers-backed types (GPT2BPETokenizer, BertWordPiece*): the negated
+    // --tokenizer-hf-no-include-special-tokens (tokenize adds BERT's [CLS] ... [SEP]; decode
+    // keeps special tokens) and --trust-remote-code (only named in the dataset identity: these
+    // types never run a folder's code).
+    bool hf_include_special_tokens = true;
+    bool trust_remote_code = false;
+    // core_v0.19's NullTokenizer: --null-tokenizer-eod-id (default --vocab-size - 1) and
+    // --null-tokenizer-pad-id (-1: none).
+    std::optional<int64_t> null_eod_id;
+    int64_t null_pad_id = -1;
 };
 
 // MegatronTokenizer.unique_identifiers: the tokenizer's part of a dataset cache key (so index

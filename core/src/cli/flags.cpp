@@ -49,7 +49,16 @@ po::options_description tokenizer_flags(TokenizerFlags& out, bool required,
         "disable-tokenizer-sentencepiece-ignore-extra-whitespaces", po::bool_switch(), "the same")(
         "tokenizer-special-tokens", po::value<std::vector<std::string>>()->multitoken(),
         "core_v0.19: special tokens (SentencePiece types: with "
-        "--tokenizer-sentencepiece-legacy)");
+        "--tokenizer-sentencepiece-legacy)")(
+        "tokenizer-hf-no-include-special-tokens", po::bool_switch(),
+        "core_v0.19 (GPT2BPETokenizer, BertWordPiece*): tokenize adds no [CLS]/[SEP] and "
+        "detokenize leaves special tokens out")(
+        "trust-remote-code", po::bool_switch(),
+        "core_v0.19: recorded in the dataset identity (these tokenizers never run a folder's "
+        "code)")("null-tokenizer-eod-id", po::value<int64_t>(),
+                 "core_v0.19's NullTokenizer: the eod id (default --vocab-size - 1)")(
+        "null-tokenizer-pad-id", po::value<int64_t>(),
+        "core_v0.19's NullTokenizer: the pad id (default -1, none)");
     return g;
 }
 
@@ -77,8 +86,16 @@ void finish_tokenizer_flags(const po::variables_map& vm, TokenizerFlags& out) {
         !on("disable-tokenizer-sentencepiece-ignore-extra-whitespaces");
     if (vm.count("tokenizer-special-tokens"))
         o.special_tokens = vm["tokenizer-special-tokens"].as<std::vector<std::string>>();
-    const bool newer_flags =
-        o.sentencepiece_legacy || !o.sentencepiece_ignore_extra_whitespaces || o.special_tokens;
+    o.hf_include_special_tokens = !on("tokenizer-hf-no-include-special-tokens");
+    o.trust_remote_code = on("trust-remote-code");
+    if (vm.count("null-tokenizer-eod-id"))
+        o.null_eod_id = vm["null-tokenizer-eod-id"].as<int64_t>();
+    if (vm.count("null-tokenizer-pad-id"))
+        o.null_pad_id = vm["null-tokenizer-pad-id"].as<int64_t>();
+    const bool newer_flags = o.sentencepiece_legacy || !o.sentencepiece_ignore_extra_whitespaces ||
+                             o.special_tokens || !o.hf_include_special_tokens ||
+                             o.trust_remote_code || o.null_eod_id ||
+                             vm.count("null-tokenizer-pad-id");
     if (vm.count("tokenizer-classes")) {
         const std::string classes = vm["tokenizer-classes"].as<std::string>();
         MT_CHECK(classes == "core_v0.13" || classes == "core_v0.19",
@@ -86,8 +103,9 @@ void finish_tokenizer_flags(const po::variables_map& vm, TokenizerFlags& out) {
                  classes.substr(0, 100), "'");
         MT_CHECK(classes == "core_v0.19" || !newer_flags,
                  "--tokenizer-classes core_v0.13: --tokenizer-sentencepiece-legacy, "
-                 "--no-tokenizer-sentencepiece-ignore-extra-whitespaces and "
-                 "--tokenizer-special-tokens are core_v0.19's");
+                 "--no-tokenizer-sentencepiece-ignore-extra-whitespaces, "
+                 "--tokenizer-special-tokens, --tokenizer-hf-no-include-special-tokens, "
+                 "--trust-remote-code and --null-tokenizer-* are core_v0.19's");
         o.classes = classes == "core_v0.19" ? TokenizerOptions::Classes::core_v0_19
                                             : TokenizerOptions::Classes::core_v0_13;
     } else if (newer_flags) {

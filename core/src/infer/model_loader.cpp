@@ -9,6 +9,7 @@
 #include "mt/checkpoint/format_detection.h"
 #include "mt/checkpoint/model_weights.h"
 #include "mt/error.h"
+#include "mt/log.h"
 #include "mt/nn/inference_state.h"
 #include "mt/nn/parameter.h"
 #include "mt/parallel/parallel_state.h"
@@ -159,21 +160,35 @@ TokenizerChoice tokenizer_choice(const std::string& type, TokenizerOptions optio
             options.vocab_extra_ids = int_arg(saved, "vocab_extra_ids").value_or(0);
         const std::string& type = std::get<std::string>(*t);
         // A core_v0.19 training (its args hold tokenizer_sentencepiece_legacy) built the
-        // SentencePiece types and TikTokenizer with core_v0.19's classes, from these (the
-        // other types are built as core_v0.13 builds them).
-        const bool core_classes = type == "SentencePieceTokenizer" ||
-                                  type == "GPTSentencePieceTokenizer" ||
-                                  type == "Llama2Tokenizer" || type == "TikTokenizer";
+        // tokenizer with core_v0.19's classes, from these. HuggingFaceTokenizer is built as
+        // core_v0.13 builds it (both are transformers' tokenizer(text).input_ids); so are
+        // BertWordPiece* (not supported yet: core_v0.19's, which is transformers' BertTokenizer).
+        const bool bert = type == "BertWordPieceLowerCase" || type == "BertWordPieceCase";
+        const bool core_classes = type != "HuggingFaceTokenizer" && !bert;
+        if (bert && find_arg(saved, "tokenizer_sentencepiece_legacy"))
+            log::warn("the checkpoint in ", dir.string(), " was trained with core_v0.19's ", type,
+                      " (transformers' BertTokenizer), which is not supported yet: core_v0.13's ",
+                      type,
+                      " reads its text (no [CLS]/[SEP] around it; special tokens in the text "
+                      "are split as text)");
         if (core_classes && find_arg(saved, "tokenizer_sentencepiece_legacy")) {
             options.classes = TokenizerOptions::Classes::core_v0_19;
             options.sentencepiece_legacy = bool_arg(saved, "tokenizer_sentencepiece_legacy");
-            if (const ArgValue* v =
-                    find_arg(saved, "tokenizer_sentencepiece_ignore_extra_whitespaces"))
-                if (const bool* b = std::get_if<bool>(v))
-                    options.sentencepiece_ignore_extra_whitespaces = *b;
+            const auto saved_bool = [&saved](const char* name, bool fallback) {
+                const ArgValue* v = find_arg(saved, name);
+                const bool* b = v ? std::get_if<bool>(v) : nullptr;
+                return b ? *b : fallback;
+            };
+            options.sentencepiece_ignore_extra_whitespaces =
+                saved_bool("tokenizer_sentencepiece_ignore_extra_whitespaces", true);
+            options.hf_include_special_tokens =
+                !saved_bool("tokenizer_hf_no_include_special_tokens", false);
+            options.trust_remote_code = saved_bool("trust_remote_code", false);
             if (const ArgValue* v = find_arg(saved, "special_tokens"))
                 if (const auto* list = std::get_if<std::vector<std::string>>(v))
                     options.special_tokens = *list;
+            if (!options.null_eod_id) options.null_eod_id = int_arg(saved, "null_tokenizer_eod_id");
+            options.null_pad_id = int_arg(saved, "null_tokenizer_pad_id").value_or(-1);
         }
         return {type, options};
     }

@@ -160,6 +160,10 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
         set_arg(a, "tokenizer_sentencepiece_ignore_extra_whitespaces",
                 o.sentencepiece_ignore_extra_whitespaces);
         set_arg(a, "special_tokens", optional_arg(o.special_tokens));
+        set_arg(a, "tokenizer_hf_no_include_special_tokens", !o.hf_include_special_tokens);
+        set_arg(a, "trust_remote_code", o.trust_remote_code);
+        set_arg(a, "null_tokenizer_eod_id", optional_arg(o.null_eod_id));
+        set_arg(a, "null_tokenizer_pad_id", o.null_pad_id);
     }
     // Megatron keeps the tokenizer's files in the args; generation and evaluation take them
     // from there when not given.

@@ -128,17 +128,19 @@ void Gpt2BpeTokenizer::encode_append(std::string_view text, std::vector<int32_t>
     }
 }
 
+void Gpt2BpeTokenizer::append_token_bytes(int32_t id, std::string& out) const {
+    const bool known =
+        id >= 0 && size_t(id) < token_state_.size() && token_state_[size_t(id)] != kAbsent;
+    MT_CHECK(known, "GPT2BPETokenizer: cannot decode id ", id, ": not in the vocab");
+    MT_CHECK(token_state_[size_t(id)] == kBytes, "GPT2BPETokenizer: cannot decode id ", id,
+             ": its token is not made of byte-level characters");
+    out.append(token_bytes_, token_at_[size_t(id)],
+               token_at_[size_t(id) + 1] - token_at_[size_t(id)]);
+}
+
 std::string Gpt2BpeTokenizer::decode(std::span<const int32_t> ids) const {
     std::string bytes;
-    for (const int32_t id : ids) {
-        const bool known =
-            id >= 0 && size_t(id) < token_state_.size() && token_state_[size_t(id)] != kAbsent;
-        MT_CHECK(known, "GPT2BPETokenizer: cannot decode id ", id, ": not in the vocab");
-        MT_CHECK(token_state_[size_t(id)] == kBytes, "GPT2BPETokenizer: cannot decode id ", id,
-                 ": its token is not made of byte-level characters");
-        bytes.append(token_bytes_, token_at_[size_t(id)],
-                     token_at_[size_t(id) + 1] - token_at_[size_t(id)]);
-    }
+    for (const int32_t id : ids) append_token_bytes(id, bytes);
     std::string text;
     text.reserve(bytes.size());
     append_replacing_invalid(text, bytes);

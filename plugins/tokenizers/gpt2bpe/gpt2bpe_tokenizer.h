@@ -29,6 +29,9 @@ class Gpt2BpeTokenizer final : public Tokenizer {
     // Joins the tokens' bytes and decodes them with U+FFFD for ill-formed UTF-8. An id that is
     // not in the vocab, or whose token is not made of byte characters, is an mt::Error.
     std::string decode(std::span<const int32_t> ids) const override;
+    // Appends the bytes of one id's token (decode() before its UTF-8 repair), with decode()'s
+    // errors.
+    void append_token_bytes(int32_t id, std::string& out) const;
     int64_t vocab_size() const override { return vocab_size_; }
     const SpecialIds& special_ids() const override { return special_ids_; }
     std::string_view name() const override { return "GPT2BPETokenizer"; }

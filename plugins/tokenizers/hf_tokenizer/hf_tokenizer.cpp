@@ -14,12 +14,12 @@ namespace {
 using text::check_utf8;
 using text::WordCache;
 
-std::vector<AddedToken> select(const TokenizerSpec& spec, bool normalized) {
-    std::vector<AddedToken> out;
+std::vector<text::AddedTokenMatch> select(const TokenizerSpec& spec, bool normalized) {
+    std::vector<text::AddedTokenMatch> out;
     for (const AddedToken& t : spec.added_tokens) {
         if (t.normalized != normalized) continue;
-        out.push_back(t);
-        if (normalized) out.back().content = normalize(spec.normalizer, t.content);
+        out.push_back({normalized ? normalize(spec.normalizer, t.content) : t.content, t.id,
+                       t.lstrip, t.rstrip});
     }
     return out;
 }
@@ -112,7 +112,7 @@ void HfTokenizer::encode_plain(std::string_view segment, bool at_start, WordCach
         normalized = normalize(normalizer_, segment);
         segment = normalized;
     }
-    std::vector<AddedTokenSplitter::Segment> parts;
+    std::vector<text::AddedTokenSplitter::Segment> parts;
     normalized_tokens_.split(segment, parts);
     std::vector<std::string_view> pieces;
     for (const auto& part : parts) {
@@ -130,7 +130,7 @@ void HfTokenizer::encode_append(std::string_view text, std::vector<int32_t>& out
     check_utf8(text, "HuggingFaceTokenizer");
     WordCache& cache = WordCache::for_thread(serial_);
     out.insert(out.end(), prefix_ids_.begin(), prefix_ids_.end());
-    std::vector<AddedTokenSplitter::Segment> segments;
+    std::vector<text::AddedTokenSplitter::Segment> segments;
     raw_tokens_.split(text, segments);
     for (const auto& s : segments) {
         if (s.id >= 0)

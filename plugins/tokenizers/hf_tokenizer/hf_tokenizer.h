@@ -10,8 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "added_tokens.h"
 #include "bpe_model.h"
+#include "mt/text/added_token_splitter.h"
 #include "mt/text/word_cache.h"
 #include "mt/tokenizer.h"
 #include "pre_tokenizer.h"
@@ -50,8 +50,8 @@ class HfTokenizer final : public Tokenizer {
     std::vector<NormalizerStep> normalizer_;
     PreTokenizer pre_tokenizer_;
     BpeModel model_;
-    AddedTokenSplitter raw_tokens_;         // added tokens matched in the original text
-    AddedTokenSplitter normalized_tokens_;  // and those matched after normalization
+    text::AddedTokenSplitter raw_tokens_;         // added tokens matched in the original text
+    text::AddedTokenSplitter normalized_tokens_;  // and those matched after normalization
     std::optional<std::vector<DecoderStep>> decoder_;
     std::vector<int32_t> prefix_ids_, suffix_ids_;
     std::unordered_map<int32_t, std::string> added_content_;  // id -> added token text

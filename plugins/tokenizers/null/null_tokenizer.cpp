@@ -34,12 +34,32 @@ NullTokenizer::NullTokenizer(const TokenizerOptions& options) {
     const int64_t n = *options.vocab_size;
     MT_CHECK(n >= 0 && n < std::numeric_limits<int32_t>::max(),
              "NullTokenizer: --vocab-size must be in [0, 2^31 - 1), got ", n);
-    vocab_size_without_eod_ = n;
-    special_.eod = static_cast<int32_t>(n);
-    // Megatron returns -1 for these rather than raising; pad, bos and eos raise.
+    // Megatron returns -1 for these rather than raising.
     special_.cls = -1;
     special_.sep = -1;
     special_.mask = -1;
+    if (options.classes == TokenizerOptions::Classes::core_v0_13) {
+        vocab_size_ = n + 1;
+        special_.eod = static_cast<int32_t>(n);  // pad, bos and eos raise
+        identity_ = {"_NullTokenizer", {std::nullopt}, {{"vocab_size", std::to_string(n)}}};
+        return;
+    }
+    vocab_size_ = n;
+    const int64_t eod = options.null_eod_id.value_or(n - 1);
+    const int64_t pad = options.null_pad_id;
+    for (const int64_t id : {eod, pad})
+        MT_CHECK(id >= -1 && id < std::numeric_limits<int32_t>::max(),
+                 "NullTokenizer: --null-tokenizer-eod-id and --null-tokenizer-pad-id must be in "
+                 "[-1, 2^31 - 1), got ",
+                 id);
+    special_.eod = static_cast<int32_t>(eod);
+    special_.pad = static_cast<int32_t>(pad);
+    identity_ = {"megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText",
+                 {std::nullopt},
+                 {{"vocab_size", std::to_string(n)}}};
+    if (options.null_eod_id) identity_.options.emplace_back("eod_id", std::to_string(eod));
+    identity_.options.emplace_back("pad_id", std::to_string(pad));
+    identity_.single_path = true;
 }
 
 void NullTokenizer::encode_append(std::string_view text, std::vector<int32_t>& out) const {

@@ -9,7 +9,6 @@ namespace mt::plugins::null {
 
 void register_null(Registry& registry) {
     registry.tokenizers().add("NullTokenizer", [](const TokenizerOptions& o) {
-        require_core_v0_13_classes(o, "NullTokenizer");
         return std::make_unique<NullTokenizer>(o);
     });
 }

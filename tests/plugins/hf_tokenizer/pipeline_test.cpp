@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "added_tokens.h"
 #include "decoder.h"
+#include "mt/text/added_token_splitter.h"
 #include "pre_tokenizer.h"
 
 namespace mt::plugins::hf_tokenizer {
@@ -102,10 +102,10 @@ TEST(HfPipeline, Decoders) {
 }
 
 TEST(HfPipeline, AddedTokensStripWhiteSpace) {
-    AddedToken mask{7, "<mask>", true, false, false, true};
-    AddedToken tag{8, "[T]", false, true, false, false};
-    AddedTokenSplitter splitter({mask, tag});
-    std::vector<AddedTokenSplitter::Segment> parts;
+    text::AddedTokenMatch mask{"<mask>", 7, true, false};
+    text::AddedTokenMatch tag{"[T]", 8, false, true};
+    text::AddedTokenSplitter splitter({mask, tag});
+    std::vector<text::AddedTokenSplitter::Segment> parts;
     splitter.split("a  <mask>  b[T]\u00a0 c<mask>", parts);
     ASSERT_EQ(parts.size(), 6u);
     EXPECT_EQ(parts[0].end, 1u);    // "a"

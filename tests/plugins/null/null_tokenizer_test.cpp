@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include "core_v0_19_tokenizers.h"
 #include "mt/error.h"
 #include "mt/registry.h"
 #include "null_tokenizer.h"
@@ -105,6 +106,18 @@ TEST(NullTokenizer, Registered) {
     auto t = registry.create_tokenizer("NullTokenizer", o);
     EXPECT_EQ(t->encode("6 5"), (Ids{6, 5}));
     EXPECT_EQ(t->eod(), 7);
+}
+
+// core_v0.19's NullTokenizer (tests/fixtures/core_v0_19_tokenizers): a vocabulary of
+// --vocab-size with eod --vocab-size - 1, or --null-tokenizer-eod-id / --null-tokenizer-pad-id.
+TEST(NullTokenizer, CoreV019AsMegatron) {
+    mt::test::CoreV019Reference ref;
+    const size_t n = mt::test::for_each_core_v0_19_config(
+        ref, "NullTokenizer", [](simdjson::dom::element config, const TokenizerOptions& o) {
+            NullTokenizer tok(o);
+            mt::test::expect_core_v0_19_config(tok, config, o);
+        });
+    EXPECT_EQ(n, 2u);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "added_tokens.h"
+#include "mt/text/added_token_splitter.h"
 
 #include <unicode/uchar.h>
 
@@ -6,14 +6,14 @@
 
 #include "mt/text/utf8.h"
 
-namespace mt::plugins::hf_tokenizer {
+namespace mt::text {
 
 namespace {
 
 // Rust's char::is_whitespace (Unicode White_Space), which lstrip/rstrip use.
 size_t whitespace_len(const uint8_t* p, const uint8_t* end) {
     uint32_t cp = 0;
-    const size_t len = text::decode_utf8(p, end, cp);
+    const size_t len = decode_utf8(p, end, cp);
     return len > 0 && u_isUWhiteSpace(UChar32(cp)) ? len : 0;
 }
 
@@ -31,11 +31,9 @@ size_t whitespace_start_before(std::string_view text, size_t at) {
 
 }  // namespace
 
-AddedTokenSplitter::AddedTokenSplitter(const std::vector<AddedToken>& tokens) {
-    for (const AddedToken& t : tokens) {
-        if (t.content.empty()) continue;
-        tokens_.push_back({t.content, t.id, t.lstrip, t.rstrip});
-    }
+AddedTokenSplitter::AddedTokenSplitter(const std::vector<AddedTokenMatch>& tokens) {
+    for (const AddedTokenMatch& t : tokens)
+        if (!t.content.empty()) tokens_.push_back(t);
     for (uint32_t i = 0; i < tokens_.size(); ++i) {
         by_first_byte_[uint8_t(tokens_[i].content[0])].push_back(i);
         starts_[uint8_t(tokens_[i].content[0])] = true;
@@ -93,4 +91,4 @@ void AddedTokenSplitter::split(std::string_view text, std::vector<Segment>& out)
     if (done < text.size()) out.push_back({done, text.size(), -1});
 }
 
-}  // namespace mt::plugins::hf_tokenizer
+}  // namespace mt::text

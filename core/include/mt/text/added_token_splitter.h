@@ -1,5 +1,6 @@
-// Splits text on a tokenizer.json's added tokens before anything else runs, as tokenizers'
+// Splits text on added tokens before anything else runs, as Hugging Face tokenizers'
 // AddedVocabulary does: leftmost-longest matches, lstrip/rstrip taking the white space beside.
+// Used by the tokenizer.json pipeline and by core_v0.19's classes over transformers' tokenizers.
 #pragma once
 
 #include <cstddef>
@@ -8,14 +9,21 @@
 #include <string_view>
 #include <vector>
 
-#include "tokenizer_spec.h"
+#include "mt/api.h"
 
-namespace mt::plugins::hf_tokenizer {
+namespace mt::text {
 
-class AddedTokenSplitter {
+// An added token as its splitter sees it.
+struct AddedTokenMatch {
+    std::string content;  // as it appears in the text being split
+    int32_t id = 0;
+    bool lstrip = false, rstrip = false;
+};
+
+class MT_API AddedTokenSplitter {
   public:
     // The tokens to match (their content as it appears in the text being split).
-    explicit AddedTokenSplitter(const std::vector<AddedToken>& tokens);
+    explicit AddedTokenSplitter(const std::vector<AddedTokenMatch>& tokens);
 
     bool empty() const { return tokens_.empty(); }
 
@@ -28,14 +36,10 @@ class AddedTokenSplitter {
     void split(std::string_view text, std::vector<Segment>& out) const;
 
   private:
-    struct Entry {
-        std::string content;
-        int32_t id;
-        bool lstrip, rstrip;
-    };
+    using Entry = AddedTokenMatch;
     std::vector<Entry> tokens_;
     std::vector<uint32_t> by_first_byte_[256];  // indexes into tokens_, longest first
     bool starts_[256] = {};                     // whether some token starts with the byte
 };
 
-}  // namespace mt::plugins::hf_tokenizer
+}  // namespace mt::text

@@ -1,0 +1,97 @@
+#include "core_gpt2bpe_tokenizer.h"
+
+#include "mt/error.h"
+#include "mt/text/byte_level.h"
+#include "mt/text/python_repr.h"
+#include "mt/text/utf8.h"
+
+namespace mt::plugins::gpt2bpe {
+namespace {
+
+constexpr std::string_view kEndOfText = "<|endoftext|>";
+
+std::vector<std::string> special_tokens(const TokenizerOptions& options) {
+    std::vector<std::string> tokens{std::string(kEndOfText)};
+    if (options.special_tokens)
+        tokens.insert(tokens.end(), options.special_tokens->begin(), options.special_tokens->end());
+    return tokens;
+}
+
+// transformers' ByteLevel decoding of a token past the vocabulary: its byte-level characters'
+// bytes, or its own UTF-8 when one character is not a byte-level one.
+void append_added_bytes(const std::string& token, std::string& out) {
+    std::string bytes;
+    const auto* p = reinterpret_cast<const uint8_t*>(token.data());
+    const auto* end = p + token.size();
+    while (p < end) {
+        uint32_t cp = 0;
+        const size_t len = text::decode_utf8(p, end, cp);
+        const int byte = len == 0 ? -1 : text::kByteLevel.byte_of(cp);
+        if (byte < 0) {
+            out += token;
+            return;
+        }
+        bytes.push_back(char(byte));
+        p += len;
+    }
+    out += bytes;
+}
+
+}  // namespace
+
+CoreGpt2BpeTokenizer::CoreGpt2BpeTokenizer(const TokenizerOptions& options)
+    : CoreGpt2BpeTokenizer(options, read_vocab_json(options.vocab_file)) {}
+
+CoreGpt2BpeTokenizer::CoreGpt2BpeTokenizer(const TokenizerOptions& options,
+                                           const std::vector<VocabEntry>& vocab)
+    : bpe_(vocab, read_merges_txt(options.merge_file), options.vocab_file),
+      added_(
+          special_tokens(options),
+          [&vocab](std::string_view token) {
+              int32_t id = -1;  // json.load: a repeated key keeps its last id
+              for (const VocabEntry& e : vocab)
+                  if (e.token == token) id = e.id;
+              return id;
+          },
+          bpe_.vocab_size()),
+      include_special_tokens_(options.hf_include_special_tokens) {
+    // transformers' GPT-2 has <|endoftext|> as bos, eos and unk; core_v0.19 makes it sep and
+    // cls too.
+    const int32_t eot = added_.id(kEndOfText);
+    special_ids_.eod = special_ids_.bos = special_ids_.eos = special_ids_.sep = special_ids_.cls =
+        eot;
+    const auto py_bool = [](bool b) { return std::string(b ? "True" : "False"); };
+    identity_ = {"megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText",
+                 {std::string("GPT2BPETokenizer")},
+                 {{"additional_special_tokens",
+                   text::python_repr(options.special_tokens.value_or(std::vector<std::string>{}))},
+                  {"vocab_file", options.vocab_file},
+                  {"merges_file", options.merge_file},
+                  {"use_fast", "True"},
+                  {"trust_remote_code", py_bool(options.trust_remote_code)},
+                  {"include_special_tokens", py_bool(options.hf_include_special_tokens)}}};
+    identity_.single_path = true;
+}
+
+void CoreGpt2BpeTokenizer::encode_append(std::string_view text, std::vector<int32_t>& out) const {
+    added_.encode(text, out, [this](std::string_view piece, std::vector<int32_t>& ids) {
+        bpe_.encode_append(piece, ids);
+    });
+}
+
+std::string CoreGpt2BpeTokenizer::decode(std::span<const int32_t> ids) const {
+    std::string bytes;
+    for (const int32_t id : ids) {
+        if (!include_special_tokens_ && added_.is_special(id)) continue;
+        if (const std::string* token = added_.added(id))
+            append_added_bytes(*token, bytes);
+        else
+            bpe_.append_token_bytes(id, bytes);
+    }
+    std::string text;
+    text.reserve(bytes.size());
+    text::append_replacing_invalid(text, bytes);
+    return text;
+}
+
+}  // namespace mt::plugins::gpt2bpe
