@@ -34,6 +34,16 @@ class CoreV019Tools : public ::testing::Test {
         return " --vocab-file " + shell_quote(*vocab_) + " --merge-file " +
                shell_quote(*mt::test::test_data("gpt2/gpt2-merges.txt"));
     }
+    // The shared vocabulary files of a tokenizer type.
+    std::string files_of(std::string_view type) const {
+        if (type == "BertWordPieceLowerCase")
+            return " --vocab-file " +
+                   shell_quote(*mt::test::test_data("bert/bert-large-uncased-vocab.txt"));
+        if (type == "BertWordPieceCase")
+            return " --vocab-file " +
+                   shell_quote(*mt::test::test_data("bert/bert-large-cased-vocab.txt"));
+        return gpt2_files();
+    }
 
     simdjson::dom::parser parser_;
     simdjson::dom::element spec_;
@@ -44,11 +54,10 @@ class CoreV019Tools : public ::testing::Test {
 TEST_F(CoreV019Tools, PreprocessWritesMegatronCoreV019Bytes) {
     int runs = 0;
     for (auto [name, flags] : spec_["flags"].get_object()) {
-        if (!name.starts_with("GPT2BPETokenizer")) continue;  // BertWordPiece*: not yet
         SCOPED_TRACE(std::string(name));
         std::string command = shell_quote(tool_path("megatron-preprocess")) + " --input " +
                               shell_quote(dir_ / "input.jsonl") + " --output-prefix " +
-                              shell_quote(dir_ / "out") + gpt2_files() +
+                              shell_quote(dir_ / "out") + files_of(std::string_view(flags.at(1))) +
                               " --workers 1 --tokenizer-classes core_v0.19";
         for (auto flag : flags.get_array())
             command += " " + shell_quote(std::string(std::string_view(flag)));
@@ -62,7 +71,7 @@ TEST_F(CoreV019Tools, PreprocessWritesMegatronCoreV019Bytes) {
         }
         ++runs;
     }
-    EXPECT_EQ(runs, 2);
+    EXPECT_EQ(runs, 4);
 }
 
 // A prompt holding <|endoftext|> and an added special token: generation from the checkpoint's

@@ -90,11 +90,11 @@ TEST_F(SentencePieceTools, TokenizerClassesAreRefusedWhereTheyDoNotApply) {
                          " --tokenizer-classes core_v0.13 --tokenizer-sentencepiece-legacy");
     EXPECT_NE(r.exit_code, 0);
     EXPECT_NE(r.output.find("are core_v0.19's"), std::string::npos) << r.output;
-    r = run_command(base + " --tokenizer-type BertWordPieceLowerCase --vocab-file " +
-                    shell_quote(*mt::test::test_data("bert/bert-large-uncased-vocab.txt")) +
+    r = run_command(base + " --tokenizer-type HuggingFaceTokenizer --tokenizer-model " +
+                    shell_quote(*mt::test::test_data("tokenizers/hf/mistral-v1")) +
                     " --tokenizer-classes core_v0.19");
     EXPECT_NE(r.exit_code, 0);
-    EXPECT_NE(r.output.find("BertWordPieceLowerCase: not supported yet: core_v0.19's"),
+    EXPECT_NE(r.output.find("HuggingFaceTokenizer: not supported yet: core_v0.19's"),
               std::string::npos)
         << r.output;
     EXPECT_FALSE(fs::exists(dir_ / "refused_text_document.bin"));

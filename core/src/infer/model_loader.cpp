@@ -9,7 +9,6 @@
 #include "mt/checkpoint/format_detection.h"
 #include "mt/checkpoint/model_weights.h"
 #include "mt/error.h"
-#include "mt/log.h"
 #include "mt/nn/inference_state.h"
 #include "mt/nn/parameter.h"
 #include "mt/parallel/parallel_state.h"
@@ -160,17 +159,9 @@ TokenizerChoice tokenizer_choice(const std::string& type, TokenizerOptions optio
             options.vocab_extra_ids = int_arg(saved, "vocab_extra_ids").value_or(0);
         const std::string& type = std::get<std::string>(*t);
         // A core_v0.19 training (its args hold tokenizer_sentencepiece_legacy) built the
-        // tokenizer with core_v0.19's classes, from these. HuggingFaceTokenizer is built as
-        // core_v0.13 builds it (both are transformers' tokenizer(text).input_ids); so are
-        // BertWordPiece* (not supported yet: core_v0.19's, which is transformers' BertTokenizer).
-        const bool bert = type == "BertWordPieceLowerCase" || type == "BertWordPieceCase";
-        const bool core_classes = type != "HuggingFaceTokenizer" && !bert;
-        if (bert && find_arg(saved, "tokenizer_sentencepiece_legacy"))
-            log::warn("the checkpoint in ", dir.string(), " was trained with core_v0.19's ", type,
-                      " (transformers' BertTokenizer), which is not supported yet: core_v0.13's ",
-                      type,
-                      " reads its text (no [CLS]/[SEP] around it; special tokens in the text "
-                      "are split as text)");
+        // tokenizer with core_v0.19's classes, from these (HuggingFaceTokenizer is built as
+        // core_v0.13 builds it: both are transformers' tokenizer(text).input_ids).
+        const bool core_classes = type != "HuggingFaceTokenizer";
         if (core_classes && find_arg(saved, "tokenizer_sentencepiece_legacy")) {
             options.classes = TokenizerOptions::Classes::core_v0_19;
             options.sentencepiece_legacy = bool_arg(saved, "tokenizer_sentencepiece_legacy");

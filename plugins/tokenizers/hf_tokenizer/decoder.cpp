@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "mt/text/byte_level.h"
+#include "mt/text/replace_all.h"
 #include "mt/text/utf8.h"
 #include "pre_tokenizer.h"
 
@@ -116,11 +117,11 @@ std::string decode_tokens(const std::optional<std::vector<DecoderStep>>& steps,
                 // spaces (tokenizers' Metaspace::decode_chain).
                 for (size_t i = 0; i < tokens.size(); ++i) {
                     const bool drop = i == 0 && step.prepend_scheme != PrependScheme::kNever;
-                    replace_all(tokens[i], step.content, drop ? "" : " ");
+                    text::replace_all(tokens[i], step.content, drop ? "" : " ");
                 }
                 break;
             case DecoderStep::kReplace:
-                for (std::string& t : tokens) replace_all(t, step.pattern, step.content);
+                for (std::string& t : tokens) text::replace_all(t, step.pattern, step.content);
                 break;
             case DecoderStep::kByteFallback:
                 tokens = byte_fallback(std::move(tokens));

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "mt/error.h"
+#include "mt/text/replace_all.h"
 
 namespace mt::plugins::hf_tokenizer {
 
@@ -73,19 +74,6 @@ void split(const text::RegexSplitter* regex, std::string_view literal, SplitBeha
 
 }  // namespace
 
-void replace_all(std::string& s, std::string_view from, std::string_view to) {
-    if (s.find(from) == std::string::npos) return;
-    std::string out;
-    out.reserve(s.size() + to.size());
-    size_t at = 0;
-    for (size_t hit; (hit = s.find(from, at)) != std::string::npos; at = hit + from.size()) {
-        out.append(s, at, hit - at);
-        out.append(to);
-    }
-    out.append(s, at, std::string::npos);
-    s = std::move(out);
-}
-
 // The Unicode normal form of `s` (ICU's, as the unicode-normalization crate tokenizers uses).
 void unicode_normal_form(std::string& s, NormalizerStep::Kind kind) {
     UErrorCode error = U_ZERO_ERROR;
@@ -114,7 +102,7 @@ std::string normalize(const std::vector<NormalizerStep>& steps, std::string_view
                 if (!s.empty()) s.insert(0, step.content);
                 break;
             case NormalizerStep::kReplace:
-                replace_all(s, step.pattern, step.content);
+                text::replace_all(s, step.pattern, step.content);
                 break;
             default:
                 unicode_normal_form(s, step.kind);
@@ -149,7 +137,7 @@ void PreTokenizer::apply(const PreTokenizerStep& step, std::string_view piece, b
     switch (step.kind) {
         case PreTokenizerStep::kMetaspace: {
             std::string text(piece);
-            replace_all(text, " ", step.replacement);
+            text::replace_all(text, " ", step.replacement);
             const bool prepend = step.prepend_scheme == PrependScheme::kAlways ||
                                  (step.prepend_scheme == PrependScheme::kFirst && first);
             if (prepend && !text.empty() &&

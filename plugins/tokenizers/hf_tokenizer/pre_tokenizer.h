@@ -15,9 +15,6 @@
 
 namespace mt::plugins::hf_tokenizer {
 
-// Replaces every occurrence of `from` (not empty) in s, left to right.
-void replace_all(std::string& s, std::string_view from, std::string_view to);
-
 // Applies the normalizer steps to `text` (valid UTF-8).
 std::string normalize(const std::vector<NormalizerStep>& steps, std::string_view text);
 

@@ -30,10 +30,12 @@ void run_icu(std::u16string& out, size_t guess, const char* what, Fn&& fn) {
 
 }  // namespace
 
-void BasicTokenizer::lower_strip_accents(std::string_view word, Scratch& s, std::string& out) {
+void BasicTokenizer::lower_strip_accents(std::string_view word, Scratch& s, std::string& out,
+                                         bool final_sigma) {
     s.utf16.clear();
     for (size_t i = 0; i < word.size();) {
-        const char32_t cp = next_code_point(word, i);
+        char32_t cp = next_code_point(word, i);
+        if (cp == 0x03A3 && !final_sigma) cp = 0x03C3;  // σ wherever Σ stands
         if (cp < 0x10000) {
             s.utf16.push_back(static_cast<char16_t>(cp));
         } else {
@@ -74,7 +76,7 @@ std::string_view BasicTokenizer::fold(Scratch& s, bool ascii_or_inert) const {
         return s.word;
     }
     s.folded.clear();
-    lower_strip_accents(s.word, s, s.folded);
+    lower_strip_accents(s.word, s, s.folded, final_sigma_);
     return s.folded;
 }
 

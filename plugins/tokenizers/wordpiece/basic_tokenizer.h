@@ -19,7 +19,14 @@ class BasicTokenizer {
         std::u16string utf16, lowered, decomposed;
     };
 
-    explicit BasicTokenizer(bool lower_case) : lower_case_(lower_case), flags_(bmp_char_flags()) {}
+    // transformers_rules: as transformers' BertTokenizer (tokenizers' BertNormalizer) rather
+    // than Megatron's: private-use characters dropped too, and lower-casing without the
+    // Final_Sigma context.
+    explicit BasicTokenizer(bool lower_case, bool transformers_rules = false)
+        : lower_case_(lower_case),
+          final_sigma_(!transformers_rules),
+          drop_(transformers_rules ? uint8_t(kDrop | kOtherControl) : uint8_t(kDrop)),
+          flags_(bmp_char_flags()) {}
 
     // Calls on_word(std::string_view) for each token BasicTokenizer.tokenize(text) returns, in
     // order. Ill-formed UTF-8 bytes are skipped, as Megatron's convert_to_unicode does.
@@ -27,8 +34,10 @@ class BasicTokenizer {
     void tokenize(std::string_view text, Scratch& s, OnWord&& on_word) const;
 
     // Megatron's per-word `token.lower()` then `_run_strip_accents` (NFD, drop Mn), appended to
-    // `out`. `word` is well-formed UTF-8.
-    static void lower_strip_accents(std::string_view word, Scratch& s, std::string& out);
+    // `out`; final_sigma: lower-case a capital sigma at a word's end to ς, as str.lower() does.
+    // `word` is well-formed UTF-8.
+    static void lower_strip_accents(std::string_view word, Scratch& s, std::string& out,
+                                    bool final_sigma = true);
 
     // Megatron's _run_split_on_punc: calls on_piece for the runs between punctuation and for
     // each punctuation character. `word` is well-formed UTF-8.
@@ -46,6 +55,8 @@ class BasicTokenizer {
     std::string_view fold(Scratch& s, bool ascii_or_inert) const;
 
     bool lower_case_;
+    bool final_sigma_;
+    uint8_t drop_;  // the flags of characters the clean-up removes
     const uint8_t* flags_;
 };
 
@@ -84,7 +95,7 @@ size_t BasicTokenizer::general_word(std::string_view text, size_t i, Scratch& s,
         if (byte < 0x80) {
             ++i;
             const uint8_t f = flags[byte];
-            if (f & kDrop) continue;
+            if (f & drop_) continue;
             if (f & kSeparator) break;
             s.word.push_back(static_cast<char>(byte));
             continue;
@@ -93,7 +104,7 @@ size_t BasicTokenizer::general_word(std::string_view text, size_t i, Scratch& s,
         const char32_t cp = next_code_point(text, i);
         if (cp == kInvalidCodePoint) continue;
         const uint8_t f = char_flags(flags, cp);
-        if (f & kDrop) continue;
+        if (f & drop_) continue;
         if (f & kSeparator) break;
         if (f & kCjk) {
             // _tokenize_chinese_chars puts spaces around it: a word of its own.
@@ -122,7 +133,7 @@ void BasicTokenizer::tokenize(std::string_view text, Scratch& s, OnWord&& on_wor
         bool upper = false;
         for (; i < n; ++i) {
             const auto b = static_cast<unsigned char>(p[i]);
-            if (b >= 0x80 || (flags[b] & (kSeparator | kDrop))) break;
+            if (b >= 0x80 || (flags[b] & (kSeparator | drop_))) break;
             upper |= static_cast<unsigned>(b - 'A') < 26u;
         }
         if (i < n && (static_cast<unsigned char>(p[i]) >= 0x80 ||

@@ -63,4 +63,11 @@ void BertVocab::add_token(std::string_view token) {
     table_.insert(token, static_cast<int32_t>(new_id));
 }
 
+int32_t BertVocab::special_id(std::string_view token) const {
+    const int32_t found = id(token);
+    MT_CHECK(found >= 0, "vocab file '", path_, "' has no ", token,
+             " token (a BERT vocabulary needs [UNK], [CLS], [SEP], [PAD] and [MASK])");
+    return found;
+}
+
 }  // namespace mt::plugins::wordpiece

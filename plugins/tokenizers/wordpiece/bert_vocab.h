@@ -26,6 +26,8 @@ class BertVocab {
 
     // The id of `token`, or -1.
     int32_t id(std::string_view token) const { return table_.find(token); }
+    // The id of one of BERT's special tokens, or an mt::Error naming the file.
+    int32_t special_id(std::string_view token) const;
     // The token of `id`, or nullptr where Megatron's inv_vocab has no entry (KeyError).
     const std::string* token(int64_t id) const {
         if (id < 0 || id >= static_cast<int64_t>(inverse_.size()) || !inverse_[id]) return nullptr;

@@ -4,32 +4,13 @@
 #include <utility>
 
 #include "mt/error.h"
+#include "mt/text/replace_all.h"
 
 namespace mt::plugins::wordpiece {
 namespace {
 
 constexpr std::string_view kLowerCaseName = "BertWordPieceLowerCase";
 constexpr std::string_view kCaseName = "BertWordPieceCase";
-
-int32_t required_id(const BertVocab& vocab, std::string_view token) {
-    const int32_t id = vocab.id(token);
-    MT_CHECK(id >= 0, "vocab file '", vocab.path(), "' has no ", token,
-             " token (a BERT vocabulary needs [UNK], [CLS], [SEP], [PAD] and [MASK])");
-    return id;
-}
-
-// Python's str.replace(from, to): every non-overlapping occurrence, scanning left to right.
-std::string replace_all(const std::string& text, std::string_view from, std::string_view to) {
-    std::string out;
-    out.reserve(text.size());
-    size_t pos = 0;
-    for (size_t hit; (hit = text.find(from, pos)) != std::string::npos; pos = hit + from.size()) {
-        out.append(text, pos, hit - pos);
-        out.append(to);
-    }
-    out.append(text, pos, std::string::npos);
-    return out;
-}
 
 }  // namespace
 
@@ -38,7 +19,7 @@ BertVocab BertWordPieceTokenizer::build_vocab(const TokenizerOptions& options, b
              " needs a vocab file (--vocab-file)");
     BertVocab vocab = BertVocab::load(options.vocab_file);
     for (std::string_view token : {"[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"})
-        required_id(vocab, token);
+        vocab.special_id(token);
     // Megatron appends [BOS] and [EOS] (unless present) and then the T5 sentinels; the word
     // piece vocabulary is the same dict, so they join it too.
     vocab.add_token("[BOS]");
@@ -50,12 +31,12 @@ BertVocab BertWordPieceTokenizer::build_vocab(const TokenizerOptions& options, b
 
 SpecialIds BertWordPieceTokenizer::special_ids_of(const BertVocab& vocab) {
     SpecialIds ids;
-    ids.cls = required_id(vocab, "[CLS]");
-    ids.sep = required_id(vocab, "[SEP]");
-    ids.pad = required_id(vocab, "[PAD]");
-    ids.mask = required_id(vocab, "[MASK]");
-    ids.bos = required_id(vocab, "[BOS]");
-    ids.eos = required_id(vocab, "[EOS]");
+    ids.cls = vocab.special_id("[CLS]");
+    ids.sep = vocab.special_id("[SEP]");
+    ids.pad = vocab.special_id("[PAD]");
+    ids.mask = vocab.special_id("[MASK]");
+    ids.bos = vocab.special_id("[BOS]");
+    ids.eos = vocab.special_id("[EOS]");
     ids.eod = ids.eos;
     return ids;
 }
@@ -64,7 +45,7 @@ BertWordPieceTokenizer::BertWordPieceTokenizer(const TokenizerOptions& options, 
     : basic_(lower_case),
       vocab_(build_vocab(options, lower_case)),
       special_(special_ids_of(vocab_)),
-      model_(vocab_.table(), required_id(vocab_, "[UNK]")),
+      model_(vocab_.table(), vocab_.special_id("[UNK]")),
       identity_{"_BertWordPieceTokenizer",
                 {options.vocab_file},
                 {{"lower_case", lower_case ? "True" : "False"},
@@ -97,7 +78,8 @@ std::string BertWordPieceTokenizer::decode(std::span<const int32_t> ids) const {
         if (k > 0) joined.push_back(' ');
         joined.append(*token);
     }
-    std::string text(python_strip(replace_all(joined, " ##", "")));
+    text::replace_all(joined, " ##", "");
+    std::string text(python_strip(joined));
     // clean_up_tokenization, in Megatron's order.
     static constexpr std::array<std::pair<std::string_view, std::string_view>, 10> kCleanUp{{
         {" .", "."},
@@ -111,7 +93,7 @@ std::string BertWordPieceTokenizer::decode(std::span<const int32_t> ids) const {
         {" 've", "'ve"},
         {" 're", "'re"},
     }};
-    for (const auto& [from, to] : kCleanUp) text = replace_all(text, from, to);
+    for (const auto& [from, to] : kCleanUp) text::replace_all(text, from, to);
     return text;
 }
 

@@ -33,6 +33,7 @@ uint8_t compute_flags(char32_t cp) {
         (type == U_CONTROL_CHAR || type == U_FORMAT_CHAR) && cp != '\t' && cp != '\n' && cp != '\r';
     if (cp == 0 || cp == 0xFFFD || control) return kDrop;
     uint8_t flags = 0;
+    if (type == U_PRIVATE_USE_CHAR) flags |= kOtherControl;
     if (cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r' || is_python_space(cp))
         flags |= kSeparator;
     if (is_cjk(cp)) flags |= kCjk;

@@ -24,6 +24,9 @@ enum CharFlag : uint8_t {
     // Left unchanged by str.lower(), NFD and the removal of Mn marks, whatever surrounds it,
     // so the uncased path can copy it without ICU.
     kLowerInert = 16,
+    // Category Co: transformers' BertNormalizer drops it too (its is_control is Rust's
+    // unicode_categories is_other, which leaves unassigned code points in).
+    kOtherControl = 32,
 };
 
 // Flags of code points below 0x10000, indexed by code point; built once from ICU.

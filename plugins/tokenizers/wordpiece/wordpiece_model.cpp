@@ -2,8 +2,8 @@
 
 namespace mt::plugins::wordpiece {
 
-WordPieceModel::WordPieceModel(const TokenTable& vocab, int32_t unk_id)
-    : whole_(vocab), unk_id_(unk_id) {
+WordPieceModel::WordPieceModel(const TokenTable& vocab, int32_t unk_id, size_t max_chars)
+    : whole_(vocab), unk_id_(unk_id), max_chars_(max_chars) {
     // Looking "##" + piece up in the vocabulary is looking piece up among the "##" tokens.
     vocab.for_each([&](std::string_view token, int32_t id) {
         if (token.size() >= 2 && token[0] == '#' && token[1] == '#')
@@ -42,7 +42,7 @@ void WordPieceModel::encode_word(std::string_view word, std::vector<int32_t>& ou
     bool ascii = true;
     for (char c : word) ascii &= static_cast<unsigned char>(c) < 0x80;
     if (ascii) {
-        if (word.size() > kMaxInputCharsPerWord) {
+        if (word.size() > max_chars_) {
             out.push_back(unk_id_);
             return;
         }
@@ -58,7 +58,7 @@ void WordPieceModel::encode_word(std::string_view word, std::vector<int32_t>& ou
         i += lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
     }
     const size_t chars = bounds.size();
-    if (chars > kMaxInputCharsPerWord) {
+    if (chars > max_chars_) {
         out.push_back(unk_id_);
         return;
     }

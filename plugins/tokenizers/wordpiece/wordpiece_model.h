@@ -1,6 +1,7 @@
 // WordPieceModel: the word-to-ids half of Megatron's BERT tokenizer (bert_tokenization.py
 // WordpieceTokenizer): greedy longest-match-first pieces, "##" marking a continuation, and
-// [UNK] for a word that cannot be covered or is longer than 200 code points.
+// [UNK] for a word that cannot be covered or is longer than its limit (200 code points, as
+// Megatron).
 #pragma once
 
 #include <cstddef>
@@ -17,8 +18,10 @@ class WordPieceModel {
     // Megatron's WordpieceTokenizer default; Hugging Face's is 100.
     static constexpr size_t kMaxInputCharsPerWord = 200;
 
-    // `vocab`: the whole vocabulary (token -> id); `unk_id`: the id of [UNK].
-    WordPieceModel(const TokenTable& vocab, int32_t unk_id);
+    // `vocab`: the whole vocabulary (token -> id); `unk_id`: the id of [UNK]; a word longer
+    // than `max_chars` code points is [UNK].
+    WordPieceModel(const TokenTable& vocab, int32_t unk_id,
+                   size_t max_chars = kMaxInputCharsPerWord);
 
     // Appends the ids of one BasicTokenizer word (well-formed UTF-8, no whitespace) to `out`.
     // `bounds` is scratch space for code point offsets.
@@ -35,6 +38,7 @@ class WordPieceModel {
     TokenTable whole_;         // pieces that start a word: every token
     TokenTable continuation_;  // tokens "##x", keyed by "x"
     int32_t unk_id_;
+    size_t max_chars_;
 };
 
 }  // namespace mt::plugins::wordpiece
