@@ -7,13 +7,6 @@
 
 namespace mt {
 
-void require_core_v0_13_classes(const TokenizerOptions& options, std::string_view type) {
-    MT_CHECK(options.classes == TokenizerOptions::Classes::core_v0_13, "--tokenizer-type ", type,
-             ": not supported yet: core_v0.19's megatron/core/tokenizers build of it "
-             "(--tokenizer-classes core_v0.19, --tokenizer-special-tokens, "
-             "--tokenizer-sentencepiece-legacy); core_v0.13's is the default");
-}
-
 int32_t Tokenizer::require(const std::optional<int32_t>& id, const char* what) const {
     MT_CHECK(id.has_value(), name(), " has no ", what, " token");
     return *id;

@@ -1,7 +1,8 @@
-// Megatron core_v0.19's classes for GPT2BPETokenizer, BertWordPiece* and NullTokenizer
-// (tests/fixtures/core_v0_19_tokenizers/make_fixtures.py): each configuration's options parsed
-// by our flag parser from the same argv, and a tokenizer checked against everything Megatron's
-// class answered (vocabulary size, special ids, dataset identity, ids, detokenize, corpora).
+// Megatron core_v0.19's classes for GPT2BPETokenizer, BertWordPiece*, HuggingFaceTokenizer and
+// NullTokenizer (tests/fixtures/core_v0_19_tokenizers/make_fixtures.py): each configuration's
+// options parsed by our flag parser from the same argv, and a tokenizer checked against everything
+// Megatron's class answered (vocabulary size, special ids, dataset identity, ids, detokenize,
+// corpora).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -46,6 +47,12 @@ inline TokenizerOptions core_v0_19_options(simdjson::dom::element config) {
         argv.insert(argv.end(), {"--vocab-file", data("bert/bert-large-uncased-vocab.txt")});
     else if (type == "BertWordPieceCase")
         argv.insert(argv.end(), {"--vocab-file", data("bert/bert-large-cased-vocab.txt")});
+    else if (type == "HuggingFaceTokenizer") {  // the name starts with the folder's
+        const std::string name{std::string_view(config["name"])};
+        argv.insert(argv.end(),
+                    {"--tokenizer-model",
+                     data(("tokenizers/hf/" + name.substr(0, name.find(':'))).c_str())});
+    }
     for (auto a : config["argv"].get_array()) argv.emplace_back(std::string_view(a));
     cli::TokenizerFlags flags;
     boost::program_options::variables_map vm;
@@ -108,7 +115,10 @@ inline void expect_core_v0_19_config(const Tokenizer& tok, simdjson::dom::elemen
         if (field.key == "tokenizer_path") {
             ASSERT_EQ(id.paths.size(), 1u);
             EXPECT_EQ(id.paths[0].has_value(), !field.value.is_null());
-            if (!field.value.is_null()) EXPECT_EQ(*id.paths[0], std::string_view(field.value));
+            if (!field.value.is_null() && std::string_view(field.value) == "<model>")
+                EXPECT_EQ(*id.paths[0], options.tokenizer_model);
+            else if (!field.value.is_null())
+                EXPECT_EQ(*id.paths[0], std::string_view(field.value));
             continue;
         }
         ASSERT_LT(k, id.options.size());
@@ -116,6 +126,7 @@ inline void expect_core_v0_19_config(const Tokenizer& tok, simdjson::dom::elemen
         std::string want{std::string_view(field.value)};
         if (want == "<vocab>") want = options.vocab_file;
         if (want == "<merges>") want = options.merge_file;
+        if (want == "<model>") want = options.tokenizer_model;
         EXPECT_EQ(id.options[k].second, want) << field.key;
         ++k;
     }

@@ -34,8 +34,13 @@ class CoreV019Tools : public ::testing::Test {
         return " --vocab-file " + shell_quote(*vocab_) + " --merge-file " +
                shell_quote(*mt::test::test_data("gpt2/gpt2-merges.txt"));
     }
-    // The shared vocabulary files of a tokenizer type.
-    std::string files_of(std::string_view type) const {
+    // The shared vocabulary files of a tokenizer type (HuggingFaceTokenizer: the folder named
+    // after the run's "HuggingFaceTokenizer:").
+    std::string files_of(std::string_view type, std::string_view run) const {
+        if (type == "HuggingFaceTokenizer")
+            return " --tokenizer-model " +
+                   shell_quote(*mt::test::test_data("tokenizers/hf/" +
+                                                    std::string(run.substr(run.find(':') + 1))));
         if (type == "BertWordPieceLowerCase")
             return " --vocab-file " +
                    shell_quote(*mt::test::test_data("bert/bert-large-uncased-vocab.txt"));
@@ -57,7 +62,8 @@ TEST_F(CoreV019Tools, PreprocessWritesMegatronCoreV019Bytes) {
         SCOPED_TRACE(std::string(name));
         std::string command = shell_quote(tool_path("megatron-preprocess")) + " --input " +
                               shell_quote(dir_ / "input.jsonl") + " --output-prefix " +
-                              shell_quote(dir_ / "out") + files_of(std::string_view(flags.at(1))) +
+                              shell_quote(dir_ / "out") +
+                              files_of(std::string_view(flags.at(1)), name) +
                               " --workers 1 --tokenizer-classes core_v0.19";
         for (auto flag : flags.get_array())
             command += " " + shell_quote(std::string(std::string_view(flag)));
@@ -71,7 +77,7 @@ TEST_F(CoreV019Tools, PreprocessWritesMegatronCoreV019Bytes) {
         }
         ++runs;
     }
-    EXPECT_EQ(runs, 4);
+    EXPECT_EQ(runs, 5);
 }
 
 // A prompt holding <|endoftext|> and an added special token: generation from the checkpoint's
@@ -104,6 +110,18 @@ TEST_F(CoreV019Tools, CheckpointCarriesItsTokenizerClasses) {
         ASSERT_EQ(run->exit_code, 0) << run->output;
     EXPECT_EQ(from_args.output, from_flags.output);
     EXPECT_NE(from_args.output, v013.output);
+}
+
+// transformers' slow tokenizers are not built here: the flag that asks for them stops the tool.
+TEST_F(CoreV019Tools, SlowTokenizersAreRefusedByName) {
+    const auto r = run_command(shell_quote(tool_path("megatron-preprocess")) + " --input " +
+                               shell_quote(dir_ / "input.jsonl") + " --output-prefix " +
+                               shell_quote(dir_ / "slow") + " --tokenizer-type GPT2BPETokenizer" +
+                               gpt2_files() + " --tokenizer-hf-no-use-fast");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.output.find("--tokenizer-hf-no-use-fast: not supported yet"), std::string::npos)
+        << r.output;
+    EXPECT_FALSE(fs::exists(dir_ / "slow_text_document.bin"));
 }
 
 }  // namespace

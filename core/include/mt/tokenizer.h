@@ -74,10 +74,6 @@ struct ByteLevelBpeModel {
     std::string split_pattern;
 };
 
-// An mt::Error "not supported yet" where `options` ask for core_v0.19's classes
-// (--tokenizer-classes core_v0.19 or its flags) of a tokenizer built only as core_v0.13 builds it.
-MT_API void require_core_v0_13_classes(const TokenizerOptions& options, std::string_view type);
-
 class MT_API Tokenizer {
   public:
     virtual ~Tokenizer() = default;

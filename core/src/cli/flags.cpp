@@ -41,7 +41,8 @@ po::options_description tokenizer_flags(TokenizerFlags& out, bool required,
         "tokenizer-classes", po::value<std::string>(),
         "whose tokenizer classes: core_v0.13 (megatron/training/tokenizer; the default) or "
         "core_v0.19 (megatron/core/tokenizers: SentencePiece types encode without their added "
-        "tokens); core_v0.19's flags below imply it")(
+        "tokens, GPT-2, BERT and Hugging Face ones as transformers does); core_v0.19's flags "
+        "below imply it")(
         "tokenizer-sentencepiece-legacy", po::bool_switch(),
         "core_v0.19: the SentencePiece types find --tokenizer-special-tokens in the text")(
         "no-tokenizer-sentencepiece-ignore-extra-whitespaces", po::bool_switch(),
@@ -58,7 +59,9 @@ po::options_description tokenizer_flags(TokenizerFlags& out, bool required,
         "code)")("null-tokenizer-eod-id", po::value<int64_t>(),
                  "core_v0.19's NullTokenizer: the eod id (default --vocab-size - 1)")(
         "null-tokenizer-pad-id", po::value<int64_t>(),
-        "core_v0.19's NullTokenizer: the pad id (default -1, none)");
+        "core_v0.19's NullTokenizer: the pad id (default -1, none)")(
+        "tokenizer-hf-no-use-fast", po::bool_switch(),
+        "core_v0.19: transformers' slow tokenizers (refused: not supported yet)");
     return g;
 }
 
@@ -86,6 +89,9 @@ void finish_tokenizer_flags(const po::variables_map& vm, TokenizerFlags& out) {
         !on("disable-tokenizer-sentencepiece-ignore-extra-whitespaces");
     if (vm.count("tokenizer-special-tokens"))
         o.special_tokens = vm["tokenizer-special-tokens"].as<std::vector<std::string>>();
+    MT_CHECK(!on("tokenizer-hf-no-use-fast"),
+             "--tokenizer-hf-no-use-fast: not supported yet: transformers' slow (Python) "
+             "tokenizers; the fast ones are built here");
     o.hf_include_special_tokens = !on("tokenizer-hf-no-include-special-tokens");
     o.trust_remote_code = on("trust-remote-code");
     if (vm.count("null-tokenizer-eod-id"))

@@ -159,10 +159,8 @@ TokenizerChoice tokenizer_choice(const std::string& type, TokenizerOptions optio
             options.vocab_extra_ids = int_arg(saved, "vocab_extra_ids").value_or(0);
         const std::string& type = std::get<std::string>(*t);
         // A core_v0.19 training (its args hold tokenizer_sentencepiece_legacy) built the
-        // tokenizer with core_v0.19's classes, from these (HuggingFaceTokenizer is built as
-        // core_v0.13 builds it: both are transformers' tokenizer(text).input_ids).
-        const bool core_classes = type != "HuggingFaceTokenizer";
-        if (core_classes && find_arg(saved, "tokenizer_sentencepiece_legacy")) {
+        // tokenizer with core_v0.19's classes, from these.
+        if (find_arg(saved, "tokenizer_sentencepiece_legacy")) {
             options.classes = TokenizerOptions::Classes::core_v0_19;
             options.sentencepiece_legacy = bool_arg(saved, "tokenizer_sentencepiece_legacy");
             const auto saved_bool = [&saved](const char* name, bool fallback) {

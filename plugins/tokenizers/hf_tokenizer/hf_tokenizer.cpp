@@ -67,8 +67,8 @@ HfTokenizer::HfTokenizer(const TokenizerSpec& spec)
             if (t.content == token) return t.id;
         return model_.token_to_id(token);
     };
-    if (spec.bos_token) special_ids_.bos = id_of(*spec.bos_token);
-    if (spec.eos_token) special_ids_.eod = id_of(*spec.eos_token);
+    if (auto bos = named_token(spec, "bos_token")) special_ids_.bos = id_of(*bos);
+    if (auto eos = named_token(spec, "eos_token")) special_ids_.eod = id_of(*eos);
     for (int32_t id : prefix_ids_)
         MT_CHECK(added_content_.count(id) || model_.id_to_token(id), spec.source,
                  ": the post-processor adds id ", id, ", which is not a token");

@@ -481,14 +481,6 @@ void rebuild_as_class(const TransformersConfig& config, TokenizerSpec& spec,
     }
 }
 
-std::optional<int32_t> token_id(const TokenizerSpec& spec, const std::string& content) {
-    for (const AddedToken& t : spec.added_tokens)
-        if (t.content == content) return t.id;
-    for (const auto& [token, id] : spec.model.vocab)
-        if (token == content) return id;
-    return std::nullopt;
-}
-
 // tokenizers' AddedVocabulary::add_tokens: a token already in the vocab keeps its id; a new one
 // gets the next id after the model vocab and the added tokens.
 void add_token(TokenizerSpec& spec, AddedToken token) {
@@ -506,6 +498,31 @@ void add_token(TokenizerSpec& spec, AddedToken token) {
 }
 
 }  // namespace
+
+std::optional<int32_t> token_id(const TokenizerSpec& spec, const std::string& content) {
+    for (const AddedToken& t : spec.added_tokens)
+        if (t.content == content) return t.id;
+    for (const auto& [token, id] : spec.model.vocab)
+        if (token == content) return id;
+    return std::nullopt;
+}
+
+std::optional<std::string> named_token(const TokenizerSpec& spec, const std::string& name) {
+    const auto it = spec.named_tokens.find(name);
+    return it == spec.named_tokens.end() ? std::nullopt : std::optional<std::string>(it->second);
+}
+
+void add_special_token(TokenizerSpec& spec, const std::string& content) {
+    for (AddedToken& t : spec.added_tokens)
+        if (t.content == content) {
+            t.special = true;
+            return;
+        }
+    AddedToken token;
+    token.content = content;
+    token.special = true;
+    add_token(spec, std::move(token));
+}
 
 TokenizerSpec read_tokenizer_spec(const std::string& path) {
     MT_CHECK(!path.empty(),
@@ -564,16 +581,17 @@ TokenizerSpec read_tokenizer_spec(const std::string& path) {
         if (auto it = named.find(key); it != named.end()) add_token(spec, it->second);
     for (const AddedToken& t : config.extra_specials) add_token(spec, t);
 
-    if (auto it = named.find("bos_token"); it != named.end()) spec.bos_token = it->second.content;
-    if (auto it = named.find("eos_token"); it != named.end()) spec.eos_token = it->second.content;
+    for (const auto& [key, token] : named) spec.named_tokens[key] = token.content;
+    const std::optional<std::string> bos = named_token(spec, "bos_token");
+    const std::optional<std::string> eos = named_token(spec, "eos_token");
     // transformers rewrites the template when the config says add_bos_token / add_eos_token.
     if (config.add_bos_token || config.add_eos_token) {
         spec.prefix_ids.clear();
         spec.suffix_ids.clear();
-        if (config.add_bos_token.value_or(false) && spec.bos_token)
-            spec.prefix_ids.push_back(*token_id(spec, *spec.bos_token));
-        if (config.add_eos_token.value_or(false) && spec.eos_token)
-            spec.suffix_ids.push_back(*token_id(spec, *spec.eos_token));
+        if (config.add_bos_token.value_or(false) && bos)
+            spec.prefix_ids.push_back(*token_id(spec, *bos));
+        if (config.add_eos_token.value_or(false) && eos)
+            spec.suffix_ids.push_back(*token_id(spec, *eos));
     }
     return spec;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -77,8 +78,18 @@ struct TokenizerSpec {
     std::optional<std::vector<DecoderStep>> decoder;  // none: tokens joined by spaces
     // The post-processor's single-sequence template: ids around the text's.
     std::vector<int32_t> prefix_ids, suffix_ids;
-    std::optional<std::string> bos_token, eos_token;
+    // The special tokens transformers names ("bos_token", "eos_token", "unk_token", "sep_token",
+    // "pad_token", "cls_token", "mask_token") -> their text.
+    std::map<std::string, std::string> named_tokens;
 };
+
+// The id of a token: an added token's, else the model vocab's.
+std::optional<int32_t> token_id(const TokenizerSpec& spec, const std::string& content);
+// The text of a named special token ("bos_token", ...), if the folder names it.
+std::optional<std::string> named_token(const TokenizerSpec& spec, const std::string& name);
+// transformers' add_special_tokens: `content` becomes a special added token (found in the raw
+// text), with its vocab id or the next id after the vocabulary and the added tokens.
+void add_special_token(TokenizerSpec& spec, const std::string& content);
 
 // `path` is a model folder holding tokenizer.json (and maybe tokenizer_config.json,
 // special_tokens_map.json) or the tokenizer.json file itself. Applies what transformers'

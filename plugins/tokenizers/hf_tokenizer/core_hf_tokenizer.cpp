@@ -1,0 +1,75 @@
+#include "core_hf_tokenizer.h"
+
+#include <utility>
+
+#include "mt/text/python_repr.h"
+
+namespace mt::plugins::hf_tokenizer {
+namespace {
+
+// The folder's tokenizer as core_v0.19 sets it up before its first use.
+TokenizerSpec core_spec(const TokenizerOptions& options) {
+    TokenizerSpec spec = read_tokenizer_spec(options.tokenizer_model);
+    // sep falls back to eos and eos to sep, bos to cls and cls to bos (tokens it names anew
+    // are special tokens like the others).
+    const auto stand_in = [&spec](const char* missing, const char* present) {
+        if (named_token(spec, missing)) return;
+        if (auto token = named_token(spec, present)) spec.named_tokens[missing] = *token;
+    };
+    stand_in("sep_token", "eos_token");
+    stand_in("eos_token", "sep_token");
+    stand_in("bos_token", "cls_token");
+    stand_in("cls_token", "bos_token");
+    for (const auto& [name, token] : spec.named_tokens) add_special_token(spec, token);
+    if (options.special_tokens)
+        for (const std::string& token : *options.special_tokens) add_special_token(spec, token);
+    if (!options.hf_include_special_tokens) {  // tokenize(), not tokenizer(text)
+        spec.prefix_ids.clear();
+        spec.suffix_ids.clear();
+    }
+    return spec;
+}
+
+}  // namespace
+
+CoreHfTokenizer::CoreHfTokenizer(const TokenizerOptions& options)
+    : CoreHfTokenizer(options, core_spec(options)) {}
+
+CoreHfTokenizer::CoreHfTokenizer(const TokenizerOptions& options, TokenizerSpec spec)
+    : tokenizer_(spec), include_special_tokens_(options.hf_include_special_tokens) {
+    for (const AddedToken& t : spec.added_tokens)
+        if (t.special) special_.insert(t.id);
+    const auto id_of = [&spec](const char* name) -> std::optional<int32_t> {
+        const auto token = named_token(spec, name);
+        return token ? token_id(spec, *token) : std::nullopt;
+    };
+    special_ids_.bos = id_of("bos_token");
+    special_ids_.eos = special_ids_.eod = id_of("eos_token");
+    special_ids_.sep = id_of("sep_token");
+    special_ids_.cls = id_of("cls_token");
+    special_ids_.pad = id_of("pad_token");
+    special_ids_.mask = id_of("mask_token");
+    const auto py_bool = [](bool b) { return std::string(b ? "True" : "False"); };
+    const auto py_path = [](const std::string& p) { return p.empty() ? std::string("None") : p; };
+    identity_ = {"megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText",
+                 {options.tokenizer_model},
+                 {{"chat_template", "None"},
+                  {"vocab_file", py_path(options.vocab_file)},
+                  {"merges_file", py_path(options.merge_file)},
+                  {"additional_special_tokens",
+                   text::python_repr(options.special_tokens.value_or(std::vector<std::string>{}))},
+                  {"use_fast", "True"},
+                  {"trust_remote_code", py_bool(options.trust_remote_code)},
+                  {"include_special_tokens", py_bool(options.hf_include_special_tokens)}}};
+    identity_.single_path = true;
+}
+
+std::string CoreHfTokenizer::decode(std::span<const int32_t> ids) const {
+    if (include_special_tokens_) return tokenizer_.decode(ids);
+    std::vector<int32_t> kept;
+    for (const int32_t id : ids)
+        if (!special_.count(id)) kept.push_back(id);
+    return tokenizer_.decode(kept);
+}
+
+}  // namespace mt::plugins::hf_tokenizer
