@@ -110,6 +110,27 @@ TEST_F(CoreV019Tools, CheckpointCarriesItsTokenizerClasses) {
         ASSERT_EQ(run->exit_code, 0) << run->output;
     EXPECT_EQ(from_args.output, from_flags.output);
     EXPECT_NE(from_args.output, v013.output);
+    // --saver hf: transformers' GPT2Tokenizer with the added special tokens at their ids, and
+    // the exported folder reads the prompt as the checkpoint does.
+    r = run_command(shell_quote(tool_path("megatron-convert")) +
+                    " --model-type GPT --loader torch_dist --saver hf --load-dir " +
+                    shell_quote(ckpt) + " --save-dir " + shell_quote(dir_ / "hf"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    simdjson::dom::parser parser;
+    const simdjson::dom::element config =
+        parser.load((dir_ / "hf" / "tokenizer_config.json").string());
+    EXPECT_EQ(std::string_view(config["added_tokens_decoder"]["50257"]["content"]), "<|im_start|>");
+    EXPECT_EQ(std::string_view(config["added_tokens_decoder"]["50258"]["content"]), "<|im_end|>");
+    EXPECT_TRUE(config["added_tokens_decoder"]["50258"]["special"].get_bool().value());
+    const auto from_hf = run_command(shell_quote(tool_path("megatron-generate")) + " --load " +
+                                     shell_quote(dir_ / "hf") +
+                                     " --greedy --out-seq-length 3 --prompts "
+                                     "'<|im_start|>Hello<|endoftext|>'");
+    ASSERT_EQ(from_hf.exit_code, 0) << from_hf.output;
+    const auto after_load = [](const std::string& out) {
+        return out.substr(out.find('\n', out.find("loaded ")));
+    };
+    EXPECT_EQ(after_load(from_hf.output), after_load(from_args.output));
 }
 
 // transformers' slow tokenizers are not built here: the flag that asks for them stops the tool.

@@ -101,6 +101,11 @@ class MT_API Tokenizer {
     // Megatron's inv_vocab: the text of every id (BERT's masking tells word starts from "##"
     // pieces by it); the default is an mt::Error "not supported yet".
     virtual std::vector<std::string> vocabulary() const;
+    // Megatron's additional special tokens (core_v0.19's --tokenizer-special-tokens, BERT's
+    // sentinels) with their ids, as the tokenizer finds them in text; empty for most kinds.
+    virtual std::vector<std::pair<std::string, int32_t>> additional_special_tokens() const {
+        return {};
+    }
     // The whole model of a byte-level BPE tokenizer; nullopt for other kinds.
     virtual std::optional<ByteLevelBpeModel> byte_level_bpe() const { return std::nullopt; }
 

@@ -248,9 +248,15 @@ StreamedState HfCheckpoint::load_streamed(const fs::path& dir) {
         set_arg(s.state.args, "tokenizer_type", std::string("HuggingFaceTokenizer"));
         set_arg(s.state.args, "tokenizer_model", fs::absolute(dir).string());
     } else if (fs::is_regular_file(dir / "vocab.json") && fs::is_regular_file(dir / "merges.txt")) {
+        // transformers' GPT2Tokenizer, which finds <|endoftext|> and the config's additional
+        // special tokens in the text: core_v0.19's GPT2BPETokenizer (its args' fields say so).
         set_arg(s.state.args, "tokenizer_type", std::string("GPT2BPETokenizer"));
         set_arg(s.state.args, "vocab_file", fs::absolute(dir / "vocab.json").string());
         set_arg(s.state.args, "merge_file", fs::absolute(dir / "merges.txt").string());
+        set_arg(s.state.args, "tokenizer_sentencepiece_legacy", false);
+        const std::vector<std::string> specials =
+            FolderTokenizerConfig(dir).strings("additional_special_tokens");
+        if (!specials.empty()) set_arg(s.state.args, "special_tokens", specials);
     } else if (fs::is_regular_file(dir / "vocab.txt")) {
         set_arg(s.state.args, "tokenizer_type",
                 std::string(FolderTokenizerConfig(dir).flag("do_lower_case", true)

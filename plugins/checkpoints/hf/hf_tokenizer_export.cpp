@@ -23,31 +23,31 @@ std::string text_arg(const CheckpointArgs& args, const char* name) {
 }
 
 // transformers' GPT2Tokenizer over vocab.json + merges.txt, with GPT-2's special token.
-std::string gpt2_tokenizer_config(int64_t max_positions) {
+// `added`: members for tokens added to it (added_tokens_decoder, ...).
+std::string gpt2_tokenizer_config(int64_t max_positions, json::Members added = {}) {
     const std::string special = json::text("<|endoftext|>");
-    return json::object({{"add_prefix_space", json::boolean(false)},
-                         {"bos_token", special},
-                         {"eos_token", special},
-                         {"errors", json::text("replace")},
-                         {"model_max_length", json::integer(max_positions)},
-                         {"tokenizer_class", json::text("GPT2Tokenizer")},
-                         {"unk_token", special}},
-                        0) +
-           "\n";
+    added.insert({{"add_prefix_space", json::boolean(false)},
+                  {"bos_token", special},
+                  {"eos_token", special},
+                  {"errors", json::text("replace")},
+                  {"model_max_length", json::integer(max_positions)},
+                  {"tokenizer_class", json::text("GPT2Tokenizer")},
+                  {"unk_token", special}});
+    return json::object(added, 0) + "\n";
 }
 
-// transformers' BertTokenizer over vocab.txt, with BERT's special tokens.
-std::string bert_tokenizer_config(bool lower_case, int64_t max_positions) {
-    return json::object({{"cls_token", json::text("[CLS]")},
-                         {"do_lower_case", json::boolean(lower_case)},
-                         {"mask_token", json::text("[MASK]")},
-                         {"model_max_length", json::integer(max_positions)},
-                         {"pad_token", json::text("[PAD]")},
-                         {"sep_token", json::text("[SEP]")},
-                         {"tokenizer_class", json::text("BertTokenizer")},
-                         {"unk_token", json::text("[UNK]")}},
-                        0) +
-           "\n";
+// transformers' BertTokenizer over vocab.txt, with BERT's special tokens (and `added`).
+std::string bert_tokenizer_config(bool lower_case, int64_t max_positions,
+                                  json::Members added = {}) {
+    added.insert({{"cls_token", json::text("[CLS]")},
+                  {"do_lower_case", json::boolean(lower_case)},
+                  {"mask_token", json::text("[MASK]")},
+                  {"model_max_length", json::integer(max_positions)},
+                  {"pad_token", json::text("[PAD]")},
+                  {"sep_token", json::text("[SEP]")},
+                  {"tokenizer_class", json::text("BertTokenizer")},
+                  {"unk_token", json::text("[UNK]")}});
+    return json::object(added, 0) + "\n";
 }
 
 // transformers' LlamaTokenizer over tokenizer.model, as Llama-2's and Mistral's folders have it:
@@ -67,6 +67,23 @@ std::string llama_tokenizer_config(bool add_bos, const std::string& bos, const s
     return json::object(added, 0) + "\n";
 }
 
+// transformers' added special tokens: `tokens` (text, id) in added_tokens_decoder, found in the
+// raw text, and `additional` named additional_special_tokens.
+json::Members added_special_tokens(const std::vector<std::pair<std::string, int32_t>>& tokens,
+                                   const std::vector<std::string>& additional) {
+    json::Members decoder;
+    for (const auto& [content, id] : tokens)
+        decoder[std::to_string(id)] = json::object({{"content", json::text(content)},
+                                                    {"lstrip", json::boolean(false)},
+                                                    {"normalized", json::boolean(false)},
+                                                    {"rstrip", json::boolean(false)},
+                                                    {"single_word", json::boolean(false)},
+                                                    {"special", json::boolean(true)}},
+                                                   2);
+    return {{"added_tokens_decoder", json::object(decoder, 1)},
+            {"additional_special_tokens", json::strings(additional, 1)}};
+}
+
 // core_v0.13's SentencePieceTokenizer: the special tokens Megatron finds in the text (<CLS>,
 // <SEP>, <EOD>, <MASK>, the pad, bos and eos pieces, --vocab-extra-ids' <extra_id_i>), those the
 // model lacks at the ids after its pieces, as transformers' added tokens, which it splits from the
@@ -81,20 +98,13 @@ json::Members sentencepiece_special_tokens(const Tokenizer& trained, int64_t mod
         if (id) specials.push_back(pieces.at(size_t(*id)));
     for (int64_t i = 0; i < extra_ids; ++i)
         specials.push_back("<extra_id_" + std::to_string(i) + ">");
-    json::Members decoder;
+    std::vector<std::pair<std::string, int32_t>> added;
     for (size_t id = size_t(model_pieces); id < pieces.size(); ++id)
-        decoder[std::to_string(id)] = json::object({{"content", json::text(pieces[id])},
-                                                    {"lstrip", json::boolean(false)},
-                                                    {"normalized", json::boolean(false)},
-                                                    {"rstrip", json::boolean(false)},
-                                                    {"single_word", json::boolean(false)},
-                                                    {"special", json::boolean(true)}},
-                                                   2);
+        added.emplace_back(pieces[id], int32_t(id));
     std::vector<std::string> additional;
     for (const std::string& s : specials)
         if (s != "<s>" && s != "</s>" && s != "<unk>") additional.push_back(s);
-    json::Members out = {{"added_tokens_decoder", json::object(decoder, 1)},
-                         {"additional_special_tokens", json::strings(additional, 1)}};
+    json::Members out = added_special_tokens(added, additional);
     for (auto [name, id] : {std::pair{"cls_token", ids.cls},
                             {"sep_token", ids.sep},
                             {"mask_token", ids.mask},
@@ -138,6 +148,27 @@ std::unique_ptr<Tokenizer> trained_tokenizer(const CheckpointArgs& args, const s
     }
 }
 
+// Whether core_v0.19's classes built the tokenizer (its args hold their fields).
+bool core_v0_19_classes(const CheckpointArgs& args) {
+    return find_arg(args, "tokenizer_sentencepiece_legacy") != nullptr;
+}
+
+// core_v0.19's transformers-backed tokenizers: the tokens their add_special_tokens added.
+json::Members additional_special_tokens(const Tokenizer& trained) {
+    const std::vector<std::pair<std::string, int32_t>> tokens = trained.additional_special_tokens();
+    std::vector<std::string> names;
+    for (const auto& [content, id] : tokens) names.push_back(content);
+    return added_special_tokens(tokens, names);
+}
+
+// The vocabulary size and bos/eos ids of the tokenizer the training built.
+void take_ids(HfTokenizerFiles& out, const Tokenizer& trained) {
+    const SpecialIds& ids = trained.special_ids();
+    out.vocab_size = trained.vocab_size();
+    if (ids.bos) out.bos_id = *ids.bos;
+    if (ids.eos) out.eos_id = *ids.eos;
+}
+
 }  // namespace
 
 HfTokenizerFiles hf_tokenizer_files(const CheckpointArgs& args, int64_t max_positions) {
@@ -154,8 +185,16 @@ HfTokenizerFiles hf_tokenizer_files(const CheckpointArgs& args, int64_t max_posi
             return out;
         }
         out.copies = {{options.vocab_file, "vocab.json"}, {options.merge_file, "merges.txt"}};
-        out.tokenizer_config = gpt2_tokenizer_config(max_positions);
-        read_ids(out, type, options);
+        if (!core_v0_19_classes(args)) {
+            out.tokenizer_config = gpt2_tokenizer_config(max_positions);
+            read_ids(out, type, options);
+            return out;
+        }
+        const std::unique_ptr<Tokenizer> trained = trained_tokenizer(args, type, out);
+        if (!trained) return out;
+        out.tokenizer_config =
+            gpt2_tokenizer_config(max_positions, additional_special_tokens(*trained));
+        take_ids(out, *trained);
         return out;
     }
     if (type == "BertWordPieceLowerCase" || type == "BertWordPieceCase") {
@@ -165,9 +204,24 @@ HfTokenizerFiles hf_tokenizer_files(const CheckpointArgs& args, int64_t max_posi
             return out;
         }
         out.copies = {{options.vocab_file, "vocab.txt"}};
+        const bool lower_case = type == "BertWordPieceLowerCase";
+        if (!core_v0_19_classes(args)) {
+            out.tokenizer_config = bert_tokenizer_config(lower_case, max_positions);
+            read_ids(out, type, options);
+            return out;
+        }
+        if (bool_arg(args, "tokenizer_hf_no_include_special_tokens")) {
+            out.copies.clear();
+            out.note = str("no tokenizer files written: not supported yet: ", type,
+                           " trained without [CLS] ... [SEP] (tokenizer_hf_no_include_special_"
+                           "tokens) in a Hugging Face config");
+            return out;
+        }
+        const std::unique_ptr<Tokenizer> trained = trained_tokenizer(args, type, out);
+        if (!trained) return out;
         out.tokenizer_config =
-            bert_tokenizer_config(type == "BertWordPieceLowerCase", max_positions);
-        read_ids(out, type, options);
+            bert_tokenizer_config(lower_case, max_positions, additional_special_tokens(*trained));
+        take_ids(out, *trained);
         return out;
     }
     if (type == "Llama2Tokenizer" || type == "GPTSentencePieceTokenizer" ||
@@ -179,7 +233,7 @@ HfTokenizerFiles hf_tokenizer_files(const CheckpointArgs& args, int64_t max_posi
         }
         // core_v0.19's legacy mode's --tokenizer-special-tokens, found in the text, have no
         // LlamaTokenizer config here yet (core_v0.13's SentencePieceTokenizer's do).
-        const bool core_v0_19 = find_arg(args, "tokenizer_sentencepiece_legacy") != nullptr;
+        const bool core_v0_19 = core_v0_19_classes(args);
         const ArgValue* specials = find_arg(args, "special_tokens");
         const bool listed = specials &&
                             std::holds_alternative<std::vector<std::string>>(*specials) &&
@@ -256,6 +310,22 @@ HfTokenizerFiles hf_tokenizer_files(const CheckpointArgs& args, int64_t max_posi
             // A hub name, or a folder that is elsewhere now.
             out.note = str("no tokenizer files written: the args' tokenizer_model '",
                            options.tokenizer_model, "' is no folder with tokenizer.json here");
+            return out;
+        }
+        if (core_v0_19_classes(args)) {
+            // The folder's files as they are lack what core_v0.19's class changed.
+            const std::unique_ptr<Tokenizer> trained = trained_tokenizer(args, type, out);
+            if (!trained) return out;
+            if (!trained->additional_special_tokens().empty() ||
+                bool_arg(args, "tokenizer_hf_no_include_special_tokens")) {
+                out.copies.clear();
+                out.note = str("no tokenizer files written: not supported yet: ", type,
+                               "'s --tokenizer-special-tokens or "
+                               "--tokenizer-hf-no-include-special-tokens in a Hugging Face "
+                               "config");
+                return out;
+            }
+            take_ids(out, *trained);
             return out;
         }
         read_ids(out, type, options);

@@ -71,6 +71,8 @@ CoreGpt2BpeTokenizer::CoreGpt2BpeTokenizer(const TokenizerOptions& options,
                   {"trust_remote_code", py_bool(options.trust_remote_code)},
                   {"include_special_tokens", py_bool(options.hf_include_special_tokens)}}};
     identity_.single_path = true;
+    for (const std::string& token : options.special_tokens.value_or(std::vector<std::string>{}))
+        additional_.emplace_back(token, added_.id(token));
 }
 
 void CoreGpt2BpeTokenizer::encode_append(std::string_view text, std::vector<int32_t>& out) const {

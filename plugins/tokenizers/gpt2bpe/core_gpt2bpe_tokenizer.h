@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gpt2bpe_tokenizer.h"
@@ -26,6 +27,9 @@ class CoreGpt2BpeTokenizer final : public Tokenizer {
     const SpecialIds& special_ids() const override { return special_ids_; }
     std::string_view name() const override { return "GPT2BPETokenizer"; }
     TokenizerIdentity dataset_identity() const override { return identity_; }
+    std::vector<std::pair<std::string, int32_t>> additional_special_tokens() const override {
+        return additional_;
+    }
 
   private:
     CoreGpt2BpeTokenizer(const TokenizerOptions& options, const std::vector<VocabEntry>& vocab);
@@ -35,6 +39,7 @@ class CoreGpt2BpeTokenizer final : public Tokenizer {
     bool include_special_tokens_;
     SpecialIds special_ids_;
     TokenizerIdentity identity_;
+    std::vector<std::pair<std::string, int32_t>> additional_;
 };
 
 }  // namespace mt::plugins::gpt2bpe

@@ -62,6 +62,8 @@ CoreHfTokenizer::CoreHfTokenizer(const TokenizerOptions& options, TokenizerSpec 
                   {"trust_remote_code", py_bool(options.trust_remote_code)},
                   {"include_special_tokens", py_bool(options.hf_include_special_tokens)}}};
     identity_.single_path = true;
+    for (const std::string& token : options.special_tokens.value_or(std::vector<std::string>{}))
+        additional_.emplace_back(token, *token_id(spec, token));
 }
 
 std::string CoreHfTokenizer::decode(std::span<const int32_t> ids) const {

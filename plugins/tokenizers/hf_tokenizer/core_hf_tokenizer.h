@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "hf_tokenizer.h"
@@ -30,6 +31,9 @@ class CoreHfTokenizer final : public Tokenizer {
     const SpecialIds& special_ids() const override { return special_ids_; }
     std::string_view name() const override { return "HuggingFaceTokenizer"; }
     TokenizerIdentity dataset_identity() const override { return identity_; }
+    std::vector<std::pair<std::string, int32_t>> additional_special_tokens() const override {
+        return additional_;
+    }
 
   private:
     CoreHfTokenizer(const TokenizerOptions& options, TokenizerSpec spec);
@@ -39,6 +43,7 @@ class CoreHfTokenizer final : public Tokenizer {
     std::unordered_set<int32_t> special_;  // transformers' all_special_ids
     SpecialIds special_ids_;
     TokenizerIdentity identity_;
+    std::vector<std::pair<std::string, int32_t>> additional_;
 };
 
 }  // namespace mt::plugins::hf_tokenizer

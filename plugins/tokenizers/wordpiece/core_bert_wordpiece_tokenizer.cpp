@@ -67,6 +67,8 @@ CoreBertWordPieceTokenizer::CoreBertWordPieceTokenizer(const TokenizerOptions& o
          {"trust_remote_code", py_bool(options.trust_remote_code)},
          {"include_special_tokens", py_bool(options.hf_include_special_tokens)}}};
     identity_.single_path = true;
+    for (const std::string& token : additional_tokens(options, lower_case))
+        additional_.emplace_back(token, added_.id(token));
 }
 
 std::string_view CoreBertWordPieceTokenizer::name() const {

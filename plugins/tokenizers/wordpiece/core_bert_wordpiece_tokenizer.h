@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "basic_tokenizer.h"
@@ -34,6 +35,9 @@ class CoreBertWordPieceTokenizer final : public Tokenizer {
     const SpecialIds& special_ids() const override { return special_; }
     std::string_view name() const override;
     TokenizerIdentity dataset_identity() const override { return identity_; }
+    std::vector<std::pair<std::string, int32_t>> additional_special_tokens() const override {
+        return additional_;
+    }
     std::vector<std::string> vocabulary() const override;
 
   private:
@@ -46,6 +50,7 @@ class CoreBertWordPieceTokenizer final : public Tokenizer {
     bool include_special_tokens_;
     SpecialIds special_;
     TokenizerIdentity identity_;
+    std::vector<std::pair<std::string, int32_t>> additional_;
 };
 
 }  // namespace mt::plugins::wordpiece
