@@ -65,6 +65,14 @@ std::string read_file(const fs::path& path) {
     return ss.str();
 }
 
+void write_first_lines(const fs::path& source, int64_t lines, const fs::path& path) {
+    std::ifstream in(source);
+    if (!in) throw std::runtime_error("cannot read " + source.string());
+    std::string text, line;
+    for (int64_t i = 0; i < lines && std::getline(in, line); ++i) text += line + "\n";
+    write_file(path, text);
+}
+
 std::string crc32_hex_of(const fs::path& path) {
     const std::string data = read_file(path);
     char hex[9];

@@ -41,6 +41,9 @@ std::string crc32_hex_of(const std::filesystem::path& path);
 // fails the current test when the file cannot be read.
 std::map<std::string, std::string> read_fixture_values(const std::filesystem::path& path);
 void write_file(const std::filesystem::path& path, const std::string& content);
+// Writes the first `lines` lines of `source` (each with its newline) to `path`.
+void write_first_lines(const std::filesystem::path& source, int64_t lines,
+                       const std::filesystem::path& path);
 
 // Element i (flat, contiguous) of an f32, f64, i32 or i64 tensor as double (bf16: its raw
 // bits), and its assignment.

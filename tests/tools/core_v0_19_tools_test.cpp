@@ -6,7 +6,6 @@
 #include <simdjson.h>
 
 #include <filesystem>
-#include <fstream>
 
 #include "test_support.h"
 
@@ -24,11 +23,9 @@ class CoreV019Tools : public ::testing::Test {
         if (!vocab_) GTEST_SKIP() << "MEGATRON_TEST_DATA not set: no GPT-2 vocabulary";
         spec_ = parser_.load(
             (mt::test::fixtures_dir() / "core_v0_19_tokenizers" / "preprocess.json").string());
-        std::ifstream in(*mt::test::test_data(std::string(std::string_view(spec_["input"]))));
-        std::string jsonl, line;
-        for (int64_t i = 0; i < int64_t(spec_["documents"]) && std::getline(in, line); ++i)
-            jsonl += line + "\n";
-        mt::test::write_file(dir_ / "input.jsonl", jsonl);
+        mt::test::write_first_lines(
+            *mt::test::test_data(std::string(std::string_view(spec_["input"]))),
+            int64_t(spec_["documents"]), dir_ / "input.jsonl");
     }
     std::string gpt2_files() const {
         return " --vocab-file " + shell_quote(*vocab_) + " --merge-file " +

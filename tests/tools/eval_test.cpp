@@ -7,7 +7,6 @@
 #include <simdjson.h>
 
 #include <cmath>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -258,10 +257,7 @@ std::optional<fs::path> slice(const TempDir& dir, const std::string& data, int64
                               const std::string& name) {
     auto path = mt::test::test_data(data);
     if (!path) return std::nullopt;
-    std::ifstream in(*path, std::ios::binary);
-    std::string text, line;
-    for (int64_t i = 0; i < lines && std::getline(in, line); ++i) text += line + "\n";
-    mt::test::write_file(dir / name, text);
+    mt::test::write_first_lines(*path, lines, dir / name);
     return dir / name;
 }
 

@@ -245,10 +245,7 @@ TEST_F(ParallelInference, TensorParallelEvaluationGivesTheOneProcessResults) {
         GTEST_SKIP() << "MEGATRON_TEST_DATA not set: needs lambada/, wikitext/ and gpt2/";
     mt::test::TempDir dir;
     auto head = [&](const fs::path& from, const std::string& name, int lines) {
-        std::ifstream in(from);
-        std::string text, line;
-        for (int i = 0; i < lines && std::getline(in, line); ++i) text += line + "\n";
-        mt::test::write_file(dir.path() / name, text);
+        mt::test::write_first_lines(from, lines, dir.path() / name);
         return dir.path() / name;
     };
     const std::string tool = shell_quote(tool_path("megatron-eval")) + " --load " +

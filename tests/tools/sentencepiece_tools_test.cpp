@@ -10,7 +10,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "test_support.h"
@@ -28,10 +27,7 @@ class SentencePieceTools : public ::testing::Test {
         model_ = mt::test::test_data("tokenizers/sentencepiece/mistral-v1.model");
         corpus_ = mt::test::test_data("corpus/openwebtext-1000.jsonl");
         if (!model_ || !corpus_) GTEST_SKIP() << "MEGATRON_TEST_DATA not set: no mistral-v1.model";
-        std::ifstream in(*corpus_);
-        std::string jsonl, line;
-        for (int i = 0; i < 40 && std::getline(in, line); ++i) jsonl += line + "\n";
-        mt::test::write_file(dir_ / "input.jsonl", jsonl);
+        mt::test::write_first_lines(*corpus_, 40, dir_ / "input.jsonl");
     }
     std::string preprocess(const std::string& type) const {
         const fs::path prefix = dir_ / type;

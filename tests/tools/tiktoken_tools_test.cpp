@@ -9,7 +9,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include "test_support.h"
@@ -29,11 +28,9 @@ class TikTokenizerTools : public ::testing::Test {
         const simdjson::dom::element spec =
             parser_.load((mt::test::fixtures_dir() / "tiktoken" / "preprocess.json").string());
         spec_ = spec;
-        std::ifstream in(*mt::test::test_data(std::string(std::string_view(spec["input"]))));
-        std::string jsonl, line;
-        for (int64_t i = 0; i < int64_t(spec["documents"]) && std::getline(in, line); ++i)
-            jsonl += line + "\n";
-        mt::test::write_file(dir_ / "input.jsonl", jsonl);
+        mt::test::write_first_lines(
+            *mt::test::test_data(std::string(std::string_view(spec["input"]))),
+            int64_t(spec["documents"]), dir_ / "input.jsonl");
     }
     // megatron-preprocess with preprocess.json's flags and `extra`; the output prefix.
     std::string preprocess(const std::string& extra) const {

@@ -1,8 +1,6 @@
 #include "bert_wordpiece_tokenizer.h"
 
-#include <array>
-#include <utility>
-
+#include "clean_up.h"
 #include "mt/error.h"
 #include "mt/text/replace_all.h"
 
@@ -80,20 +78,7 @@ std::string BertWordPieceTokenizer::decode(std::span<const int32_t> ids) const {
     }
     text::replace_all(joined, " ##", "");
     std::string text(python_strip(joined));
-    // clean_up_tokenization, in Megatron's order.
-    static constexpr std::array<std::pair<std::string_view, std::string_view>, 10> kCleanUp{{
-        {" .", "."},
-        {" ?", "?"},
-        {" !", "!"},
-        {" ,", ","},
-        {" ' ", "'"},
-        {" n't", "n't"},
-        {" 'm", "'m"},
-        {" 's", "'s"},
-        {" 've", "'ve"},
-        {" 're", "'re"},
-    }};
-    for (const auto& [from, to] : kCleanUp) text::replace_all(text, from, to);
+    clean_up_tokenization(text, CleanUp::kTransformers);
     return text;
 }
 

@@ -1,11 +1,8 @@
 #include "core_bert_wordpiece_tokenizer.h"
 
-#include <array>
-#include <utility>
-
+#include "clean_up.h"
 #include "mt/error.h"
 #include "mt/text/python_repr.h"
-#include "mt/text/replace_all.h"
 
 namespace mt::plugins::wordpiece {
 namespace {
@@ -106,19 +103,6 @@ const std::string& CoreBertWordPieceTokenizer::token_of(int32_t id) const {
 }
 
 std::string CoreBertWordPieceTokenizer::decode(std::span<const int32_t> ids) const {
-    static constexpr std::array<std::pair<std::string_view, std::string_view>, 11> kCleanUp{{
-        {" .", "."},
-        {" ?", "?"},
-        {" !", "!"},
-        {" ,", ","},
-        {" ' ", "'"},
-        {" n't", "n't"},
-        {" 'm", "'m"},
-        {" do not", " don't"},
-        {" 's", "'s"},
-        {" 've", "'ve"},
-        {" 're", "'re"},
-    }};
     std::string text, piece;
     bool first = true;
     for (const int32_t id : ids) {
@@ -131,7 +115,7 @@ std::string CoreBertWordPieceTokenizer::decode(std::span<const int32_t> ids) con
         else
             piece = " " + token;
         first = false;
-        for (const auto& [from, to] : kCleanUp) text::replace_all(piece, from, to);
+        clean_up_tokenization(piece, CleanUp::kTokenizersWordPiece);
         text += piece;
     }
     return text;
