@@ -2,9 +2,10 @@
 # Single-thread encode throughput of our BPE tokenizers beside the libraries Megatron calls, on the
 # same texts in one run, printed as markdown: GPT2BPETokenizer and TikTokenizer beside tiktoken's
 # encode_ordinary, GPTSentencePieceTokenizer beside sentencepiece's encode_as_ids,
-# HuggingFaceTokenizer beside tokenizers' Tokenizer.encode.
+# HuggingFaceTokenizer beside tokenizers' Tokenizer.encode; core_v0.19's GPT2BPETokenizer and
+# BertWordPieceLowerCase beside the transformers tokenizers its classes call (tokenizer(text)).
 #   MEGATRON_TEST_DATA=../shared/data PYTHON=/path/to/venv/bin/python bench/tokenize_bench.sh [corpus]
-# PYTHON needs tiktoken, sentencepiece and tokenizers (peers skipped, saying so, without it). Ours is
+# PYTHON needs tiktoken, sentencepiece, tokenizers and transformers (peers skipped, saying so, without it). Ours is
 # mt_bench_tokenize's first pass (empty word caches) and includes nothing but encoding; the
 # peers' time is their encode calls alone too. Builds nothing (BUILD_DIR, default build).
 set -euo pipefail
@@ -81,6 +82,20 @@ elif kind == "sentencepiece":
     import sentencepiece
     sp = sentencepiece.SentencePieceProcessor(model_file=arg)
     encode, label = sp.encode_as_ids, f"sentencepiece {sentencepiece.__version__}"
+elif kind in ("transformers-gpt2", "transformers-bert"):
+    # What core_v0.19's MegatronHFTokenizer.tokenize calls: tokenizer(text).input_ids of
+    # AutoTokenizer.from_pretrained("gpt2" / "bert-large-uncased", vocab_file=...), the hub's
+    # folder stood in for by its tokenizer_config.json (as the fixture script does).
+    import tempfile, transformers
+    hub = tempfile.mkdtemp()
+    model_type, config = (("gpt2", {}) if kind == "transformers-gpt2"
+                          else ("bert", {"do_lower_case": True}))
+    json.dump({"model_type": model_type}, open(os.path.join(hub, "config.json"), "w"))
+    json.dump(config, open(os.path.join(hub, "tokenizer_config.json"), "w"))
+    files = dict(zip(("vocab_file", "merges_file"), arg.split(",")))
+    tok = transformers.AutoTokenizer.from_pretrained(hub, **files)
+    tok.model_max_length = 1 << 30  # no warning per long text
+    encode, label = (lambda t: tok(t).input_ids), f"transformers {transformers.__version__}"
 else:
     import tokenizers
     tok = tokenizers.Tokenizer.from_file(os.path.join(arg, "tokenizer.json"))
@@ -98,6 +113,13 @@ PY
 row "GPT2BPETokenizer (GPT-2)" "tiktoken-gpt2:$data/gpt2/gpt2-vocab.json,$data/gpt2/gpt2-merges.txt" \
     --tokenizer-type GPT2BPETokenizer --vocab-file "$data/gpt2/gpt2-vocab.json" \
     --merge-file "$data/gpt2/gpt2-merges.txt"
+row "GPT2BPETokenizer core_v0.19 (GPT-2)" \
+    "transformers-gpt2:$data/gpt2/gpt2-vocab.json,$data/gpt2/gpt2-merges.txt" \
+    --tokenizer-type GPT2BPETokenizer --vocab-file "$data/gpt2/gpt2-vocab.json" \
+    --merge-file "$data/gpt2/gpt2-merges.txt" --tokenizer-classes core_v0.19
+row "BertWordPieceLowerCase core_v0.19" "transformers-bert:$data/bert/bert-large-uncased-vocab.txt" \
+    --tokenizer-type BertWordPieceLowerCase --vocab-file "$data/bert/bert-large-uncased-vocab.txt" \
+    --tokenizer-classes core_v0.19
 row "TikTokenizer (Tekken, v2)" "tiktoken-megatron:$tekken" \
     --tokenizer-type TikTokenizer --tokenizer-model "$tekken" --tiktoken-pattern v2
 row "TikTokenizer core_v0.19 (Tekken, v2)" "tiktoken-megatron-core:$tekken" \
