@@ -232,7 +232,9 @@ HfTokenizerFiles hf_tokenizer_files(const CheckpointArgs& args, int64_t max_posi
             return out;
         }
         // core_v0.19's legacy mode's --tokenizer-special-tokens, found in the text, have no
-        // LlamaTokenizer config here yet (core_v0.13's SentencePieceTokenizer's do).
+        // LlamaTokenizer config (core_v0.13's SentencePieceTokenizer's do): its wrapper drops a
+        // lone "▁" between two of them and decodes them between spaces, which transformers'
+        // added tokens cannot say.
         const bool core_v0_19 = core_v0_19_classes(args);
         const ArgValue* specials = find_arg(args, "special_tokens");
         const bool listed = specials &&
@@ -240,7 +242,9 @@ HfTokenizerFiles hf_tokenizer_files(const CheckpointArgs& args, int64_t max_posi
                             !std::get<std::vector<std::string>>(*specials).empty();
         if (core_v0_19 && bool_arg(args, "tokenizer_sentencepiece_legacy") && listed) {
             out.note = str("no tokenizer files written: not supported yet: ", type,
-                           "'s special tokens found in the text, in a Hugging Face config");
+                           "'s special tokens found in the text as core_v0.19's legacy wrapper "
+                           "finds them (a lone \"\xE2\x96\x81\" dropped between two of them), "
+                           "in a Hugging Face config");
             return out;
         }
         // The classes that built it decide whether a bos goes first (core_v0.13's

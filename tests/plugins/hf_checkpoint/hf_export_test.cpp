@@ -292,6 +292,26 @@ TEST(HfExport, CutsThePaddedVocabularyToTheTrueOne) {
     EXPECT_FALSE(fs::exists(dir / "big"));
 }
 
+// core_v0.19's legacy SentencePiece wrapper finds --tokenizer-special-tokens in the text in a
+// way no transformers config says (a lone "▁" dropped between two of them): the model is
+// written without tokenizer files.
+TEST(HfExport, WritesNoTokenizerForLegacySentencePieceSpecialTokens) {
+    const auto model = mt::test::test_data("tokenizers/sentencepiece/mistral-v1.model");
+    if (!model) GTEST_SKIP() << "MEGATRON_TEST_DATA not set: no mistral-v1.model";
+    TempDir dir;
+    HfCheckpoint format;
+    CheckpointState state = format.load(fixture("gpt2"));
+    set_arg(state.args, "tokenizer_type", std::string("GPTSentencePieceTokenizer"));
+    set_arg(state.args, "tokenizer_model", model->string());
+    set_arg(state.args, "tokenizer_sentencepiece_legacy", true);
+    set_arg(state.args, "special_tokens", std::vector<std::string>{"<X>", "<Y>"});
+    set_arg(state.args, "vocab_size", ArgValue{});
+    format.save(dir / "sp", state);
+    EXPECT_TRUE(fs::exists(dir / "sp/config.json"));
+    EXPECT_FALSE(fs::exists(dir / "sp/tokenizer.model"));
+    EXPECT_FALSE(fs::exists(dir / "sp/tokenizer_config.json"));
+}
+
 TEST(HfExport, CopiesTheTokenizerTheArgsName) {
     TempDir dir;
     HfCheckpoint format;
