@@ -71,14 +71,21 @@ inline std::filesystem::path torch_dist_fixture_but(const std::string& replaced)
 }
 
 // GPT2BPETokenizer over the committed 5000-entry vocabulary (tests/fixtures/gpt2-tiny).
-inline const Tokenizer& tiny_gpt2_tokenizer() {
-    static const auto tokenizer = [] {
+// core_v0_19: core_v0.19's class, with two added special tokens (one a piece of <|endoftext|>
+// that the longest match must not take apart) found in the text.
+inline const Tokenizer& tiny_gpt2_tokenizer(bool core_v0_19 = false) {
+    const auto make = [](bool core) {
         TokenizerOptions o;
         o.vocab_file = (source_dir() / "tests/fixtures/gpt2-tiny/vocab.json").string();
         o.merge_file = (source_dir() / "tests/fixtures/gpt2-tiny/merges.txt").string();
+        if (core) {
+            o.classes = TokenizerOptions::Classes::core_v0_19;
+            o.special_tokens = std::vector<std::string>{"<|im_start|>", "<|endof"};
+        }
         return Registry::global().create_tokenizer("GPT2BPETokenizer", o);
-    }();
-    return *tokenizer;
+    };
+    static const auto v013 = make(false), v019 = make(true);
+    return core_v0_19 ? *v019 : *v013;
 }
 
 }  // namespace mt::fuzz

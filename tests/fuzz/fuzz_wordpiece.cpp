@@ -1,5 +1,5 @@
-// BERT's WordPiece tokenizers (lower-cased and cased) from an arbitrary vocab.txt, then encode
-// and decode of text: the first two bytes (little-endian) give the vocabulary's share of the
+// BERT's WordPiece tokenizers (lower-cased and cased, core_v0.13's and core_v0.19's classes) from
+// an arbitrary vocab.txt, then encode and decode of text: the first two bytes (little-endian) give the vocabulary's share of the
 // input, the rest is the text.
 #include "fuzz_support.h"
 #include "mt/error.h"
@@ -11,12 +11,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!files) return 0;
     mt::TokenizerOptions o;
     o.vocab_file = mt::fuzz::write_input(files->first, "/vocab.txt").string();
-    for (const char* type : {"BertWordPieceLowerCase", "BertWordPieceCase"}) {
-        try {
-            const auto tokenizer = mt::Registry::global().create_tokenizer(type, o);
-            tokenizer->decode(tokenizer->encode(files->second));
-        } catch (const mt::Error&) {
+    for (const auto classes :
+         {mt::TokenizerOptions::Classes::core_v0_13, mt::TokenizerOptions::Classes::core_v0_19})
+        for (const char* type : {"BertWordPieceLowerCase", "BertWordPieceCase"}) {
+            o.classes = classes;
+            try {
+                const auto tokenizer = mt::Registry::global().create_tokenizer(type, o);
+                tokenizer->decode(tokenizer->encode(files->second));
+            } catch (const mt::Error&) {
+            }
         }
-    }
     return 0;
 }

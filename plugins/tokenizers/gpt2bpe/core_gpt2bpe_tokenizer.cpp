@@ -76,9 +76,15 @@ CoreGpt2BpeTokenizer::CoreGpt2BpeTokenizer(const TokenizerOptions& options,
 }
 
 void CoreGpt2BpeTokenizer::encode_append(std::string_view text, std::vector<int32_t>& out) const {
-    added_.encode(text, out, [this](std::string_view piece, std::vector<int32_t>& ids) {
-        bpe_.encode_append(piece, ids);
-    });
+    const size_t start = out.size();
+    try {
+        added_.encode(text, out, [this](std::string_view piece, std::vector<int32_t>& ids) {
+            bpe_.encode_append(piece, ids);
+        });
+    } catch (...) {
+        out.resize(start);  // as GPT-2's own encoder leaves it
+        throw;
+    }
 }
 
 std::string CoreGpt2BpeTokenizer::decode(std::span<const int32_t> ids) const {

@@ -21,6 +21,7 @@ class CoreGpt2BpeTokenizer final : public Tokenizer {
   public:
     explicit CoreGpt2BpeTokenizer(const TokenizerOptions& options);
 
+    // Throws mt::Error (and leaves `out` as it was) when `text` is not valid UTF-8.
     void encode_append(std::string_view text, std::vector<int32_t>& out) const override;
     std::string decode(std::span<const int32_t> ids) const override;
     int64_t vocab_size() const override { return added_.size(); }
