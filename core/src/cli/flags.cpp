@@ -52,8 +52,8 @@ po::options_description tokenizer_flags(TokenizerFlags& out, bool required,
         "core_v0.19: special tokens (SentencePiece types: with "
         "--tokenizer-sentencepiece-legacy)")(
         "tokenizer-hf-no-include-special-tokens", po::bool_switch(),
-        "core_v0.19 (GPT2BPETokenizer, BertWordPiece*): tokenize adds no [CLS]/[SEP] and "
-        "detokenize leaves special tokens out")(
+        "core_v0.19 (GPT2BPETokenizer, BertWordPiece*, HuggingFaceTokenizer): tokenize adds no "
+        "post-processor tokens ([CLS]/[SEP], a BOS) and detokenize leaves special tokens out")(
         "trust-remote-code", po::bool_switch(),
         "core_v0.19: recorded in the dataset identity (these tokenizers never run a folder's "
         "code)")("null-tokenizer-eod-id", po::value<int64_t>(),
