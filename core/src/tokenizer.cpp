@@ -2,10 +2,42 @@
 
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "mt/error.h"
+#include "mt/text/python_repr.h"
 
 namespace mt {
+
+TokenizerIdentity core_v0_19_identity(std::optional<std::string> path,
+                                      std::vector<std::pair<std::string, std::string>> kwargs) {
+    TokenizerIdentity id{
+        "megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText",
+        {std::move(path)},
+        std::move(kwargs)};
+    id.single_path = true;
+    return id;
+}
+
+std::vector<std::pair<std::string, std::string>> transformers_kwargs(
+    const TokenizerOptions& options, const std::vector<std::string>& additional,
+    bool hugging_face) {
+    const auto path_or_none = [](const std::string& p) { return p.empty() ? "None" : p; };
+    std::vector<std::pair<std::string, std::string>> kwargs;
+    if (hugging_face)
+        kwargs.emplace_back("chat_template", "None");
+    else
+        kwargs.emplace_back("additional_special_tokens", text::python_repr(additional));
+    kwargs.emplace_back("vocab_file", path_or_none(options.vocab_file));
+    kwargs.emplace_back("merges_file", path_or_none(options.merge_file));
+    if (hugging_face)
+        kwargs.emplace_back("additional_special_tokens", text::python_repr(additional));
+    kwargs.emplace_back("use_fast", "True");
+    kwargs.emplace_back("trust_remote_code", text::python_bool(options.trust_remote_code));
+    kwargs.emplace_back("include_special_tokens",
+                        text::python_bool(options.hf_include_special_tokens));
+    return kwargs;
+}
 
 int32_t Tokenizer::require(const std::optional<int32_t>& id, const char* what) const {
     MT_CHECK(id.has_value(), name(), " has no ", what, " token");

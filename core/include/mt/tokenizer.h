@@ -60,6 +60,17 @@ struct TokenizerIdentity {
     bool single_path = false;
 };
 
+// core_v0.19's identity (DefaultTokenizerText): one tokenizer path, a string or JSON null, and
+// the keyword arguments build_tokenizer passed it, str()-ed, in its order.
+MT_API TokenizerIdentity core_v0_19_identity(
+    std::optional<std::string> path, std::vector<std::pair<std::string, std::string>> kwargs);
+// The keyword arguments core_v0.19's build_tokenizer passes transformers' tokenizers, with
+// `additional` as additional_special_tokens: MegatronHFTokenizer's (GPT2BPETokenizer,
+// BertWordPiece*), or HuggingFaceTokenizer's (`hugging_face`: chat_template first,
+// additional_special_tokens after the files).
+MT_API std::vector<std::pair<std::string, std::string>> transformers_kwargs(
+    const TokenizerOptions& options, const std::vector<std::string>& additional, bool hugging_face);
+
 // Special token ids; an absent one is std::nullopt (Megatron raises NotImplementedError).
 struct SpecialIds {
     std::optional<int32_t> eod, cls, sep, mask, pad, bos, eos;

@@ -176,7 +176,7 @@ TokenizerChoice tokenizer_choice(const std::string& type, TokenizerOptions optio
             if (const ArgValue* v = find_arg(saved, "special_tokens"))
                 if (const auto* list = std::get_if<std::vector<std::string>>(v))
                     options.special_tokens = *list;
-            if (!options.null_eod_id) options.null_eod_id = int_arg(saved, "null_tokenizer_eod_id");
+            options.null_eod_id = int_arg(saved, "null_tokenizer_eod_id");
             options.null_pad_id = int_arg(saved, "null_tokenizer_pad_id").value_or(-1);
         }
         return {type, options};

@@ -10,6 +10,7 @@
 #include "hf_saver_args.h"
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/error.h"
+#include "mt/text/python_repr.h"
 
 namespace mt::plugins::hf {
 
@@ -124,7 +125,7 @@ HfConfig transformer_config_from_args(const SaverArgs& a) {
             not_supported(name,
                           std::holds_alternative<int64_t>(*v)
                               ? std::to_string(std::get<int64_t>(*v))
-                          : std::holds_alternative<bool>(*v) ? python_repr(std::get<bool>(*v))
+                          : std::holds_alternative<bool>(*v) ? text::python_bool(std::get<bool>(*v))
                                                              : std::string("set"),
                           "GPT-2, Llama, Mistral, Qwen and BERT have no such feature");
         }

@@ -56,10 +56,6 @@ class SaverArgs {
     const CheckpointArgs& args_;
 };
 
-inline std::string python_repr(bool v) {
-    return v ? "True" : "False";
-}
-
 [[noreturn]] void not_supported(const std::string& field, const std::string& value,
                                 const std::string& why);
 

@@ -2,7 +2,6 @@
 
 #include "mt/error.h"
 #include "mt/text/byte_level.h"
-#include "mt/text/python_repr.h"
 #include "mt/text/utf8.h"
 
 namespace mt::plugins::gpt2bpe {
@@ -60,19 +59,11 @@ CoreGpt2BpeTokenizer::CoreGpt2BpeTokenizer(const TokenizerOptions& options,
     const int32_t eot = added_.id(kEndOfText);
     special_ids_.eod = special_ids_.bos = special_ids_.eos = special_ids_.sep = special_ids_.cls =
         eot;
-    const auto py_bool = [](bool b) { return std::string(b ? "True" : "False"); };
-    identity_ = {"megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText",
-                 {std::string("GPT2BPETokenizer")},
-                 {{"additional_special_tokens",
-                   text::python_repr(options.special_tokens.value_or(std::vector<std::string>{}))},
-                  {"vocab_file", options.vocab_file},
-                  {"merges_file", options.merge_file},
-                  {"use_fast", "True"},
-                  {"trust_remote_code", py_bool(options.trust_remote_code)},
-                  {"include_special_tokens", py_bool(options.hf_include_special_tokens)}}};
-    identity_.single_path = true;
-    for (const std::string& token : options.special_tokens.value_or(std::vector<std::string>{}))
-        additional_.emplace_back(token, added_.id(token));
+    const std::vector<std::string> additional =
+        options.special_tokens.value_or(std::vector<std::string>{});
+    identity_ =
+        core_v0_19_identity(std::string(name()), transformers_kwargs(options, additional, false));
+    for (const std::string& token : additional) additional_.emplace_back(token, added_.id(token));
 }
 
 void CoreGpt2BpeTokenizer::encode_append(std::string_view text, std::vector<int32_t>& out) const {

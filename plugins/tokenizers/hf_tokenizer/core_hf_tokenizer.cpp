@@ -2,8 +2,6 @@
 
 #include <utility>
 
-#include "mt/text/python_repr.h"
-
 namespace mt::plugins::hf_tokenizer {
 namespace {
 
@@ -49,20 +47,11 @@ CoreHfTokenizer::CoreHfTokenizer(const TokenizerOptions& options, TokenizerSpec 
     special_ids_.cls = id_of("cls_token");
     special_ids_.pad = id_of("pad_token");
     special_ids_.mask = id_of("mask_token");
-    const auto py_bool = [](bool b) { return std::string(b ? "True" : "False"); };
-    const auto py_path = [](const std::string& p) { return p.empty() ? std::string("None") : p; };
-    identity_ = {"megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText",
-                 {options.tokenizer_model},
-                 {{"chat_template", "None"},
-                  {"vocab_file", py_path(options.vocab_file)},
-                  {"merges_file", py_path(options.merge_file)},
-                  {"additional_special_tokens",
-                   text::python_repr(options.special_tokens.value_or(std::vector<std::string>{}))},
-                  {"use_fast", "True"},
-                  {"trust_remote_code", py_bool(options.trust_remote_code)},
-                  {"include_special_tokens", py_bool(options.hf_include_special_tokens)}}};
-    identity_.single_path = true;
-    for (const std::string& token : options.special_tokens.value_or(std::vector<std::string>{}))
+    const std::vector<std::string> additional =
+        options.special_tokens.value_or(std::vector<std::string>{});
+    identity_ = core_v0_19_identity(options.tokenizer_model,
+                                    transformers_kwargs(options, additional, true));
+    for (const std::string& token : additional)
         additional_.emplace_back(token, *token_id(spec, token));
 }
 

@@ -54,12 +54,9 @@ NullTokenizer::NullTokenizer(const TokenizerOptions& options) {
                  id);
     special_.eod = static_cast<int32_t>(eod);
     special_.pad = static_cast<int32_t>(pad);
-    identity_ = {"megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText",
-                 {std::nullopt},
-                 {{"vocab_size", std::to_string(n)}}};
+    identity_ = core_v0_19_identity(std::nullopt, {{"vocab_size", std::to_string(n)}});
     if (options.null_eod_id) identity_.options.emplace_back("eod_id", std::to_string(eod));
     identity_.options.emplace_back("pad_id", std::to_string(pad));
-    identity_.single_path = true;
 }
 
 void NullTokenizer::encode_append(std::string_view text, std::vector<int32_t>& out) const {

@@ -126,17 +126,14 @@ std::string CoreSentencePieceTokenizer::decode(std::span<const int32_t> ids) con
 }
 
 TokenizerIdentity CoreSentencePieceTokenizer::dataset_identity() const {
-    const auto py_bool = [](bool b) { return std::string(b ? "True" : "False"); };
-    TokenizerIdentity id{
-        "megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText",
-        {options_.tokenizer_model},
+    return core_v0_19_identity(
+        options_.tokenizer_model,
         {{"chat_template", "None"},
-         {"ignore_extra_whitespaces", py_bool(options_.sentencepiece_ignore_extra_whitespaces)},
-         {"legacy", py_bool(options_.sentencepiece_legacy)},
+         {"ignore_extra_whitespaces",
+          text::python_bool(options_.sentencepiece_ignore_extra_whitespaces)},
+         {"legacy", text::python_bool(options_.sentencepiece_legacy)},
          {"special_tokens", options_.special_tokens ? text::python_repr(*options_.special_tokens)
-                                                    : std::string("None")}}};
-    id.single_path = true;
-    return id;
+                                                    : std::string("None")}});
 }
 
 }  // namespace mt::plugins::sentencepiece

@@ -2,7 +2,6 @@
 
 #include "clean_up.h"
 #include "mt/error.h"
-#include "mt/text/python_repr.h"
 
 namespace mt::plugins::wordpiece {
 namespace {
@@ -53,19 +52,10 @@ CoreBertWordPieceTokenizer::CoreBertWordPieceTokenizer(const TokenizerOptions& o
     special_.sep = special_.eos = special_.eod = vocab_.special_id("[SEP]");
     special_.pad = vocab_.special_id("[PAD]");
     special_.mask = vocab_.special_id("[MASK]");
-    const auto py_bool = [](bool b) { return std::string(b ? "True" : "False"); };
-    identity_ = {
-        "megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText",
-        {std::string(name())},
-        {{"additional_special_tokens", text::python_repr(additional_tokens(options, lower_case))},
-         {"vocab_file", options.vocab_file},
-         {"merges_file", options.merge_file.empty() ? "None" : options.merge_file},
-         {"use_fast", "True"},
-         {"trust_remote_code", py_bool(options.trust_remote_code)},
-         {"include_special_tokens", py_bool(options.hf_include_special_tokens)}}};
-    identity_.single_path = true;
-    for (const std::string& token : additional_tokens(options, lower_case))
-        additional_.emplace_back(token, added_.id(token));
+    const std::vector<std::string> additional = additional_tokens(options, lower_case);
+    identity_ =
+        core_v0_19_identity(std::string(name()), transformers_kwargs(options, additional, false));
+    for (const std::string& token : additional) additional_.emplace_back(token, added_.id(token));
 }
 
 std::string_view CoreBertWordPieceTokenizer::name() const {
