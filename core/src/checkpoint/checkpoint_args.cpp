@@ -79,6 +79,10 @@ bool bool_arg(const CheckpointArgs& args, const std::string& name) {
     return v && std::holds_alternative<bool>(*v) && std::get<bool>(*v);
 }
 
+bool core_v0_19_tokenizer_args(const CheckpointArgs& args) {
+    return find_arg(args, "tokenizer_sentencepiece_legacy") != nullptr;
+}
+
 void set_arg(CheckpointArgs& args, const std::string& name, ArgValue value) {
     for (auto& [k, v] : args)
         if (k == name) {

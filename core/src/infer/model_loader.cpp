@@ -158,9 +158,8 @@ TokenizerChoice tokenizer_choice(const std::string& type, TokenizerOptions optio
         if (options.vocab_extra_ids == 0)
             options.vocab_extra_ids = int_arg(saved, "vocab_extra_ids").value_or(0);
         const std::string& type = std::get<std::string>(*t);
-        // A core_v0.19 training (its args hold tokenizer_sentencepiece_legacy) built the
-        // tokenizer with core_v0.19's classes, from these.
-        if (find_arg(saved, "tokenizer_sentencepiece_legacy")) {
+        // A core_v0.19 training built the tokenizer with core_v0.19's classes, from these.
+        if (core_v0_19_tokenizer_args(saved)) {
             options.classes = TokenizerOptions::Classes::core_v0_19;
             options.sentencepiece_legacy = bool_arg(saved, "tokenizer_sentencepiece_legacy");
             const auto saved_bool = [&saved](const char* name, bool fallback) {

@@ -113,6 +113,17 @@ json::Members sentencepiece_special_tokens(const Tokenizer& trained, int64_t mod
     return out;
 }
 
+// The vocabulary size and bos/eos ids of a tokenizer.
+void take_ids(HfTokenizerFiles& out, const Tokenizer& tokenizer) {
+    const SpecialIds& ids = tokenizer.special_ids();
+    out.vocab_size = tokenizer.vocab_size();
+    // GPT-2 has one special token: <|endoftext|> begins and ends texts.
+    const std::optional<int32_t> bos = ids.bos ? ids.bos : ids.eod;
+    const std::optional<int32_t> eos = ids.eos ? ids.eos : ids.eod;
+    if (bos) out.bos_id = *bos;
+    if (eos) out.eos_id = *eos;
+}
+
 // Vocabulary size and special ids from the tokenizer plugin; a tokenizer it cannot build
 // (a feature our reader lacks) still has its files copied for transformers. Returns the
 // tokenizer when it loads.
@@ -120,13 +131,7 @@ std::unique_ptr<Tokenizer> read_ids(HfTokenizerFiles& out, const std::string& ty
                                     const TokenizerOptions& options) {
     try {
         auto tokenizer = Registry::global().create_tokenizer(type, options);
-        const SpecialIds& ids = tokenizer->special_ids();
-        out.vocab_size = tokenizer->vocab_size();
-        // GPT-2 has one special token: <|endoftext|> begins and ends texts.
-        const std::optional<int32_t> bos = ids.bos ? ids.bos : ids.eod;
-        const std::optional<int32_t> eos = ids.eos ? ids.eos : ids.eod;
-        if (bos) out.bos_id = *bos;
-        if (eos) out.eos_id = *eos;
+        take_ids(out, *tokenizer);
         return tokenizer;
     } catch (const std::exception& e) {
         out.note = str("the tokenizer's files are copied, but reading them failed (", e.what(),
@@ -136,37 +141,26 @@ std::unique_ptr<Tokenizer> read_ids(HfTokenizerFiles& out, const std::string& ty
 }
 
 // The tokenizer as generation rebuilds it from the args; nullptr, with the reason in
-// `out.note`, where it cannot be built here.
+// `out.note` and no files to write, where it cannot be built here.
 std::unique_ptr<Tokenizer> trained_tokenizer(const CheckpointArgs& args, const std::string& type,
                                              HfTokenizerFiles& out) {
     try {
         return infer::tokenizer_for(Registry::global(), "", {}, ".", args, "");
     } catch (const std::exception& e) {
+        out.copies.clear();
         out.note = str("no tokenizer files written: the args' ", type, " cannot be built here (",
                        std::string(e.what()).substr(0, 300), ")");
         return nullptr;
     }
 }
 
-// Whether core_v0.19's classes built the tokenizer (its args hold their fields).
-bool core_v0_19_classes(const CheckpointArgs& args) {
-    return find_arg(args, "tokenizer_sentencepiece_legacy") != nullptr;
-}
-
 // core_v0.19's transformers-backed tokenizers: the tokens their add_special_tokens added.
 json::Members additional_special_tokens(const Tokenizer& trained) {
     const std::vector<std::pair<std::string, int32_t>> tokens = trained.additional_special_tokens();
+    if (tokens.empty()) return {};
     std::vector<std::string> names;
     for (const auto& [content, id] : tokens) names.push_back(content);
     return added_special_tokens(tokens, names);
-}
-
-// The vocabulary size and bos/eos ids of the tokenizer the training built.
-void take_ids(HfTokenizerFiles& out, const Tokenizer& trained) {
-    const SpecialIds& ids = trained.special_ids();
-    out.vocab_size = trained.vocab_size();
-    if (ids.bos) out.bos_id = *ids.bos;
-    if (ids.eos) out.eos_id = *ids.eos;
 }
 
 }  // namespace
@@ -185,7 +179,7 @@ HfTokenizerFiles hf_tokenizer_files(const CheckpointArgs& args, int64_t max_posi
             return out;
         }
         out.copies = {{options.vocab_file, "vocab.json"}, {options.merge_file, "merges.txt"}};
-        if (!core_v0_19_classes(args)) {
+        if (!core_v0_19_tokenizer_args(args)) {
             out.tokenizer_config = gpt2_tokenizer_config(max_positions);
             read_ids(out, type, options);
             return out;
@@ -205,7 +199,7 @@ HfTokenizerFiles hf_tokenizer_files(const CheckpointArgs& args, int64_t max_posi
         }
         out.copies = {{options.vocab_file, "vocab.txt"}};
         const bool lower_case = type == "BertWordPieceLowerCase";
-        if (!core_v0_19_classes(args)) {
+        if (!core_v0_19_tokenizer_args(args)) {
             out.tokenizer_config = bert_tokenizer_config(lower_case, max_positions);
             read_ids(out, type, options);
             return out;
@@ -235,7 +229,7 @@ HfTokenizerFiles hf_tokenizer_files(const CheckpointArgs& args, int64_t max_posi
         // LlamaTokenizer config (core_v0.13's SentencePieceTokenizer's do): its wrapper drops a
         // lone "▁" between two of them and decodes them between spaces, which transformers'
         // added tokens cannot say.
-        const bool core_v0_19 = core_v0_19_classes(args);
+        const bool core_v0_19 = core_v0_19_tokenizer_args(args);
         const ArgValue* specials = find_arg(args, "special_tokens");
         const bool listed = specials &&
                             std::holds_alternative<std::vector<std::string>>(*specials) &&
@@ -297,9 +291,7 @@ HfTokenizerFiles hf_tokenizer_files(const CheckpointArgs& args, int64_t max_posi
                                 {"sep_token", ids.sep}})
             if (id) config[name] = json::text(model->special_tokens.at(size_t(*id)));
         out.tokenizer_config = json::object(config, 0) + "\n";
-        out.vocab_size = tokenizer->vocab_size();
-        if (ids.bos) out.bos_id = *ids.bos;
-        if (ids.eos) out.eos_id = *ids.eos;
+        take_ids(out, *tokenizer);
         return out;
     }
     if (type == "HuggingFaceTokenizer") {
@@ -316,7 +308,7 @@ HfTokenizerFiles hf_tokenizer_files(const CheckpointArgs& args, int64_t max_posi
                            options.tokenizer_model, "' is no folder with tokenizer.json here");
             return out;
         }
-        if (core_v0_19_classes(args)) {
+        if (core_v0_19_tokenizer_args(args)) {
             // The folder's files as they are lack what core_v0.19's class changed.
             const std::unique_ptr<Tokenizer> trained = trained_tokenizer(args, type, out);
             if (!trained) return out;

@@ -24,6 +24,9 @@ MT_API std::string string_list_words(const std::vector<std::string>& values);
 MT_API std::optional<int64_t> int_arg(const CheckpointArgs& args, const std::string& name);
 // True only for an entry that is the Python True.
 MT_API bool bool_arg(const CheckpointArgs& args, const std::string& name);
+// Whether core_v0.19's tokenizer classes built the checkpoint's tokenizer: its args hold their
+// fields (tokenizer_sentencepiece_legacy, which every core_v0.19 training records).
+MT_API bool core_v0_19_tokenizer_args(const CheckpointArgs& args);
 // Sets `name` (replacing an earlier value in its position, else appending).
 MT_API void set_arg(CheckpointArgs& args, const std::string& name, ArgValue value);
 // Whether the args are those of Megatron's MambaModel (pretrain_mamba.py): --is-hybrid-model, a
