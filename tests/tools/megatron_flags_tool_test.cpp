@@ -25,13 +25,12 @@ namespace {
 const char* const kTools[] = {"megatron-train", "megatron-generate", "megatron-eval"};
 
 struct MegatronFlagRow {
-    std::string flag, group;
+    std::string flag, group, versions;
 };
 
-// tests/fixtures/megatron_flags/megatron_flags.tsv: the flags and their groups, and its
-// version line.
-std::vector<MegatronFlagRow> megatron_flag_rows(std::string* version) {
-    std::ifstream in(mt::test::fixtures_dir() / "megatron_flags" / "megatron_flags.tsv");
+// One of tests/fixtures/megatron_flags' lists: its flags and their groups, and its version.
+std::vector<MegatronFlagRow> flag_list(const char* file, std::string* version) {
+    std::ifstream in(mt::test::fixtures_dir() / "megatron_flags" / file);
     std::vector<MegatronFlagRow> rows;
     bool columns = false;
     for (std::string line; std::getline(in, line);) {
@@ -45,8 +44,23 @@ std::vector<MegatronFlagRow> megatron_flag_rows(std::string* version) {
             continue;
         }
         const size_t tab = line.find('\t');
-        rows.push_back(
-            {line.substr(0, tab), line.substr(tab + 1, line.find('\t', tab + 1) - tab - 1)});
+        rows.push_back({line.substr(0, tab),
+                        line.substr(tab + 1, line.find('\t', tab + 1) - tab - 1), *version});
+    }
+    return rows;
+}
+
+// Both versions' flags as the tools know them: core_v0.13's (megatron_flags.tsv) in its order,
+// then those only core_v0.19 has (megatron_flags_0.19.tsv); each with the versions that have it.
+std::vector<MegatronFlagRow> megatron_flag_rows(std::string* older, std::string* newer) {
+    std::vector<MegatronFlagRow> rows = flag_list("megatron_flags.tsv", older);
+    std::map<std::string, size_t> at;
+    for (size_t i = 0; i < rows.size(); ++i) at[rows[i].flag] = i;
+    for (const MegatronFlagRow& row : flag_list("megatron_flags_0.19.tsv", newer)) {
+        if (auto it = at.find(row.flag); it != at.end())
+            rows[it->second].versions += ", " + row.versions;
+        else
+            rows.push_back(row);
     }
     return rows;
 }
@@ -79,8 +93,8 @@ std::string status_kind(const std::string& status) {
 }
 
 std::string flags_doc() {
-    std::string version;
-    const auto rows = megatron_flag_rows(&version);
+    std::string version, newer;
+    const auto rows = megatron_flag_rows(&version, &newer);
     std::map<std::string, std::map<std::string, std::string>> by_tool;
     for (const char* tool : kTools) by_tool[tool] = statuses(tool);
     std::map<std::string, std::map<std::string, int>> counts;
@@ -93,7 +107,8 @@ std::string flags_doc() {
        << "     Regenerate (after building the tools and the test) with:\n"
        << "     MT_UPDATE_FLAGS_DOC=1 ctest --test-dir build -R MegatronFlagsDoc -->\n\n"
        << "megatron-train, megatron-generate and megatron-eval parse every flag of Megatron-LM "
-       << version << "'s\n`megatron/training/arguments.py`, the arguments of `pretrain_gpt.py`, "
+       << version << "'s and " << newer
+       << "'s\n`megatron/training/arguments.py`, the arguments of `pretrain_gpt.py`, "
        << "`tools/run_text_generation_server.py`\nand `tasks/main.py` alike, so a launch script "
        << "ports by changing the program's name. Each flag is\n\n"
        << "- **implemented**: the tool does what Megatron does (`--help` says how);\n"
@@ -107,17 +122,23 @@ std::string flags_doc() {
        << "training reads\nare accepted by megatron-generate and megatron-eval. The flags the "
        << "entry points add themselves\n(`--task`, `--temperature`, ...) are the tools' own; "
        << "see their `--help`.\n\n"
-       << "The list of flags is `tests/fixtures/megatron_flags/megatron_flags.tsv` (written by "
-       << "its\n`extract_flags.py` from Megatron's source); what each tool does with them is "
+       << "A flag both versions have takes the choices and lists either takes; a flag " << newer
+       << " renamed\n(`--no-tp-comm-bulk-wgrad` for `--disable-tp-comm-bulk-wgrad`) does what "
+       << "its other name does.\n\n"
+       << "The lists of flags are `tests/fixtures/megatron_flags/megatron_flags.tsv` (written by "
+       << "its\n`extract_flags.py` from Megatron " << version << "'s source) and `megatron_flags_"
+       << newer << ".tsv` (`extract_live_flags.py`,\nfrom Megatron " << newer
+       << "'s parser); what each tool does with them is "
        << "what the tool itself\nreports (`megatron-train --print-megatron-flags`): its own "
-       << "flags, then the catalogue of the others\n(`core/src/cli/megatron_flag_catalogue.cpp`)."
+       << "flags, then the catalogue of the others\n(`core/src/cli/megatron_flag_catalogue.cpp`, "
+       << "`megatron_flag_catalogue_0_19.cpp` for the flags " << newer << " added)."
        << "\n\n| | implemented | accepted | refused | invalid |\n|---|---|---|---|---|\n";
     for (const char* tool : kTools)
         md << "| " << tool << " | " << counts[tool]["implemented"] << " | "
            << counts[tool]["accepted"] << " | " << counts[tool]["refused"] << " | "
            << counts[tool]["invalid"] << " |\n";
-    md << "\n| Flag | Megatron group | megatron-train | megatron-generate / megatron-eval "
-          "(where different) |\n|---|---|---|---|\n";
+    md << "\n| Flag | Megatron | Megatron group | megatron-train | megatron-generate / "
+          "megatron-eval (where different) |\n|---|---|---|---|---|\n";
     for (const auto& row : rows) {
         const std::string& train = by_tool["megatron-train"][row.flag];
         const std::string& generate = by_tool["megatron-generate"][row.flag];
@@ -128,8 +149,8 @@ std::string flags_doc() {
         } else {
             inference = "generate: " + cell(generate) + "<br>eval: " + cell(eval);
         }
-        md << "| `" << row.flag << "` | " << row.group << " | " << cell(train) << " | " << inference
-           << " |\n";
+        md << "| `" << row.flag << "` | " << row.versions << " | " << row.group << " | "
+           << cell(train) << " | " << inference << " |\n";
     }
     return md.str();
 }
@@ -139,9 +160,9 @@ fs::path flags_doc_path() {
 }
 
 TEST(MegatronFlagsDoc, EveryMegatronFlagIsKnownToEveryTool) {
-    std::string version;
-    const auto rows = megatron_flag_rows(&version);
-    ASSERT_GT(rows.size(), 400u);
+    std::string version, newer;
+    const auto rows = megatron_flag_rows(&version, &newer);
+    ASSERT_GT(rows.size(), 850u);
     for (const char* tool : kTools) {
         const auto status = statuses(tool);
         EXPECT_EQ(status.size(), rows.size()) << tool;
@@ -213,7 +234,9 @@ TEST(MegatronFlagsTool, AcceptedFlagsChangeNothingInATrainingRun) {
         " --timing-log-level 2 --log-timers-to-tensorboard --dist-ckpt-strictness log_all"
         " --ckpt-fully-parallel-load --async-save --manual-gc --cross-entropy-loss-fusion"
         " --moe-router-topk 2 --encoder-tensor-model-parallel-size 0 --dataloader-type single"
-        " --cp-comm-type p2p --data-path " +
+        " --cp-comm-type p2p --dist-ckpt-optim-fully-reshardable --wandb-entity me"
+        " --no-tp-comm-bulk-wgrad --async-strategy mcore --rerun-mode validate_results"
+        " --data-path " +
         q(data));
     ASSERT_EQ(with_flags.exit_code, 0) << with_flags.output;
     EXPECT_EQ(losses(plain.output).size(), 4u) << plain.output;

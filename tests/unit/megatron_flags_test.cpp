@@ -16,6 +16,7 @@
 namespace {
 
 namespace po = boost::program_options;
+using mt::cli::describe;
 using mt::cli::FlagStatus;
 using mt::cli::MegatronFlag;
 using mt::cli::MegatronTool;
@@ -73,11 +74,34 @@ TEST(MegatronFlags, TheNewerListIsTheCommittedOne) {
     EXPECT_EQ(mt::cli::newer_megatron_version(), "0.19");
 }
 
+// Both versions' flags, core_v0.13's first; each once.
+TEST(MegatronFlags, TheKnownFlagsAreBothVersions) {
+    const auto known = mt::cli::known_megatron_flags();
+    std::set<std::string_view> flags;
+    for (const MegatronFlag& f : known) EXPECT_TRUE(flags.insert(f.flag).second) << f.flag;
+    for (const MegatronFlag& f : mt::cli::megatron_flags()) EXPECT_TRUE(flags.count(f.flag));
+    for (const MegatronFlag& f : mt::cli::newer_megatron_flags()) EXPECT_TRUE(flags.count(f.flag));
+    EXPECT_EQ(known.front().flag, mt::cli::megatron_flags().front().flag);
+    auto row = [&](std::string_view flag) {
+        for (const MegatronFlag& f : known)
+            if (f.flag == flag) return f;
+        ADD_FAILURE() << flag;
+        return MegatronFlag{};
+    };
+    // core_v0.19 added choices and lists; the dest stays core_v0.13's.
+    EXPECT_EQ(row("--fp8-recipe").choices, "tensorwise|delayed|mxfp8|blockwise|custom");
+    EXPECT_EQ(row("--cuda-graph-scope").choices, "");  // core_v0.19 takes any value
+    EXPECT_EQ(row("--moe-aux-loss-coeff").nargs, "+");
+    EXPECT_EQ(row("--rampup-batch-size").nargs, "*");
+    EXPECT_EQ(row("--norm-epsilon").dest, "norm_epsilon");
+    EXPECT_EQ(row("--use-megatron-fsdp").group, "distributed init");
+}
+
 TEST(MegatronFlags, TheCatalogueNamesMegatronFlagsOnce) {
     std::set<std::string_view> megatron, seen;
-    for (const MegatronFlag& f : mt::cli::megatron_flags()) megatron.insert(f.flag);
+    for (const MegatronFlag& f : mt::cli::known_megatron_flags()) megatron.insert(f.flag);
     const auto rows = mt::cli::catalogue_flags();
-    EXPECT_GT(rows.size(), 400u);
+    EXPECT_GT(rows.size(), 650u);
     for (std::string_view flag : rows) {
         EXPECT_TRUE(megatron.count(flag)) << flag << " is no flag of Megatron's arguments.py";
         EXPECT_TRUE(seen.insert(flag).second) << flag << " has two rows";
@@ -85,7 +109,7 @@ TEST(MegatronFlags, TheCatalogueNamesMegatronFlagsOnce) {
 }
 
 TEST(MegatronFlags, EveryVerdictSaysWhy) {
-    for (const MegatronFlag& f : mt::cli::megatron_flags())
+    for (const MegatronFlag& f : mt::cli::known_megatron_flags())
         for (MegatronTool tool : {MegatronTool::training, MegatronTool::inference}) {
             const auto v = mt::cli::catalogue_verdict(f.flag, tool);
             if (v.status == FlagStatus::unknown) continue;  // left to the tools
@@ -109,7 +133,7 @@ TEST(MegatronFlags, OptionsTakeMegatronsArity) {
     const po::options_description none;
     const auto options = mt::cli::megatron_options(MegatronTool::training, none);
     int checked = 0;
-    for (const MegatronFlag& f : mt::cli::megatron_flags()) {
+    for (const MegatronFlag& f : mt::cli::known_megatron_flags()) {
         const auto* o = options.find_nothrow(std::string(f.flag.substr(2)), false);
         const auto v = mt::cli::catalogue_verdict(f.flag, MegatronTool::training);
         if (v.status == FlagStatus::unknown) {
@@ -129,11 +153,10 @@ TEST(MegatronFlags, OptionsTakeMegatronsArity) {
         }
         ++checked;
     }
-    EXPECT_GT(checked, 300);
+    EXPECT_GT(checked, 600);
 }
 
 TEST(MegatronFlags, Describe) {
-    using mt::cli::describe;
     mt::cli::FlagVerdict v;
     v.status = FlagStatus::implemented;
     EXPECT_EQ(describe(v), "implemented");
@@ -282,6 +305,54 @@ TEST(MegatronFlags, AliasesAndTheToolsOwnFlags) {
     EXPECT_EQ(tool.out.find("  --print-megatron-flags"), std::string::npos) << tool.out;
     EXPECT_NE(tool.out.find("megatron-fake --print-megatron-flags lists them"), std::string::npos)
         << tool.out;
+}
+
+// A core_v0.19 script: its new flags parse with their arity and are accepted or refused by the
+// catalogue, its second names of core_v0.13 flags do what those do, and a core_v0.13 flag takes
+// the choices core_v0.19 added.
+TEST(MegatronFlags, CoreV019FlagsAreKnown) {
+    FakeTool tool;
+    EXPECT_EQ(tool({"--lr", "1", "--dist-ckpt-optim-fully-reshardable", "--wandb-entity", "me",
+                    "--inference-logging-step-interval", "5", "--async-strategy", "mcore",
+                    "--no-tp-comm-bulk-wgrad", "--disable-manual-gc-eval", "--cuda-graph-modules",
+                    "attn", "mlp", "--muon-momentum", "0.95"}),
+              0)
+        << tool.err;
+    EXPECT_EQ(tool.seen["cuda-graph-modules"].as<std::vector<std::string>>(),
+              (std::vector<std::string>{"attn", "mlp"}));
+    EXPECT_EQ(tool({"--lr", "1", "--use-megatron-fsdp"}), 1);
+    EXPECT_EQ(tool.err,
+              "error: --use-megatron-fsdp: not supported yet: FSDP (fully sharded data "
+              "parallelism)\n");
+    EXPECT_EQ(tool({"--lr", "1", "--grpo-group-size", "4"}), 1);
+    EXPECT_NE(tool.err.find("--grpo-group-size 4: not supported yet: reinforcement learning"),
+              std::string::npos)
+        << tool.err;
+    // Megatron's default of either version changes nothing.
+    EXPECT_EQ(tool({"--lr", "1", "--rerun-mode", "validate_results", "--grpo-group-size", "2"}), 0)
+        << tool.err;
+    EXPECT_EQ(tool({"--lr", "1", "--rerun-mode", "disabled"}), 0) << tool.err;
+    EXPECT_EQ(tool({"--lr", "1", "--rerun-mode", "report_stats"}), 1);
+    // A choice only core_v0.19 has is refused by capability, not as an invalid choice.
+    EXPECT_EQ(tool({"--lr", "1", "--fp8-recipe", "custom"}), 1);
+    EXPECT_EQ(tool.err, "error: --fp8-recipe custom: not supported yet: FP8 training\n");
+    EXPECT_EQ(tool({"--lr", "1", "--num-speculative-tokens", "x"}), 2);
+    EXPECT_NE(tool.err.find("argument --num-speculative-tokens: invalid int value: 'x'"),
+              std::string::npos)
+        << tool.err;
+    // The same row for the second name as for the first.
+    for (MegatronTool kind : {MegatronTool::training, MegatronTool::inference})
+        EXPECT_EQ(describe(mt::cli::catalogue_verdict("--no-tp-comm-bulk-wgrad", kind)),
+                  describe(mt::cli::catalogue_verdict("--disable-tp-comm-bulk-wgrad", kind)));
+    // Inference tools accept what only core_v0.19's training reads, and refuse its inference
+    // capabilities.
+    tool.kind = MegatronTool::inference;
+    EXPECT_EQ(tool({"--lr", "1", "--grpo-group-size", "4", "--enable-chunked-prefill"}), 0)
+        << tool.err;
+    EXPECT_EQ(tool({"--lr", "1", "--num-speculative-tokens", "2"}), 1);
+    EXPECT_EQ(tool.err,
+              "error: --num-speculative-tokens 2: not supported yet: speculative "
+              "decoding\n");
 }
 
 TEST(MegatronFlags, TrainingFlagsAreAcceptedByInferenceTools) {

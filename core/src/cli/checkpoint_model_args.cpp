@@ -15,7 +15,6 @@
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/cli/megatron_flags.h"
 #include "mt/error.h"
-#include "newer_model_fields.h"
 
 namespace mt::cli {
 
@@ -143,12 +142,6 @@ bool holds_default(const MegatronFlag& f, const std::vector<std::string>& harmle
     return false;
 }
 
-const NewerModelField* newer_rule(std::string_view flag) {
-    for (const NewerModelField& field : newer_model_fields())
-        if (field.flag == flag) return &field;
-    return nullptr;
-}
-
 // The rows of both versions that store into `dest`.
 std::vector<const MegatronFlag*> rows_of(std::string_view dest) {
     std::vector<const MegatronFlag*> rows;
@@ -157,20 +150,6 @@ std::vector<const MegatronFlag*> rows_of(std::string_view dest) {
     for (const MegatronFlag& f : newer_megatron_flags())
         if (f.dest == dest) rows.push_back(&f);
     return rows;
-}
-
-// The verdict of the inference tools on a row's flag: the catalogue's for core_v0.13's flags,
-// newer_model_fields' for the newer ones (unknown when neither has it).
-FlagVerdict verdict_of(const MegatronFlag& f) {
-    if (find_flag(f.flag)) return catalogue_verdict(f.flag, MegatronTool::inference);
-    FlagVerdict v;
-    if (const NewerModelField* field = newer_rule(f.flag)) {
-        v.status = field->rule.status;
-        v.text = field->rule.text;
-        if (field->rule.also_harmless) v.harmless_values.push_back(field->rule.also_harmless);
-        if (field->rule.unless) v.unless = field->rule.unless;
-    }
-    return v;
 }
 
 // The catalogue's "flag=value,..." conditions hold in the args.
@@ -203,7 +182,7 @@ void check_checkpoint_model_args(const CheckpointArgs& args,
         if (!walked.insert(f.dest).second || read_by_family.count(f.dest)) return;
         const ArgValue* v = find_arg(args, f.dest);
         if (!v || !matters(f.dest, f.group, args) || holds_derived_value(f.dest, *v, args)) return;
-        const FlagVerdict verdict = verdict_of(f);
+        const FlagVerdict verdict = catalogue_verdict(f.flag, MegatronTool::inference);
         if (verdict.status == FlagStatus::accepted) return;
         // Either version's default (core_v0.19 changed some: --mscale-all-dim 1.0 -> 0.0).
         for (const MegatronFlag* row : rows_of(f.dest))

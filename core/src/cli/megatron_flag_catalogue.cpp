@@ -5,6 +5,9 @@
 #include "megatron_flag_catalogue.h"
 #include "megatron_flag_rules.h"
 
+#include <iterator>
+#include <vector>
+
 namespace mt::cli::detail {
 
 namespace {
@@ -532,27 +535,13 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--inference-max-seq-length", kInferenceOnly,
      accept("sizes Megatron's GPU inference context: megatron-generate sizes its KV cache per "
             "request")},
-    {"--inference-dynamic-batching", kInferenceOnly,
-     accept("Megatron's dynamic batching engine: megatron-generate serves one request at a "
-            "time, the same texts")},
-    {"--inference-dynamic-batching-buffer-size-gb", kInferenceOnly,
-     accept("Megatron's dynamic batching engine: megatron-generate serves one request at a "
-            "time, the same texts")},
-    {"--inference-dynamic-batching-chunk-size", kInferenceOnly,
-     accept("Megatron's dynamic batching engine: megatron-generate serves one request at a "
-            "time, the same texts")},
-    {"--inference-dynamic-batching-buffer-guaranteed-fraction", kInferenceOnly,
-     accept("Megatron's dynamic batching engine: megatron-generate serves one request at a "
-            "time, the same texts")},
-    {"--inference-dynamic-batching-buffer-overflow-factor", kInferenceOnly,
-     accept("Megatron's dynamic batching engine: megatron-generate serves one request at a "
-            "time, the same texts")},
-    {"--inference-dynamic-batching-max-requests-override", kInferenceOnly,
-     accept("Megatron's dynamic batching engine: megatron-generate serves one request at a "
-            "time, the same texts")},
-    {"--inference-dynamic-batching-max-tokens-override", kInferenceOnly,
-     accept("Megatron's dynamic batching engine: megatron-generate serves one request at a "
-            "time, the same texts")},
+    {"--inference-dynamic-batching", kInferenceOnly, kDynamicBatching},
+    {"--inference-dynamic-batching-buffer-size-gb", kInferenceOnly, kDynamicBatching},
+    {"--inference-dynamic-batching-chunk-size", kInferenceOnly, kDynamicBatching},
+    {"--inference-dynamic-batching-buffer-guaranteed-fraction", kInferenceOnly, kDynamicBatching},
+    {"--inference-dynamic-batching-buffer-overflow-factor", kInferenceOnly, kDynamicBatching},
+    {"--inference-dynamic-batching-max-requests-override", kInferenceOnly, kDynamicBatching},
+    {"--inference-dynamic-batching-max-tokens-override", kInferenceOnly, kDynamicBatching},
     {"--symmetric-ar-type", kInferenceOnly, kNcclTuning},
     {"--nccl-all-reduce-for-prefill", kInferenceOnly, kNcclTuning},
     {"--mlp-chunks-for-prefill", kInferenceOnly,
@@ -678,7 +667,12 @@ constexpr CatalogueEntry kCatalogue[] = {
 }  // namespace
 
 std::span<const CatalogueEntry> catalogue() {
-    return kCatalogue;
+    static const std::vector<CatalogueEntry> both = [] {
+        std::vector<CatalogueEntry> rows(std::begin(kCatalogue), std::end(kCatalogue));
+        for (const CatalogueEntry& e : newer_catalogue()) rows.push_back(e);
+        return rows;
+    }();
+    return both;
 }
 
 }  // namespace mt::cli::detail

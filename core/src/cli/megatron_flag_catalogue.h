@@ -28,6 +28,9 @@ struct CatalogueEntry {
         : flag(f), training(train), inference(infer) {}
 };
 
+// core_v0.13's rows (megatron_flag_catalogue.cpp), then those of the flags core_v0.19 added
+// (megatron_flag_catalogue_0_19.cpp).
 std::span<const CatalogueEntry> catalogue();
+std::span<const CatalogueEntry> newer_catalogue();
 
 }  // namespace mt::cli::detail

@@ -97,6 +97,9 @@ inline constexpr FlagRule kTimers = accept(
     "without a barrier before level-1 timers, and not to TensorBoard");
 inline constexpr FlagRule kWandb =
     accept("Weights & Biases logging: not available here (TensorBoard is)");
+inline constexpr FlagRule kDynamicBatching = accept(
+    "Megatron's dynamic batching engine: megatron-generate serves one request at a time, "
+    "the same texts");
 inline constexpr FlagRule kDeprecatedIgnored = accept("deprecated: Megatron ignores it too");
 
 }  // namespace mt::cli::detail

@@ -16,6 +16,8 @@ namespace mt::cli::detail {
 // The row of `flag` ("--num-layers") in megatron_flags() / newer_megatron_flags(); null: none.
 const MegatronFlag* find_flag(std::string_view flag);
 const MegatronFlag* find_newer_flag(std::string_view flag);
+// The row of `flag` in known_megatron_flags() (either version's).
+const MegatronFlag* find_known_flag(std::string_view flag);
 // "--num-layers" -> "num-layers".
 std::string name_of(std::string_view flag);
 bool is_switch(const MegatronFlag& f);

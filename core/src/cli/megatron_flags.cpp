@@ -3,6 +3,7 @@
 #include <boost/program_options.hpp>
 #include <cerrno>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -29,19 +30,60 @@ constexpr MegatronFlag kNewerFlags[] = {
 #undef MT_MEGATRON_FLAG
 };
 
-const MegatronFlag* find_in(std::span<const MegatronFlag> flags, std::string_view flag) {
-    using Index = std::map<std::string_view, const MegatronFlag*>;
-    static const Index older = [] {
-        Index m;
-        for (const MegatronFlag& f : kFlags) m[f.flag] = &f;
-        return m;
+// The two versions' choices of a flag: either's when both name some, none (any value) when
+// either takes any.
+std::string_view union_of_choices(std::string_view older, std::string_view newer,
+                                  std::deque<std::string>& storage) {
+    if (older.empty() || newer.empty()) return {};
+    std::string merged(older);
+    std::string_view rest = newer;
+    while (!rest.empty()) {
+        const size_t bar = rest.find('|');
+        const std::string_view choice = rest.substr(0, bar);
+        if (("|" + merged + "|").find("|" + std::string(choice) + "|") == std::string::npos)
+            merged += "|" + std::string(choice);
+        if (bar == std::string_view::npos) break;
+        rest.remove_prefix(bar + 1);
+    }
+    return storage.emplace_back(std::move(merged));
+}
+
+// Both versions' flags as the tools parse them: core_v0.13's rows in its order, each widened to
+// what core_v0.19's row of the same flag also accepts (its added choices, a list where it takes
+// one; the rest of the row, the dest included, stays core_v0.13's), then the flags only
+// core_v0.19 has, in its order.
+const std::vector<MegatronFlag>& known_flags() {
+    static std::deque<std::string> storage;
+    static const std::vector<MegatronFlag> known = [] {
+        std::map<std::string_view, const MegatronFlag*> newer;
+        for (const MegatronFlag& f : kNewerFlags) newer[f.flag] = &f;
+        std::vector<MegatronFlag> out;
+        for (MegatronFlag f : kFlags) {
+            if (auto it = newer.find(f.flag); it != newer.end()) {
+                const MegatronFlag& n = *it->second;
+                f.choices = union_of_choices(f.choices, n.choices, storage);
+                if (f.kind == "value" && f.nargs != n.nargs && !n.nargs.empty())
+                    f.nargs = f.nargs == "*" || n.nargs == "*" ? "*" : "+";
+                newer.erase(it);
+            }
+            out.push_back(f);
+        }
+        for (const MegatronFlag& f : kNewerFlags)
+            if (newer.count(f.flag)) out.push_back(f);
+        return out;
     }();
-    static const Index newer = [] {
-        Index m;
-        for (const MegatronFlag& f : kNewerFlags) m[f.flag] = &f;
-        return m;
-    }();
-    const Index& index = flags.data() == kFlags ? older : newer;
+    return known;
+}
+
+using Index = std::map<std::string_view, const MegatronFlag*>;
+
+Index index_of(std::span<const MegatronFlag> flags) {
+    Index m;
+    for (const MegatronFlag& f : flags) m[f.flag] = &f;
+    return m;
+}
+
+const MegatronFlag* find_in(const Index& index, std::string_view flag) {
     auto it = index.find(flag);
     return it == index.end() ? nullptr : it->second;
 }
@@ -56,16 +98,34 @@ const detail::CatalogueEntry* find_entry(std::string_view flag) {
     return it == index.end() ? nullptr : it->second;
 }
 
+// The catalogue's row of a flag or, without one, of another option string argparse stores the
+// same way (same dest and action: core_v0.19's --no-tp-comm-bulk-wgrad is core_v0.13's
+// --disable-tp-comm-bulk-wgrad).
+const detail::CatalogueEntry* entry_for(const MegatronFlag& f) {
+    if (const detail::CatalogueEntry* e = find_entry(f.flag)) return e;
+    for (const MegatronFlag& other : known_flags())
+        if (other.dest == f.dest && other.kind == f.kind && other.flag != f.flag)
+            if (const detail::CatalogueEntry* e = find_entry(other.flag)) return e;
+    return nullptr;
+}
+
 }  // namespace
 
 namespace detail {
 
 const MegatronFlag* find_flag(std::string_view flag) {
-    return find_in(kFlags, flag);
+    static const Index index = index_of(kFlags);
+    return find_in(index, flag);
 }
 
 const MegatronFlag* find_newer_flag(std::string_view flag) {
-    return find_in(kNewerFlags, flag);
+    static const Index index = index_of(kNewerFlags);
+    return find_in(index, flag);
+}
+
+const MegatronFlag* find_known_flag(std::string_view flag) {
+    static const Index index = index_of(known_flags());
+    return find_in(index, flag);
 }
 
 std::string name_of(std::string_view flag) {
@@ -172,7 +232,7 @@ bool tool_flag_is(const po::variables_map& vm, const std::string& name, const st
 // Another Megatron flag with the same dest that the tool defines (--persistent-save-interval
 // is argparse's second name of --save-interval).
 const MegatronFlag* defined_alias(const MegatronFlag& f, const po::options_description& defined) {
-    for (const MegatronFlag& other : kFlags)
+    for (const MegatronFlag& other : known_flags())
         if (other.dest == f.dest && other.flag != f.flag &&
             defined.find_nothrow(name_of(other.flag), false))
             return &other;
@@ -183,7 +243,7 @@ const MegatronFlag* defined_alias(const MegatronFlag& f, const po::options_descr
 // an alias covers them (megatron_aliases rewrote those before parsing).
 template <class Fn>
 void for_each_catalogue_flag(MegatronTool tool, const po::options_description& defined, Fn fn) {
-    for (const MegatronFlag& f : kFlags) {
+    for (const MegatronFlag& f : known_flags()) {
         if (defined.find_nothrow(name_of(f.flag), false) || defined_alias(f, defined)) continue;
         FlagVerdict v = catalogue_verdict(f.flag, tool);
         if (v.status == FlagStatus::accepted || v.status == FlagStatus::refused ||
@@ -208,6 +268,10 @@ std::string with_value(const MegatronFlag& f, const po::variables_map& vm) {
 
 std::span<const MegatronFlag> megatron_flags() {
     return kFlags;
+}
+
+std::span<const MegatronFlag> known_megatron_flags() {
+    return known_flags();
 }
 
 std::vector<std::string_view> megatron_choices(const MegatronFlag& flag) {
@@ -242,9 +306,9 @@ std::vector<std::string_view> catalogue_flags() {
 
 FlagVerdict catalogue_verdict(std::string_view flag, MegatronTool tool) {
     FlagVerdict v;
-    const MegatronFlag* f = find_flag(flag);
-    const detail::CatalogueEntry* e = find_entry(flag);
-    if (!f || !e || tool == MegatronTool::none) return v;
+    const MegatronFlag* f = find_known_flag(flag);
+    const detail::CatalogueEntry* e = f ? entry_for(*f) : nullptr;
+    if (!e || tool == MegatronTool::none) return v;
     const detail::FlagRule& rule = tool == MegatronTool::training ? e->training : e->inference;
     // implemented: the tool should define it; without that the flag is unknown to it.
     if (rule.status == FlagStatus::implemented) return v;
@@ -252,6 +316,11 @@ FlagVerdict catalogue_verdict(std::string_view flag, MegatronTool tool) {
     v.text = rule.text;
     if (v.status == FlagStatus::refused && !is_switch(*f)) {
         if (auto d = default_words(f->default_value)) v.harmless_values.push_back(*d);
+        // core_v0.19 changed some defaults (--rerun-mode validate_results): both are Megatron's.
+        if (const MegatronFlag* newer = find_newer_flag(flag))
+            if (auto d = default_words(newer->default_value);
+                d && (v.harmless_values.empty() || v.harmless_values.front() != *d))
+                v.harmless_values.push_back(*d);
         if (rule.also_harmless) v.harmless_values.push_back(rule.also_harmless);
     }
     if (rule.unless) v.unless = rule.unless;
@@ -260,7 +329,7 @@ FlagVerdict catalogue_verdict(std::string_view flag, MegatronTool tool) {
 
 FlagVerdict megatron_flag_verdict(std::string_view flag, MegatronTool tool,
                                   const po::options_description& defined) {
-    const MegatronFlag* f = find_flag(flag);
+    const MegatronFlag* f = find_known_flag(flag);
     if (!f) return {};
     if (const auto* own = defined.find_nothrow(name_of(flag), false)) {
         // A flag the tool defines only to accept it says so in its help: "accepted: why".
@@ -332,7 +401,7 @@ std::vector<std::string> megatron_aliases(std::vector<std::string> words,
     for (std::string& w : words) {
         if (w.rfind("--", 0) != 0) continue;
         const size_t eq = w.find('=');
-        const MegatronFlag* f = find_flag(std::string_view(w).substr(0, eq));
+        const MegatronFlag* f = find_known_flag(std::string_view(w).substr(0, eq));
         if (!f || defined.find_nothrow(name_of(f->flag), false)) continue;
         if (const MegatronFlag* alias = defined_alias(*f, defined))
             w = std::string(alias->flag) + (eq == std::string::npos ? "" : w.substr(eq));
@@ -394,7 +463,7 @@ void check_megatron_flags(MegatronTool tool, const po::options_description& defi
 
 std::string megatron_flag_statuses(MegatronTool tool, const po::options_description& defined) {
     std::string out;
-    for (const MegatronFlag& f : kFlags)
+    for (const MegatronFlag& f : known_flags())
         out += std::string(f.flag) + "\t" + describe(megatron_flag_verdict(f.flag, tool, defined)) +
                "\n";
     return out;

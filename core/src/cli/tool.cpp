@@ -116,7 +116,8 @@ int run_tool(int argc, char** argv, ToolSpec& spec) {
             return 0;
         }
         if (megatron != MegatronTool::none && vm["print-megatron-flags"].as<bool>()) {
-            std::cout << "# " << spec.name << ": Megatron-LM " << megatron_version() << " flags\n"
+            std::cout << "# " << spec.name << ": Megatron-LM " << megatron_version() << " and "
+                      << newer_megatron_version() << " flags\n"
                       << megatron_flag_statuses(megatron, all);
             return 0;
         }

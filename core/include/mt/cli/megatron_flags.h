@@ -38,12 +38,14 @@ struct MegatronFlag {
 
 // All of them, in arguments.py's order, and the Megatron-LM version they come from.
 MT_API std::span<const MegatronFlag> megatron_flags();
-// The flags of the newest Megatron-LM the tools read checkpoints of (core_v0.19, from its live
-// parser: tests/fixtures/megatron_flags/extract_live_flags.py), which stores some args under
-// other names (--norm-epsilon: layernorm_epsilon) and has model options core_v0.13 lacks. The
-// catalogue below is keyed by megatron_flags().
+// The flags of the newest Megatron-LM the tools take (core_v0.19, from its live parser:
+// tests/fixtures/megatron_flags/extract_live_flags.py), which stores some args under other
+// names (--norm-epsilon: layernorm_epsilon) and has options core_v0.13 lacks.
 MT_API std::span<const MegatronFlag> newer_megatron_flags();
 MT_API std::string_view newer_megatron_version();
+// What the tools parse and the catalogue below is keyed by: both versions' flags, core_v0.13's
+// rows (widened to the choices and lists core_v0.19 also takes) and then core_v0.19's own.
+MT_API std::span<const MegatronFlag> known_megatron_flags();
 // The argparse choices of a flag's MegatronFlag ("a|b|c" split; none for a free value).
 MT_API std::vector<std::string_view> megatron_choices(const MegatronFlag& flag);
 MT_API std::string_view megatron_version();
@@ -65,7 +67,7 @@ struct FlagVerdict {
     std::string unless;
 };
 
-// The flags the catalogue has a row for (each should be one of megatron_flags()).
+// The flags the catalogue has a row for (each should be one of known_megatron_flags()).
 MT_API std::vector<std::string_view> catalogue_flags();
 // What `tool` does with Megatron's `flag` ("--name") when the tool does not define it itself.
 MT_API FlagVerdict catalogue_verdict(std::string_view flag, MegatronTool tool);
