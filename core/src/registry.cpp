@@ -56,11 +56,8 @@ std::unique_ptr<Tokenizer> Registry::create_tokenizer(std::string_view name,
     // One of Megatron's --tokenizer-type choices that no plugin provides: a capability
     // megatron.cpp lacks, not a typo.
     if (!tokenizers_.find(name))
-        for (const cli::MegatronFlag& f : cli::megatron_flags())
-            if (f.flag == "--tokenizer-type")
-                for (const std::string_view choice : cli::megatron_choices(f))
-                    MT_CHECK(choice != name, "--tokenizer-type ", name, ": not supported yet: the ",
-                             name, " tokenizer");
+        MT_CHECK(!cli::is_megatron_choice("--tokenizer-type", name), "--tokenizer-type ", name,
+                 ": not supported yet: the ", name, " tokenizer");
     return create(tokenizers_, "tokenizer", name, options);
 }
 std::unique_ptr<ModelFamily> Registry::create_model(std::string_view name) {

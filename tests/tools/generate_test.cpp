@@ -11,6 +11,8 @@
 #include <sstream>
 #include <thread>
 
+#include <simdjson.h>
+
 #include "api_request.h"
 #include "api_test_support.h"
 #include "test_support.h"
@@ -447,6 +449,59 @@ TEST(GenerateTool, MegatronScriptNamesAndRefusals) {
                                      "MultimodalTokenizer tokenizer"),
               std::string::npos)
         << multimodal.output;
+}
+
+// Megatron core_v0.19's inference example (gpt_static_inference.py) flags: --output-path holds
+// each prompt's generated ids and text and, with --return-log-probs, the log-probs printed
+// beside the text; the options that change nothing are accepted, the others refused by name.
+TEST(GenerateTool, CoreV019InferenceExampleWritesItsOutputPath) {
+    mt::test::TempDir dir;
+    const auto [prompt, expected] = greedy_reference(4);
+    const fs::path json = dir.path() / "out.json";
+    auto r = run_command(shell_quote(tool_path("megatron-generate")) + " " + llama_flags() +
+                         " --greedy --num-tokens-to-generate 4 --return-log-probs --output-path " +
+                         shell_quote(json) +
+                         " --inference-ckpt-non-strict --inference-repeat-n 2"
+                         " --use-flashinfer-fused-rope --no-record-throughput --model-provider gpt"
+                         " --prompts '" +
+                         prompt + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    ASSERT_FALSE(parser.load(json.string()).get(doc)) << mt::test::read_file(json);
+    simdjson::dom::element result;
+    ASSERT_FALSE(doc["0"].get(result)) << mt::test::read_file(json);
+    EXPECT_EQ(std::string_view(result["input_prompt"]), prompt);
+    // The generated ids: the expected text after the prompt (NullTokenizer: text = ids).
+    std::string generated;
+    for (simdjson::dom::element id : simdjson::dom::array(result["generated_tokens"]))
+        generated += " " + std::to_string(int64_t(id));
+    EXPECT_EQ(prompt + generated, expected);
+    EXPECT_EQ(" " + std::string(std::string_view(result["generated_text"])), generated);
+    EXPECT_GE(double(result["latency"]), 0.0);
+    // The log-probs of every token after the first, as printed (7 prompt ids, 4 generated).
+    std::vector<double> logprobs;
+    for (simdjson::dom::element lp : simdjson::dom::array(result["logprobs"]))
+        logprobs.push_back(double(lp));
+    ASSERT_EQ(logprobs.size(), 10u);
+    std::istringstream printed(r.output.substr(r.output.find("\n" + expected + "\n")));
+    std::string line;
+    std::getline(printed, line);
+    std::getline(printed, line);
+    for (size_t i = 0; i < logprobs.size() && std::getline(printed, line); ++i)
+        EXPECT_NEAR(std::stod(line.substr(line.rfind(' ') + 1)), logprobs[i], 1e-6) << line;
+    for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
+             {"--model-provider mamba", "--model-provider mamba names another model family"},
+             {"--prompt-file p.jsonl",
+              "--prompt-file: not supported yet: this option of "
+              "Megatron's inference examples"},
+             {"--incoming-requests-per-step 2",
+              "--incoming-requests-per-step: not supported yet: Megatron's dynamic inference"}}) {
+        r = run_command(shell_quote(tool_path("megatron-generate")) + " " + llama_flags() + " " +
+                        flags + " --prompts '" + prompt + "'");
+        EXPECT_NE(r.exit_code, 0) << flags;
+        EXPECT_NE(r.output.find(message), std::string::npos) << flags << "\n" << r.output;
+    }
 }
 
 }  // namespace

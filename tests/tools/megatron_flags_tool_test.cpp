@@ -258,6 +258,10 @@ TEST(MegatronFlagsTool, RefusedFlagsNameWhatIsMissing) {
              {"--moe-upcycling-granularity 4",
               "--moe-upcycling-granularity 4: not supported yet: this MoE (Mixture"},
              {"--warmup 10", "error: --warmup argument is no longer valid"},
+             {"--optimizer dist_muon",
+              "--optimizer dist_muon: not supported yet: the dist_muon "
+              "optimizer"},
+             {"--use-megatron-fsdp", "--use-megatron-fsdp: not supported yet: FSDP"},
              {"--fp8-recipe nope",
               "megatron-train: error: argument --fp8-recipe: invalid choice: 'nope'"}}) {
         const auto r = run_command(train_command(dir, data) + " " + flag);

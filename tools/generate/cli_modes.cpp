@@ -1,6 +1,7 @@
 // The command-line modes: each prompt becomes one TextRequest sized to fit the model.
 #include "cli_modes.h"
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 
@@ -44,7 +45,9 @@ std::string continuation(const TextResult& result, const std::string& prompt) {
 }  // namespace
 
 void run_prompts(TextGenerator& g, const CliSettings& s, const std::vector<std::string>& prompts,
-                 std::ostream& out) {
+                 std::ostream& out, const std::string& output_path) {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<TextResult> results;
     for (const auto& prompt : prompts) {
         const TextResult r = g.run(request_for(g, s, prompt, prompt.empty()));
         out << r.text[0] << "\n";
@@ -54,7 +57,35 @@ void run_prompts(TextGenerator& g, const CliSettings& s, const std::vector<std::
                     << data::python_float_repr(r.logprobs[0][i]) << "\n";
         }
         out.flush();
+        if (!output_path.empty()) results.push_back(r);
     }
+    if (output_path.empty()) return;
+    const double latency =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    io::JsonWriter w;
+    w.begin_object();
+    for (size_t i = 0; i < results.size(); ++i) {
+        const std::string& prompt = prompts[i];
+        const size_t prompt_tokens = (prompt.empty() ? 0 : g.tokenizer().encode(prompt).size()) +
+                                     (prompt.empty() ? 1 : 0);  // add_bos for an empty prompt
+        const std::vector<int32_t>& all = results[i].tokens[0];
+        const std::vector<int32_t> generated(all.begin() + int64_t(prompt_tokens), all.end());
+        w.key(std::to_string(i)).begin_object();
+        w.key("input_prompt").value(prompt);
+        w.key("generated_text").value(g.tokenizer().decode(generated));
+        w.key("generated_tokens").begin_array();
+        for (int32_t id : generated) w.value(int64_t(id));
+        w.end_array().key("latency").value(latency);
+        if (s.base.logprobs) {
+            w.key("logprobs").begin_array();
+            for (float lp : results[i].logprobs[0]) w.value(double(lp));
+            w.end_array();
+        }
+        w.end_object();
+    }
+    io::AtomicFile file(output_path);
+    file.stream() << w.end_object().str();
+    file.commit();
 }
 
 void run_sample_file(TextGenerator& g, const CliSettings& s, const std::string& input,

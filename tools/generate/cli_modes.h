@@ -19,9 +19,15 @@ struct CliSettings {
     int64_t max_positions = 0;   // the model's limit on prompt + generation (0: none)
 };
 
-// Each prompt's prompt + generation on `out` (with its log-probs when base.logprobs).
+// Each prompt's prompt + generation on `out` (with its log-probs when base.logprobs); with an
+// `output_path`, also the JSON that Megatron core_v0.19's examples/inference
+// gpt_static_inference.py writes to its --output-path: {"<request id from 0>": {"input_prompt",
+// "generated_text" (the generated ids detokenized), "generated_tokens", "latency" (seconds for all
+// the prompts, the same in every result), and with base.logprobs "logprobs" (the prompt's after its
+// first token, then the generated ones)}}, written to a temporary name and renamed into place.
+// Megatron's per-token times ("tpot") are not measured here and left out.
 void run_prompts(TextGenerator& g, const CliSettings& s, const std::vector<std::string>& prompts,
-                 std::ostream& out);
+                 std::ostream& out, const std::string& output_path);
 // Every line of `input` is a prompt; writes "\nContext:<prompt>\n\nMegatron-LM:<generation>\n"
 // per line to `output` (a temporary name renamed into place), with a progress bar.
 void run_sample_file(TextGenerator& g, const CliSettings& s, const std::string& input,

@@ -9,6 +9,27 @@ namespace mt::generate_tool {
 
 namespace po = boost::program_options;
 
+namespace {
+
+// Options of Megatron core_v0.19's inference examples (megatron/inference/utils.py's
+// add_inference_args) that megatron-generate parses and refuses by name.
+constexpr const char* kExampleOptionsNotSupported[] = {"prompt-file",
+                                                       "prompt-file-num-truncate",
+                                                       "num-tokens-from-file",
+                                                       "top-n-logprobs",
+                                                       "termination-id",
+                                                       "skip-prompt-log-probs",
+                                                       "output-every-n-results",
+                                                       "output-request-events",
+                                                       "suspend-resume-interval",
+                                                       "suspend-timeout",
+                                                       "throughput-check-only",
+                                                       "use-coordinator",
+                                                       "async-mode",
+                                                       "drain-between-batches"};
+
+}  // namespace
+
 po::options_description generation_flags(GenerationFlags& f) {
     po::options_description g("Generation", 100);
     g.add_options()("model", po::value<std::string>()->default_value("gpt"),
@@ -64,6 +85,28 @@ po::options_description generation_flags(GenerationFlags& f) {
         "Megatron's dynamic-inference benchmark: not supported yet")(
         "incoming-requests-duration", po::value<double>(),
         "Megatron's dynamic-inference benchmark: not supported yet");
+    // The flags of Megatron core_v0.19's inference examples (megatron/inference/utils.py's
+    // add_inference_args: examples/inference/advanced/gpt_static_inference.py, ...).
+    g.add_options()("output-path", po::value(&f.output_path),
+                    "with --prompts: also write the results as JSON, as Megatron's "
+                    "gpt_static_inference.py does (ids, text, latency, log-probs)")(
+        "model-provider", po::value<std::string>(),
+        "Megatron's examples' model family (gpt, or hybrid / mamba): must agree with --model")(
+        "inference-ckpt-non-strict", po::bool_switch(),
+        "accepted: lets Megatron load a checkpoint missing some keys; megatron-generate loads "
+        "every key the model has, and a checkpoint without one is an error")(
+        "inference-repeat-n", po::value<int64_t>(),
+        "accepted: repeats the generation N times to time it; megatron-generate runs it once, "
+        "the same results")("use-flashinfer-fused-rope", po::bool_switch(),
+                            "accepted: a fused rotary-embedding GPU kernel; the same rotation")(
+        "no-record-throughput", po::bool_switch(),
+        "accepted: leaves Megatron's throughput out of --output-path's file, which holds none "
+        "here");
+    g.add_options()("incoming-requests-per-step", po::value<int64_t>(),
+                    "Megatron's dynamic-inference benchmark: not supported yet");
+    for (const char* flag : kExampleOptionsNotSupported)
+        g.add_options()(flag, po::value<std::vector<std::string>>()->multitoken()->zero_tokens(),
+                        "Megatron's inference examples: not supported yet");
     return g;
 }
 
@@ -71,11 +114,26 @@ void finish_generation_flags(const po::variables_map& vm, GenerationFlags& f) {
     f.params_dtype = cli::params_dtype_from(vm);
     if (vm.count("num-tokens-to-generate"))
         f.out_seq_length = vm["num-tokens-to-generate"].as<int64_t>();
-    for (const char* flag :
-         {"num-tokens-to-prompt", "incoming-requests-per-sec", "incoming-requests-duration"})
+    for (const char* flag : {"num-tokens-to-prompt", "incoming-requests-per-sec",
+                             "incoming-requests-duration", "incoming-requests-per-step"})
         MT_CHECK(!vm.count(flag), "--", flag,
                  ": not supported yet: Megatron's dynamic inference engine and its request "
                  "benchmark (examples/inference/gpt/gpt_dynamic_inference.py)");
+    for (const char* flag : kExampleOptionsNotSupported)
+        MT_CHECK(!vm.count(flag), "--", flag,
+                 ": not supported yet: this option of Megatron's inference examples "
+                 "(megatron/inference/utils.py)");
+    if (vm.count("model-provider")) {
+        const std::string provider = vm["model-provider"].as<std::string>();
+        const std::string model = vm["model"].as<std::string>();
+        MT_CHECK(provider == "gpt" || provider == "hybrid" || provider == "mamba",
+                 "--model-provider ", provider, ": Megatron's choices are gpt, hybrid and mamba");
+        MT_CHECK((provider == "gpt") == (model == "gpt"), "--model-provider ", provider,
+                 " names another model family than --model ", model, ": give --model ",
+                 provider == "gpt" ? "gpt" : "mamba");
+    }
+    MT_CHECK(f.output_path.empty() || !f.prompts.empty(),
+             "--output-path writes the results of --prompts: give --prompts");
     f.port = vm["port"].as<int>();
     MT_CHECK(f.port >= 0 && f.port < 65536, "--port must be in [0, 65535], got ", f.port);
     // --sample-input-file with --num-samples is one mode: the detoxify example's prompt records.

@@ -23,6 +23,7 @@ struct GenerationFlags {
     bool return_log_probs = false;
     std::vector<std::string> prompts;
     std::string sample_input_file, sample_output_file, genfile;
+    std::string output_path;  // --prompts' results as JSON (Megatron core_v0.19's examples)
     int64_t num_samples = 0;
     int port = 5000;  // the REST server's, when no CLI mode is asked for
     bool interactive = false;

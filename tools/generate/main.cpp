@@ -37,7 +37,7 @@ void lead(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
     s.out_seq_length = flags.out_seq_length;
     s.max_positions = model.max_positions();
     if (!flags.prompts.empty())
-        run_prompts(generator, s, flags.prompts, std::cout);
+        run_prompts(generator, s, flags.prompts, std::cout, flags.output_path);
     else if (!flags.sample_input_file.empty() && flags.num_samples > 0)
         run_prompt_records(generator, s, flags.sample_input_file,
                            flags.sample_output_file.empty() ? flags.sample_input_file + ".out"

@@ -286,6 +286,14 @@ std::vector<std::string_view> megatron_choices(const MegatronFlag& flag) {
     return out;
 }
 
+bool is_megatron_choice(std::string_view flag, std::string_view value) {
+    const MegatronFlag* f = find_known_flag(flag);
+    if (!f) return false;
+    for (const std::string_view choice : megatron_choices(*f))
+        if (choice == value) return true;
+    return false;
+}
+
 std::string_view megatron_version() {
     return MT_MEGATRON_VERSION;
 }

@@ -1,6 +1,7 @@
 #include "mt/train/training_flags.h"
 
 #include "mt/cli/flags.h"
+#include "mt/cli/megatron_flags.h"
 #include "mt/error.h"
 #include "mt/nn/hybrid_layer_pattern.h"
 #include "mt/parallel/pipeline_layers.h"
@@ -330,6 +331,11 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
         vm.count("start-weight-decay") ? vm["start-weight-decay"].as<double>() : f.weight_decay;
     s.end_weight_decay =
         vm.count("end-weight-decay") ? vm["end-weight-decay"].as<double>() : f.weight_decay;
+    // Megatron's other optimizers (core_v0.19: muon, dist_muon, lion, ...) are capabilities
+    // megatron-train lacks, not typos.
+    MT_CHECK(f.optimizer == "adam" || f.optimizer == "sgd" ||
+                 !cli::is_megatron_choice("--optimizer", f.optimizer),
+             "--optimizer ", f.optimizer, ": not supported yet: the ", f.optimizer, " optimizer");
     f.optimizer_config.type = optim::parse_optimizer_type(f.optimizer);
     read_optional(vm, "exit-interval", f.exit_interval);
     read_optional(vm, "exit-duration-in-mins", f.exit_duration_in_mins);

@@ -48,6 +48,10 @@ MT_API std::string_view newer_megatron_version();
 MT_API std::span<const MegatronFlag> known_megatron_flags();
 // The argparse choices of a flag's MegatronFlag ("a|b|c" split; none for a free value).
 MT_API std::vector<std::string_view> megatron_choices(const MegatronFlag& flag);
+// Whether `value` is one of the argparse choices of Megatron's `flag` in either version
+// (--tokenizer-type TikTokenizer, --optimizer muon): a tool without it refuses it as a missing
+// capability, not as a typo.
+MT_API bool is_megatron_choice(std::string_view flag, std::string_view value);
 MT_API std::string_view megatron_version();
 
 enum class FlagStatus {
