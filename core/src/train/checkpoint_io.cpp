@@ -179,10 +179,16 @@ void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
         const int stage = run.pp().rank();
         const bool writer = run.tp().rank() == 0 && run.dp().rank() == 0 && run.cp().rank() == 0;
         const parallel::PipelineSplit split = pipeline_split_of(state.args, run.pp().size());
+        // The last stage's copy of tied word embeddings (output_layer.weight) is no parameter of
+        // the one-process model: each tensor-parallel rank's file holds its rows of it, as the
+        // stage's own parameter describes them.
+        std::vector<ParameterInfo> cut_by = params;
+        for (const nn::Parameter* p : parts.model.parameters())
+            if (!p->copy_of.empty()) cut_by.push_back(nn::describe(*p));
         format.save_stage(
             *flags.save, CheckpointLayout{tp, run.pp().size(), ep}, stage, writer,
             [&](int64_t rank) {
-                CheckpointState piece = tensor_parallel_piece(state, params, tp, rank);
+                CheckpointState piece = tensor_parallel_piece(state, cut_by, tp, rank);
                 name_for_stage(piece, split, stage);
                 return piece;
             },
