@@ -333,6 +333,15 @@ TEST(MegatronFlags, CoreV019FlagsAreKnown) {
         << tool.err;
     EXPECT_EQ(tool({"--lr", "1", "--rerun-mode", "disabled"}), 0) << tool.err;
     EXPECT_EQ(tool({"--lr", "1", "--rerun-mode", "report_stats"}), 1);
+    // Negative numbers are values, as argparse reads them.
+    EXPECT_EQ(tool({"--lr", "-2", "--rl-default-top-k=-1",
+                    "--inference-dynamic-batching-num-cuda-graphs", "-1"}),
+              0)
+        << tool.err;
+    EXPECT_EQ(tool.seen["lr"].as<double>(), -2.0);
+    EXPECT_EQ(tool({"--lr", "1", "--rl-default-top-k", "-2"}), 1);
+    EXPECT_NE(tool.err.find("--rl-default-top-k -2: not supported yet"), std::string::npos)
+        << tool.err;
     // A choice only core_v0.19 has is refused by capability, not as an invalid choice.
     EXPECT_EQ(tool({"--lr", "1", "--fp8-recipe", "custom"}), 1);
     EXPECT_EQ(tool.err, "error: --fp8-recipe custom: not supported yet: FP8 training\n");

@@ -26,7 +26,8 @@ constexpr const char* kExampleOptionsNotSupported[] = {"prompt-file",
                                                        "throughput-check-only",
                                                        "use-coordinator",
                                                        "async-mode",
-                                                       "drain-between-batches"};
+                                                       "drain-between-batches",
+                                                       "stop-words"};
 
 }  // namespace
 

@@ -1,6 +1,8 @@
 #include "mt/cli/tool.h"
 
 #include <boost/program_options.hpp>
+#include <cctype>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 
@@ -24,6 +26,36 @@ void print_plugins(PluginLoader& loader) {
         for (const auto& n : p.registered) std::cout << " " << n;
         std::cout << "\n";
     }
+}
+// A word argparse reads as a negative number ("-1", "-0.5", "-1e-3"), not as an option.
+bool negative_number(const std::string& w) {
+    if (w.size() < 2 || w[0] != '-' ||
+        !(std::isdigit(static_cast<unsigned char>(w[1])) || w[1] == '.'))
+        return false;
+    char* end = nullptr;
+    std::strtod(w.c_str(), &end);
+    return end == w.c_str() + w.size();
+}
+
+// argparse takes "--flag -1" as the value -1 (its parser has no option that looks like a
+// negative number); Boost would read "-1" as an option. Such a value of a one-value flag is
+// given as "--flag=-1".
+std::vector<std::string> attach_negative_values(const std::vector<std::string>& words,
+                                                const po::options_description& options,
+                                                bool abbreviations) {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < words.size(); ++i) {
+        const std::string& w = words[i];
+        if (i + 1 < words.size() && w.size() > 2 && w.compare(0, 2, "--") == 0 &&
+            w.find('=') == std::string::npos && negative_number(words[i + 1]))
+            if (const auto* o = options.find_nothrow(w.substr(2), abbreviations);
+                o && o->semantic()->max_tokens() == 1) {
+                out.push_back(w + "=" + words[++i]);
+                continue;
+            }
+        out.push_back(w);
+    }
+    return out;
 }
 }  // namespace
 
@@ -93,6 +125,7 @@ int run_tool(int argc, char** argv, ToolSpec& spec) {
         std::vector<std::string> words(argv + 1, argv + argc);
         if (megatron != MegatronTool::none) words = megatron_aliases(std::move(words), all);
         words = last_occurrences(words, parsed_options, spec.allow_abbreviations);
+        words = attach_negative_values(words, parsed_options, spec.allow_abbreviations);
         const po::parsed_options parsed =
             po::command_line_parser(words).options(parsed_options).style(style).run();
         // argparse: words that belong to no flag are an error, not ignored.
