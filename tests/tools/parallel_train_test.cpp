@@ -672,6 +672,22 @@ TEST_F(ParallelTrain, PipelineCheckpointsResumeAcrossLayouts) {
         EXPECT_TRUE(fs::exists(iter / rank / "model_optim_rng.pt")) << rank;
 }
 
+// Dropout under pipeline parallelism: each stage draws from its own stream (Megatron's seed +
+// 100 x the pipeline rank) and all stages go on from the furthest counter, so that the one RNG
+// state a checkpoint keeps resumes every stage exactly, in both formats.
+TEST_F(ParallelTrain, PipelineDropoutResumesExactly) {
+    const std::string pp2 = train(dir_, data_, 2, 1) +
+                            " --num-layers 4 --pipeline-model-parallel-size 2"
+                            " --hidden-dropout 0.1 --attention-dropout 0.1";
+    auto whole = run_command(pp2);
+    ASSERT_EQ(whole.exit_code, 0) << whole.output;
+    const auto want = losses(whole.output);
+    ASSERT_EQ(want.size(), 6u) << whole.output;
+    for (const std::string format : {"torch_dist", "torch"})
+        expect_resumes(pp2 + " --ckpt-format " + format, pp2 + " --ckpt-format " + format,
+                       dir_ / ("dropout_" + format), want);
+}
+
 // Megatron's torch files of virtual stages (model0, model1 in each stage's file) with uneven
 // stages resume in one process, and a one-process checkpoint resumes in chunks.
 TEST_F(ParallelTrain, InterleavedTorchCheckpointsResumeAcrossLayouts) {

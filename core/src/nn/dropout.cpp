@@ -6,7 +6,7 @@ namespace mt::nn {
 
 DropoutDraw draw_dropout(DropoutContext& ctx, float p, int64_t n) {
     if (!ctx.training || p <= 0.0f) return {};
-    return DropoutDraw{true, p, ctx.seed, ctx.take(uint64_t(n))};
+    return DropoutDraw{true, p, ctx.seed + ctx.stream, ctx.take(uint64_t(n))};
 }
 
 DropoutDraw draw_dropout(DropoutContext& ctx, float p, int64_t n, int shard, int shards) {

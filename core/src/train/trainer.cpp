@@ -136,6 +136,7 @@ void Trainer::set_parallel(const parallel::ParallelState& state, parallel::GradB
              "an expert gradient buffer is the distributed optimizer's, beside the dense one");
     schedule_ = make_schedule(state.pp().size(), state.config().virtual_stages,
                               state.config().microbatch_group_size);
+    dropout_->stream = 100 * uint64_t(state.pp().rank());
     const int64_t per_step = options_.micro_batch_size * data_parallel_size();
     MT_CHECK(options_.global_batch_size % per_step == 0, "--global-batch-size (",
              options_.global_batch_size, ") must be a multiple of --micro-batch-size (",
@@ -425,6 +426,14 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
         if (trace_) trace_->record("forward-backward", -1, -1, begin, ScheduleTrace::Clock::now());
     }
     model_.set_grad_ready_hook(nullptr);
+    // Each stage advances its dropout counters by its own layers' sites; all go on from the
+    // furthest, so that the one offset a checkpoint keeps resumes every stage exactly (a double
+    // holds offsets up to 2^53 exactly).
+    if (Communicator* pp = pipeline_group()) {
+        std::vector<double> offset{double(dropout_->offset)};
+        parallel::all_reduce_values(*pp, offset, ReduceOp::max);
+        dropout_->offset = uint64_t(offset[0]);
+    }
     finalize_grads();
     update_expert_bias();
     accumulated.reduce(reporting_group());

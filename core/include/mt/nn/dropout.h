@@ -16,6 +16,10 @@ struct DropoutContext {
     bool training = true;  // false: every dropout is the identity (evaluation)
     uint64_t seed = 0;
     uint64_t offset = 0;  // next unused counter
+    // Added to the seed in every draw: a pipeline stage's own stream (Megatron seeds each
+    // pipeline rank with seed + 100 x its rank), so that stages draw different masks. Not part
+    // of a checkpoint's RNG state: each rank derives it from its place.
+    uint64_t stream = 0;
 
     // Reserves n counters and returns the first.
     uint64_t take(uint64_t n) {
