@@ -1,10 +1,11 @@
-// Megatron-LM's own GPT, Mamba and T5 launch configurations (its functional tests'
-// model_config.yaml and its example scripts, tests/fixtures/megatron_scripts/configs.tsv) through
-// our tools at tiny sizes: each line runs, or is refused naming the capability we lack, as its
-// expect column says.
+// Megatron-LM's own GPT, BERT, Mamba and T5 launch configurations of core_v0.13 and core_v0.19
+// (their functional tests' model_config.yaml and example scripts,
+// tests/fixtures/megatron_scripts/configs.tsv) through our tools at tiny sizes: each line runs,
+// or is refused naming the capability we lack, as its expect column says.
 //
-// One test per line. ctest runs a sample (every example script, every 4th functional test, and
-// every functional test that runs); MT_MEGATRON_SCRIPTS_ALL=1 runs every line. Lines of 2-4 ranks
+// One test per line. ctest runs a sample (every example script, every 4th functional test of
+// each version, and core_v0.13's functional tests that run); MT_MEGATRON_SCRIPTS_ALL=1 runs
+// every line. Lines of 2-8 ranks
 // run under mpiexec (skipped, saying so, when built without MPI); lines needing more ranks and
 // lines naming a tool bug are skipped with the reason. configs.tsv and docs/megatron_scripts.md
 // are written by tests/fixtures/megatron_scripts/extract_configs.py (see its header).
@@ -92,7 +93,7 @@ std::vector<Config> all_configs() {
         c.setup = row["setup"];
         c.note = row["note"];
         c.ranks = std::atoi(row["ranks"].c_str());
-        c.functional = c.name.rfind("examples/", 0) != 0;
+        c.functional = c.name.find("/examples/") == std::string::npos;
         c.test_name = identifier(c.name);
         if (int n = seen[c.test_name]++; n > 0) c.test_name += "_" + std::to_string(n);
         out.push_back(c);
@@ -104,10 +105,17 @@ std::vector<Config> selected_configs() {
     auto all = all_configs();
     const char* every = std::getenv("MT_MEGATRON_SCRIPTS_ALL");
     if (every && std::string(every) == "1") return all;
+    // Every example script, every 4th functional test of each version, and core_v0.13's that
+    // run (core_v0.19's that run are sampled with the rest, to keep ctest's time); none of more
+    // than 4 ranks, which the full runs start.
     std::vector<Config> out;
-    int functional = 0;
-    for (const auto& c : all)
-        if (!c.functional || functional++ % 4 == 0 || c.expect == "runs") out.push_back(c);
+    std::map<std::string, int> functional;
+    for (const auto& c : all) {
+        const std::string version = c.name.substr(0, c.name.find('/'));
+        const bool sampled = !c.functional || functional[version]++ % 4 == 0 ||
+                             (c.expect == "runs" && version == "core_v0.13");
+        if (sampled && (c.ranks <= 4 || c.expect.rfind("needs ranks", 0) == 0)) out.push_back(c);
+    }
     return out;
 }
 
@@ -182,10 +190,19 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
     return s;
 }
 
-// {SP_MODEL}: the shared data's SentencePiece model (empty without MEGATRON_TEST_DATA).
-std::string sentencepiece_model() {
+// A file of the shared data (empty without MEGATRON_TEST_DATA).
+std::string shared_file(const fs::path& relative) {
     const auto data = mt::test::test_data_dir();
-    return data ? (*data / "tokenizers" / "sentencepiece" / "mistral-v1.model").string() : "";
+    return data ? (*data / relative).string() : "";
+}
+
+// {SP_MODEL}: the shared data's SentencePiece model; {TIKTOKEN_MODEL}: its TikToken vocabulary
+// in the JSON format Megatron's TikTokenizer reads.
+std::string sentencepiece_model() {
+    return shared_file(fs::path("tokenizers") / "sentencepiece" / "mistral-v1.model");
+}
+std::string tiktoken_model() {
+    return shared_file(fs::path("tokenizers") / "tiktoken" / "tekken-240718.tiktoken.json");
 }
 
 class MegatronScripts : public ::testing::TestWithParam<Config> {
@@ -204,6 +221,7 @@ class MegatronScripts : public ::testing::TestWithParam<Config> {
             {"{TMP}", work_.path().string()},
             {"{TOKENIZER_MODEL}", (work_ / "tokenizer.model").string()},
             {"{SP_MODEL}", sentencepiece_model()},
+            {"{TIKTOKEN_MODEL}", tiktoken_model()},
             {"{BERT_VOCAB}", bert_vocab()},
         };
         std::string out = flags;
@@ -217,10 +235,13 @@ class MegatronScripts : public ::testing::TestWithParam<Config> {
     std::string command(const std::string& tool, const std::string& flags) const {
         const Config& c = GetParam();
         std::string launcher;
-        if (c.ranks > 1 && c.ranks <= 4) launcher = mt::test::mpiexec_prefix(c.ranks);
-        return "timeout 120 " + launcher + shell_quote(tool_path("megatron-" + tool)) + " " +
-               fill(flags);
+        if (c.ranks > 1) launcher = mt::test::mpiexec_prefix(c.ranks);
+        return std::string(c.ranks > 4 ? "timeout 300 " : "timeout 120 ") + launcher +
+               shell_quote(tool_path("megatron-" + tool)) + " " + fill(flags);
     }
+
+    // The output folder ({TB}), which Megatron's harness makes before a run.
+    void SetUp() override { fs::create_directories(work_ / "tb"); }
 
     TempDir work_;
 };
@@ -254,12 +275,15 @@ TEST_P(MegatronScripts, OutcomeIsTheExpectedOne) {
                      << " (should: " << c.expect.substr(should + 10) << ")";
     }
     if (c.expect.rfind("needs ranks: ", 0) == 0)
-        GTEST_SKIP() << c.name << " " << c.expect << "; the tests run at most 4 ranks";
-    if (c.ranks > 1 && c.ranks <= 4 && !mt::test::mpiexec_available())
+        GTEST_SKIP() << c.name << " " << c.expect << "; the tests run at most 8 ranks";
+    if (c.ranks > 1 && !mt::test::mpiexec_available())
         GTEST_SKIP() << c.name << " needs " << c.ranks << " ranks; built without MPI";
     if ((c.flags + c.setup).find("{SP_MODEL}") != std::string::npos &&
         sentencepiece_model().empty())
         GTEST_SKIP() << c.name << " needs a SentencePiece model: set MEGATRON_TEST_DATA";
+    if ((c.flags + c.setup).find("{TIKTOKEN_MODEL}") != std::string::npos &&
+        tiktoken_model().empty())
+        GTEST_SKIP() << c.name << " needs a TikToken vocabulary: set MEGATRON_TEST_DATA";
     if ((c.flags + c.setup).find("{BERT_VOCAB}") != std::string::npos && bert_vocab().empty())
         GTEST_SKIP() << c.name << " needs the BERT vocabulary: set MEGATRON_TEST_DATA";
     ASSERT_FALSE(c.expect.empty()) << "no expect column: run extract_configs.py --probe";

@@ -83,7 +83,8 @@ po::options_description generation_flags(GenerationFlags& f) {
         "num-tokens-to-prompt", po::value<std::vector<std::string>>()->multitoken(),
         "Megatron's dynamic-inference benchmark: not supported yet")(
         "incoming-requests-per-sec", po::value<double>(),
-        "Megatron's dynamic-inference benchmark: not supported yet")(
+        "Megatron's dynamic-inference benchmark: not supported yet, but for -1 (every request at "
+        "once, as --prompts are generated)")(
         "incoming-requests-duration", po::value<double>(),
         "Megatron's dynamic-inference benchmark: not supported yet");
     // The flags of Megatron core_v0.19's inference examples (megatron/inference/utils.py's
@@ -115,9 +116,13 @@ void finish_generation_flags(const po::variables_map& vm, GenerationFlags& f) {
     f.params_dtype = cli::params_dtype_from(vm);
     if (vm.count("num-tokens-to-generate"))
         f.out_seq_length = vm["num-tokens-to-generate"].as<int64_t>();
-    for (const char* flag : {"num-tokens-to-prompt", "incoming-requests-per-sec",
-                             "incoming-requests-duration", "incoming-requests-per-step"})
-        MT_CHECK(!vm.count(flag), "--", flag,
+    // --incoming-requests-per-sec -1 adds every request at once: how --prompts are generated.
+    const bool all_at_once = vm.count("incoming-requests-per-sec") &&
+                             vm["incoming-requests-per-sec"].as<double>() == -1.0;
+    for (const std::string flag : {"num-tokens-to-prompt", "incoming-requests-per-sec",
+                                   "incoming-requests-duration", "incoming-requests-per-step"})
+        MT_CHECK(!vm.count(flag) || (all_at_once && flag == "incoming-requests-per-sec"), "--",
+                 flag,
                  ": not supported yet: Megatron's dynamic inference engine and its request "
                  "benchmark (examples/inference/gpt/gpt_dynamic_inference.py)");
     for (const char* flag : kExampleOptionsNotSupported)

@@ -487,6 +487,14 @@ constexpr CatalogueEntry kCatalogue[] = {
     // msc
     {"--enable-msc",
      refuse("the Multi-Storage Client (object-storage paths such as msc:// and s3://)")},
+    // modelopt-generic (pretrain_gpt.py's and pretrain_mamba.py's ModelOpt flags)
+    {"--export-default-te-spec", refuse(kModelOpt)},
+    {"--export-kd-teacher-model-config", refuse(kModelOpt)},
+    {"--qad-train-target", refuse(kModelOpt)},
+    {"--freeze-base-for-mtp", refuse(kModelOpt)},
+    {"--export-offline-model", refuse(kModelOpt)},
+    {"--modelopt-enabled", refuse(kModelOpt)},
+    {"--enable-gpt-oss", refuse(kModelOpt)},
     // fault injector: every flag's default is None (no faults)
     {"--fault-injector-ranks", refuse(kFaultInjector), kTrainingOnly},
     {"--fault-injector-num-ranks", refuse(kFaultInjector), kTrainingOnly},

@@ -38,7 +38,7 @@ bool negative_number(const std::string& w) {
 }
 
 // argparse takes "--flag -1" as the value -1 (its parser has no option that looks like a
-// negative number); Boost would read "-1" as an option. Such a value of a one-value flag is
+// negative number); Boost would read "-1" as an option. Such a value, the flag's only one, is
 // given as "--flag=-1".
 std::vector<std::string> attach_negative_values(const std::vector<std::string>& words,
                                                 const po::options_description& options,
@@ -49,7 +49,8 @@ std::vector<std::string> attach_negative_values(const std::vector<std::string>& 
         if (i + 1 < words.size() && w.size() > 2 && w.compare(0, 2, "--") == 0 &&
             w.find('=') == std::string::npos && negative_number(words[i + 1]))
             if (const auto* o = options.find_nothrow(w.substr(2), abbreviations);
-                o && o->semantic()->max_tokens() == 1) {
+                o && o->semantic()->max_tokens() >= 1 &&
+                (i + 2 == words.size() || words[i + 2].compare(0, 2, "--") == 0)) {
                 out.push_back(w + "=" + words[++i]);
                 continue;
             }
