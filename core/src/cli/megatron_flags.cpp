@@ -229,11 +229,12 @@ bool tool_flag_is(const po::variables_map& vm, const std::string& name, const st
     return false;
 }
 
-// Another Megatron flag with the same dest that the tool defines (--persistent-save-interval
-// is argparse's second name of --save-interval).
+// Another Megatron flag with the same dest and action that the tool defines
+// (--persistent-save-interval is argparse's second name of --save-interval; core_v0.19's
+// --enable-msc, store_true into core_v0.13's --disable-msc's store_false dest, is none).
 const MegatronFlag* defined_alias(const MegatronFlag& f, const po::options_description& defined) {
     for (const MegatronFlag& other : known_flags())
-        if (other.dest == f.dest && other.flag != f.flag &&
+        if (other.dest == f.dest && other.kind == f.kind && other.flag != f.flag &&
             defined.find_nothrow(name_of(other.flag), false))
             return &other;
     return nullptr;
