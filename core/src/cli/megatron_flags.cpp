@@ -98,15 +98,24 @@ const detail::CatalogueEntry* find_entry(std::string_view flag) {
     return it == index.end() ? nullptr : it->second;
 }
 
-// The catalogue's row of a flag or, without one, of another option string argparse stores the
-// same way (same dest and action: core_v0.19's --no-tp-comm-bulk-wgrad is core_v0.13's
-// --disable-tp-comm-bulk-wgrad).
+// The first other option string argparse stores as it stores `f` (same dest and action:
+// core_v0.19's --no-tp-comm-bulk-wgrad is core_v0.13's --disable-tp-comm-bulk-wgrad,
+// --persistent-save-interval is --save-interval; core_v0.19's --enable-msc, store_true into
+// core_v0.13's --disable-msc's store_false dest, is none) for which `wanted` holds.
+template <class Pred>
+const MegatronFlag* other_name(const MegatronFlag& f, Pred wanted) {
+    for (const MegatronFlag& other : known_flags())
+        if (other.dest == f.dest && other.kind == f.kind && other.flag != f.flag && wanted(other))
+            return &other;
+    return nullptr;
+}
+
+// The catalogue's row of a flag or, without one, of another name of it.
 const detail::CatalogueEntry* entry_for(const MegatronFlag& f) {
     if (const detail::CatalogueEntry* e = find_entry(f.flag)) return e;
-    for (const MegatronFlag& other : known_flags())
-        if (other.dest == f.dest && other.kind == f.kind && other.flag != f.flag)
-            if (const detail::CatalogueEntry* e = find_entry(other.flag)) return e;
-    return nullptr;
+    const MegatronFlag* other =
+        other_name(f, [](const MegatronFlag& o) { return find_entry(o.flag) != nullptr; });
+    return other ? find_entry(other->flag) : nullptr;
 }
 
 }  // namespace
@@ -229,15 +238,11 @@ bool tool_flag_is(const po::variables_map& vm, const std::string& name, const st
     return false;
 }
 
-// Another Megatron flag with the same dest and action that the tool defines
-// (--persistent-save-interval is argparse's second name of --save-interval; core_v0.19's
-// --enable-msc, store_true into core_v0.13's --disable-msc's store_false dest, is none).
+// Another name of the flag that the tool defines.
 const MegatronFlag* defined_alias(const MegatronFlag& f, const po::options_description& defined) {
-    for (const MegatronFlag& other : known_flags())
-        if (other.dest == f.dest && other.kind == f.kind && other.flag != f.flag &&
-            defined.find_nothrow(name_of(other.flag), false))
-            return &other;
-    return nullptr;
+    return other_name(f, [&defined](const MegatronFlag& o) {
+        return defined.find_nothrow(name_of(o.flag), false) != nullptr;
+    });
 }
 
 // The catalogue flags among the parsed ones: those the tool does not define, whether or not
