@@ -65,13 +65,11 @@ void run_prompts(TextGenerator& g, const CliSettings& s, const std::vector<std::
     io::JsonWriter w;
     w.begin_object();
     for (size_t i = 0; i < results.size(); ++i) {
-        const std::string& prompt = prompts[i];
-        const size_t prompt_tokens = (prompt.empty() ? 0 : g.tokenizer().encode(prompt).size()) +
-                                     (prompt.empty() ? 1 : 0);  // add_bos for an empty prompt
         const std::vector<int32_t>& all = results[i].tokens[0];
-        const std::vector<int32_t> generated(all.begin() + int64_t(prompt_tokens), all.end());
+        const std::vector<int32_t> generated(all.begin() + int64_t(results[i].prompt_lengths[0]),
+                                             all.end());
         w.key(std::to_string(i)).begin_object();
-        w.key("input_prompt").value(prompt);
+        w.key("input_prompt").value(prompts[i]);
         w.key("generated_text").value(g.tokenizer().decode(generated));
         w.key("generated_tokens").begin_array();
         for (int32_t id : generated) w.value(int64_t(id));
@@ -156,7 +154,8 @@ void run_unconditional(TextGenerator& g, const CliSettings& s, int64_t count,
     for (int64_t i = 0; i < count; ++i) {
         const TextResult r = g.run(request_for(g, s, "", true));
         // The sample without its EOD prompt; finished when it ended on an EOD.
-        std::vector<int32_t> tokens(r.tokens[0].begin() + 1, r.tokens[0].end());
+        std::vector<int32_t> tokens(r.tokens[0].begin() + int64_t(r.prompt_lengths[0]),
+                                    r.tokens[0].end());
         const bool finished = !tokens.empty() && tokens.back() == eod;
         io::JsonWriter w;
         w.begin_object().key("text").value(g.tokenizer().decode(tokens));

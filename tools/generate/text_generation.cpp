@@ -92,6 +92,7 @@ TextResult TextGenerator::run(const TextRequest& r) {
     infer::GenerationResult out = run_ids(g, r.random_seed);
 
     TextResult result;
+    for (const auto& prompt : g.prompts) result.prompt_lengths.push_back(prompt.size());
     result.tokens = std::move(out.tokens);
     result.logprobs = std::move(out.log_probs);
     for (const auto& row : result.tokens) {

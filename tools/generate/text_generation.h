@@ -33,6 +33,9 @@ struct TextResult {
     std::vector<std::vector<int32_t>> tokens;        // prompt + generated ids
     std::vector<std::vector<float>> logprobs;        // per row, of every token after the first
     std::vector<std::vector<std::string>> segments;  // per row, each token detokenized alone
+    // Per row, the ids it starts with: the prompt's (with a BOS), or an encoder-decoder
+    // model's decoder start; the generated ids follow them.
+    std::vector<size_t> prompt_lengths;
 };
 
 // Not thread-safe: one request at a time (the server queues them).
