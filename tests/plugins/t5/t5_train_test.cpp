@@ -187,7 +187,23 @@ TEST(GenerateT5, PromptsAreTheEncodersInputAndTheDecoderStartsFromBos) {
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const size_t first = r.output.find("\n[BOS] ");
     ASSERT_NE(first, std::string::npos) << r.output;
-    EXPECT_NE(r.output.find("\n[BOS] ", first + 1), std::string::npos) << r.output;
+    const size_t second = r.output.find("\n[BOS] ", first + 1);
+    ASSERT_NE(second, std::string::npos) << r.output;
+    // --output-path (Megatron's static inference example) holds the decoder's ids after [BOS].
+    TempDir dir;
+    auto json = run_command("cd " + mt::test::shell_quote(mt::test::fixtures_dir() / ".." / "..") +
+                            " && " + mt::test::tool_path("megatron-generate").string() +
+                            " --model t5 --load " + mt::test::shell_quote(ckpt) +
+                            " --prompts 'a cafe' --out-seq-length 4 --greedy" + " --output-path " +
+                            mt::test::shell_quote(dir / "out.json"));
+    ASSERT_EQ(json.exit_code, 0) << json.output;
+    const size_t end = r.output.find('\n', second + 1);
+    const std::string generated = r.output.substr(second + 7, end - second - 7);
+    EXPECT_NE(mt::test::read_file(dir / "out.json")
+                  .find("\"input_prompt\": \"a cafe\", \"generated_text\": \"" + generated + "\""),
+              std::string::npos)
+        << generated << "\n"
+        << mt::test::read_file(dir / "out.json");
     auto bad = run_command(
         mt::test::tool_path("megatron-generate").string() + " --model t5 --load " +
         mt::test::shell_quote(ckpt) + " --vocab-file " +
