@@ -15,7 +15,7 @@ shift || true
 build_dir="${BUILD_DIR:-build-fuzz}"
 targets=(pickle zip torch_file torch_checkpoint indexed_dataset api_request gpt2_tokenizer hf_tokenizer
     tiktoken wordpiece preprocess_line hf_checkpoint torch_dist_metadata sentencepiece jsonl_zst
-    torch_dist_config hf_tokenizer_config)
+    torch_dist_config hf_tokenizer_config jinja)
 [ $# -gt 0 ] && targets=("$@")
 # ccache: the debug info names the build folder, which ccache hashes unless told not to; every
 # clone's fuzz build then shares the cache.
@@ -82,6 +82,11 @@ seed_hf_tokenizer_config() {
     printf 'Hello world! <s> [INST] caf\xc3\xa9 </s>' > "$1.text"
     find "$fixtures" -name tokenizer_config.json -size -16k | while read -r f; do
         pack_two "$f" "$1.text" > "$1/$(echo "$f" | tr / _)"
+    done
+}
+seed_jinja() {  # each committed chat template with the variables of a conversation with tools
+    for f in "$fixtures"/chat_templates/*.jinja; do
+        pack_two "$f" tests/fuzz/jinja_context.json > "$1/$(basename "$f" .jinja)"
     done
 }
 seed_indexed_dataset() {

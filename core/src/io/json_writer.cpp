@@ -7,6 +7,7 @@
 
 #include "mt/data/dataset_description.h"
 #include "mt/error.h"
+#include "mt/text/utf8.h"
 
 namespace mt::io {
 
@@ -45,7 +46,7 @@ uint32_t next_code_point(const unsigned char*& p, const unsigned char* end) {
 
 }  // namespace
 
-std::string json_quote(std::string_view utf8) {
+std::string json_quote(std::string_view utf8, bool ensure_ascii) {
     std::string out = "\"";
     const auto* p = reinterpret_cast<const unsigned char*>(utf8.data());
     const auto* end = p + utf8.size();
@@ -76,6 +77,8 @@ std::string json_quote(std::string_view utf8) {
             default:
                 if (cp >= 0x20 && cp < 0x7F) {
                     out += char(cp);
+                } else if (cp >= 0x7F && !ensure_ascii) {
+                    text::append_utf8(out, cp);
                 } else if (cp < 0x10000) {
                     append_u(out, cp);
                 } else {

@@ -38,7 +38,8 @@ class MT_API JsonWriter {
     bool after_key_ = false;
 };
 
-// `utf8` as a JSON string literal, quotes included (invalid UTF-8 bytes become U+FFFD).
-MT_API std::string json_quote(std::string_view utf8);
+// `utf8` as a JSON string literal, quotes included (invalid UTF-8 bytes become U+FFFD); without
+// ensure_ascii, characters past ASCII stay as they are (json.dumps(ensure_ascii=False)).
+MT_API std::string json_quote(std::string_view utf8, bool ensure_ascii = true);
 
 }  // namespace mt::io
