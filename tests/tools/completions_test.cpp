@@ -21,6 +21,7 @@
 #include "mt/model.h"
 #include "mt/registry.h"
 #include "test_support.h"
+#include "tiny_llama_generator.h"
 
 namespace mt::generate_tool {
 namespace {
@@ -71,7 +72,9 @@ TEST(CompletionRequest, RefusesWithMessages) {
         {R"({"prompt": "a", "seed": -2})", "seed must be an integer >= 0"},
         {R"({"prompt": "a", "best_of": 2})", "best_of > 1 not supported"},
         {R"({"prompt": "a", "n": 2})", "num_completions > 1 not supported"},
-        {R"({"prompt": "a", "stream": true})", "not supported yet: stream on /completions"},
+        {R"({"prompt": ["a", "b"], "stream": true})",
+         "not supported yet: stream with several prompts, echo or logprobs"},
+        {R"({"prompt": "a", "stream": 1})", "stream must be a boolean value"},
         {R"({"prompt": "a", "presence_penalty": 0.5})", "not supported yet: presence_penalty"},
         {R"({"prompt": "a", "logit_bias": {"5": 1}})", "not supported yet: logit_bias"},
         {R"({"prompt": "a", "suffix": "z"})", "not supported yet: suffix"},
@@ -138,13 +141,9 @@ TEST(CompletionOffsets, AreCharacterStartsOverByteLevelBpe) {
 // Requests queued together run as one batch when they can (greedy, prompts of similar length),
 // each getting exactly what it gets alone; a sampled one runs alone.
 TEST(CompletionBatcher, QueuedGreedyRequestsShareABatchAndGetWhatTheyGetAlone) {
-    auto family = Registry::global().create_model("gpt");
-    infer::LoadedModel loaded = infer::load_for_inference(
-        Registry::global(), *family, mt::test::fixtures_dir() / "hf" / "llama", {});
-    TokenizerOptions o;
-    o.vocab_size = 127;
-    auto tokenizer = Registry::global().create_tokenizer("NullTokenizer", o);
-    TextGenerator generator(*loaded.model, *tokenizer, 1);
+    mt::test::TinyLlamaGenerator tiny;
+    TextGenerator& generator = tiny.generator;
+    const Tokenizer* tokenizer = tiny.tokenizer.get();
     const char* bodies[] = {
         R"({"prompt": "5 17 99 3 64 12 7", "max_tokens": 4, "temperature": 0, "logprobs": 2})",
         R"({"prompt": [[42, 8, 1], [99, 1, 77, 23]], "max_tokens": 2, "temperature": 0,)"

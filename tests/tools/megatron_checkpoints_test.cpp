@@ -114,8 +114,8 @@ void expect_logprobs(const std::vector<std::vector<double>>& got,
 // megatron-generate's scores of the fixture's tokens (NullTokenizer ids: every vocabulary here
 // holds them).
 std::string score_command(const fs::path& load, const Fixture& f) {
-    std::string command = shell_quote(tool_path("megatron-generate")) + " --model " +
-                          f.family() + " --load " + shell_quote(load) +
+    std::string command = shell_quote(tool_path("megatron-generate")) + " --model " + f.family() +
+                          " --load " + shell_quote(load) +
                           " --tokenizer-type NullTokenizer --vocab-size 200 --out-seq-length 0"
                           " --return-log-probs --prompts";
     for (const auto& row : f.tokens) command += " '" + words(row) + "'";
@@ -250,8 +250,7 @@ class MegatronCheckpoints : public ::testing::Test {
             replace.push_back({"--data-path", shell_quote(d / "ints_text_document")});
         }
         // The fixtures hold no optimizer state (Mixtral's script says so itself).
-        std::string command = shell_quote(tool_path("megatron-train")) +
-                              " --model " + f.family() +
+        std::string command = shell_quote(tool_path("megatron-train")) + " --model " + f.family() +
                               with_flags(f.flags, replace);
         for (const char* flag : {"--no-load-optim", "--no-load-rng"})
             if (std::find(f.flags.begin(), f.flags.end(), flag) == f.flags.end())

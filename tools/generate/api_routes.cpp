@@ -4,12 +4,15 @@
 // OpenAI does ({"error": {"message", "type"}}).
 #include "api_routes.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <exception>
 
 #include "api_request.h"
+#include "chat_completion.h"
 #include "completion.h"
+#include "completion_stream.h"
 #include "mt/error.h"
 #include "mt/io/json_writer.h"
 #include "tokenizer_endpoints.h"
@@ -67,13 +70,52 @@ bool is_one_of(std::string_view path, std::initializer_list<std::string_view> pa
 
 }  // namespace
 
-ApiRoutes::ApiRoutes(TextGenerator& generator, std::string model_id)
+ApiRoutes::ApiRoutes(TextGenerator& generator, std::string model_id, ChatPrompt chat)
     : generator_(generator),
+      chat_(std::move(chat)),
       model_id_(std::move(model_id)),
       created_(int64_t(std::time(nullptr))) {}
 
-std::variant<ApiAnswer, ApiJob> ApiRoutes::route(std::string_view method, std::string_view path,
-                                                 std::string body, const std::string& remote) {
+ApiStreamJob ApiRoutes::stream_job(CompletionRequest r, std::string id, bool chat) {
+    return [this, r = std::move(r), id = std::move(id), chat](const ChunkSink& send) {
+        const int64_t created = int64_t(std::time(nullptr));
+        bool sent = false;
+        const auto event = [&](std::string_view text, const char* finish_reason) {
+            std::string json = chat ? chat_chunk(id, model_id_, created, text, !sent, finish_reason)
+                                    : completion_chunk(id, model_id_, created, text, finish_reason);
+            sent = true;
+            return send(sse_event(json));
+        };
+        // A failure after the first event is the stream's last event.
+        const auto fail = [&](ApiAnswer answer) -> std::optional<ApiAnswer> {
+            if (!sent) return answer;
+            if (answer.body.ends_with('\n')) answer.body.pop_back();
+            if (send(sse_event(answer.body))) send(std::string(kSseDone));
+            return std::nullopt;
+        };
+        try {
+            const StreamedCompletion done = stream_completion(
+                generator_, r, [&](std::string_view piece) { return event(piece, nullptr); });
+            if (done.client_left || !event("", done.finish_reason))
+                return std::optional<ApiAnswer>();
+            if (r.stream_usage &&
+                !send(sse_event(usage_chunk(id, chat ? "chat.completion.chunk" : "text_completion",
+                                            model_id_, created, done))))
+                return std::optional<ApiAnswer>();
+            send(std::string(kSseDone));
+            return std::optional<ApiAnswer>();
+        } catch (const mt::Error& e) {
+            return fail(openai_error(kBadRequest, e.what()));
+        } catch (const std::exception& e) {
+            return fail(openai_error(kInternalError, std::string("internal error: ") + e.what()));
+        }
+    };
+}
+
+std::variant<ApiAnswer, ApiJob, ApiStreamJob> ApiRoutes::route(std::string_view method,
+                                                               std::string_view path,
+                                                               std::string body,
+                                                               const std::string& remote) {
     const auto expect = [&](const char* allowed) -> std::optional<ApiAnswer> {
         if (method == allowed) return std::nullopt;
         return ApiAnswer{kMethodNotAllowed, "Method Not Allowed\n", "text/plain", allowed};
@@ -103,11 +145,39 @@ std::variant<ApiAnswer, ApiJob> ApiRoutes::route(std::string_view method, std::s
         } catch (const mt::Error& e) {
             return openai_error(kBadRequest, e.what());
         }
-        auto ticket = batcher_.queue(std::move(r));
         const std::string id = "cmpl-" + std::to_string(next_id_++);
+        if (r.stream) return stream_job(std::move(r), id, false);
+        auto ticket = batcher_.queue(std::move(r));
         return job(openai_error, [this, ticket, id] {
             return completion_response(batcher_.result(ticket), ticket->request(), id, model_id_,
                                        int64_t(std::time(nullptr)));
+        });
+    }
+    if (is_one_of(path, {"/chat/completions", "/v1/chat/completions"})) {
+        if (auto refused = expect("POST")) return *refused;
+        auto parsed = parse_chat_request(body);
+        if (auto* message = std::get_if<std::string>(&parsed))
+            return openai_error(kBadRequest, *message);
+        ChatRequest& c = std::get<ChatRequest>(parsed);
+        try {  // rendered and tokenized here, as completions' prompts are
+            std::vector<int32_t> ids = chat_.prompt_ids(c, generator_.tokenizer());
+            const int64_t context =
+                max_len > 0 ? std::min(max_len, kChatContextLength) : kChatContextLength;
+            MT_CHECK(c.max_tokens || int64_t(ids.size()) < context,
+                     "This model's maximum context length was exceeded. Your messages resulted in ",
+                     ids.size(), " tokens. Please reduce the length of the messages.");
+            c.completion.max_tokens = c.max_tokens.value_or(context - int64_t(ids.size()));
+            c.completion.prompts = {std::move(ids)};
+        } catch (const mt::Error& e) {
+            return openai_error(kBadRequest, e.what());
+        }
+        const std::string id = "chatcmpl-" + std::to_string(next_id_++);
+        if (c.completion.stream) return stream_job(std::move(c.completion), id, true);
+        const ChatLogprobs logprobs{c.logprobs, c.completion.logprobs};
+        auto ticket = batcher_.queue(std::move(c.completion));
+        return job(openai_error, [this, ticket, id, logprobs] {
+            return chat_response(batcher_.result(ticket), logprobs, id, model_id_,
+                                 int64_t(std::time(nullptr)));
         });
     }
     if (is_one_of(path, {"/models", "/v1/models"})) {

@@ -8,10 +8,12 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
 
+#include "chat_prompt.h"
 #include "completion_batcher.h"
 #include "text_generation.h"
 
@@ -26,22 +28,34 @@ struct ApiAnswer {
 
 using ApiJob = std::function<ApiAnswer()>;  // run on the worker thread
 
+// Sends one piece of a streamed answer; false once the client has gone.
+using ChunkSink = std::function<bool(std::string chunk)>;
+// A streamed answer (server-sent events), run on the worker thread: it sends its events and
+// returns nullopt, or returns the answer to give instead when it fails before sending any.
+using ApiStreamJob = std::function<std::optional<ApiAnswer>(const ChunkSink& send)>;
+
 class ApiRoutes {
   public:
-    // `model_id`: the name GET /v1/models lists and responses carry (the --load path).
-    ApiRoutes(TextGenerator& generator, std::string model_id);
+    // `model_id`: the name GET /v1/models lists and responses carry (the --load path); `chat`
+    // renders chat messages.
+    ApiRoutes(TextGenerator& generator, std::string model_id, ChatPrompt chat);
 
     // The answer at once (an unknown path, a wrong method, a malformed body), or the job.
-    std::variant<ApiAnswer, ApiJob> route(std::string_view method, std::string_view path,
-                                          std::string body, const std::string& remote);
+    std::variant<ApiAnswer, ApiJob, ApiStreamJob> route(std::string_view method,
+                                                        std::string_view path, std::string body,
+                                                        const std::string& remote);
 
     // For the server's start line.
     static constexpr const char* kSummary =
-        "PUT /api, POST /completions and /v1/completions, GET /v1/models, GET /tokenizer_info, "
-        "POST /tokenize and /detokenize";
+        "PUT /api, POST /completions and /v1/completions, POST /v1/chat/completions, GET "
+        "/v1/models, GET /tokenizer_info, POST /tokenize and /detokenize";
 
   private:
+    // The events of a streamed completion (`chat`: chat.completion.chunk ones) of `request`.
+    ApiStreamJob stream_job(CompletionRequest request, std::string id, bool chat);
+
     TextGenerator& generator_;
+    const ChatPrompt chat_;
     CompletionBatcher batcher_{generator_};
     const std::string model_id_;
     const int64_t created_;  // the server's start, as the model's "created"

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -137,6 +138,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
         auto routed = state_.routes.route(std::string_view(method.data(), method.size()), target,
                                           std::move(req.body()), remote_);
         if (auto* answer = std::get_if<ApiAnswer>(&routed)) return respond(std::move(*answer));
+        if (auto* streamed = std::get_if<ApiStreamJob>(&routed))
+            return stream(std::move(*streamed));
         asio::post(*state_.worker, [self = shared_from_this(), ex = stream_.get_executor(),
                                     run = std::get<ApiJob>(std::move(routed))]() mutable {
             ApiAnswer answer = run();
@@ -145,6 +148,81 @@ class Connection : public std::enable_shared_from_this<Connection> {
                 self->respond(std::move(answer));
             });
         });
+    }
+
+    // A streamed answer: the job's events are written as they come, in HTTP/1.1's chunked
+    // encoding (an HTTP/1.0 client gets them unframed, the end of the stream closing it).
+    void stream(ApiStreamJob run) {
+        asio::post(*state_.worker, [self = shared_from_this(), ex = stream_.get_executor(),
+                                    run = std::move(run)]() mutable {
+            const ChunkSink send = [&self, &ex](std::string chunk) {
+                if (self->client_gone_) return false;
+                asio::post(ex, [self, chunk = std::move(chunk)]() mutable {
+                    self->write_event(std::move(chunk));
+                });
+                return true;
+            };
+            std::optional<ApiAnswer> answer = run(send);
+            asio::post(ex, [self = std::move(self), answer = std::move(answer)]() mutable {
+                if (answer && !self->streaming_) return self->respond(std::move(*answer));
+                self->end_stream();
+            });
+        });
+    }
+
+    void start_stream() {
+        if (!streaming_) {
+            streaming_ = true;
+            const bool chunked = version_ >= 11;
+            stream_keep_alive_ = chunked && keep_alive_;
+            pending_.push_back(std::string(version_ >= 11 ? "HTTP/1.1" : "HTTP/1.0") +
+                               " 200 OK\r\nContent-Type: text/event-stream\r\n"
+                               "Cache-Control: no-cache\r\n" +
+                               (chunked ? "Transfer-Encoding: chunked\r\n" : "") +
+                               (stream_keep_alive_ ? "" : "Connection: close\r\n") + "\r\n");
+        }
+    }
+
+    void write_event(std::string event) {
+        if (client_gone_) return;
+        start_stream();
+        if (version_ >= 11) {
+            char size[24];
+            std::snprintf(size, sizeof size, "%zx\r\n", event.size());
+            event = size + event + "\r\n";
+        }
+        pending_.push_back(std::move(event));
+        if (!writing_) write_next();
+    }
+
+    void end_stream() {
+        if (client_gone_) return;
+        start_stream();  // a job that sent nothing: the headers alone
+        if (version_ >= 11) pending_.emplace_back("0\r\n\r\n");
+        stream_ended_ = true;
+        if (!writing_) write_next();
+    }
+
+    void write_next() {
+        if (pending_.empty()) {
+            if (!stream_ended_) return;
+            streaming_ = stream_ended_ = false;
+            return stream_keep_alive_ ? read_request() : linger_close();
+        }
+        writing_ = true;
+        writing_now_ = std::move(pending_.front());
+        pending_.pop_front();
+        stream_.expires_after(state_.limits.write_timeout);
+        asio::async_write(stream_, asio::buffer(writing_now_),
+                          [self = shared_from_this()](error_code ec, size_t) {
+                              self->writing_ = false;
+                              if (ec) {
+                                  self->client_gone_ = true;
+                                  self->pending_.clear();
+                                  return self->close();
+                              }
+                              self->write_next();
+                          });
     }
 
     void respond(ApiAnswer answer) {
@@ -205,6 +283,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     http::response<http::string_body> res_;
     unsigned version_ = 11;
     bool keep_alive_ = false;
+    // A streamed answer's state (on the I/O thread, but client_gone_, which the worker reads).
+    std::atomic<bool> client_gone_{false};
+    bool streaming_ = false, stream_ended_ = false, stream_keep_alive_ = false, writing_ = false;
+    std::deque<std::string> pending_;
+    std::string writing_now_;
 };
 
 class Listener {
@@ -288,12 +371,12 @@ ApiServerLimits ApiServerLimits::from_environment() {
     return limits;
 }
 
-void serve_api(TextGenerator& generator, const std::string& model_id, const std::string& host,
-               int port, const ApiServerLimits& limits) {
+void serve_api(TextGenerator& generator, const std::string& model_id, ChatPrompt chat,
+               const std::string& host, int port, const ApiServerLimits& limits) {
     MT_CHECK(limits.max_connections > 0, "the server needs room for one connection");
     // Declared so that they are destroyed worker first (its dropped jobs hold connections of
     // the io_context), then the io_context (its pending handlers too), then the state they count.
-    ServerState state{ApiRoutes(generator, model_id), limits};
+    ServerState state{ApiRoutes(generator, model_id, std::move(chat)), limits};
     asio::io_context io;
     asio::thread_pool worker(1);
     state.worker = &worker;

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <string>
 
+#include "chat_prompt.h"
 #include "text_generation.h"
 
 namespace mt::generate_tool {
@@ -33,8 +34,9 @@ struct ApiServerLimits {
 
 // Serves until the process is stopped (SIGINT / SIGTERM end it cleanly). port 0 picks a free
 // port; the chosen one is printed ("Serving on http://HOST:PORT (PUT /api, ...)"). `model_id`
-// names the model to OpenAI's clients.
-void serve_api(TextGenerator& generator, const std::string& model_id, const std::string& host,
-               int port, const ApiServerLimits& limits = ApiServerLimits::from_environment());
+// names the model to OpenAI's clients; `chat` renders chat messages.
+void serve_api(TextGenerator& generator, const std::string& model_id, ChatPrompt chat,
+               const std::string& host, int port,
+               const ApiServerLimits& limits = ApiServerLimits::from_environment());
 
 }  // namespace mt::generate_tool

@@ -20,14 +20,6 @@ std::vector<int64_t> code_point_counts(const std::string& text) {
     return counts;
 }
 
-// The first byte where any of `stops` (non-empty ones) begins in text[from, ...), or npos.
-size_t first_stop(const std::string& text, size_t from, const std::vector<std::string>& stops) {
-    size_t at = std::string::npos;
-    for (const auto& s : stops)
-        if (!s.empty()) at = std::min(at, text.find(s, from));
-    return at;
-}
-
 // One row of the batch as a choice: `ids` (prompt and generation, cut to the prompt's length +
 // max_tokens), log_probs[i] predicting ids[i + 1].
 CompletionChoice shape_choice(const Tokenizer& tokenizer, const CompletionRequest& r,
@@ -89,6 +81,18 @@ CompletionChoice shape_choice(const Tokenizer& tokenizer, const CompletionReques
 
 }  // namespace
 
+size_t first_stop(std::string_view text, size_t from, const std::vector<std::string>& stops) {
+    size_t at = std::string::npos;
+    for (const auto& s : stops)
+        if (!s.empty()) at = std::min(at, text.find(s, from));
+    return at;
+}
+
+std::vector<std::string> stop_strings(const Tokenizer& tokenizer, const CompletionRequest& r,
+                                      int32_t eod) {
+    return r.stop ? *r.stop : std::vector<std::string>{tokenizer.decode(std::span(&eod, 1))};
+}
+
 std::vector<size_t> token_byte_offsets(const Tokenizer& tokenizer, std::span<const int32_t> ids,
                                        const std::string& text, size_t from) {
     std::vector<size_t> offsets(ids.size(), 0);
@@ -144,8 +148,7 @@ std::vector<CompletionResult> complete_batch(TextGenerator& generator,
     std::vector<CompletionResult> results;
     size_t row = 0;
     for (const CompletionRequest* r : requests) {
-        const std::vector<std::string> stops =
-            r->stop ? *r->stop : std::vector<std::string>{tokenizer.decode(std::span(&eod, 1))};
+        const std::vector<std::string> stops = stop_strings(tokenizer, *r, eod);
         CompletionResult& result = results.emplace_back();
         for (size_t p = 0; p < r->prompts.size(); ++p, ++row) {
             const size_t prompt_length = g.prompts[row].size();

@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -34,6 +35,12 @@ struct CompletionResult {
 
 // The text prompts of `request` as token ids (mt::Error for one that gives none).
 void tokenize_prompts(const Tokenizer& tokenizer, CompletionRequest& request);
+
+// The request's stop strings: its own, or the end-of-document token's text.
+std::vector<std::string> stop_strings(const Tokenizer& tokenizer, const CompletionRequest& request,
+                                      int32_t eod);
+// The first byte where any of `stops` (non-empty ones) begins in text[from, ...), or npos.
+size_t first_stop(std::string_view text, size_t from, const std::vector<std::string>& stops);
 
 // Whether a request may run in one batch with others, getting what it gets alone: greedy ones
 // (the rows of a batch share one random stream, so sampled ones run alone).

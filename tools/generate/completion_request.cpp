@@ -88,6 +88,30 @@ std::variant<CompletionRequest, std::string> validate(const Fields& f, int64_t v
         if (!is_int(*e) || integer(*e) < 0) return "max_tokens must be an integer >= 0";
         r.max_tokens = integer(*e);
     }
+    if (auto message = read_sampling_fields(f, r)) return *message;
+    if (auto e = f.given("logprobs")) {
+        if (!is_int(*e) || integer(*e) < 0) return "logprobs must be an integer >= 0";
+        if (integer(*e) > kMaxTopLogprobs) return "return_topk_logprobs > 10 not supported";
+        r.logprobs = integer(*e);
+    }
+    if (auto e = f.given("echo")) {
+        if (!is_bool(*e)) return "echo must be a boolean value";
+        r.echo = bool(*e);
+    }
+    if (!r.echo && r.max_tokens == 0) return "echo=False not supported when tokens_to_generate=0";
+    if (auto e = f.given("best_of"); e && (!is_int(*e) || integer(*e) != 1))
+        return "best_of > 1 not supported";
+    if (r.stream && (r.prompts.size() > 1 || r.echo || r.logprobs > 0))
+        return "not supported yet: stream with several prompts, echo or logprobs";
+    if (auto e = f.given("suffix");
+        e && (e->type() != element_type::STRING || !std::string_view(*e).empty()))
+        return "not supported yet: suffix";
+    return r;
+}
+
+}  // namespace
+
+std::optional<std::string> read_sampling_fields(const json::Fields& f, CompletionRequest& r) {
     double temperature = 1.0, top_p = 1.0;
     if (auto e = f.given("temperature")) {
         if (!is_number(*e)) return "temperature must be a number";
@@ -113,41 +137,34 @@ std::variant<CompletionRequest, std::string> validate(const Fields& f, int64_t v
         if (r.sampling.top_k > 0 && r.sampling.top_p > 0.0)
             return "cannot set both top-k and top-p samplings.";
     }
-    if (auto e = f.given("logprobs")) {
-        if (!is_int(*e) || integer(*e) < 0) return "logprobs must be an integer >= 0";
-        if (integer(*e) > kMaxTopLogprobs) return "return_topk_logprobs > 10 not supported";
-        r.logprobs = integer(*e);
-    }
-    if (auto e = f.given("echo")) {
-        if (!is_bool(*e)) return "echo must be a boolean value";
-        r.echo = bool(*e);
-    }
-    if (!r.echo && r.max_tokens == 0) return "echo=False not supported when tokens_to_generate=0";
     if (auto e = f.given("stop"))
         if (auto message = read_stop(*e, r)) return *message;
     if (auto e = f.given("seed")) {
         if (!is_int(*e) || integer(*e) < 0) return "seed must be an integer >= 0";
         r.seed = uint64_t(integer(*e));
     }
-    if (auto e = f.given("best_of"); e && (!is_int(*e) || integer(*e) != 1))
-        return "best_of > 1 not supported";
     if (auto e = f.given("n"); e && (!is_int(*e) || integer(*e) != 1))
         return "num_completions > 1 not supported";
-    if (auto e = f.given("stream"); e && (!is_bool(*e) || bool(*e)))
-        return "not supported yet: stream on /completions";
+    if (auto e = f.given("stream")) {
+        if (!is_bool(*e)) return "stream must be a boolean value";
+        r.stream = bool(*e);
+    }
+    if (auto e = f.given("stream_options")) {
+        element usage;
+        if (e->type() != element_type::OBJECT) return "stream_options must be an object";
+        if (!simdjson::dom::object(*e).at_key("include_usage").get(usage)) {
+            if (!is_bool(usage)) return "stream_options.include_usage must be a boolean value";
+            r.stream_usage = bool(usage);
+        }
+    }
     for (const char* penalty : {"presence_penalty", "frequency_penalty"})
         if (auto e = f.given(penalty); e && (!is_number(*e) || number(*e) != 0.0))
             return mt::str("not supported yet: ", penalty);
     if (auto e = f.given("logit_bias");
         e && (e->type() != element_type::OBJECT || simdjson::dom::object(*e).size() != 0))
         return "not supported yet: logit_bias";
-    if (auto e = f.given("suffix");
-        e && (e->type() != element_type::STRING || !std::string_view(*e).empty()))
-        return "not supported yet: suffix";
-    return r;
+    return std::nullopt;
 }
-
-}  // namespace
 
 std::variant<CompletionRequest, std::string> parse_completion_request(std::string_view body,
                                                                       int64_t vocab_size) {

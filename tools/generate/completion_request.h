@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "json_fields.h"
 #include "mt/infer/sampler.h"
 
 namespace mt::generate_tool {
@@ -29,7 +30,14 @@ struct CompletionRequest {
     bool echo = false;     // the prompt's tokens and log-probs come first in each choice
     std::optional<std::vector<std::string>> stop;  // absent: the end-of-document token's text
     std::optional<uint64_t> seed;
+    bool stream = false;        // server-sent events as the text comes (one prompt)
+    bool stream_usage = false;  // stream_options.include_usage: a last event with the usage
 };
+
+// The fields POST /completions and POST /v1/chat/completions share (temperature, top_p, top_k,
+// stop, seed, n, stream, stream_options, the refused penalties and logit_bias) into `r`, or the
+// message.
+std::optional<std::string> read_sampling_fields(const json::Fields& f, CompletionRequest& r);
 
 // The request, or the message a malformed one is answered with (HTTP 400). Token ids must be
 // below `vocab_size` (the tokenizer's).

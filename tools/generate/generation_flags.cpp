@@ -104,6 +104,10 @@ po::options_description generation_flags(GenerationFlags& f) {
         "no-record-throughput", po::bool_switch(),
         "accepted: leaves Megatron's throughput out of --output-path's file, which holds none "
         "here");
+    // core_v0.19's tokenizer option, which its chat endpoint renders messages with.
+    g.add_options()("chat-template", po::value<std::string>(),
+                    "the chat template (Jinja text) POST /v1/chat/completions renders messages "
+                    "with, instead of the tokenizer folder's");
     g.add_options()("incoming-requests-per-step", po::value<int64_t>(),
                     "Megatron's dynamic-inference benchmark: not supported yet");
     for (const char* flag : kExampleOptionsNotSupported)
@@ -113,6 +117,7 @@ po::options_description generation_flags(GenerationFlags& f) {
 }
 
 void finish_generation_flags(const po::variables_map& vm, GenerationFlags& f) {
+    if (vm.count("chat-template")) f.chat_template = vm["chat-template"].as<std::string>();
     f.params_dtype = cli::params_dtype_from(vm);
     if (vm.count("num-tokens-to-generate"))
         f.out_seq_length = vm["num-tokens-to-generate"].as<int64_t>();

@@ -6,6 +6,7 @@
 #include <boost/program_options/options_description.hpp>
 #include <boost/program_options/variables_map.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ struct GenerationFlags {
     std::vector<std::string> prompts;
     std::string sample_input_file, sample_output_file, genfile;
     std::string output_path;  // --prompts' results as JSON (Megatron core_v0.19's examples)
+    std::optional<std::string> chat_template;  // --chat-template: Jinja text (core_v0.19's)
     int64_t num_samples = 0;
     int port = 5000;  // the REST server's, when no CLI mode is asked for
     bool interactive = false;

@@ -2,6 +2,7 @@
 // as Megatron-LM's tools/run_text_generation_server.py (REST: PUT /api, POST /completions) and its
 // older generate_samples_gpt.py (prompts, sample files, unconditional samples, interactive) do.
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "api_server.h"
@@ -19,14 +20,31 @@ namespace {
 
 using namespace mt::generate_tool;
 
+// --chat-template, else the chat template of the tokenizer's folder (a Hugging Face tokenizer's,
+// or the folder of a tokenizer.model), else of the --load folder.
+ChatPrompt chat_prompt_of(const std::string& tokenizer_model, const std::string& load,
+                          const std::optional<std::string>& given) {
+    namespace fs = std::filesystem;
+    std::vector<fs::path> folders;
+    if (!tokenizer_model.empty())
+        folders.push_back(fs::is_directory(tokenizer_model)
+                              ? fs::path(tokenizer_model)
+                              : fs::path(tokenizer_model).parent_path());
+    folders.emplace_back(load);
+    ChatPrompt chat = ChatPrompt::find(folders, given);
+    std::printf(" chat template: %s\n", chat.source().c_str());
+    return chat;
+}
+
 // Rank 0's part of the work: the tokenizer and the chosen mode over `model`.
 void lead(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
           const mt::ModelFamily& family, const mt::infer::LoadedModel& loaded, mt::Model& model) {
     mt::Registry& registry = mt::Registry::global();
     // --use-checkpoint-args: the checkpoint's tokenizer when the flags name none.
-    auto tokenizer =
-        mt::infer::tokenizer_for(registry, tf.type, tf.options, flags.load, loaded.checkpoint_args,
-                                 family.default_tokenizer_type(), tf.model_from_checkpoint_args);
+    const mt::infer::TokenizerChoice choice =
+        mt::infer::tokenizer_choice(tf.type, tf.options, flags.load, loaded.checkpoint_args,
+                                    family.default_tokenizer_type(), tf.model_from_checkpoint_args);
+    auto tokenizer = registry.create_tokenizer(choice.type, choice.options);
     std::printf(" loaded %s checkpoint from %s at iteration %lld\n", loaded.format.c_str(),
                 flags.load.c_str(), static_cast<long long>(loaded.iteration));
     std::fflush(stdout);
@@ -52,7 +70,9 @@ void lead(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
     else if (flags.interactive)
         run_interactive(generator, s, std::cin, std::cout);
     else  // run_text_generation_server.py
-        serve_api(generator, flags.load, flags.host, flags.port);
+        serve_api(generator, flags.load,
+                  chat_prompt_of(choice.options.tokenizer_model, flags.load, flags.chat_template),
+                  flags.host, flags.port);
 }
 
 int generate(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,

@@ -197,6 +197,7 @@ GenerationResult generate(Model& model, const GenerationRequest& r, const Genera
     if (!cache) cache = model.make_inference_state(B, S);
     std::vector<int64_t> lengths(size_t(B), S);
     std::vector<bool> done(size_t(B), false);
+    std::vector<int32_t> step_ids;
     int64_t prev = 0, context = min_prompt;
     for (; context < S; ++context) {
         Tensor logits = checked_logits(model, table.columns(prev, context), cache.get(),
@@ -229,6 +230,15 @@ GenerationResult generate(Model& model, const GenerationRequest& r, const Genera
         if (sampling.top_p > 0.0 && r.top_p_decay > 0.0)
             sampling.top_p = std::max(sampling.top_p * r.top_p_decay, r.top_p_bound);
         prev = context;
+        if (r.on_step) {
+            step_ids.clear();
+            for (int64_t b = 0; b < B; ++b) step_ids.push_back(table.at(b, context));
+            if (!r.on_step(step_ids)) {
+                for (int64_t b = 0; b < B; ++b)
+                    if (!done[size_t(b)]) lengths[size_t(b)] = context + 1;
+                break;
+            }
+        }
         if (r.stop_at_eod && all_done) break;
     }
     return finish(table, lengths, r.return_log_probs ? &log_probs : nullptr);

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "mt/error.h"
+#include "mt/io/json_big_integers.h"
 
 namespace mt::plugins::hf_tokenizer {
 
@@ -19,31 +20,6 @@ using simdjson::dom::array;
 using simdjson::dom::element;
 using simdjson::dom::object;
 
-// transformers writes model_max_length as 1000000000000000019884624838656, which Python reads
-// and simdjson refuses; no number we read is that long, so integers of more than 19 digits
-// outside strings become 0 (padded with spaces).
-void zero_big_integers(char* p, size_t n) {
-    bool in_string = false;
-    for (size_t i = 0; i < n; ++i) {
-        if (in_string) {
-            if (p[i] == '\\')
-                ++i;
-            else if (p[i] == '"')
-                in_string = false;
-        } else if (p[i] == '"') {
-            in_string = true;
-        } else if (p[i] >= '0' && p[i] <= '9') {
-            size_t j = i;
-            while (j < n && p[j] >= '0' && p[j] <= '9') ++j;
-            if (j - i > 19 && (j == n || (p[j] != '.' && p[j] != 'e' && p[j] != 'E'))) {
-                p[i] = '0';
-                for (size_t k = i + 1; k < j; ++k) p[k] = ' ';
-            }
-            i = j - 1;
-        }
-    }
-}
-
 // Reads fields of one JSON file with messages naming it.
 class Reader {
   public:
@@ -53,7 +29,7 @@ class Reader {
     element parse(simdjson::dom::parser& parser) const {
         simdjson::padded_string text;
         MT_CHECK(!simdjson::padded_string::load(file_).get(text), "cannot read '", file_, "'");
-        zero_big_integers(text.data(), text.size());
+        io::zero_big_json_integers(text.data(), text.size());  // model_max_length
         element root;
         auto error = parser.parse(text).get(root);
         MT_CHECK(!error, file_, ": not valid JSON: ", simdjson::error_message(error));

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "mt/api.h"
@@ -51,6 +53,10 @@ struct GenerationRequest {
     bool stop_at_eod = true;  // Megatron's use_eod_token_for_early_termination
     bool stop_on_eol = false, stop_on_double_eol = false;
     bool prevent_newline_after_colon = false;
+    // Called after each decoding step with the id at the new position of every row (a row still
+    // in its prompt shows its prompt's token); returning false ends the generation there, each
+    // row at that position (a streaming client that has left, or whose stop string came).
+    std::function<bool(std::span<const int32_t> ids)> on_step;
 };
 
 struct GenerationResult {
