@@ -14,7 +14,9 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <map>
+#include <memory>
 #include <utility>
 
 #include "api_test_support.h"
@@ -72,19 +74,44 @@ std::vector<std::vector<std::pair<double, bool>>> sample_scores(const LmEvalRun&
     return out;
 }
 
-}  // namespace
+// Per sample of a generate_until task: the text lm_eval kept of the generation.
+std::vector<std::string> sample_generations(const LmEvalRun& run, const std::string& task) {
+    std::vector<std::string> out;
+    simdjson::dom::parser parser;
+    simdjson::padded_string text =
+        simdjson::padded_string::load(run.file("samples_" + task + "_").string()).value();
+    for (simdjson::dom::element line : parser.parse_many(text))
+        out.emplace_back(std::string_view(simdjson::dom::array(line["resps"]).at(0).at(0)));
+    return out;
+}
 
-TEST(LmEvalClient, LocalCompletionsGivesTheHfBackendsNumbers) {
+// What both tests need, made once: the skip reason, or a small trained GPT-2-shaped checkpoint
+// (ckpt/) and its Hugging Face export (hf/) in a temporary directory.
+struct Prepared {
+    std::string skip;
+    std::string python;
+    std::unique_ptr<mt::test::TempDir> dir;
+};
+
+Prepared prepare() {
+    Prepared p;
     const char* python = std::getenv("MT_LM_EVAL_PYTHON");
-    if (!python || !*python)
-        GTEST_SKIP() << "MT_LM_EVAL_PYTHON is not set (a python with lm_eval[api,hf] installed)";
-    if (run_command(std::string(python) + " -c 'import lm_eval, tenacity, accelerate'").exit_code)
-        GTEST_SKIP() << python << " cannot import lm_eval with its api and hf extras";
+    if (!python || !*python) {
+        p.skip = "MT_LM_EVAL_PYTHON is not set (a python with lm_eval[api,hf] installed)";
+        return p;
+    }
+    p.python = python;
+    if (run_command(p.python + " -c 'import lm_eval, tenacity, accelerate'").exit_code) {
+        p.skip = p.python + " cannot import lm_eval with its api and hf extras";
+        return p;
+    }
     const auto data = mt::test::test_data_dir();
-    if (!data || !fs::exists(*data / "lambada") || !fs::exists(*data / "race"))
-        GTEST_SKIP() << "MEGATRON_TEST_DATA with lambada/ and race/ is not available";
-
-    mt::test::TempDir dir;
+    if (!data || !fs::exists(*data / "lambada") || !fs::exists(*data / "race")) {
+        p.skip = "MEGATRON_TEST_DATA with lambada/ and race/ is not available";
+        return p;
+    }
+    p.dir = std::make_unique<mt::test::TempDir>();
+    const mt::test::TempDir& dir = *p.dir;
     const fs::path gpt2 = *data / "gpt2";
     const std::string tokenizer = " --tokenizer-type GPT2BPETokenizer --vocab-file " +
                                   shell_quote(gpt2 / "gpt2-vocab.json") + " --merge-file " +
@@ -93,7 +120,7 @@ TEST(LmEvalClient, LocalCompletionsGivesTheHfBackendsNumbers) {
         run_command(shell_quote(tool_path("megatron-preprocess")) + " --input " +
                     shell_quote(*data / "corpus" / "openwebtext-1000.jsonl") + " --output-prefix " +
                     shell_quote(dir / "owt") + tokenizer + " --append-eod");
-    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.exit_code, 0) << r.output;
     // A small GPT-2-shaped model, 1024 positions so that the RACE passages fit (trained on 128).
     r = run_command(
         shell_quote(tool_path("megatron-train")) +
@@ -104,22 +131,41 @@ TEST(LmEvalClient, LocalCompletionsGivesTheHfBackendsNumbers) {
         " --data-path " +
         shell_quote(dir / "owt_text_document") + " --data-cache-path " +
         shell_quote(dir / "cache") + tokenizer + " --save " + shell_quote(dir / "ckpt"));
-    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.exit_code, 0) << r.output;
     r = run_command(shell_quote(tool_path("megatron-convert")) +
                     " --model-type GPT --loader torch_dist --load-dir " +
                     shell_quote(dir / "ckpt") + " --saver hf --save-dir " +
                     shell_quote(dir / "hf") + " --vocab-file " +
                     shell_quote(gpt2 / "gpt2-vocab.json"));
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-
+    EXPECT_EQ(r.exit_code, 0) << r.output;
     // lm_eval reads the tasks' data/ from its working directory.
     fs::create_directory_symlink(*data, dir / "data");
-    const std::string lm_eval =
-        "cd " + shell_quote(dir.path()) + " && HF_HOME=" + shell_quote(dir / "hf_home") +
-        " HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false " + python +
-        " -m lm_eval --tasks " + kTasks + " --include_path " +
-        shell_quote(mt::test::fixtures_dir() / "lm_eval" / "tasks") +
-        " --limit 40 --batch_size 4 --log_samples";
+    return p;
+}
+
+const Prepared& prepared() {
+    static const Prepared p = prepare();
+    return p;
+}
+
+// lm_eval from the prepared directory, offline, on `tasks`.
+std::string lm_eval_command(const Prepared& p, const std::string& tasks) {
+    const mt::test::TempDir& dir = *p.dir;
+    return "cd " + shell_quote(dir.path()) + " && HF_HOME=" + shell_quote(dir / "hf_home") +
+           " HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false " + p.python +
+           " -m lm_eval --tasks " + tasks + " --include_path " +
+           shell_quote(mt::test::fixtures_dir() / "lm_eval" / "tasks") +
+           " --limit 40 --log_samples";
+}
+
+}  // namespace
+
+TEST(LmEvalClient, LocalCompletionsGivesTheHfBackendsNumbers) {
+    const Prepared& p = prepared();
+    if (!p.skip.empty()) GTEST_SKIP() << p.skip;
+    const mt::test::TempDir& dir = *p.dir;
+    const std::string lm_eval = lm_eval_command(p, kTasks) + " --batch_size 4";
+    mt::test::RunResult r;
     LmEvalRun served{dir / "served"}, hf{dir / "hf_out"};
     {
         mt::test::ApiServerProcess server("--load " + shell_quote(dir / "ckpt"));
@@ -167,4 +213,45 @@ TEST(LmEvalClient, LocalCompletionsGivesTheHfBackendsNumbers) {
         }
     }
     EXPECT_GT(greedy, 0) << "no greedy continuation anywhere: the is-greedy check proved nothing";
+}
+
+// lm_eval's local-chat-completions against POST /v1/chat/completions (messages rendered by
+// --chat-template) and its hf model with --apply_chat_template over the export holding the same
+// template: every greedy generation of a generate_until task is the same text.
+TEST(LmEvalClient, LocalChatCompletionsGivesTheHfBackendsGenerations) {
+    const Prepared& p = prepared();
+    if (!p.skip.empty()) GTEST_SKIP() << p.skip;
+    const mt::test::TempDir& dir = *p.dir;
+    // The model knows no chat format: the user's message is the prompt.
+    const std::string chat_template = "{% for m in messages %}{{ m.content }}{% endfor %}";
+    std::ofstream(dir / "hf" / "chat_template.jinja") << chat_template;
+    const std::string task = "megatron_cpp_lambada_generate";
+    const std::string lm_eval = lm_eval_command(p, task) + " --apply_chat_template";
+    LmEvalRun served{dir / "chat_served"}, hf{dir / "chat_hf"};
+    mt::test::RunResult r;
+    {
+        mt::test::ApiServerProcess server("--load " + shell_quote(dir / "ckpt") +
+                                          " --chat-template " + shell_quote(chat_template));
+        ASSERT_GT(server.port(), 0) << "megatron-generate did not start serving";
+        r = run_command(
+            lm_eval + " --model local-chat-completions --model_args base_url=http://127.0.0.1:" +
+            std::to_string(server.port()) + "/v1/chat/completions,num_concurrent=4 --output_path " +
+            shell_quote(served.dir) + " 2>&1");
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+    }
+    r = run_command(lm_eval + " --model hf --model_args pretrained=" + shell_quote(dir / "hf") +
+                    ",dtype=float32 --device cpu --batch_size 4 --output_path " +
+                    shell_quote(hf.dir) + " 2>&1");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto ours = sample_generations(served, task), theirs = sample_generations(hf, task);
+    ASSERT_EQ(ours.size(), 40u);
+    ASSERT_EQ(ours.size(), theirs.size());
+    size_t nonempty = 0;
+    for (size_t i = 0; i < ours.size(); ++i) {
+        EXPECT_EQ(ours[i], theirs[i]) << "sample " << i;
+        nonempty += !theirs[i].empty();
+    }
+    // The tiny model often ends a passage's continuation at once (its end-of-document token).
+    EXPECT_GE(nonempty, 10u) << "too few generations hold text for the comparison to say much";
+    EXPECT_EQ(metrics(served), metrics(hf));
 }
