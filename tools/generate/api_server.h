@@ -1,8 +1,8 @@
 // The REST server of megatron-generate on Boost.Beast: Megatron's `PUT /api` and
 // `POST /completions` and the other paths of ApiRoutes. Requests are validated on the I/O thread
 // and then run one at a time (Megatron's LOCK; completions queued together share a batch), so
-// concurrent clients queue; a bad request gets HTTP 400 with its message and the server carries
-// on.
+// concurrent clients queue; a streamed answer's events are written as the worker makes them. A
+// bad request gets HTTP 400 with its message and the server carries on.
 // Slow or idle clients cannot hold it: each request must arrive whole within a deadline, and
 // connections beyond a bound are answered 503 at once.
 #pragma once
