@@ -140,7 +140,24 @@ TEST_F(ParallelInference, RestServerOnRankZeroAnswersAsOneProcess) {
         simdjson::dom::parser parser;
         return res ? simdjson::minify(parser.parse(res->body)["choices"]) : std::string();
     };
-    std::string alone, alone_completion;
+    // A streamed completion that its stop string ends early: its events' texts put together.
+    const auto streamed = [&](int port) {
+        auto res = mt::test::HttpClient(port).request(
+            boost::beast::http::verb::post, "/v1/completions",
+            R"({"prompt": "5 17 99 3 64 12 7", "max_tokens": 6, "temperature": 0,)"
+            R"( "stop": " 38", "stream": true})");
+        EXPECT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
+        std::string text;
+        simdjson::dom::parser parser;
+        for (size_t at = 0; res && (at = res->body.find("data: {", at)) != std::string::npos;) {
+            const size_t end = res->body.find("\n\n", at);
+            text += std::string_view(
+                parser.parse(res->body.substr(at + 6, end - at - 6))["choices"].at(0)["text"]);
+            at = end;
+        }
+        return text;
+    };
+    std::string alone, alone_completion, alone_streamed;
     {
         mt::test::ApiServerProcess server(llama_flags());
         ASSERT_GT(server.port(), 0);
@@ -149,6 +166,8 @@ TEST_F(ParallelInference, RestServerOnRankZeroAnswersAsOneProcess) {
         ASSERT_EQ(res->status, 200) << res->body;
         alone = res->body;
         alone_completion = complete(server.port());
+        alone_streamed = streamed(server.port());
+        EXPECT_EQ(alone_streamed, " 10 25");  // cut before " 38"
     }
     // Tensor- and pipeline-parallel: rank 0 serves every path, the others follow.
     for (const char* layout :
@@ -163,6 +182,7 @@ TEST_F(ParallelInference, RestServerOnRankZeroAnswersAsOneProcess) {
             EXPECT_TRUE(mt::test::json_near(res->body, alone, 1e-5)) << layout;
             EXPECT_TRUE(mt::test::json_near(complete(server.port()), alone_completion, 1e-5))
                 << layout;
+            EXPECT_EQ(streamed(server.port()), alone_streamed) << layout;
         }
         auto bad =
             mt::test::put_api(server.port(), R"({"prompts": ["1"], "top_k": 2, "top_p": 0.5})");
