@@ -1,6 +1,7 @@
 // megatron-generate: text generation from a Megatron checkpoint or a Hugging Face model folder,
-// as Megatron-LM's tools/run_text_generation_server.py (REST: PUT /api, POST /completions) and its
-// older generate_samples_gpt.py (prompts, sample files, unconditional samples, interactive) do.
+// as Megatron-LM's tools/run_text_generation_server.py (REST: PUT /api, POST /completions,
+// core_v0.19's POST /v1/chat/completions) and its older generate_samples_gpt.py (prompts, sample
+// files, unconditional samples, interactive) do.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -102,10 +103,10 @@ int main(int argc, char** argv) {
             spec.megatron_args = mt::cli::MegatronTool::inference;  // docs/flags.md
             spec.description =
                 "Generates text from a Megatron checkpoint (megatron-train's, Megatron-LM's) or a\n"
-                "Hugging Face model folder: Megatron's REST server (PUT /api and POST\n"
-                "/v1/completions on --port, 5000, unless another mode is asked for), --prompts, a\n"
-                "file of prompts, unconditional samples, or --interactive. Model flags given here\n"
-                "override the checkpoint's own.";
+                "Hugging Face model folder: Megatron's REST server (PUT /api, POST\n"
+                "/v1/completions and /v1/chat/completions, streamed or not, on --port, 5000,\n"
+                "unless another mode is asked for), --prompts, a file of prompts, unconditional\n"
+                "samples, or --interactive. Model flags given here override the checkpoint's own.";
             spec.options.add(generation_flags(flags));
             spec.options.add(mt::cli::tokenizer_flags(tokenizer, false));
             spec.options.add(mt::cli::checkpoint_tokenizer_flags(tokenizer));
