@@ -3,9 +3,9 @@
 #include <simdjson.h>
 
 #include <algorithm>
-#include <cmath>
 
 #include "jinja_object.h"
+#include "mt/data/dataset_description.h"
 #include "mt/io/json_writer.h"
 
 namespace mt::text::jinja {
@@ -51,12 +51,8 @@ std::string key_text(const Value& key) {
             return key.as_string();
         case Value::Kind::integer:
             return key.str();
-        case Value::Kind::real: {
-            const double d = key.as_real();
-            if (std::isnan(d)) return "NaN";
-            if (std::isinf(d)) return d < 0 ? "-Infinity" : "Infinity";
-            return key.str();
-        }
+        case Value::Kind::real:  // json.dumps's spelling (NaN, Infinity)
+            return data::python_float_repr(key.as_real());
         case Value::Kind::boolean:
             return key.as_int() ? "true" : "false";
         case Value::Kind::none:

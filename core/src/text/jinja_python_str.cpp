@@ -4,10 +4,10 @@
 #include <unicode/ustring.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 
 #include "jinja_object.h"
+#include "mt/data/dataset_description.h"
 #include "mt/text/utf8.h"
 
 namespace mt::text::jinja {
@@ -120,28 +120,9 @@ size_t code_point_offset(std::string_view s, size_t byte) {
 }
 
 std::string repr_float(double d) {
-    if (std::isnan(d)) return "nan";
+    if (std::isnan(d)) return "nan";  // Python's repr; json.dumps's spelling is NaN, Infinity
     if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
-    char buf[64];
-    const auto end = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific).ptr;
-    std::string_view text(buf, size_t(end - buf));
-    std::string sign;
-    if (text.front() == '-') sign = "-", text.remove_prefix(1);
-    const size_t e = text.find('e');
-    std::string digits(text.substr(0, e));
-    if (digits.size() > 1) digits.erase(1, 1);  // "1.5" -> "15"
-    const int exponent = std::stoi(std::string(text.substr(e + 1)));
-    if (exponent >= -5 + 1 && exponent < 16) {  // Python's repr: fixed for 1e-4 <= |d| < 1e16
-        if (exponent < 0) return sign + "0." + std::string(size_t(-exponent - 1), '0') + digits;
-        if (digits.size() <= size_t(exponent) + 1)
-            return sign + digits + std::string(size_t(exponent) + 1 - digits.size(), '0') + ".0";
-        return sign + digits.substr(0, size_t(exponent) + 1) + "." +
-               digits.substr(size_t(exponent) + 1);
-    }
-    std::string mantissa =
-        digits.size() > 1 ? digits.substr(0, 1) + "." + digits.substr(1) : digits;
-    const int a = std::abs(exponent);
-    return sign + mantissa + (exponent < 0 ? "e-" : "e+") + (a < 10 ? "0" : "") + std::to_string(a);
+    return data::python_float_repr(d);
 }
 
 std::string python_strip(std::string_view s, const Value* chars, bool left, bool right) {
