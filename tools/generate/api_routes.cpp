@@ -77,7 +77,8 @@ ApiRoutes::ApiRoutes(TextGenerator& generator, std::string model_id, ChatPrompt 
       created_(int64_t(std::time(nullptr))) {}
 
 ApiStreamJob ApiRoutes::stream_job(CompletionRequest r, std::string id, bool chat) {
-    return [this, r = std::move(r), id = std::move(id), chat](const ChunkSink& send) {
+    return [this, r = std::move(r), id = std::move(id),
+            chat](const ChunkSink& send) -> std::optional<ApiAnswer> {
         const int64_t created = int64_t(std::time(nullptr));
         bool sent = false;
         const auto event = [&](std::string_view text, const char* finish_reason) {
@@ -96,14 +97,13 @@ ApiStreamJob ApiRoutes::stream_job(CompletionRequest r, std::string id, bool cha
         try {
             const StreamedCompletion done = stream_completion(
                 generator_, r, [&](std::string_view piece) { return event(piece, nullptr); });
-            if (done.client_left || !event("", done.finish_reason))
-                return std::optional<ApiAnswer>();
+            if (done.client_left || !event("", done.finish_reason)) return std::nullopt;
             if (r.stream_usage &&
                 !send(sse_event(usage_chunk(id, chat ? "chat.completion.chunk" : "text_completion",
                                             model_id_, created, done))))
-                return std::optional<ApiAnswer>();
+                return std::nullopt;
             send(std::string(kSseDone));
-            return std::optional<ApiAnswer>();
+            return std::nullopt;
         } catch (const mt::Error& e) {
             return fail(openai_error(kBadRequest, e.what()));
         } catch (const std::exception& e) {

@@ -1,3 +1,5 @@
+// The chat API's shapes over a completion's choice: the message, its log-probs as logprobs.content
+// entries (each token with its UTF-8 bytes), and the streamed chunks' deltas.
 #include "chat_completion.h"
 
 #include "mt/io/json_writer.h"

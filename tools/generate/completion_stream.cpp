@@ -9,7 +9,6 @@
 #include "completion.h"
 #include "mt/error.h"
 #include "mt/io/json_writer.h"
-#include "mt/text/utf8.h"
 
 namespace mt::generate_tool {
 
@@ -74,7 +73,6 @@ StreamedCompletion stream_completion(TextGenerator& generator, const CompletionR
     const std::vector<std::string> stops = stop_strings(tokenizer, r, eod);
     std::vector<int32_t> ids = std::get<std::vector<int32_t>>(r.prompts[0]);
     const size_t prompt_length = ids.size();
-    const std::string prompt_text = tokenizer.decode(ids);
 
     StreamedCompletion out;
     out.prompt_tokens = int64_t(prompt_length);
@@ -84,13 +82,8 @@ StreamedCompletion stream_completion(TextGenerator& generator, const CompletionR
     const auto pass_on = [&](bool last) {
         const bool at_eod = ids.back() == eod && ids.size() > prompt_length;
         const std::string text = tokenizer.decode(std::span(ids).first(ids.size() - at_eod));
-        if (!text_start) {
-            const size_t agreed =
-                std::mismatch(prompt_text.begin(), prompt_text.end(), text.begin(), text.end())
-                    .first -
-                prompt_text.begin();
-            text_start = text::utf8_prefix(text, agreed).size();
-        }
+        if (!text_start)  // where the unstreamed answer starts its text (completion.cpp)
+            text_start = token_byte_offsets(tokenizer, ids, text, prompt_length)[prompt_length];
         std::string_view generated =
             std::string_view(text).substr(std::min(*text_start, text.size()));
         size_t end = generated.size();
