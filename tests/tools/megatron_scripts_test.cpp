@@ -349,17 +349,10 @@ TEST_P(MegatronScripts, OutcomeIsTheExpectedOne) {
         EXPECT_EQ(r.exit_code, 0) << r.output;
         return;
     }
-    if (c.ranks > 1) {
-        // Under mpiexec: rank 0 serves (and says so), then the job stops on SIGTERM, as the
-        // extract script probes it.
-        const RunResult r = run_command(command("generate", c.flags) +
-                                        " --port 0 --host 127.0.0.1 & PID=$!; sleep 10; "
-                                        "kill $PID; wait $PID");
-        EXPECT_NE(r.output.find("Serving on"), std::string::npos) << r.output;
-        return;
-    }
-    // The REST server (run_text_generation_server.py): up, answers PUT /api, stops on SIGTERM.
-    mt::test::ApiServerProcess server(fill(c.flags));
+    // The REST server (run_text_generation_server.py): up (rank 0 serving under mpiexec),
+    // answers PUT /api, stops on SIGTERM.
+    mt::test::ApiServerProcess server(
+        fill(c.flags), "", c.ranks > 1 ? mt::test::mpiexec_prefix(c.ranks) : std::string());
     ASSERT_GT(server.port(), 0) << "the server did not start (its log is above)";
     const auto res = mt::test::put_api(
         server.port(), R"({"prompts": ["Document 7 says"], "tokens_to_generate": 4, "top_k": 1})");
@@ -370,7 +363,9 @@ TEST_P(MegatronScripts, OutcomeIsTheExpectedOne) {
     EXPECT_EQ(res->body.rfind(R"({"text": [")", 0), 0u) << res->body;
     EXPECT_NE(res->body.find("Document 7 says"), std::string::npos) << res->body;
     const int status = server.stop();
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    // (Open MPI's mpiexec exits 1 when it forwards a SIGTERM to its ranks: one process shows
+    // the tool's own exit.)
+    if (c.ranks == 1) EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 INSTANTIATE_TEST_SUITE_P(Megatron, MegatronScripts, ::testing::ValuesIn(selected_configs()),
