@@ -73,6 +73,10 @@ Tensor Model::logits(const Tensor&, nn::InferenceState*, int64_t) {
     MT_FAIL("not supported yet: inference (logits) for this model family");
 }
 
+Tensor Model::decode_rows(const Tensor&, std::span<nn::InferenceState* const>) {
+    MT_FAIL("not supported yet: continuous batching (decode_rows) for this model");
+}
+
 void Model::encode(const Tensor&, const Tensor&, nn::InferenceState&) {
     MT_FAIL("not supported: encode() on a model without an encoder");
 }

@@ -8,8 +8,8 @@
 #include <span>
 
 #include "mt/error.h"
-#include "mt/infer/token_log_prob.h"
 #include "mt/nn/inference_state.h"
+#include "next_token_scores.h"
 
 namespace mt::infer {
 
@@ -49,20 +49,6 @@ std::span<float> row(const Tensor& logits, int64_t b, int64_t j) {
     return {logits.data<float>() + (b * n + j) * V, size_t(V)};
 }
 
-// The n largest of x[0, vocab) as ids, largest first, ties to the lower id.
-std::vector<int32_t> top_ids(const float* x, int64_t vocab, int64_t n) {
-    std::vector<int32_t> top;
-    top.reserve(size_t(n) + 1);
-    for (int64_t j = 0; j < vocab; ++j) {
-        if (int64_t(top.size()) == n && !(x[j] > x[top.back()])) continue;
-        auto at = std::upper_bound(top.begin(), top.end(), x[j],
-                                   [&](float v, int32_t id) { return v > x[id]; });
-        top.insert(at, int32_t(j));
-        if (int64_t(top.size()) > n) top.pop_back();
-    }
-    return top;
-}
-
 // Per row, the log-prob of each token after the first (and the top-n there, if asked).
 class LogProbRecord {
   public:
@@ -78,18 +64,10 @@ class LogProbRecord {
     // The tokens that follow positions [t0, t0 + n) of each row, n = logits.size(1).
     void record(const Tensor& logits, TokenTable& table, int64_t t0) {
         for (int64_t b = 0; b < table.B; ++b)
-            for (int64_t j = 0; j < logits.size(1); ++j) {
-                const std::span<float> x = row(logits, b, j);
-                const int64_t n = int64_t(x.size());
-                const LogSoftmaxRow<float> log_softmax(
-                    x.data(), normalised_vocab_ > 0 ? std::min(normalised_vocab_, n) : n);
-                log_probs_[size_t(b)][size_t(t0 + j)] = float(log_softmax(table.at(b, t0 + j + 1)));
-                if (top_n_ == 0) continue;
-                auto& top = top_[size_t(b)][size_t(t0 + j)];
-                top.clear();
-                for (int32_t id : top_ids(x.data(), std::min(vocab_, int64_t(x.size())), top_n_))
-                    top.push_back({id, float(log_softmax(id))});
-            }
+            for (int64_t j = 0; j < logits.size(1); ++j)
+                log_probs_[size_t(b)][size_t(t0 + j)] = next_token_log_prob(
+                    row(logits, b, j), normalised_vocab_, table.at(b, t0 + j + 1), top_n_, vocab_,
+                    top_n_ > 0 ? &top_[size_t(b)][size_t(t0 + j)] : nullptr);
     }
 
     // Row b's values, cut to a row of `length` tokens.
@@ -155,6 +133,17 @@ std::unique_ptr<nn::InferenceState> encoded_state(Model& model, const Generation
 
 }  // namespace
 
+void check_generation_length(const Model& model, int64_t prompt_length,
+                             int64_t tokens_to_generate) {
+    // Checked before anything is allocated, and without adding the two, which a
+    // tokens_to_generate near INT64_MAX would wrap. A model without a position limit still gets
+    // one (2^24 positions) rather than an allocation of any size a request asks for.
+    const int64_t limit = model.max_positions() > 0 ? model.max_positions() : int64_t(1) << 24;
+    MT_CHECK(prompt_length <= limit && tokens_to_generate <= limit - prompt_length,
+             "Length of prompt + tokens_to_generate longer than allowed (", prompt_length, " + ",
+             tokens_to_generate, " > ", limit, ")");
+}
+
 GenerationResult generate(Model& model, const GenerationRequest& r, const GenerationTokens& ids,
                           SamplingRng& rng) {
     MT_CHECK(!r.prompts.empty(), "generation: no prompts");
@@ -162,19 +151,13 @@ GenerationResult generate(Model& model, const GenerationRequest& r, const Genera
              r.tokens_to_generate);
     MT_CHECK(r.tokens_to_generate > 0 || r.return_log_probs,
              "tokens_to_generate=0 implies logprobs should be True");
-    // Checked before the token table is allocated, and without adding the two, which a
-    // tokens_to_generate near INT64_MAX would wrap. A model without a position limit still gets
-    // one (2^24 positions) rather than an allocation of any size a request asks for.
     int64_t longest = 0;
     for (size_t b = 0; b < r.prompts.size(); ++b) {
         MT_CHECK(!r.prompts[b].empty(), "generation: prompt ", b,
                  " has no tokens (empty prompts need add_BOS)");
         longest = std::max(longest, int64_t(r.prompts[b].size()));
     }
-    const int64_t limit = model.max_positions() > 0 ? model.max_positions() : int64_t(1) << 24;
-    MT_CHECK(longest <= limit && r.tokens_to_generate <= limit - longest,
-             "Length of prompt + tokens_to_generate longer than allowed (", longest, " + ",
-             r.tokens_to_generate, " > ", limit, ")");
+    check_generation_length(model, longest, r.tokens_to_generate);
     MT_CHECK(r.top_n_log_probs >= 0 && (r.top_n_log_probs == 0 || r.return_log_probs),
              "generation: top_n_log_probs (", r.top_n_log_probs,
              ") must be >= 0 and needs return_log_probs");

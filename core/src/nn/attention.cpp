@@ -116,8 +116,8 @@ ops::RopeTables SelfAttention::rope_tables(int64_t first, int64_t count) const {
 Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
                               const AttentionMask& mask, const KvSlot& cache) const {
     MT_CHECK(x.dim() == 3, "SelfAttention: x must be (B, T, H), got ", x.describe());
-    MT_CHECK(!cache.layer || (!saved && mask.causal && !mask.document_start.defined() &&
-                              !mask.key_length.defined() && !ctx.training),
+    MT_CHECK(!cache.cached() || (!saved && mask.causal && !mask.document_start.defined() &&
+                                 !mask.key_length.defined() && !ctx.training),
              "SelfAttention: a KV cache is for inference only (no saved state, a plain causal "
              "mask, no dropout)");
     Saved local;
@@ -133,12 +133,22 @@ Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved
         s.q = q_norm_->forward(s.q, saved ? &s.q_norm : nullptr);
         s.k = k_norm_->forward(s.k, saved ? &s.k_norm : nullptr);
     }
-    if (config_.rotary) {
+    if (config_.rotary && !cache.rows.empty()) {
+        MT_CHECK(int64_t(cache.pasts.size()) == l.B && l.T == 1,
+                 "SelfAttention: continuous batching decodes one position of each row");
+        for (int64_t b = 0; b < l.B; ++b) {  // each row at its own position
+            const ops::RopeTables tables = rope_tables(cache.pasts[size_t(b)], 1);
+            Tensor q = s.q.slice(0, b, b + 1), k = s.k.slice(0, b, b + 1);
+            backend_->rope_forward(q, tables, q);
+            backend_->rope_forward(k, tables, k);
+        }
+    } else if (config_.rotary) {
         ops::RopeTables tables =
             cache.layer ? rope_tables(cache.past, l.T) : sequence_rope_tables(l.T);
         backend_->rope_forward(s.q, tables, s.q);
         backend_->rope_forward(s.k, tables, s.k);
     }
+    if (!cache.rows.empty()) return attend_rows(s.q, s.k, s.v, cache);
     if (cache.layer) return attend_cached(s.q, s.k, s.v, cache, mask.bias);
     attend(s, ctx, mask);
     return proj_.forward(s.out.view({l.B, l.T, nq_ * hd_}), saved ? &s.proj : nullptr);
@@ -241,6 +251,29 @@ ops::RopeTables SelfAttention::sequence_rope_tables(int64_t length) const {
 
 Tensor SelfAttention::attend_cached(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const KvSlot& cache, const Tensor& bias) const {
+    const int64_t B = q.size(0), T = q.size(1);
+    Tensor out = backend_->empty(q.shape(), q.dtype());
+    store_and_attend(q, k, v, cache, bias, out);
+    return proj_.forward(out.view({B, T, nq_ * hd_}), nullptr);
+}
+
+Tensor SelfAttention::attend_rows(const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const KvSlot& cache) const {
+    const int64_t B = q.size(0);
+    MT_CHECK(int64_t(cache.rows.size()) == B && int64_t(cache.pasts.size()) == B && q.size(1) == 1,
+             "SelfAttention: continuous batching decodes one position of each of ",
+             cache.rows.size(), " rows, got ", q.describe());
+    Tensor out = backend_->empty(q.shape(), q.dtype());
+    for (int64_t b = 0; b < B; ++b) {
+        Tensor row_out = out.slice(0, b, b + 1);
+        store_and_attend(q.slice(0, b, b + 1), k.slice(0, b, b + 1), v.slice(0, b, b + 1),
+                         KvSlot{cache.rows[size_t(b)], cache.pasts[size_t(b)]}, Tensor(), row_out);
+    }
+    return proj_.forward(out.view({B, 1, nq_ * hd_}), nullptr);
+}
+
+void SelfAttention::store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v,
+                                     const KvSlot& cache, const Tensor& bias, Tensor& out) const {
     const int64_t B = q.size(0), T = q.size(1), past = cache.past;
     KvState& state = *cache.layer;
     const int64_t window = config_.attention_window;
@@ -256,7 +289,6 @@ Tensor SelfAttention::attend_cached(const Tensor& q, const Tensor& k, const Tens
     write_ring(state, k, v, past);
     const Tensor& kc = state.k;
     const Tensor& vc = state.v;
-    Tensor out = backend_->empty(q.shape(), q.dtype());
     const double scale = scores_scale();
     if (cache.past == 0 && T > 1) {
         // Prefill: nothing cached before, so the block-wise causal kernel of training applies
@@ -272,7 +304,6 @@ Tensor SelfAttention::attend_cached(const Tensor& q, const Tensor& k, const Tens
     } else {
         backend_->attention_cached(q, kc, vc, past, window, scale, bias, sink(), out);
     }
-    return proj_.forward(out.view({B, T, nq_ * hd_}), nullptr);
 }
 
 Tensor SelfAttention::backward(const Tensor& dy, const Saved& saved) {

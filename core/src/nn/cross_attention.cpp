@@ -168,6 +168,7 @@ class CrossAttentionSublayer final : public Sublayer {
     std::unique_ptr<SublayerState> make_state(int64_t, int64_t) const override {
         return attention_.make_state();
     }
+    bool decodes_rows() const override { return false; }  // not supported yet
 
   private:
     CrossAttention attention_;

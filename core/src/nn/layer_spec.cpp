@@ -21,7 +21,9 @@ class SelfAttentionSublayer final : public Sublayer {
 
     Tensor forward(const Tensor& x, DropoutContext& ctx, std::unique_ptr<ModuleState>* saved,
                    bool keep_input, const SublayerContext& in) const override {
-        const KvSlot cache{static_cast<KvState*>(in.state), in.past};
+        std::vector<KvState*> rows;  // continuous batching's (SublayerContext::rows)
+        for (SublayerState* row : in.rows) rows.push_back(static_cast<KvState*>(row));
+        const KvSlot cache{static_cast<KvState*>(in.state), in.past, rows, in.row_pasts};
         if (!saved) return attention_.forward(x, ctx, nullptr, in.mask, cache);
         auto state = std::make_unique<State>();
         Tensor y = attention_.forward(x, ctx, &state->saved, in.mask, cache);
@@ -49,6 +51,7 @@ class SelfAttentionSublayer final : public Sublayer {
     std::unique_ptr<SublayerState> make_state(int64_t batch, int64_t capacity) const override {
         return attention_.make_state(batch, capacity);
     }
+    bool decodes_rows() const override { return true; }
 
   private:
     SelfAttention attention_;
@@ -87,6 +90,7 @@ class MlaSublayer final : public Sublayer {
     std::unique_ptr<SublayerState> make_state(int64_t batch, int64_t capacity) const override {
         return attention_.make_state(batch, capacity);
     }
+    bool decodes_rows() const override { return false; }  // not supported yet
 
   private:
     MultiLatentAttention attention_;
@@ -123,6 +127,7 @@ class DenseMlpSublayer final : public Sublayer {
         mlp_.fc1().collect_parameters(out);
         mlp_.fc2().collect_parameters(out);
     }
+    bool decodes_rows() const override { return true; }  // each row on its own
 
   private:
     Mlp mlp_;

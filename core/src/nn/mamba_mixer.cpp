@@ -230,6 +230,7 @@ class MambaSublayer final : public Sublayer {
     std::unique_ptr<SublayerState> make_state(int64_t batch, int64_t capacity) const override {
         return mixer_.make_state(batch, capacity);
     }
+    bool decodes_rows() const override { return false; }  // not supported yet
 
   private:
     MambaMixer mixer_;

@@ -64,6 +64,35 @@ Tensor TransformerBlock::forward_cached(const Tensor& x, InferenceState* state,
     return final_norm_ ? final_norm_->forward(h, nullptr) : h;
 }
 
+Tensor TransformerBlock::forward_rows(const Tensor& x,
+                                      std::span<InferenceState* const> states) const {
+    MT_CHECK(x.dim() == 3 && x.size(0) == int64_t(states.size()) && x.size(1) == 1,
+             "TransformerBlock: continuous batching decodes one token of each of ", states.size(),
+             " rows, got ", x.describe());
+    std::vector<int64_t> pasts;
+    for (InferenceState* state : states) {
+        MT_CHECK(state->batch() == 1 && state->num_layers() == layers_.size(),
+                 "TransformerBlock: a row's inference state must hold one row of this block's ",
+                 layers_.size(), " layers");
+        pasts.push_back(state->length());
+    }
+    DropoutContext no_dropout{false, 0, 0};
+    std::vector<InferenceState::LayerStates*> layer_states(states.size());
+    Tensor h = x;
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        for (size_t b = 0; b < states.size(); ++b) layer_states[b] = &states[b]->layer(i);
+        h = layers_[i]->forward(h, no_dropout, nullptr, AttentionMask{}, nullptr, 0, nullptr,
+                                LayerRows{layer_states, pasts});
+    }
+    return final_norm_ ? final_norm_->forward(h, nullptr) : h;
+}
+
+bool TransformerBlock::decodes_rows() const {
+    for (const auto& layer : layers_)
+        if (!layer->decodes_rows()) return false;
+    return true;
+}
+
 std::unique_ptr<InferenceState> TransformerBlock::make_inference_state(int64_t batch,
                                                                        int64_t capacity) const {
     std::vector<InferenceState::LayerStates> layers;

@@ -2,6 +2,8 @@
 // explicit, and their gradient (dy itself) is added to each branch's input gradient.
 #include "mt/nn/transformer_layer.h"
 
+#include <algorithm>
+
 #include "mt/error.h"
 
 namespace mt::nn {
@@ -58,7 +60,8 @@ DropoutDraw TransformerLayer::draw_hidden_dropout(DropoutContext& ctx, int64_t n
 
 Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
                                  const AttentionMask& mask, InferenceState::LayerStates* state,
-                                 int64_t past, const EncoderContext* encoder) const {
+                                 int64_t past, const EncoderContext* encoder,
+                                 const LayerRows& rows) const {
     Saved local;
     Saved& s = saved ? *saved : local;
     s.sublayers.clear();
@@ -67,7 +70,10 @@ Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* sa
     for (size_t i = 0; i < branches_.size(); ++i) {
         const Branch& b = branches_[i];
         SublayerSaved& bs = s.sublayers[i];
-        const SublayerContext in{mask, state ? (*state)[i].get() : nullptr, past, encoder};
+        std::vector<SublayerState*> row_states;
+        for (InferenceState::LayerStates* row : rows.states) row_states.push_back((*row)[i].get());
+        const SublayerContext in{
+            mask, state ? (*state)[i].get() : nullptr, past, encoder, row_states, rows.pasts};
         const Tensor normed = b.norm.forward(h, &bs.norm);
         // With recompute_norms the modules do not keep the norms' outputs: backward rebuilds
         // them; a recomputed module keeps only its input (or not even that).
@@ -83,6 +89,11 @@ Tensor TransformerLayer::forward(const Tensor& x, DropoutContext& ctx, Saved* sa
         h = sum(residual_from_norm_ ? normed : h, dropout_forward(*backend_, a, bs.dropout));
     }
     return h;
+}
+
+bool TransformerLayer::decodes_rows() const {
+    return std::all_of(branches_.begin(), branches_.end(),
+                       [](const Branch& b) { return b.module->decodes_rows(); });
 }
 
 Tensor TransformerLayer::backward(const Tensor& dy, const Saved& saved) {

@@ -425,6 +425,31 @@ Tensor GptModel::piece_logits(const Tensor& tokens, nn::InferenceState* state, i
     return logits;
 }
 
+bool GptModel::can_decode_rows() const {
+    return pp_->size() == 1 && !cp_.active() && decoder_.decodes_rows();
+}
+
+Tensor GptModel::decode_rows(const Tensor& tokens, std::span<nn::InferenceState* const> states) {
+    MT_CHECK(can_decode_rows(),
+             "not supported yet: continuous batching with pipeline or context parallelism, or "
+             "of Mamba, multi-latent attention or capacity-bound MoE layers");
+    MT_CHECK(tokens.dim() == 1 && tokens.size(0) == int64_t(states.size()) && !states.empty(),
+             "GptModel: decode_rows takes one token for each of ", states.size(), " states, got ",
+             tokens.describe());
+    const int64_t B = tokens.size(0);
+    Tensor positions;  // each row at its own position
+    if (config_.position_embedding == nn::PositionEmbedding::learned_absolute) {
+        std::vector<int64_t> at;
+        for (nn::InferenceState* state : states) at.push_back(state->length());
+        positions = host_tensor(std::move(at), {B, 1});
+    }
+    nn::DropoutContext no_dropout{false, 0, 0};
+    Tensor h = embedding_->forward(tokens.view({B, 1}), no_dropout, nullptr, positions);
+    h = decoder_.forward_rows(h, states);
+    for (nn::InferenceState* state : states) state->advance(1);
+    return backend_->cast_to(output_->logits(h), nn::upcast_dtype(dtype_));
+}
+
 std::unique_ptr<nn::InferenceState> GptModel::make_inference_state(int64_t batch,
                                                                    int64_t capacity) const {
     // This stage's layers; with tensor parallelism this rank's key/value heads.

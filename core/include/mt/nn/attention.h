@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,12 @@ struct KvState final : SublayerState {
 struct KvSlot {
     KvState* layer = nullptr;  // null: no cache (training, scoring)
     int64_t past = 0;
+    // Instead of one layer: a decoding step of continuous batching, row b's one new token going
+    // to rows[b] at position pasts[b] (each a batch-1 state of its own request).
+    std::span<KvState* const> rows = {};
+    std::span<const int64_t> pasts = {};
+
+    bool cached() const { return layer || !rows.empty(); }
 };
 
 // The attention kernel's settings for a training or scoring pass of q (B, T, nq, hd) under
@@ -109,6 +116,13 @@ class MT_API SelfAttention {
     // mask's bias, (nq, T, past + T), when defined).
     Tensor attend_cached(const Tensor& q, const Tensor& k, const Tensor& v, const KvSlot& cache,
                          const Tensor& bias) const;
+    // The same for continuous batching's rows (cache.rows): each row's new position stored in
+    // its own state and attended over it.
+    Tensor attend_rows(const Tensor& q, const Tensor& k, const Tensor& v,
+                       const KvSlot& cache) const;
+    // attend_cached's attention into out (q's shape), without the output projection.
+    void store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v, const KvSlot& cache,
+                          const Tensor& bias, Tensor& out) const;
 
     // The attention sink of this rank's heads for a pass (undefined with --softmax-type
     // vanilla), in the attention's accumulation dtype.

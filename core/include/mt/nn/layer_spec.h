@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,10 @@ struct SublayerContext {
     SublayerState* state = nullptr;  // null: no inference state (training, scoring)
     int64_t past = 0;
     const EncoderContext* encoder = nullptr;  // null: no encoder (GPT, BERT, an encoder)
+    // A decoding step of continuous batching (state null): row b of x is one new token of its own
+    // request, whose state is rows[b], holding row_pasts[b] positions; empty otherwise.
+    std::span<SublayerState* const> rows = {};
+    std::span<const int64_t> row_pasts = {};
 };
 
 class MT_API Sublayer {
@@ -59,6 +64,10 @@ class MT_API Sublayer {
         (void)capacity;
         return nullptr;
     }
+    // Whether forward reads SublayerContext::rows: one token for each of rows whose states hold
+    // different numbers of positions (continuous batching). A sublayer that keeps no state
+    // needs nothing for it.
+    virtual bool decodes_rows() const = 0;
 };
 
 // One sublayer of a layer spec: how to build it under the layer's prefix ("decoder.layers.3")

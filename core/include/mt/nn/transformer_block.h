@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,12 @@ class MT_API TransformerBlock {
     Tensor forward_cached(const Tensor& x, InferenceState* state,
                           const EncoderContext* encoder = nullptr,
                           const Tensor& attention_bias = {}) const;
+    // A decoding step of continuous batching: row b of x (B, 1, H) is one new token of the
+    // request whose state is states[b] (a batch-1 state at its own length). Does not advance
+    // the states.
+    Tensor forward_rows(const Tensor& x, std::span<InferenceState* const> states) const;
+    // Whether forward_rows can run this block (every layer's sublayers decode rows).
+    bool decodes_rows() const;
     // An empty inference state for this block's layers: `batch` rows of up to `capacity`
     // positions.
     std::unique_ptr<InferenceState> make_inference_state(int64_t batch, int64_t capacity) const;

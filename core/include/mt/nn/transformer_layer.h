@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,12 @@
 #include "mt/nn/transformer_config.h"
 
 namespace mt::nn {
+
+// A decoding step of continuous batching: each row's own layer states and positions filled.
+struct LayerRows {
+    std::span<InferenceState::LayerStates* const> states;
+    std::span<const int64_t> pasts;
+};
 
 class MT_API TransformerLayer {
   public:
@@ -50,9 +57,14 @@ class MT_API TransformerLayer {
     // x (B, T, H) -> (B, T, H). Draws the sublayers' and hidden dropouts from ctx; saved may be
     // null (no backward). With `state` (inference: this layer's states, `past` positions in
     // them) the sublayers read and extend it. A decoder layer's cross-attention reads `encoder`.
+    // With `rows` instead (continuous batching): row b of x is one new token of a request whose
+    // layer states are rows.states[b], holding rows.pasts[b] positions.
     Tensor forward(const Tensor& x, DropoutContext& ctx, Saved* saved,
                    const AttentionMask& mask = {}, InferenceState::LayerStates* state = nullptr,
-                   int64_t past = 0, const EncoderContext* encoder = nullptr) const;
+                   int64_t past = 0, const EncoderContext* encoder = nullptr,
+                   const LayerRows& rows = {}) const;
+    // Whether every sublayer reads `rows` (Sublayer::decodes_rows).
+    bool decodes_rows() const;
     // dy (B, T, H) -> dx (B, T, H); every parameter grad +=.
     Tensor backward(const Tensor& dy, const Saved& saved);
 

@@ -115,6 +115,9 @@ class MoeSublayer final : public Sublayer {
         experts_.collect_parameters(out);
         if (shared_) shared_->collect_parameters(out);
     }
+    // Dropless routing treats each token alone; with a capacity, which tokens an expert drops
+    // depends on the others in the batch.
+    bool decodes_rows() const override { return moe_.router.capacity_factor <= 0; }
     void collect_buffers(std::vector<Parameter*>& out) override {
         if (Parameter* bias = router_.expert_bias()) out.push_back(bias);
     }

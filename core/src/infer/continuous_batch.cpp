@@ -1,0 +1,188 @@
+#include "mt/infer/continuous_batch.h"
+
+#include <algorithm>
+
+#include "mt/error.h"
+#include "mt/nn/inference_state.h"
+#include "next_token_scores.h"
+
+namespace mt::infer {
+
+struct ContinuousBatch::Sequence {
+    SequenceRequest request;
+    std::unique_ptr<nn::InferenceState> state;  // none for a score-only request
+    std::vector<int32_t> tokens;                // prompt + generated
+    int64_t prompt_length = 0;
+    int64_t read = 0;              // positions the state holds
+    std::vector<float> log_probs;  // [i]: log p(tokens[i + 1])
+    std::vector<std::vector<TopLogProb>> top;
+    SamplingRng rng;
+    bool ended = false;
+    std::exception_ptr error;
+
+    bool generating() const { return !ended && read >= prompt_length; }
+    std::vector<TopLogProb>* top_at(int64_t i) {
+        return request.top_n_log_probs > 0 ? &top[size_t(i)] : nullptr;
+    }
+};
+
+namespace {
+
+// ids as i64 [1, n].
+Tensor token_row(std::span<const int32_t> ids) {
+    return host_tensor(std::vector<int64_t>(ids.begin(), ids.end()), {1, int64_t(ids.size())});
+}
+
+std::span<float> logits_row(const Tensor& logits, int64_t b, int64_t j) {
+    MT_CHECK(logits.dtype() == DType::f32 && logits.dim() == 3 && logits.is_contiguous(),
+             "generation: the model must give contiguous f32 logits, got ", logits.describe());
+    const int64_t n = logits.size(1), V = logits.size(2);
+    return {logits.data<float>() + (b * n + j) * V, size_t(V)};
+}
+
+}  // namespace
+
+ContinuousBatch::ContinuousBatch(Model& model, const GenerationTokens& ids, size_t max_active,
+                                 int64_t prefill_chunk)
+    : model_(model), ids_(ids), max_active_(max_active), prefill_chunk_(prefill_chunk) {
+    MT_CHECK(model.can_decode_rows(), "not supported yet: continuous batching of this model");
+    MT_CHECK(max_active > 0 && prefill_chunk > 0,
+             "continuous batching: max_active and prefill_chunk must be positive");
+}
+
+ContinuousBatch::~ContinuousBatch() = default;
+
+void ContinuousBatch::check(const SequenceRequest& r) const {
+    MT_CHECK(!r.prompt.empty(), "generation: prompt 0 has no tokens (empty prompts need add_BOS)");
+    MT_CHECK(r.max_tokens >= 0, "generation: tokens_to_generate must be >= 0, got ", r.max_tokens);
+    check_generation_length(model_, int64_t(r.prompt.size()), r.max_tokens);
+    MT_CHECK(r.top_n_log_probs >= 0, "generation: top_n_log_probs (", r.top_n_log_probs,
+             ") must be >= 0");
+    if (r.max_tokens > 0) check_sampling(r.sampling, ids_.vocab_size);
+}
+
+void ContinuousBatch::add(SequenceRequest r) {
+    MT_CHECK(has_room(), "continuous batching: ", max_active_, " sequences run already");
+    check(r);
+    auto s = std::make_unique<Sequence>();
+    s->prompt_length = int64_t(r.prompt.size());
+    const int64_t length = s->prompt_length + r.max_tokens;
+    s->tokens = r.prompt;
+    s->tokens.reserve(size_t(length));
+    s->log_probs.assign(size_t(length - 1), 0.0f);
+    if (r.top_n_log_probs > 0) s->top.resize(size_t(length - 1));
+    if (r.max_tokens > 0) s->state = model_.make_inference_state(1, length);
+    s->rng.reseed(r.seed);
+    s->request = std::move(r);
+    sequences_.push_back(std::move(s));
+}
+
+void ContinuousBatch::step() {
+    // The oldest sequence still reading its prompt reads one chunk of it.
+    for (auto& s : sequences_) {
+        if (s->ended || s->read >= s->prompt_length) continue;
+        try {
+            prefill(*s);
+        } catch (...) {
+            s->error = std::current_exception();
+            s->ended = true;
+        }
+        break;
+    }
+    decode();
+    finish_ended();
+}
+
+void ContinuousBatch::prefill(Sequence& s) {
+    const SequenceRequest& r = s.request;
+    const int64_t P = s.prompt_length;
+    if (r.max_tokens == 0) {  // score only: one pass over the prompt without a state (generate's)
+        if (P > 1) {
+            const Tensor logits =
+                model_.logits(token_row(std::span(s.tokens).first(size_t(P - 1))), nullptr, 0);
+            for (int64_t j = 0; j + 1 < P; ++j)
+                s.log_probs[size_t(j)] = next_token_log_prob(
+                    logits_row(logits, 0, j), ids_.vocab_size, s.tokens[size_t(j + 1)],
+                    r.top_n_log_probs, ids_.vocab_size, s.top_at(j));
+        }
+        s.read = P;
+        s.ended = true;
+        return;
+    }
+    const int64_t end = std::min(P, s.read + prefill_chunk_);
+    const Tensor logits =
+        model_.logits(token_row(std::span(s.tokens).subspan(size_t(s.read), size_t(end - s.read))),
+                      s.state.get(), r.prompt_log_probs ? 0 : 1);
+    const int64_t n = logits.size(1), first = end - n;  // the positions the rows stand for
+    if (r.prompt_log_probs)
+        for (int64_t j = 0; j < n && first + j + 1 < P; ++j)
+            s.log_probs[size_t(first + j)] = next_token_log_prob(
+                logits_row(logits, 0, j), ids_.vocab_size, s.tokens[size_t(first + j + 1)],
+                r.top_n_log_probs, ids_.vocab_size, s.top_at(first + j));
+    s.read = end;
+    if (end == P) take(s, logits_row(logits, 0, n - 1));
+}
+
+void ContinuousBatch::decode() {
+    std::vector<Sequence*> rows;
+    std::vector<nn::InferenceState*> states;
+    std::vector<int64_t> next;
+    for (auto& s : sequences_) {
+        if (!s->generating()) continue;
+        rows.push_back(s.get());
+        states.push_back(s->state.get());
+        next.push_back(s->tokens[size_t(s->read)]);
+    }
+    if (rows.empty()) return;
+    try {
+        const int64_t B = int64_t(rows.size());
+        const Tensor logits = model_.decode_rows(host_tensor(std::move(next), {B}), states);
+        for (int64_t b = 0; b < B; ++b) {
+            ++rows[size_t(b)]->read;
+            take(*rows[size_t(b)], logits_row(logits, b, 0));
+        }
+    } catch (...) {
+        for (Sequence* s : rows) {
+            s->error = std::current_exception();
+            s->ended = true;
+        }
+    }
+}
+
+void ContinuousBatch::take(Sequence& s, std::span<float> x) {
+    const SequenceRequest& r = s.request;
+    const int64_t at = int64_t(s.tokens.size()) - 1;  // the position x follows
+    const auto sample = int32_t(sample_token(x, r.sampling, ids_.vocab_size, s.rng));
+    s.tokens.push_back(sample);
+    s.log_probs[size_t(at)] = next_token_log_prob(x, ids_.vocab_size, sample, r.top_n_log_probs,
+                                                  ids_.vocab_size, s.top_at(at));
+    const bool go_on = !r.on_token || r.on_token(sample);
+    if (!go_on || sample == ids_.eod || int64_t(s.tokens.size()) == s.prompt_length + r.max_tokens)
+        s.ended = true;
+}
+
+void ContinuousBatch::finish_ended() {
+    for (auto it = sequences_.begin(); it != sequences_.end();) {
+        Sequence& s = **it;
+        if (!s.ended) {
+            ++it;
+            continue;
+        }
+        if (s.error) {
+            if (s.request.on_error) s.request.on_error(s.error);
+        } else if (s.request.on_done) {
+            GenerationResult result;
+            s.log_probs.resize(s.tokens.size() - 1);
+            result.log_probs.push_back(std::move(s.log_probs));
+            if (s.request.top_n_log_probs > 0) {
+                s.top.resize(s.tokens.size() - 1);
+                result.top_log_probs.push_back(std::move(s.top));
+            }
+            result.tokens.push_back(std::move(s.tokens));
+            s.request.on_done(std::move(result));
+        }
+        it = sequences_.erase(it);
+    }
+}
+
+}  // namespace mt::infer

@@ -1,0 +1,231 @@
+// Continuous batching on real GPT models (learned positions, rope with grouped queries, Gemma's
+// windows and sandwich norms, dropless MoE): requests that join a running batch at different
+// steps, their prompts read in chunks, get what infer::generate gives each alone — the same
+// tokens (greedy and seeded sampling) and log-probs to the last bits (a batch's products sum in
+// another order).
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <optional>
+
+#include "gpt_model.h"
+#include "mt/infer/continuous_batch.h"
+#include "mt/infer/generator.h"
+#include "test_support.h"
+
+namespace mt::plugins::gpt {
+namespace {
+
+ModelArgs base_args() {
+    return {{"num-layers", "2"},
+            {"hidden-size", "16"},
+            {"num-attention-heads", "4"},
+            {"seq-length", "64"},
+            {"max-position-embeddings", "64"},
+            {"vocab-size", "50"},
+            {"make-vocab-size-divisible-by", "16"}};
+}
+
+ModelArgs llama_args() {
+    ModelArgs a = base_args();
+    a["normalization"] = "RMSNorm";
+    a["position-embedding-type"] = "rope";
+    a["swiglu"] = "";
+    a["ffn-hidden-size"] = "24";
+    a["group-query-attention"] = "";
+    a["num-query-groups"] = "2";
+    a["disable-bias-linear"] = "";
+    a["untie-embeddings-and-output-weights"] = "";
+    return a;
+}
+
+ModelArgs gemma_args() {  // a window of 3 on the first and third layers
+    ModelArgs a = llama_args();
+    a["num-layers"] = "3";
+    a["apply-layernorm-1p"] = "";
+    a["rotary-base-local"] = "10000";
+    a["window-size"] = "(3, 0)";
+    a["window-attn-skip-freq"] = "[1,0,1]";
+    a.erase("swiglu");
+    a["geglu"] = "";
+    a["post-sublayer-norm"] = "";
+    a["scale-embeddings"] = "";
+    a["qk-layernorm"] = "";
+    return a;
+}
+
+ModelArgs moe_args() {
+    ModelArgs a = llama_args();
+    a["num-experts"] = "4";
+    a["moe-router-topk"] = "2";
+    a["moe-ffn-hidden-size"] = "12";
+    return a;
+}
+
+struct Case {
+    std::vector<int32_t> prompt;
+    int64_t max_tokens;
+    infer::SamplingParams sampling;
+    uint64_t seed;
+    bool echo;
+};
+
+std::vector<Case> cases() {
+    infer::SamplingParams greedy, sampled;
+    greedy.top_k = 1;
+    sampled.top_k = 5;
+    sampled.temperature = 0.7;
+    return {{{3, 14, 15, 9, 26, 5, 35, 8, 9, 7, 9, 3}, 7, greedy, 0, false},
+            {{1}, 9, greedy, 0, true},
+            {{27, 18, 28, 18, 28, 45, 9}, 6, sampled, 11, false},
+            {{2, 7, 1, 8, 2, 8}, 0, greedy, 0, true},  // score only
+            {{31, 41, 5, 9}, 12, greedy, 0, true},
+            {{16, 18, 3, 39, 8, 8, 7, 4, 9, 4, 8, 2, 1}, 5, sampled, 5, false}};
+}
+
+infer::GenerationResult alone(Model& model, const Case& c, const infer::GenerationTokens& ids) {
+    infer::GenerationRequest r;
+    r.prompts = {c.prompt};
+    r.tokens_to_generate = c.max_tokens;
+    r.sampling = c.sampling;
+    r.return_log_probs = true;
+    r.prompt_log_probs = c.echo;
+    r.top_n_log_probs = 2;
+    r.log_probs_over_vocab = true;
+    infer::SamplingRng rng(c.seed);
+    infer::GenerationResult out = infer::generate(model, r, ids, rng);
+    // generate() keeps a scored row's whole length; a generating one ends at its EOD.
+    return out;
+}
+
+void expect_same(const infer::GenerationResult& got, const infer::GenerationResult& want,
+                 const std::string& what) {
+    ASSERT_EQ(got.tokens, want.tokens) << what;
+    ASSERT_EQ(got.log_probs[0].size(), want.log_probs[0].size()) << what;
+    for (size_t i = 0; i < want.log_probs[0].size(); ++i)
+        EXPECT_NEAR(got.log_probs[0][i], want.log_probs[0][i], 1e-5) << what << " position " << i;
+    ASSERT_EQ(got.top_log_probs[0].size(), want.top_log_probs[0].size()) << what;
+    for (size_t i = 0; i < want.top_log_probs[0].size(); ++i) {
+        ASSERT_EQ(got.top_log_probs[0][i].size(), want.top_log_probs[0][i].size()) << what;
+        for (size_t k = 0; k < want.top_log_probs[0][i].size(); ++k)
+            EXPECT_EQ(got.top_log_probs[0][i][k].id, want.top_log_probs[0][i][k].id) << what;
+    }
+}
+
+TEST(ContinuousBatch, RequestsJoiningARunningBatchGetWhatTheyGetAlone) {
+    for (const auto& [name, args] : {std::pair{"gpt2", base_args()},
+                                     {"llama", llama_args()},
+                                     {"gemma", gemma_args()},
+                                     {"moe", moe_args()}}) {
+        GptModel model(nn::read_transformer_args(args));
+        model.initialize(7);
+        ASSERT_TRUE(model.can_decode_rows()) << name;
+        const infer::GenerationTokens ids{0, 50, {}, {}, {}};
+        const std::vector<Case> all = cases();
+        // At most 3 at once, prompts read 4 tokens a step, one request joining per step.
+        infer::ContinuousBatch batch(model, ids, 3, 4);
+        std::vector<std::optional<infer::GenerationResult>> got(all.size());
+        std::vector<size_t> joined_at(all.size()), left_at(all.size());
+        std::deque<size_t> waiting;
+        for (size_t i = 0; i < all.size(); ++i) waiting.push_back(i);
+        size_t steps = 0, most_active = 0;
+        while (!waiting.empty() || !batch.idle()) {
+            if (!waiting.empty() && batch.has_room()) {
+                const size_t i = waiting.front();
+                waiting.pop_front();
+                infer::SequenceRequest r;
+                r.prompt = all[i].prompt;
+                r.max_tokens = all[i].max_tokens;
+                r.sampling = all[i].sampling;
+                r.seed = all[i].seed;
+                r.prompt_log_probs = all[i].echo;
+                r.top_n_log_probs = 2;
+                r.on_done = [&, i](infer::GenerationResult out) {
+                    got[i] = std::move(out);
+                    left_at[i] = steps;
+                };
+                r.on_error = [](std::exception_ptr e) { std::rethrow_exception(e); };
+                batch.add(std::move(r));
+                joined_at[i] = steps;
+            }
+            most_active = std::max(most_active, batch.active());
+            batch.step();
+            ++steps;
+        }
+        EXPECT_EQ(most_active, 3u) << name;
+        for (size_t i = 0; i < all.size(); ++i) {
+            ASSERT_TRUE(got[i]) << name << " request " << i;
+            expect_same(*got[i], alone(model, all[i], ids),
+                        std::string(name) + " request " + std::to_string(i));
+        }
+        // The first request was still generating when the third joined.
+        EXPECT_GT(left_at[0], joined_at[2]) << name;
+    }
+}
+
+TEST(ContinuousBatch, ASequenceEndsWhereItsCallerSaysAndAtTheEndOfDocument) {
+    GptModel model(nn::read_transformer_args(llama_args()));
+    model.initialize(7);
+    infer::GenerationTokens ids{0, 50, {}, {}, {}};
+    infer::SamplingParams greedy;
+    greedy.top_k = 1;
+    const std::vector<int32_t> prompt{4, 8, 15, 16, 23, 42};
+    infer::GenerationRequest r;
+    r.prompts = {prompt};
+    r.tokens_to_generate = 8;
+    r.sampling = greedy;
+    r.return_log_probs = true;
+    infer::SamplingRng rng;
+    const std::vector<int32_t> free_run = infer::generate(model, r, ids, rng).tokens[0];
+    ASSERT_EQ(free_run.size(), prompt.size() + 8);
+
+    infer::ContinuousBatch batch(model, ids, 2, 64);
+    std::vector<int32_t> stopped, at_eod;
+    infer::SequenceRequest s;
+    s.prompt = prompt;
+    s.max_tokens = 8;
+    s.sampling = greedy;
+    int seen = 0;
+    s.on_token = [&](int32_t) { return ++seen < 3; };  // a stop string at the third token
+    s.on_done = [&](infer::GenerationResult out) { stopped = out.tokens[0]; };
+    batch.add(s);
+    // The third generated id taken as the end of document ends the sequence there too.
+    infer::ContinuousBatch eod_batch(model, {free_run[prompt.size() + 2], 50, {}, {}, {}}, 1, 64);
+    s.on_token = {};
+    s.on_done = [&](infer::GenerationResult out) { at_eod = out.tokens[0]; };
+    eod_batch.add(s);
+    while (!batch.idle()) batch.step();
+    while (!eod_batch.idle()) eod_batch.step();
+    const std::vector<int32_t> three(free_run.begin(), free_run.begin() + prompt.size() + 3);
+    EXPECT_EQ(stopped, three);
+    EXPECT_EQ(at_eod, three);
+}
+
+TEST(ContinuousBatch, RefusesWhatGenerateRefusesAndModelsThatCannotDecodeRows) {
+    GptModel model(nn::read_transformer_args(base_args()));
+    model.initialize(7);
+    infer::ContinuousBatch batch(model, {0, 50, {}, {}, {}}, 2, 8);
+    infer::SequenceRequest r;
+    r.prompt = std::vector<int32_t>(60, 1);
+    r.max_tokens = 5;
+    EXPECT_NE(mt::test::error_of([&] { batch.check(r); }).find("longer than allowed (60 + 5 > 64)"),
+              std::string::npos);
+    r.prompt.clear();
+    EXPECT_NE(mt::test::error_of([&] { batch.check(r); }).find("has no tokens"), std::string::npos);
+    r.prompt = {1};
+    r.sampling.top_k = 2;
+    r.sampling.top_p = 0.5;
+    EXPECT_FALSE(mt::test::error_of([&] { batch.check(r); }).empty());
+
+    ModelArgs capacity = moe_args();
+    capacity["moe-expert-capacity-factor"] = "1.0";
+    GptModel bounded(nn::read_transformer_args(capacity));
+    EXPECT_FALSE(bounded.can_decode_rows());  // which tokens an expert drops depends on the rest
+    EXPECT_NE(mt::test::error_of([&] {
+                  infer::ContinuousBatch(bounded, {0, 50}, 2, 8);
+              }).find("not supported yet: continuous batching"),
+              std::string::npos);
+}
+
+}  // namespace
+}  // namespace mt::plugins::gpt
