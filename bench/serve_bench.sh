@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Served throughput and latency of megatron-generate's POST /v1/completions under 1, 4 and 16
 # concurrent clients (mt_bench_serve_load), beside llama.cpp's llama-server on the same weights
-# when given, printed as markdown. Every request: 128 random token ids, 64 greedy tokens.
+# when given, printed as markdown. Every request: 128 random token ids, 64 greedy tokens. Both
+# servers batch continuously over 16 places (--inference-max-requests 16, --parallel 16).
 #   PYTHON=... [LLAMA_SERVER=... LLAMA_CPP_DIR=...] bench/serve_bench.sh [WORK_DIR]
 # WORK_DIR (default /tmp/mt-serve-bench, kept) holds the models, made there by
 # bench/hf_inference.py (PYTHON: torch + transformers) when absent. MODELS (default gpt2-small;
@@ -59,7 +60,8 @@ for model in $models; do
     echo "|---|---|---|---|---|---|---|"
     port=$(( 20000 + RANDOM % 20000 ))
     "$bin/megatron-generate" --load "$work/$model" --tokenizer-type NullTokenizer \
-        --vocab-size $((vocab - 1)) --port "$port" --host 127.0.0.1 >"$work/ours-$model.log" 2>&1 &
+        --vocab-size $((vocab - 1)) --inference-max-requests 16 --port "$port" --host 127.0.0.1 \
+        >"$work/ours-$model.log" 2>&1 &
     server=$!
     wait_for "$work/ours-$model.log" "Serving on"
     load "megatron.cpp (ours)" "$port" "$vocab"

@@ -73,7 +73,7 @@ Tensor Model::logits(const Tensor&, nn::InferenceState*, int64_t) {
     MT_FAIL("not supported yet: inference (logits) for this model family");
 }
 
-Tensor Model::decode_rows(const Tensor&, std::span<nn::InferenceState* const>) {
+Tensor Model::decode_rows(const Tensor&, std::span<nn::InferenceState* const>, int64_t) {
     MT_FAIL("not supported yet: continuous batching (decode_rows) for this model");
 }
 

@@ -15,6 +15,7 @@
 #include "api_test_support.h"
 #include "completion.h"
 #include "completion_batcher.h"
+#include "completion_engine.h"
 #include "completion_request.h"
 #include "json_compare.h"
 #include "mt/infer/model_loader.h"
@@ -184,6 +185,59 @@ TEST(CompletionBatcher, QueuedGreedyRequestsShareABatchAndGetWhatTheyGetAlone) {
         completion_response(batcher.result(good), requests[0], "id", "m", 0), alone[0], 1e-5));
     EXPECT_NE(mt::test::error_of([&] { batcher.result(bad); }).find("longer than allowed"),
               std::string::npos);
+}
+
+// The continuous batch (CompletionEngine): requests queued at once, greedy and sampled, one
+// prompt or several, with echo, log-probs and stop strings, each get what they get alone; a
+// queue beyond its bound is refused before anything is queued.
+TEST(CompletionEngine, QueuedRequestsRunTogetherAndGetWhatTheyGetAlone) {
+    mt::test::TinyLlamaGenerator tiny;
+    TextGenerator& generator = tiny.generator;
+    ASSERT_TRUE(CompletionEngine::supports(generator));
+    const char* bodies[] = {
+        R"({"prompt": "5 17 99 3 64 12 7", "max_tokens": 6, "temperature": 0, "logprobs": 2})",
+        R"({"prompt": [[42, 8, 1], [99, 1, 77, 23]], "max_tokens": 2, "temperature": 0,)"
+        R"( "echo": true, "logprobs": 1})",
+        R"({"prompt": "9 9 9", "max_tokens": 5, "temperature": 0.8, "seed": 4})",
+        R"({"prompt": "1 2 3 4 5", "max_tokens": 5, "temperature": 0, "stop": " 25"})",
+        R"({"prompt": [[3, 1, 4, 1, 5]], "max_tokens": 0, "echo": true, "logprobs": 3})",
+    };
+    std::vector<CompletionRequest> requests;
+    std::vector<std::string> alone;
+    for (const char* body : bodies) {
+        requests.push_back(accepted(body));
+        tokenize_prompts(*tiny.tokenizer, requests.back());
+        const CompletionRequest* one = &requests.back();
+        alone.push_back(completion_response(complete_batch(generator, std::span(&one, 1))[0],
+                                            requests.back(), "id", "m", 0));
+    }
+    CompletionEngine engine(generator, 3);  // fewer places than prompts: some wait
+    std::vector<std::string> together(requests.size());
+    const int32_t eod = generator.generation_tokens().eod;
+    for (size_t i = 0; i < requests.size(); ++i)
+        engine.queue(requests[i],
+                     {{},
+                      [&, i](infer::GenerationResult rows) {
+                          together[i] = completion_response(
+                              shape_completion(*tiny.tokenizer, eod, requests[i], std::move(rows)),
+                              requests[i], "id", "m", 0);
+                      },
+                      [](std::exception_ptr e) { std::rethrow_exception(e); }});
+    engine.run();
+    for (size_t i = 0; i < requests.size(); ++i)  // log-probs to 1e-5, as in a batch
+        EXPECT_TRUE(mt::test::json_near(together[i], alone[i], 1e-5)) << together[i] << "\n"
+                                                                      << alone[i];
+
+    // Refused at once, nothing queued: a prompt too long for the model, a full queue.
+    CompletionRequest too_long = accepted(R"({"prompt": [1], "max_tokens": 100000})");
+    EXPECT_NE(mt::test::error_of([&] { engine.queue(too_long, {}); }).find("longer than allowed"),
+              std::string::npos);
+    CompletionRequest many = accepted(R"({"prompt": [1], "max_tokens": 1})");
+    many.prompts.assign(kMaxQueuedSequences / 4, std::vector<int32_t>{1});
+    for (int i = 0; i < 4; ++i) engine.queue(many, {{}, [](infer::GenerationResult) {}, {}});
+    EXPECT_THROW(engine.queue(requests[0], {}), ServerBusy);
+    engine.run();  // the queued ones run; there is room again
+    EXPECT_NO_THROW(engine.queue(requests[0], {{}, [](infer::GenerationResult) {}, {}}));
 }
 
 // The tiny Llama's logits from transformers, as log-probs of each next prompt token.

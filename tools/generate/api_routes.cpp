@@ -22,7 +22,7 @@ namespace mt::generate_tool {
 namespace {
 
 constexpr unsigned kOk = 200, kBadRequest = 400, kNotFound = 404, kMethodNotAllowed = 405,
-                   kInternalError = 500;
+                   kInternalError = 500, kServiceUnavailable = 503;
 
 ApiAnswer megatron_error(unsigned status, const std::string& message) {
     return {status, io::json_quote(message) + "\n"};
@@ -38,21 +38,79 @@ ApiAnswer openai_error(unsigned status, const std::string& message) {
 
 using ErrorShape = ApiAnswer (*)(unsigned, const std::string&);
 
+// A failure as `shape` answers it: a full server 503, a request the model cannot run 400,
+// anything else 500.
+ApiAnswer error_answer(ErrorShape shape, std::exception_ptr error) {
+    try {
+        std::rethrow_exception(error);
+    } catch (const ServerBusy& e) {
+        return shape(kServiceUnavailable, e.what());
+    } catch (const mt::Error& e) {
+        return shape(kBadRequest, e.what());
+    } catch (const std::exception& e) {
+        return shape(kInternalError, std::string("internal error: ") + e.what());
+    } catch (...) {
+        return shape(kInternalError, "internal error");
+    }
+}
+
 // `run` on the worker, its failures answered in `shape`.
 template <class Run>
 ApiJob job(ErrorShape shape, Run run) {
     return [shape, run = std::move(run)]() mutable -> ApiAnswer {
         try {
             return {kOk, run() + "\n"};
-        } catch (const mt::Error& e) {
-            return shape(kBadRequest, e.what());
-        } catch (const std::exception& e) {
-            return shape(kInternalError, std::string("internal error: ") + e.what());
         } catch (...) {
-            return shape(kInternalError, "internal error");
+            return error_answer(shape, std::current_exception());
         }
     };
 }
+
+// The events of one streamed answer (`chat`: chat.completion.chunk ones): each piece of the
+// text, then the end (the finish reason, the usage if asked for, [DONE]), or a failure.
+class StreamEvents {
+  public:
+    StreamEvents(std::string id, std::string model, bool chat, bool usage, ChunkSink send)
+        : id_(std::move(id)),
+          model_(std::move(model)),
+          chat_(chat),
+          usage_(usage),
+          send_(std::move(send)),
+          created_(int64_t(std::time(nullptr))) {}
+
+    // false once the client has gone.
+    bool piece(std::string_view text, const char* finish_reason = nullptr) {
+        const std::string json =
+            chat_ ? chat_chunk(id_, model_, created_, text, !sent_, finish_reason)
+                  : completion_chunk(id_, model_, created_, text, finish_reason);
+        sent_ = true;
+        return send_(sse_event(json));
+    }
+    // After the last piece; nullopt (the stream is over).
+    std::optional<ApiAnswer> end(const StreamedCompletion& done) {
+        if (done.client_left || !piece("", done.finish_reason)) return std::nullopt;
+        if (usage_ &&
+            !send_(sse_event(usage_chunk(id_, chat_ ? "chat.completion.chunk" : "text_completion",
+                                         model_, created_, done))))
+            return std::nullopt;
+        send_(std::string(kSseDone));
+        return std::nullopt;
+    }
+    // The answer to give instead before the first event; after it the stream's last event.
+    std::optional<ApiAnswer> fail(ApiAnswer answer) {
+        if (!sent_) return answer;
+        if (answer.body.ends_with('\n')) answer.body.pop_back();
+        if (send_(sse_event(answer.body))) send_(std::string(kSseDone));
+        return std::nullopt;
+    }
+
+  private:
+    std::string id_, model_;
+    bool chat_, usage_;
+    ChunkSink send_;
+    int64_t created_;
+    bool sent_ = false;
+};
 
 void log_request(const std::string& remote, const std::string& body) {
     const std::time_t now = std::time(nullptr);
@@ -70,52 +128,80 @@ bool is_one_of(std::string_view path, std::initializer_list<std::string_view> pa
 
 }  // namespace
 
-ApiRoutes::ApiRoutes(TextGenerator& generator, std::string model_id, ChatPrompt chat)
+ApiRoutes::ApiRoutes(TextGenerator& generator, std::string model_id, ChatPrompt chat,
+                     size_t max_requests, std::chrono::milliseconds queue_timeout)
     : generator_(generator),
       chat_(std::move(chat)),
       model_id_(std::move(model_id)),
-      created_(int64_t(std::time(nullptr))) {}
+      created_(int64_t(std::time(nullptr))) {
+    if (CompletionEngine::supports(generator))
+        engine_.emplace(generator, max_requests, queue_timeout);
+}
 
 ApiStreamJob ApiRoutes::stream_job(CompletionRequest r, std::string id, bool chat) {
     return [this, r = std::move(r), id = std::move(id),
             chat](const ChunkSink& send) -> std::optional<ApiAnswer> {
-        const int64_t created = int64_t(std::time(nullptr));
-        bool sent = false;
-        const auto event = [&](std::string_view text, const char* finish_reason) {
-            std::string json = chat ? chat_chunk(id, model_id_, created, text, !sent, finish_reason)
-                                    : completion_chunk(id, model_id_, created, text, finish_reason);
-            sent = true;
-            return send(sse_event(json));
-        };
-        // A failure after the first event is the stream's last event.
-        const auto fail = [&](ApiAnswer answer) -> std::optional<ApiAnswer> {
-            if (!sent) return answer;
-            if (answer.body.ends_with('\n')) answer.body.pop_back();
-            if (send(sse_event(answer.body))) send(std::string(kSseDone));
-            return std::nullopt;
-        };
+        StreamEvents events(id, model_id_, chat, r.stream_usage, send);
         try {
-            const StreamedCompletion done = stream_completion(
-                generator_, r, [&](std::string_view piece) { return event(piece, nullptr); });
-            if (done.client_left || !event("", done.finish_reason)) return std::nullopt;
-            if (r.stream_usage &&
-                !send(sse_event(usage_chunk(id, chat ? "chat.completion.chunk" : "text_completion",
-                                            model_id_, created, done))))
-                return std::nullopt;
-            send(std::string(kSseDone));
-            return std::nullopt;
-        } catch (const mt::Error& e) {
-            return fail(openai_error(kBadRequest, e.what()));
-        } catch (const std::exception& e) {
-            return fail(openai_error(kInternalError, std::string("internal error: ") + e.what()));
+            return events.end(stream_completion(
+                generator_, r, [&](std::string_view piece) { return events.piece(piece); }));
+        } catch (...) {
+            return events.fail(error_answer(openai_error, std::current_exception()));
         }
     };
 }
 
-std::variant<ApiAnswer, ApiJob, ApiStreamJob> ApiRoutes::route(std::string_view method,
-                                                               std::string_view path,
-                                                               std::string body,
-                                                               const std::string& remote) {
+ApiBatchedJob ApiRoutes::batched_job(CompletionRequest r, std::string id, bool chat,
+                                     ChatLogprobs logprobs) {
+    return [this, r = std::move(r), id = std::move(id), chat, logprobs](
+               const ChunkSink& send, const AnswerSink& done) -> WorkerJob {
+        const Tokenizer& tokenizer = generator_.tokenizer();
+        const int32_t eod = generator_.generation_tokens().eod;
+        CompletionEngine::Handlers handlers;
+        handlers.fail = [done](std::exception_ptr error) {
+            done(error_answer(openai_error, error));
+        };
+        try {
+            if (r.stream) {
+                auto events =
+                    std::make_shared<StreamEvents>(id, model_id_, chat, r.stream_usage, send);
+                auto streamer = std::make_shared<CompletionStreamer>(
+                    tokenizer, eod, r,
+                    [events](std::string_view piece) { return events->piece(piece); });
+                handlers.on_token = [streamer](int32_t token) { return streamer->add(token); };
+                handlers.done = [events, streamer, done](infer::GenerationResult) {
+                    done(events->end(streamer->finish()));
+                };
+                handlers.fail = [events, done](std::exception_ptr error) {
+                    done(events->fail(error_answer(openai_error, error)));
+                };
+            } else {
+                handlers.done = [this, &tokenizer, eod, r, id, chat, logprobs,
+                                 done](infer::GenerationResult rows) {
+                    try {
+                        const CompletionResult result =
+                            shape_completion(tokenizer, eod, r, std::move(rows));
+                        const auto now = int64_t(std::time(nullptr));
+                        done(ApiAnswer{kOk,
+                                       (chat ? chat_response(result, logprobs, id, model_id_, now)
+                                             : completion_response(result, r, id, model_id_, now)) +
+                                           "\n"});
+                    } catch (...) {
+                        done(error_answer(openai_error, std::current_exception()));
+                    }
+                };
+            }
+            engine_->queue(r, std::move(handlers));
+        } catch (...) {  // refused before anything was queued or sent
+            done(error_answer(openai_error, std::current_exception()));
+            return {};
+        }
+        return [this] { engine_->run(); };
+    };
+}
+
+std::variant<ApiAnswer, ApiJob, ApiStreamJob, ApiBatchedJob> ApiRoutes::route(
+    std::string_view method, std::string_view path, std::string body, const std::string& remote) {
     const auto expect = [&](const char* allowed) -> std::optional<ApiAnswer> {
         if (method == allowed) return std::nullopt;
         return ApiAnswer{kMethodNotAllowed, "Method Not Allowed\n", "text/plain", allowed};
@@ -146,6 +232,7 @@ std::variant<ApiAnswer, ApiJob, ApiStreamJob> ApiRoutes::route(std::string_view 
             return openai_error(kBadRequest, e.what());
         }
         const std::string id = "cmpl-" + std::to_string(next_id_++);
+        if (engine_) return batched_job(std::move(r), id, false, {});
         if (r.stream) return stream_job(std::move(r), id, false);
         auto ticket = batcher_.queue(std::move(r));
         return job(openai_error, [this, ticket, id] {
@@ -172,8 +259,9 @@ std::variant<ApiAnswer, ApiJob, ApiStreamJob> ApiRoutes::route(std::string_view 
             return openai_error(kBadRequest, e.what());
         }
         const std::string id = "chatcmpl-" + std::to_string(next_id_++);
-        if (c.completion.stream) return stream_job(std::move(c.completion), id, true);
         const ChatLogprobs logprobs{c.logprobs, c.completion.logprobs};
+        if (engine_) return batched_job(std::move(c.completion), id, true, logprobs);
+        if (c.completion.stream) return stream_job(std::move(c.completion), id, true);
         auto ticket = batcher_.queue(std::move(c.completion));
         return job(openai_error, [this, ticket, id, logprobs] {
             return chat_response(batcher_.result(ticket), logprobs, id, model_id_,

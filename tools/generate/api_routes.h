@@ -1,11 +1,13 @@
 // What megatron-generate's server answers, apart from HTTP itself: Megatron's PUT /api, its
 // POST /completions (also as /v1/completions, where OpenAI's clients look), GET /v1/models, and
 // vLLM's tokenizer endpoints. A request is checked on the I/O thread; what needs the model or the
-// tokenizer becomes a job for the one worker thread, which runs them in arrival order
-// (completions queued together share a batch: CompletionBatcher).
+// tokenizer becomes a job for the one worker thread, which runs them in arrival order;
+// completions join a continuous batch (CompletionEngine) on a model that can run one, else the
+// ones queued together share a batch (CompletionBatcher).
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -13,8 +15,10 @@
 #include <string_view>
 #include <variant>
 
+#include "chat_completion.h"
 #include "chat_prompt.h"
 #include "completion_batcher.h"
+#include "completion_engine.h"
 #include "text_generation.h"
 
 namespace mt::generate_tool {
@@ -33,17 +37,30 @@ using ChunkSink = std::function<bool(std::string chunk)>;
 // A streamed answer (server-sent events), run on the worker thread: it sends its events and
 // returns nullopt, or returns the answer to give instead when it fails before sending any.
 using ApiStreamJob = std::function<std::optional<ApiAnswer>(const ChunkSink& send)>;
+// Hands over the answer once, from any thread: a whole answer, or nullopt for a stream whose
+// events have been sent.
+using AnswerSink = std::function<void(std::optional<ApiAnswer> answer)>;
+using WorkerJob = std::function<void()>;
+// A request for the continuous batch (CompletionEngine): called on the I/O thread with the
+// connection's sinks, it queues the request (or answers at once through `done`) and returns the
+// job the worker thread then runs to step the batch (none when it answered at once).
+using ApiBatchedJob = std::function<WorkerJob(const ChunkSink& send, const AnswerSink& done)>;
 
 class ApiRoutes {
   public:
     // `model_id`: the name GET /v1/models lists and responses carry (the --load path); `chat`
     // renders chat messages.
-    ApiRoutes(TextGenerator& generator, std::string model_id, ChatPrompt chat);
+    // `max_requests`: the sequences a continuous batch decodes together (for a model that can
+    // run one; others batch the requests queued together), `queue_timeout` how long a request
+    // may wait for a place in it.
+    ApiRoutes(TextGenerator& generator, std::string model_id, ChatPrompt chat, size_t max_requests,
+              std::chrono::milliseconds queue_timeout);
 
     // The answer at once (an unknown path, a wrong method, a malformed body), or the job.
-    std::variant<ApiAnswer, ApiJob, ApiStreamJob> route(std::string_view method,
-                                                        std::string_view path, std::string body,
-                                                        const std::string& remote);
+    std::variant<ApiAnswer, ApiJob, ApiStreamJob, ApiBatchedJob> route(std::string_view method,
+                                                                       std::string_view path,
+                                                                       std::string body,
+                                                                       const std::string& remote);
 
     // For the server's start line.
     static constexpr const char* kSummary =
@@ -53,10 +70,15 @@ class ApiRoutes {
   private:
     // The events of a streamed completion (`chat`: chat.completion.chunk ones) of `request`.
     ApiStreamJob stream_job(CompletionRequest request, std::string id, bool chat);
+    // The request (streamed or not; `chat`: answered in the chat shape, with `logprobs`) for
+    // the continuous batch.
+    ApiBatchedJob batched_job(CompletionRequest request, std::string id, bool chat,
+                              ChatLogprobs logprobs);
 
     TextGenerator& generator_;
     const ChatPrompt chat_;
     CompletionBatcher batcher_{generator_};
+    std::optional<CompletionEngine> engine_;  // for a model that decodes rows
     const std::string model_id_;
     const int64_t created_;  // the server's start, as the model's "created"
     std::atomic<uint64_t> next_id_{0};

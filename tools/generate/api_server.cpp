@@ -140,6 +140,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
         if (auto* answer = std::get_if<ApiAnswer>(&routed)) return respond(std::move(*answer));
         if (auto* streamed = std::get_if<ApiStreamJob>(&routed))
             return stream(std::move(*streamed));
+        if (auto* batched = std::get_if<ApiBatchedJob>(&routed)) {
+            if (WorkerJob step = (*batched)(event_sink(), answer_sink()))
+                asio::post(*state_.worker, std::move(step));
+            return;
+        }
         asio::post(*state_.worker, [self = shared_from_this(), ex = stream_.get_executor(),
                                     run = std::get<ApiJob>(std::move(routed))]() mutable {
             ApiAnswer answer = run();
@@ -153,21 +158,32 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // A streamed answer: the job's events are written as they come, in HTTP/1.1's chunked
     // encoding (an HTTP/1.0 client gets them unframed, the end of the stream closing it).
     void stream(ApiStreamJob run) {
-        asio::post(*state_.worker, [self = shared_from_this(), ex = stream_.get_executor(),
-                                    run = std::move(run)]() mutable {
-            const ChunkSink send = [&self, &ex](std::string chunk) {
-                if (self->client_gone_) return false;
-                asio::post(ex, [self, chunk = std::move(chunk)]() mutable {
-                    self->write_event(std::move(chunk));
-                });
-                return true;
-            };
-            std::optional<ApiAnswer> answer = run(send);
-            asio::post(ex, [self = std::move(self), answer = std::move(answer)]() mutable {
+        asio::post(*state_.worker, [run = std::move(run), send = event_sink(),
+                                    done = answer_sink()] { done(run(send)); });
+    }
+
+    // Where a job on the worker sends a streamed answer's events: written in order on the I/O
+    // thread. Called only before answer_sink's, which keeps the connection alive until then.
+    ChunkSink event_sink() {
+        return [self = this, ex = stream_.get_executor()](std::string chunk) {
+            if (self->client_gone_) return false;
+            asio::post(ex, [self, chunk = std::move(chunk)]() mutable {
+                self->write_event(std::move(chunk));
+            });
+            return true;
+        };
+    }
+
+    // Where a job on the worker hands over its answer (nullopt: the streamed events were it).
+    // The connection's last reference moves back to the I/O thread with it.
+    AnswerSink answer_sink() {
+        auto keep = std::make_shared<std::shared_ptr<Connection>>(shared_from_this());
+        return [keep, ex = stream_.get_executor()](std::optional<ApiAnswer> answer) {
+            asio::post(ex, [self = std::move(*keep), answer = std::move(answer)]() mutable {
                 if (answer && !self->streaming_) return self->respond(std::move(*answer));
                 self->end_stream();
             });
-        });
+        };
     }
 
     void start_stream() {
@@ -368,15 +384,20 @@ ApiServerLimits ApiServerLimits::from_environment() {
         limits.max_connections = std::max<size_t>(1, size_t(*n));
     if (auto seconds = env_number("MT_API_REQUEST_TIMEOUT"))
         limits.request_timeout = std::chrono::milliseconds(int64_t(*seconds * 1000 + 0.5));
+    if (auto seconds = env_number("MT_API_QUEUE_TIMEOUT"))
+        limits.queue_timeout = std::chrono::milliseconds(int64_t(*seconds * 1000 + 0.5));
     return limits;
 }
 
 void serve_api(TextGenerator& generator, const std::string& model_id, ChatPrompt chat,
-               const std::string& host, int port, const ApiServerLimits& limits) {
+               const std::string& host, int port, size_t max_requests,
+               const ApiServerLimits& limits) {
     MT_CHECK(limits.max_connections > 0, "the server needs room for one connection");
     // Declared so that they are destroyed worker first (its dropped jobs hold connections of
     // the io_context), then the io_context (its pending handlers too), then the state they count.
-    ServerState state{ApiRoutes(generator, model_id, std::move(chat)), limits};
+    ServerState state{
+        ApiRoutes(generator, model_id, std::move(chat), max_requests, limits.queue_timeout),
+        limits};
     asio::io_context io;
     asio::thread_pool worker(1);
     state.worker = &worker;

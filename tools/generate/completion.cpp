@@ -148,22 +148,35 @@ std::vector<CompletionResult> complete_batch(TextGenerator& generator,
     std::vector<CompletionResult> results;
     size_t row = 0;
     for (const CompletionRequest* r : requests) {
-        const std::vector<std::string> stops = stop_strings(tokenizer, *r, eod);
-        CompletionResult& result = results.emplace_back();
+        infer::GenerationResult rows;  // this request's rows of the batch
         for (size_t p = 0; p < r->prompts.size(); ++p, ++row) {
-            const size_t prompt_length = g.prompts[row].size();
-            std::vector<int32_t>& ids = out.tokens[row];
-            // A row runs on to the batch's longest prompt + largest max_tokens: its own.
-            ids.resize(std::min(ids.size(), prompt_length + size_t(r->max_tokens)));
-            const bool ended_at_eod = ids.size() > prompt_length && ids.back() == eod;
-            result.prompt_tokens += int64_t(prompt_length);
-            result.choices.push_back(shape_choice(
-                tokenizer, *r, stops, std::move(ids), prompt_length, out.log_probs[row],
-                r->logprobs > 0 ? &out.top_log_probs[row] : nullptr, ended_at_eod,
-                result.completion_tokens));
+            rows.tokens.push_back(std::move(out.tokens[row]));
+            rows.log_probs.push_back(std::move(out.log_probs[row]));
+            if (!out.top_log_probs.empty())
+                rows.top_log_probs.push_back(std::move(out.top_log_probs[row]));
         }
+        results.push_back(shape_completion(tokenizer, eod, *r, std::move(rows)));
     }
     return results;
+}
+
+CompletionResult shape_completion(const Tokenizer& tokenizer, int32_t eod,
+                                  const CompletionRequest& r, infer::GenerationResult rows) {
+    const std::vector<std::string> stops = stop_strings(tokenizer, r, eod);
+    CompletionResult result;
+    for (size_t p = 0; p < r.prompts.size(); ++p) {
+        const size_t prompt_length = std::get<std::vector<int32_t>>(r.prompts[p]).size();
+        std::vector<int32_t>& ids = rows.tokens[p];
+        // A row of a batch runs on to the batch's longest prompt + largest max_tokens: its own.
+        ids.resize(std::min(ids.size(), prompt_length + size_t(r.max_tokens)));
+        const bool ended_at_eod = ids.size() > prompt_length && ids.back() == eod;
+        result.prompt_tokens += int64_t(prompt_length);
+        result.choices.push_back(shape_choice(tokenizer, r, stops, std::move(ids), prompt_length,
+                                              rows.log_probs[p],
+                                              r.logprobs > 0 ? &rows.top_log_probs[p] : nullptr,
+                                              ended_at_eod, result.completion_tokens));
+    }
+    return result;
 }
 
 std::string completion_response(const CompletionResult& result, const CompletionRequest& request,

@@ -52,6 +52,12 @@ bool can_join_a_batch(const CompletionRequest& request);
 std::vector<CompletionResult> complete_batch(TextGenerator& generator,
                                              std::span<const CompletionRequest* const> requests);
 
+// One request's rows (prompt + generated ids, their log-probs and, with logprobs > 0, the top
+// ones; as infer::generate gives them) shaped as its choices: each cut at max_tokens, the first
+// stop string and the end-of-document token.
+CompletionResult shape_completion(const Tokenizer& tokenizer, int32_t eod,
+                                  const CompletionRequest& request, infer::GenerationResult rows);
+
 // OpenAI's response: {"id", "object": "text_completion", "created", "model", "choices",
 // "usage"}; each choice's "logprobs" always (as Megatron's), its "top_logprobs" null unless
 // request.logprobs > 0.

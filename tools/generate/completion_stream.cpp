@@ -64,58 +64,65 @@ std::string sse_event(std::string_view json) {
     return event;
 }
 
-StreamedCompletion stream_completion(TextGenerator& generator, const CompletionRequest& r,
-                                     const std::function<bool(std::string_view piece)>& send) {
+CompletionStreamer::CompletionStreamer(const Tokenizer& tokenizer, int32_t eod,
+                                       const CompletionRequest& r,
+                                       std::function<bool(std::string_view piece)> send)
+    : tokenizer_(tokenizer),
+      eod_(eod),
+      stops_(stop_strings(tokenizer, r, eod)),
+      ids_(std::get<std::vector<int32_t>>(r.prompts.at(0))),
+      prompt_length_(ids_.size()),
+      send_(std::move(send)) {
     MT_CHECK(r.prompts.size() == 1 && !r.echo && r.logprobs == 0,
              "streaming: one prompt, without echo or log-probs");
-    const Tokenizer& tokenizer = generator.tokenizer();
-    const int32_t eod = generator.generation_tokens().eod;
-    const std::vector<std::string> stops = stop_strings(tokenizer, r, eod);
-    std::vector<int32_t> ids = std::get<std::vector<int32_t>>(r.prompts[0]);
-    const size_t prompt_length = ids.size();
+    out_.prompt_tokens = int64_t(prompt_length_);
+}
 
-    StreamedCompletion out;
-    out.prompt_tokens = int64_t(prompt_length);
-    std::optional<size_t> text_start;  // where the generation's text begins (the first step's)
-    size_t sent = 0;                   // bytes of the generation's text handed on
-    // Hands on what has settled (all of it at the end); false once there is nothing more to do.
-    const auto pass_on = [&](bool last) {
-        const bool at_eod = ids.back() == eod && ids.size() > prompt_length;
-        const std::string text = tokenizer.decode(std::span(ids).first(ids.size() - at_eod));
-        if (!text_start)  // where the unstreamed answer starts its text (completion.cpp)
-            text_start = token_byte_offsets(tokenizer, ids, text, prompt_length)[prompt_length];
-        std::string_view generated =
-            std::string_view(text).substr(std::min(*text_start, text.size()));
-        size_t end = generated.size();
-        bool stopped = at_eod;
-        if (const size_t at = first_stop(generated, 0, stops); at != std::string::npos) {
-            end = at;
-            stopped = true;
-        } else if (!last && !stopped) {
-            end = settled_end(generated, stops);
-        }
-        if (stopped) out.finish_reason = "stop";
-        if (end > sent) {
-            if (!send(generated.substr(sent, end - sent))) out.client_left = true;
-            sent = end;
-        }
-        return !stopped && !out.client_left;
-    };
+bool CompletionStreamer::add(int32_t id) {
+    ids_.push_back(id);
+    ++out_.completion_tokens;
+    return pass_on(false);
+}
 
+StreamedCompletion CompletionStreamer::finish() {
+    if (out_.completion_tokens > 0 && !out_.client_left &&
+        out_.finish_reason != std::string_view("stop"))
+        pass_on(true);
+    return out_;
+}
+
+bool CompletionStreamer::pass_on(bool last) {
+    const bool at_eod = ids_.back() == eod_ && ids_.size() > prompt_length_;
+    const std::string text = tokenizer_.decode(std::span(ids_).first(ids_.size() - at_eod));
+    if (!text_start_)  // where the unstreamed answer starts its text (completion.cpp)
+        text_start_ = token_byte_offsets(tokenizer_, ids_, text, prompt_length_)[prompt_length_];
+    std::string_view generated = std::string_view(text).substr(std::min(*text_start_, text.size()));
+    size_t end = generated.size();
+    bool stopped = at_eod;
+    if (const size_t at = first_stop(generated, 0, stops_); at != std::string::npos) {
+        end = at;
+        stopped = true;
+    } else if (!last && !stopped) {
+        end = settled_end(generated, stops_);
+    }
+    if (stopped) out_.finish_reason = "stop";
+    if (end > sent_) {
+        if (!send_(generated.substr(sent_, end - sent_))) out_.client_left = true;
+        sent_ = end;
+    }
+    return !stopped && !out_.client_left;
+}
+
+StreamedCompletion stream_completion(TextGenerator& generator, const CompletionRequest& r,
+                                     const std::function<bool(std::string_view piece)>& send) {
+    CompletionStreamer streamer(generator.tokenizer(), generator.generation_tokens().eod, r, send);
     infer::GenerationRequest g;
-    g.prompts = {ids};
+    g.prompts = {std::get<std::vector<int32_t>>(r.prompts[0])};
     g.sampling = r.sampling;
     g.tokens_to_generate = r.max_tokens;
-    g.on_step = [&](std::span<const int32_t> step) {
-        ids.push_back(step[0]);
-        ++out.completion_tokens;
-        return pass_on(false);
-    };
+    g.on_step = [&](std::span<const int32_t> step) { return streamer.add(step[0]); };
     generator.run_ids(g, r.seed);
-    if (out.completion_tokens > 0 && !out.client_left &&
-        out.finish_reason != std::string_view("stop"))
-        pass_on(true);
-    return out;
+    return streamer.finish();
 }
 
 }  // namespace mt::generate_tool

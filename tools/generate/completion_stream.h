@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,35 @@ struct StreamedCompletion {
     const char* finish_reason = "length";  // "stop": a stop string or the end-of-document token
     int64_t prompt_tokens = 0, completion_tokens = 0;
     bool client_left = false;  // `send` said so; the generation stopped there
+};
+
+// One streamed completion's text (one prompt of token ids, no echo or log-probs): each generated
+// id in, each settled piece of the text out to `send` (which returns false when the client has
+// gone), cut where the unstreamed answer cuts it (after the prompt's text, before a stop string
+// or the end-of-document token). mt::Error for a request that cannot stream.
+class CompletionStreamer {
+  public:
+    CompletionStreamer(const Tokenizer& tokenizer, int32_t eod, const CompletionRequest& request,
+                       std::function<bool(std::string_view piece)> send);
+    // The next generated id; false once nothing more is wanted (the text stopped, or the client
+    // left).
+    bool add(int32_t id);
+    // After the last id: what had not settled, and the summary.
+    StreamedCompletion finish();
+
+  private:
+    // Hands on what has settled (all of it when last); false once there is nothing more to do.
+    bool pass_on(bool last);
+
+    const Tokenizer& tokenizer_;
+    int32_t eod_;
+    std::vector<std::string> stops_;
+    std::vector<int32_t> ids_;
+    size_t prompt_length_;
+    std::function<bool(std::string_view piece)> send_;
+    StreamedCompletion out_;
+    std::optional<size_t> text_start_;  // where the generation's text begins (the first step's)
+    size_t sent_ = 0;                   // bytes of the generation's text handed on
 };
 
 // Generates `request` (one prompt of token ids, no echo or log-probs) and passes each new piece

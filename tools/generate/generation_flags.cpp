@@ -69,6 +69,9 @@ po::options_description generation_flags(GenerationFlags& f) {
         "serve Megatron's REST API (PUT /api) on this port (0: any); the mode when no other is "
         "asked for, as run_text_generation_server.py")(
         "host", po::value(&f.host)->default_value("0.0.0.0"), "address the server listens on")(
+        "inference-max-requests", po::value(&f.inference_max_requests)->default_value(8),
+        "the server's requests (prompts) decoded together in its continuous batch; more wait "
+        "for a place")(
         "tensor-model-parallel-size", po::value(&f.tensor_parallel)->default_value(1),
         "ranks each layer's weights are split over (under mpirun; rank 0 serves or prints)")(
         "pipeline-model-parallel-size", po::value(&f.pipeline_parallel)->default_value(1),
@@ -157,6 +160,8 @@ void finish_generation_flags(const po::variables_map& vm, GenerationFlags& f) {
         MT_CHECK(f.sampling.top_p == 0.0, "--greedy and --top_p cannot be used together");
         f.sampling.top_k = 1;
     }
+    MT_CHECK(f.inference_max_requests > 0 && f.inference_max_requests <= 4096,
+             "--inference-max-requests must be in [1, 4096], got ", f.inference_max_requests);
     MT_CHECK(f.num_samples >= 0, "--num-samples must be >= 0, got ", f.num_samples);
     MT_CHECK(f.num_samples == 0 || !f.sample_input_file.empty() || !f.genfile.empty(),
              "--num-samples needs --genfile (or --sample-input-file)");

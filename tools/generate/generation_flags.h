@@ -30,7 +30,8 @@ struct GenerationFlags {
     int port = 5000;  // the REST server's, when no CLI mode is asked for
     bool interactive = false;
     std::string host = "0.0.0.0";
-    DType params_dtype = DType::f32;  // --bf16 / --fp16
+    int64_t inference_max_requests = 8;  // the server's continuous batch (Megatron's default)
+    DType params_dtype = DType::f32;     // --bf16 / --fp16
     // The model split over the ranks of an mpirun job (rank 0 serves, the others follow).
     int tensor_parallel = 1, pipeline_parallel = 1, expert_parallel = 1;
 };

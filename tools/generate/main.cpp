@@ -73,7 +73,7 @@ void lead(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
     else  // run_text_generation_server.py
         serve_api(generator, flags.load,
                   chat_prompt_of(choice.options.tokenizer_model, flags.load, flags.chat_template),
-                  flags.host, flags.port);
+                  flags.host, flags.port, size_t(flags.inference_max_requests));
 }
 
 int generate(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,

@@ -41,7 +41,7 @@ int32_t eod_of(const Tokenizer& t) {
 }  // namespace
 
 TextGenerator::TextGenerator(Model& model, const Tokenizer& tokenizer, uint64_t seed)
-    : model_(model), tokenizer_(tokenizer), rng_(seed) {
+    : model_(model), tokenizer_(tokenizer), rng_(seed), seed_(seed) {
     ids_.eod = eod_of(tokenizer);
     ids_.vocab_size = tokenizer.vocab_size();
     ids_.newline = first_id(tokenizer, "\n");

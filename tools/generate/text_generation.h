@@ -52,6 +52,8 @@ class TextGenerator {
                                     std::optional<uint64_t> seed);
 
     const Tokenizer& tokenizer() const { return tokenizer_; }
+    Model& model() const { return model_; }
+    uint64_t seed() const { return seed_; }  // the random stream's, as constructed
     const infer::GenerationTokens& generation_tokens() const { return ids_; }
     // The model's position limit (0: none).
     int64_t max_positions() const { return model_.max_positions(); }
@@ -61,6 +63,7 @@ class TextGenerator {
     const Tokenizer& tokenizer_;
     infer::GenerationTokens ids_;
     infer::SamplingRng rng_;
+    uint64_t seed_;
     // An encoder-decoder model's decoder start ([BOS]) and the sentinels "<mask>" becomes.
     int32_t decoder_start_ = 0;
     std::vector<int32_t> sentinels_;

@@ -232,13 +232,15 @@ class MT_API Model {
     // and join it (their keys and values, a recurrent layer's state; its length grows by T);
     // without, at 0 .. T-1. The default throws "not supported".
     virtual Tensor logits(const Tensor& tokens, nn::InferenceState* state, int64_t keep_last = 0);
-    // Continuous batching's decoding step: one new token (tokens i64 [B]) for each of B
-    // requests, row b's held in states[b] (a batch-1 state of its own length, made by
-    // make_inference_state(1, ...)): logits [B, 1, padded vocab], each state grown by one.
-    // Row b gets what logits() gives that request alone, whatever the other rows are. Whether
-    // this model can (can_decode_rows); the default cannot and throws "not supported yet".
+    // Continuous batching's step: T new tokens (tokens i64 [B, T]) for each of B requests, row
+    // b's held in states[b] (a batch-1 state of its own length, made by
+    // make_inference_state(1, ...)): logits [B, n, padded vocab] for the last n = keep_last
+    // positions of each row (0: all T), each state grown by T. Row b gets what logits() gives
+    // that request alone, whatever the other rows are. Whether this model can
+    // (can_decode_rows); the default cannot and throws "not supported yet".
     virtual bool can_decode_rows() const { return false; }
-    virtual Tensor decode_rows(const Tensor& tokens, std::span<nn::InferenceState* const> states);
+    virtual Tensor decode_rows(const Tensor& tokens, std::span<nn::InferenceState* const> states,
+                               int64_t keep_last = 0);
     // A task model's outputs for a batch in its family's layout, without dropout or labels
     // (BERT with a classification head: logits f32 [B, classes]; with a multiple-choice head:
     // [B, choices]). The default throws "not supported".

@@ -98,8 +98,8 @@ inline constexpr FlagRule kTimers = accept(
 inline constexpr FlagRule kWandb =
     accept("Weights & Biases logging: not available here (TensorBoard is)");
 inline constexpr FlagRule kDynamicBatching = accept(
-    "Megatron's dynamic batching engine: megatron-generate serves one request at a time, "
-    "the same texts");
+    "tunes Megatron's dynamic batching engine: megatron-generate's server always batches "
+    "continuously (--inference-max-requests places, a KV cache per request), the same texts");
 inline constexpr FlagRule kDeprecatedIgnored = accept("deprecated: Megatron ignores it too");
 
 }  // namespace mt::cli::detail

@@ -43,11 +43,11 @@ std::span<float> logits_row(const Tensor& logits, int64_t b, int64_t j) {
 }  // namespace
 
 ContinuousBatch::ContinuousBatch(Model& model, const GenerationTokens& ids, size_t max_active,
-                                 int64_t prefill_chunk)
-    : model_(model), ids_(ids), max_active_(max_active), prefill_chunk_(prefill_chunk) {
+                                 int64_t prefill_tokens)
+    : model_(model), ids_(ids), max_active_(max_active), prefill_tokens_(prefill_tokens) {
     MT_CHECK(model.can_decode_rows(), "not supported yet: continuous batching of this model");
-    MT_CHECK(max_active > 0 && prefill_chunk > 0,
-             "continuous batching: max_active and prefill_chunk must be positive");
+    MT_CHECK(max_active > 0 && prefill_tokens > 0,
+             "continuous batching: max_active and prefill_tokens must be positive");
 }
 
 ContinuousBatch::~ContinuousBatch() = default;
@@ -78,49 +78,82 @@ void ContinuousBatch::add(SequenceRequest r) {
 }
 
 void ContinuousBatch::step() {
-    // The oldest sequence still reading its prompt reads one chunk of it.
-    for (auto& s : sequences_) {
-        if (s->ended || s->read >= s->prompt_length) continue;
-        try {
-            prefill(*s);
-        } catch (...) {
-            s->error = std::current_exception();
-            s->ended = true;
-        }
-        break;
-    }
+    prefill();
     decode();
     finish_ended();
 }
 
-void ContinuousBatch::prefill(Sequence& s) {
-    const SequenceRequest& r = s.request;
-    const int64_t P = s.prompt_length;
-    if (r.max_tokens == 0) {  // score only: one pass over the prompt without a state (generate's)
-        if (P > 1) {
-            const Tensor logits =
-                model_.logits(token_row(std::span(s.tokens).first(size_t(P - 1))), nullptr, 0);
-            for (int64_t j = 0; j + 1 < P; ++j)
-                s.log_probs[size_t(j)] = next_token_log_prob(
-                    logits_row(logits, 0, j), ids_.vocab_size, s.tokens[size_t(j + 1)],
-                    r.top_n_log_probs, ids_.vocab_size, s.top_at(j));
+void ContinuousBatch::prefill() {
+    // The oldest sequence still reading its prompt reads T = min(budget, what it has left)
+    // tokens; those after it with at least T left read T too, in the same pass, while the
+    // step's budget lasts (requests that arrive together are read together).
+    std::vector<Sequence*> rows;
+    int64_t T = 0;
+    for (auto& s : sequences_) {
+        if (s->ended || s->read >= s->prompt_length) continue;
+        const int64_t left = s->prompt_length - s->read;
+        if (rows.empty() && s->request.max_tokens == 0) {
+            try {
+                score(*s);
+            } catch (...) {
+                s->error = std::current_exception();
+            }
+            s->ended = true;
+            return;
         }
-        s.read = P;
-        s.ended = true;
-        return;
+        if (rows.empty())
+            T = std::min(prefill_tokens_, left);
+        else if (s->request.max_tokens == 0 || left < T ||
+                 int64_t(rows.size() + 1) * T > prefill_tokens_)
+            continue;
+        rows.push_back(s.get());
     }
-    const int64_t end = std::min(P, s.read + prefill_chunk_);
-    const Tensor logits =
-        model_.logits(token_row(std::span(s.tokens).subspan(size_t(s.read), size_t(end - s.read))),
-                      s.state.get(), r.prompt_log_probs ? 0 : 1);
-    const int64_t n = logits.size(1), first = end - n;  // the positions the rows stand for
-    if (r.prompt_log_probs)
-        for (int64_t j = 0; j < n && first + j + 1 < P; ++j)
-            s.log_probs[size_t(first + j)] = next_token_log_prob(
-                logits_row(logits, 0, j), ids_.vocab_size, s.tokens[size_t(first + j + 1)],
-                r.top_n_log_probs, ids_.vocab_size, s.top_at(first + j));
-    s.read = end;
-    if (end == P) take(s, logits_row(logits, 0, n - 1));
+    if (rows.empty()) return;
+    const auto B = int64_t(rows.size());
+    std::vector<int64_t> ids;
+    std::vector<nn::InferenceState*> states;
+    bool all_positions = false;
+    for (Sequence* s : rows) {
+        ids.insert(ids.end(), s->tokens.begin() + s->read, s->tokens.begin() + s->read + T);
+        states.push_back(s->state.get());
+        all_positions = all_positions || s->request.prompt_log_probs;
+    }
+    try {
+        const Tensor logits =
+            model_.decode_rows(host_tensor(std::move(ids), {B, T}), states, all_positions ? 0 : 1);
+        const int64_t n = logits.size(1);
+        for (int64_t b = 0; b < B; ++b) {
+            Sequence& s = *rows[size_t(b)];
+            const SequenceRequest& r = s.request;
+            const int64_t first = s.read + T - n;  // the position of the first row of logits
+            if (r.prompt_log_probs)
+                for (int64_t j = 0; j < n && first + j + 1 < s.prompt_length; ++j)
+                    s.log_probs[size_t(first + j)] = next_token_log_prob(
+                        logits_row(logits, b, j), ids_.vocab_size, s.tokens[size_t(first + j + 1)],
+                        r.top_n_log_probs, ids_.vocab_size, s.top_at(first + j));
+            s.read += T;
+            if (s.read == s.prompt_length) take(s, logits_row(logits, b, n - 1));
+        }
+    } catch (...) {
+        for (Sequence* s : rows) {
+            s->error = std::current_exception();
+            s->ended = true;
+        }
+    }
+}
+
+void ContinuousBatch::score(Sequence& s) {
+    // One pass over the prompt without a state, as generate() scores.
+    const int64_t P = s.prompt_length;
+    if (P > 1) {
+        const Tensor logits =
+            model_.logits(token_row(std::span(s.tokens).first(size_t(P - 1))), nullptr, 0);
+        for (int64_t j = 0; j + 1 < P; ++j)
+            s.log_probs[size_t(j)] = next_token_log_prob(
+                logits_row(logits, 0, j), ids_.vocab_size, s.tokens[size_t(j + 1)],
+                s.request.top_n_log_probs, ids_.vocab_size, s.top_at(j));
+    }
+    s.read = P;
 }
 
 void ContinuousBatch::decode() {
@@ -136,7 +169,7 @@ void ContinuousBatch::decode() {
     if (rows.empty()) return;
     try {
         const int64_t B = int64_t(rows.size());
-        const Tensor logits = model_.decode_rows(host_tensor(std::move(next), {B}), states);
+        const Tensor logits = model_.decode_rows(host_tensor(std::move(next), {B, 1}), states, 1);
         for (int64_t b = 0; b < B; ++b) {
             ++rows[size_t(b)]->read;
             take(*rows[size_t(b)], logits_row(logits, b, 0));

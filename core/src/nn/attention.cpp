@@ -134,10 +134,10 @@ Tensor SelfAttention::forward(const Tensor& x, DropoutContext& ctx, Saved* saved
         s.k = k_norm_->forward(s.k, saved ? &s.k_norm : nullptr);
     }
     if (config_.rotary && !cache.rows.empty()) {
-        MT_CHECK(int64_t(cache.pasts.size()) == l.B && l.T == 1,
-                 "SelfAttention: continuous batching decodes one position of each row");
-        for (int64_t b = 0; b < l.B; ++b) {  // each row at its own position
-            const ops::RopeTables tables = rope_tables(cache.pasts[size_t(b)], 1);
+        MT_CHECK(int64_t(cache.pasts.size()) == l.B,
+                 "SelfAttention: continuous batching needs each row's position");
+        for (int64_t b = 0; b < l.B; ++b) {  // each row from its own position
+            const ops::RopeTables tables = rope_tables(cache.pasts[size_t(b)], l.T);
             Tensor q = s.q.slice(0, b, b + 1), k = s.k.slice(0, b, b + 1);
             backend_->rope_forward(q, tables, q);
             backend_->rope_forward(k, tables, k);
@@ -259,17 +259,17 @@ Tensor SelfAttention::attend_cached(const Tensor& q, const Tensor& k, const Tens
 
 Tensor SelfAttention::attend_rows(const Tensor& q, const Tensor& k, const Tensor& v,
                                   const KvSlot& cache) const {
-    const int64_t B = q.size(0);
-    MT_CHECK(int64_t(cache.rows.size()) == B && int64_t(cache.pasts.size()) == B && q.size(1) == 1,
-             "SelfAttention: continuous batching decodes one position of each of ",
-             cache.rows.size(), " rows, got ", q.describe());
+    const int64_t B = q.size(0), T = q.size(1);
+    MT_CHECK(int64_t(cache.rows.size()) == B && int64_t(cache.pasts.size()) == B,
+             "SelfAttention: continuous batching reads positions of each of ", cache.rows.size(),
+             " rows, got ", q.describe());
     Tensor out = backend_->empty(q.shape(), q.dtype());
     for (int64_t b = 0; b < B; ++b) {
         Tensor row_out = out.slice(0, b, b + 1);
         store_and_attend(q.slice(0, b, b + 1), k.slice(0, b, b + 1), v.slice(0, b, b + 1),
                          KvSlot{cache.rows[size_t(b)], cache.pasts[size_t(b)]}, Tensor(), row_out);
     }
-    return proj_.forward(out.view({B, 1, nq_ * hd_}), nullptr);
+    return proj_.forward(out.view({B, T, nq_ * hd_}), nullptr);
 }
 
 void SelfAttention::store_and_attend(const Tensor& q, const Tensor& k, const Tensor& v,

@@ -66,8 +66,8 @@ Tensor TransformerBlock::forward_cached(const Tensor& x, InferenceState* state,
 
 Tensor TransformerBlock::forward_rows(const Tensor& x,
                                       std::span<InferenceState* const> states) const {
-    MT_CHECK(x.dim() == 3 && x.size(0) == int64_t(states.size()) && x.size(1) == 1,
-             "TransformerBlock: continuous batching decodes one token of each of ", states.size(),
+    MT_CHECK(x.dim() == 3 && x.size(0) == int64_t(states.size()),
+             "TransformerBlock: continuous batching reads tokens of each of ", states.size(),
              " rows, got ", x.describe());
     std::vector<int64_t> pasts;
     for (InferenceState* state : states) {

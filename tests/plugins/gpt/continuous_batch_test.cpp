@@ -122,8 +122,8 @@ TEST(ContinuousBatch, RequestsJoiningARunningBatchGetWhatTheyGetAlone) {
         ASSERT_TRUE(model.can_decode_rows()) << name;
         const infer::GenerationTokens ids{0, 50, {}, {}, {}};
         const std::vector<Case> all = cases();
-        // At most 3 at once, prompts read 4 tokens a step, one request joining per step.
-        infer::ContinuousBatch batch(model, ids, 3, 4);
+        // At most 3 at once, 8 prompt tokens a step, one request joining per step.
+        infer::ContinuousBatch batch(model, ids, 3, 8);
         std::vector<std::optional<infer::GenerationResult>> got(all.size());
         std::vector<size_t> joined_at(all.size()), left_at(all.size());
         std::deque<size_t> waiting;
@@ -161,6 +161,71 @@ TEST(ContinuousBatch, RequestsJoiningARunningBatchGetWhatTheyGetAlone) {
         // The first request was still generating when the third joined.
         EXPECT_GT(left_at[0], joined_at[2]) << name;
     }
+}
+
+// A model that records the shape of each decode_rows call and hands it on.
+class RecordingModel final : public Model {
+  public:
+    explicit RecordingModel(Model& inner) : inner_(inner) {}
+    std::vector<nn::Parameter*> parameters() override { return inner_.parameters(); }
+    void initialize(uint64_t) override {}
+    Losses forward(const Batch&, nn::DropoutContext&, std::unique_ptr<Activations>*) override {
+        return {};
+    }
+    void backward(const std::vector<Tensor>&, const Activations&) override {}
+    double training_flops(int64_t) const override { return 0; }
+    int64_t max_positions() const override { return inner_.max_positions(); }
+    std::unique_ptr<nn::InferenceState> make_inference_state(int64_t batch,
+                                                             int64_t capacity) const override {
+        return inner_.make_inference_state(batch, capacity);
+    }
+    Tensor logits(const Tensor& tokens, nn::InferenceState* state, int64_t keep_last) override {
+        return inner_.logits(tokens, state, keep_last);
+    }
+    bool can_decode_rows() const override { return inner_.can_decode_rows(); }
+    Tensor decode_rows(const Tensor& tokens, std::span<nn::InferenceState* const> states,
+                       int64_t keep_last) override {
+        calls.push_back({tokens.size(0), tokens.size(1)});
+        return inner_.decode_rows(tokens, states, keep_last);
+    }
+    std::vector<std::pair<int64_t, int64_t>> calls;  // [B, T] of each decode_rows
+
+  private:
+    Model& inner_;
+};
+
+TEST(ContinuousBatch, PromptsThatArriveTogetherAreReadInOnePassWithinTheBudget) {
+    GptModel gpt(nn::read_transformer_args(llama_args()));
+    gpt.initialize(7);
+    RecordingModel model(gpt);
+    const infer::GenerationTokens ids{0, 50, {}, {}, {}};
+    infer::SamplingParams greedy;
+    greedy.top_k = 1;
+    const std::vector<Case> requests{{{5, 6, 7, 8, 9, 10}, 3, greedy, 0, false},
+                                     {{11, 12, 13, 14, 15, 16}, 3, greedy, 0, true},
+                                     {{1, 2, 3, 4, 5, 6, 7, 8, 9}, 3, greedy, 0, false}};
+    infer::ContinuousBatch batch(model, ids, 4, 16);  // 16 prompt tokens a step
+    std::vector<infer::GenerationResult> got(requests.size());
+    for (size_t i = 0; i < requests.size(); ++i) {
+        infer::SequenceRequest r;
+        r.prompt = requests[i].prompt;
+        r.max_tokens = requests[i].max_tokens;
+        r.sampling = greedy;
+        r.prompt_log_probs = requests[i].echo;
+        r.top_n_log_probs = 2;
+        r.on_done = [&, i](infer::GenerationResult out) { got[i] = std::move(out); };
+        batch.add(std::move(r));
+    }
+    while (!batch.idle()) batch.step();
+    // Step 1: the two 6-token prompts in one pass (the 9-token one would pass the budget), then
+    // their first decoding step; step 2: the third prompt, then a step of all three.
+    ASSERT_GE(model.calls.size(), 4u);
+    EXPECT_EQ(model.calls[0], (std::pair<int64_t, int64_t>{2, 6}));
+    EXPECT_EQ(model.calls[1], (std::pair<int64_t, int64_t>{2, 1}));
+    EXPECT_EQ(model.calls[2], (std::pair<int64_t, int64_t>{1, 9}));
+    EXPECT_EQ(model.calls[3], (std::pair<int64_t, int64_t>{3, 1}));
+    for (size_t i = 0; i < requests.size(); ++i)
+        expect_same(got[i], alone(gpt, requests[i], ids), "request " + std::to_string(i));
 }
 
 TEST(ContinuousBatch, ASequenceEndsWhereItsCallerSaysAndAtTheEndOfDocument) {

@@ -1,12 +1,12 @@
 // Continuous batching, as Megatron core's dynamic inference engine does it on a CPU's scale:
-// requests join a running batch between steps. A step reads one chunk of the prompt of the
-// oldest request still reading its prompt (chunked prefill: a long prompt holds the others'
-// decoding up for one chunk at a time), then decodes one token of every generating request in
-// one batch (Model::decode_rows). Each request keeps its own inference state (keys and values
-// for its prompt + max_tokens positions, allocated on admission and touched as they fill: the
-// memory follows the positions used, as a paged cache's does) and its own random stream, so it
-// gets what infer::generate gives it alone: the same tokens, and log-probs up to the last bits
-// (a batch's products sum in another order).
+// requests join a running batch between steps. A step reads a chunk of the prompts still being
+// read, up to a budget of tokens (chunked prefill: a long prompt holds the others' decoding up
+// for one chunk at a time; prompts that arrived together are read in one pass), then decodes
+// one token of every generating request in one batch (Model::decode_rows). Each request keeps its
+// own inference state (keys and values for its prompt + max_tokens positions, allocated on
+// admission and touched as they fill: the memory follows the positions used, as a paged cache's
+// does) and its own random stream, so it gets what infer::generate gives it alone: the same tokens,
+// and log-probs up to the last bits (a batch's products sum in another order).
 #pragma once
 
 #include <cstddef>
@@ -44,9 +44,9 @@ struct SequenceRequest {
 class MT_API ContinuousBatch {
   public:
     // model.can_decode_rows() must hold. At most `max_active` sequences run at once (Megatron's
-    // --inference-max-requests); a prompt is read `prefill_chunk` tokens per step.
+    // --inference-max-requests); a step reads at most `prefill_tokens` prompt tokens.
     ContinuousBatch(Model& model, const GenerationTokens& ids, size_t max_active,
-                    int64_t prefill_chunk);
+                    int64_t prefill_tokens);
     ~ContinuousBatch();
 
     // mt::Error for a request generate() refuses (an empty prompt, too long for the model's
@@ -66,7 +66,9 @@ class MT_API ContinuousBatch {
   private:
     struct Sequence;
 
-    void prefill(Sequence& s);
+    // One pass over prompt chunks of the sequences still reading theirs (a score-only one alone).
+    void prefill();
+    void score(Sequence& s);
     void decode();
     // The row x's sample for s at its next position: recorded, announced, checked for the end.
     void take(Sequence& s, std::span<float> x);
@@ -75,7 +77,7 @@ class MT_API ContinuousBatch {
     Model& model_;
     GenerationTokens ids_;
     size_t max_active_;
-    int64_t prefill_chunk_;
+    int64_t prefill_tokens_;
     std::deque<std::unique_ptr<Sequence>> sequences_;  // in arrival order
 };
 

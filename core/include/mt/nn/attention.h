@@ -37,8 +37,8 @@ struct KvState final : SublayerState {
 struct KvSlot {
     KvState* layer = nullptr;  // null: no cache (training, scoring)
     int64_t past = 0;
-    // Instead of one layer: a decoding step of continuous batching, row b's one new token going
-    // to rows[b] at position pasts[b] (each a batch-1 state of its own request).
+    // Instead of one layer: a step of continuous batching, row b's new tokens going to rows[b]
+    // from position pasts[b] on (each a batch-1 state of its own request).
     std::span<KvState* const> rows = {};
     std::span<const int64_t> pasts = {};
 

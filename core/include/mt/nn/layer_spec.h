@@ -34,8 +34,8 @@ struct SublayerContext {
     SublayerState* state = nullptr;  // null: no inference state (training, scoring)
     int64_t past = 0;
     const EncoderContext* encoder = nullptr;  // null: no encoder (GPT, BERT, an encoder)
-    // A decoding step of continuous batching (state null): row b of x is one new token of its own
-    // request, whose state is rows[b], holding row_pasts[b] positions; empty otherwise.
+    // A step of continuous batching (state null): row b of x holds new tokens of its own request,
+    // whose state is rows[b], holding row_pasts[b] positions; empty otherwise.
     std::span<SublayerState* const> rows = {};
     std::span<const int64_t> row_pasts = {};
 };
@@ -64,9 +64,9 @@ class MT_API Sublayer {
         (void)capacity;
         return nullptr;
     }
-    // Whether forward reads SublayerContext::rows: one token for each of rows whose states hold
-    // different numbers of positions (continuous batching). A sublayer that keeps no state
-    // needs nothing for it.
+    // Whether forward reads SublayerContext::rows: tokens of rows whose states hold different
+    // numbers of positions (continuous batching). A sublayer that keeps no state and treats
+    // each token alone needs nothing for it.
     virtual bool decodes_rows() const = 0;
 };
 

@@ -65,9 +65,8 @@ class MT_API TransformerBlock {
     Tensor forward_cached(const Tensor& x, InferenceState* state,
                           const EncoderContext* encoder = nullptr,
                           const Tensor& attention_bias = {}) const;
-    // A decoding step of continuous batching: row b of x (B, 1, H) is one new token of the
-    // request whose state is states[b] (a batch-1 state at its own length). Does not advance
-    // the states.
+    // A step of continuous batching: row b of x (B, T, H) holds T new tokens of the request whose
+    // state is states[b] (a batch-1 state at its own length). Does not advance the states.
     Tensor forward_rows(const Tensor& x, std::span<InferenceState* const> states) const;
     // Whether forward_rows can run this block (every layer's sublayers decode rows).
     bool decodes_rows() const;
