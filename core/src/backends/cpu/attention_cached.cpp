@@ -1,5 +1,6 @@
 // CPU traversal of inference attention over a KV cache: one OpenMP task per (batch, head,
-// query); each scores its visible keys, takes a stable softmax and sums the values. Decoding
+// query); each scores its visible keys, takes a stable softmax and sums the values (an f32
+// cache through the vector kernels of key_value_rows.h, in runs of consecutive slots). Decoding
 // reads one query per head, so the work is the cache read and the loops stay simple. A bf16
 // cache is read as it is, widened key by key (a step's queries and output go through f32): a
 // widened copy of the whole cache at every step and layer cost more than the attention.
@@ -9,6 +10,7 @@
 
 #include "cpu_backend.h"
 #include "half_as_float.h"
+#include "key_value_rows.h"
 #include "lane_dot.h"
 #include "mt/kernels/hd.h"
 #include "op_support.h"
@@ -34,6 +36,8 @@ void cached(const T* q, const S* kc, const S* vc, const T* bias, const T* sink, 
             int64_t Tq, int64_t nq, int64_t ng, int64_t hd, int64_t C, int64_t past, int64_t window,
             T scale) {
     using E = Element<S>;
+    // An f32 cache with f32 queries: the vector kernels of key_value_rows.h.
+    constexpr bool kF32 = std::is_same_v<T, float> && std::is_same_v<S, float>;
     const int64_t per_group = nq / ng, tasks = B * nq * Tq;
 #pragma omp parallel if (tasks * (past + Tq) * hd >= kParallelMin)
     {
@@ -49,9 +53,20 @@ void cached(const T* q, const S* kc, const S* vc, const T* bias, const T* sink, 
             const T* bias_row = bias ? bias + (h * Tq + t) * (past + Tq) + first : nullptr;
             // Key first + s sits at slot (first + s) % C: the slots run on, wrapping once.
             const auto next = [C](int64_t slot) { return slot + 1 == C ? 0 : slot + 1; };
-            for (int64_t s = 0, slot = first % C; s < keys; ++s, slot = next(slot)) {
-                p[size_t(s)] = scale * lane_dot(qr, kc + ((b * C + slot) * ng + g) * hd, hd);
-                if (bias_row) p[size_t(s)] += bias_row[s];
+            if constexpr (kF32) {  // in runs of slots, through the vector kernels
+                for (int64_t s = 0, slot = first % C; s < keys; slot = 0) {
+                    const int64_t run = std::min(keys - s, C - slot);
+                    key_dots(qr, kc + ((b * C + slot) * ng + g) * hd, ng * hd, run, hd, scale,
+                             p.data() + s);
+                    s += run;
+                }
+                if (bias_row)
+                    for (int64_t s = 0; s < keys; ++s) p[size_t(s)] += bias_row[s];
+            } else {
+                for (int64_t s = 0, slot = first % C; s < keys; ++s, slot = next(slot)) {
+                    p[size_t(s)] = scale * lane_dot(qr, kc + ((b * C + slot) * ng + g) * hd, hd);
+                    if (bias_row) p[size_t(s)] += bias_row[s];
+                }
             }
             // An attention sink joins the softmax as one more logit with no value.
             const T m = std::max(lane_max(p.data(), keys, k::neg_inf<T>()),
@@ -63,6 +78,16 @@ void cached(const T* q, const S* kc, const S* vc, const T* bias, const T* sink, 
                 for (int64_t s = 0; s < keys; ++s) l += p[size_t(s)] = k::exp(p[size_t(s)] - m);
             T* o = out + ((b * Tq + t) * nq + h) * hd;
             std::fill(o, o + hd, T(0));
+            if constexpr (kF32) {
+                for (int64_t s = 0; s < keys; ++s) p[size_t(s)] /= l;
+                for (int64_t s = 0, slot = first % C; s < keys; slot = 0) {
+                    const int64_t run = std::min(keys - s, C - slot);
+                    weighted_values(p.data() + s, vc + ((b * C + slot) * ng + g) * hd, ng * hd, run,
+                                    hd, o);
+                    s += run;
+                }
+                continue;
+            }
             for (int64_t s = 0, slot = first % C; s < keys; ++s, slot = next(slot)) {
                 const T w = p[size_t(s)] / l;
                 const S* vr = vc + ((b * C + slot) * ng + g) * hd;
