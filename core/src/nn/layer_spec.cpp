@@ -7,6 +7,23 @@
 
 namespace mt::nn {
 
+Tensor each_row(
+    const Tensor& x, const SublayerContext& in, Backend& backend,
+    const std::function<Tensor(const Tensor& row, SublayerState* state, int64_t past)>& one) {
+    const int64_t B = x.size(0);
+    MT_CHECK(int64_t(in.rows.size()) == B && int64_t(in.row_pasts.size()) == B,
+             "continuous batching: ", in.rows.size(), " row states for ", B, " rows");
+    Tensor out;
+    for (int64_t b = 0; b < B; ++b) {
+        const Tensor y = one(backend.contiguous(x.slice(0, b, b + 1)), in.rows[size_t(b)],
+                             in.row_pasts[size_t(b)]);
+        if (!out.defined()) out = backend.empty({B, y.size(1), y.size(2)}, y.dtype());
+        Tensor to = out.slice(0, b, b + 1);
+        backend.copy(y, to);
+    }
+    return out;
+}
+
 namespace {
 
 class SelfAttentionSublayer final : public Sublayer {
@@ -64,10 +81,16 @@ class MlaSublayer final : public Sublayer {
     };
 
     MlaSublayer(const std::string& prefix, const TransformerConfig& config, Backend& backend)
-        : attention_(join_name(prefix, "self_attention"), config, backend) {}
+        : attention_(join_name(prefix, "self_attention"), config, backend), backend_(backend) {}
 
     Tensor forward(const Tensor& x, DropoutContext& ctx, std::unique_ptr<ModuleState>* saved,
                    bool keep_input, const SublayerContext& in) const override {
+        if (!in.rows.empty())
+            return each_row(x, in, backend_,
+                            [&](const Tensor& row, SublayerState* s, int64_t past) {
+                                return attention_.forward(row, ctx, nullptr, in.mask,
+                                                          static_cast<MlaState*>(s), past);
+                            });
         auto* cache = static_cast<MlaState*>(in.state);
         if (!saved) return attention_.forward(x, ctx, nullptr, in.mask, cache, in.past);
         auto state = std::make_unique<State>();
@@ -90,10 +113,11 @@ class MlaSublayer final : public Sublayer {
     std::unique_ptr<SublayerState> make_state(int64_t batch, int64_t capacity) const override {
         return attention_.make_state(batch, capacity);
     }
-    bool decodes_rows() const override { return false; }  // not supported yet
+    bool decodes_rows() const override { return true; }  // one row at a time
 
   private:
     MultiLatentAttention attention_;
+    Backend& backend_;
 };
 
 class DenseMlpSublayer final : public Sublayer {

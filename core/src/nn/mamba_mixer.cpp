@@ -204,11 +204,16 @@ class MambaSublayer final : public Sublayer {
     };
 
     MambaSublayer(const std::string& prefix, const TransformerConfig& config, Backend& backend)
-        : mixer_(prefix, config, backend) {}
+        : mixer_(prefix, config, backend), backend_(backend) {}
 
     Tensor forward(const Tensor& x, DropoutContext& /*ctx: no noise of its own*/,
                    std::unique_ptr<ModuleState>* saved, bool keep_input,
                    const SublayerContext& in) const override {
+        if (!in.rows.empty())
+            return each_row(
+                x, in, backend_, [&](const Tensor& row, SublayerState* s, int64_t past) {
+                    return mixer_.forward(row, nullptr, static_cast<MambaState*>(s), past);
+                });
         auto* state = static_cast<MambaState*>(in.state);
         if (!saved) return mixer_.forward(x, nullptr, state, in.past);
         auto kept = std::make_unique<State>();
@@ -230,10 +235,11 @@ class MambaSublayer final : public Sublayer {
     std::unique_ptr<SublayerState> make_state(int64_t batch, int64_t capacity) const override {
         return mixer_.make_state(batch, capacity);
     }
-    bool decodes_rows() const override { return false; }  // not supported yet
+    bool decodes_rows() const override { return true; }  // one row at a time
 
   private:
     MambaMixer mixer_;
+    Backend& backend_;
 };
 
 }  // namespace

@@ -429,24 +429,30 @@ bool GptModel::can_decode_rows() const {
     return pp_->size() == 1 && !cp_.active() && decoder_.decodes_rows();
 }
 
-Tensor GptModel::decode_rows(const Tensor& tokens, std::span<nn::InferenceState* const> states) {
+Tensor GptModel::decode_rows(const Tensor& tokens, std::span<nn::InferenceState* const> states,
+                             int64_t keep_last) {
     MT_CHECK(can_decode_rows(),
              "not supported yet: continuous batching with pipeline or context parallelism, or "
-             "of Mamba, multi-latent attention or capacity-bound MoE layers");
-    MT_CHECK(tokens.dim() == 1 && tokens.size(0) == int64_t(states.size()) && !states.empty(),
-             "GptModel: decode_rows takes one token for each of ", states.size(), " states, got ",
+             "of MoE layers with --moe-expert-capacity-factor");
+    MT_CHECK(tokens.dim() == 2 && tokens.size(0) == int64_t(states.size()) && !states.empty() &&
+                 tokens.size(1) > 0,
+             "GptModel: decode_rows takes tokens for each of ", states.size(), " states, got ",
              tokens.describe());
-    const int64_t B = tokens.size(0);
-    Tensor positions;  // each row at its own position
+    const int64_t B = tokens.size(0), T = tokens.size(1);
+    MT_CHECK(keep_last >= 0 && keep_last <= T, "GptModel: keep_last ", keep_last, " is not in [0, ",
+             T, "]");
+    Tensor positions;  // each row from its own position
     if (config_.position_embedding == nn::PositionEmbedding::learned_absolute) {
         std::vector<int64_t> at;
-        for (nn::InferenceState* state : states) at.push_back(state->length());
-        positions = host_tensor(std::move(at), {B, 1});
+        for (nn::InferenceState* state : states)
+            for (int64_t t = 0; t < T; ++t) at.push_back(state->length() + t);
+        positions = host_tensor(std::move(at), {B, T});
     }
     nn::DropoutContext no_dropout{false, 0, 0};
-    Tensor h = embedding_->forward(tokens.view({B, 1}), no_dropout, nullptr, positions);
+    Tensor h = embedding_->forward(tokens, no_dropout, nullptr, positions);
     h = decoder_.forward_rows(h, states);
-    for (nn::InferenceState* state : states) state->advance(1);
+    for (nn::InferenceState* state : states) state->advance(T);
+    if (keep_last > 0 && keep_last < T) h = h.slice(1, T - keep_last, T);
     return backend_->cast_to(output_->logits(h), nn::upcast_dtype(dtype_));
 }
 

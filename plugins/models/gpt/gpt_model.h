@@ -77,10 +77,11 @@ class GptModel final : public Model {
     // its state, not those of the whole prompt.
     Tensor logits(const Tensor& tokens, nn::InferenceState* state, int64_t keep_last) override;
     static constexpr int64_t kPrefillPiece = 1024;
-    // Without pipeline or context parallelism and with layers that decode rows (attention and
-    // dropless MLPs: not Mamba, multi-latent attention or capacity-bound MoE yet).
+    // Without pipeline or context parallelism and with layers that decode rows (all but MoE
+    // layers with an expert capacity, whose dropped tokens depend on the batch).
     bool can_decode_rows() const override;
-    Tensor decode_rows(const Tensor& tokens, std::span<nn::InferenceState* const> states) override;
+    Tensor decode_rows(const Tensor& tokens, std::span<nn::InferenceState* const> states,
+                       int64_t keep_last) override;
     std::unique_ptr<nn::InferenceState> make_inference_state(int64_t batch,
                                                              int64_t capacity) const override;
     int64_t max_positions() const override { return config_.max_position_embeddings; }

@@ -1,14 +1,15 @@
 // Continuous batching on real GPT models (learned positions, rope with grouped queries, Gemma's
-// windows and sandwich norms, dropless MoE): requests that join a running batch at different
-// steps, their prompts read in chunks, get what infer::generate gives each alone — the same
-// tokens (greedy and seeded sampling) and log-probs to the last bits (a batch's products sum in
-// another order).
+// windows and sandwich norms, dropless MoE, multi-latent attention, Mamba layers): requests that
+// join a running batch at different steps, their prompts read in chunks, get what infer::generate
+// gives each alone — the same tokens (greedy and seeded sampling) and log-probs to the last bits (a
+// batch's products sum in another order).
 #include <gtest/gtest.h>
 
 #include <deque>
 #include <optional>
 
 #include "gpt_model.h"
+#include "hybrid_args.h"
 #include "mt/infer/continuous_batch.h"
 #include "mt/infer/generator.h"
 #include "test_support.h"
@@ -52,6 +53,40 @@ ModelArgs gemma_args() {  // a window of 3 on the first and third layers
     a["scale-embeddings"] = "";
     a["qk-layernorm"] = "";
     return a;
+}
+
+ModelArgs mla_args() {  // DeepSeek's multi-latent attention with q-lora and rope parts
+    ModelArgs a = llama_args();
+    a.erase("group-query-attention");
+    a.erase("num-query-groups");
+    for (auto [k, v] : {std::pair{"multi-latent-attention", ""},
+                        {"q-lora-rank", "6"},
+                        {"kv-lora-rank", "5"},
+                        {"qk-head-dim", "4"},
+                        {"qk-pos-emb-head-dim", "4"},
+                        {"v-head-dim", "3"}})
+        a[k] = v;
+    return a;
+}
+
+ModelArgs hybrid_args() {  // a Mamba layer, attention, a Mamba layer, an MLP
+    ModelArgs a = llama_args();
+    a["num-layers"] = "4";
+    a["position-embedding-type"] = "none";
+    for (auto [k, v] : {std::pair{"hybrid-layer-pattern", "M*M-"},
+                        {"mamba-state-dim", "8"},
+                        {"mamba-head-dim", "4"},
+                        {"mamba-num-groups", "2"},
+                        {"is-hybrid-model", ""}})
+        a[k] = v;
+    return a;
+}
+
+std::unique_ptr<GptModel> build(const ModelArgs& args) {
+    const nn::TransformerArgs config = nn::read_transformer_args(args);
+    if (!args.contains("is-hybrid-model")) return std::make_unique<GptModel>(config);
+    return std::make_unique<GptModel>(config, single_process_context(), DType::f32,
+                                      read_hybrid_args(args, config.num_layers));
 }
 
 ModelArgs moe_args() {
@@ -116,8 +151,11 @@ TEST(ContinuousBatch, RequestsJoiningARunningBatchGetWhatTheyGetAlone) {
     for (const auto& [name, args] : {std::pair{"gpt2", base_args()},
                                      {"llama", llama_args()},
                                      {"gemma", gemma_args()},
-                                     {"moe", moe_args()}}) {
-        GptModel model(nn::read_transformer_args(args));
+                                     {"moe", moe_args()},
+                                     {"mla", mla_args()},
+                                     {"hybrid", hybrid_args()}}) {
+        std::unique_ptr<GptModel> built = build(args);
+        GptModel& model = *built;
         model.initialize(7);
         ASSERT_TRUE(model.can_decode_rows()) << name;
         const infer::GenerationTokens ids{0, 50, {}, {}, {}};

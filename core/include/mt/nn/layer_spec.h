@@ -70,6 +70,13 @@ class MT_API Sublayer {
     virtual bool decodes_rows() const = 0;
 };
 
+// Continuous batching for a sublayer whose state has no per-row positions of its own (a Mamba
+// mixer, multi-latent attention): row b of x through `one` alone, with its state rows[b] at
+// row_pasts[b], the outputs stacked (each row gets what it gets in a batch of its own).
+MT_API Tensor
+each_row(const Tensor& x, const SublayerContext& in, Backend& backend,
+         const std::function<Tensor(const Tensor& row, SublayerState* state, int64_t past)>& one);
+
 // One sublayer of a layer spec: how to build it under the layer's prefix ("decoder.layers.3")
 // and the names of the norm before it.
 struct SublayerSpec {
