@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "api_test_support.h"
@@ -184,6 +185,18 @@ TEST_F(ParallelInference, RestServerOnRankZeroAnswersAsOneProcess) {
                 << layout;
             EXPECT_EQ(streamed(server.port()), alone_streamed) << layout;
         }
+        // Concurrent clients (under tensor parallelism a continuous batch: each request's
+        // state has a twin on the follower) each get what they get alone.
+        std::vector<std::string> together(4), streams(2);
+        std::vector<std::thread> clients;
+        for (size_t i = 0; i < together.size(); ++i)
+            clients.emplace_back([&, i] { together[i] = complete(server.port()); });
+        for (size_t i = 0; i < streams.size(); ++i)
+            clients.emplace_back([&, i] { streams[i] = streamed(server.port()); });
+        for (auto& t : clients) t.join();
+        for (const std::string& answer : together)
+            EXPECT_TRUE(mt::test::json_near(answer, alone_completion, 1e-5)) << layout;
+        for (const std::string& text : streams) EXPECT_EQ(text, alone_streamed) << layout;
         auto bad =
             mt::test::put_api(server.port(), R"({"prompts": ["1"], "top_k": 2, "top_p": 0.5})");
         ASSERT_TRUE(bad);

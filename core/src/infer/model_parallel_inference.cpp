@@ -14,11 +14,13 @@ namespace mt::infer {
 namespace {
 
 // What the leader broadcasts before each call: the call and its arguments.
-enum class Call : int64_t { stop, make_inference_state, logits, encode };
+enum class Call : int64_t { stop, make_inference_state, logits, encode, decode_rows, release };
 struct Command {
     Call call = Call::stop;
-    // make_inference_state: batch, capacity; logits: tokens' rows and columns, keep_last, cached;
-    // encode (into the latest state): tokens' rows and columns, whether they are i32 (else i64).
+    // make_inference_state: batch, capacity, its number; logits: tokens' rows and columns,
+    // keep_last, the state's number (-1: none); encode: tokens' rows and columns, whether they
+    // are i32 (else i64), the state's number; decode_rows: tokens' rows and columns, keep_last
+    // (the rows' state numbers follow the tokens); release: the state's number.
     std::array<int64_t, 4> args{};
 };
 
@@ -50,28 +52,49 @@ ModelParallelLeader::~ModelParallelLeader() {
     }
 }
 
+int64_t ModelParallelLeader::twin(const nn::InferenceState* state) const {
+    const auto it = twins_.find(state);
+    MT_CHECK(it != twins_.end(),
+             "model-parallel inference: an inference state this leader did not make");
+    return it->second;
+}
+
 Tensor ModelParallelLeader::logits(const Tensor& tokens, nn::InferenceState* cache,
                                    int64_t keep_last) {
     MT_CHECK(tokens.dim() == 2 && tokens.dtype() == DType::i64,
              "model-parallel logits: tokens must be i64 [B, T], got ", tokens.describe());
-    MT_CHECK(!cache || cache == cache_,
-             "model-parallel inference keeps one KV cache at a time: the latest made");
-    Command c{Call::logits, {tokens.size(0), tokens.size(1), keep_last, cache ? 1 : 0}};
+    Command c{Call::logits, {tokens.size(0), tokens.size(1), keep_last, cache ? twin(cache) : -1}};
     broadcast(group_, c);
     Tensor ids = tokens.contiguous();
     group_.broadcast(ids, kLeader);
     return local_.logits(ids, cache, keep_last);
 }
 
+Tensor ModelParallelLeader::decode_rows(const Tensor& tokens,
+                                        std::span<nn::InferenceState* const> states,
+                                        int64_t keep_last) {
+    MT_CHECK(tokens.dim() == 2 && tokens.dtype() == DType::i64 &&
+                 tokens.size(0) == int64_t(states.size()),
+             "model-parallel decode_rows: tokens must be i64 [B, T] for ", states.size(),
+             " states, got ", tokens.describe());
+    std::vector<int64_t> numbers;
+    for (const nn::InferenceState* state : states) numbers.push_back(twin(state));
+    Command c{Call::decode_rows, {tokens.size(0), tokens.size(1), keep_last, 0}};
+    broadcast(group_, c);
+    Tensor ids = tokens.contiguous(), which = host_tensor(std::move(numbers), {tokens.size(0)});
+    group_.broadcast(ids, kLeader);
+    group_.broadcast(which, kLeader);
+    return local_.decode_rows(ids, states, keep_last);
+}
+
 void ModelParallelLeader::encode(const Tensor& tokens, const Tensor& lengths,
                                  nn::InferenceState& state) {
-    MT_CHECK(&state == cache_,
-             "model-parallel inference keeps one KV cache at a time: the latest made");
     MT_CHECK(tokens.dim() == 2 && (tokens.dtype() == DType::i32 || tokens.dtype() == DType::i64) &&
                  lengths.dtype() == DType::i32 && lengths.shape() == Shape({tokens.size(0)}),
              "model-parallel encode: tokens i32/i64 [B, Te] and lengths i32 [B], got ",
              tokens.describe(), " and ", lengths.describe());
-    Command c{Call::encode, {tokens.size(0), tokens.size(1), tokens.dtype() == DType::i32, 0}};
+    Command c{Call::encode,
+              {tokens.size(0), tokens.size(1), tokens.dtype() == DType::i32, twin(&state)}};
     broadcast(group_, c);
     Tensor ids = tokens.contiguous(), counts = lengths.contiguous();
     group_.broadcast(ids, kLeader);
@@ -81,11 +104,20 @@ void ModelParallelLeader::encode(const Tensor& tokens, const Tensor& lengths,
 
 std::unique_ptr<nn::InferenceState> ModelParallelLeader::make_inference_state(
     int64_t batch, int64_t capacity) const {
-    Command c{Call::make_inference_state, {batch, capacity, 0, 0}};
+    const int64_t number = next_twin_++;
+    Command c{Call::make_inference_state, {batch, capacity, number, 0}};
     broadcast(group_, c);
-    auto cache = local_.make_inference_state(batch, capacity);
-    cache_ = cache.get();
-    return cache;
+    auto state = local_.make_inference_state(batch, capacity);
+    twins_[state.get()] = number;
+    state->on_release = [this, key = state.get(), number] {
+        twins_.erase(key);
+        try {
+            Command release{Call::release, {number, 0, 0, 0}};
+            broadcast(group_, release);
+        } catch (...) {  // the job is failing already: the tool aborts every rank
+        }
+    };
+    return state;
 }
 
 std::vector<nn::Parameter*> ModelParallelLeader::parameters() {
@@ -107,7 +139,13 @@ double ModelParallelLeader::training_flops(int64_t) const {
 
 void follow_leader(Model& local, Communicator& group) {
     MT_CHECK(group.rank() != kLeader, "rank 0 leads model-parallel inference");
-    std::unique_ptr<nn::InferenceState> cache;
+    std::unordered_map<int64_t, std::unique_ptr<nn::InferenceState>> twins;
+    const auto twin = [&](int64_t number) {
+        const auto it = twins.find(number);
+        MT_CHECK(it != twins.end(), "model-parallel inference: the leader named state ", number,
+                 ", which this rank does not hold");
+        return it->second.get();
+    };
     for (;;) {
         Command c;
         broadcast(group, c);
@@ -115,22 +153,36 @@ void follow_leader(Model& local, Communicator& group) {
             case Call::stop:
                 return;
             case Call::make_inference_state:
-                cache = local.make_inference_state(c.args[0], c.args[1]);
+                twins[c.args[2]] = local.make_inference_state(c.args[0], c.args[1]);
+                break;
+            case Call::release:
+                twins.erase(c.args[0]);
                 break;
             case Call::logits: {
                 Tensor ids = Tensor::empty({c.args[0], c.args[1]}, DType::i64);
                 group.broadcast(ids, kLeader);
-                local.logits(ids, c.args[3] ? cache.get() : nullptr, c.args[2]);
+                local.logits(ids, c.args[3] >= 0 ? twin(c.args[3]) : nullptr, c.args[2]);
+                break;
+            }
+            case Call::decode_rows: {
+                Tensor ids = Tensor::empty({c.args[0], c.args[1]}, DType::i64);
+                Tensor which = Tensor::empty({c.args[0]}, DType::i64);
+                group.broadcast(ids, kLeader);
+                group.broadcast(which, kLeader);
+                std::vector<nn::InferenceState*> states;
+                for (int64_t b = 0; b < c.args[0]; ++b)
+                    states.push_back(twin(which.data<int64_t>()[b]));
+                local.decode_rows(ids, states, c.args[2]);
                 break;
             }
             case Call::encode: {
-                MT_CHECK(cache != nullptr, "model-parallel encode before any inference state");
+                nn::InferenceState* state = twin(c.args[3]);
                 Tensor ids =
                     Tensor::empty({c.args[0], c.args[1]}, c.args[2] ? DType::i32 : DType::i64);
                 Tensor counts = Tensor::empty({c.args[0]}, DType::i32);
                 group.broadcast(ids, kLeader);
                 group.broadcast(counts, kLeader);
-                local.encode(ids, counts, *cache);
+                local.encode(ids, counts, *state);
                 break;
             }
             default:

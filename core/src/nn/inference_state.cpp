@@ -11,6 +11,10 @@ InferenceState::InferenceState(int64_t batch, int64_t capacity, std::vector<Laye
              ", capacity ", capacity, ")");
 }
 
+InferenceState::~InferenceState() {
+    if (on_release) on_release();
+}
+
 void InferenceState::advance(int64_t n) {
     MT_CHECK(n >= 0 && length_ + n <= capacity_, "InferenceState: ", length_, " + ", n,
              " positions exceed the capacity of ", capacity_);

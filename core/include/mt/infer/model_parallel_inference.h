@@ -2,12 +2,16 @@
 // generation server runs under torchrun): rank 0 leads: its tool (the REST server, the
 // prompts, the evaluation) calls a ModelParallelLeader like any model, and each call is
 // broadcast to the other ranks, which run follow_leader(): the same call on their own part of
-// the model, in step, until the leader goes. One KV cache at a time (a generation's).
+// the model, in step, until the leader goes. Each inference state the leader makes has a twin on
+// every follower (named by a number), dropped when the leader's goes, so a continuous batch's
+// requests keep theirs side by side.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
+#include <unordered_map>
 
 #include "mt/api.h"
 #include "mt/model.h"
@@ -30,11 +34,14 @@ class MT_API ModelParallelLeader final : public Model {
     ~ModelParallelLeader() override;
 
     Tensor logits(const Tensor& tokens, nn::InferenceState* cache, int64_t keep_last) override;
+    bool can_decode_rows() const override { return local_.can_decode_rows(); }
+    Tensor decode_rows(const Tensor& tokens, std::span<nn::InferenceState* const> states,
+                       int64_t keep_last) override;
     std::unique_ptr<nn::InferenceState> make_inference_state(int64_t batch,
                                                              int64_t capacity) const override;
     int64_t max_positions() const override { return local_.max_positions(); }
     bool has_encoder() const override { return local_.has_encoder(); }
-    // Encodes into the latest state made (the followers' twin of it too).
+    // Encodes into `state` (the followers' twin of it too).
     void encode(const Tensor& tokens, const Tensor& lengths, nn::InferenceState& state) override;
 
     // Training is not led: mt::Error.
@@ -46,10 +53,13 @@ class MT_API ModelParallelLeader final : public Model {
     double training_flops(int64_t samples) const override;
 
   private:
+    // The number the followers know `state` by (one this leader made and still holds).
+    int64_t twin(const nn::InferenceState* state) const;
+
     Model& local_;
     Communicator& group_;
-    mutable const nn::InferenceState* cache_ =
-        nullptr;  // the latest made: the followers hold its twin
+    mutable std::unordered_map<const nn::InferenceState*, int64_t> twins_;
+    mutable int64_t next_twin_ = 0;
 };
 
 // A follower's loop: runs each call the leader broadcasts on `local` until the leader stops.

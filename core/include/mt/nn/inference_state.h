@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -23,6 +24,9 @@ class MT_API InferenceState {
     using LayerStates = std::vector<std::unique_ptr<SublayerState>>;
 
     InferenceState(int64_t batch, int64_t capacity, std::vector<LayerStates> layers);
+    ~InferenceState();  // runs on_release
+    InferenceState(const InferenceState&) = delete;
+    InferenceState& operator=(const InferenceState&) = delete;
 
     int64_t batch() const { return batch_; }
     int64_t capacity() const { return capacity_; }
@@ -40,6 +44,8 @@ class MT_API InferenceState {
     // An encoder-decoder model's encoder output for these rows (Model::encode), which its
     // decoder's cross-attentions read at every step.
     EncoderContext encoder;
+    // Called when the state goes (a model-parallel leader's: its followers drop their twins).
+    std::function<void()> on_release;
 
   private:
     int64_t batch_, capacity_, length_ = 0;
