@@ -185,8 +185,8 @@ TEST_F(ParallelInference, RestServerOnRankZeroAnswersAsOneProcess) {
                 << layout;
             EXPECT_EQ(streamed(server.port()), alone_streamed) << layout;
         }
-        // Concurrent clients (under tensor parallelism a continuous batch: each request's
-        // state has a twin on the follower) each get what they get alone.
+        // Concurrent clients (a continuous batch: each request's state has a twin on the
+        // follower) each get what they get alone.
         std::vector<std::string> together(4), streams(2);
         std::vector<std::thread> clients;
         for (size_t i = 0; i < together.size(); ++i)

@@ -385,29 +385,37 @@ Tensor GptModel::piece_logits(const Tensor& tokens, nn::InferenceState* state, i
     // (The decoder checks that the state holds its layers.)
     MT_CHECK(!state || state->batch() == B, "GptModel: the inference state holds ", state->batch(),
              " rows, the batch has ", B);
-    // Pipeline stages (Megatron's inference forward_step): the first embeds, each passes its
-    // hidden states on, the last computes the logits and sends them back to the first, whose
-    // rank leads the generation; the others return nothing.
-    const bool first = stage_.first, last = stage_.last;
-    const int stage = pp_->rank(), stages = pp_->size();
-    Tensor h;
-    if (first) {
-        Tensor positions;
-        if (past > 0 && config_.position_embedding == nn::PositionEmbedding::learned_absolute) {
-            std::vector<int64_t> at(size_t(B * T));
-            for (int64_t i = 0; i < B * T; ++i) at[size_t(i)] = past + i % T;
-            positions = host_tensor(std::move(at), {B, T});
-        }
-        nn::DropoutContext no_dropout{false, 0, 0};
-        h = embedding_->forward(tokens, no_dropout, nullptr, positions);
-    } else {
-        h = Tensor::empty({B, T, config_.hidden_size}, dtype_);
-        pp_->recv(h, stage - 1);
+    Tensor positions;
+    if (past > 0 && config_.position_embedding == nn::PositionEmbedding::learned_absolute) {
+        std::vector<int64_t> at(size_t(B * T));
+        for (int64_t i = 0; i < B * T; ++i) at[size_t(i)] = past + i % T;
+        positions = host_tensor(std::move(at), {B, T});
     }
-    h = decoder_.forward_cached(h, state);
+    Tensor h = decoder_.forward_cached(stage_input(tokens, positions), state);
     if (state) state->advance(T);
+    return stage_logits(h, keep_last);
+}
+
+// Pipeline stages (Megatron's inference forward_step): the first embeds, each passes its hidden
+// states on, the last computes the logits and sends them back to the first, whose rank leads
+// the generation; the others return nothing.
+Tensor GptModel::stage_input(const Tensor& tokens, const Tensor& positions) {
+    const int64_t B = tokens.size(0), T = tokens.size(1);
+    if (stage_.first) {
+        nn::DropoutContext no_dropout{false, 0, 0};
+        return embedding_->forward(tokens, no_dropout, nullptr, positions);
+    }
+    Tensor h = Tensor::empty({B, T, config_.hidden_size}, dtype_);
+    pp_->recv(h, pp_->rank() - 1);
+    return h;
+}
+
+Tensor GptModel::stage_logits(Tensor h, int64_t keep_last) {
+    const int64_t B = h.size(0), T = h.size(1);
+    const bool first = stage_.first;
+    const int stage = pp_->rank(), stages = pp_->size();
     const int64_t kept = keep_last > 0 && keep_last < T ? keep_last : T;
-    if (!last) {
+    if (!stage_.last) {
         pp_->send(h.contiguous(), stage + 1);
         if (!first) return Tensor();
         Tensor logits =
@@ -426,14 +434,15 @@ Tensor GptModel::piece_logits(const Tensor& tokens, nn::InferenceState* state, i
 }
 
 bool GptModel::can_decode_rows() const {
-    return pp_->size() == 1 && !cp_.active() && decoder_.decodes_rows();
+    // (A pipeline stage answers for its own layers.)
+    return !cp_.active() && decoder_.decodes_rows();
 }
 
 Tensor GptModel::decode_rows(const Tensor& tokens, std::span<nn::InferenceState* const> states,
                              int64_t keep_last) {
     MT_CHECK(can_decode_rows(),
-             "not supported yet: continuous batching with pipeline or context parallelism, or "
-             "of MoE layers with --moe-expert-capacity-factor");
+             "not supported yet: continuous batching with context parallelism, or of MoE layers "
+             "with --moe-expert-capacity-factor");
     MT_CHECK(tokens.dim() == 2 && tokens.size(0) == int64_t(states.size()) && !states.empty() &&
                  tokens.size(1) > 0,
              "GptModel: decode_rows takes tokens for each of ", states.size(), " states, got ",
@@ -448,12 +457,9 @@ Tensor GptModel::decode_rows(const Tensor& tokens, std::span<nn::InferenceState*
             for (int64_t t = 0; t < T; ++t) at.push_back(state->length() + t);
         positions = host_tensor(std::move(at), {B, T});
     }
-    nn::DropoutContext no_dropout{false, 0, 0};
-    Tensor h = embedding_->forward(tokens, no_dropout, nullptr, positions);
-    h = decoder_.forward_rows(h, states);
+    Tensor h = decoder_.forward_rows(stage_input(tokens, positions), states);
     for (nn::InferenceState* state : states) state->advance(T);
-    if (keep_last > 0 && keep_last < T) h = h.slice(1, T - keep_last, T);
-    return backend_->cast_to(output_->logits(h), nn::upcast_dtype(dtype_));
+    return stage_logits(h, keep_last);
 }
 
 std::unique_ptr<nn::InferenceState> GptModel::make_inference_state(int64_t batch,

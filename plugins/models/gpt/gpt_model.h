@@ -77,8 +77,9 @@ class GptModel final : public Model {
     // its state, not those of the whole prompt.
     Tensor logits(const Tensor& tokens, nn::InferenceState* state, int64_t keep_last) override;
     static constexpr int64_t kPrefillPiece = 1024;
-    // Without pipeline or context parallelism and with layers that decode rows (all but MoE
-    // layers with an expert capacity, whose dropped tokens depend on the batch).
+    // Without context parallelism and with layers that decode rows (all but MoE layers with an
+    // expert capacity, whose dropped tokens depend on the batch); a pipeline stage passes the
+    // rows on as logits() passes a batch.
     bool can_decode_rows() const override;
     Tensor decode_rows(const Tensor& tokens, std::span<nn::InferenceState* const> states,
                        int64_t keep_last) override;
@@ -92,6 +93,12 @@ class GptModel final : public Model {
   private:
     // logits() of one piece.
     Tensor piece_logits(const Tensor& tokens, nn::InferenceState* state, int64_t keep_last);
+    // This stage's input: the first embeds the tokens (at `positions`, when defined), the
+    // others receive the hidden states (B, T, H) from the stage before.
+    Tensor stage_input(const Tensor& tokens, const Tensor& positions);
+    // After this stage's layers: hidden states on to the next stage, or the last keep_last
+    // positions' logits (0: all) back to the first; the first stage's rank returns them.
+    Tensor stage_logits(Tensor h, int64_t keep_last);
 
     nn::TransformerArgs config_;
     std::optional<HybridArgs> hybrid_;
