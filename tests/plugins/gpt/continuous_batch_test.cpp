@@ -13,64 +13,20 @@
 #include "mt/infer/continuous_batch.h"
 #include "mt/infer/generator.h"
 #include "test_support.h"
+#include "tiny_model_args.h"
 
 namespace mt::plugins::gpt {
 namespace {
 
-ModelArgs base_args() {
-    return {{"num-layers", "2"},
-            {"hidden-size", "16"},
-            {"num-attention-heads", "4"},
-            {"seq-length", "64"},
-            {"max-position-embeddings", "64"},
-            {"vocab-size", "50"},
-            {"make-vocab-size-divisible-by", "16"}};
-}
-
-ModelArgs llama_args() {
-    ModelArgs a = base_args();
-    a["normalization"] = "RMSNorm";
-    a["position-embedding-type"] = "rope";
-    a["swiglu"] = "";
-    a["ffn-hidden-size"] = "24";
-    a["group-query-attention"] = "";
-    a["num-query-groups"] = "2";
-    a["disable-bias-linear"] = "";
-    a["untie-embeddings-and-output-weights"] = "";
-    return a;
-}
-
-ModelArgs gemma_args() {  // a window of 3 on the first and third layers
-    ModelArgs a = llama_args();
-    a["num-layers"] = "3";
-    a["apply-layernorm-1p"] = "";
-    a["rotary-base-local"] = "10000";
-    a["window-size"] = "(3, 0)";
-    a["window-attn-skip-freq"] = "[1,0,1]";
-    a.erase("swiglu");
-    a["geglu"] = "";
-    a["post-sublayer-norm"] = "";
-    a["scale-embeddings"] = "";
-    a["qk-layernorm"] = "";
-    return a;
-}
-
-ModelArgs mla_args() {  // DeepSeek's multi-latent attention with q-lora and rope parts
-    ModelArgs a = llama_args();
-    a.erase("group-query-attention");
-    a.erase("num-query-groups");
-    for (auto [k, v] : {std::pair{"multi-latent-attention", ""},
-                        {"q-lora-rank", "6"},
-                        {"kv-lora-rank", "5"},
-                        {"qk-head-dim", "4"},
-                        {"qk-pos-emb-head-dim", "4"},
-                        {"v-head-dim", "3"}})
-        a[k] = v;
+// The tiny models with room for prompt + generation.
+ModelArgs roomy(ModelArgs a) {
+    a["seq-length"] = "64";
+    a["max-position-embeddings"] = "64";
     return a;
 }
 
 ModelArgs hybrid_args() {  // a Mamba layer, attention, a Mamba layer, an MLP
-    ModelArgs a = llama_args();
+    ModelArgs a = roomy(llama_args());
     a["num-layers"] = "4";
     a["position-embedding-type"] = "none";
     for (auto [k, v] : {std::pair{"hybrid-layer-pattern", "M*M-"},
@@ -90,7 +46,7 @@ std::unique_ptr<GptModel> build(const ModelArgs& args) {
 }
 
 ModelArgs moe_args() {
-    ModelArgs a = llama_args();
+    ModelArgs a = roomy(llama_args());
     a["num-experts"] = "4";
     a["moe-router-topk"] = "2";
     a["moe-ffn-hidden-size"] = "12";
@@ -148,11 +104,11 @@ void expect_same(const infer::GenerationResult& got, const infer::GenerationResu
 }
 
 TEST(ContinuousBatch, RequestsJoiningARunningBatchGetWhatTheyGetAlone) {
-    for (const auto& [name, args] : {std::pair{"gpt2", base_args()},
-                                     {"llama", llama_args()},
-                                     {"gemma", gemma_args()},
+    for (const auto& [name, args] : {std::pair{"gpt2", roomy(gpt2_args())},
+                                     {"llama", roomy(llama_args())},
+                                     {"gemma", roomy(gemma_args())},
                                      {"moe", moe_args()},
-                                     {"mla", mla_args()},
+                                     {"mla", roomy(mla_args())},
                                      {"hybrid", hybrid_args()}}) {
         std::unique_ptr<GptModel> built = build(args);
         GptModel& model = *built;
@@ -233,7 +189,7 @@ class RecordingModel final : public Model {
 };
 
 TEST(ContinuousBatch, PromptsThatArriveTogetherAreReadInOnePassWithinTheBudget) {
-    GptModel gpt(nn::read_transformer_args(llama_args()));
+    GptModel gpt(nn::read_transformer_args(roomy(llama_args())));
     gpt.initialize(7);
     RecordingModel model(gpt);
     const infer::GenerationTokens ids{0, 50, {}, {}, {}};
@@ -267,7 +223,7 @@ TEST(ContinuousBatch, PromptsThatArriveTogetherAreReadInOnePassWithinTheBudget) 
 }
 
 TEST(ContinuousBatch, ASequenceEndsWhereItsCallerSaysAndAtTheEndOfDocument) {
-    GptModel model(nn::read_transformer_args(llama_args()));
+    GptModel model(nn::read_transformer_args(roomy(llama_args())));
     model.initialize(7);
     infer::GenerationTokens ids{0, 50, {}, {}, {}};
     infer::SamplingParams greedy;
@@ -305,7 +261,7 @@ TEST(ContinuousBatch, ASequenceEndsWhereItsCallerSaysAndAtTheEndOfDocument) {
 }
 
 TEST(ContinuousBatch, RefusesWhatGenerateRefusesAndModelsThatCannotDecodeRows) {
-    GptModel model(nn::read_transformer_args(base_args()));
+    GptModel model(nn::read_transformer_args(roomy(gpt2_args())));
     model.initialize(7);
     infer::ContinuousBatch batch(model, {0, 50, {}, {}, {}}, 2, 8);
     infer::SequenceRequest r;

@@ -22,56 +22,10 @@
 #include "mt/registry.h"
 #include "register.h"
 #include "test_support.h"
+#include "tiny_model_args.h"
 
 namespace mt::plugins::gpt {
 namespace {
-
-ModelArgs gpt2_args() {
-    return {{"num-layers", "2"},
-            {"hidden-size", "16"},
-            {"num-attention-heads", "4"},
-            {"seq-length", "8"},
-            {"max-position-embeddings", "8"},
-            {"vocab-size", "50"},
-            {"make-vocab-size-divisible-by", "16"}};
-}
-
-ModelArgs llama_args() {
-    ModelArgs a = gpt2_args();
-    a["normalization"] = "RMSNorm";
-    a["position-embedding-type"] = "rope";
-    a["swiglu"] = "";
-    a["ffn-hidden-size"] = "24";
-    a["group-query-attention"] = "";
-    a["num-query-groups"] = "2";
-    a["disable-bias-linear"] = "";
-    a["untie-embeddings-and-output-weights"] = "";
-    return a;
-}
-
-// Gemma 3's layers (--geglu --post-sublayer-norm --scale-embeddings, zero-centred RMSNorm, q/k
-// norms, a window on the first layer with its own rope base, a softmax scale of its own).
-ModelArgs gemma_args() {
-    ModelArgs a = gpt2_args();
-    a["num-layers"] = "3";
-    a["normalization"] = "RMSNorm";
-    a["apply-layernorm-1p"] = "";
-    a["position-embedding-type"] = "rope";
-    a["rotary-base"] = "1000000";
-    a["rotary-base-local"] = "10000";
-    a["window-size"] = "(2, 0)";
-    a["window-attn-skip-freq"] = "[1,0,1]";
-    a["geglu"] = "";
-    a["post-sublayer-norm"] = "";
-    a["scale-embeddings"] = "";
-    a["qk-layernorm"] = "";
-    a["softmax-scale"] = "0.4";
-    a["ffn-hidden-size"] = "24";
-    a["group-query-attention"] = "";
-    a["num-query-groups"] = "2";
-    a["disable-bias-linear"] = "";
-    return a;
-}
 
 ModelArgs odd_args() {
     ModelArgs a = gpt2_args();
@@ -82,11 +36,6 @@ ModelArgs odd_args() {
     a["add-qkv-bias"] = "";
     a["position-embedding-type"] = "none";
     a["apply-layernorm-1p"] = "";
-    return a;
-}
-
-ModelArgs with(ModelArgs a, const std::string& key, const std::string& value) {
-    a[key] = value;
     return a;
 }
 
@@ -610,25 +559,6 @@ TEST(GptModel, MatchesPyTorchLlamaStyle) {
 // --- multi-latent attention (megatron-core's MLASelfAttention) -----------------------------
 
 // DeepSeek-V3's shape in small: q-lora, q/kv norms, YaRN with a scaling factor and mscales.
-ModelArgs mla_args() {
-    ModelArgs a = llama_args();
-    a.erase("group-query-attention");
-    a.erase("num-query-groups");
-    for (auto [k, v] : {std::pair{"multi-latent-attention", ""},
-                        {"q-lora-rank", "6"},
-                        {"kv-lora-rank", "5"},
-                        {"qk-head-dim", "4"},
-                        {"qk-pos-emb-head-dim", "4"},
-                        {"v-head-dim", "3"},
-                        {"qk-layernorm", ""},
-                        {"rotary-scaling-factor", "4"},
-                        {"mscale", "0.9"},
-                        {"mscale-all-dim", "0.7"},
-                        {"max-position-embeddings", "32"}})
-        a[k] = v;
-    return a;
-}
-
 // DeepSeek-V2-Lite's: no q-lora and no norms; GPT-2's LayerNorm, biases and learned positions,
 // a value head larger than the query head (the kernel pads the other way).
 ModelArgs mla_lite_args() {
