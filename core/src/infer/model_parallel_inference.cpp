@@ -45,6 +45,7 @@ ModelParallelLeader::ModelParallelLeader(Model& local, Communicator& group)
 }
 
 ModelParallelLeader::~ModelParallelLeader() {
+    for (auto& [state, number] : twins_) state->on_release = nullptr;
     try {
         Command stop;
         broadcast(group_, stop);
@@ -53,7 +54,7 @@ ModelParallelLeader::~ModelParallelLeader() {
 }
 
 int64_t ModelParallelLeader::twin(const nn::InferenceState* state) const {
-    const auto it = twins_.find(state);
+    const auto it = twins_.find(const_cast<nn::InferenceState*>(state));
     MT_CHECK(it != twins_.end(),
              "model-parallel inference: an inference state this leader did not make");
     return it->second;

@@ -30,7 +30,7 @@ class MT_API ModelParallelLeader final : public Model {
     // `local`: rank 0's part of the model; `group`: every rank holding a part (rank 0 of it
     // leads).
     ModelParallelLeader(Model& local, Communicator& group);
-    // Tells the followers to stop.
+    // Tells the followers to stop (states it made that outlive it then release nothing).
     ~ModelParallelLeader() override;
 
     Tensor logits(const Tensor& tokens, nn::InferenceState* cache, int64_t keep_last) override;
@@ -58,7 +58,7 @@ class MT_API ModelParallelLeader final : public Model {
 
     Model& local_;
     Communicator& group_;
-    mutable std::unordered_map<const nn::InferenceState*, int64_t> twins_;
+    mutable std::unordered_map<nn::InferenceState*, int64_t> twins_;
     mutable int64_t next_twin_ = 0;
 };
 
