@@ -7,10 +7,14 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <deque>
 #include <memory>
 #include <thread>
+
+#include <sys/wait.h>
 
 #include "api_test_support.h"
 #include "completion.h"
@@ -410,6 +414,29 @@ TEST_F(CompletionsServer, ConcurrentClientsGetWhatTheyGetAlone) {
     for (size_t i = 0; i < bodies.size(); ++i)  // log-probs to 1e-5, as in a batch
         EXPECT_TRUE(mt::test::json_near(together[i], alone[i], 1e-5)) << together[i] << "\n"
                                                                       << alone[i];
+}
+
+// Stopped while a continuous batch runs and requests wait (SIGTERM), the server exits cleanly:
+// the batch's requests, which hold connections, are dropped before the connections' io_context.
+TEST(CompletionsServerShutdown, StopsCleanlyWithRequestsInFlight) {
+    mt::test::ApiServerProcess server("--load " +
+                                      shell_quote(mt::test::fixtures_dir() / "hf" / "llama") +
+                                      " --tokenizer-type NullTokenizer --vocab-size 127");
+    ASSERT_GT(server.port(), 0);
+    std::atomic<int> answered{0};
+    std::vector<std::thread> clients;
+    for (int i = 0; i < 48; ++i)
+        clients.emplace_back([&, i] {
+            auto reply = mt::test::HttpClient(server.port())
+                             .request(verb::post, "/v1/completions",
+                                      R"({"prompt": [[)" + std::to_string(1 + i) +
+                                          R"(, 7]], "max_tokens": 28, "temperature": 0})");
+            if (reply && reply->status == 200) ++answered;
+        });
+    while (answered == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const int status = server.stop();
+    for (auto& t : clients) t.join();
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 TEST_F(CompletionsServer, AnswersErrorsModelsAndTokenizerPaths) {

@@ -62,6 +62,15 @@ class ApiRoutes {
                                                                        std::string body,
                                                                        const std::string& remote);
 
+    // Ends the continuous batch after its running step (the server is stopping).
+    void stop() {
+        if (engine_) engine_->stop();
+    }
+    // Once the worker has stopped: drops the batch's requests unanswered.
+    void drop_requests() {
+        if (engine_) engine_->drop_requests();
+    }
+
     // For the server's start line.
     static constexpr const char* kSummary =
         "PUT /api, POST /completions and /v1/completions, POST /v1/chat/completions, GET "

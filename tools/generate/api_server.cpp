@@ -412,9 +412,12 @@ void serve_api(TextGenerator& generator, const std::string& model_id, ChatPrompt
     std::fflush(stdout);
     listener.accept();
     io.run();
-    // Queued generations are dropped, the running one finishes.
+    // Queued generations are dropped, the running step finishes.
+    state.routes.stop();
     worker.stop();
     worker.join();
+    // The batch's requests hold connections, which must go while the io_context is there.
+    state.routes.drop_requests();
 }
 
 }  // namespace mt::generate_tool

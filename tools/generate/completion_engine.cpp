@@ -71,8 +71,14 @@ void CompletionEngine::queue(const CompletionRequest& r, Handlers handlers) {
     }
 }
 
+void CompletionEngine::drop_requests() {
+    std::lock_guard lock(mutex_);
+    queued_.clear();
+    batch_.clear();
+}
+
 void CompletionEngine::run() {
-    for (;;) {
+    while (!stopping_) {
         {
             std::lock_guard lock(mutex_);
             const auto now = std::chrono::steady_clock::now();

@@ -6,6 +6,7 @@
 // sequence ends, while the others go on.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -56,8 +57,12 @@ class CompletionEngine {
     // full; nothing is queued then.
     void queue(const CompletionRequest& request, Handlers handlers);
     // On the worker thread: steps the batch, taking in what is queued between steps, until
-    // nothing is queued or running.
+    // nothing is queued or running, or stop() was called.
     void run();
+    // Thread-safe: run() returns after its running step, now and ever after.
+    void stop() { stopping_ = true; }
+    // Not while run() runs: every queued and running request dropped unanswered.
+    void drop_requests();
 
   private:
     TextGenerator& generator_;
@@ -70,6 +75,7 @@ class CompletionEngine {
     std::chrono::milliseconds queue_timeout_;
     std::deque<Queued> queued_;
     uint64_t next_seed_;  // unseeded requests' streams
+    std::atomic<bool> stopping_{false};
 };
 
 }  // namespace mt::generate_tool

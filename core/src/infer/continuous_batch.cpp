@@ -52,6 +52,10 @@ ContinuousBatch::ContinuousBatch(Model& model, const GenerationTokens& ids, size
 
 ContinuousBatch::~ContinuousBatch() = default;
 
+void ContinuousBatch::clear() {
+    sequences_.clear();
+}
+
 void ContinuousBatch::check(const SequenceRequest& r) const {
     MT_CHECK(!r.prompt.empty(), "generation: prompt 0 has no tokens (empty prompts need add_BOS)");
     MT_CHECK(r.max_tokens >= 0, "generation: tokens_to_generate must be >= 0, got ", r.max_tokens);

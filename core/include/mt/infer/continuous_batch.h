@@ -57,6 +57,8 @@ class MT_API ContinuousBatch {
     bool has_room() const { return sequences_.size() < max_active_; }
     bool idle() const { return sequences_.empty(); }
     size_t active() const { return sequences_.size(); }
+    // Drops every sequence unanswered (a server that stops).
+    void clear();
 
     // One prefill chunk and one decoding step; the sequences that end are answered
     // (on_done) and leave. An error answers the sequences it concerns (on_error) and removes
