@@ -145,14 +145,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
                 asio::post(*state_.worker, std::move(step));
             return;
         }
-        asio::post(*state_.worker, [self = shared_from_this(), ex = stream_.get_executor(),
-                                    run = std::get<ApiJob>(std::move(routed))]() mutable {
-            ApiAnswer answer = run();
-            // The connection's last reference moves back to the I/O thread with the answer.
-            asio::post(ex, [self = std::move(self), answer = std::move(answer)]() mutable {
-                self->respond(std::move(answer));
-            });
-        });
+        asio::post(*state_.worker, [run = std::get<ApiJob>(std::move(routed)),
+                                    done = answer_sink()] { done(run()); });
     }
 
     // A streamed answer: the job's events are written as they come, in HTTP/1.1's chunked
