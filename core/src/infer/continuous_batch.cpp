@@ -57,9 +57,7 @@ void ContinuousBatch::clear() {
 }
 
 void ContinuousBatch::check(const SequenceRequest& r) const {
-    MT_CHECK(!r.prompt.empty(), "generation: prompt 0 has no tokens (empty prompts need add_BOS)");
-    MT_CHECK(r.max_tokens >= 0, "generation: tokens_to_generate must be >= 0, got ", r.max_tokens);
-    check_generation_length(model_, int64_t(r.prompt.size()), r.max_tokens);
+    check_prompts(model_, std::span(&r.prompt, 1), r.max_tokens);
     MT_CHECK(r.top_n_log_probs >= 0, "generation: top_n_log_probs (", r.top_n_log_probs,
              ") must be >= 0");
     if (r.max_tokens > 0) check_sampling(r.sampling, ids_.vocab_size);

@@ -133,31 +133,31 @@ std::unique_ptr<nn::InferenceState> encoded_state(Model& model, const Generation
 
 }  // namespace
 
-void check_generation_length(const Model& model, int64_t prompt_length,
-                             int64_t tokens_to_generate) {
+void check_prompts(const Model& model, std::span<const std::vector<int32_t>> prompts,
+                   int64_t tokens_to_generate) {
+    MT_CHECK(tokens_to_generate >= 0, "generation: tokens_to_generate must be >= 0, got ",
+             tokens_to_generate);
+    int64_t longest = 0;
+    for (size_t b = 0; b < prompts.size(); ++b) {
+        MT_CHECK(!prompts[b].empty(), "generation: prompt ", b,
+                 " has no tokens (empty prompts need add_BOS)");
+        longest = std::max(longest, int64_t(prompts[b].size()));
+    }
     // Checked before anything is allocated, and without adding the two, which a
     // tokens_to_generate near INT64_MAX would wrap. A model without a position limit still gets
     // one (2^24 positions) rather than an allocation of any size a request asks for.
     const int64_t limit = model.max_positions() > 0 ? model.max_positions() : int64_t(1) << 24;
-    MT_CHECK(prompt_length <= limit && tokens_to_generate <= limit - prompt_length,
-             "Length of prompt + tokens_to_generate longer than allowed (", prompt_length, " + ",
+    MT_CHECK(longest <= limit && tokens_to_generate <= limit - longest,
+             "Length of prompt + tokens_to_generate longer than allowed (", longest, " + ",
              tokens_to_generate, " > ", limit, ")");
 }
 
 GenerationResult generate(Model& model, const GenerationRequest& r, const GenerationTokens& ids,
                           SamplingRng& rng) {
     MT_CHECK(!r.prompts.empty(), "generation: no prompts");
-    MT_CHECK(r.tokens_to_generate >= 0, "generation: tokens_to_generate must be >= 0, got ",
-             r.tokens_to_generate);
+    check_prompts(model, r.prompts, r.tokens_to_generate);
     MT_CHECK(r.tokens_to_generate > 0 || r.return_log_probs,
              "tokens_to_generate=0 implies logprobs should be True");
-    int64_t longest = 0;
-    for (size_t b = 0; b < r.prompts.size(); ++b) {
-        MT_CHECK(!r.prompts[b].empty(), "generation: prompt ", b,
-                 " has no tokens (empty prompts need add_BOS)");
-        longest = std::max(longest, int64_t(r.prompts[b].size()));
-    }
-    check_generation_length(model, longest, r.tokens_to_generate);
     MT_CHECK(r.top_n_log_probs >= 0 && (r.top_n_log_probs == 0 || r.return_log_probs),
              "generation: top_n_log_probs (", r.top_n_log_probs,
              ") must be >= 0 and needs return_log_probs");

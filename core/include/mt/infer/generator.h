@@ -70,10 +70,11 @@ struct GenerationResult {
     std::vector<std::vector<std::vector<TopLogProb>>> top_log_probs;
 };
 
-// mt::Error (Megatron's message) when a prompt of prompt_length + tokens_to_generate exceeds
+// mt::Error for prompts generate() cannot continue by tokens_to_generate: a negative count, an
+// empty prompt, or (Megatron's message) the longest + tokens_to_generate past
 // model.max_positions() (2^24 for a model without a limit).
-MT_API void check_generation_length(const Model& model, int64_t prompt_length,
-                                    int64_t tokens_to_generate);
+MT_API void check_prompts(const Model& model, std::span<const std::vector<int32_t>> prompts,
+                          int64_t tokens_to_generate);
 
 // Runs the request on `model` (one batch, one KV cache). mt::Error for an empty request, an
 // empty prompt, prompt + generation longer than model.max_positions(), or bad sampling values.
