@@ -33,13 +33,6 @@ Tensor token_row(std::span<const int32_t> ids) {
     return host_tensor(std::vector<int64_t>(ids.begin(), ids.end()), {1, int64_t(ids.size())});
 }
 
-std::span<float> logits_row(const Tensor& logits, int64_t b, int64_t j) {
-    MT_CHECK(logits.dtype() == DType::f32 && logits.dim() == 3 && logits.is_contiguous(),
-             "generation: the model must give contiguous f32 logits, got ", logits.describe());
-    const int64_t n = logits.size(1), V = logits.size(2);
-    return {logits.data<float>() + (b * n + j) * V, size_t(V)};
-}
-
 }  // namespace
 
 ContinuousBatch::ContinuousBatch(Model& model, const GenerationTokens& ids, size_t max_active,
@@ -121,8 +114,8 @@ void ContinuousBatch::prefill() {
         all_positions = all_positions || s->request.prompt_log_probs;
     }
     try {
-        const Tensor logits =
-            model_.decode_rows(host_tensor(std::move(ids), {B, T}), states, all_positions ? 0 : 1);
+        const Tensor logits = checked_logits(
+            model_.decode_rows(host_tensor(std::move(ids), {B, T}), states, all_positions ? 0 : 1));
         const int64_t n = logits.size(1);
         for (int64_t b = 0; b < B; ++b) {
             Sequence& s = *rows[size_t(b)];
@@ -148,8 +141,8 @@ void ContinuousBatch::score(Sequence& s) {
     // One pass over the prompt without a state, as generate() scores.
     const int64_t P = s.prompt_length;
     if (P > 1) {
-        const Tensor logits =
-            model_.logits(token_row(std::span(s.tokens).first(size_t(P - 1))), nullptr, 0);
+        const Tensor logits = checked_logits(
+            model_.logits(token_row(std::span(s.tokens).first(size_t(P - 1))), nullptr, 0));
         for (int64_t j = 0; j + 1 < P; ++j)
             s.log_probs[size_t(j)] = next_token_log_prob(
                 logits_row(logits, 0, j), ids_.vocab_size, s.tokens[size_t(j + 1)],
@@ -171,7 +164,8 @@ void ContinuousBatch::decode() {
     if (rows.empty()) return;
     try {
         const int64_t B = int64_t(rows.size());
-        const Tensor logits = model_.decode_rows(host_tensor(std::move(next), {B, 1}), states, 1);
+        const Tensor logits =
+            checked_logits(model_.decode_rows(host_tensor(std::move(next), {B, 1}), states, 1));
         for (int64_t b = 0; b < B; ++b) {
             ++rows[size_t(b)]->read;
             take(*rows[size_t(b)], logits_row(logits, b, 0));

@@ -43,12 +43,6 @@ TokenTable pad_prompts(const GenerationRequest& r, int32_t eod) {
     return table;
 }
 
-// One row of logits (f32 [B, n, V]) at (b, j).
-std::span<float> row(const Tensor& logits, int64_t b, int64_t j) {
-    const int64_t n = logits.size(1), V = logits.size(2);
-    return {logits.data<float>() + (b * n + j) * V, size_t(V)};
-}
-
 // Per row, the log-prob of each token after the first (and the top-n there, if asked).
 class LogProbRecord {
   public:
@@ -66,8 +60,8 @@ class LogProbRecord {
         for (int64_t b = 0; b < table.B; ++b)
             for (int64_t j = 0; j < logits.size(1); ++j)
                 log_probs_[size_t(b)][size_t(t0 + j)] = next_token_log_prob(
-                    row(logits, b, j), normalised_vocab_, table.at(b, t0 + j + 1), top_n_, vocab_,
-                    top_n_ > 0 ? &top_[size_t(b)][size_t(t0 + j)] : nullptr);
+                    logits_row(logits, b, j), normalised_vocab_, table.at(b, t0 + j + 1), top_n_,
+                    vocab_, top_n_ > 0 ? &top_[size_t(b)][size_t(t0 + j)] : nullptr);
     }
 
     // Row b's values, cut to a row of `length` tokens.
@@ -96,12 +90,9 @@ GenerationResult finish(TokenTable& table, const std::vector<int64_t>& lengths,
     return result;
 }
 
-Tensor checked_logits(Model& model, const Tensor& tokens, nn::InferenceState* cache,
-                      int64_t keep_last) {
-    Tensor logits = model.logits(tokens, cache, keep_last);
-    MT_CHECK(logits.dtype() == DType::f32 && logits.dim() == 3 && logits.is_contiguous(),
-             "generation: the model must give contiguous f32 logits, got ", logits.describe());
-    return logits;
+Tensor model_logits(Model& model, const Tensor& tokens, nn::InferenceState* cache,
+                    int64_t keep_last) {
+    return checked_logits(model.logits(tokens, cache, keep_last));
 }
 
 bool is(std::optional<int32_t> id, int32_t token) {
@@ -170,7 +161,7 @@ GenerationResult generate(Model& model, const GenerationRequest& r, const Genera
              "generation: encoder inputs for a model without an encoder");
     auto cache = model.has_encoder() ? encoded_state(model, r, B, S) : nullptr;
     if (r.tokens_to_generate == 0) {  // score only: one forward over the whole prompts
-        log_probs.record(checked_logits(model, table.columns(0, S - 1), cache.get(), 0), table, 0);
+        log_probs.record(model_logits(model, table.columns(0, S - 1), cache.get(), 0), table, 0);
         return finish(table, table.lengths, &log_probs);
     }
 
@@ -183,12 +174,12 @@ GenerationResult generate(Model& model, const GenerationRequest& r, const Genera
     std::vector<int32_t> step_ids;
     int64_t prev = 0, context = min_prompt;
     for (; context < S; ++context) {
-        Tensor logits = checked_logits(model, table.columns(prev, context), cache.get(),
-                                       r.return_log_probs && r.prompt_log_probs ? 0 : 1);
+        Tensor logits = model_logits(model, table.columns(prev, context), cache.get(),
+                                     r.return_log_probs && r.prompt_log_probs ? 0 : 1);
         const int64_t last = logits.size(1) - 1;
         bool all_done = true;
         for (int64_t b = 0; b < B; ++b) {
-            std::span<float> x = row(logits, b, last);
+            std::span<float> x = logits_row(logits, b, last);
             const int32_t previous = table.at(b, context - 1);
             if (r.prevent_newline_after_colon && ids.newline && is(ids.colon, previous))
                 x[size_t(*ids.newline)] = -1e10f;

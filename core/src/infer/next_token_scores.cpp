@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "mt/error.h"
 #include "mt/infer/token_log_prob.h"
 
 namespace mt::infer {
@@ -23,6 +24,17 @@ std::vector<int32_t> top_ids(const float* x, int64_t vocab, int64_t n) {
 }
 
 }  // namespace
+
+Tensor checked_logits(Tensor logits) {
+    MT_CHECK(logits.dtype() == DType::f32 && logits.dim() == 3 && logits.is_contiguous(),
+             "generation: the model must give contiguous f32 logits, got ", logits.describe());
+    return logits;
+}
+
+std::span<float> logits_row(const Tensor& logits, int64_t b, int64_t j) {
+    const int64_t n = logits.size(1), V = logits.size(2);
+    return {logits.data<float>() + (b * n + j) * V, size_t(V)};
+}
 
 float next_token_log_prob(std::span<const float> x, int64_t normalised_vocab, int32_t id,
                           int64_t top_n, int64_t vocab, std::vector<TopLogProb>* top) {
