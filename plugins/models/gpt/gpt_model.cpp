@@ -385,15 +385,19 @@ Tensor GptModel::piece_logits(const Tensor& tokens, nn::InferenceState* state, i
     // (The decoder checks that the state holds its layers.)
     MT_CHECK(!state || state->batch() == B, "GptModel: the inference state holds ", state->batch(),
              " rows, the batch has ", B);
-    Tensor positions;
-    if (past > 0 && config_.position_embedding == nn::PositionEmbedding::learned_absolute) {
-        std::vector<int64_t> at(size_t(B * T));
-        for (int64_t i = 0; i < B * T; ++i) at[size_t(i)] = past + i % T;
-        positions = host_tensor(std::move(at), {B, T});
-    }
+    const Tensor positions =
+        past > 0 ? learned_positions(std::vector(size_t(B), past), T) : Tensor();
     Tensor h = decoder_.forward_cached(stage_input(tokens, positions), state);
     if (state) state->advance(T);
     return stage_logits(h, keep_last);
+}
+
+Tensor GptModel::learned_positions(std::span<const int64_t> pasts, int64_t T) const {
+    if (config_.position_embedding != nn::PositionEmbedding::learned_absolute) return Tensor();
+    std::vector<int64_t> at;
+    for (int64_t past : pasts)
+        for (int64_t t = 0; t < T; ++t) at.push_back(past + t);
+    return host_tensor(std::move(at), {int64_t(pasts.size()), T});
 }
 
 // Pipeline stages (Megatron's inference forward_step): the first embeds, each passes its hidden
@@ -447,17 +451,12 @@ Tensor GptModel::decode_rows(const Tensor& tokens, std::span<nn::InferenceState*
                  tokens.size(1) > 0,
              "GptModel: decode_rows takes tokens for each of ", states.size(), " states, got ",
              tokens.describe());
-    const int64_t B = tokens.size(0), T = tokens.size(1);
+    const int64_t T = tokens.size(1);
     MT_CHECK(keep_last >= 0 && keep_last <= T, "GptModel: keep_last ", keep_last, " is not in [0, ",
              T, "]");
-    Tensor positions;  // each row from its own position
-    if (config_.position_embedding == nn::PositionEmbedding::learned_absolute) {
-        std::vector<int64_t> at;
-        for (nn::InferenceState* state : states)
-            for (int64_t t = 0; t < T; ++t) at.push_back(state->length() + t);
-        positions = host_tensor(std::move(at), {B, T});
-    }
-    Tensor h = decoder_.forward_rows(stage_input(tokens, positions), states);
+    std::vector<int64_t> pasts;  // each row from its own position
+    for (nn::InferenceState* state : states) pasts.push_back(state->length());
+    Tensor h = decoder_.forward_rows(stage_input(tokens, learned_positions(pasts, T)), states);
     for (nn::InferenceState* state : states) state->advance(T);
     return stage_logits(h, keep_last);
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "hybrid_args.h"
@@ -93,6 +94,9 @@ class GptModel final : public Model {
   private:
     // logits() of one piece.
     Tensor piece_logits(const Tensor& tokens, nn::InferenceState* state, int64_t keep_last);
+    // The learned absolute positions of T tokens in each row from pasts[b] on (undefined for
+    // other position embeddings, which take none).
+    Tensor learned_positions(std::span<const int64_t> pasts, int64_t T) const;
     // This stage's input: the first embeds the tokens (at `positions`, when defined), the
     // others receive the hidden states (B, T, H) from the stage before.
     Tensor stage_input(const Tensor& tokens, const Tensor& positions);
