@@ -1,10 +1,9 @@
-// Dynamic batching of POST /completions: requests that arrive while the model is busy wait in a
-// queue, and when the worker thread reaches one it takes the compatible others queued by then
-// (greedy ones, prompts of similar length, up to kMaxBatchRequests) into the same batch, so
-// concurrent clients share the model's batch instead of being served one after another. Each
-// gets what it gets alone (the rows of a batch do not see each other). A request that arrives
-// while a batch runs waits for the next one: joining a running batch (continuous batching) is
-// not done yet.
+// Dynamic batching of POST /completions for models that cannot run a continuous batch
+// (CompletionEngine; T5, MoE with an expert capacity): requests that arrive while the model is
+// busy wait in a queue, and when the worker thread reaches one it takes the compatible others
+// queued by then (greedy ones, prompts of similar length, up to kMaxBatchRequests) into the same
+// batch. Each gets what it gets alone (the rows of a batch do not see each other). A request
+// that arrives while a batch runs waits for the next one.
 #pragma once
 
 #include <cstddef>

@@ -1,7 +1,6 @@
 #include "completion_engine.h"
 
 #include <memory>
-#include <optional>
 #include <utility>
 
 namespace mt::generate_tool {
@@ -20,8 +19,7 @@ struct Gathered {
 
 CompletionEngine::CompletionEngine(TextGenerator& generator, size_t max_active,
                                    std::chrono::milliseconds queue_timeout)
-    : generator_(generator),
-      batch_(generator.model(), generator.generation_tokens(), max_active, kPrefillTokens),
+    : batch_(generator.model(), generator.generation_tokens(), max_active, kPrefillTokens),
       queue_timeout_(queue_timeout),
       next_seed_(generator.seed() ^ 0x9E3779B97F4A7C15ull) {}
 

@@ -65,7 +65,6 @@ class CompletionEngine {
     void drop_requests();
 
   private:
-    TextGenerator& generator_;
     infer::ContinuousBatch batch_;
     std::mutex mutex_;
     struct Queued {
