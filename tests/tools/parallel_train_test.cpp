@@ -820,6 +820,17 @@ TEST_F(ParallelTrain, AnErrorStopsEveryRankNamingIt) {
         << r.output;
 }
 
+// Without --global-batch-size the global batch is one micro-batch per data-parallel rank
+// (Megatron's validate_args), here 2 x 2 at DP2 (TP2 x DP2 on 4 ranks).
+TEST_F(ParallelTrain, GlobalBatchDefaultsToAMicroBatchPerDataParallelRank) {
+    std::string cmd = train(dir_, data_, 4, 2);
+    cmd.erase(cmd.find(" --global-batch-size 8"), std::string(" --global-batch-size 8").size());
+    auto r = run_command(cmd);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("| consumed samples:            4 |"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("| global batch size:     4 |"), std::string::npos) << r.output;
+}
+
 }  // namespace
 
 namespace {

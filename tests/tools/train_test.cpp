@@ -9,6 +9,7 @@
 #include <regex>
 #include <tuple>
 
+#include "mt/checkpoint/checkpoint_directory.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -325,6 +326,139 @@ TEST(Train, MockData) {
     auto both = run_command(tool + flags + " --data-path " + q(dir / "x"));
     EXPECT_EQ(both.exit_code, 1) << both.output;
     EXPECT_NE(both.output.find("give exactly one data source"), std::string::npos) << both.output;
+}
+
+// core_v0.19's batch-size schedule and checkpoint retention: --step-batch-size-schedule
+// "0:2 64:4, 0.2k:8" counts tokens (32 a sample: batches of 2, 4 and 8 from 0, 2 and 6 samples),
+// which over --train-samples 30 megatron-core's StepBatchsizeNumMicroBatchesCalculator runs as
+// 2, 4, 8, 8, 8 (5 iterations); --save-retain-interval 2 deletes each previous save but the
+// even ones (checkpointing.py's iter_finalize_fn).
+TEST(Train, StepBatchSizeScheduleAndSaveRetainInterval) {
+    TempDir dir;
+    const std::string tool = mt::test::tool_path("megatron-train").string();
+    const std::string flags =
+        " --mock-data --tokenizer-type NullTokenizer --vocab-size 4096 --num-layers 1"
+        " --hidden-size 32 --num-attention-heads 4 --seq-length 32 --max-position-embeddings 32"
+        " --micro-batch-size 2 --lr 1e-3 --log-interval 1 --eval-iters 0";
+    const std::string save = " --save " + q(dir / "ckpt") + " --save-interval 1";
+    auto stepped = run_command(tool + flags + save +
+                               " --train-samples 30 --step-batch-size-schedule '0:2 64:4, 0.2k:8'"
+                               " --save-retain-interval 2");
+    ASSERT_EQ(stepped.exit_code, 0) << stepped.output;
+    std::string sizes;
+    static const std::regex batch(R"(iteration +\d+/ +5 \|.*global batch size: +(\d+) \|)");
+    for (auto it = std::sregex_iterator(stepped.output.begin(), stepped.output.end(), batch);
+         it != std::sregex_iterator(); ++it)
+        sizes += (*it)[1].str() + " ";
+    EXPECT_EQ(sizes, "2 4 8 8 8 ") << stepped.output;
+    // Linear decay over the 30 samples, as the samples are consumed.
+    EXPECT_NE(stepped.output.find("learning rate: 9.333333E-04"), std::string::npos)
+        << stepped.output;
+    EXPECT_NE(stepped.output.find("consumed samples:           30 |"), std::string::npos)
+        << stepped.output;
+    for (int iteration = 1; iteration <= 5; ++iteration) {
+        const bool kept = iteration % 2 == 0 || iteration == 5;
+        EXPECT_EQ(std::filesystem::exists(dir / "ckpt" / mt::iteration_dir_name(iteration)), kept)
+            << iteration;
+    }
+    EXPECT_NE(stepped.output.find("  successfully deleted checkpoint from iteration       3 at "),
+              std::string::npos)
+        << stepped.output;
+    // Megatron's refusals: a schedule beside --global-batch-size, a first threshold above 0,
+    // a retention interval that is no multiple of --save-interval.
+    auto both = run_command(
+        tool + flags + " --train-iters 2 --global-batch-size 4 --step-batch-size-schedule 0:2");
+    EXPECT_NE(both.exit_code, 0);
+    EXPECT_NE(both.output.find("Cannot specify both --step-batch-size-schedule and "
+                               "--global-batch-size"),
+              std::string::npos)
+        << both.output;
+    auto late = run_command(tool + flags + " --train-iters 2 --step-batch-size-schedule 64:2");
+    EXPECT_NE(late.exit_code, 0);
+    EXPECT_NE(late.output.find("the first threshold must be 0 (in samples of 32 tokens), got 2"),
+              std::string::npos)
+        << late.output;
+    auto odd = run_command(tool + flags + " --train-iters 2 --save " + q(dir / "other") +
+                           " --save-interval 2 --save-retain-interval 3");
+    EXPECT_NE(odd.exit_code, 0);
+    EXPECT_NE(odd.output.find("--save-retain-interval (3) must be a positive multiple of "
+                              "--save-interval"),
+              std::string::npos)
+        << odd.output;
+}
+
+// --verify-integrity (core_v0.19, torch_dist): each save writes integrity.json beside the
+// checkpoint's files (megatron-core's manifest, tests/unit/checkpoint), a resume re-hashes them
+// first and stops naming a file that changed.
+TEST(Train, VerifyIntegrityWritesAndChecksTheManifest) {
+    TempDir dir;
+    const std::string tool = mt::test::tool_path("megatron-train").string();
+    const std::string flags =
+        " --mock-data --tokenizer-type NullTokenizer --vocab-size 4096 --num-layers 1"
+        " --hidden-size 32 --num-attention-heads 4 --seq-length 32 --max-position-embeddings 32"
+        " --micro-batch-size 2 --lr 1e-3 --log-interval 1 --eval-iters 0"
+        " --override-opt_param-scheduler --verify-integrity"
+        " --save-interval 2 --save " +
+        q(dir / "ckpt") + " --load " + q(dir / "ckpt");
+    auto first = run_command(tool + flags + " --train-iters 2");
+    ASSERT_EQ(first.exit_code, 0) << first.output;
+    const fs::path saved = dir / "ckpt" / "iter_0000002";
+    ASSERT_TRUE(fs::exists(saved / "integrity.json")) << first.output;
+    EXPECT_NE(mt::test::read_file(saved / "integrity.json").find("\"common.pt\": \""),
+              std::string::npos);
+    auto resumed = run_command(tool + flags + " --train-iters 4");
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+    EXPECT_NE(resumed.output.find("iteration        3/       4"), std::string::npos)
+        << resumed.output;
+    // The save at 4 is checked next: one changed byte in its common state stops the resume.
+    const fs::path common = dir / "ckpt" / "iter_0000004" / "common.pt";
+    std::string bytes = mt::test::read_file(common);
+    bytes[bytes.size() / 2] ^= 1;
+    mt::test::write_file(common, bytes);
+    auto broken = run_command(tool + flags + " --train-iters 6");
+    EXPECT_NE(broken.exit_code, 0) << broken.output;
+    EXPECT_NE(broken.output.find("Checkpoint integrity verification failed for 1 file(s)"),
+              std::string::npos)
+        << broken.output;
+    EXPECT_NE(broken.output.find("common.pt: hash mismatch"), std::string::npos) << broken.output;
+    auto torch = run_command(tool + flags + " --train-iters 2 --ckpt-format torch");
+    EXPECT_NE(torch.exit_code, 0);
+    EXPECT_NE(torch.output.find("`verify_integrity` is only supported with torch_dist checkpoint "
+                                "format."),
+              std::string::npos)
+        << torch.output;
+}
+
+// --eval-micro-batch-size / --eval-global-batch-size (core_v0.19): evaluation reads its own
+// batches. Untrained (--skip-train), evaluating 8 samples in micro-batches of 1 gives the loss
+// of evaluating them as a global batch of 8 in micro-batches of 2.
+TEST(Train, EvaluationBatchSizes) {
+    TempDir dir;
+    const std::string tool = mt::test::tool_path("megatron-train").string();
+    const std::string flags =
+        " --mock-data --tokenizer-type NullTokenizer --vocab-size 4096 --num-layers 1"
+        " --hidden-size 32 --num-attention-heads 4 --seq-length 32 --max-position-embeddings 32"
+        " --micro-batch-size 2 --lr 1e-3 --train-iters 2 --eval-iters 2 --skip-train";
+    static const std::regex loss(
+        R"(validation loss at iteration 0 on test set \| lm loss value: ([0-9.E+-]+))");
+    const auto test_loss = [&](const std::string& more) {
+        auto r = run_command(tool + flags + more);
+        EXPECT_EQ(r.exit_code, 0) << r.output;
+        std::smatch m;
+        EXPECT_TRUE(std::regex_search(r.output, m, loss)) << r.output;
+        return m.empty() ? 0.0 : std::stod(m[1]);
+    };
+    const double own =
+        test_loss(" --global-batch-size 4 --eval-global-batch-size 8 --eval-micro-batch-size 1");
+    const double trained = test_loss(" --global-batch-size 8");
+    EXPECT_NEAR(own, trained, 1e-6 * trained);
+    EXPECT_NE(own, test_loss(" --global-batch-size 4"));  // 4 samples an iteration: others
+    auto r = run_command(tool + flags + " --global-batch-size 4 --eval-global-batch-size 3");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.output.find("eval_global_batch_size (3) must be divisible by "
+                            "eval_micro_batch_size (2) * data_parallel_size (1)"),
+              std::string::npos)
+        << r.output;
 }
 
 }  // namespace

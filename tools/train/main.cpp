@@ -104,7 +104,7 @@ struct CommunicationVolume {
     }
 };
 
-int train(const mt::train::TrainingFlags& flags, const mt::cli::TokenizerFlags& tf,
+int train(mt::train::TrainingFlags flags, const mt::cli::TokenizerFlags& tf,
           const mt::ModelFamily& family, mt::ModelArgs model_args,
           const std::vector<mt::FlagInfo>& model_flags, const mt::parallel::ParallelState& state) {
     mt::Communicator& world = state.world();
@@ -132,6 +132,7 @@ int train(const mt::train::TrainingFlags& flags, const mt::cli::TokenizerFlags& 
     const mt::ModelArgs resolved = family.resolved_args(model_args);
     MT_CHECK(resolved.count("seq-length"), "--seq-length is required for training");
     const int64_t seq_length = std::stoll(resolved.at("seq-length"));
+    mt::train::settle_batch_sizes(flags, state.dp().size(), seq_length);
 
     auto backend = mt::make_cpu_backend();
     const mt::BuildContext context{*backend, state, flags.sequence_parallel, flags.params_dtype};
@@ -147,7 +148,7 @@ int train(const mt::train::TrainingFlags& flags, const mt::cli::TokenizerFlags& 
     auto options = mt::train::trainer_options(flags);
     auto sizes = mt::data::train_valid_test_num_samples(
         flags.schedule.train_samples, options.train_iters, options.global_batch_size,
-        options.eval_interval, options.eval_iters);
+        options.eval_interval, options.eval_iters, options.eval_global_batch_size);
     // Rank 0 builds the sample-index caches first; the others then read them.
     mt::ModelArgs data_args = model_args;
     data_args.insert(flags.data_args.begin(), flags.data_args.end());

@@ -248,6 +248,12 @@ class MT_API CheckpointFormat {
     // save().
     // The default is an mt::Error: such formats override both.
     virtual bool saves_collectively() const { return false; }
+
+    // Megatron's --verify-integrity, which its torch_dist format alone has: on, each save puts
+    // integrity.json (every file's SHA-256: mt/checkpoint/integrity_manifest.h) in the iteration
+    // directory before the checkpoint becomes the latest, and each load re-hashes the files it
+    // lists before reading them. Returns whether the format does so (the default: only off).
+    virtual bool set_verify_integrity(bool on) { return !on; }
     virtual void save_collective(const std::filesystem::path& dir, const CheckpointState& share,
                                  Communicator& world);
 };

@@ -210,7 +210,7 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--record-shapes", kProfiling, kTrainingOnly},
     {"--nvtx-ranges", kProfiling},
     // training
-    {"--step-batch-size-schedule", refuse("a step-wise batch-size schedule"), kTrainingOnly},
+    {"--step-batch-size-schedule", kDefined, kTrainingOnly},
     {"--gpu-sniff-test-interval",
      accept("GPU performance sniff tests (GEMMs, all-to-all) that flag slow ranks: nothing to "
             "measure here"),
@@ -283,8 +283,7 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--save-tokens-per-expert-interval", refuse(kDebugDumps), kTrainingOnly},
     {"--save-wgrads-interval", refuse(kDebugDumps), kTrainingOnly},
     {"--save-dgrads-interval", refuse(kDebugDumps), kTrainingOnly},
-    {"--save-retain-interval",
-     refuse("deleting older checkpoints but every N-th (--save-retain-interval)"), kTrainingOnly},
+    {"--save-retain-interval", kDefined, kTrainingOnly},
     {"--load-main-params-from-ckpt",
      refuse("loading fp32 main parameters without the optimizer state "
             "(--load-main-params-from-ckpt)"),
@@ -314,8 +313,9 @@ constexpr CatalogueEntry kCatalogue[] = {
      accept("saves the fully reshardable optimizer state through one rank to spare memory: the "
             "same checkpoint"),
      kTrainingOnly},
-    {"--verify-integrity",
-     refuse("hashing checkpoint files on save and checking them on load (--verify-integrity)")},
+    {"--verify-integrity", kDefined,
+     refuse("checking a checkpoint's files against its integrity manifest in megatron-generate "
+            "and megatron-eval (megatron-train checks them)")},
     {"--no-stream-ckpt-dequant",
      accept("how Megatron dequantizes FP8 / FP4 parameters while loading: megatron.cpp's "
             "checkpoints hold none")},
@@ -357,8 +357,8 @@ constexpr CatalogueEntry kCatalogue[] = {
      refuse("a fake process group that skips all communication (memory profiling)")},
     // validation
     {"--start-eval-at-iter", refuse("starting evaluation at a later iteration"), kTrainingOnly},
-    {"--eval-global-batch-size", refuse("another batch size for evaluation"), kTrainingOnly},
-    {"--eval-micro-batch-size", refuse("another batch size for evaluation"), kTrainingOnly},
+    {"--eval-global-batch-size", kDefined, kTrainingOnly},
+    {"--eval-micro-batch-size", kDefined, kTrainingOnly},
     {"--full-validation", refuse("evaluating the whole validation set each time"), kTrainingOnly},
     {"--multiple-validation-sets", refuse("separate losses for several validation sets"),
      kTrainingOnly},

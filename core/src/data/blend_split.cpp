@@ -171,16 +171,14 @@ std::pair<int64_t, int64_t> split_range(const Bookend& bookend, int64_t num_elem
             static_cast<int64_t>(std::nearbyint(bookend.end * n))};
 }
 
-std::array<int64_t, kNumSplits> train_valid_test_num_samples(std::optional<int64_t> train_samples,
-                                                             int64_t train_iters,
-                                                             int64_t global_batch_size,
-                                                             int64_t eval_interval,
-                                                             int64_t eval_iters) {
+std::array<int64_t, kNumSplits> train_valid_test_num_samples(
+    std::optional<int64_t> train_samples, int64_t train_iters, int64_t global_batch_size,
+    int64_t eval_interval, int64_t eval_iters, int64_t eval_global_batch_size) {
     MT_CHECK(eval_interval > 0, "--eval-interval must be positive, got ", eval_interval);
     int64_t train =
         (train_samples && *train_samples > 0) ? *train_samples : train_iters * global_batch_size;
-    int64_t valid = (train_iters / eval_interval + 1) * eval_iters * global_batch_size;
-    return {train, valid, eval_iters * global_batch_size};
+    int64_t valid = (train_iters / eval_interval + 1) * eval_iters * eval_global_batch_size;
+    return {train, valid, eval_iters * eval_global_batch_size};
 }
 
 std::vector<std::array<int64_t, kNumSplits>> size_per_split_per_dataset(

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <set>
 
+#include "mt/checkpoint/checkpoint_directory.h"
 #include "mt/checkpoint/format_detection.h"
 #include "mt/checkpoint/model_weights.h"
 #include "mt/checkpoint/reshard.h"
@@ -73,6 +74,36 @@ CheckpointState read_whole(CheckpointFormat& format, const std::filesystem::path
     return whole;
 }
 
+// --save-retain-interval: the checkpoint saved before `iteration` goes unless its iteration is a
+// multiple of `retain` (Megatron's iter_finalize_fn; a symbolic link stays, and a failed delete
+// is only reported).
+void delete_unretained(const std::filesystem::path& dir,
+                       const std::optional<LatestCheckpoint>& previous, int64_t iteration,
+                       int64_t retain) {
+    if (!previous || previous->release || previous->iteration == iteration ||
+        previous->iteration % retain == 0)
+        return;
+    const std::filesystem::path old = iteration_dir(dir, *previous);
+    const long long number = static_cast<long long>(previous->iteration);
+    if (std::filesystem::is_symlink(old)) {
+        std::printf(
+            "  skipping deleting checkpoint from iteration %7lld at %s since it is a "
+            "symbolic link\n",
+            number, dir.string().c_str());
+        return;
+    }
+    std::error_code failed;
+    std::filesystem::remove_all(old, failed);
+    if (failed)
+        std::printf(
+            "  encountered exception \"%s\" when trying to delete checkpoint from "
+            "iteration %7lld at %s\n",
+            failed.message().c_str(), number, dir.string().c_str());
+    else
+        std::printf("  successfully deleted checkpoint from iteration %7lld at %s\n", number,
+                    dir.string().c_str());
+}
+
 }  // namespace
 
 CheckpointState read_model_tensors(const std::filesystem::path& dir,
@@ -90,7 +121,7 @@ CheckpointState read_model_tensors(const std::filesystem::path& dir,
 }
 
 std::filesystem::path checkpoint_tracker(const std::filesystem::path& dir) {
-    return dir / "latest_checkpointed_iteration.txt";
+    return dir / kCheckpointTrackerName;
 }
 
 bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& parts,
@@ -110,6 +141,11 @@ bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& par
     }
     // Megatron reads whichever format the directory holds, whatever --ckpt-format says.
     auto format = detect_checkpoint_format(Registry::global(), dir);
+    if (!format->set_verify_integrity(flags.verify_integrity) && first)
+        std::printf(
+            "WARNING: --verify-integrity checks torch_dist checkpoints only: %s holds a %s "
+            "checkpoint, loaded unchecked\n",
+            dir.string().c_str(), std::string(format->name()).c_str());
     // This stage's parameters (a last stage's copy of tied word embeddings among them) and the
     // whole model's.
     std::vector<ParameterInfo> readable = params;
@@ -157,12 +193,17 @@ void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
     const int64_t ep = groups(parts).ep().size();
     const bool first = all.rank() == 0;
     const int64_t iteration = parts.trainer.iteration();
+    // The checkpoint this save makes the previous one (read before the tracker moves on).
+    const std::optional<LatestCheckpoint> previous =
+        first && flags.save_retain_interval ? read_tracker(*flags.save) : std::nullopt;
     if (first) {
         std::printf("saving checkpoint at iteration %7lld to %s in %s format\n",
                     static_cast<long long>(iteration), flags.save->c_str(),
                     flags.ckpt_format.c_str());
         std::fflush(stdout);
     }
+    MT_CHECK(format.set_verify_integrity(flags.verify_integrity), "--verify-integrity: the ",
+             format.name(), " format writes no integrity manifest (torch_dist does)");
     if (format.saves_collectively()) {
         // Megatron's sharded save: every rank writes what it holds, nothing gathered.
         train::CaptureOptions own = options;
@@ -211,6 +252,8 @@ void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
         std::printf("%s\n", train::format_saved_checkpoint(iteration, *flags.save, 0, int(tp), 0,
                                                            groups(parts).pp().size())
                                 .c_str());
+        if (flags.save_retain_interval)
+            delete_unretained(*flags.save, previous, iteration, *flags.save_retain_interval);
         std::fflush(stdout);
     }
 }

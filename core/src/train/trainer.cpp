@@ -72,34 +72,6 @@ std::function<Batch()> batches_of(data::PretrainingLoader& loader, std::string w
 
 }  // namespace
 
-int64_t current_global_batch_size(const TrainerOptions& o, int64_t consumed) {
-    if (!o.rampup) return o.global_batch_size;
-    const BatchRampup& r = *o.rampup;
-    MT_CHECK(r.start > 0 && r.increment > 0 && r.samples >= 0, "--rampup-batch-size: start (",
-             r.start, ") and increment (", r.increment,
-             ") must be positive and the ramp-up samples (", r.samples, ") not negative");
-    const int64_t diff = o.global_batch_size - r.start;
-    MT_CHECK(diff > 0 && diff % r.increment == 0, "--rampup-batch-size: the global batch size (",
-             o.global_batch_size, ") minus the start (", r.start,
-             ") must be a positive multiple of the increment (", r.increment, ")");
-    if (consumed > r.samples) return o.global_batch_size;
-    // Megatron: rampup_samples_per_increment = samples / num_increments (a float).
-    const double per_increment = double(r.samples) / double(diff / r.increment);
-    const int64_t steps = int64_t(double(consumed) / per_increment);
-    return r.start + steps * r.increment;
-}
-
-int64_t train_iterations_for_samples(const TrainerOptions& o, int64_t train_samples) {
-    if (!o.rampup) return train_samples / o.global_batch_size;
-    int64_t iterations = 0, consumed = 0;
-    while (consumed <= o.rampup->samples && consumed <= train_samples) {
-        consumed += current_global_batch_size(o, consumed);
-        ++iterations;
-    }
-    if (train_samples > consumed) iterations += (train_samples - consumed) / o.global_batch_size;
-    return iterations;
-}
-
 Trainer::Trainer(Model& model, optim::Optimizer& optimizer, optim::LrScheduler& scheduler,
                  TrainerOptions options, std::function<void(const std::string&)> print)
     : model_(model),
@@ -702,17 +674,21 @@ StopReason Trainer::run_iterations(const data::SampleDataset& train_data,
 }
 
 NamedLosses Trainer::evaluate(const data::SampleDataset& dataset, int64_t& consumed) {
-    const int64_t micro_batches =
-        options_.global_batch_size / (options_.micro_batch_size * data_parallel_size());
+    const int64_t micro_batch_size =
+        options_.eval_micro_batch_size ? options_.eval_micro_batch_size : options_.micro_batch_size;
+    const int64_t global_batch_size = options_.eval_global_batch_size
+                                          ? options_.eval_global_batch_size
+                                          : options_.global_batch_size;
+    const int64_t micro_batches = global_batch_size / (micro_batch_size * data_parallel_size());
     nn::DropoutContext no_dropout;
     no_dropout.training = false;
-    data::PretrainingLoader loader(dataset, options_.micro_batch_size, int(data_parallel_rank()),
+    data::PretrainingLoader loader(dataset, micro_batch_size, int(data_parallel_rank()),
                                    int(data_parallel_size()), consumed);
     LossAccumulator accumulated;
     Backend& backend = optimizer_.backend();
     ForwardBackward work{model_, no_dropout};
     work.micro_batches = options_.eval_iters * micro_batches;
-    work.micro_batch_size = options_.micro_batch_size;
+    work.micro_batch_size = micro_batch_size;
     work.pipeline = pipeline_group();
     work.forward_only = true;
     work.next_batch = batches_of(loader, data::split_name(dataset.split()));

@@ -45,6 +45,11 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
         pretraining ? "START INCREMENT SAMPLES: grow the global batch from START by INCREMENT over "
                       "the first SAMPLES samples (with --train-samples)"
                     : "refused, as Megatron's finetuning refuses it")(
+        "step-batch-size-schedule", po::value<std::string>(),
+        pretraining ? "\"THRESHOLD:BS THRESHOLD:BS ...\" (core_v0.19): the global batch is BS "
+                      "once THRESHOLD tokens are consumed (K, M, B, T: x1e3 ... x1e12; the first "
+                      "threshold 0); instead of --global-batch-size"
+                    : "refused, as Megatron's finetuning refuses it")(
         "clip-grad", po::value(&f.clip_grad)->default_value(1.0), "global gradient-norm clip")(
         "seed", po::value(&f.seed)->default_value(1234), "random seed (data order, dropout)")(
         "exit-interval", po::value<int64_t>(), "exit after an iteration divisible by this")(
@@ -189,6 +194,12 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
                            ? "iterations between checkpoints (one is also saved when training ends)"
                            : "iterations between checkpoints (finetuning also saves one at the end "
                              "of each epoch)")(
+        "verify-integrity", po::bool_switch(&f.verify_integrity),
+        "(core_v0.19, torch_dist) saves write integrity.json, every checkpoint file's SHA-256, "
+        "and loads check the files against it first")(
+        "save-retain-interval", po::value<int64_t>(),
+        "N (core_v0.19): each save deletes the checkpoint saved before it unless its iteration "
+        "is a multiple of N (a multiple of --save-interval)")(
         "ckpt-format", po::value(&f.ckpt_format)->default_value("torch_dist"),
         "format --save writes: torch_dist (Megatron's default), torch, or any checkpoint plugin; "
         "--load reads whichever format it finds");
@@ -236,6 +247,10 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
         "eval-interval", po::value(&f.eval_interval)->default_value(1000),
         "iterations between evaluations")(
         "eval-iters", po::value(&f.eval_iters)->default_value(100), "iterations per evaluation")(
+        "eval-micro-batch-size", po::value<int64_t>(),
+        "(core_v0.19) samples per evaluation forward pass (default: --micro-batch-size)")(
+        "eval-global-batch-size", po::value<int64_t>(),
+        "(core_v0.19) samples per evaluation iteration (default: the global batch size)")(
         "tensorboard-dir", po::value(&f.tensorboard_dir), "write TensorBoard event files here")(
         "timing-log-level", po::value(&f.timing_log_level)->default_value(0),
         "Megatron's timers after each logged iteration: 1 the main phases (forward-backward, "
@@ -313,11 +328,19 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
         MT_CHECK(!pretraining || !s.train_iters,
                  "expected no batch-size rampup for iteration-based training");
     }
-    if (s.train_samples) {
-        train::TrainerOptions o;
-        o.global_batch_size = s.global_batch_size;
-        o.rampup = f.rampup;
-        s.train_iters = train::train_iterations_for_samples(o, *s.train_samples);
+    read_optional(vm, "eval-micro-batch-size", f.eval_micro_batch_size);
+    read_optional(vm, "eval-global-batch-size", f.eval_global_batch_size);
+    MT_CHECK(f.eval_micro_batch_size.value_or(1) > 0 && f.eval_global_batch_size.value_or(1) > 0,
+             "--eval-micro-batch-size and --eval-global-batch-size must be positive");
+    read_optional(vm, "step-batch-size-schedule", f.step_batch_size_schedule);
+    if (f.step_batch_size_schedule) {
+        MT_CHECK(pretraining, "--step-batch-size-schedule: finetuning does not ramp its batch");
+        // Megatron's validate_args.
+        MT_CHECK(!f.global_batch_size,
+                 "Cannot specify both --step-batch-size-schedule and --global-batch-size");
+        MT_CHECK(!f.rampup,
+                 "give one of --step-batch-size-schedule and --rampup-batch-size (core_v0.19 "
+                 "replaced the second by the first)");
     }
     read_optional(vm, "lr-decay-iters", s.lr_decay_iters);
     read_optional(vm, "lr-decay-samples", s.lr_decay_samples);
@@ -348,6 +371,14 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
              "--ckpt-convert-format needs --ckpt-convert-save and --load");
     MT_CHECK(!f.save_interval || *f.save_interval > 0, "--save-interval must be positive, got ",
              *f.save_interval);
+    MT_CHECK(!f.verify_integrity || f.ckpt_format == "torch_dist",
+             "`verify_integrity` is only supported with torch_dist checkpoint format.");
+    read_optional(vm, "save-retain-interval", f.save_retain_interval);
+    if (f.save && f.save_retain_interval)  // Megatron's validate_args
+        MT_CHECK(*f.save_retain_interval > 0 && f.save_interval &&
+                     *f.save_retain_interval % *f.save_interval == 0,
+                 "--save-retain-interval (", *f.save_retain_interval,
+                 ") must be a positive multiple of --save-interval");
     if (!pretraining) return;  // the task reads its own data and sets the iterations
     read_optional(vm, "split", f.split);
     read_optional(vm, "data-cache-path", f.data_cache_path);
@@ -414,6 +445,30 @@ optim::LrScheduleConfig schedule_config(const TrainingFlags& f) {
     return optim::schedule_config_from_flags(s);
 }
 
+void settle_batch_sizes(TrainingFlags& f, int64_t data_parallel_size, int64_t seq_length) {
+    // Megatron's validate_args: the global batch defaults to one micro-batch per rank.
+    f.schedule.global_batch_size =
+        f.global_batch_size.value_or(f.micro_batch_size * data_parallel_size);
+    const int64_t eval_micro = f.eval_micro_batch_size.value_or(f.micro_batch_size);
+    const int64_t eval_global = f.eval_global_batch_size.value_or(f.schedule.global_batch_size);
+    // (Without either flag these are the training's, which the trainer checks.)
+    MT_CHECK(!(f.eval_micro_batch_size || f.eval_global_batch_size) ||
+                 eval_global % (eval_micro * data_parallel_size) == 0,
+             "eval_global_batch_size (", eval_global,
+             ") must be divisible by eval_micro_batch_size (", eval_micro,
+             ") * data_parallel_size (", data_parallel_size, ")");
+    if (f.step_batch_size_schedule)
+        f.batch_steps =
+            train::parse_step_batch_size_schedule(*f.step_batch_size_schedule, seq_length);
+    if (f.schedule.train_samples) {
+        train::TrainerOptions o;
+        o.global_batch_size = f.schedule.global_batch_size;
+        o.rampup = f.rampup;
+        o.batch_steps = f.batch_steps;
+        f.schedule.train_iters = train::train_iterations_for_samples(o, *f.schedule.train_samples);
+    }
+}
+
 train::TrainerOptions trainer_options(const TrainingFlags& f) {
     train::TrainerOptions o;
     o.micro_batch_size = f.micro_batch_size;
@@ -422,6 +477,9 @@ train::TrainerOptions trainer_options(const TrainingFlags& f) {
     o.timing_log_option = f.timing_log_option;
     o.global_batch_size = f.schedule.global_batch_size;
     o.rampup = f.rampup;
+    o.batch_steps = f.batch_steps;
+    o.eval_micro_batch_size = f.eval_micro_batch_size.value_or(f.micro_batch_size);
+    o.eval_global_batch_size = f.eval_global_batch_size.value_or(f.schedule.global_batch_size);
     o.train_iters = *f.schedule.train_iters;
     o.log_interval = f.log_interval;
     o.eval_interval = f.eval_interval;

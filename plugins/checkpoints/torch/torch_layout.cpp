@@ -19,14 +19,8 @@ namespace mt::plugins::torch_ckpt {
 
 namespace {
 
-std::string iter_name(int64_t iteration) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "iter_%07lld", static_cast<long long>(iteration));
-    return buf;
-}
-
 std::string iteration_name(int64_t iteration) {
-    return iteration == 0 ? std::string("release") : iter_name(iteration);
+    return iteration == 0 ? std::string("release") : iteration_dir_name(iteration);
 }
 
 // A sibling of the final iteration directory that loading never looks at (it follows the
@@ -62,10 +56,6 @@ void remove_stale_temporaries(const fs::path& dir) {
 }
 
 }  // namespace
-
-fs::path iteration_dir(const fs::path& dir, const Latest& latest) {
-    return dir / (latest.release ? std::string("release") : iter_name(latest.iteration));
-}
 
 std::string rank_dir_name(const CheckpointLayout& layout, int64_t tp_rank, int64_t pp_rank,
                           int64_t ep_rank) {
@@ -123,35 +113,6 @@ std::optional<CheckpointLayout> read_layout(const fs::path& iteration_dir) {
                          " checkpoint but ", rank.string(), " is missing");
             }
     return layout;
-}
-
-std::optional<Latest> read_tracker(const fs::path& dir) {
-    const fs::path tracker = dir / kTrackerName;
-    if (!fs::exists(tracker)) return std::nullopt;
-    // A regular file of a few bytes: a device or FIFO there (/dev/zero) would never end.
-    MT_CHECK(fs::is_regular_file(tracker), "invalid metadata file ", tracker.string(),
-             ": not a regular file");
-    constexpr std::streamsize kLongest = 64;
-    std::ifstream in(tracker, std::ios::binary);
-    MT_CHECK(in, "cannot read ", tracker.string());
-    std::string text(size_t(kLongest) + 1, '\0');
-    in.read(text.data(), kLongest + 1);
-    text.resize(size_t(in.gcount()));
-    MT_CHECK(in.gcount() <= kLongest, "invalid metadata file ", tracker.string(), ": longer than ",
-             kLongest, " bytes, not an iteration number");
-    while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' '))
-        text.pop_back();
-    if (text == "release") return Latest{0, true};
-    size_t used = 0;
-    long long value = 0;
-    try {
-        value = std::stoll(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    MT_CHECK(used == text.size() && used > 0 && value > 0, "invalid metadata file ",
-             tracker.string(), ": '", text, "' is neither an iteration > 0 nor 'release'");
-    return Latest{value, false};
 }
 
 fs::path begin_write(const fs::path& dir, int64_t iteration) {

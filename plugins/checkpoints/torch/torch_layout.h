@@ -10,22 +10,20 @@
 #include <optional>
 
 #include "mt/checkpoint.h"
+#include "mt/checkpoint/checkpoint_directory.h"
 
 namespace mt::plugins::torch_ckpt {
 
 namespace fs = std::filesystem;
 
-inline constexpr const char* kTrackerName = "latest_checkpointed_iteration.txt";
 inline constexpr const char* kFileName = "model_optim_rng.pt";
+inline constexpr const char* kTrackerName = kCheckpointTrackerName;
 
-// What the tracker names: an iteration > 0, or the release checkpoint.
-struct Latest {
-    int64_t iteration = 0;
-    bool release = false;
-};
+// The directory layout every Megatron format shares (mt/checkpoint/checkpoint_directory.h).
+using Latest = LatestCheckpoint;
+using mt::iteration_dir;
+using mt::read_tracker;
 
-// "iter_0000100" or "release".
-fs::path iteration_dir(const fs::path& dir, const Latest& latest);
 // "mp_rank_01", "mp_rank_01_002" when the layout has several pipeline stages, then "_003" for
 // the expert-parallel rank when it has several of those.
 std::string rank_dir_name(const CheckpointLayout& layout, int64_t tp_rank, int64_t pp_rank,
@@ -33,10 +31,6 @@ std::string rank_dir_name(const CheckpointLayout& layout, int64_t tp_rank, int64
 // <iteration dir>/<rank dir>/model_optim_rng.pt
 fs::path checkpoint_file(const fs::path& dir, const Latest& latest, const CheckpointLayout& layout,
                          int64_t tp_rank, int64_t pp_rank, int64_t ep_rank = 0);
-
-// Reads the tracker as Megatron's read_metadata does; nullopt when there is none. A malformed
-// tracker is an mt::Error naming the file and its text.
-std::optional<Latest> read_tracker(const fs::path& dir);
 
 // The layout of an iteration directory, from its mp_rank_* subdirectories; nullopt when it has
 // none (another format's directory). Two numbers after the tensor rank are the pipeline and the

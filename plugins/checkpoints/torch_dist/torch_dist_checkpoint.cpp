@@ -14,6 +14,7 @@
 #include "dcp_metadata.h"
 #include "dcp_storage.h"
 #include "mt/checkpoint/checkpoint_args.h"
+#include "mt/checkpoint/integrity_manifest.h"
 #include "mt/communicator.h"
 #include "mt/error.h"
 #include "mt/io/atomic_file.h"
@@ -190,7 +191,7 @@ namespace {
 // save_collective, with the model tensors of `share` made by `make` (placeholders in `share`)
 // when their chunks are written, when it is given.
 void save_share(const fs::path& dir, const CheckpointState& share, Communicator& world,
-                const std::function<Tensor(size_t)>* make) {
+                const std::function<Tensor(size_t)>* make, bool integrity_manifest) {
     const bool root = world.rank() == 0;
     for (const auto& [name, t] : share.model)
         MT_CHECK(t.local.dim() == int64_t(t.global_shape.size()) &&
@@ -365,6 +366,7 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
     io::AtomicFile config(tmp / kConfigName);
     config.stream() << kConfigJson;
     config.commit();
+    if (integrity_manifest) write_integrity_manifest(tmp);
     torch_ckpt::finish_write(dir, share.iteration);
 }
 
@@ -372,7 +374,7 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
 
 void TorchDistCheckpoint::save_collective(const std::filesystem::path& dir,
                                           const CheckpointState& share, Communicator& world) {
-    save_share(dir, share, world, nullptr);
+    save_share(dir, share, world, nullptr, verify_integrity_);
 }
 
 void TorchDistCheckpoint::save_streamed(const std::filesystem::path& dir,
@@ -384,7 +386,7 @@ void TorchDistCheckpoint::save_streamed(const std::filesystem::path& dir,
              layout.tensor_parallel, " x pipeline parallel ", layout.pipeline_parallel);
     const StreamedState s = rank_state(0, 0);
     auto one = make_local_communicator();
-    save_share(dir, s.state, *one, &s.make);
+    save_share(dir, s.state, *one, &s.make, verify_integrity_);
 }
 
 namespace {
@@ -483,8 +485,10 @@ struct Opened {
     std::vector<std::function<Tensor()>> make;
     bool has_optimizer = false;
 };
-Opened open_checkpoint(const fs::path& dir) {
+// `verify`: --verify-integrity's check of the files against integrity.json, before any is read.
+Opened open_checkpoint(const fs::path& dir, bool verify) {
     const LatestIteration latest = latest_iteration(dir);
+    if (verify) verify_integrity_manifest(latest.dir);
     Opened o;
     o.iter = latest.dir;
     o.meta = read_dcp_metadata(o.iter / kDcpMetadataName);
@@ -515,7 +519,7 @@ std::optional<std::pair<std::string, std::string>> moment_of(const std::string& 
 }  // namespace
 
 StreamedState TorchDistCheckpoint::load_streamed(const std::filesystem::path& dir) {
-    Opened o = open_checkpoint(dir);
+    Opened o = open_checkpoint(dir, verify_integrity_);
     auto make = std::make_shared<std::vector<std::function<Tensor()>>>(std::move(o.make));
     if (o.has_optimizer) {
         // The repeats a full load sets aside (the moments' names from the index alone).
@@ -536,7 +540,7 @@ StreamedState TorchDistCheckpoint::load_streamed(const std::filesystem::path& di
 }
 
 CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
-    Opened o = open_checkpoint(dir);
+    Opened o = open_checkpoint(dir, verify_integrity_);
     const fs::path& iter = o.iter;
     CheckpointState& state = o.state;
     for (size_t i = 0; i < state.model.size(); ++i)

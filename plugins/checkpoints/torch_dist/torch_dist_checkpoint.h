@@ -29,6 +29,14 @@ class TorchDistCheckpoint : public CheckpointFormat {
     bool saves_collectively() const override { return true; }
     void save_collective(const std::filesystem::path& dir, const CheckpointState& share,
                          Communicator& world) override;
+
+    bool set_verify_integrity(bool on) override {
+        verify_integrity_ = on;
+        return true;
+    }
+
+  private:
+    bool verify_integrity_ = false;
 };
 
 }  // namespace mt::plugins::torch_dist

@@ -114,11 +114,11 @@ TEST(BlendSplit, NormalizeUsesNumpyPairwiseSum) {
 
 TEST(BlendSplit, RequestedSizes) {
     // train_iters 1000, gbs 8, eval_interval 100, eval_iters 10.
-    auto s = train_valid_test_num_samples(std::nullopt, 1000, 8, 100, 10);
+    auto s = train_valid_test_num_samples(std::nullopt, 1000, 8, 100, 10, 8);
     EXPECT_EQ(s[0], 8000);
     EXPECT_EQ(s[1], (1000 / 100 + 1) * 10 * 8);
     EXPECT_EQ(s[2], 80);
-    EXPECT_EQ(train_valid_test_num_samples(12345, 1000, 8, 100, 10)[0], 12345);
+    EXPECT_EQ(train_valid_test_num_samples(12345, 1000, 8, 100, 10, 8)[0], 12345);
 }
 
 TEST(BlendSplit, SizePerDatasetWithSurplus) {

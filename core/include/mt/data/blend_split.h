@@ -58,11 +58,11 @@ MT_API SplitMatrix convert_split_vector_to_split_matrix(const std::array<double,
 MT_API std::pair<int64_t, int64_t> split_range(const Bookend& bookend, int64_t num_elements);
 
 // training.get_train_valid_test_num_samples (§2.1): train = train_samples if given (> 0) else
-// train_iters * global_batch_size; valid = (train_iters / eval_interval + 1) * eval_iters * gbs;
-// test = eval_iters * gbs.
+// train_iters * global_batch_size; valid = (train_iters / eval_interval + 1) * eval_iters *
+// eval_global_batch_size; test = eval_iters * eval_global_batch_size.
 MT_API std::array<int64_t, kNumSplits> train_valid_test_num_samples(
     std::optional<int64_t> train_samples, int64_t train_iters, int64_t global_batch_size,
-    int64_t eval_interval, int64_t eval_iters);
+    int64_t eval_interval, int64_t eval_iters, int64_t eval_global_batch_size);
 
 // _get_size_per_split_per_dataset: result[k][split] = ceil(ceil(size[split] * w[k]) * (1 +
 // surplus)) in double arithmetic, as Python computes it. `weights` must be normalised.

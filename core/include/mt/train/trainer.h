@@ -44,10 +44,26 @@ struct BatchRampup {
     int64_t start = 0, increment = 0, samples = 0;
 };
 
+// One step of core_v0.19's --step-batch-size-schedule (StepBatchsizeNumMicroBatchesCalculator):
+// from `from_samples` consumed samples on, the global batch is `global_batch_size`.
+struct BatchStep {
+    int64_t from_samples = 0, global_batch_size = 0;
+};
+
+// Megatron's reading of --step-batch-size-schedule "THRESHOLD:BS THRESHOLD:BS ..." (commas may
+// separate too; K, M, B, T multiply by 1e3 ... 1e12): the thresholds count tokens and become
+// samples by floor division by `seq_length`; the first must be 0, the rest increasing, every
+// batch positive. A malformed schedule is an mt::Error quoting the entry.
+MT_API std::vector<BatchStep> parse_step_batch_size_schedule(const std::string& text,
+                                                             int64_t seq_length);
+
 struct TrainerOptions {
     int64_t micro_batch_size = 1;
-    int64_t global_batch_size = 1;      // a multiple of micro_batch_size × data-parallel size
-    std::optional<BatchRampup> rampup;  // --rampup-batch-size
+    int64_t global_batch_size = 1;       // a multiple of micro_batch_size × data-parallel size
+    std::optional<BatchRampup> rampup;   // --rampup-batch-size
+    std::vector<BatchStep> batch_steps;  // --step-batch-size-schedule (empty: none)
+    // core_v0.19's --eval-micro-batch-size / --eval-global-batch-size (0: the training's).
+    int64_t eval_micro_batch_size = 0, eval_global_batch_size = 0;
     int64_t train_iters = 0;
     int64_t log_interval = 100;
     int64_t eval_interval = 1000;
@@ -93,10 +109,12 @@ struct TrainerOptions {
 };
 
 // The global batch size after `consumed` samples (Megatron's current_global_batch_size): the
-// ramp-up's step, or global_batch_size past it. mt::Error for a ramp-up Megatron refuses.
+// batch of the last step of batch_steps that `consumed` reached, or the ramp-up's step, or
+// global_batch_size past it. mt::Error for a ramp-up Megatron refuses.
 MT_API int64_t current_global_batch_size(const TrainerOptions& o, int64_t consumed);
 // Megatron's update_train_iters: the iterations --train-samples takes, the ramp-up's batches
-// first and then whole global batches (a partial last one is dropped).
+// first and then whole global batches (a partial last one is dropped); with batch steps, every
+// iteration that starts below train_samples (the last one may pass it), as core_v0.19 counts.
 MT_API int64_t train_iterations_for_samples(const TrainerOptions& o, int64_t train_samples);
 
 // Loss names and values in the order the model reports them ({"lm loss", 6.5}, ...).

@@ -45,6 +45,10 @@ struct TrainingFlags {
     bool exit_on_missing_checkpoint = false;   // --exit-on-missing-checkpoint
     bool skip_train = false;                   // --skip-train: the final evaluations only
     std::optional<train::BatchRampup> rampup;  // --rampup-batch-size
+    // --eval-micro-batch-size, --eval-global-batch-size (core_v0.19): evaluation's own batches.
+    std::optional<int64_t> eval_micro_batch_size, eval_global_batch_size;
+    std::optional<std::string> step_batch_size_schedule;  // --step-batch-size-schedule, as given
+    std::vector<train::BatchStep> batch_steps;            // ... read by settle_batch_sizes
     // --override-opt_param-scheduler / --use-checkpoint-opt_param-scheduler
     train::ScheduleSettings schedule_settings = train::ScheduleSettings::must_match;
     std::optional<double> decoupled_lr, decoupled_min_lr;  // --decoupled-lr, --decoupled-min-lr
@@ -61,6 +65,10 @@ struct TrainingFlags {
     bool add_position_embedding = true;
     std::optional<std::string> save, load;
     std::optional<int64_t> save_interval;
+    // --save-retain-interval (core_v0.19): each save deletes the checkpoint saved before it
+    // unless that one's iteration is a multiple of this.
+    std::optional<int64_t> save_retain_interval;
+    bool verify_integrity = false;  // --verify-integrity: integrity.json written and checked
     std::string ckpt_format = "torch_dist";  // what --save writes (--load detects its own)
     // --ckpt-convert-format / --ckpt-convert-save: after loading, save in that format under
     // <convert_save>/<format> and stop (Megatron's checkpoint conversion).
@@ -101,11 +109,17 @@ enum class EntryPoint {
 // The option groups, writing into `flags` (optional values are read by finish()).
 MT_API std::vector<po::options_description> training_flag_groups(
     TrainingFlags& flags, EntryPoint entry = EntryPoint::pretraining);
-// Fills the optional values, derives defaults (global batch, start/end weight decay, train
-// iterations from samples) and rejects what megatron-train does not support yet; for
-// EntryPoint::tasks the iterations and the data are left to the task.
+// Fills the optional values, derives defaults (start/end weight decay, a global batch of one
+// micro-batch until settle_batch_sizes knows the ranks) and rejects what megatron-train does not
+// support yet; for EntryPoint::tasks the iterations and the data are left to the task.
 MT_API void finish(const po::variables_map& vm, TrainingFlags& flags,
                    EntryPoint entry = EntryPoint::pretraining);
+// Pretraining's batch sizes once the ranks and the model are known (Megatron's validate_args
+// and update_train_iters): the global batch defaults to --micro-batch-size x the data-parallel
+// size, --step-batch-size-schedule's token thresholds become samples, and --train-samples
+// becomes iterations.
+MT_API void settle_batch_sizes(TrainingFlags& flags, int64_t data_parallel_size,
+                               int64_t seq_length);
 
 // The learning-rate schedule, the optimizer and the loop's options the flags describe.
 MT_API optim::LrScheduleConfig schedule_config(const TrainingFlags& flags);
