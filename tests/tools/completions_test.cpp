@@ -215,7 +215,7 @@ TEST(CompletionEngine, QueuedRequestsRunTogetherAndGetWhatTheyGetAlone) {
         alone.push_back(completion_response(complete_batch(generator, std::span(&one, 1))[0],
                                             requests.back(), "id", "m", 0));
     }
-    CompletionEngine engine(generator, 3);  // fewer places than prompts: some wait
+    CompletionEngine engine(generator, BatchLimits{3});  // fewer places than prompts: some wait
     std::vector<std::string> together(requests.size());
     const int32_t eod = generator.generation_tokens().eod;
     for (size_t i = 0; i < requests.size(); ++i)
@@ -437,6 +437,30 @@ TEST(CompletionsServerShutdown, StopsCleanlyWithRequestsInFlight) {
     const int status = server.stop();
     for (auto& t : clients) t.join();
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+// --inference-dynamic-batching-buffer-size-gb: 4 KiB holds 16 positions of the tiny Llama's
+// KV cache (2 layers x keys and values x 2 groups x 8 x 4 bytes = 256 bytes a position). A
+// request of 8 positions runs; one of 32 can never fit and is answered 400 naming the flag.
+TEST(CompletionsServerMemory, ARequestLargerThanTheBatchesMemoryIsRefused) {
+    mt::test::ApiServerProcess server(
+        "--load " + shell_quote(mt::test::fixtures_dir() / "hf" / "llama") +
+        " --tokenizer-type NullTokenizer --vocab-size 127"
+        " --inference-dynamic-batching-buffer-size-gb 3.814697265625e-06");
+    ASSERT_GT(server.port(), 0);
+    auto fits = mt::test::HttpClient(server.port())
+                    .request(verb::post, "/v1/completions",
+                             R"({"prompt": [[1, 2]], "max_tokens": 6, "temperature": 0})");
+    ASSERT_TRUE(fits);
+    EXPECT_EQ(fits->status, 200) << fits->body;
+    auto huge = mt::test::HttpClient(server.port())
+                    .request(verb::post, "/v1/completions",
+                             R"({"prompt": [[1, 2, 3, 4]], "max_tokens": 28, "temperature": 0})");
+    ASSERT_TRUE(huge);
+    EXPECT_EQ(huge->status, 400) << huge->body;
+    EXPECT_NE(huge->body.find("--inference-dynamic-batching-buffer-size-gb"), std::string::npos)
+        << huge->body;
+    EXPECT_TRUE(server.alive());
 }
 
 TEST_F(CompletionsServer, AnswersErrorsModelsAndTokenizerPaths) {

@@ -129,13 +129,12 @@ bool is_one_of(std::string_view path, std::initializer_list<std::string_view> pa
 }  // namespace
 
 ApiRoutes::ApiRoutes(TextGenerator& generator, std::string model_id, ChatPrompt chat,
-                     size_t max_requests, std::chrono::milliseconds queue_timeout)
+                     const BatchLimits& batch, std::chrono::milliseconds queue_timeout)
     : generator_(generator),
       chat_(std::move(chat)),
       model_id_(std::move(model_id)),
       created_(int64_t(std::time(nullptr))) {
-    if (CompletionEngine::supports(generator))
-        engine_.emplace(generator, max_requests, queue_timeout);
+    if (CompletionEngine::supports(generator)) engine_.emplace(generator, batch, queue_timeout);
 }
 
 ApiStreamJob ApiRoutes::stream_job(CompletionRequest r, std::string id, bool chat) {

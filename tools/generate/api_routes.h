@@ -53,8 +53,8 @@ class ApiRoutes {
     // `max_requests`: the sequences a continuous batch decodes together (for a model that can
     // run one; others batch the requests queued together), `queue_timeout` how long a request
     // may wait for a place in it.
-    ApiRoutes(TextGenerator& generator, std::string model_id, ChatPrompt chat, size_t max_requests,
-              std::chrono::milliseconds queue_timeout);
+    ApiRoutes(TextGenerator& generator, std::string model_id, ChatPrompt chat,
+              const BatchLimits& batch, std::chrono::milliseconds queue_timeout);
 
     // The answer at once (an unknown path, a wrong method, a malformed body), or the job.
     std::variant<ApiAnswer, ApiJob, ApiStreamJob, ApiBatchedJob> route(std::string_view method,

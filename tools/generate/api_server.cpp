@@ -384,14 +384,13 @@ ApiServerLimits ApiServerLimits::from_environment() {
 }
 
 void serve_api(TextGenerator& generator, const std::string& model_id, ChatPrompt chat,
-               const std::string& host, int port, size_t max_requests,
+               const std::string& host, int port, const BatchLimits& batch,
                const ApiServerLimits& limits) {
     MT_CHECK(limits.max_connections > 0, "the server needs room for one connection");
     // Declared so that they are destroyed worker first (its dropped jobs hold connections of
     // the io_context), then the io_context (its pending handlers too), then the state they count.
-    ServerState state{
-        ApiRoutes(generator, model_id, std::move(chat), max_requests, limits.queue_timeout),
-        limits};
+    ServerState state{ApiRoutes(generator, model_id, std::move(chat), batch, limits.queue_timeout),
+                      limits};
     asio::io_context io;
     asio::thread_pool worker(1);
     state.worker = &worker;

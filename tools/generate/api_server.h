@@ -14,6 +14,7 @@
 #include <string>
 
 #include "chat_prompt.h"
+#include "completion_engine.h"
 #include "text_generation.h"
 
 namespace mt::generate_tool {
@@ -40,10 +41,10 @@ struct ApiServerLimits {
 
 // Serves until the process is stopped (SIGINT / SIGTERM end it cleanly). port 0 picks a free
 // port; the chosen one is printed ("Serving on http://HOST:PORT (PUT /api, ...)"). `model_id`
-// names the model to OpenAI's clients; `chat` renders chat messages; `max_requests` bounds the
-// continuous batch (--inference-max-requests).
+// names the model to OpenAI's clients; `chat` renders chat messages; `batch` bounds the
+// continuous batch.
 void serve_api(TextGenerator& generator, const std::string& model_id, ChatPrompt chat,
-               const std::string& host, int port, size_t max_requests,
+               const std::string& host, int port, const BatchLimits& batch,
                const ApiServerLimits& limits = ApiServerLimits::from_environment());
 
 }  // namespace mt::generate_tool

@@ -17,9 +17,10 @@ struct Gathered {
 
 }  // namespace
 
-CompletionEngine::CompletionEngine(TextGenerator& generator, size_t max_active,
+CompletionEngine::CompletionEngine(TextGenerator& generator, const BatchLimits& limits,
                                    std::chrono::milliseconds queue_timeout)
-    : batch_(generator.model(), generator.generation_tokens(), max_active, kPrefillTokens),
+    : batch_(generator.model(), generator.generation_tokens(), limits.max_requests, kPrefillTokens,
+             limits.memory_bytes),
       queue_timeout_(queue_timeout),
       next_seed_(generator.seed() ^ 0x9E3779B97F4A7C15ull) {}
 
@@ -80,17 +81,24 @@ void CompletionEngine::run() {
         {
             std::lock_guard lock(mutex_);
             const auto now = std::chrono::steady_clock::now();
-            while (batch_.has_room() && !queued_.empty()) {
-                infer::SequenceRequest s = std::move(queued_.front().sequence);
-                const auto waited = now - queued_.front().since;
-                queued_.pop_front();
-                if (waited <= queue_timeout_)
-                    batch_.add(std::move(s));
-                else if (s.on_error)
-                    s.on_error(std::make_exception_ptr(
+            // In arrival order, while places and memory last.
+            while (!queued_.empty()) {
+                infer::SequenceRequest& s = queued_.front().sequence;
+                std::exception_ptr refused;
+                if (now - queued_.front().since > queue_timeout_) {
+                    refused = std::make_exception_ptr(
                         ServerBusy("the request waited longer than " +
                                    std::to_string(queue_timeout_.count() / 1000) +
-                                   " s for a place in the batch; try again later")));
+                                   " s for a place in the batch; try again later"));
+                } else {
+                    try {
+                        if (!batch_.add(s)) break;
+                    } catch (...) {  // a request too large for the batch's memory
+                        refused = std::current_exception();
+                    }
+                }
+                if (refused && s.on_error) s.on_error(refused);
+                queued_.pop_front();
             }
         }
         if (batch_.idle()) return;

@@ -34,6 +34,14 @@ inline constexpr size_t kMaxQueuedSequences = 1024;
 // wider, which a CPU runs about twice as fast per token as one 128-token prompt.
 inline constexpr int64_t kPrefillTokens = 512;
 
+// The continuous batch's bounds.
+struct BatchLimits {
+    size_t max_requests = 8;  // --inference-max-requests: sequences decoded together
+    // --inference-dynamic-batching-buffer-size-gb: the bytes their states (KV caches) hold
+    // together, each reserving its prompt + max_tokens positions (0: no bound).
+    int64_t memory_bytes = 0;
+};
+
 class CompletionEngine {
   public:
     // Called on the worker thread.
@@ -43,9 +51,9 @@ class CompletionEngine {
         std::function<void(std::exception_ptr error)> fail;
     };
 
-    // `max_active`: sequences decoded together (--inference-max-requests); a request still
-    // queued after `queue_timeout` fails with ServerBusy.
-    CompletionEngine(TextGenerator& generator, size_t max_active,
+    // A request still queued after `queue_timeout` fails with ServerBusy; one whose state
+    // alone needs more than limits.memory_bytes fails with its mt::Error.
+    CompletionEngine(TextGenerator& generator, const BatchLimits& limits,
                      std::chrono::milliseconds queue_timeout = std::chrono::minutes(5));
 
     // Whether the generator's model can run a continuous batch.

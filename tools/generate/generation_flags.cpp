@@ -72,6 +72,10 @@ po::options_description generation_flags(GenerationFlags& f) {
         "inference-max-requests", po::value(&f.inference_max_requests)->default_value(8),
         "the server's requests (prompts) decoded together in its continuous batch; more wait "
         "for a place")(
+        "inference-dynamic-batching-buffer-size-gb",
+        po::value(&f.inference_buffer_size_gb)->default_value(40.0),
+        "GiB the continuous batch's KV caches hold together (each request reserves its prompt + "
+        "max_tokens positions when admitted; more wait); 0: no bound")(
         "tensor-model-parallel-size", po::value(&f.tensor_parallel)->default_value(1),
         "ranks each layer's weights are split over (under mpirun; rank 0 serves or prints)")(
         "pipeline-model-parallel-size", po::value(&f.pipeline_parallel)->default_value(1),
@@ -162,6 +166,9 @@ void finish_generation_flags(const po::variables_map& vm, GenerationFlags& f) {
     }
     MT_CHECK(f.inference_max_requests > 0 && f.inference_max_requests <= 4096,
              "--inference-max-requests must be in [1, 4096], got ", f.inference_max_requests);
+    MT_CHECK(f.inference_buffer_size_gb >= 0 && f.inference_buffer_size_gb <= 1e9,
+             "--inference-dynamic-batching-buffer-size-gb must be in [0, 1e9], got ",
+             f.inference_buffer_size_gb);
     MT_CHECK(f.num_samples >= 0, "--num-samples must be >= 0, got ", f.num_samples);
     MT_CHECK(f.num_samples == 0 || !f.sample_input_file.empty() || !f.genfile.empty(),
              "--num-samples needs --genfile (or --sample-input-file)");

@@ -31,7 +31,10 @@ struct GenerationFlags {
     bool interactive = false;
     std::string host = "0.0.0.0";
     int64_t inference_max_requests = 8;  // the server's continuous batch (Megatron's default)
-    DType params_dtype = DType::f32;     // --bf16 / --fp16
+    // --inference-dynamic-batching-buffer-size-gb: the batch's states (KV caches) together, GiB
+    // (Megatron's default 40; 0: no bound).
+    double inference_buffer_size_gb = 40.0;
+    DType params_dtype = DType::f32;  // --bf16 / --fp16
     // The model split over the ranks of an mpirun job (rank 0 serves, the others follow).
     int tensor_parallel = 1, pipeline_parallel = 1, expert_parallel = 1;
 };

@@ -73,7 +73,9 @@ void lead(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
     else  // run_text_generation_server.py
         serve_api(generator, flags.load,
                   chat_prompt_of(choice.options.tokenizer_model, flags.load, flags.chat_template),
-                  flags.host, flags.port, size_t(flags.inference_max_requests));
+                  flags.host, flags.port,
+                  BatchLimits{size_t(flags.inference_max_requests),
+                              int64_t(flags.inference_buffer_size_gb * double(int64_t(1) << 30))});
 }
 
 int generate(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,

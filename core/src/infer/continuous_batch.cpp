@@ -11,7 +11,8 @@ namespace mt::infer {
 struct ContinuousBatch::Sequence {
     SequenceRequest request;
     std::unique_ptr<nn::InferenceState> state;  // none for a score-only request
-    std::vector<int32_t> tokens;                // prompt + generated
+    int64_t state_bytes = 0;
+    std::vector<int32_t> tokens;  // prompt + generated
     int64_t prompt_length = 0;
     int64_t read = 0;              // positions the state holds
     std::vector<float> log_probs;  // [i]: log p(tokens[i + 1])
@@ -36,17 +37,23 @@ Tensor token_row(std::span<const int32_t> ids) {
 }  // namespace
 
 ContinuousBatch::ContinuousBatch(Model& model, const GenerationTokens& ids, size_t max_active,
-                                 int64_t prefill_tokens)
-    : model_(model), ids_(ids), max_active_(max_active), prefill_tokens_(prefill_tokens) {
+                                 int64_t prefill_tokens, int64_t memory_limit)
+    : model_(model),
+      ids_(ids),
+      max_active_(max_active),
+      prefill_tokens_(prefill_tokens),
+      memory_limit_(memory_limit) {
     MT_CHECK(model.can_decode_rows(), "not supported yet: continuous batching of this model");
-    MT_CHECK(max_active > 0 && prefill_tokens > 0,
-             "continuous batching: max_active and prefill_tokens must be positive");
+    MT_CHECK(max_active > 0 && prefill_tokens > 0 && memory_limit >= 0,
+             "continuous batching: max_active and prefill_tokens must be positive, memory_limit "
+             "not negative");
 }
 
 ContinuousBatch::~ContinuousBatch() = default;
 
 void ContinuousBatch::clear() {
     sequences_.clear();
+    reserved_ = 0;
 }
 
 void ContinuousBatch::check(const SequenceRequest& r) const {
@@ -56,20 +63,33 @@ void ContinuousBatch::check(const SequenceRequest& r) const {
     if (r.max_tokens > 0) check_sampling(r.sampling, ids_.vocab_size);
 }
 
-void ContinuousBatch::add(SequenceRequest r) {
-    MT_CHECK(has_room(), "continuous batching: ", max_active_, " sequences run already");
+bool ContinuousBatch::add(SequenceRequest& r) {
+    if (!has_room()) return false;
     check(r);
     auto s = std::make_unique<Sequence>();
     s->prompt_length = int64_t(r.prompt.size());
     const int64_t length = s->prompt_length + r.max_tokens;
+    if (r.max_tokens > 0) {
+        // (Made to be measured: its pages cost nothing until they are written.)
+        s->state = model_.make_inference_state(1, length);
+        s->state_bytes = s->state->bytes();
+        MT_CHECK(memory_limit_ == 0 || s->state_bytes <= memory_limit_, "the request's ", length,
+                 " positions need ", double(s->state_bytes) / double(1 << 20),
+                 " MiB of inference state (KV cache), more than the ",
+                 double(memory_limit_) / double(1 << 20),
+                 " MiB of --inference-dynamic-batching-buffer-size-gb: shorten the prompt or "
+                 "max_tokens");
+        if (memory_limit_ > 0 && reserved_ + s->state_bytes > memory_limit_) return false;
+    }
     s->tokens = r.prompt;
     s->tokens.reserve(size_t(length));
     s->log_probs.assign(size_t(length - 1), 0.0f);
     if (r.top_n_log_probs > 0) s->top.resize(size_t(length - 1));
-    if (r.max_tokens > 0) s->state = model_.make_inference_state(1, length);
     s->rng.reseed(r.seed);
     s->request = std::move(r);
+    reserved_ += s->state_bytes;
     sequences_.push_back(std::move(s));
+    return true;
 }
 
 void ContinuousBatch::step() {
@@ -210,6 +230,7 @@ void ContinuousBatch::finish_ended() {
             result.tokens.push_back(std::move(s.tokens));
             s.request.on_done(std::move(result));
         }
+        reserved_ -= s.state_bytes;
         it = sequences_.erase(it);
     }
 }

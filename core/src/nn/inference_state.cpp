@@ -15,6 +15,14 @@ InferenceState::~InferenceState() {
     if (on_release) on_release();
 }
 
+int64_t InferenceState::bytes() const {
+    int64_t total = 0;
+    for (const LayerStates& layer : layers_)
+        for (const auto& state : layer)
+            if (state) total += state->bytes();
+    return total;
+}
+
 void InferenceState::advance(int64_t n) {
     MT_CHECK(n >= 0 && length_ + n <= capacity_, "InferenceState: ", length_, " + ", n,
              " positions exceed the capacity of ", capacity_);

@@ -139,7 +139,7 @@ TEST(ContinuousBatch, RequestsJoiningARunningBatchGetWhatTheyGetAlone) {
                     left_at[i] = steps;
                 };
                 r.on_error = [](std::exception_ptr e) { std::rethrow_exception(e); };
-                batch.add(std::move(r));
+                ASSERT_TRUE(batch.add(r));
                 joined_at[i] = steps;
             }
             most_active = std::max(most_active, batch.active());
@@ -208,7 +208,7 @@ TEST(ContinuousBatch, PromptsThatArriveTogetherAreReadInOnePassWithinTheBudget) 
         r.prompt_log_probs = requests[i].echo;
         r.top_n_log_probs = 2;
         r.on_done = [&, i](infer::GenerationResult out) { got[i] = std::move(out); };
-        batch.add(std::move(r));
+        ASSERT_TRUE(batch.add(r));
     }
     while (!batch.idle()) batch.step();
     // Step 1: the two 6-token prompts in one pass (the 9-token one would pass the budget), then
@@ -247,12 +247,13 @@ TEST(ContinuousBatch, ASequenceEndsWhereItsCallerSaysAndAtTheEndOfDocument) {
     int seen = 0;
     s.on_token = [&](int32_t) { return ++seen < 3; };  // a stop string at the third token
     s.on_done = [&](infer::GenerationResult out) { stopped = out.tokens[0]; };
-    batch.add(s);
+    infer::SequenceRequest first = s;
+    ASSERT_TRUE(batch.add(first));
     // The third generated id taken as the end of document ends the sequence there too.
     infer::ContinuousBatch eod_batch(model, {free_run[prompt.size() + 2], 50, {}, {}, {}}, 1, 64);
     s.on_token = {};
     s.on_done = [&](infer::GenerationResult out) { at_eod = out.tokens[0]; };
-    eod_batch.add(s);
+    ASSERT_TRUE(eod_batch.add(s));
     while (!batch.idle()) batch.step();
     while (!eod_batch.idle()) eod_batch.step();
     const std::vector<int32_t> three(free_run.begin(), free_run.begin() + prompt.size() + 3);
@@ -287,4 +288,50 @@ TEST(ContinuousBatch, RefusesWhatGenerateRefusesAndModelsThatCannotDecodeRows) {
 }
 
 }  // namespace
+// --inference-dynamic-batching-buffer-size-gb: the running sequences' states hold at most the
+// batch's memory together (each its prompt + max_tokens positions), so with room for two states
+// a third request waits for one to end although a place is free; one that alone needs more is
+// refused, naming the flag.
+TEST(ContinuousBatch, TheStatesMemoryBoundsWhatRunsAtOnce) {
+    GptModel model(nn::read_transformer_args(roomy(llama_args())));
+    model.initialize(7);
+    const infer::GenerationTokens ids{0, 50, {}, {}, {}};
+    const int64_t one = model.make_inference_state(1, 6 + 4)->bytes();
+    ASSERT_GT(one, 0);
+    infer::ContinuousBatch batch(model, ids, 8, 64, 2 * one);
+    infer::SamplingParams greedy;
+    greedy.top_k = 1;
+    int done = 0;
+    const auto request = [&](int64_t max_tokens) {
+        infer::SequenceRequest r;
+        r.prompt = {4, 8, 15, 16, 23, 42};
+        r.max_tokens = max_tokens;
+        r.sampling = greedy;
+        r.on_done = [&](infer::GenerationResult) { ++done; };
+        return r;
+    };
+    infer::SequenceRequest a = request(4), b = request(4), c = request(4);
+    ASSERT_TRUE(batch.add(a));
+    ASSERT_TRUE(batch.add(b));
+    EXPECT_EQ(batch.reserved_bytes(), 2 * one);
+    EXPECT_FALSE(batch.add(c));  // a place, but no memory: c is kept as it was
+    EXPECT_EQ(c.prompt.size(), 6u);
+    EXPECT_EQ(batch.active(), 2u);
+    while (!batch.idle()) batch.step();
+    EXPECT_EQ(done, 2);
+    EXPECT_EQ(batch.reserved_bytes(), 0);
+    EXPECT_TRUE(batch.add(c));
+    infer::SequenceRequest huge = request(4 + 2 * 10);  // three times the positions
+    try {
+        batch.add(huge);
+        FAIL() << "a request larger than the batch's memory was admitted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("--inference-dynamic-batching-buffer-size-gb"),
+                  std::string::npos)
+            << e.what();
+    }
+    while (!batch.idle()) batch.step();
+    EXPECT_EQ(done, 3);
+}
+
 }  // namespace mt::plugins::gpt

@@ -44,17 +44,24 @@ struct SequenceRequest {
 class MT_API ContinuousBatch {
   public:
     // model.can_decode_rows() must hold. At most `max_active` sequences run at once (Megatron's
-    // --inference-max-requests); a step reads at most `prefill_tokens` prompt tokens.
+    // --inference-max-requests); a step reads at most `prefill_tokens` prompt tokens; the running
+    // sequences' states hold at most `memory_limit` bytes together (0: no bound; Megatron's
+    // --inference-dynamic-batching-buffer-size-gb), each reserving its prompt + max_tokens
+    // positions when it is admitted.
     ContinuousBatch(Model& model, const GenerationTokens& ids, size_t max_active,
-                    int64_t prefill_tokens);
+                    int64_t prefill_tokens, int64_t memory_limit = 0);
     ~ContinuousBatch();
 
     // mt::Error for a request generate() refuses (an empty prompt, too long for the model's
     // positions, bad sampling values), before anything is queued.
     void check(const SequenceRequest& request) const;
-    // Admits a checked request (requires has_room()).
-    void add(SequenceRequest request);
+    // Admits a request (moved from) when a place and the memory of its state are free; else
+    // false, the request left as it was. mt::Error for a request check() refuses, or one whose
+    // state alone holds more than memory_limit (it could never run).
+    bool add(SequenceRequest& request);
     bool has_room() const { return sequences_.size() < max_active_; }
+    // The bytes the running sequences' states hold.
+    int64_t reserved_bytes() const { return reserved_; }
     bool idle() const { return sequences_.empty(); }
     size_t active() const { return sequences_.size(); }
     // Drops every sequence unanswered (a server that stops).
@@ -80,6 +87,8 @@ class MT_API ContinuousBatch {
     GenerationTokens ids_;
     size_t max_active_;
     int64_t prefill_tokens_;
+    int64_t memory_limit_;
+    int64_t reserved_ = 0;
     std::deque<std::unique_ptr<Sequence>> sequences_;  // in arrival order
 };
 

@@ -30,6 +30,7 @@ namespace mt::nn {
 struct KvState final : SublayerState {
     Tensor k, v;
     int64_t capacity = 0;  // the positions the state may reach
+    int64_t bytes() const override { return held_bytes(k) + held_bytes(v); }
 };
 
 // Where inference keeps one layer's keys and values: the new tokens' go to positions past ..

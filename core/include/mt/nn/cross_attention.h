@@ -24,6 +24,7 @@ namespace mt::nn {
 // later one; in the attention's compute dtype (upcast_dtype: f32 for a bf16 model).
 struct CrossKvState final : SublayerState {
     Tensor k, v;
+    int64_t bytes() const override { return held_bytes(k) + held_bytes(v); }
 };
 
 class MT_API CrossAttention {

@@ -16,7 +16,14 @@ namespace mt::nn {
 // One sublayer's state; each sublayer defines its own.
 struct SublayerState {
     virtual ~SublayerState() = default;
+    // The memory its tensors hold (reserved for every position the state may reach).
+    virtual int64_t bytes() const = 0;
 };
+
+// A state tensor's bytes (none when it is not made).
+inline int64_t held_bytes(const Tensor& t) {
+    return t.defined() ? t.nbytes() : 0;
+}
 
 class MT_API InferenceState {
   public:
@@ -34,6 +41,8 @@ class MT_API InferenceState {
     int64_t length() const { return length_; }
     LayerStates& layer(size_t i) { return layers_.at(i); }
     size_t num_layers() const { return layers_.size(); }
+    // The memory every layer's states hold (the KV cache for capacity() positions, ...).
+    int64_t bytes() const;
 
     // Marks n more positions filled (after every layer took them); mt::Error past capacity.
     void advance(int64_t n);

@@ -30,6 +30,7 @@ namespace mt::nn {
 // (B, nh, hp, N) the scan's state.
 struct MambaState final : SublayerState {
     Tensor conv, ssm;
+    int64_t bytes() const override { return held_bytes(conv) + held_bytes(ssm); }
 };
 
 class MT_API MambaMixer {

@@ -29,6 +29,7 @@ namespace mt::nn {
 // of one query group in the absorbed form (attend_latents).
 struct MlaState final : SublayerState {
     Tensor latent_and_rope_key;
+    int64_t bytes() const override { return held_bytes(latent_and_rope_key); }
 };
 
 class MT_API MultiLatentAttention {
