@@ -265,7 +265,7 @@ class MpiCommunicator final : public Communicator {
     void broadcast(Tensor& t, int root) override {
         check_tensor(t, "broadcast");
         check_rank(root, "broadcast root");
-        if (rank_ == root) bytes_sent_ += t.nbytes();
+        if (rank_ == root && size_ > 1) bytes_sent_ += t.nbytes();  // a lone rank sends nothing
         MT_MPI_CHECK("broadcast", MPI_Bcast(t.raw_data(), count_of(t.numel(), "broadcast"),
                                             transfer_type(t.dtype()), root, comm()));
     }
@@ -397,7 +397,7 @@ class MpiCommunicator final : public Communicator {
         check_tensor(t, what);
         const MPI_Datatype type = reduce_type(t.dtype(), op, what);
         count_of(t.numel(), what);
-        bytes_sent_ += t.nbytes();
+        if (size_ > 1) bytes_sent_ += t.nbytes();  // a lone rank sends nothing
         return type;
     }
 
@@ -409,7 +409,7 @@ class MpiCommunicator final : public Communicator {
                  "mpi ", what, ": out must hold ", size_, " times the rows of in, got ",
                  in.describe(), " and ", out.describe());
         const int n = count_of(in.numel(), what);
-        bytes_sent_ += in.nbytes();
+        if (size_ > 1) bytes_sent_ += in.nbytes();
         return n;
     }
 
@@ -425,7 +425,7 @@ class MpiCommunicator final : public Communicator {
                  ": in and out must not share memory");
         const MPI_Datatype type = reduce_type(in.dtype(), op, what);
         count_of(in.numel(), what);
-        bytes_sent_ += in.nbytes();
+        if (size_ > 1) bytes_sent_ += in.nbytes();
         return type;
     }
 

@@ -227,7 +227,8 @@ class NcclCommunicator final : public Communicator {
         check_tensor(t, "broadcast");
         check_rank(root, "broadcast root");
         g_->begin();
-        if (g_->rank == root) bytes_sent_ += t.nbytes();
+        if (g_->rank == root && g_->size > 1)
+            bytes_sent_ += t.nbytes();  // a lone rank sends nothing
         MT_NCCL_CHECK("broadcast", ncclBroadcast(t.raw_data(), t.raw_data(), bytes(t), ncclUint8,
                                                  root, g_->comm, g_->stream));
         g_->synchronize("broadcast");
@@ -335,7 +336,7 @@ class NcclCommunicator final : public Communicator {
         check_tensor(t, what);
         const ncclDataType_t type = reduce_type(t.dtype(), op, what);
         g_->begin();
-        bytes_sent_ += t.nbytes();
+        if (g_->size > 1) bytes_sent_ += t.nbytes();  // a lone rank sends nothing
         MT_NCCL_CHECK(
             what, ncclAllReduce(t.raw_data(), t.raw_data(), static_cast<size_t>(t.numel()), type,
                                 nccl_op(op), g_->comm, g_->stream));
@@ -348,7 +349,7 @@ class NcclCommunicator final : public Communicator {
                  "nccl ", what, ": out must hold ", g_->size, " times the rows of in, got ",
                  in.describe(), " and ", out.describe());
         g_->begin();
-        bytes_sent_ += in.nbytes();
+        if (g_->size > 1) bytes_sent_ += in.nbytes();
         MT_NCCL_CHECK(what, ncclAllGather(in.raw_data(), out.raw_data(), bytes(in), ncclUint8,
                                           g_->comm, g_->stream));
     }
@@ -361,7 +362,7 @@ class NcclCommunicator final : public Communicator {
                  in.describe(), " and ", out.describe());
         const ncclDataType_t type = reduce_type(in.dtype(), op, what);
         g_->begin();
-        bytes_sent_ += in.nbytes();
+        if (g_->size > 1) bytes_sent_ += in.nbytes();
         MT_NCCL_CHECK(
             what, ncclReduceScatter(in.raw_data(), out.raw_data(), static_cast<size_t>(out.numel()),
                                     type, nccl_op(op), g_->comm, g_->stream));

@@ -78,7 +78,7 @@ TEST_F(NcclCommunicator, EveryOperationOnOneRank) {
     EXPECT_EQ(child->size(), 1);
     child->all_reduce(t, ReduceOp::sum);
     EXPECT_EQ(on_host(t), v);
-    EXPECT_EQ(comm.bytes_sent(), 6 * 16);  // two all_reduces, two gathers, reduce_scatter, root
+    EXPECT_EQ(comm.bytes_sent(), 0);  // a lone rank sends nothing, whatever it runs
     Tensor host = Tensor::zeros({4}, DType::f32);
     EXPECT_THROW(comm.all_reduce(host, ReduceOp::sum), mt::Error);
 }
