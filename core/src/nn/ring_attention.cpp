@@ -12,7 +12,7 @@ namespace {
 // What step i computes: `keys` is the rank whose chunks it holds.
 enum class StepKind {
     own,      // i = 0: both chunks, causal
-    earlier,  // an earlier rank: all queries to its first chunk (keys past it are cut)
+    earlier,  // an earlier rank: all queries to its first chunk
     later,    // a later rank: the second chunk's queries to both of its chunks
 };
 
@@ -22,31 +22,32 @@ StepKind step_kind(const ContextParallel& cp, int step) {
     return keys < cp.rank() ? StepKind::earlier : StepKind::later;
 }
 
-// Step i's attention config: non-causal past step 0; an earlier rank's keys cut to its first
-// chunk by key lengths.
-ops::AttentionConfig step_config(const ops::AttentionConfig& given, StepKind kind, int64_t batch,
-                                 int64_t length) {
+// Step i's attention config: causal at step 0 only; past it every query sees every key it is
+// given (an earlier rank's first chunk, or a later rank's both chunks for the second chunk's
+// queries), so no mask and no score is computed for a key no query sees.
+ops::AttentionConfig step_config(const ops::AttentionConfig& given, StepKind kind) {
     ops::AttentionConfig c = given;
     c.causal = kind == StepKind::own;
     c.document_start = Tensor();
     c.key_length = Tensor();
-    if (kind == StepKind::earlier)
-        c.key_length =
-            host_tensor(std::vector<int32_t>(size_t(batch), int32_t(length / 2)), {batch});
     return c;
 }
 
-// x with its second half (along `dim`) in both halves: the later-rank step runs the second
-// chunk's rows twice so its queries and keys have the same length (the kernel's contract); the
-// first copy's results are dropped.
-Tensor second_half_twice(Backend& backend, const Tensor& x, int64_t dim) {
-    const int64_t n = x.size(dim), half = n / 2;
-    Tensor out = backend.empty(x.shape(), x.dtype());
-    const Tensor second = x.slice(dim, half, n);
-    Tensor low = out.slice(dim, 0, half), high = out.slice(dim, half, n);
-    backend.copy(second, low);
-    backend.copy(second, high);
+// One half (along `dim`, the sequence's: its first or second chunk) of x, contiguous.
+Tensor half_of(Backend& backend, const Tensor& x, int64_t dim, bool second) {
+    const int64_t half = x.size(dim) / 2;
+    const Tensor part = x.slice(dim, second ? half : 0, second ? x.size(dim) : half);
+    Tensor out = backend.empty(part.shape(), part.dtype());
+    backend.copy(part, out);
     return out;
+}
+
+// x with zeros in its first (second = false: second) half along `dim` and `half_value` in the
+// other: a half-sized step result placed where it adds to the whole.
+void place_half(Backend& backend, const Tensor& half_value, int64_t dim, bool second, Tensor& x) {
+    const int64_t half = x.size(dim) / 2;
+    Tensor target = x.slice(dim, second ? half : 0, second ? x.size(dim) : half);
+    backend.copy(half_value, target);
 }
 
 // Keys and values (and, in the backward, their gradients) passed to the next rank while the
@@ -83,25 +84,31 @@ void ring_attention_forward(Backend& backend, const ContextParallel& cp, const T
                             Tensor& lse) {
     MT_CHECK(int(steps.size()) == cp.size(), "ring attention: ", steps.size(), " steps for ",
              cp.size(), " ranks");
-    const int64_t B = q.size(0), T = q.size(1);
+    const int64_t T = q.size(1);
     MT_CHECK(T % 2 == 0, "ring attention: the local sequence (", T, ") is not two chunks");
     Tensor keys = k, values = v;
+    // A step's partial result for all rows (a later step's first half stays unused).
     Tensor part = backend.empty(out.shape(), out.dtype());
     Tensor part_lse = backend.empty(lse.shape(), lse.dtype());
-    Tensor q_later;  // the later-rank steps' queries, made at the first of them
+    Tensor q_second;  // the later steps' queries, made at the first of them
     for (int i = 0; i < cp.size(); ++i) {
         Exchange exchange;
         if (i + 1 < cp.size()) exchange = pass_on(backend, cp, {keys, values});
         const StepKind kind = step_kind(cp, i);
-        const ops::AttentionConfig config = step_config(steps[size_t(i)], kind, B, T);
+        const ops::AttentionConfig config = step_config(steps[size_t(i)], kind);
         if (kind == StepKind::own) {
             backend.attention_forward(q, keys, values, config, out, lse);
         } else if (kind == StepKind::earlier) {
-            backend.attention_forward(q, keys, values, config, part, part_lse);
+            backend.attention_forward(q, half_of(backend, keys, 1, false),
+                                      half_of(backend, values, 1, false), config, part, part_lse);
             backend.attention_merge(out, lse, part, part_lse, 0, T);
         } else {
-            if (!q_later.defined()) q_later = second_half_twice(backend, q, 1);
-            backend.attention_forward(q_later, keys, values, config, part, part_lse);
+            if (!q_second.defined()) q_second = half_of(backend, q, 1, true);
+            Tensor half_out = backend.empty(q_second.shape(), out.dtype());
+            Tensor half_lse = backend.empty({lse.size(0), lse.size(1), T / 2}, lse.dtype());
+            backend.attention_forward(q_second, keys, values, config, half_out, half_lse);
+            place_half(backend, half_out, 1, true, part);
+            place_half(backend, half_lse, 2, true, part_lse);
             backend.attention_merge(out, lse, part, part_lse, T / 2, T);
         }
         exchange.wait();
@@ -118,16 +125,18 @@ void ring_attention_backward(Backend& backend, const ContextParallel& cp, const 
                              Tensor& dq, Tensor& dk, Tensor& dv) {
     MT_CHECK(int(steps.size()) == cp.size(), "ring attention: ", steps.size(), " steps for ",
              cp.size(), " ranks");
-    const int64_t B = q.size(0), T = q.size(1);
-    // The later-rank steps see the second chunk's rows twice; only the second copy carries a
-    // gradient (the first's dout is zero, so it adds nothing to dk and dv).
-    Tensor q_later, out_later, lse_later, dout_later;
+    // The later steps' second-chunk rows, made at the first of them.
+    Tensor q_second, out_second, lse_second, dout_second, dq_second;
     Tensor keys = k, values = v;
     Tensor dkeys = backend.zeros(k.shape(), k.dtype()),
            dvalues = backend.zeros(v.shape(), v.dtype());
+    // A step's gradients over all rows: a half-sized step's fill one half, the other stays 0
+    // (dq's first half for the later steps, dk's and dv's second for the earlier ones, which
+    // never share a buffer: they keep zeros once written).
     Tensor step_dq = backend.empty(q.shape(), q.dtype());
     Tensor step_dk = backend.empty(k.shape(), k.dtype()),
            step_dv = backend.empty(v.shape(), v.dtype());
+    Tensor later_dq, earlier_dk, earlier_dv;
     backend.fill(dq, 0.0);
     for (int i = 0; i < cp.size(); ++i) {
         // The keys and values move on while this step works on them; their gradients so far
@@ -137,25 +146,43 @@ void ring_attention_backward(Backend& backend, const ContextParallel& cp, const 
         Exchange keys_exchange;
         if (!last) keys_exchange = pass_on(backend, cp, {keys, values});
         const StepKind kind = step_kind(cp, i);
-        const ops::AttentionConfig config = step_config(steps[size_t(i)], kind, B, T);
-        if (kind == StepKind::later) {
-            if (!q_later.defined()) {
-                q_later = second_half_twice(backend, q, 1);
-                out_later = second_half_twice(backend, out, 1);
-                lse_later = second_half_twice(backend, lse, 2);
-                dout_later = backend.zeros(dout.shape(), dout.dtype());
-                Tensor high = dout_later.slice(1, T / 2, T);
-                backend.copy(dout.slice(1, T / 2, T), high);
-            }
-            backend.attention_backward(q_later, keys, values, out_later, lse_later, dout_later,
-                                       config, step_dq, step_dk, step_dv);
-        } else {
+        const ops::AttentionConfig config = step_config(steps[size_t(i)], kind);
+        const Tensor *add_dq = &step_dq, *add_dk = &step_dk, *add_dv = &step_dv;
+        if (kind == StepKind::own) {
             backend.attention_backward(q, keys, values, out, lse, dout, config, step_dq, step_dk,
                                        step_dv);
+        } else if (kind == StepKind::earlier) {
+            const int64_t half = k.size(1) / 2;
+            Tensor half_dk = backend.empty({k.size(0), half, k.size(2), k.size(3)}, k.dtype());
+            Tensor half_dv = backend.empty(half_dk.shape(), v.dtype());
+            backend.attention_backward(q, half_of(backend, keys, 1, false),
+                                       half_of(backend, values, 1, false), out, lse, dout, config,
+                                       step_dq, half_dk, half_dv);
+            if (!earlier_dk.defined()) {
+                earlier_dk = backend.zeros(k.shape(), k.dtype());
+                earlier_dv = backend.zeros(v.shape(), v.dtype());
+            }
+            place_half(backend, half_dk, 1, false, earlier_dk);
+            place_half(backend, half_dv, 1, false, earlier_dv);
+            add_dk = &earlier_dk;
+            add_dv = &earlier_dv;
+        } else {
+            if (!q_second.defined()) {
+                q_second = half_of(backend, q, 1, true);
+                out_second = half_of(backend, out, 1, true);
+                lse_second = half_of(backend, lse, 2, true);
+                dout_second = half_of(backend, dout, 1, true);
+                dq_second = backend.empty(q_second.shape(), q.dtype());
+                later_dq = backend.zeros(q.shape(), q.dtype());
+            }
+            backend.attention_backward(q_second, keys, values, out_second, lse_second, dout_second,
+                                       config, dq_second, step_dk, step_dv);
+            place_half(backend, dq_second, 1, true, later_dq);
+            add_dq = &later_dq;
         }
-        backend.axpy(1.0f, step_dq, dq);  // the later steps' first half is zero
-        backend.axpy(1.0f, step_dk, dkeys);
-        backend.axpy(1.0f, step_dv, dvalues);
+        backend.axpy(1.0f, *add_dq, dq);
+        backend.axpy(1.0f, *add_dk, dkeys);
+        backend.axpy(1.0f, *add_dv, dvalues);
         Exchange grads_exchange = pass_on(backend, cp, {dkeys, dvalues}, /*first_tag=*/2);
         keys_exchange.wait();
         grads_exchange.wait();

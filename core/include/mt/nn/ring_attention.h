@@ -3,7 +3,8 @@
 // the keys and values travel around the context-parallel group, one neighbour per step, while
 // each step's partial attention is computed, and the partials are merged by their row
 // log-sum-exps. Step i attends over the keys of rank r−i: at i = 0 its own (causal), for an
-// earlier rank both chunks to its first chunk, for a later one its second chunk to both.
+// earlier rank both chunks to its first chunk, for a later one its second chunk to both: each
+// step computes only the scores some query sees.
 #pragma once
 
 #include <vector>
