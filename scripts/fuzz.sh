@@ -15,7 +15,7 @@ shift || true
 build_dir="${BUILD_DIR:-build-fuzz}"
 targets=(pickle zip torch_file torch_checkpoint indexed_dataset api_request gpt2_tokenizer hf_tokenizer
     tiktoken wordpiece preprocess_line hf_checkpoint torch_dist_metadata sentencepiece jsonl_zst
-    torch_dist_config hf_tokenizer_config jinja)
+    torch_dist_config hf_tokenizer_config jinja integrity_manifest)
 [ $# -gt 0 ] && targets=("$@")
 # ccache: the debug info names the build folder, which ccache hashes unless told not to; every
 # clone's fuzz build then shares the cache.
@@ -78,6 +78,7 @@ seed_jsonl_zst() {  # the preprocess_line seeds as lines of one stream, and alon
     for f in tests/fuzz/seeds/preprocess_line/*; do zstd -q -c "$f" > "$1/$(basename "$f").zst"; done
 }
 seed_torch_dist_config() { find "$fixtures/torch_dist" -name metadata.json | seed_from_paths "$1"; }
+seed_integrity_manifest() { find "$fixtures/integrity_manifest" -name "*.json" | seed_from_paths "$1"; }
 seed_hf_tokenizer_config() {
     printf 'Hello world! <s> [INST] caf\xc3\xa9 </s>' > "$1.text"
     find "$fixtures" -name tokenizer_config.json -size -16k | while read -r f; do
