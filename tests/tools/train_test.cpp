@@ -35,6 +35,12 @@ std::string make_dataset(const TempDir& dir) {
     return mt::test::tiny_gpt2_dataset(dir, jsonl);
 }
 
+// A one-layer GPT on MockGPTDataset's ids (NullTokenizer), micro-batches of 2.
+constexpr const char* kTinyMockModel =
+    " --mock-data --tokenizer-type NullTokenizer --vocab-size 4096 --num-layers 1"
+    " --hidden-size 32 --num-attention-heads 4 --seq-length 32 --max-position-embeddings 32"
+    " --micro-batch-size 2";
+
 std::string train_command(const TempDir& dir, const std::string& data) {
     fs::path vocab = mt::test::fixtures_dir() / "gpt2-tiny";
     return mt::test::tool_path("megatron-train").string() +
@@ -258,11 +264,9 @@ TEST(Train, ExitIntervalAndUnsupportedFlags) {
 TEST(Train, MockData) {
     TempDir dir;
     const std::string tool = mt::test::tool_path("megatron-train").string();
-    const std::string flags =
-        " --mock-data --tokenizer-type NullTokenizer --vocab-size 4096 --num-layers 1"
-        " --hidden-size 32 --num-attention-heads 4 --seq-length 32 --max-position-embeddings 32"
-        " --micro-batch-size 2 --lr 1e-3 --train-iters 3 --log-interval 1 --eval-interval 3"
-        " --eval-iters 1";
+    const std::string flags = std::string(kTinyMockModel) +
+                              " --lr 1e-3 --train-iters 3 --log-interval 1 --eval-interval 3"
+                              " --eval-iters 1";
     // With two more of Megatron's training flags: the decoupled rate gets its own log field.
     auto r = run_command(tool + flags + " --calculate-per-token-loss --decoupled-lr 2e-3");
     ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -337,9 +341,7 @@ TEST(Train, StepBatchSizeScheduleAndSaveRetainInterval) {
     TempDir dir;
     const std::string tool = mt::test::tool_path("megatron-train").string();
     const std::string flags =
-        " --mock-data --tokenizer-type NullTokenizer --vocab-size 4096 --num-layers 1"
-        " --hidden-size 32 --num-attention-heads 4 --seq-length 32 --max-position-embeddings 32"
-        " --micro-batch-size 2 --lr 1e-3 --log-interval 1 --eval-iters 0";
+        std::string(kTinyMockModel) + " --lr 1e-3 --log-interval 1 --eval-iters 0";
     const std::string save = " --save " + q(dir / "ckpt") + " --save-interval 1";
     auto stepped = run_command(tool + flags + save +
                                " --train-samples 30 --step-batch-size-schedule '0:2 64:4, 0.2k:8'"
@@ -393,13 +395,11 @@ TEST(Train, StepBatchSizeScheduleAndSaveRetainInterval) {
 TEST(Train, VerifyIntegrityWritesAndChecksTheManifest) {
     TempDir dir;
     const std::string tool = mt::test::tool_path("megatron-train").string();
-    const std::string flags =
-        " --mock-data --tokenizer-type NullTokenizer --vocab-size 4096 --num-layers 1"
-        " --hidden-size 32 --num-attention-heads 4 --seq-length 32 --max-position-embeddings 32"
-        " --micro-batch-size 2 --lr 1e-3 --log-interval 1 --eval-iters 0"
-        " --override-opt_param-scheduler --verify-integrity"
-        " --save-interval 2 --save " +
-        q(dir / "ckpt") + " --load " + q(dir / "ckpt");
+    const std::string flags = std::string(kTinyMockModel) +
+                              " --lr 1e-3 --log-interval 1 --eval-iters 0"
+                              " --override-opt_param-scheduler --verify-integrity"
+                              " --save-interval 2 --save " +
+                              q(dir / "ckpt") + " --load " + q(dir / "ckpt");
     auto first = run_command(tool + flags + " --train-iters 2");
     ASSERT_EQ(first.exit_code, 0) << first.output;
     const fs::path saved = dir / "ckpt" / "iter_0000002";
@@ -436,9 +436,7 @@ TEST(Train, EvaluationBatchSizes) {
     TempDir dir;
     const std::string tool = mt::test::tool_path("megatron-train").string();
     const std::string flags =
-        " --mock-data --tokenizer-type NullTokenizer --vocab-size 4096 --num-layers 1"
-        " --hidden-size 32 --num-attention-heads 4 --seq-length 32 --max-position-embeddings 32"
-        " --micro-batch-size 2 --lr 1e-3 --train-iters 2 --eval-iters 2 --skip-train";
+        std::string(kTinyMockModel) + " --lr 1e-3 --train-iters 2 --eval-iters 2 --skip-train";
     static const std::regex loss(
         R"(validation loss at iteration 0 on test set \| lm loss value: ([0-9.E+-]+))");
     const auto test_loss = [&](const std::string& more) {
