@@ -398,7 +398,9 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--padded-vocab-size", refuse("a given padded vocabulary size (--padded-vocab-size)")},
     {"--no-pad-vocab-size", refuse("an unpadded vocabulary (--no-pad-vocab-size)")},
     {"--tokenizer-metadata", refuse("tokenizer metadata files (--tokenizer-metadata)")},
-    {"--chat-template", refuse("chat templates (--chat-template)")},
+    {"--chat-template",
+     accept("the tokenizer's chat template, which only chat requests render (megatron-generate's "
+            "chat endpoint reads it): pretraining and the evaluation tasks never do")},
     // logging
     {"--log-memory-interval",
      accept("reports GPU memory every N iterations: megatron-train reports none"), kTrainingOnly},
