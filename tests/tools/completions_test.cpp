@@ -463,6 +463,48 @@ TEST(CompletionsServerMemory, ARequestLargerThanTheBatchesMemoryIsRefused) {
     EXPECT_TRUE(server.alive());
 }
 
+// PUT /api runs outside the continuous batch: it is answered while completions keep arriving
+// (the batch stops taking new ones and drains for it), not after they stop. Two places for 24
+// clients keep requests queued all the time: the batch never empties by itself.
+TEST(CompletionsServerApi, PutApiIsAnsweredUnderAConstantCompletionsLoad) {
+    mt::test::ApiServerProcess server(
+        "--load " + shell_quote(mt::test::fixtures_dir() / "hf" / "llama") +
+        " --tokenizer-type NullTokenizer --vocab-size 127 --inference-max-requests 2");
+    ASSERT_GT(server.port(), 0);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    std::atomic<bool> put_done{false};
+    std::atomic<int> completions{0};
+    std::vector<std::thread> clients;
+    for (int i = 0; i < 24; ++i)
+        clients.emplace_back([&, i] {
+            while (!put_done && std::chrono::steady_clock::now() < deadline) {
+                auto reply = mt::test::HttpClient(server.port())
+                                 .request(verb::post, "/v1/completions",
+                                          R"({"prompt": [[)" + std::to_string(1 + i) +
+                                              R"(, 7]], "max_tokens": 20, "temperature": 0})");
+                if (reply && reply->status == 200) ++completions;
+            }
+        });
+    while (completions < 24) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const auto sent = std::chrono::steady_clock::now();
+    auto put =
+        mt::test::HttpClient(server.port())
+            .request(verb::put, "/api", R"({"prompts": ["5 17 99"], "tokens_to_generate": 3})");
+    // Milliseconds here; while the load lasts (15 s) before the batch let it through.
+    const bool in_time = std::chrono::steady_clock::now() - sent < std::chrono::seconds(5);
+    put_done = true;
+    for (auto& t : clients) t.join();
+    ASSERT_TRUE(put);
+    EXPECT_EQ(put->status, 200) << put->body;
+    EXPECT_TRUE(in_time) << "PUT /api waited for the completions to stop";
+    // The completions went on after it.
+    auto after = mt::test::HttpClient(server.port())
+                     .request(verb::post, "/v1/completions",
+                              R"({"prompt": [[3, 7]], "max_tokens": 4, "temperature": 0})");
+    ASSERT_TRUE(after);
+    EXPECT_EQ(after->status, 200) << after->body;
+}
+
 TEST_F(CompletionsServer, AnswersErrorsModelsAndTokenizerPaths) {
     ASSERT_GT(server_->port(), 0);
     auto error = complete(R"({"prompt": "1", "n": 3})", 400);

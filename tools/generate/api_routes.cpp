@@ -199,6 +199,16 @@ ApiBatchedJob ApiRoutes::batched_job(CompletionRequest r, std::string id, bool c
     };
 }
 
+WorkerJob ApiRoutes::outside_batch(WorkerJob job) {
+    if (!engine_) return job;
+    engine_->hold();
+    return [this, job = std::move(job)] {
+        engine_->release();
+        job();
+        engine_->run();  // the requests that waited for it
+    };
+}
+
 std::variant<ApiAnswer, ApiJob, ApiStreamJob, ApiBatchedJob> ApiRoutes::route(
     std::string_view method, std::string_view path, std::string body, const std::string& remote) {
     const auto expect = [&](const char* allowed) -> std::optional<ApiAnswer> {

@@ -70,6 +70,11 @@ class ApiRoutes {
     void drop_requests() {
         if (engine_) engine_->drop_requests();
     }
+    // A worker job outside the continuous batch (PUT /api; a stream without the batch): from now
+    // on the batch admits no request and drains, so that the job runs next rather than after the
+    // requests that keep arriving; the batch resumes once the job has run. Called on the I/O
+    // thread when the job is handed to the worker.
+    WorkerJob outside_batch(WorkerJob job);
 
     // For the server's start line.
     static constexpr const char* kSummary =

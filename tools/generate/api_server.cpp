@@ -145,15 +145,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
                 asio::post(*state_.worker, std::move(step));
             return;
         }
-        asio::post(*state_.worker, [run = std::get<ApiJob>(std::move(routed)),
-                                    done = answer_sink()] { done(run()); });
+        asio::post(*state_.worker,
+                   state_.routes.outside_batch([run = std::get<ApiJob>(std::move(routed)),
+                                                done = answer_sink()] { done(run()); }));
     }
 
     // A streamed answer: the job's events are written as they come, in HTTP/1.1's chunked
     // encoding (an HTTP/1.0 client gets them unframed, the end of the stream closing it).
     void stream(ApiStreamJob run) {
-        asio::post(*state_.worker, [run = std::move(run), send = event_sink(),
-                                    done = answer_sink()] { done(run(send)); });
+        asio::post(*state_.worker,
+                   state_.routes.outside_batch([run = std::move(run), send = event_sink(),
+                                                done = answer_sink()] { done(run(send)); }));
     }
 
     // Where a job on the worker sends a streamed answer's events: written in order on the I/O

@@ -78,7 +78,7 @@ void CompletionEngine::drop_requests() {
 
 void CompletionEngine::run() {
     while (!stopping_) {
-        {
+        if (held_ == 0) {
             std::lock_guard lock(mutex_);
             const auto now = std::chrono::steady_clock::now();
             // In arrival order, while places and memory last.

@@ -64,11 +64,15 @@ class CompletionEngine {
     // Thread-safe. mt::Error for a request the model cannot run, ServerBusy when the queue is
     // full; nothing is queued then.
     void queue(const CompletionRequest& request, Handlers handlers);
-    // On the worker thread: steps the batch, taking in what is queued between steps, until
-    // nothing is queued or running, or stop() was called.
+    // On the worker thread: steps the batch, taking in what is queued between steps (not while
+    // held), until nothing is queued or running (held: running), or stop() was called.
     void run();
     // Thread-safe: run() returns after its running step, now and ever after.
     void stop() { stopping_ = true; }
+    // Thread-safe: while held (by each hold() not yet released), run() admits no queued request
+    // and returns once the running ones are done: another job waits for the worker thread.
+    void hold() { ++held_; }
+    void release() { --held_; }
     // Not while run() runs: every queued and running request dropped unanswered.
     void drop_requests();
 
@@ -83,6 +87,7 @@ class CompletionEngine {
     std::deque<Queued> queued_;
     uint64_t next_seed_;  // unseeded requests' streams
     std::atomic<bool> stopping_{false};
+    std::atomic<int> held_{0};
 };
 
 }  // namespace mt::generate_tool
