@@ -19,23 +19,24 @@ namespace mt::plugins::torch_ckpt {
 
 namespace {
 
-std::string latest_name(const Latest& latest) {
+std::string latest_name(const LatestCheckpoint& latest) {
     return latest.release ? std::string("release") : std::to_string(latest.iteration);
 }
 
-Latest need_tracker(const fs::path& dir) {
+LatestCheckpoint need_tracker(const fs::path& dir) {
     auto latest = read_tracker(dir);
-    MT_CHECK(latest.has_value(), "no checkpoint in ", dir.string(), ": ", kTrackerName,
+    MT_CHECK(latest.has_value(), "no checkpoint in ", dir.string(), ": ", kCheckpointTrackerName,
              " is missing");
     return *latest;
 }
 
 // The layout of the latest checkpoint; an iteration directory without rank directories is an
 // error naming the file a one-rank checkpoint would have.
-CheckpointLayout need_layout(const fs::path& dir, const Latest& latest) {
+CheckpointLayout need_layout(const fs::path& dir, const LatestCheckpoint& latest) {
     auto layout = read_layout(iteration_dir(dir, latest));
-    MT_CHECK(layout.has_value(), dir.string(), "/", kTrackerName, " names ", latest_name(latest),
-             " but ", checkpoint_file(dir, latest, {}, 0, 0).string(), " does not exist");
+    MT_CHECK(layout.has_value(), dir.string(), "/", kCheckpointTrackerName, " names ",
+             latest_name(latest), " but ", checkpoint_file(dir, latest, {}, 0, 0).string(),
+             " does not exist");
     // mp_rank_TT_NNN: pipeline stages, or the expert ranks of a run without stages (its args
     // say which).
     if (layout->pipeline_parallel > 1 && layout->expert_parallel == 1) {
@@ -92,20 +93,20 @@ CheckpointState TorchCheckpoint::load(const std::filesystem::path& dir) {
 }
 
 CheckpointArgs TorchCheckpoint::load_args(const std::filesystem::path& dir) {
-    const Latest latest = need_tracker(dir);
+    const LatestCheckpoint latest = need_tracker(dir);
     const CheckpointLayout l = need_layout(dir, latest);
     const fs::path file = checkpoint_file(dir, latest, l, 0, 0, 0);
     return args_from_py(io::load_torch_structure(file), file.string());
 }
 
 CheckpointLayout TorchCheckpoint::layout(const std::filesystem::path& dir) {
-    const Latest latest = need_tracker(dir);
+    const LatestCheckpoint latest = need_tracker(dir);
     return need_layout(dir, latest);
 }
 
 CheckpointState TorchCheckpoint::load_rank(const std::filesystem::path& dir, int64_t tp_rank,
                                            int64_t pp_rank) {
-    const Latest latest = need_tracker(dir);
+    const LatestCheckpoint latest = need_tracker(dir);
     const CheckpointLayout l = need_layout(dir, latest);
     MT_CHECK(tp_rank >= 0 && tp_rank < l.tensor_parallel && pp_rank >= 0 &&
                  pp_rank < l.pipeline_parallel,
@@ -115,8 +116,8 @@ CheckpointState TorchCheckpoint::load_rank(const std::filesystem::path& dir, int
     std::vector<CheckpointState> experts;  // one per expert-parallel rank's file
     for (int64_t ep = 0; ep < l.expert_parallel; ++ep) {
         const fs::path file = checkpoint_file(dir, latest, l, tp_rank, pp_rank, ep);
-        MT_CHECK(fs::exists(file), dir.string(), "/", kTrackerName, " names ", latest_name(latest),
-                 " but ", file.string(), " does not exist");
+        MT_CHECK(fs::exists(file), dir.string(), "/", kCheckpointTrackerName, " names ",
+                 latest_name(latest), " but ", file.string(), " does not exist");
         io::PyValue root;
         try {
             root = io::load_torch_file(file);

@@ -73,8 +73,9 @@ std::string rank_dir_name(const CheckpointLayout& layout, int64_t tp_rank, int64
     return name;
 }
 
-fs::path checkpoint_file(const fs::path& dir, const Latest& latest, const CheckpointLayout& layout,
-                         int64_t tp_rank, int64_t pp_rank, int64_t ep_rank) {
+fs::path checkpoint_file(const fs::path& dir, const LatestCheckpoint& latest,
+                         const CheckpointLayout& layout, int64_t tp_rank, int64_t pp_rank,
+                         int64_t ep_rank) {
     return iteration_dir(dir, latest) / rank_dir_name(layout, tp_rank, pp_rank, ep_rank) /
            kFileName;
 }
@@ -129,7 +130,7 @@ void finish_write(const fs::path& dir, int64_t iteration) {
     // already name this iteration) in one step.
     io::replace_directory(temporary_dir(dir, iteration),
                           iteration_dir(dir, {iteration, iteration == 0}));
-    io::AtomicFile tracker(dir / kTrackerName);
+    io::AtomicFile tracker(dir / kCheckpointTrackerName);
     tracker.stream() << (iteration == 0 ? std::string("release") : std::to_string(iteration));
     tracker.commit();
 }

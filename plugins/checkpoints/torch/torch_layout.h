@@ -1,8 +1,8 @@
-// Megatron's `torch` checkpoint directory layout (megatron/training/checkpointing.py):
-// <dir>/latest_checkpointed_iteration.txt names the latest iteration (or "release"), whose
-// directory iter_{:07d}/ (or release/) holds one mp_rank_{tp:02d}/ per tensor rank, or
-// mp_rank_{tp:02d}_{pp:03d}/ when the saving run had several pipeline stages (and _{ep:03d} after
-// when it had several expert-parallel ranks), each with model_optim_rng.pt.
+// Megatron's `torch` checkpoint layout (megatron/training/checkpointing.py): the iteration
+// directory of mt/checkpoint/checkpoint_directory.h (iter_{:07d}/ or release/) holds one
+// mp_rank_{tp:02d}/ per tensor rank, or mp_rank_{tp:02d}_{pp:03d}/ when the saving run had
+// several pipeline stages (and _{ep:03d} after when it had several expert-parallel ranks), each
+// with model_optim_rng.pt.
 #pragma once
 
 #include <cstdint>
@@ -17,20 +17,15 @@ namespace mt::plugins::torch_ckpt {
 namespace fs = std::filesystem;
 
 inline constexpr const char* kFileName = "model_optim_rng.pt";
-inline constexpr const char* kTrackerName = kCheckpointTrackerName;
-
-// The directory layout every Megatron format shares (mt/checkpoint/checkpoint_directory.h).
-using Latest = LatestCheckpoint;
-using mt::iteration_dir;
-using mt::read_tracker;
 
 // "mp_rank_01", "mp_rank_01_002" when the layout has several pipeline stages, then "_003" for
 // the expert-parallel rank when it has several of those.
 std::string rank_dir_name(const CheckpointLayout& layout, int64_t tp_rank, int64_t pp_rank,
                           int64_t ep_rank = 0);
 // <iteration dir>/<rank dir>/model_optim_rng.pt
-fs::path checkpoint_file(const fs::path& dir, const Latest& latest, const CheckpointLayout& layout,
-                         int64_t tp_rank, int64_t pp_rank, int64_t ep_rank = 0);
+fs::path checkpoint_file(const fs::path& dir, const LatestCheckpoint& latest,
+                         const CheckpointLayout& layout, int64_t tp_rank, int64_t pp_rank,
+                         int64_t ep_rank = 0);
 
 // The layout of an iteration directory, from its mp_rank_* subdirectories; nullopt when it has
 // none (another format's directory). Two numbers after the tensor rank are the pipeline and the

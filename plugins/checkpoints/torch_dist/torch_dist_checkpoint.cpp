@@ -140,9 +140,9 @@ CheckpointState common_from_py(const PyValue& common, const std::string& file) {
 }  // namespace
 
 bool TorchDistCheckpoint::detect(const std::filesystem::path& dir) const {
-    const auto latest = torch_ckpt::read_tracker(dir);
+    const auto latest = read_tracker(dir);
     if (!latest) return false;
-    const fs::path iter = torch_ckpt::iteration_dir(dir, *latest);
+    const fs::path iter = iteration_dir(dir, *latest);
     return fs::exists(iter / kConfigName) || fs::exists(iter / kDcpMetadataName);
 }
 
@@ -397,11 +397,11 @@ struct LatestIteration {
     bool release = false;
 };
 LatestIteration latest_iteration(const fs::path& dir) {
-    const auto latest = torch_ckpt::read_tracker(dir);
-    MT_CHECK(latest.has_value(), "no checkpoint in ", dir.string(), ": ", torch_ckpt::kTrackerName,
+    const auto latest = read_tracker(dir);
+    MT_CHECK(latest.has_value(), "no checkpoint in ", dir.string(), ": ", kCheckpointTrackerName,
              " is missing");
-    const fs::path iter = torch_ckpt::iteration_dir(dir, *latest);
-    MT_CHECK(fs::is_directory(iter), dir.string(), "/", torch_ckpt::kTrackerName, " names ",
+    const fs::path iter = iteration_dir(dir, *latest);
+    MT_CHECK(fs::is_directory(iter), dir.string(), "/", kCheckpointTrackerName, " names ",
              latest->release ? std::string("release") : std::to_string(latest->iteration), " but ",
              iter.string(), " does not exist");
     check_config(iter);
