@@ -42,8 +42,8 @@ Tensor half_of(Backend& backend, const Tensor& x, int64_t dim, bool second) {
     return out;
 }
 
-// x with zeros in its first (second = false: second) half along `dim` and `half_value` in the
-// other: a half-sized step result placed where it adds to the whole.
+// Copies a half-sized step result into x's second (second = false: first) half along `dim`,
+// where it adds to the whole (the other half is the caller's).
 void place_half(Backend& backend, const Tensor& half_value, int64_t dim, bool second, Tensor& x) {
     const int64_t half = x.size(dim) / 2;
     Tensor target = x.slice(dim, second ? half : 0, second ? x.size(dim) : half);
@@ -90,7 +90,8 @@ void ring_attention_forward(Backend& backend, const ContextParallel& cp, const T
     // A step's partial result for all rows (a later step's first half stays unused).
     Tensor part = backend.empty(out.shape(), out.dtype());
     Tensor part_lse = backend.empty(lse.shape(), lse.dtype());
-    Tensor q_second;  // the later steps' queries, made at the first of them
+    // The later steps' queries and their results, made at the first of them.
+    Tensor q_second, half_out, half_lse;
     for (int i = 0; i < cp.size(); ++i) {
         Exchange exchange;
         if (i + 1 < cp.size()) exchange = pass_on(backend, cp, {keys, values});
@@ -103,9 +104,11 @@ void ring_attention_forward(Backend& backend, const ContextParallel& cp, const T
                                       half_of(backend, values, 1, false), config, part, part_lse);
             backend.attention_merge(out, lse, part, part_lse, 0, T);
         } else {
-            if (!q_second.defined()) q_second = half_of(backend, q, 1, true);
-            Tensor half_out = backend.empty(q_second.shape(), out.dtype());
-            Tensor half_lse = backend.empty({lse.size(0), lse.size(1), T / 2}, lse.dtype());
+            if (!q_second.defined()) {
+                q_second = half_of(backend, q, 1, true);
+                half_out = backend.empty(q_second.shape(), out.dtype());
+                half_lse = backend.empty({lse.size(0), lse.size(1), T / 2}, lse.dtype());
+            }
             backend.attention_forward(q_second, keys, values, config, half_out, half_lse);
             place_half(backend, half_out, 1, true, part);
             place_half(backend, half_lse, 2, true, part_lse);
@@ -136,7 +139,7 @@ void ring_attention_backward(Backend& backend, const ContextParallel& cp, const 
     Tensor step_dq = backend.empty(q.shape(), q.dtype());
     Tensor step_dk = backend.empty(k.shape(), k.dtype()),
            step_dv = backend.empty(v.shape(), v.dtype());
-    Tensor later_dq, earlier_dk, earlier_dv;
+    Tensor later_dq, earlier_dk, earlier_dv, half_dk, half_dv;  // made at their first step
     backend.fill(dq, 0.0);
     for (int i = 0; i < cp.size(); ++i) {
         // The keys and values move on while this step works on them; their gradients so far
@@ -152,16 +155,16 @@ void ring_attention_backward(Backend& backend, const ContextParallel& cp, const 
             backend.attention_backward(q, keys, values, out, lse, dout, config, step_dq, step_dk,
                                        step_dv);
         } else if (kind == StepKind::earlier) {
-            const int64_t half = k.size(1) / 2;
-            Tensor half_dk = backend.empty({k.size(0), half, k.size(2), k.size(3)}, k.dtype());
-            Tensor half_dv = backend.empty(half_dk.shape(), v.dtype());
-            backend.attention_backward(q, half_of(backend, keys, 1, false),
-                                       half_of(backend, values, 1, false), out, lse, dout, config,
-                                       step_dq, half_dk, half_dv);
             if (!earlier_dk.defined()) {
                 earlier_dk = backend.zeros(k.shape(), k.dtype());
                 earlier_dv = backend.zeros(v.shape(), v.dtype());
+                half_dk =
+                    backend.empty({k.size(0), k.size(1) / 2, k.size(2), k.size(3)}, k.dtype());
+                half_dv = backend.empty(half_dk.shape(), v.dtype());
             }
+            backend.attention_backward(q, half_of(backend, keys, 1, false),
+                                       half_of(backend, values, 1, false), out, lse, dout, config,
+                                       step_dq, half_dk, half_dv);
             place_half(backend, half_dk, 1, false, earlier_dk);
             place_half(backend, half_dv, 1, false, earlier_dv);
             add_dk = &earlier_dk;
