@@ -30,6 +30,17 @@ namespace {
 using detail::Bf16;
 using detail::Element;
 
+// Keys 0 .. keys - 1 of a row, key s at slot (first + s) % C: the slots run on and wrap once, so
+// they come in at most two runs of consecutive slots; fn(s, slot, run) takes each.
+template <class F>
+void slot_runs(int64_t first, int64_t keys, int64_t C, F fn) {
+    for (int64_t s = 0, slot = first % C; s < keys; slot = 0) {
+        const int64_t run = std::min(keys - s, C - slot);
+        fn(s, slot, run);
+        s += run;
+    }
+}
+
 // T: the queries', output's and bias's type; S: the cache's (T, or bf16 with T float).
 template <class T, class S>
 void cached(const T* q, const S* kc, const S* vc, const T* bias, const T* sink, T* out, int64_t B,
@@ -51,23 +62,19 @@ void cached(const T* q, const S* kc, const S* vc, const T* bias, const T* sink, 
             const int64_t keys = end - first;
             const T* qr = q + ((b * Tq + t) * nq + h) * hd;
             const T* bias_row = bias ? bias + (h * Tq + t) * (past + Tq) + first : nullptr;
-            // Key first + s sits at slot (first + s) % C: the slots run on, wrapping once.
-            const auto next = [C](int64_t slot) { return slot + 1 == C ? 0 : slot + 1; };
-            if constexpr (kF32) {  // in runs of slots, through the vector kernels
-                for (int64_t s = 0, slot = first % C; s < keys; slot = 0) {
-                    const int64_t run = std::min(keys - s, C - slot);
-                    key_dots(qr, kc + ((b * C + slot) * ng + g) * hd, ng * hd, run, hd, scale,
-                             p.data() + s);
-                    s += run;
-                }
-                if (bias_row)
-                    for (int64_t s = 0; s < keys; ++s) p[size_t(s)] += bias_row[s];
-            } else {
-                for (int64_t s = 0, slot = first % C; s < keys; ++s, slot = next(slot)) {
-                    p[size_t(s)] = scale * lane_dot(qr, kc + ((b * C + slot) * ng + g) * hd, hd);
-                    if (bias_row) p[size_t(s)] += bias_row[s];
-                }
-            }
+            const auto key_rows = [&](int64_t slot) { return kc + ((b * C + slot) * ng + g) * hd; };
+            const auto value_rows = [&](int64_t slot) {
+                return vc + ((b * C + slot) * ng + g) * hd;
+            };
+            slot_runs(first, keys, C, [&](int64_t s0, int64_t slot, int64_t run) {
+                if constexpr (kF32)
+                    key_dots(qr, key_rows(slot), ng * hd, run, hd, scale, p.data() + s0);
+                else
+                    for (int64_t j = 0; j < run; ++j)
+                        p[size_t(s0 + j)] = scale * lane_dot(qr, key_rows(slot + j), hd);
+            });
+            if (bias_row)
+                for (int64_t s = 0; s < keys; ++s) p[size_t(s)] += bias_row[s];
             // An attention sink joins the softmax as one more logit with no value.
             const T m = std::max(lane_max(p.data(), keys, k::neg_inf<T>()),
                                  sink ? sink[h] : k::neg_inf<T>());
@@ -78,21 +85,16 @@ void cached(const T* q, const S* kc, const S* vc, const T* bias, const T* sink, 
                 for (int64_t s = 0; s < keys; ++s) l += p[size_t(s)] = k::exp(p[size_t(s)] - m);
             T* o = out + ((b * Tq + t) * nq + h) * hd;
             std::fill(o, o + hd, T(0));
-            if constexpr (kF32) {
-                for (int64_t s = 0; s < keys; ++s) p[size_t(s)] /= l;
-                for (int64_t s = 0, slot = first % C; s < keys; slot = 0) {
-                    const int64_t run = std::min(keys - s, C - slot);
-                    weighted_values(p.data() + s, vc + ((b * C + slot) * ng + g) * hd, ng * hd, run,
-                                    hd, o);
-                    s += run;
-                }
-                continue;
-            }
-            for (int64_t s = 0, slot = first % C; s < keys; ++s, slot = next(slot)) {
-                const T w = p[size_t(s)] / l;
-                const S* vr = vc + ((b * C + slot) * ng + g) * hd;
-                for (int64_t i = 0; i < hd; ++i) o[i] += w * E::load(vr[i]);
-            }
+            for (int64_t s = 0; s < keys; ++s) p[size_t(s)] /= l;
+            slot_runs(first, keys, C, [&](int64_t s0, int64_t slot, int64_t run) {
+                if constexpr (kF32)
+                    weighted_values(p.data() + s0, value_rows(slot), ng * hd, run, hd, o);
+                else
+                    for (int64_t j = 0; j < run; ++j) {
+                        const S* vr = value_rows(slot + j);
+                        for (int64_t i = 0; i < hd; ++i) o[i] += p[size_t(s0 + j)] * E::load(vr[i]);
+                    }
+            });
         }
     }
 }
