@@ -32,26 +32,24 @@ inline ModelArgs llama_args() {
 }
 
 // Gemma 3's layers (--geglu --post-sublayer-norm --scale-embeddings, zero-centred RMSNorm, q/k
-// norms, a window on the first layer with its own rope base, a softmax scale of its own).
+// norms, a window on the first layer with its own rope base, a softmax scale of its own) on
+// Llama's, with GeGLU for SwiGLU and tied embeddings.
 inline ModelArgs gemma_args() {
-    ModelArgs a = gpt2_args();
-    a["num-layers"] = "3";
-    a["normalization"] = "RMSNorm";
-    a["apply-layernorm-1p"] = "";
-    a["position-embedding-type"] = "rope";
-    a["rotary-base"] = "1000000";
-    a["rotary-base-local"] = "10000";
-    a["window-size"] = "(2, 0)";
-    a["window-attn-skip-freq"] = "[1,0,1]";
-    a["geglu"] = "";
-    a["post-sublayer-norm"] = "";
-    a["scale-embeddings"] = "";
-    a["qk-layernorm"] = "";
-    a["softmax-scale"] = "0.4";
-    a["ffn-hidden-size"] = "24";
-    a["group-query-attention"] = "";
-    a["num-query-groups"] = "2";
-    a["disable-bias-linear"] = "";
+    ModelArgs a = llama_args();
+    a.erase("swiglu");
+    a.erase("untie-embeddings-and-output-weights");
+    for (auto [k, v] : {std::pair{"num-layers", "3"},
+                        {"apply-layernorm-1p", ""},
+                        {"rotary-base", "1000000"},
+                        {"rotary-base-local", "10000"},
+                        {"window-size", "(2, 0)"},
+                        {"window-attn-skip-freq", "[1,0,1]"},
+                        {"geglu", ""},
+                        {"post-sublayer-norm", ""},
+                        {"scale-embeddings", ""},
+                        {"qk-layernorm", ""},
+                        {"softmax-scale", "0.4"}})
+        a[k] = v;
     return a;
 }
 
