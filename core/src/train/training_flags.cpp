@@ -1,5 +1,8 @@
 #include "mt/train/training_flags.h"
 
+#include <tuple>
+#include <utility>
+
 #include "mt/cli/flags.h"
 #include "mt/cli/megatron_flags.h"
 #include "mt/error.h"
@@ -14,6 +17,12 @@ void read_optional(const po::variables_map& vm, const char* name, std::optional<
     if (vm.count(name)) out = vm[name].as<T>();
 }
 
+// Evaluation's micro-batch and global batch sizes: their flags', else the training's.
+std::pair<int64_t, int64_t> evaluation_batches(const TrainingFlags& f) {
+    return {f.eval_micro_batch_size.value_or(f.micro_batch_size),
+            f.eval_global_batch_size.value_or(f.schedule.global_batch_size)};
+}
+
 }  // namespace
 
 std::vector<po::options_description> training_flag_groups(TrainingFlags& f, EntryPoint entry) {
@@ -26,8 +35,8 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
                                "model family (a model plugin)")(
             "micro-batch-size", po::value(&f.micro_batch_size)->required(), "batch size per step")(
             "global-batch-size", po::value<int64_t>(),
-            "samples per iteration (default: the micro-batch size); gradients accumulate")(
-            "train-iters", po::value<int64_t>(), "iterations to train for")(
+            "samples per iteration (default: the micro-batch size x the data-parallel size); "
+            "gradients accumulate")("train-iters", po::value<int64_t>(), "iterations to train for")(
             "train-samples", po::value<int64_t>(),
             "samples to train for (instead of --train-iters)");
     else
@@ -449,8 +458,7 @@ void settle_batch_sizes(TrainingFlags& f, int64_t data_parallel_size, int64_t se
     // Megatron's validate_args: the global batch defaults to one micro-batch per rank.
     f.schedule.global_batch_size =
         f.global_batch_size.value_or(f.micro_batch_size * data_parallel_size);
-    const int64_t eval_micro = f.eval_micro_batch_size.value_or(f.micro_batch_size);
-    const int64_t eval_global = f.eval_global_batch_size.value_or(f.schedule.global_batch_size);
+    const auto [eval_micro, eval_global] = evaluation_batches(f);
     // (Without either flag these are the training's, which the trainer checks.)
     MT_CHECK(!(f.eval_micro_batch_size || f.eval_global_batch_size) ||
                  eval_global % (eval_micro * data_parallel_size) == 0,
@@ -478,8 +486,7 @@ train::TrainerOptions trainer_options(const TrainingFlags& f) {
     o.global_batch_size = f.schedule.global_batch_size;
     o.rampup = f.rampup;
     o.batch_steps = f.batch_steps;
-    o.eval_micro_batch_size = f.eval_micro_batch_size.value_or(f.micro_batch_size);
-    o.eval_global_batch_size = f.eval_global_batch_size.value_or(f.schedule.global_batch_size);
+    std::tie(o.eval_micro_batch_size, o.eval_global_batch_size) = evaluation_batches(f);
     o.train_iters = *f.schedule.train_iters;
     o.log_interval = f.log_interval;
     o.eval_interval = f.eval_interval;
