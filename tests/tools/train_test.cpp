@@ -335,8 +335,12 @@ TEST(Train, MockData) {
 // core_v0.19's batch-size schedule and checkpoint retention: --step-batch-size-schedule
 // "0:2 64:4, 0.2k:8" counts tokens (32 a sample: batches of 2, 4 and 8 from 0, 2 and 6 samples),
 // which over --train-samples 30 megatron-core's StepBatchsizeNumMicroBatchesCalculator runs as
-// 2, 4, 8, 8, 8 (5 iterations); --save-retain-interval 2 deletes each previous save but the
-// even ones (checkpointing.py's iter_finalize_fn).
+// 2, 4, 8, 8, 8 (5 iterations; core_v0.19, update_train_iters' loop:
+//   c = StepBatchsizeNumMicroBatchesCalculator(2, 1, False, 1, "0:2 64:4, 0.2k:8", 32)
+//   n = 0; while n < 30: c.update(n, False); print(c.get_current_global_batch_size());
+//   n += c.get_current_global_batch_size()
+// ); --save-retain-interval 2 deletes each previous save but the even ones (checkpointing.py's
+// iter_finalize_fn).
 TEST(Train, StepBatchSizeScheduleAndSaveRetainInterval) {
     TempDir dir;
     const std::string tool = mt::test::tool_path("megatron-train").string();
