@@ -93,4 +93,8 @@ std::unique_ptr<nn::InferenceState> Model::make_inference_state(int64_t, int64_t
     MT_FAIL("not supported yet: an inference state (KV cache) for this model family");
 }
 
+int64_t Model::inference_state_bytes(int64_t batch, int64_t capacity) const {
+    return make_inference_state(batch, capacity)->bytes();
+}
+
 }  // namespace mt

@@ -254,6 +254,11 @@ class MT_API Model {
     // of up to `capacity` positions.
     virtual std::unique_ptr<nn::InferenceState> make_inference_state(int64_t batch,
                                                                      int64_t capacity) const;
+    // The bytes the state make_inference_state(batch, capacity) makes would hold (what a
+    // continuous batch's memory bound counts): the default makes one and measures it; a model
+    // whose states cost more than their memory to make (a model-parallel leader's twins)
+    // measures its own part instead.
+    virtual int64_t inference_state_bytes(int64_t batch, int64_t capacity) const;
     // The longest prompt + generation Megatron's text generation accepts
     // (--max-position-embeddings), or 0 for no limit.
     virtual int64_t max_positions() const { return 0; }

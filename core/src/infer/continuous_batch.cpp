@@ -70,16 +70,19 @@ bool ContinuousBatch::add(SequenceRequest& r) {
     s->prompt_length = int64_t(r.prompt.size());
     const int64_t length = s->prompt_length + r.max_tokens;
     if (r.max_tokens > 0) {
-        // (Made to be measured: its pages cost nothing until they are written.)
+        if (memory_limit_ > 0) {
+            // Measured before it is made: a request waiting for memory is tried at every step.
+            const int64_t bytes = model_.inference_state_bytes(1, length);
+            MT_CHECK(bytes <= memory_limit_, "the request's ", length, " positions need ",
+                     double(bytes) / double(1 << 20),
+                     " MiB of inference state (KV cache), more than the ",
+                     double(memory_limit_) / double(1 << 20),
+                     " MiB of --inference-dynamic-batching-buffer-size-gb: shorten the prompt or "
+                     "max_tokens");
+            if (reserved_ + bytes > memory_limit_) return false;
+        }
         s->state = model_.make_inference_state(1, length);
         s->state_bytes = s->state->bytes();
-        MT_CHECK(memory_limit_ == 0 || s->state_bytes <= memory_limit_, "the request's ", length,
-                 " positions need ", double(s->state_bytes) / double(1 << 20),
-                 " MiB of inference state (KV cache), more than the ",
-                 double(memory_limit_) / double(1 << 20),
-                 " MiB of --inference-dynamic-batching-buffer-size-gb: shorten the prompt or "
-                 "max_tokens");
-        if (memory_limit_ > 0 && reserved_ + s->state_bytes > memory_limit_) return false;
     }
     s->tokens = r.prompt;
     s->tokens.reserve(size_t(length));

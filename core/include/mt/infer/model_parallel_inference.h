@@ -39,6 +39,10 @@ class MT_API ModelParallelLeader final : public Model {
                        int64_t keep_last) override;
     std::unique_ptr<nn::InferenceState> make_inference_state(int64_t batch,
                                                              int64_t capacity) const override;
+    // This rank's part, made and measured here alone (no twin is made on the followers).
+    int64_t inference_state_bytes(int64_t batch, int64_t capacity) const override {
+        return local_.inference_state_bytes(batch, capacity);
+    }
     int64_t max_positions() const override { return local_.max_positions(); }
     bool has_encoder() const override { return local_.has_encoder(); }
     // Encodes into `state` (the followers' twin of it too).
