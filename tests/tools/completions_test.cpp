@@ -244,6 +244,26 @@ TEST(CompletionEngine, QueuedRequestsRunTogetherAndGetWhatTheyGetAlone) {
     EXPECT_NO_THROW(engine.queue(requests[0], {{}, [](infer::GenerationResult) {}, {}}));
 }
 
+// A job queued between steps (a tokenizer request) runs before the batch's next step, while the
+// running completion goes on: not after the batch has drained.
+TEST(CompletionEngine, AJobBetweenStepsRunsAtTheNextStep) {
+    mt::test::TinyLlamaGenerator tiny;
+    CompletionEngine engine(tiny.generator, BatchLimits{2});
+    CompletionRequest r = accepted(R"({"prompt": "5 17 99", "max_tokens": 12, "temperature": 0})");
+    tokenize_prompts(*tiny.tokenizer, r);
+    int tokens = 0, tokens_when_run = -1;
+    bool done = false;
+    engine.queue(r, {[&](int32_t) {
+                         if (++tokens == 3) engine.between_steps([&] { tokens_when_run = tokens; });
+                         return true;
+                     },
+                     [&](infer::GenerationResult) { done = true; },
+                     [](std::exception_ptr e) { std::rethrow_exception(e); }});
+    engine.run();
+    EXPECT_TRUE(done);
+    EXPECT_EQ(tokens_when_run, 3);  // before the fourth token's step
+}
+
 // The tiny Llama's logits from transformers, as log-probs of each next prompt token.
 std::vector<double> transformers_log_probs(std::vector<int64_t>& prompt) {
     simdjson::dom::parser parser;

@@ -199,6 +199,15 @@ ApiBatchedJob ApiRoutes::batched_job(CompletionRequest r, std::string id, bool c
     };
 }
 
+std::variant<ApiAnswer, ApiJob, ApiStreamJob, ApiBatchedJob> ApiRoutes::tokenizer_job(ApiJob job) {
+    if (!engine_) return job;
+    return ApiBatchedJob(
+        [this, job = std::move(job)](const ChunkSink&, const AnswerSink& done) -> WorkerJob {
+            engine_->between_steps([job, done] { done(job()); });
+            return [this] { engine_->run(); };
+        });
+}
+
 WorkerJob ApiRoutes::outside_batch(WorkerJob job) {
     if (!engine_) return job;
     engine_->hold();
@@ -288,28 +297,30 @@ std::variant<ApiAnswer, ApiJob, ApiStreamJob, ApiBatchedJob> ApiRoutes::route(
     }
     if (path == "/tokenizer_info") {
         if (auto refused = expect("GET")) return *refused;
-        return job(openai_error, [this, max_len] {
+        return tokenizer_job(job(openai_error, [this, max_len] {
             return tokenizer_info_response(generator_.tokenizer(),
                                            generator_.generation_tokens().eod, max_len);
-        });
+        }));
     }
     if (path == "/tokenize") {
         if (auto refused = expect("POST")) return *refused;
         auto parsed = parse_tokenize_request(body);
         if (auto* message = std::get_if<std::string>(&parsed))
             return openai_error(kBadRequest, *message);
-        return job(openai_error, [this, r = std::get<TokenizeRequest>(std::move(parsed)), max_len] {
-            return tokenize_response(generator_.tokenizer(), r, max_len);
-        });
+        return tokenizer_job(
+            job(openai_error, [this, r = std::get<TokenizeRequest>(std::move(parsed)), max_len] {
+                return tokenize_response(generator_.tokenizer(), r, max_len);
+            }));
     }
     if (path == "/detokenize") {
         if (auto refused = expect("POST")) return *refused;
         auto parsed = parse_detokenize_request(body, vocab);
         if (auto* message = std::get_if<std::string>(&parsed))
             return openai_error(kBadRequest, *message);
-        return job(openai_error, [this, ids = std::get<std::vector<int32_t>>(std::move(parsed))] {
-            return detokenize_response(generator_.tokenizer(), ids);
-        });
+        return tokenizer_job(
+            job(openai_error, [this, ids = std::get<std::vector<int32_t>>(std::move(parsed))] {
+                return detokenize_response(generator_.tokenizer(), ids);
+            }));
     }
     return ApiAnswer{kNotFound, "Not Found\n", "text/plain"};
 }

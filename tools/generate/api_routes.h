@@ -70,10 +70,10 @@ class ApiRoutes {
     void drop_requests() {
         if (engine_) engine_->drop_requests();
     }
-    // A worker job outside the continuous batch (PUT /api; a stream without the batch): from now
-    // on the batch admits no request and drains, so that the job runs next rather than after the
-    // requests that keep arriving; the batch resumes once the job has run. Called on the I/O
-    // thread when the job is handed to the worker.
+    // A worker job that runs the model outside the continuous batch (PUT /api; without a batch
+    // every job, returned as it is): from now on the batch admits no request and drains, so that
+    // the job runs next rather than after the requests that keep arriving; the batch resumes once
+    // the job has run. Called on the I/O thread when the job is handed to the worker.
     WorkerJob outside_batch(WorkerJob job);
 
     // For the server's start line.
@@ -88,6 +88,9 @@ class ApiRoutes {
     // the continuous batch.
     ApiBatchedJob batched_job(CompletionRequest request, std::string id, bool chat,
                               ChatLogprobs logprobs);
+    // A tokenizer request's job: on the worker, between two steps of the continuous batch when
+    // there is one.
+    std::variant<ApiAnswer, ApiJob, ApiStreamJob, ApiBatchedJob> tokenizer_job(ApiJob job);
 
     TextGenerator& generator_;
     const ChatPrompt chat_;

@@ -70,14 +70,26 @@ void CompletionEngine::queue(const CompletionRequest& r, Handlers handlers) {
     }
 }
 
+void CompletionEngine::between_steps(std::function<void()> job) {
+    std::lock_guard lock(mutex_);
+    between_steps_.push_back(std::move(job));
+}
+
 void CompletionEngine::drop_requests() {
     std::lock_guard lock(mutex_);
     queued_.clear();
+    between_steps_.clear();
     batch_.clear();
 }
 
 void CompletionEngine::run() {
     while (!stopping_) {
+        std::deque<std::function<void()>> jobs;
+        {
+            std::lock_guard lock(mutex_);
+            jobs.swap(between_steps_);
+        }
+        for (auto& job : jobs) job();
         if (held_ == 0) {
             std::lock_guard lock(mutex_);
             const auto now = std::chrono::steady_clock::now();

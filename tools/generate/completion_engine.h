@@ -64,11 +64,16 @@ class CompletionEngine {
     // Thread-safe. mt::Error for a request the model cannot run, ServerBusy when the queue is
     // full; nothing is queued then.
     void queue(const CompletionRequest& request, Handlers handlers);
-    // On the worker thread: steps the batch, taking in what is queued between steps (not while
-    // held), until nothing is queued or running (held: running), or stop() was called.
+    // On the worker thread: steps the batch, running the jobs queued between steps and taking in
+    // the requests queued (not while held), until nothing is queued or running (held: running),
+    // or stop() was called.
     void run();
     // Thread-safe: run() returns after its running step, now and ever after.
     void stop() { stopping_ = true; }
+    // Thread-safe: `job` runs on the worker thread in run(), before its next step (a tokenizer
+    // request: it neither waits for the batch to drain nor drains it). Whoever queues one also
+    // hands the worker a run().
+    void between_steps(std::function<void()> job);
     // Thread-safe: while held (by each hold() not yet released), run() admits no queued request
     // and returns once the running ones are done: another job waits for the worker thread.
     void hold() { ++held_; }
@@ -85,6 +90,7 @@ class CompletionEngine {
     };
     std::chrono::milliseconds queue_timeout_;
     std::deque<Queued> queued_;
+    std::deque<std::function<void()>> between_steps_;
     uint64_t next_seed_;  // unseeded requests' streams
     std::atomic<bool> stopping_{false};
     std::atomic<int> held_{0};
