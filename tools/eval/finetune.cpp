@@ -10,6 +10,7 @@
 #include "finetune_task.h"
 #include "mt/backend.h"
 #include "mt/checkpoint/checkpoint_args.h"
+#include "mt/checkpoint/checkpoint_directory.h"
 #include "mt/error.h"
 #include "mt/io/atomic_file.h"
 #include "mt/io/json_writer.h"
@@ -204,7 +205,7 @@ std::vector<EpochAccuracy> run_finetune(const FinetuneFlags& flags, const ModelF
         // Evaluation only: the model of --load (if it has a checkpoint), else the pretrained one.
         int64_t iteration = 0;
         if (training.load) {
-            const std::filesystem::path tracker = train::checkpoint_tracker(*training.load);
+            const std::filesystem::path tracker = checkpoint_tracker(*training.load);
             if (std::filesystem::exists(tracker))
                 iteration =
                     load_task_model(*training.load, *model, nullptr, head, run, print_first);

@@ -12,6 +12,7 @@
 #include "mt/backend.h"
 #include "mt/checkpoint.h"
 #include "mt/checkpoint/checkpoint_args.h"
+#include "mt/checkpoint/checkpoint_directory.h"
 #include "mt/checkpoint/format_detection.h"
 #include "mt/cli/flags.h"
 #include "mt/cli/tool.h"
@@ -277,7 +278,7 @@ void take_checkpoint_args(const boost::program_options::variables_map& vm,
                           mt::cli::TokenizerFlags& tf) {
     MT_CHECK(flags.load, "--use-checkpoint-args needs --load");
     const std::filesystem::path dir = *flags.load;
-    if (!std::filesystem::exists(mt::train::checkpoint_tracker(dir))) {
+    if (!std::filesystem::exists(mt::checkpoint_tracker(dir))) {
         std::printf("Checkpoint not found to provide arguments, using provided arguments.\n");
         return;
     }

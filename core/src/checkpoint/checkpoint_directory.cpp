@@ -7,6 +7,10 @@
 
 namespace mt {
 
+std::filesystem::path checkpoint_tracker(const std::filesystem::path& dir) {
+    return dir / kCheckpointTrackerName;
+}
+
 std::string iteration_dir_name(int64_t iteration) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "iter_%07lld", static_cast<long long>(iteration));
@@ -19,7 +23,7 @@ std::filesystem::path iteration_dir(const std::filesystem::path& dir,
 }
 
 std::optional<LatestCheckpoint> read_tracker(const std::filesystem::path& dir) {
-    const std::filesystem::path tracker = dir / kCheckpointTrackerName;
+    const std::filesystem::path tracker = checkpoint_tracker(dir);
     if (!std::filesystem::exists(tracker)) return std::nullopt;
     // A regular file of a few bytes: a device or FIFO there (/dev/zero) would never end.
     MT_CHECK(std::filesystem::is_regular_file(tracker), "invalid metadata file ", tracker.string(),

@@ -120,10 +120,6 @@ CheckpointState read_model_tensors(const std::filesystem::path& dir,
     return state;
 }
 
-std::filesystem::path checkpoint_tracker(const std::filesystem::path& dir) {
-    return dir / kCheckpointTrackerName;
-}
-
 bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& parts,
                      const std::vector<ParameterInfo>& params,
                      const std::vector<ParameterInfo>* model_params) {

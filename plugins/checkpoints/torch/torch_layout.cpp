@@ -130,7 +130,7 @@ void finish_write(const fs::path& dir, int64_t iteration) {
     // already name this iteration) in one step.
     io::replace_directory(temporary_dir(dir, iteration),
                           iteration_dir(dir, {iteration, iteration == 0}));
-    io::AtomicFile tracker(dir / kCheckpointTrackerName);
+    io::AtomicFile tracker(checkpoint_tracker(dir));
     tracker.stream() << (iteration == 0 ? std::string("release") : std::to_string(iteration));
     tracker.commit();
 }

@@ -20,6 +20,8 @@ struct LatestCheckpoint {
     bool release = false;
 };
 
+// <dir>/latest_checkpointed_iteration.txt.
+MT_API std::filesystem::path checkpoint_tracker(const std::filesystem::path& dir);
 // "iter_0000100" (iteration 0 and release included: "iter_0000000").
 MT_API std::string iteration_dir_name(int64_t iteration);
 // <dir>/iter_0000100 or <dir>/release.

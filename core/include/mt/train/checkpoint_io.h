@@ -16,10 +16,6 @@
 
 namespace mt::train {
 
-// <dir>/latest_checkpointed_iteration.txt: Megatron's tracker, naming the latest checkpoint of
-// a directory that holds one.
-MT_API std::filesystem::path checkpoint_tracker(const std::filesystem::path& dir);
-
 // Megatron's load_checkpoint: the latest checkpoint of --load (true), or a warning and a fresh
 // start (false). Collective when the run has several ranks. `params`: this rank's model (its
 // pipeline stage's), whole tensors; `model_params`: the whole model's (family.parameters), by
