@@ -492,9 +492,10 @@ TEST(GenerateTool, CoreV019InferenceExampleWritesItsOutputPath) {
         EXPECT_NEAR(std::stod(line.substr(line.rfind(' ') + 1)), logprobs[i], 1e-6) << line;
     for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
              {"--model-provider mamba", "--model-provider mamba names another model family"},
-             {"--prompt-file p.jsonl",
-              "--prompt-file: not supported yet: this option of "
+             {"--output-request-events",
+              "--output-request-events: not supported yet: this option of "
               "Megatron's inference examples"},
+             {"--prompt-file p.jsonl", "Cannot use both --prompts and --prompt-file"},
              {"--incoming-requests-per-step 2",
               "--incoming-requests-per-step: not supported yet: Megatron's dynamic inference"}}) {
         r = run_command(shell_quote(tool_path("megatron-generate")) + " " + llama_flags() + " " +
@@ -502,6 +503,93 @@ TEST(GenerateTool, CoreV019InferenceExampleWritesItsOutputPath) {
         EXPECT_NE(r.exit_code, 0) << flags;
         EXPECT_NE(r.output.find(message), std::string::npos) << flags << "\n" << r.output;
     }
+}
+
+// The generated ids of result `key` of an --output-path file, as NullTokenizer text.
+std::string generated_ids(simdjson::dom::element doc, const char* key) {
+    std::string out;
+    for (simdjson::dom::element id : simdjson::dom::array(doc[key]["generated_tokens"]))
+        out += " " + std::to_string(int64_t(id));
+    return out;
+}
+
+// The rest of core_v0.19's example options: prompts from a JSON-lines --prompt-file (the first
+// --prompt-file-num-truncate, each with its own length under --num-tokens-from-file), top-n
+// log-probs beside the generated tokens' own (--skip-prompt-log-probs), --termination-id,
+// --stop-words (dropped from the result) and --output-every-n-results.
+TEST(GenerateTool, CoreV019InferenceExampleOptionsShapeTheGeneration) {
+    mt::test::TempDir dir;
+    const auto [prompt, expected] = greedy_reference(6);  // greedy: 10 25 38 17 102 102
+    const fs::path prompts = dir.path() / "prompts.jsonl";
+    std::ofstream(prompts) << "{\"text\": \"" << prompt
+                           << "\", \"chatgpt_output_token_length\": 4}\n"
+                           << "{\"text\": \"" << prompt
+                           << "\", \"chatgpt_output_token_length\": 2, \"id\": 7}\n"
+                           << "{\"text\": \"" << prompt << "\"}\n";
+    const fs::path json = dir.path() / "out.json";
+    const std::string base = shell_quote(tool_path("megatron-generate")) + " " + llama_flags() +
+                             " --greedy --output-path " + shell_quote(json) + " --prompt-file " +
+                             shell_quote(prompts);
+    auto r = run_command(base +
+                         " --prompt-file-num-truncate 2 --num-tokens-from-file --top-n-logprobs 3"
+                         " --return-log-probs --skip-prompt-log-probs");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    ASSERT_FALSE(parser.load(json.string()).get(doc)) << mt::test::read_file(json);
+    EXPECT_EQ(generated_ids(doc, "0"), " 10 25 38 17");
+    EXPECT_EQ(generated_ids(doc, "1"), " 10 25");
+    EXPECT_EQ(simdjson::dom::object(doc).size(), 2u) << mt::test::read_file(json);
+    // One log-prob per generated token; the greedy token is each top-3 dict's first key, with
+    // the same log-prob.
+    std::vector<double> logprobs;
+    for (simdjson::dom::element lp : simdjson::dom::array(doc["0"]["logprobs"]))
+        logprobs.push_back(double(lp));
+    ASSERT_EQ(logprobs.size(), 4u);
+    const char* greedy[] = {"10", "25", "38", "17"};
+    size_t at = 0;
+    for (simdjson::dom::element top : simdjson::dom::array(doc["0"]["generated_top_n_logprobs"])) {
+        ASSERT_LT(at, 4u);
+        simdjson::dom::object entries(top);
+        EXPECT_EQ(entries.size(), 3u);
+        const auto first = *entries.begin();
+        EXPECT_EQ(first.key, greedy[at]);
+        EXPECT_NEAR(double(first.value), logprobs[at], 1e-6);
+        double previous = 0;
+        for (const auto field : entries) {
+            EXPECT_LE(double(field.value), previous) << field.key;  // most likely first
+            previous = double(field.value);
+        }
+        ++at;
+    }
+    EXPECT_EQ(at, 4u);
+
+    // --termination-id ends at that id (kept); a stop word's ids end it too and are dropped.
+    r = run_command(base +
+                    " --num-tokens-to-generate 6 --termination-id 38 --output-every-n-results 2");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    ASSERT_FALSE(parser.load(json.string()).get(doc)) << mt::test::read_file(json);
+    EXPECT_EQ(generated_ids(doc, "0"), " 10 25 38");
+    EXPECT_EQ(generated_ids(doc, "2"), " 10 25 38");
+    EXPECT_EQ(simdjson::dom::object(doc).size(), 2u) << mt::test::read_file(json);  // 0 and 2
+    r = run_command(base +
+                    " --num-tokens-to-generate 6 --termination-id -1 --stop-words '38 17' 99"
+                    " --suspend-resume-interval 16 --suspend-timeout 0.5");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    ASSERT_FALSE(parser.load(json.string()).get(doc)) << mt::test::read_file(json);
+    EXPECT_EQ(generated_ids(doc, "0"), " 10 25");
+    r = run_command(base + " --num-tokens-to-generate 6 --termination-id -1");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    ASSERT_FALSE(parser.load(json.string()).get(doc)) << mt::test::read_file(json);
+    EXPECT_EQ(generated_ids(doc, "0"), " 10 25 38 17 102 102");
+
+    std::ofstream(dir.path() / "bad.jsonl") << "{\"text\": \"1 2\"}\n{\"prompt\": \"3\"}\n";
+    r = run_command(shell_quote(tool_path("megatron-generate")) + " " + llama_flags() +
+                    " --prompt-file " + shell_quote(dir.path() / "bad.jsonl"));
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.output.find("bad.jsonl:2: not a JSON line with a \"text\" string"),
+              std::string::npos)
+        << r.output;
 }
 
 }  // namespace

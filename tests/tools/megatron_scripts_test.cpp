@@ -247,8 +247,14 @@ class MegatronScripts : public ::testing::TestWithParam<Config> {
                shell_quote(tool_path("megatron-" + tool)) + " " + fill(flags);
     }
 
-    // The output folder ({TB}), which Megatron's harness makes before a run.
-    void SetUp() override { fs::create_directories(work_ / "tb"); }
+    // The output folder ({TB}), which Megatron's harness makes before a run, and --prompt-file's
+    // JSON lines (extract_configs.py's PROMPT_FILE_TEXTS).
+    void SetUp() override {
+        fs::create_directories(work_ / "tb");
+        std::ofstream(work_ / "prompts.jsonl") << "{\"text\": \"The quick brown fox\"}\n"
+                                                  "{\"text\": \"Once upon a time\"}\n"
+                                                  "{\"text\": \"In the beginning\"}\n";
+    }
 
     TempDir work_;
 };

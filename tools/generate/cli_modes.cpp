@@ -1,6 +1,7 @@
 // The command-line modes: each prompt becomes one TextRequest sized to fit the model.
 #include "cli_modes.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -19,18 +20,19 @@ namespace {
 
 // One prompt's request: --out-seq-length new tokens, fewer when the prompt leaves less room.
 TextRequest request_for(const TextGenerator& g, const CliSettings& s, const std::string& prompt,
-                        bool add_bos) {
+                        bool add_bos, std::optional<int64_t> tokens_to_generate = std::nullopt) {
     TextRequest r = s.base;
     r.prompts = {prompt};
     r.add_bos = add_bos;
-    r.tokens_to_generate = s.out_seq_length;
+    r.tokens_to_generate = tokens_to_generate.value_or(s.out_seq_length);
     if (s.max_positions > 0) {
         const int64_t prompt_tokens =
             (prompt.empty() ? 0 : int64_t(g.tokenizer().encode(prompt).size())) + (add_bos ? 1 : 0);
         // A prompt that fills the positions can still be scored (--out-seq-length 0).
         const int64_t room = s.max_positions - prompt_tokens;
-        MT_CHECK(room > 0 || (room == 0 && s.out_seq_length == 0), "the prompt has ", prompt_tokens,
-                 " tokens: no room left in the model's ", s.max_positions, " positions");
+        MT_CHECK(room > 0 || (room == 0 && r.tokens_to_generate == 0), "the prompt has ",
+                 prompt_tokens, " tokens: no room left in the model's ", s.max_positions,
+                 " positions");
         r.tokens_to_generate = std::min(r.tokens_to_generate, room);
     }
     return r;
@@ -44,17 +46,51 @@ std::string continuation(const TextResult& result, const std::string& prompt) {
 
 }  // namespace
 
-void run_prompts(TextGenerator& g, const CliSettings& s, const std::vector<std::string>& prompts,
+std::vector<CliPrompt> read_prompt_file(const std::string& path, std::optional<int64_t> truncate,
+                                        bool tokens_from_file) {
+    std::ifstream in(path);
+    MT_CHECK(in.good(), path, ": cannot open");
+    std::vector<CliPrompt> prompts;
+    simdjson::dom::parser parser;
+    int64_t line_number = 0;
+    for (std::string line;
+         (!truncate || int64_t(prompts.size()) < *truncate) && std::getline(in, line);) {
+        ++line_number;
+        simdjson::dom::element record;
+        std::string_view text;
+        MT_CHECK(!parser.parse(line).get(record) && !record["text"].get(text), path, ":",
+                 line_number, ": not a JSON line with a \"text\" string: ", line.substr(0, 200));
+        CliPrompt prompt{std::string(text), std::nullopt};
+        if (tokens_from_file) {
+            int64_t tokens = 0;
+            MT_CHECK(
+                !record["chatgpt_output_token_length"].get(tokens) && tokens >= 0, path, ":",
+                line_number,
+                ": --num-tokens-from-file needs a \"chatgpt_output_token_length\" integer >= 0");
+            prompt.tokens_to_generate = tokens;
+        }
+        prompts.push_back(std::move(prompt));
+    }
+    MT_CHECK(!prompts.empty(), path, ": no prompts");
+    return prompts;
+}
+
+void run_prompts(TextGenerator& g, const CliSettings& s, const std::vector<CliPrompt>& prompts,
                  std::ostream& out, const std::string& output_path) {
     const auto start = std::chrono::steady_clock::now();
     std::vector<TextResult> results;
     for (const auto& prompt : prompts) {
-        const TextResult r = g.run(request_for(g, s, prompt, prompt.empty()));
+        const TextResult r =
+            g.run(request_for(g, s, prompt.text, prompt.text.empty(), prompt.tokens_to_generate));
         out << r.text[0] << "\n";
         if (s.base.logprobs) {
-            for (size_t i = 0; i < r.logprobs[0].size(); ++i)
-                out << "  " << io::json_quote(r.segments[0][i + 1]) << " "
-                    << data::python_float_repr(r.logprobs[0][i]) << "\n";
+            // The log-probs follow the tokens they score: the prompt's after its first token
+            // (none with prompt_logprobs false), then the generated ones.
+            const std::vector<float>& lps = r.logprobs[0];
+            const size_t first = r.tokens[0].size() - lps.size();
+            for (size_t i = 0; i < lps.size(); ++i)
+                out << "  " << io::json_quote(r.segments[0][first + i]) << " "
+                    << data::python_float_repr(lps[i]) << "\n";
         }
         out.flush();
         if (!output_path.empty()) results.push_back(r);
@@ -65,18 +101,43 @@ void run_prompts(TextGenerator& g, const CliSettings& s, const std::vector<std::
     io::JsonWriter w;
     w.begin_object();
     for (size_t i = 0; i < results.size(); ++i) {
-        const std::vector<int32_t>& all = results[i].tokens[0];
-        const std::vector<int32_t> generated(all.begin() + int64_t(results[i].prompt_lengths[0]),
-                                             all.end());
+        if (i % size_t(s.output_every_n) != 0 && i + 1 != results.size()) continue;
+        const TextResult& r = results[i];
+        const size_t prompt_length = r.prompt_lengths[0];
+        const std::vector<int32_t> generated(r.tokens[0].begin() + int64_t(prompt_length),
+                                             r.tokens[0].end());
         w.key(std::to_string(i)).begin_object();
-        w.key("input_prompt").value(prompts[i]);
+        w.key("input_prompt").value(prompts[i].text);
         w.key("generated_text").value(g.tokenizer().decode(generated));
         w.key("generated_tokens").begin_array();
         for (int32_t id : generated) w.value(int64_t(id));
         w.end_array().key("latency").value(latency);
+        if (s.base.top_n_logprobs > 0) {
+            // A dict per generated token, {token text: log-prob} most likely first; ids whose
+            // texts are equal share one key, holding the later one's value (Python's dict).
+            w.key("generated_top_n_logprobs").begin_array();
+            const auto& tops = r.top_logprobs[0];  // tops[j] scores token (first_top + j)
+            const size_t first_top = r.tokens[0].size() - tops.size();
+            for (size_t token = prompt_length; token < r.tokens[0].size(); ++token) {
+                std::vector<std::pair<std::string, double>> entries;
+                for (const infer::TopLogProb& top : tops[token - first_top]) {
+                    std::string key = g.tokenizer().decode(std::span(&top.id, 1));
+                    auto same = std::find_if(entries.begin(), entries.end(),
+                                             [&](const auto& e) { return e.first == key; });
+                    if (same != entries.end())
+                        same->second = top.log_prob;
+                    else
+                        entries.emplace_back(std::move(key), top.log_prob);
+                }
+                w.begin_object();
+                for (const auto& [key, value] : entries) w.key(key).value(value);
+                w.end_object();
+            }
+            w.end_array();
+        }
         if (s.base.logprobs) {
             w.key("logprobs").begin_array();
-            for (float lp : results[i].logprobs[0]) w.value(double(lp));
+            for (float lp : r.logprobs[0]) w.value(double(lp));
             w.end_array();
         }
         w.end_object();

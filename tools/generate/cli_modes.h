@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <istream>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -17,16 +18,33 @@ struct CliSettings {
     TextRequest base;            // sampling settings; prompts and length are filled per prompt
     int64_t out_seq_length = 0;  // tokens to generate at most
     int64_t max_positions = 0;   // the model's limit on prompt + generation (0: none)
+    int64_t output_every_n = 1;  // run_prompts' output file: every Nth result and the last
 };
+
+// One prompt of --prompts or --prompt-file, with its own number of tokens to generate where the
+// file gives one.
+struct CliPrompt {
+    std::string text;
+    std::optional<int64_t> tokens_to_generate;
+};
+
+// Megatron's --prompt-file as its inference examples read it (examples/inference/utils.py
+// get_requests_from_file): one JSON object per line with a "text" string (other fields ignored),
+// the first `truncate` lines when given, and with `tokens_from_file` each line's
+// "chatgpt_output_token_length" as its tokens to generate. mt::Error naming the file and line.
+std::vector<CliPrompt> read_prompt_file(const std::string& path, std::optional<int64_t> truncate,
+                                        bool tokens_from_file);
 
 // Each prompt's prompt + generation on `out` (with its log-probs when base.logprobs); with an
 // `output_path`, also the JSON that Megatron core_v0.19's examples/inference
 // gpt_static_inference.py writes to its --output-path: {"<request id from 0>": {"input_prompt",
 // "generated_text" (the generated ids detokenized), "generated_tokens", "latency" (seconds for all
 // the prompts, the same in every result), and with base.logprobs "logprobs" (the prompt's after its
-// first token, then the generated ones)}}, written to a temporary name and renamed into place.
-// Megatron's per-token times ("tpot") are not measured here and left out.
-void run_prompts(TextGenerator& g, const CliSettings& s, const std::vector<std::string>& prompts,
+// first token unless base.prompt_logprobs is false, then the generated ones), and with
+// base.top_n_logprobs "generated_top_n_logprobs" (per generated token a {token text: log-prob}
+// dict)}}, every s.output_every_n-th result and the last, written to a temporary name and renamed
+// into place. Megatron's per-token times ("tpot") are not measured here and left out.
+void run_prompts(TextGenerator& g, const CliSettings& s, const std::vector<CliPrompt>& prompts,
                  std::ostream& out, const std::string& output_path);
 // Every line of `input` is a prompt; writes "\nContext:<prompt>\n\nMegatron-LM:<generation>\n"
 // per line to `output` (a temporary name renamed into place), with a progress bar.

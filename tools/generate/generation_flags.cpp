@@ -13,21 +13,15 @@ namespace {
 
 // Options of Megatron core_v0.19's inference examples (megatron/inference/utils.py's
 // add_inference_args) that megatron-generate parses and refuses by name.
-constexpr const char* kExampleOptionsNotSupported[] = {"prompt-file",
-                                                       "prompt-file-num-truncate",
-                                                       "num-tokens-from-file",
-                                                       "top-n-logprobs",
-                                                       "termination-id",
-                                                       "skip-prompt-log-probs",
-                                                       "output-every-n-results",
-                                                       "output-request-events",
-                                                       "suspend-resume-interval",
-                                                       "suspend-timeout",
+constexpr const char* kExampleOptionsNotSupported[] = {"output-request-events", "use-coordinator",
+                                                       "async-mode"};
+
+// Options of the same examples that test or time Megatron's dynamic engine (suspending it,
+// draining it between batches, timing only): megatron-generate has no such engine and its
+// results do not depend on them, so they are accepted and change nothing.
+constexpr const char* kEngineOptionsWithoutEffect[] = {"suspend-resume-interval", "suspend-timeout",
                                                        "throughput-check-only",
-                                                       "use-coordinator",
-                                                       "async-mode",
-                                                       "drain-between-batches",
-                                                       "stop-words"};
+                                                       "drain-between-batches", "batch-boundaries"};
 
 }  // namespace
 
@@ -117,6 +111,28 @@ po::options_description generation_flags(GenerationFlags& f) {
                     "with, instead of the tokenizer folder's");
     g.add_options()("incoming-requests-per-step", po::value<int64_t>(),
                     "Megatron's dynamic-inference benchmark: not supported yet");
+    g.add_options()("prompt-file", po::value(&f.prompt_file),
+                    "JSON lines of prompts, each {\"text\": ...} (other fields ignored), "
+                    "generated as --prompts are (Megatron's inference examples)")(
+        "prompt-file-num-truncate", po::value<int64_t>(),
+        "only the first N prompts of --prompt-file")(
+        "num-tokens-from-file", po::bool_switch(&f.num_tokens_from_file),
+        "each --prompt-file line's \"chatgpt_output_token_length\" is its number of tokens to "
+        "generate")("top-n-logprobs", po::value(&f.top_n_logprobs)->default_value(0),
+                    "with --output-path: the N most likely tokens and their log-probs at each "
+                    "generated position (\"generated_top_n_logprobs\")")(
+        "termination-id", po::value<int32_t>(),
+        "the token id that ends a generation instead of the tokenizer's EOD (-1: none does)")(
+        "skip-prompt-log-probs", po::bool_switch(&f.skip_prompt_log_probs),
+        "--return-log-probs gives the generated tokens' log-probs only")(
+        "stop-words", po::value(&f.stop_words)->multitoken(),
+        "generation ends when the generated tokens end with one of these words' tokens, which "
+        "are dropped from the result (Megatron's dynamic engine)")(
+        "output-every-n-results", po::value(&f.output_every_n_results)->default_value(1),
+        "--output-path holds every Nth result and the last");
+    for (const char* flag : kEngineOptionsWithoutEffect)
+        g.add_options()(flag, po::value<std::vector<std::string>>()->multitoken()->zero_tokens(),
+                        "accepted: tests or times Megatron's dynamic engine; the same results");
     for (const char* flag : kExampleOptionsNotSupported)
         g.add_options()(flag, po::value<std::vector<std::string>>()->multitoken()->zero_tokens(),
                         "Megatron's inference examples: not supported yet");
@@ -150,15 +166,32 @@ void finish_generation_flags(const po::variables_map& vm, GenerationFlags& f) {
                  " names another model family than --model ", model, ": give --model ",
                  provider == "gpt" ? "gpt" : "mamba");
     }
-    MT_CHECK(f.output_path.empty() || !f.prompts.empty(),
-             "--output-path writes the results of --prompts: give --prompts");
+    MT_CHECK(f.prompts.empty() || f.prompt_file.empty(),
+             "Cannot use both --prompts and --prompt-file");
+    if (vm.count("prompt-file-num-truncate")) {
+        f.prompt_file_num_truncate = vm["prompt-file-num-truncate"].as<int64_t>();
+        MT_CHECK(*f.prompt_file_num_truncate > 0, "--prompt-file-num-truncate must be > 0, got ",
+                 *f.prompt_file_num_truncate);
+    }
+    MT_CHECK(!f.num_tokens_from_file || !f.prompt_file.empty(),
+             "--num-tokens-from-file reads --prompt-file: give --prompt-file");
+    if (vm.count("termination-id")) f.termination_id = vm["termination-id"].as<int32_t>();
+    MT_CHECK(f.top_n_logprobs >= 0 && f.top_n_logprobs <= 1000,
+             "--top-n-logprobs must be in [0, 1000], got ", f.top_n_logprobs);
+    MT_CHECK(f.output_every_n_results > 0, "--output-every-n-results must be > 0, got ",
+             f.output_every_n_results);
+    for (const auto& word : f.stop_words)
+        MT_CHECK(!word.empty(), "--stop-words: a stop word is empty");
+    MT_CHECK(f.output_path.empty() || !f.prompts.empty() || !f.prompt_file.empty(),
+             "--output-path writes the results of --prompts or --prompt-file: give one");
     f.port = vm["port"].as<int>();
     MT_CHECK(f.port >= 0 && f.port < 65536, "--port must be in [0, 65535], got ", f.port);
     // --sample-input-file with --num-samples is one mode: the detoxify example's prompt records.
-    const int modes = int(!f.prompts.empty()) +
+    const int modes = int(!f.prompts.empty() || !f.prompt_file.empty()) +
                       int(!f.sample_input_file.empty() || f.num_samples > 0) + int(f.interactive);
     MT_CHECK(modes <= 1,
-             "--prompts, --sample-input-file / --num-samples and --interactive are separate "
+             "--prompts (--prompt-file), --sample-input-file / --num-samples and --interactive are "
+             "separate "
              "modes: give one (or none, to serve on --port)");
     if (f.greedy) {
         MT_CHECK(f.sampling.top_p == 0.0, "--greedy and --top_p cannot be used together");

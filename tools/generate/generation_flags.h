@@ -25,6 +25,15 @@ struct GenerationFlags {
     std::vector<std::string> prompts;
     std::string sample_input_file, sample_output_file, genfile;
     std::string output_path;  // --prompts' results as JSON (Megatron core_v0.19's examples)
+    // Megatron core_v0.19's inference examples (megatron/inference/utils.py add_inference_args):
+    std::string prompt_file;                          // JSON lines {"text": ...}: --prompts
+    std::optional<int64_t> prompt_file_num_truncate;  // its first N lines only
+    bool num_tokens_from_file = false;                // each line's "chatgpt_output_token_length"
+    int64_t top_n_logprobs = 0;
+    std::optional<int32_t> termination_id;  // instead of the EOD
+    bool skip_prompt_log_probs = false;
+    std::vector<std::string> stop_words;
+    int64_t output_every_n_results = 1;        // --output-path: every Nth result and the last
     std::optional<std::string> chat_template;  // --chat-template: Jinja text (core_v0.19's)
     int64_t num_samples = 0;
     int port = 5000;  // the REST server's, when no CLI mode is asked for

@@ -37,6 +37,12 @@ ChatPrompt chat_prompt_of(const std::string& tokenizer_model, const std::string&
     return chat;
 }
 
+std::vector<CliPrompt> prompts_of(const std::vector<std::string>& texts) {
+    std::vector<CliPrompt> out;
+    for (const auto& text : texts) out.push_back({text, std::nullopt});
+    return out;
+}
+
 // Rank 0's part of the work: the tokenizer and the chosen mode over `model`.
 void lead(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
           const mt::ModelFamily& family, const mt::infer::LoadedModel& loaded, mt::Model& model) {
@@ -53,10 +59,20 @@ void lead(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
     CliSettings s;
     s.base.sampling = flags.sampling;
     s.base.logprobs = flags.return_log_probs;
+    s.base.prompt_logprobs = !flags.skip_prompt_log_probs;
+    s.base.top_n_logprobs = flags.top_n_logprobs;
+    s.base.termination_id = flags.termination_id;
+    s.base.stop_words = flags.stop_words;
     s.out_seq_length = flags.out_seq_length;
     s.max_positions = model.max_positions();
-    if (!flags.prompts.empty())
-        run_prompts(generator, s, flags.prompts, std::cout, flags.output_path);
+    s.output_every_n = flags.output_every_n_results;
+    if (!flags.prompt_file.empty())
+        run_prompts(generator, s,
+                    read_prompt_file(flags.prompt_file, flags.prompt_file_num_truncate,
+                                     flags.num_tokens_from_file),
+                    std::cout, flags.output_path);
+    else if (!flags.prompts.empty())
+        run_prompts(generator, s, prompts_of(flags.prompts), std::cout, flags.output_path);
     else if (!flags.sample_input_file.empty() && flags.num_samples > 0)
         run_prompt_records(generator, s, flags.sample_input_file,
                            flags.sample_output_file.empty() ? flags.sample_input_file + ".out"

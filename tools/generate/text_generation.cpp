@@ -1,6 +1,8 @@
 // TextGenerator: Megatron's tokenize_prompts / detokenize_generations around infer::generate.
 #include "text_generation.h"
 
+#include <algorithm>
+
 #include "mt/error.h"
 
 namespace mt::generate_tool {
@@ -85,16 +87,49 @@ TextResult TextGenerator::run(const TextRequest& r) {
     g.sampling = r.sampling;
     g.top_p_decay = r.top_p_decay;
     g.top_p_bound = r.top_p_bound;
-    g.return_log_probs = r.logprobs;
+    g.return_log_probs = r.logprobs || r.top_n_logprobs > 0;
+    g.prompt_log_probs = r.prompt_logprobs;
+    g.top_n_log_probs = r.top_n_logprobs;
+    g.termination_id = r.termination_id;
     g.stop_on_eol = r.stop_on_eol;
     g.stop_on_double_eol = r.stop_on_double_eol;
     g.prevent_newline_after_colon = r.prevent_newline_after_colon;
+    const std::vector<std::vector<int32_t>> stop_words = stop_word_ids(r);
+    std::vector<int32_t> generated;
+    size_t stop_length = 0;  // the stop word's ids that ended the generation
+    if (!stop_words.empty())
+        g.on_step = [&](std::span<const int32_t> step) {
+            generated.push_back(step[0]);
+            for (const auto& word : stop_words)
+                if (generated.size() >= word.size() &&
+                    std::equal(word.begin(), word.end(), generated.end() - int64_t(word.size()))) {
+                    stop_length = word.size();
+                    return false;
+                }
+            return true;
+        };
     infer::GenerationResult out = run_ids(g, r.random_seed);
+    if (stop_length > 0) {  // the stop word's tokens leave the result
+        out.tokens[0].resize(out.tokens[0].size() - stop_length);
+        if (!out.log_probs.empty()) out.log_probs[0].resize(out.tokens[0].size() - 1);
+        if (!out.top_log_probs.empty()) out.top_log_probs[0].resize(out.tokens[0].size() - 1);
+    }
 
     TextResult result;
     for (const auto& prompt : g.prompts) result.prompt_lengths.push_back(prompt.size());
     result.tokens = std::move(out.tokens);
-    result.logprobs = std::move(out.log_probs);
+    if (!r.prompt_logprobs)  // only the generated tokens' (generate() leaves the rest at 0)
+        for (size_t b = 0; b < result.prompt_lengths.size(); ++b) {
+            const auto prompt_part = int64_t(result.prompt_lengths[b]) - 1;
+            if (!out.log_probs.empty())
+                out.log_probs[b].erase(out.log_probs[b].begin(),
+                                       out.log_probs[b].begin() + prompt_part);
+            if (!out.top_log_probs.empty())
+                out.top_log_probs[b].erase(out.top_log_probs[b].begin(),
+                                           out.top_log_probs[b].begin() + prompt_part);
+        }
+    if (r.logprobs) result.logprobs = std::move(out.log_probs);
+    result.top_logprobs = std::move(out.top_log_probs);
     for (const auto& row : result.tokens) {
         result.text.push_back(tokenizer_.decode(row));
         std::vector<std::string> segments;
@@ -102,6 +137,19 @@ TextResult TextGenerator::run(const TextRequest& r) {
         result.segments.push_back(std::move(segments));
     }
     return result;
+}
+
+std::vector<std::vector<int32_t>> TextGenerator::stop_word_ids(const TextRequest& r) const {
+    if (r.stop_words.empty()) return {};
+    MT_CHECK(r.prompts.size() == 1 && !model_.has_encoder(),
+             "stop words are supported for one prompt of a decoder-only model at a time");
+    std::vector<std::vector<int32_t>> out;
+    for (const auto& word : r.stop_words) {
+        std::vector<int32_t> ids = tokenizer_.encode(word);
+        MT_CHECK(!ids.empty(), "stop word '", word.substr(0, 200), "' has no tokens");
+        out.push_back(std::move(ids));
+    }
+    return out;
 }
 
 infer::GenerationResult TextGenerator::run_ids(const infer::GenerationRequest& request,

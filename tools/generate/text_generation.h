@@ -23,15 +23,26 @@ struct TextRequest {
     infer::SamplingParams sampling;
     double top_p_decay = 0.0, top_p_bound = 0.0;
     bool logprobs = false;
+    bool prompt_logprobs = true;  // false: log-probs of the generated tokens only
+    int64_t top_n_logprobs = 0;   // also the this many most likely tokens at each position
     bool add_bos = false;
     bool stop_on_eol = false, stop_on_double_eol = false, prevent_newline_after_colon = false;
-    std::optional<uint64_t> random_seed;  // reseeds the generator's stream for this request
+    std::optional<uint64_t> random_seed;    // reseeds the generator's stream for this request
+    std::optional<int32_t> termination_id;  // ends a row instead of the EOD (-1: nothing does)
+    // Megatron's SamplingParams.stop_words (one prompt only): generation ends when the generated
+    // ids end with a stop word's ids (tokenized without BOS), which are then dropped.
+    std::vector<std::string> stop_words;
 };
 
 struct TextResult {
-    std::vector<std::string> text;                   // prompt + generation, detokenized
-    std::vector<std::vector<int32_t>> tokens;        // prompt + generated ids
-    std::vector<std::vector<float>> logprobs;        // per row, of every token after the first
+    std::vector<std::string> text;             // prompt + generation, detokenized
+    std::vector<std::vector<int32_t>> tokens;  // prompt + generated ids
+    // Per row, of every token after the first (with prompt_logprobs false: of the generated
+    // tokens only); empty unless the request asked for log-probs.
+    std::vector<std::vector<float>> logprobs;
+    // Per row, the request's top_n_logprobs most likely tokens at the positions log-probs are
+    // given for (the same ones whether or not logprobs was asked for).
+    std::vector<std::vector<std::vector<infer::TopLogProb>>> top_logprobs;
     std::vector<std::vector<std::string>> segments;  // per row, each token detokenized alone
     // Per row, the ids it starts with: the prompt's (with a BOS), or an encoder-decoder
     // model's decoder start; the generated ids follow them.
@@ -59,6 +70,9 @@ class TextGenerator {
     int64_t max_positions() const { return model_.max_positions(); }
 
   private:
+    // The request's stop words as ids (none without stop words).
+    std::vector<std::vector<int32_t>> stop_word_ids(const TextRequest& r) const;
+
     Model& model_;
     const Tokenizer& tokenizer_;
     infer::GenerationTokens ids_;

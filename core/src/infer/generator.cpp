@@ -193,7 +193,7 @@ GenerationResult generate(Model& model, const GenerationRequest& r, const Genera
             else if (r.stop_on_eol)
                 stop = is(ids.double_newline, sample) || is(ids.newline, sample);
             else
-                stop = sample == ids.eod;
+                stop = sample == r.termination_id.value_or(ids.eod);
             if (started && stop && !done[size_t(b)]) {
                 lengths[size_t(b)] = context + 1;
                 done[size_t(b)] = true;

@@ -51,6 +51,9 @@ struct GenerationRequest {
     // computes, its padding rows dropped) rather than Megatron's padded vocabulary.
     bool log_probs_over_vocab = false;
     bool stop_at_eod = true;  // Megatron's use_eod_token_for_early_termination
+    // The id that ends a row, instead of the EOD (Megatron's SamplingParams.termination_id; one
+    // no sample can be, such as -1, never ends it).
+    std::optional<int32_t> termination_id;
     bool stop_on_eol = false, stop_on_double_eol = false;
     bool prevent_newline_after_colon = false;
     // Called after each decoding step with the id at the new position of every row (a row still
