@@ -235,9 +235,6 @@ class MegatronCheckpoints : public ::testing::Test {
             {"--eval-iters", "1"},
             {"--split", "90,5,5"},  // the scripts' splits leave a corpus this small no test set
             {"--mock-data", ""},
-            // The Llama script's bf16 run reduces gradients in bf16, which megatron-train
-            // refuses (not supported yet); the rest of its flags run.
-            {"--grad-reduce-in-bf16", ""},
         };
         if (f.model == "gpt") {
             replace.push_back({"--data-path", shell_quote(*gpt_data_)});

@@ -39,6 +39,9 @@ struct ForwardBackward {
     // Called just before the iteration's last backward of each model chunk on this stage (the
     // trainer sets the chunk's grad-ready hook there: data parallelism may start reducing then).
     std::function<void(Model& chunk)> before_last_backward;
+    // Called after each backward of a model chunk (the trainer rounds the grads accumulated so
+    // far to Megatron's main_grad dtype there: --grad-reduce-in-bf16).
+    std::function<void(Model& chunk)> after_backward;
     Communicator* pipeline = nullptr;       // the pipeline-parallel group; null: one stage
     bool forward_only = false;              // evaluation: forwards only, nothing kept
     train::ScheduleTrace* trace = nullptr;  // records each step's times when set

@@ -257,7 +257,7 @@ constexpr CatalogueEntry kCatalogue[] = {
     // mixed precision
     {"--fp16", kDefined},
     {"--bf16", kDefined},
-    {"--grad-reduce-in-bf16", refuse("reducing gradients in bf16"), kTrainingOnly},
+    {"--grad-reduce-in-bf16", kDefined, kTrainingOnly},
     {"--loss-scale", kDefined, kTrainingOnly},
     {"--initial-loss-scale", kDefined, kTrainingOnly},
     {"--min-loss-scale", kDefined, kTrainingOnly},

@@ -156,11 +156,15 @@ void GradBuffer::grad_ready(const nn::Parameter& param) {
 
 void GradBuffer::start(Bucket& b) {
     Tensor whole = grads_.slice(0, b.begin, b.end);
+    if (config_.reduce_dtype != DType::f32) {  // sent and summed in the narrower dtype
+        b.wire = cast_float(whole, config_.reduce_dtype);
+        whole = b.wire;
+    }
     if (config_.distributed_optimizer) {
         // Reduce-scatter cannot write into its own input: the shard lands in a scratch tensor
         // and is copied back by finish_grad_sync.
         auto [lo, hi] = rank_range(b);
-        Tensor shard = Tensor::empty({hi - lo}, DType::f32);
+        Tensor shard = Tensor::empty({hi - lo}, whole.dtype());
         b.request = dp_->ireduce_scatter(whole, shard, ReduceOp::sum);
         b.scratch = shard;
     } else {
@@ -177,9 +181,12 @@ void GradBuffer::finish_grad_sync() {
         if (config_.distributed_optimizer) {
             if (across_) across_->all_reduce(b.scratch, ReduceOp::sum);
             auto [lo, hi] = rank_range(b);
-            grads_.slice(0, lo, hi).copy_from(b.scratch);
+            grads_.slice(0, lo, hi).copy_from(cast_float(b.scratch, DType::f32));
             b.scratch = Tensor();
+        } else if (b.wire.defined()) {
+            grads_.slice(0, b.begin, b.end).copy_from(cast_float(b.wire, DType::f32));
         }
+        b.wire = Tensor();
     }
 }
 

@@ -215,7 +215,9 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
     set_arg(a, "loss_scale_window", double(scaler.window));  // a float in Megatron's args
     set_arg(a, "hysteresis", scaler.hysteresis);
     // Megatron turns these on for bf16 (arguments.py).
-    set_arg(a, "accumulate_allreduce_grads_in_fp32", f.params_dtype == DType::bf16);
+    set_arg(a, "accumulate_allreduce_grads_in_fp32",
+            f.params_dtype == DType::bf16 && !f.grad_reduce_in_bf16);
+    set_arg(a, "grad_reduce_in_bf16", f.grad_reduce_in_bf16);
     set_arg(a, "ckpt_format", f.ckpt_format);
     set_arg(a, "save", optional_arg(f.save));
     set_arg(a, "load", optional_arg(f.load));

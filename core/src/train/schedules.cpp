@@ -67,8 +67,11 @@ class NoPipelining final : public ParallelStrategy {
             }
             if (w.forward_only) continue;
             if (m == w.micro_batches - 1 && w.before_last_backward) w.before_last_backward(w.model);
-            Step step(w.timers, w.trace, "backward-compute", "backward", m);
-            w.model.backward(grads, *saved);
+            {
+                Step step(w.timers, w.trace, "backward-compute", "backward", m);
+                w.model.backward(grads, *saved);
+            }
+            if (w.after_backward) w.after_backward(w.model);
         }
     }
 };
@@ -231,6 +234,7 @@ void Pipelined::forward_backward(const ForwardBackward& w) const {
                           trace_chunk);
                 model.backward(f.loss_grads, *f.saved);
             }
+            if (w.after_backward) w.after_backward(model);
             if (!links.model_first(slot.chunk)) links.send(slot, f.saved->stage_input_grad);
         }
     }

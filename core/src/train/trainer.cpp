@@ -10,6 +10,7 @@
 #include "mt/data/pretraining_loader.h"
 #include "mt/error.h"
 #include "mt/io/tensorboard_writer.h"
+#include "mt/kernels/bf16.h"
 #include "mt/nn/dropout.h"
 #include "mt/nn/moe/tracker.h"
 #include "mt/nn/parameter.h"
@@ -28,6 +29,14 @@ namespace mt::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// f32 values rounded to the nearest bf16 (ties to even), kept in f32.
+void round_to_bf16(Tensor& t) {
+    MT_CHECK(t.dtype() == DType::f32 && t.is_contiguous(),
+             "rounding grads to bf16 needs contiguous f32 grads, got ", t.describe());
+    float* x = t.data<float>();
+    for (int64_t i = 0, n = t.numel(); i < n; ++i) x[i] = k::bf16_to_float(k::float_to_bf16(x[i]));
+}
 
 // total[name] += value for each named loss, new names appended in order.
 void accumulate_named(NamedLosses& total, const NamedLosses& add) {
@@ -142,7 +151,7 @@ void Trainer::finalize_grads() {
     if (parallel_ && parallel_->embedding() && parallel_->embedding()->size() > 1) {
         Timers::Scope timed(&timers_, "embedding-grads-all-reduce", 1);
         for (nn::Parameter* p : model_.parameters())
-            if (p->tied_across_stages) parallel_->embedding()->all_reduce(p->grad, ReduceOp::sum);
+            if (p->tied_across_stages) all_reduce_main_grads(*parallel_->embedding(), p->grad);
     }
     if (grad_buffer_) {
         Timers::Scope timed(&timers_, "all-grads-sync", 1);
@@ -212,12 +221,22 @@ void Trainer::all_reduce_grads(const std::function<bool(const nn::Parameter&)>& 
         backend.copy(p->grad, part);
         at += p->grad.numel();
     }
-    group.all_reduce(flat, ReduceOp::sum);
+    all_reduce_main_grads(group, flat);
     at = 0;
     for (nn::Parameter* p : chosen) {
         backend.copy(flat.slice(0, at, at + p->grad.numel()).view(p->grad.shape()), p->grad);
         at += p->grad.numel();
     }
+}
+
+void Trainer::all_reduce_main_grads(Communicator& group, Tensor& grads) const {
+    if (options_.main_grad_dtype == grads.dtype()) {
+        group.all_reduce(grads, ReduceOp::sum);
+        return;
+    }
+    Tensor wire = cast_float(grads, options_.main_grad_dtype);
+    group.all_reduce(wire, ReduceOp::sum);
+    grads.copy_from(cast_float(wire, grads.dtype()));
 }
 
 std::pair<bool, bool> Trainer::agreed(bool signalled, bool out_of_time) const {
@@ -339,6 +358,12 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     // Grads are final in the last micro-batch's backward: data parallelism may start reducing
     // them then (Megatron's no_sync for the others). Weights tied across pipeline stages wait
     // for finalize_grads, which first sums them over the stages.
+    // --grad-reduce-in-bf16: Megatron's main_grad buffer is bf16, so what the micro-batches have
+    // accumulated is rounded to bf16 after each backward.
+    if (options_.main_grad_dtype == DType::bf16)
+        work.after_backward = [](Model& chunk) {
+            for (nn::Parameter* p : chunk.parameters()) round_to_bf16(p->grad);
+        };
     work.before_last_backward = [&](Model& chunk) {
         if (grad_buffer_)
             chunk.set_grad_ready_hook([this](const nn::Parameter& p) {

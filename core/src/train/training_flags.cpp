@@ -81,9 +81,13 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
         "hysteresis", po::value(&f.grad_scaler.hysteresis)->default_value(2),
         "overflowing iterations before the dynamic loss scale halves")(
         "accumulate-allreduce-grads-in-fp32", po::bool_switch(),
-        "accepted: grads of bf16 weights always accumulate and reduce in fp32")(
-        "attention-softmax-in-fp32", po::bool_switch(),
-        "accepted: the attention softmax always runs in fp32")(
+        "accepted: grads of bf16 weights accumulate and reduce in fp32 (Megatron's default for "
+        "--bf16) unless --grad-reduce-in-bf16")(
+        "grad-reduce-in-bf16", po::bool_switch(&f.grad_reduce_in_bf16),
+        "with --bf16: grads accumulate over the micro-batches and are summed over the "
+        "data-parallel ranks in bf16 (Megatron's main_grad buffer in bf16: half the bytes "
+        "sent); no effect without --bf16")("attention-softmax-in-fp32", po::bool_switch(),
+                                           "accepted: the attention softmax always runs in fp32")(
         "use-flash-attn", po::bool_switch(),
         "accepted: the CPU attention is a flash-style kernel (no T x T matrix) already")(
         "attention-backend", po::value<std::string>()->default_value("auto"),
@@ -290,6 +294,9 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
     const bool pretraining = entry == EntryPoint::pretraining;
     f.params_dtype = cli::params_dtype_from(vm);
     f.check_for_nan = !vm["no-check-for-nan-in-loss-and-grad"].as<bool>();
+    // Megatron reads --grad-reduce-in-bf16 for bf16 only (validate_args).
+    f.grad_reduce_in_bf16 = f.grad_reduce_in_bf16 && f.params_dtype == DType::bf16;
+    if (f.grad_reduce_in_bf16) f.data_parallel.reduce_dtype = DType::bf16;
     // Megatron's store_false dest add_position_embedding (accepted with rope, which ignores it).
     f.add_position_embedding =
         !(vm.count("no-position-embedding") && vm["no-position-embedding"].as<bool>());
@@ -502,6 +509,7 @@ train::TrainerOptions trainer_options(const TrainingFlags& f) {
     o.log_num_zeros_in_grad = f.log_num_zeros_in_grad;
     o.calculate_per_token_loss = f.calculate_per_token_loss;
     o.check_for_nan = f.check_for_nan;
+    if (f.grad_reduce_in_bf16) o.main_grad_dtype = DType::bf16;
     o.decoupled_lr = f.decoupled_lr;
     o.decoupled_min_lr = f.decoupled_min_lr;
     o.seed = static_cast<uint64_t>(f.seed);

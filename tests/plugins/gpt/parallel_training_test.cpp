@@ -11,6 +11,7 @@
 
 #include "mt/backend.h"
 #include "mt/data/gpt_dataset.h"
+#include "mt/kernels/bf16.h"
 #include "mt/model_chunks.h"
 #include "mt/nn/parameter.h"
 #include "mt/optim/lr_schedule.h"
@@ -115,6 +116,8 @@ struct Layout {
     int64_t first_stage_layers = -1, last_stage_layers = -1;  // uneven stages
     int virtual_stages = 1;  // model chunks per stage (interleaved 1F1B)
     int ep = 1;              // --expert-model-parallel-size
+    // --grad-reduce-in-bf16 (with dtype bf16): grads accumulated and reduced in bf16.
+    bool grad_reduce_in_bf16 = false;
 };
 
 // A Llama-style MoE: both layers 4 experts, top-2, with the load-balancing loss.
@@ -157,6 +160,7 @@ Curve train(const ModelArgs& args, std::unique_ptr<Communicator> world, const La
     dpc.distributed_optimizer = layout.distributed_optimizer;
     dpc.overlap_grad_reduce = layout.overlap_grad_reduce;
     dpc.bucket_size = layout.overlap_grad_reduce ? 3000 : 0;  // several buckets
+    if (layout.grad_reduce_in_bf16) dpc.reduce_dtype = DType::bf16;
     parallel::GradBuffers buffers = parallel::make_grad_buffers(model->parameters(), state, dpc);
     optim::Optimizer optimizer(*backend, buffers.optimized, optim::OptimizerConfig{});
     optim::LrScheduleFlags f;
@@ -175,6 +179,7 @@ Curve train(const ModelArgs& args, std::unique_ptr<Communicator> world, const La
     o.log_interval = 0;
     o.eval_interval = 0;
     o.clip_grad = 0.5;  // clipping engages: the norm must be the whole model's
+    if (layout.grad_reduce_in_bf16) o.main_grad_dtype = DType::bf16;
     train::Trainer trainer(*model, optimizer, scheduler, o, [](const std::string&) {});
     trainer.set_parallel(state, buffers.dense.get(), buffers.experts.get());
     SyntheticData data;
@@ -205,6 +210,7 @@ void check(const ModelArgs& args, const Layout& layout, Curve* out = nullptr,
                      << " (ep " << layout.ep << ") on " << w.size();
     Layout alone;
     alone.dtype = layout.dtype;
+    alone.grad_reduce_in_bf16 = layout.grad_reduce_in_bf16;
     const Curve single = train(args, make_local_communicator(), alone, family);
     const Curve ranks = train(args, w.split(0, w.rank()), layout, family);
     ASSERT_EQ(single.losses.size(), 10u);
@@ -268,6 +274,72 @@ TEST(ParallelTraining, Bf16) {
     check(gpt2_args(), layout);
     check(llama_args(), Layout{1, false, true, false, DType::bf16});
     check(gpt2_args(), Layout{2, true, true, true, DType::bf16});
+}
+
+// --grad-reduce-in-bf16: the grads accumulate over the micro-batches in bf16 and are summed over
+// the data-parallel ranks in bf16 (all-reduced, or reduce-scattered by the distributed
+// optimizer). The curves follow the one-process run that rounds the same way; and that run's
+// grad norms are not those of the f32 main grads, but near them.
+TEST(ParallelTraining, GradReduceInBf16) {
+    Layout layout;
+    layout.dtype = DType::bf16;
+    layout.grad_reduce_in_bf16 = true;
+    check(gpt2_args(), layout);
+    layout.distributed_optimizer = true;
+    layout.overlap_grad_reduce = true;
+    check(llama_args(), layout);
+    if (::testing::Test::IsSkipped()) return;
+    Layout f32_grads;
+    f32_grads.dtype = DType::bf16;
+    const Curve rounded = train(gpt2_args(), make_local_communicator(), layout, "gpt");
+    const Curve exact = train(gpt2_args(), make_local_communicator(), f32_grads, "gpt");
+    bool differs = false;
+    for (size_t i = 0; i < exact.grad_norms.size(); ++i) {
+        differs = differs || rounded.grad_norms[i] != exact.grad_norms[i];
+        EXPECT_NEAR(rounded.grad_norms[i], exact.grad_norms[i], 2e-2 * exact.grad_norms[i]);
+    }
+    EXPECT_TRUE(differs) << "the bf16 main grads gave the f32 ones' grad norms exactly";
+}
+
+// The buffer's part of --grad-reduce-in-bf16: a bucket is sent and summed in bf16 (MPI combines
+// each pair of elements in f32 and rounds, as NCCL sums bf16), by all-reduce or the distributed
+// optimizer's reduce-scatter, and widened back into the f32 grads. At 2 ranks the sum is
+// bf16(bf16(g0) + bf16(g1)) exactly; the f32 sum would not be.
+TEST(ParallelTraining, GradBufferSumsInBf16) {
+    Communicator& w = world();
+    if (w.size() != 2) GTEST_SKIP() << "run under mpiexec with 2 ranks (ctest does)";
+    auto round = [](float x) { return k::bf16_to_float(k::float_to_bf16(x)); };
+    // Rank r's grad i: not a bf16 value (8 significant bits), different on each rank.
+    auto grad = [](int rank, int64_t i) {
+        return 1.0f + float(rank + 1) * 0x1p-10f + float(i % 37) * 0x1p-13f;
+    };
+    auto backend = make_cpu_backend();
+    for (bool distributed : {false, true}) {
+        nn::Parameter p = nn::make_parameter(*backend, "p", {256}, DType::f32, {}, true);
+        parallel::DataParallelConfig c;
+        c.distributed_optimizer = distributed;
+        c.reduce_dtype = DType::bf16;
+        auto group = w.split(0, w.rank());
+        parallel::GradBuffer buffer({&p}, *group, c);
+        float* g = p.grad.data<float>();
+        for (int64_t i = 0; i < 256; ++i) g[i] = grad(w.rank(), i);
+        buffer.finish_grad_sync();
+        // The elements this rank holds the sum of: all, or its shard.
+        int64_t lo = 0, hi = 256;
+        if (distributed) {
+            ASSERT_EQ(buffer.shard().size(), 1u);
+            lo = buffer.shard()[0].param_begin;
+            hi = buffer.shard()[0].param_end;
+        }
+        ASSERT_LT(lo, hi);
+        bool below_f32 = false;
+        for (int64_t i = lo; i < hi; ++i) {
+            const float want = round(round(grad(0, i)) + round(grad(1, i)));
+            EXPECT_EQ(g[i], want) << "element " << i << (distributed ? " (reduce-scatter)" : "");
+            below_f32 = below_f32 || want != grad(0, i) + grad(1, i);
+        }
+        EXPECT_TRUE(below_f32) << "the f32 sum is bf16 here: the test shows nothing";
+    }
 }
 
 TEST(ParallelTraining, TensorParallelSequenceParallel) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "mt/api.h"
+#include "mt/dtype.h"
 
 namespace mt::parallel {
 
@@ -23,6 +24,9 @@ struct DataParallelConfig {
     // instances of consecutive ranks, the optimizer sharded within each and replicated across
     // them (Megatron's partial distributed optimizer).
     int distributed_optimizer_instances = 1;
+    // The dtype buckets are summed in (--grad-reduce-in-bf16 with --bf16: bf16, as Megatron's
+    // main_grad buffer; the f32 buffer is rounded to it, sent in it and widened back).
+    DType reduce_dtype = DType::f32;
 };
 
 struct MT_API BufferLayout {

@@ -1,7 +1,8 @@
 // GradBuffer: Megatron's ParamAndGradBuffer for data parallelism. The gradients of a model's
 // parameters live in one contiguous f32 buffer, in backward order, cut into buckets that are
 // summed over the data-parallel group (all-reduce; with the distributed optimizer, reduce-
-// scatter so each rank keeps its shard), as they fill during backward or all at the end. The
+// scatter so each rank keeps its shard), as they fill during backward or all at the end (in
+// bf16 with --grad-reduce-in-bf16: DataParallelConfig::reduce_dtype). The
 // caller scales each rank's gradients by 1/dp (the trainer does it in the loss's seed, as
 // Megatron's gradient_scaling_factor), so the sum is the average without a pass over the buffer.
 // With several distributed-optimizer instances the reduce-scatter runs within an instance (a
@@ -93,6 +94,7 @@ class MT_API GradBuffer {
         int64_t pending = 0;  // params not yet final in this backward
         std::unique_ptr<CommRequest> request;
         Tensor scratch;  // distributed optimizer: the reduce-scatter's output
+        Tensor wire;     // the bucket in config.reduce_dtype while it is reduced (not f32)
     };
     void start(Bucket& bucket);
     // Elements [begin, end) of this rank's shard of bucket b.

@@ -76,6 +76,9 @@ struct TrainerOptions {
     // Megatron's check_for_nan_in_loss_and_grad: a NaN or Inf loss or gradient norm stops the
     // run; off (--no-check-for-nan-in-loss-and-grad), training goes on and the log counts them.
     bool check_for_nan = true;
+    // Megatron's main_grad buffer dtype: f32, or bf16 with --grad-reduce-in-bf16 (--bf16 only):
+    // the grads are rounded to it after each micro-batch's backward and summed over ranks in it.
+    DType main_grad_dtype = DType::f32;
     // --decoupled-lr / --decoupled-min-lr: the embedding and output weights' own schedule
     // peak and floor (the floor defaults to --min-lr).
     std::optional<double> decoupled_lr, decoupled_min_lr;
@@ -237,6 +240,8 @@ class MT_API Trainer {
     // Sums the grads of the parameters `which` picks over `group`, in one message.
     void all_reduce_grads(const std::function<bool(const nn::Parameter&)>& which,
                           Communicator& group);
+    // Sums `grads` (f32) over `group` in options_.main_grad_dtype, as Megatron sums main_grads.
+    void all_reduce_main_grads(Communicator& group, Tensor& grads) const;
     // (signalled, out of time) as every rank of the run agrees: true when any rank saw it.
     std::pair<bool, bool> agreed(bool signalled, bool out_of_time) const;
     int64_t data_parallel_size() const;

@@ -40,8 +40,11 @@ struct TrainingFlags {
     bool exit_signal_handler = false;
     bool log_throughput = false;
     bool log_params_norm = false, log_num_zeros_in_grad = false;
-    bool calculate_per_token_loss = false;     // --calculate-per-token-loss
-    bool check_for_nan = true;                 // off: --no-check-for-nan-in-loss-and-grad
+    bool calculate_per_token_loss = false;  // --calculate-per-token-loss
+    bool check_for_nan = true;              // off: --no-check-for-nan-in-loss-and-grad
+    // --grad-reduce-in-bf16: with --bf16, grads accumulate and are reduced in bf16 (Megatron
+    // sets accumulate_allreduce_grads_in_fp32 false); ignored otherwise, as Megatron does.
+    bool grad_reduce_in_bf16 = false;
     bool exit_on_missing_checkpoint = false;   // --exit-on-missing-checkpoint
     bool skip_train = false;                   // --skip-train: the final evaluations only
     std::optional<train::BatchRampup> rampup;  // --rampup-batch-size
