@@ -395,7 +395,7 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--fim-pad-token", kFimOnly, kTrainingOnly},
     {"--fim-eod-token", kFimOnly, kTrainingOnly},
     // tokenizer
-    {"--padded-vocab-size", refuse("a given padded vocabulary size (--padded-vocab-size)")},
+    {"--padded-vocab-size", kDefined},
     {"--no-pad-vocab-size", refuse("an unpadded vocabulary (--no-pad-vocab-size)")},
     {"--tokenizer-metadata", refuse("tokenizer metadata files (--tokenizer-metadata)")},
     {"--chat-template",

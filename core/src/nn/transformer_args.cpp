@@ -103,6 +103,10 @@ std::vector<FlagInfo> transformer_flags() {
         value_flag("init-method-std", "standard deviation of the weight initialisation", "0.02"),
         value_flag("make-vocab-size-divisible-by", "pad the vocabulary to a multiple of this",
                    "128"),
+        value_flag("padded-vocab-size",
+                   "the model's vocabulary rows as given (core_v0.19), instead of the "
+                   "tokenizer's vocabulary padded to --make-vocab-size-divisible-by x "
+                   "--tensor-model-parallel-size; at least the tokenizer's size"),
         value_flag("transformer-impl",
                    "local or transformer_engine: the layer spec, which decides the parameter names",
                    "transformer_engine"),

@@ -171,6 +171,15 @@ TEST(TransformerArgs, ErrorsNameTheFlag) {
     EXPECT_NE(error_with("kv-channels", "-4").find("--kv-channels must be positive, got -4"),
               std::string::npos);
     EXPECT_NE(error_with("hidden-dropout", "1.5").find("must be in [0, 1)"), std::string::npos);
+    // core_v0.19's --padded-vocab-size is the embedding's rows as given, not below the tokenizer's.
+    EXPECT_NE(error_with("padded-vocab-size", "64")
+                  .find("padded vocabulary (64) smaller than the vocabulary (100)"),
+              std::string::npos);
+    ModelArgs given = base;
+    given["padded-vocab-size"] = "136";  // not a multiple of 128: used as it is
+    EXPECT_EQ(nn::read_transformer_args(given).padded_vocab_size, 136);
+    EXPECT_EQ(nn::read_transformer_args(given).vocab_size, 100);
+    EXPECT_EQ(nn::read_transformer_args(base).padded_vocab_size, 128);
 }
 
 // The activation follows Megatron's flags, and a checkpoint's args reach the same flags: a
@@ -277,8 +286,9 @@ TEST(GptFamily, FlagsParseFromACommandLine) {
     EXPECT_TRUE(c.swiglu);
     EXPECT_EQ(c.normalization, nn::Normalization::rms_norm);
     // Every flag the parser reads is offered.
-    for (const char* name : {"ffn-hidden-size", "kv-channels", "rotary-base", "norm-epsilon",
-                             "untie-embeddings-and-output-weights", "init-method-std"})
+    for (const char* name :
+         {"ffn-hidden-size", "kv-channels", "rotary-base", "norm-epsilon",
+          "untie-embeddings-and-output-weights", "init-method-std", "padded-vocab-size"})
         EXPECT_NE(std::find_if(flags.begin(), flags.end(),
                                [&](const FlagInfo& f) { return f.name == name; }),
                   flags.end())
