@@ -9,6 +9,7 @@
 #include <regex>
 #include <tuple>
 
+#include "mpiexec_launch.h"
 #include "mt/checkpoint/checkpoint_directory.h"
 #include "test_support.h"
 
@@ -461,6 +462,84 @@ TEST(Train, EvaluationBatchSizes) {
                             "eval_micro_batch_size (2) * data_parallel_size (1)"),
               std::string::npos)
         << r.output;
+}
+
+// Megatron's re-run engine (--rerun-mode validate_results): results that pass change nothing;
+// a NaN loss (a learning rate that blows the model up) is re-run, repeats, and the run saves
+// the state before the step and exits 16; an injected transient error is not repeated by the
+// re-run: exit 17, nothing saved. Under mpirun the ranks agree (the injecting rank's line).
+TEST(Train, RerunEngineValidatesResults) {
+    TempDir dir;
+    const std::string tool = mt::test::tool_path("megatron-train").string();
+    const std::string flags =
+        std::string(kTinyMockModel) + " --lr 1e-3 --train-iters 3 --log-interval 1 --eval-iters 0";
+    static const std::regex loss(R"(lm loss: ([0-9.E+-]+))");
+    const auto losses = [](const std::string& output) {
+        std::vector<std::string> out;
+        for (auto it = std::sregex_iterator(output.begin(), output.end(), loss);
+             it != std::sregex_iterator(); ++it)
+            out.push_back((*it)[1]);
+        return out;
+    };
+    auto plain = run_command(tool + flags);
+    ASSERT_EQ(plain.exit_code, 0) << plain.output;
+    auto checked = run_command(tool + flags +
+                               " --rerun-mode validate_results --check-for-spiky-loss"
+                               " --check-for-large-grads");
+    ASSERT_EQ(checked.exit_code, 0) << checked.output;
+    EXPECT_EQ(losses(checked.output), losses(plain.output));
+    EXPECT_EQ(losses(plain.output).size(), 3u) << plain.output;
+    EXPECT_NE(checked.output.find("WARNING:megatron.core.rerun_state_machine:Result validation "
+                                  "enabled"),
+              std::string::npos)
+        << checked.output;
+
+    const fs::path save = dir.path() / "ckpt";
+    auto blown = run_command(tool + flags +
+                             " --lr 1e37 --clip-grad 0 --rerun-mode validate_results --save " +
+                             q(save) + " --save-interval 100");
+    EXPECT_EQ(blown.exit_code, 16) << blown.output;
+    for (const char* line :
+         {"ERROR:megatron.core.rerun_state_machine:Unexpected result nan on rank 0 at iteration "
+          "#2 invocation #1 (message='found NaN in local forward loss calculation')",
+          "Need to rerun step to check reproducibility of initial result",
+          "iteration #2: First rerun: unexpected result is reproducible within the tolerance "
+          "(nan = nan). Need to rerun on a different GPU to verify correctness.!",
+          "Saving a checkpoint and exiting now."})
+        EXPECT_NE(blown.output.find(line), std::string::npos) << line << "\n" << blown.output;
+    EXPECT_EQ(mt::test::read_file(save / "latest_checkpointed_iteration.txt"), "1");
+    EXPECT_TRUE(fs::exists(save / "iter_0000001"));
+    EXPECT_FALSE(fs::exists(save / "iter_0000002"));
+
+    const fs::path none = dir.path() / "none";
+    const std::string transient =
+        " --rerun-mode validate_results --error-injection-rate 1"
+        " --error-injection-type transient_error --save " +
+        q(none) + " --save-interval 100";
+    auto injected = run_command(tool + flags + transient);
+    EXPECT_EQ(injected.exit_code, 17) << injected.output;
+    for (const char* line :
+         {"WARNING:megatron.core.rerun_state_machine:Injecting error type Transient error",
+          "iteration #2: Possible transient error!!",
+          "Exiting now. The job can be resumed from a previous checkpoint"})
+        EXPECT_NE(injected.output.find(line), std::string::npos) << line << "\n" << injected.output;
+    EXPECT_FALSE(fs::exists(none / "latest_checkpointed_iteration.txt"));
+    EXPECT_NE(injected.output.find("iteration        1/"), std::string::npos) << injected.output;
+    EXPECT_EQ(injected.output.find("iteration        2/"), std::string::npos) << injected.output;
+
+    if (!mt::test::mpiexec_available()) GTEST_SKIP() << "built without MPI: no 2-rank run";
+    // Data parallel: each bucket's local grad norm is checked before the reduction too.
+    auto dp2 = run_command(mt::test::mpiexec_prefix(2) + tool + flags +
+                           " --global-batch-size 4 --rerun-mode validate_results");
+    ASSERT_EQ(dp2.exit_code, 0) << dp2.output;
+    EXPECT_EQ(losses(dp2.output).size(), 3u) << dp2.output;
+    auto dp2_injected = run_command(mt::test::mpiexec_prefix(2) + tool + flags +
+                                    " --global-batch-size 4" + transient);
+    EXPECT_NE(dp2_injected.exit_code, 0) << dp2_injected.output;
+    EXPECT_NE(dp2_injected.output.find("Possible transient error!!"), std::string::npos)
+        << dp2_injected.output;
+    EXPECT_EQ(dp2_injected.output.find("iteration        2/"), std::string::npos)
+        << dp2_injected.output;
 }
 
 }  // namespace

@@ -329,10 +329,12 @@ TEST(MegatronFlags, CoreV019FlagsAreKnown) {
               std::string::npos)
         << tool.err;
     // Megatron's default of either version changes nothing.
-    EXPECT_EQ(tool({"--lr", "1", "--rerun-mode", "validate_results", "--grpo-group-size", "2"}), 0)
+    EXPECT_EQ(tool({"--lr", "1", "--data-parallel-sharding-strategy", "optim_grads_params",
+                    "--grpo-group-size", "2"}),
+              0)
         << tool.err;
-    EXPECT_EQ(tool({"--lr", "1", "--rerun-mode", "disabled"}), 0) << tool.err;
-    EXPECT_EQ(tool({"--lr", "1", "--rerun-mode", "report_stats"}), 1);
+    EXPECT_EQ(tool({"--lr", "1", "--data-parallel-sharding-strategy", "no_shard"}), 0) << tool.err;
+    EXPECT_EQ(tool({"--lr", "1", "--data-parallel-sharding-strategy", "optim"}), 1);
     // Negative numbers are values, as argparse reads them.
     EXPECT_EQ(tool({"--lr", "-2", "--rl-default-top-k=-1",
                     "--inference-dynamic-batching-num-cuda-graphs", "-1"}),

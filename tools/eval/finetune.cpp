@@ -234,6 +234,9 @@ std::vector<EpochAccuracy> run_finetune(const FinetuneFlags& flags, const ModelF
     scaled.schedule.global_batch_size *= task.sample_multiplier;
     scaled.global_batch_size = scaled.schedule.global_batch_size;
     train::TrainerOptions options = train::trainer_options(unscaled);
+    // Megatron's finetuning loop (tasks/finetune_utils.py) does not drive the re-run engine.
+    options.rerun = {};
+    options.check_for_spiky_loss = options.check_for_large_grads = false;
     options.sample_multiplier = task.sample_multiplier;
     options.log_consumed_samples = false;
     // Megatron's finetuning loop checks neither the clock nor signals.

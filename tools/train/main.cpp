@@ -249,6 +249,8 @@ int train(mt::train::TrainingFlags flags, const mt::cli::TokenizerFlags& tf,
             if (out.first)
                 std::printf("exiting program after %g minutes\n", *flags.exit_duration_in_mins);
             return 0;
+        case mt::train::StopReason::result_validation:  // Megatron's sys.exit(exit_code)
+            return trainer.exit_code();
         case mt::train::StopReason::finished:
             break;
     }

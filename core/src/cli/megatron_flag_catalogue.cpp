@@ -64,13 +64,8 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--no-check-for-nan-in-loss-and-grad",
      refuse("training on past a NaN or Inf loss or gradient (megatron-train always stops)"),
      kTrainingOnly},
-    {"--check-for-spiky-loss",
-     refuse("the re-run engine's spiky-loss check (Megatron stops at a spiking loss)"),
-     kTrainingOnly},
-    {"--check-for-large-grads",
-     refuse("the re-run engine's large-gradient check (Megatron stops at unexpectedly large "
-            "gradients)"),
-     kTrainingOnly},
+    {"--check-for-spiky-loss", kDefined, kTrainingOnly},
+    {"--check-for-large-grads", kDefined, kTrainingOnly},
     {"--distribute-saved-activations",
      accept("spreads recomputed layers' saved inputs over the tensor-parallel ranks to save "
             "memory: the same numbers"),
@@ -83,7 +78,7 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--iterations-to-skip", refuse("skipping training iterations (--iterations-to-skip)"),
      kTrainingOnly},
     {"--result-rejected-tracker-filename",
-     accept("a file of the re-run engine's rejected results: the engine does not run here"),
+     refuse("the re-run engine's file of rejected results (--result-rejected-tracker-filename)"),
      kTrainingOnly},
     {"--disable-gloo-process-groups", accept("megatron.cpp makes no Gloo process groups")},
     {"--use-pytorch-profiler", kProfiling, kTrainingOnly},
@@ -161,9 +156,9 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--high-priority-stream-groups",
      accept("CUDA stream priorities of communicators: no CUDA streams here")},
     // rerun engine
-    {"--error-injection-rate", refuse(kRerun), kTrainingOnly},
-    {"--error-injection-type", refuse(kRerun), kTrainingOnly},
-    {"--rerun-mode", refuse(kRerun), kTrainingOnly},
+    {"--error-injection-rate", kDefined, kTrainingOnly},
+    {"--error-injection-type", kDefined, kTrainingOnly},
+    {"--rerun-mode", kDefined, kTrainingOnly},
     // initialization
     {"--seed", kDefined, accept("zero-shot evaluation draws no random numbers")},
     {"--data-parallel-random-init", refuse("different initial weights on each data-parallel rank"),

@@ -37,8 +37,6 @@ inline constexpr const char* kFp8 = "FP8 training";
 inline constexpr const char* kFsdp = "FSDP (fully sharded data parallelism)";
 inline constexpr const char* kNonPersistent =
     "non-persistent (global / local / in-memory) checkpoints";
-inline constexpr const char* kRerun =
-    "Megatron's re-run engine (result validation, error injection)";
 inline constexpr const char* kLegacy = "Megatron's legacy (non-core) models";
 inline constexpr const char* kHeterogeneous =
     "heterogeneous layers (Llama-Nemotron configurations)";

@@ -156,6 +156,7 @@ void GradBuffer::grad_ready(const nn::Parameter& param) {
 
 void GradBuffer::start(Bucket& b) {
     Tensor whole = grads_.slice(0, b.begin, b.end);
+    if (before_reduce_) before_reduce_(&b - buckets_.data(), whole);
     if (config_.reduce_dtype != DType::f32) {  // sent and summed in the narrower dtype
         b.wire = cast_float(whole, config_.reduce_dtype);
         whole = b.wire;
@@ -173,7 +174,12 @@ void GradBuffer::start(Bucket& b) {
 }
 
 void GradBuffer::finish_grad_sync() {
-    if (whole_->size() == 1) return;
+    if (whole_->size() == 1) {
+        if (before_reduce_)
+            for (Bucket& b : buckets_)
+                before_reduce_(&b - buckets_.data(), grads_.slice(0, b.begin, b.end));
+        return;
+    }
     for (Bucket& b : buckets_) {
         if (!b.request) start(b);
         b.request->wait();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 
@@ -57,17 +58,21 @@ std::pair<double, double> masked_sums(Backend& backend, const Tensor& losses, co
     return {backend.dot(backend.contiguous(losses), mask), backend.sum(mask)};
 }
 
-// Adds a micro-batch's terms to `accumulated`; returns each term's mask count (its tokens).
-std::vector<double> accumulate(LossAccumulator& accumulated, Backend& backend,
-                               const Losses& losses) {
-    std::vector<double> counts;
+// Adds a micro-batch's terms to `accumulated`; returns each term's Σ loss·mask and mask count
+// (its tokens).
+std::vector<std::pair<double, double>> accumulate(LossAccumulator& accumulated, Backend& backend,
+                                                  const Losses& losses) {
+    std::vector<std::pair<double, double>> sums;
     for (const LossTerm& term : losses) {
         auto [sum, count] = masked_sums(backend, term.values, term.mask);
         accumulated.add(term, sum, count);
-        counts.push_back(count);
+        sums.emplace_back(sum, count);
     }
-    return counts;
+    return sums;
 }
+
+// Megatron's SPIKY_LOSS_FACTOR (pretrain_gpt.py), also its large-gradient threshold.
+constexpr double kSpikyFactor = 10;
 
 // The loader's micro-batches one after another; an mt::Error when the `what` data runs out.
 std::function<Batch()> batches_of(data::PretrainingLoader& loader, std::string what) {
@@ -324,14 +329,14 @@ void Trainer::set_dropout_rng(uint64_t seed, uint64_t offset) {
     dropout_->offset = offset;
 }
 
-Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
-    const int64_t per_step = options_.micro_batch_size * data_parallel_size();
-    const int64_t global_batch = current_global_batch_size(options_, consumed_train_);
-    // Megatron's consistency check of a ramping batch.
-    MT_CHECK(global_batch % per_step == 0, "current global batch size (", global_batch,
-             ") is not divisible by micro-batch-size (", options_.micro_batch_size,
-             ") times data parallel size (", data_parallel_size(), ")");
-    const int64_t micro_batches = global_batch / per_step;
+struct Trainer::StepPass {
+    LossAccumulator accumulated;
+    std::string per_token_term;  // --calculate-per-token-loss: the one term it divides by
+    int64_t consumed = 0;        // consumed_train_ after the step
+};
+
+Trainer::StepPass Trainer::forward_backward_pass(const data::SampleDataset& data,
+                                                 int64_t micro_batches) {
     if (grad_buffer_) {
         grad_buffer_->zero_grads();
         if (expert_grad_buffer_)
@@ -345,8 +350,7 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     Backend& backend = optimizer_.backend();
     data::PretrainingLoader loader(data, options_.micro_batch_size, int(data_parallel_rank()),
                                    int(data_parallel_size()), consumed_train_);
-    LossAccumulator accumulated;
-    std::string per_token_term;  // --calculate-per-token-loss: the one term it divides by
+    StepPass pass;
     ForwardBackward work{model_, *dropout_};
     work.micro_batches = micro_batches;
     work.micro_batch_size = options_.micro_batch_size;
@@ -355,15 +359,15 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     work.trace = trace_.get();
     work.timers = &timers_;
     work.next_batch = batches_of(loader, "training");
-    // Grads are final in the last micro-batch's backward: data parallelism may start reducing
-    // them then (Megatron's no_sync for the others). Weights tied across pipeline stages wait
-    // for finalize_grads, which first sums them over the stages.
     // --grad-reduce-in-bf16: Megatron's main_grad buffer is bf16, so what the micro-batches have
     // accumulated is rounded to bf16 after each backward.
     if (options_.main_grad_dtype == DType::bf16)
         work.after_backward = [](Model& chunk) {
             for (nn::Parameter* p : chunk.parameters()) round_to_bf16(p->grad);
         };
+    // Grads are final in the last micro-batch's backward: data parallelism may start reducing
+    // them then (Megatron's no_sync for the others). Weights tied across pipeline stages wait
+    // for finalize_grads, which first sums them over the stages.
     work.before_last_backward = [&](Model& chunk) {
         if (grad_buffer_)
             chunk.set_grad_ready_hook([this](const nn::Parameter& p) {
@@ -375,7 +379,13 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
             });
     };
     work.loss_grads = [&](const Losses& losses) {
-        std::vector<double> counts = accumulate(accumulated, backend, losses);
+        std::vector<double> counts;
+        bool validated = false;
+        for (const auto& [sum, count] : accumulate(pass.accumulated, backend, losses)) {
+            if (!validated) validate_loss(sum);  // the model's own loss (Megatron's loss_func)
+            validated = true;
+            counts.push_back(count);
+        }
         // Context parallelism: each rank holds part of every sequence; the micro-batch's mean
         // is over all of its tokens (the ranks' gradients are summed like data parallelism's).
         if (context_parallel()) parallel::all_reduce_values(parallel_->cp(), counts, ReduceOp::sum);
@@ -388,12 +398,12 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
             // (Auxiliary terms follow the main one: multi-token prediction's sums join the
             // gradient before the same division by all tokens, as Megatron's MTPLossAutoScaler.)
             if (options_.calculate_per_token_loss && !term.auxiliary) {
-                const bool other = !per_token_term.empty() && per_token_term != term.name;
+                const bool other = !pass.per_token_term.empty() && pass.per_token_term != term.name;
                 MT_CHECK(!other && term.reporting == LossTerm::Reporting::token_weighted,
                          "--calculate-per-token-loss needs a model with one token-weighted loss; "
                          "this one reports \"",
-                         term.name, "\"", other ? " beside \"" + per_token_term + "\"" : "");
-                per_token_term = term.name;
+                         term.name, "\"", other ? " beside \"" + pass.per_token_term + "\"" : "");
+                pass.per_token_term = term.name;
             }
             const double seed =
                 options_.calculate_per_token_loss
@@ -431,7 +441,93 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
         parallel::all_reduce_values(*pp, offset, ReduceOp::max);
         dropout_->offset = uint64_t(offset[0]);
     }
+    // Without a gradient buffer the model's grads are one bucket for the re-run engine (a
+    // buffer's buckets are checked as they start their reduction).
+    if (!grad_buffer_ && validates_grads()) {
+        double squares = 0;
+        for (nn::Parameter* p : model_.parameters()) squares += backend.dot(p->grad, p->grad);
+        validate_grads(0, std::sqrt(squares));
+    }
     finalize_grads();
+    pass.consumed = loader.consumed_samples();
+    return pass;
+}
+
+void Trainer::validate_loss(double loss_sum) {
+    if (options_.check_for_nan && rerun_->mode() == RerunMode::validate_results) {
+        rerun_->validate(
+            loss_sum, [](double v) { return std::isnan(v); },
+            "found NaN in local forward loss calculation", 0.0, true);
+        rerun_->validate(
+            loss_sum, [](double v) { return std::isinf(v); },
+            "found Inf in local forward loss calculation", 0.0, true);
+    }
+    if (options_.check_for_spiky_loss)
+        rerun_->validate(
+            loss_sum,
+            [this](double v) { return rerun_->is_unexpectedly_large(v, kSpikyFactor, "loss"); },
+            "Spiky loss", 0.0, false);
+}
+
+bool Trainer::validates_grads() const {
+    return options_.check_for_large_grads ||
+           (options_.check_for_nan && options_.rerun.mode == RerunMode::validate_results);
+}
+
+void Trainer::validate_grads(int64_t bucket, double norm) {
+    const std::string where = " for bucket #" + std::to_string(bucket) +
+                              " in backward pass before data-parallel communication collective";
+    if (options_.check_for_nan && rerun_->mode() == RerunMode::validate_results) {
+        rerun_->validate(
+            norm, [](double v) { return std::isnan(v); }, "found NaN in local grad norm" + where,
+            1e-3, true);
+        rerun_->validate(
+            norm, [](double v) { return std::isinf(v); }, "found Inf in local grad norm" + where,
+            1e-3, true);
+    }
+    if (options_.check_for_large_grads)
+        rerun_->validate(
+            norm,
+            [this](double v) { return rerun_->is_unexpectedly_large(v, kSpikyFactor, "grads"); },
+            "found unexpected large grads in bucket #" + std::to_string(bucket) +
+                " in backward pass before data-parallel communication collective",
+            1e-3, false);
+}
+
+Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
+    const int64_t per_step = options_.micro_batch_size * data_parallel_size();
+    const int64_t global_batch = current_global_batch_size(options_, consumed_train_);
+    // Megatron's consistency check of a ramping batch.
+    MT_CHECK(global_batch % per_step == 0, "current global batch size (", global_batch,
+             ") is not divisible by micro-batch-size (", options_.micro_batch_size,
+             ") times data parallel size (", data_parallel_size(), ")");
+    const int64_t micro_batches = global_batch / per_step;
+    // What a re-run of the step starts from again: the dropout stream and the MoE routers'
+    // counts (the data position is consumed_train_, which moves after the passes).
+    const uint64_t dropout_at_start = dropout_->offset;
+    std::vector<nn::MoeTracker> trackers_at_start;
+    for (Model* chunk : model_.pipeline_chunks())
+        if (nn::MoeTracker* tracker = chunk->moe_tracker()) trackers_at_start.push_back(*tracker);
+    auto restore = [&] {
+        dropout_->offset = dropout_at_start;
+        size_t i = 0;
+        for (Model* chunk : model_.pipeline_chunks())
+            if (nn::MoeTracker* tracker = chunk->moe_tracker()) *tracker = trackers_at_start[i++];
+    };
+    std::optional<StepPass> pass;
+    for (auto p = rerun_->next_pass(iteration_ + 1); p != RerunStateMachine::Pass::done;
+         p = rerun_->next_pass(iteration_ + 1)) {
+        if (p == RerunStateMachine::Pass::again) restore();
+        pass.emplace(forward_backward_pass(data, micro_batches));
+    }
+    IterationResult r;
+    if (const RerunStateMachine::Verdict verdict = rerun_->verdict(); verdict.exit) {
+        restore();  // a checkpoint holds the state before the step
+        r.stop = verdict;
+        return r;
+    }
+    LossAccumulator& accumulated = pass->accumulated;
+    const std::string& per_token_term = pass->per_token_term;
     update_expert_bias();
     accumulated.reduce(reporting_group());
     // Megatron's finalize_model_grads(num_tokens): grads *= 1 / (the batch's tokens, all ranks),
@@ -443,7 +539,6 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
             parallel::all_reduce_values(*pp, tokens, ReduceOp::sum);  // zero but on the last
         if (tokens[0] > 0) scale_grads(float(1.0 / tokens[0]));
     }
-    IterationResult r;
     r.global_batch_size = global_batch * options_.sample_multiplier;
     r.losses = accumulated.reported();
     for (const auto& [name, value] : r.losses) r.loss += value;
@@ -451,7 +546,7 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
              "NaN or Inf in the loss at iteration ", iteration_ + 1);
     accumulate_named(r.losses, auxiliary_losses(micro_batches, r));
     accumulate_named(r.losses, accumulated.reported_auxiliary());
-    consumed_train_ = loader.consumed_samples();
+    consumed_train_ = pass->consumed;
     if (scaler_ && !unscale_grads()) {
         r.skipped = true;  // no update and no learning-rate step, as Megatron skips it
         return r;
@@ -562,6 +657,25 @@ bool Trainer::unscale_grads() {
 
 StopReason Trainer::train(const data::SampleDataset& train_data,
                           const data::SampleDataset* valid_data) {
+    if (!rerun_) {
+        Communicator* world =
+            parallel_ && parallel_->world().size() > 1 ? &parallel_->world() : nullptr;
+        // Megatron's Python random stream, which its injection draws from: seed + 100 x the
+        // pipeline rank.
+        const uint64_t pp_rank = parallel_ ? uint64_t(parallel_->pp().rank()) : 0;
+        rerun_ = std::make_unique<RerunStateMachine>(
+            options_.rerun, world, parallel_ ? parallel_->world().rank() : 0,
+            options_.seed + 100 * pp_rank, [](const std::string& line) {
+                std::printf("%s\n", line.c_str());
+                std::fflush(stdout);
+            });
+        for (parallel::GradBuffer* buffer : {grad_buffer_, expert_grad_buffer_})
+            if (buffer && validates_grads())
+                buffer->set_before_reduce([this](int64_t bucket, const Tensor& grads) {
+                    // Megatron's check_grads: the bucket's local L2 norm, before the reduction.
+                    validate_grads(bucket, std::sqrt(optimizer_.backend().dot(grads, grads)));
+                });
+    }
     const StopReason reason = run_iterations(train_data, valid_data);
     if (trace_) {
         const int rank = parallel_ ? parallel_->world().rank() : 0;
@@ -580,6 +694,17 @@ StopReason Trainer::run_iterations(const data::SampleDataset& train_data,
     int64_t interval_iters = 0, interval_skipped = 0, interval_nan = 0;
     while (iteration_ < options_.train_iters) {
         IterationResult r = train_step(train_data);
+        if (r.stop) {  // the re-run engine's: the state before this step saved, if it asks
+            if (r.stop->checkpoint && save_) {
+                print_(
+                    "the checkpoint holds no re-run state (not supported yet): a job resumed "
+                    "from it runs iteration " +
+                    std::to_string(iteration_ + 1) + " again as a normal step");
+                save_();
+            }
+            exit_code_ = r.stop->exit_code;
+            return StopReason::result_validation;
+        }
         ++iteration_;
         losses_.push_back(r.loss);
         grad_norms_.push_back(r.grad_norm.value_or(std::nan("")));

@@ -67,6 +67,24 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
         "no-check-for-nan-in-loss-and-grad", po::bool_switch(),
         "train on past a NaN or Inf loss or gradient norm (the log counts them) instead of "
         "stopping")(
+        "rerun-mode", po::value<std::string>()->default_value("disabled"),
+        "Megatron's re-run engine: validate_results checks each micro-batch's loss and each "
+        "gradient bucket's local norm (NaN, Inf; --check-for-* too) and re-runs a step that "
+        "fails, then exits 17 when the re-run differs (a transient error) or saves the state "
+        "before the step and exits 16 when it repeats (resuming re-runs the step); disabled: "
+        "core_v0.13's default (core_v0.19's is validate_results)")(
+        "error-injection-rate", po::value(&f.rerun.error_injection_rate)->default_value(0),
+        "with --rerun-mode validate_results: about one in this many validations fails on "
+        "purpose (0: none)")(
+        "error-injection-type", po::value<std::string>()->default_value("transient_error"),
+        "what an injected failure's re-run shows: transient_error (not repeated), "
+        "persistent_error or correct_result (repeated)")(
+        "check-for-spiky-loss", po::bool_switch(&f.check_for_spiky_loss),
+        "the re-run engine also checks for a micro-batch loss 10x the largest of the first 100 "
+        "(not fatal: a warning, or a re-run before going on)")(
+        "check-for-large-grads", po::bool_switch(&f.check_for_large_grads),
+        "the re-run engine also checks for a bucket's grad norm 10x the largest of the first "
+        "100 (not fatal)")(
         "exit-signal-handler", po::bool_switch(&f.exit_signal_handler),
         pretraining
             ? "on SIGTERM, finish the iteration, save a checkpoint (with --save) and exit"
@@ -294,6 +312,11 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
     const bool pretraining = entry == EntryPoint::pretraining;
     f.params_dtype = cli::params_dtype_from(vm);
     f.check_for_nan = !vm["no-check-for-nan-in-loss-and-grad"].as<bool>();
+    f.rerun.mode = train::rerun_mode_from(vm["rerun-mode"].as<std::string>());
+    f.rerun.error_injection_type =
+        train::rerun_diagnostic_from(vm["error-injection-type"].as<std::string>());
+    MT_CHECK(f.rerun.error_injection_rate >= 0, "--error-injection-rate must be >= 0, got ",
+             f.rerun.error_injection_rate);
     // Megatron reads --grad-reduce-in-bf16 for bf16 only (validate_args).
     f.grad_reduce_in_bf16 = f.grad_reduce_in_bf16 && f.params_dtype == DType::bf16;
     if (f.grad_reduce_in_bf16) f.data_parallel.reduce_dtype = DType::bf16;
@@ -509,6 +532,9 @@ train::TrainerOptions trainer_options(const TrainingFlags& f) {
     o.log_num_zeros_in_grad = f.log_num_zeros_in_grad;
     o.calculate_per_token_loss = f.calculate_per_token_loss;
     o.check_for_nan = f.check_for_nan;
+    o.rerun = f.rerun;
+    o.check_for_spiky_loss = f.check_for_spiky_loss;
+    o.check_for_large_grads = f.check_for_large_grads;
     if (f.grad_reduce_in_bf16) o.main_grad_dtype = DType::bf16;
     o.decoupled_lr = f.decoupled_lr;
     o.decoupled_min_lr = f.decoupled_min_lr;

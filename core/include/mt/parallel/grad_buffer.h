@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -55,6 +56,11 @@ class MT_API GradBuffer {
     void finish_grad_sync();
     // The distributed optimizer: every rank's updated shard of the values gathered into all.
     void gather_params();
+    // Called with each bucket's index and this rank's grads in it (f32) as its reduction starts
+    // (with one rank, when it would): the re-run engine's local gradient checks.
+    void set_before_reduce(std::function<void(int64_t bucket, const Tensor& grads)> hook) {
+        before_reduce_ = std::move(hook);
+    }
 
     bool distributed_optimizer() const { return config_.distributed_optimizer; }
     // What the optimizer updates on this rank: the parameters given, or with the distributed
@@ -112,6 +118,7 @@ class MT_API GradBuffer {
     std::vector<ShardPiece> shard_;
     std::vector<nn::Parameter> shard_params_;  // the distributed optimizer's, one per piece
     std::vector<nn::Parameter*> optimized_;
+    std::function<void(int64_t, const Tensor&)> before_reduce_;
 };
 
 // A model's gradient buffers on this rank and what its optimizer updates.

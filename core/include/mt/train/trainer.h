@@ -20,6 +20,7 @@
 #include "mt/optim/grad_scaler.h"
 #include "mt/optim/lr_schedule.h"
 #include "mt/optim/optimizer.h"
+#include "mt/train/rerun_state_machine.h"
 #include "mt/train/timers.h"
 
 namespace mt::io {
@@ -76,6 +77,11 @@ struct TrainerOptions {
     // Megatron's check_for_nan_in_loss_and_grad: a NaN or Inf loss or gradient norm stops the
     // run; off (--no-check-for-nan-in-loss-and-grad), training goes on and the log counts them.
     bool check_for_nan = true;
+    // Megatron's re-run engine (--rerun-mode, --error-injection-*): each step's micro-batch
+    // losses and local gradient norms are validated, a failed validation re-runs the step.
+    RerunConfig rerun;
+    bool check_for_spiky_loss = false;   // --check-for-spiky-loss: a loss 10x the usual (warns)
+    bool check_for_large_grads = false;  // --check-for-large-grads: a grad norm 10x the usual
     // Megatron's main_grad buffer dtype: f32, or bf16 with --grad-reduce-in-bf16 (--bf16 only):
     // the grads are rounded to it after each micro-batch's backward and summed over ranks in it.
     DType main_grad_dtype = DType::f32;
@@ -124,7 +130,8 @@ MT_API int64_t train_iterations_for_samples(const TrainerOptions& o, int64_t tra
 using NamedLosses = std::vector<std::pair<std::string, double>>;
 
 // Why train() returned.
-enum class StopReason { finished, exit_interval, exit_duration, signal };
+// result_validation: the re-run engine stops the run (Trainer::exit_code(): Megatron's 16 or 17).
+enum class StopReason { finished, exit_interval, exit_duration, signal, result_validation };
 
 class MT_API Trainer {
   public:
@@ -187,6 +194,8 @@ class MT_API Trainer {
     // The embedding and output weights' learning rate now (--decoupled-lr), else none.
     std::optional<double> decoupled_lr() const;
     const TrainerOptions& options() const { return options_; }
+    // The process's exit code after StopReason::result_validation (0 otherwise).
+    int exit_code() const { return exit_code_; }
 
   private:
     struct IterationResult {
@@ -199,8 +208,19 @@ class MT_API Trainer {
         int64_t global_batch_size = 0;      // this iteration's (it ramps with --rampup-batch-size)
         // --moe-per-layer-logging: each MoE auxiliary loss per layer of the whole model.
         std::vector<std::pair<std::string, std::vector<double>>> moe_per_layer;
+        // The re-run engine stops here (before the update): its checkpoint and exit code.
+        std::optional<RerunStateMachine::Verdict> stop;
     };
     IterationResult train_step(const data::SampleDataset& data);
+    // One pass of a step's forward and backward passes over its micro-batches, from
+    // consumed_train_ (a re-run repeats it): the grads summed and reduced, the losses gathered.
+    struct StepPass;  // (trainer.cpp)
+    StepPass forward_backward_pass(const data::SampleDataset& data, int64_t micro_batches);
+    // The re-run engine's checks of one micro-batch's loss sum (the last pipeline stage's).
+    void validate_loss(double loss_sum);
+    // Its checks of a gradient bucket's local L2 norm, before the data-parallel reduction.
+    void validate_grads(int64_t bucket, double norm);
+    bool validates_grads() const;
     // The fp16 loss scale (1 without a scaler).
     float loss_scale() const;
     // Divides the gradients by the loss scale and updates the scaler; false (skip the step)
@@ -275,6 +295,8 @@ class MT_API Trainer {
     bool memory_reported_ = false;  // Megatron's report_memory runs once
     std::optional<optim::GradScaler> scaler_;
     std::vector<double> losses_, grad_norms_;
+    std::unique_ptr<RerunStateMachine> rerun_;  // made by train(), once the ranks are known
+    int exit_code_ = 0;
 };
 
 }  // namespace mt::train
