@@ -464,6 +464,57 @@ TEST(Train, EvaluationBatchSizes) {
         << r.output;
 }
 
+// --iterations-to-skip (1-based, as core_v0.19): the skipped iteration reads past its batch
+// with no update and no log line; the next one trains on the batch it would have had (with no
+// learning rate and no dropout: the loss of the run that skips nothing), the log and the
+// checkpoint count the skipped samples, and a resumed run goes on counting them.
+TEST(Train, IterationsToSkip) {
+    TempDir dir;
+    const std::string tool = mt::test::tool_path("megatron-train").string();
+    const std::string flags = std::string(kTinyMockModel) +
+                              " --lr 0 --train-iters 4 --log-interval 1 --eval-iters 0"
+                              " --global-batch-size 4 --hidden-dropout 0 --attention-dropout 0";
+    const fs::path save = dir.path() / "ckpt";
+    auto skipping = run_command(tool + flags + " --iterations-to-skip 2 --save " + q(save) +
+                                " --save-interval 4");
+    ASSERT_EQ(skipping.exit_code, 0) << skipping.output;
+    auto plain = run_command(tool + flags);
+    ASSERT_EQ(plain.exit_code, 0) << plain.output;
+    static const std::regex line(R"(iteration +(\d+)/ +\d+ \| consumed samples: +(\d+) \|(?: )"
+                                 R"(skipped samples: +(\d+) \|)?.*lm loss: ([0-9.E+-]+))");
+    struct Line {
+        std::string consumed, skipped, loss;
+    };
+    const auto lines = [](const std::string& output) {
+        std::map<int, Line> out;
+        for (auto it = std::sregex_iterator(output.begin(), output.end(), line);
+             it != std::sregex_iterator(); ++it)
+            out[std::stoi((*it)[1])] = {(*it)[2], (*it)[3], (*it)[4]};
+        return out;
+    };
+    const auto skipped = lines(skipping.output), all = lines(plain.output);
+    EXPECT_EQ(skipped.count(2), 0u) << skipping.output;
+    ASSERT_EQ(skipped.count(3), 1u) << skipping.output;
+    ASSERT_EQ(all.count(3), 1u) << plain.output;
+    EXPECT_EQ(skipped.at(3).loss, all.at(3).loss);
+    EXPECT_EQ(skipped.at(1).skipped, "");
+    EXPECT_EQ(skipped.at(3).skipped, "4");
+    EXPECT_EQ(skipped.at(4).consumed, "16");
+    EXPECT_EQ(all.at(3).skipped, "");
+    auto resumed = run_command(tool + flags + " --load " + q(save) +
+                               " --train-iters 5 --override-opt_param-scheduler");
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+    const auto after = lines(resumed.output);
+    ASSERT_EQ(after.count(5), 1u) << resumed.output;
+    EXPECT_EQ(after.at(5).skipped, "4");
+    EXPECT_EQ(after.at(5).consumed, "20");
+    auto zero = run_command(tool + flags + " --iterations-to-skip 0");
+    EXPECT_NE(zero.exit_code, 0);
+    EXPECT_NE(zero.output.find("--iterations-to-skip: iterations count from 1, got 0"),
+              std::string::npos)
+        << zero.output;
+}
+
 // Megatron's re-run engine (--rerun-mode validate_results): results that pass change nothing;
 // a NaN loss (a learning rate that blows the model up) is re-run, repeats, and the run saves
 // the state before the step and exits 16; an injected transient error is not repeated by the

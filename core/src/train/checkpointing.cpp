@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "mt/checkpoint/checkpoint_args.h"
 #include "mt/checkpoint/model_weights.h"
 #include "mt/checkpoint/reshard.h"
 #include "mt/error.h"
@@ -406,6 +407,7 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
     s.args.emplace_back("iteration", s.iteration);
     s.args.emplace_back("consumed_train_samples", s.consumed_train_samples);
     s.args.emplace_back("consumed_valid_samples", s.consumed_valid_samples);
+    s.args.emplace_back("skipped_train_samples", parts.trainer.skipped_train_samples());
     const auto params = parts.model.parameters();
     for (nn::Parameter* p : params) {
         if (!p->copy_of.empty() && !o.stage_copies) continue;  // the original is saved
@@ -550,7 +552,8 @@ void restore_checkpoint(const CheckpointState& state, const TrainingParts& parts
     parts.optimizer.reload_model_params();  // bf16 masters; the optimizer state may replace them
     if (o.finetune) return;
     parts.trainer.set_progress(state.iteration, state.consumed_train_samples,
-                               state.consumed_valid_samples);
+                               state.consumed_valid_samples,
+                               int_arg(state.args, "skipped_train_samples").value_or(0));
     if (o.optimizer) {
         MT_CHECK(state.optimizer_not_loaded.empty(), state.optimizer_not_loaded,
                  " (use --no-load-optim or --finetune)");

@@ -693,6 +693,15 @@ StopReason Trainer::run_iterations(const data::SampleDataset& train_data,
     NamedLosses interval_losses;  // each term summed over the interval's iterations
     int64_t interval_iters = 0, interval_skipped = 0, interval_nan = 0;
     while (iteration_ < options_.train_iters) {
+        // Megatron's dummy_train_step: the batch is read past, nothing else happens.
+        if (std::find(options_.iterations_to_skip.begin(), options_.iterations_to_skip.end(),
+                      iteration_ + 1) != options_.iterations_to_skip.end()) {
+            const int64_t batch = current_global_batch_size(options_, consumed_train_);
+            consumed_train_ += batch;
+            skipped_train_ += batch;
+            ++iteration_;
+            continue;
+        }
         IterationResult r = train_step(train_data);
         if (r.stop) {  // the re-run engine's: the state before this step saved, if it asks
             if (r.stop->checkpoint && save_) {
@@ -718,6 +727,9 @@ StopReason Trainer::run_iterations(const data::SampleDataset& train_data,
             tensorboard_->add_scalar("learning-rate", float(scheduler_.lr()), iteration_);
             if (auto lr = decoupled_lr())
                 tensorboard_->add_scalar("decoupled-learning-rate", float(*lr), iteration_);
+            if (skipped_train_ > 0)
+                tensorboard_->add_scalar("skipped-train-samples", float(skipped_train_),
+                                         iteration_);
             tensorboard_->add_scalar("batch-size", float(r.global_batch_size), iteration_);
             for (const auto& [name, value] : r.losses)
                 tensorboard_->add_scalar(name, float(value), iteration_);
@@ -746,6 +758,7 @@ StopReason Trainer::run_iterations(const data::SampleDataset& train_data,
             log.iteration = iteration_;
             log.train_iters = options_.train_iters;
             log.consumed_samples = options_.log_consumed_samples ? consumed_train_ : 0;
+            log.skipped_samples = skipped_train_;
             log.elapsed_ms_per_iteration =
                 std::chrono::duration<double, std::milli>(now - interval_start).count() /
                 double(interval_iters);

@@ -82,6 +82,9 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
         "check-for-spiky-loss", po::bool_switch(&f.check_for_spiky_loss),
         "the re-run engine also checks for a micro-batch loss 10x the largest of the first 100 "
         "(not fatal: a warning, or a re-run before going on)")(
+        "iterations-to-skip", po::value(&f.iterations_to_skip)->multitoken(),
+        "1-based iterations to skip (core_v0.19's reading; core_v0.13 counted the iterations "
+        "done): each reads past its global batch with no update and no log line")(
         "check-for-large-grads", po::bool_switch(&f.check_for_large_grads),
         "the re-run engine also checks for a bucket's grad norm 10x the largest of the first "
         "100 (not fatal)")(
@@ -317,6 +320,8 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
         train::rerun_diagnostic_from(vm["error-injection-type"].as<std::string>());
     MT_CHECK(f.rerun.error_injection_rate >= 0, "--error-injection-rate must be >= 0, got ",
              f.rerun.error_injection_rate);
+    for (int64_t it : f.iterations_to_skip)
+        MT_CHECK(it > 0, "--iterations-to-skip: iterations count from 1, got ", it);
     // Megatron reads --grad-reduce-in-bf16 for bf16 only (validate_args).
     f.grad_reduce_in_bf16 = f.grad_reduce_in_bf16 && f.params_dtype == DType::bf16;
     if (f.grad_reduce_in_bf16) f.data_parallel.reduce_dtype = DType::bf16;
@@ -535,6 +540,7 @@ train::TrainerOptions trainer_options(const TrainingFlags& f) {
     o.rerun = f.rerun;
     o.check_for_spiky_loss = f.check_for_spiky_loss;
     o.check_for_large_grads = f.check_for_large_grads;
+    o.iterations_to_skip = f.iterations_to_skip;
     if (f.grad_reduce_in_bf16) o.main_grad_dtype = DType::bf16;
     o.decoupled_lr = f.decoupled_lr;
     o.decoupled_min_lr = f.decoupled_min_lr;

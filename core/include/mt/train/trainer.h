@@ -82,6 +82,9 @@ struct TrainerOptions {
     RerunConfig rerun;
     bool check_for_spiky_loss = false;   // --check-for-spiky-loss: a loss 10x the usual (warns)
     bool check_for_large_grads = false;  // --check-for-large-grads: a grad norm 10x the usual
+    // --iterations-to-skip (1-based, core_v0.19's reading): each listed iteration consumes its
+    // global batch unseen, with no update, no learning-rate step and no log line.
+    std::vector<int64_t> iterations_to_skip;
     // Megatron's main_grad buffer dtype: f32, or bf16 with --grad-reduce-in-bf16 (--bf16 only):
     // the grads are rounded to it after each micro-batch's backward and summed over ranks in it.
     DType main_grad_dtype = DType::f32;
@@ -160,10 +163,12 @@ class MT_API Trainer {
                       parallel::GradBuffer* expert_grads = nullptr);
 
     // Where a resumed run continues (from a checkpoint).
-    void set_progress(int64_t iteration, int64_t consumed_train, int64_t consumed_valid) {
+    void set_progress(int64_t iteration, int64_t consumed_train, int64_t consumed_valid,
+                      int64_t skipped_train = 0) {
         iteration_ = iteration;
         consumed_train_ = consumed_train;
         consumed_valid_ = consumed_valid;
+        skipped_train_ = skipped_train;
     }
     // The dropout stream's position (the RNG state a checkpoint keeps).
     uint64_t dropout_seed() const;
@@ -183,6 +188,9 @@ class MT_API Trainer {
 
     int64_t iteration() const { return iteration_; }
     int64_t consumed_train_samples() const { return consumed_train_; }
+    // Of those, the samples of --iterations-to-skip's iterations (Megatron's
+    // skipped_train_samples).
+    int64_t skipped_train_samples() const { return skipped_train_; }
     int64_t consumed_valid_samples() const { return consumed_valid_; }
     // The loss of every iteration trained so far by this object, its terms summed (the lm
     // loss of a GPT), for tests and tools.
@@ -291,7 +299,7 @@ class MT_API Trainer {
     std::unique_ptr<ParallelStrategy> schedule_;  // the pipeline schedule (set_parallel picks)
     std::unique_ptr<ScheduleTrace> trace_;        // with options_.schedule_trace_dir
     Timers timers_;                               // --timing-log-level
-    int64_t iteration_ = 0, consumed_train_ = 0, consumed_valid_ = 0;
+    int64_t iteration_ = 0, consumed_train_ = 0, consumed_valid_ = 0, skipped_train_ = 0;
     bool memory_reported_ = false;  // Megatron's report_memory runs once
     std::optional<optim::GradScaler> scaler_;
     std::vector<double> losses_, grad_norms_;

@@ -44,6 +44,7 @@ struct TrainingFlags {
     bool check_for_nan = true;              // off: --no-check-for-nan-in-loss-and-grad
     train::RerunConfig rerun;               // --rerun-mode, --error-injection-rate/-type
     bool check_for_spiky_loss = false, check_for_large_grads = false;
+    std::vector<int64_t> iterations_to_skip;  // --iterations-to-skip, from 1
     // --grad-reduce-in-bf16: with --bf16, grads accumulate and are reduced in bf16 (Megatron
     // sets accumulate_allreduce_grads_in_fp32 false); ignored otherwise, as Megatron does.
     bool grad_reduce_in_bf16 = false;
