@@ -407,7 +407,10 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
     s.args.emplace_back("iteration", s.iteration);
     s.args.emplace_back("consumed_train_samples", s.consumed_train_samples);
     s.args.emplace_back("consumed_valid_samples", s.consumed_valid_samples);
-    s.args.emplace_back("skipped_train_samples", parts.trainer.skipped_train_samples());
+    // (Megatron's args always hold it; its loader reads a missing one as 0, so it is written
+    // only once there is something to count.)
+    if (parts.trainer.skipped_train_samples() > 0)
+        s.args.emplace_back("skipped_train_samples", parts.trainer.skipped_train_samples());
     const auto params = parts.model.parameters();
     for (nn::Parameter* p : params) {
         if (!p->copy_of.empty() && !o.stage_copies) continue;  // the original is saved
