@@ -505,14 +505,18 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     // What a re-run of the step starts from again: the dropout stream and the MoE routers'
     // counts (the data position is consumed_train_, which moves after the passes).
     const uint64_t dropout_at_start = dropout_->offset;
-    std::vector<nn::MoeTracker> trackers_at_start;
-    for (Model* chunk : model_.pipeline_chunks())
-        if (nn::MoeTracker* tracker = chunk->moe_tracker()) trackers_at_start.push_back(*tracker);
+    std::vector<nn::MoeTracker> trackers_at_start;  // (only a validating run re-runs steps)
+    if (rerun_->mode() == RerunMode::validate_results)
+        for (Model* chunk : model_.pipeline_chunks())
+            if (nn::MoeTracker* tracker = chunk->moe_tracker())
+                trackers_at_start.push_back(*tracker);
     auto restore = [&] {
         dropout_->offset = dropout_at_start;
         size_t i = 0;
         for (Model* chunk : model_.pipeline_chunks())
-            if (nn::MoeTracker* tracker = chunk->moe_tracker()) *tracker = trackers_at_start[i++];
+            if (nn::MoeTracker* tracker = chunk->moe_tracker();
+                tracker && i < trackers_at_start.size())
+                *tracker = trackers_at_start[i++];
     };
     std::optional<StepPass> pass;
     for (auto p = rerun_->next_pass(iteration_ + 1); p != RerunStateMachine::Pass::done;
