@@ -582,6 +582,35 @@ TEST_F(ParallelTrain, PipelineParallelGivesTheOneProcessLosses) {
 // --calculate-per-token-loss: every stage's grads are divided by the batch's tokens, which only
 // the last stage's losses count (Megatron's finalize_model_grads broadcasts them); with
 // --eod-mask-loss the micro-batches hold different counts.
+// core_v0.19's --pipeline-model-parallel-layout: each segment one model chunk (here 8 chunks on
+// 2 stages, the last holding only the loss; with a multi-token prediction layer beside the
+// loss) gives the one-process losses; Megatron's checks of the layout.
+TEST_F(ParallelTrain, PipelineLayoutGivesTheOneProcessLosses) {
+    auto command = [&](int ranks) {
+        std::string c =
+            train(dir_, data_, ranks, 1) + " --position-embedding-type rope --mtp-num-layers 1";
+        c.replace(c.find(" --num-layers 2"), std::string(" --num-layers 2").size(),
+                  " --num-layers 13");
+        if (ranks > 1) c += " --pipeline-model-parallel-size 2";
+        return c;
+    };
+    const auto want = curve(command(1));
+    expect_curve(command(2) + " --pipeline-model-parallel-layout 'Et|(tt|)*6,mL'", want);
+    for (const auto& [layout, message] : std::vector<std::pair<std::string, std::string>>{
+             {"Et|(tt|)*5,ttmL",
+              "The length of pipeline_model_parallel_layout must be divisible "
+              "by pipeline_model_parallel_size (num_stages=7"},
+             {"Et|(tt|)*5,t|mL", "Number of decoder layers 12 must match num_layers 13"},
+             {"Et|(tt|)*5,tm|tL", "decoder layers must be placed before MTP layers"},
+             {"Et|(tt|)*6,mmL", "Number of mtp layers in layout must match mtp_num_layers"},
+             {"E|t|(tt|)*5,t|tm|L", "not supported yet: MTP layers outside the loss's pipeline"},
+             {"Et|(tt|)*6,xL", "Invalid layer character: x"}}) {
+        auto r = run_command(command(2) + " --pipeline-model-parallel-layout '" + layout + "'");
+        EXPECT_NE(r.exit_code, 0) << layout;
+        EXPECT_NE(r.output.find(message), std::string::npos) << layout << "\n" << r.output;
+    }
+}
+
 TEST_F(ParallelTrain, PerTokenLossAtPipelineParallelGivesTheOneProcessLosses) {
     const std::string flags = " --num-layers 4 --calculate-per-token-loss --eod-mask-loss";
     auto one = run_command(train(dir_, data_, 1, 1) + flags);

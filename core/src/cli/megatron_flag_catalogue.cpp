@@ -283,7 +283,7 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--pipeline-model-parallel-split-rank", refuse(kEncoderStages)},
     {"--decoder-first-pipeline-num-layers", kDefined, kOneProcess},
     {"--decoder-last-pipeline-num-layers", kDefined, kOneProcess},
-    {"--pipeline-model-parallel-layout", refuse(kPipeline), kOneProcess},
+    {"--pipeline-model-parallel-layout", kDefined, kOneProcess},
     {"--model-parallel-size", invalid("--model-parallel-size is no longer valid, use "
                                       "--tensor-model-parallel-size instead")},
     {"--num-layers-per-virtual-pipeline-stage", kDefined, kOneProcess},

@@ -23,7 +23,6 @@ inline constexpr FlagRule invalid(const char* message, const char* unless = null
 inline constexpr FlagRule kDefined{FlagStatus::implemented};
 
 // Capabilities megatron.cpp lacks (refused).
-inline constexpr const char* kPipeline = "pipeline parallelism";
 inline constexpr const char* kMoE = "this MoE (Mixture of Experts) option";
 inline constexpr const char* kEncoderStages =
     "encoder-only pipeline and tensor-parallel sizes (removed in Megatron-core 0.14)";

@@ -8,6 +8,7 @@
 #include "mt/error.h"
 #include "mt/nn/hybrid_layer_pattern.h"
 #include "mt/parallel/pipeline_layers.h"
+#include "mt/parallel/pipeline_layout.h"
 
 namespace mt::train {
 
@@ -138,6 +139,10 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
         "layers per model chunk: each stage holds several chunks (interleaved 1F1B)")(
         "num-virtual-stages-per-pipeline-rank", po::value(&f.virtual_stages_per_rank),
         "model chunks per pipeline stage (interleaved 1F1B)")(
+        "pipeline-model-parallel-layout", po::value<std::string>(),
+        "each model chunk's layers (core_v0.19): segments of E (embedding), t (transformer "
+        "layer), m (MTP layer), L (loss) separated by '|', with x*n and (...)*n, e.g. "
+        "'Et*3|(tt|)*6mL'; segment i is chunk i / stages of stage i % stages")(
         "virtual-pipeline-model-parallel-size", po::value(&f.virtual_stages_per_rank),
         "older Megatron's name of --num-virtual-stages-per-pipeline-rank")(
         "microbatch-group-size-per-virtual-pipeline-stage", po::value(&p.microbatch_group_size),
@@ -315,6 +320,7 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
     const bool pretraining = entry == EntryPoint::pretraining;
     f.params_dtype = cli::params_dtype_from(vm);
     f.check_for_nan = !vm["no-check-for-nan-in-loss-and-grad"].as<bool>();
+    read_optional(vm, "pipeline-model-parallel-layout", f.pipeline_layout);
     f.rerun.mode = train::rerun_mode_from(vm["rerun-mode"].as<std::string>());
     f.rerun.error_injection_type =
         train::rerun_diagnostic_from(vm["error-injection-type"].as<std::string>());
@@ -439,6 +445,35 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
 
 parallel::ParallelConfig parallel_config(const TrainingFlags& f, const ModelArgs& model_args) {
     parallel::ParallelConfig c = f.parallel;
+    if (f.pipeline_layout) {  // core_v0.19's explicit layout: each segment a model chunk
+        MT_CHECK(f.layers_per_virtual_stage < 0 && f.virtual_stages_per_rank < 0,
+                 "No more than one of the following arguments can be set at the same time: "
+                 "--num-layers-per-virtual-pipeline-stage, --num-virtual-stages-per-pipeline-rank,"
+                 "--pipeline-model-parallel-layout.");
+        MT_CHECK(c.first_stage_layers < 0 && c.last_stage_layers < 0 && !c.account_for_embedding &&
+                     !c.account_for_loss,
+                 "--pipeline-model-parallel-layout places every layer itself: it cannot be "
+                 "combined with --decoder-first/last-pipeline-num-layers or "
+                 "--account-for-embedding/loss-in-pipeline-split");
+        for (const char* flag : {"hybrid-layer-pattern", "hybrid-override-pattern"})
+            MT_CHECK(!model_args.count(flag),
+                     "--pipeline-model-parallel-layout should not be used "
+                     "with --hybrid-layer-pattern. Pipeline stage layout is defined by | "
+                     "separators in the pattern.");
+        auto integer = [&](const char* name, int64_t otherwise) {
+            auto it = model_args.find(name);
+            return it == model_args.end() ? otherwise : std::stoll(it->second);
+        };
+        c.virtual_stages =
+            parallel::check_pipeline_layout(*f.pipeline_layout, c.pipeline_parallel,
+                                            integer("num-layers", 0), integer("mtp-num-layers", 0));
+        c.segments = parallel::parse_pipeline_layout(*f.pipeline_layout).decoder_layers;
+        MT_CHECK(c.pipeline_parallel > 1 || c.virtual_stages == 1,
+                 "--pipeline-model-parallel-layout with --pipeline-model-parallel-size 1: "
+                 "non-pipeline-parallel schedule does not support model chunking (as in "
+                 "Megatron)");
+        return c;
+    }
     // core_v0.19's hybrid pattern with '|': one segment per model chunk, the virtual stages
     // derived from them (validate_args).
     for (const char* flag : {"hybrid-layer-pattern", "hybrid-override-pattern"}) {

@@ -91,6 +91,8 @@ struct TrainingFlags {
     // --num-layers-per-virtual-pipeline-stage, --num-virtual-stages-per-pipeline-rank (or older
     // Megatron's --virtual-pipeline-model-parallel-size); -1: unset.
     int64_t layers_per_virtual_stage = -1, virtual_stages_per_rank = -1;
+    // --pipeline-model-parallel-layout (core_v0.19): the segments give the chunks' layers.
+    std::optional<std::string> pipeline_layout;
     bool sequence_parallel = false;
     parallel::DataParallelConfig data_parallel;
     std::string distributed_backend = "nccl";  // the communicator follows the device
