@@ -26,9 +26,11 @@ std::vector<RecomputeSegment> recompute_segments(const RecomputeConfig& c, int64
             MT_CHECK(m == "core_attn" || m == "moe_act" || m == "layernorm" || m == "mla_up_proj" ||
                          m == "mlp" || m == "moe",
                      "Invalid choices for recompute_modules: {'", m, "'}");
-            MT_CHECK(m == "core_attn" || m == "mlp" || m == "layernorm" || m == "mla_up_proj",
+            MT_CHECK(m == "core_attn" || m == "mlp" || m == "layernorm" || m == "mla_up_proj" ||
+                         m == "moe_act",
                      "--recompute-modules ", m,
-                     ": not supported yet (core_attn, mlp, layernorm and mla_up_proj are)");
+                     ": not supported yet (core_attn, mlp, layernorm, mla_up_proj and moe_act "
+                     "are)");
         }
         return {};  // the layers recompute their modules (recompute_module)
     }

@@ -481,6 +481,7 @@ TransformerConfig transformer_layer_config(const TransformerArgs& c, DType dtype
     t.recompute_mlp = recompute_module(c.recompute, "mlp");
     t.recompute_norms = recompute_module(c.recompute, "layernorm");
     t.recompute_mla_up_proj = recompute_module(c.recompute, "mla_up_proj");
+    t.recompute_moe_act = recompute_module(c.recompute, "moe_act");
     t.moe = c.moe;
     t.mla = c.mla;
     return t;

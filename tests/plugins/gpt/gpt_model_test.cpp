@@ -481,6 +481,29 @@ TEST(GptModel, RecomputeOfResidualFromTheNormGivesBitIdenticalGradients) {
     }
 }
 
+// --recompute-modules moe_act: the experts' activations rebuilt from fc1's outputs in the
+// backward, bit for bit (SwiGLU and GeLU experts, separate and grouped GEMMs).
+TEST(GptModel, RecomputeOfTheExpertsActivationGivesBitIdenticalGradients) {
+    for (const bool swiglu : {true, false}) {
+        ModelArgs moe = with(with(with(gpt2_args(), "num-experts", "4"), "moe-router-topk", "2"),
+                             "moe-ffn-hidden-size", "24");
+        if (swiglu)
+            moe = with(with(with(moe, "swiglu", ""), "moe-grouped-gemm", ""), "ffn-hidden-size",
+                       "32");
+        const auto plain = losses_and_grads(moe);
+        const auto got = losses_and_grads(
+            with(with(moe, "recompute-granularity", "selective"), "recompute-modules", "moe_act"));
+        EXPECT_EQ(got.first, plain.first) << swiglu;
+        EXPECT_EQ(got.second, plain.second) << swiglu;
+    }
+    EXPECT_NE(
+        mt::test::error_of([&] {
+            nn::read_transformer_args(with(with(gpt2_args(), "recompute-granularity", "selective"),
+                                           "recompute-modules", "moe"));
+        }).find("--recompute-modules moe: not supported yet"),
+        std::string::npos);
+}
+
 TEST(GptModel, BackwardMatchesFiniteDifferencesOddSizes) {
     check_finite_differences(with(odd_args(), "transformer-impl", "local"));
 }

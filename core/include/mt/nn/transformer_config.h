@@ -61,6 +61,9 @@ struct TransformerConfig {
     // --recompute-modules mla_up_proj: multi-latent attention's up-projections and rope rebuilt
     // in the backward instead of keeping their outputs.
     bool recompute_mla_up_proj = false;
+    // --recompute-modules moe_act: the MoE experts' activations rebuilt from fc1's outputs in
+    // the backward instead of kept.
+    bool recompute_moe_act = false;
     // --apply-residual-connection-post-layernorm (Megatron's legacy layers): each residual
     // branch adds to its norm's output instead of its input. With the norms shifted by one
     // (the embedding norm as layer 0's first, each layer's last as the next one's first, the

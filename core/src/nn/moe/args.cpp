@@ -116,10 +116,13 @@ void read_moe_args(const ModelArgsReader& f, TransformerArgs& c) {
     r.pad_to_capacity = f.flag("moe-pad-expert-input-to-capacity");
     MT_CHECK(!r.pad_to_capacity || r.capacity_factor > 0,
              "--moe-pad-expert-input-to-capacity needs --moe-expert-capacity-factor");
+    // (alltoall_seq, and core_v0.19's flex, whose DeepEP / HybridEP kernels move the same
+    // tokens to the same experts, run as the all-to-all dispatcher.)
     m.dispatcher = f.choice("moe-token-dispatcher-type", "allgather",
                             {std::pair{"allgather", DispatcherKind::allgather},
                              std::pair{"alltoall", DispatcherKind::alltoall},
-                             std::pair{"alltoall_seq", DispatcherKind::alltoall}});
+                             std::pair{"alltoall_seq", DispatcherKind::alltoall},
+                             std::pair{"flex", DispatcherKind::alltoall}});
     r.expert_bias = f.flag("moe-router-enable-expert-bias");
     // Megatron's TransformerConfig asserts this.
     MT_CHECK(!r.expert_bias || r.score_function == ScoreFunction::sigmoid,

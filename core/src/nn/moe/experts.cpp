@@ -22,6 +22,7 @@ MoeExperts::MoeExperts(const std::string& prefix, const TransformerConfig& confi
     : gated_(config.gated_linear_unit),
       probs_on_input_(config.moe.probs_on_input),
       grouped_(config.moe.grouped_gemm),
+      recompute_activation_(config.recompute_moe_act),
       activation_(config.activation),
       glu_(config.glu()),
       backend_(&backend) {
@@ -78,9 +79,8 @@ Tensor MoeExperts::forward(const Tensor& x, const std::vector<int64_t>& rows, co
                            Saved* saved) const {
     MT_CHECK(rows.size() == fc1_.size(), "MoE experts: ", rows.size(), " row counts for ",
              fc1_.size(), " local experts");
-    const int64_t M = x.size(0), F1 = fc1_[0].value.size(0), F = fc2_[0].value.size(1);
+    const int64_t M = x.size(0), F1 = fc1_[0].value.size(0);
     Tensor h = backend_->empty({M, F1}, x.dtype());
-    Tensor a = backend_->empty({M, F}, x.dtype());
     Tensor y = backend_->empty({M, x.size(1)}, x.dtype());
     // Each expert's GEMMs on its rows, all experts together; the activation and the probs'
     // weighting are row-wise, the same for every expert, so they run once over all rows.
@@ -97,10 +97,7 @@ Tensor MoeExperts::forward(const Tensor& x, const std::vector<int64_t>& rows, co
         Tensor hj = rows_of(h, rows, j);
         if (rows[j] > 0) backend_->add_bias(fc1_bias_[j].value, hj);
     }
-    if (gated_)
-        backend_->glu_forward(glu_, h, a);
-    else
-        backend_->unary_forward(activation_, h, a);
+    const Tensor a = activation(h);
     backend_->grouped_gemm_nt(probs_on_input_ ? a : weighted_rows(a, probs), rows, w2, y);
     // fc2's bias weighed as the activation was (by 1 when the probs weighed the input).
     for (size_t j = 0; adds_fc2_bias_ && j < fc2_bias_.size(); ++j) {
@@ -111,17 +108,27 @@ Tensor MoeExperts::forward(const Tensor& x, const std::vector<int64_t>& rows, co
                                 probs_on_input_ ? Tensor() : rows_of(probs, rows, j)),
                       yj);
     }
-    if (saved) *saved = Saved{x, probs, h, a, rows};
+    if (saved) *saved = Saved{x, probs, h, recompute_activation_ ? Tensor() : a, rows};
     return y;
+}
+
+Tensor MoeExperts::activation(const Tensor& h) const {
+    Tensor a = backend_->empty({h.size(0), fc2_[0].value.size(1)}, h.dtype());
+    if (gated_)
+        backend_->glu_forward(glu_, h, a);
+    else
+        backend_->unary_forward(activation_, h, a);
+    return a;
 }
 
 MoeExperts::Grads MoeExperts::backward(const Tensor& dy, const Saved& s) {
     const int64_t M = s.x.size(0);
     Grads g{backend_->zeros(s.x.shape(), s.x.dtype()), backend_->zeros({M}, s.probs.dtype())};
     Tensor dy_rows = backend_->contiguous(dy);
+    const Tensor a = s.a.defined() ? s.a : activation(s.h);  // moe_act: rebuilt, the same values
     for (size_t j = 0; j < fc1_.size(); ++j) {
         if (s.rows[j] == 0) continue;
-        Tensor dyj = rows_of(dy_rows, s.rows, j), aj = rows_of(s.a, s.rows, j);
+        Tensor dyj = rows_of(dy_rows, s.rows, j), aj = rows_of(a, s.rows, j);
         Tensor pj = rows_of(s.probs, s.rows, j), dpj = rows_of(g.dprobs, s.rows, j);
         // fc2: its input was the (weighted) activation, rebuilt here rather than kept.
         backend_->gemm(Transpose::yes, Transpose::no, 1.0f, dyj,

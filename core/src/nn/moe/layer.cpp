@@ -43,7 +43,6 @@ class MoeSublayer final : public Sublayer {
           probs_dtype_(upcast_dtype(config.dtype)),
           tp_(config.tp),
           backend_(&backend) {
-        MT_CHECK(!config.recompute_mlp, "not supported yet: --recompute-modules mlp on MoE layers");
         if (moe_.shared_expert_ffn_size > 0)
             shared_.emplace(join_name(prefix, "mlp.shared_experts"), shared_expert_config(config),
                             backend);
@@ -163,7 +162,9 @@ SublayerSpec moe_sublayer(std::shared_ptr<MoeTracker> tracker, int64_t layer) {
                             return std::unique_ptr<Sublayer>(std::make_unique<MoeSublayer>(
                                 prefix, config, backend, tracker, layer));
                         },
-                        "", "pre_mlp_layernorm", "", true};
+                        // (--recompute-modules mlp leaves MoE layers alone, as Megatron's
+                        // TransformerLayer recomputes only dense MLPs; moe_act is theirs.)
+                        "", "pre_mlp_layernorm", "", false};
 }
 
 std::function<LayerSpec(int64_t layer)> moe_layer_specs(MoeLayerPattern pattern,

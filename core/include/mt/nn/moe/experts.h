@@ -33,10 +33,10 @@ namespace mt::nn {
 class MT_API MoeExperts {
   public:
     struct Saved {
-        Tensor x;                   // (M, H): the dispatched tokens
-        Tensor probs;               // (M): their routing probs
-        Tensor h;                   // (M, F1): fc1's outputs, the activation's input
-        Tensor a;                   // (M, F): the activation before the probs weigh it
+        Tensor x;      // (M, H): the dispatched tokens
+        Tensor probs;  // (M): their routing probs
+        Tensor h;      // (M, F1): fc1's outputs, the activation's input
+        Tensor a;      // (M, F): the activation before the probs weigh it (none: recomputed)
         std::vector<int64_t> rows;  // per local expert
     };
     struct Grads {
@@ -58,6 +58,8 @@ class MT_API MoeExperts {
     int64_t num_local() const { return int64_t(fc1_.size()); }
 
   private:
+    // The activation (or gated linear unit) of fc1's outputs h (M, F1): (M, F).
+    Tensor activation(const Tensor& h) const;
     // Expert j's slice of a (M, ...) tensor.
     Tensor rows_of(const Tensor& t, const std::vector<int64_t>& rows, size_t j) const;
     // t's rows each times its prob, in t's dtype.
@@ -66,10 +68,11 @@ class MT_API MoeExperts {
     Tensor bias_rows(const Tensor& bias, int64_t n, DType dtype, const Tensor& probs) const;
 
     bool gated_;
-    bool probs_on_input_;      // --moe-apply-probs-on-input
-    bool grouped_;             // Transformer Engine's GroupedLinear names and order
-    ops::UnaryOp activation_;  // without a gated linear unit
-    ops::GluConfig glu_;       // with one
+    bool probs_on_input_;        // --moe-apply-probs-on-input
+    bool grouped_;               // Transformer Engine's GroupedLinear names and order
+    bool recompute_activation_;  // --recompute-modules moe_act
+    ops::UnaryOp activation_;    // without a gated linear unit
+    ops::GluConfig glu_;         // with one
     std::vector<Parameter> fc1_, fc2_;
     std::vector<Parameter> fc1_bias_, fc2_bias_;  // empty without --add-bias-linear
     // Whether this rank adds fc2's bias: over expert tensor parallelism each rank's fc2 output
