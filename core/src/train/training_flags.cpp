@@ -345,6 +345,9 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
                  backend == "local" || backend == "auto",
              "--attention-backend ", backend, ": choose from flash, fused, unfused, local, auto");
     read_optional(vm, "loss-scale", f.grad_scaler.loss_scale);
+    // Megatron's validate_args: with dynamic loss scaling NaNs and Infs in the loss and grads
+    // are the scaler's signal (a skipped step), not a failure.
+    if (f.params_dtype == DType::f16 && !f.grad_scaler.loss_scale) f.check_for_nan = false;
     MT_CHECK(f.distributed_backend == "nccl" || f.distributed_backend == "gloo",
              "--distributed-backend ", f.distributed_backend, ": nccl or gloo");
     MT_CHECK(!vm["overlap-param-gather"].as<bool>() || f.data_parallel.distributed_optimizer,
