@@ -26,14 +26,6 @@ std::string unroll(const std::string& text, const std::regex& pattern) {
     return out;
 }
 
-// The whole layout, its layers in order (E, t, m, L).
-std::string flattened(const std::string& layout) {
-    std::string out;
-    for (char c : layout)
-        if (c != '|') out += c;
-    return out;
-}
-
 // The layout with its commas dropped and its repetitions written out (Megatron's
 // parse_str_to_list before it splits).
 std::string unrolled(const std::string& layout) {
@@ -52,6 +44,8 @@ std::string quoted(const std::string& layout) {
 PipelineLayout parse_pipeline_layout(const std::string& layout) {
     const std::string text = unrolled(layout);
     PipelineLayout out;
+    for (char c : text)
+        if (c != '|') out.layers += c;
     size_t begin = 0;
     for (;;) {
         const size_t end = std::min(text.find('|', begin), text.size());
@@ -73,15 +67,15 @@ PipelineLayout parse_pipeline_layout(const std::string& layout) {
     return out;
 }
 
-int check_pipeline_layout(const std::string& layout, int stages, int64_t num_layers,
-                          int64_t mtp_num_layers) {
-    const PipelineLayout parsed = parse_pipeline_layout(layout);
+PipelineLayout check_pipeline_layout(const std::string& layout, int stages, int64_t num_layers,
+                                     int64_t mtp_num_layers) {
+    PipelineLayout parsed = parse_pipeline_layout(layout);
     const int64_t segments = int64_t(parsed.decoder_layers.size());
     MT_CHECK(stages > 0 && segments % stages == 0,
              "The length of pipeline_model_parallel_layout must be divisible by "
              "pipeline_model_parallel_size (num_stages=",
              segments, ", args.pipeline_model_parallel_size=", stages, ")");
-    const std::string all = flattened(unrolled(layout));
+    const std::string& all = parsed.layers;
     MT_CHECK(!all.empty() && all.front() == 'E', "The first layer must be embedding, but got ",
              all.empty() ? std::string("nothing") : std::string(1, all.front()), " in ",
              quoted(layout));
@@ -106,7 +100,7 @@ int check_pipeline_layout(const std::string& layout, int stages, int64_t num_lay
              quoted(layout),
              ": not supported yet: MTP layers outside the loss's pipeline segment (Megatron's "
              "standalone MTP stage)");
-    return int(segments / stages);
+    return parsed;
 }
 
 }  // namespace mt::parallel

@@ -11,7 +11,6 @@
 #include "mt/data/pretraining_loader.h"
 #include "mt/error.h"
 #include "mt/io/tensorboard_writer.h"
-#include "mt/kernels/bf16.h"
 #include "mt/nn/dropout.h"
 #include "mt/nn/moe/tracker.h"
 #include "mt/nn/parameter.h"
@@ -31,12 +30,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// f32 values rounded to the nearest bf16 (ties to even), kept in f32.
-void round_to_bf16(Tensor& t) {
-    MT_CHECK(t.dtype() == DType::f32 && t.is_contiguous(),
-             "rounding grads to bf16 needs contiguous f32 grads, got ", t.describe());
-    float* x = t.data<float>();
-    for (int64_t i = 0, n = t.numel(); i < n; ++i) x[i] = k::bf16_to_float(k::float_to_bf16(x[i]));
+// t's values rounded to the nearest bf16 (ties to even), kept in t's dtype.
+void round_to_bf16(Backend& backend, Tensor& t) {
+    Tensor narrow = backend.empty(t.shape(), DType::bf16);
+    backend.cast(t, narrow);
+    backend.cast(narrow, t);
 }
 
 // total[name] += value for each named loss, new names appended in order.
@@ -362,8 +360,8 @@ Trainer::StepPass Trainer::forward_backward_pass(const data::SampleDataset& data
     // --grad-reduce-in-bf16: Megatron's main_grad buffer is bf16, so what the micro-batches have
     // accumulated is rounded to bf16 after each backward.
     if (options_.main_grad_dtype == DType::bf16)
-        work.after_backward = [](Model& chunk) {
-            for (nn::Parameter* p : chunk.parameters()) round_to_bf16(p->grad);
+        work.after_backward = [&backend](Model& chunk) {
+            for (nn::Parameter* p : chunk.parameters()) round_to_bf16(backend, p->grad);
         };
     // Grads are final in the last micro-batch's backward: data parallelism may start reducing
     // them then (Megatron's no_sync for the others). Weights tied across pipeline stages wait
@@ -453,15 +451,20 @@ Trainer::StepPass Trainer::forward_backward_pass(const data::SampleDataset& data
     return pass;
 }
 
+bool Trainer::validates_nan() const {
+    return options_.check_for_nan && options_.rerun.mode == RerunMode::validate_results;
+}
+
+void Trainer::validate_finite(double value, const std::string& what, double tolerance) {
+    if (!validates_nan()) return;
+    rerun_->validate(
+        value, [](double v) { return std::isnan(v); }, "found NaN in " + what, tolerance, true);
+    rerun_->validate(
+        value, [](double v) { return std::isinf(v); }, "found Inf in " + what, tolerance, true);
+}
+
 void Trainer::validate_loss(double loss_sum) {
-    if (options_.check_for_nan && rerun_->mode() == RerunMode::validate_results) {
-        rerun_->validate(
-            loss_sum, [](double v) { return std::isnan(v); },
-            "found NaN in local forward loss calculation", 0.0, true);
-        rerun_->validate(
-            loss_sum, [](double v) { return std::isinf(v); },
-            "found Inf in local forward loss calculation", 0.0, true);
-    }
+    validate_finite(loss_sum, "local forward loss calculation", 0.0);
     if (options_.check_for_spiky_loss)
         rerun_->validate(
             loss_sum,
@@ -470,21 +473,13 @@ void Trainer::validate_loss(double loss_sum) {
 }
 
 bool Trainer::validates_grads() const {
-    return options_.check_for_large_grads ||
-           (options_.check_for_nan && options_.rerun.mode == RerunMode::validate_results);
+    return options_.check_for_large_grads || validates_nan();
 }
 
 void Trainer::validate_grads(int64_t bucket, double norm) {
     const std::string where = " for bucket #" + std::to_string(bucket) +
                               " in backward pass before data-parallel communication collective";
-    if (options_.check_for_nan && rerun_->mode() == RerunMode::validate_results) {
-        rerun_->validate(
-            norm, [](double v) { return std::isnan(v); }, "found NaN in local grad norm" + where,
-            1e-3, true);
-        rerun_->validate(
-            norm, [](double v) { return std::isinf(v); }, "found Inf in local grad norm" + where,
-            1e-3, true);
-    }
+    validate_finite(norm, "local grad norm" + where, 1e-3);
     if (options_.check_for_large_grads)
         rerun_->validate(
             norm,
@@ -505,18 +500,15 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     // What a re-run of the step starts from again: the dropout stream and the MoE routers'
     // counts (the data position is consumed_train_, which moves after the passes).
     const uint64_t dropout_at_start = dropout_->offset;
-    std::vector<nn::MoeTracker> trackers_at_start;  // (only a validating run re-runs steps)
+    // (Only a validating run re-runs steps.)
+    std::vector<std::pair<nn::MoeTracker*, nn::MoeTracker>> trackers_at_start;
     if (rerun_->mode() == RerunMode::validate_results)
         for (Model* chunk : model_.pipeline_chunks())
             if (nn::MoeTracker* tracker = chunk->moe_tracker())
-                trackers_at_start.push_back(*tracker);
+                trackers_at_start.emplace_back(tracker, *tracker);
     auto restore = [&] {
         dropout_->offset = dropout_at_start;
-        size_t i = 0;
-        for (Model* chunk : model_.pipeline_chunks())
-            if (nn::MoeTracker* tracker = chunk->moe_tracker();
-                tracker && i < trackers_at_start.size())
-                *tracker = trackers_at_start[i++];
+        for (auto& [tracker, at_start] : trackers_at_start) *tracker = at_start;
     };
     std::optional<StepPass> pass;
     for (auto p = rerun_->next_pass(iteration_ + 1); p != RerunStateMachine::Pass::done;

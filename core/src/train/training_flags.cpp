@@ -446,6 +446,23 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
     if (!f.data_path.empty() && !f.split) f.split = "969, 30, 1";
 }
 
+namespace {
+
+// Model chunks given one by one (`segments`, their count already a multiple of the stages):
+// the virtual stages follow from them. Megatron makes several segments virtual stages of a
+// single stage, which its forward_backward_no_pipelining then refuses.
+void use_segments(parallel::ParallelConfig& c, std::vector<int64_t> segments,
+                  const std::string& source) {
+    const int64_t n = int64_t(segments.size());
+    MT_CHECK(c.pipeline_parallel > 1 || n == 1, source,
+             " with --pipeline-model-parallel-size 1: non-pipeline-parallel schedule does not "
+             "support model chunking (as in Megatron)");
+    c.segments = std::move(segments);
+    c.virtual_stages = int(n / c.pipeline_parallel);
+}
+
+}  // namespace
+
 parallel::ParallelConfig parallel_config(const TrainingFlags& f, const ModelArgs& model_args) {
     parallel::ParallelConfig c = f.parallel;
     if (f.pipeline_layout) {  // core_v0.19's explicit layout: each segment a model chunk
@@ -467,14 +484,12 @@ parallel::ParallelConfig parallel_config(const TrainingFlags& f, const ModelArgs
             auto it = model_args.find(name);
             return it == model_args.end() ? otherwise : std::stoll(it->second);
         };
-        c.virtual_stages =
+        use_segments(
+            c,
             parallel::check_pipeline_layout(*f.pipeline_layout, c.pipeline_parallel,
-                                            integer("num-layers", 0), integer("mtp-num-layers", 0));
-        c.segments = parallel::parse_pipeline_layout(*f.pipeline_layout).decoder_layers;
-        MT_CHECK(c.pipeline_parallel > 1 || c.virtual_stages == 1,
-                 "--pipeline-model-parallel-layout with --pipeline-model-parallel-size 1: "
-                 "non-pipeline-parallel schedule does not support model chunking (as in "
-                 "Megatron)");
+                                            integer("num-layers", 0), integer("mtp-num-layers", 0))
+                .decoder_layers,
+            "--pipeline-model-parallel-layout");
         return c;
     }
     // core_v0.19's hybrid pattern with '|': one segment per model chunk, the virtual stages
@@ -482,8 +497,8 @@ parallel::ParallelConfig parallel_config(const TrainingFlags& f, const ModelArgs
     for (const char* flag : {"hybrid-layer-pattern", "hybrid-override-pattern"}) {
         auto pattern = model_args.find(flag);
         if (pattern == model_args.end() || pattern->second.find('|') == std::string::npos) continue;
-        c.segments = nn::hybrid_pipeline_segments(pattern->second);
-        const int64_t n = int64_t(c.segments.size());
+        std::vector<int64_t> segments = nn::hybrid_pipeline_segments(pattern->second);
+        const int64_t n = int64_t(segments.size());
         MT_CHECK(f.layers_per_virtual_stage < 0 && f.virtual_stages_per_rank < 0,
                  "--num-layers-per-virtual-pipeline-stage and --num-virtual-stages-per-pipeline-"
                  "rank should not be used with --",
@@ -498,12 +513,7 @@ parallel::ParallelConfig parallel_config(const TrainingFlags& f, const ModelArgs
                  ") must be evenly divisible by "
                  "--pipeline-model-parallel-size (",
                  c.pipeline_parallel, ")");
-        // Megatron makes each segment a virtual stage of the one stage, which its
-        // forward_backward_no_pipelining then refuses.
-        MT_CHECK(c.pipeline_parallel > 1 || n == 1, "'|' segments in --", flag,
-                 " with --pipeline-model-parallel-size 1: non-pipeline-parallel schedule does "
-                 "not support model chunking (as in Megatron)");
-        c.virtual_stages = int(n / c.pipeline_parallel);
+        use_segments(c, std::move(segments), std::string("'|' segments in --") + flag);
         return c;
     }
     if (f.layers_per_virtual_stage < 0 && f.virtual_stages_per_rank < 0) return c;

@@ -33,8 +33,10 @@ TEST(PipelineLayout, UnrollsAndCountsEachSegment) {
 }
 
 TEST(PipelineLayout, MegatronsChecksAndTheVirtualStages) {
-    EXPECT_EQ(check_pipeline_layout("Et*3|(tt|)*6L", 2, 15, 0), 4);
-    EXPECT_EQ(check_pipeline_layout("Et*7|t*7mL", 2, 14, 1), 1);
+    EXPECT_EQ(check_pipeline_layout("Et*3|(tt|)*6L", 2, 15, 0).decoder_layers,
+              (std::vector<int64_t>{3, 2, 2, 2, 2, 2, 2, 0}));
+    EXPECT_EQ(check_pipeline_layout("Et*7|t*7mL", 2, 14, 1).layers,
+              "E" + std::string(14, 't') + "mL");
     const std::pair<const char*, const char*> bad[] = {
         {"t|EtL", "The first layer must be embedding"},
         {"Et|Lt", "The last layer must be loss"},

@@ -16,6 +16,7 @@ namespace mt::parallel {
 struct PipelineLayout {
     std::vector<int64_t> decoder_layers;  // per segment, the 't's
     std::vector<int64_t> mtp_layers;      // per segment, the 'm's
+    std::string layers;                   // every layer in order, unrolled ("EtttttmL")
 };
 
 // The layout string unrolled and split into segments; mt::Error with Megatron's message for an
@@ -27,8 +28,8 @@ MT_API PipelineLayout parse_pipeline_layout(const std::string& layout);
 // the segments divide among the stages, the embedding comes first and the loss last (once
 // each), the counts match, MTP layers follow every transformer layer and sit together in one
 // segment. MTP layers outside the last segment (Megatron's standalone MTP stage) are not
-// supported yet. Returns the virtual stages per stage.
-MT_API int check_pipeline_layout(const std::string& layout, int stages, int64_t num_layers,
-                                 int64_t mtp_num_layers);
+// supported yet. Returns the layout parsed (its segments / `stages`: the virtual stages).
+MT_API PipelineLayout check_pipeline_layout(const std::string& layout, int stages,
+                                            int64_t num_layers, int64_t mtp_num_layers);
 
 }  // namespace mt::parallel

@@ -224,6 +224,11 @@ class MT_API Trainer {
     // consumed_train_ (a re-run repeats it): the grads summed and reduced, the losses gathered.
     struct StepPass;  // (trainer.cpp)
     StepPass forward_backward_pass(const data::SampleDataset& data, int64_t micro_batches);
+    // Whether the re-run engine checks for NaN and Inf (validate_results, unless
+    // --no-check-for-nan-in-loss-and-grad).
+    bool validates_nan() const;
+    // Its NaN and Inf checks of `value` ("found NaN in <what>", ...).
+    void validate_finite(double value, const std::string& what, double tolerance);
     // The re-run engine's checks of one micro-batch's loss sum (the last pipeline stage's).
     void validate_loss(double loss_sum);
     // Its checks of a gradient bucket's local L2 norm, before the data-parallel reduction.
