@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 
 #include <simdjson.h>
 
@@ -38,6 +39,19 @@ TextRequest request_for(const TextGenerator& g, const CliSettings& s, const std:
     return r;
 }
 
+// Calls `each(record, line_number, line)` for the lines of the JSON-lines file `path` (the
+// record is an error where a line is not JSON) until it returns false.
+void for_each_json_line(const std::string& path,
+                        const std::function<bool(simdjson::simdjson_result<simdjson::dom::element>,
+                                                 int64_t, const std::string&)>& each) {
+    std::ifstream in(path);
+    MT_CHECK(in.good(), path, ": cannot open");
+    simdjson::dom::parser parser;
+    int64_t line_number = 0;
+    for (std::string line; std::getline(in, line);)
+        if (!each(parser.parse(line), ++line_number, line)) return;
+}
+
 // The generated text after the prompt (Megatron: detokenize(all)[len(prompt):]).
 std::string continuation(const TextResult& result, const std::string& prompt) {
     const std::string& text = result.text.at(0);
@@ -48,18 +62,13 @@ std::string continuation(const TextResult& result, const std::string& prompt) {
 
 std::vector<CliPrompt> read_prompt_file(const std::string& path, std::optional<int64_t> truncate,
                                         bool tokens_from_file) {
-    std::ifstream in(path);
-    MT_CHECK(in.good(), path, ": cannot open");
     std::vector<CliPrompt> prompts;
-    simdjson::dom::parser parser;
-    int64_t line_number = 0;
-    for (std::string line;
-         (!truncate || int64_t(prompts.size()) < *truncate) && std::getline(in, line);) {
-        ++line_number;
+    for_each_json_line(path, [&](auto parsed, int64_t line_number, const std::string& line) {
+        if (truncate && int64_t(prompts.size()) >= *truncate) return false;
         simdjson::dom::element record;
         std::string_view text;
-        MT_CHECK(!parser.parse(line).get(record) && !record["text"].get(text), path, ":",
-                 line_number, ": not a JSON line with a \"text\" string: ", line.substr(0, 200));
+        MT_CHECK(!parsed.get(record) && !record["text"].get(text), path, ":", line_number,
+                 ": not a JSON line with a \"text\" string: ", line.substr(0, 200));
         CliPrompt prompt{std::string(text), std::nullopt};
         if (tokens_from_file) {
             int64_t tokens = 0;
@@ -70,7 +79,8 @@ std::vector<CliPrompt> read_prompt_file(const std::string& path, std::optional<i
             prompt.tokens_to_generate = tokens;
         }
         prompts.push_back(std::move(prompt));
-    }
+        return true;
+    });
     MT_CHECK(!prompts.empty(), path, ": no prompts");
     return prompts;
 }
@@ -170,22 +180,18 @@ void run_sample_file(TextGenerator& g, const CliSettings& s, const std::string& 
 
 void run_prompt_records(TextGenerator& g, const CliSettings& s, const std::string& input,
                         const std::string& output, int64_t count) {
-    std::ifstream in(input);
-    MT_CHECK(in.good(), input, ": cannot open");
     std::vector<std::string> prompts;
-    simdjson::dom::parser parser;
-    int64_t line_number = 0;
-    for (std::string line; std::getline(in, line);) {
-        ++line_number;
+    for_each_json_line(input, [&](auto parsed, int64_t line_number, const std::string& line) {
         std::string_view text;
         simdjson::dom::element record;
-        const bool ok = !parser.parse(line).get(record) && !record["prompt"]["text"].get(text);
+        const bool ok = !parsed.get(record) && !record["prompt"]["text"].get(text);
         MT_CHECK(ok, input, ":", line_number,
                  ": not a JSON line with a \"prompt\": {\"text\": ...} (as RealToxicityPrompts "
                  "holds them): ",
                  line.substr(0, 200));
         prompts.emplace_back(text);
-    }
+        return true;
+    });
     // generate_samples_gpt.py samples at temperature 1.0 whatever --temperature says, with no
     // bos, and pads the input with "EMPTY TEXT" when it holds fewer than --num-samples prompts.
     CliSettings fixed = s;

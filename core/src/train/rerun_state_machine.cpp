@@ -92,13 +92,6 @@ RerunStateMachine::RerunStateMachine(RerunConfig config, Communicator* world, in
              config.error_injection_rate);
 }
 
-bool RerunStateMachine::any_rank(bool value) const {
-    if (!world_) return value;
-    std::vector<double> v{value ? 1.0 : 0.0};
-    parallel::all_reduce_values(*world_, v, ReduceOp::sum);
-    return v[0] > 0;
-}
-
 std::pair<bool, bool> RerunStateMachine::any_rank(bool a, bool b) const {
     if (!world_) return {a, b};
     std::vector<double> v{a ? 1.0 : 0.0, b ? 1.0 : 0.0};
@@ -135,7 +128,7 @@ RerunStateMachine::Pass RerunStateMachine::next_pass(int64_t step) {
             state_ = State::initial_run;
             return Pass::initial;
         case State::initial_run:
-            if (config_.mode == RerunMode::disabled || !any_rank(rerun_requested_)) {
+            if (config_.mode == RerunMode::disabled || !any_rank(rerun_requested_, false).first) {
                 state_ = State::not_running_yet;
                 return Pass::done;
             }

@@ -98,7 +98,7 @@ class MT_API RerunStateMachine {
         }
     };
 
-    bool any_rank(bool value) const;
+    // (a, b) each true on any rank of the world (one all-reduce).
     std::pair<bool, bool> any_rank(bool a, bool b) const;
     bool maybe_inject();
     double maybe_miscompare(double initial, double result);
