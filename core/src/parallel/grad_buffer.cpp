@@ -12,6 +12,11 @@ namespace mt::parallel {
 
 namespace {
 
+// A reduced bucket (or shard) back in the buffer's f32: itself when it already is.
+Tensor widened(const Tensor& t) {
+    return t.dtype() == DType::f32 ? t : cast_float(t, DType::f32);
+}
+
 // Elements [begin, begin + shape's count) of a 1-D buffer, viewed with `shape`.
 Tensor region(const Tensor& buffer, int64_t begin, const Shape& shape) {
     return buffer.slice(0, begin, begin + shape_numel(shape)).view(shape);
@@ -187,10 +192,10 @@ void GradBuffer::finish_grad_sync() {
         if (config_.distributed_optimizer) {
             if (across_) across_->all_reduce(b.scratch, ReduceOp::sum);
             auto [lo, hi] = rank_range(b);
-            grads_.slice(0, lo, hi).copy_from(cast_float(b.scratch, DType::f32));
+            grads_.slice(0, lo, hi).copy_from(widened(b.scratch));
             b.scratch = Tensor();
         } else if (b.wire.defined()) {
-            grads_.slice(0, b.begin, b.end).copy_from(cast_float(b.wire, DType::f32));
+            grads_.slice(0, b.begin, b.end).copy_from(widened(b.wire));
         }
         b.wire = Tensor();
     }
