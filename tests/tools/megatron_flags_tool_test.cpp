@@ -38,6 +38,7 @@ std::vector<MegatronFlagRow> flag_list(const char* file, std::string* version) {
             std::istringstream s(line.substr(14));
             s >> *version;
         }
+        if (line.rfind("# Megatron-DeepSpeed ", 0) == 0) *version = "DS";
         if (line.empty() || line[0] == '#') continue;
         if (!columns) {
             columns = true;
@@ -50,17 +51,24 @@ std::vector<MegatronFlagRow> flag_list(const char* file, std::string* version) {
     return rows;
 }
 
-// Both versions' flags as the tools know them: core_v0.13's (megatron_flags.tsv) in its order,
-// then those only core_v0.19 has (megatron_flags_0.19.tsv); each with the versions that have it.
+// The flags as the tools know them: core_v0.13's (megatron_flags.tsv) in its order, then those
+// only core_v0.19 has (megatron_flags_0.19.tsv), then those only Megatron-DeepSpeed has
+// (megatron_flags_deepspeed.tsv, "DS"); each with the versions that have it.
 std::vector<MegatronFlagRow> megatron_flag_rows(std::string* older, std::string* newer) {
     std::vector<MegatronFlagRow> rows = flag_list("megatron_flags.tsv", older);
     std::map<std::string, size_t> at;
     for (size_t i = 0; i < rows.size(); ++i) at[rows[i].flag] = i;
-    for (const MegatronFlagRow& row : flag_list("megatron_flags_0.19.tsv", newer)) {
-        if (auto it = at.find(row.flag); it != at.end())
-            rows[it->second].versions += ", " + row.versions;
-        else
-            rows.push_back(row);
+    std::string deepspeed;
+    for (const auto& [more, version] : {std::pair{"megatron_flags_0.19.tsv", newer},
+                                        std::pair{"megatron_flags_deepspeed.tsv", &deepspeed}}) {
+        for (const MegatronFlagRow& row : flag_list(more, version)) {
+            if (auto it = at.find(row.flag); it != at.end()) {
+                rows[it->second].versions += ", " + row.versions;
+            } else {
+                at[row.flag] = rows.size();
+                rows.push_back(row);
+            }
+        }
     }
     return rows;
 }
@@ -125,13 +133,21 @@ std::string flags_doc() {
        << "A flag both versions have takes the choices and lists either takes; a flag " << newer
        << " renamed\n(`--no-tp-comm-bulk-wgrad` for `--disable-tp-comm-bulk-wgrad`) does what "
        << "its other name does.\n\n"
+       << "Megatron-DeepSpeed's flags (DS: `megatron/arguments.py` of microsoft/Megatron-DeepSpeed "
+       << "with DeepSpeed's\n`--deepspeed` and `--deepspeed_config`) are known too, so its launch "
+       << "scripts port the same way: its\nspellings of Megatron-LM's flags "
+       << "(`--num-key-value-heads`, `--layernorm-epsilon`,\n`--rotary-position-embeddings-theta`, "
+       << "`--normalization rmsnorm`) do what those do, and `--deepspeed`\nreads the DeepSpeed "
+       << "configuration (`megatron-train --help`, section Megatron-DeepSpeed).\n\n"
        << "The lists of flags are `tests/fixtures/megatron_flags/megatron_flags.tsv` (written by "
        << "its\n`extract_flags.py` from Megatron " << version << "'s source) and `megatron_flags_"
        << newer << ".tsv` (`extract_live_flags.py`,\nfrom Megatron " << newer
        << "'s parser); what each tool does with them is "
        << "what the tool itself\nreports (`megatron-train --print-megatron-flags`): its own "
        << "flags, then the catalogue of the others\n(`core/src/cli/megatron_flag_catalogue.cpp`, "
-       << "`megatron_flag_catalogue_0_19.cpp` for the flags " << newer << " added)."
+       << "`megatron_flag_catalogue_0_19.cpp` for the flags " << newer << " added,\n"
+       << "`megatron_flag_catalogue_deepspeed.cpp` for Megatron-DeepSpeed's own, from "
+       << "`megatron_flags_deepspeed.tsv`\nwritten by `extract_deepspeed_flags.py`)."
        << "\n\n| | implemented | accepted | refused | invalid |\n|---|---|---|---|---|\n";
     for (const char* tool : kTools)
         md << "| " << tool << " | " << counts[tool]["implemented"] << " | "

@@ -346,6 +346,7 @@ int main(int argc, char** argv) {
                 flags.data_args = mt::cli::collect_model_args(vm, data_flags);
                 const auto model_flags = family.flags();
                 mt::ModelArgs model_args = mt::cli::collect_model_args(vm, model_flags);
+                mt::train::apply_deepspeed_model_args(flags, model_args);
                 if (vm["use-checkpoint-args"].as<bool>())
                     take_checkpoint_args(vm, flags, family, model_flags, model_args, tokenizer);
                 return train_on_ranks(flags, tokenizer, family, model_args, model_flags);

@@ -110,6 +110,13 @@ struct SchedulerCheckpoint {
     double start_wd = 0, end_wd = 0;
     int64_t wd_incr_steps = 0;
     std::string wd_incr_style = "constant";
+    // Megatron-DeepSpeed's token-based schedule (saved only when it counts tokens): the tokens
+    // of the last step and the warmup and decay in tokens (None: counted in samples).
+    struct Tokens {
+        int64_t num_tokens = 0;
+        std::optional<int64_t> lr_warmup_tokens, lr_decay_tokens;
+    };
+    std::optional<Tokens> tokens;
 };
 
 // megatron-train's dropout stream: Philox seed and next unused counter.

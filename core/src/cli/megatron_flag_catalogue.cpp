@@ -664,6 +664,7 @@ std::span<const CatalogueEntry> catalogue() {
     static const std::vector<CatalogueEntry> both = [] {
         std::vector<CatalogueEntry> rows(std::begin(kCatalogue), std::end(kCatalogue));
         for (const CatalogueEntry& e : newer_catalogue()) rows.push_back(e);
+        for (const CatalogueEntry& e : deepspeed_catalogue()) rows.push_back(e);
         return rows;
     }();
     return both;

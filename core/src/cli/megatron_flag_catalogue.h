@@ -29,8 +29,10 @@ struct CatalogueEntry {
 };
 
 // core_v0.13's rows (megatron_flag_catalogue.cpp), then those of the flags core_v0.19 added
-// (megatron_flag_catalogue_0_19.cpp).
+// (megatron_flag_catalogue_0_19.cpp) and of those only Megatron-DeepSpeed has
+// (megatron_flag_catalogue_deepspeed.cpp).
 std::span<const CatalogueEntry> catalogue();
 std::span<const CatalogueEntry> newer_catalogue();
+std::span<const CatalogueEntry> deepspeed_catalogue();
 
 }  // namespace mt::cli::detail

@@ -1,5 +1,6 @@
 #include "mt/cli/megatron_flags.h"
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cerrno>
 #include <cstdlib>
@@ -30,6 +31,36 @@ constexpr MegatronFlag kNewerFlags[] = {
 #undef MT_MEGATRON_FLAG
 };
 
+constexpr MegatronFlag kDeepSpeedFlags[] = {
+#define MT_MEGATRON_FLAG(flag, group, kind, nargs, type, choices, default_value, dest) \
+    MegatronFlag{flag, group, kind, nargs, type, choices, default_value, dest},
+#include "megatron_flag_list_deepspeed.inc"
+#undef MT_MEGATRON_FLAG
+};
+
+// Megatron-DeepSpeed's names for flags Megatron-LM spells otherwise (same meaning, other dest):
+// the tools take them as the Megatron-LM flag (with a switch that Megatron-LM also needs for it).
+struct Rename {
+    std::string_view flag, megatron, with_switch;
+};
+constexpr Rename kDeepSpeedRenames[] = {
+    {"--layernorm-epsilon", "--norm-epsilon", ""},
+    {"--rotary-position-embeddings-theta", "--rotary-base", ""},
+    // Megatron-DeepSpeed's GQA (with as many groups as heads: the same attention).
+    {"--num-key-value-heads", "--num-query-groups", "--group-query-attention"},
+    {"--deepscale", "--deepspeed", ""},
+    {"--deepscale_config", "--deepspeed_config", ""},
+};
+
+// Megatron-DeepSpeed's spellings of Megatron-LM's choices.
+struct RenamedChoice {
+    std::string_view flag, value, megatron;
+};
+constexpr RenamedChoice kDeepSpeedChoices[] = {
+    {"--normalization", "layernorm", "LayerNorm"},
+    {"--normalization", "rmsnorm", "RMSNorm"},
+};
+
 // The two versions' choices of a flag: either's when both name some, none (any value) when
 // either takes any.
 std::string_view union_of_choices(std::string_view older, std::string_view newer,
@@ -48,28 +79,37 @@ std::string_view union_of_choices(std::string_view older, std::string_view newer
     return storage.emplace_back(std::move(merged));
 }
 
-// Both versions' flags as the tools parse them: core_v0.13's rows in its order, each widened to
-// what core_v0.19's row of the same flag also accepts (its added choices, a list where it takes
-// one; the rest of the row, the dest included, stays core_v0.13's), then the flags only
-// core_v0.19 has, in its order.
+// `rows` widened by another version's rows of the same flags (its added choices, a list where
+// it takes one; the rest of the row, the dest included, stays), then that version's other flags
+// in its order.
+void widen_by(std::vector<MegatronFlag>& rows, std::span<const MegatronFlag> other,
+              std::deque<std::string>& storage) {
+    std::map<std::string_view, const MegatronFlag*> more;
+    for (const MegatronFlag& f : other) more[f.flag] = &f;
+    for (MegatronFlag& f : rows) {
+        auto it = more.find(f.flag);
+        if (it == more.end()) continue;
+        const MegatronFlag& n = *it->second;
+        if (f.kind == n.kind) {  // Megatron-DeepSpeed's --profile takes a value: not widened
+            f.choices = union_of_choices(f.choices, n.choices, storage);
+            if (f.kind == "value" && f.nargs != n.nargs && !n.nargs.empty())
+                f.nargs = f.nargs == "*" || n.nargs == "*" ? "*" : "+";
+        }
+        more.erase(it);
+    }
+    for (const MegatronFlag& f : other)
+        if (more.count(f.flag)) rows.push_back(f);
+}
+
+// The flags the tools parse: core_v0.13's rows in its order, widened by core_v0.19's and then by
+// Megatron-DeepSpeed's (its lower-case --normalization values, its --num-experts list, ...),
+// followed by the flags only core_v0.19 has and those only Megatron-DeepSpeed has.
 const std::vector<MegatronFlag>& known_flags() {
     static std::deque<std::string> storage;
     static const std::vector<MegatronFlag> known = [] {
-        std::map<std::string_view, const MegatronFlag*> newer;
-        for (const MegatronFlag& f : kNewerFlags) newer[f.flag] = &f;
-        std::vector<MegatronFlag> out;
-        for (MegatronFlag f : kFlags) {
-            if (auto it = newer.find(f.flag); it != newer.end()) {
-                const MegatronFlag& n = *it->second;
-                f.choices = union_of_choices(f.choices, n.choices, storage);
-                if (f.kind == "value" && f.nargs != n.nargs && !n.nargs.empty())
-                    f.nargs = f.nargs == "*" || n.nargs == "*" ? "*" : "+";
-                newer.erase(it);
-            }
-            out.push_back(f);
-        }
-        for (const MegatronFlag& f : kNewerFlags)
-            if (newer.count(f.flag)) out.push_back(f);
+        std::vector<MegatronFlag> out(std::begin(kFlags), std::end(kFlags));
+        widen_by(out, kNewerFlags, storage);
+        widen_by(out, kDeepSpeedFlags, storage);
         return out;
     }();
     return known;
@@ -104,6 +144,11 @@ const detail::CatalogueEntry* find_entry(std::string_view flag) {
 // core_v0.13's --disable-msc's store_false dest, is none) for which `wanted` holds.
 template <class Pred>
 const MegatronFlag* other_name(const MegatronFlag& f, Pred wanted) {
+    for (const Rename& r : kDeepSpeedRenames)
+        if (r.flag == f.flag)
+            if (const MegatronFlag* other = detail::find_known_flag(r.megatron);
+                other && wanted(*other))
+                return other;
     for (const MegatronFlag& other : known_flags())
         if (other.dest == f.dest && other.kind == f.kind && other.flag != f.flag && wanted(other))
             return &other;
@@ -312,6 +357,14 @@ std::string_view newer_megatron_version() {
     return MT_NEWER_MEGATRON_VERSION;
 }
 
+std::span<const MegatronFlag> deepspeed_megatron_flags() {
+    return kDeepSpeedFlags;
+}
+
+std::string_view deepspeed_megatron_version() {
+    return MT_DEEPSPEED_MEGATRON_VERSION;
+}
+
 std::vector<std::string_view> catalogue_flags() {
     std::vector<std::string_view> flags;
     for (const detail::CatalogueEntry& e : detail::catalogue()) flags.push_back(e.flag);
@@ -412,14 +465,30 @@ po::options_description megatron_options(MegatronTool tool,
 
 std::vector<std::string> megatron_aliases(std::vector<std::string> words,
                                           const po::options_description& defined) {
-    for (std::string& w : words) {
+    std::vector<std::string> switches;  // the switches renamed flags need
+    for (size_t i = 0; i < words.size(); ++i) {
+        std::string& w = words[i];
         if (w.rfind("--", 0) != 0) continue;
         const size_t eq = w.find('=');
-        const MegatronFlag* f = find_known_flag(std::string_view(w).substr(0, eq));
+        const std::string_view flag = std::string_view(w).substr(0, eq);
+        for (const RenamedChoice& c : kDeepSpeedChoices) {
+            if (c.flag != flag) continue;
+            if (eq != std::string::npos && std::string_view(w).substr(eq + 1) == c.value)
+                w = std::string(flag) + "=" + std::string(c.megatron);
+            else if (eq == std::string::npos && i + 1 < words.size() && words[i + 1] == c.value)
+                words[i + 1] = c.megatron;
+        }
+        const MegatronFlag* f = find_known_flag(flag);
         if (!f || defined.find_nothrow(name_of(f->flag), false)) continue;
-        if (const MegatronFlag* alias = defined_alias(*f, defined))
+        if (const MegatronFlag* alias = defined_alias(*f, defined)) {
+            for (const Rename& r : kDeepSpeedRenames)
+                if (r.flag == f->flag && !r.with_switch.empty())
+                    switches.emplace_back(r.with_switch);
             w = std::string(alias->flag) + (eq == std::string::npos ? "" : w.substr(eq));
+        }
     }
+    for (const std::string& s : switches)
+        if (std::find(words.begin(), words.end(), s) == words.end()) words.push_back(s);
     return words;
 }
 

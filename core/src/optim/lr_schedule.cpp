@@ -61,10 +61,12 @@ LrScheduleConfig schedule_config_from_flags(const LrScheduleFlags& f) {
     c.start_wd = f.start_weight_decay;
     c.end_wd = f.end_weight_decay;
     c.wd_incr_style = parse_wd_incr_style(f.weight_decay_incr_style);
+    c.lr_warmup_tokens = f.lr_warmup_tokens;
+    c.lr_decay_tokens = f.lr_decay_tokens;
     return c;
 }
 
-LrScheduler::LrScheduler(LrScheduleConfig c) : config_(c) {
+LrScheduler::LrScheduler(LrScheduleConfig c) : config_(c), warmup_tokens_(c.lr_warmup_tokens) {
     MT_CHECK(c.min_lr >= 0.0, "--min-lr must be >= 0, got ", c.min_lr);
     MT_CHECK(c.max_lr >= c.min_lr, "--lr (", c.max_lr, ") must be >= --min-lr (", c.min_lr, ")");
     MT_CHECK(c.init_lr <= c.max_lr, "--lr-warmup-init (", c.init_lr, ") must be <= --lr (",
@@ -82,6 +84,25 @@ LrScheduler::LrScheduler(LrScheduleConfig c) : config_(c) {
              "a weight-decay increment needs a positive length, got ", c.wd_incr_steps);
     MT_CHECK(c.wd_incr_style != WdIncrStyle::constant || c.start_wd == c.end_wd,
              "a constant weight decay needs --start-weight-decay == --end-weight-decay");
+    MT_CHECK(!(c.lr_warmup_tokens || c.lr_decay_tokens) || c.lr_decay_style != LrDecayStyle::wsd,
+             "--lr-decay-style WSD counts samples: Megatron-DeepSpeed's --lr-warmup-tokens and "
+             "--lr-decay-tokens do not apply to it");
+    // Megatron-DeepSpeed's decay in tokens measures from the warmup's end in tokens.
+    MT_CHECK(!c.lr_decay_tokens || c.lr_warmup_tokens || c.lr_warmup_steps > 0 ||
+                 c.lr_decay_style == LrDecayStyle::constant ||
+                 c.lr_decay_style == LrDecayStyle::inverse_square_root,
+             "--lr-decay-tokens needs --lr-warmup-tokens or a warmup in iterations or samples "
+             "(Megatron-DeepSpeed's schedule has no start for the decay otherwise)");
+}
+
+void LrScheduler::step(int64_t increment, int64_t tokens) {
+    num_steps_ += increment;
+    num_tokens_ = tokens;
+    // Megatron-DeepSpeed: a step-based warmup followed by a decay in tokens starts the decay
+    // at the tokens the warmup ended on.
+    if (!warmup_tokens_ && config_.lr_decay_tokens && config_.lr_warmup_steps > 0 &&
+        double(num_steps_) == config_.lr_warmup_steps)
+        warmup_tokens_ = num_tokens_;
 }
 
 double LrScheduler::weight_decay() const {
@@ -98,19 +119,32 @@ double LrScheduler::lr(std::optional<double> group_max_lr,
     const auto& c = config_;
     const double max_lr = group_max_lr.value_or(c.max_lr);
     const double min_lr = group_min_lr.value_or(c.min_lr);
-    // Linear warmup from init_lr.
-    if (c.lr_warmup_steps > 0 && double(num_steps_) <= c.lr_warmup_steps)
-        return c.init_lr + (max_lr - c.init_lr) * double(num_steps_) / c.lr_warmup_steps;
+    // Linear warmup from init_lr, over samples or (Megatron-DeepSpeed) tokens.
+    if (!warmup_tokens_) {
+        if (c.lr_warmup_steps > 0 && double(num_steps_) <= c.lr_warmup_steps)
+            return c.init_lr + (max_lr - c.init_lr) * double(num_steps_) / c.lr_warmup_steps;
+    } else if (*warmup_tokens_ > 0 && num_tokens_ <= *warmup_tokens_) {
+        return c.init_lr + (max_lr - c.init_lr) * double(num_tokens_) / double(*warmup_tokens_);
+    }
     if (c.lr_decay_style == LrDecayStyle::constant) return max_lr;
-    if (num_steps_ > c.lr_decay_steps) return min_lr;
+    if (c.lr_decay_tokens ? num_tokens_ > *c.lr_decay_tokens : num_steps_ > c.lr_decay_steps)
+        return min_lr;
     if (c.lr_decay_style == LrDecayStyle::inverse_square_root) {
         // Python: max(warmup, 1) ** 0.5 / max(steps, 1) ** 0.5, i.e. pow, not sqrt.
-        double warmup = std::max(c.lr_warmup_steps, 1.0);
-        double steps = double(std::max<int64_t>(num_steps_, 1));
+        double warmup = warmup_tokens_ ? double(std::max<int64_t>(*warmup_tokens_, 1))
+                                       : std::max(c.lr_warmup_steps, 1.0);
+        double steps = double(std::max<int64_t>(warmup_tokens_ ? num_tokens_ : num_steps_, 1));
         return std::max(min_lr, max_lr * std::pow(warmup, 0.5) / std::pow(steps, 0.5));
     }
-    double decay_ratio =
-        (double(num_steps_) - c.lr_warmup_steps) / (double(c.lr_decay_steps) - c.lr_warmup_steps);
+    MT_CHECK(!c.lr_decay_tokens || warmup_tokens_, "--lr-decay-tokens: the warmup in samples (",
+             c.lr_warmup_steps,
+             ") ended between steps, so Megatron-DeepSpeed's schedule has no token count to "
+             "start the decay from; give --lr-warmup-tokens");
+    double decay_ratio = c.lr_decay_tokens
+                             ? (double(num_tokens_) - double(*warmup_tokens_)) /
+                                   (double(*c.lr_decay_tokens) - double(*warmup_tokens_))
+                             : (double(num_steps_) - c.lr_warmup_steps) /
+                                   (double(c.lr_decay_steps) - c.lr_warmup_steps);
     double coeff = 0;
     switch (c.lr_decay_style) {
         case LrDecayStyle::linear:

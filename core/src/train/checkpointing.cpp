@@ -507,6 +507,10 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
         sch.end_wd = sc.end_wd;
         sch.wd_incr_steps = sc.wd_incr_steps;
         sch.wd_incr_style = wd_incr_style_name(sc.wd_incr_style);
+        if (parts.scheduler.counts_tokens())
+            sch.tokens =
+                SchedulerCheckpoint::Tokens{parts.scheduler.num_tokens(),
+                                            parts.scheduler.lr_warmup_tokens(), sc.lr_decay_tokens};
         s.scheduler = sch;
     }
     if (o.rng) s.rng = RngCheckpoint{parts.trainer.dropout_seed(), parts.trainer.dropout_offset()};
@@ -544,6 +548,20 @@ optim::LrScheduleConfig restored_schedule(const optim::LrScheduleConfig& flags,
         pick(flags.wd_incr_steps, saved.wd_incr_steps, "total number of weight decay iterations");
     c.wd_incr_style = optim::parse_wd_incr_style(pick(
         wd_incr_style_name(flags.wd_incr_style), saved.wd_incr_style, "weight decay incr style"));
+    // Megatron-DeepSpeed's token counts. (Its load_state_dict also compares a warmup in tokens
+    // that a step-based warmup set with the flags' None and fails; here the saved state wins.)
+    const SchedulerCheckpoint::Tokens none;
+    const SchedulerCheckpoint::Tokens& tokens = saved.tokens ? *saved.tokens : none;
+    auto pick_tokens = [&](std::optional<int64_t> flag, std::optional<int64_t> saved_value,
+                           const char* name) -> std::optional<int64_t> {
+        auto text = [](std::optional<int64_t> v) { return v ? std::to_string(*v) : "None"; };
+        const std::string v = pick(text(flag), text(saved_value), name);
+        return v == "None" ? std::nullopt : std::optional<int64_t>(std::stoll(v));
+    };
+    if (flags.lr_warmup_tokens)
+        c.lr_warmup_tokens =
+            pick_tokens(flags.lr_warmup_tokens, tokens.lr_warmup_tokens, "warmup tokens");
+    c.lr_decay_tokens = pick_tokens(flags.lr_decay_tokens, tokens.lr_decay_tokens, "decay tokens");
     return c;
 }
 
@@ -566,6 +584,8 @@ void restore_checkpoint(const CheckpointState& state, const TrainingParts& parts
         parts.scheduler = optim::LrScheduler(
             restored_schedule(parts.scheduler.config(), *state.scheduler, o.schedule));
         parts.scheduler.set_num_steps(state.scheduler->num_steps);
+        if (const auto& t = state.scheduler->tokens)
+            parts.scheduler.set_token_state(t->num_tokens, t->lr_warmup_tokens);
     }
     if (o.rng && state.rng)
         parts.trainer.set_dropout_rng(state.rng->dropout_seed, state.rng->dropout_offset);

@@ -574,7 +574,9 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
         if (expert_grad_buffer_) expert_grad_buffer_->gather_params();
     }
     if (options_.log_params_norm) r.params_norm = params_norm();
-    scheduler_.step(global_batch * options_.sample_multiplier);
+    // Megatron-DeepSpeed counts this iteration's tokens after the schedule's step.
+    scheduler_.step(global_batch * options_.sample_multiplier,
+                    (consumed_train_ - global_batch) * options_.tokens_per_sample);
     return r;
 }
 
@@ -688,7 +690,9 @@ StopReason Trainer::run_iterations(const data::SampleDataset& train_data,
     auto interval_start = start;
     NamedLosses interval_losses;  // each term summed over the interval's iterations
     int64_t interval_iters = 0, interval_skipped = 0, interval_nan = 0;
-    while (iteration_ < options_.train_iters) {
+    while (iteration_ < options_.train_iters &&
+           (!options_.train_tokens ||
+            consumed_train_ * options_.tokens_per_sample < *options_.train_tokens)) {
         // Megatron's dummy_train_step: the batch is read past, nothing else happens.
         if (std::find(options_.iterations_to_skip.begin(), options_.iterations_to_skip.end(),
                       iteration_ + 1) != options_.iterations_to_skip.end()) {

@@ -313,8 +313,76 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
         "log-rank-stats", po::bool_switch(&f.log_rank_stats),
         "not Megatron's: after training, each rank prints the bytes it sent per iteration "
         "through each process group and the size of its optimizer state");
-    return {training, cli::precision_flags(), distributed, lr, opt, ckpt, data, logging};
+    po::options_description deepspeed("Megatron-DeepSpeed", 100);
+    deepspeed.add_options()(
+        "deepspeed", po::bool_switch(),
+        "train as Megatron-DeepSpeed's DeepSpeed engine does, configured by --deepspeed_config: "
+        "its fp16 / bf16 section (which must agree with --fp16 / --bf16) and fp16 loss scaling, "
+        "its gradient_clipping (in place of --clip-grad), its ZeRO stage (1 and 2: the "
+        "distributed optimizer); the batch sizes stay the flags'")(
+        "deepspeed_config", po::value(&f.deepspeed_config_path),
+        "the DeepSpeed JSON configuration (ds_config.json); read with --deepspeed")(
+        "zero-stage", po::value<double>()->default_value(1.0, "1"),
+        "Megatron-DeepSpeed's model code reads only stage 3 (parameters gathered at "
+        "initialisation: refused); the configuration's zero_optimization.stage decides the "
+        "sharding")("no-pipeline-parallel", po::bool_switch(),
+                    "DeepSpeed runs the model without its pipeline engine (the same model); "
+                    "needs --pipeline-model-parallel-size 1")(
+        "train-tokens", po::value<int64_t>(),
+        "also stop training once this many tokens (samples x --seq-length) are consumed")(
+        "lr-warmup-tokens", po::value<int64_t>(),
+        "warm the learning rate up over this many tokens (instead of iterations or samples)")(
+        "lr-decay-tokens", po::value<int64_t>(),
+        "decay the learning rate over this many tokens (instead of iterations or samples)");
+    return {training, cli::precision_flags(), distributed, lr, opt, ckpt, data, logging, deepspeed};
 }
+
+namespace {
+
+// Megatron-DeepSpeed's flags: --deepspeed hands precision, clipping and ZeRO to the DeepSpeed
+// configuration.
+void read_deepspeed_flags(const po::variables_map& vm, TrainingFlags& f) {
+    read_optional(vm, "train-tokens", f.train_tokens);
+    read_optional(vm, "lr-warmup-tokens", f.schedule.lr_warmup_tokens);
+    read_optional(vm, "lr-decay-tokens", f.schedule.lr_decay_tokens);
+    MT_CHECK(!vm["no-pipeline-parallel"].as<bool>() || f.parallel.pipeline_parallel == 1,
+             "pipeline_model_parallel_size must be 1 if pipeline parallel is disabled "
+             "(--no-pipeline-parallel)");
+    const double zero_stage = vm["zero-stage"].as<double>();
+    MT_CHECK(zero_stage == 0 || zero_stage == 1 || zero_stage == 2 || zero_stage == 3,
+             "--zero-stage ", zero_stage, ": DeepSpeed's stages are 0, 1, 2 and 3");
+    MT_CHECK(zero_stage != 3,
+             "--zero-stage 3: not supported yet: ZeRO stage 3 (parameters partitioned over the "
+             "data-parallel ranks: FSDP)");
+    if (!vm["deepspeed"].as<bool>()) return;
+    MT_CHECK(!f.deepspeed_config_path.empty(),
+             "--deepspeed needs --deepspeed_config (the DeepSpeed JSON configuration)");
+    const std::string& path = f.deepspeed_config_path;
+    DeepSpeedConfig ds = read_deepspeed_config(path);
+    const bool fp16 = f.params_dtype == DType::f16, bf16 = f.params_dtype == DType::bf16;
+    // DeepSpeed casts the model to its configuration's precision; megatron-train takes it
+    // from the flags, as Megatron-DeepSpeed's model code does.
+    MT_CHECK(ds.fp16 == fp16 && ds.bf16 == bf16, path, ": fp16.enabled ",
+             ds.fp16 ? "true" : "false", " and bf16.enabled ", ds.bf16 ? "true" : "false",
+             " must agree with the flags (",
+             fp16   ? "--fp16"
+             : bf16 ? "--bf16"
+                    : "fp32",
+             ")");
+    MT_CHECK(!ds.train_micro_batch_size_per_gpu ||
+                 *ds.train_micro_batch_size_per_gpu == f.micro_batch_size,
+             path, ": train_micro_batch_size_per_gpu ",
+             ds.train_micro_batch_size_per_gpu.value_or(0), " differs from --micro-batch-size ",
+             f.micro_batch_size,
+             " (DeepSpeed's engine would accumulate at other boundaries than Megatron's batches)");
+    f.clip_grad = ds.gradient_clipping;
+    // DeepSpeed's fp16 optimizer scales the loss; its bf16 optimizer does not.
+    f.grad_scaler = ds.fp16 ? ds.fp16_scaler : optim::GradScalerConfig{};
+    if (ds.zero_stage >= 1) f.data_parallel.distributed_optimizer = true;
+    f.deepspeed = ds;
+}
+
+}  // namespace
 
 void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
     const bool pretraining = entry == EntryPoint::pretraining;
@@ -345,6 +413,7 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
                  backend == "local" || backend == "auto",
              "--attention-backend ", backend, ": choose from flash, fused, unfused, local, auto");
     read_optional(vm, "loss-scale", f.grad_scaler.loss_scale);
+    read_deepspeed_flags(vm, f);
     // Megatron's validate_args: with dynamic loss scaling NaNs and Infs in the loss and grads
     // are the scaler's signal (a skipped step), not a failure.
     if (f.params_dtype == DType::f16 && !f.grad_scaler.loss_scale) f.check_for_nan = false;
@@ -529,6 +598,26 @@ parallel::ParallelConfig parallel_config(const TrainingFlags& f, const ModelArgs
     return c;
 }
 
+void apply_deepspeed_model_args(const TrainingFlags& f, ModelArgs& model_args) {
+    if (!f.deepspeed) return;
+    // Megatron-DeepSpeed keeps the older --checkpoint-activations (Megatron-LM calls it invalid):
+    // every layer recomputed in backward, the same results.
+    if (model_args.erase("checkpoint-activations") && !model_args.count("recompute-granularity")) {
+        model_args["recompute-granularity"] = "full";
+        model_args["recompute-method"] = "uniform";
+        model_args["recompute-num-layers"] = "1";
+    }
+    auto experts = model_args.find("num-experts");
+    if (experts == model_args.end()) return;
+    if (experts->second == "1") {
+        model_args.erase(experts);
+        return;
+    }
+    MT_FAIL("--num-experts ", experts->second,
+            " with --deepspeed: not supported yet: Megatron-DeepSpeed's MoE layers (DeepSpeed MoE, "
+            "PR-MoE, --mlp-type residual)");
+}
+
 optim::LrScheduleConfig schedule_config(const TrainingFlags& f) {
     optim::LrScheduleFlags s = f.schedule;
     // Megatron builds the schedule before update_train_iters sets the iterations: a
@@ -548,6 +637,9 @@ void settle_batch_sizes(TrainingFlags& f, int64_t data_parallel_size, int64_t se
              "eval_global_batch_size (", eval_global,
              ") must be divisible by eval_micro_batch_size (", eval_micro,
              ") * data_parallel_size (", data_parallel_size, ")");
+    if (f.deepspeed)
+        check_deepspeed_batch(*f.deepspeed, f.deepspeed_config_path, data_parallel_size);
+    f.tokens_per_sample = seq_length;
     if (f.step_batch_size_schedule)
         f.batch_steps =
             train::parse_step_batch_size_schedule(*f.step_batch_size_schedule, seq_length);
@@ -571,6 +663,8 @@ train::TrainerOptions trainer_options(const TrainingFlags& f) {
     o.batch_steps = f.batch_steps;
     std::tie(o.eval_micro_batch_size, o.eval_global_batch_size) = evaluation_batches(f);
     o.train_iters = *f.schedule.train_iters;
+    o.train_tokens = f.train_tokens;
+    o.tokens_per_sample = f.tokens_per_sample;
     o.log_interval = f.log_interval;
     o.eval_interval = f.eval_interval;
     o.eval_iters = f.eval_iters;

@@ -199,6 +199,14 @@ PyValue scheduler_to_py(const SchedulerCheckpoint& s) {
     m.set("end_wd", PyValue::real(s.end_wd));
     m.set("wd_incr_style", str(s.wd_incr_style));
     m.set("wd_incr_steps", PyValue::integer(s.wd_incr_steps));
+    if (s.tokens) {  // Megatron-DeepSpeed's keys
+        auto optional = [](std::optional<int64_t> v) {
+            return v ? PyValue::integer(*v) : PyValue();
+        };
+        m.set("lr_warmup_tokens", optional(s.tokens->lr_warmup_tokens));
+        m.set("num_tokens", PyValue::integer(s.tokens->num_tokens));
+        m.set("lr_decay_tokens", optional(s.tokens->lr_decay_tokens));
+    }
     return d;
 }
 
@@ -230,7 +238,7 @@ std::optional<ArgValue> arg_from_py(const PyValue& v) {
             return ArgValue{v.as_double()};
         case PyKind::string:
             return ArgValue{v.as_string()};
-        case PyKind::list:  // of ints (--moe-layer-freq's pattern) or of str; others dropped
+        case PyKind::list:     // of ints (--moe-layer-freq's pattern) or of str; others dropped
         case PyKind::tuple: {  // (core_v0.19's --window-size: a tuple of ints)
             std::vector<int64_t> ints;
             std::vector<std::string> strings;
@@ -426,6 +434,14 @@ SchedulerCheckpoint scheduler_from_py(const PyValue& d, const std::string& file)
     s.end_wd = need(d, "end_wd", file).as_double();
     s.wd_incr_style = need(d, "wd_incr_style", file).as_string();
     s.wd_incr_steps = need(d, "wd_incr_steps", file).as_int();
+    if (const PyValue* tokens = d.find("num_tokens")) {  // Megatron-DeepSpeed's
+        auto optional = [&](const char* key) {
+            const PyValue& v = need(d, key, file);
+            return v.is_none() ? std::nullopt : std::optional<int64_t>(v.as_int());
+        };
+        s.tokens = SchedulerCheckpoint::Tokens{tokens->as_int(), optional("lr_warmup_tokens"),
+                                               optional("lr_decay_tokens")};
+    }
     return s;
 }
 

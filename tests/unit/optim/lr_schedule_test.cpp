@@ -1,5 +1,6 @@
 // The learning-rate and weight-decay schedules against Megatron-LM's own
-// OptimizerParamScheduler (tests/fixtures/lr_schedule/make_fixtures.py): equal bit for bit.
+// OptimizerParamScheduler (tests/fixtures/lr_schedule/make_fixtures.py) and Megatron-DeepSpeed's
+// (make_deepspeed_fixtures.py): equal bit for bit.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -44,6 +45,8 @@ LrScheduleFlags parse_flags(const std::string& line) {
     if (has("end_weight_decay")) f.end_weight_decay = dbl("end_weight_decay");
     if (has("weight_decay_incr_style"))
         f.weight_decay_incr_style = kv.at("weight_decay_incr_style");
+    if (has("lr_warmup_tokens")) f.lr_warmup_tokens = i64("lr_warmup_tokens");
+    if (has("lr_decay_tokens")) f.lr_decay_tokens = i64("lr_decay_tokens");
     return f;
 }
 
@@ -77,6 +80,46 @@ TEST(LrSchedule, EqualsMegatronBitForBit) {
     }
     EXPECT_EQ(configs, 9);
     EXPECT_GT(checked, 700);
+}
+
+// Megatron-DeepSpeed's token-based warmup and decay against its own scheduler
+// (tests/fixtures/lr_schedule/make_deepspeed_fixtures.py): each step is given the tokens consumed
+// before the iteration, as megatron-train's trainer gives them.
+TEST(LrSchedule, TokenSchedulesEqualMegatronDeepSpeedBitForBit) {
+    std::ifstream in(mt::test::fixtures_dir() / "lr_schedule" / "deepspeed_schedules.txt");
+    ASSERT_TRUE(in) << "missing fixture deepspeed_schedules.txt";
+    std::string line;
+    std::optional<mt::optim::LrScheduler> sched;
+    LrScheduleFlags flags;
+    int64_t seq_length = 0, tokens = 0;
+    int configs = 0, checked = 0;
+    while (std::getline(in, line)) {
+        if (line.rfind("config ", 0) == 0) {
+            flags = parse_flags(line.substr(7));
+            const size_t at = line.find("seq_length=");
+            seq_length = std::stoll(line.substr(at + 11));
+            sched.emplace(mt::optim::schedule_config_from_flags(flags));
+            tokens = 0;
+            ++configs;
+            continue;
+        }
+        ASSERT_TRUE(sched.has_value());
+        std::istringstream row(line);
+        int64_t step, step_tokens;
+        std::string lr_text, wd_text;
+        row >> step >> step_tokens >> lr_text >> wd_text;
+        ASSERT_EQ(sched->num_steps(), step) << line;
+        ASSERT_EQ(sched->num_tokens(), step_tokens) << line;
+        EXPECT_EQ(sched->lr(), std::strtod(lr_text.c_str(), nullptr))
+            << "config " << configs << ", step " << step;
+        EXPECT_EQ(sched->weight_decay(), std::strtod(wd_text.c_str(), nullptr))
+            << "config " << configs << ", step " << step;
+        sched->step(flags.global_batch_size, tokens);
+        tokens += flags.global_batch_size * seq_length;
+        ++checked;
+    }
+    EXPECT_EQ(configs, 6);
+    EXPECT_GT(checked, 150);
 }
 
 TEST(LrSchedule, GroupOverridesOfMaxAndMinLr) {

@@ -43,8 +43,15 @@ MT_API std::span<const MegatronFlag> megatron_flags();
 // names (--norm-epsilon: layernorm_epsilon) and has options core_v0.13 lacks.
 MT_API std::span<const MegatronFlag> newer_megatron_flags();
 MT_API std::string_view newer_megatron_version();
-// What the tools parse and the catalogue below is keyed by: both versions' flags, core_v0.13's
-// rows (widened to the choices and lists core_v0.19 also takes) and then core_v0.19's own.
+// The flags of Megatron-DeepSpeed (microsoft/Megatron-DeepSpeed's megatron/arguments.py at the
+// commit deepspeed_megatron_version() names, with DeepSpeed's --deepspeed and --deepspeed_config:
+// tests/fixtures/megatron_flags/extract_deepspeed_flags.py), the other system whose launch
+// scripts the tools run.
+MT_API std::span<const MegatronFlag> deepspeed_megatron_flags();
+MT_API std::string_view deepspeed_megatron_version();
+// What the tools parse and the catalogue below is keyed by: core_v0.13's rows (widened to the
+// choices and lists core_v0.19 and Megatron-DeepSpeed also take), then core_v0.19's own, then
+// Megatron-DeepSpeed's own.
 MT_API std::span<const MegatronFlag> known_megatron_flags();
 // The argparse choices of a flag's MegatronFlag ("a|b|c" split; none for a free value).
 MT_API std::vector<std::string_view> megatron_choices(const MegatronFlag& flag);
@@ -87,7 +94,9 @@ MT_API std::string describe(const FlagVerdict& verdict);
 MT_API po::options_description megatron_options(MegatronTool tool,
                                                 const po::options_description& defined);
 // The command-line words with Megatron's aliases of the tool's own flags replaced by them
-// (--persistent-save-interval N: --save-interval N).
+// (--persistent-save-interval N: --save-interval N), Megatron-DeepSpeed's names too
+// (--num-key-value-heads N: --group-query-attention --num-query-groups N; --normalization
+// rmsnorm: RMSNorm).
 MT_API std::vector<std::string> megatron_aliases(std::vector<std::string> words,
                                                  const po::options_description& defined);
 // After parsing: a usage error (po::error) for a catalogue flag's value that Megatron's parser

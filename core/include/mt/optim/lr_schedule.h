@@ -1,6 +1,7 @@
 // Megatron's OptimizerParamScheduler: learning-rate warmup and decay (constant, linear, cosine,
 // inverse-square-root, WSD) and weight-decay increment, counted in samples as Megatron counts
-// them, with the same floating-point operations so the values agree bit for bit.
+// them (or in tokens, as Megatron-DeepSpeed's can), with the same floating-point operations so
+// the values agree bit for bit.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,9 @@ struct LrScheduleConfig {
     double start_wd = 0.01, end_wd = 0.01;
     int64_t wd_incr_steps = 0;  // samples
     WdIncrStyle wd_incr_style = WdIncrStyle::constant;
+    // Megatron-DeepSpeed's token-based warmup and decay (--lr-warmup-tokens, --lr-decay-tokens):
+    // each replaces its step-based counterpart when given.
+    std::optional<int64_t> lr_warmup_tokens, lr_decay_tokens;
 };
 
 // The training flags the schedule is derived from (megatron/training/training.py
@@ -47,6 +51,7 @@ struct LrScheduleFlags {
     std::string lr_decay_style = "linear", lr_wsd_decay_style = "exponential";
     double start_weight_decay = 0.01, end_weight_decay = 0.01;
     std::string weight_decay_incr_style = "constant";
+    std::optional<int64_t> lr_warmup_tokens, lr_decay_tokens;  // Megatron-DeepSpeed's
 };
 
 MT_API LrScheduleConfig schedule_config_from_flags(const LrScheduleFlags& flags);
@@ -57,9 +62,21 @@ class MT_API LrScheduler {
     explicit LrScheduler(LrScheduleConfig config);
 
     // Advances by `increment` samples (Megatron steps by the global batch size per iteration).
-    void step(int64_t increment) { num_steps_ += increment; }
+    // `tokens`: the tokens trained on before this step (Megatron-DeepSpeed's
+    // consumed_train_tokens, which its loop adds after the step), for a token-based schedule.
+    void step(int64_t increment, int64_t tokens = 0);
     int64_t num_steps() const { return num_steps_; }
     void set_num_steps(int64_t steps) { num_steps_ = steps; }
+    // A token-based schedule's state: the tokens of the last step, and the warmup in tokens,
+    // which Megatron-DeepSpeed sets to the tokens at the end of a step-based warmup when the
+    // decay counts tokens.
+    bool counts_tokens() const { return config_.lr_warmup_tokens || config_.lr_decay_tokens; }
+    int64_t num_tokens() const { return num_tokens_; }
+    std::optional<int64_t> lr_warmup_tokens() const { return warmup_tokens_; }
+    void set_token_state(int64_t num_tokens, std::optional<int64_t> lr_warmup_tokens) {
+        num_tokens_ = num_tokens;
+        warmup_tokens_ = lr_warmup_tokens;
+    }
 
     // The learning rate now; a parameter group may override max_lr / min_lr.
     double lr(std::optional<double> group_max_lr = {},
@@ -70,6 +87,8 @@ class MT_API LrScheduler {
   private:
     LrScheduleConfig config_;
     int64_t num_steps_ = 0;
+    int64_t num_tokens_ = 0;
+    std::optional<int64_t> warmup_tokens_;
 };
 
 }  // namespace mt::optim

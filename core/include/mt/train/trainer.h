@@ -66,6 +66,12 @@ struct TrainerOptions {
     // core_v0.19's --eval-micro-batch-size / --eval-global-batch-size (0: the training's).
     int64_t eval_micro_batch_size = 0, eval_global_batch_size = 0;
     int64_t train_iters = 0;
+    // Megatron-DeepSpeed's --train-tokens: training also stops once this many tokens (samples x
+    // tokens_per_sample) are consumed.
+    std::optional<int64_t> train_tokens;
+    // Tokens per training sample (the sequence length), counted for token-based learning-rate
+    // schedules and --train-tokens.
+    int64_t tokens_per_sample = 0;
     int64_t log_interval = 100;
     int64_t eval_interval = 1000;
     int64_t eval_iters = 100;

@@ -14,6 +14,7 @@
 #include "mt/parallel/grad_buffer.h"
 #include "mt/parallel/parallel_state.h"
 #include "mt/train/checkpointing.h"
+#include "mt/train/deepspeed_config.h"
 #include "mt/train/trainer.h"
 
 namespace mt::train {
@@ -48,6 +49,13 @@ struct TrainingFlags {
     // --grad-reduce-in-bf16: with --bf16, grads accumulate and are reduced in bf16 (Megatron
     // sets accumulate_allreduce_grads_in_fp32 false); ignored otherwise, as Megatron does.
     bool grad_reduce_in_bf16 = false;
+    // Megatron-DeepSpeed's --deepspeed with --deepspeed_config: the configuration's precision,
+    // clipping, loss scaling and ZeRO stage, already applied to these flags (settle_batch_sizes
+    // checks its batch sizes).
+    std::optional<train::DeepSpeedConfig> deepspeed;
+    std::string deepspeed_config_path;
+    std::optional<int64_t> train_tokens;       // Megatron-DeepSpeed's --train-tokens
+    int64_t tokens_per_sample = 0;             // the sequence length (settle_batch_sizes)
     bool exit_on_missing_checkpoint = false;   // --exit-on-missing-checkpoint
     bool skip_train = false;                   // --skip-train: the final evaluations only
     std::optional<train::BatchRampup> rampup;  // --rampup-batch-size
@@ -113,6 +121,11 @@ enum class EntryPoint {
     // --lr is optional (finetuning checks it) and --micro-batch-size defaults to 1.
     tasks,
 };
+
+// Megatron-DeepSpeed's reading of the model flags under --deepspeed: --checkpoint-activations
+// recomputes every layer; --num-experts 1 (its default) is a dense model, more experts are
+// DeepSpeed's MoE layers, refused here.
+MT_API void apply_deepspeed_model_args(const TrainingFlags& f, ModelArgs& model_args);
 
 // The option groups, writing into `flags` (optional values are read by finish()).
 MT_API std::vector<po::options_description> training_flag_groups(

@@ -1,0 +1,159 @@
+// Megatron-DeepSpeed's launch flags through megatron-train: its spellings of Megatron-LM's model
+// flags, --deepspeed with a DeepSpeed configuration, and its token-based schedule and stop.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "test_support.h"
+
+namespace {
+
+using mt::test::TempDir;
+
+std::string q(const std::filesystem::path& p) {
+    return mt::test::shell_quote(p);
+}
+
+struct DeepSpeedRun : ::testing::Test {
+    TempDir dir;
+    std::string data;
+
+    void SetUp() override {
+        data = mt::test::tiny_gpt2_dataset(dir, mt::test::hello_documents(300));
+    }
+    // A tiny Llama-like GPT for 6 iterations of 4 sequences of 32 tokens.
+    std::string train(const std::string& flags) const {
+        return mt::test::tool_path("megatron-train").string() +
+               " --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32"
+               " --max-position-embeddings 32 --micro-batch-size 2 --global-batch-size 4"
+               " --train-iters 6 --lr 1e-2 --min-lr 1e-3 --lr-decay-style cosine"
+               " --lr-warmup-iters 1 --log-interval 1 --eval-iters 0 --swiglu"
+               " --disable-bias-linear --untie-embeddings-and-output-weights --seed 7" +
+               mt::test::tiny_gpt2_tokenizer_flags() + " --data-path " + q(data) +
+               " --split 100,0,0 --data-cache-path " + q(dir / "cache") + " " + flags + " 2>&1";
+    }
+    std::string config(const std::string& name, const std::string& json) const {
+        const auto path = dir / name;
+        mt::test::write_file(path, json);
+        return q(path);
+    }
+};
+
+// The llama2 example's spellings and --deepspeed (ZeRO 1, clipping 0.05 from the configuration)
+// train exactly as their Megatron-LM names do (--clip-grad 1.0 is DeepSpeed's to ignore).
+TEST_F(DeepSpeedRun, TrainsAsTheMegatronNames) {
+    const std::string ds_config = config("ds.json", R"({
+        "train_batch_size": 4, "train_micro_batch_size_per_gpu": 2,
+        "gradient_accumulation_steps": 2, "steps_per_print": 1,
+        "zero_optimization": {"stage": 1, "reduce_bucket_size": 5e8},
+        "gradient_clipping": 0.05, "prescale_gradients": false,
+        "fp16": {"enabled": false},
+        "curriculum_learning": {"enabled": false, "curriculum_type": "seqlen"},
+        "wall_clock_breakdown": false})");
+    const auto deepspeed = mt::test::run_command(
+        train("--num-key-value-heads 2 --normalization rmsnorm --layernorm-epsilon 1e-6"
+              " --use-rotary-position-embeddings --rotary-position-embeddings-theta 500000"
+              " --clip-grad 1.0 --deepspeed --deepspeed_config " +
+              ds_config +
+              " --zero-stage 1 --no-pipeline-parallel --data-impl mmap --checkpoint-activations"
+              " --deepspeed-activation-checkpointing --no-query-key-layer-scaling"));
+    ASSERT_EQ(deepspeed.exit_code, 0) << deepspeed.output;
+    const auto megatron = mt::test::run_command(
+        train("--group-query-attention --num-query-groups 2 --normalization RMSNorm"
+              " --norm-epsilon 1e-6 --position-embedding-type rope --rotary-base 500000"
+              " --clip-grad 0.05 --use-distributed-optimizer --recompute-granularity full"
+              " --recompute-method uniform --recompute-num-layers 1"));
+    ASSERT_EQ(megatron.exit_code, 0) << megatron.output;
+    const auto losses = mt::test::logged_values(deepspeed.output, "lm loss");
+    ASSERT_EQ(losses.size(), 6u) << deepspeed.output;
+    EXPECT_EQ(losses, mt::test::logged_values(megatron.output, "lm loss"));
+    EXPECT_EQ(mt::test::logged_values(deepspeed.output, "grad norm"),
+              mt::test::logged_values(megatron.output, "grad norm"));
+    // The clipping matters here: Megatron-LM's 1.0 trains otherwise.
+    const auto unclipped = mt::test::run_command(
+        train("--group-query-attention --num-query-groups 2 --normalization RMSNorm"
+              " --norm-epsilon 1e-6 --position-embedding-type rope --rotary-base 500000"));
+    ASSERT_EQ(unclipped.exit_code, 0) << unclipped.output;
+    EXPECT_NE(losses, mt::test::logged_values(unclipped.output, "lm loss"));
+}
+
+// --lr-warmup-tokens / --lr-decay-tokens (the schedule itself is checked against
+// Megatron-DeepSpeed's in LrSchedule.TokenSchedulesEqualMegatronDeepSpeedBitForBit) and
+// --train-tokens: 128 tokens an iteration, so 640 tokens stop after 5 of the 6 iterations.
+TEST_F(DeepSpeedRun, TokenScheduleAndTokenStop) {
+    const auto r = mt::test::run_command(
+        train("--lr-warmup-tokens 128 --lr-decay-tokens 512 --train-tokens 640"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto lr = mt::test::logged_values(r.output, "learning rate");
+    // After iteration i the schedule has seen the tokens of the i - 1 before it.
+    const std::vector<double> expected{0.0, 1e-2, 1e-3 + 0.75 * 9e-3, 1e-3 + 0.25 * 9e-3, 1e-3};
+    ASSERT_EQ(lr.size(), expected.size()) << r.output;
+    for (size_t i = 0; i < lr.size(); ++i) EXPECT_NEAR(lr[i], expected[i], 1e-9) << i;
+}
+
+// A token-based schedule resumes where it stopped (its tokens and a warmup's end in tokens are
+// in the checkpoint's scheduler state, under Megatron-DeepSpeed's keys), in both formats.
+TEST_F(DeepSpeedRun, TokenScheduleResumes) {
+    const std::string schedule = "--lr-decay-tokens 700 ";
+    const auto whole = mt::test::run_command(train(schedule));
+    ASSERT_EQ(whole.exit_code, 0) << whole.output;
+    const auto lr = mt::test::logged_values(whole.output, "learning rate");
+    const auto loss = mt::test::logged_values(whole.output, "lm loss");
+    ASSERT_EQ(lr.size(), 6u);
+    for (const char* format : {"torch", "torch_dist"}) {
+        const auto ckpt = dir / (std::string("ckpt_") + format);
+        const std::string save = "--ckpt-format " + std::string(format) + " --save " + q(ckpt);
+        const auto first = mt::test::run_command(train(schedule + save + " --exit-interval 3"));
+        ASSERT_EQ(first.exit_code, 0) << first.output;
+        const auto second = mt::test::run_command(train(schedule + save + " --load " + q(ckpt)));
+        ASSERT_EQ(second.exit_code, 0) << second.output;
+        EXPECT_EQ(mt::test::logged_values(second.output, "learning rate"),
+                  std::vector<double>(lr.begin() + 3, lr.end()))
+            << format;
+        EXPECT_EQ(mt::test::logged_values(second.output, "lm loss"),
+                  std::vector<double>(loss.begin() + 3, loss.end()))
+            << format;
+    }
+}
+
+// What DeepSpeed would do differently from megatron-train is refused, naming the file and key.
+TEST_F(DeepSpeedRun, RefusesWhatItCannotDoNamingTheKey) {
+    struct Case {
+        std::string json, flags, message;
+    };
+    const std::vector<Case> cases{
+        {R"({"zero_optimization": {"stage": 3}})", "",
+         "\"zero_optimization.stage 3\": not supported yet: ZeRO stage 3"},
+        {R"({"optimizer": {"type": "Adam"}})", "", "\"optimizer\": not supported yet"},
+        {R"({"curriculum_learning": {"enabled": true}})", "",
+         "\"curriculum_learning\": not supported yet: DeepSpeed's curriculum learning"},
+        {R"({"bf16": {"enabled": true}})", "", "must agree with the flags (fp32)"},
+        {R"({"train_micro_batch_size_per_gpu": 4})", "",
+         "train_micro_batch_size_per_gpu 4 differs from --micro-batch-size 2"},
+        {R"({"train_batch_size": 8, "train_micro_batch_size_per_gpu": 2,
+             "gradient_accumulation_steps": 2})",
+         "", "train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step"},
+        {R"({"some_new_key": 1})", "",
+         "\"some_new_key\": not supported yet: this DeepSpeed configuration key"},
+        {R"({"fp16": {"enabled": false}})", "--num-experts 8",
+         "--num-experts 8 with --deepspeed: not supported yet: Megatron-DeepSpeed's MoE layers"},
+        {"{", "", "not a DeepSpeed JSON configuration"},
+    };
+    int n = 0;
+    for (const Case& c : cases) {
+        const std::string path = config("bad" + std::to_string(n++) + ".json", c.json);
+        const auto r =
+            mt::test::run_command(train("--deepspeed --deepspeed_config " + path + " " + c.flags));
+        EXPECT_NE(r.exit_code, 0) << c.json;
+        EXPECT_NE(r.output.find(c.message), std::string::npos) << c.json << "\n" << r.output;
+    }
+    const auto no_config = mt::test::run_command(train("--deepspeed"));
+    EXPECT_NE(no_config.output.find("--deepspeed needs --deepspeed_config"), std::string::npos)
+        << no_config.output;
+    const auto zero3 = mt::test::run_command(train("--zero-stage 3"));
+    EXPECT_NE(zero3.output.find("--zero-stage 3: not supported yet"), std::string::npos)
+        << zero3.output;
+}
+
+}  // namespace
