@@ -1,7 +1,8 @@
 // Megatron-LM's own GPT, BERT, Mamba and T5 launch configurations of core_v0.13 and core_v0.19
-// (their functional tests' model_config.yaml and example scripts,
-// tests/fixtures/megatron_scripts/configs.tsv) through our tools at tiny sizes: each line runs,
-// or is refused naming the capability we lack, as its expect column says.
+// (their functional tests' model_config.yaml and example scripts) and Megatron-DeepSpeed's
+// examples_deepspeed scripts (tests/fixtures/megatron_scripts/configs.tsv) through our tools at
+// tiny sizes: each line runs, or is refused naming the capability we lack, as its expect column
+// says.
 //
 // One test per line. ctest runs a sample (every example script, every 4th functional test of
 // each version, and core_v0.13's functional tests that run); MT_MEGATRON_SCRIPTS_ALL=1 runs
@@ -97,7 +98,8 @@ std::vector<Config> all_configs() {
         c.setup = row["setup"];
         c.note = row["note"];
         c.ranks = std::atoi(row["ranks"].c_str());
-        c.functional = c.name.find("/examples/") == std::string::npos;
+        c.functional =
+            c.name.find("/examples/") == std::string::npos && c.name.rfind("deepspeed/", 0) != 0;
         c.test_name = identifier(c.name);
         if (int n = seen[c.test_name]++; n > 0) c.test_name += "_" + std::to_string(n);
         out.push_back(c);
@@ -229,6 +231,7 @@ class MegatronScripts : public ::testing::TestWithParam<Config> {
             {"{SP_MODEL}", sentencepiece_model()},
             {"{TIKTOKEN_MODEL}", tiktoken_model()},
             {"{BERT_VOCAB}", bert_vocab()},
+            {"{DS_CONFIGS}", (fixtures / "megatron_scripts" / "ds_configs").string()},
         };
         std::string out = flags;
         for (const auto& [key, value] : subs) out = replace_all(out, key, value);

@@ -61,6 +61,11 @@ constexpr RenamedChoice kDeepSpeedChoices[] = {
     {"--normalization", "rmsnorm", "RMSNorm"},
 };
 
+// Megatron-DeepSpeed's list forms of Megatron-LM's one-value flags (--num-experts 64 64 128:
+// PR-MoE's experts per layer), joined into one comma-separated value that the tools refuse by
+// name instead of calling the rest unrecognised arguments.
+constexpr std::string_view kDeepSpeedLists[] = {"--num-experts"};
+
 // The two versions' choices of a flag: either's when both name some, none (any value) when
 // either takes any.
 std::string_view union_of_choices(std::string_view older, std::string_view newer,
@@ -477,6 +482,14 @@ std::vector<std::string> megatron_aliases(std::vector<std::string> words,
                 w = std::string(flag) + "=" + std::string(c.megatron);
             else if (eq == std::string::npos && i + 1 < words.size() && words[i + 1] == c.value)
                 words[i + 1] = c.megatron;
+        }
+        if (std::find(std::begin(kDeepSpeedLists), std::end(kDeepSpeedLists), flag) !=
+                std::end(kDeepSpeedLists) &&
+            eq == std::string::npos) {
+            size_t end = i + 1;
+            while (end < words.size() && words[end].rfind("-", 0) != 0) ++end;
+            for (size_t j = i + 2; j < end; ++j) words[i + 1] += "," + words[j];
+            if (end > i + 2) words.erase(words.begin() + i + 2, words.begin() + end);
         }
         const MegatronFlag* f = find_known_flag(flag);
         if (!f || defined.find_nothrow(name_of(f->flag), false)) continue;

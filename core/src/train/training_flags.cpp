@@ -599,6 +599,11 @@ parallel::ParallelConfig parallel_config(const TrainingFlags& f, const ModelArgs
 }
 
 void apply_deepspeed_model_args(const TrainingFlags& f, ModelArgs& model_args) {
+    if (auto experts = model_args.find("num-experts");
+        experts != model_args.end() && experts->second.find(',') != std::string::npos)
+        MT_FAIL("--num-experts ", experts->second.substr(0, 200),
+                ": not supported yet: Megatron-DeepSpeed's MoE layers (a list of experts per "
+                "layer: PR-MoE)");
     if (!f.deepspeed) return;
     // Megatron-DeepSpeed keeps the older --checkpoint-activations (Megatron-LM calls it invalid):
     // every layer recomputed in backward, the same results.

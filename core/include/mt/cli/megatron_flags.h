@@ -96,7 +96,7 @@ MT_API po::options_description megatron_options(MegatronTool tool,
 // The command-line words with Megatron's aliases of the tool's own flags replaced by them
 // (--persistent-save-interval N: --save-interval N), Megatron-DeepSpeed's names too
 // (--num-key-value-heads N: --group-query-attention --num-query-groups N; --normalization
-// rmsnorm: RMSNorm).
+// rmsnorm: RMSNorm; its per-layer --num-experts 64 128 as the one value 64,128, refused).
 MT_API std::vector<std::string> megatron_aliases(std::vector<std::string> words,
                                                  const po::options_description& defined);
 // After parsing: a usage error (po::error) for a catalogue flag's value that Megatron's parser
