@@ -392,6 +392,24 @@ TEST_F(MegatronCheckpoints, MegatronDeepSpeedsConvertedCheckpointGivesItsLogProb
     ASSERT_EQ(r.exit_code, 0) << r.output;
     expect_logprobs(printed_logprobs(r.output), f.logprobs, "converted to torch_dist");
     expect_eval_mean_loss(root / "megatron_gpt", f, 5000, dir_->path() / "ds_wiki.tokens");
+    // DeepSpeed's own checkpoint (global_step3/), read as deepspeed_to_megatron.py reads it.
+    r = score(root / "deepspeed_gpt");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    expect_logprobs(printed_logprobs(r.output), f.logprobs, "as DeepSpeed saved it");
+    const fs::path from_ds = dir_->path() / "from_deepspeed";
+    r = run_command(shell_quote(tool_path("megatron-convert")) +
+                    " --model-type GPT --loader deepspeed --saver core --load-dir " +
+                    shell_quote(root / "deepspeed_gpt") + " --save-dir " + shell_quote(from_ds) +
+                    " --target-pipeline-parallel-size 2");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    r = run_command(shell_quote(tool_path("megatron-convert")) +
+                    " --model-type GPT --loader core --saver core --load-dir " +
+                    shell_quote(from_ds) + " --save-dir " + shell_quote(from_ds / "one") +
+                    " --target-pipeline-parallel-size 1");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    r = score(from_ds / "one");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    expect_logprobs(printed_logprobs(r.output), f.logprobs, "DeepSpeed's, converted to torch PP2");
 }
 
 // What megatron-train saves holds every arg Megatron's load_args_from_checkpoint reads

@@ -97,6 +97,8 @@ std::string loader_format(const ConvertFlags& f) {
     if (f.loader == "core" || f.loader == "mcore" || f.loader == "legacy" || f.loader == "megatron")
         return "torch";
     if (f.loader == "torch_dist") return "torch_dist";
+    // Megatron-DeepSpeed's global_stepN folders (its deepspeed_to_megatron.py's input).
+    if (f.loader == "deepspeed") return "deepspeed";
     // Megatron's loader_mixtral_hf reads a Hugging Face Mixtral folder, as "hf" does.
     if (f.loader == "hf" || f.loader == "mixtral_hf") return "hf";
     if (f.loader == "llama_mistral") {
@@ -108,7 +110,8 @@ std::string loader_format(const ConvertFlags& f) {
     }
     MT_CHECK(f.loader != "llava", "not supported yet: --loader ", f.loader);
     MT_FAIL("unknown --loader ", f.loader,
-            ": supported are core, legacy, torch_dist, llama_mistral, mixtral_hf and hf");
+            ": supported are core, legacy, torch_dist, deepspeed, llama_mistral, mixtral_hf "
+            "and hf");
 }
 
 std::string saver_format(const ConvertFlags& f) {

@@ -1,5 +1,6 @@
 // Plugin entry of libmt_checkpoint_torch.so: Megatron's `torch` checkpoint format and Meta's
-// Llama consolidated.NN.pth (`llama_meta`).
+// Llama consolidated.NN.pth (`llama_meta`) and Megatron-DeepSpeed's DeepSpeed checkpoints
+// (`deepspeed`, read only).
 #include "mt/plugin.h"
 #include "register.h"
 

@@ -1,5 +1,6 @@
-// Registers the `torch` and `llama_meta` checkpoint formats into a Registry; the plugin entry
-// and the tests that link the _impl library both call it.
+// Registers the `torch`, `llama_meta` and `deepspeed` (Megatron-DeepSpeed's, read only)
+// checkpoint formats into a Registry; the plugin entry and the tests that link the _impl library
+// both call it.
 #pragma once
 
 namespace mt {

@@ -1,0 +1,238 @@
+#include "deepspeed_checkpoint.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "mt/error.h"
+#include "mt/io/torch_file.h"
+#include "torch_state.h"
+
+namespace mt::plugins::torch_ckpt {
+
+namespace fs = std::filesystem;
+using io::PyValue;
+
+namespace {
+
+constexpr const char* kRankFile = "mp_rank_00_model_states.pt";
+
+// The tag folder (global_stepN) of `dir`: `dir` itself, or the one DeepSpeed's `latest` names.
+std::optional<fs::path> find_tag_dir(const fs::path& dir) {
+    if (fs::exists(dir / kRankFile)) return dir;
+    std::ifstream latest(dir / "latest");
+    std::string tag;
+    if (!latest || !std::getline(latest, tag)) return std::nullopt;
+    tag.erase(tag.find_last_not_of(" \t\r\n") + 1);
+    if (tag.empty() || tag.find('/') != std::string::npos || !fs::exists(dir / tag / kRankFile))
+        return std::nullopt;
+    return dir / tag;
+}
+
+fs::path need_tag_dir(const fs::path& dir) {
+    auto tag = find_tag_dir(dir);
+    MT_CHECK(tag.has_value(), dir.string(),
+             ": not a DeepSpeed checkpoint (no `latest` file naming a folder with ", kRankFile,
+             ", and no ", kRankFile, " in it)");
+    return *tag;
+}
+
+// layer_LL-model_TT-model_states.pt: (LL, TT) -> file; mp_rank_TT_model_states.pt count.
+struct TagFiles {
+    std::map<std::pair<int, int>, fs::path> layers;
+    int rank_files = 0;
+};
+
+TagFiles list_files(const fs::path& tag) {
+    TagFiles f;
+    for (const auto& entry : fs::directory_iterator(tag)) {
+        const std::string name = entry.path().filename().string();
+        int layer = 0, tp = 0, n = 0;
+        if (std::sscanf(name.c_str(), "layer_%d-model_%d-model_states.pt%n", &layer, &tp, &n) ==
+                2 &&
+            size_t(n) == name.size())
+            f.layers[{layer, tp}] = entry.path();
+        else if (name.rfind("mp_rank_", 0) == 0 && name.ends_with("_model_states.pt"))
+            ++f.rank_files;
+    }
+    return f;
+}
+
+PyValue read_file(const fs::path& file) {
+    try {
+        return io::load_torch_file(file);
+    } catch (const Error& e) {
+        MT_FAIL("cannot read DeepSpeed checkpoint file ", file.string(), ": ", e.what());
+    }
+}
+
+PyValue string_dict() {
+    return PyValue::dict(true);
+}
+
+std::vector<std::string> keys_of(const PyValue& d) {
+    std::vector<std::string> out;
+    for (const auto& [k, v] : d.dict_ref().items) out.push_back(k.as_string());
+    return out;
+}
+
+std::string key_list(const PyValue& d) {
+    std::string out;
+    for (const std::string& k : keys_of(d)) {
+        if (out.size() > 200) return out + ", ...";
+        out += (out.empty() ? "" : ", ") + k;
+    }
+    return out;
+}
+
+bool has(const PyValue& d, const char* key) {
+    return d.find(key) != nullptr;
+}
+
+// The embedding layer's file ("word_embeddings.weight", ...) nested as the legacy embedding
+// module's state dict: {"word_embeddings": {"weight": ...}, ...}.
+PyValue nested(const PyValue& flat, const fs::path& file) {
+    PyValue out = string_dict();
+    for (const auto& [k, v] : flat.dict_ref().items) {
+        const std::string key = k.as_string();
+        const size_t dot = key.find('.');
+        MT_CHECK(dot != std::string::npos, file.string(), ": unexpected embedding key '",
+                 key.substr(0, 100), "'");
+        PyValue inner = string_dict();
+        inner.dict_ref().set(key.substr(dot + 1), v);
+        out.dict_ref().set(key.substr(0, dot), std::move(inner));
+    }
+    return out;
+}
+
+}  // namespace
+
+bool DeepSpeedCheckpoint::detect(const fs::path& dir) const {
+    return find_tag_dir(dir).has_value();
+}
+
+void DeepSpeedCheckpoint::save(const fs::path&, const CheckpointState&) {
+    MT_FAIL("the deepspeed format is read only: save as torch or torch_dist");
+}
+
+void DeepSpeedCheckpoint::save_ranks(const fs::path&, const CheckpointLayout&, const RankStateFn&) {
+    MT_FAIL("the deepspeed format is read only: save as torch or torch_dist");
+}
+
+CheckpointArgs DeepSpeedCheckpoint::load_args(const fs::path& dir) {
+    const fs::path file = need_tag_dir(dir) / kRankFile;
+    return args_from_py(io::load_torch_structure(file), file.string());
+}
+
+CheckpointLayout DeepSpeedCheckpoint::layout(const fs::path& dir) {
+    const fs::path tag = need_tag_dir(dir);
+    const TagFiles files = list_files(tag);
+    CheckpointLayout l;
+    if (files.layers.empty()) {  // no pipeline engine: one mp_rank file per tensor rank
+        l.tensor_parallel = files.rank_files;
+        return l;
+    }
+    const int first = files.layers.begin()->first.first;
+    l.tensor_parallel = 0;
+    for (const auto& [key, path] : files.layers) l.tensor_parallel += key.first == first;
+    MT_CHECK(files.rank_files % l.tensor_parallel == 0, tag.string(), ": ", files.rank_files,
+             " mp_rank files for ", l.tensor_parallel, " tensor ranks");
+    l.pipeline_parallel = files.rank_files / l.tensor_parallel;
+    return l;
+}
+
+CheckpointState DeepSpeedCheckpoint::load(const fs::path& dir) {
+    const CheckpointLayout l = layout(dir);
+    MT_CHECK(l.ranks() == 1, dir.string(), " holds a tensor-parallel ", l.tensor_parallel,
+             " x pipeline-parallel ", l.pipeline_parallel,
+             " DeepSpeed checkpoint, and this run has one rank: make a one-rank copy with "
+             "megatron-convert --target-tensor-parallel-size 1 --target-pipeline-parallel-size 1");
+    return load_rank(dir, 0, 0);
+}
+
+CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_rank,
+                                               int64_t pp_rank) {
+    const fs::path tag = need_tag_dir(dir);
+    const CheckpointLayout l = layout(dir);
+    MT_CHECK(tp_rank >= 0 && tp_rank < l.tensor_parallel && pp_rank >= 0 &&
+                 pp_rank < l.pipeline_parallel,
+             "no rank (tensor ", tp_rank, ", pipeline ", pp_rank, ") in the tensor-parallel ",
+             l.tensor_parallel, " x pipeline-parallel ", l.pipeline_parallel,
+             " DeepSpeed checkpoint ", tag.string());
+    const TagFiles files = list_files(tag);
+    // The args, iteration and schedule (every rank file holds the same).
+    const fs::path rank_file = tag / kRankFile;
+    const PyValue ranks = read_file(rank_file);
+    PyValue root = string_dict();
+    for (const char* key : {"args", "iteration", "checkpoint_version", "lr_scheduler"})
+        if (const PyValue* v = ranks.find(key)) root.dict_ref().set(key, *v);
+    char name[64];
+    if (files.layers.empty()) {  // --no-pipeline-parallel: the module is Megatron's state dict
+        std::snprintf(name, sizeof name, "mp_rank_%02d_model_states.pt", int(tp_rank));
+        const fs::path file = tag / name;
+        const PyValue own = tp_rank == 0 ? ranks : read_file(file);
+        const PyValue* module = own.find("module");
+        MT_CHECK(module && !module->is_none(), file.string(), ": no 'module' (the model)");
+        root.dict_ref().set("model", *module);
+        return from_py(root, file.string());
+    }
+    // The pipeline engine's layers: each file's keys say what it is.
+    PyValue embedding, final_norm, head;
+    std::vector<PyValue> layers;
+    fs::path embedding_file;
+    for (const auto& [key, file] : files.layers) {
+        if (key.second != tp_rank) continue;
+        PyValue layer = read_file(file);
+        if (has(layer, "word_embeddings.weight")) {
+            embedding = std::move(layer);
+            embedding_file = file;
+        } else if (has(layer, "input_layernorm.weight")) {
+            layers.push_back(std::move(layer));
+        } else if (has(layer, "lm_head.weight")) {
+            head = std::move(layer);
+        } else if (has(layer, "weight") && keys_of(layer).size() <= 2) {
+            final_norm = std::move(layer);
+        } else {
+            MT_FAIL(file.string(), ": not supported yet: this Megatron-DeepSpeed pipeline layer (",
+                    key_list(layer), ")");
+        }
+    }
+    MT_CHECK(!embedding.is_none() && !final_norm.is_none() && !layers.empty(), tag.string(),
+             ": expected an embedding, transformer layers and a final norm among the layer files "
+             "of tensor rank ",
+             tp_rank);
+    MT_CHECK(layers.size() % size_t(l.pipeline_parallel) == 0, tag.string(), ": ", layers.size(),
+             " transformer layers do not split evenly over ", l.pipeline_parallel,
+             " pipeline stages");
+    const size_t per_stage = layers.size() / size_t(l.pipeline_parallel);
+    const bool first = pp_rank == 0, last = pp_rank == l.pipeline_parallel - 1;
+    PyValue encoder = string_dict();
+    for (size_t i = 0; i < per_stage; ++i)
+        for (const auto& [k, v] : layers[size_t(pp_rank) * per_stage + i].dict_ref().items)
+            encoder.dict_ref().set("layers." + std::to_string(i) + "." + k.as_string(), v);
+    PyValue language_model = string_dict();
+    if (first) language_model.dict_ref().set("embedding", nested(embedding, embedding_file));
+    PyValue model = string_dict();
+    if (last) {
+        for (const auto& [k, v] : final_norm.dict_ref().items)
+            encoder.dict_ref().set("final_layernorm." + k.as_string(), v);
+        if (!head.is_none()) {
+            PyValue output = string_dict();
+            output.dict_ref().set("weight", head["lm_head.weight"]);
+            language_model.dict_ref().set("output_layer", std::move(output));
+        } else {
+            PyValue for_head = string_dict();
+            for_head.dict_ref().set("weight", embedding["word_embeddings.weight"]);
+            model.dict_ref().set("word_embeddings_for_head", std::move(for_head));
+        }
+    }
+    language_model.dict_ref().set("encoder", std::move(encoder));
+    model.dict_ref().set("language_model", std::move(language_model));
+    root.dict_ref().set("model", std::move(model));
+    return from_py(root, rank_file.string());
+}
+
+}  // namespace mt::plugins::torch_ckpt
