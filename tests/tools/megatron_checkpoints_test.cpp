@@ -410,6 +410,35 @@ TEST_F(MegatronCheckpoints, MegatronDeepSpeedsConvertedCheckpointGivesItsLogProb
     r = score(from_ds / "one");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     expect_logprobs(printed_logprobs(r.output), f.logprobs, "DeepSpeed's, converted to torch PP2");
+    // A tensor-parallel 2 x pipeline-parallel 2 run's checkpoint (its pipeline engine's layer
+    // files per tensor rank, four mp_rank files) joined into one rank: DeepSpeed's evaluation
+    // loss of the same rows (the mean over their predicted tokens).
+    const auto parallel = expected["tp2_pp2"];
+    const fs::path joined = dir_->path() / "from_deepspeed_tp2_pp2";
+    r = run_command(shell_quote(tool_path("megatron-convert")) +
+                    " --model-type GPT --loader deepspeed --saver core --load-dir " +
+                    shell_quote(root / "deepspeed_gpt_tp2_pp2") + " --save-dir " +
+                    shell_quote(joined) +
+                    " --target-tensor-parallel-size 1 --target-pipeline-parallel-size 1");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    std::string command = shell_quote(tool_path("megatron-generate")) + " --load " +
+                          shell_quote(joined) +
+                          " --tokenizer-type NullTokenizer --vocab-size 5000 --out-seq-length 0"
+                          " --return-log-probs --prompts";
+    for (auto row : parallel["tokens"].get_array()) {
+        std::vector<int64_t> ids;
+        for (auto t : row.get_array()) ids.push_back(t.get_int64());
+        command += " '" + words(ids) + "'";
+    }
+    r = run_command(command);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    double sum = 0;
+    size_t n = 0;
+    for (const auto& row : printed_logprobs(r.output))
+        for (double lp : row) sum -= lp, ++n;
+    ASSERT_EQ(n, 64u) << r.output;
+    const double loss = parallel["loss"].get_double();
+    EXPECT_NEAR(sum / double(n), loss, 1e-5 * loss) << r.output;
 }
 
 // What megatron-train saves holds every arg Megatron's load_args_from_checkpoint reads
