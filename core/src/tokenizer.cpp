@@ -9,12 +9,10 @@
 
 namespace mt {
 
-TokenizerIdentity core_v0_19_identity(std::optional<std::string> path,
+TokenizerIdentity core_v0_19_identity(const TokenizerOptions& options,
+                                      std::optional<std::string> path,
                                       std::vector<std::pair<std::string, std::string>> kwargs) {
-    TokenizerIdentity id{
-        "megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText",
-        {std::move(path)},
-        std::move(kwargs)};
+    TokenizerIdentity id{options.core_class, {std::move(path)}, std::move(kwargs)};
     id.single_path = true;
     return id;
 }

@@ -53,7 +53,11 @@ inline TokenizerOptions core_v0_19_options(simdjson::dom::element config) {
                     {"--tokenizer-model",
                      data(("tokenizers/hf/" + name.substr(0, name.find(':'))).c_str())});
     }
-    for (auto a : config["argv"].get_array()) argv.emplace_back(std::string_view(a));
+    for (auto a : config["argv"].get_array()) {  // <fixtures>/...: tests/fixtures/...
+        std::string arg{std::string_view(a)};
+        if (arg.rfind("<fixtures>", 0) == 0) arg = fixtures_dir().string() + arg.substr(10);
+        argv.push_back(arg);
+    }
     cli::TokenizerFlags flags;
     boost::program_options::variables_map vm;
     std::vector<const char*> args;
@@ -65,6 +69,16 @@ inline TokenizerOptions core_v0_19_options(simdjson::dom::element config) {
     cli::finish_tokenizer_flags(vm, flags);
     return flags.options;
 }
+
+// core_v0.19's --tokenizer-metadata configurations (make_metadata_fixture.py): make_fixtures.py's
+// fields, with the identity and chat template Megatron's tokenizer took, or the error it raised.
+struct CoreV019MetadataReference {
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    CoreV019MetadataReference()
+        : root(parser.load(
+              (fixtures_dir() / "core_v0_19_tokenizers" / "metadata_cases.json").string())) {}
+};
 
 inline std::vector<int32_t> core_v0_19_ids(simdjson::dom::element array) {
     std::vector<int32_t> ids;
@@ -84,6 +98,36 @@ inline size_t for_each_core_v0_19_config(
         ++n;
     }
     return n;
+}
+
+// A dataset identity against Megatron's unique_identifiers (the fixture's placeholders for
+// paths).
+inline void expect_core_v0_19_identity(const TokenizerIdentity& id, simdjson::dom::element identity,
+                                       const TokenizerOptions& options) {
+    EXPECT_TRUE(id.single_path);
+    EXPECT_EQ(id.class_name, std::string_view(identity["class"]));
+    size_t k = 0;
+    for (auto field : identity.get_object()) {
+        if (field.key == "class") continue;
+        if (field.key == "tokenizer_path") {
+            ASSERT_EQ(id.paths.size(), 1u);
+            EXPECT_EQ(id.paths[0].has_value(), !field.value.is_null());
+            if (!field.value.is_null() && std::string_view(field.value) == "<model>")
+                EXPECT_EQ(*id.paths[0], options.tokenizer_model);
+            else if (!field.value.is_null())
+                EXPECT_EQ(*id.paths[0], std::string_view(field.value));
+            continue;
+        }
+        ASSERT_LT(k, id.options.size());
+        EXPECT_EQ(id.options[k].first, field.key);
+        std::string want{std::string_view(field.value)};
+        if (want == "<vocab>") want = options.vocab_file;
+        if (want == "<merges>") want = options.merge_file;
+        if (want == "<model>") want = options.tokenizer_model;
+        EXPECT_EQ(id.options[k].second, want) << field.key;
+        ++k;
+    }
+    EXPECT_EQ(k, id.options.size());
 }
 
 // `tok` against one configuration. Paths in the identity are the fixture's placeholders.
@@ -106,31 +150,7 @@ inline void expect_core_v0_19_config(const Tokenizer& tok, simdjson::dom::elemen
                   want.is_null() ? std::nullopt : std::optional<int32_t>(int64_t(want)))
             << field;
     }
-    const TokenizerIdentity id = tok.dataset_identity();
-    EXPECT_TRUE(id.single_path);
-    EXPECT_EQ(id.class_name, std::string_view(config["identity"]["class"]));
-    size_t k = 0;
-    for (auto field : config["identity"].get_object()) {
-        if (field.key == "class") continue;
-        if (field.key == "tokenizer_path") {
-            ASSERT_EQ(id.paths.size(), 1u);
-            EXPECT_EQ(id.paths[0].has_value(), !field.value.is_null());
-            if (!field.value.is_null() && std::string_view(field.value) == "<model>")
-                EXPECT_EQ(*id.paths[0], options.tokenizer_model);
-            else if (!field.value.is_null())
-                EXPECT_EQ(*id.paths[0], std::string_view(field.value));
-            continue;
-        }
-        ASSERT_LT(k, id.options.size());
-        EXPECT_EQ(id.options[k].first, field.key);
-        std::string want{std::string_view(field.value)};
-        if (want == "<vocab>") want = options.vocab_file;
-        if (want == "<merges>") want = options.merge_file;
-        if (want == "<model>") want = options.tokenizer_model;
-        EXPECT_EQ(id.options[k].second, want) << field.key;
-        ++k;
-    }
-    EXPECT_EQ(k, id.options.size());
+    expect_core_v0_19_identity(tok.dataset_identity(), config["identity"], options);
     size_t failures = 0;
     for (auto c : config["cases"].get_array()) {
         const std::string_view text = c["text"];

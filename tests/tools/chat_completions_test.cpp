@@ -183,6 +183,24 @@ TEST(ChatPrompt, ReadsTheFoldersTemplatesAndNamesTheFileOfOneThatDoesNotParse) {
               std::string::npos);
 }
 
+// core_v0.19's order: --tokenizer-metadata's template, then --chat-template's, then the folders'.
+TEST(ChatPrompt, TheTokenizerMetadatasTemplateComesFirst) {
+    mt::test::TempDir folder;
+    write(folder / "tokenizer_config.json",
+          R"({"bos_token": "<s>", "chat_template": "folder {{ messages|length }}"})");
+    mt::TokenizerOptions tokenizer;
+    tokenizer.tokenizer_model = folder.path().string();
+    const ChatRequest one = chat_accepted(R"({"messages": [{"role": "user", "content": "x"}]})");
+    EXPECT_EQ(ChatPrompt::of_tokenizer(tokenizer, "", std::nullopt).render(one), "folder 1");
+    EXPECT_EQ(ChatPrompt::of_tokenizer(tokenizer, "", "given {{ bos_token }}").render(one),
+              "given <s>");
+    tokenizer.metadata_path = "meta.json";
+    tokenizer.metadata_chat_template = "metadata {{ bos_token }}";
+    const ChatPrompt chat = ChatPrompt::of_tokenizer(tokenizer, "", "given");
+    EXPECT_EQ(chat.source(), "--tokenizer-metadata meta.json");
+    EXPECT_EQ(chat.render(one), "metadata <s>");
+}
+
 TEST(CompletionStream, HoldsBackWhatALaterTokenMayChange) {
     const std::vector<std::string> none, stops{"\n\nUser:", "END"};
     EXPECT_EQ(settled_end("abc", none), 3u);

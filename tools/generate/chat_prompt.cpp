@@ -115,7 +115,8 @@ std::string template_context(const ChatRequest& r,
 }  // namespace
 
 ChatPrompt ChatPrompt::find(const std::vector<std::filesystem::path>& folders,
-                            const std::optional<std::string>& given) {
+                            const std::optional<std::string>& given,
+                            const std::string& given_where) {
     ChatPrompt prompt;
     for (const auto& folder : folders) {
         if (folder.empty() || !std::filesystem::is_directory(folder)) continue;
@@ -134,7 +135,7 @@ ChatPrompt ChatPrompt::find(const std::vector<std::filesystem::path>& folders,
         if (given) {
             if (!config) continue;
             source = *given;
-            where = "--chat-template";
+            where = given_where;
         } else if (const auto jinja_file = folder / "chat_template.jinja";
                    std::filesystem::exists(jinja_file)) {
             source = read_text(jinja_file);
@@ -170,8 +171,23 @@ ChatPrompt ChatPrompt::find(const std::vector<std::filesystem::path>& folders,
             }
         return prompt;
     }
-    if (given) prompt.use(*given, "--chat-template");  // no folder's special tokens
+    if (given) prompt.use(*given, given_where);  // no folder's special tokens
     return prompt;
+}
+
+ChatPrompt ChatPrompt::of_tokenizer(const TokenizerOptions& tokenizer, const std::string& load,
+                                    const std::optional<std::string>& given) {
+    namespace fs = std::filesystem;
+    std::vector<fs::path> folders;
+    const std::string& model = tokenizer.tokenizer_model;
+    if (!model.empty())
+        folders.push_back(fs::is_directory(model) ? fs::path(model)
+                                                  : fs::path(model).parent_path());
+    folders.emplace_back(load);
+    if (tokenizer.metadata_chat_template)
+        return find(folders, tokenizer.metadata_chat_template,
+                    "--tokenizer-metadata " + tokenizer.metadata_path);
+    return find(folders, given);
 }
 
 void ChatPrompt::use(const std::string& source, const std::string& where) {

@@ -22,13 +22,21 @@ namespace mt::generate_tool {
 
 class ChatPrompt {
   public:
-    // `given` (--chat-template's text) with the special tokens of the first of `folders` that
-    // has a tokenizer_config.json; without it, the first of `folders` that has a chat template
-    // (chat_template.jinja, or tokenizer_config.json's chat_template: a string, or the one named
-    // "default" of a list) with that folder's special tokens; none: Megatron's fallback.
-    // mt::Error naming the file (or the flag) for a template that does not parse.
+    // `given` (--chat-template's text, or --tokenizer-metadata's: `given_where` names it) with
+    // the special tokens of the first of `folders` that has a tokenizer_config.json; without it,
+    // the first of `folders` that has a chat template (chat_template.jinja, or
+    // tokenizer_config.json's chat_template: a string, or the one named "default" of a list)
+    // with that folder's special tokens; none: Megatron's fallback. mt::Error naming the file
+    // (or the flag) for a template that does not parse.
     static ChatPrompt find(const std::vector<std::filesystem::path>& folders,
-                           const std::optional<std::string>& given = std::nullopt);
+                           const std::optional<std::string>& given = std::nullopt,
+                           const std::string& given_where = "--chat-template");
+
+    // The server's: --tokenizer-metadata's chat template, else `given` (--chat-template;
+    // core_v0.19's order), else find()'s over the tokenizer's folder (a Hugging Face tokenizer's,
+    // or a tokenizer.model's) and the --load folder.
+    static ChatPrompt of_tokenizer(const TokenizerOptions& tokenizer, const std::string& load,
+                                   const std::optional<std::string>& given);
 
     // What the server's start line says: the template's file, or the fallback.
     const std::string& source() const { return source_; }

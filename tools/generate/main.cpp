@@ -21,22 +21,6 @@ namespace {
 
 using namespace mt::generate_tool;
 
-// --chat-template, else the chat template of the tokenizer's folder (a Hugging Face tokenizer's,
-// or the folder of a tokenizer.model), else of the --load folder.
-ChatPrompt chat_prompt_of(const std::string& tokenizer_model, const std::string& load,
-                          const std::optional<std::string>& given) {
-    namespace fs = std::filesystem;
-    std::vector<fs::path> folders;
-    if (!tokenizer_model.empty())
-        folders.push_back(fs::is_directory(tokenizer_model)
-                              ? fs::path(tokenizer_model)
-                              : fs::path(tokenizer_model).parent_path());
-    folders.emplace_back(load);
-    ChatPrompt chat = ChatPrompt::find(folders, given);
-    std::printf(" chat template: %s\n", chat.source().c_str());
-    return chat;
-}
-
 std::vector<CliPrompt> prompts_of(const std::vector<std::string>& texts) {
     std::vector<CliPrompt> out;
     for (const auto& text : texts) out.push_back({text, std::nullopt});
@@ -86,12 +70,13 @@ void lead(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
         run_unconditional(generator, s, flags.num_samples, flags.genfile);
     else if (flags.interactive)
         run_interactive(generator, s, std::cin, std::cout);
-    else  // run_text_generation_server.py
-        serve_api(generator, flags.load,
-                  chat_prompt_of(choice.options.tokenizer_model, flags.load, flags.chat_template),
-                  flags.host, flags.port,
+    else {  // run_text_generation_server.py
+        ChatPrompt chat = ChatPrompt::of_tokenizer(choice.options, flags.load, flags.chat_template);
+        std::printf(" chat template: %s\n", chat.source().c_str());
+        serve_api(generator, flags.load, std::move(chat), flags.host, flags.port,
                   BatchLimits{size_t(flags.inference_max_requests),
                               int64_t(flags.inference_buffer_size_gb * double(int64_t(1) << 30))});
+    }
 }
 
 int generate(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,

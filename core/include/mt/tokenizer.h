@@ -47,6 +47,14 @@ struct TokenizerOptions {
     // --null-tokenizer-pad-id (-1: none).
     std::optional<int64_t> null_eod_id;
     int64_t null_pad_id = -1;
+    // core_v0.19's --tokenizer-metadata (mt/tokenizer_metadata.h): the file, the class its
+    // model_type builds (the dataset identity's "class": DefaultTokenizerText unless it names
+    // gpt, mamba, bert or t5), and its chat template, which comes before --chat-template's.
+    std::string metadata_path;
+    std::string core_class =
+        "megatron.core.tokenizers.text.models.default_tokenizer."
+        "DefaultTokenizerText";
+    std::optional<std::string> metadata_chat_template;
 };
 
 // MegatronTokenizer.unique_identifiers: the tokenizer's part of a dataset cache key (so index
@@ -60,10 +68,12 @@ struct TokenizerIdentity {
     bool single_path = false;
 };
 
-// core_v0.19's identity (DefaultTokenizerText): one tokenizer path, a string or JSON null, and
-// the keyword arguments build_tokenizer passed it, str()-ed, in its order.
-MT_API TokenizerIdentity core_v0_19_identity(
-    std::optional<std::string> path, std::vector<std::pair<std::string, std::string>> kwargs);
+// core_v0.19's identity (its text tokenizer class, options.core_class): one tokenizer path, a
+// string or JSON null, and the keyword arguments build_tokenizer passed it, str()-ed, in its
+// order.
+MT_API TokenizerIdentity
+core_v0_19_identity(const TokenizerOptions& options, std::optional<std::string> path,
+                    std::vector<std::pair<std::string, std::string>> kwargs);
 // The keyword arguments core_v0.19's build_tokenizer passes transformers' tokenizers, with
 // `additional` as additional_special_tokens: MegatronHFTokenizer's (GPT2BPETokenizer,
 // BertWordPiece*), or HuggingFaceTokenizer's (`hugging_face`: chat_template first,

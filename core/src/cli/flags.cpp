@@ -8,6 +8,7 @@
 #include "mt/error.h"
 #include "mt/plugin_loader.h"
 #include "mt/registry.h"
+#include "mt/tokenizer_metadata.h"
 
 namespace mt::cli {
 
@@ -61,7 +62,11 @@ po::options_description tokenizer_flags(TokenizerFlags& out, bool required,
         "null-tokenizer-pad-id", po::value<int64_t>(),
         "core_v0.19's NullTokenizer: the pad id (default -1, none)")(
         "tokenizer-hf-no-use-fast", po::bool_switch(),
-        "core_v0.19: transformers' slow tokenizers (refused: not supported yet)");
+        "core_v0.19: transformers' slow tokenizers (refused: not supported yet)")(
+        "tokenizer-metadata", po::value<std::string>(),
+        "core_v0.19: the tokenizer's metadata JSON (MegatronTokenizer.write_metadata's): its "
+        "library must be --tokenizer-type's, its model_type names the tokenizer class of the "
+        "dataset identity, its chat_template comes before --chat-template's");
     return g;
 }
 
@@ -98,10 +103,15 @@ void finish_tokenizer_flags(const po::variables_map& vm, TokenizerFlags& out) {
         o.null_eod_id = vm["null-tokenizer-eod-id"].as<int64_t>();
     if (vm.count("null-tokenizer-pad-id"))
         o.null_pad_id = vm["null-tokenizer-pad-id"].as<int64_t>();
+    if (vm.count("tokenizer-metadata")) {
+        o.metadata_path = vm["tokenizer-metadata"].as<std::string>();
+        // (Without a type here, the checkpoint's: read once that is known.)
+        if (!out.type.empty()) read_tokenizer_metadata(o.metadata_path, out.type, o);
+    }
     const bool newer_flags = o.sentencepiece_legacy || !o.sentencepiece_ignore_extra_whitespaces ||
                              o.special_tokens || !o.hf_include_special_tokens ||
                              o.trust_remote_code || o.null_eod_id ||
-                             vm.count("null-tokenizer-pad-id");
+                             vm.count("null-tokenizer-pad-id") || vm.count("tokenizer-metadata");
     if (vm.count("tokenizer-classes")) {
         const std::string classes = vm["tokenizer-classes"].as<std::string>();
         MT_CHECK(classes == "core_v0.13" || classes == "core_v0.19",

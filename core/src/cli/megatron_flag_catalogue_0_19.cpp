@@ -397,7 +397,6 @@ constexpr CatalogueEntry kCatalogue[] = {
     // tokenizer
     {"--padded-vocab-size", kDefined},
     {"--no-pad-vocab-size", refuse("an unpadded vocabulary (--no-pad-vocab-size)")},
-    {"--tokenizer-metadata", refuse("tokenizer metadata files (--tokenizer-metadata)")},
     {"--chat-template",
      accept("the tokenizer's chat template, which only chat requests render (megatron-generate's "
             "chat endpoint reads it): pretraining and the evaluation tasks never do")},

@@ -12,6 +12,7 @@
 #include "mt/nn/inference_state.h"
 #include "mt/nn/parameter.h"
 #include "mt/parallel/parallel_state.h"
+#include "mt/tokenizer_metadata.h"
 
 namespace mt::infer {
 
@@ -118,7 +119,10 @@ LoadedModel load_for_inference(Registry& registry, const ModelFamily& family,
     return out;
 }
 
-TokenizerChoice tokenizer_choice(const std::string& type, TokenizerOptions options,
+namespace {
+
+// tokenizer_choice's type and options, before --tokenizer-metadata is read against the type.
+TokenizerChoice choose_tokenizer(const std::string& type, TokenizerOptions options,
                                  const std::filesystem::path& dir, const CheckpointArgs& saved,
                                  const std::string& default_type, bool model_from_args) {
     if (!type.empty()) return {type, options};
@@ -188,6 +192,19 @@ TokenizerChoice tokenizer_choice(const std::string& type, TokenizerOptions optio
     MT_FAIL("--tokenizer-type is required: the checkpoint in ", dir.string(),
             " names no tokenizer (its args have no tokenizer_type, and a Hugging Face folder "
             "has no tokenizer.json, vocab.json + merges.txt, vocab.txt or tokenizer.model)");
+}
+
+}  // namespace
+
+TokenizerChoice tokenizer_choice(const std::string& type, TokenizerOptions options,
+                                 const std::filesystem::path& dir, const CheckpointArgs& saved,
+                                 const std::string& default_type, bool model_from_args) {
+    TokenizerChoice choice =
+        choose_tokenizer(type, std::move(options), dir, saved, default_type, model_from_args);
+    // --tokenizer-metadata, read against the type chosen.
+    if (!choice.options.metadata_path.empty())
+        read_tokenizer_metadata(choice.options.metadata_path, choice.type, choice.options);
+    return choice;
 }
 
 std::unique_ptr<Tokenizer> tokenizer_for(Registry& registry, const std::string& type,

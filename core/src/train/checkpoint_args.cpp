@@ -164,6 +164,10 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
         set_arg(a, "trust_remote_code", o.trust_remote_code);
         set_arg(a, "null_tokenizer_eod_id", optional_arg(o.null_eod_id));
         set_arg(a, "null_tokenizer_pad_id", o.null_pad_id);
+        set_arg(a, "metadata_path",
+                o.metadata_path.empty()
+                    ? ArgValue{}
+                    : ArgValue{std::filesystem::absolute(o.metadata_path).string()});
     }
     // Megatron keeps the tokenizer's files in the args; generation and evaluation take them
     // from there when not given.

@@ -61,8 +61,8 @@ CoreGpt2BpeTokenizer::CoreGpt2BpeTokenizer(const TokenizerOptions& options,
         eot;
     const std::vector<std::string> additional =
         options.special_tokens.value_or(std::vector<std::string>{});
-    identity_ =
-        core_v0_19_identity(std::string(name()), transformers_kwargs(options, additional, false));
+    identity_ = core_v0_19_identity(options, std::string(name()),
+                                    transformers_kwargs(options, additional, false));
     for (const std::string& token : additional) additional_.emplace_back(token, added_.id(token));
 }
 

@@ -49,7 +49,7 @@ CoreHfTokenizer::CoreHfTokenizer(const TokenizerOptions& options, TokenizerSpec 
     special_ids_.mask = id_of("mask_token");
     const std::vector<std::string> additional =
         options.special_tokens.value_or(std::vector<std::string>{});
-    identity_ = core_v0_19_identity(options.tokenizer_model,
+    identity_ = core_v0_19_identity(options, options.tokenizer_model,
                                     transformers_kwargs(options, additional, true));
     for (const std::string& token : additional)
         additional_.emplace_back(token, *token_id(spec, token));

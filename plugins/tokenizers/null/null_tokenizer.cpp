@@ -54,7 +54,9 @@ NullTokenizer::NullTokenizer(const TokenizerOptions& options) {
                  id);
     special_.eod = static_cast<int32_t>(eod);
     special_.pad = static_cast<int32_t>(pad);
-    identity_ = core_v0_19_identity(std::nullopt, {{"vocab_size", std::to_string(n)}});
+    // (build_tokenizer gives the null types their own metadata: --tokenizer-metadata is unread.)
+    identity_ =
+        core_v0_19_identity(TokenizerOptions{}, std::nullopt, {{"vocab_size", std::to_string(n)}});
     if (options.null_eod_id) identity_.options.emplace_back("eod_id", std::to_string(eod));
     identity_.options.emplace_back("pad_id", std::to_string(pad));
 }

@@ -127,7 +127,7 @@ std::string CoreSentencePieceTokenizer::decode(std::span<const int32_t> ids) con
 
 TokenizerIdentity CoreSentencePieceTokenizer::dataset_identity() const {
     return core_v0_19_identity(
-        options_.tokenizer_model,
+        options_, options_.tokenizer_model,
         {{"chat_template", "None"},
          {"ignore_extra_whitespaces",
           text::python_bool(options_.sentencepiece_ignore_extra_whitespaces)},

@@ -160,7 +160,8 @@ TikTokenizer::TikTokenizer(const TokenizerOptions& options, Loaded l)
         std::sort(special_lengths_.rbegin(), special_lengths_.rend());
         // DefaultTokenizerText records build_tokenizer's keyword arguments, the pattern and
         // vocab_size only where their flags were given.
-        identity_ = core_v0_19_identity(options.tokenizer_model, {{"chat_template", "None"}});
+        identity_ =
+            core_v0_19_identity(options, options.tokenizer_model, {{"chat_template", "None"}});
         if (!options.tiktoken_pattern.empty())
             identity_.options.emplace_back("pattern", options.tiktoken_pattern);
         if (options.vocab_size)

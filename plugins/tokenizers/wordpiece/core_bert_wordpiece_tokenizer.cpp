@@ -53,8 +53,8 @@ CoreBertWordPieceTokenizer::CoreBertWordPieceTokenizer(const TokenizerOptions& o
     special_.pad = vocab_.special_id("[PAD]");
     special_.mask = vocab_.special_id("[MASK]");
     const std::vector<std::string> additional = additional_tokens(options, lower_case);
-    identity_ =
-        core_v0_19_identity(std::string(name()), transformers_kwargs(options, additional, false));
+    identity_ = core_v0_19_identity(options, std::string(name()),
+                                    transformers_kwargs(options, additional, false));
     for (const std::string& token : additional) additional_.emplace_back(token, added_.id(token));
 }
 
