@@ -117,6 +117,34 @@ TEST_F(DeepSpeedRun, TokenScheduleResumes) {
     }
 }
 
+// --kill-switch-file: a file present at the start ends the run before training; one that appears
+// ends it after the iteration, with a checkpoint of that iteration (one already saved there
+// counts).
+TEST_F(DeepSpeedRun, KillSwitchFileStopsAndSaves) {
+    const auto kill = dir / "kill";
+    mt::test::write_file(kill, "");
+    auto r = mt::test::run_command(train("--kill-switch-file " + q(kill)));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("Detected kill switch at " + kill.string() + ". Exiting"),
+              std::string::npos)
+        << r.output;
+    EXPECT_TRUE(mt::test::logged_values(r.output, "lm loss").empty()) << r.output;
+    std::filesystem::remove(kill);
+    // The checkpoint tracker written by --save-interval 2 as the kill switch: it appears with
+    // iteration 2's save, after which the run stops (saving nothing more).
+    const auto ckpt = dir / "ckpt";
+    const auto tracker = ckpt / "latest_checkpointed_iteration.txt";
+    r = mt::test::run_command(train("--kill-switch-file " + q(tracker) + " --save " + q(ckpt) +
+                                    " --save-interval 2 --ckpt-format torch"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(
+        r.output.find("Detected kill switch at " + tracker.string() + ", iteration=2. Exiting"),
+        std::string::npos)
+        << r.output;
+    EXPECT_EQ(mt::test::logged_values(r.output, "lm loss").size(), 2u) << r.output;
+    EXPECT_EQ(mt::test::read_file(tracker), "2");
+}
+
 // What DeepSpeed would do differently from megatron-train is refused, naming the file and key.
 TEST_F(DeepSpeedRun, RefusesWhatItCannotDoNamingTheKey) {
     struct Case {

@@ -110,6 +110,11 @@ int train(mt::train::TrainingFlags flags, const mt::cli::TokenizerFlags& tf,
           const std::vector<mt::FlagInfo>& model_flags, const mt::parallel::ParallelState& state) {
     mt::Communicator& world = state.world();
     const RankPrinter out{world.rank() == world.size() - 1, world.rank() == 0};
+    if (!flags.kill_switch_file.empty() && std::filesystem::exists(flags.kill_switch_file)) {
+        if (out.first)  // Megatron-DeepSpeed's pretrain(), before the model is built
+            std::printf("Detected kill switch at %s. Exiting\n", flags.kill_switch_file.c_str());
+        return 0;
+    }
     // The format this run saves in (--save, or Megatron's --ckpt-convert-format), if any.
     const std::optional<std::string> saving = flags.ckpt_convert_format ? flags.ckpt_convert_format
                                               : flags.save
@@ -239,6 +244,12 @@ int train(mt::train::TrainingFlags flags, const mt::cli::TokenizerFlags& tf,
     switch (reason) {
         case mt::train::StopReason::signal:
             if (out.first) std::printf("exiting program after receiving SIGTERM.\n");
+            return 0;
+        case mt::train::StopReason::kill_switch:  // Megatron-DeepSpeed's message
+            if (out.first)
+                std::printf("Detected kill switch at %s, iteration=%lld. Exiting\n",
+                            flags.kill_switch_file.c_str(),
+                            static_cast<long long>(trainer.iteration()));
             return 0;
         case mt::train::StopReason::exit_interval:
             if (out.first)

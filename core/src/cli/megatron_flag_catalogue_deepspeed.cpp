@@ -52,9 +52,7 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--embedding-weights-in-fp32",
      refuse_unless("embedding weights kept in fp32 in a bf16 / fp16 model",
                    "bf16=false,fp16=false")},
-    {"--kill-switch-file",
-     refuse("a kill-switch file that ends the run when it appears (--kill-switch-file)"),
-     kTrainingOnly},
+    {"--kill-switch-file", kDefined, kTrainingOnly},
     // training
     {"--enable-zbh1-pipeline", refuse("the zero-bubble (ZB-H1) pipeline schedule"), kTrainingOnly},
     {"--enable-zbh1-exact-semantics", refuse("the zero-bubble (ZB-H1) pipeline schedule"),

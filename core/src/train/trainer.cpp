@@ -831,6 +831,12 @@ StopReason Trainer::run_iterations(const data::SampleDataset& train_data,
             if (save_ && !saved) save_();
             return StopReason::exit_interval;
         }
+        // Megatron-DeepSpeed's kill switch, last in its loop (any rank seeing the file stops all).
+        if (!options_.kill_switch_file.empty() &&
+            agreed(std::filesystem::exists(options_.kill_switch_file), false).first) {
+            if (save_ && !saved) save_();
+            return StopReason::kill_switch;
+        }
         if (after_iteration_) after_iteration_();
     }
     return StopReason::finished;

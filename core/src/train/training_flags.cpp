@@ -333,7 +333,10 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
         "lr-warmup-tokens", po::value<int64_t>(),
         "warm the learning rate up over this many tokens (instead of iterations or samples)")(
         "lr-decay-tokens", po::value<int64_t>(),
-        "decay the learning rate over this many tokens (instead of iterations or samples)");
+        "decay the learning rate over this many tokens (instead of iterations or samples)")(
+        "kill-switch-file", po::value(&f.kill_switch_file),
+        "exit at the start if this file exists, and once it appears after an iteration, saving "
+        "a checkpoint first (with --save)");
     return {training, cli::precision_flags(), distributed, lr, opt, ckpt, data, logging, deepspeed};
 }
 
@@ -670,6 +673,7 @@ train::TrainerOptions trainer_options(const TrainingFlags& f) {
     o.train_iters = *f.schedule.train_iters;
     o.train_tokens = f.train_tokens;
     o.tokens_per_sample = f.tokens_per_sample;
+    o.kill_switch_file = f.kill_switch_file;
     o.log_interval = f.log_interval;
     o.eval_interval = f.eval_interval;
     o.eval_iters = f.eval_iters;

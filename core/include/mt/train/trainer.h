@@ -72,6 +72,9 @@ struct TrainerOptions {
     // Tokens per training sample (the sequence length), counted for token-based learning-rate
     // schedules and --train-tokens.
     int64_t tokens_per_sample = 0;
+    // Megatron-DeepSpeed's --kill-switch-file: once it exists (on any rank), training saves (as
+    // for SIGTERM) and stops after the iteration.
+    std::string kill_switch_file;
     int64_t log_interval = 100;
     int64_t eval_interval = 1000;
     int64_t eval_iters = 100;
@@ -140,7 +143,14 @@ using NamedLosses = std::vector<std::pair<std::string, double>>;
 
 // Why train() returned.
 // result_validation: the re-run engine stops the run (Trainer::exit_code(): Megatron's 16 or 17).
-enum class StopReason { finished, exit_interval, exit_duration, signal, result_validation };
+enum class StopReason {
+    finished,
+    exit_interval,
+    exit_duration,
+    signal,
+    kill_switch,
+    result_validation
+};
 
 class MT_API Trainer {
   public:

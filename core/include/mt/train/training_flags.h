@@ -55,6 +55,7 @@ struct TrainingFlags {
     std::optional<train::DeepSpeedConfig> deepspeed;
     std::string deepspeed_config_path;
     std::optional<int64_t> train_tokens;       // Megatron-DeepSpeed's --train-tokens
+    std::string kill_switch_file;              // Megatron-DeepSpeed's --kill-switch-file
     int64_t tokens_per_sample = 0;             // the sequence length (settle_batch_sizes)
     bool exit_on_missing_checkpoint = false;   // --exit-on-missing-checkpoint
     bool skip_train = false;                   // --skip-train: the final evaluations only
