@@ -1,6 +1,8 @@
 // Megatron-DeepSpeed's launch flags through megatron-train: its spellings of Megatron-LM's model
-// flags, --deepspeed with a DeepSpeed configuration, and its token-based schedule and stop.
+// flags, --deepspeed with a DeepSpeed configuration, its token-based schedule and stop, and a
+// run of Megatron-DeepSpeed itself continued.
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 #include <string>
 #include <vector>
@@ -143,6 +145,40 @@ TEST_F(DeepSpeedRun, KillSwitchFileStopsAndSaves) {
         << r.output;
     EXPECT_EQ(mt::test::logged_values(r.output, "lm loss").size(), 2u) << r.output;
     EXPECT_EQ(mt::test::read_file(tracker), "2");
+}
+
+// Megatron-DeepSpeed's own run (tests/fixtures/megatron_deepspeed/make_fixture.py step 5: its
+// pretrain_gpt.py with DeepSpeed, SGD, gradient_clipping 0.5, a checkpoint each iteration):
+// megatron-train with its flags and DeepSpeed configuration, resuming from its first checkpoint,
+// logs the losses it logged next (iteration 3's after an update clipped by the configuration).
+TEST(DeepSpeedResume, ContinuesMegatronDeepSpeedsOwnRun) {
+    const auto data = mt::test::test_data("megatron_indexed");
+    if (!data) GTEST_SKIP() << "MEGATRON_TEST_DATA not set: no Megatron-DeepSpeed run's data";
+    const auto root = mt::test::fixtures_dir() / "megatron_deepspeed";
+    simdjson::dom::parser parser;
+    const simdjson::dom::element run = parser.load((root / "expected.json").string())["sgd_resume"];
+    TempDir work;
+    mt::test::write_file(work / "ds_config.json", simdjson::to_string(run["ds_config"]));
+    std::string command = mt::test::tool_path("megatron-train").string();
+    for (auto word : run["flags"].get_array()) {
+        std::string w{std::string_view(word)};
+        for (const auto& [from, to] :
+             {std::pair<std::string, std::string>{"<data>", data->string()},
+              {"<work>", work.path().string()}})
+            if (w.rfind(from, 0) == 0) w = to + w.substr(from.size());
+        command += " " + q(w);
+    }
+    command += " --load " + q(root / "deepspeed_gpt_sgd") + " --data-cache-path " +
+               q(work / "cache") + " 2>&1";
+    const auto r = mt::test::run_command(command);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    std::vector<double> theirs;
+    for (auto v : run["lm_loss"].get_array()) theirs.push_back(double(v));
+    ASSERT_EQ(theirs.size(), 3u);
+    const auto ours = mt::test::logged_values(r.output, "lm loss");
+    ASSERT_EQ(ours.size(), 2u) << r.output;
+    for (size_t i = 0; i < 2; ++i)
+        EXPECT_NEAR(ours[i], theirs[i + 1], 2e-6 * theirs[i + 1]) << "iteration " << i + 2;
 }
 
 // What DeepSpeed would do differently from megatron-train is refused, naming the file and key.

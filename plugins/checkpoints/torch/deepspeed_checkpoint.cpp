@@ -108,6 +108,23 @@ PyValue nested(const PyValue& flat, const fs::path& file) {
     return out;
 }
 
+// from_py's state; an optimizer it cannot pair with the model is left out, saying why (the
+// model still loads; resuming then asks for --no-load-optim).
+CheckpointState with_optimizer(PyValue& root, const fs::path& file, std::string not_read) {
+    if (not_read.empty()) {
+        try {
+            return from_py(root, file.string());
+        } catch (const Error& e) {
+            not_read = std::string("DeepSpeed's optimizer state is not read: ") + e.what();
+            root.dict_ref().set("optimizer", PyValue());
+        }
+    }
+    CheckpointState state = from_py(root, file.string());
+    state.optimizer.reset();
+    state.optimizer_not_loaded = not_read;
+    return state;
+}
+
 }  // namespace
 
 bool DeepSpeedCheckpoint::detect(const fs::path& dir) const {
@@ -169,6 +186,17 @@ CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_r
     PyValue root = string_dict();
     for (const char* key : {"args", "iteration", "checkpoint_version", "lr_scheduler"})
         if (const PyValue* v = ranks.find(key)) root.dict_ref().set(key, *v);
+    // The optimizer state of a one-rank run whose DeepSpeed engine kept the torch optimizer
+    // Megatron-DeepSpeed built (fp32, ZeRO stage 0): its parameters in the model's order.
+    std::string optimizer_not_read =
+        "DeepSpeed's optimizer state of this checkpoint is not read (a mixed-precision or ZeRO "
+        "optimizer, or several ranks)";
+    if (const PyValue* o = ranks.find("optimizer"); o && o->kind() == io::PyKind::dict &&
+                                                    o->find("param_groups") && o->find("state") &&
+                                                    l.ranks() == 1) {
+        root.dict_ref().set("optimizer", *o);
+        optimizer_not_read.clear();
+    }
     char name[64];
     if (files.layers.empty()) {  // --no-pipeline-parallel: the module is Megatron's state dict
         std::snprintf(name, sizeof name, "mp_rank_%02d_model_states.pt", int(tp_rank));
@@ -177,7 +205,7 @@ CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_r
         const PyValue* module = own.find("module");
         MT_CHECK(module && !module->is_none(), file.string(), ": no 'module' (the model)");
         root.dict_ref().set("model", *module);
-        return from_py(root, file.string());
+        return with_optimizer(root, file, optimizer_not_read);
     }
     // The pipeline engine's layers: each file's keys say what it is.
     PyValue embedding, final_norm, head;
@@ -232,7 +260,7 @@ CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_r
     language_model.dict_ref().set("encoder", std::move(encoder));
     model.dict_ref().set("language_model", std::move(language_model));
     root.dict_ref().set("model", std::move(model));
-    return from_py(root, rank_file.string());
+    return with_optimizer(root, rank_file, optimizer_not_read);
 }
 
 }  // namespace mt::plugins::torch_ckpt
