@@ -148,15 +148,16 @@ TEST_F(DeepSpeedRun, KillSwitchFileStopsAndSaves) {
 }
 
 // Megatron-DeepSpeed's own run (tests/fixtures/megatron_deepspeed/make_fixture.py step 5: its
-// pretrain_gpt.py with DeepSpeed, SGD, gradient_clipping 0.5, a checkpoint each iteration):
-// megatron-train with its flags and DeepSpeed configuration, resuming from its first checkpoint,
-// logs the losses it logged next (iteration 3's after an update clipped by the configuration).
+// pretrain_gpt.py with DeepSpeed, Adam, gradient_clipping 0.5, a checkpoint each iteration):
+// megatron-train with its flags and DeepSpeed configuration, resuming from its first checkpoint
+// (weights, Adam's moments, the schedule), logs the losses it logged next (iteration 3's after an
+// update clipped by the configuration).
 TEST(DeepSpeedResume, ContinuesMegatronDeepSpeedsOwnRun) {
     const auto data = mt::test::test_data("megatron_indexed");
     if (!data) GTEST_SKIP() << "MEGATRON_TEST_DATA not set: no Megatron-DeepSpeed run's data";
     const auto root = mt::test::fixtures_dir() / "megatron_deepspeed";
     simdjson::dom::parser parser;
-    const simdjson::dom::element run = parser.load((root / "expected.json").string())["sgd_resume"];
+    const simdjson::dom::element run = parser.load((root / "expected.json").string())["resume"];
     TempDir work;
     mt::test::write_file(work / "ds_config.json", simdjson::to_string(run["ds_config"]));
     std::string command = mt::test::tool_path("megatron-train").string();
@@ -168,7 +169,7 @@ TEST(DeepSpeedResume, ContinuesMegatronDeepSpeedsOwnRun) {
             if (w.rfind(from, 0) == 0) w = to + w.substr(from.size());
         command += " " + q(w);
     }
-    command += " --load " + q(root / "deepspeed_gpt_sgd") + " --data-cache-path " +
+    command += " --load " + q(root / "deepspeed_gpt_resume") + " --data-cache-path " +
                q(work / "cache") + " 2>&1";
     const auto r = mt::test::run_command(command);
     ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -177,8 +178,12 @@ TEST(DeepSpeedResume, ContinuesMegatronDeepSpeedsOwnRun) {
     ASSERT_EQ(theirs.size(), 3u);
     const auto ours = mt::test::logged_values(r.output, "lm loss");
     ASSERT_EQ(ours.size(), 2u) << r.output;
+    // (Iteration 3 follows an Adam step: its normalised update turns rounding-level differences
+    // of near-zero gradient elements into whole steps of those elements, about 3e-6 of the loss
+    // here; a step without the loaded moments, or with L2 in place of decoupled weight decay,
+    // moves it by 1e-3.)
     for (size_t i = 0; i < 2; ++i)
-        EXPECT_NEAR(ours[i], theirs[i + 1], 2e-6 * theirs[i + 1]) << "iteration " << i + 2;
+        EXPECT_NEAR(ours[i], theirs[i + 1], 1e-5 * theirs[i + 1]) << "iteration " << i + 2;
 }
 
 // What DeepSpeed would do differently from megatron-train is refused, naming the file and key.
