@@ -169,9 +169,15 @@ TEST(DeepSpeedResume, ContinuesMegatronDeepSpeedsOwnRun) {
             if (w.rfind(from, 0) == 0) w = to + w.substr(from.size());
         command += " " + q(w);
     }
-    command += " --load " + q(root / "deepspeed_gpt_resume") + " --data-cache-path " +
-               q(work / "cache") + " 2>&1";
-    const auto r = mt::test::run_command(command);
+    command += " --data-cache-path " + q(work / "cache");
+    // --load-tag names the tag folder to resume, as DeepSpeed's load_checkpoint(tag=...) does.
+    const auto missing = mt::test::run_command(
+        command + " --load " + q(root / "deepspeed_gpt_resume") + " --load-tag global_step7 2>&1");
+    EXPECT_NE(missing.output.find("--load-tag global_step7: no such DeepSpeed checkpoint tag"),
+              std::string::npos)
+        << missing.output;
+    const auto r = mt::test::run_command(command + " --load " + q(root / "deepspeed_gpt_resume") +
+                                         " --load-tag global_step1 2>&1");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     std::vector<double> theirs;
     for (auto v : run["lm_loss"].get_array()) theirs.push_back(double(v));

@@ -93,9 +93,10 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--lr-decay-tokens", kDefined, kTrainingOnly},
     {"--lr-warmup-tokens", kDefined, kTrainingOnly},
     // checkpointing
-    {"--load-tag", refuse("loading a DeepSpeed checkpoint tag (global_stepN folders)")},
+    {"--load-tag", kDefined, kTrainingOnly},
     {"--no-load-lr-state",
-     refuse("resuming without the checkpoint's learning-rate schedule (--no-load-lr-state)"),
+     accept("Megatron-DeepSpeed's load_checkpoint never reads it: the schedule is resumed "
+            "either way"),
      kTrainingOnly},
     {"--universal-checkpoint", refuse("DeepSpeed universal checkpoints")},
     // mixed precision

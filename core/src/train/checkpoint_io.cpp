@@ -127,7 +127,21 @@ bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& par
     const bool first = run.world().rank() == 0;
     const std::filesystem::path dir = *flags.load;
     const std::filesystem::path tracker = checkpoint_tracker(dir);
-    if (!std::filesystem::exists(tracker)) {
+    // Megatron reads whichever format the directory holds, whatever --ckpt-format says; without
+    // its tracker file, only a format of Megatron's own training loops that finds its own
+    // (Megatron-DeepSpeed's `latest`, or a DeepSpeed tag folder) is a checkpoint to resume.
+    std::unique_ptr<CheckpointFormat> format;
+    if (std::filesystem::exists(tracker)) {
+        format = detect_checkpoint_format(Registry::global(), dir);
+    } else {
+        try {
+            format = detect_checkpoint_format(Registry::global(), dir);
+        } catch (const Error&) {
+        }
+        if (format && format->detection_order() == CheckpointFormat::DetectionOrder::other)
+            format.reset();
+    }
+    if (!format) {
         if (first) {
             std::printf("WARNING: could not find the metadata file %s\n", tracker.string().c_str());
             if (!flags.exit_on_missing_checkpoint)
@@ -135,8 +149,6 @@ bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& par
         }
         return false;
     }
-    // Megatron reads whichever format the directory holds, whatever --ckpt-format says.
-    auto format = detect_checkpoint_format(Registry::global(), dir);
     if (!format->set_verify_integrity(flags.verify_integrity) && first)
         std::printf(
             "WARNING: --verify-integrity checks torch_dist checkpoints only: %s holds a %s "

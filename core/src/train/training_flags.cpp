@@ -1,5 +1,6 @@
 #include "mt/train/training_flags.h"
 
+#include <filesystem>
 #include <tuple>
 #include <utility>
 
@@ -334,6 +335,9 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
         "warm the learning rate up over this many tokens (instead of iterations or samples)")(
         "lr-decay-tokens", po::value<int64_t>(),
         "decay the learning rate over this many tokens (instead of iterations or samples)")(
+        "load-tag", po::value<std::string>(),
+        "with --deepspeed and --load: the DeepSpeed checkpoint tag to resume (a global_stepN "
+        "folder of --load) instead of the one its `latest` file names")(
         "kill-switch-file", po::value(&f.kill_switch_file),
         "exit at the start if this file exists, and once it appears after an iteration, saving "
         "a checkpoint first (with --save)");
@@ -489,6 +493,14 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
     read_optional(vm, "exit-duration-in-mins", f.exit_duration_in_mins);
     read_optional(vm, "save", f.save);
     read_optional(vm, "load", f.load);
+    // Megatron-DeepSpeed's load_checkpoint(tag=--load-tag) under --deepspeed: that tag's folder.
+    if (vm.count("load-tag") && f.load && f.deepspeed) {
+        const std::string tag = vm["load-tag"].as<std::string>();
+        const std::filesystem::path folder = std::filesystem::path(*f.load) / tag;
+        MT_CHECK(std::filesystem::is_directory(folder), "--load-tag ", tag.substr(0, 200),
+                 ": no such DeepSpeed checkpoint tag in ", *f.load);
+        f.load = folder.string();
+    }
     read_optional(vm, "save-interval", f.save_interval);
     read_optional(vm, "ckpt-convert-format", f.ckpt_convert_format);
     read_optional(vm, "ckpt-convert-save", f.ckpt_convert_save);
