@@ -379,14 +379,17 @@ TEST_F(MegatronCheckpoints, MegatronDeepSpeedsConvertedCheckpointGivesItsLogProb
         for (const auto& row : f.tokens) command += " '" + words(row) + "'";
         return run_command(command);
     };
+    auto convert = [&](const std::string& flags) {
+        return run_command(shell_quote(tool_path("megatron-convert")) + " --model-type GPT " +
+                           flags);
+    };
     auto r = score(root / "megatron_gpt");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     expect_logprobs(printed_logprobs(r.output), f.logprobs, "as deepspeed_to_megatron wrote it");
     const fs::path out = dir_->path() / "from_megatron_deepspeed";
-    r = run_command(shell_quote(tool_path("megatron-convert")) +
-                    " --model-type GPT --loader legacy --saver torch_dist --load-dir " +
-                    shell_quote(root / "megatron_gpt") + " --save-dir " + shell_quote(out) +
-                    " --target-tensor-parallel-size 2");
+    r = convert("--loader legacy --saver torch_dist --load-dir " +
+                shell_quote(root / "megatron_gpt") + " --save-dir " + shell_quote(out) +
+                " --target-tensor-parallel-size 2");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     r = score(out);
     ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -397,15 +400,12 @@ TEST_F(MegatronCheckpoints, MegatronDeepSpeedsConvertedCheckpointGivesItsLogProb
     ASSERT_EQ(r.exit_code, 0) << r.output;
     expect_logprobs(printed_logprobs(r.output), f.logprobs, "as DeepSpeed saved it");
     const fs::path from_ds = dir_->path() / "from_deepspeed";
-    r = run_command(shell_quote(tool_path("megatron-convert")) +
-                    " --model-type GPT --loader deepspeed --saver core --load-dir " +
-                    shell_quote(root / "deepspeed_gpt") + " --save-dir " + shell_quote(from_ds) +
-                    " --target-pipeline-parallel-size 2");
+    r = convert("--loader deepspeed --saver core --load-dir " +
+                shell_quote(root / "deepspeed_gpt") + " --save-dir " + shell_quote(from_ds) +
+                " --target-pipeline-parallel-size 2");
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    r = run_command(shell_quote(tool_path("megatron-convert")) +
-                    " --model-type GPT --loader core --saver core --load-dir " +
-                    shell_quote(from_ds) + " --save-dir " + shell_quote(from_ds / "one") +
-                    " --target-pipeline-parallel-size 1");
+    r = convert("--loader core --saver core --load-dir " + shell_quote(from_ds) + " --save-dir " +
+                shell_quote(from_ds / "one") + " --target-pipeline-parallel-size 1");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     r = score(from_ds / "one");
     ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -415,11 +415,9 @@ TEST_F(MegatronCheckpoints, MegatronDeepSpeedsConvertedCheckpointGivesItsLogProb
     // loss of the same rows (the mean over their predicted tokens).
     const auto parallel = expected["tp2_pp2"];
     const fs::path joined = dir_->path() / "from_deepspeed_tp2_pp2";
-    r = run_command(shell_quote(tool_path("megatron-convert")) +
-                    " --model-type GPT --loader deepspeed --saver core --load-dir " +
-                    shell_quote(root / "deepspeed_gpt_tp2_pp2") + " --save-dir " +
-                    shell_quote(joined) +
-                    " --target-tensor-parallel-size 1 --target-pipeline-parallel-size 1");
+    r = convert("--loader deepspeed --saver core --load-dir " +
+                shell_quote(root / "deepspeed_gpt_tp2_pp2") + " --save-dir " + shell_quote(joined) +
+                " --target-tensor-parallel-size 1 --target-pipeline-parallel-size 1");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     std::string command = shell_quote(tool_path("megatron-generate")) + " --load " +
                           shell_quote(joined) +

@@ -9,6 +9,7 @@
 
 #include "mt/error.h"
 #include "mt/io/torch_file.h"
+#include "torch_checkpoint.h"
 #include "torch_state.h"
 
 namespace mt::plugins::torch_ckpt {
@@ -162,12 +163,7 @@ CheckpointLayout DeepSpeedCheckpoint::layout(const fs::path& dir) {
 }
 
 CheckpointState DeepSpeedCheckpoint::load(const fs::path& dir) {
-    const CheckpointLayout l = layout(dir);
-    MT_CHECK(l.ranks() == 1, dir.string(), " holds a tensor-parallel ", l.tensor_parallel,
-             " x pipeline-parallel ", l.pipeline_parallel,
-             " DeepSpeed checkpoint, and this run has one rank: make a one-rank copy with "
-             "megatron-convert --target-tensor-parallel-size 1 --target-pipeline-parallel-size 1");
-    return load_rank(dir, 0, 0);
+    return load_single_rank(*this, dir, "DeepSpeed ");
 }
 
 CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_rank,

@@ -83,13 +83,18 @@ void TorchCheckpoint::save(const std::filesystem::path& dir, const CheckpointSta
     save_ranks(dir, {}, [&](int64_t, int64_t) { return state; });
 }
 
-CheckpointState TorchCheckpoint::load(const std::filesystem::path& dir) {
-    const CheckpointLayout l = layout(dir);
+CheckpointState load_single_rank(CheckpointFormat& format, const std::filesystem::path& dir,
+                                 const char* kind) {
+    const CheckpointLayout l = format.layout(dir);
     MT_CHECK(l.ranks() == 1, dir.string(), " holds a tensor-parallel ", l.tensor_parallel,
-             " x pipeline-parallel ", l.pipeline_parallel,
-             " checkpoint, and this run has one rank: make a one-rank copy with megatron-convert "
+             " x pipeline-parallel ", l.pipeline_parallel, " ", kind,
+             "checkpoint, and this run has one rank: make a one-rank copy with megatron-convert "
              "--target-tensor-parallel-size 1 --target-pipeline-parallel-size 1");
-    return load_rank(dir, 0, 0);
+    return format.load_rank(dir, 0, 0);
+}
+
+CheckpointState TorchCheckpoint::load(const std::filesystem::path& dir) {
+    return load_single_rank(*this, dir, "");
 }
 
 CheckpointArgs TorchCheckpoint::load_args(const std::filesystem::path& dir) {

@@ -6,6 +6,11 @@
 
 namespace mt::plugins::torch_ckpt {
 
+// A per-rank format's load(): rank (0, 0) of a one-rank checkpoint; a split one (`kind`: "",
+// "DeepSpeed ") is an mt::Error pointing at megatron-convert.
+CheckpointState load_single_rank(CheckpointFormat& format, const std::filesystem::path& dir,
+                                 const char* kind);
+
 class TorchCheckpoint : public CheckpointFormat {
   public:
     std::string_view name() const override { return "torch"; }
