@@ -188,9 +188,6 @@ constexpr CatalogueEntry kCatalogue[] = {
      accept("turns on Megatron-DeepSpeed's training engine: megatron-generate and megatron-eval "
             "do not read it")},
     {"--deepspeed_config", kDefined, kTrainingOnly},
-    {"--deepspeed_mpi",
-     accept("DeepSpeed discovers its ranks from MPI: megatron.cpp's ranks always come from MPI "
-            "(mpirun, or srun through Open MPI)")},
 };
 
 }  // namespace

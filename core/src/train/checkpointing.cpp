@@ -552,11 +552,12 @@ optim::LrScheduleConfig restored_schedule(const optim::LrScheduleConfig& flags,
     // that a step-based warmup set with the flags' None and fails; here the saved state wins.)
     const SchedulerCheckpoint::Tokens none;
     const SchedulerCheckpoint::Tokens& tokens = saved.tokens ? *saved.tokens : none;
+    // Compared as Python prints them ("None" where unset); the value comes from where pick says.
     auto pick_tokens = [&](std::optional<int64_t> flag, std::optional<int64_t> saved_value,
-                           const char* name) -> std::optional<int64_t> {
+                           const char* name) {
         auto text = [](std::optional<int64_t> v) { return v ? std::to_string(*v) : "None"; };
-        const std::string v = pick(text(flag), text(saved_value), name);
-        return v == "None" ? std::nullopt : std::optional<int64_t>(std::stoll(v));
+        pick(text(flag), text(saved_value), name);
+        return from == ScheduleSettings::from_flags ? flag : saved_value;
     };
     if (flags.lr_warmup_tokens)
         c.lr_warmup_tokens =

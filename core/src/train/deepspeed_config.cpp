@@ -114,8 +114,6 @@ struct Reader {
 };
 
 void read_fp16(const Reader& r, element e, DeepSpeedConfig& c) {
-    // DeepSpeed's defaults: dynamic scaling from 2^16, window 1000, hysteresis 2, floor 1.
-    c.fp16_scaler.initial_scale = 65536.0;
     for (auto [k, v] : r.section(e, "fp16")) {
         const std::string key = "fp16." + std::string(k);
         if (k == "enabled") {
@@ -184,7 +182,6 @@ DeepSpeedConfig read_deepspeed_config(const std::string& path) {
              ")");
     const Reader r{path};
     DeepSpeedConfig c;
-    c.fp16_scaler.initial_scale = 65536.0;
     for (auto [k, v] : r.section(root, "the configuration")) {
         const std::string key(k);
         if (k == "train_batch_size")

@@ -614,8 +614,9 @@ parallel::ParallelConfig parallel_config(const TrainingFlags& f, const ModelArgs
 }
 
 void apply_deepspeed_model_args(const TrainingFlags& f, ModelArgs& model_args) {
-    if (auto experts = model_args.find("num-experts");
-        experts != model_args.end() && experts->second.find(',') != std::string::npos)
+    // (A std::map: the insertions and the other erase below leave `experts` valid.)
+    const auto experts = model_args.find("num-experts");
+    if (experts != model_args.end() && experts->second.find(',') != std::string::npos)
         MT_FAIL("--num-experts ", experts->second.substr(0, 200),
                 ": not supported yet: Megatron-DeepSpeed's MoE layers (a list of experts per "
                 "layer: PR-MoE)");
@@ -627,13 +628,12 @@ void apply_deepspeed_model_args(const TrainingFlags& f, ModelArgs& model_args) {
         model_args["recompute-method"] = "uniform";
         model_args["recompute-num-layers"] = "1";
     }
-    auto experts = model_args.find("num-experts");
     if (experts == model_args.end()) return;
     if (experts->second == "1") {
         model_args.erase(experts);
         return;
     }
-    MT_FAIL("--num-experts ", experts->second,
+    MT_FAIL("--num-experts ", experts->second.substr(0, 200),
             " with --deepspeed: not supported yet: Megatron-DeepSpeed's MoE layers (DeepSpeed MoE, "
             "PR-MoE, --mlp-type residual)");
 }

@@ -62,6 +62,22 @@ TagFiles list_files(const fs::path& tag) {
     return f;
 }
 
+// The tensor- and pipeline-parallel sizes the tag folder's files were saved with.
+CheckpointLayout layout_of(const fs::path& tag, const TagFiles& files) {
+    CheckpointLayout l;
+    if (files.layers.empty()) {  // no pipeline engine: one mp_rank file per tensor rank
+        l.tensor_parallel = files.rank_files;
+        return l;
+    }
+    const int first = files.layers.begin()->first.first;
+    l.tensor_parallel = 0;
+    for (const auto& [key, path] : files.layers) l.tensor_parallel += key.first == first;
+    MT_CHECK(files.rank_files % l.tensor_parallel == 0, tag.string(), ": ", files.rank_files,
+             " mp_rank files for ", l.tensor_parallel, " tensor ranks");
+    l.pipeline_parallel = files.rank_files / l.tensor_parallel;
+    return l;
+}
+
 PyValue read_file(const fs::path& file) {
     try {
         return io::load_torch_file(file);
@@ -147,19 +163,7 @@ CheckpointArgs DeepSpeedCheckpoint::load_args(const fs::path& dir) {
 
 CheckpointLayout DeepSpeedCheckpoint::layout(const fs::path& dir) {
     const fs::path tag = need_tag_dir(dir);
-    const TagFiles files = list_files(tag);
-    CheckpointLayout l;
-    if (files.layers.empty()) {  // no pipeline engine: one mp_rank file per tensor rank
-        l.tensor_parallel = files.rank_files;
-        return l;
-    }
-    const int first = files.layers.begin()->first.first;
-    l.tensor_parallel = 0;
-    for (const auto& [key, path] : files.layers) l.tensor_parallel += key.first == first;
-    MT_CHECK(files.rank_files % l.tensor_parallel == 0, tag.string(), ": ", files.rank_files,
-             " mp_rank files for ", l.tensor_parallel, " tensor ranks");
-    l.pipeline_parallel = files.rank_files / l.tensor_parallel;
-    return l;
+    return layout_of(tag, list_files(tag));
 }
 
 CheckpointState DeepSpeedCheckpoint::load(const fs::path& dir) {
@@ -169,13 +173,13 @@ CheckpointState DeepSpeedCheckpoint::load(const fs::path& dir) {
 CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_rank,
                                                int64_t pp_rank) {
     const fs::path tag = need_tag_dir(dir);
-    const CheckpointLayout l = layout(dir);
+    const TagFiles files = list_files(tag);
+    const CheckpointLayout l = layout_of(tag, files);
     MT_CHECK(tp_rank >= 0 && tp_rank < l.tensor_parallel && pp_rank >= 0 &&
                  pp_rank < l.pipeline_parallel,
              "no rank (tensor ", tp_rank, ", pipeline ", pp_rank, ") in the tensor-parallel ",
              l.tensor_parallel, " x pipeline-parallel ", l.pipeline_parallel,
              " DeepSpeed checkpoint ", tag.string());
-    const TagFiles files = list_files(tag);
     // The args, iteration and schedule (every rank file holds the same).
     const fs::path rank_file = tag / kRankFile;
     const PyValue ranks = read_file(rank_file);

@@ -7,7 +7,9 @@
 // (tensor rank, stage) is read as Megatron-DeepSpeed's tools/convert_checkpoint/
 // deepspeed_to_megatron.py writes it (the legacy model's nested state dict, the transformer
 // layers split evenly over the stages), so the tools read it as that Megatron checkpoint.
-// DeepSpeed's optimizer state and random states are not read (resume with --no-load-optim).
+// The optimizer state is read where it is the torch optimizer Megatron-DeepSpeed built (one rank,
+// fp32, ZeRO stage 0); other optimizer states (mixed precision, ZeRO partitions, several ranks)
+// and the random states are not (resume those with --no-load-optim).
 #pragma once
 
 #include "mt/checkpoint.h"

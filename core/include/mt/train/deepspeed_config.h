@@ -23,7 +23,8 @@ struct DeepSpeedConfig {
         gradient_accumulation_steps;
     double gradient_clipping = 0.0;  // 0: none
     bool fp16 = false, bf16 = false;
-    optim::GradScalerConfig fp16_scaler;  // "fp16": DeepSpeed's defaults, 2^16 to start
+    // "fp16": DeepSpeed's defaults (dynamic from 2^16, window 1000, hysteresis 2, floor 1).
+    optim::GradScalerConfig fp16_scaler{.initial_scale = 65536.0};
     int zero_stage = 0;
 };
 
