@@ -362,21 +362,28 @@ TEST_F(MegatronCheckpoints, MegatronDeepSpeedsConvertedCheckpointGivesItsLogProb
     const fs::path root = mt::test::fixtures_dir() / "megatron_deepspeed";
     simdjson::dom::parser parser;
     const simdjson::dom::element expected = parser.load((root / "expected.json").string());
+    auto token_rows = [](simdjson::dom::element rows) {
+        std::vector<std::vector<int64_t>> out;
+        for (auto row : rows.get_array()) {
+            out.emplace_back();
+            for (auto t : row.get_array()) out.back().push_back(t.get_int64());
+        }
+        return out;
+    };
     Fixture f;
-    for (auto row : expected["tokens"].get_array()) {
-        f.tokens.emplace_back();
-        for (auto t : row.get_array()) f.tokens.back().push_back(t.get_int64());
-    }
+    f.tokens = token_rows(expected["tokens"]);
     for (auto row : expected["logprobs"].get_array()) {
         f.logprobs.emplace_back();
         for (auto v : row.get_array()) f.logprobs.back().push_back(v.get_double());
     }
-    auto score = [&](const fs::path& load) {
+    // megatron-generate's log-probs of `rows` (the fixture's rows unless given).
+    auto score = [&](const fs::path& load,
+                     const std::vector<std::vector<int64_t>>* rows = nullptr) {
         std::string command = shell_quote(tool_path("megatron-generate")) + " --load " +
                               shell_quote(load) +
                               " --tokenizer-type NullTokenizer --vocab-size 5000"
                               " --out-seq-length 0 --return-log-probs --prompts";
-        for (const auto& row : f.tokens) command += " '" + words(row) + "'";
+        for (const auto& row : rows ? *rows : f.tokens) command += " '" + words(row) + "'";
         return run_command(command);
     };
     auto convert = [&](const std::string& flags) {
@@ -419,16 +426,8 @@ TEST_F(MegatronCheckpoints, MegatronDeepSpeedsConvertedCheckpointGivesItsLogProb
                 shell_quote(root / "deepspeed_gpt_tp2_pp2") + " --save-dir " + shell_quote(joined) +
                 " --target-tensor-parallel-size 1 --target-pipeline-parallel-size 1");
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    std::string command = shell_quote(tool_path("megatron-generate")) + " --load " +
-                          shell_quote(joined) +
-                          " --tokenizer-type NullTokenizer --vocab-size 5000 --out-seq-length 0"
-                          " --return-log-probs --prompts";
-    for (auto row : parallel["tokens"].get_array()) {
-        std::vector<int64_t> ids;
-        for (auto t : row.get_array()) ids.push_back(t.get_int64());
-        command += " '" + words(ids) + "'";
-    }
-    r = run_command(command);
+    const auto parallel_rows = token_rows(parallel["tokens"]);
+    r = score(joined, &parallel_rows);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     double sum = 0;
     size_t n = 0;

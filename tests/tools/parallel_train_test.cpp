@@ -579,9 +579,6 @@ TEST_F(ParallelTrain, PipelineParallelGivesTheOneProcessLosses) {
     }
 }
 
-// --calculate-per-token-loss: every stage's grads are divided by the batch's tokens, which only
-// the last stage's losses count (Megatron's finalize_model_grads broadcasts them); with
-// --eod-mask-loss the micro-batches hold different counts.
 // core_v0.19's --pipeline-model-parallel-layout: each segment one model chunk (here 8 chunks on
 // 2 stages, the last holding only the loss; with a multi-token prediction layer beside the
 // loss) gives the one-process losses; Megatron's checks of the layout.
@@ -611,6 +608,9 @@ TEST_F(ParallelTrain, PipelineLayoutGivesTheOneProcessLosses) {
     }
 }
 
+// --calculate-per-token-loss: every stage's grads are divided by the batch's tokens, which only
+// the last stage's losses count (Megatron's finalize_model_grads broadcasts them); with
+// --eod-mask-loss the micro-batches hold different counts.
 TEST_F(ParallelTrain, PerTokenLossAtPipelineParallelGivesTheOneProcessLosses) {
     const std::string flags = " --num-layers 4 --calculate-per-token-loss --eod-mask-loss";
     auto one = run_command(train(dir_, data_, 1, 1) + flags);

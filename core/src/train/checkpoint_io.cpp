@@ -130,17 +130,16 @@ bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& par
     // Megatron reads whichever format the directory holds, whatever --ckpt-format says; without
     // its tracker file, only a format of Megatron's own training loops that finds its own
     // (Megatron-DeepSpeed's `latest`, or a DeepSpeed tag folder) is a checkpoint to resume.
+    const bool has_tracker = std::filesystem::exists(tracker);
     std::unique_ptr<CheckpointFormat> format;
-    if (std::filesystem::exists(tracker)) {
+    try {
         format = detect_checkpoint_format(Registry::global(), dir);
-    } else {
-        try {
-            format = detect_checkpoint_format(Registry::global(), dir);
-        } catch (const Error&) {
-        }
-        if (format && format->detection_order() == CheckpointFormat::DetectionOrder::other)
-            format.reset();
+    } catch (const Error&) {
+        if (has_tracker) throw;
     }
+    if (!has_tracker && format &&
+        format->detection_order() == CheckpointFormat::DetectionOrder::other)
+        format.reset();
     if (!format) {
         if (first) {
             std::printf("WARNING: could not find the metadata file %s\n", tracker.string().c_str());
