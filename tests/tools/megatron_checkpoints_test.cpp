@@ -390,22 +390,22 @@ TEST_F(MegatronCheckpoints, MegatronDeepSpeedsConvertedCheckpointGivesItsLogProb
         return run_command(shell_quote(tool_path("megatron-convert")) + " --model-type GPT " +
                            flags);
     };
-    auto r = score(root / "megatron_gpt");
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    expect_logprobs(printed_logprobs(r.output), f.logprobs, "as deepspeed_to_megatron wrote it");
+    // The fixture's rows scored from `load` give Megatron-DeepSpeed's log-probs.
+    auto expect_its_logprobs = [&](const fs::path& load, const char* what) {
+        const auto r = score(load);
+        ASSERT_EQ(r.exit_code, 0) << what << "\n" << r.output;
+        expect_logprobs(printed_logprobs(r.output), f.logprobs, what);
+    };
+    expect_its_logprobs(root / "megatron_gpt", "as deepspeed_to_megatron wrote it");
     const fs::path out = dir_->path() / "from_megatron_deepspeed";
-    r = convert("--loader legacy --saver torch_dist --load-dir " +
-                shell_quote(root / "megatron_gpt") + " --save-dir " + shell_quote(out) +
-                " --target-tensor-parallel-size 2");
+    auto r = convert("--loader legacy --saver torch_dist --load-dir " +
+                     shell_quote(root / "megatron_gpt") + " --save-dir " + shell_quote(out) +
+                     " --target-tensor-parallel-size 2");
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    r = score(out);
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    expect_logprobs(printed_logprobs(r.output), f.logprobs, "converted to torch_dist");
+    expect_its_logprobs(out, "converted to torch_dist");
     expect_eval_mean_loss(root / "megatron_gpt", f, 5000, dir_->path() / "ds_wiki.tokens");
     // DeepSpeed's own checkpoint (global_step3/), read as deepspeed_to_megatron.py reads it.
-    r = score(root / "deepspeed_gpt");
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    expect_logprobs(printed_logprobs(r.output), f.logprobs, "as DeepSpeed saved it");
+    expect_its_logprobs(root / "deepspeed_gpt", "as DeepSpeed saved it");
     const fs::path from_ds = dir_->path() / "from_deepspeed";
     r = convert("--loader deepspeed --saver core --load-dir " +
                 shell_quote(root / "deepspeed_gpt") + " --save-dir " + shell_quote(from_ds) +
@@ -414,9 +414,7 @@ TEST_F(MegatronCheckpoints, MegatronDeepSpeedsConvertedCheckpointGivesItsLogProb
     r = convert("--loader core --saver core --load-dir " + shell_quote(from_ds) + " --save-dir " +
                 shell_quote(from_ds / "one") + " --target-pipeline-parallel-size 1");
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    r = score(from_ds / "one");
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    expect_logprobs(printed_logprobs(r.output), f.logprobs, "DeepSpeed's, converted to torch PP2");
+    expect_its_logprobs(from_ds / "one", "DeepSpeed's, converted to torch PP2");
     // A tensor-parallel 2 x pipeline-parallel 2 run's checkpoint (its pipeline engine's layer
     // files per tensor rank, four mp_rank files) joined into one rank: DeepSpeed's evaluation
     // loss of the same rows (the mean over their predicted tokens).

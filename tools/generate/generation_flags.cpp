@@ -191,8 +191,7 @@ void finish_generation_flags(const po::variables_map& vm, GenerationFlags& f) {
                       int(!f.sample_input_file.empty() || f.num_samples > 0) + int(f.interactive);
     MT_CHECK(modes <= 1,
              "--prompts (--prompt-file), --sample-input-file / --num-samples and --interactive are "
-             "separate "
-             "modes: give one (or none, to serve on --port)");
+             "separate modes: give one (or none, to serve on --port)");
     if (f.greedy) {
         MT_CHECK(f.sampling.top_p == 0.0, "--greedy and --top_p cannot be used together");
         f.sampling.top_k = 1;
