@@ -697,8 +697,17 @@ CheckpointState from_py(const PyValue& root, const std::string& file) {
         s.model.emplace_back(std::move(name),
                              ShardedTensor{t, t.shape(), Shape(t.shape().size(), 0)});
     }
-    if (const PyValue* o = root.find("optimizer"); o && !o->is_none())
+    if (const PyValue* o = root.find("optimizer"); o && !o->is_none()) {
         s.optimizer = optimizer_from_py(*o, s, file);
+        // The moments of QKV rows follow their weights' order.
+        for (OptimizerParamState& p : s.optimizer->params)
+            for (Tensor* t : {&p.exp_avg, &p.exp_avg_sq, &p.main_param}) {
+                if (!t->defined()) continue;
+                ModelTensors one{{p.name, *t}};
+                fix_qkv_ordering(one, qkv_version, head_dim(s.args), file);
+                *t = one[0].second;
+            }
+    }
     const PyValue* sch = root.find("opt_param_scheduler");
     if (!sch) sch = root.find("lr_scheduler");
     if (sch && !sch->is_none()) s.scheduler = scheduler_from_py(*sch, file);
