@@ -85,7 +85,7 @@ Tensor Model::predict(const Batch&) {
     MT_FAIL("not supported yet: task predictions (predict) for this model");
 }
 
-StageTensor Model::stage_tensor(int64_t) const {
+StageTensor Model::stage_tensor(int64_t, int64_t) const {
     MT_FAIL("not supported yet: pipeline parallelism for this model family");
 }
 

@@ -50,8 +50,8 @@ void ModelChunks::set_grad_ready_hook(GradReadyHook hook) {
     for (auto& chunk : chunks_) chunk->set_grad_ready_hook(hook);
 }
 
-StageTensor ModelChunks::stage_tensor(int64_t micro_batch_size) const {
-    return chunks_.front()->stage_tensor(micro_batch_size);
+StageTensor ModelChunks::stage_tensor(int64_t micro_batch_size, int64_t seq_length) const {
+    return chunks_.front()->stage_tensor(micro_batch_size, seq_length);
 }
 
 double ModelChunks::training_flops(int64_t samples) const {

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -43,7 +45,8 @@ struct DeepSpeedRun : ::testing::Test {
 };
 
 // The llama2 example's spellings and --deepspeed (ZeRO 1, clipping 0.05 from the configuration)
-// train exactly as their Megatron-LM names do (--clip-grad 1.0 is DeepSpeed's to ignore).
+// train exactly as their Megatron-LM names do (--clip-grad 1.0 is DeepSpeed's to ignore, and so
+// is the configuration's optimizer: Megatron-DeepSpeed gives the engine its own).
 TEST_F(DeepSpeedRun, TrainsAsTheMegatronNames) {
     const std::string ds_config = config("ds.json", R"({
         "train_batch_size": 4, "train_micro_batch_size_per_gpu": 2,
@@ -52,6 +55,7 @@ TEST_F(DeepSpeedRun, TrainsAsTheMegatronNames) {
         "gradient_clipping": 0.05, "prescale_gradients": false,
         "fp16": {"enabled": false},
         "curriculum_learning": {"enabled": false, "curriculum_type": "seqlen"},
+        "optimizer": {"type": "Adam", "params": {"lr": 0.5, "betas": [0.5, 0.5]}},
         "wall_clock_breakdown": false})");
     const auto deepspeed = mt::test::run_command(
         train("--num-key-value-heads 2 --normalization rmsnorm --layernorm-epsilon 1e-6"
@@ -147,40 +151,65 @@ TEST_F(DeepSpeedRun, KillSwitchFileStopsAndSaves) {
     EXPECT_EQ(mt::test::read_file(tracker), "2");
 }
 
+// megatron-train with the flags and DeepSpeed configuration of a run of Megatron-DeepSpeed itself
+// (an entry of tests/fixtures/megatron_deepspeed/expected.json), its paths in `work` and `data`.
+std::string megatron_deepspeed_run(const simdjson::dom::element& run,
+                                   const std::filesystem::path& data, const TempDir& work) {
+    mt::test::write_file(work / "ds_config.json", simdjson::to_string(run["ds_config"]));
+    std::string command = mt::test::tool_path("megatron-train").string();
+    for (auto word : run["flags"].get_array()) {
+        std::string w{std::string_view(word)};
+        for (const auto& [from, to] : {std::pair<std::string, std::string>{"<data>", data.string()},
+                                       {"<work>", work.path().string()}})
+            if (w.rfind(from, 0) == 0) w = to + w.substr(from.size());
+        command += " " + q(w);
+    }
+    return command + " --data-cache-path " + q(work / "cache");
+}
+
+std::vector<double> doubles(const simdjson::dom::element& list) {
+    std::vector<double> out;
+    for (auto v : list.get_array()) out.push_back(double(v));
+    return out;
+}
+
+// Runs of Megatron-DeepSpeed itself (tests/fixtures/megatron_deepspeed/make_fixture.py), their
+// first checkpoints continued by megatron-train.
+struct DeepSpeedResume : ::testing::Test {
+    std::optional<std::filesystem::path> data;
+    const std::filesystem::path root = mt::test::fixtures_dir() / "megatron_deepspeed";
+    simdjson::dom::parser parser;
+    simdjson::dom::element expected;
+    TempDir work;
+
+    void SetUp() override {
+        data = mt::test::test_data("megatron_indexed");
+        if (!data) GTEST_SKIP() << "MEGATRON_TEST_DATA not set: no Megatron-DeepSpeed run's data";
+        expected = parser.load((root / "expected.json").string());
+    }
+    // megatron-train with the flags and configuration of expected.json's run `key`.
+    std::string command(const char* key) const {
+        return megatron_deepspeed_run(expected[key], *data, work);
+    }
+};
+
 // Megatron-DeepSpeed's own run (tests/fixtures/megatron_deepspeed/make_fixture.py step 5: its
 // pretrain_gpt.py with DeepSpeed, Adam, gradient_clipping 0.5, a checkpoint each iteration):
 // megatron-train with its flags and DeepSpeed configuration, resuming from its first checkpoint
 // (weights, Adam's moments, the schedule), logs the losses it logged next (iteration 3's after an
 // update clipped by the configuration).
-TEST(DeepSpeedResume, ContinuesMegatronDeepSpeedsOwnRun) {
-    const auto data = mt::test::test_data("megatron_indexed");
-    if (!data) GTEST_SKIP() << "MEGATRON_TEST_DATA not set: no Megatron-DeepSpeed run's data";
-    const auto root = mt::test::fixtures_dir() / "megatron_deepspeed";
-    simdjson::dom::parser parser;
-    const simdjson::dom::element run = parser.load((root / "expected.json").string())["resume"];
-    TempDir work;
-    mt::test::write_file(work / "ds_config.json", simdjson::to_string(run["ds_config"]));
-    std::string command = mt::test::tool_path("megatron-train").string();
-    for (auto word : run["flags"].get_array()) {
-        std::string w{std::string_view(word)};
-        for (const auto& [from, to] :
-             {std::pair<std::string, std::string>{"<data>", data->string()},
-              {"<work>", work.path().string()}})
-            if (w.rfind(from, 0) == 0) w = to + w.substr(from.size());
-        command += " " + q(w);
-    }
-    command += " --data-cache-path " + q(work / "cache");
+TEST_F(DeepSpeedResume, ContinuesMegatronDeepSpeedsOwnRun) {
+    const std::string train = command("resume");
     // --load-tag names the tag folder to resume, as DeepSpeed's load_checkpoint(tag=...) does.
     const auto missing = mt::test::run_command(
-        command + " --load " + q(root / "deepspeed_gpt_resume") + " --load-tag global_step7 2>&1");
+        train + " --load " + q(root / "deepspeed_gpt_resume") + " --load-tag global_step7 2>&1");
     EXPECT_NE(missing.output.find("--load-tag global_step7: no such DeepSpeed checkpoint tag"),
               std::string::npos)
         << missing.output;
-    const auto r = mt::test::run_command(command + " --load " + q(root / "deepspeed_gpt_resume") +
+    const auto r = mt::test::run_command(train + " --load " + q(root / "deepspeed_gpt_resume") +
                                          " --load-tag global_step1 2>&1");
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    std::vector<double> theirs;
-    for (auto v : run["lm_loss"].get_array()) theirs.push_back(double(v));
+    const std::vector<double> theirs = doubles(expected["resume"]["lm_loss"]);
     ASSERT_EQ(theirs.size(), 3u);
     const auto ours = mt::test::logged_values(r.output, "lm loss");
     ASSERT_EQ(ours.size(), 2u) << r.output;
@@ -192,6 +221,38 @@ TEST(DeepSpeedResume, ContinuesMegatronDeepSpeedsOwnRun) {
         EXPECT_NEAR(ours[i], theirs[i + 1], 1e-5 * theirs[i + 1]) << "iteration " << i + 2;
 }
 
+// The same with DeepSpeed's legacy seqlen curriculum in the configuration (make_fixture.py step
+// 6: 8, 16, 24, 32 positions at steps 1 to 4) and a learning rate warmed up and decayed in
+// tokens: resumed after step 1, each step trains on as many positions as Megatron-DeepSpeed's
+// did, at the learning rate its token count gave (the curriculum's tokens, read back from its
+// checkpoint), and logs its losses, rates and sequence lengths.
+TEST_F(DeepSpeedResume, FollowsTheSeqlenCurriculumOfMegatronDeepSpeedsOwnRun) {
+    const simdjson::dom::element run = expected["curriculum"];
+    const auto r = mt::test::run_command(command("curriculum") + " --load " +
+                                         q(root / "deepspeed_gpt_curriculum") + " 2>&1");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const std::vector<double> loss = doubles(run["lm_loss"]), lr = doubles(run["learning_rate"]),
+                              seqlen = doubles(run["curriculum_seqlen"]);
+    ASSERT_EQ(loss.size(), 4u);
+    ASSERT_EQ(seqlen, (std::vector<double>{8, 16, 24, 32}));
+    const auto ours = mt::test::logged_values(r.output, "lm loss");
+    const auto our_lr = mt::test::logged_values(r.output, "learning rate");
+    // (Megatron-DeepSpeed's field is right-aligned: " curriculum seqlen:    16 |".)
+    std::vector<double> our_seqlen;
+    const std::regex field("curriculum seqlen: +([0-9]+) \\|");
+    for (auto it = std::sregex_iterator(r.output.begin(), r.output.end(), field);
+         it != std::sregex_iterator(); ++it)
+        our_seqlen.push_back(std::stod((*it)[1]));
+    ASSERT_EQ(ours.size(), 3u) << r.output;
+    ASSERT_EQ(our_lr.size(), 3u) << r.output;
+    for (size_t i = 0; i < 3; ++i) {
+        EXPECT_NEAR(ours[i], loss[i + 1], 1e-5 * loss[i + 1]) << "iteration " << i + 2;
+        // (The log prints 4 significant digits.)
+        EXPECT_NEAR(our_lr[i], lr[i + 1], 5e-4 * lr[i + 1]) << "iteration " << i + 2;
+        EXPECT_EQ(our_seqlen.at(i), seqlen[i + 1]) << "iteration " << i + 2;
+    }
+}
+
 // What DeepSpeed would do differently from megatron-train is refused, naming the file and key.
 TEST_F(DeepSpeedRun, RefusesWhatItCannotDoNamingTheKey) {
     struct Case {
@@ -200,9 +261,13 @@ TEST_F(DeepSpeedRun, RefusesWhatItCannotDoNamingTheKey) {
     const std::vector<Case> cases{
         {R"({"zero_optimization": {"stage": 3}})", "",
          "\"zero_optimization.stage 3\": not supported yet: ZeRO stage 3"},
-        {R"({"optimizer": {"type": "Adam"}})", "", "\"optimizer\": not supported yet"},
         {R"({"curriculum_learning": {"enabled": true}})", "",
-         "\"curriculum_learning\": not supported yet: DeepSpeed's curriculum learning"},
+         "curriculum learning requires \"curriculum_learning.curriculum_type\""},
+        {R"({"curriculum_learning": {"enabled": true, "curriculum_type": "seqlen",
+             "min_difficulty": 8, "max_difficulty": 32, "schedule_type": "fixed_linear",
+             "schedule_config": {"total_curriculum_step": 4, "difficulty_step": 8}}})",
+         "--context-parallel-size 2",
+         "not supported yet: the seqlen curriculum with context parallelism"},
         {R"({"bf16": {"enabled": true}})", "", "must agree with the flags (fp32)"},
         {R"({"train_micro_batch_size_per_gpu": 4})", "",
          "train_micro_batch_size_per_gpu 4 differs from --micro-batch-size 2"},

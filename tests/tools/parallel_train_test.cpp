@@ -579,6 +579,27 @@ TEST_F(ParallelTrain, PipelineParallelGivesTheOneProcessLosses) {
     }
 }
 
+// DeepSpeed's seqlen curriculum (--deepspeed, 4, 8, 12 and then 16 positions): pipeline stages
+// exchange the shortened sequences, and PP2 and TP2 x DP2 with sequence parallelism give the
+// one-process losses (which are not those of the whole sequences).
+TEST_F(ParallelTrain, SeqlenCurriculumGivesTheOneProcessLosses) {
+    const fs::path config = dir_ / "ds_curriculum.json";
+    mt::test::write_file(config, R"({"curriculum_learning": {"enabled": true,
+        "curriculum_type": "seqlen", "min_difficulty": 4, "max_difficulty": 16,
+        "schedule_type": "fixed_linear",
+        "schedule_config": {"total_curriculum_step": 4, "difficulty_step": 4}}})");
+    const std::string flags = " --num-layers 4 --deepspeed --deepspeed_config " + q(config);
+    auto one = run_command(train(dir_, data_, 1, 1) + flags);
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    EXPECT_NE(one.output.find("curriculum seqlen:     4 |"), std::string::npos) << one.output;
+    const auto want = losses(one.output);
+    ASSERT_EQ(want.size(), 6u) << one.output;
+    EXPECT_NE(want.at(1), curve(train(dir_, data_, 1, 1) + " --num-layers 4").at(1));
+    for (const std::string& layout :
+         {train(dir_, data_, 2, 1) + " --pipeline-model-parallel-size 2", train(dir_, data_, 4, 2)})
+        expect_curve(layout + flags, want);
+}
+
 // core_v0.19's --pipeline-model-parallel-layout: each segment one model chunk (here 8 chunks on
 // 2 stages, the last holding only the loss; with a multi-token prediction layer beside the
 // loss) gives the one-process losses; Megatron's checks of the layout.

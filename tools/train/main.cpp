@@ -139,6 +139,11 @@ int train(mt::train::TrainingFlags flags, const mt::cli::TokenizerFlags& tf,
     MT_CHECK(resolved.count("seq-length"), "--seq-length is required for training");
     const int64_t seq_length = std::stoll(resolved.at("seq-length"));
     mt::train::settle_batch_sizes(flags, state.dp().size(), seq_length);
+    // (Megatron-DeepSpeed truncates in pretrain_gpt.py; its other models take no curriculum.)
+    MT_CHECK(!flags.deepspeed || !flags.deepspeed->curriculum || family.name() == "gpt",
+             flags.deepspeed_config_path,
+             ": not supported yet: the seqlen curriculum for a model other than GPT (--model ",
+             std::string(family.name()), ")");
 
     auto backend = mt::make_cpu_backend();
     const mt::BuildContext context{*backend, state, flags.sequence_parallel, flags.params_dtype};

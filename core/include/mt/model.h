@@ -220,8 +220,9 @@ class MT_API Model {
     using GradReadyHook = std::function<void(const nn::Parameter&)>;
     virtual void set_grad_ready_hook(GradReadyHook hook) { (void)hook; }
     // The hidden states this model's pipeline stages exchange for a micro-batch of
-    // `micro_batch_size` sequences. The default is an mt::Error "not supported yet".
-    virtual StageTensor stage_tensor(int64_t micro_batch_size) const;
+    // `micro_batch_size` sequences of `seq_length` tokens (0: the model's --seq-length; a
+    // curriculum trains on fewer). The default is an mt::Error "not supported yet".
+    virtual StageTensor stage_tensor(int64_t micro_batch_size, int64_t seq_length) const;
     // Floating-point operations of one training iteration over `samples` sequences (forward and
     // backward), by Megatron's formula (training.py num_floating_point_operations).
     virtual double training_flops(int64_t samples) const = 0;

@@ -24,7 +24,7 @@ class MT_API ModelChunks final : public Model {
                    std::unique_ptr<Activations>* saved) override;
     void backward(const std::vector<Tensor>& dlosses, const Activations& saved) override;
     void set_grad_ready_hook(GradReadyHook hook) override;  // every chunk's
-    StageTensor stage_tensor(int64_t micro_batch_size) const override;
+    StageTensor stage_tensor(int64_t micro_batch_size, int64_t seq_length) const override;
     double training_flops(int64_t samples) const override;  // the whole model's, as each chunk's
     std::vector<Model*> pipeline_chunks() override;
 

@@ -31,6 +31,9 @@ struct ForwardBackward {
     nn::DropoutContext& dropout;
     int64_t micro_batches = 1;
     int64_t micro_batch_size = 1;
+    // Tokens per sequence (0: the model's --seq-length; DeepSpeed's seqlen curriculum trains on
+    // fewer): the hidden states the pipeline stages exchange.
+    int64_t seq_length = 0;
     // The next micro-batch (every stage reads the same ones, in order).
     std::function<Batch()> next_batch;
     // The last stage's loss terms of a micro-batch -> the gradients backward starts from (the

@@ -411,6 +411,9 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
     // only once there is something to count.)
     if (parts.trainer.skipped_train_samples() > 0)
         s.args.emplace_back("skipped_train_samples", parts.trainer.skipped_train_samples());
+    // Megatron-DeepSpeed's args hold its token count (a curriculum counts fewer per sample).
+    if (parts.trainer.counts_tokens() || parts.scheduler.counts_tokens())
+        s.args.emplace_back("consumed_train_tokens", parts.trainer.consumed_train_tokens());
     const auto params = parts.model.parameters();
     for (nn::Parameter* p : params) {
         if (!p->copy_of.empty() && !o.stage_copies) continue;  // the original is saved
@@ -576,6 +579,8 @@ void restore_checkpoint(const CheckpointState& state, const TrainingParts& parts
     parts.trainer.set_progress(state.iteration, state.consumed_train_samples,
                                state.consumed_valid_samples,
                                int_arg(state.args, "skipped_train_samples").value_or(0));
+    if (const auto tokens = int_arg(state.args, "consumed_train_tokens"))
+        parts.trainer.set_consumed_tokens(*tokens);
     if (o.optimizer) {
         MT_CHECK(state.optimizer_not_loaded.empty(), state.optimizer_not_loaded,
                  " (use --no-load-optim or --finetune)");

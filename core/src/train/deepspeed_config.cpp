@@ -3,8 +3,11 @@
 #include <simdjson.h>
 
 #include <cmath>
+#include <optional>
 #include <set>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "mt/error.h"
 
@@ -42,6 +45,10 @@ const std::set<std::string_view> kNoEffect = {
     "checkpoint",
     "use_node_local_storage",
     "seed",
+    // Megatron-DeepSpeed hands deepspeed.initialize its own optimizer and learning-rate
+    // schedule (from the flags): DeepSpeed then builds neither from the configuration.
+    "optimizer",
+    "scheduler",
 };
 
 // Keys of "zero_optimization" that tune buckets, overlap, offloading or partition layout: the
@@ -172,6 +179,115 @@ void read_zero(const Reader& r, element e, DeepSpeedConfig& c) {
     }
 }
 
+std::vector<int64_t> integers(const Reader& r, element e, const std::string& key) {
+    simdjson::dom::array list;
+    MT_CHECK(!e.get_array().get(list), r.path, ": \"", key, "\" must be a list of integers");
+    std::vector<int64_t> out;
+    for (element x : list) out.push_back(r.integer(x, key));
+    MT_CHECK(!out.empty(), r.path, ": \"", key, "\" must not be empty");
+    return out;
+}
+
+// "curriculum_learning": DeepSpeed's legacy CurriculumScheduler configuration, checked as its
+// constructor asserts (every key it reads must be there); none when it is not enabled.
+std::optional<CurriculumConfig> read_curriculum(const Reader& r, element e) {
+    using Schedule = CurriculumConfig::Schedule;
+    CurriculumConfig c;
+    bool on = false;
+    std::string type, schedule;
+    std::optional<element> schedule_config;
+    std::set<std::string> given;
+    for (auto [k, v] : r.section(e, "curriculum_learning")) {
+        const std::string key = "curriculum_learning." + std::string(k);
+        given.insert(std::string(k));
+        if (k == "enabled")
+            on = r.boolean(v, key);
+        else if (k == "curriculum_type")
+            type = r.text(v, key);
+        else if (k == "min_difficulty")
+            c.min_difficulty = r.integer(v, key);
+        else if (k == "max_difficulty")
+            c.max_difficulty = r.integer(v, key);
+        else if (k == "schedule_type")
+            schedule = r.text(v, key);
+        else if (k == "schedule_config")
+            schedule_config = v;
+        else
+            r.refuse(key, "this curriculum-learning key (DeepSpeed's legacy curriculum)");
+    }
+    if (!on) return std::nullopt;
+    for (const char* needed :
+         {"curriculum_type", "min_difficulty", "max_difficulty", "schedule_type"})
+        MT_CHECK(given.count(needed), r.path, ": curriculum learning requires \"",
+                 "curriculum_learning.", needed, "\"");
+    if (type != "seqlen")
+        r.refuse("curriculum_learning.curriculum_type",
+                 "the curriculum type \"" + type.substr(0, 64) +
+                     "\" (Megatron-DeepSpeed's legacy curriculum is by \"seqlen\")");
+    MT_CHECK(c.min_difficulty >= 1, r.path,
+             ": \"curriculum_learning.min_difficulty\" must be a positive sequence length, got ",
+             c.min_difficulty);
+    if (schedule == "fixed_linear")
+        c.schedule = Schedule::fixed_linear;
+    else if (schedule == "fixed_root")
+        c.schedule = Schedule::fixed_root;
+    else if (schedule == "fixed_discrete")
+        c.schedule = Schedule::fixed_discrete;
+    else if (schedule == "custom")
+        r.refuse("curriculum_learning.schedule_type",
+                 "a custom curriculum schedule (a Python function given to DeepSpeed's engine)");
+    else
+        MT_FAIL(r.path, ": \"curriculum_learning.schedule_type\" \"", schedule.substr(0, 64),
+                "\": unsupported curriculum schedule type (fixed_linear, fixed_root, "
+                "fixed_discrete or custom)");
+    MT_CHECK(schedule_config, r.path, ": curriculum learning with ", schedule,
+             " requires \"curriculum_learning.schedule_config\"");
+    std::set<std::string> have;
+    for (auto [k, v] : r.section(*schedule_config, "curriculum_learning.schedule_config")) {
+        const std::string key = "curriculum_learning.schedule_config." + std::string(k);
+        have.insert(std::string(k));
+        if (k == "total_curriculum_step")
+            c.total_curriculum_step = r.integer(v, key);
+        else if (k == "difficulty_step")
+            c.difficulty_step = r.integer(v, key);
+        else if (k == "root_degree")
+            c.root_degree = r.number(v, key);
+        else if (k == "difficulty")
+            c.difficulty = integers(r, v, key);
+        else if (k == "max_step")
+            c.max_step = integers(r, v, key);
+        else
+            r.refuse(key, "this curriculum schedule key");
+    }
+    std::vector<const char*> needed;
+    if (c.schedule == Schedule::fixed_discrete)
+        needed = {"difficulty", "max_step"};
+    else
+        needed = {"total_curriculum_step", "difficulty_step"};
+    if (c.schedule == Schedule::fixed_root) needed.push_back("root_degree");
+    for (const char* n : needed)
+        MT_CHECK(have.count(n), r.path, ": curriculum learning with ", schedule,
+                 " schedule requires \"curriculum_learning.schedule_config.", n, "\"");
+    if (c.schedule == Schedule::fixed_discrete) {
+        MT_CHECK(c.difficulty.size() == c.max_step.size() + 1, r.path,
+                 ": \"curriculum_learning.schedule_config.difficulty\" must have one entry more "
+                 "than \"max_step\" (",
+                 c.difficulty.size(), " and ", c.max_step.size(), ")");
+        for (int64_t d : c.difficulty)
+            MT_CHECK(d >= 1, r.path,
+                     ": \"curriculum_learning.schedule_config.difficulty\" must hold positive "
+                     "sequence lengths, got ",
+                     d);
+    } else {
+        MT_CHECK(c.total_curriculum_step > 0 && c.difficulty_step > 0, r.path,
+                 ": \"curriculum_learning.schedule_config\": total_curriculum_step and "
+                 "difficulty_step must be positive");
+        MT_CHECK(c.root_degree > 0, r.path,
+                 ": \"curriculum_learning.schedule_config.root_degree\" must be positive");
+    }
+    return c;
+}
+
 }  // namespace
 
 DeepSpeedConfig read_deepspeed_config(const std::string& path) {
@@ -198,16 +314,16 @@ DeepSpeedConfig read_deepspeed_config(const std::string& path) {
             read_bf16(r, v, c);
         else if (k == "zero_optimization")
             read_zero(r, v, c);
-        else if (k == "curriculum_learning" || k == "data_efficiency" || k == "elasticity" ||
-                 k == "amp" || k == "compression_training") {
+        else if (k == "curriculum_learning")
+            c.curriculum = read_curriculum(r, v);
+        else if (k == "data_efficiency" || k == "elasticity" || k == "amp" ||
+                 k == "compression_training") {
             const bool on = k == "compression_training" || r.enabled(v, key);
             if (on)
-                r.refuse(key, k == "curriculum_learning"
-                                  ? "DeepSpeed's curriculum learning (legacy, by sequence length)"
-                              : k == "data_efficiency" ? "DeepSpeed's data-efficiency library"
-                              : k == "elasticity"      ? "DeepSpeed's elastic training"
-                              : k == "amp"             ? "NVIDIA apex AMP"
-                                                       : "DeepSpeed's compression training");
+                r.refuse(key, k == "data_efficiency" ? "DeepSpeed's data-efficiency library"
+                              : k == "elasticity"    ? "DeepSpeed's elastic training"
+                              : k == "amp"           ? "NVIDIA apex AMP"
+                                                     : "DeepSpeed's compression training");
         } else if (k == "data_types") {
             for (auto [dk, dv] : r.section(v, key)) {
                 const std::string sub = key + "." + std::string(dk);
@@ -217,10 +333,6 @@ DeepSpeedConfig read_deepspeed_config(const std::string& path) {
         } else if (k == "communication_data_type") {
             if (!v.is_null() && r.text(v, key) != "fp32")
                 r.refuse(key, "gradient communication outside fp32");
-        } else if (k == "optimizer" || k == "scheduler") {
-            r.refuse(key, "DeepSpeed's own " + key +
-                              " from the configuration (Megatron-DeepSpeed's flags give "
-                              "megatron-train's)");
         } else if (!kNoEffect.count(k)) {
             r.refuse(key, "this DeepSpeed configuration key");
         }

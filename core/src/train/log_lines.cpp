@@ -50,6 +50,8 @@ std::string format_iteration_line(const IterationLog& l) {
     // Megatron prints the count as the float count_zeros_fp32 returns ("12.0").
     if (l.num_zeros) s += fmt(" num zeros: %.1f |", double(*l.num_zeros));
     if (l.params_norm) s += " params norm: " + python_fixed("%.3f", *l.params_norm) + " |";
+    if (l.curriculum_seqlen)
+        s += fmt(" curriculum seqlen: %5lld |", (long long)*l.curriculum_seqlen);
     s += fmt(" number of skipped iterations: %3lld |", (long long)l.skipped_iterations);
     s += fmt(" number of nan iterations: %3lld |", (long long)l.nan_iterations);
     return s;

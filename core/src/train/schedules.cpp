@@ -197,7 +197,8 @@ void Pipelined::forward_backward(const ForwardBackward& w) const {
     const int stages = w.pipeline->size(), stage = w.pipeline->rank();
     const std::vector<PipelineSlot> order = pipeline_order(
         w.micro_batches, chunks_, group_ > 0 ? group_ : stages, stages, stage, w.forward_only);
-    StageLinks links(*w.pipeline, models.front()->stage_tensor(w.micro_batch_size), chunks_, w);
+    StageLinks links(*w.pipeline, models.front()->stage_tensor(w.micro_batch_size, w.seq_length),
+                     chunks_, w);
     std::vector<std::deque<InFlight>> in_flight(static_cast<size_t>(chunks_));
     // Every chunk reads the same micro-batches; chunk 0 reads each first, the last drops it.
     std::map<int64_t, Batch> batches;

@@ -102,6 +102,8 @@ Trainer::Trainer(Model& model, optim::Optimizer& optimizer, optim::LrScheduler& 
     dropout_->training = true;
     dropout_->seed = options_.seed;
     if (options_.grad_scaler) scaler_.emplace(*options_.grad_scaler);
+    if (options_.seqlen_curriculum) curriculum_.emplace(*options_.seqlen_curriculum);
+    step_seqlen_ = options_.tokens_per_sample;
     schedule_ = make_schedule(1);
     if (!options_.schedule_trace_dir.empty()) trace_ = std::make_unique<ScheduleTrace>();
 }
@@ -357,6 +359,18 @@ Trainer::StepPass Trainer::forward_backward_pass(const data::SampleDataset& data
     work.trace = trace_.get();
     work.timers = &timers_;
     work.next_batch = batches_of(loader, "training");
+    // The curriculum's first positions (pretrain_gpt.py's get_batch truncation).
+    if (curriculum_ && step_seqlen_ < options_.tokens_per_sample) {
+        work.seq_length = step_seqlen_;
+        work.next_batch = [next = std::move(work.next_batch), length = step_seqlen_] {
+            Batch batch = next();
+            for (const char* key :
+                 {"tokens", "labels", "loss_mask", "position_ids", "document_start"})
+                if (auto it = batch.find(key); it != batch.end())
+                    it->second = it->second.slice(1, 0, length).contiguous();
+            return batch;
+        };
+    }
     // --grad-reduce-in-bf16: Megatron's main_grad buffer is bf16, so what the micro-batches have
     // accumulated is rounded to bf16 after each backward.
     if (options_.main_grad_dtype == DType::bf16)
@@ -575,8 +589,7 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     }
     if (options_.log_params_norm) r.params_norm = params_norm();
     // Megatron-DeepSpeed counts this iteration's tokens after the schedule's step.
-    scheduler_.step(global_batch * options_.sample_multiplier,
-                    (consumed_train_ - global_batch) * options_.tokens_per_sample);
+    scheduler_.step(global_batch * options_.sample_multiplier, consumed_tokens_);
     return r;
 }
 
@@ -691,16 +704,21 @@ StopReason Trainer::run_iterations(const data::SampleDataset& train_data,
     NamedLosses interval_losses;  // each term summed over the interval's iterations
     int64_t interval_iters = 0, interval_skipped = 0, interval_nan = 0;
     while (iteration_ < options_.train_iters &&
-           (!options_.train_tokens ||
-            consumed_train_ * options_.tokens_per_sample < *options_.train_tokens)) {
+           (!options_.train_tokens || consumed_tokens_ < *options_.train_tokens)) {
         // Megatron's dummy_train_step: the batch is read past, nothing else happens.
         if (std::find(options_.iterations_to_skip.begin(), options_.iterations_to_skip.end(),
                       iteration_ + 1) != options_.iterations_to_skip.end()) {
             const int64_t batch = current_global_batch_size(options_, consumed_train_);
             consumed_train_ += batch;
+            consumed_tokens_ += batch * options_.tokens_per_sample;
             skipped_train_ += batch;
             ++iteration_;
             continue;
+        }
+        if (curriculum_) {  // Megatron-DeepSpeed's update_difficulty(iteration + 1)
+            step_seqlen_ = curriculum_->update(iteration_ + 1);
+            MT_CHECK(step_seqlen_ >= 1, "the curriculum gives sequence length ", step_seqlen_,
+                     " at iteration ", iteration_ + 1);
         }
         IterationResult r = train_step(train_data);
         if (r.stop) {  // the re-run engine's: the state before this step saved, if it asks
@@ -715,6 +733,7 @@ StopReason Trainer::run_iterations(const data::SampleDataset& train_data,
             return StopReason::result_validation;
         }
         ++iteration_;
+        consumed_tokens_ += r.global_batch_size / options_.sample_multiplier * step_seqlen_;
         losses_.push_back(r.loss);
         grad_norms_.push_back(r.grad_norm.value_or(std::nan("")));
         // A skipped iteration's loss stays out of the interval's mean, as in Megatron's log.
@@ -779,6 +798,7 @@ StopReason Trainer::run_iterations(const data::SampleDataset& train_data,
             log.grad_norm = r.grad_norm;
             log.num_zeros = r.num_zeros;
             log.params_norm = r.params_norm;
+            if (curriculum_) log.curriculum_seqlen = step_seqlen_;
             print_(format_iteration_line(log));
             // Megatron reports the memory once, after the first logged iteration (the optimizer
             // state exists by then).

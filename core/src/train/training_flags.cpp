@@ -386,6 +386,12 @@ void read_deepspeed_flags(const po::variables_map& vm, TrainingFlags& f) {
     // DeepSpeed's fp16 optimizer scales the loss; its bf16 optimizer does not.
     f.grad_scaler = ds.fp16 ? ds.fp16_scaler : optim::GradScalerConfig{};
     if (ds.zero_stage >= 1) f.data_parallel.distributed_optimizer = true;
+    // (Megatron-DeepSpeed has no context parallelism: a rank of it holds two chunks of the
+    // whole sequence.)
+    MT_CHECK(!ds.curriculum || f.parallel.context_parallel == 1, path,
+             ": not supported yet: the seqlen curriculum with context parallelism "
+             "(--context-parallel-size ",
+             f.parallel.context_parallel, ")");
     f.deepspeed = ds;
 }
 
@@ -685,6 +691,7 @@ train::TrainerOptions trainer_options(const TrainingFlags& f) {
     o.train_iters = *f.schedule.train_iters;
     o.train_tokens = f.train_tokens;
     o.tokens_per_sample = f.tokens_per_sample;
+    if (f.deepspeed) o.seqlen_curriculum = f.deepspeed->curriculum;
     o.kill_switch_file = f.kill_switch_file;
     o.log_interval = f.log_interval;
     o.eval_interval = f.eval_interval;

@@ -141,10 +141,11 @@ void BertModel::initialize(uint64_t seed) {
     sync_tied_embeddings(parameters(), embedding_group_, *backend_);
 }
 
-StageTensor BertModel::stage_tensor(int64_t micro_batch_size) const {
+StageTensor BertModel::stage_tensor(int64_t micro_batch_size, int64_t seq_length) const {
     // (B, T, H), the sequence split over the tensor-parallel ranks with sequence parallelism.
     const nn::TransformerArgs& t = config_.transformer;
-    return {{micro_batch_size, t.seq_length / tp_.sequence_shards(), t.hidden_size}, dtype_};
+    const int64_t T = seq_length > 0 ? seq_length : t.seq_length;
+    return {{micro_batch_size, T / tp_.sequence_shards(), t.hidden_size}, dtype_};
 }
 
 Tensor BertModel::encode(const Batch& batch, nn::DropoutContext& dropout,
@@ -170,10 +171,10 @@ Tensor BertModel::encode(const Batch& batch, nn::DropoutContext& dropout,
                                 acts ? &acts->embedding : nullptr, Tensor(), types);
     } else {
         h = batch_entry(batch, kStageInput, "BertModel (a pipeline stage after the first)");
-        MT_CHECK(h.shape() == stage_tensor(rows).shape,
+        MT_CHECK(h.shape() == stage_tensor(rows, 0).shape,
                  "BertModel: the previous stage's hidden "
                  "states ",
-                 h.describe(), " are not ", shape_str(stage_tensor(rows).shape));
+                 h.describe(), " are not ", shape_str(stage_tensor(rows, 0).shape));
     }
     return encoder_.forward(h, dropout, acts ? &acts->encoder : nullptr, mask);
 }

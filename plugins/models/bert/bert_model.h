@@ -58,7 +58,7 @@ class BertModel final : public Model {
                    std::unique_ptr<Activations>* saved) override;
     void backward(const std::vector<Tensor>& dlosses, const Activations& saved) override;
     void set_grad_ready_hook(GradReadyHook hook) override { grad_ready_ = std::move(hook); }
-    StageTensor stage_tensor(int64_t micro_batch_size) const override;
+    StageTensor stage_tensor(int64_t micro_batch_size, int64_t seq_length) const override;
     double training_flops(int64_t samples) const override;
     // Task models: the head's logits f32 [B, classes] or [B, choices].
     Tensor predict(const Batch& batch) override;

@@ -238,10 +238,11 @@ void GptModel::initialize(uint64_t seed) {
     sync_tied_embeddings(parameters(), embedding_group_, *backend_);
 }
 
-StageTensor GptModel::stage_tensor(int64_t micro_batch_size) const {
+StageTensor GptModel::stage_tensor(int64_t micro_batch_size, int64_t seq_length) const {
     // (B, T, H), the sequence split over the context-parallel ranks and, with sequence
     // parallelism, over the tensor-parallel ones.
-    const int64_t T = config_.seq_length / cp_.size() / tp_.sequence_shards();
+    const int64_t T =
+        (seq_length > 0 ? seq_length : config_.seq_length) / cp_.size() / tp_.sequence_shards();
     return {{micro_batch_size, T, config_.hidden_size}, dtype_};
 }
 
@@ -282,9 +283,10 @@ Losses GptModel::forward(const Batch& given, nn::DropoutContext& dropout,
         h = embedding_->forward(tokens, dropout, acts ? &acts->embedding : nullptr, positions);
     } else {
         h = batch_entry(batch, kStageInput, "GptModel (a pipeline stage after the first)");
-        MT_CHECK(h.shape() == stage_tensor(B).shape,
-                 "GptModel: the previous stage's hidden states ", h.describe(), " are not ",
-                 shape_str(stage_tensor(B).shape));
+        // (Every stage reads the micro-batch's tokens: their whole length.)
+        const StageTensor expected = stage_tensor(B, given.at("tokens").size(1));
+        MT_CHECK(h.shape() == expected.shape, "GptModel: the previous stage's hidden states ",
+                 h.describe(), " are not ", shape_str(expected.shape));
     }
     h = decoder_.forward(h, dropout, acts ? &acts->decoder : nullptr, mask);
     if (!output_) {

@@ -59,7 +59,7 @@ class GptModel final : public Model {
     // Megatron's scheme (nn::initialize_megatron); a last pipeline stage's copy of tied word
     // embeddings then takes the first stage's values.
     void initialize(uint64_t seed) override;
-    StageTensor stage_tensor(int64_t micro_batch_size) const override;
+    StageTensor stage_tensor(int64_t micro_batch_size, int64_t seq_length) const override;
     // batch: "tokens", "labels" (i64 [B, T]), "position_ids" (i64 [B, T], optional),
     // "document_start" (optional), "loss_mask" (f32 [B, T], optional). With context parallelism
     // the batch holds whole sequences and this rank computes its two chunks of each.

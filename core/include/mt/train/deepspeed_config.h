@@ -4,9 +4,10 @@
 // 2^initial_scale_power), gradient clipping (its gradient_clipping; Megatron's --clip-grad is
 // not read) and ZeRO (stages 1 and 2 shard the optimizer state and gradients over the
 // data-parallel ranks: megatron-train's distributed optimizer, the same updates), while the
-// batch sizes stay Megatron's (its loop tells the engine the global batch every iteration).
-// Keys that only tune DeepSpeed's communication, memory or logging change nothing here; the
-// rest is refused naming the key.
+// batch sizes stay Megatron's (its loop tells the engine the global batch every iteration), and
+// so do the optimizer and schedule (Megatron-DeepSpeed gives the engine its own). The legacy
+// curriculum by sequence length shortens the training samples. Keys that only tune DeepSpeed's
+// communication, memory or logging change nothing here; the rest is refused naming the key.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 
 #include "mt/api.h"
 #include "mt/optim/grad_scaler.h"
+#include "mt/train/curriculum_schedule.h"
 
 namespace mt::train {
 
@@ -26,6 +28,8 @@ struct DeepSpeedConfig {
     // "fp16": DeepSpeed's defaults (dynamic from 2^16, window 1000, hysteresis 2, floor 1).
     optim::GradScalerConfig fp16_scaler{.initial_scale = 65536.0};
     int zero_stage = 0;
+    // "curriculum_learning" when enabled (DeepSpeed's legacy curriculum, by sequence length).
+    std::optional<CurriculumConfig> curriculum;
 };
 
 // Reads and checks `path` (mt::Error naming the file and the key for what is malformed or not

@@ -26,6 +26,8 @@ struct IterationLog {
     double loss_scale = 1.0;
     std::optional<double> grad_norm, params_norm;
     std::optional<int64_t> num_zeros;
+    // DeepSpeed's seqlen curriculum: the step's sequence length (Megatron-DeepSpeed's field).
+    std::optional<int64_t> curriculum_seqlen;
     int64_t skipped_iterations = 0, nan_iterations = 0;
 };
 

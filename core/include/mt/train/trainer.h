@@ -20,6 +20,7 @@
 #include "mt/optim/grad_scaler.h"
 #include "mt/optim/lr_schedule.h"
 #include "mt/optim/optimizer.h"
+#include "mt/train/curriculum_schedule.h"
 #include "mt/train/rerun_state_machine.h"
 #include "mt/train/timers.h"
 
@@ -66,12 +67,16 @@ struct TrainerOptions {
     // core_v0.19's --eval-micro-batch-size / --eval-global-batch-size (0: the training's).
     int64_t eval_micro_batch_size = 0, eval_global_batch_size = 0;
     int64_t train_iters = 0;
-    // Megatron-DeepSpeed's --train-tokens: training also stops once this many tokens (samples x
-    // tokens_per_sample) are consumed.
+    // Megatron-DeepSpeed's --train-tokens: training also stops once this many tokens are
+    // consumed.
     std::optional<int64_t> train_tokens;
     // Tokens per training sample (the sequence length), counted for token-based learning-rate
     // schedules and --train-tokens.
     int64_t tokens_per_sample = 0;
+    // DeepSpeed's legacy seqlen curriculum (ds_config "curriculum_learning"): each step trains
+    // on the first positions of its samples (the GPT fields tokens, labels, loss_mask,
+    // position_ids), as many as the schedule gives, and counts that many tokens per sample.
+    std::optional<CurriculumConfig> seqlen_curriculum;
     // Megatron-DeepSpeed's --kill-switch-file: once it exists (on any rank), training saves (as
     // for SIGTERM) and stops after the iteration.
     std::string kill_switch_file;
@@ -185,6 +190,16 @@ class MT_API Trainer {
         consumed_train_ = consumed_train;
         consumed_valid_ = consumed_valid;
         skipped_train_ = skipped_train;
+        consumed_tokens_ = consumed_train * options_.tokens_per_sample;
+    }
+    // Megatron-DeepSpeed's consumed_train_tokens, where a checkpoint has it (after
+    // set_progress, which counts tokens_per_sample for each sample).
+    void set_consumed_tokens(int64_t tokens) { consumed_tokens_ = tokens; }
+    int64_t consumed_train_tokens() const { return consumed_tokens_; }
+    // Whether this run counts tokens apart from samples (a curriculum or --train-tokens): its
+    // checkpoints keep consumed_train_tokens, as Megatron-DeepSpeed's args do.
+    bool counts_tokens() const {
+        return options_.seqlen_curriculum.has_value() || options_.train_tokens.has_value();
     }
     // The dropout stream's position (the RNG state a checkpoint keeps).
     uint64_t dropout_seed() const;
@@ -321,6 +336,13 @@ class MT_API Trainer {
     std::unique_ptr<ScheduleTrace> trace_;        // with options_.schedule_trace_dir
     Timers timers_;                               // --timing-log-level
     int64_t iteration_ = 0, consumed_train_ = 0, consumed_valid_ = 0, skipped_train_ = 0;
+    // Megatron-DeepSpeed's consumed_train_tokens: each step adds its global batch x the
+    // positions it trained on (step_seqlen_).
+    int64_t consumed_tokens_ = 0;
+    std::optional<CurriculumSchedule> curriculum_;  // from options_.seqlen_curriculum
+    // The positions of each sample the current step trains on (the curriculum's difficulty,
+    // which Megatron-DeepSpeed counts even where it exceeds the sequence), else tokens_per_sample.
+    int64_t step_seqlen_ = 0;
     bool memory_reported_ = false;  // Megatron's report_memory runs once
     std::optional<optim::GradScaler> scaler_;
     std::vector<double> losses_, grad_norms_;
