@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "mpiexec_launch.h"
 #include "test_support.h"
 
 namespace {
@@ -219,6 +220,42 @@ TEST_F(DeepSpeedResume, ContinuesMegatronDeepSpeedsOwnRun) {
     // moves it by 1e-3.)
     for (size_t i = 0; i < 2; ++i)
         EXPECT_NEAR(ours[i], theirs[i + 1], 1e-5 * theirs[i + 1]) << "iteration " << i + 2;
+}
+
+// Megatron-DeepSpeed's runs with ZeRO stage 1 (make_fixture.py steps 7 and 8): its Adam moments
+// and fp32 weights are a flat shard per data-parallel rank, model-parallel rank and param group.
+// Joined, megatron-train resumes from them and logs the losses those runs logged next: from 2
+// data-parallel shards at one process and at 2 under mpirun (ZeRO 1 as the distributed
+// optimizer), and from a tensor-parallel 2 x pipeline-parallel 2 run (its last stage's copy of
+// the tied embedding among its shards) at that layout and at one process.
+TEST_F(DeepSpeedResume, ContinuesFromZeroStage1Shards) {
+    const bool mpi = mt::test::mpiexec_available();
+    struct Case {
+        const char *run, *folder;
+        int ranks;
+    };
+    for (const Case& c : {Case{"zero1_dp2", "deepspeed_gpt_zero1_dp2", 1},
+                          Case{"zero1_dp2", "deepspeed_gpt_zero1_dp2", 2},
+                          Case{"zero1_tp2_pp2", "deepspeed_gpt_zero1_tp2_pp2", 4},
+                          Case{"zero1_tp2_pp2", "deepspeed_gpt_zero1_tp2_pp2", 1}}) {
+        if (c.ranks > 1 && !mpi) continue;
+        const std::vector<double> theirs = doubles(expected[c.run]["lm_loss"]);
+        ASSERT_EQ(theirs.size(), 3u);
+        // (One process: the same model, its later flags winning as in argparse.)
+        const std::string train =
+            command(c.run) +
+            (c.ranks == 1 ? " --tensor-model-parallel-size 1 --pipeline-model-parallel-size 1"
+                          : "");
+        const std::string launcher = c.ranks > 1 ? mt::test::mpiexec_prefix(c.ranks) : "";
+        const auto r =
+            mt::test::run_command(launcher + train + " --load " + q(root / c.folder) + " 2>&1");
+        ASSERT_EQ(r.exit_code, 0) << c.run << " on " << c.ranks << " ranks\n" << r.output;
+        const auto ours = mt::test::logged_values(r.output, "lm loss");
+        ASSERT_EQ(ours.size(), 2u) << r.output;
+        for (size_t i = 0; i < 2; ++i)
+            EXPECT_NEAR(ours[i], theirs[i + 1], 1e-5 * theirs[i + 1])
+                << c.run << " on " << c.ranks << " ranks, iteration " << i + 2;
+    }
 }
 
 // The same with DeepSpeed's legacy seqlen curriculum in the configuration (make_fixture.py step

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "deepspeed_zero_shards.h"
 #include "mt/error.h"
 #include "mt/io/torch_file.h"
 #include "torch_checkpoint.h"
@@ -125,6 +127,27 @@ PyValue nested(const PyValue& flat, const fs::path& file) {
     return out;
 }
 
+// The flat names of a nested state dict's tensors ("language_model.embedding.word_embeddings.
+// weight", ...), in its order.
+void flat_names(const PyValue& d, const std::string& prefix, std::vector<std::string>& out) {
+    for (const auto& [k, v] : d.dict_ref().items) {
+        const std::string name = prefix + k.as_string();
+        if (v.kind() == io::PyKind::dict)
+            flat_names(v, name + ".", out);
+        else if (v.kind() == io::PyKind::tensor)
+            out.push_back(name);
+    }
+}
+
+// The first floating-point dtype of a nested state dict's tensors.
+DType model_dtype(const PyValue& d) {
+    for (const auto& [k, v] : d.dict_ref().items) {
+        if (v.kind() == io::PyKind::dict) return model_dtype(v);
+        if (v.kind() == io::PyKind::tensor) return v.as_tensor().dtype();
+    }
+    return DType::f32;
+}
+
 // from_py's state; an optimizer it cannot pair with the model is left out, saying why (the
 // model still loads; resuming then asks for --no-load-optim).
 CheckpointState with_optimizer(PyValue& root, const fs::path& file, std::string not_read) {
@@ -187,29 +210,54 @@ CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_r
     for (const char* key : {"args", "iteration", "checkpoint_version", "lr_scheduler"})
         if (const PyValue* v = ranks.find(key)) root.dict_ref().set(key, *v);
     // The optimizer state of a one-rank run whose DeepSpeed engine kept the torch optimizer
-    // Megatron-DeepSpeed built (fp32, ZeRO stage 0): its parameters in the model's order.
+    // Megatron-DeepSpeed built (fp32, ZeRO stage 0): its parameters in the model's order. (ZeRO
+    // stages 1 and 2: the shards, joined below once the model's names are known.)
     std::string optimizer_not_read =
-        "DeepSpeed's optimizer state of this checkpoint is not read (a mixed-precision or ZeRO "
-        "optimizer, or several ranks)";
+        "DeepSpeed's optimizer state of this checkpoint is not read (a mixed-precision optimizer "
+        "without ZeRO, or several ranks without ZeRO)";
     if (const PyValue* o = ranks.find("optimizer"); o && o->kind() == io::PyKind::dict &&
                                                     o->find("param_groups") && o->find("state") &&
                                                     l.ranks() == 1) {
         root.dict_ref().set("optimizer", *o);
         optimizer_not_read.clear();
     }
+    // DeepSpeed's model-parallel rank: the stage's tensor ranks one after another.
+    const int mp_rank = int(pp_rank * l.tensor_parallel + tp_rank);
     char name[64];
+    std::snprintf(name, sizeof name, "mp_rank_%02d_model_states.pt", mp_rank);
+    const fs::path own_file = tag / name;
+    const PyValue own = mp_rank == 0 ? ranks : read_file(own_file);
+    // ZeRO's shards, their DeepSpeed names (param_shapes) read as the model's by `model_name`.
+    auto zero = [&](const std::function<std::string(const std::string&)>& model_name) {
+        const PyValue* shapes = own.find("param_shapes");
+        if (!shapes || shapes->is_none()) return;
+        std::vector<std::string> order;
+        flat_names(root["model"], "", order);
+        const DType dtype = model_dtype(root["model"]);
+        if (dtype == DType::f16) {  // (its dynamic loss scaler is an object of DeepSpeed's)
+            optimizer_not_read = "DeepSpeed's ZeRO optimizer state of an fp16 run is not read";
+            return;
+        }
+        if (auto o = zero_optimizer_state(tag, mp_rank, *shapes, model_name, order,
+                                          dtype != DType::f32)) {
+            root.dict_ref().set("optimizer", std::move(*o));
+            optimizer_not_read.clear();
+        }
+    };
     if (files.layers.empty()) {  // --no-pipeline-parallel: the module is Megatron's state dict
-        std::snprintf(name, sizeof name, "mp_rank_%02d_model_states.pt", int(tp_rank));
-        const fs::path file = tag / name;
-        const PyValue own = tp_rank == 0 ? ranks : read_file(file);
         const PyValue* module = own.find("module");
-        MT_CHECK(module && !module->is_none(), file.string(), ": no 'module' (the model)");
+        MT_CHECK(module && !module->is_none(), own_file.string(), ": no 'module' (the model)");
         root.dict_ref().set("model", *module);
-        return with_optimizer(root, file, optimizer_not_read);
+        // (The engine's module is the model: its names are the state dict's.)
+        zero([](const std::string& n) { return n.rfind("module.", 0) == 0 ? n.substr(7) : n; });
+        return with_optimizer(root, own_file, optimizer_not_read);
     }
-    // The pipeline engine's layers: each file's keys say what it is.
+    // The pipeline engine's layers: each file's keys say what it is (and its number, LL, is the
+    // pipeline module's index of the layer: DeepSpeed's names "LL.<key>").
     PyValue embedding, final_norm, head;
     std::vector<PyValue> layers;
+    std::vector<int> layer_index;
+    int final_norm_index = -1, head_index = -1, embedding_index = -1;
     fs::path embedding_file;
     for (const auto& [key, file] : files.layers) {
         if (key.second != tp_rank) continue;
@@ -217,12 +265,16 @@ CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_r
         if (has(layer, "word_embeddings.weight")) {
             embedding = std::move(layer);
             embedding_file = file;
+            embedding_index = key.first;
         } else if (has(layer, "input_layernorm.weight")) {
             layers.push_back(std::move(layer));
+            layer_index.push_back(key.first);
         } else if (has(layer, "lm_head.weight")) {
             head = std::move(layer);
+            head_index = key.first;
         } else if (has(layer, "weight") && keys_of(layer).size() <= 2) {
             final_norm = std::move(layer);
+            final_norm_index = key.first;
         } else {
             MT_FAIL(file.string(), ": not supported yet: this Megatron-DeepSpeed pipeline layer (",
                     key_list(layer), ")");
@@ -260,6 +312,36 @@ CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_r
     language_model.dict_ref().set("encoder", std::move(encoder));
     model.dict_ref().set("language_model", std::move(language_model));
     root.dict_ref().set("model", std::move(model));
+    // DeepSpeed's names of this stage's parameters: the embedding under "tied_modules.embed." when
+    // tied to the head (on the last stage a copy, of which the model keeps the word embeddings
+    // as word_embeddings_for_head), else by layer number as the others.
+    std::map<std::string, std::string> names;
+    auto name_all = [&](const PyValue& layer, const std::string& from, const std::string& to) {
+        for (const std::string& k : keys_of(layer)) names[from + k] = to + k;
+    };
+    for (const std::string& k : keys_of(embedding)) {
+        const std::string to = first ? "language_model.embedding." + k
+                               : k == "word_embeddings.weight" && last
+                                   ? "word_embeddings_for_head.weight"
+                                   : "";
+        names["tied_modules.embed." + k] = to;
+        names[std::to_string(embedding_index) + "." + k] = to;
+    }
+    for (size_t i = 0; i < per_stage; ++i)
+        name_all(layers[size_t(pp_rank) * per_stage + i],
+                 std::to_string(layer_index[size_t(pp_rank) * per_stage + i]) + ".",
+                 "language_model.encoder.layers." + std::to_string(i) + ".");
+    if (last) {
+        name_all(final_norm, std::to_string(final_norm_index) + ".",
+                 "language_model.encoder.final_layernorm.");
+        if (!head.is_none())
+            names[std::to_string(head_index) + ".lm_head.weight"] =
+                "language_model.output_layer.weight";
+    }
+    zero([&](const std::string& n) {
+        auto it = names.find(n);
+        return it != names.end() ? it->second : n;
+    });
     return with_optimizer(root, rank_file, optimizer_not_read);
 }
 

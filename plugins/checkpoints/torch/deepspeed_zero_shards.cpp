@@ -1,0 +1,194 @@
+#include "deepspeed_zero_shards.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "mt/error.h"
+#include "mt/io/torch_file.h"
+#include "mt/tensor.h"
+
+namespace mt::plugins::torch_ckpt {
+
+namespace fs = std::filesystem;
+using io::PyKind;
+using io::PyValue;
+
+namespace {
+
+// zero_pp_rank_D_mp_rank_MM_optim_states.pt (bf16_ in front in a bf16 run), D = 0, 1, ...
+std::vector<fs::path> shard_files(const fs::path& tag, int mp_rank) {
+    std::map<int, fs::path> by_rank;
+    for (const auto& entry : fs::directory_iterator(tag)) {
+        const std::string name = entry.path().filename().string();
+        const std::string plain = name.rfind("bf16_", 0) == 0 ? name.substr(5) : name;
+        int dp = 0, mp = 0, n = 0;
+        if (std::sscanf(plain.c_str(), "zero_pp_rank_%d_mp_rank_%d_optim_states.pt%n", &dp, &mp,
+                        &n) == 2 &&
+            size_t(n) == plain.size() && mp == mp_rank)
+            by_rank[dp] = entry.path();
+    }
+    std::vector<fs::path> out;
+    for (const auto& [dp, path] : by_rank) {
+        MT_CHECK(dp == int(out.size()), tag.string(), ": the ZeRO shard of data-parallel rank ",
+                 out.size(), " of model-parallel rank ", mp_rank, " is missing");
+        out.push_back(path);
+    }
+    return out;
+}
+
+int64_t numel_of(const PyValue& size, const std::string& what) {
+    // torch.Size arrives as an object whose first argument is the tuple.
+    const PyValue& dims =
+        size.kind() == PyKind::object ? size.object_ref().args.items().at(0) : size;
+    MT_CHECK(dims.kind() == PyKind::tuple || dims.kind() == PyKind::list, what,
+             ": a parameter shape must be a tuple");
+    int64_t n = 1;
+    for (const PyValue& d : dims.items()) n *= d.as_int();
+    return n;
+}
+
+Shape shape_of(const PyValue& size) {
+    const PyValue& dims =
+        size.kind() == PyKind::object ? size.object_ref().args.items().at(0) : size;
+    Shape s;
+    for (const PyValue& d : dims.items()) s.push_back(d.as_int());
+    return s;
+}
+
+// One group's flat buffer: the shards' partitions in data-parallel order, less the padding the
+// last one carries.
+struct Joined {
+    Tensor exp_avg, exp_avg_sq, fp32;
+};
+
+}  // namespace
+
+std::optional<PyValue> zero_optimizer_state(
+    const fs::path& tag, int mp_rank, const PyValue& param_shapes,
+    const std::function<std::string(const std::string&)>& model_name,
+    const std::vector<std::string>& order, bool master_weights) {
+    const std::vector<fs::path> files = shard_files(tag, mp_rank);
+    if (files.empty()) return std::nullopt;
+    std::vector<PyValue> shards;
+    for (const fs::path& f : files) {
+        PyValue root = io::load_torch_file(f);
+        const PyValue* osd = root.find("optimizer_state_dict");
+        MT_CHECK(osd && osd->find("base_optimizer_state") &&
+                     osd->find("single_partition_of_fp32_groups"),
+                 f.string(), ": not a ZeRO stage 1 or 2 optimizer shard");
+        shards.push_back(*osd);
+    }
+    const std::string first = files[0].string();
+    MT_CHECK(param_shapes.kind() == PyKind::list, tag.string(),
+             ": param_shapes is not a list of param groups");
+    const size_t groups = param_shapes.items().size();
+    const PyValue& base0 = shards[0]["base_optimizer_state"];
+    MT_CHECK(base0["param_groups"].items().size() == groups, first, ": ",
+             base0["param_groups"].items().size(), " param groups, param_shapes has ", groups);
+
+    std::map<std::string, size_t> position;
+    for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+    PyValue state = PyValue::dict();
+    PyValue param_groups = PyValue::list();
+    PyValue masters = PyValue::list();
+    int64_t next_id = 0;
+    for (size_t g = 0; g < groups; ++g) {
+        // The group's flat buffers, joined.
+        std::vector<Tensor> avg, avg_sq, fp32;
+        int64_t real = 0;
+        for (size_t d = 0; d < shards.size(); ++d) {
+            const PyValue& s = shards[d];
+            const std::string file = files[d].string();
+            MT_CHECK(s["partition_count"].items().at(g).as_int() == int64_t(shards.size()), file,
+                     ": param group ", g, " is split over ",
+                     s["partition_count"].items().at(g).as_int(), " ranks, the folder holds ",
+                     shards.size(), " shards");
+            const PyValue& moments = s["base_optimizer_state"]["state"];
+            const PyValue* own = nullptr;
+            for (const auto& [k, v] : moments.dict_ref().items)
+                if (k.kind() == PyKind::integer && k.as_int() == int64_t(g)) own = &v;
+            MT_CHECK(own != nullptr, file, ": no optimizer state for param group ", g,
+                     " (no step taken: resume with --no-load-optim)");
+            avg.push_back((*own)["exp_avg"].as_tensor());
+            avg_sq.push_back((*own)["exp_avg_sq"].as_tensor());
+            fp32.push_back(s["single_partition_of_fp32_groups"].items().at(g).as_tensor());
+            const int64_t padding = s["group_paddings"].items().at(g).as_int();
+            MT_CHECK(avg.back().numel() == fp32.back().numel() &&
+                         avg_sq.back().numel() == fp32.back().numel() && padding >= 0 &&
+                         padding <= fp32.back().numel(),
+                     file, ": the partitions of param group ", g, " differ in size");
+            real += fp32.back().numel() - padding;
+        }
+        auto join = [&](const std::vector<Tensor>& parts) {
+            Tensor out = Tensor::empty({real}, DType::f32);
+            int64_t at = 0;
+            for (const Tensor& p : parts) {
+                const int64_t n = std::min(p.numel(), real - at);
+                out.slice(0, at, at + n).copy_from(p.contiguous().view({p.numel()}).slice(0, 0, n));
+                at += n;
+            }
+            return out;
+        };
+        const Joined joined{join(avg), join(avg_sq), join(fp32)};
+        // Its parameters, one after another; ids in the model's order.
+        struct Member {
+            size_t position;
+            int64_t offset;
+            Shape shape;
+        };
+        std::vector<Member> members;
+        int64_t offset = 0;
+        for (const auto& [k, size] : param_shapes.items()[g].dict_ref().items) {
+            const std::string ds_name = k.as_string();
+            const std::string name = model_name(ds_name);
+            const int64_t numel = numel_of(size, first);
+            if (!name.empty()) {
+                auto it = position.find(name);
+                MT_CHECK(it != position.end(), first, ": the ZeRO parameter '",
+                         ds_name.substr(0, 200), "' is not in the model");
+                members.push_back({it->second, offset, shape_of(size)});
+            }
+            offset += numel;
+        }
+        MT_CHECK(offset == real, first, ": param group ", g, " holds ", real,
+                 " elements, its parameters ", offset);
+        std::sort(members.begin(), members.end(),
+                  [](const Member& a, const Member& b) { return a.position < b.position; });
+        PyValue group = PyValue::dict();
+        for (const auto& [k, v] : base0["param_groups"].items()[g].dict_ref().items)
+            if (k.as_string() != "params") group.dict_ref().set(k, v);
+        PyValue ids = PyValue::list();
+        PyValue group_masters = PyValue::list();
+        const PyValue* step = nullptr;
+        for (const auto& [k, v] : base0["state"].dict_ref().items)
+            if (k.kind() == PyKind::integer && k.as_int() == int64_t(g)) step = v.find("step");
+        for (const Member& m : members) {
+            auto piece = [&](const Tensor& flat) {
+                return flat.slice(0, m.offset, m.offset + shape_numel(m.shape))
+                    .contiguous()
+                    .view(m.shape);
+            };
+            PyValue s = PyValue::dict();
+            if (step) s.dict_ref().set("step", *step);
+            s.dict_ref().set("exp_avg", PyValue::tensor(piece(joined.exp_avg)));
+            s.dict_ref().set("exp_avg_sq", PyValue::tensor(piece(joined.exp_avg_sq)));
+            state.dict_ref().set(PyValue::integer(next_id), std::move(s));
+            ids.items().push_back(PyValue::integer(next_id++));
+            group_masters.items().push_back(PyValue::tensor(piece(joined.fp32)));
+        }
+        group.dict_ref().set("params", std::move(ids));
+        param_groups.items().push_back(std::move(group));
+        masters.items().push_back(std::move(group_masters));
+    }
+    PyValue sd = PyValue::dict();
+    sd.dict_ref().set("state", std::move(state));
+    sd.dict_ref().set("param_groups", std::move(param_groups));
+    if (!master_weights) return sd;
+    PyValue wrapped = PyValue::dict();
+    wrapped.dict_ref().set("optimizer", std::move(sd));
+    wrapped.dict_ref().set("fp32_from_fp16_params", std::move(masters));
+    return wrapped;
+}
+
+}  // namespace mt::plugins::torch_ckpt
