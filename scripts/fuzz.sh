@@ -15,7 +15,7 @@ shift || true
 build_dir="${BUILD_DIR:-build-fuzz}"
 targets=(pickle zip torch_file torch_checkpoint indexed_dataset api_request gpt2_tokenizer hf_tokenizer
     tiktoken wordpiece preprocess_line hf_checkpoint torch_dist_metadata sentencepiece jsonl_zst
-    torch_dist_config hf_tokenizer_config jinja integrity_manifest)
+    torch_dist_config hf_tokenizer_config jinja integrity_manifest deepspeed_zero)
 [ $# -gt 0 ] && targets=("$@")
 # ccache: the debug info names the build folder, which ccache hashes unless told not to; every
 # clone's fuzz build then shares the cache.
@@ -55,6 +55,10 @@ seed_hf_checkpoint() {
 }
 seed_torch_dist_metadata() { find "$fixtures/torch_dist" -name .metadata -size -64k | seed_from_paths "$1"; }
 seed_torch_checkpoint() { small_torch_files model_optim_rng.pt | seed_from_paths "$1"; }
+seed_deepspeed_zero() {  # DeepSpeed's shards (under 1 MiB: the embedding's moments)
+    find "$fixtures/megatron_deepspeed" -name '*_optim_states.pt' -size -1024k | sort |
+        seed_from_paths "$1"
+}
 seed_hf_tokenizer() {
     printf 'Hello world! 12345 caf\xc3\xa9\n  <s> [INST] done' > "$1.text"
     for json in "$fixtures/hf/mixtral/tokenizer.json" "$fixtures/hf_tokenizer/llama3ish/tokenizer.json"; do

@@ -37,23 +37,37 @@ std::vector<fs::path> shard_files(const fs::path& tag, int mp_rank) {
     return out;
 }
 
-int64_t numel_of(const PyValue& size, const std::string& what) {
-    // torch.Size arrives as an object whose first argument is the tuple.
-    const PyValue& dims =
-        size.kind() == PyKind::object ? size.object_ref().args.items().at(0) : size;
-    MT_CHECK(dims.kind() == PyKind::tuple || dims.kind() == PyKind::list, what,
+// A param_shapes entry: a torch.Size (an object whose first argument is the tuple) or a tuple.
+Shape shape_of(const PyValue& size, const std::string& what) {
+    const PyValue* dims = &size;
+    if (size.kind() == PyKind::object) {
+        const PyValue& args = size.object_ref().args;
+        MT_CHECK(args.kind() == PyKind::tuple && !args.items().empty(), what,
+                 ": a parameter shape must be a torch.Size of a tuple");
+        dims = &args.items()[0];
+    }
+    MT_CHECK(dims->kind() == PyKind::tuple || dims->kind() == PyKind::list, what,
              ": a parameter shape must be a tuple");
-    int64_t n = 1;
-    for (const PyValue& d : dims.items()) n *= d.as_int();
-    return n;
+    Shape s;
+    int64_t numel = 1;
+    for (const PyValue& d : dims->items()) {
+        s.push_back(d.as_int());
+        MT_CHECK(s.back() >= 0 && s.back() < (int64_t(1) << 40), what,
+                 ": a parameter dimension of ", s.back());
+        MT_CHECK(numel <= (int64_t(1) << 48) / std::max<int64_t>(s.back(), 1), what,
+                 ": a parameter of more than 2^48 elements");
+        numel *= s.back();
+    }
+    return s;
 }
 
-Shape shape_of(const PyValue& size) {
-    const PyValue& dims =
-        size.kind() == PyKind::object ? size.object_ref().args.items().at(0) : size;
-    Shape s;
-    for (const PyValue& d : dims.items()) s.push_back(d.as_int());
-    return s;
+// The `g`th entry of a list the shard keeps per param group.
+const PyValue& per_group(const PyValue& shard, const char* key, size_t g, const std::string& file) {
+    const PyValue& list = shard[key];
+    MT_CHECK(
+        (list.kind() == PyKind::list || list.kind() == PyKind::tuple) && g < list.items().size(),
+        file, ": '", key, "' has no entry for param group ", g);
+    return list.items()[g];
 }
 
 // One group's flat buffer: the shards' partitions in data-parallel order, less the padding the
@@ -100,10 +114,10 @@ std::optional<PyValue> zero_optimizer_state(
         for (size_t d = 0; d < shards.size(); ++d) {
             const PyValue& s = shards[d];
             const std::string file = files[d].string();
-            MT_CHECK(s["partition_count"].items().at(g).as_int() == int64_t(shards.size()), file,
-                     ": param group ", g, " is split over ",
-                     s["partition_count"].items().at(g).as_int(), " ranks, the folder holds ",
-                     shards.size(), " shards");
+            const int64_t partitions = per_group(s, "partition_count", g, file).as_int();
+            MT_CHECK(partitions == int64_t(shards.size()), file, ": param group ", g,
+                     " is split over ", partitions, " ranks, the folder holds ", shards.size(),
+                     " shards");
             const PyValue& moments = s["base_optimizer_state"]["state"];
             const PyValue* own = nullptr;
             for (const auto& [k, v] : moments.dict_ref().items)
@@ -112,9 +126,11 @@ std::optional<PyValue> zero_optimizer_state(
                      " (no step taken: resume with --no-load-optim)");
             avg.push_back((*own)["exp_avg"].as_tensor());
             avg_sq.push_back((*own)["exp_avg_sq"].as_tensor());
-            fp32.push_back(s["single_partition_of_fp32_groups"].items().at(g).as_tensor());
-            const int64_t padding = s["group_paddings"].items().at(g).as_int();
-            MT_CHECK(avg.back().numel() == fp32.back().numel() &&
+            fp32.push_back(per_group(s, "single_partition_of_fp32_groups", g, file).as_tensor());
+            const int64_t padding = per_group(s, "group_paddings", g, file).as_int();
+            MT_CHECK(avg.back().dtype() == DType::f32 && avg_sq.back().dtype() == DType::f32 &&
+                         fp32.back().dtype() == DType::f32 &&
+                         avg.back().numel() == fp32.back().numel() &&
                          avg_sq.back().numel() == fp32.back().numel() && padding >= 0 &&
                          padding <= fp32.back().numel(),
                      file, ": the partitions of param group ", g, " differ in size");
@@ -142,14 +158,16 @@ std::optional<PyValue> zero_optimizer_state(
         for (const auto& [k, size] : param_shapes.items()[g].dict_ref().items) {
             const std::string ds_name = k.as_string();
             const std::string name = model_name(ds_name);
-            const int64_t numel = numel_of(size, first);
+            const Shape shape = shape_of(size, first);
             if (!name.empty()) {
                 auto it = position.find(name);
                 MT_CHECK(it != position.end(), first, ": the ZeRO parameter '",
                          ds_name.substr(0, 200), "' is not in the model");
-                members.push_back({it->second, offset, shape_of(size)});
+                members.push_back({it->second, offset, shape});
             }
-            offset += numel;
+            offset += shape_numel(shape);
+            MT_CHECK(offset <= real, first, ": the parameters of param group ", g,
+                     " need more than its ", real, " elements");
         }
         MT_CHECK(offset == real, first, ": param group ", g, " holds ", real,
                  " elements, its parameters ", offset);
