@@ -222,13 +222,15 @@ TEST_F(DeepSpeedResume, ContinuesMegatronDeepSpeedsOwnRun) {
         EXPECT_NEAR(ours[i], theirs[i + 1], 1e-5 * theirs[i + 1]) << "iteration " << i + 2;
 }
 
-// Megatron-DeepSpeed's runs with ZeRO stage 1 (make_fixture.py steps 7 and 8): its Adam moments
-// and fp32 weights are a flat shard per data-parallel rank, model-parallel rank and param group.
+// Megatron-DeepSpeed's runs with ZeRO stage 1 (make_fixture.py steps 7 and 8) and 2 (step 9,
+// without the pipeline engine): its Adam moments and fp32 weights are a flat shard per
+// data-parallel rank, model-parallel rank and param group.
 // Joined, megatron-train resumes from them and logs the losses those runs logged next: from 2
 // data-parallel shards at one process and at 2 under mpirun (ZeRO 1 as the distributed
 // optimizer), and from a tensor-parallel 2 x pipeline-parallel 2 run (its last stage's copy of
-// the tied embedding among its shards) at that layout and at one process.
-TEST_F(DeepSpeedResume, ContinuesFromZeroStage1Shards) {
+// the tied embedding among its shards) at that layout and at one process; and from ZeRO 2's
+// shards, named by the module's own parameter names.
+TEST_F(DeepSpeedResume, ContinuesFromZeroShards) {
     const bool mpi = mt::test::mpiexec_available();
     struct Case {
         const char *run, *folder;
@@ -237,7 +239,8 @@ TEST_F(DeepSpeedResume, ContinuesFromZeroStage1Shards) {
     for (const Case& c : {Case{"zero1_dp2", "deepspeed_gpt_zero1_dp2", 1},
                           Case{"zero1_dp2", "deepspeed_gpt_zero1_dp2", 2},
                           Case{"zero1_tp2_pp2", "deepspeed_gpt_zero1_tp2_pp2", 4},
-                          Case{"zero1_tp2_pp2", "deepspeed_gpt_zero1_tp2_pp2", 1}}) {
+                          Case{"zero1_tp2_pp2", "deepspeed_gpt_zero1_tp2_pp2", 1},
+                          Case{"zero2", "deepspeed_gpt_zero2", 1}}) {
         if (c.ranks > 1 && !mpi) continue;
         const std::vector<double> theirs = doubles(expected[c.run]["lm_loss"]);
         ASSERT_EQ(theirs.size(), 3u);
