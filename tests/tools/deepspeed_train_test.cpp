@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <cmath>
 #include <optional>
 #include <regex>
 #include <string>
@@ -258,6 +259,38 @@ TEST_F(DeepSpeedResume, ContinuesFromZeroShards) {
         for (size_t i = 0; i < 2; ++i)
             EXPECT_NEAR(ours[i], theirs[i + 1], 1e-5 * theirs[i + 1])
                 << c.run << " on " << c.ranks << " ranks, iteration " << i + 2;
+    }
+}
+
+// A universal checkpoint (make_fixture.py step 10: DeepSpeed's ds_to_universal.py over step 7's
+// ZeRO shards, one folder of fp32 weights and moments per parameter, the vocabulary's padding
+// cut): megatron-train --universal-checkpoint resumes the folder --load's latest_universal names
+// and logs the losses Megatron-DeepSpeed logged resuming it (the padded rows come back as zeros,
+// as DeepSpeed pads them: not the losses of the ZeRO run), at one process and at tensor-parallel
+// 2. Without latest_universal it fails as DeepSpeed does.
+TEST_F(DeepSpeedResume, ContinuesFromAUniversalCheckpoint) {
+    const std::vector<double> theirs = doubles(expected["universal"]["lm_loss"]);
+    ASSERT_EQ(theirs.size(), 2u);
+    EXPECT_GT(std::abs(theirs[0] - doubles(expected["zero1_dp2"]["lm_loss"])[1]), 1e-4);
+    // (Its flags load <work>/ds; the later --load wins, as in argparse.)
+    const std::string train = command("universal");
+    const auto missing =
+        mt::test::run_command(train + " --load " + q(root / "deepspeed_gpt_zero1_dp2") + " 2>&1");
+    EXPECT_NE(missing.output.find("Invalid for universal checkpoint: "), std::string::npos)
+        << missing.output;
+    std::vector<bool> layouts{false};  // tensor-parallel 2 under mpirun too
+    if (mt::test::mpiexec_available()) layouts.push_back(true);
+    for (const bool tp2 : layouts) {
+        const auto r =
+            mt::test::run_command((tp2 ? mt::test::mpiexec_prefix(2) : std::string()) + train +
+                                  " --load " + q(root / "deepspeed_gpt_universal") +
+                                  (tp2 ? " --tensor-model-parallel-size 2" : "") + " 2>&1");
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+        const auto ours = mt::test::logged_values(r.output, "lm loss");
+        ASSERT_EQ(ours.size(), 2u) << r.output;
+        for (size_t i = 0; i < 2; ++i)
+            EXPECT_NEAR(ours[i], theirs[i], 1e-5 * theirs[i])
+                << (tp2 ? "TP2" : "one process") << ", iteration " << i + 2;
     }
 }
 

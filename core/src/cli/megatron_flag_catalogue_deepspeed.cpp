@@ -98,7 +98,7 @@ constexpr CatalogueEntry kCatalogue[] = {
      accept("Megatron-DeepSpeed's load_checkpoint never reads it: the schedule is resumed "
             "either way"),
      kTrainingOnly},
-    {"--universal-checkpoint", refuse("DeepSpeed universal checkpoints")},
+    {"--universal-checkpoint", kDefined, kTrainingOnly},
     // mixed precision
     {"--no-query-key-layer-scaling",
      accept("turns off scaling the attention scores by the layer number against fp16 "

@@ -1,6 +1,7 @@
 #include "mt/train/training_flags.h"
 
 #include <filesystem>
+#include <fstream>
 #include <tuple>
 #include <utility>
 
@@ -338,6 +339,9 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
         "load-tag", po::value<std::string>(),
         "with --deepspeed and --load: the DeepSpeed checkpoint tag to resume (a global_stepN "
         "folder of --load) instead of the one its `latest` file names")(
+        "universal-checkpoint", po::bool_switch(),
+        "with --deepspeed and --load: resume DeepSpeed's universal checkpoint (ds_to_universal's "
+        "folder) that --load's `latest_universal` file names")(
         "kill-switch-file", po::value(&f.kill_switch_file),
         "exit at the start if this file exists, and once it appears after an iteration, saving "
         "a checkpoint first (with --save)");
@@ -506,6 +510,26 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
         MT_CHECK(std::filesystem::is_directory(folder), "--load-tag ", tag.substr(0, 200),
                  ": no such DeepSpeed checkpoint tag in ", *f.load);
         f.load = folder.string();
+    }
+    // --universal-checkpoint: DeepSpeed's load_checkpoint takes the tag from latest_universal,
+    // and fails without one.
+    if (vm["universal-checkpoint"].as<bool>()) {
+        MT_CHECK(f.deepspeed, "--universal-checkpoint: Megatron-DeepSpeed loads universal "
+                              "checkpoints through --deepspeed");
+        if (f.load && !vm.count("load-tag")) {
+            const std::filesystem::path latest = std::filesystem::path(*f.load) / "latest_universal";
+            std::ifstream in(latest);
+            std::string tag;
+            MT_CHECK(in && std::getline(in, tag), "Invalid for universal checkpoint: ",
+                     latest.string(), " does not exist");
+            tag.erase(tag.find_last_not_of(" \t\r\n") + 1);
+            const std::filesystem::path folder = std::filesystem::path(*f.load) / tag;
+            MT_CHECK(!tag.empty() && tag.find('/') == std::string::npos &&
+                         std::filesystem::is_directory(folder),
+                     latest.string(), ": names no universal checkpoint folder ('",
+                     tag.substr(0, 200), "')");
+            f.load = folder.string();
+        }
     }
     read_optional(vm, "save-interval", f.save_interval);
     read_optional(vm, "ckpt-convert-format", f.ckpt_convert_format);

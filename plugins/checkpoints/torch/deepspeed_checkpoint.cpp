@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "deepspeed_universal.h"
 #include "deepspeed_zero_shards.h"
 #include "mt/error.h"
 #include "mt/io/torch_file.h"
@@ -186,6 +187,7 @@ CheckpointArgs DeepSpeedCheckpoint::load_args(const fs::path& dir) {
 
 CheckpointLayout DeepSpeedCheckpoint::layout(const fs::path& dir) {
     const fs::path tag = need_tag_dir(dir);
+    if (is_universal(tag)) return CheckpointLayout{};  // the whole model, joined
     return layout_of(tag, list_files(tag));
 }
 
@@ -197,7 +199,8 @@ CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_r
                                                int64_t pp_rank) {
     const fs::path tag = need_tag_dir(dir);
     const TagFiles files = list_files(tag);
-    const CheckpointLayout l = layout_of(tag, files);
+    const bool universal = is_universal(tag);
+    const CheckpointLayout l = universal ? CheckpointLayout{} : layout_of(tag, files);
     MT_CHECK(tp_rank >= 0 && tp_rank < l.tensor_parallel && pp_rank >= 0 &&
                  pp_rank < l.pipeline_parallel,
              "no rank (tensor ", tp_rank, ", pipeline ", pp_rank, ") in the tensor-parallel ",
@@ -221,6 +224,30 @@ CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_r
         root.dict_ref().set("optimizer", *o);
         optimizer_not_read.clear();
     }
+    if (universal) {
+        const PyValue& args = ranks["args"];
+        const PyValue* vocab = args.find("padded_vocab_size");
+        MT_CHECK(vocab && vocab->kind() == io::PyKind::integer, rank_file.string(),
+                 ": no padded_vocab_size in the args");
+        auto flag = [&](const char* name) {
+            const PyValue* v = args.find(name);
+            return v && v->kind() == io::PyKind::boolean && v->as_bool();
+        };
+        const DType dtype = flag("bf16") ? DType::bf16 : flag("fp16") ? DType::f16 : DType::f32;
+        UniversalState u = read_universal(tag, vocab->as_int(), dtype);
+        root.dict_ref().set("model", std::move(u.model));
+        if (dtype == DType::f16) {  // (its dynamic loss scaler is an object of DeepSpeed's)
+            optimizer_not_read = "DeepSpeed's optimizer state of an fp16 run is not read";
+        } else {
+            std::vector<std::string> order;
+            flat_names(root["model"], "", order);
+            root.dict_ref().set("optimizer", torch_optimizer_state(
+                                                 u.groups, [](const std::string& n) { return n; },
+                                                 order, dtype != DType::f32, tag.string()));
+            optimizer_not_read.clear();
+        }
+        return with_optimizer(root, rank_file, optimizer_not_read);
+    }
     // DeepSpeed's model-parallel rank: the stage's tensor ranks one after another.
     const int mp_rank = int(pp_rank * l.tensor_parallel + tp_rank);
     char name[64];
@@ -238,9 +265,10 @@ CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_r
             optimizer_not_read = "DeepSpeed's ZeRO optimizer state of an fp16 run is not read";
             return;
         }
-        if (auto o = zero_optimizer_state(tag, mp_rank, *shapes, model_name, order,
-                                          dtype != DType::f32)) {
-            root.dict_ref().set("optimizer", std::move(*o));
+        if (auto groups = zero_param_groups(tag, mp_rank, *shapes)) {
+            root.dict_ref().set(
+                "optimizer", torch_optimizer_state(*groups, model_name, order, dtype != DType::f32,
+                                                   tag.string()));
             optimizer_not_read.clear();
         }
     };

@@ -9,9 +9,10 @@
 // layers split evenly over the stages), so the tools read it as that Megatron checkpoint.
 // The optimizer state is read where it is the torch optimizer Megatron-DeepSpeed built (one rank,
 // fp32, ZeRO stage 0) or ZeRO stage 1 or 2's shards (deepspeed_zero_shards.h: any layout, fp32
-// or bf16, joined over the data-parallel ranks); other optimizer states (fp16's loss scaler,
-// mixed precision or several ranks without ZeRO) and the random states are not (resume those
-// with --no-load-optim).
+// or bf16, joined over the data-parallel ranks); a universal checkpoint's folder
+// (deepspeed_universal.h) is read as the whole model with its optimizer state; other optimizer
+// states (fp16's loss scaler, mixed precision or several ranks without ZeRO) and the random
+// states are not (resume those with --no-load-optim).
 #pragma once
 
 #include "mt/checkpoint.h"

@@ -70,18 +70,18 @@ const PyValue& per_group(const PyValue& shard, const char* key, size_t g, const 
     return list.items()[g];
 }
 
-// One group's flat buffer: the shards' partitions in data-parallel order, less the padding the
-// last one carries.
-struct Joined {
-    Tensor exp_avg, exp_avg_sq, fp32;
-};
+// The torch optimizer state of param group `g` in a state_dict whose parameters are the flat
+// groups (key g), or null.
+const PyValue* group_state(const PyValue& optimizer, size_t g) {
+    for (const auto& [k, v] : optimizer["state"].dict_ref().items)
+        if (k.kind() == PyKind::integer && k.as_int() == int64_t(g)) return &v;
+    return nullptr;
+}
 
 }  // namespace
 
-std::optional<PyValue> zero_optimizer_state(
-    const fs::path& tag, int mp_rank, const PyValue& param_shapes,
-    const std::function<std::string(const std::string&)>& model_name,
-    const std::vector<std::string>& order, bool master_weights) {
+std::optional<std::vector<DeepSpeedParamGroup>> zero_param_groups(const fs::path& tag, int mp_rank,
+                                                                  const PyValue& param_shapes) {
     const std::vector<fs::path> files = shard_files(tag, mp_rank);
     if (files.empty()) return std::nullopt;
     std::vector<PyValue> shards;
@@ -101,12 +101,7 @@ std::optional<PyValue> zero_optimizer_state(
     MT_CHECK(base0["param_groups"].items().size() == groups, first, ": ",
              base0["param_groups"].items().size(), " param groups, param_shapes has ", groups);
 
-    std::map<std::string, size_t> position;
-    for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
-    PyValue state = PyValue::dict();
-    PyValue param_groups = PyValue::list();
-    PyValue masters = PyValue::list();
-    int64_t next_id = 0;
+    std::vector<DeepSpeedParamGroup> out;
     for (size_t g = 0; g < groups; ++g) {
         // The group's flat buffers, joined.
         std::vector<Tensor> avg, avg_sq, fp32;
@@ -118,10 +113,7 @@ std::optional<PyValue> zero_optimizer_state(
             MT_CHECK(partitions == int64_t(shards.size()), file, ": param group ", g,
                      " is split over ", partitions, " ranks, the folder holds ", shards.size(),
                      " shards");
-            const PyValue& moments = s["base_optimizer_state"]["state"];
-            const PyValue* own = nullptr;
-            for (const auto& [k, v] : moments.dict_ref().items)
-                if (k.kind() == PyKind::integer && k.as_int() == int64_t(g)) own = &v;
+            const PyValue* own = group_state(s["base_optimizer_state"], g);
             MT_CHECK(own != nullptr, file, ": no optimizer state for param group ", g,
                      " (no step taken: resume with --no-load-optim)");
             avg.push_back((*own)["exp_avg"].as_tensor());
@@ -146,67 +138,30 @@ std::optional<PyValue> zero_optimizer_state(
             }
             return out;
         };
-        const Joined joined{join(avg), join(avg_sq), join(fp32)};
-        // Its parameters, one after another; ids in the model's order.
-        struct Member {
-            size_t position;
-            int64_t offset;
-            Shape shape;
-        };
-        std::vector<Member> members;
+        const Tensor joined_avg = join(avg), joined_avg_sq = join(avg_sq), joined_fp32 = join(fp32);
+        // Its parameters, one after another.
+        DeepSpeedParamGroup group;
+        group.settings = base0["param_groups"].items()[g];
+        const PyValue* own = group_state(base0, g);
+        const PyValue* step = own ? own->find("step") : nullptr;
         int64_t offset = 0;
         for (const auto& [k, size] : param_shapes.items()[g].dict_ref().items) {
-            const std::string ds_name = k.as_string();
-            const std::string name = model_name(ds_name);
             const Shape shape = shape_of(size, first);
-            if (!name.empty()) {
-                auto it = position.find(name);
-                MT_CHECK(it != position.end(), first, ": the ZeRO parameter '",
-                         ds_name.substr(0, 200), "' is not in the model");
-                members.push_back({it->second, offset, shape});
-            }
-            offset += shape_numel(shape);
-            MT_CHECK(offset <= real, first, ": the parameters of param group ", g,
+            const int64_t n = shape_numel(shape);
+            MT_CHECK(offset + n <= real, first, ": the parameters of param group ", g,
                      " need more than its ", real, " elements");
+            auto piece = [&](const Tensor& flat) {
+                return flat.slice(0, offset, offset + n).contiguous().view(shape);
+            };
+            group.params.push_back({k.as_string(), piece(joined_fp32), piece(joined_avg),
+                                    piece(joined_avg_sq), step ? *step : PyValue()});
+            offset += n;
         }
         MT_CHECK(offset == real, first, ": param group ", g, " holds ", real,
                  " elements, its parameters ", offset);
-        std::sort(members.begin(), members.end(),
-                  [](const Member& a, const Member& b) { return a.position < b.position; });
-        PyValue group = PyValue::dict();
-        for (const auto& [k, v] : base0["param_groups"].items()[g].dict_ref().items)
-            if (k.as_string() != "params") group.dict_ref().set(k, v);
-        PyValue ids = PyValue::list();
-        PyValue group_masters = PyValue::list();
-        const PyValue* step = nullptr;
-        for (const auto& [k, v] : base0["state"].dict_ref().items)
-            if (k.kind() == PyKind::integer && k.as_int() == int64_t(g)) step = v.find("step");
-        for (const Member& m : members) {
-            auto piece = [&](const Tensor& flat) {
-                return flat.slice(0, m.offset, m.offset + shape_numel(m.shape))
-                    .contiguous()
-                    .view(m.shape);
-            };
-            PyValue s = PyValue::dict();
-            if (step) s.dict_ref().set("step", *step);
-            s.dict_ref().set("exp_avg", PyValue::tensor(piece(joined.exp_avg)));
-            s.dict_ref().set("exp_avg_sq", PyValue::tensor(piece(joined.exp_avg_sq)));
-            state.dict_ref().set(PyValue::integer(next_id), std::move(s));
-            ids.items().push_back(PyValue::integer(next_id++));
-            group_masters.items().push_back(PyValue::tensor(piece(joined.fp32)));
-        }
-        group.dict_ref().set("params", std::move(ids));
-        param_groups.items().push_back(std::move(group));
-        masters.items().push_back(std::move(group_masters));
+        out.push_back(std::move(group));
     }
-    PyValue sd = PyValue::dict();
-    sd.dict_ref().set("state", std::move(state));
-    sd.dict_ref().set("param_groups", std::move(param_groups));
-    if (!master_weights) return sd;
-    PyValue wrapped = PyValue::dict();
-    wrapped.dict_ref().set("optimizer", std::move(sd));
-    wrapped.dict_ref().set("fp32_from_fp16_params", std::move(masters));
-    return wrapped;
+    return out;
 }
 
 }  // namespace mt::plugins::torch_ckpt

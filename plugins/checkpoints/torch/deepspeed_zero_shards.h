@@ -6,25 +6,20 @@
 #pragma once
 
 #include <filesystem>
-#include <functional>
 #include <optional>
-#include <string>
 #include <vector>
 
+#include "deepspeed_optimizer_state.h"
 #include "mt/io/py_value.h"
 
 namespace mt::plugins::torch_ckpt {
 
-// The shards of model-parallel rank `mp_rank` in `tag` joined over the data-parallel ranks, as
-// the torch optimizer state_dict of a Megatron checkpoint whose model holds `order` (flat
-// parameter names, in its order): {"state", "param_groups"}, wrapped as {"optimizer": ...,
-// "fp32_from_fp16_params": ...} with `master_weights` (a bf16 or fp16 model). `model_name` maps a
-// DeepSpeed parameter name of param_shapes to the model's, or to "" for one the model does not
-// hold (a stage's copy of another's). None when `tag` holds no shards of that rank. mt::Error
-// naming the file for shards that do not fit together.
-std::optional<io::PyValue> zero_optimizer_state(
-    const std::filesystem::path& tag, int mp_rank, const io::PyValue& param_shapes,
-    const std::function<std::string(const std::string&)>& model_name,
-    const std::vector<std::string>& order, bool master_weights);
+// The shards of model-parallel rank `mp_rank` in `tag` joined over the data-parallel ranks and
+// cut into parameters by `param_shapes` (mp_rank_MM_model_states.pt's: per group, DeepSpeed's
+// parameter names and shapes). None when `tag` holds no shards of that rank. mt::Error naming the
+// file for shards that do not fit together.
+std::optional<std::vector<DeepSpeedParamGroup>> zero_param_groups(const std::filesystem::path& tag,
+                                                                  int mp_rank,
+                                                                  const io::PyValue& param_shapes);
 
 }  // namespace mt::plugins::torch_ckpt
