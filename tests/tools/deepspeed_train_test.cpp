@@ -324,6 +324,20 @@ TEST_F(DeepSpeedResume, FollowsTheSeqlenCurriculumOfMegatronDeepSpeedsOwnRun) {
         EXPECT_NEAR(our_lr[i], lr[i + 1], 5e-4 * lr[i + 1]) << "iteration " << i + 2;
         EXPECT_EQ(our_seqlen.at(i), seqlen[i + 1]) << "iteration " << i + 2;
     }
+    // Resumed from our own checkpoint of iteration 2 (its flags save every iteration), the run
+    // logs the same: the curriculum's token count comes back with it (counting 32 tokens a
+    // sample would give iteration 4 another learning rate).
+    mt::test::write_file(work / "ds" / "latest_checkpointed_iteration.txt", "2");
+    const auto again =
+        mt::test::run_command(command("curriculum") + " --load " + q(work / "ds") + " 2>&1");
+    ASSERT_EQ(again.exit_code, 0) << again.output;
+    const auto resumed = mt::test::logged_values(again.output, "lm loss");
+    const auto resumed_lr = mt::test::logged_values(again.output, "learning rate");
+    ASSERT_EQ(resumed.size(), 2u) << again.output;
+    for (size_t i = 0; i < 2; ++i) {
+        EXPECT_EQ(resumed[i], ours[i + 1]) << "iteration " << i + 3;
+        EXPECT_EQ(resumed_lr.at(i), our_lr[i + 1]) << "iteration " << i + 3;
+    }
 }
 
 // What DeepSpeed would do differently from megatron-train is refused, naming the file and key.
