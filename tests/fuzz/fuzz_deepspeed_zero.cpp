@@ -15,15 +15,9 @@ constexpr const char* kShard = "zero_pp_rank_0_mp_rank_00_optim_states.pt";
 
 // The fixture copied once into this process's input folder, but for the fuzzed shard.
 fs::path fixture_but_shard() {
-    const fs::path fixture =
-        mt::fuzz::source_dir() /
-        "tests/fixtures/megatron_deepspeed/deepspeed_gpt_zero1_dp2/global_step1";
     const fs::path d = mt::fuzz::write_input("global_step1", "/latest").parent_path();
-    fs::create_directories(d / "global_step1");
-    for (const auto& entry : fs::directory_iterator(fixture))
-        if (entry.path().filename() != kShard)
-            fs::copy_file(entry.path(), d / "global_step1" / entry.path().filename(),
-                          fs::copy_options::overwrite_existing);
+    mt::fuzz::copy_fixture_but("megatron_deepspeed/deepspeed_gpt_zero1_dp2/global_step1",
+                               d / "global_step1", kShard);
     return d;
 }
 

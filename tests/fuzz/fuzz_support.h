@@ -55,18 +55,25 @@ inline std::optional<std::pair<std::string_view, std::string_view>> split_two(co
     return std::pair(rest.substr(0, first), rest.substr(first));
 }
 
+// The files of the committed fixture folder `fixture` (a path in tests/fixtures) copied into
+// `to`, but for `replaced`, which the target writes each time.
+inline void copy_fixture_but(const std::string& fixture, const std::filesystem::path& to,
+                             const std::string& replaced) {
+    namespace fs = std::filesystem;
+    fs::create_directories(to);
+    for (const auto& entry : fs::directory_iterator(source_dir() / "tests/fixtures" / fixture))
+        if (entry.path().filename() != replaced)
+            fs::copy_file(entry.path(), to / entry.path().filename(),
+                          fs::copy_options::overwrite_existing);
+}
+
 // The committed gpt2_tp1 torch_dist checkpoint (iteration 7) copied once into this process's
 // input folder, but for its file `replaced`, which the target writes each time; returns the
 // folder to load.
 inline std::filesystem::path torch_dist_fixture_but(const std::string& replaced) {
-    namespace fs = std::filesystem;
-    const fs::path fixture = source_dir() / "tests/fixtures/torch_dist/gpt2_tp1/iter_0000007";
-    const fs::path d = write_input("7", "/latest_checkpointed_iteration.txt").parent_path();
-    fs::create_directories(d / "iter_0000007");
-    for (const auto& entry : fs::directory_iterator(fixture))
-        if (entry.path().filename() != replaced)
-            fs::copy_file(entry.path(), d / "iter_0000007" / entry.path().filename(),
-                          fs::copy_options::overwrite_existing);
+    const std::filesystem::path d =
+        write_input("7", "/latest_checkpointed_iteration.txt").parent_path();
+    copy_fixture_but("torch_dist/gpt2_tp1/iter_0000007", d / "iter_0000007", replaced);
     return d;
 }
 
