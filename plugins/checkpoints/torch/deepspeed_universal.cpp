@@ -57,6 +57,12 @@ Legacy legacy_of(std::string name, const std::string& what) {
     return {{1, index}, key};  // a transformer layer's: numbered below
 }
 
+// A transformer layer's parameter named by the pipeline module ("<LL>.<key>"), whose legacy name
+// waits for the layer's index among the layers.
+bool pipeline_layer(const Legacy& l) {
+    return std::get<0>(l.place) == 1 && l.name.rfind("language_model.", 0) != 0;
+}
+
 // Puts `t` at legacy flat `name` in the nested legacy model.
 void place(PyValue& model, const std::string& name, const PyValue& t) {
     auto child = [](PyValue& d, const std::string& key) -> PyValue& {
@@ -129,8 +135,7 @@ UniversalState read_universal(const fs::path& tag, int64_t padded_vocab_size, DT
     for (const auto& names : group_names)
         for (const std::string& n : names) {
             const Legacy l = legacy_of(n, tag.string());
-            if (std::get<0>(l.place) == 1 && n.rfind("language_model.", 0) != 0)
-                layer_numbers.insert(std::get<1>(l.place));
+            if (pipeline_layer(l)) layer_numbers.insert(std::get<1>(l.place));
         }
     std::map<int64_t, int64_t> layer_index;
     for (int64_t n : layer_numbers) layer_index.emplace(n, int64_t(layer_index.size()));
@@ -142,7 +147,7 @@ UniversalState read_universal(const fs::path& tag, int64_t padded_vocab_size, DT
         group.settings = settings.items()[g];
         for (const std::string& n : group_names[g]) {
             Legacy l = legacy_of(n, tag.string());
-            if (std::get<0>(l.place) == 1 && n.rfind("language_model.", 0) != 0)
+            if (pipeline_layer(l))
                 l.name = "language_model.encoder.layers." +
                          std::to_string(layer_index.at(std::get<1>(l.place))) + "." + l.name;
             const fs::path dir = tag / "zero" / n;
