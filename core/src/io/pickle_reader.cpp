@@ -75,21 +75,6 @@ std::string latin1_bytes(const std::string& s) {
     return out;
 }
 
-Shape int_tuple(const PyValue& v, const char* what) {
-    MT_CHECK(v.kind() == PyKind::tuple || v.kind() == PyKind::list || v.kind() == PyKind::object,
-             what, " must be a tuple, not a ", py_kind_name(v.kind()));
-    // torch.Size(...) arrives as an object whose first argument is the tuple.
-    if (v.kind() == PyKind::object) {
-        const PyValue& args = v.object_ref().args;
-        MT_CHECK(args.kind() == PyKind::tuple && !args.items().empty(), what,
-                 " must be a tuple, not a ", v.object_ref().name, " object without arguments");
-        return int_tuple(args.items()[0], what);
-    }
-    Shape out;
-    for (const PyValue& x : v.items()) out.push_back(x.as_int());
-    return out;
-}
-
 bool is_builtins(const std::string& module) {
     return module == "builtins" || module == "__builtin__";
 }
@@ -108,8 +93,8 @@ PyValue reduce(const PyValue& callable, const PyValue& args) {
             PyTensor t;
             // Torch's layout as is: Tensor keeps any strides and checks their reach.
             t.tensor =
-                Tensor::from_storage(s.storage, int_tuple(a[2], "tensor size"),
-                                     int_tuple(a[3], "tensor stride"), s.dtype, a[1].as_int());
+                Tensor::from_storage(s.storage, py_shape(a[2], "tensor size"),
+                                     py_shape(a[3], "tensor stride"), s.dtype, a[1].as_int());
             t.requires_grad = a.size() > 4 && a[4].as_bool();
             t.location = s.location;
             return PyValue::tensor(std::move(t));
@@ -124,8 +109,8 @@ PyValue reduce(const PyValue& callable, const PyValue& args) {
             PyTensor t;
             // Torch's layout as is: Tensor keeps any strides and checks their reach.
             t.tensor =
-                Tensor::from_storage(s.storage, int_tuple(a[2], "tensor size"),
-                                     int_tuple(a[3], "tensor stride"), s.dtype, a[1].as_int());
+                Tensor::from_storage(s.storage, py_shape(a[2], "tensor size"),
+                                     py_shape(a[3], "tensor stride"), s.dtype, a[1].as_int());
             t.requires_grad = a[4].as_bool();
             t.location = s.location;
             return PyValue::tensor(std::move(t));

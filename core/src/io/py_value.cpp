@@ -514,4 +514,19 @@ std::string short_repr(const PyValue& value, size_t max_chars) {
     return std::string(text::utf8_prefix(out, max_chars > 3 ? max_chars - 3 : 0)) + "...";
 }
 
+Shape py_shape(const PyValue& v, std::string_view what) {
+    const PyValue* t = &v;
+    if (v.kind() == PyKind::object) {
+        const PyValue& args = v.object_ref().args;
+        MT_CHECK(args.kind() == PyKind::tuple && !args.items().empty(), what,
+                 " must be a tuple, not a ", v.object_ref().name, " object without arguments");
+        t = &args.items()[0];
+    }
+    MT_CHECK(t->kind() == PyKind::tuple || t->kind() == PyKind::list, what,
+             " must be a tuple, not a ", py_kind_name(t->kind()));
+    Shape out;
+    for (const PyValue& x : t->items()) out.push_back(x.as_int());
+    return out;
+}
+
 }  // namespace mt::io

@@ -37,26 +37,14 @@ std::vector<fs::path> shard_files(const fs::path& tag, int mp_rank) {
     return out;
 }
 
-// A param_shapes entry: a torch.Size (an object whose first argument is the tuple) or a tuple.
+// A param_shapes entry (a torch.Size), its elements bounded so that offsets cannot overflow.
 Shape shape_of(const PyValue& size, const std::string& what) {
-    const PyValue* dims = &size;
-    if (size.kind() == PyKind::object) {
-        const PyValue& args = size.object_ref().args;
-        MT_CHECK(args.kind() == PyKind::tuple && !args.items().empty(), what,
-                 ": a parameter shape must be a torch.Size of a tuple");
-        dims = &args.items()[0];
-    }
-    MT_CHECK(dims->kind() == PyKind::tuple || dims->kind() == PyKind::list, what,
-             ": a parameter shape must be a tuple");
-    Shape s;
+    const Shape s = io::py_shape(size, what + ": a parameter shape");
     int64_t numel = 1;
-    for (const PyValue& d : dims->items()) {
-        s.push_back(d.as_int());
-        MT_CHECK(s.back() >= 0 && s.back() < (int64_t(1) << 40), what,
-                 ": a parameter dimension of ", s.back());
-        MT_CHECK(numel <= (int64_t(1) << 48) / std::max<int64_t>(s.back(), 1), what,
-                 ": a parameter of more than 2^48 elements");
-        numel *= s.back();
+    for (int64_t d : s) {
+        MT_CHECK(d >= 0 && numel <= (int64_t(1) << 48) / std::max<int64_t>(d, 1), what,
+                 ": a parameter of more than 2^48 elements or a negative dimension");
+        numel *= d;
     }
     return s;
 }

@@ -33,22 +33,6 @@ const PyValue& attr(const PyValue& obj, std::string_view name, std::string_view 
     return *v;
 }
 
-// torch.Size(...) pickles as REDUCE(torch.Size, (tuple,)); plain tuples are taken too.
-Shape shape_of(const PyValue& v, std::string_view what) {
-    const PyValue* t = &v;
-    if (v.kind() == PyKind::object && v.object_ref().name == "Size") {
-        const PyValue& args = v.object_ref().args;
-        MT_CHECK(args.kind() == PyKind::tuple && args.items().size() == 1, what,
-                 " is a torch.Size without its tuple");
-        t = &args.items()[0];
-    }
-    MT_CHECK(t->kind() == PyKind::tuple || t->kind() == PyKind::list, what, " is a Python ",
-             io::py_kind_name(t->kind()), ", not a torch.Size");
-    Shape s;
-    for (const PyValue& d : t->items()) s.push_back(d.as_int());
-    return s;
-}
-
 // TensorProperties keeps (dtype, layout, requires_grad, memory format, pin_memory[, strides])
 // through __getstate__; a dataclass dict is accepted as well.
 DType dtype_of(const PyValue& properties, const std::string& fqn) {
@@ -80,7 +64,7 @@ std::pair<std::string, DcpLocation> storage_item(const PyValue& index, const PyV
     const std::string& fqn = attr(index, "fqn", "MetadataIndex").as_string();
     const PyValue* offset = index.find("offset");
     Shape offsets;
-    if (offset && !offset->is_none()) offsets = shape_of(*offset, "MetadataIndex.offset");
+    if (offset && !offset->is_none()) offsets = io::py_shape(*offset, "MetadataIndex.offset");
     if (const PyValue* t = info.find("transform_descriptors"))
         MT_CHECK(t->is_none() || (t->kind() == PyKind::list && t->items().empty()), "chunk of ",
                  fqn, " is stored through transforms ", io::short_repr(*t),
@@ -112,13 +96,13 @@ DcpEntry storage_metadata_item(const PyValue& key, const PyValue& meta) {
     MT_CHECK(is_class(meta, "TensorStorageMetadata"), e.fqn, " is described by ",
              io::short_repr(meta, 80));
     e.dtype = dtype_of(attr(meta, "properties", e.fqn), e.fqn);
-    e.size = shape_of(attr(meta, "size", e.fqn), e.fqn + " size");
+    e.size = io::py_shape(attr(meta, "size", e.fqn), e.fqn + " size");
     const PyValue& chunks = attr(meta, "chunks", e.fqn);
     MT_CHECK(chunks.kind() == PyKind::list, e.fqn, ": chunks are not a list");
     for (const PyValue& c : chunks.items()) {
         DcpChunk chunk;
-        chunk.offsets = shape_of(attr(c, "offsets", e.fqn + " chunk"), e.fqn + " offsets");
-        chunk.sizes = shape_of(attr(c, "sizes", e.fqn + " chunk"), e.fqn + " sizes");
+        chunk.offsets = io::py_shape(attr(c, "offsets", e.fqn + " chunk"), e.fqn + " offsets");
+        chunk.sizes = io::py_shape(attr(c, "sizes", e.fqn + " chunk"), e.fqn + " sizes");
         MT_CHECK(chunk.offsets.size() == e.size.size() && chunk.sizes.size() == e.size.size(),
                  e.fqn, ": chunk at ", shape_str(chunk.offsets), " of shape ",
                  shape_str(chunk.sizes), " does not match the rank of ", shape_str(e.size));
@@ -178,7 +162,7 @@ DcpMetadata read_metadata(std::string_view pickle, const std::string& context) {
             auto at = by_fqn.find(key.as_string());
             if (!orig || at == by_fqn.end()) continue;
             DcpEntry& e = m.entries[at->second];
-            e.flattened_from = shape_of(*orig, e.fqn + " nd_reformulated_orig_global_shape");
+            e.flattened_from = io::py_shape(*orig, e.fqn + " nd_reformulated_orig_global_shape");
         }
     return m;
 }

@@ -159,4 +159,8 @@ MT_API std::string repr(const PyValue& value);
 // that expands exponentially) costs no more than its first `max_chars`.
 MT_API std::string short_repr(const PyValue& value, size_t max_chars = 200);
 
+// A tensor shape as torch pickles it: a tuple (or list) of ints, or a torch.Size, which arrives
+// as an object whose first argument is that tuple. mt::Error naming `what` otherwise.
+MT_API Shape py_shape(const PyValue& v, std::string_view what);
+
 }  // namespace mt::io
