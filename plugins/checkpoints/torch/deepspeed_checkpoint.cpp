@@ -5,6 +5,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -224,6 +225,25 @@ CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_r
         root.dict_ref().set("optimizer", *o);
         optimizer_not_read.clear();
     }
+    // DeepSpeed's per-parameter optimizer state (ZeRO's shards, a universal folder) paired with
+    // the model now in root, `model_name` giving the model's name of each; an fp16 run's is not
+    // read (its dynamic loss scaler is an object of DeepSpeed's).
+    using Groups = std::vector<DeepSpeedParamGroup>;
+    auto adopt = [&](const std::function<std::optional<Groups>()>& read_groups,
+                     const std::function<std::string(const std::string&)>& model_name) {
+        const DType dtype = model_dtype(root["model"]);
+        if (dtype == DType::f16) {
+            optimizer_not_read = "DeepSpeed's optimizer state of an fp16 run is not read";
+            return;
+        }
+        const std::optional<Groups> groups = read_groups();
+        if (!groups) return;
+        std::vector<std::string> order;
+        flat_names(root["model"], "", order);
+        root.dict_ref().set("optimizer", torch_optimizer_state(*groups, model_name, order,
+                                                               dtype != DType::f32, tag.string()));
+        optimizer_not_read.clear();
+    };
     if (universal) {
         const PyValue& args = ranks["args"];
         const PyValue* vocab = args.find("padded_vocab_size");
@@ -236,16 +256,9 @@ CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_r
         const DType dtype = flag("bf16") ? DType::bf16 : flag("fp16") ? DType::f16 : DType::f32;
         UniversalState u = read_universal(tag, vocab->as_int(), dtype);
         root.dict_ref().set("model", std::move(u.model));
-        if (dtype == DType::f16) {  // (its dynamic loss scaler is an object of DeepSpeed's)
-            optimizer_not_read = "DeepSpeed's optimizer state of an fp16 run is not read";
-        } else {
-            std::vector<std::string> order;
-            flat_names(root["model"], "", order);
-            root.dict_ref().set("optimizer", torch_optimizer_state(
-                                                 u.groups, [](const std::string& n) { return n; },
-                                                 order, dtype != DType::f32, tag.string()));
-            optimizer_not_read.clear();
-        }
+        // (Its parameters carry the model's names already.)
+        adopt([&] { return std::optional<Groups>(std::move(u.groups)); },
+              [](const std::string& n) { return n; });
         return with_optimizer(root, rank_file, optimizer_not_read);
     }
     // DeepSpeed's model-parallel rank: the stage's tensor ranks one after another.
@@ -254,23 +267,11 @@ CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_r
     std::snprintf(name, sizeof name, "mp_rank_%02d_model_states.pt", mp_rank);
     const fs::path own_file = tag / name;
     const PyValue own = mp_rank == 0 ? ranks : read_file(own_file);
-    // ZeRO's shards, their DeepSpeed names (param_shapes) read as the model's by `model_name`.
+    // ZeRO's shards of this rank, if any, named as param_shapes names them.
     auto zero = [&](const std::function<std::string(const std::string&)>& model_name) {
         const PyValue* shapes = own.find("param_shapes");
         if (!shapes || shapes->is_none()) return;
-        std::vector<std::string> order;
-        flat_names(root["model"], "", order);
-        const DType dtype = model_dtype(root["model"]);
-        if (dtype == DType::f16) {  // (its dynamic loss scaler is an object of DeepSpeed's)
-            optimizer_not_read = "DeepSpeed's ZeRO optimizer state of an fp16 run is not read";
-            return;
-        }
-        if (auto groups = zero_param_groups(tag, mp_rank, *shapes)) {
-            root.dict_ref().set(
-                "optimizer", torch_optimizer_state(*groups, model_name, order, dtype != DType::f32,
-                                                   tag.string()));
-            optimizer_not_read.clear();
-        }
+        adopt([&] { return zero_param_groups(tag, mp_rank, *shapes); }, model_name);
     };
     if (files.layers.empty()) {  // --no-pipeline-parallel: the module is Megatron's state dict
         const PyValue* module = own.find("module");

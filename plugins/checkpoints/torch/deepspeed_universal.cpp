@@ -130,12 +130,14 @@ UniversalState read_universal(const fs::path& tag, int64_t padded_vocab_size, DT
              settings.kind() == PyKind::list ? settings.items().size() : 0,
              " param groups, the model states name ", group_names.size());
 
-    // The transformer layers' numbers, in order.
+    // Each name's place in the legacy model; the transformer layers' numbers, in order.
+    std::vector<std::vector<Legacy>> legacy(group_names.size());
     std::set<int64_t> layer_numbers;
-    for (const auto& names : group_names)
-        for (const std::string& n : names) {
-            const Legacy l = legacy_of(n, tag.string());
-            if (pipeline_layer(l)) layer_numbers.insert(std::get<1>(l.place));
+    for (size_t g = 0; g < group_names.size(); ++g)
+        for (const std::string& n : group_names[g]) {
+            legacy[g].push_back(legacy_of(n, tag.string()));
+            if (pipeline_layer(legacy[g].back()))
+                layer_numbers.insert(std::get<1>(legacy[g].back().place));
         }
     std::map<int64_t, int64_t> layer_index;
     for (int64_t n : layer_numbers) layer_index.emplace(n, int64_t(layer_index.size()));
@@ -145,8 +147,9 @@ UniversalState read_universal(const fs::path& tag, int64_t padded_vocab_size, DT
     for (size_t g = 0; g < group_names.size(); ++g) {
         DeepSpeedParamGroup group;
         group.settings = settings.items()[g];
-        for (const std::string& n : group_names[g]) {
-            Legacy l = legacy_of(n, tag.string());
+        for (size_t i = 0; i < group_names[g].size(); ++i) {
+            const std::string& n = group_names[g][i];
+            Legacy l = legacy[g][i];
             if (pipeline_layer(l))
                 l.name = "language_model.encoder.layers." +
                          std::to_string(layer_index.at(std::get<1>(l.place))) + "." + l.name;
@@ -156,16 +159,17 @@ UniversalState read_universal(const fs::path& tag, int64_t padded_vocab_size, DT
             const bool vocab = fp32.kind() == PyKind::dict && fp32.find("vocab_tensor") &&
                                fp32["vocab_tensor"].kind() == PyKind::boolean &&
                                fp32["vocab_tensor"].as_bool();
-            auto read = [&](const char* file) {
-                Tensor t = tensor_in(load(dir / file), dir / file);
+            auto read = [&](const char* file, const PyValue& contents) {
+                Tensor t = tensor_in(contents, dir / file);
                 MT_CHECK(t.dtype() == DType::f32, (dir / file).string(), ": not float32");
                 if (!vocab || t.dim() != 2 || t.size(0) >= padded_vocab_size) return t.contiguous();
                 Tensor padded = Tensor::zeros({padded_vocab_size, t.size(1)}, DType::f32);
                 padded.slice(0, 0, t.size(0)).copy_from(t);
                 return padded;
             };
-            DeepSpeedParamState p{l.name, read("fp32.pt"), read("exp_avg.pt"),
-                                  read("exp_avg_sq.pt"), PyValue()};
+            DeepSpeedParamState p{l.name, read("fp32.pt", fp32),
+                                  read("exp_avg.pt", load(dir / "exp_avg.pt")),
+                                  read("exp_avg_sq.pt", load(dir / "exp_avg_sq.pt")), PyValue()};
             MT_CHECK(p.exp_avg.shape() == p.fp32.shape() && p.exp_avg_sq.shape() == p.fp32.shape(),
                      dir.string(), ": the moments' shapes differ from the weights'");
             p.step = load(dir / "step.pt");

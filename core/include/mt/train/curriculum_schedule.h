@@ -31,7 +31,6 @@ class MT_API CurriculumSchedule {
     // The difficulty of 1-based training step `step` (DeepSpeed's update_difficulty(global
     // step + 1), which Megatron-DeepSpeed calls before each step).
     int64_t update(int64_t step);
-    int64_t current() const { return current_; }
 
   private:
     int64_t difficulty_at(int64_t step) const;
