@@ -12,14 +12,12 @@ namespace {
 
 constexpr const char* kFuzzed = "zero/tied_modules.embed.word_embeddings.weight/fp32.pt";
 
-// The fixture's universal folder copied once into this process's input folder (the fuzzed file
-// rewritten by each input).
+// The fixture's universal folder copied once into this process's input folder, but for the
+// fuzzed file.
 fs::path universal_fixture() {
-    const fs::path fixture = mt::fuzz::source_dir() /
-                             "tests/fixtures/megatron_deepspeed/deepspeed_gpt_universal/"
-                             "global_step1_universal";
-    const fs::path d = mt::fuzz::write_input("x", "/universal/placeholder").parent_path();
-    fs::copy(fixture, d, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+    const fs::path d = mt::fuzz::input_root() / "input" / "universal";
+    mt::fuzz::copy_fixture_but("megatron_deepspeed/deepspeed_gpt_universal/global_step1_universal",
+                               d, kFuzzed);
     return d;
 }
 

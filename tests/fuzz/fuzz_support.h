@@ -23,15 +23,20 @@ inline std::filesystem::path source_dir() {
     return MT_FUZZ_SOURCE_DIR;
 }
 
-// A file for this process's inputs (under TMPDIR): "input" + `suffix` ("/name" puts a file of
-// that name in the input folder), rewritten with `bytes` on each call.
-inline std::filesystem::path write_input(std::string_view bytes, const std::string& suffix = "") {
+// This process's folder for its inputs (under TMPDIR), made once.
+inline const std::filesystem::path& input_root() {
     static const std::filesystem::path dir = [] {
         auto d = std::filesystem::temp_directory_path() / ("mt_fuzz_" + std::to_string(::getpid()));
         std::filesystem::create_directories(d);
         return d;
     }();
-    const std::filesystem::path path = dir / ("input" + suffix);
+    return dir;
+}
+
+// A file for this process's inputs: "input" + `suffix` under input_root() ("/name" puts a file
+// of that name in the input folder, input_root() / "input"), rewritten with `bytes` on each call.
+inline std::filesystem::path write_input(std::string_view bytes, const std::string& suffix = "") {
+    const std::filesystem::path path = input_root() / ("input" + suffix);
     std::filesystem::create_directories(path.parent_path());
     FILE* f = std::fopen(path.c_str(), "wb");
     if (f) {
@@ -55,16 +60,20 @@ inline std::optional<std::pair<std::string_view, std::string_view>> split_two(co
     return std::pair(rest.substr(0, first), rest.substr(first));
 }
 
-// The files of the committed fixture folder `fixture` (a path in tests/fixtures) copied into
-// `to`, but for `replaced`, which the target writes each time.
+// The committed fixture folder `fixture` (a path in tests/fixtures) copied into `to`, its
+// subfolders too, but for the file `replaced` (a path in it), which the target writes each time.
 inline void copy_fixture_but(const std::string& fixture, const std::filesystem::path& to,
                              const std::string& replaced) {
     namespace fs = std::filesystem;
+    const fs::path from = source_dir() / "tests/fixtures" / fixture;
     fs::create_directories(to);
-    for (const auto& entry : fs::directory_iterator(source_dir() / "tests/fixtures" / fixture))
-        if (entry.path().filename() != replaced)
-            fs::copy_file(entry.path(), to / entry.path().filename(),
-                          fs::copy_options::overwrite_existing);
+    for (const auto& entry : fs::recursive_directory_iterator(from)) {
+        const fs::path relative = entry.path().lexically_relative(from);
+        if (entry.is_directory())
+            fs::create_directories(to / relative);
+        else if (relative != fs::path(replaced))
+            fs::copy_file(entry.path(), to / relative, fs::copy_options::overwrite_existing);
+    }
 }
 
 // The committed gpt2_tp1 torch_dist checkpoint (iteration 7) copied once into this process's
