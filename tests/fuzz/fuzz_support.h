@@ -14,6 +14,8 @@
 #include <string_view>
 #include <utility>
 
+#include "mt/checkpoint.h"
+#include "mt/error.h"
 #include "mt/registry.h"
 #include "mt/tokenizer.h"
 
@@ -73,6 +75,24 @@ inline void copy_fixture_but(const std::string& fixture, const std::filesystem::
             fs::create_directories(to / relative);
         else if (relative != fs::path(replaced))
             fs::copy_file(entry.path(), to / relative, fs::copy_options::overwrite_existing);
+    }
+}
+
+// The deepspeed format's load of a copy of the committed Megatron-DeepSpeed tag folder `fixture`
+// (a path in tests/fixtures, copied on the first call: one fixture per target) whose file
+// `fuzzed` (a path in it) is `input`; mt::Error passes.
+inline void load_deepspeed_with(std::string_view input, const std::string& fixture,
+                                const std::string& fuzzed) {
+    static const auto format = Registry::global().create_checkpoint("deepspeed");
+    static const std::filesystem::path dir = [&] {
+        const std::filesystem::path d = input_root() / "input" / "tag";
+        copy_fixture_but(fixture, d, fuzzed);
+        return d;
+    }();
+    write_input(input, "/tag/" + fuzzed);
+    try {
+        format->load(dir);
+    } catch (const Error&) {
     }
 }
 
