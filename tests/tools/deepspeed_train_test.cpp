@@ -262,6 +262,102 @@ TEST_F(DeepSpeedResume, ContinuesFromZeroShards) {
     }
 }
 
+// megatron-convert reads Megatron-DeepSpeed's MoE checkpoint (PR-MoE's: two layers of 2 and 4
+// experts) into torch_dist, from which megatron-train's next loss is Megatron-DeepSpeed's; the
+// Hugging Face saver refuses it by name (no transformers architecture has DeepSpeed's MoE).
+TEST_F(DeepSpeedResume, MoeCheckpointConvertsToTorchDist) {
+    const std::string convert = mt::test::tool_path("megatron-convert").string() +
+                                " --model-type GPT --loader deepspeed --load-dir " +
+                                q(root / "deepspeed_gpt_pr_moe");
+    const auto converted = mt::test::run_command(convert + " --saver torch_dist --save-dir " +
+                                                 q(work / "td") + " 2>&1");
+    ASSERT_EQ(converted.exit_code, 0) << converted.output;
+    const auto r = mt::test::run_command(command("pr_moe") + " --load " + q(work / "td") +
+                                         " --no-load-optim --no-load-rng --exit-interval 2 2>&1");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto ours = mt::test::logged_values(r.output, "lm loss");
+    ASSERT_EQ(ours.size(), 1u) << r.output;
+    const double theirs = doubles(expected["pr_moe"]["lm_loss"])[1];
+    EXPECT_NEAR(ours[0], theirs, 1e-5 * theirs);
+    const auto hf =
+        mt::test::run_command(convert + " --saver hf --save-dir " + q(work / "hf") + " 2>&1");
+    EXPECT_NE(hf.exit_code, 0);
+    EXPECT_NE(hf.output.find("not supported yet: num_experts=a list (Megatron-DeepSpeed's MoE"),
+              std::string::npos)
+        << hf.output;
+}
+
+// Megatron-DeepSpeed's MoE layers train in fp16 under expert parallelism too (Megatron-LM refuses
+// it): with DeepSpeed's loss scaling, 2 expert-parallel ranks log what one process logs, the
+// steps skipped for an overflow included (the scale starts at 2^22: the first two overflow).
+TEST_F(DeepSpeedResume, Fp16MoeLayersUnderExpertParallelismEqualOneProcess) {
+    if (!mt::test::mpiexec_available()) GTEST_SKIP() << "no mpiexec";
+    const std::string train = command("moe_ep") + " --fp16 --train-iters 4 --save-interval 100";
+    mt::test::write_file(work / "ds_config.json",
+                         R"({"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2,
+                             "gradient_clipping": 0.5, "zero_optimization": {"stage": 0},
+                             "fp16": {"enabled": true, "loss_scale": 0,
+                                      "initial_scale_power": 22, "hysteresis": 1}})");
+    const auto two = mt::test::run_command(mt::test::mpiexec_prefix(2) + train + " 2>&1");
+    ASSERT_EQ(two.exit_code, 0) << two.output;
+    const auto one = mt::test::run_command(train + " --moe-expert-parallel-size 1 --save " +
+                                           q(work / "one") + " 2>&1");
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    for (const char* key : {"lm loss", "loss scale"})
+        EXPECT_EQ(mt::test::logged_values(two.output, key),
+                  mt::test::logged_values(one.output, key))
+            << key;
+    // (Halved after each skipped step; the last two train.)
+    EXPECT_EQ(mt::test::logged_values(one.output, "loss scale"),
+              (std::vector<double>{2097152, 1048576, 1048576, 1048576}))
+        << one.output;
+    EXPECT_EQ(mt::test::logged_values(one.output, "lm loss").size(), 2u) << one.output;
+}
+
+// Megatron-DeepSpeed's MoE layers (make_fixture.py steps 11 to 13: DeepSpeed's MoE module, its
+// experts and their optimizer state in files of their own): top-1 over 4 experts in every second
+// layer without token dropping; PR-MoE (a residual MLP mixed in by a learned coefficient, top-2
+// with the second expert by argmax, 2 then 4 experts, tokens over capacity dropped by position);
+// and the top-1 run with its experts split over 2 expert-parallel ranks. megatron-train resumes
+// each from its first checkpoint for one iteration, saves (torch_dist: its layers keyed one by
+// one, each MoE layer's expert axis its own), resumes that for the last, and logs the lm loss and
+// moe loss (the layers' load-balancing losses times --moe-loss-coeff, summed) those runs logged.
+TEST_F(DeepSpeedResume, ContinuesMegatronDeepSpeedsMoeRuns) {
+    const bool mpi = mt::test::mpiexec_available();
+    struct Case {
+        const char* run;
+        int ranks;
+    };
+    for (const Case& c : {Case{"moe", 1}, Case{"pr_moe", 1}, Case{"moe_ep", 2}}) {
+        if (c.ranks > 1 && !mpi) continue;
+        const std::string train = (c.ranks > 1 ? mt::test::mpiexec_prefix(c.ranks) : "") +
+                                  command(c.run) + " --save " + q(work / c.run);
+        const auto first = mt::test::run_command(train + " --load " +
+                                                 q(root / (std::string("deepspeed_gpt_") + c.run)) +
+                                                 " --exit-interval 2 2>&1");
+        ASSERT_EQ(first.exit_code, 0) << c.run << "\n" << first.output;
+        const auto second = mt::test::run_command(train + " --load " + q(work / c.run) + " 2>&1");
+        ASSERT_EQ(second.exit_code, 0) << c.run << "\n" << second.output;
+        for (const char* loss : {"lm loss", "moe loss"}) {
+            const std::string key = loss == std::string("lm loss") ? "lm_loss" : "moe_loss";
+            const std::vector<double> theirs = doubles(expected[c.run][key]);
+            std::vector<double> ours = mt::test::logged_values(first.output, loss);
+            for (double v : mt::test::logged_values(second.output, loss)) ours.push_back(v);
+            ASSERT_EQ(theirs.size(), 3u);
+            ASSERT_EQ(ours.size(), 2u) << first.output << second.output;
+            // Megatron-DeepSpeed logs the last rank's moe loss, megatron-train the mean over
+            // the data-parallel ranks: compared at one process only.
+            if (c.ranks > 1 && key == "moe_loss") continue;
+            // (Under expert parallelism DeepSpeed clips by the mean over the data-parallel
+            // ranks of each one's norm of the dense weights' and its own experts' gradients,
+            // megatron-train by the norm of all: iteration 3 differs by 2e-6 of the loss there.)
+            for (size_t i = 0; i < 2; ++i)
+                EXPECT_NEAR(ours[i], theirs[i + 1], 1e-5 * theirs[i + 1])
+                    << c.run << " " << loss << ", iteration " << i + 2;
+        }
+    }
+}
+
 // A universal checkpoint (make_fixture.py step 10: DeepSpeed's ds_to_universal.py over step 7's
 // ZeRO shards, one folder of fp32 weights and moments per parameter, the vocabulary's padding
 // cut): megatron-train --universal-checkpoint resumes the folder --load's latest_universal names
@@ -363,8 +459,11 @@ TEST_F(DeepSpeedRun, RefusesWhatItCannotDoNamingTheKey) {
          "", "train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step"},
         {R"({"some_new_key": 1})", "",
          "\"some_new_key\": not supported yet: this DeepSpeed configuration key"},
-        {R"({"fp16": {"enabled": false}})", "--num-experts 8",
-         "--num-experts 8 with --deepspeed: not supported yet: Megatron-DeepSpeed's MoE layers"},
+        {R"({"fp16": {"enabled": false}})", "--num-experts 8 8 8",
+         "num_experts must be either a single value or a list of the same length as the number "
+         "of MoE layers (--num-experts gives 3 values for 1 MoE layers"},
+        {R"({"fp16": {"enabled": false}})", "--num-experts 4 --topk 3",
+         "--topk 3: not supported yet: DeepSpeed's top-k gating above 2"},
         {"{", "", "not a DeepSpeed JSON configuration"},
     };
     int n = 0;

@@ -177,7 +177,9 @@ int train(mt::train::TrainingFlags flags, const mt::cli::TokenizerFlags& tf,
     // Megatron's checks in arguments.py.
     MT_CHECK(state.ep().size() == 1 || has_experts, "--expert-model-parallel-size ",
              state.ep().size(), " needs a MoE model (--num-experts)");
-    MT_CHECK(state.ep().size() == 1 || flags.params_dtype != mt::DType::f16,
+    // (Megatron-DeepSpeed's MoE layers allow it: the loss scaler skips a step where any rank's
+    // gradients overflow, its experts' included.)
+    MT_CHECK(state.ep().size() == 1 || flags.params_dtype != mt::DType::f16 || flags.deepspeed,
              "expert parallelism is not supported with --fp16 (Megatron refuses it too)");
     mt::train::TrainingRun run(
         *model, *backend, state, flags, mt::train::schedule_config(flags), options,

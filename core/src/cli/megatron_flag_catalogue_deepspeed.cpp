@@ -12,8 +12,8 @@ namespace mt::cli::detail {
 namespace {
 
 constexpr FlagRule kDeepSpeedMoeOnly = accept(
-    "tunes Megatron-DeepSpeed's MoE layers (DeepSpeed MoE): no effect on a dense model, and "
-    "megatron-train refuses their MoE (--num-experts above 1 with --deepspeed)");
+    "how DeepSpeed's MoE layers run (Tutel's kernels, parameter groups of the same "
+    "settings): the same results");
 constexpr FlagRule kUlyssesOnly = accept(
     "tunes DeepSpeed-Ulysses sequence parallelism: no effect without "
     "--ds-sequence-parallel-size above 1, which megatron-train refuses");
@@ -32,8 +32,6 @@ constexpr FlagRule kAdamImplementation =
     accept("which Adam implementation DeepSpeed runs (fused, CPU, torch): the same Adam step");
 constexpr FlagRule kTensorboardScalar =
     accept("a TensorBoard scalar of Megatron-DeepSpeed's: not written here");
-constexpr const char* kDeepSpeedMoe =
-    "Megatron-DeepSpeed's MoE layers (DeepSpeed MoE, PR-MoE, --mlp-type residual)";
 constexpr const char* kUlysses = "DeepSpeed-Ulysses sequence parallelism";
 constexpr const char* kDistillation =
     "Megatron-DeepSpeed's knowledge distillation and Mixture-of-Students (--kd, --mos)";
@@ -43,10 +41,11 @@ constexpr const char* kDataEfficiency =
 
 constexpr CatalogueEntry kCatalogue[] = {
     // network size
-    {"--mlp-type", refuse(kDeepSpeedMoe), kFromCheckpoint},
-    {"--topk", kDeepSpeedMoeOnly, kFromCheckpoint},
-    {"--expert-interval", kDeepSpeedMoeOnly, kFromCheckpoint},
-    {"--num-experts-switch", kDeepSpeedMoeOnly, kFromCheckpoint},
+    {"--mlp-type", kDefined, kFromCheckpoint},
+    {"--topk", kDefined, kFromCheckpoint},
+    {"--expert-interval", kDefined, kFromCheckpoint},
+    {"--num-experts-switch", refuse("Megatron-DeepSpeed's SwitchMLP (--num-experts-switch)"),
+     kFromCheckpoint},
     {"--disable-mem-efficient-ln",
      accept("a memory-efficient LayerNorm backward (apex): the same gradients")},
     {"--embedding-weights-in-fp32",
@@ -61,13 +60,13 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--checkpoint-num-layers", kRecomputeTuning, kTrainingOnly},
     {"--train-tokens", kDefined, kTrainingOnly},
     {"--random-ltd", refuse("random layerwise token dropping (random-LTD)"), kTrainingOnly},
-    {"--disable-moe-token-dropping", kDeepSpeedMoeOnly, kTrainingOnly},
-    {"--moe-train-capacity-factor", kDeepSpeedMoeOnly, kTrainingOnly},
-    {"--moe-eval-capacity-factor", kDeepSpeedMoeOnly, kFromCheckpoint},
-    {"--moe-min-capacity", kDeepSpeedMoeOnly, kFromCheckpoint},
-    {"--moe-loss-coeff", kDeepSpeedMoeOnly, kTrainingOnly},
+    {"--disable-moe-token-dropping", kDefined, kTrainingOnly},
+    {"--moe-train-capacity-factor", kDefined, kTrainingOnly},
+    {"--moe-eval-capacity-factor", kDefined, kFromCheckpoint},
+    {"--moe-min-capacity", kDefined, kFromCheckpoint},
+    {"--moe-loss-coeff", kDefined, kTrainingOnly},
     {"--create-moe-param-group", kDeepSpeedMoeOnly, kTrainingOnly},
-    {"--disable-moe-top2-2nd-expert-sampling", kDeepSpeedMoeOnly, kFromCheckpoint},
+    {"--disable-moe-top2-2nd-expert-sampling", kDefined, kFromCheckpoint},
     {"--use-tutel", kDeepSpeedMoeOnly, kFromCheckpoint},
     {"--use-flash-attn-v1", kFlashAttention},
     {"--use-flash-attn-v2", kFlashAttention},
@@ -105,7 +104,7 @@ constexpr CatalogueEntry kCatalogue[] = {
             "overflow: the CPU attention keeps its scores in fp32, so nothing changes")},
     // distributed
     {"--enable-expert-tensor-parallelism", kDeepSpeedMoeOnly, kOneProcess},
-    {"--moe-expert-parallel-size", kDeepSpeedMoeOnly, kOneProcess},
+    {"--moe-expert-parallel-size", kDefined, kOneProcess},
     {"--overlap-p2p-communication", kPipelineOnly, kOneProcess},
     {"--DDP-impl", refuse(kFsdp, "torch"), kTrainingOnly},
     {"--no-contiguous-buffers-in-local-ddp",

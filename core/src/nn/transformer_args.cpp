@@ -1,5 +1,6 @@
 #include "mt/nn/transformer_args.h"
 
+#include "moe/deepspeed_moe_args.h"
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/model_args_reader.h"
 #include "mt/nn/mla_args.h"
@@ -135,6 +136,8 @@ std::vector<FlagInfo> transformer_flags() {
     };
     std::vector<FlagInfo> moe = moe_flags();
     flags.insert(flags.end(), moe.begin(), moe.end());
+    std::vector<FlagInfo> deepspeed_moe = deepspeed_moe_flags();
+    flags.insert(flags.end(), deepspeed_moe.begin(), deepspeed_moe.end());
     std::vector<FlagInfo> mla = mla_flags();
     flags.insert(flags.end(), mla.begin(), mla.end());
     std::vector<FlagInfo> windows = attention_window_flags();
@@ -499,6 +502,9 @@ ModelArgs resolved_transformer_args(const ModelArgs& args, const TransformerArgs
     // Megatron fills in each expert's FFN size.
     if (c.moe.enabled()) {
         out["moe-ffn-hidden-size"] = std::to_string(c.moe.ffn_hidden_size);
+        // Megatron-DeepSpeed's args keep --num-experts as argparse's list (nargs='+').
+        if (c.moe.router.gshard.enabled)
+            out["num-experts"] = int_list_text(deepspeed_expert_counts(args.at("num-experts")));
         // A pattern as the list Megatron's moe_freq_type evaluates it to (checkpoints keep that).
         if (auto it = args.find("moe-layer-freq");
             it != args.end() && it->second.find('[') != std::string::npos) {

@@ -597,11 +597,11 @@ NamedLosses Trainer::auxiliary_losses(int64_t micro_batches, IterationResult& r)
     // Each loss per layer of the whole model, summed over this rank's chunks (each adds its
     // layers' entries; the others are 0).
     std::vector<std::pair<std::string, std::vector<double>>> layers;
-    int64_t moe_layers = 0;
+    int64_t report_layers = 0;
     for (Model* chunk : model_.pipeline_chunks()) {
         nn::MoeTracker* tracker = chunk->moe_tracker();
         if (!tracker) continue;
-        moe_layers = tracker->moe_layers();
+        report_layers = tracker->report_layers();
         auto taken = tracker->take();
         if (layers.empty()) {
             layers = std::move(taken);
@@ -628,7 +628,7 @@ NamedLosses Trainer::auxiliary_losses(int64_t micro_batches, IterationResult& r)
     for (auto& [name, per_layer] : layers) {
         double sum = 0;
         for (double& v : per_layer) sum += (v = values[at++] * scale);
-        out.emplace_back(name, sum / double(moe_layers));
+        out.emplace_back(name, sum / double(report_layers));
     }
     if (options_.moe_per_layer_logging) r.moe_per_layer = std::move(layers);
     return out;

@@ -336,6 +336,9 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
         "warm the learning rate up over this many tokens (instead of iterations or samples)")(
         "lr-decay-tokens", po::value<int64_t>(),
         "decay the learning rate over this many tokens (instead of iterations or samples)")(
+        "moe-expert-parallel-size", po::value<int>(),
+        "ranks DeepSpeed's MoE layers split their experts over (as "
+        "--expert-model-parallel-size)")(
         "load-tag", po::value<std::string>(),
         "with --deepspeed and --load: the DeepSpeed checkpoint tag to resume (a global_stepN "
         "folder of --load) instead of the one its `latest` file names")(
@@ -354,6 +357,12 @@ namespace {
 // configuration.
 void read_deepspeed_flags(const po::variables_map& vm, TrainingFlags& f) {
     read_optional(vm, "train-tokens", f.train_tokens);
+    if (vm.count("moe-expert-parallel-size")) {
+        MT_CHECK(vm["expert-model-parallel-size"].defaulted(),
+                 "give --moe-expert-parallel-size (Megatron-DeepSpeed's) or "
+                 "--expert-model-parallel-size, not both");
+        f.parallel.expert_parallel = vm["moe-expert-parallel-size"].as<int>();
+    }
     read_optional(vm, "lr-warmup-tokens", f.schedule.lr_warmup_tokens);
     read_optional(vm, "lr-decay-tokens", f.schedule.lr_decay_tokens);
     MT_CHECK(!vm["no-pipeline-parallel"].as<bool>() || f.parallel.pipeline_parallel == 1,
@@ -514,14 +523,16 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
     // --universal-checkpoint: DeepSpeed's load_checkpoint takes the tag from latest_universal,
     // and fails without one.
     if (vm["universal-checkpoint"].as<bool>()) {
-        MT_CHECK(f.deepspeed, "--universal-checkpoint: Megatron-DeepSpeed loads universal "
-                              "checkpoints through --deepspeed");
+        MT_CHECK(f.deepspeed,
+                 "--universal-checkpoint: Megatron-DeepSpeed loads universal "
+                 "checkpoints through --deepspeed");
         if (f.load && !vm.count("load-tag")) {
-            const std::filesystem::path latest = std::filesystem::path(*f.load) / "latest_universal";
+            const std::filesystem::path latest =
+                std::filesystem::path(*f.load) / "latest_universal";
             std::ifstream in(latest);
             std::string tag;
-            MT_CHECK(in && std::getline(in, tag), "Invalid for universal checkpoint: ",
-                     latest.string(), " does not exist");
+            MT_CHECK(in && std::getline(in, tag),
+                     "Invalid for universal checkpoint: ", latest.string(), " does not exist");
             tag.erase(tag.find_last_not_of(" \t\r\n") + 1);
             const std::filesystem::path folder = std::filesystem::path(*f.load) / tag;
             MT_CHECK(!tag.empty() && tag.find('/') == std::string::npos &&
@@ -644,12 +655,12 @@ parallel::ParallelConfig parallel_config(const TrainingFlags& f, const ModelArgs
 }
 
 void apply_deepspeed_model_args(const TrainingFlags& f, ModelArgs& model_args) {
-    // (A std::map: the insertions and the other erase below leave `experts` valid.)
+    // Megatron-DeepSpeed's --num-experts (a list of them, or any count under --deepspeed) means
+    // DeepSpeed's MoE layers, which --expert-interval (its default 2) marks for the model.
     const auto experts = model_args.find("num-experts");
-    if (experts != model_args.end() && experts->second.find(',') != std::string::npos)
-        MT_FAIL("--num-experts ", experts->second.substr(0, 200),
-                ": not supported yet: Megatron-DeepSpeed's MoE layers (a list of experts per "
-                "layer: PR-MoE)");
+    if (experts != model_args.end() &&
+        (f.deepspeed || experts->second.find(',') != std::string::npos))
+        model_args.emplace("expert-interval", "2");
     if (!f.deepspeed) return;
     // Megatron-DeepSpeed keeps the older --checkpoint-activations (Megatron-LM calls it invalid):
     // every layer recomputed in backward, the same results.
@@ -658,14 +669,6 @@ void apply_deepspeed_model_args(const TrainingFlags& f, ModelArgs& model_args) {
         model_args["recompute-method"] = "uniform";
         model_args["recompute-num-layers"] = "1";
     }
-    if (experts == model_args.end()) return;
-    if (experts->second == "1") {
-        model_args.erase(experts);
-        return;
-    }
-    MT_FAIL("--num-experts ", experts->second.substr(0, 200),
-            " with --deepspeed: not supported yet: Megatron-DeepSpeed's MoE layers (DeepSpeed MoE, "
-            "PR-MoE, --mlp-type residual)");
 }
 
 optim::LrScheduleConfig schedule_config(const TrainingFlags& f) {

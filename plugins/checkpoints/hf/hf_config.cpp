@@ -135,6 +135,12 @@ HfConfig transformer_config_from_args(const SaverArgs& a) {
     if (a.text("softmax_type", "vanilla") != "vanilla")
         not_supported("softmax_type", a.text("softmax_type", ""),
                       "GPT-2, Llama, Mistral, Qwen and BERT have no attention sinks");
+    // Megatron-DeepSpeed's args (expert_interval, a num_experts list): DeepSpeed's MoE layers.
+    if (a.set("expert_interval") && a.find("num_experts") &&
+        std::holds_alternative<std::vector<int64_t>>(*a.find("num_experts")))
+        not_supported("num_experts", "a list (Megatron-DeepSpeed's MoE layers)",
+                      "no transformers architecture has DeepSpeed's gate, its expert interval or "
+                      "PR-MoE");
     if (a.set("num_experts") && a.text("position_embedding_type", "learned_absolute") != "rope")
         not_supported("num_experts", std::to_string(a.integer("num_experts")),
                       "mixture-of-experts models are exported as Mixtral (rope, RMSNorm, SwiGLU)");

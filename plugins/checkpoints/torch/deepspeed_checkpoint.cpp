@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "deepspeed_moe_files.h"
 #include "deepspeed_universal.h"
 #include "deepspeed_zero_shards.h"
 #include "mt/error.h"
@@ -80,14 +81,6 @@ CheckpointLayout layout_of(const fs::path& tag, const TagFiles& files) {
              " mp_rank files for ", l.tensor_parallel, " tensor ranks");
     l.pipeline_parallel = files.rank_files / l.tensor_parallel;
     return l;
-}
-
-PyValue read_file(const fs::path& file) {
-    try {
-        return io::load_torch_file(file);
-    } catch (const Error& e) {
-        MT_FAIL("cannot read DeepSpeed checkpoint file ", file.string(), ": ", e.what());
-    }
 }
 
 PyValue string_dict() {
@@ -169,6 +162,14 @@ CheckpointState with_optimizer(PyValue& root, const fs::path& file, std::string 
 
 }  // namespace
 
+PyValue read_deepspeed_file(const fs::path& file) {
+    try {
+        return io::load_torch_file(file);
+    } catch (const Error& e) {
+        MT_FAIL("cannot read DeepSpeed checkpoint file ", file.string(), ": ", e.what());
+    }
+}
+
 bool DeepSpeedCheckpoint::detect(const fs::path& dir) const {
     return find_tag_dir(dir).has_value();
 }
@@ -209,7 +210,7 @@ CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_r
              " DeepSpeed checkpoint ", tag.string());
     // The args, iteration and schedule (every rank file holds the same).
     const fs::path rank_file = tag / kRankFile;
-    const PyValue ranks = read_file(rank_file);
+    const PyValue ranks = read_deepspeed_file(rank_file);
     PyValue root = string_dict();
     for (const char* key : {"args", "iteration", "checkpoint_version", "lr_scheduler"})
         if (const PyValue* v = ranks.find(key)) root.dict_ref().set(key, *v);
@@ -266,7 +267,7 @@ CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_r
     char name[64];
     std::snprintf(name, sizeof name, "mp_rank_%02d_model_states.pt", mp_rank);
     const fs::path own_file = tag / name;
-    const PyValue own = mp_rank == 0 ? ranks : read_file(own_file);
+    const PyValue own = mp_rank == 0 ? ranks : read_deepspeed_file(own_file);
     // ZeRO's shards of this rank, if any, named as param_shapes names them.
     auto zero = [&](const std::function<std::string(const std::string&)>& model_name) {
         const PyValue* shapes = own.find("param_shapes");
@@ -276,7 +277,16 @@ CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_r
     if (files.layers.empty()) {  // --no-pipeline-parallel: the module is Megatron's state dict
         const PyValue* module = own.find("module");
         MT_CHECK(module && !module->is_none(), own_file.string(), ": no 'module' (the model)");
-        root.dict_ref().set("model", *module);
+        PyValue model = *module;
+        // Megatron-DeepSpeed's MoE layers: their experts and optimizer in files of their own.
+        if (add_deepspeed_experts(tag, mp_rank, model) && optimizer_not_read.empty() == false) {
+            PyValue o = deepspeed_expert_optimizer(tag, mp_rank);
+            if (!o.is_none() && l.ranks() == 1) {
+                root.dict_ref().set("optimizer", std::move(o));
+                optimizer_not_read.clear();
+            }
+        }
+        root.dict_ref().set("model", std::move(model));
         // (The engine's module is the model: its names are the state dict's.)
         zero([](const std::string& n) { return n.rfind("module.", 0) == 0 ? n.substr(7) : n; });
         return with_optimizer(root, own_file, optimizer_not_read);
@@ -290,7 +300,7 @@ CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_r
     fs::path embedding_file;
     for (const auto& [key, file] : files.layers) {
         if (key.second != tp_rank) continue;
-        PyValue layer = read_file(file);
+        PyValue layer = read_deepspeed_file(file);
         if (has(layer, "word_embeddings.weight")) {
             embedding = std::move(layer);
             embedding_file = file;

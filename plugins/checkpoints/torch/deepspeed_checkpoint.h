@@ -10,14 +10,20 @@
 // The optimizer state is read where it is the torch optimizer Megatron-DeepSpeed built (one rank,
 // fp32, ZeRO stage 0) or ZeRO stage 1 or 2's shards (deepspeed_zero_shards.h: any layout, fp32
 // or bf16, joined over the data-parallel ranks); a universal checkpoint's folder
-// (deepspeed_universal.h) is read as the whole model with its optimizer state; other optimizer
+// (deepspeed_universal.h) is read as the whole model with its optimizer state; MoE layers' expert
+// files and their optimizer files per expert-parallel rank are joined in (deepspeed_moe_files.h,
+// without the pipeline engine, as its MoE scripts run); other optimizer
 // states (fp16's loss scaler, mixed precision or several ranks without ZeRO) and the random
 // states are not (resume those with --no-load-optim).
 #pragma once
 
 #include "mt/checkpoint.h"
+#include "mt/io/py_value.h"
 
 namespace mt::plugins::torch_ckpt {
+
+// A torch.save file of a DeepSpeed checkpoint; mt::Error naming it when it cannot be read.
+io::PyValue read_deepspeed_file(const std::filesystem::path& file);
 
 class DeepSpeedCheckpoint : public CheckpointFormat {
   public:

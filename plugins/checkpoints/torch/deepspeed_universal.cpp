@@ -1,5 +1,7 @@
 #include "deepspeed_universal.h"
 
+#include "deepspeed_checkpoint.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -87,14 +89,6 @@ void place(PyValue& model, const std::string& name, const PyValue& t) {
     }
 }
 
-PyValue load(const fs::path& file) {
-    try {
-        return io::load_torch_file(file);
-    } catch (const Error& e) {
-        MT_FAIL("cannot read the universal checkpoint file ", file.string(), ": ", e.what());
-    }
-}
-
 const Tensor& tensor_in(const PyValue& v, const fs::path& file) {
     const PyValue& t = v.kind() == PyKind::dict ? v["param"] : v;
     MT_CHECK(t.kind() == PyKind::tensor, file.string(), ": no tensor");
@@ -115,7 +109,7 @@ UniversalState read_universal(const fs::path& tag, int64_t padded_vocab_size, DT
         char name[64];
         std::snprintf(name, sizeof name, "mp_rank_%02d_model_states.pt", mp);
         if (!fs::exists(tag / name)) break;
-        const PyValue shapes = load(tag / name)["param_shapes"];
+        const PyValue shapes = read_deepspeed_file(tag / name)["param_shapes"];
         MT_CHECK(shapes.kind() == PyKind::list, (tag / name).string(),
                  ": param_shapes is not a list of param groups");
         group_names.resize(std::max(group_names.size(), shapes.items().size()));
@@ -124,7 +118,7 @@ UniversalState read_universal(const fs::path& tag, int64_t padded_vocab_size, DT
                 if (seen.insert(k.as_string()).second) group_names[g].push_back(k.as_string());
     }
     const fs::path settings_file = tag / "zero" / "optimizer_state.pt";
-    const PyValue settings = load(settings_file)["param_groups"];
+    const PyValue settings = read_deepspeed_file(settings_file)["param_groups"];
     MT_CHECK(settings.kind() == PyKind::list && settings.items().size() == group_names.size(),
              settings_file.string(), ": ",
              settings.kind() == PyKind::list ? settings.items().size() : 0,
@@ -154,7 +148,7 @@ UniversalState read_universal(const fs::path& tag, int64_t padded_vocab_size, DT
                 l.name = "language_model.encoder.layers." +
                          std::to_string(layer_index.at(std::get<1>(l.place))) + "." + l.name;
             const fs::path dir = tag / "zero" / n;
-            const PyValue fp32 = load(dir / "fp32.pt");
+            const PyValue fp32 = read_deepspeed_file(dir / "fp32.pt");
             // The vocabulary's rows, cut to the tokenizer's by ds_to_universal: padded back.
             const bool vocab = fp32.kind() == PyKind::dict && fp32.find("vocab_tensor") &&
                                fp32["vocab_tensor"].kind() == PyKind::boolean &&
@@ -168,11 +162,12 @@ UniversalState read_universal(const fs::path& tag, int64_t padded_vocab_size, DT
                 return padded;
             };
             DeepSpeedParamState p{l.name, read("fp32.pt", fp32),
-                                  read("exp_avg.pt", load(dir / "exp_avg.pt")),
-                                  read("exp_avg_sq.pt", load(dir / "exp_avg_sq.pt")), PyValue()};
+                                  read("exp_avg.pt", read_deepspeed_file(dir / "exp_avg.pt")),
+                                  read("exp_avg_sq.pt", read_deepspeed_file(dir / "exp_avg_sq.pt")),
+                                  PyValue()};
             MT_CHECK(p.exp_avg.shape() == p.fp32.shape() && p.exp_avg_sq.shape() == p.fp32.shape(),
                      dir.string(), ": the moments' shapes differ from the weights'");
-            p.step = load(dir / "step.pt");
+            p.step = read_deepspeed_file(dir / "step.pt");
             weights.emplace_back(l, p.fp32);
             group.params.push_back(std::move(p));
         }

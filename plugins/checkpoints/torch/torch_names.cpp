@@ -16,14 +16,19 @@ namespace {
 using io::PyKind;
 using io::PyValue;
 
-// Legacy layer-module names and their Megatron-core (local spec) equivalents.
+// Legacy layer-module names and their Megatron-core (local spec) equivalents, in the order the
+// legacy layer registers them; Megatron-DeepSpeed's MoE layers (DeepSpeed's MoE module: its
+// gate, its experts, PR-MoE's MLP, then its coefficient, named alike) hold MLPs too.
 constexpr std::pair<const char*, const char*> kLayerNames[] = {
     {".input_norm.", ".input_layernorm."},
     {".self_attention.query_key_value.", ".self_attention.linear_qkv."},
     {".self_attention.dense.", ".self_attention.linear_proj."},
     {".post_attention_norm.", ".pre_mlp_layernorm."},
-    {".mlp.dense_h_to_4h.", ".mlp.linear_fc1."},
-    {".mlp.dense_4h_to_h.", ".mlp.linear_fc2."},
+    {".mlp.deepspeed_moe.gate.wg.", ".mlp.router."},
+    {".mlp.deepspeed_moe.experts.deepspeed_experts.", ".mlp.experts.local_experts."},
+    {".mlp.mlp.", ".mlp.residual_mlp."},
+    {".dense_h_to_4h.", ".linear_fc1."},
+    {".dense_4h_to_h.", ".linear_fc2."},
 };
 
 // Top-level legacy names (after the encoder's "layers.N" and the final norm are handled).

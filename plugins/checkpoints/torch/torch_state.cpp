@@ -118,8 +118,9 @@ bool true_entry(const PyValue& dict, std::string_view key) {
 }
 
 GroupKey key_of(const PyValue& group) {
+    // (DeepSpeed marks the groups of its MoE layers' experts "moe".)
     return {group["wd_mult"].as_double() != 0.0, true_entry(group, "is_decoupled_lr"),
-            true_entry(group, "is_expert_parallel")};
+            true_entry(group, "is_expert_parallel") || true_entry(group, "moe")};
 }
 
 PyValue optimizer_to_py(const OptimizerCheckpoint& o) {
@@ -296,12 +297,19 @@ OptimizerCheckpoint single_optimizer_from_py(const PyValue& opt, const Checkpoin
 
     // A file written with --decoupled-lr keeps the embedding and output weights apart.
     bool decoupled_in_file = false;
-    for (const PyValue& g : groups.items())
+    // DeepSpeed's optimizer of MoE layers (--create-moe-param-group, expert parallelism) keeps
+    // the experts in groups of their own.
+    bool expert_groups = false;
+    for (const PyValue& g : groups.items()) {
         decoupled_in_file = decoupled_in_file || key_of(g).decoupled;
+        expert_groups = expert_groups || true_entry(g, "moe");
+    }
     Groups ours = make_groups(s.model.size(), [&](size_t i) {
         const std::string_view name = chunk_free_name(s, i);
-        return GroupKey{megatron_weight_decay(name, s.model[i].second.global_shape),
-                        decoupled_in_file && megatron_embedding_or_output(name), experts};
+        return GroupKey{
+            megatron_weight_decay(name, s.model[i].second.global_shape),
+            decoupled_in_file && megatron_embedding_or_output(name),
+            experts || (expert_groups && name.find(".mlp.experts.") != std::string_view::npos)};
     });
     OptimizerCheckpoint o;
     o.type = groups.items().empty() || groups.items()[0].find("betas") ? "adam" : "sgd";

@@ -9,6 +9,7 @@
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/error.h"
 #include "mt/nn/mamba_config.h"
+#include "mt/nn/moe/layer_pattern.h"
 
 namespace mt::plugins::torch_dist {
 
@@ -224,6 +225,16 @@ Extents extents_of(const ShardedTensors& tensors, const KeyLayout& layout) {
     return x;
 }
 
+// The expert axis of a layer's experts: the model's, or the layer's own where they differ.
+int64_t layer_expert_axis(int64_t model_experts, const KeyLayout& layout, const std::string& block,
+                          int64_t layer) {
+    if (layout.layer_experts.empty() || block != "decoder.layers.") return model_experts;
+    MT_CHECK(layer >= 0 && layer < int64_t(layout.layer_experts.size()), "torch_dist: layer ",
+             layer, " of ", block, " past the ", layout.layer_experts.size(),
+             " layers of the model");
+    return layout.layer_experts[size_t(layer)];
+}
+
 // With stacked layers, every layer held must hold the same stored tensors.
 void check_alike(const ShardedTensors& tensors, const KeyLayout& layout,
                  const std::set<std::pair<std::string, int64_t>>& keeping_norm_names) {
@@ -264,6 +275,17 @@ KeyLayout key_layout(const CheckpointArgs& args) {
         if (std::holds_alternative<std::vector<int64_t>>(*freq)) layout.per_layer = true;
         if (const int64_t* every = std::get_if<int64_t>(freq)) layout.per_layer = *every > 1;
     }
+    // Megatron-DeepSpeed's MoE layers (DeepSpeed's, every expert_interval'th layer, a count of
+    // experts each): the layers differ, each keyed alone.
+    const auto interval = int_arg(args, "expert_interval");
+    if (const ArgValue* experts = find_arg(args, "num_experts"); experts && interval)
+        if (const auto* list = std::get_if<std::vector<int64_t>>(experts);
+            list && layout.num_layers &&
+            std::any_of(list->begin(), list->end(), [](int64_t n) { return n > 1; })) {
+            layout.per_layer = true;
+            layout.layer_experts =
+                nn::MoeLayerPattern::deepspeed(*list, *interval, *layout.num_layers).experts;
+        }
     // A MambaStack keys each layer alone (its layers differ).
     if (megatron_mamba_model(args)) {
         layout.per_layer = true;
@@ -381,7 +403,8 @@ void join_parts(NamedTensors& tensors, const std::string& where) {
 namespace {
 
 KeyPlace place_of(const LayerName& ln, const LayerPart& part, const KeyLayout& layout,
-                  int64_t num_layers, int64_t num_experts, const std::string& name) {
+                  int64_t num_layers, int64_t model_experts, const std::string& name) {
+    const int64_t num_experts = layer_expert_axis(model_experts, layout, ln.block, ln.layer);
     KeyPlace place;
     if (layout.per_layer || !ln.stacked) {
         place.key = ln.alone(part.rest);
@@ -531,12 +554,12 @@ std::vector<std::string> extra_state_keys(const ShardedTensors& tensors, const K
             if (layout.per_layer || !ln->stacked) alone.emplace(ln->block, ln->inner);
         }
     std::vector<std::string> keys;
-    const int64_t experts = extents.experts;
     for (const auto& [block, held] : layers) {
         const int64_t count = extents.layers.at(block);
-        // One layer's modules; `layer` is its place on the layer axis (stacked keys).
+        // One layer's modules; `layer` is its place on the layer axis (stacked keys), `experts`
+        // its expert axis.
         auto add_layer = [&](const std::set<std::string>& rests, const std::string& base,
-                             std::optional<int64_t> layer) {
+                             std::optional<int64_t> layer, int64_t experts) {
             const std::string at = layer ? std::to_string(*layer) : "0";
             const std::string of = layer ? std::to_string(count) : "1";
             std::vector<std::string> modules;
@@ -557,10 +580,12 @@ std::vector<std::string> extra_state_keys(const ShardedTensors& tensors, const K
         };
         if (auto inner = alone.find(block); inner != alone.end()) {
             for (const auto& [i, rests] : held)
-                add_layer(rests, block + std::to_string(i) + "." + inner->second, std::nullopt);
+                add_layer(rests, block + std::to_string(i) + "." + inner->second, std::nullopt,
+                          layer_expert_axis(extents.experts, layout, block, i));
         } else {
             // The layers are alike (check_alike): each of the model's takes the first's modules.
-            for (int64_t i = 0; i < count; ++i) add_layer(held.begin()->second, block, i);
+            for (int64_t i = 0; i < count; ++i)
+                add_layer(held.begin()->second, block, i, extents.experts);
         }
     }
     // An output layer with its own bias (BERT's; T5's lm_head.output_layer and its repeat

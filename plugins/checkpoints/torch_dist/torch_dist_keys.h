@@ -45,6 +45,9 @@ struct KeyLayout {
     std::optional<int64_t> num_layers;   // the layer axis (default: up to the last layer held)
     std::optional<int64_t> num_experts;  // the expert axis (default: up to the last expert held)
     bool per_layer = false;              // each layer keyed alone (no layer axis)
+    // The decoder's layers' own expert axes where they differ by layer (Megatron-DeepSpeed's
+    // per-layer --num-experts; 0 for a dense layer); empty: num_experts.
+    std::vector<int64_t> layer_experts;
     // --transformer-impl local (Megatron's default, and ours, is transformer_engine): a MoE
     // layer's pre_mlp_layernorm is stored under the fused norm's name, as the local spec maps it.
     bool local_spec = false;
@@ -54,8 +57,9 @@ struct KeyLayout {
 };
 
 // num_layers, num_experts, per_layer as Megatron's TransformerBlock decides it (moe_layer_freq
-// a list, or an int above 1) or a MambaStack always does, local_spec from transformer_impl, and
-// a MambaStack's split sizes (hidden_size, mamba_head_dim, mamba_num_groups, mamba_state_dim,
+// a list, or an int above 1) or a MambaStack always does (and Megatron-DeepSpeed's MoE layers,
+// layer_experts from its num_experts list and expert_interval), local_spec from transformer_impl,
+// and a MambaStack's split sizes (hidden_size, mamba_head_dim, mamba_num_groups, mamba_state_dim,
 // mamba_num_heads; none when they are missing, which stored_parts reports).
 KeyLayout key_layout(const CheckpointArgs& args);
 

@@ -262,16 +262,18 @@ TEST(GptCheckpointArgs, MegatronDeepSpeedsArgsReadAsTheSameModel) {
     set_arg(lm, "normalization", std::string("rmsnorm"));
     as_core_v013_args(lm);
     EXPECT_EQ(std::get<std::string>(*find_arg(lm, "normalization")), "rmsnorm");
-    for (const auto& [dest, value] : std::vector<std::pair<const char*, ArgValue>>{
-             {"num_experts", std::vector<int64_t>{8, 8}}, {"mlp_type", std::string("residual")}}) {
-        CheckpointArgs moe = kBase;
-        set_arg(moe, "deepspeed", true);
-        set_arg(moe, dest, value);
-        const std::string error = mt::test::error_of([&] { as_core_v013_args(moe); });
-        EXPECT_EQ(error.rfind("checkpoint args: " + std::string(dest) + " = ", 0), 0u) << error;
-        EXPECT_NE(error.find("not supported yet: Megatron-DeepSpeed's"), std::string::npos)
-            << error;
-    }
+    // Its num_experts list with expert_interval (always in its args): DeepSpeed's MoE layers,
+    // one count per MoE layer; mlp_type residual: PR-MoE.
+    CheckpointArgs moe = kBase;
+    set_arg(moe, "deepspeed", true);
+    set_arg(moe, "num_experts", std::vector<int64_t>{4, 8});
+    set_arg(moe, "expert_interval", int64_t(1));
+    set_arg(moe, "mlp_type", std::string("residual"));
+    as_core_v013_args(moe);
+    const nn::TransformerArgs m = nn::read_transformer_args(model_args_from_checkpoint(moe, flags));
+    EXPECT_TRUE(m.moe.router.gshard.enabled);
+    EXPECT_TRUE(m.moe.residual_mlp);
+    EXPECT_EQ(m.moe_layers.experts, (std::vector<int64_t>{4, 8}));
 }
 
 // Options of core_v0.19 that change the model and that the family lacks stop the load (before,

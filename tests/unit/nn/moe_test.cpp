@@ -139,6 +139,52 @@ TEST(MoeRouting, EqualsMegatronCoreOnFixedLogits) {
     }
 }
 
+// DeepSpeed's gate (Megatron-DeepSpeed's MoE layers) in double: d/d logits of Σ probs·w plus
+// the load-balancing loss, by finite differences, for top-1 (tokens over capacity dropped by the
+// random keys) and top-2 (by position), training.
+TEST(MoeRouting, DeepSpeedGateGradientsMatchFiniteDifferences) {
+    for (const int topk : {1, 2}) {
+        mt::nn::RouterConfig config;
+        config.num_experts = 4;
+        config.topk = topk;
+        config.aux_loss_coeff = 0.7;
+        config.gshard.enabled = true;
+        config.gshard.train_capacity_factor = 0.5;
+        config.gshard.min_capacity = 1;
+        config.gshard.sample_second_expert = false;
+        const int64_t N = 12, E = 4;
+        std::mt19937 rng(40 + unsigned(topk));
+        std::uniform_real_distribution<double> u(-1.0, 1.0), key(0.01, 0.99);
+        std::vector<double> logits(size_t(N * E)), w(size_t(N * E)), keys(size_t(N * E));
+        for (auto* v : {&logits, &w})
+            for (double& x : *v) x = u(rng);
+        for (double& x : keys) x = key(rng);
+        const mt::nn::RoutingShape shape{N, 1, nullptr};
+        auto value = [&](const std::vector<double>& l) {
+            const mt::nn::Routing r = mt::nn::route(config, l, shape, {}, true, true, keys);
+            double f = r.aux_loss;
+            for (size_t i = 0; i < w.size(); ++i) f += r.probs[i] * w[i];
+            return f;
+        };
+        const mt::nn::Routing r = mt::nn::route(config, logits, shape, {}, true, true, keys);
+        int dropped = 0;
+        for (int64_t t = 0; t < N; ++t)
+            for (int64_t j = 0; j < topk; ++j)
+                dropped += !r.map[size_t(t * E + r.top[size_t(t * topk + j)])];
+        EXPECT_GT(dropped, 0) << "top-" << topk << ": the capacity should drop tokens";
+        EXPECT_GT(r.aux_loss, 0.0);
+        const std::vector<double> analytic =
+            mt::nn::route_backward(config, logits, r, w, 1.0, true);
+        for (size_t i = 0; i < logits.size(); ++i) {
+            std::vector<double> up = logits, down = logits;
+            up[i] += 1e-6;
+            down[i] -= 1e-6;
+            EXPECT_NEAR(analytic[i], (value(up) - value(down)) / 2e-6, 1e-6)
+                << "top-" << topk << " logit " << i;
+        }
+    }
+}
+
 TEST(MoeRouting, CapacityIsMegatronsCeiling) {
     EXPECT_EQ(mt::nn::expert_capacity(48, 8, 1.0), 6);
     EXPECT_EQ(mt::nn::expert_capacity(48, 8, 1.5), 9);
@@ -233,6 +279,38 @@ TEST(MoeLayer, ProbsOnInputGradientsMatchFiniteDifferences) {
         c.moe.probs_on_input = true;
         check_moe_layer_grads(c, swiglu ? 34 : 35);
     }
+}
+
+// Megatron-DeepSpeed's MoE layers (DeepSpeed's gate, GShardGating) in training: top-1 with the
+// random token selection dropping tokens over its capacity (the tokens kept are a function of
+// the draws, not of the inputs), and PR-MoE (top-2, the second expert the second largest, tokens
+// over capacity dropped by position; a residual MLP mixed in by its coefficient). (The
+// load-balancing loss's gradient: DeepSpeedGateGradientsMatchFiniteDifferences.)
+TEST(MoeLayer, DeepSpeedGatingGradientsMatchFiniteDifferences) {
+    for (const int topk : {1, 2}) {
+        mt::nn::TransformerConfig c = moe_config(false);
+        c.add_bias_linear = true;
+        c.moe.router.topk = topk;
+        c.moe.router.gshard.enabled = true;
+        c.moe.router.gshard.train_capacity_factor = 0.3;
+        c.moe.router.gshard.min_capacity = 1;
+        c.moe.router.gshard.sample_second_expert = false;
+        c.moe.residual_mlp = topk == 2;
+        check_moe_layer_grads(c, 36 + unsigned(topk), {true, 5, 0});
+    }
+}
+
+// Per-layer expert counts (Megatron-DeepSpeed's --num-experts list): layers interval, 2 x
+// interval, ... are MoE layers, each with its count; its assertion on the list's length.
+TEST(MoeLayerPattern, ReadsMegatronDeepSpeedsExpertCounts) {
+    using mt::nn::MoeLayerPattern;
+    const auto p = MoeLayerPattern::deepspeed({2, 4}, 2, 4);
+    EXPECT_EQ(p.moe, (std::vector<bool>{false, true, false, true}));
+    EXPECT_EQ(p.experts, (std::vector<int64_t>{0, 2, 0, 4}));
+    EXPECT_EQ(MoeLayerPattern::deepspeed({8}, 1, 2).experts, (std::vector<int64_t>{8, 8}));
+    // One expert: a dense layer.
+    EXPECT_EQ(MoeLayerPattern::deepspeed({1, 4}, 1, 2).moe, (std::vector<bool>{false, true}));
+    EXPECT_THROW(MoeLayerPattern::deepspeed({2, 4, 8}, 2, 4), mt::Error);
 }
 
 // Megatron-core's MoE layer: a separate pre_mlp_layernorm (also with Transformer Engine's

@@ -124,8 +124,8 @@ enum class EntryPoint {
 };
 
 // Megatron-DeepSpeed's reading of the model flags under --deepspeed: --checkpoint-activations
-// recomputes every layer; --num-experts 1 (its default) is a dense model, more experts are
-// DeepSpeed's MoE layers, refused here.
+// recomputes every layer; --num-experts (also a list of them without --deepspeed) means
+// DeepSpeed's MoE layers (one expert: dense), marked by --expert-interval.
 MT_API void apply_deepspeed_model_args(const TrainingFlags& f, ModelArgs& model_args);
 
 // The option groups, writing into `flags` (optional values are read by finish()).

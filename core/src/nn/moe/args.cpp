@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "deepspeed_moe_args.h"
 #include "mt/error.h"
 #include "mt/nn/transformer_args.h"
 
@@ -55,6 +56,7 @@ std::vector<FlagInfo> moe_flags() {
 }
 
 void read_moe_args(const ModelArgsReader& f, TransformerArgs& c) {
+    if (f.has("expert-interval") && f.has("num-experts")) return read_deepspeed_moe_args(f, c);
     const int64_t experts = f.integer("num-experts", 0);
     // Megatron: --num-experts 0 means a dense model.
     if (experts == 0) return;

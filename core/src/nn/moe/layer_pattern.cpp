@@ -123,6 +123,29 @@ MoeLayerPattern MoeLayerPattern::parse(const std::string& text, int64_t num_laye
     return p;
 }
 
+MoeLayerPattern MoeLayerPattern::deepspeed(const std::vector<int64_t>& num_experts,
+                                           int64_t interval, int64_t num_layers) {
+    MT_CHECK(interval > 0, "--expert-interval must be positive, got ", interval);
+    const int64_t moe_layers = num_layers / interval;
+    // (Megatron-DeepSpeed's assertion.)
+    MT_CHECK(num_experts.size() == 1 || int64_t(num_experts.size()) == moe_layers,
+             "num_experts must be either a single value or a list of the same length as the "
+             "number of MoE layers (--num-experts gives ",
+             num_experts.size(), " values for ", moe_layers, " MoE layers: --num-layers ",
+             num_layers, " / --expert-interval ", interval, ")");
+    MoeLayerPattern p;
+    for (int64_t layer = 1; layer <= num_layers; ++layer) {
+        int64_t n = 1;
+        if (layer % interval == 0)
+            n = num_experts.size() == 1 ? num_experts[0]
+                                        : num_experts[size_t((layer - 1) / interval)];
+        MT_CHECK(n > 0, "--num-experts must be positive, got ", n);
+        p.moe.push_back(n > 1);
+        p.experts.push_back(n > 1 ? n : 0);
+    }
+    return p;
+}
+
 int64_t MoeLayerPattern::count() const {
     int64_t n = 0;
     for (bool m : moe) n += m;

@@ -2,6 +2,7 @@
 #include "mt/nn/moe/router.h"
 
 #include "mt/error.h"
+#include "mt/kernels/rng.h"
 
 namespace mt::nn {
 
@@ -24,6 +25,19 @@ std::vector<V> to_batch_major(const std::vector<V>& v, int64_t B, int64_t T, int
     return out;
 }
 
+// n numbers in (0, 1) from the draw's Philox counters (the dropout's stream).
+std::vector<double> uniforms(const DropoutDraw& draw, int64_t n) {
+    std::vector<double> out;
+    if (!draw.applied) return out;
+    out.resize(size_t(n));
+    for (int64_t i = 0; i < n; ++i) {
+        const uint64_t at = draw.offset + uint64_t(i);
+        const uint32_t bits = k::philox_block(draw.seed, at / 4).v[at % 4];
+        out[size_t(i)] = (double(bits >> 8) + 0.5) / 16777216.0;
+    }
+    return out;
+}
+
 }  // namespace
 
 TopKRouter::TopKRouter(const std::string& prefix, const TransformerConfig& config, Backend& backend)
@@ -40,7 +54,8 @@ TopKRouter::TopKRouter(const std::string& prefix, const TransformerConfig& confi
     // Each tensor-parallel rank routes its sequence shard: its grad is a partial sum (Megatron
     // marks the weight sequence_parallel).
     weight_.grad_partial_over_tp = config.tp.sequence_split();
-    if (config.add_bias_linear) {
+    // (DeepSpeed's gate has no bias.)
+    if (config.add_bias_linear && !config_.gshard.enabled) {
         // Megatron draws it as it draws the weight (init_method: N(0, init-method-std)).
         bias_ = make_parameter(backend, join_name(prefix, "router.bias"),
                                {config.moe.router.num_experts}, config.dtype, ShardSpec{}, false,
@@ -57,7 +72,8 @@ TopKRouter::TopKRouter(const std::string& prefix, const TransformerConfig& confi
     }
 }
 
-Routing TopKRouter::forward(const Tensor& x, bool training, Saved* saved) const {
+Routing TopKRouter::forward(const Tensor& x, bool training, Saved* saved,
+                            const DropoutDraw& noise) const {
     MT_CHECK(x.dim() == 3, "TopKRouter: x must be (B, T, H), got ", x.describe());
     const int64_t B = x.size(0), T = x.size(1), H = x.size(2), E = config_.num_experts;
     Tensor x2 = backend_->cast_to(backend_->contiguous(x).view({B * T, H}), logits_dtype_);
@@ -74,7 +90,8 @@ Routing TopKRouter::forward(const Tensor& x, bool training, Saved* saved) const 
         const Tensor b = backend_->cast_to(expert_bias_.value, DType::f64).contiguous();
         bias.assign(b.data<double>(), b.data<double>() + E);
     }
-    Routing r = route(config_, l, shape, bias, training, logits_dtype_ == DType::f64);
+    Routing r = route(config_, l, shape, bias, training, logits_dtype_ == DType::f64,
+                      uniforms(noise, B * T * E));
     // The caller's view in (b, t) order: what dispatch and the loss report read (the rest stays
     // with the backward's copy).
     Routing out;

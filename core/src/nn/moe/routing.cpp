@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 
+#include "gshard_gating.h"
 #include "mt/error.h"
 #include "mt/parallel/collectives.h"
 
@@ -418,9 +419,10 @@ void check_config(const RouterConfig& c, const std::vector<double>& logits, int6
 
 Routing route(const RouterConfig& config, const std::vector<double>& logits,
               const RoutingShape& shape, const std::vector<double>& expert_bias, bool training,
-              bool f64) {
+              bool f64, const std::vector<double>& uniforms) {
     const int64_t N = shape.seq * shape.batch;
     check_config(config, logits, N);
+    if (config.gshard.enabled) return gshard_route(config, logits, uniforms, training, f64);
     if (f64)
         return Router<double>{config, N, config.num_experts, config.topk}.route(
             logits, shape, expert_bias, training);
@@ -433,6 +435,7 @@ std::vector<double> route_backward(const RouterConfig& config, const std::vector
                                    double aux_scale, bool f64) {
     MT_CHECK(dprobs.size() == r.probs.size(), "router backward: ", dprobs.size(), " gradients for ",
              r.probs.size(), " probabilities");
+    if (config.gshard.enabled) return gshard_route_backward(config, r, dprobs, aux_scale);
     if (f64)
         return Router<double>{config, r.tokens, r.experts, config.topk}.backward(logits, r, dprobs,
                                                                                  aux_scale);

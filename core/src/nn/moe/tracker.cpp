@@ -19,11 +19,15 @@ bool reports_z_loss(const RouterConfig& r) {
 }
 
 MoeTracker::MoeTracker(const RouterConfig& router, int64_t moe_layers, int64_t layers)
-    : moe_layers_(moe_layers), bias_update_rate_(router.bias_update_rate) {
+    : moe_layers_(moe_layers),
+      sums_layers_(router.gshard.enabled),
+      bias_update_rate_(router.bias_update_rate) {
     MT_CHECK(moe_layers > 0 && layers >= moe_layers, "MoeTracker: a model with ", moe_layers,
              " MoE layers among ", layers);
     const std::vector<double> zeros(size_t(layers), 0.0);
-    if (reports_load_balancing(router)) sums_.emplace_back("load_balancing_loss", zeros);
+    if (reports_load_balancing(router))
+        sums_.emplace_back(router.gshard.enabled ? kDeepSpeedMoeLoss : "load_balancing_loss",
+                           zeros);
     if (reports_z_loss(router)) sums_.emplace_back("z_loss", zeros);
 }
 

@@ -19,6 +19,23 @@ enum class DropPolicy : uint8_t { probs, position };
 // --moe-token-dispatcher-type.
 enum class DispatcherKind : uint8_t { allgather, alltoall };
 
+// Megatron-DeepSpeed's MoE layers route with DeepSpeed's TopKGate (GShard's gating) instead of
+// Megatron-core's router: softmax over all experts in f32; top-1 weighs the token by its expert's
+// probability, top-2 by the two probabilities renormalised; an expert takes at most
+// max(ceil(tokens / experts x factor x k), --moe-min-capacity) tokens of the micro-batch, top-1
+// keeping a random subset of those over it (random token selection), top-2 the first by position
+// (all first choices before the second ones); the loss E·Σ mean(probs)·mean(first choices).
+struct GShardGating {
+    bool enabled = false;
+    double train_capacity_factor = 1.0;  // --moe-train-capacity-factor
+    double eval_capacity_factor = 1.0;   // --moe-eval-capacity-factor
+    int64_t min_capacity = 4;            // --moe-min-capacity
+    bool drop_tokens = true;             // false: --disable-moe-token-dropping
+    // Top-2: the second expert drawn with Gumbel noise (false:
+    // --disable-moe-top2-2nd-expert-sampling, the second largest).
+    bool sample_second_expert = true;
+};
+
 // Megatron-core's TopKRouter settings.
 struct RouterConfig {
     int64_t num_experts = 0;
@@ -45,6 +62,7 @@ struct RouterConfig {
     // --moe-router-dtype: the logits (and the routing math) in f32 or f64; default: the model's
     // dtype (bf16 logits for a bf16 model, routed in f32).
     bool logits_in_f32 = false, logits_in_f64 = false;
+    GShardGating gshard;  // Megatron-DeepSpeed's MoE layers
 };
 
 // Where a MoE layer's experts live: each of the `ep` ranks holds num_experts / ep.size() of them,
@@ -70,6 +88,10 @@ struct MoeConfig {
     // --moe-apply-probs-on-input (Llama 4, top-1 only): each token's routing weight scales its
     // input to the expert instead of the expert's activation.
     bool probs_on_input = false;
+    // Megatron-DeepSpeed's --mlp-type residual (PR-MoE): a dense MLP beside the experts, the two
+    // outputs mixed by softmax(coefficient(x)) ("<prefix>.mlp.residual_mlp.*",
+    // "<prefix>.mlp.coefficient.{weight,bias}" (2, H)).
+    bool residual_mlp = false;
     DispatcherKind dispatcher = DispatcherKind::allgather;
     // --calculate-per-token-loss: the auxiliary losses are scaled by the tokens (Megatron's
     // MoEAuxLossAutoScaler gets aux_loss * num_tokens), as the main loss is a sum.

@@ -11,6 +11,7 @@
 
 #include "mt/api.h"
 #include "mt/backend.h"
+#include "mt/nn/dropout.h"
 #include "mt/nn/moe/routing.h"
 #include "mt/nn/parameter.h"
 #include "mt/nn/transformer_config.h"
@@ -31,8 +32,11 @@ class MT_API TopKRouter {
 
     // x (B, T, H) (T: this rank's part of the sequence) -> the routing of its B·T tokens in
     // (b, t) order (its probs, map, counts and losses; the backward's fields stay in `saved`).
-    // `training`: the auxiliary losses are computed (and sinkhorn balances).
-    Routing forward(const Tensor& x, bool training, Saved* saved) const;
+    // `training`: the auxiliary losses are computed (and sinkhorn balances). `noise`: the
+    // counters DeepSpeed's gate (config.gshard) draws its tokens x experts random numbers from
+    // (not applied: none).
+    Routing forward(const Tensor& x, bool training, Saved* saved,
+                    const DropoutDraw& noise = {}) const;
     // dprobs (B·T x experts, (b, t) order) -> dx (B, T, H) in x's dtype; weight.grad +=.
     // aux_scale: the auxiliary losses' gradient scale.
     Tensor backward(const std::vector<double>& dprobs, const Saved& saved, double aux_scale);

@@ -48,10 +48,11 @@ struct RoutingShape {
 
 // Routes `logits` (tokens, experts), row-major, as TopKRouter.routing does. `training`: the
 // auxiliary losses are computed (and sinkhorn balances); `expert_bias` (experts) or empty;
-// `f64`: computed in double, else in float as torch's float32 ops round.
+// `f64`: computed in double, else in float as torch's float32 ops round. `uniforms` (tokens x
+// experts, in (0, 1)): the random numbers of DeepSpeed's gate (config.gshard), or empty.
 MT_API Routing route(const RouterConfig& config, const std::vector<double>& logits,
                      const RoutingShape& shape, const std::vector<double>& expert_bias,
-                     bool training, bool f64);
+                     bool training, bool f64, const std::vector<double>& uniforms = {});
 
 // d logits (tokens, experts) of Σ probs·dprobs + aux_scale · (aux_loss + z_loss), for the routing
 // `r` of `logits`: aux_scale is Megatron's MoEAuxLossAutoScaler scale (the main loss's backward

@@ -21,6 +21,9 @@ namespace mt::nn {
 
 struct Parameter;
 
+// Megatron-DeepSpeed's name of its MoE layers' loss (with its coefficient, summed over them).
+inline constexpr const char* kDeepSpeedMoeLoss = "moe loss";
+
 // The router losses Megatron logs and backpropagates: those with a coefficient.
 MT_API bool reports_load_balancing(const RouterConfig& router);
 MT_API bool reports_z_loss(const RouterConfig& router);
@@ -46,6 +49,9 @@ class MT_API MoeTracker {
     // (Megatron's track_moe_metrics), and with --moe-per-layer-logging each layer's value.
     std::vector<std::pair<std::string, std::vector<double>>> take();
     int64_t moe_layers() const { return moe_layers_; }
+    // What the report divides each loss's sum over the layers by: Megatron averages over the MoE
+    // layers, Megatron-DeepSpeed sums them.
+    int64_t report_layers() const { return sums_layers_ ? 1 : moe_layers_; }
 
     // --moe-router-enable-expert-bias: a router's bias buffer (f32, experts) joins the tracker;
     // returns the slot its counts go to.
@@ -68,6 +74,7 @@ class MT_API MoeTracker {
     };
     std::vector<std::pair<std::string, std::vector<double>>> sums_;  // per layer
     int64_t moe_layers_;
+    bool sums_layers_;
     double grad_scale_ = 1.0;
     double bias_update_rate_;
     std::vector<ExpertBiasSlot> expert_bias_;
