@@ -287,6 +287,32 @@ TEST_F(DeepSpeedResume, MoeCheckpointConvertsToTorchDist) {
         << hf.output;
 }
 
+// PR-MoE's layers (top-2, tokens over capacity dropped by position, the residual MLP) trained
+// from scratch log the same losses at pipeline-parallel 2 and data-parallel 2 as at one process
+// (each micro-batch is routed by itself).
+TEST_F(DeepSpeedResume, MoeLayersEqualOneProcessAtPipelineAndDataParallel) {
+    if (!mt::test::mpiexec_available()) GTEST_SKIP() << "no mpiexec";
+    std::string flags = command("pr_moe");
+    // (The pipeline engine, as Megatron-DeepSpeed's GPTModelPipe runs MoE layers too.)
+    const std::string engine = " " + q("--no-pipeline-parallel");
+    const size_t at = flags.find(engine);
+    ASSERT_NE(at, std::string::npos) << flags;
+    flags.erase(at, engine.size());
+    const std::string train = flags + " --train-iters 3 --save-interval 100";
+    const auto one = mt::test::run_command(train + " --save " + q(work / "one") + " 2>&1");
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    for (const std::string layout : {"--pipeline-model-parallel-size 2", ""}) {
+        const auto two = mt::test::run_command(mt::test::mpiexec_prefix(2) + train + " " + layout +
+                                               " --save " + q(work / "two") + " 2>&1");
+        ASSERT_EQ(two.exit_code, 0) << layout << "\n" << two.output;
+        for (const char* key : {"lm loss", "moe loss"})
+            EXPECT_EQ(mt::test::logged_values(two.output, key),
+                      mt::test::logged_values(one.output, key))
+                << key << " " << layout;
+    }
+    EXPECT_EQ(mt::test::logged_values(one.output, "moe loss").size(), 3u) << one.output;
+}
+
 // Megatron-DeepSpeed's MoE layers train in fp16 under expert parallelism too (Megatron-LM refuses
 // it): with DeepSpeed's loss scaling, 2 expert-parallel ranks log what one process logs, the
 // steps skipped for an overflow included (the scale starts at 2^22: the first two overflow).

@@ -279,18 +279,27 @@ CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_r
         MT_CHECK(module && !module->is_none(), own_file.string(), ": no 'module' (the model)");
         PyValue model = *module;
         // Megatron-DeepSpeed's MoE layers: their experts and optimizer in files of their own.
-        if (add_deepspeed_experts(tag, mp_rank, model) && optimizer_not_read.empty() == false) {
+        const bool moe = add_deepspeed_experts(tag, mp_rank, model);
+        root.dict_ref().set("model", std::move(model));
+        const PyValue* shapes = own.find("param_shapes");
+        if (moe && shapes && !shapes->is_none()) {
+            optimizer_not_read =
+                "not supported yet: reading DeepSpeed's ZeRO optimizer shards of MoE layers";
+        } else if (moe) {
             PyValue o = deepspeed_expert_optimizer(tag, mp_rank);
             if (!o.is_none() && l.ranks() == 1) {
                 root.dict_ref().set("optimizer", std::move(o));
                 optimizer_not_read.clear();
             }
+        } else {
+            // (The engine's module is the model: its names are the state dict's.)
+            zero([](const std::string& n) { return n.rfind("module.", 0) == 0 ? n.substr(7) : n; });
         }
-        root.dict_ref().set("model", std::move(model));
-        // (The engine's module is the model: its names are the state dict's.)
-        zero([](const std::string& n) { return n.rfind("module.", 0) == 0 ? n.substr(7) : n; });
         return with_optimizer(root, own_file, optimizer_not_read);
     }
+    MT_CHECK(!has_deepspeed_experts(tag, mp_rank), tag.string(),
+             ": not supported yet: Megatron-DeepSpeed's MoE layers under its pipeline engine "
+             "(its MoE scripts run with --no-pipeline-parallel)");
     // The pipeline engine's layers: each file's keys say what it is (and its number, LL, is the
     // pipeline module's index of the layer: DeepSpeed's names "LL.<key>").
     PyValue embedding, final_norm, head;

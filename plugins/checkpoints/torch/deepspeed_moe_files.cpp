@@ -49,9 +49,14 @@ PyValue* entry(PyValue& d, std::string_view key) {
 
 }  // namespace
 
+constexpr const char* kExpertFiles = "layer_%d_expert_%d_mp_rank_%d_model_states.pt%n";
+
+bool has_deepspeed_experts(const fs::path& tag, int mp_rank) {
+    return !numbered_files(tag, kExpertFiles, 2, mp_rank).empty();
+}
+
 bool add_deepspeed_experts(const fs::path& tag, int mp_rank, PyValue& module) {
-    const auto files =
-        numbered_files(tag, "layer_%d_expert_%d_mp_rank_%d_model_states.pt%n", 2, mp_rank);
+    const auto files = numbered_files(tag, kExpertFiles, 2, mp_rank);
     if (files.empty()) return false;
     // Each expert's tensors under the encoder's names, by the MoE module ("layers.L.mlp.
     // deepspeed_moe.") they belong to.

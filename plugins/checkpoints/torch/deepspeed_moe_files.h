@@ -16,6 +16,9 @@ namespace mt::plugins::torch_ckpt {
 // after its gate as DeepSpeed's MoE module registers them. False when there are none.
 bool add_deepspeed_experts(const std::filesystem::path& tag, int mp_rank, io::PyValue& module);
 
+// Whether `tag` holds expert files of model-parallel rank `mp_rank`.
+bool has_deepspeed_experts(const std::filesystem::path& tag, int mp_rank);
+
 // The torch optimizer state dict of rank `mp_rank`'s expp_rank files joined over the
 // expert-parallel ranks (each one's experts appended to the "moe" groups in rank order, ids
 // renumbered); none (a PyValue None) without such files.
