@@ -261,7 +261,23 @@ double Trainer::grad_norm(std::vector<Tensor>& grads) const {
         grads.push_back(p->grad);
         counted.emplace_back(p, p->grad);
     }
+    if (options_.deepspeed_grad_norm && !distributed_optimizer() && parallel_ &&
+        parallel_->ep().size() > 1)
+        return deepspeed_rank_norm(counted);
     return model_parallel_norm(counted, distributed_optimizer());
+}
+
+double Trainer::deepspeed_rank_norm(
+    const std::vector<std::pair<const nn::Parameter*, Tensor>>& tensors) const {
+    std::vector<Tensor> own;
+    for (const auto& [p, t] : tensors)
+        if (!p->counted_elsewhere()) own.push_back(t);
+    const double n = optim::global_l2_norm(optimizer_.backend(), own);
+    std::vector<double> v{n * n};
+    parallel::all_reduce_values(parallel_->model_parallel(), v, ReduceOp::sum);
+    std::vector<double> mean{std::sqrt(v[0]) / double(parallel_->dp().size())};
+    parallel::all_reduce_values(parallel_->dp(), mean, ReduceOp::sum);
+    return mean[0];
 }
 
 double Trainer::model_parallel_norm(

@@ -719,6 +719,7 @@ train::TrainerOptions trainer_options(const TrainingFlags& f) {
     o.train_tokens = f.train_tokens;
     o.tokens_per_sample = f.tokens_per_sample;
     if (f.deepspeed) o.seqlen_curriculum = f.deepspeed->curriculum;
+    o.deepspeed_grad_norm = f.deepspeed.has_value();
     o.kill_switch_file = f.kill_switch_file;
     o.log_interval = f.log_interval;
     o.eval_interval = f.eval_interval;

@@ -77,6 +77,11 @@ struct TrainerOptions {
     // on the first positions of its samples (the GPT fields tokens, labels, loss_mask,
     // position_ids), as many as the schedule gives, and counts that many tokens per sample.
     std::optional<CurriculumConfig> seqlen_curriculum;
+    // DeepSpeed's gradient norm without ZeRO (runtime/utils.py clip_grad_norm_): each rank's norm
+    // of its own gradients (summed over its model-parallel group), averaged over the
+    // data-parallel ranks. It differs from the norm of all gradients where ranks hold different
+    // experts (expert parallelism), and is used only there.
+    bool deepspeed_grad_norm = false;
     // Megatron-DeepSpeed's --kill-switch-file: once it exists (on any rank), training saves (as
     // for SIGTERM) and stops after the iteration.
     std::string kill_switch_file;
@@ -301,6 +306,10 @@ class MT_API Trainer {
     // model: those other ranks count skipped, experts summed over their own ranks.
     double model_parallel_norm(const std::vector<std::pair<const nn::Parameter*, Tensor>>& tensors,
                                bool data_parallel) const;
+    // TrainerOptions::deepspeed_grad_norm's: this rank's norm of the tensors (over its
+    // model-parallel group), averaged over the data-parallel ranks.
+    double deepspeed_rank_norm(
+        const std::vector<std::pair<const nn::Parameter*, Tensor>>& tensors) const;
     // Sums the grads of the parameters `which` picks over `group`, in one message.
     void all_reduce_grads(const std::function<bool(const nn::Parameter&)>& which,
                           Communicator& group);
