@@ -349,7 +349,9 @@ TEST_F(DeepSpeedResume, Fp16MoeLayersUnderExpertParallelismEqualOneProcess) {
 // and the top-1 run with its experts split over 2 expert-parallel ranks. megatron-train resumes
 // each from its first checkpoint for one iteration, saves (torch_dist: its layers keyed one by
 // one, each MoE layer's expert axis its own), resumes that for the last, and logs the lm loss and
-// moe loss (the layers' load-balancing losses times --moe-loss-coeff, summed) those runs logged.
+// moe loss (the layers' load-balancing losses times --moe-loss-coeff, summed) those runs logged,
+// and their evaluations' lm loss (after every iteration: the evaluation's capacity, routing
+// without random numbers).
 TEST_F(DeepSpeedResume, ContinuesMegatronDeepSpeedsMoeRuns) {
     const bool mpi = mt::test::mpiexec_available();
     struct Case {
@@ -366,6 +368,17 @@ TEST_F(DeepSpeedResume, ContinuesMegatronDeepSpeedsMoeRuns) {
         ASSERT_EQ(first.exit_code, 0) << c.run << "\n" << first.output;
         const auto second = mt::test::run_command(train + " --load " + q(work / c.run) + " 2>&1");
         ASSERT_EQ(second.exit_code, 0) << c.run << "\n" << second.output;
+        // Its evaluations after iterations 2 and 3 and at the end (its validation lines leave the
+        // moe loss out, as megatron-train's do).
+        std::vector<double> validation = mt::test::logged_values(first.output, "lm loss value");
+        for (double v : mt::test::logged_values(second.output, "lm loss value"))
+            validation.push_back(v);
+        ASSERT_EQ(validation.size(), 3u) << first.output << second.output;
+        for (size_t i = 0; i < 3; ++i) {
+            const double theirs = double(expected[c.run]["validation"].at(i + 1)["lm loss"]);
+            EXPECT_NEAR(validation[i], theirs, 1e-5 * theirs) << c.run << " validation " << i + 2;
+        }
+        EXPECT_EQ(first.output.find("moe loss value"), std::string::npos) << first.output;
         for (const char* loss : {"lm loss", "moe loss"}) {
             const std::string key = loss == std::string("lm loss") ? "lm_loss" : "moe_loss";
             const std::vector<double> theirs = doubles(expected[c.run][key]);

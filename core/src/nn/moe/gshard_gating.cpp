@@ -138,7 +138,8 @@ Routing route_in(const RouterConfig& c, const std::vector<double>& logits,
         }
     }
     // l_aux = E · Σ_e mean_t(gates) · mean_t(first choices) (top-2: mean_e(...) · E², the same),
-    // before any dropping; its gradient reaches the gates only.
+    // before any dropping; its gradient reaches the gates only. (Megatron-DeepSpeed's evaluation
+    // leaves it out of its validation losses.)
     if (training && c.aux_loss_coeff != 0) {
         std::vector<R> me(size_t(E), R(0));
         for (int64_t t = 0; t < N; ++t)
