@@ -183,8 +183,11 @@ class MoeSublayer final : public Sublayer {
         }
     }
     // Dropless routing treats each token alone; with a capacity, which tokens an expert drops
-    // depends on the others in the batch.
-    bool decodes_rows() const override { return moe_.router.capacity_factor <= 0; }
+    // depends on the others in the batch (DeepSpeed's gate: unless --disable-moe-token-dropping).
+    bool decodes_rows() const override {
+        const RouterConfig& r = moe_.router;
+        return r.gshard.enabled ? !r.gshard.drop_tokens : r.capacity_factor <= 0;
+    }
     void collect_buffers(std::vector<Parameter*>& out) override {
         if (Parameter* bias = router_.expert_bias()) out.push_back(bias);
     }
