@@ -1,9 +1,8 @@
 // The MoE feed-forward block: routing, dispatch, experts and combine, forward and backward.
 #include "mt/nn/moe/layer.h"
 
-#include <optional>
-
 #include <cmath>
+#include <optional>
 #include <tuple>
 
 #include "mt/error.h"
