@@ -281,13 +281,12 @@ CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_r
         // Megatron-DeepSpeed's MoE layers: their experts and optimizer in files of their own.
         const bool moe = add_deepspeed_experts(tag, mp_rank, model);
         root.dict_ref().set("model", std::move(model));
-        const PyValue* shapes = own.find("param_shapes");
-        if (moe && shapes && !shapes->is_none()) {
-            optimizer_not_read =
-                "not supported yet: reading DeepSpeed's ZeRO optimizer shards of MoE layers";
-        } else if (moe) {
+        if (moe) {
             PyValue o = deepspeed_expert_optimizer(tag, mp_rank);
-            if (!o.is_none() && l.ranks() == 1) {
+            if (o.is_none()) {
+                optimizer_not_read =
+                    "not supported yet: reading DeepSpeed's ZeRO optimizer shards of MoE layers";
+            } else if (l.ranks() == 1) {
                 root.dict_ref().set("optimizer", std::move(o));
                 optimizer_not_read.clear();
             }

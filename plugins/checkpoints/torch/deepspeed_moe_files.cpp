@@ -107,6 +107,8 @@ PyValue deepspeed_expert_optimizer(const fs::path& tag, int mp_rank) {
                  " is missing");
         PyValue whole = read_deepspeed_file(file);
         const PyValue* o = whole.find("optimizer");
+        // (None under ZeRO: its shards hold the state.)
+        if (o && o->is_none()) return PyValue();
         MT_CHECK(o && o->kind() == PyKind::dict && o->find("param_groups") && o->find("state"),
                  file.string(), ": no torch optimizer state dict under 'optimizer'");
         ranks.push_back(*o);

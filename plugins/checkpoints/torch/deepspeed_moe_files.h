@@ -21,7 +21,8 @@ bool has_deepspeed_experts(const std::filesystem::path& tag, int mp_rank);
 
 // The torch optimizer state dict of rank `mp_rank`'s expp_rank files joined over the
 // expert-parallel ranks (each one's experts appended to the "moe" groups in rank order, ids
-// renumbered); none (a PyValue None) without such files.
+// renumbered); none (a PyValue None) without such files or where they hold None (ZeRO, whose
+// shards hold the state).
 io::PyValue deepspeed_expert_optimizer(const std::filesystem::path& tag, int mp_rank);
 
 }  // namespace mt::plugins::torch_ckpt
