@@ -3,6 +3,7 @@
 #include <sentencepiece_processor.h>
 
 #include "mt/error.h"
+#include "mt/io/mapped_file.h"
 
 namespace mt::plugins::sentencepiece {
 
@@ -17,14 +18,27 @@ std::optional<int32_t> present(int id) {
 ModelCodec::ModelCodec(const std::string& file, std::string_view owner, Encoder encoder)
     : owner_(owner), processor_(std::make_unique<::sentencepiece::SentencePieceProcessor>()) {
     MT_CHECK(!file.empty(), owner_, " needs --tokenizer-model (a SentencePiece .model file)");
-    const auto status = processor_->Load(file);
+    io::MappedFile bytes;
+    SentencePieceModel model;
+    try {
+        bytes = io::MappedFile(file);
+        // Read by our reader first: libsentencepiece cannot index a piece holding a NUL byte
+        // (its Darts trie throws where nothing catches: the process ends); no trainer writes one.
+        model = read_model_proto(bytes.bytes(), file);
+        for (size_t i = 0; i < model.pieces.size(); ++i)
+            MT_CHECK(model.pieces[i].text.find('\0') == std::string::npos, "piece ", i,
+                     " holds a NUL byte, which SentencePiece cannot index");
+    } catch (const Error& e) {
+        MT_FAIL(owner_, ": cannot load the SentencePiece model ", file.substr(0, 300), ": ",
+                std::string(e.what()).substr(0, 300));
+    }
+    const auto status = processor_->LoadFromSerializedProto(bytes.bytes());
     MT_CHECK(status.ok(), owner_, ": cannot load the SentencePiece model ", file.substr(0, 300),
              ": ", status.ToString().substr(0, 300));
     for (int i = 0; i < processor_->GetPieceSize(); ++i)
         pieces_.push_back(processor_->IdToPiece(i));
     if (encoder == Encoder::fastest)
-        own_encoder_ = BpeEncoder::build(
-            read_model_proto(processor_->serialized_model_proto(), file), &why_library_);
+        own_encoder_ = BpeEncoder::build(model, &why_library_);
     else
         why_library_ = "asked for";
 }

@@ -253,5 +253,24 @@ TEST(SentencePieceTokenizer, MissingOrBrokenModelIsAnErrorNamingIt) {
     EXPECT_NE(error.find("broken.model"), std::string::npos) << error;
 }
 
+// A piece holding a NUL byte (the tiny model's "</s>" made "<\0s>"): libsentencepiece's trie of
+// a unigram model throws where nothing catches it (found by fuzz_sentencepiece,
+// tests/fuzz/regressions/sentencepiece), so the model is refused before it sees it.
+TEST(SentencePieceTokenizer, PieceWithANulByteIsRefused) {
+    std::string bytes =
+        mt::test::read_maybe_zstd(mt::test::fixtures_dir() / "sentencepiece" / "tiny_bpe.model");
+    const size_t at = bytes.find("</s>");
+    ASSERT_NE(at, std::string::npos);
+    bytes[at + 1] = '\0';
+    mt::test::TempDir dir;
+    mt::test::write_file(dir / "nul.model", bytes);
+    TokenizerOptions options;
+    options.tokenizer_model = (dir / "nul.model").string();
+    const std::string error = mt::test::error_of(
+        [&] { SentencePieceTokenizer t(options, SentencePieceFlavor::sentencepiece); });
+    EXPECT_NE(error.find("cannot load the SentencePiece model"), std::string::npos) << error;
+    EXPECT_NE(error.find("holds a NUL byte"), std::string::npos) << error;
+}
+
 }  // namespace
 }  // namespace mt::plugins::sentencepiece
