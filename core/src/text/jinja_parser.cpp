@@ -566,6 +566,11 @@ class Parser {
             keys.push_back(subscribed());
         }
         if (keys.empty()) syntax_error(line, "expected a subscript expression");
+        // (Python would index with a tuple holding a slice object, which no value here takes.)
+        if (keys.size() > 1)
+            for (const NodePtr& k : keys)
+                if (k->kind == Kind::slice)
+                    syntax_error(line, "not supported: a slice among several subscripts");
         auto n = make(Kind::item, line);
         n->kids.push_back(std::move(object));
         if (keys.size() == 1 && keys.front()->kind == Kind::slice) {

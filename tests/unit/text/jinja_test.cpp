@@ -340,6 +340,9 @@ TEST(Jinja, RefusesWhatItCannotRender) {
     EXPECT_TRUE(fails_with("{{ x ", "expected '}}'"));
     EXPECT_TRUE(fails_with("{% for x in y %}{% endif %}", "expected 'else' or 'endfor'"));
     EXPECT_TRUE(fails_with("{% break %}", "outside of a loop"));
+    // (Found by fuzz_jinja: a slice in a subscript tuple was evaluated as a slice of nothing.)
+    EXPECT_TRUE(
+        fails_with("{{ [1, 2, 3][1:, 0] }}", "not supported: a slice among several subscripts"));
     EXPECT_TRUE(fails_with("{{ 'a' % 1 }}", "not supported: string formatting"));
     EXPECT_TRUE(fails_with("{# open", "missing end of comment"));
     EXPECT_TRUE(fails_with("\n{{ 1 +* 2 }}", "chat template line 2: unexpected '*'"));
