@@ -2,7 +2,6 @@
 #include "mt/nn/moe/router.h"
 
 #include "mt/error.h"
-#include "mt/kernels/rng.h"
 
 namespace mt::nn {
 
@@ -25,17 +24,15 @@ std::vector<V> to_batch_major(const std::vector<V>& v, int64_t B, int64_t T, int
     return out;
 }
 
-// n numbers in (0, 1) from the draw's Philox counters (the dropout's stream).
-std::vector<double> uniforms(const DropoutDraw& draw, int64_t n) {
-    std::vector<double> out;
-    if (!draw.applied) return out;
-    out.resize(size_t(n));
-    for (int64_t i = 0; i < n; ++i) {
-        const uint64_t at = draw.offset + uint64_t(i);
-        const uint32_t bits = k::philox_block(draw.seed, at / 4).v[at % 4];
-        out[size_t(i)] = (double(bits >> 8) + 0.5) / 16777216.0;
-    }
-    return out;
+// n numbers in [0, 1) from the draw's counters, mapped as the input jitter maps them (the
+// backend's uniform_scale of ones).
+std::vector<double> uniforms(Backend& backend, const DropoutDraw& draw, int64_t n) {
+    if (!draw.applied) return {};
+    Tensor ones = backend.empty({n}, DType::f32), u = backend.empty({n}, DType::f32);
+    backend.fill(ones, 1.0);
+    backend.uniform_scale(ones, 0.0f, 1.0f, draw.seed, draw.offset, u);
+    const Tensor host = backend.cast_to(u, DType::f64).contiguous();
+    return std::vector<double>(host.data<double>(), host.data<double>() + n);
 }
 
 }  // namespace
@@ -91,7 +88,7 @@ Routing TopKRouter::forward(const Tensor& x, bool training, Saved* saved,
         bias.assign(b.data<double>(), b.data<double>() + E);
     }
     Routing r = route(config_, l, shape, bias, training, logits_dtype_ == DType::f64,
-                      uniforms(noise, B * T * E));
+                      uniforms(*backend_, noise, B * T * E));
     // The caller's view in (b, t) order: what dispatch and the loss report read (the rest stays
     // with the backward's copy).
     Routing out;
