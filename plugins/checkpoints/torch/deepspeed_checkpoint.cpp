@@ -134,6 +134,17 @@ void flat_names(const PyValue& d, const std::string& prefix, std::vector<std::st
     }
 }
 
+// The shapes of a nested state dict's tensors by their flat names.
+void flat_shapes(const PyValue& d, const std::string& prefix, std::map<std::string, Shape>& out) {
+    for (const auto& [k, v] : d.dict_ref().items) {
+        const std::string name = prefix + k.as_string();
+        if (v.kind() == io::PyKind::dict)
+            flat_shapes(v, name + ".", out);
+        else if (v.kind() == io::PyKind::tensor)
+            out[name] = v.as_tensor().shape();
+    }
+}
+
 // The first floating-point dtype of a nested state dict's tensors.
 DType model_dtype(const PyValue& d) {
     for (const auto& [k, v] : d.dict_ref().items) {
@@ -268,11 +279,22 @@ CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_r
     std::snprintf(name, sizeof name, "mp_rank_%02d_model_states.pt", mp_rank);
     const fs::path own_file = tag / name;
     const PyValue own = mp_rank == 0 ? ranks : read_deepspeed_file(own_file);
-    // ZeRO's shards of this rank, if any, named as param_shapes names them.
+    // ZeRO's shards of this rank, if any, named as param_shapes names them (or, where the engine
+    // saved none, as their param_slice_mappings do: DeepSpeed's MoE engines).
     auto zero = [&](const std::function<std::string(const std::string&)>& model_name) {
         const PyValue* shapes = own.find("param_shapes");
-        if (!shapes || shapes->is_none()) return;
-        adopt([&] { return zero_param_groups(tag, mp_rank, *shapes); }, model_name);
+        std::map<std::string, Shape> model_shapes;
+        flat_shapes(root["model"], "", model_shapes);
+        auto model_shape = [&](const std::string& name) -> std::optional<Shape> {
+            auto it = model_shapes.find(model_name(name));
+            if (it == model_shapes.end()) return std::nullopt;
+            return it->second;
+        };
+        adopt(
+            [&] {
+                return zero_param_groups(tag, mp_rank, shapes ? *shapes : PyValue(), model_shape);
+            },
+            model_name);
     };
     if (files.layers.empty()) {  // --no-pipeline-parallel: the module is Megatron's state dict
         const PyValue* module = own.find("module");
@@ -281,13 +303,10 @@ CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_r
         // Megatron-DeepSpeed's MoE layers: their experts and optimizer in files of their own.
         const bool moe = add_deepspeed_experts(tag, mp_rank, model);
         root.dict_ref().set("model", std::move(model));
-        if (moe) {
-            PyValue o = deepspeed_expert_optimizer(tag, mp_rank);
-            if (o.is_none()) {
-                optimizer_not_read =
-                    "not supported yet: reading DeepSpeed's ZeRO optimizer shards of MoE layers";
-            } else if (l.ranks() == 1) {
-                root.dict_ref().set("optimizer", std::move(o));
+        PyValue experts_optimizer = moe ? deepspeed_expert_optimizer(tag, mp_rank) : PyValue();
+        if (!experts_optimizer.is_none()) {
+            if (l.ranks() == 1) {
+                root.dict_ref().set("optimizer", std::move(experts_optimizer));
                 optimizer_not_read.clear();
             }
         } else {
