@@ -16,7 +16,8 @@ build_dir="${BUILD_DIR:-build-fuzz}"
 targets=(pickle zip torch_file torch_checkpoint indexed_dataset api_request gpt2_tokenizer hf_tokenizer
     tiktoken wordpiece preprocess_line hf_checkpoint torch_dist_metadata sentencepiece jsonl_zst
     torch_dist_config hf_tokenizer_config jinja integrity_manifest deepspeed_zero
-    deepspeed_universal deepspeed_checkpoint deepspeed_moe_expert deepspeed_moe_optimizer)
+    deepspeed_universal deepspeed_checkpoint deepspeed_moe_expert deepspeed_moe_optimizer
+    deepspeed_moe_zero)
 [ $# -gt 0 ] && targets=("$@")
 # ccache: the debug info names the build folder, which ccache hashes unless told not to; every
 # clone's fuzz build then shares the cache.
@@ -70,6 +71,10 @@ seed_deepspeed_moe_expert() {  # DeepSpeed's expert files
 }
 seed_deepspeed_moe_optimizer() {  # its optimizer files per expert-parallel rank
     find "$fixtures/megatron_deepspeed" -name 'expp_rank_*_optim_states.pt' -size -1024k | sort |
+        seed_from_paths "$1"
+}
+seed_deepspeed_moe_zero() {  # the MoE run's ZeRO shards
+    find "$fixtures/megatron_deepspeed/deepspeed_gpt_moe_zero" -name 'zero_pp_rank_*' | sort |
         seed_from_paths "$1"
 }
 seed_deepspeed_universal() {  # a universal checkpoint's per-parameter files

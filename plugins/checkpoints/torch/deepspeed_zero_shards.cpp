@@ -230,14 +230,15 @@ std::optional<std::vector<DeepSpeedParamGroup>> zero_param_groups(
             }
             const int64_t real = joined.fp32.numel();
             int64_t offset = 0;
-            for (const auto& [name, shape] : params) {
+            for (const auto& param : params) {
+                const Shape& shape = param.second;
                 const int64_t count = shape_numel(shape);
                 MT_CHECK(offset + count <= real, first, ": the parameters of param group ", g,
                          " need more than its ", real, " elements");
                 auto piece = [&](const Tensor& flat) {
                     return flat.slice(0, offset, offset + count).contiguous().view(shape);
                 };
-                group.params.push_back({name, piece(joined.fp32), piece(joined.avg),
+                group.params.push_back({param.first, piece(joined.fp32), piece(joined.avg),
                                         piece(joined.avg_sq), step ? *step : PyValue()});
                 offset += count;
             }
