@@ -274,9 +274,7 @@ TEST(MegatronFlagsTool, RefusedFlagsNameWhatIsMissing) {
              {"--moe-upcycling-granularity 4",
               "--moe-upcycling-granularity 4: not supported yet: this MoE (Mixture"},
              {"--warmup 10", "error: --warmup argument is no longer valid"},
-             {"--optimizer dist_muon",
-              "--optimizer dist_muon: not supported yet: the dist_muon "
-              "optimizer"},
+             {"--optimizer lion", "--optimizer lion: not supported yet: the lion optimizer"},
              {"--use-megatron-fsdp", "--use-megatron-fsdp: not supported yet: FSDP"},
              {"--fp8-recipe nope",
               "megatron-train: error: argument --fp8-recipe: invalid choice: 'nope'"}}) {

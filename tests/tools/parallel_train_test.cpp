@@ -579,6 +579,37 @@ TEST_F(ParallelTrain, PipelineParallelGivesTheOneProcessLosses) {
     }
 }
 
+// Megatron core_v0.19's Muon on a Llama-style MoE model (GQA's linear_qkv orthogonalised per
+// query group's query, key and value rows, SwiGLU fc1, each expert's and the router's weights
+// alone, the rest Adam's): data-parallel (plain, and with --use-distributed-optimizer:
+// Megatron's layer-wise optimizer), pipeline- and expert-parallel runs print the one-process
+// losses, which are not Adam's, and an expert-parallel checkpoint (Muon's and Adam's parts,
+// dense and experts': four chained optimizers) resumes in one process. (Its tensor-parallel
+// "blockwise" mode orthogonalises each rank's piece: another update by design.)
+TEST_F(ParallelTrain, MuonGivesTheOneProcessLosses) {
+    const std::string model = std::string(kLlama) +
+                              " --num-layers 4 --num-experts 4 --moe-router-topk 2"
+                              " --moe-ffn-hidden-size 32";
+    const std::string muon = " --optimizer muon --muon-extra-scale-factor 0.2 --muon-nesterov";
+    auto plain = [](std::string cmd) {
+        const std::string sharded = " --use-distributed-optimizer --overlap-grad-reduce";
+        if (const size_t at = cmd.find(sharded); at != std::string::npos)
+            cmd.erase(at, sharded.size());
+        return cmd;
+    };
+    const auto want = curve(train(dir_, data_, 1, 1) + model + muon);
+    const auto adam = curve(train(dir_, data_, 1, 1) + model);
+    ASSERT_EQ(adam.size(), 6u);
+    EXPECT_GT(std::abs(adam.at(3) - want.at(3)), 1e-4);
+    for (const char* layout :
+         {"", " --pipeline-model-parallel-size 2", " --expert-model-parallel-size 2"})
+        expect_curve(plain(train(dir_, data_, 2, 1)) + model + muon + layout, want);
+    expect_curve(train(dir_, data_, 2, 1) + model + muon, want);
+    expect_resumes(
+        plain(train(dir_, data_, 2, 1)) + model + muon + " --expert-model-parallel-size 2",
+        train(dir_, data_, 1, 1) + model + muon, dir_.path() / "muon_ep2", want);
+}
+
 // DeepSpeed's seqlen curriculum (--deepspeed, 4, 8, 12 and then 16 positions): pipeline stages
 // exchange the shortened sequences, and PP2 and TP2 x DP2 with sequence parallelism give the
 // one-process losses (which are not those of the whole sequences).

@@ -315,7 +315,7 @@ TEST(MegatronFlags, CoreV019FlagsAreKnown) {
     EXPECT_EQ(tool({"--lr", "1", "--dist-ckpt-optim-fully-reshardable", "--wandb-entity", "me",
                     "--inference-logging-step-interval", "5", "--async-strategy", "mcore",
                     "--no-tp-comm-bulk-wgrad", "--disable-manual-gc-eval", "--cuda-graph-modules",
-                    "attn", "mlp", "--muon-momentum", "0.95"}),
+                    "attn", "mlp", "--lion-beta1", "0.95"}),
               0)
         << tool.err;
     EXPECT_EQ(tool.seen["cuda-graph-modules"].as<std::vector<std::string>>(),

@@ -138,6 +138,17 @@ int train(mt::train::TrainingFlags flags, const mt::cli::TokenizerFlags& tf,
     const mt::ModelArgs resolved = family.resolved_args(model_args);
     MT_CHECK(resolved.count("seq-length"), "--seq-length is required for training");
     const int64_t seq_length = std::stoll(resolved.at("seq-length"));
+    // Muon's QKV split (Megatron's _get_qkv_split_shapes): each query group's query, key and
+    // value rows.
+    if (resolved.count("num-attention-heads") && resolved.count("kv-channels")) {
+        const int64_t heads = std::stoll(resolved.at("num-attention-heads"));
+        const int64_t groups = resolved.count("num-query-groups")
+                                   ? std::stoll(resolved.at("num-query-groups"))
+                                   : heads;
+        const int64_t kv = std::stoll(resolved.at("kv-channels"));
+        if (heads > 0 && groups > 0 && heads % groups == 0)
+            flags.optimizer_config.muon.qkv_split_shapes = {heads / groups * kv, kv, kv};
+    }
     mt::train::settle_batch_sizes(flags, state.dp().size(), seq_length);
     // (Megatron-DeepSpeed truncates in pretrain_gpt.py; its other models take no curriculum.)
     MT_CHECK(!flags.deepspeed || !flags.deepspeed->curriculum || family.name() == "gpt",

@@ -41,8 +41,8 @@ using CheckpointArgs = std::vector<std::pair<std::string, ArgValue>>;
 // The entry `name` of `args`, or null (mt/checkpoint/checkpoint_args.h has typed look-ups).
 MT_API const ArgValue* find_arg(const CheckpointArgs& args, std::string_view name);
 
-// Optimizer state of one parameter (Adam: exp_avg / exp_avg_sq; SGD: momentum_buffer in
-// exp_avg, exp_avg_sq undefined).
+// Optimizer state of one parameter (Adam: exp_avg / exp_avg_sq; SGD and Muon: momentum_buffer
+// in exp_avg, exp_avg_sq undefined).
 struct OptimizerParamState {
     std::string name;  // the parameter's Megatron-core name
     Tensor exp_avg, exp_avg_sq;
@@ -54,6 +54,8 @@ struct OptimizerParamState {
     // Megatron's is_expert_parallel: an MoE expert's weight in a run with expert parallelism
     // (EP > 1), which Megatron updates with an optimizer of its own, chained after the dense one.
     bool expert_parallel = false;
+    // With --optimizer muon: a parameter Muon updates (else Adam, chained after Muon's).
+    bool muon = false;
 };
 
 // A box of a whole tensor: elements [offset, offset + size) in every dimension.
@@ -83,7 +85,8 @@ struct GradScalerCheckpoint {
 };
 
 struct OptimizerCheckpoint {
-    std::string type = "adam";        // "adam" | "sgd"
+    // "adam" | "sgd" | "muon" (core_v0.19's: Muon's parameters and Adam's, chained).
+    std::string type = "adam";
     int64_t step = 0;                 // updates taken (torch keeps it per parameter)
     double lr = 0, weight_decay = 0;  // what the schedule gives now (param_groups' lr, wd)
     double max_lr = 0, min_lr = 0;
@@ -99,7 +102,21 @@ struct OptimizerCheckpoint {
     // whose moments then stand for params' (which name the parameters and groups, their
     // moments undefined). Empty otherwise, and always when loaded.
     std::vector<OptimizerShard> shards;
+    // The parts of Megatron's ChainedOptimizer over the whole model (bit k: part k, as
+    // chain_part numbers them), which every rank keys alike although a rank may save none of
+    // a part's parameters; 0: the parts of `params`.
+    uint8_t chain_parts = 0;
+    // Megatron's layer-wise distributed optimizer (Muon with --use-distributed-optimizer):
+    // torch_dist keys each chained part's state behind "chained_<i>." as core_v0.19 does for a
+    // distributed optimizer (its other chained optimizers' keys are plain).
+    bool layer_wise = false;
 };
+
+// The ChainedOptimizer part of a parameter of an optimizer of `type`: Muon's (0 dense, 1 the
+// experts under expert parallelism) before Adam's, or the one optimizer's (2 dense, 3 experts).
+inline int chain_part(const std::string& type, const OptimizerParamState& p) {
+    return (type == "muon" && p.muon ? 0 : 2) + (p.expert_parallel ? 1 : 0);
+}
 
 // Megatron's OptimizerParamScheduler.state_dict() (WSD settings are not stored, as in Megatron).
 struct SchedulerCheckpoint {

@@ -25,9 +25,12 @@ constexpr FlagRule kLowPrecisionRecipe = accept(
 constexpr FlagRule kQkClip = accept(
     "QK-clip rescales the query and key weights in training (Muon): the checkpoint holds the "
     "rescaled weights");
-constexpr FlagRule kMuonOnly = accept(
-    "tunes the Muon or Lion optimizer: no effect without --optimizer muon / lion, which "
-    "megatron-train refuses");
+constexpr FlagRule kLayerWiseOnly = accept(
+    "lays out the buffers of Megatron's layer-wise distributed optimizer (--optimizer muon with "
+    "--use-distributed-optimizer): no effect without it, which megatron-train refuses");
+constexpr FlagRule kLionOnly = accept(
+    "tunes the Lion optimizer: no effect without --optimizer lion, which megatron-train "
+    "refuses");
 constexpr FlagRule kFimOnly = accept(
     "tunes fill-in-the-middle samples: no effect without --fim-data, which megatron-train "
     "refuses");
@@ -191,18 +194,19 @@ constexpr CatalogueEntry kCatalogue[] = {
     // regularization
     {"--apply-wd-to-qk-layernorm", refuse("weight decay on the q/k layer norms"), kTrainingOnly},
     {"--no-weight-decay-cond-type", refuse("weight decay on the q/k layer norms"), kTrainingOnly},
-    {"--muon-momentum", kMuonOnly, kTrainingOnly},
-    {"--muon-no-split-qkv", kMuonOnly, kTrainingOnly},
-    {"--muon-nesterov", kMuonOnly, kTrainingOnly},
-    {"--muon-scale-mode", kMuonOnly, kTrainingOnly},
-    {"--muon-fp32-matmul-prec", kMuonOnly, kTrainingOnly},
-    {"--muon-coefficient-type", kMuonOnly, kTrainingOnly},
-    {"--muon-num-ns-steps", kMuonOnly, kTrainingOnly},
-    {"--muon-tp-mode", kMuonOnly, kTrainingOnly},
-    {"--muon-extra-scale-factor", kMuonOnly, kTrainingOnly},
-    {"--muon-scalar-optimizer", kMuonOnly, kTrainingOnly},
-    {"--lion-beta1", kMuonOnly, kTrainingOnly},
-    {"--lion-beta2", kMuonOnly, kTrainingOnly},
+    {"--muon-momentum", kDefined, kTrainingOnly},
+    {"--muon-no-split-qkv", kDefined, kTrainingOnly},
+    {"--muon-nesterov", kDefined, kTrainingOnly},
+    {"--muon-scale-mode", kDefined, kTrainingOnly},
+    {"--muon-fp32-matmul-prec", kDefined, kTrainingOnly},
+    {"--muon-coefficient-type", kDefined, kTrainingOnly},
+    {"--muon-num-ns-steps", kDefined, kTrainingOnly},
+    {"--muon-tp-mode", kDefined, kTrainingOnly},
+    {"--muon-extra-scale-factor", kDefined, kTrainingOnly},
+    {"--muon-scalar-optimizer", refuse("Lion beside Muon (--muon-scalar-optimizer lion)"),
+     kTrainingOnly},
+    {"--lion-beta1", kLionOnly, kTrainingOnly},
+    {"--lion-beta2", kLionOnly, kTrainingOnly},
     // profiling
     {"--pytorch-profiler-collect-shapes", kProfiling, kTrainingOnly},
     {"--pytorch-profiler-collect-callstack", kProfiling, kTrainingOnly},
@@ -346,7 +350,7 @@ constexpr CatalogueEntry kCatalogue[] = {
      accept("accumulates the named parameters' gradients in fp32: megatron-train accumulates "
             "every gradient in fp32"),
      kTrainingOnly},
-    {"--no-use-layer-wise-param-layout", kMuonOnly, kTrainingOnly},
+    {"--no-use-layer-wise-param-layout", kLayerWiseOnly, kTrainingOnly},
     {"--disable-symmetric-registration", kNcclTuning, kTrainingOnly},
     {"--fsdp-manual-registration", kFsdpOnly, kTrainingOnly},
     {"--create-all-gather-group", kNcclTuning, kTrainingOnly},

@@ -8,12 +8,26 @@ namespace mt::optim {
 OptimizerType parse_optimizer_type(const std::string& text) {
     if (text == "adam") return OptimizerType::adam;
     if (text == "sgd") return OptimizerType::sgd;
-    MT_FAIL("--optimizer ", text, ": supported are adam and sgd");
+    if (text == "muon" || text == "dist_muon") return OptimizerType::muon;
+    MT_FAIL("--optimizer ", text.substr(0, 100), ": supported are adam, sgd and muon");
+}
+
+std::string optimizer_type_name(OptimizerType type) {
+    switch (type) {
+        case OptimizerType::adam:
+            return "adam";
+        case OptimizerType::sgd:
+            return "sgd";
+        case OptimizerType::muon:
+            return "muon";
+    }
+    return "adam";
 }
 
 Optimizer::Optimizer(Backend& backend, std::vector<nn::Parameter*> parameters,
                      OptimizerConfig config)
     : backend_(&backend), parameters_(std::move(parameters)), config_(config) {
+    if (config.type == OptimizerType::muon) check_muon_config(config.muon);
     for (nn::Parameter* p : parameters_) {
         const DType dtype = p->value.dtype();
         const bool half = dtype == DType::bf16 || dtype == DType::f16;
@@ -23,10 +37,14 @@ Optimizer::Optimizer(Backend& backend, std::vector<nn::Parameter*> parameters,
                  ": the optimizer updates contiguous f32, bf16 or f16 tensors with f32 grads, got ",
                  p->value.describe(), " with grad ", p->grad.describe());
         masters_.push_back(half ? backend.empty(p->value.shape(), DType::f32) : Tensor());
+        // Megatron's Muon takes the 2-D weights that are not is_embedding_or_output_parameter.
+        const bool muon =
+            config.type == OptimizerType::muon && p->value.dim() == 2 && !p->embedding_or_output;
+        if (config.type == OptimizerType::muon) muon_.push_back(muon);
+        const bool adam =
+            config.type == OptimizerType::adam || (config.type == OptimizerType::muon && !muon);
         first_.push_back(backend.zeros(p->value.shape(), DType::f32));
-        second_.push_back(config.type == OptimizerType::adam
-                              ? backend.zeros(p->value.shape(), DType::f32)
-                              : Tensor());
+        second_.push_back(adam ? backend.zeros(p->value.shape(), DType::f32) : Tensor());
     }
     reload_model_params();
 }
@@ -55,7 +73,11 @@ void Optimizer::step(double step_lr, double weight_decay, std::optional<double> 
         const bool half = masters_[i].defined();
         Tensor& updated = half ? masters_[i] : p.value;
         // A half model's weights are its main parameters rounded, as Megatron rounds them.
-        if (config_.type == OptimizerType::adam) {
+        if (muon_managed(i)) {
+            muon_step(*backend_, updated, p.grad, first_[i], p.name, lr, wd, grad_scale,
+                      config_.muon);
+            if (half) backend_->cast(updated, p.value);
+        } else if (config_.type != OptimizerType::sgd) {
             const ops::AdamWConfig adam{
                 lr, config_.adam_beta1, config_.adam_beta2, config_.adam_eps, wd, grad_scale};
             if (half)

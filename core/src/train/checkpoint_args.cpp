@@ -200,6 +200,9 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
     set_arg(a, "world_size", int64_t(run.world().size()));
     set_arg(a, "sequence_parallel", f.sequence_parallel);
     set_arg(a, "use_distributed_optimizer", f.data_parallel.distributed_optimizer);
+    // (core_v0.19's validate_args turns Muon's --use-distributed-optimizer into this.)
+    if (f.optimizer == "muon")
+        set_arg(a, "use_layer_wise_distributed_optimizer", f.optimizer_config.muon.layer_wise);
     set_arg(a, "num_distributed_optimizer_instances",
             int64_t(f.data_parallel.distributed_optimizer_instances));
     // Megatron's names; the distributed optimizer's torch-format file is laid out by them.

@@ -8,6 +8,7 @@
 #include "mt/checkpoint/reshard.h"
 #include "mt/error.h"
 #include "mt/nn/parameter.h"
+#include "mt/optim/muon.h"
 #include "mt/parallel/collectives.h"
 #include "mt/parallel/grad_buffer.h"
 #include "mt/parallel/parallel_state.h"
@@ -146,8 +147,7 @@ auto find_either(Map& map, const std::string& name) {
 }
 
 void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& parts) {
-    const std::string type =
-        parts.optimizer.config().type == optim::OptimizerType::adam ? "adam" : "sgd";
+    const std::string type = optim::optimizer_type_name(parts.optimizer.config().type);
     MT_CHECK(saved.type == type, "the checkpoint's optimizer state is for ", saved.type,
              " but this run uses --optimizer ", type, " (use --no-load-optim)");
     std::map<std::string, const OptimizerParamState*> by_name;
@@ -179,13 +179,19 @@ void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& pa
         auto it = find_either(by_name, p.stored_name());
         MT_CHECK(it != by_name.end(), "the checkpoint has no optimizer state for '", p.name, "'");
         const OptimizerParamState& state = *it->second;
+        if (type == "muon")
+            MT_CHECK(state.muon == optim::managed_by_muon(p),
+                     "the checkpoint's optimizer updates '", p.name, "' with ",
+                     state.muon ? "Muon" : "Adam", ", this run with ",
+                     state.muon ? "Adam" : "Muon");
         if (buffers.empty()) {
             auto into = [&](const Tensor& whole, Tensor& own) {
                 copy_checked(backend, "optimizer state of", p.name, nn::piece_of_whole(p, whole),
                              own);
             };
             into(state.exp_avg, parts.optimizer.first()[i]);
-            if (type == "adam") into(state.exp_avg_sq, parts.optimizer.second()[i]);
+            if (parts.optimizer.second()[i].defined())
+                into(state.exp_avg_sq, parts.optimizer.second()[i]);
             // A bf16 run resumes from the saved f32 masters; from an f32 checkpoint (no
             // masters), from the loaded weights (reload_model_params below).
             if (parts.optimizer.masters()[i].defined() && state.main_param.defined())
@@ -431,7 +437,9 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
     if (o.optimizer) {
         OptimizerCheckpoint opt;
         const auto& c = parts.optimizer.config();
-        opt.type = c.type == optim::OptimizerType::adam ? "adam" : "sgd";
+        opt.type = optim::optimizer_type_name(c.type);
+        // (Megatron's layer-wise distributed optimizer: the same state, keyed per chained part.)
+        opt.layer_wise = c.type == optim::OptimizerType::muon && c.muon.layer_wise;
         opt.step = parts.optimizer.steps();
         opt.lr = parts.scheduler.lr();
         opt.weight_decay = parts.scheduler.weight_decay();
@@ -451,6 +459,14 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
         const bool shards = o.own_share && distributed_optimizer(parts);
         MT_CHECK(!shards || opt.type == "adam",
                  "not supported yet: saving the distributed optimizer's shards of ", opt.type);
+        // Which of Megatron's chained optimizers updates a parameter: its experts take one of
+        // their own under expert parallelism, Muon's parameters and Adam's one each.
+        auto chained_as = [&](const nn::Parameter& p) {
+            OptimizerParamState ps;
+            ps.expert_parallel = p.expert && parts.parallel && parts.parallel->ep().size() > 1;
+            ps.muon = opt.type == "muon" && optim::managed_by_muon(p);
+            return ps;
+        };
         const auto moments =
             shards ? std::vector<std::pair<Tensor, Tensor>>() : local_moments(parts);
         const std::vector<Tensor> local_master =
@@ -458,12 +474,12 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
         for (size_t i = 0; i < params.size(); ++i) {
             const nn::Parameter& p = *params[i];
             if (!p.copy_of.empty() && !o.stage_copies) continue;  // the original's is saved
-            OptimizerParamState ps;
+            OptimizerParamState ps = chained_as(p);
             ps.name = p.name;
             ps.weight_decay = p.weight_decay;
             ps.decoupled_lr = decoupled && p.embedding_or_output;
-            // Megatron's experts take an optimizer of their own under expert parallelism.
-            ps.expert_parallel = p.expert && parts.parallel && parts.parallel->ep().size() > 1;
+            // Adam's second moments (Muon keeps one buffer, as SGD).
+            const bool second_moment = opt.type == "adam" || (opt.type == "muon" && !ps.muon);
             if (shards) {  // the moments are in opt.shards; one entry per model box
                 for (size_t b = main_boxes(parts, p, p.value).size(); b > 0; --b)
                     opt.params.push_back(ps);
@@ -473,15 +489,15 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
             const Tensor& master = local_master[i];
             if (!o.own_share) {
                 ps.exp_avg = whole_of(parts, p, moments[i].first);
-                if (opt.type == "adam") ps.exp_avg_sq = whole_of(parts, p, moments[i].second);
+                if (second_moment) ps.exp_avg_sq = whole_of(parts, p, moments[i].second);
                 if (master.defined()) ps.main_param = whole_of(parts, p, master);
                 opt.params.push_back(std::move(ps));
                 continue;
             }
             // Box for box with the model's entries.
             const auto first = main_boxes(parts, p, moments[i].first);
-            const auto second = opt.type == "adam" ? main_boxes(parts, p, moments[i].second)
-                                                   : std::vector<ShardedTensor>();
+            const auto second = second_moment ? main_boxes(parts, p, moments[i].second)
+                                              : std::vector<ShardedTensor>();
             const auto masters =
                 master.defined() ? main_boxes(parts, p, master) : std::vector<ShardedTensor>();
             for (size_t b = 0; b < first.size(); ++b) {
@@ -492,6 +508,14 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
             }
         }
         if (shards) opt.shards = own_shards(parts);
+        // Megatron's chained parts over the whole model: those of every rank's parameters.
+        std::vector<double> present(4, 0.0);
+        for (const nn::Parameter* p : params)
+            present[size_t(chain_part(opt.type, chained_as(*p)))] = 1.0;
+        if (parts.parallel)
+            parallel::all_reduce_values(parts.parallel->world(), present, ReduceOp::max);
+        for (size_t k = 0; k < present.size(); ++k)
+            if (present[k] > 0) opt.chain_parts |= uint8_t(1u << k);
         if (const optim::GradScaler* g = parts.trainer.grad_scaler()) {
             const optim::GradScalerState st = g->state();
             opt.grad_scaler = GradScalerCheckpoint{g->dynamic(), st.scale, st.growth_tracker,

@@ -209,11 +209,27 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
 
     po::options_description opt("Optimizer", 100);
     auto& o = f.optimizer_config;
-    opt.add_options()("optimizer", po::value(&f.optimizer)->default_value("adam"), "adam or sgd")(
-        "adam-beta1", po::value(&o.adam_beta1)->default_value(0.9), "")(
+    opt.add_options()("optimizer", po::value(&f.optimizer)->default_value("adam"),
+                      "adam, sgd or muon")("adam-beta1",
+                                           po::value(&o.adam_beta1)->default_value(0.9), "")(
         "adam-beta2", po::value(&o.adam_beta2)->default_value(0.999), "")(
         "adam-eps", po::value(&o.adam_eps)->default_value(1e-8), "")(
         "sgd-momentum", po::value(&o.sgd_momentum)->default_value(0.9), "")(
+        "muon-momentum", po::value(&o.muon.momentum)->default_value(0.9), "")(
+        "muon-no-split-qkv", po::bool_switch(),
+        "orthogonalise a linear_qkv weight whole, not its query, key and value rows apart")(
+        "muon-nesterov", po::bool_switch(&o.muon.nesterov), "Nesterov momentum for Muon")(
+        "muon-scale-mode", po::value(&o.muon.scale_mode)->default_value("spectral"),
+        "spectral, unit_rms_norm or shape_scaling")(
+        "muon-fp32-matmul-prec", po::value(&o.muon.fp32_matmul_prec)->default_value("medium"),
+        "medium (Newton-Schulz in bf16), high or highest (f32)")(
+        "muon-coefficient-type", po::value(&o.muon.coefficient_type)->default_value("quintic"),
+        "simple, quintic, polar_express or aol")("muon-num-ns-steps",
+                                                 po::value(&o.muon.num_ns_steps)->default_value(5),
+                                                 "Newton-Schulz steps")(
+        "muon-tp-mode", po::value(&o.muon.tp_mode)->default_value("blockwise"),
+        "blockwise (each tensor-parallel piece alone), duplicated or distributed")(
+        "muon-extra-scale-factor", po::value(&o.muon.extra_scale_factor)->default_value(1.0), "")(
         "weight-decay", po::value(&f.weight_decay)->default_value(0.01), "weight decay")(
         "start-weight-decay", po::value<double>(),
         "initial weight decay (default: --weight-decay)")(
@@ -445,8 +461,10 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
     if (f.params_dtype == DType::f16 && !f.grad_scaler.loss_scale) f.check_for_nan = false;
     MT_CHECK(f.distributed_backend == "nccl" || f.distributed_backend == "gloo",
              "--distributed-backend ", f.distributed_backend, ": nccl or gloo");
-    MT_CHECK(!vm["overlap-param-gather"].as<bool>() || f.data_parallel.distributed_optimizer,
-             "--overlap-param-gather needs --use-distributed-optimizer");
+    MT_CHECK(!vm["overlap-param-gather"].as<bool>() || f.data_parallel.distributed_optimizer ||
+                 f.optimizer == "dist_muon",
+             "--overlap-param-gather needs --use-distributed-optimizer (or --optimizer "
+             "dist_muon)");
     MT_CHECK(f.data_parallel.bucket_size >= 0, "--ddp-bucket-size must not be negative");
     MT_CHECK(f.data_parallel.distributed_optimizer_instances >= 1,
              "--num-distributed-optimizer-instances must be at least 1, got ",
@@ -504,10 +522,33 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
         vm.count("end-weight-decay") ? vm["end-weight-decay"].as<double>() : f.weight_decay;
     // Megatron's other optimizers (core_v0.19: muon, dist_muon, lion, ...) are capabilities
     // megatron-train lacks, not typos.
-    MT_CHECK(f.optimizer == "adam" || f.optimizer == "sgd" ||
-                 !cli::is_megatron_choice("--optimizer", f.optimizer),
+    MT_CHECK(f.optimizer == "adam" || f.optimizer == "sgd" || f.optimizer == "muon" ||
+                 f.optimizer == "dist_muon" || !cli::is_megatron_choice("--optimizer", f.optimizer),
              "--optimizer ", f.optimizer, ": not supported yet: the ", f.optimizer, " optimizer");
     f.optimizer_config.type = optim::parse_optimizer_type(f.optimizer);
+    f.optimizer_config.muon.split_qkv = !vm["muon-no-split-qkv"].as<bool>();
+    if (f.optimizer_config.type == optim::OptimizerType::muon) {
+        // (Megatron: "emerging optimizer with fp16 is not supported".)
+        MT_CHECK(f.params_dtype != DType::f16, "--optimizer ", f.optimizer,
+                 " with --fp16: Megatron does not support it");
+        // Megatron's layer-wise distributed optimizer (dist_muon its deprecated name): whole
+        // parameters per data-parallel rank, since Muon orthogonalises whole matrices. Here
+        // gradients are all-reduced and every rank updates every parameter (MuonConfig).
+        f.optimizer_config.muon.layer_wise =
+            f.data_parallel.distributed_optimizer || f.optimizer == "dist_muon";
+        f.optimizer = "muon";  // (as Megatron's validate_args renames it)
+        MT_CHECK(f.data_parallel.distributed_optimizer_instances == 1,
+                 "--num-distributed-optimizer-instances with --optimizer ", f.optimizer,
+                 ": Megatron's layer-wise distributed optimizer does not support it");
+        f.data_parallel.distributed_optimizer = false;
+        // (At one tensor rank "duplicated" gathers nothing; "distributed" transposes by the
+        // partition dimension instead of the shape.)
+        const std::string& tp_mode = f.optimizer_config.muon.tp_mode;
+        MT_CHECK(
+            tp_mode == "blockwise" || (tp_mode == "duplicated" && f.parallel.tensor_parallel == 1),
+            "--muon-tp-mode ", tp_mode.substr(0, 100),
+            ": not supported yet (blockwise is, and duplicated without tensor parallelism)");
+    }
     read_optional(vm, "exit-interval", f.exit_interval);
     read_optional(vm, "exit-duration-in-mins", f.exit_duration_in_mins);
     read_optional(vm, "save", f.save);

@@ -1,6 +1,7 @@
 #include "torch_state.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -124,7 +125,13 @@ GroupKey key_of(const PyValue& group) {
 }
 
 PyValue optimizer_to_py(const OptimizerCheckpoint& o) {
-    const bool adam = o.type == "adam";
+    const bool adam = o.type == "adam", muon = o.type == "muon";
+    // (Muon's parts among the chained ones: this is Muon's run, Adam its scalar optimizer.)
+    const bool muon_run = muon || (o.chain_parts & 0b11) != 0;
+    MT_CHECK(!muon || std::all_of(o.params.begin(), o.params.end(),
+                                  [](const OptimizerParamState& p) { return p.muon; }),
+             "not supported yet: Muon's and Adam's state in one torch optimizer (Megatron "
+             "chains the two)");
     Groups groups = groups_of(o);
     PyValue state = PyValue::dict();
     PyValue param_groups = PyValue::list();
@@ -138,10 +145,20 @@ PyValue optimizer_to_py(const OptimizerCheckpoint& o) {
         gd.set("lr_mult", PyValue::real(1.0));
         gd.set("is_expert_parallel", PyValue::boolean(groups.keys[k].expert));
         gd.set("is_decoupled_lr", PyValue::boolean(decoupled));
+        // core_v0.19's (Muon is 0.19's): the groups the schedule's lr is read from (all but
+        // --decoupled-lr's), and the override that hands Adam the groups Muon does not take,
+        // by which Megatron pairs saved groups with its own.
+        if (muon_run) {
+            gd.set("default_config", PyValue::boolean(!decoupled));
+            if (adam) gd.set("optimizer", PyValue::string("adam"));
+        }
         gd.set("max_lr", PyValue::real(decoupled ? o.decoupled_max_lr : o.max_lr));
         gd.set("min_lr", PyValue::real(decoupled ? o.decoupled_min_lr : o.min_lr));
         gd.set("lr", PyValue::real(decoupled ? o.decoupled_lr : o.lr));
-        if (adam) {
+        if (muon) {  // emerging_optimizers' OrthogonalizedOptimizer defaults
+            gd.set("momentum", PyValue::real(o.momentum));
+            gd.set("weight_decay", PyValue::real(o.weight_decay * wd_mult));
+        } else if (adam) {
             gd.set("betas", PyValue::tuple({PyValue::real(o.beta1), PyValue::real(o.beta2)}));
             gd.set("eps", PyValue::real(o.eps));
             gd.set("weight_decay", PyValue::real(o.weight_decay * wd_mult));
@@ -456,18 +473,28 @@ SchedulerCheckpoint scheduler_from_py(const PyValue& d, const std::string& file)
 }  // namespace
 
 std::vector<OptimizerChain> optimizer_chains(const OptimizerCheckpoint& o) {
-    const bool chained =
-        std::any_of(o.params.begin(), o.params.end(),
-                    [](const OptimizerParamState& p) { return p.expert_parallel; });
-    std::vector<OptimizerChain> chains(chained ? 2 : 1);
-    for (OptimizerChain& c : chains) {
-        c.optimizer = o;
-        c.optimizer.params.clear();
-    }
+    std::array<OptimizerChain, 4> parts;
+    uint8_t present = o.chain_parts;
     for (size_t i = 0; i < o.params.size(); ++i) {
-        OptimizerChain& c = chains[chained && o.params[i].expert_parallel ? 1 : 0];
-        c.optimizer.params.push_back(o.params[i]);
-        c.members.push_back(i);
+        const int k = chain_part(o.type, o.params[i]);
+        parts[size_t(k)].optimizer.params.push_back(o.params[i]);
+        parts[size_t(k)].members.push_back(i);
+        if (o.chain_parts == 0) present |= uint8_t(1u << k);
+    }
+    if (present == 0) present = 1u << 2;  // no parameters: one optimizer
+    std::vector<OptimizerChain> chains;
+    for (size_t k = 0; k < parts.size(); ++k) {
+        if (!(present & (1u << k))) {
+            MT_CHECK(parts[k].members.empty(), "optimizer state of a chained part not listed");
+            continue;
+        }
+        OptimizerChain c = std::move(parts[k]);
+        std::vector<OptimizerParamState> params = std::move(c.optimizer.params);
+        c.optimizer = o;
+        c.optimizer.params = std::move(params);
+        c.optimizer.chain_parts = present;
+        if (o.type == "muon" && k >= 2) c.optimizer.type = "adam";
+        chains.push_back(std::move(c));
     }
     return chains;
 }
@@ -608,6 +635,9 @@ PyValue to_py(const CheckpointState& s) {
                                                           : optimizer_to_py(o);
         };
         // Megatron's ChainedOptimizer.state_dict(): one optimizer's dict, or a list of them.
+        MT_CHECK(s.optimizer->type != "muon",
+                 "not supported yet: Muon's optimizer state in --ckpt-format torch (torch_dist "
+                 "holds it)");
         const std::vector<OptimizerChain> chains = optimizer_chains(*s.optimizer);
         PyValue optimizer = chains.size() == 1 ? one(*s.optimizer) : PyValue::list();
         if (chains.size() > 1)

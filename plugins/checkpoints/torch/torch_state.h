@@ -19,9 +19,10 @@ inline constexpr const char* kDropoutRngKey = "megatron_cpp_dropout_rng_state";
 
 io::PyValue to_py(const CheckpointState& state);
 
-// Megatron's optimizers of a checkpoint: one, or with expert parallelism (parameters
-// expert_parallel) its ChainedOptimizer's two, the dense parameters' and the experts', each
-// with the members (indices into optimizer.params) it holds, in order.
+// Megatron's optimizers of a checkpoint: one, or its ChainedOptimizer's parts, each with the
+// members (indices into optimizer.params) it holds, in order: with expert parallelism
+// (parameters expert_parallel) the dense parameters' and the experts'; with Muon (type "muon")
+// Muon's parts, then Adam's (type "adam").
 struct OptimizerChain {
     OptimizerCheckpoint optimizer;
     std::vector<size_t> members;

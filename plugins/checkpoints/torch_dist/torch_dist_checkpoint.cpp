@@ -217,6 +217,10 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
         share.optimizer ? torch_ckpt::optimizer_chains(*share.optimizer)
                         : std::vector<torch_ckpt::OptimizerChain>();
     const bool chained = chains.size() > 1;
+    // core_v0.19 keys the parts' state plainly unless a distributed optimizer (Muon's
+    // layer-wise one) saves; core_v0.13 always behind "chained_<i>." (and Muon is 0.19's).
+    const bool muon = share.optimizer && share.optimizer->type == "muon";
+    const bool prefixed = chained && (!muon || share.optimizer->layer_wise);
     if (shards) {
         std::vector<OptimizerShard> parts[2];
         for (const OptimizerShard& s : share.optimizer->shards)
@@ -236,8 +240,9 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
         for (size_t c = 0; c < chains.size(); ++c) {
             ShardedTensors part;
             for (size_t i : chains[c].members) part.push_back(trained[i]);
-            const std::string chain = chained ? str("chained_", c, ".") : "";
-            for (StoredTensor& s : optimizer_moments(chains[c].optimizer, part, layout, chain))
+            const std::string chain = prefixed ? str("chained_", c, ".") : "";
+            for (StoredTensor& s :
+                 optimizer_moments(chains[c].optimizer, part, layout, chain, &trained))
                 stored.push_back(std::move(s));
         }
     }
@@ -360,6 +365,15 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
         common.dict_ref().set("content_metadata", std::move(content));
     } else if (share.optimizer) {
         common.dict_ref().set("optimizer", chained_common(optimizer_common_to_py));
+    }
+    if (muon) {
+        // How core_v0.19 keyed the parts (a loader builds its keys from this).
+        PyValue content = PyValue::dict();
+        content.dict_ref().set("chained_optim_avoid_prefix", PyValue::boolean(true));
+        if (share.optimizer->layer_wise)
+            content.dict_ref().set("distrib_optim_sharding_type", PyValue::string(kDpReshardable));
+        content.dict_ref().set("singleton_local_shards", PyValue::boolean(false));
+        common.dict_ref().set("content_metadata", std::move(content));
     }
     io::save_torch_file(tmp / kCommonName, common);
     write_dcp_metadata(tmp / kDcpMetadataName, meta);

@@ -17,6 +17,9 @@
 namespace mt::plugins::torch_dist {
 
 inline constexpr const char* kFullyShardedModelSpace = "fully_sharded_model_space";
+// core_v0.19's name for Muon's layer-wise distributed optimizer's state (whole tensors per
+// parameter, as a plain optimizer's).
+inline constexpr const char* kDpReshardable = "dp_reshardable";
 
 // The stored tensors of this rank's shards, keyed by `layout` (which must know num_layers),
 // `chain` ("" or a chained optimizer's "chained_<i>.") in front.

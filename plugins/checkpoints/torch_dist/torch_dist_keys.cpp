@@ -506,9 +506,10 @@ ShardedTensors in_stored_parts(const ShardedTensors& tensors, const KeyLayout& l
 }  // namespace
 
 std::vector<StoredTensor> stack(const ShardedTensors& whole_tensors, const KeyLayout& layout,
-                                const std::string& prefix) {
+                                const std::string& prefix, const ShardedTensors* model) {
     const ShardedTensors tensors = in_stored_parts(whole_tensors, layout);
-    const auto keeping_norm_names = layers_keeping_norm_names(tensors);
+    const auto keeping_norm_names =
+        layers_keeping_norm_names(model ? in_stored_parts(*model, layout) : tensors);
     check_alike(tensors, layout, keeping_norm_names);
     const Extents extents = extents_of(tensors, layout);
     std::vector<StoredTensor> out;

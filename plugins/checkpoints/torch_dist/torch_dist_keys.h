@@ -117,9 +117,13 @@ NamedTensors unstack(const std::string& key, const Tensor& full);
 // "optimizer.state.exp_avg." for the optimizer's moments, which Megatron shards like their
 // parameters). With stacked layers, the layers held (a pipeline stage's run of them, numbered as
 // in the whole model) must have the same tensors each (mt::Error naming the first gap
-// otherwise).
+// otherwise). Which layers keep their norms' module names (MoE layers under Transformer
+// Engine's spec, multi-latent attention) is read from `model` when given (the whole model's
+// tensors: a chained optimizer's part may hold a layer's norm without its router), else from
+// `tensors`.
 std::vector<StoredTensor> stack(const ShardedTensors& tensors, const KeyLayout& layout,
-                                const std::string& prefix = "");
+                                const std::string& prefix = "",
+                                const ShardedTensors* model = nullptr);
 
 // The `_extra_state` object keys Megatron-core asks for when loading into a model with these
 // tensors: "<block>.layers.<module>._extra_state/shard_<i>_<L>" for each layer's linear modules

@@ -54,7 +54,9 @@ PyValue optimizer_common_to_py(const OptimizerCheckpoint& optimizer) {
         state.dict_ref().set("common_step", PyValue::tensor(step));
     }
     PyValue out = PyValue::dict();
-    out.dict_ref().set("state", std::move(state));
+    // (Muon's state is its momentum buffers alone, all sharded tensors: dist_checkpointing drops
+    // the emptied dict.)
+    if (optimizer.type != "muon") out.dict_ref().set("state", std::move(state));
     out.dict_ref().set("param_groups", std::move(groups));
     if (!optimizer.has_master_weights()) return out;
     // Float16OptimizerWithFloat16Params wraps torch's state dict (beside its grad scaler); its
@@ -70,7 +72,7 @@ PyValue optimizer_common_to_py(const OptimizerCheckpoint& optimizer) {
 
 std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer,
                                             const ShardedTensors& model, const KeyLayout& layout,
-                                            const std::string& chain) {
+                                            const std::string& chain, const ShardedTensors* whole) {
     MT_CHECK(optimizer.params.size() == model.size(), "torch_dist: optimizer state for ",
              optimizer.params.size(), " tensors, the model has ", model.size());
     std::vector<StoredTensor> out;
@@ -87,7 +89,7 @@ std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer
             tensors.emplace_back(name,
                                  ShardedTensor{moment(p, m), t.global_shape, t.global_offset});
         }
-        for (StoredTensor& s : stack(tensors, layout, chain + kMomentPrefix + m + "."))
+        for (StoredTensor& s : stack(tensors, layout, chain + kMomentPrefix + m + ".", whole))
             out.push_back(std::move(s));
     }
     return out;
@@ -97,12 +99,9 @@ OptimizerCheckpoint optimizer_from_py(
     const PyValue& common, const NamedTensors& moments,
     const std::vector<std::pair<std::string, ShardedTensor>>& model, int64_t iteration,
     const std::string& where) {
+    const PyValue* sharding = nullptr;  // content_metadata's distrib_optim_sharding_type
     if (const PyValue* meta = common.find("content_metadata"); meta && meta->kind() == PyKind::dict)
-        if (const PyValue* type = meta->find("distrib_optim_sharding_type"))
-            MT_CHECK(type->kind() == PyKind::string && type->as_string() == kFullyShardedModelSpace,
-                     "not supported yet: the distributed optimizer's ", io::short_repr(*type),
-                     " state in ", where, " (megatron-core writes ", kFullyShardedModelSpace,
-                     " unless --no-ckpt-fully-parallel-save)");
+        sharding = meta->find("distrib_optim_sharding_type");
     for (const auto& [name, t] : moments)
         MT_CHECK(name.starts_with("exp_avg.") || name.starts_with("exp_avg_sq.") ||
                      name.starts_with("momentum_buffer.") ||
@@ -111,57 +110,111 @@ OptimizerCheckpoint optimizer_from_py(
     // FP32Optimizer: torch's state dict (the step in state.common_step); Float16Optimizer...:
     // {'optimizer': that}; DistributedOptimizer: {'optimizer': {'param_groups'},
     // 'param_state_sharding_type'}, the step in each group.
-    // A ChainedOptimizer's: {0: the dense parameters' optimizer, 1: the experts'}.
+    // A ChainedOptimizer's: {0: ..., 1: ...}: the dense parameters' and the experts', or
+    // (core_v0.19's Muon) Muon's parts and then Adam's.
     const PyValue& stored = common["optimizer"];
-    const PyValue* first =
-        stored.kind() == PyKind::dict ? torch_ckpt::find_int_key(stored, 0) : nullptr;
-    const bool chained = first != nullptr;
-    if (chained)
-        MT_CHECK(stored.dict_ref().items.size() == 2 && torch_ckpt::find_int_key(stored, 1),
-                 "not supported yet: the optimizer layout of ", where, " (a chain of ",
-                 stored.dict_ref().items.size(),
-                 " optimizers; Megatron chains the dense parameters' and the experts')");
-    const PyValue& top = chained ? *first : stored;
-    const bool distributed = top.kind() == PyKind::dict && top.find("param_state_sharding_type");
-    const bool wrapped = top.kind() == PyKind::dict && top.find("optimizer");
-    const PyValue& opt = wrapped ? top["optimizer"] : top;
-    MT_CHECK(opt.kind() == PyKind::dict && opt.find("param_groups") &&
-                 (distributed || opt.find("state")) && opt["param_groups"].kind() == PyKind::list &&
-                 !opt["param_groups"].items().empty(),
-             "not supported yet: the optimizer layout of ", where,
-             " (several chained optimizers, or neither Megatron's FP32Optimizer nor its "
-             "DistributedOptimizer)");
-
-    OptimizerCheckpoint o;
-    if (const PyValue* scaler = wrapped && !distributed ? top.find("grad_scaler") : nullptr)
-        o.grad_scaler = torch_ckpt::grad_scaler_from_py(*scaler, where);
-    const auto& groups = opt["param_groups"].items();
-    o.type = groups[0].find("betas") ? "adam" : "sgd";
-    bool decoupled_groups = false;
-    for (const PyValue& g : groups) {
-        const PyValue* is_decoupled = g.find("is_decoupled_lr");
-        const bool decoupled =
-            is_decoupled && is_decoupled->kind() == PyKind::boolean && is_decoupled->as_bool();
-        decoupled_groups = decoupled_groups || decoupled;
-        (decoupled ? o.decoupled_lr : o.lr) = g["lr"].as_double();
-        if (const PyValue* m = g.find("max_lr"))
-            (decoupled ? o.decoupled_max_lr : o.max_lr) = m->as_double();
-        if (const PyValue* m = g.find("min_lr"))
-            (decoupled ? o.decoupled_min_lr : o.min_lr) = m->as_double();
-        const PyValue* wd_mult = g.find("wd_mult");
-        if (!wd_mult || wd_mult->as_double() != 0.0) o.weight_decay = g["weight_decay"].as_double();
-        if (const PyValue* b = g.find("betas")) {
-            o.beta1 = b->items().at(0).as_double();
-            o.beta2 = b->items().at(1).as_double();
-            o.eps = g["eps"].as_double();
-        }
-        if (const PyValue* m = g.find("momentum")) o.momentum = m->as_double();
+    std::vector<const PyValue*> tops;
+    if (stored.kind() == PyKind::dict && torch_ckpt::find_int_key(stored, 0)) {
+        while (const PyValue* part = torch_ckpt::find_int_key(stored, int64_t(tops.size())))
+            tops.push_back(part);
+        MT_CHECK(tops.size() == stored.dict_ref().items.size(), "not supported yet: the optimizer ",
+                 "layout of ", where, " (chained optimizers not numbered from 0)");
+    } else {
+        tops.push_back(&stored);
     }
+    const bool chained = tops.size() > 1;
+    struct Part {
+        const PyValue* top;
+        const PyValue* opt;  // torch's state dict (or the DistributedOptimizer's groups)
+        std::string type;
+    };
+    std::vector<Part> parts;
+    const bool distributed =
+        tops[0]->kind() == PyKind::dict && tops[0]->find("param_state_sharding_type") != nullptr;
+    for (const PyValue* top : tops) {
+        const bool wrapped = top->kind() == PyKind::dict && top->find("optimizer");
+        const PyValue& opt = wrapped ? (*top)["optimizer"] : *top;
+        MT_CHECK(opt.kind() == PyKind::dict && opt.find("param_groups") &&
+                     opt["param_groups"].kind() == PyKind::list &&
+                     !opt["param_groups"].items().empty() &&
+                     (top->kind() == PyKind::dict &&
+                      (top->find("param_state_sharding_type") != nullptr) == distributed),
+                 "not supported yet: the optimizer layout of ", where,
+                 " (neither Megatron's FP32Optimizer nor its DistributedOptimizer, or both)");
+        // Adam's groups have betas, torch SGD's dampening, Muon's (emerging_optimizers') a
+        // momentum alone.
+        const PyValue& g = opt["param_groups"].items()[0];
+        const std::string type = g.find("betas")       ? "adam"
+                                 : g.find("dampening") ? "sgd"
+                                 : g.find("momentum")  ? "muon"
+                                                       : "";
+        MT_CHECK(!type.empty(), "not supported yet: the optimizer of ", where,
+                 " (its param groups are neither Adam's, SGD's nor Muon's)");
+        MT_CHECK(distributed || type == "muon" || opt.find("state"),
+                 "not supported yet: the optimizer layout of ", where, " (no state)");
+        parts.push_back({top, &opt, type});
+    }
+    OptimizerCheckpoint o;
+    o.type = parts[0].type;
+    for (const Part& part : parts) {
+        if (part.type == "muon") o.type = "muon";
+        MT_CHECK(part.type == parts[0].type || part.type == "muon" || parts[0].type == "muon",
+                 "not supported yet: the optimizer layout of ", where, " (a chain of ",
+                 parts[0].type, " and ", part.type, ")");
+    }
+    // (Muon's layer-wise distributed optimizer saves whole tensors, as a plain one.)
+    if (sharding)
+        MT_CHECK(
+            sharding->kind() == PyKind::string &&
+                (sharding->as_string() == kFullyShardedModelSpace ||
+                 (o.type == "muon" && !distributed && sharding->as_string() == kDpReshardable)),
+            "not supported yet: the distributed optimizer's ", io::short_repr(*sharding),
+            " state in ", where, " (megatron-core writes ", kFullyShardedModelSpace,
+            " unless --no-ckpt-fully-parallel-save)");
+    o.layer_wise = o.type == "muon" && sharding != nullptr;
+    // The part whose state holds the step: Adam's (Muon counts none).
+    const Part* stepped = &parts[0];
+    for (const Part& part : parts)
+        if (part.type != "muon") {
+            stepped = &part;
+            break;
+        }
+    const PyValue& top = *stepped->top;
+    if (const PyValue* scaler =
+            top.find("optimizer") && !distributed ? top.find("grad_scaler") : nullptr)
+        o.grad_scaler = torch_ckpt::grad_scaler_from_py(*scaler, where);
+    bool decoupled_groups = false, expert_groups = false;
+    for (const Part& part : parts)
+        for (const PyValue& g : (*part.opt)["param_groups"].items()) {
+            const PyValue* is_decoupled = g.find("is_decoupled_lr");
+            const bool decoupled =
+                is_decoupled && is_decoupled->kind() == PyKind::boolean && is_decoupled->as_bool();
+            decoupled_groups = decoupled_groups || decoupled;
+            const PyValue* is_expert = g.find("is_expert_parallel");
+            expert_groups = expert_groups || (is_expert && is_expert->kind() == PyKind::boolean &&
+                                              is_expert->as_bool());
+            (decoupled ? o.decoupled_lr : o.lr) = g["lr"].as_double();
+            if (const PyValue* m = g.find("max_lr"))
+                (decoupled ? o.decoupled_max_lr : o.max_lr) = m->as_double();
+            if (const PyValue* m = g.find("min_lr"))
+                (decoupled ? o.decoupled_min_lr : o.min_lr) = m->as_double();
+            const PyValue* wd_mult = g.find("wd_mult");
+            if (!wd_mult || wd_mult->as_double() != 0.0)
+                o.weight_decay = g["weight_decay"].as_double();
+            if (const PyValue* b = g.find("betas")) {
+                o.beta1 = b->items().at(0).as_double();
+                o.beta2 = b->items().at(1).as_double();
+                o.eps = g["eps"].as_double();
+            }
+            if (const PyValue* m = g.find("momentum")) o.momentum = m->as_double();
+        }
+    const PyValue& opt = *stepped->opt;
     if (distributed) {
-        if (const PyValue* step = groups[0].find("step"))
+        if (const PyValue* step = opt["param_groups"].items()[0].find("step"))
             o.step = int64_t(step_value(*step, where));
-    } else if (const PyValue* step = opt["state"].find("common_step")) {
-        o.step = int64_t(step_value(*step, where));
+    } else if (const PyValue* state = opt.find("state")) {
+        if (const PyValue* step = state->find("common_step"))
+            o.step = int64_t(step_value(*step, where));
     }
     // SGD keeps no step count: its iterations are the updates taken (as the torch format).
     if (o.type == "sgd") o.step = iteration;
@@ -172,8 +225,14 @@ OptimizerCheckpoint optimizer_from_py(
         p.name = name;
         p.weight_decay = megatron_weight_decay(name, t.global_shape);
         p.decoupled_lr = decoupled_groups && megatron_embedding_or_output(name);
-        p.expert_parallel = chained && megatron_expert_parameter(name);
-        for (const std::string& m : moment_names(o.type)) {
+        // (core_v0.13's expert chain; with Muon the groups say whether experts are apart.)
+        p.expert_parallel =
+            (o.type == "muon" ? expert_groups : chained) && megatron_expert_parameter(name);
+        // Megatron's Muon takes the 2-D weights but the word embedding and the output layer.
+        p.muon =
+            o.type == "muon" && t.global_shape.size() == 2 && !megatron_embedding_or_output(name);
+        const std::string own_type = o.type != "muon" ? o.type : p.muon ? "muon" : "adam";
+        for (const std::string& m : moment_names(own_type)) {
             const Tensor* value = find_tensor(moments, m + "." + name);
             Tensor& slot = m == "exp_avg_sq" ? p.exp_avg_sq : p.exp_avg;
             if (!value) {

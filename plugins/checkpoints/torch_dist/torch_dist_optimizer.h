@@ -29,10 +29,12 @@ io::PyValue optimizer_common_to_py(const OptimizerCheckpoint& optimizer);
 
 // The moments as stored tensors, stacked and cut like the model's: optimizer.params[i] holds
 // the moments of model[i] (a whole tensor, or one box of a piece), keyed by `layout` as stack,
-// `chain` ("" or a chained optimizer's "chained_<i>.") in front.
+// `chain` ("" or a chained optimizer's "chained_<i>.") in front; `whole` the whole model's
+// tensors when `model` is a chained part's (stack's names).
 std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer,
                                             const ShardedTensors& model, const KeyLayout& layout,
-                                            const std::string& chain = "");
+                                            const std::string& chain = "",
+                                            const ShardedTensors* whole = nullptr);
 
 // Megatron's ChainedOptimizer.sharded_state_dict puts "chained_<i>." in front of each of its
 // optimizers' keys (expert parallelism: the dense parameters' 0, the experts' 1): `key` without

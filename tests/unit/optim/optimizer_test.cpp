@@ -84,7 +84,7 @@ TEST(Optimizer, AdamUsesTheAdamWKernelAndSkipsDecayWhereNotTaken) {
 TEST(Optimizer, Errors) {
     EXPECT_NE(test::error_of([] {
                   optim::parse_optimizer_type("lamb");
-              }).find("--optimizer lamb: supported are adam and sgd"),
+              }).find("--optimizer lamb: supported are adam, sgd and muon"),
               std::string::npos);
 }
 

@@ -1,6 +1,8 @@
 // The optimizers of megatron-train: Adam with decoupled weight decay (Megatron's --optimizer
-// adam, i.e. torch AdamW) and SGD with momentum (--optimizer sgd, torch SGD: coupled weight
-// decay). Parameters without weight decay (biases, norms) form Megatron's wd_mult = 0 group.
+// adam, i.e. torch AdamW), SGD with momentum (--optimizer sgd, torch SGD: coupled weight
+// decay) and core_v0.19's Muon (--optimizer muon: Muon for the 2-D weights but the word
+// embedding and output layer, Adam for the rest, as Megatron chains the two). Parameters without
+// weight decay (biases, norms) form Megatron's wd_mult = 0 group.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,7 @@
 
 #include "mt/api.h"
 #include "mt/backend.h"
+#include "mt/optim/muon.h"
 #include "mt/tensor.h"
 
 namespace mt::nn {
@@ -18,14 +21,18 @@ struct Parameter;
 
 namespace mt::optim {
 
-enum class OptimizerType { adam, sgd };
+enum class OptimizerType { adam, sgd, muon };
 
-MT_API OptimizerType parse_optimizer_type(const std::string& text);  // "adam" | "sgd"
+// "adam" | "sgd" | "muon" (also Megatron's deprecated "dist_muon").
+MT_API OptimizerType parse_optimizer_type(const std::string& text);
+// "adam" | "sgd" | "muon": the name checkpoints carry.
+MT_API std::string optimizer_type_name(OptimizerType type);
 
 struct OptimizerConfig {
     OptimizerType type = OptimizerType::adam;
     double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_eps = 1e-8;  // --adam-beta1/2, --adam-eps
     double sgd_momentum = 0.9;                                     // --sgd-momentum
+    MuonConfig muon;                                               // --muon-*
 };
 
 class MT_API Optimizer {
@@ -57,19 +64,22 @@ class MT_API Optimizer {
     // Restores the update count (Adam's bias correction) from a checkpoint.
     void set_steps(int64_t steps) { steps_ = steps; }
     const std::vector<nn::Parameter*>& parameters() const { return parameters_; }
-    // Per-parameter state, in parameter order: Adam's exp_avg / exp_avg_sq, SGD's momentum
-    // buffer in first() (second() unused). Exposed for checkpoints.
+    // Per-parameter state, in parameter order: Adam's exp_avg / exp_avg_sq, SGD's and Muon's
+    // momentum buffer in first() (second() undefined). Exposed for checkpoints.
     std::vector<Tensor>& first() { return first_; }
     std::vector<Tensor>& second() { return second_; }
     // The f32 master copy of each bf16 / f16 parameter (Megatron's fp32_from_float16 params),
     // in parameter order; undefined for f32 parameters. Exposed for checkpoints.
     std::vector<Tensor>& masters() { return masters_; }
+    // With --optimizer muon: whether parameter i is Muon's (else Adam's).
+    bool muon_managed(size_t i) const { return !muon_.empty() && muon_[i]; }
 
   private:
     Backend* backend_;
     std::vector<nn::Parameter*> parameters_;
     OptimizerConfig config_;
     std::vector<Tensor> first_, second_, masters_;
+    std::vector<bool> muon_;  // per parameter, with --optimizer muon
     int64_t steps_ = 0;
 };
 
