@@ -101,7 +101,7 @@ TEST_F(MuonResume, ContinuesMegatronsRuns) {
 
 // megatron-train's own Muon checkpoints: the fp32 run stopped and saved at iteration 2 resumes
 // to the iteration-3 loss of the uninterrupted run; the layer-wise run on two data-parallel
-// ranks (gradients all-reduced, every rank updating every parameter) logs the one-process
+// ranks (gradients all-reduced, each parameter updated by one rank) logs the one-process
 // losses and its checkpoint resumes in one process. Resuming with Adam is refused, naming both.
 TEST_F(MuonResume, OwnCheckpointsResume) {
     if (!mt::test::mpiexec_available()) GTEST_SKIP() << "no mpiexec";

@@ -582,7 +582,8 @@ TEST_F(ParallelTrain, PipelineParallelGivesTheOneProcessLosses) {
 // Megatron core_v0.19's Muon on a Llama-style MoE model (GQA's linear_qkv orthogonalised per
 // query group's query, key and value rows, SwiGLU fc1, each expert's and the router's weights
 // alone, the rest Adam's): data-parallel (plain, and with --use-distributed-optimizer:
-// Megatron's layer-wise optimizer), pipeline- and expert-parallel runs print the one-process
+// Megatron's layer-wise optimizer, which deals the parameters' updates and state out over the
+// ranks), pipeline- and expert-parallel runs print the one-process
 // losses, which are not Adam's, and an expert-parallel checkpoint (Muon's and Adam's parts,
 // dense and experts': four chained optimizers) resumes in one process. (Its tensor-parallel
 // "blockwise" mode orthogonalises each rank's piece: another update by design.)
@@ -605,6 +606,24 @@ TEST_F(ParallelTrain, MuonGivesTheOneProcessLosses) {
          {"", " --pipeline-model-parallel-size 2", " --expert-model-parallel-size 2"})
         expect_curve(plain(train(dir_, data_, 2, 1)) + model + muon + layout, want);
     expect_curve(train(dir_, data_, 2, 1) + model + muon, want);
+    // The layer-wise optimizer deals the parameters (and their state) out over the ranks.
+    static const std::regex stats(R"( > rank (\d+) optimizer state: (\d+) bytes)");
+    auto state_bytes = [&](const std::string& cmd) {
+        const auto r = run_command(cmd + " --log-rank-stats");
+        EXPECT_EQ(r.exit_code, 0) << r.output;
+        std::map<int, int64_t> bytes;
+        for (auto it = std::sregex_iterator(r.output.begin(), r.output.end(), stats);
+             it != std::sregex_iterator(); ++it)
+            bytes[std::stoi((*it)[1])] = std::stoll((*it)[2]);
+        return bytes;
+    };
+    const auto whole = state_bytes(train(dir_, data_, 1, 1) + model + muon);
+    const auto dealt = state_bytes(train(dir_, data_, 2, 1) + model + muon);
+    ASSERT_EQ(whole.size(), 1u);
+    ASSERT_EQ(dealt.size(), 2u);
+    EXPECT_EQ(dealt.at(0) + dealt.at(1), whole.at(0));
+    EXPECT_GT(dealt.at(0), 0);
+    EXPECT_GT(dealt.at(1), 0);
     expect_resumes(
         plain(train(dir_, data_, 2, 1)) + model + muon + " --expert-model-parallel-size 2",
         train(dir_, data_, 1, 1) + model + muon, dir_.path() / "muon_ep2", want);

@@ -1,5 +1,9 @@
 #include "mt/optim/optimizer.h"
 
+#include <algorithm>
+#include <numeric>
+
+#include "mt/communicator.h"
 #include "mt/error.h"
 #include "mt/nn/parameter.h"
 
@@ -49,6 +53,56 @@ Optimizer::Optimizer(Backend& backend, std::vector<nn::Parameter*> parameters,
     reload_model_params();
 }
 
+void Optimizer::shard_layer_wise(
+    const std::function<Communicator&(const nn::Parameter&)>& group_of) {
+    MT_CHECK(steps_ == 0 && owner_.empty(), "shard_layer_wise before the first step, once");
+    const size_t n = parameters_.size();
+    group_.resize(n);
+    owner_.assign(n, 0);
+    // Per group, its parameters by size (ties in order), dealt 0, 1, .., k-1, k-1, .., 0, 0, ..
+    std::vector<size_t> order(n);
+    std::iota(order.begin(), order.end(), size_t(0));
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        return parameters_[a]->value.numel() < parameters_[b]->value.numel();
+    });
+    std::vector<std::pair<Communicator*, int64_t>> dealt;  // per group, parameters dealt
+    for (size_t i : order) {
+        Communicator& g = group_of(*parameters_[i]);
+        group_[i] = &g;
+        auto it =
+            std::find_if(dealt.begin(), dealt.end(), [&](const auto& d) { return d.first == &g; });
+        if (it == dealt.end()) it = dealt.insert(dealt.end(), {&g, 0});
+        const int64_t k = g.size(), at = it->second++ % (2 * k);
+        owner_[i] = int(at < k ? at : 2 * k - 1 - at);
+        if (owner_[i] == g.rank()) continue;
+        // Another rank keeps its state.
+        first_[i] = Tensor();
+        second_[i] = Tensor();
+        masters_[i] = Tensor();
+    }
+}
+
+Optimizer::State Optimizer::whole_state() {
+    if (!layer_wise()) return {first_, second_, masters_};
+    State out{first_, second_, masters_};
+    // (Each kind of state is defined on the owner where the parameter has it: the owner's
+    // rank learns nothing new from the others.)
+    for (size_t i = 0; i < parameters_.size(); ++i) {
+        const nn::Parameter& p = *parameters_[i];
+        const bool half = p.value.dtype() == DType::bf16 || p.value.dtype() == DType::f16;
+        const bool second = config_.type == OptimizerType::adam ||
+                            (config_.type == OptimizerType::muon && !muon_managed(i));
+        for (auto [list, has] : {std::pair{&out.first, true}, std::pair{&out.second, second},
+                                 std::pair{&out.masters, half}}) {
+            if (!has) continue;
+            Tensor& t = (*list)[i];
+            if (!t.defined()) t = backend_->zeros(p.value.shape(), DType::f32);
+            group_[i]->broadcast(t, owner_[i]);
+        }
+    }
+    return out;
+}
+
 void Optimizer::reload_model_params() {
     for (size_t i = 0; i < parameters_.size(); ++i)
         if (masters_[i].defined()) backend_->cast(parameters_[i]->value, masters_[i]);
@@ -68,6 +122,7 @@ void Optimizer::step(double step_lr, double weight_decay, std::optional<double> 
     ++steps_;
     for (size_t i = 0; i < parameters_.size(); ++i) {
         nn::Parameter& p = *parameters_[i];
+        if (layer_wise() && owner_[i] != group_[i]->rank()) continue;  // its owner's
         const double wd = p.weight_decay ? weight_decay : 0.0;
         const double lr = embedding_lr && p.embedding_or_output ? *embedding_lr : step_lr;
         const bool half = masters_[i].defined();
@@ -91,6 +146,9 @@ void Optimizer::step(double step_lr, double weight_decay, std::optional<double> 
             if (half) backend_->cast(updated, p.value);
         }
     }
+    // Layer-wise: each owner's updated weights to the rest of its group.
+    for (size_t i = 0; i < owner_.size(); ++i)
+        group_[i]->broadcast(parameters_[i]->value, owner_[i]);
 }
 
 }  // namespace mt::optim

@@ -105,14 +105,15 @@ std::vector<Tensor> gathered_pieces(const TrainingParts& parts, const std::vecto
 
 // This rank's optimizer moments of every model parameter (first, second), shaped like its
 // piece. The distributed optimizer's shards are gathered over the data-parallel group first.
-std::vector<std::pair<Tensor, Tensor>> local_moments(const TrainingParts& parts) {
+std::vector<std::pair<Tensor, Tensor>> local_moments(const TrainingParts& parts,
+                                                     const optim::Optimizer::State& whole) {
     const auto params = parts.model.parameters();
     std::vector<std::pair<Tensor, Tensor>> out;
     if (!distributed_optimizer(parts)) {
         MT_CHECK(parts.optimizer.parameters() == params,
                  "the optimizer does not update the model's parameters");
         for (size_t i = 0; i < params.size(); ++i)
-            out.emplace_back(parts.optimizer.first()[i], parts.optimizer.second()[i]);
+            out.emplace_back(whole.first[i], whole.second[i]);
         return out;
     }
     // optimizer.first()[i] is the state of the i-th shard piece (SGD has no second moment).
@@ -124,8 +125,9 @@ std::vector<std::pair<Tensor, Tensor>> local_moments(const TrainingParts& parts)
 
 // This rank's f32 master copy of every model parameter's piece in a bf16 / f16 run (undefined
 // in an f32 one): the optimizer's, or the distributed optimizer's shards gathered.
-std::vector<Tensor> local_masters(const TrainingParts& parts) {
-    if (!distributed_optimizer(parts)) return parts.optimizer.masters();
+std::vector<Tensor> local_masters(const TrainingParts& parts,
+                                  const optim::Optimizer::State& whole) {
+    if (!distributed_optimizer(parts)) return whole.masters;
     return gathered_pieces(parts, parts.optimizer.masters());
 }
 
@@ -189,6 +191,8 @@ void restore_optimizer(const OptimizerCheckpoint& saved, const TrainingParts& pa
                 copy_checked(backend, "optimizer state of", p.name, nn::piece_of_whole(p, whole),
                              own);
             };
+            // (Sharded layer-wise: another rank keeps it.)
+            if (!parts.optimizer.first()[i].defined()) continue;
             into(state.exp_avg, parts.optimizer.first()[i]);
             if (parts.optimizer.second()[i].defined())
                 into(state.exp_avg_sq, parts.optimizer.second()[i]);
@@ -467,10 +471,13 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
             ps.muon = opt.type == "muon" && optim::managed_by_muon(p);
             return ps;
         };
+        // (Sharded layer-wise, every rank gets every parameter's state for this.)
+        const optim::Optimizer::State whole =
+            shards ? optim::Optimizer::State() : parts.optimizer.whole_state();
         const auto moments =
-            shards ? std::vector<std::pair<Tensor, Tensor>>() : local_moments(parts);
+            shards ? std::vector<std::pair<Tensor, Tensor>>() : local_moments(parts, whole);
         const std::vector<Tensor> local_master =
-            shards ? std::vector<Tensor>(params.size()) : local_masters(parts);
+            shards ? std::vector<Tensor>(params.size()) : local_masters(parts, whole);
         for (size_t i = 0; i < params.size(); ++i) {
             const nn::Parameter& p = *params[i];
             if (!p.copy_of.empty() && !o.stage_copies) continue;  // the original's is saved

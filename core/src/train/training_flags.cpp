@@ -532,8 +532,9 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
         MT_CHECK(f.params_dtype != DType::f16, "--optimizer ", f.optimizer,
                  " with --fp16: Megatron does not support it");
         // Megatron's layer-wise distributed optimizer (dist_muon its deprecated name): whole
-        // parameters per data-parallel rank, since Muon orthogonalises whole matrices. Here
-        // gradients are all-reduced and every rank updates every parameter (MuonConfig).
+        // parameters per data-parallel rank, since Muon orthogonalises whole matrices: gradients
+        // all-reduced (no distributed optimizer's buffers), each parameter updated by one rank
+        // (optim::Optimizer::shard_layer_wise).
         f.optimizer_config.muon.layer_wise =
             f.data_parallel.distributed_optimizer || f.optimizer == "dist_muon";
         f.optimizer = "muon";  // (as Megatron's validate_args renames it)

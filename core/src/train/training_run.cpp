@@ -1,5 +1,8 @@
 #include "mt/train/training_run.h"
 
+#include "mt/nn/parameter.h"
+#include "mt/parallel/parallel_state.h"
+
 namespace mt::train {
 
 TrainingRun::TrainingRun(Model& model, Backend& backend, const parallel::ParallelState& state,
@@ -12,6 +15,13 @@ TrainingRun::TrainingRun(Model& model, Backend& backend, const parallel::Paralle
       optimizer_(backend, buffers_.optimized, flags.optimizer_config),
       scheduler_(schedule),
       trainer_(model, optimizer_, scheduler_, options, std::move(log)) {
+    // Muon's layer-wise distributed optimizer: each parameter's update and state on one rank of
+    // the ranks its gradient is summed over.
+    if (flags.optimizer_config.type == optim::OptimizerType::muon &&
+        flags.optimizer_config.muon.layer_wise)
+        optimizer_.shard_layer_wise([&state](const nn::Parameter& p) -> Communicator& {
+            return p.expert ? state.expert_dp() : state.dp_cp();
+        });
     trainer_.set_parallel(state, buffers_.dense.get(), buffers_.experts.get());
     if (!flags.tensorboard_dir.empty() && writes_tensorboard) {
         tensorboard_ = std::make_unique<io::TensorBoardWriter>(flags.tensorboard_dir);

@@ -41,9 +41,9 @@ struct MuonConfig {
     bool split_qkv = true;
     std::vector<int64_t> qkv_split_shapes;
     // --use-distributed-optimizer (or --optimizer dist_muon): Megatron's layer-wise distributed
-    // optimizer, which gives each data-parallel rank whole parameters to update and gathers them
-    // after. Here every rank updates every parameter (the same numbers; the state is not
-    // sharded yet); checkpoints hold the state as that optimizer keys it.
+    // optimizer, which gives each data-parallel rank whole parameters to update (and their
+    // state) and broadcasts them after (optim::Optimizer::shard_layer_wise); checkpoints hold
+    // the state as that optimizer keys it.
     bool layer_wise = false;
 };
 

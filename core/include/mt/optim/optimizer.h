@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,9 @@
 #include "mt/optim/muon.h"
 #include "mt/tensor.h"
 
+namespace mt {
+class Communicator;
+}
 namespace mt::nn {
 struct Parameter;
 }
@@ -74,12 +78,30 @@ class MT_API Optimizer {
     // With --optimizer muon: whether parameter i is Muon's (else Adam's).
     bool muon_managed(size_t i) const { return !muon_.empty() && muon_[i]; }
 
+    // Megatron's layer-wise distributed optimizer (Muon with --use-distributed-optimizer): each
+    // parameter is updated by one rank of its group (`group_of`: the data-parallel ranks, or for
+    // an expert the ranks that hold it), which alone keeps its state (first, second and masters
+    // undefined elsewhere), and broadcast to the others after each step. Owners are dealt by
+    // size in ping-pong order, as Megatron's LayerWiseDistributedOptimizer deals them.
+    // Collective over the groups; call before the first step.
+    void shard_layer_wise(const std::function<Communicator&(const nn::Parameter&)>& group_of);
+    bool layer_wise() const { return !owner_.empty(); }
+    // Every parameter's state (first, second, masters as the accessors lay them out), the
+    // owners' broadcast to their groups when sharded layer-wise: what checkpoints save.
+    struct State {
+        std::vector<Tensor> first, second, masters;
+    };
+    State whole_state();
+
   private:
     Backend* backend_;
     std::vector<nn::Parameter*> parameters_;
     OptimizerConfig config_;
     std::vector<Tensor> first_, second_, masters_;
     std::vector<bool> muon_;  // per parameter, with --optimizer muon
+    // Sharded layer-wise: per parameter its group and the rank in it that updates it.
+    std::vector<Communicator*> group_;
+    std::vector<int> owner_;
     int64_t steps_ = 0;
 };
 
