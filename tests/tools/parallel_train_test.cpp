@@ -629,6 +629,23 @@ TEST_F(ParallelTrain, MuonGivesTheOneProcessLosses) {
         train(dir_, data_, 1, 1) + model + muon, dir_.path() / "muon_ep2", want);
 }
 
+// Muon's --muon-tp-mode on a GPT model (QKV split per head group): "duplicated" gathers each
+// tensor-parallel piece and orthogonalises the whole matrix, so TP2 x SP prints the one-process
+// losses; "distributed" sums the norm and X X^T over the pieces and whitens along the cut
+// dimension, at any tensor-parallel size alike (so its TP2 run prints its one-process losses).
+TEST_F(ParallelTrain, MuonTensorParallelModesGiveTheOneProcessLosses) {
+    const std::string muon = " --optimizer muon --muon-extra-scale-factor 0.2";
+    for (const char* mode : {" --muon-tp-mode duplicated", " --muon-tp-mode distributed"}) {
+        const auto want = curve(train(dir_, data_, 1, 1) + muon + mode);
+        expect_curve(train(dir_, data_, 2, 2) + muon + mode, want);
+    }
+    // (blockwise orthogonalises each piece alone: TP2 is another update.)
+    const auto one = curve(train(dir_, data_, 1, 1) + muon);
+    const auto blockwise = curve(train(dir_, data_, 2, 2) + muon);
+    ASSERT_EQ(blockwise.size(), 6u);
+    EXPECT_GT(std::abs(blockwise.at(4) - one.at(4)), 1e-5);
+}
+
 // DeepSpeed's seqlen curriculum (--deepspeed, 4, 8, 12 and then 16 positions): pipeline stages
 // exchange the shortened sequences, and PP2 and TP2 x DP2 with sequence parallelism give the
 // one-process losses (which are not those of the whole sequences).

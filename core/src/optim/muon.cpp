@@ -5,8 +5,10 @@
 #include <numeric>
 #include <string_view>
 
+#include "mt/communicator.h"
 #include "mt/error.h"
 #include "mt/nn/parameter.h"
+#include "mt/parallel/collectives.h"
 
 namespace mt::optim {
 
@@ -86,14 +88,17 @@ double muon_scale_factor(int64_t rows, int64_t cols, const std::string& mode) {
             ": supported are spectral, unit_rms_norm and shape_scaling");
 }
 
-Tensor newton_schulz(Backend& backend, const Tensor& x, const MuonConfig& config) {
+Tensor newton_schulz(Backend& backend, const Tensor& x, const MuonConfig& config,
+                     Communicator* group, std::optional<bool> transposed) {
     MT_CHECK(x.dim() == 2 && x.dtype() == DType::f32, "newton_schulz: a 2-D f32 matrix, got ",
              x.describe());
     // Whitened along the smaller dimension.
-    const bool transpose = x.shape()[0] > x.shape()[1];
+    const bool transpose = transposed.value_or(x.shape()[0] > x.shape()[1]);
     Tensor y = backend.contiguous(transpose ? x.transpose(0, 1) : x);
     // F.normalize(p=2, dim=(-2, -1), eps=1e-7): y / max(||y||_F, eps).
-    const double norm = std::sqrt(backend.dot(y, y));
+    std::vector<double> squares{backend.dot(y, y)};
+    if (group) parallel::all_reduce_values(*group, squares, ReduceOp::sum);
+    const double norm = std::sqrt(squares[0]);
     Tensor normalized = backend.empty(y.shape(), DType::f32);
     backend.scale(y, float(1.0 / std::max(norm, 1e-7)), normalized);
     const DType dtype = config.fp32_matmul_prec == "medium" ? DType::bf16 : DType::f32;
@@ -103,8 +108,15 @@ Tensor newton_schulz(Backend& backend, const Tensor& x, const MuonConfig& config
     for (int i = 0; i < config.num_ns_steps; ++i) {
         const Coefficients k = step_coefficients(config.coefficient_type, i);
         backend.gemm(Transpose::no, Transpose::yes, 1.0f, X, X, 0.0f, A);  // A = X X^T
-        const Tensor B = addmm(backend, A, A, A, k.c, k.b);                // b A + c A A
-        X = addmm(backend, X, B, X, 1.0f, k.a);                            // a X + B X
+        if (group && A.dtype() == DType::f32) {
+            group->all_reduce(A, ReduceOp::sum);
+        } else if (group) {  // summed in f32, rounded once, as a bf16 all-reduce of two ranks
+            Tensor sum = backend.cast_to(A, DType::f32);
+            group->all_reduce(sum, ReduceOp::sum);
+            backend.cast(sum, A);
+        }
+        const Tensor B = addmm(backend, A, A, A, k.c, k.b);  // b A + c A A
+        X = addmm(backend, X, B, X, 1.0f, k.a);              // a X + B X
     }
     Tensor out = backend.cast_to(X, DType::f32);
     return transpose ? backend.contiguous(out.transpose(0, 1)) : out;
@@ -113,10 +125,25 @@ Tensor newton_schulz(Backend& backend, const Tensor& x, const MuonConfig& config
 namespace {
 
 // get_muon_scale_factor(rows, cols) x extra_scale_factor times the orthogonalised x, as
-// TensorParallelMuon's scaled_orthogonalize_fn multiplies (two products).
-Tensor scaled_orthogonal(Backend& backend, const Tensor& x, const MuonConfig& config) {
-    Tensor orth = newton_schulz(backend, x, config);
-    const double factor = muon_scale_factor(x.shape()[0], x.shape()[1], config.scale_mode);
+// TensorParallelMuon's scaled_orthogonalize_fn multiplies (two products); the rows and columns
+// the whole matrix's when x is a tensor-parallel piece and the mode joins them.
+Tensor scaled_orthogonal(Backend& backend, const Tensor& x, const MuonConfig& config,
+                         const MuonTensorParallel& tp) {
+    const bool joined = tp.group && tp.partition_dim >= 0 && config.tp_mode != "blockwise";
+    Shape whole = x.shape();
+    Tensor orth;
+    if (!joined) {
+        orth = newton_schulz(backend, x, config);
+    } else if (config.tp_mode == "duplicated") {
+        const Tensor gathered = parallel::all_gather_along(*tp.group, x, tp.partition_dim);
+        whole = gathered.shape();
+        orth = parallel::split_along(*tp.group, newton_schulz(backend, gathered, config),
+                                     tp.partition_dim);
+    } else {  // distributed: whitened along the dimension the pieces are cut along
+        whole[size_t(tp.partition_dim)] *= tp.group->size();
+        orth = newton_schulz(backend, x, config, tp.group, tp.partition_dim == 0);
+    }
+    const double factor = muon_scale_factor(whole[0], whole[1], config.scale_mode);
     backend.scale(orth, float(factor), orth);
     backend.scale(orth, float(config.extra_scale_factor), orth);
     return orth;
@@ -125,7 +152,7 @@ Tensor scaled_orthogonal(Backend& backend, const Tensor& x, const MuonConfig& co
 }  // namespace
 
 Tensor muon_orthogonalize(Backend& backend, const Tensor& update, const std::string& name,
-                          const MuonConfig& config) {
+                          const MuonConfig& config, const MuonTensorParallel& tp) {
     MT_CHECK(update.dim() == 2, "Muon updates 2-D weights, got ", name, " ", update.describe());
     const int64_t per_group =
         std::accumulate(config.qkv_split_shapes.begin(), config.qkv_split_shapes.end(), int64_t(0));
@@ -133,7 +160,7 @@ Tensor muon_orthogonalize(Backend& backend, const Tensor& update, const std::str
     const bool qkv = config.split_qkv && per_group > 0 &&
                      std::string_view(name).ends_with("linear_qkv.weight") &&
                      update.shape()[0] % per_group == 0;
-    if (!qkv) return scaled_orthogonal(backend, update, config);
+    if (!qkv) return scaled_orthogonal(backend, update, config, tp);
     const int64_t groups = update.shape()[0] / per_group, cols = update.shape()[1];
     const Tensor grouped = update.view({groups, per_group, cols});
     Tensor out = backend.empty(update.shape(), DType::f32);
@@ -141,7 +168,8 @@ Tensor muon_orthogonalize(Backend& backend, const Tensor& update, const std::str
     int64_t at = 0;
     for (int64_t rows : config.qkv_split_shapes) {
         const Tensor part = backend.contiguous(grouped.slice(1, at, at + rows));
-        const Tensor orth = scaled_orthogonal(backend, part.view({groups * rows, cols}), config);
+        const Tensor orth =
+            scaled_orthogonal(backend, part.view({groups * rows, cols}), config, tp);
         Tensor dst = out_grouped.slice(1, at, at + rows);
         backend.copy(orth.view({groups, rows, cols}), dst);
         at += rows;
@@ -151,7 +179,7 @@ Tensor muon_orthogonalize(Backend& backend, const Tensor& update, const std::str
 
 void muon_step(Backend& backend, Tensor& param, const Tensor& grad, Tensor& momentum_buffer,
                const std::string& name, double lr, double weight_decay, double grad_scale,
-               const MuonConfig& config) {
+               const MuonConfig& config, const MuonTensorParallel& tp) {
     // Decoupled weight decay: p.add_(p, alpha=-wd lr).
     if (weight_decay != 0.0) backend.axpy(float(-weight_decay * lr), param, param);
     // The gradient as clipping left it (grad x clip coefficient).
@@ -172,7 +200,7 @@ void muon_step(Backend& backend, Tensor& param, const Tensor& grad, Tensor& mome
         backend.axpy(-1.0f, g, diff);
         backend.axpy(-(1.0f - float(config.momentum)), diff, update);
     }
-    const Tensor orth = muon_orthogonalize(backend, update, name, config);
+    const Tensor orth = muon_orthogonalize(backend, update, name, config, tp);
     backend.axpy(float(-lr), orth, param);
 }
 

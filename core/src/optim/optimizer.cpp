@@ -82,6 +82,12 @@ void Optimizer::shard_layer_wise(
     }
 }
 
+void Optimizer::set_tensor_parallel(
+    const std::function<MuonTensorParallel(const nn::Parameter&)>& of) {
+    tp_.clear();
+    for (const nn::Parameter* p : parameters_) tp_.push_back(of(*p));
+}
+
 Optimizer::State Optimizer::whole_state() {
     if (!layer_wise()) return {first_, second_, masters_};
     State out{first_, second_, masters_};
@@ -130,7 +136,7 @@ void Optimizer::step(double step_lr, double weight_decay, std::optional<double> 
         // A half model's weights are its main parameters rounded, as Megatron rounds them.
         if (muon_managed(i)) {
             muon_step(*backend_, updated, p.grad, first_[i], p.name, lr, wd, grad_scale,
-                      config_.muon);
+                      config_.muon, tp_.empty() ? MuonTensorParallel() : tp_[i]);
             if (half) backend_->cast(updated, p.value);
         } else if (config_.type != OptimizerType::sgd) {
             const ops::AdamWConfig adam{

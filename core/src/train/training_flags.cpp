@@ -542,13 +542,6 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
                  "--num-distributed-optimizer-instances with --optimizer ", f.optimizer,
                  ": Megatron's layer-wise distributed optimizer does not support it");
         f.data_parallel.distributed_optimizer = false;
-        // (At one tensor rank "duplicated" gathers nothing; "distributed" transposes by the
-        // partition dimension instead of the shape.)
-        const std::string& tp_mode = f.optimizer_config.muon.tp_mode;
-        MT_CHECK(
-            tp_mode == "blockwise" || (tp_mode == "duplicated" && f.parallel.tensor_parallel == 1),
-            "--muon-tp-mode ", tp_mode.substr(0, 100),
-            ": not supported yet (blockwise is, and duplicated without tensor parallelism)");
     }
     read_optional(vm, "exit-interval", f.exit_interval);
     read_optional(vm, "exit-duration-in-mins", f.exit_duration_in_mins);

@@ -22,6 +22,16 @@ TrainingRun::TrainingRun(Model& model, Backend& backend, const parallel::Paralle
         optimizer_.shard_layer_wise([&state](const nn::Parameter& p) -> Communicator& {
             return p.expert ? state.expert_dp() : state.dp_cp();
         });
+    // Muon's --muon-tp-mode duplicated / distributed: a piece's tensor-parallel ranks and cut.
+    if (flags.optimizer_config.type == optim::OptimizerType::muon &&
+        flags.optimizer_config.muon.tp_mode != "blockwise")
+        optimizer_.set_tensor_parallel([&state](const nn::Parameter& p) {
+            optim::MuonTensorParallel tp;
+            tp.group = p.expert ? &state.expert_tp() : &state.tp();
+            if (p.shard.kind == ShardSpec::Kind::column || p.shard.kind == ShardSpec::Kind::row)
+                tp.partition_dim = p.shard.partition_dim;
+            return tp;
+        });
     trainer_.set_parallel(state, buffers_.dense.get(), buffers_.experts.get());
     if (!flags.tensorboard_dir.empty() && writes_tensorboard) {
         tensorboard_ = std::make_unique<io::TensorBoardWriter>(flags.tensorboard_dir);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,9 @@
 #include "mt/backend.h"
 #include "mt/tensor.h"
 
+namespace mt {
+class Communicator;
+}
 namespace mt::nn {
 struct Parameter;
 }
@@ -47,6 +51,14 @@ struct MuonConfig {
     bool layer_wise = false;
 };
 
+// A parameter's tensor-parallel split for --muon-tp-mode duplicated / distributed: the ranks
+// holding its pieces and the dimension they are cut along (-1 or no group: orthogonalised as
+// it is, as "blockwise" does everything).
+struct MuonTensorParallel {
+    Communicator* group = nullptr;
+    int partition_dim = -1;
+};
+
 // mt::Error naming the flag for a value Megatron (with emerging_optimizers v0.2) refuses.
 MT_API void check_muon_config(const MuonConfig& config);
 
@@ -55,20 +67,25 @@ MT_API double muon_scale_factor(int64_t rows, int64_t cols, const std::string& m
 
 // newton_schulz(x, steps, coefficient_type) of a 2-D f32 matrix: normalised by its Frobenius
 // norm, transposed when it has more rows than columns, X <- a X + (b A + c A A) X with A = X X^T
-// per step (in bf16 when `bf16`, each product rounded as torch's bf16 addmm rounds it).
-MT_API Tensor newton_schulz(Backend& backend, const Tensor& x, const MuonConfig& config);
+// per step (in bf16 under "medium", each product rounded as torch's bf16 addmm rounds it).
+// With `group` (emerging_optimizers' "distributed" form) x is one rank's piece: the norm and
+// each A are summed over the group, and `transpose` is given (the piece cut along the rows).
+MT_API Tensor newton_schulz(Backend& backend, const Tensor& x, const MuonConfig& config,
+                            Communicator* group = nullptr, std::optional<bool> transpose = {});
 
 // TensorParallelMuon.orthogonalize: the scaled Newton-Schulz orthogonalisation of a parameter's
 // momentum-ed gradient `update` (2-D f32, this tensor-parallel rank's piece, blockwise), a
 // linear_qkv weight's query, key and value rows of each query group apart when split_qkv.
+// With tp_mode duplicated the pieces are gathered and orthogonalised whole, with distributed
+// together in place; the scale factor is the whole matrix's.
 MT_API Tensor muon_orthogonalize(Backend& backend, const Tensor& update, const std::string& name,
-                                 const MuonConfig& config);
+                                 const MuonConfig& config, const MuonTensorParallel& tp = {});
 
 // One Muon step on f32 `param` (in place): decoupled weight decay param -= lr wd param, the
 // momentum buffer lerped towards grad x grad_scale by 1 - momentum, (Nesterov's look-ahead,)
 // then param -= lr x orthogonalize(update).
 MT_API void muon_step(Backend& backend, Tensor& param, const Tensor& grad, Tensor& momentum_buffer,
                       const std::string& name, double lr, double weight_decay, double grad_scale,
-                      const MuonConfig& config);
+                      const MuonConfig& config, const MuonTensorParallel& tp = {});
 
 }  // namespace mt::optim

@@ -86,6 +86,8 @@ class MT_API Optimizer {
     // Collective over the groups; call before the first step.
     void shard_layer_wise(const std::function<Communicator&(const nn::Parameter&)>& group_of);
     bool layer_wise() const { return !owner_.empty(); }
+    // --muon-tp-mode duplicated / distributed: each Muon parameter's tensor-parallel split.
+    void set_tensor_parallel(const std::function<MuonTensorParallel(const nn::Parameter&)>& of);
     // Every parameter's state (first, second, masters as the accessors lay them out), the
     // owners' broadcast to their groups when sharded layer-wise: what checkpoints save.
     struct State {
@@ -102,6 +104,7 @@ class MT_API Optimizer {
     // Sharded layer-wise: per parameter its group and the rank in it that updates it.
     std::vector<Communicator*> group_;
     std::vector<int> owner_;
+    std::vector<MuonTensorParallel> tp_;  // per parameter, when set
     int64_t steps_ = 0;
 };
 
