@@ -17,7 +17,7 @@ targets=(pickle zip torch_file torch_checkpoint indexed_dataset api_request gpt2
     tiktoken wordpiece preprocess_line hf_checkpoint torch_dist_metadata sentencepiece jsonl_zst
     torch_dist_config hf_tokenizer_config jinja integrity_manifest deepspeed_zero
     deepspeed_universal deepspeed_checkpoint deepspeed_moe_expert deepspeed_moe_optimizer
-    deepspeed_moe_zero)
+    deepspeed_moe_zero torch_dist_common)
 [ $# -gt 0 ] && targets=("$@")
 # ccache: the debug info names the build folder, which ccache hashes unless told not to; every
 # clone's fuzz build then shares the cache.
@@ -102,6 +102,9 @@ seed_sentencepiece() {
 seed_jsonl_zst() {  # the preprocess_line seeds as lines of one stream, and alone
     cat tests/fuzz/seeds/preprocess_line/* | zstd -q -c > "$1/lines.zst"
     for f in tests/fuzz/seeds/preprocess_line/*; do zstd -q -c "$f" > "$1/$(basename "$f").zst"; done
+}
+seed_torch_dist_common() {  # the fixtures' common.pt (tests/fuzz/seeds: ours with Muon)
+    find "$fixtures/torch_dist" -name common.pt -size -64k | seed_from_paths "$1"
 }
 seed_torch_dist_config() { find "$fixtures/torch_dist" -name metadata.json | seed_from_paths "$1"; }
 seed_integrity_manifest() { find "$fixtures/integrity_manifest" -name "*.json" | seed_from_paths "$1"; }
