@@ -41,9 +41,7 @@ Optimizer::Optimizer(Backend& backend, std::vector<nn::Parameter*> parameters,
                  ": the optimizer updates contiguous f32, bf16 or f16 tensors with f32 grads, got ",
                  p->value.describe(), " with grad ", p->grad.describe());
         masters_.push_back(half ? backend.empty(p->value.shape(), DType::f32) : Tensor());
-        // Megatron's Muon takes the 2-D weights that are not is_embedding_or_output_parameter.
-        const bool muon =
-            config.type == OptimizerType::muon && p->value.dim() == 2 && !p->embedding_or_output;
+        const bool muon = config.type == OptimizerType::muon && managed_by_muon(*p);
         if (config.type == OptimizerType::muon) muon_.push_back(muon);
         const bool adam =
             config.type == OptimizerType::adam || (config.type == OptimizerType::muon && !muon);
