@@ -275,6 +275,11 @@ TEST(MegatronFlagsTool, RefusedFlagsNameWhatIsMissing) {
               "--moe-upcycling-granularity 4: not supported yet: this MoE (Mixture"},
              {"--warmup 10", "error: --warmup argument is no longer valid"},
              {"--optimizer lion", "--optimizer lion: not supported yet: the lion optimizer"},
+             {"--optimizer muon --fp16", "--optimizer muon with --fp16: Megatron does not support"},
+             {"--optimizer muon --muon-coefficient-type custom",
+              "--muon-coefficient-type custom: supported are simple, quintic, polar_express"},
+             {"--optimizer muon --muon-scalar-optimizer lion",
+              "not supported yet: Lion beside Muon"},
              {"--use-megatron-fsdp", "--use-megatron-fsdp: not supported yet: FSDP"},
              {"--fp8-recipe nope",
               "megatron-train: error: argument --fp8-recipe: invalid choice: 'nope'"}}) {
