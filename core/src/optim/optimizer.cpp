@@ -32,21 +32,19 @@ Optimizer::Optimizer(Backend& backend, std::vector<nn::Parameter*> parameters,
                      OptimizerConfig config)
     : backend_(&backend), parameters_(std::move(parameters)), config_(config) {
     if (config.type == OptimizerType::muon) check_muon_config(config.muon);
-    for (nn::Parameter* p : parameters_) {
+    for (size_t i = 0; i < parameters_.size(); ++i) {
+        const nn::Parameter* p = parameters_[i];
         const DType dtype = p->value.dtype();
-        const bool half = dtype == DType::bf16 || dtype == DType::f16;
+        const bool half = half_precision(*p);
         MT_CHECK((dtype == DType::f32 || half) && p->value.is_contiguous() &&
                      p->grad.dtype() == DType::f32,
                  "parameter ", p->name,
                  ": the optimizer updates contiguous f32, bf16 or f16 tensors with f32 grads, got ",
                  p->value.describe(), " with grad ", p->grad.describe());
         masters_.push_back(half ? backend.empty(p->value.shape(), DType::f32) : Tensor());
-        const bool muon = config.type == OptimizerType::muon && managed_by_muon(*p);
-        if (config.type == OptimizerType::muon) muon_.push_back(muon);
-        const bool adam =
-            config.type == OptimizerType::adam || (config.type == OptimizerType::muon && !muon);
+        if (config.type == OptimizerType::muon) muon_.push_back(managed_by_muon(*p));
         first_.push_back(backend.zeros(p->value.shape(), DType::f32));
-        second_.push_back(adam ? backend.zeros(p->value.shape(), DType::f32) : Tensor());
+        second_.push_back(adam_moments(i) ? backend.zeros(p->value.shape(), DType::f32) : Tensor());
     }
     reload_model_params();
 }
@@ -93,11 +91,9 @@ Optimizer::State Optimizer::whole_state() {
     // rank learns nothing new from the others.)
     for (size_t i = 0; i < parameters_.size(); ++i) {
         const nn::Parameter& p = *parameters_[i];
-        const bool half = p.value.dtype() == DType::bf16 || p.value.dtype() == DType::f16;
-        const bool second = config_.type == OptimizerType::adam ||
-                            (config_.type == OptimizerType::muon && !muon_managed(i));
-        for (auto [list, has] : {std::pair{&out.first, true}, std::pair{&out.second, second},
-                                 std::pair{&out.masters, half}}) {
+        for (auto [list, has] :
+             {std::pair{&out.first, true}, std::pair{&out.second, adam_moments(i)},
+              std::pair{&out.masters, half_precision(p)}}) {
             if (!has) continue;
             Tensor& t = (*list)[i];
             if (!t.defined()) t = backend_->zeros(p.value.shape(), DType::f32);
@@ -105,6 +101,15 @@ Optimizer::State Optimizer::whole_state() {
         }
     }
     return out;
+}
+
+bool Optimizer::adam_moments(size_t i) const {
+    return config_.type == OptimizerType::adam ||
+           (config_.type == OptimizerType::muon && !muon_managed(i));
+}
+
+bool Optimizer::half_precision(const nn::Parameter& p) {
+    return p.value.dtype() == DType::bf16 || p.value.dtype() == DType::f16;
 }
 
 void Optimizer::reload_model_params() {

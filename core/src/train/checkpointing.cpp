@@ -43,9 +43,7 @@ std::vector<Tensor> gathered(const TrainingParts& parts, Communicator& group, co
 // tensor-parallel group into the whole tensor.
 Tensor whole_of(const TrainingParts& parts, const nn::Parameter& p, const Tensor& local) {
     if (!parts.parallel || replicated(p)) return local;
-    // An expert's piece is over the expert tensor-parallel ranks.
-    Communicator& tp = p.expert ? parts.parallel->expert_tp() : parts.parallel->tp();
-    return unshard_tensor(gathered(parts, tp, local), p.shard);
+    return unshard_tensor(gathered(parts, parts.parallel->tp_of(p.expert), local), p.shard);
 }
 
 // One of the distributed optimizer's buffers (the dense parameters', the experts') and where
@@ -252,9 +250,7 @@ std::vector<ShardBox> boxes_of(const nn::Parameter& p) {
 std::vector<ShardedTensor> main_boxes(const TrainingParts& parts, const nn::Parameter& p,
                                       const Tensor& local) {
     // An expert is replicated over the expert-data-parallel ranks (data parallel modulo EP).
-    if (parts.parallel &&
-        (p.expert ? parts.parallel->expert_dp() : parts.parallel->dp_cp()).rank() != 0)
-        return {};
+    if (parts.parallel && parts.parallel->dp_of(p.expert).rank() != 0) return {};
     if (p.counted_elsewhere()) return {};
     return replicated(p) ? piece_boxes(local, p.whole_shape, p.shard, 1, 0)
                          : piece_boxes(local, p.whole_shape, p.shard, p.tp_size, p.tp_rank);
@@ -485,8 +481,6 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
             ps.name = p.name;
             ps.weight_decay = p.weight_decay;
             ps.decoupled_lr = decoupled && p.embedding_or_output;
-            // Adam's second moments (Muon keeps one buffer, as SGD).
-            const bool second_moment = opt.type == "adam" || (opt.type == "muon" && !ps.muon);
             if (shards) {  // the moments are in opt.shards; one entry per model box
                 for (size_t b = main_boxes(parts, p, p.value).size(); b > 0; --b)
                     opt.params.push_back(ps);
@@ -496,15 +490,18 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
             const Tensor& master = local_master[i];
             if (!o.own_share) {
                 ps.exp_avg = whole_of(parts, p, moments[i].first);
-                if (second_moment) ps.exp_avg_sq = whole_of(parts, p, moments[i].second);
+                // (SGD's and Muon's parameters keep one buffer.)
+                if (moments[i].second.defined())
+                    ps.exp_avg_sq = whole_of(parts, p, moments[i].second);
                 if (master.defined()) ps.main_param = whole_of(parts, p, master);
                 opt.params.push_back(std::move(ps));
                 continue;
             }
             // Box for box with the model's entries.
             const auto first = main_boxes(parts, p, moments[i].first);
-            const auto second = second_moment ? main_boxes(parts, p, moments[i].second)
-                                              : std::vector<ShardedTensor>();
+            const auto second = moments[i].second.defined()
+                                    ? main_boxes(parts, p, moments[i].second)
+                                    : std::vector<ShardedTensor>();
             const auto masters =
                 master.defined() ? main_boxes(parts, p, master) : std::vector<ShardedTensor>();
             for (size_t b = 0; b < first.size(); ++b) {

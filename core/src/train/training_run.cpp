@@ -19,15 +19,14 @@ TrainingRun::TrainingRun(Model& model, Backend& backend, const parallel::Paralle
     // the ranks its gradient is summed over.
     if (flags.optimizer_config.type == optim::OptimizerType::muon &&
         flags.optimizer_config.muon.layer_wise)
-        optimizer_.shard_layer_wise([&state](const nn::Parameter& p) -> Communicator& {
-            return p.expert ? state.expert_dp() : state.dp_cp();
-        });
+        optimizer_.shard_layer_wise(
+            [&state](const nn::Parameter& p) -> Communicator& { return state.dp_of(p.expert); });
     // Muon's --muon-tp-mode duplicated / distributed: a piece's tensor-parallel ranks and cut.
     if (flags.optimizer_config.type == optim::OptimizerType::muon &&
         flags.optimizer_config.muon.tp_mode != "blockwise")
         optimizer_.set_tensor_parallel([&state](const nn::Parameter& p) {
             optim::MuonTensorParallel tp;
-            tp.group = p.expert ? &state.expert_tp() : &state.tp();
+            tp.group = &state.tp_of(p.expert);
             if (p.shard.kind == ShardSpec::Kind::column || p.shard.kind == ShardSpec::Kind::row)
                 tp.partition_dim = p.shard.partition_dim;
             return tp;

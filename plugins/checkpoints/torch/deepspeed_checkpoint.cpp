@@ -122,26 +122,16 @@ PyValue nested(const PyValue& flat, const fs::path& file) {
     return out;
 }
 
-// The flat names of a nested state dict's tensors ("language_model.embedding.word_embeddings.
-// weight", ...), in its order.
-void flat_names(const PyValue& d, const std::string& prefix, std::vector<std::string>& out) {
+// The flat names ("language_model.embedding.word_embeddings.weight", ...) and shapes of a
+// nested state dict's tensors, in its order.
+void flat_tensors(const PyValue& d, const std::string& prefix,
+                  std::vector<std::pair<std::string, Shape>>& out) {
     for (const auto& [k, v] : d.dict_ref().items) {
         const std::string name = prefix + k.as_string();
         if (v.kind() == io::PyKind::dict)
-            flat_names(v, name + ".", out);
+            flat_tensors(v, name + ".", out);
         else if (v.kind() == io::PyKind::tensor)
-            out.push_back(name);
-    }
-}
-
-// The shapes of a nested state dict's tensors by their flat names.
-void flat_shapes(const PyValue& d, const std::string& prefix, std::map<std::string, Shape>& out) {
-    for (const auto& [k, v] : d.dict_ref().items) {
-        const std::string name = prefix + k.as_string();
-        if (v.kind() == io::PyKind::dict)
-            flat_shapes(v, name + ".", out);
-        else if (v.kind() == io::PyKind::tensor)
-            out[name] = v.as_tensor().shape();
+            out.emplace_back(name, v.as_tensor().shape());
     }
 }
 
@@ -250,8 +240,10 @@ CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_r
         }
         const std::optional<Groups> groups = read_groups();
         if (!groups) return;
+        std::vector<std::pair<std::string, Shape>> tensors;
+        flat_tensors(root["model"], "", tensors);
         std::vector<std::string> order;
-        flat_names(root["model"], "", order);
+        for (const auto& t : tensors) order.push_back(t.first);
         root.dict_ref().set("optimizer", torch_optimizer_state(*groups, model_name, order,
                                                                dtype != DType::f32, tag.string()));
         optimizer_not_read.clear();
@@ -283,8 +275,9 @@ CheckpointState DeepSpeedCheckpoint::load_rank(const fs::path& dir, int64_t tp_r
     // saved none, as their param_slice_mappings do: DeepSpeed's MoE engines).
     auto zero = [&](const std::function<std::string(const std::string&)>& model_name) {
         const PyValue* shapes = own.find("param_shapes");
-        std::map<std::string, Shape> model_shapes;
-        flat_shapes(root["model"], "", model_shapes);
+        std::vector<std::pair<std::string, Shape>> tensors;
+        flat_tensors(root["model"], "", tensors);
+        const std::map<std::string, Shape> model_shapes(tensors.begin(), tensors.end());
         auto model_shape = [&](const std::string& name) -> std::optional<Shape> {
             auto it = model_shapes.find(model_name(name));
             if (it == model_shapes.end()) return std::nullopt;

@@ -228,9 +228,12 @@ OptimizerCheckpoint optimizer_from_py(
         // (core_v0.13's expert chain; with Muon the groups say whether experts are apart.)
         p.expert_parallel =
             (o.type == "muon" ? expert_groups : chained) && megatron_expert_parameter(name);
-        // Megatron's Muon takes the 2-D weights but the word embedding and the output layer.
+        // Muon's parameters are those with its momentum buffer; before the first step, those
+        // of Megatron's rule (the 2-D weights but the word embedding and the output layer).
         p.muon =
-            o.type == "muon" && t.global_shape.size() == 2 && !megatron_embedding_or_output(name);
+            o.type == "muon" &&
+            (find_tensor(moments, "momentum_buffer." + name) ||
+             (o.step == 0 && t.global_shape.size() == 2 && !megatron_embedding_or_output(name)));
         const std::string own_type = o.type != "muon" ? o.type : p.muon ? "muon" : "adam";
         for (const std::string& m : moment_names(own_type)) {
             const Tensor* value = find_tensor(moments, m + "." + name);

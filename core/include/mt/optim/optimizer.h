@@ -96,6 +96,11 @@ class MT_API Optimizer {
     State whole_state();
 
   private:
+    // Whether parameter i keeps Adam's second moment (second()), and whether `p` is updated
+    // through an f32 master copy (masters()).
+    bool adam_moments(size_t i) const;
+    static bool half_precision(const nn::Parameter& p);
+
     Backend* backend_;
     std::vector<nn::Parameter*> parameters_;
     OptimizerConfig config_;

@@ -93,6 +93,10 @@ class MT_API ParallelState {
     Communicator& ep() const { return *ep_; }
     Communicator& expert_dp() const { return *edp_; }
     Communicator& expert_tp_ep() const { return *etp_ep_; }
+    // The groups a parameter is cut over and its gradient summed over: an MoE expert's
+    // (expert_tp, expert_dp) or a dense one's (tp, dp_cp).
+    Communicator& tp_of(bool expert) const { return expert ? expert_tp() : tp(); }
+    Communicator& dp_of(bool expert) const { return expert ? expert_dp() : dp_cp(); }
 
     // The communicator of this rank's group of that kind (null: the embedding group on the ranks
     // outside it).
