@@ -442,14 +442,28 @@ TEST_F(ParallelTrain, ExpertParallelCheckpointsResumeAcrossLayouts) {
     // over DP2, resumed there and in one process. The torch format's distrib_optim.pt: at EP1
     // over DP2 one buffer, resumed there, in one process and at EP2; at EP2 Megatron's chained
     // list in each expert-parallel rank's file (the dense state in rank 0's), resumed there and
-    // in one process.
+    // in one process. With --dist-ckpt-optim-fully-reshardable the state is gathered into
+    // core_v0.19's per-parameter layout instead, resumed the same ways.
     const std::string dist_ep2 = train(dir_, data_, 2, 1) + moe + " --expert-model-parallel-size 2";
     const std::string dist_dp2 = train(dir_, data_, 2, 1) + moe;
+    const std::string fr = " --dist-ckpt-optim-fully-reshardable";
     for (const auto& [name, run] :
-         {std::pair{"dist_ep2", dist_ep2}, std::pair{"dist_dp2", dist_dp2}}) {
+         {std::pair{"dist_ep2", dist_ep2}, std::pair{"dist_dp2", dist_dp2},
+          std::pair{"dist_ep2_fr", dist_ep2 + fr}, std::pair{"dist_dp2_fr", dist_dp2 + fr}}) {
         expect_resumes(run + " --ckpt-format torch_dist", run, dir_ / name, want);
         expect_resumes(run + " --ckpt-format torch_dist", one, dir_ / (std::string(name) + "_to_1"),
                        want);
+        // (The DCP index names each stored tensor; the expert chain's keys are plain there.)
+        const std::string index = mt::test::read_file(dir_ / name / "iter_0000003" / ".metadata");
+        const bool fully_reshardable = run.ends_with(fr);
+        EXPECT_EQ(index.find("optimizer.state.param.decoder") != std::string::npos,
+                  fully_reshardable)
+            << name;
+        EXPECT_EQ(index.find("optimizer.state.fp32_param.") != std::string::npos,
+                  !fully_reshardable)
+            << name;
+        EXPECT_EQ(index.find("chained_1.") != std::string::npos, name == std::string("dist_ep2"))
+            << name;
     }
     const std::string torch_dp2 = dist_dp2 + " --ckpt-format torch";
     expect_resumes(torch_dp2, torch_dp2, dir_ / "torch_dp2", want);

@@ -312,11 +312,12 @@ TEST(MegatronFlags, AliasesAndTheToolsOwnFlags) {
 // the choices core_v0.19 added.
 TEST(MegatronFlags, CoreV019FlagsAreKnown) {
     FakeTool tool;
-    EXPECT_EQ(tool({"--lr", "1", "--dist-ckpt-optim-fully-reshardable", "--wandb-entity", "me",
-                    "--inference-logging-step-interval", "5", "--async-strategy", "mcore",
-                    "--no-tp-comm-bulk-wgrad", "--disable-manual-gc-eval", "--cuda-graph-modules",
-                    "attn", "mlp", "--lion-beta1", "0.95"}),
-              0)
+    EXPECT_EQ(
+        tool({"--lr", "1", "--distrib-optim-fully-reshardable-mem-efficient", "--wandb-entity",
+              "me", "--inference-logging-step-interval", "5", "--async-strategy", "mcore",
+              "--no-tp-comm-bulk-wgrad", "--disable-manual-gc-eval", "--cuda-graph-modules", "attn",
+              "mlp", "--lion-beta1", "0.95"}),
+        0)
         << tool.err;
     EXPECT_EQ(tool.seen["cuda-graph-modules"].as<std::vector<std::string>>(),
               (std::vector<std::string>{"attn", "mlp"}));

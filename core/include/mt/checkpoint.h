@@ -110,6 +110,11 @@ struct OptimizerCheckpoint {
     // torch_dist keys each chained part's state behind "chained_<i>." as core_v0.19 does for a
     // distributed optimizer (its other chained optimizers' keys are plain).
     bool layer_wise = false;
+    // Megatron's distributed optimizer in core_v0.19's fully_reshardable layout
+    // (--dist-ckpt-optim-fully-reshardable): params hold each parameter's whole state, as a plain
+    // optimizer's, and torch_dist keys its f32 values (the masters, or an f32 run's weights) as
+    // "param", beside the moments.
+    bool fully_reshardable = false;
 };
 
 // The ChainedOptimizer part of a parameter of an optimizer of `type`: Muon's (0 dense, 1 the

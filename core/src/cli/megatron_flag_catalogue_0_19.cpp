@@ -306,13 +306,7 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--no-strict-fsdp-dtensor-load", kFsdpOnly},
     {"--dist-ckpt-save-pre-mcore-014",
      refuse("torch_dist checkpoints in the layout before Megatron-core 0.14"), kTrainingOnly},
-    // megatron-train's distributed optimizer writes fully_sharded_model_space, which every
-    // layout (and core_v0.19's loader) reads back.
-    {"--dist-ckpt-optim-fully-reshardable",
-     accept("asks for a distributed-optimizer state that reloads under any TP/PP/EP/DP layout: "
-            "megatron-train's torch_dist optimizer state always does (one tensor per parameter, "
-            "fully_sharded_model_space, which core_v0.19 loads too)"),
-     kTrainingOnly},
+    {"--dist-ckpt-optim-fully-reshardable", kDefined, kTrainingOnly},
     {"--distrib-optim-fully-reshardable-mem-efficient",
      accept("saves the fully reshardable optimizer state through one rank to spare memory: the "
             "same checkpoint"),

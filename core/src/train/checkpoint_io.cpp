@@ -215,6 +215,7 @@ void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
         // Megatron's sharded save: every rank writes what it holds, nothing gathered.
         train::CaptureOptions own = options;
         own.own_share = true;
+        own.fully_reshardable = flags.dist_ckpt_optim_fully_reshardable;
         format.save_collective(*flags.save, train::capture_checkpoint(parts, own), all);
     } else if (groups(parts).pp().size() > 1) {
         // Megatron's torch files from pipeline stages: each stage's first rank writes its

@@ -456,7 +456,10 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
         opt.beta2 = c.adam_beta2;
         opt.eps = c.adam_eps;
         opt.momentum = c.sgd_momentum;
-        const bool shards = o.own_share && distributed_optimizer(parts);
+        // The distributed optimizer's ranges as they lie (core_v0.13's layout), or gathered into
+        // whole pieces (core_v0.19's fully_reshardable).
+        opt.fully_reshardable = o.own_share && o.fully_reshardable && distributed_optimizer(parts);
+        const bool shards = o.own_share && distributed_optimizer(parts) && !opt.fully_reshardable;
         MT_CHECK(!shards || opt.type == "adam",
                  "not supported yet: saving the distributed optimizer's shards of ", opt.type);
         // Which of Megatron's chained optimizers updates a parameter: its experts take one of

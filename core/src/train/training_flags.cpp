@@ -257,6 +257,10 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
         "save-retain-interval", po::value<int64_t>(),
         "N (core_v0.19): each save deletes the checkpoint saved before it unless its iteration "
         "is a multiple of N (a multiple of --save-interval)")(
+        "dist-ckpt-optim-fully-reshardable", po::bool_switch(&f.dist_ckpt_optim_fully_reshardable),
+        "(core_v0.19) torch_dist keeps the distributed optimizer's state per parameter in its "
+        "shape (fully_reshardable: core_v0.19 loads it), not its ranges flattened "
+        "(fully_sharded_model_space: core_v0.13 loads it)")(
         "ckpt-format", po::value(&f.ckpt_format)->default_value("torch_dist"),
         "format --save writes: torch_dist (Megatron's default), torch, or any checkpoint plugin; "
         "--load reads whichever format it finds");

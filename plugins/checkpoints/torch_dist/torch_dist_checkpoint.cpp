@@ -218,9 +218,12 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
                         : std::vector<torch_ckpt::OptimizerChain>();
     const bool chained = chains.size() > 1;
     // core_v0.19 keys the parts' state plainly unless a distributed optimizer (Muon's
-    // layer-wise one) saves; core_v0.13 always behind "chained_<i>." (and Muon is 0.19's).
+    // layer-wise one) saves in a layout not fully reshardable; core_v0.13 always behind
+    // "chained_<i>." (and Muon and fully_reshardable are 0.19's).
     const bool muon = share.optimizer && share.optimizer->type == "muon";
-    const bool prefixed = chained && (!muon || share.optimizer->layer_wise);
+    const bool fully_reshardable = share.optimizer && share.optimizer->fully_reshardable;
+    const bool core_v0_19 = muon || fully_reshardable;
+    const bool prefixed = chained && (!core_v0_19 || share.optimizer->layer_wise);
     if (shards) {
         std::vector<OptimizerShard> parts[2];
         for (const OptimizerShard& s : share.optimizer->shards)
@@ -363,16 +366,29 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
         content.dict_ref().set("distrib_optim_sharding_type",
                                PyValue::string(kFullyShardedModelSpace));
         common.dict_ref().set("content_metadata", std::move(content));
+    } else if (fully_reshardable) {
+        common.dict_ref().set("optimizer", chained_common([](const OptimizerCheckpoint& o) {
+                                  PyValue optimizer = torch_ckpt::distributed_optimizer_to_py(o);
+                                  optimizer.dict_ref().set("param_state_sharding_type",
+                                                           PyValue::string(kFullyReshardable));
+                                  return optimizer;
+                              }));
     } else if (share.optimizer) {
         common.dict_ref().set("optimizer", chained_common(optimizer_common_to_py));
     }
-    if (muon) {
+    if (core_v0_19) {
         // How core_v0.19 keyed the parts (a loader builds its keys from this).
         PyValue content = PyValue::dict();
-        content.dict_ref().set("chained_optim_avoid_prefix", PyValue::boolean(true));
-        if (share.optimizer->layer_wise)
+        if (fully_reshardable) {
+            content.dict_ref().set("distrib_optim_sharding_type",
+                                   PyValue::string(kFullyReshardable));
+            content.dict_ref().set("distrib_optim_fully_reshardable_mem_efficient",
+                                   PyValue::boolean(false));
+        } else if (share.optimizer->layer_wise) {
             content.dict_ref().set("distrib_optim_sharding_type", PyValue::string(kDpReshardable));
+        }
         content.dict_ref().set("singleton_local_shards", PyValue::boolean(false));
+        content.dict_ref().set("chained_optim_avoid_prefix", PyValue::boolean(true));
         common.dict_ref().set("content_metadata", std::move(content));
     }
     io::save_torch_file(tmp / kCommonName, common);
@@ -571,14 +587,16 @@ CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
                     str("not supported yet: optimizer state ", e.fqn, " in ", iter.string());
             continue;
         }
-        // The distributed optimizer's fp32 master weights are the model's own in an fp32 run.
-        if (moment->first == "fp32_param" && !bool_arg(state.args, "fp16") &&
-            !bool_arg(state.args, "bf16"))
+        // The distributed optimizer's f32 values (core_v0.13: fp32_param, core_v0.19's
+        // fully_reshardable: param) are the masters, the model's own in an fp32 run.
+        const std::string& kind =
+            moment->first == kFullyReshardableParamName ? std::string(kMasterName) : moment->first;
+        if (kind == kMasterName && !bool_arg(state.args, "fp16") && !bool_arg(state.args, "bf16"))
             continue;
         Tensor t = DcpTensorReader(iter, e).read_all();
         if (!e.flattened_from.empty()) t = unflatten(t, e.flattened_from, e.fqn);
         for (auto& [name, piece] : unstack(moment->second, t))
-            moments.emplace_back(moment->first + "." + name, piece);
+            moments.emplace_back(kind + "." + name, piece);
     }
     join_parts(moments, iter.string());
     if (o.has_optimizer) {

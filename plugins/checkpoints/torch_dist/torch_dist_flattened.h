@@ -20,6 +20,9 @@ inline constexpr const char* kFullyShardedModelSpace = "fully_sharded_model_spac
 // core_v0.19's name for Muon's layer-wise distributed optimizer's state (whole tensors per
 // parameter, as a plain optimizer's).
 inline constexpr const char* kDpReshardable = "dp_reshardable";
+// core_v0.19's layout of the distributed optimizer's state per parameter in model shape
+// (--dist-ckpt-optim-fully-reshardable; torch_dist_optimizer.h).
+inline constexpr const char* kFullyReshardable = "fully_reshardable";
 
 // The stored tensors of this rank's shards, keyed by `layout` (which must know num_layers),
 // `chain` ("" or a chained optimizer's "chained_<i>.") in front.

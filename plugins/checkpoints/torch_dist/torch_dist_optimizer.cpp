@@ -21,7 +21,9 @@ std::vector<std::string> moment_names(const std::string& type) {
     return {"momentum_buffer"};
 }
 
-const Tensor& moment(const OptimizerParamState& p, const std::string& name) {
+// `name` of p, whose parameter's value here is `value`.
+const Tensor& moment(const OptimizerParamState& p, const std::string& name, const Tensor& value) {
+    if (name == kFullyReshardableParamName) return p.main_param.defined() ? p.main_param : value;
     if (name == kMasterName) return p.main_param;
     return name == "exp_avg_sq" ? p.exp_avg_sq : p.exp_avg;
 }
@@ -77,7 +79,10 @@ std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer
              optimizer.params.size(), " tensors, the model has ", model.size());
     std::vector<StoredTensor> out;
     std::vector<std::string> names = moment_names(optimizer.type);
-    if (optimizer.has_master_weights()) names.insert(names.begin(), kMasterName);
+    if (optimizer.fully_reshardable)
+        names.insert(names.begin(), kFullyReshardableParamName);
+    else if (optimizer.has_master_weights())
+        names.insert(names.begin(), kMasterName);
     for (const std::string& m : names) {
         ShardedTensors tensors;
         for (size_t i = 0; i < model.size(); ++i) {
@@ -86,8 +91,8 @@ std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer
             MT_CHECK(p.name == name || other_impl_name(p.name) == name,
                      "torch_dist: optimizer state ", i, " is ", p.name, ", the model tensor ",
                      name);
-            tensors.emplace_back(name,
-                                 ShardedTensor{moment(p, m), t.global_shape, t.global_offset});
+            tensors.emplace_back(
+                name, ShardedTensor{moment(p, m, t.local), t.global_shape, t.global_offset});
         }
         for (StoredTensor& s : stack(tensors, layout, chain + kMomentPrefix + m + ".", whole))
             out.push_back(std::move(s));
@@ -162,16 +167,18 @@ OptimizerCheckpoint optimizer_from_py(
                  "not supported yet: the optimizer layout of ", where, " (a chain of ",
                  parts[0].type, " and ", part.type, ")");
     }
-    // (Muon's layer-wise distributed optimizer saves whole tensors, as a plain one.)
+    // (Muon's layer-wise distributed optimizer saves whole tensors, as a plain one; so does
+    // core_v0.19's fully_reshardable layout.)
+    const std::string layout =
+        sharding && sharding->kind() == PyKind::string ? sharding->as_string() : "";
     if (sharding)
-        MT_CHECK(
-            sharding->kind() == PyKind::string &&
-                (sharding->as_string() == kFullyShardedModelSpace ||
-                 (o.type == "muon" && !distributed && sharding->as_string() == kDpReshardable)),
-            "not supported yet: the distributed optimizer's ", io::short_repr(*sharding),
-            " state in ", where, " (megatron-core writes ", kFullyShardedModelSpace,
-            " unless --no-ckpt-fully-parallel-save)");
+        MT_CHECK(layout == kFullyShardedModelSpace || layout == kFullyReshardable ||
+                     (o.type == "muon" && !distributed && layout == kDpReshardable),
+                 "not supported yet: the distributed optimizer's ", io::short_repr(*sharding),
+                 " state in ", where, " (read: ", kFullyShardedModelSpace, ", ", kFullyReshardable,
+                 ")");
     o.layer_wise = o.type == "muon" && sharding != nullptr;
+    o.fully_reshardable = distributed && layout == kFullyReshardable;
     // The part whose state holds the step: Adam's (Muon counts none).
     const Part* stepped = &parts[0];
     for (const Part& part : parts)

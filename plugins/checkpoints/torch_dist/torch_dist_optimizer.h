@@ -22,6 +22,9 @@ inline constexpr const char* kMomentPrefix = "optimizer.state.";
 // sharded like the parameter (Float16OptimizerWithFloat16Params), beside the moments; common.pt
 // then wraps the torch state: 'optimizer': {'optimizer': {'state', 'param_groups'}}.
 inline constexpr const char* kMasterName = "fp32_param";
+// The distributed optimizer's f32 values in core_v0.19's fully_reshardable layout: the masters,
+// or an f32 run's weights ("optimizer.state.param.<model key>", sharded like the parameter).
+inline constexpr const char* kFullyReshardableParamName = "param";
 
 // The common part: Megatron's param groups (the `torch` format's, see torch_state.h) and the
 // shared step.
@@ -30,7 +33,8 @@ io::PyValue optimizer_common_to_py(const OptimizerCheckpoint& optimizer);
 // The moments as stored tensors, stacked and cut like the model's: optimizer.params[i] holds
 // the moments of model[i] (a whole tensor, or one box of a piece), keyed by `layout` as stack,
 // `chain` ("" or a chained optimizer's "chained_<i>.") in front; `whole` the whole model's
-// tensors when `model` is a chained part's (stack's names).
+// tensors when `model` is a chained part's (stack's names). With optimizer.fully_reshardable
+// the f32 values come first as kFullyReshardableParamName (`model`'s own in an f32 run).
 std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer,
                                             const ShardedTensors& model, const KeyLayout& layout,
                                             const std::string& chain = "",

@@ -426,6 +426,41 @@ TEST(TorchDist, DistributedOptimizerRangesRoundTrip) {
     EXPECT_NE(meta.find("optimizer.state.fp32_param.decoder.final_layernorm.weight"), nullptr);
 }
 
+// core_v0.19's fully_reshardable layout of the distributed optimizer's state (our writer, as
+// --dist-ckpt-optim-fully-reshardable asks): each parameter's moments and f32 values (an f32
+// run's weights) in the model's shape under "optimizer.state.{exp_avg,exp_avg_sq,param}.<key>",
+// the layout named in the content metadata; read back as the moments they are.
+TEST(TorchDist, FullyReshardableDistributedOptimizerRoundTrips) {
+    TorchDistCheckpoint format;
+    CheckpointState state = format.load(fixture("gpt2_tp1"));
+    ASSERT_TRUE(state.optimizer) << state.optimizer_not_loaded;
+    state.args.emplace_back("use_distributed_optimizer", true);
+    state.optimizer->fully_reshardable = true;
+    TempDir dir;
+    format.save(dir.path(), state);
+    const CheckpointState back = format.load(dir.path());
+    ASSERT_TRUE(back.optimizer) << back.optimizer_not_loaded;
+    EXPECT_TRUE(back.optimizer->fully_reshardable);
+    expect_same_moments(back, state);
+    EXPECT_EQ(back.optimizer->lr, state.optimizer->lr);
+    const DcpMetadata meta = read_dcp_metadata(dir / "iter_0000007" / ".metadata");
+    const DcpEntry* w = meta.find("optimizer.state.exp_avg_sq.embedding.word_embeddings.weight");
+    ASSERT_NE(w, nullptr);
+    EXPECT_TRUE(w->flattened_from.empty());
+    EXPECT_EQ(w->size, (Shape{128, 16}));
+    const DcpEntry* param = meta.find("optimizer.state.param.embedding.word_embeddings.weight");
+    ASSERT_NE(param, nullptr);
+    EXPECT_EQ(param->size, (Shape{128, 16}));
+    EXPECT_EQ(meta.find("optimizer.state.fp32_param.embedding.word_embeddings.weight"), nullptr);
+    const Tensor values = DcpTensorReader(dir / "iter_0000007", *param).read_all();
+    for (const auto& [name, t] : state.model)
+        if (name == "embedding.word_embeddings.weight") EXPECT_TRUE(same_bytes(values, t.local));
+    const io::PyValue common = io::load_torch_file(dir / "iter_0000007" / "common.pt");
+    EXPECT_EQ(common["content_metadata"]["distrib_optim_sharding_type"].as_string(),
+              "fully_reshardable");
+    EXPECT_EQ(common["optimizer"]["param_state_sharding_type"].as_string(), "fully_reshardable");
+}
+
 // core_v0.19+ keeps the common state as a ShardedObject inside the DCP files, not in common.pt.
 TEST(TorchDist, ReadsTheCommonStateFromTheDcpFilesAsNewerMegatronKeepsIt) {
     TorchDistCheckpoint format;

@@ -44,8 +44,12 @@ struct CaptureOptions {
     // placed in the whole tensors: mt/checkpoint/reshard.h piece_boxes) from data-parallel rank
     // 0, a tensor replicated over the tensor-parallel group from its rank 0 alone; with the
     // distributed optimizer (Adam), its ranges here on every rank (OptimizerCheckpoint::shards)
-    // and the moments in params left undefined. Not collective.
+    // and the moments in params left undefined. Not collective, but with fully_reshardable.
     bool own_share = false;
+    // With own_share and the distributed optimizer: its state gathered over the data-parallel
+    // group into whole pieces, box for box with the model's, as core_v0.19's fully_reshardable
+    // layout keeps it (--dist-ckpt-optim-fully-reshardable; Megatron gathers it so too).
+    bool fully_reshardable = false;
     // A pipeline stage's copy of a tied weight (the last stage's output_layer.weight) under its
     // own name, with its own optimizer moments, as Megatron's torch files keep it on that stage
     // (otherwise only the original is captured).
