@@ -6,62 +6,23 @@
 // (--use-distributed-optimizer) at two data-parallel ranks. (That Megatron resumes ours:
 // tests/fixtures/muon/check_megatron_resumes_our_muon.sh, run by hand with Megatron.)
 #include <gtest/gtest.h>
-#include <simdjson.h>
 
 #include <filesystem>
-#include <optional>
 
+#include "megatron_run_fixture.h"
 #include "mpiexec_launch.h"
 #include "test_support.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-using mt::test::TempDir;
 
 std::string q(const fs::path& p) {
     return mt::test::shell_quote(p);
 }
 
-struct MuonResume : ::testing::Test {
-    std::optional<fs::path> data;
-    const fs::path root = mt::test::fixtures_dir() / "muon";
-    simdjson::dom::parser parser;
-    simdjson::dom::element expected;
-    TempDir work;
-
-    void SetUp() override {
-        data = mt::test::test_data("megatron_indexed");
-        if (!data) GTEST_SKIP() << "MEGATRON_TEST_DATA not set: no data of Megatron's Muon runs";
-        expected = parser.load((root / "expected.json").string());
-    }
-    // megatron-train with the flags of Megatron's run `key`, saving to `save`.
-    std::string command(const char* key, const fs::path& save) const {
-        std::string command = mt::test::tool_path("megatron-train").string();
-        for (auto word : expected["variants"][key]["flags"].get_array()) {
-            std::string w{std::string_view(word)};
-            for (const auto& [from, to] :
-                 {std::pair<std::string, std::string>{"<data>", data->string()},
-                  {"<cache>", (work / "cache").string()},
-                  {"<save>", save.string()},
-                  {"tests/fixtures", mt::test::fixtures_dir().string()}})
-                if (w.rfind(from, 0) == 0) w = to + w.substr(from.size());
-            command += " " + q(w);
-        }
-        return command;
-    }
-    std::vector<double> run_values(const char* key, const char* field) const {
-        std::vector<double> out;
-        for (auto it : expected["variants"][key]["iterations"].get_array())
-            out.push_back(double(it[field]));
-        return out;
-    }
-    std::vector<double> evaluations(const char* key) const {
-        std::vector<double> out;
-        for (auto e : expected["variants"][key]["evaluations"].get_array())
-            out.push_back(double(e["lm loss"]));
-        return out;
-    }
+struct MuonResume : mt::test::MegatronRunFixture {
+    MuonResume() : MegatronRunFixture("muon") {}
 };
 
 // Iteration 1's checkpoint of Megatron's fp32 run (plain keys) and of its bf16 run with the
@@ -77,25 +38,7 @@ TEST_F(MuonResume, ContinuesMegatronsRuns) {
         const auto r = mt::test::run_command(command(c.key, work / c.key) + " --load " +
                                              q(root / c.key) + " 2>&1");
         ASSERT_EQ(r.exit_code, 0) << c.key << "\n" << r.output;
-        const auto losses = mt::test::logged_values(r.output, "lm loss");
-        const auto norms = mt::test::logged_values(r.output, "grad norm");
-        const auto theirs = run_values(c.key, "lm_loss");
-        const auto their_norms = run_values(c.key, "grad_norm");
-        ASSERT_EQ(losses.size(), 2u) << r.output;
-        ASSERT_EQ(norms.size(), 2u) << r.output;
-        for (size_t i = 0; i < 2; ++i) {
-            EXPECT_NEAR(losses[i], theirs[i + 1], c.tolerance * theirs[i + 1])
-                << c.key << " iteration " << i + 2;
-            EXPECT_NEAR(norms[i], their_norms[i + 1], 2e-3) << c.key << " iteration " << i + 2;
-        }
-        // Evaluations after iterations 2 and 3, then on the validation and test sets.
-        const auto ours = mt::test::logged_values(r.output, "lm loss value");
-        const auto want = evaluations(c.key);
-        ASSERT_EQ(ours.size(), 4u) << r.output;
-        ASSERT_EQ(want.size(), 5u);
-        for (size_t i = 0; i < 4; ++i)
-            EXPECT_NEAR(ours[i], want[i + 1], c.tolerance * want[i + 1])
-                << c.key << " evaluation " << i + 1;
+        expect_continues(c.key, r.output, c.tolerance);
     }
 }
 

@@ -66,34 +66,40 @@ std::vector<BufferPart> buffer_parts(const CheckpointState& state, const std::st
     return parts;
 }
 
-// The part's gradient buffer layout, as the saving run built it.
-parallel::BufferLayout saved_layout(const CheckpointState& state, const BufferPart& part) {
-    parallel::DataParallelConfig config;
-    config.distributed_optimizer = true;
-    config.overlap_grad_reduce = bool_arg(state.args, "overlap_grad_reduce");
-    config.bucket_size = int_arg(state.args, "ddp_bucket_size").value_or(0);
-    std::vector<int64_t> numels;
-    for (size_t i : part.model) numels.push_back(state.model[i].second.local.numel());
-    return parallel::buffer_layout(numels, part.dp, config);
-}
-
 // Megatron keys a gradient buffer's state by (param dtype, grad dtype): grads are f32 here.
 PyValue buffer_dtype_key(DType param_dtype) {
     return PyValue::tuple(
         {io::torch_dtype_global(param_dtype), io::torch_dtype_global(DType::f32)});
 }
 
-// The part's weight dtype (one for all: the distributed optimizer's buffer holds them).
-DType model_dtype(const CheckpointState& state, const BufferPart& part, const std::string& where) {
-    const DType d =
-        part.model.empty() ? DType::f32 : state.model[part.model[0]].second.local.dtype();
-    for (size_t i : part.model) {
-        const auto& [name, t] = state.model[i];
-        MT_CHECK(t.local.dtype() == d, "not supported yet: ", where,
+// The weights' dtype (one for all: the distributed optimizer's buffer holds them).
+DType model_dtype(const NamedTensors& model, const std::string& where) {
+    const DType d = model.empty() ? DType::f32 : model[0].second.dtype();
+    for (const auto& [name, t] : model)
+        MT_CHECK(t.dtype() == d, "not supported yet: ", where,
                  ": the distributed optimizer's state of a model of several dtypes (", name, " is ",
-                 dtype_name(t.local.dtype()), ", others ", dtype_name(d), ")");
-    }
+                 dtype_name(t.dtype()), ", others ", dtype_name(d), ")");
     return d;
+}
+
+// The part's parameters, as local tensors.
+NamedTensors part_model(const CheckpointState& state, const BufferPart& part) {
+    NamedTensors out;
+    for (size_t i : part.model) out.emplace_back(state.model[i].first, state.model[i].second.local);
+    return out;
+}
+
+// The layout the saving run built for `model` (whole or local tensors of one dtype) over `dp`
+// data-parallel ranks.
+parallel::BufferLayout saved_layout(const NamedTensors& model, const CheckpointArgs& args,
+                                    int64_t dp) {
+    parallel::DataParallelConfig config;
+    config.distributed_optimizer = true;
+    config.overlap_grad_reduce = bool_arg(args, "overlap_grad_reduce");
+    config.bucket_size = int_arg(args, "ddp_bucket_size").value_or(0);
+    std::vector<int64_t> numels;
+    for (const auto& entry : model) numels.push_back(entry.second.numel());
+    return parallel::buffer_layout(numels, dp, config);
 }
 
 const Tensor& moment(const OptimizerParamState& p, const char* name) {
@@ -109,9 +115,9 @@ Tensor piece(const Tensor& world, const parallel::BufferLayout& l, size_t k, con
 // get_parameter_state_dp_zero's dict of one optimizer's buffer.
 PyValue buffer_state_to_py(const CheckpointState& state, const BufferPart& part) {
     const OptimizerCheckpoint& o = *state.optimizer;
-    const parallel::BufferLayout l = saved_layout(state, part);
+    const parallel::BufferLayout l = saved_layout(part_model(state, part), state.args, part.dp);
     const int64_t n = l.numel_unpadded();
-    const DType dtype = model_dtype(state, part, kDistribOptimName);
+    const DType dtype = model_dtype(part_model(state, part), kDistribOptimName);
     PyValue tensors = PyValue::dict();
     Tensor world[3];
     const char* keys[] = {"param", kMoments[0], kMoments[1]};
@@ -163,19 +169,34 @@ void buffer_state_from_py(const PyValue& root, CheckpointState& state, const Buf
     // Named rather than a structured binding, which clang 14 (the fuzz build) cannot capture.
     const auto& entry = buffers->dict_ref().items.front();
     const PyValue& dtype_key = entry.first;
-    const PyValue& tensors = entry.second;
-    const DType dtype = model_dtype(state, part, file);
+    const DType dtype = model_dtype(part_model(state, part), file);
     MT_CHECK(io::repr(dtype_key) == io::repr(buffer_dtype_key(dtype)), file,
              ": not supported yet: a gradient buffer of ", io::short_repr(dtype_key), " for ",
              dtype_name(dtype),
-             " weights (the buffer must hold the model's dtype and fp32 "
-             "gradients)");
+             " weights (the buffer must hold the model's dtype and fp32 gradients)");
+    const std::vector<BufferMoments> moments =
+        buffer_moments(entry.second, part_model(state, part), state.args, part.dp, file);
+    for (size_t k = 0; k < part.model.size(); ++k) {
+        OptimizerParamState& p = o.params[part.params[k]];
+        p.exp_avg = moments[k].exp_avg;
+        p.exp_avg_sq = moments[k].exp_avg_sq;
+        if (moments[k].main_param.defined()) p.main_param = moments[k].main_param;
+    }
+}
 
-    const parallel::BufferLayout l = saved_layout(state, part);
+}  // namespace
+
+std::vector<BufferMoments> buffer_moments(const PyValue& tensors, const NamedTensors& model,
+                                          const CheckpointArgs& args, int64_t dp,
+                                          const std::string& file) {
+    const DType dtype = model_dtype(model, file);
+    const parallel::BufferLayout l = saved_layout(model, args, dp);
     const int64_t n = l.numel_unpadded();
+    MT_CHECK(tensors.kind() == PyKind::dict, file, ": the buffer's state is a Python ",
+             io::py_kind_name(tensors.kind()), ", not a dict");
     const PyValue* numel = tensors.find("numel_unpadded");
-    MT_CHECK(numel && numel->as_int() == n, file, ": numel_unpadded is ",
-             numel ? std::to_string(numel->as_int()) : std::string("missing"),
+    MT_CHECK(numel && numel->kind() == PyKind::integer && numel->as_int() == n, file,
+             ": numel_unpadded is ", numel ? io::short_repr(*numel) : std::string("missing"),
              " but the model's parameters take ", n,
              " elements in the gradient buffer (a different model, or bucket settings the args "
              "do not say)");
@@ -189,26 +210,27 @@ void buffer_state_from_py(const PyValue& root, CheckpointState& state, const Buf
     };
     const Tensor param = world("param");
     const Tensor moments[2] = {world(kMoments[0]), world(kMoments[1])};
-    const bool fp32 = !bool_arg(state.args, "fp16") && !bool_arg(state.args, "bf16");
-    for (size_t k = 0; k < part.model.size(); ++k) {
-        const auto& [name, t] = state.model[part.model[k]];
-        const Shape& shape = t.local.shape();
-        if (fp32 && t.local.dtype() == DType::f32) {
+    const bool fp32 = !bool_arg(args, "fp16") && !bool_arg(args, "bf16");
+    std::vector<BufferMoments> out;
+    for (size_t k = 0; k < model.size(); ++k) {
+        const auto& [name, t] = model[k];
+        const Shape& shape = t.shape();
+        if (fp32 && t.dtype() == DType::f32) {
             const Tensor master = piece(param, l, k, shape).contiguous();
-            const Tensor model = t.local.contiguous();
-            MT_CHECK(std::memcmp(master.raw_data(), model.raw_data(),
-                                 size_t(model.numel()) * sizeof(float)) == 0,
+            const Tensor weights = t.contiguous();
+            MT_CHECK(std::memcmp(master.raw_data(), weights.raw_data(),
+                                 size_t(weights.numel()) * sizeof(float)) == 0,
                      file, ": the master weights of ", name,
                      " are not the model's: the file's layout is not the one the args describe");
         }
-        OptimizerParamState& p = o.params[part.params[k]];
-        p.exp_avg = piece(moments[0], l, k, shape);
-        p.exp_avg_sq = piece(moments[1], l, k, shape);
-        if (dtype != DType::f32) p.main_param = piece(param, l, k, shape);
+        BufferMoments m;
+        m.exp_avg = piece(moments[0], l, k, shape);
+        m.exp_avg_sq = piece(moments[1], l, k, shape);
+        if (dtype != DType::f32) m.main_param = piece(param, l, k, shape);
+        out.push_back(std::move(m));
     }
+    return out;
 }
-
-}  // namespace
 
 bool saved_by_distributed_optimizer(const CheckpointArgs& args) {
     return bool_arg(args, "use_distributed_optimizer");

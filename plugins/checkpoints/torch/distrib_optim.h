@@ -18,6 +18,7 @@
 #include <string>
 
 #include "mt/checkpoint.h"
+#include "mt/checkpoint/reshard.h"
 #include "mt/io/py_value.h"
 
 namespace mt::plugins::torch_ckpt {
@@ -38,5 +39,18 @@ io::PyValue parameter_state_to_py(const CheckpointState& state, bool dense_state
 // that is not the saving run's.
 void parameter_state_from_py(const io::PyValue& root, CheckpointState& state,
                              const std::string& file);
+
+// One gradient buffer's state as get_parameter_state_dp_zero gathers it: `tensors`
+// {'param', 'exp_avg', 'exp_avg_sq': f32 [numel_unpadded], 'numel_unpadded'} (of a buffer of the
+// weights' dtype and f32 gradients), for the parameters `model` (Megatron's registration order, one
+// dtype) of a run whose `args` say the bucket settings, sharded over `dp` ranks. Per parameter its
+// moments and, for bf16 / f16 weights, the f32 master; an f32 model's weights must equal 'param'
+// (which catches a layout that is not the saving run's). `file` names the source in errors.
+struct BufferMoments {
+    Tensor exp_avg, exp_avg_sq, main_param;
+};
+std::vector<BufferMoments> buffer_moments(const io::PyValue& tensors, const NamedTensors& model,
+                                          const CheckpointArgs& args, int64_t dp,
+                                          const std::string& file);
 
 }  // namespace mt::plugins::torch_ckpt

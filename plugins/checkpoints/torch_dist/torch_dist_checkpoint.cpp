@@ -20,6 +20,7 @@
 #include "mt/io/atomic_file.h"
 #include "mt/io/torch_file.h"
 #include "mt/parallel/collectives.h"
+#include "torch_dist_buckets.h"
 #include "torch_dist_flattened.h"
 #include "torch_dist_keys.h"
 #include "torch_dist_optimizer.h"
@@ -576,10 +577,15 @@ CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
     for (size_t i = 0; i < state.model.size(); ++i)
         state.model[i].second = ShardedTensor::whole(o.make[i]());
     NamedTensors moments;  // "<moment>.<core name>"
+    bool buckets = false;  // core_v0.19's dp_reshardable layout (torch_dist_buckets.h)
     for (const DcpEntry& e : o.meta.entries) {
         // A chained optimizer's moments: its parts' keys behind "chained_<i>.".
         const std::string fqn = unchained(e.fqn);
         if (e.bytes || !fqn.starts_with(kOptimizerPrefix)) continue;
+        if (fqn.starts_with(kBucketStatePrefix)) {
+            buckets = true;
+            continue;
+        }
         const auto moment = moment_of(fqn);
         if (!moment) {
             if (state.optimizer_not_loaded.empty())
@@ -599,6 +605,18 @@ CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
             moments.emplace_back(kind + "." + name, piece);
     }
     join_parts(moments, iter.string());
+    PyValue& common = o.common;
+    if (buckets && state.optimizer_not_loaded.empty()) {
+        try {
+            NamedTensors model;
+            for (const auto& [name, t] : state.model) model.emplace_back(name, t.local);
+            BucketState b = read_bucket_state(iter, o.meta, model, state.args);
+            for (auto& m : b.moments) moments.push_back(std::move(m));
+            common.dict_ref().set("optimizer", std::move(b.optimizer));
+        } catch (const Error& e) {
+            state.optimizer_not_loaded = e.what();
+        }
+    }
     if (o.has_optimizer) {
         std::set<std::string> with_moments;
         for (const auto& [key, t] : moments)
@@ -612,7 +630,7 @@ CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
     if (o.has_optimizer && state.optimizer_not_loaded.empty()) {
         try {
             state.optimizer =
-                optimizer_from_py(o.common, moments, state.model, state.iteration, iter.string());
+                optimizer_from_py(common, moments, state.model, state.iteration, iter.string());
         } catch (const Error& e) {
             state.optimizer_not_loaded = e.what();
         }

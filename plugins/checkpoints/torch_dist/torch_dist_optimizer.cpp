@@ -168,15 +168,15 @@ OptimizerCheckpoint optimizer_from_py(
                  parts[0].type, " and ", part.type, ")");
     }
     // (Muon's layer-wise distributed optimizer saves whole tensors, as a plain one; so does
-    // core_v0.19's fully_reshardable layout.)
+    // core_v0.19's fully_reshardable layout; its dp_reshardable buckets come here as moments.)
     const std::string layout =
         sharding && sharding->kind() == PyKind::string ? sharding->as_string() : "";
     if (sharding)
         MT_CHECK(layout == kFullyShardedModelSpace || layout == kFullyReshardable ||
-                     (o.type == "muon" && !distributed && layout == kDpReshardable),
+                     layout == kDpReshardable,
                  "not supported yet: the distributed optimizer's ", io::short_repr(*sharding),
                  " state in ", where, " (read: ", kFullyShardedModelSpace, ", ", kFullyReshardable,
-                 ")");
+                 ", ", kDpReshardable, ")");
     o.layer_wise = o.type == "muon" && sharding != nullptr;
     o.fully_reshardable = distributed && layout == kFullyReshardable;
     // The part whose state holds the step: Adam's (Muon counts none).

@@ -17,12 +17,14 @@
 
 #include "dcp_metadata.h"
 #include "dcp_storage.h"
+#include "mt/checkpoint/checkpoint_args.h"
 #include "mt/io/torch_file.h"
 #include "mt/model.h"
 #include "mt/nn/parameter.h"
 #include "mt/registry.h"
 #include "register.h"
 #include "test_support.h"
+#include "torch_dist_buckets.h"
 #include "torch_dist_checkpoint.h"
 #include "torch_dist_test_support.h"
 
@@ -461,6 +463,49 @@ TEST(TorchDist, FullyReshardableDistributedOptimizerRoundTrips) {
     EXPECT_EQ(common["optimizer"]["param_state_sharding_type"].as_string(), "fully_reshardable");
 }
 
+// Megatron core_v0.19's distributed optimizer saved the same run in both of its layouts
+// (tests/fixtures/distopt_v019/make_fixture.py): dp_reshardable, its default (the gradient
+// buffer's buckets, the parameters 64-aligned in them, each data-parallel rank's range a chunk),
+// and fully_reshardable (each parameter's state in its shape). Both read as the same state,
+// masters included; the fp32 run saved from two data-parallel ranks (its buckets cut between
+// them) reads as the one-rank run's to float rounding (its gradients were summed over ranks).
+TEST(TorchDist, ReadsBothOfMegatron019sDistributedOptimizerLayouts) {
+    TorchDistCheckpoint format;
+    const fs::path dir = mt::test::fixtures_dir() / "distopt_v019";
+    for (const std::string run : {"bf16", "fp32"}) {
+        const bool half = run == "bf16";
+        const CheckpointState buckets = format.load(dir / (half ? "dpr_bf16" : "dpr_fp32_dp2"));
+        const CheckpointState per_parameter = format.load(dir / ("fr_" + run));
+        ASSERT_TRUE(buckets.optimizer) << buckets.optimizer_not_loaded;
+        ASSERT_TRUE(per_parameter.optimizer) << per_parameter.optimizer_not_loaded;
+        EXPECT_FALSE(buckets.optimizer->fully_reshardable);
+        EXPECT_TRUE(per_parameter.optimizer->fully_reshardable);
+        ASSERT_EQ(buckets.model.size(), per_parameter.model.size());
+        for (size_t i = 0; i < buckets.model.size(); ++i)
+            EXPECT_TRUE(
+                same_bytes(buckets.model[i].second.local, per_parameter.model[i].second.local))
+                << run << " " << buckets.model[i].first;
+        EXPECT_EQ(buckets.optimizer->step, 1);
+        EXPECT_EQ(buckets.optimizer->lr, per_parameter.optimizer->lr);
+        ASSERT_EQ(buckets.optimizer->params.size(), per_parameter.optimizer->params.size());
+        for (size_t i = 0; i < buckets.optimizer->params.size(); ++i) {
+            const OptimizerParamState& p = buckets.optimizer->params[i];
+            const OptimizerParamState& q = per_parameter.optimizer->params[i];
+            EXPECT_EQ(p.name, q.name);
+            ASSERT_EQ(p.main_param.defined(), half) << run << " " << p.name;
+            if (half) {
+                EXPECT_TRUE(same_bytes(p.exp_avg, q.exp_avg)) << p.name;
+                EXPECT_TRUE(same_bytes(p.exp_avg_sq, q.exp_avg_sq)) << p.name;
+                EXPECT_TRUE(same_bytes(p.main_param, q.main_param)) << p.name;
+            } else {
+                // Adam's first moments are 0.1 g, its second 0.001 g^2.
+                EXPECT_LT(worst_difference(p.exp_avg, q.exp_avg), 1e-7) << p.name;
+                EXPECT_LT(worst_difference(p.exp_avg_sq, q.exp_avg_sq), 1e-9) << p.name;
+            }
+        }
+    }
+}
+
 // core_v0.19+ keeps the common state as a ShardedObject inside the DCP files, not in common.pt.
 TEST(TorchDist, ReadsTheCommonStateFromTheDcpFilesAsNewerMegatronKeepsIt) {
     TorchDistCheckpoint format;
@@ -532,6 +577,41 @@ struct Damaged {
 
 void expect_mentions(const std::string& error, std::initializer_list<const char*> parts) {
     for (const char* p : parts) EXPECT_NE(error.find(p), std::string::npos) << error;
+}
+
+// The bucket layout follows from the parameters and the saving run's bucket settings: other
+// settings than the checkpoint's args (a bucket per parameter) do not fit its buckets, and
+// layouts not read yet are refused by name before anything is read.
+TEST(TorchDist, BucketStateThatDoesNotFitIsAnError) {
+    const fs::path iter =
+        mt::test::fixtures_dir() / "distopt_v019" / "dpr_fp32_dp2" / "iter_0000001";
+    const DcpMetadata meta = read_dcp_metadata(iter / ".metadata");
+    TorchDistCheckpoint format;
+    const CheckpointState state = format.load(iter.parent_path());
+    NamedTensors model;
+    for (const auto& [name, t] : state.model) model.emplace_back(name, t.local);
+    CheckpointArgs args = state.args;
+    set_arg(args, "overlap_grad_reduce", true);
+    set_arg(args, "ddp_bucket_size", int64_t(1));
+    try {
+        read_bucket_state(iter, meta, model, args);
+        ADD_FAILURE() << "read bucket state of another layout";
+    } catch (const Error& e) {
+        expect_mentions(e.what(), {"numel_unpadded is", "elements in the gradient buffer"});
+    }
+    DcpMetadata tensor_parallel;
+    DcpEntry e;
+    e.fqn =
+        "optimizer.distributed.dp_group_idx_1.gbuf_idx_0.dtype_(torch.float32, "
+        "torch.float32).bucket_idx_0.param";
+    e.size = {64};
+    tensor_parallel.entries.push_back(e);
+    try {
+        read_bucket_state(iter, tensor_parallel, model, state.args);
+        ADD_FAILURE() << "read a second model-parallel rank's buckets";
+    } catch (const Error& e) {
+        expect_mentions(e.what(), {"not supported yet", "dp_group_idx_1", "tensor- or pipeline"});
+    }
 }
 
 TEST(TorchDist, TruncatedOrCorruptFilesAreErrorsNamingThePath) {

@@ -1,0 +1,44 @@
+// core_v0.19's default layout of the distributed optimizer's state in torch_dist, dp_reshardable
+// (megatron/core/optimizer/distrib_optimizer.py sharded_param_state_dp_reshardable): the
+// gradient buffers' state bucket by bucket, each a flat f32 tensor
+//   optimizer.distributed.dp_group_idx_<g>.gbuf_idx_<b>.dtype_(torch.<param>, torch.<grad>).
+//       bucket_idx_<k>.<param|exp_avg|exp_avg_sq>
+// of the bucket's unpadded size, the parameters in it as the buffer places them
+// (mt/parallel/buffer_layout.h: the padding between parameters kept, the bucket's end padding
+// cut), each data-parallel rank's range a chunk; "param" holds the f32 values (an f32 run's
+// weights). Beside them ShardedObjects ".optimizer" (DistributedOptimizer.state_dict(): the param
+// groups, each with the step), ".per_bucket_numel" and ".per_bucket_numel_unpadded". g numbers
+// the model-parallel ranks (tensor x pipeline), b a model chunk's buffer; common.pt's
+// 'optimizer' keeps only {'param_state_sharding_type': 'dp_reshardable'}.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "dcp_metadata.h"
+#include "mt/checkpoint.h"
+#include "mt/checkpoint/reshard.h"
+#include "mt/io/py_value.h"
+
+namespace mt::plugins::torch_dist {
+
+inline constexpr const char* kBucketStatePrefix = "optimizer.distributed.";
+
+struct BucketState {
+    // DistributedOptimizer.state_dict() with the layout's name, where the other layouts keep
+    // common.pt's 'optimizer': {'optimizer': {'param_groups'}, 'param_state_sharding_type'}.
+    io::PyValue optimizer;
+    // "<exp_avg|exp_avg_sq|fp32_param>.<core name>" per parameter, whole (masters only of
+    // bf16 / f16 weights), as the other layouts' moments are read.
+    NamedTensors moments;
+};
+
+// The state of the checkpoint in `iter` (its index `meta`) for `model` (its tensors whole, in
+// Megatron's order, buffers included) of a run with `args`. Layouts not read yet (several
+// model-parallel ranks or model chunks, MoE experts' buffers) are mt::Errors saying "not
+// supported yet: ..."; a bucket whose size or values do not match the model's layout is an
+// mt::Error naming the key.
+BucketState read_bucket_state(const std::filesystem::path& iter, const DcpMetadata& meta,
+                              const NamedTensors& model, const CheckpointArgs& args);
+
+}  // namespace mt::plugins::torch_dist
