@@ -31,8 +31,10 @@ int64_t BufferLayout::unpadded_offset(size_t i) const {
 }
 
 BufferLayout buffer_layout(const std::vector<int64_t>& numels, int64_t dp_size,
-                           const DataParallelConfig& config) {
+                           const DataParallelConfig& config, const std::vector<bool>& own_bucket) {
     MT_CHECK(dp_size > 0, "BufferLayout: data-parallel size ", dp_size);
+    MT_CHECK(own_bucket.empty() || own_bucket.size() == numels.size(), "BufferLayout: ",
+             own_bucket.size(), " own-bucket flags for ", numels.size(), " parameters");
     int64_t bucket_size = config.bucket_size;
     if (bucket_size <= 0 && config.overlap_grad_reduce)
         bucket_size = std::max<int64_t>(40000000, 1000000 * dp_size);
@@ -59,11 +61,20 @@ BufferLayout buffer_layout(const std::vector<int64_t>& numels, int64_t dp_size,
             open = true;
         }
         offset = round_up(offset, param_align);
+        // (Megatron closes the bucket before at the aligned start: its padding stays in.)
+        const bool own = config.distributed_optimizer && !own_bucket.empty() && own_bucket[k];
+        if (own && !l.buckets.back().params.empty()) {
+            close_bucket();
+            l.buckets.emplace_back();
+            l.buckets.back().begin = offset;
+            open = true;
+        }
         l.offsets[k] = offset;
         l.bucket_of[k] = l.buckets.size() - 1;
         l.buckets.back().params.push_back(k);
         offset += numels[k];
-        if (bucket_size > 0 && offset - l.buckets.back().begin >= bucket_size) close_bucket();
+        if (own || (bucket_size > 0 && offset - l.buckets.back().begin >= bucket_size))
+            close_bucket();
     }
     if (open) close_bucket();
     l.numel = offset;

@@ -89,17 +89,25 @@ NamedTensors part_model(const CheckpointState& state, const BufferPart& part) {
     return out;
 }
 
-// The layout the saving run built for `model` (whole or local tensors of one dtype) over `dp`
-// data-parallel ranks.
+// The layout the saving run built for `model` (whole or local tensors of one dtype, a pipeline
+// stage's) over `dp` data-parallel ranks. With several stages tying the word embeddings to the
+// output layer, the first stage's embeddings and the last stage's copy take buckets of their own.
 parallel::BufferLayout saved_layout(const NamedTensors& model, const CheckpointArgs& args,
                                     int64_t dp) {
     parallel::DataParallelConfig config;
     config.distributed_optimizer = true;
     config.overlap_grad_reduce = bool_arg(args, "overlap_grad_reduce");
     config.bucket_size = int_arg(args, "ddp_bucket_size").value_or(0);
+    const bool shared = int_arg(args, "pipeline_model_parallel_size").value_or(1) > 1 &&
+                        !bool_arg(args, "untie_embeddings_and_output_weights");
     std::vector<int64_t> numels;
-    for (const auto& entry : model) numels.push_back(entry.second.numel());
-    return parallel::buffer_layout(numels, dp, config);
+    std::vector<bool> own_bucket;
+    for (const auto& [name, t] : model) {
+        numels.push_back(t.numel());
+        own_bucket.push_back(shared && (name == "embedding.word_embeddings.weight" ||
+                                        name == "output_layer.weight"));
+    }
+    return parallel::buffer_layout(numels, dp, config, own_bucket);
 }
 
 const Tensor& moment(const OptimizerParamState& p, const char* name) {
@@ -222,6 +230,15 @@ std::vector<BufferMoments> buffer_moments(const PyValue& tensors, const NamedTen
                                  size_t(weights.numel()) * sizeof(float)) == 0,
                      file, ": the master weights of ", name,
                      " are not the model's: the file's layout is not the one the args describe");
+        }
+        if (dtype == DType::bf16 || dtype == DType::f16) {
+            // The weights are the masters rounded (Megatron copies them after each step).
+            const Tensor rounded = cast_float(piece(param, l, k, shape), dtype);
+            const Tensor weights = t.contiguous();
+            MT_CHECK(
+                std::memcmp(rounded.raw_data(), weights.raw_data(), size_t(weights.nbytes())) == 0,
+                file, ": the master weights of ", name, " do not round to the model's ",
+                dtype_name(dtype), " weights: the file's layout is not the one the args describe");
         }
         BufferMoments m;
         m.exp_avg = piece(moments[0], l, k, shape);

@@ -44,8 +44,9 @@ void parameter_state_from_py(const io::PyValue& root, CheckpointState& state,
 // {'param', 'exp_avg', 'exp_avg_sq': f32 [numel_unpadded], 'numel_unpadded'} (of a buffer of the
 // weights' dtype and f32 gradients), for the parameters `model` (Megatron's registration order, one
 // dtype) of a run whose `args` say the bucket settings, sharded over `dp` ranks. Per parameter its
-// moments and, for bf16 / f16 weights, the f32 master; an f32 model's weights must equal 'param'
-// (which catches a layout that is not the saving run's). `file` names the source in errors.
+// moments and, for bf16 / f16 weights, the f32 master; an f32 model's weights must equal 'param',
+// a half one's be it rounded (which catches a layout that is not the saving run's). `file` names
+// the source in errors.
 struct BufferMoments {
     Tensor exp_avg, exp_avg_sq, main_param;
 };

@@ -1,14 +1,19 @@
 #include "torch_dist_buckets.h"
 
+#include <algorithm>
+#include <array>
 #include <cctype>
 #include <map>
 #include <optional>
+#include <tuple>
 
 #include "dcp_storage.h"
 #include "distrib_optim.h"
 #include "mt/checkpoint/checkpoint_args.h"
+#include "mt/checkpoint/reshard.h"
 #include "mt/error.h"
 #include "mt/model.h"
+#include "mt/parallel/pipeline_layers.h"
 #include "torch_dist_flattened.h"
 #include "torch_dist_optimizer.h"
 
@@ -62,12 +67,13 @@ std::optional<BucketKey> bucket_key(const std::string& rest) {
     return k;
 }
 
-// The ShardedObject "<prefix>dp_group_idx_0.<name>" (stored as ".../shard_0_1"), or null.
-const DcpEntry* group_object(const DcpMetadata& meta, const std::string& name) {
+// The ShardedObject "<chain><prefix>dp_group_idx_0.<name>" (stored as ".../shard_0_1"), or
+// null; `chain`: "" or a chained optimizer's "chained_<i>.".
+const DcpEntry* group_object(const DcpMetadata& meta, const std::string& chain,
+                             const std::string& name) {
+    const std::string key = chain + kBucketStatePrefix + "dp_group_idx_0." + name + "/";
     for (const DcpEntry& e : meta.entries)
-        if (e.bytes &&
-            e.fqn.starts_with(std::string(kBucketStatePrefix) + "dp_group_idx_0." + name + "/"))
-            return &e;
+        if (e.bytes && e.fqn.starts_with(key)) return &e;
     return nullptr;
 }
 
@@ -79,50 +85,13 @@ PyValue object_value(const fs::path& iter, const DcpEntry& e) {
     return list.items()[0];
 }
 
-}  // namespace
+// A buffer's buckets: bucket index -> state kind -> entry.
+using Buckets = std::map<int64_t, std::map<std::string, const DcpEntry*>>;
 
-BucketState read_bucket_state(const fs::path& iter, const DcpMetadata& meta,
-                              const NamedTensors& model, const CheckpointArgs& args) {
+// The buckets one after another, each without its end padding: the buffer's state as
+// get_parameter_state_dp_zero gathers it ({'param', 'exp_avg', 'exp_avg_sq', 'numel_unpadded'}).
+PyValue buffer_state(const fs::path& iter, const Buckets& buckets) {
     const std::string where = iter.string();
-    // (gbuf, dtype) -> bucket -> kind -> entry.
-    std::map<std::pair<int64_t, std::string>,
-             std::map<int64_t, std::map<std::string, const DcpEntry*>>>
-        buffers;
-    for (const DcpEntry& e : meta.entries) {
-        if (e.bytes || !e.fqn.starts_with(kBucketStatePrefix)) continue;
-        const auto k = bucket_key(e.fqn.substr(std::char_traits<char>::length(kBucketStatePrefix)));
-        MT_CHECK(k, "not supported yet: distributed-optimizer state ", e.fqn.substr(0, 200), " in ",
-                 where);
-        MT_CHECK(k->group == 0, "not supported yet: core_v0.19's ", kDpReshardable,
-                 " distributed-optimizer state of several tensor- or pipeline-parallel ranks (",
-                 e.fqn.substr(0, 200), ") in ", where,
-                 "; Megatron core_v0.19 saves a layout read here with "
-                 "--dist-ckpt-optim-fully-reshardable");
-        buffers[{k->gbuf, k->dtype}][k->bucket][k->kind] = &e;
-    }
-    MT_CHECK(buffers.size() == 1 && buffers.begin()->first.first == 0,
-             "not supported yet: core_v0.19's ", kDpReshardable, " distributed-optimizer state of ",
-             buffers.size(),
-             " gradient buffers (model chunks, several dtypes or MoE experts' buffers) in ", where);
-    NamedTensors params;  // the buffer's parameters, in Megatron's order
-    for (const auto& [name, t] : model) {
-        if (megatron_buffer(name)) continue;  // no optimizer state
-        MT_CHECK(!megatron_expert_parameter(name), "not supported yet: core_v0.19's ",
-                 kDpReshardable, " distributed-optimizer state of MoE experts (", name, ") in ",
-                 where);
-        params.emplace_back(name, t);
-    }
-    MT_CHECK(!params.empty(), where, ": distributed-optimizer state but no parameters");
-    const auto& [gbuf, buckets] = *buffers.begin();
-    // Megatron keys a buffer by (param dtype, grad dtype); grads are f32 here.
-    const std::string dtype =
-        str("(torch.", io::torch_dtype_global(params[0].second.dtype()).object_ref().name,
-            ", torch.float32)");
-    MT_CHECK(gbuf.second == dtype, "not supported yet: core_v0.19's ", kDpReshardable,
-             " state of a gradient buffer of ", gbuf.second.substr(0, 100), " in ", where, " for ",
-             dtype_name(params[0].second.dtype()), " weights (read: ", dtype, ")");
-    // The buckets one after another, each without its end padding, are the buffer's state as
-    // get_parameter_state_dp_zero gathers it.
     PyValue tensors = PyValue::dict();
     int64_t numel = 0;
     for (const char* kind : kKinds) {
@@ -151,26 +120,376 @@ BucketState read_bucket_state(const fs::path& iter, const DcpMetadata& meta,
         tensors.dict_ref().set(kind, PyValue::tensor(world));
     }
     tensors.dict_ref().set("numel_unpadded", PyValue::integer(numel));
+    return tensors;
+}
+
+// A tensor-parallel rank's piece of a parameter: the ranges [first, second) of dimension `dim`
+// of the whole tensor it holds, one after another (Megatron's sharded state dict's boxes of the
+// rank; SwiGLU's fc1: its gate rows, then its up rows).
+struct RankPiece {
+    int64_t dim = 0;
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+};
+
+// Each model tensor's stored boxes (the DCP chunks, in the tensor's own coordinates), by core
+// name: the boxes Megatron's ranks saved, which a tensor-parallel split cuts along one dimension.
+std::map<std::string, std::vector<ShardBox>> stored_boxes(const DcpMetadata& meta) {
+    std::map<std::string, std::vector<ShardBox>> out;
+    for (const DcpEntry& e : meta.entries) {
+        if (e.bytes || unchained(e.fqn).starts_with("optimizer.")) continue;
+        for (const StackedPiece& piece : stacked_pieces(e.fqn, e.size)) {
+            const size_t lead = piece.leading.size();
+            std::vector<ShardBox>& boxes = out[piece.name];
+            for (const DcpChunk& c : e.chunks) {
+                bool mine = c.offsets.size() == e.size.size();
+                for (size_t d = 0; mine && d < lead; ++d)
+                    mine = c.offsets[d] == piece.leading[d] && c.sizes[d] == 1;
+                if (mine)
+                    boxes.push_back(
+                        {Shape(c.offsets.begin() + std::ptrdiff_t(lead), c.offsets.end()),
+                         Shape(c.sizes.begin() + std::ptrdiff_t(lead), c.sizes.end())});
+            }
+        }
+    }
+    return out;
+}
+
+// Rank `rank`'s piece of `name` (whole shape `shape`) among `tp` ranks from its stored boxes:
+// one box covering the tensor is replicated; otherwise the boxes cut one dimension, n of them in
+// its order being n / tp per rank, rank r holding the r-th, (r + tp)-th, ...
+RankPiece rank_piece(const std::string& name, const Shape& shape,
+                     const std::vector<ShardBox>& boxes, int64_t tp, int64_t rank,
+                     const std::string& where) {
+    MT_CHECK(!boxes.empty(), where, ": no stored chunk of ", name);
+    if (boxes.size() == 1 && boxes[0].size == shape)
+        return {0, {{0, shape.empty() ? 1 : shape[0]}}};
+    int64_t dim = -1;
+    for (const ShardBox& b : boxes)
+        for (size_t d = 0; d < shape.size(); ++d)
+            if (b.size[d] != shape[d]) {
+                MT_CHECK(dim < 0 || dim == int64_t(d), "not supported yet: ", name, " in ", where,
+                         " is stored in boxes cut along several dimensions");
+                dim = int64_t(d);
+            }
+    MT_CHECK(dim >= 0 && int64_t(boxes.size()) % tp == 0, "not supported yet: ", name, " in ",
+             where, " is stored in ", boxes.size(), " chunks, not a split among ", tp,
+             " tensor-parallel ranks");
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    for (const ShardBox& b : boxes) ranges.emplace_back(b.offset[size_t(dim)], b.size[size_t(dim)]);
+    std::sort(ranges.begin(), ranges.end());
+    RankPiece piece{dim, {}};
+    for (size_t k = size_t(rank); k < ranges.size(); k += size_t(tp))
+        piece.ranges.emplace_back(ranges[k].first, ranges[k].first + ranges[k].second);
+    return piece;
+}
+
+// The piece's values from the whole tensor: its ranges one after another.
+Tensor cut(const Tensor& whole, const RankPiece& piece) {
+    Shape shape = whole.shape();
+    int64_t n = 0;
+    for (const auto& [begin, end] : piece.ranges) n += end - begin;
+    if (!shape.empty()) shape[size_t(piece.dim)] = n;
+    Tensor out = Tensor::empty(shape, whole.dtype());
+    int64_t at = 0;
+    for (const auto& [begin, end] : piece.ranges) {
+        out.slice(piece.dim, at, at + end - begin).copy_from(whole.slice(piece.dim, begin, end));
+        at += end - begin;
+    }
+    return out;
+}
+
+// The inverse: the piece's values `values` placed into `whole`.
+void place(Tensor& whole, const RankPiece& piece, const Tensor& values) {
+    int64_t at = 0;
+    for (const auto& [begin, end] : piece.ranges) {
+        whole.slice(piece.dim, begin, end).copy_from(values.slice(piece.dim, at, at + end - begin));
+        at += end - begin;
+    }
+}
+
+// The pipeline stage of `split` whose buffer holds the parameter `name`: a decoder layer's by
+// its index, the embeddings the first's, the final norm and the output layer the last's; -1 for
+// other names.
+int stage_of(const std::string& name, const parallel::PipelineSplit& split) {
+    constexpr std::string_view kLayers = "decoder.layers.";
+    if (name.starts_with(kLayers)) {
+        const size_t end = name.find('.', kLayers.size());
+        const int64_t layer = std::stoll(name.substr(kLayers.size(), end - kLayers.size()));
+        for (int stage = 0; stage < split.stages; ++stage) {
+            const parallel::StageLayers l = parallel::pipeline_stage_layers(split, stage);
+            if (layer >= l.first && layer < l.first + l.count) return stage;
+        }
+        return -1;
+    }
+    if (name.starts_with("embedding.")) return 0;
+    if (name.starts_with("decoder.final_layernorm.") || name.starts_with("output_layer."))
+        return split.stages - 1;
+    return -1;
+}
+
+// The chained optimizer a key belongs to ("chained_<i>." in front: i; none: 0) and the key
+// without it.
+std::pair<int64_t, std::string> chain_of(const std::string& fqn) {
+    const std::string rest = unchained(fqn);
+    if (rest.size() == fqn.size()) return {0, fqn};
+    return {std::stoll(fqn.substr(8, fqn.size() - rest.size() - 9)), rest};
+}
+
+// The expert index of a SequentialMLP expert's tensor ("...mlp.experts.local_experts.<e>...."),
+// or -1.
+int64_t expert_of(const std::string& name) {
+    constexpr std::string_view kLocal = ".mlp.experts.local_experts.";
+    const size_t at = name.find(kLocal);
+    if (at == std::string::npos) return -1;
+    return std::stoll(name.substr(at + kLocal.size()));
+}
+
+// Where a layer's tensor comes among the layer's parameters as Megatron's modules register them
+// (TransformerLayer: input_layernorm, self_attention: linear_proj, linear_qkv, q/k_layernorm,
+// pre_mlp_layernorm, mlp: linear_fc1, linear_fc2 or router, experts, shared_experts), for the
+// local spec (the norms apart, stored under Transformer Engine's names) or Transformer Engine's
+// (a norm inside the linear after it); -1 for a tensor not placed here.
+int layer_slot(const std::string& rest, bool local) {
+    // (pattern, slot under the local spec, slot under Transformer Engine's)
+    static const std::tuple<const char*, int, int> kSlots[] = {
+        {"input_layernorm.", 0, 0},
+        {"self_attention.linear_qkv.layer_norm_", 1, 3},
+        {"self_attention.linear_proj.", 2, 2},
+        {"self_attention.linear_qkv.", 3, 4},
+        {"self_attention.q_layernorm.", 4, 5},
+        {"self_attention.k_layernorm.", 5, 6},
+        {"pre_mlp_layernorm.", 6, 7},
+        {"mlp.linear_fc1.layer_norm_", 7, 11},
+        {"mlp.router.", 8, 8},
+        {"mlp.experts.", 9, 9},
+        {"mlp.shared_experts.", 10, 10},
+        {"mlp.linear_fc1.", 11, 12},
+        {"mlp.linear_fc2.", 12, 13},
+    };
+    for (const auto& [pattern, local_slot, te_slot] : kSlots)
+        if (rest.starts_with(pattern)) return local ? local_slot : te_slot;
+    return -1;
+}
+
+// Megatron's registration order of `params` (whose stored order a multi-rank save scrambles):
+// the embeddings, the decoder layers (each as layer_slot places its tensors; SequentialMLP's
+// experts each with its tensors together, --moe-grouped-gemm's per linear), the final norm, the
+// output layer; weights before biases. A tensor it cannot place is an mt::Error naming it.
+void registration_order(NamedTensors& params, const CheckpointArgs& args,
+                        const std::string& where) {
+    const ArgValue* impl = find_arg(args, "transformer_impl");
+    const std::string* impl_name = impl ? std::get_if<std::string>(impl) : nullptr;
+    const bool local = impl_name && *impl_name == "local";
+    const bool grouped = bool_arg(args, "moe_grouped_gemm");
+    using Key = std::array<int64_t, 6>;
+    auto key_of = [&](const std::string& name) {
+        const int64_t bias = name.ends_with("bias") ? 1 : 0;
+        if (name == "embedding.word_embeddings.weight") return Key{0, 0, 0, 0, 0, 0};
+        if (name == "embedding.position_embeddings.weight") return Key{0, 1, 0, 0, 0, 0};
+        if (name.starts_with("decoder.final_layernorm.")) return Key{2, 0, 0, 0, 0, bias};
+        if (name.starts_with("output_layer.")) return Key{3, 0, 0, 0, 0, bias};
+        constexpr std::string_view kLayers = "decoder.layers.";
+        if (name.starts_with(kLayers)) {
+            const size_t dot = name.find('.', kLayers.size());
+            const std::string rest = dot == std::string::npos ? "" : name.substr(dot + 1);
+            const int slot = layer_slot(rest, local);
+            if (slot >= 0) {
+                const int64_t layer = std::stoll(name.substr(kLayers.size()));
+                const int64_t e = expert_of(name), fc2 = rest.find("linear_fc2") != rest.npos;
+                if (e >= 0)
+                    return grouped ? Key{1, layer, slot, fc2, e, bias}
+                                   : Key{1, layer, slot, e, fc2, bias};
+                return Key{1, layer, slot, 0, 0, bias};
+            }
+        }
+        MT_FAIL("not supported yet: core_v0.19's ", kDpReshardable,
+                " distributed-optimizer state of ", name, " in ", where,
+                " (its place among Megatron's parameters)");
+    };
+    std::vector<std::pair<Key, size_t>> keys;
+    for (size_t i = 0; i < params.size(); ++i) keys.emplace_back(key_of(params[i].first), i);
+    std::stable_sort(keys.begin(), keys.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    NamedTensors ordered;
+    for (const auto& [key, i] : keys) ordered.push_back(std::move(params[i]));
+    params = std::move(ordered);
+}
+
+}  // namespace
+
+BucketState read_bucket_state(const fs::path& iter, const DcpMetadata& meta,
+                              const NamedTensors& model, const CheckpointArgs& args) {
+    const std::string where = iter.string();
+    const int64_t tp = int_arg(args, "tensor_model_parallel_size").value_or(1);
+    const int64_t pp = int_arg(args, "pipeline_model_parallel_size").value_or(1);
+    const int64_t ep = int_arg(args, "expert_model_parallel_size").value_or(1);
+    const int64_t etp = int_arg(args, "expert_tensor_parallel_size").value_or(tp);
+    const int64_t cp = int_arg(args, "context_parallel_size").value_or(1);
     const int64_t dp = int_arg(args, "data_parallel_size").value_or(1);
-    const std::vector<torch_ckpt::BufferMoments> moments =
-        torch_ckpt::buffer_moments(tensors, params, args, dp, where);
+    // Chained optimizer -> its rank in the model-parallel group it shards for -> (gbuf, dtype)
+    // -> its buckets.
+    std::map<int64_t, std::map<int64_t, std::map<std::pair<int64_t, std::string>, Buckets>>> chains;
+    for (const DcpEntry& e : meta.entries) {
+        if (e.bytes) continue;
+        const auto [chain, fqn] = chain_of(e.fqn);
+        if (!fqn.starts_with(kBucketStatePrefix)) continue;
+        const auto k = bucket_key(fqn.substr(std::char_traits<char>::length(kBucketStatePrefix)));
+        MT_CHECK(k && k->group >= 0 && chain >= 0 && chain < 2,
+                 "not supported yet: distributed-optimizer state ", e.fqn.substr(0, 200), " in ",
+                 where);
+        chains[chain][k->group][{k->gbuf, k->dtype}][k->bucket][k->kind] = &e;
+    }
+    // One optimizer, or (experts apart: expert parallelism, or their own tensor parallelism)
+    // the dense parameters' and the experts', chained.
+    const bool chained = chains.size() > 1;
+    MT_CHECK(!chained || (chains.count(0) && chains.count(1)), where, ": ", kDpReshardable,
+             " state of a chained optimizer without its dense or its experts' part");
+    const parallel::PipelineSplit split = pipeline_split_of(args, pp);
+    MT_CHECK(split.virtual_stages == 1, "not supported yet: core_v0.19's ", kDpReshardable,
+             " distributed-optimizer state of virtual pipeline stages in ", where);
+    // Several stages tying the word embeddings to the output layer: the last keeps a copy, with
+    // state of its own in its buffer (the same as the first stage's), not in the model.
+    const bool stage_copy = pp > 1 && !bool_arg(args, "untie_embeddings_and_output_weights");
+    NamedTensors params;  // the buffers' parameters, in Megatron's order
+    int64_t experts = 0;
+    for (const auto& [name, t] : model) {
+        if (megatron_buffer(name)) continue;  // no optimizer state
+        MT_CHECK(pp == 1 || stage_of(name, split) >= 0, "not supported yet: core_v0.19's ",
+                 kDpReshardable, " distributed-optimizer state of ", name, " in ", where,
+                 " (which pipeline stage holds it)");
+        MT_CHECK(!megatron_expert_parameter(name) || expert_of(name) >= 0,
+                 "not supported yet: core_v0.19's ", kDpReshardable,
+                 " distributed-optimizer state of ", name, " in ", where);
+        experts = std::max(experts, expert_of(name) + 1);
+        params.emplace_back(name, t);
+    }
+    MT_CHECK(!params.empty(), where, ": distributed-optimizer state but no parameters");
+    MT_CHECK(experts % ep == 0, where, ": ", experts, " experts over ", ep,
+             " expert-parallel ranks");
+    registration_order(params, args, where);
+    // Megatron keys a buffer by (param dtype, grad dtype); grads are f32 here.
+    const std::string dtype =
+        str("(torch.", io::torch_dtype_global(params[0].second.dtype()).object_ref().name,
+            ", torch.float32)");
+    const std::map<std::string, std::vector<ShardBox>> boxes = stored_boxes(meta);
+    struct Whole {
+        Tensor exp_avg, exp_avg_sq, main_param;
+    };
+    std::vector<Whole> whole(params.size());
+    for (const auto& [chain, groups] : chains) {
+        const bool expert_part = chained && chain == 1;
+        // The ranks a part's state is cut for: (tensor, pipeline) for the dense parameters,
+        // (expert tensor, expert, pipeline) for the experts, each sharded over the rest.
+        const int64_t part_tp = expert_part ? etp : tp;
+        const int64_t part_ep = expert_part ? ep : 1;
+        const int64_t ranks = part_tp * part_ep * pp;
+        const int64_t part_dp = expert_part ? tp * cp * dp / (ep * etp) : dp * cp;
+        MT_CHECK(groups.rbegin()->first < ranks, "not supported yet: core_v0.19's ", kDpReshardable,
+                 " distributed-optimizer state of dp_group_idx_", groups.rbegin()->first, " in ",
+                 where, ": the args say ", part_tp,
+                 expert_part ? " expert-tensor-parallel x " : " tensor-parallel x ",
+                 expert_part ? str(part_ep, " expert-parallel x ") : "", pp,
+                 " pipeline-parallel ranks");
+        MT_CHECK(int64_t(groups.size()) == ranks && groups.rbegin()->first == ranks - 1, where,
+                 ": ", kDpReshardable, " distributed-optimizer state of ", groups.size(),
+                 " model-parallel ranks", chained ? str(" (chained part ", chain, ")") : "",
+                 ", the args say ", ranks);
+        for (const auto& [rank, buffers] : groups) {
+            MT_CHECK(buffers.size() == 1 && buffers.begin()->first.first == 0,
+                     "not supported yet: core_v0.19's ", kDpReshardable,
+                     " distributed-optimizer state of ", buffers.size(),
+                     " gradient buffers (model chunks or several dtypes) in ", where);
+            const auto& [gbuf, buckets] = *buffers.begin();
+            MT_CHECK(gbuf.second == dtype, "not supported yet: core_v0.19's ", kDpReshardable,
+                     " state of a gradient buffer of ", gbuf.second.substr(0, 100), " in ", where,
+                     " for ", dtype_name(params[0].second.dtype()), " weights (read: ", dtype, ")");
+            const int64_t tp_rank = rank % part_tp, ep_rank = rank / part_tp % part_ep,
+                          stage = rank / (part_tp * part_ep);
+            const int64_t local_experts = experts / ep;
+            // Whether the part's rank holds params[k].
+            auto holds = [&](size_t k) {
+                const std::string& name = params[k].first;
+                if (pp > 1 && stage_of(name, split) != stage) return false;
+                const int64_t e = expert_of(name);
+                if (!chained) return true;
+                if (!expert_part) return e < 0;
+                return e >= ep_rank * local_experts && e < (ep_rank + 1) * local_experts;
+            };
+            std::vector<size_t> held;
+            std::vector<RankPiece> pieces;
+            NamedTensors local;
+            auto hold = [&](size_t k, const std::string& name) {
+                const auto found = boxes.find(params[k].first);
+                MT_CHECK(found != boxes.end(), "not supported yet: core_v0.19's ", kDpReshardable,
+                         " distributed-optimizer state of ", params[k].first, " in ", where,
+                         " (not stored under its own name)");
+                pieces.push_back(rank_piece(params[k].first, params[k].second.shape(),
+                                            found->second, part_tp, tp_rank, where));
+                local.emplace_back(name, cut(params[k].second, pieces.back()));
+            };
+            for (size_t k = 0; k < params.size(); ++k)
+                if (holds(k)) {
+                    held.push_back(k);
+                    hold(k, params[k].first);
+                }
+            if (stage_copy && !expert_part && stage == pp - 1) {
+                size_t embedding = params.size();
+                for (size_t k = 0; k < params.size(); ++k)
+                    if (params[k].first == "embedding.word_embeddings.weight") embedding = k;
+                MT_CHECK(embedding < params.size(), where, ": tied embeddings but no ",
+                         "embedding.word_embeddings.weight");
+                hold(embedding, "output_layer.weight");  // its moments are the embeddings' again
+            }
+            const std::vector<torch_ckpt::BufferMoments> moments = torch_ckpt::buffer_moments(
+                buffer_state(iter, buckets), local, args, part_dp,
+                str(where, " (", chained ? str("chained part ", chain, ", ") : "",
+                    "model-parallel rank ", rank, ")"));
+            for (size_t j = 0; j < held.size(); ++j) {
+                Whole& w = whole[held[j]];
+                const Shape& shape = params[held[j]].second.shape();
+                if (!w.exp_avg.defined()) {
+                    w.exp_avg = Tensor::zeros(shape, DType::f32);
+                    w.exp_avg_sq = Tensor::zeros(shape, DType::f32);
+                    if (moments[j].main_param.defined())
+                        w.main_param = Tensor::zeros(shape, DType::f32);
+                }
+                place(w.exp_avg, pieces[j], moments[j].exp_avg);
+                place(w.exp_avg_sq, pieces[j], moments[j].exp_avg_sq);
+                if (w.main_param.defined()) place(w.main_param, pieces[j], moments[j].main_param);
+            }
+        }
+    }
     BucketState out;
     for (size_t k = 0; k < params.size(); ++k) {
         const std::string& name = params[k].first;
-        out.moments.emplace_back("exp_avg." + name, moments[k].exp_avg);
-        out.moments.emplace_back("exp_avg_sq." + name, moments[k].exp_avg_sq);
-        if (moments[k].main_param.defined())
-            out.moments.emplace_back(std::string(kMasterName) + "." + name, moments[k].main_param);
+        MT_CHECK(whole[k].exp_avg.defined(), where, ": no ", kDpReshardable,
+                 " distributed-optimizer state holds ", name);
+        out.moments.emplace_back("exp_avg." + name, whole[k].exp_avg);
+        out.moments.emplace_back("exp_avg_sq." + name, whole[k].exp_avg_sq);
+        if (whole[k].main_param.defined())
+            out.moments.emplace_back(std::string(kMasterName) + "." + name, whole[k].main_param);
     }
-    // DistributedOptimizer.state_dict()'s entries are ShardedObjects of this layout.
-    const DcpEntry* groups = group_object(meta, "optimizer");
-    MT_CHECK(groups, where, ": ", kDpReshardable, " distributed-optimizer state without its ",
-             kBucketStatePrefix, "dp_group_idx_0.optimizer");
-    out.optimizer = PyValue::dict();
-    out.optimizer.dict_ref().set("optimizer", object_value(iter, *groups));
-    if (const DcpEntry* scaler = group_object(meta, "grad_scaler"))
-        out.optimizer.dict_ref().set("grad_scaler", object_value(iter, *scaler));
-    out.optimizer.dict_ref().set("param_state_sharding_type", PyValue::string(kDpReshardable));
+    // DistributedOptimizer.state_dict()'s entries are ShardedObjects of this layout (each
+    // model-parallel rank's alike: rank 0's), a chain's per part.
+    auto part_optimizer = [&](const std::string& chain) {
+        const DcpEntry* groups = group_object(meta, chain, "optimizer");
+        MT_CHECK(groups, where, ": ", kDpReshardable, " distributed-optimizer state without its ",
+                 chain, kBucketStatePrefix, "dp_group_idx_0.optimizer");
+        PyValue part = PyValue::dict();
+        part.dict_ref().set("optimizer", object_value(iter, *groups));
+        if (const DcpEntry* scaler = group_object(meta, chain, "grad_scaler"))
+            part.dict_ref().set("grad_scaler", object_value(iter, *scaler));
+        part.dict_ref().set("param_state_sharding_type", PyValue::string(kDpReshardable));
+        return part;
+    };
+    if (!chained) {
+        out.optimizer = part_optimizer("");
+    } else {
+        out.optimizer = PyValue::dict();
+        for (int64_t c = 0; c < 2; ++c)
+            out.optimizer.dict_ref().set(PyValue::integer(c),
+                                         part_optimizer(str("chained_", c, ".")));
+    }
     return out;
 }
 

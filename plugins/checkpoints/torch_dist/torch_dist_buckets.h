@@ -3,13 +3,16 @@
 // gradient buffers' state bucket by bucket, each a flat f32 tensor
 //   optimizer.distributed.dp_group_idx_<g>.gbuf_idx_<b>.dtype_(torch.<param>, torch.<grad>).
 //       bucket_idx_<k>.<param|exp_avg|exp_avg_sq>
-// of the bucket's unpadded size, the parameters in it as the buffer places them
-// (mt/parallel/buffer_layout.h: the padding between parameters kept, the bucket's end padding
-// cut), each data-parallel rank's range a chunk; "param" holds the f32 values (an f32 run's
-// weights). Beside them ShardedObjects ".optimizer" (DistributedOptimizer.state_dict(): the param
-// groups, each with the step), ".per_bucket_numel" and ".per_bucket_numel_unpadded". g numbers
-// the model-parallel ranks (tensor x pipeline), b a model chunk's buffer; common.pt's
-// 'optimizer' keeps only {'param_state_sharding_type': 'dp_reshardable'}.
+// of the bucket's unpadded size, the parameters of model-parallel rank g in it as its buffer
+// places them (mt/parallel/buffer_layout.h: Megatron's registration order backwards, the padding
+// between parameters kept, the bucket's end padding cut), each data-parallel rank's range a
+// chunk; "param" holds the f32 values (an f32 run's weights). g is the rank in the tensor x
+// pipeline group (tp + TP pp); under expert parallelism Megatron chains a second optimizer for the
+// experts, whose keys (and the dense part's) get "chained_<i>." in front and whose g is the rank
+// in the expert-tensor x expert x pipeline group. Beside them ShardedObjects ".optimizer"
+// (DistributedOptimizer.state_dict(): the param groups, each with the step), ".per_bucket_numel"
+// and ".per_bucket_numel_unpadded"; common.pt's 'optimizer' keeps only
+// {'param_state_sharding_type': 'dp_reshardable'}.
 #pragma once
 
 #include <filesystem>
@@ -33,11 +36,11 @@ struct BucketState {
     NamedTensors moments;
 };
 
-// The state of the checkpoint in `iter` (its index `meta`) for `model` (its tensors whole, in
-// Megatron's order, buffers included) of a run with `args`. Layouts not read yet (several
-// model-parallel ranks or model chunks, MoE experts' buffers) are mt::Errors saying "not
-// supported yet: ..."; a bucket whose size or values do not match the model's layout is an
-// mt::Error naming the key.
+// The state of the checkpoint in `iter` (its index `meta`) for `model` (its tensors whole,
+// buffers included) of a run with `args`; each rank's pieces are cut as the model's stored chunks
+// are. Layouts not read yet (virtual pipeline stages, layers other than GPT's) are mt::Errors
+// saying "not supported yet: ..."; a bucket whose size or values do not match the model's layout
+// is an mt::Error naming the rank.
 BucketState read_bucket_state(const std::filesystem::path& iter, const DcpMetadata& meta,
                               const NamedTensors& model, const CheckpointArgs& args);
 

@@ -463,23 +463,16 @@ ModelTensors model_tensors(const fs::path& iter, const DcpMetadata& meta) {
         // _extra_state, RNG and rerun-machine objects carry no weights; moments are not here.
         if (e.bytes || unchained(e.fqn).starts_with(kOptimizerPrefix)) continue;
         auto reader = std::make_shared<const DcpTensorReader>(iter, e);
-        const int64_t elements = shape_numel(e.size);
-        for (auto& [name, piece] : unstack(e.fqn, tensor_placeholder(e.size, e.dtype))) {
-            // unstack selects leading axes (layer, expert): the piece's offset gives its box.
-            const size_t lead = e.size.size() - size_t(piece.dim());
-            Shape offsets(e.size.size(), 0), sizes(lead, 1);
-            sizes.insert(sizes.end(), piece.shape().begin(), piece.shape().end());
-            int64_t rest = piece.offset(), stride = elements;
-            for (size_t d = 0; d < lead && elements > 0; ++d) {
-                stride /= e.size[d];
-                offsets[d] = rest / stride;
-                rest %= stride;
-            }
-            stored.make.push_back([reader, offsets, sizes, shape = piece.shape()] {
+        for (StackedPiece& piece : stacked_pieces(e.fqn, e.size)) {
+            // The piece's box: its leading indices, the rest whole.
+            Shape offsets = piece.leading, sizes(piece.leading.size(), 1);
+            offsets.resize(e.size.size(), 0);
+            sizes.insert(sizes.end(), piece.shape.begin(), piece.shape.end());
+            stored.make.push_back([reader, offsets, sizes, shape = piece.shape] {
                 return reader->read(offsets, sizes).view(shape);
             });
-            stored.placeholders.emplace_back(std::move(name),
-                                             tensor_placeholder(piece.shape(), e.dtype));
+            stored.placeholders.emplace_back(std::move(piece.name),
+                                             tensor_placeholder(piece.shape, e.dtype));
         }
     }
     std::vector<bool> part(stored.placeholders.size(), false);

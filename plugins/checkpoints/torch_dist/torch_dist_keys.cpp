@@ -464,6 +464,24 @@ NamedTensors unstack(const std::string& key, const Tensor& full) {
     return out;
 }
 
+std::vector<StackedPiece> stacked_pieces(const std::string& key, const Shape& size) {
+    const int64_t elements = shape_numel(size);
+    std::vector<StackedPiece> out;
+    for (auto& [name, piece] : unstack(key, tensor_placeholder(size, DType::f32))) {
+        // unstack selects leading axes: the view's offset gives its indices along them.
+        const size_t lead = size.size() - size_t(piece.dim());
+        Shape leading(lead, 0);
+        int64_t rest = piece.offset(), stride = elements;
+        for (size_t d = 0; d < lead && elements > 0; ++d) {
+            stride /= size[d];
+            leading[d] = rest / stride;
+            rest %= stride;
+        }
+        out.push_back({std::move(name), std::move(leading), piece.shape()});
+    }
+    return out;
+}
+
 namespace {
 
 // One chunk of a stored tensor: `piece` placed at `offset` of the whole, behind leading axes of

@@ -113,6 +113,16 @@ void join_parts(NamedTensors& tensors, const std::string& where);
 // an expert key into one per expert.
 NamedTensors unstack(const std::string& key, const Tensor& full);
 
+// Where unstack's tensors of a stored tensor of shape `size` lie in it: each core name with its
+// leading (layer, expert) indices, one per axis unstack selects, and its own shape (the rest of
+// the stored tensor's axes, whole).
+struct StackedPiece {
+    std::string name;
+    Shape leading;
+    Shape shape;
+};
+std::vector<StackedPiece> stacked_pieces(const std::string& key, const Shape& size);
+
 // The stored tensors of core-named pieces, each key prefixed by `prefix` (""; or
 // "optimizer.state.exp_avg." for the optimizer's moments, which Megatron shards like their
 // parameters). With stacked layers, the layers held (a pipeline stage's run of them, numbered as

@@ -61,6 +61,27 @@ TEST(BufferLayout, BucketEndsDivideAmongTheRanks) {
     EXPECT_EQ(buffer_layout(numels, 50, distributed(0, true)).buckets.size(), 1u);
 }
 
+// A shared embedding (flagged) closes the bucket before it at its own aligned start (the
+// padding up to it counts as the bucket's) and the one it opens after itself, even in one bucket
+// without --overlap-grad-reduce (Megatron's _compute_per_buffer_param_layout).
+TEST(BufferLayout, SharedEmbeddingsTakeABucketOfTheirOwn) {
+    // Registration order: word embeddings (flagged) 100, a 7, the output layer (flagged) 100.
+    const auto l = buffer_layout({100, 7, 100}, 1, distributed(0, false), {true, false, true});
+    ASSERT_EQ(l.buckets.size(), 3u);
+    EXPECT_EQ(l.buckets[0].params, (std::vector<size_t>{2}));
+    EXPECT_EQ(l.buckets[0].numel_unpadded, 100);
+    EXPECT_EQ(l.buckets[0].end, 128);
+    EXPECT_EQ(l.offsets[1], 128);
+    // The 7-element parameter's bucket ends at the word embeddings' aligned start, 192.
+    EXPECT_EQ(l.buckets[1].numel_unpadded, 64);
+    EXPECT_EQ(l.buckets[1].end, 256);
+    EXPECT_EQ(l.offsets[0], 256);
+    EXPECT_EQ(l.unpadded_offset(0), 100 + 64);
+    // Without the distributed optimizer the flags do nothing.
+    DataParallelConfig plain;
+    EXPECT_EQ(buffer_layout({100, 7, 100}, 1, plain, {true, false, true}).buckets.size(), 1u);
+}
+
 TEST(BufferLayout, NoPaddingWithoutTheDistributedOptimizer) {
     DataParallelConfig c;
     c.overlap_grad_reduce = true;

@@ -48,8 +48,11 @@ struct MT_API BufferLayout {
 };
 
 // The layout of parameters with `numels` elements (in registration order) among `dp_size`
-// data-parallel ranks.
+// data-parallel ranks. With the distributed optimizer a parameter flagged in `own_bucket` (empty:
+// none) takes a bucket of its own: Megatron's shared embedding, the word embeddings of the first
+// pipeline stage and the output layer of the last when several stages tie them.
 MT_API BufferLayout buffer_layout(const std::vector<int64_t>& numels, int64_t dp_size,
-                                  const DataParallelConfig& config);
+                                  const DataParallelConfig& config,
+                                  const std::vector<bool>& own_bucket = {});
 
 }  // namespace mt::parallel
