@@ -3,7 +3,7 @@
 // iteration 1's checkpoint in both of core_v0.19's layouts: dp_reshardable, its default, the
 // gradient buffers' buckets; fully_reshardable, with --dist-ckpt-optim-fully-reshardable, each
 // parameter's state in its shape): resumed, megatron-train logs Megatron's next losses, grad
-// norms and evaluations, in one process and at the two data-parallel ranks a run saved from.
+// norms and evaluations, in one process and on the ranks a run saved from.
 // (That Megatron resumes ours: tests/fixtures/distopt_v019/check_megatron_resumes_our_distopt.sh,
 // run by hand with Megatron.)
 #include <gtest/gtest.h>
@@ -39,15 +39,23 @@ TEST_F(DistributedOptimizerResume, ContinuesMegatronsRunsInOneProcess) {
     }
 }
 
-// Megatron's run on two data-parallel ranks, continued on two: each rank takes its shard of
-// the buckets as the run's layout places them (the cut falls inside the word embeddings).
-TEST_F(DistributedOptimizerResume, ContinuesMegatronsTwoRankRunOnTwoRanks) {
+// Megatron's runs on two ranks, continued on two: each rank takes its share of the buckets as
+// the run's layout places them: at DP2 (the cut inside the word embeddings), TP2, PP2 (tied
+// embeddings in buckets of their own) and EP2 (the experts' chained optimizer), and MoE's
+// experts in the dense buffer at EP1 in one process; the tiny runs' NullTokenizer and mock data
+// are core_v0.19's (--tokenizer-classes core_v0.19).
+TEST_F(DistributedOptimizerResume, ContinuesMegatronsParallelRunsThere) {
     if (!mt::test::mpiexec_available()) GTEST_SKIP() << "no mpiexec";
-    const char* key = "dpr_fp32_dp2";
-    const auto r = mt::test::run_command(mt::test::mpiexec_prefix(2) + command(key, work / key) +
-                                         " --load " + q(root / key) + " 2>&1");
-    ASSERT_EQ(r.exit_code, 0) << key << "\n" << r.output;
-    expect_continues(key, r.output, 2e-6);
+    for (const char* key : {"dpr_fp32_dp2", "dpr_tp2", "fr_tp2", "dpr_pp2", "fr_pp2", "dpr_moe",
+                            "dpr_moe_ep2", "fr_moe_ep2"}) {
+        const std::string name = key;
+        const std::string launcher = name == "dpr_moe" ? "" : mt::test::mpiexec_prefix(2);
+        const std::string classes = name == "dpr_fp32_dp2" ? "" : " --tokenizer-classes core_v0.19";
+        const auto r = mt::test::run_command(launcher + command(key, work / key) + classes +
+                                             " --load " + q(root / key) + " 2>&1");
+        ASSERT_EQ(r.exit_code, 0) << key << "\n" << r.output;
+        expect_continues(key, r.output, 2e-6);
+    }
 }
 
 }  // namespace

@@ -949,6 +949,15 @@ TEST_F(ParallelTrain, AnErrorStopsEveryRankNamingIt) {
     EXPECT_NE(r.exit_code, 0) << r.output;
     EXPECT_TRUE(std::regex_search(r.output, std::regex("error: rank [01]: --global-batch-size")))
         << r.output;
+    // An error on one pipeline stage while the other waits for its activations (token ids past
+    // a NullTokenizer vocabulary of 100 in the first stage's embedding): the waiting receive is
+    // given up, not waited for, and the error stops both.
+    cmd = train(dir_, data_, 2, 1) + " --pipeline-model-parallel-size 2 --tokenizer-type " +
+          "NullTokenizer --vocab-size 100";
+    r = run_command(cmd);
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("error: rank 0: embedding_forward: id "), std::string::npos)
+        << r.output;
 }
 
 // Without --global-batch-size the global batch is one micro-batch per data-parallel rank

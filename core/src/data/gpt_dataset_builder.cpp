@@ -19,7 +19,7 @@ std::array<std::optional<BlendPart>, kNumSplits> build_splits(
     if (prefix)
         data = std::make_shared<const IndexedDataset>(IndexedDataset::open(*prefix));
     else
-        data = std::make_shared<const MockGptSequences>(config.eod_id);
+        data = std::make_shared<const MockGptSequences>(config.eod_id, config.vocab_size);
     std::array<std::optional<BlendPart>, kNumSplits> out;
     for (int i = 0; i < kNumSplits; ++i) {
         if (!matrix[i]) continue;

@@ -7,8 +7,12 @@
 
 namespace mt::data {
 
-MockGptSequences::MockGptSequences(int64_t eod)
-    : lengths_(NumpyGenerator(0).integers_int32(1, kMaxLength, kSequences)), eod_(eod) {}
+MockGptSequences::MockGptSequences(int64_t eod, int64_t vocab_size)
+    : lengths_(NumpyGenerator(0).integers_int32(1, kMaxLength, kSequences)),
+      eod_(eod),
+      vocab_size_(vocab_size) {
+    MT_CHECK(vocab_size >= 0, "mock data: vocabulary size ", vocab_size);
+}
 
 int32_t MockGptSequences::sequence_length(int64_t i) const {
     MT_CHECK(i >= 0 && i < kSequences, "mock data: sequence ", i, " outside [0, ", kSequences, ")");
@@ -21,7 +25,8 @@ std::vector<int64_t> MockGptSequences::get(int64_t i, int64_t offset, int64_t le
              length);
     const int64_t end = length < 0 ? n : std::min(n, offset + length);
     std::vector<int64_t> out;
-    for (int64_t t = offset; t < end; ++t) out.push_back(t + 1 < n ? t + 1 : eod_);
+    for (int64_t t = offset; t < end; ++t)
+        out.push_back(t + 1 < n ? (vocab_size_ > 0 ? (t + 1) % vocab_size_ : t + 1) : eod_);
     return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <exception>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -177,6 +178,12 @@ class RowType {
 // An MPI request with what must happen after it (avg's division, a receive's size check),
 // holding the tensors so their memory outlives the transfer, and the communicator handle so
 // that stays valid until the request is finished.
+// The buffers of requests given up while unwinding from an error (see ~MpiRequest).
+std::vector<std::vector<Tensor>>& abandoned_buffers() {
+    static auto* buffers = new std::vector<std::vector<Tensor>>();  // never freed
+    return *buffers;
+}
+
 class MpiRequest final : public CommRequest {
   public:
     MpiRequest(std::shared_ptr<CommHandle> comm, std::string what, std::vector<Tensor> keep,
@@ -189,6 +196,15 @@ class MpiRequest final : public CommRequest {
         // Unwaited: MPI may still read or write the tensors, so finish it (errors have no one
         // to go to here).
         if (!active_) return;
+        if (std::uncaught_exceptions() > 0) {
+            // Unwinding from an error: the peer may never match this (a pipeline stage waiting
+            // on a failed one), and waiting would hang before the error reaches the abort. MPI
+            // may still use the tensors: they live as long as the process, which the error ends.
+            abandoned_buffers().push_back(std::move(keep_));
+            if (!finalized()) MPI_Request_free(&request_);
+            comm_->finished();
+            return;
+        }
         if (!finalized()) MPI_Wait(&request_, MPI_STATUS_IGNORE);
         comm_->finished();
     }

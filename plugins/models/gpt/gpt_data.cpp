@@ -24,6 +24,7 @@ std::array<std::shared_ptr<data::SampleDataset>, 3> gpt_datasets(
     c.reset_attention_mask = flags.flag("reset-attention-mask");
     c.eod_mask_loss = flags.flag("eod-mask-loss");
     c.eod_id = tokenizer.eod();
+    c.vocab_size = tokenizer.vocab_size();
     c.pad_id = tokenizer.special_ids().pad.value_or(-1);
     const auto built = data::build_gpt_datasets(c, request.num_samples);
     return {built[0], built[1], built[2]};

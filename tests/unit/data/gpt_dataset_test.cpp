@@ -283,7 +283,7 @@ TEST(GPTDataset, SecondBuildLoadsTheCache) {
 // whatever --split says) with their indices and samples; nothing is cached without a cache path.
 TEST(MockGPTDataset, IndicesAndSamplesEqualMegatrons) {
     const auto& ev = ExpectedValues::get();
-    const MockGptSequences mock(kEod);
+    const MockGptSequences mock(kEod, kEod + 1);
     NpyArray lengths_array = NpyArray::zeros(NpyType::i32, {mock.num_sequences()});
     std::vector<int64_t> lengths;
     for (int64_t i = 0; i < mock.num_sequences(); ++i) {
@@ -294,6 +294,11 @@ TEST(MockGPTDataset, IndicesAndSamplesEqualMegatrons) {
     EXPECT_EQ(mock.get(3, 0, -1).size(), size_t(lengths[3]));
     EXPECT_EQ(mock.get(3, lengths[3] - 2, -1), (std::vector<int64_t>{lengths[3] - 1, kEod}));
     EXPECT_EQ(mock.get(3, lengths[3] - 1, 5), (std::vector<int64_t>{kEod}));  // cut as numpy does
+    // core_v0.19 takes the tokens modulo the vocabulary (core_v0.13's fit none below 4096).
+    const MockGptSequences small(127, 128);
+    int64_t long_one = 0;
+    while (lengths[size_t(long_one)] < 200) ++long_one;
+    EXPECT_EQ(small.get(long_one, 126, 4), (std::vector<int64_t>{127, 0, 1, 2}));
 
     GPTDatasetConfig config;
     config.random_seed = 1234;

@@ -36,7 +36,10 @@ struct GPTDatasetConfig : BlendedMegatronDatasetConfig {
     // --mock-data: Megatron's MockGPTDataset over generated sequences (no blend; the split is
     // then "1,1,1" whatever --split says, and indices are cached only under --data-cache-path).
     bool mock = false;
-    int64_t eod_id = 0;   // tokenizer.eod
+    int64_t eod_id = 0;  // tokenizer.eod
+    // tokenizer.vocab_size: core_v0.19's mock tokens are taken modulo it (core_v0.13's, below
+    // 4096, only fit a vocabulary that large; 0: not taken).
+    int64_t vocab_size = 0;
     int64_t pad_id = -1;  // tokenizer.pad, or -1 when the tokenizer has none
 };
 
