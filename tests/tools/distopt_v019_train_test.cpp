@@ -43,16 +43,15 @@ TEST_F(DistributedOptimizerResume, ContinuesMegatronsRunsInOneProcess) {
 // the run's layout places them: at DP2 (the cut inside the word embeddings), TP2, PP2 (tied
 // embeddings in buckets of their own) and EP2 (the experts' chained optimizer), and MoE's
 // experts in the dense buffer at EP1 in one process; the tiny runs' NullTokenizer and mock data
-// are core_v0.19's (--tokenizer-classes core_v0.19).
+// are core_v0.19's, as the checkpoints' args say.
 TEST_F(DistributedOptimizerResume, ContinuesMegatronsParallelRunsThere) {
     if (!mt::test::mpiexec_available()) GTEST_SKIP() << "no mpiexec";
     for (const char* key : {"dpr_fp32_dp2", "dpr_tp2", "fr_tp2", "dpr_pp2", "fr_pp2", "dpr_moe",
                             "dpr_moe_ep2", "fr_moe_ep2"}) {
         const std::string name = key;
         const std::string launcher = name == "dpr_moe" ? "" : mt::test::mpiexec_prefix(2);
-        const std::string classes = name == "dpr_fp32_dp2" ? "" : " --tokenizer-classes core_v0.19";
-        const auto r = mt::test::run_command(launcher + command(key, work / key) + classes +
-                                             " --load " + q(root / key) + " 2>&1");
+        const auto r = mt::test::run_command(launcher + command(key, work / key) + " --load " +
+                                             q(root / key) + " 2>&1");
         ASSERT_EQ(r.exit_code, 0) << key << "\n" << r.output;
         expect_continues(key, r.output, 2e-6);
     }

@@ -299,6 +299,22 @@ int train(mt::train::TrainingFlags flags, const mt::cli::TokenizerFlags& tf,
     return 0;
 }
 
+// A run resuming a core_v0.19 checkpoint builds its tokenizer with core_v0.19's classes, as
+// Megatron core_v0.19 itself does (NullTokenizer's vocabulary, the identities in dataset cache
+// keys), unless --tokenizer-classes says otherwise; anything the --load directory lacks is left
+// to the load to report.
+void take_checkpoint_tokenizer_classes(const std::filesystem::path& dir,
+                                       mt::cli::TokenizerFlags& tf) {
+    if (!std::filesystem::exists(mt::checkpoint_tracker(dir))) return;
+    try {
+        const mt::CheckpointArgs saved =
+            mt::detect_checkpoint_format(mt::Registry::global(), dir)->load_args(dir);
+        if (mt::core_v0_19_tokenizer_args(saved))
+            tf.options.classes = mt::TokenizerOptions::Classes::core_v0_19;
+    } catch (const mt::Error&) {
+    }
+}
+
 // Megatron's --use-checkpoint-args (load_args_from_checkpoint): the model args of the --load
 // checkpoint where Megatron takes them, and its tokenizer where the flags name none (Megatron
 // takes the type and --tokenizer-model, not the vocabulary files). Without a checkpoint there,
@@ -372,6 +388,8 @@ int main(int argc, char** argv) {
             spec.run = [&](const boost::program_options::variables_map& vm) {
                 mt::train::finish(vm, flags);
                 mt::cli::finish_tokenizer_flags(vm, tokenizer);
+                if (flags.load && !vm.count("tokenizer-classes"))
+                    take_checkpoint_tokenizer_classes(*flags.load, tokenizer);
                 flags.data_args = mt::cli::collect_model_args(vm, data_flags);
                 const auto model_flags = family.flags();
                 mt::ModelArgs model_args = mt::cli::collect_model_args(vm, model_flags);

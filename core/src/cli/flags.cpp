@@ -42,8 +42,9 @@ po::options_description tokenizer_flags(TokenizerFlags& out, bool required,
         "tokenizer-classes", po::value<std::string>(),
         "whose tokenizer classes: core_v0.13 (megatron/training/tokenizer; the default) or "
         "core_v0.19 (megatron/core/tokenizers: SentencePiece types encode without their added "
-        "tokens, GPT-2, BERT and Hugging Face ones as transformers does); core_v0.19's flags "
-        "below imply it")(
+        "tokens, GPT-2, BERT and Hugging Face ones as transformers does, NullTokenizer's "
+        "vocabulary is --vocab-size); core_v0.19's flags below imply it, and so does a core_v0.19 "
+        "checkpoint that training resumes")(
         "tokenizer-sentencepiece-legacy", po::bool_switch(),
         "core_v0.19: the SentencePiece types find --tokenizer-special-tokens in the text")(
         "no-tokenizer-sentencepiece-ignore-extra-whitespaces", po::bool_switch(),
