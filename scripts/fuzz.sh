@@ -17,7 +17,7 @@ targets=(pickle zip torch_file torch_checkpoint indexed_dataset api_request gpt2
     tiktoken wordpiece preprocess_line hf_checkpoint torch_dist_metadata sentencepiece jsonl_zst
     torch_dist_config hf_tokenizer_config jinja integrity_manifest deepspeed_zero
     deepspeed_universal deepspeed_checkpoint deepspeed_moe_expert deepspeed_moe_optimizer
-    deepspeed_moe_zero torch_dist_common)
+    deepspeed_moe_zero torch_dist_common torch_dist_buckets)
 [ $# -gt 0 ] && targets=("$@")
 # ccache: the debug info names the build folder, which ccache hashes unless told not to; every
 # clone's fuzz build then shares the cache.
@@ -55,6 +55,7 @@ pack_two() {
 seed_hf_checkpoint() {
     pack_two "$fixtures/hf/gpt2/config.json" "$fixtures/hf/gpt2/model.safetensors" > "$1/gpt2"
 }
+seed_torch_dist_buckets() { find "$fixtures/distopt_v019" -path '*dpr_*' -name .metadata | seed_from_paths "$1"; }
 seed_torch_dist_metadata() { find "$fixtures/torch_dist" -name .metadata -size -64k | seed_from_paths "$1"; }
 seed_torch_checkpoint() { small_torch_files model_optim_rng.pt | seed_from_paths "$1"; }
 seed_deepspeed_zero() {  # DeepSpeed's shards (under 1 MiB: the embedding's moments)
