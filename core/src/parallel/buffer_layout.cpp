@@ -33,8 +33,9 @@ int64_t BufferLayout::unpadded_offset(size_t i) const {
 BufferLayout buffer_layout(const std::vector<int64_t>& numels, int64_t dp_size,
                            const DataParallelConfig& config, const std::vector<bool>& own_bucket) {
     MT_CHECK(dp_size > 0, "BufferLayout: data-parallel size ", dp_size);
-    MT_CHECK(own_bucket.empty() || own_bucket.size() == numels.size(), "BufferLayout: ",
-             own_bucket.size(), " own-bucket flags for ", numels.size(), " parameters");
+    MT_CHECK(own_bucket.empty() || own_bucket.size() == numels.size(),
+             "BufferLayout: ", own_bucket.size(), " own-bucket flags for ", numels.size(),
+             " parameters");
     int64_t bucket_size = config.bucket_size;
     if (bucket_size <= 0 && config.overlap_grad_reduce)
         bucket_size = std::max<int64_t>(40000000, 1000000 * dp_size);
@@ -55,16 +56,13 @@ BufferLayout buffer_layout(const std::vector<int64_t>& numels, int64_t dp_size,
         open = false;
     };
     for (size_t k = numels.size(); k-- > 0;) {
-        if (!open) {
-            l.buckets.emplace_back();
-            l.buckets.back().begin = offset;
-            open = true;
-        }
+        // (A closed bucket ends aligned for parameters too: rounding a new one's start is a no-op.)
         offset = round_up(offset, param_align);
-        // (Megatron closes the bucket before at the aligned start: its padding stays in.)
+        // Megatron closes the bucket before a parameter of its own at that parameter's aligned
+        // start: the padding up to it stays in the bucket.
         const bool own = config.distributed_optimizer && !own_bucket.empty() && own_bucket[k];
-        if (own && !l.buckets.back().params.empty()) {
-            close_bucket();
+        if (own && open) close_bucket();
+        if (!open) {
             l.buckets.emplace_back();
             l.buckets.back().begin = offset;
             open = true;

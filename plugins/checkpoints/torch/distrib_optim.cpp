@@ -123,9 +123,10 @@ Tensor piece(const Tensor& world, const parallel::BufferLayout& l, size_t k, con
 // get_parameter_state_dp_zero's dict of one optimizer's buffer.
 PyValue buffer_state_to_py(const CheckpointState& state, const BufferPart& part) {
     const OptimizerCheckpoint& o = *state.optimizer;
-    const parallel::BufferLayout l = saved_layout(part_model(state, part), state.args, part.dp);
+    const NamedTensors model = part_model(state, part);
+    const parallel::BufferLayout l = saved_layout(model, state.args, part.dp);
     const int64_t n = l.numel_unpadded();
-    const DType dtype = model_dtype(part_model(state, part), kDistribOptimName);
+    const DType dtype = model_dtype(model, kDistribOptimName);
     PyValue tensors = PyValue::dict();
     Tensor world[3];
     const char* keys[] = {"param", kMoments[0], kMoments[1]};
@@ -177,13 +178,29 @@ void buffer_state_from_py(const PyValue& root, CheckpointState& state, const Buf
     // Named rather than a structured binding, which clang 14 (the fuzz build) cannot capture.
     const auto& entry = buffers->dict_ref().items.front();
     const PyValue& dtype_key = entry.first;
-    const DType dtype = model_dtype(part_model(state, part), file);
+    const PyValue& tensors = entry.second;
+    const NamedTensors model = part_model(state, part);
+    const DType dtype = model_dtype(model, file);
     MT_CHECK(io::repr(dtype_key) == io::repr(buffer_dtype_key(dtype)), file,
              ": not supported yet: a gradient buffer of ", io::short_repr(dtype_key), " for ",
              dtype_name(dtype),
              " weights (the buffer must hold the model's dtype and fp32 gradients)");
-    const std::vector<BufferMoments> moments =
-        buffer_moments(entry.second, part_model(state, part), state.args, part.dp, file);
+    MT_CHECK(tensors.kind() == PyKind::dict, file, ": the buffer's state is a Python ",
+             io::py_kind_name(tensors.kind()), ", not a dict");
+    const PyValue* numel = tensors.find("numel_unpadded");
+    MT_CHECK(numel && numel->kind() == PyKind::integer, file, ": numel_unpadded is ",
+             numel ? io::short_repr(*numel) : std::string("missing"), ", not an integer");
+    auto world = [&](const char* key) {
+        const PyValue* v = tensors.find(key);
+        MT_CHECK(v && v->kind() == PyKind::tensor, file, ": no tensor '", key, "'");
+        const Tensor& t = v->as_tensor();
+        MT_CHECK(t.dtype() == DType::f32 && t.shape() == Shape{numel->as_int()}, file, ": '", key,
+                 "' is ", t.describe(), ", expected f32 [numel_unpadded] = [", numel->as_int(),
+                 "]");
+        return t;
+    };
+    const std::vector<BufferMoments> moments = buffer_moments(
+        {world("param"), world(kMoments[0]), world(kMoments[1])}, model, state.args, part.dp, file);
     for (size_t k = 0; k < part.model.size(); ++k) {
         OptimizerParamState& p = o.params[part.params[k]];
         p.exp_avg = moments[k].exp_avg;
@@ -194,56 +211,43 @@ void buffer_state_from_py(const PyValue& root, CheckpointState& state, const Buf
 
 }  // namespace
 
-std::vector<BufferMoments> buffer_moments(const PyValue& tensors, const NamedTensors& model,
+std::vector<BufferMoments> buffer_moments(const BufferWorld& world, const NamedTensors& model,
                                           const CheckpointArgs& args, int64_t dp,
                                           const std::string& file) {
     const DType dtype = model_dtype(model, file);
     const parallel::BufferLayout l = saved_layout(model, args, dp);
     const int64_t n = l.numel_unpadded();
-    MT_CHECK(tensors.kind() == PyKind::dict, file, ": the buffer's state is a Python ",
-             io::py_kind_name(tensors.kind()), ", not a dict");
-    const PyValue* numel = tensors.find("numel_unpadded");
-    MT_CHECK(numel && numel->kind() == PyKind::integer && numel->as_int() == n, file,
-             ": numel_unpadded is ", numel ? io::short_repr(*numel) : std::string("missing"),
+    for (const Tensor* t : {&world.param, &world.exp_avg, &world.exp_avg_sq})
+        MT_CHECK(t->dtype() == DType::f32 && t->dim() == 1 && t->numel() == world.param.numel(),
+                 file, ": the buffer's tensors are ", world.param.describe(), ", ",
+                 world.exp_avg.describe(), " and ", world.exp_avg_sq.describe(),
+                 ", not f32 [numel_unpadded] each");
+    MT_CHECK(world.param.numel() == n, file, ": numel_unpadded is ", world.param.numel(),
              " but the model's parameters take ", n,
              " elements in the gradient buffer (a different model, or bucket settings the args "
              "do not say)");
-    auto world = [&](const char* key) {
-        const PyValue* v = tensors.find(key);
-        MT_CHECK(v && v->kind() == PyKind::tensor, file, ": no tensor '", key, "'");
-        const Tensor& t = v->as_tensor();
-        MT_CHECK(t.dtype() == DType::f32 && t.shape() == Shape{n}, file, ": '", key, "' is ",
-                 t.describe(), ", expected f32 [", n, "]");
-        return t;
-    };
-    const Tensor param = world("param");
-    const Tensor moments[2] = {world(kMoments[0]), world(kMoments[1])};
-    const bool fp32 = !bool_arg(args, "fp16") && !bool_arg(args, "bf16");
+    // An fp32 run's weights are its masters, a bf16 / f16 run's the masters rounded (Megatron
+    // copies them after each step): a layout other than the saving run's shows.
+    const bool check = dtype != DType::f32 || (!bool_arg(args, "fp16") && !bool_arg(args, "bf16"));
     std::vector<BufferMoments> out;
     for (size_t k = 0; k < model.size(); ++k) {
         const auto& [name, t] = model[k];
         const Shape& shape = t.shape();
-        if (fp32 && t.dtype() == DType::f32) {
-            const Tensor master = piece(param, l, k, shape).contiguous();
-            const Tensor weights = t.contiguous();
-            MT_CHECK(std::memcmp(master.raw_data(), weights.raw_data(),
-                                 size_t(weights.numel()) * sizeof(float)) == 0,
-                     file, ": the master weights of ", name,
-                     " are not the model's: the file's layout is not the one the args describe");
-        }
-        if (dtype == DType::bf16 || dtype == DType::f16) {
-            // The weights are the masters rounded (Megatron copies them after each step).
-            const Tensor rounded = cast_float(piece(param, l, k, shape), dtype);
+        if (check) {
+            const Tensor rounded = cast_float(piece(world.param, l, k, shape), dtype);
             const Tensor weights = t.contiguous();
             MT_CHECK(
                 std::memcmp(rounded.raw_data(), weights.raw_data(), size_t(weights.nbytes())) == 0,
-                file, ": the master weights of ", name, " do not round to the model's ",
-                dtype_name(dtype), " weights: the file's layout is not the one the args describe");
+                file, ": the master weights of ", name,
+                dtype == DType::f32
+                    ? " are not the model's"
+                    : str(" do not round to the model's ", dtype_name(dtype), " weights"),
+                ": the file's layout is not the one the args describe");
         }
         BufferMoments m;
-        m.exp_avg = piece(moments[0], l, k, shape);
-        m.exp_avg_sq = piece(moments[1], l, k, shape);
-        if (dtype != DType::f32) m.main_param = piece(param, l, k, shape);
+        m.exp_avg = piece(world.exp_avg, l, k, shape);
+        m.exp_avg_sq = piece(world.exp_avg_sq, l, k, shape);
+        if (dtype != DType::f32) m.main_param = piece(world.param, l, k, shape);
         out.push_back(std::move(m));
     }
     return out;

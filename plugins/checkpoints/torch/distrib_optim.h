@@ -40,17 +40,20 @@ io::PyValue parameter_state_to_py(const CheckpointState& state, bool dense_state
 void parameter_state_from_py(const io::PyValue& root, CheckpointState& state,
                              const std::string& file);
 
-// One gradient buffer's state as get_parameter_state_dp_zero gathers it: `tensors`
-// {'param', 'exp_avg', 'exp_avg_sq': f32 [numel_unpadded], 'numel_unpadded'} (of a buffer of the
-// weights' dtype and f32 gradients), for the parameters `model` (Megatron's registration order, one
-// dtype) of a run whose `args` say the bucket settings, sharded over `dp` ranks. Per parameter its
-// moments and, for bf16 / f16 weights, the f32 master; an f32 model's weights must equal 'param',
-// a half one's be it rounded (which catches a layout that is not the saving run's). `file` names
-// the source in errors.
+// One gradient buffer's state as get_parameter_state_dp_zero gathers it (of a buffer of the
+// weights' dtype and f32 gradients): its buckets one after another, each without its end
+// padding, f32 [numel_unpadded] each.
+struct BufferWorld {
+    Tensor param, exp_avg, exp_avg_sq;
+};
 struct BufferMoments {
     Tensor exp_avg, exp_avg_sq, main_param;
 };
-std::vector<BufferMoments> buffer_moments(const io::PyValue& tensors, const NamedTensors& model,
+// Per parameter of `model` (Megatron's registration order, one dtype) of a run whose `args` say
+// the bucket settings, sharded over `dp` ranks: its moments in `world` and, for bf16 / f16
+// weights, its f32 master. An f32 model's weights must equal 'param', a half one's be it rounded
+// (which catches a layout that is not the saving run's). `file` names the source in errors.
+std::vector<BufferMoments> buffer_moments(const BufferWorld& world, const NamedTensors& model,
                                           const CheckpointArgs& args, int64_t dp,
                                           const std::string& file);
 

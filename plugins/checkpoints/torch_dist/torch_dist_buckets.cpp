@@ -24,8 +24,6 @@ namespace {
 using io::PyKind;
 using io::PyValue;
 
-constexpr const char* kKinds[] = {"param", "exp_avg", "exp_avg_sq"};
-
 // A bucket tensor's key after kBucketStatePrefix:
 // "dp_group_idx_<g>.gbuf_idx_<b>.dtype_<dtype>.bucket_idx_<k>.<kind>".
 struct BucketKey {
@@ -89,12 +87,10 @@ PyValue object_value(const fs::path& iter, const DcpEntry& e) {
 using Buckets = std::map<int64_t, std::map<std::string, const DcpEntry*>>;
 
 // The buckets one after another, each without its end padding: the buffer's state as
-// get_parameter_state_dp_zero gathers it ({'param', 'exp_avg', 'exp_avg_sq', 'numel_unpadded'}).
-PyValue buffer_state(const fs::path& iter, const Buckets& buckets) {
+// get_parameter_state_dp_zero gathers it.
+torch_ckpt::BufferWorld buffer_state(const fs::path& iter, const Buckets& buckets) {
     const std::string where = iter.string();
-    PyValue tensors = PyValue::dict();
-    int64_t numel = 0;
-    for (const char* kind : kKinds) {
+    auto world = [&](const char* kind) {
         std::vector<Tensor> parts;
         int64_t expected_bucket = 0, n = 0;
         for (const auto& [index, kinds] : buckets) {
@@ -110,17 +106,15 @@ PyValue buffer_state(const fs::path& iter, const Buckets& buckets) {
             parts.push_back(DcpTensorReader(iter, e).read_all());
             n += e.size[0];
         }
-        Tensor world = Tensor::empty({n}, DType::f32);
+        Tensor out = Tensor::empty({n}, DType::f32);
         int64_t at = 0;
         for (const Tensor& p : parts) {
-            world.slice(0, at, at + p.numel()).copy_from(p);
+            out.slice(0, at, at + p.numel()).copy_from(p);
             at += p.numel();
         }
-        numel = n;
-        tensors.dict_ref().set(kind, PyValue::tensor(world));
-    }
-    tensors.dict_ref().set("numel_unpadded", PyValue::integer(numel));
-    return tensors;
+        return out;
+    };
+    return {world("param"), world("exp_avg"), world("exp_avg_sq")};
 }
 
 // A tensor-parallel rank's piece of a parameter: the ranges [first, second) of dimension `dim`
@@ -211,13 +205,10 @@ void place(Tensor& whole, const RankPiece& piece, const Tensor& values) {
 // its index, the embeddings the first's, the final norm and the output layer the last's; -1 for
 // other names.
 int stage_of(const std::string& name, const parallel::PipelineSplit& split) {
-    constexpr std::string_view kLayers = "decoder.layers.";
-    if (name.starts_with(kLayers)) {
-        const size_t end = name.find('.', kLayers.size());
-        const int64_t layer = std::stoll(name.substr(kLayers.size(), end - kLayers.size()));
+    if (const auto l = decoder_layer_tensor(name)) {
         for (int stage = 0; stage < split.stages; ++stage) {
-            const parallel::StageLayers l = parallel::pipeline_stage_layers(split, stage);
-            if (layer >= l.first && layer < l.first + l.count) return stage;
+            const parallel::StageLayers s = parallel::pipeline_stage_layers(split, stage);
+            if (l->layer >= s.first && l->layer < s.first + s.count) return stage;
         }
         return -1;
     }
@@ -227,21 +218,19 @@ int stage_of(const std::string& name, const parallel::PipelineSplit& split) {
     return -1;
 }
 
-// The chained optimizer a key belongs to ("chained_<i>." in front: i; none: 0) and the key
-// without it.
+// The chained optimizer a key belongs to ("chained_<i>." in front: i; none: 0; -1: a number too
+// long to be one) and the key without it.
 std::pair<int64_t, std::string> chain_of(const std::string& fqn) {
     const std::string rest = unchained(fqn);
     if (rest.size() == fqn.size()) return {0, fqn};
-    return {std::stoll(fqn.substr(8, fqn.size() - rest.size() - 9)), rest};
+    const std::string digits = fqn.substr(8, fqn.size() - rest.size() - 9);  // "chained_<i>."
+    return {digits.size() > 9 ? -1 : std::stoll(digits), rest};
 }
 
-// The expert index of a SequentialMLP expert's tensor ("...mlp.experts.local_experts.<e>...."),
-// or -1.
+// The expert index of an expert's tensor, or -1.
 int64_t expert_of(const std::string& name) {
-    constexpr std::string_view kLocal = ".mlp.experts.local_experts.";
-    const size_t at = name.find(kLocal);
-    if (at == std::string::npos) return -1;
-    return std::stoll(name.substr(at + kLocal.size()));
+    const auto l = decoder_layer_tensor(name);
+    return l && l->expert ? *l->expert : -1;
 }
 
 // Where a layer's tensor comes among the layer's parameters as Megatron's modules register them
@@ -288,19 +277,13 @@ void registration_order(NamedTensors& params, const CheckpointArgs& args,
         if (name == "embedding.position_embeddings.weight") return Key{0, 1, 0, 0, 0, 0};
         if (name.starts_with("decoder.final_layernorm.")) return Key{2, 0, 0, 0, 0, bias};
         if (name.starts_with("output_layer.")) return Key{3, 0, 0, 0, 0, bias};
-        constexpr std::string_view kLayers = "decoder.layers.";
-        if (name.starts_with(kLayers)) {
-            const size_t dot = name.find('.', kLayers.size());
-            const std::string rest = dot == std::string::npos ? "" : name.substr(dot + 1);
-            const int slot = layer_slot(rest, local);
-            if (slot >= 0) {
-                const int64_t layer = std::stoll(name.substr(kLayers.size()));
-                const int64_t e = expert_of(name), fc2 = rest.find("linear_fc2") != rest.npos;
-                if (e >= 0)
-                    return grouped ? Key{1, layer, slot, fc2, e, bias}
-                                   : Key{1, layer, slot, e, fc2, bias};
-                return Key{1, layer, slot, 0, 0, bias};
-            }
+        const auto l = decoder_layer_tensor(name);
+        if (const int slot = l ? layer_slot(l->rest, local) : -1; slot >= 0) {
+            const int64_t fc2 = l->rest.find("linear_fc2") != std::string::npos;
+            if (l->expert)
+                return grouped ? Key{1, l->layer, slot, fc2, *l->expert, bias}
+                               : Key{1, l->layer, slot, *l->expert, fc2, bias};
+            return Key{1, l->layer, slot, 0, 0, bias};
         }
         MT_FAIL("not supported yet: core_v0.19's ", kDpReshardable,
                 " distributed-optimizer state of ", name, " in ", where,
@@ -351,22 +334,32 @@ BucketState read_bucket_state(const fs::path& iter, const DcpMetadata& meta,
     // state of its own in its buffer (the same as the first stage's), not in the model.
     const bool stage_copy = pp > 1 && !bool_arg(args, "untie_embeddings_and_output_weights");
     NamedTensors params;  // the buffers' parameters, in Megatron's order
+    for (const auto& [name, t] : model)
+        if (!megatron_buffer(name)) params.emplace_back(name, t);  // (buffers: no state)
+    MT_CHECK(!params.empty(), where, ": distributed-optimizer state but no parameters");
+    registration_order(params, args, where);
+    // Each parameter's pipeline stage and expert (-1: none), and the word embeddings' position.
+    std::vector<int> stages;
+    std::vector<int64_t> expert_index;
     int64_t experts = 0;
-    for (const auto& [name, t] : model) {
-        if (megatron_buffer(name)) continue;  // no optimizer state
-        MT_CHECK(pp == 1 || stage_of(name, split) >= 0, "not supported yet: core_v0.19's ",
-                 kDpReshardable, " distributed-optimizer state of ", name, " in ", where,
+    size_t embedding = params.size();
+    for (size_t k = 0; k < params.size(); ++k) {
+        const std::string& name = params[k].first;
+        stages.push_back(pp > 1 ? stage_of(name, split) : 0);
+        expert_index.push_back(expert_of(name));
+        MT_CHECK(stages.back() >= 0, "not supported yet: core_v0.19's ", kDpReshardable,
+                 " distributed-optimizer state of ", name, " in ", where,
                  " (which pipeline stage holds it)");
-        MT_CHECK(!megatron_expert_parameter(name) || expert_of(name) >= 0,
+        MT_CHECK(!megatron_expert_parameter(name) || expert_index.back() >= 0,
                  "not supported yet: core_v0.19's ", kDpReshardable,
                  " distributed-optimizer state of ", name, " in ", where);
-        experts = std::max(experts, expert_of(name) + 1);
-        params.emplace_back(name, t);
+        experts = std::max(experts, expert_index.back() + 1);
+        if (name == "embedding.word_embeddings.weight") embedding = k;
     }
-    MT_CHECK(!params.empty(), where, ": distributed-optimizer state but no parameters");
     MT_CHECK(experts % ep == 0, where, ": ", experts, " experts over ", ep,
              " expert-parallel ranks");
-    registration_order(params, args, where);
+    MT_CHECK(!stage_copy || embedding < params.size(), where,
+             ": tied embeddings but no embedding.word_embeddings.weight");
     // Megatron keys a buffer by (param dtype, grad dtype); grads are f32 here.
     const std::string dtype =
         str("(torch.", io::torch_dtype_global(params[0].second.dtype()).object_ref().name,
@@ -390,10 +383,9 @@ BucketState read_bucket_state(const fs::path& iter, const DcpMetadata& meta,
                  expert_part ? " expert-tensor-parallel x " : " tensor-parallel x ",
                  expert_part ? str(part_ep, " expert-parallel x ") : "", pp,
                  " pipeline-parallel ranks");
-        MT_CHECK(int64_t(groups.size()) == ranks && groups.rbegin()->first == ranks - 1, where,
-                 ": ", kDpReshardable, " distributed-optimizer state of ", groups.size(),
-                 " model-parallel ranks", chained ? str(" (chained part ", chain, ")") : "",
-                 ", the args say ", ranks);
+        MT_CHECK(int64_t(groups.size()) == ranks, where, ": ", kDpReshardable,
+                 " distributed-optimizer state of ", groups.size(), " model-parallel ranks",
+                 chained ? str(" (chained part ", chain, ")") : "", ", the args say ", ranks);
         for (const auto& [rank, buffers] : groups) {
             MT_CHECK(buffers.size() == 1 && buffers.begin()->first.first == 0,
                      "not supported yet: core_v0.19's ", kDpReshardable,
@@ -408,9 +400,8 @@ BucketState read_bucket_state(const fs::path& iter, const DcpMetadata& meta,
             const int64_t local_experts = experts / ep;
             // Whether the part's rank holds params[k].
             auto holds = [&](size_t k) {
-                const std::string& name = params[k].first;
-                if (pp > 1 && stage_of(name, split) != stage) return false;
-                const int64_t e = expert_of(name);
+                const int64_t e = expert_index[k];
+                if (stages[k] != stage) return false;
                 if (!chained) return true;
                 if (!expert_part) return e < 0;
                 return e >= ep_rank * local_experts && e < (ep_rank + 1) * local_experts;
@@ -432,14 +423,8 @@ BucketState read_bucket_state(const fs::path& iter, const DcpMetadata& meta,
                     held.push_back(k);
                     hold(k, params[k].first);
                 }
-            if (stage_copy && !expert_part && stage == pp - 1) {
-                size_t embedding = params.size();
-                for (size_t k = 0; k < params.size(); ++k)
-                    if (params[k].first == "embedding.word_embeddings.weight") embedding = k;
-                MT_CHECK(embedding < params.size(), where, ": tied embeddings but no ",
-                         "embedding.word_embeddings.weight");
+            if (stage_copy && !expert_part && stage == pp - 1)
                 hold(embedding, "output_layer.weight");  // its moments are the embeddings' again
-            }
             const std::vector<torch_ckpt::BufferMoments> moments = torch_ckpt::buffer_moments(
                 buffer_state(iter, buckets), local, args, part_dp,
                 str(where, " (", chained ? str("chained part ", chain, ", ") : "",

@@ -353,33 +353,25 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
             optimizer.dict_ref().set(PyValue::integer(int64_t(c)), one(chains[c].optimizer));
         return optimizer;
     };
-    if (shards) {
-        // DistributedOptimizer.sharded_state_dict's plain part, and the content metadata that
-        // tells a loader how the state is sharded.
-        common.dict_ref().set("optimizer", chained_common([](const OptimizerCheckpoint& o) {
-                                  PyValue optimizer = torch_ckpt::distributed_optimizer_to_py(o);
-                                  optimizer.dict_ref().set(
-                                      "param_state_sharding_type",
-                                      PyValue::string(kFullyShardedModelSpace));
-                                  return optimizer;
-                              }));
-        PyValue content = PyValue::dict();
-        content.dict_ref().set("distrib_optim_sharding_type",
-                               PyValue::string(kFullyShardedModelSpace));
-        common.dict_ref().set("content_metadata", std::move(content));
-    } else if (fully_reshardable) {
-        common.dict_ref().set("optimizer", chained_common([](const OptimizerCheckpoint& o) {
+    if (shards || fully_reshardable) {
+        // DistributedOptimizer.sharded_state_dict's plain part, naming how its state is sharded.
+        const char* layout = shards ? kFullyShardedModelSpace : kFullyReshardable;
+        common.dict_ref().set("optimizer", chained_common([layout](const OptimizerCheckpoint& o) {
                                   PyValue optimizer = torch_ckpt::distributed_optimizer_to_py(o);
                                   optimizer.dict_ref().set("param_state_sharding_type",
-                                                           PyValue::string(kFullyReshardable));
+                                                           PyValue::string(layout));
                                   return optimizer;
                               }));
     } else if (share.optimizer) {
         common.dict_ref().set("optimizer", chained_common(optimizer_common_to_py));
     }
+    // The content metadata that tells a loader how the state is sharded and, for core_v0.19,
+    // how the chained parts are keyed (a loader builds its keys from it).
+    PyValue content = PyValue::dict();
+    if (shards)
+        content.dict_ref().set("distrib_optim_sharding_type",
+                               PyValue::string(kFullyShardedModelSpace));
     if (core_v0_19) {
-        // How core_v0.19 keyed the parts (a loader builds its keys from this).
-        PyValue content = PyValue::dict();
         if (fully_reshardable) {
             content.dict_ref().set("distrib_optim_sharding_type",
                                    PyValue::string(kFullyReshardable));
@@ -390,8 +382,9 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
         }
         content.dict_ref().set("singleton_local_shards", PyValue::boolean(false));
         content.dict_ref().set("chained_optim_avoid_prefix", PyValue::boolean(true));
-        common.dict_ref().set("content_metadata", std::move(content));
     }
+    if (!content.dict_ref().items.empty())
+        common.dict_ref().set("content_metadata", std::move(content));
     io::save_torch_file(tmp / kCommonName, common);
     write_dcp_metadata(tmp / kDcpMetadataName, meta);
     io::AtomicFile config(tmp / kConfigName);
@@ -588,7 +581,7 @@ CheckpointState TorchDistCheckpoint::load(const std::filesystem::path& dir) {
         }
         // The distributed optimizer's f32 values (core_v0.13: fp32_param, core_v0.19's
         // fully_reshardable: param) are the masters, the model's own in an fp32 run.
-        const std::string& kind =
+        const std::string kind =
             moment->first == kFullyReshardableParamName ? std::string(kMasterName) : moment->first;
         if (kind == kMasterName && !bool_arg(state.args, "fp16") && !bool_arg(state.args, "bf16"))
             continue;

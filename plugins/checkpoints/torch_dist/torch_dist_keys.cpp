@@ -464,6 +464,14 @@ NamedTensors unstack(const std::string& key, const Tensor& full) {
     return out;
 }
 
+std::optional<DecoderLayerTensor> decoder_layer_tensor(const std::string& name) {
+    const std::optional<LayerName> l = parse_layer(name);
+    if (!l || l->block != "decoder.layers.") return std::nullopt;
+    DecoderLayerTensor out{l->layer, l->rest, std::nullopt};
+    if (const auto e = parse_expert(l->rest)) out.expert = e->first;
+    return out;
+}
+
 std::vector<StackedPiece> stacked_pieces(const std::string& key, const Shape& size) {
     const int64_t elements = shape_numel(size);
     std::vector<StackedPiece> out;

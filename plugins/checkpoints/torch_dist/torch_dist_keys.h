@@ -113,6 +113,16 @@ void join_parts(NamedTensors& tensors, const std::string& where);
 // an expert key into one per expert.
 NamedTensors unstack(const std::string& key, const Tensor& full);
 
+// A decoder layer's tensor by core name ("decoder.layers.3.mlp.experts.local_experts.5.
+// linear_fc1.weight"): its layer, its name within the layer, and its expert if it is one
+// (SequentialMLP's or --moe-grouped-gemm's numbering); nullopt for other names.
+struct DecoderLayerTensor {
+    int64_t layer = 0;
+    std::string rest;
+    std::optional<int64_t> expert;
+};
+std::optional<DecoderLayerTensor> decoder_layer_tensor(const std::string& name);
+
 // Where unstack's tensors of a stored tensor of shape `size` lie in it: each core name with its
 // leading (layer, expert) indices, one per axis unstack selects, and its own shape (the rest of
 // the stored tensor's axes, whole).

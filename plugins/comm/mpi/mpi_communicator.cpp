@@ -175,15 +175,15 @@ class RowType {
     MPI_Datatype type_ = MPI_DATATYPE_NULL;
 };
 
-// An MPI request with what must happen after it (avg's division, a receive's size check),
-// holding the tensors so their memory outlives the transfer, and the communicator handle so
-// that stays valid until the request is finished.
 // The buffers of requests given up while unwinding from an error (see ~MpiRequest).
 std::vector<std::vector<Tensor>>& abandoned_buffers() {
     static auto* buffers = new std::vector<std::vector<Tensor>>();  // never freed
     return *buffers;
 }
 
+// An MPI request with what must happen after it (avg's division, a receive's size check),
+// holding the tensors so their memory outlives the transfer, and the communicator handle so
+// that stays valid until the request is finished.
 class MpiRequest final : public CommRequest {
   public:
     MpiRequest(std::shared_ptr<CommHandle> comm, std::string what, std::vector<Tensor> keep,
