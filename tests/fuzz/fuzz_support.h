@@ -96,14 +96,33 @@ inline void load_deepspeed_with(std::string_view input, const std::string& fixtu
     }
 }
 
-// The committed gpt2_tp1 torch_dist checkpoint (iteration 7) copied once into this process's
-// input folder, but for its file `replaced`, which the target writes each time; returns the
-// folder to load.
-inline std::filesystem::path torch_dist_fixture_but(const std::string& replaced) {
+// A committed torch_dist iteration folder `iteration` (a path in tests/fixtures ending in
+// iter_NNNNNNN; default the gpt2_tp1 checkpoint's) copied once into this process's input folder
+// with its tracker, but for its file `replaced`, which the target writes each time; returns the
+// checkpoint folder to load.
+inline std::filesystem::path torch_dist_fixture_but(
+    const std::string& replaced,
+    const std::string& iteration = "torch_dist/gpt2_tp1/iter_0000007") {
+    const std::string name = std::filesystem::path(iteration).filename().string();
     const std::filesystem::path d =
-        write_input("7", "/latest_checkpointed_iteration.txt").parent_path();
-    copy_fixture_but("torch_dist/gpt2_tp1/iter_0000007", d / "iter_0000007", replaced);
+        write_input(std::to_string(std::stoll(name.substr(name.find('_') + 1))),
+                    "/latest_checkpointed_iteration.txt")
+            .parent_path();
+    copy_fixture_but(iteration, d / name, replaced);
     return d;
+}
+
+// The torch_dist format's load of that copy of `iteration` (one per target) whose file `fuzzed`
+// is `input`; mt::Error passes.
+inline void load_torch_dist_with(std::string_view input, const std::string& iteration,
+                                 const std::string& fuzzed) {
+    static const auto format = Registry::global().create_checkpoint("torch_dist");
+    static const std::filesystem::path dir = torch_dist_fixture_but(fuzzed, iteration);
+    write_input(input, "/" + std::filesystem::path(iteration).filename().string() + "/" + fuzzed);
+    try {
+        format->load(dir);
+    } catch (const Error&) {
+    }
 }
 
 // GPT2BPETokenizer over the committed 5000-entry vocabulary (tests/fixtures/gpt2-tiny).
