@@ -443,26 +443,35 @@ TEST_F(ParallelTrain, ExpertParallelCheckpointsResumeAcrossLayouts) {
     // over DP2 one buffer, resumed there, in one process and at EP2; at EP2 Megatron's chained
     // list in each expert-parallel rank's file (the dense state in rank 0's), resumed there and
     // in one process. With --dist-ckpt-optim-fully-reshardable the state is gathered into
-    // core_v0.19's per-parameter layout instead, resumed the same ways.
+    // core_v0.19's per-parameter layout instead, resumed the same ways; and a run given a flag
+    // only core_v0.19 has (a script for it) keeps core_v0.19's default, the buckets, each
+    // data-parallel rank writing its range (its chained parts' keys behind "chained_<i>.").
     const std::string dist_ep2 = train(dir_, data_, 2, 1) + moe + " --expert-model-parallel-size 2";
     const std::string dist_dp2 = train(dir_, data_, 2, 1) + moe;
     const std::string fr = " --dist-ckpt-optim-fully-reshardable";
+    const std::string v019 = " --fused-residual-rmsnorm";
     for (const auto& [name, run] :
          {std::pair{"dist_ep2", dist_ep2}, std::pair{"dist_dp2", dist_dp2},
-          std::pair{"dist_ep2_fr", dist_ep2 + fr}, std::pair{"dist_dp2_fr", dist_dp2 + fr}}) {
+          std::pair{"dist_ep2_fr", dist_ep2 + fr}, std::pair{"dist_dp2_fr", dist_dp2 + fr},
+          std::pair{"dist_ep2_dpr", dist_ep2 + v019}, std::pair{"dist_dp2_dpr", dist_dp2 + v019}}) {
         expect_resumes(run + " --ckpt-format torch_dist", run, dir_ / name, want);
         expect_resumes(run + " --ckpt-format torch_dist", one, dir_ / (std::string(name) + "_to_1"),
                        want);
         // (The DCP index names each stored tensor; the expert chain's keys are plain there.)
         const std::string index = mt::test::read_file(dir_ / name / "iter_0000003" / ".metadata");
-        const bool fully_reshardable = run.ends_with(fr);
+        const bool fully_reshardable = run.ends_with(fr), buckets = run.ends_with(v019);
         EXPECT_EQ(index.find("optimizer.state.param.decoder") != std::string::npos,
                   fully_reshardable)
             << name;
         EXPECT_EQ(index.find("optimizer.state.fp32_param.") != std::string::npos,
-                  !fully_reshardable)
+                  !fully_reshardable && !buckets)
             << name;
-        EXPECT_EQ(index.find("chained_1.") != std::string::npos, name == std::string("dist_ep2"))
+        EXPECT_EQ(
+            index.find("optimizer.distributed.dp_group_idx_0.gbuf_idx_0") != std::string::npos,
+            buckets)
+            << name;
+        EXPECT_EQ(index.find("chained_1.") != std::string::npos,
+                  name == std::string("dist_ep2") || name == std::string("dist_ep2_dpr"))
             << name;
     }
     const std::string torch_dp2 = dist_dp2 + " --ckpt-format torch";
@@ -478,22 +487,30 @@ TEST_F(ParallelTrain, ExpertParallelCheckpointsResumeAcrossLayouts) {
 }
 
 TEST_F(ParallelTrain, CheckpointsResumeAcrossLayouts) {
-    for (const char* format : {"torch_dist", "torch"}) {
-        const std::string fmt = std::string(" --ckpt-format ") + format;
+    // (torch_dist_v019: a flag only core_v0.19 has, so the distributed optimizer's state is kept
+    // in its default layout, the gradient buffers' buckets, which reshard on load too.)
+    for (const std::string format : {"torch_dist", "torch", "torch_dist_v019"}) {
+        const bool v019 = format == "torch_dist_v019";
+        const std::string fmt = v019 ? " --ckpt-format torch_dist --fused-residual-rmsnorm"
+                                     : " --ckpt-format " + format;
         // TP2 x DP2 -> TP1.
         const fs::path wide = dir_ / (std::string("wide_") + format);
         auto save = run_command(train(dir_, data_, 4, 2) + fmt + " --save " + q(wide) +
                                 " --save-interval 3 --exit-interval 3");
         ASSERT_EQ(save.exit_code, 0) << save.output;
-        if (std::string(format) == "torch_dist") {
+        if (format != "torch") {
             // Each tensor rank's data-parallel rank 0 (global ranks 0 and 1) writes its model
             // pieces, and every rank the distributed optimizer's ranges it updates.
             const fs::path iter = wide / "iter_0000003";
             for (const char* file :
                  {"__0_0.distcp", "__1_0.distcp", "__2_0.distcp", "__3_0.distcp"})
                 EXPECT_TRUE(fs::exists(iter / file)) << file;
+            const std::string index = mt::test::read_file(iter / ".metadata");
+            EXPECT_EQ(
+                index.find("optimizer.distributed.dp_group_idx_1.gbuf_idx_0") != std::string::npos,
+                v019);
         }
-        if (std::string(format) == "torch") {
+        if (format == "torch") {
             EXPECT_TRUE(fs::exists(wide / "iter_0000003" / "mp_rank_00" / "model_optim_rng.pt"));
             EXPECT_TRUE(fs::exists(wide / "iter_0000003" / "mp_rank_01" / "model_optim_rng.pt"));
             // The distributed optimizer's state in Megatron's file beside each rank's.

@@ -105,6 +105,32 @@ struct CommunicationVolume {
     }
 };
 
+// The layout torch_dist keeps the distributed optimizer's state in (saved_distributed_layout),
+// core_v0.19's dp_reshardable only where `format` can write it for the model's `params`: else
+// its fully_reshardable, which core_v0.19 loads too (said on `first`).
+mt::DistributedOptimizerLayout distributed_layout(const mt::train::TrainingFlags& flags,
+                                                  mt::DistributedOptimizerLayout loaded,
+                                                  const mt::CheckpointFormat& format,
+                                                  const mt::CheckpointArgs& args,
+                                                  const std::vector<mt::ParameterInfo>& params,
+                                                  bool first) {
+    const mt::DistributedOptimizerLayout layout =
+        mt::train::saved_distributed_layout(flags, loaded);
+    if (layout != mt::DistributedOptimizerLayout::dp_reshardable ||
+        !flags.data_parallel.distributed_optimizer)
+        return layout;
+    std::vector<std::string> names;
+    for (const mt::ParameterInfo& p : params) names.push_back(p.name);
+    const std::string refusal = format.distributed_layout_refusal(layout, args, names);
+    if (refusal.empty()) return layout;
+    if (first)
+        std::printf(
+            "the distributed optimizer's state is saved in core_v0.19's fully_reshardable "
+            "layout, not its default dp_reshardable (%s)\n",
+            refusal.substr(0, 300).c_str());
+    return mt::DistributedOptimizerLayout::fully_reshardable;
+}
+
 int train(mt::train::TrainingFlags flags, const mt::cli::TokenizerFlags& tf,
           const mt::ModelFamily& family, mt::ModelArgs model_args,
           const std::vector<mt::FlagInfo>& model_flags, const mt::parallel::ParallelState& state) {
@@ -213,8 +239,10 @@ int train(mt::train::TrainingFlags flags, const mt::cli::TokenizerFlags& tf,
     // and saves cut every stage's and expert-parallel rank's tensors by them.
     const std::vector<mt::ParameterInfo> model_params =
         flags.load || saving ? family.parameters(model_args) : std::vector<mt::ParameterInfo>();
+    mt::DistributedOptimizerLayout loaded_layout = mt::DistributedOptimizerLayout::none;
     if (flags.load) {
-        if (!mt::train::load_checkpoint(flags, parts, whole_params, &model_params) &&
+        if (!mt::train::load_checkpoint(flags, parts, whole_params, &model_params,
+                                        &loaded_layout) &&
             flags.exit_on_missing_checkpoint) {
             out.line(">> '--exit-on-missing-checkpoint' set ... exiting. <<");
             return 0;
@@ -226,6 +254,10 @@ int train(mt::train::TrainingFlags flags, const mt::cli::TokenizerFlags& tf,
     capture_options.rng = !flags.no_save_rng;
     capture_options.args =
         mt::train::checkpoint_args(flags, tf, model_flags, family.resolved_args(model_args), state);
+    if (saving)
+        capture_options.distributed_layout = distributed_layout(
+            flags, loaded_layout, *mt::Registry::global().create_checkpoint(*saving),
+            capture_options.args, model_params, out.first);
     if (flags.ckpt_convert_format) {  // Megatron's conversion: save in the other format, stop
         auto to = mt::Registry::global().create_checkpoint(*flags.ckpt_convert_format);
         mt::train::TrainingFlags convert = flags;

@@ -84,6 +84,32 @@ struct GradScalerCheckpoint {
     int64_t growth_tracker = 0, hysteresis_tracker = 0;
 };
 
+// The layouts of Megatron's distributed optimizer's state in torch_dist (OptimizerCheckpoint's
+// layout).
+enum class DistributedOptimizerLayout {
+    none,
+    fully_sharded_model_space,
+    fully_reshardable,
+    dp_reshardable
+};
+
+// Where one rank stands in core_v0.19's dp_reshardable layout, per buffer part (the dense
+// parameters', and under expert parallelism the experts' chained optimizer): Megatron's
+// data_parallel_group_idx (its rank in the model-parallel group the part is cut over: tp + TP pp,
+// or for the experts etp + ETP (ep + EP pp)) and its rank among the part's data-parallel ranks,
+// which each write their range of every bucket.
+struct BucketShare {
+    struct Part {
+        int64_t group = 0, dp_rank = 0, dp_size = 1;
+        // Of the first distributed-optimizer instance (the others hold copies, not written).
+        bool main = true;
+    };
+    Part dense, experts;
+    // This rank's piece of each parameter OptimizerCheckpoint::params names (tensor-parallel,
+    // as the rank holds it), in that order.
+    std::vector<Tensor> values;
+};
+
 struct OptimizerCheckpoint {
     // "adam" | "sgd" | "muon" (core_v0.19's: Muon's parameters and Adam's, chained).
     std::string type = "adam";
@@ -110,11 +136,20 @@ struct OptimizerCheckpoint {
     // torch_dist keys each chained part's state behind "chained_<i>." as core_v0.19 does for a
     // distributed optimizer (its other chained optimizers' keys are plain).
     bool layer_wise = false;
-    // Megatron's distributed optimizer in core_v0.19's fully_reshardable layout
-    // (--dist-ckpt-optim-fully-reshardable): params hold each parameter's whole state, as a plain
-    // optimizer's, and torch_dist keys its f32 values (the masters, or an f32 run's weights) as
-    // "param", beside the moments.
-    bool fully_reshardable = false;
+    // How torch_dist keeps Megatron's distributed optimizer's state (its content metadata's
+    // distrib_optim_sharding_type): saved as `layout` says, and read from what the checkpoint
+    // says (none: another optimizer, or another format).
+    //   fully_sharded_model_space (core_v0.13's default): each rank's ranges, in `shards`.
+    //   fully_reshardable (core_v0.19 with --dist-ckpt-optim-fully-reshardable): params hold
+    //     each parameter's whole state, as a plain optimizer's, box for box with the model's, and
+    //     torch_dist keys its f32 values (the masters, or an f32 run's weights) as "param".
+    //   dp_reshardable (core_v0.19's default): the gradient buffers' state bucket by bucket;
+    //     saving, `buckets` says where this rank stands.
+    DistributedOptimizerLayout layout = DistributedOptimizerLayout::none;
+    // Saving in dp_reshardable: params hold, per parameter this rank holds a piece of (a last
+    // pipeline stage's copy of tied word embeddings too, under its own name), the piece's
+    // whole state gathered over the data-parallel group, in the model's order.
+    std::optional<BucketShare> buckets;
 };
 
 // The ChainedOptimizer part of a parameter of an optimizer of `type`: Muon's (0 dense, 1 the
@@ -283,6 +318,14 @@ class MT_API CheckpointFormat {
     // directory before the checkpoint becomes the latest, and each load re-hashes the files it
     // lists before reading them. Returns whether the format does so (the default: only off).
     virtual bool set_verify_integrity(bool on) { return !on; }
+    // Why save_collective cannot keep the distributed optimizer's state in `layout` for a run
+    // with `args` whose parameters are `names`, or empty when it can (the default).
+    virtual std::string distributed_layout_refusal(DistributedOptimizerLayout layout,
+                                                   const CheckpointArgs& args,
+                                                   const std::vector<std::string>& names) const {
+        (void)layout, (void)args, (void)names;
+        return "";
+    }
     virtual void save_collective(const std::filesystem::path& dir, const CheckpointState& share,
                                  Communicator& world);
 };

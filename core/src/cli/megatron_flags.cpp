@@ -354,6 +354,17 @@ std::string_view megatron_version() {
     return MT_MEGATRON_VERSION;
 }
 
+std::vector<std::string> newer_megatron_flags_given(const po::variables_map& vm) {
+    static const Index older = index_of(kFlags);
+    std::vector<std::string> out;
+    for (const MegatronFlag& f : kNewerFlags) {
+        if (find_in(older, f.flag)) continue;
+        const std::string name(f.flag.substr(2));
+        if (vm.count(name) && !vm[name].defaulted()) out.emplace_back(f.flag);
+    }
+    return out;
+}
+
 std::span<const MegatronFlag> newer_megatron_flags() {
     return kNewerFlags;
 }

@@ -122,7 +122,8 @@ CheckpointState read_model_tensors(const std::filesystem::path& dir,
 
 bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& parts,
                      const std::vector<ParameterInfo>& params,
-                     const std::vector<ParameterInfo>* model_params) {
+                     const std::vector<ParameterInfo>* model_params,
+                     DistributedOptimizerLayout* layout) {
     const parallel::ParallelState& run = groups(parts);
     const bool first = run.world().rank() == 0;
     const std::filesystem::path dir = *flags.load;
@@ -181,6 +182,7 @@ bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& par
     o.optimizer = !flags.no_load_optim;
     o.rng = !flags.no_load_rng;
     train::restore_checkpoint(state, parts, o);
+    if (layout && state.optimizer) *layout = state.optimizer->layout;
     run.world().barrier();
     if (first)
         std::printf(
@@ -189,6 +191,16 @@ bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& par
             run.pp().size(), static_cast<long long>(parts.trainer.iteration()));
     std::fflush(stdout);
     return true;
+}
+
+DistributedOptimizerLayout saved_distributed_layout(const TrainingFlags& flags,
+                                                    DistributedOptimizerLayout loaded) {
+    using Layout = DistributedOptimizerLayout;
+    if (flags.dist_ckpt_optim_fully_reshardable) return Layout::fully_reshardable;
+    if (loaded == Layout::fully_reshardable || loaded == Layout::dp_reshardable ||
+        !flags.core_v0_19_flag.empty())
+        return Layout::dp_reshardable;
+    return Layout::fully_sharded_model_space;
 }
 
 void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
@@ -215,7 +227,6 @@ void save_checkpoint(const TrainingFlags& flags, CheckpointFormat& format,
         // Megatron's sharded save: every rank writes what it holds, nothing gathered.
         train::CaptureOptions own = options;
         own.own_share = true;
-        own.fully_reshardable = flags.dist_ckpt_optim_fully_reshardable;
         format.save_collective(*flags.save, train::capture_checkpoint(parts, own), all);
     } else if (groups(parts).pp().size() > 1) {
         // Megatron's torch files from pipeline stages: each stage's first rank writes its

@@ -291,6 +291,25 @@ std::vector<OptimizerShard> own_shards(const TrainingParts& parts) {
     return out;
 }
 
+// Where this rank stands in core_v0.19's dp_reshardable layout (the distributed optimizer's
+// buffers: the dense one, and the experts' when they have one).
+BucketShare bucket_share(const TrainingParts& parts) {
+    BucketShare out;
+    if (!parts.parallel) return out;
+    const parallel::ParallelState& run = *parts.parallel;
+    auto part = [](const parallel::GradBuffer& buffer, int64_t group) {
+        return BucketShare::Part{group, buffer.group().rank(), buffer.group().size(),
+                                 buffer.instance() == 0};
+    };
+    out.dense = part(*parts.grad_buffer, run.tp().rank() + run.tp().size() * run.pp().rank());
+    if (parts.expert_grad_buffer)
+        out.experts = part(
+            *parts.expert_grad_buffer,
+            run.expert_tp().rank() +
+                run.expert_tp().size() * (run.ep().rank() + run.ep().size() * run.pp().rank()));
+    return out;
+}
+
 // Under expert parallelism a whole-tensor capture holds this rank's experts only: every
 // expert-parallel rank's instead, each run of them in rank order (the model's expert order),
 // model and optimizer entries alike. Collective over the expert-parallel group.
@@ -457,9 +476,12 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
         opt.eps = c.adam_eps;
         opt.momentum = c.sgd_momentum;
         // The distributed optimizer's ranges as they lie (core_v0.13's layout), or gathered into
-        // whole pieces (core_v0.19's fully_reshardable).
-        opt.fully_reshardable = o.own_share && o.fully_reshardable && distributed_optimizer(parts);
-        const bool shards = o.own_share && distributed_optimizer(parts) && !opt.fully_reshardable;
+        // whole pieces (core_v0.19's fully_reshardable) or every piece here (its dp_reshardable).
+        opt.layout = o.own_share && distributed_optimizer(parts) ? o.distributed_layout
+                                                                 : DistributedOptimizerLayout::none;
+        const bool shards = opt.layout == DistributedOptimizerLayout::fully_sharded_model_space;
+        if (opt.layout == DistributedOptimizerLayout::dp_reshardable)
+            opt.buckets = bucket_share(parts);
         MT_CHECK(!shards || opt.type == "adam",
                  "not supported yet: saving the distributed optimizer's shards of ", opt.type);
         // Which of Megatron's chained optimizers updates a parameter: its experts take one of
@@ -479,7 +501,8 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
             shards ? std::vector<Tensor>(params.size()) : local_masters(parts, whole);
         for (size_t i = 0; i < params.size(); ++i) {
             const nn::Parameter& p = *params[i];
-            if (!p.copy_of.empty() && !o.stage_copies) continue;  // the original's is saved
+            // (The original's is saved, but a stage's buffer keeps its copy's.)
+            if (!p.copy_of.empty() && !o.stage_copies && !opt.buckets) continue;
             OptimizerParamState ps = chained_as(p);
             ps.name = p.name;
             ps.weight_decay = p.weight_decay;
@@ -491,6 +514,14 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
             }
             // The f32 master copy of a bf16 parameter.
             const Tensor& master = local_master[i];
+            if (opt.buckets) {  // this rank's piece, whole
+                ps.exp_avg = moments[i].first;
+                ps.exp_avg_sq = moments[i].second;
+                ps.main_param = master;
+                opt.params.push_back(std::move(ps));
+                opt.buckets->values.push_back(p.value);
+                continue;
+            }
             if (!o.own_share) {
                 ps.exp_avg = whole_of(parts, p, moments[i].first);
                 // (SGD's and Muon's parameters keep one buffer.)

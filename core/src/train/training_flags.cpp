@@ -259,8 +259,10 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
         "is a multiple of N (a multiple of --save-interval)")(
         "dist-ckpt-optim-fully-reshardable", po::bool_switch(&f.dist_ckpt_optim_fully_reshardable),
         "(core_v0.19) torch_dist keeps the distributed optimizer's state per parameter in its "
-        "shape (fully_reshardable: core_v0.19 loads it), not its ranges flattened "
-        "(fully_sharded_model_space: core_v0.13 loads it)")(
+        "shape (fully_reshardable). Without it, as the Megatron the run stands for: core_v0.19's "
+        "default, its gradient buffers' buckets (dp_reshardable), when resuming a core_v0.19 "
+        "layout or given a flag only core_v0.19 has; else core_v0.13's ranges flattened "
+        "(fully_sharded_model_space). Each version loads only its own")(
         "ckpt-format", po::value(&f.ckpt_format)->default_value("torch_dist"),
         "format --save writes: torch_dist (Megatron's default), torch, or any checkpoint plugin; "
         "--load reads whichever format it finds");
@@ -460,6 +462,8 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
              "--attention-backend ", backend, ": choose from flash, fused, unfused, local, auto");
     read_optional(vm, "loss-scale", f.grad_scaler.loss_scale);
     read_deepspeed_flags(vm, f);
+    if (const auto newer = cli::newer_megatron_flags_given(vm); !newer.empty())
+        f.core_v0_19_flag = newer.front();
     // Megatron's validate_args: with dynamic loss scaling NaNs and Infs in the loss and grads
     // are the scaler's signal (a skipped step), not a failure.
     if (f.params_dtype == DType::f16 && !f.grad_scaler.loss_scale) f.check_for_nan = false;

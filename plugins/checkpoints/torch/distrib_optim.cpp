@@ -66,12 +66,6 @@ std::vector<BufferPart> buffer_parts(const CheckpointState& state, const std::st
     return parts;
 }
 
-// Megatron keys a gradient buffer's state by (param dtype, grad dtype): grads are f32 here.
-PyValue buffer_dtype_key(DType param_dtype) {
-    return PyValue::tuple(
-        {io::torch_dtype_global(param_dtype), io::torch_dtype_global(DType::f32)});
-}
-
 // The weights' dtype (one for all: the distributed optimizer's buffer holds them).
 DType model_dtype(const NamedTensors& model, const std::string& where) {
     const DType d = model.empty() ? DType::f32 : model[0].second.dtype();
@@ -110,10 +104,6 @@ parallel::BufferLayout saved_layout(const NamedTensors& model, const CheckpointA
     return parallel::buffer_layout(numels, dp, config, own_bucket);
 }
 
-const Tensor& moment(const OptimizerParamState& p, const char* name) {
-    return std::strcmp(name, "exp_avg_sq") == 0 ? p.exp_avg_sq : p.exp_avg;
-}
-
 // The part's k-th parameter's piece of a world tensor.
 Tensor piece(const Tensor& world, const parallel::BufferLayout& l, size_t k, const Shape& shape) {
     const int64_t begin = l.unpadded_offset(k);
@@ -124,26 +114,18 @@ Tensor piece(const Tensor& world, const parallel::BufferLayout& l, size_t k, con
 PyValue buffer_state_to_py(const CheckpointState& state, const BufferPart& part) {
     const OptimizerCheckpoint& o = *state.optimizer;
     const NamedTensors model = part_model(state, part);
-    const parallel::BufferLayout l = saved_layout(model, state.args, part.dp);
-    const int64_t n = l.numel_unpadded();
+    std::vector<BufferMoments> moments;
+    for (size_t k : part.params) {
+        const OptimizerParamState& p = o.params[k];
+        moments.push_back({p.exp_avg, p.exp_avg_sq, p.main_param});
+    }
+    const BufferBuckets buffer = buffer_world(model, moments, state.args, part.dp);
     const DType dtype = model_dtype(model, kDistribOptimName);
     PyValue tensors = PyValue::dict();
-    Tensor world[3];
-    const char* keys[] = {"param", kMoments[0], kMoments[1]};
-    for (int k = 0; k < 3; ++k) world[k] = Tensor::zeros({n}, DType::f32);
-    for (size_t k = 0; k < part.model.size(); ++k) {
-        const auto& [name, t] = state.model[part.model[k]];
-        const OptimizerParamState& p = o.params[part.params[k]];
-        // "param" holds the f32 weights the optimizer updates: a bf16 / f16 model's masters.
-        const Tensor& main = dtype == DType::f32 ? t.local : p.main_param;
-        MT_CHECK(main.defined(), "distrib_optim.pt: no f32 master weights of the ",
-                 dtype_name(dtype), " parameter ", name);
-        piece(world[0], l, k, t.local.shape()).copy_from(main);
-        for (int m = 1; m < 3; ++m)
-            piece(world[m], l, k, t.local.shape()).copy_from(moment(p, keys[m]));
-    }
-    for (int k = 0; k < 3; ++k) tensors.dict_ref().set(keys[k], PyValue::tensor(world[k]));
-    tensors.dict_ref().set("numel_unpadded", PyValue::integer(n));
+    tensors.dict_ref().set("param", PyValue::tensor(buffer.world.param));
+    tensors.dict_ref().set(kMoments[0], PyValue::tensor(buffer.world.exp_avg));
+    tensors.dict_ref().set(kMoments[1], PyValue::tensor(buffer.world.exp_avg_sq));
+    tensors.dict_ref().set("numel_unpadded", PyValue::integer(buffer.world.param.numel()));
     PyValue by_dtype = PyValue::dict();
     by_dtype.dict_ref().set(buffer_dtype_key(dtype), std::move(tensors));
     PyValue root = PyValue::dict();
@@ -210,6 +192,38 @@ void buffer_state_from_py(const PyValue& root, CheckpointState& state, const Buf
 }
 
 }  // namespace
+
+PyValue buffer_dtype_key(DType param_dtype) {
+    return PyValue::tuple(
+        {io::torch_dtype_global(param_dtype), io::torch_dtype_global(DType::f32)});
+}
+
+BufferBuckets buffer_world(const NamedTensors& model, const std::vector<BufferMoments>& state,
+                           const CheckpointArgs& args, int64_t dp) {
+    MT_CHECK(model.size() == state.size(), "the distributed optimizer's state of ", state.size(),
+             " parameters for ", model.size());
+    const DType dtype = model_dtype(model, "the distributed optimizer's buffer");
+    const parallel::BufferLayout l = saved_layout(model, args, dp);
+    const int64_t n = l.numel_unpadded();
+    BufferBuckets out;
+    out.world = {Tensor::zeros({n}, DType::f32), Tensor::zeros({n}, DType::f32),
+                 Tensor::zeros({n}, DType::f32)};
+    for (size_t k = 0; k < model.size(); ++k) {
+        const auto& [name, t] = model[k];
+        // "param" holds the f32 weights the optimizer updates: a bf16 / f16 model's masters.
+        const Tensor& main = dtype == DType::f32 ? t : state[k].main_param;
+        MT_CHECK(main.defined(), "the distributed optimizer's state: no f32 master weights of the ",
+                 dtype_name(dtype), " parameter ", name);
+        piece(out.world.param, l, k, t.shape()).copy_from(main);
+        piece(out.world.exp_avg, l, k, t.shape()).copy_from(state[k].exp_avg);
+        piece(out.world.exp_avg_sq, l, k, t.shape()).copy_from(state[k].exp_avg_sq);
+    }
+    for (const parallel::BufferLayout::Bucket& b : l.buckets) {
+        out.numel.push_back(b.end - b.begin);
+        out.numel_unpadded.push_back(b.numel_unpadded);
+    }
+    return out;
+}
 
 std::vector<BufferMoments> buffer_moments(const BufferWorld& world, const NamedTensors& model,
                                           const CheckpointArgs& args, int64_t dp,

@@ -57,4 +57,17 @@ std::vector<BufferMoments> buffer_moments(const BufferWorld& world, const NamedT
                                           const CheckpointArgs& args, int64_t dp,
                                           const std::string& file);
 
+// The other way: the world tensors of `model`'s buffer (as buffer_moments reads them) from each
+// parameter's state (f32 values: a half model's masters, an f32 model's weights), and each
+// bucket's size, padded and not.
+struct BufferBuckets {
+    BufferWorld world;
+    std::vector<int64_t> numel, numel_unpadded;
+};
+BufferBuckets buffer_world(const NamedTensors& model, const std::vector<BufferMoments>& state,
+                           const CheckpointArgs& args, int64_t dp);
+
+// Megatron keys a gradient buffer's state by (param dtype, grad dtype): grads are f32 here.
+io::PyValue buffer_dtype_key(DType param_dtype);
+
 }  // namespace mt::plugins::torch_ckpt

@@ -16,6 +16,7 @@
 #include "mt/parallel/pipeline_layers.h"
 #include "torch_dist_flattened.h"
 #include "torch_dist_optimizer.h"
+#include "torch_state.h"
 
 namespace mt::plugins::torch_dist {
 
@@ -65,11 +66,17 @@ std::optional<BucketKey> bucket_key(const std::string& rest) {
     return k;
 }
 
+// What the keys of model-parallel rank `group` start with: its bucket tensors are
+// "<that>gbuf_idx_0.dtype_<dtype>.bucket_idx_<k>.<kind>", its objects "<that><name>".
+std::string group_key(const std::string& chain, int64_t group) {
+    return str(chain, kBucketStatePrefix, "dp_group_idx_", group, ".");
+}
+
 // The ShardedObject "<chain><prefix>dp_group_idx_0.<name>" (stored as ".../shard_0_1"), or
 // null; `chain`: "" or a chained optimizer's "chained_<i>.".
 const DcpEntry* group_object(const DcpMetadata& meta, const std::string& chain,
                              const std::string& name) {
-    const std::string key = chain + kBucketStatePrefix + "dp_group_idx_0." + name + "/";
+    const std::string key = group_key(chain, 0) + name + "/";
     for (const DcpEntry& e : meta.entries)
         if (e.bytes && e.fqn.starts_with(key)) return &e;
     return nullptr;
@@ -81,6 +88,13 @@ PyValue object_value(const fs::path& iter, const DcpEntry& e) {
     MT_CHECK(list.kind() == PyKind::list && list.items().size() == 1, iter.string(), ": ",
              e.fqn.substr(0, 200), " holds ", io::short_repr(list, 80), ", not a one-item list");
     return list.items()[0];
+}
+
+// How a bucket's key names its buffer's dtypes: Python's print of (param dtype, grad dtype), the
+// grads f32 here.
+std::string bucket_dtype(DType param_dtype) {
+    return str("(torch.", io::torch_dtype_global(param_dtype).object_ref().name,
+               ", torch.float32)");
 }
 
 // A buffer's buckets: bucket index -> state kind -> entry.
@@ -260,12 +274,13 @@ int layer_slot(const std::string& rest, bool local) {
     return -1;
 }
 
-// Megatron's registration order of `params` (whose stored order a multi-rank save scrambles):
-// the embeddings, the decoder layers (each as layer_slot places its tensors; SequentialMLP's
-// experts each with its tensors together, --moe-grouped-gemm's per linear), the final norm, the
-// output layer; weights before biases. A tensor it cannot place is an mt::Error naming it.
-void registration_order(NamedTensors& params, const CheckpointArgs& args,
-                        const std::string& where) {
+// Megatron's registration order of the parameters `names` (whose stored order a multi-rank save
+// scrambles), as their positions: the embeddings, the decoder layers (each as layer_slot places
+// its tensors; SequentialMLP's experts each with its tensors together, --moe-grouped-gemm's per
+// linear), the final norm, the output layer; weights before biases. A tensor it cannot place is
+// an mt::Error naming it.
+std::vector<size_t> registration_order(const std::vector<std::string>& names,
+                                       const CheckpointArgs& args, const std::string& where) {
     const ArgValue* impl = find_arg(args, "transformer_impl");
     const std::string* impl_name = impl ? std::get_if<std::string>(impl) : nullptr;
     const bool local = impl_name && *impl_name == "local";
@@ -290,15 +305,103 @@ void registration_order(NamedTensors& params, const CheckpointArgs& args,
                 " (its place among Megatron's parameters)");
     };
     std::vector<std::pair<Key, size_t>> keys;
-    for (size_t i = 0; i < params.size(); ++i) keys.emplace_back(key_of(params[i].first), i);
+    for (size_t i = 0; i < names.size(); ++i) keys.emplace_back(key_of(names[i]), i);
     std::stable_sort(keys.begin(), keys.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
-    NamedTensors ordered;
-    for (const auto& [key, i] : keys) ordered.push_back(std::move(params[i]));
-    params = std::move(ordered);
+    std::vector<size_t> order;
+    for (const auto& [key, i] : keys) order.push_back(i);
+    return order;
+}
+
+// What keeps the layout from being read or written for a run with `args` whose parameters are
+// `names`, or empty.
+std::string layout_refusal(const CheckpointArgs& args, const std::vector<std::string>& names,
+                           const std::string& where) {
+    const int64_t pp = int_arg(args, "pipeline_model_parallel_size").value_or(1);
+    if (pipeline_split_of(args, pp).virtual_stages != 1)
+        return str("not supported yet: core_v0.19's ", kDpReshardable,
+                   " distributed-optimizer state of virtual pipeline stages in ", where);
+    try {
+        registration_order(names, args, where);
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
 }
 
 }  // namespace
+
+std::string bucket_layout_refusal(const CheckpointArgs& args,
+                                  const std::vector<std::string>& names) {
+    return layout_refusal(args, names, "this run");
+}
+
+BucketWrite bucket_state_to_write(const OptimizerCheckpoint& o, const CheckpointArgs& args) {
+    MT_CHECK(o.buckets && o.buckets->values.size() == o.params.size(),
+             "torch_dist: the distributed optimizer's state in ", kDpReshardable,
+             " without its pieces");
+    MT_CHECK(o.type == "adam", "not supported yet: core_v0.19's ", kDpReshardable, " state of the ",
+             o.type, " optimizer");
+    const BucketShare& share = *o.buckets;
+    const std::vector<torch_ckpt::OptimizerChain> chains = torch_ckpt::optimizer_chains(o);
+    const bool chained = chains.size() > 1;
+    BucketWrite out;
+    for (size_t c = 0; c < chains.size(); ++c) {
+        const std::vector<size_t>& members = chains[c].members;
+        const BucketShare::Part& part = chained && c == 1 ? share.experts : share.dense;
+        if (!part.main || members.empty()) continue;
+        std::vector<std::string> names;
+        for (size_t i : members) names.push_back(o.params[i].name);
+        const std::string refusal = layout_refusal(args, names, "this checkpoint");
+        MT_CHECK(refusal.empty(), refusal);
+        NamedTensors model;
+        std::vector<torch_ckpt::BufferMoments> state;
+        for (size_t k : registration_order(names, args, "this checkpoint")) {
+            const OptimizerParamState& p = o.params[members[k]];
+            model.emplace_back(p.name, share.values[members[k]]);
+            state.push_back({p.exp_avg, p.exp_avg_sq, p.main_param});
+        }
+        const torch_ckpt::BufferBuckets buffer =
+            torch_ckpt::buffer_world(model, state, args, part.dp_size);
+        const DType dtype = model[0].second.dtype();
+        const std::string chain = chained ? str("chained_", c, ".") : "";
+        const std::string group = group_key(chain, part.group);
+        const std::string prefix = str(group, "gbuf_idx_0.dtype_", bucket_dtype(dtype), ".");
+        int64_t at = 0;  // where the bucket starts in the world tensors
+        for (size_t b = 0; b < buffer.numel.size(); ++b) {
+            const int64_t rank_numel = buffer.numel[b] / part.dp_size;
+            const int64_t begin = part.dp_rank * rank_numel;
+            const int64_t end = std::min(begin + rank_numel, buffer.numel_unpadded[b]);
+            for (const auto& [kind, world] : {std::pair{"param", &buffer.world.param},
+                                              std::pair{"exp_avg", &buffer.world.exp_avg},
+                                              std::pair{"exp_avg_sq", &buffer.world.exp_avg_sq}})
+                if (begin < end)
+                    out.tensors.push_back({str(prefix, "bucket_idx_", b, ".", kind),
+                                           {buffer.numel_unpadded[b]},
+                                           {{{begin}, world->slice(0, at + begin, at + end)}},
+                                           {}});
+            at += buffer.numel_unpadded[b];
+        }
+        if (part.dp_rank != 0) continue;
+        // DistributedOptimizer.state_dict()'s entries, and the buckets' sizes per buffer.
+        const io::PyValue optimizer = torch_ckpt::distributed_optimizer_to_py(chains[c].optimizer);
+        out.objects.emplace_back(group + "optimizer", optimizer["optimizer"]);
+        if (o.grad_scaler)
+            out.objects.emplace_back(group + "grad_scaler",
+                                     torch_ckpt::grad_scaler_to_py(*o.grad_scaler));
+        auto per_bucket = [&](const std::vector<int64_t>& numels) {
+            io::PyValue sizes = io::PyValue::list();
+            for (int64_t n : numels) sizes.items().push_back(io::PyValue::integer(n));
+            io::PyValue by_dtype = io::PyValue::dict();
+            by_dtype.dict_ref().set(torch_ckpt::buffer_dtype_key(dtype), std::move(sizes));
+            return io::PyValue::list({std::move(by_dtype)});
+        };
+        out.objects.emplace_back(group + "per_bucket_numel", per_bucket(buffer.numel));
+        out.objects.emplace_back(group + "per_bucket_numel_unpadded",
+                                 per_bucket(buffer.numel_unpadded));
+    }
+    return out;
+}
 
 BucketState read_bucket_state(const fs::path& iter, const DcpMetadata& meta,
                               const NamedTensors& model, const CheckpointArgs& args) {
@@ -334,10 +437,17 @@ BucketState read_bucket_state(const fs::path& iter, const DcpMetadata& meta,
     // state of its own in its buffer (the same as the first stage's), not in the model.
     const bool stage_copy = pp > 1 && !bool_arg(args, "untie_embeddings_and_output_weights");
     NamedTensors params;  // the buffers' parameters, in Megatron's order
-    for (const auto& [name, t] : model)
-        if (!megatron_buffer(name)) params.emplace_back(name, t);  // (buffers: no state)
-    MT_CHECK(!params.empty(), where, ": distributed-optimizer state but no parameters");
-    registration_order(params, args, where);
+    {
+        std::vector<std::string> names;
+        std::vector<size_t> at;
+        for (size_t i = 0; i < model.size(); ++i)
+            if (!megatron_buffer(model[i].first)) {  // (buffers: no state)
+                names.push_back(model[i].first);
+                at.push_back(i);
+            }
+        MT_CHECK(!names.empty(), where, ": distributed-optimizer state but no parameters");
+        for (size_t k : registration_order(names, args, where)) params.push_back(model[at[k]]);
+    }
     // Each parameter's pipeline stage and expert (-1: none), and the word embeddings' position.
     std::vector<int> stages;
     std::vector<int64_t> expert_index;
@@ -360,10 +470,7 @@ BucketState read_bucket_state(const fs::path& iter, const DcpMetadata& meta,
              " expert-parallel ranks");
     MT_CHECK(!stage_copy || embedding < params.size(), where,
              ": tied embeddings but no embedding.word_embeddings.weight");
-    // Megatron keys a buffer by (param dtype, grad dtype); grads are f32 here.
-    const std::string dtype =
-        str("(torch.", io::torch_dtype_global(params[0].second.dtype()).object_ref().name,
-            ", torch.float32)");
+    const std::string dtype = bucket_dtype(params[0].second.dtype());
     const std::map<std::string, std::vector<ShardBox>> boxes = stored_boxes(meta);
     struct Whole {
         Tensor exp_avg, exp_avg_sq, main_param;

@@ -17,11 +17,14 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "dcp_metadata.h"
 #include "mt/checkpoint.h"
 #include "mt/checkpoint/reshard.h"
 #include "mt/io/py_value.h"
+#include "torch_dist_keys.h"
 
 namespace mt::plugins::torch_dist {
 
@@ -43,5 +46,20 @@ struct BucketState {
 // is an mt::Error naming the rank.
 BucketState read_bucket_state(const std::filesystem::path& iter, const DcpMetadata& meta,
                               const NamedTensors& model, const CheckpointArgs& args);
+
+// Why the layout cannot be written for a run with `args` whose parameters are `names` (those
+// read_bucket_state refuses), or empty.
+std::string bucket_layout_refusal(const CheckpointArgs& args,
+                                  const std::vector<std::string>& names);
+
+// What one rank writes of the layout for `optimizer` (saved in it: OptimizerCheckpoint::buckets
+// says where the rank stands) of a run with `args`: its range of each bucket's tensors (each
+// part's data-parallel rank r the elements [r, r + 1) x numel / dp, the bucket's end padding
+// cut), and from each part's data-parallel rank 0 the ShardedObjects beside them (key, value).
+struct BucketWrite {
+    std::vector<StoredTensor> tensors;
+    std::vector<std::pair<std::string, io::PyValue>> objects;
+};
+BucketWrite bucket_state_to_write(const OptimizerCheckpoint& optimizer, const CheckpointArgs& args);
 
 }  // namespace mt::plugins::torch_dist

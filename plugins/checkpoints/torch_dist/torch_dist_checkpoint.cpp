@@ -221,11 +221,20 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
     // core_v0.19 keys the parts' state plainly unless a distributed optimizer (Muon's
     // layer-wise one) saves in a layout not fully reshardable; core_v0.13 always behind
     // "chained_<i>." (and Muon and fully_reshardable are 0.19's).
+    using Layout = DistributedOptimizerLayout;
+    const Layout distributed = share.optimizer ? share.optimizer->layout : Layout::none;
     const bool muon = share.optimizer && share.optimizer->type == "muon";
-    const bool fully_reshardable = share.optimizer && share.optimizer->fully_reshardable;
-    const bool core_v0_19 = muon || fully_reshardable;
+    const bool fully_reshardable = distributed == Layout::fully_reshardable;
+    const bool buckets = share.optimizer && share.optimizer->buckets;
+    const bool core_v0_19 = muon || fully_reshardable || buckets;
     const bool prefixed = chained && (!core_v0_19 || share.optimizer->layer_wise);
-    if (shards) {
+    // ShardedObjects this rank writes beside the tensors (key, value).
+    std::vector<std::pair<std::string, PyValue>> objects;
+    if (buckets) {
+        BucketWrite w = bucket_state_to_write(*share.optimizer, share.args);
+        for (StoredTensor& s : w.tensors) stored.push_back(std::move(s));
+        objects = std::move(w.objects);
+    } else if (shards) {
         std::vector<OptimizerShard> parts[2];
         for (const OptimizerShard& s : share.optimizer->shards)
             parts[chained && s.expert_parallel ? 1 : 0].push_back(s);
@@ -272,18 +281,20 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
     const fs::path tmp = parallel::broadcast_bytes(
         world, root ? torch_ckpt::begin_write(dir, share.iteration).string() : std::string(), 0);
     std::vector<DcpEntry> entries;
-    if (root || !stored.empty()) {
+    if (root || !stored.empty() || !objects.empty()) {
         DistcpWriter data(tmp, "__" + std::to_string(world.rank()) + "_0.distcp");
-        // DCP puts byte objects before tensors; the main replica's (rank 0's) are written.
-        const PyValue none_list = PyValue::list({PyValue()});
+        // DCP puts byte objects before tensors; the main replica's (rank 0's) are written, each
+        // a one-item list (a ShardedObject of shape (1,) at (0,)).
+        auto object = [&](const std::string& key, const PyValue& value) {
+            DcpEntry e;
+            e.fqn = key;
+            e.bytes = true;
+            e.chunks.push_back({{}, {}, data.add_object(PyValue::list({value}))});
+            entries.push_back(std::move(e));
+        };
         if (root)
-            for (const std::string& key : extra_keys) {
-                DcpEntry e;
-                e.fqn = key;
-                e.bytes = true;
-                e.chunks.push_back({{}, {}, data.add_object(none_list)});
-                entries.push_back(std::move(e));
-            }
+            for (const std::string& key : extra_keys) object(key, PyValue());
+        for (const auto& [key, value] : objects) object(key + "/shard_0_1", value);
         // A streamed share's placeholders by storage: chunk tensors view them.
         std::map<const Storage*, size_t> model_index;
         size_t made_index = SIZE_MAX;  // the placeholder last made, and its tensor
@@ -353,7 +364,15 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
             optimizer.dict_ref().set(PyValue::integer(int64_t(c)), one(chains[c].optimizer));
         return optimizer;
     };
-    if (shards || fully_reshardable) {
+    if (buckets) {
+        // DistributedOptimizer.sharded_state_dict's plain part: the rest is in the objects.
+        common.dict_ref().set("optimizer", chained_common([](const OptimizerCheckpoint&) {
+                                  PyValue optimizer = PyValue::dict();
+                                  optimizer.dict_ref().set("param_state_sharding_type",
+                                                           PyValue::string(kDpReshardable));
+                                  return optimizer;
+                              }));
+    } else if (shards || fully_reshardable) {
         // DistributedOptimizer.sharded_state_dict's plain part, naming how its state is sharded.
         const char* layout = shards ? kFullyShardedModelSpace : kFullyReshardable;
         common.dict_ref().set("optimizer", chained_common([layout](const OptimizerCheckpoint& o) {
@@ -377,7 +396,7 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
                                    PyValue::string(kFullyReshardable));
             content.dict_ref().set("distrib_optim_fully_reshardable_mem_efficient",
                                    PyValue::boolean(false));
-        } else if (share.optimizer->layer_wise) {
+        } else if (share.optimizer->layer_wise || buckets) {
             content.dict_ref().set("distrib_optim_sharding_type", PyValue::string(kDpReshardable));
         }
         content.dict_ref().set("singleton_local_shards", PyValue::boolean(false));
@@ -395,6 +414,13 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
 }
 
 }  // namespace
+
+std::string TorchDistCheckpoint::distributed_layout_refusal(
+    DistributedOptimizerLayout layout, const CheckpointArgs& args,
+    const std::vector<std::string>& names) const {
+    return layout == DistributedOptimizerLayout::dp_reshardable ? bucket_layout_refusal(args, names)
+                                                                : "";
+}
 
 void TorchDistCheckpoint::save_collective(const std::filesystem::path& dir,
                                           const CheckpointState& share, Communicator& world) {

@@ -30,6 +30,12 @@ class TorchDistCheckpoint : public CheckpointFormat {
     void save_collective(const std::filesystem::path& dir, const CheckpointState& share,
                          Communicator& world) override;
 
+    // core_v0.19's dp_reshardable needs Megatron's order of the parameters in its buffers
+    // (torch_dist_buckets.h).
+    std::string distributed_layout_refusal(DistributedOptimizerLayout layout,
+                                           const CheckpointArgs& args,
+                                           const std::vector<std::string>& names) const override;
+
     bool set_verify_integrity(bool on) override {
         verify_integrity_ = on;
         return true;

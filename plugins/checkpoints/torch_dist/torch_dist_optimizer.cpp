@@ -79,7 +79,7 @@ std::vector<StoredTensor> optimizer_moments(const OptimizerCheckpoint& optimizer
              optimizer.params.size(), " tensors, the model has ", model.size());
     std::vector<StoredTensor> out;
     std::vector<std::string> names = moment_names(optimizer.type);
-    if (optimizer.fully_reshardable)
+    if (optimizer.layout == DistributedOptimizerLayout::fully_reshardable)
         names.insert(names.begin(), kFullyReshardableParamName);
     else if (optimizer.has_master_weights())
         names.insert(names.begin(), kMasterName);
@@ -178,7 +178,11 @@ OptimizerCheckpoint optimizer_from_py(
                  " state in ", where, " (read: ", kFullyShardedModelSpace, ", ", kFullyReshardable,
                  ", ", kDpReshardable, ")");
     o.layer_wise = o.type == "muon" && sharding != nullptr;
-    o.fully_reshardable = distributed && layout == kFullyReshardable;
+    using Layout = DistributedOptimizerLayout;
+    if (distributed && !o.layer_wise)
+        o.layout = layout == kFullyReshardable ? Layout::fully_reshardable
+                   : layout == kDpReshardable  ? Layout::dp_reshardable
+                                               : Layout::fully_sharded_model_space;
     // The part whose state holds the step: Adam's (Muon counts none).
     const Part* stepped = &parts[0];
     for (const Part& part : parts)

@@ -428,23 +428,39 @@ TEST(TorchDist, DistributedOptimizerRangesRoundTrip) {
     EXPECT_NE(meta.find("optimizer.state.fp32_param.decoder.final_layernorm.weight"), nullptr);
 }
 
+// The gpt2_tp1 fixture's state (into `state`) with its optimizer as the distributed one's in
+// `layout` (dp_reshardable: saved from one rank, its pieces the whole tensors), saved to `dir`;
+// read back in that layout with the same moments, learning rate and step.
+void distributed_round_trip(DistributedOptimizerLayout layout, const fs::path& dir,
+                            CheckpointState& state) {
+    TorchDistCheckpoint format;
+    state = format.load(fixture("gpt2_tp1"));
+    ASSERT_TRUE(state.optimizer) << state.optimizer_not_loaded;
+    state.args.emplace_back("use_distributed_optimizer", true);
+    state.optimizer->layout = layout;
+    if (layout == DistributedOptimizerLayout::dp_reshardable) {
+        state.optimizer->buckets.emplace();
+        for (const auto& [name, t] : state.model)
+            state.optimizer->buckets->values.push_back(t.local);
+    }
+    format.save(dir, state);
+    const CheckpointState back = format.load(dir);
+    ASSERT_TRUE(back.optimizer) << back.optimizer_not_loaded;
+    EXPECT_EQ(back.optimizer->layout, layout);
+    expect_same_moments(back, state);
+    EXPECT_EQ(back.optimizer->lr, state.optimizer->lr);
+    EXPECT_EQ(back.optimizer->step, state.optimizer->step);
+}
+
 // core_v0.19's fully_reshardable layout of the distributed optimizer's state (our writer, as
 // --dist-ckpt-optim-fully-reshardable asks): each parameter's moments and f32 values (an f32
 // run's weights) in the model's shape under "optimizer.state.{exp_avg,exp_avg_sq,param}.<key>",
 // the layout named in the content metadata; read back as the moments they are.
 TEST(TorchDist, FullyReshardableDistributedOptimizerRoundTrips) {
-    TorchDistCheckpoint format;
-    CheckpointState state = format.load(fixture("gpt2_tp1"));
-    ASSERT_TRUE(state.optimizer) << state.optimizer_not_loaded;
-    state.args.emplace_back("use_distributed_optimizer", true);
-    state.optimizer->fully_reshardable = true;
     TempDir dir;
-    format.save(dir.path(), state);
-    const CheckpointState back = format.load(dir.path());
-    ASSERT_TRUE(back.optimizer) << back.optimizer_not_loaded;
-    EXPECT_TRUE(back.optimizer->fully_reshardable);
-    expect_same_moments(back, state);
-    EXPECT_EQ(back.optimizer->lr, state.optimizer->lr);
+    CheckpointState state;
+    ASSERT_NO_FATAL_FAILURE(
+        distributed_round_trip(DistributedOptimizerLayout::fully_reshardable, dir.path(), state));
     const DcpMetadata meta = read_dcp_metadata(dir / "iter_0000007" / ".metadata");
     const DcpEntry* w = meta.find("optimizer.state.exp_avg_sq.embedding.word_embeddings.weight");
     ASSERT_NE(w, nullptr);
@@ -463,6 +479,39 @@ TEST(TorchDist, FullyReshardableDistributedOptimizerRoundTrips) {
     EXPECT_EQ(common["optimizer"]["param_state_sharding_type"].as_string(), "fully_reshardable");
 }
 
+// core_v0.19's default dp_reshardable layout as we write it, from one rank: the gradient
+// buffer's one bucket (the parameters in Megatron's order backwards, 64-aligned) in
+// "optimizer.distributed.dp_group_idx_0...bucket_idx_0.{param,exp_avg,exp_avg_sq}", the f32
+// values as "param", the objects beside it, the layout named in the content metadata; read back
+// as the moments they are. (That they sit where Megatron puts them: DistributedOptimizerResume.)
+TEST(TorchDist, DpReshardableDistributedOptimizerRoundTrips) {
+    TempDir dir;
+    CheckpointState state;
+    ASSERT_NO_FATAL_FAILURE(
+        distributed_round_trip(DistributedOptimizerLayout::dp_reshardable, dir.path(), state));
+    const fs::path iter = dir / "iter_0000007";
+    const DcpMetadata meta = read_dcp_metadata(iter / ".metadata");
+    const std::string bucket =
+        "optimizer.distributed.dp_group_idx_0.gbuf_idx_0.dtype_(torch.float32, "
+        "torch.float32).bucket_idx_0.";
+    for (const char* kind : {"param", "exp_avg", "exp_avg_sq"}) {
+        const DcpEntry* e = meta.find(bucket + kind);
+        ASSERT_NE(e, nullptr) << kind;
+        ASSERT_EQ(e->chunks.size(), 1u);
+        EXPECT_EQ(e->chunks[0].offsets, (Shape{0}));
+        EXPECT_EQ(e->chunks[0].sizes, e->size);
+    }
+    for (const char* object : {"optimizer", "per_bucket_numel", "per_bucket_numel_unpadded"})
+        EXPECT_NE(meta.find(str("optimizer.distributed.dp_group_idx_0.", object, "/shard_0_1")),
+                  nullptr)
+            << object;
+    EXPECT_EQ(meta.find("optimizer.state.exp_avg.embedding.word_embeddings.weight"), nullptr);
+    const io::PyValue common = io::load_torch_file(iter / "common.pt");
+    EXPECT_EQ(common["content_metadata"]["distrib_optim_sharding_type"].as_string(),
+              "dp_reshardable");
+    EXPECT_EQ(common["optimizer"]["param_state_sharding_type"].as_string(), "dp_reshardable");
+}
+
 // Megatron core_v0.19's distributed optimizer saved the same run in both of its layouts
 // (tests/fixtures/distopt_v019/make_fixture.py): dp_reshardable, its default (the gradient
 // buffer's buckets, the parameters 64-aligned in them, each data-parallel rank's range a chunk),
@@ -479,8 +528,8 @@ TEST(TorchDist, ReadsBothOfMegatron019sDistributedOptimizerLayouts) {
         const CheckpointState per_parameter = format.load(dir / ("fr_" + run));
         ASSERT_TRUE(buckets.optimizer) << buckets.optimizer_not_loaded;
         ASSERT_TRUE(per_parameter.optimizer) << per_parameter.optimizer_not_loaded;
-        EXPECT_FALSE(buckets.optimizer->fully_reshardable);
-        EXPECT_TRUE(per_parameter.optimizer->fully_reshardable);
+        EXPECT_EQ(buckets.optimizer->layout, DistributedOptimizerLayout::dp_reshardable);
+        EXPECT_EQ(per_parameter.optimizer->layout, DistributedOptimizerLayout::fully_reshardable);
         // (A save from several ranks lists the tensors in another order: matched by name.)
         ASSERT_EQ(buckets.model.size(), per_parameter.model.size());
         for (const auto& [name, t] : buckets.model) {

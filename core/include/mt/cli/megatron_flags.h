@@ -60,6 +60,9 @@ MT_API std::vector<std::string_view> megatron_choices(const MegatronFlag& flag);
 // capability, not as a typo.
 MT_API bool is_megatron_choice(std::string_view flag, std::string_view value);
 MT_API std::string_view megatron_version();
+// The flags given in `vm` that core_v0.19 has and core_v0.13 lacks ("--dist-ckpt-optim-..."),
+// which mark a script written for core_v0.19; empty for a core_v0.13 one.
+MT_API std::vector<std::string> newer_megatron_flags_given(const po::variables_map& vm);
 
 enum class FlagStatus {
     implemented,  // the tool defines the flag itself

@@ -44,12 +44,15 @@ struct CaptureOptions {
     // placed in the whole tensors: mt/checkpoint/reshard.h piece_boxes) from data-parallel rank
     // 0, a tensor replicated over the tensor-parallel group from its rank 0 alone; with the
     // distributed optimizer (Adam), its ranges here on every rank (OptimizerCheckpoint::shards)
-    // and the moments in params left undefined. Not collective, but with fully_reshardable.
+    // and the moments in params left undefined. Not collective, but gathered (below).
     bool own_share = false;
-    // With own_share and the distributed optimizer: its state gathered over the data-parallel
-    // group into whole pieces, box for box with the model's, as core_v0.19's fully_reshardable
-    // layout keeps it (--dist-ckpt-optim-fully-reshardable; Megatron gathers it so too).
-    bool fully_reshardable = false;
+    // With own_share and the distributed optimizer, the layout its state is kept in
+    // (OptimizerCheckpoint::layout): this rank's ranges as they lie (core_v0.13's
+    // fully_sharded_model_space), or gathered over the data-parallel group (as Megatron gathers
+    // it too) into whole pieces box for box with the model's (core_v0.19's fully_reshardable)
+    // or into every piece this rank holds (core_v0.19's dp_reshardable: collective).
+    DistributedOptimizerLayout distributed_layout =
+        DistributedOptimizerLayout::fully_sharded_model_space;
     // A pipeline stage's copy of a tied weight (the last stage's output_layer.weight) under its
     // own name, with its own optimizer moments, as Megatron's torch files keep it on that stage
     // (otherwise only the original is captured).

@@ -85,9 +85,11 @@ struct TrainingFlags {
     std::optional<int64_t> save_retain_interval;
     bool verify_integrity = false;  // --verify-integrity: integrity.json written and checked
     // --dist-ckpt-optim-fully-reshardable (core_v0.19): torch_dist keeps the distributed
-    // optimizer's state per parameter in model shape (fully_reshardable), which core_v0.19
-    // loads; otherwise its ranges flattened (fully_sharded_model_space), which core_v0.13 loads.
+    // optimizer's state per parameter in model shape (fully_reshardable); otherwise as
+    // mt/train/checkpoint_io.h saved_distributed_layout says.
     bool dist_ckpt_optim_fully_reshardable = false;
+    // The first flag given that only core_v0.19 has (the script is core_v0.19's), or empty.
+    std::string core_v0_19_flag;
     std::string ckpt_format = "torch_dist";  // what --save writes (--load detects its own)
     // --ckpt-convert-format / --ckpt-convert-save: after loading, save in that format under
     // <convert_save>/<format> and stop (Megatron's checkpoint conversion).
