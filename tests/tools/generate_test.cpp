@@ -451,9 +451,11 @@ TEST(GenerateTool, MegatronScriptNamesAndRefusals) {
         << multimodal.output;
 }
 
-// Megatron core_v0.19's inference example (gpt_static_inference.py) flags: --output-path holds
-// each prompt's generated ids and text and, with --return-log-probs, the log-probs printed
-// beside the text; the options that change nothing are accepted, the others refused by name.
+// Megatron core_v0.19's inference examples' flags (gpt_static_inference.py,
+// gpt_dynamic_inference.py): --output-path holds each prompt's generated ids and text and, with
+// --return-log-probs, the log-probs printed beside the text (also apart: the prompt's, the
+// generated ones'); the options that change nothing are accepted (--incoming-requests-per-step:
+// the same results), the others refused by name.
 TEST(GenerateTool, CoreV019InferenceExampleWritesItsOutputPath) {
     mt::test::TempDir dir;
     const auto [prompt, expected] = greedy_reference(4);
@@ -463,7 +465,7 @@ TEST(GenerateTool, CoreV019InferenceExampleWritesItsOutputPath) {
                          shell_quote(json) +
                          " --inference-ckpt-non-strict --inference-repeat-n 2"
                          " --use-flashinfer-fused-rope --no-record-throughput --model-provider gpt"
-                         " --prompts '" +
+                         " --incoming-requests-per-step 2 --prompts '" +
                          prompt + "'");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     simdjson::dom::parser parser;
@@ -484,6 +486,14 @@ TEST(GenerateTool, CoreV019InferenceExampleWritesItsOutputPath) {
     for (simdjson::dom::element lp : simdjson::dom::array(result["logprobs"]))
         logprobs.push_back(double(lp));
     ASSERT_EQ(logprobs.size(), 10u);
+    std::vector<double> apart;
+    for (const char* key : {"prompt_logprobs", "generated_logprobs"}) {
+        const size_t before = apart.size();
+        for (simdjson::dom::element lp : simdjson::dom::array(result[key]))
+            apart.push_back(double(lp));
+        EXPECT_EQ(apart.size() - before, key == std::string("prompt_logprobs") ? 6u : 4u) << key;
+    }
+    EXPECT_EQ(apart, logprobs);
     std::istringstream printed(r.output.substr(r.output.find("\n" + expected + "\n")));
     std::string line;
     std::getline(printed, line);
@@ -496,8 +506,9 @@ TEST(GenerateTool, CoreV019InferenceExampleWritesItsOutputPath) {
               "--output-request-events: not supported yet: this option of "
               "Megatron's inference examples"},
              {"--prompt-file p.jsonl", "Cannot use both --prompts and --prompt-file"},
-             {"--incoming-requests-per-step 2",
-              "--incoming-requests-per-step: not supported yet: Megatron's dynamic inference"}}) {
+             {"--incoming-requests-per-step 0", "--incoming-requests-per-step must be > 0"},
+             {"--incoming-requests-per-sec 100",
+              "--incoming-requests-per-sec: not supported yet: Megatron's dynamic inference"}}) {
         r = run_command(shell_quote(tool_path("megatron-generate")) + " " + llama_flags() + " " +
                         flags + " --prompts '" + prompt + "'");
         EXPECT_NE(r.exit_code, 0) << flags;

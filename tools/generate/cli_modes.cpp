@@ -146,9 +146,19 @@ void run_prompts(TextGenerator& g, const CliSettings& s, const std::vector<CliPr
             w.end_array();
         }
         if (s.base.logprobs) {
-            w.key("logprobs").begin_array();
-            for (float lp : r.logprobs[0]) w.value(double(lp));
-            w.end_array();
+            // Those of the prompt's tokens after its first, then the generated ones'; Megatron's
+            // dynamic example also writes the two apart.
+            const std::vector<float>& lps = r.logprobs[0];
+            const size_t first = r.tokens[0].size() - lps.size();
+            const size_t prompt = prompt_length > first ? prompt_length - first : 0;
+            auto values = [&](const char* key, size_t begin, size_t end) {
+                w.key(key).begin_array();
+                for (size_t k = begin; k < end; ++k) w.value(double(lps[k]));
+                w.end_array();
+            };
+            values("logprobs", 0, lps.size());
+            values("prompt_logprobs", 0, prompt);
+            values("generated_logprobs", prompt, lps.size());
         }
         w.end_object();
     }

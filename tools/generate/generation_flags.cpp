@@ -90,9 +90,11 @@ po::options_description generation_flags(GenerationFlags& f) {
         "Megatron's dynamic-inference benchmark: not supported yet");
     // The flags of Megatron core_v0.19's inference examples (megatron/inference/utils.py's
     // add_inference_args: examples/inference/advanced/gpt_static_inference.py, ...).
-    g.add_options()("output-path", po::value(&f.output_path),
-                    "with --prompts: also write the results as JSON, as Megatron's "
-                    "gpt_static_inference.py does (ids, text, latency, log-probs)")(
+    g.add_options()(
+        "output-path", po::value(&f.output_path),
+        "with --prompts: also write the results as JSON, as Megatron's "
+        "gpt_static_inference.py and gpt_dynamic_inference.py do (ids, text, latency, log-probs: "
+        "all, the prompt's, the generated ones')")(
         "model-provider", po::value<std::string>(),
         "Megatron's examples' model family (gpt, or hybrid / mamba): must agree with --model")(
         "inference-ckpt-non-strict", po::bool_switch(),
@@ -110,7 +112,10 @@ po::options_description generation_flags(GenerationFlags& f) {
                     "the chat template (Jinja text) POST /v1/chat/completions renders messages "
                     "with, instead of the tokenizer folder's");
     g.add_options()("incoming-requests-per-step", po::value<int64_t>(),
-                    "Megatron's dynamic-inference benchmark: not supported yet");
+                    "accepted: Megatron's dynamic-inference example adds N requests to its engine "
+                    "a step (a fixed schedule, for debugging); a request's results here do not "
+                    "depend on when it joins (its tokens are those it gets alone), so "
+                    "--prompt-file's prompts run as --prompts do");
     g.add_options()("prompt-file", po::value(&f.prompt_file),
                     "JSON lines of prompts, each {\"text\": ...} (other fields ignored), "
                     "generated as --prompts are (Megatron's inference examples)")(
@@ -147,12 +152,16 @@ void finish_generation_flags(const po::variables_map& vm, GenerationFlags& f) {
     // --incoming-requests-per-sec -1 adds every request at once: how --prompts are generated.
     const bool all_at_once = vm.count("incoming-requests-per-sec") &&
                              vm["incoming-requests-per-sec"].as<double>() == -1.0;
-    for (const std::string flag : {"num-tokens-to-prompt", "incoming-requests-per-sec",
-                                   "incoming-requests-duration", "incoming-requests-per-step"})
+    for (const std::string flag :
+         {"num-tokens-to-prompt", "incoming-requests-per-sec", "incoming-requests-duration"})
         MT_CHECK(!vm.count(flag) || (all_at_once && flag == "incoming-requests-per-sec"), "--",
                  flag,
                  ": not supported yet: Megatron's dynamic inference engine and its request "
                  "benchmark (examples/inference/gpt/gpt_dynamic_inference.py)");
+    if (vm.count("incoming-requests-per-step"))
+        MT_CHECK(vm["incoming-requests-per-step"].as<int64_t>() > 0,
+                 "--incoming-requests-per-step must be > 0, got ",
+                 vm["incoming-requests-per-step"].as<int64_t>());
     for (const char* flag : kExampleOptionsNotSupported)
         MT_CHECK(!vm.count(flag), "--", flag,
                  ": not supported yet: this option of Megatron's inference examples "

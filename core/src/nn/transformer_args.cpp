@@ -109,7 +109,9 @@ std::vector<FlagInfo> transformer_flags() {
                    "tokenizer's vocabulary padded to --make-vocab-size-divisible-by x "
                    "--tensor-model-parallel-size; at least the tokenizer's size"),
         value_flag("transformer-impl",
-                   "local or transformer_engine: the layer spec, which decides the parameter names",
+                   "local or transformer_engine: the layer spec, which decides the parameter "
+                   "names; core_v0.19's inference_optimized is transformer_engine's layers and "
+                   "names with inference kernels",
                    "transformer_engine"),
         value_flag(
             "recompute-granularity",
@@ -347,12 +349,15 @@ TransformerArgs read_transformer_args(const ModelArgs& args) {
 
     const std::string impl =
         f.has("transformer-impl") ? f.text("transformer-impl") : "transformer_engine";
-    if (impl == "transformer_engine")
+    // (inference_optimized: the same norms fused into the same linears under the same state
+    // dict keys as Transformer Engine's spec, with FlashInfer's GPU kernels.)
+    if (impl == "transformer_engine" || impl == "inference_optimized")
         c.transformer_impl = TransformerImpl::transformer_engine;
     else if (impl == "local")
         c.transformer_impl = TransformerImpl::local;
     else
-        MT_FAIL("--transformer-impl ", impl, ": supported are local and transformer_engine");
+        MT_FAIL("--transformer-impl ", impl,
+                ": supported are local, transformer_engine and inference_optimized");
 
     MT_CHECK(!f.flag("checkpoint-activations"),
              "--checkpoint-activations is no longer valid, use --recompute-activations, or, for "
