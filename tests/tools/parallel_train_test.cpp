@@ -288,28 +288,36 @@ TEST_F(ParallelTrain, HybridMoeLayersGiveTheOneProcessNumbers) {
     }
 }
 
-// A core_v0.19 run (--hybrid-layer-pattern is its flag) of a model whose layers core_v0.19's
-// default bucket layout is not written for (a Mamba mixer) saves the distributed optimizer's
-// state in the other layout core_v0.19 loads, fully_reshardable, says so, and resumes from it.
-TEST_F(ParallelTrain, HybridDistributedOptimizerSavesALayoutCoreV019Loads) {
+// A core_v0.19 run whose distributed optimizer's state core_v0.19's default bucket layout is not
+// written for here (a Mamba mixer's, --hybrid-layer-pattern being core_v0.19's flag; SGD's
+// momentum) saves it in the other layout core_v0.19 loads, fully_reshardable, says why, and
+// resumes from it.
+TEST_F(ParallelTrain, DistributedOptimizerSavesFullyReshardableWhereBucketsAreNotWritten) {
     const std::string hybrid =
         " --model hybrid --hybrid-layer-pattern M- --mamba-state-dim 8 --mamba-head-dim 8"
         " --mamba-num-groups 2 --normalization RMSNorm --disable-bias-linear"
         " --position-embedding-type none --untie-embeddings-and-output-weights";
-    const fs::path ckpt = dir_ / "hybrid_fr";
-    const std::string run = train(dir_, data_, 2, 1) + hybrid;
-    auto saved = run_command(run + " --save " + q(ckpt) + " --save-interval 3 --exit-interval 3");
-    ASSERT_EQ(saved.exit_code, 0) << saved.output;
-    EXPECT_NE(saved.output.find("saved in core_v0.19's fully_reshardable layout, not its default "
-                                "dp_reshardable (not supported yet"),
-              std::string::npos)
-        << saved.output;
-    const std::string index = mt::test::read_file(ckpt / "iter_0000003" / ".metadata");
-    EXPECT_NE(index.find("optimizer.state.param.decoder"), std::string::npos);
-    EXPECT_EQ(index.find("optimizer.distributed."), std::string::npos);
-    auto resumed = run_command(run + " --load " + q(ckpt));
-    ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-    EXPECT_EQ(losses(resumed.output).size(), 3u) << resumed.output;
+    const std::string sgd = " --optimizer sgd --fused-residual-rmsnorm";
+    for (const auto& [name, flags, why] :
+         {std::tuple{"hybrid", hybrid, "(its place among Megatron's parameters)"},
+          std::tuple{"sgd", sgd, "state of the sgd optimizer"}}) {
+        const fs::path ckpt = dir_ / (std::string(name) + "_fr");
+        const std::string run = train(dir_, data_, 2, 1) + flags;
+        auto saved =
+            run_command(run + " --save " + q(ckpt) + " --save-interval 3 --exit-interval 3");
+        ASSERT_EQ(saved.exit_code, 0) << saved.output;
+        EXPECT_NE(saved.output.find("saved in core_v0.19's fully_reshardable layout, not its "
+                                    "default dp_reshardable (not supported yet"),
+                  std::string::npos)
+            << saved.output;
+        EXPECT_NE(saved.output.find(why), std::string::npos) << saved.output;
+        const std::string index = mt::test::read_file(ckpt / "iter_0000003" / ".metadata");
+        EXPECT_NE(index.find("optimizer.state."), std::string::npos) << name;
+        EXPECT_EQ(index.find("optimizer.distributed."), std::string::npos) << name;
+        auto resumed = run_command(run + " --load " + q(ckpt));
+        ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+        EXPECT_EQ(losses(resumed.output).size(), 3u) << resumed.output;
+    }
 }
 
 // core_v0.19's '|' in --hybrid-layer-pattern: each segment a pipeline stage's model chunk

@@ -333,6 +333,12 @@ std::string layout_refusal(const CheckpointArgs& args, const std::vector<std::st
 
 std::string bucket_layout_refusal(const CheckpointArgs& args,
                                   const std::vector<std::string>& names) {
+    // (Adam's moments are what the buckets hold here.)
+    const ArgValue* optimizer = find_arg(args, "optimizer");
+    const std::string* type = optimizer ? std::get_if<std::string>(optimizer) : nullptr;
+    if (type && *type != "adam")
+        return str("not supported yet: core_v0.19's ", kDpReshardable, " state of the ",
+                   type->substr(0, 40), " optimizer");
     return layout_refusal(args, names, "this run");
 }
 
