@@ -595,6 +595,36 @@ TEST_F(ParallelTrain, ContextParallelGivesTheOneProcessLossesAndResumesAtOneRank
     }
 }
 
+// A hybrid model (a Mamba layer, an attention layer, an MLP) under --context-parallel-size 2:
+// the Mamba mixer's convolution and scan run along the whole sequence the ranks gather, and CP2
+// and TP2 x CP2 print the one-process losses and grad norms (the mixer's own parameters' grads
+// counted once: a rank adding them twice moves the third decimal of every norm).
+TEST_F(ParallelTrain, MambaContextParallelGivesTheOneProcessNumbers) {
+    const std::string hybrid =
+        " --model hybrid --hybrid-layer-pattern 'M*-' --mamba-state-dim 8 --mamba-head-dim 8"
+        " --mamba-num-groups 2 --normalization RMSNorm --disable-bias-linear"
+        " --position-embedding-type rope --untie-embeddings-and-output-weights";
+    static const std::regex norm_line(R"(iteration +(\d+)/.*\| grad norm: ([0-9.]+) \|)");
+    auto norms = [](const std::string& out) {
+        std::map<int, std::string> m;
+        for (auto it = std::sregex_iterator(out.begin(), out.end(), norm_line);
+             it != std::sregex_iterator(); ++it)
+            m[std::stoi((*it)[1])] = (*it)[2];
+        return m;
+    };
+    auto one = run_command(train(dir_, data_, 1, 1) + hybrid);
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    const auto want = losses(one.output);
+    ASSERT_EQ(want.size(), 6u) << one.output;
+    ASSERT_EQ(norms(one.output).size(), 6u) << one.output;
+    for (auto [ranks, tp] : {std::pair{2, 1}, std::pair{4, 2}}) {
+        auto r = run_command(train(dir_, data_, ranks, tp) + hybrid + " --context-parallel-size 2");
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+        expect_same(losses(r.output), want, r.output);
+        EXPECT_EQ(norms(r.output), norms(one.output)) << r.output;
+    }
+}
+
 // A sliding window on the first layer and learned attention sinks (GPT-OSS's attention) under
 // --context-parallel-size 2: each rank gathers the sequence's keys and values, and CP2 and
 // TP2 x CP2 give the one-process losses (seq-length 16: the window of 5 cuts across the chunks).

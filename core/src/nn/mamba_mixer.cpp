@@ -21,9 +21,39 @@ void put_columns(Backend& backend, const Tensor& src, Tensor& dst, int64_t begin
     backend.copy(src, part);
 }
 
+// Under context parallelism: the whole sequence (B, cp T, P) of every rank's (B, T, P), each
+// rank's two chunks put back where they lie in it (mt/nn/context_parallel.h).
+Tensor whole_sequence(Backend& be, const ContextParallel& cp, const Tensor& local) {
+    const int64_t B = local.size(0), T = local.size(1), P = local.size(2), n = local.numel();
+    const int64_t half = T / 2;
+    Tensor all = be.empty({n * cp.size()}, local.dtype());
+    cp.group->all_gather(be.contiguous(local).view({n}), all);
+    Tensor whole = be.empty({B, T * cp.size(), P}, local.dtype());
+    for (int r = 0; r < cp.size(); ++r) {
+        const Tensor part = all.slice(0, r * n, (r + 1) * n).view({B, T, P});
+        for (int c = 0; c < 2; ++c) {
+            const int64_t at = cp.chunk_start(r, c, T);
+            Tensor into = whole.slice(1, at, at + half);
+            be.copy(part.slice(1, c * half, (c + 1) * half), into);
+        }
+    }
+    return whole;
+}
+
+// This rank's part (B, T, P) of a whole sequence (B, cp T, P): its two chunks.
+Tensor own_sequence(Backend& be, const ContextParallel& cp, const Tensor& whole) {
+    const int64_t T = whole.size(1) / cp.size(), half = T / 2;
+    Tensor out = be.empty({whole.size(0), T, whole.size(2)}, whole.dtype());
+    for (int c = 0; c < 2; ++c) {
+        const int64_t at = cp.chunk_start(cp.rank(), c, T);
+        Tensor into = out.slice(1, c * half, (c + 1) * half);
+        be.copy(whole.slice(1, at, at + half), into);
+    }
+    return out;
+}
+
 const TransformerConfig& checked(const TransformerConfig& c) {
     const MambaConfig& m = c.mamba;
-    MT_CHECK(!c.cp.active(), "not supported yet: context parallelism of Mamba layers");
     MT_CHECK(m.state_dim > 0 && m.head_dim > 0 && m.num_groups > 0 && m.conv_width > 1,
              "Mamba: --mamba-state-dim, --mamba-head-dim and --mamba-num-groups must be positive");
     const int64_t nh = m.heads(c.hidden_size);
@@ -90,7 +120,8 @@ MambaMixer::MambaMixer(const std::string& prefix, const TransformerConfig& confi
                 false, config.dtype, ShardSpec{ShardSpec::Kind::row, 1, 1}, backend, config.tp),
       dtype_(config.dtype),
       compute_(upcast_dtype(config.dtype)),
-      backend_(&backend) {
+      backend_(&backend),
+      cp_(config.cp) {
     // Megatron's: the convolution as torch's Conv1d default (kaiming uniform, a = sqrt(5): bound
     // 1 / sqrt(K) for weight and bias), dt in [0.001, 0.1] log-uniformly, A in [1, 16], D = 1,
     // out_proj N(0, std / sqrt(num_layers)) (mamba_block.py's _init_weights).
@@ -105,12 +136,18 @@ MambaMixer::MambaMixer(const std::string& prefix, const TransformerConfig& confi
 Tensor MambaMixer::forward(const Tensor& x, Saved* saved, MambaState* state, int64_t past) const {
     MT_CHECK(x.dim() == 3, "MambaMixer: x must be (B, T, H), got ", x.describe());
     MT_CHECK(!state || !saved, "MambaMixer: an inference state is for inference only");
+    MT_CHECK(!state || !cp_.active(),
+             "not supported yet: inference of Mamba layers under context parallelism");
     Saved local;
     Saved& s = saved ? *saved : local;
     Backend& be = *backend_;
     // A bf16 / fp16 model's mixer computes between its two projections in f32, its parameters
     // widened on use (Megatron's kernels compute in f32 too).
-    const Tensor zxbcdt = be.cast_to(in_proj_.forward(x, saved ? &s.in_proj : nullptr), compute_);
+    Tensor zxbcdt = be.cast_to(in_proj_.forward(x, saved ? &s.in_proj : nullptr), compute_);
+    // Under context parallelism the convolution and the scan run along the whole sequence:
+    // every rank gathers it and computes them for all of it, then keeps its own positions
+    // (Megatron's ranks split the heads instead; the same numbers).
+    if (cp_.active()) zxbcdt = whole_sequence(be, cp_, zxbcdt);
     const auto wide = [&](const Parameter& p) { return be.cast_to(p.value, compute_); };
     const int64_t B = zxbcdt.size(0), T = zxbcdt.size(1), C = conv_channels();
     s.z = columns(be, zxbcdt, 0, di_);
@@ -144,6 +181,7 @@ Tensor MambaMixer::forward(const Tensor& x, Saved* saved, MambaState* state, int
     s.rstd = be.empty({B, T, ng_}, compute_);
     be.gated_rms_norm_forward(s.y.view({B, T, di_}), s.z, wide(norm_weight_), di_ / ng_,
                               MambaConfig::gated_norm_epsilon, normed, s.rstd);
+    if (cp_.active()) normed = own_sequence(be, cp_, normed);
     return out_proj_.forward(be.cast_to(normed, dtype_), saved ? &s.out_proj : nullptr);
 }
 
@@ -152,15 +190,24 @@ Tensor MambaMixer::backward(const Tensor& dy, const Saved& s) {
     const int64_t B = s.z.size(0), T = s.z.size(1), C = conv_channels();
     const auto wide = [&](const Parameter& p) { return be.cast_to(p.value, compute_); };
     // The small parameters' grads are f32 for a bf16 / fp16 model: the ops add into them.
-    const Tensor dnormed = be.cast_to(be.contiguous(out_proj_.backward(dy, s.out_proj)), compute_);
+    Tensor dnormed = be.cast_to(be.contiguous(out_proj_.backward(dy, s.out_proj)), compute_);
+    if (cp_.active()) dnormed = whole_sequence(be, cp_, dnormed);
+    // Under context parallelism every rank computes the whole sequence's part of the mixer's own
+    // parameters' grads: the first adds it, the others' go nowhere (the grads are summed over
+    // the context-parallel ranks).
+    const bool adds = cp_.rank() == 0;
+    auto grad = [&](Parameter& p) {
+        return adds ? p.grad : be.zeros(p.grad.shape(), p.grad.dtype());
+    };
     Tensor dy_scan = be.empty({B, T, di_}, s.y.dtype()), dz = be.empty(s.z.shape(), s.z.dtype());
+    Tensor dnorm_weight = grad(norm_weight_);
     be.gated_rms_norm_backward(dnormed, s.y.view({B, T, di_}), s.z, wide(norm_weight_), s.rstd,
-                               di_ / ng_, dy_scan, dz, norm_weight_.grad);
+                               di_ / ng_, dy_scan, dz, dnorm_weight);
     Tensor dx = be.empty(s.x.shape(), s.x.dtype()), ddt = be.empty(s.dt.shape(), s.dt.dtype());
     Tensor dB = be.empty(s.B.shape(), s.B.dtype()), dC = be.empty(s.C.shape(), s.C.dtype());
+    Tensor ddt_bias = grad(dt_bias_), da_log = grad(a_log_), dd = grad(d_);
     be.ssm_scan_backward(s.x, s.dt, wide(dt_bias_), wide(a_log_), s.B, s.C, wide(d_),
-                         dy_scan.view(s.y.shape()), dx, ddt, dB, dC, dt_bias_.grad, a_log_.grad,
-                         d_.grad);
+                         dy_scan.view(s.y.shape()), dx, ddt, dB, dC, ddt_bias, da_log, dd);
     Tensor dact = be.empty({B, T, C}, s.x.dtype());
     put_columns(be, dx.view({B, T, di_}), dact, 0, di_);
     put_columns(be, dB.view({B, T, ng_ * n_}), dact, di_, di_ + ng_ * n_);
@@ -168,13 +215,14 @@ Tensor MambaMixer::backward(const Tensor& dy, const Saved& s) {
     Tensor dconv_out = be.empty({B, T, C}, s.x.dtype());
     be.unary_backward(ops::UnaryOp::silu, s.conv_out, dact, dconv_out);
     Tensor dconv_in = be.empty(s.conv_in.shape(), s.conv_in.dtype());
-    Tensor dweight = conv_weight_.grad.view({C, k_});
+    Tensor dweight = grad(conv_weight_).view({C, k_}), dconv_bias = grad(conv_bias_);
     be.depthwise_conv1d_backward(dconv_out, s.conv_in, wide(conv_weight_).view({C, k_}), dconv_in,
-                                 dweight, conv_bias_.grad);
+                                 dweight, dconv_bias);
     Tensor dzxbcdt = be.empty({B, T, 2 * di_ + 2 * ng_ * n_ + nh_}, s.x.dtype());
     put_columns(be, dz, dzxbcdt, 0, di_);
     put_columns(be, dconv_in.slice(1, k_ - 1, T + k_ - 1), dzxbcdt, di_, di_ + C);
     put_columns(be, ddt, dzxbcdt, di_ + C, di_ + C + nh_);
+    if (cp_.active()) dzxbcdt = own_sequence(be, cp_, dzxbcdt);
     return in_proj_.backward(be.cast_to(dzxbcdt, dtype_), s.in_proj);
 }
 

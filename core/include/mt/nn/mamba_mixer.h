@@ -11,7 +11,9 @@
 // A_log, D, dt_bias and the norm the rank's heads, out_proj is row-parallel; the sizes below are
 // the rank's.
 // Inference keeps the last K - 1 convolution inputs and the SSM state per row: constant memory
-// in the sequence length. A bf16 / fp16 mixer computes between in_proj and out_proj in f32.
+// in the sequence length. Under context parallelism each rank gathers in_proj's output along the
+// whole sequence for the convolution and the scan and keeps its own positions for out_proj. A bf16
+// / fp16 mixer computes between in_proj and out_proj in f32.
 #pragma once
 
 #include <memory>
@@ -73,6 +75,8 @@ class MT_API MambaMixer {
     DType dtype_;    // the model's
     DType compute_;  // between the projections: f32 for a bf16 / fp16 model
     Backend* backend_;
+    // Under context parallelism the convolution and scan see the whole sequence (forward).
+    ContextParallel cp_;
 };
 
 // The sublayer spec of a Mamba layer: the mixer behind its norm ("mixer.in_proj" fused, "norm"
