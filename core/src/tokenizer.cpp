@@ -47,6 +47,18 @@ TokenizerIdentity Tokenizer::dataset_identity() const {
             name(), " tokenizer (its dataset cache identity)");
 }
 
+int32_t Tokenizer::token_to_id(std::string_view token) const {
+    MT_FAIL("--tokenizer-type ", name(), ": not supported yet: the id of the token '",
+            token.substr(0, 100), "' (core_v0.19's tokens_to_ids) with the ", name(), " tokenizer");
+}
+
+std::string Tokenizer::decode_without_special_tokens(std::span<const int32_t>) const {
+    MT_FAIL("--tokenizer-type ", name(),
+            ": not supported yet: text without the special tokens "
+            "(core_v0.19's ids_to_text(remove_special_tokens=True)) with the ",
+            name(), " tokenizer");
+}
+
 std::vector<std::string> Tokenizer::vocabulary() const {
     MT_FAIL("--tokenizer-type ", name(), ": not supported yet: the ", name(),
             " tokenizer's vocabulary text (inv_vocab)");

@@ -122,6 +122,13 @@ class MT_API Tokenizer {
     // Megatron's inv_vocab: the text of every id (BERT's masking tells word starts from "##"
     // pieces by it); the default is an mt::Error "not supported yet".
     virtual std::vector<std::string> vocabulary() const;
+    // core_v0.19's tokens_to_ids of one token (transformers' convert_tokens_to_ids: a special
+    // token's id, else the vocabulary's, else the unknown token's); the default is an mt::Error
+    // "not supported yet".
+    virtual int32_t token_to_id(std::string_view token) const;
+    // core_v0.19's ids_to_text(ids, remove_special_tokens=True): the text of the ids but the
+    // special tokens' (convert_tokens_to_string: no clean-up); the default is an mt::Error.
+    virtual std::string decode_without_special_tokens(std::span<const int32_t> ids) const;
     // Megatron's additional special tokens (core_v0.19's --tokenizer-special-tokens, BERT's
     // sentinels) with their ids, as the tokenizer finds them in text; empty for most kinds.
     virtual std::vector<std::pair<std::string, int32_t>> additional_special_tokens() const {

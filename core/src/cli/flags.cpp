@@ -125,7 +125,8 @@ void finish_tokenizer_flags(const po::variables_map& vm, TokenizerFlags& out) {
                  "--trust-remote-code and --null-tokenizer-* are core_v0.19's");
         o.classes = classes == "core_v0.19" ? TokenizerOptions::Classes::core_v0_19
                                             : TokenizerOptions::Classes::core_v0_13;
-    } else if (newer_flags) {
+    } else if (newer_flags || on("fim-data")) {
+        // (--fim-data is core_v0.19's too: its dataset calls the tokenizer's classes.)
         o.classes = TokenizerOptions::Classes::core_v0_19;
     }
 }

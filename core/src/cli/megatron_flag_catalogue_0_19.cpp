@@ -32,8 +32,8 @@ constexpr FlagRule kLionOnly = accept(
     "tunes the Lion optimizer: no effect without --optimizer lion, which megatron-train "
     "refuses");
 constexpr FlagRule kFimOnly = accept(
-    "tunes fill-in-the-middle samples: no effect without --fim-data, which megatron-train "
-    "refuses");
+    "fill-in-the-middle samples are GPT's (pretrain_gpt.py, --model gpt): the other models' "
+    "datasets do not read it");
 constexpr FlagRule kFlightRecorder = accept(
     "PyTorch's NCCL flight recorder (communication traces for hang debugging): not recorded "
     "here");
@@ -62,7 +62,6 @@ constexpr const char* kFp4 = "FP4 training";
 constexpr const char* kRl = "reinforcement learning (GRPO) training (train_rl.py)";
 constexpr const char* kLogitsDistillation = "saving a teacher's logits and distilling from them";
 constexpr const char* kFaultInjector = "NVIDIA's fault injector (resiliency testing)";
-constexpr const char* kFim = "fill-in-the-middle (FIM) datasets";
 constexpr const char* kDebugDumps =
     "dumping parameters, activations, gradients or routing to files during training";
 
@@ -381,7 +380,7 @@ constexpr CatalogueEntry kCatalogue[] = {
      refuse("keeping pad tokens that share their id with another special token "
             "(--allow-ambiguous-pad-tokens)"),
      kTrainingOnly},
-    {"--fim-data", refuse(kFim), kTrainingOnly},
+    {"--fim-data", kFimOnly, kTrainingOnly},
     {"--fim-rate", kFimOnly, kTrainingOnly},
     {"--fim-spm-rate", kFimOnly, kTrainingOnly},
     {"--fim-split-sample", kFimOnly, kTrainingOnly},

@@ -305,7 +305,10 @@ std::vector<int64_t> GPTDataset::text(int64_t i) const {
 }
 
 GPTSample GPTDataset::get(int64_t i) const {
-    std::vector<int64_t> raw = text(i);
+    return sample_of(text(i));
+}
+
+GPTSample GPTDataset::sample_of(const std::vector<int64_t>& raw) const {
     const int64_t L = config_.sequence_length;
     GPTSample s;
     if (config_.add_extra_token_to_sequence) {

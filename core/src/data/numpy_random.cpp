@@ -2,6 +2,7 @@
 // RandomState methods built on it (mtrand.pyx randint / choice).
 #include "mt/data/numpy_random.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -35,6 +36,37 @@ int64_t NumpyRandomState::randint(int64_t low, int64_t high) {
     // next_uint64, masking and rejecting exactly as random_interval does.
     uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low) - 1;
     return static_cast<int64_t>(static_cast<uint64_t>(low) + random_interval(range));
+}
+
+int64_t NumpyRandomState::binomial(int64_t n, double p) {
+    MT_CHECK(n >= 0 && p >= 0.0 && p <= 1.0, "RandomState.binomial: n ", n, " and p ", p,
+             " out of range");
+    // (Legacy numpy draws even for n = 0 or p = 0.)
+    // random_binomial_inversion: X with P(X) by the recurrence of the pmf from (1 - p)^n, one
+    // uniform draw (again after X passes the bound).
+    auto inversion = [&](double pp) {
+        MT_CHECK(pp * double(n) <= 30.0,
+                 "not supported yet: RandomState.binomial beyond the inversion range (n ", n,
+                 ", p ", p, ")");
+        const double q = 1.0 - pp, qn = std::exp(double(n) * std::log(q)), np = double(n) * pp;
+        const int64_t bound =
+            static_cast<int64_t>(std::min(double(n), np + 10.0 * std::sqrt(np * q + 1)));
+        int64_t x = 0;
+        double px = qn, u = random_sample();
+        while (u > px) {
+            ++x;
+            if (x > bound) {
+                x = 0;
+                px = qn;
+                u = random_sample();
+            } else {
+                u -= px;
+                px = (double(n - x + 1) * pp * px) / (double(x) * q);
+            }
+        }
+        return x;
+    };
+    return p <= 0.5 ? inversion(p) : n - inversion(1.0 - p);
 }
 
 int64_t NumpyRandomState::choice(std::span<const double> p) {

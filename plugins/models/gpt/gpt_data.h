@@ -12,8 +12,9 @@
 
 namespace mt::plugins::gpt {
 
-// --reset-position-ids, --reset-attention-mask, --eod-mask-loss.
-std::vector<FlagInfo> gpt_data_flags();
+// --reset-position-ids, --reset-attention-mask, --eod-mask-loss, --num-workers and, with `fim`
+// (pretrain_gpt.py's; pretrain_hybrid.py has no fill-in-the-middle dataset), the --fim-* flags.
+std::vector<FlagInfo> gpt_data_flags(bool fim);
 std::array<std::shared_ptr<data::SampleDataset>, 3> gpt_datasets(
     const data::DatasetRequest& request);
 

@@ -27,7 +27,7 @@ class GptFamily final : public ModelFamily {
             for (FlagInfo& f : hybrid_flags()) flags.push_back(std::move(f));
         return flags;
     }
-    std::vector<FlagInfo> data_flags() const override { return gpt_data_flags(); }
+    std::vector<FlagInfo> data_flags() const override { return gpt_data_flags(!hybrid_); }
     std::string default_tokenizer_type() const override { return "GPT2BPETokenizer"; }
     std::array<std::shared_ptr<data::SampleDataset>, 3> datasets(
         const data::DatasetRequest& request) const override {

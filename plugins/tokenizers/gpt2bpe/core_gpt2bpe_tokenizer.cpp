@@ -64,6 +64,20 @@ CoreGpt2BpeTokenizer::CoreGpt2BpeTokenizer(const TokenizerOptions& options,
     identity_ = core_v0_19_identity(options, std::string(name()),
                                     transformers_kwargs(options, additional, false));
     for (const std::string& token : additional) additional_.emplace_back(token, added_.id(token));
+    for (const VocabEntry& e : vocab) vocab_ids_[e.token] = e.id;  // (a repeated key: the last)
+}
+
+int32_t CoreGpt2BpeTokenizer::token_to_id(std::string_view token) const {
+    for (const auto& [text, id] : additional_)
+        if (text == token) return id;
+    if (token == kEndOfText) return added_.id(kEndOfText);
+    const auto it = vocab_ids_.find(std::string(token));
+    return it != vocab_ids_.end() ? it->second : added_.id(kEndOfText);
+}
+
+std::string CoreGpt2BpeTokenizer::decode_without_special_tokens(
+    std::span<const int32_t> ids) const {
+    return text_of(ids, true);
 }
 
 void CoreGpt2BpeTokenizer::encode_append(std::string_view text, std::vector<int32_t>& out) const {
@@ -79,9 +93,13 @@ void CoreGpt2BpeTokenizer::encode_append(std::string_view text, std::vector<int3
 }
 
 std::string CoreGpt2BpeTokenizer::decode(std::span<const int32_t> ids) const {
+    return text_of(ids, !include_special_tokens_);
+}
+
+std::string CoreGpt2BpeTokenizer::text_of(std::span<const int32_t> ids, bool drop_special) const {
     std::string bytes;
     for (const int32_t id : ids) {
-        if (!include_special_tokens_ && added_.is_special(id)) continue;
+        if (drop_special && added_.is_special(id)) continue;
         if (const std::string* token = added_.added(id))
             append_added_bytes(*token, bytes);
         else

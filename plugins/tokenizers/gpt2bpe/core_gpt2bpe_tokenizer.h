@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -31,9 +32,14 @@ class CoreGpt2BpeTokenizer final : public Tokenizer {
     std::vector<std::pair<std::string, int32_t>> additional_special_tokens() const override {
         return additional_;
     }
+    // <|endoftext|> is GPT-2's unknown token.
+    int32_t token_to_id(std::string_view token) const override;
+    std::string decode_without_special_tokens(std::span<const int32_t> ids) const override;
 
   private:
     CoreGpt2BpeTokenizer(const TokenizerOptions& options, const std::vector<VocabEntry>& vocab);
+    // The ids' text (convert_tokens_to_string), without the special tokens' when asked.
+    std::string text_of(std::span<const int32_t> ids, bool drop_special) const;
 
     Gpt2BpeTokenizer bpe_;
     text::AddedSpecialTokens added_;
@@ -41,6 +47,7 @@ class CoreGpt2BpeTokenizer final : public Tokenizer {
     SpecialIds special_ids_;
     TokenizerIdentity identity_;
     std::vector<std::pair<std::string, int32_t>> additional_;
+    std::unordered_map<std::string, int32_t> vocab_ids_;  // vocab.json's token -> id
 };
 
 }  // namespace mt::plugins::gpt2bpe

@@ -36,6 +36,9 @@ struct GPTDatasetConfig : BlendedMegatronDatasetConfig {
     // --mock-data: Megatron's MockGPTDataset over generated sequences (no blend; the split is
     // then "1,1,1" whatever --split says, and indices are cached only under --data-cache-path).
     bool mock = false;
+    // --fim-data: the indices of Megatron's GPTFIMDataset (its class name in the cache's names;
+    // the samples are permuted by mt/data/gpt_fim_dataset.h).
+    bool fim = false;
     int64_t eod_id = 0;  // tokenizer.eod
     // tokenizer.vocab_size: core_v0.19's mock tokens are taken modulo it (core_v0.13's, below
     // 4096, only fit a vocabulary that large; 0: not taken).
@@ -64,7 +67,7 @@ MT_API std::vector<uint8_t> materialize_attention_mask(const GPTSample& sample);
 class MT_API GPTSampleDataset : public SampleDataset {
   public:
     virtual GPTSample get(int64_t i) const = 0;
-    Batch batch(std::span<const int64_t> indices) const final;
+    Batch batch(std::span<const int64_t> indices) const override;
 };
 
 // ---- index builders (exposed for tests and benchmarks) ----
@@ -98,6 +101,8 @@ class MT_API GPTDataset : public GPTSampleDataset {
     Split split() const override { return split_; }
     // The L + E raw token ids of sample i (padded with pad_id when short), as Megatron reads them.
     std::vector<int64_t> text(int64_t i) const;
+    // GPTDataset.__getitem__ past the read: tokens, labels, masks and positions of L + E ids.
+    GPTSample sample_of(const std::vector<int64_t>& raw) const;
 
     const NpyArray& document_index() const { return document_index_; }
     const NpyArray& sample_index() const { return sample_index_; }
@@ -112,7 +117,10 @@ class MT_API GPTDataset : public GPTSampleDataset {
     const std::string& unique_description_hash() const { return unique_description_hash_; }
     // "GPTDataset", or "MockGPTDataset" over mock data: Megatron's class name, which is part of
     // the description and of the cache file names.
-    const char* class_name() const { return config_.mock ? "MockGPTDataset" : "GPTDataset"; }
+    const char* class_name() const {
+        return config_.mock ? "MockGPTDataset" : config_.fim ? "GPTFIMDataset" : "GPTDataset";
+    }
+    const GPTDatasetConfig& config() const { return config_; }
     // <cache dir>/<md5>-<class name>-<split>-<suffix>; empty when the indices are not cached.
     std::string cache_path(const std::string& suffix) const;
 

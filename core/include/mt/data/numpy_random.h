@@ -39,6 +39,10 @@ class MT_API NumpyRandomState {
     // entry, searched (side='right') for one random_sample(). Returns the chosen index.
     int64_t choice(std::span<const double> p);
 
+    // RandomState.binomial(n, p): the legacy inversion algorithm, for n·min(p, 1 - p) <= 30
+    // (numpy's BTPE beyond it is not implemented: an mt::Error).
+    int64_t binomial(int64_t n, double p);
+
     // RandomState.geometric(p), the legacy inversion for p < 1/3: ceil(log1p(-U) / log(1 - p))
     // with U = random_sample() (numpy's search method for larger p is not implemented).
     int64_t geometric(double p);
