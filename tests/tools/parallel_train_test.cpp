@@ -568,6 +568,19 @@ TEST_F(ParallelTrain, CheckpointsResumeAcrossLayouts) {
     }
 }
 
+// core_v0.19's bucket layout saved by two distributed-optimizer instances over four data-parallel
+// ranks (each instance's ranks hold the same shards; the first's are written) resumes in one
+// process with the one-process losses.
+TEST_F(ParallelTrain, DpReshardableOfSeveralOptimizerInstancesResumes) {
+    const std::string instances = train(dir_, data_, 4, 1) +
+                                  " --num-distributed-optimizer-instances 2 "
+                                  "--fused-residual-rmsnorm --ckpt-format torch_dist";
+    expect_resumes(instances, train(dir_, data_, 1, 1), dir_ / "instances", single_);
+    const std::string index =
+        mt::test::read_file(dir_ / "instances" / "iter_0000003" / ".metadata");
+    EXPECT_NE(index.find("optimizer.distributed.dp_group_idx_0.gbuf_idx_0"), std::string::npos);
+}
+
 // --context-parallel-size 2 (each sequence in four chunks, two per rank, attention as a ring):
 // CP2 with the distributed optimizer sharded over the two ranks, and TP2 x CP2 with sequence
 // parallelism, GPT-2 and Llama style, give the one-process losses; a CP2 checkpoint resumes in
