@@ -568,6 +568,35 @@ TEST_F(ParallelTrain, CheckpointsResumeAcrossLayouts) {
     }
 }
 
+// --fim-data on two pipeline stages: each stage's dataset draws the same permutations (the first
+// reads the tokens, the last the labels), so the losses and evaluations are the one process's.
+// (Over data-parallel ranks they are not, as in Megatron: each rank's loader workers draw for the
+// samples that rank reads.)
+TEST_F(ParallelTrain, FillInTheMiddleSamplesAgreeAcrossPipelineStages) {
+    const std::string fim =
+        " --fim-data --fim-rate 0.9 --fim-spm-rate 0.5 --eval-iters 2"
+        " --eval-interval 3";
+    static const std::regex eval_line(R"(lm loss value: ([0-9.E+-]+))");
+    auto evaluations = [](const std::string& out) {
+        std::vector<std::string> v;
+        for (auto it = std::sregex_iterator(out.begin(), out.end(), eval_line);
+             it != std::sregex_iterator(); ++it)
+            v.push_back((*it)[1]);
+        return v;
+    };
+    auto one = run_command(train(dir_, data_, 1, 1) + fim);
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    const auto want = losses(one.output);
+    ASSERT_EQ(want.size(), 6u) << one.output;
+    EXPECT_NE(one.output.find("GPTFIMDataset"), std::string::npos) << one.output;
+    EXPECT_NE(want, single_) << "the samples were not permuted";
+    auto staged = run_command(train(dir_, data_, 2, 1) + " --pipeline-model-parallel-size 2" + fim);
+    ASSERT_EQ(staged.exit_code, 0) << staged.output;
+    expect_same(losses(staged.output), want, staged.output);
+    EXPECT_EQ(evaluations(staged.output), evaluations(one.output)) << staged.output;
+    EXPECT_EQ(evaluations(one.output).size(), 4u) << one.output;
+}
+
 // core_v0.19's bucket layout saved by two distributed-optimizer instances over four data-parallel
 // ranks (each instance's ranks hold the same shards; the first's are written) resumes in one
 // process with the one-process losses.
