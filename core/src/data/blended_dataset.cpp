@@ -164,6 +164,10 @@ BlendedDataset::BlendedDataset(std::vector<BlendPart> parts, std::vector<double>
     }
 }
 
+void BlendedDataset::skip_batch() const {
+    for (const BlendPart& part : parts_) part.dataset->skip_batch();
+}
+
 Batch BlendedDataset::batch(std::span<const int64_t> indices) const {
     const int64_t B = int64_t(indices.size());
     // Each part reads its rows in one call; the rows then go back to their positions.
@@ -180,7 +184,10 @@ Batch BlendedDataset::batch(std::span<const int64_t> indices) const {
     Batch out;
     bool first = true;
     for (size_t k = 0; k < parts_.size(); ++k) {
-        if (wanted[k].empty()) continue;
+        if (wanted[k].empty()) {
+            parts_[k].dataset->skip_batch();  // (every part sees every batch of the blend)
+            continue;
+        }
         const Batch part = parts_[k].dataset->batch(wanted[k]);
         MT_CHECK(first || part.size() == out.size(), "BlendedDataset: dataset ", k, " gives ",
                  part.size(), " fields, another ", out.size());

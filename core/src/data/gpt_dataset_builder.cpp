@@ -14,7 +14,7 @@ namespace {
 // without one), split by sequence.
 std::array<std::optional<BlendPart>, kNumSplits> build_splits(
     const std::optional<std::string>& prefix, const SplitMatrix& matrix, const SplitSizes& sizes,
-    const GPTDatasetConfig& config) {
+    const GPTDatasetConfig& config, const GPTDatasetWrap& wrap) {
     std::shared_ptr<const TokenSequences> data;
     if (prefix)
         data = std::make_shared<const IndexedDataset>(IndexedDataset::open(*prefix));
@@ -26,19 +26,20 @@ std::array<std::optional<BlendPart>, kNumSplits> build_splits(
         auto [begin, end] = split_range(*matrix[i], data->num_sequences());
         auto dataset = std::make_shared<GPTDataset>(data, prefix, begin, end, sizes[i],
                                                     static_cast<Split>(i), config);
-        out[i] = BlendPart{dataset, dataset->unique_identifiers()};
+        out[i] = BlendPart{wrap ? wrap(dataset) : dataset, dataset->unique_identifiers()};
     }
     return out;
 }
 
 }  // namespace
 
-SplitDatasets build_gpt_datasets(const GPTDatasetConfig& given, const SplitSizes& sizes) {
+SplitDatasets build_gpt_datasets(const GPTDatasetConfig& given, const SplitSizes& sizes,
+                                 const GPTDatasetWrap& wrap) {
     if (!given.mock) {
         return build_blended_megatron_datasets(
             given, sizes,
             [&](const std::string& prefix, const SplitMatrix& m, const SplitSizes& s) {
-                return build_splits(prefix, m, s, given);
+                return build_splits(prefix, m, s, given, wrap);
             });
     }
     bool per_split = false;
@@ -49,7 +50,7 @@ SplitDatasets build_gpt_datasets(const GPTDatasetConfig& given, const SplitSizes
     GPTDatasetConfig config = given;
     config.split = "1,1,1";
     SplitDatasets out;
-    const auto parts = build_splits(std::nullopt, *config.split_matrix(), sizes, config);
+    const auto parts = build_splits(std::nullopt, *config.split_matrix(), sizes, config, wrap);
     for (int i = 0; i < kNumSplits; ++i)
         if (parts[i]) out[i] = parts[i]->dataset;
     return out;

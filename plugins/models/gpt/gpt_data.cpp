@@ -80,18 +80,16 @@ std::array<std::shared_ptr<data::SampleDataset>, 3> gpt_datasets(
     c.pad_id = tokenizer.special_ids().pad.value_or(-1);
     c.fim = flags.flag("fim-data");
     MT_CHECK(!c.fim || !c.mock, "Mock dataset is not supported with FIM dataset.");
-    const auto built = data::build_gpt_datasets(c, request.num_samples);
-    if (!c.fim) return {built[0], built[1], built[2]};
-    const data::FimConfig fim = fim_config(flags);
-    std::array<std::shared_ptr<data::SampleDataset>, 3> out;
-    for (size_t i = 0; i < out.size(); ++i) {
-        if (!built[i]) continue;
-        auto gpt = std::dynamic_pointer_cast<const data::GPTDataset>(built[i]);
-        MT_CHECK(gpt, "not supported yet: --fim-data with a blend of datasets");
-        out[i] =
-            std::make_shared<data::GPTFIMDataset>(gpt, tokenizer, fim, uint32_t(c.random_seed));
+    data::GPTDatasetWrap wrap;
+    if (c.fim) {
+        const data::FimConfig fim = fim_config(flags);
+        const uint32_t seed = c.random_seed;
+        wrap = [fim, seed, &tokenizer](std::shared_ptr<const data::GPTDataset> gpt) {
+            return std::make_shared<data::GPTFIMDataset>(std::move(gpt), tokenizer, fim, seed);
+        };
     }
-    return out;
+    const auto built = data::build_gpt_datasets(c, request.num_samples, wrap);
+    return {built[0], built[1], built[2]};
 }
 
 }  // namespace mt::plugins::gpt

@@ -3,13 +3,15 @@
 // build_pretraining_data_loader over the shared GPT-2 data, GPT2BPETokenizer of core_v0.19):
 // through the GPT family's datasets() with the case's flags, the first training micro-batches at
 // --num-workers 0 and 2 (a worker's draws apart from the other's), and the first validation ones,
-// token for token; and numpy's legacy RandomState.binomial / randint draw for draw.
+// token for token, over one dataset and over a weighted blend of two (each part its own draws);
+// and numpy's legacy RandomState.binomial / randint draw for draw.
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
 #include <string>
 #include <vector>
 
+#include "mt/data/blend_split.h"
 #include "mt/data/dataset_request.h"
 #include "mt/data/numpy_random.h"
 #include "mt/data/pretraining_loader.h"
@@ -104,13 +106,21 @@ TEST(GPTFIMDataset, GivesMegatronsSamplesForEachWorkerCount) {
                 args[flag] = w;
             }
         }
+        // The case's --data-path (a weighted blend), else the one prefix.
+        std::vector<std::string> data_path{"meg-gpt2-openwebtext_text_document"};
+        simdjson::dom::array blend;
+        if (!c["data_path"].get(blend)) {
+            data_path.clear();
+            for (auto word : blend) data_path.emplace_back(std::string_view(word));
+        }
+        for (std::string& word : data_path)
+            if (word.rfind("meg-", 0) == 0) word = (*data / word).string();
         for (const std::string workers : {"0", "2"}) {
             mt::test::TempDir cache;
             mt::data::DatasetRequest request;
             request.config.random_seed = 1234;
             request.config.sequence_length = 64;
-            request.config.blend =
-                mt::data::Blend{{(*data / "meg-gpt2-openwebtext_text_document").string()}, {}};
+            request.config.blend = mt::data::get_blend_from_list(data_path);
             request.config.split = "98,1,1";
             request.config.path_to_cache = cache.path().string();
             request.config.tokenizer = tokenizer->dataset_identity();

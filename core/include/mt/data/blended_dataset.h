@@ -49,6 +49,7 @@ class MT_API BlendedDataset : public SampleDataset {
     int64_t size() const override { return dataset_index_.numel(); }
     Split split() const override { return split_; }
     Batch batch(std::span<const int64_t> indices) const override;
+    void skip_batch() const override;
 
     const std::vector<BlendPart>& parts() const { return parts_; }
     const NpyArray& dataset_index() const { return dataset_index_; }

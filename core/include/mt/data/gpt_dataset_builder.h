@@ -2,6 +2,9 @@
 // MockGPTDataset under --mock-data.
 #pragma once
 
+#include <functional>
+#include <memory>
+
 #include "mt/api.h"
 #include "mt/data/blended_megatron_dataset_builder.h"
 #include "mt/data/gpt_dataset.h"
@@ -10,6 +13,11 @@ namespace mt::data {
 
 // One dataset per split (null where the split is absent); `sizes` are the requested sample
 // counts (nullopt: one epoch / exhaustive).
-MT_API SplitDatasets build_gpt_datasets(const GPTDatasetConfig& config, const SplitSizes& sizes);
+// `wrap`, when given, makes each low-level dataset what the splits and blends hold
+// (GPTFIMDataset over it).
+using GPTDatasetWrap =
+    std::function<std::shared_ptr<SampleDataset>(std::shared_ptr<const GPTDataset>)>;
+MT_API SplitDatasets build_gpt_datasets(const GPTDatasetConfig& config, const SplitSizes& sizes,
+                                        const GPTDatasetWrap& wrap = {});
 
 }  // namespace mt::data

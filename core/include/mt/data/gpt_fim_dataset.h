@@ -11,7 +11,9 @@
 // micro-batches w, w + N, ... of an iterator, so a sample's permutation depends on the draws of
 // the samples its worker read before it. Here each dataset holds N such streams and hands the
 // k-th batch() to stream k mod N, as the training and evaluation loops of a process read them in
-// order (--num-workers 0: one stream, the process's own).
+// order (--num-workers 0: one stream, the process's own); in a blend each part keeps its own
+// streams and sees every batch of the blend (SampleDataset::skip_batch), as each worker's copy of
+// the blend holds a copy of every part.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +58,8 @@ class MT_API GPTFIMDataset final : public GPTSampleDataset {
     GPTSample get(int64_t i) const override;
     // The next worker's micro-batch (not thread-safe: a process's loops read in order).
     Batch batch(std::span<const int64_t> indices) const override;
+    // A blend's batch without this part's samples: the next worker's turn passes.
+    void skip_batch() const override { ++batches_; }
 
     // The L + E ids of sample i after fill-in-the-middle, drawing from `rng`.
     std::vector<int64_t> text(int64_t i, NumpyRandomState& rng) const;

@@ -19,6 +19,10 @@ class MT_API SampleDataset {
     virtual Split split() const = 0;
     // Samples `indices` (each < size()) stacked along a leading batch dimension, in order.
     virtual Batch batch(std::span<const int64_t> indices) const = 0;
+    // A batch of the loop that holds none of this dataset's samples (a blend's part): for
+    // datasets that keep state per batch (GPTFIMDataset's data-loader workers) in step with the
+    // loop. Nothing by default.
+    virtual void skip_batch() const {}
 };
 
 }  // namespace mt::data
