@@ -280,6 +280,17 @@ void GPTDataset::build_indices() {
 }
 
 std::vector<int64_t> GPTDataset::text(int64_t i) const {
+    return padded(read(i));
+}
+
+std::vector<int64_t> GPTDataset::padded(std::vector<int64_t> ids) const {
+    const int64_t want = config_.sequence_length + (config_.add_extra_token_to_sequence ? 1 : 0);
+    if (static_cast<int64_t>(ids.size()) < want)
+        ids.resize(static_cast<size_t>(want), config_.pad_id);
+    return ids;
+}
+
+std::vector<int64_t> GPTDataset::read(int64_t i) const {
     MT_CHECK(0 <= i && i < size(), "GPTDataset: sample ", i, " outside [0, ", size(), ")");
     const int64_t extra = config_.add_extra_token_to_sequence ? 1 : 0;
     int64_t j = shuffle_index_.at(i);
@@ -298,9 +309,6 @@ std::vector<int64_t> GPTDataset::text(int64_t i) const {
             append(d, d == d0 ? o0 : 0, d < d1 ? -1 : o1 + extra);
         }
     }
-    int64_t want = config_.sequence_length + extra;
-    if (static_cast<int64_t>(out.size()) < want)
-        out.resize(static_cast<size_t>(want), config_.pad_id);
     return out;
 }
 

@@ -57,7 +57,8 @@ GPTSample GPTFIMDataset::get(int64_t i) const {
 }
 
 std::vector<int64_t> GPTFIMDataset::text(int64_t i, NumpyRandomState& rng) const {
-    const std::vector<int64_t> sample = base_->text(i);
+    // (Megatron's FIM reads the sample unpadded; GPTDataset pads what it gives back.)
+    const std::vector<int64_t> sample = base_->read(i);
     const size_t length = sample.size();
     std::vector<int64_t> out;
     // Each segment before an EOD (an empty one is dropped with its EOD), then the rest, even
@@ -77,7 +78,7 @@ std::vector<int64_t> GPTFIMDataset::text(int64_t i, NumpyRandomState& rng) const
         split_and_permute({sample.begin() + std::ptrdiff_t(start), sample.end()}, rng);
     out.insert(out.end(), rest.begin(), rest.end());
     out.resize(length, pad_id_);  // cut, or padded with <fim_pad>
-    return out;
+    return base_->padded(std::move(out));
 }
 
 std::vector<int64_t> GPTFIMDataset::split_and_permute(const std::vector<int64_t>& sequence,

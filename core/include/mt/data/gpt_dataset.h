@@ -101,6 +101,9 @@ class MT_API GPTDataset : public GPTSampleDataset {
     Split split() const override { return split_; }
     // The L + E raw token ids of sample i (padded with pad_id when short), as Megatron reads them.
     std::vector<int64_t> text(int64_t i) const;
+    // The same before the padding (short only for a partial last sample), and the padding.
+    std::vector<int64_t> read(int64_t i) const;
+    std::vector<int64_t> padded(std::vector<int64_t> ids) const;
     // GPTDataset.__getitem__ past the read: tokens, labels, masks and positions of L + E ids.
     GPTSample sample_of(const std::vector<int64_t>& raw) const;
 
