@@ -56,6 +56,9 @@ struct OptimizerParamState {
     bool expert_parallel = false;
     // With --optimizer muon: a parameter Muon updates (else Adam, chained after Muon's).
     bool muon = false;
+    // A parameter muP moves to a learning rate (and Adam eps) of its own: Megatron's group of
+    // the muP overrides (OptimizerCheckpoint::mup_width_mult).
+    bool mup = false;
 };
 
 // A box of a whole tensor: elements [offset, offset + size) in every dimension.
@@ -119,6 +122,9 @@ struct OptimizerCheckpoint {
     // The decoupled groups' (--decoupled-lr) learning rate now and schedule peak and floor.
     double decoupled_lr = 0, decoupled_max_lr = 0, decoupled_min_lr = 0;
     double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, momentum = 0.9;
+    // core_v0.19's muP width multiplier (1: none): the muP group's max and min lr are the
+    // others' times 1 / it (Adam, with eps times 1 / it) or times it (SGD), its lr mup_lr.
+    double mup_width_mult = 1.0, mup_lr = 0;
     std::vector<OptimizerParamState> params;          // in the model's parameter order
     std::optional<GradScalerCheckpoint> grad_scaler;  // fp16, or --loss-scale with bf16
 

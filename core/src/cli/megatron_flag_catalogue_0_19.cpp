@@ -124,7 +124,8 @@ constexpr CatalogueEntry kCatalogue[] = {
      refuse("a separate initialisation for the embedding (--embedding-init-method-std)"),
      kFromCheckpoint},
     {"--use-mup", refuse(kMup)},
-    {"--mup-width-mult", refuse(kMup)},
+    {"--mup-width-mult", accept("muP's width multiplier is --hidden-size / --mup-base-hidden-size "
+                                "(TransformerConfig computes it over the flag)")},
     {"--mup-base-hidden-size", refuse(kMup)},
     {"--mup-embedding-mult", refuse(kMup)},
     {"--mup-output-mult", refuse(kMup)},

@@ -117,7 +117,8 @@ void initialize_megatron(Backend& backend, const std::vector<Parameter*>& params
         }
         const bool output_projection = name.ends_with(".self_attention.linear_proj.weight") ||
                                        name.ends_with(".mlp.linear_fc2.weight");
-        const double s = output_projection ? output_stddev : stddev;
+        const double s = (output_projection ? output_stddev : stddev) /
+                         (p->mup_hidden ? std::sqrt(config.mup_width_mult) : 1.0);
         // The whole tensor is drawn on the host and this rank's piece kept, so every
         // tensor-parallel layout starts from the same model.
         auto draw = [&](auto zero) {

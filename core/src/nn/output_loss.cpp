@@ -67,8 +67,8 @@ Tensor OutputLoss::forward(const Tensor& hidden, const Tensor& targets, Saved* s
     for (int64_t r0 = 0; r0 < n; r0 += chunk_rows_) {
         const int64_t r1 = std::min(n, r0 + chunk_rows_);
         Tensor logits = backend_->empty({r1 - r0, vocab_}, h.dtype());
-        backend_->gemm(Transpose::no, Transpose::yes, 1.0f, h.slice(0, r0, r1), w.value, 0.0f,
-                       logits);
+        backend_->gemm(Transpose::no, Transpose::yes, logit_scale_, h.slice(0, r0, r1), w.value,
+                       0.0f, logits);
         if (has_bias_) backend_->add_bias(bias_.value, logits);
         Tensor chunk_losses = losses.slice(0, r0, r1), chunk_lse = lse.slice(0, r0, r1);
         if (tp_.active()) {
@@ -90,7 +90,7 @@ Tensor OutputLoss::logits(const Tensor& hidden) const {
              hidden_, "), got ", hidden.describe());
     Tensor h = backend_->contiguous(hidden).view({-1, hidden_});
     Tensor out = backend_->empty({h.size(0), vocab_}, h.dtype());
-    backend_->gemm(Transpose::no, Transpose::yes, 1.0f, h, weight_param().value, 0.0f, out);
+    backend_->gemm(Transpose::no, Transpose::yes, logit_scale_, h, weight_param().value, 0.0f, out);
     if (has_bias_) backend_->add_bias(bias_.value, out);
     out = out.view({hidden.size(0), hidden.size(1), vocab_});
     // Each tensor-parallel rank holds a slice of the vocabulary: gathered into the whole
@@ -109,7 +109,7 @@ Tensor OutputLoss::backward(const Tensor& dlosses, const Saved& saved) {
         const int64_t r1 = std::min(n, r0 + chunk_rows_);
         Tensor h = saved.hidden.slice(0, r0, r1);
         Tensor logits = backend_->empty({r1 - r0, vocab_}, h.dtype());
-        backend_->gemm(Transpose::no, Transpose::yes, 1.0f, h, w.value, 0.0f, logits);
+        backend_->gemm(Transpose::no, Transpose::yes, logit_scale_, h, w.value, 0.0f, logits);
         if (has_bias_) backend_->add_bias(bias_.value, logits);
         // dlogits overwrites the recomputed logits in place (the op reads each before writing).
         if (tp_.active())
@@ -122,8 +122,8 @@ Tensor OutputLoss::backward(const Tensor& dlosses, const Saved& saved) {
                                              logits);
         if (has_bias_) backend_->add_column_sums(logits, bias_.grad);
         Tensor dh_chunk = dh.slice(0, r0, r1);
-        backend_->gemm(Transpose::no, Transpose::no, 1.0f, logits, w.value, 0.0f, dh_chunk);
-        backend_->gemm(Transpose::yes, Transpose::no, 1.0f, logits, h, 1.0f, w.grad);
+        backend_->gemm(Transpose::no, Transpose::no, logit_scale_, logits, w.value, 0.0f, dh_chunk);
+        backend_->gemm(Transpose::yes, Transpose::no, logit_scale_, logits, h, 1.0f, w.grad);
     }
     Shape shape = dlosses.shape();
     shape.push_back(hidden_);

@@ -19,6 +19,7 @@ Parameter make_parameter(Backend& backend, std::string name, const Shape& whole_
     p.shard = shard;
     p.weight_decay = weight_decay;
     p.whole_shape = whole_shape;
+    p.mup_hidden = whole_shape.size() >= 2;
     p.tp_rank = tp.rank();
     p.tp_size = tp.size();
     return p;

@@ -88,6 +88,22 @@ std::vector<FlagInfo> transformer_flags() {
         value_flag("softmax-scale",
                    "the attention scores' scale (megatron-core's TransformerConfig.softmax_scale; "
                    "default 1/sqrt(--kv-channels))"),
+        switch_flag("use-mup",
+                    "(core_v0.19) maximal-update parametrization: hidden weights' init std and "
+                    "Adam's lr and eps over the width multiplier (SGD: the vector-like "
+                    "parameters' lr times it), embeddings and logits scaled, attention scores "
+                    "1/d_head"),
+        value_flag("mup-base-hidden-size",
+                   "the base width the multiplier --hidden-size / this is taken from (default: "
+                   "--hidden-size, multiplier 1)"),
+        value_flag("mup-embedding-mult", "muP: the embeddings' multiplier", "1.0"),
+        value_flag("mup-output-mult", "muP: the logits' multiplier (1.0: 1 / the width multiplier)",
+                   "1.0"),
+        value_flag("mup-base-head-dim",
+                   "muP: the attention scores' scale is sqrt(this) / kv_channels^power (default: "
+                   "1 / kv_channels^power)"),
+        value_flag("mup-attn-scale-power", "muP: the power of kv_channels in the scores' scale",
+                   "1.0"),
         switch_flag("qk-layernorm",
                     "normalise each head's queries and keys (--normalization's norm)"),
         switch_flag("qk-l2-norm",
@@ -310,6 +326,28 @@ TransformerArgs read_transformer_args(const ModelArgs& args) {
         c.softmax_scale = f.real("softmax-scale", 0);
         MT_CHECK(c.softmax_scale > 0 && std::isfinite(c.softmax_scale),
                  "--softmax-scale must be positive, got ", c.softmax_scale);
+    }
+    if (f.flag("use-mup")) {
+        // TransformerConfig.__post_init__'s muP block.
+        const int64_t base =
+            f.has("mup-base-hidden-size") && f.text("mup-base-hidden-size") != "None"
+                ? f.integer("mup-base-hidden-size")
+                : c.hidden_size;
+        MT_CHECK(base > 0, "--mup-base-hidden-size must be positive.");
+        c.mup.enabled = true;
+        c.mup.width_mult = double(c.hidden_size) / double(base);
+        if (c.softmax_scale == 0) {
+            const double base_head =
+                f.has("mup-base-head-dim") && f.text("mup-base-head-dim") != "None"
+                    ? std::sqrt(f.real("mup-base-head-dim", 0))
+                    : 1.0;
+            c.softmax_scale =
+                base_head / std::pow(double(c.kv_channels), f.real("mup-attn-scale-power", 1.0));
+        }
+        c.mup.embedding_mult = f.real("mup-embedding-mult", 1.0);
+        c.mup.output_mult = f.real("mup-output-mult", 1.0);
+        if (c.mup.output_mult == 1.0 && c.mup.width_mult != 1.0)
+            c.mup.output_mult = 1.0 / c.mup.width_mult;
     }
     c.glu_linear_offset = f.real("glu-linear-offset", 0.0);
     if (f.has("activation-func-clamp-value")) {

@@ -126,14 +126,31 @@ void Optimizer::zero_grad() {
     for (nn::Parameter* p : parameters_) backend_->fill(p->grad, 0.0);
 }
 
+bool mup_scaled(const OptimizerConfig& config, const nn::Parameter& p, bool decoupled) {
+    if (config.mup_width_mult == 1.0) return false;
+    if (config.type == OptimizerType::sgd)
+        return !p.mup_hidden && !(decoupled && p.embedding_or_output);
+    return p.mup_hidden;
+}
+
 void Optimizer::step(double step_lr, double weight_decay, std::optional<double> embedding_lr,
-                     double grad_scale) {
+                     double grad_scale, std::optional<double> mup_lr) {
+    MT_CHECK(config_.mup_width_mult == 1.0 || mup_lr,
+             "the optimizer's muP learning rate is missing");
+    MT_CHECK(config_.mup_width_mult == 1.0 || config_.type != OptimizerType::muon,
+             "not supported yet: --use-mup with --optimizer muon");
     ++steps_;
     for (size_t i = 0; i < parameters_.size(); ++i) {
         nn::Parameter& p = *parameters_[i];
         if (layer_wise() && owner_[i] != group_[i]->rank()) continue;  // its owner's
         const double wd = p.weight_decay ? weight_decay : 0.0;
-        const double lr = embedding_lr && p.embedding_or_output ? *embedding_lr : step_lr;
+        const bool mup = mup_scaled(config_, p, embedding_lr.has_value());
+        const double lr = mup                                     ? *mup_lr
+                          : embedding_lr && p.embedding_or_output ? *embedding_lr
+                                                                  : step_lr;
+        // (muP divides Adam's eps of the parameters it moves by the width too.)
+        const double eps =
+            mup ? config_.adam_eps * (1.0 / config_.mup_width_mult) : config_.adam_eps;
         const bool half = masters_[i].defined();
         Tensor& updated = half ? masters_[i] : p.value;
         // A half model's weights are its main parameters rounded, as Megatron rounds them.
@@ -142,8 +159,8 @@ void Optimizer::step(double step_lr, double weight_decay, std::optional<double> 
                       config_.muon, tp_.empty() ? MuonTensorParallel() : tp_[i]);
             if (half) backend_->cast(updated, p.value);
         } else if (config_.type != OptimizerType::sgd) {
-            const ops::AdamWConfig adam{
-                lr, config_.adam_beta1, config_.adam_beta2, config_.adam_eps, wd, grad_scale};
+            const ops::AdamWConfig adam{lr, config_.adam_beta1, config_.adam_beta2, eps,
+                                        wd, grad_scale};
             if (half)
                 backend_->adamw_step_rounded(updated, p.grad, first_[i], second_[i], adam, steps_,
                                              p.value);

@@ -101,6 +101,7 @@ GradBuffer::GradBuffer(const std::vector<nn::Parameter*>& params, Communicator& 
         p.shard = piece.param->shard;
         p.weight_decay = piece.param->weight_decay;
         p.embedding_or_output = piece.param->embedding_or_output;
+        p.mup_hidden = piece.param->mup_hidden;
         p.expert = piece.param->expert;
         p.whole_shape = p.value.shape();
         p.tp_rank = piece.param->tp_rank;

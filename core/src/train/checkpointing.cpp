@@ -486,10 +486,13 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
                  "not supported yet: saving the distributed optimizer's shards of ", opt.type);
         // Which of Megatron's chained optimizers updates a parameter: its experts take one of
         // their own under expert parallelism, Muon's parameters and Adam's one each.
+        opt.mup_width_mult = c.mup_width_mult;
+        if (const std::optional<double> mup_lr = parts.trainer.mup_lr()) opt.mup_lr = *mup_lr;
         auto chained_as = [&](const nn::Parameter& p) {
             OptimizerParamState ps;
             ps.expert_parallel = p.expert && parts.parallel && parts.parallel->ep().size() > 1;
             ps.muon = opt.type == "muon" && optim::managed_by_muon(p);
+            ps.mup = optim::mup_scaled(c, p, decoupled.has_value());
             return ps;
         };
         // (Sharded layer-wise, every rank gets every parameter's state for this.)

@@ -596,7 +596,7 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
     }
     {
         Timers::Scope timed(&timers_, "optimizer-inner-step", 1);
-        optimizer_.step(scheduler_.lr(), scheduler_.weight_decay(), decoupled_lr(), clip);
+        optimizer_.step(scheduler_.lr(), scheduler_.weight_decay(), decoupled_lr(), clip, mup_lr());
     }
     if (distributed_optimizer()) {
         Timers::Scope timed(&timers_, "params-all-gather", 1);
@@ -664,6 +664,17 @@ std::optional<double> Trainer::decoupled_lr() const {
     // Megatron's _update_min_and_max_lr_in_param_groups: the floor defaults to --min-lr.
     return scheduler_.lr(*options_.decoupled_lr,
                          options_.decoupled_min_lr.value_or(scheduler_.config().min_lr));
+}
+
+std::optional<double> Trainer::mup_lr() const {
+    const optim::OptimizerConfig& c = optimizer_.config();
+    if (c.mup_width_mult == 1.0) return std::nullopt;
+    // get_mup_config_overrides: the moved groups' max and min lr times 1 / width (Adam) or
+    // width (SGD), which the schedule then follows.
+    const double mult =
+        c.type == optim::OptimizerType::sgd ? c.mup_width_mult : 1.0 / c.mup_width_mult;
+    const auto& schedule = scheduler_.config();
+    return scheduler_.lr(schedule.max_lr * mult, schedule.min_lr * mult);
 }
 
 bool Trainer::unscale_grads() {

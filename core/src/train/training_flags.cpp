@@ -462,6 +462,16 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
              "--attention-backend ", backend, ": choose from flash, fused, unfused, local, auto");
     read_optional(vm, "loss-scale", f.grad_scaler.loss_scale);
     read_deepspeed_flags(vm, f);
+    // muP's width multiplier, which the optimizer's overrides take (the model reads the same
+    // flags: mt/nn/transformer_args.h).
+    const auto text = [&](const char* flag) {
+        return vm.count(flag) && !vm[flag].empty() ? vm[flag].as<std::string>() : std::string();
+    };
+    if (vm.count("use-mup") && vm["use-mup"].as<bool>()) {
+        const std::string base = text("mup-base-hidden-size"), hidden = text("hidden-size");
+        if (!base.empty() && base != "None" && !hidden.empty())
+            f.optimizer_config.mup_width_mult = std::stod(hidden) / std::stod(base);
+    }
     if (const auto newer = cli::newer_megatron_flags_given(vm); !newer.empty())
         f.core_v0_19_flag = newer.front();
     // Megatron's validate_args: with dynamic loss scaling NaNs and Infs in the loss and grads

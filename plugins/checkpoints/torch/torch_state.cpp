@@ -1,6 +1,7 @@
 #include "torch_state.h"
 
 #include <algorithm>
+#include <numeric>
 #include <array>
 #include <cmath>
 #include <map>
@@ -75,7 +76,7 @@ PyValue scalar_tensor(float v) {
 // Megatron's param groups: keyed by (wd_mult, is_expert_parallel, is_decoupled_lr) in the order
 // parameters first reach them.
 struct GroupKey {
-    bool decay = true, decoupled = false, expert = false;
+    bool decay = true, decoupled = false, expert = false, mup = false;
     bool operator==(const GroupKey&) const = default;
 };
 struct Groups {
@@ -105,12 +106,49 @@ Groups make_groups(size_t n, KeyFn key_of) {
     return g;
 }
 
-// The groups of the checkpoint's parameters, in their order.
+// muP's factor on its group's max and min lr: 1 / width for Adam, width for SGD.
+double mup_lr_mult(const OptimizerCheckpoint& o) {
+    return o.type == "sgd" ? o.mup_width_mult : 1.0 / o.mup_width_mult;
+}
+
+// The overrides core_v0.19's _get_param_groups keys a group by (get_mup_config_overrides' and
+// the weight-decay rule's, merged), sorted by name.
+std::vector<std::pair<std::string, double>> overrides_of(const GroupKey& key,
+                                                         const OptimizerCheckpoint& o) {
+    std::vector<std::pair<std::string, double>> out;
+    if (key.mup) {
+        if (o.type != "sgd") out.emplace_back("eps", o.eps * (1.0 / o.mup_width_mult));
+        out.emplace_back("max_lr", o.max_lr * mup_lr_mult(o));
+        out.emplace_back("min_lr", o.min_lr * mup_lr_mult(o));
+    } else if (key.decoupled) {
+        out.emplace_back("max_lr", o.decoupled_max_lr);
+        out.emplace_back("min_lr", o.decoupled_min_lr);
+    }
+    if (!key.decay) out.emplace_back("wd_mult", 0.0);
+    return out;
+}
+
+// The groups of the checkpoint's parameters, in their order; with muP in core_v0.19's: the
+// groups without overrides first, then by their overrides.
 Groups groups_of(const OptimizerCheckpoint& o) {
-    return make_groups(o.params.size(), [&](size_t i) {
+    Groups g = make_groups(o.params.size(), [&](size_t i) {
         return GroupKey{o.params[i].weight_decay, o.params[i].decoupled_lr,
-                        o.params[i].expert_parallel};
+                        o.params[i].expert_parallel, o.params[i].mup};
     });
+    if (o.mup_width_mult == 1.0) return g;
+    std::vector<size_t> order(g.keys.size());
+    std::iota(order.begin(), order.end(), size_t(0));
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        const auto x = overrides_of(g.keys[a], o), y = overrides_of(g.keys[b], o);
+        if (x.empty() != y.empty()) return x.empty();
+        return x < y;
+    });
+    Groups sorted;
+    for (size_t k : order) {
+        sorted.keys.push_back(g.keys[k]);
+        sorted.members.push_back(std::move(g.members[k]));
+    }
+    return sorted;
 }
 
 bool true_entry(const PyValue& dict, std::string_view key) {
@@ -138,29 +176,32 @@ PyValue optimizer_to_py(const OptimizerCheckpoint& o) {
     int64_t next_id = 0;
     for (size_t k = 0; k < groups.keys.size(); ++k) {
         const double wd_mult = groups.keys[k].decay ? 1.0 : 0.0;
-        const bool decoupled = groups.keys[k].decoupled;
+        const bool decoupled = groups.keys[k].decoupled, mup = groups.keys[k].mup;
         PyValue g = PyValue::dict();
         auto& gd = g.dict_ref();
         gd.set("wd_mult", PyValue::real(wd_mult));
         gd.set("lr_mult", PyValue::real(1.0));
         gd.set("is_expert_parallel", PyValue::boolean(groups.keys[k].expert));
-        gd.set("is_decoupled_lr", PyValue::boolean(decoupled));
+        // (core_v0.19 keys --decoupled-lr's group by its max and min lr alone: is_decoupled_lr
+        // stays False there.)
+        const bool core_v0_19 = muon_run || o.mup_width_mult != 1.0;
+        gd.set("is_decoupled_lr", PyValue::boolean(decoupled && !core_v0_19));
         // core_v0.19's (Muon is 0.19's): the groups the schedule's lr is read from (all but
         // --decoupled-lr's), and the override that hands Adam the groups Muon does not take,
         // by which Megatron pairs saved groups with its own.
-        if (muon_run) {
-            gd.set("default_config", PyValue::boolean(!decoupled));
-            if (adam) gd.set("optimizer", PyValue::string("adam"));
-        }
-        gd.set("max_lr", PyValue::real(decoupled ? o.decoupled_max_lr : o.max_lr));
-        gd.set("min_lr", PyValue::real(decoupled ? o.decoupled_min_lr : o.min_lr));
-        gd.set("lr", PyValue::real(decoupled ? o.decoupled_lr : o.lr));
+        if (core_v0_19) gd.set("default_config", PyValue::boolean(!decoupled && !mup));
+        if (muon_run && adam) gd.set("optimizer", PyValue::string("adam"));
+        // (muP's group: its own max and min lr, and lr from them.)
+        const double mult = mup ? mup_lr_mult(o) : 1.0;
+        gd.set("max_lr", PyValue::real(decoupled ? o.decoupled_max_lr : o.max_lr * mult));
+        gd.set("min_lr", PyValue::real(decoupled ? o.decoupled_min_lr : o.min_lr * mult));
+        gd.set("lr", PyValue::real(decoupled ? o.decoupled_lr : mup ? o.mup_lr : o.lr));
         if (muon) {  // emerging_optimizers' OrthogonalizedOptimizer defaults
             gd.set("momentum", PyValue::real(o.momentum));
             gd.set("weight_decay", PyValue::real(o.weight_decay * wd_mult));
         } else if (adam) {
             gd.set("betas", PyValue::tuple({PyValue::real(o.beta1), PyValue::real(o.beta2)}));
-            gd.set("eps", PyValue::real(o.eps));
+            gd.set("eps", PyValue::real(mup ? o.eps * (1.0 / o.mup_width_mult) : o.eps));
             gd.set("weight_decay", PyValue::real(o.weight_decay * wd_mult));
             gd.set("amsgrad", PyValue::boolean(false));
             gd.set("maximize", PyValue::boolean(false));
@@ -320,6 +361,13 @@ OptimizerCheckpoint single_optimizer_from_py(const PyValue& opt, const Checkpoin
     for (const PyValue& g : groups.items()) {
         decoupled_in_file = decoupled_in_file || key_of(g).decoupled;
         expert_groups = expert_groups || true_entry(g, "moe");
+        // core_v0.19's groups of schedule overrides (muP's) are paired by name in torch_dist.
+        const PyValue* default_config = g.find("default_config");
+        MT_CHECK(key_of(g).decoupled || !default_config ||
+                     default_config->kind() != PyKind::boolean || default_config->as_bool(),
+                 "not supported yet: ", file,
+                 ": an optimizer param group with a schedule of its own (core_v0.19's muP "
+                 "groups) in the torch format (torch_dist checkpoints keep it)");
     }
     Groups ours = make_groups(s.model.size(), [&](size_t i) {
         const std::string_view name = chunk_free_name(s, i);

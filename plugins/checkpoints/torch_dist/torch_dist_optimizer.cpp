@@ -155,7 +155,9 @@ OptimizerCheckpoint optimizer_from_py(
                                                        : "";
         MT_CHECK(!type.empty(), "not supported yet: the optimizer of ", where,
                  " (its param groups are neither Adam's, SGD's nor Muon's)");
-        MT_CHECK(distributed || type == "muon" || opt.find("state"),
+        // (SGD's and Muon's state is their momentum buffers alone, all sharded tensors:
+        // core_v0.19's dist_checkpointing drops the emptied dict.)
+        MT_CHECK(distributed || type == "muon" || type == "sgd" || opt.find("state"),
                  "not supported yet: the optimizer layout of ", where, " (no state)");
         parts.push_back({top, &opt, type});
     }
@@ -200,6 +202,12 @@ OptimizerCheckpoint optimizer_from_py(
             const PyValue* is_decoupled = g.find("is_decoupled_lr");
             const bool decoupled =
                 is_decoupled && is_decoupled->kind() == PyKind::boolean && is_decoupled->as_bool();
+            // core_v0.19's groups of other overrides of the schedule (muP's) hold their own lr,
+            // max and min lr and eps: the run's are the others'.
+            const PyValue* default_config = g.find("default_config");
+            if (!decoupled && default_config && default_config->kind() == PyKind::boolean &&
+                !default_config->as_bool())
+                continue;
             decoupled_groups = decoupled_groups || decoupled;
             const PyValue* is_expert = g.find("is_expert_parallel");
             expert_groups = expert_groups || (is_expert && is_expert->kind() == PyKind::boolean &&

@@ -67,6 +67,7 @@ BertModel::BertModel(const BertConfig& config, const BuildContext& context, DTyp
         dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16 || dtype == DType::f16,
         "BertModel: dtype ", dtype_name(dtype), " is not supported");
     const nn::TransformerArgs& t = config.transformer;
+    MT_CHECK(!t.mup.enabled, "not supported yet: --use-mup with BERT (muP is GPT's here)");
     const bool pipelined = context.parallel.pp().size() > 1;
     const bool tied = !t.untie_embeddings_and_output_weights;
     MT_CHECK(!pipelined || config.task_head == TaskHead::none,

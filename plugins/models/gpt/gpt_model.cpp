@@ -188,7 +188,8 @@ GptModel::GptModel(const nn::TransformerArgs& config, const BuildContext& contex
                                ? config.max_position_embeddings
                                : 0,
                            float(config.hidden_dropout), dtype, *backend_, tp_, 0,
-                           config.scale_embeddings ? std::sqrt(double(config.hidden_size)) : 1.0);
+                           (config.scale_embeddings ? std::sqrt(double(config.hidden_size)) : 1.0) *
+                               config.mup.embedding_mult);
     if (stage_.last)
         // Tied on a last stage without the embedding: its own copy of the word embeddings
         // (Megatron's shared_embedding_or_output_weight on the last stage).
@@ -196,13 +197,21 @@ GptModel::GptModel(const nn::TransformerArgs& config, const BuildContext& contex
                         tied && embedding_ ? &embedding_->word() : nullptr,
                         nn::OutputLoss::default_chunk_rows(config.padded_vocab_size / tp_.size()),
                         dtype, *backend_, tp_);
+    if (output_) output_->set_logit_scale(config.mup.output_mult);
     if (mtp)
         mtp_.emplace(config.mtp_num_layers, config.mtp_loss_scaling_factor,
                      layer_config(config, hybrid_, context, dtype, tp_, cp_),
                      layer_specs(config, hybrid_, moe_tracker_)(config.num_layers - 1), *backend_);
-    // Megatron's setup_embeddings_and_output_layer: what --decoupled-lr applies to.
+    // Megatron's setup_embeddings_and_output_layer: what --decoupled-lr applies to; muP's
+    // embedding class is every embedding parameter and the output layer.
     if (embedding_) embedding_->word().embedding_or_output = true;
     if (output_) output_->weight().embedding_or_output = true;
+    if (embedding_) {
+        std::vector<nn::Parameter*> embedding_params;
+        embedding_->collect_parameters(embedding_params);
+        for (nn::Parameter* p : embedding_params) p->mup_hidden = false;
+    }
+    if (output_) output_->weight().mup_hidden = false;
     // The word embeddings shared by the first stage and the last one's output layer (tied) or
     // multi-token prediction.
     if ((tied || config.mtp_num_layers > 0) && pp_->size() > 1) {
@@ -232,9 +241,9 @@ std::vector<nn::Parameter*> GptModel::buffers() {
 }
 
 void GptModel::initialize(uint64_t seed) {
-    nn::initialize_megatron(
-        *backend_, parameters(),
-        {seed, config_.init_method_std, config_.num_layers, config_.apply_layernorm_1p});
+    nn::initialize_megatron(*backend_, parameters(),
+                            {seed, config_.init_method_std, config_.num_layers,
+                             config_.apply_layernorm_1p, config_.mup.width_mult});
     sync_tied_embeddings(parameters(), embedding_group_, *backend_);
 }
 

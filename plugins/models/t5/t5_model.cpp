@@ -74,6 +74,8 @@ T5Model::T5Model(const T5Config& config, const BuildContext& context, DType dtyp
     MT_CHECK(
         dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16 || dtype == DType::f16,
         "T5Model: dtype ", dtype_name(dtype), " is not supported");
+    MT_CHECK(!config.transformer.mup.enabled,
+             "not supported yet: --use-mup with T5 (muP is GPT's here)");
     // Megatron-core 0.14 removed the encoder's own pipeline stages; pretrain_t5.py asserts them
     // for any --pipeline-model-parallel-size above 1.
     MT_CHECK(context.parallel.pp().size() == 1,

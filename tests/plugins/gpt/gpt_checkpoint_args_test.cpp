@@ -282,7 +282,6 @@ TEST(GptCheckpointArgs, NewerModelOptionsAreRefusedByName) {
     const std::vector<FlagInfo> flags = gpt_family_flags();
     const std::pair<const char*, ArgValue> cases[] = {
         {"attention_output_gate", true},
-        {"use_mup", true},
         {"experimental_attention_variant", std::string("gated_delta_net")},
     };
     for (const auto& [dest, value] : cases) {
@@ -297,6 +296,7 @@ TEST(GptCheckpointArgs, NewerModelOptionsAreRefusedByName) {
     // load.
     for (const auto& [dest, value] : std::vector<std::pair<const char*, ArgValue>>{
              {"cuda_graph_impl", std::string("local")},
+             {"use_mup", true},
              {"cpu_offloading_num_layers", int64_t(2)},
              {"qk_clip", true},
              {"fp4", std::string("nvfp4")},

@@ -20,6 +20,9 @@ struct InitConfig {
     double init_method_std = 0.02;
     int64_t num_layers = 1;  // scales the output projections
     bool apply_layernorm_1p = false;
+    // muP's width multiplier: matrices other than the embeddings and the output layer are drawn
+    // with std / sqrt(it).
+    double mup_width_mult = 1.0;
 };
 
 MT_API void initialize_megatron(Backend& backend, const std::vector<Parameter*>& params,

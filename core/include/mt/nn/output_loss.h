@@ -52,6 +52,9 @@ class MT_API OutputLoss {
         return std::max<int64_t>(1, (int64_t(1) << 24) / vocab);
     }
 
+    // The logits times `scale` (core_v0.19's muP --mup-output-mult; not with the bias).
+    void set_logit_scale(double scale) { logit_scale_ = float(scale); }
+
     // The owned weight (a tied weight belongs to the embedding), then the bias.
     void collect_parameters(std::vector<Parameter*>& out);
     Parameter& weight() { return tied_ ? *tied_ : weight_; }
@@ -68,6 +71,7 @@ class MT_API OutputLoss {
     Parameter bias_;
     Backend* backend_;
     TensorParallel tp_;
+    float logit_scale_ = 1.0f;
 };
 
 }  // namespace mt::nn

@@ -40,6 +40,10 @@ struct Parameter {
     // The word embedding or the (untied) output layer weight: Megatron's
     // is_embedding_or_output_parameter, which --decoupled-lr gives a learning rate of its own.
     bool embedding_or_output = false;
+    // muP's "hidden matrix-like" class: two dimensions or more, outside the embeddings (word,
+    // position) and the output layer, which their model marks (Megatron's
+    // is_embedding_parameter). The distributed optimizer's flat pieces keep their parameter's.
+    bool mup_hidden = false;
     Shape whole_shape;             // the unsharded tensor's shape (value's when not split)
     int tp_rank = 0, tp_size = 1;  // value is piece tp_rank of tp_size (by shard)
     // Each tensor-parallel rank's grad is a partial sum of a replicated parameter's: norms on

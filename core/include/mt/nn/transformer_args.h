@@ -61,7 +61,15 @@ struct TransformerArgs {
     bool post_sublayer_norm = false;  // --post-sublayer-norm: a norm on each sublayer's output
     bool scale_embeddings = false;    // --scale-embeddings: the embeddings times sqrt(hidden)
     double softmax_scale = 0;         // --softmax-scale (TransformerConfig's); 0: 1/sqrt(head dim)
-    double glu_linear_offset = 0;     // --glu-linear-offset
+    // core_v0.19's muP (--use-mup): the width multiplier --hidden-size / --mup-base-hidden-size,
+    // which divides the hidden weights' init std by its square root (the optimizer's overrides:
+    // mt/optim/optimizer.h), the embeddings' multiplier (--mup-embedding-mult) and the logits'
+    // (--mup-output-mult, 1 / width by default); 1 each without muP.
+    struct Mup {
+        bool enabled = false;
+        double width_mult = 1.0, embedding_mult = 1.0, output_mult = 1.0;
+    } mup;
+    double glu_linear_offset = 0;  // --glu-linear-offset
     // --activation-func-clamp-value; infinity: none.
     double activation_clamp = std::numeric_limits<double>::infinity();
     bool bias_gelu_fusion = true;  // the tanh GeLU; false: erf (--no-bias-gelu-fusion, no biases)

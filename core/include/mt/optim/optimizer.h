@@ -37,7 +37,17 @@ struct OptimizerConfig {
     double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_eps = 1e-8;  // --adam-beta1/2, --adam-eps
     double sgd_momentum = 0.9;                                     // --sgd-momentum
     MuonConfig muon;                                               // --muon-*
+    // core_v0.19's muP width multiplier (--use-mup): != 1 moves some parameters to a learning
+    // rate of their own (step's mup_lr, the schedule over max and min lr / or x it) as
+    // get_mup_config_overrides does. Adam: the hidden matrices (Parameter::mup_hidden), their
+    // eps / it too; SGD: the others ("vector-like"), but the word embeddings and output layer
+    // under --decoupled-lr.
+    double mup_width_mult = 1.0;
 };
+
+// Whether muP moves `p` to its own learning rate in an optimizer of `config`, with `decoupled`
+// (--decoupled-lr given).
+MT_API bool mup_scaled(const OptimizerConfig& config, const nn::Parameter& p, bool decoupled);
 
 class MT_API Optimizer {
   public:
@@ -50,9 +60,10 @@ class MT_API Optimizer {
     // One update of every parameter from its grad: `lr` and `weight_decay` as the schedule
     // gives them now (weight decay only reaches parameters that take it); embedding_lr, when
     // given, is the learning rate of the embedding and output weights instead (--decoupled-lr);
+    // mup_lr, with a muP width multiplier, that of the parameters muP moves (mup_scaled);
     // each grad read times grad_scale (clipping's factor, optim::clip_coefficient).
     void step(double lr, double weight_decay, std::optional<double> embedding_lr = {},
-              double grad_scale = 1.0);
+              double grad_scale = 1.0, std::optional<double> mup_lr = {});
     // grad = 0 for every parameter.
     void zero_grad();
     // masters = the parameters' values (Megatron's reload_model_params).

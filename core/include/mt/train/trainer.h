@@ -237,6 +237,8 @@ class MT_API Trainer {
     optim::GradScaler* grad_scaler() { return scaler_ ? &*scaler_ : nullptr; }
     // The embedding and output weights' learning rate now (--decoupled-lr), else none.
     std::optional<double> decoupled_lr() const;
+    // The learning rate muP moves some parameters to (OptimizerConfig::mup_width_mult), or none.
+    std::optional<double> mup_lr() const;
     const TrainerOptions& options() const { return options_; }
     // The process's exit code after StopReason::result_validation (0 otherwise).
     int exit_code() const { return exit_code_; }
