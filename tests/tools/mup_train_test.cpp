@@ -7,8 +7,12 @@
 // norms and biases at lr x 2; with --decoupled-lr the word embedding keeps its own).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <string>
+
 #include "megatron_run_fixture.h"
 #include "test_support.h"
+#include "torch_dist_checkpoint.h"
 
 namespace {
 
@@ -23,6 +27,38 @@ TEST_F(MupResume, ContinuesMegatronsRuns) {
         ASSERT_EQ(r.exit_code, 0) << key << "\n" << r.output;
         expect_continues(key, r.output, 2e-6);
     }
+}
+
+// A fresh model's weights (saved after iteration 1, whose step runs at lr 0 in the warmup) are
+// drawn at the std Megatron's muP init gives each (mup_init_std: embeddings 0.2, hidden matrices
+// 0.2 / sqrt(2), output projections 0.2 / (sqrt(4) sqrt(2))), to sampling error.
+TEST_F(MupResume, InitialisesAtMegatronsStds) {
+    const auto r =
+        mt::test::run_command(command("mup_adam", work / "init") + " --exit-interval 1" + " 2>&1");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    mt::plugins::torch_dist::TorchDistCheckpoint format;
+    const mt::CheckpointState state = format.load(work / "init");
+    size_t checked = 0;
+    for (auto p : expected["mup_init_std"]["params"].get_array()) {
+        const double want = double(p["expected_std"]);
+        if (want == 0) continue;
+        const std::string name{std::string_view(p["name"])};
+        for (const auto& [key, t] : state.model) {
+            if (key != name) continue;
+            const mt::Tensor v = t.local.contiguous();
+            const float* x = v.data<float>();
+            double sum = 0, squares = 0;
+            for (int64_t i = 0; i < v.numel(); ++i) {
+                sum += x[i];
+                squares += double(x[i]) * x[i];
+            }
+            const double n = double(v.numel()), mean = sum / n;
+            const double std = std::sqrt(squares / n - mean * mean);
+            EXPECT_NEAR(std, want, 0.15 * want) << name;
+            ++checked;
+        }
+    }
+    EXPECT_EQ(checked, 10u);
 }
 
 }  // namespace
