@@ -11,6 +11,7 @@
 #include <string>
 
 #include "megatron_run_fixture.h"
+#include "mpiexec_launch.h"
 #include "test_support.h"
 #include "torch_dist_checkpoint.h"
 
@@ -27,6 +28,21 @@ TEST_F(MupResume, ContinuesMegatronsRuns) {
         ASSERT_EQ(r.exit_code, 0) << key << "\n" << r.output;
         expect_continues(key, r.output, 2e-6);
     }
+}
+
+// The muP groups under the distributed optimizer (its flat pieces keep their parameter's class):
+// two data-parallel ranks train as one process does.
+TEST_F(MupResume, DistributedOptimizerGivesTheOneProcessLosses) {
+    if (!mt::test::mpiexec_available()) GTEST_SKIP() << "no mpiexec";
+    const auto one = mt::test::run_command(command("mup_adam", work / "one") + " 2>&1");
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    const auto two =
+        mt::test::run_command(mt::test::mpiexec_prefix(2) + command("mup_adam", work / "two") +
+                              " --use-distributed-optimizer 2>&1");
+    ASSERT_EQ(two.exit_code, 0) << two.output;
+    const auto want = mt::test::logged_values(one.output, "lm loss");
+    ASSERT_EQ(want.size(), 3u) << one.output;
+    EXPECT_EQ(mt::test::logged_values(two.output, "lm loss"), want) << two.output;
 }
 
 // A fresh model's weights (saved after iteration 1, whose step runs at lr 0 in the warmup) are
