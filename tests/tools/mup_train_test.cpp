@@ -12,6 +12,7 @@
 
 #include "megatron_run_fixture.h"
 #include "mpiexec_launch.h"
+#include "mt/io/torch_file.h"
 #include "test_support.h"
 #include "torch_dist_checkpoint.h"
 
@@ -22,11 +23,38 @@ struct MupResume : mt::test::MegatronRunFixture {
 };
 
 TEST_F(MupResume, ContinuesMegatronsRuns) {
-    for (const char* key : {"mup_adam", "mup_adam_untied", "mup_sgd", "mup_adam_decoupled"}) {
+    for (const char* key :
+         {"mup_adam", "mup_adam_untied", "mup_sgd", "mup_adam_decoupled", "adam_decoupled"}) {
         const auto r = mt::test::run_command(command(key, work / key) + " --load " +
                                              mt::test::shell_quote(root / key) + " 2>&1");
         ASSERT_EQ(r.exit_code, 0) << key << "\n" << r.output;
         expect_continues(key, r.output, 2e-6);
+    }
+}
+
+// A plain core_v0.19 run (no muP) with --decoupled-lr, resumed from Megatron 0.19's checkpoint,
+// saves its param groups as core_v0.19 keeps them (which pairs saved groups with its own by
+// their overrides, is_decoupled_lr among them): Megatron's order (no override first, then by
+// override), the decoupled group keyed by its max and min lr alone (is_decoupled_lr False,
+// default_config False).
+TEST_F(MupResume, PlainCoreV019RunSavesCoreV019ParamGroups) {
+    const auto r = mt::test::run_command(command("adam_decoupled", work / "groups") + " --load " +
+                                         mt::test::shell_quote(root / "adam_decoupled") +
+                                         " --exit-interval 2 2>&1");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const mt::io::PyValue common =
+        mt::io::load_torch_file(work / "groups" / "iter_0000002" / "common.pt");
+    const auto& saved = common["optimizer"]["param_groups"].items();
+    const simdjson::dom::array want = expected["variants"]["adam_decoupled"]["param_groups"];
+    ASSERT_EQ(saved.size(), want.size());
+    size_t k = 0;
+    for (auto g : want) {
+        const mt::io::PyValue& s = saved[k++];
+        EXPECT_EQ(s["is_decoupled_lr"].as_bool(), bool(g["is_decoupled_lr"])) << k;
+        EXPECT_EQ(s["default_config"].as_bool(), bool(g["default_config"])) << k;
+        EXPECT_EQ(s["wd_mult"].as_double(), double(g["wd_mult"])) << k;
+        EXPECT_EQ(s["max_lr"].as_double(), double(g["max_lr"])) << k;
+        EXPECT_EQ(s["min_lr"].as_double(), double(g["min_lr"])) << k;
     }
 }
 

@@ -109,13 +109,13 @@ struct CommunicationVolume {
 // core_v0.19's dp_reshardable only where `format` can write it for the model's `params`: else
 // its fully_reshardable, which core_v0.19 loads too (said on `first`).
 mt::DistributedOptimizerLayout distributed_layout(const mt::train::TrainingFlags& flags,
-                                                  mt::DistributedOptimizerLayout loaded,
+                                                  const mt::train::ResumedOptimizer& resumed,
                                                   const mt::CheckpointFormat& format,
                                                   const mt::CheckpointArgs& args,
                                                   const std::vector<mt::ParameterInfo>& params,
                                                   bool first) {
     const mt::DistributedOptimizerLayout layout =
-        mt::train::saved_distributed_layout(flags, loaded);
+        mt::train::saved_distributed_layout(flags, resumed);
     if (layout != mt::DistributedOptimizerLayout::dp_reshardable ||
         !flags.data_parallel.distributed_optimizer)
         return layout;
@@ -239,10 +239,9 @@ int train(mt::train::TrainingFlags flags, const mt::cli::TokenizerFlags& tf,
     // and saves cut every stage's and expert-parallel rank's tensors by them.
     const std::vector<mt::ParameterInfo> model_params =
         flags.load || saving ? family.parameters(model_args) : std::vector<mt::ParameterInfo>();
-    mt::DistributedOptimizerLayout loaded_layout = mt::DistributedOptimizerLayout::none;
+    mt::train::ResumedOptimizer resumed;
     if (flags.load) {
-        if (!mt::train::load_checkpoint(flags, parts, whole_params, &model_params,
-                                        &loaded_layout) &&
+        if (!mt::train::load_checkpoint(flags, parts, whole_params, &model_params, &resumed) &&
             flags.exit_on_missing_checkpoint) {
             out.line(">> '--exit-on-missing-checkpoint' set ... exiting. <<");
             return 0;
@@ -254,9 +253,10 @@ int train(mt::train::TrainingFlags flags, const mt::cli::TokenizerFlags& tf,
     capture_options.rng = !flags.no_save_rng;
     capture_options.args =
         mt::train::checkpoint_args(flags, tf, model_flags, family.resolved_args(model_args), state);
+    capture_options.core_v0_19 = mt::train::saves_for_core_v0_19(flags, resumed);
     if (saving)
         capture_options.distributed_layout = distributed_layout(
-            flags, loaded_layout, *mt::Registry::global().create_checkpoint(*saving),
+            flags, resumed, *mt::Registry::global().create_checkpoint(*saving),
             capture_options.args, model_params, out.first);
     if (flags.ckpt_convert_format) {  // Megatron's conversion: save in the other format, stop
         auto to = mt::Registry::global().create_checkpoint(*flags.ckpt_convert_format);

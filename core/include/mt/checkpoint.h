@@ -156,7 +156,20 @@ struct OptimizerCheckpoint {
     // pipeline stage's copy of tied word embeddings too, under its own name), the piece's
     // whole state gathered over the data-parallel group, in the model's order.
     std::optional<BucketShare> buckets;
+    // Kept as core_v0.19 keeps it: param groups sorted by their overrides, with default_config,
+    // --decoupled-lr's keyed by its max and min lr alone (is_decoupled_lr False), chained parts'
+    // state keyed plainly. Read: the saved groups carry default_config. (kept_as_core_v0_19 adds
+    // what only core_v0.19 has.)
+    bool core_v0_19 = false;
 };
+
+// Whether `o` is kept as core_v0.19 keeps an optimizer: asked to, or Muon's (chained parts 0
+// and 1 are its), muP's or in one of core_v0.19's distributed-optimizer layouts.
+inline bool kept_as_core_v0_19(const OptimizerCheckpoint& o) {
+    return o.core_v0_19 || o.type == "muon" || (o.chain_parts & 0b11) != 0 ||
+           o.mup_width_mult != 1.0 || o.layout == DistributedOptimizerLayout::fully_reshardable ||
+           o.layout == DistributedOptimizerLayout::dp_reshardable;
+}
 
 // The ChainedOptimizer part of a parameter of an optimizer of `type`: Muon's (0 dense, 1 the
 // experts under expert parallelism) before Adam's, or the one optimizer's (2 dense, 3 experts).

@@ -123,7 +123,7 @@ CheckpointState read_model_tensors(const std::filesystem::path& dir,
 bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& parts,
                      const std::vector<ParameterInfo>& params,
                      const std::vector<ParameterInfo>* model_params,
-                     DistributedOptimizerLayout* layout) {
+                     ResumedOptimizer* resumed) {
     const parallel::ParallelState& run = groups(parts);
     const bool first = run.world().rank() == 0;
     const std::filesystem::path dir = *flags.load;
@@ -182,7 +182,10 @@ bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& par
     o.optimizer = !flags.no_load_optim;
     o.rng = !flags.no_load_rng;
     train::restore_checkpoint(state, parts, o);
-    if (layout && state.optimizer) *layout = state.optimizer->layout;
+    if (resumed && state.optimizer) {
+        resumed->layout = state.optimizer->layout;
+        resumed->core_v0_19 = state.optimizer->core_v0_19;
+    }
     run.world().barrier();
     if (first)
         std::printf(
@@ -193,13 +196,15 @@ bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& par
     return true;
 }
 
+bool saves_for_core_v0_19(const TrainingFlags& flags, const ResumedOptimizer& resumed) {
+    return resumed.core_v0_19 || !flags.core_v0_19_flag.empty();
+}
+
 DistributedOptimizerLayout saved_distributed_layout(const TrainingFlags& flags,
-                                                    DistributedOptimizerLayout loaded) {
+                                                    const ResumedOptimizer& resumed) {
     using Layout = DistributedOptimizerLayout;
     if (flags.dist_ckpt_optim_fully_reshardable) return Layout::fully_reshardable;
-    if (loaded == Layout::fully_reshardable || loaded == Layout::dp_reshardable ||
-        !flags.core_v0_19_flag.empty())
-        return Layout::dp_reshardable;
+    if (saves_for_core_v0_19(flags, resumed)) return Layout::dp_reshardable;
     return Layout::fully_sharded_model_space;
 }
 

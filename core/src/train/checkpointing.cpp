@@ -488,6 +488,7 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
         // their own under expert parallelism, Muon's parameters and Adam's one each.
         opt.mup_width_mult = c.mup_width_mult;
         if (const std::optional<double> mup_lr = parts.trainer.mup_lr()) opt.mup_lr = *mup_lr;
+        opt.core_v0_19 = o.core_v0_19;
         auto chained_as = [&](const nn::Parameter& p) {
             OptimizerParamState ps;
             ps.expert_parallel = p.expert && parts.parallel && parts.parallel->ep().size() > 1;

@@ -128,14 +128,14 @@ std::vector<std::pair<std::string, double>> overrides_of(const GroupKey& key,
     return out;
 }
 
-// The groups of the checkpoint's parameters, in their order; with muP in core_v0.19's: the
-// groups without overrides first, then by their overrides.
+// The groups of the checkpoint's parameters, in their order; for core_v0.19 in its: the groups
+// without overrides first, then by their overrides.
 Groups groups_of(const OptimizerCheckpoint& o) {
     Groups g = make_groups(o.params.size(), [&](size_t i) {
         return GroupKey{o.params[i].weight_decay, o.params[i].decoupled_lr,
                         o.params[i].expert_parallel, o.params[i].mup};
     });
-    if (o.mup_width_mult == 1.0) return g;
+    if (!kept_as_core_v0_19(o)) return g;
     std::vector<size_t> order(g.keys.size());
     std::iota(order.begin(), order.end(), size_t(0));
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -156,9 +156,20 @@ bool true_entry(const PyValue& dict, std::string_view key) {
     return v && v->kind() == PyKind::boolean && v->as_bool();
 }
 
+// Whether a saved group is one of core_v0.19's with a schedule of its own (default_config False):
+// --decoupled-lr's, or muP's.
+bool own_schedule(const PyValue& group) {
+    const PyValue* default_config = group.find("default_config");
+    return default_config && default_config->kind() == PyKind::boolean &&
+           !default_config->as_bool();
+}
+
+// A saved group's key. core_v0.19 keys --decoupled-lr's group by its max and min lr alone
+// (is_decoupled_lr False): in a run without muP it is the one group with its own schedule.
 GroupKey key_of(const PyValue& group) {
     // (DeepSpeed marks the groups of its MoE layers' experts "moe".)
-    return {group["wd_mult"].as_double() != 0.0, true_entry(group, "is_decoupled_lr"),
+    return {group["wd_mult"].as_double() != 0.0,
+            true_entry(group, "is_decoupled_lr") || own_schedule(group),
             true_entry(group, "is_expert_parallel") || true_entry(group, "moe")};
 }
 
@@ -184,7 +195,7 @@ PyValue optimizer_to_py(const OptimizerCheckpoint& o) {
         gd.set("is_expert_parallel", PyValue::boolean(groups.keys[k].expert));
         // (core_v0.19 keys --decoupled-lr's group by its max and min lr alone: is_decoupled_lr
         // stays False there.)
-        const bool core_v0_19 = muon_run || o.mup_width_mult != 1.0;
+        const bool core_v0_19 = kept_as_core_v0_19(o);
         gd.set("is_decoupled_lr", PyValue::boolean(decoupled && !core_v0_19));
         // core_v0.19's (Muon is 0.19's): the groups the schedule's lr is read from (all but
         // --decoupled-lr's), and the override that hands Adam the groups Muon does not take,
@@ -355,19 +366,19 @@ OptimizerCheckpoint single_optimizer_from_py(const PyValue& opt, const Checkpoin
 
     // A file written with --decoupled-lr keeps the embedding and output weights apart.
     bool decoupled_in_file = false;
+    bool o_core_v0_19 = false;  // core_v0.19's groups (default_config)
     // DeepSpeed's optimizer of MoE layers (--create-moe-param-group, expert parallelism) keeps
     // the experts in groups of their own.
     bool expert_groups = false;
+    const bool mup_run = bool_arg(s.args, "use_mup");
     for (const PyValue& g : groups.items()) {
         decoupled_in_file = decoupled_in_file || key_of(g).decoupled;
         expert_groups = expert_groups || true_entry(g, "moe");
-        // core_v0.19's groups of schedule overrides (muP's) are paired by name in torch_dist.
-        const PyValue* default_config = g.find("default_config");
-        MT_CHECK(key_of(g).decoupled || !default_config ||
-                     default_config->kind() != PyKind::boolean || default_config->as_bool(),
-                 "not supported yet: ", file,
-                 ": an optimizer param group with a schedule of its own (core_v0.19's muP "
-                 "groups) in the torch format (torch_dist checkpoints keep it)");
+        o_core_v0_19 = o_core_v0_19 || g.find("default_config");
+        // core_v0.19's muP groups are paired by name in torch_dist.
+        MT_CHECK(!mup_run || !own_schedule(g), "not supported yet: ", file,
+                 ": an optimizer param group with a schedule of its own in a muP run "
+                 "(core_v0.19's muP groups) in the torch format (torch_dist checkpoints keep it)");
     }
     Groups ours = make_groups(s.model.size(), [&](size_t i) {
         const std::string_view name = chunk_free_name(s, i);
@@ -377,6 +388,7 @@ OptimizerCheckpoint single_optimizer_from_py(const PyValue& opt, const Checkpoin
             experts || (expert_groups && name.find(".mlp.experts.") != std::string_view::npos)};
     });
     OptimizerCheckpoint o;
+    o.core_v0_19 = o_core_v0_19;
     o.type = groups.items().empty() || groups.items()[0].find("betas") ? "adam" : "sgd";
     o.params.resize(s.model.size());
     bool have_step = false;

@@ -220,13 +220,12 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
     const bool chained = chains.size() > 1;
     // core_v0.19 keys the parts' state plainly unless a distributed optimizer (Muon's
     // layer-wise one) saves in a layout not fully reshardable; core_v0.13 always behind
-    // "chained_<i>." (and Muon and fully_reshardable are 0.19's).
+    // "chained_<i>.".
     using Layout = DistributedOptimizerLayout;
     const Layout distributed = share.optimizer ? share.optimizer->layout : Layout::none;
-    const bool muon = share.optimizer && share.optimizer->type == "muon";
     const bool fully_reshardable = distributed == Layout::fully_reshardable;
     const bool buckets = share.optimizer && share.optimizer->buckets;
-    const bool core_v0_19 = muon || fully_reshardable || buckets;
+    const bool core_v0_19 = share.optimizer && kept_as_core_v0_19(*share.optimizer);
     const bool prefixed = chained && (!core_v0_19 || share.optimizer->layer_wise);
     // ShardedObjects this rank writes beside the tensors (key, value).
     std::vector<std::pair<std::string, PyValue>> objects;

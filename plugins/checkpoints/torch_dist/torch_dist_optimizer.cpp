@@ -205,6 +205,7 @@ OptimizerCheckpoint optimizer_from_py(
             // core_v0.19's groups of other overrides of the schedule (muP's) hold their own lr,
             // max and min lr and eps: the run's are the others'.
             const PyValue* default_config = g.find("default_config");
+            o.core_v0_19 = o.core_v0_19 || default_config;
             if (!decoupled && default_config && default_config->kind() == PyKind::boolean &&
                 !default_config->as_bool())
                 continue;

@@ -20,20 +20,31 @@ namespace mt::train {
 // start (false). Collective when the run has several ranks. `params`: this rank's model (its
 // pipeline stage's), whole tensors; `model_params`: the whole model's (family.parameters), by
 // which the other stages' tensors of a pipeline-split checkpoint are read before this stage
-// keeps its own (none: `params` is the whole model). `layout`, when given, is set to how the
-// checkpoint kept the distributed optimizer's state (none: not at all).
+// keeps its own (none: `params` is the whole model). `resumed`, when given, is set to what the
+// checkpoint's optimizer says of the Megatron that saved it.
+struct ResumedOptimizer;
 MT_API bool load_checkpoint(const TrainingFlags& flags, const train::TrainingParts& parts,
                             const std::vector<ParameterInfo>& params,
                             const std::vector<ParameterInfo>* model_params = nullptr,
-                            DistributedOptimizerLayout* layout = nullptr);
+                            ResumedOptimizer* resumed = nullptr);
+
+// What a resumed checkpoint's optimizer state says of the Megatron that saved it.
+struct ResumedOptimizer {
+    // How it kept the distributed optimizer's state (none: not at all).
+    DistributedOptimizerLayout layout = DistributedOptimizerLayout::none;
+    bool core_v0_19 = false;  // OptimizerCheckpoint::core_v0_19
+};
+
+// Whether the run saves its optimizer as core_v0.19 does (OptimizerCheckpoint::core_v0_19): it
+// continues a checkpoint core_v0.19 saved (`resumed`) or gives a flag only core_v0.19 has.
+MT_API bool saves_for_core_v0_19(const TrainingFlags& flags, const ResumedOptimizer& resumed);
 
 // The layout torch_dist saves the distributed optimizer's state in, as the Megatron the run
 // stands for would: core_v0.19's fully_reshardable with --dist-ckpt-optim-fully-reshardable;
-// else core_v0.19's default dp_reshardable when the run continues a checkpoint in one of
-// core_v0.19's layouts (`loaded`) or gives a flag only core_v0.19 has; else core_v0.13's
+// else core_v0.19's default dp_reshardable when the run saves for core_v0.19; else core_v0.13's
 // fully_sharded_model_space (which core_v0.19 no longer reads, nor core_v0.13 the others).
 MT_API DistributedOptimizerLayout saved_distributed_layout(const TrainingFlags& flags,
-                                                           DistributedOptimizerLayout loaded);
+                                                           const ResumedOptimizer& resumed);
 
 // The model tensors of the latest checkpoint in `dir` (any format, any tensor and pipeline layout)
 // that parameters of `params` hold, whole, under the checkpoint's names (either

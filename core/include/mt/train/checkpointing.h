@@ -57,6 +57,9 @@ struct CaptureOptions {
     // own name, with its own optimizer moments, as Megatron's torch files keep it on that stage
     // (otherwise only the original is captured).
     bool stage_copies = false;
+    // Saving the optimizer as core_v0.19 keeps it (OptimizerCheckpoint::core_v0_19); Muon and
+    // muP runs always do.
+    bool core_v0_19 = false;
     // Megatron's args Namespace entries; iteration and consumed samples are added from the run.
     CheckpointArgs args;
 };
