@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "mt/error.h"
+
 namespace mt::plugins::hf_tokenizer {
 namespace {
 
@@ -47,6 +49,7 @@ CoreHfTokenizer::CoreHfTokenizer(const TokenizerOptions& options, TokenizerSpec 
     special_ids_.cls = id_of("cls_token");
     special_ids_.pad = id_of("pad_token");
     special_ids_.mask = id_of("mask_token");
+    unk_ = id_of("unk_token");
     const std::vector<std::string> additional =
         options.special_tokens.value_or(std::vector<std::string>{});
     identity_ = core_v0_19_identity(options, options.tokenizer_model,
@@ -57,6 +60,17 @@ CoreHfTokenizer::CoreHfTokenizer(const TokenizerOptions& options, TokenizerSpec 
 
 std::string CoreHfTokenizer::decode(std::span<const int32_t> ids) const {
     if (include_special_tokens_) return tokenizer_.decode(ids);
+    return decode_without_special_tokens(ids);
+}
+
+int32_t CoreHfTokenizer::token_to_id(std::string_view token) const {
+    if (const std::optional<int32_t> id = tokenizer_.token_id(token)) return *id;
+    MT_CHECK(unk_.has_value(), "HuggingFaceTokenizer: the token '", token.substr(0, 200),
+             "' is not in the vocabulary, and the tokenizer has no unknown token to stand for it");
+    return *unk_;
+}
+
+std::string CoreHfTokenizer::decode_without_special_tokens(std::span<const int32_t> ids) const {
     std::vector<int32_t> kept;
     for (const int32_t id : ids)
         if (!special_.count(id)) kept.push_back(id);

@@ -6,6 +6,7 @@
 // special tokens in decoded text.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -34,6 +35,10 @@ class CoreHfTokenizer final : public Tokenizer {
     std::vector<std::pair<std::string, int32_t>> additional_special_tokens() const override {
         return additional_;
     }
+    // convert_tokens_to_ids: the token's id, else the unknown token's (an mt::Error without one).
+    int32_t token_to_id(std::string_view token) const override;
+    // ids_to_text(ids, remove_special_tokens=True).
+    std::string decode_without_special_tokens(std::span<const int32_t> ids) const override;
 
   private:
     CoreHfTokenizer(const TokenizerOptions& options, TokenizerSpec spec);
@@ -41,6 +46,7 @@ class CoreHfTokenizer final : public Tokenizer {
     HfTokenizer tokenizer_;
     bool include_special_tokens_;
     std::unordered_set<int32_t> special_;  // transformers' all_special_ids
+    std::optional<int32_t> unk_;           // unk_token_id
     SpecialIds special_ids_;
     TokenizerIdentity identity_;
     std::vector<std::pair<std::string, int32_t>> additional_;

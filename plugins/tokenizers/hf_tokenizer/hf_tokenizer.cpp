@@ -77,6 +77,12 @@ HfTokenizer::HfTokenizer(const TokenizerSpec& spec)
                  ": the post-processor adds id ", id, ", which is not a token");
 }
 
+std::optional<int32_t> HfTokenizer::token_id(std::string_view token) const {
+    for (const auto& [id, content] : added_content_)
+        if (content == token) return id;
+    return model_.token_to_id(std::string(token));
+}
+
 void HfTokenizer::encode_piece(std::string_view piece, WordCache& cache,
                                std::vector<int32_t>& out) const {
     if (cut_marker_.empty()) {

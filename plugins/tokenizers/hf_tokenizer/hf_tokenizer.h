@@ -38,6 +38,8 @@ class HfTokenizer final : public Tokenizer {
     std::string_view name() const override { return "HuggingFaceTokenizer"; }
     // Megatron's build_tokenizer: _HuggingFaceTokenizer(args.tokenizer_model), no options.
     TokenizerIdentity dataset_identity() const override;
+    // tokenizers' token_to_id: an added token's id, else the vocabulary's; nullopt for neither.
+    std::optional<int32_t> token_id(std::string_view token) const;
 
   private:
     void encode_plain(std::string_view segment, bool at_start, text::WordCache& cache,

@@ -1,6 +1,7 @@
 // Megatron core_v0.19's GPTFIMDataset (--fim-data) against its own samples
 // (tests/fixtures/fim/make_fixture.py: pretrain_gpt.py's dataset provider and
-// build_pretraining_data_loader over the shared GPT-2 data, GPT2BPETokenizer of core_v0.19):
+// build_pretraining_data_loader over the shared GPT-2 data, GPT2BPETokenizer of core_v0.19, and
+// HuggingFaceTokenizer on Mistral's v3 tokenizer with its FIM tokens over the fixture's data):
 // through the GPT family's datasets() with the case's flags, the first training micro-batches at
 // --num-workers 0 and 2 (a worker's draws apart from the other's), and the first validation ones,
 // token for token, over one dataset and over a weighted blend of two (each part its own draws);
@@ -8,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -90,10 +92,24 @@ TEST(GPTFIMDataset, GivesMegatronsSamplesForEachWorkerCount) {
     o.vocab_file = (*gpt2 / "gpt2-vocab.json").string();
     o.merge_file = (*gpt2 / "gpt2-merges.txt").string();
     o.classes = mt::TokenizerOptions::Classes::core_v0_19;
-    const auto tokenizer = mt::Registry::global().create_tokenizer("GPT2BPETokenizer", o);
+    const auto gpt2_tokenizer = mt::Registry::global().create_tokenizer("GPT2BPETokenizer", o);
     auto family = mt::Registry::global().create_model("gpt");
     for (auto [name, c] : doc["cases"].get_object()) {
         const std::string case_name{std::string_view(name)};
+        // The case's tokenizer (under MEGATRON_TEST_DATA), else GPT-2's.
+        std::unique_ptr<mt::Tokenizer> own_tokenizer;
+        simdjson::dom::object tokenizer_record;
+        if (!c["tokenizer"].get(tokenizer_record)) {
+            const auto model =
+                mt::test::test_data(std::string(std::string_view(tokenizer_record["model"])));
+            ASSERT_TRUE(model) << case_name << ": no tokenizer under MEGATRON_TEST_DATA";
+            mt::TokenizerOptions hf;
+            hf.tokenizer_model = model->string();
+            hf.classes = mt::TokenizerOptions::Classes::core_v0_19;
+            own_tokenizer = mt::Registry::global().create_tokenizer(
+                std::string(std::string_view(tokenizer_record["type"])), hf);
+        }
+        const mt::Tokenizer* tokenizer = own_tokenizer ? own_tokenizer.get() : gpt2_tokenizer.get();
         // The case's --fim-* flags, as the family reads them.
         mt::ModelArgs args;
         std::string flag;
@@ -114,7 +130,10 @@ TEST(GPTFIMDataset, GivesMegatronsSamplesForEachWorkerCount) {
             for (auto word : blend) data_path.emplace_back(std::string_view(word));
         }
         for (std::string& word : data_path)
-            if (word.rfind("meg-", 0) == 0) word = (*data / word).string();
+            if (word.rfind("meg-", 0) == 0)
+                word = (*data / word).string();
+            else if (word.rfind("openwebtext-100", 0) == 0)  // made by make_fixture.py
+                word = (mt::test::fixtures_dir() / "fim" / "mistral_v3_data" / word).string();
         for (const std::string workers : {"0", "2"}) {
             mt::test::TempDir cache;
             mt::data::DatasetRequest request;
@@ -125,11 +144,14 @@ TEST(GPTFIMDataset, GivesMegatronsSamplesForEachWorkerCount) {
             request.config.path_to_cache = cache.path().string();
             request.config.tokenizer = tokenizer->dataset_identity();
             request.num_samples = {64, 16, 16};
-            request.tokenizer = tokenizer.get();
+            request.tokenizer = tokenizer;
             request.args = args;
             request.args["num-workers"] = workers;
             const auto datasets = family->datasets(request);
-            ASSERT_TRUE(datasets[0] && datasets[1]);
+            ASSERT_TRUE(datasets[0] && datasets[1] && datasets[2]);
+            EXPECT_EQ(datasets[0]->size(), int64_t(c["train_len"])) << case_name;
+            EXPECT_EQ(datasets[1]->size(), int64_t(c["valid_len"])) << case_name;
+            EXPECT_EQ(datasets[2]->size(), int64_t(c["test_len"])) << case_name;
             const auto runs = c["runs"][workers];
             expect_batches(*datasets[0], runs["train"].get_array(),
                            case_name + " train, --num-workers " + workers);
