@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "mt/api.h"
+#include "mt/checkpoint/megatron_rng.h"
 #include "mt/tensor.h"
 
 namespace mt {
@@ -196,8 +197,14 @@ struct SchedulerCheckpoint {
 };
 
 // megatron-train's dropout stream: Philox seed and next unused counter.
+// megatron-train's dropout stream, which formats keep beside the states Megatron's own seeding
+// leaves on the saving rank (mt/checkpoint/megatron_rng.h), so that Megatron resumes the
+// checkpoint without --no-load-rng.
 struct RngCheckpoint {
     uint64_t dropout_seed = 0, dropout_offset = 0;
+    // Where the saving rank stands (a share's; a format writing a whole state's per-rank files
+    // places each file's own).
+    MegatronRngRank megatron_rank;
 };
 
 struct CheckpointState {

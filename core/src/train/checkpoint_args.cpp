@@ -230,10 +230,7 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
     set_arg(a, "load", optional_arg(f.load));
     set_arg(a, "save_interval", optional_arg(f.save_interval));
     set_arg(a, "no_save_optim", f.no_save_optim);
-    // A torch_dist checkpoint of ours holds no Megatron RNG state (its rng_state ShardedObject:
-    // Python, numpy, torch and CUDA generators; ours is the dropout stream in the common state),
-    // which core_v0.19's loader asks for unless the args say it was not saved.
-    set_arg(a, "no_save_rng", f.no_save_rng || f.ckpt_format == "torch_dist");
+    set_arg(a, "no_save_rng", f.no_save_rng);
     set_arg(a, "no_load_optim", f.no_load_optim);
     set_arg(a, "no_load_rng", f.no_load_rng);
     set_arg(a, "finetune", f.finetune);

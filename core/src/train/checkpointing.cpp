@@ -582,7 +582,19 @@ CheckpointState capture_checkpoint(const TrainingParts& parts, const CaptureOpti
                                             parts.scheduler.lr_warmup_tokens(), sc.lr_decay_tokens};
         s.scheduler = sch;
     }
-    if (o.rng) s.rng = RngCheckpoint{parts.trainer.dropout_seed(), parts.trainer.dropout_offset()};
+    if (o.rng) {
+        s.rng = RngCheckpoint{parts.trainer.dropout_seed(), parts.trainer.dropout_offset(), {}};
+        if (parts.parallel) {
+            const parallel::ParallelState& run = *parts.parallel;
+            MegatronRngRank& r = s.rng->megatron_rank;
+            r.pipeline = run.pp().rank();
+            r.tensor = run.tp().rank();
+            r.data = run.dp().rank();
+            r.expert = run.ep().rank();
+            r.expert_tensor = run.expert_tp().rank();
+            r.context = run.cp().rank();
+        }
+    }
     if (!o.own_share && parts.parallel) gather_experts(parts, s);
     add_buffers(parts, o, s.model);
     return s;

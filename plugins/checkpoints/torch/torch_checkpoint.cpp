@@ -142,6 +142,19 @@ CheckpointState TorchCheckpoint::load_rank(const std::filesystem::path& dir, int
 
 namespace {
 
+// The rank whose Megatron RNG states file (tp, pp, ep) keeps: the one of data-parallel rank 0
+// that writes it.
+MegatronRngRank file_rng_rank(const CheckpointArgs& args, int64_t tp, int64_t pp, int64_t ep) {
+    const int64_t etp = int_arg(args, "expert_tensor_parallel_size")
+                            .value_or(int_arg(args, "tensor_model_parallel_size").value_or(1));
+    MegatronRngRank r;
+    r.pipeline = pp;
+    r.tensor = tp;
+    r.expert = ep;
+    r.expert_tensor = etp > 0 ? tp % etp : 0;
+    return r;
+}
+
 // Rank (tp, pp)'s files of `layout` in the iteration directory being written: one per
 // expert-parallel rank, each with its experts.
 void write_rank(const fs::path& iter_dir, const CheckpointLayout& layout, int64_t tp, int64_t pp,
@@ -152,7 +165,8 @@ void write_rank(const fs::path& iter_dir, const CheckpointLayout& layout, int64_
                                          : state;
         const fs::path rank_dir = iter_dir / rank_dir_name(layout, tp, pp, ep);
         fs::create_directories(rank_dir);
-        io::save_torch_file(rank_dir / kFileName, to_py(part));
+        const MegatronRngRank rng_rank = file_rng_rank(part.args, tp, pp, ep);
+        io::save_torch_file(rank_dir / kFileName, to_py(part, &rng_rank));
         if (part.optimizer && saved_by_distributed_optimizer(part.args))
             io::save_torch_file(rank_dir / kDistribOptimName, parameter_state_to_py(part, ep == 0));
     }
@@ -244,8 +258,9 @@ void TorchCheckpoint::save_streamed(const std::filesystem::path& dir,
                     const CheckpointState& state = r.streamed.state;
                     for (size_t i = 0; i < state.model.size(); ++i)
                         r.model_index.emplace(state.model[i].second.local.storage().get(), i);
-                    r.archive = std::make_unique<io::TorchArchiveWriter>(rank_dir / kFileName,
-                                                                         to_py(state));
+                    const MegatronRngRank rng_rank = file_rng_rank(state.args, tp, pp, ep);
+                    r.archive = std::make_unique<io::TorchArchiveWriter>(
+                        rank_dir / kFileName, to_py(state, &rng_rank));
                     records = std::max(records, r.archive->storages().size());
                     ranks.push_back(std::move(r));
                 }

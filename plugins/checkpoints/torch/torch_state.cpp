@@ -7,6 +7,7 @@
 #include <map>
 
 #include "distrib_optim.h"
+#include "megatron_rng_state.h"
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/checkpoint/reshard.h"
 #include "mt/dtype.h"
@@ -642,7 +643,7 @@ std::string file_key(const std::string& name, bool v019_mixer) {
 
 }  // namespace
 
-PyValue to_py(const CheckpointState& s) {
+PyValue to_py(const CheckpointState& s, const MegatronRngRank* rng_rank) {
     io::PyObject ns;
     ns.module = "argparse";
     ns.name = "Namespace";
@@ -710,9 +711,11 @@ PyValue to_py(const CheckpointState& s) {
         PyValue rng = PyValue::dict();
         rng.dict_ref().set("seed", PyValue::integer(int64_t(s.rng->dropout_seed)));
         rng.dict_ref().set("offset", PyValue::integer(int64_t(s.rng->dropout_offset)));
-        PyValue entry = PyValue::dict();
-        entry.dict_ref().set(kDropoutRngKey, std::move(rng));
-        r.set("rng_state", PyValue::list({std::move(entry)}));
+        PyValue list =
+            megatron_rng_state_list(s.args, rng_rank ? *rng_rank : s.rng->megatron_rank);
+        if (list.items().empty()) list.items().push_back(PyValue::dict());
+        list.items()[0].dict_ref().set(kDropoutRngKey, std::move(rng));
+        r.set("rng_state", std::move(list));
     }
     r.set("num_floating_point_operations_so_far",
           PyValue::real(s.num_floating_point_operations_so_far));

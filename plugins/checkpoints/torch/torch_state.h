@@ -14,10 +14,12 @@
 namespace mt::plugins::torch_ckpt {
 
 // Megatron cannot store the Philox dropout stream of megatron-train; it rides in rng_state[0]
-// under this key beside (not instead of) Megatron's own generator states.
+// under this key beside (not instead of) Megatron's own generator states
+// (megatron_rng_state.h).
 inline constexpr const char* kDropoutRngKey = "megatron_cpp_dropout_rng_state";
 
-io::PyValue to_py(const CheckpointState& state);
+// `rng_rank`, when given, places the file's Megatron RNG states (else the state's rng's own).
+io::PyValue to_py(const CheckpointState& state, const MegatronRngRank* rng_rank = nullptr);
 
 // Megatron's optimizers of a checkpoint: one, or its ChainedOptimizer's parts, each with the
 // members (indices into optimizer.params) it holds, in order: with expert parallelism

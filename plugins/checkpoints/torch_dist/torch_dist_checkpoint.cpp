@@ -13,6 +13,7 @@
 
 #include "dcp_metadata.h"
 #include "dcp_storage.h"
+#include "megatron_rng_state.h"
 #include "mt/checkpoint/checkpoint_args.h"
 #include "mt/checkpoint/integrity_manifest.h"
 #include "mt/communicator.h"
@@ -120,10 +121,20 @@ PyValue common_to_py(const CheckpointState& state) {
     rest.optimizer.reset();
     const PyValue full = torch_ckpt::to_py(rest);
     PyValue common = PyValue::dict();
-    for (const auto& [k, v] : full.dict_ref().items)
-        if (!(k.kind() == PyKind::string &&
-              (k.as_string() == "model" || k.as_string() == "rerun_state_machine")))
-            common.dict_ref().set(k, v);
+    for (const auto& [k, v] : full.dict_ref().items) {
+        if (k.kind() != PyKind::string) continue;
+        const std::string& key = k.as_string();
+        if (key == "model" || key == "rerun_state_machine") continue;
+        if (key == "rng_state") {
+            // Megatron's generators are the rng_state ShardedObject's, which Megatron's loader
+            // merges into this list (refusing a value in both); ours stays here.
+            PyValue ours = PyValue::dict();
+            ours.dict_ref().set(torch_ckpt::kDropoutRngKey, v.items()[0][torch_ckpt::kDropoutRngKey]);
+            common.dict_ref().set(k, PyValue::list({std::move(ours)}));
+            continue;
+        }
+        common.dict_ref().set(k, v);
+    }
     common.dict_ref().set("content_metadata", PyValue::dict());
     return common;
 }
@@ -294,6 +305,18 @@ void save_share(const fs::path& dir, const CheckpointState& share, Communicator&
         if (root)
             for (const std::string& key : extra_keys) object(key, PyValue());
         for (const auto& [key, value] : objects) object(key + "/shard_0_1", value);
+        // Megatron's rng_state ShardedObject, (pipeline, tensor) of (PP, TP), kept by data- and
+        // context-parallel rank 0.
+        if (share.rng && share.rng->megatron_rank.data == 0 &&
+            share.rng->megatron_rank.context == 0) {
+            const MegatronRngRank& r = share.rng->megatron_rank;
+            const int64_t tp = int_arg(share.args, "tensor_model_parallel_size").value_or(1);
+            const int64_t pp = int_arg(share.args, "pipeline_model_parallel_size").value_or(1);
+            PyValue states = torch_ckpt::megatron_rng_state_list(share.args, r);
+            if (!states.items().empty())
+                object(str("rng_state/shard_", r.pipeline, ".", r.tensor, "_", pp, ".", tp),
+                       states);
+        }
         // A streamed share's placeholders by storage: chunk tensors view them.
         std::map<const Storage*, size_t> model_index;
         size_t made_index = SIZE_MAX;  // the placeholder last made, and its tensor

@@ -185,6 +185,50 @@ TEST(TorchDist, SaveThenLoadIsBitIdenticalInMegatronsLayout) {
     }
 }
 
+// Megatron's rng_state ShardedObject ("rng_state/shard_<pp>.<tp>_<PP>.<TP>", the list its
+// get_rng_state makes) holds the states Megatron's seeding leaves for the args' seed: Python's
+// words and index, numpy's key, torch's CPU state, the CUDA one and the tracker's three; the
+// common state keeps only our dropout stream (Megatron's loader merges the object into it and
+// refuses a value in both), which loads back.
+TEST(TorchDist, KeepsTheGeneratorStatesMegatronsSeedingLeaves) {
+    TorchDistCheckpoint format;
+    CheckpointState state = format.load(fixture("gpt2_tp1"));
+    set_arg(state.args, "seed", ArgValue{int64_t(4321)});
+    state.rng = RngCheckpoint{1234, 5678, {}};
+    TempDir dir;
+    format.save(dir.path(), state);
+    const fs::path iter = dir / "iter_0000007";
+    const DcpEntry* entry = read_dcp_metadata(iter / ".metadata").find("rng_state/shard_0.0_1.1");
+    ASSERT_NE(entry, nullptr);
+    const io::PyValue stored = read_dcp_object(iter, *entry);  // [rng_state_list]
+    ASSERT_EQ(stored.items().size(), 1u);
+    ASSERT_EQ(stored.items()[0].items().size(), 1u);
+    const io::PyValue& rng = stored.items()[0].items()[0];
+    const auto python = rng["random_rng_state"].items()[1].items();
+    ASSERT_EQ(python.size(), 625u);
+    const auto words = python_random_words(4321);
+    for (size_t i = 0; i < 624; ++i) ASSERT_EQ(python[i].as_int(), int64_t(words[i])) << i;
+    EXPECT_EQ(python[624].as_int(), 624);
+    const auto key = rng["np_rng_state"].items()[1].items();
+    ASSERT_EQ(key.size(), 624u);
+    EXPECT_EQ(key[623].as_int(), int64_t(mt19937_genrand_words(4321)[623]));
+    const Tensor cpu = rng["torch_rng_state"].as_tensor();
+    ASSERT_EQ(cpu.numel(), 5056);
+    EXPECT_EQ(std::memcmp(cpu.data<uint8_t>(), torch_cpu_rng_state(4321).data(), 5056), 0);
+    const Tensor model_parallel = rng["rng_tracker_states"]["model-parallel-rng"].as_tensor();
+    ASSERT_EQ(model_parallel.numel(), 16);
+    EXPECT_EQ(std::memcmp(model_parallel.data<uint8_t>(), torch_cuda_rng_state(4321 + 2718).data(),
+                          16),
+              0);
+    const io::PyValue common = io::load_torch_file(iter / "common.pt");
+    ASSERT_EQ(common["rng_state"].items().size(), 1u);
+    EXPECT_EQ(common["rng_state"].items()[0].dict_ref().items.size(), 1u);  // ours alone
+    const CheckpointState back = format.load(dir.path());
+    ASSERT_TRUE(back.rng.has_value());
+    EXPECT_EQ(back.rng->dropout_seed, 1234u);
+    EXPECT_EQ(back.rng->dropout_offset, 5678u);
+}
+
 // megatron-convert's streaming save: each chunk's tensor made only when it is written (in the
 // file's order, each once), and the files are the bytes save() writes from whole tensors.
 TEST(TorchDist, StreamedSaveWritesTheBytesOfSave) {
