@@ -251,6 +251,39 @@ void TikTokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>& 
     }
 }
 
+std::optional<int32_t> TikTokenizer::vocabulary_id(std::string_view bytes) const {
+    const auto* b = reinterpret_cast<const uint8_t*>(bytes.data());
+    const size_t n = bytes.size();
+    if (n == 1) return int32_t(*b) + num_special_;  // every byte is a rank (below 256)
+    if (n == 0) return std::nullopt;
+    if (n > WordCache::kMaxKey) {
+        const auto it = long_tokens_.find(bytes);
+        return it != long_tokens_.end() ? std::optional<int32_t>(it->second) : std::nullopt;
+    }
+    size_t count = 0;
+    const int32_t* ids = known_.find(b, n, WordCache::hash_piece(b, n), count);
+    return ids && count == 1 ? std::optional<int32_t>(*ids) : std::nullopt;
+}
+
+int32_t TikTokenizer::token_to_id(std::string_view token) const {
+    MT_CHECK(!special_of_.empty(), "TikTokenizer: not supported yet: the id of a token (core_v0.19's "
+             "tokens_to_ids) with core_v0.13's class (--tokenizer-classes core_v0.19 has it)");
+    if (const auto it = special_of_.find(token); it != special_of_.end()) return it->second;
+    const std::optional<int32_t> id = vocabulary_id(token);
+    MT_CHECK(id.has_value(), "TikTokenizer: '", token.substr(0, 200),
+             "' is neither one of its special tokens nor one token of its vocabulary "
+             "(core_v0.19's token_to_id raises KeyError for it too)");
+    return *id + num_special_;
+}
+
+std::string TikTokenizer::decode_without_special_tokens(std::span<const int32_t> ids) const {
+    std::vector<int32_t> kept;
+    for (const int32_t id : ids)
+        if (id >= num_special_ && id != special_ids_.bos && id != special_ids_.eos)
+            kept.push_back(id);
+    return decode(kept);
+}
+
 std::optional<ByteLevelBpeModel> TikTokenizer::byte_level_bpe() const {
     ByteLevelBpeModel model{special_tokens_, {}, pattern_};
     model.ranks.reserve(token_at_.size() - 1);

@@ -53,6 +53,14 @@ class TikTokenizer final : public Tokenizer {
     TokenizerIdentity dataset_identity() const override { return identity_; }
     // The special tokens with their fillers, the ranks kept (--vocab-size) and the pattern.
     std::optional<ByteLevelBpeModel> byte_level_bpe() const override;
+    // core_v0.19's token_to_id: a special token's id; else the id of the vocabulary's token
+    // with those bytes plus the number of special tokens once more (Megatron adds the offset
+    // its ranks already hold: encode_single_token(token) + num_special_tokens); else an
+    // mt::Error, as Megatron's KeyError.
+    int32_t token_to_id(std::string_view token) const override;
+    // core_v0.19's ids_to_text(ids, remove_special_tokens=True): without <s>, </s> and every id
+    // below the number of special tokens.
+    std::string decode_without_special_tokens(std::span<const int32_t> ids) const override;
 
   private:
     struct Loaded;  // the options and the file, checked
@@ -64,6 +72,8 @@ class TikTokenizer final : public Tokenizer {
     // core_v0.19: the special token starting leftmost at or after `from`: its offset and id,
     // or npos.
     std::pair<size_t, int32_t> find_special(std::string_view text, size_t from) const;
+    // The id of the vocabulary's token with these bytes, if there is one.
+    std::optional<int32_t> vocabulary_id(std::string_view bytes) const;
     // BPE by rank (tiktoken's byte_pair_encode) of a piece that is not a token.
     void encode_bpe(const uint8_t* bytes, size_t n, std::vector<int32_t>& out) const;
 

@@ -1,7 +1,8 @@
 // Megatron core_v0.19's GPTFIMDataset (--fim-data) against its own samples
 // (tests/fixtures/fim/make_fixture.py: pretrain_gpt.py's dataset provider and
 // build_pretraining_data_loader over the shared GPT-2 data, GPT2BPETokenizer of core_v0.19, and
-// HuggingFaceTokenizer on Mistral's v3 tokenizer with its FIM tokens over the fixture's data):
+// HuggingFaceTokenizer on Mistral's v3 tokenizer with its FIM tokens and TikTokenizer on the
+// Tekken vocabulary with FIM special tokens, each over the fixture's own data):
 // through the GPT family's datasets() with the case's flags, the first training micro-batches at
 // --num-workers 0 and 2 (a worker's draws apart from the other's), and the first validation ones,
 // token for token, over one dataset and over a weighted blend of two (each part its own draws);
@@ -103,11 +104,19 @@ TEST(GPTFIMDataset, GivesMegatronsSamplesForEachWorkerCount) {
             const auto model =
                 mt::test::test_data(std::string(std::string_view(tokenizer_record["model"])));
             ASSERT_TRUE(model) << case_name << ": no tokenizer under MEGATRON_TEST_DATA";
-            mt::TokenizerOptions hf;
-            hf.tokenizer_model = model->string();
-            hf.classes = mt::TokenizerOptions::Classes::core_v0_19;
+            mt::TokenizerOptions options;
+            options.tokenizer_model = model->string();
+            options.classes = mt::TokenizerOptions::Classes::core_v0_19;
+            std::string_view pattern;
+            if (!tokenizer_record["tiktoken_pattern"].get(pattern))
+                options.tiktoken_pattern = std::string(pattern);
+            simdjson::dom::array special;
+            if (!tokenizer_record["special_tokens"].get(special)) {
+                options.special_tokens.emplace();
+                for (auto t : special) options.special_tokens->emplace_back(std::string_view(t));
+            }
             own_tokenizer = mt::Registry::global().create_tokenizer(
-                std::string(std::string_view(tokenizer_record["type"])), hf);
+                std::string(std::string_view(tokenizer_record["type"])), options);
         }
         const mt::Tokenizer* tokenizer = own_tokenizer ? own_tokenizer.get() : gpt2_tokenizer.get();
         // The case's --fim-* flags, as the family reads them.
@@ -122,6 +131,20 @@ TEST(GPTFIMDataset, GivesMegatronsSamplesForEachWorkerCount) {
                 args[flag] = w;
             }
         }
+        // The FIM tokens' ids (core_v0.19's tokens_to_ids of the --fim-*-token flags, or their
+        // defaults), as Megatron's dataset holds them (*_tok_id).
+        const std::pair<const char*, const char*> fim_tokens[] = {
+            {"prefix", "<fim_prefix>"},
+            {"middle", "<fim_middle>"},
+            {"suffix", "<fim_suffix>"},
+            {"pad", "<fim_pad>"},
+            {"eod", "<|endoftext|>"}};
+        for (const auto& [which, fallback] : fim_tokens) {
+            const auto it = args.find(std::string("fim-") + which + "-token");
+            const std::string token = it != args.end() ? it->second : fallback;
+            EXPECT_EQ(tokenizer->token_to_id(token), int64_t(c["fim_tokens"][which]))
+                << case_name << " " << which << " " << token;
+        }
         // The case's --data-path (a weighted blend), else the one prefix.
         std::vector<std::string> data_path{"meg-gpt2-openwebtext_text_document"};
         simdjson::dom::array blend;
@@ -129,11 +152,14 @@ TEST(GPTFIMDataset, GivesMegatronsSamplesForEachWorkerCount) {
             data_path.clear();
             for (auto word : blend) data_path.emplace_back(std::string_view(word));
         }
+        // (Data make_fixture.py wrote next to itself, in the case's data_dir.)
+        std::string_view data_dir;
+        const bool own_data = !c["data_dir"].get(data_dir);
         for (std::string& word : data_path)
             if (word.rfind("meg-", 0) == 0)
                 word = (*data / word).string();
-            else if (word.rfind("openwebtext-100", 0) == 0)  // made by make_fixture.py
-                word = (mt::test::fixtures_dir() / "fim" / "mistral_v3_data" / word).string();
+            else if (own_data)
+                word = (mt::test::fixtures_dir() / "fim" / data_dir / word).string();
         for (const std::string workers : {"0", "2"}) {
             mt::test::TempDir cache;
             mt::data::DatasetRequest request;
