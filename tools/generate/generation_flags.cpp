@@ -3,6 +3,7 @@
 #include <boost/program_options.hpp>
 
 #include "mt/cli/flags.h"
+#include "mt/cli/megatron_flags.h"
 #include "mt/error.h"
 
 namespace mt::generate_tool {
@@ -81,13 +82,16 @@ po::options_description generation_flags(GenerationFlags& f) {
         "max-batch-size", po::value<int64_t>(),
         "accepted: prompts are generated one request at a time (Megatron: deprecated in favour "
         "of --inference-max-batch-size)")(
-        "num-tokens-to-prompt", po::value<std::vector<std::string>>()->multitoken(),
-        "Megatron's dynamic-inference benchmark: not supported yet")(
+        "num-tokens-to-prompt", po::value<std::vector<int64_t>>()->multitoken(),
+        "MIN MAX: without --prompts or --prompt-file, Megatron's dynamic-inference example's "
+        "synthetic requests: prompts of \"hi \" of random lengths in [MIN, MAX] (default 64 "
+        "1024), as many as arrive in the simulated time, drawn as the Megatron version of the "
+        "flags draws them from --seed (mt/infer/synthetic_requests.h); with prompts, accepted "
+        "(a request's tokens do not depend on when it arrives)")(
         "incoming-requests-per-sec", po::value<double>(),
-        "Megatron's dynamic-inference benchmark: not supported yet, but for -1 (every request at "
-        "once, as --prompts are generated)")(
+        "the synthetic requests' arrival rate (default 100)")(
         "incoming-requests-duration", po::value<double>(),
-        "Megatron's dynamic-inference benchmark: not supported yet");
+        "the synthetic requests' simulated time, seconds (default 10)");
     // The flags of Megatron core_v0.19's inference examples (megatron/inference/utils.py's
     // add_inference_args: examples/inference/advanced/gpt_static_inference.py, ...).
     g.add_options()(
@@ -149,15 +153,29 @@ void finish_generation_flags(const po::variables_map& vm, GenerationFlags& f) {
     f.params_dtype = cli::params_dtype_from(vm);
     if (vm.count("num-tokens-to-generate"))
         f.out_seq_length = vm["num-tokens-to-generate"].as<int64_t>();
-    // --incoming-requests-per-sec -1 adds every request at once: how --prompts are generated.
-    const bool all_at_once = vm.count("incoming-requests-per-sec") &&
-                             vm["incoming-requests-per-sec"].as<double>() == -1.0;
-    for (const std::string flag :
-         {"num-tokens-to-prompt", "incoming-requests-per-sec", "incoming-requests-duration"})
-        MT_CHECK(!vm.count(flag) || (all_at_once && flag == "incoming-requests-per-sec"), "--",
-                 flag,
-                 ": not supported yet: Megatron's dynamic inference engine and its request "
-                 "benchmark (examples/inference/gpt/gpt_dynamic_inference.py)");
+    // Without prompts, the synthetic-request flags ask for Megatron's synthetic requests (with
+    // prompts they only time the arrivals, which change no request's tokens).
+    const bool synthetic = vm.count("num-tokens-to-prompt") ||
+                           vm.count("incoming-requests-per-sec") ||
+                           vm.count("incoming-requests-duration");
+    if (synthetic && f.prompts.empty() && f.prompt_file.empty()) {
+        infer::SyntheticRequestFlags s;
+        if (vm.count("num-tokens-to-prompt")) {
+            const auto& range = vm["num-tokens-to-prompt"].as<std::vector<int64_t>>();
+            MT_CHECK(range.size() == 2, "--num-tokens-to-prompt takes MIN MAX (Megatron's "
+                     "random.randint(*num_tokens_to_prompt)), got ", range.size(), " values");
+            s.min_prompt = range[0];
+            s.max_prompt = range[1];
+        }
+        if (vm.count("incoming-requests-per-sec"))
+            s.per_sec = vm["incoming-requests-per-sec"].as<double>();
+        if (vm.count("incoming-requests-duration"))
+            s.duration = vm["incoming-requests-duration"].as<double>();
+        s.seed = f.seed;
+        // core_v0.19 draws them otherwise; a flag only it has says the script is its.
+        s.core_v0_19 = !cli::newer_megatron_flags_given(vm).empty();
+        f.synthetic = s;
+    }
     if (vm.count("incoming-requests-per-step"))
         MT_CHECK(vm["incoming-requests-per-step"].as<int64_t>() > 0,
                  "--incoming-requests-per-step must be > 0, got ",

@@ -12,6 +12,7 @@
 
 #include "mt/dtype.h"
 #include "mt/infer/sampler.h"
+#include "mt/infer/synthetic_requests.h"
 
 namespace mt::generate_tool {
 
@@ -34,6 +35,10 @@ struct GenerationFlags {
     bool skip_prompt_log_probs = false;
     std::vector<std::string> stop_words;
     int64_t output_every_n_results = 1;        // --output-path: every Nth result and the last
+    // Megatron's dynamic-inference example without --prompts or --prompt-file
+    // (--num-tokens-to-prompt, --incoming-requests-per-sec / -duration given): its synthetic
+    // requests, as that Megatron version makes them.
+    std::optional<infer::SyntheticRequestFlags> synthetic;
     std::optional<std::string> chat_template;  // --chat-template: Jinja text (core_v0.19's)
     int64_t num_samples = 0;
     int port = 5000;  // the REST server's, when no CLI mode is asked for

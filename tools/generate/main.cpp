@@ -57,6 +57,17 @@ void lead(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
                     std::cout, flags.output_path);
     else if (!flags.prompts.empty())
         run_prompts(generator, s, prompts_of(flags.prompts), std::cout, flags.output_path);
+    else if (flags.synthetic) {  // Megatron's dynamic-inference example without prompts
+        const auto requests = mt::infer::synthetic_requests(*flags.synthetic);
+        std::printf(" %zu synthetic requests (%s's), prompts of %lld to %lld tokens\n",
+                    requests.size(), flags.synthetic->core_v0_19 ? "core_v0.19" : "core_v0.13",
+                    static_cast<long long>(flags.synthetic->min_prompt),
+                    static_cast<long long>(flags.synthetic->max_prompt));
+        run_prompts(generator, s,
+                    prompts_of(mt::infer::synthetic_prompt_texts(requests, *flags.synthetic,
+                                                                 *tokenizer)),
+                    std::cout, flags.output_path);
+    }
     else if (!flags.sample_input_file.empty() && flags.num_samples > 0)
         run_prompt_records(generator, s, flags.sample_input_file,
                            flags.sample_output_file.empty() ? flags.sample_input_file + ".out"

@@ -18,6 +18,7 @@
 #include "dcp_metadata.h"
 #include "dcp_storage.h"
 #include "mt/checkpoint/checkpoint_args.h"
+#include "mt/data/python_random.h"
 #include "mt/io/torch_file.h"
 #include "mt/model.h"
 #include "mt/nn/parameter.h"
@@ -206,12 +207,12 @@ TEST(TorchDist, KeepsTheGeneratorStatesMegatronsSeedingLeaves) {
     const io::PyValue& rng = stored.items()[0].items()[0];
     const auto python = rng["random_rng_state"].items()[1].items();
     ASSERT_EQ(python.size(), 625u);
-    const auto words = python_random_words(4321);
+    const auto words = data::PythonRandom(4321).state_words();
     for (size_t i = 0; i < 624; ++i) ASSERT_EQ(python[i].as_int(), int64_t(words[i])) << i;
     EXPECT_EQ(python[624].as_int(), 624);
     const auto key = rng["np_rng_state"].items()[1].items();
     ASSERT_EQ(key.size(), 624u);
-    EXPECT_EQ(key[623].as_int(), int64_t(mt19937_genrand_words(4321)[623]));
+    EXPECT_EQ(key[623].as_int(), int64_t(data::mt19937_init_genrand(4321)[623]));
     const Tensor cpu = rng["torch_rng_state"].as_tensor();
     ASSERT_EQ(cpu.numel(), 5056);
     EXPECT_EQ(std::memcmp(cpu.data<uint8_t>(), torch_cpu_rng_state(4321).data(), 5056), 0);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "mt/checkpoint/megatron_rng.h"
+#include "mt/data/python_random.h"
 #include "test_support.h"
 
 namespace {
@@ -32,7 +33,7 @@ TEST(MegatronRng, SeededStatesAreTheLibrariesOwn) {
         const uint64_t seed = uint64_t(c["seed"]);
         SCOPED_TRACE("seed " + std::to_string(seed));
         // Python: the 624 words, then the index 624.
-        const auto python = mt::python_random_words(seed);
+        const auto python = mt::data::PythonRandom(seed).state_words();
         simdjson::dom::array words = c["python"]["words"];
         ASSERT_EQ(words.size(), 625u);
         size_t i = 0;
@@ -45,7 +46,7 @@ TEST(MegatronRng, SeededStatesAreTheLibrariesOwn) {
         // numpy (seeds below 2^32).
         simdjson::dom::object numpy;
         if (!c["numpy"].get(numpy)) {
-            const auto key = mt::mt19937_genrand_words(uint32_t(seed));
+            const auto key = mt::data::mt19937_init_genrand(uint32_t(seed));
             i = 0;
             for (auto w : numpy["key"].get_array()) EXPECT_EQ(key[i++], uint64_t(w)) << i;
             EXPECT_EQ(i, 624u);
@@ -74,9 +75,9 @@ TEST(MegatronRng, RankSeedsAreMegatrons) {
     rank.expert_tensor = 1;
     mt::MegatronRngState s = mt::megatron_seeded_rng_state(1234, rank);
     EXPECT_EQ(s.seed, 1334u);
-    EXPECT_EQ(s.python_words, mt::python_random_words(1334));
+    EXPECT_EQ(s.python_words, mt::data::PythonRandom(1334).state_words());
     ASSERT_TRUE(s.numpy_key.has_value());
-    EXPECT_EQ(*s.numpy_key, mt::mt19937_genrand_words(1334));
+    EXPECT_EQ(*s.numpy_key, mt::data::mt19937_init_genrand(1334));
     EXPECT_EQ(s.torch_cpu, mt::torch_cpu_rng_state(1334));
     EXPECT_EQ(s.cuda, mt::torch_cuda_rng_state(1334));
     ASSERT_EQ(s.tracker.size(), 3u);

@@ -17,12 +17,9 @@
 
 namespace mt {
 
-// MT19937's 624 state words seeded by init_genrand(seed): numpy's legacy RandomState(seed) key
-// and torch's CPU generator (both leave the index at 624).
-MT_API std::array<uint32_t, 624> mt19937_genrand_words(uint32_t seed);
-// Python's random.seed(seed) (init_by_array over the seed's 32-bit words, low first): the 624
-// words of random.getstate()[1] (its index, 624, follows them there).
-MT_API std::array<uint32_t, 624> python_random_words(uint64_t seed);
+// (The Python and numpy words: mt/data/python_random.h, PythonRandom(seed).state_words() and
+// mt19937_init_genrand(seed), which numpy's legacy RandomState(seed) and torch's CPU generator
+// start from.)
 // torch.get_rng_state() after torch.manual_seed(seed): CPUGeneratorImpl's 5056-byte state
 // (the seed, left 1, seeded 1, next 0, the 624 words of init_genrand(low 32 bits of the seed)
 // as 64-bit values, then the cached normals, none valid).
