@@ -14,15 +14,17 @@ namespace {
 
 // Options of Megatron core_v0.19's inference examples (megatron/inference/utils.py's
 // add_inference_args) that megatron-generate parses and refuses by name.
-constexpr const char* kExampleOptionsNotSupported[] = {"output-request-events", "use-coordinator",
-                                                       "async-mode"};
+constexpr const char* kExampleOptionsNotSupported[] = {"output-request-events"};
 
 // Options of the same examples that test or time Megatron's dynamic engine (suspending it,
-// draining it between batches, timing only): megatron-generate has no such engine and its
-// results do not depend on them, so they are accepted and change nothing.
-constexpr const char* kEngineOptionsWithoutEffect[] = {"suspend-resume-interval", "suspend-timeout",
-                                                       "throughput-check-only",
-                                                       "drain-between-batches", "batch-boundaries"};
+// draining it between batches, timing only) or choose how its requests reach it
+// (offline_inference.py's ZMQ coordinator over the data-parallel engines and its asyncio mode,
+// whose output, the script says, is the direct run's): megatron-generate has no such engine and
+// its results do not depend on them, so they are accepted and change nothing.
+constexpr const char* kEngineOptionsWithoutEffect[] = {
+    "suspend-resume-interval", "suspend-timeout", "throughput-check-only", "drain-between-batches",
+    "batch-boundaries",        "use-coordinator", "coordinator-host",      "coordinator-port",
+    "async-mode"};
 
 }  // namespace
 
