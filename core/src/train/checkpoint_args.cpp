@@ -144,6 +144,8 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
     set_arg(a, "sgd_momentum", f.optimizer_config.sgd_momentum);
     set_arg(a, "clip_grad", f.clip_grad);
     set_arg(a, "seed", f.seed);
+    set_arg(a, "dataloader_type", f.dataloader_type);
+    set_arg(a, "data_sharding", f.data_sharding);
     set_arg(a, "tokenizer_type", tokenizer.type);
     // What build_tokenizer reads besides the files (--use-checkpoint-args rebuilds from them).
     const TokenizerOptions& o = tokenizer.options;

@@ -365,7 +365,8 @@ Trainer::StepPass Trainer::forward_backward_pass(const data::SampleDataset& data
     }
     Backend& backend = optimizer_.backend();
     data::PretrainingLoader loader(data, options_.micro_batch_size, int(data_parallel_rank()),
-                                   int(data_parallel_size()), consumed_train_);
+                                   int(data_parallel_size()), consumed_train_,
+                                   options_.loader_order);
     StepPass pass;
     ForwardBackward work{model_, *dropout_};
     work.micro_batches = micro_batches;
@@ -899,7 +900,7 @@ NamedLosses Trainer::evaluate(const data::SampleDataset& dataset, int64_t& consu
     nn::DropoutContext no_dropout;
     no_dropout.training = false;
     data::PretrainingLoader loader(dataset, micro_batch_size, int(data_parallel_rank()),
-                                   int(data_parallel_size()), consumed);
+                                   int(data_parallel_size()), consumed, options_.loader_order);
     LossAccumulator accumulated;
     Backend& backend = optimizer_.backend();
     ForwardBackward work{model_, no_dropout};

@@ -302,7 +302,15 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
             "MockGPTDataset, documents 1, 2, ..., n-1, EOD of numpy-drawn lengths)");
     data.add_options()("calculate-per-token-loss", po::bool_switch(&f.calculate_per_token_loss),
                        "gradients of the loss summed over the global batch's tokens and divided "
-                       "by their count, instead of each micro-batch's mean");
+                       "by their count, instead of each micro-batch's mean")(
+        "dataloader-type", po::value(&f.dataloader_type)->default_value("single"),
+        "single: samples in order (MegatronPretrainingSampler); cyclic: each epoch of the "
+        "dataset shuffled by torch.randperm seeded with the epoch, over and over "
+        "(MegatronPretrainingRandomSampler in cyclic_iter); external (a Python dataloader of "
+        "the user's) is not supported")(
+        "no-data-sharding", po::bool_switch(),
+        "cyclic: every data-parallel rank reads one shuffled order of the whole dataset, not "
+        "its own shuffled bucket");
 
     po::options_description logging("Logging and evaluation", 100);
     logging.add_options()("log-interval", po::value(&f.log_interval)->default_value(100),
@@ -513,6 +521,13 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
                  "expected no batch-size rampup for iteration-based training");
     }
     read_optional(vm, "eval-micro-batch-size", f.eval_micro_batch_size);
+    MT_CHECK(f.dataloader_type == "single" || f.dataloader_type == "cyclic",
+             "--dataloader-type ", f.dataloader_type.substr(0, 100),
+             f.dataloader_type == "external"
+                 ? ": not supported yet: the external data loader (a data loader object of the "
+                   "user's own Python code)"
+                 : ": Megatron's choices are single, cyclic and external");
+    f.data_sharding = !vm["no-data-sharding"].as<bool>();
     read_optional(vm, "eval-global-batch-size", f.eval_global_batch_size);
     MT_CHECK(f.eval_micro_batch_size.value_or(1) > 0 && f.eval_global_batch_size.value_or(1) > 0,
              "--eval-micro-batch-size and --eval-global-batch-size must be positive");
@@ -767,6 +782,7 @@ train::TrainerOptions trainer_options(const TrainingFlags& f) {
     o.global_batch_size = f.schedule.global_batch_size;
     o.rampup = f.rampup;
     o.batch_steps = f.batch_steps;
+    o.loader_order = {f.dataloader_type == "cyclic", f.data_sharding};
     std::tie(o.eval_micro_batch_size, o.eval_global_batch_size) = evaluation_batches(f);
     o.train_iters = *f.schedule.train_iters;
     o.train_tokens = f.train_tokens;

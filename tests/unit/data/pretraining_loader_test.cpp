@@ -1,5 +1,7 @@
-// Micro-batches in MegatronPretrainingSampler's order, per data-parallel rank, resumable.
+// Micro-batches in MegatronPretrainingSampler's order (and, --dataloader-type cyclic,
+// MegatronPretrainingRandomSampler's), per data-parallel rank, resumable.
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 #include "mt/data/gpt_dataset.h"
 #include "mt/data/pretraining_loader.h"
@@ -80,3 +82,39 @@ TEST(PretrainingLoader, Errors) {
 }
 
 }  // namespace
+
+// --dataloader-type cyclic against Megatron's MegatronPretrainingRandomSampler iterated as its
+// cyclic_iter does (tests/fixtures/cyclic_sampler): every rank's micro-batches over several
+// epochs, with and without data sharding, from the start and resumed, each step's loader made
+// afresh from the consumed samples as the trainer makes it.
+TEST(PretrainingLoader, CyclicOrderIsMegatronsRandomSamplers) {
+    simdjson::dom::parser parser;
+    const simdjson::dom::element doc =
+        parser.load((mt::test::fixtures_dir() / "cyclic_sampler" / "expected.json").string());
+    size_t cases = 0;
+    for (auto c : doc["cases"].get_array()) {
+        const int64_t total = int64_t(c["total"]);
+        CountingDataset ds(total);
+        const int64_t mbs = int64_t(c["micro_batch_size"]), dp = int64_t(c["dp"]);
+        const LoaderOrder order{true, bool(c["data_sharding"])};
+        int rank = 0;
+        for (auto batches : c["ranks"].get_array()) {
+            int64_t consumed = int64_t(c["consumed"]);
+            size_t k = 0;
+            for (auto want : batches.get_array()) {
+                PretrainingLoader loader(ds, mbs, rank, int(dp), consumed, order);
+                mt::Batch b;
+                ASSERT_TRUE(loader.next(b));
+                std::vector<int64_t> expected;
+                for (auto i : want.get_array()) expected.push_back(int64_t(i));
+                EXPECT_EQ(first_tokens(b), expected)
+                    << "total " << ds.size() << " rank " << rank << " batch " << k;
+                consumed = loader.consumed_samples();
+                ++k;
+            }
+            ++rank;
+        }
+        ++cases;
+    }
+    EXPECT_EQ(cases, 5u);
+}

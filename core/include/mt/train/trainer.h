@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "mt/api.h"
+#include "mt/data/pretraining_loader.h"
 #include "mt/data/sample_dataset.h"
 #include "mt/model.h"
 #include "mt/optim/grad_scaler.h"
@@ -66,6 +67,7 @@ struct TrainerOptions {
     std::vector<BatchStep> batch_steps;  // --step-batch-size-schedule (empty: none)
     // core_v0.19's --eval-micro-batch-size / --eval-global-batch-size (0: the training's).
     int64_t eval_micro_batch_size = 0, eval_global_batch_size = 0;
+    data::LoaderOrder loader_order;  // --dataloader-type, --no-data-sharding
     int64_t train_iters = 0;
     // Megatron-DeepSpeed's --train-tokens: training also stops once this many tokens are
     // consumed.

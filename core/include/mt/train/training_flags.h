@@ -42,6 +42,9 @@ struct TrainingFlags {
     bool log_throughput = false;
     bool log_params_norm = false, log_num_zeros_in_grad = false;
     bool calculate_per_token_loss = false;  // --calculate-per-token-loss
+    // --dataloader-type single|cyclic and --no-data-sharding (mt/data/pretraining_loader.h).
+    std::string dataloader_type = "single";
+    bool data_sharding = true;
     bool check_for_nan = true;              // off: --no-check-for-nan-in-loss-and-grad
     train::RerunConfig rerun;               // --rerun-mode, --error-injection-rate/-type
     bool check_for_spiky_loss = false, check_for_large_grads = false;
