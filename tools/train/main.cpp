@@ -64,6 +64,7 @@ mt::data::DatasetRequest dataset_request(const mt::train::TrainingFlags& f,
     r.mock = f.mock_data;
     r.tokenizer = &tokenizer;
     r.args = args;
+    r.cyclic_loader = f.dataloader_type == "cyclic";
     return r;
 }
 

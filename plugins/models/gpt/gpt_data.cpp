@@ -83,6 +83,12 @@ std::array<std::shared_ptr<data::SampleDataset>, 3> gpt_datasets(
     data::GPTDatasetWrap wrap;
     if (c.fim) {
         const data::FimConfig fim = fim_config(flags);
+        // (Each epoch's new iterator gives batch 0 to worker 0 again, while the workers keep
+        // their draws; the streams here take batch k to worker k mod N throughout.)
+        MT_CHECK(!request.cyclic_loader || fim.num_workers <= 1,
+                 "not supported yet: --fim-data with --dataloader-type cyclic and --num-workers ",
+                 fim.num_workers, " (Megatron's data loader restarts its workers' turns at each "
+                 "epoch; --num-workers 0 or 1 reads as Megatron does)");
         const uint32_t seed = c.random_seed;
         wrap = [fim, seed, &tokenizer](std::shared_ptr<const data::GPTDataset> gpt) {
             return std::make_shared<data::GPTFIMDataset>(std::move(gpt), tokenizer, fim, seed);

@@ -26,6 +26,9 @@ struct DatasetRequest {
     std::array<std::optional<int64_t>, kNumSplits> num_samples;
     const Tokenizer* tokenizer = nullptr;
     ModelArgs args;  // the model and data flags the family declared, as given
+    // --dataloader-type cyclic: the samples are read epoch after epoch, and Megatron's data
+    // loader starts each epoch's iterator anew (its workers' turns from worker 0 again).
+    bool cyclic_loader = false;
 };
 
 }  // namespace mt::data
