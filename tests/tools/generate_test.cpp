@@ -15,6 +15,7 @@
 
 #include "api_request.h"
 #include "api_test_support.h"
+#include "mt/infer/synthetic_requests.h"
 #include "test_support.h"
 
 namespace mt::generate_tool {
@@ -338,6 +339,33 @@ TEST(GenerateTool, GeneratesFromAMegatronTrainCheckpoint) {
         " --use-checkpoint-args --greedy --out-seq-length 8 --prompts 'Document 7 says'");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("\nDocument 7 says"), std::string::npos) << r.output;
+    // No prompts but Megatron's dynamic-inference flags: its synthetic requests ("hi " x a random
+    // length, core_v0.13's draws, as tests/unit/infer checks them against Megatron's).
+    mt::infer::SyntheticRequestFlags synthetic;
+    synthetic.min_prompt = 2;
+    synthetic.max_prompt = 5;
+    synthetic.per_sec = 20;
+    synthetic.duration = 0.5;
+    synthetic.seed = 7;
+    const auto requests = mt::infer::synthetic_requests(synthetic);
+    ASSERT_GT(requests.size(), 1u);
+    r = run_command(shell_quote(tool_path("megatron-generate")) + " --load " +
+                    shell_quote(dir.path() / "ckpt") + untyped +
+                    " --greedy --num-tokens-to-generate 2 --seed 7 --num-tokens-to-prompt 2 5"
+                    " --incoming-requests-per-sec 20 --incoming-requests-duration 0.5");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find(" " + std::to_string(requests.size()) +
+                            " synthetic requests (core_v0.13's), prompts of 2 to 5 tokens"),
+              std::string::npos)
+        << r.output;
+    size_t from = 0;
+    for (const auto& request : requests) {
+        std::string text;
+        for (int64_t i = 0; i < request.prompt_length; ++i) text += "hi ";
+        from = r.output.find("\n" + text, from);
+        ASSERT_NE(from, std::string::npos) << request.prompt_length << "\n" << r.output;
+        ++from;
+    }
     // --interactive: the prompt loop on stdin; modes are exclusive (none: the REST server).
     r = run_command("printf 'Document 7 says\\nstop\\n' | " +
                     shell_quote(tool_path("megatron-generate")) + " --load " +
@@ -428,7 +456,8 @@ TEST(GenerateTool, Bf16AndFp16ComputeInThatPrecision) {
 }
 
 // The names Megatron's generation scripts use: --num-tokens-to-generate is --out-seq-length;
-// the dynamic-inference benchmark's flags and tokenizers without a plugin are refused by name.
+// the dynamic-inference example's flags with prompts change nothing; tokenizers without a plugin
+// are refused by name.
 TEST(GenerateTool, MegatronScriptNamesAndRefusals) {
     const auto [prompt, expected] = greedy_reference(4);
     auto r = run_command(shell_quote(tool_path("megatron-generate")) + " " + llama_flags() +
@@ -436,12 +465,13 @@ TEST(GenerateTool, MegatronScriptNamesAndRefusals) {
                          prompt + "'");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("\n" + expected + "\n"), std::string::npos) << r.output;
+    // With prompts, the dynamic-inference flags only time the requests' arrivals.
     auto dynamic = run_command(shell_quote(tool_path("megatron-generate")) + " " + llama_flags() +
-                               " --num-tokens-to-prompt 8 16 --prompts 1");
-    EXPECT_NE(dynamic.output.find("--num-tokens-to-prompt: not supported yet: Megatron's dynamic "
-                                  "inference engine"),
-              std::string::npos)
-        << dynamic.output;
+                               " --greedy --num-tokens-to-generate 4 --num-tokens-to-prompt 8 16"
+                               " --incoming-requests-per-sec 100 --prompts '" +
+                               prompt + "'");
+    ASSERT_EQ(dynamic.exit_code, 0) << dynamic.output;
+    EXPECT_NE(dynamic.output.find("\n" + expected + "\n"), std::string::npos) << dynamic.output;
     auto multimodal = run_command(shell_quote(tool_path("megatron-generate")) + " --load " +
                                   shell_quote(mt::test::fixtures_dir() / "hf" / "llama") +
                                   " --tokenizer-type MultimodalTokenizer --prompts 1");
@@ -506,9 +536,7 @@ TEST(GenerateTool, CoreV019InferenceExampleWritesItsOutputPath) {
               "--output-request-events: not supported yet: this option of "
               "Megatron's inference examples"},
              {"--prompt-file p.jsonl", "Cannot use both --prompts and --prompt-file"},
-             {"--incoming-requests-per-step 0", "--incoming-requests-per-step must be > 0"},
-             {"--incoming-requests-per-sec 100",
-              "--incoming-requests-per-sec: not supported yet: Megatron's dynamic inference"}}) {
+             {"--incoming-requests-per-step 0", "--incoming-requests-per-step must be > 0"}}) {
         r = run_command(shell_quote(tool_path("megatron-generate")) + " " + llama_flags() + " " +
                         flags + " --prompts '" + prompt + "'");
         EXPECT_NE(r.exit_code, 0) << flags;

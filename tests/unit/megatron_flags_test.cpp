@@ -124,9 +124,10 @@ TEST(MegatronFlags, EveryVerdictSaysWhy) {
     EXPECT_EQ(mt::cli::catalogue_verdict("--moe-upcycling-granularity", MegatronTool::training)
                   .harmless_values,
               std::vector<std::string>{"1"});
-    EXPECT_EQ(
-        mt::cli::catalogue_verdict("--dataloader-type", MegatronTool::training).harmless_values,
-        std::vector<std::string>{"single"});
+    EXPECT_EQ(mt::cli::catalogue_verdict("--encoder-pipeline-model-parallel-size",
+                                         MegatronTool::training)
+                  .harmless_values,
+              std::vector<std::string>{"0"});
 }
 
 TEST(MegatronFlags, OptionsTakeMegatronsArity) {
@@ -246,7 +247,8 @@ TEST(MegatronFlags, RefusedFlagsAreErrorsUnlessHarmless) {
         "error: --moe-use-upcycling: not supported yet: this MoE (Mixture of Experts) option\n");
     // Megatron's defaults change nothing (numbers compare as numbers).
     EXPECT_EQ(tool({"--lr", "1", "--moe-upcycling-granularity", "1",
-                    "--encoder-tensor-model-parallel-size", "0", "--dataloader-type", "single"}),
+                    "--encoder-tensor-model-parallel-size", "0",
+                    "--encoder-pipeline-model-parallel-size", "0"}),
               0)
         << tool.err;
     EXPECT_EQ(tool({"--lr", "1", "--moe-upcycling-granularity", "4"}), 1);
