@@ -1,8 +1,6 @@
 // The CPU backend's memory and GEMM: host memory, OpenBLAS sgemm (a streaming kernel for the
 // few-row products of decoding, where BLAS would spend its time packing the weights), dgemm for
 // the f64 checks. The ops live in the files beside this one.
-#include <omp.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -31,41 +29,6 @@ Matrix as_matrix(const Tensor& t, const char* what) {
     MT_CHECK(t.strides()[1] == 1 && t.strides()[0] >= std::max<int64_t>(1, t.shape()[1]),
              "gemm: ", what, " must have unit column stride, got ", t.describe());
     return {static_cast<const float*>(t.raw_data()), t.shape()[0], t.shape()[1], t.strides()[0]};
-}
-
-// C = alpha op(A) op(B) + beta C with the columns (or, for a tall C, the rows) of C split
-// over the OpenMP threads, each calling single-threaded OpenBLAS (blas_calls.h).
-void parallel_sgemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alpha,
-                    const Matrix& A, const Matrix& B, float beta, const Matrix& C) {
-    const bool at = ta == Transpose::yes, bt = tb == Transpose::yes;
-    const bool split_rows = m > n;
-    const int64_t extent = split_rows ? m : n;
-    // Below this much work per product the split's fork/join costs more than it gains.
-    const bool parallel = m * n * k >= (int64_t(1) << 21);
-#pragma omp parallel if (parallel)
-    {
-        const int64_t parts = omp_get_num_threads(), part = omp_get_thread_num();
-        // Multiples of 16 rows/columns per part, so the BLAS kernels see whole register tiles.
-        const int64_t step = (extent / parts + 15) / 16 * 16;
-        const int64_t first = std::min(extent, part * step);
-        const int64_t last = part + 1 == parts ? extent : std::min(extent, first + step);
-        if (first < last) {
-            const float* a = A.data;
-            const float* b = B.data;
-            float* c = const_cast<float*>(C.data);
-            int64_t rows = m, cols = n;
-            if (split_rows) {  // rows [first, last) of op(A) and C
-                a += at ? first : first * A.ld;
-                c += first * C.ld;
-                rows = last - first;
-            } else {  // columns [first, last) of op(B) and C
-                b += bt ? first * B.ld : first;
-                c += first;
-                cols = last - first;
-            }
-            blas_gemm(at, bt, rows, cols, k, alpha, a, A.ld, b, B.ld, beta, c, C.ld);
-        }
-    }
 }
 
 }  // namespace
@@ -138,7 +101,8 @@ void CpuBackend::gemm(Transpose ta, Transpose tb, float alpha, const Tensor& a, 
                        C.ld);
         return;
     }
-    parallel_sgemm(ta, tb, m, n, k, alpha, A, B, beta, C);
+    parallel_blas_gemm(ta == Transpose::yes, tb == Transpose::yes, m, n, k, alpha, A.data, A.ld,
+                       B.data, B.ld, beta, const_cast<float*>(C.data), C.ld);
 }
 
 void CpuBackend::grouped_gemm_nt(const Tensor& x, const std::vector<int64_t>& rows,

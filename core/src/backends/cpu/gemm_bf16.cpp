@@ -15,7 +15,6 @@
 // is in.
 #include "gemm_bf16.h"
 
-#include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -24,11 +23,14 @@
 #include <vector>
 
 #include "bf16_narrow.h"
+#include "blas_calls.h"
 #include "cpu_features.h"
 #include "gemm_bf16_pack.h"
 #include "mt/dtype.h"
 #include "mt/error.h"
+#include "mt/kernels/bf16.h"
 #include "mt/tensor.h"
+#include "op_support.h"
 #include "skinny_gemm.h"
 
 namespace mt::cpu {
@@ -207,37 +209,44 @@ void gemm_bf16_dot(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
     }
 }
 
+namespace {
+
+// rows x cols of x (row stride ld) widened into out (row stride cols), over the threads.
+void widen(const uint16_t* x, int64_t rows, int64_t cols, int64_t ld, float* out) {
+#pragma omp parallel for schedule(static) if (rows * cols >= detail::kParallelMin)
+    for (int64_t i = 0; i < rows; ++i) {
+        for (int64_t j = 0; j < cols; ++j) out[i * cols + j] = k::bf16_to_float(x[i * ld + j]);
+    }
+}
+
+}  // namespace
+
 void gemm_bf16_widened(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                        const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta,
                        void* c, int64_t ldc, bool c_is_bf16) {
     if (m <= 0 || n <= 0) return;
-    // Widened copies keep A's and B's layouts, packed to their row lengths.
-    auto widen = [](const uint16_t* x, int64_t rows, int64_t cols, int64_t ld) {
-        std::vector<float> out(size_t(rows * cols));
-        for (int64_t i = 0; i < rows; ++i) {
-            for (int64_t j = 0; j < cols; ++j) out[i * cols + j] = bfloat16_to_float(x[i * ld + j]);
-        }
-        return out;
-    };
+    // Each operand widened once, by all the threads, into copies that keep its layout, packed to
+    // its row length (Tensor storage: cached, so no fresh pages per call); then the f32 product
+    // split over the threads as the f32 GEMM's.
     const int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
     const int64_t b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
-    const std::vector<float> af = widen(a, a_rows, a_cols, lda), bf = widen(b, b_rows, b_cols, ldb);
-    auto sgemm = [&](float* out, int64_t ld_out, float beta_out) {
-        cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                    trans_b ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), alpha, af.data(),
-                    int(std::max<int64_t>(1, a_cols)), bf.data(), int(std::max<int64_t>(1, b_cols)),
-                    beta_out, out, int(ld_out));
+    Tensor af = Tensor::empty({a_rows * a_cols}, DType::f32);
+    Tensor bf = Tensor::empty({b_rows * b_cols}, DType::f32);
+    widen(a, a_rows, a_cols, lda, af.data<float>());
+    widen(b, b_rows, b_cols, ldb, bf.data<float>());
+    auto product = [&](float* out, int64_t ld_out) {
+        parallel_blas_gemm(trans_a, trans_b, m, n, k, alpha, af.data<float>(),
+                           std::max<int64_t>(1, a_cols), bf.data<float>(),
+                           std::max<int64_t>(1, b_cols), beta, out, ld_out);
     };
-    if (!c_is_bf16) {
-        sgemm(static_cast<float*>(c), ldc, beta);
-        return;
-    }
+    if (!c_is_bf16) return product(static_cast<float*>(c), ldc);
     auto* cb = static_cast<uint16_t*>(c);
-    std::vector<float> cf = beta != 0.0f ? widen(cb, m, n, ldc) : std::vector<float>(size_t(m * n));
-    sgemm(cf.data(), n, beta);
-    for (int64_t i = 0; i < m; ++i) {
-        for (int64_t j = 0; j < n; ++j) cb[i * ldc + j] = float_to_bfloat16(cf[i * n + j]);
-    }
+    Tensor cf = Tensor::empty({m * n}, DType::f32);
+    float* wide = cf.data<float>();
+    if (beta != 0.0f) widen(cb, m, n, ldc, wide);
+    product(wide, n);
+#pragma omp parallel for schedule(static) if (m * n >= detail::kParallelMin)
+    for (int64_t i = 0; i < m; ++i) narrow_to_bf16(wide + i * n, cb + i * ldc, n);
 }
 
 void gemm_bf16_skinny(int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a, int64_t lda,

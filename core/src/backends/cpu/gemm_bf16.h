@@ -3,7 +3,7 @@
 // half the machine's bf16 rate, so this is our own: for a few rows of A against B^T (decoding),
 // B streamed unpacked; else AMX tiles where the CPU has them (and C has 16 rows or more: a tile is
 // 16), else AVX512-BF16 dot products (vdpbf16ps) on packed panels, else f32 OpenBLAS on widened
-// copies.
+// copies (as fast as the f32 GEMM, plus the widening passes).
 #pragma once
 
 #include <cstdint>
@@ -40,8 +40,8 @@ MT_API void gemm_bf16_skinny(int64_t m, int64_t n, int64_t k, float alpha, const
                              int64_t lda, const uint16_t* b, int64_t ldb, float beta, void* c,
                              int64_t ldc, bool c_is_bf16);
 
-// The path gemm_bf16 takes on CPUs without AVX512-BF16: A and B widened to f32 and multiplied by
-// cblas_sgemm. Runs on every machine.
+// The path gemm_bf16 takes on CPUs without AVX512-BF16 (AVX2-only ones): A and B widened to f32
+// once each and multiplied by OpenBLAS sgemm, both over the OpenMP threads. Runs on every machine.
 MT_API void gemm_bf16_widened(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                               float alpha, const uint16_t* a, int64_t lda, const uint16_t* b,
                               int64_t ldb, float beta, void* c, int64_t ldc, bool c_is_bf16);
