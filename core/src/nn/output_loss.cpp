@@ -64,9 +64,11 @@ Tensor OutputLoss::forward(const Tensor& hidden, const Tensor& targets, Saved* s
     const DType loss_dtype = upcast_dtype(h.dtype());
     Tensor losses = backend_->empty({n}, loss_dtype), lse = backend_->empty({n}, loss_dtype);
     Tensor target_logit = tp_.active() ? backend_->empty({n}, loss_dtype) : Tensor();
+    Tensor kept;  // the one chunk's logits, for the backward
     for (int64_t r0 = 0; r0 < n; r0 += chunk_rows_) {
         const int64_t r1 = std::min(n, r0 + chunk_rows_);
         Tensor logits = backend_->empty({r1 - r0, vocab_}, h.dtype());
+        if (saved && r1 - r0 == n) kept = logits;
         backend_->gemm(Transpose::no, Transpose::yes, logit_scale_, h.slice(0, r0, r1), w.value,
                        0.0f, logits);
         if (has_bias_) backend_->add_bias(bias_.value, logits);
@@ -80,7 +82,7 @@ Tensor OutputLoss::forward(const Tensor& hidden, const Tensor& targets, Saved* s
         }
     }
     if (tp_.active()) merge_vocab_pieces(lse, target_logit, losses);
-    if (saved) *saved = Saved{h, tg, lse};
+    if (saved) *saved = Saved{h, tg, lse, kept};
     return losses.view({whole.size(0), whole.size(1)});
 }
 
@@ -108,10 +110,13 @@ Tensor OutputLoss::backward(const Tensor& dlosses, const Saved& saved) {
     for (int64_t r0 = 0; r0 < n; r0 += chunk_rows_) {
         const int64_t r1 = std::min(n, r0 + chunk_rows_);
         Tensor h = saved.hidden.slice(0, r0, r1);
-        Tensor logits = backend_->empty({r1 - r0, vocab_}, h.dtype());
-        backend_->gemm(Transpose::no, Transpose::yes, logit_scale_, h, w.value, 0.0f, logits);
-        if (has_bias_) backend_->add_bias(bias_.value, logits);
-        // dlogits overwrites the recomputed logits in place (the op reads each before writing).
+        Tensor logits = saved.logits;
+        if (!logits.defined()) {
+            logits = backend_->empty({r1 - r0, vocab_}, h.dtype());
+            backend_->gemm(Transpose::no, Transpose::yes, logit_scale_, h, w.value, 0.0f, logits);
+            if (has_bias_) backend_->add_bias(bias_.value, logits);
+        }
+        // dlogits overwrites the logits in place (the op reads each before writing).
         if (tp_.active())
             backend_->cross_entropy_shard_backward(logits, saved.targets.slice(0, r0, r1),
                                                    vocab_ * tp_.rank(), saved.lse.slice(0, r0, r1),

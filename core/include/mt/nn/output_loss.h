@@ -1,13 +1,13 @@
 // OutputLoss: the output layer (logits = h W^T, W (V, H)) fused with per-token cross-entropy,
-// computed over chunks of rows so the (B T, V) logits are never all live: the forward keeps
-// only each row's log-sum-exp; the backward recomputes each chunk's logits. Over a tensor-parallel
+// computed over chunks of rows so that at most a chunk of the (B T, V) logits is live: the forward
+// keeps each row's log-sum-exp and the backward recomputes each chunk's logits, unless all rows
+// are one chunk: then the forward's logits are kept for the backward (as Megatron keeps them),
+// which saves the output layer's largest GEMM a second time. Over a tensor-parallel
 // group each rank holds vocab/tp rows of the weight and the rows' log-sum-exps and target logits
 // are merged across the ranks (Megatron's vocab-parallel cross-entropy).
 #pragma once
 
 #include <algorithm>
-#include <cstdint>
-
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,6 +25,9 @@ class MT_API OutputLoss {
         Tensor hidden;   // (N, H) the forward's input rows (sequence parallel: gathered)
         Tensor targets;  // (N) token ids
         Tensor lse;      // (N) log-sum-exp of each row's logits (over the whole vocabulary)
+        // (N, V/tp) the forward's logits when all rows were one chunk, else undefined; the
+        // backward turns them into their gradient in place, so a Saved serves one backward.
+        Tensor logits;
     };
 
     // The weight is "output_layer.weight" (V, H, vocab-parallel), or, with tied embeddings
@@ -47,9 +50,10 @@ class MT_API OutputLoss {
     // chunk by chunk.
     Tensor backward(const Tensor& dlosses, const Saved& saved);
 
-    // Rows of logits to keep live at once for `vocab` columns: about 16M logits (64 MiB in f32).
+    // Rows of logits to keep live at once for `vocab` columns: about 64M logits (256 MiB in
+    // f32; GPT-2's 50K vocabulary: 1,334 rows, so B x T = 1024 is one chunk).
     static int64_t default_chunk_rows(int64_t vocab) {
-        return std::max<int64_t>(1, (int64_t(1) << 24) / vocab);
+        return std::max<int64_t>(1, (int64_t(1) << 26) / vocab);
     }
 
     // The logits times `scale` (core_v0.19's muP --mup-output-mult; not with the bias).
