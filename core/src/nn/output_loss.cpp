@@ -8,17 +8,18 @@
 
 namespace mt::nn {
 
-OutputLoss::OutputLoss(int64_t vocab, int64_t hidden, Parameter* tied, int64_t chunk_rows,
+OutputLoss::OutputLoss(int64_t vocab, int64_t hidden, Parameter* tied, LogitRows rows,
                        DType dtype, Backend& backend, TensorParallel tp, bool bias,
                        const std::string& module)
     : vocab_(vocab / tp.size()),
       hidden_(hidden),
-      chunk_rows_(chunk_rows),
+      rows_(rows),
       tied_(tied),
       has_bias_(bias),
       backend_(&backend),
       tp_(tp) {
-    MT_CHECK(chunk_rows > 0, "OutputLoss: chunk_rows must be > 0, got ", chunk_rows);
+    MT_CHECK(rows.chunk > 0 && rows.kept > 0, "OutputLoss: rows must be > 0, got chunks of ",
+             rows.chunk, " and ", rows.kept, " kept");
     MT_CHECK(vocab % tp.size() == 0, "OutputLoss: the vocabulary (", vocab,
              ") does not split across ", tp.size(), " tensor-parallel ranks");
     if (tied)
@@ -64,9 +65,11 @@ Tensor OutputLoss::forward(const Tensor& hidden, const Tensor& targets, Saved* s
     const DType loss_dtype = upcast_dtype(h.dtype());
     Tensor losses = backend_->empty({n}, loss_dtype), lse = backend_->empty({n}, loss_dtype);
     Tensor target_logit = tp_.active() ? backend_->empty({n}, loss_dtype) : Tensor();
-    Tensor kept;  // the one chunk's logits, for the backward
-    for (int64_t r0 = 0; r0 < n; r0 += chunk_rows_) {
-        const int64_t r1 = std::min(n, r0 + chunk_rows_);
+    // Few enough rows for the backward to keep their logits: one chunk of them all.
+    const int64_t step = saved && n <= rows_.kept ? std::max(n, rows_.chunk) : rows_.chunk;
+    Tensor kept;
+    for (int64_t r0 = 0; r0 < n; r0 += step) {
+        const int64_t r1 = std::min(n, r0 + step);
         Tensor logits = backend_->empty({r1 - r0, vocab_}, h.dtype());
         if (saved && r1 - r0 == n) kept = logits;
         backend_->gemm(Transpose::no, Transpose::yes, logit_scale_, h.slice(0, r0, r1), w.value,
@@ -107,8 +110,9 @@ Tensor OutputLoss::backward(const Tensor& dlosses, const Saved& saved) {
     Parameter& w = weight();
     Tensor dl = backend_->contiguous(dlosses).view({n});
     Tensor dh = backend_->empty({n, hidden_}, saved.hidden.dtype());
-    for (int64_t r0 = 0; r0 < n; r0 += chunk_rows_) {
-        const int64_t r1 = std::min(n, r0 + chunk_rows_);
+    const int64_t step = saved.logits.defined() ? std::max<int64_t>(n, 1) : rows_.chunk;
+    for (int64_t r0 = 0; r0 < n; r0 += step) {
+        const int64_t r1 = std::min(n, r0 + step);
         Tensor h = saved.hidden.slice(0, r0, r1);
         Tensor logits = saved.logits;
         if (!logits.defined()) {

@@ -94,7 +94,7 @@ BertModel::BertModel(const BertConfig& config, const BuildContext& context, DTyp
                 output_.emplace(
                     t.padded_vocab_size, t.hidden_size,
                     tied && embedding_ ? &embedding_->word() : nullptr,
-                    nn::OutputLoss::default_chunk_rows(t.padded_vocab_size / tp_.size()), dtype,
+                    nn::OutputLoss::default_rows(t.padded_vocab_size / tp_.size()), dtype,
                     *backend_, tp_, true);
                 output_->weight().embedding_or_output = true;
                 if (config.binary_head) {

@@ -195,7 +195,7 @@ GptModel::GptModel(const nn::TransformerArgs& config, const BuildContext& contex
         // (Megatron's shared_embedding_or_output_weight on the last stage).
         output_.emplace(config.padded_vocab_size, config.hidden_size,
                         tied && embedding_ ? &embedding_->word() : nullptr,
-                        nn::OutputLoss::default_chunk_rows(config.padded_vocab_size / tp_.size()),
+                        nn::OutputLoss::default_rows(config.padded_vocab_size / tp_.size()),
                         dtype, *backend_, tp_);
     if (output_) output_->set_logit_scale(config.mup.output_mult);
     if (mtp)

@@ -68,7 +68,7 @@ T5Model::T5Model(const T5Config& config, const BuildContext& context, DType dtyp
                config.transformer.recompute, *backend_),
       output_(config.transformer.padded_vocab_size, config.transformer.hidden_size,
               config.transformer.untie_embeddings_and_output_weights ? nullptr : &embedding_.word(),
-              nn::OutputLoss::default_chunk_rows(config.transformer.padded_vocab_size / tp_.size()),
+              nn::OutputLoss::default_rows(config.transformer.padded_vocab_size / tp_.size()),
               dtype, *backend_, tp_, !config.transformer.untie_embeddings_and_output_weights,
               "lm_head.output_layer") {
     MT_CHECK(

@@ -180,8 +180,11 @@ TEST(NnMlp, GradientsMatchFiniteDifferences) {
 TEST(NnOutputLoss, GradientsMatchFiniteDifferencesAcrossChunks) {
     auto be = mt::make_cpu_backend();
     std::mt19937 rng(7);
-    for (int64_t chunk : {int64_t(1), int64_t(4), int64_t(100)}) {
-        mt::nn::OutputLoss head(9, 5, nullptr, chunk, DType::f64, *be);
+    // Ten rows: recomputed in chunks of 1 or 4 (kept only up to 1, 4 or 3 rows), or the forward's
+    // logits kept (one chunk of 100, or kept up to 100 rows with chunks of 1).
+    using Rows = mt::nn::OutputLoss::LogitRows;
+    for (Rows rows : {Rows(1), Rows(4), Rows(4, 3), Rows(100), Rows(1, 100)}) {
+        mt::nn::OutputLoss head(9, 5, nullptr, rows, DType::f64, *be);
         auto params = random_parameters(head, rng);
         EXPECT_EQ(params[0]->name, "output_layer.weight");
         Tensor h = random_like({2, 5, 5}, DType::f64, rng);
@@ -189,6 +192,7 @@ TEST(NnOutputLoss, GradientsMatchFiniteDifferencesAcrossChunks) {
         mt::nn::OutputLoss::Saved saved;
         Tensor losses = head.forward(h, targets, &saved);
         ASSERT_EQ(losses.shape(), mt::Shape({2, 5}));
+        EXPECT_EQ(saved.logits.defined(), rows.kept >= 10) << rows.chunk << " " << rows.kept;
         auto w = random_weights(losses, rng);
         Tensor dh = head.backward(weights_tensor(losses, w), saved);
         expect_grads_match([&] { return head.forward(h, targets, nullptr); }, w,

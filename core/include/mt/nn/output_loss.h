@@ -1,8 +1,8 @@
 // OutputLoss: the output layer (logits = h W^T, W (V, H)) fused with per-token cross-entropy,
 // computed over chunks of rows so that at most a chunk of the (B T, V) logits is live: the forward
-// keeps each row's log-sum-exp and the backward recomputes each chunk's logits, unless all rows
-// are one chunk: then the forward's logits are kept for the backward (as Megatron keeps them),
-// which saves the output layer's largest GEMM a second time. Over a tensor-parallel
+// keeps each row's log-sum-exp and the backward recomputes each chunk's logits, unless the rows
+// are few enough (LogitRows::kept): then the forward's logits are kept for the backward (as
+// Megatron keeps them), which spares the output layer's largest GEMM. Over a tensor-parallel
 // group each rank holds vocab/tp rows of the weight and the rows' log-sum-exps and target logits
 // are merged across the ranks (Megatron's vocab-parallel cross-entropy).
 #pragma once
@@ -21,6 +21,14 @@ namespace mt::nn {
 
 class MT_API OutputLoss {
   public:
+    // Rows of logits live at once: the backward recomputes the logits `chunk` rows at a time,
+    // unless the forward's rows number at most `kept`; then it keeps all their logits.
+    struct LogitRows {
+        int64_t chunk, kept;
+        LogitRows(int64_t rows) : chunk(rows), kept(rows) {}  // one bound for both
+        LogitRows(int64_t chunk_rows, int64_t kept_rows) : chunk(chunk_rows), kept(kept_rows) {}
+    };
+
     struct Saved {
         Tensor hidden;   // (N, H) the forward's input rows (sequence parallel: gathered)
         Tensor targets;  // (N) token ids
@@ -32,11 +40,11 @@ class MT_API OutputLoss {
 
     // The weight is "output_layer.weight" (V, H, vocab-parallel), or, with tied embeddings
     // (Megatron's default), the word embedding `tied` (its grad receives the output's grad).
-    // chunk_rows: rows of logits live at once.
+    // rows: rows of logits live at once.
     // vocab: the whole vocabulary; over `tp` this rank computes the logits of vocab/tp of it.
     // With `bias`, "output_layer.bias" (V, vocab-parallel, not decayed) is added to the logits
     // (BERT's output layer). `module` names the layer otherwise (T5: "lm_head.output_layer").
-    OutputLoss(int64_t vocab, int64_t hidden, Parameter* tied, int64_t chunk_rows, DType dtype,
+    OutputLoss(int64_t vocab, int64_t hidden, Parameter* tied, LogitRows rows, DType dtype,
                Backend& backend, TensorParallel tp = {}, bool bias = false,
                const std::string& module = "output_layer");
 
@@ -50,10 +58,11 @@ class MT_API OutputLoss {
     // chunk by chunk.
     Tensor backward(const Tensor& dlosses, const Saved& saved);
 
-    // Rows of logits to keep live at once for `vocab` columns: about 64M logits (256 MiB in
-    // f32; GPT-2's 50K vocabulary: 1,334 rows, so B x T = 1024 is one chunk).
-    static int64_t default_chunk_rows(int64_t vocab) {
-        return std::max<int64_t>(1, (int64_t(1) << 26) / vocab);
+    // For `vocab` columns: chunks of about 16M logits (64 MiB in f32), and all the logits kept
+    // up to 64M (256 MiB; GPT-2's 50K vocabulary: 1,334 rows, so B x T = 1024 are kept).
+    static LogitRows default_rows(int64_t vocab) {
+        return {std::max<int64_t>(1, (int64_t(1) << 24) / vocab),
+                std::max<int64_t>(1, (int64_t(1) << 26) / vocab)};
     }
 
     // The logits times `scale` (core_v0.19's muP --mup-output-mult; not with the bias).
@@ -68,7 +77,8 @@ class MT_API OutputLoss {
     // The whole rows' lse and losses from this rank's pieces (tensor parallel).
     void merge_vocab_pieces(Tensor& lse, Tensor& target_logit, Tensor& losses) const;
 
-    int64_t vocab_, hidden_, chunk_rows_;  // vocab_: this rank's rows
+    int64_t vocab_, hidden_;  // vocab_: this rank's rows
+    LogitRows rows_;
     Parameter* tied_;
     Parameter weight_;
     bool has_bias_;
