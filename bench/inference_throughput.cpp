@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "mt/cli/openmp_waiting.h"
 #include "mt/error.h"
 #include "mt/infer/model_loader.h"
 #include "mt/infer/sampler.h"
@@ -252,6 +253,7 @@ void run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    mt::cli::wait_passively_unless_chosen(argv);  // as megatron-generate's threads wait
     try {
         run(parse(argc, argv));
         return 0;

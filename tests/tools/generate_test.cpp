@@ -455,6 +455,29 @@ TEST(GenerateTool, Bf16AndFp16ComputeInThatPrecision) {
         << both.output;
 }
 
+// The inference tools' OpenMP threads wait passively unless the user chose
+// (mt/cli/openmp_waiting.h): libgomp's own report of its settings (OMP_DISPLAY_ENV) in the process
+// that runs, the last one.
+TEST(GenerateTool, ThreadsWaitPassivelyUnlessTheUserChose) {
+    auto spin_count = [](const std::string& env, const char* tool, const char* flags) {
+        const auto r =
+            run_command("env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT OMP_DISPLAY_ENV=verbose " + env +
+                        " " + shell_quote(tool_path(tool)) + " " + flags);
+        const std::string key = "GOMP_SPINCOUNT = '";
+        const size_t at = r.output.rfind(key);
+        if (at == std::string::npos) return std::string("none\n") + r.output;
+        return r.output.substr(at + key.size(),
+                               r.output.find('\'', at + key.size()) - at - key.size());
+    };
+    EXPECT_EQ(spin_count("", "megatron-generate", "--help"), "0");  // passive
+    EXPECT_EQ(spin_count("", "megatron-eval", "--task LAMBADA --help"), "0");
+    EXPECT_EQ(spin_count("GOMP_SPINCOUNT=1234", "megatron-generate", "--help"), "1234");
+    EXPECT_EQ(spin_count("OMP_WAIT_POLICY=active", "megatron-generate", "--help"), "30000000000");
+    // Training keeps libgomp's default (spinning a while is faster on a quiet machine).
+    EXPECT_EQ(spin_count("", "megatron-eval", "--task RACE --help"), "300000");
+    EXPECT_EQ(spin_count("", "megatron-train", "--help"), "300000");
+}
+
 // The names Megatron's generation scripts use: --num-tokens-to-generate is --out-seq-length;
 // the dynamic-inference example's flags with prompts change nothing; tokenizers without a plugin
 // are refused by name.

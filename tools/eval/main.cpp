@@ -12,6 +12,7 @@
 #include "finetune.h"
 #include "lm_windows.h"
 #include "mt/cli/flags.h"
+#include "mt/cli/openmp_waiting.h"
 #include "mt/cli/tool.h"
 #include "mt/error.h"
 #include "mt/infer/model_loader.h"
@@ -256,6 +257,9 @@ int main(int argc, char** argv) {
     // required (the zero-shot tasks evaluate its model), so it is read before parsing.
     const std::vector<std::string> tasks = mt::cli::scan_flag(argc, argv, "--task");
     const bool finetuning = !tasks.empty() && finetuning_task(tasks.back());
+    // Evaluation waits passively, as megatron-generate; finetuning trains (spinning is faster
+    // on a quiet machine: docs/benchmarks.md).
+    if (!finetuning) mt::cli::wait_passively_unless_chosen(argv);
     TaskFlags flags;
     mt::train::TrainingFlags training;
     mt::cli::TokenizerFlags tokenizer;

@@ -10,6 +10,7 @@
 #include "cli_modes.h"
 #include "generation_flags.h"
 #include "mt/cli/flags.h"
+#include "mt/cli/openmp_waiting.h"
 #include "mt/cli/tool.h"
 #include "mt/infer/model_loader.h"
 #include "mt/infer/model_parallel_inference.h"
@@ -109,6 +110,7 @@ int generate(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
 }  // namespace
 
 int main(int argc, char** argv) {
+    mt::cli::wait_passively_unless_chosen(argv);  // serving shares machines: docs/benchmarks.md
     GenerationFlags flags;
     mt::cli::TokenizerFlags tokenizer;
     return mt::cli::run_model_tool(
