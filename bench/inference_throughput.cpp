@@ -253,7 +253,7 @@ void run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    mt::cli::wait_passively_unless_chosen(argv);  // as megatron-generate's threads wait
+    mt::cli::spin_briefly_unless_chosen(argv);  // as megatron-generate's threads wait
     try {
         run(parse(argc, argv));
         return 0;

@@ -257,9 +257,9 @@ int main(int argc, char** argv) {
     // required (the zero-shot tasks evaluate its model), so it is read before parsing.
     const std::vector<std::string> tasks = mt::cli::scan_flag(argc, argv, "--task");
     const bool finetuning = !tasks.empty() && finetuning_task(tasks.back());
-    // Evaluation waits passively, as megatron-generate; finetuning trains (spinning is faster
-    // on a quiet machine: docs/benchmarks.md).
-    if (!finetuning) mt::cli::wait_passively_unless_chosen(argv);
+    // Evaluation's threads spin briefly, as megatron-generate's; finetuning trains, with
+    // libgomp's default (docs/benchmarks.md).
+    if (!finetuning) mt::cli::spin_briefly_unless_chosen(argv);
     TaskFlags flags;
     mt::train::TrainingFlags training;
     mt::cli::TokenizerFlags tokenizer;

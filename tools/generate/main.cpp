@@ -110,7 +110,7 @@ int generate(const GenerationFlags& flags, const mt::cli::TokenizerFlags& tf,
 }  // namespace
 
 int main(int argc, char** argv) {
-    mt::cli::wait_passively_unless_chosen(argv);  // serving shares machines: docs/benchmarks.md
+    mt::cli::spin_briefly_unless_chosen(argv);  // serving shares machines: docs/benchmarks.md
     GenerationFlags flags;
     mt::cli::TokenizerFlags tokenizer;
     return mt::cli::run_model_tool(
