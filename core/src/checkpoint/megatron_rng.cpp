@@ -39,7 +39,7 @@ MegatronRngState megatron_seeded_rng_state(uint64_t seed, const MegatronRngRank&
     MegatronRngState s;
     s.seed = seed + 100 * uint64_t(rank.pipeline);
     if (rank.data_parallel_random_init) s.seed += 10 * uint64_t(rank.data);
-    s.python_words = data::PythonRandom(s.seed).state_words();
+    s.python_words = data::python_seed_words(s.seed);
     if (s.seed < (uint64_t(1) << 32)) s.numpy_key = data::mt19937_init_genrand(uint32_t(s.seed));
     s.torch_cpu = torch_cpu_rng_state(s.seed);
     // tensor_parallel.random.model_parallel_cuda_manual_seed(seed).

@@ -2,14 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <vector>
 
+#include "mt/data/numpy_random.h"
 #include "mt/error.h"
 
 namespace mt::data {
 namespace {
 
-constexpr int kN = 624, kM = 397;
+constexpr int kN = 624;
 
 }  // namespace
 
@@ -20,59 +22,49 @@ std::array<uint32_t, 624> mt19937_init_genrand(uint32_t seed) {
     return mt;
 }
 
-PythonRandom::PythonRandom(uint64_t seed) {
+std::array<uint32_t, 624> python_seed_words(uint64_t seed) {
     std::vector<uint32_t> key;
     for (uint64_t v = seed; v != 0; v >>= 32) key.push_back(uint32_t(v));
     if (key.empty()) key.push_back(0);
     // init_by_array, as Modules/_randommodule.c writes it.
-    mt_ = mt19937_init_genrand(19650218u);
+    std::array<uint32_t, 624> mt = mt19937_init_genrand(19650218u);
     int i = 1;
     size_t j = 0;
     for (size_t k = std::max(size_t(kN), key.size()); k > 0; --k) {
-        mt_[i] = (mt_[i] ^ ((mt_[i - 1] ^ (mt_[i - 1] >> 30)) * 1664525u)) + key[j] + uint32_t(j);
+        mt[i] = (mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1664525u)) + key[j] + uint32_t(j);
         ++i;
         ++j;
         if (i >= kN) {
-            mt_[0] = mt_[kN - 1];
+            mt[0] = mt[kN - 1];
             i = 1;
         }
         if (j >= key.size()) j = 0;
     }
     for (int k = kN - 1; k > 0; --k) {
-        mt_[i] = (mt_[i] ^ ((mt_[i - 1] ^ (mt_[i - 1] >> 30)) * 1566083941u)) - uint32_t(i);
+        mt[i] = (mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1566083941u)) - uint32_t(i);
         ++i;
         if (i >= kN) {
-            mt_[0] = mt_[kN - 1];
+            mt[0] = mt[kN - 1];
             i = 1;
         }
     }
-    mt_[0] = 0x80000000u;  // a non-zero initial array
-    index_ = kN;
+    mt[0] = 0x80000000u;  // a non-zero initial array
+    return mt;
 }
 
-uint32_t PythonRandom::next_uint32() {
-    if (index_ >= kN) {  // genrand_uint32's refill of all 624 words
-        auto mix = [](uint32_t a, uint32_t b) {
-            const uint32_t y = (a & 0x80000000u) | (b & 0x7fffffffu);
-            return (y >> 1) ^ ((y & 1u) ? 0x9908b0dfu : 0u);
-        };
-        int k = 0;
-        for (; k < kN - kM; ++k) mt_[k] = mt_[k + kM] ^ mix(mt_[k], mt_[k + 1]);
-        for (; k < kN - 1; ++k) mt_[k] = mt_[k + (kM - kN)] ^ mix(mt_[k], mt_[k + 1]);
-        mt_[kN - 1] = mt_[kM - 1] ^ mix(mt_[kN - 1], mt_[0]);
-        index_ = 0;
-    }
-    uint32_t y = mt_[index_++];
-    y ^= y >> 11;
-    y ^= (y << 7) & 0x9d2c5680u;
-    y ^= (y << 15) & 0xefc60000u;
-    y ^= y >> 18;
-    return y;
+PythonRandom::PythonRandom(uint64_t seed) {
+    // The engine's textual form is its 624 words and (libstdc++) the index: 624 asks for the
+    // refill before the first draw, as Python's index does after seeding.
+    std::stringstream words;
+    for (uint32_t w : python_seed_words(seed)) words << w << ' ';
+    words << kN;
+    words >> engine_;
+    MT_CHECK(!words.fail(), "PythonRandom: could not set the Mersenne Twister's state");
 }
 
 double PythonRandom::random() {
-    const uint32_t a = next_uint32() >> 5, b = next_uint32() >> 6;
-    return (a * 67108864.0 + b) * (1.0 / 9007199254740992.0);
+    const uint32_t first = next_uint32();
+    return mt19937_double(first, next_uint32());
 }
 
 uint32_t PythonRandom::getrandbits(int k) {

@@ -207,7 +207,7 @@ TEST(TorchDist, KeepsTheGeneratorStatesMegatronsSeedingLeaves) {
     const io::PyValue& rng = stored.items()[0].items()[0];
     const auto python = rng["random_rng_state"].items()[1].items();
     ASSERT_EQ(python.size(), 625u);
-    const auto words = data::PythonRandom(4321).state_words();
+    const auto words = data::python_seed_words(4321);
     for (size_t i = 0; i < 624; ++i) ASSERT_EQ(python[i].as_int(), int64_t(words[i])) << i;
     EXPECT_EQ(python[624].as_int(), 624);
     const auto key = rng["np_rng_state"].items()[1].items();

@@ -17,7 +17,7 @@
 
 namespace mt {
 
-// (The Python and numpy words: mt/data/python_random.h, PythonRandom(seed).state_words() and
+// (The Python and numpy words: mt/data/python_random.h, python_seed_words(seed) and
 // mt19937_init_genrand(seed), which numpy's legacy RandomState(seed) and torch's CPU generator
 // start from.)
 // torch.get_rng_state() after torch.manual_seed(seed): CPUGeneratorImpl's 5056-byte state

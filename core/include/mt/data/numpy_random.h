@@ -11,6 +11,12 @@
 
 namespace mt::data {
 
+// A double in [0, 1) from two consecutive MT19937 draws, 27 + 26 bits: numpy's random_sample()
+// and Python's random.random() alike.
+inline double mt19937_double(uint32_t first, uint32_t second) {
+    return ((first >> 5) * 67108864.0 + (second >> 6)) / 9007199254740992.0;
+}
+
 class MT_API NumpyRandomState {
   public:
     // RandomState(seed) with a Python int seed in [0, 2^32) seeds MT19937 with init_genrand
@@ -29,8 +35,8 @@ class MT_API NumpyRandomState {
 
     // RandomState.random_sample() / random(): a double in [0, 1) from two draws, 27 + 26 bits.
     double random_sample() {
-        uint32_t a = next_uint32() >> 5, b = next_uint32() >> 6;
-        return (a * 67108864.0 + b) / 9007199254740992.0;
+        const uint32_t first = next_uint32();
+        return mt19937_double(first, next_uint32());
     }
     // RandomState.randint(low, high) with the default int64 dtype: low + a value in
     // [0, high - low - 1] by masked rejection (the legacy path, no Lemire), i.e. random_interval.
