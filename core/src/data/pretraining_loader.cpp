@@ -40,7 +40,7 @@ bool PretrainingLoader::next(Batch& batch) {
     return true;
 }
 
-std::vector<int64_t> PretrainingLoader::cyclic_indices() const {
+std::vector<int64_t> PretrainingLoader::cyclic_indices() {
     const int64_t total = dataset_.size(), mbs = micro_batch_size_, chunk = mbs * world_;
     const int64_t active = total - total % chunk;
     MT_CHECK(active > 0, "--dataloader-type cyclic: ", total,
@@ -49,21 +49,17 @@ std::vector<int64_t> PretrainingLoader::cyclic_indices() const {
     MT_CHECK(current % chunk == 0, "--dataloader-type cyclic: ", consumed_,
              " consumed samples are not whole micro-batches of every rank (", chunk,
              ") into an epoch of ", active, " (Megatron asserts it)");
-    // The epoch's permutation, kept for the steps that read it (its size and seed).
-    struct Permutation {
-        int64_t size = -1, epoch = -1;
-        std::vector<int64_t> order;
-    };
-    thread_local Permutation last;
     const int64_t size = order_.data_sharding ? (total / chunk) * mbs : (total / mbs) * mbs;
-    if (last.size != size || last.epoch != epoch)
-        last = {size, epoch, torch_randperm(size, uint64_t(epoch))};
+    if (epoch_ != epoch) {
+        permutation_ = torch_randperm(size, uint64_t(epoch));
+        epoch_ = epoch;
+    }
     std::vector<int64_t> indices(static_cast<size_t>(mbs));
     for (int64_t k = 0; k < mbs; ++k)
         indices[size_t(k)] =
             order_.data_sharding
-                ? rank_ * size + last.order[size_t(current / world_ + k)]
-                : last.order[size_t(current + rank_ + world_ * k)];
+                ? rank_ * size + permutation_[size_t(current / world_ + k)]
+                : permutation_[size_t(current + rank_ + world_ * k)];
     return indices;
 }
 

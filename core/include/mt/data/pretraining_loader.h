@@ -39,13 +39,16 @@ class MT_API PretrainingLoader {
 
   private:
     // The cyclic order's indices of this rank's next micro-batch.
-    std::vector<int64_t> cyclic_indices() const;
+    std::vector<int64_t> cyclic_indices();
 
     const SampleDataset& dataset_;
     int64_t micro_batch_size_;
     int rank_, world_;
     int64_t consumed_;
     LoaderOrder order_;
+    // The cyclic order: the current epoch's permutation (torch.randperm seeded with the epoch).
+    int64_t epoch_ = -1;
+    std::vector<int64_t> permutation_;
 };
 
 }  // namespace mt::data
