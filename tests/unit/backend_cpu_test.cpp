@@ -48,12 +48,14 @@ TEST_P(Gemm, MatchesNaiveLoop) {
 INSTANTIATE_TEST_SUITE_P(AllTransposes, Gemm, testing::Combine(testing::Bool(), testing::Bool()));
 
 // The few-row A B^T products of decoding take the streaming kernel: every row count up to and
-// past its limit, k with and without a 16-lane tail, odd n, strided A and C, beta 0 ignoring C.
+// past its limit, k with and without a 16-lane tail, short rows of B (one row of A reads them
+// one at a time) and long ones (3100: read side by side), odd n, strided A and C, beta 0
+// ignoring C.
 TEST(CpuBackend, SkinnyGemmMatchesNaiveLoop) {
     std::mt19937 rng(3);
     auto backend = mt::make_cpu_backend();
     for (int64_t m : {1, 2, 5, 8, 9, 16, 17})
-        for (int64_t k : {7, 16, 53, 768}) {
+        for (int64_t k : {7, 16, 53, 768, 3100}) {
             const int64_t n = 67;
             auto a = random_matrix(m, k + 3, rng).slice(1, 0, k);
             auto b = random_matrix(n, k, rng);
@@ -74,6 +76,27 @@ TEST(CpuBackend, SkinnyGemmMatchesNaiveLoop) {
                     }
             }
         }
+}
+
+// A row of A gets the same bits whatever rows share its product (a request decoded alone or in a
+// batch): each row's dot products are summed in one order by every kernel shape.
+TEST(CpuBackend, SkinnyGemmRowsDoNotDependOnTheirNeighbours) {
+    std::mt19937 rng(4);
+    auto backend = mt::make_cpu_backend();
+    for (int64_t k : {53, 896, 3100}) {
+        const int64_t n = 67, m = 9;
+        auto a = random_matrix(m, k, rng);
+        auto b = random_matrix(n, k, rng);
+        auto all = mt::Tensor::empty({m, n}, mt::DType::f32);
+        backend->gemm(mt::Transpose::no, mt::Transpose::yes, 1.0f, a, b, 0.0f, all);
+        for (int64_t i = 0; i < m; ++i) {
+            auto one = mt::Tensor::empty({1, n}, mt::DType::f32);
+            backend->gemm(mt::Transpose::no, mt::Transpose::yes, 1.0f, a.slice(0, i, i + 1), b,
+                          0.0f, one);
+            for (int64_t j = 0; j < n; ++j)
+                ASSERT_EQ(at(one, 0, j), at(all, i, j)) << "k " << k << " at " << i << "," << j;
+        }
+    }
 }
 
 // A MoE layer's experts on their rows: the fused pass (every group at most 16 rows) and the

@@ -118,6 +118,8 @@ const Case kCases[] = {
     {16, 70, 33, 1.0f, 0.0f},     // the skinny path's most rows, k past two vectors
     {5, 130, 3072, 1.0f, -1.0f},  // a T5 decoder step's FFN input, five rows
     {1000, 200, 40, 1.0f, 0.5f},  // taller than wide: the widened path splits C's rows
+    {1, 130, 896, 1.0f, 0.5f},    // decoding one token: short rows of B read one at a time
+    {1, 37, 6200, 1.0f, 0.0f},    // ... and rows too long for that, read side by side
 };
 
 class GemmBf16 : public testing::TestWithParam<std::tuple<bool, bool, bool>> {};
