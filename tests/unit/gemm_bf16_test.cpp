@@ -162,3 +162,28 @@ TEST(GemmBf16Skinny, MatchesDoubleReference) {
 }
 
 }  // namespace
+
+namespace {
+
+// A row of A gets the same bits whatever rows share its product (a request decoded alone or in a
+// batch), on short and long rows of B.
+TEST(GemmBf16Skinny, RowsDoNotDependOnTheirNeighbours) {
+    std::mt19937 rng(11);
+    for (int64_t k : {53, 896, 3100}) {
+        const int64_t m = 9, n = 67;
+        const auto a = random_bf16(m, k, k, rng);
+        const auto b = random_bf16(n, k, k, rng);
+        std::vector<float> all(size_t(m * n)), one(static_cast<size_t>(n));
+        mt::cpu::gemm_bf16_skinny(m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, all.data(), n,
+                                  false);
+        for (int64_t i = 0; i < m; ++i) {
+            mt::cpu::gemm_bf16_skinny(1, n, k, 1.0f, a.data() + i * k, k, b.data(), k, 0.0f,
+                                      one.data(), n, false);
+            for (int64_t j = 0; j < n; ++j)
+                ASSERT_EQ(std::memcmp(&one[size_t(j)], &all[size_t(i * n + j)], 4), 0)
+                    << "k " << k << " at " << i << "," << j;
+        }
+    }
+}
+
+}  // namespace

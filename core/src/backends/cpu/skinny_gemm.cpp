@@ -2,7 +2,7 @@
 // rows of A, 16 lanes of k per step (AVX-512 when the CPU has it, else 8 with AVX2 and FMA, else
 // a portable loop), reduced at the end of the row; B in f32 or in bfloat16 (widened as it is
 // loaded); grouped_skinny_gemm_nt hands out every group's chunks of B rows in one parallel loop.
-// One row of A against short rows of B (decoding one token) reads B one row at a time instead.
+// A few rows of A against short rows of B (decoding a few tokens) read B a row at a time instead.
 #include "skinny_gemm.h"
 
 #include <immintrin.h>
@@ -24,9 +24,10 @@ namespace mt::cpu {
 namespace {
 
 constexpr int kRowsPerPass = 8;  // rows of A kept in accumulators at once
-// The f32 AVX-512 kernel's: four rows of A against six of B fill 24 of its 32 registers with
-// accumulators, which streams the weights faster (1.15-1.25x at 4 to 16 rows on Zen 4, 2
-// threads) than eight rows against two; the sums are the same, lane for lane.
+// The AVX-512 kernels': four rows of A against six (f32) or four (bf16 dot products) of B fill
+// 24 or 16 of its 32 registers with accumulators, which streams the weights faster (1.15-1.25x at
+// 4 to 16 rows on Zen 4, 2 threads; bf16 1.3-1.4x at 8 rows) than eight rows against two; the
+// sums are the same, lane for lane.
 constexpr int kRowsPerPassAvx512 = 4;
 
 // Stores alpha * dot + beta * c (beta 0 ignores what c held, as BLAS does).
@@ -75,12 +76,16 @@ constexpr int kBRowsPerPass = M <= 4 ? 4 : 2;
 template <int M>
 constexpr int kBRowsPerPassAvx512 = M == 4 ? 6 : 4;
 
-// Rows of B up to this many bytes are read one at a time against a single row of A: B then
-// streams in address order, which the hardware prefetchers follow, where several short rows read
-// side by side are several streams of a few KB each that the prefetchers keep losing. One row of
-// f32 A over f32 B of 896 columns (Qwen2.5-0.5B's width) streams 1.2-2x faster this way; over
-// long rows the side-by-side rows read the same or a few percent faster (Zen 4, 2 threads).
-constexpr int64_t kOneRowOfBBytes = 12 << 10;
+// Whether `rows` rows of A (at most four) read B a row at a time rather than several rows side by
+// side: B then streams in address order, which the hardware prefetchers follow, where several
+// short rows read side by side are several streams of a few KB each that the prefetchers keep
+// losing. On short rows this streams faster: one row of A over 896 columns (Qwen2.5-0.5B's
+// width) 1.2-2x, two rows up to 1152 columns 1.7x, four up to 896 1.2x; past these lengths the
+// side-by-side rows reuse each loaded row of A more and win (Zen 4, 2 threads; f32 and bf16
+// alike by columns, except that one row of bf16 A over bf16 B wins at every length).
+bool one_row_of_b(int rows, int64_t k) {
+    return k <= (rows == 1 ? 3072 : rows == 2 ? 2048 : 1152);
+}
 
 template <int M, class BT, int NB = kBRowsPerPassAvx512<M>>
 __attribute__((target("avx512f,fma"))) void rows_avx512(int64_t n0, int64_t n1, int64_t k,
@@ -201,12 +206,12 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void rows_dpbf16(
 
 using DpRowsFn = void (*)(int64_t, int64_t, int64_t, float, const uint16_t*, int64_t,
                           const uint16_t*, int64_t, float, float*, int64_t);
-constexpr DpRowsFn kDpbf16[kRowsPerPass + 1] = {nullptr,        rows_dpbf16<1>, rows_dpbf16<2>,
-                                                rows_dpbf16<3>, rows_dpbf16<4>, rows_dpbf16<5>,
-                                                rows_dpbf16<6>, rows_dpbf16<7>, rows_dpbf16<8>};
-// kDpbf16[rows], or a row of B at a time for one row of A against short rows of B.
+constexpr DpRowsFn kDpbf16[kRowsPerPassAvx512 + 1] = {nullptr, rows_dpbf16<1>, rows_dpbf16<2>,
+                                                      rows_dpbf16<3>, rows_dpbf16<4>};
+constexpr DpRowsFn kDpbf16OneRowOfB[kRowsPerPassAvx512 + 1] = {
+    nullptr, rows_dpbf16<1, 1>, rows_dpbf16<2, 1>, rows_dpbf16<3, 1>, rows_dpbf16<4, 1>};
 DpRowsFn dpbf16_rows_fn(int rows, int64_t k) {
-    return rows == 1 && k * 2 <= kOneRowOfBBytes ? rows_dpbf16<1, 1> : kDpbf16[rows];
+    return rows == 1 || one_row_of_b(rows, k) ? kDpbf16OneRowOfB[rows] : kDpbf16[rows];
 }
 
 // 8 lanes of a row of B as f32 (the AVX2 build's load16); a tail of fewer through a zero-padded
@@ -289,11 +294,13 @@ using RowsFn = void (*)(int64_t, int64_t, int64_t, float, const float*, int64_t,
 template <class BT>
 constexpr RowsFn<BT> kAvx512[kRowsPerPassAvx512 + 1] = {
     nullptr, rows_avx512<1, BT>, rows_avx512<2, BT>, rows_avx512<3, BT>, rows_avx512<4, BT>};
-// kAvx512[rows], or a row of B at a time for one row of A against short rows of B.
+template <class BT>
+constexpr RowsFn<BT> kAvx512OneRowOfB[kRowsPerPassAvx512 + 1] = {
+    nullptr, rows_avx512<1, BT, 1>, rows_avx512<2, BT, 1>, rows_avx512<3, BT, 1>,
+    rows_avx512<4, BT, 1>};
 template <class BT>
 RowsFn<BT> avx512_rows_fn(int rows, int64_t k) {
-    return rows == 1 && k * int64_t(sizeof(BT)) <= kOneRowOfBBytes ? rows_avx512<1, BT, 1>
-                                                                   : kAvx512<BT>[rows];
+    return one_row_of_b(rows, k) ? kAvx512OneRowOfB<BT>[rows] : kAvx512<BT>[rows];
 }
 
 template <class BT>
@@ -360,8 +367,8 @@ void skinny_gemm_nt_bf16_dot(int64_t m, int64_t n, int64_t k, float alpha, const
 #pragma omp parallel for schedule(dynamic, 4) if (n * k >= (1 << 16))
     for (int64_t t = 0; t < tasks; ++t) {
         const int64_t n0 = t * kChunk, n1 = std::min(n, n0 + kChunk);
-        for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
-            const int rows = int(std::min<int64_t>(kRowsPerPass, m - r0));
+        for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPassAvx512) {
+            const int rows = int(std::min<int64_t>(kRowsPerPassAvx512, m - r0));
             dpbf16_rows_fn(rows, k)(n0, n1, k, alpha, a + r0 * lda, lda, b, ldb, beta,
                                     c + r0 * ldc, ldc);
         }
