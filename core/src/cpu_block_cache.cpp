@@ -39,10 +39,10 @@ class BlockCache {
                 return block;
             }
         }
-        void* p = map(capacity);
+        void* p = map_zeroed_pages(capacity);
         if (!p) {  // out of memory (or of a ulimit): the cached blocks go, then once more
             release_cached();
-            p = map(capacity);
+            p = map_zeroed_pages(capacity);
         }
         return p;
     }
@@ -69,11 +69,6 @@ class BlockCache {
     }
 
   private:
-    static void* map(int64_t capacity) {
-        void* p = ::mmap(nullptr, size_t(capacity), PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        return p == MAP_FAILED ? nullptr : p;
-    }
     std::mutex mutex_;
     std::multimap<int64_t, void*> free_;
     int64_t cached_ = 0, limit_ = 0;
@@ -86,6 +81,14 @@ BlockCache& cache() {
 }
 
 }  // namespace
+
+void* map_zeroed_pages(int64_t bytes) {
+    void* p =
+        ::mmap(nullptr, size_t(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    if (bytes >= (int64_t(2) << 20)) ::madvise(p, size_t(bytes), MADV_HUGEPAGE);
+    return p;
+}
 
 void* take_block(int64_t bytes, int64_t& capacity) {
     capacity = capacity_of(bytes);

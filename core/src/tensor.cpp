@@ -72,9 +72,8 @@ std::shared_ptr<Storage> zeroed_cpu_storage(int64_t bytes) {
         if (bytes) std::memset(st->data, 0, size_t(bytes));
         return st;
     }
-    void* p =
-        ::mmap(nullptr, size_t(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    MT_CHECK(p != MAP_FAILED, "out of memory allocating ", bytes, " bytes");
+    void* p = detail::map_zeroed_pages(bytes);
+    MT_CHECK(p, "out of memory allocating ", bytes, " bytes");
     auto st = std::make_shared<Storage>();
     st->data = p;
     st->bytes = bytes;
