@@ -246,11 +246,10 @@ __attribute__((target("avx2,fma"))) inline void step8(const BT* const* rows, int
 }
 
 // rows_avx512 on 8 lanes, for CPUs with AVX2 and FMA but no AVX-512.
-template <int M, class BT>
+template <int M, class BT, int NB = kBRowsPerPass<M>>
 __attribute__((target("avx2,fma"))) void rows_avx2(int64_t n0, int64_t n1, int64_t k, float alpha,
                                                    const float* a, int64_t lda, const BT* b,
                                                    int64_t ldb, float beta, float* c, int64_t ldc) {
-    constexpr int NB = kBRowsPerPass<M>;
     const int64_t k8 = k / 8 * 8, tail = k - k8;
     for (int64_t j = n0; j < n1;) {
         const int nb = j + NB <= n1 ? NB : 1;
@@ -307,6 +306,14 @@ template <class BT>
 constexpr RowsFn<BT> kAvx2[kRowsPerPass + 1] = {
     nullptr,          rows_avx2<1, BT>, rows_avx2<2, BT>, rows_avx2<3, BT>, rows_avx2<4, BT>,
     rows_avx2<5, BT>, rows_avx2<6, BT>, rows_avx2<7, BT>, rows_avx2<8, BT>};
+template <class BT>
+constexpr RowsFn<BT> kAvx2OneRowOfB[kRowsPerPassAvx512 + 1] = {
+    nullptr, rows_avx2<1, BT, 1>, rows_avx2<2, BT, 1>, rows_avx2<3, BT, 1>, rows_avx2<4, BT, 1>};
+template <class BT>
+RowsFn<BT> avx2_rows_fn(int rows, int64_t k) {
+    return rows <= kRowsPerPassAvx512 && one_row_of_b(rows, k) ? kAvx2OneRowOfB<BT>[rows]
+                                                               : kAvx2<BT>[rows];
+}
 
 // Rows [n0, n1) of B against all m rows of A, the kernel's rows per pass at a time.
 template <class BT>
@@ -320,7 +327,8 @@ void rows_of_b(int64_t m, int64_t n0, int64_t n1, int64_t k, float alpha, const 
             avx512_rows_fn<BT>(rows, k)(n0, n1, k, alpha, a + r0 * lda, lda, b, ldb, beta,
                                         c + r0 * ldc, ldc);
         else if (avx2)
-            kAvx2<BT>[rows](n0, n1, k, alpha, a + r0 * lda, lda, b, ldb, beta, c + r0 * ldc, ldc);
+            avx2_rows_fn<BT>(rows, k)(n0, n1, k, alpha, a + r0 * lda, lda, b, ldb, beta,
+                                      c + r0 * ldc, ldc);
         else
             rows_portable(rows, n0, n1, k, alpha, a + r0 * lda, lda, b, ldb, beta, c + r0 * ldc,
                           ldc);
