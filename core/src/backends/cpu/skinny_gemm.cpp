@@ -82,7 +82,8 @@ constexpr int kBRowsPerPassAvx512 = M == 4 ? 6 : 4;
 // losing. On short rows this streams faster: one row of A over 896 columns (Qwen2.5-0.5B's
 // width) 1.2-2x, two rows up to 1152 columns 1.7x, four up to 896 1.2x; past these lengths the
 // side-by-side rows reuse each loaded row of A more and win (Zen 4, 2 threads; f32 and bf16
-// alike by columns, except that one row of bf16 A over bf16 B wins at every length).
+// alike by columns, except that one row of bf16 A over bf16 B wins at every length). The AVX2
+// kernel takes the same rule (checked only under MT_CPU_ISA=avx2 on that Zen 4: never slower).
 bool one_row_of_b(int rows, int64_t k) {
     return k <= (rows == 1 ? 3072 : rows == 2 ? 2048 : 1152);
 }
