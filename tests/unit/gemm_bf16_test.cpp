@@ -161,10 +161,6 @@ TEST(GemmBf16Skinny, MatchesDoubleReference) {
             if (t.m <= mt::cpu::kSkinnyRows) check(skinny, false, true, t, c_bf16);
 }
 
-}  // namespace
-
-namespace {
-
 // A row of A gets the same bits whatever rows share its product (a request decoded alone or in a
 // batch), on short and long rows of B.
 TEST(GemmBf16Skinny, RowsDoNotDependOnTheirNeighbours) {

@@ -1,8 +1,9 @@
-// skinny_gemm_nt: two (four for at most four rows of A) rows of B at a time against up to eight
-// rows of A, 16 lanes of k per step (AVX-512 when the CPU has it, else 8 with AVX2 and FMA, else
-// a portable loop), reduced at the end of the row; B in f32 or in bfloat16 (widened as it is
-// loaded); grouped_skinny_gemm_nt hands out every group's chunks of B rows in one parallel loop.
-// A few rows of A against short rows of B (decoding a few tokens) read B a row at a time instead.
+// skinny_gemm_nt: several rows of B side by side against a pass of rows of A (AVX-512: four rows
+// of A against four or six of B, 16 lanes of k per step; else eight against two to four with AVX2
+// and FMA, 8 lanes; else a portable loop), reduced at the end of the row; B in f32 or in bfloat16
+// (widened as it is loaded, or dotted as bf16 with AVX512-BF16). One to four rows of A against
+// short rows of B (decoding a few tokens) read B a row at a time instead (one_row_of_b).
+// grouped_skinny_gemm_nt hands out every group's chunks of B rows in one parallel loop.
 #include "skinny_gemm.h"
 
 #include <immintrin.h>
@@ -23,7 +24,7 @@ namespace mt::cpu {
 
 namespace {
 
-constexpr int kRowsPerPass = 8;  // rows of A kept in accumulators at once
+constexpr int kRowsPerPass = 8;  // rows of A kept in accumulators at once (AVX2, portable)
 // The AVX-512 kernels': four rows of A against six (f32) or four (bf16 dot products) of B fill
 // 24 or 16 of its 32 registers with accumulators, which streams the weights faster (1.15-1.25x at
 // 4 to 16 rows on Zen 4, 2 threads; bf16 1.3-1.4x at 8 rows) than eight rows against two; the
@@ -76,16 +77,16 @@ constexpr int kBRowsPerPass = M <= 4 ? 4 : 2;
 template <int M>
 constexpr int kBRowsPerPassAvx512 = M == 4 ? 6 : 4;
 
-// Whether `rows` rows of A (at most four) read B a row at a time rather than several rows side by
-// side: B then streams in address order, which the hardware prefetchers follow, where several
-// short rows read side by side are several streams of a few KB each that the prefetchers keep
-// losing. On short rows this streams faster: one row of A over 896 columns (Qwen2.5-0.5B's
-// width) 1.2-2x, two rows up to 1152 columns 1.7x, four up to 896 1.2x; past these lengths the
-// side-by-side rows reuse each loaded row of A more and win (Zen 4, 2 threads; f32 and bf16
-// alike by columns, except that one row of bf16 A over bf16 B wins at every length). The AVX2
+// Whether a pass of `rows` rows of A reads B a row at a time rather than several rows side by
+// side (never past four rows of A): B then streams in address order, which the hardware prefetchers
+// follow, where several short rows read side by side are several streams of a few KB each that the
+// prefetchers keep losing. On short rows this streams faster: one row of A over 896 columns
+// (Qwen2.5-0.5B's width) 1.2-2x, two rows up to 1152 columns 1.7x, four up to 896 1.2x; past these
+// lengths the side-by-side rows reuse each loaded row of A more and win (Zen 4, 2 threads; f32 and
+// bf16 alike by columns, except that one row of bf16 A over bf16 B wins at every length). The AVX2
 // kernel takes the same rule (checked only under MT_CPU_ISA=avx2 on that Zen 4: never slower).
 bool one_row_of_b(int rows, int64_t k) {
-    return k <= (rows == 1 ? 3072 : rows == 2 ? 2048 : 1152);
+    return rows <= kRowsPerPassAvx512 && k <= (rows == 1 ? 3072 : rows == 2 ? 2048 : 1152);
 }
 
 template <int M, class BT, int NB = kBRowsPerPassAvx512<M>>
@@ -312,8 +313,7 @@ constexpr RowsFn<BT> kAvx2OneRowOfB[kRowsPerPassAvx512 + 1] = {
     nullptr, rows_avx2<1, BT, 1>, rows_avx2<2, BT, 1>, rows_avx2<3, BT, 1>, rows_avx2<4, BT, 1>};
 template <class BT>
 RowsFn<BT> avx2_rows_fn(int rows, int64_t k) {
-    return rows <= kRowsPerPassAvx512 && one_row_of_b(rows, k) ? kAvx2OneRowOfB<BT>[rows]
-                                                               : kAvx2<BT>[rows];
+    return one_row_of_b(rows, k) ? kAvx2OneRowOfB<BT>[rows] : kAvx2<BT>[rows];
 }
 
 // Rows [n0, n1) of B against all m rows of A, the kernel's rows per pass at a time.
@@ -378,8 +378,8 @@ void skinny_gemm_nt_bf16_dot(int64_t m, int64_t n, int64_t k, float alpha, const
         const int64_t n0 = t * kChunk, n1 = std::min(n, n0 + kChunk);
         for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPassAvx512) {
             const int rows = int(std::min<int64_t>(kRowsPerPassAvx512, m - r0));
-            dpbf16_rows_fn(rows, k)(n0, n1, k, alpha, a + r0 * lda, lda, b, ldb, beta,
-                                    c + r0 * ldc, ldc);
+            dpbf16_rows_fn(rows, k)(n0, n1, k, alpha, a + r0 * lda, lda, b, ldb, beta, c + r0 * ldc,
+                                    ldc);
         }
     }
 }
