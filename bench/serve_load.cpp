@@ -59,7 +59,9 @@ Options parse(int argc, char** argv) {
     return o;
 }
 
-// A body of random ids (seeded per client and request: every run sends the same prompts).
+// A body of random ids, seeded per level (the number of clients), client and request: every run
+// sends the same prompts, and no level repeats an earlier level's prompt (a server that keeps
+// its slots' prompts, as llama-server does, would otherwise skip reading some of them).
 std::string body(const Options& o, unsigned seed) {
     std::mt19937 rng(seed);
     std::uniform_int_distribution<int> id(0, o.vocab - 1);
@@ -98,7 +100,7 @@ int main(int argc, char** argv) {
                 req.set(http::field::host, o.host);
                 req.set(http::field::content_type, "application/json");
                 req.keep_alive(true);
-                req.body() = body(o, unsigned(c * 1000 + r));
+                req.body() = body(o, unsigned(o.clients * 1000000 + c * 1000 + r));
                 req.prepare_payload();
                 const Clock::time_point sent = Clock::now();
                 http::response<http::string_body> res;
