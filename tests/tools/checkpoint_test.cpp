@@ -235,12 +235,16 @@ TEST(TrainCheckpoint, SigtermDuringSetupIsKeptForTheExitSignalHandler) {
     TempDir dir;
     const std::string data = make_dataset(dir);
     const fs::path ckpt = dir / "ckpt";
-    // 0.1 s in: in setup (plugins, datasets, the model; the handler is installed first thing)
-    // or in the first iterations, the signal is kept either way. (Setup here is too short for
-    // this to tell the old late handler apart.)
+    // As soon as the process catches SIGTERM (its /proc status's SigCgt has bit 15; the handler
+    // is installed first thing in main): in setup (plugins, datasets, the model) or in the first
+    // iterations, the signal is kept either way. (Setup here is too short for this to tell the
+    // old late handler apart.) A fixed delay instead can land before main, which a sanitizer
+    // build's start-up takes longer than 0.1 s to reach.
     auto r = run_command(train_command(dir, data) +
                          " --train-iters 100000 --exit-signal-handler --save " + q(ckpt) +
-                         " & p=$!; sleep 0.1; kill -TERM $p; wait $p");
+                         " & p=$!; until [ $(( 0x$(awk '/^SigCgt/ {print $2}' /proc/$p/status"
+                         " 2>/dev/null || echo 0) & 0x4000 )) -ne 0 ] || ! kill -0 $p 2>/dev/null;"
+                         " do sleep 0.01; done; kill -TERM $p; wait $p");
     EXPECT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("exiting program after receiving SIGTERM."), std::string::npos)
         << r.output;
