@@ -56,6 +56,10 @@ Options parse(int argc, char** argv) {
         std::fprintf(stderr, "mt_bench_serve_load: --port and positive sizes are needed\n");
         std::exit(2);
     }
+    if (o.clients >= 1000 || o.requests >= 1000) {  // each prompt's seed (body) stays its own
+        std::fprintf(stderr, "mt_bench_serve_load: --clients and --requests must be below 1000\n");
+        std::exit(2);
+    }
     return o;
 }
 
