@@ -118,6 +118,7 @@ MT_UNSUPPORTED(gated_rms_norm_backward, const Tensor&, const Tensor&, const Tens
                const Tensor&, int64_t, Tensor&, Tensor&, Tensor&)
 MT_UNSUPPORTED(adamw_step, Tensor&, const Tensor&, Tensor&, Tensor&, const ops::AdamWConfig&,
                int64_t)
+MT_UNSUPPORTED(fp8_quantize, const Tensor&, float, ops::Fp8Type, Tensor&)
 MT_UNSUPPORTED(sgd_step, Tensor&, const Tensor&, Tensor&, const ops::SgdConfig&, int64_t)
 
 #undef MT_UNSUPPORTED
@@ -137,6 +138,9 @@ double Backend::sum(const Tensor&) {
 }
 int64_t Backend::count_zeros(const Tensor&) {
     unsupported("count_zeros");
+}
+double Backend::abs_max(const Tensor&) {
+    unsupported("abs_max");
 }
 ops::RopeTables Backend::rope_tables(int64_t, const ops::RopeConfig&, DType) {
     unsupported("rope_tables");

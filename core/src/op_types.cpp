@@ -6,6 +6,14 @@
 
 namespace mt::ops {
 
+const char* fp8_type_name(Fp8Type type) {
+    return type == Fp8Type::e4m3 ? "e4m3" : "e5m2";
+}
+
+float fp8_max(Fp8Type type) {
+    return type == Fp8Type::e4m3 ? 448.0f : 57344.0f;
+}
+
 const char* unary_op_name(UnaryOp op) {
     switch (op) {
         case UnaryOp::gelu:

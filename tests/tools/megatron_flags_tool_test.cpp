@@ -270,7 +270,8 @@ TEST(MegatronFlagsTool, RefusedFlagsNameWhatIsMissing) {
               "error: --encoder-num-layers is read by T5 models (pretrain_t5.py): give --model "
               "t5"},
              {"--hybrid-override-pattern M-M", "not supported yet: Mamba hybrid models"},
-             {"--fp8-format hybrid", "--fp8-format hybrid: not supported yet: FP8 training"},
+             {"--fp8-format hybrid",
+              "--fp8-recipe delayed: not supported yet: FP8 with the delayed recipe"},
              {"--moe-upcycling-granularity 4",
               "--moe-upcycling-granularity 4: not supported yet: this MoE (Mixture"},
              {"--warmup 10", "error: --warmup argument is no longer valid"},
@@ -281,8 +282,10 @@ TEST(MegatronFlagsTool, RefusedFlagsNameWhatIsMissing) {
              {"--optimizer muon --muon-scalar-optimizer lion",
               "not supported yet: Lion beside Muon"},
              {"--use-megatron-fsdp", "--use-megatron-fsdp: not supported yet: FSDP"},
-             {"--fp8-recipe nope",
-              "megatron-train: error: argument --fp8-recipe: invalid choice: 'nope'"}}) {
+             {"--fp8-amax-compute-algo nope",
+              "megatron-train: error: argument --fp8-amax-compute-algo: invalid choice: 'nope'"},
+             {"--fp8-recipe nope", "--fp8-recipe nope: invalid choice (choose from "
+                                   "'tensorwise', 'delayed', 'mxfp8', 'blockwise', 'custom')"}}) {
         const auto r = run_command(train_command(dir, data) + " " + flag);
         EXPECT_NE(r.exit_code, 0) << flag;
         EXPECT_NE(r.output.find(message), std::string::npos) << flag << "\n" << r.output;

@@ -103,6 +103,14 @@ class MT_API Backend {
     virtual double sum(const Tensor& x);
     // The number of elements equal to zero.
     virtual int64_t count_zeros(const Tensor& x);
+    // max |x| (0 for an empty tensor; NaN when x holds a NaN).
+    virtual double abs_max(const Tensor& x);
+
+    // ---- FP8 emulation (Transformer Engine's recipes computed in f32) -----------------------
+    // y (f32, x's shape) = fp8(x * scale) * (1 / scale): x quantized to `type` as TE casts it
+    // (the product in f32, rounded to nearest even, saturated at the type's largest finite
+    // value; NaN stays NaN) and read back with TE's scale_inv, the operand an FP8 GEMM sees.
+    virtual void fp8_quantize(const Tensor& x, float scale, ops::Fp8Type type, Tensor& y);
 
     // ---- Norms over the last dimension (Megatron's definitions, mt/kernels/norms.h) ---------
     // Parameter grads accumulate (+=), dx is overwritten.

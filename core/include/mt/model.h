@@ -121,6 +121,8 @@ struct FlagInfo {
     // A switch stored as False under this argparse dest (--disable-bias-linear:
     // add_bias_linear); empty: the dest is the flag's own name, stored True.
     std::string store_false_dest;
+    // argparse's dest when it is not the flag's name with '_' for '-' (--fp8-format: fp8).
+    std::string dest;
 };
 
 // A flag taking a value (with its default, if any) and a switch, as families list them.

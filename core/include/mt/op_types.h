@@ -35,6 +35,13 @@ struct GluConfig {
     float clamp = std::numeric_limits<float>::infinity();
 };
 
+// The 8-bit floats of FP8 training (Transformer Engine's): E4M3 (largest finite 448, no
+// infinities: torch.float8_e4m3fn) and E5M2 (largest finite 57344).
+enum class Fp8Type : uint8_t { e4m3, e5m2 };
+MT_API const char* fp8_type_name(Fp8Type type);
+// The type's largest finite value.
+MT_API float fp8_max(Fp8Type type);
+
 struct NormConfig {
     float eps = 1e-5f;                 // --layernorm-epsilon, inside the square root
     bool zero_centered_gamma = false;  // --apply-layernorm-1p: the applied scale is weight + 1

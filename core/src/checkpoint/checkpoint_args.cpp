@@ -46,6 +46,10 @@ std::string python_arg_name(std::string flag) {
     return flag;
 }
 
+std::string flag_arg_name(const FlagInfo& flag) {
+    return flag.dest.empty() ? python_arg_name(flag.name) : flag.dest;
+}
+
 const ArgValue* find_arg(const CheckpointArgs& args, std::string_view name) {
     for (const auto& [k, v] : args)
         if (k == name) return &v;
@@ -104,7 +108,7 @@ ModelArgs model_args_from_checkpoint(const CheckpointArgs& args,
             if (v && std::holds_alternative<bool>(*v) && !std::get<bool>(*v)) out[flag.name] = "";
             continue;
         }
-        const ArgValue* v = find_arg(args, python_arg_name(flag.name));
+        const ArgValue* v = find_arg(args, flag_arg_name(flag));
         if (!v) continue;
         if (flag.is_switch) {
             if (std::holds_alternative<bool>(*v) && std::get<bool>(*v)) out[flag.name] = "";
@@ -167,7 +171,7 @@ ModelArgs load_args_from_checkpoint(const ModelArgs& given, const CheckpointArgs
     ModelArgs out = given;
     for (const FlagInfo& flag : flags) {
         const bool inverted = !flag.store_false_dest.empty();
-        const std::string dest = inverted ? flag.store_false_dest : python_arg_name(flag.name);
+        const std::string dest = inverted ? flag.store_false_dest : flag_arg_name(flag);
         if (!kForced.count(dest) && !kOurs.count(dest) &&
             !(kUnlessGiven.count(dest) && !given.count(flag.name)))
             continue;

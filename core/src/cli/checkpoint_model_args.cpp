@@ -176,6 +176,7 @@ void check_checkpoint_model_args(const CheckpointArgs& args,
         for (const MegatronFlag* f : {find_flag(flag), find_newer_flag(flag)})
             if (f) read_by_family.insert(f->dest);
         if (!fi.store_false_dest.empty()) read_by_family.insert(fi.store_false_dest);
+        if (!fi.dest.empty()) read_by_family.insert(fi.dest);
     }
     std::set<std::string_view> walked;
     auto walk = [&](const MegatronFlag& f) {

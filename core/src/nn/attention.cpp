@@ -58,6 +58,8 @@ SelfAttention::SelfAttention(const std::string& prefix, const TransformerConfig&
             config.hidden_size, config.add_bias_linear, config.dtype,
             ShardSpec{ShardSpec::Kind::row, 1, 1}, backend, config.tp),
       backend_(&backend) {
+    qkv_.use_fp8(config.fp8);
+    proj_.use_fp8(config.fp8);
     const int64_t heads = config.num_attention_heads, groups = config.query_groups();
     MT_CHECK(heads > 0 && groups > 0 && heads % groups == 0, "SelfAttention: ", heads,
              " attention heads are not a multiple of ", groups, " query groups");

@@ -1,6 +1,8 @@
 // Linear forward/backward as GEMMs on (N, features) views of the input and gradient.
 #include "mt/nn/linear.h"
 
+#include "mt/nn/fp8.h"
+
 namespace mt::nn {
 
 Shape with_last_dim(const Shape& shape, int64_t last) {
@@ -54,9 +56,17 @@ Linear::Saved Linear::saved_for(const Tensor& x) const {
     return Saved{rows(*backend_, gathered(x), in_, "x")};
 }
 
-Tensor Linear::product(const Tensor& x2) const {
+Tensor Linear::product(const Tensor& x2, Tensor* x_fp8) const {
     MT_CHECK(x2.dtype() == weight_.value.dtype(), "Linear ", weight_.name, ": x is ", x2.describe(),
              ", weight ", weight_.value.describe());
+    if (fp8_.enabled) {
+        const Tensor xq = fp8_current_scaling(*backend_, x2, fp8_.forward_type());
+        const Tensor wq = fp8_current_scaling(*backend_, fp8_weight(), fp8_.forward_type());
+        Tensor y = backend_->empty({x2.size(0), out_}, DType::f32);
+        backend_->gemm(Transpose::no, Transpose::yes, 1.0f, xq, wq, 0.0f, y);
+        if (x_fp8) *x_fp8 = xq;
+        return backend_->cast_to(y, x2.dtype());
+    }
     Tensor y = backend_->empty({x2.size(0), out_}, x2.dtype());
     backend_->gemm(Transpose::no, Transpose::yes, 1.0f, x2, weight_.value, 0.0f, y);
     return y;
@@ -65,7 +75,7 @@ Tensor Linear::product(const Tensor& x2) const {
 Tensor Linear::forward(const Tensor& x, Saved* saved) const {
     const Tensor input = gathered(x);
     Tensor x2 = rows(*backend_, input, in_, "x");
-    Tensor y = product(x2);
+    Tensor y = product(x2, saved ? &saved->input_fp8 : nullptr);
     if (saved) saved->input = x2;
     y = y.view(with_last_dim(input.shape(), out_));
     if (row()) y = leave_row_parallel(tp_, y);
@@ -86,9 +96,25 @@ Tensor Linear::backward(const Tensor& dy, const Saved& saved) {
     Tensor dy2 = rows(*backend_, grad, out_, "dy");
     MT_CHECK(saved.input.defined() && saved.input.size(0) == dy2.size(0), "Linear ", weight_.name,
              ": dy ", dy.describe(), " does not match the saved input ", saved.input.describe());
-    Tensor dx = backend_->empty({dy2.size(0), in_}, dy2.dtype());
-    backend_->gemm(Transpose::no, Transpose::no, 1.0f, dy2, weight_.value, 0.0f, dx);
-    backend_->gemm(Transpose::yes, Transpose::no, 1.0f, dy2, saved.input, 1.0f, weight_.grad);
+    Tensor dx;
+    if (fp8_.enabled) {
+        // A recomputed input (output_of) has no quantized copy: quantize it now, the same way.
+        const Tensor xq = saved.input_fp8.defined()
+                              ? saved.input_fp8
+                              : fp8_current_scaling(*backend_, saved.input, fp8_.forward_type());
+        const Tensor dyq = fp8_current_scaling(*backend_, dy2, fp8_.grad_type());
+        const Tensor wq = fp8_current_scaling(*backend_, fp8_weight(), fp8_.forward_type());
+        Tensor dx32 = backend_->empty({dy2.size(0), in_}, DType::f32);
+        backend_->gemm(Transpose::no, Transpose::no, 1.0f, dyq, wq, 0.0f, dx32);
+        dx = backend_->cast_to(dx32, dy2.dtype());
+        MT_CHECK(weight_.grad.dtype() == DType::f32, "Linear ", weight_.name,
+                 ": FP8 accumulates the weight grad in f32, got ", weight_.grad.describe());
+        backend_->gemm(Transpose::yes, Transpose::no, 1.0f, dyq, xq, 1.0f, weight_.grad);
+    } else {
+        dx = backend_->empty({dy2.size(0), in_}, dy2.dtype());
+        backend_->gemm(Transpose::no, Transpose::no, 1.0f, dy2, weight_.value, 0.0f, dx);
+        backend_->gemm(Transpose::yes, Transpose::no, 1.0f, dy2, saved.input, 1.0f, weight_.grad);
+    }
     if (has_bias_) backend_->add_column_sums(dy2, bias_.grad);
     dx = dx.view(with_last_dim(grad.shape(), in_));
     return column() ? enter_column_parallel_backward(tp_, dx) : dx;

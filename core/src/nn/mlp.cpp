@@ -23,6 +23,8 @@ Mlp::Mlp(const std::string& prefix, const TransformerConfig& config, Backend& ba
            config.add_bias_linear, config.dtype, ShardSpec{ShardSpec::Kind::row, 1, 1}, backend,
            config.tp),
       backend_(&backend) {
+    fc1_.use_fp8(config.fp8);
+    fc2_.use_fp8(config.fp8);
     MT_CHECK(config.hidden_size > 0 && config.ffn_hidden_size > 0,
              "Mlp: hidden and ffn hidden sizes must be > 0, got ", config.hidden_size, " and ",
              config.ffn_hidden_size);

@@ -43,6 +43,23 @@ std::vector<FlagInfo> transformer_flags() {
                     "yarn: floor and ceil the ramp's bounds (the default)"),
         store_false("no-yarn-correction-range-round-to-int", "yarn_correction_range_round_to_int",
                     "yarn: keep the ramp's bounds fractional (Hugging Face's truncate false)"),
+        [] {
+            FlagInfo f = value_flag("fp8-format",
+                                    "the transformer layers' linears in FP8: e4m3, or hybrid "
+                                    "(E5M2 gradients); Transformer Engine's arithmetic emulated "
+                                    "in f32");
+            f.dest = "fp8";  // argparse's
+            return f;
+        }(),
+        value_flag("fp8-recipe",
+                   "how FP8 operands are scaled: tensorwise (each by its current amax); delayed, "
+                   "mxfp8 and blockwise are not supported yet",
+                   "delayed"),
+        switch_flag("first-last-layers-bf16", "keep the first and last layers out of FP8"),
+        value_flag("num-layers-at-start-in-bf16",
+                   "with --first-last-layers-bf16: how many first layers stay out of FP8", "1"),
+        value_flag("num-layers-at-end-in-bf16",
+                   "with --first-last-layers-bf16: how many last layers stay out of FP8", "1"),
         switch_flag("use-rotary-position-embeddings",
                     "deprecated in Megatron: --position-embedding-type rope, whatever that says"),
         value_flag("rotary-base", "base of the rotary embedding frequencies", "10000"),
@@ -225,6 +242,71 @@ void read_yarn_args(const ModelArgsReader& f, TransformerArgs& c) {
 
 }  // namespace
 
+namespace {
+
+// --fp8-format, its recipe and the layers kept in bf16 (read first: a recipe not emulated is
+// refused before anything else).
+void read_fp8_args(const ModelArgsReader& f, TransformerArgs& c) {
+    // argparse's choices (core_v0.19 adds custom), checked with or without --fp8-format.
+    const std::string recipe = f.has("fp8-recipe") ? f.text("fp8-recipe") : "delayed";
+    MT_CHECK(recipe == "tensorwise" || recipe == "delayed" || recipe == "mxfp8" ||
+                 recipe == "blockwise" || recipe == "custom",
+             "--fp8-recipe ", recipe.substr(0, 100),
+             ": invalid choice (choose from 'tensorwise', 'delayed', 'mxfp8', 'blockwise', "
+             "'custom')");
+    if (!f.has("fp8-format")) return;
+    c.fp8.config.hybrid = f.choice("fp8-format", "hybrid",
+                                   {std::pair{"hybrid", true}, std::pair{"e4m3", false}});
+    MT_CHECK(recipe == "tensorwise", "--fp8-recipe ", recipe.substr(0, 100),
+             ": not supported yet: FP8 with the ", recipe.substr(0, 100),
+             " recipe (megatron.cpp emulates tensorwise, Transformer Engine's current scaling; "
+             "give --fp8-recipe tensorwise)");
+    c.fp8.config.enabled = true;
+    if (f.flag("first-last-layers-bf16")) {
+        c.fp8.bf16_layers_at_start = f.integer("num-layers-at-start-in-bf16", 1);
+        c.fp8.bf16_layers_at_end = f.integer("num-layers-at-end-in-bf16", 1);
+        MT_CHECK(c.fp8.bf16_layers_at_start >= 0 && c.fp8.bf16_layers_at_end >= 0,
+                 "--num-layers-at-start-in-bf16 and --num-layers-at-end-in-bf16 must not be "
+                 "negative");
+    }
+}
+
+// What the rest of the flags make of FP8, once they are read: Megatron's TransformerConfig
+// checks, its local layers (which Transformer Engine's autocast does not reach), and the layers
+// FP8 does not reach here yet (refused).
+void settle_fp8(const ModelArgsReader& f, TransformerArgs& c) {
+    if (!c.fp8.config.enabled) return;
+    if (c.transformer_impl == TransformerImpl::local) {
+        static std::once_flag said;
+        std::call_once(said, [] {
+            log::warn(
+                "--fp8-format with --transformer-impl local: no GEMM runs in FP8, as in "
+                "Megatron, whose local layers are not Transformer Engine's");
+        });
+        c.fp8.config.enabled = false;
+        return;
+    }
+    const int64_t per_stage = c.num_layers / f.integer("pipeline-model-parallel-size", 1);
+    for (const auto& [flag, n] :
+         {std::pair{"num-layers-at-start-in-bf16", c.fp8.bf16_layers_at_start},
+          std::pair{"num-layers-at-end-in-bf16", c.fp8.bf16_layers_at_end}})
+        MT_CHECK(n <= per_stage, "--", flag, " (", n,
+                 ") must be between 0 and number of layers per pipeline stage (", per_stage, ")");
+    MT_CHECK(!recompute_module(c.recompute, "layernorm") && !recompute_module(c.recompute, "moe_act"),
+             "moe_act and layernorm recompute cannot work with fp8.");
+    MT_CHECK(!c.moe.enabled(),
+             "--fp8-format with --num-experts: not supported yet: FP8 in MoE models (the "
+             "experts' grouped GEMMs)");
+    MT_CHECK(!c.mla.enabled,
+             "--fp8-format with --multi-latent-attention: not supported yet: FP8 with multi-latent "
+             "attention");
+    MT_CHECK(c.mtp_num_layers == 0,
+             "--fp8-format with --mtp-num-layers: not supported yet: FP8 with multi-token "
+             "prediction");
+}
+
+}  // namespace
+
 TransformerArgs read_transformer_args(const ModelArgs& args) {
     ModelArgsReader f(args);
     TransformerArgs c;
@@ -236,6 +318,7 @@ TransformerArgs read_transformer_args(const ModelArgs& args) {
     MT_CHECK(c.num_layers > 0 && c.hidden_size > 0 && c.num_attention_heads > 0,
              "--num-layers, --hidden-size and --num-attention-heads must be positive");
     MT_CHECK(c.seq_length > 0, "--seq-length must be positive, got ", c.seq_length);
+    read_fp8_args(f, c);
     MT_CHECK(c.max_position_embeddings >= c.seq_length, "--max-position-embeddings (",
              c.max_position_embeddings, ") must be >= --seq-length (", c.seq_length, ")");
 
@@ -447,6 +530,8 @@ TransformerArgs read_transformer_args(const ModelArgs& args) {
     MT_CHECK(c.mtp_num_layers == 0 || c.position_embedding != PositionEmbedding::learned_absolute,
              "--mtp-num-layers: Megatron's multi-token prediction takes --position-embedding-type "
              "rope or none, not learned_absolute");
+
+    settle_fp8(f, c);
 
     c.tensor_model_parallel_size = f.integer("tensor-model-parallel-size", 1);
     MT_CHECK(c.tensor_model_parallel_size > 0,

@@ -64,7 +64,7 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
             continue;
         }
         if (flag.is_switch) {
-            const std::string name = python_arg_name(flag.name);
+            const std::string name = flag_arg_name(flag);
             // A switch sharing its dest with a store_false flag (--bert-binary-head and
             // --bert-no-binary-head: bert_binary_head) leaves it alone unless given.
             if (it == model_args.end() && find_arg(a, name)) continue;
@@ -76,7 +76,7 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
             std::vector<std::string> items;
             std::istringstream words(it->second);
             for (std::string w; words >> w;) items.push_back(w);
-            set_arg(a, python_arg_name(flag.name), items);
+            set_arg(a, flag_arg_name(flag), items);
             continue;
         }
         const ArgValue fallback = flag.default_value ? typed(*flag.default_value) : ArgValue{};
@@ -84,7 +84,7 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
         // A float flag given as "0" is still a float to argparse.
         if (std::holds_alternative<double>(fallback) && std::holds_alternative<int64_t>(value))
             value = double(std::get<int64_t>(value));
-        set_arg(a, python_arg_name(flag.name), value);
+        set_arg(a, flag_arg_name(flag), value);
     }
     // As argparse leaves it (not derived from the position type): Megatron's
     // check_checkpoint_args compares it with the resuming run's.
@@ -227,6 +227,7 @@ CheckpointArgs checkpoint_args(const TrainingFlags& f, const cli::TokenizerFlags
     set_arg(a, "accumulate_allreduce_grads_in_fp32",
             f.params_dtype == DType::bf16 && !f.grad_reduce_in_bf16);
     set_arg(a, "grad_reduce_in_bf16", f.grad_reduce_in_bf16);
+    set_arg(a, "fp8_param_gather", f.fp8_param_gather);
     set_arg(a, "ckpt_format", f.ckpt_format);
     set_arg(a, "save", optional_arg(f.save));
     set_arg(a, "load", optional_arg(f.load));

@@ -12,6 +12,7 @@
 #include "mt/error.h"
 #include "mt/io/tensorboard_writer.h"
 #include "mt/nn/dropout.h"
+#include "mt/nn/fp8.h"
 #include "mt/nn/moe/tracker.h"
 #include "mt/nn/parameter.h"
 #include "mt/optim/grad_clip.h"
@@ -318,6 +319,29 @@ int64_t Trainer::num_zeros_in_grad() const {
     return int64_t(model_parallel_sum(dense, experts, distributed_optimizer()));
 }
 
+void Trainer::sync_fp8_params() {
+    if (!options_.fp8_param_gather) return;
+    MT_CHECK(distributed_optimizer(), "--fp8-param-gather needs the distributed optimizer");
+    Backend& backend = optimizer_.backend();
+    parallel::GradBuffer& buffer = *grad_buffer_;
+    if (!fp8_mains_.defined()) fp8_mains_ = backend.zeros({buffer.grads().numel()}, DType::f32);
+    const std::vector<parallel::GradBuffer::ShardPiece>& pieces = buffer.shard();
+    for (size_t i = 0; i < pieces.size(); ++i) {
+        const Tensor& master = optimizer_.masters()[i];
+        MT_CHECK(master.defined(), "--fp8-param-gather: ", pieces[i].param->name,
+                 " has no f32 main param");
+        Tensor dst = buffer.view(fp8_mains_, pieces[i]);
+        backend.copy(master, dst);
+    }
+    buffer.all_gather_shards(fp8_mains_);
+    for (nn::Parameter* p : model_.parameters()) {
+        if (!p->fp8) continue;
+        MT_CHECK(!p->expert, "--fp8-param-gather: not supported yet: FP8 MoE experts");
+        p->fp8_main = buffer.view(fp8_mains_, *p);
+        backend.cast(nn::fp8_current_scaling(backend, p->fp8_main, ops::Fp8Type::e4m3), p->value);
+    }
+}
+
 double Trainer::params_norm() const {
     // The whole model on every data-parallel rank (gathered after a distributed update). A bf16
     // run counts the f32 masters, as Megatron's calc_params_l2_norm reads param.main_param.
@@ -603,6 +627,7 @@ Trainer::IterationResult Trainer::train_step(const data::SampleDataset& data) {
         Timers::Scope timed(&timers_, "params-all-gather", 1);
         grad_buffer_->gather_params();
         if (expert_grad_buffer_) expert_grad_buffer_->gather_params();
+        sync_fp8_params();
     }
     if (options_.log_params_norm) r.params_norm = params_norm();
     // Megatron-DeepSpeed counts this iteration's tokens after the schedule's step.
@@ -715,6 +740,7 @@ StopReason Trainer::train(const data::SampleDataset& train_data,
                     validate_grads(bucket, std::sqrt(optimizer_.backend().dot(grads, grads)));
                 });
     }
+    sync_fp8_params();  // from the initial or restored main params
     const StopReason reason = run_iterations(train_data, valid_data);
     if (trace_) {
         const int rank = parallel_ ? parallel_->world().rank() : 0;

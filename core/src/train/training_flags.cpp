@@ -107,6 +107,10 @@ std::vector<po::options_description> training_flag_groups(TrainingFlags& f, Entr
         "accumulate-allreduce-grads-in-fp32", po::bool_switch(),
         "accepted: grads of bf16 weights accumulate and reduce in fp32 (Megatron's default for "
         "--bf16) unless --grad-reduce-in-bf16")(
+        "fp8-param-gather", po::bool_switch(&f.fp8_param_gather),
+        "with --fp8-format and the distributed optimizer: the FP8 layers' weights quantized from "
+        "their f32 main params after each step, as Megatron's FP8 parameters are (not from "
+        "their bf16 copies)")(
         "grad-reduce-in-bf16", po::bool_switch(&f.grad_reduce_in_bf16),
         "with --bf16: grads accumulate over the micro-batches and are summed over the "
         "data-parallel ranks in bf16 (Megatron's main_grad buffer in bf16: half the bytes "
@@ -492,6 +496,15 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
              "--overlap-param-gather needs --use-distributed-optimizer (or --optimizer "
              "dist_muon)");
     MT_CHECK(f.data_parallel.bucket_size >= 0, "--ddp-bucket-size must not be negative");
+    if (f.fp8_param_gather) {
+        MT_CHECK(f.data_parallel.distributed_optimizer,
+                 "--fp8-param-gather only supported with distributed optimizer, torch fsdp2, "
+                 "megatron fsdp, or inference mode");
+        MT_CHECK(vm.count("fp8-format"), "fp8_param must be used together with fp8 mode.");
+        MT_CHECK(f.params_dtype != DType::f32,
+                 "--fp8-param-gather without --bf16 or --fp16: not supported yet: FP8 "
+                 "parameters of an fp32 model");
+    }
     MT_CHECK(f.data_parallel.distributed_optimizer_instances >= 1,
              "--num-distributed-optimizer-instances must be at least 1, got ",
              f.data_parallel.distributed_optimizer_instances);
@@ -809,6 +822,7 @@ train::TrainerOptions trainer_options(const TrainingFlags& f) {
     o.check_for_large_grads = f.check_for_large_grads;
     o.iterations_to_skip = f.iterations_to_skip;
     if (f.grad_reduce_in_bf16) o.main_grad_dtype = DType::bf16;
+    o.fp8_param_gather = f.fp8_param_gather;
     o.decoupled_lr = f.decoupled_lr;
     o.decoupled_min_lr = f.decoupled_min_lr;
     o.seed = static_cast<uint64_t>(f.seed);

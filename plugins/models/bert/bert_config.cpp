@@ -30,6 +30,8 @@ BertConfig bert_config_from_args(const ModelArgs& args) {
     MT_CHECK(!c.transformer.moe.enabled(),
              "not supported yet: --num-experts for BERT (mixture-of-experts layers are built for "
              "GPT models)");
+    MT_CHECK(!c.transformer.fp8.config.enabled,
+             "--fp8-format: not supported yet: FP8 for BERT (it is built for GPT models)");
     MT_CHECK(!c.transformer.mla.enabled,
              "not supported yet: --multi-latent-attention for BERT (it is built for GPT models)");
     MT_CHECK(c.transformer.mtp_num_layers == 0,

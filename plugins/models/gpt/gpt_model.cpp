@@ -9,6 +9,7 @@
 #include "mt/error.h"
 #include "mt/model_stage.h"
 #include "mt/nn/attention_window.h"
+#include "mt/nn/fp8.h"
 #include "mt/nn/inference_state.h"
 #include "mt/nn/initialization.h"
 #include "mt/nn/mamba_mixer.h"
@@ -86,6 +87,8 @@ nn::LayerSpecs layer_specs(const nn::TransformerArgs& config,
         MT_CHECK(config.mtp_num_layers == 0,
                  "not supported yet: --mtp-num-layers in a hybrid model");
         MT_CHECK(!config.windows.enabled(), "not supported yet: --window-size in a hybrid model");
+        MT_CHECK(!config.fp8.config.enabled,
+                 "--fp8-format: not supported yet: FP8 in hybrid models");
         return [layers = hybrid->layers, tracker](int64_t i) {
             MT_CHECK(i >= 0 && i < int64_t(layers.size()), "layer ", i,
                      " is outside the hybrid layer pattern of ", layers.size(), " layers");
@@ -101,11 +104,13 @@ nn::LayerSpecs layer_specs(const nn::TransformerArgs& config,
             }
         };
     }
-    return nn::with_attention_windows(
-        config.moe.enabled()
-            ? nn::moe_layer_specs(config.moe_layers, std::move(tracker), config.mla.enabled)
-            : nn::dense_layer_specs(config.mla.enabled),
-        config.windows);
+    return nn::with_fp8_layers(
+        nn::with_attention_windows(
+            config.moe.enabled()
+                ? nn::moe_layer_specs(config.moe_layers, std::move(tracker), config.mla.enabled)
+                : nn::dense_layer_specs(config.mla.enabled),
+            config.windows),
+        config.fp8, config.num_layers);
 }
 
 // Integer tensor -> its values as int64 (i64 or i32, any contiguity).

@@ -62,6 +62,7 @@ T5Config t5_config_from_args(const ModelArgs& given) {
     if (relative) shared["position-embedding-type"] = "none";
     c.transformer = nn::read_transformer_args(shared);
     MT_CHECK(!c.transformer.windows.enabled(), "not supported yet: --window-size in T5");
+    MT_CHECK(!c.transformer.fp8.config.enabled, "--fp8-format: not supported yet: FP8 in T5");
     MT_CHECK(c.transformer.softmax_type == nn::SoftmaxType::vanilla,
              "not supported yet: --softmax-type in T5");
     const nn::TransformerArgs& t = c.transformer;

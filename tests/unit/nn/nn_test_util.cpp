@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 
 namespace mt::test {
 
@@ -19,6 +20,27 @@ double weighted_sum(const Tensor& y, const std::vector<double>& w) {
 }
 
 }  // namespace
+
+std::map<std::string, Stored> load_stored_tensors(const std::filesystem::path& file) {
+    std::ifstream in(file);
+    EXPECT_TRUE(in) << file;
+    std::map<std::string, Stored> out;
+    std::string name;
+    int64_t ndim;
+    while (in >> name >> ndim) {
+        Stored s;
+        int64_t n = 1;
+        for (int64_t d = 0; d < ndim; ++d) {
+            s.shape.push_back(0);
+            in >> s.shape.back();
+            n *= s.shape.back();
+        }
+        s.values.resize(size_t(n));
+        for (double& v : s.values) in >> v;
+        out[name] = std::move(s);
+    }
+    return out;
+}
 
 Tensor random_like(const Shape& shape, DType dtype, std::mt19937& rng, double lo, double hi) {
     Tensor t = Tensor::empty(shape, dtype);

@@ -2,7 +2,9 @@
 // module's backward (input and every parameter gradient) through L = sum_k w[k] y[k].
 #pragma once
 
+#include <filesystem>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -22,6 +24,14 @@ void fill_random(Tensor& t, std::mt19937& rng, double lo = -1.0, double hi = 1.0
 Tensor random_ids(int64_t batch, int64_t seq, int64_t vocab, std::mt19937& rng);
 
 std::vector<double> values(const Tensor& t);  // f32 or f64, any contiguity
+
+// A tensor of a reference fixture (tests/fixtures/nn, tests/fixtures/fp8): per tensor a line
+// "<name> <ndim> <dims...>" and a line of its values, as the fixture scripts write them.
+struct Stored {
+    Shape shape;
+    std::vector<double> values;
+};
+std::map<std::string, Stored> load_stored_tensors(const std::filesystem::path& file);
 void zero_grads(const std::vector<nn::Parameter*>& params);
 
 // One tensor whose analytic gradient is checked: d L / d value against grad.

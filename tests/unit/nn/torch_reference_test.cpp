@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
 
 #include "mt/backend.h"
@@ -23,30 +22,10 @@ namespace {
 using mt::DType;
 using mt::Tensor;
 
-struct Stored {
-    mt::Shape shape;
-    std::vector<double> values;
-};
+using mt::test::Stored;
 
 std::map<std::string, Stored> load(const std::string& file) {
-    std::ifstream in(mt::test::fixtures_dir() / "nn" / file);
-    EXPECT_TRUE(in) << file;
-    std::map<std::string, Stored> out;
-    std::string name;
-    int64_t ndim;
-    while (in >> name >> ndim) {
-        Stored s;
-        int64_t n = 1;
-        for (int64_t d = 0; d < ndim; ++d) {
-            s.shape.push_back(0);
-            in >> s.shape.back();
-            n *= s.shape.back();
-        }
-        s.values.resize(n);
-        for (double& v : s.values) in >> v;
-        out[name] = std::move(s);
-    }
-    return out;
+    return mt::test::load_stored_tensors(mt::test::fixtures_dir() / "nn" / file);
 }
 
 Tensor as_tensor(const Stored& s, DType dtype) {

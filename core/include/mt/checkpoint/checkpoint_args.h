@@ -17,6 +17,8 @@ namespace mt {
 
 // Megatron's Namespace name of a flag: "num-layers" -> "num_layers".
 MT_API std::string python_arg_name(std::string flag);
+// The Namespace name a family's flag is stored under: its dest, else python_arg_name.
+MT_API std::string flag_arg_name(const FlagInfo& flag);
 // A list of ints as Python prints it and as flag text: "[1, 0, 1]".
 MT_API std::string int_list_text(const std::vector<int64_t>& values);
 // A list of str as the words of its flag (nargs='+'): "a b c".

@@ -10,6 +10,7 @@
 
 #include "mt/api.h"
 #include "mt/backend.h"
+#include "mt/nn/fp8_config.h"
 #include "mt/nn/parameter.h"
 #include "mt/nn/tensor_parallel.h"
 
@@ -21,6 +22,7 @@ class MT_API Linear {
     // overwrite x in place before the backward.
     struct Saved {
         Tensor input;  // (N, in): the GEMM's input, flattened (sequence parallel: gathered)
+        Tensor input_fp8;  // in FP8: that input quantized and read back (f32), for dW
     };
 
     // Parameters "<name>.weight" (out, in) and, when bias, "<name>.bias" (out) (no decay); in
@@ -42,6 +44,16 @@ class MT_API Linear {
     // for a module that recomputes its activations (not for a row shard, whose sum crosses ranks).
     Tensor output_of(const Saved& saved) const;
 
+    // Runs the GEMMs in FP8 (fp8.enabled) as Transformer Engine's linears do under
+    // fp8_autocast with the tensorwise recipe: forward y = q(x) q(W)^T, backward dx = q(dy) q(W)
+    // and dW += q(dy)^T q(x), each operand quantized with its current amax (mt/nn/fp8.h), the
+    // products summed in f32 and y, dx rounded to the activations' dtype; the bias and its grad
+    // stay in that dtype (bgrad from the unquantized dy, as TE's cast + dbias kernel).
+    void use_fp8(const Fp8Config& fp8) {
+        fp8_ = fp8;
+        weight_.fp8 = fp8.enabled;
+    }
+
     void collect_parameters(std::vector<Parameter*>& out);
     Parameter& weight() { return weight_; }
     const Parameter& weight() const { return weight_; }
@@ -51,9 +63,15 @@ class MT_API Linear {
     int64_t out_features() const { return out_; }
 
   private:
-    // x2 (N, in) times the weight: (N, out), before any bias or reduction.
-    Tensor product(const Tensor& x2) const;
+    // x2 (N, in) times the weight: (N, out), before any bias or reduction. In FP8, x2's
+    // quantized copy goes to *x_fp8 when given.
+    Tensor product(const Tensor& x2, Tensor* x_fp8 = nullptr) const;
     bool column() const;
+    // What the FP8 weight is quantized from: the f32 main param with --fp8-param-gather, else
+    // the weight's value.
+    const Tensor& fp8_weight() const {
+        return weight_.fp8_main.defined() ? weight_.fp8_main : weight_.value;
+    }
     // The layer's input as the GEMM sees it: gathered along the sequence when column-parallel
     // under sequence parallelism.
     Tensor gathered(const Tensor& x) const;
@@ -64,6 +82,7 @@ class MT_API Linear {
     Parameter weight_, bias_;
     Backend* backend_;
     TensorParallel tp_;
+    Fp8Config fp8_;
 };
 
 // x's shape with the last dimension replaced by `last`.

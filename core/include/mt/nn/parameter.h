@@ -68,6 +68,13 @@ struct Parameter {
     // "output_layer.bias" beside the parameters' own keys. Readers take the tensor from its own
     // key and accept these; writers write them too (torch's strict load asks for every key).
     std::vector<std::string> aliases;
+    // The weight of a linear whose GEMMs run in FP8 (Linear::use_fp8): with --fp8-param-gather
+    // Megatron keeps it as an FP8 tensor quantized from its f32 main param after each step
+    // (quantize_param_shard). fp8_main is then that main param, whole, which the linear
+    // quantizes (undefined: the value); the value holds the FP8 weight read back, as Megatron's
+    // checkpoints save it (the trainer keeps both: Trainer::sync_fp8_params).
+    bool fp8 = false;
+    Tensor fp8_main;
 
     // A copy whose values another rank counts: a replicated tensor on a tensor-parallel rank
     // other than 0 (Megatron's param_is_not_tensor_parallel_duplicate), or a pipeline stage's

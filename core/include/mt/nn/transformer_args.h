@@ -11,6 +11,7 @@
 #include "mt/api.h"
 #include "mt/model.h"
 #include "mt/nn/attention_window.h"
+#include "mt/nn/fp8_config.h"
 #include "mt/nn/moe/layer_pattern.h"
 #include "mt/nn/recompute.h"
 #include "mt/nn/transformer_config.h"
@@ -94,6 +95,7 @@ struct TransformerArgs {
     // --mtp-loss-scaling-factor, their mean loss's weight in the loss trained.
     int64_t mtp_num_layers = 0;
     double mtp_loss_scaling_factor = 0.1;
+    Fp8Args fp8;  // --fp8-format, --fp8-recipe, --first-last-layers-bf16
 };
 
 // Megatron's _vocab_size_with_padding.

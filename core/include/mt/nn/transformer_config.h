@@ -8,6 +8,7 @@
 #include "mt/api.h"
 #include "mt/dtype.h"
 #include "mt/nn/context_parallel.h"
+#include "mt/nn/fp8_config.h"
 #include "mt/nn/mamba_config.h"
 #include "mt/nn/mla_config.h"
 #include "mt/nn/moe/config.h"
@@ -92,6 +93,7 @@ struct TransformerConfig {
     MoeConfig moe;
     MambaConfig mamba;  // the Mamba mixers of a hybrid model
     MlaConfig mla;      // --multi-latent-attention: the self-attention of every layer
+    Fp8Config fp8;      // --fp8-format: this layer's linears in FP8
 
     int64_t query_groups() const {
         return num_query_groups > 0 ? num_query_groups : num_attention_heads;

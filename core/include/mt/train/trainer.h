@@ -98,6 +98,10 @@ struct TrainerOptions {
     // Megatron's check_for_nan_in_loss_and_grad: a NaN or Inf loss or gradient norm stops the
     // run; off (--no-check-for-nan-in-loss-and-grad), training goes on and the log counts them.
     bool check_for_nan = true;
+    // --fp8-param-gather (with the distributed optimizer): the FP8 layers' weights quantized from
+    // their f32 main params, gathered over the data-parallel ranks after each step
+    // (sync_fp8_params).
+    bool fp8_param_gather = false;
     // Megatron's re-run engine (--rerun-mode, --error-injection-*): each step's micro-batch
     // losses and local gradient norms are validated, a failed validation re-runs the step.
     RerunConfig rerun;
@@ -333,6 +337,11 @@ class MT_API Trainer {
     // The ranks whose loss sums make up the batch's (data and context parallel), or null alone.
     Communicator* reporting_group() const;
 
+    // --fp8-param-gather: each FP8 weight's f32 main param, whole (Parameter::fp8_main), from
+    // the distributed optimizer's shards (Megatron's quantize_param_shard); and the FP8 weights
+    // read back into the values, which checkpoints save.
+    void sync_fp8_params();
+
     Model& model_;
     optim::Optimizer& optimizer_;
     optim::LrScheduler& scheduler_;
@@ -357,6 +366,7 @@ class MT_API Trainer {
     // which Megatron-DeepSpeed counts even where it exceeds the sequence), else tokens_per_sample.
     int64_t step_seqlen_ = 0;
     bool memory_reported_ = false;  // Megatron's report_memory runs once
+    Tensor fp8_mains_;  // --fp8-param-gather: the main params, laid out as the grad buffer
     std::optional<optim::GradScaler> scaler_;
     std::vector<double> losses_, grad_norms_;
     std::unique_ptr<RerunStateMachine> rerun_;  // made by train(), once the ranks are known

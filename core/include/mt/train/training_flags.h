@@ -52,6 +52,9 @@ struct TrainingFlags {
     // --grad-reduce-in-bf16: with --bf16, grads accumulate and are reduced in bf16 (Megatron
     // sets accumulate_allreduce_grads_in_fp32 false); ignored otherwise, as Megatron does.
     bool grad_reduce_in_bf16 = false;
+    // --fp8-param-gather: FP8 layers' weights quantized from their f32 main params after each
+    // step (TrainerOptions::fp8_param_gather).
+    bool fp8_param_gather = false;
     // Megatron-DeepSpeed's --deepspeed with --deepspeed_config: the configuration's precision,
     // clipping, loss scaling and ZeRO stage, already applied to these flags (settle_batch_sizes
     // checks its batch sizes).

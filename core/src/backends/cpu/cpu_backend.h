@@ -53,6 +53,8 @@ class CpuBackend final : public Backend {
     double dot(const Tensor& a, const Tensor& b) override;
     double sum(const Tensor& x) override;
     int64_t count_zeros(const Tensor& x) override;
+    double abs_max(const Tensor& x) override;
+    void fp8_quantize(const Tensor& x, float scale, ops::Fp8Type type, Tensor& y) override;
 
     void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
                             const NormConfig& config, Tensor& y, Tensor& mean,

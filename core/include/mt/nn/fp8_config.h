@@ -1,0 +1,31 @@
+// FP8 settings: one layer's (TransformerConfig::fp8: whether its linears run their GEMMs in FP8,
+// Megatron's fp8_autocast around the layer, and in which format) and the model's flags that
+// decide them (mt/nn/fp8.h has the quantization).
+#pragma once
+
+#include <cstdint>
+
+#include "mt/api.h"
+#include "mt/op_types.h"
+
+namespace mt::nn {
+
+struct Fp8Config {
+    bool enabled = false;
+    bool hybrid = true;  // --fp8-format hybrid: E5M2 gradients; e4m3: E4M3 for all
+    ops::Fp8Type forward_type() const { return ops::Fp8Type::e4m3; }
+    ops::Fp8Type grad_type() const { return hybrid ? ops::Fp8Type::e5m2 : ops::Fp8Type::e4m3; }
+};
+
+// What the flags ask of the model: --fp8-format (none: FP8 off), --fp8-recipe (tensorwise; the
+// others are refused when read), and --first-last-layers-bf16 with
+// --num-layers-at-start-in-bf16 / --num-layers-at-end-in-bf16.
+struct Fp8Args {
+    Fp8Config config;
+    int64_t bf16_layers_at_start = 0, bf16_layers_at_end = 0;  // 0 without --first-last-layers-bf16
+    // Megatron's is_first_last_bf16_layer: `layer` (global, 0-based) of `num_layers` runs in
+    // FP8 unless among the first or last layers kept in bf16.
+    MT_API bool fp8_layer(int64_t layer, int64_t num_layers) const;
+};
+
+}  // namespace mt::nn
