@@ -31,8 +31,10 @@ function(mt_add_test name)
     target_link_libraries(${name} PRIVATE mt_core mt_test_support ${T_LIBS})
     set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
     # One label: CMake 3.25's gtest_discover_tests splits a list of them into property names.
+    # Listing the tests runs the program: 60 s, not 5, for sanitized builds on a busy machine.
     gtest_discover_tests(${name}
         DISCOVERY_MODE PRE_TEST
+        DISCOVERY_TIMEOUT 60
         PROPERTIES LABELS "${T_LABELS}" ENVIRONMENT "${T_ENV}")
 endfunction()
 
@@ -75,6 +77,9 @@ function(mt_add_mpi_test name)
     endif()
     if(NOT T_TIMEOUT)
         set(T_TIMEOUT 300)  # a rank that fails mid-collective leaves the others waiting
+    endif()
+    if(MT_SANITIZE_ADDRESS OR MT_SANITIZE_UNDEFINED OR MT_SANITIZE_THREAD)
+        math(EXPR T_TIMEOUT "${T_TIMEOUT} * 4")  # sanitized ranks run several times slower
     endif()
     add_executable(${name} ${T_SOURCES})
     target_link_libraries(${name} PRIVATE mt_core mt_test_support ${T_LIBS})
