@@ -53,7 +53,9 @@ Tensor Linear::gathered(const Tensor& x) const {
 }
 
 Linear::Saved Linear::saved_for(const Tensor& x) const {
-    return Saved{rows(*backend_, gathered(x), in_, "x")};
+    Saved saved;
+    saved.input = rows(*backend_, gathered(x), in_, "x");
+    return saved;  // no quantized copy: the backward quantizes the input itself
 }
 
 Tensor Linear::product(const Tensor& x2, Tensor* x_fp8) const {
