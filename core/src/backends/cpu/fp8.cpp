@@ -29,6 +29,14 @@ Fp8Layout layout(ops::Fp8Type type) {
                                      : Fp8Layout{2, -14, ops::fp8_max(type)};
 }
 
+// 2^e for a normal float's exponent (-126 <= e <= 127), from its bits (ldexp is a call).
+inline float power_of_two(int e) {
+    const uint32_t bits = uint32_t(e + 127) << 23;
+    float v;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
 // v rounded to the nearest value of `f` (ties to even), saturated; NaN stays NaN.
 inline float round_fp8(float v, const Fp8Layout& f) {
     if (!(std::fabs(v) < f.max_finite)) return std::isnan(v) ? v : std::copysign(f.max_finite, v);
@@ -37,9 +45,8 @@ inline float round_fp8(float v, const Fp8Layout& f) {
     const int exponent = std::max(int((bits >> 23) & 0xffu) - 127, f.min_exponent);
     // The spacing of representable values at v's exponent, and its inverse: powers of two, so
     // v * inverse is exact and rint (ties to even in the default rounding mode) does the rounding.
-    const int q = exponent - f.mantissa_bits;
-    const float quantum = std::ldexp(1.0f, q), inverse = std::ldexp(1.0f, -q);
-    return std::rint(v * inverse) * quantum;
+    const int q = exponent - f.mantissa_bits;  // in [-17, 125]: both powers are normal floats
+    return std::rint(v * power_of_two(-q)) * power_of_two(q);
 }
 
 }  // namespace
