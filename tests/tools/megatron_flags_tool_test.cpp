@@ -282,6 +282,8 @@ TEST(MegatronFlagsTool, RefusedFlagsNameWhatIsMissing) {
              {"--optimizer muon --muon-scalar-optimizer lion",
               "not supported yet: Lion beside Muon"},
              {"--use-megatron-fsdp", "--use-megatron-fsdp: not supported yet: FSDP"},
+             {"--num-experts 2 --moe-router-load-balancing-type global_aux_loss",
+              "not supported yet: the global-batch auxiliary load-balancing loss"},
              {"--fp8-amax-compute-algo nope",
               "megatron-train: error: argument --fp8-amax-compute-algo: invalid choice: 'nope'"},
              {"--fp8-recipe nope", "--fp8-recipe nope: invalid choice (choose from "

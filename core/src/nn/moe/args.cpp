@@ -87,6 +87,11 @@ void read_moe_args(const ModelArgsReader& f, TransformerArgs& c) {
         !m.probs_on_input || r.topk == 1,
         "`moe_apply_probs_on_input` only works with `moe_router_topk`=1 (got --moe-router-topk ",
         r.topk, ")");
+    // core_v0.19's fourth kind, the loss over the global batch's expert loads.
+    MT_CHECK(!f.has("moe-router-load-balancing-type") ||
+                 f.text("moe-router-load-balancing-type") != "global_aux_loss",
+             "--moe-router-load-balancing-type global_aux_loss: not supported yet: the global-batch "
+             "auxiliary load-balancing loss");
     r.load_balancing = f.choice(
         "moe-router-load-balancing-type", "aux_loss",
         {std::pair{"aux_loss", LoadBalancing::aux_loss},
