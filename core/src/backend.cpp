@@ -119,6 +119,7 @@ MT_UNSUPPORTED(gated_rms_norm_backward, const Tensor&, const Tensor&, const Tens
 MT_UNSUPPORTED(adamw_step, Tensor&, const Tensor&, Tensor&, Tensor&, const ops::AdamWConfig&,
                int64_t)
 MT_UNSUPPORTED(fp8_quantize, const Tensor&, float, ops::Fp8Type, Tensor&)
+MT_UNSUPPORTED(fp8_quantize_blocks, const Tensor&, const ops::Fp8Blocks&, Tensor&)
 MT_UNSUPPORTED(sgd_step, Tensor&, const Tensor&, Tensor&, const ops::SgdConfig&, int64_t)
 
 #undef MT_UNSUPPORTED

@@ -270,8 +270,8 @@ TEST(MegatronFlagsTool, RefusedFlagsNameWhatIsMissing) {
               "error: --encoder-num-layers is read by T5 models (pretrain_t5.py): give --model "
               "t5"},
              {"--hybrid-override-pattern M-M", "not supported yet: Mamba hybrid models"},
-             {"--fp8-format hybrid",
-              "--fp8-recipe delayed: not supported yet: FP8 with the delayed recipe"},
+             {"--fp8-format hybrid --fp8-recipe custom",
+              "--fp8-recipe custom: not supported yet: FP8 with a custom recipe"},
              {"--moe-upcycling-granularity 4",
               "--moe-upcycling-granularity 4: not supported yet: this MoE (Mixture"},
              {"--warmup 10", "error: --warmup argument is no longer valid"},
@@ -285,9 +285,10 @@ TEST(MegatronFlagsTool, RefusedFlagsNameWhatIsMissing) {
              {"--num-experts 2 --moe-router-load-balancing-type global_aux_loss",
               "not supported yet: the global-batch auxiliary load-balancing loss"},
              {"--fp8-amax-compute-algo nope",
-              "megatron-train: error: argument --fp8-amax-compute-algo: invalid choice: 'nope'"},
-             {"--fp8-recipe nope", "--fp8-recipe nope: invalid choice (choose from "
-                                   "'tensorwise', 'delayed', 'mxfp8', 'blockwise', 'custom')"}}) {
+              "--fp8-amax-compute-algo nope: supported are most_recent, max"},
+             {"--fp8-recipe nope",
+              "--fp8-recipe nope: invalid choice (choose from "
+              "'tensorwise', 'delayed', 'mxfp8', 'blockwise', 'custom')"}}) {
         const auto r = run_command(train_command(dir, data) + " " + flag);
         EXPECT_NE(r.exit_code, 0) << flag;
         EXPECT_NE(r.output.find(message), std::string::npos) << flag << "\n" << r.output;

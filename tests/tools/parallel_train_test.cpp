@@ -148,6 +148,23 @@ TEST_F(ParallelTrain, TensorSequenceDataParallelGiveTheOneProcessLosses) {
     expect_same(got, single_, r.output);
 }
 
+// FP8's delayed scaling (--fp8-recipe delayed, a history of 4, max): the amaxes are reduced over
+// the tensor- and data-parallel ranks before each scale update (Transformer Engine's amax
+// reduction group), so TP2 with sequence parallelism, whose row-parallel inputs, weights and
+// gradients each rank quantizes in part, scales them as one process does and gives its losses;
+// PP2 updates each stage's own.
+TEST_F(ParallelTrain, Fp8DelayedScalingGivesTheOneProcessLossesSplit) {
+    const std::string fp8 =
+        " --fp8-format hybrid --fp8-amax-history-len 4"
+        " --fp8-amax-compute-algo max";
+    const auto want = curve(train(dir_, data_, 1, 1) + fp8);
+    ASSERT_EQ(want.size(), 6u);
+    // Not the curve without FP8: the GEMMs did run in FP8.
+    EXPECT_NE(want.at(2), single_.at(2));
+    expect_curve(train(dir_, data_, 2, 2) + fp8, want);
+    expect_curve(train(dir_, data_, 2, 1) + fp8 + " --pipeline-model-parallel-size 2", want);
+}
+
 // Sliding-window attention (--window-size, the second layer full by --window-attn-skip-freq 2)
 // with learned attention sinks (--softmax-type learnable, split with the heads): TP2 x DP2 with
 // sequence parallelism and PP2 (each stage's layers windowed by their number in the whole

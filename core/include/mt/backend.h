@@ -111,6 +111,13 @@ class MT_API Backend {
     // (the product in f32, rounded to nearest even, saturated at the type's largest finite
     // value; NaN stays NaN) and read back with TE's scale_inv, the operand an FP8 GEMM sees.
     virtual void fp8_quantize(const Tensor& x, float scale, ops::Fp8Type type, Tensor& y);
+    // The same per block of x (R, C) (ops::Fp8Blocks), each block quantized with its own scale:
+    // e8m0 (MXFP8BlockScaling): x * 2^(127 - e), e = float_to_e8m0(amax * (1 / fp8 max)) (the
+    // f32 exponent, rounded up when the mantissa is not 0), read back times 2^(e - 127);
+    // power_of_two (Float8BlockScaling): scale = fp8 max / amax rounded down to a power of two
+    // (1 for amax 0; the input dtype's max where the quotient overflows), read back times its
+    // reciprocal.
+    virtual void fp8_quantize_blocks(const Tensor& x, const ops::Fp8Blocks& blocks, Tensor& y);
 
     // ---- Norms over the last dimension (Megatron's definitions, mt/kernels/norms.h) ---------
     // Parameter grads accumulate (+=), dx is overwritten.

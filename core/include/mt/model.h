@@ -268,6 +268,9 @@ class MT_API Model {
     // A mixture-of-experts model's auxiliary-loss tracker (its gradient scale, the losses to
     // report), or null.
     virtual nn::MoeTracker* moe_tracker() { return nullptr; }
+    // Megatron's set_is_first_microbatch: the schedule's next forward on this model (chunk) is
+    // the first micro-batch of a forward-backward pass (FP8 weights are quantized anew).
+    virtual void set_is_first_microbatch() {}
     // The model chunks of this pipeline stage, in order (the interleaved schedule runs each
     // chunk's forward and backward itself): this model alone unless it holds several.
     virtual std::vector<Model*> pipeline_chunks() { return {this}; }

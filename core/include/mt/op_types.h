@@ -42,6 +42,18 @@ MT_API const char* fp8_type_name(Fp8Type type);
 // The type's largest finite value.
 MT_API float fp8_max(Fp8Type type);
 
+// Blocks of a 2-D tensor quantized each with its own scale (Backend::fp8_quantize_blocks): `rows`
+// x `cols` elements (1 x n: along a row; n x 1: down a column), each scale made from the
+// block's amax as Transformer Engine's recipe does: MXFP8's E8M0 exponent (blocks of 32, whole
+// ones only) or the blockwise recipe's max / amax rounded down to a power of two (blocks of 128,
+// those at the edges partial).
+struct Fp8Blocks {
+    enum class Scale : uint8_t { e8m0, power_of_two };
+    Fp8Type type = Fp8Type::e4m3;
+    int64_t rows = 1, cols = 32;
+    Scale scale = Scale::e8m0;
+};
+
 struct NormConfig {
     float eps = 1e-5f;                 // --layernorm-epsilon, inside the square root
     bool zero_centered_gamma = false;  // --apply-layernorm-1p: the applied scale is weight + 1

@@ -537,17 +537,18 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--nccl-all-reduce-for-prefill", kInferenceOnly, kNcclTuning},
     {"--mlp-chunks-for-prefill", kInferenceOnly,
      accept("computes the prefill's MLP in chunks along the sequence: the same numbers")},
-    // Transformer-Engine. --fp8-format, --fp8-recipe and the bf16 first and last layers are the
-    // GPT family's flags (mt/nn/fp8.h): these entries only answer for a tool without them.
+    // Transformer-Engine. --fp8-format, --fp8-recipe, the delayed recipe's settings and the
+    // bf16 first and last layers are the GPT family's flags (mt/nn/fp8.h): these entries only
+    // answer for a tool without them.
     {"--fp8-format", refuse(kFp8)},
     {"--fp8-recipe", refuse(kFp8)},
     {"--first-last-layers-bf16", refuse(kFp8)},
     {"--num-layers-at-start-in-bf16", refuse(kFp8)},
     {"--num-layers-at-end-in-bf16", refuse(kFp8)},
-    {"--fp8-margin", refuse_unless(kFp8Delayed, "fp8-recipe=tensorwise")},
+    {"--fp8-margin", refuse(kFp8)},
     {"--fp8-interval", accept("deprecated: Megatron ignores it too")},
-    {"--fp8-amax-history-len", refuse_unless(kFp8Delayed, "fp8-recipe=tensorwise")},
-    {"--fp8-amax-compute-algo", refuse_unless(kFp8Delayed, "fp8-recipe=tensorwise")},
+    {"--fp8-amax-history-len", refuse(kFp8)},
+    {"--fp8-amax-compute-algo", refuse(kFp8)},
     {"--no-fp8-wgrad", refuse("FP8 with the weight-gradient GEMMs in higher precision")},
     {"--fp8-param-gather", kDefined,
      accept("FP8 parameters in training: the checkpoint holds the FP8 weights read back, which "

@@ -33,9 +33,6 @@ inline constexpr const char* kRetro = "Retro models";
 inline constexpr const char* kRetriever = "ICT / biencoder retriever models and tasks";
 inline constexpr const char* kMtp = "multi-token prediction (MTP)";
 inline constexpr const char* kFp8 = "FP8 training";
-inline constexpr const char* kFp8Delayed =
-    "FP8's delayed-scaling recipe (amax history and margin; megatron.cpp emulates --fp8-recipe "
-    "tensorwise)";
 inline constexpr const char* kFsdp = "FSDP (fully sharded data parallelism)";
 inline constexpr const char* kNonPersistent =
     "non-persistent (global / local / in-memory) checkpoints";

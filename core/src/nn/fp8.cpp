@@ -36,11 +36,40 @@ float fp8_current_scale(double amax, ops::Fp8Type type, DType input) {
     return std::isinf(scale) ? largest_finite(input) : scale;
 }
 
-Tensor fp8_current_scaling(Backend& backend, const Tensor& x, ops::Fp8Type type) {
+Tensor fp8_quantized(Backend& backend, const Tensor& x, float scale, ops::Fp8Type type) {
     const Tensor in = backend.contiguous(x);
     Tensor y = backend.empty(in.shape(), DType::f32);
-    backend.fp8_quantize(in, fp8_current_scale(backend.abs_max(in), type, in.dtype()), type, y);
+    backend.fp8_quantize(in, scale, type, y);
     return y;
+}
+
+Tensor fp8_current_scaling(Backend& backend, const Tensor& x, ops::Fp8Type type) {
+    const Tensor in = backend.contiguous(x);
+    return fp8_quantized(backend, in, fp8_current_scale(backend.abs_max(in), type, in.dtype()),
+                         type);
+}
+
+Tensor fp8_blocks(Backend& backend, const Tensor& x, const ops::Fp8Blocks& blocks) {
+    const Tensor in = backend.contiguous(x);
+    Tensor y = backend.empty(in.shape(), DType::f32);
+    backend.fp8_quantize_blocks(in, blocks, y);
+    return y;
+}
+
+ops::Fp8Blocks fp8_operand_blocks(Fp8Recipe recipe, ops::Fp8Type type, bool weight,
+                                  bool down_columns) {
+    ops::Fp8Blocks b;
+    b.type = type;
+    const bool mx = recipe == Fp8Recipe::mxfp8;
+    b.scale = mx ? ops::Fp8Blocks::Scale::e8m0 : ops::Fp8Blocks::Scale::power_of_two;
+    const int64_t n = mx ? 32 : 128;
+    if (!mx && weight) {
+        b.rows = b.cols = n;  // Float8BlockScaling's w_block_scaling_dim 2
+    } else {
+        b.rows = down_columns ? n : 1;
+        b.cols = down_columns ? 1 : n;
+    }
+    return b;
 }
 
 LayerSpecs with_fp8_layers(LayerSpecs specs, const Fp8Args& fp8, int64_t num_layers) {

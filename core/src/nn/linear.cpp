@@ -58,15 +58,52 @@ Linear::Saved Linear::saved_for(const Tensor& x) const {
     return saved;  // no quantized copy: the backward quantizes the input itself
 }
 
-Tensor Linear::product(const Tensor& x2, Tensor* x_fp8) const {
+void Linear::use_fp8(const Fp8Config& fp8) {
+    fp8_ = fp8;
+    weight_.fp8 = fp8.enabled;
+    meters_ = fp8.enabled && fp8.delayed ? fp8.delayed->add_linear() : nullptr;
+    weight_.fp8_scale = meters_ ? &meters_->weight.scale : nullptr;
+}
+
+Tensor Linear::fp8_quantized(const Tensor& t, Fp8Meter* meter, ops::Fp8Type type, bool weight,
+                             bool down_columns) const {
+    if (meter) return fp8_.delayed->quantize(*backend_, t, *meter, type);
+    if (block_scaled())
+        return fp8_blocks(*backend_, t,
+                          fp8_operand_blocks(fp8_.recipe, type, weight, down_columns));
+    return fp8_current_scaling(*backend_, t, type);
+}
+
+Tensor Linear::fp8_input(const Tensor& x2, bool down_columns) const {
+    return fp8_quantized(x2, meters_ ? &meters_->input : nullptr, fp8_.forward_type(), false,
+                         down_columns);
+}
+
+Tensor Linear::fp8_weight_operand(bool down_columns) const {
+    if (meters_) return fp8_.delayed->weight(*backend_, fp8_weight(), *meters_);
+    return fp8_quantized(fp8_weight(), nullptr, fp8_.forward_type(), true, down_columns);
+}
+
+Tensor Linear::fp8_grad(const Tensor& dy2, bool down_columns) const {
+    return fp8_quantized(dy2, meters_ ? &meters_->grad : nullptr, fp8_.grad_type(), false,
+                         down_columns);
+}
+
+Tensor Linear::product(const Tensor& x2, Saved* saved) const {
     MT_CHECK(x2.dtype() == weight_.value.dtype(), "Linear ", weight_.name, ": x is ", x2.describe(),
              ", weight ", weight_.value.describe());
     if (fp8_.enabled) {
-        const Tensor xq = fp8_current_scaling(*backend_, x2, fp8_.forward_type());
-        const Tensor wq = fp8_current_scaling(*backend_, fp8_weight(), fp8_.forward_type());
+        const Tensor xq = fp8_input(x2);
+        const Tensor wq = fp8_weight_operand();
         Tensor y = backend_->empty({x2.size(0), out_}, DType::f32);
         backend_->gemm(Transpose::no, Transpose::yes, 1.0f, xq, wq, 0.0f, y);
-        if (x_fp8) *x_fp8 = xq;
+        if (saved) {
+            // dW sums over the rows of x: block scaling quantizes it down the columns for that.
+            saved->input_fp8 = block_scaled() ? fp8_input(x2, true) : xq;
+            // Delayed scaling's weight scale may change before the backward: keep this copy
+            // (the pass's, shared by its micro-batches). Tensorwise quantizes it again alike.
+            if (meters_) saved->weight_fp8 = wq;
+        }
         return backend_->cast_to(y, x2.dtype());
     }
     Tensor y = backend_->empty({x2.size(0), out_}, x2.dtype());
@@ -77,7 +114,7 @@ Tensor Linear::product(const Tensor& x2, Tensor* x_fp8) const {
 Tensor Linear::forward(const Tensor& x, Saved* saved) const {
     const Tensor input = gathered(x);
     Tensor x2 = rows(*backend_, input, in_, "x");
-    Tensor y = product(x2, saved ? &saved->input_fp8 : nullptr);
+    Tensor y = product(x2, saved);
     if (saved) saved->input = x2;
     y = y.view(with_last_dim(input.shape(), out_));
     if (row()) y = leave_row_parallel(tp_, y);
@@ -100,18 +137,22 @@ Tensor Linear::backward(const Tensor& dy, const Saved& saved) {
              ": dy ", dy.describe(), " does not match the saved input ", saved.input.describe());
     Tensor dx;
     if (fp8_.enabled) {
-        // A recomputed input (output_of) has no quantized copy: quantize it now, the same way.
-        const Tensor xq = saved.input_fp8.defined()
-                              ? saved.input_fp8
-                              : fp8_current_scaling(*backend_, saved.input, fp8_.forward_type());
-        const Tensor dyq = fp8_current_scaling(*backend_, dy2, fp8_.grad_type());
-        const Tensor wq = fp8_current_scaling(*backend_, fp8_weight(), fp8_.forward_type());
+        // A recomputed input (output_of) has no quantized copy: quantize it now, the same way
+        // (tensorwise only: the delayed recipe's scales have moved on since the forward).
+        MT_CHECK(!meters_ || (saved.input_fp8.defined() && saved.weight_fp8.defined()), "Linear ",
+                 weight_.name, ": FP8's delayed scaling needs the forward's quantized operands");
+        // dx = dy W sums over dy's columns and W's rows; dW = dy^T x over the rows of both.
+        const Tensor xq =
+            saved.input_fp8.defined() ? saved.input_fp8 : fp8_input(saved.input, true);
+        const Tensor dyq = fp8_grad(dy2);
+        const Tensor dyq_down = block_scaled() ? fp8_grad(dy2, true) : dyq;
+        const Tensor wq = saved.weight_fp8.defined() ? saved.weight_fp8 : fp8_weight_operand(true);
         Tensor dx32 = backend_->empty({dy2.size(0), in_}, DType::f32);
         backend_->gemm(Transpose::no, Transpose::no, 1.0f, dyq, wq, 0.0f, dx32);
         dx = backend_->cast_to(dx32, dy2.dtype());
         MT_CHECK(weight_.grad.dtype() == DType::f32, "Linear ", weight_.name,
                  ": FP8 accumulates the weight grad in f32, got ", weight_.grad.describe());
-        backend_->gemm(Transpose::yes, Transpose::no, 1.0f, dyq, xq, 1.0f, weight_.grad);
+        backend_->gemm(Transpose::yes, Transpose::no, 1.0f, dyq_down, xq, 1.0f, weight_.grad);
     } else {
         dx = backend_->empty({dy2.size(0), in_}, dy2.dtype());
         backend_->gemm(Transpose::no, Transpose::no, 1.0f, dy2, weight_.value, 0.0f, dx);

@@ -52,9 +52,17 @@ std::vector<FlagInfo> transformer_flags() {
             return f;
         }(),
         value_flag("fp8-recipe",
-                   "how FP8 operands are scaled: tensorwise (each by its current amax); delayed, "
-                   "mxfp8 and blockwise are not supported yet",
+                   "how FP8 operands are scaled: tensorwise (each by its current amax), delayed "
+                   "(by earlier amaxes), mxfp8 (each block of 32 by a power of two) or blockwise "
+                   "(blocks of 128, weights in 128 x 128 tiles)",
                    "delayed"),
+        value_flag("fp8-amax-history-len",
+                   "delayed scaling: how many passes' amaxes each FP8 tensor remembers", "1"),
+        value_flag("fp8-amax-compute-algo",
+                   "delayed scaling: the amax a scale is made from, most_recent or max (the "
+                   "history's largest)",
+                   "most_recent"),
+        value_flag("fp8-margin", "delayed scaling: scales divided by 2^margin", "0"),
         switch_flag("first-last-layers-bf16", "keep the first and last layers out of FP8"),
         value_flag("num-layers-at-start-in-bf16",
                    "with --first-last-layers-bf16: how many first layers stay out of FP8", "1"),
@@ -247,21 +255,33 @@ namespace {
 // --fp8-format, its recipe and the layers kept in bf16 (read first: a recipe not emulated is
 // refused before anything else).
 void read_fp8_args(const ModelArgsReader& f, TransformerArgs& c) {
-    // argparse's choices (core_v0.19 adds custom), checked with or without --fp8-format.
+    // argparse's choices (core_v0.19 adds custom to the recipes), checked with or without
+    // --fp8-format.
     const std::string recipe = f.has("fp8-recipe") ? f.text("fp8-recipe") : "delayed";
     MT_CHECK(recipe == "tensorwise" || recipe == "delayed" || recipe == "mxfp8" ||
                  recipe == "blockwise" || recipe == "custom",
              "--fp8-recipe ", recipe.substr(0, 100),
              ": invalid choice (choose from 'tensorwise', 'delayed', 'mxfp8', 'blockwise', "
              "'custom')");
+    const bool amax_max = f.choice("fp8-amax-compute-algo", "most_recent",
+                                   {std::pair{"most_recent", false}, std::pair{"max", true}});
     if (!f.has("fp8-format")) return;
     c.fp8.config.hybrid = f.choice("fp8-format", "hybrid",
                                    {std::pair{"hybrid", true}, std::pair{"e4m3", false}});
-    MT_CHECK(recipe == "tensorwise", "--fp8-recipe ", recipe.substr(0, 100),
-             ": not supported yet: FP8 with the ", recipe.substr(0, 100),
-             " recipe (megatron.cpp emulates tensorwise, Transformer Engine's current scaling; "
-             "give --fp8-recipe tensorwise)");
+    MT_CHECK(recipe != "custom",
+             "--fp8-recipe custom: not supported yet: FP8 with a custom "
+             "recipe (a quantizer factory)");
     c.fp8.config.enabled = true;
+    c.fp8.config.recipe = recipe == "delayed"     ? Fp8Recipe::delayed
+                          : recipe == "mxfp8"     ? Fp8Recipe::mxfp8
+                          : recipe == "blockwise" ? Fp8Recipe::blockwise
+                                                  : Fp8Recipe::tensorwise;
+    c.fp8.delayed_recipe.amax_history_len = f.integer("fp8-amax-history-len", 1);
+    c.fp8.delayed_recipe.amax_max = amax_max;
+    c.fp8.delayed_recipe.margin = f.integer("fp8-margin", 0);
+    MT_CHECK(c.fp8.delayed_recipe.amax_history_len >= 1,
+             "--fp8-amax-history-len must be positive, got ",
+             c.fp8.delayed_recipe.amax_history_len);
     if (f.flag("first-last-layers-bf16")) {
         c.fp8.bf16_layers_at_start = f.integer("num-layers-at-start-in-bf16", 1);
         c.fp8.bf16_layers_at_end = f.integer("num-layers-at-end-in-bf16", 1);
@@ -294,6 +314,15 @@ void settle_fp8(const ModelArgsReader& f, TransformerArgs& c) {
                  ") must be between 0 and number of layers per pipeline stage (", per_stage, ")");
     MT_CHECK(!recompute_module(c.recompute, "layernorm") && !recompute_module(c.recompute, "moe_act"),
              "moe_act and layernorm recompute cannot work with fp8.");
+    if (c.fp8.config.recipe == Fp8Recipe::delayed) {
+        // fp8_utils.get_fp8_context's assertion.
+        MT_CHECK(c.fp8.bf16_layers_at_start == 0 && c.fp8.bf16_layers_at_end == 0,
+                 "Delayed scaling does not support first / last layer in BF16.");
+        MT_CHECK(c.recompute.granularity != "full" && !recompute_module(c.recompute, "mlp"),
+                 "--fp8-recipe delayed with --recompute-granularity ", c.recompute.granularity,
+                 ": not supported yet: FP8's delayed scaling with recomputed linears (Transformer "
+                 "Engine replays the forward's scales)");
+    }
     MT_CHECK(!c.moe.enabled(),
              "--fp8-format with --num-experts: not supported yet: FP8 in MoE models (the "
              "experts' grouped GEMMs)");

@@ -60,6 +60,7 @@ class NoPipelining final : public ParallelStrategy {
             const Batch batch = next_batch(w);
             std::unique_ptr<Activations> saved;
             std::vector<Tensor> grads;
+            if (m == 0) w.model.set_is_first_microbatch();
             {
                 Step step(w.timers, w.trace, "forward-compute", "forward", m);
                 grads = w.loss_grads(
@@ -203,6 +204,7 @@ void Pipelined::forward_backward(const ForwardBackward& w) const {
     // Every chunk reads the same micro-batches; chunk 0 reads each first, the last drops it.
     std::map<int64_t, Batch> batches;
     int64_t read = 0;
+    std::vector<bool> chunk_started(static_cast<size_t>(chunks_), false);
 
     for (size_t i = 0; i < order.size(); ++i) {
         for (size_t j = i; j < std::min(order.size(), i + kLookahead); ++j) links.expect(order[j]);
@@ -216,6 +218,11 @@ void Pipelined::forward_backward(const ForwardBackward& w) const {
             if (!links.model_first(slot.chunk))
                 batch[std::string(kStageInput)] = links.receive(slot);
             InFlight f;
+            // Megatron's is_first_microbatch_for_model_chunk.
+            if (!chunk_started[size_t(slot.chunk)]) {
+                chunk_started[size_t(slot.chunk)] = true;
+                model.set_is_first_microbatch();
+            }
             {
                 Step step(w.timers, w.trace, "forward-compute", "forward", slot.micro_batch,
                           trace_chunk);

@@ -338,7 +338,13 @@ void Trainer::sync_fp8_params() {
         if (!p->fp8) continue;
         MT_CHECK(!p->expert, "--fp8-param-gather: not supported yet: FP8 MoE experts");
         p->fp8_main = buffer.view(fp8_mains_, *p);
-        backend.cast(nn::fp8_current_scaling(backend, p->fp8_main, ops::Fp8Type::e4m3), p->value);
+        // The FP8 weight read back: quantized with its delayed scale (TE's
+        // cast_master_weights_to_fp8 uses the weight quantizer's), or its current one.
+        backend.cast(
+            p->fp8_scale
+                ? nn::fp8_quantized(backend, p->fp8_main, *p->fp8_scale, ops::Fp8Type::e4m3)
+                : nn::fp8_current_scaling(backend, p->fp8_main, ops::Fp8Type::e4m3),
+            p->value);
     }
 }
 

@@ -8,6 +8,7 @@
 #include "mt/cli/flags.h"
 #include "mt/cli/megatron_flags.h"
 #include "mt/error.h"
+#include "mt/log.h"
 #include "mt/nn/hybrid_layer_pattern.h"
 #include "mt/parallel/pipeline_layers.h"
 #include "mt/parallel/pipeline_layout.h"
@@ -501,6 +502,13 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
                  "--fp8-param-gather only supported with distributed optimizer, torch fsdp2, "
                  "megatron fsdp, or inference mode");
         MT_CHECK(vm.count("fp8-format"), "fp8_param must be used together with fp8 mode.");
+        if (vm.count("fp8-recipe")) {
+            const std::string recipe = vm["fp8-recipe"].as<std::string>();
+            MT_CHECK(recipe != "mxfp8" && recipe != "blockwise",
+                     "--fp8-param-gather with "
+                     "--fp8-recipe ",
+                     recipe, ": not supported yet: FP8 parameters in blocks");
+        }
         MT_CHECK(f.params_dtype != DType::f32,
                  "--fp8-param-gather without --bf16 or --fp16: not supported yet: FP8 "
                  "parameters of an fp32 model");
@@ -593,6 +601,13 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
     read_optional(vm, "exit-duration-in-mins", f.exit_duration_in_mins);
     read_optional(vm, "save", f.save);
     read_optional(vm, "load", f.load);
+    if (vm.count("fp8-format") && vm.count("fp8-recipe") &&
+        vm["fp8-recipe"].as<std::string>() == "delayed" && (f.save || f.load))
+        log::warn(
+            "--fp8-recipe delayed: megatron.cpp's checkpoints do not hold the FP8 scaling state "
+            "yet (Transformer Engine's _extra_state: each linear's amax history and scales), "
+            "nor does it read Megatron's: a resumed run starts them afresh (scale 1, empty "
+            "history), where Megatron's continues them");
     // Megatron-DeepSpeed's load_checkpoint(tag=--load-tag) under --deepspeed: that tag's folder.
     if (vm.count("load-tag") && f.load && f.deepspeed) {
         const std::string tag = vm["load-tag"].as<std::string>();

@@ -77,7 +77,8 @@ std::shared_ptr<nn::MoeTracker> moe_tracker_for(const nn::TransformerArgs& confi
 // --window-size, each attention's window.
 nn::LayerSpecs layer_specs(const nn::TransformerArgs& config,
                            const std::optional<HybridArgs>& hybrid,
-                           std::shared_ptr<nn::MoeTracker> tracker) {
+                           std::shared_ptr<nn::MoeTracker> tracker,
+                           std::shared_ptr<nn::Fp8DelayedScaling> fp8_scaling) {
     if (hybrid) {
         MT_CHECK(hybrid->count('E') == 0 || config.moe.enabled(), "the hybrid layer pattern ",
                  hybrid->layers, " has MoE layers ('E'), which need --num-experts");
@@ -104,13 +105,15 @@ nn::LayerSpecs layer_specs(const nn::TransformerArgs& config,
             }
         };
     }
+    nn::Fp8Args fp8 = config.fp8;
+    fp8.config.delayed = std::move(fp8_scaling);
     return nn::with_fp8_layers(
         nn::with_attention_windows(
             config.moe.enabled()
                 ? nn::moe_layer_specs(config.moe_layers, std::move(tracker), config.mla.enabled)
                 : nn::dense_layer_specs(config.mla.enabled),
             config.windows),
-        config.fp8, config.num_layers);
+        fp8, config.num_layers);
 }
 
 // Integer tensor -> its values as int64 (i64 or i32, any contiguity).
@@ -169,10 +172,18 @@ GptModel::GptModel(const nn::TransformerArgs& config, const BuildContext& contex
       embedding_group_(context.parallel.embedding()),
       stage_(model_stage(config.num_layers, context)),
       moe_tracker_(moe_tracker_for(config, hybrid_)),
-      decoder_("decoder", stage_.layers.count,
-               layer_config(config, hybrid_, context, dtype, tp_, cp_),
-               layer_specs(config, hybrid_, moe_tracker_), config.recompute, *backend_,
-               {stage_.layers.first, stage_.last, hybrid_ ? "final_norm" : "final_layernorm"}) {
+      // Transformer Engine reduces the amaxes over fp8_utils' amax reduction group: the tensor-,
+      // data- and context-parallel ranks (of this pipeline stage), a max over each in turn here.
+      fp8_scaling_(
+          config.fp8.config.enabled && config.fp8.config.recipe == nn::Fp8Recipe::delayed
+              ? std::make_shared<nn::Fp8DelayedScaling>(
+                    config.fp8.delayed_recipe,
+                    std::vector<Communicator*>{&context.parallel.tp(), &context.parallel.dp_cp()})
+              : nullptr),
+      decoder_(
+          "decoder", stage_.layers.count, layer_config(config, hybrid_, context, dtype, tp_, cp_),
+          layer_specs(config, hybrid_, moe_tracker_, fp8_scaling_), config.recompute, *backend_,
+          {stage_.layers.first, stage_.last, hybrid_ ? "final_norm" : "final_layernorm"}) {
     MT_CHECK(config.seq_length % (2 * cp_.size()) == 0 || !cp_.active(), "--context-parallel-size ",
              cp_.size(), ": --seq-length (", config.seq_length,
              ") must be a multiple of 2 x the context-parallel size");
@@ -180,6 +191,11 @@ GptModel::GptModel(const nn::TransformerArgs& config, const BuildContext& contex
              "--sequence-parallel: --seq-length (", config.seq_length, ") over ", cp_.size(),
              " context-parallel ranks must be a multiple of --tensor-model-parallel-size (",
              tp_.size(), ")");
+    // Transformer Engine's amax buffers are global: an update at one chunk's autocast exit
+    // reaches the amaxes another chunk's evaluation left; each chunk keeps its own meters here.
+    MT_CHECK(!fp8_scaling_ || context.parallel.config().virtual_stages <= 1,
+             "--fp8-recipe delayed: not supported yet: FP8's delayed scaling with virtual "
+             "pipeline stages");
     const bool tied = !config.untie_embeddings_and_output_weights;
     const bool mtp = stage_.last && config.mtp_num_layers > 0;
     MT_CHECK(config.mtp_num_layers == 0 || !cp_.active(),
@@ -206,7 +222,8 @@ GptModel::GptModel(const nn::TransformerArgs& config, const BuildContext& contex
     if (mtp)
         mtp_.emplace(config.mtp_num_layers, config.mtp_loss_scaling_factor,
                      layer_config(config, hybrid_, context, dtype, tp_, cp_),
-                     layer_specs(config, hybrid_, moe_tracker_)(config.num_layers - 1), *backend_);
+                     layer_specs(config, hybrid_, moe_tracker_, nullptr)(config.num_layers - 1),
+                     *backend_);
     // Megatron's setup_embeddings_and_output_layer: what --decoupled-lr applies to; muP's
     // embedding class is every embedding parameter and the output layer.
     if (embedding_) embedding_->word().embedding_or_output = true;
@@ -303,6 +320,9 @@ Losses GptModel::forward(const Batch& given, nn::DropoutContext& dropout,
                  h.describe(), " are not ", shape_str(expected.shape));
     }
     h = decoder_.forward(h, dropout, acts ? &acts->decoder : nullptr, mask);
+    // The end of Megatron's fp8_autocast around the layers: a training pass updates the scales.
+    if (fp8_scaling_ && dropout.training)
+        fp8_scaling_->update(true, config_.fp8.config.grad_type());
     if (!output_) {
         MT_CHECK(acts != nullptr,
                  "GptModel: a pipeline stage before the last needs saved "
@@ -363,6 +383,7 @@ void GptModel::backward(const std::vector<Tensor>& dterms, const Activations& sa
         dh = acts->stage_output_grad;
     }
     dh = decoder_.backward(dh, acts->decoder, grad_ready_);
+    if (fp8_scaling_) fp8_scaling_->update(false, config_.fp8.config.grad_type());
     if (!stage_.first) {
         acts->stage_input_grad = dh;
         if (embedding_) nn::report_grads_ready(*embedding_, grad_ready_);  // multi-token's copy
@@ -420,6 +441,9 @@ Tensor GptModel::learned_positions(std::span<const int64_t> pasts, int64_t T) co
 // states on, the last computes the logits and sends them back to the first, whose rank leads
 // the generation; the others return nothing.
 Tensor GptModel::stage_input(const Tensor& tokens, const Tensor& positions) {
+    MT_CHECK(!fp8_scaling_,
+             "--fp8-recipe delayed: not supported yet: inference with FP8's delayed scaling (the "
+             "scales Transformer Engine keeps in a checkpoint's _extra_state are not read yet)");
     const int64_t B = tokens.size(0), T = tokens.size(1);
     if (stage_.first) {
         nn::DropoutContext no_dropout{false, 0, 0};

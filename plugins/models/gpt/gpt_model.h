@@ -88,6 +88,9 @@ class GptModel final : public Model {
                                                              int64_t capacity) const override;
     int64_t max_positions() const override { return config_.max_position_embeddings; }
     nn::MoeTracker* moe_tracker() override { return moe_tracker_.get(); }
+    void set_is_first_microbatch() override {
+        if (fp8_scaling_) fp8_scaling_->start_pass();
+    }
 
     const nn::TransformerArgs& config() const { return config_; }
 
@@ -116,6 +119,7 @@ class GptModel final : public Model {
     // computes the final norm, output layer and loss.
     ModelStage stage_;
     std::shared_ptr<nn::MoeTracker> moe_tracker_;  // a MoE model's; null for a dense one
+    std::shared_ptr<nn::Fp8DelayedScaling> fp8_scaling_;  // --fp8-recipe delayed's meters
     // The first stage's, and with multi-token prediction the last stage's (its copy of the
     // first stage's word embeddings when pipelined).
     std::optional<nn::Embedding> embedding_;

@@ -175,61 +175,96 @@ TEST(GptTraining, Fp16LossCurveMatchesPyTorchGpt2Style) {
 TEST(GptTraining, Fp16LossCurveMatchesPyTorchLlamaStyle) {
     check_curve("llama_fp16", DType::f16, 1e-2, 1.5e-5);
 }
-// --bf16 with the layers' linears in FP8 (--fp8-recipe tensorwise), the reference quantizing as
-// Transformer Engine's reference current-scaling quantizer does
-// (tests/fixtures/gpt/make_fp8_training_fixtures.py). The first loss (the forward) is held to
-// 2e-5: it is 8e-4 (GPT-2) and 2e-3 (Llama) off the bf16 curve. Later ones to the bf16
-// curves' 1e-2: the gradients' 2- or 3-bit mantissas turn the last-bit differences of the bf16
-// attention backward into differences of 1e-3 in the earlier layers' grads (the last layer's
-// linears' grads agree to 3e-7; tests/unit/nn/fp8_test.cpp holds one linear's backward to the
-// reference exactly), and Adam's first steps follow the grads' signs.
-TEST(GptTraining, Fp8HybridLossCurveMatchesReferenceGpt2Style) {
-    check_curve("gpt2_fp8", DType::bf16, 1e-2, 2e-5, {}, 1);
+// --bf16 with the layers' linears in FP8, the reference quantizing as Transformer Engine's
+// recipes do (tests/fixtures/gpt/make_fp8_training_fixtures.py). The first loss (the forward) is
+// held to 2e-5 (with tensorwise it is 8e-4 (GPT-2) and 2e-3 (Llama) off the bf16 curve); the
+// first `early` ones, later ones to the bf16 curves' 1e-2: the gradients' 2- or 3-bit mantissas
+// turn the last-bit differences of the bf16 attention backward into differences of 1e-3 in the
+// earlier layers' grads (the last layer's linears' grads agree to 3e-7;
+// tests/unit/nn/fp8_test.cpp holds one linear's backward to the reference exactly), and Adam's
+// first steps follow the grads' signs.
+struct Fp8Curve {
+    const char* fixture;
+    size_t early;
+};
+class Fp8Curves : public ::testing::TestWithParam<Fp8Curve> {};
+TEST_P(Fp8Curves, LossCurveMatchesReference) {
+    check_curve(GetParam().fixture, DType::bf16, 1e-2, 2e-5, {}, GetParam().early);
 }
-TEST(GptTraining, Fp8E4m3LossCurveMatchesReferenceLlamaStyle) {
-    check_curve("llama_fp8_e4m3", DType::bf16, 1e-2, 2e-5, {}, 1);
+INSTANTIATE_TEST_SUITE_P(
+    GptTraining, Fp8Curves,
+    ::testing::Values(
+        // Tensorwise, hybrid and e4m3; --first-last-layers-bf16 --num-layers-at-end-in-bf16 0
+        // (layer 0 in bf16, layer 1 in FP8).
+        Fp8Curve{"gpt2_fp8", 1}, Fp8Curve{"llama_fp8_e4m3", 1},
+        Fp8Curve{"gpt2_fp8_first_bf16", 1},
+        // --fp8-recipe delayed: each operand scaled from earlier amaxes (Megatron's defaults: a
+        // history of 1, most_recent), the weights quantized once per iteration; and with a
+        // history of 4, max, margin 1 in e4m3 (two iterations held: the second's forward runs
+        // on the first's updated scales).
+        Fp8Curve{"gpt2_fp8_delayed", 2}, Fp8Curve{"llama_fp8_e4m3_delayed_max", 2},
+        // --fp8-recipe mxfp8: each operand in blocks of 32 along the dimension its GEMM sums
+        // over, each block scaled by its own power of two (stateless).
+        Fp8Curve{"gpt2_fp8_mxfp8", 1}, Fp8Curve{"llama_fp8_e4m3_mxfp8", 1},
+        // --fp8-recipe blockwise: vectors of 128 along the summed dimension, the weights in 128
+        // x 128 tiles, power-of-two scales. (Its curve is MXFP8's here: a power-of-two scale
+        // moves only values at the bottom of the FP8 range, which this model's blocks do not
+        // reach; the unit tests' spread-out tensors tell the two apart.)
+        Fp8Curve{"gpt2_fp8_blockwise", 1}),
+    [](const ::testing::TestParamInfo<Fp8Curve>& info) { return std::string(info.param.fixture); });
+
+// After a --fp8-param-gather run: each FP8 layer's main param (fp8_main) is its f32 master as
+// the optimizer left it, and its value that FP8 weight read back in bf16 (what Megatron's
+// checkpoints hold), quantized with its current scale or, with delayed scaling, its meter's.
+void expect_fp8_weights_from_masters(Model& model, optim::Optimizer& optimizer,
+                                     parallel::GradBuffer* buffer) {
+    ASSERT_NE(buffer, nullptr);
+    Backend& be = optimizer.backend();
+    std::map<const nn::Parameter*, int64_t> fp8_elements;
+    for (size_t i = 0; i < buffer->shard().size(); ++i) {
+        const parallel::GradBuffer::ShardPiece& piece = buffer->shard()[i];
+        if (!piece.param->fp8) continue;
+        const Tensor main = piece.param->fp8_main.contiguous().view({-1}).slice(
+            0, piece.param_begin, piece.param_end);
+        const Tensor& master = optimizer.masters()[i];
+        ASSERT_EQ(master.numel(), main.numel());
+        for (int64_t e = 0; e < main.numel(); ++e)
+            ASSERT_EQ(main.data<float>()[e], master.data<float>()[e]) << piece.param->name;
+        fp8_elements[piece.param] += main.numel();
+    }
+    int64_t weights = 0;
+    for (nn::Parameter* p : model.parameters()) {
+        if (!p->fp8) continue;
+        ++weights;
+        EXPECT_EQ(fp8_elements[p], p->value.numel()) << p->name;
+        Tensor read_back = be.empty(p->value.shape(), DType::bf16);
+        be.cast(p->fp8_scale ? nn::fp8_quantized(be, p->fp8_main, *p->fp8_scale, ops::Fp8Type::e4m3)
+                             : nn::fp8_current_scaling(be, p->fp8_main, ops::Fp8Type::e4m3),
+                read_back);
+        EXPECT_EQ(std::memcmp(read_back.raw_data(), p->value.contiguous().raw_data(),
+                              size_t(p->value.numel()) * 2),
+                  0)
+            << p->name;
+    }
+    EXPECT_EQ(weights, 8);  // 2 layers x (qkv, proj, fc1, fc2)
 }
-// --first-last-layers-bf16 --num-layers-at-end-in-bf16 0: layer 0 in bf16, layer 1 in FP8.
-TEST(GptTraining, Fp8WithTheFirstLayerInBf16MatchesReference) {
-    check_curve("gpt2_fp8_first_bf16", DType::bf16, 1e-2, 2e-5, {}, 1);
+
+void use_fp8_param_gather(train::TrainerOptions& o) {
+    o.fp8_param_gather = true;
 }
+
 // --fp8-param-gather with the distributed optimizer: the FP8 weights quantized from the f32
 // masters after each step (the reference's curve parts from the bf16-copies one at iteration 3,
-// by 5e-5: less than FP8's spread from there on, see above). So the weights are checked after
-// the run: each FP8 layer's linear quantizes its f32 master as the optimizer left it, and its
-// value is that FP8 weight read back in bf16 (what Megatron's checkpoints hold).
+// by 5e-5: less than FP8's spread from there on, see above), so the weights are checked after
+// the run.
 TEST(GptTraining, Fp8ParamGatherQuantizesTheMainParams) {
-    auto gather = [](train::TrainerOptions& o) { o.fp8_param_gather = true; };
-    auto weights = [](Model& model, optim::Optimizer& optimizer, parallel::GradBuffer* buffer) {
-        ASSERT_NE(buffer, nullptr);
-        Backend& be = optimizer.backend();
-        std::map<const nn::Parameter*, int64_t> fp8_elements;
-        for (size_t i = 0; i < buffer->shard().size(); ++i) {
-            const parallel::GradBuffer::ShardPiece& piece = buffer->shard()[i];
-            if (!piece.param->fp8) continue;
-            const Tensor main = piece.param->fp8_main.contiguous().view({-1}).slice(
-                0, piece.param_begin, piece.param_end);
-            const Tensor& master = optimizer.masters()[i];
-            ASSERT_EQ(master.numel(), main.numel());
-            for (int64_t e = 0; e < main.numel(); ++e)
-                ASSERT_EQ(main.data<float>()[e], master.data<float>()[e]) << piece.param->name;
-            fp8_elements[piece.param] += main.numel();
-        }
-        int64_t weights = 0;
-        for (nn::Parameter* p : model.parameters()) {
-            if (!p->fp8) continue;
-            ++weights;
-            EXPECT_EQ(fp8_elements[p], p->value.numel()) << p->name;
-            Tensor read_back = be.empty(p->value.shape(), DType::bf16);
-            be.cast(nn::fp8_current_scaling(be, p->fp8_main, ops::Fp8Type::e4m3), read_back);
-            EXPECT_EQ(std::memcmp(read_back.raw_data(), p->value.contiguous().raw_data(),
-                                  size_t(p->value.numel()) * 2),
-                      0)
-                << p->name;
-        }
-        EXPECT_EQ(weights, 8);  // 2 layers x (qkv, proj, fc1, fc2)
-    };
-    check_curve("llama_fp8_e4m3_param_gather", DType::bf16, 1e-2, 2e-5, gather, 2, true, weights);
+    check_curve("llama_fp8_e4m3_param_gather", DType::bf16, 1e-2, 2e-5, use_fp8_param_gather, 2,
+                true, expect_fp8_weights_from_masters);
+}
+// The same under delayed scaling: each weight quantized from its master with its meter's scale.
+TEST(GptTraining, Fp8DelayedScalingParamGatherQuantizesTheMainParams) {
+    check_curve("llama_fp8_e4m3_delayed_param_gather", DType::bf16, 1e-2, 2e-5,
+                use_fp8_param_gather, 2, true, expect_fp8_weights_from_masters);
 }
 
 }  // namespace

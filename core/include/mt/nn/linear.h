@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ class MT_API Linear {
     struct Saved {
         Tensor input;  // (N, in): the GEMM's input, flattened (sequence parallel: gathered)
         Tensor input_fp8;  // in FP8: that input quantized and read back (f32), for dW
+        Tensor weight_fp8;  // delayed scaling: the pass's quantized weight, for dx
     };
 
     // Parameters "<name>.weight" (out, in) and, when bias, "<name>.bias" (out) (no decay); in
@@ -45,14 +47,17 @@ class MT_API Linear {
     Tensor output_of(const Saved& saved) const;
 
     // Runs the GEMMs in FP8 (fp8.enabled) as Transformer Engine's linears do under
-    // fp8_autocast with the tensorwise recipe: forward y = q(x) q(W)^T, backward dx = q(dy) q(W)
-    // and dW += q(dy)^T q(x), each operand quantized with its current amax (mt/nn/fp8.h), the
-    // products summed in f32 and y, dx rounded to the activations' dtype; the bias and its grad
-    // stay in that dtype (bgrad from the unquantized dy, as TE's cast + dbias kernel).
-    void use_fp8(const Fp8Config& fp8) {
-        fp8_ = fp8;
-        weight_.fp8 = fp8.enabled;
-    }
+    // fp8_autocast: forward y = q(x) q(W)^T, backward dx = q(dy) q(W) and dW += q(dy)^T q(x),
+    // each operand quantized with its current amax (tensorwise, mt/nn/fp8.h), with the scales
+    // of this linear's meters in fp8.delayed (mt/nn/fp8_delayed_scaling.h), or in blocks along
+    // the dimension each GEMM sums over (mxfp8, blockwise: so x, W and dy are each quantized two
+    // ways; the blockwise recipe's 128 x 128 weight tiles serve both); the products summed in
+    // f32 and y, dx rounded to the activations' dtype; the bias and its grad stay in that dtype
+    // (bgrad from the unquantized dy, as TE's cast + dbias).
+    void use_fp8(const Fp8Config& fp8);
+
+    // The delayed recipe's meters of this linear (null otherwise).
+    const Fp8LinearMeters* fp8_meters() const { return meters_.get(); }
 
     void collect_parameters(std::vector<Parameter*>& out);
     Parameter& weight() { return weight_; }
@@ -63,9 +68,20 @@ class MT_API Linear {
     int64_t out_features() const { return out_; }
 
   private:
-    // x2 (N, in) times the weight: (N, out), before any bias or reduction. In FP8, x2's
-    // quantized copy goes to *x_fp8 when given.
-    Tensor product(const Tensor& x2, Tensor* x_fp8 = nullptr) const;
+    // x2 (N, in) times the weight: (N, out), before any bias or reduction. In FP8, the
+    // quantized operands go to *saved when given.
+    Tensor product(const Tensor& x2, Saved* saved = nullptr) const;
+    // The FP8 operands, quantized as the recipe says (read back in f32). down_columns: for a
+    // GEMM that sums over the operand's rows (MXFP8's blocks run down its columns; the other
+    // recipes quantize both uses alike).
+    Tensor fp8_quantized(const Tensor& t, Fp8Meter* meter, ops::Fp8Type type, bool weight,
+                         bool down_columns) const;
+    Tensor fp8_input(const Tensor& x2, bool down_columns = false) const;
+    Tensor fp8_weight_operand(bool down_columns = false) const;
+    Tensor fp8_grad(const Tensor& dy2, bool down_columns = false) const;
+    bool block_scaled() const {
+        return fp8_.recipe == Fp8Recipe::mxfp8 || fp8_.recipe == Fp8Recipe::blockwise;
+    }
     bool column() const;
     // What the FP8 weight is quantized from: the f32 main param with --fp8-param-gather, else
     // the weight's value.
@@ -83,6 +99,7 @@ class MT_API Linear {
     Backend* backend_;
     TensorParallel tp_;
     Fp8Config fp8_;
+    std::shared_ptr<Fp8LinearMeters> meters_;  // delayed scaling's
 };
 
 // x's shape with the last dimension replaced by `last`.

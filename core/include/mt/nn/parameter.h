@@ -75,6 +75,9 @@ struct Parameter {
     // checkpoints save it (the trainer keeps both: Trainer::sync_fp8_params).
     bool fp8 = false;
     Tensor fp8_main;
+    // With FP8's delayed scaling: the scale the weight is quantized with (its linear's weight
+    // meter, mt/nn/fp8_delayed_scaling.h); null with current scaling.
+    const float* fp8_scale = nullptr;
 
     // A copy whose values another rank counts: a replicated tensor on a tensor-parallel rank
     // other than 0 (Megatron's param_is_not_tensor_parallel_duplicate), or a pipeline stage's

@@ -55,6 +55,7 @@ class CpuBackend final : public Backend {
     int64_t count_zeros(const Tensor& x) override;
     double abs_max(const Tensor& x) override;
     void fp8_quantize(const Tensor& x, float scale, ops::Fp8Type type, Tensor& y) override;
+    void fp8_quantize_blocks(const Tensor& x, const ops::Fp8Blocks& blocks, Tensor& y) override;
 
     void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
                             const NormConfig& config, Tensor& y, Tensor& mean,

@@ -1,8 +1,10 @@
 // FP8 emulation on the CPU: the absolute maximum a current-scaling recipe derives its scale from,
 // and the quantize-and-read-back of an operand (Transformer Engine's cast: x * scale in f32,
-// rounded to nearest even into E4M3 / E5M2, saturated at the largest finite value).
+// rounded to nearest even into E4M3 / E5M2, saturated at the largest finite value), by one scale
+// or by a power of two per block (MXFP8's and the blockwise recipe's).
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "cpu_backend.h"
 #include "half_as_float.h"
@@ -49,6 +51,51 @@ inline float round_fp8(float v, const Fp8Layout& f) {
     return std::rint(v * power_of_two(-q)) * power_of_two(q);
 }
 
+// TE's float_to_e8m0 (ptx_arch_spec.cuh, the pre-Blackwell path; Blackwell's cvt.rp.satfinite
+// agrees): the biased exponent of v, rounded up when the mantissa is not 0, 254 at most.
+inline uint32_t float_to_e8m0(float v) {
+    if (std::isnan(v)) return 0xFF;
+    if (std::isinf(v)) return 0xFE;
+    if (v == 0.0f) return 0;
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    uint32_t exponent = (bits >> 23) & 0xFFu;
+    const uint32_t mantissa = bits & 0x7FFFFFu;
+    if (mantissa > 0 && exponent != 0xFE && !(exponent == 0 && mantissa <= 0x400000u)) ++exponent;
+    return exponent;
+}
+
+// 2^(127 - e) (TE's exp2f_rcp) and 2^(e - 127), from their bits (2^-127 is subnormal).
+inline float from_bits(uint32_t bits) {
+    float v;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+}
+inline float exp2_rcp(uint32_t e) {
+    if (e == 0xFF) return from_bits(0x7FFFFFFFu);
+    if (e == 0xFE) return from_bits(0x00400000u);
+    return from_bits((254u - e) << 23);
+}
+inline float exp2_of(uint32_t e) {
+    if (e == 0xFF) return from_bits(0x7FFFFFFFu);
+    if (e == 0) return from_bits(0x00400000u);
+    return from_bits(e << 23);
+}
+
+// The blockwise recipe's scale (TE's scale_from_amax_tensor with pow_2_scales, no epsilon):
+// max / amax in f32, rounded down to a power of two; 1 for amax 0; 0 for an infinite amax; the
+// f32 max (then rounded down) where the quotient overflows.
+inline float power_of_two_scale(float amax, float max_finite) {
+    if (amax == 0.0f) return 1.0f;
+    if (std::isinf(amax)) return 0.0f;
+    float scale = max_finite / amax;
+    if (std::isnan(scale)) return scale;
+    if (std::isinf(scale)) scale = std::numeric_limits<float>::max();
+    int exponent;
+    std::frexp(scale, &exponent);
+    return std::ldexp(1.0f, exponent - 1);
+}
+
 }  // namespace
 
 double CpuBackend::abs_max(const Tensor& x) {
@@ -84,6 +131,51 @@ void CpuBackend::fp8_quantize(const Tensor& x, float scale, ops::Fp8Type type, T
     const int64_t n = x.numel();
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
     for (int64_t i = 0; i < n; ++i) out[i] = round_fp8(in[i] * scale, f) * scale_inv;
+}
+
+void CpuBackend::fp8_quantize_blocks(const Tensor& x, const ops::Fp8Blocks& blocks, Tensor& y) {
+    if (any_half({&x})) {
+        // (The blockwise recipe's overflowing scale, the input dtype's max, rounds down to 2^127
+        // from bf16's max and f32's alike.)
+        HalfAsFloat h;
+        fp8_quantize_blocks(h.in(x), blocks, y);
+        return;
+    }
+    check_f32("fp8_quantize_blocks", "x", x);
+    check_f32_shape("fp8_quantize_blocks", "y", y, x.shape());
+    MT_CHECK(x.dim() == 2 && blocks.rows >= 1 && blocks.cols >= 1,
+             "fp8_quantize_blocks: a 2-D tensor in blocks, got ", shape_str(x.shape()));
+    const int64_t rows = x.size(0), cols = x.size(1);
+    const bool mx = blocks.scale == ops::Fp8Blocks::Scale::e8m0;
+    MT_CHECK(!mx || (rows % blocks.rows == 0 && cols % blocks.cols == 0), "MXFP8: blocks of ",
+             blocks.rows, " x ", blocks.cols,
+             " need the tensor's dimensions to be multiples of them, got ", shape_str(x.shape()));
+    const Fp8Layout f = layout(blocks.type);
+    const float max_reciprocal = float(1.0 / double(f.max_finite));  // TE's max_norm_rcp
+    const int64_t block_rows = (rows + blocks.rows - 1) / blocks.rows;
+    const int64_t block_cols = (cols + blocks.cols - 1) / blocks.cols;
+    const float* in = in_t<float>(x);
+    float* out = out_t<float>(y);
+#pragma omp parallel for schedule(static) if (rows * cols > kParallelMin)
+    for (int64_t b = 0; b < block_rows * block_cols; ++b) {
+        const int64_t r0 = (b / block_cols) * blocks.rows, c0 = (b % block_cols) * blocks.cols;
+        const int64_t r1 = std::min(rows, r0 + blocks.rows), c1 = std::min(cols, c0 + blocks.cols);
+        float amax = 0.0f;
+        for (int64_t r = r0; r < r1; ++r)
+            for (int64_t c = c0; c < c1; ++c) amax = std::max(amax, std::fabs(in[r * cols + c]));
+        float scale, back;
+        if (mx) {
+            const uint32_t e = float_to_e8m0(amax * max_reciprocal);
+            scale = exp2_rcp(e);
+            back = exp2_of(e);
+        } else {
+            scale = power_of_two_scale(amax, f.max_finite);
+            back = 1.0f / scale;
+        }
+        for (int64_t r = r0; r < r1; ++r)
+            for (int64_t c = c0; c < c1; ++c)
+                out[r * cols + c] = round_fp8(in[r * cols + c] * scale, f) * back;
+    }
 }
 
 }  // namespace mt::cpu
