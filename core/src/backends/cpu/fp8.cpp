@@ -2,9 +2,11 @@
 // and the quantize-and-read-back of an operand (Transformer Engine's cast: x * scale in f32,
 // rounded to nearest even into E4M3 / E5M2, saturated at the largest finite value), by one scale
 // or by a power of two per block (MXFP8's and the blockwise recipe's).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "cpu_backend.h"
 #include "half_as_float.h"
@@ -152,29 +154,49 @@ void CpuBackend::fp8_quantize_blocks(const Tensor& x, const ops::Fp8Blocks& bloc
              " need the tensor's dimensions to be multiples of them, got ", shape_str(x.shape()));
     const Fp8Layout f = layout(blocks.type);
     const float max_reciprocal = float(1.0 / double(f.max_finite));  // TE's max_norm_rcp
-    const int64_t block_rows = (rows + blocks.rows - 1) / blocks.rows;
+    const int64_t bands = (rows + blocks.rows - 1) / blocks.rows;
     const int64_t block_cols = (cols + blocks.cols - 1) / blocks.cols;
     const float* in = in_t<float>(x);
     float* out = out_t<float>(y);
-#pragma omp parallel for schedule(static) if (rows * cols > kParallelMin)
-    for (int64_t b = 0; b < block_rows * block_cols; ++b) {
-        const int64_t r0 = (b / block_cols) * blocks.rows, c0 = (b % block_cols) * blocks.cols;
-        const int64_t r1 = std::min(rows, r0 + blocks.rows), c1 = std::min(cols, c0 + blocks.cols);
-        float amax = 0.0f;
-        for (int64_t r = r0; r < r1; ++r)
-            for (int64_t c = c0; c < c1; ++c) amax = std::max(amax, std::fabs(in[r * cols + c]));
-        float scale, back;
-        if (mx) {
-            const uint32_t e = float_to_e8m0(amax * max_reciprocal);
-            scale = exp2_rcp(e);
-            back = exp2_of(e);
-        } else {
-            scale = power_of_two_scale(amax, f.max_finite);
-            back = 1.0f / scale;
+    // A band of blocks.rows rows at a time, read along its rows (a block down a column is then
+    // one column of a band): each block's amax, its scale, then the band quantized.
+#pragma omp parallel if (rows * cols > kParallelMin)
+    {
+        const size_t n = size_t(block_cols);
+        std::vector<float> amax(n), scale(n), back(n);
+#pragma omp for schedule(static)
+        for (int64_t band = 0; band < bands; ++band) {
+            const int64_t r0 = band * blocks.rows, r1 = std::min(rows, r0 + blocks.rows);
+            std::fill(amax.begin(), amax.end(), 0.0f);
+            for (int64_t r = r0; r < r1; ++r) {
+                const float* row = in + r * cols;
+                for (int64_t b = 0, c0 = 0; b < block_cols; ++b, c0 += blocks.cols) {
+                    float a = amax[size_t(b)];
+                    for (int64_t c = c0; c < std::min(cols, c0 + blocks.cols); ++c)
+                        a = std::max(a, std::fabs(row[c]));
+                    amax[size_t(b)] = a;
+                }
+            }
+            for (size_t b = 0; b < amax.size(); ++b) {
+                if (mx) {
+                    const uint32_t e = float_to_e8m0(amax[b] * max_reciprocal);
+                    scale[b] = exp2_rcp(e);
+                    back[b] = exp2_of(e);
+                } else {
+                    scale[b] = power_of_two_scale(amax[b], f.max_finite);
+                    back[b] = 1.0f / scale[b];
+                }
+            }
+            for (int64_t r = r0; r < r1; ++r) {
+                const float* row = in + r * cols;
+                float* row_out = out + r * cols;
+                for (int64_t b = 0, c0 = 0; b < block_cols; ++b, c0 += blocks.cols) {
+                    const float s = scale[size_t(b)], k = back[size_t(b)];
+                    for (int64_t c = c0; c < std::min(cols, c0 + blocks.cols); ++c)
+                        row_out[c] = round_fp8(row[c] * s, f) * k;
+                }
+            }
         }
-        for (int64_t r = r0; r < r1; ++r)
-            for (int64_t c = c0; c < c1; ++c)
-                out[r * cols + c] = round_fp8(in[r * cols + c] * scale, f) * back;
     }
 }
 
