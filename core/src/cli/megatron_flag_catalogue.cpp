@@ -549,7 +549,7 @@ constexpr CatalogueEntry kCatalogue[] = {
     {"--fp8-interval", accept("deprecated: Megatron ignores it too")},
     {"--fp8-amax-history-len", refuse(kFp8)},
     {"--fp8-amax-compute-algo", refuse(kFp8)},
-    {"--no-fp8-wgrad", refuse("FP8 with the weight-gradient GEMMs in higher precision")},
+    {"--no-fp8-wgrad", refuse(kFp8)},
     {"--fp8-param-gather", kDefined,
      accept("FP8 parameters in training: the checkpoint holds the FP8 weights read back, which "
             "the FP8 layers quantize again as Megatron's inference does")},

@@ -152,7 +152,11 @@ Tensor Linear::backward(const Tensor& dy, const Saved& saved) {
         dx = backend_->cast_to(dx32, dy2.dtype());
         MT_CHECK(weight_.grad.dtype() == DType::f32, "Linear ", weight_.name,
                  ": FP8 accumulates the weight grad in f32, got ", weight_.grad.describe());
-        backend_->gemm(Transpose::yes, Transpose::no, 1.0f, dyq_down, xq, 1.0f, weight_.grad);
+        if (fp8_.wgrad_fp8)
+            backend_->gemm(Transpose::yes, Transpose::no, 1.0f, dyq_down, xq, 1.0f, weight_.grad);
+        else  // --no-fp8-wgrad: TE's override_linear_precision wgrad, the saved input and dy
+            backend_->gemm(Transpose::yes, Transpose::no, 1.0f, dy2, saved.input, 1.0f,
+                           weight_.grad);
     } else {
         dx = backend_->empty({dy2.size(0), in_}, dy2.dtype());
         backend_->gemm(Transpose::no, Transpose::no, 1.0f, dy2, weight_.value, 0.0f, dx);

@@ -63,6 +63,8 @@ std::vector<FlagInfo> transformer_flags() {
                    "history's largest)",
                    "most_recent"),
         value_flag("fp8-margin", "delayed scaling: scales divided by 2^margin", "0"),
+        store_false("no-fp8-wgrad", "fp8_wgrad",
+                    "delayed scaling: the weight-gradient GEMMs in the activations' precision"),
         switch_flag("first-last-layers-bf16", "keep the first and last layers out of FP8"),
         value_flag("num-layers-at-start-in-bf16",
                    "with --first-last-layers-bf16: how many first layers stay out of FP8", "1"),
@@ -276,6 +278,8 @@ void read_fp8_args(const ModelArgsReader& f, TransformerArgs& c) {
                           : recipe == "mxfp8"     ? Fp8Recipe::mxfp8
                           : recipe == "blockwise" ? Fp8Recipe::blockwise
                                                   : Fp8Recipe::tensorwise;
+    // Megatron hands --no-fp8-wgrad to the delayed recipe alone (override_linear_precision).
+    c.fp8.config.wgrad_fp8 = c.fp8.config.recipe != Fp8Recipe::delayed || !f.flag("no-fp8-wgrad");
     c.fp8.delayed_recipe.amax_history_len = f.integer("fp8-amax-history-len", 1);
     c.fp8.delayed_recipe.amax_max = amax_max;
     c.fp8.delayed_recipe.margin = f.integer("fp8-margin", 0);

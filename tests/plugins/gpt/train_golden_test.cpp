@@ -203,6 +203,8 @@ INSTANTIATE_TEST_SUITE_P(
         // history of 4, max, margin 1 in e4m3 (two iterations held: the second's forward runs
         // on the first's updated scales).
         Fp8Curve{"gpt2_fp8_delayed", 2}, Fp8Curve{"llama_fp8_e4m3_delayed_max", 2},
+        // --no-fp8-wgrad: the weight grads from the bf16 input and output gradient.
+        Fp8Curve{"gpt2_fp8_delayed_bf16_wgrad", 2},
         // --fp8-recipe mxfp8: each operand in blocks of 32 along the dimension its GEMM sums
         // over, each block scaled by its own power of two (stateless).
         Fp8Curve{"gpt2_fp8_mxfp8", 1}, Fp8Curve{"llama_fp8_e4m3_mxfp8", 1},

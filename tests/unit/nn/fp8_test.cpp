@@ -174,7 +174,9 @@ TEST(Fp8, DelayedUpdateRollsTheHistoryAndScalesAsTransformerEngine) {
 // A bf16 linear under the delayed recipe (hybrid, history 3, max, margin 1): three micro-batches
 // in two passes, the meters updated after each forward and backward as fp8_autocast does. Every
 // y and dx equals the reference's, dW its f32 sum, the meters its scales.
-TEST(Fp8, DelayedScalingLinearMatchesTransformerEngineReference) {
+// With --no-fp8-wgrad (TE's override_linear_precision wgrad) dW is summed from the bf16 x and dy;
+// y, dx and the meters are the same.
+void expect_delayed_linear(bool wgrad_fp8) {
     auto be = mt::make_cpu_backend();
     const auto ref = fixture("delayed.txt");
     auto scaling = std::make_shared<mt::nn::Fp8DelayedScaling>(mt::nn::Fp8DelayedRecipe{3, true, 1},
@@ -183,6 +185,8 @@ TEST(Fp8, DelayedScalingLinearMatchesTransformerEngineReference) {
     lin.weight().grad = be->zeros({12, 16}, DType::f32);
     mt::nn::Fp8Config config;
     config.enabled = true;
+    config.recipe = mt::nn::Fp8Recipe::delayed;
+    config.wgrad_fp8 = wgrad_fp8;
     config.delayed = scaling;
     lin.use_fp8(config);
     for (int i = 0; i < 3; ++i) {
@@ -204,7 +208,7 @@ TEST(Fp8, DelayedScalingLinearMatchesTransformerEngineReference) {
         for (size_t k = 0; k < got_dx.size(); ++k) EXPECT_EQ(got_dx[k], want_dx.values[k]) << n;
     }
     const std::vector<double> got_dw = mt::test::values(lin.weight().grad);
-    const Stored& want_dw = ref.at("dweight");
+    const Stored& want_dw = ref.at(wgrad_fp8 ? "dweight" : "dweight_high_precision");
     for (size_t k = 0; k < got_dw.size(); ++k)
         EXPECT_NEAR(got_dw[k], want_dw.values[k], 1e-6 * std::fabs(want_dw.values[k]) + 1e-12);
     const mt::nn::Fp8LinearMeters* meters = lin.fp8_meters();
@@ -218,6 +222,13 @@ TEST(Fp8, DelayedScalingLinearMatchesTransformerEngineReference) {
         for (size_t k = 0; k < history.values.size(); ++k)
             EXPECT_EQ(meter->history[k], float(history.values[k])) << name << " " << k;
     }
+}
+
+TEST(Fp8, DelayedScalingLinearMatchesTransformerEngineReference) {
+    expect_delayed_linear(true);
+}
+TEST(Fp8, DelayedScalingLinearWithHighPrecisionWgradMatchesReference) {
+    expect_delayed_linear(false);
 }
 
 // MXFP8 blocks against TE's CPU reference restated (make_fixtures.py's mxfp8): along rows and

@@ -23,6 +23,7 @@ struct Fp8Config {
     bool enabled = false;
     bool hybrid = true;  // --fp8-format hybrid: E5M2 gradients; e4m3: E4M3 for all
     Fp8Recipe recipe = Fp8Recipe::tensorwise;
+    bool wgrad_fp8 = true;  // false (--no-fp8-wgrad): dW = dy^T x on the unquantized operands
     // The delayed recipe's meters, the model's (null otherwise).
     std::shared_ptr<Fp8DelayedScaling> delayed;
     ops::Fp8Type forward_type() const { return ops::Fp8Type::e4m3; }
@@ -30,8 +31,8 @@ struct Fp8Config {
 };
 
 // What the flags ask of the model: --fp8-format (none: FP8 off), --fp8-recipe (tensorwise,
-// mxfp8, blockwise, or delayed with its --fp8-amax-history-len, --fp8-amax-compute-algo and
-// --fp8-margin; core_v0.19's custom is refused when read), and --first-last-layers-bf16 with
+// mxfp8, blockwise, or delayed with its --fp8-amax-history-len, --fp8-amax-compute-algo,
+// --fp8-margin and --no-fp8-wgrad; core_v0.19's custom is refused when read), and --first-last-layers-bf16 with
 // --num-layers-at-start-in-bf16 / --num-layers-at-end-in-bf16.
 struct Fp8Args {
     Fp8Config config;  // config.delayed stays null: each model makes its own meters
