@@ -61,13 +61,15 @@ Linear::Saved Linear::saved_for(const Tensor& x) const {
 void Linear::use_fp8(const Fp8Config& fp8) {
     fp8_ = fp8;
     weight_.fp8 = fp8.enabled;
-    meters_ = fp8.enabled && fp8.delayed ? fp8.delayed->add_linear() : nullptr;
+    MT_CHECK(!fp8.enabled || fp8.recipe != Fp8Recipe::delayed || fp8.scaling, "Linear ",
+             weight_.name, ": FP8's delayed scaling needs the model's FP8 state (its meters)");
+    meters_ = fp8.enabled && fp8.recipe == Fp8Recipe::delayed ? fp8.scaling->add_linear() : nullptr;
     weight_.fp8_scale = meters_ ? &meters_->weight.scale : nullptr;
 }
 
 Tensor Linear::fp8_quantized(const Tensor& t, Fp8Meter* meter, ops::Fp8Type type, bool weight,
                              bool down_columns) const {
-    if (meter) return fp8_.delayed->quantize(*backend_, t, *meter, type);
+    if (meter) return fp8_.scaling->quantize(*backend_, t, *meter, type);
     if (block_scaled())
         return fp8_blocks(*backend_, t,
                           fp8_operand_blocks(fp8_.recipe, type, weight, down_columns));
@@ -80,8 +82,19 @@ Tensor Linear::fp8_input(const Tensor& x2, bool down_columns) const {
 }
 
 Tensor Linear::fp8_weight_operand(bool down_columns) const {
-    if (meters_) return fp8_.delayed->weight(*backend_, fp8_weight(), *meters_);
-    return fp8_quantized(fp8_weight(), nullptr, fp8_.forward_type(), true, down_columns);
+    // Only block scaling quantizes the weight differently for the two GEMMs.
+    const bool down = down_columns && block_scaled();
+    Tensor& cached = down ? weight_fp8_down_ : weight_fp8_;
+    uint64_t& made_in = down ? weight_down_pass_ : weight_pass_;
+    const uint64_t pass = fp8_.scaling ? fp8_.scaling->pass() : 0;
+    if (pass != 0 && made_in == pass) return cached;
+    Tensor q = fp8_quantized(fp8_weight(), meters_ ? &meters_->weight : nullptr,
+                             fp8_.forward_type(), true, down);
+    if (pass != 0) {
+        cached = q;
+        made_in = pass;
+    }
+    return q;
 }
 
 Tensor Linear::fp8_grad(const Tensor& dy2, bool down_columns) const {
@@ -100,9 +113,6 @@ Tensor Linear::product(const Tensor& x2, Saved* saved) const {
         if (saved) {
             // dW sums over the rows of x: block scaling quantizes it down the columns for that.
             saved->input_fp8 = block_scaled() ? fp8_input(x2, true) : xq;
-            // Delayed scaling's weight scale may change before the backward: keep this copy
-            // (the pass's, shared by its micro-batches). Tensorwise quantizes it again alike.
-            if (meters_) saved->weight_fp8 = wq;
         }
         return backend_->cast_to(y, x2.dtype());
     }
@@ -138,15 +148,16 @@ Tensor Linear::backward(const Tensor& dy, const Saved& saved) {
     Tensor dx;
     if (fp8_.enabled) {
         // A recomputed input (output_of) has no quantized copy: quantize it now, the same way
-        // (tensorwise only: the delayed recipe's scales have moved on since the forward).
-        MT_CHECK(!meters_ || (saved.input_fp8.defined() && saved.weight_fp8.defined()), "Linear ",
-                 weight_.name, ": FP8's delayed scaling needs the forward's quantized operands");
+        // (not with the delayed recipe: its scales have moved on since the forward). The
+        // weight is the pass's copy, the forward's.
+        MT_CHECK(!meters_ || saved.input_fp8.defined(), "Linear ", weight_.name,
+                 ": FP8's delayed scaling needs the forward's quantized input");
         // dx = dy W sums over dy's columns and W's rows; dW = dy^T x over the rows of both.
         const Tensor xq =
             saved.input_fp8.defined() ? saved.input_fp8 : fp8_input(saved.input, true);
         const Tensor dyq = fp8_grad(dy2);
         const Tensor dyq_down = block_scaled() ? fp8_grad(dy2, true) : dyq;
-        const Tensor wq = saved.weight_fp8.defined() ? saved.weight_fp8 : fp8_weight_operand(true);
+        const Tensor wq = fp8_weight_operand(true);
         Tensor dx32 = backend_->empty({dy2.size(0), in_}, DType::f32);
         backend_->gemm(Transpose::no, Transpose::no, 1.0f, dyq, wq, 0.0f, dx32);
         dx = backend_->cast_to(dx32, dy2.dtype());

@@ -78,7 +78,7 @@ std::shared_ptr<nn::MoeTracker> moe_tracker_for(const nn::TransformerArgs& confi
 nn::LayerSpecs layer_specs(const nn::TransformerArgs& config,
                            const std::optional<HybridArgs>& hybrid,
                            std::shared_ptr<nn::MoeTracker> tracker,
-                           std::shared_ptr<nn::Fp8DelayedScaling> fp8_scaling) {
+                           std::shared_ptr<nn::Fp8Scaling> fp8_scaling) {
     if (hybrid) {
         MT_CHECK(hybrid->count('E') == 0 || config.moe.enabled(), "the hybrid layer pattern ",
                  hybrid->layers, " has MoE layers ('E'), which need --num-experts");
@@ -106,7 +106,7 @@ nn::LayerSpecs layer_specs(const nn::TransformerArgs& config,
         };
     }
     nn::Fp8Args fp8 = config.fp8;
-    fp8.config.delayed = std::move(fp8_scaling);
+    fp8.config.scaling = std::move(fp8_scaling);
     return nn::with_fp8_layers(
         nn::with_attention_windows(
             config.moe.enabled()
@@ -175,8 +175,8 @@ GptModel::GptModel(const nn::TransformerArgs& config, const BuildContext& contex
       // Transformer Engine reduces the amaxes over fp8_utils' amax reduction group: the tensor-,
       // data- and context-parallel ranks (of this pipeline stage), a max over each in turn here.
       fp8_scaling_(
-          config.fp8.config.enabled && config.fp8.config.recipe == nn::Fp8Recipe::delayed
-              ? std::make_shared<nn::Fp8DelayedScaling>(
+          config.fp8.config.enabled
+              ? std::make_shared<nn::Fp8Scaling>(
                     config.fp8.delayed_recipe,
                     std::vector<Communicator*>{&context.parallel.tp(), &context.parallel.dp_cp()})
               : nullptr),
@@ -193,7 +193,7 @@ GptModel::GptModel(const nn::TransformerArgs& config, const BuildContext& contex
              tp_.size(), ")");
     // Transformer Engine's amax buffers are global: an update at one chunk's autocast exit
     // reaches the amaxes another chunk's evaluation left; each chunk keeps its own meters here.
-    MT_CHECK(!fp8_scaling_ || context.parallel.config().virtual_stages <= 1,
+    MT_CHECK(!delayed_fp8() || context.parallel.config().virtual_stages <= 1,
              "--fp8-recipe delayed: not supported yet: FP8's delayed scaling with virtual "
              "pipeline stages");
     const bool tied = !config.untie_embeddings_and_output_weights;
@@ -321,7 +321,7 @@ Losses GptModel::forward(const Batch& given, nn::DropoutContext& dropout,
     }
     h = decoder_.forward(h, dropout, acts ? &acts->decoder : nullptr, mask);
     // The end of Megatron's fp8_autocast around the layers: a training pass updates the scales.
-    if (fp8_scaling_ && dropout.training)
+    if (delayed_fp8() && dropout.training)
         fp8_scaling_->update(true, config_.fp8.config.grad_type());
     if (!output_) {
         MT_CHECK(acts != nullptr,
@@ -383,7 +383,7 @@ void GptModel::backward(const std::vector<Tensor>& dterms, const Activations& sa
         dh = acts->stage_output_grad;
     }
     dh = decoder_.backward(dh, acts->decoder, grad_ready_);
-    if (fp8_scaling_) fp8_scaling_->update(false, config_.fp8.config.grad_type());
+    if (delayed_fp8()) fp8_scaling_->update(false, config_.fp8.config.grad_type());
     if (!stage_.first) {
         acts->stage_input_grad = dh;
         if (embedding_) nn::report_grads_ready(*embedding_, grad_ready_);  // multi-token's copy
@@ -441,7 +441,7 @@ Tensor GptModel::learned_positions(std::span<const int64_t> pasts, int64_t T) co
 // states on, the last computes the logits and sends them back to the first, whose rank leads
 // the generation; the others return nothing.
 Tensor GptModel::stage_input(const Tensor& tokens, const Tensor& positions) {
-    MT_CHECK(!fp8_scaling_,
+    MT_CHECK(!delayed_fp8(),
              "--fp8-recipe delayed: not supported yet: inference with FP8's delayed scaling (the "
              "scales Transformer Engine keeps in a checkpoint's _extra_state are not read yet)");
     const int64_t B = tokens.size(0), T = tokens.size(1);

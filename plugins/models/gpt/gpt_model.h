@@ -95,6 +95,9 @@ class GptModel final : public Model {
     const nn::TransformerArgs& config() const { return config_; }
 
   private:
+    bool delayed_fp8() const {
+        return fp8_scaling_ && config_.fp8.config.recipe == nn::Fp8Recipe::delayed;
+    }
     // logits() of one piece.
     Tensor piece_logits(const Tensor& tokens, nn::InferenceState* state, int64_t keep_last);
     // The learned absolute positions of T tokens in each row from pasts[b] on (undefined for
@@ -119,7 +122,7 @@ class GptModel final : public Model {
     // computes the final norm, output layer and loss.
     ModelStage stage_;
     std::shared_ptr<nn::MoeTracker> moe_tracker_;  // a MoE model's; null for a dense one
-    std::shared_ptr<nn::Fp8DelayedScaling> fp8_scaling_;  // --fp8-recipe delayed's meters
+    std::shared_ptr<nn::Fp8Scaling> fp8_scaling_;  // with --fp8-format: its passes and meters
     // The first stage's, and with multi-token prediction the last stage's (its copy of the
     // first stage's word embeddings when pipelined).
     std::optional<nn::Embedding> embedding_;

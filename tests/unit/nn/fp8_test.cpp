@@ -1,4 +1,4 @@
-// FP8 emulation (mt/nn/fp8.h, mt/nn/fp8_delayed_scaling.h): the CPU's cast against PyTorch's
+// FP8 emulation (mt/nn/fp8.h, mt/nn/fp8_scaling.h): the CPU's cast against PyTorch's
 // float8 casts, TE's saturation and scale rules, and a bf16 Linear with FP8 GEMMs against
 // Transformer Engine's reference current-scaling quantizer and its delayed-scaling update
 // (tests/fixtures/fp8/make_fixtures.py).
@@ -10,7 +10,7 @@
 
 #include "mt/backend.h"
 #include "mt/nn/fp8.h"
-#include "mt/nn/fp8_delayed_scaling.h"
+#include "mt/nn/fp8_scaling.h"
 #include "mt/nn/linear.h"
 #include "nn_test_util.h"
 #include "test_support.h"
@@ -179,15 +179,15 @@ TEST(Fp8, DelayedUpdateRollsTheHistoryAndScalesAsTransformerEngine) {
 void expect_delayed_linear(bool wgrad_fp8) {
     auto be = mt::make_cpu_backend();
     const auto ref = fixture("delayed.txt");
-    auto scaling = std::make_shared<mt::nn::Fp8DelayedScaling>(mt::nn::Fp8DelayedRecipe{3, true, 1},
-                                                               std::vector<mt::Communicator*>{});
+    auto scaling = std::make_shared<mt::nn::Fp8Scaling>(mt::nn::Fp8DelayedRecipe{3, true, 1},
+                                                        std::vector<mt::Communicator*>{});
     mt::nn::Linear lin("l", 16, 12, false, DType::bf16, {}, *be);
     lin.weight().grad = be->zeros({12, 16}, DType::f32);
     mt::nn::Fp8Config config;
     config.enabled = true;
     config.recipe = mt::nn::Fp8Recipe::delayed;
     config.wgrad_fp8 = wgrad_fp8;
-    config.delayed = scaling;
+    config.scaling = scaling;
     lin.use_fp8(config);
     for (int i = 0; i < 3; ++i) {
         const std::string n = std::to_string(i);

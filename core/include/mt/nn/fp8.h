@@ -1,7 +1,7 @@
 // FP8 training as Megatron runs it through Transformer Engine (--fp8-format, --fp8-recipe): the
 // GEMMs of the transformer layers' linears take FP8 operands (inputs and weights in E4M3; output
 // gradients in E5M2 with --fp8-format hybrid, E4M3 with e4m3), each tensor scaled by its own
-// current amax (tensorwise), by earlier ones (delayed: mt/nn/fp8_delayed_scaling.h) or per block
+// current amax (tensorwise), by earlier ones (delayed: mt/nn/fp8_scaling.h) or per block
 // of 32 (mxfp8), and sum their products in f32. Emulated: each operand is quantized and read back
 // in f32 (Backend::fp8_quantize, mxfp8_quantize), then multiplied in f32.
 #pragma once

@@ -24,7 +24,6 @@ class MT_API Linear {
     struct Saved {
         Tensor input;  // (N, in): the GEMM's input, flattened (sequence parallel: gathered)
         Tensor input_fp8;  // in FP8: that input quantized and read back (f32), for dW
-        Tensor weight_fp8;  // delayed scaling: the pass's quantized weight, for dx
     };
 
     // Parameters "<name>.weight" (out, in) and, when bias, "<name>.bias" (out) (no decay); in
@@ -49,11 +48,12 @@ class MT_API Linear {
     // Runs the GEMMs in FP8 (fp8.enabled) as Transformer Engine's linears do under
     // fp8_autocast: forward y = q(x) q(W)^T, backward dx = q(dy) q(W) and dW += q(dy)^T q(x),
     // each operand quantized with its current amax (tensorwise, mt/nn/fp8.h), with the scales
-    // of this linear's meters in fp8.delayed (mt/nn/fp8_delayed_scaling.h), or in blocks along
+    // of this linear's meters in fp8.scaling (mt/nn/fp8_scaling.h), or in blocks along
     // the dimension each GEMM sums over (mxfp8, blockwise: so x, W and dy are each quantized two
     // ways; the blockwise recipe's 128 x 128 weight tiles serve both); the products summed in
     // f32 and y, dx rounded to the activations' dtype; the bias and its grad stay in that dtype
-    // (bgrad from the unquantized dy, as TE's cast + dbias).
+    // (bgrad from the unquantized dy, as TE's cast + dbias). Within a model's pass the weight
+    // is quantized once (each way) and reused.
     void use_fp8(const Fp8Config& fp8);
 
     // The delayed recipe's meters of this linear (null otherwise).
@@ -100,6 +100,10 @@ class MT_API Linear {
     TensorParallel tp_;
     Fp8Config fp8_;
     std::shared_ptr<Fp8LinearMeters> meters_;  // delayed scaling's
+    // The weight quantized in the pass fp8_.scaling counts (0: none), for the GEMMs that sum
+    // over its columns and (block scaling) its rows.
+    mutable Tensor weight_fp8_, weight_fp8_down_;
+    mutable uint64_t weight_pass_ = 0, weight_down_pass_ = 0;
 };
 
 // x's shape with the last dimension replaced by `last`.

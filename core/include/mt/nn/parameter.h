@@ -76,7 +76,7 @@ struct Parameter {
     bool fp8 = false;
     Tensor fp8_main;
     // With FP8's delayed scaling: the scale the weight is quantized with (its linear's weight
-    // meter, mt/nn/fp8_delayed_scaling.h); null with current scaling.
+    // meter, mt/nn/fp8_scaling.h); null with current scaling.
     const float* fp8_scale = nullptr;
 
     // A copy whose values another rank counts: a replicated tensor on a tensor-parallel rank

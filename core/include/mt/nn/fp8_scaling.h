@@ -1,16 +1,17 @@
-// FP8's delayed-scaling recipe (--fp8-recipe delayed, Transformer Engine's DelayedScaling): each
-// FP8 operand is quantized with a scale derived from the amaxes of earlier passes, not its own.
-// Every linear keeps, for its input, its weight and its output gradient, a scale (1 at first)
-// and an amax history of --fp8-amax-history-len slots; quantizing writes the operand's amax
-// into slot 0 (the largest since the last update). At the end of each micro-batch's forward
-// through the layers (TE's fp8_autocast exit, only when training) and of its backward (the first
-// FP8 module's backward), the pass's slot-0 amaxes are reduced (max) over the tensor-, data- and
-// context-parallel ranks, then each operand that saw an amax has its history rolled and its
-// scale set to fp8 max * 2^-margin / amax, the amax being the most recent one or the window's
-// largest (--fp8-amax-compute-algo); TE's fused kernel (delayed_scaling.cu's kernel_bulk).
-// Weights are quantized on the first micro-batch of each forward-backward pass and that copy is
-// reused by the later micro-batches and by the backward, as TE's linears do when Megatron passes
-// is_first_microbatch.
+// A model's FP8 state. The pass counter: Megatron's set_is_first_microbatch starts a
+// forward-backward pass, and every recipe's linears quantize their weights once per pass, reusing
+// that copy in the later micro-batches and the backward, as TE's linears do when Megatron passes
+// is_first_microbatch. And the delayed recipe's meters (--fp8-recipe delayed, Transformer
+// Engine's DelayedScaling): each FP8 operand is quantized with a scale derived from the amaxes of
+// earlier passes, not its own. Every linear keeps, for its input, its weight and its output
+// gradient, a scale (1 at first) and an amax history of --fp8-amax-history-len slots;
+// quantizing writes the operand's amax into slot 0 (the largest since the last update). At the
+// end of each micro-batch's forward through the layers (TE's fp8_autocast exit, only when
+// training) and of its backward (the first FP8 module's backward), the pass's slot-0 amaxes are
+// reduced (max) over the tensor-, data- and context-parallel ranks, then each operand that saw an
+// amax has its history rolled and its scale set to fp8 max * 2^-margin / amax, the amax being the
+// most recent one or the window's largest (--fp8-amax-compute-algo); TE's fused kernel
+// (delayed_scaling.cu's kernel_bulk).
 #pragma once
 
 #include <cstdint>
@@ -41,31 +42,28 @@ struct Fp8Meter {
     std::vector<float> history;  // [0]: this pass's amax so far; [1..]: oldest to newest
 };
 
-// A linear's three meters and its weight quantized on the current pass's first micro-batch.
+// A linear's three meters.
 struct Fp8LinearMeters {
     Fp8Meter input, weight, grad;
-    Tensor weight_fp8;         // read back in f32
-    uint64_t weight_pass = 0;  // the pass weight_fp8 was made in (0: none yet)
 };
 
-class MT_API Fp8DelayedScaling {
+class MT_API Fp8Scaling {
   public:
-    // The amaxes are reduced over `groups` in turn (a max over each: together the TE group),
-    // those of size 1 skipped.
-    Fp8DelayedScaling(const Fp8DelayedRecipe& recipe, std::vector<Communicator*> groups);
+    // The delayed recipe's amaxes are reduced over `groups` in turn (a max over each: together
+    // the TE group), those of size 1 skipped.
+    Fp8Scaling(const Fp8DelayedRecipe& recipe, std::vector<Communicator*> groups);
 
-    // A linear's meters, registered in build order (the order of the reduced amaxes).
+    // A delayed-scaling linear's meters, registered in build order (the order of the reduced
+    // amaxes).
     std::shared_ptr<Fp8LinearMeters> add_linear();
 
     // x quantized to `type` with the meter's scale and read back in f32; x's amax is recorded.
     Tensor quantize(Backend& backend, const Tensor& x, Fp8Meter& meter, ops::Fp8Type type) const;
-    // The linear's weight for this pass: quantized from `weight` (recording its amax) on the
-    // pass's first use, the same copy after.
-    const Tensor& weight(Backend& backend, const Tensor& weight, Fp8LinearMeters& meters) const;
 
     // Megatron's set_is_first_microbatch: the next forward starts a pass (weights quantized
-    // anew).
+    // anew). pass(): the current one, from 1.
     void start_pass() { ++pass_; }
+    uint64_t pass() const { return pass_; }
     // The amax reduction and scale update after a training forward (forward: the inputs' and
     // weights' meters, E4M3) or a backward (the gradients', `grad_type`).
     void update(bool forward, ops::Fp8Type grad_type);

@@ -1,5 +1,6 @@
-// FP8's delayed-scaling recipe: the meters, the amax reduction and TE's scale update.
-#include "mt/nn/fp8_delayed_scaling.h"
+// A model's FP8 state: the pass counter; the delayed recipe's meters, amax reduction and TE's
+// scale update.
+#include "mt/nn/fp8_scaling.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,14 +12,13 @@
 
 namespace mt::nn {
 
-Fp8DelayedScaling::Fp8DelayedScaling(const Fp8DelayedRecipe& recipe,
-                                     std::vector<Communicator*> groups)
+Fp8Scaling::Fp8Scaling(const Fp8DelayedRecipe& recipe, std::vector<Communicator*> groups)
     : recipe_(recipe), groups_(std::move(groups)) {
     MT_CHECK(recipe.amax_history_len >= 1, "--fp8-amax-history-len must be positive, got ",
              recipe.amax_history_len);
 }
 
-std::shared_ptr<Fp8LinearMeters> Fp8DelayedScaling::add_linear() {
+std::shared_ptr<Fp8LinearMeters> Fp8Scaling::add_linear() {
     auto meters = std::make_shared<Fp8LinearMeters>();
     for (Fp8Meter* m : {&meters->input, &meters->weight, &meters->grad})
         m->history.assign(size_t(recipe_.amax_history_len), 0.0f);
@@ -26,8 +26,8 @@ std::shared_ptr<Fp8LinearMeters> Fp8DelayedScaling::add_linear() {
     return meters;
 }
 
-Tensor Fp8DelayedScaling::quantize(Backend& backend, const Tensor& x, Fp8Meter& meter,
-                                   ops::Fp8Type type) const {
+Tensor Fp8Scaling::quantize(Backend& backend, const Tensor& x, Fp8Meter& meter,
+                            ops::Fp8Type type) const {
     const Tensor in = backend.contiguous(x);
     // TE's cast kernel folds |x| into the amax slot with fmaxf, which skips NaN.
     const float amax = float(backend.abs_max(in));
@@ -35,16 +35,7 @@ Tensor Fp8DelayedScaling::quantize(Backend& backend, const Tensor& x, Fp8Meter& 
     return fp8_quantized(backend, in, meter.scale, type);
 }
 
-const Tensor& Fp8DelayedScaling::weight(Backend& backend, const Tensor& weight,
-                                        Fp8LinearMeters& meters) const {
-    if (meters.weight_pass != pass_) {
-        meters.weight_fp8 = quantize(backend, weight, meters.weight, ops::Fp8Type::e4m3);
-        meters.weight_pass = pass_;
-    }
-    return meters.weight_fp8;
-}
-
-void Fp8DelayedScaling::update(bool forward, ops::Fp8Type grad_type) {
+void Fp8Scaling::update(bool forward, ops::Fp8Type grad_type) {
     // One amax per meter of the pass, reduced together (TE's contiguous amax buffer).
     std::vector<Fp8Meter*> meters;
     for (const auto& linear : linears_) {
