@@ -23,6 +23,25 @@ std::string q(const fs::path& p) {
     return mt::test::shell_quote(p);
 }
 
+// `command` with each case's flags added fails (exit 1) with its message.
+void expect_each_refused(const std::string& command,
+                         const std::vector<std::pair<std::string, std::string>>& cases) {
+    for (const auto& [flag, message] : cases) {
+        auto bad = run_command(command + " " + flag);
+        EXPECT_EQ(bad.exit_code, 1) << flag << "\n" << bad.output;
+        EXPECT_NE(bad.output.find(message), std::string::npos) << flag << "\n" << bad.output;
+    }
+}
+
+// The "lm loss: ..." of an iteration's log line ("" when it has none).
+std::string loss_at(const std::string& log, int iteration) {
+    const size_t at = log.find("iteration        " + std::to_string(iteration) + "/");
+    const size_t loss = log.find("lm loss: ", at);
+    return at == std::string::npos || loss == std::string::npos
+               ? std::string()
+               : log.substr(loss, log.find(' ', loss + 9) - loss);
+}
+
 // A corpus of numbered English sentences, tokenized into <dir>/corpus_text_document.
 std::string make_dataset(const TempDir& dir) {
     std::string jsonl;
@@ -220,24 +239,21 @@ TEST(Train, ExitIntervalAndUnsupportedFlags) {
     EXPECT_NE(timed.output.find("    optimizer ......"), std::string::npos) << timed.output;
     EXPECT_EQ(timed.output.find("forward-compute"), std::string::npos) << timed.output;
 
-    for (const auto& [flag, message] : std::vector<std::pair<std::string, std::string>>{
-             {"--save " + q(dir / "ckpt") + " --ckpt-format zarr", "unknown checkpoint 'zarr'"},
-             {"--fp16 --bf16", "--bf16 and --fp16 exclude each other"},
-             {"--tensor-model-parallel-size 2",
-              "the world size (1 ranks) is not a multiple of --tensor-model-parallel-size (2) x "
-              "--pipeline-model-parallel-size (1) x --context-parallel-size (1) = 2; start the "
-              "run with mpirun -np N (or srun)"},
-             {"--pipeline-model-parallel-size 2",
-              "the world size (1 ranks) is not a multiple of --tensor-model-parallel-size (1) x "
-              "--pipeline-model-parallel-size (2) x --context-parallel-size (1) = 2"},
-             {"--expert-model-parallel-size 2",
-              "the world size (1 ranks) is not a multiple of --expert-tensor-parallel-size (1) x "
-              "--expert-model-parallel-size (2) x --pipeline-model-parallel-size (1) = 2"},
-             {"--normalization BatchNorm", "--normalization BatchNorm: supported are"}}) {
-        auto bad = run_command(train_command(dir, data) + " --train-iters 2 " + flag);
-        EXPECT_EQ(bad.exit_code, 1) << flag << "\n" << bad.output;
-        EXPECT_NE(bad.output.find(message), std::string::npos) << flag << "\n" << bad.output;
-    }
+    expect_each_refused(
+        train_command(dir, data) + " --train-iters 2",
+        {{"--save " + q(dir / "ckpt") + " --ckpt-format zarr", "unknown checkpoint 'zarr'"},
+         {"--fp16 --bf16", "--bf16 and --fp16 exclude each other"},
+         {"--tensor-model-parallel-size 2",
+          "the world size (1 ranks) is not a multiple of --tensor-model-parallel-size (2) x "
+          "--pipeline-model-parallel-size (1) x --context-parallel-size (1) = 2; start the "
+          "run with mpirun -np N (or srun)"},
+         {"--pipeline-model-parallel-size 2",
+          "the world size (1 ranks) is not a multiple of --tensor-model-parallel-size (1) x "
+          "--pipeline-model-parallel-size (2) x --context-parallel-size (1) = 2"},
+         {"--expert-model-parallel-size 2",
+          "the world size (1 ranks) is not a multiple of --expert-tensor-parallel-size (1) x "
+          "--expert-model-parallel-size (2) x --pipeline-model-parallel-size (1) = 2"},
+         {"--normalization BatchNorm", "--normalization BatchNorm: supported are"}});
     // argparse with Megatron's allow_abbrev=False: no abbreviations, and a repeated flag (a
     // model flag or a multi-value one) takes its last value.
     auto abbreviated = run_command(train_command(dir, data) + " --train-iters 2 --log-inter 1");
@@ -271,13 +287,6 @@ TEST(Train, Fp8TensorwiseTrainsAndResumes) {
                               " --num-layers 2 --global-batch-size 4 --lr 1e-3 --train-iters 4"
                               " --log-interval 1 --eval-iters 0 --bf16";
     const std::string fp8 = " --fp8-format hybrid --fp8-recipe tensorwise";
-    auto loss_at = [](const std::string& log, int iteration) {
-        const size_t at = log.find("iteration        " + std::to_string(iteration) + "/");
-        const size_t loss = log.find("lm loss: ", at);
-        return at == std::string::npos || loss == std::string::npos
-                   ? std::string()
-                   : log.substr(loss, log.find(' ', loss + 9) - loss);
-    };
     auto bf16 = run_command(tool + flags);
     ASSERT_EQ(bf16.exit_code, 0) << bf16.output;
     // Plain, and with FP8 parameters (requantized from the distributed optimizer's f32 main
@@ -296,22 +305,19 @@ TEST(Train, Fp8TensorwiseTrainsAndResumes) {
             EXPECT_EQ(loss_at(resumed.output, it), loss_at(whole.output, it)) << variant << it;
         }
     }
-    for (const auto& [flag, message] : std::vector<std::pair<std::string, std::string>>{
-             {" --fp8-format hybrid --fp8-recipe custom",
-              "--fp8-recipe custom: not supported yet: FP8 with a custom recipe"},
-             {fp8 + " --fp8-param-gather",
-              "--fp8-param-gather only supported with distributed optimizer"},
-             {fp8 + " --num-experts 2", "not supported yet: FP8 in MoE models"},
-             {" --fp8-format e5m2 --fp8-recipe tensorwise", "--fp8-format e5m2: supported are"},
-             {fp8 + " --recompute-granularity selective --recompute-modules layernorm",
-              "moe_act and layernorm recompute cannot work with fp8."},
-             {fp8 + " --first-last-layers-bf16 --num-layers-at-start-in-bf16 3",
-              "--num-layers-at-start-in-bf16 (3) must be between 0 and number of layers per "
-              "pipeline stage (2)"}}) {
-        auto bad = run_command(tool + flags + flag);
-        EXPECT_EQ(bad.exit_code, 1) << flag << "\n" << bad.output;
-        EXPECT_NE(bad.output.find(message), std::string::npos) << flag << "\n" << bad.output;
-    }
+    expect_each_refused(
+        tool + flags,
+        {{" --fp8-format hybrid --fp8-recipe custom",
+          "--fp8-recipe custom: not supported yet: FP8 with a custom recipe"},
+         {fp8 + " --fp8-param-gather",
+          "--fp8-param-gather only supported with distributed optimizer"},
+         {fp8 + " --num-experts 2", "not supported yet: FP8 in MoE models"},
+         {" --fp8-format e5m2 --fp8-recipe tensorwise", "--fp8-format e5m2: supported are"},
+         {fp8 + " --recompute-granularity selective --recompute-modules layernorm",
+          "moe_act and layernorm recompute cannot work with fp8."},
+         {fp8 + " --first-last-layers-bf16 --num-layers-at-start-in-bf16 3",
+          "--num-layers-at-start-in-bf16 (3) must be between 0 and number of layers per "
+          "pipeline stage (2)"}});
     // Megatron's local layers are not Transformer Engine's: no FP8 GEMM, the bf16 losses.
     const std::string local = " --transformer-impl local";
     auto local_bf16 = run_command(tool + flags + local);
@@ -352,24 +358,18 @@ TEST(Train, Fp8DelayedAndBlockScaledRecipesTrain) {
     }
     auto tensorwise = run_command(tool + flags + " --fp8-recipe tensorwise");
     ASSERT_EQ(tensorwise.exit_code, 0) << tensorwise.output;
-    const auto loss = [](const std::string& log) {
-        const size_t at = log.find("iteration        1/");
-        return at == std::string::npos ? std::string() : log.substr(log.find("lm loss: ", at), 24);
-    };
-    EXPECT_NE(loss(delayed.output), loss(tensorwise.output));
-    for (const auto& [flag, message] : std::vector<std::pair<std::string, std::string>>{
-             {" --first-last-layers-bf16",
-              "Delayed scaling does not support first / last layer in BF16."},
-             {" --recompute-granularity full --recompute-method uniform --recompute-num-layers 1",
-              "not supported yet: FP8's delayed scaling with recomputed linears"},
-             {" --fp8-amax-compute-algo mean", "--fp8-amax-compute-algo"},
-             {" --fp8-recipe mxfp8 --use-distributed-optimizer --fp8-param-gather",
-              "not supported yet: FP8 parameters in blocks"},
-             {" --fp8-amax-history-len 0", "--fp8-amax-history-len must be positive"}}) {
-        auto bad = run_command(tool + flags + flag);
-        EXPECT_EQ(bad.exit_code, 1) << flag << "\n" << bad.output;
-        EXPECT_NE(bad.output.find(message), std::string::npos) << flag << "\n" << bad.output;
-    }
+    EXPECT_FALSE(loss_at(delayed.output, 1).empty()) << delayed.output;
+    EXPECT_NE(loss_at(delayed.output, 1), loss_at(tensorwise.output, 1));
+    expect_each_refused(
+        tool + flags,
+        {{" --first-last-layers-bf16",
+          "Delayed scaling does not support first / last layer in BF16."},
+         {" --recompute-granularity full --recompute-method uniform --recompute-num-layers 1",
+          "not supported yet: FP8's delayed scaling with recomputed linears"},
+         {" --fp8-amax-compute-algo mean", "--fp8-amax-compute-algo"},
+         {" --fp8-recipe mxfp8 --use-distributed-optimizer --fp8-param-gather",
+          "not supported yet: FP8 parameters in blocks"},
+         {" --fp8-amax-history-len 0", "--fp8-amax-history-len must be positive"}});
 }
 
 // --mock-data: Megatron's MockGPTDataset instead of files (its even split, so all three

@@ -13,10 +13,7 @@
 namespace mt::nn {
 
 Fp8Scaling::Fp8Scaling(const Fp8DelayedRecipe& recipe, std::vector<Communicator*> groups)
-    : recipe_(recipe), groups_(std::move(groups)) {
-    MT_CHECK(recipe.amax_history_len >= 1, "--fp8-amax-history-len must be positive, got ",
-             recipe.amax_history_len);
-}
+    : recipe_(recipe), groups_(std::move(groups)) {}
 
 std::shared_ptr<Fp8LinearMeters> Fp8Scaling::add_linear() {
     auto meters = std::make_shared<Fp8LinearMeters>();

@@ -505,9 +505,8 @@ void finish(const po::variables_map& vm, TrainingFlags& f, EntryPoint entry) {
         if (vm.count("fp8-recipe")) {
             const std::string recipe = vm["fp8-recipe"].as<std::string>();
             MT_CHECK(recipe != "mxfp8" && recipe != "blockwise",
-                     "--fp8-param-gather with "
-                     "--fp8-recipe ",
-                     recipe, ": not supported yet: FP8 parameters in blocks");
+                     "--fp8-param-gather with --fp8-recipe ", recipe,
+                     ": not supported yet: FP8 parameters in blocks");
         }
         MT_CHECK(f.params_dtype != DType::f32,
                  "--fp8-param-gather without --bf16 or --fp16: not supported yet: FP8 "

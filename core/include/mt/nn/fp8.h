@@ -2,8 +2,8 @@
 // GEMMs of the transformer layers' linears take FP8 operands (inputs and weights in E4M3; output
 // gradients in E5M2 with --fp8-format hybrid, E4M3 with e4m3), each tensor scaled by its own
 // current amax (tensorwise), by earlier ones (delayed: mt/nn/fp8_scaling.h) or per block
-// of 32 (mxfp8), and sum their products in f32. Emulated: each operand is quantized and read back
-// in f32 (Backend::fp8_quantize, mxfp8_quantize), then multiplied in f32.
+// (mxfp8, blockwise), and sum their products in f32. Emulated: each operand is quantized and
+// read back in f32 (Backend::fp8_quantize, fp8_quantize_blocks), then multiplied in f32.
 #pragma once
 
 #include <cstdint>

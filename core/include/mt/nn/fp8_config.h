@@ -33,8 +33,8 @@ struct Fp8Config {
 
 // What the flags ask of the model: --fp8-format (none: FP8 off), --fp8-recipe (tensorwise,
 // mxfp8, blockwise, or delayed with its --fp8-amax-history-len, --fp8-amax-compute-algo,
-// --fp8-margin and --no-fp8-wgrad; core_v0.19's custom is refused when read), and --first-last-layers-bf16 with
-// --num-layers-at-start-in-bf16 / --num-layers-at-end-in-bf16.
+// --fp8-margin and --no-fp8-wgrad; core_v0.19's custom is refused when read), and
+// --first-last-layers-bf16 with --num-layers-at-start-in-bf16 / --num-layers-at-end-in-bf16.
 struct Fp8Args {
     Fp8Config config;  // config.scaling stays null: each model makes its own
     Fp8DelayedRecipe delayed_recipe;

@@ -50,7 +50,8 @@ struct Fp8LinearMeters {
 class MT_API Fp8Scaling {
   public:
     // The delayed recipe's amaxes are reduced over `groups` in turn (a max over each: together
-    // the TE group), those of size 1 skipped.
+    // the TE group), those of size 1 skipped. recipe.amax_history_len >= 1 (read_transformer_args
+    // checks the flag).
     Fp8Scaling(const Fp8DelayedRecipe& recipe, std::vector<Communicator*> groups);
 
     // A delayed-scaling linear's meters, registered in build order (the order of the reduced

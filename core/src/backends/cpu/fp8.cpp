@@ -33,12 +33,15 @@ Fp8Layout layout(ops::Fp8Type type) {
                                      : Fp8Layout{2, -14, ops::fp8_max(type)};
 }
 
-// 2^e for a normal float's exponent (-126 <= e <= 127), from its bits (ldexp is a call).
-inline float power_of_two(int e) {
-    const uint32_t bits = uint32_t(e + 127) << 23;
+inline float from_bits(uint32_t bits) {
     float v;
     std::memcpy(&v, &bits, sizeof v);
     return v;
+}
+
+// 2^e for a normal float's exponent (-126 <= e <= 127), from its bits (ldexp is a call).
+inline float power_of_two(int e) {
+    return from_bits(uint32_t(e + 127) << 23);
 }
 
 // v rounded to the nearest value of `f` (ties to even), saturated; NaN stays NaN.
@@ -67,21 +70,15 @@ inline uint32_t float_to_e8m0(float v) {
     return exponent;
 }
 
-// 2^(127 - e) (TE's exp2f_rcp) and 2^(e - 127), from their bits (2^-127 is subnormal).
-inline float from_bits(uint32_t bits) {
-    float v;
-    std::memcpy(&v, &bits, sizeof v);
-    return v;
-}
+// 2^(127 - e) (TE's exp2f_rcp) and 2^(e - 127) for an E8M0 exponent: NaN for 255, and 2^-127
+// (subnormal) where power_of_two cannot reach.
 inline float exp2_rcp(uint32_t e) {
     if (e == 0xFF) return from_bits(0x7FFFFFFFu);
-    if (e == 0xFE) return from_bits(0x00400000u);
-    return from_bits((254u - e) << 23);
+    return e == 0xFE ? from_bits(0x00400000u) : power_of_two(127 - int(e));
 }
 inline float exp2_of(uint32_t e) {
     if (e == 0xFF) return from_bits(0x7FFFFFFFu);
-    if (e == 0) return from_bits(0x00400000u);
-    return from_bits(e << 23);
+    return e == 0 ? from_bits(0x00400000u) : power_of_two(int(e) - 127);
 }
 
 // The blockwise recipe's scale (TE's scale_from_amax_tensor with pow_2_scales, no epsilon):
